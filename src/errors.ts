@@ -1,0 +1,119 @@
+/**
+ * The one error type of baton. Every refusal and failure an operator can meet is a
+ * BatonError with a `code` (what a script branches on, mapped to an exit code below) and a
+ * message in three parts: WHAT is wrong, WHERE (file, bucket/key, machine), and what to do
+ * NEXT — plus whether anything changed, because at 3 a.m. "Nothing was written." is the
+ * sentence that lets an operator breathe.
+ *
+ * No key material and no secret ever goes into any field of this type.
+ */
+
+/** The codes a caller (a script, a test, a view) can branch on. */
+export type ErrorCode =
+  /** Bad flag, bad config field, unknown command. */
+  | 'usage'
+  /** A config or inventory file that is missing, unparsable or invalid. */
+  | 'config'
+  /** Something could not be done (I/O error, unreachable store, database down…). */
+  | 'failed'
+  /** A rule refused the action (lost, half, mismatched, foreign, diverged…). */
+  | 'refused'
+  /** Read-only answer: not in sync, the operator has something to do. */
+  | 'action-needed'
+  /** The all-or-nothing gate closed: nothing generated, nothing sent. */
+  | 'gate-closed'
+  /** Another holder has the authority lock. */
+  | 'lock-busy'
+  /** A conditional write failed: the store changed since it was read. */
+  | 'store-changed'
+  /** The operator backed out (typed confirm not given, Ctrl-C). */
+  | 'aborted';
+
+/**
+ * DESIGN.md §8 exit codes. A Record so a new code that is not mapped fails to compile
+ * instead of silently exiting 1.
+ */
+export const EXIT_CODES: Record<ErrorCode, number> = {
+  usage: 2,
+  config: 2,
+  failed: 1,
+  refused: 3,
+  'action-needed': 3,
+  'gate-closed': 4,
+  'lock-busy': 5,
+  'store-changed': 6,
+  aborted: 3,
+};
+
+export const EXIT_OK = 0;
+
+export interface BatonErrorParts {
+  /** What is wrong, one sentence. */
+  readonly what: string;
+  /** Where: the file, directory, bucket/key, machine. */
+  readonly where?: string;
+  /** What the operator can do next. */
+  readonly next?: string;
+  /** Whether anything changed, e.g. "Nothing was written." */
+  readonly changed?: string;
+  /** The underlying error, for diagnostics only (never shown with key material). */
+  readonly cause?: unknown;
+}
+
+export class BatonError extends Error {
+  readonly code: ErrorCode;
+  readonly what: string;
+  readonly where: string | undefined;
+  readonly next: string | undefined;
+  readonly changed: string | undefined;
+
+  constructor(code: ErrorCode, parts: BatonErrorParts) {
+    super(joinParts(parts), parts.cause === undefined ? undefined : { cause: parts.cause });
+    this.name = 'BatonError';
+    this.code = code;
+    this.what = parts.what;
+    this.where = parts.where;
+    this.next = parts.next;
+    this.changed = parts.changed;
+  }
+
+  get exitCode(): number {
+    return EXIT_CODES[this.code];
+  }
+
+  /** The three parts as lines, the way views and plain output show them. */
+  lines(): string[] {
+    return partsToLines(this);
+  }
+}
+
+function partsToLines(parts: BatonErrorParts): string[] {
+  const lines = [parts.what];
+  if (parts.where) lines.push(`Where: ${parts.where}`);
+  if (parts.changed) lines.push(parts.changed);
+  if (parts.next) lines.push(`Next: ${parts.next}`);
+  return lines;
+}
+
+function joinParts(parts: BatonErrorParts): string {
+  return partsToLines(parts).join('\n');
+}
+
+export function isBatonError(error: unknown): error is BatonError {
+  return error instanceof BatonError;
+}
+
+/**
+ * Wraps anything thrown into a BatonError so a view or the CLI never shows a stack trace.
+ * `context` says what was being done, e.g. "Reading /var/lib/baton/x/ca/ca.crt".
+ */
+export function asBatonError(error: unknown, context: Omit<BatonErrorParts, 'cause'>): BatonError {
+  if (isBatonError(error)) return error;
+  const detail = error instanceof Error ? error.message : String(error);
+  return new BatonError('failed', { ...context, what: `${context.what} (${detail})`, cause: error });
+}
+
+/** The exit code for anything thrown: a BatonError's mapping, else 1. */
+export function exitCodeOf(error: unknown): number {
+  return isBatonError(error) ? error.exitCode : EXIT_CODES.failed;
+}

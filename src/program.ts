@@ -1,0 +1,60 @@
+/**
+ * The command tree of DESIGN.md §8. Each command group registers itself from src/commands/;
+ * nothing heavy is imported here so start-up stays cheap.
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { EXIT_CODES } from './errors.js';
+import { makeContext, type Register } from './commands/context.js';
+import { registerCa } from './commands/ca.js';
+import { registerStore } from './commands/store.js';
+import { registerKey } from './commands/key.js';
+import { registerSync } from './commands/sync.js';
+import { registerStatus } from './commands/status.js';
+import { registerFailover } from './commands/failover.js';
+import { registerMesh } from './commands/mesh.js';
+import { registerProvision } from './commands/provision.js';
+import { registerDrill } from './commands/drill.js';
+
+// The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+export function buildProgram(): Command {
+  const program = new Command('baton')
+    .description('Carry a deployment\'s node-wire authority between controllers; rotate mesh credentials all-or-nothing.')
+    .addOption(new Option('--config <file>', 'config file (default: $BATON_CONFIG, ./baton.yaml, $XDG_CONFIG_HOME/baton/baton.yaml, /etc/baton/baton.yaml)'))
+    .addOption(new Option('--deployment <id>', 'deployment id'))
+    .addOption(new Option('--state-dir <dir>', 'state dir (default /var/lib/baton/<deployment>)'))
+    .addOption(new Option('--store <url>', 'where the authority is published: s3://bucket/prefix or file:///dir'))
+    .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
+    .showHelpAfterError(false)
+    .exitOverride();
+  program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
+  const ctx = makeContext(program);
+  const groups: Register[] = [
+    registerStatus, registerFailover, registerSync, registerCa, registerStore, registerKey,
+    registerMesh, registerProvision, registerDrill,
+  ];
+  for (const register of groups) register(program, ctx);
+  for (const command of program.commands) exitOverrideAll(command);
+  return program;
+}
+
+function exitOverrideAll(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) exitOverrideAll(sub);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
+      process.exitCode = ok ? 0 : EXIT_CODES.usage;
+      return;
+    }
+    throw error;
+  }
+}
+

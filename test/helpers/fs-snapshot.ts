@@ -1,0 +1,37 @@
+import { createHash } from 'node:crypto';
+import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * path → "<type> <mode> <sha256>" for every entry below `dir` (links not followed). A refusal
+ * test takes one before and one after and asserts they are equal: "nothing changed on disk".
+ */
+export function snapshotDir(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (abs: string, rel: string) => {
+    let st;
+    try {
+      st = lstatSync(abs);
+    } catch {
+      return;
+    }
+    const mode = (st.mode & 0o7777).toString(8);
+    if (st.isSymbolicLink()) out[rel || '.'] = `link ${mode} ${readlinkSync(abs)}`;
+    else if (st.isDirectory()) {
+      out[rel || '.'] = `dir ${mode}`;
+      for (const name of readdirSync(abs).sort()) walk(path.join(abs, name), rel ? `${rel}/${name}` : name);
+    } else if (st.isFile()) {
+      out[rel || '.'] = `file ${mode} ${createHash('sha256').update(readFileSync(abs)).digest('hex')}`;
+    } else out[rel || '.'] = `other ${mode}`;
+  };
+  walk(dir, '');
+  return out;
+}
+
+/** A fresh temp dir, and a function that removes it. */
+export function makeTempDir(prefix = 'baton-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
