@@ -1,0 +1,66 @@
+/**
+ * The contract between the authority on disk (src/authority) and everything that reads it
+ * (the rules in src/share, the flows in src/app, the views). DESIGN.md §4.
+ */
+import type { BatonError } from '../errors.js';
+import type { Fingerprint } from '../pki/fingerprint-type.js';
+
+/** The closed set of files an authority consists of; also the document's allowlist (§5). */
+export const AUTHORITY_FILES = ['ca.crt', 'ca.key', 'ca-previous.crt', 'ca-previous.key', 'authority-created'] as const;
+export type AuthorityFileName = (typeof AUTHORITY_FILES)[number];
+
+/** Bytes of an authority's files, by allowlisted name. `authority-created` is the marker. */
+export type AuthorityFiles = Partial<Record<AuthorityFileName, Uint8Array>>;
+
+/** What a reader knows of one key+certificate pair that checked out. */
+export interface PairSummary {
+  readonly fingerprint: Fingerprint;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  /** The `baton-replaces:<fingerprint>` claim in the certificate's OU, if any. */
+  readonly replaces: Fingerprint | undefined;
+  readonly serialHex: string;
+}
+
+/** Why a local authority cannot be used as it is. Every one of these blocks every action. */
+export type LocalProblem =
+  /** One of key/cert present (current or previous pair). Never repaired by minting. */
+  | 'half-initialised'
+  /** Key and certificate do not pair (and the torn-read repair did not apply). */
+  | 'mismatched'
+  /** Not self-signed, or not a CA (basicConstraints cA, keyCertSign). */
+  | 'not-ca'
+  /** The certificate's Organization is not this deployment id. */
+  | 'foreign'
+  /** A key file that is a symlink, not regular, readable by group/other, or over 1 MiB. */
+  | 'unsafe-key'
+  /** Could not be read (permissions, I/O). Never counts as "absent". */
+  | 'unreadable'
+  /** The unlocked snapshot reader saw two different reads three times. */
+  | 'changing';
+
+export type LocalAuthority =
+  /** No key, no cert, no marker: a host that never held this deployment's authority. */
+  | { readonly state: 'fresh'; readonly stateDir: string; readonly unexpected: readonly string[] }
+  /** Marker present, no key, no cert. NEVER MINTED OVER: adopt or restore. */
+  | { readonly state: 'lost'; readonly stateDir: string; readonly unexpected: readonly string[] }
+  | {
+      readonly state: 'whole';
+      readonly stateDir: string;
+      readonly current: PairSummary;
+      /** Present during a rotation overlap. */
+      readonly previous: PairSummary | undefined;
+      /** The marker was missing; the next locked operation backfills it. */
+      readonly markerMissing: boolean;
+      /** The "new key beside old cert" tear was read and paired with ca-previous.key. */
+      readonly repairedTear: boolean;
+      readonly unexpected: readonly string[];
+    }
+  | {
+      readonly state: 'blocked';
+      readonly stateDir: string;
+      readonly problem: LocalProblem;
+      /** Three-part message: what, where (the file), what to do next. */
+      readonly error: BatonError;
+      readonly unexpected: readonly string[];
+    };

@@ -1,0 +1,89 @@
+/**
+ * DESIGN.md §5's decision table as a pure function: status shows it, failover walks it, sync
+ * does it. Fingerprints are compared EXACTLY here — this answer can authorise setting an
+ * authority aside, and a tolerant comparison would let a look-alike through.
+ */
+import path from 'node:path';
+import type { LocalAuthority } from '../authority/types.js';
+import type { Action, Lineage, PublishedAuthority, Verdict } from './types.js';
+
+export function decide(local: LocalAuthority, published: PublishedAuthority): Verdict {
+  if (local.state === 'blocked') {
+    return { kind: 'blocked', why: local.error.what, next: local.error.next ?? 'Repair the local authority by hand, then look again.' };
+  }
+  if (published.state === 'unreadable') {
+    return {
+      kind: 'blocked',
+      why: `The published authority cannot be used: ${published.error.what}`,
+      next: published.error.next ?? `Check the store at ${published.location}.`,
+    };
+  }
+  switch (local.state) {
+    case 'fresh':
+      return published.state === 'none'
+        ? { kind: 'first-controller' }
+        : { kind: 'adopt', published: published.header.fingerprint, lostMarker: false };
+    case 'lost':
+      // NEVER MINTED OVER A LOSS: a marker without files means this host held the authority
+      // once; minting now would give the fleet a second one.
+      return published.state === 'none'
+        ? {
+            kind: 'blocked',
+            why: `This host held the authority once (the marker ${path.join(local.stateDir, 'authority-created')} is present) but ca/ is empty, and nothing is published.`,
+            next: 'Restore ca/ from a backup, or remove the marker on purpose if this deployment really must start over.',
+          }
+        : { kind: 'adopt', published: published.header.fingerprint, lostMarker: true };
+    case 'whole': {
+      const mine = local.current.fingerprint;
+      if (published.state === 'none') return { kind: 'publish', local: mine };
+      const theirs = published.header.fingerprint;
+      if (mine === theirs) return { kind: 'in-sync', fingerprint: mine };
+      return {
+        kind: 'refuse',
+        local: mine,
+        published: theirs,
+        lineage: lineageOf(local, published),
+        caDir: path.join(local.stateDir, 'ca'),
+      };
+    }
+  }
+}
+
+/**
+ * Who is behind whom. baton can say what the seed could not: a host whose authority the
+ * published one replaced was LEFT BEHIND by a rotation; a host whose authority replaced the
+ * published one is AHEAD (it rotated and has not published yet); anything else is unrelated.
+ */
+export function lineageOf(
+  local: Extract<LocalAuthority, { state: 'whole' }>,
+  published: Extract<PublishedAuthority, { state: 'present' }>,
+): Lineage {
+  const mine = local.current.fingerprint;
+  const theirs = published.header.fingerprint;
+  if (mine === published.header.previousFingerprint || mine === published.current?.replaces) return 'left-behind';
+  if (theirs === local.current.replaces || theirs === local.previous?.fingerprint) return 'ahead';
+  return 'unrelated';
+}
+
+/** Only the actions the table allows; 'leave' (change nothing) is always one of them. */
+export function allowedActions(verdict: Verdict): readonly Action[] {
+  switch (verdict.kind) {
+    case 'first-controller':
+      return ['first-controller', 'leave'];
+    case 'adopt':
+      return ['adopt', 'leave'];
+    case 'publish':
+      return ['publish', 'leave'];
+    case 'in-sync':
+      return ['leave'];
+    case 'refuse':
+      return verdict.lineage === 'ahead' ? ['publish', 'leave', 'force'] : ['leave', 'force'];
+    case 'blocked':
+      return ['leave'];
+  }
+}
+
+/** True when the verdict means "nothing to do" (status exit 0). */
+export function isInSync(verdict: Verdict): boolean {
+  return verdict.kind === 'in-sync';
+}

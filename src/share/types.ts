@@ -1,0 +1,75 @@
+/**
+ * The contract between the store/document layer and the rules, flows and views (DESIGN.md §5).
+ */
+import type { BatonError } from '../errors.js';
+import type { Fingerprint } from '../pki/fingerprint-type.js';
+import type { LocalAuthority, PairSummary } from '../authority/types.js';
+
+export const DOCUMENT_FORMAT = 'baton.authority/1';
+
+/** The header fields: readable without the seal key, and the AEAD's associated data. */
+export interface DocumentHeader {
+  readonly format: typeof DOCUMENT_FORMAT;
+  readonly deployment: string;
+  readonly fingerprint: Fingerprint;
+  readonly previousFingerprint: Fingerprint | null;
+  /** Diagnostic only: never used in a decision. */
+  readonly publishedAt: string;
+  readonly publishedBy: string;
+}
+
+export type PublishedAuthority =
+  /** The store holds nothing for this deployment — an ordinary state, not a fault. */
+  | { readonly state: 'none'; readonly location: string }
+  | {
+      readonly state: 'present';
+      readonly location: string;
+      /** The ETag read for this decision; a replace is conditional on it. */
+      readonly etag: string;
+      readonly header: DocumentHeader;
+      readonly sealed: boolean;
+      /** From the carried ca.crt when the files could be opened (unsealed, or key given). */
+      readonly current: PairSummary | undefined;
+      readonly previous: PairSummary | undefined;
+    }
+  /** Unreadable, refused (closed set, bad base64, wrong deployment…) or unreachable. */
+  | { readonly state: 'unreadable'; readonly location: string; readonly error: BatonError };
+
+export type Lineage =
+  /** Local replaced the published one (it rotated and has not published): the store is behind. */
+  | 'ahead'
+  /** Local = published previous_fingerprint, or = the published cert's baton-replaces claim. */
+  | 'left-behind'
+  /** Nothing links them: possibly the wrong deployment or store. */
+  | 'unrelated';
+
+/** DESIGN.md §5 decision table, as data. */
+export type Verdict =
+  | { readonly kind: 'first-controller' }
+  | { readonly kind: 'adopt'; readonly published: Fingerprint; readonly lostMarker: boolean }
+  | { readonly kind: 'publish'; readonly local: Fingerprint }
+  | { readonly kind: 'in-sync'; readonly fingerprint: Fingerprint }
+  | {
+      readonly kind: 'refuse';
+      readonly local: Fingerprint;
+      readonly published: Fingerprint;
+      readonly lineage: Lineage;
+      /** The ca/ directory a force would set aside. */
+      readonly caDir: string;
+    }
+  | { readonly kind: 'blocked'; readonly why: string; readonly next: string };
+
+/** What an operator can ask for; only those `allowedActions(verdict)` lists are offered. */
+export type Action = 'first-controller' | 'adopt' | 'publish' | 'force' | 'leave';
+
+/** The three outcomes of adopt (seed: "three answers and not two"), plus the other actions'. */
+export type Outcome =
+  | { readonly kind: 'nothing-published' }
+  | { readonly kind: 'installed'; readonly fingerprint: Fingerprint }
+  | { readonly kind: 'already-held'; readonly fingerprint: Fingerprint }
+  | { readonly kind: 'published'; readonly fingerprint: Fingerprint; readonly etag: string }
+  | { readonly kind: 'first-controller'; readonly fingerprint: Fingerprint; readonly wonRace: boolean }
+  | { readonly kind: 'forced'; readonly fingerprint: Fingerprint; readonly supersededDir: string }
+  | { readonly kind: 'left'; readonly why: string };
+
+export type { LocalAuthority };

@@ -1,0 +1,40 @@
+/**
+ * Where a deployment's authority is published (DESIGN.md §5). A CHANNEL, NOT THE SOURCE OF
+ * TRUTH: the files on each host are the truth, and this holds a copy of one of them.
+ *
+ * AN INTERFACE SO THE RULES ARE TESTABLE WITHOUT AWS (the seed's words): the rules run on the
+ * in-memory fake; the S3 and directory adapters are proven against real parts.
+ */
+
+/** The published document's bytes and the ETag they were read with. */
+export interface StoredDocument {
+  readonly body: Uint8Array;
+  readonly etag: string;
+}
+
+/**
+ * A conditional write. A first publish is create-only (If-None-Match: *); a replace is
+ * if-match on the ETag read for this decision — never a blind overwrite.
+ */
+export type Precondition = { readonly kind: 'create-only' } | { readonly kind: 'if-match'; readonly etag: string };
+
+export interface ConditionalWriteCheck {
+  /** True when a second create-only write of the same key was refused. */
+  readonly enforced: boolean;
+  /** One sentence for status and `store check`. */
+  readonly detail: string;
+}
+
+export interface Store {
+  /** Human-readable location of the document, e.g. s3://bucket/prefix/authority.json. */
+  readonly location: string;
+  /** The published document, or undefined when nothing is published (an ordinary state). */
+  get(): Promise<StoredDocument | undefined>;
+  /**
+   * Writes the document. A failed precondition throws BatonError('store-changed') — its own
+   * error, distinct from every other failure (BatonError('failed') naming the location).
+   */
+  put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }>;
+  /** `baton store check`: writes a probe object twice create-only, cleans up, reports. */
+  checkConditionalWrites(): Promise<ConditionalWriteCheck>;
+}
