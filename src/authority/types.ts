@@ -54,6 +54,13 @@ export type LocalAuthority =
       readonly markerMissing: boolean;
       /** The "new key beside old cert" tear was read and paired with ca-previous.key. */
       readonly repairedTear: boolean;
+      /**
+       * An interrupted operation's footprint was read (files of a rotation that had not
+       * finished, or the certificate a retire had not yet removed). The current pair is whole
+       * and is the one in use; `baton ca rotate` / `baton ca retire` finishes the operation,
+       * and nothing is published until it has.
+       */
+      readonly pending?: 'rotate' | 'retire' | undefined;
       readonly unexpected: readonly string[];
     }
   | {

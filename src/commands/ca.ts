@@ -1,4 +1,182 @@
-import type { Register } from './context.js';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+import { requireDeployment, stateDirFor } from '../config/config.js';
+import type { LocalAuthority } from '../authority/types.js';
+import { action, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton ca`. */
-export const registerCa: Register = () => {};
+/**
+ * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
+ * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
+ * none and changes nothing (exit 0 whole, 3 otherwise).
+ */
+export const registerCa: Register = (program, ctx) => {
+  const ca = program.command('ca').description('the local authority: init | show | rotate | retire');
+  const where = () => {
+    const config = ctx.config();
+    return { deployment: requireDeployment(config), stateDir: stateDirFor(config) };
+  };
+
+  ca.command('init')
+    .description('mint this deployment\'s authority on a fresh host (never over a loss)')
+    .action(
+      action(ctx, async () => {
+        const { deployment, stateDir } = where();
+        const authority = await import('../authority/index.js');
+        const fingerprint = await authority.withAuthorityLock(stateDir, async () => {
+          const local = await authority.readLocalAuthority(stateDir, deployment);
+          refuseUnlessFresh(local, stateDir);
+          const files = await authority.mintAuthority(deployment);
+          const { fingerprint } = await authority.checkPair(files['ca.key']!, files['ca.crt']!, deployment, 'the authority just minted');
+          await authority.installAuthority(stateDir, deployment, files, fingerprint);
+          return fingerprint;
+        });
+        ctx.stdout.write(
+          `Minted a new authority for deployment ${deployment} in ${path.join(stateDir, 'ca')}.\n` +
+            `Fingerprint: ${fingerprint}\n` +
+            'Publish it with `baton sync` so the other controller adopts it rather than minting its own.\n',
+        );
+      }),
+    );
+
+  ca.command('show')
+    .description('the local authority: fingerprint, previous fingerprint, not-after, state (exit 0 whole, 3 otherwise)')
+    .option('--json', 'print one JSON object')
+    .action(
+      action(ctx, async (options: { readonly json?: boolean }) => {
+        const { deployment, stateDir } = where();
+        const { snapshotLocalAuthority } = await import('../authority/index.js');
+        const local = await snapshotLocalAuthority(stateDir, deployment);
+        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment));
+        return local.state === 'whole' ? 0 : 3;
+      }),
+    );
+
+  ca.command('rotate')
+    .description('mint a successor; the current authority stays as ca-previous.* until retired')
+    .action(
+      action(ctx, async () => {
+        const { deployment, stateDir } = where();
+        const { rotateAuthority } = await import('../authority/index.js');
+        const result = await rotateAuthority(stateDir, deployment);
+        ctx.stdout.write(
+          `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${path.join(stateDir, 'ca')}.\n` +
+            `Current:  ${result.current}\n` +
+            `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
+            'Publish it with `baton sync`, and run `baton ca retire` once every node trusts the current authority.\n',
+        );
+      }),
+    );
+
+  ca.command('retire')
+    .description('end a rotation overlap: remove ca-previous.* once provably the predecessor')
+    .action(
+      action(ctx, async () => {
+        const { deployment, stateDir } = where();
+        const { retireAuthority } = await import('../authority/index.js');
+        const result = await retireAuthority(stateDir, deployment);
+        const caDir = path.join(stateDir, 'ca');
+        switch (result.kind) {
+          case 'retired':
+            ctx.stdout.write(
+              `Retired the previous authority ${result.previous} from ${caDir}.\n` +
+                `The current authority ${result.current} is the only one now. Publish with \`baton sync\` so the store stops carrying the previous pair.\n`,
+            );
+            break;
+          case 'finished':
+            ctx.stdout.write(`Finished an interrupted retire in ${caDir}: ca-previous.crt is removed. The current authority is ${result.current}.\n`);
+            break;
+          case 'nothing-to-retire':
+            ctx.stdout.write(`There is no previous authority to retire in ${caDir}. The current authority is ${result.current}. Nothing was changed.\n`);
+            break;
+        }
+      }),
+    );
+};
+
+/** NEVER MINTED OVER A LOSS, never over anything: `ca init` writes only on a fresh host. */
+function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
+  switch (local.state) {
+    case 'fresh':
+      return;
+    case 'lost':
+      throw new BatonError('refused', {
+        what: `This host held the authority once — the marker ${path.join(stateDir, 'authority-created')} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
+        where: path.join(stateDir, 'ca'),
+        next: 'Adopt the published authority with `baton sync`, or restore ca/ from a backup. Remove the marker only if this deployment really must start over.',
+        changed: 'Nothing was written.',
+      });
+    case 'whole':
+      throw new BatonError('refused', {
+        what: `This host already holds the authority ${local.current.fingerprint}.`,
+        where: path.join(stateDir, 'ca'),
+        next: 'Nothing to do: `baton ca show` shows it, `baton ca rotate` replaces it on purpose.',
+        changed: 'Nothing was written.',
+      });
+    case 'blocked':
+      throw local.error;
+  }
+}
+
+export function authorityJson(local: LocalAuthority, deployment: string): Record<string, unknown> {
+  const base = { deployment, state: local.state, state_dir: local.stateDir, unexpected: local.unexpected };
+  switch (local.state) {
+    case 'fresh':
+    case 'lost':
+      return { ...base, fingerprint: null, previous_fingerprint: null, not_after: null };
+    case 'whole':
+      return {
+        ...base,
+        fingerprint: local.current.fingerprint,
+        previous_fingerprint: local.previous?.fingerprint ?? null,
+        not_after: local.current.notAfter.toISOString(),
+        previous_not_after: local.previous?.notAfter.toISOString() ?? null,
+        replaces: local.current.replaces ?? null,
+        marker_missing: local.markerMissing,
+        repaired_tear: local.repairedTear,
+        pending: local.pending ?? null,
+      };
+    case 'blocked':
+      return {
+        ...base,
+        fingerprint: null,
+        previous_fingerprint: null,
+        not_after: null,
+        problem: local.problem,
+        error: { what: local.error.what, where: local.error.where ?? null, next: local.error.next ?? null },
+      };
+  }
+}
+
+export function authorityText(local: LocalAuthority, deployment: string): string {
+  const caDir = path.join(local.stateDir, 'ca');
+  const lines: string[] = [];
+  switch (local.state) {
+    case 'fresh':
+      lines.push(`This host holds no authority for deployment ${deployment} (fresh: no files, no marker in ${local.stateDir}).`);
+      lines.push('Next: adopt the published one with `baton sync`, or on the first controller `baton ca init`.');
+      break;
+    case 'lost':
+      lines.push(`The authority of deployment ${deployment} is LOST on this host: the marker ${path.join(local.stateDir, 'authority-created')} is present but ${caDir} holds no key and no certificate.`);
+      lines.push('Next: adopt the published one with `baton sync`, or restore ca/ from a backup. baton will not mint over a loss.');
+      break;
+    case 'whole':
+      lines.push(`The authority of deployment ${deployment} in ${caDir} is whole.`);
+      lines.push(`Fingerprint: ${local.current.fingerprint}`);
+      lines.push(`Not after:   ${local.current.notAfter.toISOString()}`);
+      lines.push(
+        local.previous
+          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run \`baton ca retire\` once every node trusts the current one.`
+          : 'Previous:    none (no rotation overlap).',
+      );
+      if (local.repairedTear || local.pending === 'rotate') lines.push('A rotation was interrupted part-way; the authority above is still the one in use. Finish it with `baton ca rotate`.');
+      if (local.pending === 'retire') lines.push('A retire was interrupted: ca-previous.crt remains without its key. Finish it with `baton ca retire`.');
+      if (local.markerMissing) lines.push(`The marker ${path.join(local.stateDir, 'authority-created')} is missing; the next writing command (rotate, retire, sync) writes it back.`);
+      break;
+    case 'blocked':
+      lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);
+      lines.push(...local.error.lines());
+      break;
+  }
+  if (local.unexpected.length > 0) lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);
+  return `${lines.join('\n')}\n`;
+}

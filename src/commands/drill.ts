@@ -1,4 +1,49 @@
-import type { Register } from './context.js';
+import { BatonError } from '../errors.js';
+import { action, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton drill`. */
-export const registerDrill: Register = () => {};
+interface DrillOptions {
+  readonly list?: boolean;
+  readonly step?: string;
+  readonly plain?: boolean;
+  readonly keep?: boolean;
+}
+
+/**
+ * `baton drill` (also `npm start`): a guided rehearsal in a throw-away sandbox — S3, two
+ * controllers, a PostgreSQL and a small mesh — on the real code paths. It needs no AWS account
+ * and no database: everything runs on 127.0.0.1 and is removed on exit unless --keep.
+ */
+export const registerDrill: Register = (program, ctx) => {
+  program
+    .command('drill')
+    .description('guided rehearsal of a failover and a credential rotation in a sandbox (also `npm start`)')
+    .option('--list', 'print the steps, one line each')
+    .option('--step <n>', 'set the sandbox up to just before step N and practise from there')
+    .option('--plain', 'no screen: perform every step with scripted answers, print each check (exit 0 only if all pass)')
+    .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
+    .action(
+      action(ctx, async (options: DrillOptions) => {
+        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../drill/scenario.js');
+        if (options.list) {
+          for (const line of listSteps()) ctx.stdout.write(`${line}\n`);
+          return 0;
+        }
+        const first = options.step === undefined ? 1 : Number(options.step);
+        if (!Number.isInteger(first) || !isStepNumber(first)) {
+          throw new BatonError('usage', {
+            what: `--step "${options.step}" is not a step of the drill.`,
+            next: `Pass a number from 1 to ${DRILL_STEPS.length}; \`baton drill --list\` shows them.`,
+            changed: 'Nothing was started.',
+          });
+        }
+        const interactive = !options.plain && Boolean(process.stdin.isTTY && ctx.stdout.isTTY);
+        if (!interactive) {
+          if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
+          const { runPlainDrill } = await import('../drill/plain.js');
+          return runPlainDrill({ first, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
+        }
+        const { runInteractiveDrill } = await import('../drill/interactive.js');
+        return runInteractiveDrill({ first, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
+      }),
+    );
+};

@@ -1,4 +1,61 @@
-import type { Register } from './context.js';
+import { BatonError } from '../errors.js';
+import { requireStore, type GlobalFlags } from '../config/config.js';
+import { action, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton failover`. */
-export const registerFailover: Register = () => {};
+/**
+ * `baton failover` (DESIGN.md §9): the interactive walk. It needs a terminal for the typed
+ * confirmations; without one it refuses to start (exit 2) and points at `baton sync`, the same
+ * decisions without a screen — a script must never sit waiting on a prompt it cannot see.
+ */
+export const registerFailover: Register = (program, ctx) => {
+  program
+    .command('failover')
+    .description('interactive walk-through: read both sides, choose an allowed action, confirm (terminal required)')
+    .action(
+      action(ctx, async () => {
+        if (!process.stdin.isTTY || !ctx.stdout.isTTY) {
+          throw new BatonError('usage', {
+            what: 'baton failover is interactive and needs a terminal; stdin or stdout is not a TTY.',
+            changed: 'Nothing was written.',
+            next: 'In scripts use `baton sync` (adopt / publish / refuse; `--push`, or `--force --yes` to replace on purpose).',
+          });
+        }
+        const config = ctx.config();
+        const storeUrl = requireStore(config);
+        const [{ openShareContext }, { failoverPorts }, { batonInvocation }] = await Promise.all([
+          import('../share/share-context.js'),
+          import('../app/failover-ports.js'),
+          import('../app/status-invocation.js'),
+        ]);
+        const shareContext = await openShareContext(config);
+        const ports = failoverPorts(shareContext, storeUrl, config.sealKeyFile);
+        const baton = batonInvocation(program.opts<GlobalFlags>());
+
+        if (config.noColor) process.env.FORCE_COLOR = '0';
+        const [{ render }, React, { FailoverApp }, { ColorContext }] = await Promise.all([
+          import('ink'),
+          import('react'),
+          import('../../components/FailoverApp.js'),
+          import('../../components/color-context.js'),
+        ]);
+        let code: number | undefined;
+        const app = render(
+          React.createElement(
+            ColorContext.Provider,
+            { value: !config.noColor },
+            React.createElement(FailoverApp, {
+              ports,
+              baton,
+              onExit: (exit: number) => {
+                code = exit;
+              },
+            }),
+          ),
+          { stdout: ctx.stdout, stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
+        );
+        await app.waitUntilExit();
+        // Ctrl-C before the walk ended: nothing was confirmed past what the screen showed.
+        return code ?? 3;
+      }),
+    );
+};

@@ -1,4 +1,53 @@
-import type { Register } from './context.js';
+/**
+ * `baton key generate FILE`: a new seal key, 32 random bytes, written 0600 with O_EXCL. It
+ * NEVER OVERWRITES: replacing a seal key that controllers share would make every sealed
+ * document unreadable to the hosts still holding the old one. The key is never printed.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fsyncDir, writeExclusive } from '../authority/durable-write.js';
+import { BatonError } from '../errors.js';
+import { SEAL_KEY_BYTES } from '../share/seal.js';
+import { action, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton key`. */
-export const registerKey: Register = () => {};
+export const registerKey: Register = (program, ctx) => {
+  const key = program.command('key').description('seal keys for sealed published documents');
+  key
+    .command('generate')
+    .argument('<file>', 'where to write the new key (must not exist)')
+    .description('write a new 32-byte seal key to FILE (0600); never overwrites')
+    .action(
+      action(ctx, async (file: string) => {
+        const target = path.resolve(file);
+        try {
+          await writeExclusive(target, randomBytes(SEAL_KEY_BYTES), 0o600);
+          await fsyncDir(path.dirname(target));
+        } catch (error) {
+          throw keyWriteError(target, error);
+        }
+        ctx.stdout.write(
+          `Wrote a new ${SEAL_KEY_BYTES}-byte seal key to ${target} (mode 0600).\n` +
+            `Copy this same file to every controller of the deployment and set "seal_key_file: ${target}" in baton.yaml.\n`,
+        );
+      }),
+    );
+};
+
+function keyWriteError(file: string, error: unknown): BatonError {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EEXIST' || code === 'ELOOP') {
+    return new BatonError('refused', {
+      what: 'A file already exists where the new seal key would go; baton never overwrites a key.',
+      where: file,
+      next: 'Choose another path, or remove the old key on purpose once no controller uses it.',
+      changed: 'Nothing was written.',
+    });
+  }
+  return new BatonError('failed', {
+    what: `The seal key could not be written (${code ?? String(error)}).`,
+    where: file,
+    next: 'Check that the directory exists and is writable by this user; remove any partial file this left.',
+    changed: 'Nothing usable was written.',
+    cause: error,
+  });
+}

@@ -1,4 +1,64 @@
-import type { Register } from './context.js';
+import { Option, type Command } from 'commander';
+import { action, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton mesh`. */
-export const registerMesh: Register = () => {};
+/**
+ * `baton mesh plan | rotate | resume` (DESIGN.md §6, §8). Everything beyond argument parsing
+ * is imported when the command runs, so other commands do not pay for it.
+ */
+export interface MeshFlags {
+  readonly consumer?: string;
+  readonly provider?: string;
+  readonly machine?: string;
+  readonly pair?: string;
+  readonly inventory?: string;
+  readonly concurrency: string;
+  readonly timeout: string;
+  readonly wait: string;
+  readonly json?: boolean;
+  readonly yes?: boolean;
+}
+
+function withSelector(command: Command): Command {
+  return command
+    .addOption(new Option('--consumer <name>', 'every pair of this consumer'))
+    .addOption(new Option('--provider <name>', 'every pair of this provider'))
+    .addOption(new Option('--machine <name>', 'every pair with an end on this machine'))
+    .addOption(new Option('--pair <provider:consumer>', 'exactly one pair'))
+    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
+    .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'));
+}
+
+export const registerMesh: Register = (program, ctx) => {
+  const mesh = program.command('mesh').description('rotate mesh credentials (one role per provider/consumer pair) all-or-nothing');
+  withSelector(mesh.command('plan').description('the affected holders, resolved; changes nothing'))
+    .addOption(new Option('--json', 'machine-readable output'))
+    .action(
+      action(ctx, async (flags: MeshFlags) => {
+        const { runMeshPlan } = await import('../app/rotation-cli.js');
+        return runMeshPlan(ctx, flags);
+      }),
+    );
+  withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
+    .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .action(
+      action(ctx, async (flags: MeshFlags) => {
+        const { runMeshRotate } = await import('../app/rotation-cli.js');
+        return runMeshRotate(ctx, flags);
+      }),
+    );
+  mesh
+    .command('resume')
+    .description('finish a rotation whose commit was interrupted, from what is staged')
+    .argument('<rotation-id>')
+    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
+    .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .action(
+      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>) => {
+        const { runMeshResume } = await import('../app/rotation-cli.js');
+        return runMeshResume(ctx, id, flags);
+      }),
+    );
+};

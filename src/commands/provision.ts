@@ -1,4 +1,133 @@
-import type { Register } from './context.js';
+/**
+ * `baton provision postgres` (DESIGN.md §7): runs on a provider's machine, as an ordinary
+ * long-running service under `--watch`, and makes PostgreSQL accept what the mesh delivered.
+ */
+import path from 'node:path';
+import { Option } from 'commander';
+import { BatonError } from '../errors.js';
+import { action, usageError, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton provision`. */
-export const registerProvision: Register = () => {};
+interface ProvisionFlags {
+  readonly meshDir?: string;
+  readonly provider?: string;
+  readonly pgHost: string;
+  readonly pgPort: string;
+  readonly pgDatabase: string;
+  readonly superuser: string;
+  readonly superuserFile?: string;
+  readonly watch?: boolean;
+  readonly once?: boolean;
+  readonly interval: string;
+}
+
+/** A provider name is a directory name under the mesh dir: never a path of its own. */
+const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const SUPERUSER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,62}$/;
+
+export const registerProvision: Register = (program, ctx) => {
+  const provision = program.command('provision').description('make a provider accept the credentials the mesh delivered');
+  provision
+    .command('postgres')
+    .description('apply <mesh-dir>/provides/<provider>/* as PostgreSQL role passwords (SCRAM verifiers computed here) and write a receipt per role')
+    .addOption(new Option('--mesh-dir <dir>', 'the mesh directory on this machine (e.g. /var/lib/baton/mesh)'))
+    .addOption(new Option('--provider <name>', 'the provider this machine serves, e.g. pg-main'))
+    .addOption(new Option('--pg-host <host>', 'PostgreSQL host').default('localhost'))
+    .addOption(new Option('--pg-port <port>', 'PostgreSQL port').default('5432'))
+    .addOption(new Option('--pg-database <name>', 'database to connect to').default('postgres'))
+    .addOption(new Option('--superuser <name>', 'role the provisioner logs in as').default('postgres'))
+    .addOption(new Option('--superuser-file <file>', 'file holding that role\'s password (default <mesh-dir>/consumes/<provider>/<superuser>)'))
+    .addOption(new Option('--watch', 'keep running: poll every --interval seconds, retry with backoff while the database is down'))
+    .addOption(new Option('--once', 'one cycle, then exit (the default without --watch)').conflicts('watch'))
+    .addOption(new Option('--interval <seconds>', 'poll interval for --watch').default('2'))
+    .action(
+      action(ctx, async (flags: ProvisionFlags) => {
+        const settings = parseFlags(flags);
+        const { PostgresProvisioner } = await import('../provisioner/postgres-provisioner.js');
+        const { postgresRoles } = await import('../provisioner/postgres-roles.js');
+        const log = (line: string) => void ctx.stdout.write(`provision ${settings.provider}: ${line}\n`);
+        const provisioner = new PostgresProvisioner({
+          meshDir: settings.meshDir,
+          provider: settings.provider,
+          connect: postgresRoles(settings.target),
+          log,
+        });
+        if (flags.watch) {
+          const { watchProvisioner } = await import('../provisioner/watch-provisioner.js');
+          const controller = new AbortController();
+          const stop = (signal: NodeJS.Signals) => {
+            log(`${signal}: stopping after the current statement`);
+            controller.abort();
+          };
+          process.once('SIGTERM', stop);
+          process.once('SIGINT', stop);
+          log(`watching ${provisioner.deliveredDir} every ${settings.intervalMs / 1000} s (superuser password from ${settings.target.superuserFile})`);
+          try {
+            await watchProvisioner(provisioner, { intervalMs: settings.intervalMs, signal: controller.signal, log });
+          } finally {
+            process.removeListener('SIGTERM', stop);
+            process.removeListener('SIGINT', stop);
+          }
+          log('stopped');
+          return 0;
+        }
+        const report = await provisioner.runCycle();
+        if (report.blocked && report.failed.length === 0) throw report.blocked;
+        if (report.failed.length > 0) {
+          const appliedRoles = report.applied.map((a) => a.role);
+          throw new BatonError('failed', {
+            what: `${report.failed.length} delivered credential(s) not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
+            where: report.blocked?.where ?? provisioner.deliveredDir,
+            next: report.blocked?.next ?? 'Fix or remove the files named above and run again; receipts exist only for what was applied.',
+            changed: appliedRoles.length > 0 ? `Applied, with receipts: ${appliedRoles.join(', ')}.` : 'Nothing was applied.',
+          });
+        }
+        if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role(s) already applied)`);
+        return 0;
+      }),
+    );
+};
+
+interface Settings {
+  readonly meshDir: string;
+  readonly provider: string;
+  readonly intervalMs: number;
+  readonly target: {
+    readonly host: string;
+    readonly port: number;
+    readonly database: string;
+    readonly superuser: string;
+    readonly superuserFile: string;
+  };
+}
+
+function parseFlags(flags: ProvisionFlags): Settings {
+  if (!flags.meshDir) throw usageError('--mesh-dir is required.', 'Name the mesh directory on this machine, e.g. --mesh-dir /var/lib/baton/mesh.');
+  if (!flags.provider) throw usageError('--provider is required.', 'Name the provider this machine serves, e.g. --provider pg-main.');
+  if (!PROVIDER_NAME.test(flags.provider)) {
+    throw usageError(`--provider "${flags.provider}" is not a provider name (letters, digits, ".", "_" or "-").`, 'Use the provider\'s name from the inventory.');
+  }
+  if (!SUPERUSER_NAME.test(flags.superuser)) {
+    throw usageError(`--superuser "${flags.superuser}" is not a role name (letters, digits, "_" or "-", at most 63).`, 'Name the role the provisioner logs in as, e.g. --superuser postgres.');
+  }
+  const port = Number(flags.pgPort);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+    throw usageError(`--pg-port "${flags.pgPort}" is not a port number (1–65535).`, 'Give the port PostgreSQL listens on, e.g. --pg-port 5432.');
+  }
+  const interval = Number(flags.interval);
+  if (!Number.isFinite(interval) || interval < 0.05 || interval > 86_400) {
+    throw usageError(`--interval "${flags.interval}" is not a number of seconds between 0.05 and 86400.`, 'Give the poll interval in seconds, e.g. --interval 2.');
+  }
+  const meshDir = path.resolve(flags.meshDir);
+  return {
+    meshDir,
+    provider: flags.provider,
+    intervalMs: Math.round(interval * 1000),
+    target: {
+      host: flags.pgHost,
+      port,
+      database: flags.pgDatabase,
+      superuser: flags.superuser,
+      superuserFile: path.resolve(flags.superuserFile ?? path.join(meshDir, 'consumes', flags.provider, flags.superuser)),
+    },
+  };
+}

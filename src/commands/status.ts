@@ -1,4 +1,95 @@
-import type { Register } from './context.js';
+import { BatonError } from '../errors.js';
+import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
+import { action, type Register } from './context.js';
 
-/** Placeholder: replaced by the module that owns `baton status`. */
-export const registerStatus: Register = () => {};
+interface StatusOptions {
+  readonly json?: boolean;
+  readonly watch?: boolean;
+  readonly interval?: string;
+}
+
+const DEFAULT_WATCH_SECONDS = 5;
+
+/**
+ * `baton status [--json] [--watch]` (DESIGN.md §8): read-only — it never writes and never
+ * takes the lock. Exit 0 in sync, 3 action needed, 1 could not read. Without a terminal (or
+ * with --json) it prints plain text / one JSON object and never loads Ink, whose output still
+ * carries escape sequences when piped.
+ */
+export const registerStatus: Register = (program, ctx) => {
+  program
+    .command('status')
+    .description('show the local and published authority side by side; changes nothing (exit 0 in sync, 3 action needed, 1 could not read)')
+    .option('--json', 'print one JSON object (see README "Status JSON")')
+    .option('--watch', 'keep reading every few seconds (r reads now, q quits)')
+    .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
+    .action(
+      action(ctx, async (options: StatusOptions) => {
+        const config = ctx.config();
+        const deployment = requireDeployment(config);
+        const stateDir = stateDirFor(config);
+        const storeUrl = requireStore(config);
+        const interval = Number(options.interval ?? DEFAULT_WATCH_SECONDS);
+        if (!Number.isFinite(interval) || interval < 1 || interval > 3600) {
+          throw new BatonError('usage', {
+            what: `--interval "${options.interval}" is not a number of seconds between 1 and 3600.`,
+            next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
+          });
+        }
+        const [{ openStore }, { readStatus, statusExitCode }, { statusSources }, { batonInvocation }] = await Promise.all([
+          import('../store/open-store.js'),
+          import('../app/status-report.js'),
+          import('../app/status-sources.js'),
+          import('../app/status-invocation.js'),
+        ]);
+        const baton = batonInvocation(program.opts<GlobalFlags>());
+        const store = await openStore(storeUrl);
+        const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
+        const read = () => readStatus(sources);
+
+        if (options.json) {
+          const { statusJson } = await import('../app/status-json.js');
+          const report = await read();
+          ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
+          return statusExitCode(report);
+        }
+        if (!ctx.stdout.isTTY) {
+          if (options.watch) ctx.stderr.write('baton: --watch needs a terminal; printing one read.\n');
+          const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../../components/marks.js')]);
+          const report = await read();
+          ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, baton));
+          return statusExitCode(report);
+        }
+
+        // Chalk decides its colour level when it is first loaded: set it before Ink comes in,
+        // so NO_COLOR / TERM=dumb / --no-color leave no colour escape anywhere on the screen.
+        if (config.noColor) process.env.FORCE_COLOR = '0';
+        const [{ render }, React, { StatusApp }, { ColorContext }] = await Promise.all([
+          import('ink'),
+          import('react'),
+          import('../../components/StatusApp.js'),
+          import('../../components/color-context.js'),
+        ]);
+        let code: number | undefined;
+        const watchSeconds = options.watch ? interval : undefined;
+        const app = render(
+          React.createElement(
+            ColorContext.Provider,
+            { value: !config.noColor },
+            React.createElement(StatusApp, {
+              read,
+              baton,
+              watchSeconds,
+              interactive: Boolean(process.stdin.isTTY),
+              onExit: (exit: number) => {
+                code = exit;
+              },
+            }),
+          ),
+          { stdout: ctx.stdout, stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
+        );
+        await app.waitUntilExit();
+        return code ?? 0;
+      }),
+    );
+};

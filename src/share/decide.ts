@@ -8,13 +8,18 @@ import type { LocalAuthority } from '../authority/types.js';
 import type { Action, Lineage, PublishedAuthority, Verdict } from './types.js';
 
 export function decide(local: LocalAuthority, published: PublishedAuthority): Verdict {
+  // The host is what must be repaired first: a blocked local authority wins over a bad document.
   if (local.state === 'blocked') {
-    return { kind: 'blocked', why: local.error.what, next: local.error.next ?? 'Repair the local authority by hand, then look again.' };
+    return {
+      kind: 'blocked',
+      why: withWhere(local.error.what, local.error.where),
+      next: local.error.next ?? 'Repair the local authority by hand, then look again.',
+    };
   }
   if (published.state === 'unreadable') {
     return {
       kind: 'blocked',
-      why: `The published authority cannot be used: ${published.error.what}`,
+      why: withWhere(`The published authority cannot be used: ${published.error.what}`, published.error.where ?? published.location),
       next: published.error.next ?? `Check the store at ${published.location}.`,
     };
   }
@@ -63,6 +68,11 @@ export function lineageOf(
   if (mine === published.header.previousFingerprint || mine === published.current?.replaces) return 'left-behind';
   if (theirs === local.current.replaces || theirs === local.previous?.fingerprint) return 'ahead';
   return 'unrelated';
+}
+
+/** A verdict carries one sentence for why: it names the file or object, once. */
+function withWhere(what: string, where: string | undefined): string {
+  return where && !what.includes(where) ? `${what} (${where})` : what;
 }
 
 /** Only the actions the table allows; 'leave' (change nothing) is always one of them. */

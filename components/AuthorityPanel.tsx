@@ -1,0 +1,56 @@
+import React from 'react';
+import { Box, Text } from 'ink';
+import type { PanelRows } from '../src/app/status-rows.js';
+import { FingerprintText } from './FingerprintText.js';
+
+const LABEL_WIDTH = 13;
+/** Border (2) and padding (2). */
+const CHROME = 4;
+
+export interface AuthorityPanelProps {
+  readonly panel: PanelRows;
+  /** Outer width of the panel, border included. */
+  readonly width: number;
+}
+
+/** One side (LOCAL or PUBLISHED): where it lives, then its rows. */
+export function AuthorityPanel({ panel, width }: AuthorityPanelProps) {
+  const inner = Math.max(width - CHROME, 20);
+  return (
+    <Box flexDirection="column" borderStyle="round" paddingX={1} width={width} flexShrink={0}>
+      <Text wrap="wrap">
+        <Text bold>{panel.title}</Text>
+        {'  '}
+        {panel.where}
+      </Text>
+      {panel.rows.map((row) => {
+        if (row.kind === 'fingerprint') {
+          const inline = inner >= LABEL_WIDTH + row.value.text.length;
+          return inline ? (
+            <Box key={row.label}>
+              <Box width={LABEL_WIDTH} flexShrink={0}>
+                <Text>{row.label}</Text>
+              </Box>
+              <FingerprintText value={row.value} width={inner - LABEL_WIDTH} />
+            </Box>
+          ) : (
+            <Box key={row.label} flexDirection="column">
+              <Text>{row.label}</Text>
+              <FingerprintText value={row.value} width={inner} />
+            </Box>
+          );
+        }
+        return (
+          <Box key={row.label}>
+            <Box width={LABEL_WIDTH} flexShrink={0}>
+              <Text>{row.label}</Text>
+            </Box>
+            <Box width={inner - LABEL_WIDTH}>
+              <Text wrap="wrap">{row.value}</Text>
+            </Box>
+          </Box>
+        );
+      })}
+    </Box>
+  );
+}

@@ -1,0 +1,23 @@
+import React from 'react';
+import { Box } from 'ink';
+import type { StatusReport } from '../src/app/status-report.js';
+import { localRows, publishedRows } from '../src/app/status-rows.js';
+import { isNarrow } from './layout.js';
+import { AuthorityPanel } from './AuthorityPanel.js';
+
+export interface AuthorityPanelsProps {
+  readonly report: StatusReport;
+  readonly columns: number;
+}
+
+/** LOCAL | PUBLISHED: side by side from 100 columns, stacked below (DESIGN.md §9). */
+export function AuthorityPanels({ report, columns }: AuthorityPanelsProps) {
+  const narrow = isNarrow(columns);
+  const width = narrow ? columns : Math.floor(columns / 2);
+  return (
+    <Box flexDirection={narrow ? 'column' : 'row'}>
+      <AuthorityPanel panel={localRows(report)} width={width} />
+      <AuthorityPanel panel={publishedRows(report)} width={width} />
+    </Box>
+  );
+}

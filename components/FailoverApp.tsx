@@ -1,0 +1,84 @@
+import React, { useCallback, useState } from 'react';
+import { useApp } from 'ink';
+import { failover, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
+import { runFailoverEffect, type FailoverPorts } from '../src/app/failover-run-effect.js';
+import type { KeyIntent } from './keys.js';
+import { FailoverScreen } from './FailoverScreen.js';
+import { useFlow } from './hooks/use-flow.js';
+import { useColumns } from './hooks/use-columns.js';
+import { useKeys } from './hooks/use-keys.js';
+
+export interface FailoverAppProps {
+  readonly ports: FailoverPorts;
+  /** Width; read from the terminal (useColumns) when not given. Tests pass it. */
+  readonly columns?: number;
+  readonly baton: string;
+  /** Called once with the exit code when the operator quits. */
+  readonly onExit: (code: number) => void;
+  /** Clock for the force gate's set-aside stamp (tests pass a fixed one). */
+  readonly now?: () => Date;
+}
+
+/** The failover walk wired to its flow and keys. Only `act` effects write, after a confirm. */
+export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now = () => new Date() }: FailoverAppProps) {
+  const { exit } = useApp();
+  const terminalColumns = useColumns();
+  const columns = fixedColumns ?? terminalColumns;
+  const run = useCallback((effect: FailoverEffect): Promise<FailoverEvent> => runFailoverEffect(effect, ports), [ports]);
+  const [state, dispatch] = useFlow(failover, initialFailover, run);
+  const [help, setHelp] = useState(false);
+  const typing = state.step === 'confirming-force';
+
+  const onIntent = useCallback(
+    (intent: KeyIntent) => {
+      if (help) {
+        if (intent === 'back' || intent === 'help') setHelp(false);
+        else if (intent === 'quit') {
+          onExit(failoverExitCode(state));
+          exit();
+        }
+        return;
+      }
+      switch (intent) {
+        case 'quit':
+          if (state.step === 'acting') return; // the write is under way; Ctrl-C still works
+          onExit(failoverExitCode(state));
+          exit();
+          return;
+        case 'help':
+          setHelp(true);
+          return;
+        case 'back':
+          dispatch({ type: 'back' });
+          return;
+        case 'refresh':
+          dispatch({ type: 'refresh' });
+          return;
+        case 'up':
+          dispatch({ type: 'move', by: -1 });
+          return;
+        case 'down':
+          dispatch({ type: 'move', by: 1 });
+          return;
+        case 'select':
+          if (state.step === 'deciding') dispatch({ type: 'select', at: now() });
+          else if (state.step === 'confirming') dispatch({ type: 'confirm' });
+          return;
+      }
+    },
+    [help, state, dispatch, exit, onExit, now],
+  );
+
+  useKeys(onIntent, { isActive: true, typing: typing && !help });
+
+  return (
+    <FailoverScreen
+      state={state}
+      columns={columns}
+      baton={baton}
+      help={help}
+      onTyped={(text) => dispatch({ type: 'typed', text })}
+      onConfirm={() => dispatch({ type: 'confirm' })}
+    />
+  );
+}

@@ -1,0 +1,43 @@
+import React from 'react';
+import { Box, Text } from 'ink';
+import type { FailoverState } from '../src/app/failover-flow.js';
+import { outcomeWords } from '../src/app/failover-outcome.js';
+import { AuthorityPanels } from './AuthorityPanels.js';
+import { ReadSummary } from './ReadSummary.js';
+import { VerdictBlock } from './VerdictBlock.js';
+import { ErrorMessage } from './ErrorMessage.js';
+import { isNarrow } from './layout.js';
+import { MARKS } from './marks.js';
+import { useColor } from './hooks/use-color.js';
+
+export interface FailoverResultProps {
+  readonly state: Extract<FailoverState, { step: 'done' }>;
+  readonly columns: number;
+  readonly baton: string;
+}
+
+/** What the action did, then both sides read again: the operator sees the result, not a promise. */
+export function FailoverResult({ state, columns, baton }: FailoverResultProps) {
+  const paint = useColor();
+  const mark = state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published' ? MARKS.info : MARKS.ok;
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Text wrap="wrap">
+        <Text color={paint(mark.color)} bold>
+          {mark.glyph} {state.outcome.kind === 'left' ? 'left as it is' : 'done'}
+        </Text>
+        {': '}
+        {outcomeWords(state.outcome)}
+      </Text>
+      {state.after === undefined && state.afterError === undefined ? <Text>{MARKS.busy.glyph} Reading both sides again…</Text> : null}
+      {state.afterError ? <ErrorMessage error={state.afterError} columns={columns} /> : null}
+      {state.after ? (
+        <>
+          <Text bold>Read again:</Text>
+          {isNarrow(columns) ? <ReadSummary reading={state.after} columns={columns} /> : <AuthorityPanels report={state.after} columns={columns} />}
+          <VerdictBlock verdict={state.after.verdict} baton={baton} columns={columns} />
+        </>
+      ) : null}
+    </Box>
+  );
+}

@@ -1,0 +1,85 @@
+import React from 'react';
+import { Box, Text } from 'ink';
+import type { FailoverState } from '../src/app/failover-flow.js';
+import { actionWords } from '../src/app/failover-actions.js';
+import { ReadSummary } from './ReadSummary.js';
+import { VerdictBlock } from './VerdictBlock.js';
+import { ActionMenu } from './ActionMenu.js';
+import { ConfirmAction } from './ConfirmAction.js';
+import { ForceGate } from './ForceGate.js';
+import { FailoverResult } from './FailoverResult.js';
+import { ErrorMessage } from './ErrorMessage.js';
+import { HelpOverlay } from './HelpOverlay.js';
+import { MARKS } from './marks.js';
+
+export interface FailoverScreenProps {
+  readonly state: FailoverState;
+  readonly columns: number;
+  readonly baton: string;
+  readonly help: boolean;
+  readonly onTyped: (text: string) => void;
+  readonly onConfirm: () => void;
+}
+
+const FOOTERS: Record<FailoverState['step'], string> = {
+  reading: 'q quit · ? help',
+  deciding: '↑↓ j k move · Enter select · r read again · ? help · q quit',
+  confirming: 'Enter confirm · Esc back · ? help · q quit',
+  'confirming-force': 'Enter confirm (when enabled) · Esc back · Ctrl-C quit',
+  acting: 'working… Ctrl-C quits',
+  done: 'r read again · q quit',
+  failed: 'Esc read again and decide again · q quit',
+};
+
+/** `baton failover`, one screen per step of the walk; `?` lays the key help over any of them. */
+export function FailoverScreen({ state, columns, baton, help, onTyped, onConfirm }: FailoverScreenProps) {
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Text bold wrap="truncate-end">
+        baton failover
+        {state.step === 'deciding' || state.step === 'confirming' || state.step === 'confirming-force' || state.step === 'acting'
+          ? `  deployment ${state.reading.deployment}`
+          : ''}
+      </Text>
+      {help ? <HelpOverlay columns={columns} /> : <Body state={state} columns={columns} baton={baton} onTyped={onTyped} onConfirm={onConfirm} />}
+      <Text dimColor wrap="truncate-end">
+        {FOOTERS[state.step]}
+      </Text>
+    </Box>
+  );
+}
+
+function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreenProps, 'help'>) {
+  switch (state.step) {
+    case 'reading':
+      return <Text>{MARKS.busy.glyph} Reading the lock, the local authority and the published one…</Text>;
+    case 'deciding':
+      return (
+        <Box flexDirection="column">
+          <ReadSummary reading={state.reading} columns={columns} />
+          <VerdictBlock verdict={state.reading.verdict} baton={baton} columns={columns} />
+          <Text bold>Choose:</Text>
+          <ActionMenu reading={state.reading} actions={state.actions} cursor={state.cursor} columns={columns} />
+        </Box>
+      );
+    case 'confirming':
+      return <ConfirmAction reading={state.reading} action={state.action} columns={columns} />;
+    case 'confirming-force':
+      return <ForceGate state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
+    case 'acting':
+      return (
+        <Text wrap="wrap">
+          {MARKS.busy.glyph} {actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…
+        </Text>
+      );
+    case 'done':
+      return <FailoverResult state={state} columns={columns} baton={baton} />;
+    case 'failed':
+      return (
+        <Box flexDirection="column">
+          <ErrorMessage error={state.error} columns={columns} />
+          <Text wrap="wrap">{state.action ? 'What was confirmed did not happen as asked; read the message above.' : ''}</Text>
+        </Box>
+      );
+  }
+}

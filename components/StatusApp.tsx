@@ -1,0 +1,59 @@
+import React, { useCallback, useEffect } from 'react';
+import { useApp } from 'ink';
+import { initialStatus, statusFlow } from '../src/app/status-flow.js';
+import type { StatusEffect, StatusEvent } from '../src/app/status-flow.js';
+import { runStatusEffect } from '../src/app/status-run-effect.js';
+import type { StatusReport } from '../src/app/status-report.js';
+import { statusExitCode } from '../src/app/status-report.js';
+import { StatusScreen } from './StatusScreen.js';
+import { useFlow } from './hooks/use-flow.js';
+import { useColumns } from './hooks/use-columns.js';
+import { useKeys } from './hooks/use-keys.js';
+
+export interface StatusAppProps {
+  readonly read: () => Promise<StatusReport>;
+  /** Width; read from the terminal (useColumns) when not given. Tests pass it. */
+  readonly columns?: number;
+  readonly baton: string;
+  /** Re-read interval under --watch; undefined renders once and exits. */
+  readonly watchSeconds: number | undefined;
+  /** Called once with the exit code when the screen ends. */
+  readonly onExit: (code: number) => void;
+  /** Whether this terminal can take keys (raw mode); without it --watch cannot be quit by `q`. */
+  readonly interactive: boolean;
+}
+
+/** The status screen wired to its flow: reads, re-reads on `r` and on the watch timer, quits on `q`. */
+export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, onExit, interactive }: StatusAppProps) {
+  const { exit } = useApp();
+  const terminalColumns = useColumns();
+  const columns = fixedColumns ?? terminalColumns;
+  const run = useCallback((effect: StatusEffect): Promise<StatusEvent> => runStatusEffect(effect, read), [read]);
+  const [state, dispatch] = useFlow(statusFlow, initialStatus, run);
+
+  const finish = useCallback(() => {
+    onExit(state.step === 'showing' ? statusExitCode(state.report) : 1);
+    exit();
+  }, [state, onExit, exit]);
+
+  // Without --watch the screen is one read: it ends as soon as the read is shown.
+  useEffect(() => {
+    if (watchSeconds === undefined && state.step !== 'reading') finish();
+  }, [watchSeconds, state, finish]);
+
+  useEffect(() => {
+    if (watchSeconds === undefined) return undefined;
+    const timer = setInterval(() => dispatch({ type: 'refresh' }), watchSeconds * 1000);
+    return () => clearInterval(timer);
+  }, [watchSeconds, dispatch]);
+
+  useKeys(
+    (intent) => {
+      if (intent === 'quit') finish();
+      if (intent === 'refresh') dispatch({ type: 'refresh' });
+    },
+    { isActive: interactive && watchSeconds !== undefined },
+  );
+
+  return <StatusScreen state={state} columns={columns} baton={baton} watchSeconds={watchSeconds} />;
+}

@@ -1,0 +1,45 @@
+import React from 'react';
+import { Box, Text } from 'ink';
+import type { StepSpec } from '../../src/drill/scenario.js';
+import { RAIL_GLYPHS } from './DrillRail.js';
+
+export interface DrillHelpProps {
+  readonly step: StepSpec;
+  readonly columns: number;
+}
+
+export const DRILL_KEYS: readonly { readonly keys: string; readonly does: string }[] = [
+  { keys: 'Enter', does: 'begin / perform / go on' },
+  { keys: '?', does: 'this explanation' },
+  { keys: 'Esc', does: 'close this (never quits)' },
+  { keys: 'q', does: 'quit the drill; the sandbox is removed' },
+  { keys: 'Ctrl-C', does: 'quit the drill; the sandbox is removed' },
+];
+
+/** `?`: what the current step rehearses and why, the drill's keys, and what the rail marks mean. */
+export function DrillHelp({ step, columns }: DrillHelpProps) {
+  const width = Math.min(columns, 78);
+  return (
+    <Box flexDirection="column" borderStyle="round" paddingX={1} width={width}>
+      <Text bold wrap="truncate-end">{`Step ${step.number}: ${step.title}`}</Text>
+      <Text wrap="wrap">{step.explanation}</Text>
+      <Text wrap="wrap">
+        Each task opens the real view; its own keys apply there (q closes it). The drill then checks the sandbox
+        itself and lets you go on only when every check passed.
+      </Text>
+      <Box flexDirection="column" marginTop={1}>
+        {DRILL_KEYS.map((entry) => (
+          <Box key={entry.keys}>
+            <Box width={9} flexShrink={0}>
+              <Text>{entry.keys}</Text>
+            </Box>
+            <Text wrap="truncate-end">{entry.does}</Text>
+          </Box>
+        ))}
+      </Box>
+      <Text wrap="truncate-end">
+        {`Rail: ${RAIL_GLYPHS.passed} passed  ${RAIL_GLYPHS.current} current  ${RAIL_GLYPHS.pending} to do  ${RAIL_GLYPHS.prepared} prepared (--step)`}
+      </Text>
+    </Box>
+  );
+}

@@ -1,0 +1,45 @@
+import React from 'react';
+import { Box, Text } from 'ink';
+import { currentStep, railMarks, type DrillState, type RailMark } from '../../src/app/drill-flow.js';
+import { DRILL_STEPS } from '../../src/drill/scenario.js';
+import { MARKS } from '../marks.js';
+import { useColor } from '../hooks/use-color.js';
+
+export interface DrillRailProps {
+  readonly state: DrillState;
+  readonly columns: number;
+}
+
+/** Marks that carry the meaning without colour; the help overlay says what each one means. */
+export const RAIL_GLYPHS: Record<RailMark, string> = {
+  passed: MARKS.ok.glyph,
+  current: '▸',
+  pending: MARKS.info.glyph,
+  prepared: '–',
+};
+
+const RAIL_COLORS: Record<RailMark, 'green' | 'cyan' | 'gray'> = { passed: 'green', current: 'cyan', pending: 'gray', prepared: 'gray' };
+
+/** The progress rail: one line of step marks, then the current step's title (cut to fit, never wrapped). */
+export function DrillRail({ state, columns }: DrillRailProps) {
+  const paint = useColor();
+  const marks = railMarks(state);
+  const step = currentStep(state);
+  const title = `Step ${step.number} of ${DRILL_STEPS.length}: ${step.title}`;
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Box>
+        <Text bold>baton drill </Text>
+        {marks.map((mark, i) => (
+          <Text key={i} color={paint(RAIL_COLORS[mark])} bold={mark === 'current'}>
+            {` ${RAIL_GLYPHS[mark]}${i + 1}`}
+          </Text>
+        ))}
+        <Text>{'   ? explains · q quits'}</Text>
+      </Box>
+      <Text bold wrap="truncate-end">
+        {title.length > columns ? `${title.slice(0, columns - 1)}…` : title}
+      </Text>
+    </Box>
+  );
+}

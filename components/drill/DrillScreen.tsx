@@ -1,0 +1,132 @@
+import React from 'react';
+import { Box, Text } from 'ink';
+import { currentStep, currentTask, type DrillState } from '../../src/app/drill-flow.js';
+import { MARKS } from '../marks.js';
+import { useColor } from '../hooks/use-color.js';
+import { DrillChecks } from './DrillChecks.js';
+import { DrillHelp } from './DrillHelp.js';
+import { DrillRail } from './DrillRail.js';
+import { DrillSummary } from './DrillSummary.js';
+import { StepExplanation } from './StepExplanation.js';
+
+export interface DrillScreenProps {
+  readonly state: DrillState;
+  readonly columns: number;
+}
+
+/** The drill's own screens (every phase where no real view is open). Renders state, nothing else. */
+export function DrillScreen({ state, columns }: DrillScreenProps) {
+  const paint = useColor();
+  if (state.phase === 'starting' || state.phase === 'setup-failed') {
+    return (
+      <Box flexDirection="column" width={columns}>
+        <Text bold>baton drill: setting up the sandbox</Text>
+        {state.progress.map((line, i) => {
+          const last = i === state.progress.length - 1;
+          const mark = !last ? MARKS.ok : state.phase === 'setup-failed' ? MARKS.refused : MARKS.busy;
+          return (
+            <Text key={i} wrap="truncate-end">
+              <Text color={paint(mark.color)}>{mark.glyph} </Text>
+              {line}
+            </Text>
+          );
+        })}
+        {state.phase === 'setup-failed' ? (
+          <Box flexDirection="column" marginTop={1}>
+            {(state.error ?? []).map((line, i) => (
+              <Text key={i} wrap="wrap">
+                {i === 0 ? <Text color={paint(MARKS.refused.color)}>{`${MARKS.refused.glyph} `}</Text> : null}
+                {line}
+              </Text>
+            ))}
+            <Text>q quits.</Text>
+          </Box>
+        ) : null}
+      </Box>
+    );
+  }
+
+  const step = currentStep(state);
+  const body = state.help ? <DrillHelp step={step} columns={columns} /> : <Body state={state} columns={columns} />;
+  return (
+    <Box flexDirection="column" width={columns}>
+      <DrillRail state={state} columns={columns} />
+      <Box marginTop={1} flexDirection="column">
+        {body}
+      </Box>
+    </Box>
+  );
+}
+
+function Body({ state, columns }: DrillScreenProps) {
+  const paint = useColor();
+  const step = currentStep(state);
+  const footer = (text: string) => (
+    <Box marginTop={1}>
+      <Text wrap="truncate-end">{text}</Text>
+    </Box>
+  );
+  switch (state.phase) {
+    case 'intro':
+      return (
+        <Box flexDirection="column">
+          <StepExplanation step={step} task={undefined} columns={columns} />
+          {footer('Enter begins the step · ? explains · q quits')}
+        </Box>
+      );
+    case 'opening':
+    case 'task':
+    case 'running':
+    case 'checking': {
+      const busy = state.phase === 'running' ? 'performing…' : state.phase === 'checking' ? 'checking the sandbox…' : state.phase === 'opening' ? 'noting the sandbox…' : undefined;
+      return (
+        <Box flexDirection="column">
+          <StepExplanation step={step} task={state.task} columns={columns} />
+          {busy ? (
+            <Box marginTop={1}>
+              <Text color={paint(MARKS.busy.color)}>{`${MARKS.busy.glyph} ${busy}`}</Text>
+            </Box>
+          ) : (
+            footer(`Enter: ${currentTask(state).label.replace(/^Press Enter to /, '')} · q quits`)
+          )}
+        </Box>
+      );
+    }
+    case 'check-failed':
+      return (
+        <Box flexDirection="column">
+          <Text bold>
+            <Text color={paint(MARKS.refused.color)}>{MARKS.refused.glyph}</Text>
+            {` Not yet: ${currentTask(state).label}`}
+          </Text>
+          {(state.error ?? []).map((line, i) => (
+            <Text key={i} wrap="wrap">
+              {line}
+            </Text>
+          ))}
+          <DrillChecks checks={state.checks} columns={columns} />
+          {footer('Enter tries this task again · ? explains · q quits')}
+        </Box>
+      );
+    case 'step-passed':
+      return (
+        <Box flexDirection="column">
+          <Text bold>
+            <Text color={paint(MARKS.ok.color)}>{MARKS.ok.glyph}</Text>
+            {` Step ${step.number} passed every check`}
+          </Text>
+          <DrillChecks checks={state.checks} columns={columns} />
+          {footer('Enter goes on · q quits')}
+        </Box>
+      );
+    case 'summary':
+      return <DrillSummary state={state} columns={columns} />;
+    case 'starting':
+    case 'setup-failed':
+      return null;
+    default: {
+      const never: never = state.phase;
+      return never;
+    }
+  }
+}

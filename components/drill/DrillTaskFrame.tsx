@@ -1,0 +1,62 @@
+import React, { useRef, type ReactNode } from 'react';
+import { Box, Text, useApp, useInput } from 'ink';
+import { currentTask, type DrillState } from '../../src/app/drill-flow.js';
+import { sameForHumans } from '../../src/pki/fingerprint-type.js';
+import { useColor } from '../hooks/use-color.js';
+import { DrillRail } from './DrillRail.js';
+
+export interface DrillTaskFrameProps {
+  readonly state: DrillState;
+  readonly columns: number;
+  /** The real view the task is performed in. */
+  readonly children: ReactNode;
+  /** An Esc back-out or a wrong force prefix: counted, shown in the summary. */
+  readonly onWrongTurn: (what: string) => void;
+  /** Ctrl-C: the drill quits (and removes the sandbox) once the view has closed. */
+  readonly onInterrupt: () => void;
+  /** The force gate's expected prefix on this task, if it has one (for counting wrong ones). */
+  readonly forcePrefix: string | undefined;
+}
+
+/**
+ * The rail above a real view. It only LISTENS to the keys the view receives — the view
+ * handles them — to note wrong turns, and turns Ctrl-C into quitting the drill, because the
+ * view alone would only close itself.
+ */
+export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterrupt, forcePrefix }: DrillTaskFrameProps) {
+  const { exit } = useApp();
+  const paint = useColor();
+  const typed = useRef('');
+  const task = currentTask(state);
+  const view = task.where.kind;
+  useInput((input, key) => {
+    if (key.ctrl && input === 'c') {
+      onInterrupt();
+      exit();
+      return;
+    }
+    if (key.escape) {
+      if (view !== 'status') onWrongTurn(`Esc backed out in the ${view === 'failover' ? `failover on ${task.where.kind === 'failover' ? task.where.controller : ''}` : 'rotation'}`);
+      typed.current = '';
+      return;
+    }
+    if (key.return) {
+      const text = typed.current;
+      typed.current = '';
+      if (forcePrefix !== undefined && text.length >= 4 && !sameForHumans(text, forcePrefix)) onWrongTurn(`typed a wrong prefix "${text}" at the force gate`);
+      return;
+    }
+    if (key.backspace || key.delete) {
+      typed.current = typed.current.slice(0, -1);
+      return;
+    }
+    if (!key.ctrl && !key.meta && input.length > 0) typed.current += input;
+  });
+  return (
+    <Box flexDirection="column" width={columns}>
+      <DrillRail state={state} columns={columns} />
+      <Text wrap="truncate-end" color={paint('cyan')}>{`▸ ${task.label}`}</Text>
+      {children}
+    </Box>
+  );
+}

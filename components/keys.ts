@@ -1,0 +1,30 @@
+/**
+ * The keys of DESIGN.md §9, in one table. `q` quits (never while typing), Ctrl-C always quits
+ * (Ink's own handler), Esc goes back and NEVER quits, and no single key writes anything: every
+ * write sits behind a confirm screen.
+ */
+import type { Key } from 'ink';
+
+export type KeyIntent = 'quit' | 'back' | 'help' | 'refresh' | 'up' | 'down' | 'select';
+
+export const KEY_HELP: readonly { readonly keys: string; readonly does: string }[] = [
+  { keys: '↑ ↓  k j', does: 'move' },
+  { keys: 'Enter', does: 'select / confirm' },
+  { keys: 'Esc', does: 'back (never quits)' },
+  { keys: 'r', does: 'read again' },
+  { keys: '?', does: 'this help' },
+  { keys: 'q', does: 'quit (not while typing)' },
+  { keys: 'Ctrl-C', does: 'quit' },
+];
+
+export function keyIntent(input: string, key: Key): KeyIntent | undefined {
+  if (key.escape) return 'back';
+  if (key.return) return 'select';
+  if (key.upArrow || input === 'k') return 'up';
+  if (key.downArrow || input === 'j') return 'down';
+  if (key.ctrl || key.meta) return undefined;
+  if (input === 'q') return 'quit';
+  if (input === '?') return 'help';
+  if (input === 'r') return 'refresh';
+  return undefined;
+}

@@ -1,0 +1,126 @@
+import { Box, Text } from 'ink';
+import { MARKS } from '../marks.js';
+import { confirmationText, isTerminal, progress, type RotationState } from '../../src/app/rotation-flow.js';
+import { confirmPrompt, gateClosedLines, planHeadline, progressText } from '../../src/app/rotation-text.js';
+import { HolderTable } from './HolderTable.js';
+import { clip } from './fit.js';
+
+export interface RotationViewProps {
+  readonly state: RotationState;
+  readonly columns: number;
+  /** First visible holder row. */
+  readonly offset: number;
+  readonly color: boolean;
+  readonly tick: number;
+}
+
+/** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
+export const HOLDER_PAGE = 9;
+/** At most this many lines of detail (unresolved machines, windows) under the table. */
+const DETAIL_LINES = 4;
+
+/** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
+export function RotationView({ state, columns, offset, color, tick }: RotationViewProps) {
+  const width = columns - 1;
+  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) => (
+    <Box key={key ?? text} width={width}>
+      <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap={wrap ? 'wrap' : 'truncate-end'}>
+        {wrap ? text : clip(text, width)}
+      </Text>
+    </Box>
+  );
+  return (
+    <Box flexDirection="column" width={columns}>
+      {line(`baton mesh rotate · rotation ${state.id}`)}
+      {line(planHeadline(state.plan))}
+      <HolderTable state={state} columns={columns} offset={offset} pageSize={HOLDER_PAGE} color={color} tick={tick} />
+      <Box flexDirection="column" marginTop={1}>
+        {panel(state).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
+      </Box>
+      {line(keysLine(state))}
+    </Box>
+  );
+}
+
+interface PanelLine {
+  readonly text: string;
+  readonly tone?: keyof typeof MARKS;
+  /** Wrapped rather than cut: a window is a sentence the operator must be able to read whole. */
+  readonly wrap?: boolean;
+}
+
+function limited(lines: readonly string[], max: number, more: (n: number) => string): string[] {
+  return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
+}
+
+function panel(state: RotationState): PanelLine[] {
+  const p = progress(state);
+  switch (state.step) {
+    case 'resolving':
+      return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${p.holders} machines — nothing is generated until every one answers`, tone: 'busy' }];
+    case 'gate-closed': {
+      const [head, sent, ...rest] = gateClosedLines(state);
+      return [
+        { text: `${MARKS.refused.glyph} ${head}`, tone: 'refused' },
+        { text: sent! },
+        ...limited(rest.slice(0, -1), DETAIL_LINES, (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`).map((text) => ({ text })),
+        { text: rest[rest.length - 1]! },
+      ];
+    }
+    case 'confirming':
+      return [
+        { text: `${MARKS.ok.glyph} Gate open: all ${p.holders} machines resolved.`, tone: 'ok' },
+        ...limited(
+          state.plan.pairs.map((pair) => `Window: ${pair.window}.`),
+          2,
+          (n) => `…and ${n} more windows like it (baton mesh plan lists each)`,
+        ).map((text) => ({ text, wrap: true })),
+        { text: confirmPrompt(state.plan), tone: 'action' },
+        { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}` },
+      ];
+    case 'cancelled':
+      return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];
+    case 'preparing':
+    case 'committing':
+    case 'applying':
+      return [{ text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' }];
+    case 'prepare-failed':
+      return [
+        { text: `${MARKS.refused.glyph} Prepare failed: nothing took effect, the old credentials keep working.`, tone: 'refused' },
+        ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
+        state.unstageFailures.length === 0
+          ? { text: 'Every staged file was removed.' }
+          : { text: `Staged files could NOT be removed on ${state.unstageFailures.map((f) => f.machine).join(', ')}.`, tone: 'action' },
+      ];
+    case 'commit-failed':
+      return [
+        { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged.`, tone: 'refused' },
+        ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
+        { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action' },
+      ];
+    case 'done': {
+      const missing = state.plan.pairs.filter((pair) => !state.applied.includes(pair.key));
+      return [
+        { text: `${MARKS.ok.glyph} Rotated ${p.pairs} credential(s): ${p.files} files replaced on ${p.holders} machines. ${progressText(state)}`, tone: 'ok' },
+        ...(state.waited
+          ? limited(missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.window}`), DETAIL_LINES, (n) => `  …and ${n} more not confirmed`).map(
+              (text) => ({ text, tone: 'action' as const }),
+            )
+          : [{ text: `${MARKS.info.glyph} Receipts not waited for (--wait 0).` }]),
+        { text: 'The full summary is printed when you quit.' },
+      ];
+    }
+    default: {
+      const never: never = state;
+      throw new Error(`unknown step ${String(never)}`);
+    }
+  }
+}
+
+function keysLine(state: RotationState): string {
+  const scroll = state.plan.holders.length > HOLDER_PAGE ? 'j/k scroll · ' : '';
+  if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · Ctrl-C quit`;
+  if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
+  if (isTerminal(state)) return `${scroll}q quit`;
+  return `${scroll}q quit · Ctrl-C quit`;
+}

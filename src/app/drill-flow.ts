@@ -1,0 +1,235 @@
+/**
+ * The interactive drill as a pure state machine: (state, event) → { state, effects }.
+ *
+ * The drill never lets the operator move on from a task until the checks (which read the real
+ * sandbox) pass: a rehearsal that can be clicked through teaches nothing. Keys that do not
+ * apply change nothing, and Esc never quits — the operator leaves only with q (or Ctrl-C).
+ */
+import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from '../drill/scenario.js';
+import type { CheckResult } from '../drill/check.js';
+
+export type DrillPhase =
+  /** The sandbox is being set up; progress lines are shown. */
+  | 'starting'
+  /** The sandbox could not be set up: the three-part message; q quits. */
+  | 'setup-failed'
+  /** The step's explanation; Enter begins its first task. */
+  | 'intro'
+  /** The drill notes how the sandbox stands before the task (what the checks compare with). */
+  | 'opening'
+  /** The task is open: a real view is mounted, or an action waits for Enter. */
+  | 'task'
+  /** An action task is being performed. */
+  | 'running'
+  /** The task's checks are reading the sandbox. */
+  | 'checking'
+  /** A check failed: what was found; Enter opens the task again. */
+  | 'check-failed'
+  /** Every task of the step passed its checks; Enter goes to the next step. */
+  | 'step-passed'
+  /** Time per step and the wrong turns. */
+  | 'summary';
+
+export interface WrongTurn {
+  readonly step: StepNumber;
+  readonly what: string;
+}
+
+export interface StepTiming {
+  readonly startedAt: number | undefined;
+  readonly finishedAt: number | undefined;
+}
+
+export interface DrillState {
+  readonly phase: DrillPhase;
+  /** The first step practised (`--step N`); earlier ones were prepared by the drill. */
+  readonly first: StepNumber;
+  /** Index into DRILL_STEPS. */
+  readonly current: number;
+  /** Index into the current step's tasks. */
+  readonly task: number;
+  readonly help: boolean;
+  /** Start-up progress ("starting S3…"). */
+  readonly progress: readonly string[];
+  /** The last checks' results, shown after a task. */
+  readonly checks: readonly CheckResult[];
+  /** A failed action or setup, as the three-part message's lines. */
+  readonly error: readonly string[] | undefined;
+  readonly timings: readonly StepTiming[];
+  readonly wrongTurns: readonly WrongTurn[];
+}
+
+export type DrillEvent =
+  | { readonly type: 'progress'; readonly text: string }
+  | { readonly type: 'ready' }
+  | { readonly type: 'setup-failed'; readonly lines: readonly string[] }
+  | { readonly type: 'enter'; readonly at: number }
+  | { readonly type: 'help' }
+  /** The sandbox was noted; the task can be performed. */
+  | { readonly type: 'opened' }
+  | { readonly type: 'escape' }
+  | { readonly type: 'quit' }
+  /** The task's view closed, or its action finished. */
+  | { readonly type: 'task-finished' }
+  /** The task's action failed (the sandbox is unchanged or the checks will say what is). */
+  | { readonly type: 'task-failed'; readonly lines: readonly string[] }
+  | { readonly type: 'checks-done'; readonly results: readonly CheckResult[]; readonly at: number }
+  /** Something the operator did that a real night would punish (Esc back-out, wrong prefix). */
+  | { readonly type: 'wrong-turn'; readonly what: string };
+
+export type DrillEffect =
+  /** Note how the sandbox stands before a task (src/drill/notebook.ts). */
+  | { readonly type: 'open'; readonly step: StepNumber; readonly task: number }
+  /** Perform an action task (src/drill/actions.ts). */
+  | { readonly type: 'perform'; readonly step: StepNumber; readonly task: number }
+  /** Run the checks of a task (src/drill/checks.ts). */
+  | { readonly type: 'check'; readonly step: StepNumber; readonly task: number }
+  /** Leave the drill; the sandbox is torn down. */
+  | { readonly type: 'quit' };
+
+export interface DrillStep {
+  readonly state: DrillState;
+  readonly effects: readonly DrillEffect[];
+}
+
+export function initialDrillState(first: StepNumber = 1): DrillState {
+  return {
+    phase: 'starting',
+    first,
+    current: DRILL_STEPS.findIndex((step) => step.number === first),
+    task: 0,
+    help: false,
+    progress: [],
+    checks: [],
+    error: undefined,
+    timings: DRILL_STEPS.map(() => ({ startedAt: undefined, finishedAt: undefined })),
+    wrongTurns: [],
+  };
+}
+
+export function currentStep(state: DrillState): StepSpec {
+  return DRILL_STEPS[state.current]!;
+}
+
+export function currentTask(state: DrillState): TaskSpec {
+  return currentStep(state).tasks[state.task]!;
+}
+
+/** The drill is reading or writing the sandbox: nothing interrupts it half-way. */
+export function busy(state: DrillState): boolean {
+  return state.phase === 'opening' || state.phase === 'running' || state.phase === 'checking';
+}
+
+/** True when a real view owns the keyboard (the drill's own keys are off). */
+export function viewIsOpen(state: DrillState): boolean {
+  return state.phase === 'task' && currentTask(state).where.kind !== 'action';
+}
+
+const to = (state: DrillState, ...effects: DrillEffect[]): DrillStep => ({ state, effects });
+
+export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
+  // Keys that belong to the drill's own screens; a view that is open handles its own keys.
+  if (event.type === 'quit') return busy(state) || viewIsOpen(state) ? to(state) : to(state, { type: 'quit' });
+  if (event.type === 'help') return viewIsOpen(state) || state.phase === 'starting' ? to(state) : to({ ...state, help: !state.help });
+  if (event.type === 'escape') return state.help ? to({ ...state, help: false }) : to(state); // ESC NEVER QUITS.
+  if (event.type === 'wrong-turn') return state.phase === 'task' ? to(withWrongTurn(state, event.what)) : to(state);
+
+  switch (state.phase) {
+    case 'starting':
+      if (event.type === 'progress') return to({ ...state, progress: [...state.progress, event.text] });
+      if (event.type === 'ready') return to({ ...state, phase: 'intro' });
+      if (event.type === 'setup-failed') return to({ ...state, phase: 'setup-failed', error: event.lines });
+      return to(state);
+    case 'setup-failed':
+      return to(state);
+    case 'intro':
+      if (event.type === 'enter') return toOpening(startTimer({ ...state, task: 0, checks: [] }, event.at));
+      return to(state);
+    case 'opening':
+      if (event.type === 'opened') return to({ ...state, phase: 'task' });
+      if (event.type === 'task-failed') return toFailed(state, event.lines);
+      return to(state);
+    case 'task':
+      if (event.type === 'enter' && currentTask(state).where.kind === 'action') {
+        return to({ ...state, phase: 'running', help: false }, { type: 'perform', step: currentStep(state).number, task: state.task });
+      }
+      if (event.type === 'task-finished') return toChecking(state);
+      return to(state);
+    case 'running':
+      if (event.type === 'task-finished') return toChecking(state);
+      if (event.type === 'task-failed') return toFailed(state, event.lines);
+      return to(state);
+    case 'checking':
+      if (event.type !== 'checks-done') return to(state);
+      if (event.results.every((result) => result.ok)) {
+        const step = currentStep(state);
+        if (state.task + 1 < step.tasks.length) return toOpening({ ...state, task: state.task + 1, checks: event.results });
+        return to(stopTimer({ ...state, phase: 'step-passed', checks: event.results }, event.at));
+      }
+      return to(
+        withWrongTurn(
+          { ...state, phase: 'check-failed', checks: event.results },
+          `"${currentTask(state).label}" did not pass: ${event.results.find((result) => !result.ok)!.label}`,
+        ),
+      );
+    case 'check-failed':
+      if (event.type === 'enter') return toOpening(state);
+      return to(state);
+    case 'step-passed':
+      if (event.type !== 'enter') return to(state);
+      if (state.current + 1 < DRILL_STEPS.length) {
+        return to({ ...state, phase: 'intro', current: state.current + 1, task: 0, help: false, checks: [] });
+      }
+      return to({ ...state, phase: 'summary', help: false });
+    case 'summary':
+      if (event.type === 'enter') return to(state, { type: 'quit' });
+      return to(state);
+    default: {
+      const never: never = state.phase;
+      return never;
+    }
+  }
+}
+
+function toOpening(state: DrillState): DrillStep {
+  return to({ ...state, phase: 'opening', help: false, error: undefined }, { type: 'open', step: currentStep(state).number, task: state.task });
+}
+
+function toFailed(state: DrillState, lines: readonly string[]): DrillStep {
+  return to(withWrongTurn({ ...state, phase: 'check-failed', checks: [], error: lines }, `it failed: ${lines[0] ?? ''}`));
+}
+
+function toChecking(state: DrillState): DrillStep {
+  return to({ ...state, phase: 'checking', help: false, error: undefined }, { type: 'check', step: currentStep(state).number, task: state.task });
+}
+
+function withWrongTurn(state: DrillState, what: string): DrillState {
+  return { ...state, wrongTurns: [...state.wrongTurns, { step: currentStep(state).number, what }] };
+}
+
+function startTimer(state: DrillState, at: number): DrillState {
+  return { ...state, timings: state.timings.map((t, i) => (i === state.current && t.startedAt === undefined ? { ...t, startedAt: at } : t)) };
+}
+
+function stopTimer(state: DrillState, at: number): DrillState {
+  return { ...state, timings: state.timings.map((t, i) => (i === state.current ? { ...t, finishedAt: at } : t)) };
+}
+
+/** Milliseconds a step took, or undefined when it was not practised (or not finished). */
+export function stepDuration(state: DrillState, index: number): number | undefined {
+  const t = state.timings[index];
+  return t?.startedAt !== undefined && t.finishedAt !== undefined ? t.finishedAt - t.startedAt : undefined;
+}
+
+/** How a step stands, for the rail. */
+export type RailMark = 'prepared' | 'passed' | 'current' | 'pending';
+
+export function railMarks(state: DrillState): readonly RailMark[] {
+  const firstIndex = DRILL_STEPS.findIndex((step) => step.number === state.first);
+  return DRILL_STEPS.map((_, i) => {
+    if (i < firstIndex) return 'prepared';
+    if (i < state.current || (i === state.current && (state.phase === 'step-passed' || state.phase === 'summary'))) return 'passed';
+    if (i === state.current) return 'current';
+    return 'pending';
+  });
+}

@@ -1,0 +1,47 @@
+/**
+ * Each action the walk can offer, with its consequence in one line (DESIGN.md §9): the
+ * operator reads what will be written where before choosing, not after.
+ */
+import type { Action } from '../share/types.js';
+import type { StatusReport } from './status-report.js';
+import { assertNever } from './status-verdict.js';
+
+export interface ActionWords {
+  readonly title: string;
+  readonly consequence: string;
+}
+
+export function actionWords(action: Action, reading: StatusReport): ActionWords {
+  const caDir = `${reading.stateDir.replace(/\/$/, '')}/ca`;
+  const location = reading.published.location;
+  const published = reading.published.state === 'present' ? reading.published.header.fingerprint : undefined;
+  switch (action) {
+    case 'first-controller':
+      return {
+        title: 'Become the first controller',
+        consequence: `Mints a new authority aside, publishes it create-only to ${location}, installs it in ${caDir} only after that.`,
+      };
+    case 'adopt':
+      return {
+        title: 'Adopt the published authority',
+        consequence: `Installs ${published ?? 'the published authority'} into the empty ${caDir}; the store is not written.`,
+      };
+    case 'publish':
+      return {
+        title: 'Publish this host\'s authority',
+        consequence:
+          reading.published.state === 'present'
+            ? `Replaces the document at ${location}, only if it is unchanged since this read.`
+            : `Writes this host's authority to ${location}, create-only.`,
+      };
+    case 'force':
+      return {
+        title: 'Replace the local authority (force)',
+        consequence: `Moves ${caDir} aside to ca.superseded-<stamp> and installs the published one; asks you to type its fingerprint.`,
+      };
+    case 'leave':
+      return { title: 'Leave it as it is', consequence: 'Changes nothing; quit and decide later.' };
+    default:
+      return assertNever(action);
+  }
+}

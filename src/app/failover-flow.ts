@@ -1,0 +1,236 @@
+/**
+ * The failover walk (DESIGN.md §9) as a reducer: reading → deciding → confirming (or the
+ * force gate) → acting → done, with 'failed' reachable from every read and act.
+ *
+ * NOTHING IS WRITTEN BEFORE THE FINAL CONFIRM: the only effect that writes is 'act', and it is
+ * produced in exactly two places — a confirm on the confirming screen, and a confirm on the
+ * force gate once the typed prefix matches. Every other (state × event) pair that does not
+ * apply returns the state unchanged with `effects: []`.
+ */
+import type { BatonError } from '../errors.js';
+import { sameForHumans } from '../pki/fingerprint-type.js';
+import { allowedActions } from '../share/decide.js';
+import type { Action, Outcome, Verdict } from '../share/types.js';
+import type { StatusReport } from './status-report.js';
+import { assertNever } from './status-verdict.js';
+import { supersededDirFor } from './failover-superseded.js';
+
+/** Actions confirmed with Enter on a confirm screen; force has its own typed gate. */
+export type PlainAction = Exclude<Action, 'force' | 'leave'>;
+
+export type FailoverState =
+  | { readonly step: 'reading' }
+  | { readonly step: 'deciding'; readonly reading: StatusReport; readonly actions: readonly Action[]; readonly cursor: number }
+  | {
+      readonly step: 'confirming';
+      readonly reading: StatusReport;
+      readonly actions: readonly Action[];
+      readonly cursor: number;
+      readonly action: PlainAction;
+    }
+  | {
+      readonly step: 'confirming-force';
+      readonly reading: StatusReport;
+      readonly actions: readonly Action[];
+      readonly cursor: number;
+      readonly verdict: Extract<Verdict, { kind: 'refuse' }>;
+      readonly typed: string;
+      /** When the gate opened: the set-aside stamp the screen shows and the act uses. */
+      readonly at: Date;
+    }
+  | { readonly step: 'acting'; readonly reading: StatusReport; readonly action: Action }
+  | {
+      readonly step: 'done';
+      readonly before: StatusReport;
+      readonly action: Action;
+      readonly outcome: Outcome;
+      /** The re-read after acting; undefined while it runs. */
+      readonly after: StatusReport | undefined;
+      readonly afterError: BatonError | undefined;
+    }
+  | { readonly step: 'failed'; readonly reading: StatusReport | undefined; readonly action: Action | undefined; readonly error: BatonError };
+
+export type FailoverEvent =
+  | { readonly type: 'read'; readonly reading: StatusReport }
+  | { readonly type: 'read-failed'; readonly error: BatonError }
+  | { readonly type: 'move'; readonly by: 1 | -1 }
+  /** Enter on the action list; `at` stamps a force gate opened by it. */
+  | { readonly type: 'select'; readonly at: Date }
+  | { readonly type: 'typed'; readonly text: string }
+  | { readonly type: 'confirm' }
+  | { readonly type: 'back' }
+  | { readonly type: 'refresh' }
+  | { readonly type: 'acted'; readonly outcome: Outcome }
+  | { readonly type: 'act-failed'; readonly error: BatonError }
+  | { readonly type: 'reread'; readonly reading: StatusReport }
+  | { readonly type: 'reread-failed'; readonly error: BatonError };
+
+export type FailoverEffect =
+  | { readonly type: 'read' }
+  /**
+   * The one effect that writes. `seen` is the verdict the operator confirmed: the operation
+   * re-decides inside the lock and refuses if it moved. `at` fixes the set-aside stamp.
+   */
+  | { readonly type: 'act'; readonly action: Exclude<Action, 'leave'>; readonly seen: Verdict; readonly at: Date | undefined }
+  | { readonly type: 'reread' };
+
+export interface FailoverStep {
+  readonly state: FailoverState;
+  readonly effects: readonly FailoverEffect[];
+}
+
+export const initialFailover: FailoverStep = { state: { step: 'reading' }, effects: [{ type: 'read' }] };
+
+const stay = (state: FailoverState): FailoverStep => ({ state, effects: [] });
+const reread = (): FailoverStep => ({ state: { step: 'reading' }, effects: [{ type: 'read' }] });
+
+/**
+ * The actions offered: the table's (allowedActions), narrowed to 'leave' while another
+ * process holds ca.lock — every other action would be refused at once with exit 5.
+ */
+export function offeredActions(reading: StatusReport): readonly Action[] {
+  const allowed = allowedActions(reading.verdict);
+  return reading.lock.state === 'busy' ? allowed.filter((a) => a === 'leave') : allowed;
+}
+
+/** The 8 characters after `SHA256:` of the LOCAL fingerprint: what the force gate asks for. */
+export function forcePrefix(verdict: Extract<Verdict, { kind: 'refuse' }>): string {
+  return verdict.local.slice('SHA256:'.length, 'SHA256:'.length + 8);
+}
+
+/** Human comparison (trim, case-insensitive) of what was typed against the LOCAL prefix. */
+export function forceUnlocked(state: Extract<FailoverState, { step: 'confirming-force' }>): boolean {
+  return sameForHumans(state.typed, forcePrefix(state.verdict));
+}
+
+/** Where a force will move ca/, as the gate shows it. */
+export function forceTarget(state: Extract<FailoverState, { step: 'confirming-force' }>): string {
+  return supersededDirFor(state.reading.stateDir, state.at);
+}
+
+export function failover(state: FailoverState, event: FailoverEvent): FailoverStep {
+  switch (state.step) {
+    case 'reading':
+      if (event.type === 'read') return stay(deciding(event.reading, 0));
+      if (event.type === 'read-failed') return stay({ step: 'failed', reading: undefined, action: undefined, error: event.error });
+      return stay(state);
+
+    case 'deciding':
+      switch (event.type) {
+        case 'move':
+          return stay({ ...state, cursor: clamp(state.cursor + event.by, state.actions.length) });
+        case 'refresh':
+          return reread();
+        case 'select':
+          return select(state, event.at);
+        default:
+          return stay(state);
+      }
+
+    case 'confirming':
+      if (event.type === 'confirm') return act(state.reading, state.action, undefined);
+      if (event.type === 'back') return stay(backTo(state));
+      return stay(state);
+
+    case 'confirming-force':
+      if (event.type === 'typed') return stay({ ...state, typed: event.text });
+      if (event.type === 'confirm' && forceUnlocked(state)) return act(state.reading, 'force', state.at);
+      if (event.type === 'back') return stay(backTo(state));
+      return stay(state);
+
+    case 'acting':
+      if (event.type === 'acted') {
+        return {
+          state: { step: 'done', before: state.reading, action: state.action, outcome: event.outcome, after: undefined, afterError: undefined },
+          effects: [{ type: 'reread' }],
+        };
+      }
+      if (event.type === 'act-failed') return stay({ step: 'failed', reading: state.reading, action: state.action, error: event.error });
+      return stay(state);
+
+    case 'done':
+      if (event.type === 'reread') return stay({ ...state, after: event.reading, afterError: undefined });
+      if (event.type === 'reread-failed') return stay({ ...state, afterError: event.error });
+      if (event.type === 'refresh' && state.after !== undefined) return { state: { ...state, after: undefined }, effects: [{ type: 'reread' }] };
+      return stay(state);
+
+    case 'failed':
+      // Back (or r) from a failure re-reads and decides again: after "the store changed since
+      // you looked" that is exactly the way forward, and it never repeats the act blind.
+      if (event.type === 'back' || event.type === 'refresh') return reread();
+      return stay(state);
+
+    default:
+      return assertNever(state);
+  }
+}
+
+function deciding(reading: StatusReport, cursor: number): FailoverState {
+  const actions = offeredActions(reading);
+  return { step: 'deciding', reading, actions, cursor: clamp(cursor, actions.length) };
+}
+
+function backTo(state: { readonly reading: StatusReport; readonly cursor: number }): FailoverState {
+  return deciding(state.reading, state.cursor);
+}
+
+function select(state: Extract<FailoverState, { step: 'deciding' }>, at: Date): FailoverStep {
+  const action = state.actions[state.cursor];
+  const { reading, actions, cursor } = state;
+  switch (action) {
+    case undefined:
+      return stay(state);
+    case 'leave':
+      // Leaving writes nothing and takes no lock: there is nothing to confirm.
+      return stay({
+        step: 'done',
+        before: reading,
+        action,
+        outcome: { kind: 'left', why: 'Left as it is at the operator\'s choice.' },
+        after: reading,
+        afterError: undefined,
+      });
+    case 'force':
+      if (reading.verdict.kind !== 'refuse') return stay(state);
+      return stay({ step: 'confirming-force', reading, actions, cursor, verdict: reading.verdict, typed: '', at });
+    case 'adopt':
+    case 'publish':
+    case 'first-controller':
+      return stay({ step: 'confirming', reading, actions, cursor, action });
+    default:
+      return assertNever(action);
+  }
+}
+
+function act(reading: StatusReport, action: Exclude<Action, 'leave'>, at: Date | undefined): FailoverStep {
+  return { state: { step: 'acting', reading, action }, effects: [{ type: 'act', action, seen: reading.verdict, at }] };
+}
+
+function clamp(index: number, length: number): number {
+  if (length === 0) return 0;
+  return Math.min(Math.max(index, 0), length - 1);
+}
+
+/**
+ * The exit code when the walk ends here (DESIGN.md §8): 0 once the host is in sync or an
+ * action succeeded, the error's own code after a failure, 3 when the operator leaves with
+ * something still to do.
+ */
+export function failoverExitCode(state: FailoverState): number {
+  switch (state.step) {
+    case 'done':
+      if (state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published') return state.before.verdict.kind === 'in-sync' ? 0 : 3;
+      return 0;
+    case 'failed':
+      return state.error.exitCode;
+    case 'reading':
+      return 3;
+    case 'deciding':
+    case 'confirming':
+    case 'confirming-force':
+    case 'acting':
+      return state.reading.verdict.kind === 'in-sync' ? 0 : 3;
+    default:
+      return assertNever(state);
+  }
+}

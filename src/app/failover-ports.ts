@@ -1,0 +1,36 @@
+/**
+ * The real ports of the failover walk: reads through status-sources (probing the lock), acts
+ * through the operations `baton sync` uses — each takes ca.lock and re-decides against the
+ * verdict the operator confirmed before it writes.
+ */
+import { adopt, firstController, force, publish, type ShareContext } from '../share/operations.js';
+import type { Action, Outcome, Verdict } from '../share/types.js';
+import type { FailoverPorts } from './failover-run-effect.js';
+import { readStatus } from './status-report.js';
+import { statusSources } from './status-sources.js';
+import { assertNever } from './status-verdict.js';
+
+export function failoverPorts(ctx: ShareContext, storeUrl: string, sealKeyFile: string | undefined): FailoverPorts {
+  const sources = statusSources(
+    { deployment: ctx.deployment, stateDir: ctx.stateDir, storeUrl, store: ctx.store, sealKeyFile },
+    { probeLock: true },
+  );
+  return {
+    read: () => readStatus(sources),
+    act(action: Exclude<Action, 'leave'>, seen: Verdict, at: Date | undefined): Promise<Outcome> {
+      switch (action) {
+        case 'adopt':
+          return adopt(ctx, { seen });
+        case 'publish':
+          return publish(ctx, { seen });
+        case 'first-controller':
+          return firstController(ctx, { seen });
+        case 'force':
+          // The gate showed ca.superseded-<stamp of `at`>: the set-aside uses that instant.
+          return force({ ...ctx, clock: at ? { now: () => at } : ctx.clock }, { seen });
+        default:
+          return assertNever(action);
+      }
+    },
+  };
+}

@@ -1,0 +1,173 @@
+/**
+ * The composition root of `baton mesh`: reads the inventory, builds transports and the
+ * journal, then runs the rotation flow in a view (terminal) or as plain lines (--yes, pipes).
+ */
+import { randomBytes } from 'node:crypto';
+import { BatonError } from '../errors.js';
+import type { CliContext } from '../commands/context.js';
+import type { MeshFlags } from '../commands/mesh.js';
+import { loadInventory, type Inventory } from '../mesh/inventory.js';
+import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
+import { resolveHolders } from '../mesh/resolve-holders.js';
+import { resumeRotation } from '../mesh/resume.js';
+import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
+import { parseSelector } from '../mesh/selector.js';
+import { digestPrefix } from '../mesh/digest.js';
+import { transportsFor } from '../transport/make-transport.js';
+import { MARKS } from '../../components/marks.js';
+import type { RotationDeps } from './rotation-run-effect.js';
+import { runRotationPlain } from './rotation-plain.js';
+import { planHeadline, receivesText } from './rotation-text.js';
+import path from 'node:path';
+
+function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
+  const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
+  if (!file) {
+    throw new BatonError('usage', {
+      what: 'No mesh inventory is configured.',
+      where: ctx.config().source ?? 'no config file found',
+      next: 'Pass --inventory FILE or set "inventory:" in baton.yaml.',
+      changed: 'Nothing was sent.',
+    });
+  }
+  return loadInventory(file);
+}
+
+function positive(flag: string, value: string, min: number): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < min) {
+    throw new BatonError('usage', { what: `${flag} "${value}" is not a number ≥ ${min}.`, next: `For example ${flag} ${Math.max(min, 1) * 10}.`, changed: 'Nothing was sent.' });
+  }
+  return n;
+}
+
+function resolveOptions(flags: MeshFlags) {
+  return { concurrency: positive('--concurrency', flags.concurrency, 1), timeoutMs: positive('--timeout', flags.timeout, 0.1) * 1000 };
+}
+
+export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<number> {
+  const selector = parseSelector(flags);
+  const options = resolveOptions(flags);
+  const inventory = inventoryFrom(ctx, flags);
+  const plan = planRotation(inventory, selector);
+  const resolutions = await resolveHolders(plan.holders, transportsFor(inventory.machines), options, () => undefined);
+  const unresolved = plan.holders.filter((h) => resolutions.get(h.machine)?.status !== 'resolved');
+  if (flags.json) {
+    ctx.stdout.write(
+      `${JSON.stringify(
+        {
+          selector: plan.selectorText,
+          gate: unresolved.length === 0 ? 'open' : 'closed',
+          pairs: plan.pairs.map((p) => ({ provider: p.provider, consumer: p.consumer, role: p.role, provider_machine: p.providerMachine, consumer_machine: p.consumerMachine, window: p.window })),
+          holders: plan.holders.map((h) => ({
+            machine: h.machine,
+            transport: h.transport,
+            address: h.address,
+            receives: h.receives.map((d) => ({ end: d.end, provider: d.provider, role: d.role, path: d.path })),
+            resolution: resolutions.get(h.machine),
+          })),
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  } else {
+    const out = (line: string) => ctx.stdout.write(`${line}\n`);
+    out(`Plan ${planHeadline(plan)}`);
+    for (const h of plan.holders) {
+      const r = resolutions.get(h.machine);
+      const mark = r?.status === 'resolved' ? MARKS.ok.glyph : MARKS.refused.glyph;
+      out(`  ${mark} ${h.machine} (${h.transport} ${h.address}) receives ${receivesText(h)}`);
+      if (r?.status === 'unresolved') out(`      unresolved: ${r.reason}`);
+    }
+    out('Windows:');
+    for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
+    out(
+      unresolved.length === 0
+        ? `Gate open: all ${plan.holders.length} machines resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plan.pairs.length} credential(s).`
+        : `Gate closed: ${unresolved.length} of ${plan.holders.length} machines unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
+    );
+    out('Nothing was changed.');
+  }
+  return unresolved.length === 0 ? 0 : 3;
+}
+
+export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
+  const selector = parseSelector(flags);
+  const resolve = resolveOptions(flags);
+  const waitMs = positive('--wait', flags.wait, 0) * 1000;
+  const interactive = Boolean(process.stdin.isTTY && ctx.stdout.isTTY) && !flags.yes;
+  if (!interactive && !flags.yes) {
+    throw new BatonError('usage', {
+      what: 'mesh rotate needs a confirmation: there is no terminal to type it in.',
+      next: 'Run it in a terminal, or add --yes to confirm from a script.',
+      changed: 'Nothing was generated and nothing was sent.',
+    });
+  }
+  const inventory = inventoryFrom(ctx, flags);
+  const plan = planRotation(inventory, selector);
+  const config = ctx.config();
+  const deps: RotationDeps = {
+    transportFor: transportsFor(inventory.machines),
+    journalDir: journalDirFor(config),
+    operator: operatorName(ctx.env),
+    resolve,
+    concurrency: resolve.concurrency,
+    waitMs,
+    pollMs: 500,
+  };
+  const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
+  if (interactive) {
+    const { mountRotationView } = await import('../../components/rotation/mount-rotation-view.js');
+    return mountRotationView({ id, plan, deps, noColor: config.noColor });
+  }
+  const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
+  return code;
+}
+
+export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>): Promise<number> {
+  const concurrency = positive('--concurrency', flags.concurrency, 1);
+  const waitMs = positive('--wait', flags.wait, 0) * 1000;
+  const inventory = inventoryFrom(ctx, flags);
+  const journalDir = journalDirFor(ctx.config());
+  const where = path.join(journalDir, JOURNAL_FILE);
+  const records = await readJournal(journalDir, id);
+  const operator = operatorName(ctx.env);
+  const last = records.find((r) => r.phase === 'prepared');
+  const result = await resumeRotation(
+    id,
+    records,
+    inventory,
+    transportsFor(inventory.machines),
+    { concurrency, waitMs, pollMs: 500 },
+    async (phase, failures) => {
+      if (!last) return;
+      await appendJournal(journalDir, {
+        ...last,
+        at: new Date().toISOString(),
+        operator,
+        phase,
+        results: last.holders.map((h) => {
+          const f = failures.find((x) => x.machine === h.machine);
+          return f ? { machine: h.machine, ok: false, reason: f.reason } : { machine: h.machine, ok: phase === 'resumed' };
+        }),
+      });
+    },
+    where,
+  );
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0);
+  out(`Resumed rotation ${id}: ${renamed} file(s) renamed now, ${result.alreadyLive} already live.`);
+  for (const holder of result.holders) {
+    for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
+  }
+  let code = 0;
+  for (const pair of result.pairs) {
+    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}`);
+    else if (waitMs > 0) {
+      out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, ${pair.window}.`);
+      code = 3;
+    }
+  }
+  return code;
+}

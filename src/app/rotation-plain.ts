@@ -1,0 +1,55 @@
+/**
+ * A rotation without a terminal (`--yes`, pipes, cron): the same flow and effects as the
+ * view, reported as plain lines — one per holder as it resolves, one per phase — with no
+ * escape codes, so a log over SSH stays small and greppable.
+ */
+import { MARKS } from '../../components/marks.js';
+import { startRotation, confirmationText, exitCodeOf, isTerminal, progress, type RotationState } from './rotation-flow.js';
+import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
+import { rotationStore } from './rotation-store.js';
+import { planHeadline, summaryLines } from './rotation-text.js';
+import type { RotationPlan } from '../mesh/rotation-plan.js';
+
+export interface PlainRotation {
+  readonly id: string;
+  readonly plan: RotationPlan;
+  readonly deps: RotationDeps;
+  /** The operator's `--yes`: confirm without typing. */
+  readonly yes: boolean;
+  readonly write: (line: string) => void;
+}
+
+export async function runRotationPlain(options: PlainRotation): Promise<{ code: number; state: RotationState }> {
+  const { plan, write } = options;
+  write(`Rotation ${options.id}: ${planHeadline(plan)}`);
+  let lastStep = '';
+  let confirmed = false;
+  const store = rotationStore(startRotation(options.id, plan), rotationRunner(options.deps), (state, event) => {
+    if (event?.type === 'holder-resolved') {
+      const r = event.resolution;
+      write(r.status === 'resolved' ? `  ${MARKS.ok.glyph} ${event.machine} resolved` : `  ${MARKS.refused.glyph} ${event.machine} unresolved: ${r.status === 'unresolved' ? r.reason : ''}`);
+    }
+    if (state.step === lastStep) return;
+    lastStep = state.step;
+    if (state.step === 'confirming') {
+      write(`Gate open: all ${plan.holders.length} machines resolved.`);
+      for (const pair of plan.pairs) write(`  window ${pair.key}: ${pair.window}.`);
+      if (options.yes && !confirmed) {
+        confirmed = true;
+        // After the current dispatch has launched its effects (the journal's "resolved" first).
+        queueMicrotask(() => {
+          store.dispatch({ type: 'typed', text: confirmationText(plan) });
+          store.dispatch({ type: 'confirmed' });
+        });
+      }
+    }
+    const p = progress(state);
+    if (state.step === 'committing') write(`prepared ${p.files}/${p.files} files on ${p.holders} machines`);
+    if (state.step === 'applying') write(`committed ${p.files}/${p.files} files (provider ends first)`);
+    if (state.step === 'done' && state.waited) write(`applied ${p.applied}/${p.pairs} (provider receipts)`);
+  });
+  const state = await store.finished();
+  if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');
+  for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000))) write(line);
+  return { code: exitCodeOf(state), state };
+}

@@ -1,0 +1,94 @@
+/**
+ * Turns the rotation flow's effects into transport and journal calls, and reports back only
+ * as events: it never rejects, so a transport that throws becomes a failure the flow can show
+ * instead of a crash that leaves staged files nobody knows about.
+ */
+import { commitAll, commitSteps, prepareAll, waitApplied } from '../mesh/delivery.js';
+import { appendJournal, journalPair, type JournalRecord } from '../mesh/journal.js';
+import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
+import type { TransportFor } from '../transport/make-transport.js';
+import type { RotationEffect, RotationEvent, RotationState } from './rotation-flow.js';
+
+export interface RotationDeps {
+  readonly transportFor: TransportFor;
+  readonly journalDir: string;
+  readonly operator: string;
+  readonly resolve: ResolveOptions;
+  /** How many holders are written to at once. */
+  readonly concurrency: number;
+  /** How long to wait for provider receipts; 0 = do not wait. */
+  readonly waitMs: number;
+  readonly pollMs: number;
+  readonly now?: () => Date;
+}
+
+export type Dispatch = (event: RotationEvent) => void;
+
+export function rotationRunner(deps: RotationDeps): (effect: RotationEffect, state: RotationState, dispatch: Dispatch) => Promise<void> {
+  return async (effect, state, dispatch) => {
+    switch (effect.type) {
+      case 'resolve':
+        await resolveHolders(state.plan.holders, deps.transportFor, deps.resolve, (machine, resolution) =>
+          dispatch({ type: 'holder-resolved', machine, resolution }),
+        );
+        return;
+      case 'journal':
+        await appendJournal(deps.journalDir, journalRecord(effect.state, effect.phase, deps));
+        return;
+      case 'prepare': {
+        const result = await prepareAll(state.plan.pairs, state.plan.holders, deps.transportFor, deps.concurrency, (machine) =>
+          dispatch({ type: 'staged', machine }),
+        ).catch((error: unknown) => ({ ok: false as const, failures: [{ machine: '(all)', reason: String(error) }], unstageFailures: [] }));
+        dispatch(result.ok ? { type: 'prepared', digests: result.digests } : { type: 'prepare-failed', failures: result.failures, unstageFailures: result.unstageFailures });
+        return;
+      }
+      case 'commit': {
+        const steps = commitSteps(state.plan.holders);
+        const result = await commitAll(steps, deps.transportFor, deps.concurrency, (step) =>
+          dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
+        );
+        dispatch(result.ok ? { type: 'committed' } : { type: 'commit-failed', failures: result.failures });
+        return;
+      }
+      case 'wait-applied': {
+        if (deps.waitMs <= 0) {
+          dispatch({ type: 'apply-finished', waited: false });
+          return;
+        }
+        await waitApplied(state.plan.pairs, effect.digests, deps.transportFor, { waitMs: deps.waitMs, pollMs: deps.pollMs }, (pair) =>
+          dispatch({ type: 'applied-pair', pair }),
+        ).catch(() => undefined);
+        dispatch({ type: 'apply-finished', waited: true });
+        return;
+      }
+      default: {
+        const never: never = effect;
+        throw new Error(`unknown effect ${String(never)}`);
+      }
+    }
+  };
+}
+
+/** What one phase of a rotation leaves in the journal: names, results and digests only. */
+export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now'>): JournalRecord {
+  const digests = 'digests' in state ? state.digests : undefined;
+  const failures = 'failures' in state ? state.failures : [];
+  const results = state.plan.holders.map((holder) => {
+    const resolution = state.resolutions[holder.machine];
+    const failure = failures.find((f) => f.machine === holder.machine);
+    if (failure) return { machine: holder.machine, ok: false, reason: failure.reason };
+    if (resolution?.status === 'unresolved') return { machine: holder.machine, ok: false, reason: resolution.reason };
+    return { machine: holder.machine, ok: resolution?.status === 'resolved' };
+  });
+  return {
+    id: state.id,
+    at: (deps.now?.() ?? new Date()).toISOString(),
+    operator: deps.operator,
+    phase,
+    selector: state.plan.selectorText,
+    holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
+    results,
+    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key])),
+    ...(state.step === 'done' || state.step === 'applying' ? { applied: state.applied } : {}),
+  };
+}

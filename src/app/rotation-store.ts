@@ -1,0 +1,66 @@
+/**
+ * Holds the rotation's state, feeds events through the reducer and runs each step's effects
+ * strictly in order. Used the same way by
+ * the Ink view and by plain line output, so both walk the same transitions.
+ */
+import { isTerminal, rotation, type RotationEffect, type RotationEvent, type RotationState, type Step } from './rotation-flow.js';
+import type { Dispatch } from './rotation-run-effect.js';
+
+export type RunEffect = (effect: RotationEffect, state: RotationState, dispatch: Dispatch) => Promise<void>;
+
+export interface RotationStore {
+  readonly dispatch: Dispatch;
+  state(): RotationState;
+  /** Resolves once the state is terminal and no effect is still running; rejects if an effect threw. */
+  finished(): Promise<RotationState>;
+}
+
+export function rotationStore(start: Step, run: RunEffect, onState: (state: RotationState, event: RotationEvent | undefined) => void): RotationStore {
+  let state = start.state;
+  let running = 0;
+  let failure: unknown;
+  const waiters: { resolve: (s: RotationState) => void; reject: (e: unknown) => void }[] = [];
+  const settle = () => {
+    if (running > 0) return;
+    if (failure !== undefined) for (const w of waiters.splice(0)) w.reject(failure);
+    else if (isTerminal(state)) for (const w of waiters.splice(0)) w.resolve(state);
+  };
+  // ONE QUEUE for every effect of every step: the journal record of a phase is on disk before
+  // the next phase's first transport call, whichever event started it.
+  let queue: Promise<void> = Promise.resolve();
+  const launch = (effects: readonly RotationEffect[], at: RotationState) => {
+    if (effects.length === 0) return;
+    running++;
+    queue = queue.then(async () => {
+      try {
+        if (failure === undefined) for (const effect of effects) await run(effect, at, dispatch);
+      } catch (error) {
+        failure ??= error;
+      } finally {
+        running--;
+        settle();
+      }
+    });
+  };
+  const dispatch: Dispatch = (event) => {
+    if (failure !== undefined) return;
+    const step = rotation(state, event);
+    if (step.state !== state) {
+      state = step.state;
+      onState(state, event);
+    }
+    launch(step.effects, step.state);
+    settle();
+  };
+  onState(state, undefined);
+  launch(start.effects, start.state);
+  return {
+    dispatch,
+    state: () => state,
+    finished: () =>
+      new Promise((resolve, reject) => {
+        waiters.push({ resolve, reject });
+        settle();
+      }),
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * The status screen as a reducer. It only ever reads: the one effect is 'read', and a refresh
+ * asked for while a read is in flight is dropped rather than queued, so a slow store under
+ * `--watch` never piles up concurrent reads.
+ */
+import type { BatonError } from '../errors.js';
+import type { StatusReport } from './status-report.js';
+import { assertNever } from './status-verdict.js';
+
+export type StatusState =
+  | { readonly step: 'reading' }
+  | { readonly step: 'showing'; readonly report: StatusReport; readonly refreshing: boolean }
+  | { readonly step: 'failed'; readonly error: BatonError; readonly refreshing: boolean };
+
+export type StatusEvent =
+  /** `r`, or the watch timer. */
+  | { readonly type: 'refresh' }
+  | { readonly type: 'read'; readonly report: StatusReport }
+  | { readonly type: 'read-failed'; readonly error: BatonError };
+
+export type StatusEffect = { readonly type: 'read' };
+
+export interface StatusStep {
+  readonly state: StatusState;
+  readonly effects: readonly StatusEffect[];
+}
+
+export const initialStatus: StatusStep = { state: { step: 'reading' }, effects: [{ type: 'read' }] };
+
+export function statusFlow(state: StatusState, event: StatusEvent): StatusStep {
+  switch (event.type) {
+    case 'refresh':
+      if (state.step === 'reading' || state.refreshing) return { state, effects: [] };
+      return { state: { ...state, refreshing: true }, effects: [{ type: 'read' }] };
+    case 'read':
+      return { state: { step: 'showing', report: event.report, refreshing: false }, effects: [] };
+    case 'read-failed':
+      return { state: { step: 'failed', error: event.error, refreshing: false }, effects: [] };
+    default:
+      return assertNever(event);
+  }
+}

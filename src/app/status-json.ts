@@ -1,0 +1,60 @@
+/**
+ * `baton status --json`: ONE object, shaped for monitoring (README "## Status JSON"). Field
+ * names are snake_case like the published document; every field is always present (null when
+ * it does not apply) so a consumer never has to guess whether a missing key means "no".
+ */
+import type { BatonError } from '../errors.js';
+import { couldNotRead, statusExitCode, type StatusReport } from './status-report.js';
+import { describeVerdict } from './status-verdict.js';
+
+export const STATUS_JSON_FORMAT = 'baton.status/1';
+
+function errorJson(error: BatonError) {
+  return { code: error.code, what: error.what, where: error.where ?? null, next: error.next ?? null };
+}
+
+export function statusJson(report: StatusReport, baton = 'baton') {
+  const { local, published, verdict } = report;
+  const words = describeVerdict(verdict, baton);
+  return {
+    format: STATUS_JSON_FORMAT,
+    deployment: report.deployment,
+    state_dir: report.stateDir,
+    store: report.storeUrl,
+    read_at: report.readAt.toISOString(),
+    exit_code: statusExitCode(report),
+    could_not_read: couldNotRead(report),
+    verdict: {
+      kind: verdict.kind,
+      label: words.label,
+      headline: words.headline,
+      next: words.next,
+      lineage: verdict.kind === 'refuse' ? verdict.lineage : null,
+    },
+    local: {
+      state: local.state,
+      fingerprint: local.state === 'whole' ? local.current.fingerprint : null,
+      not_after: local.state === 'whole' ? local.current.notAfter.toISOString() : null,
+      previous_fingerprint: local.state === 'whole' ? local.previous?.fingerprint ?? null : null,
+      overlap_since: local.state === 'whole' && local.previous ? local.current.notBefore.toISOString() : null,
+      marker_missing: local.state === 'whole' ? local.markerMissing : null,
+      problem: local.state === 'blocked' ? local.problem : null,
+      error: local.state === 'blocked' ? errorJson(local.error) : null,
+      unexpected: [...local.unexpected],
+    },
+    published: {
+      state: published.state,
+      location: published.location,
+      fingerprint: published.state === 'present' ? published.header.fingerprint : null,
+      previous_fingerprint: published.state === 'present' ? published.header.previousFingerprint : null,
+      not_after: published.state === 'present' ? published.current?.notAfter.toISOString() ?? null : null,
+      published_at: published.state === 'present' ? published.header.publishedAt : null,
+      published_by: published.state === 'present' ? published.header.publishedBy : null,
+      sealed: published.state === 'present' ? published.sealed : null,
+      error: published.state === 'unreadable' ? errorJson(published.error) : null,
+    },
+    store_check: report.storeCheck
+      ? { enforced: report.storeCheck.enforced, detail: report.storeCheck.detail, checked_at: report.storeCheck.checkedAt }
+      : null,
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The LOCAL and PUBLISHED panels as rows of label + value, computed once for every way status
+ * is shown (Ink panels, plain text), so a field never reads differently on two outputs.
+ */
+import type { LocalAuthority } from '../authority/types.js';
+import type { PublishedAuthority } from '../share/types.js';
+import type { StatusReport, StoreCheckRecord } from './status-report.js';
+
+export interface FingerprintValue {
+  readonly text: string;
+  /** Positions (in `text`) that differ from the other side's fingerprint; empty when equal. */
+  readonly differs: readonly number[];
+}
+
+export type PanelRow =
+  | { readonly kind: 'text'; readonly label: string; readonly value: string }
+  | { readonly kind: 'fingerprint'; readonly label: string; readonly value: FingerprintValue };
+
+export interface PanelRows {
+  readonly title: 'LOCAL' | 'PUBLISHED';
+  /** Where this side lives: the ca/ dir, or the store's document location. */
+  readonly where: string;
+  readonly rows: readonly PanelRow[];
+}
+
+/**
+ * Indices where two fingerprints differ, so the eye is led to them (a caret line under the
+ * text survives NO_COLOR). Characters past the shorter one all count as different.
+ */
+export function fingerprintDiff(a: string, b: string): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < Math.max(a.length, b.length); i++) if (a[i] !== b[i]) out.push(i);
+  return out;
+}
+
+/** A caret under every differing position; '' when nothing differs. */
+export function caretLine(differs: readonly number[]): string {
+  if (differs.length === 0) return '';
+  const width = Math.max(...differs) + 1;
+  let line = '';
+  for (let i = 0; i < width; i++) line += differs.includes(i) ? '^' : ' ';
+  return line;
+}
+
+export function formatTime(date: Date): string {
+  return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+function localFingerprint(local: LocalAuthority): string | undefined {
+  return local.state === 'whole' ? local.current.fingerprint : undefined;
+}
+
+function publishedFingerprint(published: PublishedAuthority): string | undefined {
+  return published.state === 'present' ? published.header.fingerprint : undefined;
+}
+
+function fingerprintRow(label: string, mine: string, other: string | undefined): PanelRow {
+  return { kind: 'fingerprint', label, value: { text: mine, differs: other === undefined ? [] : fingerprintDiff(mine, other) } };
+}
+
+export function localRows(report: StatusReport): PanelRows {
+  const local = report.local;
+  const other = publishedFingerprint(report.published);
+  const where = `${report.stateDir.replace(/\/$/, '')}/ca`;
+  switch (local.state) {
+    case 'fresh':
+      return { title: 'LOCAL', where, rows: [
+        { kind: 'text', label: 'state', value: 'fresh: no authority and no marker (never held one)' },
+        ...unexpectedRows(local.unexpected),
+      ] };
+    case 'lost':
+      return { title: 'LOCAL', where, rows: [
+        { kind: 'text', label: 'state', value: 'LOST: the marker says this host held an authority, but ca/ is empty' },
+        ...unexpectedRows(local.unexpected),
+      ] };
+    case 'blocked':
+      return { title: 'LOCAL', where, rows: [
+        { kind: 'text', label: 'state', value: `${local.problem}: ${local.error.what}` },
+        ...(local.error.where ? [{ kind: 'text' as const, label: 'where', value: local.error.where }] : []),
+        ...unexpectedRows(local.unexpected),
+      ] };
+    case 'whole': {
+      const rows: PanelRow[] = [
+        fingerprintRow('fingerprint', local.current.fingerprint, other),
+        { kind: 'text', label: 'state', value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}` },
+        { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
+      ];
+      if (local.previous) {
+        rows.push({ kind: 'text', label: 'overlap', value: `rotation overlap since ${formatTime(local.current.notBefore)}` });
+        rows.push({ kind: 'fingerprint', label: 'previous', value: { text: local.previous.fingerprint, differs: [] } });
+      } else {
+        rows.push({ kind: 'text', label: 'overlap', value: 'none' });
+      }
+      rows.push(...unexpectedRows(local.unexpected));
+      return { title: 'LOCAL', where, rows };
+    }
+  }
+}
+
+function unexpectedRows(unexpected: readonly string[]): PanelRow[] {
+  return unexpected.length === 0 ? [] : [{ kind: 'text', label: 'not ours', value: `${unexpected.join(', ')} (in ca/, never read or published)` }];
+}
+
+export function publishedRows(report: StatusReport): PanelRows {
+  const published = report.published;
+  const other = localFingerprint(report.local);
+  const check = storeCheckRow(report.storeCheck);
+  switch (published.state) {
+    case 'none':
+      return { title: 'PUBLISHED', where: published.location, rows: [
+        { kind: 'text', label: 'state', value: 'nothing published' },
+        check,
+      ] };
+    case 'unreadable':
+      return { title: 'PUBLISHED', where: published.location, rows: [
+        { kind: 'text', label: 'state', value: `${published.error.code === 'refused' ? 'refused' : 'could not read'}: ${published.error.what}` },
+        ...(published.error.next ? [{ kind: 'text' as const, label: 'next', value: published.error.next }] : []),
+        check,
+      ] };
+    case 'present': {
+      const header = published.header;
+      return { title: 'PUBLISHED', where: published.location, rows: [
+        fingerprintRow('fingerprint', header.fingerprint, other),
+        { kind: 'text', label: 'not after', value: published.current ? formatTime(published.current.notAfter) : 'unknown (sealed; no key to open it)' },
+        header.previousFingerprint
+          ? { kind: 'fingerprint', label: 'previous', value: { text: header.previousFingerprint, differs: [] } }
+          : { kind: 'text', label: 'previous', value: 'none (no rotation overlap)' },
+        { kind: 'text', label: 'published', value: `${header.publishedAt} by ${header.publishedBy}` },
+        { kind: 'text', label: 'sealed', value: published.sealed ? 'yes (AES-256-GCM)' : 'no' },
+        check,
+      ] };
+    }
+  }
+}
+
+function storeCheckRow(check: StoreCheckRecord | undefined): PanelRow {
+  if (!check) return { kind: 'text', label: 'cond. writes', value: 'not checked: run baton store check' };
+  const at = Number.isNaN(Date.parse(check.checkedAt)) ? check.checkedAt : formatTime(new Date(check.checkedAt));
+  return {
+    kind: 'text',
+    label: 'cond. writes',
+    value: check.enforced
+      ? `enforced (checked ${at})`
+      : `NOT enforced (checked ${at}): concurrent publishes could overwrite each other`,
+  };
+}

@@ -1,0 +1,70 @@
+import { constants } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
+import { BatonError } from '../errors.js';
+import { DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
+
+const RETRY_MS = 25;
+
+/**
+ * Runs `fn` holding ca.lock: flock(LOCK_EX|LOCK_NB) on a descriptor of its own. flock belongs to
+ * the open file description, so a second holder in THIS process (another descriptor) is refused
+ * exactly like one in another process, and the kernel releases it when the holder dies — a lock
+ * a crashed baton kept forever would block every failover after it. Busy fails at once with
+ * BatonError('lock-busy') naming the lock file, unless `waitMs` bounds a wait.
+ */
+export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T>, opts?: { readonly waitMs?: number }): Promise<T> {
+  const { lock } = layoutOf(stateDir);
+  await mkdir(stateDir, { recursive: true, mode: DIR_MODE });
+  let handle;
+  try {
+    handle = await open(lock, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, KEY_MODE);
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The authority lock cannot be opened (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      where: lock,
+      next: 'Check that the state dir is writable by this user and that ca.lock is a regular file.',
+      changed: 'Nothing was written.',
+      cause: error,
+    });
+  }
+  try {
+    if (((await handle.stat()).mode & 0o777) !== KEY_MODE) await handle.chmod(KEY_MODE);
+    await acquire(handle.fd, lock, opts?.waitMs ?? 0);
+    return await fn();
+  } finally {
+    // Closing the descriptor releases the flock; nothing else holds it.
+    await handle.close();
+  }
+}
+
+async function acquire(fd: number, lock: string, waitMs: number): Promise<void> {
+  const fsExt = await import('fs-ext');
+  const flockSync = fsExt.flockSync ?? (fsExt as unknown as { default: typeof fsExt }).default.flockSync;
+  const deadline = Date.now() + Math.max(0, waitMs);
+  for (;;) {
+    try {
+      flockSync(fd, 'exnb');
+      return;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') {
+        throw new BatonError('failed', {
+          what: `The authority lock cannot be taken (${code ?? String(error)}).`,
+          where: lock,
+          next: 'Check the file system that holds the state dir supports flock.',
+          changed: 'Nothing was written.',
+          cause: error,
+        });
+      }
+      if (Date.now() >= deadline) {
+        throw new BatonError('lock-busy', {
+          what: 'The authority lock is held by another baton (or another operation in this one).',
+          where: lock,
+          next: 'Wait for the other operation to finish and try again; `fuser -v ' + lock + '` shows who holds it.',
+          changed: 'Nothing was written.',
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    }
+  }
+}

@@ -1,0 +1,112 @@
+import { mkdir } from 'node:fs/promises';
+import { BatonError } from '../errors.js';
+import type { Fingerprint } from '../pki/fingerprint-type.js';
+import { checkPair } from './check-pair.js';
+import { createFileDurably, fsyncDir, type StepHook } from './durable-write.js';
+import { CERT_MODE, DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
+import { readLocalAuthority } from './read-local-authority.js';
+import type { AuthorityFileName, AuthorityFiles } from './types.js';
+import { writeMarker } from './write-marker.js';
+
+/** Install order: the previous pair (if any) first, then key → cert, then the marker. */
+const INSTALL_ORDER: ReadonlyArray<readonly [AuthorityFileName, number]> = [
+  ['ca-previous.crt', CERT_MODE],
+  ['ca-previous.key', KEY_MODE],
+  ['ca.key', KEY_MODE],
+  ['ca.crt', CERT_MODE],
+];
+
+/**
+ * Installs `files` into a ca/ that holds no authority (fresh or lost), each file created with
+ * O_EXCL so nothing that appeared meanwhile is overwritten, then the marker, then RE-READS and
+ * checks the fingerprint equals `expected`. Caller holds the lock.
+ *
+ * The previous pair goes first and the current certificate last: a crash part-way leaves a
+ * half-initialised ca/ that every reader refuses, never a current pair that looks whole but
+ * lacks its overlap.
+ */
+export async function installAuthority(
+  stateDir: string,
+  deployment: string,
+  files: AuthorityFiles,
+  expected: Fingerprint,
+  opts?: { readonly onStep?: StepHook },
+): Promise<void> {
+  const l = layoutOf(stateDir);
+  const where = `the authority being installed into ${l.caDir}`;
+  const cert = files['ca.crt'];
+  const key = files['ca.key'];
+  if (!cert || !key) {
+    throw new BatonError('refused', {
+      what: `The authority to install is incomplete: ${!cert ? 'ca.crt' : 'ca.key'} is missing.`,
+      where,
+      next: 'Publish the whole authority from a controller that holds it, then adopt again.',
+      changed: 'Nothing was written.',
+    });
+  }
+  const current = await checkPair(key, cert, deployment, `${where} (ca.key + ca.crt)`);
+  if (current.fingerprint !== expected) {
+    throw new BatonError('refused', {
+      what: `The authority to install is ${current.fingerprint}, not the ${expected} that was decided on.`,
+      where,
+      next: 'Look again (`baton status`) and decide on what is there now.',
+      changed: 'Nothing was written.',
+    });
+  }
+  const previousCert = files['ca-previous.crt'];
+  const previousKey = files['ca-previous.key'];
+  if (!previousCert !== !previousKey) {
+    throw new BatonError('refused', {
+      what: `The authority to install carries half a previous pair: ${previousCert ? 'ca-previous.key' : 'ca-previous.crt'} is missing.`,
+      where,
+      next: 'Publish the whole authority from a controller that holds it, then adopt again.',
+      changed: 'Nothing was written.',
+    });
+  }
+  if (previousCert && previousKey) await checkPair(previousKey, previousCert, deployment, `${where} (ca-previous.key + ca-previous.crt)`);
+  const marker = files['authority-created'];
+  if (marker && Buffer.from(marker).toString('utf8').trim() !== deployment) {
+    throw new BatonError('refused', {
+      what: `The authority to install carries a marker for another deployment ("${Buffer.from(marker).toString('utf8').trim()}").`,
+      where,
+      next: 'Check the store and the deployment id.',
+      changed: 'Nothing was written.',
+    });
+  }
+
+  const before = await readLocalAuthority(stateDir, deployment);
+  if (before.state !== 'fresh' && before.state !== 'lost') {
+    throw new BatonError('refused', {
+      what:
+        before.state === 'whole'
+          ? `This host already holds an authority (${before.current.fingerprint}); baton never installs over one.`
+          : `This host's authority is blocked: ${before.error.what}`,
+      where: l.caDir,
+      next: before.state === 'whole' ? 'Set it aside on purpose with `baton sync --force` if it must be replaced.' : (before.error.next ?? 'Repair it by hand first.'),
+      changed: 'Nothing was written.',
+    });
+  }
+
+  await mkdir(l.caDir, { recursive: true, mode: DIR_MODE });
+  await fsyncDir(stateDir);
+  for (const [name, mode] of INSTALL_ORDER) {
+    const bytes = files[name];
+    if (!bytes) continue;
+    await createFileDurably(l.caDir, name, bytes, mode);
+    await opts?.onStep?.(`installed ${name}`);
+  }
+  if (before.state === 'fresh') {
+    await writeMarker(stateDir, deployment);
+    await opts?.onStep?.('installed authority-created');
+  }
+
+  const after = await readLocalAuthority(stateDir, deployment);
+  if (after.state !== 'whole' || after.current.fingerprint !== expected) {
+    throw new BatonError('failed', {
+      what: `The authority was written but reads back as ${after.state === 'whole' ? after.current.fingerprint : after.state}, not ${expected}.`,
+      where: l.caDir,
+      next: 'Do not serve from this host; inspect ca/ by hand (`baton ca show`).',
+      changed: `Files were written into ${l.caDir}.`,
+    });
+  }
+}

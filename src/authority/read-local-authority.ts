@@ -1,0 +1,276 @@
+import { lstat, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+import { inspectPair, parseCertificate } from '../pki/inspect-pair.js';
+import { faultText, problemOf, summaryOf } from './check-pair.js';
+import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
+import { readStrict, type FileRead } from './read-strict.js';
+import { AUTHORITY_FILES, type LocalAuthority, type LocalProblem, type PairSummary } from './types.js';
+
+/** Everything one pass over the state dir saw, before any of it is interpreted. */
+export interface RawAuthority {
+  readonly caDir: { readonly kind: 'absent' } | { readonly kind: 'error'; readonly reason: string } | { readonly kind: 'dir'; readonly entries: readonly string[] };
+  readonly cert: FileRead;
+  readonly key: FileRead;
+  readonly previousKey: FileRead;
+  readonly previousCert: FileRead;
+  readonly marker: FileRead;
+}
+
+/** A classified read plus the bytes it classified, so a writer acts on exactly what it judged. */
+export interface AuthorityRead {
+  readonly local: LocalAuthority;
+  readonly raw: RawAuthority;
+  /** The key that pairs with ca.crt: ca.key, or ca-previous.key when the tear was repaired. */
+  readonly currentKey: Uint8Array | undefined;
+}
+
+/**
+ * ca.crt is read BEFORE ca.key, and the previous pair after both. A rotation writes the
+ * previous pair first and renames the key before the certificate, so the only tear a reader
+ * can see is "new key beside old cert" — and the old key is then already in ca-previous.key.
+ */
+export async function readRaw(stateDir: string): Promise<RawAuthority> {
+  const l = layoutOf(stateDir);
+  const caDir = await listCaDir(l.caDir);
+  const cert = await readStrict(l.cert, { secret: false });
+  const key = await readStrict(l.key, { secret: true });
+  const previousKey = await readStrict(l.previousKey, { secret: true });
+  const previousCert = await readStrict(l.previousCert, { secret: false });
+  const marker = await readStrict(l.marker, { secret: false });
+  return { caDir, cert, key, previousKey, previousCert, marker };
+}
+
+async function listCaDir(caDir: string): Promise<RawAuthority['caDir']> {
+  try {
+    const stat = await lstat(caDir);
+    if (!stat.isDirectory()) return { kind: 'error', reason: stat.isSymbolicLink() ? 'it is a symbolic link, not a directory' : 'it is not a directory' };
+    return { kind: 'dir', entries: (await readdir(caDir)).sort() };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { kind: 'absent' };
+    return { kind: 'error', reason: code ?? String(error) };
+  }
+}
+
+/** Reader for callers that hold ca.lock (may see the torn read and pair it exactly). */
+export async function readLocalAuthority(stateDir: string, deployment: string): Promise<LocalAuthority> {
+  return (await readAuthority(stateDir, deployment)).local;
+}
+
+export async function readAuthority(stateDir: string, deployment: string): Promise<AuthorityRead> {
+  const raw = await readRaw(stateDir);
+  return classify(raw, stateDir, deployment);
+}
+
+const ATTEMPTS = 3;
+
+/**
+ * Unlocked reader for status: two identical passes, at most 3 tries, else 'changing'. A status
+ * view takes no lock (it must never make a failover wait), so it can only trust what it saw
+ * twice.
+ */
+export async function snapshotLocalAuthority(
+  stateDir: string,
+  deployment: string,
+  /** Test seam: the pass to repeat (default readRaw). */
+  opts?: { readonly readPass?: (stateDir: string) => Promise<RawAuthority> },
+): Promise<LocalAuthority> {
+  const pass = opts?.readPass ?? readRaw;
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const first = await pass(stateDir);
+    const second = await pass(stateDir);
+    if (sameRaw(first, second)) return (await classify(second, stateDir, deployment)).local;
+  }
+  const l = layoutOf(stateDir);
+  return blocked(stateDir, 'changing', await unexpectedOf(undefined), new BatonError('refused', {
+    what: `The authority changed while it was being read (${ATTEMPTS} attempts saw different files).`,
+    where: l.caDir,
+    next: 'Another baton is probably rotating or installing it; look again in a moment.',
+    changed: 'Nothing was written.',
+  }));
+}
+
+export function sameRaw(a: RawAuthority, b: RawAuthority): boolean {
+  return rawKey(a) === rawKey(b);
+}
+
+function rawKey(raw: RawAuthority): string {
+  const file = (f: FileRead) => (f.kind === 'bytes' ? `b:${Buffer.from(f.bytes).toString('base64')}` : `${f.kind}:${'reason' in f ? f.reason : ''}`);
+  const dir = raw.caDir.kind === 'dir' ? `d:${raw.caDir.entries.join('/')}` : `${raw.caDir.kind}:${'reason' in raw.caDir ? raw.caDir.reason : ''}`;
+  return [dir, file(raw.cert), file(raw.key), file(raw.previousKey), file(raw.previousCert), file(raw.marker)].join('|');
+}
+
+const KNOWN_IN_CA = new Set<string>([...AUTHORITY_FILES.filter((n) => n !== MARKER_FILE), ...ROTATION_FILES]);
+
+/** Names in ca/ that are no part of an authority: reported, never read, never published. */
+async function unexpectedOf(entries: readonly string[] | undefined): Promise<readonly string[]> {
+  return (entries ?? []).filter((name) => !KNOWN_IN_CA.has(name)).map((name) => `ca/${name}`);
+}
+
+function blocked(stateDir: string, problem: LocalProblem, unexpected: readonly string[], error: BatonError): LocalAuthority {
+  return { state: 'blocked', stateDir, problem, error, unexpected };
+}
+
+/** Turns one raw pass into the state DESIGN.md §4 names. Pure over `raw` (plus crypto). */
+export async function classify(raw: RawAuthority, stateDir: string, deployment: string): Promise<AuthorityRead> {
+  const l = layoutOf(stateDir);
+  const unexpected = await unexpectedOf(raw.caDir.kind === 'dir' ? raw.caDir.entries : undefined);
+  const refuse = (problem: LocalProblem, what: string, where: string, next: string): AuthorityRead => ({
+    raw,
+    currentKey: undefined,
+    local: blocked(stateDir, problem, unexpected, new BatonError('refused', { what, where, next, changed: 'Nothing was written.' })),
+  });
+
+  if (raw.caDir.kind === 'error') {
+    return refuse('unreadable', `The authority directory cannot be read: ${raw.caDir.reason}.`, l.caDir, CANNOT_READ_NEXT);
+  }
+  for (const [file, read, secret] of filesOf(raw, l)) {
+    if (read.kind === 'error') return refuse('unreadable', `${path.basename(file)} cannot be read (${read.reason}).`, file, CANNOT_READ_NEXT);
+    if (read.kind === 'unsafe') {
+      return secret
+        ? refuse('unsafe-key', `The key file ${path.basename(file)} is unsafe: it ${read.reason}.`, file, unsafeKeyNext(file))
+        : refuse('unreadable', `${path.basename(file)} cannot be used: it ${read.reason}.`, file, `Replace it with the regular file itself (mode 0644), then look again.`);
+    }
+  }
+
+  const markerText = raw.marker.kind === 'bytes' ? Buffer.from(raw.marker.bytes).toString('utf8').trim() : undefined;
+  if (markerText !== undefined && markerText !== deployment) {
+    return refuse(
+      'foreign',
+      `The marker ${MARKER_FILE} names deployment "${markerText}", not "${deployment}".`,
+      l.marker,
+      'Check --deployment and --state-dir: this state dir belongs to another deployment.',
+    );
+  }
+
+  const has = (f: FileRead) => f.kind === 'bytes';
+  const bytesOf = (f: FileRead) => (f.kind === 'bytes' ? f.bytes : undefined);
+  const [cert, key, previousCert, previousKey] = [bytesOf(raw.cert), bytesOf(raw.key), bytesOf(raw.previousCert), bytesOf(raw.previousKey)];
+
+  if (!cert && !key) {
+    if (previousCert || previousKey) {
+      return refuse(
+        'half-initialised',
+        `The authority is half-initialised: ca/ca.crt and ca/ca.key are missing but ${[previousCert && 'ca/ca-previous.crt', previousKey && 'ca/ca-previous.key'].filter(Boolean).join(' and ')} ${previousCert && previousKey ? 'are' : 'is'} present.`,
+        l.caDir,
+        HALF_NEXT,
+      );
+    }
+    const local: LocalAuthority = markerText !== undefined ? { state: 'lost', stateDir, unexpected } : { state: 'fresh', stateDir, unexpected };
+    return { raw, currentKey: undefined, local };
+  }
+  if (!cert || !key) {
+    return refuse(
+      'half-initialised',
+      `The authority is half-initialised: ca/${cert ? 'ca.crt' : 'ca.key'} is present but ca/${cert ? 'ca.key' : 'ca.crt'} is missing.`,
+      l.caDir,
+      HALF_NEXT,
+    );
+  }
+
+  // The current pair, with the one repair a rotation's tear allows.
+  let inspection = await inspectPair(key, cert, deployment);
+  let currentKey = key;
+  let repairedTear = false;
+  if (!inspection.ok && inspection.fault.kind === 'mismatched' && previousKey && previousCert && sameBytes(previousCert, cert)) {
+    // EXACTLY, NEVER TOLERANTLY: the repair applies only when ca-previous.crt is byte-for-byte
+    // the ca.crt that was read and ca-previous.key pairs with it — the footprint of a rotation
+    // that renamed its key and not yet its certificate, and nothing else.
+    const repaired = await inspectPair(previousKey, cert, deployment);
+    if (repaired.ok) {
+      inspection = repaired;
+      currentKey = previousKey;
+      repairedTear = true;
+    }
+  }
+  if (!inspection.ok) {
+    return refuse(
+      problemOf(inspection.fault),
+      faultText(inspection.fault, { key: 'ca/ca.key', cert: 'ca/ca.crt' }, deployment),
+      l.caDir,
+      pairNext(inspection.fault.kind),
+    );
+  }
+  const current = summaryOf(inspection.facts);
+
+  // The previous pair: an overlap, a rotation's copies, a retire's remainder, or half a pair.
+  const entries = raw.caDir.kind === 'dir' ? raw.caDir.entries : [];
+  let pending: 'rotate' | 'retire' | undefined = repairedTear || ROTATION_FILES.some((n) => entries.includes(n)) ? 'rotate' : undefined;
+  let previous: PairSummary | undefined;
+  if (repairedTear) {
+    previous = undefined; // ca-previous.* IS the current pair until the rotation finishes
+  } else if (previousCert && previousKey) {
+    const prior = await inspectPair(previousKey, previousCert, deployment);
+    if (!prior.ok) {
+      return refuse(
+        problemOf(prior.fault),
+        faultText(prior.fault, { key: 'ca/ca-previous.key', cert: 'ca/ca-previous.crt' }, deployment),
+        l.caDir,
+        pairNext(prior.fault.kind),
+      );
+    }
+    if (prior.facts.fingerprint === current.fingerprint) pending = 'rotate'; // copies made, renames not yet
+    else previous = summaryOf(prior.facts);
+  } else if (previousCert) {
+    const facts = parseCertificate(previousCert);
+    if (sameBytes(previousCert, cert)) pending = 'rotate'; // the copy of ca.crt, before the copy of the key
+    else if (facts && current.replaces !== undefined && facts.fingerprint === current.replaces) pending = 'retire';
+    else {
+      return refuse('half-initialised', 'The rotation overlap is half there: ca/ca-previous.crt is present but ca/ca-previous.key is missing.', l.caDir, HALF_PREVIOUS_NEXT);
+    }
+  } else if (previousKey) {
+    return refuse('half-initialised', 'The rotation overlap is half there: ca/ca-previous.key is present but ca/ca-previous.crt is missing.', l.caDir, HALF_PREVIOUS_NEXT);
+  }
+
+  return {
+    raw,
+    currentKey,
+    local: {
+      state: 'whole',
+      stateDir,
+      current,
+      previous,
+      markerMissing: markerText === undefined,
+      repairedTear,
+      ...(pending ? { pending } : {}),
+      unexpected,
+    },
+  };
+}
+
+function filesOf(raw: RawAuthority, l: AuthorityLayout): Array<[string, FileRead, boolean]> {
+  return [
+    [l.cert, raw.cert, false],
+    [l.key, raw.key, true],
+    [l.previousCert, raw.previousCert, false],
+    [l.previousKey, raw.previousKey, true],
+    [l.marker, raw.marker, false],
+  ];
+}
+
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a).equals(Buffer.from(b));
+}
+
+const CANNOT_READ_NEXT =
+  'Check the permissions and the disk, then look again. baton treats a file it cannot read as present, never as absent.';
+const HALF_NEXT =
+  'Restore the missing file from a backup. If this host never served the fleet, move ca/ aside by hand and adopt the published authority with `baton sync`. baton never repairs half an authority by minting.';
+const HALF_PREVIOUS_NEXT =
+  'Restore the missing file of the previous pair from a backup: nodes may still trust the previous authority.';
+
+function unsafeKeyNext(file: string): string {
+  return `Make it a regular file (not a link) of at most 1 MiB, readable only by its owner (chmod 600 ${file}), then look again.`;
+}
+
+function pairNext(kind: string): string {
+  switch (kind) {
+    case 'foreign':
+      return 'Check --deployment and --state-dir. If this host must hold this deployment\'s authority, set the foreign one aside with `baton sync --force`.';
+    case 'mismatched':
+      return 'Restore the matching key or certificate from a backup; if this host should hold the published authority instead, `baton sync --force` sets this one aside.';
+    default:
+      return 'Restore the authority from a backup, or set it aside with `baton sync --force` and adopt the published one.';
+  }
+}

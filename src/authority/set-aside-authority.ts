@@ -1,0 +1,57 @@
+import { lstat, rename } from 'node:fs/promises';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+import { systemClock, type Clock } from './clock.js';
+import { fsyncDir, type StepHook } from './durable-write.js';
+import { layoutOf, MARKER_FILE } from './layout.js';
+
+/** `YYYYMMDDTHHMMSSZ`, UTC. */
+export function utcStamp(date: Date): string {
+  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * Renames ca/ → ca.superseded-<stamp>/ and the marker → ca.superseded-<stamp>.authority-created;
+ * returns the directory. NEVER DELETES: what a forced replace moves aside may be the key a
+ * part of the fleet still trusts. A stamp already taken gets a suffix (-2, -3, …) rather than
+ * a rename over it. Caller holds the lock.
+ */
+export async function setAsideAuthority(stateDir: string, clock: Clock = systemClock, opts?: { readonly onStep?: StepHook }): Promise<string> {
+  const l = layoutOf(stateDir);
+  const [hasCa, hasMarker] = [await exists(l.caDir), await exists(l.marker)];
+  if (!hasCa && !hasMarker) {
+    throw new BatonError('refused', {
+      what: 'There is no local authority to set aside.',
+      where: l.caDir,
+      next: 'Adopt the published authority with `baton sync`.',
+      changed: 'Nothing was written.',
+    });
+  }
+  const stamp = utcStamp(clock.now());
+  let target = '';
+  for (let n = 1; ; n++) {
+    target = path.join(stateDir, `ca.superseded-${stamp}${n === 1 ? '' : `-${n}`}`);
+    if (!(await exists(target)) && !(await exists(`${target}.${MARKER_FILE}`))) break;
+  }
+  if (hasCa) {
+    await rename(l.caDir, target);
+    await fsyncDir(stateDir);
+    await opts?.onStep?.('set aside ca/');
+  }
+  if (hasMarker) {
+    await rename(l.marker, `${target}.${MARKER_FILE}`);
+    await fsyncDir(stateDir);
+    await opts?.onStep?.('set aside the marker');
+  }
+  return target;
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await lstat(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
+  }
+}

@@ -1,0 +1,282 @@
+/**
+ * The checks after each task. Each reads the real sandbox — the files on each controller,
+ * the published document, every machine's delivered files, PostgreSQL logins — and compares
+ * with what was noted before the task. The operator moves on only when all of them pass.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { checkPair } from '../authority/index.js';
+import { secretDigest, parseReceipt } from '../mesh/digest.js';
+import { look, type Look } from '../share/operations.js';
+import { localTransport } from '../transport/local-transport.js';
+import { check, fail, type CheckResult } from './check.js';
+import { changedFiles, digestTree, machinesOf, readMeshFiles } from './machine-files.js';
+import { readConsumerSecrets, readJournalRecords, type Before, type Role } from './notebook.js';
+import { loadInventory } from '../mesh/inventory.js';
+import { planRotation } from '../mesh/rotation-plan.js';
+import type { Selector } from '../mesh/selector.js';
+import { tryLogin } from './pg-login.js';
+import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from './sandbox.js';
+import type { StepNumber } from './scenario.js';
+
+/** How long the provisioner gets to apply a committed password before the check fails. */
+const APPLY_WAIT_MS = 20_000;
+
+export async function runChecks(sandbox: DrillSandbox, before: Before, step: StepNumber, task: number): Promise<CheckResult[]> {
+  try {
+    return await checksFor(sandbox, before, step, task);
+  } catch (error) {
+    return [fail('the checks could read the sandbox', error instanceof Error ? error.message : String(error))];
+  }
+}
+
+async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber, task: number): Promise<CheckResult[]> {
+  const key = `${step}.${task}`;
+  switch (key) {
+    case '1.0':
+    case '1.1':
+      return statusChecks(sandbox, before, task === 0 ? 'ctl-a' : 'ctl-b');
+    case '2.0':
+      return adoptChecks(sandbox, before);
+    case '3.0':
+      return rotatedChecks(sandbox, before);
+    case '3.1':
+      return publishedRotationChecks(sandbox, before);
+    case '3.2':
+      return forcedChecks(sandbox, before);
+    case '4.0':
+      return [planChecks(sandbox, { by: 'consumer', name: 'web1-app' }, ['db1', 'web1']), ...(await rotatedPairsChecks(sandbox, before, ['web1_app']))];
+    case '5.0':
+      return reachabilityChecks(sandbox, false);
+    case '5.1':
+      return gateClosedChecks(sandbox, before);
+    case '5.2':
+      return reachabilityChecks(sandbox, true);
+    case '5.3':
+      return rotatedPairsChecks(sandbox, before, DRILL_CONSUMERS.map((c) => c.role));
+    default:
+      return [fail(`step ${step} has checks for task ${task + 1}`, 'no checks are defined for it (a bug in the drill)')];
+  }
+}
+
+// --- the authority ----------------------------------------------------------------------
+
+async function statusChecks(sandbox: DrillSandbox, before: Before, controller: 'ctl-a' | 'ctl-b'): Promise<CheckResult[]> {
+  const now = await look(sandbox.share(controller));
+  const unchanged = sameTree(before.controllerFiles[controller], digestTree(sandbox.stateDir(controller)));
+  const readOnly = check(`reading the status changed nothing on ${controller}`, unchanged, unchanged ? undefined : `files under ${sandbox.stateDir(controller)} changed`);
+  if (controller === 'ctl-a') {
+    return [
+      check('ctl-a holds a whole authority', now.local.state === 'whole', `ctl-a is ${now.local.state}`),
+      check('ctl-a has published it: the status says in sync', now.verdict.kind === 'in-sync', `verdict: ${now.verdict.kind}`),
+      check('the published document was written by ctl-a', publishedBy(now) === 'ctl-a', `published by ${publishedBy(now) ?? 'nobody'}`),
+      readOnly,
+    ];
+  }
+  return [
+    check('ctl-b holds nothing (a fresh host)', now.local.state === 'fresh', `ctl-b is ${now.local.state}`),
+    check('the decision table says ctl-b should ADOPT', now.verdict.kind === 'adopt', `verdict: ${now.verdict.kind}`),
+    readOnly,
+  ];
+}
+
+async function adoptChecks(sandbox: DrillSandbox, before: Before): Promise<CheckResult[]> {
+  const [a, b] = await Promise.all([look(sandbox.share('ctl-a')), look(sandbox.share('ctl-b'))]);
+  const fa = fingerprintOf(a);
+  const fb = fingerprintOf(b);
+  const published = publishedFingerprint(b);
+  return [
+    check('ctl-b now holds a whole authority', b.local.state === 'whole', `ctl-b is ${b.local.state}`),
+    check('ctl-b adopted the published authority (fingerprints equal)', fb !== undefined && fb === published, `ctl-b ${fb ?? 'none'}, published ${published ?? 'none'}`),
+    check('ctl-a and ctl-b hold the same authority', fa !== undefined && fa === fb, `ctl-a ${fa ?? 'none'}`),
+    check('nothing was minted: the published authority is the one ctl-a had', published === fingerprintOf(before.looks['ctl-a']), `published ${published ?? 'none'}`),
+  ];
+}
+
+async function rotatedChecks(sandbox: DrillSandbox, before: Before): Promise<CheckResult[]> {
+  const b = await look(sandbox.share('ctl-b'));
+  const old = fingerprintOf(before.looks['ctl-b']);
+  const current = fingerprintOf(b);
+  const previous = b.local.state === 'whole' ? b.local.previous?.fingerprint : undefined;
+  return [
+    check('ctl-b holds a new authority', current !== undefined && current !== old, `now ${current ?? 'none'}, before ${old ?? 'none'}`),
+    check('ctl-b keeps the old one as the previous pair (the overlap)', previous !== undefined && previous === old, `previous ${previous ?? 'none'}`),
+    check('ctl-b is AHEAD of the store: it rotated and has not published', b.verdict.kind === 'refuse' && b.verdict.lineage === 'ahead', verdictWords(b)),
+  ];
+}
+
+async function publishedRotationChecks(sandbox: DrillSandbox, before: Before): Promise<CheckResult[]> {
+  const b = await look(sandbox.share('ctl-b'));
+  const published = b.published.state === 'present' ? b.published.header : undefined;
+  const old = publishedFingerprint(before.looks['ctl-b']);
+  return [
+    check('the store holds ctl-b\'s new authority', published !== undefined && published.fingerprint === fingerprintOf(b), `published ${published?.fingerprint ?? 'none'}`),
+    check('the document names the authority it replaced', published?.previousFingerprint === old, `previous_fingerprint ${published?.previousFingerprint ?? 'none'}`),
+    check('ctl-b is in sync', b.verdict.kind === 'in-sync', verdictWords(b)),
+  ];
+}
+
+async function forcedChecks(sandbox: DrillSandbox, before: Before): Promise<CheckResult[]> {
+  const seen = before.looks['ctl-a'];
+  const a = await look(sandbox.share('ctl-a'));
+  const oldFingerprint = fingerprintOf(seen);
+  const superseded = await supersededFingerprints(sandbox);
+  return [
+    check(
+      'ctl-a was REFUSED: left behind by a rotation',
+      seen.verdict.kind === 'refuse' && seen.verdict.lineage === 'left-behind',
+      verdictWords(seen),
+    ),
+    check('ctl-a now holds the published authority', a.verdict.kind === 'in-sync', verdictWords(a)),
+    check(
+      'the old authority was set aside, not deleted (ca.superseded-*)',
+      oldFingerprint !== undefined && superseded.includes(oldFingerprint),
+      superseded.length === 0 ? 'no ca.superseded-* directory holds a readable authority' : `set aside: ${superseded.join(', ')}`,
+    ),
+  ];
+}
+
+/** Fingerprints of every authority a force set aside on ctl-a. */
+async function supersededFingerprints(sandbox: DrillSandbox): Promise<string[]> {
+  const stateDir = sandbox.stateDir('ctl-a');
+  const out: string[] = [];
+  for (const name of readdirSync(stateDir).filter((n) => n.startsWith('ca.superseded-') && !n.endsWith('.authority-created'))) {
+    const dir = path.join(stateDir, name);
+    try {
+      const pair = await checkPair(readFileSync(path.join(dir, 'ca.key')), readFileSync(path.join(dir, 'ca.crt')), sandbox.deployment, dir);
+      out.push(pair.fingerprint);
+    } catch {
+      // Not a readable authority: not the one the check looks for.
+    }
+  }
+  return out;
+}
+
+// --- the mesh ---------------------------------------------------------------------------
+
+function reachabilityChecks(sandbox: DrillSandbox, reachable: boolean): Promise<CheckResult[]> {
+  return localTransport('worker1', sandbox.machineRoot('worker1'))
+    .resolve()
+    .then(
+      () => [check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', reachable, 'it answered')],
+      (error: unknown) => [check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', !reachable, error instanceof Error ? error.message : String(error))],
+    );
+}
+
+/** The preview is a query: the holders the planner lists for a selection, in order. */
+function planChecks(sandbox: DrillSandbox, selector: Selector, expected: readonly string[]): CheckResult {
+  const holders = planRotation(loadInventory(sandbox.inventoryPath), selector).holders.map((h) => h.machine);
+  return check(`the preview lists exactly ${expected.join(' and ')}`, sameList([...holders].sort(), [...expected].sort()), `holders: ${holders.join(', ')}`);
+}
+
+async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<CheckResult[]> {
+  const changed = changedFiles(before.meshFiles, readMeshFiles(sandbox));
+  const closed = readJournalRecords(sandbox)
+    .slice(before.journalRecords)
+    .filter((record) => record.phase === 'gate-closed');
+  const worker1 = closed.flatMap((record) => record.results).find((result) => result.machine === 'worker1' && !result.ok);
+  const results: CheckResult[] = [
+    check(
+      'the rotation was tried and the gate closed, naming worker1',
+      worker1 !== undefined,
+      worker1 ? `worker1: ${worker1.reason ?? 'unresolved'}` : 'the journal has no closed gate since the task opened: try the rotation',
+    ),
+    check('nothing was sent: every file on every machine is as it was', changed.length === 0, changed.length ? `changed: ${changed.join(', ')}` : 'no file changed, none staged'),
+  ];
+  for (const consumer of DRILL_CONSUMERS) {
+    const old = before.secrets[consumer.role];
+    if (!old) {
+      results.push(fail(`${consumer.role}'s old password still logs in`, `${consumer.machine} had no password to try`));
+      continue;
+    }
+    const login = await tryLogin(sandbox.postgres, consumer.role, old);
+    results.push(check(`${consumer.role}'s old password still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+  }
+  return results;
+}
+
+/**
+ * After a rotation of `roles`: exactly their holders received files, the provider applied each
+ * (its receipt carries the new digest), the new password logs in, the old one is refused,
+ * and every other pair is untouched and still logs in.
+ */
+async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: readonly Role[]): Promise<CheckResult[]> {
+  const rotated = DRILL_CONSUMERS.filter((c) => roles.includes(c.role));
+  const others = DRILL_CONSUMERS.filter((c) => !roles.includes(c.role));
+  const expectedMachines = [...new Set(['db1', ...rotated.map((c) => c.machine)])].sort();
+  const applied = await waitForReceipts(sandbox, roles);
+  const changed = changedFiles(before.meshFiles, readMeshFiles(sandbox));
+  const touched = machinesOf(changed);
+  const results: CheckResult[] = [
+    check(`exactly ${expectedMachines.join(' and ')} received files`, sameList(touched, expectedMachines), `changed on: ${touched.join(', ') || 'nothing'}`),
+  ];
+  const now = readConsumerSecrets(sandbox);
+  for (const consumer of rotated) {
+    const old = before.secrets[consumer.role];
+    const fresh = now[consumer.role];
+    results.push(check(`${consumer.machine} holds a new password for ${consumer.role}`, fresh !== undefined && fresh.digest !== old?.digest, fresh ? `digest ${fresh.digest.slice(0, 19)}` : 'no file'));
+    results.push(check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), applied.includes(consumer.role) ? 'its receipt carries the new digest' : `no matching receipt after ${APPLY_WAIT_MS / 1000} s`));
+    if (fresh) {
+      const login = await tryLogin(sandbox.postgres, consumer.role, fresh);
+      results.push(check(`${consumer.role} logs in with the new password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    }
+    if (old) {
+      const login = await tryLogin(sandbox.postgres, consumer.role, old);
+      results.push(check(`${consumer.role}'s old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+    }
+  }
+  for (const consumer of others) {
+    const old = before.secrets[consumer.role];
+    const fresh = now[consumer.role];
+    results.push(check(`${consumer.role} was not touched`, old !== undefined && fresh?.digest === old.digest, 'its delivered file is the same'));
+    if (old) {
+      const login = await tryLogin(sandbox.postgres, consumer.role, old);
+      results.push(check(`${consumer.role} still logs in with its password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    }
+  }
+  return results;
+}
+
+/** The roles whose receipt digest equals the delivered provider file's, after waiting a bounded time. */
+export async function waitForReceipts(sandbox: DrillSandbox, roles: readonly string[], waitMs = APPLY_WAIT_MS): Promise<string[]> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const applied = roles.filter((role) => {
+      try {
+        const delivered = secretDigest(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, role)));
+        const receipt = parseReceipt(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, '.applied', role), 'utf8'));
+        return receipt?.digest === delivered;
+      } catch {
+        return false;
+      }
+    });
+    if (applied.length === roles.length || Date.now() >= deadline) return applied;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+// --- small words ------------------------------------------------------------------------
+
+function fingerprintOf(seen: Look): string | undefined {
+  return seen.local.state === 'whole' ? seen.local.current.fingerprint : undefined;
+}
+
+function publishedFingerprint(seen: Look): string | undefined {
+  return seen.published.state === 'present' ? seen.published.header.fingerprint : undefined;
+}
+
+function publishedBy(seen: Look): string | undefined {
+  return seen.published.state === 'present' ? seen.published.header.publishedBy : undefined;
+}
+
+function verdictWords(seen: Look): string {
+  return seen.verdict.kind === 'refuse' ? `refuse (${seen.verdict.lineage})` : seen.verdict.kind;
+}
+
+function sameTree(a: Record<string, string>, b: Record<string, string>): boolean {
+  return changedFiles(a, b).length === 0;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}

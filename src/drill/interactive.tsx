@@ -1,0 +1,252 @@
+/**
+ * The interactive drill: the composition root that owns the drill flow's state, runs its
+ * effects against the sandbox, and shows either the drill's own screen or — for a task — the
+ * REAL view (StatusApp, FailoverApp, RotationApp) under the drill's rail.
+ *
+ * Each view is mounted as its own Ink render, exactly as its command mounts it, so the view
+ * quitting (its `q`) ends that render and hands the terminal back to the drill instead of
+ * ending the drill. Between renders no full-screen clear is written (it flickers over SSH).
+ */
+import React from 'react';
+import type { Instance } from 'ink';
+import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../app/drill-flow.js';
+import { asBatonError } from '../errors.js';
+import { runChecks } from './checks.js';
+import { newNotebook, noteBefore } from './notebook.js';
+import { performAction } from './perform.js';
+import { prepareForStep } from './plain.js';
+import { startSandbox, type DrillSandbox } from './sandbox.js';
+import type { StepNumber } from './scenario.js';
+import { makeTeardown, teardownOnSignals } from './teardown.js';
+
+export interface InteractiveOptions {
+  readonly first: StepNumber;
+  readonly keep: boolean;
+  readonly noColor: boolean;
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+}
+
+export async function runInteractiveDrill(options: InteractiveOptions): Promise<number> {
+  // Chalk decides its colour level when it is first loaded: set it before Ink comes in.
+  if (options.noColor) process.env.FORCE_COLOR = '0';
+  const [{ render }, { ColorContext }, { DrillRoot }, { DrillTaskFrame }] = await Promise.all([
+    import('ink'),
+    import('../../components/color-context.js'),
+    import('../../components/drill/DrillRoot.js'),
+    import('../../components/drill/DrillTaskFrame.js'),
+  ]);
+  const teardown = makeTeardown();
+  const release = teardownOnSignals(teardown);
+  const notebook = newNotebook();
+  let sandbox: DrillSandbox | undefined;
+  let state: DrillState = initialDrillState(options.first);
+  let drillInstance: Instance | undefined;
+  let viewOpen = false;
+  let quitting = false;
+  let resolveDone: (code: number) => void = () => {};
+  const done = new Promise<number>((resolve) => {
+    resolveDone = resolve;
+  });
+  const colored = (element: React.ReactElement) => <ColorContext.Provider value={!options.noColor}>{element}</ColorContext.Provider>;
+  const columns = () => options.stdout.columns || 80;
+
+  const quit = async () => {
+    if (quitting) return;
+    quitting = true;
+    drillInstance?.unmount();
+    drillInstance = undefined;
+    options.stdout.write('baton drill: stopping the servers and removing the sandbox…\n');
+    const problems = await teardown.run();
+    for (const problem of problems) options.stderr.write(`baton drill: cleaning up: ${problem}\n`);
+    if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
+    else options.stdout.write('baton drill: the sandbox was removed.\n');
+    resolveDone(state.phase === 'summary' ? 0 : 3);
+  };
+
+  const run = async (effect: DrillEffect): Promise<DrillEvent | undefined> => {
+    if (!sandbox) return { type: 'task-failed', lines: ['The sandbox is not running.'] };
+    switch (effect.type) {
+      case 'open':
+        try {
+          await noteBefore(sandbox, notebook);
+          return { type: 'opened' };
+        } catch (error) {
+          return { type: 'task-failed', lines: asBatonError(error, { what: 'Noting the sandbox failed' }).lines() };
+        }
+      case 'perform': {
+        const task = currentTask(state);
+        if (task.where.kind !== 'action') return { type: 'task-finished' };
+        try {
+          await performAction(sandbox, task.where.action);
+          return { type: 'task-finished' };
+        } catch (error) {
+          return { type: 'task-failed', lines: asBatonError(error, { what: `${task.label} failed` }).lines() };
+        }
+      }
+      case 'check':
+        return { type: 'checks-done', results: await runChecks(sandbox, notebook.before!, effect.step, effect.task), at: Date.now() };
+      case 'quit':
+        void quit();
+        return undefined;
+      default: {
+        const never: never = effect;
+        throw new Error(`unknown drill effect ${String(never)}`);
+      }
+    }
+  };
+
+  const dispatch = (event: DrillEvent) => {
+    if (quitting) return;
+    const next = drillFlow(state, event);
+    state = next.state;
+    for (const effect of next.effects) void run(effect).then((e) => e && dispatch(e));
+    // After the current key handler returns: a render must not be unmounted from inside its own input callback.
+    setImmediate(show);
+  };
+
+  const onIntent = (intent: 'enter' | 'help' | 'escape' | 'quit') => {
+    if (intent === 'enter') dispatch({ type: 'enter', at: Date.now() });
+    else dispatch({ type: intent });
+  };
+
+  const drillElement = () => colored(<DrillRoot state={state} columns={columns()} onIntent={onIntent} />);
+
+  const show = () => {
+    if (quitting || viewOpen) return;
+    if (viewIsOpen(state)) {
+      viewOpen = true;
+      drillInstance?.unmount();
+      drillInstance = undefined;
+      void openView().finally(() => {
+        viewOpen = false;
+        if (!quitting) dispatch({ type: 'task-finished' });
+      });
+      return;
+    }
+    if (drillInstance) drillInstance.rerender(drillElement());
+    else drillInstance = render(drillElement(), { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+  };
+
+  /** Mounts the task's real view under the rail; resolves when the operator closes it. */
+  const openView = async () => {
+    const box = sandbox!;
+    let interrupted = false;
+    const view = await taskView(box, state, options.noColor, columns());
+    const frame = colored(
+      <DrillTaskFrame
+        state={state}
+        columns={columns()}
+        forcePrefix={view.forcePrefix}
+        onWrongTurn={(what) => dispatch({ type: 'wrong-turn', what })}
+        onInterrupt={() => {
+          interrupted = true;
+        }}
+      >
+        {view.element}
+      </DrillTaskFrame>,
+    );
+    const instance = render(frame, { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    await instance.waitUntilExit();
+    await view.finished();
+    if (interrupted) await quit();
+  };
+
+  show();
+  try {
+    ({ sandbox } = await startSandbox({ keep: options.keep, teardown, onProgress: (text) => dispatch({ type: 'progress', text }) }));
+    if (options.first > 1) {
+      dispatch({ type: 'progress', text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…` });
+      await prepareForStep(sandbox, options.first);
+    }
+    dispatch({ type: 'ready' });
+  } catch (error) {
+    dispatch({ type: 'setup-failed', lines: asBatonError(error, { what: 'The sandbox could not be set up' }).lines() });
+  }
+  const code = await done;
+  release();
+  return code;
+}
+
+interface TaskView {
+  readonly element: React.ReactElement;
+  readonly forcePrefix: string | undefined;
+  /** Resolves when the view's own work (a rotation's effects) has settled. */
+  finished(): Promise<void>;
+}
+
+/** The real view for the current task, wired to the sandbox the way its command wires it. */
+async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boolean, columns: number): Promise<TaskView> {
+  const where = currentTask(state).where;
+  const settled = { finished: async () => {} };
+  switch (where.kind) {
+    case 'status': {
+      const [{ StatusApp }, { readStatus }, { statusSourcesFor }] = await Promise.all([
+        import('../../components/StatusApp.js'),
+        import('../app/status-report.js'),
+        import('./perform.js'),
+      ]);
+      const sources = statusSourcesFor(sandbox, where.controller);
+      return {
+        ...settled,
+        forcePrefix: undefined,
+        element: <StatusApp read={() => readStatus(sources)} columns={columns} baton={`baton (on ${where.controller})`} watchSeconds={5} interactive onExit={() => {}} />,
+      };
+    }
+    case 'failover': {
+      const [{ FailoverApp }, { failoverPorts }, { look }] = await Promise.all([
+        import('../../components/FailoverApp.js'),
+        import('../app/failover-ports.js'),
+        import('../share/operations.js'),
+      ]);
+      const seen = await look(sandbox.share(where.controller));
+      const forcePrefix = seen.verdict.kind === 'refuse' ? seen.verdict.local.slice('SHA256:'.length, 'SHA256:'.length + 8) : undefined;
+      return {
+        ...settled,
+        forcePrefix,
+        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} columns={columns} baton={`baton (on ${where.controller})`} onExit={() => {}} />,
+      };
+    }
+    case 'rotation': {
+      const [{ RotationApp }, { startRotation }, { rotationRunner }, { rotationStore }, { drillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
+        import('../../components/rotation/RotationApp.js'),
+        import('../app/rotation-flow.js'),
+        import('../app/rotation-run-effect.js'),
+        import('../app/rotation-store.js'),
+        import('./rotate.js'),
+      ]);
+      type Listener = Parameters<React.ComponentProps<typeof RotationApp>['subscribe']>[0];
+      const listeners = new Set<Listener>();
+      const store = rotationStore(startRotation(newDrillRotationId(), drillPlan(sandbox, where.selector)), rotationRunner(drillRotationDeps(sandbox)), (s, e) => {
+        for (const listener of listeners) listener(s, e);
+      });
+      const subscribe = (listener: Listener) => {
+        listeners.add(listener);
+        return () => {
+          listeners.delete(listener);
+        };
+      };
+      return {
+        forcePrefix: undefined,
+        // A rotation left mid-way (Ctrl-C) finishes the phase it is in before the checks read the machines.
+        finished: () =>
+          new Promise<void>((resolve) => {
+            const settledNow = () => !['resolving', 'preparing', 'committing', 'applying'].includes(store.state().step);
+            if (settledNow()) return resolve();
+            const unsubscribe = subscribe(() => {
+              if (!settledNow()) return;
+              unsubscribe();
+              resolve();
+            });
+          }),
+        element: <RotationApp store={store} subscribe={subscribe} columns={columns} color={!noColor} onExit={() => {}} />,
+      };
+    }
+    case 'action':
+      throw new Error(`step ${currentStep(state).number}: an action task has no view`);
+    default: {
+      const never: never = where;
+      throw new Error(`unknown task ${String(never)}`);
+    }
+  }
+}

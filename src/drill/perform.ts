@@ -1,0 +1,159 @@
+/**
+ * Each task performed WITHOUT a screen, through the same code the views run: the status read
+ * and its plain text, the failover flow's reducer and ports with scripted key presses, the
+ * rotation flow with a scripted typed confirmation, and the drill's own actions. `--plain`
+ * (what CI runs) and `--step N` (preparing the sandbox for a later step) both use this, so a
+ * walk-through that passes proves the interactive drill's paths, not a copy of them.
+ */
+import { rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { failover, forcePrefix, initialFailover, type FailoverEvent, type FailoverState } from '../app/failover-flow.js';
+import { failoverPorts } from '../app/failover-ports.js';
+import { runFailoverEffect } from '../app/failover-run-effect.js';
+import { outcomeWords } from '../app/failover-outcome.js';
+import { readStatus } from '../app/status-report.js';
+import { statusSources } from '../app/status-sources.js';
+import { statusText } from '../app/status-text.js';
+import { describeVerdict } from '../app/status-verdict.js';
+import { rotateAuthority } from '../authority/index.js';
+import { BatonError } from '../errors.js';
+import type { Action } from '../share/types.js';
+import { UNREACHABLE_MARKER } from '../transport/local-transport.js';
+import { MARKS } from '../../components/marks.js';
+import { drillPlan, rotateScripted } from './rotate.js';
+import type { DrillSandbox } from './sandbox.js';
+import type { Controller, DrillAction, TaskSpec } from './scenario.js';
+
+export type Say = (line: string) => void;
+
+
+/** The drill's own actions (faults and the CLI-only rotation); the interactive drill runs these too. */
+export async function performAction(sandbox: DrillSandbox, action: DrillAction, say: Say = () => {}): Promise<void> {
+  switch (action) {
+    case 'rotate-authority-ctl-b': {
+      const result = await rotateAuthority(sandbox.stateDir('ctl-b'), sandbox.deployment);
+      say(`ctl-b rotated its authority: ${result.previous} → ${result.current} (the old pair stays as ca-previous.* during the overlap).`);
+      return;
+    }
+    case 'unplug-worker1':
+      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNREACHABLE_MARKER), 'unplugged by the drill\n', { mode: 0o644 });
+      say('worker1 is unplugged: the local transport no longer resolves it.');
+      return;
+    case 'plug-worker1':
+      rmSync(path.join(sandbox.machineRoot('worker1'), UNREACHABLE_MARKER), { force: true });
+      say('worker1 is back: it resolves again.');
+      return;
+    default: {
+      const never: never = action;
+      throw new Error(`unknown drill action ${String(never)}`);
+    }
+  }
+}
+
+/** Performs one task by script; `say` receives what it did, line by line. */
+export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say: Say = () => {}): Promise<void> {
+  const where = task.where;
+  switch (where.kind) {
+    case 'action':
+      return performAction(sandbox, where.action, say);
+    case 'status':
+      return statusScripted(sandbox, where.controller, say);
+    case 'failover':
+      return failoverScripted(sandbox, where.controller, say);
+    case 'rotation': {
+      say(`$ baton mesh rotate ${drillPlan(sandbox, where.selector).selectorText} --yes`);
+      await rotateScripted(sandbox, where.selector, (line) => say(`  ${line}`));
+      return;
+    }
+    default: {
+      const never: never = where;
+      throw new Error(`unknown task ${String(never)}`);
+    }
+  }
+}
+
+const GLYPHS = { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph };
+
+export function statusSourcesFor(sandbox: DrillSandbox, controller: Controller, probeLock = false) {
+  const ctx = sandbox.share(controller);
+  return statusSources({ deployment: ctx.deployment, stateDir: ctx.stateDir, storeUrl: sandbox.storeUrl, store: ctx.store, sealKeyFile: undefined }, { probeLock });
+}
+
+async function statusScripted(sandbox: DrillSandbox, controller: Controller, say: Say): Promise<void> {
+  const report = await readStatus(statusSourcesFor(sandbox, controller));
+  say(`${controller}$ baton status`);
+  for (const line of statusText(report, GLYPHS).trimEnd().split('\n')) say(`  ${line}`);
+}
+
+/**
+ * The failover walk with scripted keys: read, choose the action the table allows for this
+ * step (adopt, publish, or force), confirm. At the force gate the script first types a wrong
+ * prefix, to show the gate stays shut, then the first 8 characters of the LOCAL fingerprint.
+ */
+async function failoverScripted(sandbox: DrillSandbox, controller: Controller, say: Say): Promise<void> {
+  const ports = failoverPorts(sandbox.share(controller), sandbox.storeUrl, undefined);
+  let { state } = initialFailover;
+  const queue = [...initialFailover.effects];
+  const dispatch = (event: FailoverEvent) => {
+    const next = failover(state, event);
+    state = next.state;
+    queue.push(...next.effects);
+  };
+  say(`${controller}$ baton failover`);
+  let typedWrong = false;
+  for (let turns = 0; turns < 50; turns += 1) {
+    const effect = queue.shift();
+    if (effect) {
+      dispatch(await runFailoverEffect(effect, ports));
+      continue;
+    }
+    const s: FailoverState = state;
+    switch (s.step) {
+      case 'deciding': {
+        const words = describeVerdict(s.reading.verdict);
+        say(`  ${GLYPHS[words.tone]} ${words.label}: ${words.headline}`);
+        const choice = choose(s.actions);
+        if (choice === undefined) throw new BatonError('failed', { what: `The failover on ${controller} offered only: ${s.actions.join(', ')}.`, where: sandbox.stateDir(controller), next: 'Run the drill again; the sandbox is not in the state this step expects.' });
+        say(`  chose: ${choice}`);
+        for (let i = s.cursor; i < s.actions.indexOf(choice); i += 1) dispatch({ type: 'move', by: 1 });
+        for (let i = s.cursor; i > s.actions.indexOf(choice); i -= 1) dispatch({ type: 'move', by: -1 });
+        dispatch({ type: 'select', at: new Date() });
+        continue;
+      }
+      case 'confirming':
+        dispatch({ type: 'confirm' });
+        continue;
+      case 'confirming-force': {
+        if (!typedWrong) {
+          typedWrong = true;
+          dispatch({ type: 'typed', text: '00000000' });
+          dispatch({ type: 'confirm' });
+          const held = state.step === 'confirming-force';
+          say(`  typed a wrong prefix "00000000": ${held ? 'the gate stays shut, nothing written' : 'THE GATE OPENED (a bug)'}`);
+          continue;
+        }
+        const prefix = forcePrefix(s.verdict);
+        say(`  typed the first 8 characters of the LOCAL fingerprint: ${prefix}`);
+        dispatch({ type: 'typed', text: prefix });
+        dispatch({ type: 'confirm' });
+        continue;
+      }
+      case 'done':
+        if (s.after === undefined && s.afterError === undefined) continue;
+        say(`  ${outcomeWords(s.outcome)}`);
+        return;
+      case 'failed':
+        for (const line of s.error.lines()) say(`  ${line}`);
+        throw s.error;
+      case 'reading':
+      case 'acting':
+        throw new Error(`the failover stopped in "${s.step}" with nothing to do`);
+    }
+  }
+  throw new Error('the scripted failover did not finish');
+}
+
+/** The action this step expects from the table's offer: adopt, publish over an AHEAD store, else force. */
+function choose(actions: readonly Action[]): Action | undefined {
+  return (['adopt', 'publish', 'force'] as const).find((a) => actions.includes(a));
+}

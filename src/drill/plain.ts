@@ -1,0 +1,107 @@
+/**
+ * `baton drill --plain`: the whole scenario without a terminal, through the same code paths
+ * as the interactive drill (src/drill/perform.ts), with scripted answers. It prints what each
+ * task did and every check's result, and exits 0 only if every check passed — this is the
+ * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
+ */
+import { EXIT_OK } from '../errors.js';
+import { MARKS } from '../../components/marks.js';
+import type { CheckResult } from './check.js';
+import { runChecks } from './checks.js';
+import { formatDuration } from './format-duration.js';
+import { newNotebook, noteBefore } from './notebook.js';
+import { performScripted } from './perform.js';
+import { startSandbox, type DrillSandbox } from './sandbox.js';
+import { DRILL_STEPS, type StepNumber } from './scenario.js';
+import { makeTeardown, teardownOnSignals } from './teardown.js';
+
+export interface PlainOptions {
+  readonly first: StepNumber;
+  readonly keep: boolean;
+  readonly write: (line: string) => void;
+}
+
+export async function runPlainDrill(options: PlainOptions): Promise<number> {
+  const { write } = options;
+  const teardown = makeTeardown();
+  const release = teardownOnSignals(teardown, (signal) => write(`baton drill: ${signal}: removing the sandbox…`));
+  let sandbox: DrillSandbox | undefined;
+  let failed = 0;
+  let passed = 0;
+  const times: string[] = [];
+  try {
+    write('baton drill --plain: a rehearsal in a sandbox, every step performed and checked.');
+    ({ sandbox } = await startSandbox({ keep: options.keep, teardown, onProgress: (text) => write(`  ${MARKS.busy.glyph} ${text}`) }));
+    write(`  ${MARKS.ok.glyph} sandbox ready: ${sandbox.dir} (deployment ${sandbox.deployment})`);
+    if (options.first > 1) {
+      write(`Preparing the sandbox for step ${options.first} (performing steps 1–${options.first - 1} quietly)…`);
+      await prepareForStep(sandbox, options.first);
+    }
+    const notebook = newNotebook();
+    for (const step of DRILL_STEPS.filter((s) => s.number >= options.first)) {
+      write('');
+      write(`Step ${step.number} of ${DRILL_STEPS.length}: ${step.title}`);
+      write(`  ${step.explanation}`);
+      const started = Date.now();
+      let stepOk = true;
+      for (const task of step.tasks) {
+        write(`  ▸ ${task.label}`);
+        const before = await noteBefore(sandbox, notebook);
+        try {
+          await performScripted(sandbox, task, (line) => write(`    ${line}`));
+        } catch (error) {
+          write(`    ${MARKS.refused.glyph} it failed: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`);
+        }
+        const results = await runChecks(sandbox, before, step.number, step.tasks.indexOf(task));
+        for (const line of checkLines(results)) write(`    ${line}`);
+        passed += results.filter((r) => r.ok).length;
+        const bad = results.filter((r) => !r.ok).length;
+        failed += bad;
+        if (bad > 0) stepOk = false;
+      }
+      times.push(`  step ${step.number}  ${formatDuration(Date.now() - started).padStart(5)}  ${stepOk ? MARKS.ok.glyph : MARKS.refused.glyph} ${step.title}`);
+      // Later steps stand on this one: after a failed check their results would mislead.
+      if (!stepOk) {
+        write(`  ${MARKS.refused.glyph} step ${step.number} did not pass; the walk-through stops here.`);
+        break;
+      }
+    }
+  } catch (error) {
+    failed += 1;
+    write(`${MARKS.refused.glyph} ${error instanceof Error ? error.message.split('\n').join('\n  ') : String(error)}`);
+  } finally {
+    const problems = await teardown.run();
+    release();
+    write('');
+    write('Summary');
+    for (const line of times) write(line);
+    write(`  checks: ${passed} passed, ${failed} failed`);
+    for (const problem of problems) write(`  ${MARKS.action.glyph} cleaning up: ${problem}`);
+    if (sandbox) write(options.keep ? `  the sandbox is kept in ${sandbox.dir}` : '  the sandbox was removed (servers stopped, temp dir deleted)');
+  }
+  write(failed === 0 ? `${MARKS.ok.glyph} every check passed` : `${MARKS.refused.glyph} ${failed} check(s) failed`);
+  return failed === 0 ? EXIT_OK : 1;
+}
+
+export function checkLines(results: readonly CheckResult[]): string[] {
+  return results.map((r) => `${r.ok ? MARKS.ok.glyph : MARKS.refused.glyph} ${r.label}${r.detail ? ` — ${r.detail}` : ''}`);
+}
+
+/**
+ * `--step N`: the sandbox as it stands just before step N, reached by performing the earlier
+ * steps by script AND checking them — a preparation that silently went wrong would make the
+ * practised step teach the wrong thing.
+ */
+export async function prepareForStep(sandbox: DrillSandbox, first: StepNumber): Promise<void> {
+  const notebook = newNotebook();
+  for (const step of DRILL_STEPS.filter((s) => s.number < first)) {
+    for (const [index, task] of step.tasks.entries()) {
+      const before = await noteBefore(sandbox, notebook);
+      await performScripted(sandbox, task);
+      const bad = (await runChecks(sandbox, before, step.number, index)).filter((r) => !r.ok);
+      if (bad.length > 0) {
+        throw new Error(`Preparing step ${first} failed at step ${step.number}: ${bad.map((r) => `${r.label} (${r.detail ?? ''})`).join('; ')}`);
+      }
+    }
+  }
+}

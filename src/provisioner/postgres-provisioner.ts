@@ -1,0 +1,209 @@
+/**
+ * One provider's provisioner: makes PostgreSQL accept what the mesh delivered to
+ * `<mesh_dir>/provides/<provider>/`, and writes a receipt per role once it has.
+ *
+ * `runCycle` is one reconciliation, callable in-process (the CLI, `--watch`, the drill and the
+ * benchmark all use it). Between cycles it keeps DIGESTS, never secrets: the secret is read
+ * from its file only while its verifier is computed, and dropped right after.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+import { digestPrefix, secretDigest, type SecretDigest } from '../mesh/digest.js';
+import { DeliveredCredentials, describeFsError, secretProblem } from './delivered-credentials.js';
+import { ConnectionLost, messageOf, type ConnectRoleDatabase, type RoleDatabase, type RoleOutcome } from './postgres-roles.js';
+import { readReceiptDigest, writeReceipt } from './receipts.js';
+import { scramVerifier } from './scram-verifier.js';
+
+export interface ProvisionerOptions {
+  readonly meshDir: string;
+  readonly provider: string;
+  readonly connect: ConnectRoleDatabase;
+  /** One plain line per change (created / updated / failed); never a secret. */
+  readonly log: (line: string) => void;
+  readonly clock?: () => Date;
+}
+
+export interface AppliedRole {
+  readonly role: string;
+  readonly digest: SecretDigest;
+  readonly outcome: RoleOutcome;
+}
+
+export interface FailedRole {
+  readonly role: string;
+  readonly file: string;
+  readonly reason: string;
+  /**
+   * A problem with the delivered file (name, content, type) is looked at again only when the
+   * file changes; anything else (database, receipt) is retried, with backoff under --watch.
+   */
+  readonly inFile: boolean;
+}
+
+export interface CycleReport {
+  readonly applied: readonly AppliedRole[];
+  /** Delivered files that were not applied this cycle, each with why. */
+  readonly failed: readonly FailedRole[];
+  /** Roles whose delivered digest was already applied: no statement was sent for them. */
+  readonly unchanged: number;
+  /** The cycle could not run at all (directory unreadable, database unreachable): retry later. */
+  readonly blocked: BatonError | undefined;
+  /** The signal ended the cycle before every pending role was tried. */
+  readonly aborted: boolean;
+}
+
+export class PostgresProvisioner {
+  readonly deliveredDir: string;
+  private readonly delivered: DeliveredCredentials;
+  /** role → the digest the database last accepted (from this process or a receipt); null = none. */
+  private readonly applied = new Map<string, SecretDigest | null>();
+  /** key → the last problem logged for it, so a lasting problem is logged once, not every poll. */
+  private readonly reported = new Map<string, string>();
+
+  constructor(private readonly options: ProvisionerOptions) {
+    this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
+    this.delivered = new DeliveredCredentials(this.deliveredDir);
+  }
+
+  async runCycle(signal?: AbortSignal): Promise<CycleReport> {
+    const applied: AppliedRole[] = [];
+    const failed: FailedRole[] = [];
+    let unchanged = 0;
+    const scan = this.delivered.scan();
+    if (!scan.ok) {
+      const blocked = new BatonError('failed', {
+        what: `The delivered credentials for provider "${this.options.provider}" cannot be listed: ${scan.problem}.`,
+        where: this.deliveredDir,
+        next: 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
+        changed: 'Nothing was applied.',
+      });
+      this.report('*dir*', `waiting: ${this.deliveredDir} cannot be listed (${scan.problem})`);
+      return { applied, failed, unchanged, blocked, aborted: false };
+    }
+    this.clear('*dir*');
+
+    const pending: { role: string; file: string }[] = [];
+    const present = new Set<string>();
+    for (const credential of scan.credentials) {
+      present.add(credential.role);
+      if (credential.problem !== undefined) {
+        failed.push({ role: credential.role, file: credential.file, reason: credential.problem, inFile: true });
+        this.report(credential.role, `${credential.role} failed: ${credential.file} ${credential.problem}`);
+      } else if (this.appliedDigest(credential.role) === credential.digest) {
+        unchanged += 1;
+        this.clear(credential.role);
+      } else {
+        pending.push(credential);
+      }
+    }
+    for (const role of this.applied.keys()) if (!present.has(role)) this.applied.delete(role);
+    for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key)) this.reported.delete(key);
+    if (pending.length === 0) return { applied, failed, unchanged, blocked: undefined, aborted: false };
+
+    let db: RoleDatabase;
+    try {
+      db = await this.options.connect(signal);
+    } catch (error) {
+      const blocked = error instanceof BatonError ? error : new BatonError('failed', { what: `PostgreSQL cannot be reached (${messageOf(error)}).`, cause: error });
+      this.report('*db*', `waiting: ${blocked.what}${blocked.where ? ` (${blocked.where})` : ''}`);
+      for (const { role, file } of pending) failed.push({ role, file, reason: blocked.what, inFile: false });
+      return { applied, failed, unchanged, blocked, aborted: signal?.aborted ?? false };
+    }
+    this.clear('*db*');
+
+    let blocked: BatonError | undefined;
+    let aborted = false;
+    try {
+      for (const [index, { role, file }] of pending.entries()) {
+        if (signal?.aborted) {
+          aborted = true;
+          break;
+        }
+        try {
+          const outcome = await this.applyOne(db, role, file);
+          if ('problem' in outcome) {
+            failed.push({ role, file, reason: outcome.problem, inFile: true });
+            this.report(role, `${role} failed: ${file} ${outcome.problem}`);
+            continue;
+          }
+          applied.push(outcome);
+          this.clear(role);
+          this.options.log(`${role} ${digestPrefix(outcome.digest)} ${outcome.outcome}`);
+        } catch (error) {
+          if (error instanceof ConnectionLost) {
+            blocked = new BatonError('failed', {
+              what: `PostgreSQL ${error.message}.`,
+              where: this.deliveredDir,
+              next: '--watch retries on its own; otherwise run again once the database is up.',
+            });
+            this.report('*db*', `waiting: ${blocked.what}`);
+            for (const rest of pending.slice(index)) failed.push({ ...rest, reason: blocked.what, inFile: false });
+            break;
+          }
+          const reason = error instanceof BatonError ? error.what : `the database refused it (${messageOf(error)})`;
+          failed.push({ role, file, reason, inFile: false });
+          this.report(role, `${role} failed: ${reason}`);
+        }
+      }
+    } finally {
+      await db.close();
+    }
+    return { applied, failed, unchanged, blocked, aborted };
+  }
+
+  /**
+   * Reads the secret (again: it may have been replaced since the scan), sets the role's
+   * password from it, and writes the receipt of exactly what was applied.
+   */
+  private async applyOne(db: RoleDatabase, role: string, file: string): Promise<AppliedRole | { problem: string }> {
+    let secret: Buffer;
+    try {
+      secret = readFileSync(file);
+    } catch (error) {
+      return { problem: `cannot be read (${describeFsError(error)})` };
+    }
+    let digest: SecretDigest;
+    let verifier: string;
+    try {
+      const problem = secretProblem(secret);
+      if (problem) return { problem };
+      digest = secretDigest(secret);
+      verifier = await scramVerifier(secret);
+    } finally {
+      secret.fill(0);
+    }
+    const outcome = await db.setPassword(role, verifier);
+    try {
+      await writeReceipt(this.deliveredDir, { role, digest, applied_at: (this.options.clock?.() ?? new Date()).toISOString() });
+    } catch (error) {
+      // The database has it but `mesh rotate` cannot know: not recorded as applied, so the
+      // next cycle sets the same password again (harmless) and retries the receipt.
+      throw new BatonError('failed', {
+        what: `The database accepted the credential but its receipt could not be written (${describeFsError(error)})`,
+        where: path.join(this.deliveredDir, '.applied', role),
+      });
+    }
+    this.applied.set(role, digest);
+    return { role, digest, outcome };
+  }
+
+  private appliedDigest(role: string): SecretDigest | null {
+    let digest = this.applied.get(role);
+    if (digest === undefined) {
+      digest = readReceiptDigest(this.deliveredDir, role) ?? null;
+      this.applied.set(role, digest);
+    }
+    return digest;
+  }
+
+  private report(key: string, line: string): void {
+    if (this.reported.get(key) === line) return;
+    this.reported.set(key, line);
+    this.options.log(line);
+  }
+
+  private clear(key: string): void {
+    this.reported.delete(key);
+  }
+}

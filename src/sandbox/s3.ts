@@ -1,0 +1,88 @@
+/**
+ * An S3-compatible store on 127.0.0.1 for tests and the drill: s3rver in this process, a
+ * random free port, its own directory, one bucket. The store URL it hands out is an ordinary
+ * `s3://` URL, so everything above it runs the REAL S3 adapter and SDK.
+ *
+ * s3rver IGNORES If-None-Match / If-Match (STACK.md): `baton store check` reports it as not
+ * enforcing, and the conditional logic is proven on the fake and the directory store.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { registerEndpointCredentials } from '../store/endpoint-credentials.js';
+import type { S3Credentials } from '../store/s3-store.js';
+
+/**
+ * s3rver's fixed, publicly documented emulator key pair — not a secret: it opens nothing but
+ * this throw-away server on 127.0.0.1.
+ */
+export const S3RVER_CREDENTIALS: S3Credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+export interface S3SandboxOptions {
+  /** Where s3rver keeps its objects; a private temp dir (removed on close) when omitted. */
+  readonly dir?: string;
+  readonly bucket?: string;
+  /** The prefix in the store URL ('' for none). */
+  readonly prefix?: string;
+}
+
+export interface S3Sandbox {
+  /** http://127.0.0.1:<port> */
+  readonly endpoint: string;
+  readonly bucket: string;
+  /** `s3://<bucket>/<prefix>?region=us-east-1&endpoint=…&path_style=true` */
+  readonly url: string;
+  readonly credentials: S3Credentials;
+  /**
+   * The environment a child `baton` process needs to reach this server with the SDK's
+   * standard chain (emulator keys only, see S3RVER_CREDENTIALS).
+   */
+  readonly env: Readonly<Record<string, string>>;
+  close(): Promise<void>;
+}
+
+export async function startS3Sandbox(options: S3SandboxOptions = {}): Promise<S3Sandbox> {
+  const { default: S3rver } = await import('s3rver');
+  const ownDir = options.dir === undefined;
+  const dir = options.dir ?? mkdtempSync(path.join(os.tmpdir(), 'baton-s3-'));
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const bucket = options.bucket ?? 'baton-sandbox';
+  const prefix = options.prefix ?? 'authority';
+  const server = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    directory: dir,
+    silent: true,
+    configureBuckets: [{ name: bucket, configs: [] }],
+  });
+  const address = await server.run();
+  const endpoint = `http://127.0.0.1:${address.port}`;
+  const unregister = registerEndpointCredentials(endpoint, S3RVER_CREDENTIALS);
+  const query = new URLSearchParams({ region: 'us-east-1', endpoint, path_style: 'true' });
+  let closed = false;
+  return {
+    endpoint,
+    bucket,
+    url: `s3://${bucket}/${prefix}?${query.toString()}`,
+    credentials: S3RVER_CREDENTIALS,
+    env: {
+      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      unregister();
+      // Keep-alive sockets from an SDK client would hold close() open until they time out.
+      (server as unknown as { httpServer?: Server }).httpServer?.closeAllConnections?.();
+      await server.close();
+      // close() removes the logger's transports; a response still being logged (a stream the
+      // client abandoned) would then make winston complain on stderr, over a drill's screen.
+      const logger = (server as unknown as { logger?: Record<string, unknown> }).logger;
+      if (logger) for (const level of ['log', 'info', 'warn', 'error', 'debug']) logger[level] = () => logger;
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

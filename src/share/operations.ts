@@ -1,0 +1,455 @@
+/**
+ * The actions of DESIGN.md §5 — publish, adopt, force, first controller, leave — as UI-free
+ * functions that `baton sync` and the console's failover flow both call. Each returns an
+ * Outcome or throws a BatonError.
+ *
+ * EVERY ACTION RE-DECIDES INSIDE THE LOCK. What the operator looked at (`seen`) was read
+ * before ca.lock was taken; another process may have rotated, adopted or published since.
+ * Acting on that stale look could install over a host that meanwhile became whole, or set
+ * aside an authority the operator never saw — so each action takes the lock, re-reads both
+ * sides, decides again, and refuses (saying what changed) when the verdict moved.
+ */
+import path from 'node:path';
+import {
+  checkPair,
+  installAuthority,
+  mintAuthority,
+  readAuthorityFiles,
+  readLocalAuthority,
+  setAsideAuthority,
+  snapshotLocalAuthority,
+  withAuthorityLock,
+  type AuthorityFiles,
+  type Clock,
+  type LocalAuthority,
+} from '../authority/index.js';
+import { BatonError, isBatonError } from '../errors.js';
+import type { Fingerprint } from '../pki/fingerprint-type.js';
+import type { Store } from '../store/store.js';
+import { allowedActions, decide } from './decide.js';
+import { encodeDocument } from './document.js';
+import { openPublished, readPublished } from './published.js';
+import { DOCUMENT_FORMAT, type Action, type Outcome, type PublishedAuthority, type Verdict } from './types.js';
+
+/** Everything an action needs, built once by the composition root (CLI or console). */
+export interface ShareContext {
+  readonly stateDir: string;
+  readonly deployment: string;
+  readonly store: Store;
+  /** The 32-byte seal key when the deployment seals its document (seal_key_file). */
+  readonly sealKey?: Uint8Array;
+  readonly clock: Clock;
+  /** This host's name, written into the document as published_by (diagnostic only). */
+  readonly host: string;
+  /**
+   * How the operator runs baton, with the global flags they gave (default `baton`): a next
+   * step written as a bare `baton sync` would read another config and act on another host.
+   */
+  readonly command?: string;
+}
+
+/** Both sides as read, and the verdict of the table on them. */
+export interface Look {
+  readonly local: LocalAuthority;
+  readonly published: PublishedAuthority;
+  readonly verdict: Verdict;
+}
+
+const NOTHING_WRITTEN = 'Nothing was written.';
+
+/**
+ * A look WITHOUT the lock, for deciding what to offer (status, the start of sync and
+ * failover). It changes nothing; an action re-reads under the lock before it writes.
+ */
+export async function look(ctx: ShareContext): Promise<Look> {
+  const [local, published] = await Promise.all([
+    snapshotLocalAuthority(ctx.stateDir, ctx.deployment),
+    readPublished(ctx.store, ctx.deployment, ctx.sealKey),
+  ]);
+  return { local, published, verdict: decide(local, published) };
+}
+
+/** The look an action decides on: the locked reader, so a torn rotation is paired exactly. */
+async function lookLocked(ctx: ShareContext): Promise<Look> {
+  const local = await readLocalAuthority(ctx.stateDir, ctx.deployment);
+  const published = await readPublished(ctx.store, ctx.deployment, ctx.sealKey);
+  return { local, published, verdict: decide(local, published) };
+}
+
+/**
+ * Runs an action under ca.lock on a fresh look. When the caller passes the verdict the
+ * operator saw, a different verdict now is refused: the operator agreed to THAT action on
+ * THOSE fingerprints, not to whatever the store or disk holds a moment later.
+ */
+async function underLock<T>(ctx: ShareContext, seen: Verdict | undefined, act: (now: Look) => Promise<T>): Promise<T> {
+  return withAuthorityLock(ctx.stateDir, async () => {
+    const now = await lookLocked(ctx);
+    if (seen !== undefined && !sameVerdict(seen, now.verdict)) throw changedError(ctx, seen, now.verdict);
+    return act(now);
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// publish
+
+export interface PublishOptions {
+  /** The verdict the operator saw; a different verdict under the lock is refused. */
+  readonly seen?: Verdict;
+}
+
+/**
+ * Writes this host's authority into the store. Create-only when nothing is published; over a
+ * different document ONLY when this host is AHEAD (it rotated away from the published one),
+ * with if-match on the ETag read for this decision. Never a blind overwrite: a failed
+ * precondition is 'store-changed' (exit 6) and nothing was overwritten.
+ */
+export async function publish(ctx: ShareContext, options: PublishOptions = {}): Promise<Outcome> {
+  return underLock(ctx, options.seen, async ({ local, published, verdict }) => {
+    const overAhead = verdict.kind === 'refuse' && verdict.lineage === 'ahead';
+    if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
+    if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
+    const files = await readAuthorityFiles(ctx.stateDir, ctx.deployment);
+    const body = await encodeDocument(
+      {
+        format: DOCUMENT_FORMAT,
+        deployment: ctx.deployment,
+        fingerprint: local.current.fingerprint,
+        // During a rotation overlap the previous pair travels with the document, so a
+        // controller left behind can be diagnosed as such and nodes keep verifying.
+        previousFingerprint: local.previous?.fingerprint ?? null,
+        publishedAt: ctx.clock.now().toISOString(),
+        publishedBy: ctx.host,
+      },
+      files,
+      ctx.sealKey,
+    );
+    const precondition =
+      published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
+    const { etag } = await putDocument(ctx, body, precondition);
+    return { kind: 'published', fingerprint: local.current.fingerprint, etag };
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// adopt
+
+/**
+ * Gives a host with no authority (fresh, or lost) the one this deployment already uses.
+ *
+ * THREE ANSWERS AND NOT TWO (the seed's words): 'nothing-published' says this host is the one
+ * that has to publish; 'already-held' says there is nothing to do. Collapsing them would make
+ * a first controller publish nothing. A local authority that differs is never replaced here.
+ */
+export async function adopt(ctx: ShareContext, options: { readonly seen?: Verdict } = {}): Promise<Outcome> {
+  return underLock(ctx, options.seen, async (now) => adoptLocked(ctx, now));
+}
+
+async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Promise<Outcome> {
+  switch (verdict.kind) {
+    case 'first-controller':
+    case 'publish':
+      return { kind: 'nothing-published' };
+    case 'in-sync':
+      return { kind: 'already-held', fingerprint: verdict.fingerprint };
+    case 'adopt': {
+      if (published.state !== 'present') throw notAllowedError(ctx, 'adopt', verdict);
+      const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
+      await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
+      return { kind: 'installed', fingerprint: verdict.published };
+    }
+    case 'refuse':
+      throw refusalError(ctx, verdict);
+    case 'blocked':
+      throw blockedError(verdict);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// force
+
+/**
+ * Replaces a local authority that differs from the published one — only after the operator
+ * said so (typed confirmation, or --yes). NEVER OVERWRITES: ca/ and the marker are renamed to
+ * ca.superseded-<UTC stamp> first, and a failure afterwards names where the old one went.
+ * The published files are opened and checked BEFORE anything is moved, so a document that
+ * cannot be installed leaves the host exactly as it was.
+ */
+export interface ForceOptions {
+  /** The verdict the operator confirmed; a different verdict under the lock is refused. */
+  readonly seen?: Verdict;
+  /**
+   * The instant that names ca.superseded-<stamp>, when the confirm screen already showed that
+   * path: the path on the screen must be the path on disk.
+   */
+  readonly at?: Date;
+}
+
+export async function force(ctx: ShareContext, options: ForceOptions = {}): Promise<Outcome> {
+  return underLock(ctx, options.seen, async ({ published, verdict }) => {
+    if (verdict.kind !== 'refuse' || published.state !== 'present') throw notAllowedError(ctx, 'force', verdict);
+    const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
+    const at = options.at;
+    const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock);
+    try {
+      await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
+    } catch (error) {
+      throw new BatonError('failed', {
+        what: `The old authority ${verdict.local} was set aside, but installing the published ${verdict.published} failed: ${causeOf(error)}`,
+        where: verdict.caDir,
+        changed: `The old authority is intact in ${supersededDir} (with its marker); ${verdict.caDir} may hold a partial install.`,
+        next: `Look at ${verdict.caDir}; to go back, move it away and rename ${supersededDir} to ${verdict.caDir} (and its .authority-created to authority-created).`,
+        cause: error,
+      });
+    }
+    return { kind: 'forced', fingerprint: verdict.published, supersededDir };
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// first controller
+
+/**
+ * The first controller of a deployment: mints ASIDE (in memory), publishes create-only, and
+ * installs locally only after the publish succeeded. If another controller published first,
+ * the mint is discarded and the winner is adopted — two controllers racing on a fresh
+ * deployment always end with ONE authority, never one each.
+ */
+export async function firstController(ctx: ShareContext, options: { readonly seen?: Verdict } = {}): Promise<Outcome> {
+  return withAuthorityLock(ctx.stateDir, async () => {
+    const now = await lookLocked(ctx);
+    // Someone published between the look and the lock: that is the race lost early, and the
+    // answer is the same as losing it at the put — adopt the winner.
+    if (now.verdict.kind === 'adopt' && !now.verdict.lostMarker) return adoptWinner(ctx, now);
+    if (options.seen !== undefined && !sameVerdict(options.seen, now.verdict)) throw changedError(ctx, options.seen, now.verdict);
+    if (now.verdict.kind !== 'first-controller') throw notAllowedError(ctx, 'first-controller', now.verdict);
+    const files = await mintAuthority(ctx.deployment, { clock: ctx.clock });
+    const fingerprint = await fingerprintOf(files, ctx.deployment);
+    const body = await encodeDocument(
+      {
+        format: DOCUMENT_FORMAT,
+        deployment: ctx.deployment,
+        fingerprint,
+        previousFingerprint: null,
+        publishedAt: ctx.clock.now().toISOString(),
+        publishedBy: ctx.host,
+      },
+      files,
+      ctx.sealKey,
+    );
+    try {
+      await ctx.store.put(body, { kind: 'create-only' });
+    } catch (error) {
+      if (!(isBatonError(error) && error.code === 'store-changed')) throw publishFailed(ctx, error);
+      // Lost the race: the mint is dropped here and never touched disk.
+      return adoptWinner(ctx, await lookLocked(ctx));
+    }
+    try {
+      await installAuthority(ctx.stateDir, ctx.deployment, files, fingerprint);
+    } catch (error) {
+      throw new BatonError('failed', {
+        what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
+        where: path.join(ctx.stateDir, 'ca'),
+        changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
+        next: 'Fix what the message names, clear the partial files from ca/, and run `baton sync` to adopt the published authority.',
+        cause: error,
+      });
+    }
+    return { kind: 'first-controller', fingerprint, wonRace: true };
+  });
+}
+
+async function adoptWinner(ctx: ShareContext, now: Look): Promise<Outcome> {
+  if (now.verdict.kind !== 'adopt') throw notAllowedError(ctx, 'adopt', now.verdict);
+  const adopted = await adoptLocked(ctx, now);
+  if (adopted.kind !== 'installed') throw notAllowedError(ctx, 'adopt', now.verdict);
+  return { kind: 'first-controller', fingerprint: adopted.fingerprint, wonRace: false };
+}
+
+// ---------------------------------------------------------------------------------------
+// leave
+
+/** Changes nothing, takes no lock: the answer for "not now". */
+export function leave(verdict: Verdict): Outcome {
+  return { kind: 'left', why: `${describeVerdict(verdict)} Nothing was changed.` };
+}
+
+// ---------------------------------------------------------------------------------------
+// words
+
+/** One sentence per verdict, the way status and sync say it. */
+export function describeVerdict(verdict: Verdict): string {
+  switch (verdict.kind) {
+    case 'first-controller':
+      return 'This host holds no authority and nothing is published: it can be the first controller.';
+    case 'adopt':
+      return verdict.lostMarker
+        ? `This host lost its authority (the marker is present, ca/ is empty); the published ${verdict.published} can be adopted.`
+        : `This host holds no authority; the published ${verdict.published} can be adopted.`;
+    case 'publish':
+      return `This host holds ${verdict.local} and nothing is published: it can publish it.`;
+    case 'in-sync':
+      return `This host holds the published authority ${verdict.fingerprint}: in sync.`;
+    case 'refuse':
+      return `This host holds ${verdict.local} but ${verdict.published} is published: ${lineageWords(verdict.lineage)}`;
+    case 'blocked':
+      return `Blocked: ${verdict.why}`;
+  }
+}
+
+export function lineageWords(lineage: Extract<Verdict, { kind: 'refuse' }>['lineage']): string {
+  switch (lineage) {
+    case 'left-behind':
+      return 'this host was left behind by a rotation (the published authority replaced the one this host holds).';
+    case 'ahead':
+      return 'this host is ahead (it rotated away from the published authority and has not published the new one).';
+    case 'unrelated':
+      return 'nothing links the two authorities (this host may be pointed at the wrong deployment or store).';
+  }
+}
+
+/** One full sentence per outcome, the way sync prints it and the console's summary shows it. */
+export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | 'deployment'>, outcome: Outcome): string {
+  const caDir = path.join(ctx.stateDir, 'ca');
+  switch (outcome.kind) {
+    case 'nothing-published':
+      return `Nothing is published for deployment ${ctx.deployment} at ${ctx.store.location}; nothing was installed.`;
+    case 'installed':
+      return `This host had no authority; it adopted ${outcome.fingerprint} from ${ctx.store.location} into ${caDir}.`;
+    case 'already-held':
+      return `This host already holds the published authority ${outcome.fingerprint}; nothing was changed.`;
+    case 'published':
+      return `Published this host's authority ${outcome.fingerprint} to ${ctx.store.location}.`;
+    case 'first-controller':
+      return outcome.wonRace
+        ? `This host is the first controller of deployment ${ctx.deployment}: it minted ${outcome.fingerprint}, published it to ${ctx.store.location}, then installed it in ${caDir}.`
+        : `Another controller published first: this host discarded its own new authority and adopted ${outcome.fingerprint} from ${ctx.store.location} into ${caDir}.`;
+    case 'forced':
+      return `The old authority was set aside in ${outcome.supersededDir} (nothing was deleted); the published ${outcome.fingerprint} is now installed in ${caDir}.`;
+    case 'left':
+      return outcome.why;
+  }
+}
+
+/**
+ * REFUSE: names both fingerprints, the lineage in words and the ca/ path, because the file a
+ * replace would move is the key every node in the fleet verifies against.
+ */
+export function refusalError(ctx: Pick<ShareContext, 'store' | 'command'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
+  const baton = ctx.command ?? 'baton';
+  const next = {
+    'left-behind': `If this host should follow the rotation, replace it on purpose: \`${baton} sync --force\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
+    ahead: `Publish this host's authority with \`${baton} sync --push\`, or, if the published one must win, replace this host's on purpose with \`${baton} sync --force\`.`,
+    unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${baton} sync --force\`.`,
+  }[verdict.lineage];
+  return new BatonError('refused', {
+    what: `This host's authority differs from the published one. Local: ${verdict.local}. Published: ${verdict.published}. Diagnosis: ${lineageWords(verdict.lineage)}`,
+    where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,
+    changed: NOTHING_WRITTEN,
+    next,
+  });
+}
+
+export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>): BatonError {
+  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next: verdict.next });
+}
+
+const ACTION_WORDS: Record<Action, string> = {
+  'first-controller': 'become the first controller',
+  adopt: 'adopt the published authority',
+  publish: 'publish',
+  force: 'replace the local authority',
+  leave: 'leave things as they are',
+};
+
+/** The action is not one the table allows for this verdict: the verdict's own refusal. */
+function notAllowedError(ctx: ShareContext, action: Action, verdict: Verdict): BatonError {
+  if (verdict.kind === 'blocked') return blockedError(verdict);
+  if (verdict.kind === 'refuse' && action !== 'force') {
+    const refusal = refusalError(ctx, verdict);
+    if (action !== 'publish') return refusal;
+    return new BatonError('refused', {
+      what: `Publishing over the published authority is allowed only when this host is ahead of it. ${refusal.what}`,
+      where: refusal.where ?? verdict.caDir,
+      changed: NOTHING_WRITTEN,
+      next: refusal.next ?? '',
+    });
+  }
+  return new BatonError('refused', {
+    what: `Cannot ${ACTION_WORDS[action]}: ${describeVerdict(verdict)}`,
+    where: path.join(ctx.stateDir, 'ca'),
+    changed: NOTHING_WRITTEN,
+    next: `Allowed now: ${allowedActions(verdict).map((a) => ACTION_WORDS[a]).join(', ')}.`,
+  });
+}
+
+/** The verdict moved between the look and the lock: say from what to what. */
+function changedError(ctx: ShareContext, seen: Verdict, now: Verdict): BatonError {
+  const publishedMoved = publishedSide(seen) !== publishedSide(now);
+  return new BatonError(publishedMoved ? 'store-changed' : 'refused', {
+    what: `${publishedMoved ? 'The store' : 'This host\'s authority'} changed since you looked. Then: ${describeVerdict(seen)} Now: ${describeVerdict(now)}`,
+    where: publishedMoved ? ctx.store.location : path.join(ctx.stateDir, 'ca'),
+    changed: 'Nothing was overwritten.',
+    next: 'Re-read and decide again.',
+  });
+}
+
+function publishedSide(verdict: Verdict): string {
+  switch (verdict.kind) {
+    case 'first-controller':
+    case 'publish':
+      return 'none';
+    case 'adopt':
+      return verdict.published;
+    case 'in-sync':
+      return verdict.fingerprint;
+    case 'refuse':
+      return verdict.published;
+    case 'blocked':
+      return 'blocked';
+  }
+}
+
+/** Verdicts are data; equal data is the same decision. */
+export function sameVerdict(a: Verdict, b: Verdict): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+async function putDocument(ctx: ShareContext, body: Uint8Array, precondition: Parameters<Store['put']>[1]) {
+  try {
+    return await ctx.store.put(body, precondition);
+  } catch (error) {
+    throw publishFailed(ctx, error);
+  }
+}
+
+/** A failed precondition keeps its own code (exit 6) with the words an operator acts on. */
+function publishFailed(ctx: ShareContext, error: unknown): BatonError {
+  if (isBatonError(error) && error.code === 'store-changed') {
+    return new BatonError('store-changed', {
+      what: 'The store changed since you looked: another controller published in between.',
+      where: ctx.store.location,
+      changed: 'Nothing was overwritten.',
+      next: 'Re-read and decide again (run `baton sync` again, or refresh the console).',
+      cause: error,
+    });
+  }
+  if (isBatonError(error)) return error;
+  return new BatonError('failed', {
+    what: `Publishing failed: ${error instanceof Error ? error.message : String(error)}`,
+    where: ctx.store.location,
+    changed: 'Nothing was published; this host is unchanged.',
+    next: 'Check the store and try again.',
+    cause: error,
+  });
+}
+
+async function fingerprintOf(files: AuthorityFiles, deployment: string): Promise<Fingerprint> {
+  const key = files['ca.key'];
+  const cert = files['ca.crt'];
+  if (!key || !cert) throw new Error('mintAuthority returned no ca.key/ca.crt');
+  return (await checkPair(key, cert, deployment, 'the new authority (in memory)')).fingerprint;
+}
+
+function causeOf(error: unknown): string {
+  return isBatonError(error) ? error.what : error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,81 @@
+/**
+ * What the store holds for this deployment, as the rules and views need it: 'none' (an
+ * ordinary state — a first controller has not published yet), 'present' (header always; the
+ * checked pairs when the files could be opened), or 'unreadable' with the BatonError saying
+ * why. Reading NEVER throws: a status view must be able to show "the store cannot be read"
+ * next to the local authority.
+ */
+import { asBatonError } from '../errors.js';
+import type { AuthorityFiles } from '../authority/types.js';
+import type { Store } from '../store/store.js';
+import { openDocument, parseDocument, type DecodeOptions } from './document.js';
+import { storeChangedError } from '../store/store-changed.js';
+import type { PublishedAuthority } from './types.js';
+
+export type PresentAuthority = Extract<PublishedAuthority, { state: 'present' }> & {
+  /** The checked files when they could be opened (what adopt installs), else undefined. */
+  readonly files: AuthorityFiles | undefined;
+};
+
+export type PublishedRead =
+  | Extract<PublishedAuthority, { state: 'none' }>
+  | PresentAuthority
+  | Extract<PublishedAuthority, { state: 'unreadable' }>;
+
+/**
+ * Reads and decodes the published document. Sealed without a key: 'present' with the header
+ * (fingerprints comparable), `sealed: true`, `current` undefined. Any refusal of the decoder
+ * or failure of the store: 'unreadable'.
+ */
+export async function readPublished(store: Store, deployment: string, sealKey?: Uint8Array): Promise<PublishedRead> {
+  const location = store.location;
+  let stored;
+  try {
+    stored = await store.get();
+  } catch (error) {
+    return { state: 'unreadable', location, error: asBatonError(error, { what: 'The store could not be read', where: location }) };
+  }
+  if (!stored) return { state: 'none', location };
+  const options: DecodeOptions = { deployment, where: location, sealKey };
+  try {
+    const parsed = parseDocument(stored.body, options);
+    const canOpen = !parsed.sealed || sealKey !== undefined;
+    const opened = canOpen ? await openDocument(parsed, options) : undefined;
+    return {
+      state: 'present',
+      location,
+      etag: stored.etag,
+      header: parsed.header,
+      sealed: parsed.sealed !== undefined,
+      current: opened?.current,
+      previous: opened?.previous,
+      files: opened?.files,
+    };
+  } catch (error) {
+    return { state: 'unreadable', location, error: asBatonError(error, { what: 'The published document could not be decoded', where: location }) };
+  }
+}
+
+/**
+ * The checked files of a 'present' read, for adopt and force. When the read could not open
+ * them (sealed, no key), the refusal says so; when handed a plain PublishedAuthority without
+ * files, the store is re-read and must still hold the SAME document (ETag), or it is
+ * 'store-changed' — a decision is never carried out on a document other than the one decided on.
+ */
+export async function openPublished(
+  store: Store,
+  deployment: string,
+  sealKey: Uint8Array | undefined,
+  published: Extract<PublishedAuthority, { state: 'present' }>,
+): Promise<AuthorityFiles> {
+  const cached = (published as Partial<PresentAuthority>).files;
+  if (cached) return cached;
+  const stored = await store.get();
+  if (!stored || stored.etag !== published.etag) {
+    throw storeChangedError(store.location, stored ? 'the published document is not the one that was read' : 'the document that was read has been removed');
+  }
+  const options: DecodeOptions = { deployment, where: store.location, sealKey };
+  const opened = await openDocument(parseDocument(stored.body, options), options);
+  return opened.files;
+}
+

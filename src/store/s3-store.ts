@@ -1,0 +1,276 @@
+/**
+ * The S3 adapter (DESIGN.md §5). Loaded lazily by `openStore` — the SDK costs ~110 ms to
+ * import and commands that never touch S3 must not pay it.
+ *
+ * Conditional writes are S3's own: a first publish is `If-None-Match: *`, a replace is
+ * `If-Match: <ETag read for this decision>`; 412/409 (and a 404 on If-Match) become
+ * 'store-changed', so a controller re-reads instead of overwriting what another just published.
+ * Errors are classified by HTTP status first and error name second, because S3-compatible
+ * stores disagree on names but not on statuses.
+ */
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type PutObjectCommandInput,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { BatonError } from '../errors.js';
+import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
+import { probeConditionalWrites } from './probe.js';
+import { storeChangedError } from './store-changed.js';
+import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from './store.js';
+import type { S3StoreSpec } from './store-url.js';
+import { endpointCredentials } from './endpoint-credentials.js';
+
+/** Static credentials for an emulator (the sandbox's s3rver); production uses the SDK chain. */
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
+export interface S3StoreOptions {
+  readonly credentials?: S3Credentials;
+  /** Bounded so a black-holed endpoint fails in seconds, not minutes. */
+  readonly connectionTimeoutMs?: number;
+  readonly requestTimeoutMs?: number;
+  readonly maxAttempts?: number;
+}
+
+type Operation = 'read' | 'write' | 'delete';
+
+export class S3Store implements Store {
+  readonly location: string;
+  readonly #client: S3Client;
+  readonly #maxAttempts: number;
+
+  constructor(
+    readonly spec: S3StoreSpec,
+    options: S3StoreOptions = {},
+  ) {
+    this.location = `s3://${spec.bucket}/${spec.key}`;
+    this.#maxAttempts = options.maxAttempts ?? 3;
+    // The SDK warns about Node 20 on stderr, which would tear a full-screen view.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const config: S3ClientConfig = {
+      // Without these the SDK sends aws-chunked framing that some S3-compatible stores save
+      // as the object itself (STACK.md).
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      maxAttempts: this.#maxAttempts,
+      retryMode: 'standard',
+      requestHandler: {
+        connectionTimeout: options.connectionTimeoutMs ?? 3_000,
+        requestTimeout: options.requestTimeoutMs ?? 10_000,
+        throwOnRequestTimeout: true,
+      },
+      ...(spec.region ? { region: spec.region } : {}),
+      ...(spec.endpoint ? { endpoint: spec.endpoint } : {}),
+      ...(spec.pathStyle ? { forcePathStyle: true } : {}),
+    };
+    const credentials = options.credentials ?? endpointCredentials(spec.endpoint);
+    if (credentials) config.credentials = { ...credentials };
+    this.#client = new S3Client(config);
+  }
+
+  async get(): Promise<StoredDocument | undefined> {
+    return this.#get(this.spec.key);
+  }
+
+  async put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }> {
+    return this.#put(this.spec.key, body, precondition);
+  }
+
+  async checkConditionalWrites(): Promise<ConditionalWriteCheck> {
+    const keyOf = (name: string) => (this.spec.prefix ? `${this.spec.prefix}/${name}` : name);
+    return probeConditionalWrites({
+      location: `s3://${this.spec.bucket}/${this.spec.prefix}`,
+      createOnly: async (name, body) => {
+        await this.#put(keyOf(name), body, { kind: 'create-only' });
+      },
+      remove: async (name) => {
+        try {
+          await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: keyOf(name) }));
+        } catch (error) {
+          throw classifyS3Error(error, this.#where(keyOf(name)), 'delete');
+        }
+      },
+    });
+  }
+
+  /** Ends the client's sockets (tests and the drill; the CLI simply exits). */
+  destroy(): void {
+    this.#client.destroy();
+  }
+
+  async #get(key: string): Promise<StoredDocument | undefined> {
+    // The SDK retries a request that failed before its headers arrived; a body cut short
+    // after them is retried here, within the same bound, rather than read as a bad document.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#getOnce(key);
+      } catch (error) {
+        if (!(error instanceof ShortBody) || attempt >= this.#maxAttempts) {
+          throw error instanceof ShortBody ? classifyS3Error(error.cause ?? error, this.#where(key), 'read') : error;
+        }
+      }
+    }
+  }
+
+  async #getOnce(key: string): Promise<StoredDocument | undefined> {
+    const where = this.#where(key);
+    let response;
+    try {
+      response = await this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key }));
+    } catch (error) {
+      const { status, name } = statusOf(error);
+      if (name === 'NoSuchKey' || (status === 404 && name !== 'NoSuchBucket')) return undefined;
+      throw classifyS3Error(error, where, 'read');
+    }
+    const stream = response.Body as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
+    if (response.ContentLength !== undefined && response.ContentLength > MAX_DOCUMENT_BYTES) {
+      stream?.destroy?.();
+      throw oversizeError(where, response.ContentLength);
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of (stream ?? []) as AsyncIterable<Uint8Array>) {
+        size += chunk.length;
+        if (size > MAX_DOCUMENT_BYTES) {
+          stream?.destroy?.();
+          throw oversizeError(where, undefined);
+        }
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      if (error instanceof BatonError) throw error;
+      throw new ShortBody(error);
+    }
+    if (response.ContentLength !== undefined && size !== response.ContentLength) {
+      throw new ShortBody(new Error(`the body ended after ${size} of ${response.ContentLength} bytes (ECONNRESET)`));
+    }
+    const body = new Uint8Array(size);
+    let offset = 0;
+    for (const chunk of chunks) {
+      body.set(chunk, offset);
+      offset += chunk.length;
+    }
+    if (!response.ETag) {
+      throw new BatonError('failed', {
+        what: 'The store answered without an ETag, so a later replace could not be made conditional.',
+        where,
+        next: 'Use an S3-compatible store that returns ETags.',
+        changed: 'Nothing was written.',
+      });
+    }
+    return { body, etag: response.ETag };
+  }
+
+  async #put(key: string, body: Uint8Array, precondition: Precondition | undefined): Promise<{ readonly etag: string }> {
+    const where = this.#where(key);
+    const input: PutObjectCommandInput = {
+      Bucket: this.spec.bucket,
+      Key: key,
+      Body: body,
+      ContentLength: body.length,
+      ContentType: 'application/json',
+      ...(precondition?.kind === 'create-only' ? { IfNoneMatch: '*' } : {}),
+      ...(precondition?.kind === 'if-match' ? { IfMatch: precondition.etag } : {}),
+      ...(this.spec.sse ? { ServerSideEncryption: this.spec.sse } : {}),
+      ...(this.spec.kmsKeyId ? { SSEKMSKeyId: this.spec.kmsKeyId } : {}),
+    };
+    try {
+      const response = await this.#client.send(new PutObjectCommand(input));
+      return { etag: response.ETag ?? '' };
+    } catch (error) {
+      const { status, name } = statusOf(error);
+      if (precondition && (status === 412 || name === 'PreconditionFailed')) {
+        throw storeChangedError(
+          where,
+          precondition.kind === 'create-only'
+            ? 'something was published after it was read as empty'
+            : 'the published document is not the one that was read',
+          error,
+        );
+      }
+      if (precondition && (status === 409 || name === 'ConditionalRequestConflict')) {
+        throw storeChangedError(where, 'another write to the same object was in progress', error);
+      }
+      if (precondition?.kind === 'if-match' && status === 404 && name !== 'NoSuchBucket') {
+        throw storeChangedError(where, 'the document that was read has been removed', error);
+      }
+      throw classifyS3Error(error, where, 'write');
+    }
+  }
+
+  #where(key: string): string {
+    const via = this.spec.endpoint ? ` via ${this.spec.endpoint}` : '';
+    return `s3://${this.spec.bucket}/${key}${via}`;
+  }
+}
+
+/** A response body that ended before its Content-Length: transient, retried. */
+class ShortBody extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the response body was cut short');
+  }
+}
+
+function statusOf(error: unknown): { status: number | undefined; name: string; code: string | undefined } {
+  const e = error as { $metadata?: { httpStatusCode?: number }; name?: string; Code?: string; code?: string };
+  return { status: e?.$metadata?.httpStatusCode, name: e?.name ?? '', code: e?.Code ?? e?.code };
+}
+
+/**
+ * Every failure other than "nothing published" and a failed precondition, in words that say
+ * what to check. Exported for the request-level tests.
+ */
+export function classifyS3Error(error: unknown, where: string, operation: Operation): BatonError {
+  const { status, name, code } = statusOf(error);
+  const message = error instanceof Error ? error.message : String(error);
+  const changed = operation === 'read' ? 'Nothing was changed.' : 'Nothing was written.';
+  const fail = (what: string, next: string) => new BatonError('failed', { what, where, next, changed, cause: error });
+  const verb = { read: 'read', write: 'write', delete: 'delete' }[operation];
+
+  if (name === 'NoSuchBucket') {
+    return fail('The bucket does not exist.', 'Check the bucket name in the store URL, and the region/endpoint it lives at.');
+  }
+  if (status === 301 || name === 'PermanentRedirect' || name === 'AuthorizationHeaderMalformed' || name === 'IllegalLocationConstraintException') {
+    return fail(
+      'The bucket is in a different region than the one baton asked.',
+      'Set the bucket\'s region with ?region= in the store URL or AWS_REGION.',
+    );
+  }
+  if (status === 403 || name === 'AccessDenied' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch' || name === 'ExpiredToken') {
+    return fail(
+      `Access was denied (${name || status}) when trying to ${verb} the published document.`,
+      'Check the credentials baton runs with (AWS_PROFILE, instance role), the bucket policy, and with sse=aws:kms the KMS key policy.',
+    );
+  }
+  if (status === 503 || status === 429 || name === 'SlowDown' || name === 'Throttling' || name === 'ThrottlingException' || name === 'TooManyRequestsException') {
+    return fail('The store is throttling requests (SlowDown) and the retries ran out.', 'Wait a moment and try again.');
+  }
+  if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(message)) {
+    return fail('No AWS credentials were found.', 'Set AWS_PROFILE, or run on a host with an instance role.');
+  }
+  if (/Region is missing/i.test(message)) {
+    return fail('No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
+  }
+  const net = (code ?? '') + ' ' + ((error as { cause?: { code?: string } })?.cause?.code ?? '');
+  if (name === 'TimeoutError' || name === 'RequestTimeout' || /ETIMEDOUT|ESOCKETTIMEDOUT|timed out|timeout/i.test(`${net} ${message}`)) {
+    return fail('The store did not answer in time.', 'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).');
+  }
+  if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(`${net} ${message}`)) {
+    const which = /ENOTFOUND|EAI_AGAIN/.test(`${net} ${message}`) ? 'could not be resolved' : 'refused the connection or could not be reached';
+    return fail(`The store's endpoint ${which}.`, 'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.');
+  }
+  if (status !== undefined && status >= 500) {
+    return fail(`The store failed with HTTP ${status} (${name}).`, 'Try again; if it persists, check the store\'s health.');
+  }
+  return fail(
+    `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}: ${message}).`,
+    'Check the store URL, credentials and region.',
+  );
+}

@@ -1,0 +1,35 @@
+/**
+ * `<stateDir>/store-check.json`: the last `baton store check`, so `status` can say whether the
+ * store enforces conditional writes without probing it on every read. Replaced atomically
+ * (temp → fsync → rename → fsync dir): a status view never reads half a record.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { renameDurably, writeExclusive } from '../authority/durable-write.js';
+import type { ConditionalWriteCheck } from './store.js';
+
+export const STORE_CHECK_FILE = 'store-check.json';
+
+export interface StoreCheckJson {
+  /** The store URL as configured; status ignores a record made against another store. */
+  readonly store: string;
+  readonly enforced: boolean;
+  readonly detail: string;
+  /** RFC 3339. */
+  readonly checked_at: string;
+}
+
+export async function writeStoreCheck(stateDir: string, storeUrl: string, check: ConditionalWriteCheck, now: Date): Promise<string> {
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const record: StoreCheckJson = { store: storeUrl, enforced: check.enforced, detail: check.detail, checked_at: now.toISOString() };
+  const file = path.join(stateDir, STORE_CHECK_FILE);
+  const temp = path.join(stateDir, `.${STORE_CHECK_FILE}.tmp-${randomBytes(6).toString('hex')}`);
+  try {
+    await writeExclusive(temp, new TextEncoder().encode(`${JSON.stringify(record, null, 2)}\n`), 0o644);
+    await renameDurably(temp, file);
+  } finally {
+    await rm(temp, { force: true });
+  }
+  return file;
+}

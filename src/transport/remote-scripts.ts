@@ -1,0 +1,53 @@
+/**
+ * The remote side of the ssh transport: short POSIX sh scripts, one per operation, each
+ * taking the LIVE paths as arguments. Secrets arrive on stdin one per line and are written
+ * with the `printf` builtin, so no process on the holder ever carries one in argv.
+ * umask 077 before anything is created: a staged secret is never readable by others, not
+ * even for the instant between write and chmod.
+ */
+
+export const STAGE = `umask 077
+command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
+for f in "$@"; do
+  IFS= read -r s || { echo "stdin ended before $f" >&2; exit 3; }
+  d=\${f%/*}
+  mkdir -p "$d" || exit 3
+  t="$f.next.tmp.$$"
+  printf '%s' "$s" > "$t" || { rm -f "$t"; exit 3; }
+  sync "$t" 2>/dev/null
+  mv -f "$t" "$f.next" || { rm -f "$t"; exit 3; }
+  sync "$d" 2>/dev/null
+done
+for f in "$@"; do sha256sum < "$f.next" | cut -c1-64; done`;
+
+export const COMMIT = `for f in "$@"; do
+  [ -f "$f.next" ] || { echo "no staged file $f.next" >&2; exit 3; }
+  mv -f "$f.next" "$f" || exit 3
+  sync "\${f%/*}" 2>/dev/null
+done
+exit 0`;
+
+export const UNSTAGE = `for f in "$@"; do
+  rm -f "$f.next" "$f.next.tmp."* || exit 3
+done
+exit 0`;
+
+export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
+h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
+for f in "$@"; do
+  printf '%s %s\\n' "$(h "$f")" "$(h "$f.next")"
+done`;
+
+export const READ_TEXTS = `for f in "$@"; do
+  if [ -f "$f" ]; then printf '+%s\\n' "$(tr -d '\\n' < "$f")"; else echo -; fi
+done`;
+
+/** One argument for the remote login shell, single-quoted. */
+export function shQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** `sh -c '<script>' baton-mesh 'path1' 'path2'` — what ssh hands the remote shell. */
+export function remoteCommand(script: string, args: readonly string[]): string {
+  return ['sh', '-c', shQuote(script), 'baton-mesh', ...args.map(shQuote)].join(' ');
+}

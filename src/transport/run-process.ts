@@ -1,0 +1,56 @@
+/**
+ * The one way baton starts a child process for a transport. Input goes to the child's STDIN:
+ * a secret put in argv or the environment is readable by every local user in
+ * /proc/<pid>/cmdline and /proc/<pid>/environ for as long as the child runs.
+ */
+import { execa } from 'execa';
+
+export interface ProcessResult {
+  readonly exitCode: number | undefined;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly timedOut: boolean;
+  /** Set when the program could not be started at all (ENOENT…). */
+  readonly failedToStart: string | undefined;
+}
+
+export interface ProcessOptions {
+  /** Written to the child's stdin, then stdin is closed. */
+  readonly input?: string;
+  readonly timeoutMs: number;
+  /** Called with the child's pid once it runs (tests read /proc/<pid> with it). */
+  readonly onSpawn?: (pid: number) => void;
+}
+
+export type ExecFn = (file: string, args: readonly string[], options: ProcessOptions) => Promise<ProcessResult>;
+
+export const runProcess: ExecFn = async (file, args, options) => {
+  const child = execa(file, [...args], {
+    input: options.input ?? '',
+    timeout: options.timeoutMs,
+    reject: false,
+    stripFinalNewline: false,
+    // The child gets only what it needs to find its tools and its user's ssh config.
+    extendEnv: false,
+    env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']),
+  });
+  if (child.pid !== undefined) options.onSpawn?.(child.pid);
+  const result = await child;
+  const startFailure = result.failed && result.exitCode === undefined && !result.timedOut && !result.isTerminated;
+  return {
+    exitCode: result.exitCode,
+    stdout: String(result.stdout ?? ''),
+    stderr: String(result.stderr ?? ''),
+    timedOut: Boolean(result.timedOut),
+    failedToStart: startFailure ? (result.originalMessage || result.shortMessage) : undefined,
+  };
+};
+
+function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const value = env[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}

@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+import { BatonError } from '../../src/errors.js';
+import {
+  failover,
+  failoverExitCode,
+  initialFailover,
+  offeredActions,
+  type FailoverEvent,
+  type FailoverState,
+} from '../../src/app/failover-flow.js';
+import { FP_A, FP_OLD, READS, STATE_DIR } from './status-fixtures.js';
+
+const AT = new Date('2026-11-30T10:31:02.456Z');
+const storeChanged = new BatonError('store-changed', { what: 'The store changed since you looked.', next: 'Re-read and decide again.' });
+
+function walk(state: FailoverState, ...events: FailoverEvent[]): FailoverState {
+  return events.reduce((s, e) => failover(s, e).state, state);
+}
+
+const deciding = (reading = READS.leftBehind()) => walk(initialFailover.state, { type: 'read', reading });
+const forceGate = () => walk(deciding(), { type: 'move', by: 1 }, { type: 'select', at: AT });
+
+/** A sample of every step, so the table below covers each (state × event) pair. */
+function everyState(): FailoverState[] {
+  const adoptDeciding = deciding(READS.adopt());
+  return [
+    initialFailover.state,
+    deciding(),
+    walk(adoptDeciding, { type: 'select', at: AT }),
+    forceGate(),
+    walk(forceGate(), { type: 'typed', text: FP_OLD.slice(7, 15) }),
+    walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }),
+    walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }, { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } }),
+    walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }, { type: 'act-failed', error: storeChanged }),
+  ];
+}
+
+const EVERY_EVENT: FailoverEvent[] = [
+  { type: 'read', reading: READS.inSync() },
+  { type: 'read-failed', error: storeChanged },
+  { type: 'move', by: 1 },
+  { type: 'move', by: -1 },
+  { type: 'select', at: AT },
+  { type: 'typed', text: 'wrong' },
+  { type: 'confirm' },
+  { type: 'back' },
+  { type: 'refresh' },
+  { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } },
+  { type: 'act-failed', error: storeChanged },
+  { type: 'reread', reading: READS.inSync() },
+  { type: 'reread-failed', error: storeChanged },
+];
+
+describe('the failover walk as a reducer', () => {
+  it('starts by reading, and nothing else', () => {
+    expect(initialFailover.state.step).toBe('reading');
+    expect(initialFailover.effects).toEqual([{ type: 'read' }]);
+  });
+
+  it('writes only from a confirm on the confirm screen or on an unlocked force gate, across every state and event', () => {
+    for (const state of everyState()) {
+      for (const event of EVERY_EVENT) {
+        const { state: next, effects } = failover(state, event);
+        const writes = effects.filter((e) => e.type === 'act');
+        const mayWrite = event.type === 'confirm' && (state.step === 'confirming' || (state.step === 'confirming-force' && next.step === 'acting'));
+        expect(writes.length, `${state.step} × ${event.type}`).toBe(mayWrite ? 1 : 0);
+      }
+    }
+  });
+
+  it('leaves a state untouched with no effects when an event does not apply to it', () => {
+    const refusals: [FailoverState, FailoverEvent][] = [
+      [initialFailover.state, { type: 'confirm' }],
+      [initialFailover.state, { type: 'back' }],
+      [deciding(), { type: 'confirm' }],
+      [deciding(), { type: 'back' }],
+      [deciding(), { type: 'typed', text: 'abc' }],
+      [forceGate(), { type: 'confirm' }],
+      [forceGate(), { type: 'select', at: AT }],
+      [forceGate(), { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } }],
+    ];
+    for (const [state, event] of refusals) {
+      const step = failover(state, event);
+      expect(step.state, `${state.step} × ${event.type}`).toBe(state);
+      expect(step.effects).toEqual([]);
+    }
+  });
+
+  it('offers only the actions the decision table allows, with the cursor kept inside them', () => {
+    const s = deciding(READS.leftBehind());
+    expect(s.step === 'deciding' && s.actions).toEqual(['leave', 'force']);
+    const moved = walk(s, { type: 'move', by: 1 }, { type: 'move', by: 1 }, { type: 'move', by: 1 });
+    expect(moved.step === 'deciding' && moved.cursor).toBe(1);
+    const back = walk(moved, { type: 'move', by: -1 }, { type: 'move', by: -1 });
+    expect(back.step === 'deciding' && back.cursor).toBe(0);
+    expect(offeredActions(READS.ahead())).toEqual(['publish', 'leave', 'force']);
+    expect(offeredActions(READS.inSync())).toEqual(['leave']);
+    expect(offeredActions(READS.firstController())).toEqual(['first-controller', 'leave']);
+  });
+
+  it('offers only "leave" while another process holds the lock', () => {
+    const busy = { ...READS.adopt(), lock: { state: 'busy' as const, error: new BatonError('lock-busy', { what: 'held', where: `${STATE_DIR}/ca.lock` }) } };
+    expect(offeredActions(busy)).toEqual(['leave']);
+  });
+
+  it('adopts only after select then confirm, and asks for a re-read once it acted', () => {
+    const reading = READS.adopt();
+    const confirming = walk(deciding(reading), { type: 'select', at: AT });
+    expect(confirming.step).toBe('confirming');
+    const acting = failover(confirming, { type: 'confirm' });
+    expect(acting.state.step).toBe('acting');
+    expect(acting.effects).toEqual([{ type: 'act', action: 'adopt', seen: reading.verdict, at: undefined }]);
+    const done = failover(acting.state, { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } });
+    expect(done.state.step).toBe('done');
+    expect(done.effects).toEqual([{ type: 'reread' }]);
+    const after = failover(done.state, { type: 'reread', reading: READS.inSync() });
+    expect(after.state.step === 'done' && after.state.after?.verdict.kind).toBe('in-sync');
+    expect(failoverExitCode(after.state)).toBe(0);
+  });
+
+  it('backs out of a confirm to the same choice, having written nothing', () => {
+    const confirming = walk(deciding(READS.adopt()), { type: 'select', at: AT });
+    const step = failover(confirming, { type: 'back' });
+    expect(step.state.step).toBe('deciding');
+    expect(step.effects).toEqual([]);
+  });
+
+  it('keeps the force gate closed until the first 8 characters after SHA256: of the LOCAL fingerprint are typed', () => {
+    const gate = forceGate();
+    expect(gate.step).toBe('confirming-force');
+    const local = FP_OLD.slice(7, 15);
+    for (const wrong of ['', local.slice(0, 7), FP_A.slice(7, 15), `${local}x`, 'SHA256:' + local]) {
+      const typed = walk(gate, { type: 'typed', text: wrong });
+      const step = failover(typed, { type: 'confirm' });
+      expect(step.effects, `typed "${wrong}"`).toEqual([]);
+      expect(step.state.step).toBe('confirming-force');
+    }
+    const right = walk(gate, { type: 'typed', text: `  ${local.toUpperCase()} ` });
+    const step = failover(right, { type: 'confirm' });
+    expect(step.state.step).toBe('acting');
+    expect(step.effects).toEqual([{ type: 'act', action: 'force', seen: READS.leftBehind().verdict, at: AT }]);
+  });
+
+  it('backs out of the force gate without an effect, forgetting what was typed', () => {
+    const typed = walk(forceGate(), { type: 'typed', text: FP_OLD.slice(7, 15) });
+    const step = failover(typed, { type: 'back' });
+    expect(step.state.step).toBe('deciding');
+    expect(step.effects).toEqual([]);
+    const again = failover(step.state, { type: 'select', at: AT }).state;
+    expect(again.step === 'confirming-force' && again.typed).toBe('');
+  });
+
+  it('leaves without a confirm, a lock or a write', () => {
+    const step = failover(deciding(READS.leftBehind()), { type: 'select', at: AT });
+    expect(step.state.step).toBe('done');
+    expect(step.effects).toEqual([]);
+    expect(step.state.step === 'done' && step.state.outcome.kind).toBe('left');
+    expect(failoverExitCode(step.state)).toBe(3);
+  });
+
+  it('turns a failed act into a failure screen whose back re-reads and decides again', () => {
+    const failed = walk(deciding(READS.adopt()), { type: 'select', at: AT }, { type: 'confirm' }, { type: 'act-failed', error: storeChanged });
+    expect(failed.step === 'failed' && failed.error.code).toBe('store-changed');
+    expect(failoverExitCode(failed)).toBe(6);
+    const step = failover(failed, { type: 'back' });
+    expect(step.state.step).toBe('reading');
+    expect(step.effects).toEqual([{ type: 'read' }]);
+  });
+
+  it('shows a read that failed as a failure, and r reads again', () => {
+    const failed = walk(initialFailover.state, { type: 'read-failed', error: storeChanged });
+    expect(failed.step).toBe('failed');
+    expect(failover(failed, { type: 'refresh' }).effects).toEqual([{ type: 'read' }]);
+  });
+});

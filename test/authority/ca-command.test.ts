@@ -1,0 +1,144 @@
+import { execFile } from 'node:child_process';
+import { existsSync, rmSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { withAuthorityLock } from '../../src/authority/index.js';
+import { snapshotDir } from '../helpers/fs-snapshot.js';
+import { authorityDir, ca, cleanupAll, DEP, emptyStateDir } from './support.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(repo, 'bin/baton.js');
+afterEach(cleanupAll);
+
+beforeAll(() => {
+  if (!existsSync(path.join(repo, 'dist/baton.js'))) throw new Error('dist/baton.js is missing: run `npm run build` (npm test does).');
+});
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** The real CLI, as an operator runs it: node bin/baton.js, no config file in reach. */
+function baton(stateDir: string, ...args: string[]): Promise<Run> {
+  const cwd = path.dirname(stateDir);
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, '--deployment', DEP, '--state-dir', stateDir, ...args],
+      { cwd, env: { PATH: process.env.PATH, HOME: cwd, XDG_CONFIG_HOME: cwd, NO_COLOR: '1' } },
+      (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+function expectNoKeyMaterial(run: Run): void {
+  expect(run.stdout + run.stderr).not.toContain('PRIVATE KEY');
+  expect(run.stdout + run.stderr).not.toMatch(/[A-Za-z0-9+/]{60,}/);
+}
+
+describe('baton ca', () => {
+  it('init mints on a fresh host, and show (text and --json) reports it whole with exit 0', async () => {
+    const stateDir = path.join(path.dirname(await emptyStateDir()), 'fresh-state');
+    const init = await baton(stateDir, 'ca', 'init');
+    expect(init.stderr).toBe('');
+    expect(init.code).toBe(0);
+    const fingerprint = /Fingerprint: (SHA256:\S{43})/.exec(init.stdout)?.[1];
+    expect(fingerprint).toBeDefined();
+    expect(init.stdout).toContain(`Minted a new authority for deployment ${DEP} in ${path.join(stateDir, 'ca')}.`);
+    expectNoKeyMaterial(init);
+    const snap = snapshotDir(stateDir);
+    expect(snap['ca/ca.key']).toMatch(/^file 600 /);
+    expect(snap['ca/ca.crt']).toMatch(/^file 644 /);
+    expect(snap['authority-created']).toMatch(/^file 644 /);
+
+    const show = await baton(stateDir, 'ca', 'show', '--json');
+    expect(show.code).toBe(0);
+    const json = JSON.parse(show.stdout) as Record<string, unknown>;
+    expect(json).toMatchObject({ state: 'whole', fingerprint, previous_fingerprint: null, deployment: DEP });
+    expect(Date.parse(String(json.not_after))).toBeGreaterThan(Date.now() + 9 * 365 * 86_400_000);
+
+    const text = await baton(stateDir, 'ca', 'show');
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`Fingerprint: ${fingerprint}`);
+    expect(text.stdout).toContain('Previous:    none (no rotation overlap).');
+  });
+
+  it('init refuses over a loss, naming the marker and the way forward, and writes nothing', async () => {
+    const { stateDir } = await authorityDir();
+    rmSync(path.join(stateDir, 'ca'), { recursive: true });
+    const before = snapshotDir(stateDir);
+    const run = await baton(stateDir, 'ca', 'init');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain(`the marker ${path.join(stateDir, 'authority-created')} is present`);
+    expect(run.stderr).toContain('Adopt the published authority with `baton sync`, or restore ca/ from a backup.');
+    expect(run.stderr).toContain('Nothing was written.');
+    expect(snapshotDir(stateDir)).toEqual(before);
+  });
+
+  it('init refuses on a host that already holds an authority, and writes nothing', async () => {
+    const { stateDir, fingerprint } = await authorityDir();
+    const before = snapshotDir(stateDir);
+    const run = await baton(stateDir, 'ca', 'init');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain(`This host already holds the authority ${fingerprint}.`);
+    expect(snapshotDir(stateDir)).toEqual(before);
+  });
+
+  it('init refuses half an authority with the reader\'s words, and writes nothing', async () => {
+    const { stateDir } = await authorityDir();
+    unlinkSync(ca(stateDir, 'ca.crt'));
+    const before = snapshotDir(stateDir);
+    const run = await baton(stateDir, 'ca', 'init');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain('The authority is half-initialised: ca/ca.key is present but ca/ca.crt is missing.');
+    expect(run.stderr).toContain(`Where: ${path.join(stateDir, 'ca')}`);
+    expect(snapshotDir(stateDir)).toEqual(before);
+  });
+
+  it('show exits 3 for a fresh or blocked host and says why, as one JSON object with --json', async () => {
+    const fresh = await emptyStateDir();
+    const run = await baton(fresh, 'ca', 'show');
+    expect(run.code).toBe(3);
+    expect(run.stdout).toContain('This host holds no authority');
+    const { stateDir } = await authorityDir();
+    unlinkSync(ca(stateDir, 'ca.key'));
+    const json = await baton(stateDir, 'ca', 'show', '--json');
+    expect(json.code).toBe(3);
+    expect(JSON.parse(json.stdout)).toMatchObject({ state: 'blocked', problem: 'half-initialised', error: { where: path.join(stateDir, 'ca') } });
+  });
+
+  it('rotate keeps the old authority as previous, refuses a second rotation, and retire ends the overlap', async () => {
+    const { stateDir, fingerprint: old } = await authorityDir();
+    const rotate = await baton(stateDir, 'ca', 'rotate');
+    expect(rotate.code).toBe(0);
+    expect(rotate.stdout).toContain(`Previous: ${old}`);
+    expectNoKeyMaterial(rotate);
+    const shown = JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({ previous_fingerprint: old, replaces: old });
+
+    const before = snapshotDir(stateDir);
+    const again = await baton(stateDir, 'ca', 'rotate');
+    expect(again.code).toBe(3);
+    expect(again.stderr).toContain('A rotation overlap is already in progress');
+    expect(snapshotDir(stateDir)).toEqual(before);
+
+    const retire = await baton(stateDir, 'ca', 'retire');
+    expect(retire.code).toBe(0);
+    expect(retire.stdout).toContain(`Retired the previous authority ${old}`);
+    expect(JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout)).toMatchObject({ previous_fingerprint: null, fingerprint: shown.fingerprint });
+  });
+
+  it('a writing command while another holds ca.lock exits 5 naming the lock file, and writes nothing', async () => {
+    const { stateDir } = await authorityDir();
+    const before = snapshotDir(stateDir);
+    const runs = await withAuthorityLock(stateDir, async () => [await baton(stateDir, 'ca', 'rotate'), await baton(stateDir, 'ca', 'retire')]);
+    for (const run of runs) {
+      expect(run.code).toBe(5);
+      expect(run.stderr).toContain(path.join(stateDir, 'ca.lock'));
+    }
+    expect(snapshotDir(stateDir)).toEqual(before);
+  });
+});

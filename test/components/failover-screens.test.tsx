@@ -1,0 +1,258 @@
+import React from 'react';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { FailoverApp } from '../../components/FailoverApp.js';
+import { snapshotLocalAuthority, utcStamp, withAuthorityLock } from '../../src/authority/index.js';
+import { BatonError } from '../../src/errors.js';
+import type { FailoverPorts } from '../../src/app/failover-run-effect.js';
+import { snapshotDir } from '../helpers/fs-snapshot.js';
+import { DEPLOYMENT, leftBehindB, makeHosts, publishedByA, rotateAndPublishA, type Hosts } from '../app/failover-hosts.js';
+import { READS } from '../app/status-fixtures.js';
+import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
+
+const AT = new Date('2026-11-30T10:31:02.000Z');
+
+async function fingerprintOf(stateDir: string): Promise<string | undefined> {
+  const local = await snapshotLocalAuthority(stateDir, DEPLOYMENT);
+  return local.state === 'whole' ? local.current.fingerprint : undefined;
+}
+
+/** A frame's words with line wraps and padding folded, for sentences that wrap at 80. */
+function flat(frame: string): string {
+  return frame.replace(/\s+/g, ' ');
+}
+
+function expectFits(frame: string, columns: number) {
+  expect(linesFit(frame, columns), `lines wider than ${columns}:\n${frame}`).toEqual([]);
+  if (columns <= 80) expect(frame.split('\n').length, `taller than 24 rows:\n${frame}`).toBeLessThanOrEqual(24);
+}
+
+describe.each([80, 120])('the failover walk at %i columns', (columns) => {
+  let hosts: Hosts;
+  let view: Rendered | undefined;
+  let exitCode: number | undefined;
+
+  beforeEach(() => {
+    hosts = makeHosts();
+    exitCode = undefined;
+  });
+  afterEach(() => {
+    view?.unmount();
+    view = undefined;
+    hosts.cleanup();
+  });
+
+  const mount = (ports: FailoverPorts) => {
+    view = renderAt(
+      <FailoverApp ports={ports} columns={columns} baton="baton" now={() => AT} onExit={(code) => (exitCode = code)} />,
+      columns,
+    );
+    return view;
+  };
+
+  it('adopts on a fresh host only after select and confirm, Esc backing out first without a write', async () => {
+    await publishedByA(hosts);
+    const b = hosts.ctx('b').stateDir;
+    const v = mount(hosts.ports('b'));
+    const deciding = await v.waitFor((f) => f.includes('Adopt the published authority'), 'the action list');
+    expectFits(deciding, columns);
+    expect(deciding).toContain('action needed');
+    expect(deciding).toContain('Leave it as it is');
+    expect(deciding).not.toContain('force');
+
+    await v.press(KEY.enter);
+    const confirm = await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm screen');
+    expectFits(confirm, columns);
+    expect(confirm).toContain('Nothing has been written yet.');
+    expect(existsSync(path.join(b, 'ca'))).toBe(false);
+
+    await v.press(KEY.escape);
+    await v.waitFor((f) => f.includes('Choose:'), 'back at the choice');
+    expect(existsSync(path.join(b, 'ca'))).toBe(false);
+
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm screen again');
+    await v.press(KEY.enter);
+    const done = await v.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result, read again');
+    expectFits(done, columns);
+    expect(done).toContain('Installed the published authority');
+    expect(await fingerprintOf(b)).toBe(await fingerprintOf(hosts.ctx('a').stateDir));
+
+    await v.press('q');
+    await vi.waitFor(() => expect(exitCode).toBe(0));
+  });
+
+  it('keeps the force gate disabled for a wrong prefix and leaves the disk untouched on Esc', async () => {
+    await leftBehindB(hosts);
+    const b = hosts.ctx('b').stateDir;
+    const localFp = (await fingerprintOf(b))!;
+    const publishedFp = (await fingerprintOf(hosts.ctx('a').stateDir))!;
+    const before = snapshotDir(hosts.root);
+
+    const v = mount(hosts.ports('b'));
+    const deciding = await v.waitFor((f) => f.includes('Replace the local authority (force)'), 'the action list');
+    expectFits(deciding, columns);
+    expect(flat(deciding)).toContain('left behind by a rotation');
+    expect(deciding).not.toContain('Adopt');
+
+    await v.press(KEY.down);
+    await v.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force');
+    await v.press(KEY.enter);
+    const gate = await v.waitFor((f) => f.includes('Type the first 8 characters'), 'the force gate');
+    expectFits(gate, columns);
+    expect(gate).toContain(localFp);
+    expect(gate).toContain(publishedFp);
+    expect(gate).toContain(path.join(b, `ca.superseded-${utcStamp(AT)}`));
+    expect(flat(gate)).toContain('left behind by a rotation');
+    expect(gate).toContain('[ Replace ] disabled');
+
+    // The PUBLISHED prefix, a short one, the prefix with SHA256: — none opens the gate; q is typed, not quit.
+    await v.press(publishedFp.slice(7, 15));
+    await v.waitFor((f) => f.includes(`> ${publishedFp.slice(7, 15)}`), 'the typed text');
+    await v.press(KEY.enter);
+    const stillShut = await v.waitFor((f) => f.includes('[ Replace ] disabled'), 'still disabled');
+    expect(stillShut).toContain('Type the first 8 characters');
+    await v.press('q');
+    await v.waitFor((f) => f.includes('q'), 'q typed into the field');
+    expect(exitCode).toBeUndefined();
+
+    await v.press(KEY.escape);
+    await v.waitFor((f) => f.includes('Choose:'), 'back at the choice');
+    expect(snapshotDir(hosts.root)).toEqual(before);
+  });
+
+  it('forces after the right prefix: ca/ is set aside at the path the gate showed, and the result is in sync', async () => {
+    await leftBehindB(hosts);
+    const b = hosts.ctx('b').stateDir;
+    const localFp = (await fingerprintOf(b))!;
+    const oldKey = readFileSync(path.join(b, 'ca', 'ca.key'));
+    const v = mount(hosts.ports('b'));
+    await v.waitFor((f) => f.includes('Replace the local authority (force)'), 'the action list');
+    await v.press('j');
+    await v.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Type the first 8 characters'), 'the force gate');
+    await v.press(localFp.slice(7, 15).toLowerCase());
+    const open = await v.waitFor((f) => f.includes('[ Replace ] enabled'), 'the gate open');
+    expectFits(open, columns);
+    await v.press(KEY.enter);
+    const done = await v.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result');
+    expectFits(done, columns);
+    const superseded = path.join(b, `ca.superseded-${utcStamp(AT)}`);
+    expect(done).toContain('set aside in');
+    expect(readFileSync(path.join(superseded, 'ca.key'))).toEqual(oldKey);
+    expect(await fingerprintOf(b)).toBe(await fingerprintOf(hosts.ctx('a').stateDir));
+  });
+
+  it('shows "the store changed since you looked" when another controller published between the read and the confirm', async () => {
+    await publishedByA(hosts);
+    const v = mount(hosts.ports('b'));
+    await v.waitFor((f) => f.includes('Adopt the published authority'), 'the action list');
+    await rotateAndPublishA(hosts);
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm screen');
+    await v.press(KEY.enter);
+    const failed = await v.waitFor((f) => f.includes('store changed'), 'the refusal');
+    expectFits(failed, columns);
+    expect(failed).toContain('changed since you looked');
+    expect(failed).toContain('Next: Re-read and decide again.');
+    expect(failed).not.toMatch(/\n\s+at /);
+    // Only the lock file the operation took exists: no ca/, no marker.
+    expect(Object.keys(snapshotDir(hosts.ctx('b').stateDir)).sort()).toEqual(['.', 'ca.lock']);
+    await v.press('q');
+    await vi.waitFor(() => expect(exitCode).toBe(6));
+  });
+
+  it('offers only "leave" while another process holds the lock, and says so', async () => {
+    await publishedByA(hosts);
+    const b = hosts.ctx('b').stateDir;
+    // The lock file exists once any locked operation ran here; hold it for the whole read.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const holding = withAuthorityLock(b, () => held);
+    await vi.waitFor(() => expect(existsSync(path.join(b, 'ca.lock'))).toBe(true));
+    try {
+      const v = mount(hosts.ports('b'));
+      const frame = await v.waitFor((f) => f.includes('BUSY'), 'the lock shown busy');
+      expectFits(frame, columns);
+      expect(frame).toContain(path.join(b, 'ca.lock'));
+      expect(frame).toContain('Leave it as it is');
+      expect(frame).not.toContain('Adopt the published authority');
+    } finally {
+      release();
+      await holding;
+    }
+  });
+
+  it('shows an unreachable store as blocked with what to do next, and the help overlay over it', async () => {
+    const ports: FailoverPorts = {
+      read: async () => READS.unreachable(),
+      act: async () => {
+        throw new Error('a test that expects no act');
+      },
+    };
+    const v = mount(ports);
+    const frame = await v.waitFor((f) => f.includes('blocked'), 'the blocked verdict');
+    expectFits(frame, columns);
+    expect(frame).toContain('could not read');
+    expect(frame).toContain('Check the endpoint and network');
+    await v.press('?');
+    const help = await v.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help overlay');
+    expectFits(help, columns);
+    expect(help).toContain('back (never quits)');
+    await v.press(KEY.escape);
+    await v.waitFor((f) => f.includes('Choose:'), 'help closed, walk still there');
+    await v.press(KEY.escape);
+    await v.waitFor((f) => f.includes('Choose:'), 'Esc at the top does not quit');
+    expect(exitCode).toBeUndefined();
+    await v.press('q');
+    await vi.waitFor(() => expect(exitCode).toBe(3));
+  });
+
+  it('never shows a stack trace when an operation throws something that is not a BatonError', async () => {
+    const ports: FailoverPorts = {
+      read: async () => READS.adopt(),
+      act: async () => {
+        throw new TypeError('socket hang up');
+      },
+    };
+    const v = mount(ports);
+    await v.waitFor((f) => f.includes('Adopt the published authority'), 'the action list');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm screen');
+    await v.press(KEY.enter);
+    const failed = await v.waitFor((f) => f.includes('failed'), 'the failure');
+    expect(failed).toContain('socket hang up');
+    expect(failed).toContain('Next:');
+    expect(failed).not.toMatch(/\n\s+at /);
+    expectFits(failed, columns);
+  });
+});
+
+it('a refusal from the operation keeps its own words and exit code', async () => {
+  const refusal = new BatonError('lock-busy', { what: 'The authority lock is held by another baton.', where: '/x/ca.lock', next: 'Wait and try again.' });
+  let code: number | undefined;
+  const v = renderAt(
+    <FailoverApp
+      ports={{ read: async () => READS.adopt(), act: async () => { throw refusal; } }}
+      columns={80}
+      baton="baton"
+      onExit={(c) => (code = c)}
+    />,
+    80,
+  );
+  try {
+    await v.waitFor((f) => f.includes('Adopt the published authority'), 'the action list');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm');
+    await v.press(KEY.enter);
+    const frame = await v.waitFor((f) => f.includes('lock busy'), 'the lock refusal');
+    expect(frame).toContain('Where: /x/ca.lock');
+    expect(frame).toContain('Next: Wait and try again.');
+    await v.press('q');
+    await vi.waitFor(() => expect(code).toBe(5));
+  } finally {
+    v.unmount();
+  }
+});

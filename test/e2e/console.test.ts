@@ -1,0 +1,176 @@
+/**
+ * The real `baton` binary (built by `npm run build`) in a real terminal (tmux, 80×24) against
+ * a directory store and temp state dirs: what an operator sees over SSH, end to end.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+
+const execFileP = promisify(execFile);
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/baton.js');
+const DEPLOYMENT = 'e2e-deployment';
+
+let root: { dir: string; cleanup: () => void };
+let sessions: TmuxSession[] = [];
+let hostCount = 0;
+
+beforeAll(() => {
+  if (!existsSync(BIN) || !existsSync(path.resolve(path.dirname(BIN), '../dist/baton.js'))) {
+    throw new Error('The built CLI is missing: run `npm run build` (npm test does it first).');
+  }
+  root = makeTempDir('baton-e2e-');
+});
+afterEach(async () => {
+  await Promise.all(sessions.map((s) => s.kill()));
+  sessions = [];
+});
+afterAll(() => root?.cleanup());
+
+/** A fresh state dir; each test has its own deployment and its own directory store. */
+function newHost(deployment: string): { stateDir: string; args: string[] } {
+  const stateDir = path.join(root.dir, `host-${++hostCount}`);
+  return { stateDir, args: ['--deployment', deployment, '--state-dir', stateDir, '--store', `file://${path.join(root.dir, `store-${deployment}`)}`] };
+}
+
+async function baton(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileP('node', [BIN, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+async function fingerprint(args: string[]): Promise<string> {
+  const { stdout } = await baton([...args, 'status', '--json']);
+  return JSON.parse(stdout).local.fingerprint as string;
+}
+
+async function inTmux(args: string[], env: Record<string, string> = {}): Promise<TmuxSession> {
+  const command = ['node', BIN, ...args].map(shellQuote).join(' ');
+  const session = await TmuxSession.start({ command, env: { NO_COLOR: '', ...env } });
+  sessions.push(session);
+  return session;
+}
+
+function mkStore(deployment: string): void {
+  mkdirSync(path.join(root.dir, `store-${deployment}`), { recursive: true, mode: 0o700 });
+}
+
+/** Controller a publishes its authority; b is fresh. */
+async function onePublished(deployment: string) {
+  mkStore(deployment);
+  const a = newHost(deployment);
+  const b = newHost(deployment);
+  expect((await baton([...a.args, 'ca', 'init'])).code).toBe(0);
+  expect((await baton([...a.args, 'sync'])).code).toBe(0);
+  return { a, b };
+}
+
+/** Both controllers minted their own: b diverges from what a published (unrelated). */
+async function diverged(deployment: string) {
+  const { a, b } = await onePublished(deployment);
+  expect((await baton([...b.args, 'ca', 'init'])).code).toBe(0);
+  return { a, b };
+}
+
+describe('baton status in a real terminal', () => {
+  it('shows both fingerprints in full, stacked at 80 columns, with the verdict and next step', async () => {
+    const { a, b } = await diverged('status-diverged');
+    const [fa, fb] = [await fingerprint(a.args), await fingerprint(b.args)];
+    expect(fa).not.toBe(fb);
+    const s = await inTmux([...b.args, 'status']);
+    expect(await s.exitCode()).toBe(3);
+    const screen = await s.capture();
+    expect(screen).toContain(fa);
+    expect(screen).toContain(fb);
+    expect(screen).toContain('✗ refused');
+    expect(screen.replace(/\s+/g, ' ')).toContain('unrelated');
+    expect(screen).toContain('^');
+  });
+
+  it('prints no escape sequences with NO_COLOR=1 in a terminal, nor when piped', async () => {
+    const { a } = await onePublished('status-plain');
+    const s = await inTmux([...a.args, 'status'], { NO_COLOR: '1' });
+    expect(await s.exitCode()).toBe(0);
+    const withEscapes = await s.capture(true);
+    expect(withEscapes).toContain('✓ in sync');
+    expect(withEscapes).not.toMatch(/\u001b\[/);
+
+    const piped = await baton([...a.args, 'status']);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toContain('✓ in sync');
+    expect(piped.stdout).not.toMatch(/\u001b/);
+    const noColor = await baton([...a.args, 'status'], { NO_COLOR: '1', FORCE_COLOR: '1' });
+    expect(noColor.stdout).not.toMatch(/\u001b/);
+    const json = await baton([...a.args, 'status', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ format: 'baton.status/1', exit_code: 0, verdict: { kind: 'in-sync' } });
+  });
+});
+
+describe('baton failover in a real terminal', () => {
+  it('adopts the published authority on a fresh host', async () => {
+    const { a, b } = await onePublished('failover-adopt');
+    const s = await inTmux([...b.args, 'failover']);
+    await s.waitFor('Adopt the published authority');
+    await s.keys('Enter');
+    await s.waitFor('Confirm: Adopt');
+    expect(existsSync(path.join(b.stateDir, 'ca'))).toBe(false);
+    await s.keys('Enter');
+    await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');
+    await s.keys('q');
+    expect(await s.exitCode()).toBe(0);
+    expect(await fingerprint(b.args)).toBe(await fingerprint(a.args));
+    expect(statSync(path.join(b.stateDir, 'ca', 'ca.key')).mode & 0o777).toBe(0o600);
+  });
+
+  it('forces on a diverged host only after the LOCAL prefix is typed, leaving a ca.superseded-* directory', async () => {
+    const { a, b } = await diverged('failover-force');
+    const local = await fingerprint(b.args);
+    const oldKey = readFileSync(path.join(b.stateDir, 'ca', 'ca.key'));
+    const s = await inTmux([...b.args, 'failover']);
+    await s.waitFor('Replace the local authority (force)');
+    await s.keys('j');
+    await s.waitFor('› Replace the local authority');
+    await s.keys('Enter');
+    await s.waitFor('Type the first 8 characters');
+    const before = snapshotDir(b.stateDir);
+    await s.type('wrongpfx');
+    await s.waitFor('> wrongpfx');
+    await s.keys('Enter');
+    await s.waitFor('[ Replace ] disabled');
+    expect(snapshotDir(b.stateDir)).toEqual(before);
+    await s.keys('Escape');
+    await s.waitFor('Choose:');
+    await s.keys('Enter'); // the cursor is still on force
+    await s.waitFor('Type the first 8 characters');
+    await s.type(local.slice(7, 15));
+    await s.waitFor('[ Replace ] enabled');
+    await s.keys('Enter');
+    await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');
+    await s.keys('q');
+    expect(await s.exitCode()).toBe(0);
+    const superseded = readdirSync(b.stateDir).filter((name) => /^ca\.superseded-\d{8}T\d{6}Z$/.test(name));
+    expect(superseded).toHaveLength(1);
+    expect(readFileSync(path.join(b.stateDir, superseded[0]!, 'ca.key'))).toEqual(oldKey);
+    expect(await fingerprint(b.args)).toBe(await fingerprint(a.args));
+  });
+
+  it('refuses to start without a terminal and points at baton sync, writing nothing', async () => {
+    const { b } = await onePublished('failover-no-tty');
+    mkdirSync(b.stateDir, { recursive: true });
+    const before = snapshotDir(b.stateDir);
+    const result = await baton([...b.args, 'failover']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('needs a terminal');
+    expect(result.stderr).toContain('baton sync');
+    expect(result.stderr).toContain('Nothing was written.');
+    expect(snapshotDir(b.stateDir)).toEqual(before);
+  });
+});

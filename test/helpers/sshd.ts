@@ -1,0 +1,134 @@
+/**
+ * A throwaway OpenSSH server on 127.0.0.1 for the ssh transport's integration tests: its own
+ * host key, a user key in its own authorized_keys, a random port, no PAM, no passwords. The
+ * client side gets a known_hosts with exactly that host key, so tests run with
+ * StrictHostKeyChecking=yes — the way production should.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const SSHD_PATH = '/usr/sbin/sshd';
+
+export interface Sshd {
+  readonly port: number;
+  readonly user: string;
+  /** Private key the client uses (0600). */
+  readonly identity: string;
+  /** known_hosts holding this server's host key for [127.0.0.1]:port. */
+  readonly knownHosts: string;
+  readonly dir: string;
+  stop(): Promise<void>;
+}
+
+/** Why the sshd suite cannot run here, or undefined when it can. */
+export function sshdUnavailable(): string | undefined {
+  if (!existsSync(SSHD_PATH)) return `${SSHD_PATH} is not installed (apt-get install openssh-server; .ci/run installs it)`;
+  if (process.getuid?.() !== 0) return 'the test sshd needs root (it runs as root in CI)';
+  for (const tool of ['ssh', 'ssh-keygen']) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    } catch {
+      return `${tool} is not installed`;
+    }
+  }
+  return undefined;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.once('data', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.setTimeout(2_000, () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+export async function startSshd(): Promise<Sshd> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-sshd-'));
+  const keygen = (file: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'baton-test', '-f', file], { stdio: 'ignore' });
+  keygen(path.join(dir, 'host_key'));
+  keygen(path.join(dir, 'user_key'));
+  writeFileSync(path.join(dir, 'authorized_keys'), readFileSync(path.join(dir, 'user_key.pub')), { mode: 0o600 });
+  // sshd refuses to start without its privilege-separation directory.
+  mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
+  const user = os.userInfo().username;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    const config = path.join(dir, 'sshd_config');
+    writeFileSync(
+      config,
+      [
+        `Port ${port}`,
+        'ListenAddress 127.0.0.1',
+        `HostKey ${path.join(dir, 'host_key')}`,
+        `PidFile ${path.join(dir, 'sshd.pid')}`,
+        `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
+        'PermitRootLogin prohibit-password',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'UsePAM no',
+        'StrictModes no',
+        'PrintMotd no',
+        'AcceptEnv none',
+        'MaxStartups 100:30:200',
+        'LogLevel ERROR',
+        '',
+      ].join('\n'),
+    );
+    const child: ChildProcess = spawn(SSHD_PATH, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    let exited = false;
+    child.once('exit', () => (exited = true));
+    for (let i = 0; i < 100 && !exited; i++) {
+      if (await accepts(port)) {
+        const hostKey = readFileSync(path.join(dir, 'host_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
+        const knownHosts = path.join(dir, 'known_hosts');
+        writeFileSync(knownHosts, `[127.0.0.1]:${port} ${hostKey}\n`);
+        return {
+          port,
+          user,
+          identity: path.join(dir, 'user_key'),
+          knownHosts,
+          dir,
+          stop: async () => {
+            if (!exited) {
+              const gone = new Promise((r) => child.once('exit', r));
+              child.kill('SIGTERM');
+              await gone;
+            }
+            rmSync(dir, { recursive: true, force: true });
+          },
+        };
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    if (!exited) child.kill('SIGKILL');
+    if (!/Address already in use|Bind to port/.test(stderr)) {
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`the test sshd did not start: ${stderr.trim()}`);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  throw new Error('the test sshd found no free port in 5 attempts');
+}

@@ -1,0 +1,89 @@
+/**
+ * A real terminal for end-to-end tests: a PRIVATE tmux server (its own socket, no user config)
+ * running one command in an 80×24 pane. Tests poll the pane for the text they expect before
+ * every key — never a fixed sleep — and send text and Enter separately (one write would be a
+ * paste, and the Enter would land in the text field).
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+import { vi } from 'vitest';
+
+const run = promisify(execFile);
+
+export interface TmuxOptions {
+  /** The shell command to run in the pane (already quoted). */
+  readonly command: string;
+  readonly cwd?: string;
+  /** Extra environment for the command, e.g. { NO_COLOR: '1' }. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly columns?: number;
+  readonly rows?: number;
+}
+
+/** Marks the end of the command in the pane with its exit code; the pane stays for capture. */
+const EXIT_MARK = /\[exit (\d+)\]/;
+
+export class TmuxSession {
+  private constructor(private readonly socket: string) {}
+
+  static async start(options: TmuxOptions): Promise<TmuxSession> {
+    const socket = `baton-e2e-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const env = Object.entries({ TERM: 'xterm-256color', ...options.env })
+      .map(([k, v]) => `${k}=${shellQuote(v)}`)
+      .join(' ');
+    // CI=true makes Ink draw only the final frame at exit: unset it for the child.
+    const inner = `env -u CI -u CONTINUOUS_INTEGRATION ${env} ${options.command}; printf '\\n[exit %d]\\n' $?; exec sleep 600`;
+    const args = ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', String(options.columns ?? 80), '-y', String(options.rows ?? 24)];
+    if (options.cwd) args.push('-c', options.cwd);
+    args.push(`sh -c ${shellQuote(inner)}`);
+    await run('tmux', args);
+    return new TmuxSession(socket);
+  }
+
+  /** The visible pane; with `escapes`, colour and attribute escapes kept (for screenshots). */
+  async capture(escapes = false): Promise<string> {
+    const args = ['-L', this.socket, 'capture-pane', '-p', '-t', '0'];
+    if (escapes) args.push('-e');
+    const { stdout } = await run('tmux', args);
+    return stdout;
+  }
+
+  /** Polls the pane until `predicate` holds; the error shows the last screen. */
+  async waitFor(predicate: string | ((screen: string) => boolean), what?: string, timeout = 20_000): Promise<string> {
+    const test = typeof predicate === 'string' ? (s: string) => s.includes(predicate) : predicate;
+    let screen = '';
+    await vi.waitFor(
+      async () => {
+        screen = await this.capture();
+        if (!test(screen)) throw new Error(`waiting for ${what ?? String(predicate)}; screen:\n${screen}`);
+      },
+      { timeout, interval: 50 },
+    );
+    return screen;
+  }
+
+  /** Named keys (Enter, Escape, Down, C-c). */
+  async keys(...names: string[]): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', ...names]);
+  }
+
+  /** Literal text, as typed. */
+  async type(text: string): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', '-l', text]);
+  }
+
+  /** Waits for the command to end and returns its exit code. */
+  async exitCode(timeout = 20_000): Promise<number> {
+    const screen = await this.waitFor((s) => EXIT_MARK.test(s), 'the command to exit', timeout);
+    return Number(EXIT_MARK.exec(screen)![1]);
+  }
+
+  async kill(): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'kill-server']).catch(() => undefined);
+  }
+}
+
+export function shellQuote(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}

@@ -1,0 +1,116 @@
+/**
+ * Two controllers racing on a fresh deployment, on the directory store — whose create-only
+ * and if-match are real (link(2), digest compare under flock), unlike s3rver's. The promise:
+ * however they interleave, they end with ONE authority, and both hosts hold it.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readLocalAuthority, systemClock, withAuthorityLock } from '../../src/authority/index.js';
+import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { decodeDocument } from '../../src/share/document.js';
+import { firstController, type ShareContext } from '../../src/share/operations.js';
+import { DirectoryStore } from '../../src/store/directory-store.js';
+import type { Precondition, Store } from '../../src/store/store.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { assertBuilt, runBaton } from '../helpers/run-baton.js';
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
+
+function tempDir(): string {
+  const { dir, cleanup } = makeTempDir('baton-race-');
+  cleanups.push(cleanup);
+  return dir;
+}
+
+async function fingerprintOf(stateDir: string, deployment: string): Promise<Fingerprint> {
+  const local = await readLocalAuthority(stateDir, deployment);
+  if (local.state !== 'whole') throw new Error(`expected a whole authority in ${stateDir}, got ${local.state}`);
+  return local.current.fingerprint;
+}
+
+async function publishedFingerprint(storeDir: string, deployment: string): Promise<Fingerprint> {
+  const body = new Uint8Array(readFileSync(path.join(storeDir, 'authority.json')));
+  return (await decodeDocument(body, { deployment, where: storeDir })).header.fingerprint;
+}
+
+/**
+ * Holds every put until `parties` puts have arrived, then lets them all through: both
+ * controllers have minted and both write create-only at once — the race, made certain.
+ */
+function barrierStore(inner: Store, parties: number): Store {
+  let arrived = 0;
+  let release!: () => void;
+  const allArrived = new Promise<void>((resolve) => (release = resolve));
+  return {
+    location: inner.location,
+    get: () => inner.get(),
+    checkConditionalWrites: () => inner.checkConditionalWrites(),
+    async put(body: Uint8Array, precondition?: Precondition) {
+      if (++arrived === parties) release();
+      await allArrived;
+      return inner.put(body, precondition);
+    },
+  };
+}
+
+describe('the first-controller race on the directory store', () => {
+  it('two controllers that both minted and both publish create-only at once end with one document, held by both', async () => {
+    const root = tempDir();
+    const deployment = 'race-in-process';
+    const store = barrierStore(new DirectoryStore(path.join(root, 'store')), 2);
+    const hosts: ShareContext[] = ['ctl-a', 'ctl-b'].map((name) => ({
+      stateDir: path.join(root, name),
+      deployment,
+      store,
+      clock: systemClock,
+      host: name,
+    }));
+    const outcomes = await Promise.all(hosts.map((ctx) => firstController(ctx)));
+    expect(outcomes.map((o) => o.kind)).toEqual(['first-controller', 'first-controller']);
+    const winners = outcomes.filter((o) => o.kind === 'first-controller' && o.wonRace);
+    expect(winners).toHaveLength(1);
+    const published = await publishedFingerprint(path.join(root, 'store'), deployment);
+    expect(winners[0]).toMatchObject({ fingerprint: published });
+    for (const ctx of hosts) expect(await fingerprintOf(ctx.stateDir, deployment)).toBe(published);
+  });
+
+  it('two `baton sync` processes started together on a fresh deployment end with one authority, held by both', async () => {
+    assertBuilt();
+    for (const round of [1, 2]) {
+      const root = tempDir();
+      const deployment = `race-cli-${round}`;
+      const store = `file://${path.join(root, 'store')}`;
+      const sync = (name: string) => runBaton(['--deployment', deployment, '--state-dir', path.join(root, name), '--store', store, 'sync']);
+      const [a, b] = await Promise.all([sync('ctl-a'), sync('ctl-b')]);
+      expect(a.exitCode, a.all).toBe(0);
+      expect(b.exitCode, b.all).toBe(0);
+      const said = [a.stdout, b.stdout];
+      expect(said.filter((text) => text.includes('is the first controller'))).toHaveLength(1);
+      const published = await publishedFingerprint(path.join(root, 'store'), deployment);
+      expect(await fingerprintOf(path.join(root, 'ctl-a'), deployment)).toBe(published);
+      expect(await fingerprintOf(path.join(root, 'ctl-b'), deployment)).toBe(published);
+    }
+  });
+});
+
+describe('the authority lock', () => {
+  it('`baton sync` on a host whose lock another process holds exits 5 naming the lock, and nothing changes', async () => {
+    assertBuilt();
+    const root = tempDir();
+    const stateDir = path.join(root, 'ctl-a');
+    const store = `file://${path.join(root, 'store')}`;
+    const run = await withAuthorityLock(stateDir, async () => {
+      const before = snapshotDir(stateDir);
+      const result = await runBaton(['--deployment', 'busy', '--state-dir', stateDir, '--store', store, 'sync']);
+      expect(snapshotDir(stateDir)).toEqual(before);
+      return result;
+    });
+    expect(run.exitCode).toBe(5);
+    expect(run.stderr).toContain(path.join(stateDir, 'ca.lock'));
+    expect(existsSync(path.join(root, 'store', 'authority.json'))).toBe(false);
+  });
+});

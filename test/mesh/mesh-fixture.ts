@@ -1,0 +1,21 @@
+import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+
+/**
+ * A mesh of `consumers` web machines using two providers on two db machines, plus one consumer
+ * living on db1 itself (a machine that is provider and consumer at once).
+ */
+export function meshInventory(consumers = 3, transport: 'ssh' | 'local' = 'ssh', root = '/srv'): Inventory {
+  const machines = ['db1', 'db2', ...Array.from({ length: consumers }, (_, i) => `web${i + 1}`)];
+  const lines = [
+    'mesh_dir: /var/lib/baton/mesh',
+    'machines:',
+    ...machines.map((m) => `  - { name: ${m}, address: ${transport === 'local' ? `${root}/${m}` : `${m}.internal`}, transport: ${transport} }`),
+    'providers:',
+    '  - { name: pg-main, machine: db1, kind: postgres }',
+    '  - { name: pg-audit, machine: db2, kind: postgres }',
+    'consumers:',
+    ...Array.from({ length: consumers }, (_, i) => `  - { name: web${i + 1}-app, machine: web${i + 1}, uses: [pg-main, pg-audit] }`),
+    '  - { name: backup, machine: db1, uses: [pg-main] }',
+  ];
+  return parseInventory(`${lines.join('\n')}\n`, `${root}/mesh.yaml`);
+}

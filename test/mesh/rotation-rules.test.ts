@@ -1,0 +1,186 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/journal.js';
+import { resumeRotation } from '../../src/mesh/resume.js';
+import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
+import { BatonError } from '../../src/errors.js';
+import type { TransportFor } from '../../src/transport/make-transport.js';
+import { fakeMesh } from './fake-transport.js';
+import { meshInventory } from './mesh-fixture.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function journalDir(): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-journal-'));
+  dirs.push(dir);
+  return dir;
+}
+
+function deps(transportFor: TransportFor, dir: string, waitMs = 0): RotationDeps {
+  return { transportFor, journalDir: dir, operator: 'tester', resolve: { concurrency: 3, timeoutMs: 5_000 }, concurrency: 3, waitMs, pollMs: 5 };
+}
+
+async function rotate(plan: RotationPlan, transportFor: TransportFor, dir: string, waitMs = 0) {
+  const lines: string[] = [];
+  const result = await runRotationPlain({ id: 'rot-1', plan, deps: deps(transportFor, dir, waitMs), yes: true, write: (l) => lines.push(l) });
+  return { ...result, lines };
+}
+
+/** Every holder starts with an old secret in each file it will receive. */
+function seedOld(plan: RotationPlan, machines: ReturnType<typeof fakeMesh>['machines']) {
+  for (const h of plan.holders) for (const d of h.receives) machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
+}
+
+const allMachines = ['db1', 'db2', 'web1', 'web2', 'web3'];
+
+describe('the all-or-nothing gate', () => {
+  it('any single unresolved holder among all of them closes the gate: exit 4, zero files written anywhere, each named', async () => {
+    const plan = planRotation(meshInventory(3), { by: 'provider', name: 'pg-main' });
+    expect(plan.holders.length).toBe(4);
+    for (const down of plan.holders.map((h) => h.machine)) {
+      const mesh = fakeMesh(allMachines);
+      seedOld(plan, mesh.machines);
+      const before = JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]));
+      mesh.machines[down]!.unreachable = 'ssh: connect to host port 22: Connection refused';
+      const dir = journalDir();
+      const { code, lines } = await rotate(plan, mesh.transportFor, dir);
+      expect(code).toBe(4);
+      expect(mesh.writes()).toBe(0);
+      for (const m of Object.values(mesh.machines)) expect(m.calls.filter((c) => c !== 'resolve')).toEqual([]);
+      expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
+      expect(lines.join('\n')).toContain(`${down}: ssh: connect to host port 22: Connection refused`);
+      expect(lines.join('\n')).toContain('Nothing was generated and nothing was sent');
+      const records = await readJournal(dir, 'rot-1');
+      expect(records.map((r) => r.phase)).toEqual(['gate-closed']);
+      expect(records[0]!.results.find((r) => r.machine === down)).toEqual({ machine: down, ok: false, reason: 'ssh: connect to host port 22: Connection refused' });
+    }
+  });
+
+  it('a holder that never answers is unresolved after its timeout, and the gate closes', async () => {
+    const plan = planRotation(meshInventory(1), { by: 'consumer', name: 'web1-app' });
+    const mesh = fakeMesh(allMachines);
+    const hanging: TransportFor = (name) => (name === 'db2' ? { ...mesh.transportFor(name), resolve: () => new Promise<void>(() => undefined) } : mesh.transportFor(name));
+    const lines: string[] = [];
+    const { code } = await runRotationPlain({
+      id: 'rot-1', plan, yes: true, write: (l) => lines.push(l),
+      deps: { ...deps(hanging, journalDir()), resolve: { concurrency: 2, timeoutMs: 50 } },
+    });
+    expect(code).toBe(4);
+    expect(mesh.writes()).toBe(0);
+    expect(lines.join('\n')).toContain('db2: no answer within 0 s');
+  });
+});
+
+describe('prepare', () => {
+  it('a failure on one holder removes every staged file on every holder and leaves the live files as they were', async () => {
+    const plan = planRotation(meshInventory(3), { by: 'provider', name: 'pg-main' });
+    const mesh = fakeMesh(allMachines);
+    seedOld(plan, mesh.machines);
+    mesh.machines.web3!.failOn = 'stage';
+    const { code, lines } = await rotate(plan, mesh.transportFor, journalDir());
+    expect(code).toBe(4);
+    for (const h of plan.holders) {
+      const files = mesh.machines[h.machine]!.files;
+      expect([...files.keys()].filter((k) => k.endsWith('.next'))).toEqual([]);
+      for (const d of h.receives) expect(files.get(d.path)).toBe(`old-${d.pair}`);
+      expect(mesh.machines[h.machine]!.calls).toContain('unstage');
+      expect(mesh.machines[h.machine]!.calls).not.toContain('commit');
+    }
+    expect(lines.join('\n')).toContain('web3: stage failed (injected)');
+    expect(lines.join('\n')).toContain('Every staged file was removed.');
+  });
+});
+
+describe('commit and resume', () => {
+  it('commits provider ends before consumer ends, and an interrupted commit resumes with the same digests and no new secret', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
+    const mesh = fakeMesh(allMachines);
+    seedOld(plan, mesh.machines);
+    mesh.machines.web2!.failOn = 'commit';
+    const dir = journalDir();
+    const { code, lines } = await rotate(plan, mesh.transportFor, dir);
+    expect(code).toBe(1);
+    expect(lines.join('\n')).toContain('baton mesh resume rot-1');
+    const records = await readJournal(dir, 'rot-1');
+    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'commit-failed']);
+    const prepared = records[1]!;
+    // Both provider ends are live with the prepared digests; the consumer end is still staged.
+    for (const p of prepared.pairs) {
+      expect(secretDigest(mesh.machines[p.provider_machine]!.files.get(p.provider_path)!)).toBe(p.digest);
+      expect(mesh.machines.web2!.files.get(p.consumer_path)).toBe(`old-${p.key}`);
+      expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
+    }
+    mesh.machines.web2!.failOn = undefined;
+    const writesBefore = mesh.writes();
+    const journaled: string[] = [];
+    const result = await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async (phase) => {
+      journaled.push(phase);
+    }, path.join(dir, JOURNAL_FILE));
+    expect(journaled).toEqual(['resumed']);
+    expect(result.alreadyLive).toBe(2);
+    expect(result.committed.map((s) => s.machine)).toEqual(['web2']);
+    expect(mesh.writes() - writesBefore).toBe(2); // two renames, nothing staged anew
+    for (const p of prepared.pairs) {
+      expect(secretDigest(mesh.machines.web2!.files.get(p.consumer_path)!)).toBe(p.digest);
+      expect(mesh.machines.web2!.files.has(`${p.consumer_path}.next`)).toBe(false);
+    }
+  });
+
+  it('resume refuses, renaming nothing, when a staged file is missing — it never invents a secret', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' });
+    const mesh = fakeMesh(allMachines);
+    mesh.machines.web1!.failOn = 'commit';
+    const dir = journalDir();
+    await rotate(plan, mesh.transportFor, dir);
+    mesh.machines.web1!.failOn = undefined;
+    const staged = [...mesh.machines.web1!.files.keys()].find((k) => k.endsWith('.next'))!;
+    mesh.machines.web1!.files.delete(staged);
+    const snapshot = JSON.stringify([...mesh.machines.web1!.files]);
+    const records = await readJournal(dir, 'rot-1');
+    const callsBefore = mesh.machines.web1!.calls.length;
+    let error: BatonError | undefined;
+    try {
+      await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir);
+    } catch (e) {
+      error = e as BatonError;
+    }
+    expect(error?.code).toBe('refused');
+    expect(error?.where).toContain(`${staged} is missing`);
+    expect(error?.changed).toBe('Nothing was renamed.');
+    expect(JSON.stringify([...mesh.machines.web1!.files])).toBe(snapshot);
+    expect(mesh.machines.web1!.calls.slice(callsBefore)).toEqual(['digests']);
+  });
+});
+
+describe('applied', () => {
+  it('counts a provider as applied only when its receipt carries the digest that was delivered', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-audit' });
+    const mesh = fakeMesh(allMachines);
+    // pg-audit's provisioner applies web1's credential and reports a stale digest for web2's.
+    mesh.machines.db2!.afterCommit = (paths, files) => {
+      for (const p of paths) {
+        const role = path.basename(p);
+        const digest = role === 'web1_app' ? secretDigest(files.get(p)!) : secretDigest('stale');
+        files.set(path.join(path.dirname(p), '.applied', role), formatReceipt({ role, digest, applied_at: '2026-11-30T00:00:00Z' }));
+      }
+    };
+    const dir = journalDir();
+    const { code, state, lines } = await rotate(plan, mesh.transportFor, dir, 200);
+    expect(state.step).toBe('done');
+    expect(code).toBe(3);
+    expect(state.step === 'done' && state.applied).toEqual(['pg-audit:web1-app']);
+    expect(lines.join('\n')).toContain('! pg-audit has not confirmed web2_app');
+    const last = (await readJournal(dir, 'rot-1')).at(-1) as JournalRecord;
+    expect(last.phase).toBe('applied');
+    expect(last.applied).toEqual(['pg-audit:web1-app']);
+    expect(readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')).not.toContain('[secret]');
+  });
+});

@@ -1,0 +1,79 @@
+import { createHash, createHmac } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
+import { quoteIdentifier, quoteLiteral } from '../../src/provisioner/sql-quote.js';
+import { deliveredRoleProblem, secretProblem } from '../../src/provisioner/delivered-credentials.js';
+
+// RFC 7677 §3: user "user", password "pencil", the exchange's nonces, salt and proofs.
+const RFC = {
+  password: 'pencil',
+  salt: 'W22ZaJ0SNY7soEsUEjb6gQ==',
+  authMessage:
+    'n=user,r=rOprNGfwEbeRWgbNEkqO,' +
+    'r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096,' +
+    'c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0',
+  clientProof: 'dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=',
+  serverSignature: '6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=',
+};
+
+function parseVerifier(verifier: string) {
+  const match = /^SCRAM-SHA-256\$(\d+):([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+):([A-Za-z0-9+/=]+)$/.exec(verifier);
+  if (!match) throw new Error(`not a verifier: ${verifier}`);
+  return { iterations: Number(match[1]), salt: match[2]!, storedKey: Buffer.from(match[3]!, 'base64'), serverKey: Buffer.from(match[4]!, 'base64') };
+}
+
+describe('scramVerifier', () => {
+  it('yields the keys that verify RFC 7677\'s client proof and reproduce its server signature', async () => {
+    const verifier = await scramVerifier(Buffer.from(RFC.password), Buffer.from(RFC.salt, 'base64'));
+    const { iterations, salt, storedKey, serverKey } = parseVerifier(verifier);
+    expect({ iterations, salt }).toEqual({ iterations: 4096, salt: RFC.salt });
+    // The server's check: ClientKey = proof XOR HMAC(StoredKey, AuthMessage); SHA-256(ClientKey) = StoredKey.
+    const clientSignature = createHmac('sha256', storedKey).update(RFC.authMessage).digest();
+    const clientKey = Buffer.from(Buffer.from(RFC.clientProof, 'base64').map((byte, i) => byte ^ clientSignature[i]!));
+    expect(createHash('sha256').update(clientKey).digest().equals(storedKey)).toBe(true);
+    expect(createHmac('sha256', serverKey).update(RFC.authMessage).digest('base64')).toBe(RFC.serverSignature);
+  });
+
+  it('salts every verifier afresh and never contains the secret', async () => {
+    const secret = 'correct-horse-battery-staple';
+    const a = await scramVerifier(Buffer.from(secret));
+    const b = await scramVerifier(Buffer.from(secret));
+    expect(a).not.toBe(b);
+    expect(parseVerifier(a).salt).toHaveLength(24);
+    expect(a).not.toContain(secret);
+  });
+});
+
+describe('role names and SQL quoting', () => {
+  it.each(['web1_app', '_x', 'postgres', 'x'.repeat(63)])('accepts %s as a delivered role', (name) => {
+    expect(deliveredRoleProblem(name)).toBeUndefined();
+  });
+
+  it.each([
+    ['', 'not a PostgreSQL identifier'],
+    ['Web1', 'not a PostgreSQL identifier'],
+    ['1web', 'not a PostgreSQL identifier'],
+    ['web1-app', 'not a PostgreSQL identifier'],
+    ['a"; DROP ROLE postgres; --', 'not a PostgreSQL identifier'],
+    ['é', 'not a PostgreSQL identifier'],
+    ['x'.repeat(64), 'longer than 63 bytes'],
+    ['pg_monitor2', 'reserved'],
+  ])('refuses %j as a delivered role, saying why', (name, why) => {
+    expect(deliveredRoleProblem(name)).toContain(why);
+  });
+
+  it('quotes identifiers and literals by doubling their quotes, and refuses a backslash in a literal', () => {
+    expect(quoteIdentifier('we"b')).toBe('"we""b"');
+    expect(quoteLiteral("SCRAM'x")).toBe("'SCRAM''x'");
+    expect(() => quoteLiteral('a\\b')).toThrow(/backslash/);
+  });
+});
+
+describe('secretProblem', () => {
+  it('accepts printable ASCII and names an empty file, a line break and other bytes', () => {
+    expect(secretProblem(Buffer.from('abc DEF-_+/=~'))).toBeUndefined();
+    expect(secretProblem(Buffer.alloc(0))).toBe('is empty');
+    expect(secretProblem(Buffer.from('secret\n'))).toContain('line break');
+    expect(secretProblem(Buffer.from('sécret'))).toContain('outside printable ASCII');
+  });
+});

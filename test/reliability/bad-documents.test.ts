@@ -1,0 +1,200 @@
+/**
+ * Bad input at the one door an attacker with write access to the store has: the published
+ * document. Every crafted document (test/helpers/bad-documents.ts), put in a directory store
+ * AND in s3rver, is refused by `baton sync` on a fresh host and on a whole host, naming why,
+ * with the state dir byte-for-byte unchanged and the store untouched. The 100 MB body is
+ * refused by its size without being read into memory.
+ */
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { finished } from 'node:stream/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
+import { encodeDocument } from '../../src/share/document.js';
+import type { AuthorityFiles } from '../../src/authority/types.js';
+import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { CORPUS_SIZE, makeBadDocuments, type BadDocument, type Corpus, type SealFunctions } from '../helpers/bad-documents.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
+import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
+
+const DEPLOYMENT = 'c0rpu5c0rpu5c0rpu5c0rpu5c0rpu5aa';
+const BUCKET = 'baton-corpus';
+
+/** The project's own sealing, driven from a plain document: the corpus tests the reader. */
+const projectSealing: SealFunctions = {
+  async seal(document, key) {
+    const doc = JSON.parse(Buffer.from(document).toString('utf8')) as Record<string, unknown>;
+    const header: DocumentHeader = {
+      format: DOCUMENT_FORMAT,
+      deployment: doc.deployment as string,
+      fingerprint: doc.fingerprint as Fingerprint,
+      previousFingerprint: (doc.previous_fingerprint as Fingerprint | null) ?? null,
+      publishedAt: doc.published_at as string,
+      publishedBy: doc.published_by as string,
+    };
+    const files: AuthorityFiles = {};
+    for (const [name, b64] of Object.entries(doc.files as Record<string, string>)) {
+      files[name as keyof AuthorityFiles] = new Uint8Array(Buffer.from(b64, 'base64'));
+    }
+    return encodeDocument(header, files, key);
+  },
+};
+
+let corpus: Corpus;
+let s3: TestS3;
+let tmp: { dir: string; cleanup: () => void };
+let sealConfig: string;
+let rssProbe: string;
+let slot = 0;
+const figures = { documents: 0, runs: 0, refusedNamingWhy: 0 };
+
+beforeAll(async () => {
+  assertBuilt();
+  tmp = makeTempDir('baton-corpus-');
+  corpus = await makeBadDocuments(DEPLOYMENT, projectSealing);
+  figures.documents = corpus.documents.length;
+  s3 = await startTestS3(path.join(tmp.dir, 's3'), BUCKET);
+  const keyFile = path.join(tmp.dir, 'seal.key');
+  writeFileSync(keyFile, corpus.sealKey, { mode: 0o600 });
+  sealConfig = path.join(tmp.dir, 'sealed.yaml');
+  writeFileSync(sealConfig, `seal_key_file: ${keyFile}\n`);
+  // Records the child's peak resident memory at exit: how "refused without buffering
+  // everything" is measured from outside.
+  rssProbe = path.join(tmp.dir, 'rss-probe.mjs');
+  writeFileSync(
+    rssProbe,
+    "import { writeFileSync } from 'node:fs';\nprocess.on('exit', () => { if (process.env.RSS_OUT) writeFileSync(process.env.RSS_OUT, String(process.resourceUsage().maxRSS)); });\n",
+  );
+});
+
+afterAll(async () => {
+  await s3?.close();
+  tmp?.cleanup();
+  console.log(`bad-documents figures: ${JSON.stringify(figures)}`);
+});
+
+type StoreKind = 'directory' | 's3';
+type HostKind = 'fresh' | 'whole';
+
+interface Placed {
+  readonly url: string;
+  /** The store's raw bytes now (to prove the refusal wrote nothing there). */
+  readonly digest: () => Promise<string>;
+}
+
+async function place(kind: StoreKind, doc: { body?: Uint8Array; oversize?: BadDocument['oversize'] }): Promise<Placed> {
+  slot += 1;
+  if (kind === 'directory') {
+    const dir = path.join(tmp.dir, `store-${slot}`);
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const file = path.join(dir, 'authority.json');
+    if (doc.body) writeFileSync(file, doc.body, { mode: 0o600 });
+    else await writeChunks(file, doc.oversize!.chunks());
+    return { url: `file://${dir}`, digest: async () => JSON.stringify(snapshotDir(dir)) };
+  }
+  const prefix = `doc-${slot}`;
+  const key = `${prefix}/authority.json`;
+  if (doc.body) await s3.putObject(key, doc.body);
+  else await s3.putStream(key, doc.oversize!.bytes, doc.oversize!.chunks);
+  return {
+    url: `s3://${BUCKET}/${prefix}?endpoint=${s3.endpoint}&path_style=true`,
+    digest: async () => {
+      const body = await s3.getObject(key);
+      return body ? `${body.length}:${Buffer.from(body.subarray(0, 4096)).toString('base64')}` : 'none';
+    },
+  };
+}
+
+async function writeChunks(file: string, chunks: Iterable<Uint8Array>): Promise<void> {
+  const out = createWriteStream(file, { mode: 0o600 });
+  for (const chunk of chunks) if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+  out.end();
+  await finished(out);
+}
+
+/** A fresh host (state dir + empty lock file) or a whole one (first controller elsewhere). */
+async function host(kind: HostKind): Promise<string> {
+  slot += 1;
+  const stateDir = path.join(tmp.dir, `host-${slot}`);
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  writeFileSync(path.join(stateDir, 'ca.lock'), '', { mode: 0o600 });
+  if (kind === 'whole') {
+    const own = path.join(tmp.dir, `own-store-${slot}`);
+    mkdirSync(own, { mode: 0o700 });
+    const first = await baton(stateDir, `file://${own}`, ['sync']);
+    expect(first.exitCode, first.all).toBe(0);
+  }
+  return stateDir;
+}
+
+async function baton(stateDir: string, url: string, args: string[], extra: { config?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<BatonRun> {
+  figures.runs += 1;
+  return runBaton(
+    [...(extra.config ? ['--config', extra.config] : []), '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...args],
+    { env: { ...S3_TEST_ENV, ...extra.env }, ...(extra.nodeArgs ? { nodeArgs: extra.nodeArgs } : {}) },
+  );
+}
+
+describe('the corpus itself', () => {
+  it('holds at least 20 crafted documents, each wrong in a named way', () => {
+    expect(corpus.documents.length).toBe(CORPUS_SIZE);
+    expect(CORPUS_SIZE).toBeGreaterThanOrEqual(20);
+    expect(new Set(corpus.documents.map((d) => d.name)).size).toBe(corpus.documents.length);
+  });
+
+  it.each(['directory', 's3'] as const)('its valid document IS adopted from a %s store (the positive control)', async (kind) => {
+    const store = await place(kind, { body: corpus.valid });
+    const stateDir = await host('fresh');
+    const sync = await baton(stateDir, store.url, ['sync']);
+    expect(sync.exitCode, sync.all).toBe(0);
+    expect(sync.stdout).toContain(corpus.fingerprint);
+  });
+
+  it('its valid sealed document IS adopted with the seal key', async () => {
+    const store = await place('directory', { body: corpus.validSealed! });
+    const stateDir = await host('fresh');
+    const sync = await baton(stateDir, store.url, ['sync'], { config: sealConfig });
+    expect(sync.exitCode, sync.all).toBe(0);
+    expect(sync.stdout).toContain(corpus.fingerprint);
+  });
+});
+
+const cases = (): Array<[string, StoreKind, HostKind, number]> => {
+  // The corpus is built in beforeAll; the table needs only its indexes.
+  const out: Array<[string, StoreKind, HostKind, number]> = [];
+  for (let i = 0; i < CORPUS_SIZE; i += 1) {
+    for (const store of ['directory', 's3'] as const) {
+      for (const hostKind of ['fresh', 'whole'] as const) out.push([`#${i}`, store, hostKind, i]);
+    }
+  }
+  return out;
+};
+
+describe('every crafted document is refused by sync, naming why, and nothing changes', () => {
+  it.concurrent.each(cases())('document %s in a %s store, on a %s host', async (_label, storeKind, hostKind, index) => {
+    const doc = corpus.documents[index]!;
+    const store = await place(storeKind, doc);
+    const stateDir = await host(hostKind);
+    const before = snapshotDir(stateDir);
+    const storeBefore = await store.digest();
+    const rssOut = path.join(tmp.dir, `rss-${slot}`);
+    const sync = await baton(stateDir, store.url, ['sync'], {
+      ...(doc.needsSealKey ? { config: sealConfig } : {}),
+      ...(doc.oversize ? { nodeArgs: ['--import', rssProbe], env: { RSS_OUT: rssOut } } : {}),
+    });
+    const context = `${doc.name} (${storeKind}, ${hostKind})\n${sync.all}`;
+    expect(sync.exitCode, context).toBe(3);
+    expect(sync.all, context).toMatch(doc.reason);
+    expect(sync.all, context).toMatch(/refused|blocked/i);
+    expect(sync.all, context).not.toMatch(/\n\s+at .*:\d+:\d+/);
+    expect(snapshotDir(stateDir), context).toEqual(before);
+    expect(await store.digest(), context).toBe(storeBefore);
+    if (doc.oversize) {
+      // Peak RSS (KiB) far below the body's 100 MiB: it was refused by size, not buffered.
+      const peakKiB = Number(readFileSync(rssOut, 'utf8'));
+      expect(peakKiB, `peak RSS ${peakKiB} KiB`).toBeLessThan(doc.oversize.bytes / 1024 / 2);
+    }
+    figures.refusedNamingWhy += 1;
+  }, 120_000);
+});

@@ -1,0 +1,403 @@
+import { readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  readLocalAuthority,
+  retireAuthority,
+  rotateAuthority,
+  withAuthorityLock,
+  type Clock,
+  type LocalAuthority,
+} from '../../src/authority/index.js';
+import { BatonError, isBatonError } from '../../src/errors.js';
+import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { decodeDocument } from '../../src/share/document.js';
+import {
+  adopt,
+  firstController,
+  force,
+  leave,
+  look,
+  publish,
+  type ShareContext,
+} from '../../src/share/operations.js';
+import type { Verdict } from '../../src/share/types.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+
+const DEPLOYMENT = '0123456789abcdef0123456789abcdef';
+
+// A clock that moves one second per reading: every superseded stamp is distinct, and no
+// test depends on wall time.
+function steppingClock(start = Date.UTC(2026, 10, 30, 10, 0, 0)): Clock {
+  let t = start;
+  return { now: () => new Date((t += 1000)) };
+}
+
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
+
+/**
+ * A host whose state dir exists (with its ca.lock, as after any earlier command) and holds no
+ * authority: "nothing changed" then means nothing at all, not even the lock file appearing.
+ */
+async function host(store: MemoryStore, name: string): Promise<ShareContext> {
+  const { dir, cleanup } = makeTempDir(`baton-ops-${name}-`);
+  cleanups.push(cleanup);
+  const stateDir = path.join(dir, 'state');
+  await withAuthorityLock(stateDir, async () => undefined);
+  return { stateDir, deployment: DEPLOYMENT, store, clock: steppingClock(), host: name };
+}
+
+async function local(ctx: ShareContext): Promise<LocalAuthority> {
+  return readLocalAuthority(ctx.stateDir, ctx.deployment);
+}
+
+async function fingerprintOf(ctx: ShareContext): Promise<Fingerprint> {
+  const l = await local(ctx);
+  if (l.state !== 'whole') throw new Error(`expected a whole authority in ${ctx.stateDir}, got ${l.state}`);
+  return l.current.fingerprint;
+}
+
+/** A controller that is the first of its deployment on `store`. */
+async function firstOn(store: MemoryStore, name: string): Promise<{ ctx: ShareContext; fingerprint: Fingerprint }> {
+  const ctx = await host(store, name);
+  const outcome = await firstController(ctx);
+  if (outcome.kind !== 'first-controller') throw new Error(outcome.kind);
+  return { ctx, fingerprint: outcome.fingerprint };
+}
+
+/** Runs `fn`, expecting a BatonError, and asserts neither the state dir nor the store changed. */
+async function refusedWithoutChange(ctx: ShareContext, store: MemoryStore, fn: () => Promise<unknown>): Promise<BatonError> {
+  const diskBefore = snapshotDir(ctx.stateDir);
+  const storeBefore = store.snapshot();
+  const bodyBefore = store.document?.body;
+  let caught: unknown;
+  try {
+    await fn();
+  } catch (error) {
+    caught = error;
+  }
+  expect(isBatonError(caught), `expected a BatonError, got ${String(caught)}`).toBe(true);
+  expect(snapshotDir(ctx.stateDir)).toEqual(diskBefore);
+  expect(store.snapshot()).toEqual(storeBefore);
+  expect(store.document?.body).toEqual(bodyBefore);
+  return caught as BatonError;
+}
+
+function documentOf(store: MemoryStore) {
+  const stored = store.document;
+  if (!stored) throw new Error('nothing published');
+  return JSON.parse(new TextDecoder().decode(stored.body)) as Record<string, unknown> & { files: unknown };
+}
+
+describe('first controller', () => {
+  it('a fresh host with nothing published mints, publishes create-only, then installs the same authority with its key 0600', async () => {
+    const store = new MemoryStore();
+    const ctx = await host(store, 'ctl-a');
+    const outcome = await firstController(ctx);
+    expect(outcome).toMatchObject({ kind: 'first-controller', wonRace: true });
+    if (outcome.kind !== 'first-controller') return;
+    expect(store.calls.filter((c) => c.op === 'put')).toEqual([{ op: 'put', precondition: { kind: 'create-only' } }]);
+    expect(documentOf(store)).toMatchObject({ fingerprint: outcome.fingerprint, previous_fingerprint: null, deployment: DEPLOYMENT, published_by: 'ctl-a' });
+    expect(await fingerprintOf(ctx)).toBe(outcome.fingerprint);
+    expect(statSync(path.join(ctx.stateDir, 'ca', 'ca.key')).mode & 0o777).toBe(0o600);
+  });
+
+  it('installs nothing when the publish fails: the host stays fresh and can try again', async () => {
+    const store = new MemoryStore();
+    const ctx = await host(store, 'ctl-a');
+    store.failNext('put', new BatonError('failed', { what: 'The store is unreachable.', where: store.location }));
+    const error = await firstController(ctx).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'failed' });
+    expect((await local(ctx)).state).toBe('fresh');
+    expect(store.document).toBeUndefined();
+    expect((await firstController(ctx)).kind).toBe('first-controller');
+  });
+
+  it('a controller that loses the race at the put discards its mint and adopts the winner: one authority, held by both', async () => {
+    const store = new MemoryStore();
+    const a = await host(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    let bOutcome: unknown;
+    // B runs its whole first-controller walk between A's decision and A's put.
+    store.beforeNext('put', async () => {
+      bOutcome = await firstController(b);
+    });
+    const aOutcome = await firstController(a);
+    expect(bOutcome).toMatchObject({ kind: 'first-controller', wonRace: true });
+    expect(aOutcome).toMatchObject({ kind: 'first-controller', wonRace: false });
+    const published = documentOf(store).fingerprint;
+    expect(await fingerprintOf(a)).toBe(published);
+    expect(await fingerprintOf(b)).toBe(published);
+    expect(statSync(path.join(a.stateDir, 'ca', 'ca.key')).mode & 0o777).toBe(0o600);
+  });
+
+  it('two controllers racing at once on a fresh deployment end with exactly one document, both holding its fingerprint', async () => {
+    const store = new MemoryStore();
+    const a = await host(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    const outcomes = await Promise.all([firstController(a), firstController(b)]);
+    expect(outcomes.map((o) => o.kind)).toEqual(['first-controller', 'first-controller']);
+    expect(outcomes.filter((o) => o.kind === 'first-controller' && o.wonRace)).toHaveLength(1);
+    expect(Object.keys(store.snapshot())).toEqual(['authority.json']);
+    const published = documentOf(store).fingerprint;
+    expect(await fingerprintOf(a)).toBe(published);
+    expect(await fingerprintOf(b)).toBe(published);
+  });
+
+  it('a host that already holds an authority is not a first controller, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    const error = await refusedWithoutChange(ctx, store, () => firstController(ctx));
+    expect(error.code).toBe('refused');
+    expect(error.message).toContain('in sync');
+  });
+});
+
+describe('adopt: three outcomes, never two', () => {
+  it('says nothing-published when the store is empty, and writes nothing', async () => {
+    const store = new MemoryStore();
+    const ctx = await host(store, 'ctl-b');
+    const before = snapshotDir(ctx.stateDir);
+    expect(await adopt(ctx)).toEqual({ kind: 'nothing-published' });
+    expect(snapshotDir(ctx.stateDir)).toEqual(before);
+    expect(store.document).toBeUndefined();
+  });
+
+  it('installs the published authority on a fresh host: same fingerprint, key 0600', async () => {
+    const store = new MemoryStore();
+    const { fingerprint } = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    const storeBefore = store.snapshot();
+    expect(await adopt(b)).toEqual({ kind: 'installed', fingerprint });
+    expect(await fingerprintOf(b)).toBe(fingerprint);
+    expect(statSync(path.join(b.stateDir, 'ca', 'ca.key')).mode & 0o777).toBe(0o600);
+    expect(store.snapshot()).toEqual(storeBefore);
+  });
+
+  it('says already-held when this host holds the published authority, and changes nothing', async () => {
+    const store = new MemoryStore();
+    const { ctx, fingerprint } = await firstOn(store, 'ctl-a');
+    const before = snapshotDir(ctx.stateDir);
+    const storeBefore = store.snapshot();
+    expect(await adopt(ctx)).toEqual({ kind: 'already-held', fingerprint });
+    expect(snapshotDir(ctx.stateDir)).toEqual(before);
+    expect(store.snapshot()).toEqual(storeBefore);
+  });
+
+  it('a host that lost its files (marker present) adopts the published authority rather than minting', async () => {
+    const store = new MemoryStore();
+    const { fingerprint } = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    await adopt(b);
+    rmSync(path.join(b.stateDir, 'ca'), { recursive: true });
+    expect((await local(b)).state).toBe('lost');
+    expect((await look(b)).verdict).toEqual({ kind: 'adopt', published: fingerprint, lostMarker: true });
+    expect(await adopt(b)).toEqual({ kind: 'installed', fingerprint });
+    expect(await fingerprintOf(b)).toBe(fingerprint);
+  });
+
+  it('a host that lost its files with nothing published is blocked, never minted over, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    store.deleteDocument();
+    rmSync(path.join(ctx.stateDir, 'ca'), { recursive: true });
+    for (const act of [() => adopt(ctx), () => firstController(ctx), () => publish(ctx), () => force(ctx)]) {
+      const error = await refusedWithoutChange(ctx, store, act);
+      expect(error.code).toBe('refused');
+      expect(error.message).toContain('authority-created');
+      expect(error.message).toContain('Nothing was written.');
+    }
+  });
+});
+
+describe('publish', () => {
+  it('a whole host with nothing published publishes create-only and the document names its fingerprint', async () => {
+    const store = new MemoryStore();
+    const { ctx, fingerprint } = await firstOn(store, 'ctl-a');
+    store.deleteDocument();
+    const outcome = await publish(ctx);
+    expect(outcome).toMatchObject({ kind: 'published', fingerprint });
+    expect(store.calls.at(-1)).toEqual({ op: 'put', precondition: { kind: 'create-only' } });
+    expect(documentOf(store).fingerprint).toBe(fingerprint);
+  });
+
+  it('publishing when in sync is refused as not allowed, naming the verdict, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    const error = await refusedWithoutChange(ctx, store, () => publish(ctx));
+    expect(error.code).toBe('refused');
+    expect(error.what).toMatch(/^Cannot publish: .*in sync/);
+  });
+
+  it('a host AHEAD of the store (it rotated) publishes over it with if-match on the ETag it read, and the previous pair travels in the document', async () => {
+    const store = new MemoryStore();
+    const { ctx, fingerprint: old } = await firstOn(store, 'ctl-a');
+    const readEtag = store.document!.etag;
+    await rotateAuthority(ctx.stateDir, ctx.deployment, { clock: ctx.clock });
+    const rotated = await fingerprintOf(ctx);
+    const seen = (await look(ctx)).verdict;
+    expect(seen).toMatchObject({ kind: 'refuse', lineage: 'ahead' });
+    expect(await publish(ctx, { seen })).toMatchObject({ kind: 'published', fingerprint: rotated });
+    expect(store.calls.at(-1)).toEqual({ op: 'put', precondition: { kind: 'if-match', etag: readEtag } });
+    const doc = await decodeDocument(store.document!.body, { deployment: DEPLOYMENT, where: store.location });
+    expect(doc.header.fingerprint).toBe(rotated);
+    expect(doc.header.previousFingerprint).toBe(old);
+    expect(Object.keys(doc.files ?? {}).sort()).toEqual(['authority-created', 'ca-previous.crt', 'ca-previous.key', 'ca.crt', 'ca.key']);
+  });
+
+  it('a stale ETag surfaces as store-changed (exit 6) and overwrites nothing', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    await rotateAuthority(ctx.stateDir, ctx.deployment, { clock: ctx.clock });
+    // Another controller publishes after this one read the store for its decision.
+    const theirs = new TextEncoder().encode('{"another":"controller"}');
+    store.beforeNext('put', (s) => {
+      s.setDocument(theirs);
+    });
+    const diskBefore = snapshotDir(ctx.stateDir);
+    const error = await publish(ctx).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BatonError);
+    expect((error as BatonError).code).toBe('store-changed');
+    expect((error as BatonError).exitCode).toBe(6);
+    expect((error as BatonError).message).toContain('The store changed since you looked');
+    expect((error as BatonError).message).toContain('Nothing was overwritten.');
+    expect(store.document!.body).toEqual(theirs);
+    expect(snapshotDir(ctx.stateDir)).toEqual(diskBefore);
+  });
+});
+
+describe('refuse: a host whose authority differs is never replaced without force', () => {
+  async function leftBehind() {
+    const store = new MemoryStore();
+    const a = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    await adopt(b);
+    await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
+    await publish(a.ctx);
+    return { store, a: a.ctx, b, old: a.fingerprint, rotated: await fingerprintOf(a.ctx) };
+  }
+
+  it('a host left behind by a rotation is refused by adopt, naming both fingerprints, the diagnosis and ca/, and nothing changes', async () => {
+    const { store, b, old, rotated } = await leftBehind();
+    const error = await refusedWithoutChange(b, store, () => adopt(b));
+    expect(error.code).toBe('refused');
+    expect(error.exitCode).toBe(3);
+    expect(error.message).toContain(`Local: ${old}`);
+    expect(error.message).toContain(`Published: ${rotated}`);
+    expect(error.message).toContain('left behind by a rotation');
+    expect(error.message).toContain(path.join(b.stateDir, 'ca'));
+    expect(error.message).toContain('Nothing was written.');
+  });
+
+  it('a host left behind cannot push over the store: publishing is refused saying only a host ahead may, and nothing changes', async () => {
+    const { store, b } = await leftBehind();
+    const error = await refusedWithoutChange(b, store, () => publish(b));
+    expect(error.code).toBe('refused');
+    expect(error.what).toContain('only when this host is ahead');
+    expect(error.what).toContain('left behind by a rotation');
+  });
+
+  it('a host whose authority is unrelated to the published one is refused with the wrong-deployment diagnosis, and nothing changes', async () => {
+    const storeA = new MemoryStore();
+    const storeB = new MemoryStore();
+    const a = await firstOn(storeA, 'ctl-a');
+    const b = await firstOn(storeB, 'ctl-b');
+    const pointedWrong: ShareContext = { ...b.ctx, store: storeA };
+    for (const act of [() => adopt(pointedWrong), () => publish(pointedWrong), () => firstController(pointedWrong)]) {
+      const error = await refusedWithoutChange(pointedWrong, storeA, act);
+      expect(error.code).toBe('refused');
+      expect(error.message).toContain(b.fingerprint);
+      expect(error.message).toContain(a.fingerprint);
+      expect(error.message).toContain('wrong deployment or store');
+    }
+  });
+});
+
+describe('force: set aside, never delete, then install', () => {
+  it('moves ca/ and the marker to ca.superseded-<stamp> with the old key intact, then installs the published authority', async () => {
+    const store = new MemoryStore();
+    const a = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    await adopt(b);
+    await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
+    await publish(a.ctx);
+    const oldKey = readFileSync(path.join(b.stateDir, 'ca', 'ca.key'));
+    const seen = (await look(b)).verdict;
+    const at = new Date(Date.UTC(2026, 10, 30, 11, 22, 33));
+    const outcome = await force(b, { seen, at });
+    expect(outcome).toMatchObject({ kind: 'forced', fingerprint: await fingerprintOf(a.ctx) });
+    if (outcome.kind !== 'forced') return;
+    expect(path.basename(outcome.supersededDir)).toBe('ca.superseded-20261130T112233Z');
+    expect(readFileSync(path.join(outcome.supersededDir, 'ca.key'))).toEqual(oldKey);
+    expect(await fingerprintOf(b)).toBe(await fingerprintOf(a.ctx));
+    expect(statSync(path.join(b.stateDir, 'ca', 'ca.key')).mode & 0o777).toBe(0o600);
+  });
+
+  it('is refused when there is nothing to replace (in sync), and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    const error = await refusedWithoutChange(ctx, store, () => force(ctx));
+    expect(error.code).toBe('refused');
+    expect(error.what).toMatch(/^Cannot replace the local authority/);
+  });
+
+  it('is refused with what changed when the store moved after the operator looked, and nothing is set aside', async () => {
+    const store = new MemoryStore();
+    const a = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    await adopt(b);
+    await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
+    await publish(a.ctx);
+    const seen = (await look(b)).verdict;
+    // A retires, rotates again and publishes while B's operator is typing the confirmation.
+    await retireAuthority(a.ctx.stateDir, DEPLOYMENT);
+    await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
+    await publish(a.ctx);
+    const error = await refusedWithoutChange(b, store, () => force(b, { seen }));
+    expect(error.code).toBe('store-changed');
+    expect(error.message).toContain('changed since you looked');
+    expect(error.message).toContain(await fingerprintOf(a.ctx));
+  });
+});
+
+describe('blocked and busy', () => {
+  it('a half-initialised host is blocked for every action, told what to do, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    unlinkSync(path.join(ctx.stateDir, 'ca', 'ca.crt'));
+    for (const act of [() => adopt(ctx), () => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
+      const error = await refusedWithoutChange(ctx, store, act);
+      expect(error.code).toBe('refused');
+      expect(error.what).toMatch(/^Blocked: /);
+      expect(error.next).toBeTruthy();
+    }
+  });
+
+  it('an unreadable published document blocks adopt on a fresh host, naming the store, and nothing changes', async () => {
+    const store = new MemoryStore({ document: new TextEncoder().encode('not json') });
+    const ctx = await host(store, 'ctl-b');
+    const error = await refusedWithoutChange(ctx, store, () => adopt(ctx));
+    expect(error.what).toMatch(/^Blocked: /);
+    expect(error.message).toContain(store.location);
+  });
+
+  it('a second holder of the authority lock fails at once with lock-busy (exit 5), and nothing changes', async () => {
+    const store = new MemoryStore();
+    const a = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    await adopt(b);
+    const error = await withAuthorityLock(b.stateDir, () => refusedWithoutChange(b, store, () => adopt(b)));
+    expect(error.code).toBe('lock-busy');
+    expect(error.exitCode).toBe(5);
+    expect(a.fingerprint).toBe(await fingerprintOf(b));
+  });
+
+  it('leave changes nothing and says so', () => {
+    const verdict: Verdict = { kind: 'first-controller' };
+    expect(leave(verdict)).toEqual({ kind: 'left', why: expect.stringContaining('Nothing was changed.') });
+  });
+});

@@ -1,0 +1,220 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BatonError } from '../../src/errors.js';
+import { openStore } from '../../src/store/open-store.js';
+import { S3Store } from '../../src/store/s3-store.js';
+import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
+import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
+
+const bytes = (text: string) => new TextEncoder().encode(text);
+
+async function failure(promise: Promise<unknown>): Promise<BatonError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(BatonError);
+    return error as BatonError;
+  }
+  throw new Error('expected a failure');
+}
+
+describe('the S3 adapter against s3rver on 127.0.0.1', () => {
+  let s3: S3Sandbox;
+  beforeAll(async () => {
+    s3 = await startS3Sandbox();
+  });
+  afterAll(async () => {
+    await s3?.close();
+  });
+
+  it('reads nothing published, then the document and the ETag it was written with', async () => {
+    const store = await openStore(s3.url.replace('/authority?', '/first?'));
+    expect(store.location).toBe(`s3://${s3.bucket}/first/authority.json`);
+    expect(await store.get()).toBeUndefined();
+    const { etag } = await store.put(bytes('{"hello":1}'), { kind: 'create-only' });
+    expect(etag).toMatch(/^"[0-9a-f]+"$/);
+    const got = await store.get();
+    expect(new TextDecoder().decode(got!.body)).toBe('{"hello":1}');
+    expect(got!.etag).toBe(etag);
+    (store as S3Store).destroy();
+  });
+
+  it('keeps the object under the prefix as prefix/authority.json, and at the bucket root without one', async () => {
+    const store = await openStore(`s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    expect(store.location).toBe(`s3://${s3.bucket}/authority.json`);
+    await store.put(bytes('root'));
+    expect(new TextDecoder().decode((await store.get())!.body)).toBe('root');
+    (store as S3Store).destroy();
+  });
+
+  it('says the bucket does not exist, naming bucket and key, for a missing bucket', async () => {
+    const store = await openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const error = await failure(store.get());
+    expect(error.code).toBe('failed');
+    expect(error.what).toContain('bucket does not exist');
+    expect(error.where).toContain('s3://no-such-bucket/p/authority.json');
+    expect(error.next).toContain('bucket name');
+    (store as S3Store).destroy();
+  });
+
+  it('refuses a document over 1 MiB, naming its size, without installing anything', async () => {
+    const store = await openStore(s3.url.replace('/authority?', '/big?'));
+    await store.put(new Uint8Array(1024 * 1024 + 5));
+    const error = await failure(store.get());
+    expect(error.code).toBe('refused');
+    expect(error.what).toContain(String(1024 * 1024 + 5));
+    (store as S3Store).destroy();
+  });
+});
+
+describe('the S3 adapter when the endpoint is down', () => {
+  it('fails with a clear message naming the bucket/key and the endpoint for a closed port', async () => {
+    const port = await closedPort();
+    const store = await openStore(`s3://some-bucket/p?region=us-east-1&endpoint=http://127.0.0.1:${port}&path_style=true`, {
+      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+    });
+    const error = await failure(store.get());
+    expect(error.code).toBe('failed');
+    expect(error.what).toContain('refused the connection');
+    expect(error.where).toBe(`s3://some-bucket/p/authority.json via http://127.0.0.1:${port}`);
+    expect(error.next).toContain('endpoint');
+    (store as S3Store).destroy();
+  });
+});
+
+/** A port that was free a moment ago and has nothing listening now. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface Recorded {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: http.IncomingHttpHeaders;
+}
+
+describe('the S3 adapter at the request level (a recording server on 127.0.0.1)', () => {
+  let server: http.Server;
+  let endpoint: string;
+  const requests: Recorded[] = [];
+  let answer: { status: number; code: string } = { status: 200, code: '' };
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+        if (answer.status === 200) {
+          res.writeHead(200, { ETag: '"abc"' }).end();
+          return;
+        }
+        res
+          .writeHead(answer.status, { 'Content-Type': 'application/xml' })
+          .end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>m</Message><RequestId>r</RequestId></Error>`);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  const storeFor = (prefix: string) =>
+    new S3Store(parseStoreUrl(`s3://bucket-x/${prefix}?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+      maxAttempts: 1,
+    });
+  const lastPut = (key: string) => requests.filter((r) => r.method === 'PUT' && r.url.startsWith(`/bucket-x/${key}`)).at(-1)!;
+
+  it('sends If-None-Match: * for a create-only put and no If-Match', async () => {
+    answer = { status: 200, code: '' };
+    const store = storeFor('create');
+    expect(await store.put(bytes('doc'), { kind: 'create-only' })).toEqual({ etag: '"abc"' });
+    const put = lastPut('create/authority.json');
+    expect(put.headers['if-none-match']).toBe('*');
+    expect(put.headers['if-match']).toBeUndefined();
+    store.destroy();
+  });
+
+  it('sends If-Match with the ETag read for a replace, and no If-None-Match', async () => {
+    answer = { status: 200, code: '' };
+    const store = storeFor('replace');
+    await store.put(bytes('doc'), { kind: 'if-match', etag: '"etag-read-earlier"' });
+    const put = lastPut('replace/authority.json');
+    expect(put.headers['if-match']).toBe('"etag-read-earlier"');
+    expect(put.headers['if-none-match']).toBeUndefined();
+    store.destroy();
+  });
+
+  it('sends neither header for an unconditional put', async () => {
+    answer = { status: 200, code: '' };
+    const store = storeFor('plain');
+    await store.put(bytes('doc'));
+    const put = lastPut('plain/authority.json');
+    expect(put.headers['if-match']).toBeUndefined();
+    expect(put.headers['if-none-match']).toBeUndefined();
+    store.destroy();
+  });
+
+  it.each([
+    [412, 'PreconditionFailed', { kind: 'create-only' } as const],
+    [412, 'PreconditionFailed', { kind: 'if-match', etag: '"e"' } as const],
+    [409, 'ConditionalRequestConflict', { kind: 'if-match', etag: '"e"' } as const],
+    [404, 'NoSuchKey', { kind: 'if-match', etag: '"e"' } as const],
+  ])('maps HTTP %i %s on a conditional put to store-changed, saying nothing was overwritten', async (status, code, precondition) => {
+    answer = { status, code };
+    const store = storeFor(`cond-${status}`);
+    const error = await failure(store.put(bytes('doc'), precondition));
+    expect(error.code).toBe('store-changed');
+    expect(error.exitCode).toBe(6);
+    expect(error.what).toContain('The store changed since it was read');
+    expect(error.where).toContain(`s3://bucket-x/cond-${status}/authority.json`);
+    expect(error.changed).toBe('Nothing was overwritten.');
+    expect(error.next).toContain('Re-read');
+    store.destroy();
+  });
+
+  it('maps 403 AccessDenied to a failure that says to check credentials and policy', async () => {
+    answer = { status: 403, code: 'AccessDenied' };
+    const store = storeFor('denied');
+    const error = await failure(store.get());
+    expect(error.code).toBe('failed');
+    expect(error.what).toContain('Access was denied');
+    expect(error.next).toContain('AWS_PROFILE');
+    store.destroy();
+  });
+
+  it('maps a 301 PermanentRedirect to a failure that names the region', async () => {
+    answer = { status: 301, code: 'PermanentRedirect' };
+    const store = storeFor('moved');
+    const error = await failure(store.get());
+    expect(error.code).toBe('failed');
+    expect(error.what).toContain('different region');
+    expect(error.next).toContain('?region=');
+    store.destroy();
+  });
+
+  it('maps 503 SlowDown to a throttling failure once retries run out', async () => {
+    answer = { status: 503, code: 'SlowDown' };
+    const store = storeFor('slow');
+    const error = await failure(store.get());
+    expect(error.code).toBe('failed');
+    expect(error.what).toContain('throttling');
+    store.destroy();
+  });
+
+  it('reads a 404 NoSuchKey as nothing published', async () => {
+    answer = { status: 404, code: 'NoSuchKey' };
+    const store = storeFor('empty');
+    expect(await store.get()).toBeUndefined();
+    store.destroy();
+  });
+});

@@ -1,0 +1,202 @@
+import { readFileSync, readdirSync, statSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import { secretDigest } from '../../src/mesh/digest.js';
+import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+import { readJournal, JOURNAL_FILE } from '../../src/mesh/journal.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { Secret } from '../../src/mesh/secret.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import { runProcess, type ExecFn } from '../../src/transport/run-process.js';
+import { sshTransport } from '../../src/transport/ssh-transport.js';
+import { TransportError } from '../../src/transport/transport.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+
+const unavailable = sshdUnavailable();
+if (unavailable) console.warn(`ssh transport suite NOT RUN: ${unavailable}`);
+
+describe.skipIf(unavailable !== undefined)('the ssh transport against a real sshd on 127.0.0.1', () => {
+  let sshd: Sshd;
+  let tmp: { dir: string; cleanup: () => void };
+  beforeAll(async () => {
+    sshd = await startSshd();
+    tmp = makeTempDir('baton-ssh-');
+  });
+  afterAll(async () => {
+    await sshd?.stop();
+    tmp?.cleanup();
+  });
+
+  const target = (port = sshd.port) => ({
+    host: '127.0.0.1', user: sshd.user, port, identity: sshd.identity, knownHosts: sshd.knownHosts,
+    strictHostKeyChecking: 'yes' as const, config: '/dev/null', connectTimeout: 5,
+  });
+
+  /** Two ssh machines on the one sshd, each with its own mesh_dir, and a consumer on each. */
+  function inventory(base: string, ports: { db1?: number; web1?: number } = {}): Inventory {
+    const machine = (name: string, port: number) =>
+      `  - { name: ${name}, address: "${sshd.user}@127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name}/mesh }`;
+    return parseInventory(
+      [
+        `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 3 }`,
+        'machines:',
+        machine('db1', ports.db1 ?? sshd.port),
+        machine('web1', ports.web1 ?? sshd.port),
+        'providers:',
+        '  - { name: pg-main, machine: db1, kind: postgres }',
+        'consumers:',
+        '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+        '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
+        '',
+      ].join('\n'),
+      `${base}/mesh.yaml`,
+    );
+  }
+
+  it('stages over stdin to <role>.next (0600, new directories 0700), commits by rename, and reads digests back', async () => {
+    const dir = path.join(tmp.dir, 'stage');
+    const live = path.join(dir, 'mesh/provides/pg-main/web1_app');
+    const transport = sshTransport('db1', target());
+    await transport.resolve();
+    const secret = Secret.generate();
+    await transport.stage([{ path: live, secret }]);
+    expect(readFileSync(`${live}.next`, 'utf8')).toBe(secret.reveal());
+    expect(statSync(`${live}.next`).mode & 0o777).toBe(0o600);
+    for (const d of ['mesh', 'mesh/provides', 'mesh/provides/pg-main']) expect(statSync(path.join(dir, d)).mode & 0o777).toBe(0o700);
+    expect(await transport.digests([live])).toEqual([{ live: undefined, next: secret.digest }]);
+    await transport.commit([live]);
+    expect(readFileSync(live, 'utf8')).toBe(secret.reveal());
+    expect(statSync(live).mode & 0o777).toBe(0o600);
+    expect(existsSync(`${live}.next`)).toBe(false);
+    expect(await transport.digests([live])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined }]);
+  });
+
+  it('replaces a live file atomically: a new inode renamed over the old, no temp file left behind', async () => {
+    const dir = path.join(tmp.dir, 'replace/provides/pg-main');
+    const live = path.join(dir, 'r');
+    const transport = sshTransport('db1', target());
+    await transport.stage([{ path: live, secret: Secret.generate() }]);
+    await transport.commit([live]);
+    const firstInode = statSync(live).ino;
+    const second = Secret.generate();
+    await transport.stage([{ path: live, secret: second }]);
+    await transport.commit([live]);
+    expect(statSync(live).ino).not.toBe(firstInode);
+    expect(readFileSync(live, 'utf8')).toBe(second.reveal());
+    expect(readdirSync(dir)).toEqual(['r']);
+  });
+
+  it('unstage removes staged files and leaves the live one', async () => {
+    const live = path.join(tmp.dir, 'unstage/x');
+    const transport = sshTransport('db1', target());
+    const old = Secret.generate();
+    await transport.stage([{ path: live, secret: old }]);
+    await transport.commit([live]);
+    await transport.stage([{ path: live, secret: Secret.generate() }]);
+    await transport.unstage([live]);
+    expect(readdirSync(path.dirname(live))).toEqual(['x']);
+    expect(readFileSync(live, 'utf8')).toBe(old.reveal());
+  });
+
+  it('commit fails, naming the file, when nothing is staged', async () => {
+    const live = path.join(tmp.dir, 'nothing/y');
+    await expect(sshTransport('db1', target()).commit([live])).rejects.toThrow(`no staged file ${live}.next`);
+  });
+
+  it('a machine on a port nobody listens on does not resolve, and says why', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const net = require('node:net') as typeof import('node:net');
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as import('node:net').AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const error = await sshTransport('web1', target(closed)).resolve().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect((error as TransportError).reason).toMatch(/Connection refused/);
+  });
+
+  it('rotates both ends over ssh, and an unreachable port closes the gate with zero files written anywhere', async () => {
+    const base = path.join(tmp.dir, 'rotate');
+    mkdirSync(base, { recursive: true });
+    const journal = path.join(base, 'journal');
+    // Gate: web1 points at a port nobody listens on.
+    const before = snapshotDir(base);
+    const closedPlan = planRotation(inventory(base, { web1: 1 }), { by: 'provider', name: 'pg-main' });
+    const closedLines: string[] = [];
+    const closed = await runRotationPlain({
+      id: 'rot-gate', plan: closedPlan, yes: true, write: (l) => closedLines.push(l),
+      deps: { transportFor: transportsFor(inventory(base, { web1: 1 }).machines), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+    });
+    expect(closed.code).toBe(4);
+    expect(closedLines.join('\n')).toMatch(/web1: ssh failed: .*Connection refused/);
+    const after = snapshotDir(base);
+    delete after.journal;
+    delete after['journal/mesh-journal.jsonl'];
+    expect(after).toEqual(before);
+
+    const inv = inventory(base);
+    const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
+    const { code, state } = await runRotationPlain({
+      id: 'rot-ok', plan, yes: true, write: () => undefined,
+      deps: { transportFor: transportsFor(inv.machines), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+    });
+    expect(code).toBe(0);
+    expect(state.step).toBe('done');
+    const prepared = (await readJournal(journal, 'rot-ok')).find((r) => r.phase === 'prepared')!;
+    for (const p of prepared.pairs) {
+      const provider = readFileSync(p.provider_path, 'utf8');
+      expect(readFileSync(p.consumer_path, 'utf8')).toBe(provider);
+      expect(provider).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(secretDigest(provider)).toBe(p.digest);
+    }
+    expect(readFileSync(path.join(journal, JOURNAL_FILE), 'utf8')).not.toContain(readFileSync(prepared.pairs[0]!.provider_path, 'utf8'));
+  });
+
+  it('never puts a secret in the argv or environment of any process, the journal or the output', async () => {
+    const base = path.join(tmp.dir, 'leak');
+    const journal = path.join(base, 'journal');
+    mkdirSync(base, { recursive: true });
+    const seen: string[] = [];
+    const readProc = (pid: number | string) => {
+      for (const f of ['cmdline', 'environ']) {
+        try {
+          seen.push(readFileSync(`/proc/${pid}/${f}`).toString('utf8'));
+        } catch {
+          // gone already
+        }
+      }
+    };
+    // Every child baton starts: its argv and env as given, and as the kernel shows them.
+    const recording: ExecFn = (file, args, options) => {
+      seen.push([file, ...args].join('\0'), JSON.stringify(process.env));
+      return runProcess(file, args, { ...options, onSpawn: (pid) => readProc(pid) });
+    };
+    // And every process on the machine (sshd's sessions, the remote sh) while the rotation runs.
+    let scanning = true;
+    const scanner = (async () => {
+      while (scanning) {
+        for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) readProc(pid);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const inv = inventory(base);
+    const plan = planRotation(inv, { by: 'consumer', name: 'web1-app' });
+    const out: string[] = [];
+    const { code } = await runRotationPlain({
+      id: 'rot-leak', plan, yes: true, write: (l) => out.push(l),
+      deps: { transportFor: transportsFor(inv.machines, { ssh: { exec: recording } }), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+    });
+    scanning = false;
+    await scanner;
+    expect(code).toBe(0);
+    const secret = readFileSync(plan.pairs[0]!.providerPath, 'utf8');
+    expect(secret).toHaveLength(43);
+    expect(seen.length).toBeGreaterThan(10);
+    expect(seen.filter((s) => s.includes('sh -c')).length).toBeGreaterThan(0);
+    const haystacks = [...seen, readFileSync(path.join(journal, JOURNAL_FILE), 'utf8'), out.join('\n')];
+    expect(haystacks.filter((h) => h.includes(secret))).toEqual([]);
+  });
+});
