@@ -11,13 +11,27 @@ export interface AuthorityPanelProps {
   readonly panel: PanelRows;
   /** Outer width of the panel, border included. */
   readonly width: number;
+  /**
+   * Stacked panels get a rule above instead of a box: two lines each that 80×24 cannot spare
+   * (a frame taller than the terminal makes Ink clear the whole screen on every redraw).
+   */
+  readonly ruled?: boolean;
 }
 
 /** One side (LOCAL or PUBLISHED): where it lives, then its rows. */
-export function AuthorityPanel({ panel, width }: AuthorityPanelProps) {
-  const inner = Math.max(width - CHROME, 20);
+export function AuthorityPanel({ panel, width, ruled = false }: AuthorityPanelProps) {
+  const inner = Math.max(width - (ruled ? 0 : CHROME), 20);
   return (
-    <Box flexDirection="column" borderStyle="round" paddingX={1} width={width} flexShrink={0}>
+    <Box
+      flexDirection="column"
+      borderStyle={ruled ? 'single' : 'round'}
+      borderLeft={!ruled}
+      borderRight={!ruled}
+      borderBottom={!ruled}
+      paddingX={ruled ? 0 : 1}
+      width={width}
+      flexShrink={0}
+    >
       <Text wrap="wrap">
         <Text bold>{panel.title}</Text>
         {'  '}

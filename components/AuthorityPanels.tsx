@@ -16,8 +16,8 @@ export function AuthorityPanels({ report, columns }: AuthorityPanelsProps) {
   const width = narrow ? columns : Math.floor(columns / 2);
   return (
     <Box flexDirection={narrow ? 'column' : 'row'}>
-      <AuthorityPanel panel={localRows(report)} width={width} />
-      <AuthorityPanel panel={publishedRows(report)} width={width} />
+      <AuthorityPanel panel={localRows(report)} width={width} ruled={narrow} />
+      <AuthorityPanel panel={publishedRows(report)} width={width} ruled={narrow} />
     </Box>
   );
 }

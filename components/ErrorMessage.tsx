@@ -1,28 +1,27 @@
 import React from 'react';
 import { Box, Text } from 'ink';
 import type { BatonError } from '../src/errors.js';
-import { MARKS } from './marks.js';
-import { useColor } from './hooks/use-color.js';
+import { MarkedLine } from './MarkedLine.js';
 
 export interface ErrorMessageProps {
   readonly error: BatonError;
   readonly columns: number;
 }
 
+const LABELS: Partial<Record<BatonError['code'], string>> = {
+  refused: 'refused',
+  'lock-busy': 'lock busy',
+  'store-changed': 'store changed',
+  usage: 'refused',
+  config: 'config',
+};
+
 /** A refusal or failure as its three parts (what, where, next) and what changed — never a stack trace. */
 export function ErrorMessage({ error, columns }: ErrorMessageProps) {
-  const paint = useColor();
-  const mark = MARKS.refused;
   const [what, ...rest] = error.lines();
   return (
     <Box flexDirection="column" width={columns}>
-      <Text wrap="wrap">
-        <Text color={paint(mark.color)} bold>
-          {mark.glyph} {error.code === 'refused' ? 'refused' : error.code === 'lock-busy' ? 'lock busy' : error.code === 'store-changed' ? 'store changed' : 'failed'}
-        </Text>
-        {': '}
-        {what}
-      </Text>
+      <MarkedLine tone="refused" label={LABELS[error.code] ?? 'failed'} text={what ?? ''} columns={columns} />
       {rest.map((line, i) => (
         <Text key={i} wrap="wrap">
           {line}

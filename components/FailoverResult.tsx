@@ -8,7 +8,7 @@ import { VerdictBlock } from './VerdictBlock.js';
 import { ErrorMessage } from './ErrorMessage.js';
 import { isNarrow } from './layout.js';
 import { MARKS } from './marks.js';
-import { useColor } from './hooks/use-color.js';
+import { MarkedLine } from './MarkedLine.js';
 
 export interface FailoverResultProps {
   readonly state: Extract<FailoverState, { step: 'done' }>;
@@ -18,17 +18,10 @@ export interface FailoverResultProps {
 
 /** What the action did, then both sides read again: the operator sees the result, not a promise. */
 export function FailoverResult({ state, columns, baton }: FailoverResultProps) {
-  const paint = useColor();
-  const mark = state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published' ? MARKS.info : MARKS.ok;
+  const quiet = state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published';
   return (
     <Box flexDirection="column" width={columns}>
-      <Text wrap="wrap">
-        <Text color={paint(mark.color)} bold>
-          {mark.glyph} {state.outcome.kind === 'left' ? 'left as it is' : 'done'}
-        </Text>
-        {': '}
-        {outcomeWords(state.outcome)}
-      </Text>
+      <MarkedLine tone={quiet ? 'info' : 'ok'} label={state.outcome.kind === 'left' ? 'left as it is' : 'done'} text={outcomeWords(state.outcome)} columns={columns} />
       {state.after === undefined && state.afterError === undefined ? <Text>{MARKS.busy.glyph} Reading both sides again…</Text> : null}
       {state.afterError ? <ErrorMessage error={state.afterError} columns={columns} /> : null}
       {state.after ? (

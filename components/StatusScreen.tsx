@@ -11,7 +11,7 @@ export interface StatusScreenProps {
   readonly columns: number;
   /** Command prefix for the next step (the operator's global flags included). */
   readonly baton: string;
-  /** Under --watch the footer names the keys and the refresh interval. */
+  /** Under --watch the header names the keys and the refresh interval. */
   readonly watchSeconds: number | undefined;
 }
 
@@ -24,6 +24,7 @@ export function StatusScreen({ state, columns, baton, watchSeconds }: StatusScre
         <Text bold>baton status</Text>
         {state.step === 'showing' ? `  deployment ${state.report.deployment}  read ${state.report.readAt.toISOString().slice(11, 19)} UTC` : ''}
         {busy ? `  ${MARKS.busy.glyph} reading` : ''}
+        {watchSeconds !== undefined ? `  · every ${watchSeconds} s · r read · q quit` : ''}
       </Text>
       {state.step === 'reading' ? <Text>{MARKS.busy.glyph} Reading the local and published authorities…</Text> : null}
       {state.step === 'failed' ? <ErrorMessage error={state.error} columns={columns} /> : null}
@@ -32,11 +33,6 @@ export function StatusScreen({ state, columns, baton, watchSeconds }: StatusScre
           <AuthorityPanels report={state.report} columns={columns} />
           <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
         </>
-      ) : null}
-      {watchSeconds !== undefined ? (
-        <Text dimColor wrap="truncate-end">
-          r read again · q quit · reads every {watchSeconds} s · writes nothing
-        </Text>
       ) : null}
     </Box>
   );

@@ -2,31 +2,24 @@ import React from 'react';
 import { Box, Text } from 'ink';
 import type { Verdict } from '../src/share/types.js';
 import { describeVerdict } from '../src/app/status-verdict.js';
-import { MARKS } from './marks.js';
-import { useColor } from './hooks/use-color.js';
+import { MarkedLine } from './MarkedLine.js';
 
 export interface VerdictBlockProps {
   readonly verdict: Verdict;
   /** The command prefix with the operator's global flags, for the next step. */
   readonly baton: string;
   readonly columns: number;
+  /** The failover walk offers its actions instead of naming a command. */
+  readonly showNext?: boolean;
 }
 
 /** The verdict in words with its mark, then the exact next step. */
-export function VerdictBlock({ verdict, baton, columns }: VerdictBlockProps) {
-  const paint = useColor();
+export function VerdictBlock({ verdict, baton, columns, showNext = true }: VerdictBlockProps) {
   const words = describeVerdict(verdict, baton);
-  const mark = MARKS[words.tone];
   return (
     <Box flexDirection="column" width={columns}>
-      <Text wrap="wrap">
-        <Text color={paint(mark.color)} bold>
-          {mark.glyph} {words.label}
-        </Text>
-        {': '}
-        {words.headline}
-      </Text>
-      <Text wrap="wrap">Next: {words.next}</Text>
+      <MarkedLine tone={words.tone} label={words.label} text={words.headline} columns={columns} />
+      {showNext ? <Text wrap="wrap">Next: {words.next}</Text> : null}
     </Box>
   );
 }

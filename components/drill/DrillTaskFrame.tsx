@@ -50,7 +50,8 @@ export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterr
       typed.current = typed.current.slice(0, -1);
       return;
     }
-    if (!key.ctrl && !key.meta && input.length > 0) typed.current += input;
+    // Only what a text field would show: a burst of control bytes is not typing.
+    if (!key.ctrl && !key.meta) typed.current += input.replace(/[^\x20-\x7e]/g, '');
   });
   return (
     <Box flexDirection="column" width={columns}>

@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../marks.js';
-import { holderStatus, receivesText } from '../../src/app/rotation-text.js';
+import { holderStatus, receivesShort } from '../../src/app/rotation-text.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
 import { fit } from './fit.js';
 
@@ -37,7 +37,7 @@ export function HolderTable({ state, columns, offset, pageSize, color, tick }: H
         const glyph = status.tone === 'busy' ? SPINNER[tick % SPINNER.length]! : mark.glyph;
         return (
           <Text key={holder.machine} wrap="truncate-end">
-            {color ? <Text color={mark.color}>{glyph}</Text> : glyph} {fit(holder.machine, machineWidth)} {fit(holder.transport, 6)} {fit(receivesText(holder), receivesWidth)}{' '}
+            {color ? <Text color={mark.color}>{glyph}</Text> : glyph} {fit(holder.machine, machineWidth)} {fit(holder.transport, 6)} {fit(receivesShort(holder), receivesWidth)}{' '}
             {fit(status.text, statusWidth)}
           </Text>
         );

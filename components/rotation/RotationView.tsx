@@ -101,11 +101,14 @@ function panel(state: RotationState): PanelLine[] {
     case 'done': {
       const missing = state.plan.pairs.filter((pair) => !state.applied.includes(pair.key));
       return [
-        { text: `${MARKS.ok.glyph} Rotated ${p.pairs} credential(s): ${p.files} files replaced on ${p.holders} machines. ${progressText(state)}`, tone: 'ok' },
+        { text: `${MARKS.ok.glyph} Rotated ${p.pairs} credential(s): ${p.files} files replaced on ${p.holders} machines.`, tone: 'ok' },
+        { text: `  ${progressText(state)}` },
         ...(state.waited
-          ? limited(missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.window}`), DETAIL_LINES, (n) => `  …and ${n} more not confirmed`).map(
-              (text) => ({ text, tone: 'action' as const }),
-            )
+          ? limited(
+              missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, new connections from ${pair.consumer} with the old password fail.`),
+              2,
+              (n) => `  …and ${n} more not confirmed`,
+            ).map((text) => ({ text, tone: 'action' as const, wrap: true }))
           : [{ text: `${MARKS.info.glyph} Receipts not waited for (--wait 0).` }]),
         { text: 'The full summary is printed when you quit.' },
       ];

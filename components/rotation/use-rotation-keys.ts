@@ -23,8 +23,9 @@ export function useRotationKeys(options: { readonly isActive: boolean; readonly 
       if (key.ctrl && input === 'c') return onIntent({ type: 'interrupt' });
       if (key.escape) return onIntent({ type: 'back' });
       if (key.return) return onIntent({ type: 'confirm' });
-      if (key.downArrow || (!typing && input === KEYS.down)) return onIntent({ type: 'scroll', by: 1 });
-      if (key.upArrow || (!typing && input === KEYS.up)) return onIntent({ type: 'scroll', by: -1 });
+      // The confirm field takes digits only, so j/k can scroll there too.
+      if (key.downArrow || input === KEYS.down) return onIntent({ type: 'scroll', by: 1 });
+      if (key.upArrow || input === KEYS.up) return onIntent({ type: 'scroll', by: -1 });
       if (key.pageDown) return onIntent({ type: 'scroll', by: 8 });
       if (key.pageUp) return onIntent({ type: 'scroll', by: -8 });
       if (typing) {

@@ -37,7 +37,7 @@ export function actionWords(action: Action, reading: StatusReport): ActionWords 
     case 'force':
       return {
         title: 'Replace the local authority (force)',
-        consequence: `Moves ${caDir} aside to ca.superseded-<stamp> and installs the published one; asks you to type its fingerprint.`,
+        consequence: `Moves ${caDir} aside to ca.superseded-<stamp> and installs the published one; asks you to type the LOCAL fingerprint first.`,
       };
     case 'leave':
       return { title: 'Leave it as it is', consequence: 'Changes nothing; quit and decide later.' };

@@ -13,6 +13,8 @@ export interface RotationStore {
   state(): RotationState;
   /** Resolves once the state is terminal and no effect is still running; rejects if an effect threw. */
   finished(): Promise<RotationState>;
+  /** Resolves once no effect is running or queued (whatever the state). */
+  idle(): Promise<void>;
 }
 
 export function rotationStore(start: Step, run: RunEffect, onState: (state: RotationState, event: RotationEvent | undefined) => void): RotationStore {
@@ -20,8 +22,10 @@ export function rotationStore(start: Step, run: RunEffect, onState: (state: Rota
   let running = 0;
   let failure: unknown;
   const waiters: { resolve: (s: RotationState) => void; reject: (e: unknown) => void }[] = [];
+  const idlers: (() => void)[] = [];
   const settle = () => {
     if (running > 0) return;
+    for (const idle of idlers.splice(0)) idle();
     if (failure !== undefined) for (const w of waiters.splice(0)) w.reject(failure);
     else if (isTerminal(state)) for (const w of waiters.splice(0)) w.resolve(state);
   };
@@ -57,6 +61,11 @@ export function rotationStore(start: Step, run: RunEffect, onState: (state: Rota
   return {
     dispatch,
     state: () => state,
+    idle: () =>
+      new Promise<void>((resolve) => {
+        idlers.push(resolve);
+        settle();
+      }),
     finished: () =>
       new Promise((resolve, reject) => {
         waiters.push({ resolve, reject });

@@ -7,8 +7,19 @@ import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-
 import type { Resolution } from '../mesh/resolve-holders.js';
 import { confirmationText, progress, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 
+/** Every file a holder receives, e.g. `provides/pg-main/web1_app, consumes/pg-audit/web1_app`. */
 export function receivesText(holder: Holder): string {
   return holder.receives.map(deliveryLabel).join(', ');
+}
+
+/**
+ * The same, compact for a table cell: one provider directory with many roles becomes
+ * `provides/pg-main (40 roles)` so a provider holder's row still fits 80 columns.
+ */
+export function receivesShort(holder: Holder): string {
+  const groups = new Map<string, string[]>();
+  for (const d of holder.receives) groups.set(`${d.end}/${d.provider}`, [...(groups.get(`${d.end}/${d.provider}`) ?? []), d.role]);
+  return [...groups].map(([dir, roles]) => (roles.length === 1 ? `${dir}/${roles[0]}` : `${dir} (${roles.length} roles)`)).join(', ');
 }
 
 export function resolutionText(resolution: Resolution | undefined): string {

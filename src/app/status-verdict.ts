@@ -40,7 +40,7 @@ export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords
         tone: 'action',
         label: 'action needed',
         headline: 'Nothing is published and this host holds no authority: it can be the first controller.',
-        next: `${baton} failover  (or the same with sync)`,
+        next: `${baton} failover`,
       };
     case 'adopt':
       return {
@@ -49,24 +49,21 @@ export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords
         headline: verdict.lostMarker
           ? 'This host lost its authority files (the marker is present); the published authority can be adopted.'
           : 'This host holds no authority; the deployment\'s published authority can be adopted.',
-        next: `${baton} failover  (or the same with sync)`,
+        next: `${baton} failover`,
       };
     case 'publish':
       return {
         tone: 'action',
         label: 'action needed',
         headline: 'Nothing is published: this host\'s authority can be published.',
-        next: `${baton} failover  (or the same with sync)`,
+        next: `${baton} failover`,
       };
     case 'refuse':
       return {
         tone: 'refused',
         label: 'refused',
         headline: `The local and published authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next:
-          verdict.lineage === 'ahead'
-            ? `${baton} sync --push  (or ${baton} failover)`
-            : `${baton} failover  — replacing the local authority needs a typed confirmation`,
+        next: verdict.lineage === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
       };
     case 'blocked':
       return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };

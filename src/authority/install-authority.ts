@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { checkPair } from './check-pair.js';
-import { createFileDurably, fsyncDir, type StepHook } from './durable-write.js';
+import { createFileDurably, fsyncDir, isSystemError, type StepHook } from './durable-write.js';
 import { CERT_MODE, DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { readLocalAuthority } from './read-local-authority.js';
 import type { AuthorityFileName, AuthorityFiles } from './types.js';
@@ -87,17 +87,34 @@ export async function installAuthority(
     });
   }
 
-  await mkdir(l.caDir, { recursive: true, mode: DIR_MODE });
-  await fsyncDir(stateDir);
-  for (const [name, mode] of INSTALL_ORDER) {
-    const bytes = files[name];
-    if (!bytes) continue;
-    await createFileDurably(l.caDir, name, bytes, mode);
-    await opts?.onStep?.(`installed ${name}`);
-  }
-  if (before.state === 'fresh') {
-    await writeMarker(stateDir, deployment);
-    await opts?.onStep?.('installed authority-created');
+  const written: string[] = [];
+  let writing = 'ca/';
+  try {
+    await mkdir(l.caDir, { recursive: true, mode: DIR_MODE });
+    await fsyncDir(stateDir);
+    for (const [name, mode] of INSTALL_ORDER) {
+      const bytes = files[name];
+      if (!bytes) continue;
+      writing = `ca/${name}`;
+      await createFileDurably(l.caDir, name, bytes, mode);
+      written.push(writing);
+      await opts?.onStep?.(`installed ${name}`);
+    }
+    if (before.state === 'fresh') {
+      writing = 'authority-created';
+      await writeMarker(stateDir, deployment);
+      written.push(writing);
+      await opts?.onStep?.('installed authority-created');
+    }
+  } catch (error) {
+    if (!isSystemError(error)) throw error;
+    throw new BatonError('failed', {
+      what: `Installing the authority failed while writing ${writing} (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      where: l.caDir,
+      next: 'Look at it with `baton ca show`. baton removed nothing it wrote; clear ca/ by hand only once you know no node trusts what is there.',
+      changed: written.length > 0 ? `Written before the failure: ${written.join(', ')}.` : 'Nothing was written.',
+      cause: error,
+    });
   }
 
   const after = await readLocalAuthority(stateDir, deployment);

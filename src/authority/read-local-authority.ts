@@ -83,7 +83,7 @@ export async function snapshotLocalAuthority(
     if (sameRaw(first, second)) return (await classify(second, stateDir, deployment)).local;
   }
   const l = layoutOf(stateDir);
-  return blocked(stateDir, 'changing', await unexpectedOf(undefined), new BatonError('refused', {
+  return blocked(stateDir, 'changing', unexpectedOf(undefined), new BatonError('refused', {
     what: `The authority changed while it was being read (${ATTEMPTS} attempts saw different files).`,
     where: l.caDir,
     next: 'Another baton is probably rotating or installing it; look again in a moment.',
@@ -104,7 +104,7 @@ function rawKey(raw: RawAuthority): string {
 const KNOWN_IN_CA = new Set<string>([...AUTHORITY_FILES.filter((n) => n !== MARKER_FILE), ...ROTATION_FILES]);
 
 /** Names in ca/ that are no part of an authority: reported, never read, never published. */
-async function unexpectedOf(entries: readonly string[] | undefined): Promise<readonly string[]> {
+function unexpectedOf(entries: readonly string[] | undefined): readonly string[] {
   return (entries ?? []).filter((name) => !KNOWN_IN_CA.has(name)).map((name) => `ca/${name}`);
 }
 
@@ -115,7 +115,7 @@ function blocked(stateDir: string, problem: LocalProblem, unexpected: readonly s
 /** Turns one raw pass into the state DESIGN.md §4 names. Pure over `raw` (plus crypto). */
 export async function classify(raw: RawAuthority, stateDir: string, deployment: string): Promise<AuthorityRead> {
   const l = layoutOf(stateDir);
-  const unexpected = await unexpectedOf(raw.caDir.kind === 'dir' ? raw.caDir.entries : undefined);
+  const unexpected = unexpectedOf(raw.caDir.kind === 'dir' ? raw.caDir.entries : undefined);
   const refuse = (problem: LocalProblem, what: string, where: string, next: string): AuthorityRead => ({
     raw,
     currentKey: undefined,
@@ -193,10 +193,12 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     );
   }
   const current = summaryOf(inspection.facts);
+  const extraUnexpected: string[] = [];
 
   // The previous pair: an overlap, a rotation's copies, a retire's remainder, or half a pair.
   const entries = raw.caDir.kind === 'dir' ? raw.caDir.entries : [];
-  let pending: 'rotate' | 'retire' | undefined = repairedTear || ROTATION_FILES.some((n) => entries.includes(n)) ? 'rotate' : undefined;
+  const asideFiles = ROTATION_FILES.filter((n) => entries.includes(n));
+  let pending: 'rotate' | 'retire' | undefined = repairedTear || asideFiles.length > 0 ? 'rotate' : undefined;
   let previous: PairSummary | undefined;
   if (repairedTear) {
     previous = undefined; // ca-previous.* IS the current pair until the rotation finishes
@@ -211,7 +213,15 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
       );
     }
     if (prior.facts.fingerprint === current.fingerprint) pending = 'rotate'; // copies made, renames not yet
-    else previous = summaryOf(prior.facts);
+    else {
+      previous = summaryOf(prior.facts);
+      // No rotation starts during an overlap, so *.new files beside one are no rotation's:
+      // named as unexpected rather than sending the operator to a rotate that would refuse.
+      if (!repairedTear && asideFiles.length > 0) {
+        pending = undefined;
+        extraUnexpected.push(...asideFiles.map((n) => `ca/${n}`));
+      }
+    }
   } else if (previousCert) {
     const facts = parseCertificate(previousCert);
     if (sameBytes(previousCert, cert)) pending = 'rotate'; // the copy of ca.crt, before the copy of the key
@@ -234,7 +244,7 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
       markerMissing: markerText === undefined,
       repairedTear,
       ...(pending ? { pending } : {}),
-      unexpected,
+      unexpected: extraUnexpected.length > 0 ? [...unexpected, ...extraUnexpected].sort() : unexpected,
     },
   };
 }

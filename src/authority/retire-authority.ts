@@ -1,7 +1,7 @@
 import { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { withAuthorityLock } from './authority-lock.js';
-import { removeDurably, type StepHook } from './durable-write.js';
+import { isSystemError, removeDurably, type StepHook } from './durable-write.js';
 import { layoutOf } from './layout.js';
 import { readAuthority } from './read-local-authority.js';
 import { writeMarker } from './write-marker.js';
@@ -28,7 +28,21 @@ export async function retireAuthority(
   deployment: string,
   opts?: { readonly onStep?: StepHook; readonly waitMs?: number },
 ): Promise<RetireResult> {
-  return withAuthorityLock(stateDir, () => retireLocked(stateDir, deployment, opts?.onStep), opts);
+  return withAuthorityLock(
+    stateDir,
+    () =>
+      retireLocked(stateDir, deployment, opts?.onStep).catch((error: unknown) => {
+        if (!isSystemError(error)) throw error;
+        throw new BatonError('failed', {
+          what: `The retire stopped: ${error.syscall} ${error.path ?? ''} failed (${error.code}).`,
+          where: layoutOf(stateDir).caDir,
+          next: 'Fix the cause, then run `baton ca retire` again: it finishes a retire left part-way.',
+          changed: 'The current authority is untouched.',
+          cause: error,
+        });
+      }),
+    opts,
+  );
 }
 
 async function retireLocked(stateDir: string, deployment: string, onStep: StepHook | undefined): Promise<RetireResult> {

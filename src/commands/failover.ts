@@ -32,7 +32,7 @@ export const registerFailover: Register = (program, ctx) => {
         const baton = batonInvocation(program.opts<GlobalFlags>());
 
         if (config.noColor) process.env.FORCE_COLOR = '0';
-        const [{ render }, React, { FailoverApp }, { ColorContext }] = await Promise.all([
+        const [{ render }, { default: React }, { FailoverApp }, { ColorContext }] = await Promise.all([
           import('ink'),
           import('react'),
           import('../../components/FailoverApp.js'),

@@ -76,8 +76,11 @@ export const registerProvision: Register = (program, ctx) => {
           const appliedRoles = report.applied.map((a) => a.role);
           throw new BatonError('failed', {
             what: `${report.failed.length} delivered credential(s) not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
-            where: report.blocked?.where ?? provisioner.deliveredDir,
-            next: report.blocked?.next ?? 'Fix or remove the files named above and run again; receipts exist only for what was applied.',
+            where: report.blocked?.where ? `${provisioner.deliveredDir}; ${report.blocked.where}` : provisioner.deliveredDir,
+            next: [
+              report.blocked?.next,
+              report.failed.some((f) => f.inFile) ? 'Fix or remove the files named above and run again; receipts exist only for what was applied.' : undefined,
+            ].filter(Boolean).join(' '),
             changed: appliedRoles.length > 0 ? `Applied, with receipts: ${appliedRoles.join(', ')}.` : 'Nothing was applied.',
           });
         }

@@ -64,7 +64,7 @@ export const registerStatus: Register = (program, ctx) => {
         // Chalk decides its colour level when it is first loaded: set it before Ink comes in,
         // so NO_COLOR / TERM=dumb / --no-color leave no colour escape anywhere on the screen.
         if (config.noColor) process.env.FORCE_COLOR = '0';
-        const [{ render }, React, { StatusApp }, { ColorContext }] = await Promise.all([
+        const [{ render }, { default: React }, { StatusApp }, { ColorContext }] = await Promise.all([
           import('ink'),
           import('react'),
           import('../../components/StatusApp.js'),

@@ -36,7 +36,10 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   const share = { ...(await openShareContext(ctx.config())), command: invokedAs() };
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
 
-  const { verdict } = await ops.look(share);
+  const seen = await ops.look(share);
+  const failure = ops.storeFailure(seen);
+  if (failure) throw failure;
+  const { verdict } = seen;
   switch (verdict.kind) {
     case 'first-controller':
       say(ops.describeOutcome(share, await ops.firstController(share)));
@@ -108,11 +111,22 @@ async function confirmForce(
   say(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`);
   const { createInterface } = await import('node:readline/promises');
   const rl = createInterface({ input: process.stdin, output: ctx.stdout, terminal: true });
-  let typed: string;
-  try {
-    typed = await rl.question('Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ');
-  } finally {
-    rl.close();
+  // Ctrl-C or end of input is a "no": without these the question would hang, or the process
+  // would drain and exit 0 as if the force had been done.
+  const typed = await new Promise<string | undefined>((resolve) => {
+    rl.once('SIGINT', () => resolve(undefined));
+    rl.once('close', () => resolve(undefined));
+    rl.question('Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ').then(resolve, () => resolve(undefined));
+  });
+  rl.close();
+  if (typed === undefined) {
+    ctx.stdout.write('\n');
+    throw new BatonError('aborted', {
+      what: 'The confirmation was not given (Ctrl-C or end of input).',
+      where: verdict.caDir,
+      changed: 'Nothing was written.',
+      next: 'Run `baton sync --force` again when you are ready to replace this host\'s authority.',
+    });
   }
   const { sameForHumans } = await import('../pki/fingerprint-type.js');
   if (!sameForHumans(typed, expected)) {

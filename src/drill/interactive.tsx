@@ -61,7 +61,8 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     for (const problem of problems) options.stderr.write(`baton drill: cleaning up: ${problem}\n`);
     if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
     else options.stdout.write('baton drill: the sandbox was removed.\n');
-    resolveDone(state.phase === 'summary' ? 0 : 3);
+    // 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way.
+    resolveDone(state.phase === 'summary' ? 0 : state.phase === 'setup-failed' ? 1 : 3);
   };
 
   const run = async (effect: DrillEffect): Promise<DrillEvent | undefined> => {
@@ -190,7 +191,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       return {
         ...settled,
         forcePrefix: undefined,
-        element: <StatusApp read={() => readStatus(sources)} columns={columns} baton={`baton (on ${where.controller})`} watchSeconds={5} interactive onExit={() => {}} />,
+        element: <StatusApp read={() => readStatus(sources)} columns={columns} baton="baton" watchSeconds={5} interactive onExit={() => {}} />,
       };
     }
     case 'failover': {
@@ -204,7 +205,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       return {
         ...settled,
         forcePrefix,
-        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} columns={columns} baton={`baton (on ${where.controller})`} onExit={() => {}} />,
+        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} columns={columns} baton="baton" onExit={() => {}} />,
       };
     }
     case 'rotation': {

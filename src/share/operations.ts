@@ -77,6 +77,16 @@ async function lookLocked(ctx: ShareContext): Promise<Look> {
 }
 
 /**
+ * The store could not be READ (network, permissions, throttling) — a failure (exit 1), not a
+ * refusal by the table: the verdict says "blocked", but the operator's next step is to fix
+ * the path to the store, and a script must be able to tell the two apart.
+ */
+export function storeFailure(now: Look): BatonError | undefined {
+  if (now.local.state === 'blocked' || now.published.state !== 'unreadable') return undefined;
+  return now.published.error.code === 'failed' ? now.published.error : undefined;
+}
+
+/**
  * Runs an action under ca.lock on a fresh look. When the caller passes the verdict the
  * operator saw, a different verdict now is refused: the operator agreed to THAT action on
  * THOSE fingerprints, not to whatever the store or disk holds a moment later.
@@ -84,6 +94,8 @@ async function lookLocked(ctx: ShareContext): Promise<Look> {
 async function underLock<T>(ctx: ShareContext, seen: Verdict | undefined, act: (now: Look) => Promise<T>): Promise<T> {
   return withAuthorityLock(ctx.stateDir, async () => {
     const now = await lookLocked(ctx);
+    const failure = storeFailure(now);
+    if (failure) throw failure;
     if (seen !== undefined && !sameVerdict(seen, now.verdict)) throw changedError(ctx, seen, now.verdict);
     return act(now);
   });
@@ -109,6 +121,17 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
     const files = await readAuthorityFiles(ctx.stateDir, ctx.deployment);
+    // The header must describe the files it carries: an adopter checks exactly that and would
+    // refuse the document, after it had already replaced the good one in the store.
+    const carried = await fingerprintOf(files, ctx.deployment);
+    if (carried !== local.current.fingerprint) {
+      throw new BatonError('failed', {
+        what: `The authority files read for publishing are ${carried}, not the ${local.current.fingerprint} that was decided on.`,
+        where: path.join(ctx.stateDir, 'ca'),
+        changed: 'Nothing was published.',
+        next: 'Something changed ca/ without taking ca.lock; look at it (`baton ca show`) and run sync again.',
+      });
+    }
     const body = await encodeDocument(
       {
         format: DOCUMENT_FORMAT,
@@ -167,13 +190,6 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
 // ---------------------------------------------------------------------------------------
 // force
 
-/**
- * Replaces a local authority that differs from the published one — only after the operator
- * said so (typed confirmation, or --yes). NEVER OVERWRITES: ca/ and the marker are renamed to
- * ca.superseded-<UTC stamp> first, and a failure afterwards names where the old one went.
- * The published files are opened and checked BEFORE anything is moved, so a document that
- * cannot be installed leaves the host exactly as it was.
- */
 export interface ForceOptions {
   /** The verdict the operator confirmed; a different verdict under the lock is refused. */
   readonly seen?: Verdict;
@@ -184,6 +200,13 @@ export interface ForceOptions {
   readonly at?: Date;
 }
 
+/**
+ * Replaces a local authority that differs from the published one — only after the operator
+ * said so (typed confirmation, or --yes). NEVER OVERWRITES: ca/ and the marker are renamed to
+ * ca.superseded-<UTC stamp> first, and a failure afterwards names where the old one went.
+ * The published files are opened and checked BEFORE anything is moved, so a document that
+ * cannot be installed leaves the host exactly as it was.
+ */
 export async function force(ctx: ShareContext, options: ForceOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ published, verdict }) => {
     if (verdict.kind !== 'refuse' || published.state !== 'present') throw notAllowedError(ctx, 'force', verdict);
@@ -217,6 +240,8 @@ export async function force(ctx: ShareContext, options: ForceOptions = {}): Prom
 export async function firstController(ctx: ShareContext, options: { readonly seen?: Verdict } = {}): Promise<Outcome> {
   return withAuthorityLock(ctx.stateDir, async () => {
     const now = await lookLocked(ctx);
+    const failure = storeFailure(now);
+    if (failure) throw failure;
     // Someone published between the look and the lock: that is the race lost early, and the
     // answer is the same as losing it at the put — adopt the winner.
     if (now.verdict.kind === 'adopt' && !now.verdict.lostMarker) return adoptWinner(ctx, now);
@@ -250,7 +275,7 @@ export async function firstController(ctx: ShareContext, options: { readonly see
         what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
         where: path.join(ctx.stateDir, 'ca'),
         changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
-        next: 'Fix what the message names, clear the partial files from ca/, and run `baton sync` to adopt the published authority.',
+        next: `Fix what the message names, clear the partial files from ca/, and run \`${ctx.command ?? 'baton'} sync\` to adopt the published authority.`,
         cause: error,
       });
     }
@@ -443,11 +468,18 @@ function publishFailed(ctx: ShareContext, error: unknown): BatonError {
   });
 }
 
+/** The fingerprint of the current pair in `files`, checked exactly as the reader checks it. */
 async function fingerprintOf(files: AuthorityFiles, deployment: string): Promise<Fingerprint> {
   const key = files['ca.key'];
   const cert = files['ca.crt'];
-  if (!key || !cert) throw new Error('mintAuthority returned no ca.key/ca.crt');
-  return (await checkPair(key, cert, deployment, 'the new authority (in memory)')).fingerprint;
+  if (!key || !cert) {
+    throw new BatonError('failed', {
+      what: `The authority's ${key ? 'ca.crt' : 'ca.key'} is missing from the files read for publishing.`,
+      changed: 'Nothing was published.',
+      next: 'Look at ca/ (`baton ca show`) and run sync again.',
+    });
+  }
+  return (await checkPair(key, cert, deployment, 'the authority being published (ca.key + ca.crt)')).fingerprint;
 }
 
 function causeOf(error: unknown): string {

@@ -62,7 +62,7 @@ export class S3Store implements Store {
       retryMode: 'standard',
       requestHandler: {
         connectionTimeout: options.connectionTimeoutMs ?? 3_000,
-        requestTimeout: options.requestTimeoutMs ?? 10_000,
+        requestTimeout: options.requestTimeoutMs ?? 5_000,
         throwOnRequestTimeout: true,
       },
       ...(spec.region ? { region: spec.region } : {}),
@@ -112,7 +112,14 @@ export class S3Store implements Store {
         return await this.#getOnce(key);
       } catch (error) {
         if (!(error instanceof ShortBody) || attempt >= this.#maxAttempts) {
-          throw error instanceof ShortBody ? classifyS3Error(error.cause ?? error, this.#where(key), 'read') : error;
+          if (!(error instanceof ShortBody)) throw error;
+          throw new BatonError('failed', {
+            what: `The store's answer was cut short ${attempt} time(s): the connection closed before the whole answer arrived.`,
+            where: this.#where(key),
+            next: 'Check the network path to the store (proxy, load balancer) and try again.',
+            changed: 'Nothing was changed.',
+            cause: error.cause,
+          });
         }
       }
     }
@@ -225,9 +232,9 @@ function statusOf(error: unknown): { status: number | undefined; name: string; c
 
 /**
  * Every failure other than "nothing published" and a failed precondition, in words that say
- * what to check. Exported for the request-level tests.
+ * what to check.
  */
-export function classifyS3Error(error: unknown, where: string, operation: Operation): BatonError {
+function classifyS3Error(error: unknown, where: string, operation: Operation): BatonError {
   const { status, name, code } = statusOf(error);
   const message = error instanceof Error ? error.message : String(error);
   const changed = operation === 'read' ? 'Nothing was changed.' : 'Nothing was written.';
@@ -259,10 +266,17 @@ export function classifyS3Error(error: unknown, where: string, operation: Operat
     return fail('No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
   }
   const net = (code ?? '') + ' ' + ((error as { cause?: { code?: string } })?.cause?.code ?? '');
+  // Before the timeout check: the HTTP handler reports a reset as a TimeoutError "socket hang up".
+  if (/ECONNRESET|EPIPE/.test(net) || /socket hang up|aborted|premature close/i.test(message)) {
+    return fail(
+      'The connection to the store was closed before the whole answer arrived, and the retries ran out.',
+      'Check the network path to the store (proxy, load balancer, firewall) and try again.',
+    );
+  }
   if (name === 'TimeoutError' || name === 'RequestTimeout' || /ETIMEDOUT|ESOCKETTIMEDOUT|timed out|timeout/i.test(`${net} ${message}`)) {
     return fail('The store did not answer in time.', 'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).');
   }
-  if (/ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(`${net} ${message}`)) {
+  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(`${net} ${message}`)) {
     const which = /ENOTFOUND|EAI_AGAIN/.test(`${net} ${message}`) ? 'could not be resolved' : 'refused the connection or could not be reached';
     return fail(`The store's endpoint ${which}.`, 'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.');
   }

@@ -56,7 +56,7 @@ describe('ca.lock', () => {
     const dir = stateDir();
     let release!: () => void;
     const held = withAuthorityLock(dir, () => new Promise<void>((resolve) => { release = resolve; }));
-    await expect.poll(() => release !== undefined).toBe(true);
+    await expect.poll(() => release !== undefined, { timeout: 30_000 }).toBe(true);
     const waiting = withAuthorityLock(dir, async () => 'got it', { waitMs: 60_000 });
     release();
     await held;

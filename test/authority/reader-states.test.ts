@@ -172,6 +172,21 @@ describe('states that block every action, and nothing on disk changes', () => {
     await expectEveryWriterRefuses(stateDir, ['is not a CA certificate']);
   });
 
+  it('a CA certificate that another CA signed is refused as not self-signed', async () => {
+    const { stateDir } = await authorityDir();
+    const work = path.dirname(stateDir);
+    const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
+    run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(work, 'root.key'), '-out', path.join(work, 'root.crt'), '-days', '30', '-subj', '/CN=other root']);
+    writeFileSync(path.join(work, 'ext'), 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n');
+    run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(work, 'sub.key'), '-out', path.join(work, 'sub.csr'), '-subj', `/CN=baton node wire CA/O=${DEP}`]);
+    run(['x509', '-req', '-in', path.join(work, 'sub.csr'), '-CA', path.join(work, 'root.crt'), '-CAkey', path.join(work, 'root.key'), '-CAcreateserial', '-out', path.join(work, 'sub.crt'), '-days', '30', '-extfile', path.join(work, 'ext')]);
+    copy(path.join(work, 'sub.key'), ca(stateDir, 'ca.key'), 0o600);
+    copy(path.join(work, 'sub.crt'), ca(stateDir, 'ca.crt'));
+    const b = expectBlocked(await readLocalAuthority(stateDir, DEP), 'not-ca');
+    expect(b.error.what).toBe('ca/ca.crt is not self-signed: its issuer is not its subject.');
+    await expectEveryWriterRefuses(stateDir, ['is not self-signed']);
+  });
+
   it('a certificate that is not PEM is refused as unreadable, naming the file', async () => {
     const { stateDir } = await authorityDir();
     writeFileSync(ca(stateDir, 'ca.crt'), 'garbage');
@@ -344,5 +359,36 @@ describe('install', () => {
     await expect(attempt({ 'ca.crt': files['ca.crt']! }, otherFp)).rejects.toThrow('ca.key is missing');
     await expect(attempt({ ...other, 'ca-previous.crt': files['ca.crt']! }, otherFp)).rejects.toThrow('half a previous pair');
     expect(snapshotDir(stateDir)).toEqual(before);
+  });
+});
+
+describe('writes never clobber', () => {
+  it('a key that appears in ca/ while an install runs is not overwritten: the install fails naming what it had written', async () => {
+    const source = await authorityDir({ rotated: true });
+    const files = await withAuthorityLock(source.stateDir, () => readAuthorityFiles(source.stateDir, DEP));
+    const stateDir = await emptyStateDir();
+    const intruder = 'an intruding key file';
+    const error = await withAuthorityLock(stateDir, () =>
+      installAuthority(stateDir, DEP, files, source.fingerprint, {
+        onStep: (step) => {
+          if (step === 'installed ca-previous.key') writeFileSync(ca(stateDir, 'ca.key'), intruder, { mode: 0o600 });
+        },
+      }),
+    ).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'failed' });
+    expect((error as Error).message).toContain('Installing the authority failed while writing ca/ca.key (EEXIST).');
+    expect((error as Error).message).toContain('Written before the failure: ca/ca-previous.crt, ca/ca-previous.key.');
+    expect(readFileSync(ca(stateDir, 'ca.key'), 'utf8')).toBe(intruder);
+  });
+});
+
+describe('rotation files beside an overlap', () => {
+  it('are named as unexpected, not taken for a rotation in progress', async () => {
+    const { stateDir } = await authorityDir({ rotated: true });
+    writeFileSync(ca(stateDir, 'ca.crt.new'), 'left by hand');
+    const local = expectWhole(await readLocalAuthority(stateDir, DEP));
+    expect(local.pending).toBeUndefined();
+    expect(local.previous).toBeDefined();
+    expect(local.unexpected).toEqual(['ca/ca.crt.new']);
   });
 });

@@ -91,7 +91,7 @@ describe('baton status in a real terminal', () => {
     expect(screen).toContain(fa);
     expect(screen).toContain(fb);
     expect(screen).toContain('✗ refused');
-    expect(screen.replace(/\s+/g, ' ')).toContain('unrelated');
+    expect(screen.replace(/\s+/g, ' ')).toContain('Nothing links the two authorities');
     expect(screen).toContain('^');
   });
 
@@ -111,6 +111,30 @@ describe('baton status in a real terminal', () => {
     expect(noColor.stdout).not.toMatch(/\u001b/);
     const json = await baton([...a.args, 'status', '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ format: 'baton.status/1', exit_code: 0, verdict: { kind: 'in-sync' } });
+  });
+});
+
+describe('baton status --watch in a real terminal', () => {
+  it('re-reads on r without clearing the screen, ignores Esc, and q quits with the last read\'s code', async () => {
+    const { b } = await onePublished('status-watch');
+    const raw = path.join(root.dir, 'watch.raw');
+    const s = await inTmux([...b.args, 'status', '--watch', '--interval', '3600']);
+    await s.waitFor('action needed');
+    await s.record(raw);
+    // Another process adopts meanwhile; the view only learns of it by reading again.
+    expect((await baton([...b.args, 'sync'])).code).toBe(0);
+    await s.keys('r');
+    await s.waitFor('✓ in sync');
+    await s.keys('Escape');
+    await s.keys('r');
+    await s.waitFor('✓ in sync');
+    expect(await s.capture()).not.toMatch(/\[exit \d+\]/);
+    await s.keys('q');
+    expect(await s.exitCode()).toBe(0);
+    // Redraws rewrite the frame in place: no clear-screen (it flickers over SSH).
+    const written = readFileSync(raw, 'latin1');
+    expect(written.length).toBeGreaterThan(0);
+    expect(written).not.toMatch(/\u001b\[2J|\u001b\[3J|\u001bc/);
   });
 });
 

@@ -24,7 +24,9 @@ export type Fault =
    */
   | 'truncate'
   /** No answer at all until the client gives up (or `maxStallMs`); never forwarded. */
-  | 'stall';
+  | 'stall'
+  /** Forwarded untouched after `delayMs`: a slow store, to hold an operation mid-flight. */
+  | 'delay';
 
 export interface FaultRule {
   readonly fault: Fault;
@@ -34,6 +36,8 @@ export interface FaultRule {
   readonly path?: RegExp;
   /** How many matching requests get the fault; `Infinity` for all of them. Default 1. */
   readonly count?: number;
+  /** For 'delay': how long to hold the request before forwarding it. Default 500 ms. */
+  readonly delayMs?: number;
 }
 
 export interface ProxiedRequest {
@@ -71,6 +75,7 @@ export interface FaultProxyOptions {
 
 interface ArmedRule {
   readonly fault: Fault;
+  readonly delayMs: number;
   readonly method: string | undefined;
   readonly path: RegExp | undefined;
   remaining: number;
@@ -85,20 +90,21 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const timers = new Set<NodeJS.Timeout>();
   const agent = new http.Agent({ keepAlive: false });
 
-  const take = (req: http.IncomingMessage): Fault | undefined => {
+  const take = (req: http.IncomingMessage): ArmedRule | undefined => {
     const pathname = (req.url ?? '/').split('?')[0]!;
     for (const rule of rules) {
       if (rule.remaining <= 0) continue;
       if (rule.method && rule.method !== req.method) continue;
       if (rule.path && !rule.path.test(pathname)) continue;
       rule.remaining -= 1;
-      return rule.fault;
+      return rule;
     }
     return undefined;
   };
 
   const server = http.createServer((req, res) => {
-    const fault = take(req);
+    const rule = take(req);
+    const fault = rule?.fault;
     requests.push({ method: req.method ?? '?', url: req.url ?? '/', outcome: fault ?? 'forwarded', headers: { ...req.headers } });
     switch (fault) {
       case 'http-500':
@@ -125,6 +131,15 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       }
       case 'truncate':
         return forward(req, res, true);
+      case 'delay': {
+        req.pause();
+        const timer = setTimeout(() => {
+          timers.delete(timer);
+          forward(req, res, false);
+        }, rule!.delayMs);
+        timers.add(timer);
+        return;
+      }
       case undefined:
         return forward(req, res, false);
     }
@@ -197,7 +212,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     url: `http://127.0.0.1:${port}`,
     requests,
     arm(rule) {
-      rules.push({ fault: rule.fault, method: rule.method, path: rule.path, remaining: rule.count ?? 1 });
+      rules.push({ fault: rule.fault, delayMs: rule.delayMs ?? 500, method: rule.method, path: rule.path, remaining: rule.count ?? 1 });
     },
     clear() {
       rules.length = 0;

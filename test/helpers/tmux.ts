@@ -63,6 +63,11 @@ export class TmuxSession {
     return screen;
   }
 
+  /** Appends everything the program writes to the pane from now on, raw, to `file`. */
+  async record(file: string): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'pipe-pane', '-o', '-t', '0', `cat >> ${shellQuote(file)}`]);
+  }
+
   /** Named keys (Enter, Escape, Down, C-c). */
   async keys(...names: string[]): Promise<void> {
     await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', ...names]);

@@ -100,6 +100,7 @@ function forceOnTerminal(stateDir: string, session: string) {
       await waitFor(`SHA256:" of the LOCAL fingerprint to set it aside: ${text}`);
       tmux('send-keys', '-t', session, 'Enter');
     },
+    keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
     close: () => tmux('kill-session', '-t', session),
   };
 }
@@ -223,6 +224,21 @@ describe('two controllers through S3 with `baton sync`', () => {
       await term.answer(rotated.slice(7, 15));
       await term.waitFor('EXIT=');
       expect(term.screen()).toContain('do not match the local fingerprint');
+      expect(term.screen()).toContain('EXIT=3');
+    } finally {
+      term.close();
+    }
+    expect(snapshotDir(hostC)).toEqual(before);
+  });
+
+  it('on a terminal, Ctrl-C at the confirmation aborts (exit 3) and nothing changes', async () => {
+    const before = snapshotDir(hostC);
+    const term = forceOnTerminal(hostC, 'ctrl-c');
+    try {
+      await term.waitFor('of the LOCAL fingerprint to set it aside:');
+      term.keys('C-c');
+      await term.waitFor('EXIT=');
+      expect(term.screen()).toContain('The confirmation was not given');
       expect(term.screen()).toContain('EXIT=3');
     } finally {
       term.close();

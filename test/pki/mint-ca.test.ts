@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mintCa } from '../../src/pki/mint-ca.js';
 import { inspectPair, parseCertificate } from '../../src/pki/inspect-pair.js';
+import { pemDecode, pemEncode } from '../../src/pki/pem.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 const DEPLOYMENT = '0123456789abcdef0123456789abcdef';
@@ -84,7 +85,7 @@ describe('a minted authority, as openssl sees it', () => {
     const old = parseCertificate(first.minted.certPem)!.fingerprint;
     const next = await mintedFiles('next', old);
     expect(parseCertificate(next.minted.certPem)!.replaces).toBe(old);
-    expect(openssl(['x509', '-in', next.cert, '-noout', '-subject', '-nameopt', 'RFC2253'])).toContain(`OU=baton-replaces:${old}`);
+    expect(openssl(['x509', '-in', next.cert, '-noout', '-subject', '-nameopt', 'sep_multiline,utf8']).split('\n').map((l) => l.trim())).toContain(`OU=baton-replaces:${old}`);
     expect(parseCertificate(first.minted.certPem)!.replaces).toBeUndefined();
   });
 });
@@ -129,6 +130,17 @@ describe('inspectPair, the one check of an authority pair', () => {
     openssl(['x509', '-req', '-in', csr, '-CA', rootCert, '-CAkey', rootKey, '-CAcreateserial', '-out', cert, '-days', '30', '-extfile', ext]);
     const inspection = await inspectPair(readBytes(key), readBytes(cert), DEPLOYMENT);
     expect(inspection).toMatchObject({ ok: false, fault: { kind: 'not-self-signed' } });
+  });
+
+  it('refuses a certificate whose signature does not verify under its own key as not self-signed', async () => {
+    const a = await mintCa({ deployment: DEPLOYMENT, now: NOW });
+    const der = pemDecode('CERTIFICATE', a.certPem)!;
+    der[der.length - 1] ^= 0x01; // the last byte of the ECDSA signature's s
+    const tampered = new TextEncoder().encode(pemEncode('CERTIFICATE', der));
+    expect(await inspectPair(a.keyPem, tampered, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'not-self-signed', detail: 'its signature does not verify under its own key' },
+    });
   });
 
   it('refuses a certificate file with two PEM blocks, or junk, as unparsable', async () => {

@@ -70,6 +70,14 @@ afterAll(() => temp?.cleanup());
 const uniqueRole = (stem: string) => `${stem}_${randomBytes(4).toString('hex')}`;
 
 describe('the provisioner against a real PostgreSQL', () => {
+  it('runs on a sandbox that demands scram-sha-256: a wrong superuser password is refused, the right one (from a 0600 file) logs in', async () => {
+    expect(statSync(pg.superuserPasswordFile).mode & 0o777).toBe(0o600);
+    expect(await canLogin(pg, pg.superuser, 'wrong-password')).toBe(false);
+    expect(await canLogin(pg, pg.superuser, superuserPassword(pg))).toBe(true);
+    const method = await asSuperuser(pg, (client) => client.query<{ auth_method: string }>("SELECT DISTINCT auth_method FROM pg_hba_file_rules WHERE type = 'host'"));
+    expect(method.rows).toEqual([{ auth_method: 'scram-sha-256' }]);
+  });
+
   it('creates a delivered role that then logs in with its secret, and writes a 0600 receipt of its digest', async () => {
     const role = uniqueRole('web1_app');
     const password = secret();

@@ -219,6 +219,21 @@ describe('a provisioner cycle', () => {
 });
 
 describe('watchProvisioner', () => {
+  it('waits for a provider directory the mesh has not created yet, and applies what arrives in it', async () => {
+    const db = new FakeDatabase();
+    rmSync(provides, { recursive: true });
+    const controller = new AbortController();
+    const watching = watchProvisioner(makeProvisioner(db), { intervalMs: 5, signal: controller.signal, log: (line) => lines.push(line) });
+    await vi.waitFor(() => expect(lines.some((l) => l.startsWith('nothing to apply yet:') && l.includes(provides))).toBe(true));
+
+    mkdirSync(provides, { recursive: true });
+    deliver('late', secret());
+    await vi.waitFor(() => expect(db.calls).toEqual(['late']));
+    controller.abort();
+    await watching;
+    expect(lines.filter((l) => l.startsWith('nothing to apply yet:'))).toHaveLength(1);
+  });
+
   it('never rejects: a cycle that throws is logged and retried until the signal ends the watch', async () => {
     const controller = new AbortController();
     let cycles = 0;

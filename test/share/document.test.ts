@@ -4,7 +4,7 @@ import { BatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decodeDocument, encodeDocument, firstDuplicateKey, strictBase64 } from '../../src/share/document.js';
 import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
-import { fingerprintOfPem } from '../helpers/bad-documents.js';
+import { fingerprintOfPem, makeBadDocuments, type Corpus } from '../helpers/bad-documents.js';
 
 const DEPLOYMENT = '3f9a0c1d2e4b5a6978c1d2e3f4a5b6c7';
 const WHERE = 's3://bucket/prefix/authority.json';
@@ -215,6 +215,22 @@ describe('the published document', () => {
     const carried = { ...foreign };
     const error = await refusal(await encodeDocument(headerFor(carried), carried));
     expectRefused(error, 'another deployment');
+  });
+
+  describe('certificates baton would never mint (made with openssl)', () => {
+    let corpus: Corpus;
+    beforeAll(async () => {
+      corpus = await makeBadDocuments(DEPLOYMENT);
+    });
+    const entry = (name: string) => corpus.documents.find((d) => d.name === name)!.body!;
+
+    it('refuses a certificate that is not a CA', async () => {
+      expectRefused(await refusal(entry('a certificate that is not a CA')), 'is not a CA certificate');
+    });
+
+    it('refuses a CA certificate that is not self-signed', async () => {
+      expectRefused(await refusal(entry('a certificate that is not self-signed')), 'is not self-signed');
+    });
   });
 
   it('refuses a marker that names another deployment', async () => {

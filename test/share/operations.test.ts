@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -214,6 +215,49 @@ describe('adopt: three outcomes, never two', () => {
   });
 });
 
+describe('re-deciding inside the lock', () => {
+  it('a first controller whose store was published to after it looked adopts the winner instead of minting a second authority', async () => {
+    const store = new MemoryStore();
+    const late = await host(store, 'ctl-late');
+    const seen = (await look(late)).verdict;
+    expect(seen).toEqual({ kind: 'first-controller' });
+    const winner = await firstOn(store, 'ctl-early');
+    const outcome = await firstController(late, { seen });
+    expect(outcome).toEqual({ kind: 'first-controller', fingerprint: winner.fingerprint, wonRace: false });
+    expect(await fingerprintOf(late)).toBe(winner.fingerprint);
+    expect(store.calls.filter((c) => c.op === 'put')).toHaveLength(1);
+  });
+
+  it('an adopt whose host meanwhile came to hold an authority is refused with what changed on this host, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { fingerprint } = await firstOn(store, 'ctl-a');
+    const b = await host(store, 'ctl-b');
+    const seen = (await look(b)).verdict;
+    expect(seen).toEqual({ kind: 'adopt', published: fingerprint, lostMarker: false });
+    await adopt(b); // another process on this host adopted first
+    const error = await refusedWithoutChange(b, store, () => adopt(b, { seen }));
+    expect(error.code).toBe('refused');
+    expect(error.what).toContain("This host's authority changed since you looked.");
+    expect(error.what).toContain('Now: This host holds the published authority');
+  });
+});
+
+describe('a sealed document', () => {
+  it('is adopted by a host with the seal key, and refused — nothing installed — without it', async () => {
+    const store = new MemoryStore();
+    const sealKey = new Uint8Array(randomBytes(32));
+    const a = { ...(await host(store, 'ctl-a')), sealKey };
+    const first = await firstController(a);
+    expect(documentOf(store)).not.toHaveProperty('files');
+    const keyless = await host(store, 'ctl-b');
+    expect((await look(keyless)).verdict).toMatchObject({ kind: 'adopt' });
+    const error = await refusedWithoutChange(keyless, store, () => adopt(keyless));
+    expect(error.message).toMatch(/sealed/);
+    const withKey = { ...keyless, sealKey };
+    expect(await adopt(withKey)).toEqual({ kind: 'installed', fingerprint: (first as { fingerprint: Fingerprint }).fingerprint });
+  });
+});
+
 describe('publish', () => {
   it('a whole host with nothing published publishes create-only and the document names its fingerprint', async () => {
     const store = new MemoryStore();
@@ -383,6 +427,18 @@ describe('blocked and busy', () => {
     const error = await refusedWithoutChange(ctx, store, () => adopt(ctx));
     expect(error.what).toMatch(/^Blocked: /);
     expect(error.message).toContain(store.location);
+  });
+
+  it('a store that cannot be read is a failure (exit 1), not a refusal, for every action — and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    for (const act of [() => adopt(ctx), () => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
+      store.failNext('get', new BatonError('failed', { what: 'The bucket answered 503 Slow Down.', where: store.location }));
+      const error = await refusedWithoutChange(ctx, store, act);
+      expect(error.code).toBe('failed');
+      expect(error.exitCode).toBe(1);
+      expect(error.message).toContain('503 Slow Down');
+    }
   });
 
   it('a second holder of the authority lock fails at once with lock-busy (exit 5), and nothing changes', async () => {

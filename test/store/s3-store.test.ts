@@ -104,12 +104,27 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   let endpoint: string;
   const requests: Recorded[] = [];
   let answer: { status: number; code: string } = { status: 200, code: '' };
+  let cutBodies = 0;
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
         requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+        if (answer.status === 200 && req.method === 'GET' && cutBodies > 0) {
+          cutBodies--;
+          // Promise 100 bytes, send 10, close: a body cut short after the headers.
+          res.writeHead(200, { ETag: '"abc"', 'Content-Length': '100' });
+          res.write('{"partial"');
+          // Closed a moment later, so the client usually has the headers and is reading the
+          // body; if it is not, the SDK retries instead — the outcome must be the same.
+          setTimeout(() => res.socket?.destroy(), 50);
+          return;
+        }
+        if (answer.status === 200 && req.method === 'GET') {
+          res.writeHead(200, { ETag: '"abc"', 'Content-Length': '9' }).end('{"ok":42}');
+          return;
+        }
         if (answer.status === 200) {
           res.writeHead(200, { ETag: '"abc"' }).end();
           return;
@@ -164,6 +179,17 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     store.destroy();
   });
 
+  it('asks for KMS encryption with the key named in the URL when sse=aws:kms', async () => {
+    answer = { status: 200, code: '' };
+    const spec = parseStoreUrl(`s3://bucket-x/kms?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true&sse=aws:kms&kms_key_id=alias/baton`);
+    const store = new S3Store(spec as S3StoreSpec, { credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' }, maxAttempts: 1 });
+    await store.put(bytes('doc'), { kind: 'create-only' });
+    const put = lastPut('kms/authority.json');
+    expect(put.headers['x-amz-server-side-encryption']).toBe('aws:kms');
+    expect(put.headers['x-amz-server-side-encryption-aws-kms-key-id']).toBe('alias/baton');
+    store.destroy();
+  });
+
   it.each([
     [412, 'PreconditionFailed', { kind: 'create-only' } as const],
     [412, 'PreconditionFailed', { kind: 'if-match', etag: '"e"' } as const],
@@ -208,6 +234,33 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     const error = await failure(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('throttling');
+    store.destroy();
+  });
+
+  it('reads again when a body is cut short after its headers, and returns the whole document', async () => {
+    answer = { status: 200, code: '' };
+    cutBodies = 1;
+    const store = new S3Store(parseStoreUrl(`s3://bucket-x/cut?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+      maxAttempts: 2,
+    });
+    const before = requests.length;
+    expect(new TextDecoder().decode((await store.get())!.body)).toBe('{"ok":42}');
+    expect(requests.length - before).toBe(2);
+    store.destroy();
+  });
+
+  it('fails saying the connection closed before the whole answer arrived when every attempt is cut, never handing back a partial document', async () => {
+    answer = { status: 200, code: '' };
+    cutBodies = 2;
+    const store = new S3Store(parseStoreUrl(`s3://bucket-x/cut2?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+      maxAttempts: 2,
+    });
+    const error = await failure(store.get());
+    expect(error.code).toBe('failed');
+    expect(error.what).toContain('closed before the whole answer arrived');
+    expect(error.where).toContain('s3://bucket-x/cut2/authority.json');
     store.destroy();
   });
 

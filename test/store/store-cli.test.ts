@@ -21,7 +21,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
   it('reports s3rver as NOT enforcing conditional writes, says why it matters, exits 3 and records it for status', async () => {
     const stateDir = path.join(temp.dir, 'state-s3');
     const run = await runBaton(['--store', s3.url, '--state-dir', stateDir, '--deployment', 'dep-s3', 'store', 'check'], { env: S3_TEST_ENV });
-    expect(run.exitCode).toBe(3);
+    expect(run.exitCode, run.all).toBe(3);
     expect(run.stdout).toContain('conditional writes are NOT enforced');
     expect(run.stdout).toContain('could overwrite each other');
     const record = JSON.parse(readFileSync(path.join(stateDir, 'store-check.json'), 'utf8'));
@@ -33,16 +33,38 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     const stateDir = path.join(temp.dir, 'state-dir');
     const storeDir = path.join(temp.dir, 'dir-store');
     const run = await runBaton(['--store', `file://${storeDir}`, '--state-dir', stateDir, '--deployment', 'dep-dir', 'store', 'check']);
-    expect(run.exitCode).toBe(0);
+    expect(run.exitCode, run.all).toBe(0);
     expect(run.stdout).toContain('conditional writes are enforced');
     expect(JSON.parse(readFileSync(path.join(stateDir, 'store-check.json'), 'utf8'))).toMatchObject({ store: `file://${storeDir}`, enforced: true });
     expect(Object.keys(snapshotDir(storeDir)).filter((name) => name.includes('probe'))).toEqual([]);
   });
 
+  it('does not load the AWS SDK for a directory store, and does for an s3:// store', async () => {
+    const hooks = path.join(temp.dir, 'hooks.mjs');
+    const register = path.join(temp.dir, 'register.mjs');
+    writeFileSync(
+      hooks,
+      "export async function resolve(s, c, next) { if (s.includes('@aws-sdk/client-s3')) process.stderr.write('LOADED-AWS-SDK\\n'); return next(s, c); }\n",
+    );
+    writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
+    const stateDir = path.join(temp.dir, 'state-lazy');
+    const dirRun = await runBaton(['--store', `file://${path.join(temp.dir, 'lazy-store')}`, '--state-dir', stateDir, '--deployment', 'd', 'store', 'check'], {
+      nodeArgs: ['--import', register],
+    });
+    expect(dirRun.exitCode, dirRun.all).toBe(0);
+    expect(dirRun.stderr).not.toContain('LOADED-AWS-SDK');
+    const s3Run = await runBaton(['--store', s3.url, '--state-dir', stateDir, '--deployment', 'd', 'store', 'check'], {
+      nodeArgs: ['--import', register],
+      env: S3_TEST_ENV,
+    });
+    expect(s3Run.exitCode, s3Run.all).toBe(3);
+    expect(s3Run.stderr).toContain('LOADED-AWS-SDK');
+  });
+
   it('refuses an unknown store scheme with exit 2, naming the URL, and writes nothing', async () => {
     const stateDir = path.join(temp.dir, 'state-bad');
     const run = await runBaton(['--store', 'ftp://host/x', '--state-dir', stateDir, '--deployment', 'dep', 'store', 'check']);
-    expect(run.exitCode).toBe(2);
+    expect(run.exitCode, run.all).toBe(2);
     expect(run.stderr).toContain('ftp://host/x');
     expect(run.stderr).toContain('s3://bucket/prefix');
     expect(snapshotDir(stateDir)).toEqual({});
@@ -52,7 +74,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     const stateDir = path.join(temp.dir, 'state-down');
     const url = 's3://baton-sandbox/p?region=us-east-1&endpoint=http://127.0.0.1:9&path_style=true';
     const run = await runBaton(['--store', url, '--state-dir', stateDir, '--deployment', 'dep', 'store', 'check'], { env: S3_TEST_ENV });
-    expect(run.exitCode).toBe(1);
+    expect(run.exitCode, run.all).toBe(1);
     expect(run.stderr).toContain('s3://baton-sandbox/p/');
     expect(run.stderr).toContain('http://127.0.0.1:9');
     expect(snapshotDir(stateDir)).toEqual({});
@@ -61,7 +83,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
   it('writes a new 32-byte seal key 0600 and never prints it', async () => {
     const file = path.join(temp.dir, 'seal.key');
     const run = await runBaton(['key', 'generate', file]);
-    expect(run.exitCode).toBe(0);
+    expect(run.exitCode, run.all).toBe(0);
     const key = readFileSync(file);
     expect(key.length).toBe(32);
     expect(statSync(file).mode & 0o777).toBe(0o600);
@@ -74,7 +96,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     writeFileSync(file, 'precious', { mode: 0o600 });
     const before = snapshotDir(temp.dir);
     const run = await runBaton(['key', 'generate', file]);
-    expect(run.exitCode).toBe(3);
+    expect(run.exitCode, run.all).toBe(3);
     expect(run.stderr).toContain('never overwrites a key');
     expect(run.stderr).toContain(file);
     expect(run.stderr).toContain('Nothing was written.');

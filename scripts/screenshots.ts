@@ -1,0 +1,303 @@
+/**
+ * `npm run screenshots`: real runs of the BUILT CLI in a real terminal (a private tmux server),
+ * captured with their colours (`capture-pane -p -e`) and turned into SVG — so the pictures in
+ * the README are what an operator sees, not a mock-up that drifts from the code.
+ *
+ * Scenes: status in sync (side by side at 120 columns, and at 80), status of a host left
+ * behind by a rotation, the force screen with the prefix typed, and the failover result.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = path.join(ROOT, 'bin', 'baton.js');
+const OUT = path.join(ROOT, 'screenshots');
+
+// ---------------------------------------------------------------------------------------
+// ANSI → SVG
+
+interface Style {
+  fg: string | undefined;
+  bg: string | undefined;
+  bold: boolean;
+  dim: boolean;
+  italic: boolean;
+  underline: boolean;
+  inverse: boolean;
+}
+
+const PLAIN: Style = { fg: undefined, bg: undefined, bold: false, dim: false, italic: false, underline: false, inverse: false };
+const FG = '#d4d4d4';
+const BG = '#1e1e1e';
+const BASIC = ['#000000', '#cd3131', '#0dbc79', '#e5e510', '#2472c8', '#bc3fbc', '#11a8cd', '#e5e5e5'];
+const BRIGHT = ['#666666', '#f14c4c', '#23d18b', '#f5f543', '#3b8eea', '#d670d6', '#29b8db', '#ffffff'];
+
+function color256(n: number): string {
+  if (n < 8) return BASIC[n]!;
+  if (n < 16) return BRIGHT[n - 8]!;
+  if (n < 232) {
+    const i = n - 16;
+    const level = (v: number) => (v === 0 ? 0 : 55 + v * 40);
+    return rgb(level(Math.floor(i / 36)), level(Math.floor(i / 6) % 6), level(i % 6));
+  }
+  const g = 8 + (n - 232) * 10;
+  return rgb(g, g, g);
+}
+
+function rgb(r: number, g: number, b: number): string {
+  return `#${[r, g, b].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** Applies one SGR sequence's parameters to a style. */
+function applySgr(style: Style, params: number[]): Style {
+  const s = { ...style };
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i]!;
+    if (p === 0) Object.assign(s, PLAIN);
+    else if (p === 1) s.bold = true;
+    else if (p === 2) s.dim = true;
+    else if (p === 3) s.italic = true;
+    else if (p === 4) s.underline = true;
+    else if (p === 7) s.inverse = true;
+    else if (p === 22) s.bold = s.dim = false;
+    else if (p === 23) s.italic = false;
+    else if (p === 24) s.underline = false;
+    else if (p === 27) s.inverse = false;
+    else if (p >= 30 && p <= 37) s.fg = BASIC[p - 30];
+    else if (p >= 90 && p <= 97) s.fg = BRIGHT[p - 90];
+    else if (p === 39) s.fg = undefined;
+    else if (p >= 40 && p <= 47) s.bg = BASIC[p - 40];
+    else if (p >= 100 && p <= 107) s.bg = BRIGHT[p - 100];
+    else if (p === 49) s.bg = undefined;
+    else if ((p === 38 || p === 48) && params[i + 1] === 5) {
+      const c = color256(params[i + 2] ?? 0);
+      if (p === 38) s.fg = c;
+      else s.bg = c;
+      i += 2;
+    } else if ((p === 38 || p === 48) && params[i + 1] === 2) {
+      const c = rgb(params[i + 2] ?? 0, params[i + 3] ?? 0, params[i + 4] ?? 0);
+      if (p === 38) s.fg = c;
+      else s.bg = c;
+      i += 4;
+    }
+  }
+  return s;
+}
+
+interface Run {
+  readonly text: string;
+  readonly style: Style;
+  readonly column: number;
+}
+
+/** Splits one captured line into styled runs, by column. */
+function parseLine(line: string, start: Style): { runs: Run[]; end: Style } {
+  const runs: Run[] = [];
+  let style = start;
+  let column = 0;
+  let text = '';
+  const flush = () => {
+    if (text) runs.push({ text, style, column: column - [...text].length });
+    text = '';
+  };
+  const pattern = /\u001b\[([0-9;]*)([A-Za-z])/y;
+  for (let i = 0; i < line.length; ) {
+    pattern.lastIndex = i;
+    const m = pattern.exec(line);
+    if (m) {
+      if (m[2] === 'm') {
+        flush();
+        style = applySgr(style, m[1] === '' ? [0] : m[1]!.split(';').map(Number));
+      }
+      i = pattern.lastIndex;
+      continue;
+    }
+    const ch = String.fromCodePoint(line.codePointAt(i)!);
+    text += ch;
+    column++;
+    i += ch.length;
+  }
+  flush();
+  return { runs, end: style };
+}
+
+const escapeXml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+export function ansiToSvg(screen: string, columns: number, rows: number, title: string): string {
+  const cw = 8.4;
+  const lh = 18;
+  const pad = 12;
+  const bar = 28;
+  const width = Math.ceil(columns * cw + pad * 2);
+  const height = Math.ceil(rows * lh + pad * 2 + bar);
+  const body: string[] = [];
+  let style = PLAIN;
+  screen.split('\n').slice(0, rows).forEach((line, row) => {
+    const { runs, end } = parseLine(line, style);
+    style = end;
+    const y = bar + pad + row * lh;
+    for (const r of runs) {
+      const fg = r.style.inverse ? r.style.bg ?? BG : r.style.fg ?? FG;
+      const bg = r.style.inverse ? r.style.fg ?? FG : r.style.bg;
+      const x = pad + r.column * cw;
+      const len = [...r.text].length;
+      if (bg) body.push(`<rect x="${x.toFixed(1)}" y="${y}" width="${(len * cw).toFixed(1)}" height="${lh}" fill="${bg}"/>`);
+      if (!r.text.trim()) continue;
+      const attrs = [
+        `x="${x.toFixed(1)}"`,
+        `y="${y + 13}"`,
+        `fill="${fg}"`,
+        r.style.bold ? 'font-weight="bold"' : '',
+        r.style.dim ? 'fill-opacity="0.6"' : '',
+        r.style.italic ? 'font-style="italic"' : '',
+        r.style.underline ? 'text-decoration="underline"' : '',
+        `textLength="${(len * cw).toFixed(1)}"`,
+        'lengthAdjust="spacingAndGlyphs"',
+      ].filter(Boolean);
+      body.push(`<text ${attrs.join(' ')}>${escapeXml(r.text)}</text>`);
+    }
+  });
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeXml(title)}">`,
+    `<title>${escapeXml(title)}</title>`,
+    `<rect width="${width}" height="${height}" rx="8" fill="${BG}"/>`,
+    `<circle cx="18" cy="14" r="5" fill="#ff5f56"/><circle cx="36" cy="14" r="5" fill="#ffbd2e"/><circle cx="54" cy="14" r="5" fill="#27c93f"/>`,
+    `<text x="${width / 2}" y="18" fill="#888888" font-family="sans-serif" font-size="12" text-anchor="middle">${escapeXml(title)}</text>`,
+    `<g font-family="'DejaVu Sans Mono','Menlo','Consolas',monospace" font-size="14" xml:space="preserve">`,
+    ...body,
+    '</g>',
+    '</svg>',
+    '',
+  ].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------
+// real runs in tmux
+
+const quote = (w: string) => `'${w.replace(/'/g, `'\\''`)}'`;
+
+class Pane {
+  constructor(readonly socket: string, readonly columns: number, readonly rows: number) {}
+
+  static async start(args: string[], cwd: string, columns: number, rows: number): Promise<Pane> {
+    const socket = `baton-shots-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
+    const command = `env -u CI -u CONTINUOUS_INTEGRATION -u NO_COLOR TERM=xterm-256color COLORTERM=truecolor ${['node', BIN, ...args].map(quote).join(' ')}; exec sleep 600`;
+    await run('tmux', ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', String(columns), '-y', String(rows), '-c', cwd, `sh -c ${quote(command)}`]);
+    return new Pane(socket, columns, rows);
+  }
+
+  async capture(escapes = false): Promise<string> {
+    const { stdout } = await run('tmux', ['-L', this.socket, 'capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', '0']);
+    return stdout;
+  }
+
+  async waitFor(text: string): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const screen = await this.capture();
+      if (screen.includes(text)) return;
+      if (Date.now() > deadline) throw new Error(`screenshots: waited for "${text}"; screen:\n${screen}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  async keys(...keys: string[]): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', ...keys]);
+  }
+
+  async type(text: string): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', '-l', text]);
+  }
+
+  async shoot(name: string, title: string): Promise<void> {
+    const screen = await this.capture(true);
+    writeFileSync(path.join(OUT, `${name}.svg`), ansiToSvg(screen, this.columns, this.rows, title));
+    console.log(`screenshots/${name}.svg`);
+  }
+
+  async kill(): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'kill-server']).catch(() => undefined);
+  }
+}
+
+/** Runs the CLI in a host's directory (its baton.yaml); exit 3 ("action needed") is an answer, not a failure. */
+async function baton(cwd: string, args: string[]): Promise<string> {
+  try {
+    return (await run('node', [BIN, ...args], { cwd })).stdout;
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    if (e.code === 3) return e.stdout ?? '';
+    throw new Error(`screenshots: baton ${args.join(' ')} failed (${e.code}): ${e.stderr ?? ''}`);
+  }
+}
+
+async function main(): Promise<void> {
+  mkdirSync(OUT, { recursive: true });
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'baton-shots-'));
+  const panes: Pane[] = [];
+  const pane = async (cwd: string, args: string[], columns = 80, rows = 24) => {
+    const p = await Pane.start(args, cwd, columns, rows);
+    panes.push(p);
+    return p;
+  };
+  try {
+    const deployment = '7f3a9c2e5b1d4f608a2c9e7b3d5f1a04';
+    const store = path.join(tmp, 'store');
+    mkdirSync(store, { mode: 0o700 });
+    // Each controller is a directory with its baton.yaml, so the screens show the short
+    // invocation an operator with a config file types.
+    const host = (name: string) => {
+      const dir = path.join(tmp, name);
+      mkdirSync(dir, { mode: 0o700 });
+      writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: file://${store}\n`);
+      return dir;
+    };
+    const a = host('ctl-a');
+    const b = host('ctl-b');
+
+    await baton(a, ['ca', 'init']);
+    await baton(a, ['sync']);
+    await baton(a, ['store', 'check']);
+    await baton(b, ['sync']);
+    await baton(b, ['store', 'check']);
+
+    const wide = await pane(a, ['status'], 120, 24);
+    await wide.waitFor('Next:');
+    await wide.shoot('status-in-sync-wide', 'baton status: in sync (120 columns)');
+    const inSync = await pane(a, ['status']);
+    await inSync.waitFor('Next:');
+    await inSync.shoot('status-in-sync', 'baton status: in sync (80×24)');
+
+    // ctl-a rotates and publishes; ctl-b is left behind by the rotation.
+    await baton(a, ['ca', 'rotate']);
+    await baton(a, ['sync', '--push']);
+    const diverged = await pane(b, ['status']);
+    await diverged.waitFor('Next:');
+    await diverged.shoot('status-diverged', 'baton status: left behind by a rotation (80×24)');
+
+    const local = JSON.parse(await baton(b, ['status', '--json'])).local.fingerprint as string;
+    const walk = await pane(b, ['failover']);
+    await walk.waitFor('Replace the local authority (force)');
+    await walk.keys('j');
+    await walk.waitFor('› Replace the local authority');
+    await walk.keys('Enter');
+    await walk.waitFor('Type the first 8 characters');
+    await walk.type(local.slice(7, 15));
+    await walk.waitFor('[ Replace ] enabled');
+    await walk.shoot('failover-force', 'baton failover: the force screen (80×24)');
+    await walk.keys('Enter');
+    await walk.waitFor('Read again:');
+    await walk.shoot('failover-result', 'baton failover: the result, read again (80×24)');
+    await walk.keys('q');
+  } finally {
+    await Promise.all(panes.map((p) => p.kill()));
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,148 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { render as renderLib } from 'ink-testing-library';
+import { RotationApp } from '../../components/rotation/RotationApp.js';
+import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { rotationRunner } from '../../src/app/rotation-run-effect.js';
+import { rotationStore, type RotationStore } from '../../src/app/rotation-store.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { fakeMesh } from '../mesh/fake-transport.js';
+import { meshInventory } from '../mesh/mesh-fixture.js';
+import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
+
+const dirs: string[] = [];
+const mounted: Rendered[] = [];
+const stores: RotationStore[] = [];
+afterEach(async () => {
+  for (const m of mounted.splice(0)) m.unmount();
+  // The last journal record may still be landing: let every effect finish before removing its dir.
+  await Promise.all(stores.splice(0).map((s) => s.idle()));
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
+
+function appFor(columns: number, consumers: number, unreachable?: string) {
+  const inv = meshInventory(consumers);
+  const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
+  const mesh = fakeMesh(inv.machines.map((m) => m.name));
+  if (unreachable) mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
+  const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
+  dirs.push(journalDir);
+  const listeners = new Set<(s: RotationState, e: RotationEvent | undefined) => void>();
+  const store = rotationStore(
+    startRotation('20261130T000000Z-abc123', plan),
+    rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8, timeoutMs: 5000 }, concurrency: 8, waitMs: 0, pollMs: 10 }),
+    (s, e) => listeners.forEach((l) => l(s, e)),
+  );
+  stores.push(store);
+  const exits: number[] = [];
+  const element = (
+    <RotationApp
+      store={store}
+      subscribe={(l) => {
+        listeners.add(l);
+        return () => listeners.delete(l);
+      }}
+      columns={columns}
+      color={false}
+      onExit={(code) => exits.push(code)}
+    />
+  );
+  return { element, mesh, exits, plan };
+}
+
+function mount(columns: number, consumers: number, unreachable?: string) {
+  const { element, ...rest } = appFor(columns, consumers, unreachable);
+  const view = renderAt(element, columns);
+  mounted.push(view);
+  return { view, ...rest };
+}
+
+function fits(frame: string, columns: number) {
+  const plain = strip(frame);
+  expect(linesFit(plain, columns)).toEqual([]);
+  expect(plain.split('\n').length).toBeLessThanOrEqual(24);
+}
+
+describe.each([80, 120])('the rotation view at %i columns', (columns) => {
+  it('fills the holder table, opens the gate, takes the typed count and shows what changed where', async () => {
+    const { view, mesh, exits, plan } = mount(columns, 30);
+    const n = String(plan.pairs.length);
+    let frame = await view.waitFor((f) => f.includes('Gate open'), 'the gate');
+    fits(frame, columns);
+    expect(frame).toContain(`--provider pg-main: ${n} credentials on 31 machines`);
+    expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(31 roles\)/);
+    expect(frame).toContain('rows 1–9 of 31');
+    expect(frame).toContain('Window: between pg-main applying the new password for');
+    expect(frame).toContain(`Type ${n} (the number of credentials)`);
+
+    await view.press('j');
+    await view.press(KEY.down);
+    frame = await view.waitFor((f) => f.includes('rows 3–11 of 31'), 'scrolling down two rows');
+    expect(frame).not.toMatch(/✓ db1 /);
+
+    // q is not a digit and does nothing while typing; Enter with the wrong count does nothing.
+    await view.press('q');
+    await view.press('9');
+    await view.press(KEY.enter);
+    frame = await view.waitFor((f) => f.includes('> 9'), 'the typed 9');
+    expect(mesh.writes()).toBe(0);
+    expect(exits).toEqual([]);
+    await view.press('\u007f');
+    await view.waitFor((f) => /> *\n/.test(strip(f)) || strip(f).includes('> \n'), 'erased');
+    for (const digit of n) await view.press(digit);
+    await view.waitFor((f) => f.includes(`> ${n}  (Enter rotates)`), 'the full count');
+    await view.press(KEY.enter);
+    frame = await view.waitFor((f) => f.includes(`Rotated ${n} credential(s)`), 'the summary');
+    fits(frame, columns);
+    expect(frame).toContain(`prepared ${plan.holders.reduce((a, h) => a + h.receives.length, 0)}/`);
+    expect(frame).toMatch(/✓ web3 +ssh +consumes\/pg-main\/web3_app +replaced/);
+    expect(mesh.writes()).toBeGreaterThan(0);
+    await view.press('q');
+    await view.waitFor(() => exits.length === 1, 'the exit');
+    expect(exits).toEqual([0]);
+  });
+
+  it('shows the closed gate naming the unresolved machine; Esc does not quit, q quits with 4', async () => {
+    const { view, mesh, exits } = mount(columns, 3, 'web2');
+    const frame = await view.waitFor((f) => f.includes('Gate closed'), 'the closed gate');
+    fits(frame, columns);
+    expect(frame).toContain('Gate closed: 1 of 4 machines could not be resolved.');
+    expect(frame).toContain('Nothing was generated and nothing was sent');
+    expect(frame).toMatch(/✗ web2 +ssh +consumes\/pg-main\/web2_app +ssh: connect to host/);
+    await view.press(KEY.escape);
+    await view.waitFor((f) => f.includes('Gate closed'), 'still the gate');
+    expect(exits).toEqual([]);
+    await view.press('q');
+    await view.waitFor(() => exits.length === 1, 'the exit');
+    expect(exits).toEqual([4]);
+    expect(mesh.writes()).toBe(0);
+  });
+});
+
+describe('the rotation view', () => {
+  it('Esc at the confirm cancels: nothing generated, nothing sent, exit 3 on q', async () => {
+    const { view, mesh, exits } = mount(80, 2);
+    await view.waitFor((f) => f.includes('Gate open'), 'the gate');
+    await view.press(KEY.escape);
+    await view.waitFor((f) => f.includes('Cancelled before anything was generated'), 'the cancel');
+    await view.press('q');
+    await view.waitFor(() => exits.length === 1, 'the exit');
+    expect(exits).toEqual([3]);
+    expect(mesh.writes()).toBe(0);
+    for (const m of Object.values(mesh.machines)) expect(m.calls.every((c) => c === 'resolve')).toBe(true);
+  });
+
+  it('batches hundreds of resolution updates into a few frames', async () => {
+    // ink-testing-library keeps every frame written (its stdout is 100 columns).
+    const { stdout, lastFrame, unmount } = renderLib(appFor(100, 300).element);
+    await vi.waitFor(() => {
+      if (!lastFrame()?.includes('Gate open')) throw new Error('waiting for the gate');
+    });
+    unmount();
+    expect(stdout.frames.length).toBeLessThan(40);
+  });
+});

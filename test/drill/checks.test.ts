@@ -1,0 +1,99 @@
+/**
+ * The drill's checks against a REAL sandbox (s3rver through the S3 adapter, PostgreSQL, the
+ * provisioner): they pass only when the step was really performed, and they catch the wrong
+ * turns an operator takes — a check that cannot fail would let a rehearsal teach nothing.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runChecks } from '../../src/drill/checks.js';
+import { newNotebook, noteBefore } from '../../src/drill/notebook.js';
+import { performAction, performScripted } from '../../src/drill/perform.js';
+import { rotateScripted } from '../../src/drill/rotate.js';
+import { startSandbox, type DrillSandbox } from '../../src/drill/sandbox.js';
+import { DRILL_STEPS } from '../../src/drill/scenario.js';
+import { tryLogin } from '../../src/drill/pg-login.js';
+import type { Teardown } from '../../src/drill/teardown.js';
+import type { CheckResult } from '../../src/drill/check.js';
+import { snapshotDir } from '../helpers/fs-snapshot.js';
+
+let sandbox: DrillSandbox;
+let teardown: Teardown;
+const notebook = newNotebook();
+
+beforeAll(async () => {
+  ({ sandbox, teardown } = await startSandbox());
+});
+
+afterAll(async () => {
+  const dir = sandbox?.dir;
+  const pgRoot = sandbox ? path.dirname(sandbox.postgres.dataDir) : undefined;
+  expect(await teardown?.run()).toEqual([]);
+  if (dir) expect(existsSync(dir)).toBe(false);
+  if (pgRoot) expect(existsSync(pgRoot)).toBe(false);
+});
+
+const failed = (results: readonly CheckResult[]) => results.filter((r) => !r.ok).map((r) => r.label);
+
+describe('the drill\'s checks on a real sandbox', () => {
+  it('start with ctl-a holding and having published, ctl-b empty, and every pair logging in', async () => {
+    const before = await noteBefore(sandbox, notebook);
+    expect(failed(await runChecks(sandbox, before, 1, 0))).toEqual([]);
+    expect(failed(await runChecks(sandbox, before, 1, 1))).toEqual([]);
+    for (const role of ['web1_app', 'web2_app', 'worker1_jobs'] as const) {
+      expect(await tryLogin(sandbox.postgres, role, before.secrets[role]!)).toEqual({ ok: true });
+    }
+  });
+
+  it('step 2 does not pass while ctl-b still holds nothing (the operator left instead of adopting)', async () => {
+    const before = await noteBefore(sandbox, notebook);
+    const ctlB = snapshotDir(sandbox.stateDir('ctl-b'));
+    const results = await runChecks(sandbox, before, 2, 0);
+    expect(failed(results)).toContain('ctl-b now holds a whole authority');
+    expect(failed(results)).toContain('ctl-b adopted the published authority (fingerprints equal)');
+    expect(snapshotDir(sandbox.stateDir('ctl-b'))).toEqual(ctlB);
+  });
+
+  it('step 3\'s force check does not pass when ctl-a was never refused and nothing was set aside', async () => {
+    const before = await noteBefore(sandbox, notebook);
+    const results = await runChecks(sandbox, before, 3, 2);
+    expect(failed(results)).toEqual(['ctl-a was REFUSED: left behind by a rotation', 'the old authority was set aside, not deleted (ca.superseded-*)']);
+  });
+
+  it('steps 2 and 3 pass once performed, then step 4 catches a rotation that touched more than web1-app', async () => {
+    for (const step of DRILL_STEPS.filter((s) => s.number === 2 || s.number === 3)) {
+      for (const [index, task] of step.tasks.entries()) {
+        const before = await noteBefore(sandbox, notebook);
+        await performScripted(sandbox, task);
+        expect(failed(await runChecks(sandbox, before, step.number, index)), `step ${step.number} task ${index + 1}`).toEqual([]);
+      }
+    }
+    const before = await noteBefore(sandbox, notebook);
+    // The wrong selection: every pair of pg-main instead of web1-app alone.
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    const results = await runChecks(sandbox, before, 4, 0);
+    expect(failed(results)).toEqual(['exactly db1 and web1 received files', 'web2_app was not touched', 'web2_app still logs in with its password', 'worker1_jobs was not touched', 'worker1_jobs still logs in with its password']);
+  });
+
+  it('step 5 catches a gate that was never tried, and proves nothing was sent when it closes', async () => {
+    await performAction(sandbox, 'unplug-worker1');
+    let before = await noteBefore(sandbox, notebook);
+    expect(failed(await runChecks(sandbox, before, 5, 1))).toEqual(['the rotation was tried and the gate closed, naming worker1']);
+
+    before = await noteBefore(sandbox, notebook);
+    const { state } = await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    expect(state.step).toBe('gate-closed');
+    expect(failed(await runChecks(sandbox, before, 5, 1))).toEqual([]);
+  });
+
+  it('step 5\'s gate check fails when the rotation went through (worker1 was reachable)', async () => {
+    await performAction(sandbox, 'plug-worker1');
+    const before = await noteBefore(sandbox, notebook);
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    const results = failed(await runChecks(sandbox, before, 5, 1));
+    expect(results).toContain('nothing was sent: every file on every machine is as it was');
+    expect(results).toContain('web1_app\'s old password still logs in');
+    // …and the same rotation is exactly what the last task of step 5 asks for.
+    expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
+  });
+});

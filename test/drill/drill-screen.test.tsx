@@ -1,0 +1,151 @@
+import React from 'react';
+import { render } from 'ink-testing-library';
+import { describe, expect, it, vi } from 'vitest';
+import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill-flow.js';
+import { DRILL_STEPS } from '../../src/drill/scenario.js';
+import { ColorContext } from '../../components/color-context.js';
+import { DrillScreen } from '../../components/drill/DrillScreen.js';
+import { DrillRoot } from '../../components/drill/DrillRoot.js';
+import type { DrillIntent } from '../../components/drill/use-drill-keys.js';
+
+function walk(events: readonly DrillEvent[], first: 1 | 2 | 3 | 4 | 5 = 1): DrillState {
+  return events.reduce((state, event) => drillFlow(state, event).state, initialDrillState(first));
+}
+
+const ready = (first: 1 | 2 | 3 | 4 | 5 = 1) => walk([{ type: 'progress', text: 'starting S3 (s3rver on 127.0.0.1)…' }, { type: 'ready' }], first);
+
+function frame(state: DrillState, columns: number, color = false): string {
+  const { lastFrame, unmount } = render(
+    <ColorContext.Provider value={color}>
+      <DrillScreen state={state} columns={columns} />
+    </ColorContext.Provider>,
+  );
+  const out = lastFrame() ?? '';
+  unmount();
+  return out;
+}
+
+function fitsIn(text: string, columns: number): void {
+  for (const line of text.split('\n')) expect([...line].length, line).toBeLessThanOrEqual(columns);
+}
+
+/** A walk through every task of every step, each passing: the summary at the end. */
+function completed(wrongTurns: readonly string[] = []): DrillState {
+  let state = ready();
+  let at = 0;
+  for (const step of DRILL_STEPS) {
+    state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
+    for (const task of step.tasks) {
+      state = drillFlow(state, { type: 'opened' }).state;
+      for (const what of wrongTurns) state = drillFlow(state, { type: 'wrong-turn', what }).state;
+      if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at }).state;
+      state = drillFlow(state, { type: 'task-finished' }).state;
+      state = drillFlow(state, { type: 'checks-done', results: [{ label: 'ok', ok: true }], at: (at += 65_000) }).state;
+    }
+    state = drillFlow(state, { type: 'enter', at }).state;
+  }
+  return state;
+}
+
+describe('the drill screens', () => {
+  it('start-up shows each part as it starts, the current one marked busy', () => {
+    const state = walk([{ type: 'progress', text: 'starting S3 (s3rver on 127.0.0.1)…' }, { type: 'progress', text: 'starting PostgreSQL (embedded, scram-sha-256)…' }]);
+    const out = frame(state, 80);
+    expect(out).toContain('✓ starting S3');
+    expect(out).toContain('… starting PostgreSQL');
+    fitsIn(out, 80);
+  });
+
+  it('a failed start-up shows the three-part message and says q quits', () => {
+    const state = walk([
+      { type: 'progress', text: 'starting PostgreSQL (embedded, scram-sha-256)…' },
+      { type: 'setup-failed', lines: ['The drill\'s PostgreSQL could not start: Permission denied', 'Where: /tmp/x', 'Next: make $TMPDIR traversable'] },
+    ]);
+    const out = frame(state, 80);
+    expect(out).toContain('✗ starting PostgreSQL');
+    expect(out).toContain('Permission denied');
+    expect(out).toContain('Next: make $TMPDIR traversable');
+    expect(out).toContain('q quits');
+  });
+
+  it.each([80, 120])('a step\'s explanation, its tasks and the rail fit %i columns, in words without colour', (columns) => {
+    const out = frame(ready(), columns);
+    expect(out).toContain('baton drill  ▸1 ·2 ·3 ·4 ·5');
+    expect(out).toContain('Step 1 of 5: status: ctl-a holds and has published; ctl-b is empty');
+    expect(out.replace(/\s+/g, ' ')).toContain('The status view compares this host\'s authority with the published one and changes nothing.');
+    expect(out).toContain('Read the status on ctl-a');
+    expect(out).toContain('Enter begins the step');
+    expect(out).not.toMatch(/\u001b\[/);
+    fitsIn(out, columns);
+  });
+
+  it('an action task says what Enter will do and the command it stands for', () => {
+    const out = frame(walk([{ type: 'ready' }, { type: 'enter', at: 0 }, { type: 'opened' }], 3), 80);
+    expect(out).toContain('▸ Press Enter to rotate the authority on ctl-b.');
+    expect(out).toContain('the real night: baton ca rotate');
+    expect(out).toContain('Enter: rotate the authority on ctl-b.');
+  });
+
+  it('a failed check names what must be true and what was found, and offers to try again', () => {
+    const state = walk(
+      [
+        { type: 'ready' },
+        { type: 'enter', at: 0 },
+        { type: 'opened' },
+        { type: 'task-finished' },
+        { type: 'checks-done', at: 1, results: [{ label: 'ctl-b now holds a whole authority', ok: false, detail: 'ctl-b is fresh' }] },
+      ],
+      2,
+    );
+    const out = frame(state, 80);
+    expect(out).toContain('✗ Not yet: On ctl-b, walk the failover and choose adopt.');
+    expect(out).toContain('✗ ctl-b now holds a whole authority — ctl-b is fresh');
+    expect(out).toContain('Enter tries this task again');
+    fitsIn(out, 80);
+  });
+
+  it('? shows the step\'s explanation, the drill\'s keys and the rail\'s marks; Esc is named as never quitting', () => {
+    const state = drillFlow(ready(), { type: 'help' }).state;
+    const out = frame(state, 80);
+    expect(out).toContain('Step 1: status');
+    expect(out).toContain('close this (never quits)');
+    expect(out).toContain('quit the drill; the sandbox is removed');
+    expect(out).toContain('Rail: ✓ passed');
+    fitsIn(out, 80);
+  });
+
+  it('the summary shows time per step and every wrong turn, within 80×24', () => {
+    const out = frame(completed(['Esc backed out in the failover on ctl-a']), 80);
+    expect(out).toContain('Drill complete');
+    // 65 s per task: step 1 has two tasks, step 5 four.
+    expect(out).toMatch(/step 1\s+2:10/);
+    expect(out).toMatch(/step 5\s+4:20/);
+    expect(out).toContain('Wrong turns (11):');
+    expect(out).toContain('! step 5: Esc backed out in the failover on ctl-a');
+    fitsIn(out, 80);
+    expect(out.split('\n').length).toBeLessThanOrEqual(24);
+  });
+
+  it('a summary without wrong turns says so', () => {
+    expect(frame(completed(), 80)).toContain('No wrong turns.');
+  });
+});
+
+describe('the drill\'s keys', () => {
+  async function press(keys: readonly string[]): Promise<DrillIntent[]> {
+    const seen: DrillIntent[] = [];
+    const { stdin, lastFrame, unmount } = render(<DrillRoot state={ready()} columns={80} onIntent={(intent) => seen.push(intent)} />);
+    await vi.waitFor(() => expect(lastFrame()).toContain('Enter begins the step'));
+    for (const key of keys) {
+      const before = seen.length;
+      stdin.write(key);
+      await vi.waitFor(() => expect(seen.length).toBe(before + 1));
+    }
+    unmount();
+    return seen;
+  }
+
+  it('Enter, ?, Esc and q become the drill\'s intents; Ctrl-C quits through the drill', async () => {
+    expect(await press(['\r', '?', '\u001b', 'q', '\u0003'])).toEqual(['enter', 'help', 'escape', 'quit', 'quit']);
+  });
+});

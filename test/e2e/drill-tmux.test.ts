@@ -1,0 +1,124 @@
+/**
+ * The interactive drill in a real terminal (tmux, 80×24), driven by real key presses through
+ * steps 1–3: the status views, the failover adopt, the rotation, the publish, the refusal and
+ * the typed force. The screen is polled before every key; text and Enter are sent apart.
+ */
+import { chmodSync, existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { TmuxSession, shellQuote } from '../helpers/tmux.js';
+import { BIN, assertBuilt } from '../helpers/run-baton.js';
+import { REPO } from '../helpers/bundle-script.js';
+import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { leftoversIn, processesMentioning } from '../drill/leftovers.js';
+
+const tmp = makeTempDir('baton-drill-tmux-');
+let session: TmuxSession | undefined;
+
+beforeAll(() => {
+  assertBuilt();
+  // PostgreSQL runs as `postgres` and must reach its data dir under this TMPDIR.
+  chmodSync(tmp.dir, 0o755);
+});
+
+afterAll(async () => {
+  await session?.kill();
+  tmp.cleanup();
+});
+
+/** Lines of the screen that fit the terminal: Ink never writes past column 80. */
+function fits(screen: string): boolean {
+  return screen.split('\n').every((line) => [...line].length <= 80);
+}
+
+describe('the interactive drill in tmux (80×24)', () => {
+  it('walks steps 1 to 3 with real keys, checks each step, and q removes the sandbox', async () => {
+    session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir } });
+    const s = session;
+    let screen = await s.waitFor('Enter begins the step', 'the sandbox to be ready', 90_000);
+    expect(screen).toContain('Step 1 of 5: status: ctl-a holds and has published');
+    expect(fits(screen)).toBe(true);
+
+    // ? explains the step; Esc closes the explanation and never quits.
+    await s.type('?');
+    await s.waitFor('Rail: ✓ passed', 'the help overlay');
+    await s.keys('Escape');
+    await s.waitFor((x) => x.includes('Enter begins the step') && !x.includes('Rail: ✓ passed'), 'help closed');
+    await s.keys('Escape');
+
+    // Step 1: the status view on ctl-a, then on ctl-b.
+    await s.keys('Enter');
+    screen = await s.waitFor((x) => x.includes('Read the status on ctl-a') && x.includes('in sync:'), 'status on ctl-a');
+    expect(screen).toContain('PUBLISHED');
+    await s.type('q');
+    screen = await s.waitFor((x) => x.includes('Read the status on ctl-b') && x.includes('action needed'), 'status on ctl-b');
+    expect(screen).toContain('fresh: no authority');
+    await s.type('q');
+    screen = await s.waitFor('Step 1 passed every check', 'the checks of step 1');
+    expect(screen).toContain('✓ ctl-b holds nothing (a fresh host)');
+
+    // Step 2: fail over to ctl-b and adopt.
+    await s.keys('Enter');
+    await s.waitFor((x) => x.includes('Step 2 of 5') && x.includes('Enter begins the step'), 'step 2');
+    await s.keys('Enter');
+    await s.waitFor('› Adopt the published authority', 'the failover on ctl-b');
+    await s.keys('Enter');
+    await s.waitFor('Enter confirms', 'the adopt confirmation');
+    await s.keys('Enter');
+    await s.waitFor('Installed the published authority', 'the adopt');
+    await s.type('q');
+    screen = await s.waitFor('Step 2 passed every check', 'the checks of step 2');
+    expect(screen).toContain('✓ ctl-a and ctl-b hold the same authority');
+
+    // Step 3: rotate on ctl-b, publish, then ctl-a returns and is refused; force it.
+    await s.keys('Enter');
+    await s.waitFor((x) => x.includes('Step 3 of 5') && x.includes('Enter begins the step'), 'step 3');
+    await s.keys('Enter');
+    await s.waitFor('Enter: rotate the authority on ctl-b', 'the rotate action');
+    await s.keys('Enter');
+    await s.waitFor('› Publish this host\'s authority', 'the failover on ctl-b, ahead');
+    await s.keys('Enter');
+    await s.waitFor('Enter confirms', 'the publish confirmation');
+    await s.keys('Enter');
+    await s.waitFor('Published SHA256:', 'the publish');
+    await s.type('q');
+    screen = await s.waitFor((x) => x.includes('left behind') && x.includes('› Leave it as it is'), 'ctl-a refused');
+    expect(screen).toContain('refused');
+    const local = /LOCAL\s+SHA256:(\S{8})/.exec(screen)?.[1];
+    expect(local).toBeDefined();
+    await s.type('j');
+    await s.waitFor('› Replace the local authority (force)', 'force selected');
+    await s.keys('Enter');
+    await s.waitFor('Type the first 8 characters', 'the force gate');
+    // A wrong prefix keeps the gate shut; Esc backs out with nothing written.
+    const wrong = local!.startsWith('zz') ? 'yyyyyyyy' : 'zzzzzzzz';
+    await s.type(wrong);
+    screen = await s.waitFor(`> ${wrong}`, 'the wrong prefix typed');
+    expect(screen).toContain('[ Replace ] disabled');
+    await s.keys('Escape');
+    await s.waitFor((x) => x.includes('› Replace the local authority (force)') && !x.includes('Type the first 8'), 'back at the choice');
+    const sandbox = readdirSync(tmp.dir).find((name) => name.startsWith('baton-drill-'));
+    expect(sandbox).toBeDefined();
+    const ctlA = path.join(tmp.dir, sandbox!, 'ctl-a');
+    expect(readdirSync(ctlA).filter((name) => name.startsWith('ca.superseded-'))).toEqual([]);
+    await s.keys('Enter');
+    await s.waitFor('Type the first 8 characters', 'the force gate again');
+    await s.type(local!);
+    await s.waitFor((x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'), 'the gate open');
+    await s.keys('Enter');
+    await s.waitFor('set aside in', 'the force');
+    expect(readdirSync(ctlA).some((name) => name.startsWith('ca.superseded-'))).toBe(true);
+    await s.type('q');
+    screen = await s.waitFor('Step 3 passed every check', 'the checks of step 3');
+    expect(screen).toContain('✓ ctl-a was REFUSED: left behind by a rotation');
+    expect(screen).toContain('✓ the old authority was set aside, not deleted');
+    expect(fits(screen)).toBe(true);
+
+    // q on the drill's own screen quits; the servers stop and the sandbox goes.
+    await s.type('q');
+    expect(await s.exitCode(60_000)).toBe(3);
+    expect(existsSync(path.join(tmp.dir, sandbox!))).toBe(false);
+    await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), { timeout: 15_000, interval: 100 });
+    expect(leftoversIn(tmp.dir)).toEqual([]);
+  }, 240_000);
+});

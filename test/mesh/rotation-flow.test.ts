@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { canQuit, exitCodeOf, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import type { SecretDigest } from '../../src/mesh/digest.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { meshInventory } from './mesh-fixture.js';
+
+const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' }); // 2 pairs, 3 holders
+const digests = { 'pg-main:web1-app': 'sha256:aa', 'pg-audit:web1-app': 'sha256:bb' } as unknown as Record<string, SecretDigest>;
+
+function walk(events: RotationEvent[]) {
+  let step = startRotation('r1', plan);
+  const effects = [...step.effects];
+  for (const e of events) {
+    step = rotation(step.state, e);
+    effects.push(...step.effects);
+  }
+  return { state: step.state, last: step.effects, effects };
+}
+
+const resolved = (m: string): RotationEvent => ({ type: 'holder-resolved', machine: m, resolution: { status: 'resolved' } });
+const allResolved = plan.holders.map((h) => resolved(h.machine));
+
+const everyEvent: RotationEvent[] = [
+  ...allResolved,
+  { type: 'holder-resolved', machine: 'db1', resolution: { status: 'unresolved', reason: 'x' } },
+  { type: 'typed', text: '2' },
+  { type: 'confirmed' },
+  { type: 'back' },
+  { type: 'staged', machine: 'db1' },
+  { type: 'prepared', digests },
+  { type: 'prepare-failed', failures: [], unstageFailures: [] },
+  { type: 'committed-step', machine: 'db1', end: 'provides', paths: [] },
+  { type: 'committed' },
+  { type: 'commit-failed', failures: [] },
+  { type: 'applied-pair', pair: 'pg-main:web1-app' },
+  { type: 'apply-finished', waited: true },
+];
+
+describe('the rotation flow', () => {
+  it('starts by resolving every holder and nothing else', () => {
+    const start = startRotation('r1', plan);
+    expect(start.state.step).toBe('resolving');
+    expect(start.effects).toEqual([{ type: 'resolve' }]);
+  });
+
+  it('closes the gate when the last answer is in and one holder is unresolved; no prepare ever follows', () => {
+    const { state, effects } = walk([resolved('db1'), { type: 'holder-resolved', machine: 'web1', resolution: { status: 'unresolved', reason: 'refused' } }, resolved('db2')]);
+    expect(state.step).toBe('gate-closed');
+    expect(effects.map((e) => e.type)).toEqual(['resolve', 'journal']);
+    for (const e of everyEvent) expect(rotation(state, e)).toEqual({ state, effects: [] });
+    expect(isTerminal(state) && exitCodeOf(state)).toBe(4);
+  });
+
+  it('confirms only when the typed text is the number of credentials', () => {
+    const { state } = walk([...allResolved, { type: 'typed', text: '3' }]);
+    expect(state.step).toBe('confirming');
+    expect(rotation(state, { type: 'confirmed' })).toEqual({ state, effects: [] });
+    const ok = rotation({ ...state, typed: '2' } as RotationState, { type: 'confirmed' });
+    expect(ok.state.step).toBe('preparing');
+    expect(ok.effects).toEqual([{ type: 'prepare' }]);
+  });
+
+  it('Esc while confirming cancels with nothing generated (exit 3); q cannot quit while typing', () => {
+    const { state } = walk([...allResolved]);
+    expect(canQuit(state)).toBe(false);
+    const back = rotation(state, { type: 'back' });
+    expect(back.state.step).toBe('cancelled');
+    expect(back.effects.map((e) => e.type)).toEqual(['journal']);
+    expect(isTerminal(back.state) && exitCodeOf(back.state)).toBe(3);
+  });
+
+  it('walks prepare → commit → applied, journaling each phase, and ignores events out of turn', () => {
+    const { state, effects } = walk([
+      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' },
+      { type: 'committed' }, // out of turn: ignored
+      { type: 'staged', machine: 'db1' }, { type: 'prepared', digests },
+      { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] }, { type: 'committed' },
+      { type: 'applied-pair', pair: 'pg-main:web1-app' }, { type: 'apply-finished', waited: true },
+    ]);
+    expect(state.step).toBe('done');
+    expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual(['resolve', 'prepare', 'commit', 'wait-applied']);
+    expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
+    // One of two providers confirmed within the wait: action needed.
+    expect(isTerminal(state) && exitCodeOf(state)).toBe(3);
+    expect(JSON.stringify(state)).not.toMatch(/secret/i);
+  });
+
+  it('a failed prepare ends at exit 4 and a failed commit at exit 1, each journaled', () => {
+    const prep = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] }]);
+    expect(prep.state.step).toBe('prepare-failed');
+    expect(isTerminal(prep.state) && exitCodeOf(prep.state)).toBe(4);
+    const commit = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'commit-failed', failures: [{ machine: 'web1', reason: 'gone' }] }]);
+    expect(commit.state.step).toBe('commit-failed');
+    expect(commit.last.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
+    expect(isTerminal(commit.state) && exitCodeOf(commit.state)).toBe(1);
+  });
+});

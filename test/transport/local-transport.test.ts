@@ -1,0 +1,118 @@
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
+import { secretDigest } from '../../src/mesh/digest.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { Secret } from '../../src/mesh/secret.js';
+import { localTransport, UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import { TransportError } from '../../src/transport/transport.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { meshInventory } from '../mesh/mesh-fixture.js';
+
+let tmp: { dir: string; cleanup: () => void };
+beforeEach(() => {
+  tmp = makeTempDir('baton-local-');
+});
+afterEach(() => tmp.cleanup());
+
+const LIVE = '/var/lib/baton/mesh/provides/pg-main/web1_app';
+
+function machines(names: readonly string[]) {
+  for (const n of names) mkdirSync(path.join(tmp.dir, 'machines', n), { recursive: true });
+  return meshInventory(2, 'local', path.join(tmp.dir, 'machines'));
+}
+
+function deps(inv: ReturnType<typeof meshInventory>): RotationDeps {
+  return {
+    transportFor: transportsFor(inv.machines),
+    journalDir: path.join(tmp.dir, 'journal'),
+    operator: 't',
+    resolve: { concurrency: 4, timeoutMs: 5_000 },
+    concurrency: 4,
+    waitMs: 0,
+    pollMs: 10,
+  };
+}
+
+describe('the local transport', () => {
+  it('delivers under the machine directory: staged 0600 with new directories 0700, then renamed live', async () => {
+    const root = path.join(tmp.dir, 'db1');
+    mkdirSync(root);
+    const t = localTransport('db1', root);
+    await t.resolve();
+    const secret = Secret.generate();
+    expect(await t.stage([{ path: LIVE, secret }])).toEqual([secret.digest]);
+    const staged = path.join(root, `${LIVE}.next`);
+    expect(readFileSync(staged, 'utf8')).toBe(secret.reveal());
+    expect(statSync(staged).mode & 0o777).toBe(0o600);
+    for (const d of ['var', 'var/lib/baton/mesh', 'var/lib/baton/mesh/provides/pg-main']) expect(statSync(path.join(root, d)).mode & 0o777).toBe(0o700);
+    await t.commit([LIVE]);
+    expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(secret.reveal());
+    expect(await t.digests([LIVE])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined }]);
+  });
+
+  it('replaces atomically: a new inode, no temp file left, and unstage keeps the live file', async () => {
+    const root = path.join(tmp.dir, 'db1');
+    mkdirSync(root);
+    const t = localTransport('db1', root);
+    await t.stage([{ path: LIVE, secret: Secret.generate() }]);
+    await t.commit([LIVE]);
+    const ino = statSync(path.join(root, LIVE)).ino;
+    const second = Secret.generate();
+    await t.stage([{ path: LIVE, secret: second }]);
+    await t.commit([LIVE]);
+    expect(statSync(path.join(root, LIVE)).ino).not.toBe(ino);
+    await t.stage([{ path: LIVE, secret: Secret.generate() }]);
+    await t.unstage([LIVE]);
+    expect(readdirSync(path.dirname(path.join(root, LIVE)))).toEqual(['web1_app']);
+    expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(second.reveal());
+  });
+
+  it('a machine whose directory is missing, or that is marked unreachable, does not resolve and says why', async () => {
+    const missing = await localTransport('web1', path.join(tmp.dir, 'nope')).resolve().catch((e: unknown) => e);
+    expect((missing as TransportError).reason).toContain('does not exist');
+    const root = path.join(tmp.dir, 'web2');
+    mkdirSync(root);
+    writeFileSync(path.join(root, UNREACHABLE_MARKER), '');
+    const marked = await localTransport('web2', root).resolve().catch((e: unknown) => e);
+    expect((marked as TransportError).reason).toContain('marked unreachable');
+  });
+
+  it('a rotation with one unreachable holder writes nothing on any machine', async () => {
+    const inv = machines(['db1', 'db2', 'web1']); // web2 has no directory
+    const before = snapshotDir(tmp.dir);
+    const lines: string[] = [];
+    const { code } = await runRotationPlain({ id: 'r', plan: planRotation(inv, { by: 'machine', name: 'db1' }), deps: deps(inv), yes: true, write: (l) => lines.push(l) });
+    expect(code).toBe(4);
+    expect(lines.join('\n')).toContain(`web2: its directory ${path.join(tmp.dir, 'machines', 'web2')} does not exist`);
+    const after = snapshotDir(tmp.dir);
+    for (const k of Object.keys(after)) if (k.startsWith('journal')) delete after[k];
+    expect(after).toEqual(before);
+  });
+
+  it('a real write failure on one holder during prepare removes every staged file; live files keep their old secret', async () => {
+    const inv = machines(['db1', 'db2', 'web1', 'web2']);
+    const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
+    // Old credentials everywhere, and web2 cannot hold a consumes/ directory (a file is in the way).
+    for (const h of plan.holders) for (const d of h.receives) {
+      const file = path.join(tmp.dir, 'machines', h.machine, d.path);
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, `old-${d.pair}`, { mode: 0o600 });
+    }
+    const web2Consumes = path.join(tmp.dir, 'machines/web2/var/lib/baton/mesh/consumes/pg-main');
+    rmSync(web2Consumes, { recursive: true });
+    writeFileSync(web2Consumes, 'in the way');
+    const files = () => Object.fromEntries(Object.entries(snapshotDir(tmp.dir)).filter(([k, v]) => v.startsWith('file') && !k.startsWith('journal')));
+    const before = files();
+    const lines: string[] = [];
+    const { code } = await runRotationPlain({ id: 'r', plan, deps: deps(inv), yes: true, write: (l) => lines.push(l) });
+    expect(code).toBe(4);
+    expect(lines.join('\n')).toMatch(/web2: staging failed: (ENOTDIR|EEXIST)/);
+    expect(files()).toEqual(before);
+    expect(Object.keys(files()).filter((k) => k.includes('.next'))).toEqual([]);
+    expect(existsSync(path.join(tmp.dir, 'machines/db1', plan.pairs[0]!.providerPath))).toBe(true);
+  });
+});
