@@ -1,4 +1,4 @@
-import React, { useCallback, useState } from 'react';
+import React, { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
 import { failover, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
 import { runFailoverEffect, type FailoverPorts } from '../src/app/failover-run-effect.js';
@@ -28,6 +28,11 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
   const [state, dispatch] = useFlow(failover, initialFailover, run);
   const [help, setHelp] = useState(false);
   const typing = state.step === 'confirming-force';
+
+  // Ctrl-C ends the app without a `q`: the exit code is still the one of where the walk stood.
+  const latest = useRef(state);
+  latest.current = state;
+  useEffect(() => () => onExit(failoverExitCode(latest.current)), [onExit]);
 
   const onIntent = useCallback(
     (intent: KeyIntent) => {

@@ -1,4 +1,4 @@
-import React, { useCallback, useEffect } from 'react';
+import React, { useCallback, useEffect, useRef } from 'react';
 import { useApp } from 'ink';
 import { initialStatus, statusFlow } from '../src/app/status-flow.js';
 import type { StatusEffect, StatusEvent } from '../src/app/status-flow.js';
@@ -30,6 +30,11 @@ export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, on
   const columns = fixedColumns ?? terminalColumns;
   const run = useCallback((effect: StatusEffect): Promise<StatusEvent> => runStatusEffect(effect, read), [read]);
   const [state, dispatch] = useFlow(statusFlow, initialStatus, run);
+
+  // Ctrl-C under --watch ends the app without a `q`: exit with the code of the last read.
+  const latest = useRef(state);
+  latest.current = state;
+  useEffect(() => () => onExit(latest.current.step === 'showing' ? statusExitCode(latest.current.report) : 1), [onExit]);
 
   const finish = useCallback(() => {
     onExit(state.step === 'showing' ? statusExitCode(state.report) : 1);

@@ -1,10 +1,10 @@
 // Bundles the CLI into dist/ with esbuild: a single-file start is ~4× faster than loading
 // the TypeScript sources through tsx (STACK.md), and the `bin` must start fast over SSH.
 import { build } from 'esbuild';
-import { rmSync, mkdirSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
-rmSync(`${root}dist`, { recursive: true, force: true });
 mkdirSync(`${root}dist`, { recursive: true });
 
 // ink imports its devtools bridge only when DEV is set; react-devtools-core is not installed.
@@ -18,7 +18,8 @@ const stubDevtools = {
   },
 };
 
-await build({
+const result = await build({
+  write: false,
   entryPoints: { baton: `${root}src/cli.tsx` },
   outdir: `${root}dist`,
   bundle: true,
@@ -35,3 +36,16 @@ await build({
   banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
   plugins: [stubDevtools],
 });
+
+// Each file is written beside its final name and renamed into place, and dist/ is never
+// emptied: a test (or an operator) running the bin while another build runs always loads a
+// whole bundle, never a half-written one. Chunk names carry a hash, so old ones are harmless.
+// Chunks first, the entry last: the new entry must never be visible before the chunks it imports.
+const isChunk = (file) => file.path.includes(`${path.sep}chunks${path.sep}`);
+const ordered = [...result.outputFiles.filter(isChunk), ...result.outputFiles.filter((file) => !isChunk(file))];
+for (const file of ordered) {
+  mkdirSync(path.dirname(file.path), { recursive: true });
+  const temp = `${file.path}.${process.pid}.tmp`;
+  writeFileSync(temp, file.contents);
+  renameSync(temp, file.path);
+}

@@ -8,6 +8,8 @@ import { useColor } from '../hooks/use-color.js';
 export interface DrillRailProps {
   readonly state: DrillState;
   readonly columns: number;
+  /** The keys line beside the marks: the drill's own, or the note that a view has the keys. */
+  readonly hint?: string;
 }
 
 /** Marks that carry the meaning without colour; the help overlay says what each one means. */
@@ -21,7 +23,7 @@ export const RAIL_GLYPHS: Record<RailMark, string> = {
 const RAIL_COLORS: Record<RailMark, 'green' | 'cyan' | 'gray'> = { passed: 'green', current: 'cyan', pending: 'gray', prepared: 'gray' };
 
 /** The progress rail: one line of step marks, then the current step's title (cut to fit, never wrapped). */
-export function DrillRail({ state, columns }: DrillRailProps) {
+export function DrillRail({ state, columns, hint = '? explains · q quits' }: DrillRailProps) {
   const paint = useColor();
   const marks = railMarks(state);
   const step = currentStep(state);
@@ -35,7 +37,7 @@ export function DrillRail({ state, columns }: DrillRailProps) {
             {` ${RAIL_GLYPHS[mark]}${i + 1}`}
           </Text>
         ))}
-        <Text>{'   ? explains · q quits'}</Text>
+        <Text wrap="truncate-end">{`   ${hint}`}</Text>
       </Box>
       <Text bold wrap="truncate-end">
         {title.length > columns ? `${title.slice(0, columns - 1)}…` : title}

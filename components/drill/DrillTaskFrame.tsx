@@ -55,7 +55,7 @@ export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterr
   });
   return (
     <Box flexDirection="column" width={columns}>
-      <DrillRail state={state} columns={columns} />
+      <DrillRail state={state} columns={columns} hint="the view's keys apply · q closes it" />
       <Text wrap="truncate-end" color={paint('cyan')}>{`▸ ${task.label}`}</Text>
       {children}
     </Box>

@@ -5,9 +5,9 @@ import type { RotationStore } from '../../src/app/rotation-store.js';
 import { HOLDER_PAGE, RotationView } from './RotationView.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 
-/** Progress events that can arrive by the hundred; they are batched into ≤ 10 frames a second. */
+/** Progress events that can arrive by the hundred are batched (with the spinner, under 10 frames a second). */
 const BATCHED: ReadonlySet<RotationEvent['type']> = new Set(['holder-resolved', 'staged', 'committed-step', 'applied-pair']);
-export const FRAME_MS = 100;
+export const FRAME_MS = 150;
 
 export interface RotationAppProps {
   readonly store: RotationStore;
@@ -53,7 +53,7 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
   const busy = state.step === 'resolving' || state.step === 'preparing' || state.step === 'committing' || state.step === 'applying';
   useEffect(() => {
     if (!busy) return undefined;
-    const spin = setInterval(() => setTick((t) => t + 1), 250);
+    const spin = setInterval(() => setTick((t) => t + 1), 350);
     return () => clearInterval(spin);
   }, [busy]);
 

@@ -3,7 +3,8 @@
  * is printed after the view is gone, so what changed where stays in the scrollback.
  */
 import { render } from 'ink';
-import { startRotation, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { exitCodeOf, startRotation, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { unstageAll } from '../../src/mesh/delivery.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { rotationStore } from '../../src/app/rotation-store.js';
 import { summaryLines } from '../../src/app/rotation-text.js';
@@ -47,9 +48,29 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
     instance.unmount();
   });
   await instance.waitUntilExit();
-  const final = result ?? { code: 3, state: store.state() };
-  if (isTerminal(final.state)) for (const line of summaryLines(final.state, Math.round(options.deps.waitMs / 1000))) stdout.write(`${line}\n`);
-  else if (final.state.step === 'committing') stdout.write(`Left during the commit: some files may be live. Finish it with: baton mesh resume ${options.id}\n`);
-  else stdout.write(`Left during ${final.state.step}: nothing took effect${final.state.step === 'preparing' ? ' (staged *.next files may remain; they are never read)' : ''}.\n`);
-  return final.code;
+  if (store.state().step === 'applying') stdout.write('Committed; still waiting for provider receipts (Ctrl-C stops waiting, nothing is undone)…\n');
+  store.stop();
+  await store.idle();
+  const state = store.state();
+  const waitSeconds = Math.round(options.deps.waitMs / 1000);
+  if (isTerminal(state)) {
+    for (const line of summaryLines(state, waitSeconds)) stdout.write(`${line}\n`);
+    return result?.state.step === state.step ? result.code : exitCodeOf(state);
+  }
+  if (state.step === 'committing') {
+    // Prepared but the operator left before the commit started: take the staged files back.
+    const failures = await unstageAll(state.plan.holders, options.deps.transportFor, options.deps.concurrency);
+    stdout.write(
+      failures.length === 0
+        ? 'Interrupted before the commit: every staged file was removed; nothing took effect.\n'
+        : `Interrupted before the commit; staged files could NOT be removed on ${failures.map((f) => `${f.machine} (${f.reason})`).join(', ')}. They are never read; remove the *.next files there.\n`,
+    );
+    return 3;
+  }
+  if (state.step === 'applying') {
+    stdout.write(`Rotation ${options.id} committed; provider receipts were not waited for. Check each provisioner's receipt.\n`);
+    return 0;
+  }
+  stdout.write(`Left while ${state.step}: nothing was generated or sent.\n`);
+  return result?.code ?? 3;
 }

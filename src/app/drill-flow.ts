@@ -154,6 +154,8 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
         return to({ ...state, phase: 'running', help: false }, { type: 'perform', step: currentStep(state).number, task: state.task });
       }
       if (event.type === 'task-finished') return toChecking(state);
+      // The view could not be opened (a read failed before it drew): say why, offer it again.
+      if (event.type === 'task-failed') return toFailed(state, event.lines);
       return to(state);
     case 'running':
       if (event.type === 'task-finished') return toChecking(state);

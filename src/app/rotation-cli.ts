@@ -3,6 +3,7 @@
  * journal, then runs the rotation flow in a view (terminal) or as plain lines (--yes, pipes).
  */
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 import { BatonError } from '../errors.js';
 import type { CliContext } from '../commands/context.js';
 import type { MeshFlags } from '../commands/mesh.js';
@@ -18,7 +19,6 @@ import { MARKS } from '../../components/marks.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
 import { planHeadline, receivesText } from './rotation-text.js';
-import path from 'node:path';
 
 function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;

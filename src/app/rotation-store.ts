@@ -15,12 +15,19 @@ export interface RotationStore {
   finished(): Promise<RotationState>;
   /** Resolves once no effect is running or queued (whatever the state). */
   idle(): Promise<void>;
+  /**
+   * The operator left: from now on only journal records are written. The effect in flight
+   * finishes (a half-done stage or rename is worse than a finished one), but no next phase
+   * starts — an interrupted prepare can never roll on into a commit nobody is watching.
+   */
+  stop(): void;
 }
 
 export function rotationStore(start: Step, run: RunEffect, onState: (state: RotationState, event: RotationEvent | undefined) => void): RotationStore {
   let state = start.state;
   let running = 0;
   let failure: unknown;
+  let stopped = false;
   const waiters: { resolve: (s: RotationState) => void; reject: (e: unknown) => void }[] = [];
   const idlers: (() => void)[] = [];
   const settle = () => {
@@ -37,7 +44,11 @@ export function rotationStore(start: Step, run: RunEffect, onState: (state: Rota
     running++;
     queue = queue.then(async () => {
       try {
-        if (failure === undefined) for (const effect of effects) await run(effect, at, dispatch);
+        for (const effect of effects) {
+          if (failure !== undefined) break;
+          if (stopped && effect.type !== 'journal') continue;
+          await run(effect, at, dispatch);
+        }
       } catch (error) {
         failure ??= error;
       } finally {
@@ -61,6 +72,9 @@ export function rotationStore(start: Step, run: RunEffect, onState: (state: Rota
   return {
     dispatch,
     state: () => state,
+    stop: () => {
+      stopped = true;
+    },
     idle: () =>
       new Promise<void>((resolve) => {
         idlers.push(resolve);

@@ -1,6 +1,12 @@
 /**
  * The public face of the authority on disk (DESIGN.md §4). Everything outside src/authority
  * imports from here: the rules (src/share), the flows (src/app) and the commands.
+ *
+ * Locking: readAuthorityFiles, installAuthority and setAsideAuthority expect the CALLER to
+ * hold ca.lock (withAuthorityLock), so one decision can read, decide and write under one lock.
+ * rotateAuthority and retireAuthority take the lock THEMSELVES (they are whole operations);
+ * called inside withAuthorityLock they fail with 'lock-busy', like any second holder.
+ * snapshotLocalAuthority takes no lock and writes nothing.
  */
 export type { AuthorityFiles, AuthorityFileName, LocalAuthority, LocalProblem, PairSummary } from './types.js';
 export { AUTHORITY_FILES } from './types.js';

@@ -42,7 +42,7 @@ export async function rotateAuthority(
           what: `The rotation stopped: ${error.syscall} ${error.path ?? ''} failed (${error.code}).`,
           where: layoutOf(stateDir).caDir,
           next: 'Fix the cause, then run `baton ca rotate` again: it finishes a rotation left part-way. `baton ca show` says where it stands.',
-          changed: 'The current authority is still the one in use (or the rotation is part-way, which the reader repairs); no key was deleted.',
+          changed: 'The current authority is still the one in use (or the rotation is part-way, which the reader repairs); no key anyone trusts was deleted.',
           cause: error,
         });
       }),

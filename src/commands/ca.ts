@@ -21,6 +21,8 @@ export const registerCa: Register = (program, ctx) => {
     .action(
       action(ctx, async () => {
         const { deployment, stateDir } = where();
+        const storeUrl = ctx.config().store;
+        if (storeUrl) await refuseIfPublished(storeUrl, deployment);
         const authority = await import('../authority/index.js');
         const fingerprint = await authority.withAuthorityLock(stateDir, async () => {
           const local = await authority.readLocalAuthority(stateDir, deployment);
@@ -33,6 +35,9 @@ export const registerCa: Register = (program, ctx) => {
         ctx.stdout.write(
           `Minted a new authority for deployment ${deployment} in ${path.join(stateDir, 'ca')}.\n` +
             `Fingerprint: ${fingerprint}\n` +
+            (storeUrl
+              ? `Nothing was published at ${storeUrl} when this began. `
+              : 'No store is configured, so nobody was asked whether this deployment already has an authority. ') +
             'Publish it with `baton sync` so the other controller adopts it rather than minting its own.\n',
         );
       }),
@@ -92,6 +97,27 @@ export const registerCa: Register = (program, ctx) => {
       }),
     );
 };
+
+/**
+ * A deployment that already published an authority gets it ADOPTED, never a second one minted
+ * beside it: two authorities in one fleet is the outage this tool exists to prevent. An
+ * unreadable store blocks too (the decision table's BLOCKED), since "could not read" is not
+ * "nothing there".
+ */
+async function refuseIfPublished(storeUrl: string, deployment: string): Promise<void> {
+  const [{ openStore }, { readPublished }] = await Promise.all([import('../store/open-store.js'), import('../share/published.js')]);
+  const published = await readPublished(await openStore(storeUrl), deployment);
+  if (published.state === 'none') return;
+  throw new BatonError('refused', {
+    what:
+      published.state === 'present'
+        ? `This deployment already published an authority (${published.header.fingerprint}); minting another would give the fleet two.`
+        : `The store cannot be read, so baton cannot tell whether this deployment already has an authority: ${published.error.what}`,
+    where: published.location,
+    next: published.state === 'present' ? 'Adopt it with `baton sync`.' : (published.error.next ?? 'Check the store, then try again.'),
+    changed: 'Nothing was written.',
+  });
+}
 
 /** NEVER MINTED OVER A LOSS, never over anything: `ca init` writes only on a fresh host. */
 function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {

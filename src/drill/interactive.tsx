@@ -57,6 +57,9 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     drillInstance?.unmount();
     drillInstance = undefined;
     options.stdout.write('baton drill: stopping the servers and removing the sandbox…\n');
+    // Left during start-up: stop at the next stage and let the one running finish writing first.
+    stopStarting.abort();
+    await starting;
     const problems = await teardown.run();
     for (const problem of problems) options.stderr.write(`baton drill: cleaning up: ${problem}\n`);
     if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
@@ -66,6 +69,10 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   };
 
   const run = async (effect: DrillEffect): Promise<DrillEvent | undefined> => {
+    if (effect.type === 'quit') {
+      void quit();
+      return undefined;
+    }
     if (!sandbox) return { type: 'task-failed', lines: ['The sandbox is not running.'] };
     switch (effect.type) {
       case 'open':
@@ -87,9 +94,6 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
       }
       case 'check':
         return { type: 'checks-done', results: await runChecks(sandbox, notebook.before!, effect.step, effect.task), at: Date.now() };
-      case 'quit':
-        void quit();
-        return undefined;
       default: {
         const never: never = effect;
         throw new Error(`unknown drill effect ${String(never)}`);
@@ -119,10 +123,16 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
       viewOpen = true;
       drillInstance?.unmount();
       drillInstance = undefined;
-      void openView().finally(() => {
-        viewOpen = false;
-        if (!quitting) dispatch({ type: 'task-finished' });
-      });
+      void openView().then(
+        () => {
+          viewOpen = false;
+          if (!quitting) dispatch({ type: 'task-finished' });
+        },
+        (error: unknown) => {
+          viewOpen = false;
+          dispatch({ type: 'task-failed', lines: asBatonError(error, { what: `The view for "${currentTask(state).label}" could not be opened` }).lines() });
+        },
+      );
       return;
     }
     if (drillInstance) drillInstance.rerender(drillElement());
@@ -153,17 +163,21 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     if (interrupted) await quit();
   };
 
-  show();
-  try {
-    ({ sandbox } = await startSandbox({ keep: options.keep, teardown, onProgress: (text) => dispatch({ type: 'progress', text }) }));
-    if (options.first > 1) {
-      dispatch({ type: 'progress', text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…` });
-      await prepareForStep(sandbox, options.first);
+  const stopStarting = new AbortController();
+  const start = async () => {
+    try {
+      ({ sandbox } = await startSandbox({ keep: options.keep, teardown, signal: stopStarting.signal, onProgress: (text) => dispatch({ type: 'progress', text }) }));
+      if (options.first > 1) {
+        dispatch({ type: 'progress', text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…` });
+        await prepareForStep(sandbox, options.first, stopStarting.signal);
+      }
+      dispatch({ type: 'ready' });
+    } catch (error) {
+      dispatch({ type: 'setup-failed', lines: asBatonError(error, { what: 'The sandbox could not be set up' }).lines() });
     }
-    dispatch({ type: 'ready' });
-  } catch (error) {
-    dispatch({ type: 'setup-failed', lines: asBatonError(error, { what: 'The sandbox could not be set up' }).lines() });
-  }
+  };
+  show();
+  const starting = start();
   const code = await done;
   release();
   return code;
@@ -195,13 +209,14 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       };
     }
     case 'failover': {
-      const [{ FailoverApp }, { failoverPorts }, { look }] = await Promise.all([
+      const [{ FailoverApp }, { failoverPorts }, { look }, { forcePrefix: prefixOf }] = await Promise.all([
         import('../../components/FailoverApp.js'),
         import('../app/failover-ports.js'),
         import('../share/operations.js'),
+        import('../app/failover-flow.js'),
       ]);
       const seen = await look(sandbox.share(where.controller));
-      const forcePrefix = seen.verdict.kind === 'refuse' ? seen.verdict.local.slice('SHA256:'.length, 'SHA256:'.length + 8) : undefined;
+      const forcePrefix = seen.verdict.kind === 'refuse' ? prefixOf(seen.verdict) : undefined;
       return {
         ...settled,
         forcePrefix,

@@ -26,7 +26,6 @@ import type { Controller, DrillAction, TaskSpec } from './scenario.js';
 
 export type Say = (line: string) => void;
 
-
 /** The drill's own actions (faults and the CLI-only rotation); the interactive drill runs these too. */
 export async function performAction(sandbox: DrillSandbox, action: DrillAction, say: Say = () => {}): Promise<void> {
   switch (action) {
@@ -74,9 +73,10 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
 
 const GLYPHS = { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph };
 
-export function statusSourcesFor(sandbox: DrillSandbox, controller: Controller, probeLock = false) {
+/** What `baton status` reads on a controller of the sandbox (no lock probe: status never takes it). */
+export function statusSourcesFor(sandbox: DrillSandbox, controller: Controller) {
   const ctx = sandbox.share(controller);
-  return statusSources({ deployment: ctx.deployment, stateDir: ctx.stateDir, storeUrl: sandbox.storeUrl, store: ctx.store, sealKeyFile: undefined }, { probeLock });
+  return statusSources({ deployment: ctx.deployment, stateDir: ctx.stateDir, storeUrl: sandbox.storeUrl, store: ctx.store, sealKeyFile: undefined });
 }
 
 async function statusScripted(sandbox: DrillSandbox, controller: Controller, say: Say): Promise<void> {

@@ -92,10 +92,11 @@ export function checkLines(results: readonly CheckResult[]): string[] {
  * steps by script AND checking them — a preparation that silently went wrong would make the
  * practised step teach the wrong thing.
  */
-export async function prepareForStep(sandbox: DrillSandbox, first: StepNumber): Promise<void> {
+export async function prepareForStep(sandbox: DrillSandbox, first: StepNumber, signal?: AbortSignal): Promise<void> {
   const notebook = newNotebook();
   for (const step of DRILL_STEPS.filter((s) => s.number < first)) {
     for (const [index, task] of step.tasks.entries()) {
+      if (signal?.aborted) throw new Error(`The drill was left while preparing step ${first}.`);
       const before = await noteBefore(sandbox, notebook);
       await performScripted(sandbox, task);
       const bad = (await runChecks(sandbox, before, step.number, index)).filter((r) => !r.ok);

@@ -50,8 +50,6 @@ export interface DrillSandbox {
   machineRoot(machine: DrillMachine): string;
   /** A path under a machine's mesh_dir, on this machine's disk. */
   meshPath(machine: DrillMachine, ...parts: string[]): string;
-  /** Tears everything down (idempotent); `keep` leaves the dir in place. */
-  close(): Promise<readonly string[]>;
 }
 
 export interface SandboxOptions {
@@ -59,20 +57,31 @@ export interface SandboxOptions {
   readonly keep?: boolean;
   /** "starting S3…" — what the start-up screen shows. */
   readonly onProgress?: (text: string) => void;
-  /** Where the sandbox dir is made (default: the OS temp dir). */
-  readonly parent?: string;
   /** The undo list to register on (the caller may have hooked it to signals already). */
   readonly teardown?: Teardown;
+  /**
+   * Stops the start-up at the next stage (the operator quit while it ran). The caller waits
+   * for startSandbox to settle BEFORE tearing down: a stage still writing into the sandbox
+   * would otherwise re-create files in a dir just removed.
+   */
+  readonly signal?: AbortSignal;
 }
 
+/**
+ * Builds the sandbox, registering how to undo each part on `teardown` as it starts. A failure
+ * part-way undoes what was started and says so; the caller runs the teardown when the drill ends.
+ */
 export async function startSandbox(options: SandboxOptions = {}): Promise<{ sandbox: DrillSandbox; teardown: Teardown }> {
   const progress = options.onProgress ?? (() => {});
   const teardown = options.teardown ?? makeTeardown();
-  const parent = options.parent ?? os.tmpdir();
-  const dir = realpathSync(mkdtempSync(path.join(parent, 'baton-drill-')));
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-drill-')));
   if (!options.keep) teardown.removeDir(dir);
   try {
-    const sandbox = await build(dir, teardown, progress);
+    const stage = (text: string) => {
+      if (options.signal?.aborted) throw new BatonError('aborted', { what: 'The drill was left while the sandbox was being set up.', where: dir });
+      progress(text);
+    };
+    const sandbox = await build(dir, teardown, stage);
     return { sandbox, teardown };
   } catch (error) {
     await teardown.run();
@@ -134,7 +143,6 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
     share,
     machineRoot,
     meshPath,
-    close: () => teardown.run(),
   };
 
   progress('delivering pg-main\'s superuser password to db1…');

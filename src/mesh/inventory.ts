@@ -2,6 +2,13 @@
  * The mesh inventory (DESIGN.md §6): machines, providers and consumers, and the pairs they
  * make. Validated whole before anything is resolved, because a rotation planned from a
  * half-understood inventory is exactly how a holder goes unnamed and keeps a dead password.
+ *
+ * ssh machines: `address` is `host`, `user@host`, `host:port`, `user@host:port` or
+ * `user@[v6]:port`; the fields `user`, `port`, `identity`, `known_hosts`,
+ * `strict_host_key_checking` (yes | no | accept-new), `config` (an ssh_config file; /dev/null
+ * ignores the operator's) and `connect_timeout` (seconds) may be set per machine or once under a
+ * top-level `ssh:`; per machine wins, then the address, then `ssh:`. Relative paths are relative
+ * to the inventory file. Any machine may set its own `mesh_dir`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

@@ -12,6 +12,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { secretDigest, type SecretDigest } from '../mesh/digest.js';
 import { roleNameProblem } from '../mesh/role-name.js';
+import { STAGED_SUFFIX } from '../mesh/rotation-plan.js';
 
 /** One delivered file: a digest to apply, or the problem that keeps it from being applied. */
 export type DeliveredCredential =
@@ -23,8 +24,6 @@ export type DeliveredScan =
   /** The directory itself could not be listed (missing, not a directory, unreadable). */
   | { readonly ok: false; readonly problem: string };
 
-/** Staged by `mesh rotate` (prepare phase): not live until the commit renames it. */
-const STAGED_SUFFIX = '.next';
 
 /**
  * Why a delivered file's name cannot be a role, or undefined. The mesh's own rule (the names
@@ -37,9 +36,13 @@ export function deliveredRoleProblem(name: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Not a live credential: dotfiles (`.applied/`, temp files), `<role>.next` (staged by the
+ * prepare phase, live only once the commit renames it) and the transports' temp files for it
+ * (`<role>.next.tmp.<random>`) — reporting those as bad roles would fail every rotation.
+ */
 export function isDeliveredName(name: string): boolean {
-  // Dotfiles cover `.applied/` (the receipts) and the temp files of an atomic write.
-  return !name.startsWith('.') && !name.endsWith(STAGED_SUFFIX);
+  return !name.startsWith('.') && !name.endsWith(STAGED_SUFFIX) && !name.includes(`${STAGED_SUFFIX}.`);
 }
 
 /**

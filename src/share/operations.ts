@@ -450,8 +450,9 @@ async function putDocument(ctx: ShareContext, body: Uint8Array, precondition: Pa
 /** A failed precondition keeps its own code (exit 6) with the words an operator acts on. */
 function publishFailed(ctx: ShareContext, error: unknown): BatonError {
   if (isBatonError(error) && error.code === 'store-changed') {
+    const why = /\(([^()]*)\)\.?$/.exec(error.what)?.[1] ?? 'another controller wrote in between';
     return new BatonError('store-changed', {
-      what: 'The store changed since you looked: another controller published in between.',
+      what: `The store changed since you looked (${why}).`,
       where: ctx.store.location,
       changed: 'Nothing was overwritten.',
       next: 'Re-read and decide again (run `baton sync` again, or refresh the console).',

@@ -41,16 +41,20 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
     const parsed = parseDocument(stored.body, options);
     const canOpen = !parsed.sealed || sealKey !== undefined;
     const opened = canOpen ? await openDocument(parsed, options) : undefined;
-    return {
-      state: 'present',
+    const present = {
+      state: 'present' as const,
       location,
       etag: stored.etag,
       header: parsed.header,
       sealed: parsed.sealed !== undefined,
       current: opened?.current,
       previous: opened?.previous,
-      files: opened?.files,
     };
+    // NOT ENUMERABLE: the files carry the authority's private key, and a read is shown, logged
+    // and serialised (status --json, test snapshots) — none of which may ever print a key. A
+    // copy made by spreading loses them, and openPublished then re-reads, checking the ETag.
+    Object.defineProperty(present, 'files', { value: opened?.files, enumerable: false });
+    return present as PresentAuthority;
   } catch (error) {
     return { state: 'unreadable', location, error: asBatonError(error, { what: 'The published document could not be decoded', where: location }) };
   }

@@ -23,24 +23,37 @@ export function probeName(): string {
 export async function probeConditionalWrites(target: ProbeTarget): Promise<ConditionalWriteCheck> {
   const name = probeName();
   const body = new TextEncoder().encode(`baton store check ${new Date().toISOString()}\n`);
+  let check: ConditionalWriteCheck;
+  try {
+    check = await twice(target, name, body);
+  } catch (error) {
+    await target.remove(name).catch(() => undefined);
+    throw error;
+  }
+  try {
+    await target.remove(name);
+  } catch {
+    // The answer stands; the operator only needs to know a small object was left behind.
+    return { ...check, detail: `${check.detail} The probe object ${name} could not be removed; delete it by hand.` };
+  }
+  return check;
+}
+
+async function twice(target: ProbeTarget, name: string, body: Uint8Array): Promise<ConditionalWriteCheck> {
+  await target.createOnly(name, body);
   try {
     await target.createOnly(name, body);
-    try {
-      await target.createOnly(name, body);
-    } catch (error) {
-      if (isBatonError(error) && error.code === 'store-changed') {
-        return {
-          enforced: true,
-          detail: `The store at ${target.location} refused a second create-only write of the same object: conditional writes are enforced.`,
-        };
-      }
-      throw error;
+  } catch (error) {
+    if (isBatonError(error) && error.code === 'store-changed') {
+      return {
+        enforced: true,
+        detail: `The store at ${target.location} refused a second create-only write of the same object: conditional writes are enforced.`,
+      };
     }
-    return {
-      enforced: false,
-      detail: `The store at ${target.location} accepted a second create-only write of the same object: it ignores conditional writes, so two controllers publishing at once could overwrite each other.`,
-    };
-  } finally {
-    await target.remove(name).catch(() => undefined);
+    throw error;
   }
+  return {
+    enforced: false,
+    detail: `The store at ${target.location} accepted a second create-only write of the same object: it ignores conditional writes, so two controllers publishing at once could overwrite each other.`,
+  };
 }

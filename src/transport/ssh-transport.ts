@@ -35,10 +35,13 @@ export function sshArgs(target: SshTarget): string[] {
 export function sshTransport(machine: string, target: SshTarget, options: SshTransportOptions = {}): Transport {
   const exec = options.exec ?? runProcess;
   const timeoutMs = target.connectTimeout * 1000 + (options.operationTimeoutMs ?? 30_000);
-  const run = async (what: string, command: string, input?: string): Promise<string> => {
-    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target), command], { timeoutMs, ...(input === undefined ? {} : { input }) });
+  // Resolving runs `true`: a holder that connects but does not answer within a few seconds
+  // more is unresolved, and its ssh is killed rather than left to outlive the gate.
+  const resolveTimeoutMs = target.connectTimeout * 1000 + 5_000;
+  const run = async (what: string, command: string, input?: string, limitMs = timeoutMs): Promise<string> => {
+    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target), command], { timeoutMs: limitMs, ...(input === undefined ? {} : { input }) });
     if (result.failedToStart) throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
-    if (result.timedOut) throw new TransportError(machine, `${what}: no answer within ${Math.round(timeoutMs / 1000)} s`);
+    if (result.timedOut) throw new TransportError(machine, `${what}: no answer within ${Math.round(limitMs / 1000)} s`);
     if (result.exitCode !== 0) {
       const said = lastLine(result.stderr);
       if (result.exitCode === 255) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`);
@@ -54,7 +57,7 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
   return {
     machine,
     resolve: async () => {
-      await run('resolve', 'true');
+      await run('resolve', 'true', undefined, resolveTimeoutMs);
     },
     stage: async (files) => {
       if (files.length === 0) return [];
@@ -90,6 +93,7 @@ function asDigest(hex: string | undefined): SecretDigest | undefined {
   return hex && /^[0-9a-f]{64}$/.test(hex) ? (`sha256:${hex}` as SecretDigest) : undefined;
 }
 
+/** The line that says what went wrong, without ssh's own `ssh: ` prefix. */
 function lastLine(text: string): string {
-  return text.trim().split('\n').filter((l) => l.trim() !== '').pop()?.trim() ?? '';
+  return (text.trim().split('\n').filter((l) => l.trim() !== '').pop()?.trim() ?? '').replace(/^ssh: /, '');
 }

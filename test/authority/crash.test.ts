@@ -105,6 +105,33 @@ describe('rotate, stopped after each durable step', () => {
     },
   );
 
+  it.each(ROTATE_STEPS.slice(0, -1))('a rotation stopped after "%s" and stopped AGAIN while finishing still reads right and finishes on the next try', async (step) => {
+    const { stateDir, fingerprint: old } = await authorityDir();
+    const keysBefore = privateKeysBelow(stateDir);
+    await crashAt(step, (onStep) => rotateAuthority(stateDir, DEP, { onStep }));
+    const secondSteps: string[] = [];
+    await expect(
+      rotateAuthority(stateDir, DEP, {
+        onStep: (s) => {
+          secondSteps.push(s);
+          throw new Stop(s);
+        },
+      }),
+    ).rejects.toBeInstanceOf(Stop);
+    expect(secondSteps).toHaveLength(1);
+    const between = expectWhole(await bothReaders(stateDir));
+    expectKeysKept(keysBefore, stateDir);
+    if (secondSteps[0] === 'renamed ca.crt.new') {
+      // The step it stopped after was the last one: the rotation is complete.
+      expect(between.previous?.fingerprint).toBe(old);
+    } else {
+      expect(between).toMatchObject({ current: { fingerprint: old }, pending: 'rotate' });
+      expect((await rotateAuthority(stateDir, DEP)).previous).toBe(old);
+    }
+    expect(expectWhole(await bothReaders(stateDir))).toMatchObject({ previous: { fingerprint: old }, current: { replaces: old } });
+    expectKeysKept(keysBefore, stateDir);
+  });
+
   it('after the last rename the overlap is in place: new current, old previous', async () => {
     const { stateDir, fingerprint: old } = await authorityDir();
     await crashAt('renamed ca.crt.new', (onStep) => rotateAuthority(stateDir, DEP, { onStep }));

@@ -11,8 +11,8 @@ import {
   type LocalAuthority,
 } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
-import { fingerprintOfFiles, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
-import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { authorityTempDir, fingerprintOfFiles, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
+import { snapshotDir } from '../helpers/fs-snapshot.js';
 
 export const DEP = TEST_DEPLOYMENT;
 
@@ -30,7 +30,7 @@ export async function authorityDir(options: { rotated?: boolean; deployment?: st
 
 /** A state dir with only ca.lock in it (what any locked operation leaves), removed after the test. */
 export async function emptyStateDir(): Promise<string> {
-  const temp = makeTempDir('baton-authority-');
+  const temp = authorityTempDir();
   cleanups.push(temp.cleanup);
   const stateDir = path.join(temp.dir, 'state');
   await withAuthorityLock(stateDir, async () => {});

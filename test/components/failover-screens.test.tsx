@@ -8,7 +8,7 @@ import { BatonError } from '../../src/errors.js';
 import type { FailoverPorts } from '../../src/app/failover-run-effect.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { DEPLOYMENT, leftBehindB, makeHosts, publishedByA, rotateAndPublishA, type Hosts } from '../app/failover-hosts.js';
-import { READS } from '../app/status-fixtures.js';
+import { FP_A, READS } from '../app/status-fixtures.js';
 import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
 
 const AT = new Date('2026-11-30T10:31:02.000Z');
@@ -208,6 +208,29 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(exitCode).toBeUndefined();
     await v.press('q');
     await vi.waitFor(() => expect(exitCode).toBe(3));
+  });
+
+  it('says what is under way while acting, and q does not walk away from a write in progress', async () => {
+    let finish!: () => void;
+    const ports: FailoverPorts = {
+      read: async () => READS.publish(),
+      act: () => new Promise((resolve) => (finish = () => resolve({ kind: 'published', fingerprint: FP_A, etag: '"e1"' }))),
+    };
+    const v = mount(ports);
+    const reading = v.lastFrame();
+    expect(reading).toMatch(/Reading the lock|Publish this host/);
+    await v.waitFor((f) => f.includes('Publish this host'), 'the action list');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Publish'), 'the confirm');
+    await v.press(KEY.enter);
+    const acting = await v.waitFor((f) => f.includes('taking the lock, reading again, then writing'), 'the acting screen');
+    expectFits(acting, columns);
+    await v.press('q');
+    expect(exitCode).toBeUndefined();
+    finish();
+    await v.waitFor((f) => f.includes('Published'), 'the result');
+    await v.press('q');
+    await vi.waitFor(() => expect(exitCode).toBe(0));
   });
 
   it('never shows a stack trace when an operation throws something that is not a BatonError', async () => {

@@ -8,8 +8,11 @@ vi.hoisted(() => {
 
 import { StatusScreen } from '../../components/StatusScreen.js';
 import { StatusApp } from '../../components/StatusApp.js';
+import { FailoverScreen } from '../../components/FailoverScreen.js';
+import { failover, initialFailover, type FailoverState } from '../../src/app/failover-flow.js';
 import { ColorContext } from '../../components/color-context.js';
 import type { StatusReport } from '../../src/app/status-report.js';
+import { BatonError } from '../../src/errors.js';
 import { FP_A, FP_B, FP_OLD, READS } from '../app/status-fixtures.js';
 import { linesFit, renderAt, type Rendered } from './render-at.js';
 
@@ -135,5 +138,61 @@ describe('the status app', () => {
     expect(frame).toContain('EIO: i/o error');
     expect(frame).toContain('Next: Press r to read again');
     expect(frame).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('the failover screens without colour', () => {
+  it('carry every state in words and marks, with no colour escape', () => {
+    const at = new Date('2026-11-30T10:31:02Z');
+    const steps: FailoverState[] = [];
+    let state = failover(initialFailover.state, { type: 'read', reading: READS.leftBehind() }).state;
+    steps.push(state);
+    state = failover(failover(state, { type: 'move', by: 1 }).state, { type: 'select', at }).state;
+    steps.push(state);
+    const expected = ['✗ refused', '[ Replace ] disabled'];
+    steps.forEach((step, i) => {
+      for (const color of [false, true]) {
+        view?.unmount();
+        view = renderAt(
+          <ColorContext.Provider value={color}>
+            <FailoverScreen state={step} columns={80} baton="baton" help={false} onTyped={() => {}} onConfirm={() => {}} />
+          </ColorContext.Provider>,
+          80,
+        );
+        const frame = view.lastFrame();
+        expect(strip(frame)).toContain(expected[i]);
+        if (!color) expect(frame).not.toMatch(COLOUR);
+        else expect(frame).toMatch(COLOUR);
+      }
+    });
+  });
+});
+
+describe('the failover choice at 80×24', () => {
+  it.each(Object.keys(READS) as (keyof typeof READS)[])('fits for the "%s" read, lock busy or not', (name) => {
+    for (const busy of [false, true]) {
+      const reading = busy
+        ? { ...READS[name](), lock: { state: 'busy' as const, error: new BatonError('lock-busy', { what: 'The authority lock is held by another baton (or another operation in this one).', where: '/var/lib/baton/d1/ca.lock' }) } }
+        : READS[name]();
+      const state = failover(initialFailover.state, { type: 'read', reading }).state;
+      view?.unmount();
+      view = renderAt(<FailoverScreen state={state} columns={80} baton="baton" help={false} onTyped={() => {}} onConfirm={() => {}} />, 80);
+      const frame = strip(view.lastFrame());
+      expect(linesFit(frame, 80), frame).toEqual([]);
+      expect(frame.split('\n').length, frame).toBeLessThanOrEqual(24);
+    }
+  });
+});
+
+describe('the hanging indent of a marked line', () => {
+  it('wraps at word boundaries with no leading space, and splits a word longer than the width', async () => {
+    const { wrapWords } = await import('../../components/MarkedLine.js');
+    expect(wrapWords('one two three four', 9)).toEqual(['one two', 'three', 'four']);
+    expect(wrapWords('a /very/long/path/name b', 6)).toEqual(['a', '/very/', 'long/p', 'ath/na', 'me b']);
+    expect(wrapWords('', 10)).toEqual(['']);
+    for (const line of wrapWords('The local and published authorities differ. This host was left behind by a rotation.', 20)) {
+      expect(line.length).toBeLessThanOrEqual(20);
+      expect(line.startsWith(' ')).toBe(false);
+    }
   });
 });

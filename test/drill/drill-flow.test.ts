@@ -107,6 +107,21 @@ describe('the drill flow', () => {
     expect(state.wrongTurns).toHaveLength(1);
   });
 
+  it('a sandbox that cannot be noted before a task is shown as a failure, and Enter tries the task again', () => {
+    const { state } = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'task-failed', lines: ['Noting the sandbox failed (EACCES)'] }]);
+    expect(state.phase).toBe('check-failed');
+    expect(state.error).toEqual(['Noting the sandbox failed (EACCES)']);
+    expect(drillFlow(state, { type: 'enter', at: 1 }).effects).toEqual([{ type: 'open', step: 2, task: 0 }]);
+  });
+
+  it('a view that cannot be opened is shown as a failure of its task, which Enter opens again', () => {
+    const { state } = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'opened' }, { type: 'task-failed', lines: ['The view could not be opened (EIO)'] }]);
+    expect(state.phase).toBe('check-failed');
+    expect(state.error).toEqual(['The view could not be opened (EIO)']);
+    expect(state.wrongTurns).toHaveLength(1);
+    expect(drillFlow(state, { type: 'enter', at: 1 }).state.phase).toBe('opening');
+  });
+
   it('Esc never quits: it closes help, and otherwise changes nothing in every phase', () => {
     const phases: DrillState[] = [
       initialDrillState(),

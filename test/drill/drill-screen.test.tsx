@@ -7,6 +7,8 @@ import { ColorContext } from '../../components/color-context.js';
 import { DrillScreen } from '../../components/drill/DrillScreen.js';
 import { DrillRoot } from '../../components/drill/DrillRoot.js';
 import type { DrillIntent } from '../../components/drill/use-drill-keys.js';
+import { DrillTaskFrame } from '../../components/drill/DrillTaskFrame.js';
+import { Text } from 'ink';
 
 function walk(events: readonly DrillEvent[], first: 1 | 2 | 3 | 4 | 5 = 1): DrillState {
   return events.reduce((state, event) => drillFlow(state, event).state, initialDrillState(first));
@@ -136,6 +138,7 @@ describe('the drill\'s keys', () => {
     const seen: DrillIntent[] = [];
     const { stdin, lastFrame, unmount } = render(<DrillRoot state={ready()} columns={80} onIntent={(intent) => seen.push(intent)} />);
     await vi.waitFor(() => expect(lastFrame()).toContain('Enter begins the step'));
+    for (let i = 0; i < 3; i += 1) await new Promise((resolve) => setImmediate(resolve));
     for (const key of keys) {
       const before = seen.length;
       stdin.write(key);
@@ -147,5 +150,50 @@ describe('the drill\'s keys', () => {
 
   it('Enter, ?, Esc and q become the drill\'s intents; Ctrl-C quits through the drill', async () => {
     expect(await press(['\r', '?', '\u001b', 'q', '\u0003'])).toEqual(['enter', 'help', 'escape', 'quit', 'quit']);
+  });
+});
+
+describe('the frame around a real view', () => {
+  /** Step 3's last task: the failover on ctl-a, where the force gate asks for a prefix. */
+  const atForce = () => walk(
+    [{ type: 'ready' }, { type: 'enter', at: 0 }, { type: 'opened' }, { type: 'enter', at: 0 }, { type: 'task-finished' },
+      { type: 'checks-done', results: [], at: 1 }, { type: 'opened' }, { type: 'task-finished' }, { type: 'checks-done', results: [], at: 2 }, { type: 'opened' }],
+    3,
+  );
+
+  async function drive(keys: readonly string[]) {
+    const wrong: string[] = [];
+    let interrupted = false;
+    const { stdin, lastFrame, unmount } = render(
+      <DrillTaskFrame state={atForce()} columns={80} forcePrefix="AbCd1234" onWrongTurn={(what) => wrong.push(what)} onInterrupt={() => (interrupted = true)}>
+        <Text>the real view</Text>
+      </DrillTaskFrame>,
+    );
+    await vi.waitFor(() => expect(lastFrame()).toContain('the real view'));
+    // The frame is drawn; a few turns more and the input hook's effect is committed too.
+    for (let i = 0; i < 3; i += 1) await new Promise((resolve) => setImmediate(resolve));
+    for (const key of keys) {
+      stdin.write(key);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const frameText = lastFrame() ?? '';
+    unmount();
+    return { wrong, interrupted, frameText };
+  }
+
+  it('shows the rail and the task above the view, and says the view has the keys', async () => {
+    const { frameText } = await drive([]);
+    expect(frameText).toContain('the view\'s keys apply · q closes it');
+    expect(frameText).toContain('▸ ctl-a returns: walk its failover, read the refusal, then force.');
+  });
+
+  it('counts an Esc back-out and a wrong prefix confirmed with Enter as wrong turns, not the right prefix', async () => {
+    const { wrong } = await drive(['\u001b', 'zz', 'zzzzzz', '\r', 'abcd1234', '\r']);
+    expect(wrong).toEqual(['Esc backed out in the failover on ctl-a', 'typed a wrong prefix "zzzzzzzz" at the force gate']);
+  });
+
+  it('Ctrl-C asks the drill to quit (the view alone would only close itself)', async () => {
+    const { interrupted } = await drive(['\u0003']);
+    expect(interrupted).toBe(true);
   });
 });

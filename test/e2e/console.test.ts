@@ -4,10 +4,12 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { withAuthorityLock } from '../../src/authority/index.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 
@@ -45,6 +47,15 @@ async function baton(args: string[], env: Record<string, string> = {}): Promise<
     const e = error as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
+}
+
+/** A port nothing listens on: bound, then released. */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 async function fingerprint(args: string[]): Promise<string> {
@@ -111,6 +122,48 @@ describe('baton status in a real terminal', () => {
     expect(noColor.stdout).not.toMatch(/\u001b/);
     const json = await baton([...a.args, 'status', '--json']);
     expect(JSON.parse(json.stdout)).toMatchObject({ format: 'baton.status/1', exit_code: 0, verdict: { kind: 'in-sync' } });
+  });
+});
+
+describe('baton status changes nothing', () => {
+  it('answers while another process holds the lock, and leaves the state dirs and the store byte-identical', async () => {
+    const { a, b } = await onePublished('status-read-only');
+    const before = snapshotDir(root.dir);
+    let release!: () => void;
+    const held = withAuthorityLock(a.stateDir, () => new Promise<void>((resolve) => (release = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    try {
+      const synced = await baton([...a.args, 'status']);
+      expect(synced.code).toBe(0);
+      expect(synced.stdout).toContain('✓ in sync');
+      const fresh = await baton([...b.args, 'status', '--json']);
+      expect(fresh.code).toBe(3);
+      expect(JSON.parse(fresh.stdout).local.state).toBe('fresh');
+    } finally {
+      release();
+      await held;
+    }
+    expect(snapshotDir(root.dir)).toEqual(before);
+    expect(existsSync(b.stateDir)).toBe(false);
+  });
+});
+
+describe('baton status when the store cannot be reached', () => {
+  it('exits 1, shows the local side and names the store with what to check', async () => {
+    const { a } = await onePublished('status-unreachable');
+    const port = await closedPort();
+    const store = `s3://baton-e2e/prefix?endpoint=http://127.0.0.1:${port}&path_style=true&region=us-east-1`;
+    const args = [...a.args.slice(0, -2), '--store', store];
+    const env = { AWS_ACCESS_KEY_ID: 'e2e', AWS_SECRET_ACCESS_KEY: 'e2e-secret', AWS_EC2_METADATA_DISABLED: 'true' };
+    const plain = await baton([...args, 'status'], env);
+    expect(plain.code).toBe(1);
+    expect(plain.stdout).toContain(await fingerprint(a.args));
+    expect(plain.stdout).toContain('s3://baton-e2e/prefix/authority.json');
+    expect(plain.stdout).toMatch(/could not read/);
+    expect(plain.stdout).not.toMatch(/\n\s+at /);
+    const json = await baton([...args, 'status', '--json'], env);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ exit_code: 1, could_not_read: true, published: { state: 'unreadable' } });
   });
 });
 

@@ -6,10 +6,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readLocalAuthority, systemClock, withAuthorityLock } from '../../src/authority/index.js';
+import { readLocalAuthority, rotateAuthority, systemClock, withAuthorityLock } from '../../src/authority/index.js';
+import { isBatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decodeDocument } from '../../src/share/document.js';
-import { firstController, type ShareContext } from '../../src/share/operations.js';
+import { firstController, publish, type ShareContext } from '../../src/share/operations.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import type { Precondition, Store } from '../../src/store/store.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
@@ -94,6 +95,37 @@ describe('the first-controller race on the directory store', () => {
       expect(await fingerprintOf(path.join(root, 'ctl-a'), deployment)).toBe(published);
       expect(await fingerprintOf(path.join(root, 'ctl-b'), deployment)).toBe(published);
     }
+  });
+});
+
+describe('a replace on the directory store', () => {
+  it('a publish whose ETag went stale (another controller published after this one read) is store-changed and overwrites nothing', async () => {
+    const root = tempDir();
+    const deployment = 'stale-etag';
+    const inner = new DirectoryStore(path.join(root, 'store'));
+    const theirs = new TextEncoder().encode('{"published":"by another controller"}\n');
+    let interleave = false;
+    const store: Store = {
+      location: inner.location,
+      get: () => inner.get(),
+      checkConditionalWrites: () => inner.checkConditionalWrites(),
+      async put(body, precondition) {
+        if (interleave) {
+          interleave = false;
+          await inner.put(theirs);
+        }
+        return inner.put(body, precondition);
+      },
+    };
+    const ctx: ShareContext = { stateDir: path.join(root, 'ctl-a'), deployment, store, clock: systemClock, host: 'ctl-a' };
+    await firstController(ctx);
+    await rotateAuthority(ctx.stateDir, deployment);
+    interleave = true;
+    const before = snapshotDir(ctx.stateDir);
+    const error = await publish(ctx).catch((e: unknown) => e);
+    expect(isBatonError(error) && error.code).toBe('store-changed');
+    expect(readFileSync(path.join(root, 'store', 'authority.json'))).toEqual(Buffer.from(theirs));
+    expect(snapshotDir(ctx.stateDir)).toEqual(before);
   });
 });
 

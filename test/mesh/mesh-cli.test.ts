@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -77,7 +77,11 @@ describe('baton mesh (the built CLI, local transport)', () => {
     expect(readFileSync(live('web1', 'consumes/pg-main/web1_app'), 'utf8')).toBe(s1);
     expect(readFileSync(live('web2', 'consumes/pg-main/web2_app'), 'utf8')).toBe(s2);
     expect(s1).not.toBe(s2);
-    const journalText = readFileSync(path.join(tmp.dir, 'state', JOURNAL_FILE), 'utf8');
+    const journalFile = path.join(tmp.dir, 'state', JOURNAL_FILE);
+    const journalText = readFileSync(journalFile, 'utf8');
+    expect(statSync(journalFile).mode & 0o777).toBe(0o600);
+    expect(statSync(path.dirname(journalFile)).mode & 0o777).toBe(0o700);
+    expect(journalText.trim().split('\n').map((l) => JSON.parse(l).phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
     for (const secret of [s1, s2]) {
       expect(r.stdout).not.toContain(secret);
       expect(journalText).not.toContain(secret);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { canQuit, exitCodeOf, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -93,5 +93,32 @@ describe('the rotation flow', () => {
     expect(commit.state.step).toBe('commit-failed');
     expect(commit.last.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
     expect(isTerminal(commit.state) && exitCodeOf(commit.state)).toBe(1);
+  });
+});
+
+describe('the rotation store', () => {
+  it('after stop, the prepare in flight finishes and is journaled, but no commit ever starts', async () => {
+    const { rotationStore } = await import('../../src/app/rotation-store.js');
+    const ran: string[] = [];
+    let finishPrepare: () => void = () => undefined;
+    const store = rotationStore(startRotation('r1', plan), async (effect, _state, dispatch) => {
+      ran.push(effect.type === 'journal' ? `journal:${effect.phase}` : effect.type);
+      if (effect.type === 'resolve') for (const e of allResolved) dispatch(e);
+      if (effect.type === 'prepare') {
+        await new Promise<void>((resolve) => {
+          finishPrepare = resolve;
+        });
+        dispatch({ type: 'prepared', digests });
+      }
+    }, () => undefined);
+    await vi.waitFor(() => expect(store.state().step).toBe('confirming'));
+    store.dispatch({ type: 'typed', text: '2' });
+    store.dispatch({ type: 'confirmed' });
+    await vi.waitFor(() => expect(ran).toContain('prepare'));
+    store.stop();
+    finishPrepare();
+    await store.idle();
+    expect(ran).toEqual(['resolve', 'journal:resolved', 'prepare', 'journal:prepared']);
+    expect(store.state().step).toBe('committing');
   });
 });

@@ -135,7 +135,7 @@ describe('inspectPair, the one check of an authority pair', () => {
   it('refuses a certificate whose signature does not verify under its own key as not self-signed', async () => {
     const a = await mintCa({ deployment: DEPLOYMENT, now: NOW });
     const der = pemDecode('CERTIFICATE', a.certPem)!;
-    der[der.length - 1] ^= 0x01; // the last byte of the ECDSA signature's s
+    der[der.length - 1] = der[der.length - 1]! ^ 0x01; // the last byte of the ECDSA signature's s
     const tampered = new TextEncoder().encode(pemEncode('CERTIFICATE', der));
     expect(await inspectPair(a.keyPem, tampered, DEPLOYMENT)).toMatchObject({
       ok: false,

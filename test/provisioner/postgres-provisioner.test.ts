@@ -202,7 +202,7 @@ describe('the provisioner against a real PostgreSQL', () => {
     expect(await canLogin(pg, role, password)).toBe(true);
   });
 
-  it('a bad role name, an empty file, a directory and a dangling symlink are each named, and the other roles are still applied', async () => {
+  it('a bad role name, an empty file, a directory and a dangling symlink are each named, staged files are ignored, and the other roles are still applied', async () => {
     const good = uniqueRole('good');
     const password = secret();
     deliver(good, password);
@@ -212,6 +212,7 @@ describe('the provisioner against a real PostgreSQL', () => {
     symlinkSync(path.join(meshDir, 'nowhere'), path.join(provides, 'dangling_role'));
     writeFileSync(path.join(provides, 'newline_role'), `${secret()}\n`, { mode: 0o600 });
     writeFileSync(path.join(provides, 'staged_role.next'), secret(), { mode: 0o600 });
+    writeFileSync(path.join(provides, 'staged_role.next.tmp.1a2b3c4d'), secret(), { mode: 0o600 });
 
     const report = await provisioner().runCycle();
 

@@ -27,7 +27,10 @@ describe('postgresBinaries', () => {
     const hidden = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-hidden-'));
     dirs.push(hidden);
     chmodSync(hidden, 0o700);
-    cpSync(packaged, path.join(hidden, 'native'), { recursive: true, verbatimSymlinks: true });
+    // A hard-linked tree where the filesystem allows (cheap); a copy where it does not.
+    if (spawnSync('cp', ['-al', packaged, path.join(hidden, 'native')]).status !== 0) {
+      cpSync(packaged, path.join(hidden, 'native'), { recursive: true, verbatimSymlinks: true });
+    }
     const source = path.join(hidden, 'native', 'bin');
     const cacheRoot = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-cache-'));
     dirs.push(cacheRoot);

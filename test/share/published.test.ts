@@ -59,17 +59,44 @@ describe('reading what is published', () => {
     expect(read.files).toEqual(rotated);
   });
 
+  it('never shows the carried key when a read is serialised or logged', async () => {
+    const store = new MemoryStore({ document: body });
+    const read = await readPublished(store, DEPLOYMENT);
+    if (read.state !== 'present') throw new Error('unreachable');
+    expect(read.files?.['ca.key']).toEqual(files['ca.key']);
+    const keyText = new TextDecoder().decode(files['ca.key']!);
+    const { inspect } = await import('node:util');
+    for (const shown of [JSON.stringify(read), inspect(read, { depth: 10 })]) {
+      expect(shown).not.toContain('PRIVATE KEY');
+      expect(shown).not.toContain(keyText.split('\n')[1]!);
+    }
+  });
+
+  it('opens the files again, checking the ETag, from a copy of a read that lost them', async () => {
+    const store = new MemoryStore({ document: body });
+    const read = await readPublished(store, DEPLOYMENT);
+    if (read.state !== 'present') throw new Error('unreachable');
+    const copy = { ...read };
+    expect('files' in copy).toBe(false);
+    expect(await openPublished(store, DEPLOYMENT, undefined, copy)).toEqual(files);
+    expect(store.calls.map((c) => c.op)).toEqual(['get', 'get']);
+  });
+
   it('returns the header of a sealed document without the key, with no pairs and no files', async () => {
     const store = new MemoryStore({ document: await encodeDocument(header, files, sealKey) });
     const read = await readPublished(store, DEPLOYMENT);
-    expect(read).toMatchObject({ state: 'present', sealed: true, header, current: undefined, previous: undefined, files: undefined });
+    expect(read).toMatchObject({ state: 'present', sealed: true, header, current: undefined, previous: undefined });
+    if (read.state === 'present') expect(read.files).toBeUndefined();
   });
 
   it('opens a sealed document with the key', async () => {
     const store = new MemoryStore({ document: await encodeDocument(header, files, sealKey) });
     const read = await readPublished(store, DEPLOYMENT, sealKey);
-    expect(read).toMatchObject({ state: 'present', sealed: true, header, files });
-    if (read.state === 'present') expect(read.current?.fingerprint).toBe(header.fingerprint);
+    expect(read).toMatchObject({ state: 'present', sealed: true, header });
+    if (read.state === 'present') {
+      expect(read.files).toEqual(files);
+      expect(read.current?.fingerprint).toBe(header.fingerprint);
+    }
   });
 
   it('reports a refused document as unreadable with the refusal, and changes nothing in the store', async () => {
@@ -145,14 +172,17 @@ describe('reading through the real adapters', () => {
     expect((await readPublished(store, DEPLOYMENT)).state).toBe('none');
     const { etag } = await store.put(body, { kind: 'create-only' });
     const read = await readPublished(store, DEPLOYMENT);
-    expect(read).toMatchObject({ state: 'present', etag, header, files });
+    expect(read).toMatchObject({ state: 'present', etag, header });
+    if (read.state === 'present') expect(read.files).toEqual(files);
   });
 
   it('reads a sealed document from the directory store, and changes nothing on disk when it refuses one', async () => {
     const dir = path.join(temp.dir, 'dir-store');
     const store = new DirectoryStore(dir);
     await store.put(await encodeDocument(header, files, sealKey), { kind: 'create-only' });
-    expect(await readPublished(store, DEPLOYMENT, sealKey)).toMatchObject({ state: 'present', sealed: true, files });
+    const opened = await readPublished(store, DEPLOYMENT, sealKey);
+    expect(opened).toMatchObject({ state: 'present', sealed: true });
+    if (opened.state === 'present') expect(opened.files).toEqual(files);
     const before = snapshotDir(dir);
     const wrongKey = new Uint8Array(32).fill(9);
     const read = await readPublished(store, DEPLOYMENT, wrongKey);

@@ -93,6 +93,18 @@ describe('the directory store', () => {
     for (const r of results) if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
   });
 
+  it('lets exactly one of many concurrent if-match writers with the same ETag win (compare and replace under the lock)', async () => {
+    const { store } = tempStore();
+    const read = await store.put(bytes('first'), { kind: 'create-only' });
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => store.put(bytes(`replace ${i}`), { kind: 'if-match', etag: read.etag })),
+    );
+    const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
+    expect(won).toHaveLength(1);
+    expect(new TextDecoder().decode((await store.get())!.body)).toBe(`replace ${won[0]}`);
+    for (const r of results) if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
+  });
+
   it('leaves no temp files behind after writes and refusals', async () => {
     const { dir, store } = tempStore();
     await store.put(bytes('first'), { kind: 'create-only' });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
-import { secretDigest } from '../../src/mesh/digest.js';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { localTransport, UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
@@ -114,5 +114,34 @@ describe('the local transport', () => {
     expect(files()).toEqual(before);
     expect(Object.keys(files()).filter((k) => k.includes('.next'))).toEqual([]);
     expect(existsSync(path.join(tmp.dir, 'machines/db1', plan.pairs[0]!.providerPath))).toBe(true);
+  });
+});
+
+describe('waiting for receipts on local machines', () => {
+  it('reports a provider as applied once its receipt carries the digest of the delivered file', async () => {
+    const inv = machines(['db1', 'db2', 'web1', 'web2']);
+    const plan = planRotation(inv, { by: 'pair', provider: 'pg-audit', consumer: 'web2-app' });
+    const pair = plan.pairs[0]!;
+    const liveFile = path.join(tmp.dir, 'machines/db2', pair.providerPath);
+    const receiptFile = path.join(tmp.dir, 'machines/db2', pair.receiptPath);
+    // A stand-in provisioner: once the provider file is live, it writes its receipt.
+    let stop = false;
+    const provisioner = (async () => {
+      while (!stop) {
+        if (existsSync(liveFile) && !existsSync(receiptFile)) {
+          mkdirSync(path.dirname(receiptFile), { recursive: true });
+          writeFileSync(receiptFile, formatReceipt({ role: pair.role, digest: secretDigest(readFileSync(liveFile)), applied_at: new Date().toISOString() }));
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    const lines: string[] = [];
+    const { code, state } = await runRotationPlain({ id: 'r', plan, deps: { ...deps(inv), waitMs: 20_000, pollMs: 20 }, yes: true, write: (l) => lines.push(l) });
+    stop = true;
+    await provisioner;
+    expect(code).toBe(0);
+    expect(state.step === 'done' && state.applied).toEqual(['pg-audit:web2-app']);
+    expect(lines).toContain('applied 1/1 (provider receipts)');
+    expect(lines).toContain('  ✓ pg-audit applied web2_app');
   });
 });

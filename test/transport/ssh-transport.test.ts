@@ -1,8 +1,9 @@
 import { readFileSync, readdirSync, statSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
-import { secretDigest } from '../../src/mesh/digest.js';
+import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
 import { readJournal, JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -100,6 +101,16 @@ describe.skipIf(unavailable !== undefined)('the ssh transport against a real ssh
     expect(readFileSync(live, 'utf8')).toBe(old.reveal());
   });
 
+  it('reads receipts as text, and an absent one as absent', async () => {
+    const dir = path.join(tmp.dir, 'receipts/.applied');
+    mkdirSync(dir, { recursive: true });
+    const receipt = formatReceipt({ role: 'web1_app', digest: secretDigest('x'), applied_at: '2026-11-30T00:00:00Z' });
+    writeFileSync(path.join(dir, 'web1_app'), receipt);
+    const texts = await sshTransport('db1', target()).readTexts([path.join(dir, 'web1_app'), path.join(dir, 'nobody')]);
+    expect(texts).toEqual([receipt.trimEnd(), undefined]);
+    expect(parseReceipt(texts[0]!)?.digest).toBe(secretDigest('x'));
+  });
+
   it('commit fails, naming the file, when nothing is staged', async () => {
     const live = path.join(tmp.dir, 'nothing/y');
     await expect(sshTransport('db1', target()).commit([live])).rejects.toThrow(`no staged file ${live}.next`);
@@ -107,9 +118,8 @@ describe.skipIf(unavailable !== undefined)('the ssh transport against a real ssh
 
   it('a machine on a port nobody listens on does not resolve, and says why', async () => {
     const closed = await new Promise<number>((resolve) => {
-      const net = require('node:net') as typeof import('node:net');
       const s = net.createServer().listen(0, '127.0.0.1', () => {
-        const port = (s.address() as import('node:net').AddressInfo).port;
+        const port = (s.address() as net.AddressInfo).port;
         s.close(() => resolve(port));
       });
     });
@@ -131,7 +141,7 @@ describe.skipIf(unavailable !== undefined)('the ssh transport against a real ssh
       deps: { transportFor: transportsFor(inventory(base, { web1: 1 }).machines), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
     });
     expect(closed.code).toBe(4);
-    expect(closedLines.join('\n')).toMatch(/web1: ssh failed: .*Connection refused/);
+    expect(closedLines.join('\n')).toMatch(/web1: ssh failed: connect to host 127\.0\.0\.1 port 1: Connection refused/);
     const after = snapshotDir(base);
     delete after.journal;
     delete after['journal/mesh-journal.jsonl'];

@@ -1,0 +1,130 @@
+/**
+ * A crash in the middle of a forced replace — the one operation that moves the key a fleet
+ * verifies against. A child process runs the project's real `force` with a stop wired to the
+ * authority layer's own step hooks (test/reliability/scripts/crash-shim.ts) and is SIGKILLed
+ * at that exact step, holding the lock. Then the real CLI runs again: the superseded
+ * directory is intact byte for byte, the lock was released by the kernel, and the rerun
+ * either completes (adopting into the host the crash left empty or lost) or refuses naming
+ * what it found.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readLocalAuthority } from '../../src/authority/index.js';
+import { bundleScript, REPO, type Bundle } from '../helpers/bundle-script.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { assertBuilt, runBaton } from '../helpers/run-baton.js';
+import type { ShareJob } from './scripts/share-child.js';
+
+const DEPLOYMENT = 'crash0crash0crash0crash0crash0ab';
+
+let tmp: { dir: string; cleanup: () => void };
+let bundle: Bundle;
+const figures = { crashes: 0, rerunsCompleted: 0, rerunsRefusedNamingIt: 0 };
+
+beforeAll(async () => {
+  assertBuilt();
+  tmp = makeTempDir('baton-crash-');
+  bundle = await bundleScript(path.join(REPO, 'test/reliability/scripts/share-child.ts'), [
+    {
+      module: path.join(REPO, 'src/authority/index.ts'),
+      importer: 'src/share/operations.ts',
+      with: path.join(REPO, 'test/reliability/scripts/crash-shim.ts'),
+    },
+  ]);
+});
+
+afterAll(() => {
+  bundle?.remove();
+  tmp?.cleanup();
+  console.log(`crash-force figures: ${JSON.stringify(figures)}`);
+});
+
+/** A host whose own authority differs from the published one (the REFUSE row), made by the CLI. */
+async function divergedHost(name: string): Promise<{ host: string; store: string; published: string }> {
+  const dir = path.join(tmp.dir, name);
+  const store = path.join(dir, 'store');
+  const ownStore = path.join(dir, 'own-store');
+  mkdirSync(store, { recursive: true });
+  mkdirSync(ownStore, { recursive: true });
+  const sync = (stateDir: string, storeDir: string) =>
+    runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${storeDir}`, 'sync']);
+  expect((await sync(path.join(dir, 'other'), store)).exitCode).toBe(0);
+  const host = path.join(dir, 'host');
+  expect((await sync(host, ownStore)).exitCode).toBe(0);
+  const other = await readLocalAuthority(path.join(dir, 'other'), DEPLOYMENT);
+  if (other.state !== 'whole') throw new Error('the publishing controller is not whole');
+  return { host, store, published: other.current.fingerprint };
+}
+
+/** Runs `force` in a child and SIGKILLs it once it reports having reached `step`. */
+async function forceAndKillAt(step: string, host: string, store: string): Promise<void> {
+  const child = spawn('node', [bundle.file], { stdio: 'pipe', env: { ...process.env, CRASH_AT: step } });
+  let stderr = '';
+  let stdout = '';
+  const stopped = new Promise<void>((resolve, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes(`STOPPED ${step}`)) resolve();
+    });
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.on('exit', (code) => reject(new Error(`the child exited (${code}) before "${step}":\n${stdout}\n${stderr}`)));
+  });
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const job: ShareJob = { id: 'force', op: 'force', stateDir: host, store: `file://${store}`, deployment: DEPLOYMENT };
+  child.stdin.write(`${JSON.stringify(job)}\n`);
+  await stopped;
+  child.kill('SIGKILL');
+  await exited;
+  figures.crashes += 1;
+}
+
+function supersededDirs(host: string): string[] {
+  return readdirSync(host).filter((n) => /^ca\.superseded-[0-9TZ-]+$/.test(n));
+}
+
+describe('SIGKILL during a forced replace, then the CLI again', () => {
+  const steps: ReadonlyArray<readonly [string, string, 'completes' | 'refuses naming it']> = [
+    ['set aside ca/', 'ca/ moved aside, the marker still in place: a lost host', 'completes'],
+    ['between set-aside and install', 'ca/ and the marker moved aside: an empty host', 'completes'],
+    ['installed ca.key', 'the new key alone in ca/: half-initialised', 'refuses naming it'],
+    ['installed ca.crt', 'the new pair in ca/ without its marker', 'completes'],
+  ];
+
+  it.each(steps)('killed at "%s" (%s): the superseded dir is intact and the rerun %s', async (at, _left, rerun) => {
+    const { host, store, published } = await divergedHost(at.replace(/[^a-z]+/g, '-'));
+    const original = snapshotDir(path.join(host, 'ca'));
+    const originalMarker = snapshotDir(path.join(host, 'authority-created'));
+
+    await forceAndKillAt(at, host, store);
+
+    const [superseded, ...more] = supersededDirs(host);
+    expect(more).toEqual([]);
+    expect(superseded).toBeDefined();
+    expect(snapshotDir(path.join(host, superseded!))).toEqual(original);
+    const markerAside = path.join(host, `${superseded}.authority-created`);
+    const markerHome = path.join(host, 'authority-created');
+    // The marker is in exactly one of the two places, unchanged.
+    expect(existsSync(markerAside) !== existsSync(markerHome)).toBe(true);
+    expect(snapshotDir(existsSync(markerAside) ? markerAside : markerHome)).toEqual(originalMarker);
+
+    const again = await runBaton(['--deployment', DEPLOYMENT, '--state-dir', host, '--store', `file://${store}`, 'sync']);
+    // The kernel released the dead holder's flock.
+    expect(again.exitCode, again.all).not.toBe(5);
+    if (rerun === 'completes') {
+      expect(again.exitCode, again.all).toBe(0);
+      const local = await readLocalAuthority(host, DEPLOYMENT);
+      expect(local.state === 'whole' && local.current.fingerprint).toBe(published);
+      figures.rerunsCompleted += 1;
+    } else {
+      expect(again.exitCode, again.all).toBe(3);
+      expect(again.all).toMatch(/half/i);
+      expect(again.all).toContain(path.join(host, 'ca'));
+      figures.rerunsRefusedNamingIt += 1;
+    }
+    // Whatever the rerun did, it never touched what was set aside.
+    expect(supersededDirs(host)).toEqual([superseded]);
+    expect(snapshotDir(path.join(host, superseded!))).toEqual(original);
+  }, 60_000);
+});
