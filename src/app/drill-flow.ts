@@ -44,6 +44,8 @@ export interface DrillState {
   readonly phase: DrillPhase;
   /** The first step practised (`--step N`); earlier ones were prepared by the drill. */
   readonly first: StepNumber;
+  /** The last step practised: 5 for the whole drill, N for `--step N` (that one step). */
+  readonly last: StepNumber;
   /** Index into DRILL_STEPS. */
   readonly current: number;
   /** Index into the current step's tasks. */
@@ -92,10 +94,11 @@ export interface DrillStep {
   readonly effects: readonly DrillEffect[];
 }
 
-export function initialDrillState(first: StepNumber = 1): DrillState {
+export function initialDrillState(first: StepNumber = 1, last: StepNumber = 5): DrillState {
   return {
     phase: 'starting',
     first,
+    last,
     current: DRILL_STEPS.findIndex((step) => step.number === first),
     task: 0,
     help: false,
@@ -179,7 +182,7 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       return to(state);
     case 'step-passed':
       if (event.type !== 'enter') return to(state);
-      if (state.current + 1 < DRILL_STEPS.length) {
+      if (currentStep(state).number < state.last) {
         return to({ ...state, phase: 'intro', current: state.current + 1, task: 0, help: false, checks: [] });
       }
       return to({ ...state, phase: 'summary', help: false });
@@ -197,8 +200,9 @@ function toOpening(state: DrillState): DrillStep {
   return to({ ...state, phase: 'opening', help: false, error: undefined }, { type: 'open', step: currentStep(state).number, task: state.task });
 }
 
+/** The machinery failed (an action, a read): shown and offered again, but not the operator's wrong turn. */
 function toFailed(state: DrillState, lines: readonly string[]): DrillStep {
-  return to(withWrongTurn({ ...state, phase: 'check-failed', checks: [], error: lines }, `it failed: ${lines[0] ?? ''}`));
+  return to({ ...state, phase: 'check-failed', checks: [], error: lines });
 }
 
 function toChecking(state: DrillState): DrillStep {

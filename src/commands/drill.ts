@@ -18,7 +18,7 @@ export const registerDrill: Register = (program, ctx) => {
     .command('drill')
     .description('guided rehearsal of a failover and a credential rotation in a sandbox (also `npm start`)')
     .option('--list', 'print the steps, one line each')
-    .option('--step <n>', 'set the sandbox up to just before step N and practise from there')
+    .option('--step <n>', 'set the sandbox up to just before step N and practise that step')
     .option('--plain', 'no screen: perform every step with scripted answers, print each check (exit 0 only if all pass)')
     .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
     .action(
@@ -36,14 +36,16 @@ export const registerDrill: Register = (program, ctx) => {
             changed: 'Nothing was started.',
           });
         }
+        // `--step N` practises that one step; without it, the whole drill.
+        const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
         const interactive = !options.plain && Boolean(process.stdin.isTTY && ctx.stdout.isTTY);
         if (!interactive) {
           if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
           const { runPlainDrill } = await import('../drill/plain.js');
-          return runPlainDrill({ first, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
+          return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
         }
         const { runInteractiveDrill } = await import('../drill/interactive.js');
-        return runInteractiveDrill({ first, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
+        return runInteractiveDrill({ first, last, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
       }),
     );
 };

@@ -53,7 +53,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
           what: `The published authority ${verdict.published} was there a moment ago and is gone now.`,
           where: share.store.location,
           changed: 'Nothing was written.',
-          next: 'Find out who removed it, then run `baton sync` again.',
+          next: `Find out who removed it, then run \`${share.command} sync\` again.`,
         });
       }
       say(ops.describeOutcome(share, outcome));
@@ -125,7 +125,7 @@ async function confirmForce(
       what: 'The confirmation was not given (Ctrl-C or end of input).',
       where: verdict.caDir,
       changed: 'Nothing was written.',
-      next: 'Run `baton sync --force` again when you are ready to replace this host\'s authority.',
+      next: `Run \`${share.command ?? 'baton'} sync --force\` again when you are ready to replace this host's authority.`,
     });
   }
   const { sameForHumans } = await import('../pki/fingerprint-type.js');
@@ -134,7 +134,7 @@ async function confirmForce(
       what: 'The typed characters do not match the local fingerprint.',
       where: verdict.caDir,
       changed: 'Nothing was written.',
-      next: `Run \`baton sync --force\` again and type the 8 characters after "SHA256:" of ${verdict.local}.`,
+      next: `Run \`${share.command ?? 'baton'} sync --force\` again and type the 8 characters after "SHA256:" of ${verdict.local}.`,
     });
   }
 }

@@ -21,6 +21,8 @@ import { makeTeardown, teardownOnSignals } from './teardown.js';
 
 export interface InteractiveOptions {
   readonly first: StepNumber;
+  /** The last step practised: `--step N` practises that one step. */
+  readonly last: StepNumber;
   readonly keep: boolean;
   readonly noColor: boolean;
   readonly stdout: NodeJS.WriteStream;
@@ -40,7 +42,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const release = teardownOnSignals(teardown);
   const notebook = newNotebook();
   let sandbox: DrillSandbox | undefined;
-  let state: DrillState = initialDrillState(options.first);
+  let state: DrillState = initialDrillState(options.first, options.last);
   let drillInstance: Instance | undefined;
   let viewOpen = false;
   let quitting = false;

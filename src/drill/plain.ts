@@ -17,6 +17,8 @@ import { makeTeardown, teardownOnSignals } from './teardown.js';
 
 export interface PlainOptions {
   readonly first: StepNumber;
+  /** The last step performed: `--step N` practises that one step. */
+  readonly last: StepNumber;
   readonly keep: boolean;
   readonly write: (line: string) => void;
 }
@@ -38,7 +40,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
       await prepareForStep(sandbox, options.first);
     }
     const notebook = newNotebook();
-    for (const step of DRILL_STEPS.filter((s) => s.number >= options.first)) {
+    for (const step of DRILL_STEPS.filter((s) => s.number >= options.first && s.number <= options.last)) {
       write('');
       write(`Step ${step.number} of ${DRILL_STEPS.length}: ${step.title}`);
       write(`  ${step.explanation}`);

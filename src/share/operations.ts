@@ -176,6 +176,7 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
       return { kind: 'already-held', fingerprint: verdict.fingerprint };
     case 'adopt': {
       if (published.state !== 'present') throw notAllowedError(ctx, 'adopt', verdict);
+      refuseExpired(ctx, published);
       const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
       await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
       return { kind: 'installed', fingerprint: verdict.published };
@@ -210,6 +211,7 @@ export interface ForceOptions {
 export async function force(ctx: ShareContext, options: ForceOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ published, verdict }) => {
     if (verdict.kind !== 'refuse' || published.state !== 'present') throw notAllowedError(ctx, 'force', verdict);
+    refuseExpired(ctx, published);
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     const at = options.at;
     const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock);
@@ -481,6 +483,23 @@ async function fingerprintOf(files: AuthorityFiles, deployment: string): Promise
     });
   }
   return (await checkPair(key, cert, deployment, 'the authority being published (ca.key + ca.crt)')).fingerprint;
+}
+
+/**
+ * An expired published authority is refused BEFORE anything is installed or set aside: every
+ * node would reject a control plane presenting it, and installing it would turn that outage
+ * into a screen that says "in sync". The decoder accepts it on purpose, so a controller that
+ * has rotated can still publish over it (`sync --push`).
+ */
+function refuseExpired(ctx: ShareContext, published: Extract<PublishedAuthority, { state: 'present' }>): void {
+  const notAfter = published.current?.notAfter;
+  if (notAfter === undefined || notAfter.getTime() > ctx.clock.now().getTime()) return;
+  throw new BatonError('refused', {
+    what: `The published authority ${published.header.fingerprint} expired on ${notAfter.toISOString()}; installing it would leave this host presenting a certificate no node accepts.`,
+    where: ctx.store.location,
+    changed: NOTHING_WRITTEN,
+    next: 'Rotate the authority on the controller that holds it (`baton ca rotate`, then `baton sync --push`), then run this again.',
+  });
 }
 
 function causeOf(error: unknown): string {

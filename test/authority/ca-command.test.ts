@@ -4,6 +4,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { withAuthorityLock } from '../../src/authority/index.js';
+import { firstController } from '../../src/share/operations.js';
+import { openStore } from '../../src/store/open-store.js';
+import { fixedClock } from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { authorityDir, ca, cleanupAll, DEP, emptyStateDir } from './support.js';
 
@@ -23,11 +26,15 @@ interface Run {
 
 /** The real CLI, as an operator runs it: node bin/baton.js, no config file in reach. */
 function baton(stateDir: string, ...args: string[]): Promise<Run> {
+  return batonWith([], stateDir, ...args);
+}
+
+function batonWith(globals: string[], stateDir: string, ...args: string[]): Promise<Run> {
   const cwd = path.dirname(stateDir);
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [bin, '--deployment', DEP, '--state-dir', stateDir, ...args],
+      [bin, '--deployment', DEP, '--state-dir', stateDir, ...globals, ...args],
       { cwd, env: { PATH: process.env.PATH, HOME: cwd, XDG_CONFIG_HOME: cwd, NO_COLOR: '1' } },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -140,5 +147,30 @@ describe('baton ca', () => {
       expect(run.stderr).toContain(path.join(stateDir, 'ca.lock'));
     }
     expect(snapshotDir(stateDir)).toEqual(before);
+  });
+
+  it('init on a fresh host refuses when the deployment already published an authority, naming it, and creates nothing', async () => {
+    const work = path.dirname(await emptyStateDir());
+    const storeUrl = `file://${path.join(work, 'store')}`;
+    const firstStateDir = await emptyStateDir();
+    const outcome = await firstController({ stateDir: firstStateDir, deployment: DEP, store: await openStore(storeUrl), clock: fixedClock(), host: 'ctl-a' });
+    expect(outcome.kind).toBe('first-controller');
+    const published = (outcome as { fingerprint: string }).fingerprint;
+
+    const stateDir = path.join(work, 'second-controller');
+    const run = await batonWith(['--store', storeUrl], stateDir, 'ca', 'init');
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain(`This deployment already published an authority (${published})`);
+    expect(run.stderr).toContain('Adopt it with `baton sync`.');
+    expect(existsSync(stateDir)).toBe(false);
+  });
+
+  it('init with a store that holds nothing mints, and says nothing was published when it began', async () => {
+    const work = path.dirname(await emptyStateDir());
+    const stateDir = path.join(work, 'first-controller');
+    const run = await batonWith(['--store', `file://${path.join(work, 'empty-store')}`], stateDir, 'ca', 'init');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('Nothing was published at file://');
   });
 });

@@ -1,11 +1,14 @@
 import React from 'react';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FailoverApp } from '../../components/FailoverApp.js';
 import { snapshotLocalAuthority, utcStamp, withAuthorityLock } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
 import type { FailoverPorts } from '../../src/app/failover-run-effect.js';
+import { failoverPorts } from '../../src/app/failover-ports.js';
+import { firstController } from '../../src/share/operations.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { DEPLOYMENT, leftBehindB, makeHosts, publishedByA, rotateAndPublishA, type Hosts } from '../app/failover-hosts.js';
 import { FP_A, READS } from '../app/status-fixtures.js';
@@ -81,6 +84,40 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
 
     await v.press('q');
     await vi.waitFor(() => expect(exitCode).toBe(0));
+  });
+
+  it('makes a fresh host the first controller when nothing is published, then publishes from a whole one', async () => {
+    const first = mount(hosts.ports('a'));
+    const offer = await first.waitFor((f) => f.includes('Become the first controller'), 'the first-controller offer');
+    expectFits(offer, columns);
+    expect(flat(offer)).toContain('publishes it create-only');
+    await first.press(KEY.enter);
+    await first.waitFor((f) => f.includes('Confirm: Become the first controller'), 'the confirm');
+    await first.press(KEY.enter);
+    const done = await first.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result');
+    expect(flat(done)).toContain('First controller: minted');
+    const minted = await fingerprintOf(hosts.ctx('a').stateDir);
+    expect(minted).toBeDefined();
+    first.unmount();
+
+    // c holds its own authority and the store it publishes to is empty: publish is offered.
+    const c = { ...hosts.ctx('c'), store: new (await import('../../src/store/directory-store.js')).DirectoryStore(path.join(hosts.root, 'store-c')) };
+    mkdirSync(path.join(hosts.root, 'store-c'), { mode: 0o700 });
+    await firstController(c);
+    await rm(path.join(hosts.root, 'store-c', 'authority.json'));
+    view = renderAt(
+      <FailoverApp ports={failoverPorts(c, `file://${path.join(hosts.root, 'store-c')}`, undefined)} columns={columns} baton="baton" onExit={(code) => (exitCode = code)} />,
+      columns,
+    );
+    const v = view;
+    await v.waitFor((f) => f.includes('Publish this host'), 'the publish offer');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Publish'), 'the confirm');
+    await v.press(KEY.enter);
+    const published = await v.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result');
+    expectFits(published, columns);
+    expect(published).toContain('Published');
+    expect(existsSync(path.join(hosts.root, 'store-c', 'authority.json'))).toBe(true);
   });
 
   it('keeps the force gate disabled for a wrong prefix and leaves the disk untouched on Esc', async () => {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render as renderLib } from 'ink-testing-library';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
+import { RotationView } from '../../components/rotation/RotationView.js';
 import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { rotationStore, type RotationStore } from '../../src/app/rotation-store.js';
@@ -144,5 +145,41 @@ describe('the rotation view', () => {
     });
     unmount();
     expect(stdout.frames.length).toBeLessThan(40);
+  });
+});
+
+describe('the rotation view after a failure', () => {
+  const inv = meshInventory(12);
+  const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
+  const resolutions = Object.fromEntries(plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]));
+  const base = { id: 'rot-9', plan, resolutions };
+
+  it.each([80, 120])('at %i columns, an interrupted commit says which files are live, which are staged, and the resume command', async (columns) => {
+    const state: RotationState = {
+      ...base,
+      step: 'commit-failed',
+      digests: {},
+      committed: plan.holders[0]!.receives.map((d) => `db1\0${d.path}`),
+      failures: [{ machine: 'web3', reason: 'ssh failed: Connection reset by peer' }],
+    };
+    const view = renderAt(<RotationView state={state} columns={columns} offset={0} color={false} tick={0} />, columns);
+    mounted.push(view);
+    const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
+    fits(frame, columns);
+    expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(13 roles\).* replaced/);
+    expect(frame).toMatch(/· web1 +ssh +consumes\/pg-main\/web1_app +still staged \(1\)/);
+    expect(frame).toMatch(/✗ web3 +ssh +consumes\/pg-main\/web3_app +ssh failed: Connection reset/);
+    expect(frame).toContain('Next: fix the machine, then run: baton mesh resume rot-9');
+  });
+
+  it('a failed prepare says nothing took effect and that every staged file was removed', async () => {
+    const state: RotationState = { ...base, step: 'prepare-failed', failures: [{ machine: 'web2', reason: 'staging failed: ENOSPC' }], unstageFailures: [] };
+    const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} />, 80);
+    mounted.push(view);
+    const frame = await view.waitFor((f) => f.includes('Prepare failed'), 'the failure');
+    fits(frame, 80);
+    expect(frame).toContain('Prepare failed: nothing took effect, the old credentials keep working.');
+    expect(frame).toContain('web2: staging failed: ENOSPC');
+    expect(frame).toContain('Every staged file was removed.');
   });
 });

@@ -84,10 +84,16 @@ async function onePublished(deployment: string) {
   return { a, b };
 }
 
-/** Both controllers minted their own: b diverges from what a published (unrelated). */
+/**
+ * Both controllers minted their own: b diverges from what a published (unrelated). `ca init`
+ * refuses to mint while the store holds an authority, so b mints against an empty store of its
+ * own first — the wrong-store mistake the lineage diagnosis exists to name.
+ */
 async function diverged(deployment: string) {
   const { a, b } = await onePublished(deployment);
-  expect((await baton([...b.args, 'ca', 'init'])).code).toBe(0);
+  const elsewhere = path.join(root.dir, `store-${deployment}-elsewhere`);
+  mkdirSync(elsewhere, { mode: 0o700 });
+  expect((await baton([...b.args.slice(0, -2), '--store', `file://${elsewhere}`, 'ca', 'init'])).code).toBe(0);
   return { a, b };
 }
 

@@ -79,14 +79,15 @@ describe('baton drill --plain (the built CLI)', () => {
     await expectNothingLeft(tmp, [path.basename(kept!)]);
   });
 
-  it('--step 4 prepares steps 1–3 by script, then practises steps 4 and 5 only', async () => {
+  it('--step 4 prepares steps 1–3 by script, checks them, then practises step 4 alone', async () => {
     const tmp = privateTmp();
     const result = await runBaton(['drill', '--plain', '--step', '4'], { env: { TMPDIR: tmp }, timeoutMs: 170_000 });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain('Preparing the sandbox for step 4');
     expect(result.stdout).not.toContain('Step 3 of 5:');
     expect(result.stdout).toContain('Step 4 of 5:');
-    expect(result.stdout).toContain('Step 5 of 5:');
+    expect(result.stdout).not.toContain('Step 5 of 5:');
+    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app alone/);
     expect(result.stdout).toContain('the sandbox was removed');
     await expectNothingLeft(tmp);
   });

@@ -112,7 +112,7 @@ describe('a provisioner cycle', () => {
     const db = new FakeDatabase();
     const values = { a: secret(), b: secret(), c: secret() };
     for (const [role, value] of Object.entries(values)) deliver(role, value);
-    db.onSetPassword = (role, index) => {
+    db.onSetPassword = (_role, index) => {
       if (index === 1) throw new ConnectionLost('the connection was lost (terminated)');
     };
     const service = makeProvisioner(db);

@@ -50,6 +50,8 @@ const figures = {
   prepareFails: 0,
   commitInterrupted: 0,
   resumed: 0,
+  unsettledBeforeResume: 0,
+  halfPairsBeforeResume: 0,
   pairsChecked: 0,
   halfRotatedPairs: 0,
   leftoverStagedFiles: 0,
@@ -218,6 +220,12 @@ describe('random failure injection over rotations on the local transport', () =>
       if (fault === 'unresolvable') expect([state.step, code], context).toEqual(['gate-closed', 4]);
       if (fault === 'prepare-fails') expect(state.step, context).toBe('prepare-failed');
       if (state.step === 'commit-failed') {
+        // The fault really bit: before resume the mesh is NOT settled (staged files, or a
+        // pair whose ends differ) — proof the check below can see a half-rotation.
+        const interrupted = await meshState();
+        const halves = [...interrupted.pairs.values()].filter((e) => e.provider !== e.consumer).length;
+        if (halves > 0 || interrupted.staged.length > 0) figures.unsettledBeforeResume += 1;
+        figures.halfPairsBeforeResume += halves;
         await resume(id);
         figures.resumed += 1;
       }
@@ -246,6 +254,8 @@ describe('random failure injection over rotations on the local transport', () =>
       if (fault === 'commit-interrupted') figures.commitInterrupted += 1;
     }
     expect(figures.halfRotatedPairs).toBe(0);
+    expect(figures.unsettledBeforeResume).toBe(figures.resumed);
+    expect(figures.halfPairsBeforeResume).toBeGreaterThan(0);
     // Every kind of fault was drawn at least once.
     expect(Math.min(figures.none, figures.unresolvable, figures.prepareFails, figures.commitInterrupted)).toBeGreaterThan(0);
   }, 240_000);

@@ -213,6 +213,20 @@ describe('adopt: three outcomes, never two', () => {
       expect(error.message).toContain('Nothing was written.');
     }
   });
+
+  it('an expired published authority is refused before anything is installed, naming its expiry and what to do, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const ancient = await host(store, 'ctl-old');
+    // Minted 11 years before the adopting host's clock: the 10-year certificate has expired.
+    const outcome = await firstController({ ...ancient, clock: steppingClock(Date.UTC(2015, 10, 30)) });
+    expect(outcome.kind).toBe('first-controller');
+    const fresh = await host(store, 'ctl-new');
+    const error = await refusedWithoutChange(fresh, store, () => adopt(fresh));
+    expect(error.code).toBe('refused');
+    expect(error.message).toContain('expired on 2025-11-');
+    expect(error.message).toContain('baton ca rotate');
+    expect((await local(fresh)).state).toBe('fresh');
+  });
 });
 
 describe('re-deciding inside the lock', () => {

@@ -1,0 +1,64 @@
+/**
+ * Start-up and memory: `baton status --json` against a directory store holding a published
+ * authority, as a cold process, against `node -e 0` — the floor no Node program starts under.
+ */
+import { publishAuthority } from '../lib/authority-fixture.js';
+import { BIN, childEnv, type BenchCase } from '../lib/context.js';
+import { figure, type Figure, type Skipped } from '../lib/figure.js';
+import { summarize } from '../lib/stats.js';
+import { hasGnuTime, interleaved } from '../lib/timed-process.js';
+
+export const startupCase: BenchCase = {
+  name: 'startup',
+  async run(ctx) {
+    const published = publishAuthority(ctx, undefined);
+    const runs = Math.max(10, ctx.runs);
+    ctx.log(`start-up: ${runs} interleaved runs of status --json and node -e 0`);
+    const env = childEnv();
+    const result = await interleaved(
+      { file: process.execPath, args: [BIN, ...published.flags, 'status', '--json'], env },
+      { file: process.execPath, args: ['-e', '0'], env },
+      { runs, check: (run) => (run.exitCode === 0 && run.stdout.includes(published.fingerprint) ? undefined : `exit ${run.exitCode}, fingerprint ${run.stdout.includes(published.fingerprint) ? 'shown' : 'missing'}`) },
+    );
+    const wall = summarize(result.subject.map((r) => r.wallMs));
+    const floor = summarize(result.baseline.map((r) => r.wallMs));
+    const figures: Figure[] = [
+      figure({
+        id: 'startup.status-json.directory',
+        title: 'Start-up: status --json, directory store (cold process, median)',
+        measured: { label: 'baton status --json', value: wall.median, unit: 'ms', summary: wall },
+        baseline: { label: 'node -e 0', value: floor.median, unit: 'ms', summary: floor },
+        goal: { kind: 'ratio', max: 2 },
+        notes: [`${runs} runs each, interleaved`, `p90 ${wall.p90.toFixed(0)} ms vs ${floor.p90.toFixed(0)} ms`],
+      }),
+    ];
+    const skipped: Skipped[] = [];
+    if (hasGnuTime()) {
+      const rss = summarize(result.subject.map((r) => (r.maxRssKb ?? 0) / 1024));
+      const rssFloor = summarize(result.baseline.map((r) => (r.maxRssKb ?? 0) / 1024));
+      const cpu = summarize(result.subject.map((r) => r.cpuMs ?? 0));
+      const cpuFloor = summarize(result.baseline.map((r) => r.cpuMs ?? 0));
+      figures.push(
+        figure({
+          id: 'memory.status-json.peak-rss',
+          title: 'Memory: peak RSS of status --json (median)',
+          measured: { label: 'baton status --json', value: rss.median, unit: 'MB', summary: rss },
+          baseline: { label: 'node -e 0', value: rssFloor.median, unit: 'MB', summary: rssFloor },
+          goal: { kind: 'none' },
+          notes: ['VmHWM as GNU time reports it (%M)'],
+        }),
+        figure({
+          id: 'startup.status-json.cpu',
+          title: 'Start-up CPU: status --json, user+sys (median)',
+          measured: { label: 'baton status --json', value: cpu.median, unit: 'ms CPU', summary: cpu },
+          baseline: { label: 'node -e 0', value: cpuFloor.median, unit: 'ms CPU', summary: cpuFloor },
+          goal: { kind: 'none' },
+          notes: ['GNU time, 10 ms resolution: less sensitive than wall time to other load on the machine'],
+        }),
+      );
+    } else {
+      skipped.push({ id: 'memory.status-json.peak-rss', title: 'Memory: peak RSS of status --json', reason: '/usr/bin/time is not installed (apt-get install time)' });
+    }
+    return { figures, skipped };
+  },
+};
