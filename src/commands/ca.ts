@@ -67,7 +67,7 @@ export const registerCa: Register = (program, ctx) => {
           `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${path.join(stateDir, 'ca')}.\n` +
             `Current:  ${result.current}\n` +
             `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
-            'Publish it with `baton sync`, and run `baton ca retire` once every node trusts the current authority.\n',
+            'Publish it with `baton sync --push` (this host is now ahead of the store), and run `baton ca retire` once every node trusts the current authority.\n',
         );
       }),
     );
@@ -84,7 +84,7 @@ export const registerCa: Register = (program, ctx) => {
           case 'retired':
             ctx.stdout.write(
               `Retired the previous authority ${result.previous} from ${caDir}.\n` +
-                `The current authority ${result.current} is the only one now. Publish with \`baton sync\` so the store stops carrying the previous pair.\n`,
+                `The current authority ${result.current} is the only one now on this host. The published document may still carry the previous pair until the next rotation is published; a host that adopts it retires it the same way.\n`,
             );
             break;
           case 'finished':

@@ -9,9 +9,10 @@
  *   <dir>/inventory.yaml          the mesh inventory
  *   <dir>/journal/                the rotation journal
  *   <dir>/s3/                     s3rver's objects
+ *   <dir>/provisioner.log         what the provisioner did (roles and digest prefixes, never a secret)
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -149,7 +150,8 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   const { deliverSuperuserPassword, startProvisioner, seedPasswords } = await import('./mesh-setup.js');
   await deliverSuperuserPassword(sandbox);
   progress('starting the provisioner for pg-main (watch)…');
-  const provisioner = await startProvisioner(sandbox);
+  const provisionerLog = path.join(dir, 'provisioner.log');
+  const provisioner = await startProvisioner(sandbox, (line) => appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }));
   teardown.add('stop the provisioner', () => provisioner.stop());
   progress('giving every pair of pg-main its first password…');
   await seedPasswords(sandbox);

@@ -9,6 +9,7 @@ import { BatonError } from '../../src/errors.js';
 import type { FailoverPorts } from '../../src/app/failover-run-effect.js';
 import { failoverPorts } from '../../src/app/failover-ports.js';
 import { firstController } from '../../src/share/operations.js';
+import { DirectoryStore } from '../../src/store/directory-store.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { DEPLOYMENT, leftBehindB, makeHosts, publishedByA, rotateAndPublishA, type Hosts } from '../app/failover-hosts.js';
 import { FP_A, READS } from '../app/status-fixtures.js';
@@ -100,9 +101,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(minted).toBeDefined();
     first.unmount();
 
-    // c holds its own authority and the store it publishes to is empty: publish is offered.
-    const c = { ...hosts.ctx('c'), store: new (await import('../../src/store/directory-store.js')).DirectoryStore(path.join(hosts.root, 'store-c')) };
+    // c holds a whole authority and its store is empty (the document removed behind its back):
+    // publish is what the table offers.
     mkdirSync(path.join(hosts.root, 'store-c'), { mode: 0o700 });
+    const c = { ...hosts.ctx('c'), store: new DirectoryStore(path.join(hosts.root, 'store-c')) };
     await firstController(c);
     await rm(path.join(hosts.root, 'store-c', 'authority.json'));
     view = renderAt(

@@ -116,7 +116,7 @@ describe.skipIf(unavailable !== undefined)('a full mesh rotation over ssh leaks 
     const delivered = new Map<string, Buffer>();
     const pattern = /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/;
     for (const round of [1, 2]) {
-      const { run, proc } = await watched(['--config', config, 'mesh', 'rotate', '--provider', 'pg-main', '--yes'], env, sshdPid);
+      const { run, proc } = await watched(['--config', config, 'mesh', 'rotate', '--provider', 'pg-main', '--yes', '--wait', '0'], env, sshdPid);
       expect(run.exitCode, run.all).toBe(0);
       haystacks.push({ name: `rotate ${round} stdout+stderr`, data: run.all }, ...proc);
       for (const [file, bytes] of filesBelow(base, pattern)) delivered.set(`${file}#${round}`, bytes);

@@ -84,7 +84,11 @@ async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes
   await until(subscribe, store.state, isTerminal);
   await store.finished();
   // The done frame is drawn after a state change settles; q once it is the screen.
-  while (!terminal.last.includes('Rotated')) await new Promise((resolve) => setTimeout(resolve, 20));
+  const deadline = Date.now() + 30_000;
+  while (!terminal.last.includes('Rotated')) {
+    if (Date.now() > deadline) throw new Error(`the done frame never came; last write:\n${terminal.last}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   stdin.type('q');
   await instance.waitUntilExit();
   const state = store.state();
