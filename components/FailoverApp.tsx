@@ -13,7 +13,7 @@ export interface FailoverAppProps {
   /** Width; read from the terminal (useColumns) when not given. Tests pass it. */
   readonly columns?: number;
   readonly baton: string;
-  /** Called once with the exit code when the operator quits. */
+  /** Called with the exit code when the walk ends: `q`, or Ctrl-C (on unmount). */
   readonly onExit: (code: number) => void;
   /** Clock for the force gate's set-aside stamp (tests pass a fixed one). */
   readonly now?: () => Date;

@@ -2,6 +2,7 @@ import React from 'react';
 import { Box, Text } from 'ink';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { actionWords } from '../src/app/failover-actions.js';
+import { assertNever } from '../src/app/status-verdict.js';
 import { ReadSummary } from './ReadSummary.js';
 import { VerdictBlock } from './VerdictBlock.js';
 import { ActionMenu } from './ActionMenu.js';
@@ -81,5 +82,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
           <Text wrap="wrap">{state.action ? 'What was confirmed did not happen as asked; read the message above.' : ''}</Text>
         </Box>
       );
+    default:
+      return assertNever(state);
   }
 }

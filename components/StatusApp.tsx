@@ -17,7 +17,7 @@ export interface StatusAppProps {
   readonly baton: string;
   /** Re-read interval under --watch; undefined renders once and exits. */
   readonly watchSeconds: number | undefined;
-  /** Called once with the exit code when the screen ends. */
+  /** Called with the exit code when the screen ends: after one read, `q`, or Ctrl-C (on unmount). */
   readonly onExit: (code: number) => void;
   /** Whether this terminal can take keys (raw mode); without it --watch cannot be quit by `q`. */
   readonly interactive: boolean;

@@ -220,8 +220,13 @@ class Pane {
     console.log(`screenshots/${name}.svg`);
   }
 
+  /** Stops the private server and removes its socket file (tmux leaves it behind). */
   async kill(): Promise<void> {
+    const socketPath = await run('tmux', ['-L', this.socket, 'display-message', '-p', '#{socket_path}'])
+      .then(({ stdout }) => stdout.trim())
+      .catch(() => '');
     await run('tmux', ['-L', this.socket, 'kill-server']).catch(() => undefined);
+    if (socketPath) rmSync(socketPath, { force: true });
   }
 }
 

@@ -3,6 +3,7 @@ import { Box, Text, useApp, useInput } from 'ink';
 import { currentTask, type DrillState } from '../../src/app/drill-flow.js';
 import { sameForHumans } from '../../src/pki/fingerprint-type.js';
 import { useColor } from '../hooks/use-color.js';
+import { MARKS } from '../marks.js';
 import { DrillRail } from './DrillRail.js';
 
 export interface DrillTaskFrameProps {
@@ -56,7 +57,12 @@ export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterr
   return (
     <Box flexDirection="column" width={columns}>
       <DrillRail state={state} columns={columns} hint="the view's keys apply · q closes it" />
-      <Text wrap="truncate-end" color={paint('cyan')}>{`▸ ${task.label}`}</Text>
+      <Text wrap="truncate-end">
+        <Text color={paint('cyan')}>{`▸ ${task.label}`}</Text>
+        {state.checks.length > 0 && state.checks.every((check) => check.ok) ? (
+          <Text color={paint(MARKS.ok.color)}>{`  ${MARKS.ok.glyph} the last task passed ${state.checks.length} checks`}</Text>
+        ) : null}
+      </Text>
       {children}
     </Box>
   );

@@ -72,12 +72,19 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(kept).toBeDefined();
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
     expect(path.dirname(kept!)).toBe(tmp);
-    // Every password the mesh delivered is in the kept sandbox; none may be in the output.
+    // Every password the mesh delivered is in the kept sandbox; none may be in the output or a log.
     const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/.test(file));
     expect(delivered.length).toBeGreaterThanOrEqual(7);
-    for (const file of delivered) expect(result.all).not.toContain(readFileSync(file, 'utf8'));
+    const logs = ['provisioner.log', 'journal/mesh-journal.jsonl'].map((name) => readFileSync(path.join(kept!, name), 'utf8'));
+    expect(logs[0]).toContain('web1_app sha256:');
+    for (const file of delivered) {
+      const secret = readFileSync(file, 'utf8');
+      expect(secret.length).toBeGreaterThanOrEqual(32);
+      expect(result.all).not.toContain(secret);
+      for (const log of logs) expect(log).not.toContain(secret);
+    }
     await expectNothingLeft(tmp, [path.basename(kept!)]);
-  });
+  }, 180_000);
 
   it('--step 4 prepares steps 1–3 by script, checks them, then practises step 4 alone', async () => {
     const tmp = privateTmp();
@@ -90,7 +97,7 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app alone/);
     expect(result.stdout).toContain('the sandbox was removed');
     await expectNothingLeft(tmp);
-  });
+  }, 180_000);
 
   it('without a terminal it says so and walks through plainly; SIGTERM then stops PostgreSQL and removes the sandbox', async () => {
     const tmp = privateTmp();
@@ -107,7 +114,7 @@ describe('baton drill --plain (the built CLI)', () => {
     const result = await child;
     expect(result.exitCode).toBe(143);
     await expectNothingLeft(tmp);
-  });
+  }, 120_000);
 
   it('a PostgreSQL that cannot start is reported with why and what to do, exit 1, and nothing is left behind', async () => {
     // A TMPDIR only root can enter: the server, running as `postgres`, cannot reach its files.
@@ -122,7 +129,7 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).toContain('make $TMPDIR (and the directories above it) traversable');
     expect(result.stdout).toContain('The sandbox was removed.');
     await expectNothingLeft(tmp);
-  });
+  }, 120_000);
 
   it('--list prints the five steps, one line each, and starts nothing', async () => {
     const tmp = privateTmp();

@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { vi } from 'vitest';
 
@@ -84,8 +85,13 @@ export class TmuxSession {
     return Number(EXIT_MARK.exec(screen)![1]);
   }
 
+  /** Stops the private server and removes its socket file (tmux leaves it behind). */
   async kill(): Promise<void> {
+    const socketPath = await run('tmux', ['-L', this.socket, 'display-message', '-p', '#{socket_path}'])
+      .then(({ stdout }) => stdout.trim())
+      .catch(() => '');
     await run('tmux', ['-L', this.socket, 'kill-server']).catch(() => undefined);
+    if (socketPath) await rm(socketPath, { force: true });
   }
 }
 

@@ -43,7 +43,7 @@ export const firstFrameCase: BenchCase = {
     if (spawnSync('tmux', ['-V']).status !== 0) {
       return { figures: [], skipped: [{ id: 'first-frame.status', title: 'Time to first frame', reason: 'tmux is not installed (apt-get install tmux)' }] };
     }
-    const published = publishAuthority(ctx, undefined);
+    const published = await publishAuthority(ctx, undefined);
     const env = childEnv({ TERM: 'xterm-256color' });
     const baton = [process.execPath, BIN, ...published.flags, 'status'].map(shellQuote).join(' ');
     const floor = [process.execPath, '-e', `console.log(${JSON.stringify(MARKER)})`].map(shellQuote).join(' ');

@@ -23,7 +23,7 @@ export const s3StatusCase: BenchCase = {
     const sandbox = await startS3Sandbox({ dir: ctx.tempDir('s3rver'), bucket: 'baton-bench', prefix: 'fleet' });
     try {
       const env = { ...sandbox.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
-      const published = publishAuthority(ctx, sandbox.url, env);
+      const published = await publishAuthority(ctx, sandbox.url, env);
       const out = path.join(ctx.tempDir('aws-out'), 'authority.json');
       const runs = Math.max(10, ctx.runs);
       ctx.log(`s3: ${runs} interleaved runs of status --json and ${aws.path} s3api get-object`);

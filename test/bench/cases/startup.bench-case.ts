@@ -11,7 +11,7 @@ import { hasGnuTime, interleaved } from '../lib/timed-process.js';
 export const startupCase: BenchCase = {
   name: 'startup',
   async run(ctx) {
-    const published = publishAuthority(ctx, undefined);
+    const published = await publishAuthority(ctx, undefined);
     const runs = Math.max(10, ctx.runs);
     ctx.log(`start-up: ${runs} interleaved runs of status --json and node -e 0`);
     const env = childEnv();

@@ -2,10 +2,16 @@
  * A deployment whose first controller has published its authority — made by the built CLI
  * itself (`baton sync --yes` on a fresh host mints, publishes create-only, installs), so the
  * status being measured reads exactly what an operator's would.
+ *
+ * Asynchronous on purpose: the S3 figure serves s3rver from this very process, and a
+ * synchronous spawn would stop the server from answering the child it waits for.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { BIN, childEnv, DEPLOYMENT, type BenchContext } from './context.js';
+
+const run = promisify(execFile);
 
 export interface Published {
   readonly stateDir: string;
@@ -15,15 +21,21 @@ export interface Published {
   readonly fingerprint: string;
 }
 
-export function publishAuthority(ctx: BenchContext, storeUrl: string | undefined, env: Readonly<Record<string, string>> = {}): Published {
+export async function publishAuthority(ctx: BenchContext, storeUrl: string | undefined, env: Readonly<Record<string, string>> = {}): Promise<Published> {
   const root = ctx.tempDir('authority');
   const stateDir = path.join(root, 'state');
   const url = storeUrl ?? `file://${path.join(root, 'store')}`;
   const flags = ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url];
-  const sync = spawnSync('node', [BIN, ...flags, 'sync', '--yes'], { cwd: root, env: childEnv(env), encoding: 'utf8' });
-  if (sync.status !== 0) throw new Error(`baton sync --yes failed (exit ${sync.status}): ${sync.stderr || sync.stdout}`);
-  const status = spawnSync('node', [BIN, ...flags, 'status', '--json'], { cwd: root, env: childEnv(env), encoding: 'utf8' });
-  if (status.status !== 0) throw new Error(`baton status --json after sync is not in sync (exit ${status.status}): ${status.stderr || status.stdout}`);
-  const fingerprint = (JSON.parse(status.stdout) as { local: { fingerprint: string } }).local.fingerprint;
-  return { stateDir, storeUrl: url, flags, fingerprint };
+  const baton = async (...args: string[]) => {
+    try {
+      return (await run(process.execPath, [BIN, ...flags, ...args], { cwd: root, env: childEnv(env), encoding: 'utf8' })).stdout;
+    } catch (error) {
+      const e = error as { code?: number; stdout?: string; stderr?: string };
+      throw new Error(`baton ${args.join(' ')} failed (exit ${e.code}): ${e.stderr || e.stdout}`);
+    }
+  };
+  await baton('sync', '--yes');
+  const status = JSON.parse(await baton('status', '--json')) as { exit_code: number; local: { fingerprint: string } };
+  if (status.exit_code !== 0) throw new Error(`baton status --json after sync is not in sync: ${JSON.stringify(status)}`);
+  return { stateDir, storeUrl: url, flags, fingerprint: status.local.fingerprint };
 }
