@@ -76,14 +76,20 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
 
   useKeys(onIntent, { isActive: true, typing: typing && !help });
 
+  // Stable identities: @inkjs/ui's TextInput reports its value from an effect that re-runs
+  // whenever onChange changes, so an inline callback re-dispatched on every render until
+  // React gave up ("Maximum update depth exceeded") after a wrong prefix was confirmed.
+  const onTyped = useCallback((text: string) => dispatch({ type: 'typed', text }), [dispatch]);
+  const onConfirm = useCallback(() => dispatch({ type: 'confirm' }), [dispatch]);
+
   return (
     <FailoverScreen
       state={state}
       columns={columns}
       baton={baton}
       help={help}
-      onTyped={(text) => dispatch({ type: 'typed', text })}
-      onConfirm={() => dispatch({ type: 'confirm' })}
+      onTyped={onTyped}
+      onConfirm={onConfirm}
     />
   );
 }

@@ -133,7 +133,9 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
       return stay(state);
 
     case 'confirming-force':
-      if (event.type === 'typed') return stay({ ...state, typed: event.text });
+      // The same text again is the same state: a text field that re-reports its value must not
+      // be able to drive a render loop through this reducer.
+      if (event.type === 'typed') return stay(event.text === state.typed ? state : { ...state, typed: event.text });
       if (event.type === 'confirm' && forceUnlocked(state)) return act(state.reading, 'force', state.at);
       if (event.type === 'back') return stay(backTo(state));
       return stay(state);

@@ -129,6 +129,9 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     const publishedFp = (await fingerprintOf(hosts.ctx('a').stateDir))!;
     const before = snapshotDir(hosts.root);
 
+    // A wrong prefix confirmed with Enter once drove a render loop that React reported on the
+    // console ("Maximum update depth exceeded") while the frame still looked right.
+    const consoleErrors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const v = mount(hosts.ports('b'));
     const deciding = await v.waitFor((f) => f.includes('Replace the local authority (force)'), 'the action list');
     expectFits(deciding, columns);
@@ -159,6 +162,8 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press(KEY.escape);
     await v.waitFor((f) => f.includes('Choose:'), 'back at the choice');
     expect(snapshotDir(hosts.root)).toEqual(before);
+    expect(consoleErrors.mock.calls.map((call) => String(call[0]))).toEqual([]);
+    consoleErrors.mockRestore();
   });
 
   it('forces after the right prefix: ca/ is set aside at the path the gate showed, and the result is in sync', async () => {
