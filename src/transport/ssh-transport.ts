@@ -6,7 +6,7 @@
  */
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
-import { COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, remoteCommand } from './remote-scripts.js';
+import { ANSWER_PREFIX, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, remoteCommand } from './remote-scripts.js';
 import { runProcess, type ExecFn } from './run-process.js';
 import { TransportError, type FileDigests, type Transport } from './transport.js';
 
@@ -50,7 +50,10 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     return result.stdout;
   };
   const lines = (text: string, count: number, what: string): string[] => {
-    const out = text.split('\n').slice(0, count);
+    const out = text
+      .split('\n')
+      .filter((line) => line.startsWith(ANSWER_PREFIX))
+      .map((line) => line.slice(ANSWER_PREFIX.length));
     if (out.length !== count || out.some((l) => l === '')) throw new TransportError(machine, `${what}: the machine answered ${out.length} of ${count} lines`);
     return out;
   };

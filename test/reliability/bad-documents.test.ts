@@ -13,7 +13,7 @@ import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
 import { encodeDocument } from '../../src/share/document.js';
 import type { AuthorityFiles } from '../../src/authority/types.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
-import { CORPUS_SIZE, makeBadDocuments, type BadDocument, type Corpus, type SealFunctions } from '../helpers/bad-documents.js';
+import { makeBadDocuments, type BadDocument, type Corpus, type SealFunctions } from '../helpers/bad-documents.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
@@ -41,7 +41,8 @@ const projectSealing: SealFunctions = {
   },
 };
 
-let corpus: Corpus;
+// Built at collection time (a few real mints, ~0.2 s) so every case is named after its document.
+const corpus: Corpus = await makeBadDocuments(DEPLOYMENT, projectSealing);
 let s3: TestS3;
 let tmp: { dir: string; cleanup: () => void };
 let sealConfig: string;
@@ -53,7 +54,6 @@ const figures = { documents: 0, runs: 0, refusedNamingWhy: 0 };
 beforeAll(async () => {
   assertBuilt();
   tmp = makeTempDir('baton-corpus-');
-  corpus = await makeBadDocuments(DEPLOYMENT, projectSealing);
   figures.documents = corpus.documents.length;
   s3 = await startTestS3(path.join(tmp.dir, 's3'), BUCKET);
   const keyFile = path.join(tmp.dir, 'seal.key');
@@ -148,10 +148,8 @@ async function baton(stateDir: string, url: string, args: string[], extra: { con
 
 describe('the corpus itself', () => {
   it('holds at least 20 crafted documents, each wrong in a named way', () => {
-    expect(corpus.documents.length).toBe(CORPUS_SIZE);
-    expect(CORPUS_SIZE).toBeGreaterThanOrEqual(20);
+    expect(corpus.documents.length).toBeGreaterThanOrEqual(20);
     expect(new Set(corpus.documents.map((d) => d.name)).size).toBe(corpus.documents.length);
-    expect(corpus.documents.findIndex((d) => d.oversize)).toBe(OVERSIZE_INDEX);
   });
 
   it.each(['directory', 's3'] as const)('its valid document IS adopted from a %s store (the positive control)', async (kind) => {
@@ -171,24 +169,15 @@ describe('the corpus itself', () => {
   });
 });
 
-/** Where the 100 MB entry sits in the corpus (asserted in "the corpus itself"). */
-const OVERSIZE_INDEX = 28;
-
-const cases = (): Array<[string, StoreKind, HostKind, number]> => {
-  // The corpus is built in beforeAll; the table needs only its indexes.
-  const out: Array<[string, StoreKind, HostKind, number]> = [];
-  for (let i = 0; i < CORPUS_SIZE; i += 1) {
-    if (i === OVERSIZE_INDEX) continue; // its own tests below: it must not be uploaded 4× at once
-    for (const store of ['directory', 's3'] as const) {
-      for (const hostKind of ['fresh', 'whole'] as const) out.push([`#${i}`, store, hostKind, i]);
-    }
-  }
-  return out;
-};
+/** Every document but the 100 MB one (its own tests below: it must not be uploaded 4× at once). */
+const cases: Array<[string, StoreKind, HostKind, BadDocument]> = corpus.documents
+  .filter((doc) => !doc.oversize)
+  .flatMap((doc) =>
+    (['directory', 's3'] as const).flatMap((store) => (['fresh', 'whole'] as const).map((host): [string, StoreKind, HostKind, BadDocument] => [doc.name, store, host, doc])),
+  );
 
 describe('every crafted document is refused by sync, naming why, and nothing changes', () => {
-  it.concurrent.each(cases())('document %s in a %s store, on a %s host', async (_label, storeKind, hostKind, index) => {
-    const doc = corpus.documents[index]!;
+  it.concurrent.each(cases)('%s, in a %s store, on a %s host', async (_name, storeKind, hostKind, doc) => {
     const store = await place(storeKind, doc);
     const stateDir = await host(hostKind);
     const before = snapshotDir(stateDir);
