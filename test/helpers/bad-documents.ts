@@ -29,6 +29,11 @@ export interface BadDocument {
    * readable without the key, so a whole host is refused for holding a different authority.
    */
   readonly reasonOnWhole?: RegExp;
+  /**
+   * Where the refusal happens: the decoder (default), or the install step of adopt/force —
+   * an expired authority is a readable document whose header a status view must still show.
+   */
+  readonly refusedAt?: 'decoder' | 'install';
   /** True when this entry is only meaningful with the seal key given to the reader. */
   readonly needsSealKey?: boolean;
 }
@@ -141,7 +146,7 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
     },
     { name: 'a certificate that is not a CA', body: serialize(documentJson(deployment, { ...files, 'ca.crt': notCa })), reason: /\bCA\b|basicConstraints|keyCertSign/ },
     { name: 'a certificate that is not self-signed', body: serialize(documentJson(deployment, { ...files, 'ca.crt': notSelfSigned })), reason: /self-signed|signature|signed/i },
-    { name: 'an expired certificate', body: serialize(documentJson(deployment, expired)), reason: /expired|not after|notAfter/i },
+    { name: 'an expired certificate', body: serialize(documentJson(deployment, expired)), reason: /expired/i, reasonOnWhole: /differs/i, refusedAt: 'install' },
     { name: 'duplicate JSON keys (a second "fingerprint")', body: duplicateKey(validText, 'fingerprint', fingerprintOfPem(other['ca.crt']!)), reason: /duplicate|twice/i },
     { name: 'duplicate JSON keys inside files (a second "ca.key")', body: duplicateFileKey(validText, b64(other['ca.key'])), reason: /duplicate|twice/i },
     {

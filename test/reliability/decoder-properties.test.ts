@@ -189,11 +189,12 @@ describe('the decoder under random mutation', () => {
     );
   });
 
-  it('every document of the crafted corpus is refused with a BatonError by the decoder alone', async () => {
+  it('every crafted document the decoder owns is refused with a BatonError naming why', async () => {
     const accepted: string[] = [];
     const unnamed: string[] = [];
     for (const doc of corpus.documents) {
       if (!doc.body) continue; // the 100 MB body is the store's to refuse (tested through sync)
+      if (doc.refusedAt === 'install') continue; // refused by adopt/force (tested through sync)
       try {
         await decodeDocument(doc.body, { deployment: DEPLOYMENT, where: WHERE });
         accepted.push(doc.name);

@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { readLocalAuthority } from '../../src/authority/index.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { keyMaterial, scanForSecrets } from '../helpers/secret-scan.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
@@ -100,7 +101,7 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
     return out;
   }
 
-  it('the status view renders both panels at 80×24 and takes r and q through the pty', async () => {
+  it('the status view renders at 80×24 over ssh and takes r and q through the pty', async () => {
     const { a, b, store } = await controllers('status');
     const s = await overSsh([...args(b, store), 'status', '--watch', '--interval', '3600']);
     const screen = await s.waitFor('action needed');
@@ -138,10 +139,12 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
   });
 
   it('a connection dropped mid-walk leaves no lock held and nothing half-written', async () => {
-    const { b, store } = await controllers('drop', true);
+    const { a, b, store } = await controllers('drop', true);
     const local = (await fingerprintOf(b))!;
     const before = snapshotDir(b);
     const s = await overSsh([...args(b, store), 'failover']);
+    const raw = path.join(tmp.dir, 'drop-pane.raw');
+    await s.record(raw);
     await s.waitFor('Replace the local authority (force)');
     await keys(s, 'j');
     await s.waitFor('› Replace the local authority');
@@ -149,6 +152,12 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
     await s.waitFor('Type the first 8 characters');
     await s.type(local.slice(7, 15));
     await s.waitFor('[ Replace ] enabled');
+    // What crossed the wire to the operator's screen holds no key material of either side.
+    const keyFiles = [
+      ...keyMaterial('host key', readFileSync(path.join(b, 'ca', 'ca.key'))),
+      ...keyMaterial('published key', readFileSync(path.join(a, 'ca', 'ca.key'))),
+    ];
+    expect(scanForSecrets([{ name: 'pane bytes', data: readFileSync(raw) }, { name: 'screen', data: await s.capture() }], keyFiles)).toEqual([]);
 
     // The operator's link dies: the ssh client is killed outright, mid-walk.
     const remoteBefore = processesMentioning(b).filter((p) => p.argv.includes('failover'));

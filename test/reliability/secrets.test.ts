@@ -36,7 +36,7 @@ afterAll(() => console.log(`secrets figures: ${JSON.stringify(figures)}`));
 /** Runs the CLI while polling /proc for it and `extraRoots`; returns the run and what /proc showed. */
 async function watched(args: string[], env: Record<string, string>, extraRoots: () => number[] = () => []): Promise<{ run: BatonRun; proc: Haystack[] }> {
   const child = startBaton(args, { env, timeoutMs: 240_000 });
-  const watch = watchProcesses(() => [...(child.pid ? [child.pid] : []), ...extraRoots()], 3);
+  const watch = watchProcesses(() => [...(child.pid ? [child.pid] : []), ...extraRoots()], 10);
   const result = await child;
   const proc = watch.stop();
   figures.processesWatched += watch.seenPids.size;

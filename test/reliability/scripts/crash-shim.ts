@@ -3,7 +3,8 @@
  * there — see bundleScript's shims): the real functions, with the real step hooks wired to a
  * stop. At the step named by CRASH_AT the process says `STOPPED <step>` on stderr and hangs,
  * so the test can SIGKILL it at exactly that instant — a crash between two durable steps,
- * without a single hook in the production code path.
+ * without a single hook in the production code path. With CRASH_MODE=pause it carries on
+ * when sent SIGUSR1: an operation held mid-flight, the lock in hand, while another runs.
  */
 import {
   installAuthority as realInstall,
@@ -19,10 +20,13 @@ const stopAt = process.env.CRASH_AT ?? '';
 
 async function step(name: string): Promise<void> {
   if (name !== stopAt) return;
+  const resumed = new Promise<void>((resolve) => process.once('SIGUSR1', () => resolve()));
   process.stderr.write(`STOPPED ${name}\n`);
   // Hang with the lock held, exactly as a process that is about to be killed would.
-  setInterval(() => undefined, 60_000);
-  await new Promise<never>(() => undefined);
+  const keepAlive = setInterval(() => undefined, 60_000);
+  if (process.env.CRASH_MODE !== 'pause') await new Promise<never>(() => undefined);
+  await resumed;
+  clearInterval(keepAlive);
 }
 
 export async function setAsideAuthority(stateDir: string, clock?: Clock): Promise<string> {
