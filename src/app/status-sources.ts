@@ -5,13 +5,12 @@
  * probe (failover only) touches ca.lock only when it already exists, and only to flock it.
  */
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { layoutOf, snapshotLocalAuthority, withAuthorityLock } from '../authority/index.js';
 import { isBatonError } from '../errors.js';
 import { readSealKey } from '../share/seal.js';
 import { readPublished } from '../share/published.js';
 import type { Store } from '../store/store.js';
+import { readStoreCheck } from '../store/store-check-record.js';
 import type { LockProbe, StatusSources, StoreCheckRecord } from './status-report.js';
 
 export interface StatusSourceConfig {
@@ -21,9 +20,6 @@ export interface StatusSourceConfig {
   readonly store: Store;
   readonly sealKeyFile: string | undefined;
 }
-
-/** `<stateDir>/store-check.json`, written by `baton store check`. */
-export const STORE_CHECK_FILE = 'store-check.json';
 
 export function statusSources(config: StatusSourceConfig, options: { readonly probeLock?: boolean } = {}): StatusSources {
   return {
@@ -37,29 +33,16 @@ export function statusSources(config: StatusSourceConfig, options: { readonly pr
       const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile).catch(() => undefined) : undefined;
       return readPublished(config.store, config.deployment, sealKey);
     },
-    readStoreCheck: () => readStoreCheck(config.stateDir, config.storeUrl),
+    readStoreCheck: () => lastStoreCheck(config.stateDir, config.storeUrl),
     ...(options.probeLock ? { probeLock: () => probeLock(config.stateDir) } : {}),
     now: () => new Date(),
   };
 }
 
-/** The last check, only when it was made against THIS store (a check of another store says nothing). */
-export async function readStoreCheck(stateDir: string, storeUrl: string): Promise<StoreCheckRecord | undefined> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(await readFile(path.join(stateDir, STORE_CHECK_FILE), 'utf8'));
-  } catch {
-    return undefined;
-  }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const record = raw as Record<string, unknown>;
-  if (record.store !== storeUrl || typeof record.enforced !== 'boolean') return undefined;
-  return {
-    store: storeUrl,
-    enforced: record.enforced,
-    detail: typeof record.detail === 'string' ? record.detail : '',
-    checkedAt: typeof record.checked_at === 'string' ? record.checked_at : 'unknown',
-  };
+/** The status view's shape of the last `store check` (the file format lives beside its writer). */
+async function lastStoreCheck(stateDir: string, storeUrl: string): Promise<StoreCheckRecord | undefined> {
+  const record = await readStoreCheck(stateDir, storeUrl);
+  return record && { store: record.store, enforced: record.enforced, detail: record.detail, checkedAt: record.checked_at };
 }
 
 /**

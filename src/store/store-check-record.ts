@@ -4,7 +4,7 @@
  * (temp → fsync → rename → fsync dir): a status view never reads half a record.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { renameDurably, writeExclusive } from '../authority/durable-write.js';
 import type { ConditionalWriteCheck } from './store.js';
@@ -32,4 +32,27 @@ export async function writeStoreCheck(stateDir: string, storeUrl: string, check:
     await rm(temp, { force: true });
   }
   return file;
+}
+
+/**
+ * The last check, only when it was made against THIS store: a check of another store says
+ * nothing about this one. Missing or malformed reads as "not checked", never as an error —
+ * status must still show both fingerprints.
+ */
+export async function readStoreCheck(stateDir: string, storeUrl: string): Promise<StoreCheckJson | undefined> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(path.join(stateDir, STORE_CHECK_FILE), 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const record = raw as Record<string, unknown>;
+  if (record.store !== storeUrl || typeof record.enforced !== 'boolean') return undefined;
+  return {
+    store: storeUrl,
+    enforced: record.enforced,
+    detail: typeof record.detail === 'string' ? record.detail : '',
+    checked_at: typeof record.checked_at === 'string' ? record.checked_at : 'unknown',
+  };
 }

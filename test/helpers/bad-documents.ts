@@ -133,7 +133,7 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
     { name: 'a missing ca.key', body: withFiles({ 'ca.key': undefined }), reason: /ca\.key/ },
     { name: 'a missing ca.crt', body: withFiles({ 'ca.crt': undefined }), reason: /ca\.crt/ },
     { name: 'bad base64 in ca.key', body: withFiles({ 'ca.key': `${b64(key).slice(0, 20)}!!*${b64(key).slice(23)}` }), reason: /base64/i },
-    { name: 'base64 without its padding', body: withFiles({ 'ca.crt': b64(files['ca.crt']).replace(/=+$/, '') + (b64(files['ca.crt']).endsWith('=') ? '' : 'A') }), reason: /base64/i },
+    { name: 'base64 without its padding', body: withFiles({ 'ca.crt': unpadded(b64(files['ca.crt'])) }), reason: /base64/i },
     { name: 'a deployment that is not ours', body: serialize({ ...valid, deployment: `${deployment}-other` }), reason: /deployment/i },
     { name: 'a fingerprint that is not the carried certificate\'s', body: serialize({ ...valid, fingerprint: fingerprintOfPem(other['ca.crt']!) }), reason: /fingerprint/i },
     { name: 'a malformed fingerprint', body: serialize({ ...valid, fingerprint: 'SHA256:abc' }), reason: /fingerprint/i },
@@ -191,6 +191,14 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
 /** The marker is part of the published set (DESIGN.md §5): add it when the mint did not. */
 function withMarker(files: AuthorityFiles, deployment: string): AuthorityFiles {
   return files['authority-created'] ? files : { ...files, 'authority-created': enc(deployment) };
+}
+
+/**
+ * Base64 whose length is no longer a multiple of 4: the padding stripped, or (when the bytes
+ * needed none) one character too many — what a lenient decoder would silently accept.
+ */
+function unpadded(text: string): string {
+  return text.endsWith('=') ? text.replace(/=+$/, '') : `${text}A`;
 }
 
 function without(doc: DocumentJson, field: string): DocumentJson {

@@ -3,20 +3,23 @@
  * `sync` at the same instant against one directory store must end with ONE authority,
  * published and held by both — 200 trials through two child processes running the project's
  * own operations (the code `baton sync` runs), and 20 more with pairs of the real CLI. Two
- * `sync --force --yes` at once on one host: one wins, the other gets exit 5 naming the lock,
- * and nothing is corrupted.
+ * `sync --force --yes` at once on one host, and a failover walk confirmed while a script's
+ * force holds the lock: one wins, the other gets exit 5 naming the lock, and nothing is
+ * corrupted (the reader says whole, one ca.superseded-* dir, byte for byte what was set aside).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readLocalAuthority } from '../../src/authority/index.js';
 import { bundleScript, REPO, type Bundle } from '../helpers/bundle-script.js';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
-import { assertBuilt, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
+import { assertBuilt, BIN, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
+import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import type { ShareAnswer, ShareJob } from './scripts/share-child.js';
 
 const DEPLOYMENT = 'race0race0race0race0race0race0ab';
@@ -32,6 +35,7 @@ const figures = {
   adoptedAfterLooking: 0,
   forceTrials: 0,
   forceLockBusy: 0,
+  walkVsForce: 0,
 };
 
 beforeAll(async () => {
@@ -225,3 +229,87 @@ describe('two `sync --force --yes` at once on one host', () => {
   }, 180_000);
 });
 
+
+describe('a failover walk and a `sync --force` at once on one host', () => {
+  let paused: Bundle;
+  let session: TmuxSession | undefined;
+  beforeAll(async () => {
+    paused = await bundleScript(path.join(REPO, 'test/reliability/scripts/share-child.ts'), [
+      {
+        module: path.join(REPO, 'src/authority/index.ts'),
+        importer: 'src/share/operations.ts',
+        with: path.join(REPO, 'test/reliability/scripts/crash-shim.ts'),
+      },
+    ]);
+  });
+  afterAll(async () => {
+    await session?.kill();
+    paused?.remove();
+  });
+
+  it('the walk confirmed while the force holds ca.lock is refused naming the lock (exit 5); the force completes; nothing is corrupted', async () => {
+    const dir = path.join(tmp.dir, 'walk-vs-force');
+    const store = path.join(dir, 'store');
+    const elsewhere = path.join(dir, 'elsewhere');
+    mkdirSync(store, { recursive: true });
+    mkdirSync(elsewhere, { recursive: true });
+    const host = path.join(dir, 'host');
+    const args = (storeDir: string, stateDir = host) => ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${storeDir}`];
+    expect((await runBaton([...args(store, path.join(dir, 'other')), 'sync'])).exitCode).toBe(0);
+    expect((await runBaton([...args(elsewhere), 'sync'])).exitCode).toBe(0);
+    const local = (await heldBy(host))!;
+    const published = await heldBy(path.join(dir, 'other'));
+    const originalCa = snapshotDir(path.join(host, 'ca'));
+
+    // The operator walks to the force gate and types the prefix; nothing is written yet.
+    session = await TmuxSession.start({ command: ['node', BIN, ...args(store), 'failover'].map(shellQuote).join(' ') });
+    await session.waitFor('Replace the local authority (force)');
+    await session.keys('j');
+    await session.waitFor('› Replace the local authority');
+    await session.keys('Enter');
+    await session.waitFor('Type the first 8 characters');
+    await session.type(local.slice(7, 15));
+    await session.waitFor('[ Replace ] enabled');
+
+    // Meanwhile a script's `sync --force --yes` takes ca.lock and is held mid-replace.
+    const child = spawn('node', [paused.file], { stdio: 'pipe', env: { ...process.env, CRASH_AT: 'between set-aside and install', CRASH_MODE: 'pause' } });
+    let stderr = '';
+    let stdout = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    const stopped = new Promise<void>((resolve) =>
+      child.stderr.on('data', (b: Buffer) => {
+        stderr += b.toString();
+        if (stderr.includes('STOPPED')) resolve();
+      }),
+    );
+    const job: ShareJob = { id: 'force', op: 'force', stateDir: host, store: `file://${store}`, deployment: DEPLOYMENT };
+    child.stdin.write(`${JSON.stringify(job)}\n`);
+    await stopped;
+
+    // The operator confirms: the walk's force re-takes the lock, finds it held, and says so.
+    await session.keys('Enter');
+    const screen = await session.waitFor('ca.lock', 'the lock-busy message');
+    expect(screen.replace(/\s+/g, ' ')).toMatch(/lock/i);
+
+    // The script carries on and finishes its replace.
+    child.kill('SIGUSR1');
+    await vi.waitFor(() => {
+      if (!stdout.includes('"id":"force"')) throw new Error(`no answer yet: ${stderr}`);
+    }, { timeout: 20_000, interval: 50 });
+    child.stdin.end();
+    await once(child, 'exit');
+    const answer = JSON.parse(stdout.trim()) as ShareAnswer;
+    expect(answer.ok, stdout).toBe(true);
+
+    await session.keys('q');
+    expect(await session.exitCode()).toBe(5);
+    figures.walkVsForce = 1;
+
+    expect(await heldBy(host)).toBe(published);
+    const superseded = readdirSync(host).filter((n) => /^ca\.superseded-[0-9TZ-]+$/.test(n));
+    expect(superseded).toHaveLength(1);
+    expect(snapshotDir(path.join(host, superseded[0]!))).toEqual(originalCa);
+    const status = await runBaton([...args(store), 'status', '--json']);
+    expect(status.exitCode, status.all).toBe(0);
+  }, 120_000);
+});

@@ -72,7 +72,7 @@ async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes
     { stdout: terminal as unknown as NodeJS.WriteStream, stdin: stdin as unknown as NodeJS.ReadStream, exitOnCtrlC: false, patchConsole: false },
   );
   await until(subscribe, store.state, (s) => s.step !== 'resolving');
-  process.stderr.write(`DEBUG gate ${store.state().step}\n`);
+  process.stderr.write(`DEBUG gate ${store.state().step} readable=${stdin.listenerCount('readable')} data=${stdin.listenerCount('data')}\n`);
   if (store.state().step !== 'confirming') throw new Error(`the gate did not open: ${store.state().step}`);
   const count = confirmationText(mesh.plan);
   for (let i = 1; i <= count.length; i++) {
