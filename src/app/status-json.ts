@@ -38,6 +38,7 @@ export function statusJson(report: StatusReport, baton = 'baton') {
       previous_fingerprint: local.state === 'whole' ? local.previous?.fingerprint ?? null : null,
       overlap_since: local.state === 'whole' && local.previous ? local.current.notBefore.toISOString() : null,
       marker_missing: local.state === 'whole' ? local.markerMissing : null,
+      pending: local.state === 'whole' ? (local.pending ?? null) : null,
       problem: local.state === 'blocked' ? local.problem : null,
       error: local.state === 'blocked' ? errorJson(local.error) : null,
       unexpected: [...local.unexpected],

@@ -82,7 +82,7 @@ export function localRows(report: StatusReport): PanelRows {
     case 'whole': {
       const rows: PanelRow[] = [
         fingerprintRow('fingerprint', local.current.fingerprint, other),
-        { kind: 'text', label: 'state', value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}` },
+        { kind: 'text', label: 'state', value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}${local.pending ? ` (an interrupted ca ${local.pending}: run baton ca ${local.pending} to finish it)` : ''}` },
         { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
       ];
       if (local.previous) {

@@ -99,7 +99,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     expect(w.proxy.count(fault)).toBe(1);
     expect(w.proxy.count('forwarded')).toBeGreaterThanOrEqual(1);
     expect(w.proxy.requests.length).toBeLessThanOrEqual(6);
-  });
+  }, 120_000);
 
   it.concurrent.each(FAULTS)('sync on a fresh host becomes first controller through one %s on the publish', async (fault) => {
     const w = await world();
@@ -116,7 +116,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     const status = await w.baton(stateDir, ['status', '--json'], 'direct');
     expect(status.exitCode, status.all).toBe(0);
     expect(fingerprintIn(status.stdout)).toBe(published);
-  });
+  }, 120_000);
 
   it.concurrent.each(FAULTS)('sync adopts on a fresh host through one %s on the read', async (fault) => {
     const w = await world();
@@ -128,7 +128,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     expect(sync.exitCode, sync.all).toBe(0);
     expect(sync.stdout).toContain(published!);
     expect(w.proxy.count(fault)).toBe(1);
-  });
+  }, 120_000);
 
   it.concurrent.each(['http-500', 'slow-down', 'reset'] as const)('sync publishes a whole host over one %s', async (fault) => {
     const w = await world();
@@ -139,7 +139,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     const sync = await empty.baton(stateDir, ['sync']);
     expect(sync.exitCode, sync.all).toBe(0);
     expect(await publishedFingerprint(empty.key)).toBe(await publishedFingerprint(w.key));
-  });
+  }, 120_000);
 
   it('sync on a fresh host outlasts one stalled response (the request timeout fires, the retry succeeds)', async () => {
     const w = await world();
@@ -150,7 +150,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     expect(sync.exitCode, sync.all).toBe(0);
     expect(w.proxy.count('stall')).toBe(1);
     expect(sync.stdout).toContain((await publishedFingerprint(w.key))!);
-  });
+  }, 120_000);
 });
 
 describe('a persistent S3 fault ends in a clear error naming the bucket and key, and changes nothing', () => {
@@ -171,7 +171,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     // Retried, but within bounds.
     expect(w.proxy.count(fault)).toBeGreaterThanOrEqual(2);
     expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
-  });
+  }, 120_000);
 
   it.concurrent.each(FAULTS)('sync on a fresh host under a persistent %s on reads installs nothing', async (fault) => {
     const w = await world();
@@ -184,7 +184,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     namesObject(sync, w.key);
     expect(snapshotDir(stateDir)).toEqual(before);
     expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
-  });
+  }, 120_000);
 
   it.concurrent.each(['http-500', 'slow-down', 'reset'] as const)(
     'a first controller whose publish meets a persistent %s installs nothing and publishes nothing',
@@ -201,6 +201,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
       expect(w.proxy.count(fault)).toBeGreaterThanOrEqual(2);
       expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
     },
+    120_000,
   );
 
   it('a first controller whose publish lands but whose answer is cut installs nothing, and the rerun adopts the one published', async () => {
@@ -224,7 +225,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     expect(rerun.exitCode, rerun.all).toBe(0);
     const published = await publishedFingerprint(w.key);
     expect(rerun.stdout).toContain(published!);
-  });
+  }, 120_000);
 
   it.concurrent.each(['http-500', 'slow-down', 'reset', 'truncate'] as const)(
     'publishing a whole host under a persistent %s exits 1 and the local authority is unchanged',
@@ -239,5 +240,6 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
       namesObject(sync, empty.key);
       expect(snapshotDir(stateDir)).toEqual(before);
     },
+    120_000,
   );
 });

@@ -46,8 +46,19 @@ function until(subscribe: (l: (s: RotationState) => void) => () => void, current
   });
 }
 
-/** Lets React commit and Ink run its effects before the next key (STACK.md: Ink tests). */
-const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+/**
+ * Waits until the terminal's latest frame shows `text`: a key sent before the frame that
+ * expects it is drawn lands in the previous screen's handler (STACK.md: Ink tests).
+ */
+async function shows(terminal: CountingTerminal, text: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!terminal.last.includes(text)) {
+    if (Date.now() > deadline) throw new Error(`the view never showed "${text}"; last write:\n${terminal.last}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  // Then a few turns for Ink to run the effects that come with the frame (its input handler).
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+}
 
 async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes: number; writes: number; summaryBytes: number }> {
   // Ink draws only the last frame when it believes it runs in CI, and chalk decides on colour
@@ -72,24 +83,17 @@ async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes
     { stdout: terminal as unknown as NodeJS.WriteStream, stdin: stdin as unknown as NodeJS.ReadStream, exitOnCtrlC: false, patchConsole: false },
   );
   await until(subscribe, store.state, (s) => s.step !== 'resolving');
-  process.stderr.write(`DEBUG gate ${store.state().step} readable=${stdin.listenerCount('readable')} data=${stdin.listenerCount('data')}\n`);
   if (store.state().step !== 'confirming') throw new Error(`the gate did not open: ${store.state().step}`);
   const count = confirmationText(mesh.plan);
+  await shows(terminal, `Type ${count}`);
   for (let i = 1; i <= count.length; i++) {
-    await settle();
     stdin.type(count[i - 1]!);
-    await until(subscribe, store.state, (s) => s.step === 'confirming' && s.typed === count.slice(0, i));
+    await shows(terminal, `> ${count.slice(0, i)}`);
   }
-  await settle();
   stdin.type('\r');
   await until(subscribe, store.state, isTerminal);
   await store.finished();
-  // The done frame is drawn after a state change settles; q once it is the screen.
-  const deadline = Date.now() + 30_000;
-  while (!terminal.last.includes('Rotated')) {
-    if (Date.now() > deadline) throw new Error(`the done frame never came; last write:\n${terminal.last}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await shows(terminal, 'Rotated');
   stdin.type('q');
   await instance.waitUntilExit();
   const state = store.state();
