@@ -87,6 +87,19 @@ describe('the status rows', () => {
   });
 });
 
+describe('an interrupted local operation', () => {
+  it('says which ca command was interrupted and how to finish it, in the panel and in the JSON', () => {
+    const inSync = READS.inSync();
+    const whole = inSync.local;
+    if (whole.state !== 'whole') throw new Error('fixture');
+    const read = { ...inSync, local: { ...whole, pending: 'rotate' as const } };
+    const state = localRows(read).rows.find((row) => row.label === 'state');
+    expect(state).toMatchObject({ value: expect.stringContaining('an interrupted ca rotate: run baton ca rotate to finish it') });
+    expect(statusJson(read)).toMatchObject({ local: { pending: 'rotate' } });
+    expect(statusJson(inSync)).toMatchObject({ local: { pending: null } });
+  });
+});
+
 describe('status without a terminal', () => {
   it('prints plain text with both fingerprints, carets under the differences, the verdict and the next command', () => {
     const text = statusText(READS.leftBehind(), GLYPHS, 'baton --state-dir /x');
