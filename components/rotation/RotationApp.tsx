@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
 import { canQuit, exitCodeOf, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import type { RotationStore } from '../../src/app/rotation-store.js';
+import { HelpOverlay } from '../HelpOverlay.js';
 import { HOLDER_PAGE, RotationView } from './RotationView.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 
@@ -28,6 +29,7 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
   const [state, setState] = useState(store.state());
   const [offset, setOffset] = useState(0);
   const [tick, setTick] = useState(0);
+  const [help, setHelp] = useState(false);
   const timer = useRef<NodeJS.Timeout | undefined>(undefined);
   const left = useRef(false);
 
@@ -70,7 +72,15 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
   const onIntent = useCallback(
     (intent: RotationIntent) => {
       const current = store.state();
+      // Esc and ? close the help; they must never also cancel the rotation behind it.
+      if (help && (intent.type === 'back' || intent.type === 'help')) {
+        setHelp(false);
+        return;
+      }
       switch (intent.type) {
+        case 'help':
+          setHelp(true);
+          return;
         case 'type':
           if (current.step === 'confirming') store.dispatch({ type: 'typed', text: current.typed + intent.text });
           return;
@@ -98,9 +108,11 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
         }
       }
     },
-    [store, leave],
+    [store, leave, help],
   );
 
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
+  // The rotation goes on behind the help; the view shows where it stands once help closes.
+  if (help) return <HelpOverlay columns={columns} />;
   return <RotationView state={state} columns={columns} offset={offset} color={color} tick={tick} />;
 }

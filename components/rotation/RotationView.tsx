@@ -122,8 +122,8 @@ function panel(state: RotationState): PanelLine[] {
 
 function keysLine(state: RotationState): string {
   const scroll = state.plan.holders.length > HOLDER_PAGE ? 'j/k scroll · ' : '';
-  if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · Ctrl-C quit`;
+  if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
   if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
-  if (isTerminal(state)) return `${scroll}q quit`;
-  return `${scroll}q quit · Ctrl-C quit`;
+  if (isTerminal(state)) return `${scroll}? help · q quit`;
+  return `${scroll}? help · q quit · Ctrl-C quit`;
 }

@@ -14,6 +14,7 @@ export type RotationIntent =
   | { readonly type: 'back' }
   | { readonly type: 'quit' }
   | { readonly type: 'interrupt' }
+  | { readonly type: 'help' }
   | { readonly type: 'scroll'; readonly by: number };
 
 const PAGE = 8;
@@ -38,6 +39,8 @@ export function useRotationKeys(options: { readonly isActive: boolean; readonly 
           return onIntent({ type: 'scroll', by: 1 });
         case 'quit':
           return typing ? undefined : onIntent({ type: 'quit' });
+        case 'help':
+          return onIntent({ type: 'help' });
         default:
           return undefined;
       }

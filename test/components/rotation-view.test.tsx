@@ -137,6 +137,21 @@ describe('the rotation view', () => {
     for (const m of Object.values(mesh.machines)) expect(m.calls.every((c) => c === 'resolve')).toBe(true);
   });
 
+  it('? shows the keys and Esc closes them without cancelling the rotation behind', async () => {
+    const { view, mesh, exits, plan } = mount(80, 2);
+    await view.waitFor((f) => f.includes('Gate open'), 'the gate');
+    await view.press('?');
+    const help = await view.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help');
+    fits(help, 80);
+    expect(help).toContain('back (never quits)');
+    await view.press(KEY.escape);
+    const back = await view.waitFor((f) => f.includes('Gate open'), 'the gate again');
+    expect(back).toContain(`Type ${plan.pairs.length} (the number of credentials)`);
+    expect(back).not.toContain('Cancelled');
+    expect(exits).toEqual([]);
+    expect(mesh.writes()).toBe(0);
+  });
+
   it('batches hundreds of resolution updates into a few frames', async () => {
     // ink-testing-library keeps every frame written (its stdout is 100 columns).
     const { stdout, lastFrame, unmount } = renderLib(appFor(100, 300).element);

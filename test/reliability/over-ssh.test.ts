@@ -15,6 +15,7 @@ import { keyMaterial, scanForSecrets } from '../helpers/secret-scan.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 
 const unavailable = sshdUnavailable();
 if (unavailable) console.warn(`over-ssh suite NOT RUN: ${unavailable}`);
@@ -78,10 +79,13 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
     return session;
   }
 
-  async function keys(session: TmuxSession, ...names: string[]): Promise<void> {
-    figures.keysSent += names.length;
-    await session.keys(...names);
+  /** A key that must be taken (re-sent only if the screen did not change; see tmux-input). */
+  async function press(session: TmuxSession, key: string, expected: string | ((screen: string) => boolean)): Promise<string> {
+    figures.keysSent += 1;
+    return pressUntil(session, key, expected);
   }
+
+  const exited = (screen: string) => /\[exit \d+\]/.test(screen);
 
   /**
    * The ssh client and the remote baton whose argv mentions `needle` (not tmux or the pane's
@@ -109,9 +113,8 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
     for (const line of screen.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
     // Another process adopts; the remote view learns it only when r is pressed over ssh.
     expect((await runBaton([...args(b, store), 'sync'])).exitCode).toBe(0);
-    await keys(s, 'r');
-    await s.waitFor('✓ in sync');
-    await keys(s, 'q');
+    await press(s, 'r', '✓ in sync');
+    await press(s, 'q', exited);
     expect(await s.exitCode()).toBe(0);
   });
 
@@ -129,11 +132,9 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
     const { a, b, store } = await controllers('adopt');
     const s = await overSsh([...args(b, store), 'failover']);
     await s.waitFor('Adopt the published authority');
-    await keys(s, 'Enter');
-    await s.waitFor('Confirm: Adopt');
-    await keys(s, 'Enter');
-    await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');
-    await keys(s, 'q');
+    await press(s, 'Enter', 'Confirm: Adopt');
+    await press(s, 'Enter', (screen) => screen.includes('Read again:') && screen.includes('in sync'));
+    await press(s, 'q', exited);
     expect(await s.exitCode()).toBe(0);
     expect(await fingerprintOf(b)).toBe(await fingerprintOf(a));
   });
@@ -146,12 +147,9 @@ describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real termin
     const raw = path.join(tmp.dir, 'drop-pane.raw');
     await s.record(raw);
     await s.waitFor('Replace the local authority (force)');
-    await keys(s, 'j');
-    await s.waitFor('› Replace the local authority');
-    await keys(s, 'Enter');
-    await s.waitFor('Type the first 8 characters');
-    await s.type(local.slice(7, 15));
-    await s.waitFor('[ Replace ] enabled');
+    await press(s, 'j', '› Replace the local authority');
+    await press(s, 'Enter', 'Type the first 8 characters');
+    await typeUntilEchoed(s, local.slice(7, 15), '[ Replace ] enabled');
     // What crossed the wire to the operator's screen holds no key material of either side.
     const keyFiles = [
       ...keyMaterial('host key', readFileSync(path.join(b, 'ca', 'ca.key'))),

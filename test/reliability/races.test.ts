@@ -20,6 +20,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
 import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 import type { ShareAnswer, ShareJob } from './scripts/share-child.js';
 
 const DEPLOYMENT = 'race0race0race0race0race0race0ab';
@@ -264,12 +265,9 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     // The operator walks to the force gate and types the prefix; nothing is written yet.
     session = await TmuxSession.start({ command: ['node', BIN, ...args(store), 'failover'].map(shellQuote).join(' ') });
     await session.waitFor('Replace the local authority (force)');
-    await session.keys('j');
-    await session.waitFor('› Replace the local authority');
-    await session.keys('Enter');
-    await session.waitFor('Type the first 8 characters');
-    await session.type(local.slice(7, 15));
-    await session.waitFor('[ Replace ] enabled');
+    await pressUntil(session, 'j', '› Replace the local authority');
+    await pressUntil(session, 'Enter', 'Type the first 8 characters');
+    await typeUntilEchoed(session, local.slice(7, 15), '[ Replace ] enabled');
 
     // Meanwhile a script's `sync --force --yes` takes ca.lock and is held mid-replace.
     const child = spawn('node', [paused.file], { stdio: 'pipe', env: { ...process.env, CRASH_AT: 'between set-aside and install', CRASH_MODE: 'pause' } });
@@ -287,8 +285,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     await stopped;
 
     // The operator confirms: the walk's force re-takes the lock, finds it held, and says so.
-    await session.keys('Enter');
-    const screen = await session.waitFor('ca.lock', 'the lock-busy message');
+    const screen = await pressUntil(session, 'Enter', 'ca.lock');
     expect(screen.replace(/\s+/g, ' ')).toMatch(/lock/i);
 
     // The script carries on and finishes its replace.
@@ -301,7 +298,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     const answer = JSON.parse(stdout.trim()) as ShareAnswer;
     expect(answer.ok, stdout).toBe(true);
 
-    await session.keys('q');
+    await pressUntil(session, 'q', (text) => /\[exit \d+\]/.test(text));
     expect(await session.exitCode()).toBe(5);
     figures.walkVsForce = 1;
 

@@ -2,11 +2,13 @@
  * Start-up and memory: `baton status --json` against a directory store holding a published
  * authority, as a cold process, against `node -e 0` — the floor no Node program starts under.
  */
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { publishAuthority } from '../lib/authority-fixture.js';
 import { BIN, childEnv, type BenchCase } from '../lib/context.js';
 import { figure, type Figure, type Skipped } from '../lib/figure.js';
 import { summarize } from '../lib/stats.js';
-import { hasGnuTime, interleaved } from '../lib/timed-process.js';
+import { hasGnuTime, interleaved, type Run } from '../lib/timed-process.js';
 
 export const startupCase: BenchCase = {
   name: 'startup',
@@ -57,7 +59,26 @@ export const startupCase: BenchCase = {
         }),
       );
     } else {
-      skipped.push({ id: 'memory.status-json.peak-rss', title: 'Memory: peak RSS of status --json', reason: '/usr/bin/time is not installed (apt-get install time)' });
+      ctx.log('memory: no GNU time; reading VmHWM through a preloaded hook');
+      const hook = ['--import', pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), '../lib/vmhwm-hook.mjs')).href];
+      const peak = (run: Run) => Number(/BATON_BENCH_VMHWM (\d+)/.exec(run.stderr)?.[1] ?? Number.NaN) / 1024;
+      const hooked = await interleaved(
+        { file: process.execPath, args: [...hook, BIN, ...published.flags, 'status', '--json'], env },
+        { file: process.execPath, args: [...hook, '-e', '0'], env },
+        { runs: 5, warmup: 0 },
+      );
+      const rss = summarize(hooked.subject.map(peak));
+      const rssFloor = summarize(hooked.baseline.map(peak));
+      figures.push(
+        figure({
+          id: 'memory.status-json.peak-rss',
+          title: 'Memory: peak RSS of status --json (median)',
+          measured: { label: 'baton status --json', value: rss.median, unit: 'MB', summary: rss },
+          baseline: { label: 'node -e 0', value: rssFloor.median, unit: 'MB', summary: rssFloor },
+          goal: { kind: 'none' },
+          notes: ['VmHWM read by a preloaded exit hook (no GNU time on this machine); 5 runs each'],
+        }),
+      );
     }
     return { figures, skipped };
   },

@@ -11,8 +11,8 @@ export class CountingTerminal extends Writable {
   readonly rows: number;
   bytes = 0;
   writes = 0;
-  /** The text of the last write, for waiting on what is on screen. */
-  last = '';
+  /** The last few frames' text (Ink brackets each frame in separate synchronized-output writes). */
+  recent = '';
 
   constructor(columns = 80, rows = 24) {
     super({ decodeStrings: false });
@@ -23,7 +23,7 @@ export class CountingTerminal extends Writable {
   override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
     this.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
     this.writes += 1;
-    this.last = String(chunk);
+    this.recent = (this.recent + String(chunk)).slice(-16_384);
     done();
   }
 }
