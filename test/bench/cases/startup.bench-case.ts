@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { publishAuthority } from '../lib/authority-fixture.js';
+import { describeTrace, traceLoads } from '../lib/load-trace.js';
 import { BIN, childEnv, type BenchCase } from '../lib/context.js';
 import { figure, type Figure, type Skipped } from '../lib/figure.js';
 import { summarize } from '../lib/stats.js';
@@ -22,6 +23,7 @@ export const startupCase: BenchCase = {
       { file: process.execPath, args: ['-e', '0'], env },
       { runs, check: (run) => (run.exitCode === 0 && run.stdout.includes(published.fingerprint) ? undefined : `exit ${run.exitCode}, fingerprint ${run.stdout.includes(published.fingerprint) ? 'shown' : 'missing'}`) },
     );
+    const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], env);
     const wall = summarize(result.subject.map((r) => r.wallMs));
     const floor = summarize(result.baseline.map((r) => r.wallMs));
     const figures: Figure[] = [
@@ -31,7 +33,7 @@ export const startupCase: BenchCase = {
         measured: { label: 'baton status --json', value: wall.median, unit: 'ms', summary: wall },
         baseline: { label: 'node -e 0', value: floor.median, unit: 'ms', summary: floor },
         goal: { kind: 'ratio', max: 2 },
-        notes: [`${runs} runs each, interleaved`, `p90 ${wall.p90.toFixed(0)} ms vs ${floor.p90.toFixed(0)} ms`],
+        notes: [`${runs} runs each, interleaved`, `p90 ${wall.p90.toFixed(0)} ms vs ${floor.p90.toFixed(0)} ms`, describeTrace(trace)],
       }),
     ];
     const skipped: Skipped[] = [];
