@@ -22,6 +22,9 @@ export function keyIntent(input: string, key: Key): KeyIntent | undefined {
   if (key.return) return 'select';
   if (key.upArrow || input === 'k') return 'up';
   if (key.downArrow || input === 'j') return 'down';
+  // Esc then q typed quickly (over SSH they arrive in one read) reaches Ink as Meta-q: the
+  // operator asked to go back and quit, and quitting is where both end.
+  if (key.meta && input === 'q') return 'quit';
   if (key.ctrl || key.meta) return undefined;
   if (input === 'q') return 'quit';
   if (input === '?') return 'help';

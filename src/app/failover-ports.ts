@@ -26,8 +26,9 @@ export function failoverPorts(ctx: ShareContext, storeUrl: string, sealKeyFile: 
         case 'first-controller':
           return firstController(ctx, { seen });
         case 'force':
-          // The gate showed ca.superseded-<stamp of `at`>: the set-aside uses that instant.
-          return force({ ...ctx, clock: at ? { now: () => at } : ctx.clock }, { seen });
+          // The gate showed ca.superseded-<stamp of `at`>: the set-aside uses that instant (and
+          // only the set-aside: validity is judged by the host's own clock).
+          return force(ctx, { seen, ...(at ? { at } : {}) });
         default:
           return assertNever(action);
       }

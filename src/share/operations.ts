@@ -176,7 +176,7 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
       return { kind: 'already-held', fingerprint: verdict.fingerprint };
     case 'adopt': {
       if (published.state !== 'present') throw notAllowedError(ctx, 'adopt', verdict);
-      refuseExpired(ctx, published);
+      refuseOutsideValidity(ctx, published);
       const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
       await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
       return { kind: 'installed', fingerprint: verdict.published };
@@ -211,7 +211,7 @@ export interface ForceOptions {
 export async function force(ctx: ShareContext, options: ForceOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ published, verdict }) => {
     if (verdict.kind !== 'refuse' || published.state !== 'present') throw notAllowedError(ctx, 'force', verdict);
-    refuseExpired(ctx, published);
+    refuseOutsideValidity(ctx, published);
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     const at = options.at;
     const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock);
@@ -486,20 +486,32 @@ async function fingerprintOf(files: AuthorityFiles, deployment: string): Promise
 }
 
 /**
- * An expired published authority is refused BEFORE anything is installed or set aside: every
- * node would reject a control plane presenting it, and installing it would turn that outage
- * into a screen that says "in sync". The decoder accepts it on purpose, so a controller that
- * has rotated can still publish over it (`sync --push`).
+ * A published authority outside its validity is refused BEFORE anything is installed or set
+ * aside: every node would reject a control plane presenting it, and installing it would turn
+ * that outage into a screen that says "in sync". The decoder accepts it on purpose, so a
+ * controller that has rotated can still publish over it (`sync --push`). Certificates are
+ * back-dated an hour when minted, so ordinary clock skew between controllers never trips this.
  */
-function refuseExpired(ctx: ShareContext, published: Extract<PublishedAuthority, { state: 'present' }>): void {
-  const notAfter = published.current?.notAfter;
-  if (notAfter === undefined || notAfter.getTime() > ctx.clock.now().getTime()) return;
-  throw new BatonError('refused', {
-    what: `The published authority ${published.header.fingerprint} expired on ${notAfter.toISOString()}; installing it would leave this host presenting a certificate no node accepts.`,
-    where: ctx.store.location,
-    changed: NOTHING_WRITTEN,
-    next: 'Rotate the authority on the controller that holds it (`baton ca rotate`, then `baton sync --push`), then run this again.',
-  });
+function refuseOutsideValidity(ctx: ShareContext, published: Extract<PublishedAuthority, { state: 'present' }>): void {
+  const current = published.current;
+  if (current === undefined) return;
+  const now = ctx.clock.now().getTime();
+  if (current.notAfter.getTime() <= now) {
+    throw new BatonError('refused', {
+      what: `The published authority ${published.header.fingerprint} expired on ${current.notAfter.toISOString()}; installing it would leave this host presenting a certificate no node accepts.`,
+      where: ctx.store.location,
+      changed: NOTHING_WRITTEN,
+      next: 'Rotate the authority on the controller that holds it (`baton ca rotate`, then `baton sync --push`), then run this again.',
+    });
+  }
+  if (current.notBefore.getTime() > now) {
+    throw new BatonError('refused', {
+      what: `The published authority ${published.header.fingerprint} is not valid until ${current.notBefore.toISOString()}; this host's clock says ${new Date(now).toISOString()}.`,
+      where: ctx.store.location,
+      changed: NOTHING_WRITTEN,
+      next: "Check this host's clock and the publishing controller's (NTP); nodes would reject the authority until then.",
+    });
+  }
 }
 
 function causeOf(error: unknown): string {

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { withAuthorityLock } from '../../src/authority/index.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 
 const execFileP = promisify(execFile);
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/baton.js');
@@ -202,8 +203,7 @@ describe('baton failover in a real terminal', () => {
     const { a, b } = await onePublished('failover-adopt');
     const s = await inTmux([...b.args, 'failover']);
     await s.waitFor('Adopt the published authority');
-    await s.keys('Enter');
-    await s.waitFor('Confirm: Adopt');
+    await pressUntil(s, 'Enter', 'Confirm: Adopt');
     expect(existsSync(path.join(b.stateDir, 'ca'))).toBe(false);
     await s.keys('Enter');
     await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');
@@ -219,22 +219,19 @@ describe('baton failover in a real terminal', () => {
     const oldKey = readFileSync(path.join(b.stateDir, 'ca', 'ca.key'));
     const s = await inTmux([...b.args, 'failover']);
     await s.waitFor('Replace the local authority (force)');
-    await s.keys('j');
-    await s.waitFor('› Replace the local authority');
-    await s.keys('Enter');
-    await s.waitFor('Type the first 8 characters');
+    await pressUntil(s, 'j', '› Replace the local authority');
+    await pressUntil(s, 'Enter', 'Type the first 8 characters');
     const before = snapshotDir(b.stateDir);
-    await s.type('wrongpfx');
-    await s.waitFor('> wrongpfx');
+    // A view's keys activate in the effect after the frame that draws it: under load a key
+    // typed the moment the field shows can be lost, so typing waits for its echo.
+    await typeUntilEchoed(s, 'wrongpfx', '> wrongpfx');
     await s.keys('Enter');
     await s.waitFor('[ Replace ] disabled');
     expect(snapshotDir(b.stateDir)).toEqual(before);
     await s.keys('Escape');
     await s.waitFor('Choose:');
-    await s.keys('Enter'); // the cursor is still on force
-    await s.waitFor('Type the first 8 characters');
-    await s.type(local.slice(7, 15));
-    await s.waitFor('[ Replace ] enabled');
+    await pressUntil(s, 'Enter', 'Type the first 8 characters'); // the cursor is still on force
+    await typeUntilEchoed(s, local.slice(7, 15), '[ Replace ] enabled');
     await s.keys('Enter');
     await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');
     await s.keys('q');

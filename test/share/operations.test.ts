@@ -227,6 +227,18 @@ describe('adopt: three outcomes, never two', () => {
     expect(error.message).toContain('baton ca rotate');
     expect((await local(fresh)).state).toBe('fresh');
   });
+
+  it('a published authority that is not valid yet (the publisher\'s clock runs a day ahead) is refused naming both times, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const ahead = await host(store, 'ctl-ahead');
+    await firstController({ ...ahead, clock: steppingClock(Date.UTC(2026, 11, 1, 10, 0, 0)) });
+    const fresh = await host(store, 'ctl-now');
+    const error = await refusedWithoutChange(fresh, store, () => adopt(fresh));
+    expect(error.code).toBe('refused');
+    expect(error.message).toContain('is not valid until 2026-12-01T09:00');
+    expect(error.message).toContain("this host's clock says 2026-11-30T10:00");
+    expect((await local(fresh)).state).toBe('fresh');
+  });
 });
 
 describe('re-deciding inside the lock', () => {

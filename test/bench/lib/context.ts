@@ -8,7 +8,11 @@ import path from 'node:path';
 import type { Figure, Skipped } from './figure.js';
 
 export const REPO = path.resolve(new URL('../../..', import.meta.url).pathname);
-export const BIN = path.join(REPO, 'bin', 'baton.js');
+/**
+ * The built CLI. BATON_BENCH_BIN (read by the bench, never passed to baton) measures another
+ * build instead — a candidate change built in a copy of the tree, against the same baselines.
+ */
+export const BIN = process.env.BATON_BENCH_BIN ?? path.join(REPO, 'bin', 'baton.js');
 export const DEPLOYMENT = 'benchbenchbenchbenchbenchbench00';
 
 export interface BenchContext {

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { REPO } from './context.js';
+import { BIN } from './context.js';
 
 export interface LoadedFile {
   readonly file: string;
@@ -25,9 +25,11 @@ export interface LoadTrace {
 const REGISTER = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-register.mjs')).href;
 
 function chunkContents(): Map<string, string[]> {
-  const metaFile = path.join(REPO, 'dist', 'build-meta.json');
+  // The build's own metafile: beside its entry (dist/) or in the dist/ next to its bin/.
+  const metaFile = [path.join(path.dirname(BIN), 'build-meta.json'), path.join(path.dirname(BIN), '..', 'dist', 'build-meta.json')].find(existsSync);
   const out = new Map<string, string[]>();
-  if (!existsSync(metaFile)) return out;
+  if (!metaFile) return out;
+  const buildRoot = path.dirname(path.dirname(metaFile));
   const meta = JSON.parse(readFileSync(metaFile, 'utf8')) as { outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }> };
   for (const [output, { inputs }] of Object.entries(meta.outputs)) {
     const byOrigin = new Map<string, number>();
@@ -36,7 +38,7 @@ function chunkContents(): Map<string, string[]> {
       byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + bytesInOutput);
     }
     const top = [...byOrigin].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([origin, bytes]) => `${origin} ${Math.round(bytes / 1024)} KB`);
-    out.set(path.resolve(REPO, output), top);
+    out.set(path.resolve(buildRoot, output), top);
   }
   return out;
 }
@@ -53,7 +55,7 @@ export async function traceLoads(file: string, args: readonly string[], env: Nod
   const files: LoadedFile[] = [];
   for (const match of stderr.matchAll(/^BATON_BENCH_LOAD (file:\S+)$/gm)) {
     const loaded = fileURLToPath(match[1]!);
-    files.push({ file: path.relative(REPO, loaded), bytes: statSync(loaded).size, contains: contents.get(loaded) ?? [] });
+    files.push({ file: loaded, bytes: statSync(loaded).size, contains: contents.get(loaded) ?? [] });
   }
   return { files, totalBytes: files.reduce((n, f) => n + f.bytes, 0) };
 }
