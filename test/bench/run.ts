@@ -71,6 +71,11 @@ async function main(): Promise<number> {
     return 2;
   }
   const ctx = makeContext(runs);
+  // An interrupted run still removes its temp dirs (the servers stop with the process).
+  process.once('SIGINT', () => {
+    ctx.cleanup();
+    process.exit(130);
+  });
   const host = machine();
   process.stderr.write(`bench: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}, load ${host.loadAverage.toFixed(2)}\n`);
   const figures: Figure[] = [];

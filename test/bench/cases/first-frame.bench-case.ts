@@ -20,13 +20,13 @@ function shellQuote(word: string): string {
 }
 
 /** Milliseconds from new-session until the pane shows `expect`; the server is killed after. */
-async function timeToText(command: string, expect: string, env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<number> {
+async function timeToText(command: string, expect: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 30_000): Promise<number> {
   const socket = `baton-bench-${process.pid}-${randomBytes(4).toString('hex')}`;
   // CI=true makes Ink draw only the final frame at exit; the pane is kept after the command.
   const inner = `env -u CI -u CONTINUOUS_INTEGRATION ${command}; exec sleep 600`;
   const started = process.hrtime.bigint();
   try {
-    await run('tmux', ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', '80', '-y', '24', `sh -c ${shellQuote(inner)}`], { env });
+    await run('tmux', ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', '80', '-y', '24', '-c', cwd, `sh -c ${shellQuote(inner)}`], { env });
     for (;;) {
       const { stdout } = await run('tmux', ['-L', socket, 'capture-pane', '-p', '-t', '0'], { env });
       if (stdout.includes(expect)) return Number(process.hrtime.bigint() - started) / 1e6;
@@ -50,17 +50,17 @@ export const firstFrameCase: BenchCase = {
     const runs = Math.max(5, Math.ceil(ctx.runs / 2));
     ctx.log(`first frame: ${runs} interleaved tmux sessions each`);
     // One unrecorded round of each: the first tmux server start on a machine pays for loading tmux.
-    await timeToText(baton, published.fingerprint, env);
-    await timeToText(floor, MARKER, env);
+    await timeToText(baton, published.fingerprint, env, published.cwd);
+    await timeToText(floor, MARKER, env, published.cwd);
     const subject: number[] = [];
     const baseline: number[] = [];
     for (let i = 0; i < runs; i++) {
       if (i % 2 === 0) {
-        subject.push(await timeToText(baton, published.fingerprint, env));
-        baseline.push(await timeToText(floor, MARKER, env));
+        subject.push(await timeToText(baton, published.fingerprint, env, published.cwd));
+        baseline.push(await timeToText(floor, MARKER, env, published.cwd));
       } else {
-        baseline.push(await timeToText(floor, MARKER, env));
-        subject.push(await timeToText(baton, published.fingerprint, env));
+        baseline.push(await timeToText(floor, MARKER, env, published.cwd));
+        subject.push(await timeToText(baton, published.fingerprint, env, published.cwd));
       }
     }
     const s = summarize(subject);

@@ -29,7 +29,7 @@ export const s3StatusCase: BenchCase = {
       const runs = Math.max(10, ctx.runs);
       ctx.log(`s3: ${runs} interleaved runs of status --json and ${aws.path} s3api get-object`);
       const result = await interleaved(
-        { file: process.execPath, args: [BIN, ...published.flags, 'status', '--json'], env: childEnv(env) },
+        { file: process.execPath, args: [BIN, ...published.flags, 'status', '--json'], env: childEnv(env), cwd: published.cwd },
         {
           file: aws.path,
           args: ['s3api', 'get-object', '--bucket', sandbox.bucket, '--key', 'fleet/authority.json', '--endpoint-url', sandbox.endpoint, out],
@@ -40,7 +40,7 @@ export const s3StatusCase: BenchCase = {
       );
       const failedBaseline = result.baseline.find((r) => r.exitCode !== 0);
       if (failedBaseline) throw new Error(`aws s3api get-object failed: ${failedBaseline.stderr.trim()}`);
-      const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], childEnv(env));
+      const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], childEnv(env), published.cwd);
       const wall = summarize(result.subject.map((r) => r.wallMs));
       const floor = summarize(result.baseline.map((r) => r.wallMs));
       return {

@@ -19,11 +19,11 @@ export const startupCase: BenchCase = {
     ctx.log(`start-up: ${runs} interleaved runs of status --json and node -e 0`);
     const env = childEnv();
     const result = await interleaved(
-      { file: process.execPath, args: [BIN, ...published.flags, 'status', '--json'], env },
+      { file: process.execPath, args: [BIN, ...published.flags, 'status', '--json'], env, cwd: published.cwd },
       { file: process.execPath, args: ['-e', '0'], env },
       { runs, check: (run) => (run.exitCode === 0 && run.stdout.includes(published.fingerprint) ? undefined : `exit ${run.exitCode}, fingerprint ${run.stdout.includes(published.fingerprint) ? 'shown' : 'missing'}`) },
     );
-    const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], env);
+    const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], env, published.cwd);
     const wall = summarize(result.subject.map((r) => r.wallMs));
     const floor = summarize(result.baseline.map((r) => r.wallMs));
     const figures: Figure[] = [
@@ -65,7 +65,7 @@ export const startupCase: BenchCase = {
       const hook = ['--import', pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), '../lib/vmhwm-hook.mjs')).href];
       const peak = (run: Run) => Number(/BATON_BENCH_VMHWM (\d+)/.exec(run.stderr)?.[1] ?? Number.NaN) / 1024;
       const hooked = await interleaved(
-        { file: process.execPath, args: [...hook, BIN, ...published.flags, 'status', '--json'], env },
+        { file: process.execPath, args: [...hook, BIN, ...published.flags, 'status', '--json'], env, cwd: published.cwd },
         { file: process.execPath, args: [...hook, '-e', '0'], env },
         { runs: 5, warmup: 0 },
       );

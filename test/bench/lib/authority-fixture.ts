@@ -14,6 +14,8 @@ import { BIN, childEnv, DEPLOYMENT, type BenchContext } from './context.js';
 const run = promisify(execFile);
 
 export interface Published {
+  /** A private directory holding no baton.yaml: run the measured commands here, so no config file is read. */
+  readonly cwd: string;
   readonly stateDir: string;
   readonly storeUrl: string;
   /** The global flags that name this deployment, state dir and store. */
@@ -37,5 +39,5 @@ export async function publishAuthority(ctx: BenchContext, storeUrl: string | und
   await baton('sync', '--yes');
   const status = JSON.parse(await baton('status', '--json')) as { exit_code: number; local: { fingerprint: string } };
   if (status.exit_code !== 0) throw new Error(`baton status --json after sync is not in sync: ${JSON.stringify(status)}`);
-  return { stateDir, storeUrl: url, flags, fingerprint: status.local.fingerprint };
+  return { cwd: root, stateDir, storeUrl: url, flags, fingerprint: status.local.fingerprint };
 }

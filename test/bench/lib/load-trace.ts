@@ -43,8 +43,8 @@ function chunkContents(): Map<string, string[]> {
   return out;
 }
 
-export async function traceLoads(file: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<LoadTrace> {
-  const child = spawn(file, ['--import', REGISTER, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+export async function traceLoads(file: string, args: readonly string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<LoadTrace> {
+  const child = spawn(file, ['--import', REGISTER, ...args], { env, cwd, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   await new Promise((resolve, reject) => {
