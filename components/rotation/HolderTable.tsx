@@ -2,6 +2,7 @@ import { Box, Text } from 'ink';
 import { MARKS } from '../marks.js';
 import { holderStatus, receivesShort } from '../../src/app/rotation-text.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
+import { planIndex } from '../../src/mesh/rotation-plan.js';
 import { fit } from './fit.js';
 
 export interface HolderTableProps {
@@ -21,7 +22,7 @@ const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', 
 /** The affected holders, one row each, scrolled to `offset`: hundreds of them fit 24 rows. */
 export function HolderTable({ state, columns, offset, pageSize, color, tick }: HolderTableProps) {
   const holders = state.plan.holders;
-  const machineWidth = Math.min(18, Math.max(8, ...holders.map((h) => h.machine.length)));
+  const machineWidth = Math.min(18, Math.max(8, planIndex(state.plan).longestMachine));
   // One column spare: a row that fills the last column makes some terminals wrap.
   const width = columns - 1;
   const rest = width - 2 - machineWidth - 1 - 6 - 1;

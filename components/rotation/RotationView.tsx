@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../marks.js';
-import { confirmationText, isTerminal, progress, type RotationState } from '../../src/app/rotation-flow.js';
+import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
 import { confirmPrompt, gateClosedLines, planHeadline, progressText } from '../../src/app/rotation-text.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
@@ -99,7 +99,8 @@ function panel(state: RotationState): PanelLine[] {
         { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action' },
       ];
     case 'done': {
-      const missing = state.plan.pairs.filter((pair) => !state.applied.includes(pair.key));
+      const applied = setOf(state.applied);
+      const missing = state.plan.pairs.filter((pair) => !applied.has(pair.key));
       return [
         { text: `${MARKS.ok.glyph} Rotated ${p.pairs} credential(s): ${p.files} files replaced on ${p.holders} machines.`, tone: 'ok' },
         { text: `  ${progressText(state)}` },
@@ -110,7 +111,7 @@ function panel(state: RotationState): PanelLine[] {
               (n) => `  …and ${n} more not confirmed`,
             ).map((text) => ({ text, tone: 'action' as const, wrap: true }))
           : [{ text: `${MARKS.info.glyph} Receipts not waited for (--wait 0).` }]),
-        { text: 'The full summary is printed when you quit.' },
+        { text: 'The summary is printed when you quit.' },
       ];
     }
     default: {

@@ -1,10 +1,13 @@
 /**
- * Mounts the rotation view in the terminal and resolves with the exit code. The full summary
- * is printed after the view is gone, so what changed where stays in the scrollback.
+ * Mounts the rotation view in the terminal and resolves with the exit code. The summary is
+ * printed after the view is gone, so what changed where stays in the scrollback (brief for a
+ * large rotation: the journal it names has every file).
  */
+import path from 'node:path';
 import { render } from 'ink';
 import { exitCodeOf, startRotation, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import { unstageAll } from '../../src/mesh/delivery.js';
+import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { rotationStore } from '../../src/app/rotation-store.js';
 import { summaryLines } from '../../src/app/rotation-text.js';
@@ -54,7 +57,7 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
   const state = store.state();
   const waitSeconds = Math.round(options.deps.waitMs / 1000);
   if (isTerminal(state)) {
-    for (const line of summaryLines(state, waitSeconds)) stdout.write(`${line}\n`);
+    for (const line of summaryLines(state, waitSeconds, { journal: path.join(options.deps.journalDir, JOURNAL_FILE) })) stdout.write(`${line}\n`);
     return result?.state.step === state.step ? result.code : exitCodeOf(state);
   }
   if (state.step === 'committing') {

@@ -10,25 +10,37 @@ import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import type { JournalPhase } from '../mesh/journal.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
-import type { RotationPlan } from '../mesh/rotation-plan.js';
+import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
+import { emptyLog, logAdd, logGet, logHas, logKeys, type KeyedLog } from './rotation-log.js';
 
 interface Base {
   readonly id: string;
   readonly plan: RotationPlan;
+}
+
+/** Every holder's answer, fixed once the last one is in. */
+interface Resolved extends Base {
   readonly resolutions: Readonly<Record<string, Resolution>>;
 }
 
+/**
+ * While a phase is in flight its per-holder progress is a KeyedLog (O(1) per event, however
+ * many holders); a phase that ends keeps plain arrays, which the journal, the summary and
+ * `baton mesh resume` read.
+ */
 export type RotationState =
-  | (Base & { readonly step: 'resolving' })
-  | (Base & { readonly step: 'gate-closed' })
-  | (Base & { readonly step: 'confirming'; readonly typed: string })
-  | (Base & { readonly step: 'cancelled' })
-  | (Base & { readonly step: 'preparing'; readonly staged: readonly string[] })
-  | (Base & { readonly step: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] })
-  | (Base & { readonly step: 'committing'; readonly digests: Digests; readonly committed: readonly string[] })
-  | (Base & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[] })
-  | (Base & { readonly step: 'applying'; readonly digests: Digests; readonly applied: readonly string[] })
-  | (Base & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly waited: boolean });
+  | (Base & { readonly step: 'resolving'; readonly answers: KeyedLog<Resolution> })
+  | (Resolved & { readonly step: 'gate-closed' })
+  | (Resolved & { readonly step: 'confirming'; readonly typed: string })
+  | (Resolved & { readonly step: 'cancelled' })
+  /** `staged`: machines with all their files staged; `stagedFiles`: how many files that is. */
+  | (Resolved & { readonly step: 'preparing'; readonly staged: KeyedLog<true>; readonly stagedFiles: number })
+  | (Resolved & { readonly step: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] })
+  /** `committed`: `machine\0path` of every file renamed into place. */
+  | (Resolved & { readonly step: 'committing'; readonly digests: Digests; readonly committed: KeyedLog<true> })
+  | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[] })
+  | (Resolved & { readonly step: 'applying'; readonly digests: Digests; readonly applied: KeyedLog<true> })
+  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly waited: boolean });
 
 type Digests = Readonly<Record<string, SecretDigest>>;
 
@@ -62,10 +74,10 @@ export interface Step {
 
 const to = (state: RotationState, effects: readonly RotationEffect[] = []): Step => ({ state, effects });
 
+const PENDING: Resolution = { status: 'pending' };
+
 export function startRotation(id: string, plan: RotationPlan): Step {
-  const resolutions: Record<string, Resolution> = {};
-  for (const holder of plan.holders) resolutions[holder.machine] = { status: 'pending' };
-  return to({ step: 'resolving', id, plan, resolutions }, [{ type: 'resolve' }]);
+  return to({ step: 'resolving', id, plan, answers: emptyLog() }, [{ type: 'resolve' }]);
 }
 
 /** The number the operator types to confirm: how many credentials will change. */
@@ -73,24 +85,50 @@ export function confirmationText(plan: RotationPlan): string {
   return String(plan.pairs.length);
 }
 
-export function unresolvedHolders(state: Base): { machine: string; reason: string }[] {
+/** A holder's answer so far, in any step. */
+export function resolutionOf(state: RotationState, machine: string): Resolution | undefined {
+  if (state.step === 'resolving') return planIndex(state.plan).holders.has(machine) ? (logGet(state.answers, machine) ?? PENDING) : undefined;
+  return state.resolutions[machine];
+}
+
+export function unresolvedHolders(state: RotationState): { machine: string; reason: string }[] {
   const out: { machine: string; reason: string }[] = [];
   for (const holder of state.plan.holders) {
-    const r = state.resolutions[holder.machine];
+    const r = resolutionOf(state, holder.machine);
     if (r?.status === 'unresolved') out.push({ machine: holder.machine, reason: r.reason });
   }
   return out;
 }
 
+/** Whether `key` is among `committed` (a log in flight, an array once the phase ended). */
+export function isCommitted(committed: KeyedLog<true> | readonly string[], key: string): boolean {
+  return 'backing' in committed ? logHas(committed, key) : setOf(committed).has(key);
+}
+
+const sets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+/** A finished phase's array as a set, built once per array (a frame asks per holder row). */
+export function setOf(items: readonly string[]): ReadonlySet<string> {
+  let set = sets.get(items);
+  if (!set) {
+    set = new Set(items);
+    sets.set(items, set);
+  }
+  return set;
+}
+
 export function rotation(state: RotationState, event: RotationEvent): Step {
   switch (state.step) {
     case 'resolving': {
-      if (event.type !== 'holder-resolved' || !(event.machine in state.resolutions)) return to(state);
-      const resolutions = { ...state.resolutions, [event.machine]: event.resolution };
-      const next = { ...state, resolutions };
-      if (Object.values(resolutions).some((r) => r.status === 'pending')) return to(next);
+      // The first answer per holder counts; a machine outside the plan is not a holder.
+      if (event.type !== 'holder-resolved' || !planIndex(state.plan).holders.has(event.machine) || logHas(state.answers, event.machine)) return to(state);
+      const answers = logAdd(state.answers, event.machine, event.resolution);
+      if (answers.size < planIndex(state.plan).holders.size) return to({ ...state, answers });
+      const resolutions: Record<string, Resolution> = {};
+      for (const holder of state.plan.holders) resolutions[holder.machine] = logGet(answers, holder.machine) ?? PENDING;
+      const next: Resolved = { id: state.id, plan: state.plan, resolutions };
       // THE GATE. One unresolved holder among any number closes it before a secret exists.
-      if (unresolvedHolders(next).length > 0) {
+      if (Object.values(resolutions).some((r) => r.status === 'unresolved')) {
         const closed: RotationState = { ...next, step: 'gate-closed' };
         return to(closed, [{ type: 'journal', phase: 'gate-closed', state: closed }]);
       }
@@ -100,7 +138,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
     case 'confirming':
       if (event.type === 'typed') return to({ ...state, typed: event.text });
       if (event.type === 'confirmed' && state.typed.trim() === confirmationText(state.plan)) {
-        return to({ ...base(state), step: 'preparing', staged: [] }, [{ type: 'prepare' }]);
+        return to({ ...base(state), step: 'preparing', staged: emptyLog(), stagedFiles: 0 }, [{ type: 'prepare' }]);
       }
       if (event.type === 'back') {
         const cancelled: RotationState = { ...base(state), step: 'cancelled' };
@@ -108,9 +146,13 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       }
       return to(state);
     case 'preparing':
-      if (event.type === 'staged' && !state.staged.includes(event.machine)) return to({ ...state, staged: [...state.staged, event.machine] });
+      if (event.type === 'staged') {
+        const holder = planIndex(state.plan).holders.get(event.machine);
+        if (!holder || logHas(state.staged, event.machine)) return to(state);
+        return to({ ...state, staged: logAdd(state.staged, event.machine, true), stagedFiles: state.stagedFiles + holder.receives.length });
+      }
       if (event.type === 'prepared') {
-        const committing: RotationState = { ...base(state), step: 'committing', digests: event.digests, committed: [] };
+        const committing: RotationState = { ...base(state), step: 'committing', digests: event.digests, committed: emptyLog() };
         return to(committing, [{ type: 'journal', phase: 'prepared', state: committing }, { type: 'commit' }]);
       }
       if (event.type === 'prepare-failed') {
@@ -120,21 +162,23 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       return to(state);
     case 'committing':
       if (event.type === 'committed-step') {
-        return to({ ...state, committed: [...state.committed, ...event.paths.map((p) => `${event.machine}\0${p}`)] });
+        let committed = state.committed;
+        for (const p of event.paths) committed = logAdd(committed, `${event.machine}\0${p}`, true);
+        return committed === state.committed ? to(state) : to({ ...state, committed });
       }
       if (event.type === 'committed') {
-        const applying: RotationState = { ...base(state), step: 'applying', digests: state.digests, applied: [] };
+        const applying: RotationState = { ...base(state), step: 'applying', digests: state.digests, applied: emptyLog() };
         return to(applying, [{ type: 'journal', phase: 'committed', state: applying }, { type: 'wait-applied', digests: state.digests }]);
       }
       if (event.type === 'commit-failed') {
-        const failed: RotationState = { ...base(state), step: 'commit-failed', digests: state.digests, committed: state.committed, failures: event.failures };
+        const failed: RotationState = { ...base(state), step: 'commit-failed', digests: state.digests, committed: logKeys(state.committed), failures: event.failures };
         return to(failed, [{ type: 'journal', phase: 'commit-failed', state: failed }]);
       }
       return to(state);
     case 'applying':
-      if (event.type === 'applied-pair' && !state.applied.includes(event.pair)) return to({ ...state, applied: [...state.applied, event.pair] });
+      if (event.type === 'applied-pair' && !logHas(state.applied, event.pair)) return to({ ...state, applied: logAdd(state.applied, event.pair, true) });
       if (event.type === 'apply-finished') {
-        const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied: state.applied, waited: event.waited };
+        const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied: logKeys(state.applied), waited: event.waited };
         return to(done, [{ type: 'journal', phase: 'applied', state: done }]);
       }
       return to(state);
@@ -151,7 +195,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
   }
 }
 
-function base(state: RotationState): Base {
+function base(state: Exclude<RotationState, { step: 'resolving' }>): Resolved {
   return { id: state.id, plan: state.plan, resolutions: state.resolutions };
 }
 
@@ -188,18 +232,21 @@ export function canQuit(state: RotationState): boolean {
   return state.step !== 'preparing' && state.step !== 'committing' && state.step !== 'confirming';
 }
 
-/** Counts the views show for each phase. */
+const answered = new WeakMap<object, number>();
+
+/** Counts the views show for each phase: O(1) per frame, whatever the number of holders. */
 export function progress(state: RotationState): { resolved: number; holders: number; files: number; staged: number; committed: number; pairs: number; applied: number } {
+  const { files } = planIndex(state.plan);
   const holders = state.plan.holders.length;
-  const files = state.plan.holders.reduce((n, h) => n + h.receives.length, 0);
-  const resolved = Object.values(state.resolutions).filter((r) => r.status !== 'pending').length;
-  const stagedMachines = state.step === 'preparing' ? state.staged : [];
-  const staged =
-    state.step === 'preparing'
-      ? state.plan.holders.filter((h) => stagedMachines.includes(h.machine)).reduce((n, h) => n + h.receives.length, 0)
-      : ['committing', 'commit-failed', 'applying', 'done'].includes(state.step) ? files : 0;
+  let resolved: number;
+  if (state.step === 'resolving') resolved = state.answers.size;
+  else {
+    resolved = answered.get(state.resolutions) ?? Object.values(state.resolutions).filter((r) => r.status !== 'pending').length;
+    answered.set(state.resolutions, resolved);
+  }
+  const staged = state.step === 'preparing' ? state.stagedFiles : ['committing', 'commit-failed', 'applying', 'done'].includes(state.step) ? files : 0;
   const committed =
-    state.step === 'committing' || state.step === 'commit-failed' ? state.committed.length : state.step === 'applying' || state.step === 'done' ? files : 0;
-  const applied = state.step === 'applying' || state.step === 'done' ? state.applied.length : 0;
+    state.step === 'committing' ? state.committed.size : state.step === 'commit-failed' ? state.committed.length : state.step === 'applying' || state.step === 'done' ? files : 0;
+  const applied = state.step === 'applying' ? state.applied.size : state.step === 'done' ? state.applied.length : 0;
   return { resolved, holders, files, staged, committed, pairs: state.plan.pairs.length, applied };
 }

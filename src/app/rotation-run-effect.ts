@@ -7,7 +7,9 @@ import { commitAll, commitSteps, prepareAll, waitApplied } from '../mesh/deliver
 import { appendJournal, journalPair, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import type { TransportFor } from '../transport/make-transport.js';
-import type { RotationEffect, RotationEvent, RotationState } from './rotation-flow.js';
+import type { MachineFailure } from '../mesh/delivery.js';
+import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
+import { logKeys } from './rotation-log.js';
 
 export interface RotationDeps {
   readonly transportFor: TransportFor;
@@ -72,10 +74,11 @@ export function rotationRunner(deps: RotationDeps): (effect: RotationEffect, sta
 /** What one phase of a rotation leaves in the journal: names, results and digests only. */
 export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now'>): JournalRecord {
   const digests = 'digests' in state ? state.digests : undefined;
-  const failures = 'failures' in state ? state.failures : [];
+  const failures = new Map<string, MachineFailure>();
+  for (const f of 'failures' in state ? state.failures : []) if (!failures.has(f.machine)) failures.set(f.machine, f);
   const results = state.plan.holders.map((holder) => {
-    const resolution = state.resolutions[holder.machine];
-    const failure = failures.find((f) => f.machine === holder.machine);
+    const resolution = resolutionOf(state, holder.machine);
+    const failure = failures.get(holder.machine);
     if (failure) return { machine: holder.machine, ok: false, reason: failure.reason };
     if (resolution?.status === 'unresolved') return { machine: holder.machine, ok: false, reason: resolution.reason };
     return { machine: holder.machine, ok: resolution?.status === 'resolved' };
@@ -89,6 +92,6 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
     pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key])),
-    ...(state.step === 'done' || state.step === 'applying' ? { applied: state.applied } : {}),
+    ...(state.step === 'done' ? { applied: state.applied } : state.step === 'applying' ? { applied: logKeys(state.applied) } : {}),
   };
 }

@@ -5,7 +5,8 @@
 import { digestPrefix } from '../mesh/digest.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
-import { confirmationText, progress, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
+import { confirmationText, isCommitted, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
+import { logHas } from './rotation-log.js';
 
 /** Every file a holder receives, e.g. `provides/pg-main/web1_app, consumes/pg-audit/web1_app`. */
 export function receivesText(holder: Holder): string {
@@ -52,8 +53,31 @@ export function progressText(state: RotationState): string {
   return `prepared ${p.staged}/${p.files} · committed ${p.committed}/${p.files} · applied ${p.applied}/${p.pairs}`;
 }
 
-/** What changed where, for every terminal state. */
-export function summaryLines(state: Terminal, waitSeconds?: number): string[] {
+/** Up to this many files a summary lists each one; beyond, it gives counts and the first rows. */
+export const SUMMARY_FULL_FILES = 40;
+/** Rows of each list a brief summary still shows. */
+export const SUMMARY_ROWS = 10;
+
+export interface SummaryOptions {
+  /** Every line, however large the rotation: plain output, which scripts and logs keep. */
+  readonly full?: boolean;
+  /** The journal file, named where a brief summary leaves rows out. */
+  readonly journal?: string;
+}
+
+/**
+ * What changed where, for every terminal state. A small rotation lists every file; a large one
+ * after the TTY view (over SSH every byte is carried) gives counts, the first rows and where
+ * the full list is — the journal and `baton mesh plan`. Refusals and failures are never cut:
+ * each unresolved or failed machine is named, since each one is something to fix.
+ */
+export function summaryLines(state: Terminal, waitSeconds?: number, options: SummaryOptions = {}): string[] {
+  const files = progress(state).files;
+  const brief = !options.full && files > SUMMARY_FULL_FILES;
+  const fullList = `the journal${options.journal ? ` (${options.journal})` : ''} records every file and digest of rotation ${state.id}; \`baton mesh plan ${state.plan.selectorText} --json\` lists every holder`;
+  /** `lines` whole, or its first rows and how many more (never cut when not brief). */
+  const rows = (lines: readonly string[], what: string): string[] =>
+    !brief || lines.length <= SUMMARY_ROWS ? [...lines] : [...lines.slice(0, SUMMARY_ROWS), `  …and ${lines.length - SUMMARY_ROWS} more ${what}: ${fullList}.`];
   switch (state.step) {
     case 'gate-closed':
       return gateClosedLines(state);
@@ -68,31 +92,50 @@ export function summaryLines(state: Terminal, waitSeconds?: number): string[] {
           : `Staged files could NOT be removed on: ${state.unstageFailures.map((f) => `${f.machine} (${f.reason})`).join('; ')} — remove the *.next files there by hand.`,
       ];
     case 'commit-failed': {
-      const done = new Set(state.committed);
+      const done = setOf(state.committed);
+      const entries = state.plan.holders.flatMap((holder) =>
+        holder.receives.map((d) => {
+          const live = done.has(`${holder.machine}\0${d.path}`);
+          return { live, line: `  ${holder.machine}: ${deliveryLabel(d)} ${live ? 'replaced' : 'still staged'}` };
+        }),
+      );
       const lines = ['Commit interrupted: the new secrets are staged, some are not live yet.'];
-      for (const holder of state.plan.holders) {
-        for (const d of holder.receives) {
-          lines.push(`  ${holder.machine}: ${deliveryLabel(d)} ${done.has(`${holder.machine}\0${d.path}`) ? 'replaced' : 'still staged'}`);
-        }
-      }
+      if (brief) {
+        const staged = entries.filter((e) => !e.live).map((e) => e.line);
+        const replaced = entries.filter((e) => e.live).map((e) => e.line);
+        lines.push(`  ${replaced.length} of ${files} files replaced, ${staged.length} still staged.`, ...rows(staged, 'still staged'), ...rows(replaced, 'replaced'));
+      } else lines.push(...entries.map((e) => e.line));
       lines.push(...state.failures.map((f) => `  ${f.machine}: ${f.reason}`));
       lines.push(`Next: fix the machine, then run: baton mesh resume ${state.id}`);
       return lines;
     }
     case 'done': {
-      const lines = [`Rotated ${state.plan.pairs.length} credential${state.plan.pairs.length === 1 ? '' : 's'} (rotation ${state.id}).`];
-      for (const holder of state.plan.holders) {
-        for (const d of holder.receives) {
+      const n = state.plan.pairs.length;
+      const lines = [`Rotated ${n} credential${n === 1 ? '' : 's'} (rotation ${state.id}).`];
+      if (brief) lines.push(`  ${files} files replaced on ${state.plan.holders.length} machines.`);
+      const replaced = state.plan.holders.flatMap((holder) =>
+        holder.receives.map((d) => {
           const digest = state.digests[d.pair];
-          lines.push(`  ${holder.machine}: ${d.path} replaced (${digest ? digestPrefix(digest) : '?'})`);
-        }
-      }
-      for (const pair of state.plan.pairs) {
-        if (state.applied.includes(pair.key)) lines.push(`  ✓ ${pair.provider} applied ${pair.role}`);
-        else if (state.waited) {
-          lines.push(`  ! ${pair.provider} has not confirmed ${pair.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: until it does, ${pair.window}.`);
-        } else lines.push(`  · ${pair.provider}: ${pair.role} not waited for (check its provisioner's receipt)`);
-      }
+          return `  ${holder.machine}: ${d.path} replaced (${digest ? digestPrefix(digest) : '?'})`;
+        }),
+      );
+      lines.push(...rows(replaced, 'files replaced'));
+      const applied = setOf(state.applied);
+      const receipts = state.plan.pairs.map((pair) =>
+        applied.has(pair.key)
+          ? { missing: false, line: `  ✓ ${pair.provider} applied ${pair.role}` }
+          : state.waited
+            ? { missing: true, line: `  ! ${pair.provider} has not confirmed ${pair.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: until it does, ${pair.window}.` }
+            : { missing: false, line: `  · ${pair.provider}: ${pair.role} not waited for (check its provisioner's receipt)` },
+      );
+      if (!brief) return [...lines, ...receipts.map((r) => r.line)];
+      const missing = receipts.filter((r) => r.missing).map((r) => r.line);
+      lines.push(
+        state.waited
+          ? `  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds ? ` within ${waitSeconds} s` : ''}.`
+          : `  Receipts: not waited for (--wait 0); check each provisioner's receipt for the ${n} roles.`,
+        ...rows(missing, 'not confirmed'),
+      );
       return lines;
     }
     default: {
@@ -111,17 +154,17 @@ export interface HolderStatus {
 export function holderStatus(state: RotationState, holder: Holder): HolderStatus {
   const failure = 'failures' in state ? state.failures.find((f) => f.machine === holder.machine) : undefined;
   if (failure) return { tone: 'refused', text: failure.reason };
-  const resolution = state.resolutions[holder.machine];
+  const resolution = resolutionOf(state, holder.machine);
   if (!resolution || resolution.status === 'pending') return { tone: 'busy', text: 'resolving' };
   if (resolution.status === 'unresolved') return { tone: 'refused', text: resolution.reason };
   switch (state.step) {
     case 'preparing':
-      return state.staged.includes(holder.machine) ? { tone: 'ok', text: 'staged' } : { tone: 'busy', text: 'staging' };
+      return logHas(state.staged, holder.machine) ? { tone: 'ok', text: 'staged' } : { tone: 'busy', text: 'staging' };
     case 'prepare-failed':
       return { tone: 'info', text: 'staged files removed' };
     case 'committing':
     case 'commit-failed': {
-      const done = holder.receives.filter((d) => state.committed.includes(`${holder.machine}\0${d.path}`)).length;
+      const done = holder.receives.filter((d) => isCommitted(state.committed, `${holder.machine}\0${d.path}`)).length;
       if (done === holder.receives.length) return { tone: 'ok', text: 'replaced' };
       return state.step === 'committing' ? { tone: 'busy', text: `committing ${done}/${holder.receives.length}` } : { tone: 'info', text: `still staged (${holder.receives.length - done})` };
     }

@@ -1,5 +1,4 @@
 import type { Fingerprint } from '../pki/fingerprint-type.js';
-import { mintCa } from '../pki/mint-ca.js';
 import { systemClock, type Clock } from './clock.js';
 import type { AuthorityFiles } from './types.js';
 
@@ -11,6 +10,9 @@ export async function mintAuthority(
   deployment: string,
   opts?: { readonly clock?: Clock; readonly replaces?: Fingerprint },
 ): Promise<AuthorityFiles> {
+  // pkijs (~400 KB) is loaded only to mint: readers such as `status --json` import this
+  // module through the authority index and must not pay for it at every start.
+  const { mintCa } = await import('../pki/mint-ca.js');
   const minted = await mintCa({ deployment, now: (opts?.clock ?? systemClock).now(), replaces: opts?.replaces });
   return { 'ca.crt': minted.certPem, 'ca.key': minted.keyPem };
 }

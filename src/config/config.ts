@@ -1,7 +1,6 @@
 import { readFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
 import { BatonError } from '../errors.js';
 
 /**
@@ -10,18 +9,27 @@ import { BatonError } from '../errors.js';
  */
 export const DEPLOYMENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-const FileSchema = z
-  .object({
-    deployment: z.string().regex(DEPLOYMENT_ID, 'letters, digits, ".", "_" or "-", at most 64').optional(),
-    state_dir: z.string().min(1).optional(),
-    store: z.string().min(1).optional(),
-    seal_key_file: z.string().min(1).optional(),
-    inventory: z.string().min(1).optional(),
-    journal_dir: z.string().min(1).optional(),
-  })
-  .strict();
+/** The six fields a config file may set; anything else is refused, never ignored. */
+export interface ConfigFile {
+  readonly deployment?: string;
+  readonly state_dir?: string;
+  readonly store?: string;
+  readonly seal_key_file?: string;
+  readonly inventory?: string;
+  readonly journal_dir?: string;
+}
 
-export type ConfigFile = z.infer<typeof FileSchema>;
+const CONFIG_FIELDS = ['deployment', 'state_dir', 'store', 'seal_key_file', 'inventory', 'journal_dir'] as const;
+
+/**
+ * The YAML parser is required only when a config file is actually read: every command starts
+ * through this module, and a parser loaded at start-up would be paid by `status --json` in a
+ * monitoring loop that passes flags and reads no file (issue 7's start-up goal).
+ */
+const requireLazily = createRequire(import.meta.url);
+function parseYaml(text: string): unknown {
+  return (requireLazily('yaml') as typeof import('yaml')).parse(text);
+}
 
 /** The global flags of DESIGN.md §8, as commander hands them over. */
 export interface GlobalFlags {
@@ -131,21 +139,53 @@ export function readConfigFile(file: string): ConfigFile {
       cause: error,
     });
   }
-  const parsed = FileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : '(top level)');
-    const what =
-      issue.code === 'unrecognized_keys'
-        ? `Unknown config field "${issue.keys.join('", "')}".`
-        : `Config field "${field}" is invalid: ${issue.message}.`;
+  const fault = configFault(raw);
+  if (fault) {
     throw new BatonError('config', {
-      what,
+      what: fault,
       where: file,
-      next: 'Known fields: deployment, state_dir, store, seal_key_file, inventory, journal_dir.',
+      next: `Known fields: ${CONFIG_FIELDS.join(', ')}.`,
     });
   }
-  return parsed.data;
+  return raw as ConfigFile;
+}
+
+/**
+ * The one check of a parsed config file: a mapping of the six known fields, each a non-empty
+ * string, the deployment id in its closed alphabet. Field faults are reported in the order of
+ * CONFIG_FIELDS before unknown fields, so the first thing an operator reads is the same for
+ * the same file every time. A typo'd field is refused rather than ignored: ignoring
+ * `deploymnet:` would run against whatever deployment the flags or defaults name.
+ */
+function configFault(raw: unknown): string | undefined {
+  // A plain mapping only: a `%YAML 1.1` set, ordered map or date has no own fields, and
+  // reading it as "sets nothing" would silently drop what the operator wrote.
+  if (typeof raw !== 'object' || raw === null || Object.getPrototypeOf(raw) !== Object.prototype) {
+    return `Config field "(top level)" is invalid: Invalid input: expected object, received ${typeName(raw)}.`;
+  }
+  const fields = raw as Record<string, unknown>;
+  for (const field of CONFIG_FIELDS) {
+    if (!Object.hasOwn(fields, field) || fields[field] === undefined) continue;
+    const value = fields[field];
+    if (typeof value !== 'string') return `Config field "${field}" is invalid: Invalid input: expected string, received ${typeName(value)}.`;
+    if (field === 'deployment' && !DEPLOYMENT_ID.test(value)) {
+      return `Config field "deployment" is invalid: letters, digits, ".", "_" or "-", at most 64.`;
+    }
+    if (value.length === 0) return `Config field "${field}" is invalid: Too small: expected string to have >=1 characters.`;
+  }
+  const unknown = Object.keys(fields).filter((key) => !(CONFIG_FIELDS as readonly string[]).includes(key));
+  if (unknown.length > 0) return `Unknown config field "${unknown.join('", "')}".`;
+  return undefined;
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  // A `%YAML 1.1` file can hold dates, binaries, sets: name the class, not just "object".
+  if (typeof value === 'object' && Object.getPrototypeOf(value) !== Object.prototype && value.constructor?.name) return value.constructor.name;
+  // `.nan` and `.inf` parse to numbers that are no count of anything: named as they are.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
+  return typeof value;
 }
 
 /** The deployment id, or a usage error that says where to set it. */

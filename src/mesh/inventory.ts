@@ -111,8 +111,36 @@ export function pairKey(pair: Pick<Pair, 'provider' | 'consumer'>): string {
   return `${pair.provider}:${pair.consumer}`;
 }
 
+/** The inventory's entries by name (the first of a name, as a linear search would find it). */
+export interface InventoryIndex {
+  readonly machines: ReadonlyMap<string, Machine>;
+  readonly providers: ReadonlyMap<string, Provider>;
+  readonly consumers: ReadonlyMap<string, Consumer>;
+}
+
+const indexes = new WeakMap<Inventory, InventoryIndex>();
+
+function byName<T extends { readonly name: string }>(items: readonly T[]): ReadonlyMap<string, T> {
+  const out = new Map<string, T>();
+  for (const item of items) if (!out.has(item.name)) out.set(item.name, item);
+  return out;
+}
+
+/**
+ * Built once per inventory (an inventory is never mutated): planning looks a machine up four
+ * times per pair, and a linear search there made a 10,000-pair plan quadratic.
+ */
+export function inventoryIndex(inventory: Inventory): InventoryIndex {
+  let index = indexes.get(inventory);
+  if (!index) {
+    index = { machines: byName(inventory.machines), providers: byName(inventory.providers), consumers: byName(inventory.consumers) };
+    indexes.set(inventory, index);
+  }
+  return index;
+}
+
 export function findMachine(inventory: Inventory, name: string): Machine {
-  const machine = inventory.machines.find((m) => m.name === name);
+  const machine = inventoryIndex(inventory).machines.get(name);
   if (!machine) throw new Error(`inventory invariant: machine ${name} was validated but is missing`);
   return machine;
 }

@@ -63,27 +63,48 @@ export function windowText(pair: Pair): string {
 
 export function planRotation(inventory: Inventory, selector: Selector): RotationPlan {
   const pairs = selectPairs(inventory, selector);
-  const holders = new Map<string, { machine: Machine; receives: Delivery[] }>();
-  const receive = (machineName: string, delivery: Delivery) => {
-    const machine = findMachine(inventory, machineName);
-    const entry = holders.get(machineName) ?? { machine, receives: [] };
-    entry.receives.push(delivery);
-    holders.set(machineName, entry);
+  const holders = new Map<string, Holder & { readonly receives: Delivery[] }>();
+  const receive = (machine: Machine, delivery: Delivery) => {
+    let holder = holders.get(machine.name);
+    if (!holder) {
+      holder = { machine: machine.name, transport: machine.transport, address: machine.address, receives: [] };
+      holders.set(machine.name, holder);
+    }
+    holder.receives.push(delivery);
+  };
+  // One directory per (mesh_dir, end, provider), joined once: path.posix.join per pair made
+  // planning a large mesh allocation-bound. Provider and role names are validated plain
+  // components (inventory.ts, role-name.ts), so `dir + "/" + role` is exactly the join.
+  const dirs = new Map<string, string>();
+  const dirOf = (meshDir: string, end: Delivery['end'] | 'receipts', provider: string): string => {
+    const at = `${meshDir}\0${end}\0${provider}`;
+    let dir = dirs.get(at);
+    if (dir === undefined) {
+      dir = end === 'receipts' ? path.posix.join(meshDir, 'provides', provider, '.applied') : path.posix.join(meshDir, end, provider);
+      dirs.set(at, dir);
+    }
+    return dir;
   };
   const planned: PlannedPair[] = pairs.map((pair) => {
     const providerMachine = findMachine(inventory, pair.providerMachine);
     const consumerMachine = findMachine(inventory, pair.consumerMachine);
     const key = pairKey(pair);
-    const providerPath = deliveryPath(providerMachine.meshDir, 'provides', pair.provider, pair.role);
-    const consumerPath = deliveryPath(consumerMachine.meshDir, 'consumes', pair.provider, pair.role);
-    receive(pair.providerMachine, { end: 'provides', pair: key, provider: pair.provider, role: pair.role, path: providerPath });
-    receive(pair.consumerMachine, { end: 'consumes', pair: key, provider: pair.provider, role: pair.role, path: consumerPath });
+    const providerPath = `${dirOf(providerMachine.meshDir, 'provides', pair.provider)}/${pair.role}`;
+    const consumerPath = `${dirOf(consumerMachine.meshDir, 'consumes', pair.provider)}/${pair.role}`;
+    receive(providerMachine, { end: 'provides', pair: key, provider: pair.provider, role: pair.role, path: providerPath });
+    receive(consumerMachine, { end: 'consumes', pair: key, provider: pair.provider, role: pair.role, path: consumerPath });
+    // Spelled out rather than spread: a spread object grows its properties one by one, and at
+    // ten thousand pairs that garbage is most of the planning time.
     return {
-      ...pair,
+      provider: pair.provider,
+      consumer: pair.consumer,
+      role: pair.role,
+      providerMachine: pair.providerMachine,
+      consumerMachine: pair.consumerMachine,
       key,
       providerPath,
       consumerPath,
-      receiptPath: receiptPath(providerMachine.meshDir, pair.provider, pair.role),
+      receiptPath: `${dirOf(providerMachine.meshDir, 'receipts', pair.provider)}/${pair.role}`,
       window: windowText(pair),
     };
   });
@@ -91,16 +112,43 @@ export function planRotation(inventory: Inventory, selector: Selector): Rotation
     selector,
     selectorText: describeSelector(selector),
     pairs: planned,
-    holders: [...holders.values()].map(({ machine, receives }) => ({
-      machine: machine.name,
-      transport: machine.transport,
-      address: machine.address,
-      receives,
-    })),
+    holders: [...holders.values()],
   };
 }
 
 /** `provides/pg-main/web1_app` — what a screen shows for a delivery (mesh_dir is shown once). */
 export function deliveryLabel(delivery: Delivery): string {
   return `${delivery.end}/${delivery.provider}/${delivery.role}`;
+}
+
+/** What views and the rotation flow look up per holder, per event or per frame. */
+export interface PlanIndex {
+  readonly holders: ReadonlyMap<string, Holder>;
+  /** Files delivered in all: both ends of every pair. */
+  readonly files: number;
+  /** Length of the longest machine name (the holder table's column). */
+  readonly longestMachine: number;
+}
+
+const planIndexes = new WeakMap<RotationPlan, PlanIndex>();
+
+/**
+ * Built once per plan (a plan is never mutated): the flow and the view ask "which holder is
+ * this machine" on every event and every frame, and a scan there is quadratic in holders.
+ */
+export function planIndex(plan: RotationPlan): PlanIndex {
+  let index = planIndexes.get(plan);
+  if (!index) {
+    const holders = new Map<string, Holder>();
+    let files = 0;
+    let longestMachine = 0;
+    for (const holder of plan.holders) {
+      if (!holders.has(holder.machine)) holders.set(holder.machine, holder);
+      files += holder.receives.length;
+      longestMachine = Math.max(longestMachine, holder.machine.length);
+    }
+    index = { holders, files, longestMachine };
+    planIndexes.set(plan, index);
+  }
+  return index;
 }
