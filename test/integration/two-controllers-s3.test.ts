@@ -28,6 +28,7 @@ let hostB: string;
 /** A third controller, forced by hand on a real terminal (tmux) rather than with --yes. */
 let hostC: string;
 const TMUX_SOCKET = `baton-sync-${process.pid}`;
+const tmuxSockets = new Set<string>();
 
 beforeAll(async () => {
   assertBuilt();
@@ -39,10 +40,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  try {
-    execFileSync('tmux', ['-L', TMUX_SOCKET, 'kill-server'], { stdio: 'ignore' });
-  } catch {
-    // no server was started, or it already exited
+  for (const socket of tmuxSockets) {
+    try {
+      execFileSync('tmux', ['-L', socket, 'kill-server'], { stdio: 'ignore' });
+    } catch {
+      // already closed by its test
+    }
   }
   await s3?.close();
   tmp?.cleanup();
@@ -87,7 +90,11 @@ function forceOnTerminal(stateDir: string, session: string) {
       'sleep 600',
     ].join('\n'),
   );
-  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', TMUX_SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  // One tmux server per terminal: killing the last session of a shared server makes it exit,
+  // and the next test's new-session could reach the dying server and fail at once.
+  const socket = `${TMUX_SOCKET}-${session}`;
+  tmuxSockets.add(socket);
+  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', `sh '${script}'`);
   const screen = () => tmux('capture-pane', '-p', '-J', '-t', session);
   const waitFor = (text: string) => vi.waitFor(() => expect(screen()).toContain(text), { timeout: 30_000, interval: 100 });
@@ -101,7 +108,7 @@ function forceOnTerminal(stateDir: string, session: string) {
       tmux('send-keys', '-t', session, 'Enter');
     },
     keys: (...keys: string[]) => tmux('send-keys', '-t', session, ...keys),
-    close: () => tmux('kill-session', '-t', session),
+    close: () => tmux('kill-server'),
   };
 }
 
