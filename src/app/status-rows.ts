@@ -86,7 +86,7 @@ export function localRows(report: StatusReport): PanelRows {
         { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
       ];
       if (local.previous) {
-        rows.push({ kind: 'text', label: 'overlap', value: `rotation overlap since ${formatTime(local.current.notBefore)}` });
+        rows.push({ kind: 'text', label: 'overlap', value: `since ${formatTime(local.current.notBefore)} (the previous authority is still held)` });
         rows.push({ kind: 'fingerprint', label: 'previous', value: { text: local.previous.fingerprint, differs: [] } });
       } else {
         rows.push({ kind: 'text', label: 'overlap', value: 'none' });
