@@ -7,7 +7,7 @@ import { action, type Register } from './context.js';
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
  * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
- * none and changes nothing (exit 0 whole, 3 otherwise).
+ * none and changes nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
  */
 export const registerCa: Register = (program, ctx) => {
   const ca = program.command('ca').description('the local authority: init | show | rotate | retire');
@@ -44,7 +44,7 @@ export const registerCa: Register = (program, ctx) => {
     );
 
   ca.command('show')
-    .description('the local authority: fingerprint, previous fingerprint, not-after, state (exit 0 whole, 3 otherwise)')
+    .description('the local authority: fingerprint, previous fingerprint, not-after, state (exit 0 whole, 1 could not read, 3 otherwise)')
     .option('--json', 'print one JSON object')
     .action(
       action(ctx, async (options: { readonly json?: boolean }) => {
@@ -52,7 +52,7 @@ export const registerCa: Register = (program, ctx) => {
         const { snapshotLocalAuthority } = await import('../authority/index.js');
         const local = await snapshotLocalAuthority(stateDir, deployment);
         ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment));
-        return local.state === 'whole' ? 0 : 3;
+        return showExitCode(local);
       }),
     );
 
@@ -205,4 +205,11 @@ export function authorityText(local: LocalAuthority, deployment: string): string
   }
   if (local.unexpected.length > 0) lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** As `status`: a side that could not be read is exit 1 (unknown), never 3 (known to need action). */
+function showExitCode(local: LocalAuthority): number {
+  if (local.state === 'whole') return 0;
+  if (local.state === 'blocked' && (local.problem === 'unreadable' || local.problem === 'changing')) return 1;
+  return 3;
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, rmSync, unlinkSync } from 'node:fs';
+import { existsSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +115,16 @@ describe('baton ca', () => {
     const json = await baton(stateDir, 'ca', 'show', '--json');
     expect(json.code).toBe(3);
     expect(JSON.parse(json.stdout)).toMatchObject({ state: 'blocked', problem: 'half-initialised', error: { where: path.join(stateDir, 'ca') } });
+  });
+
+  it('show exits 1 like status when the authority could not be read (ca/ is not a directory), and changes nothing', async () => {
+    const stateDir = await emptyStateDir();
+    writeFileSync(path.join(stateDir, 'ca'), 'not a directory');
+    const before = snapshotDir(stateDir);
+    const run = await baton(stateDir, 'ca', 'show', '--json');
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({ state: 'blocked', problem: 'unreadable' });
+    expect(snapshotDir(stateDir)).toEqual(before);
   });
 
   it('rotate keeps the old authority as previous, refuses a second rotation, and retire ends the overlap', async () => {
