@@ -9,7 +9,7 @@ import type { TransportFor } from '../transport/make-transport.js';
 import { reasonOf } from '../transport/transport.js';
 import { commitAll, commitSteps, waitApplied, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
-import type { Inventory } from './inventory.js';
+import { inventoryIndex, type Inventory } from './inventory.js';
 import type { JournalRecord } from './journal.js';
 import { mapBounded } from './map-bounded.js';
 import type { Delivery, Holder, PlannedPair } from './rotation-plan.js';
@@ -51,13 +51,19 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       next: 'Start a new rotation.',
     });
   }
+  const machines = inventoryIndex(inventory).machines;
   const holders = new Map<string, Delivery[]>();
+  const deliveriesOf = (machine: string): Delivery[] => {
+    let list = holders.get(machine);
+    if (!list) holders.set(machine, (list = []));
+    return list;
+  };
   const pairs: PlannedPair[] = [];
   const digests: Record<string, SecretDigest> = {};
   for (const p of prepared.pairs) {
     if (!p.digest) throw new BatonError('failed', { what: `The journal's prepared record for ${id} has no digest for ${p.key}.`, where, changed: 'Nothing was sent.' });
     for (const machine of [p.provider_machine, p.consumer_machine]) {
-      if (!inventory.machines.some((m) => m.name === machine)) {
+      if (!machines.has(machine)) {
         throw new BatonError('config', { what: `Rotation ${id} delivered to machine "${machine}", which this inventory does not list.`, where: inventory.source, next: 'Resume with the inventory the rotation used.', changed: 'Nothing was sent.' });
       }
     }
@@ -75,11 +81,11 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       window: '',
     };
     pairs.push({ ...pair, window: windowText(pair) });
-    holders.set(p.provider_machine, [...(holders.get(p.provider_machine) ?? []), { end: 'provides', pair: p.key, provider: p.provider, role: p.role, path: p.provider_path }]);
-    holders.set(p.consumer_machine, [...(holders.get(p.consumer_machine) ?? []), { end: 'consumes', pair: p.key, provider: p.provider, role: p.role, path: p.consumer_path }]);
+    deliveriesOf(p.provider_machine).push({ end: 'provides', pair: p.key, provider: p.provider, role: p.role, path: p.provider_path });
+    deliveriesOf(p.consumer_machine).push({ end: 'consumes', pair: p.key, provider: p.provider, role: p.role, path: p.consumer_path });
   }
   const holderList: Holder[] = [...holders].map(([machine, receives]) => {
-    const m = inventory.machines.find((x) => x.name === machine)!;
+    const m = machines.get(machine)!;
     return { machine, transport: m.transport, address: m.address, receives };
   });
   return { selector: prepared.selector, pairs, holders: holderList, digests };

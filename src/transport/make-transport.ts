@@ -23,10 +23,11 @@ export type TransportFor = (machine: string) => Transport;
 /** A memoised lookup by machine name over an inventory's machines. */
 export function transportsFor(machines: readonly Machine[], options: TransportOptions = {}): TransportFor {
   const built = new Map<string, Transport>();
+  const byName = new Map(machines.map((m) => [m.name, m]));
   return (name) => {
     let transport = built.get(name);
     if (!transport) {
-      const machine = machines.find((m) => m.name === name);
+      const machine = byName.get(name);
       if (!machine) throw new Error(`no machine named ${name} in the inventory`);
       transport = makeTransport(machine, options);
       built.set(name, transport);
