@@ -6,6 +6,7 @@ import { DirectoryStore } from '../../src/store/directory-store.js';
 import { contentEtag } from '../../src/store/etag.js';
 import { openStore } from '../../src/store/open-store.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const cleanups: Array<() => void> = [];
@@ -20,15 +21,6 @@ function tempStore(): { dir: string; store: DirectoryStore } {
   return { dir, store: new DirectoryStore(dir) };
 }
 
-async function failure(promise: Promise<unknown>): Promise<BatonError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(BatonError);
-    return error as BatonError;
-  }
-  throw new Error('expected a failure');
-}
 
 describe('the directory store', () => {
   it('is opened from a file:/// URL and keeps the document at <dir>/authority.json', async () => {
@@ -52,7 +44,7 @@ describe('the directory store', () => {
     const { dir, store } = tempStore();
     await store.put(bytes('first'), { kind: 'create-only' });
     const before = snapshotDir(dir);
-    const error = await failure(store.put(bytes('second'), { kind: 'create-only' }));
+    const error = await batonErrorOf(store.put(bytes('second'), { kind: 'create-only' }));
     expect(error.code).toBe('store-changed');
     expect(error.where).toBe(path.join(dir, 'authority.json'));
     expect(error.changed).toBe('Nothing was overwritten.');
@@ -64,7 +56,7 @@ describe('the directory store', () => {
     const read = await store.put(bytes('first'), { kind: 'create-only' });
     await store.put(bytes('another controller'), { kind: 'if-match', etag: read.etag });
     const before = snapshotDir(dir);
-    const error = await failure(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }));
+    const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }));
     expect(error.code).toBe('store-changed');
     expect(snapshotDir(dir)).toEqual(before);
     expect(readFileSync(path.join(dir, 'authority.json'), 'utf8')).toBe('another controller');
@@ -73,7 +65,7 @@ describe('the directory store', () => {
   it('refuses an if-match write when the document was removed since it was read', async () => {
     const { dir, store } = tempStore();
     await store.put(bytes('first'));
-    const error = await failure(store.put(bytes('mine'), { kind: 'if-match', etag: contentEtag(bytes('first')).replace('a', 'b') }));
+    const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: contentEtag(bytes('first')).replace('a', 'b') }));
     expect(error.code).toBe('store-changed');
     expect(readFileSync(path.join(dir, 'authority.json'), 'utf8')).toBe('first');
   });
@@ -108,7 +100,7 @@ describe('the directory store', () => {
   it('leaves no temp files behind after writes and refusals', async () => {
     const { dir, store } = tempStore();
     await store.put(bytes('first'), { kind: 'create-only' });
-    await failure(store.put(bytes('x'), { kind: 'create-only' }));
+    await batonErrorOf(store.put(bytes('x'), { kind: 'create-only' }));
     expect(Object.keys(snapshotDir(dir)).sort()).toEqual(['.', '.authority.lock', 'authority.json']);
   });
 
@@ -125,7 +117,7 @@ describe('the directory store', () => {
     const { dir, store } = tempStore();
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'authority.json'), new Uint8Array(2 * 1024 * 1024));
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('refused');
     expect(error.what).toContain(`${2 * 1024 * 1024} bytes`);
   });
@@ -135,7 +127,7 @@ describe('the directory store', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'elsewhere'), 'x');
     symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'authority.json'));
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.where).toBe(path.join(dir, 'authority.json'));
   });
@@ -147,7 +139,7 @@ describe('the directory store', () => {
       mkdirSync(path.dirname(dir), { recursive: true });
       writeFileSync(dir, 'not a directory');
       const store = new DirectoryStore(path.join(dir, 'sub'));
-      const error = await failure(store.put(bytes('doc')));
+      const error = await batonErrorOf(store.put(bytes('doc')));
       expect(error.code).toBe('failed');
       expect(error.where).toBe(path.join(dir, 'sub'));
       expect(existsSync(path.join(dir, 'sub'))).toBe(false);
@@ -156,7 +148,7 @@ describe('the directory store', () => {
     const { dir, store } = tempStore();
     mkdirSync(dir, { recursive: true });
     chmodSync(dir, 0o500);
-    const error = await failure(store.put(bytes('doc')));
+    const error = await batonErrorOf(store.put(bytes('doc')));
     expect(error.code).toBe('failed');
   });
 });

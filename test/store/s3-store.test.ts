@@ -2,23 +2,14 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BatonError } from '../../src/errors.js';
 import { openStore } from '../../src/store/open-store.js';
 import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
-async function failure(promise: Promise<unknown>): Promise<BatonError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(BatonError);
-    return error as BatonError;
-  }
-  throw new Error('expected a failure');
-}
 
 describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   let s3: S3Sandbox;
@@ -51,7 +42,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
 
   it('says the bucket does not exist, naming bucket and key, for a missing bucket', async () => {
     const store = await openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('bucket does not exist');
     expect(error.where).toContain('s3://no-such-bucket/p/authority.json');
@@ -62,7 +53,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   it('refuses a document over 1 MiB, naming its size, without installing anything', async () => {
     const store = await openStore(s3.url.replace('/authority?', '/big?'));
     await store.put(new Uint8Array(1024 * 1024 + 5));
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('refused');
     expect(error.what).toContain(String(1024 * 1024 + 5));
     (store as S3Store).destroy();
@@ -75,7 +66,7 @@ describe('the S3 adapter when the endpoint is down', () => {
     const store = await openStore(`s3://some-bucket/p?region=us-east-1&endpoint=http://127.0.0.1:${port}&path_style=true`, {
       credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
     });
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('refused the connection');
     expect(error.where).toBe(`s3://some-bucket/p/authority.json via http://127.0.0.1:${port}`);
@@ -198,7 +189,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   ])('maps HTTP %i %s on a conditional put to store-changed, saying nothing was overwritten', async (status, code, precondition) => {
     answer = { status, code };
     const store = storeFor(`cond-${status}`);
-    const error = await failure(store.put(bytes('doc'), precondition));
+    const error = await batonErrorOf(store.put(bytes('doc'), precondition));
     expect(error.code).toBe('store-changed');
     expect(error.exitCode).toBe(6);
     expect(error.what).toContain('The store changed since it was read');
@@ -211,7 +202,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('maps 403 AccessDenied to a failure that says to check credentials and policy', async () => {
     answer = { status: 403, code: 'AccessDenied' };
     const store = storeFor('denied');
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('Access was denied');
     expect(error.next).toContain('AWS_PROFILE');
@@ -221,7 +212,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('maps a 301 PermanentRedirect to a failure that names the region', async () => {
     answer = { status: 301, code: 'PermanentRedirect' };
     const store = storeFor('moved');
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('different region');
     expect(error.next).toContain('?region=');
@@ -231,7 +222,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('maps 503 SlowDown to a throttling failure once retries run out', async () => {
     answer = { status: 503, code: 'SlowDown' };
     const store = storeFor('slow');
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('throttling');
     store.destroy();
@@ -257,7 +248,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
       credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
       maxAttempts: 2,
     });
-    const error = await failure(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('closed before the whole answer arrived');
     expect(error.where).toContain('s3://bucket-x/cut2/authority.json');
