@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { Action } from '../src/share/types.js';
 import type { StatusReport } from '../src/app/status-report.js';

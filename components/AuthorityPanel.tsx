@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { PanelRows } from '../src/app/status-rows.js';
 import { FingerprintText } from './FingerprintText.js';

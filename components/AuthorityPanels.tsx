@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box } from 'ink';
 import type { StatusReport } from '../src/app/status-report.js';
 import { localRows, publishedRows } from '../src/app/status-rows.js';

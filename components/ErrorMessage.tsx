@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { BatonError } from '../src/errors.js';
 import { MarkedLine } from './MarkedLine.js';

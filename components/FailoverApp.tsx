@@ -1,4 +1,4 @@
-import React, { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
 import { failover, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
 import { runFailoverEffect, type FailoverPorts } from '../src/app/failover-run-effect.js';

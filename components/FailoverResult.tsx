@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { outcomeWords } from '../src/app/failover-outcome.js';

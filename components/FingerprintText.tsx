@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import { caretLine, type FingerprintValue } from '../src/app/status-rows.js';
 import { useColor } from './hooks/use-color.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import { TextInput } from '@inkjs/ui';
 import type { FailoverState } from '../src/app/failover-flow.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import { MARKS, type Tone } from './marks.js';
 import { useColor } from './hooks/use-color.js';

@@ -1,4 +1,4 @@
-import React, { useCallback, useEffect, useRef } from 'react';
+import { useCallback, useEffect, useRef } from 'react';
 import { useApp } from 'ink';
 import { initialStatus, statusFlow } from '../src/app/status-flow.js';
 import type { StatusEffect, StatusEvent } from '../src/app/status-flow.js';

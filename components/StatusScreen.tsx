@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { StatusState } from '../src/app/status-flow.js';
 import { AuthorityPanels } from './AuthorityPanels.js';

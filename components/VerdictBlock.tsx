@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { Verdict } from '../src/share/types.js';
 import { describeVerdict } from '../src/app/status-verdict.js';

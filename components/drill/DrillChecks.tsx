@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { CheckResult } from '../../src/drill/check.js';
 import { MARKS } from '../marks.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import { currentStep, railMarks, type DrillState, type RailMark } from '../../src/app/drill-flow.js';
 import { DRILL_STEPS } from '../../src/drill/scenario.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import type { DrillState } from '../../src/app/drill-flow.js';
 import { DrillScreen } from './DrillScreen.js';
 import { useDrillKeys, type DrillIntent } from './use-drill-keys.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import { currentStep, currentTask, type DrillState } from '../../src/app/drill-flow.js';
 import { MARKS } from '../marks.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import { railMarks, stepDuration, type DrillState } from '../../src/app/drill-flow.js';
 import { DRILL_STEPS } from '../../src/drill/scenario.js';

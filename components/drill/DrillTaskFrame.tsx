@@ -1,4 +1,4 @@
-import React, { useRef, type ReactNode } from 'react';
+import { useRef, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput } from 'ink';
 import { currentTask, type DrillState } from '../../src/app/drill-flow.js';
 import { sameForHumans } from '../../src/pki/fingerprint-type.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { Box, Text } from 'ink';
 import type { StepSpec } from '../../src/drill/scenario.js';
 import { MARKS } from '../marks.js';

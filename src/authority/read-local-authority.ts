@@ -144,7 +144,6 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     );
   }
 
-  const has = (f: FileRead) => f.kind === 'bytes';
   const bytesOf = (f: FileRead) => (f.kind === 'bytes' ? f.bytes : undefined);
   const [cert, key, previousCert, previousKey] = [bytesOf(raw.cert), bytesOf(raw.key), bytesOf(raw.previousCert), bytesOf(raw.previousKey)];
 

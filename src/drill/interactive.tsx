@@ -7,7 +7,7 @@
  * quitting (its `q`) ends that render and hands the terminal back to the drill instead of
  * ending the drill. Between renders no full-screen clear is written (it flickers over SSH).
  */
-import React from 'react';
+
 import type { Instance } from 'ink';
 import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../app/drill-flow.js';
 import { asBatonError } from '../errors.js';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';

@@ -1,4 +1,3 @@
-import React from 'react';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 // Colour escapes only appear when chalk thinks the terminal has colour; decide before Ink loads.

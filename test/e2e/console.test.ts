@@ -16,7 +16,6 @@ import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 
 const execFileP = promisify(execFile);
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/baton.js');
-const DEPLOYMENT = 'e2e-deployment';
 
 let root: { dir: string; cleanup: () => void };
 let sessions: TmuxSession[] = [];
