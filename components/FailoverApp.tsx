@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { failover, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
+import { canQuit, failover, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
 import { runFailoverEffect, type FailoverPorts } from '../src/app/failover-run-effect.js';
 import type { KeyIntent } from './keys.js';
 import { FailoverScreen } from './FailoverScreen.js';
@@ -38,7 +38,7 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
     (intent: KeyIntent) => {
       if (help) {
         if (intent === 'back' || intent === 'help') setHelp(false);
-        else if (intent === 'quit') {
+        else if (intent === 'quit' && canQuit(state)) {
           onExit(failoverExitCode(state));
           exit();
         }
@@ -46,7 +46,7 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
       }
       switch (intent) {
         case 'quit':
-          if (state.step === 'acting') return; // the write is under way; Ctrl-C still works
+          if (!canQuit(state)) return;
           onExit(failoverExitCode(state));
           exit();
           return;

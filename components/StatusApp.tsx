@@ -1,10 +1,9 @@
 import { useCallback, useEffect, useRef } from 'react';
 import { useApp } from 'ink';
-import { initialStatus, statusFlow } from '../src/app/status-flow.js';
+import { initialStatus, statusFlow, statusStateExitCode } from '../src/app/status-flow.js';
 import type { StatusEffect, StatusEvent } from '../src/app/status-flow.js';
 import { runStatusEffect } from '../src/app/status-run-effect.js';
 import type { StatusReport } from '../src/app/status-report.js';
-import { statusExitCode } from '../src/app/status-report.js';
 import { StatusScreen } from './StatusScreen.js';
 import { useFlow } from './hooks/use-flow.js';
 import { useColumns } from './hooks/use-columns.js';
@@ -34,10 +33,10 @@ export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, on
   // Ctrl-C under --watch ends the app without a `q`: exit with the code of the last read.
   const latest = useRef(state);
   latest.current = state;
-  useEffect(() => () => onExit(latest.current.step === 'showing' ? statusExitCode(latest.current.report) : 1), [onExit]);
+  useEffect(() => () => onExit(statusStateExitCode(latest.current)), [onExit]);
 
   const finish = useCallback(() => {
-    onExit(state.step === 'showing' ? statusExitCode(state.report) : 1);
+    onExit(statusStateExitCode(state));
     exit();
   }, [state, onExit, exit]);
 

@@ -1,7 +1,6 @@
 import { useRef, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput } from 'ink';
-import { currentTask, type DrillState } from '../../src/app/drill-flow.js';
-import { sameForHumans } from '../../src/pki/fingerprint-type.js';
+import { currentTask, escapeWrongTurn, prefixWrongTurn, type DrillState } from '../../src/app/drill-flow.js';
 import { useColor } from '../hooks/use-color.js';
 import { MARKS } from '../marks.js';
 import { DrillRail } from './DrillRail.js';
@@ -29,7 +28,6 @@ export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterr
   const paint = useColor();
   const typed = useRef('');
   const task = currentTask(state);
-  const view = task.where.kind;
   useInput((input, key) => {
     if (key.ctrl && input === 'c') {
       onInterrupt();
@@ -37,14 +35,16 @@ export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterr
       return;
     }
     if (key.escape) {
-      if (view !== 'status') onWrongTurn(`Esc backed out in the ${view === 'failover' ? `failover on ${task.where.kind === 'failover' ? task.where.controller : ''}` : 'rotation'}`);
+      const wrong = escapeWrongTurn(state);
+      if (wrong) onWrongTurn(wrong);
       typed.current = '';
       return;
     }
     if (key.return) {
       const text = typed.current;
       typed.current = '';
-      if (forcePrefix !== undefined && text.length >= 4 && !sameForHumans(text, forcePrefix)) onWrongTurn(`typed a wrong prefix "${text}" at the force gate`);
+      const wrong = prefixWrongTurn(text, forcePrefix);
+      if (wrong) onWrongTurn(wrong);
       return;
     }
     if (key.backspace || key.delete) {

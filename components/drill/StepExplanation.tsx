@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import type { StepSpec } from '../../src/drill/scenario.js';
-import { MARKS } from '../marks.js';
 import { useColor } from '../hooks/use-color.js';
+import { RAIL_COLORS, RAIL_GLYPHS } from './DrillRail.js';
 
 export interface StepExplanationProps {
   readonly step: StepSpec;
@@ -20,11 +20,12 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
         {step.tasks.map((spec, i) => {
           const done = task !== undefined && i < task;
           const current = task === i;
-          const glyph = done ? MARKS.ok.glyph : current ? '▸' : MARKS.info.glyph;
+          // A task is marked as the rail marks a step, so ✓ ▸ · read the same on both.
+          const mark = done ? 'passed' : current ? 'current' : 'pending';
           return (
             <Box key={i} flexDirection="column">
               <Text wrap="truncate-end" bold={current}>
-                <Text color={paint(done ? 'green' : current ? 'cyan' : 'gray')}>{glyph} </Text>
+                <Text color={paint(RAIL_COLORS[mark])}>{RAIL_GLYPHS[mark]} </Text>
                 {spec.label}
               </Text>
               {current ? (

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, exitCodeOf, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, exitCodeOnLeave, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import type { RotationStore } from '../../src/app/rotation-store.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { HOLDER_PAGE, RotationView } from './RotationView.js';
@@ -97,10 +97,10 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
           setOffset((o) => Math.max(0, Math.min(o + intent.by, Math.max(0, current.plan.holders.length - HOLDER_PAGE))));
           return;
         case 'quit':
-          if (canQuit(current)) leave(isTerminal(current) ? exitCodeOf(current) : 3);
+          if (canQuit(current)) leave(exitCodeOnLeave(current));
           return;
         case 'interrupt':
-          leave(isTerminal(current) ? exitCodeOf(current) : current.step === 'committing' ? 1 : 3);
+          leave(exitCodeOnLeave(current));
           return;
         default: {
           const never: never = intent;

@@ -3,14 +3,11 @@
  * printed after the view is gone, so what changed where stays in the scrollback (brief for a
  * large rotation: the journal it names has every file).
  */
-import path from 'node:path';
 import { render } from 'ink';
-import { exitCodeOf, startRotation, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
-import { unstageAll } from '../../src/mesh/delivery.js';
-import { JOURNAL_FILE } from '../../src/mesh/journal.js';
+import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { rotationStore } from '../../src/app/rotation-store.js';
-import { summaryLines } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { RotationApp } from './RotationApp.js';
 
@@ -51,29 +48,5 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
     instance.unmount();
   });
   await instance.waitUntilExit();
-  if (store.state().step === 'applying') stdout.write('Committed; still waiting for provider receipts (Ctrl-C stops waiting, nothing is undone)…\n');
-  store.stop();
-  await store.idle();
-  const state = store.state();
-  const waitSeconds = Math.round(options.deps.waitMs / 1000);
-  if (isTerminal(state)) {
-    for (const line of summaryLines(state, waitSeconds, { journal: path.join(options.deps.journalDir, JOURNAL_FILE) })) stdout.write(`${line}\n`);
-    return result?.state.step === state.step ? result.code : exitCodeOf(state);
-  }
-  if (state.step === 'committing') {
-    // Prepared but the operator left before the commit started: take the staged files back.
-    const failures = await unstageAll(state.plan.holders, options.deps.transportFor, options.deps.concurrency);
-    stdout.write(
-      failures.length === 0
-        ? 'Interrupted before the commit: every staged file was removed; nothing took effect.\n'
-        : `Interrupted before the commit; staged files could NOT be removed on ${failures.map((f) => `${f.machine} (${f.reason})`).join(', ')}. They are never read; remove the *.next files there.\n`,
-    );
-    return 3;
-  }
-  if (state.step === 'applying') {
-    stdout.write(`Rotation ${options.id} committed; provider receipts were not waited for. Check each provisioner's receipt.\n`);
-    return 0;
-  }
-  stdout.write(`Left while ${state.step}: nothing was generated or sent.\n`);
-  return result?.code ?? 3;
+  return finishAfterLeaving(store, options.deps, result, (line) => stdout.write(`${line}\n`));
 }

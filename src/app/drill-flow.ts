@@ -7,6 +7,7 @@
  */
 import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from '../drill/scenario.js';
 import type { CheckResult } from '../drill/check.js';
+import { sameForHumans } from '../pki/fingerprint-type.js';
 
 export type DrillPhase =
   /** The sandbox is being set up; progress lines are shown. */
@@ -126,6 +127,26 @@ export function busy(state: DrillState): boolean {
 /** True when a real view owns the keyboard (the drill's own keys are off). */
 export function viewIsOpen(state: DrillState): boolean {
   return state.phase === 'task' && currentTask(state).where.kind !== 'action';
+}
+
+/**
+ * Esc in the open view, as a wrong turn: backing out of a failover or a rotation on the night
+ * leaves the fleet as it was. Status is read-only, so leaving it is no turn at all.
+ */
+export function escapeWrongTurn(state: DrillState): string | undefined {
+  const where = currentTask(state).where;
+  if (where.kind === 'failover') return `Esc backed out in the failover on ${where.controller}`;
+  if (where.kind === 'rotation') return 'Esc backed out in the rotation';
+  return undefined;
+}
+
+/**
+ * A prefix confirmed at the force gate that is not the LOCAL one (compared as the gate compares
+ * it). Fewer than 4 characters is not yet an attempt, so a stray Enter is not counted.
+ */
+export function prefixWrongTurn(typed: string, forcePrefix: string | undefined): string | undefined {
+  if (forcePrefix === undefined || typed.length < 4 || sameForHumans(typed, forcePrefix)) return undefined;
+  return `typed a wrong prefix "${typed}" at the force gate`;
 }
 
 const to = (state: DrillState, ...effects: DrillEffect[]): DrillStep => ({ state, effects });

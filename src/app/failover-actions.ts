@@ -2,6 +2,7 @@
  * Each action the walk can offer, with its consequence in one line (DESIGN.md §9): the
  * operator reads what will be written where before choosing, not after.
  */
+import { layoutOf } from '../authority/index.js';
 import type { Action } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
@@ -12,7 +13,7 @@ export interface ActionWords {
 }
 
 export function actionWords(action: Action, reading: StatusReport): ActionWords {
-  const caDir = `${reading.stateDir.replace(/\/$/, '')}/ca`;
+  const caDir = layoutOf(reading.stateDir).caDir;
   const location = reading.published.location;
   const published = reading.published.state === 'present' ? reading.published.header.fingerprint : undefined;
   switch (action) {

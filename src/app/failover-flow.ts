@@ -108,6 +108,14 @@ export function forceTarget(state: Extract<FailoverState, { step: 'confirming-fo
   return supersededDirFor(state.reading.stateDir, state.at);
 }
 
+/**
+ * Whether `q` may end the walk here: not while the act is under way, so a write is never left
+ * without its outcome on the screen (Ctrl-C, Ink's own, still quits).
+ */
+export function canQuit(state: FailoverState): boolean {
+  return state.step !== 'acting';
+}
+
 export function failover(state: FailoverState, event: FailoverEvent): FailoverStep {
   switch (state.step) {
     case 'reading':

@@ -227,6 +227,15 @@ export function exitCodeOf(state: Terminal): number {
   }
 }
 
+/**
+ * The exit code when the operator leaves now: a finished rotation's own code; 1 when a commit
+ * may be cut short (something may be left to resume); otherwise 3, nothing was renamed.
+ */
+export function exitCodeOnLeave(state: RotationState): number {
+  if (isTerminal(state)) return exitCodeOf(state);
+  return state.step === 'committing' ? 1 : 3;
+}
+
 /** Whether `q` may end the session now: never while files are being staged or renamed. */
 export function canQuit(state: RotationState): boolean {
   return state.step !== 'preparing' && state.step !== 'committing' && state.step !== 'confirming';

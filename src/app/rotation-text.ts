@@ -4,7 +4,6 @@
  */
 import { digestPrefix } from '../mesh/digest.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
-import type { Resolution } from '../mesh/resolve-holders.js';
 import { confirmationText, isCommitted, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
 
@@ -19,13 +18,13 @@ export function receivesText(holder: Holder): string {
  */
 export function receivesShort(holder: Holder): string {
   const groups = new Map<string, string[]>();
-  for (const d of holder.receives) groups.set(`${d.end}/${d.provider}`, [...(groups.get(`${d.end}/${d.provider}`) ?? []), d.role]);
+  for (const d of holder.receives) {
+    const dir = `${d.end}/${d.provider}`;
+    const roles = groups.get(dir);
+    if (roles) roles.push(d.role);
+    else groups.set(dir, [d.role]);
+  }
   return [...groups].map(([dir, roles]) => (roles.length === 1 ? `${dir}/${roles[0]}` : `${dir} (${roles.length} roles)`)).join(', ');
-}
-
-export function resolutionText(resolution: Resolution | undefined): string {
-  if (!resolution || resolution.status === 'pending') return 'resolving…';
-  return resolution.status === 'resolved' ? 'resolved' : `unresolved: ${resolution.reason}`;
 }
 
 export function planHeadline(plan: RotationPlan): string {

@@ -4,7 +4,7 @@
  * `--watch` never piles up concurrent reads.
  */
 import type { BatonError } from '../errors.js';
-import type { StatusReport } from './status-report.js';
+import { statusExitCode, type StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
 
 export type StatusState =
@@ -39,4 +39,12 @@ export function statusFlow(state: StatusState, event: StatusEvent): StatusStep {
     default:
       return assertNever(event);
   }
+}
+
+/**
+ * The exit code when the screen ends here (DESIGN.md §8): the last read's code, or 1 when no
+ * read was shown (still reading, or the read failed) — "could not read", never "in sync".
+ */
+export function statusStateExitCode(state: StatusState): number {
+  return state.step === 'showing' ? statusExitCode(state.report) : 1;
 }

@@ -2,6 +2,7 @@
  * The LOCAL and PUBLISHED panels as rows of label + value, computed once for every way status
  * is shown (Ink panels, plain text), so a field never reads differently on two outputs.
  */
+import { layoutOf } from '../authority/index.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
@@ -61,7 +62,7 @@ function fingerprintRow(label: string, mine: string, other: string | undefined):
 export function localRows(report: StatusReport): PanelRows {
   const local = report.local;
   const other = publishedFingerprint(report.published);
-  const where = `${report.stateDir.replace(/\/$/, '')}/ca`;
+  const where = layoutOf(report.stateDir).caDir;
   switch (local.state) {
     case 'fresh':
       return { title: 'LOCAL', where, rows: [

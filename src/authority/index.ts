@@ -18,6 +18,7 @@ export { checkPair } from './check-pair.js';
 export { mintAuthority } from './mint-authority.js';
 export { installAuthority } from './install-authority.js';
 export { setAsideAuthority, utcStamp } from './set-aside-authority.js';
+export { markerDeployment } from './write-marker.js';
 export { rotateAuthority, type RotateResult } from './rotate-authority.js';
 export { retireAuthority, type RetireResult } from './retire-authority.js';
 export { layoutOf, type AuthorityLayout } from './layout.js';

@@ -6,7 +6,7 @@ import { createFileDurably, fsyncDir, isSystemError, type StepHook } from './dur
 import { CERT_MODE, DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { readLocalAuthority } from './read-local-authority.js';
 import type { AuthorityFileName, AuthorityFiles } from './types.js';
-import { writeMarker } from './write-marker.js';
+import { markerDeployment, writeMarker } from './write-marker.js';
 
 /** Install order: the previous pair (if any) first, then key → cert, then the marker. */
 const INSTALL_ORDER: ReadonlyArray<readonly [AuthorityFileName, number]> = [
@@ -65,9 +65,10 @@ export async function installAuthority(
   }
   if (previousCert && previousKey) await checkPair(previousKey, previousCert, deployment, `${where} (ca-previous.key + ca-previous.crt)`);
   const marker = files['authority-created'];
-  if (marker && Buffer.from(marker).toString('utf8').trim() !== deployment) {
+  const markerNames = marker && markerDeployment(marker);
+  if (markerNames !== undefined && markerNames !== deployment) {
     throw new BatonError('refused', {
-      what: `The authority to install carries a marker for another deployment ("${Buffer.from(marker).toString('utf8').trim()}").`,
+      what: `The authority to install carries a marker for another deployment ("${markerNames}").`,
       where,
       next: 'Check the store and the deployment id.',
       changed: 'Nothing was written.',

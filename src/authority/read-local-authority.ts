@@ -6,6 +6,7 @@ import { faultText, problemOf, summaryOf } from './check-pair.js';
 import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
 import { readStrict, type FileRead } from './read-strict.js';
 import { AUTHORITY_FILES, type LocalAuthority, type LocalProblem, type PairSummary } from './types.js';
+import { markerDeployment } from './write-marker.js';
 
 /** Everything one pass over the state dir saw, before any of it is interpreted. */
 export interface RawAuthority {
@@ -134,7 +135,7 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     }
   }
 
-  const markerText = raw.marker.kind === 'bytes' ? Buffer.from(raw.marker.bytes).toString('utf8').trim() : undefined;
+  const markerText = raw.marker.kind === 'bytes' ? markerDeployment(raw.marker.bytes) : undefined;
   if (markerText !== undefined && markerText !== deployment) {
     return refuse(
       'foreign',

@@ -123,7 +123,6 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
   }
   await renameDurably(l.newCert, l.cert);
   await onStep?.('renamed ca.crt.new');
-  await fsyncDir(l.caDir);
 
   const after = (await readAuthority(stateDir, deployment)).local;
   if (after.state !== 'whole' || after.previous?.fingerprint !== old || after.pending) {

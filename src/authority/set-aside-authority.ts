@@ -1,8 +1,8 @@
-import { lstat, rename } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { systemClock, type Clock } from './clock.js';
-import { fsyncDir, type StepHook } from './durable-write.js';
+import { renameDurably, type StepHook } from './durable-write.js';
 import { layoutOf, MARKER_FILE } from './layout.js';
 
 /** `YYYYMMDDTHHMMSSZ`, UTC. */
@@ -34,13 +34,11 @@ export async function setAsideAuthority(stateDir: string, clock: Clock = systemC
     if (!(await exists(target)) && !(await exists(`${target}.${MARKER_FILE}`))) break;
   }
   if (hasCa) {
-    await rename(l.caDir, target);
-    await fsyncDir(stateDir);
+    await renameDurably(l.caDir, target);
     await opts?.onStep?.('set aside ca/');
   }
   if (hasMarker) {
-    await rename(l.marker, `${target}.${MARKER_FILE}`);
-    await fsyncDir(stateDir);
+    await renameDurably(l.marker, `${target}.${MARKER_FILE}`);
     await opts?.onStep?.('set aside the marker');
   }
   return target;

@@ -6,6 +6,11 @@ export function markerBytes(deployment: string): Uint8Array {
   return new TextEncoder().encode(`${deployment}\n`);
 }
 
+/** The deployment id a marker names (its one line, surrounding whitespace ignored). */
+export function markerDeployment(bytes: Uint8Array): string {
+  return Buffer.from(bytes).toString('utf8').trim();
+}
+
 /**
  * Creates the marker (never overwrites one). Written LAST by mint and install, and backfilled by
  * the next locked operation on a whole authority that lacks it: without it a later loss of ca/

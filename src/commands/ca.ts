@@ -1,6 +1,6 @@
-import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { requireDeployment, stateDirFor } from '../config/config.js';
+import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import { action, type Register } from './context.js';
 
@@ -33,7 +33,7 @@ export const registerCa: Register = (program, ctx) => {
           return fingerprint;
         });
         ctx.stdout.write(
-          `Minted a new authority for deployment ${deployment} in ${path.join(stateDir, 'ca')}.\n` +
+          `Minted a new authority for deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Fingerprint: ${fingerprint}\n` +
             (storeUrl
               ? `Nothing was published at ${storeUrl} when this began. `
@@ -64,7 +64,7 @@ export const registerCa: Register = (program, ctx) => {
         const { rotateAuthority } = await import('../authority/index.js');
         const result = await rotateAuthority(stateDir, deployment);
         ctx.stdout.write(
-          `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${path.join(stateDir, 'ca')}.\n` +
+          `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Current:  ${result.current}\n` +
             `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
             'Publish it with `baton sync --push` (this host is now ahead of the store), and run `baton ca retire` once every node trusts the current authority.\n',
@@ -79,7 +79,7 @@ export const registerCa: Register = (program, ctx) => {
         const { deployment, stateDir } = where();
         const { retireAuthority } = await import('../authority/index.js');
         const result = await retireAuthority(stateDir, deployment);
-        const caDir = path.join(stateDir, 'ca');
+        const { caDir } = layoutOf(stateDir);
         switch (result.kind) {
           case 'retired':
             ctx.stdout.write(
@@ -126,15 +126,15 @@ function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
       return;
     case 'lost':
       throw new BatonError('refused', {
-        what: `This host held the authority once — the marker ${path.join(stateDir, 'authority-created')} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
-        where: path.join(stateDir, 'ca'),
+        what: `This host held the authority once — the marker ${layoutOf(stateDir).marker} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
+        where: layoutOf(stateDir).caDir,
         next: 'Adopt the published authority with `baton sync`, or restore ca/ from a backup. Remove the marker only if this deployment really must start over.',
         changed: 'Nothing was written.',
       });
     case 'whole':
       throw new BatonError('refused', {
         what: `This host already holds the authority ${local.current.fingerprint}.`,
-        where: path.join(stateDir, 'ca'),
+        where: layoutOf(stateDir).caDir,
         next: 'Nothing to do: `baton ca show` shows it, `baton ca rotate` replaces it on purpose.',
         changed: 'Nothing was written.',
       });
@@ -174,7 +174,7 @@ export function authorityJson(local: LocalAuthority, deployment: string): Record
 }
 
 export function authorityText(local: LocalAuthority, deployment: string): string {
-  const caDir = path.join(local.stateDir, 'ca');
+  const { caDir, marker } = layoutOf(local.stateDir);
   const lines: string[] = [];
   switch (local.state) {
     case 'fresh':
@@ -182,7 +182,7 @@ export function authorityText(local: LocalAuthority, deployment: string): string
       lines.push('Next: adopt the published one with `baton sync`, or on the first controller `baton ca init`.');
       break;
     case 'lost':
-      lines.push(`The authority of deployment ${deployment} is LOST on this host: the marker ${path.join(local.stateDir, 'authority-created')} is present but ${caDir} holds no key and no certificate.`);
+      lines.push(`The authority of deployment ${deployment} is LOST on this host: the marker ${marker} is present but ${caDir} holds no key and no certificate.`);
       lines.push('Next: adopt the published one with `baton sync`, or restore ca/ from a backup. baton will not mint over a loss.');
       break;
     case 'whole':
@@ -196,7 +196,7 @@ export function authorityText(local: LocalAuthority, deployment: string): string
       );
       if (local.repairedTear || local.pending === 'rotate') lines.push('A rotation was interrupted part-way; the authority above is still the one in use. Finish it with `baton ca rotate`.');
       if (local.pending === 'retire') lines.push('A retire was interrupted: ca-previous.crt remains without its key. Finish it with `baton ca retire`.');
-      if (local.markerMissing) lines.push(`The marker ${path.join(local.stateDir, 'authority-created')} is missing; the next writing command (rotate, retire, sync) writes it back.`);
+      if (local.markerMissing) lines.push(`The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`);
       break;
     case 'blocked':
       lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);

@@ -1,6 +1,7 @@
 import { BatonError } from '../errors.js';
 import { requireStore, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
+import { mountView } from './mount-view.js';
 
 /**
  * `baton failover` (DESIGN.md §9): the interactive walk. It needs a terminal for the typed
@@ -31,31 +32,13 @@ export const registerFailover: Register = (program, ctx) => {
         const ports = failoverPorts(shareContext, storeUrl, config.sealKeyFile);
         const baton = batonInvocation(program.opts<GlobalFlags>());
 
-        if (config.noColor) process.env.FORCE_COLOR = '0';
-        const [{ render }, { default: React }, { FailoverApp }, { ColorContext }] = await Promise.all([
-          import('ink'),
-          import('react'),
-          import('../../components/FailoverApp.js'),
-          import('../../components/color-context.js'),
-        ]);
-        let code: number | undefined;
-        const app = render(
-          React.createElement(
-            ColorContext.Provider,
-            { value: !config.noColor },
-            React.createElement(FailoverApp, {
-              ports,
-              baton,
-              onExit: (exit: number) => {
-                code = exit;
-              },
-            }),
-          ),
-          { stdout: ctx.stdout, stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
-        );
-        await app.waitUntilExit();
         // Ctrl-C before the walk ended: nothing was confirmed past what the screen showed.
-        return code ?? 3;
+        return mountView(
+          ctx,
+          { noColor: config.noColor, ifInterrupted: 3 },
+          async () => (await import('../../components/FailoverApp.js')).FailoverApp,
+          (onExit) => ({ ports, baton, onExit }),
+        );
       }),
     );
 };

@@ -1,11 +1,12 @@
 /**
- * `baton key generate FILE`: a new seal key, 32 random bytes, written 0600 with O_EXCL. It
+ * `baton key generate FILE`: a new seal key, 32 random bytes, created 0600 durably (a crash
+ * leaves no key or the whole key under FILE, never a short one that every seal refuses). It
  * NEVER OVERWRITES: replacing a seal key that controllers share would make every sealed
  * document unreadable to the hosts still holding the old one. The key is never printed.
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { fsyncDir, writeExclusive } from '../authority/durable-write.js';
+import { createFileDurably } from '../authority/durable-write.js';
 import { BatonError } from '../errors.js';
 import { SEAL_KEY_BYTES } from '../share/seal.js';
 import { action, type Register } from './context.js';
@@ -20,8 +21,7 @@ export const registerKey: Register = (program, ctx) => {
       action(ctx, async (file: string) => {
         const target = path.resolve(file);
         try {
-          await writeExclusive(target, randomBytes(SEAL_KEY_BYTES), 0o600);
-          await fsyncDir(path.dirname(target));
+          await createFileDurably(path.dirname(target), path.basename(target), randomBytes(SEAL_KEY_BYTES), 0o600);
         } catch (error) {
           throw keyWriteError(target, error);
         }

@@ -1,6 +1,7 @@
 import { BatonError } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
+import { mountView } from './mount-view.js';
 
 interface StatusOptions {
   readonly json?: boolean;
@@ -61,35 +62,13 @@ export const registerStatus: Register = (program, ctx) => {
           return statusExitCode(report);
         }
 
-        // Chalk decides its colour level when it is first loaded: set it before Ink comes in,
-        // so NO_COLOR / TERM=dumb / --no-color leave no colour escape anywhere on the screen.
-        if (config.noColor) process.env.FORCE_COLOR = '0';
-        const [{ render }, { default: React }, { StatusApp }, { ColorContext }] = await Promise.all([
-          import('ink'),
-          import('react'),
-          import('../../components/StatusApp.js'),
-          import('../../components/color-context.js'),
-        ]);
-        let code: number | undefined;
-        const watchSeconds = options.watch ? interval : undefined;
-        const app = render(
-          React.createElement(
-            ColorContext.Provider,
-            { value: !config.noColor },
-            React.createElement(StatusApp, {
-              read,
-              baton,
-              watchSeconds,
-              interactive: Boolean(process.stdin.isTTY),
-              onExit: (exit: number) => {
-                code = exit;
-              },
-            }),
-          ),
-          { stdout: ctx.stdout, stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
+        // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
+        return mountView(
+          ctx,
+          { noColor: config.noColor, ifInterrupted: 0 },
+          async () => (await import('../../components/StatusApp.js')).StatusApp,
+          (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
         );
-        await app.waitUntilExit();
-        return code ?? 0;
       }),
     );
 };

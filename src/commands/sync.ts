@@ -4,6 +4,7 @@
  * action the verdict and the flags allow, asks for the force confirmation, and prints.
  */
 import type { Command } from 'commander';
+import type { GlobalFlags } from '../config/config.js';
 import { BatonError, EXIT_OK } from '../errors.js';
 import { action, type CliContext, type Register } from './context.js';
 
@@ -20,10 +21,10 @@ export const registerSync: Register = (program: Command, ctx: CliContext) => {
     .option('--push', 'publish over a different published authority — allowed only when this host is ahead of it (it rotated)')
     .option('--force', 'set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one')
     .option('--yes', 'confirm --force without typing (required when stdin is not a terminal)')
-    .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
+    .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags, program.opts<GlobalFlags>())));
 };
 
-async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
+async function runSync(ctx: CliContext, flags: SyncFlags, globals: GlobalFlags): Promise<number> {
   if (flags.push && flags.force) {
     throw new BatonError('usage', {
       what: '--push and --force ask for opposite things: publish this host\'s authority, or replace it with the published one.',
@@ -31,9 +32,14 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       changed: 'Nothing was read or written.',
     });
   }
-  const { openShareContext } = await import('../share/share-context.js');
-  const ops = await import('../share/operations.js');
-  const share = { ...(await openShareContext(ctx.config())), command: invokedAs() };
+  const [{ openShareContext }, ops, { batonInvocation }] = await Promise.all([
+    import('../share/share-context.js'),
+    import('../share/operations.js'),
+    import('../app/status-invocation.js'),
+  ]);
+  // The global flags wherever they were given (before or after `sync`): a next step without
+  // them would read another config and act on another state dir.
+  const share = { ...(await openShareContext(ctx.config())), command: batonInvocation(globals) };
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
 
   const seen = await ops.look(share);
@@ -102,7 +108,7 @@ async function confirmForce(
       what: `--force replaces this host's authority and needs a confirmation, but stdin is not a terminal. ${refusal.what}`,
       where: refusal.where ?? verdict.caDir,
       changed: 'Nothing was written.',
-      next: `Check both fingerprints, then run: ${rerunWithYes()}`,
+      next: `Check both fingerprints, then run: ${await rerunWithYes()}`,
     });
   }
   const expected = verdict.local.slice('SHA256:'.length, 'SHA256:'.length + 8);
@@ -140,17 +146,7 @@ async function confirmForce(
 }
 
 /** The command exactly as it was run, plus --yes, quoted for a POSIX shell. */
-function rerunWithYes(): string {
-  return ['baton', ...process.argv.slice(2), '--yes'].map(shellQuote).join(' ');
-}
-
-/** `baton` with the global flags this run was given (everything before `sync`), quoted. */
-function invokedAs(): string {
-  const args = process.argv.slice(2);
-  const at = args.lastIndexOf('sync');
-  return ['baton', ...(at === -1 ? [] : args.slice(0, at))].map(shellQuote).join(' ');
-}
-
-function shellQuote(arg: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+async function rerunWithYes(): Promise<string> {
+  const { shellWord } = await import('../app/status-invocation.js');
+  return ['baton', ...process.argv.slice(2), '--yes'].map(shellWord).join(' ');
 }

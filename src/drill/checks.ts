@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkPair } from '../authority/index.js';
-import { secretDigest, parseReceipt } from '../mesh/digest.js';
+import { RECEIPTS_DIR, secretDigest, parseReceipt } from '../mesh/digest.js';
 import { look, type Look } from '../share/operations.js';
 import { localTransport } from '../transport/local-transport.js';
 import { check, fail, type CheckResult } from './check.js';
@@ -244,7 +244,7 @@ export async function waitForReceipts(sandbox: DrillSandbox, roles: readonly str
     const applied = roles.filter((role) => {
       try {
         const delivered = secretDigest(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, role)));
-        const receipt = parseReceipt(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, '.applied', role), 'utf8'));
+        const receipt = parseReceipt(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, RECEIPTS_DIR, role), 'utf8'));
         return receipt?.digest === delivered;
       } catch {
         return false;

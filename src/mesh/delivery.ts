@@ -139,7 +139,11 @@ export async function waitApplied(
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const deadline = now() + wait.waitMs;
   const byMachine = new Map<string, PlannedPair[]>();
-  for (const pair of pairs) byMachine.set(pair.providerMachine, [...(byMachine.get(pair.providerMachine) ?? []), pair]);
+  for (const pair of pairs) {
+    const list = byMachine.get(pair.providerMachine);
+    if (list) list.push(pair);
+    else byMachine.set(pair.providerMachine, [pair]);
+  }
   for (;;) {
     for (const [machine, machinePairs] of byMachine) {
       const waiting = machinePairs.filter((p) => !applied.has(p.key));

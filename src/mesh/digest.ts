@@ -18,6 +18,12 @@ export function digestPrefix(digest: SecretDigest): string {
 }
 
 /**
+ * Where receipts live beside a provider's delivered files: the provisioner writes there and
+ * `baton mesh rotate` reads there, so the name is written once.
+ */
+export const RECEIPTS_DIR = '.applied';
+
+/**
  * The provisioner's receipt, `<mesh_dir>/provides/<provider>/.applied/<role>` (0600): written
  * after the database accepted a credential; `baton mesh rotate` reads it as "applied".
  */

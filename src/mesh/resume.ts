@@ -9,11 +9,10 @@ import type { TransportFor } from '../transport/make-transport.js';
 import { reasonOf } from '../transport/transport.js';
 import { commitAll, commitSteps, waitApplied, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
-import { inventoryIndex, type Inventory } from './inventory.js';
+import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalRecord } from './journal.js';
 import { mapBounded } from './map-bounded.js';
-import type { Delivery, Holder, PlannedPair } from './rotation-plan.js';
-import { windowText } from './rotation-plan.js';
+import { holdersOf, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
 
 export interface ResumeOptions {
   readonly concurrency: number;
@@ -52,12 +51,6 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
     });
   }
   const machines = inventoryIndex(inventory).machines;
-  const holders = new Map<string, Delivery[]>();
-  const deliveriesOf = (machine: string): Delivery[] => {
-    let list = holders.get(machine);
-    if (!list) holders.set(machine, (list = []));
-    return list;
-  };
   const pairs: PlannedPair[] = [];
   const digests: Record<string, SecretDigest> = {};
   for (const p of prepared.pairs) {
@@ -68,27 +61,11 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       }
     }
     digests[p.key] = p.digest;
-    const pair: PlannedPair = {
-      provider: p.provider,
-      consumer: p.consumer,
-      role: p.role,
-      providerMachine: p.provider_machine,
-      consumerMachine: p.consumer_machine,
-      key: p.key,
-      providerPath: p.provider_path,
-      consumerPath: p.consumer_path,
-      receiptPath: p.receipt_path,
-      window: '',
-    };
-    pairs.push({ ...pair, window: windowText(pair) });
-    deliveriesOf(p.provider_machine).push({ end: 'provides', pair: p.key, provider: p.provider, role: p.role, path: p.provider_path });
-    deliveriesOf(p.consumer_machine).push({ end: 'consumes', pair: p.key, provider: p.provider, role: p.role, path: p.consumer_path });
+    const pair: Pair = { provider: p.provider, consumer: p.consumer, role: p.role, providerMachine: p.provider_machine, consumerMachine: p.consumer_machine };
+    pairs.push({ ...pair, key: p.key, providerPath: p.provider_path, consumerPath: p.consumer_path, receiptPath: p.receipt_path, window: windowText(pair) });
   }
-  const holderList: Holder[] = [...holders].map(([machine, receives]) => {
-    const m = machines.get(machine)!;
-    return { machine, transport: m.transport, address: m.address, receives };
-  });
-  return { selector: prepared.selector, pairs, holders: holderList, digests };
+  const holders = holdersOf(pairs, (name) => machines.get(name)!);
+  return { selector: prepared.selector, pairs, holders, digests };
 }
 
 export async function resumeRotation(
@@ -104,7 +81,7 @@ export async function resumeRotation(
   // Read every holder's digests first: resume renames nothing until all of them answered.
   const unreadable: MachineFailure[] = [];
   const toCommit = new Set<string>();
-  const wrong: string[] = [];
+  const wrong: MachineFailure[] = [];
   let alreadyLive = 0;
   await mapBounded(holders, options.concurrency, async (holder) => {
     try {
@@ -113,7 +90,7 @@ export async function resumeRotation(
         const expected = digests[d.pair];
         if (read[i]?.live === expected) alreadyLive++;
         else if (read[i]?.next === expected) toCommit.add(`${holder.machine}\0${d.path}`);
-        else wrong.push(`${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}`);
+        else wrong.push({ machine: holder.machine, reason: `${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}` });
       });
     } catch (error) {
       unreadable.push({ machine: holder.machine, reason: reasonOf(error) });
@@ -129,10 +106,10 @@ export async function resumeRotation(
     });
   }
   if (wrong.length > 0) {
-    await journal('resume-failed', wrong.map((w) => ({ machine: w.split(':')[0]!, reason: w })));
+    await journal('resume-failed', wrong);
     throw new BatonError('refused', {
       what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length} file(s) do not hold the prepared secret.`,
-      where: wrong.join('; '),
+      where: wrong.map((w) => w.reason).join('; '),
       changed: 'Nothing was renamed.',
       next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,
     });

@@ -5,6 +5,7 @@
  * holding the old password while the mesh reports success.
  */
 import path from 'node:path';
+import { RECEIPTS_DIR } from './digest.js';
 import { findMachine, pairKey, type Inventory, type Machine, type Pair } from './inventory.js';
 import { describeSelector, selectPairs, type Selector } from './selector.js';
 
@@ -45,14 +46,6 @@ export interface RotationPlan {
 
 export const STAGED_SUFFIX = '.next';
 
-export function deliveryPath(meshDir: string, end: Delivery['end'], provider: string, role: string): string {
-  return path.posix.join(meshDir, end, provider, role);
-}
-
-export function receiptPath(meshDir: string, provider: string, role: string): string {
-  return path.posix.join(meshDir, 'provides', provider, '.applied', role);
-}
-
 /**
  * The window cannot be closed — a role's password changes on the provider and the file on
  * the consumer, and they cannot be simultaneous — so it is stated rather than hidden.
@@ -63,15 +56,6 @@ export function windowText(pair: Pair): string {
 
 export function planRotation(inventory: Inventory, selector: Selector): RotationPlan {
   const pairs = selectPairs(inventory, selector);
-  const holders = new Map<string, Holder & { readonly receives: Delivery[] }>();
-  const receive = (machine: Machine, delivery: Delivery) => {
-    let holder = holders.get(machine.name);
-    if (!holder) {
-      holder = { machine: machine.name, transport: machine.transport, address: machine.address, receives: [] };
-      holders.set(machine.name, holder);
-    }
-    holder.receives.push(delivery);
-  };
   // One directory per (mesh_dir, end, provider), joined once: path.posix.join per pair made
   // planning a large mesh allocation-bound. Provider and role names are validated plain
   // components (inventory.ts, role-name.ts), so `dir + "/" + role` is exactly the join.
@@ -80,7 +64,7 @@ export function planRotation(inventory: Inventory, selector: Selector): Rotation
     const at = `${meshDir}\0${end}\0${provider}`;
     let dir = dirs.get(at);
     if (dir === undefined) {
-      dir = end === 'receipts' ? path.posix.join(meshDir, 'provides', provider, '.applied') : path.posix.join(meshDir, end, provider);
+      dir = end === 'receipts' ? path.posix.join(meshDir, 'provides', provider, RECEIPTS_DIR) : path.posix.join(meshDir, end, provider);
       dirs.set(at, dir);
     }
     return dir;
@@ -91,8 +75,6 @@ export function planRotation(inventory: Inventory, selector: Selector): Rotation
     const key = pairKey(pair);
     const providerPath = `${dirOf(providerMachine.meshDir, 'provides', pair.provider)}/${pair.role}`;
     const consumerPath = `${dirOf(consumerMachine.meshDir, 'consumes', pair.provider)}/${pair.role}`;
-    receive(providerMachine, { end: 'provides', pair: key, provider: pair.provider, role: pair.role, path: providerPath });
-    receive(consumerMachine, { end: 'consumes', pair: key, provider: pair.provider, role: pair.role, path: consumerPath });
     // Spelled out rather than spread: a spread object grows its properties one by one, and at
     // ten thousand pairs that garbage is most of the planning time.
     return {
@@ -112,8 +94,31 @@ export function planRotation(inventory: Inventory, selector: Selector): Rotation
     selector,
     selectorText: describeSelector(selector),
     pairs: planned,
-    holders: [...holders.values()],
+    holders: holdersOf(planned, (name) => findMachine(inventory, name)),
   };
+}
+
+/**
+ * Who receives what: for each pair, its provider's machine gets the provider end and its
+ * consumer's machine the consumer end. One holder per machine, in first-seen order. Planning
+ * and `mesh resume` (from the journal's pairs) both ask this, so they cannot disagree on it.
+ */
+export function holdersOf(pairs: readonly PlannedPair[], machineOf: (name: string) => Machine): Holder[] {
+  const holders = new Map<string, Holder & { readonly receives: Delivery[] }>();
+  const receive = (name: string, delivery: Delivery) => {
+    let holder = holders.get(name);
+    if (!holder) {
+      const machine = machineOf(name);
+      holder = { machine: machine.name, transport: machine.transport, address: machine.address, receives: [] };
+      holders.set(name, holder);
+    }
+    holder.receives.push(delivery);
+  };
+  for (const pair of pairs) {
+    receive(pair.providerMachine, { end: 'provides', pair: pair.key, provider: pair.provider, role: pair.role, path: pair.providerPath });
+    receive(pair.consumerMachine, { end: 'consumes', pair: pair.key, provider: pair.provider, role: pair.role, path: pair.consumerPath });
+  }
+  return [...holders.values()];
 }
 
 /** `provides/pg-main/web1_app` — what a screen shows for a delivery (mesh_dir is shown once). */

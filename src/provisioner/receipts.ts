@@ -10,9 +10,7 @@ import { readFileSync } from 'node:fs';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { renameDurably, writeExclusive } from '../authority/durable-write.js';
-import { formatReceipt, parseReceipt, type Receipt, type SecretDigest } from '../mesh/digest.js';
-
-export const RECEIPTS_DIR = '.applied';
+import { formatReceipt, parseReceipt, RECEIPTS_DIR, type Receipt, type SecretDigest } from '../mesh/digest.js';
 
 export function receiptsDir(deliveredDir: string): string {
   return path.join(deliveredDir, RECEIPTS_DIR);

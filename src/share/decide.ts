@@ -3,7 +3,7 @@
  * does it. Fingerprints are compared EXACTLY here — this answer can authorise setting an
  * authority aside, and a tolerant comparison would let a look-alike through.
  */
-import path from 'node:path';
+import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { Action, Lineage, PublishedAuthority, Verdict } from './types.js';
 
@@ -34,7 +34,7 @@ export function decide(local: LocalAuthority, published: PublishedAuthority): Ve
       return published.state === 'none'
         ? {
             kind: 'blocked',
-            why: `This host held the authority once (the marker ${path.join(local.stateDir, 'authority-created')} is present) but ca/ is empty, and nothing is published.`,
+            why: `This host held the authority once (the marker ${layoutOf(local.stateDir).marker} is present) but ca/ is empty, and nothing is published.`,
             next: 'Restore ca/ from a backup, or remove the marker on purpose if this deployment really must start over.',
           }
         : { kind: 'adopt', published: published.header.fingerprint, lostMarker: true };
@@ -48,7 +48,7 @@ export function decide(local: LocalAuthority, published: PublishedAuthority): Ve
         local: mine,
         published: theirs,
         lineage: lineageOf(local, published),
-        caDir: path.join(local.stateDir, 'ca'),
+        caDir: layoutOf(local.stateDir).caDir,
       };
     }
   }

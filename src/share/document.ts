@@ -15,7 +15,7 @@
  * that installs a document it half understood gives the fleet an authority nobody checked.
  */
 import { BatonError } from '../errors.js';
-import { checkPair } from '../authority/index.js';
+import { checkPair, markerDeployment } from '../authority/index.js';
 import { AUTHORITY_FILES, type AuthorityFileName, type AuthorityFiles, type PairSummary } from '../authority/types.js';
 import { asFingerprint, type Fingerprint } from '../pki/fingerprint-type.js';
 import { MAX_DOCUMENT_BYTES } from '../store/body-limit.js';
@@ -214,7 +214,7 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
   }
 
   const marker = files[MARKER];
-  if (marker !== undefined && new TextDecoder().decode(marker).trim() !== options.deployment) {
+  if (marker !== undefined && markerDeployment(marker) !== options.deployment) {
     throw refuse(`its "${MARKER}" marker does not name the deployment "${options.deployment}"`, REPUBLISH);
   }
   return { header, sealed: parsed.sealed !== undefined, files, current, previous };

@@ -9,10 +9,10 @@
  * aside an authority the operator never saw — so each action takes the lock, re-reads both
  * sides, decides again, and refuses (saying what changed) when the verdict moved.
  */
-import path from 'node:path';
 import {
   checkPair,
   installAuthority,
+  layoutOf,
   mintAuthority,
   readAuthorityFiles,
   readLocalAuthority,
@@ -127,7 +127,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     if (carried !== local.current.fingerprint) {
       throw new BatonError('failed', {
         what: `The authority files read for publishing are ${carried}, not the ${local.current.fingerprint} that was decided on.`,
-        where: path.join(ctx.stateDir, 'ca'),
+        where: layoutOf(ctx.stateDir).caDir,
         changed: 'Nothing was published.',
         next: 'Something changed ca/ without taking ca.lock; look at it (`baton ca show`) and run sync again.',
       });
@@ -275,7 +275,7 @@ export async function firstController(ctx: ShareContext, options: { readonly see
     } catch (error) {
       throw new BatonError('failed', {
         what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
-        where: path.join(ctx.stateDir, 'ca'),
+        where: layoutOf(ctx.stateDir).caDir,
         changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
         next: `Fix what the message names, clear the partial files from ca/, and run \`${ctx.command ?? 'baton'} sync\` to adopt the published authority.`,
         cause: error,
@@ -336,7 +336,7 @@ export function lineageWords(lineage: Extract<Verdict, { kind: 'refuse' }>['line
 
 /** One full sentence per outcome, the way sync prints it and the console's summary shows it. */
 export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | 'deployment'>, outcome: Outcome): string {
-  const caDir = path.join(ctx.stateDir, 'ca');
+  const { caDir } = layoutOf(ctx.stateDir);
   switch (outcome.kind) {
     case 'nothing-published':
       return `Nothing is published for deployment ${ctx.deployment} at ${ctx.store.location}; nothing was installed.`;
@@ -403,7 +403,7 @@ function notAllowedError(ctx: ShareContext, action: Action, verdict: Verdict): B
   }
   return new BatonError('refused', {
     what: `Cannot ${ACTION_WORDS[action]}: ${describeVerdict(verdict)}`,
-    where: path.join(ctx.stateDir, 'ca'),
+    where: layoutOf(ctx.stateDir).caDir,
     changed: NOTHING_WRITTEN,
     next: `Allowed now: ${allowedActions(verdict).map((a) => ACTION_WORDS[a]).join(', ')}.`,
   });
@@ -414,7 +414,7 @@ function changedError(ctx: ShareContext, seen: Verdict, now: Verdict): BatonErro
   const publishedMoved = publishedSide(seen) !== publishedSide(now);
   return new BatonError(publishedMoved ? 'store-changed' : 'refused', {
     what: `${publishedMoved ? 'The store' : 'This host\'s authority'} changed since you looked. Then: ${describeVerdict(seen)} Now: ${describeVerdict(now)}`,
-    where: publishedMoved ? ctx.store.location : path.join(ctx.stateDir, 'ca'),
+    where: publishedMoved ? ctx.store.location : layoutOf(ctx.stateDir).caDir,
     changed: 'Nothing was overwritten.',
     next: 'Re-read and decide again.',
   });

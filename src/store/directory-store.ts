@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { fsyncDir } from '../authority/durable-write.js';
+import { fsyncDir, writeExclusive } from '../authority/durable-write.js';
 import { BatonError } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { contentEtag } from './etag.js';
@@ -92,13 +92,7 @@ export class DirectoryStore implements Store {
       }
       const temp = path.join(this.dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
       try {
-        const handle = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-        try {
-          await handle.writeFile(body);
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
+        await writeExclusive(temp, body, 0o600);
         if (precondition?.kind === 'create-only') {
           // link(2) fails with EEXIST if anything holds the name: an atomic create-only even
           // against a writer that does not take the lock.

@@ -7,6 +7,7 @@
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { renameDurably, writeExclusive } from '../authority/durable-write.js';
 import { secretDigest } from '../mesh/digest.js';
 import { STAGED_SUFFIX } from '../mesh/rotation-plan.js';
 import { TransportError, type FileDigests, type StagedFile, type Transport } from './transport.js';
@@ -60,8 +61,7 @@ export function localTransport(machine: string, root: string, options: LocalTran
     }),
     commit: (paths) => wrap('commit', async () => {
       for (const p of paths) {
-        await fs.rename(at(p + STAGED_SUFFIX), at(p));
-        await fsyncDir(path.dirname(at(p)));
+        await renameDurably(at(p + STAGED_SUFFIX), at(p));
       }
     }),
     unstage: (paths) => wrap('unstage', async () => {
@@ -89,31 +89,15 @@ export function localTransport(machine: string, root: string, options: LocalTran
 
 /** temp (O_EXCL, 0600) → write → fsync → rename → fsync dir; parents created 0700. */
 async function writeAtomic(target: string, file: StagedFile): Promise<void> {
-  const dir = path.dirname(target);
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+  // The temp name is `<role>.next.tmp.<random>`: unstage and the provisioner know that shape.
   const temp = `${target}.tmp.${randomBytes(4).toString('hex')}`;
-  const handle = await fs.open(temp, 'wx', 0o600);
+  await writeExclusive(temp, Buffer.from(file.secret.reveal()), 0o600);
   try {
-    await handle.writeFile(file.secret.reveal());
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await fs.rename(temp, target);
+    await renameDurably(temp, target);
   } catch (error) {
     await fs.rm(temp, { force: true });
     throw error;
-  }
-  await fsyncDir(dir);
-}
-
-async function fsyncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
 

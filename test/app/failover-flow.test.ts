@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
 import {
+  canQuit,
   failover,
   failoverExitCode,
   initialFailover,
@@ -165,6 +166,11 @@ describe('the failover walk as a reducer', () => {
     const step = failover(failed, { type: 'back' });
     expect(step.state.step).toBe('reading');
     expect(step.effects).toEqual([{ type: 'read' }]);
+  });
+
+  it('lets q end the walk at every step except while the act is under way', () => {
+    for (const state of everyState()) expect(canQuit(state)).toBe(state.step !== 'acting');
+    expect(everyState().some((state) => state.step === 'acting')).toBe(true);
   });
 
   it('shows a read that failed as a failure, and r reads again', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
 import { readStatus, statusExitCode, type StatusSources } from '../../src/app/status-report.js';
-import { statusFlow, initialStatus } from '../../src/app/status-flow.js';
+import { statusFlow, statusStateExitCode, initialStatus } from '../../src/app/status-flow.js';
 import { runStatusEffect } from '../../src/app/status-run-effect.js';
 import { statusJson } from '../../src/app/status-json.js';
 import { statusText } from '../../src/app/status-text.js';
@@ -55,6 +55,13 @@ describe('reading the status', () => {
     expect(refreshing.effects).toEqual([{ type: 'read' }]);
     expect(statusFlow(refreshing.state, { type: 'refresh' }).effects).toEqual([]);
     expect(statusFlow(initialStatus.state, { type: 'refresh' }).effects).toEqual([]);
+  });
+
+  it('ends the screen with the last read\'s code, and 1 when no read was shown', () => {
+    expect(statusStateExitCode(initialStatus.state)).toBe(1);
+    expect(statusStateExitCode(statusFlow(initialStatus.state, { type: 'read', report: READS.inSync() }).state)).toBe(0);
+    expect(statusStateExitCode(statusFlow(initialStatus.state, { type: 'read', report: READS.leftBehind() }).state)).toBe(3);
+    expect(statusStateExitCode(statusFlow(initialStatus.state, { type: 'read-failed', error: new BatonError('failed', { what: 'boom' }) }).state)).toBe(1);
   });
 
   it('runs the read effect to an event even when the read rejects', async () => {

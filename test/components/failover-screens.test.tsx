@@ -276,6 +276,29 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await vi.waitFor(() => expect(exitCode).toBe(0));
   });
 
+  it('q on the help overlay does not walk away from a write in progress either', async () => {
+    let finish!: () => void;
+    const ports: FailoverPorts = {
+      read: async () => READS.publish(),
+      act: () => new Promise((resolve) => (finish = () => resolve({ kind: 'published', fingerprint: FP_A, etag: '"e1"' }))),
+    };
+    const v = mount(ports);
+    await v.waitFor((f) => f.includes('Publish this host'), 'the action list');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('Confirm: Publish'), 'the confirm');
+    await v.press(KEY.enter);
+    await v.waitFor((f) => f.includes('taking the lock, reading again, then writing'), 'the acting screen');
+    await v.press('?');
+    await v.waitFor((f) => f.includes('Esc or ? closes this help'), 'the help overlay');
+    await v.press('q');
+    expect(exitCode).toBeUndefined();
+    finish();
+    await v.press('?');
+    await v.waitFor((f) => f.includes('Published'), 'the result');
+    await v.press('q');
+    await vi.waitFor(() => expect(exitCode).toBe(0));
+  });
+
   it('never shows a stack trace when an operation throws something that is not a BatonError', async () => {
     const ports: FailoverPorts = {
       read: async () => READS.adopt(),

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   drillFlow,
+  escapeWrongTurn,
   initialDrillState,
+  prefixWrongTurn,
   railMarks,
   stepDuration,
   viewIsOpen,
@@ -172,6 +174,20 @@ describe('the drill flow', () => {
     ]);
     const intro = ready();
     expect(drillFlow(intro, { type: 'wrong-turn', what: 'x' }).state).toEqual(intro);
+  });
+
+  it('Esc counts as a wrong turn in a failover or a rotation, never in the read-only status', () => {
+    const openAt = (first: 1 | 2 | 4) => run(ready(first), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
+    expect(escapeWrongTurn(openAt(1))).toBeUndefined();
+    expect(escapeWrongTurn(openAt(2))).toBe('Esc backed out in the failover on ctl-b');
+    expect(escapeWrongTurn(openAt(4))).toBe('Esc backed out in the rotation');
+  });
+
+  it('a wrong prefix confirmed at the force gate is a wrong turn; the right one (any case) or a stray Enter is not', () => {
+    expect(prefixWrongTurn('zzzzzzzz', 'AbCd1234')).toBe('typed a wrong prefix "zzzzzzzz" at the force gate');
+    expect(prefixWrongTurn(' abcd1234 ', 'AbCd1234')).toBeUndefined();
+    expect(prefixWrongTurn('zzz', 'AbCd1234')).toBeUndefined();
+    expect(prefixWrongTurn('zzzzzzzz', undefined)).toBeUndefined();
   });
 
   it('--step N marks the earlier steps as prepared and starts at N', () => {

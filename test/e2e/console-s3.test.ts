@@ -3,25 +3,19 @@
  * built CLI, and tmux for the walk — the path a production controller takes, with an emulator
  * in place of AWS.
  */
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
-
-const execFileP = promisify(execFile);
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/baton.js');
 
 let s3: S3Sandbox;
 let root: { dir: string; cleanup: () => void };
 const sessions: TmuxSession[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(path.resolve(path.dirname(BIN), '../dist/baton.js'))) throw new Error('The built CLI is missing: run `npm run build`.');
+  assertBuilt();
   root = makeTempDir('baton-e2e-s3-');
   s3 = await startS3Sandbox({ prefix: 'console' });
 });
@@ -34,13 +28,8 @@ afterAll(async () => {
 const host = (name: string) => ['--deployment', 'e2e-s3', '--state-dir', path.join(root.dir, name), '--store', s3.url];
 
 async function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileP('node', [BIN, ...args], { env: { ...process.env, ...s3.env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
+  const run = await runBaton(args, { env: s3.env });
+  return { code: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
 
 describe('the console over S3 (s3rver)', () => {

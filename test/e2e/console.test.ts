@@ -2,29 +2,22 @@
  * The real `baton` binary (built by `npm run build`) in a real terminal (tmux, 80×24) against
  * a directory store and temp state dirs: what an operator sees over SSH, end to end.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { withAuthorityLock } from '../../src/authority/index.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
-
-const execFileP = promisify(execFile);
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/baton.js');
 
 let root: { dir: string; cleanup: () => void };
 let sessions: TmuxSession[] = [];
 let hostCount = 0;
 
 beforeAll(() => {
-  if (!existsSync(BIN) || !existsSync(path.resolve(path.dirname(BIN), '../dist/baton.js'))) {
-    throw new Error('The built CLI is missing: run `npm run build` (npm test does it first).');
-  }
+  assertBuilt();
   root = makeTempDir('baton-e2e-');
 });
 afterEach(async () => {
@@ -40,13 +33,8 @@ function newHost(deployment: string): { stateDir: string; args: string[] } {
 }
 
 async function baton(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileP('node', [BIN, ...args], { env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
+  const run = await runBaton(args, { env: env });
+  return { code: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
 
 /** A port nothing listens on: bound, then released. */

@@ -7,6 +7,7 @@ import { chmodSync, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TmuxSession, shellQuote } from '../helpers/tmux.js';
+import { typeUntilEchoed } from '../helpers/tmux-input.js';
 import { BIN, assertBuilt } from '../helpers/run-baton.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
@@ -92,8 +93,8 @@ describe('the interactive drill in tmux (80×24)', () => {
     await s.waitFor('Type the first 8 characters', 'the force gate');
     // A wrong prefix keeps the gate shut; Esc backs out with nothing written.
     const wrong = local!.startsWith('zz') ? 'yyyyyyyy' : 'zzzzzzzz';
-    await s.type(wrong);
-    screen = await s.waitFor(`> ${wrong}`, 'the wrong prefix typed');
+    // The field takes keys only from the effect after the frame that draws it: typed until echoed.
+    screen = await typeUntilEchoed(s, wrong, `> ${wrong}`);
     expect(screen).toContain('[ Replace ] disabled');
     await s.keys('Escape');
     await s.waitFor((x) => x.includes('› Replace the local authority (force)') && !x.includes('Type the first 8'), 'back at the choice');
@@ -103,7 +104,7 @@ describe('the interactive drill in tmux (80×24)', () => {
     expect(readdirSync(ctlA).filter((name) => name.startsWith('ca.superseded-'))).toEqual([]);
     await s.keys('Enter');
     await s.waitFor('Type the first 8 characters', 'the force gate again');
-    await s.type(local!);
+    await typeUntilEchoed(s, local!, `> ${local}`);
     await s.waitFor((x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'), 'the gate open');
     await s.keys('Enter');
     await s.waitFor('set aside in', 'the force');

@@ -146,3 +146,22 @@ describe('the authority lock', () => {
     expect(existsSync(path.join(root, 'store', 'authority.json'))).toBe(false);
   });
 });
+
+describe('the next step `baton sync` prints', () => {
+  it('carries the global flags given AFTER `sync`, so the pasted `sync --force` acts on the same host and store', async () => {
+    assertBuilt();
+    const root = tempDir();
+    const deployment = 'next-step';
+    const store = `file://${path.join(root, 'store')}`;
+    const stateDir = path.join(root, 'ctl-b');
+    const first = await runBaton(['--deployment', deployment, '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync']);
+    expect(first.exitCode, first.all).toBe(0);
+    const init = await runBaton(['--deployment', deployment, '--state-dir', stateDir, 'ca', 'init']);
+    expect(init.exitCode, init.all).toBe(0);
+    const before = snapshotDir(stateDir);
+    const run = await runBaton(['sync', '--deployment', deployment, '--state-dir', stateDir, '--store', store]);
+    expect(run.exitCode, run.all).toBe(3);
+    expect(run.stderr).toContain(`\`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force\``);
+    expect(snapshotDir(stateDir)).toEqual(before);
+  });
+});

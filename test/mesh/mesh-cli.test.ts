@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -11,6 +11,7 @@ import { UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { TransportError } from '../../src/transport/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { writeLocalMesh } from './mesh-fixture.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 
@@ -18,23 +19,7 @@ let tmp: { dir: string; cleanup: () => void };
 let inventory: string;
 beforeEach(() => {
   tmp = makeTempDir('baton-mesh-cli-');
-  for (const m of ['db1', 'web1', 'web2']) mkdirSync(path.join(tmp.dir, 'machines', m), { recursive: true });
-  inventory = path.join(tmp.dir, 'mesh.yaml');
-  writeFileSync(
-    inventory,
-    [
-      'machines:',
-      '  - { name: db1, address: machines/db1, transport: local }',
-      '  - { name: web1, address: machines/web1, transport: local }',
-      '  - { name: web2, address: machines/web2, transport: local }',
-      'providers:',
-      '  - { name: pg-main, machine: db1, kind: postgres }',
-      'consumers:',
-      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-      '  - { name: web2-app, machine: web2, uses: [pg-main] }',
-      '',
-    ].join('\n'),
-  );
+  inventory = writeLocalMesh(tmp.dir);
 });
 afterEach(() => tmp.cleanup());
 

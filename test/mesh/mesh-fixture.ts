@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
 
 /**
@@ -18,4 +20,28 @@ export function meshInventory(consumers = 3, transport: 'ssh' | 'local' = 'ssh',
     '  - { name: backup, machine: db1, uses: [pg-main] }',
   ];
   return parseInventory(`${lines.join('\n')}\n`, `${root}/mesh.yaml`);
+}
+
+/**
+ * Writes `<dir>/mesh.yaml` for a local mesh of db1 (pg-main) and two web consumers, each machine a
+ * directory under `<dir>/machines/`, created here so every holder resolves. Returns the file's path.
+ */
+export function writeLocalMesh(dir: string): string {
+  const machines = ['db1', 'web1', 'web2'];
+  for (const m of machines) mkdirSync(path.join(dir, 'machines', m), { recursive: true });
+  const file = path.join(dir, 'mesh.yaml');
+  writeFileSync(
+    file,
+    [
+      'machines:',
+      ...machines.map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`),
+      'providers:',
+      '  - { name: pg-main, machine: db1, kind: postgres }',
+      'consumers:',
+      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+      '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+      '',
+    ].join('\n'),
+  );
+  return file;
 }

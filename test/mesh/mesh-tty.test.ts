@@ -1,8 +1,9 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { writeLocalMesh } from './mesh-fixture.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 
@@ -10,20 +11,7 @@ let tmp: { dir: string; cleanup: () => void };
 let session: TmuxSession | undefined;
 beforeEach(() => {
   tmp = makeTempDir('baton-mesh-tty-');
-  for (const m of ['db1', 'web1', 'web2']) mkdirSync(path.join(tmp.dir, 'machines', m), { recursive: true });
-  writeFileSync(
-    path.join(tmp.dir, 'mesh.yaml'),
-    [
-      'machines:',
-      ...['db1', 'web1', 'web2'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`),
-      'providers:',
-      '  - { name: pg-main, machine: db1, kind: postgres }',
-      'consumers:',
-      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-      '  - { name: web2-app, machine: web2, uses: [pg-main] }',
-      '',
-    ].join('\n'),
-  );
+  writeLocalMesh(tmp.dir);
 });
 afterEach(async () => {
   await session?.kill();

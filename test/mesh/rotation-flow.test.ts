@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, exitCodeOf, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, exitCodeOf, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
@@ -93,6 +93,19 @@ describe('the rotation flow', () => {
     expect(commit.state.step).toBe('commit-failed');
     expect(commit.last.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
     expect(isTerminal(commit.state) && exitCodeOf(commit.state)).toBe(1);
+  });
+
+  it('leaving mid-commit exits 1 (something may be left to resume), leaving earlier exits 3, a finished rotation keeps its own code', () => {
+    const confirming = walk([...allResolved]).state;
+    const preparing = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }]).state;
+    const committing = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }]).state;
+    const closed = walk([resolved('db1'), { type: 'holder-resolved', machine: 'web1', resolution: { status: 'unresolved', reason: 'refused' } }, resolved('db2')]).state;
+    expect([confirming, preparing, committing, closed].map((s) => [s.step, exitCodeOnLeave(s)])).toEqual([
+      ['confirming', 3],
+      ['preparing', 3],
+      ['committing', 1],
+      ['gate-closed', 4],
+    ]);
   });
 });
 

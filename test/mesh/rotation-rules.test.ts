@@ -1,9 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { confirmationText, startRotation } from '../../src/app/rotation-flow.js';
+import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
-import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
+import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
+import { rotationStore } from '../../src/app/rotation-store.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
@@ -182,5 +185,37 @@ describe('applied', () => {
     expect(last.phase).toBe('applied');
     expect(last.applied).toEqual(['pg-audit:web1-app']);
     expect(readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')).not.toContain('[secret]');
+  });
+});
+
+describe('leaving an interactive rotation', () => {
+  it('a prepare the operator left before its commit started is taken back: every staged file removed, nothing live changed, exit 3', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
+    const mesh = fakeMesh(allMachines);
+    seedOld(plan, mesh.machines);
+    const before = JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]));
+    const rotationDeps = deps(mesh.transportFor, journalDir());
+    const run = rotationRunner(rotationDeps);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The commit would follow the "prepared" journal record; holding that record keeps the
+    // operator's leaving strictly before the commit could start.
+    const store = rotationStore(startRotation('rot-1', plan), async (effect, state, dispatch) => {
+      await run(effect, state, dispatch);
+      if (effect.type === 'journal' && effect.phase === 'prepared') await held;
+    }, () => undefined);
+    await vi.waitFor(() => expect(store.state().step).toBe('confirming'));
+    store.dispatch({ type: 'typed', text: confirmationText(plan) });
+    store.dispatch({ type: 'confirmed' });
+    await vi.waitFor(() => expect(store.state().step).toBe('committing'));
+    const lines: string[] = [];
+    const code = finishAfterLeaving(store, rotationDeps, undefined, (line) => lines.push(line));
+    release();
+    expect(await code).toBe(3);
+    expect(lines).toEqual(['Interrupted before the commit: every staged file was removed; nothing took effect.']);
+    for (const m of Object.values(mesh.machines)) expect(m.calls).not.toContain('commit');
+    expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
   });
 });

@@ -3,8 +3,7 @@
  * connection, log_statement = 'all'): logins as the provisioned roles prove the verifier, the
  * server's own log proves what it saw.
  */
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
@@ -13,6 +12,7 @@ import { postgresRoles } from '../../src/provisioner/postgres-roles.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { asSuperuser, canLogin, loggedStatements, serverLogSoFar, superuserPassword } from '../helpers/postgres.js';
+import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
 
 const PROVIDER = 'pg-main';
 let pg: PostgresSandbox;
@@ -23,14 +23,7 @@ let superuserFile: string;
 let lines: string[];
 let statements: string[];
 
-const secret = () => randomBytes(32).toString('base64url');
-
-/** Delivers a file the way the mesh commits one: temp file beside it, then rename over it. */
-function deliver(role: string, value: string): void {
-  const temp = path.join(provides, `${role}.next`);
-  writeFileSync(temp, value, { mode: 0o600 });
-  renameSync(temp, path.join(provides, role));
-}
+const deliver = (role: string, value: string) => deliverFile(provides, role, value);
 
 function provisioner(overrides: { superuserFile?: string } = {}): PostgresProvisioner {
   return new PostgresProvisioner({
@@ -66,8 +59,6 @@ beforeEach(() => {
 });
 
 afterAll(() => temp?.cleanup());
-
-const uniqueRole = (stem: string) => `${stem}_${randomBytes(4).toString('hex')}`;
 
 describe('the provisioner against a real PostgreSQL', () => {
   it('runs on a sandbox that demands scram-sha-256: a wrong superuser password is refused, the right one (from a 0600 file) logs in', async () => {

@@ -4,8 +4,7 @@
  * before running this file alone.
  */
 import type { ResultPromise } from 'execa';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
@@ -13,6 +12,7 @@ import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { canLogin, superuserPassword } from '../helpers/postgres.js';
 import { assertBuilt, startBaton } from '../helpers/run-baton.js';
+import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
 
 const PROVIDER = 'pg-main';
 let pg: PostgresSandbox;
@@ -20,14 +20,7 @@ let temp: { dir: string; cleanup: () => void };
 let provides: string;
 const children: ResultPromise[] = [];
 
-const secret = () => randomBytes(32).toString('base64url');
-const uniqueRole = (stem: string) => `${stem}_${randomBytes(4).toString('hex')}`;
-
-function deliver(role: string, value: string): void {
-  const staged = path.join(provides, `.${role}.tmp`);
-  writeFileSync(staged, value, { mode: 0o600 });
-  renameSync(staged, path.join(provides, role));
-}
+const deliver = (role: string, value: string) => deliverFile(provides, role, value);
 
 interface Run {
   readonly child: ResultPromise;

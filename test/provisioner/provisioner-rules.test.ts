@@ -3,8 +3,7 @@
  * postgres-provisioner.test.ts): what is sent, what is receipted, and what happens when the
  * connection, a statement or the receipt write fails half-way.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
@@ -12,17 +11,13 @@ import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.
 import { ConnectionLost, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { deliverFile, secret } from './delivered-fixture.js';
 
 let temp: { dir: string; cleanup: () => void };
 let provides: string;
 let lines: string[];
 
-const secret = () => randomBytes(32).toString('base64url');
-
-function deliver(role: string, value: string): void {
-  writeFileSync(path.join(provides, `.${role}.tmp`), value, { mode: 0o600 });
-  renameSync(path.join(provides, `.${role}.tmp`), path.join(provides, role));
-}
+const deliver = (role: string, value: string) => deliverFile(provides, role, value);
 
 function receiptDigest(role: string): string | undefined {
   try {

@@ -43,14 +43,7 @@ export const startupCase: BenchCase = {
       const cpu = summarize(result.subject.map((r) => r.cpuMs ?? 0));
       const cpuFloor = summarize(result.baseline.map((r) => r.cpuMs ?? 0));
       figures.push(
-        figure({
-          id: 'memory.status-json.peak-rss',
-          title: 'Memory: peak RSS of status --json (median)',
-          measured: { label: 'baton status --json', value: rss.median, unit: 'MB', summary: rss },
-          baseline: { label: 'node -e 0', value: rssFloor.median, unit: 'MB', summary: rssFloor },
-          goal: { kind: 'none' },
-          notes: ['VmHWM as GNU time reports it (%M)'],
-        }),
+        peakRssFigure(rss, rssFloor, 'VmHWM as GNU time reports it (%M)'),
         figure({
           id: 'startup.status-json.cpu',
           title: 'Start-up CPU: status --json, user+sys (median)',
@@ -72,16 +65,21 @@ export const startupCase: BenchCase = {
       const rss = summarize(hooked.subject.map(peak));
       const rssFloor = summarize(hooked.baseline.map(peak));
       figures.push(
-        figure({
-          id: 'memory.status-json.peak-rss',
-          title: 'Memory: peak RSS of status --json (median)',
-          measured: { label: 'baton status --json', value: rss.median, unit: 'MB', summary: rss },
-          baseline: { label: 'node -e 0', value: rssFloor.median, unit: 'MB', summary: rssFloor },
-          goal: { kind: 'none' },
-          notes: ['VmHWM read by a preloaded exit hook (no GNU time on this machine); 5 runs each'],
-        }),
+        peakRssFigure(rss, rssFloor, 'VmHWM read by a preloaded exit hook (no GNU time on this machine); 5 runs each'),
       );
     }
     return { figures, skipped };
   },
 };
+
+/** The memory figure, whichever way the peak was read (GNU time or the exit hook). */
+function peakRssFigure(rss: ReturnType<typeof summarize>, rssFloor: ReturnType<typeof summarize>, how: string) {
+  return figure({
+    id: 'memory.status-json.peak-rss',
+    title: 'Memory: peak RSS of status --json (median)',
+    measured: { label: 'baton status --json', value: rss.median, unit: 'MB', summary: rss },
+    baseline: { label: 'node -e 0', value: rssFloor.median, unit: 'MB', summary: rssFloor },
+    goal: { kind: 'none' },
+    notes: [how],
+  });
+}

@@ -1,0 +1,47 @@
+/**
+ * What happens once the operator has left an interactive rotation: the effect in flight
+ * finishes, no next phase starts, and a prepare that never reached its commit is taken back —
+ * staged files nobody will commit must not linger on the holders. Then the summary of what
+ * changed where, which stays in the scrollback.
+ */
+import path from 'node:path';
+import { unstageAll } from '../mesh/delivery.js';
+import { JOURNAL_FILE } from '../mesh/journal.js';
+import { exitCodeOf, isTerminal, type RotationState } from './rotation-flow.js';
+import type { RotationDeps } from './rotation-run-effect.js';
+import type { RotationStore } from './rotation-store.js';
+import { summaryLines } from './rotation-text.js';
+
+/** Resolves with the exit code; `left` is what the view decided when the operator left, if it did. */
+export async function finishAfterLeaving(
+  store: RotationStore,
+  deps: RotationDeps,
+  left: { readonly code: number; readonly state: RotationState } | undefined,
+  write: (line: string) => void,
+): Promise<number> {
+  if (store.state().step === 'applying') write('Committed; still waiting for provider receipts (Ctrl-C stops waiting, nothing is undone)…');
+  store.stop();
+  await store.idle();
+  const state = store.state();
+  const waitSeconds = Math.round(deps.waitMs / 1000);
+  if (isTerminal(state)) {
+    for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE) })) write(line);
+    return left?.state.step === state.step ? left.code : exitCodeOf(state);
+  }
+  if (state.step === 'committing') {
+    // Prepared but the operator left before the commit started: take the staged files back.
+    const failures = await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency);
+    write(
+      failures.length === 0
+        ? 'Interrupted before the commit: every staged file was removed; nothing took effect.'
+        : `Interrupted before the commit; staged files could NOT be removed on ${failures.map((f) => `${f.machine} (${f.reason})`).join(', ')}. They are never read; remove the *.next files there.`,
+    );
+    return 3;
+  }
+  if (state.step === 'applying') {
+    write(`Rotation ${state.id} committed; provider receipts were not waited for. Check each provisioner's receipt.`);
+    return 0;
+  }
+  write(`Left while ${state.step}: nothing was generated or sent.`);
+  return left?.code ?? 3;
+}
