@@ -8,12 +8,12 @@
  * apply returns the state unchanged with `effects: []`.
  */
 import type { BatonError } from '../errors.js';
-import { sameForHumans } from '../pki/fingerprint-type.js';
+import { confirmationPrefix, sameForHumans } from '../pki/fingerprint-type.js';
 import { allowedActions } from '../share/decide.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
-import { supersededDirFor } from './failover-superseded.js';
+import { supersededDirFor } from '../authority/index.js';
 
 /** Actions confirmed with Enter on a confirm screen; force has its own typed gate. */
 export type PlainAction = Exclude<Action, 'force' | 'leave'>;
@@ -95,7 +95,7 @@ export function offeredActions(reading: StatusReport): readonly Action[] {
 
 /** The 8 characters after `SHA256:` of the LOCAL fingerprint: what the force gate asks for. */
 export function forcePrefix(verdict: Extract<Verdict, { kind: 'refuse' }>): string {
-  return verdict.local.slice('SHA256:'.length, 'SHA256:'.length + 8);
+  return confirmationPrefix(verdict.local);
 }
 
 /** Human comparison (trim, case-insensitive) of what was typed against the LOCAL prefix. */

@@ -17,7 +17,7 @@ export { readAuthorityFiles } from './read-authority-files.js';
 export { checkPair } from './check-pair.js';
 export { mintAuthority } from './mint-authority.js';
 export { installAuthority } from './install-authority.js';
-export { setAsideAuthority, utcStamp } from './set-aside-authority.js';
+export { setAsideAuthority, supersededDirFor, utcStamp } from './set-aside-authority.js';
 export { markerDeployment } from './write-marker.js';
 export { rotateAuthority, type RotateResult } from './rotate-authority.js';
 export { retireAuthority, type RetireResult } from './retire-authority.js';

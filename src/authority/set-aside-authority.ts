@@ -11,6 +11,15 @@ export function utcStamp(date: Date): string {
 }
 
 /**
+ * Where a force moves ca/ to: the one name the force gate shows BEFORE anything moves and the
+ * set-aside then uses, so the path on the screen is the path on disk. `n` > 1 only when that
+ * name is already taken — a suffix is added rather than renaming over anything.
+ */
+export function supersededDirFor(stateDir: string, at: Date, n = 1): string {
+  return path.join(stateDir, `ca.superseded-${utcStamp(at)}${n === 1 ? '' : `-${n}`}`);
+}
+
+/**
  * Renames ca/ → ca.superseded-<stamp>/ and the marker → ca.superseded-<stamp>.authority-created;
  * returns the directory. NEVER DELETES: what a forced replace moves aside may be the key a
  * part of the fleet still trusts. A stamp already taken gets a suffix (-2, -3, …) rather than
@@ -27,10 +36,10 @@ export async function setAsideAuthority(stateDir: string, clock: Clock = systemC
       changed: 'Nothing was written.',
     });
   }
-  const stamp = utcStamp(clock.now());
+  const at = clock.now();
   let target = '';
   for (let n = 1; ; n++) {
-    target = path.join(stateDir, `ca.superseded-${stamp}${n === 1 ? '' : `-${n}`}`);
+    target = supersededDirFor(stateDir, at, n);
     if (!(await exists(target)) && !(await exists(`${target}.${MARKER_FILE}`))) break;
   }
   if (hasCa) {

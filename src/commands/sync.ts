@@ -111,7 +111,8 @@ async function confirmForce(
       next: `Check both fingerprints, then run: ${await rerunWithYes()}`,
     });
   }
-  const expected = verdict.local.slice('SHA256:'.length, 'SHA256:'.length + 8);
+  const { confirmationPrefix, sameForHumans } = await import('../pki/fingerprint-type.js');
+  const expected = confirmationPrefix(verdict.local);
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
   say(refusal.what);
   say(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`);
@@ -134,7 +135,6 @@ async function confirmForce(
       next: `Run \`${share.command ?? 'baton'} sync --force\` again when you are ready to replace this host's authority.`,
     });
   }
-  const { sameForHumans } = await import('../pki/fingerprint-type.js');
   if (!sameForHumans(typed, expected)) {
     throw new BatonError('aborted', {
       what: 'The typed characters do not match the local fingerprint.',

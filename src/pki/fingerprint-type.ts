@@ -20,3 +20,12 @@ export function sameForHumans(a: string, b: string): boolean {
   const norm = (s: string) => s.replace(/\s+/g, '').toLowerCase();
   return norm(a) === norm(b);
 }
+
+/**
+ * What an operator types to confirm setting an authority aside: the first 8 characters after
+ * `SHA256:` of the fingerprint being set aside. One rule for the console's force gate and
+ * `sync --force` on a terminal, so the two can never ask for different things.
+ */
+export function confirmationPrefix(fingerprint: Fingerprint): string {
+  return fingerprint.slice('SHA256:'.length, 'SHA256:'.length + 8);
+}
