@@ -6,7 +6,7 @@ import { ReadSummary } from './ReadSummary.js';
 import { VerdictBlock } from './VerdictBlock.js';
 import { ErrorMessage } from './ErrorMessage.js';
 import { isNarrow } from './layout.js';
-import { MARKS } from './marks.js';
+import { MARKS } from '../src/app/marks.js';
 import { MarkedLine } from './MarkedLine.js';
 
 export interface FailoverResultProps {

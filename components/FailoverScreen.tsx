@@ -10,7 +10,7 @@ import { ForceGate } from './ForceGate.js';
 import { FailoverResult } from './FailoverResult.js';
 import { ErrorMessage } from './ErrorMessage.js';
 import { HelpOverlay } from './HelpOverlay.js';
-import { MARKS } from './marks.js';
+import { MARKS } from '../src/app/marks.js';
 
 export interface FailoverScreenProps {
   readonly state: FailoverState;

@@ -5,7 +5,7 @@ import { forceTarget, forceUnlocked } from '../src/app/failover-flow.js';
 import { fingerprintDiff } from '../src/app/status-rows.js';
 import { lineageSentence } from '../src/app/status-verdict.js';
 import { FingerprintText } from './FingerprintText.js';
-import { MARKS } from './marks.js';
+import { MARKS } from '../src/app/marks.js';
 import { useColor } from './hooks/use-color.js';
 
 const LABEL_WIDTH = 11;

@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import { MARKS, type Tone } from './marks.js';
+import { MARKS, type Tone } from '../src/app/marks.js';
 import { useColor } from './hooks/use-color.js';
 
 export interface MarkedLineProps {

@@ -3,7 +3,7 @@ import type { StatusState } from '../src/app/status-flow.js';
 import { AuthorityPanels } from './AuthorityPanels.js';
 import { VerdictBlock } from './VerdictBlock.js';
 import { ErrorMessage } from './ErrorMessage.js';
-import { MARKS } from './marks.js';
+import { MARKS } from '../src/app/marks.js';
 
 export interface StatusScreenProps {
   readonly state: StatusState;

@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
 import type { CheckResult } from '../../src/drill/check.js';
-import { MARKS } from '../marks.js';
+import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
 
 export interface DrillChecksProps {

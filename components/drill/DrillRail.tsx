@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { currentStep, railMarks, type DrillState, type RailMark } from '../../src/app/drill-flow.js';
 import { DRILL_STEPS } from '../../src/drill/scenario.js';
-import { MARKS } from '../marks.js';
+import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
 
 export interface DrillRailProps {

@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import { MARKS } from '../marks.js';
+import { MARKS } from '../../src/app/marks.js';
 import { holderStatus, receivesShort } from '../../src/app/rotation-text.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
 import { planIndex } from '../../src/mesh/rotation-plan.js';

@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import { MARKS } from '../marks.js';
+import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
 import { confirmPrompt, gateClosedLines, planHeadline, progressText } from '../../src/app/rotation-text.js';
 import { HolderTable } from './HolderTable.js';

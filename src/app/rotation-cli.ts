@@ -15,7 +15,7 @@ import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
 import { parseSelector } from '../mesh/selector.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { transportsFor } from '../transport/make-transport.js';
-import { MARKS } from '../../components/marks.js';
+import { MARKS } from './marks.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
 import { planHeadline, receivesText } from './rotation-text.js';

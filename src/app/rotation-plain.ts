@@ -3,7 +3,7 @@
  * view, reported as plain lines — one per holder as it resolves, one per phase — with no
  * escape codes, so a log over SSH stays small and greppable.
  */
-import { MARKS } from '../../components/marks.js';
+import { MARKS } from './marks.js';
 import { startRotation, confirmationText, exitCodeOf, isTerminal, progress, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { rotationStore } from './rotation-store.js';

@@ -6,6 +6,7 @@ import { digestPrefix } from '../mesh/digest.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import { confirmationText, isCommitted, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
+import { MARKS } from './marks.js';
 
 /** Every file a holder receives, e.g. `provides/pg-main/web1_app, consumes/pg-audit/web1_app`. */
 export function receivesText(holder: Holder): string {
@@ -122,10 +123,10 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       const applied = setOf(state.applied);
       const receipts = state.plan.pairs.map((pair) =>
         applied.has(pair.key)
-          ? { missing: false, line: `  ✓ ${pair.provider} applied ${pair.role}` }
+          ? { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}` }
           : state.waited
-            ? { missing: true, line: `  ! ${pair.provider} has not confirmed ${pair.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: until it does, ${pair.window}.` }
-            : { missing: false, line: `  · ${pair.provider}: ${pair.role} not waited for (check its provisioner's receipt)` },
+            ? { missing: true, line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: until it does, ${pair.window}.` }
+            : { missing: false, line: `  ${MARKS.info.glyph} ${pair.provider}: ${pair.role} not waited for (check its provisioner's receipt)` },
       );
       if (!brief) return [...lines, ...receipts.map((r) => r.line)];
       const missing = receipts.filter((r) => r.missing).map((r) => r.line);

@@ -23,7 +23,7 @@ function panelText(panel: PanelRows): string[] {
   return lines;
 }
 
-/** `glyphs` maps a tone to its mark (components/marks.ts), passed in to keep this layer view-free. */
+/** `glyphs` maps a tone to its mark (src/app/marks.ts), passed in so plain text and the view share one table. */
 export function statusText(report: StatusReport, glyphs: Record<VerdictTone, string>, baton = 'baton'): string {
   const words = describeVerdict(report.verdict, baton);
   return [

@@ -5,7 +5,7 @@
 import { lineageWords } from '../share/operations.js';
 import type { Lineage, Verdict } from '../share/types.js';
 
-/** How a verdict feels; views map it onto components/marks.ts (a subset of its tones). */
+/** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
 export type VerdictTone = 'ok' | 'action' | 'refused';
 
 export interface VerdictWords {

@@ -56,7 +56,7 @@ export const registerStatus: Register = (program, ctx) => {
         }
         if (!ctx.stdout.isTTY) {
           if (options.watch) ctx.stderr.write('baton: --watch needs a terminal; printing one read.\n');
-          const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../../components/marks.js')]);
+          const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
           const report = await read();
           ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, baton));
           return statusExitCode(report);

@@ -19,7 +19,7 @@ import { rotateAuthority } from '../authority/index.js';
 import { BatonError } from '../errors.js';
 import type { Action } from '../share/types.js';
 import { UNREACHABLE_MARKER } from '../transport/local-transport.js';
-import { MARKS } from '../../components/marks.js';
+import { MARKS } from '../app/marks.js';
 import { drillPlan, rotateScripted } from './rotate.js';
 import type { DrillSandbox } from './sandbox.js';
 import type { Controller, DrillAction, TaskSpec } from './scenario.js';

@@ -5,7 +5,7 @@
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
 import { EXIT_OK } from '../errors.js';
-import { MARKS } from '../../components/marks.js';
+import { MARKS } from '../app/marks.js';
 import type { CheckResult } from './check.js';
 import { runChecks } from './checks.js';
 import { formatDuration } from './format-duration.js';
