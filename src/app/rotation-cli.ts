@@ -118,6 +118,10 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
+    // As for status and failover (src/commands/mount-view.ts): Ink's colour support is fixed
+    // when it is first loaded, so NO_COLOR / --no-color must reach it before the import, or
+    // bold and dim escapes still reach the terminal.
+    if (config.noColor) process.env.FORCE_COLOR = '0';
     const { mountRotationView } = await import('../../components/rotation/mount-rotation-view.js');
     return mountRotationView({ id, plan, deps, noColor: config.noColor });
   }
