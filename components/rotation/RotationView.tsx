@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { confirmPrompt, gateClosedLines, planHeadline, progressText } from '../../src/app/rotation-text.js';
+import { appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 
@@ -94,23 +94,24 @@ function panel(state: RotationState): PanelLine[] {
       ];
     case 'commit-failed':
       return [
-        { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged.`, tone: 'refused' },
+        { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged (their old passwords still work).`, tone: 'refused' },
         ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
         { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action' },
       ];
     case 'done': {
       const applied = setOf(state.applied);
       const missing = state.plan.pairs.filter((pair) => !applied.has(pair.key));
+      const longest = Math.max(0, ...Object.values(state.windows));
       return [
-        { text: `${MARKS.ok.glyph} Rotated ${p.pairs} credential(s): ${p.files} files replaced on ${p.holders} machines.`, tone: 'ok' },
-        { text: `  ${progressText(state)}` },
-        ...(state.waited
-          ? limited(
-              missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, new connections from ${pair.consumer} with the old password fail.`),
-              2,
-              (n) => `  …and ${n} more not confirmed`,
-            ).map((text) => ({ text, tone: 'action' as const, wrap: true }))
-          : [{ text: `${MARKS.info.glyph} Receipts not waited for (--wait 0).` }]),
+        missing.length === 0
+          ? { text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`, tone: 'ok' }
+          : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run baton mesh resume ${state.id}`, tone: 'action' },
+        { text: `  ${progressText(state)}${state.applied.length > 0 ? ` · window ≤ ${formatWindow(longest)}` : ''}` },
+        ...limited(
+          missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`),
+          2,
+          (n) => `  …and ${n} more not confirmed`,
+        ).map((text) => ({ text, tone: 'action' as const, wrap: true })),
         { text: 'The summary is printed when you quit.' },
       ];
     }

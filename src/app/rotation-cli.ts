@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_CODES } from '../errors.js';
 import type { CliContext } from '../commands/context.js';
 import type { MeshFlags } from '../commands/mesh.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
@@ -18,7 +18,7 @@ import { transportsFor } from '../transport/make-transport.js';
 import { MARKS } from './marks.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
-import { planHeadline, receivesText } from './rotation-text.js';
+import { appliedCount, formatWindow, planHeadline, plural, receivesText } from './rotation-text.js';
 
 function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
@@ -32,6 +32,12 @@ function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): In
   }
   return loadInventory(file);
 }
+
+/**
+ * Between receipt reads: the consumer end is renamed on the first read that shows the receipt,
+ * so this bounds the window on the local transport (over ssh one round trip adds to it).
+ */
+export const RECEIPT_POLL_MS = 50;
 
 function positive(flag: string, value: string, min: number): number {
   const n = Number(value);
@@ -80,12 +86,13 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
       out(`  ${mark} ${h.machine} (${h.transport} ${h.address}) receives ${receivesText(h)}`);
       if (r?.status === 'unresolved') out(`      unresolved: ${r.reason}`);
     }
+    out('Order: provider ends first; each consumer end only after its provider\'s receipt shows the database has the new password.');
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
     out(
       unresolved.length === 0
-        ? `Gate open: all ${plan.holders.length} machines resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plan.pairs.length} credential(s).`
-        : `Gate closed: ${unresolved.length} of ${plan.holders.length} machines unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
+        ? `Gate open: ${plan.holders.length === 1 ? 'the 1 machine' : `all ${plan.holders.length} machines`} resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
+        : `Gate closed: ${unresolved.length} of ${plural(plan.holders.length, 'machine')} unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
     );
     out('Nothing was changed.');
   }
@@ -114,7 +121,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     resolve,
     concurrency: resolve.concurrency,
     waitMs,
-    pollMs: 500,
+    pollMs: RECEIPT_POLL_MS,
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
@@ -143,8 +150,8 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
     records,
     inventory,
     transportsFor(inventory.machines),
-    { concurrency, waitMs, pollMs: 500 },
-    async (phase, failures) => {
+    { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
+    async (phase, failures, applied) => {
       if (!last) return;
       await appendJournal(journalDir, {
         ...last,
@@ -155,23 +162,37 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
           const f = failures.find((x) => x.machine === h.machine);
           return f ? { machine: h.machine, ok: false, reason: f.reason } : { machine: h.machine, ok: phase === 'resumed' };
         }),
+        ...(applied ? { applied: applied.keys, windows_ms: applied.windows } : {}),
       });
     },
     where,
   );
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0);
-  out(`Resumed rotation ${id}: ${renamed} file(s) renamed now, ${result.alreadyLive} already live.`);
+  const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
+  const n = result.pairs.length;
+  const pending = result.pairs.filter((p) => !result.applied.has(p.key));
+  out(
+    `${pending.length === 0 ? `Resumed rotation ${id}: all ${plural(n, 'credential')} applied` : `Resumed rotation ${id}: ${appliedCount(result.applied.size, n)}, ${pending.length} pending`}; ${plural(renamed, 'file')} renamed now, ${result.alreadyLive} already live. No secret was generated.`,
+  );
   for (const holder of result.holders) {
-    for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
-  }
-  let code = 0;
-  for (const pair of result.pairs) {
-    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}`);
-    else if (waitMs > 0) {
-      out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, ${pair.window}.`);
-      code = 3;
+    for (const d of holder.receives) {
+      const live = d.end === 'provides' ? !result.failures.some((f) => f.machine === holder.machine) : result.applied.has(d.pair);
+      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
     }
   }
-  return code;
+  for (const pair of result.pairs) {
+    const ms = result.windows[pair.key];
+    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
+    else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s file is still staged; its old password still works.`);
+  }
+  for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+  if (result.failures.length > 0) {
+    out(`Next: fix the machine, then run: baton mesh resume ${id}`);
+    return EXIT_CODES.failed;
+  }
+  if (pending.length > 0) {
+    out(`Next: once the provisioner has applied them (its receipt), run: baton mesh resume ${id}`);
+    return EXIT_CODES['action-needed'];
+  }
+  return 0;
 }

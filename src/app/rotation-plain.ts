@@ -45,8 +45,8 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
     }
     const p = progress(state);
     if (state.step === 'committing') write(`prepared ${p.files}/${p.files} files on ${p.holders} machines`);
-    if (state.step === 'applying') write(`committed ${p.files}/${p.files} files (provider ends first)`);
-    if (state.step === 'done' && state.waited) write(`applied ${p.applied}/${p.pairs} (provider receipts)`);
+    if (state.step === 'applying') write(`committed ${p.committed}/${p.pairs} provider ends; each consumer end follows its provider's receipt`);
+    if (state.step === 'done' || state.step === 'commit-failed') write(`applied ${p.applied}/${p.pairs} (provider receipts, then consumer ends)`);
   });
   const state = await store.finished();
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');

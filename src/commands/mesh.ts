@@ -41,7 +41,7 @@ export const registerMesh: Register = (program, ctx) => {
     );
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a consumer end without one stays staged (exit 3, finish with mesh resume)').default('10'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('../app/rotation-cli.js');
@@ -50,11 +50,11 @@ export const registerMesh: Register = (program, ctx) => {
     );
   mesh
     .command('resume')
-    .description('finish a rotation whose commit was interrupted, from what is staged')
+    .description('finish a rotation from what is staged: provider ends, then each consumer end whose receipt arrived (never a new secret)')
     .argument('<rotation-id>')
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = look once)').default('10'))
     .action(
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>) => {
         const { runMeshResume } = await import('../app/rotation-cli.js');

@@ -100,6 +100,7 @@ interface Settings {
     readonly database: string;
     readonly superuser: string;
     readonly superuserFile: string;
+    readonly providerEndFile: string;
   };
 }
 
@@ -131,6 +132,9 @@ function parseFlags(flags: ProvisionFlags): Settings {
       database: flags.pgDatabase,
       superuser: flags.superuser,
       superuserFile: path.resolve(flags.superuserFile ?? path.join(meshDir, 'consumes', flags.provider, flags.superuser)),
+      // When the mesh rotates the superuser's own pair, the database holds this end's password
+      // from ALTER ROLE until the consumer end flips after the receipt.
+      providerEndFile: path.join(meshDir, 'provides', flags.provider, flags.superuser),
     },
   };
 }

@@ -25,15 +25,9 @@ export type DeliveredScan =
   | { readonly ok: false; readonly problem: string };
 
 
-/**
- * Why a delivered file's name cannot be a role, or undefined. The mesh's own rule (the names
- * it derives), plus PostgreSQL's reserved `pg_` prefix, which it refuses to create.
- */
+/** Why a delivered file's name cannot be a role, or undefined: the inventory's own rule. */
 export function deliveredRoleProblem(name: string): string | undefined {
-  const problem = roleNameProblem(name);
-  if (problem) return problem;
-  if (name.startsWith('pg_')) return 'reserved: PostgreSQL keeps the pg_ prefix for its own roles';
-  return undefined;
+  return roleNameProblem(name);
 }
 
 /**
