@@ -6,9 +6,10 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { BatonError, EXIT_CODES } from '../errors.js';
 import type { CliContext } from '../commands/context.js';
-import type { MeshFlags } from '../commands/mesh.js';
+import type { MeshFlags, MeshSeedFlags } from '../commands/mesh.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
-import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
+import { appendJournal, journalDirFor, journalPair, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
+import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { resumeRotation } from '../mesh/resume.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
@@ -194,5 +195,35 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
     out(`Next: once the provisioner has applied them (its receipt), run: baton mesh resume ${id}`);
     return EXIT_CODES['action-needed'];
   }
+  return 0;
+}
+
+/**
+ * `baton mesh seed --pair P:C --from-file F`: the documented way a pair's first password (the
+ * provisioner's superuser above all) reaches both ends. The journal records the digest only.
+ */
+export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promise<number> {
+  const selector = parseSelector({ pair: flags.pair });
+  const timeoutMs = positive('--timeout', flags.timeout, 0.1) * 1000;
+  const inventory = inventoryFrom(ctx, flags);
+  const plan = planRotation(inventory, selector);
+  const secret = readSeedSecret(path.resolve(flags.fromFile));
+  const pair = plan.pairs[0]!;
+  const { digest } = await seedPair(plan, secret, transportsFor(inventory.machines), { concurrency: 2, timeoutMs });
+  const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
+  await appendJournal(journalDirFor(ctx.config()), {
+    id,
+    at: new Date().toISOString(),
+    operator: operatorName(ctx.env),
+    phase: 'seeded',
+    selector: plan.selectorText,
+    holders: plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
+    results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
+    pairs: [journalPair(pair, digest)],
+  });
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  out(`Seeded ${pair.key} (role ${pair.role}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
+  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
+  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`baton mesh rotate --pair ${pair.key}\` rotates it.`);
   return 0;
 }

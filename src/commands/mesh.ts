@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { action, type Register } from './context.js';
 
 /**
- * `baton mesh plan | rotate | resume` (DESIGN.md §6, §8). Everything beyond argument parsing
+ * `baton mesh plan | rotate | resume | seed` (DESIGN.md §6, §8). Everything beyond argument parsing
  * is imported when the command runs, so other commands do not pay for it.
  */
 export interface MeshFlags {
@@ -16,6 +16,13 @@ export interface MeshFlags {
   readonly wait: string;
   readonly json?: boolean;
   readonly yes?: boolean;
+}
+
+export interface MeshSeedFlags {
+  readonly pair: string;
+  readonly fromFile: string;
+  readonly inventory?: string;
+  readonly timeout: string;
 }
 
 function withSelector(command: Command): Command {
@@ -46,6 +53,19 @@ export const registerMesh: Register = (program, ctx) => {
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('../app/rotation-cli.js');
         return runMeshRotate(ctx, flags);
+      }),
+    );
+  mesh
+    .command('seed')
+    .description('install a password the database already has into both ends of one pair, without rotating it (bootstrap: the provisioner\'s superuser)')
+    .addOption(new Option('--pair <provider:consumer>', 'the pair to seed').makeOptionMandatory())
+    .addOption(new Option('--from-file <file>', 'file holding the password (never argv or env); one trailing newline is ignored').makeOptionMandatory())
+    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'))
+    .action(
+      action(ctx, async (flags: MeshSeedFlags) => {
+        const { runMeshSeed } = await import('../app/rotation-cli.js');
+        return runMeshSeed(ctx, flags);
       }),
     );
   mesh

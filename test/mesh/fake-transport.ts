@@ -2,7 +2,8 @@
  * An in-memory holder for rule tests: files are a Map path → content, and every call is
  * recorded. It throws on anything a test did not arrange (a fault is opt-in per operation).
  */
-import { secretDigest } from '../../src/mesh/digest.js';
+import path from 'node:path';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { TransportError, type Transport } from '../../src/transport/transport.js';
 import type { TransportFor } from '../../src/transport/make-transport.js';
 
@@ -69,4 +70,15 @@ export function fakeMesh(names: readonly string[]): { machines: Record<string, F
     return transport;
   };
   return { machines, transportFor, writes: () => writes };
+}
+
+/** A provisioner on a fake machine: every provider end renamed into place gets its receipt at once. */
+export function provisionerOn(machine: FakeMachine): void {
+  machine.afterCommit = (paths, files) => {
+    for (const p of paths) {
+      if (!p.includes('/provides/')) continue;
+      const role = path.basename(p);
+      files.set(path.join(path.dirname(p), '.applied', role), formatReceipt({ role, digest: secretDigest(files.get(p)!), applied_at: new Date().toISOString() }));
+    }
+  };
 }
