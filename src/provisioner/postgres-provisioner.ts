@@ -100,7 +100,7 @@ export class PostgresProvisioner {
     this.clear('*dir*');
 
     const pending: { role: string; file: string; digest: SecretDigest }[] = [];
-    const now = Date.now();
+    const now = this.now();
     const present = new Set<string>();
     for (const credential of scan.credentials) {
       present.add(credential.role);
@@ -165,12 +165,18 @@ export class PostgresProvisioner {
             for (const rest of pending.slice(index)) failed.push({ role: rest.role, file: rest.file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
             break;
           }
-          const reason = error instanceof BatonError ? sentence(error.what) : `the database refused it (${messageOf(error)})`;
+          if (error instanceof BatonError) {
+            // The receipt could not be written: retried next cycle (same password, harmless).
+            failed.push({ role, file, reason: sentence(error.what), inFile: false, scope: 'role' });
+            this.report(role, `${role} failed: ${sentence(error.what)}`);
+            continue;
+          }
+          const reason = `the database refused it (${messageOf(error)})`;
           const before = this.refused.get(role);
           const delayMs = before?.digest === digest ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2) : ROLE_BACKOFF_FIRST_MS;
-          this.refused.set(role, { digest, retryAt: Date.now() + delayMs, delayMs });
+          this.refused.set(role, { digest, retryAt: this.now() + delayMs, delayMs });
           failed.push({ role, file, reason, inFile: false, scope: 'role' });
-          this.report(role, `${role} failed: ${reason}; skipped, the other roles go on`);
+          this.report(role, `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`);
         }
       }
     } finally {
@@ -207,6 +213,10 @@ export class PostgresProvisioner {
     }
     this.applied.set(role, digest);
     return { role, digest, outcome };
+  }
+
+  private now(): number {
+    return (this.options.clock?.() ?? new Date()).getTime();
   }
 
   private appliedDigest(role: string): SecretDigest | null {
