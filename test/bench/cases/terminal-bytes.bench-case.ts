@@ -16,20 +16,20 @@ import { transportsFor } from '../../../src/transport/make-transport.js';
 import type { BenchCase, BenchContext } from '../lib/context.js';
 import { CountingTerminal, TypingStdin } from '../lib/fake-terminal.js';
 import { figure } from '../lib/figure.js';
-import { disjointMesh, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { disjointMesh, withInstantReceipts, type DisjointMesh } from '../lib/mesh-fixture.js';
 import { FAN_OUT_PAIRS, LATENCY_MS, verifyDelivered } from './fan-out.bench-case.js';
 
 const CONCURRENCY = 8;
 
 function deps(ctx: BenchContext, mesh: DisjointMesh, tag: string) {
   return {
-    transportFor: transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }),
+    transportFor: withInstantReceipts(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), mesh.root),
     journalDir: ctx.tempDir(`journal-${tag}`),
     operator: 'bench',
     resolve: { concurrency: CONCURRENCY, timeoutMs: 60_000 },
     concurrency: CONCURRENCY,
-    waitMs: 0,
-    pollMs: 500,
+    waitMs: 60_000,
+    pollMs: 50,
   };
 }
 
