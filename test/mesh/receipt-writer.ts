@@ -6,7 +6,8 @@
  */
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
+import type { TransportFor } from '../../src/transport/make-transport.js';
 
 export function startReceiptWriter(providesDir: string): { stop(): void } {
   const tick = () => {
@@ -35,4 +36,34 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
   };
   const timer = setInterval(tick, 20);
   return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * A provisioner that has always just run: before any receipt is read, each provider file
+ * live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
+ * part-way leaves receipts for exactly what became live — as a real provisioner would.
+ */
+export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine: string) => string): TransportFor {
+  return (name) => {
+    const transport = transportFor(name);
+    return {
+      ...transport,
+      async readTexts(paths) {
+        for (const p of paths) {
+          const receipt = path.join(rootOf(name), p);
+          if (path.basename(path.dirname(receipt)) !== RECEIPTS_DIR) continue;
+          const role = path.basename(receipt);
+          let secret: Buffer;
+          try {
+            secret = readFileSync(path.join(path.dirname(path.dirname(receipt)), role));
+          } catch {
+            continue;
+          }
+          mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
+          writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
+        }
+        return transport.readTexts(paths);
+      },
+    };
+  };
 }

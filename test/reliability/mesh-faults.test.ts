@@ -21,6 +21,7 @@ import { UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
 import { transportsFor, type TransportFor } from '../../src/transport/make-transport.js';
 import { TransportError, type Transport } from '../../src/transport/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const ROTATIONS = 100;
 const SEED = Number(process.env.BATON_MESH_SEED ?? 0x5eed_2026);
@@ -146,7 +147,7 @@ async function meshState(): Promise<{ pairs: Map<string, { provider?: SecretDige
 
 function deps(transportFor: TransportFor): RotationDeps {
   return {
-    transportFor,
+    transportFor: withLiveProvisioner(transportFor, machineRoot),
     journalDir,
     operator: 'mesh-faults',
     resolve: { concurrency: 4, timeoutMs: 5_000 },
@@ -163,7 +164,7 @@ async function resume(id: string): Promise<void> {
     id,
     records,
     inventory,
-    transportsFor(inventory.machines),
+    withLiveProvisioner(transportsFor(inventory.machines), machineRoot),
     { concurrency: 4, waitMs: 0, pollMs: 50 },
     async (phase, failures) => {
       await appendJournal(journalDir, {

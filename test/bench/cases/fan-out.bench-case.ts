@@ -3,8 +3,8 @@
  * transport) over 1,000 holders and 500 pairs, with 20 ms added to every transport call, vs
  * the floor of that latency alone: 20 ms × ⌈calls in the phase ÷ concurrency⌉, summed over
  * the phases (resolve 1,000 · prepare 1,000 · commit provider ends 500 · read receipts 500 ·
- * commit consumer ends 500). Each provider's receipt is written as its end is renamed
- * (withInstantReceipts), so the consumer ends follow on the first receipt read.
+ * commit consumer ends 500). Each provider's receipt is there by the time it is read
+ * (withLiveProvisioner), so the consumer ends follow on the first receipt read.
  *
  * In-process rather than the CLI: the latency is an option of the local transport that the
  * CLI does not expose (and must not: it exists for this measurement).
@@ -16,7 +16,8 @@ import { mapBounded } from '../../../src/mesh/map-bounded.js';
 import { transportsFor } from '../../../src/transport/make-transport.js';
 import type { BenchCase, BenchContext } from '../lib/context.js';
 import { figure, type Figure } from '../lib/figure.js';
-import { disjointMesh, withInstantReceipts, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { disjointMesh, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { withLiveProvisioner } from '../../mesh/receipt-writer.js';
 import { summarize } from '../lib/stats.js';
 
 export const LATENCY_MS = 20;
@@ -47,7 +48,7 @@ async function sleepOnlyMs(calls: readonly number[], concurrency: number): Promi
 export async function rotateOnce(ctx: BenchContext, mesh: DisjointMesh, concurrency: number, tag: string): Promise<number> {
   const journalDir = ctx.tempDir(`journal-${tag}`);
   const deps = {
-    transportFor: withInstantReceipts(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), mesh.root),
+    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), (m) => path.join(mesh.root, 'machines', m)),
     journalDir,
     operator: 'bench',
     resolve: { concurrency, timeoutMs: 60_000 },

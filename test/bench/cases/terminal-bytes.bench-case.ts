@@ -7,6 +7,7 @@
  * options) on a counting 80×24 TTY, with keys typed into a TTY stdin. Baseline, same run: the
  * bytes of the plain `--yes` log of the same rotation.
  */
+import path from 'node:path';
 import { runRotationPlain } from '../../../src/app/rotation-plain.js';
 import { rotationRunner } from '../../../src/app/rotation-run-effect.js';
 import { rotationStore } from '../../../src/app/rotation-store.js';
@@ -16,14 +17,15 @@ import { transportsFor } from '../../../src/transport/make-transport.js';
 import type { BenchCase, BenchContext } from '../lib/context.js';
 import { CountingTerminal, TypingStdin } from '../lib/fake-terminal.js';
 import { figure } from '../lib/figure.js';
-import { disjointMesh, withInstantReceipts, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { disjointMesh, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { withLiveProvisioner } from '../../mesh/receipt-writer.js';
 import { FAN_OUT_PAIRS, LATENCY_MS, verifyDelivered } from './fan-out.bench-case.js';
 
 const CONCURRENCY = 8;
 
 function deps(ctx: BenchContext, mesh: DisjointMesh, tag: string) {
   return {
-    transportFor: withInstantReceipts(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), mesh.root),
+    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), (m) => path.join(mesh.root, 'machines', m)),
     journalDir: ctx.tempDir(`journal-${tag}`),
     operator: 'bench',
     resolve: { concurrency: CONCURRENCY, timeoutMs: 60_000 },

@@ -2,12 +2,10 @@
  * Meshes for the fan-out, plan and terminal-bytes figures, written as inventory YAML and read
  * through the real loader, with `local` machines whose directories play each machine's root.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadInventory, type Inventory } from '../../../src/mesh/inventory.js';
 import { planRotation, type RotationPlan } from '../../../src/mesh/rotation-plan.js';
-import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../../src/mesh/digest.js';
-import type { TransportFor } from '../../../src/transport/make-transport.js';
 
 export interface DisjointMesh {
   readonly inventory: Inventory;
@@ -57,27 +55,3 @@ export function starInventoryYaml(consumers: number): string {
   return `${lines.join('\n')}\n`;
 }
 
-/**
- * A provisioner that answers at once: every provider end renamed into place gets its receipt
- * in the same call, so a rotation's consumer ends follow on the first receipt read. The bench
- * measures baton's fan-out, not a database (the rotation-window figure has the real one).
- */
-export function withInstantReceipts(transportFor: TransportFor, root: string): TransportFor {
-  return (name) => {
-    const transport = transportFor(name);
-    return {
-      ...transport,
-      async commit(paths) {
-        await transport.commit(paths);
-        for (const p of paths) {
-          if (!p.includes('/provides/')) continue;
-          const file = path.join(root, 'machines', name, p);
-          const role = path.basename(p);
-          const receipt = path.join(path.dirname(file), RECEIPTS_DIR, role);
-          mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
-          writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(readFileSync(file)), applied_at: new Date().toISOString() }), { mode: 0o600 });
-        }
-      },
-    };
-  };
-}
