@@ -82,8 +82,12 @@ function panel(state: RotationState): PanelLine[] {
       return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];
     case 'preparing':
     case 'committing':
-    case 'applying':
       return [{ text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' }];
+    case 'applying':
+      return [
+        { text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' },
+        { text: "Provider ends are live; each consumer end follows its provider's receipt.", wrap: true },
+      ];
     case 'prepare-failed':
       return [
         { text: `${MARKS.refused.glyph} Prepare failed: nothing took effect, the old credentials keep working.`, tone: 'refused' },

@@ -17,7 +17,7 @@ import { parseSelector } from '../mesh/selector.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { transportsFor } from '../transport/make-transport.js';
 import { MARKS } from './marks.js';
-import type { RotationDeps } from './rotation-run-effect.js';
+import { RECEIPT_POLL_MS, type RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
 import { appliedCount, formatWindow, planHeadline, plural, receivesText } from './rotation-text.js';
 
@@ -33,12 +33,6 @@ function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): In
   }
   return loadInventory(file);
 }
-
-/**
- * Between receipt reads: the consumer end is renamed on the first read that shows the receipt,
- * so this bounds the window on the local transport (over ssh one round trip adds to it).
- */
-export const RECEIPT_POLL_MS = 50;
 
 function positive(flag: string, value: string, min: number): number {
   const n = Number(value);

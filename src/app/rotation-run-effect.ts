@@ -11,6 +11,12 @@ import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
 
+/**
+ * Between receipt reads: the consumer end is renamed on the first read that shows the receipt,
+ * so this bounds the window on the local transport (over ssh one round trip adds to it).
+ */
+export const RECEIPT_POLL_MS = 50;
+
 export interface RotationDeps {
   readonly transportFor: TransportFor;
   readonly journalDir: string;
