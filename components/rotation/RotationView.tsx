@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
+import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 
@@ -57,7 +57,7 @@ function panel(state: RotationState): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
-      return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${p.holders} machines — nothing is generated until every one answers`, tone: 'busy' }];
+      return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${plural(p.holders, 'machine')} — nothing is generated until every one answers`, tone: 'busy' }];
     case 'gate-closed': {
       const [head, sent, ...rest] = gateClosedLines(state);
       return [
@@ -69,7 +69,7 @@ function panel(state: RotationState): PanelLine[] {
     }
     case 'confirming':
       return [
-        { text: `${MARKS.ok.glyph} Gate open: all ${p.holders} machines resolved.`, tone: 'ok' },
+        { text: `${MARKS.ok.glyph} Gate open: ${allOf(p.holders, 'machine')} resolved.`, tone: 'ok' },
         ...limited(
           state.plan.pairs.map((pair) => `Window: ${pair.window}.`),
           2,

@@ -19,7 +19,7 @@ import { transportsFor } from '../transport/make-transport.js';
 import { MARKS } from './marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
-import { appliedCount, formatWindow, planHeadline, plural, receivesText } from './rotation-text.js';
+import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText } from './rotation-text.js';
 
 function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
@@ -86,7 +86,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
     out(
       unresolved.length === 0
-        ? `Gate open: ${plan.holders.length === 1 ? 'the 1 machine' : `all ${plan.holders.length} machines`} resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
+        ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
         : `Gate closed: ${unresolved.length} of ${plural(plan.holders.length, 'machine')} unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
     );
     out('Nothing was changed.');

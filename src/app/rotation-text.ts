@@ -36,7 +36,7 @@ export function planHeadline(plan: RotationPlan): string {
 export function gateClosedLines(state: RotationState): string[] {
   const unresolved = unresolvedHolders(state);
   return [
-    `Gate closed: ${unresolved.length} of ${state.plan.holders.length} machines could not be resolved.`,
+    `Gate closed: ${unresolved.length} of ${plural(state.plan.holders.length, 'machine')} could not be resolved.`,
     'Nothing was generated and nothing was sent; the old credentials keep working.',
     ...unresolved.map((u) => `  ${u.machine}: ${u.reason}`),
     'Next: make every machine reachable (or narrow the selection), then run the rotation again.',
@@ -149,6 +149,11 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
 /** `1 credential`, `2 credentials`. */
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** `all 3 machines`, `the 1 machine`. */
+export function allOf(n: number, word: string): string {
+  return n === 1 ? `the 1 ${word}` : `all ${n} ${word}s`;
 }
 
 export function capitalise(text: string): string {

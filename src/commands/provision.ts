@@ -75,7 +75,7 @@ export const registerProvision: Register = (program, ctx) => {
         if (report.failed.length > 0) {
           const appliedRoles = report.applied.map((a) => a.role);
           throw new BatonError('failed', {
-            what: `${report.failed.length} delivered credential(s) not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
+            what: `${report.failed.length} delivered credential${report.failed.length === 1 ? '' : 's'} not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
             where: report.blocked?.where ? `${provisioner.deliveredDir}; ${report.blocked.where}` : provisioner.deliveredDir,
             next: [
               report.blocked?.next,
@@ -84,7 +84,7 @@ export const registerProvision: Register = (program, ctx) => {
             changed: appliedRoles.length > 0 ? `Applied, with receipts: ${appliedRoles.join(', ')}.` : 'Nothing was applied.',
           });
         }
-        if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role(s) already applied)`);
+        if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role${report.unchanged === 1 ? '' : 's'} already applied)`);
         return 0;
       }),
     );

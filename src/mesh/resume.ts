@@ -121,7 +121,7 @@ export async function resumeRotation(
   if (unreadable.length > 0) {
     await journal('resume-failed', unreadable);
     throw new BatonError('gate-closed', {
-      what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine(s) could not be read.`,
+      what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine${unreadable.length === 1 ? '' : 's'} could not be read.`,
       where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
       changed: 'Nothing was renamed.',
       next: `Make them reachable, then run baton mesh resume ${id} again.`,
@@ -130,7 +130,7 @@ export async function resumeRotation(
   if (wrong.length > 0) {
     await journal('resume-failed', wrong);
     throw new BatonError('refused', {
-      what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length} file(s) do not hold the prepared secret.`,
+      what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length === 1 ? '1 file does' : `${wrong.length} files do`} not hold the prepared secret.`,
       where: wrong.map((w) => w.reason).join('; '),
       changed: 'Nothing was renamed.',
       next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,

@@ -74,7 +74,7 @@ export async function seedPair(plan: RotationPlan, secret: Secret, transportFor:
   });
   if (unresolved.length > 0) {
     throw new BatonError('gate-closed', {
-      what: `${pair.key} cannot be seeded: ${unresolved.length} machine(s) could not be resolved.`,
+      what: `${pair.key} cannot be seeded: ${unresolved.length === 1 ? '1 machine' : `${unresolved.length} machines`} could not be resolved.`,
       where: unresolved.join('; '),
       changed: 'Nothing was sent.',
       next: 'Make the machines reachable, then seed again.',

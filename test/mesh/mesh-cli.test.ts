@@ -133,6 +133,19 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(existsSync(live('web2', 'consumes/pg-main/web2_app'))).toBe(false);
   });
 
+  it('seed refuses a file that is not one password, naming it, and writes nothing anywhere', async () => {
+    const secretFile = path.join(tmp.dir, 'two-lines.password');
+    writeFileSync(secretFile, 'first-line\nsecond-line\n', { mode: 0o600 });
+    const before = snapshotDir(path.join(tmp.dir, 'machines'));
+    const r = await baton('mesh', 'seed', '--pair', 'pg-main:web1-app', '--from-file', secretFile, '--inventory', inventory);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('The secret file contains a line break');
+    expect(r.stderr).toContain(secretFile);
+    expect(r.stderr).toContain('Nothing was sent.');
+    expect(r.stderr + r.stdout).not.toContain('first-line');
+    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+  });
+
   it.each(['public', 'none', 'current_user', 'session_user', 'current_role', 'pg_monitor'])('an inventory giving a consumer the reserved role %s is refused at load (exit 2, naming consumer and file), and nothing is delivered', async (role) => {
     writeFileSync(inventory, readFileSync(inventory, 'utf8').replace('{ name: web2-app, machine: web2, uses: [pg-main] }', `{ name: web2-app, machine: web2, uses: [pg-main], role: ${role} }`));
     const before = snapshotDir(path.join(tmp.dir, 'machines'));

@@ -151,7 +151,7 @@ describe('baton provision postgres (built CLI)', () => {
     expect(first.output()).toContain(`${role} `);
     const second = baton();
     expect((await second.exit).code).toBe(0);
-    expect(second.output()).toContain('nothing to apply (1 role(s) already applied)');
+    expect(second.output()).toContain('nothing to apply (1 role already applied)');
   });
 
   it('a missing superuser password file is refused by name with exit 1, and nothing is receipted', async () => {
