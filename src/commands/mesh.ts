@@ -35,7 +35,7 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--json', 'machine-readable output'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
-        const { runMeshPlan } = await import('../app/rotation-cli.js');
+        const { runMeshPlan } = await import('./rotation-cli.js');
         return runMeshPlan(ctx, flags);
       }),
     );
@@ -44,7 +44,7 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
-        const { runMeshRotate } = await import('../app/rotation-cli.js');
+        const { runMeshRotate } = await import('./rotation-cli.js');
         return runMeshRotate(ctx, flags);
       }),
     );
@@ -57,7 +57,7 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
     .action(
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>) => {
-        const { runMeshResume } = await import('../app/rotation-cli.js');
+        const { runMeshResume } = await import('./rotation-cli.js');
         return runMeshResume(ctx, id, flags);
       }),
     );

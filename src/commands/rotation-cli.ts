@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
-import type { CliContext } from '../commands/context.js';
-import type { MeshFlags } from '../commands/mesh.js';
+import type { CliContext } from './context.js';
+import type { MeshFlags } from './mesh.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
@@ -15,10 +15,10 @@ import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
 import { parseSelector } from '../mesh/selector.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { transportsFor } from '../transport/make-transport.js';
-import { MARKS } from './marks.js';
-import type { RotationDeps } from './rotation-run-effect.js';
-import { runRotationPlain } from './rotation-plain.js';
-import { planHeadline, receivesText } from './rotation-text.js';
+import { MARKS } from '../app/marks.js';
+import type { RotationDeps } from '../app/rotation-run-effect.js';
+import { runRotationPlain } from '../app/rotation-plain.js';
+import { planHeadline, receivesText } from '../app/rotation-text.js';
 
 function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
