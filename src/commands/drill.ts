@@ -23,7 +23,7 @@ export const registerDrill: Register = (program, ctx) => {
     .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
     .action(
       action(ctx, async (options: DrillOptions) => {
-        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../drill/scenario.js');
+        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../app/drill/scenario.js');
         if (options.list) {
           for (const line of listSteps()) ctx.stdout.write(`${line}\n`);
           return 0;
@@ -41,10 +41,10 @@ export const registerDrill: Register = (program, ctx) => {
         const interactive = !options.plain && Boolean(process.stdin.isTTY && ctx.stdout.isTTY);
         if (!interactive) {
           if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
-          const { runPlainDrill } = await import('../drill/plain.js');
+          const { runPlainDrill } = await import('./drill/plain.js');
           return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
         }
-        const { runInteractiveDrill } = await import('../drill/interactive.js');
+        const { runInteractiveDrill } = await import('./drill/interactive.js');
         return runInteractiveDrill({ first, last, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
       }),
     );

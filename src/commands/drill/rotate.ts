@@ -4,15 +4,15 @@
  * runs — the rotation flow's reducer and effect runner, the confirmation given as --yes.
  */
 import { randomBytes } from 'node:crypto';
-import type { RotationState } from '../app/rotation-flow.js';
-import { runRotationPlain } from '../app/rotation-plain.js';
-import type { RotationDeps } from '../app/rotation-run-effect.js';
-import { loadInventory } from '../mesh/inventory.js';
-import { newRotationId } from '../mesh/journal.js';
-import { planRotation, type RotationPlan } from '../mesh/rotation-plan.js';
-import type { Selector } from '../mesh/selector.js';
-import { transportsFor } from '../transport/make-transport.js';
-import type { DrillSandbox } from './sandbox.js';
+import type { RotationState } from '../../app/rotation-flow.js';
+import { runRotationPlain } from '../../app/rotation-plain.js';
+import type { RotationDeps } from '../../app/rotation-run-effect.js';
+import { loadInventory } from '../../mesh/inventory.js';
+import { newRotationId } from '../../mesh/journal.js';
+import { planRotation, type RotationPlan } from '../../mesh/rotation-plan.js';
+import type { Selector } from '../../mesh/selector.js';
+import { transportsFor } from '../../transport/make-transport.js';
+import type { DrillSandbox } from '../../sandbox/drill-sandbox.js';
 
 /** What the drill's rotations need: the sandbox inventory and journal, a bounded wait for receipts. */
 export function drillRotationDeps(sandbox: DrillSandbox): RotationDeps {

@@ -9,15 +9,15 @@
  */
 
 import type { Instance } from 'ink';
-import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../app/drill-flow.js';
-import { asBatonError } from '../errors.js';
-import { runChecks } from './checks.js';
-import { newNotebook, noteBefore } from './notebook.js';
+import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
+import { asBatonError } from '../../errors.js';
+import { runChecks } from '../../app/drill/checks.js';
+import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performAction } from './perform.js';
 import { prepareForStep } from './plain.js';
-import { startSandbox, type DrillSandbox } from './sandbox.js';
-import type { StepNumber } from './scenario.js';
-import { makeTeardown, teardownOnSignals } from './teardown.js';
+import { startSandbox, type DrillSandbox } from '../../sandbox/drill-sandbox.js';
+import type { StepNumber } from '../../app/drill/scenario.js';
+import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
 
 export interface InteractiveOptions {
   readonly first: StepNumber;
@@ -34,9 +34,9 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   if (options.noColor) process.env.FORCE_COLOR = '0';
   const [{ render }, { ColorContext }, { DrillRoot }, { DrillTaskFrame }] = await Promise.all([
     import('ink'),
-    import('../../components/color-context.js'),
-    import('../../components/drill/DrillRoot.js'),
-    import('../../components/drill/DrillTaskFrame.js'),
+    import('../../../components/color-context.js'),
+    import('../../../components/drill/DrillRoot.js'),
+    import('../../../components/drill/DrillTaskFrame.js'),
   ]);
   const teardown = makeTeardown();
   const release = teardownOnSignals(teardown);
@@ -199,8 +199,8 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
   switch (where.kind) {
     case 'status': {
       const [{ StatusApp }, { readStatus }, { statusSourcesFor }] = await Promise.all([
-        import('../../components/StatusApp.js'),
-        import('../app/status-report.js'),
+        import('../../../components/StatusApp.js'),
+        import('../../app/status-report.js'),
         import('./perform.js'),
       ]);
       const sources = statusSourcesFor(sandbox, where.controller);
@@ -212,10 +212,10 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
     }
     case 'failover': {
       const [{ FailoverApp }, { failoverPorts }, { look }, { forcePrefix: prefixOf }] = await Promise.all([
-        import('../../components/FailoverApp.js'),
-        import('../app/failover-ports.js'),
-        import('../share/operations.js'),
-        import('../app/failover-flow.js'),
+        import('../../../components/FailoverApp.js'),
+        import('../../app/failover-ports.js'),
+        import('../../share/operations.js'),
+        import('../../app/failover-flow.js'),
       ]);
       const seen = await look(sandbox.share(where.controller));
       const forcePrefix = seen.verdict.kind === 'refuse' ? prefixOf(seen.verdict) : undefined;
@@ -227,10 +227,10 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
     }
     case 'rotation': {
       const [{ RotationApp }, { startRotation }, { rotationRunner }, { rotationStore }, { drillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
-        import('../../components/rotation/RotationApp.js'),
-        import('../app/rotation-flow.js'),
-        import('../app/rotation-run-effect.js'),
-        import('../app/rotation-store.js'),
+        import('../../../components/rotation/RotationApp.js'),
+        import('../../app/rotation-flow.js'),
+        import('../../app/rotation-run-effect.js'),
+        import('../../app/rotation-store.js'),
         import('./rotate.js'),
       ]);
       type Listener = Parameters<React.ComponentProps<typeof RotationApp>['subscribe']>[0];

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Secret } from '../mesh/secret.js';
 import { localTransport } from '../transport/local-transport.js';
-import { DRILL_MESH_DIR, DRILL_PROVIDER, type DrillSandbox } from './sandbox.js';
+import { DRILL_MESH_DIR, DRILL_PROVIDER, type DrillSandbox } from './drill-sandbox.js';
 
 /** Where the provisioner reads its superuser password: `consumes/<provider>/<superuser>` on db1. */
 export function superuserFilePath(sandbox: DrillSandbox): string {
@@ -64,7 +64,7 @@ export async function startProvisioner(sandbox: DrillSandbox, log: (line: string
  * until the provisioner applied them all: step 4 needs an old password that logs in.
  */
 export async function seedPasswords(sandbox: DrillSandbox): Promise<void> {
-  const { rotateScripted } = await import('./rotate.js');
+  const { rotateScripted } = await import('../commands/drill/rotate.js');
   const { BatonError } = await import('../errors.js');
   const { state: result } = await rotateScripted(sandbox, { by: 'provider', name: DRILL_PROVIDER });
   if (result.step !== 'done' || result.applied.length !== result.plan.pairs.length) {

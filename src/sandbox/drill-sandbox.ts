@@ -20,9 +20,9 @@ import { systemClock } from '../authority/index.js';
 import { asBatonError, BatonError } from '../errors.js';
 import type { ShareContext } from '../share/operations.js';
 import type { Store } from '../store/store.js';
-import type { PostgresSandbox } from '../sandbox/postgres.js';
+import type { PostgresSandbox } from './postgres.js';
 import { makeTeardown, type Teardown } from './teardown.js';
-import type { Controller } from './scenario.js';
+import type { Controller } from '../app/drill/scenario.js';
 
 export const DRILL_MACHINES = ['db1', 'web1', 'web2', 'worker1'] as const;
 export type DrillMachine = (typeof DRILL_MACHINES)[number];
@@ -103,7 +103,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   const meshPath = (machine: DrillMachine, ...parts: string[]) => path.join(machineRoot(machine), DRILL_MESH_DIR, ...parts);
 
   progress('starting S3 (s3rver on 127.0.0.1)…');
-  const { startS3Sandbox } = await import('../sandbox/s3.js');
+  const { startS3Sandbox } = await import('./s3.js');
   const s3 = await startS3Sandbox({ dir: path.join(dir, 's3') });
   teardown.add('stop S3', () => s3.close());
   const { openStore } = await import('../store/open-store.js');
@@ -126,7 +126,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   writeFileSync(inventoryPath, inventoryYaml(machineRoot), { mode: 0o644 });
 
   progress('starting PostgreSQL (embedded, scram-sha-256)…');
-  const { startPostgres } = await import('../sandbox/postgres.js');
+  const { startPostgres } = await import('./postgres.js');
   const postgres = await startPostgres().catch((error: unknown) => {
     throw postgresError(error);
   });
@@ -147,7 +147,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   };
 
   progress('delivering pg-main\'s superuser password to db1…');
-  const { deliverSuperuserPassword, startProvisioner, seedPasswords } = await import('./mesh-setup.js');
+  const { deliverSuperuserPassword, startProvisioner, seedPasswords } = await import('./drill-mesh-setup.js');
   await deliverSuperuserPassword(sandbox);
   progress('starting the provisioner for pg-main (watch)…');
   const provisionerLog = path.join(dir, 'provisioner.log');

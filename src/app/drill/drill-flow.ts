@@ -5,9 +5,9 @@
  * sandbox) pass: a rehearsal that can be clicked through teaches nothing. Keys that do not
  * apply change nothing, and Esc never quits — the operator leaves only with q (or Ctrl-C).
  */
-import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from '../drill/scenario.js';
-import type { CheckResult } from '../drill/check.js';
-import { sameForHumans } from '../pki/fingerprint-type.js';
+import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from './scenario.js';
+import type { CheckResult } from './check.js';
+import { sameForHumans } from '../../pki/fingerprint-type.js';
 
 export type DrillPhase =
   /** The sandbox is being set up; progress lines are shown. */

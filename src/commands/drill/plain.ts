@@ -4,16 +4,16 @@
  * task did and every check's result, and exits 0 only if every check passed — this is the
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
-import { EXIT_OK } from '../errors.js';
-import { MARKS } from '../app/marks.js';
-import type { CheckResult } from './check.js';
-import { runChecks } from './checks.js';
-import { formatDuration } from './format-duration.js';
-import { newNotebook, noteBefore } from './notebook.js';
+import { EXIT_OK } from '../../errors.js';
+import { MARKS } from '../../app/marks.js';
+import type { CheckResult } from '../../app/drill/check.js';
+import { runChecks } from '../../app/drill/checks.js';
+import { formatDuration } from '../../app/drill/format-duration.js';
+import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performScripted } from './perform.js';
-import { startSandbox, type DrillSandbox } from './sandbox.js';
-import { DRILL_STEPS, type StepNumber } from './scenario.js';
-import { makeTeardown, teardownOnSignals } from './teardown.js';
+import { startSandbox, type DrillSandbox } from '../../sandbox/drill-sandbox.js';
+import { DRILL_STEPS, type StepNumber } from '../../app/drill/scenario.js';
+import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
 
 export interface PlainOptions {
   readonly first: StepNumber;
