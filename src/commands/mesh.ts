@@ -1,22 +1,11 @@
 import { Option, type Command } from 'commander';
 import { action, type Register } from './context.js';
+import type { MeshFlags } from './mesh-flags.js';
 
 /**
  * `baton mesh plan | rotate | resume` (DESIGN.md §6, §8). Everything beyond argument parsing
  * is imported when the command runs, so other commands do not pay for it.
  */
-export interface MeshFlags {
-  readonly consumer?: string;
-  readonly provider?: string;
-  readonly machine?: string;
-  readonly pair?: string;
-  readonly inventory?: string;
-  readonly concurrency: string;
-  readonly timeout: string;
-  readonly wait: string;
-  readonly json?: boolean;
-  readonly yes?: boolean;
-}
 
 function withSelector(command: Command): Command {
   return command

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import type { CliContext } from './context.js';
-import type { MeshFlags } from './mesh.js';
+import type { MeshFlags } from './mesh-flags.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';

@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runChecks } from '../../src/app/drill/checks.js';
 import { newNotebook, noteBefore } from '../../src/app/drill/notebook.js';
 import { performAction, performScripted } from '../../src/commands/drill/perform.js';
-import { rotateScripted } from '../../src/commands/drill/rotate.js';
-import { startSandbox, type DrillSandbox } from '../../src/sandbox/drill-sandbox.js';
+import { rotateScripted, seedPasswords } from '../../src/commands/drill/rotate.js';
+import { startSandbox } from '../../src/sandbox/drill-sandbox.js';
+import type { DrillSandbox } from '../../src/sandbox/drill-layout.js';
 import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { tryLogin } from '../../src/app/drill/pg-login.js';
 import type { Teardown } from '../../src/sandbox/teardown.js';
@@ -22,7 +23,7 @@ let teardown: Teardown;
 const notebook = newNotebook();
 
 beforeAll(async () => {
-  ({ sandbox, teardown } = await startSandbox());
+  ({ sandbox, teardown } = await startSandbox({ seed: seedPasswords }));
 });
 
 afterAll(async () => {

@@ -16,7 +16,7 @@ import { loadInventory } from '../../mesh/inventory.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
-import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-sandbox.js';
+import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { StepNumber } from './scenario.js';
 
 /** How long the provisioner gets to apply a committed password before the check fails. */

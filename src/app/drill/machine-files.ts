@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync, lstatSync } from 'node:fs';
 import path from 'node:path';
 import { secretDigest } from '../../mesh/digest.js';
-import { DRILL_MACHINES, type DrillMachine, type DrillSandbox } from '../../sandbox/drill-sandbox.js';
+import { DRILL_MACHINES, type DrillMachine, type DrillSandbox } from '../../sandbox/drill-layout.js';
 
 /** `<machine>:<path under mesh_dir>` → `<mode> <digest>`. */
 export type MeshFiles = Readonly<Record<string, string>>;

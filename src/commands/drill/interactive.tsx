@@ -14,8 +14,10 @@ import { asBatonError } from '../../errors.js';
 import { runChecks } from '../../app/drill/checks.js';
 import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performAction } from './perform.js';
+import { seedPasswords } from './rotate.js';
 import { prepareForStep } from './plain.js';
-import { startSandbox, type DrillSandbox } from '../../sandbox/drill-sandbox.js';
+import { startSandbox } from '../../sandbox/drill-sandbox.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { StepNumber } from '../../app/drill/scenario.js';
 import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
 
@@ -168,7 +170,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const stopStarting = new AbortController();
   const start = async () => {
     try {
-      ({ sandbox } = await startSandbox({ keep: options.keep, teardown, signal: stopStarting.signal, onProgress: (text) => dispatch({ type: 'progress', text }) }));
+      ({ sandbox } = await startSandbox({ keep: options.keep, teardown, seed: seedPasswords, signal: stopStarting.signal, onProgress: (text) => dispatch({ type: 'progress', text }) }));
       if (options.first > 1) {
         dispatch({ type: 'progress', text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…` });
         await prepareForStep(sandbox, options.first, stopStarting.signal);

@@ -21,7 +21,7 @@ import type { Action } from '../../share/types.js';
 import { UNREACHABLE_MARKER } from '../../transport/local-transport.js';
 import { MARKS } from '../../app/marks.js';
 import { drillPlan, rotateScripted } from './rotate.js';
-import type { DrillSandbox } from '../../sandbox/drill-sandbox.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { Controller, DrillAction, TaskSpec } from '../../app/drill/scenario.js';
 
 export type Say = (line: string) => void;
