@@ -5,7 +5,7 @@
 import type { Machine } from '../mesh/inventory.js';
 import { localTransport, type LocalTransportOptions } from './local-transport.js';
 import { sshTransport, type SshTransportOptions } from './ssh-transport.js';
-import type { Transport } from './transport.js';
+import type { Transport } from '../mesh/transport.js';
 
 export interface TransportOptions {
   readonly local?: LocalTransportOptions;

@@ -3,7 +3,7 @@
  * recorded. It throws on anything a test did not arrange (a fault is opt-in per operation).
  */
 import { secretDigest } from '../../src/mesh/digest.js';
-import { TransportError, type Transport } from '../../src/transport/transport.js';
+import { TransportError, type Transport } from '../../src/mesh/transport.js';
 import type { TransportFor } from '../../src/transport/make-transport.js';
 
 export interface FakeMachine {

@@ -11,7 +11,7 @@ import { Secret } from '../../src/mesh/secret.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { runProcess, type ExecFn } from '../../src/transport/run-process.js';
 import { sshTransport } from '../../src/transport/ssh-transport.js';
-import { TransportError } from '../../src/transport/transport.js';
+import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 

@@ -5,8 +5,8 @@
  * Writes are atomic (temp file → fsync → rename) with umask 077: a reader of `<role>` sees
  * the old secret or the new one, never half of one, and never a file others can read.
  */
-import type { SecretDigest } from '../mesh/digest.js';
-import type { Secret } from '../mesh/secret.js';
+import type { SecretDigest } from './digest.js';
+import type { Secret } from './secret.js';
 
 export interface StagedFile {
   /** The LIVE path; the transport writes `<path>.next`. */
