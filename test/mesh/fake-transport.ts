@@ -4,7 +4,7 @@
  */
 import { secretDigest } from '../../src/mesh/digest.js';
 import { TransportError, type Transport } from '../../src/mesh/transport.js';
-import type { TransportFor } from '../../src/transport/make-transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
 
 export interface FakeMachine {
   readonly files: Map<string, string>;

@@ -12,7 +12,7 @@ import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/jo
 import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
-import type { TransportFor } from '../../src/transport/make-transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 
