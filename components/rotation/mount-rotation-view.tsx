@@ -4,6 +4,7 @@
  * large rotation: the journal it names has every file).
  */
 import { render } from 'ink';
+import { EXIT_CODES } from '../../src/errors.js';
 import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
@@ -43,7 +44,7 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
     { stdout, exitOnCtrlC: false, patchConsole: false },
   );
   store.finished().catch((error: unknown) => {
-    result ??= { code: 1, state: store.state() };
+    result ??= { code: EXIT_CODES.failed, state: store.state() };
     stdout.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);
     instance.unmount();
   });

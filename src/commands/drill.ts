@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_OK } from '../errors.js';
 import { action, type Register } from './context.js';
 
 interface DrillOptions {
@@ -26,7 +26,7 @@ export const registerDrill: Register = (program, ctx) => {
         const { listSteps, isStepNumber, DRILL_STEPS } = await import('../app/drill/scenario.js');
         if (options.list) {
           for (const line of listSteps()) ctx.stdout.write(`${line}\n`);
-          return 0;
+          return EXIT_OK;
         }
         const first = options.step === undefined ? 1 : Number(options.step);
         if (!Number.isInteger(first) || !isStepNumber(first)) {

@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_CODES } from '../errors.js';
 import { requireStore, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
 import { mountView } from './mount-view.js';
@@ -35,7 +35,7 @@ export const registerFailover: Register = (program, ctx) => {
         // Ctrl-C before the walk ended: nothing was confirmed past what the screen showed.
         return mountView(
           ctx,
-          { noColor: config.noColor, ifInterrupted: 3 },
+          { noColor: config.noColor, ifInterrupted: EXIT_CODES['action-needed'] },
           async () => (await import('../../components/FailoverApp.js')).FailoverApp,
           (onExit) => ({ ports, baton, onExit }),
         );

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { CliContext } from './context.js';
 import type { MeshFlags } from './mesh-flags.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
@@ -89,7 +89,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Nothing was changed.');
   }
-  return unresolved.length === 0 ? 0 : 3;
+  return unresolved.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -165,12 +165,12 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
   for (const holder of result.holders) {
     for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
   }
-  let code = 0;
+  let code = EXIT_OK;
   for (const pair of result.pairs) {
     if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}`);
     else if (waitMs > 0) {
       out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, ${pair.window}.`);
-      code = 3;
+      code = EXIT_CODES['action-needed'];
     }
   }
   return code;

@@ -10,7 +10,7 @@
 
 import type { Instance } from 'ink';
 import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
-import { asBatonError } from '../../errors.js';
+import { asBatonError, EXIT_CODES, EXIT_OK } from '../../errors.js';
 import { runChecks } from '../../app/drill/checks.js';
 import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performAction } from './perform.js';
@@ -69,7 +69,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
     else options.stdout.write('baton drill: the sandbox was removed.\n');
     // 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way.
-    resolveDone(state.phase === 'summary' ? 0 : state.phase === 'setup-failed' ? 1 : 3);
+    resolveDone(state.phase === 'summary' ? EXIT_OK : state.phase === 'setup-failed' ? EXIT_CODES.failed : EXIT_CODES.aborted);
   };
 
   const run = async (effect: DrillEffect): Promise<DrillEvent | undefined> => {

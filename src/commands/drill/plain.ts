@@ -4,7 +4,7 @@
  * task did and every check's result, and exits 0 only if every check passed — this is the
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
-import { EXIT_OK } from '../../errors.js';
+import { EXIT_CODES, EXIT_OK } from '../../errors.js';
 import { MARKS } from '../../app/marks.js';
 import type { CheckResult } from '../../app/drill/check.js';
 import { runChecks } from '../../app/drill/checks.js';
@@ -84,7 +84,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     if (sandbox) write(options.keep ? `  the sandbox is kept in ${sandbox.dir}` : '  the sandbox was removed (servers stopped, temp dir deleted)');
   }
   write(failed === 0 ? `${MARKS.ok.glyph} every check passed` : `${MARKS.refused.glyph} ${failed} check(s) failed`);
-  return failed === 0 ? EXIT_OK : 1;
+  return failed === 0 ? EXIT_OK : EXIT_CODES.failed;
 }
 
 export function checkLines(results: readonly CheckResult[]): string[] {
