@@ -122,7 +122,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     // when it is first loaded, so NO_COLOR / --no-color must reach it before the import, or
     // bold and dim escapes still reach the terminal.
     if (config.noColor) process.env.FORCE_COLOR = '0';
-    const { mountRotationView } = await import('../../components/rotation/mount-rotation-view.js');
+    const { mountRotationView } = await import('./mount-rotation-view.js');
     return mountRotationView({ id, plan, deps, noColor: config.noColor });
   }
   const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });

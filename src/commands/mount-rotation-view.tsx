@@ -4,13 +4,13 @@
  * large rotation: the journal it names has every file).
  */
 import { render } from 'ink';
-import { EXIT_CODES } from '../../src/errors.js';
-import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
-import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
-import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
-import { rotationStore } from '../../src/app/rotation-store.js';
-import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
-import { RotationApp } from './RotationApp.js';
+import { EXIT_CODES } from '../errors.js';
+import { startRotation, type RotationEvent, type RotationState } from '../app/rotation-flow.js';
+import { finishAfterLeaving } from '../app/rotation-leave.js';
+import { rotationRunner, type RotationDeps } from '../app/rotation-run-effect.js';
+import { rotationStore } from '../app/rotation-store.js';
+import type { RotationPlan } from '../mesh/rotation-plan.js';
+import { RotationApp } from '../../components/rotation/RotationApp.js';
 
 export interface MountOptions {
   readonly id: string;
