@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { CliContext } from './context.js';
+import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags } from './mesh-flags.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
@@ -96,7 +97,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const selector = parseSelector(flags);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  const interactive = Boolean(process.stdin.isTTY && ctx.stdout.isTTY) && !flags.yes;
+  const interactive = hasTerminal(ctx) && !flags.yes;
   if (!interactive && !flags.yes) {
     throw new BatonError('usage', {
       what: 'mesh rotate needs a confirmation: there is no terminal to type it in.',
@@ -118,12 +119,10 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
-    // As for status and failover (src/commands/mount-view.ts): Ink's colour support is fixed
-    // when it is first loaded, so NO_COLOR / --no-color must reach it before the import, or
-    // bold and dim escapes still reach the terminal.
-    if (config.noColor) process.env.FORCE_COLOR = '0';
+    // Ink first (it fixes the colour setting), then the view that imports it.
+    const ink = await openInk(ctx, config.noColor);
     const { mountRotationView } = await import('./mount-rotation-view.js');
-    return mountRotationView({ id, plan, deps, noColor: config.noColor });
+    return mountRotationView(ink, { id, plan, deps, noColor: config.noColor, stdout: ctx.stdout });
   }
   const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
   return code;

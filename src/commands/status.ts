@@ -67,7 +67,7 @@ export const registerStatus: Register = (program, ctx) => {
           ctx,
           { noColor: config.noColor, ifInterrupted: EXIT_OK },
           async () => (await import('../../components/StatusApp.js')).StatusApp,
-          (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
+          (onExit, interactive) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
         );
       }),
     );

@@ -20,6 +20,7 @@ import { startSandbox } from '../../sandbox/drill-sandbox.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { StepNumber } from '../../app/drill/scenario.js';
 import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
+import { openInk } from '../mount-view.js';
 
 export interface InteractiveOptions {
   readonly first: StepNumber;
@@ -32,11 +33,9 @@ export interface InteractiveOptions {
 }
 
 export async function runInteractiveDrill(options: InteractiveOptions): Promise<number> {
-  // Chalk decides its colour level when it is first loaded: set it before Ink comes in.
-  if (options.noColor) process.env.FORCE_COLOR = '0';
-  const [{ render }, { ColorContext }, { DrillRoot }, { DrillTaskFrame }] = await Promise.all([
-    import('ink'),
-    import('../../../components/color-context.js'),
+  // Ink first (it fixes the colour setting), then the views that import it.
+  const ink = await openInk(options, options.noColor);
+  const [{ DrillRoot }, { DrillTaskFrame }] = await Promise.all([
     import('../../../components/drill/DrillRoot.js'),
     import('../../../components/drill/DrillTaskFrame.js'),
   ]);
@@ -52,7 +51,6 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const done = new Promise<number>((resolve) => {
     resolveDone = resolve;
   });
-  const colored = (element: React.ReactElement) => <ColorContext.Provider value={!options.noColor}>{element}</ColorContext.Provider>;
   const columns = () => options.stdout.columns || 80;
 
   const quit = async () => {
@@ -119,7 +117,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     else dispatch({ type: intent });
   };
 
-  const drillElement = () => colored(<DrillRoot state={state} columns={columns()} onIntent={onIntent} />);
+  const drillElement = () => <DrillRoot state={state} columns={columns()} onIntent={onIntent} />;
 
   const show = () => {
     if (quitting || viewOpen) return;
@@ -140,7 +138,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
       return;
     }
     if (drillInstance) drillInstance.rerender(drillElement());
-    else drillInstance = render(drillElement(), { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    else drillInstance = ink.mount(drillElement());
   };
 
   /** Mounts the task's real view under the rail; resolves when the operator closes it. */
@@ -148,7 +146,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     const box = sandbox!;
     let interrupted = false;
     const view = await taskView(box, state, options.noColor, columns());
-    const frame = colored(
+    const frame = (
       <DrillTaskFrame
         state={state}
         columns={columns()}
@@ -159,9 +157,9 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
         }}
       >
         {view.element}
-      </DrillTaskFrame>,
+      </DrillTaskFrame>
     );
-    const instance = render(frame, { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    const instance = ink.mount(frame);
     await instance.waitUntilExit();
     await view.finished();
     if (interrupted) await quit();
