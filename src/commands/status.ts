@@ -1,7 +1,6 @@
 import { BatonError, EXIT_OK } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
-import { mountView } from './mount-view.js';
 
 interface StatusOptions {
   readonly json?: boolean;
@@ -37,19 +36,13 @@ export const registerStatus: Register = (program, ctx) => {
             next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
           });
         }
-        const [{ openStore }, { readStatus, statusExitCode }, { statusSources }, { batonInvocation }] = await Promise.all([
-          import('../store/open-store.js'),
-          import('../app/status-report.js'),
-          import('../app/status-sources.js'),
-          import('../app/status-invocation.js'),
-        ]);
+        const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } = await import('./status-read.js');
         const baton = batonInvocation(program.opts<GlobalFlags>());
         const store = await openStore(storeUrl);
         const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
         const read = () => readStatus(sources);
 
         if (options.json) {
-          const { statusJson } = await import('../app/status-json.js');
           const report = await read();
           ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
           return statusExitCode(report);
@@ -63,6 +56,7 @@ export const registerStatus: Register = (program, ctx) => {
         }
 
         // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
+        const { mountView } = await import('./mount-view.js');
         return mountView(
           ctx,
           { noColor: config.noColor, ifInterrupted: EXIT_OK },
