@@ -55,13 +55,22 @@ export const registerStatus: Register = (program, ctx) => {
           return statusExitCode(report);
         }
 
+        // The first read starts now, while Ink and the view load: its disk and store I/O
+        // overlaps their parsing, so the first frame with both sides comes sooner.
+        let early: ReturnType<typeof read> | undefined = read();
+        early.catch(() => undefined); // the view handles it; this only keeps it from counting as unhandled meanwhile
+        const readFirstEarly = () => {
+          const report = early ?? read();
+          early = undefined;
+          return report;
+        };
         // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
         const { mountView } = await import('./mount-view.js');
         return mountView(
           ctx,
           { noColor: config.noColor, ifInterrupted: EXIT_OK },
           async () => (await import('../../components/StatusApp.js')).StatusApp,
-          (onExit, interactive) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
+          (onExit, interactive) => ({ read: readFirstEarly, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
         );
       }),
     );
