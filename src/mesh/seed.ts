@@ -8,15 +8,13 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import { BatonError } from '../errors.js';
-import type { TransportFor } from '../transport/make-transport.js';
-import { reasonOf } from '../transport/transport.js';
-import { secretProblem } from '../provisioner/delivered-credentials.js';
 import type { SecretDigest } from './digest.js';
 import { unstageAll, type MachineFailure } from './delivery.js';
 import { mapBounded } from './map-bounded.js';
 import { resolveHolders, type ResolveOptions } from './resolve-holders.js';
 import type { RotationPlan } from './rotation-plan.js';
-import { Secret } from './secret.js';
+import { Secret, secretProblem } from './secret.js';
+import { reasonOf, type TransportFor } from './transport.js';
 
 /**
  * The secret in `file`: its bytes exactly, less ONE trailing line break (what `echo` and most

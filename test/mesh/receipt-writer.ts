@@ -7,7 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
-import type { TransportFor } from '../../src/transport/make-transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
 
 export function startReceiptWriter(providesDir: string): { stop(): void } {
   const tick = () => {

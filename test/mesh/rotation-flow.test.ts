@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, exitCodeOf, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
@@ -48,7 +48,7 @@ describe('the rotation flow', () => {
     expect(state.step).toBe('gate-closed');
     expect(effects.map((e) => e.type)).toEqual(['resolve', 'journal']);
     for (const e of everyEvent) expect(rotation(state, e)).toEqual({ state, effects: [] });
-    expect(isTerminal(state) && exitCodeOf(state)).toBe(4);
+    expect(isTerminal(state) && rotationExitCode(state)).toBe(4);
   });
 
   it('confirms only when the typed text is the number of credentials', () => {
@@ -66,7 +66,7 @@ describe('the rotation flow', () => {
     const back = rotation(state, { type: 'back' });
     expect(back.state.step).toBe('cancelled');
     expect(back.effects.map((e) => e.type)).toEqual(['journal']);
-    expect(isTerminal(back.state) && exitCodeOf(back.state)).toBe(3);
+    expect(isTerminal(back.state) && rotationExitCode(back.state)).toBe(3);
   });
 
   it('walks prepare → provider commit → receipts and consumer commits, journaling each phase and each window, and ignores events out of turn', () => {
@@ -85,20 +85,20 @@ describe('the rotation flow', () => {
     expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
     expect(state.step === 'done' && [state.applied, state.windows]).toEqual([['pg-main:web1-app'], { 'pg-main:web1-app': 42 }]);
     // One of two providers confirmed within the wait: its consumer end is staged, action needed.
-    expect(isTerminal(state) && exitCodeOf(state)).toBe(3);
+    expect(isTerminal(state) && rotationExitCode(state)).toBe(3);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
     const all = walk([
       ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 }, { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
       { type: 'apply-finished', failures: [] },
     ]).state;
-    expect(isTerminal(all) && exitCodeOf(all)).toBe(0);
+    expect(isTerminal(all) && rotationExitCode(all)).toBe(0);
   });
 
   it('a failed prepare ends at exit 4 and a failed commit at exit 1, each journaled', () => {
     const prep = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] }]);
     expect(prep.state.step).toBe('prepare-failed');
-    expect(isTerminal(prep.state) && exitCodeOf(prep.state)).toBe(4);
+    expect(isTerminal(prep.state) && rotationExitCode(prep.state)).toBe(4);
     // A provider end that could not be renamed: the other pairs still wait for their receipts.
     const commit = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'commit-failed', failures: [{ machine: 'db2', reason: 'gone' }] }]);
     expect(commit.state.step).toBe('applying');
@@ -106,7 +106,7 @@ describe('the rotation flow', () => {
     const ended = rotation(commit.state, { type: 'apply-finished', failures: [] });
     expect(ended.state.step).toBe('commit-failed');
     expect(ended.effects.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
-    expect(isTerminal(ended.state) && exitCodeOf(ended.state)).toBe(1);
+    expect(isTerminal(ended.state) && rotationExitCode(ended.state)).toBe(1);
     // A consumer end that could not be renamed after its receipt: the same.
     const applying = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' }]).state;
     const consumerFailed = rotation(applying, { type: 'apply-finished', failures: [{ machine: 'web1', reason: 'gone' }] }).state;
