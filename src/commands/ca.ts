@@ -2,7 +2,7 @@ import { BatonError } from '../errors.js';
 import { requireDeployment, stateDirFor } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import { action, type Register } from './context.js';
+import { action, type CliContext, type Register } from './context.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
@@ -73,17 +73,19 @@ export const registerCa: Register = (program, ctx) => {
     );
 
   ca.command('retire')
-    .description('end a rotation overlap: remove ca-previous.* once provably the predecessor')
+    .description('end a rotation overlap: remove ca-previous.* once provably the predecessor (--yes: on your word, when the current certificate names none)')
+    .option('--yes', 'delete ca-previous.* even though the current certificate names no predecessor (an older billet minted it); a claim naming another authority is refused regardless')
     .action(
-      action(ctx, async () => {
+      action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         const { retireAuthority } = await import('../authority/index.js');
-        const result = await retireAuthority(stateDir, deployment);
+        const acceptUnproved = options.yes ? ('any' as const) : await confirmUnprovedOnTerminal(ctx, stateDir, deployment);
+        const result = await retireAuthority(stateDir, deployment, acceptUnproved ? { acceptUnproved } : undefined);
         const { caDir } = layoutOf(stateDir);
         switch (result.kind) {
           case 'retired':
             ctx.stdout.write(
-              `Retired the previous authority ${result.previous} from ${caDir}.\n` +
+              `Retired the previous authority ${result.previous} from ${caDir}${result.unproved ? ' on your word (the current certificate names no predecessor)' : ''}.\n` +
                 `The current authority ${result.current} is the only one now on this host. The published document may still carry the previous pair until the next rotation is published; a host that adopts it retires it the same way.\n`,
             );
             break;
@@ -97,6 +99,38 @@ export const registerCa: Register = (program, ctx) => {
       }),
     );
 };
+
+/**
+ * THE TYPED SCREEN of an unproved retire: on a terminal, when the current certificate names no
+ * predecessor, the operator types the first 8 characters after `SHA256:` of the PREVIOUS
+ * fingerprint — the key being deleted. Returns that fingerprint (retire re-checks it under the
+ * lock), or undefined when there is nothing to confirm or no terminal (retire then refuses,
+ * naming --yes).
+ */
+async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, deployment: string) {
+  if (!process.stdin.isTTY) return undefined;
+  const { snapshotLocalAuthority } = await import('../authority/index.js');
+  const local = await snapshotLocalAuthority(stateDir, deployment);
+  if (local.state !== 'whole' || !local.previous || local.pending || local.repairedTear) return undefined;
+  if ((local.current.claim ?? local.current.replaces) !== undefined) return undefined;
+  const { confirmationPrefix, sameForHumans } = await import('../pki/fingerprint-type.js');
+  const { askTyped } = await import('./typed-confirm.js');
+  const { unprovedRefusal } = await import('../authority/index.js');
+  const previous = local.previous.fingerprint;
+  ctx.stdout.write(`${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`);
+  ctx.stdout.write(`Retiring deletes ca-previous.key and ca-previous.crt (${previous}) on your word.\n`);
+  const typed = await askTyped(ctx.stdout, 'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ');
+  if (typed === undefined || !sameForHumans(typed, confirmationPrefix(previous))) {
+    if (typed === undefined) ctx.stdout.write('\n');
+    throw new BatonError('aborted', {
+      what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : 'The typed characters do not match the previous fingerprint.',
+      where: layoutOf(stateDir).previousKey,
+      changed: 'Nothing was written.',
+      next: `Run \`baton ca retire\` again and type the 8 characters after "SHA256:" of ${previous}, or \`baton ca retire --yes\`.`,
+    });
+  }
+  return previous;
+}
 
 /**
  * A deployment that already published an authority gets it ADOPTED, never a second one minted

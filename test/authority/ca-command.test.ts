@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
-import { existsSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { withAuthorityLock } from '../../src/authority/index.js';
+import { mintAuthority, withAuthorityLock } from '../../src/authority/index.js';
 import { firstController } from '../../src/share/operations.js';
 import { openStore } from '../../src/store/open-store.js';
-import { fixedClock } from '../helpers/authority.js';
+import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
+import { billetPair, requireOpenssl, writeBilletState } from '../helpers/billet-fixture.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { authorityDir, ca, cleanupAll, DEP, emptyStateDir } from './support.js';
 
@@ -146,6 +147,51 @@ describe('baton ca', () => {
     expect(retire.code).toBe(0);
     expect(retire.stdout).toContain(`Retired the previous authority ${old}`);
     expect(JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout)).toMatchObject({ previous_fingerprint: null, fingerprint: shown.fingerprint });
+  });
+
+  it('retire of an unproved predecessor (an older billet rotated without the claim) is refused without --yes, naming it and the way on, and done with --yes', async () => {
+    requireOpenssl();
+    const stateDir = await emptyStateDir();
+    const work = path.dirname(stateDir);
+    const old = billetPair(work, DEP);
+    const current = billetPair(work, DEP);
+    writeBilletState(stateDir, DEP, current, old);
+    const before = snapshotDir(stateDir);
+
+    const refused = await baton(stateDir, 'ca', 'retire');
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain(`The current certificate ${current.fingerprint} names no predecessor`);
+    expect(refused.stderr).toContain(`so ${old.fingerprint} in ca-previous.* cannot be proved to be the authority it replaced.`);
+    expect(refused.stderr).toContain('`baton ca retire --yes` (or `baton ca retire` on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.');
+    expect(refused.stderr).toContain('Nothing was written.');
+    expect(snapshotDir(stateDir)).toEqual(before);
+
+    const done = await baton(stateDir, 'ca', 'retire', '--yes');
+    expect(done.stderr).toBe('');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain(`Retired the previous authority ${old.fingerprint} from ${path.join(stateDir, 'ca')} on your word (the current certificate names no predecessor).`);
+    expect(existsSync(ca(stateDir, 'ca-previous.key'))).toBe(false);
+    expect(existsSync(ca(stateDir, 'ca-previous.crt'))).toBe(false);
+    expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(Buffer.from(current.keyPem));
+  });
+
+  it('retire refuses a current certificate whose claim names a DIFFERENT predecessor, even with --yes, and writes nothing', async () => {
+    requireOpenssl();
+    const stateDir = await emptyStateDir();
+    const work = path.dirname(stateDir);
+    const old = billetPair(work, DEP);
+    const stranger = billetPair(work, DEP);
+    const files = await mintAuthority(DEP, { replaces: stranger.fingerprint });
+    const current = { keyPem: files['ca.key']!, certPem: files['ca.crt']!, fingerprint: await fingerprintOfFiles(files) };
+    writeBilletState(stateDir, DEP, current, old);
+    const before = snapshotDir(stateDir);
+    for (const args of [['ca', 'retire'], ['ca', 'retire', '--yes']]) {
+      const run = await baton(stateDir, ...args);
+      expect(run.code).toBe(3);
+      expect(run.stderr).toContain(`The current certificate says it replaces ${stranger.fingerprint}, not the previous authority ${old.fingerprint}`);
+      expect(run.stderr).toContain('no confirmation (--yes) overrides that');
+      expect(snapshotDir(stateDir)).toEqual(before);
+    }
   });
 
   it('a writing command while another holds ca.lock exits 5 naming the lock file, and writes nothing', async () => {
