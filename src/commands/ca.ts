@@ -1,5 +1,5 @@
 import { BatonError } from '../errors.js';
-import { requireDeployment, stateDirFor } from '../config/config.js';
+import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import { action, type CliContext, type Register } from './context.js';
@@ -17,12 +17,15 @@ export const registerCa: Register = (program, ctx) => {
   };
 
   ca.command('init')
-    .description('mint this deployment\'s authority on a fresh host (never over a loss)')
+    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install')
     .action(
       action(ctx, async () => {
         const { deployment, stateDir } = where();
-        const storeUrl = ctx.config().store;
-        if (storeUrl) await refuseIfPublished(storeUrl, deployment);
+        const config = ctx.config();
+        if (config.store) {
+          ctx.stdout.write(`${await initAsFirstController(config)}\n`);
+          return;
+        }
         const authority = await import('../authority/index.js');
         const fingerprint = await authority.withAuthorityLock(stateDir, async () => {
           const local = await authority.readLocalAuthority(stateDir, deployment);
@@ -35,10 +38,8 @@ export const registerCa: Register = (program, ctx) => {
         ctx.stdout.write(
           `Minted a new authority for deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Fingerprint: ${fingerprint}\n` +
-            (storeUrl
-              ? `Nothing was published at ${storeUrl} when this began. `
-              : 'No store is configured, so nobody was asked whether this deployment already has an authority. ') +
-            'Publish it with `baton sync` so the other controller adopts it rather than minting its own.\n',
+            'No store is configured, so no store was asked whether this deployment already has an authority. ' +
+            'Publish it (configure the store, then `baton sync`) so the other controller adopts it rather than minting its own.\n',
         );
       }),
     );
@@ -133,24 +134,27 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
 }
 
 /**
- * A deployment that already published an authority gets it ADOPTED, never a second one minted
- * beside it: two authorities in one fleet is the outage this tool exists to prevent. An
- * unreadable store blocks too (the decision table's BLOCKED), since "could not read" is not
- * "nothing there".
+ * `ca init` with a store is the FIRST CONTROLLER path of the decision table (DESIGN.md §5):
+ * mint aside, publish create-only, install only after the publish succeeded — and when another
+ * controller published first (before this look, or by winning the create-only put), adopt
+ * theirs. Two hosts running `ca init` at once therefore end with ONE authority; checking the
+ * store outside the lock and minting blind would give the fleet two.
  */
-async function refuseIfPublished(storeUrl: string, deployment: string): Promise<void> {
-  const [{ openStore }, { readPublished }] = await Promise.all([import('../store/open-store.js'), import('../share/published.js')]);
-  const published = await readPublished(await openStore(storeUrl), deployment);
-  if (published.state === 'none') return;
-  throw new BatonError('refused', {
-    what:
-      published.state === 'present'
-        ? `This deployment already published an authority (${published.header.fingerprint}); minting another would give the fleet two.`
-        : `The store cannot be read, so baton cannot tell whether this deployment already has an authority: ${published.error.what}`,
-    where: published.location,
-    next: published.state === 'present' ? 'Adopt it with `baton sync`.' : (published.error.next ?? 'Check the store, then try again.'),
-    changed: 'Nothing was written.',
-  });
+async function initAsFirstController(config: ResolvedConfig): Promise<string> {
+  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), import('../share/operations.js')]);
+  const share = await openShareContext(config);
+  const seen = await ops.look(share);
+  const failure = ops.storeFailure(seen);
+  if (failure) throw failure;
+  refuseUnlessFresh(seen.local, share.stateDir);
+  const { verdict } = seen;
+  if (verdict.kind === 'blocked') throw ops.blockedError(verdict);
+  const outcome = await ops.firstController(share);
+  if (outcome.kind !== 'first-controller') return ops.describeOutcome(share, outcome);
+  const { caDir } = layoutOf(share.stateDir);
+  return outcome.wonRace
+    ? `Minted a new authority for deployment ${share.deployment}, published it create-only to ${share.store.location}, then installed it in ${caDir}.\nFingerprint: ${outcome.fingerprint}`
+    : `This deployment's authority was already published by another controller: this host adopted ${outcome.fingerprint} from ${share.store.location} into ${caDir}. Any authority minted here was discarded before it touched disk; the fleet has one authority.\nFingerprint: ${outcome.fingerprint}`;
 }
 
 /** NEVER MINTED OVER A LOSS, never over anything: `ca init` writes only on a fresh host. */

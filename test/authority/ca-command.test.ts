@@ -205,28 +205,43 @@ describe('baton ca', () => {
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 
-  it('init on a fresh host refuses when the deployment already published an authority, naming it, and creates nothing', async () => {
+  it('init on a fresh host whose deployment already published an authority adopts it (the first-controller path), minting nothing of its own', async () => {
     const work = path.dirname(await emptyStateDir());
     const storeUrl = `file://${path.join(work, 'store')}`;
     const firstStateDir = await emptyStateDir();
     const outcome = await firstController({ stateDir: firstStateDir, deployment: DEP, store: await openStore(storeUrl), clock: fixedClock(), host: 'ctl-a' });
     expect(outcome.kind).toBe('first-controller');
     const published = (outcome as { fingerprint: string }).fingerprint;
+    const storeBefore = snapshotDir(path.join(work, 'store'));
 
     const stateDir = path.join(work, 'second-controller');
     const run = await batonWith(['--store', storeUrl], stateDir, 'ca', 'init');
-    expect(run.code).toBe(3);
-    expect(run.stderr).toContain(`This deployment already published an authority (${published})`);
-    expect(run.stderr).toContain('Adopt it with `baton sync`.');
-    expect(existsSync(stateDir)).toBe(false);
-  });
-
-  it('init with a store that holds nothing mints, and says nothing was published when it began', async () => {
-    const work = path.dirname(await emptyStateDir());
-    const stateDir = path.join(work, 'first-controller');
-    const run = await batonWith(['--store', `file://${path.join(work, 'empty-store')}`], stateDir, 'ca', 'init');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('Nothing was published at file://');
+    expect(run.stdout).toContain(`already published by another controller: this host adopted ${published}`);
+    expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(readFileSync(ca(firstStateDir, 'ca.key')));
+    expect(snapshotDir(path.join(work, 'store'))).toEqual(storeBefore);
+  });
+
+  it('init with no store mints, says no store was asked, and exits 0', async () => {
+    const stateDir = path.join(path.dirname(await emptyStateDir()), 'no-store');
+    const run = await baton(stateDir, 'ca', 'init');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('No store is configured, so no store was asked whether this deployment already has an authority.');
+    expect(existsSync(ca(stateDir, 'ca.key'))).toBe(true);
+  });
+
+  it('init with a store that holds nothing mints aside, publishes create-only, then installs what it published', async () => {
+    const work = path.dirname(await emptyStateDir());
+    const stateDir = path.join(work, 'first-controller');
+    const storeDir = path.join(work, 'empty-store');
+    const run = await batonWith(['--store', `file://${storeDir}`], stateDir, 'ca', 'init');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`);
+    const fingerprint = /Fingerprint: (SHA256:\S{43})/.exec(run.stdout)?.[1];
+    const document = JSON.parse(readFileSync(path.join(storeDir, 'authority.json'), 'utf8')) as { fingerprint: string; files: Record<string, string> };
+    expect(document.fingerprint).toBe(fingerprint);
+    expect(Buffer.from(document.files['ca.key']!, 'base64')).toEqual(readFileSync(ca(stateDir, 'ca.key')));
   });
 });
