@@ -2,7 +2,7 @@
  * The verdict of the decision table in words, with its mark and the exact next command. One
  * table for status (TTY, plain, JSON) and failover, so the same verdict never reads two ways.
  */
-import { lineageWords } from '../share/operations.js';
+import { lineageWords } from '../share/lineage.js';
 import type { Lineage, Verdict } from '../share/types.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
@@ -19,8 +19,9 @@ export interface VerdictWords {
 }
 
 /**
- * The lineage diagnosis (DESIGN.md §5) as a sentence. The words are the operations' own
- * (src/share/operations.ts), so sync's refusal and the console never describe it two ways.
+ * The lineage diagnosis (DESIGN.md §5) as a sentence, with the handover proof ("PROVED: …" /
+ * "CLAIMED, NOT PROVED: …"). The words are the domain's own (src/share/lineage.ts), so sync's
+ * refusal, status, the failover walk and the force screen never describe it two ways.
  */
 export function lineageSentence(lineage: Lineage): string {
   const words = lineageWords(lineage);
@@ -63,7 +64,7 @@ export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords
         tone: 'refused',
         label: 'refused',
         headline: `The local and published authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next: verdict.lineage === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
+        next: verdict.lineage.kind === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
       };
     case 'blocked':
       return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };
