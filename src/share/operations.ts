@@ -357,7 +357,7 @@ export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | '
 export function refusalError(ctx: Pick<ShareContext, 'store' | 'command'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
   const baton = ctx.command ?? 'baton';
   const next = {
-    'left-behind': `If this host should follow the rotation, replace it on purpose: \`${baton} sync --force\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
+    'left-behind': `${verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'claimed' ? 'The rotation is only claimed: confirm with whoever runs the other controller that it rotated (anyone who can write the store can mint a CA naming this host). ' : ''}If this host should follow the rotation, replace it on purpose: \`${baton} sync --force\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
     ahead: `Publish this host's authority with \`${baton} sync --push\`, or, if the published one must win, replace this host's on purpose with \`${baton} sync --force\`.`,
     siblings: `Decide which of the two rotations the fleet keeps. To keep the published one, replace this host's on purpose with \`${baton} sync --force\` (it sets ${verdict.caDir} aside as ca.superseded-<UTC stamp>); baton never publishes over a sibling.`,
     unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${baton} sync --force\`.`,

@@ -113,6 +113,7 @@ describe('the lineage cells, each said and each changing nothing', () => {
     const run = await unchanged(w, () => w.sync('b'));
     expect(run.exitCode).toBe(3);
     expect(flat(run.stderr)).toContain('this host was left behind by a rotation (the published authority replaced the one this host holds). PROVED: signed by this host\'s own authority key.');
+    expect(run.stderr).not.toContain('only claimed');
     const status = await unchanged(w, () => w.status('b'));
     expect(status.exitCode).toBe(3);
     expect(flat(status.stdout)).toContain('PROVED: signed by this host\'s own authority key.');
@@ -131,6 +132,7 @@ describe('the lineage cells, each said and each changing nothing', () => {
     const sync = await unchanged(w, () => w.sync('b'));
     expect(sync.exitCode).toBe(3);
     expect(flat(sync.stderr)).toContain(`left behind by a rotation (the published authority replaced the one this host holds). ${words}`);
+    expect(flat(sync.stderr)).toContain('The rotation is only claimed: confirm with whoever runs the other controller that it rotated');
     const status = await unchanged(w, () => w.status('b'));
     expect(flat(status.stdout)).toContain(words);
     const json = await unchanged(w, () => runBaton(['--deployment', DEP, '--state-dir', b.stateDir, '--store', `file://${w.storeDir()}`, 'status', '--json']));
