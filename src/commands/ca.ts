@@ -195,6 +195,8 @@ export function authorityJson(local: LocalAuthority, deployment: string): Record
         not_after: local.current.notAfter.toISOString(),
         previous_not_after: local.previous?.notAfter.toISOString() ?? null,
         replaces: local.current.replaces ?? null,
+        // The claim as written (billet-replaces:/baton-replaces:), well-formed or not; null: names none.
+        replaces_claim: local.current.claim ?? null,
         marker_missing: local.markerMissing,
         repaired_tear: local.repairedTear,
         pending: local.pending ?? null,
@@ -232,6 +234,9 @@ export function authorityText(local: LocalAuthority, deployment: string): string
           ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run \`baton ca retire\` once every node trusts the current one.`
           : 'Previous:    none (no rotation overlap).',
       );
+      if (local.previous && (local.current.claim ?? local.current.replaces) === undefined) {
+        lines.push('The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: `baton ca retire --yes` retires it on your word.');
+      }
       if (local.repairedTear || local.pending === 'rotate') lines.push('A rotation was interrupted part-way; the authority above is still the one in use. Finish it with `baton ca rotate`.');
       if (local.pending === 'retire') lines.push('A retire was interrupted: ca-previous.crt remains without its key. Finish it with `baton ca retire`.');
       if (local.markerMissing) lines.push(`The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`);
