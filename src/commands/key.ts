@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { createFileDurably } from '../authority/durable-write.js';
+import { createFileDurably } from '../fs/durable-write.js';
 import { BatonError } from '../errors.js';
 import { SEAL_KEY_BYTES } from '../share/seal.js';
 import { action, type Register } from './context.js';

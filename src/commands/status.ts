@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_OK } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
 import { mountView } from './mount-view.js';
@@ -65,9 +65,9 @@ export const registerStatus: Register = (program, ctx) => {
         // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
         return mountView(
           ctx,
-          { noColor: config.noColor, ifInterrupted: 0 },
+          { noColor: config.noColor, ifInterrupted: EXIT_OK },
           async () => (await import('../../components/StatusApp.js')).StatusApp,
-          (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
+          (onExit, interactive) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
         );
       }),
     );

@@ -28,7 +28,7 @@ const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 function appFor(columns: number, consumers: number, unreachable?: string) {
   const inv = meshInventory(consumers);
   const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-  const mesh = fakeMesh(inv.machines.map((m) => m.name));
+  const mesh = fakeMesh(inv.machines.map((m) => m.name), plan);
   if (unreachable) mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);

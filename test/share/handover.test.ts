@@ -11,7 +11,7 @@ import { isBatonError } from '../../src/errors.js';
 import { decodeDocument } from '../../src/share/document.js';
 import { handoverMessage } from '../../src/share/handover.js';
 import { adopt, firstController, force, look, publish, type ShareContext } from '../../src/share/operations.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { fixedClock } from '../helpers/authority.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 
