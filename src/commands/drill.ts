@@ -1,5 +1,4 @@
 import { BatonError, EXIT_OK } from '../errors.js';
-import { hasTerminal } from './mount-view.js';
 import { action, type Register } from './context.js';
 
 interface DrillOptions {
@@ -39,6 +38,7 @@ export const registerDrill: Register = (program, ctx) => {
         }
         // `--step N` practises that one step; without it, the whole drill.
         const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
+        const { hasTerminal } = await import('./mount-view.js');
         const interactive = !options.plain && hasTerminal(ctx);
         if (!interactive) {
           if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');

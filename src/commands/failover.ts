@@ -1,7 +1,6 @@
 import { BatonError, EXIT_CODES } from '../errors.js';
 import { requireStore, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
-import { hasTerminal, mountView } from './mount-view.js';
 
 /**
  * `baton failover` (DESIGN.md §9): the interactive walk. It needs a terminal for the typed
@@ -14,6 +13,7 @@ export const registerFailover: Register = (program, ctx) => {
     .description('interactive walk-through: read both sides, choose an allowed action, confirm (terminal required)')
     .action(
       action(ctx, async () => {
+        const { hasTerminal, mountView } = await import('./mount-view.js');
         if (!hasTerminal(ctx)) {
           throw new BatonError('usage', {
             what: 'baton failover is interactive and needs a terminal; stdin or stdout is not a TTY.',
