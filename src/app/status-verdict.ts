@@ -3,6 +3,7 @@
  * table for status (TTY, plain, JSON) and failover, so the same verdict never reads two ways.
  */
 import { lineageWords } from '../share/operations.js';
+import { actionCommand, personalise, suggest, type Suggester } from '../suggest-command.js';
 import type { Lineage, Verdict } from '../share/types.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
@@ -28,10 +29,12 @@ export function lineageSentence(lineage: Lineage): string {
 }
 
 /**
- * `baton` is the command prefix with the global flags the operator gave, so the next step can
- * be pasted as it stands (a bare `baton sync` would read another config and do something else).
+ * `baton` is the one builder of suggested commands (src/suggest-command.ts), or just the
+ * prefix with the global flags (a view on a terminal): the next step can be pasted as it
+ * stands, and without a terminal it is the `sync` that does what `failover` would.
  */
-export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords {
+export function describeVerdict(verdict: Verdict, baton: string | Suggester = 'baton'): VerdictWords {
+  const s: Suggester = typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
   switch (verdict.kind) {
     case 'in-sync':
       return { tone: 'ok', label: 'in sync', headline: 'This host holds the published authority.', next: 'Nothing to do.' };
@@ -40,7 +43,7 @@ export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords
         tone: 'action',
         label: 'action needed',
         headline: 'Nothing is published and this host holds no authority: it can be the first controller.',
-        next: `${baton} failover`,
+        next: actionCommand(s, 'first-controller'),
       };
     case 'adopt':
       return {
@@ -49,27 +52,38 @@ export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords
         headline: verdict.lostMarker
           ? 'This host lost its authority files (the marker is present); the published authority can be adopted.'
           : 'This host holds no authority; the deployment\'s published authority can be adopted.',
-        next: `${baton} failover`,
+        next: actionCommand(s, 'adopt'),
       };
     case 'publish':
       return {
         tone: 'action',
         label: 'action needed',
         headline: 'Nothing is published: this host\'s authority can be published.',
-        next: `${baton} failover`,
+        next: actionCommand(s, 'publish'),
       };
     case 'refuse':
       return {
         tone: 'refused',
         label: 'refused',
         headline: `The local and published authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next: verdict.lineage === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
+        next: refuseNext(verdict, s),
       };
     case 'blocked':
-      return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };
+      return { tone: 'refused', label: 'blocked', headline: verdict.why, next: personalise(verdict.next, s) };
     default:
       return assertNever(verdict);
   }
+}
+
+function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester): string {
+  if (verdict.sealedWithoutKey) {
+    // Force cannot open a sealed document without the key, and a push must not unseal by accident.
+    return verdict.lineage === 'ahead'
+      ? `Set seal_key_file (the key the other controllers use), then ${suggest(s, 'sync --push')}`
+      : `Set seal_key_file (the key the other controllers use), then ${actionCommand(s, 'force')}`;
+  }
+  if (verdict.lineage === 'ahead') return suggest(s, 'sync --push');
+  return s.terminal ? `${actionCommand(s, 'force')}  (a replace asks for a typed confirmation)` : `${actionCommand(s, 'force')}  (check both fingerprints first)`;
 }
 
 export function assertNever(value: never): never {
