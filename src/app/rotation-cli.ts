@@ -16,6 +16,7 @@ import { parseSelector } from '../mesh/selector.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { transportsFor } from '../transport/make-transport.js';
 import { MARKS } from './marks.js';
+import { suggest } from '../suggest-command.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
 import { planHeadline, receivesText } from './rotation-text.js';
@@ -84,7 +85,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
     out(
       unresolved.length === 0
-        ? `Gate open: all ${plan.holders.length} machines resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plan.pairs.length} credential(s).`
+        ? `Gate open: all ${plan.holders.length} machines resolved; \`${suggest(ctx.suggester(flags.inventory), `mesh rotate ${plan.selectorText}`)}\` would rotate ${plan.pairs.length} credential(s).`
         : `Gate closed: ${unresolved.length} of ${plan.holders.length} machines unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
     );
     out('Nothing was changed.');
@@ -115,6 +116,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     concurrency: resolve.concurrency,
     waitMs,
     pollMs: 500,
+    suggester: ctx.suggester(flags.inventory),
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {

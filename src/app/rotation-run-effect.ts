@@ -11,6 +11,8 @@ import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
 
+import type { Suggester } from '../suggest-command.js';
+
 export interface RotationDeps {
   readonly transportFor: TransportFor;
   readonly journalDir: string;
@@ -22,6 +24,8 @@ export interface RotationDeps {
   readonly waitMs: number;
   readonly pollMs: number;
   readonly now?: () => Date;
+  /** The one builder of suggested commands (keeps --inventory and the global flags). */
+  readonly suggester?: Suggester;
 }
 
 export type Dispatch = (event: RotationEvent) => void;
