@@ -98,15 +98,21 @@ export class S3Store implements Store {
    */
   async #removeEveryVersion(key: string): Promise<void> {
     const where = this.#where(key);
+    let versions: { VersionId?: string | undefined; Key?: string | undefined }[] | undefined;
     try {
       const listed = await this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key }));
-      const versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter((v) => v.Key === key && v.VersionId);
-      for (const version of versions) {
+      versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter((v) => v.Key === key && v.VersionId);
+    } catch {
+      // A store without the versions API (some emulators) keeps no versions: a plain delete is whole.
+      versions = undefined;
+    }
+    try {
+      for (const version of versions ?? []) {
         await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! }));
       }
-      // An unversioned bucket lists its object with VersionId "null" (deleted above) or not at
-      // all; a plain delete afterwards is harmless and covers stores that list nothing.
-      if (versions.length === 0) await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key }));
+      // Unversioned buckets list their object with VersionId "null" (deleted above) or not at
+      // all; a plain delete then is harmless, and whole where nothing was listed.
+      if (!versions || versions.length === 0) await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key }));
     } catch (error) {
       throw classifyS3Error(error, where, 'delete', this.spec);
     }
