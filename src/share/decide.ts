@@ -132,6 +132,9 @@ export function allowedActions(verdict: Verdict): readonly Action[] {
     case 'in-sync':
       return ['leave'];
     case 'refuse':
+      // Sealed without the key here: force cannot open the published files, and publishing
+      // would unseal — neither is offered (sync --push --unseal is the deliberate way).
+      if (verdict.sealedWithoutKey) return ['leave'];
       return verdict.lineage === 'ahead' ? ['publish', 'leave', 'force'] : ['leave', 'force'];
     case 'blocked':
       return ['leave'];
