@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { rotateAuthority, systemClock } from '../../src/authority/index.js';
 import { BatonError, isBatonError } from '../../src/errors.js';
 import { firstController, look, publish, replaceUnreadable, type ShareContext } from '../../src/share/operations.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { makeAuthority } from '../helpers/authority.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { cpSync } from 'node:fs';

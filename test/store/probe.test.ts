@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { probeConditionalWrites } from '../../src/store/probe.js';
 
 describe('the conditional-write probe', () => {
