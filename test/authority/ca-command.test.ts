@@ -81,7 +81,7 @@ describe('baton ca', () => {
     const run = await baton(stateDir, 'ca', 'init');
     expect(run.code).toBe(3);
     expect(run.stderr).toContain(`the marker ${path.join(stateDir, 'authority-created')} is present`);
-    expect(run.stderr).toContain('Adopt the published authority with `baton sync`, or restore ca/ from a backup.');
+    expect(run.stderr).toMatch(/Adopt the published authority with `baton (?:--\S+ \S+ )*--state-dir \S+ (?:--\S+ \S+ )*sync`, or restore ca\/ from a backup\./);
     expect(run.stderr).toContain('Nothing was written.');
     expect(snapshotDir(stateDir)).toEqual(before);
   });
