@@ -4,9 +4,6 @@
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { LocalAuthority, PairSummary } from '../authority/types.js';
-import type { UnreadableProblem } from './unreadable.js';
-
-export type { UnreadableProblem };
 
 export const DOCUMENT_FORMAT = 'baton.authority/1';
 
@@ -123,3 +120,6 @@ export type Outcome =
   | { readonly kind: 'left'; readonly why: string };
 
 export type { LocalAuthority };
+
+/** Why a published document cannot be used; each has its own way out (see unreadable.ts). */
+export type UnreadableProblem = 'unusable' | 'foreign-deployment' | 'newer-format' | 'could-not-read';

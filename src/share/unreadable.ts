@@ -10,9 +10,8 @@
  * - 'newer-format'      written by a newer baton: upgrade. Replacing it would downgrade.
  * - 'could-not-read'    the store itself failed: nothing is known about the document.
  */
-import { DOCUMENT_FORMAT } from './types.js';
+import { DOCUMENT_FORMAT, type UnreadableProblem } from './types.js';
 
-export type UnreadableProblem = 'unusable' | 'foreign-deployment' | 'newer-format' | 'could-not-read';
 
 /** The problem of a document the decoder refused. Never throws. */
 export function classifyRefusedDocument(body: Uint8Array, deployment: string): Exclude<UnreadableProblem, 'could-not-read'> {
