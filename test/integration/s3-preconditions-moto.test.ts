@@ -205,7 +205,7 @@ describe('two controllers on moto', () => {
       const store = s3(moto.storeUrl(bucket, `push-${trial}`));
       const { a, b } = await twoAheadHosts(store);
       const [sa, sb] = await Promise.all([look(a), look(b)]);
-      expect(sa.verdict).toMatchObject({ kind: 'refuse', lineage: 'ahead' });
+      expect(sa.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'ahead' } });
       const settled = await Promise.allSettled([publish(a, { seen: sa.verdict }), publish(b, { seen: sb.verdict })]);
       const ok = settled.filter((r) => r.status === 'fulfilled').length;
       for (const r of settled) if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
@@ -239,7 +239,7 @@ describe('sealed and unsealed controllers on moto', () => {
     cpSync(sealed.stateDir, ahead.stateDir, { recursive: true });
     await rotateAuthority(ahead.stateDir, DEPLOYMENT, { clock: systemClock });
     const aheadLook = await look(ahead);
-    expect(aheadLook.verdict).toMatchObject({ kind: 'refuse', lineage: 'ahead', sealedWithoutKey: true });
+    expect(aheadLook.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'ahead' }, sealedWithoutKey: true });
     const error = await errorOf(publish(ahead, { seen: aheadLook.verdict }));
     expect(error.code).toBe('refused');
     expect(error.what).toContain('in the clear');

@@ -57,7 +57,8 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const text = await baton('mesh', 'plan', '--consumer', 'web1-app', '--inventory', inventory);
     expect(text.stdout).toContain('✓ web1 (local machines/web1) receives consumes/pg-main/web1_app');
     expect(text.stdout).toContain("Order: provider ends first; each consumer end only after its provider's receipt shows the database has the new password.");
-    expect(text.stdout).toContain('Gate open: all 2 machines resolved; `baton mesh rotate --consumer web1-app` would rotate 1 credential.');
+    // The suggested command keeps the global flags and the inventory this run was given.
+    expect(text.stdout).toMatch(/Gate open: all 2 machines resolved; `baton (?:--\S+ \S+ )*mesh rotate --consumer web1-app --inventory \S+` would rotate 1 credential\./);
     expect(text.stdout).toContain('Nothing was changed.');
   });
 
@@ -101,7 +102,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
     expect(r.stdout).toContain('Applied 0 of 2 credentials, 2 pending');
     expect(r.stdout).not.toContain('Rotated');
-    expect(r.stdout).toContain(`baton mesh resume ${id}`);
+    expect(r.stdout).toMatch(new RegExp(`baton (?:--\\S+ \\S+ )*mesh resume ${id} --inventory \\S+`));
     for (const [m, old] of Object.entries(olds)) {
       expect(readFileSync(live(m, `consumes/pg-main/${m}_app`), 'utf8')).toBe(old);
       expect(readFileSync(`${live(m, `consumes/pg-main/${m}_app`)}.next`, 'utf8')).toBe(readFileSync(live('db1', `provides/pg-main/${m}_app`), 'utf8'));
