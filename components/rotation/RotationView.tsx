@@ -4,6 +4,7 @@ import { confirmationText, isTerminal, progress, setOf, type RotationState } fro
 import { confirmPrompt, gateClosedLines, planHeadline, progressText } from '../../src/app/rotation-text.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
+import { Frame } from '../Frame.js';
 
 export interface RotationViewProps {
   readonly state: RotationState;
@@ -12,15 +13,27 @@ export interface RotationViewProps {
   readonly offset: number;
   readonly color: boolean;
   readonly tick: number;
+  /** Rows the view may take; the holder table pages to fit them. Undefined: 24. */
+  readonly rows?: number;
+  /** Why the last Enter at the count gate was refused ("expected 3, you typed 4"). */
+  readonly refusal?: string | undefined;
+  /** Whether quitting prints the summary (the command does; the drill checks the machines instead). */
+  readonly summaryOnQuit?: boolean;
 }
 
 /** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
 export const HOLDER_PAGE = 9;
+
+/** Holder rows that fit `rows`: 9 at 24 rows, fewer on a shorter terminal (never under 3). */
+export function holderPage(rows: number | undefined): number {
+  return Math.max(3, Math.min(HOLDER_PAGE, (rows ?? 24) - 15));
+}
 /** At most this many lines of detail (unresolved machines, windows) under the table. */
 const DETAIL_LINES = 4;
 
 /** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
-export function RotationView({ state, columns, offset, color, tick }: RotationViewProps) {
+export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true }: RotationViewProps) {
+  const pageSize = holderPage(rows);
   const width = columns - 1;
   const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) => (
     <Box key={key ?? text} width={width}>
@@ -30,15 +43,13 @@ export function RotationView({ state, columns, offset, color, tick }: RotationVi
     </Box>
   );
   return (
-    <Box flexDirection="column" width={columns}>
-      {line(`baton mesh rotate · rotation ${state.id}`)}
+    <Frame columns={columns} rows={rows ?? 24} header={line(`baton mesh rotate · rotation ${state.id}`)} footer={line(keysLine(state, pageSize))} scrollKeys={false}>
       {line(planHeadline(state.plan))}
-      <HolderTable state={state} columns={columns} offset={offset} pageSize={HOLDER_PAGE} color={color} tick={tick} />
+      <HolderTable state={state} columns={columns} offset={offset} pageSize={pageSize} color={color} tick={tick} />
       <Box flexDirection="column" marginTop={1}>
-        {panel(state).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
+        {panel(state, refusal, summaryOnQuit).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
       </Box>
-      {line(keysLine(state))}
-    </Box>
+    </Frame>
   );
 }
 
@@ -53,7 +64,7 @@ function limited(lines: readonly string[], max: number, more: (n: number) => str
   return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
 }
 
-function panel(state: RotationState): PanelLine[] {
+function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
@@ -77,6 +88,7 @@ function panel(state: RotationState): PanelLine[] {
         ).map((text) => ({ text, wrap: true })),
         { text: confirmPrompt(state.plan), tone: 'action' },
         { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}` },
+        ...(refusal ? [{ text: `${MARKS.refused.glyph} not accepted: ${refusal}`, tone: 'refused' as const, wrap: true }] : []),
       ];
     case 'cancelled':
       return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];
@@ -111,7 +123,7 @@ function panel(state: RotationState): PanelLine[] {
               (n) => `  …and ${n} more not confirmed`,
             ).map((text) => ({ text, tone: 'action' as const, wrap: true }))
           : [{ text: `${MARKS.info.glyph} Receipts not waited for (--wait 0).` }]),
-        { text: 'The summary is printed when you quit.' },
+        { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
       ];
     }
     default: {
@@ -121,8 +133,8 @@ function panel(state: RotationState): PanelLine[] {
   }
 }
 
-function keysLine(state: RotationState): string {
-  const scroll = state.plan.holders.length > HOLDER_PAGE ? 'j/k scroll · ' : '';
+function keysLine(state: RotationState, pageSize: number): string {
+  const scroll = state.plan.holders.length > pageSize ? 'j/k scroll · ' : '';
   if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
   if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
   if (isTerminal(state)) return `${scroll}? help · q quit`;

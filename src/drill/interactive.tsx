@@ -32,12 +32,15 @@ export interface InteractiveOptions {
 export async function runInteractiveDrill(options: InteractiveOptions): Promise<number> {
   // Chalk decides its colour level when it is first loaded: set it before Ink comes in.
   if (options.noColor) process.env.FORCE_COLOR = '0';
-  const [{ render }, { ColorContext }, { DrillRoot }, { DrillTaskFrame }] = await Promise.all([
+  const [{ render }, { ColorContext }, { DrillRoot }, { DrillTaskFrame }, { fitTerminal }] = await Promise.all([
     import('ink'),
     import('../../components/color-context.js'),
     import('../../components/drill/DrillRoot.js'),
     import('../../components/drill/DrillTaskFrame.js'),
+    import('../../components/terminal-stream.js'),
   ]);
+  // Every render (the drill's and each view's) draws on the same fitted stream: no full clears, 0×0 as 80×24.
+  const stdout = fitTerminal(options.stdout);
   const teardown = makeTeardown();
   const release = teardownOnSignals(teardown);
   const notebook = newNotebook();
@@ -51,7 +54,6 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     resolveDone = resolve;
   });
   const colored = (element: React.ReactElement) => <ColorContext.Provider value={!options.noColor}>{element}</ColorContext.Provider>;
-  const columns = () => options.stdout.columns || 80;
 
   const quit = async () => {
     if (quitting) return;
@@ -117,7 +119,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     else dispatch({ type: intent });
   };
 
-  const drillElement = () => colored(<DrillRoot state={state} columns={columns()} onIntent={onIntent} />);
+  const drillElement = () => colored(<DrillRoot state={state} onIntent={onIntent} />);
 
   const show = () => {
     if (quitting || viewOpen) return;
@@ -138,19 +140,17 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
       return;
     }
     if (drillInstance) drillInstance.rerender(drillElement());
-    else drillInstance = render(drillElement(), { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    else drillInstance = render(drillElement(), { stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
   };
 
   /** Mounts the task's real view under the rail; resolves when the operator closes it. */
   const openView = async () => {
     const box = sandbox!;
     let interrupted = false;
-    const view = await taskView(box, state, options.noColor, columns());
+    const view = await taskView(box, state, options.noColor);
     const frame = colored(
       <DrillTaskFrame
         state={state}
-        columns={columns()}
-        forcePrefix={view.forcePrefix}
         onWrongTurn={(what) => dispatch({ type: 'wrong-turn', what })}
         onInterrupt={() => {
           interrupted = true;
@@ -159,7 +159,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
         {view.element}
       </DrillTaskFrame>,
     );
-    const instance = render(frame, { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    const instance = render(frame, { stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
     await instance.waitUntilExit();
     await view.finished();
     if (interrupted) await quit();
@@ -187,13 +187,12 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
 
 interface TaskView {
   readonly element: React.ReactElement;
-  readonly forcePrefix: string | undefined;
   /** Resolves when the view's own work (a rotation's effects) has settled. */
   finished(): Promise<void>;
 }
 
 /** The real view for the current task, wired to the sandbox the way its command wires it. */
-async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boolean, columns: number): Promise<TaskView> {
+async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boolean): Promise<TaskView> {
   const where = currentTask(state).where;
   const settled = { finished: async () => {} };
   switch (where.kind) {
@@ -206,23 +205,14 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       const sources = statusSourcesFor(sandbox, where.controller);
       return {
         ...settled,
-        forcePrefix: undefined,
-        element: <StatusApp read={() => readStatus(sources)} columns={columns} baton="baton" watchSeconds={5} interactive onExit={() => {}} />,
+        element: <StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={5} interactive onExit={() => {}} />,
       };
     }
     case 'failover': {
-      const [{ FailoverApp }, { failoverPorts }, { look }, { forcePrefix: prefixOf }] = await Promise.all([
-        import('../../components/FailoverApp.js'),
-        import('../app/failover-ports.js'),
-        import('../share/operations.js'),
-        import('../app/failover-flow.js'),
-      ]);
-      const seen = await look(sandbox.share(where.controller));
-      const forcePrefix = seen.verdict.kind === 'refuse' ? prefixOf(seen.verdict) : undefined;
+      const [{ FailoverApp }, { failoverPorts }] = await Promise.all([import('../../components/FailoverApp.js'), import('../app/failover-ports.js')]);
       return {
         ...settled,
-        forcePrefix,
-        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} columns={columns} baton="baton" onExit={() => {}} />,
+        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} baton="baton" onExit={() => {}} />,
       };
     }
     case 'rotation': {
@@ -245,7 +235,6 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
         };
       };
       return {
-        forcePrefix: undefined,
         // A rotation left mid-way (Ctrl-C) finishes the phase it is in before the checks read the machines.
         finished: () =>
           new Promise<void>((resolve) => {
@@ -257,7 +246,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
               resolve();
             });
           }),
-        element: <RotationApp store={store} subscribe={subscribe} columns={columns} color={!noColor} onExit={() => {}} />,
+        element: <RotationApp store={store} subscribe={subscribe} color={!noColor} summaryOnQuit={false} onExit={() => {}} />,
       };
     }
     case 'action':
