@@ -10,6 +10,7 @@ import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-ef
 import { rotationStore } from '../../src/app/rotation-store.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { RotationApp } from './RotationApp.js';
+import { fitTerminal } from '../terminal-stream.js';
 
 export interface MountOptions {
   readonly id: string;
@@ -20,7 +21,7 @@ export interface MountOptions {
 }
 
 export async function mountRotationView(options: MountOptions): Promise<number> {
-  const stdout = options.stdout ?? process.stdout;
+  const stdout = fitTerminal(options.stdout ?? process.stdout);
   const listeners = new Set<(state: RotationState, event: RotationEvent | undefined) => void>();
   const store = rotationStore(startRotation(options.id, options.plan), rotationRunner(options.deps), (state, event) => {
     for (const listener of listeners) listener(state, event);
@@ -34,7 +35,6 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
     <RotationApp
       store={store}
       subscribe={subscribe}
-      columns={stdout.columns || 80}
       color={!options.noColor}
       onExit={(code, state) => {
         result = { code, state };

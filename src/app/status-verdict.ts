@@ -59,11 +59,21 @@ export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords
         next: `${baton} failover`,
       };
     case 'refuse':
+      // AHEAD is this host's own rotation, not yet pushed: the expected state right after
+      // `ca rotate`, so it is an action to take, not a refusal in red.
+      if (verdict.lineage === 'ahead') {
+        return {
+          tone: 'action',
+          label: 'not published yet',
+          headline: lineageSentence(verdict.lineage),
+          next: `${baton} sync --push  (publishes the rotated authority)`,
+        };
+      }
       return {
         tone: 'refused',
         label: 'refused',
         headline: `The local and published authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next: verdict.lineage === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
+        next: `${baton} failover  (a replace asks for a typed confirmation)`,
       };
     case 'blocked':
       return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };

@@ -1,5 +1,6 @@
 import { BatonError } from '../errors.js';
 import { action, type Register } from './context.js';
+import { cursorAddressable } from './terminal-kind.js';
 
 interface DrillOptions {
   readonly list?: boolean;
@@ -38,9 +39,12 @@ export const registerDrill: Register = (program, ctx) => {
         }
         // `--step N` practises that one step; without it, the whole drill.
         const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
-        const interactive = !options.plain && Boolean(process.stdin.isTTY && ctx.stdout.isTTY);
+        const interactive = !options.plain && Boolean(process.stdin.isTTY) && cursorAddressable(ctx.stdout, ctx.env);
         if (!interactive) {
-          if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
+          if (!options.plain) {
+            const why = ctx.stdout.isTTY && process.stdin.isTTY ? 'this terminal cannot redraw (TERM=dumb or no size)' : 'no terminal here';
+            ctx.stdout.write(`baton drill: ${why}, so running the plain walk-through (--plain).\n`);
+          }
           const { runPlainDrill } = await import('../drill/plain.js');
           return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
         }

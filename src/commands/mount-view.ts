@@ -21,10 +21,11 @@ export async function mountView<P extends object>(
 ): Promise<number> {
   if (options.noColor) process.env.FORCE_COLOR = '0';
   // React is CommonJS: once bundled, a dynamic import has it only as `default`.
-  const [{ render }, { default: React }, { ColorContext }, View] = await Promise.all([
+  const [{ render }, { default: React }, { ColorContext }, { fitTerminal }, View] = await Promise.all([
     import('ink'),
     import('react'),
     import('../../components/color-context.js'),
+    import('../../components/terminal-stream.js'),
     load(),
   ]);
   let code: number | undefined;
@@ -39,7 +40,7 @@ export async function mountView<P extends object>(
         }),
       ),
     ),
-    { stdout: ctx.stdout, stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
+    { stdout: fitTerminal(ctx.stdout), stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
   );
   await app.waitUntilExit();
   return code ?? options.ifInterrupted;

@@ -2,6 +2,7 @@ import { BatonError } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
 import { mountView } from './mount-view.js';
+import { cursorAddressable } from './terminal-kind.js';
 
 interface StatusOptions {
   readonly json?: boolean;
@@ -26,6 +27,21 @@ export const registerStatus: Register = (program, ctx) => {
     .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
     .action(
       action(ctx, async (options: StatusOptions) => {
+        try {
+          return await status(options);
+        } catch (error) {
+          if (options.json) {
+            const [{ statusErrorJson }, { asBatonError }] = await Promise.all([import('../app/status-json.js'), import('../errors.js')]);
+            const batonError = asBatonError(error, { what: 'baton status failed' });
+            ctx.stdout.write(`${JSON.stringify(statusErrorJson(batonError), null, 2)}\n`);
+            throw batonError;
+          }
+          throw error;
+        }
+      }),
+    );
+
+  async function status(options: StatusOptions): Promise<number> {
         const config = ctx.config();
         const deployment = requireDeployment(config);
         const stateDir = stateDirFor(config);
@@ -54,8 +70,8 @@ export const registerStatus: Register = (program, ctx) => {
           ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
           return statusExitCode(report);
         }
-        if (!ctx.stdout.isTTY) {
-          if (options.watch) ctx.stderr.write('baton: --watch needs a terminal; printing one read.\n');
+        if (!cursorAddressable(ctx.stdout, ctx.env)) {
+          if (options.watch) ctx.stderr.write('baton: --watch needs a terminal that can redraw (not a pipe, not TERM=dumb); printing one read.\n');
           const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
           const report = await read();
           ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, baton));
@@ -69,6 +85,5 @@ export const registerStatus: Register = (program, ctx) => {
           async () => (await import('../../components/StatusApp.js')).StatusApp,
           (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
         );
-      }),
-    );
+  }
 };

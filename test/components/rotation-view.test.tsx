@@ -141,9 +141,12 @@ describe('the rotation view', () => {
     const { view, mesh, exits, plan } = mount(80, 2);
     await view.waitFor((f) => f.includes('Gate open'), 'the gate');
     await view.press('?');
-    const help = await view.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help');
+    const help = await view.waitFor((f) => f.includes('Keys on this screen'), 'the help');
     fits(help, 80);
-    expect(help).toContain('back (never quits)');
+    // The count gate's own keys, not the failover's (no r, no "move").
+    expect(help).toContain('cancel: nothing is generated (never quits)');
+    expect(help).toContain('type the number of credentials');
+    expect(help).not.toContain('read again');
     await view.press(KEY.escape);
     const back = await view.waitFor((f) => f.includes('Gate open'), 'the gate again');
     expect(back).toContain(`Type ${plan.pairs.length} (the number of credentials)`);
