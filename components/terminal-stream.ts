@@ -7,7 +7,8 @@
  *   incident log. The views keep every frame within the real rows themselves (Frame).
  * - On a resize the terminal re-flows the last frame's lines before Ink redraws; Ink then
  *   erases as many rows as it wrote, not as many as they now take, and copies of the header
- *   stack up. The rows the re-flow added are erased first.
+ *   stack up (tmux even pulls scrolled-off copies back when the window grows). The screen is
+ *   scrolled into the scrollback first, so the redraw starts clean.
  */
 import { EventEmitter } from 'node:events';
 
@@ -34,52 +35,51 @@ export function terminalSize(stdout: unknown): TerminalSize {
   return { columns: sized.columns || FALLBACK.columns, rows: sized.rows || FALLBACK.rows };
 }
 
-const ESCAPE = /\u001b\[[0-9;?]*[A-Za-z]|\u001b[78]/g;
+/**
+ * Moves everything on the screen into the scrollback (newlines at the bottom row scroll it up,
+ * on every terminal) and puts the cursor home. Nothing is erased: the operator's earlier
+ * lines stay in the scrollback, and the next frame is drawn on a clean screen.
+ */
+const ESCAPE = /\u001b\[[0-9;?]*[A-Za-z]/g;
 /** The end of log-update's eraseLines(n): the cursor back to column 1. */
 const ERASE_END = '\u001b[G';
-const CURSOR_SHOWN = '\u001b[?25h';
 
-/** Rows `lines` take once the terminal re-flows them to `columns`. */
-export function reflowedRows(lines: readonly string[], columns: number): number {
-  return lines.reduce((sum, line) => sum + Math.max(1, Math.ceil([...line.replace(ESCAPE, '')].length / Math.max(1, columns))), 0);
-}
-
-function eraseLines(count: number): string {
-  let out = '';
-  for (let i = 0; i < count; i++) out += `\u001b[2K${i < count - 1 ? '\u001b[1A' : ''}`;
-  return count > 0 ? `${out}${ERASE_END}` : '';
+function scrollAway(rows: number): string {
+  return `\u001b[${rows};1H${'\n'.repeat(rows)}\u001b[H`;
 }
 
 export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   if ((stdout as Sized)[SIZE]) return stdout;
   const resize = new EventEmitter();
-  /** The lines of the frame on screen: what was written since log-update's last erase. */
-  let frame = '';
-  let columns = terminalSize(stdout).columns;
   const size = (): TerminalSize => ({ columns: stdout.columns || FALLBACK.columns, rows: stdout.rows || FALLBACK.rows });
 
+  // Before Ink hears of the resize: the re-flowed old frame (part of it already pushed into
+  // the scrollback, and pulled back when the window grows) goes up and out of view, so Ink's
+  // erase-and-redraw starts from a clean screen and exactly one frame shows.
+  /** The frame on screen as Ink last wrote it (after log-update's erase), to draw again if Ink does not. */
+  let frame = '';
+  let drawn = true;
   const write = (chunk: unknown, ...rest: unknown[]): boolean => {
     const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : '';
-    // A frame starts after log-update's erase, or after Ink showed the cursor again (an
-    // unmounted view's last frame stays on screen; the next view draws below it).
-    const after = (mark: string) => (text.includes(mark) ? text.lastIndexOf(mark) + mark.length : 0);
-    const start = Math.max(after(ERASE_END), after(CURSOR_SHOWN));
-    frame = start > 0 ? text.slice(start) : frame + text;
+    const erased = text.lastIndexOf(ERASE_END);
+    const body = erased >= 0 ? text.slice(erased + ERASE_END.length) : text;
+    if (body.replace(ESCAPE, '') !== '') {
+      frame = body;
+      drawn = true;
+    }
     return (stdout.write as (...args: unknown[]) => boolean)(chunk, ...rest);
   };
 
   stdout.on('resize', () => {
-    const next = size().columns;
-    if (next < columns) {
-      const lines = frame.split('\n');
-      // The line after the frame's last newline is where the cursor waits; it is not a row of the frame.
-      const visible = frame.endsWith('\n') ? lines.slice(0, -1) : lines;
-      const extra = reflowedRows(visible, next) - visible.length;
-      // Ink erases the rows it wrote; these are the rows the re-flow added above its count.
-      if (extra > 0) stdout.write(eraseLines(extra + 1));
-    }
-    columns = next;
+    stdout.write(scrollAway(size().rows));
+    drawn = false;
     resize.emit('resize');
+    // Ink writes only a frame that differs from its last one; an unchanged frame (the width
+    // grew, the text did not) is drawn again here so the screen is never left empty.
+    setTimeout(() => {
+      if (!drawn && frame) stdout.write(frame);
+      drawn = true;
+    }, 100);
   });
 
   return new Proxy(stdout, {
