@@ -108,7 +108,7 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
       }
       case 'done': {
         write(`${MARKS.ok.glyph} ${outcomeWords(state.outcome)}`);
-        if (state.after) write(statusText(state.after, GLYPHS, baton).trimEnd());
+        if (state.after && state.action !== 'leave') write(statusText(state.after, GLYPHS, baton).trimEnd());
         return failoverExitCode(state);
       }
       case 'failed':
