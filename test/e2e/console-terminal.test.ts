@@ -111,7 +111,7 @@ describe('the walk never mints by default', () => {
     await s.waitFor((x) => x.includes('Read again:') && x.includes('in sync'), 'the mint');
     await s.keys('q');
     expect(await s.exitCode()).toBe(0);
-    expect(readdirSync(host.store)).toEqual(['authority.json']);
+    expect(readdirSync(host.store)).toContain('authority.json');
   });
 });
 
