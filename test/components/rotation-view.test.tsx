@@ -85,15 +85,20 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     frame = await view.waitFor((f) => f.includes('rows 3–11 of 31'), 'scrolling down two rows');
     expect(frame).not.toMatch(/✓ db1 /);
 
-    // q is not a digit and does nothing while typing; Enter with the wrong count does nothing.
+    // q is not a digit and does nothing while typing; Enter with the wrong count says why and sends nothing.
     await view.press('q');
     await view.press('9');
+    await view.press('9');
     await view.press(KEY.enter);
-    frame = await view.waitFor((f) => f.includes('> 9'), 'the typed 9');
+    frame = await view.waitFor((f) => f.includes('> 99') && f.includes('not accepted'), 'the refused 99');
+    expect(strip(frame).replace(/\s+/g, ' ')).toContain(`Expected ${n}, you typed 99`);
+    fits(frame, columns);
     expect(mesh.writes()).toBe(0);
     expect(exits).toEqual([]);
-    await view.press('\u007f');
-    await view.waitFor((f) => /> *\n/.test(strip(f)) || strip(f).includes('> \n'), 'erased');
+    // Two DEL bytes in one read (a held Backspace over SSH) erase two digits, and the reason goes.
+    await view.press('\u007f\u007f');
+    frame = await view.waitFor((f) => /^> *$/m.test(strip(f)), 'erased');
+    expect(frame).not.toContain('not accepted');
     for (const digit of n) await view.press(digit);
     await view.waitFor((f) => f.includes(`> ${n}  (Enter rotates)`), 'the full count');
     await view.press(KEY.enter);
