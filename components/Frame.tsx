@@ -24,8 +24,8 @@ const CHROME = 2;
  * (PgUp / PgDn) while the header and the key hints stay. A frame as tall as the terminal made
  * Ink clear the whole screen on every key — flicker over SSH and a wiped scrollback.
  *
- * The body starts clipped to every row there is and shrinks to its measured height in the
- * same commit, so no frame ever written is taller than the terminal.
+ * The body always takes every row there is (the key hints sit on the last one), so no frame
+ * ever written is taller than the terminal, whatever the body grew to since the last one.
  */
 export function Frame({ columns, rows, header, footer, children, headerRows = 1, scrollKeys = true }: FrameProps) {
   const content = useRef<DOMElement>(null);
@@ -52,7 +52,9 @@ export function Frame({ columns, rows, header, footer, children, headerRows = 1,
     { isActive: scrollKeys && overflow },
   );
 
-  const viewport = room === undefined ? undefined : Math.min(room, height ?? room);
+  // Always the full room, never the last measured height: a body that just grew (a read
+  // arriving) must not be drawn squeezed into the height of the one before it.
+  const viewport = room;
   return (
     <Box flexDirection="column" width={columns}>
       {header}
