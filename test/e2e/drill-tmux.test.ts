@@ -14,6 +14,8 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { leftoversIn, processesMentioning } from '../drill/leftovers.js';
 
 const tmp = makeTempDir('baton-drill-tmux-');
+/** The raw recording lives apart: tmux's pipe-pane `cat` names its file, and the sandbox dir must end with no process naming it. */
+const recording = makeTempDir('baton-drill-raw-');
 let session: TmuxSession | undefined;
 
 beforeAll(() => {
@@ -25,6 +27,7 @@ beforeAll(() => {
 afterAll(async () => {
   await session?.kill();
   tmp.cleanup();
+  recording.cleanup();
 });
 
 /** Lines of the screen that fit the terminal: Ink never writes past column 80. */
@@ -36,7 +39,7 @@ describe('the interactive drill in tmux (80×24)', () => {
   it('walks steps 1 to 3 with real keys, checks each step, and q removes the sandbox', async () => {
     session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir } });
     const s = session;
-    const raw = path.join(tmp.dir, 'drill.raw');
+    const raw = path.join(recording.dir, 'drill.raw');
     await s.record(raw);
     let screen = await s.waitFor('Enter begins the step', 'the sandbox to be ready', 90_000);
     expect(screen).toContain('Step 1 of 5: status: ctl-a holds and has published');
