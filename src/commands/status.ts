@@ -42,48 +42,48 @@ export const registerStatus: Register = (program, ctx) => {
     );
 
   async function status(options: StatusOptions): Promise<number> {
-        const config = ctx.config();
-        const deployment = requireDeployment(config);
-        const stateDir = stateDirFor(config);
-        const storeUrl = requireStore(config);
-        const interval = Number(options.interval ?? DEFAULT_WATCH_SECONDS);
-        if (!Number.isFinite(interval) || interval < 1 || interval > 3600) {
-          throw new BatonError('usage', {
-            what: `--interval "${options.interval}" is not a number of seconds between 1 and 3600.`,
-            next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
-          });
-        }
-        const [{ openStore }, { readStatus, statusExitCode }, { statusSources }, { batonInvocation }] = await Promise.all([
-          import('../store/open-store.js'),
-          import('../app/status-report.js'),
-          import('../app/status-sources.js'),
-          import('../app/status-invocation.js'),
-        ]);
-        const baton = batonInvocation(program.opts<GlobalFlags>());
-        const store = await openStore(storeUrl);
-        const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
-        const read = () => readStatus(sources);
+    const config = ctx.config();
+    const deployment = requireDeployment(config);
+    const stateDir = stateDirFor(config);
+    const storeUrl = requireStore(config);
+    const interval = Number(options.interval ?? DEFAULT_WATCH_SECONDS);
+    if (!Number.isFinite(interval) || interval < 1 || interval > 3600) {
+      throw new BatonError('usage', {
+        what: `--interval "${options.interval}" is not a number of seconds between 1 and 3600.`,
+        next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
+      });
+    }
+    const [{ openStore }, { readStatus, statusExitCode }, { statusSources }, { batonInvocation }] = await Promise.all([
+      import('../store/open-store.js'),
+      import('../app/status-report.js'),
+      import('../app/status-sources.js'),
+      import('../app/status-invocation.js'),
+    ]);
+    const baton = batonInvocation(program.opts<GlobalFlags>());
+    const store = await openStore(storeUrl);
+    const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
+    const read = () => readStatus(sources);
 
-        if (options.json) {
-          const { statusJson } = await import('../app/status-json.js');
-          const report = await read();
-          ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
-          return statusExitCode(report);
-        }
-        if (!cursorAddressable(ctx.stdout, ctx.env)) {
-          if (options.watch) ctx.stderr.write('baton: --watch needs a terminal that can redraw (not a pipe, not TERM=dumb); printing one read.\n');
-          const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
-          const report = await read();
-          ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, baton));
-          return statusExitCode(report);
-        }
+    if (options.json) {
+      const { statusJson } = await import('../app/status-json.js');
+      const report = await read();
+      ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
+      return statusExitCode(report);
+    }
+    if (!cursorAddressable(ctx.stdout, ctx.env)) {
+      if (options.watch) ctx.stderr.write('baton: --watch needs a terminal that can redraw (not a pipe, not TERM=dumb); printing one read.\n');
+      const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
+      const report = await read();
+      ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, baton));
+      return statusExitCode(report);
+    }
 
-        // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
-        return mountView(
-          ctx,
-          { noColor: config.noColor, ifInterrupted: 0 },
-          async () => (await import('../../components/StatusApp.js')).StatusApp,
-          (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
-        );
+    // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
+    return mountView(
+      ctx,
+      { noColor: config.noColor, ifInterrupted: 0 },
+      async () => (await import('../../components/StatusApp.js')).StatusApp,
+      (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
+    );
   }
 };

@@ -241,3 +241,22 @@ describe('terminals without cursor addressing get the plain renderer', () => {
     expect(readdirSync(host.store)).toEqual([]);
   });
 });
+
+describe('what a script reads', () => {
+  it('status --json with a config error prints one JSON error object and exits with the same code', async () => {
+    const missing = path.join(root.dir, 'no-such-baton.yaml');
+    const result = await runBaton(['--config', missing, 'status', '--json']);
+    expect(result.exitCode).toBe(2);
+    const json = JSON.parse(result.stdout);
+    expect(json).toMatchObject({ format: 'baton.status/1', exit_code: 2, error: { code: 'config', where: missing } });
+    expect(result.stderr).toContain('does not exist');
+  });
+
+  it('--help lists the exit codes', async () => {
+    const result = await runBaton(['--help']);
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toContain('Exit codes:');
+    expect(result.stdout).toMatch(/^ {2}4 {2}aborted by the all-or-nothing gate/m);
+    expect(result.stdout).toMatch(/^ {2}6 {2}the store changed underneath/m);
+  });
+});
