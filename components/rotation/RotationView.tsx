@@ -71,11 +71,12 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${p.holders} machines — nothing is generated until every one answers`, tone: 'busy' }];
     case 'gate-closed': {
       const [head, sent, ...rest] = gateClosedLines(state);
+      // Wrapped, not cut: "Next: … run the rot…" hid the step the operator needed.
       return [
-        { text: `${MARKS.refused.glyph} ${head}`, tone: 'refused' },
-        { text: sent! },
-        ...limited(rest.slice(0, -1), DETAIL_LINES, (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`).map((text) => ({ text })),
-        { text: rest[rest.length - 1]! },
+        { text: `${MARKS.refused.glyph} ${head}`, tone: 'refused', wrap: true },
+        { text: sent!, wrap: true },
+        ...limited(rest.slice(0, -1), DETAIL_LINES, (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`).map((text) => ({ text, wrap: true })),
+        { text: rest[rest.length - 1]!, wrap: true },
       ];
     }
     case 'confirming':
@@ -108,7 +109,7 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       return [
         { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged.`, tone: 'refused' },
         ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
-        { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action' },
+        { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action', wrap: true },
       ];
     case 'done': {
       const applied = setOf(state.applied);
