@@ -1,6 +1,6 @@
 import { useCallback, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput } from 'ink';
-import { currentTask, turnWords, type DrillState } from '../../src/app/drill-flow.js';
+import { currentTask, turnWords, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { useColor } from '../hooks/use-color.js';
 import { ReservedRows, useTerminalSize } from '../hooks/use-columns.js';
 import { TurnReport, type Turn } from '../hooks/use-turn-report.js';

@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_OK } from '../errors.js';
 import { action, type Register } from './context.js';
 import { cursorAddressable } from './terminal-kind.js';
 
@@ -24,10 +24,10 @@ export const registerDrill: Register = (program, ctx) => {
     .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
     .action(
       action(ctx, async (options: DrillOptions) => {
-        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../drill/scenario.js');
+        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../app/drill/scenario.js');
         if (options.list) {
           for (const line of listSteps()) ctx.stdout.write(`${line}\n`);
-          return 0;
+          return EXIT_OK;
         }
         const first = options.step === undefined ? 1 : Number(options.step);
         if (!Number.isInteger(first) || !isStepNumber(first)) {
@@ -39,16 +39,17 @@ export const registerDrill: Register = (program, ctx) => {
         }
         // `--step N` practises that one step; without it, the whole drill.
         const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
-        const interactive = !options.plain && Boolean(process.stdin.isTTY) && cursorAddressable(ctx.stdout, ctx.env);
+        const { hasTerminal } = await import('./mount-view.js');
+        const interactive = !options.plain && hasTerminal(ctx) && cursorAddressable(ctx.stdout, ctx.env);
         if (!interactive) {
           if (!options.plain) {
-            const why = ctx.stdout.isTTY && process.stdin.isTTY ? 'this terminal cannot redraw (TERM=dumb or no size)' : 'no terminal here';
+            const why = hasTerminal(ctx) ? 'this terminal cannot redraw (TERM=dumb or no size)' : 'no terminal here';
             ctx.stdout.write(`baton drill: ${why}, so running the plain walk-through (--plain).\n`);
           }
-          const { runPlainDrill } = await import('../drill/plain.js');
+          const { runPlainDrill } = await import('./drill/plain.js');
           return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
         }
-        const { runInteractiveDrill } = await import('../drill/interactive.js');
+        const { runInteractiveDrill } = await import('./drill/interactive.js');
         return runInteractiveDrill({ first, last, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
       }),
     );

@@ -3,8 +3,7 @@
  * its own timeout, so one machine that hangs is reported as unresolved instead of holding the
  * whole gate open forever.
  */
-import { TransportError, reasonOf } from '../transport/transport.js';
-import type { TransportFor } from '../transport/make-transport.js';
+import { TransportError, reasonOf, type TransportFor } from './transport.js';
 import { mapBounded, withTimeout } from './map-bounded.js';
 import type { Holder } from './rotation-plan.js';
 

@@ -44,7 +44,7 @@ export interface RotationPlan {
   readonly holders: readonly Holder[];
 }
 
-export const STAGED_SUFFIX = '.next';
+export { STAGED_SUFFIX } from './transport.js';
 
 /**
  * The window cannot be closed — a role's password changes on the provider and the file on

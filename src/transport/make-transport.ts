@@ -5,7 +5,8 @@
 import type { Machine } from '../mesh/inventory.js';
 import { localTransport, type LocalTransportOptions } from './local-transport.js';
 import { sshTransport, type SshTransportOptions } from './ssh-transport.js';
-import type { Transport } from './transport.js';
+import type { Transport, TransportFor } from '../mesh/transport.js';
+
 
 export interface TransportOptions {
   readonly local?: LocalTransportOptions;
@@ -17,8 +18,6 @@ export function makeTransport(machine: Machine, options: TransportOptions = {}):
     ? localTransport(machine.name, machine.root, options.local)
     : sshTransport(machine.name, machine.ssh, options.ssh);
 }
-
-export type TransportFor = (machine: string) => Transport;
 
 /** A memoised lookup by machine name over an inventory's machines. */
 export function transportsFor(machines: readonly Machine[], options: TransportOptions = {}): TransportFor {

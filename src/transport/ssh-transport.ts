@@ -8,7 +8,7 @@ import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
 import { ANSWER_PREFIX, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, remoteCommand } from './remote-scripts.js';
 import { runProcess, type ExecFn } from './run-process.js';
-import { TransportError, type FileDigests, type Transport } from './transport.js';
+import { TransportError, type FileDigests, type Transport } from '../mesh/transport.js';
 
 export interface SshTransportOptions {
   /** Replaces the process runner (tests record every child's argv and environment). */

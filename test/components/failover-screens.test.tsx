@@ -172,7 +172,8 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(stillShut).toContain('[ Replace ] disabled');
     expect(flat(stillShut)).toContain('That is the PUBLISHED fingerprint');
     await v.press('q');
-    await v.waitFor((f) => f.includes('q'), 'q typed into the field');
+    const typedQ = await v.waitFor((f) => f.includes(`> ${publishedFp.slice(7, 15)}q`), 'q typed into the field after the refused Enter');
+    expect(typedQ).toContain('[ Replace ] disabled');
     expect(exitCode).toBeUndefined();
 
     await v.press(KEY.escape);

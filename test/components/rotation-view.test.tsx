@@ -28,7 +28,7 @@ const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 function appFor(columns: number, consumers: number, unreachable?: string) {
   const inv = meshInventory(consumers);
   const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-  const mesh = fakeMesh(inv.machines.map((m) => m.name));
+  const mesh = fakeMesh(inv.machines.map((m) => m.name), plan);
   if (unreachable) mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);
@@ -119,9 +119,13 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     expect(frame).toContain('Gate closed: 1 of 4 machines could not be resolved.');
     expect(frame).toContain('Nothing was generated and nothing was sent');
     expect(frame).toMatch(/✗ web2 +ssh +consumes\/pg-main\/web2_app +ssh: connect to host/);
+    // Esc changes nothing here; the help that ? opens after it shows it was handled.
     await view.press(KEY.escape);
-    await view.waitFor((f) => f.includes('Gate closed'), 'still the gate');
+    await view.press('?');
+    await view.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help (so the Esc before it was handled)');
     expect(exits).toEqual([]);
+    await view.press('?');
+    await view.waitFor((f) => f.includes('Gate closed') && !f.includes('Esc or ? closes this help.'), 'the gate again');
     await view.press('q');
     await view.waitFor(() => exits.length === 1, 'the exit');
     expect(exits).toEqual([4]);
@@ -153,7 +157,7 @@ describe('the rotation view', () => {
     expect(help).toContain('type the number of credentials');
     expect(help).not.toContain('read again');
     await view.press(KEY.escape);
-    const back = await view.waitFor((f) => f.includes('Gate open'), 'the gate again');
+    const back = await view.waitFor((f) => f.includes('Gate open') && !f.includes('Keys on this screen'), 'the gate again, the help gone');
     expect(back).toContain(`Type ${plan.pairs.length} (the number of credentials)`);
     expect(back).not.toContain('Cancelled');
     expect(exits).toEqual([]);

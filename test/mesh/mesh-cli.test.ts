@@ -9,7 +9,7 @@ import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/transport/transport.js';
+import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 

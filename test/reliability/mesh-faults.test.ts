@@ -18,8 +18,9 @@ import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { Selector } from '../../src/mesh/selector.js';
 import { UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
-import { transportsFor, type TransportFor } from '../../src/transport/make-transport.js';
-import { TransportError, type Transport } from '../../src/transport/transport.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
+import { TransportError, type Transport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 const ROTATIONS = 100;

@@ -8,7 +8,7 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { localTransport, UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/transport/transport.js';
+import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
 

@@ -5,18 +5,18 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { checkPair } from '../authority/index.js';
-import { RECEIPTS_DIR, secretDigest, parseReceipt } from '../mesh/digest.js';
-import { look, type Look } from '../share/operations.js';
-import { localTransport } from '../transport/local-transport.js';
+import { checkPair } from '../../authority/index.js';
+import { RECEIPTS_DIR, secretDigest, parseReceipt } from '../../mesh/digest.js';
+import { look, type Look } from '../../share/operations.js';
+import { localTransport } from '../../transport/local-transport.js';
 import { check, fail, type CheckResult } from './check.js';
 import { changedFiles, digestTree, machinesOf, readMeshFiles } from './machine-files.js';
 import { readConsumerSecrets, readJournalRecords, type Before, type Role } from './notebook.js';
-import { loadInventory } from '../mesh/inventory.js';
-import { planRotation } from '../mesh/rotation-plan.js';
-import type { Selector } from '../mesh/selector.js';
+import { loadInventory } from '../../mesh/inventory.js';
+import { planRotation } from '../../mesh/rotation-plan.js';
+import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
-import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from './sandbox.js';
+import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { StepNumber } from './scenario.js';
 
 /** How long the provisioner gets to apply a committed password before the check fails. */
