@@ -24,6 +24,7 @@ export function HelpOverlay({ columns, keys, about }: HelpOverlayProps) {
         </Box>
       ))}
       <Text wrap="wrap">No single key writes anything: every write has its own confirm screen.</Text>
+      <Text>Esc or ? closes this help.</Text>
     </Box>
   );
 }
