@@ -5,6 +5,7 @@
  * panels and leaves them out of the headline; a plain sentence or a refusal carries them.
  */
 import type { Fingerprint } from '../pki/fingerprint-type.js';
+import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
@@ -30,16 +31,8 @@ export interface VerdictWordsOptions {
   readonly fingerprints?: boolean;
 }
 
-export function lineageWords(lineage: Lineage): string {
-  switch (lineage) {
-    case 'left-behind':
-      return 'this host was left behind by a rotation (the published authority replaced the one this host holds).';
-    case 'ahead':
-      return 'this host is ahead (it rotated away from the published authority and has not published the new one).';
-    case 'unrelated':
-      return 'nothing links the two authorities (this host may be pointed at the wrong deployment or store).';
-  }
-}
+/** The lineage diagnosis, with the handover proof, in the domain's own words (./lineage.ts). */
+export { lineageWords };
 
 /** The lineage diagnosis as a sentence of its own. */
 export function lineageSentence(lineage: Lineage): string {
@@ -79,7 +72,7 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
     case 'refuse':
       // AHEAD is this host's own rotation, not yet pushed: the expected state right after
       // `ca rotate`. It is a step to take ("not published yet", the push), not a refusal in red.
-      if (verdict.lineage === 'ahead') {
+      if (verdict.lineage.kind === 'ahead') {
         return {
           tone: 'action',
           label: 'not published yet',
