@@ -12,3 +12,11 @@ export interface MeshFlags {
   readonly json?: boolean;
   readonly yes?: boolean;
 }
+
+/** The flags of `baton mesh seed`. */
+export interface MeshSeedFlags {
+  readonly pair: string;
+  readonly fromFile: string;
+  readonly inventory?: string;
+  readonly timeout: string;
+}

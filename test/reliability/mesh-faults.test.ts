@@ -22,6 +22,7 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { TransportError, type Transport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const ROTATIONS = 100;
 const SEED = Number(process.env.BATON_MESH_SEED ?? 0x5eed_2026);
@@ -147,7 +148,7 @@ async function meshState(): Promise<{ pairs: Map<string, { provider?: SecretDige
 
 function deps(transportFor: TransportFor): RotationDeps {
   return {
-    transportFor,
+    transportFor: withLiveProvisioner(transportFor, machineRoot),
     journalDir,
     operator: 'mesh-faults',
     resolve: { concurrency: 4, timeoutMs: 5_000 },
@@ -164,7 +165,7 @@ async function resume(id: string): Promise<void> {
     id,
     records,
     inventory,
-    transportsFor(inventory.machines),
+    withLiveProvisioner(transportsFor(inventory.machines), machineRoot),
     { concurrency: 4, waitMs: 0, pollMs: 50 },
     async (phase, failures) => {
       await appendJournal(journalDir, {

@@ -15,6 +15,7 @@ import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const unavailable = sshdUnavailable();
 
@@ -151,7 +152,9 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
     const { code, state } = await runRotationPlain({
       id: 'rot-ok', plan, yes: true, write: () => undefined,
-      deps: { transportFor: transportsFor(inv.machines), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+      // The machines' mesh dirs are on this filesystem (sshd on localhost): pg-main's provisioner
+      // stands in from here, so each consumer end follows its receipt.
+      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
     });
     expect(code).toBe(0);
     expect(state.step).toBe('done');
@@ -197,7 +200,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const out: string[] = [];
     const { code } = await runRotationPlain({
       id: 'rot-leak', plan, yes: true, write: (l) => out.push(l),
-      deps: { transportFor: transportsFor(inv.machines, { ssh: { exec: recording } }), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, { ssh: { exec: recording } }), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
     });
     scanning = false;
     await scanner;
