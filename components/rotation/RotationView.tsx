@@ -24,9 +24,9 @@ export interface RotationViewProps {
 /** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
 export const HOLDER_PAGE = 9;
 
-/** Holder rows that fit `rows`: 9 at 24 rows, fewer on a shorter terminal (never under 3). */
+/** Holder rows that fit `rows` with the gate's window, prompt and refusal under them: 7 at 24 rows (never under 3). */
 export function holderPage(rows: number | undefined): number {
-  return Math.max(3, Math.min(HOLDER_PAGE, (rows ?? 24) - 15));
+  return Math.max(3, Math.min(HOLDER_PAGE, (rows ?? 24) - 17));
 }
 /** At most this many lines of detail (unresolved machines, windows) under the table. */
 const DETAIL_LINES = 4;
