@@ -93,7 +93,7 @@ describe.each([80, 120])('the status screen at %i columns', (columns) => {
     expect(frame).not.toContain('✗ refused');
     expect(frame).toContain('sync --push');
     const sealed = strip(show(READS.sealed(), columns)).replace(/\s+/g, ' ');
-    expect(sealed).toContain('sealed yes (AES-256-GCM)');
+    expect(sealed).toContain('sealed yes; this host has no seal key');
     expect(sealed).toContain('unknown (sealed; no key to open it)');
   });
 
