@@ -1,24 +1,55 @@
 import { Box, Text } from 'ink';
-import type { StatusReport } from '../src/app/status-report.js';
-import type { PlainAction } from '../src/app/failover-flow.js';
+import type { FailoverState } from '../src/app/failover-flow.js';
 import { actionWords } from '../src/app/failover-actions.js';
+import { deploymentPrefix } from '../src/app/typed-gate.js';
+import { useColor } from './hooks/use-color.js';
+import { GateField } from './GateField.js';
 
 export interface ConfirmActionProps {
-  readonly reading: StatusReport;
-  readonly action: PlainAction;
+  readonly state: Extract<FailoverState, { step: 'confirming' }>;
   readonly columns: number;
+  readonly onTyped: (text: string) => void;
+  readonly onConfirm: () => void;
+  /** False while help is up. */
+  readonly isActive: boolean;
 }
 
-/** The last stop before a write: what will happen, and that nothing has happened yet. */
-export function ConfirmAction({ reading, action, columns }: ConfirmActionProps) {
+/**
+ * The last stop before a write: what will happen, and that nothing has happened yet. A step
+ * that cannot be undone (minting a first authority, adopting over the lost marker) asks for
+ * the first 8 characters of the deployment id: on a typo'd store, the id the operator types
+ * is the moment they notice which deployment this is.
+ */
+export function ConfirmAction({ state, columns, onTyped, onConfirm, isActive }: ConfirmActionProps) {
+  const paint = useColor();
+  const { reading, action } = state;
   const words = actionWords(action, reading);
+  const prefix = deploymentPrefix(reading.deployment);
   return (
     <Box flexDirection="column" width={columns}>
       <Text bold>Confirm: {words.title}</Text>
       <Text wrap="wrap">{words.consequence}</Text>
       <Text wrap="wrap">baton takes the authority lock and reads both sides again first; if anything changed since this read, it stops and says what.</Text>
-      <Text> </Text>
-      <Text bold>Enter confirms · Esc goes back</Text>
+      {state.gated ? (
+        <>
+          <Text wrap="wrap" color={paint('yellow')}>
+            {action === 'first-controller'
+              ? 'This cannot be undone: if another controller already holds this deployment\'s authority (a wrong --store?), the fleet gets a second one.'
+              : 'This cannot be undone: the authority this host held (the marker says so) is replaced by the published one.'}
+          </Text>
+          <Text wrap="wrap">
+            {`Type the first ${prefix.length} characters of the deployment id (`}
+            <Text bold underline>
+              {prefix}
+            </Text>
+            {reading.deployment.length > prefix.length ? '…' : ''}
+            {'), then Enter:'}
+          </Text>
+          <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+        </>
+      ) : (
+        <Text bold>Enter confirms · Esc goes back</Text>
+      )}
       <Text>Nothing has been written yet.</Text>
     </Box>
   );

@@ -1,12 +1,13 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, failover, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
+import { canQuit, failover, forceUnlocked, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
 import { runFailoverEffect, type FailoverPorts } from '../src/app/failover-run-effect.js';
 import type { KeyIntent } from './keys.js';
 import { FailoverScreen } from './FailoverScreen.js';
 import { useFlow } from './hooks/use-flow.js';
-import { useColumns } from './hooks/use-columns.js';
+import { useTerminalSize } from './hooks/use-columns.js';
 import { useKeys } from './hooks/use-keys.js';
+import { useTurnReport } from './hooks/use-turn-report.js';
 
 export interface FailoverAppProps {
   readonly ports: FailoverPorts;
@@ -22,12 +23,13 @@ export interface FailoverAppProps {
 /** The failover walk wired to its flow and keys. Only `act` effects write, after a confirm. */
 export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now = () => new Date() }: FailoverAppProps) {
   const { exit } = useApp();
-  const terminalColumns = useColumns();
-  const columns = fixedColumns ?? terminalColumns;
+  const size = useTerminalSize();
+  const columns = fixedColumns ?? size.columns;
   const run = useCallback((effect: FailoverEffect): Promise<FailoverEvent> => runFailoverEffect(effect, ports), [ports]);
   const [state, dispatch] = useFlow(failover, initialFailover, run);
   const [help, setHelp] = useState(false);
-  const typing = state.step === 'confirming-force';
+  const report = useTurnReport();
+  const typing = state.step === 'confirming-force' || (state.step === 'confirming' && state.gated);
 
   // Ctrl-C ends the app without a `q`: the exit code is still the one of where the walk stood.
   const latest = useRef(state);
@@ -54,6 +56,8 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
           setHelp(true);
           return;
         case 'back':
+          // Leaving a confirm or the force gate is a back-out; Esc where it changes nothing is not.
+          if (state.step === 'confirming' || state.step === 'confirming-force') report({ kind: 'backed-out' });
           dispatch({ type: 'back' });
           return;
         case 'refresh':
@@ -67,11 +71,11 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
           return;
         case 'select':
           if (state.step === 'deciding') dispatch({ type: 'select', at: now() });
-          else if (state.step === 'confirming') dispatch({ type: 'confirm' });
+          else if (state.step === 'confirming' && !state.gated) dispatch({ type: 'confirm' });
           return;
       }
     },
-    [help, state, dispatch, exit, onExit, now],
+    [help, state, dispatch, exit, onExit, now, report],
   );
 
   useKeys(onIntent, { isActive: true, typing: typing && !help });
@@ -80,12 +84,16 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
   // whenever onChange changes, so an inline callback re-dispatched on every render until
   // React gave up ("Maximum update depth exceeded") after a wrong prefix was confirmed.
   const onTyped = useCallback((text: string) => dispatch({ type: 'typed', text }), [dispatch]);
-  const onConfirm = useCallback(() => dispatch({ type: 'confirm' }), [dispatch]);
+  const onConfirm = useCallback(() => {
+    if (state.step === 'confirming-force' && !forceUnlocked(state)) report({ kind: 'refused-entry', typed: state.typed });
+    dispatch({ type: 'confirm' });
+  }, [dispatch, state, report]);
 
   return (
     <FailoverScreen
       state={state}
       columns={columns}
+      rows={size.rows}
       baton={baton}
       help={help}
       onTyped={onTyped}

@@ -11,10 +11,14 @@ import { FailoverResult } from './FailoverResult.js';
 import { ErrorMessage } from './ErrorMessage.js';
 import { HelpOverlay } from './HelpOverlay.js';
 import { MARKS } from '../src/app/marks.js';
+import { Frame } from './Frame.js';
+import { failoverKeys, HELP_ABOUT } from './failover-help.js';
 
 export interface FailoverScreenProps {
   readonly state: FailoverState;
   readonly columns: number;
+  /** Rows the screen may take (it scrolls inside them); undefined draws it whole. */
+  readonly rows?: number;
   readonly baton: string;
   readonly help: boolean;
   readonly onTyped: (text: string) => void;
@@ -25,27 +29,35 @@ const FOOTERS: Record<FailoverState['step'], string> = {
   reading: 'q quit · ? help',
   deciding: '↑↓ j k move · Enter select · r read again · ? help · q quit',
   confirming: 'Enter confirm · Esc back · ? help · q quit',
-  'confirming-force': 'Enter confirm (when enabled) · Esc back · Ctrl-C quit',
+  'confirming-force': 'type 8 chars · Enter confirm · Esc back · Ctrl-C quit',
   acting: 'working… Ctrl-C quits',
   done: 'r read again · q quit',
   failed: 'Esc read again and decide again · q quit',
 };
 
 /** `baton failover`, one screen per step of the walk; `?` lays the key help over any of them. */
-export function FailoverScreen({ state, columns, baton, help, onTyped, onConfirm }: FailoverScreenProps) {
+export function FailoverScreen({ state, columns, rows, baton, help, onTyped, onConfirm }: FailoverScreenProps) {
+  const header = (
+    <Text bold wrap="truncate-end">
+      baton failover
+      {state.step === 'deciding' || state.step === 'confirming' || state.step === 'confirming-force' || state.step === 'acting'
+        ? `  deployment ${state.reading.deployment}`
+        : ''}
+    </Text>
+  );
+  const footer = (
+    <Text dimColor wrap="truncate-end">
+      {help ? 'Esc or ? closes this help · q quit' : state.step === 'confirming' && state.gated ? FOOTERS['confirming-force'].replace('8 chars', 'the id') : FOOTERS[state.step]}
+    </Text>
+  );
   return (
-    <Box flexDirection="column" width={columns}>
-      <Text bold wrap="truncate-end">
-        baton failover
-        {state.step === 'deciding' || state.step === 'confirming' || state.step === 'confirming-force' || state.step === 'acting'
-          ? `  deployment ${state.reading.deployment}`
-          : ''}
-      </Text>
-      {help ? <HelpOverlay columns={columns} /> : <Body state={state} columns={columns} baton={baton} onTyped={onTyped} onConfirm={onConfirm} />}
-      <Text dimColor wrap="truncate-end">
-        {FOOTERS[state.step]}
-      </Text>
-    </Box>
+    <Frame columns={columns} rows={rows} header={header} footer={footer}>
+      {help ? (
+        <HelpOverlay columns={columns} keys={failoverKeys(state)} about={HELP_ABOUT[state.step]} />
+      ) : (
+        <Body state={state} columns={columns} baton={baton} onTyped={onTyped} onConfirm={onConfirm} />
+      )}
+    </Frame>
   );
 }
 
@@ -63,7 +75,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
         </Box>
       );
     case 'confirming':
-      return <ConfirmAction reading={state.reading} action={state.action} columns={columns} />;
+      return <ConfirmAction state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
     case 'confirming-force':
       return <ForceGate state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
     case 'acting':

@@ -8,6 +8,13 @@ export interface FingerprintTextProps {
   readonly value: FingerprintValue;
   /** Columns available. A fingerprint is never cut: below its length it breaks after `SHA256:`. */
   readonly width: number;
+  /**
+   * The differing characters marked by the caret line only, not in red: on a gate the
+   * difference is information, and red drew the eye to the fingerprint NOT to be typed.
+   */
+  readonly neutral?: boolean;
+  /** Characters (in `text`) to underline: the ones a gate asks the operator to type. */
+  readonly underline?: readonly [start: number, end: number];
 }
 
 /**
@@ -15,7 +22,7 @@ export interface FingerprintTextProps {
  * in colour (red, bold) when colour is on, and by a caret line underneath that survives
  * NO_COLOR — so the eye finds the difference on any terminal.
  */
-export function FingerprintText({ value, width }: FingerprintTextProps) {
+export function FingerprintText({ value, width, neutral = false, underline }: FingerprintTextProps) {
   const paint = useColor();
   const oneLine = value.text.length <= width || !value.text.startsWith(PREFIX);
   const body = oneLine ? value.text : value.text.slice(PREFIX.length);
@@ -23,12 +30,17 @@ export function FingerprintText({ value, width }: FingerprintTextProps) {
   const differs = value.differs.map((i) => i - offset).filter((i) => i >= 0 && i < body.length);
   const headDiffers = !oneLine && value.differs.some((i) => i < PREFIX.length);
   const carets = caretLine(differs);
+  const underlined = (i: number) => underline !== undefined && i + offset >= underline[0] && i + offset < underline[1];
   return (
     <Box flexDirection="column">
       {oneLine ? null : <Text>{PREFIX}{headDiffers ? ' (prefix differs)' : ''}</Text>}
       <Text>
         {[...body].map((char, i) =>
-          differs.includes(i) ? (
+          underlined(i) ? (
+            <Text key={i} underline bold>
+              {char}
+            </Text>
+          ) : differs.includes(i) && !neutral ? (
             <Text key={i} color={paint('red')} bold>
               {char}
             </Text>

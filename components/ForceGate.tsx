@@ -1,14 +1,17 @@
 import { Box, Text } from 'ink';
-import { TextInput } from '@inkjs/ui';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { forceTarget, forceUnlocked } from '../src/app/failover-flow.js';
 import { fingerprintDiff } from '../src/app/status-rows.js';
 import { lineageSentence } from '../src/app/status-verdict.js';
 import { FingerprintText } from './FingerprintText.js';
+import { GateField } from './GateField.js';
 import { MARKS } from '../src/app/marks.js';
 import { useColor } from './hooks/use-color.js';
+import { middleEllipsis } from './layout.js';
 
 const LABEL_WIDTH = 11;
+/** `SHA256:` then the 8 characters the gate asks for: what is underlined on LOCAL. */
+const TYPED_SPAN = [7, 15] as const;
 
 export interface ForceGateProps {
   readonly state: Extract<FailoverState, { step: 'confirming-force' }>;
@@ -22,8 +25,9 @@ export interface ForceGateProps {
 /**
  * The force screen: both fingerprints, the lineage diagnosis, the exact path ca/ will be
  * moved to, and a field for the first 8 characters after `SHA256:` of the LOCAL fingerprint.
- * Anything else keeps the confirm disabled: the operator must have READ the key being set
- * aside, not just pressed Enter on a default.
+ * The LOCAL fingerprint is the one highlighted (its 8 characters underlined, "type these"):
+ * the first tester typed the PUBLISHED one because the red difference marks drew the eye
+ * there, so the difference is shown neutrally, by carets only.
  */
 export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: ForceGateProps) {
   const paint = useColor();
@@ -37,12 +41,15 @@ export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: Forc
         Replace the local authority (force)
       </Text>
       <Box>
-        <Box width={LABEL_WIDTH} flexShrink={0}>
+        <Box width={LABEL_WIDTH} flexShrink={0} flexDirection="column">
           <Text bold>LOCAL</Text>
+          <Text bold color={paint('cyan')}>
+            type these
+          </Text>
         </Box>
         <Box flexDirection="column" width={width}>
-          <FingerprintText value={{ text: verdict.local, differs: [] }} width={width} />
-          <Text>set aside, kept (never deleted)</Text>
+          <FingerprintText value={{ text: verdict.local, differs: [] }} width={width} underline={TYPED_SPAN} />
+          <Text wrap="wrap">{`${'^'.repeat(8).padStart(width >= verdict.local.length ? 15 : 8)} set aside, kept (never deleted)`}</Text>
         </Box>
       </Box>
       <Box>
@@ -50,29 +57,22 @@ export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: Forc
           <Text bold>PUBLISHED</Text>
         </Box>
         <Box flexDirection="column" width={width}>
-          <FingerprintText value={{ text: verdict.published, differs: fingerprintDiff(verdict.published, verdict.local) }} width={width} />
+          <FingerprintText value={{ text: verdict.published, differs: fingerprintDiff(verdict.published, verdict.local) }} width={width} neutral />
           <Text>installed in its place</Text>
         </Box>
       </Box>
       <Text wrap="wrap">Diagnosis: {lineageSentence(verdict.lineage)}</Text>
-      <Text wrap="wrap">{verdict.caDir} and its marker will be moved to:</Text>
-      <Text wrap="wrap">  {target}</Text>
-      <Text> </Text>
-      <Text wrap="wrap">Type the first 8 characters after SHA256: of the LOCAL fingerprint:</Text>
-      <Box>
-        <Text>{'> '}</Text>
-        <TextInput isDisabled={!isActive} placeholder="8 characters" onChange={onTyped} onSubmit={() => onConfirm()} />
-      </Box>
-      <Text wrap="wrap">
-        {unlocked ? (
-          <Text color={paint(MARKS.action.color)} bold>
-            [ Replace ] enabled: Enter replaces the local authority
-          </Text>
-        ) : (
-          <Text>[ Replace ] disabled: the 8 characters do not match the LOCAL fingerprint yet</Text>
-        )}
-      </Text>
-      <Text>Esc goes back · nothing has been written yet</Text>
+      <Text wrap="wrap">{`${middleEllipsis(verdict.caDir, columns - 36)} and its marker are moved to:`}</Text>
+      <Text>{`  ${middleEllipsis(target, columns - 2)}`}</Text>
+      <Text wrap="wrap">Type the 8 characters marked "type these" (LOCAL, after SHA256:), then Enter:</Text>
+      <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+      {unlocked ? (
+        <Text color={paint(MARKS.action.color)} bold wrap="wrap">
+          [ Replace ] enabled: Enter replaces the local authority
+        </Text>
+      ) : (
+        <Text wrap="wrap">[ Replace ] disabled until the 8 characters match · nothing written yet</Text>
+      )}
     </Box>
   );
 }

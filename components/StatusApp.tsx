@@ -6,7 +6,7 @@ import { runStatusEffect } from '../src/app/status-run-effect.js';
 import type { StatusReport } from '../src/app/status-report.js';
 import { StatusScreen } from './StatusScreen.js';
 import { useFlow } from './hooks/use-flow.js';
-import { useColumns } from './hooks/use-columns.js';
+import { useTerminalSize } from './hooks/use-columns.js';
 import { useKeys } from './hooks/use-keys.js';
 
 export interface StatusAppProps {
@@ -25,8 +25,8 @@ export interface StatusAppProps {
 /** The status screen wired to its flow: reads, re-reads on `r` and on the watch timer, quits on `q`. */
 export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, onExit, interactive }: StatusAppProps) {
   const { exit } = useApp();
-  const terminalColumns = useColumns();
-  const columns = fixedColumns ?? terminalColumns;
+  const size = useTerminalSize();
+  const columns = fixedColumns ?? size.columns;
   const run = useCallback((effect: StatusEffect): Promise<StatusEvent> => runStatusEffect(effect, read), [read]);
   const [state, dispatch] = useFlow(statusFlow, initialStatus, run);
 
@@ -59,5 +59,6 @@ export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, on
     { isActive: interactive && watchSeconds !== undefined },
   );
 
-  return <StatusScreen state={state} columns={columns} baton={baton} watchSeconds={watchSeconds} />;
+  // One read prints whole and exits (it stays in the scrollback); --watch redraws, so it keeps within the rows.
+  return <StatusScreen state={state} columns={columns} rows={watchSeconds === undefined ? undefined : size.rows} baton={baton} watchSeconds={watchSeconds} />;
 }

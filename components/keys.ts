@@ -7,7 +7,12 @@ import type { Key } from 'ink';
 
 export type KeyIntent = 'quit' | 'back' | 'help' | 'refresh' | 'up' | 'down' | 'select';
 
-export const KEY_HELP: readonly { readonly keys: string; readonly does: string }[] = [
+export interface KeyHelp {
+  readonly keys: string;
+  readonly does: string;
+}
+
+export const KEY_HELP: readonly KeyHelp[] = [
   { keys: '↑ ↓  k j', does: 'move' },
   { keys: 'Enter', does: 'select / confirm' },
   { keys: 'Esc', does: 'back (never quits)' },

@@ -4,10 +4,13 @@
  * the README are what an operator sees, not a mock-up that drifts from the code.
  *
  * Scenes: status in sync (side by side at 120 columns, and at 80), status of a host left
- * behind by a rotation, the force screen with the prefix typed, and the failover result.
+ * behind by a rotation, the force screen with the prefix typed, and the failover result; the
+ * rotation preview (affected holders, the window, the typed count) and the closed gate; the
+ * drill's rail and its summary.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -196,8 +199,8 @@ class Pane {
     return stdout;
   }
 
-  async waitFor(text: string): Promise<void> {
-    const deadline = Date.now() + 20_000;
+  async waitFor(text: string, timeout = 20_000): Promise<void> {
+    const deadline = Date.now() + timeout;
     for (;;) {
       const screen = await this.capture();
       if (screen.includes(text)) return;
@@ -291,7 +294,7 @@ async function main(): Promise<void> {
     await walk.keys('j');
     await walk.waitFor('› Replace the local authority');
     await walk.keys('Enter');
-    await walk.waitFor('Type the first 8 characters');
+    await walk.waitFor('marked "type these"');
     await walk.type(local.slice(7, 15));
     await walk.waitFor('[ Replace ] enabled');
     await walk.shoot('failover-force', 'baton failover: the force screen (80×24)');
@@ -299,6 +302,62 @@ async function main(): Promise<void> {
     await walk.waitFor('Read again:');
     await walk.shoot('failover-result', 'baton failover: the result, read again (80×24)');
     await walk.keys('q');
+
+    // A mesh of three machines reached through the local transport: the rotation preview.
+    const mesh = path.join(tmp, 'mesh');
+    for (const m of ['db1', 'web1', 'web2']) mkdirSync(path.join(mesh, 'machines', m), { recursive: true });
+    const machines = ['db1', 'web1', 'web2'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`);
+    const pairs = ['providers:', '  - { name: pg-main, machine: db1, kind: postgres }', 'consumers:', '  - { name: web1-app, machine: web1, uses: [pg-main] }', '  - { name: web2-app, machine: web2, uses: [pg-main] }'];
+    writeFileSync(path.join(mesh, 'mesh.yaml'), ['machines:', ...machines, ...pairs, ''].join('\n'));
+    const rotate = (inventory: string) => ['--state-dir', path.join(mesh, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--wait', '0'];
+    const preview = await pane(mesh, rotate('mesh.yaml'));
+    await preview.waitFor('(the number of credentials)');
+    await preview.type('2');
+    await preview.waitFor('(Enter rotates)');
+    await preview.shoot('rotation-preview', 'baton mesh rotate: affected holders, the window, the typed count (80×24)');
+    await preview.keys('Escape');
+    await preview.waitFor('Cancelled');
+    await preview.keys('q');
+
+    // One more holder behind a port nothing listens on: the gate stays closed, nothing is sent.
+    const closed = await new Promise<number>((resolve) => {
+      const server = net.createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    writeFileSync(
+      path.join(mesh, 'mesh-web3.yaml'),
+      [
+        'machines:',
+        ...machines,
+        `  - { name: web3, address: 127.0.0.1, transport: ssh, port: ${closed}, connect_timeout: 2, strict_host_key_checking: 'no', config: /dev/null }`,
+        ...pairs,
+        '  - { name: web3-app, machine: web3, uses: [pg-main] }',
+        '',
+      ].join('\n'),
+    );
+    const gate = await pane(mesh, rotate('mesh-web3.yaml'));
+    await gate.waitFor('Gate closed');
+    await gate.shoot('rotation-gate-closed', 'baton mesh rotate: the gate closed, nothing sent (80×24)');
+    await gate.keys('q');
+
+    // The drill: its rail over step 1, then the summary once the step passed.
+    const drill = await pane(tmp, ['drill', '--step', '1']);
+    await drill.waitFor('Enter begins the step', 90_000);
+    await drill.shoot('drill-rail', 'baton drill: the rail and step 1 (80×24)');
+    await drill.keys('Enter');
+    await drill.waitFor('in sync:');
+    await drill.type('q');
+    await drill.waitFor('action needed');
+    await drill.type('q');
+    await drill.waitFor('Enter goes on');
+    await drill.keys('Enter');
+    await drill.waitFor('Drill complete');
+    await drill.shoot('drill-summary', 'baton drill: the summary (80×24)');
+    await drill.keys('Enter');
+    await drill.waitFor('sandbox was removed', 30_000);
   } finally {
     await Promise.all(panes.map((p) => p.kill()));
     rmSync(tmp, { recursive: true, force: true });

@@ -47,6 +47,24 @@ export const EXIT_CODES: Record<ErrorCode, number> = {
 
 export const EXIT_OK = 0;
 
+/**
+ * What each exit code means, for `--help`: a script's author reads the codes there, not in
+ * the source. Built from EXIT_CODES so the help can never name a code the CLI does not use.
+ */
+export function exitCodeHelp(): string {
+  const meaning: Record<number, string> = {
+    [EXIT_OK]: 'ok (status: in sync)',
+    [EXIT_CODES.failed]: 'failed (status: could not read)',
+    [EXIT_CODES.usage]: 'usage or config error',
+    [EXIT_CODES.refused]: 'refused, or action needed',
+    [EXIT_CODES['gate-closed']]: 'aborted by the all-or-nothing gate (nothing sent)',
+    [EXIT_CODES['lock-busy']]: 'the authority lock is busy',
+    [EXIT_CODES['store-changed']]: 'the store changed underneath (precondition failed)',
+  };
+  const codes = [...new Set([EXIT_OK, ...Object.values(EXIT_CODES)])].sort((a, b) => a - b);
+  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see DESIGN.md §8'}`)].join('\n');
+}
+
 export interface BatonErrorParts {
   /** What is wrong, one sentence. */
   readonly what: string;

@@ -3,7 +3,7 @@
  * nothing heavy is imported here so start-up stays cheap.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { EXIT_CODES, EXIT_OK } from './errors.js';
+import { EXIT_CODES, EXIT_OK, exitCodeHelp } from './errors.js';
 import { makeContext, type Register } from './commands/context.js';
 import { registerCa } from './commands/ca.js';
 import { registerStore } from './commands/store.js';
@@ -27,6 +27,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--store <url>', 'where the authority is published: s3://bucket/prefix or file:///dir'))
     .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
     .showHelpAfterError(false)
+    .addHelpText('after', `\n${exitCodeHelp()}`)
     .exitOverride();
   program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
   const ctx = makeContext(program);

@@ -1,15 +1,18 @@
 import type { DrillState } from '../../src/app/drill/drill-flow.js';
 import { DrillScreen } from './DrillScreen.js';
+import { useTerminalSize } from '../hooks/use-columns.js';
 import { useDrillKeys, type DrillIntent } from './use-drill-keys.js';
 
 export interface DrillRootProps {
   readonly state: DrillState;
-  readonly columns: number;
+  /** Width; read from the terminal, live, when not given. */
+  readonly columns?: number;
   readonly onIntent: (intent: DrillIntent) => void;
 }
 
 /** The drill's own screen with its keys; mounted only while no real view is open. */
 export function DrillRoot({ state, columns, onIntent }: DrillRootProps) {
+  const size = useTerminalSize();
   useDrillKeys(onIntent, { isActive: true });
-  return <DrillScreen state={state} columns={columns} />;
+  return <DrillScreen state={state} columns={columns ?? size.columns} rows={size.rows} />;
 }

@@ -7,14 +7,17 @@ import { DrillHelp } from './DrillHelp.js';
 import { DrillRail } from './DrillRail.js';
 import { DrillSummary } from './DrillSummary.js';
 import { StepExplanation } from './StepExplanation.js';
+import { Frame } from '../Frame.js';
 
 export interface DrillScreenProps {
   readonly state: DrillState;
   readonly columns: number;
+  /** Rows the screen may take (it scrolls inside them); undefined draws it whole. */
+  readonly rows?: number;
 }
 
 /** The drill's own screens (every phase where no real view is open). Renders state, nothing else. */
-export function DrillScreen({ state, columns }: DrillScreenProps) {
+export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
   const paint = useColor();
   if (state.phase === 'starting' || state.phase === 'setup-failed') {
     return (
@@ -48,29 +51,46 @@ export function DrillScreen({ state, columns }: DrillScreenProps) {
   const step = currentStep(state);
   const body = state.help ? <DrillHelp step={step} columns={columns} /> : <Body state={state} columns={columns} />;
   return (
-    <Box flexDirection="column" width={columns}>
-      <DrillRail state={state} columns={columns} />
+    <Frame
+      columns={columns}
+      rows={rows}
+      headerRows={2}
+      header={<DrillRail state={state} columns={columns} />}
+      footer={<Text wrap="truncate-end">{state.help ? 'Esc or ? closes this · q quits' : footerText(state)}</Text>}
+    >
       <Box marginTop={1} flexDirection="column">
         {body}
       </Box>
-    </Box>
+    </Frame>
   );
 }
 
-function Body({ state, columns }: DrillScreenProps) {
+/** The keys of the phase, kept in the frame's footer so scrolling never hides them. */
+function footerText(state: DrillState): string {
+  switch (state.phase) {
+    case 'intro':
+      return 'Enter begins the step · ? explains · q quits';
+    case 'task':
+      return `Enter: ${currentTask(state).label.replace(/^Press Enter to /, '')} · q quits`;
+    case 'check-failed':
+      return 'Enter tries this task again · ? explains · q quits';
+    case 'step-passed':
+      return 'Enter goes on · q quits';
+    case 'summary':
+      return 'Enter or q ends the drill and removes the sandbox';
+    default:
+      return '? explains · q quits';
+  }
+}
+
+function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
   const paint = useColor();
   const step = currentStep(state);
-  const footer = (text: string) => (
-    <Box marginTop={1}>
-      <Text wrap="truncate-end">{text}</Text>
-    </Box>
-  );
   switch (state.phase) {
     case 'intro':
       return (
         <Box flexDirection="column">
           <StepExplanation step={step} task={undefined} columns={columns} />
-          {footer('Enter begins the step · ? explains · q quits')}
         </Box>
       );
     case 'opening':
@@ -85,9 +105,7 @@ function Body({ state, columns }: DrillScreenProps) {
             <Box marginTop={1}>
               <Text color={paint(MARKS.busy.color)}>{`${MARKS.busy.glyph} ${busy}`}</Text>
             </Box>
-          ) : (
-            footer(`Enter: ${currentTask(state).label.replace(/^Press Enter to /, '')} · q quits`)
-          )}
+          ) : null}
         </Box>
       );
     }
@@ -104,7 +122,6 @@ function Body({ state, columns }: DrillScreenProps) {
             </Text>
           ))}
           <DrillChecks checks={state.checks} columns={columns} />
-          {footer('Enter tries this task again · ? explains · q quits')}
         </Box>
       );
     case 'step-passed':
@@ -115,7 +132,6 @@ function Body({ state, columns }: DrillScreenProps) {
             {` Step ${step.number} passed every check`}
           </Text>
           <DrillChecks checks={state.checks} columns={columns} />
-          {footer('Enter goes on · q quits')}
         </Box>
       );
     case 'summary':

@@ -51,9 +51,6 @@ export function DrillSummary({ state, columns }: DrillSummaryProps) {
           </>
         )}
       </Box>
-      <Box marginTop={1}>
-        <Text>Enter or q ends the drill and removes the sandbox.</Text>
-      </Box>
     </Box>
   );
 }

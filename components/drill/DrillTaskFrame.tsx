@@ -1,59 +1,51 @@
-import { useRef, type ReactNode } from 'react';
+import { useCallback, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput } from 'ink';
-import { currentTask, escapeWrongTurn, prefixWrongTurn, type DrillState } from '../../src/app/drill/drill-flow.js';
+import { currentTask, turnWords, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { useColor } from '../hooks/use-color.js';
+import { ReservedRows, useTerminalSize } from '../hooks/use-columns.js';
+import { TurnReport, type Turn } from '../hooks/use-turn-report.js';
 import { MARKS } from '../../src/app/marks.js';
 import { DrillRail } from './DrillRail.js';
 
+/** The rail (two lines) and the task line above the view. */
+const FRAME_ROWS = 3;
+
 export interface DrillTaskFrameProps {
   readonly state: DrillState;
-  readonly columns: number;
+  /** Width; read from the terminal, live, when not given. */
+  readonly columns?: number;
   /** The real view the task is performed in. */
   readonly children: ReactNode;
-  /** An Esc back-out or a wrong force prefix: counted, shown in the summary. */
+  /** A back-out or a refused gate entry, as the view reported it: counted, shown in the summary. */
   readonly onWrongTurn: (what: string) => void;
   /** Ctrl-C: the drill quits (and removes the sandbox) once the view has closed. */
   readonly onInterrupt: () => void;
-  /** The force gate's expected prefix on this task, if it has one (for counting wrong ones). */
-  readonly forcePrefix: string | undefined;
 }
 
 /**
- * The rail above a real view. It only LISTENS to the keys the view receives — the view
- * handles them — to note wrong turns, and turns Ctrl-C into quitting the drill, because the
- * view alone would only close itself.
+ * The rail above a real view. The view reports its own wrong turns (only it knows whether Esc
+ * closed its help or backed out of a confirm), and the view is given the rows below the rail,
+ * so the two together never exceed the terminal. Ctrl-C quits the drill, not only the view.
  */
-export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterrupt, forcePrefix }: DrillTaskFrameProps) {
+export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrongTurn, onInterrupt }: DrillTaskFrameProps) {
   const { exit } = useApp();
   const paint = useColor();
-  const typed = useRef('');
+  const size = useTerminalSize();
+  const columns = fixedColumns ?? size.columns;
   const task = currentTask(state);
   useInput((input, key) => {
     if (key.ctrl && input === 'c') {
       onInterrupt();
       exit();
-      return;
     }
-    if (key.escape) {
-      const wrong = escapeWrongTurn(state);
-      if (wrong) onWrongTurn(wrong);
-      typed.current = '';
-      return;
-    }
-    if (key.return) {
-      const text = typed.current;
-      typed.current = '';
-      const wrong = prefixWrongTurn(text, forcePrefix);
-      if (wrong) onWrongTurn(wrong);
-      return;
-    }
-    if (key.backspace || key.delete) {
-      typed.current = typed.current.slice(0, -1);
-      return;
-    }
-    // Only what a text field would show: a burst of control bytes is not typing.
-    if (!key.ctrl && !key.meta) typed.current += input.replace(/[^\x20-\x7e]/g, '');
   });
+  const report = useCallback(
+    (turn: Turn) => {
+      const what = turnWords(state, turn.kind === 'backed-out' ? { kind: 'backed-out' } : { kind: 'refused-entry', typed: turn.typed });
+      if (what) onWrongTurn(what);
+    },
+    [state, onWrongTurn],
+  );
   return (
     <Box flexDirection="column" width={columns}>
       <DrillRail state={state} columns={columns} hint="the view's keys apply · q closes it" />
@@ -63,7 +55,9 @@ export function DrillTaskFrame({ state, columns, children, onWrongTurn, onInterr
           <Text color={paint(MARKS.ok.color)}>{`  ${MARKS.ok.glyph} the last task passed ${state.checks.length} checks`}</Text>
         ) : null}
       </Text>
-      {children}
+      <ReservedRows.Provider value={FRAME_ROWS}>
+        <TurnReport.Provider value={report}>{children}</TurnReport.Provider>
+      </ReservedRows.Provider>
     </Box>
   );
 }

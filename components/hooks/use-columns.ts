@@ -1,19 +1,33 @@
-import { useEffect, useState } from 'react';
+import { createContext, useContext, useEffect, useState } from 'react';
 import { useStdout } from 'ink';
+import { terminalSize, type TerminalSize } from '../terminal-stream.js';
 
 /**
- * The terminal width, read once and on resize. Views take `columns` as a prop; only the
- * top of a screen calls this. Non-TTY streams report no width: 80 is the design's minimum.
+ * Rows an enclosing frame keeps for itself (the drill's rail above a real view): the view
+ * below gets the terminal's rows minus these, so the two together still fit.
  */
-export function useColumns(): number {
+export const ReservedRows = createContext(0);
+
+/**
+ * The terminal's size, re-measured on every resize (SIGWINCH), so a view re-lays itself out
+ * live; 80×24 when the terminal reports none. Only the top of a screen calls this and passes
+ * `columns` and `rows` down.
+ */
+export function useTerminalSize(): TerminalSize {
   const { stdout } = useStdout();
-  const [columns, setColumns] = useState(stdout.columns || 80);
+  const reserved = useContext(ReservedRows);
+  const [size, setSize] = useState(() => terminalSize(stdout));
   useEffect(() => {
-    const onResize = () => setColumns(stdout.columns || 80);
+    const onResize = () => setSize(terminalSize(stdout));
     stdout.on('resize', onResize);
     return () => {
       stdout.off('resize', onResize);
     };
   }, [stdout]);
-  return columns;
+  return { columns: size.columns, rows: Math.max(8, size.rows - reserved) };
+}
+
+/** The terminal width, live (see useTerminalSize). */
+export function useColumns(): number {
+  return useTerminalSize().columns;
 }

@@ -1,9 +1,13 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, exitCodeOnLeave, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { countRefusal } from '../../src/app/typed-gate.js';
+import { useTerminalSize } from '../hooks/use-columns.js';
+import { useTurnReport } from '../hooks/use-turn-report.js';
+import type { KeyHelp } from '../keys.js';
 import type { RotationStore } from '../../src/app/rotation-store.js';
 import { HelpOverlay } from '../HelpOverlay.js';
-import { HOLDER_PAGE, RotationView } from './RotationView.js';
+import { holderPage, RotationView } from './RotationView.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 
 /** Progress events that can arrive by the hundred are batched (with the spinner, under 10 frames a second). */
@@ -14,8 +18,11 @@ export interface RotationAppProps {
   readonly store: RotationStore;
   /** Subscribes to the store's state changes; returns the unsubscribe. */
   readonly subscribe: (listener: (state: RotationState, event: RotationEvent | undefined) => void) => () => void;
-  readonly columns: number;
+  /** Width; read from the terminal, live, when not given. */
+  readonly columns?: number;
   readonly color: boolean;
+  /** Whether quitting prints the summary (false in the drill, which checks the machines instead). */
+  readonly summaryOnQuit?: boolean;
   /** Called once with the exit code when the operator leaves. */
   readonly onExit: (code: number, state: RotationState) => void;
 }
@@ -24,12 +31,16 @@ export interface RotationAppProps {
  * Wires the rotation store to the view: renders its state (throttled, so output over SSH stays
  * small), turns key intents into flow events, and decides when the session may end.
  */
-export function RotationApp({ store, subscribe, columns, color, onExit }: RotationAppProps) {
+export function RotationApp({ store, subscribe, columns: fixedColumns, color, onExit, summaryOnQuit = true }: RotationAppProps) {
   const { exit } = useApp();
   const [state, setState] = useState(store.state());
   const [offset, setOffset] = useState(0);
   const [tick, setTick] = useState(0);
   const [help, setHelp] = useState(false);
+  const [refusal, setRefusal] = useState<string | undefined>(undefined);
+  const report = useTurnReport();
+  const size = useTerminalSize();
+  const columns = fixedColumns ?? size.columns;
   const timer = useRef<NodeJS.Timeout | undefined>(undefined);
   const left = useRef(false);
 
@@ -81,20 +92,25 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
         case 'help':
           setHelp(true);
           return;
-        case 'type':
-          if (current.step === 'confirming') store.dispatch({ type: 'typed', text: current.typed + intent.text });
+        case 'edit': {
+          if (current.step !== 'confirming') return;
+          const text = intent.edit(current.typed);
+          if (text === undefined || text === current.typed) return;
+          setRefusal(undefined);
+          store.dispatch({ type: 'typed', text });
           return;
-        case 'erase':
-          if (current.step === 'confirming') store.dispatch({ type: 'typed', text: current.typed.slice(0, -1) });
-          return;
+        }
         case 'confirm':
+          // A wrong count is said, not swallowed: "expected 3, you typed 4".
+          if (current.step === 'confirming') setRefusal(countRefusal(current.typed, confirmationText(current.plan)));
           store.dispatch({ type: 'confirmed' });
           return;
         case 'back':
+          if (current.step === 'confirming') report({ kind: 'backed-out' });
           store.dispatch({ type: 'back' });
           return;
         case 'scroll':
-          setOffset((o) => Math.max(0, Math.min(o + intent.by, Math.max(0, current.plan.holders.length - HOLDER_PAGE))));
+          setOffset((o) => Math.max(0, Math.min(o + intent.by, Math.max(0, current.plan.holders.length - holderPage(size.rows)))));
           return;
         case 'quit':
           if (canQuit(current)) leave(exitCodeOnLeave(current));
@@ -108,11 +124,32 @@ export function RotationApp({ store, subscribe, columns, color, onExit }: Rotati
         }
       }
     },
-    [store, leave, help],
+    [store, leave, help, size.rows, report],
   );
 
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
   // The rotation goes on behind the help; the view shows where it stands once help closes.
-  if (help) return <HelpOverlay columns={columns} />;
-  return <RotationView state={state} columns={columns} offset={offset} color={color} tick={tick} />;
+  if (help) return <HelpOverlay columns={columns} keys={rotationKeys(state)} about={ROTATION_ABOUT} />;
+  return <RotationView state={state} columns={columns} rows={size.rows} offset={offset} color={color} tick={tick} refusal={state.step === 'confirming' ? refusal : undefined} summaryOnQuit={summaryOnQuit} />;
+}
+
+const ROTATION_ABOUT =
+  'Every holder must resolve before anything is generated (the gate). Then type the number of credentials and Enter: all of them rotate, or none.';
+
+/** The rotation's own keys at this step: `?` never lists a key the screen ignores. */
+function rotationKeys(state: RotationState): readonly KeyHelp[] {
+  const scroll: KeyHelp[] = [{ keys: 'j k  PgUp PgDn', does: 'scroll the holder table' }];
+  if (state.step === 'confirming') {
+    return [
+      ...scroll,
+      { keys: 'digits', does: 'type the number of credentials' },
+      { keys: 'Backspace', does: 'erase (Ctrl-U all, Ctrl-W a word)' },
+      { keys: 'Enter', does: 'rotate, once the count matches' },
+      { keys: 'Esc', does: 'cancel: nothing is generated (never quits)' },
+      { keys: 'Ctrl-C', does: 'quit' },
+    ];
+  }
+  if (state.step === 'preparing' || state.step === 'committing') return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
+  if (isTerminal(state)) return [...scroll, { keys: 'q', does: 'quit and print the summary' }, { keys: 'Ctrl-C', does: 'quit' }];
+  return [...scroll, { keys: 'Esc', does: 'cancel before anything is generated' }, { keys: 'q', does: 'quit' }, { keys: 'Ctrl-C', does: 'quit' }];
 }

@@ -4,6 +4,7 @@ import { confirmationText, isTerminal, progress, setOf, type RotationState } fro
 import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
+import { Frame } from '../Frame.js';
 
 export interface RotationViewProps {
   readonly state: RotationState;
@@ -12,15 +13,27 @@ export interface RotationViewProps {
   readonly offset: number;
   readonly color: boolean;
   readonly tick: number;
+  /** Rows the view may take; the holder table pages to fit them. Undefined: 24. */
+  readonly rows?: number;
+  /** Why the last Enter at the count gate was refused ("expected 3, you typed 4"). */
+  readonly refusal?: string | undefined;
+  /** Whether quitting prints the summary (the command does; the drill checks the machines instead). */
+  readonly summaryOnQuit?: boolean;
 }
 
 /** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
 export const HOLDER_PAGE = 9;
+
+/** Holder rows that fit `rows` with the gate's window, prompt and refusal under them: 7 at 24 rows (never under 3). */
+export function holderPage(rows: number | undefined): number {
+  return Math.max(3, Math.min(HOLDER_PAGE, (rows ?? 24) - 17));
+}
 /** At most this many lines of detail (unresolved machines, windows) under the table. */
 const DETAIL_LINES = 4;
 
 /** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
-export function RotationView({ state, columns, offset, color, tick }: RotationViewProps) {
+export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true }: RotationViewProps) {
+  const pageSize = holderPage(rows);
   const width = columns - 1;
   const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) => (
     <Box key={key ?? text} width={width}>
@@ -30,15 +43,13 @@ export function RotationView({ state, columns, offset, color, tick }: RotationVi
     </Box>
   );
   return (
-    <Box flexDirection="column" width={columns}>
-      {line(`baton mesh rotate · rotation ${state.id}`)}
+    <Frame columns={columns} rows={rows ?? 24} header={line(`baton mesh rotate · rotation ${state.id}`)} footer={line(keysLine(state, pageSize))} scrollKeys={false}>
       {line(planHeadline(state.plan))}
-      <HolderTable state={state} columns={columns} offset={offset} pageSize={HOLDER_PAGE} color={color} tick={tick} />
+      <HolderTable state={state} columns={columns} offset={offset} pageSize={pageSize} color={color} tick={tick} />
       <Box flexDirection="column" marginTop={1}>
-        {panel(state).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
+        {panel(state, refusal, summaryOnQuit).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
       </Box>
-      {line(keysLine(state))}
-    </Box>
+    </Frame>
   );
 }
 
@@ -53,18 +64,19 @@ function limited(lines: readonly string[], max: number, more: (n: number) => str
   return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
 }
 
-function panel(state: RotationState): PanelLine[] {
+function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
       return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${plural(p.holders, 'machine')} — nothing is generated until every one answers`, tone: 'busy' }];
     case 'gate-closed': {
       const [head, sent, ...rest] = gateClosedLines(state);
+      // Wrapped, not cut: "Next: … run the rot…" hid the step the operator needed.
       return [
-        { text: `${MARKS.refused.glyph} ${head}`, tone: 'refused' },
-        { text: sent! },
-        ...limited(rest.slice(0, -1), DETAIL_LINES, (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`).map((text) => ({ text })),
-        { text: rest[rest.length - 1]! },
+        { text: `${MARKS.refused.glyph} ${head}`, tone: 'refused', wrap: true },
+        { text: sent!, wrap: true },
+        ...limited(rest.slice(0, -1), DETAIL_LINES, (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`).map((text) => ({ text, wrap: true })),
+        { text: rest[rest.length - 1]!, wrap: true },
       ];
     }
     case 'confirming':
@@ -77,6 +89,7 @@ function panel(state: RotationState): PanelLine[] {
         ).map((text) => ({ text, wrap: true })),
         { text: confirmPrompt(state.plan), tone: 'action' },
         { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}` },
+        ...(refusal ? [{ text: `${MARKS.refused.glyph} not accepted: ${refusal}`, tone: 'refused' as const, wrap: true }] : []),
       ];
     case 'cancelled':
       return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];
@@ -100,7 +113,7 @@ function panel(state: RotationState): PanelLine[] {
       return [
         { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged (their old passwords still work).`, tone: 'refused' },
         ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
-        { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action' },
+        { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action', wrap: true },
       ];
     case 'done': {
       const applied = setOf(state.applied);
@@ -116,7 +129,7 @@ function panel(state: RotationState): PanelLine[] {
           2,
           (n) => `  …and ${n} more not confirmed`,
         ).map((text) => ({ text, tone: 'action' as const, wrap: true })),
-        { text: 'The summary is printed when you quit.' },
+        { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
       ];
     }
     default: {
@@ -126,8 +139,8 @@ function panel(state: RotationState): PanelLine[] {
   }
 }
 
-function keysLine(state: RotationState): string {
-  const scroll = state.plan.holders.length > HOLDER_PAGE ? 'j/k scroll · ' : '';
+function keysLine(state: RotationState, pageSize: number): string {
+  const scroll = state.plan.holders.length > pageSize ? 'j/k scroll · ' : '';
   if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
   if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
   if (isTerminal(state)) return `${scroll}? help · q quit`;

@@ -1,5 +1,8 @@
 import { useInput } from 'ink';
 import { keyIntent } from '../keys.js';
+import { editLine } from '../line-edit.js';
+
+const isDigit = (char: string) => char >= '0' && char <= '9';
 
 /**
  * The rotation's keys as intents, from the one key table (components/keys.ts). Esc is `back`
@@ -8,8 +11,8 @@ import { keyIntent } from '../keys.js';
  * count and Enter. The confirm field takes digits only, so j/k still scroll while typing.
  */
 export type RotationIntent =
-  | { readonly type: 'type'; readonly text: string }
-  | { readonly type: 'erase' }
+  /** A line edit of the count field (digits, Backspace in bursts, Ctrl-U, Ctrl-W). */
+  | { readonly type: 'edit'; readonly edit: (typed: string) => string | undefined }
   | { readonly type: 'confirm' }
   | { readonly type: 'back' }
   | { readonly type: 'quit' }
@@ -26,8 +29,8 @@ export function useRotationKeys(options: { readonly isActive: boolean; readonly 
       if (key.ctrl && input === 'c') return onIntent({ type: 'interrupt' });
       if (key.pageDown) return onIntent({ type: 'scroll', by: PAGE });
       if (key.pageUp) return onIntent({ type: 'scroll', by: -PAGE });
-      if (typing && (key.backspace || key.delete)) return onIntent({ type: 'erase' });
-      if (typing && /^[0-9]+$/.test(input)) return onIntent({ type: 'type', text: input });
+      // The count takes digits only, so j/k still scroll and q is not text while typing.
+      if (typing && editLine('', input, key, isDigit) !== undefined) return onIntent({ type: 'edit', edit: (typed) => editLine(typed, input, key, isDigit) });
       switch (keyIntent(input, key)) {
         case 'back':
           return onIntent({ type: 'back' });

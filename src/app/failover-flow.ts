@@ -14,6 +14,7 @@ import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
 import { supersededDirFor } from '../authority/index.js';
+import { deploymentRefusal, forceRefusal, isIrreversible, needsDeploymentGate } from './typed-gate.js';
 
 /** Actions confirmed with Enter on a confirm screen; force has its own typed gate. */
 export type PlainAction = Exclude<Action, 'force' | 'leave'>;
@@ -27,6 +28,12 @@ export type FailoverState =
       readonly actions: readonly Action[];
       readonly cursor: number;
       readonly action: PlainAction;
+      /** What was typed at the deployment gate (only read when `gated`). */
+      readonly typed: string;
+      /** Whether this confirm asks for the deployment id first (needsDeploymentGate). */
+      readonly gated: boolean;
+      /** Why the last Enter was not accepted; cleared by typing. */
+      readonly refusal: string | undefined;
     }
   | {
       readonly step: 'confirming-force';
@@ -37,6 +44,8 @@ export type FailoverState =
       readonly typed: string;
       /** When the gate opened: the set-aside stamp the screen shows and the act uses. */
       readonly at: Date;
+      /** Why the last Enter was not accepted; cleared by typing. */
+      readonly refusal: string | undefined;
     }
   | { readonly step: 'acting'; readonly reading: StatusReport; readonly action: Action }
   | {
@@ -119,7 +128,7 @@ export function canQuit(state: FailoverState): boolean {
 export function failover(state: FailoverState, event: FailoverEvent): FailoverStep {
   switch (state.step) {
     case 'reading':
-      if (event.type === 'read') return stay(deciding(event.reading, 0));
+      if (event.type === 'read') return stay(deciding(event.reading, undefined));
       if (event.type === 'read-failed') return stay({ step: 'failed', reading: undefined, action: undefined, error: event.error });
       return stay(state);
 
@@ -135,16 +144,22 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
           return stay(state);
       }
 
-    case 'confirming':
-      if (event.type === 'confirm') return act(state.reading, state.action, undefined);
+    case 'confirming': {
+      if (event.type === 'typed') return stay(!state.gated || event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
       if (event.type === 'back') return stay(backTo(state));
-      return stay(state);
+      if (event.type !== 'confirm') return stay(state);
+      // Minting or adopting over a loss cannot be undone: Enter alone never does it.
+      const refusal = state.gated ? deploymentRefusal(state.typed, state.reading.deployment) : undefined;
+      if (refusal !== undefined) return stay({ ...state, refusal });
+      return act(state.reading, state.action, undefined);
+    }
 
     case 'confirming-force':
       // The same text again is the same state: a text field that re-reports its value must not
       // be able to drive a render loop through this reducer.
-      if (event.type === 'typed') return stay(event.text === state.typed ? state : { ...state, typed: event.text });
+      if (event.type === 'typed') return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
       if (event.type === 'confirm' && forceUnlocked(state)) return act(state.reading, 'force', state.at);
+      if (event.type === 'confirm') return stay({ ...state, refusal: forceRefusal(state.typed, state.verdict.local, state.verdict.published) });
       if (event.type === 'back') return stay(backTo(state));
       return stay(state);
 
@@ -175,9 +190,14 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
   }
 }
 
-function deciding(reading: StatusReport, cursor: number): FailoverState {
+/**
+ * A fresh read starts the cursor on the first action that can be undone ('leave' at worst):
+ * Enter, Enter, Enter on a typo'd store must never walk into minting a second authority.
+ */
+function deciding(reading: StatusReport, cursor: number | undefined): FailoverState {
   const actions = offeredActions(reading);
-  return { step: 'deciding', reading, actions, cursor: clamp(cursor, actions.length) };
+  const start = cursor ?? Math.max(0, actions.findIndex((action) => !isIrreversible(action, reading.verdict)));
+  return { step: 'deciding', reading, actions, cursor: clamp(start, actions.length) };
 }
 
 function backTo(state: { readonly reading: StatusReport; readonly cursor: number }): FailoverState {
@@ -202,11 +222,11 @@ function select(state: Extract<FailoverState, { step: 'deciding' }>, at: Date): 
       });
     case 'force':
       if (reading.verdict.kind !== 'refuse') return stay(state);
-      return stay({ step: 'confirming-force', reading, actions, cursor, verdict: reading.verdict, typed: '', at });
+      return stay({ step: 'confirming-force', reading, actions, cursor, verdict: reading.verdict, typed: '', at, refusal: undefined });
     case 'adopt':
     case 'publish':
     case 'first-controller':
-      return stay({ step: 'confirming', reading, actions, cursor, action });
+      return stay({ step: 'confirming', reading, actions, cursor, action, typed: '', gated: needsDeploymentGate(action, reading.verdict), refusal: undefined });
     default:
       return assertNever(action);
   }

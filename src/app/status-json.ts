@@ -14,6 +14,15 @@ function errorJson(error: BatonError) {
   return { code: error.code, what: error.what, where: error.where ?? null, next: error.next ?? null };
 }
 
+/**
+ * `status --json` that could not even start (a config error, a bad flag): still ONE JSON object
+ * on stdout, so a monitor parsing stdout sees why instead of an empty read, with the exit code
+ * the process ends with.
+ */
+export function statusErrorJson(error: BatonError) {
+  return { format: STATUS_JSON_FORMAT, exit_code: error.exitCode, error: errorJson(error) };
+}
+
 export function statusJson(report: StatusReport, baton: string | Suggester = 'baton') {
   const { local, published, verdict } = report;
   const words = describeVerdict(verdict, baton);

@@ -3,6 +3,7 @@
  * is shown (Ink panels, plain text), so a field never reads differently on two outputs.
  */
 import { layoutOf } from '../authority/index.js';
+import { NOT_BEFORE_BACKDATE_MS } from '../pki/backdate.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
@@ -43,8 +44,25 @@ export function caretLine(differs: readonly number[]): string {
   return line;
 }
 
+/** The one time format on screens (JSON keeps RFC 3339): `2026-11-30 15:05 UTC`. */
 export function formatTime(date: Date): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** A stored RFC 3339 time in the screen format; text that is not a time is shown as it is. */
+export function formatStoredTime(text: string): string {
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? text : formatTime(new Date(at));
+}
+
+/**
+ * The overlap, honestly: the new certificate's NotBefore is backdated (src/pki/backdate.ts), so
+ * "since 14:05" for a rotation made at 15:05 read as a wrong clock. The rotation's time is shown,
+ * and that NotBefore is earlier on purpose.
+ */
+function overlapText(notBefore: Date): string {
+  const rotated = new Date(notBefore.getTime() + NOT_BEFORE_BACKDATE_MS);
+  return `since about ${formatTime(rotated)} (NotBefore backdated ${NOT_BEFORE_BACKDATE_MS / 3_600_000} h)`;
 }
 
 function localFingerprint(local: LocalAuthority): string | undefined {
@@ -87,7 +105,7 @@ export function localRows(report: StatusReport): PanelRows {
         { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
       ];
       if (local.previous) {
-        rows.push({ kind: 'text', label: 'overlap', value: `since ${formatTime(local.current.notBefore)} (the previous authority is still held)` });
+        rows.push({ kind: 'text', label: 'overlap', value: overlapText(local.current.notBefore) });
         rows.push({ kind: 'fingerprint', label: 'previous', value: { text: local.previous.fingerprint, differs: [] } });
       } else {
         rows.push({ kind: 'text', label: 'overlap', value: 'none' });
@@ -126,7 +144,7 @@ export function publishedRows(report: StatusReport): PanelRows {
         header.previousFingerprint
           ? { kind: 'fingerprint', label: 'previous', value: { text: header.previousFingerprint, differs: [] } }
           : { kind: 'text', label: 'previous', value: 'none (no rotation overlap)' },
-        { kind: 'text', label: 'published', value: `${header.publishedAt} by ${header.publishedBy}` },
+        { kind: 'text', label: 'published', value: `${formatStoredTime(header.publishedAt)} by ${header.publishedBy}` },
         {
           kind: 'text',
           label: 'sealed',
@@ -140,7 +158,7 @@ export function publishedRows(report: StatusReport): PanelRows {
 
 function storeCheckRow(check: StoreCheckRecord | undefined): PanelRow {
   if (!check) return { kind: 'text', label: 'cond. writes', value: 'not checked: run baton store check' };
-  const at = Number.isNaN(Date.parse(check.checkedAt)) ? check.checkedAt : formatTime(new Date(check.checkedAt));
+  const at = formatStoredTime(check.checkedAt);
   return {
     kind: 'text',
     label: 'cond. writes',

@@ -1,5 +1,6 @@
 import { BatonError, EXIT_OK } from '../errors.js';
 import { action, type Register } from './context.js';
+import { cursorAddressable } from './terminal-kind.js';
 
 interface DrillOptions {
   readonly list?: boolean;
@@ -39,9 +40,12 @@ export const registerDrill: Register = (program, ctx) => {
         // `--step N` practises that one step; without it, the whole drill.
         const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
         const { hasTerminal } = await import('./mount-view.js');
-        const interactive = !options.plain && hasTerminal(ctx);
+        const interactive = !options.plain && hasTerminal(ctx) && cursorAddressable(ctx.stdout, ctx.env);
         if (!interactive) {
-          if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
+          if (!options.plain) {
+            const why = hasTerminal(ctx) ? 'this terminal cannot redraw (TERM=dumb or no size)' : 'no terminal here';
+            ctx.stdout.write(`baton drill: ${why}, so running the plain walk-through (--plain).\n`);
+          }
           const { runPlainDrill } = await import('./drill/plain.js');
           return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
         }

@@ -1,6 +1,7 @@
 import { BatonError, EXIT_CODES } from '../errors.js';
 import { requireStore, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
+import { cursorAddressable } from './terminal-kind.js';
 
 /**
  * `baton failover` (DESIGN.md §9): the interactive walk. It needs a terminal for the typed
@@ -33,6 +34,16 @@ export const registerFailover: Register = (program, ctx) => {
         const ports = failoverPorts(shareContext, storeUrl, config.sealKeyFile);
         const baton = batonInvocation(program.opts<GlobalFlags>());
 
+        if (!cursorAddressable(ctx.stdout, ctx.env)) {
+          // TERM=dumb, a 0×0 pty: the same walk and gates as a line-by-line dialogue, no escape codes.
+          const [{ runFailoverDialogue }, { askLine }] = await Promise.all([import('../app/failover-dialogue.js'), import('./ask-line.js')]);
+          const ask = askLine(process.stdin, ctx.stdout);
+          try {
+            return await runFailoverDialogue({ ports, baton, ask: ask.question, write: (line) => ctx.stdout.write(`${line}\n`) });
+          } finally {
+            ask.close();
+          }
+        }
         // Ctrl-C before the walk ended: nothing was confirmed past what the screen showed.
         return mountView(
           ctx,

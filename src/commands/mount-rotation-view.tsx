@@ -36,7 +36,6 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
     <RotationApp
       store={store}
       subscribe={subscribe}
-      columns={stdout.columns || 80}
       color={!options.noColor}
       onExit={(code, state) => {
         result = { code, state };

@@ -36,16 +36,20 @@ export interface InkSession {
 export async function openInk(streams: ViewStreams, noColor: boolean): Promise<InkSession> {
   if (noColor) process.env.FORCE_COLOR = '0';
   // React is CommonJS: once bundled, a dynamic import has it only as `default`.
-  const [{ render }, { default: React }, { ColorContext }] = await Promise.all([
+  const [{ render }, { default: React }, { ColorContext }, { fitTerminal }] = await Promise.all([
     import('ink'),
     import('react'),
     import('../../components/color-context.js'),
+    import('../../components/terminal-stream.js'),
   ]);
+  // Every view (and every view the drill mounts in turn) draws on one fitted stream: 0×0 laid
+  // out as 80×24, Ink's full clear unreachable, a resize redrawn from a clean screen.
+  const stdout = fitTerminal(streams.stdout);
   return {
     interactive: Boolean(process.stdin.isTTY),
     mount: (element, options = {}) =>
       render(React.createElement(ColorContext.Provider, { value: !noColor }, element), {
-        stdout: streams.stdout,
+        stdout,
         stderr: streams.stderr,
         exitOnCtrlC: options.exitOnCtrlC ?? false,
         patchConsole: false,

@@ -1,6 +1,7 @@
 import { BatonError, EXIT_OK } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
+import { cursorAddressable } from './terminal-kind.js';
 
 interface StatusOptions {
   readonly json?: boolean;
@@ -25,55 +26,70 @@ export const registerStatus: Register = (program, ctx) => {
     .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
     .action(
       action(ctx, async (options: StatusOptions) => {
-        const config = ctx.config();
-        const deployment = requireDeployment(config);
-        const stateDir = stateDirFor(config);
-        const storeUrl = requireStore(config);
-        const interval = Number(options.interval ?? DEFAULT_WATCH_SECONDS);
-        if (!Number.isFinite(interval) || interval < 1 || interval > 3600) {
-          throw new BatonError('usage', {
-            what: `--interval "${options.interval}" is not a number of seconds between 1 and 3600.`,
-            next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
-          });
+        try {
+          return await status(options);
+        } catch (error) {
+          // A monitor parsing stdout sees why, not an empty read: one JSON object, the same exit code.
+          if (options.json) {
+            const [{ statusErrorJson }, { asBatonError }] = await Promise.all([import('../app/status-json.js'), import('../errors.js')]);
+            const batonError = asBatonError(error, { what: 'baton status failed' });
+            ctx.stdout.write(`${JSON.stringify(statusErrorJson(batonError), null, 2)}\n`);
+            throw batonError;
+          }
+          throw error;
         }
-        const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } = await import('./status-read.js');
-        const baton = batonInvocation(program.opts<GlobalFlags>());
-        // Printed next steps (JSON, plain) are run where `failover` may not be possible.
-        const suggester = ctx.suggester();
-        const store = await openStore(storeUrl);
-        const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
-        const read = () => readStatus(sources);
-
-        if (options.json) {
-          const report = await read();
-          ctx.stdout.write(`${JSON.stringify(statusJson(report, suggester), null, 2)}\n`);
-          return statusExitCode(report);
-        }
-        if (!ctx.stdout.isTTY) {
-          if (options.watch) ctx.stderr.write('baton: --watch needs a terminal; printing one read.\n');
-          const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
-          const report = await read();
-          ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, suggester));
-          return statusExitCode(report);
-        }
-
-        // The first read starts now, while Ink and the view load: its disk and store I/O
-        // overlaps their parsing, so the first frame with both sides comes sooner.
-        let early: ReturnType<typeof read> | undefined = read();
-        early.catch(() => undefined); // the view handles it; this only keeps it from counting as unhandled meanwhile
-        const readFirstEarly = () => {
-          const report = early ?? read();
-          early = undefined;
-          return report;
-        };
-        // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
-        const { mountView } = await import('./mount-view.js');
-        return mountView(
-          ctx,
-          { noColor: config.noColor, ifInterrupted: EXIT_OK },
-          async () => (await import('../../components/StatusApp.js')).StatusApp,
-          (onExit, interactive) => ({ read: readFirstEarly, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
-        );
       }),
     );
+
+  async function status(options: StatusOptions): Promise<number> {
+    const config = ctx.config();
+    const deployment = requireDeployment(config);
+    const stateDir = stateDirFor(config);
+    const storeUrl = requireStore(config);
+    const interval = Number(options.interval ?? DEFAULT_WATCH_SECONDS);
+    if (!Number.isFinite(interval) || interval < 1 || interval > 3600) {
+      throw new BatonError('usage', {
+        what: `--interval "${options.interval}" is not a number of seconds between 1 and 3600.`,
+        next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
+      });
+    }
+    const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } = await import('./status-read.js');
+    const baton = batonInvocation(program.opts<GlobalFlags>());
+    // Printed next steps (JSON, plain) are run where `failover` may not be possible.
+    const suggester = ctx.suggester();
+    const store = await openStore(storeUrl);
+    const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
+    const read = () => readStatus(sources);
+
+    if (options.json) {
+      const report = await read();
+      ctx.stdout.write(`${JSON.stringify(statusJson(report, suggester), null, 2)}\n`);
+      return statusExitCode(report);
+    }
+    if (!cursorAddressable(ctx.stdout, ctx.env)) {
+      if (options.watch) ctx.stderr.write('baton: --watch needs a terminal that can redraw (not a pipe, not TERM=dumb); printing one read.\n');
+      const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
+      const report = await read();
+      ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, suggester));
+      return statusExitCode(report);
+    }
+
+    // The first read starts now, while Ink and the view load: its disk and store I/O
+    // overlaps their parsing, so the first frame with both sides comes sooner.
+    let early: ReturnType<typeof read> | undefined = read();
+    early.catch(() => undefined); // the view handles it; this only keeps it from counting as unhandled meanwhile
+    const readFirstEarly = () => {
+      const report = early ?? read();
+      early = undefined;
+      return report;
+    };
+    // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
+    const { mountView } = await import('./mount-view.js');
+    return mountView(
+      ctx,
+      { noColor: config.noColor, ifInterrupted: EXIT_OK },
+      async () => (await import('../../components/StatusApp.js')).StatusApp,
+      (onExit, interactive) => ({ read: readFirstEarly, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
+    );
+  }
 };

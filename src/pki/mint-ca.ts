@@ -1,4 +1,5 @@
 import { createHash, createPrivateKey, webcrypto } from 'node:crypto';
+import { NOT_BEFORE_BACKDATE_MS } from './backdate.js';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { pkiEngine } from './engine.js';
@@ -22,7 +23,6 @@ export interface MintCaOptions {
   readonly replaces?: Fingerprint | undefined;
 }
 
-const HOUR_MS = 3_600_000;
 const LIFETIME_YEARS = 10;
 const ECDSA_P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 
@@ -42,7 +42,7 @@ export async function mintCa(options: MintCaOptions): Promise<MintedCa> {
   certificate.subject = authorityName(options.deployment, options.replaces);
   certificate.issuer = authorityName(options.deployment, options.replaces);
 
-  const notBefore = new Date(options.now.getTime() - HOUR_MS);
+  const notBefore = new Date(options.now.getTime() - NOT_BEFORE_BACKDATE_MS);
   const notAfter = new Date(options.now.getTime());
   notAfter.setUTCFullYear(notAfter.getUTCFullYear() + LIFETIME_YEARS);
   certificate.notBefore = timeOf(notBefore);

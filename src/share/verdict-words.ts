@@ -73,6 +73,16 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         next: actionCommand(s, 'publish'),
       };
     case 'refuse':
+      // AHEAD is this host's own rotation, not yet pushed: the expected state right after
+      // `ca rotate`. It is a step to take ("not published yet", the push), not a refusal in red.
+      if (verdict.lineage.kind === 'ahead') {
+        return {
+          tone: 'action',
+          label: 'not published yet',
+          headline: `${lineageSentence(verdict.lineage)}${options.fingerprints ? ` Local${fp(verdict.local)}, published${fp(verdict.published)}.` : ''}`,
+          next: refuseNext(verdict, s),
+        };
+      }
       return {
         tone: 'refused',
         label: 'refused',

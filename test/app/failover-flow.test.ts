@@ -76,7 +76,6 @@ describe('the failover walk as a reducer', () => {
       [deciding(), { type: 'confirm' }],
       [deciding(), { type: 'back' }],
       [deciding(), { type: 'typed', text: 'abc' }],
-      [forceGate(), { type: 'confirm' }],
       [forceGate(), { type: 'select', at: AT }],
       [forceGate(), { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } }],
     ];
@@ -85,6 +84,53 @@ describe('the failover walk as a reducer', () => {
       expect(step.state, `${state.step} × ${event.type}`).toBe(state);
       expect(step.effects).toEqual([]);
     }
+  });
+
+  it('Enter, Enter, Enter on a fresh host with nothing published mints nothing: the cursor starts on leave', () => {
+    let state = deciding(READS.firstController());
+    expect(state.step === 'deciding' && state.actions[state.cursor]).toBe('leave');
+    const effects = [];
+    for (let i = 0; i < 3; i++) {
+      const step = failover(state, i === 0 ? { type: 'select', at: AT } : { type: 'confirm' });
+      effects.push(...step.effects);
+      state = step.state;
+    }
+    expect(effects.filter((e) => e.type === 'act')).toEqual([]);
+  });
+
+  it('minting a first authority asks for the first 8 characters of the deployment id, and says why a wrong entry is refused', () => {
+    const reading = { ...READS.firstController(), deployment: 'payments-eu-1' };
+    const confirming = walk(deciding(reading), { type: 'move', by: -1 }, { type: 'select', at: AT });
+    expect(confirming.step === 'confirming' && confirming.gated).toBe(true);
+    const bare = failover(confirming, { type: 'confirm' });
+    expect(bare.effects).toEqual([]);
+    expect(bare.state.step === 'confirming' && bare.state.refusal).toMatch(/first 8 characters of the deployment id/);
+    const wrong = failover(walk(confirming, { type: 'typed', text: 'payment' }), { type: 'confirm' });
+    expect(wrong.effects).toEqual([]);
+    expect(wrong.state.step === 'confirming' && wrong.state.refusal).toMatch(/expected 8 characters, you typed 7/);
+    const right = failover(walk(wrong.state, { type: 'typed', text: 'payments' }), { type: 'confirm' });
+    expect(right.effects).toEqual([{ type: 'act', action: 'first-controller', seen: reading.verdict, at: undefined }]);
+  });
+
+  it('adopting over the lost marker is gated the same way and is never the default; a plain adopt is not gated', () => {
+    const lost = deciding(READS.adoptLost());
+    expect(lost.step === 'deciding' && lost.actions[lost.cursor]).toBe('leave');
+    const gated = walk(lost, { type: 'move', by: -1 }, { type: 'select', at: AT });
+    expect(gated.step === 'confirming' && gated.gated).toBe(true);
+    expect(failover(gated, { type: 'confirm' }).effects).toEqual([]);
+    expect(failover(walk(gated, { type: 'typed', text: 'd1' }), { type: 'confirm' }).effects).toHaveLength(1);
+    const plain = walk(deciding(READS.adopt()), { type: 'select', at: AT });
+    expect(plain.step === 'confirming' && plain.gated).toBe(false);
+  });
+
+  it('a wrong entry at the force gate says why: the PUBLISHED prefix, or how many characters were typed', () => {
+    const published = walk(forceGate(), { type: 'typed', text: FP_A.slice(7, 15) }, { type: 'confirm' });
+    expect(published.step === 'confirming-force' && published.refusal).toMatch(/That is the PUBLISHED fingerprint/);
+    const short = failover(walk(forceGate(), { type: 'typed', text: '0ld0' }), { type: 'confirm' });
+    expect(short.effects).toEqual([]);
+    expect(short.state.step === 'confirming-force' && short.state.refusal).toMatch(/Expected 8 characters, you typed 4/);
+    const retyped = failover(short.state, { type: 'typed', text: '0ld0l' });
+    expect(retyped.state.step === 'confirming-force' && retyped.state.refusal).toBeUndefined();
   });
 
   it('offers only the actions the decision table allows, with the cursor kept inside them', () => {

@@ -86,7 +86,8 @@ describe('the status rows', () => {
     const p = publishedRows(r);
     expect(l.rows).toContainEqual({ kind: 'fingerprint', label: 'fingerprint', value: { text: FP_A, differs: fingerprintDiff(FP_A, FP_OLD) } });
     expect(l.rows).toContainEqual({ kind: 'fingerprint', label: 'previous', value: { text: FP_OLD, differs: [] } });
-    expect(l.rows.find((row) => row.label === 'overlap')).toMatchObject({ value: expect.stringContaining('since 2026-11-30 09:00 UTC') });
+    // NotBefore (09:00) is backdated an hour: the overlap names the rotation's time and says so.
+    expect(l.rows.find((row) => row.label === 'overlap')).toMatchObject({ value: 'since about 2026-11-30 10:00 UTC (NotBefore backdated 1 h)' });
     expect(p.rows.find((row) => row.label === 'cond. writes')).toMatchObject({ value: 'not checked: run baton store check' });
     const synced = publishedRows(READS.inSync());
     expect(synced.rows.find((row) => row.label === 'cond. writes')).toMatchObject({ value: expect.stringMatching(/^enforced/) });

@@ -91,8 +91,19 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     const offer = await first.waitFor((f) => f.includes('Become the first controller'), 'the first-controller offer');
     expectFits(offer, columns);
     expect(flat(offer)).toContain('publishes it create-only');
+    // Minting is never the default: the cursor starts on "leave", and the confirm asks for the deployment id.
+    expect(offer).toContain('› Leave it as it is');
+    await first.press(KEY.up);
+    await first.waitFor((f) => f.includes('› Become the first controller'), 'the cursor on minting');
     await first.press(KEY.enter);
-    await first.waitFor((f) => f.includes('Confirm: Become the first controller'), 'the confirm');
+    const confirm = await first.waitFor((f) => f.includes('Confirm: Become the first controller'), 'the confirm');
+    expect(flat(confirm)).toContain('first 2 characters of the deployment id');
+    await first.press(KEY.enter);
+    const refused = await first.waitFor((f) => f.includes('not accepted'), 'the refusal of a bare Enter');
+    expect(flat(refused)).toContain('Type the first 2 characters of the deployment id first.');
+    expect(await fingerprintOf(hosts.ctx('a').stateDir)).toBeUndefined();
+    await first.press('d1');
+    await first.waitFor((f) => f.includes('> d1'), 'the typed id');
     await first.press(KEY.enter);
     const done = await first.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result');
     expect(flat(done)).toContain('First controller: minted');
@@ -140,9 +151,14 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press(KEY.down);
     await v.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force');
     await v.press(KEY.enter);
-    const gate = await v.waitFor((f) => f.includes('Type the first 8 characters'), 'the force gate');
+    const gate = await v.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
     expectFits(gate, columns);
     expect(gate).toContain(localFp);
+    // The LOCAL fingerprint is the one to type: labelled so, its 8 characters marked beneath it.
+    const lines = gate.split('\n');
+    const localLine = lines.findIndex((line) => line.includes(localFp));
+    expect(lines[localLine + 1]).toMatch(/^type these\s+\^{8} set aside/);
+    expect(lines[localLine + 1]!.indexOf('^')).toBe(lines[localLine]!.indexOf(localFp) + 7);
     expect(gate).toContain(publishedFp);
     expect(gate).toContain(path.join(b, `ca.superseded-${utcStamp(AT)}`));
     expect(flat(gate)).toContain('left behind by a rotation');
@@ -151,13 +167,13 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     // The PUBLISHED prefix, a short one, the prefix with SHA256: — none opens the gate; q is typed, not quit.
     await v.press(publishedFp.slice(7, 15));
     await v.waitFor((f) => f.includes(`> ${publishedFp.slice(7, 15)}`), 'the typed text');
-    // Enter changes nothing on screen, so the wait is on the key after it: keys are handled in
-    // order, and once the q shows in the field, the Enter before it was handled too.
     await v.press(KEY.enter);
-    await v.press('q');
-    const stillShut = await v.waitFor((f) => f.includes(`> ${publishedFp.slice(7, 15)}q`), 'q typed into the field after the refused Enter');
+    const stillShut = await v.waitFor((f) => f.includes('not accepted'), 'the reason it was refused');
     expect(stillShut).toContain('[ Replace ] disabled');
-    expect(stillShut).toContain('Type the first 8 characters');
+    expect(flat(stillShut)).toContain('That is the PUBLISHED fingerprint');
+    await v.press('q');
+    const typedQ = await v.waitFor((f) => f.includes(`> ${publishedFp.slice(7, 15)}q`), 'q typed into the field after the refused Enter');
+    expect(typedQ).toContain('[ Replace ] disabled');
     expect(exitCode).toBeUndefined();
 
     await v.press(KEY.escape);
@@ -177,7 +193,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press('j');
     await v.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force');
     await v.press(KEY.enter);
-    await v.waitFor((f) => f.includes('Type the first 8 characters'), 'the force gate');
+    await v.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
     await v.press(localFp.slice(7, 15).toLowerCase());
     const open = await v.waitFor((f) => f.includes('[ Replace ] enabled'), 'the gate open');
     expectFits(open, columns);
@@ -243,9 +259,11 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(frame).toContain('could not read');
     expect(frame).toContain('Check the endpoint and network');
     await v.press('?');
-    const help = await v.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help overlay');
+    const help = await v.waitFor((f) => f.includes('Keys on this screen'), 'the help overlay');
     expectFits(help, columns);
-    expect(help).toContain('back (never quits)');
+    // This screen's own keys: the choice's, not the gate's line editing.
+    expect(flat(help)).toContain('move between the allowed actions');
+    expect(help).not.toContain('Ctrl-U');
     await v.press(KEY.escape);
     await v.waitFor((f) => f.includes('Choose:'), 'help closed, walk still there');
     await v.press(KEY.escape);

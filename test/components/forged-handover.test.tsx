@@ -45,7 +45,7 @@ describe('a forged "left behind" in the failover walk', () => {
     await v.press('j');
     await v.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force');
     await v.press(KEY.enter);
-    const gate = await v.waitFor((f) => f.includes('Type the first 8 characters'), 'the force gate');
+    const gate = await v.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
     for (const frame of [deciding, gate]) expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     expect(flat(gate)).toContain(`Diagnosis: This host was left behind by a rotation (the published authority replaced the one this host holds). ${CLAIMED}`);
     expect(gate).toContain('[ Replace ] disabled');

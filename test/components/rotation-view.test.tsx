@@ -77,26 +77,29 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     fits(frame, columns);
     expect(frame).toContain(`--provider pg-main: ${n} credentials on 31 machines`);
     expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(31 roles\)/);
-    expect(frame).toContain('rows 1–9 of 31');
+    expect(frame).toContain('rows 1–7 of 31');
     expect(frame).toContain('Window: from pg-main applying the new password for');
     expect(frame).toContain(`Type ${n} (the number of credentials)`);
 
     await view.press('j');
     await view.press(KEY.down);
-    frame = await view.waitFor((f) => f.includes('rows 3–11 of 31'), 'scrolling down two rows');
+    frame = await view.waitFor((f) => f.includes('rows 3–9 of 31'), 'scrolling down two rows');
     expect(frame).not.toMatch(/✓ db1 /);
 
-    // q is not a digit and does nothing while typing; Enter with the wrong count does nothing.
-    // Neither shows, so each wait is on the key after it (keys are handled in order).
+    // q is not a digit and does nothing while typing; Enter with the wrong count says why and sends nothing.
     await view.press('q');
     await view.press('9');
-    frame = await view.waitFor((f) => f.includes('> 9'), 'the typed 9 (so the q before it was handled)');
-    expect(exits).toEqual([]);
+    await view.press('9');
     await view.press(KEY.enter);
-    await view.press('\u007f');
-    await view.waitFor((f) => /> *\n/.test(strip(f)) || strip(f).includes('> \n'), 'erased (so the Enter before it was handled)');
+    frame = await view.waitFor((f) => f.includes('> 99') && f.includes('not accepted'), 'the refused 99');
+    expect(strip(frame).replace(/\s+/g, ' ')).toContain(`Expected ${n}, you typed 99`);
+    fits(frame, columns);
     expect(mesh.writes()).toBe(0);
     expect(exits).toEqual([]);
+    // Two DEL bytes in one read (a held Backspace over SSH) erase two digits, and the reason goes.
+    await view.press('\u007f\u007f');
+    frame = await view.waitFor((f) => /^> *$/m.test(strip(f)), 'erased');
+    expect(frame).not.toContain('not accepted');
     for (const digit of n) await view.press(digit);
     await view.waitFor((f) => f.includes(`> ${n}  (Enter rotates)`), 'the full count');
     await view.press(KEY.enter);
@@ -149,11 +152,14 @@ describe('the rotation view', () => {
     const { view, mesh, exits, plan } = mount(80, 2);
     await view.waitFor((f) => f.includes('Gate open'), 'the gate');
     await view.press('?');
-    const help = await view.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help');
+    const help = await view.waitFor((f) => f.includes('Keys on this screen'), 'the help');
     fits(help, 80);
-    expect(help).toContain('back (never quits)');
+    // The count gate's own keys, not the failover's (no r, no "move").
+    expect(help).toContain('cancel: nothing is generated (never quits)');
+    expect(help).toContain('type the number of credentials');
+    expect(help).not.toContain('read again');
     await view.press(KEY.escape);
-    const back = await view.waitFor((f) => f.includes('Gate open') && !f.includes('Esc or ? closes this help.'), 'the gate again, the help gone');
+    const back = await view.waitFor((f) => f.includes('Gate open') && !f.includes('Keys on this screen'), 'the gate again, the help gone');
     expect(back).toContain(`Type ${plan.pairs.length} (the number of credentials)`);
     expect(back).not.toContain('Cancelled');
     expect(exits).toEqual([]);

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   drillFlow,
-  escapeWrongTurn,
   initialDrillState,
-  prefixWrongTurn,
   railMarks,
   stepDuration,
+  turnWords,
   viewIsOpen,
   type DrillEvent,
   type DrillState,
@@ -176,18 +175,17 @@ describe('the drill flow', () => {
     expect(drillFlow(intro, { type: 'wrong-turn', what: 'x' }).state).toEqual(intro);
   });
 
-  it('Esc counts as a wrong turn in a failover or a rotation, never in the read-only status', () => {
+  it('a back-out the view reports counts in a failover or a rotation, never in the read-only status', () => {
     const openAt = (first: 1 | 2 | 4) => run(ready(first), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
-    expect(escapeWrongTurn(openAt(1))).toBeUndefined();
-    expect(escapeWrongTurn(openAt(2))).toBe('Esc backed out in the failover on ctl-b');
-    expect(escapeWrongTurn(openAt(4))).toBe('Esc backed out in the rotation');
+    expect(turnWords(openAt(1), { kind: 'backed-out' })).toBeUndefined();
+    expect(turnWords(openAt(2), { kind: 'backed-out' })).toBe('Esc backed out of a confirm in the failover on ctl-b');
+    expect(turnWords(openAt(4), { kind: 'backed-out' })).toBe('Esc backed out of the rotation\'s typed confirm');
   });
 
-  it('a wrong prefix confirmed at the force gate is a wrong turn; the right one (any case) or a stray Enter is not', () => {
-    expect(prefixWrongTurn('zzzzzzzz', 'AbCd1234')).toBe('typed a wrong prefix "zzzzzzzz" at the force gate');
-    expect(prefixWrongTurn(' abcd1234 ', 'AbCd1234')).toBeUndefined();
-    expect(prefixWrongTurn('zzz', 'AbCd1234')).toBeUndefined();
-    expect(prefixWrongTurn('zzzzzzzz', undefined)).toBeUndefined();
+  it('a refused entry at the force gate is a wrong turn; a stray Enter on under 4 characters is not', () => {
+    const open = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
+    expect(turnWords(open, { kind: 'refused-entry', typed: 'zzzzzzzz' })).toBe('typed a wrong prefix "zzzzzzzz" at the force gate');
+    expect(turnWords(open, { kind: 'refused-entry', typed: 'zzz' })).toBeUndefined();
   });
 
   it('--step N marks the earlier steps as prepared and starts at N', () => {

@@ -7,7 +7,9 @@ import { DrillScreen } from '../../components/drill/DrillScreen.js';
 import { DrillRoot } from '../../components/drill/DrillRoot.js';
 import type { DrillIntent } from '../../components/drill/use-drill-keys.js';
 import { DrillTaskFrame } from '../../components/drill/DrillTaskFrame.js';
-import { Text } from 'ink';
+import { Text, useInput } from 'ink';
+import { useState } from 'react';
+import { useTurnReport } from '../../components/hooks/use-turn-report.js';
 
 function walk(events: readonly DrillEvent[], first: 1 | 2 | 3 | 4 | 5 = 1): DrillState {
   return events.reduce((state, event) => drillFlow(state, event).state, initialDrillState(first));
@@ -152,6 +154,19 @@ describe('the drill\'s keys', () => {
   });
 });
 
+/** A stand-in view that reports turns the way the real ones do: Esc closing its help is none. */
+function ReportingView() {
+  const report = useTurnReport();
+  const [help, setHelp] = useState(false);
+  useInput((input, key) => {
+    if (input === '?') setHelp(true);
+    else if (key.escape && help) setHelp(false);
+    else if (key.escape) report({ kind: 'backed-out' });
+    else if (key.return) report({ kind: 'refused-entry', typed: 'zzzzzzzz' });
+  });
+  return <Text>the real view{help ? ' (help)' : ''}</Text>;
+}
+
 describe('the frame around a real view', () => {
   /** Step 3's last task: the failover on ctl-a, where the force gate asks for a prefix. */
   const atForce = () => walk(
@@ -164,8 +179,8 @@ describe('the frame around a real view', () => {
     const wrong: string[] = [];
     let interrupted = false;
     const { stdin, lastFrame, unmount } = render(
-      <DrillTaskFrame state={atForce()} columns={80} forcePrefix="AbCd1234" onWrongTurn={(what) => wrong.push(what)} onInterrupt={() => (interrupted = true)}>
-        <Text>the real view</Text>
+      <DrillTaskFrame state={atForce()} columns={80} onWrongTurn={(what) => wrong.push(what)} onInterrupt={() => (interrupted = true)}>
+        <ReportingView />
       </DrillTaskFrame>,
     );
     await vi.waitFor(() => expect(lastFrame()).toContain('the real view'));
@@ -186,9 +201,9 @@ describe('the frame around a real view', () => {
     expect(frameText).toContain('▸ ctl-a returns: walk its failover, read the refusal, then force.');
   });
 
-  it('counts an Esc back-out and a wrong prefix confirmed with Enter as wrong turns, not the right prefix', async () => {
-    const { wrong } = await drive(['\u001b', 'zz', 'zzzzzz', '\r', 'abcd1234', '\r']);
-    expect(wrong).toEqual(['Esc backed out in the failover on ctl-a', 'typed a wrong prefix "zzzzzzzz" at the force gate']);
+  it('counts what the view reports as a back-out or a refused entry, and nothing for Esc that closed its help', async () => {
+    const { wrong } = await drive(['?', '\u001b', '\u001b', 'x', '\r']);
+    expect(wrong).toEqual(['Esc backed out of a confirm in the failover on ctl-a', 'typed a wrong prefix "zzzzzzzz" at the force gate']);
   });
 
   it('Ctrl-C asks the drill to quit (the view alone would only close itself)', async () => {

@@ -207,7 +207,7 @@ describe('baton failover in a real terminal', () => {
     const s = await inTmux([...b.args, 'failover']);
     await s.waitFor('Replace the local authority (force)');
     await pressUntil(s, 'j', '› Replace the local authority');
-    await pressUntil(s, 'Enter', 'Type the first 8 characters');
+    await pressUntil(s, 'Enter', 'marked "type these"');
     const before = snapshotDir(b.stateDir);
     // A view's keys activate in the effect after the frame that draws it: under load a key
     // typed the moment the field shows can be lost, so typing waits for its echo.
@@ -221,7 +221,7 @@ describe('baton failover in a real terminal', () => {
     expect(snapshotDir(b.stateDir)).toEqual(before);
     await s.keys('Escape');
     await s.waitFor('Choose:');
-    await pressUntil(s, 'Enter', 'Type the first 8 characters'); // the cursor is still on force
+    await pressUntil(s, 'Enter', 'marked "type these"'); // the cursor is still on force
     await typeUntilEchoed(s, local.slice(7, 15), '[ Replace ] enabled');
     await s.keys('Enter');
     await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');

@@ -3,7 +3,7 @@
  * steps 1–3: the status views, the failover adopt, the rotation, the publish, the refusal and
  * the typed force. The screen is polled before every key; text and Enter are sent apart.
  */
-import { chmodSync, existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TmuxSession, shellQuote } from '../helpers/tmux.js';
@@ -14,6 +14,8 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { leftoversIn, processesMentioning } from '../drill/leftovers.js';
 
 const tmp = makeTempDir('baton-drill-tmux-');
+/** The raw recording lives apart: tmux's pipe-pane `cat` names its file, and the sandbox dir must end with no process naming it. */
+const recording = makeTempDir('baton-drill-raw-');
 let session: TmuxSession | undefined;
 
 beforeAll(() => {
@@ -25,6 +27,7 @@ beforeAll(() => {
 afterAll(async () => {
   await session?.kill();
   tmp.cleanup();
+  recording.cleanup();
 });
 
 /** Lines of the screen that fit the terminal: Ink never writes past column 80. */
@@ -36,6 +39,8 @@ describe('the interactive drill in tmux (80×24)', () => {
   it('walks steps 1 to 3 with real keys, checks each step, and q removes the sandbox', async () => {
     session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir } });
     const s = session;
+    const raw = path.join(recording.dir, 'drill.raw');
+    await s.record(raw);
     let screen = await s.waitFor('Enter begins the step', 'the sandbox to be ready', 90_000);
     expect(screen).toContain('Step 1 of 5: status: ctl-a holds and has published');
     expect(fits(screen)).toBe(true);
@@ -90,20 +95,23 @@ describe('the interactive drill in tmux (80×24)', () => {
     await s.type('j');
     await s.waitFor('› Replace the local authority (force)', 'force selected');
     await s.keys('Enter');
-    await s.waitFor('Type the first 8 characters', 'the force gate');
+    await s.waitFor('marked "type these"', 'the force gate');
     // A wrong prefix keeps the gate shut; Esc backs out with nothing written.
     const wrong = local!.startsWith('zz') ? 'yyyyyyyy' : 'zzzzzzzz';
     // The field takes keys only from the effect after the frame that draws it: typed until echoed.
     screen = await typeUntilEchoed(s, wrong, `> ${wrong}`);
     expect(screen).toContain('[ Replace ] disabled');
+    await s.keys('Enter');
+    screen = await s.waitFor('not accepted', 'the reason the wrong prefix was refused');
+    expect(screen).toContain('does not match the LOCAL fingerprint');
     await s.keys('Escape');
-    await s.waitFor((x) => x.includes('› Replace the local authority (force)') && !x.includes('Type the first 8'), 'back at the choice');
+    await s.waitFor((x) => x.includes('› Replace the local authority (force)') && !x.includes('type these'), 'back at the choice');
     const sandbox = readdirSync(tmp.dir).find((name) => name.startsWith('baton-drill-'));
     expect(sandbox).toBeDefined();
     const ctlA = path.join(tmp.dir, sandbox!, 'ctl-a');
     expect(readdirSync(ctlA).filter((name) => name.startsWith('ca.superseded-'))).toEqual([]);
     await s.keys('Enter');
-    await s.waitFor('Type the first 8 characters', 'the force gate again');
+    await s.waitFor('marked "type these"', 'the force gate again');
     await typeUntilEchoed(s, local!, `> ${local}`);
     await s.waitFor((x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'), 'the gate open');
     await s.keys('Enter');
@@ -121,5 +129,10 @@ describe('the interactive drill in tmux (80×24)', () => {
     expect(existsSync(path.join(tmp.dir, sandbox!))).toBe(false);
     await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), { timeout: 15_000, interval: 100 });
     expect(leftoversIn(tmp.dir)).toEqual([]);
+    // Every frame was redrawn in place: Ink's full clear (it flickers over SSH and wipes the
+    // scrollback) was never written, not even for step 3's tallest views.
+    const written = readFileSync(raw, 'latin1');
+    expect(written.length).toBeGreaterThan(0);
+    expect(written).not.toMatch(/\u001b\[2J|\u001b\[3J|\u001bc/);
   }, 240_000);
 });

@@ -79,6 +79,16 @@ export class TmuxSession {
     await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', '-l', text]);
   }
 
+  /** Resizes the window, as an operator dragging the terminal does: the program gets SIGWINCH. */
+  async resize(columns: number, rows: number): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'resize-window', '-t', '0', '-x', String(columns), '-y', String(rows)]);
+  }
+
+  /** Raw bytes in ONE write (e.g. three DEL bytes: a held Backspace arriving over SSH). */
+  async bytes(...hex: string[]): Promise<void> {
+    await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', '-H', ...hex]);
+  }
+
   /** Waits for the command to end and returns its exit code. */
   async exitCode(timeout = 20_000): Promise<number> {
     const screen = await this.waitFor((s) => EXIT_MARK.test(s), 'the command to exit', timeout);

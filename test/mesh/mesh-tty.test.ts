@@ -48,6 +48,25 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     expect(screen).not.toContain(secret);
   });
 
+  it('a wrong typed count says what was expected and what was typed, and sends nothing', async () => {
+    const before = snapshotDir(path.join(tmp.dir, 'machines'));
+    session = await TmuxSession.start({ command: command(), cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    await session.waitFor('Type 2 (the number of credentials)', 'the confirm prompt');
+    await session.type('3');
+    await session.waitFor('> 3', 'the typed count');
+    await session.keys('Enter');
+    const screen = await session.waitFor('not accepted', 'the refusal');
+    expect(screen.replace(/\s+/g, ' ')).toContain('Expected 2, you typed 3');
+    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+    await session.keys('C-u');
+    await session.waitFor((x) => /^>\s*$/m.test(x) && !x.includes('not accepted'), 'the field cleared by Ctrl-U');
+    await session.keys('Escape');
+    await session.waitFor('Cancelled before anything was generated', 'the cancel');
+    await session.type('q');
+    expect(await session.exitCode()).toBe(3);
+    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+  });
+
   it('Esc at the confirm cancels and never quits; q then leaves with exit 3 and nothing written', async () => {
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
     session = await TmuxSession.start({ command: command(), cwd: tmp.dir, env: { NO_COLOR: '1' } });

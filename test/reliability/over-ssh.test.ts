@@ -148,7 +148,7 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     await s.record(raw);
     await s.waitFor('Replace the local authority (force)');
     await press(s, 'j', '› Replace the local authority');
-    await press(s, 'Enter', 'Type the first 8 characters');
+    await press(s, 'Enter', 'marked "type these"');
     await typeUntilEchoed(s, local.slice(7, 15), '[ Replace ] enabled');
     // What crossed the wire to the operator's screen holds no key material of either side.
     const keyFiles = [

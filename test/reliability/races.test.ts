@@ -266,7 +266,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     session = await TmuxSession.start({ command: ['node', BIN, ...args(store), 'failover'].map(shellQuote).join(' ') });
     await session.waitFor('Replace the local authority (force)');
     await pressUntil(session, 'j', '› Replace the local authority');
-    await pressUntil(session, 'Enter', 'Type the first 8 characters');
+    await pressUntil(session, 'Enter', 'marked "type these"');
     await typeUntilEchoed(session, local.slice(7, 15), '[ Replace ] enabled');
 
     // Meanwhile a script's `sync --force --yes` takes ca.lock and is held mid-replace.

@@ -7,7 +7,6 @@
  */
 import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from './scenario.js';
 import type { CheckResult } from './check.js';
-import { sameForHumans } from '../../pki/fingerprint-type.js';
 
 export type DrillPhase =
   /** The sandbox is being set up; progress lines are shown. */
@@ -130,23 +129,19 @@ export function viewIsOpen(state: DrillState): boolean {
 }
 
 /**
- * Esc in the open view, as a wrong turn: backing out of a failover or a rotation on the night
- * leaves the fleet as it was. Status is read-only, so leaving it is no turn at all.
+ * A turn the open view reported, in the summary's words, or undefined when it is no wrong
+ * turn. Only a back-out of a failover or rotation confirm counts (status is read-only, and
+ * Esc that closes a help box is reported by no view), and a refused entry at the force gate
+ * of fewer than 4 characters is not yet an attempt, so a stray Enter is not counted.
  */
-export function escapeWrongTurn(state: DrillState): string | undefined {
+export function turnWords(state: DrillState, turn: { readonly kind: 'backed-out' } | { readonly kind: 'refused-entry'; readonly typed: string }): string | undefined {
   const where = currentTask(state).where;
-  if (where.kind === 'failover') return `Esc backed out in the failover on ${where.controller}`;
-  if (where.kind === 'rotation') return 'Esc backed out in the rotation';
+  if (turn.kind === 'refused-entry') {
+    return turn.typed.trim().length < 4 ? undefined : `typed a wrong prefix "${turn.typed.trim()}" at the force gate`;
+  }
+  if (where.kind === 'failover') return `Esc backed out of a confirm in the failover on ${where.controller}`;
+  if (where.kind === 'rotation') return 'Esc backed out of the rotation\'s typed confirm';
   return undefined;
-}
-
-/**
- * A prefix confirmed at the force gate that is not the LOCAL one (compared as the gate compares
- * it). Fewer than 4 characters is not yet an attempt, so a stray Enter is not counted.
- */
-export function prefixWrongTurn(typed: string, forcePrefix: string | undefined): string | undefined {
-  if (forcePrefix === undefined || typed.length < 4 || sameForHumans(typed, forcePrefix)) return undefined;
-  return `typed a wrong prefix "${typed}" at the force gate`;
 }
 
 const to = (state: DrillState, ...effects: DrillEffect[]): DrillStep => ({ state, effects });

@@ -51,7 +51,6 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const done = new Promise<number>((resolve) => {
     resolveDone = resolve;
   });
-  const columns = () => options.stdout.columns || 80;
 
   const quit = async () => {
     if (quitting) return;
@@ -117,7 +116,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     else dispatch({ type: intent });
   };
 
-  const drillElement = () => <DrillRoot state={state} columns={columns()} onIntent={onIntent} />;
+  const drillElement = () => <DrillRoot state={state} onIntent={onIntent} />;
 
   const show = () => {
     if (quitting || viewOpen) return;
@@ -145,12 +144,10 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const openView = async () => {
     const box = sandbox!;
     let interrupted = false;
-    const view = await taskView(box, state, options.noColor, columns());
+    const view = await taskView(box, state, options.noColor);
     const frame = (
       <DrillTaskFrame
         state={state}
-        columns={columns()}
-        forcePrefix={view.forcePrefix}
         onWrongTurn={(what) => dispatch({ type: 'wrong-turn', what })}
         onInterrupt={() => {
           interrupted = true;
@@ -187,13 +184,12 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
 
 interface TaskView {
   readonly element: React.ReactElement;
-  readonly forcePrefix: string | undefined;
   /** Resolves when the view's own work (a rotation's effects) has settled. */
   finished(): Promise<void>;
 }
 
 /** The real view for the current task, wired to the sandbox the way its command wires it. */
-async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boolean, columns: number): Promise<TaskView> {
+async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boolean): Promise<TaskView> {
   const where = currentTask(state).where;
   const settled = { finished: async () => {} };
   switch (where.kind) {
@@ -206,23 +202,14 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       const sources = statusSourcesFor(sandbox, where.controller);
       return {
         ...settled,
-        forcePrefix: undefined,
-        element: <StatusApp read={() => readStatus(sources)} columns={columns} baton="baton" watchSeconds={5} interactive onExit={() => {}} />,
+        element: <StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={5} interactive onExit={() => {}} />,
       };
     }
     case 'failover': {
-      const [{ FailoverApp }, { failoverPorts }, { look }, { forcePrefix: prefixOf }] = await Promise.all([
-        import('../../../components/FailoverApp.js'),
-        import('../../app/failover-ports.js'),
-        import('../../share/operations.js'),
-        import('../../app/failover-flow.js'),
-      ]);
-      const seen = await look(sandbox.share(where.controller));
-      const forcePrefix = seen.verdict.kind === 'refuse' ? prefixOf(seen.verdict) : undefined;
+      const [{ FailoverApp }, { failoverPorts }] = await Promise.all([import('../../../components/FailoverApp.js'), import('../../app/failover-ports.js')]);
       return {
         ...settled,
-        forcePrefix,
-        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} columns={columns} baton="baton" onExit={() => {}} />,
+        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} baton="baton" onExit={() => {}} />,
       };
     }
     case 'rotation': {
@@ -245,7 +232,6 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
         };
       };
       return {
-        forcePrefix: undefined,
         // A rotation left mid-way (Ctrl-C) finishes the phase it is in before the checks read the machines.
         finished: () =>
           new Promise<void>((resolve) => {
@@ -257,7 +243,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
               resolve();
             });
           }),
-        element: <RotationApp store={store} subscribe={subscribe} columns={columns} color={!noColor} onExit={() => {}} />,
+        element: <RotationApp store={store} subscribe={subscribe} color={!noColor} summaryOnQuit={false} onExit={() => {}} />,
       };
     }
     case 'action':

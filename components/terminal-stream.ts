@@ -1,0 +1,105 @@
+/**
+ * The stream Ink draws on, made safe for the terminals operators actually have (issue 15):
+ *
+ * - A terminal that reports 0×0 (`script`, some serial consoles) is laid out at 80×24.
+ * - Ink is told the terminal is very tall, so it NEVER takes its full-clear path
+ *   (ESC[2J ESC[3J ESC[H): that flickers over SSH and wipes the scrollback, the operator's
+ *   incident log. The views keep every frame within the real rows themselves (Frame).
+ * - On a resize the terminal re-flows the last frame's lines before Ink redraws; Ink then
+ *   erases as many rows as it wrote, not as many as they now take, and copies of the header
+ *   stack up (tmux even pulls scrolled-off copies back when the window grows). The screen is
+ *   scrolled into the scrollback first, so the redraw starts clean.
+ */
+import { EventEmitter } from 'node:events';
+
+const FALLBACK = { columns: 80, rows: 24 } as const;
+/** What Ink is told: taller than any frame, so its full-clear path is unreachable. */
+const INK_ROWS = 10_000;
+const SIZE = Symbol('baton.terminalSize');
+
+export interface TerminalSize {
+  readonly columns: number;
+  readonly rows: number;
+}
+
+interface Sized {
+  readonly [SIZE]?: () => TerminalSize;
+  readonly columns?: number;
+  readonly rows?: number;
+}
+
+/** The real size of the terminal behind `stdout` (wrapped or not), 80×24 when it reports none. */
+export function terminalSize(stdout: unknown): TerminalSize {
+  const sized = stdout as Sized;
+  if (sized[SIZE]) return sized[SIZE]();
+  return { columns: sized.columns || FALLBACK.columns, rows: sized.rows || FALLBACK.rows };
+}
+
+/**
+ * Moves everything on the screen into the scrollback (newlines at the bottom row scroll it up,
+ * on every terminal) and puts the cursor home. Nothing is erased: the operator's earlier
+ * lines stay in the scrollback, and the next frame is drawn on a clean screen.
+ */
+const ESCAPE = /\u001b\[[0-9;?]*[A-Za-z]/g;
+/** The end of log-update's eraseLines(n): the cursor back to column 1. */
+const ERASE_END = '\u001b[G';
+
+function scrollAway(rows: number): string {
+  return `\u001b[${rows};1H${'\n'.repeat(rows)}\u001b[H`;
+}
+
+export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
+  if ((stdout as Sized)[SIZE]) return stdout;
+  const resize = new EventEmitter();
+  const size = (): TerminalSize => ({ columns: stdout.columns || FALLBACK.columns, rows: stdout.rows || FALLBACK.rows });
+
+  // Before Ink hears of the resize: the re-flowed old frame (part of it already pushed into
+  // the scrollback, and pulled back when the window grows) goes up and out of view, so Ink's
+  // erase-and-redraw starts from a clean screen and exactly one frame shows.
+  /** The frame on screen as Ink last wrote it (after log-update's erase), to draw again if Ink does not. */
+  let frame = '';
+  let drawn = true;
+  const write = (chunk: unknown, ...rest: unknown[]): boolean => {
+    const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : '';
+    const erased = text.lastIndexOf(ERASE_END);
+    const body = erased >= 0 ? text.slice(erased + ERASE_END.length) : text;
+    if (body.replace(ESCAPE, '') !== '') {
+      frame = body;
+      drawn = true;
+    }
+    return (stdout.write as (...args: unknown[]) => boolean)(chunk, ...rest);
+  };
+
+  stdout.on('resize', () => {
+    stdout.write(scrollAway(size().rows));
+    drawn = false;
+    resize.emit('resize');
+    // Ink writes only a frame that differs from its last one; an unchanged frame (the width
+    // grew, the text did not) is drawn again here so the screen is never left empty.
+    setTimeout(() => {
+      if (!drawn && frame) stdout.write(frame);
+      drawn = true;
+    }, 100);
+  });
+
+  return new Proxy(stdout, {
+    get(target, property) {
+      if (property === SIZE) return size;
+      if (property === 'columns') return size().columns;
+      if (property === 'rows') return INK_ROWS;
+      if (property === 'write') return write;
+      if (property === 'on' || property === 'addListener' || property === 'off' || property === 'removeListener' || property === 'once') {
+        const own = Reflect.get(target, property, target) as (...args: unknown[]) => unknown;
+        return (event: string | symbol, listener: (...args: unknown[]) => void) => {
+          if (event === 'resize') {
+            (resize as unknown as Record<string, (...a: unknown[]) => unknown>)[property]!(event, listener);
+            return target;
+          }
+          return own.call(target, event, listener);
+        };
+      }
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * The typed gates in front of every step that cannot be undone (DESIGN.md §9, issue 15):
+ * what the operator must type, and — when Enter is pressed on something else — WHY it was not
+ * accepted. A silent refusal at 3 a.m. reads as a broken key; a reason names what to type.
+ */
+import { confirmationPrefix, sameForHumans, type Fingerprint } from '../pki/fingerprint-type.js';
+import type { Action, Verdict } from '../share/types.js';
+
+/** How many characters of the deployment id a mint or an adopt over a loss asks for. */
+export const DEPLOYMENT_PREFIX_LENGTH = 8;
+
+/** The first 8 characters of the deployment id (the whole id when it is shorter). */
+export function deploymentPrefix(deployment: string): string {
+  return deployment.slice(0, DEPLOYMENT_PREFIX_LENGTH);
+}
+
+/**
+ * Whether an action of the walk cannot be undone and so sits behind typing: minting a first
+ * authority (a second one, on a typo'd store, would split the fleet) and adopting over the
+ * lost marker (this host held an authority; what it held is gone for good). Force has its
+ * own gate (the LOCAL fingerprint). Such an action is never the default selection.
+ */
+export function needsDeploymentGate(action: Action, verdict: Verdict): boolean {
+  if (action === 'first-controller') return true;
+  return action === 'adopt' && verdict.kind === 'adopt' && verdict.lostMarker;
+}
+
+/** An action that is never where the cursor starts. */
+export function isIrreversible(action: Action, verdict: Verdict): boolean {
+  return action === 'force' || needsDeploymentGate(action, verdict);
+}
+
+/** Why a typed deployment prefix was not accepted, or undefined when it matches. */
+export function deploymentRefusal(typed: string, deployment: string): string | undefined {
+  const expected = deploymentPrefix(deployment);
+  if (sameForHumans(typed, expected)) return undefined;
+  if (typed.trim() === '') return `Type the first ${expected.length} characters of the deployment id first.`;
+  return `"${typed.trim()}" is not the first ${expected.length} characters of the deployment id; expected ${expected.length} characters, you typed ${typed.trim().length}.`;
+}
+
+/**
+ * Why a typed force prefix was not accepted, or undefined when it is the LOCAL one. Typing the
+ * PUBLISHED prefix is the mistake the first tester made (it was the one in red): say so.
+ */
+export function forceRefusal(typed: string, local: Fingerprint, published: Fingerprint): string | undefined {
+  const expected = confirmationPrefix(local);
+  if (sameForHumans(typed, expected)) return undefined;
+  if (typed.trim() === '') return 'Type the 8 characters marked "type these" (LOCAL) first.';
+  if (sameForHumans(typed, confirmationPrefix(published))) {
+    return 'That is the PUBLISHED fingerprint. Type the LOCAL one: the authority being set aside.';
+  }
+  const n = typed.replace(/\s+/g, '').length;
+  if (n !== expected.length) return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the LOCAL fingerprint.`;
+  return `"${typed.trim()}" does not match the LOCAL fingerprint: compare it with the 8 characters marked "type these".`;
+}
+
+/** Why a typed count at the rotation gate was not accepted, or undefined when it matches. */
+export function countRefusal(typed: string, expected: string): string | undefined {
+  if (typed.trim() === expected) return undefined;
+  if (typed.trim() === '') return `Type ${expected} (the number of credentials) first.`;
+  return `Expected ${expected}, you typed ${typed.trim()}: type the number of credentials to rotate.`;
+}

@@ -1,0 +1,11 @@
+/**
+ * Whether Ink may draw on this terminal (DESIGN.md §9, issue 15). Ink redraws by moving the
+ * cursor up and erasing lines; a terminal that cannot do that (TERM=dumb or unset, a serial
+ * console) or that reports no size (0×0: `script`, some SSH clients) shows every redraw as
+ * new garbage lines. Those get the plain renderer: text for status, a line-by-line dialogue
+ * for the walk, the plain walk-through for the drill.
+ */
+export function cursorAddressable(stdout: { readonly isTTY?: boolean; readonly columns?: number; readonly rows?: number }, env: NodeJS.ProcessEnv): boolean {
+  const term = (env.TERM ?? '').trim();
+  return Boolean(stdout.isTTY) && term !== '' && term !== 'dumb' && Boolean(stdout.columns) && Boolean(stdout.rows);
+}
