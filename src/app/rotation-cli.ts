@@ -14,7 +14,7 @@ import { resumeRotation } from '../mesh/resume.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
 import { parseSelector } from '../mesh/selector.js';
 import { digestPrefix } from '../mesh/digest.js';
-import { transportsFor } from '../transport/make-transport.js';
+import { openCommandTransports } from '../commands/command-transports.js';
 import { MARKS } from './marks.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
@@ -41,7 +41,7 @@ function positive(flag: string, value: string, min: number): number {
   return n;
 }
 
-function resolveOptions(flags: MeshFlags) {
+function resolveOptions(flags: Pick<MeshFlags, 'concurrency' | 'timeout'>) {
   return { concurrency: positive('--concurrency', flags.concurrency, 1), timeoutMs: positive('--timeout', flags.timeout, 0.1) * 1000 };
 }
 
@@ -50,7 +50,13 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const options = resolveOptions(flags);
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
-  const resolutions = await resolveHolders(plan.holders, transportsFor(inventory.machines), options, () => undefined);
+  const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
+  let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
+  try {
+    resolutions = await resolveHolders(plan.holders, transports.transportFor, options, () => undefined);
+  } finally {
+    await transports.close();
+  }
   const unresolved = plan.holders.filter((h) => resolutions.get(h.machine)?.status !== 'resolved');
   if (flags.json) {
     ctx.stdout.write(
@@ -107,8 +113,9 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
   const config = ctx.config();
+  const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs });
   const deps: RotationDeps = {
-    transportFor: transportsFor(inventory.machines),
+    transportFor: transports.transportFor,
     journalDir: journalDirFor(config),
     operator: operatorName(ctx.env),
     resolve,
@@ -122,15 +129,23 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     // when it is first loaded, so NO_COLOR / --no-color must reach it before the import, or
     // bold and dim escapes still reach the terminal.
     if (config.noColor) process.env.FORCE_COLOR = '0';
-    const { mountRotationView } = await import('../../components/rotation/mount-rotation-view.js');
-    return mountRotationView({ id, plan, deps, noColor: config.noColor });
+    try {
+      const { mountRotationView } = await import('../../components/rotation/mount-rotation-view.js');
+      return await mountRotationView({ id, plan, deps, noColor: config.noColor });
+    } finally {
+      await transports.close();
+    }
   }
-  const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
-  return code;
+  try {
+    const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
+    return code;
+  } finally {
+    await transports.close();
+  }
 }
 
-export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>): Promise<number> {
-  const concurrency = positive('--concurrency', flags.concurrency, 1);
+export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>): Promise<number> {
+  const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
   const inventory = inventoryFrom(ctx, flags);
   const journalDir = journalDirFor(ctx.config());
@@ -138,11 +153,12 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
   const records = await readJournal(journalDir, id);
   const operator = operatorName(ctx.env);
   const last = records.find((r) => r.phase === 'prepared');
+  const transports = openCommandTransports(inventory.machines, { timeoutMs });
   const result = await resumeRotation(
     id,
     records,
     inventory,
-    transportsFor(inventory.machines),
+    transports.transportFor,
     { concurrency, waitMs, pollMs: 500 },
     async (phase, failures) => {
       if (!last) return;
@@ -158,7 +174,7 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
       });
     },
     where,
-  );
+  ).finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0);
   out(`Resumed rotation ${id}: ${renamed} file(s) renamed now, ${result.alreadyLive} already live.`);

@@ -26,7 +26,7 @@ function withSelector(command: Command): Command {
     .addOption(new Option('--pair <provider:consumer>', 'exactly one pair'))
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
-    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'));
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step (the one bound on every ssh)').default('15'));
 }
 
 export const registerMesh: Register = (program, ctx) => {
@@ -54,9 +54,10 @@ export const registerMesh: Register = (program, ctx) => {
     .argument('<rotation-id>')
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step').default('15'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
     .action(
-      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>) => {
+      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
         const { runMeshResume } = await import('../app/rotation-cli.js');
         return runMeshResume(ctx, id, flags);
       }),

@@ -8,7 +8,6 @@ import path from 'node:path';
 import { checkPair } from '../authority/index.js';
 import { RECEIPTS_DIR, secretDigest, parseReceipt } from '../mesh/digest.js';
 import { look, type Look } from '../share/operations.js';
-import { localTransport } from '../transport/local-transport.js';
 import { check, fail, type CheckResult } from './check.js';
 import { changedFiles, digestTree, machinesOf, readMeshFiles } from './machine-files.js';
 import { readConsumerSecrets, readJournalRecords, type Before, type Role } from './notebook.js';
@@ -16,6 +15,7 @@ import { loadInventory } from '../mesh/inventory.js';
 import { planRotation } from '../mesh/rotation-plan.js';
 import type { Selector } from '../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
+import { drillTransports } from './rotate.js';
 import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from './sandbox.js';
 import type { StepNumber } from './scenario.js';
 
@@ -155,7 +155,7 @@ async function supersededFingerprints(sandbox: DrillSandbox): Promise<string[]> 
 // --- the mesh ---------------------------------------------------------------------------
 
 function reachabilityChecks(sandbox: DrillSandbox, reachable: boolean): Promise<CheckResult[]> {
-  return localTransport('worker1', sandbox.machineRoot('worker1'))
+  return drillTransports(sandbox)('worker1')
     .resolve()
     .then(
       () => [check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', reachable, 'it answered')],

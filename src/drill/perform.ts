@@ -18,7 +18,7 @@ import { describeVerdict } from '../app/status-verdict.js';
 import { rotateAuthority } from '../authority/index.js';
 import { BatonError } from '../errors.js';
 import type { Action } from '../share/types.js';
-import { UNREACHABLE_MARKER } from '../transport/local-transport.js';
+import { UNPLUGGED_MARKER } from './unplugged.js';
 import { MARKS } from '../app/marks.js';
 import { drillPlan, rotateScripted } from './rotate.js';
 import type { DrillSandbox } from './sandbox.js';
@@ -35,11 +35,11 @@ export async function performAction(sandbox: DrillSandbox, action: DrillAction, 
       return;
     }
     case 'unplug-worker1':
-      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNREACHABLE_MARKER), 'unplugged by the drill\n', { mode: 0o644 });
-      say('worker1 is unplugged: the local transport no longer resolves it.');
+      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), 'unplugged by the drill\n', { mode: 0o644 });
+      say('worker1 is unplugged: the drill\'s transports no longer resolve it.');
       return;
     case 'plug-worker1':
-      rmSync(path.join(sandbox.machineRoot('worker1'), UNREACHABLE_MARKER), { force: true });
+      rmSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), { force: true });
       say('worker1 is back: it resolves again.');
       return;
     default: {

@@ -9,7 +9,8 @@ export interface ProcessResult {
   readonly exitCode: number | undefined;
   readonly stdout: string;
   readonly stderr: string;
-  readonly timedOut: boolean;
+  /** The signal aborted and the child was stopped (SIGTERM, then SIGKILL). */
+  readonly cancelled: boolean;
   /** Set when the program could not be started at all (ENOENT…). */
   readonly failedToStart: string | undefined;
 }
@@ -17,7 +18,8 @@ export interface ProcessResult {
 export interface ProcessOptions {
   /** Written to the child's stdin, then stdin is closed. */
   readonly input?: string;
-  readonly timeoutMs: number;
+  /** Stops the child when it aborts: the one bound on how long a transport call may take. */
+  readonly signal: AbortSignal;
   /** Called with the child's pid once it runs (tests read /proc/<pid> with it). */
   readonly onSpawn?: (pid: number) => void;
 }
@@ -27,7 +29,9 @@ export type ExecFn = (file: string, args: readonly string[], options: ProcessOpt
 export const runProcess: ExecFn = async (file, args, options) => {
   const child = execa(file, [...args], {
     input: options.input ?? '',
-    timeout: options.timeoutMs,
+    cancelSignal: options.signal,
+    // ssh exits on SIGTERM; one that does not is killed rather than left behind.
+    forceKillAfterDelay: 2_000,
     reject: false,
     stripFinalNewline: false,
     // The child gets only what it needs to find its tools and its user's ssh config.
@@ -36,12 +40,12 @@ export const runProcess: ExecFn = async (file, args, options) => {
   });
   if (child.pid !== undefined) options.onSpawn?.(child.pid);
   const result = await child;
-  const startFailure = result.failed && result.exitCode === undefined && !result.timedOut && !result.isTerminated;
+  const startFailure = result.failed && result.exitCode === undefined && !result.isCanceled && !result.isTerminated;
   return {
     exitCode: result.exitCode,
     stdout: String(result.stdout ?? ''),
     stderr: String(result.stderr ?? ''),
-    timedOut: Boolean(result.timedOut),
+    cancelled: Boolean(result.isCanceled) || options.signal.aborted,
     failedToStart: startFailure ? (result.originalMessage || result.shortMessage) : undefined,
   };
 };

@@ -3,7 +3,7 @@
  * recorded. It throws on anything a test did not arrange (a fault is opt-in per operation).
  */
 import { secretDigest } from '../../src/mesh/digest.js';
-import { TransportError, type Transport } from '../../src/transport/transport.js';
+import { TransportError, type BoundTransport } from '../../src/transport/transport.js';
 import type { TransportFor } from '../../src/transport/make-transport.js';
 
 export interface FakeMachine {
@@ -27,7 +27,7 @@ export function fakeMesh(names: readonly string[]): { machines: Record<string, F
       if (m.unreachable) throw new TransportError(name, m.unreachable);
       if (m.failOn === op) throw new TransportError(name, `${op} failed (injected)`);
     };
-    const transport: Transport = {
+    const transport: BoundTransport = {
       machine: name,
       resolve: async () => gate('resolve'),
       stage: async (files) => {
