@@ -20,7 +20,7 @@ import type { RotationDeps } from './rotation-run-effect.js';
 import { runRotationPlain } from './rotation-plain.js';
 import { planHeadline, receivesText } from './rotation-text.js';
 
-function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
+export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
   if (!file) {
     throw new BatonError('usage', {
@@ -41,7 +41,7 @@ function positive(flag: string, value: string, min: number): number {
   return n;
 }
 
-function resolveOptions(flags: Pick<MeshFlags, 'concurrency' | 'timeout'>) {
+export function resolveOptions(flags: Pick<MeshFlags, 'concurrency' | 'timeout'>) {
   return { concurrency: positive('--concurrency', flags.concurrency, 1), timeoutMs: positive('--timeout', flags.timeout, 0.1) * 1000 };
 }
 

@@ -16,6 +16,10 @@ export interface MeshFlags {
   readonly wait: string;
   readonly json?: boolean;
   readonly yes?: boolean;
+  /** `mesh status --max-age 90d`: older pairs need action (exit 3). */
+  readonly maxAge?: string;
+  /** `mesh rotate --older-than 90d`: only the selected pairs older than this. */
+  readonly olderThan?: string;
 }
 
 function withSelector(command: Command): Command {
@@ -42,10 +46,20 @@ export const registerMesh: Register = (program, ctx) => {
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('../app/rotation-cli.js');
         return runMeshRotate(ctx, flags);
+      }),
+    );
+  withSelector(mesh.command('status').description('every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only'))
+    .addOption(new Option('--json', 'machine-readable output (see the README)'))
+    .addOption(new Option('--max-age <age>', 'pairs last rotated longer ago than this need action (90d, 12h)'))
+    .action(
+      action(ctx, async (flags: MeshFlags) => {
+        const { runMeshStatus } = await import('./mesh-status.js');
+        return runMeshStatus(ctx, flags);
       }),
     );
   mesh

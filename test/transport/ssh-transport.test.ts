@@ -73,7 +73,7 @@ describe.skipIf(unavailable !== undefined)('the ssh transport against a real ssh
     expect(readFileSync(live, 'utf8')).toBe(secret.reveal());
     expect(statSync(live).mode & 0o777).toBe(0o600);
     expect(existsSync(`${live}.next`)).toBe(false);
-    expect(await transport.digests([live])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined }]);
+    expect(await transport.digests([live])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined, liveModifiedMs: Math.floor(statSync(live).mtimeMs / 1000) * 1000 }]);
   });
 
   it('replaces a live file atomically: a new inode renamed over the old, no temp file left behind', async () => {
