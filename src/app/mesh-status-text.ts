@@ -44,6 +44,12 @@ export function ageText(status: PairStatus): string {
   return `${formatAge(status.ageMs)}${status.lastRotated.source === 'file-mtime' ? ' (file mtime)' : ''}`;
 }
 
+/** `rotated 3d 4h ago (file mtime)`, `never rotated`: the age as a phrase. */
+export function rotatedText(status: PairStatus): string {
+  if (!status.lastRotated || status.ageMs === undefined) return 'never rotated';
+  return `rotated ${formatAge(status.ageMs)} ago${status.lastRotated.source === 'file-mtime' ? ' (file mtime)' : ''}`;
+}
+
 export function summaryText(statuses: readonly PairStatus[]): string {
   const counts = countStates(statuses);
   const parts = PAIR_STATES.filter((s) => counts[s] > 0).map((s) => `${counts[s]} ${s}`);
@@ -58,7 +64,7 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
   for (const s of sorted) {
     const last = s.lastRotation ? `; last rotation ${s.lastRotation.id} ${s.lastRotation.outcome}` : '';
     lines.push(
-      `${STATE_MARKS[s.state].glyph} ${s.state.padEnd(11)} ${s.pair.key} (role ${s.pair.role}, ${s.pair.providerMachine} → ${s.pair.consumerMachine}) rotated ${ageText(s)}${s.tooOld ? ' [older than --max-age]' : ''}${last}`,
+      `${STATE_MARKS[s.state].glyph} ${s.state.padEnd(11)} ${s.pair.key} (role ${s.pair.role}, ${s.pair.providerMachine} → ${s.pair.consumerMachine}) ${rotatedText(s)}${s.tooOld ? ' [older than --max-age]' : ''}${last}`,
     );
     if (s.state !== 'applied') lines.push(`    ${s.detail}`);
     const next = nextStep(s);
