@@ -90,7 +90,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     for (const k of Object.keys(before)) if (k.includes('.applied')) delete before[k];
     expect(after).toEqual(before);
     const haystacks = [pending, half, plain].flatMap((r, i) => [{ name: `stdout ${i}`, data: r.stdout }, { name: `stderr ${i}`, data: r.stderr }]);
-    haystacks.push({ name: 'journal', data: readFileSync(path.join(state(), JOURNAL_FILE)) }, { name: 'snapshot', data: JSON.stringify(after) });
+    haystacks.push({ name: 'journal', data: readFileSync(path.join(state(), JOURNAL_FILE), 'utf8') }, { name: 'snapshot', data: JSON.stringify(after) });
     expect(scanForSecrets(haystacks, secretsOnDisk())).toEqual([]);
   });
 
