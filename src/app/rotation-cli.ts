@@ -12,7 +12,10 @@ import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { resumeRotation } from '../mesh/resume.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
-import { parseSelector } from '../mesh/selector.js';
+import { describeSelector, parseSelector } from '../mesh/selector.js';
+import { parseAge } from '../mesh/credential-age.js';
+import { readJournalHistory } from '../mesh/journal-history.js';
+import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { openCommandTransports } from '../commands/command-transports.js';
 import { MARKS } from './marks.js';
@@ -99,7 +102,8 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
-  const selector = parseSelector(flags);
+  const selector = parseSelector(flags, flags.olderThan !== undefined);
+  const olderThanMs = flags.olderThan === undefined ? undefined : parseAge('--older-than', flags.olderThan);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
   const interactive = Boolean(process.stdin.isTTY && ctx.stdout.isTTY) && !flags.yes;
@@ -111,9 +115,23 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     });
   }
   const inventory = inventoryFrom(ctx, flags);
-  const plan = planRotation(inventory, selector);
   const config = ctx.config();
   const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs });
+  let plan = planRotation(inventory, selector);
+  if (flags.olderThan !== undefined && olderThanMs !== undefined) {
+    // Ages are read over the same connections the rotation then uses (one per machine).
+    const history = await readJournalHistory(journalDirFor(config));
+    const chosen = await selectOlderThan(inventory, selector, flags.olderThan, olderThanMs, transports.transportFor, history, { concurrency: resolve.concurrency, nowMs: Date.now() }).catch(async (error: unknown) => {
+      await transports.close();
+      throw error;
+    });
+    if (!chosen.plan) {
+      await transports.close();
+      ctx.stdout.write(`None of the ${chosen.considered} pair(s) of ${describeSelector(selector)} was rotated longer ago than ${flags.olderThan}. Nothing was generated and nothing was sent.\n`);
+      return 0;
+    }
+    plan = chosen.plan;
+  }
   const deps: RotationDeps = {
     transportFor: transports.transportFor,
     journalDir: journalDirFor(config),
