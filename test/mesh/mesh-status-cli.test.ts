@@ -196,4 +196,36 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(typeof doc.pairs[0].age_seconds).toBe('number');
     expect(Date.parse(doc.pairs[0].last_rotated)).not.toBeNaN();
   });
+
+  it('rotate --older-than selects exactly the pairs older than the limit, combines with a selector, and shows each age in the preview', () => {
+    rotate();
+    // No journal in this state dir: ages come from the provider ends' mtimes.
+    const fresh = path.join(tmp.dir, 'by-age');
+    const daysAgo = (d: number) => Date.now() / 1000 - d * 86_400;
+    utimesSync(file('db1', 'provides/pg-main/web1_app'), daysAgo(100), daysAgo(100));
+    utimesSync(file('db1', 'provides/pg-main/web2_app'), daysAgo(10), daysAgo(10));
+    const web2Before = snapshotDir(path.join(tmp.dir, 'machines/web2'));
+    const web1Secret = readFileSync(file('web1', 'consumes/pg-main/web1_app'), 'utf8');
+
+    const none = baton(fresh, 'mesh', 'rotate', '--consumer', 'web2-app', '--older-than', '90d', '--inventory', inventory, '--yes', '--wait', '0');
+    expect(none.code).toBe(0);
+    expect(none.stdout).toContain('None of the 1 pair(s) of --consumer web2-app was rotated longer ago than 90d. Nothing was generated and nothing was sent.');
+
+    const r = baton(fresh, 'mesh', 'rotate', '--older-than', '90d', '--inventory', inventory, '--yes', '--wait', '0');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/age pg-main:web1-app: 100d 0h \(file mtime\)/);
+    expect(r.stdout).not.toContain('pg-main:web2-app');
+    expect(readFileSync(file('web1', 'consumes/pg-main/web1_app'), 'utf8')).not.toBe(web1Secret);
+    expect(snapshotDir(path.join(tmp.dir, 'machines/web2'))).toEqual(web2Before);
+    const journal = readFileSync(path.join(fresh, JOURNAL_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(new Set(journal.map((rec: { selector: string }) => rec.selector))).toEqual(new Set(['--older-than 90d']));
+    expect(new Set(journal.flatMap((rec: { pairs: { key: string }[] }) => rec.pairs.map((p) => p.key)))).toEqual(new Set(['pg-main:web1-app']));
+
+    // 5d: web2 (10 days) is older now; web1 was just rotated (the journal says so) and is not.
+    const again = baton(fresh, 'mesh', 'rotate', '--provider', 'pg-main', '--older-than', '5d', '--inventory', inventory, '--yes', '--wait', '0');
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/age pg-main:web2-app: 10d 0h \(file mtime\)/);
+    expect(again.stdout).not.toContain('age pg-main:web1-app');
+  });
 });
