@@ -1,5 +1,6 @@
 import { Box, Text } from 'ink';
-import { ageText, STATE_MARKS } from '../../src/app/mesh-status-text.js';
+import { STATE_MARKS } from '../../src/app/mesh-status-text.js';
+import { formatAge } from '../../src/mesh/credential-age.js';
 import type { PairStatus } from '../../src/mesh/mesh-status.js';
 import { useColor } from '../hooks/use-color.js';
 import { fit } from '../rotation/fit.js';
@@ -17,8 +18,8 @@ export interface MeshStatusTableProps {
 /** Column widths for a width: the pair column takes what the others leave. */
 export function tableColumns(columns: number): { state: number; pair: number; age: number; last: number } {
   const state = 13; // "✓ unreachable"
-  const age = 15;
-  const last = Math.max(12, Math.min(28, columns - state - age - 24));
+  const age = 14; // "120d 23h (mtime)" is cut last
+  const last = Math.max(12, Math.min(22, columns - state - age - 30));
   const pair = Math.max(10, columns - state - age - last - 4);
   return { state, pair, age, last };
 }
@@ -34,7 +35,7 @@ export function MeshStatusTable({ rows, selected, top, visible, columns }: MeshS
       {shown.map((s, i) => {
         const mark = STATE_MARKS[s.state];
         const last = s.lastRotation ? `${s.lastRotation.outcome} ${s.lastRotation.id}` : '—';
-        const age = `${ageText(s)}${s.tooOld ? ' !' : ''}`;
+        const age = `${s.tooOld ? '! ' : ''}${s.ageMs === undefined ? 'never' : `${formatAge(s.ageMs)}${s.lastRotated?.source === 'file-mtime' ? ' (mtime)' : ''}`}`;
         const line = `${fit(`${s.pair.key} (${s.pair.role})`, w.pair)} ${fit(age, w.age)} ${fit(last, w.last)}`;
         return (
           <Box key={s.pair.key}>

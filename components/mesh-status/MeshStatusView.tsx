@@ -34,7 +34,13 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows }:
   const summary =
     state.statuses === undefined
       ? `Reading holders… ${progress.read}/${progress.total} machines (digests only)`
-      : `${summaryText(state.statuses)}${state.filter ? ` Showing ${shown.length} matching "${state.filter}".` : ''}`;
+      : summaryText(state.statuses);
+  const total = state.statuses?.length ?? 0;
+  const matching = `${shown.length} of ${total} match`;
+  const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
+  const bottom = state.typingFilter
+    ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
+    : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
   return (
     <Box flexDirection="column" width={columns}>
       <Text bold>{fit(`Mesh status — ${selectorText} (read-only; no secret is read)`, width)}</Text>
@@ -56,7 +62,7 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows }:
           <Text>{fit(nextStep(current) ? `next: ${nextStep(current)}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
         </Box>
       ) : null}
-      <Text>{fit(state.typingFilter ? `filter: ${state.filter}▏ (Enter done, Esc leave)` : shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '', width)}</Text>
+      <Text>{fit(bottom, width)}</Text>
       <Text dimColor>{fit('↑↓ move  / filter  r read again  ? help  q quit', width)}</Text>
     </Box>
   );

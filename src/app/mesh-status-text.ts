@@ -38,12 +38,6 @@ export function nextStep(status: PairStatus): string | undefined {
   }
 }
 
-/** `3d 4h (file mtime)`, `never rotated`. */
-export function ageText(status: PairStatus): string {
-  if (!status.lastRotated || status.ageMs === undefined) return 'never rotated';
-  return `${formatAge(status.ageMs)}${status.lastRotated.source === 'file-mtime' ? ' (file mtime)' : ''}`;
-}
-
 /** `rotated 3d 4h ago (file mtime)`, `never rotated`: the age as a phrase. */
 export function rotatedText(status: PairStatus): string {
   if (!status.lastRotated || status.ageMs === undefined) return 'never rotated';
