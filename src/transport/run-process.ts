@@ -39,7 +39,7 @@ export const runProcess: ExecFn = async (file, args, options) => {
     env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']),
   });
   if (child.pid !== undefined) options.onSpawn?.(child.pid);
-  const result = await child;
+  const result = await Promise.race([child, stoppedAfterAbort(child, options.signal)]);
   const startFailure = result.failed && result.exitCode === undefined && !result.isCanceled && !result.isTerminated;
   return {
     exitCode: result.exitCode,
@@ -49,6 +49,28 @@ export const runProcess: ExecFn = async (file, args, options) => {
     failedToStart: startFailure ? (result.originalMessage || result.shortMessage) : undefined,
   };
 };
+
+/**
+ * Resolves once the signal aborted AND the child is gone. execa alone also waits for the
+ * child's stdout/stderr to close, and with connection sharing the ssh master holds those very
+ * descriptors for the session it runs on the child's behalf: a cancelled operation would then
+ * wait for a remote command nobody is waiting for. The master is ended when the command closes.
+ */
+function stoppedAfterAbort(child: ReturnType<typeof execa>, signal: AbortSignal): Promise<{ failed: true; exitCode: undefined; stdout: string; stderr: string; isCanceled: true; isTerminated: true; originalMessage: string; shortMessage: string }> {
+  return new Promise((resolve) => {
+    const settle = () => {
+      const gone = () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve({ failed: true, exitCode: undefined, stdout: '', stderr: '', isCanceled: true, isTerminated: true, originalMessage: 'cancelled', shortMessage: 'cancelled' });
+      };
+      if (child.exitCode !== null || child.signalCode !== null) gone();
+      else child.once('exit', gone);
+    };
+    if (signal.aborted) settle();
+    else signal.addEventListener('abort', settle, { once: true });
+  });
+}
 
 function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};

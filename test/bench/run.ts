@@ -24,8 +24,9 @@ import { fanOutCase } from './cases/fan-out.bench-case.js';
 import { planCase } from './cases/plan.bench-case.js';
 import { provisionerCase } from './cases/provisioner.bench-case.js';
 import { terminalBytesCase } from './cases/terminal-bytes.bench-case.js';
+import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 
-const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, provisionerCase, terminalBytesCase];
+const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, provisionerCase, terminalBytesCase, sshHandshakesCase];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
 
