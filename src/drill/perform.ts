@@ -20,6 +20,7 @@ import { BatonError } from '../errors.js';
 import type { Action } from '../share/types.js';
 import { UNPLUGGED_MARKER } from './unplugged.js';
 import { MARKS } from '../app/marks.js';
+import { meshStatusNow } from './mesh-status-scripted.js';
 import { drillPlan, rotateScripted } from './rotate.js';
 import type { DrillSandbox } from './sandbox.js';
 import type { Controller, DrillAction, TaskSpec } from './scenario.js';
@@ -60,8 +61,21 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
     case 'failover':
       return failoverScripted(sandbox, where.controller, say);
     case 'rotation': {
-      say(`$ baton mesh rotate ${drillPlan(sandbox, where.selector).selectorText} --yes`);
-      await rotateScripted(sandbox, where.selector, (line) => say(`  ${line}`));
+      const selectorText = drillPlan(sandbox, where.selector).selectorText;
+      const status = async (when: string, lines: Promise<string[]>) => {
+        say(`$ baton mesh status ${selectorText}   (${when})`);
+        for (const line of await lines) say(`  ${line}`);
+      };
+      await status('before', meshStatusNow(sandbox, where.selector));
+      say(`$ baton mesh rotate ${selectorText} --yes`);
+      // Read as soon as the provider ends are committed: the provisioner has not applied yet.
+      let midway: Promise<string[]> | undefined;
+      await rotateScripted(sandbox, where.selector, (line) => {
+        say(`  ${line}`);
+        if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector);
+      });
+      if (midway) await status('read right after the commit, before the provisioner applied', midway);
+      await status('after', meshStatusNow(sandbox, where.selector));
       return;
     }
     default: {
