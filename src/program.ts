@@ -3,7 +3,7 @@
  * nothing heavy is imported here so start-up stays cheap.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { EXIT_CODES } from './errors.js';
+import { EXIT_CODES, EXIT_OK } from './errors.js';
 import { makeContext, type Register } from './commands/context.js';
 import { registerCa } from './commands/ca.js';
 import { registerStore } from './commands/store.js';
@@ -51,7 +51,7 @@ export async function main(argv: string[]): Promise<void> {
   } catch (error) {
     if (error instanceof CommanderError) {
       const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
-      process.exitCode = ok ? 0 : EXIT_CODES.usage;
+      process.exitCode = ok ? EXIT_OK : EXIT_CODES.usage;
       return;
     }
     throw error;

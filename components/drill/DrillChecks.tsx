@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import type { CheckResult } from '../../src/drill/check.js';
+import type { CheckResult } from '../../src/app/drill/check.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
 

@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import type { StepSpec } from '../../src/drill/scenario.js';
+import type { StepSpec } from '../../src/app/drill/scenario.js';
 import { RAIL_GLYPHS } from './DrillRail.js';
 
 export interface DrillHelpProps {

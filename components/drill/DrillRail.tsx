@@ -1,6 +1,6 @@
 import { Box, Text } from 'ink';
-import { currentStep, railMarks, type DrillState, type RailMark } from '../../src/app/drill-flow.js';
-import { DRILL_STEPS } from '../../src/drill/scenario.js';
+import { currentStep, railMarks, type DrillState, type RailMark } from '../../src/app/drill/drill-flow.js';
+import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
 

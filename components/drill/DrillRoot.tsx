@@ -1,4 +1,4 @@
-import type { DrillState } from '../../src/app/drill-flow.js';
+import type { DrillState } from '../../src/app/drill/drill-flow.js';
 import { DrillScreen } from './DrillScreen.js';
 import { useDrillKeys, type DrillIntent } from './use-drill-keys.js';
 

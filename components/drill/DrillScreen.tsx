@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import { currentStep, currentTask, type DrillState } from '../../src/app/drill-flow.js';
+import { currentStep, currentTask, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
 import { DrillChecks } from './DrillChecks.js';

@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
-import { railMarks, stepDuration, type DrillState } from '../../src/app/drill-flow.js';
-import { DRILL_STEPS } from '../../src/drill/scenario.js';
-import { formatDuration } from '../../src/drill/format-duration.js';
+import { railMarks, stepDuration, type DrillState } from '../../src/app/drill/drill-flow.js';
+import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
+import { formatDuration } from '../../src/app/drill/format-duration.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
 

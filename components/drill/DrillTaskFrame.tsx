@@ -1,6 +1,6 @@
 import { useRef, type ReactNode } from 'react';
 import { Box, Text, useApp, useInput } from 'ink';
-import { currentTask, escapeWrongTurn, prefixWrongTurn, type DrillState } from '../../src/app/drill-flow.js';
+import { currentTask, escapeWrongTurn, prefixWrongTurn, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { useColor } from '../hooks/use-color.js';
 import { MARKS } from '../../src/app/marks.js';
 import { DrillRail } from './DrillRail.js';

@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import type { StepSpec } from '../../src/drill/scenario.js';
+import type { StepSpec } from '../../src/app/drill/scenario.js';
 import { useColor } from '../hooks/use-color.js';
 import { RAIL_COLORS, RAIL_GLYPHS } from './DrillRail.js';
 

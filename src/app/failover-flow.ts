@@ -7,7 +7,7 @@
  * force gate once the typed prefix matches. Every other (state × event) pair that does not
  * apply returns the state unchanged with `effects: []`.
  */
-import type { BatonError } from '../errors.js';
+import { EXIT_CODES, EXIT_OK, type BatonError } from '../errors.js';
 import { confirmationPrefix, sameForHumans } from '../pki/fingerprint-type.js';
 import { allowedActions } from '../share/decide.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
@@ -229,17 +229,17 @@ function clamp(index: number, length: number): number {
 export function failoverExitCode(state: FailoverState): number {
   switch (state.step) {
     case 'done':
-      if (state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published') return state.before.verdict.kind === 'in-sync' ? 0 : 3;
-      return 0;
+      if (state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published') return state.before.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
+      return EXIT_OK;
     case 'failed':
       return state.error.exitCode;
     case 'reading':
-      return 3;
+      return EXIT_CODES['action-needed'];
     case 'deciding':
     case 'confirming':
     case 'confirming-force':
     case 'acting':
-      return state.reading.verdict.kind === 'in-sync' ? 0 : 3;
+      return state.reading.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
     default:
       return assertNever(state);
   }

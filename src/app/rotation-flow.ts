@@ -6,6 +6,7 @@
  * No secret ever enters this state: the runner generates them inside the prepare effect and
  * reports back digests only, so a view, a log of states or a test snapshot cannot show one.
  */
+import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import type { JournalPhase } from '../mesh/journal.js';
@@ -209,17 +210,17 @@ export function isTerminal(state: RotationState): state is Terminal {
  * DESIGN.md §8: 4 when the gate closed or prepare rolled back (nothing took effect), 1 when a
  * commit is left to resume, 3 when cancelled or when a provider has not confirmed in time.
  */
-export function exitCodeOf(state: Terminal): number {
+export function rotationExitCode(state: Terminal): number {
   switch (state.step) {
     case 'gate-closed':
     case 'prepare-failed':
-      return 4;
+      return EXIT_CODES['gate-closed'];
     case 'commit-failed':
-      return 1;
+      return EXIT_CODES.failed;
     case 'cancelled':
-      return 3;
+      return EXIT_CODES.aborted;
     case 'done':
-      return state.waited && state.applied.length < state.plan.pairs.length ? 3 : 0;
+      return state.waited && state.applied.length < state.plan.pairs.length ? EXIT_CODES['action-needed'] : EXIT_OK;
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);
@@ -232,8 +233,8 @@ export function exitCodeOf(state: Terminal): number {
  * may be cut short (something may be left to resume); otherwise 3, nothing was renamed.
  */
 export function exitCodeOnLeave(state: RotationState): number {
-  if (isTerminal(state)) return exitCodeOf(state);
-  return state.step === 'committing' ? 1 : 3;
+  if (isTerminal(state)) return rotationExitCode(state);
+  return state.step === 'committing' ? EXIT_CODES.failed : EXIT_CODES.aborted;
 }
 
 /** Whether `q` may end the session now: never while files are being staged or renamed. */

@@ -4,10 +4,11 @@
  * staged files nobody will commit must not linger on the holders. Then the summary of what
  * changed where, which stays in the scrollback.
  */
+import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import path from 'node:path';
 import { unstageAll } from '../mesh/delivery.js';
 import { JOURNAL_FILE } from '../mesh/journal.js';
-import { exitCodeOf, isTerminal, type RotationState } from './rotation-flow.js';
+import { rotationExitCode, isTerminal, type RotationState } from './rotation-flow.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import type { RotationStore } from './rotation-store.js';
 import { summaryLines } from './rotation-text.js';
@@ -26,7 +27,7 @@ export async function finishAfterLeaving(
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
     for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE) })) write(line);
-    return left?.state.step === state.step ? left.code : exitCodeOf(state);
+    return left?.state.step === state.step ? left.code : rotationExitCode(state);
   }
   if (state.step === 'committing') {
     // Prepared but the operator left before the commit started: take the staged files back.
@@ -36,12 +37,12 @@ export async function finishAfterLeaving(
         ? 'Interrupted before the commit: every staged file was removed; nothing took effect.'
         : `Interrupted before the commit; staged files could NOT be removed on ${failures.map((f) => `${f.machine} (${f.reason})`).join(', ')}. They are never read; remove the *.next files there.`,
     );
-    return 3;
+    return EXIT_CODES.aborted;
   }
   if (state.step === 'applying') {
     write(`Rotation ${state.id} committed; provider receipts were not waited for. Check each provisioner's receipt.`);
-    return 0;
+    return EXIT_OK;
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);
-  return left?.code ?? 3;
+  return left?.code ?? EXIT_CODES.aborted;
 }

@@ -4,7 +4,7 @@
  * escape codes, so a log over SSH stays small and greppable.
  */
 import { MARKS } from './marks.js';
-import { startRotation, confirmationText, exitCodeOf, isTerminal, progress, type RotationState } from './rotation-flow.js';
+import { startRotation, confirmationText, rotationExitCode, isTerminal, progress, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { rotationStore } from './rotation-store.js';
 import { planHeadline, summaryLines } from './rotation-text.js';
@@ -53,5 +53,5 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');
   // Complete, however large: scripts and logs keep this output, and nothing else prints it.
   for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000), { full: true })) write(line);
-  return { code: exitCodeOf(state), state };
+  return { code: rotationExitCode(state), state };
 }

@@ -6,7 +6,7 @@
 import { commitAll, commitSteps, prepareAll, waitApplied } from '../mesh/delivery.js';
 import { appendJournal, journalPair, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
-import type { TransportFor } from '../transport/make-transport.js';
+import type { TransportFor } from '../mesh/transport.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';

@@ -3,7 +3,7 @@
  * asked for while a read is in flight is dropped rather than queued, so a slow store under
  * `--watch` never piles up concurrent reads.
  */
-import type { BatonError } from '../errors.js';
+import { EXIT_CODES, type BatonError } from '../errors.js';
 import { statusExitCode, type StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
 
@@ -46,5 +46,5 @@ export function statusFlow(state: StatusState, event: StatusEvent): StatusStep {
  * read was shown (still reading, or the read failed) — "could not read", never "in sync".
  */
 export function statusStateExitCode(state: StatusState): number {
-  return state.step === 'showing' ? statusExitCode(state.report) : 1;
+  return state.step === 'showing' ? statusExitCode(state.report) : EXIT_CODES.failed;
 }

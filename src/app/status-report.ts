@@ -4,7 +4,7 @@
  * table over them. Reading it changes nothing and takes no lock (DESIGN.md §4: readers that
  * change nothing read twice instead).
  */
-import { BatonError, asBatonError } from '../errors.js';
+import { BatonError, EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
 import { decide } from '../share/decide.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority, Verdict } from '../share/types.js';
@@ -96,9 +96,9 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
  * know nothing about (I/O, unreachable store, a local dir changing under every read) — a
  * document that was read and REFUSED is known and blocks, so it is "action needed".
  */
-export function statusExitCode(report: StatusReport): 0 | 1 | 3 {
-  if (couldNotRead(report)) return 1;
-  return report.verdict.kind === 'in-sync' ? 0 : 3;
+export function statusExitCode(report: StatusReport): number {
+  if (couldNotRead(report)) return EXIT_CODES.failed;
+  return report.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export function couldNotRead(report: StatusReport): boolean {

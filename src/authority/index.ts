@@ -22,4 +22,4 @@ export { markerDeployment } from './write-marker.js';
 export { rotateAuthority, type RotateResult } from './rotate-authority.js';
 export { retireAuthority, type RetireResult } from './retire-authority.js';
 export { layoutOf, type AuthorityLayout } from './layout.js';
-export type { StepHook } from './durable-write.js';
+export type { StepHook } from '../fs/durable-write.js';

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { checkPair } from './check-pair.js';
-import { createFileDurably, fsyncDir, isSystemError, type StepHook } from './durable-write.js';
+import { createFileDurably, fsyncDir, isSystemError, type StepHook } from '../fs/durable-write.js';
 import { CERT_MODE, DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { readLocalAuthority } from './read-local-authority.js';
 import type { AuthorityFileName, AuthorityFiles } from './types.js';

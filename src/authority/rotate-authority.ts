@@ -4,7 +4,7 @@ import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { inspectPair } from '../pki/inspect-pair.js';
 import { withAuthorityLock } from './authority-lock.js';
 import { systemClock, type Clock } from './clock.js';
-import { createFileDurably, fsyncDir, isSystemError, renameDurably, writeExclusive, type StepHook } from './durable-write.js';
+import { createFileDurably, fsyncDir, isSystemError, renameDurably, writeExclusive, type StepHook } from '../fs/durable-write.js';
 import { CERT_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { mintAuthority } from './mint-authority.js';
 import { readAuthority, sameBytes } from './read-local-authority.js';

@@ -2,7 +2,7 @@ import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { systemClock, type Clock } from './clock.js';
-import { renameDurably, type StepHook } from './durable-write.js';
+import { renameDurably, type StepHook } from '../fs/durable-write.js';
 import { layoutOf, MARKER_FILE } from './layout.js';
 
 /** `YYYYMMDDTHHMMSSZ`, UTC. */

@@ -1,4 +1,4 @@
-import { createFileDurably } from './durable-write.js';
+import { createFileDurably } from '../fs/durable-write.js';
 import { MARKER_FILE, MARKER_MODE } from './layout.js';
 
 /** The marker's content: the deployment id, one line. */

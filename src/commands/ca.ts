@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
@@ -209,7 +209,7 @@ export function authorityText(local: LocalAuthority, deployment: string): string
 
 /** As `status`: a side that could not be read is exit 1 (unknown), never 3 (known to need action). */
 function showExitCode(local: LocalAuthority): number {
-  if (local.state === 'whole') return 0;
-  if (local.state === 'blocked' && (local.problem === 'unreadable' || local.problem === 'changing')) return 1;
-  return 3;
+  if (local.state === 'whole') return EXIT_OK;
+  if (local.state === 'blocked' && (local.problem === 'unreadable' || local.problem === 'changing')) return EXIT_CODES.failed;
+  return EXIT_CODES['action-needed'];
 }

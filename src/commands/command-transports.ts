@@ -6,7 +6,8 @@
  */
 import { EXIT_CODES } from '../errors.js';
 import type { Machine } from '../mesh/inventory.js';
-import { transportsFor, type TransportFor, type TransportOptions } from '../transport/make-transport.js';
+import type { TransportFor } from '../mesh/transport.js';
+import { transportsFor, type TransportOptions } from '../transport/make-transport.js';
 import type { ExecFn } from '../transport/run-process.js';
 import { sshConnectionShare, type SshConnectionShare } from '../transport/ssh-connection-share.js';
 

@@ -1,4 +1,4 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_OK } from '../errors.js';
 import { action, type Register } from './context.js';
 
 interface DrillOptions {
@@ -23,10 +23,10 @@ export const registerDrill: Register = (program, ctx) => {
     .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
     .action(
       action(ctx, async (options: DrillOptions) => {
-        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../drill/scenario.js');
+        const { listSteps, isStepNumber, DRILL_STEPS } = await import('../app/drill/scenario.js');
         if (options.list) {
           for (const line of listSteps()) ctx.stdout.write(`${line}\n`);
-          return 0;
+          return EXIT_OK;
         }
         const first = options.step === undefined ? 1 : Number(options.step);
         if (!Number.isInteger(first) || !isStepNumber(first)) {
@@ -38,13 +38,14 @@ export const registerDrill: Register = (program, ctx) => {
         }
         // `--step N` practises that one step; without it, the whole drill.
         const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
-        const interactive = !options.plain && Boolean(process.stdin.isTTY && ctx.stdout.isTTY);
+        const { hasTerminal } = await import('./mount-view.js');
+        const interactive = !options.plain && hasTerminal(ctx);
         if (!interactive) {
           if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
-          const { runPlainDrill } = await import('../drill/plain.js');
+          const { runPlainDrill } = await import('./drill/plain.js');
           return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
         }
-        const { runInteractiveDrill } = await import('../drill/interactive.js');
+        const { runInteractiveDrill } = await import('./drill/interactive.js');
         return runInteractiveDrill({ first, last, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
       }),
     );

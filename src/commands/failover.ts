@@ -1,7 +1,6 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_CODES } from '../errors.js';
 import { requireStore, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
-import { mountView } from './mount-view.js';
 
 /**
  * `baton failover` (DESIGN.md §9): the interactive walk. It needs a terminal for the typed
@@ -14,7 +13,8 @@ export const registerFailover: Register = (program, ctx) => {
     .description('interactive walk-through: read both sides, choose an allowed action, confirm (terminal required)')
     .action(
       action(ctx, async () => {
-        if (!process.stdin.isTTY || !ctx.stdout.isTTY) {
+        const { hasTerminal, mountView } = await import('./mount-view.js');
+        if (!hasTerminal(ctx)) {
           throw new BatonError('usage', {
             what: 'baton failover is interactive and needs a terminal; stdin or stdout is not a TTY.',
             changed: 'Nothing was written.',
@@ -35,7 +35,7 @@ export const registerFailover: Register = (program, ctx) => {
         // Ctrl-C before the walk ended: nothing was confirmed past what the screen showed.
         return mountView(
           ctx,
-          { noColor: config.noColor, ifInterrupted: 3 },
+          { noColor: config.noColor, ifInterrupted: EXIT_CODES['action-needed'] },
           async () => (await import('../../components/FailoverApp.js')).FailoverApp,
           (onExit) => ({ ports, baton, onExit }),
         );

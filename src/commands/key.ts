@@ -4,11 +4,8 @@
  * NEVER OVERWRITES: replacing a seal key that controllers share would make every sealed
  * document unreadable to the hosts still holding the old one. The key is never printed.
  */
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { createFileDurably } from '../authority/durable-write.js';
 import { BatonError } from '../errors.js';
-import { SEAL_KEY_BYTES } from '../share/seal.js';
 import { action, type Register } from './context.js';
 
 export const registerKey: Register = (program, ctx) => {
@@ -20,6 +17,12 @@ export const registerKey: Register = (program, ctx) => {
     .action(
       action(ctx, async (file: string) => {
         const target = path.resolve(file);
+        // Loaded here, not at start-up: every other command would parse them for nothing.
+        const [{ randomBytes }, { createFileDurably }, { SEAL_KEY_BYTES }] = await Promise.all([
+          import('node:crypto'),
+          import('../fs/durable-write.js'),
+          import('../share/seal.js'),
+        ]);
         try {
           await createFileDurably(path.dirname(target), path.basename(target), randomBytes(SEAL_KEY_BYTES), 0o600);
         } catch (error) {

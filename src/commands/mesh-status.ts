@@ -3,8 +3,9 @@
  * command's transports (one connection per machine), then the table on a terminal, plain lines
  * in a pipe, or JSON. Read-only: it never writes to a holder or the journal.
  */
-import { BatonError } from '../errors.js';
-import { inventoryFrom, resolveOptions } from '../app/rotation-cli.js';
+import { BatonError, EXIT_CODES } from '../errors.js';
+import { hasTerminal, mountView } from './mount-view.js';
+import { inventoryFrom, resolveOptions } from './rotation-cli.js';
 import { meshStatusJson, meshStatusLines } from '../app/mesh-status-text.js';
 import { parseAge } from '../mesh/credential-age.js';
 import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
@@ -15,7 +16,7 @@ import { planRotation } from '../mesh/rotation-plan.js';
 import { parseSelector } from '../mesh/selector.js';
 import { openCommandTransports } from './command-transports.js';
 import type { CliContext } from './context.js';
-import type { MeshFlags } from './mesh.js';
+import type { MeshFlags } from './mesh-flags.js';
 import path from 'node:path';
 
 export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -28,11 +29,16 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const history = await historyAt(journalDirFor(config));
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
   try {
-    const interactive = Boolean(process.stdin.isTTY && ctx.stdout.isTTY) && !flags.json;
-    if (interactive) {
-      if (config.noColor) process.env.FORCE_COLOR = '0';
-      const { mountMeshStatusView } = await import('../../components/mesh-status/mount-mesh-status-view.js');
-      return await mountMeshStatusView({ plan, read: (onMachine) => readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine }), noColor: config.noColor });
+    if (hasTerminal(ctx) && !flags.json) {
+      const read = (onMachine: (machine: string, ok: boolean) => void) =>
+        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine });
+      return await mountView(
+        ctx,
+        // Quitting before the first reading finished is "could not read", never "all well".
+        { noColor: config.noColor, ifInterrupted: EXIT_CODES.failed },
+        async () => (await import('../../components/mesh-status/MeshStatusApp.js')).MeshStatusApp,
+        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, onExit }),
+      );
     }
     const nowMs = Date.now();
     const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });

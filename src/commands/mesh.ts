@@ -1,26 +1,11 @@
 import { Option, type Command } from 'commander';
 import { action, type Register } from './context.js';
+import type { MeshFlags } from './mesh-flags.js';
 
 /**
  * `baton mesh plan | rotate | resume` (DESIGN.md §6, §8). Everything beyond argument parsing
  * is imported when the command runs, so other commands do not pay for it.
  */
-export interface MeshFlags {
-  readonly consumer?: string;
-  readonly provider?: string;
-  readonly machine?: string;
-  readonly pair?: string;
-  readonly inventory?: string;
-  readonly concurrency: string;
-  readonly timeout: string;
-  readonly wait: string;
-  readonly json?: boolean;
-  readonly yes?: boolean;
-  /** `mesh status --max-age 90d`: older pairs need action (exit 3). */
-  readonly maxAge?: string;
-  /** `mesh rotate --older-than 90d`: only the selected pairs older than this. */
-  readonly olderThan?: string;
-}
 
 function withSelector(command: Command): Command {
   return command
@@ -39,7 +24,7 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--json', 'machine-readable output'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
-        const { runMeshPlan } = await import('../app/rotation-cli.js');
+        const { runMeshPlan } = await import('./rotation-cli.js');
         return runMeshPlan(ctx, flags);
       }),
     );
@@ -49,7 +34,7 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
-        const { runMeshRotate } = await import('../app/rotation-cli.js');
+        const { runMeshRotate } = await import('./rotation-cli.js');
         return runMeshRotate(ctx, flags);
       }),
     );
@@ -72,7 +57,7 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
     .action(
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
-        const { runMeshResume } = await import('../app/rotation-cli.js');
+        const { runMeshResume } = await import('./rotation-cli.js');
         return runMeshResume(ctx, id, flags);
       }),
     );

@@ -1,5 +1,57 @@
-import type { ComponentType } from 'react';
+import type { Instance } from 'ink';
+import type { ComponentType, ReactElement } from 'react';
 import type { CliContext } from './context.js';
+
+/**
+ * The one place a command decides it has a terminal and mounts Ink: colour, the colour
+ * context, raw keyboard input and the TTY checks live here, not in each command.
+ */
+
+/** Where a view draws. */
+export type ViewStreams = Pick<CliContext, 'stdout' | 'stderr'>;
+
+/**
+ * A command may take keys only when both ends are a terminal: Ink puts stdin in raw mode for
+ * its input hooks, which a pipe cannot do (Ink would throw), and a piped stdout gets plain lines.
+ */
+export function hasTerminal(streams: Pick<ViewStreams, 'stdout'>): boolean {
+  return Boolean(process.stdin.isTTY && streams.stdout.isTTY);
+}
+
+export interface InkSession {
+  /** Whether the mounted views may read keys (stdin is a terminal, so Ink can use raw mode). */
+  readonly interactive: boolean;
+  /**
+   * Renders one element under the colour setting as its own Ink instance. Ctrl-C is the view's
+   * to handle unless `exitOnCtrlC` (a view that must finish a phase before it may end).
+   */
+  mount(element: ReactElement, options?: { readonly exitOnCtrlC?: boolean }): Instance;
+}
+
+/**
+ * Loads Ink under the colour setting. Chalk decides its colour level when it is first loaded,
+ * so FORCE_COLOR is set BEFORE Ink or any view is imported: otherwise NO_COLOR / TERM=dumb /
+ * --no-color would still leave colour escapes on the screen. Call it before importing a view.
+ */
+export async function openInk(streams: ViewStreams, noColor: boolean): Promise<InkSession> {
+  if (noColor) process.env.FORCE_COLOR = '0';
+  // React is CommonJS: once bundled, a dynamic import has it only as `default`.
+  const [{ render }, { default: React }, { ColorContext }] = await Promise.all([
+    import('ink'),
+    import('react'),
+    import('../../components/color-context.js'),
+  ]);
+  return {
+    interactive: Boolean(process.stdin.isTTY),
+    mount: (element, options = {}) =>
+      render(React.createElement(ColorContext.Provider, { value: !noColor }, element), {
+        stdout: streams.stdout,
+        stderr: streams.stderr,
+        exitOnCtrlC: options.exitOnCtrlC ?? false,
+        patchConsole: false,
+      }),
+  };
+}
 
 export interface MountViewOptions {
   readonly noColor: boolean;
@@ -8,38 +60,26 @@ export interface MountViewOptions {
 }
 
 /**
- * Mounts a command's Ink view (`status`, `failover`) under the colour setting and resolves
- * with the exit code the view reported through `onExit`. Chalk decides its colour level when
- * it is first loaded, so FORCE_COLOR is set BEFORE Ink and the view are imported: otherwise
- * NO_COLOR / TERM=dumb / --no-color would still leave colour escapes on the screen.
+ * Mounts a command's Ink view (`status`, `failover`) and resolves with the exit code the view
+ * reported through `onExit`.
  */
 export async function mountView<P extends object>(
-  ctx: CliContext,
+  ctx: ViewStreams,
   options: MountViewOptions,
   load: () => Promise<ComponentType<P>>,
-  props: (onExit: (code: number) => void) => P,
+  props: (onExit: (code: number) => void, interactive: boolean) => P,
 ): Promise<number> {
-  if (options.noColor) process.env.FORCE_COLOR = '0';
-  // React is CommonJS: once bundled, a dynamic import has it only as `default`.
-  const [{ render }, { default: React }, { ColorContext }, View] = await Promise.all([
-    import('ink'),
-    import('react'),
-    import('../../components/color-context.js'),
-    load(),
-  ]);
+  const ink = await openInk(ctx, options.noColor);
+  const [{ default: React }, View] = await Promise.all([import('react'), load()]);
   let code: number | undefined;
-  const app = render(
+  const app = ink.mount(
     React.createElement(
-      ColorContext.Provider,
-      { value: !options.noColor },
-      React.createElement(
-        View,
-        props((exit) => {
-          code = exit;
-        }),
-      ),
+      View,
+      props((exit) => {
+        code = exit;
+      }, ink.interactive),
     ),
-    { stdout: ctx.stdout, stderr: ctx.stderr, exitOnCtrlC: true, patchConsole: false },
+    { exitOnCtrlC: true },
   );
   await app.waitUntilExit();
   return code ?? options.ifInterrupted;

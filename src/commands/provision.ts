@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { Option } from 'commander';
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_OK } from '../errors.js';
 import { action, usageError, type Register } from './context.js';
 
 interface ProvisionFlags {
@@ -68,7 +68,7 @@ export const registerProvision: Register = (program, ctx) => {
             process.removeListener('SIGINT', stop);
           }
           log('stopped');
-          return 0;
+          return EXIT_OK;
         }
         const report = await provisioner.runCycle();
         if (report.blocked && report.failed.length === 0) throw report.blocked;
@@ -85,7 +85,7 @@ export const registerProvision: Register = (program, ctx) => {
           });
         }
         if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role(s) already applied)`);
-        return 0;
+        return EXIT_OK;
       }),
     );
 };

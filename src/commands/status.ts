@@ -1,7 +1,6 @@
-import { BatonError } from '../errors.js';
+import { BatonError, EXIT_OK } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
-import { mountView } from './mount-view.js';
 
 interface StatusOptions {
   readonly json?: boolean;
@@ -37,19 +36,13 @@ export const registerStatus: Register = (program, ctx) => {
             next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
           });
         }
-        const [{ openStore }, { readStatus, statusExitCode }, { statusSources }, { batonInvocation }] = await Promise.all([
-          import('../store/open-store.js'),
-          import('../app/status-report.js'),
-          import('../app/status-sources.js'),
-          import('../app/status-invocation.js'),
-        ]);
+        const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } = await import('./status-read.js');
         const baton = batonInvocation(program.opts<GlobalFlags>());
         const store = await openStore(storeUrl);
         const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
         const read = () => readStatus(sources);
 
         if (options.json) {
-          const { statusJson } = await import('../app/status-json.js');
           const report = await read();
           ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
           return statusExitCode(report);
@@ -62,12 +55,22 @@ export const registerStatus: Register = (program, ctx) => {
           return statusExitCode(report);
         }
 
+        // The first read starts now, while Ink and the view load: its disk and store I/O
+        // overlaps their parsing, so the first frame with both sides comes sooner.
+        let early: ReturnType<typeof read> | undefined = read();
+        early.catch(() => undefined); // the view handles it; this only keeps it from counting as unhandled meanwhile
+        const readFirstEarly = () => {
+          const report = early ?? read();
+          early = undefined;
+          return report;
+        };
         // Ctrl-C under --watch: StatusApp reports the last read's code as it unmounts.
+        const { mountView } = await import('./mount-view.js');
         return mountView(
           ctx,
-          { noColor: config.noColor, ifInterrupted: 0 },
+          { noColor: config.noColor, ifInterrupted: EXIT_OK },
           async () => (await import('../../components/StatusApp.js')).StatusApp,
-          (onExit) => ({ read, baton, watchSeconds: options.watch ? interval : undefined, interactive: Boolean(process.stdin.isTTY), onExit }),
+          (onExit, interactive) => ({ read: readFirstEarly, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
         );
       }),
     );

@@ -4,7 +4,7 @@
  * `<stateDir>/store-check.json` for `status`. Exit 0 when enforced, 3 when not — a store that
  * ignores preconditions lets two controllers publishing at once overwrite each other.
  */
-import { asBatonError } from '../errors.js';
+import { asBatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireStore, stateDirFor } from '../config/config.js';
 import { action, type Register } from './context.js';
 
@@ -40,7 +40,7 @@ export const registerStore: Register = (program, ctx) => {
               'baton publishes with If-None-Match / If-Match so that a controller never overwrites what another just published; this store would let that happen. Use a store that honours them (AWS S3, MinIO, Ceph RGW, R2) in production.',
             ];
         ctx.stdout.write(`${lines.join('\n')}\nRecorded in ${recorded} (status shows it).\n`);
-        return check.enforced ? 0 : 3;
+        return check.enforced ? EXIT_OK : EXIT_CODES['action-needed'];
       }),
     );
 };

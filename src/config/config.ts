@@ -151,41 +151,51 @@ export function readConfigFile(file: string): ConfigFile {
 }
 
 /**
- * The one check of a parsed config file: a mapping of the six known fields, each a non-empty
- * string, the deployment id in its closed alphabet. Field faults are reported in the order of
- * CONFIG_FIELDS before unknown fields, so the first thing an operator reads is the same for
- * the same file every time. A typo'd field is refused rather than ignored: ignoring
- * `deploymnet:` would run against whatever deployment the flags or defaults name.
+ * The one check of a parsed config file: a plain mapping of the six known fields, each a
+ * non-empty string, the deployment id in its closed alphabet. A typo'd field is refused
+ * rather than ignored: ignoring `deploymnet:` would run against whatever deployment the flags
+ * or defaults name. A valid file is judged here without loading zod (start-up); a fault is
+ * worded by zod's own messages, loaded only then.
  */
 function configFault(raw: unknown): string | undefined {
   // A plain mapping only: a `%YAML 1.1` set, ordered map or date has no own fields, and
-  // reading it as "sets nothing" would silently drop what the operator wrote.
-  if (typeof raw !== 'object' || raw === null || Object.getPrototypeOf(raw) !== Object.prototype) {
-    return `Config field "(top level)" is invalid: Invalid input: expected object, received ${typeName(raw)}.`;
+  // reading it as "sets nothing" would silently drop what the operator wrote. zod would take
+  // a Map for an object, so this one is said in our words.
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && Object.getPrototypeOf(raw) !== Object.prototype) {
+    return `The config file holds a ${raw.constructor?.name ?? 'value'}, not a mapping of fields: write "field: value" lines without a %YAML 1.1 tag.`;
   }
-  const fields = raw as Record<string, unknown>;
-  for (const field of CONFIG_FIELDS) {
-    if (!Object.hasOwn(fields, field) || fields[field] === undefined) continue;
-    const value = fields[field];
-    if (typeof value !== 'string') return `Config field "${field}" is invalid: Invalid input: expected string, received ${typeName(value)}.`;
-    if (field === 'deployment' && !DEPLOYMENT_ID.test(value)) {
-      return `Config field "deployment" is invalid: letters, digits, ".", "_" or "-", at most 64.`;
-    }
-    if (value.length === 0) return `Config field "${field}" is invalid: Too small: expected string to have >=1 characters.`;
-  }
-  const unknown = Object.keys(fields).filter((key) => !(CONFIG_FIELDS as readonly string[]).includes(key));
-  if (unknown.length > 0) return `Unknown config field "${unknown.join('", "')}".`;
-  return undefined;
+  if (isConfigFile(raw)) return undefined;
+  return zodFault(raw);
 }
 
-function typeName(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  // A `%YAML 1.1` file can hold dates, binaries, sets: name the class, not just "object".
-  if (typeof value === 'object' && Object.getPrototypeOf(value) !== Object.prototype && value.constructor?.name) return value.constructor.name;
-  // `.nan` and `.inf` parse to numbers that are no count of anything: named as they are.
-  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  return typeof value;
+function isConfigFile(raw: unknown): boolean {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return false;
+  return Object.entries(raw).every(
+    ([field, value]) =>
+      (CONFIG_FIELDS as readonly string[]).includes(field) &&
+      (value === undefined || (typeof value === 'string' && value.length > 0 && (field !== 'deployment' || DEPLOYMENT_ID.test(value)))),
+  );
+}
+
+/** The first issue zod finds, as one sentence naming the field (or the unknown fields). */
+function zodFault(raw: unknown): string {
+  const { z } = requireLazily('zod') as typeof import('zod');
+  const text = () => z.string().min(1).optional();
+  const parsed = z
+    .object({
+      deployment: z.string().regex(DEPLOYMENT_ID, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+      state_dir: text(),
+      store: text(),
+      seal_key_file: text(),
+      inventory: text(),
+      journal_dir: text(),
+    })
+    .strict()
+    .safeParse(raw);
+  const issue = parsed.error?.issues[0];
+  if (!issue) return 'The config file is not valid.';
+  if (issue.code === 'unrecognized_keys') return `Unknown config field "${issue.keys.join('", "')}".`;
+  return `Config field "${issue.path.join('.') || '(top level)'}" is invalid: ${issue.message}.`;
 }
 
 /** The deployment id, or a usage error that says where to set it. */

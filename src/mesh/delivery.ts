@@ -4,8 +4,7 @@
  * second. Any prepare failure removes EVERY staged file on every holder, so a failed rotation
  * leaves a mesh that has not rotated rather than one that has half-rotated.
  */
-import { reasonOf } from '../transport/transport.js';
-import type { TransportFor } from '../transport/make-transport.js';
+import { reasonOf, type TransportFor } from './transport.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { Holder, PlannedPair } from './rotation-plan.js';

@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { CORE_SCHEMA, load as loadYaml } from 'js-yaml';
 import { z } from 'zod';
 import { BatonError } from '../errors.js';
 import { deriveRoleName, roleNameProblem } from './role-name.js';
@@ -167,7 +167,10 @@ export function parseInventory(text: string, source: string): Inventory {
   };
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    // js-yaml, not the config file's `yaml`: an inventory of 10,000 pairs parses ~10× faster
+    // (npm run bench, "inventory"), and mesh commands parse it before they can say anything.
+    // The core schema reads what YAML 1.2 reads: no dates, no `yes` as true.
+    raw = loadYaml(text, { schema: CORE_SCHEMA });
   } catch (error) {
     return fail(`The inventory is not valid YAML: ${(error as Error).message.split('\n')[0]}`, 'Fix the syntax.');
   }
@@ -179,7 +182,7 @@ export function parseInventory(text: string, source: string): Inventory {
       issue.code === 'unrecognized_keys'
         ? `Unknown field "${issue.keys.join('", "')}" in ${at}.`
         : `${at} is invalid: ${issue.message}.`;
-    return fail(what, 'See DESIGN.md §6 for the inventory format (machines, providers, consumers).');
+    return fail(what, 'The README\'s "The mesh inventory" (under Configuration) shows the format: mesh_dir, machines, providers, consumers.');
   }
   const data = parsed.data;
   const base = path.dirname(path.resolve(source));

@@ -4,8 +4,8 @@
  * receipts. One machine at a time per worker and its calls in sequence, so with a connection
  * share a machine costs one handshake however many pairs it holds.
  */
-import { reasonOf } from '../transport/transport.js';
-import type { TransportFor } from '../transport/make-transport.js';
+import { reasonOf } from './transport.js';
+import type { TransportFor } from './transport.js';
 import { parseReceipt, type Receipt } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';

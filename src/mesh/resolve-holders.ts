@@ -3,8 +3,7 @@
  * resolve is bounded by the command's timeout (the transports are bound to it), so one machine
  * that hangs is reported as unresolved — and its ssh stopped — instead of holding the gate open.
  */
-import { reasonOf } from '../transport/transport.js';
-import type { TransportFor } from '../transport/make-transport.js';
+import { reasonOf, type TransportFor } from './transport.js';
 import { mapBounded } from './map-bounded.js';
 import type { Holder } from './rotation-plan.js';
 

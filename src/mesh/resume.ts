@@ -5,8 +5,7 @@
  * half-rotation this whole command exists to prevent.
  */
 import { BatonError } from '../errors.js';
-import type { TransportFor } from '../transport/make-transport.js';
-import { reasonOf } from '../transport/transport.js';
+import { reasonOf, type TransportFor } from './transport.js';
 import { commitAll, commitSteps, waitApplied, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';

@@ -46,7 +46,7 @@ export interface RotationPlan {
   readonly ages?: ReadonlyMap<string, string>;
 }
 
-export const STAGED_SUFFIX = '.next';
+export { STAGED_SUFFIX } from './transport.js';
 
 /**
  * The window cannot be closed — a role's password changes on the provider and the file on

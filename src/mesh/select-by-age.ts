@@ -9,7 +9,7 @@ import type { JournalHistory } from './journal-history.js';
 import { readMeshStatus } from './read-mesh-status.js';
 import { planRotation, type RotationPlan } from './rotation-plan.js';
 import type { Selector } from './selector.js';
-import type { TransportFor } from '../transport/make-transport.js';
+import type { TransportFor } from './transport.js';
 import { formatAge } from './credential-age.js';
 
 export interface AgeSelection {

@@ -12,7 +12,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { secretDigest, type SecretDigest } from '../mesh/digest.js';
 import { roleNameProblem } from '../mesh/role-name.js';
-import { STAGED_SUFFIX } from '../mesh/rotation-plan.js';
+import { STAGED_SUFFIX } from '../mesh/transport.js';
 
 /** One delivered file: a digest to apply, or the problem that keeps it from being applied. */
 export type DeliveredCredential =

@@ -12,9 +12,24 @@ import { readFileSync } from 'node:fs';
 import type { Client as PgClient } from 'pg';
 import { BatonError } from '../errors.js';
 import { describeFsError } from './delivered-credentials.js';
-import { quoteIdentifier, quoteLiteral } from './sql-quote.js';
 
 export type RoleOutcome = 'created' | 'updated';
+
+/** pg's own quoting (a Client has it, and so has the module). */
+export type SqlEscape = Pick<PgClient, 'escapeIdentifier' | 'escapeLiteral'>;
+
+/**
+ * `CREATE/ALTER ROLE … PASSWORD` is a utility statement and takes no bind parameters, so the
+ * role (already validated) and the verifier (base64 and fixed characters) are quoted by pg —
+ * anyway, so a validation slip can never become SQL. A backslash or NUL is refused rather than
+ * sent as an E'' literal whose meaning hangs on `standard_conforming_strings`: a verifier
+ * never has one.
+ */
+export function passwordStatement(kind: 'create' | 'alter', role: string, verifier: string, sql: SqlEscape): string {
+  if (/[\\\0]/.test(verifier) || role.includes('\0')) throw new Error('a role or verifier here never contains a backslash or NUL');
+  const password = `PASSWORD ${sql.escapeLiteral(verifier)}`;
+  return kind === 'create' ? `CREATE ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}` : `ALTER ROLE ${sql.escapeIdentifier(role)} ${password}`;
+}
 
 /** What a cycle needs from the database; a fake implements it in the unit tests. */
 export interface RoleDatabase {
@@ -84,14 +99,14 @@ export function postgresRoles(target: PostgresTarget, options: { readonly onStat
         const exists = (await query('SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1', [role])).rowCount! > 0;
         if (!exists) {
           try {
-            await query(`CREATE ROLE ${quoteIdentifier(role)} LOGIN PASSWORD ${quoteLiteral(verifier)}`);
+            await query(passwordStatement('create', role, verifier, client));
             return 'created';
           } catch (error) {
             // 42710 duplicate_object: created by someone else since the check; set its password instead.
             if ((error as { code?: string }).code !== '42710') throw error;
           }
         }
-        await query(`ALTER ROLE ${quoteIdentifier(role)} PASSWORD ${quoteLiteral(verifier)}`);
+        await query(passwordStatement('alter', role, verifier, client));
         return 'updated';
       },
       async close() {

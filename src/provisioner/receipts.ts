@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { renameDurably, writeExclusive } from '../authority/durable-write.js';
+import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { formatReceipt, parseReceipt, RECEIPTS_DIR, type Receipt, type SecretDigest } from '../mesh/digest.js';
 
 export function receiptsDir(deliveredDir: string): string {

@@ -29,6 +29,7 @@ import type { Store } from '../store/store.js';
 import { allowedActions, decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { openPublished, readPublished } from './published.js';
+import { lineageWords, verdictSentence } from './verdict-words.js';
 import { DOCUMENT_FORMAT, type Action, type Outcome, type PublishedAuthority, type Verdict } from './types.js';
 
 /** Everything an action needs, built once by the composition root (CLI or console). */
@@ -303,36 +304,10 @@ export function leave(verdict: Verdict): Outcome {
 // ---------------------------------------------------------------------------------------
 // words
 
-/** One sentence per verdict, the way status and sync say it. */
-export function describeVerdict(verdict: Verdict): string {
-  switch (verdict.kind) {
-    case 'first-controller':
-      return 'This host holds no authority and nothing is published: it can be the first controller.';
-    case 'adopt':
-      return verdict.lostMarker
-        ? `This host lost its authority (the marker is present, ca/ is empty); the published ${verdict.published} can be adopted.`
-        : `This host holds no authority; the published ${verdict.published} can be adopted.`;
-    case 'publish':
-      return `This host holds ${verdict.local} and nothing is published: it can publish it.`;
-    case 'in-sync':
-      return `This host holds the published authority ${verdict.fingerprint}: in sync.`;
-    case 'refuse':
-      return `This host holds ${verdict.local} but ${verdict.published} is published: ${lineageWords(verdict.lineage)}`;
-    case 'blocked':
-      return `Blocked: ${verdict.why}`;
-  }
-}
+/** One sentence per verdict: the table's words (./verdict-words.ts) with fingerprints. */
+export const describeVerdict = verdictSentence;
 
-export function lineageWords(lineage: Extract<Verdict, { kind: 'refuse' }>['lineage']): string {
-  switch (lineage) {
-    case 'left-behind':
-      return 'this host was left behind by a rotation (the published authority replaced the one this host holds).';
-    case 'ahead':
-      return 'this host is ahead (it rotated away from the published authority and has not published the new one).';
-    case 'unrelated':
-      return 'nothing links the two authorities (this host may be pointed at the wrong deployment or store).';
-  }
-}
+export { lineageWords };
 
 /** One full sentence per outcome, the way sync prints it and the console's summary shows it. */
 export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | 'deployment'>, outcome: Outcome): string {

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, writeExclusive } from '../authority/durable-write.js';
+import { fsyncDir, writeExclusive } from '../fs/durable-write.js';
 import { BatonError } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { contentEtag } from './etag.js';

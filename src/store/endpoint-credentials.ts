@@ -4,7 +4,11 @@
  * process's environment, where the real AWS chain — and a real profile — would pick them up.
  * Production endpoints are never registered: they use the SDK's standard chain.
  */
-import type { S3Credentials } from './s3-store.js';
+/** Static credentials for an emulator (the sandbox's s3rver); production uses the SDK chain. */
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
 
 const registry = new Map<string, S3Credentials>();
 

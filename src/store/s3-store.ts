@@ -22,13 +22,9 @@ import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
 import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from './store.js';
 import type { S3StoreSpec } from './store-url.js';
-import { endpointCredentials } from './endpoint-credentials.js';
+import { endpointCredentials, type S3Credentials } from './endpoint-credentials.js';
 
-/** Static credentials for an emulator (the sandbox's s3rver); production uses the SDK chain. */
-export interface S3Credentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-}
+export type { S3Credentials };
 
 export interface S3StoreOptions {
   readonly credentials?: S3Credentials;

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { renameDurably, writeExclusive } from '../authority/durable-write.js';
+import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import type { ConditionalWriteCheck } from './store.js';
 
 export const STORE_CHECK_FILE = 'store-check.json';

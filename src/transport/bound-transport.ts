@@ -4,7 +4,7 @@
  * cancelled, whichever comes first. A bound the caller only raced (the old withTimeout) freed
  * the slot but left the ssh running; a signal kills it.
  */
-import type { BoundTransport, Transport } from './transport.js';
+import type { BoundTransport, Transport } from '../mesh/transport.js';
 
 export interface Bounds {
   /** Per operation, per holder: the only timeout baton applies to a transport. */

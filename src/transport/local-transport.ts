@@ -6,10 +6,10 @@
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { renameDurably, writeExclusive } from '../authority/durable-write.js';
+import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { secretDigest } from '../mesh/digest.js';
-import { STAGED_SUFFIX } from '../mesh/rotation-plan.js';
-import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from './transport.js';
+import { STAGED_SUFFIX } from '../mesh/transport.js';
+import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
 
 export function localTransport(machine: string, root: string): Transport {
   const at = (p: string) => path.join(root, p);

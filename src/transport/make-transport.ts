@@ -6,7 +6,7 @@ import type { Machine } from '../mesh/inventory.js';
 import { bindTransport, type Bounds } from './bound-transport.js';
 import { localTransport } from './local-transport.js';
 import { sshTransport, type SshTransportOptions } from './ssh-transport.js';
-import type { BoundTransport, Transport } from './transport.js';
+import type { BoundTransport, Transport, TransportFor } from '../mesh/transport.js';
 
 export interface TransportOptions {
   readonly ssh?: SshTransportOptions;
@@ -22,8 +22,6 @@ export function makeTransport(machine: Machine, options: TransportOptions = {}):
   const transport = machine.transport === 'local' ? localTransport(machine.name, machine.root) : sshTransport(machine.name, machine.ssh, options.ssh);
   return options.wrap ? options.wrap(transport, machine) : transport;
 }
-
-export type TransportFor = (machine: string) => BoundTransport;
 
 /**
  * A memoised lookup by machine name over an inventory's machines, every operation bounded by

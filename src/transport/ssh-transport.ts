@@ -10,7 +10,7 @@ import type { SshTarget } from '../mesh/inventory.js';
 import { ANSWER_PREFIX, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, remoteCommand } from './remote-scripts.js';
 import { runProcess, type ExecFn } from './run-process.js';
 import type { SshConnectionShare } from './ssh-connection-share.js';
-import { abortedError, TransportError, type FileDigests, type Transport } from './transport.js';
+import { abortedError, TransportError, type FileDigests, type Transport } from '../mesh/transport.js';
 
 export interface SshTransportOptions {
   /** Replaces the process runner (tests record every child's argv and environment). */

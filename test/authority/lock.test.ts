@@ -37,8 +37,8 @@ describe('ca.lock', () => {
       expect(error.code).toBe('lock-busy');
       expect(error.exitCode).toBe(5);
       expect(error.where).toBe(lockFile);
-      expect(error.message).toContain('held by another baton');
-      expect(error.message).toContain('Nothing was written.');
+      expect(error.what).toContain('held by another baton');
+      expect(error.changed).toBe('Nothing was written.');
     });
     expect(await withAuthorityLock(dir, async () => 'free again')).toBe('free again');
   });
@@ -78,7 +78,7 @@ describe('ca.lock', () => {
 
     const error = await refusal(dir);
     expect(error.code).toBe('lock-busy');
-    expect(error.message).toContain(path.join(dir, 'ca.lock'));
+    expect(error.where).toBe(path.join(dir, 'ca.lock'));
 
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGKILL');

@@ -13,6 +13,8 @@ import {
 import { readRaw } from '../../src/authority/read-local-authority.js';
 import { fingerprintOfFiles } from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
+import type { BatonError } from '../../src/errors.js';
 import { authorityDir, ca, cleanupAll, copy, DEP, emptyStateDir, expectBlocked, expectEveryWriterRefuses, expectWhole } from './support.js';
 
 afterEach(cleanupAll);
@@ -252,7 +254,9 @@ describe('the torn read', () => {
     expect(local.current.fingerprint).toBe(previous);
     expect(local).toMatchObject({ repairedTear: true, previous: undefined, pending: 'rotate' });
     const before = snapshotDir(stateDir);
-    await expect(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP))).rejects.toThrow(/Finish it with `baton ca rotate`/);
+    const refusal = await batonErrorOf(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP)));
+    expect(refusal.code).toBe('refused');
+    expect(refusal.next).toContain('Finish it with `baton ca rotate`');
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 
@@ -376,8 +380,8 @@ describe('writes never clobber', () => {
       }),
     ).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'failed' });
-    expect((error as Error).message).toContain('Installing the authority failed while writing ca/ca.key (EEXIST).');
-    expect((error as Error).message).toContain('Written before the failure: ca/ca-previous.crt, ca/ca-previous.key.');
+    expect((error as BatonError).what).toContain('Installing the authority failed while writing ca/ca.key (EEXIST).');
+    expect((error as BatonError).changed).toContain('Written before the failure: ca/ca-previous.crt, ca/ca-previous.key.');
     expect(readFileSync(ca(stateDir, 'ca.key'), 'utf8')).toBe(intruder);
   });
 });

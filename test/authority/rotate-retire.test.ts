@@ -24,7 +24,7 @@ async function refusedUnchanged(stateDir: string, run: () => Promise<unknown>, .
   expect(error).toBeInstanceOf(BatonError);
   expect((error as BatonError).code, (error as Error).message).toBe('refused');
   for (const m of mentions) expect((error as BatonError).message).toContain(m);
-  expect((error as BatonError).message).toContain('Nothing was written.');
+  expect((error as BatonError).changed).toBe('Nothing was written.');
   expect(snapshotDir(stateDir)).toEqual(before);
   return error as BatonError;
 }

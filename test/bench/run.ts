@@ -22,11 +22,12 @@ import { s3StatusCase } from './cases/s3-status.bench-case.js';
 import { firstFrameCase } from './cases/first-frame.bench-case.js';
 import { fanOutCase } from './cases/fan-out.bench-case.js';
 import { planCase } from './cases/plan.bench-case.js';
+import { inventoryCase } from './cases/inventory.bench-case.js';
 import { provisionerCase } from './cases/provisioner.bench-case.js';
 import { terminalBytesCase } from './cases/terminal-bytes.bench-case.js';
 import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 
-const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, provisionerCase, terminalBytesCase, sshHandshakesCase];
+const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, sshHandshakesCase];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
 

@@ -28,7 +28,7 @@ const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 function appFor(columns: number, consumers: number, unreachable?: string) {
   const inv = meshInventory(consumers);
   const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-  const mesh = fakeMesh(inv.machines.map((m) => m.name));
+  const mesh = fakeMesh(inv.machines.map((m) => m.name), plan);
   if (unreachable) mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);
@@ -86,14 +86,16 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     expect(frame).not.toMatch(/✓ db1 /);
 
     // q is not a digit and does nothing while typing; Enter with the wrong count does nothing.
+    // Neither shows, so each wait is on the key after it (keys are handled in order).
     await view.press('q');
     await view.press('9');
+    frame = await view.waitFor((f) => f.includes('> 9'), 'the typed 9 (so the q before it was handled)');
+    expect(exits).toEqual([]);
     await view.press(KEY.enter);
-    frame = await view.waitFor((f) => f.includes('> 9'), 'the typed 9');
+    await view.press('\u007f');
+    await view.waitFor((f) => /> *\n/.test(strip(f)) || strip(f).includes('> \n'), 'erased (so the Enter before it was handled)');
     expect(mesh.writes()).toBe(0);
     expect(exits).toEqual([]);
-    await view.press('\u007f');
-    await view.waitFor((f) => /> *\n/.test(strip(f)) || strip(f).includes('> \n'), 'erased');
     for (const digit of n) await view.press(digit);
     await view.waitFor((f) => f.includes(`> ${n}  (Enter rotates)`), 'the full count');
     await view.press(KEY.enter);
@@ -114,9 +116,13 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     expect(frame).toContain('Gate closed: 1 of 4 machines could not be resolved.');
     expect(frame).toContain('Nothing was generated and nothing was sent');
     expect(frame).toMatch(/✗ web2 +ssh +consumes\/pg-main\/web2_app +ssh: connect to host/);
+    // Esc changes nothing here; the help that ? opens after it shows it was handled.
     await view.press(KEY.escape);
-    await view.waitFor((f) => f.includes('Gate closed'), 'still the gate');
+    await view.press('?');
+    await view.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help (so the Esc before it was handled)');
     expect(exits).toEqual([]);
+    await view.press('?');
+    await view.waitFor((f) => f.includes('Gate closed') && !f.includes('Esc or ? closes this help.'), 'the gate again');
     await view.press('q');
     await view.waitFor(() => exits.length === 1, 'the exit');
     expect(exits).toEqual([4]);
@@ -145,7 +151,7 @@ describe('the rotation view', () => {
     fits(help, 80);
     expect(help).toContain('back (never quits)');
     await view.press(KEY.escape);
-    const back = await view.waitFor((f) => f.includes('Gate open'), 'the gate again');
+    const back = await view.waitFor((f) => f.includes('Gate open') && !f.includes('Esc or ? closes this help.'), 'the gate again, the help gone');
     expect(back).toContain(`Type ${plan.pairs.length} (the number of credentials)`);
     expect(back).not.toContain('Cancelled');
     expect(exits).toEqual([]);

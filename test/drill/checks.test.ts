@@ -6,15 +6,16 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runChecks } from '../../src/drill/checks.js';
-import { newNotebook, noteBefore } from '../../src/drill/notebook.js';
-import { performAction, performScripted } from '../../src/drill/perform.js';
-import { rotateScripted } from '../../src/drill/rotate.js';
-import { startSandbox, type DrillSandbox } from '../../src/drill/sandbox.js';
-import { DRILL_STEPS } from '../../src/drill/scenario.js';
-import { tryLogin } from '../../src/drill/pg-login.js';
-import type { Teardown } from '../../src/drill/teardown.js';
-import type { CheckResult } from '../../src/drill/check.js';
+import { runChecks } from '../../src/app/drill/checks.js';
+import { newNotebook, noteBefore } from '../../src/app/drill/notebook.js';
+import { performAction, performScripted } from '../../src/commands/drill/perform.js';
+import { rotateScripted, seedPasswords } from '../../src/commands/drill/rotate.js';
+import { startSandbox } from '../../src/sandbox/drill-sandbox.js';
+import type { DrillSandbox } from '../../src/sandbox/drill-layout.js';
+import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
+import { tryLogin } from '../../src/app/drill/pg-login.js';
+import type { Teardown } from '../../src/sandbox/teardown.js';
+import type { CheckResult } from '../../src/app/drill/check.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 
 let sandbox: DrillSandbox;
@@ -22,7 +23,7 @@ let teardown: Teardown;
 const notebook = newNotebook();
 
 beforeAll(async () => {
-  ({ sandbox, teardown } = await startSandbox());
+  ({ sandbox, teardown } = await startSandbox({ seed: seedPasswords }));
 });
 
 afterAll(async () => {

@@ -9,9 +9,9 @@ import {
   viewIsOpen,
   type DrillEvent,
   type DrillState,
-} from '../../src/app/drill-flow.js';
-import { DRILL_STEPS, listSteps } from '../../src/drill/scenario.js';
-import type { CheckResult } from '../../src/drill/check.js';
+} from '../../src/app/drill/drill-flow.js';
+import { DRILL_STEPS, listSteps } from '../../src/app/drill/scenario.js';
+import type { CheckResult } from '../../src/app/drill/check.js';
 
 const ok: CheckResult = { label: 'ctl-b holds the published authority', ok: true };
 const bad: CheckResult = { label: 'ctl-b holds the published authority', ok: false, detail: 'ctl-b is still empty' };

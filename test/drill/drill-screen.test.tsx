@@ -1,7 +1,7 @@
 import { render } from 'ink-testing-library';
 import { describe, expect, it, vi } from 'vitest';
-import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill-flow.js';
-import { DRILL_STEPS } from '../../src/drill/scenario.js';
+import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill/drill-flow.js';
+import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { ColorContext } from '../../components/color-context.js';
 import { DrillScreen } from '../../components/drill/DrillScreen.js';
 import { DrillRoot } from '../../components/drill/DrillRoot.js';

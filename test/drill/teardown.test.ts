@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { makeTeardown } from '../../src/drill/teardown.js';
+import { makeTeardown } from '../../src/sandbox/teardown.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 describe('the sandbox\'s undo list', () => {

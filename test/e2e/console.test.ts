@@ -212,8 +212,12 @@ describe('baton failover in a real terminal', () => {
     // A view's keys activate in the effect after the frame that draws it: under load a key
     // typed the moment the field shows can be lost, so typing waits for its echo.
     await typeUntilEchoed(s, 'wrongpfx', '> wrongpfx');
+    // Enter with the wrong prefix shows nothing new; the key after it does, and keys are
+    // handled in order, so once it shows the Enter was handled (and refused).
     await s.keys('Enter');
-    await s.waitFor('[ Replace ] disabled');
+    await s.type('z');
+    const refused = await s.waitFor('> wrongpfxz', 'a key typed after the refused Enter');
+    expect(refused).toContain('[ Replace ] disabled');
     expect(snapshotDir(b.stateDir)).toEqual(before);
     await s.keys('Escape');
     await s.waitFor('Choose:');

@@ -1,10 +1,19 @@
 /**
  * An in-memory holder for rule tests: files are a Map path → content, and every call is
- * recorded. It throws on anything a test did not arrange (a fault is opt-in per operation).
+ * recorded. STRICT: a call to a machine the plan does not name as a holder, or on a path the
+ * plan does not deliver there (or its receipt), throws an UnarrangedCall — a rotation that
+ * touched a file it should not have fails its test instead of passing on a forgiving fake.
+ * Faults are opt-in per machine and operation.
  */
 import { secretDigest } from '../../src/mesh/digest.js';
-import { TransportError, type BoundTransport } from '../../src/transport/transport.js';
-import type { TransportFor } from '../../src/transport/make-transport.js';
+import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
+import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
+
+/** A call the test did not arrange: a bug in the code under test (or the test), never a fault. */
+export class UnarrangedCall extends Error {
+  override readonly name = 'UnarrangedCall';
+}
 
 export interface FakeMachine {
   readonly files: Map<string, string>;
@@ -15,14 +24,41 @@ export interface FakeMachine {
   afterCommit?: (paths: readonly string[], files: Map<string, string>) => void;
 }
 
-export function fakeMesh(names: readonly string[]): { machines: Record<string, FakeMachine>; transportFor: TransportFor; writes: () => number } {
+export interface FakeMesh {
+  readonly machines: Record<string, FakeMachine>;
+  readonly transportFor: TransportFor;
+  writes(): number;
+  /** Every unarranged call, also thrown where it happened (a flow may turn it into a failure). */
+  readonly unarranged: string[];
+}
+
+/**
+ * `names` are the machines that exist (an inventory may name more than the plan touches);
+ * `plan` arranges what each holder may be asked about: the paths it receives, and for a
+ * provider end the receipt the provisioner writes.
+ */
+export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh {
   const machines: Record<string, FakeMachine> = {};
   for (const name of names) machines[name] = { files: new Map(), calls: [] };
+  const arranged = new Map<string, Set<string>>();
+  for (const holder of plan.holders) {
+    const paths = new Set(holder.receives.map((d) => d.path));
+    for (const pair of plan.pairs) if (pair.providerMachine === holder.machine) paths.add(pair.receiptPath);
+    arranged.set(holder.machine, paths);
+  }
+  const unarranged: string[] = [];
+  const refuse = (what: string): never => {
+    unarranged.push(what);
+    throw new UnarrangedCall(`fake transport: unarranged call: ${what}`);
+  };
   let writes = 0;
   const transportFor: TransportFor = (name) => {
     const m = machines[name];
-    if (!m) throw new Error(`fake: no machine ${name}`);
-    const gate = (op: string) => {
+    if (!m) return refuse(`no machine named ${name}`);
+    const gate = (op: string, paths: readonly string[] = []) => {
+      const allowed = arranged.get(name);
+      if (!allowed) refuse(`${op} on ${name}, which the plan does not name as a holder`);
+      for (const p of paths) if (!allowed!.has(p)) refuse(`${op} of ${p} on ${name}, which the plan does not deliver there`);
       m.calls.push(op);
       if (m.unreachable) throw new TransportError(name, m.unreachable);
       if (m.failOn === op) throw new TransportError(name, `${op} failed (injected)`);
@@ -31,7 +67,7 @@ export function fakeMesh(names: readonly string[]): { machines: Record<string, F
       machine: name,
       resolve: async () => gate('resolve'),
       stage: async (files) => {
-        gate('stage');
+        gate('stage', files.map((f) => f.path));
         for (const f of files) {
           writes++;
           m.files.set(`${f.path}.next`, f.secret.reveal());
@@ -39,7 +75,7 @@ export function fakeMesh(names: readonly string[]): { machines: Record<string, F
         return files.map((f) => secretDigest(m.files.get(`${f.path}.next`)!));
       },
       commit: async (paths) => {
-        gate('commit');
+        gate('commit', paths);
         for (const p of paths) {
           const next = m.files.get(`${p}.next`);
           if (next === undefined) throw new TransportError(name, `no staged file ${p}.next`);
@@ -50,11 +86,11 @@ export function fakeMesh(names: readonly string[]): { machines: Record<string, F
         m.afterCommit?.(paths, m.files);
       },
       unstage: async (paths) => {
-        gate('unstage');
+        gate('unstage', paths);
         for (const p of paths) m.files.delete(`${p}.next`);
       },
       digests: async (paths) => {
-        gate('digests');
+        gate('digests', paths);
         return paths.map((p) => {
           const live = m.files.get(p);
           const next = m.files.get(`${p}.next`);
@@ -62,11 +98,11 @@ export function fakeMesh(names: readonly string[]): { machines: Record<string, F
         });
       },
       readTexts: async (paths) => {
-        gate('readTexts');
+        gate('readTexts', paths);
         return paths.map((p) => m.files.get(p));
       },
     };
     return transport;
   };
-  return { machines, transportFor, writes: () => writes };
+  return { machines, transportFor, writes: () => writes, unarranged };
 }

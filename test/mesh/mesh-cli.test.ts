@@ -8,7 +8,7 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/transport/transport.js';
+import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';

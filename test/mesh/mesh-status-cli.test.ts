@@ -8,7 +8,7 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/transport/transport.js';
+import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, exitCodeOf, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
@@ -48,7 +48,7 @@ describe('the rotation flow', () => {
     expect(state.step).toBe('gate-closed');
     expect(effects.map((e) => e.type)).toEqual(['resolve', 'journal']);
     for (const e of everyEvent) expect(rotation(state, e)).toEqual({ state, effects: [] });
-    expect(isTerminal(state) && exitCodeOf(state)).toBe(4);
+    expect(isTerminal(state) && rotationExitCode(state)).toBe(4);
   });
 
   it('confirms only when the typed text is the number of credentials', () => {
@@ -66,7 +66,7 @@ describe('the rotation flow', () => {
     const back = rotation(state, { type: 'back' });
     expect(back.state.step).toBe('cancelled');
     expect(back.effects.map((e) => e.type)).toEqual(['journal']);
-    expect(isTerminal(back.state) && exitCodeOf(back.state)).toBe(3);
+    expect(isTerminal(back.state) && rotationExitCode(back.state)).toBe(3);
   });
 
   it('walks prepare → commit → applied, journaling each phase, and ignores events out of turn', () => {
@@ -81,18 +81,18 @@ describe('the rotation flow', () => {
     expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual(['resolve', 'prepare', 'commit', 'wait-applied']);
     expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
     // One of two providers confirmed within the wait: action needed.
-    expect(isTerminal(state) && exitCodeOf(state)).toBe(3);
+    expect(isTerminal(state) && rotationExitCode(state)).toBe(3);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
   });
 
   it('a failed prepare ends at exit 4 and a failed commit at exit 1, each journaled', () => {
     const prep = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] }]);
     expect(prep.state.step).toBe('prepare-failed');
-    expect(isTerminal(prep.state) && exitCodeOf(prep.state)).toBe(4);
+    expect(isTerminal(prep.state) && rotationExitCode(prep.state)).toBe(4);
     const commit = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'commit-failed', failures: [{ machine: 'web1', reason: 'gone' }] }]);
     expect(commit.state.step).toBe('commit-failed');
     expect(commit.last.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
-    expect(isTerminal(commit.state) && exitCodeOf(commit.state)).toBe(1);
+    expect(isTerminal(commit.state) && rotationExitCode(commit.state)).toBe(1);
   });
 
   it('leaving mid-commit exits 1 (something may be left to resume), leaving earlier exits 3, a finished rotation keeps its own code', () => {

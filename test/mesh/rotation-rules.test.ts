@@ -12,11 +12,11 @@ import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/jo
 import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
-import type { TransportFor } from '../../src/transport/make-transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
-import { abortedError } from '../../src/transport/transport.js';
+import { abortedError } from '../../src/mesh/transport.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -51,7 +51,7 @@ describe('the all-or-nothing gate', () => {
     const plan = planRotation(meshInventory(3), { by: 'provider', name: 'pg-main' });
     expect(plan.holders.length).toBe(4);
     for (const down of plan.holders.map((h) => h.machine)) {
-      const mesh = fakeMesh(allMachines);
+      const mesh = fakeMesh(allMachines, plan);
       seedOld(plan, mesh.machines);
       const before = JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]));
       mesh.machines[down]!.unreachable = 'ssh: connect to host port 22: Connection refused';
@@ -71,7 +71,7 @@ describe('the all-or-nothing gate', () => {
 
   it('a holder that never answers is unresolved after its timeout, and the gate closes', async () => {
     const plan = planRotation(meshInventory(1), { by: 'consumer', name: 'web1-app' });
-    const mesh = fakeMesh(allMachines);
+    const mesh = fakeMesh(allMachines, plan);
     // db2 answers nothing; only the bound (the command's --timeout, here 0.1 s) ends its resolve.
     const never = (signal: AbortSignal) => new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(abortedError('db2', 'resolve', signal))));
     const hanging: TransportFor = (name) => (name === 'db2' ? { ...mesh.transportFor(name), resolve: () => withinBounds({ timeoutMs: 100 }, never) } : mesh.transportFor(name));
@@ -89,7 +89,7 @@ describe('the all-or-nothing gate', () => {
 describe('prepare', () => {
   it('a failure on one holder removes every staged file on every holder and leaves the live files as they were', async () => {
     const plan = planRotation(meshInventory(3), { by: 'provider', name: 'pg-main' });
-    const mesh = fakeMesh(allMachines);
+    const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
     mesh.machines.web3!.failOn = 'stage';
     const { code, lines } = await rotate(plan, mesh.transportFor, journalDir());
@@ -109,7 +109,7 @@ describe('prepare', () => {
 describe('commit and resume', () => {
   it('commits provider ends before consumer ends, and an interrupted commit resumes with the same digests and no new secret', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
-    const mesh = fakeMesh(allMachines);
+    const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
     mesh.machines.web2!.failOn = 'commit';
     const dir = journalDir();
@@ -143,7 +143,7 @@ describe('commit and resume', () => {
 
   it('resume refuses, renaming nothing, when a staged file is missing — it never invents a secret', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' });
-    const mesh = fakeMesh(allMachines);
+    const mesh = fakeMesh(allMachines, plan);
     mesh.machines.web1!.failOn = 'commit';
     const dir = journalDir();
     await rotate(plan, mesh.transportFor, dir);
@@ -170,7 +170,7 @@ describe('commit and resume', () => {
 describe('applied', () => {
   it('counts a provider as applied only when its receipt carries the digest that was delivered', async () => {
     const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-audit' });
-    const mesh = fakeMesh(allMachines);
+    const mesh = fakeMesh(allMachines, plan);
     // pg-audit's provisioner applies web1's credential and reports a stale digest for web2's.
     mesh.machines.db2!.afterCommit = (paths, files) => {
       for (const p of paths) {
@@ -195,7 +195,7 @@ describe('applied', () => {
 describe('leaving an interactive rotation', () => {
   it('a prepare the operator left before its commit started is taken back: every staged file removed, nothing live changed, exit 3', async () => {
     const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
-    const mesh = fakeMesh(allMachines);
+    const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
     const before = JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]));
     const rotationDeps = deps(mesh.transportFor, journalDir());

@@ -230,7 +230,7 @@ describe('plain output of a large rotation', () => {
   it('--yes still prints every file and every pair, because scripts and logs keep nothing else', async () => {
     const plan = planRotation(meshInventory(30), { by: 'provider', name: 'pg-main' }); // 31 pairs, 62 files
     expect(progress(startRotation('x', plan).state).files).toBeGreaterThan(SUMMARY_FULL_FILES);
-    const mesh = fakeMesh(plan.holders.map((h) => h.machine));
+    const mesh = fakeMesh(plan.holders.map((h) => h.machine), plan);
     const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-journal-'));
     dirs.push(journalDir);
     const lines: string[] = [];

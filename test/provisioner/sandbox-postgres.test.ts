@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
+import { itWithPart } from '../helpers/real-part.js';
 import { postgresBinaries } from '../../src/sandbox/postgres.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -22,7 +23,7 @@ function postgresUser(): { uid: number; gid: number } {
 }
 
 describe('postgresBinaries', () => {
-  it.skipIf(!isRoot)('copies binaries that sit below a directory the postgres user cannot traverse, once, and reuses the copy', async () => {
+  itWithPart(isRoot ? undefined : 'root (the postgres user only exists to switch to as root)', 'copies binaries that sit below a directory the postgres user cannot traverse, once, and reuses the copy', async () => {
     const packaged = path.dirname(await postgresBinaries());
     const hidden = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-hidden-'));
     dirs.push(hidden);

@@ -1,7 +1,8 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
-import { quoteIdentifier, quoteLiteral } from '../../src/provisioner/sql-quote.js';
+import pg from 'pg';
+import { passwordStatement } from '../../src/provisioner/postgres-roles.js';
 import { deliveredRoleProblem, secretProblem } from '../../src/provisioner/delivered-credentials.js';
 
 // RFC 7677 §3: user "user", password "pencil", the exchange's nonces, salt and proofs.
@@ -62,10 +63,11 @@ describe('role names and SQL quoting', () => {
     expect(deliveredRoleProblem(name)).toContain(why);
   });
 
-  it('quotes identifiers and literals by doubling their quotes, and refuses a backslash in a literal', () => {
-    expect(quoteIdentifier('we"b')).toBe('"we""b"');
-    expect(quoteLiteral("SCRAM'x")).toBe("'SCRAM''x'");
-    expect(() => quoteLiteral('a\\b')).toThrow(/backslash/);
+  it('quotes identifiers and literals by doubling their quotes, and refuses a backslash or NUL in a literal', () => {
+    expect(passwordStatement('alter', 'we"b', "SCRAM'x", pg)).toBe(`ALTER ROLE "we""b" PASSWORD 'SCRAM''x'`);
+    expect(passwordStatement('create', 'web1_app', 'SCRAM-SHA-256$x', pg)).toBe(`CREATE ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x'`);
+    expect(() => passwordStatement('alter', 'web1_app', 'a\\b', pg)).toThrow(/backslash/);
+    expect(() => passwordStatement('alter', 'web1_app', 'a\0b', pg)).toThrow(/NUL/);
   });
 });
 

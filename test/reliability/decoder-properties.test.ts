@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isBatonError } from '../../src/errors.js';
 import { decodeDocument, encodeDocument } from '../../src/share/document.js';
 import { adopt } from '../../src/share/operations.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { systemClock, type AuthorityFiles } from '../../src/authority/index.js';
 import { DOCUMENT_FORMAT } from '../../src/share/types.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';

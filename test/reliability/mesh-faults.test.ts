@@ -17,9 +17,10 @@ import { appendJournal, readJournal } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { Selector } from '../../src/mesh/selector.js';
-import { UNPLUGGED_MARKER, unpluggable } from '../../src/drill/unplugged.js';
-import { transportsFor, type TransportFor } from '../../src/transport/make-transport.js';
-import { TransportError, type BoundTransport } from '../../src/transport/transport.js';
+import { UNPLUGGED_MARKER, unpluggable } from '../../src/app/drill/unplugged.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
+import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 

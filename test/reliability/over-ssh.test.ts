@@ -13,15 +13,15 @@ import { REPO } from '../helpers/bundle-script.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { keyMaterial, scanForSecrets } from '../helpers/secret-scan.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
+import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 
 const unavailable = sshdUnavailable();
-if (unavailable) console.warn(`over-ssh suite NOT RUN: ${unavailable}`);
 const DEPLOYMENT = 'oversshoversshoversshoverssh0001';
 
-describe.skipIf(unavailable !== undefined)('baton over ssh -tt, in a real terminal', () => {
+describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
   let sshd: Sshd;
   let tmp: { dir: string; cleanup: () => void };
   let sessions: TmuxSession[] = [];

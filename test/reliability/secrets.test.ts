@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, startBaton, type BatonRun } from '../helpers/run-baton.js';
 import { keyMaterial, recordingWrapper, scanForSecrets, watchProcesses, type Haystack, type Secret } from '../helpers/secret-scan.js';
+import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 
 const unavailable = sshdUnavailable();
-if (unavailable) console.warn(`secrets-over-ssh suite NOT RUN: ${unavailable}`);
 
 const figures = {
   rotations: 0,
@@ -62,7 +62,7 @@ function filesBelow(dir: string, pattern: RegExp): Map<string, Buffer> {
   return out;
 }
 
-describe.skipIf(unavailable !== undefined)('a full mesh rotation over ssh leaks no secret', () => {
+describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', () => {
   let sshd: Sshd;
   let tmp: { dir: string; cleanup: () => void };
   beforeAll(async () => {

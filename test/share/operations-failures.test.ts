@@ -26,7 +26,7 @@ vi.mock('../../src/authority/index.js', async (importOriginal) => {
 
 const { readLocalAuthority, rotateAuthority, systemClock, withAuthorityLock } = await import('../../src/authority/index.js');
 const { adopt, firstController, force, look, publish } = await import('../../src/share/operations.js');
-const { MemoryStore } = await import('../../src/store/memory-store.js');
+const { MemoryStore } = await import('../helpers/memory-store.js');
 const { makeTempDir } = await import('../helpers/fs-snapshot.js');
 
 const DEPLOYMENT = '0123456789abcdef0123456789abcdef';

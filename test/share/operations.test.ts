@@ -23,7 +23,7 @@ import {
   type ShareContext,
 } from '../../src/share/operations.js';
 import type { Verdict } from '../../src/share/types.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 
 const DEPLOYMENT = '0123456789abcdef0123456789abcdef';

@@ -7,7 +7,7 @@ import { openPublished, readPublished } from '../../src/share/published.js';
 import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { openStore } from '../../src/store/open-store.js';
 import { fingerprintOfPem } from '../helpers/bad-documents.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
-import { MemoryStore } from '../../src/store/memory-store.js';
+import { MemoryStore } from '../helpers/memory-store.js';
 import { contentEtag } from '../../src/store/etag.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);

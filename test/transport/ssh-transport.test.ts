@@ -11,16 +11,16 @@ import { Secret } from '../../src/mesh/secret.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { runProcess, type ExecFn } from '../../src/transport/run-process.js';
 import { sshTransport } from '../../src/transport/ssh-transport.js';
-import { TransportError } from '../../src/transport/transport.js';
+import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 
 const unavailable = sshdUnavailable();
-if (unavailable) console.warn(`ssh transport suite NOT RUN: ${unavailable}`);
 
-describe.skipIf(unavailable !== undefined)('the ssh transport against a real sshd on 127.0.0.1', () => {
+describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.1', () => {
   let sshd: Sshd;
   let tmp: { dir: string; cleanup: () => void };
   beforeAll(async () => {

@@ -10,7 +10,8 @@ import { openCommandTransports } from '../../../src/commands/command-transports.
 import { runRotationPlain } from '../../../src/app/rotation-plain.js';
 import { loadInventory } from '../../../src/mesh/inventory.js';
 import { planRotation } from '../../../src/mesh/rotation-plan.js';
-import { transportsFor, type TransportFor } from '../../../src/transport/make-transport.js';
+import type { TransportFor } from '../../../src/mesh/transport.js';
+import { transportsFor } from '../../../src/transport/make-transport.js';
 import { sshdUnavailable, startSshd } from '../../helpers/sshd.js';
 import type { BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';

@@ -3,7 +3,7 @@
  * operation, so fan-out and rendering are measured against round trips, not against a disk.
  * A wrapper here, not an option of the production adapter.
  */
-import type { Transport } from '../../../src/transport/transport.js';
+import type { Transport } from '../../../src/mesh/transport.js';
 
 export function withLatency(latencyMs: number): (transport: Transport) => Transport {
   const delay = (signal: AbortSignal) =>

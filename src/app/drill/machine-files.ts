@@ -5,8 +5,8 @@
  */
 import { readdirSync, readFileSync, lstatSync } from 'node:fs';
 import path from 'node:path';
-import { secretDigest } from '../mesh/digest.js';
-import { DRILL_MACHINES, type DrillMachine, type DrillSandbox } from './sandbox.js';
+import { secretDigest } from '../../mesh/digest.js';
+import { DRILL_MACHINES, type DrillMachine, type DrillSandbox } from '../../sandbox/drill-layout.js';
 
 /** `<machine>:<path under mesh_dir>` → `<mode> <digest>`. */
 export type MeshFiles = Readonly<Record<string, string>>;

@@ -7,23 +7,23 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { failover, forcePrefix, initialFailover, type FailoverEvent, type FailoverState } from '../app/failover-flow.js';
-import { failoverPorts } from '../app/failover-ports.js';
-import { runFailoverEffect } from '../app/failover-run-effect.js';
-import { outcomeWords } from '../app/failover-outcome.js';
-import { readStatus } from '../app/status-report.js';
-import { statusSources } from '../app/status-sources.js';
-import { statusText } from '../app/status-text.js';
-import { describeVerdict } from '../app/status-verdict.js';
-import { rotateAuthority } from '../authority/index.js';
-import { BatonError } from '../errors.js';
-import type { Action } from '../share/types.js';
-import { UNPLUGGED_MARKER } from './unplugged.js';
-import { MARKS } from '../app/marks.js';
+import { failover, forcePrefix, initialFailover, type FailoverEvent, type FailoverState } from '../../app/failover-flow.js';
+import { failoverPorts } from '../../app/failover-ports.js';
+import { runFailoverEffect } from '../../app/failover-run-effect.js';
+import { outcomeWords } from '../../app/failover-outcome.js';
+import { readStatus } from '../../app/status-report.js';
+import { statusSources } from '../../app/status-sources.js';
+import { statusText } from '../../app/status-text.js';
+import { describeVerdict } from '../../app/status-verdict.js';
+import { rotateAuthority } from '../../authority/index.js';
+import { BatonError } from '../../errors.js';
+import type { Action } from '../../share/types.js';
+import { UNPLUGGED_MARKER } from '../../app/drill/unplugged.js';
+import { MARKS } from '../../app/marks.js';
 import { meshStatusNow } from './mesh-status-scripted.js';
 import { drillPlan, rotateScripted } from './rotate.js';
-import type { DrillSandbox } from './sandbox.js';
-import type { Controller, DrillAction, TaskSpec } from './scenario.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
+import type { Controller, DrillAction, TaskSpec } from '../../app/drill/scenario.js';
 
 export type Say = (line: string) => void;
 

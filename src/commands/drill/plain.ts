@@ -1,19 +1,21 @@
 /**
  * `baton drill --plain`: the whole scenario without a terminal, through the same code paths
- * as the interactive drill (src/drill/perform.ts), with scripted answers. It prints what each
+ * as the interactive drill (src/commands/drill/perform.ts), with scripted answers. It prints what each
  * task did and every check's result, and exits 0 only if every check passed — this is the
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
-import { EXIT_OK } from '../errors.js';
-import { MARKS } from '../app/marks.js';
-import type { CheckResult } from './check.js';
-import { runChecks } from './checks.js';
-import { formatDuration } from './format-duration.js';
-import { newNotebook, noteBefore } from './notebook.js';
+import { EXIT_CODES, EXIT_OK } from '../../errors.js';
+import { MARKS } from '../../app/marks.js';
+import type { CheckResult } from '../../app/drill/check.js';
+import { runChecks } from '../../app/drill/checks.js';
+import { formatDuration } from '../../app/drill/format-duration.js';
+import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performScripted } from './perform.js';
-import { startSandbox, type DrillSandbox } from './sandbox.js';
-import { DRILL_STEPS, type StepNumber } from './scenario.js';
-import { makeTeardown, teardownOnSignals } from './teardown.js';
+import { seedPasswords } from './rotate.js';
+import { startSandbox } from '../../sandbox/drill-sandbox.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
+import { DRILL_STEPS, type StepNumber } from '../../app/drill/scenario.js';
+import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
 
 export interface PlainOptions {
   readonly first: StepNumber;
@@ -33,7 +35,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   const times: string[] = [];
   try {
     write('baton drill --plain: a rehearsal in a sandbox, every step performed and checked.');
-    ({ sandbox } = await startSandbox({ keep: options.keep, teardown, onProgress: (text) => write(`  ${MARKS.busy.glyph} ${text}`) }));
+    ({ sandbox } = await startSandbox({ keep: options.keep, teardown, seed: seedPasswords, onProgress: (text) => write(`  ${MARKS.busy.glyph} ${text}`) }));
     write(`  ${MARKS.ok.glyph} sandbox ready: ${sandbox.dir} (deployment ${sandbox.deployment})`);
     if (options.first > 1) {
       write(`Preparing the sandbox for step ${options.first} (performing steps 1–${options.first - 1} quietly)…`);
@@ -82,7 +84,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     if (sandbox) write(options.keep ? `  the sandbox is kept in ${sandbox.dir}` : '  the sandbox was removed (servers stopped, temp dir deleted)');
   }
   write(failed === 0 ? `${MARKS.ok.glyph} every check passed` : `${MARKS.refused.glyph} ${failed} check(s) failed`);
-  return failed === 0 ? EXIT_OK : 1;
+  return failed === 0 ? EXIT_OK : EXIT_CODES.failed;
 }
 
 export function checkLines(results: readonly CheckResult[]): string[] {

@@ -9,15 +9,18 @@
  */
 
 import type { Instance } from 'ink';
-import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../app/drill-flow.js';
-import { asBatonError } from '../errors.js';
-import { runChecks } from './checks.js';
-import { newNotebook, noteBefore } from './notebook.js';
+import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
+import { asBatonError, EXIT_CODES, EXIT_OK } from '../../errors.js';
+import { runChecks } from '../../app/drill/checks.js';
+import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performAction } from './perform.js';
+import { seedPasswords } from './rotate.js';
 import { prepareForStep } from './plain.js';
-import { startSandbox, type DrillSandbox } from './sandbox.js';
-import type { StepNumber } from './scenario.js';
-import { makeTeardown, teardownOnSignals } from './teardown.js';
+import { startSandbox } from '../../sandbox/drill-sandbox.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
+import type { StepNumber } from '../../app/drill/scenario.js';
+import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
+import { openInk } from '../mount-view.js';
 
 export interface InteractiveOptions {
   readonly first: StepNumber;
@@ -30,13 +33,11 @@ export interface InteractiveOptions {
 }
 
 export async function runInteractiveDrill(options: InteractiveOptions): Promise<number> {
-  // Chalk decides its colour level when it is first loaded: set it before Ink comes in.
-  if (options.noColor) process.env.FORCE_COLOR = '0';
-  const [{ render }, { ColorContext }, { DrillRoot }, { DrillTaskFrame }] = await Promise.all([
-    import('ink'),
-    import('../../components/color-context.js'),
-    import('../../components/drill/DrillRoot.js'),
-    import('../../components/drill/DrillTaskFrame.js'),
+  // Ink first (it fixes the colour setting), then the views that import it.
+  const ink = await openInk(options, options.noColor);
+  const [{ DrillRoot }, { DrillTaskFrame }] = await Promise.all([
+    import('../../../components/drill/DrillRoot.js'),
+    import('../../../components/drill/DrillTaskFrame.js'),
   ]);
   const teardown = makeTeardown();
   const release = teardownOnSignals(teardown);
@@ -50,7 +51,6 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const done = new Promise<number>((resolve) => {
     resolveDone = resolve;
   });
-  const colored = (element: React.ReactElement) => <ColorContext.Provider value={!options.noColor}>{element}</ColorContext.Provider>;
   const columns = () => options.stdout.columns || 80;
 
   const quit = async () => {
@@ -67,7 +67,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
     else options.stdout.write('baton drill: the sandbox was removed.\n');
     // 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way.
-    resolveDone(state.phase === 'summary' ? 0 : state.phase === 'setup-failed' ? 1 : 3);
+    resolveDone(state.phase === 'summary' ? EXIT_OK : state.phase === 'setup-failed' ? EXIT_CODES.failed : EXIT_CODES.aborted);
   };
 
   const run = async (effect: DrillEffect): Promise<DrillEvent | undefined> => {
@@ -117,7 +117,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     else dispatch({ type: intent });
   };
 
-  const drillElement = () => colored(<DrillRoot state={state} columns={columns()} onIntent={onIntent} />);
+  const drillElement = () => <DrillRoot state={state} columns={columns()} onIntent={onIntent} />;
 
   const show = () => {
     if (quitting || viewOpen) return;
@@ -138,7 +138,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
       return;
     }
     if (drillInstance) drillInstance.rerender(drillElement());
-    else drillInstance = render(drillElement(), { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    else drillInstance = ink.mount(drillElement());
   };
 
   /** Mounts the task's real view under the rail; resolves when the operator closes it. */
@@ -146,7 +146,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     const box = sandbox!;
     let interrupted = false;
     const view = await taskView(box, state, options.noColor, columns());
-    const frame = colored(
+    const frame = (
       <DrillTaskFrame
         state={state}
         columns={columns()}
@@ -157,9 +157,9 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
         }}
       >
         {view.element}
-      </DrillTaskFrame>,
+      </DrillTaskFrame>
     );
-    const instance = render(frame, { stdout: options.stdout, stderr: options.stderr, exitOnCtrlC: false, patchConsole: false });
+    const instance = ink.mount(frame);
     await instance.waitUntilExit();
     await view.finished();
     if (interrupted) await quit();
@@ -168,7 +168,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const stopStarting = new AbortController();
   const start = async () => {
     try {
-      ({ sandbox } = await startSandbox({ keep: options.keep, teardown, signal: stopStarting.signal, onProgress: (text) => dispatch({ type: 'progress', text }) }));
+      ({ sandbox } = await startSandbox({ keep: options.keep, teardown, seed: seedPasswords, signal: stopStarting.signal, onProgress: (text) => dispatch({ type: 'progress', text }) }));
       if (options.first > 1) {
         dispatch({ type: 'progress', text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…` });
         await prepareForStep(sandbox, options.first, stopStarting.signal);
@@ -199,8 +199,8 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
   switch (where.kind) {
     case 'status': {
       const [{ StatusApp }, { readStatus }, { statusSourcesFor }] = await Promise.all([
-        import('../../components/StatusApp.js'),
-        import('../app/status-report.js'),
+        import('../../../components/StatusApp.js'),
+        import('../../app/status-report.js'),
         import('./perform.js'),
       ]);
       const sources = statusSourcesFor(sandbox, where.controller);
@@ -212,10 +212,10 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
     }
     case 'failover': {
       const [{ FailoverApp }, { failoverPorts }, { look }, { forcePrefix: prefixOf }] = await Promise.all([
-        import('../../components/FailoverApp.js'),
-        import('../app/failover-ports.js'),
-        import('../share/operations.js'),
-        import('../app/failover-flow.js'),
+        import('../../../components/FailoverApp.js'),
+        import('../../app/failover-ports.js'),
+        import('../../share/operations.js'),
+        import('../../app/failover-flow.js'),
       ]);
       const seen = await look(sandbox.share(where.controller));
       const forcePrefix = seen.verdict.kind === 'refuse' ? prefixOf(seen.verdict) : undefined;
@@ -227,10 +227,10 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
     }
     case 'rotation': {
       const [{ RotationApp }, { startRotation }, { rotationRunner }, { rotationStore }, { drillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
-        import('../../components/rotation/RotationApp.js'),
-        import('../app/rotation-flow.js'),
-        import('../app/rotation-run-effect.js'),
-        import('../app/rotation-store.js'),
+        import('../../../components/rotation/RotationApp.js'),
+        import('../../app/rotation-flow.js'),
+        import('../../app/rotation-run-effect.js'),
+        import('../../app/rotation-store.js'),
         import('./rotate.js'),
       ]);
       type Listener = Parameters<React.ComponentProps<typeof RotationApp>['subscribe']>[0];

@@ -5,11 +5,11 @@
  * (`failNext`, `beforeNext`, or `enforcesPreconditions: false` to play an S3 emulator that
  * ignores preconditions).
  */
-import type { BatonError } from '../errors.js';
-import { contentEtag } from './etag.js';
-import { probeConditionalWrites } from './probe.js';
-import { storeChangedError } from './store-changed.js';
-import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from './store.js';
+import type { BatonError } from '../../src/errors.js';
+import { contentEtag } from '../../src/store/etag.js';
+import { probeConditionalWrites } from '../../src/store/probe.js';
+import { storeChangedError } from '../../src/store/store-changed.js';
+import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from '../../src/store/store.js';
 
 export const DOCUMENT_NAME = 'authority.json';
 

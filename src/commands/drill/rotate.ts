@@ -4,16 +4,18 @@
  * runs — the rotation flow's reducer and effect runner, the confirmation given as --yes.
  */
 import { randomBytes } from 'node:crypto';
-import type { RotationState } from '../app/rotation-flow.js';
-import { runRotationPlain } from '../app/rotation-plain.js';
-import type { RotationDeps } from '../app/rotation-run-effect.js';
-import { loadInventory } from '../mesh/inventory.js';
-import { newRotationId } from '../mesh/journal.js';
-import { planRotation, type RotationPlan } from '../mesh/rotation-plan.js';
-import type { Selector } from '../mesh/selector.js';
-import { transportsFor, type TransportFor } from '../transport/make-transport.js';
-import type { DrillSandbox } from './sandbox.js';
-import { unpluggable } from './unplugged.js';
+import type { RotationState } from '../../app/rotation-flow.js';
+import { runRotationPlain } from '../../app/rotation-plain.js';
+import type { RotationDeps } from '../../app/rotation-run-effect.js';
+import { loadInventory } from '../../mesh/inventory.js';
+import { newRotationId } from '../../mesh/journal.js';
+import { planRotation, type RotationPlan } from '../../mesh/rotation-plan.js';
+import type { Selector } from '../../mesh/selector.js';
+import type { TransportFor } from '../../mesh/transport.js';
+import { transportsFor } from '../../transport/make-transport.js';
+import { BatonError } from '../../errors.js';
+import { DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
+import { unpluggable } from '../../app/drill/unplugged.js';
 
 /** The drill's one bound on a holder's answer, per step. */
 export const DRILL_TIMEOUT_MS = 5_000;
@@ -51,4 +53,19 @@ export async function rotateScripted(
   write: (line: string) => void = () => {},
 ): Promise<{ readonly code: number; readonly state: RotationState }> {
   return runRotationPlain({ id: newDrillRotationId(), plan: drillPlan(sandbox, selector), deps: drillRotationDeps(sandbox), yes: true, write });
+}
+
+/**
+ * Every pair of pg-main gets its first password through a real rotation, and the drill waits
+ * until the provisioner applied them all: step 4 needs an old password that logs in.
+ */
+export async function seedPasswords(sandbox: DrillSandbox): Promise<void> {
+  const { state: result } = await rotateScripted(sandbox, { by: 'provider', name: DRILL_PROVIDER });
+  if (result.step !== 'done' || result.applied.length !== result.plan.pairs.length) {
+    throw new BatonError('failed', {
+      what: `The first passwords of pg-main were not applied (the rotation ended in "${result.step}", ${result.step === 'done' ? result.applied.length : 0} of ${result.plan.pairs.length} applied).`,
+      where: sandbox.postgres.logFile,
+      next: 'Read the PostgreSQL log named above; run the drill again with --keep to look at the sandbox.',
+    });
+  }
 }

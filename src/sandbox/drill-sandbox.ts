@@ -19,39 +19,8 @@ import { stringify as toYaml } from 'yaml';
 import { systemClock } from '../authority/index.js';
 import { asBatonError, BatonError } from '../errors.js';
 import type { ShareContext } from '../share/operations.js';
-import type { Store } from '../store/store.js';
-import type { PostgresSandbox } from '../sandbox/postgres.js';
+import { DRILL_CONSUMERS, DRILL_MACHINES, DRILL_MESH_DIR, DRILL_PROVIDER, type Controller, type DrillMachine, type DrillSandbox } from './drill-layout.js';
 import { makeTeardown, type Teardown } from './teardown.js';
-import type { Controller } from './scenario.js';
-
-export const DRILL_MACHINES = ['db1', 'web1', 'web2', 'worker1'] as const;
-export type DrillMachine = (typeof DRILL_MACHINES)[number];
-
-export const DRILL_PROVIDER = 'pg-main';
-export const DRILL_MESH_DIR = '/var/lib/baton/mesh';
-export const DRILL_CONSUMERS = [
-  { name: 'web1-app', machine: 'web1', role: 'web1_app' },
-  { name: 'web2-app', machine: 'web2', role: 'web2_app' },
-  { name: 'worker1-jobs', machine: 'worker1', role: 'worker1_jobs' },
-] as const;
-
-export interface DrillSandbox {
-  readonly dir: string;
-  readonly deployment: string;
-  readonly storeUrl: string;
-  readonly store: Store;
-  readonly inventoryPath: string;
-  readonly journalDir: string;
-  readonly postgres: PostgresSandbox;
-  /** The state dir of a controller. */
-  stateDir(controller: Controller): string;
-  /** What the share operations need, as that controller. */
-  share(controller: Controller): ShareContext;
-  /** The directory playing a machine's `/`. */
-  machineRoot(machine: DrillMachine): string;
-  /** A path under a machine's mesh_dir, on this machine's disk. */
-  meshPath(machine: DrillMachine, ...parts: string[]): string;
-}
 
 export interface SandboxOptions {
   /** Leave the temp dir behind (its path is printed by the caller). */
@@ -66,13 +35,18 @@ export interface SandboxOptions {
    * would otherwise re-create files in a dir just removed.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Gives every pair its first password once the provisioner runs. Passed in by the drill's
+   * runners: a rotation is a flow the commands compose, which the sandbox must not import.
+   */
+  readonly seed: (sandbox: DrillSandbox) => Promise<void>;
 }
 
 /**
  * Builds the sandbox, registering how to undo each part on `teardown` as it starts. A failure
  * part-way undoes what was started and says so; the caller runs the teardown when the drill ends.
  */
-export async function startSandbox(options: SandboxOptions = {}): Promise<{ sandbox: DrillSandbox; teardown: Teardown }> {
+export async function startSandbox(options: SandboxOptions): Promise<{ sandbox: DrillSandbox; teardown: Teardown }> {
   const progress = options.onProgress ?? (() => {});
   const teardown = options.teardown ?? makeTeardown();
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-drill-')));
@@ -82,7 +56,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<{ sand
       if (options.signal?.aborted) throw new BatonError('aborted', { what: 'The drill was left while the sandbox was being set up.', where: dir });
       progress(text);
     };
-    const sandbox = await build(dir, teardown, stage);
+    const sandbox = await build(dir, teardown, stage, options.seed);
     return { sandbox, teardown };
   } catch (error) {
     await teardown.run();
@@ -92,7 +66,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<{ sand
   }
 }
 
-async function build(dir: string, teardown: Teardown, progress: (text: string) => void): Promise<DrillSandbox> {
+async function build(dir: string, teardown: Teardown, progress: (text: string) => void, seed: SandboxOptions['seed']): Promise<DrillSandbox> {
   const deployment = randomBytes(16).toString('hex');
   const stateDirs: Record<Controller, string> = { 'ctl-a': path.join(dir, 'ctl-a'), 'ctl-b': path.join(dir, 'ctl-b') };
   for (const stateDir of Object.values(stateDirs)) mkdirSync(stateDir, { mode: 0o700 });
@@ -103,7 +77,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   const meshPath = (machine: DrillMachine, ...parts: string[]) => path.join(machineRoot(machine), DRILL_MESH_DIR, ...parts);
 
   progress('starting S3 (s3rver on 127.0.0.1)…');
-  const { startS3Sandbox } = await import('../sandbox/s3.js');
+  const { startS3Sandbox } = await import('./s3.js');
   const s3 = await startS3Sandbox({ dir: path.join(dir, 's3') });
   teardown.add('stop S3', () => s3.close());
   const { openStore } = await import('../store/open-store.js');
@@ -126,7 +100,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   writeFileSync(inventoryPath, inventoryYaml(machineRoot), { mode: 0o644 });
 
   progress('starting PostgreSQL (embedded, scram-sha-256)…');
-  const { startPostgres } = await import('../sandbox/postgres.js');
+  const { startPostgres } = await import('./postgres.js');
   const postgres = await startPostgres().catch((error: unknown) => {
     throw postgresError(error);
   });
@@ -147,14 +121,14 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   };
 
   progress('delivering pg-main\'s superuser password to db1…');
-  const { deliverSuperuserPassword, startProvisioner, seedPasswords } = await import('./mesh-setup.js');
+  const { deliverSuperuserPassword, startProvisioner } = await import('./drill-mesh-setup.js');
   await deliverSuperuserPassword(sandbox);
   progress('starting the provisioner for pg-main (watch)…');
   const provisionerLog = path.join(dir, 'provisioner.log');
   const provisioner = await startProvisioner(sandbox, (line) => appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }));
   teardown.add('stop the provisioner', () => provisioner.stop());
   progress('giving every pair of pg-main its first password…');
-  await seedPasswords(sandbox);
+  await seed(sandbox);
   return sandbox;
 }
 

@@ -1,9 +1,10 @@
 /**
  * The drill's scenario as data: five steps, each explained in two or three sentences and
- * split into tasks the operator performs in the real views. The flow (src/app/drill-flow.ts),
+ * split into tasks the operator performs in the real views. The flow (src/app/drill/drill-flow.ts),
  * the plain walk-through and `--list` all read this one table, so the words an operator
  * rehearses with are the words CI checks.
  */
+import type { Controller } from '../../sandbox/drill-layout.js';
 
 /** Where a task is performed. */
 export type TaskKind =
@@ -16,7 +17,7 @@ export type TaskKind =
   /** Something the drill does to the sandbox on the operator's Enter (a fault, a CLI step). */
   | { readonly kind: 'action'; readonly action: DrillAction };
 
-export type Controller = 'ctl-a' | 'ctl-b';
+export type { Controller };
 
 export type DrillSelector =
   | { readonly by: 'consumer'; readonly name: string }

@@ -4,14 +4,14 @@
  * and words as the command, over the drill's transports (so an unplugged worker1 shows as
  * unreachable).
  */
-import { meshStatusLines } from '../app/mesh-status-text.js';
-import { loadInventory } from '../mesh/inventory.js';
-import { readJournalHistory } from '../mesh/journal-history.js';
-import { readMeshStatus } from '../mesh/read-mesh-status.js';
-import { planRotation } from '../mesh/rotation-plan.js';
-import type { Selector } from '../mesh/selector.js';
+import { meshStatusLines } from '../../app/mesh-status-text.js';
+import { loadInventory } from '../../mesh/inventory.js';
+import { readJournalHistory } from '../../mesh/journal-history.js';
+import { readMeshStatus } from '../../mesh/read-mesh-status.js';
+import { planRotation } from '../../mesh/rotation-plan.js';
+import type { Selector } from '../../mesh/selector.js';
 import { drillTransports } from './rotate.js';
-import type { DrillSandbox } from './sandbox.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 
 /** The plain lines of `baton mesh status <selector>` in the sandbox, now. */
 export async function meshStatusNow(sandbox: DrillSandbox, selector: Selector): Promise<string[]> {

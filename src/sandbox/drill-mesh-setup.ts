@@ -1,13 +1,13 @@
 /**
  * The mesh half of the sandbox: pg-main's superuser password delivered to db1 the way the
- * mesh delivers one, the provisioner watching db1's deliveries in-process, and a first
- * rotation of every pair so each consumer has a password that logs in before step 4 starts.
+ * mesh delivers one, and the provisioner watching db1's deliveries in-process. (The first
+ * rotation of every pair is the runners' `seedPasswords`, passed to startSandbox.)
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Secret } from '../mesh/secret.js';
 import { localTransport } from '../transport/local-transport.js';
-import { DRILL_MESH_DIR, DRILL_PROVIDER, type DrillSandbox } from './sandbox.js';
+import { DRILL_MESH_DIR, DRILL_PROVIDER, type DrillSandbox } from './drill-layout.js';
 
 /** Where the provisioner reads its superuser password: `consumes/<provider>/<superuser>` on db1. */
 export function superuserFilePath(sandbox: DrillSandbox): string {
@@ -58,21 +58,4 @@ export async function startProvisioner(sandbox: DrillSandbox, log: (line: string
       await loop;
     },
   };
-}
-
-/**
- * Every pair of pg-main gets its first password through a real rotation, and the drill waits
- * until the provisioner applied them all: step 4 needs an old password that logs in.
- */
-export async function seedPasswords(sandbox: DrillSandbox): Promise<void> {
-  const { rotateScripted } = await import('./rotate.js');
-  const { BatonError } = await import('../errors.js');
-  const { state: result } = await rotateScripted(sandbox, { by: 'provider', name: DRILL_PROVIDER });
-  if (result.step !== 'done' || result.applied.length !== result.plan.pairs.length) {
-    throw new BatonError('failed', {
-      what: `The first passwords of pg-main were not applied (the rotation ended in "${result.step}", ${result.step === 'done' ? result.applied.length : 0} of ${result.plan.pairs.length} applied).`,
-      where: sandbox.postgres.logFile,
-      next: 'Read the PostgreSQL log named above; run the drill again with --keep to look at the sandbox.',
-    });
-  }
 }

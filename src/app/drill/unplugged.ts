@@ -5,8 +5,8 @@
  */
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Machine } from '../mesh/inventory.js';
-import { TransportError, type Transport } from '../transport/transport.js';
+import type { Machine } from '../../mesh/inventory.js';
+import { TransportError, type Transport } from '../../mesh/transport.js';
 
 export const UNPLUGGED_MARKER = '.baton-unreachable';
 

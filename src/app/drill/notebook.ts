@@ -6,11 +6,11 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
-import { look, type Look } from '../share/operations.js';
-import { Secret } from '../mesh/secret.js';
+import { JOURNAL_FILE, type JournalRecord } from '../../mesh/journal.js';
+import { look, type Look } from '../../share/operations.js';
+import { Secret } from '../../mesh/secret.js';
 import { digestTree, readMeshFiles, type MeshFiles } from './machine-files.js';
-import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from './sandbox.js';
+import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { Controller } from './scenario.js';
 
 export type Role = (typeof DRILL_CONSUMERS)[number]['role'];

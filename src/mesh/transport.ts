@@ -5,8 +5,11 @@
  * Writes are atomic (temp file → fsync → rename) with umask 077: a reader of `<role>` sees
  * the old secret or the new one, never half of one, and never a file others can read.
  */
-import type { SecretDigest } from '../mesh/digest.js';
-import type { Secret } from '../mesh/secret.js';
+import type { SecretDigest } from './digest.js';
+import type { Secret } from './secret.js';
+
+/** Where a transport stages a file beside its live path; the commit renames it into place. */
+export const STAGED_SUFFIX = '.next';
 
 export interface StagedFile {
   /** The LIVE path; the transport writes `<path>.next`. */
@@ -60,6 +63,9 @@ export interface BoundTransport {
   digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
 }
+
+/** The transport of a machine, by inventory name (built by the commands, passed down). */
+export type TransportFor = (machine: string) => BoundTransport;
 
 /** A transport failure, in words an operator can act on; never carries a secret. */
 export class TransportError extends Error {

@@ -4,9 +4,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { BatonError } from '../errors.js';
-import type { CliContext } from '../commands/context.js';
-import type { MeshFlags } from '../commands/mesh.js';
+import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
+import type { CliContext } from './context.js';
+import { hasTerminal, openInk } from './mount-view.js';
+import type { MeshFlags } from './mesh-flags.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
@@ -17,11 +18,11 @@ import { parseAge } from '../mesh/credential-age.js';
 import { readJournalHistory } from '../mesh/journal-history.js';
 import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
-import { openCommandTransports } from '../commands/command-transports.js';
-import { MARKS } from './marks.js';
-import type { RotationDeps } from './rotation-run-effect.js';
-import { runRotationPlain } from './rotation-plain.js';
-import { planHeadline, receivesText } from './rotation-text.js';
+import { openCommandTransports } from './command-transports.js';
+import { MARKS } from '../app/marks.js';
+import type { RotationDeps } from '../app/rotation-run-effect.js';
+import { runRotationPlain } from '../app/rotation-plain.js';
+import { planHeadline, receivesText } from '../app/rotation-text.js';
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
@@ -98,7 +99,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Nothing was changed.');
   }
-  return unresolved.length === 0 ? 0 : 3;
+  return unresolved.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -106,7 +107,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const olderThanMs = flags.olderThan === undefined ? undefined : parseAge('--older-than', flags.olderThan);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  const interactive = Boolean(process.stdin.isTTY && ctx.stdout.isTTY) && !flags.yes;
+  const interactive = hasTerminal(ctx) && !flags.yes;
   if (!interactive && !flags.yes) {
     throw new BatonError('usage', {
       what: 'mesh rotate needs a confirmation: there is no terminal to type it in.',
@@ -143,13 +144,11 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
-    // As for status and failover (src/commands/mount-view.ts): Ink's colour support is fixed
-    // when it is first loaded, so NO_COLOR / --no-color must reach it before the import, or
-    // bold and dim escapes still reach the terminal.
-    if (config.noColor) process.env.FORCE_COLOR = '0';
+    // Ink first (it fixes the colour setting), then the view that imports it.
     try {
-      const { mountRotationView } = await import('../../components/rotation/mount-rotation-view.js');
-      return await mountRotationView({ id, plan, deps, noColor: config.noColor });
+      const ink = await openInk(ctx, config.noColor);
+      const { mountRotationView } = await import('./mount-rotation-view.js');
+      return await mountRotationView(ink, { id, plan, deps, noColor: config.noColor, stdout: ctx.stdout });
     } finally {
       await transports.close();
     }
@@ -199,12 +198,12 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
   for (const holder of result.holders) {
     for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
   }
-  let code = 0;
+  let code = EXIT_OK;
   for (const pair of result.pairs) {
     if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}`);
     else if (waitMs > 0) {
       out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, ${pair.window}.`);
-      code = 3;
+      code = EXIT_CODES['action-needed'];
     }
   }
   return code;

@@ -3,8 +3,8 @@
  * rotation took effect is the database accepting the new password and refusing the old one,
  * not a file on disk saying so.
  */
-import { isBatonError } from '../errors.js';
-import type { Secret } from '../mesh/secret.js';
+import { isBatonError } from '../../errors.js';
+import type { Secret } from '../../mesh/secret.js';
 
 export type LoginResult =
   | { readonly ok: true }

@@ -5,9 +5,9 @@
  * sandbox) pass: a rehearsal that can be clicked through teaches nothing. Keys that do not
  * apply change nothing, and Esc never quits — the operator leaves only with q (or Ctrl-C).
  */
-import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from '../drill/scenario.js';
-import type { CheckResult } from '../drill/check.js';
-import { sameForHumans } from '../pki/fingerprint-type.js';
+import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from './scenario.js';
+import type { CheckResult } from './check.js';
+import { sameForHumans } from '../../pki/fingerprint-type.js';
 
 export type DrillPhase =
   /** The sandbox is being set up; progress lines are shown. */
@@ -81,11 +81,11 @@ export type DrillEvent =
   | { readonly type: 'wrong-turn'; readonly what: string };
 
 export type DrillEffect =
-  /** Note how the sandbox stands before a task (src/drill/notebook.ts). */
+  /** Note how the sandbox stands before a task (src/app/drill/notebook.ts). */
   | { readonly type: 'open'; readonly step: StepNumber; readonly task: number }
-  /** Perform an action task (src/drill/actions.ts). */
+  /** Perform an action task (src/commands/drill/perform.ts). */
   | { readonly type: 'perform'; readonly step: StepNumber; readonly task: number }
-  /** Run the checks of a task (src/drill/checks.ts). */
+  /** Run the checks of a task (src/app/drill/checks.ts). */
   | { readonly type: 'check'; readonly step: StepNumber; readonly task: number }
   /** Leave the drill; the sandbox is torn down. */
   | { readonly type: 'quit' };

@@ -3,24 +3,26 @@
  * printed after the view is gone, so what changed where stays in the scrollback (brief for a
  * large rotation: the journal it names has every file).
  */
-import { render } from 'ink';
-import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
-import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
-import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
-import { rotationStore } from '../../src/app/rotation-store.js';
-import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
-import { RotationApp } from './RotationApp.js';
+import { EXIT_CODES } from '../errors.js';
+import { startRotation, type RotationEvent, type RotationState } from '../app/rotation-flow.js';
+import { finishAfterLeaving } from '../app/rotation-leave.js';
+import { rotationRunner, type RotationDeps } from '../app/rotation-run-effect.js';
+import { rotationStore } from '../app/rotation-store.js';
+import type { RotationPlan } from '../mesh/rotation-plan.js';
+import { RotationApp } from '../../components/rotation/RotationApp.js';
+import type { InkSession } from './mount-view.js';
 
 export interface MountOptions {
   readonly id: string;
   readonly plan: RotationPlan;
   readonly deps: RotationDeps;
   readonly noColor: boolean;
-  readonly stdout?: NodeJS.WriteStream;
+  readonly stdout: NodeJS.WriteStream;
 }
 
-export async function mountRotationView(options: MountOptions): Promise<number> {
-  const stdout = options.stdout ?? process.stdout;
+/** `ink` comes from openInk (mount-view.ts), opened before this module was imported. */
+export async function mountRotationView(ink: InkSession, options: MountOptions): Promise<number> {
+  const stdout = options.stdout;
   const listeners = new Set<(state: RotationState, event: RotationEvent | undefined) => void>();
   const store = rotationStore(startRotation(options.id, options.plan), rotationRunner(options.deps), (state, event) => {
     for (const listener of listeners) listener(state, event);
@@ -30,7 +32,7 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
     return () => listeners.delete(listener);
   };
   let result: { code: number; state: RotationState } | undefined;
-  const instance = render(
+  const instance = ink.mount(
     <RotationApp
       store={store}
       subscribe={subscribe}
@@ -40,10 +42,9 @@ export async function mountRotationView(options: MountOptions): Promise<number> 
         result = { code, state };
       }}
     />,
-    { stdout, exitOnCtrlC: false, patchConsole: false },
   );
   store.finished().catch((error: unknown) => {
-    result ??= { code: 1, state: store.state() };
+    result ??= { code: EXIT_CODES.failed, state: store.state() };
     stdout.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);
     instance.unmount();
   });

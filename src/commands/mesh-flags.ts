@@ -1,0 +1,18 @@
+/** The flags of `baton mesh plan | rotate | resume`, as commander hands them over. Apart from
+ * mesh.ts so the runners it loads lazily read the type without importing their loader. */
+export interface MeshFlags {
+  readonly consumer?: string;
+  readonly provider?: string;
+  readonly machine?: string;
+  readonly pair?: string;
+  readonly inventory?: string;
+  readonly concurrency: string;
+  readonly timeout: string;
+  readonly wait: string;
+  readonly json?: boolean;
+  readonly yes?: boolean;
+  /** `mesh status --max-age 90d`: older pairs need action (exit 3). */
+  readonly maxAge?: string;
+  /** `mesh rotate --older-than 90d`: only the selected pairs older than this. */
+  readonly olderThan?: string;
+}

@@ -1,0 +1,39 @@
+/**
+ * The drill sandbox's fixed names (its controllers, machines, provider, consumers, mesh dir)
+ * and what a started sandbox offers. A leaf for the drill: it imports no drill module, so the
+ * sandbox, its mesh set-up, the checks and the runners read one table without a cycle.
+ */
+import type { ShareContext } from '../share/operations.js';
+import type { Store } from '../store/store.js';
+import type { PostgresSandbox } from './postgres.js';
+
+export type Controller = 'ctl-a' | 'ctl-b';
+
+export const DRILL_MACHINES = ['db1', 'web1', 'web2', 'worker1'] as const;
+export type DrillMachine = (typeof DRILL_MACHINES)[number];
+
+export const DRILL_PROVIDER = 'pg-main';
+export const DRILL_MESH_DIR = '/var/lib/baton/mesh';
+export const DRILL_CONSUMERS = [
+  { name: 'web1-app', machine: 'web1', role: 'web1_app' },
+  { name: 'web2-app', machine: 'web2', role: 'web2_app' },
+  { name: 'worker1-jobs', machine: 'worker1', role: 'worker1_jobs' },
+] as const;
+
+export interface DrillSandbox {
+  readonly dir: string;
+  readonly deployment: string;
+  readonly storeUrl: string;
+  readonly store: Store;
+  readonly inventoryPath: string;
+  readonly journalDir: string;
+  readonly postgres: PostgresSandbox;
+  /** The state dir of a controller. */
+  stateDir(controller: Controller): string;
+  /** What the share operations need, as that controller. */
+  share(controller: Controller): ShareContext;
+  /** The directory playing a machine's `/`. */
+  machineRoot(machine: DrillMachine): string;
+  /** A path under a machine's mesh_dir, on this machine's disk. */
+  meshPath(machine: DrillMachine, ...parts: string[]): string;
+}

@@ -1,0 +1,99 @@
+/**
+ * The verdict of the decision table (DESIGN.md §5) in words: its tone, its label, a headline
+ * and the exact next command. ONE table for sync, status (TTY, plain, JSON), failover and the
+ * drill, so the same verdict never reads two ways. The screen shows fingerprints in their own
+ * panels and leaves them out of the headline; a plain sentence or a refusal carries them.
+ */
+import type { Fingerprint } from '../pki/fingerprint-type.js';
+import type { Lineage, Verdict } from './types.js';
+
+/** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
+export type VerdictTone = 'ok' | 'action' | 'refused';
+
+export interface VerdictWords {
+  readonly tone: VerdictTone;
+  /** Short label after the mark: "in sync", "action needed", "refused", "blocked". */
+  readonly label: string;
+  /** One or two sentences: what the two sides say. */
+  readonly headline: string;
+  /** The exact next step: a command, or "Nothing to do." */
+  readonly next: string;
+}
+
+export interface VerdictWordsOptions {
+  /**
+   * The command prefix with the global flags the operator gave, so the next step can be pasted
+   * as it stands (a bare `baton sync` would read another config and do something else).
+   */
+  readonly baton?: string;
+  /** Name the fingerprints in the headline (plain lines and refusals; a screen has panels). */
+  readonly fingerprints?: boolean;
+}
+
+export function lineageWords(lineage: Lineage): string {
+  switch (lineage) {
+    case 'left-behind':
+      return 'this host was left behind by a rotation (the published authority replaced the one this host holds).';
+    case 'ahead':
+      return 'this host is ahead (it rotated away from the published authority and has not published the new one).';
+    case 'unrelated':
+      return 'nothing links the two authorities (this host may be pointed at the wrong deployment or store).';
+  }
+}
+
+/** The lineage diagnosis as a sentence of its own. */
+export function lineageSentence(lineage: Lineage): string {
+  const words = lineageWords(lineage);
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}): VerdictWords {
+  const baton = options.baton ?? 'baton';
+  const fp = (fingerprint: Fingerprint) => (options.fingerprints ? ` ${fingerprint}` : '');
+  switch (verdict.kind) {
+    case 'in-sync':
+      return { tone: 'ok', label: 'in sync', headline: `This host holds the published authority${fp(verdict.fingerprint)}.`, next: 'Nothing to do.' };
+    case 'first-controller':
+      return {
+        tone: 'action',
+        label: 'action needed',
+        headline: 'Nothing is published and this host holds no authority: it can be the first controller.',
+        next: `${baton} failover`,
+      };
+    case 'adopt':
+      return {
+        tone: 'action',
+        label: 'action needed',
+        headline: verdict.lostMarker
+          ? `This host lost its authority files (the marker is present); the published authority${fp(verdict.published)} can be adopted.`
+          : `This host holds no authority; the deployment's published authority${fp(verdict.published)} can be adopted.`,
+        next: `${baton} failover`,
+      };
+    case 'publish':
+      return {
+        tone: 'action',
+        label: 'action needed',
+        headline: `Nothing is published: this host's authority${fp(verdict.local)} can be published.`,
+        next: `${baton} failover`,
+      };
+    case 'refuse':
+      return {
+        tone: 'refused',
+        label: 'refused',
+        headline: `The local${fp(verdict.local)} and published${fp(verdict.published)} authorities differ. ${lineageSentence(verdict.lineage)}`,
+        next: verdict.lineage === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
+      };
+    case 'blocked':
+      return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };
+  }
+}
+
+/**
+ * The verdict as one plain sentence with its label, e.g. "This host holds the published
+ * authority SHA256:…: in sync." — the words of the table, for sync's lines and refusals.
+ */
+export function verdictSentence(verdict: Verdict): string {
+  const words = verdictWords(verdict, { fingerprints: true });
+  if (verdict.kind === 'blocked') return `Blocked: ${words.headline}`;
+  return `${words.headline.replace(/\.$/, '')}: ${words.label}.`;
+}
