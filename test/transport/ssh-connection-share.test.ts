@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -189,8 +189,9 @@ describe('one ssh connection per machine per command, against a real sshd', () =
       // mute gets a pair so the plan resolves it (and hangs there).
       const text = readFileSync(file, 'utf8').replace('consumers:\n', 'consumers:\n  - { name: muted, machine: mute, uses: [pg-main] }\n');
       writeFileSync(file, text);
-      const tmpdir = path.join(base, 'tmpdir');
-      mkdirSync(tmpdir, { recursive: true });
+      // A short TMPDIR: control socket paths must stay under the 108-byte limit, or baton
+      // falls back to /tmp and this test would look in the wrong place.
+      const tmpdir = mkdtempSync('/tmp/bt-');
       const child = spawn(process.execPath, [BATON, 'mesh', 'plan', '--provider', 'pg-main', '--inventory', file, '--timeout', '600'], {
         env: { ...process.env, TMPDIR: tmpdir, NO_COLOR: '1', BATON_CONFIG: '' },
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -208,6 +209,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
       expect(await exited).toBe(3);
       expect(existsSync(dir)).toBe(false);
       await expect.poll(() => processesMentioning(dir), { timeout: 10_000 }).toEqual([]);
+      rmSync(tmpdir, { recursive: true, force: true });
     } finally {
       await silent.close();
     }
