@@ -183,6 +183,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
 
   it('SIGINT during a plan stops every ssh, ends the masters and removes the socket directory', { timeout: 600_000 }, async () => {
     const silent = await silentServer();
+    let stopChild = (): unknown => undefined;
     try {
       const base = path.join(tmp.dir, 'sigint');
       const file = writeInventory(base, [`  - { name: mute, address: "127.0.0.1:${silent.port}", transport: ssh, mesh_dir: ${base}/mute/mesh }`, ]);
@@ -197,6 +198,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      stopChild = () => child.exitCode === null && child.signalCode === null && child.kill('SIGKILL');
       // Wait until the masters to the answering machines exist (their sockets are in the directory).
       const shareDir = () => readdirSync(tmpdir).filter((n) => n.startsWith('baton-ssh-')).map((n) => path.join(tmpdir, n))[0];
       await expect.poll(() => {
@@ -211,6 +213,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
       await expect.poll(() => processesMentioning(dir), { timeout: 10_000 }).toEqual([]);
       rmSync(tmpdir, { recursive: true, force: true });
     } finally {
+      stopChild();
       await silent.close();
     }
   });
