@@ -39,17 +39,19 @@ export function openCommandTransports(machines: readonly Machine[], options: Com
     // The in-flight ssh children are stopped by the abort; then the masters and sockets go.
     void close().finally(() => process.exit(EXIT_CODES.aborted));
   };
+  // The listeners stay until the masters are gone: execa's signal-exit re-raises a signal
+  // that no other listener handles, which would kill baton before its cleanup ran.
   const close = async () => {
+    await share?.close();
     process.off('exit', onExit);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await share?.close();
   };
   if (share) {
     process.on('exit', onExit);
     if (!options.noSignalHandlers) {
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
     }
   }
   const ssh = { ...(options.exec ? { exec: options.exec } : {}), ...(options.sshPath ? { sshPath: options.sshPath } : {}), ...(share ? { share } : {}) };
