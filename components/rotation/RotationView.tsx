@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { confirmPrompt, gateClosedLines, planHeadline, progressText } from '../../src/app/rotation-text.js';
+import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
@@ -58,7 +58,7 @@ function panel(state: RotationState): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
-      return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${p.holders} machines — nothing is generated until every one answers`, tone: 'busy' }];
+      return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${plural(p.holders, 'machine')} — nothing is generated until every one answers`, tone: 'busy' }];
     case 'gate-closed': {
       const [head, sent, ...rest] = gateClosedLines(state);
       return [
@@ -70,7 +70,7 @@ function panel(state: RotationState): PanelLine[] {
     }
     case 'confirming':
       return [
-        { text: `${MARKS.ok.glyph} Gate open: all ${p.holders} machines resolved.`, tone: 'ok' },
+        { text: `${MARKS.ok.glyph} Gate open: ${allOf(p.holders, 'machine')} resolved.`, tone: 'ok' },
         ...limited(
           state.plan.pairs.map((pair) => `Window: ${pair.window}.`),
           2,
@@ -84,8 +84,12 @@ function panel(state: RotationState): PanelLine[] {
       return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];
     case 'preparing':
     case 'committing':
-    case 'applying':
       return [{ text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' }];
+    case 'applying':
+      return [
+        { text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' },
+        { text: "Provider ends are live; each consumer end follows its provider's receipt.", wrap: true },
+      ];
     case 'prepare-failed':
       return [
         { text: `${MARKS.refused.glyph} Prepare failed: nothing took effect, the old credentials keep working.`, tone: 'refused' },
@@ -96,23 +100,24 @@ function panel(state: RotationState): PanelLine[] {
       ];
     case 'commit-failed':
       return [
-        { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged.`, tone: 'refused' },
+        { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged (their old passwords still work).`, tone: 'refused' },
         ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
         { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action' },
       ];
     case 'done': {
       const applied = setOf(state.applied);
       const missing = state.plan.pairs.filter((pair) => !applied.has(pair.key));
+      const longest = Math.max(0, ...Object.values(state.windows));
       return [
-        { text: `${MARKS.ok.glyph} Rotated ${p.pairs} credential(s): ${p.files} files replaced on ${p.holders} machines.`, tone: 'ok' },
-        { text: `  ${progressText(state)}` },
-        ...(state.waited
-          ? limited(
-              missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, new connections from ${pair.consumer} with the old password fail.`),
-              2,
-              (n) => `  …and ${n} more not confirmed`,
-            ).map((text) => ({ text, tone: 'action' as const, wrap: true }))
-          : [{ text: `${MARKS.info.glyph} Receipts not waited for (--wait 0).` }]),
+        missing.length === 0
+          ? { text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`, tone: 'ok' }
+          : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run baton mesh resume ${state.id}`, tone: 'action' },
+        { text: `  ${progressText(state)}${state.applied.length > 0 ? ` · window ≤ ${formatWindow(longest)}` : ''}` },
+        ...limited(
+          missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`),
+          2,
+          (n) => `  …and ${n} more not confirmed`,
+        ).map((text) => ({ text, tone: 'action' as const, wrap: true })),
         { text: 'The summary is printed when you quit.' },
       ];
     }

@@ -37,11 +37,21 @@ export type RotationState =
   /** `staged`: machines with all their files staged; `stagedFiles`: how many files that is. */
   | (Resolved & { readonly step: 'preparing'; readonly staged: KeyedLog<true>; readonly stagedFiles: number })
   | (Resolved & { readonly step: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] })
-  /** `committed`: `machine\0path` of every file renamed into place. */
+  /** `committed`: `machine\0path` of every provider-end file renamed into place. */
   | (Resolved & { readonly step: 'committing'; readonly digests: Digests; readonly committed: KeyedLog<true> })
-  | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[] })
-  | (Resolved & { readonly step: 'applying'; readonly digests: Digests; readonly applied: KeyedLog<true> })
-  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly waited: boolean });
+  /**
+   * Provider ends are live (those in `committed`; `failures` names machines where the rename
+   * failed); each pair's consumer end is renamed as its receipt arrives. `applied`: pair →
+   * the window it had, in ms.
+   */
+  | (Resolved & { readonly step: 'applying'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: KeyedLog<number> })
+  /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
+  | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: readonly string[]; readonly windows: Windows })
+  /** `applied`: pairs whose consumer end went live after their receipt; the others' consumer ends are still staged. */
+  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly windows: Windows });
+
+/** pair key → ms from the database taking the new password to the consumer end's rename. */
+export type Windows = Readonly<Record<string, number>>;
 
 type Digests = Readonly<Record<string, SecretDigest>>;
 
@@ -54,12 +64,15 @@ export type RotationEvent =
   | { readonly type: 'staged'; readonly machine: string }
   | { readonly type: 'prepared'; readonly digests: Digests }
   | { readonly type: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] }
-  /** One holder committed the files of one end. */
+  /** One holder committed its provider-end files. */
   | { readonly type: 'committed-step'; readonly machine: string; readonly end: 'provides' | 'consumes'; readonly paths: readonly string[] }
   | { readonly type: 'committed' }
+  /** Some provider ends could not be renamed; the pairs of the others still go on. */
   | { readonly type: 'commit-failed'; readonly failures: readonly MachineFailure[] }
-  | { readonly type: 'applied-pair'; readonly pair: string }
-  | { readonly type: 'apply-finished'; readonly waited: boolean };
+  /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
+  | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
+  /** The wait is over; `failures`: consumer machines whose rename failed. */
+  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[] };
 
 export type RotationEffect =
   | { readonly type: 'resolve' }
@@ -167,20 +180,34 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         for (const p of event.paths) committed = logAdd(committed, `${event.machine}\0${p}`, true);
         return committed === state.committed ? to(state) : to({ ...state, committed });
       }
-      if (event.type === 'committed') {
-        const applying: RotationState = { ...base(state), step: 'applying', digests: state.digests, applied: emptyLog() };
+      if (event.type === 'committed' || event.type === 'commit-failed') {
+        const applying: RotationState = {
+          ...base(state),
+          step: 'applying',
+          digests: state.digests,
+          committed: logKeys(state.committed),
+          failures: event.type === 'commit-failed' ? event.failures : [],
+          applied: emptyLog(),
+        };
+        // The journal's 'committed' record is the provider ends; a failed machine is in its results.
         return to(applying, [{ type: 'journal', phase: 'committed', state: applying }, { type: 'wait-applied', digests: state.digests }]);
-      }
-      if (event.type === 'commit-failed') {
-        const failed: RotationState = { ...base(state), step: 'commit-failed', digests: state.digests, committed: logKeys(state.committed), failures: event.failures };
-        return to(failed, [{ type: 'journal', phase: 'commit-failed', state: failed }]);
       }
       return to(state);
     case 'applying':
-      if (event.type === 'applied-pair' && !logHas(state.applied, event.pair)) return to({ ...state, applied: logAdd(state.applied, event.pair, true) });
+      if (event.type === 'applied-pair' && !logHas(state.applied, event.pair)) return to({ ...state, applied: logAdd(state.applied, event.pair, event.windowMs) });
       if (event.type === 'apply-finished') {
-        const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied: logKeys(state.applied), waited: event.waited };
-        return to(done, [{ type: 'journal', phase: 'applied', state: done }]);
+        const applied = logKeys(state.applied);
+        const windows: Record<string, number> = {};
+        for (const key of applied) windows[key] = logGet(state.applied, key)!;
+        const failures = [...state.failures, ...event.failures];
+        if (failures.length === 0) {
+          const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied, windows };
+          return to(done, [{ type: 'journal', phase: 'applied', state: done }]);
+        }
+        const consumers = new Map(state.plan.pairs.map((p) => [p.key, `${p.consumerMachine}\0${p.consumerPath}`] as const));
+        const committed = [...state.committed, ...applied.map((key) => consumers.get(key)!)];
+        const failed: RotationState = { ...base(state), step: 'commit-failed', digests: state.digests, committed, failures, applied, windows };
+        return to(failed, [{ type: 'journal', phase: 'commit-failed', state: failed }]);
       }
       return to(state);
     case 'gate-closed':
@@ -208,7 +235,8 @@ export function isTerminal(state: RotationState): state is Terminal {
 
 /**
  * DESIGN.md §8: 4 when the gate closed or prepare rolled back (nothing took effect), 1 when a
- * commit is left to resume, 3 when cancelled or when a provider has not confirmed in time.
+ * rename failed (left to resume), 3 when cancelled or when a provider has not confirmed in
+ * time (its consumer end is staged, its old password still works; `mesh resume` finishes it).
  */
 export function rotationExitCode(state: Terminal): number {
   switch (state.step) {
@@ -220,7 +248,7 @@ export function rotationExitCode(state: Terminal): number {
     case 'cancelled':
       return EXIT_CODES.aborted;
     case 'done':
-      return state.waited && state.applied.length < state.plan.pairs.length ? EXIT_CODES['action-needed'] : EXIT_OK;
+      return state.applied.length < state.plan.pairs.length ? EXIT_CODES['action-needed'] : EXIT_OK;
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);
@@ -255,8 +283,18 @@ export function progress(state: RotationState): { resolved: number; holders: num
     answered.set(state.resolutions, resolved);
   }
   const staged = state.step === 'preparing' ? state.stagedFiles : ['committing', 'commit-failed', 'applying', 'done'].includes(state.step) ? files : 0;
-  const committed =
-    state.step === 'committing' ? state.committed.size : state.step === 'commit-failed' ? state.committed.length : state.step === 'applying' || state.step === 'done' ? files : 0;
-  const applied = state.step === 'applying' ? state.applied.size : state.step === 'done' ? state.applied.length : 0;
+  let committed = 0;
+  let applied = 0;
+  if (state.step === 'committing') committed = state.committed.size;
+  else if (state.step === 'applying') {
+    applied = state.applied.size;
+    committed = state.committed.length + applied;
+  } else if (state.step === 'commit-failed') {
+    applied = state.applied.length;
+    committed = state.committed.length;
+  } else if (state.step === 'done') {
+    applied = state.applied.length;
+    committed = state.plan.pairs.length + applied;
+  }
   return { resolved, holders, files, staged, committed, pairs: state.plan.pairs.length, applied };
 }

@@ -20,7 +20,7 @@ export async function finishAfterLeaving(
   left: { readonly code: number; readonly state: RotationState } | undefined,
   write: (line: string) => void,
 ): Promise<number> {
-  if (store.state().step === 'applying') write('Committed; still waiting for provider receipts (Ctrl-C stops waiting, nothing is undone)…');
+  if (store.state().step === 'applying') write('Provider ends committed; waiting for their receipts, then each consumer end follows (Ctrl-C stops waiting; a staged consumer end keeps its old password, and baton mesh resume finishes it)…');
   store.stop();
   await store.idle();
   const state = store.state();
@@ -40,8 +40,8 @@ export async function finishAfterLeaving(
     return EXIT_CODES.aborted;
   }
   if (state.step === 'applying') {
-    write(`Rotation ${state.id} committed; provider receipts were not waited for. Check each provisioner's receipt.`);
-    return EXIT_OK;
+    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged (their old passwords still work). Finish with: baton mesh resume ${state.id}`);
+    return EXIT_CODES['action-needed'];
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);
   return left?.code ?? EXIT_CODES.aborted;

@@ -7,7 +7,7 @@ import { MARKS } from './marks.js';
 import { startRotation, confirmationText, rotationExitCode, isTerminal, progress, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { rotationStore } from './rotation-store.js';
-import { planHeadline, summaryLines } from './rotation-text.js';
+import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
 
 export interface PlainRotation {
@@ -32,7 +32,7 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
     if (state.step === lastStep) return;
     lastStep = state.step;
     if (state.step === 'confirming') {
-      write(`Gate open: all ${plan.holders.length} machines resolved.`);
+      write(`Gate open: ${allOf(plan.holders.length, 'machine')} resolved.`);
       for (const pair of plan.pairs) write(`  window ${pair.key}: ${pair.window}.`);
       if (plan.ages) for (const pair of plan.pairs) write(`  age ${pair.key}: ${plan.ages.get(pair.key) ?? 'unknown'}`);
       if (options.yes && !confirmed) {
@@ -45,9 +45,9 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
       }
     }
     const p = progress(state);
-    if (state.step === 'committing') write(`prepared ${p.files}/${p.files} files on ${p.holders} machines`);
-    if (state.step === 'applying') write(`committed ${p.files}/${p.files} files (provider ends first)`);
-    if (state.step === 'done' && state.waited) write(`applied ${p.applied}/${p.pairs} (provider receipts)`);
+    if (state.step === 'committing') write(`prepared ${p.files}/${p.files} files on ${plural(p.holders, 'machine')}`);
+    if (state.step === 'applying') write(`committed ${p.committed}/${p.pairs} provider ends; each consumer end follows its provider's receipt`);
+    if (state.step === 'done' || state.step === 'commit-failed') write(`applied ${p.applied}/${p.pairs} (provider receipts, then consumer ends)`);
   });
   const state = await store.finished();
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');

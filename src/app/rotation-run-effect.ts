@@ -3,13 +3,19 @@
  * as events: it never rejects, so a transport that throws becomes a failure the flow can show
  * instead of a crash that leaves staged files nobody knows about.
  */
-import { commitAll, commitSteps, prepareAll, waitApplied } from '../mesh/delivery.js';
+import { commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps } from '../mesh/delivery.js';
 import { appendJournal, journalPair, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import type { TransportFor } from '../mesh/transport.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
+
+/**
+ * Between receipt reads: the consumer end is renamed on the first read that shows the receipt,
+ * so this bounds the window on the local transport (over ssh one round trip adds to it).
+ */
+export const RECEIPT_POLL_MS = 50;
 
 export interface RotationDeps {
   readonly transportFor: TransportFor;
@@ -18,8 +24,12 @@ export interface RotationDeps {
   readonly resolve: ResolveOptions;
   /** How many holders are written to at once. */
   readonly concurrency: number;
-  /** How long to wait for provider receipts; 0 = do not wait. */
+  /**
+   * How long to wait for provider receipts (0 = look once): a pair unconfirmed by then keeps
+   * its consumer end staged for `mesh resume`.
+   */
   readonly waitMs: number;
+  /** Between receipt reads; small, since it is most of the window on the local transport. */
   readonly pollMs: number;
   readonly now?: () => Date;
 }
@@ -45,22 +55,24 @@ export function rotationRunner(deps: RotationDeps): (effect: RotationEffect, sta
         return;
       }
       case 'commit': {
-        const steps = commitSteps(state.plan.holders);
-        const result = await commitAll(steps, deps.transportFor, deps.concurrency, (step) =>
+        const result = await commitProviderEnds(providerCommitSteps(state.plan.holders), deps.transportFor, deps.concurrency, (step) =>
           dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
         );
-        dispatch(result.ok ? { type: 'committed' } : { type: 'commit-failed', failures: result.failures });
+        dispatch(result.failures.length === 0 ? { type: 'committed' } : { type: 'commit-failed', failures: result.failures });
         return;
       }
       case 'wait-applied': {
-        if (deps.waitMs <= 0) {
-          dispatch({ type: 'apply-finished', waited: false });
-          return;
-        }
-        await waitApplied(state.plan.pairs, effect.digests, deps.transportFor, { waitMs: deps.waitMs, pollMs: deps.pollMs }, (pair) =>
-          dispatch({ type: 'applied-pair', pair }),
-        ).catch(() => undefined);
-        dispatch({ type: 'apply-finished', waited: true });
+        // Only pairs whose provider end is live can be applied; the others wait for resume.
+        const live = state.step === 'applying' ? new Set(state.committed) : new Set<string>();
+        const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
+        const result = await commitConsumersOnReceipt(
+          pairs,
+          effect.digests,
+          deps.transportFor,
+          { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency },
+          (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
+        ).catch((error: unknown) => ({ applied: [], failures: [{ machine: '(all)', reason: String(error) }] }));
+        dispatch({ type: 'apply-finished', failures: result.failures });
         return;
       }
       default: {
@@ -92,6 +104,10 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
     pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key])),
-    ...(state.step === 'done' ? { applied: state.applied } : state.step === 'applying' ? { applied: logKeys(state.applied) } : {}),
+    ...(state.step === 'done' || state.step === 'commit-failed'
+      ? { applied: state.applied, windows_ms: state.windows }
+      : state.step === 'applying'
+        ? { applied: logKeys(state.applied) }
+        : {}),
   };
 }

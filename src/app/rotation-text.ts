@@ -36,7 +36,7 @@ export function planHeadline(plan: RotationPlan): string {
 export function gateClosedLines(state: RotationState): string[] {
   const unresolved = unresolvedHolders(state);
   return [
-    `Gate closed: ${unresolved.length} of ${state.plan.holders.length} machines could not be resolved.`,
+    `Gate closed: ${unresolved.length} of ${plural(state.plan.holders.length, 'machine')} could not be resolved.`,
     'Nothing was generated and nothing was sent; the old credentials keep working.',
     ...unresolved.map((u) => `  ${u.machine}: ${u.reason}`),
     'Next: make every machine reachable (or narrow the selection), then run the rotation again.',
@@ -99,43 +99,44 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
           return { live, line: `  ${holder.machine}: ${deliveryLabel(d)} ${live ? 'replaced' : 'still staged'}` };
         }),
       );
-      const lines = ['Commit interrupted: the new secrets are staged, some are not live yet.'];
+      const lines = [`Commit interrupted: ${appliedCount(state.applied.length, state.plan.pairs.length)}; the rest are staged, and their consumers keep the old password, which still works.`];
       if (brief) {
         const staged = entries.filter((e) => !e.live).map((e) => e.line);
         const replaced = entries.filter((e) => e.live).map((e) => e.line);
         lines.push(`  ${replaced.length} of ${files} files replaced, ${staged.length} still staged.`, ...rows(staged, 'still staged'), ...rows(replaced, 'replaced'));
       } else lines.push(...entries.map((e) => e.line));
       lines.push(...state.failures.map((f) => `  ${f.machine}: ${f.reason}`));
+      lines.push(...rows(receiptLines(state, waitSeconds).filter((r) => r.missing).map((r) => r.line), 'not confirmed'));
+      lines.push(...windowSummary(state));
       lines.push(`Next: fix the machine, then run: baton mesh resume ${state.id}`);
       return lines;
     }
     case 'done': {
       const n = state.plan.pairs.length;
-      const lines = [`Rotated ${n} credential${n === 1 ? '' : 's'} (rotation ${state.id}).`];
-      if (brief) lines.push(`  ${files} files replaced on ${state.plan.holders.length} machines.`);
+      const all = state.applied.length === n;
+      const lines = [
+        all
+          ? `Rotated ${plural(n, 'credential')} (rotation ${state.id}).`
+          : `${capitalise(appliedCount(state.applied.length, n))}, ${n - state.applied.length} pending (rotation ${state.id}).`,
+      ];
+      if (brief) lines.push(`  ${progress(state).committed} of ${files} files replaced on ${plural(state.plan.holders.length, 'machine')}.`);
+      const applied = setOf(state.applied);
       const replaced = state.plan.holders.flatMap((holder) =>
         holder.receives.map((d) => {
           const digest = state.digests[d.pair];
-          return `  ${holder.machine}: ${d.path} replaced (${digest ? digestPrefix(digest) : '?'})`;
+          const live = d.end === 'provides' || applied.has(d.pair);
+          return `  ${holder.machine}: ${d.path} ${live ? 'replaced' : 'still staged'} (${digest ? digestPrefix(digest) : '?'})`;
         }),
       );
-      lines.push(...rows(replaced, 'files replaced'));
-      const applied = setOf(state.applied);
-      const receipts = state.plan.pairs.map((pair) =>
-        applied.has(pair.key)
-          ? { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}` }
-          : state.waited
-            ? { missing: true, line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: until it does, ${pair.window}.` }
-            : { missing: false, line: `  ${MARKS.info.glyph} ${pair.provider}: ${pair.role} not waited for (check its provisioner's receipt)` },
-      );
-      if (!brief) return [...lines, ...receipts.map((r) => r.line)];
-      const missing = receipts.filter((r) => r.missing).map((r) => r.line);
-      lines.push(
-        state.waited
-          ? `  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds ? ` within ${waitSeconds} s` : ''}.`
-          : `  Receipts: not waited for (--wait 0); check each provisioner's receipt for the ${n} roles.`,
-        ...rows(missing, 'not confirmed'),
-      );
+      lines.push(...rows(replaced, 'files'));
+      const receipts = receiptLines(state, waitSeconds);
+      if (!brief) lines.push(...receipts.map((r) => r.line));
+      else {
+        const missing = receipts.filter((r) => r.missing).map((r) => r.line);
+        lines.push(`  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds !== undefined ? ` within ${waitSeconds} s` : ''}.`, ...rows(missing, 'not confirmed'));
+      }
+      lines.push(...windowSummary(state));
+      if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: baton mesh resume ${state.id}`);
       return lines;
     }
     default: {
@@ -143,6 +144,64 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       throw new Error(`unknown terminal ${String(never)}`);
     }
   }
+}
+
+/** `1 credential`, `2 credentials`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** `all 3 machines`, `the 1 machine`. */
+export function allOf(n: number, word: string): string {
+  return n === 1 ? `the 1 ${word}` : `all ${n} ${word}s`;
+}
+
+export function capitalise(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/** `applied 2 of 3 credentials` — the honest count when not every pair finished. */
+export function appliedCount(applied: number, total: number): string {
+  return `applied ${applied} of ${plural(total, 'credential')}`;
+}
+
+/** `37 ms` / `1.2 s`: a window as people read it. */
+export function formatWindow(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/**
+ * One line per pair: applied, with the window it had; or not confirmed, with what that means
+ * (its consumer end is staged, the old password still works).
+ */
+function receiptLines(state: Extract<Terminal, { step: 'done' | 'commit-failed' }>, waitSeconds: number | undefined): { missing: boolean; line: string }[] {
+  const applied = setOf(state.applied);
+  return state.plan.pairs.map((pair) => {
+    if (applied.has(pair.key)) {
+      const ms = state.windows[pair.key];
+      return {
+        missing: false,
+        line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}; ${pair.consumer}'s file replaced ${ms === undefined ? 'after the receipt' : `${formatWindow(ms)} later (the window)`}`,
+      };
+    }
+    return {
+      missing: true,
+      line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: ${pair.consumer}'s file is still staged; its old password still works.`,
+    };
+  });
+}
+
+/**
+ * The window this rotation actually had, measured: the longest and the median over the pairs
+ * whose consumer end went live, and which connections it concerned.
+ */
+function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed' }>): string[] {
+  const values = Object.values(state.windows).sort((a, b) => a - b);
+  if (values.length === 0) return [];
+  const median = values[Math.floor((values.length - 1) / 2)]!;
+  return [
+    `Window: new connections that still used the OLD password could fail from the database applying the new one until the consumer's file was replaced — ${values.length === 1 ? formatWindow(values[0]!) : `at most ${formatWindow(values[values.length - 1]!)} (median ${formatWindow(median)}) over ${values.length} pairs`}. No consumer held a password before its database had it.`,
+  ];
 }
 
 export interface HolderStatus {
@@ -169,8 +228,13 @@ export function holderStatus(state: RotationState, holder: Holder): HolderStatus
       return state.step === 'committing' ? { tone: 'busy', text: `committing ${done}/${holder.receives.length}` } : { tone: 'info', text: `still staged (${holder.receives.length - done})` };
     }
     case 'applying':
-    case 'done':
-      return { tone: 'ok', text: 'replaced' };
+    case 'done': {
+      const log = state.step === 'applying' ? state.applied : undefined;
+      const applied = state.step === 'done' ? setOf(state.applied) : undefined;
+      const waiting = holder.receives.filter((d) => d.end === 'consumes' && !(log ? logHas(log, d.pair) : applied!.has(d.pair))).length;
+      if (waiting === 0) return { tone: 'ok', text: 'replaced' };
+      return state.step === 'applying' ? { tone: 'busy', text: `waiting for ${waiting} receipt${waiting === 1 ? '' : 's'}` } : { tone: 'info', text: `still staged (${waiting})` };
+    }
     default:
       return { tone: 'ok', text: 'resolved' };
   }

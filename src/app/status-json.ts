@@ -29,7 +29,9 @@ export function statusJson(report: StatusReport, baton = 'baton') {
       label: words.label,
       headline: words.headline,
       next: words.next,
-      lineage: verdict.kind === 'refuse' ? verdict.lineage : null,
+      lineage: verdict.kind === 'refuse' ? verdict.lineage.kind : null,
+      // "left behind" is a proof only when the handover signature verified with this host's key.
+      handover: verdict.kind === 'refuse' && verdict.lineage.kind === 'left-behind' ? verdict.lineage.proof.kind : null,
     },
     local: {
       state: local.state,

@@ -5,6 +5,7 @@
  * change nothing read twice instead).
  */
 import { BatonError, EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
+import { refuseTamperedHandover } from '../share/handover.js';
 import { decide } from '../share/decide.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority, Verdict } from '../share/types.js';
@@ -83,7 +84,8 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
     stateDir: sources.stateDir,
     storeUrl: sources.storeUrl,
     local,
-    published,
+    // A handover signature that fails under this host's own key: shown as the refusal it is.
+    published: refuseTamperedHandover(local, published),
     storeCheck,
     lock,
     verdict: decide(local, published),

@@ -11,6 +11,7 @@ export function problemOf(fault: PairFault): LocalProblem {
     case 'not-self-signed':
       return 'not-ca';
     case 'foreign':
+    case 'ambiguous-claim':
       return 'foreign';
     case 'mismatched':
       return 'mismatched';
@@ -36,6 +37,8 @@ export function faultText(fault: PairFault, labels: { readonly key: string; read
       return fault.organization === undefined
         ? `${labels.cert} belongs to no deployment: it has no single Organization, and this deployment is "${deployment}".`
         : `${labels.cert} belongs to another deployment: its Organization is "${fault.organization}", not "${deployment}".`;
+    case 'ambiguous-claim':
+      return `${labels.cert} names ${fault.count} predecessors in its OU (billet-replaces:); one certificate replaces at most one authority, so it was edited and is not trusted.`;
     case 'mismatched':
       return `The key does not pair: ${labels.key} is not the private key of ${labels.cert}.`;
     default: {
@@ -51,6 +54,8 @@ export function summaryOf(facts: CertificateFacts): PairSummary {
     notBefore: facts.notBefore,
     notAfter: facts.notAfter,
     replaces: facts.replaces,
+    claim: facts.claim,
+    publicKey: facts.publicKey,
     serialHex: facts.serialHex,
   };
 }

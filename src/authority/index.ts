@@ -20,6 +20,6 @@ export { installAuthority } from './install-authority.js';
 export { setAsideAuthority, supersededDirFor, utcStamp } from './set-aside-authority.js';
 export { markerDeployment } from './write-marker.js';
 export { rotateAuthority, type RotateResult } from './rotate-authority.js';
-export { retireAuthority, type RetireResult } from './retire-authority.js';
+export { retireAuthority, unprovedRefusal, type RetireResult } from './retire-authority.js';
 export { layoutOf, type AuthorityLayout } from './layout.js';
 export type { StepHook } from '../fs/durable-write.js';

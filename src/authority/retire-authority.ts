@@ -7,7 +7,8 @@ import { readAuthority } from './read-local-authority.js';
 import { writeMarker } from './write-marker.js';
 
 export type RetireResult =
-  | { readonly kind: 'retired'; readonly previous: Fingerprint; readonly current: Fingerprint }
+  /** `unproved`: the current certificate names no predecessor and the operator confirmed the delete. */
+  | { readonly kind: 'retired'; readonly previous: Fingerprint; readonly current: Fingerprint; readonly unproved?: true }
   /** An earlier retire had removed the key; this one removed the certificate it left. */
   | { readonly kind: 'finished'; readonly current: Fingerprint }
   | { readonly kind: 'nothing-to-retire'; readonly current: Fingerprint };
@@ -22,16 +23,21 @@ export type RetireResult =
  * reader's 'whole', not repaired, nothing pending). Anything the reader could not read blocks:
  * "could not read" never counts as "absent", because the key deleted here may be the one half
  * the fleet still verifies against.
+ *
+ * A current certificate that names NO predecessor (an older billet rotated without writing
+ * the claim) is no proof, and no reason to refuse for ever either: the delete then happens
+ * only on the operator's word (`acceptUnproved`: the previous fingerprint they confirmed, or
+ * 'any' for --yes). A claim naming ANOTHER authority is refused whatever the operator says.
  */
 export async function retireAuthority(
   stateDir: string,
   deployment: string,
-  opts?: { readonly onStep?: StepHook; readonly waitMs?: number },
+  opts?: { readonly onStep?: StepHook; readonly waitMs?: number; readonly acceptUnproved?: Fingerprint | 'any' },
 ): Promise<RetireResult> {
   return withAuthorityLock(
     stateDir,
     () =>
-      retireLocked(stateDir, deployment, opts?.onStep).catch((error: unknown) => {
+      retireLocked(stateDir, deployment, opts?.onStep, opts?.acceptUnproved).catch((error: unknown) => {
         if (!isSystemError(error)) throw error;
         throw new BatonError('failed', {
           what: `The retire stopped: ${error.syscall} ${error.path ?? ''} failed (${error.code}).`,
@@ -45,7 +51,12 @@ export async function retireAuthority(
   );
 }
 
-async function retireLocked(stateDir: string, deployment: string, onStep: StepHook | undefined): Promise<RetireResult> {
+async function retireLocked(
+  stateDir: string,
+  deployment: string,
+  onStep: StepHook | undefined,
+  acceptUnproved: Fingerprint | 'any' | undefined,
+): Promise<RetireResult> {
   const l = layoutOf(stateDir);
   const local = (await readAuthority(stateDir, deployment)).local;
   if (local.state === 'blocked') throw local.error;
@@ -76,12 +87,15 @@ async function retireLocked(stateDir: string, deployment: string, onStep: StepHo
   }
   const previous = local.previous;
   if (!previous) return { kind: 'nothing-to-retire', current: current.fingerprint };
-  if (current.replaces !== previous.fingerprint) {
+  // The claim's TEXT is compared, exactly: a malformed claim names another authority, not none.
+  const claim = current.claim ?? current.replaces;
+  const unproved = claim === undefined;
+  if (unproved && acceptUnproved !== 'any' && acceptUnproved !== previous.fingerprint) {
+    throw unprovedRefusal(l.previousKey, previous.fingerprint, current.fingerprint, acceptUnproved);
+  }
+  if (!unproved && claim !== previous.fingerprint) {
     throw new BatonError('refused', {
-      what:
-        current.replaces === undefined
-          ? `The current certificate does not say which authority it replaces, so ${previous.fingerprint} cannot be proved its predecessor.`
-          : `The current certificate replaces ${current.replaces}, not the previous authority ${previous.fingerprint}.`,
+      what: `The current certificate says it replaces ${claim}, not the previous authority ${previous.fingerprint}: ca-previous.* is not its predecessor, and no confirmation (--yes) overrides that.`,
       where: l.previousKey,
       next: 'Keep ca-previous.* until you know which nodes trust it; remove them by hand only when none do.',
       changed: 'Nothing was written.',
@@ -91,5 +105,16 @@ async function retireLocked(stateDir: string, deployment: string, onStep: StepHo
   await onStep?.('removed ca-previous.key');
   await removeDurably(l.previousCert);
   await onStep?.('removed ca-previous.crt');
-  return { kind: 'retired', previous: previous.fingerprint, current: current.fingerprint };
+  return { kind: 'retired', previous: previous.fingerprint, current: current.fingerprint, ...(unproved ? { unproved: true as const } : {}) };
+}
+
+/** The words of an unproved predecessor: what is missing, and that the operator's word is the way on. */
+export function unprovedRefusal(where: string, previous: Fingerprint, current: Fingerprint, confirmed?: Fingerprint | 'any'): BatonError {
+  const moved = confirmed !== undefined && confirmed !== 'any' ? ` (the confirmation was for ${confirmed}, and ca-previous.* is now ${previous})` : '';
+  return new BatonError('refused', {
+    what: `The current certificate ${current} names no predecessor (no billet-replaces: claim in its OU; an older billet minted it), so ${previous} in ca-previous.* cannot be proved to be the authority it replaced${moved}.`,
+    where,
+    next: `If every node already trusts ${current}, \`baton ca retire --yes\` (or \`baton ca retire\` on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.`,
+    changed: 'Nothing was written.',
+  });
 }

@@ -17,8 +17,12 @@ export interface PairSummary {
   readonly fingerprint: Fingerprint;
   readonly notBefore: Date;
   readonly notAfter: Date;
-  /** The `baton-replaces:<fingerprint>` claim in the certificate's OU, if any. */
+  /** The `billet-replaces:<fingerprint>` claim in the certificate's OU (legacy `baton-replaces:` read too), if well-formed. */
   readonly replaces: Fingerprint | undefined;
+  /** The claim's text as written, well-formed or not (undefined: the certificate names no predecessor). */
+  readonly claim?: string | undefined;
+  /** The DER SubjectPublicKeyInfo: what verifies a handover signature made with this pair's key. */
+  readonly publicKey?: Uint8Array | undefined;
   readonly serialHex: string;
 }
 

@@ -1,8 +1,8 @@
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
-import { requireDeployment, stateDirFor } from '../config/config.js';
+import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import { action, type Register } from './context.js';
+import { action, type CliContext, type Register } from './context.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
@@ -17,12 +17,15 @@ export const registerCa: Register = (program, ctx) => {
   };
 
   ca.command('init')
-    .description('mint this deployment\'s authority on a fresh host (never over a loss)')
+    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install')
     .action(
       action(ctx, async () => {
         const { deployment, stateDir } = where();
-        const storeUrl = ctx.config().store;
-        if (storeUrl) await refuseIfPublished(storeUrl, deployment);
+        const config = ctx.config();
+        if (config.store) {
+          ctx.stdout.write(`${await initAsFirstController(config)}\n`);
+          return;
+        }
         const authority = await import('../authority/index.js');
         const fingerprint = await authority.withAuthorityLock(stateDir, async () => {
           const local = await authority.readLocalAuthority(stateDir, deployment);
@@ -35,10 +38,8 @@ export const registerCa: Register = (program, ctx) => {
         ctx.stdout.write(
           `Minted a new authority for deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Fingerprint: ${fingerprint}\n` +
-            (storeUrl
-              ? `Nothing was published at ${storeUrl} when this began. `
-              : 'No store is configured, so nobody was asked whether this deployment already has an authority. ') +
-            'Publish it with `baton sync` so the other controller adopts it rather than minting its own.\n',
+            'No store is configured, so no store was asked whether this deployment already has an authority. ' +
+            'Publish it (configure the store, then `baton sync`) so the other controller adopts it rather than minting its own.\n',
         );
       }),
     );
@@ -73,17 +74,19 @@ export const registerCa: Register = (program, ctx) => {
     );
 
   ca.command('retire')
-    .description('end a rotation overlap: remove ca-previous.* once provably the predecessor')
+    .description('end a rotation overlap: remove ca-previous.* once provably the predecessor (--yes: on your word, when the current certificate names none)')
+    .option('--yes', 'delete ca-previous.* even though the current certificate names no predecessor (an older billet minted it); a claim naming another authority is refused regardless')
     .action(
-      action(ctx, async () => {
+      action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         const { retireAuthority } = await import('../authority/index.js');
-        const result = await retireAuthority(stateDir, deployment);
+        const acceptUnproved = options.yes ? ('any' as const) : await confirmUnprovedOnTerminal(ctx, stateDir, deployment);
+        const result = await retireAuthority(stateDir, deployment, acceptUnproved ? { acceptUnproved } : undefined);
         const { caDir } = layoutOf(stateDir);
         switch (result.kind) {
           case 'retired':
             ctx.stdout.write(
-              `Retired the previous authority ${result.previous} from ${caDir}.\n` +
+              `Retired the previous authority ${result.previous} from ${caDir}${result.unproved ? ' on your word (the current certificate names no predecessor)' : ''}.\n` +
                 `The current authority ${result.current} is the only one now on this host. The published document may still carry the previous pair until the next rotation is published; a host that adopts it retires it the same way.\n`,
             );
             break;
@@ -99,24 +102,59 @@ export const registerCa: Register = (program, ctx) => {
 };
 
 /**
- * A deployment that already published an authority gets it ADOPTED, never a second one minted
- * beside it: two authorities in one fleet is the outage this tool exists to prevent. An
- * unreadable store blocks too (the decision table's BLOCKED), since "could not read" is not
- * "nothing there".
+ * THE TYPED SCREEN of an unproved retire: on a terminal, when the current certificate names no
+ * predecessor, the operator types the first 8 characters after `SHA256:` of the PREVIOUS
+ * fingerprint — the key being deleted. Returns that fingerprint (retire re-checks it under the
+ * lock), or undefined when there is nothing to confirm or no terminal (retire then refuses,
+ * naming --yes).
  */
-async function refuseIfPublished(storeUrl: string, deployment: string): Promise<void> {
-  const [{ openStore }, { readPublished }] = await Promise.all([import('../store/open-store.js'), import('../share/published.js')]);
-  const published = await readPublished(await openStore(storeUrl), deployment);
-  if (published.state === 'none') return;
-  throw new BatonError('refused', {
-    what:
-      published.state === 'present'
-        ? `This deployment already published an authority (${published.header.fingerprint}); minting another would give the fleet two.`
-        : `The store cannot be read, so baton cannot tell whether this deployment already has an authority: ${published.error.what}`,
-    where: published.location,
-    next: published.state === 'present' ? 'Adopt it with `baton sync`.' : (published.error.next ?? 'Check the store, then try again.'),
-    changed: 'Nothing was written.',
-  });
+async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, deployment: string) {
+  if (!process.stdin.isTTY) return undefined;
+  const { snapshotLocalAuthority } = await import('../authority/index.js');
+  const local = await snapshotLocalAuthority(stateDir, deployment);
+  if (local.state !== 'whole' || !local.previous || local.pending || local.repairedTear) return undefined;
+  if ((local.current.claim ?? local.current.replaces) !== undefined) return undefined;
+  const { confirmationPrefix, sameForHumans } = await import('../pki/fingerprint-type.js');
+  const { askTyped } = await import('./typed-confirm.js');
+  const { unprovedRefusal } = await import('../authority/index.js');
+  const previous = local.previous.fingerprint;
+  ctx.stdout.write(`${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`);
+  ctx.stdout.write(`Retiring deletes ca-previous.key and ca-previous.crt (${previous}) on your word.\n`);
+  const typed = await askTyped(ctx.stdout, 'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ');
+  if (typed === undefined || !sameForHumans(typed, confirmationPrefix(previous))) {
+    if (typed === undefined) ctx.stdout.write('\n');
+    throw new BatonError('aborted', {
+      what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : 'The typed characters do not match the previous fingerprint.',
+      where: layoutOf(stateDir).previousKey,
+      changed: 'Nothing was written.',
+      next: `Run \`baton ca retire\` again and type the 8 characters after "SHA256:" of ${previous}, or \`baton ca retire --yes\`.`,
+    });
+  }
+  return previous;
+}
+
+/**
+ * `ca init` with a store is the FIRST CONTROLLER path of the decision table (DESIGN.md §5):
+ * mint aside, publish create-only, install only after the publish succeeded — and when another
+ * controller published first (before this look, or by winning the create-only put), adopt
+ * theirs. Two hosts running `ca init` at once therefore end with ONE authority; checking the
+ * store outside the lock and minting blind would give the fleet two.
+ */
+async function initAsFirstController(config: ResolvedConfig): Promise<string> {
+  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), import('../share/operations.js')]);
+  const share = await openShareContext(config);
+  const seen = await ops.look(share);
+  const failure = ops.storeFailure(seen);
+  if (failure) throw failure;
+  refuseUnlessFresh(seen.local, share.stateDir);
+  const { verdict } = seen;
+  if (verdict.kind === 'blocked') throw ops.blockedError(verdict);
+  const outcome = await ops.firstController(share);
+  if (outcome.kind !== 'first-controller') return ops.describeOutcome(share, outcome);
+  const { caDir } = layoutOf(share.stateDir);
+  return outcome.wonRace
+    ? `Minted a new authority for deployment ${share.deployment}, published it create-only to ${share.store.location}, then installed it in ${caDir}.\nFingerprint: ${outcome.fingerprint}`
+    : `This deployment's authority was already published by another controller: this host adopted ${outcome.fingerprint} from ${share.store.location} into ${caDir}. Any authority minted here was discarded before it touched disk; the fleet has one authority.\nFingerprint: ${outcome.fingerprint}`;
 }
 
 /** NEVER MINTED OVER A LOSS, never over anything: `ca init` writes only on a fresh host. */
@@ -157,6 +195,8 @@ export function authorityJson(local: LocalAuthority, deployment: string): Record
         not_after: local.current.notAfter.toISOString(),
         previous_not_after: local.previous?.notAfter.toISOString() ?? null,
         replaces: local.current.replaces ?? null,
+        // The claim as written (billet-replaces:/baton-replaces:), well-formed or not; null: names none.
+        replaces_claim: local.current.claim ?? null,
         marker_missing: local.markerMissing,
         repaired_tear: local.repairedTear,
         pending: local.pending ?? null,
@@ -194,6 +234,9 @@ export function authorityText(local: LocalAuthority, deployment: string): string
           ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run \`baton ca retire\` once every node trusts the current one.`
           : 'Previous:    none (no rotation overlap).',
       );
+      if (local.previous && (local.current.claim ?? local.current.replaces) === undefined) {
+        lines.push('The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: `baton ca retire --yes` retires it on your word.');
+      }
       if (local.repairedTear || local.pending === 'rotate') lines.push('A rotation was interrupted part-way; the authority above is still the one in use. Finish it with `baton ca rotate`.');
       if (local.pending === 'retire') lines.push('A retire was interrupted: ca-previous.crt remains without its key. Finish it with `baton ca retire`.');
       if (local.markerMissing) lines.push(`The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`);

@@ -16,3 +16,11 @@ export interface MeshFlags {
   /** `mesh rotate --older-than 90d`: only the selected pairs older than this. */
   readonly olderThan?: string;
 }
+
+/** The flags of `baton mesh seed`. */
+export interface MeshSeedFlags {
+  readonly pair: string;
+  readonly fromFile: string;
+  readonly inventory?: string;
+  readonly timeout: string;
+}

@@ -1,9 +1,9 @@
 import { Option, type Command } from 'commander';
 import { action, type Register } from './context.js';
-import type { MeshFlags } from './mesh-flags.js';
+import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 
 /**
- * `baton mesh plan | rotate | resume` (DESIGN.md §6, §8). Everything beyond argument parsing
+ * `baton mesh plan | rotate | resume | seed` (DESIGN.md §6, §8). Everything beyond argument parsing
  * is imported when the command runs, so other commands do not pay for it.
  */
 
@@ -30,7 +30,7 @@ export const registerMesh: Register = (program, ctx) => {
     );
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a consumer end without one stays staged (exit 3, finish with mesh resume)').default('10'))
     .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
@@ -48,13 +48,26 @@ export const registerMesh: Register = (program, ctx) => {
       }),
     );
   mesh
+    .command('seed')
+    .description('install a password the database already has into both ends of one pair, without rotating it (bootstrap: the provisioner\'s superuser)')
+    .addOption(new Option('--pair <provider:consumer>', 'the pair to seed').makeOptionMandatory())
+    .addOption(new Option('--from-file <file>', 'file holding the password (never argv or env); one trailing newline is ignored').makeOptionMandatory())
+    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'))
+    .action(
+      action(ctx, async (flags: MeshSeedFlags) => {
+        const { runMeshSeed } = await import('./rotation-cli.js');
+        return runMeshSeed(ctx, flags);
+      }),
+    );
+  mesh
     .command('resume')
-    .description('finish a rotation whose commit was interrupted, from what is staged')
+    .description('finish a rotation from what is staged: provider ends, then each consumer end whose receipt arrived (never a new secret)')
     .argument('<rotation-id>')
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
     .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step').default('15'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = do not wait)').default('10'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = look once)').default('10'))
     .action(
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
         const { runMeshResume } = await import('./rotation-cli.js');

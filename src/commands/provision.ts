@@ -75,7 +75,7 @@ export const registerProvision: Register = (program, ctx) => {
         if (report.failed.length > 0) {
           const appliedRoles = report.applied.map((a) => a.role);
           throw new BatonError('failed', {
-            what: `${report.failed.length} delivered credential(s) not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
+            what: `${report.failed.length} delivered credential${report.failed.length === 1 ? '' : 's'} not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
             where: report.blocked?.where ? `${provisioner.deliveredDir}; ${report.blocked.where}` : provisioner.deliveredDir,
             next: [
               report.blocked?.next,
@@ -84,7 +84,7 @@ export const registerProvision: Register = (program, ctx) => {
             changed: appliedRoles.length > 0 ? `Applied, with receipts: ${appliedRoles.join(', ')}.` : 'Nothing was applied.',
           });
         }
-        if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role(s) already applied)`);
+        if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role${report.unchanged === 1 ? '' : 's'} already applied)`);
         return EXIT_OK;
       }),
     );
@@ -100,6 +100,7 @@ interface Settings {
     readonly database: string;
     readonly superuser: string;
     readonly superuserFile: string;
+    readonly providerEndFile: string;
   };
 }
 
@@ -131,6 +132,9 @@ function parseFlags(flags: ProvisionFlags): Settings {
       database: flags.pgDatabase,
       superuser: flags.superuser,
       superuserFile: path.resolve(flags.superuserFile ?? path.join(meshDir, 'consumes', flags.provider, flags.superuser)),
+      // When the mesh rotates the superuser's own pair, the database holds this end's password
+      // from ALTER ROLE until the consumer end flips after the receipt.
+      providerEndFile: path.join(meshDir, 'provides', flags.provider, flags.superuser),
     },
   };
 }

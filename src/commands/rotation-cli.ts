@@ -7,9 +7,10 @@ import path from 'node:path';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { CliContext } from './context.js';
 import { hasTerminal, openInk } from './mount-view.js';
-import type { MeshFlags } from './mesh-flags.js';
+import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 import { loadInventory, type Inventory } from '../mesh/inventory.js';
-import { appendJournal, journalDirFor, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
+import { appendJournal, journalDirFor, journalPair, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
+import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { resumeRotation } from '../mesh/resume.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
@@ -20,9 +21,9 @@ import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
-import type { RotationDeps } from '../app/rotation-run-effect.js';
+import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
-import { planHeadline, receivesText } from '../app/rotation-text.js';
+import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText } from '../app/rotation-text.js';
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
@@ -90,12 +91,13 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
       out(`  ${mark} ${h.machine} (${h.transport} ${h.address}) receives ${receivesText(h)}`);
       if (r?.status === 'unresolved') out(`      unresolved: ${r.reason}`);
     }
+    out('Order: provider ends first; each consumer end only after its provider\'s receipt shows the database has the new password.');
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
     out(
       unresolved.length === 0
-        ? `Gate open: all ${plan.holders.length} machines resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plan.pairs.length} credential(s).`
-        : `Gate closed: ${unresolved.length} of ${plan.holders.length} machines unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
+        ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
+        : `Gate closed: ${unresolved.length} of ${plural(plan.holders.length, 'machine')} unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
     );
     out('Nothing was changed.');
   }
@@ -140,7 +142,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     resolve,
     concurrency: resolve.concurrency,
     waitMs,
-    pollMs: 500,
+    pollMs: RECEIPT_POLL_MS,
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
@@ -176,8 +178,8 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
     records,
     inventory,
     transports.transportFor,
-    { concurrency, waitMs, pollMs: 500 },
-    async (phase, failures) => {
+    { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
+    async (phase, failures, applied) => {
       if (!last) return;
       await appendJournal(journalDir, {
         ...last,
@@ -188,23 +190,68 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
           const f = failures.find((x) => x.machine === h.machine);
           return f ? { machine: h.machine, ok: false, reason: f.reason } : { machine: h.machine, ok: phase === 'resumed' };
         }),
+        ...(applied ? { applied: applied.keys, windows_ms: applied.windows } : {}),
       });
     },
     where,
   ).finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0);
-  out(`Resumed rotation ${id}: ${renamed} file(s) renamed now, ${result.alreadyLive} already live.`);
+  const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
+  const n = result.pairs.length;
+  const pending = result.pairs.filter((p) => !result.applied.has(p.key));
+  out(
+    `${pending.length === 0 ? `Resumed rotation ${id}: all ${plural(n, 'credential')} applied` : `Resumed rotation ${id}: ${appliedCount(result.applied.size, n)}, ${pending.length} pending`}; ${plural(renamed, 'file')} renamed now, ${result.alreadyLive} already live. No secret was generated.`,
+  );
   for (const holder of result.holders) {
-    for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
-  }
-  let code = EXIT_OK;
-  for (const pair of result.pairs) {
-    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}`);
-    else if (waitMs > 0) {
-      out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: until it does, ${pair.window}.`);
-      code = EXIT_CODES['action-needed'];
+    for (const d of holder.receives) {
+      const live = d.end === 'provides' ? !result.failures.some((f) => f.machine === holder.machine) : result.applied.has(d.pair);
+      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
     }
   }
-  return code;
+  for (const pair of result.pairs) {
+    const ms = result.windows[pair.key];
+    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
+    else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s file is still staged; its old password still works.`);
+  }
+  for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+  if (result.failures.length > 0) {
+    out(`Next: fix the machine, then run: baton mesh resume ${id}`);
+    return EXIT_CODES.failed;
+  }
+  if (pending.length > 0) {
+    out(`Next: once the provisioner has applied them (its receipt), run: baton mesh resume ${id}`);
+    return EXIT_CODES['action-needed'];
+  }
+  return EXIT_OK;
+}
+
+/**
+ * `baton mesh seed --pair P:C --from-file F`: the documented way a pair's first password (the
+ * provisioner's superuser above all) reaches both ends. The journal records the digest only.
+ */
+export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promise<number> {
+  const selector = parseSelector({ pair: flags.pair });
+  const timeoutMs = positive('--timeout', flags.timeout, 0.1) * 1000;
+  const inventory = inventoryFrom(ctx, flags);
+  const plan = planRotation(inventory, selector);
+  const secret = readSeedSecret(path.resolve(flags.fromFile));
+  const pair = plan.pairs[0]!;
+  const transports = openCommandTransports(inventory.machines, { timeoutMs });
+  const { digest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
+  const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
+  await appendJournal(journalDirFor(ctx.config()), {
+    id,
+    at: new Date().toISOString(),
+    operator: operatorName(ctx.env),
+    phase: 'seeded',
+    selector: plan.selectorText,
+    holders: plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
+    results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
+    pairs: [journalPair(pair, digest)],
+  });
+  const out = (line: string) => ctx.stdout.write(`${line}\n`);
+  out(`Seeded ${pair.key} (role ${pair.role}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
+  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
+  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`baton mesh rotate --pair ${pair.key}\` rotates it.`);
+  return EXIT_OK;
 }

@@ -1,7 +1,7 @@
 /**
  * The two phases of a delivery (DESIGN.md §6 steps 5–7). Prepare stages `<role>.next` on both
- * ends of every pair and takes nothing live; commit renames provider ends first, consumer ends
- * second. Any prepare failure removes EVERY staged file on every holder, so a failed rotation
+ * ends of every pair and takes nothing live; commit renames the provider ends, then each
+ * pair's consumer end once its provider's receipt shows the database has the new password. Any prepare failure removes EVERY staged file on every holder, so a failed rotation
  * leaves a mesh that has not rotated rather than one that has half-rotated.
  */
 import { reasonOf, type TransportFor } from './transport.js';
@@ -73,94 +73,146 @@ export interface CommitStep {
   readonly paths: readonly string[];
 }
 
-/** Provider ends first, then consumer ends — every holder's files of one end in one call. */
-export function commitSteps(holders: readonly Holder[], only?: ReadonlySet<string>): CommitStep[] {
+/** Each holder's provider-end files in one call (`only`: `machine\0path` keys to include). */
+export function providerCommitSteps(holders: readonly Holder[], only?: ReadonlySet<string>): CommitStep[] {
   const steps: CommitStep[] = [];
-  for (const end of ['provides', 'consumes'] as const) {
-    for (const holder of holders) {
-      const paths = holder.receives.filter((d) => d.end === end && (!only || only.has(`${holder.machine}\0${d.path}`))).map((d) => d.path);
-      if (paths.length > 0) steps.push({ machine: holder.machine, end, paths });
-    }
+  for (const holder of holders) {
+    const paths = holder.receives.filter((d) => d.end === 'provides' && (!only || only.has(`${holder.machine}\0${d.path}`))).map((d) => d.path);
+    if (paths.length > 0) steps.push({ machine: holder.machine, end: 'provides', paths });
   }
   return steps;
 }
 
-export type CommitResult = { readonly ok: true } | { readonly ok: false; readonly failures: readonly MachineFailure[]; readonly committed: readonly CommitStep[] };
+export interface CommitResult {
+  readonly committed: readonly CommitStep[];
+  readonly failures: readonly MachineFailure[];
+}
 
 /**
- * THE CONSUMER ENDS WAIT FOR EVERY PROVIDER END. A consumer that reads a new password its
- * provider does not know yet fails every new connection until someone notices; a provider
- * that changed first is the window the preview already stated.
+ * Renames the provider ends into place: the provisioner applies them and writes receipts.
+ * Consumer ends are NOT committed here — each waits for its own receipt
+ * (commitConsumersOnReceipt). A machine that fails leaves its pairs staged for `mesh resume`;
+ * the other machines' pairs go on, since their provisioners may already be applying them.
  */
-export async function commitAll(
+export async function commitProviderEnds(
   steps: readonly CommitStep[],
   transportFor: TransportFor,
   concurrency: number,
   onCommitted: (step: CommitStep) => void,
 ): Promise<CommitResult> {
   const committed: CommitStep[] = [];
-  for (const end of ['provides', 'consumes'] as const) {
-    const failures: MachineFailure[] = [];
-    await mapBounded(steps.filter((s) => s.end === end), concurrency, async (step) => {
-      try {
-        await transportFor(step.machine).commit(step.paths);
-        committed.push(step);
-        onCommitted(step);
-      } catch (error) {
-        failures.push({ machine: step.machine, reason: reasonOf(error) });
-      }
-    });
-    if (failures.length > 0) return { ok: false, failures, committed };
-  }
-  return { ok: true };
+  const failures: MachineFailure[] = [];
+  await mapBounded(steps, concurrency, async (step) => {
+    try {
+      await transportFor(step.machine).commit(step.paths);
+      committed.push(step);
+      onCommitted(step);
+    } catch (error) {
+      failures.push({ machine: step.machine, reason: reasonOf(error) });
+    }
+  });
+  return { committed, failures };
 }
 
 export interface ApplyWait {
   readonly waitMs: number;
   readonly pollMs: number;
+  readonly concurrency: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly now?: () => number;
 }
 
+/** One pair whose consumer end went live after its provider's receipt. */
+export interface AppliedPair {
+  readonly pair: string;
+  /**
+   * The window this rotation actually had, in ms: from the receipt's `applied_at` (the moment
+   * the database took the new password, by the provider's clock, never later than when the
+   * controller saw the receipt) to the consumer end's rename.
+   */
+  readonly windowMs: number;
+}
+
+export interface ConsumerCommitResult {
+  readonly applied: readonly AppliedPair[];
+  /** Consumer machines whose rename failed; their pairs' consumer ends are still staged. */
+  readonly failures: readonly MachineFailure[];
+}
+
 /**
- * Polls each provider's receipts until every pair's digest is applied or `waitMs` is spent.
- * Returns the pair keys applied. A receipt with another digest is "not yet", never "done".
+ * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT. Polls each provider's receipts and, as
+ * soon as one carries exactly the staged digest, renames that pair's consumer end into place.
+ * A consumer that read the new password before its database had it would fail every new
+ * connection (and the provisioner's own superuser pair would lock it out); this order leaves
+ * only the short, stated window where the database has the new password and the consumer
+ * still the old one. A pair unconfirmed at `waitMs` keeps its consumer end staged, where its
+ * old password still works, for `baton mesh resume`. A receipt with another digest is "not
+ * yet", never "done".
  */
-export async function waitApplied(
+export async function commitConsumersOnReceipt(
   pairs: readonly PlannedPair[],
   digests: Readonly<Record<string, SecretDigest>>,
   transportFor: TransportFor,
   wait: ApplyWait,
-  onApplied: (pairKey: string) => void,
-): Promise<Set<string>> {
-  const applied = new Set<string>();
+  onApplied: (applied: AppliedPair) => void,
+): Promise<ConsumerCommitResult> {
   const now = wait.now ?? Date.now;
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const deadline = now() + wait.waitMs;
-  const byMachine = new Map<string, PlannedPair[]>();
-  for (const pair of pairs) {
-    const list = byMachine.get(pair.providerMachine);
-    if (list) list.push(pair);
-    else byMachine.set(pair.providerMachine, [pair]);
-  }
+  const applied: AppliedPair[] = [];
+  const done = new Set<string>();
+  /** Receipted pairs whose consumer rename has not succeeded yet, with when the database took it. */
+  const receipted = new Map<string, number>();
+  const failures = new Map<string, MachineFailure>();
+  const byProvider = groupBy(pairs, (p) => p.providerMachine);
+  const byKey = new Map(pairs.map((p) => [p.key, p] as const));
   for (;;) {
-    for (const [machine, machinePairs] of byMachine) {
-      const waiting = machinePairs.filter((p) => !applied.has(p.key));
-      if (waiting.length === 0) continue;
+    await mapBounded([...byProvider], wait.concurrency, async ([machine, machinePairs]) => {
+      const waiting = machinePairs.filter((p) => !done.has(p.key) && !receipted.has(p.key));
+      if (waiting.length === 0) return;
       try {
         const texts = await transportFor(machine).readTexts(waiting.map((p) => p.receiptPath));
+        const seen = now();
         waiting.forEach((pair, i) => {
           const receipt = texts[i] === undefined ? undefined : parseReceipt(texts[i]!);
           if (receipt && receipt.digest === digests[pair.key]) {
-            applied.add(pair.key);
-            onApplied(pair.key);
+            const at = Date.parse(receipt.applied_at);
+            receipted.set(pair.key, Number.isFinite(at) ? Math.min(at, seen) : seen);
           }
         });
       } catch {
         // A provider that cannot be read right now has simply not confirmed yet.
       }
-    }
-    if (applied.size === pairs.length || now() >= deadline) return applied;
+    });
+    const ready = groupBy([...receipted.keys()].map((key) => byKey.get(key)!), (p) => p.consumerMachine);
+    await mapBounded([...ready], wait.concurrency, async ([machine, machinePairs]) => {
+      try {
+        await transportFor(machine).commit(machinePairs.map((p) => p.consumerPath));
+        const at = now();
+        failures.delete(machine);
+        for (const pair of machinePairs) {
+          const result = { pair: pair.key, windowMs: Math.max(0, at - receipted.get(pair.key)!) };
+          receipted.delete(pair.key);
+          done.add(pair.key);
+          applied.push(result);
+          onApplied(result);
+        }
+      } catch (error) {
+        failures.set(machine, { machine, reason: reasonOf(error) });
+      }
+    });
+    if (done.size === pairs.length || now() >= deadline) return { applied, failures: [...failures.values()] };
     await sleep(Math.min(wait.pollMs, Math.max(0, deadline - now())));
   }
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const list = out.get(key);
+    if (list) list.push(item);
+    else out.set(key, [item]);
+  }
+  return out;
 }

@@ -24,7 +24,8 @@ export type JournalPhase =
   | 'commit-failed'
   | 'applied'
   | 'resumed'
-  | 'resume-failed';
+  | 'resume-failed'
+  | 'seeded';
 
 export interface JournalHolder {
   readonly machine: string;
@@ -61,7 +62,10 @@ export interface JournalRecord {
   readonly holders: readonly JournalHolder[];
   readonly results: readonly JournalResult[];
   readonly pairs: readonly JournalPair[];
+  /** Pairs whose consumer end went live after their provider's receipt. */
   readonly applied?: readonly string[];
+  /** Per applied pair: ms from the database taking the new password to the consumer end's rename. */
+  readonly windows_ms?: Readonly<Record<string, number>>;
 }
 
 export function journalPair(pair: PlannedPair, digest?: SecretDigest): JournalPair {

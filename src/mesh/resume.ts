@@ -1,12 +1,13 @@
 /**
  * `baton mesh resume <id>` finishes a commit from what is staged on the machines, checked
- * against the digests the journal recorded at prepare. It NEVER GENERATES A SECRET: a new one
+ * against the digests the journal recorded at prepare: provider ends first, then each consumer
+ * end whose provider's receipt has arrived. It NEVER GENERATES A SECRET: a new one
  * for a pair whose staged file exists would give its two ends different passwords, the
  * half-rotation this whole command exists to prevent.
  */
 import { BatonError } from '../errors.js';
 import { reasonOf, type TransportFor } from './transport.js';
-import { commitAll, commitSteps, waitApplied, type CommitStep, type MachineFailure } from './delivery.js';
+import { commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalRecord } from './journal.js';
@@ -24,21 +25,29 @@ export interface ResumeResult {
   readonly pairs: readonly PlannedPair[];
   readonly holders: readonly Holder[];
   readonly digests: Readonly<Record<string, SecretDigest>>;
-  /** Files renamed now. */
+  /** Provider-end files renamed now. */
   readonly committed: readonly CommitStep[];
   /** Files that were already live with the journal's digest. */
   readonly alreadyLive: number;
+  /** Pairs whose consumer end is live now (renamed now after their receipt, or before). */
   readonly applied: ReadonlySet<string>;
+  /** Windows of the pairs whose consumer end this resume renamed. */
+  readonly windows: Readonly<Record<string, number>>;
+  /** Machines where a rename failed; their files are still staged. */
+  readonly failures: readonly MachineFailure[];
+}
+
+/** The pairs a rotation's records say are finished: consumer end live after a receipt. */
+export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
+  const out = new Set<string>();
+  for (const record of records) if (record.phase === 'applied' || record.phase === 'resumed') for (const key of record.applied ?? []) out.add(key);
+  return out;
 }
 
 /** What resume needs from the journal: the prepared pairs, their digests, and who holds them. */
 export function resumablePlan(id: string, records: readonly JournalRecord[], inventory: Inventory, where: string) {
   if (records.length === 0) {
     throw new BatonError('usage', { what: `No rotation "${id}" is in the journal.`, where, next: 'Check the id in the rotation\'s output (or the journal).', changed: 'Nothing was sent.' });
-  }
-  const phases = new Set(records.map((r) => r.phase));
-  if (phases.has('applied') || phases.has('resumed')) {
-    throw new BatonError('refused', { what: `Rotation ${id} already finished its commit; there is nothing to resume.`, where, changed: 'Nothing was sent.', next: 'Start a new rotation if the credentials must change again.' });
   }
   const prepared = records.find((r) => r.phase === 'prepared');
   if (!prepared) {
@@ -48,6 +57,10 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       changed: 'Nothing was sent.',
       next: 'Start a new rotation.',
     });
+  }
+  const finished = appliedInJournal(records);
+  if (prepared.pairs.every((p) => finished.has(p.key))) {
+    throw new BatonError('refused', { what: `Rotation ${id} already finished its commit: every pair was applied; there is nothing to resume.`, where, changed: 'Nothing was sent.', next: 'Start a new rotation if the credentials must change again.' });
   }
   const machines = inventoryIndex(inventory).machines;
   const pairs: PlannedPair[] = [];
@@ -67,19 +80,25 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
   return { selector: prepared.selector, pairs, holders, digests };
 }
 
+/**
+ * Renames the staged provider ends, then each pair's consumer end once its receipt carries the
+ * journal's digest — the same order as the rotation itself, so resuming never hands a consumer
+ * a password its database does not have yet.
+ */
 export async function resumeRotation(
   id: string,
   records: readonly JournalRecord[],
   inventory: Inventory,
   transportFor: TransportFor,
   options: ResumeOptions,
-  journal: (phase: 'resumed' | 'resume-failed', results: readonly MachineFailure[]) => Promise<void>,
+  journal: (phase: 'resumed' | 'resume-failed', results: readonly MachineFailure[], applied?: { readonly keys: readonly string[]; readonly windows: Readonly<Record<string, number>> }) => Promise<void>,
   where: string,
 ): Promise<ResumeResult> {
   const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
   // Read every holder's digests first: resume renames nothing until all of them answered.
   const unreadable: MachineFailure[] = [];
   const toCommit = new Set<string>();
+  const live = new Set<string>();
   const wrong: MachineFailure[] = [];
   let alreadyLive = 0;
   await mapBounded(holders, options.concurrency, async (holder) => {
@@ -87,8 +106,11 @@ export async function resumeRotation(
       const read = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
       holder.receives.forEach((d, i) => {
         const expected = digests[d.pair];
-        if (read[i]?.live === expected) alreadyLive++;
-        else if (read[i]?.next === expected) toCommit.add(`${holder.machine}\0${d.path}`);
+        const key = `${holder.machine}\0${d.path}`;
+        if (read[i]?.live === expected) {
+          alreadyLive++;
+          live.add(key);
+        } else if (read[i]?.next === expected) toCommit.add(key);
         else wrong.push({ machine: holder.machine, reason: `${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}` });
       });
     } catch (error) {
@@ -98,7 +120,7 @@ export async function resumeRotation(
   if (unreadable.length > 0) {
     await journal('resume-failed', unreadable);
     throw new BatonError('gate-closed', {
-      what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine(s) could not be read.`,
+      what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine${unreadable.length === 1 ? '' : 's'} could not be read.`,
       where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
       changed: 'Nothing was renamed.',
       next: `Make them reachable, then run baton mesh resume ${id} again.`,
@@ -107,25 +129,24 @@ export async function resumeRotation(
   if (wrong.length > 0) {
     await journal('resume-failed', wrong);
     throw new BatonError('refused', {
-      what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length} file(s) do not hold the prepared secret.`,
+      what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length === 1 ? '1 file does' : `${wrong.length} files do`} not hold the prepared secret.`,
       where: wrong.map((w) => w.reason).join('; '),
       changed: 'Nothing was renamed.',
       next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,
     });
   }
-  const steps = commitSteps(holders, toCommit);
-  const result = await commitAll(steps, transportFor, options.concurrency, () => undefined);
-  if (!result.ok) {
-    await journal('resume-failed', result.failures);
-    throw new BatonError('failed', {
-      what: `Resuming rotation ${id} was interrupted again.`,
-      where: result.failures.map((f) => `${f.machine} (${f.reason})`).join('; '),
-      changed: `${result.committed.reduce((n, s) => n + s.paths.length, 0)} file(s) were renamed; the rest are still staged.`,
-      next: `Fix the machine, then run baton mesh resume ${id} again.`,
-    });
-  }
-  await journal('resumed', []);
-  const applied =
-    options.waitMs > 0 ? await waitApplied(pairs, digests, transportFor, { waitMs: options.waitMs, pollMs: options.pollMs }, () => undefined) : new Set<string>();
-  return { id, pairs, holders, digests, committed: steps, alreadyLive, applied };
+  const steps = providerCommitSteps(holders, toCommit);
+  const providers = await commitProviderEnds(steps, transportFor, options.concurrency, (step) => {
+    for (const p of step.paths) live.add(`${step.machine}\0${p}`);
+  });
+  const applied = new Set(pairs.filter((p) => live.has(`${p.consumerMachine}\0${p.consumerPath}`)).map((p) => p.key));
+  const waiting = pairs.filter((p) => !applied.has(p.key) && live.has(`${p.providerMachine}\0${p.providerPath}`));
+  const windows: Record<string, number> = {};
+  const consumers = await commitConsumersOnReceipt(waiting, digests, transportFor, { waitMs: options.waitMs, pollMs: options.pollMs, concurrency: options.concurrency }, (a) => {
+    applied.add(a.pair);
+    windows[a.pair] = a.windowMs;
+  });
+  const failures = [...providers.failures, ...consumers.failures];
+  await journal(failures.length === 0 ? 'resumed' : 'resume-failed', failures, { keys: [...applied], windows });
+  return { id, pairs, holders, digests, committed: providers.committed, alreadyLive, applied, windows, failures };
 }

@@ -50,10 +50,12 @@ export { STAGED_SUFFIX } from './transport.js';
 
 /**
  * The window cannot be closed — a role's password changes on the provider and the file on
- * the consumer, and they cannot be simultaneous — so it is stated rather than hidden.
+ * the consumer, and they cannot be simultaneous — so it is stated rather than hidden. The
+ * consumer end is renamed only after the provider's receipt, so the window is on the OLD
+ * password's side: never a consumer holding a password its database does not have yet.
  */
 export function windowText(pair: Pair): string {
-  return `between ${pair.provider} applying the new password for ${pair.role} and ${pair.consumer} reading its file, new connections from ${pair.consumer} with the old password fail`;
+  return `from ${pair.provider} applying the new password for ${pair.role} until ${pair.consumer}'s file is replaced (right after the receipt is read), new connections from ${pair.consumer} that still use the OLD password fail`;
 }
 
 /** `only` narrows the selector's pairs further (by age: `--older-than`). */

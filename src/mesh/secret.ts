@@ -47,3 +47,20 @@ export class Secret {
     return '[secret]';
   }
 }
+
+/**
+ * A secret the mesh delivers and the provisioner accepts: printable ASCII. Every client library then hashes the
+ * same bytes (SASLprep leaves ASCII alone), and a stray newline from a hand-written file —
+ * which a consumer might trim and the provider would not — is caught here, by name.
+ */
+export function secretProblem(secret: Uint8Array): string | undefined {
+  if (secret.length === 0) return 'is empty';
+  for (const byte of secret) {
+    if (byte < 0x20 || byte > 0x7e) {
+      return byte === 0x0a || byte === 0x0d
+        ? 'contains a line break (the mesh writes the secret exactly, with no trailing newline)'
+        : 'contains bytes outside printable ASCII';
+    }
+  }
+  return undefined;
+}

@@ -2,7 +2,7 @@ import { createPrivateKey, createPublicKey, sign, verify, randomBytes, type KeyO
 import { pemDecode } from './pem.js';
 import { fingerprintOfSpki } from './fingerprint.js';
 import { asFingerprint, type Fingerprint } from './fingerprint-type.js';
-import { OID, REPLACES_PREFIX } from './names.js';
+import { LEGACY_REPLACES_PREFIX, OID, REPLACES_PREFIX } from './names.js';
 import { allowsKeyCertSign, isCa, readCertificate, type ReadCertificate } from './read-certificate.js';
 
 /** What a certificate says about itself, once parsed. */
@@ -11,8 +11,17 @@ export interface CertificateFacts {
   readonly notBefore: Date;
   readonly notAfter: Date;
   readonly organization: string | undefined;
-  /** The `baton-replaces:` claim, only when it holds a well-formed fingerprint. */
+  /** The `billet-replaces:` (or legacy `baton-replaces:`) claim, only when it holds a well-formed fingerprint. */
   readonly replaces: Fingerprint | undefined;
+  /**
+   * The claim's text exactly as written, well-formed or not: the retire guard compares THIS, so
+   * a malformed claim counts as naming another authority, never as naming none.
+   */
+  readonly claim: string | undefined;
+  /** More than one predecessor claim: a certificate somebody edited (billet refuses it too). */
+  readonly claimCount: number;
+  /** The DER SubjectPublicKeyInfo (public): what a handover signature is verified with. */
+  readonly publicKey: Uint8Array;
   readonly serialHex: string;
 }
 
@@ -22,6 +31,7 @@ export type PairFault =
   | { readonly kind: 'not-ca'; readonly detail: string }
   | { readonly kind: 'not-self-signed'; readonly detail: string }
   | { readonly kind: 'foreign'; readonly organization: string | undefined }
+  | { readonly kind: 'ambiguous-claim'; readonly count: number }
   | { readonly kind: 'mismatched' };
 
 export type PairInspection =
@@ -37,9 +47,13 @@ function parsed(pem: Uint8Array): { readonly certificate: ReadCertificate; reado
   const certificate = der ? readCertificate(der) : undefined;
   if (!certificate) return undefined;
   // Read from the RDNs themselves, never from a printed subject: a value holding
-  // "\nOU=baton-replaces:…" must stay one Organization, not become a claim.
+  // "\nOU=billet-replaces:…" must stay one Organization, not become a claim.
   const values = (type: string) => certificate.subject.filter((a) => a.type === type).map((a) => a.value);
-  const replacesClaim = values(OID.organizationalUnit).find((ou) => ou.startsWith(REPLACES_PREFIX));
+  const claims = values(OID.organizationalUnit).flatMap((ou) => {
+    const prefix = [REPLACES_PREFIX, LEGACY_REPLACES_PREFIX].find((p) => ou.startsWith(p));
+    return prefix === undefined ? [] : [ou.slice(prefix.length)];
+  });
+  const claim = claims.length === 1 ? claims[0] : undefined;
   const organizations = values(OID.organization);
   return {
     certificate,
@@ -49,7 +63,10 @@ function parsed(pem: Uint8Array): { readonly certificate: ReadCertificate; reado
       notAfter: certificate.notAfter,
       // Two O attributes are not "the deployment id": report none so the check refuses it.
       organization: organizations.length === 1 ? organizations[0] : undefined,
-      replaces: replacesClaim === undefined ? undefined : asFingerprint(replacesClaim.slice(REPLACES_PREFIX.length)),
+      replaces: claim === undefined ? undefined : asFingerprint(claim),
+      claim,
+      claimCount: claims.length,
+      publicKey: certificate.spkiDer,
       serialHex: Buffer.from(certificate.serial).toString('hex'),
     },
   };
@@ -67,22 +84,33 @@ export async function inspectPair(keyPem: Uint8Array, certPem: Uint8Array, deplo
   if (!read) return { ok: false, fault: { kind: 'unparsable', file: 'certificate', detail: 'not one PEM "CERTIFICATE" block holding an X.509 certificate' }, facts: undefined };
   const { certificate, facts } = read;
   const key = parsePrivateKey(keyPem);
-  if (!key) return { ok: false, fault: { kind: 'unparsable', file: 'key', detail: 'not one PEM "PRIVATE KEY" block holding a PKCS#8 ECDSA P-256 key' }, facts };
+  if (!key) return { ok: false, fault: { kind: 'unparsable', file: 'key', detail: KEY_SHAPE }, facts };
 
   const caFault = caFaultOf(certificate);
   if (caFault) return { ok: false, fault: { kind: 'not-ca', detail: caFault }, facts };
   const selfSigned = selfSignatureFault(certificate);
   if (selfSigned) return { ok: false, fault: { kind: 'not-self-signed', detail: selfSigned }, facts };
   if (facts.organization !== deployment) return { ok: false, fault: { kind: 'foreign', organization: facts.organization }, facts };
+  // One certificate cannot have replaced two authorities; guessing which claim to believe is
+  // the guess the retire guard exists to remove.
+  if (facts.claimCount > 1) return { ok: false, fault: { kind: 'ambiguous-claim', count: facts.claimCount }, facts };
   if (!keyPairsWith(key, certificate)) return { ok: false, fault: { kind: 'mismatched' }, facts };
   return { ok: true, facts };
 }
 
-function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
-  const der = pemDecode('PRIVATE KEY', pem);
+const KEY_SHAPE = 'not one PEM "EC PRIVATE KEY" (SEC1) or "PRIVATE KEY" (PKCS#8) block holding an ECDSA P-256 key';
+
+/**
+ * The private key of a PEM file: SEC1 `EC PRIVATE KEY` (what billet's wirecert and openssl
+ * ecparam write) or PKCS#8 `PRIVATE KEY` (what baton wrote before it matched billet). Both,
+ * because a published document carries the bytes its minter wrote.
+ */
+export function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
+  const sec1 = pemDecode('EC PRIVATE KEY', pem);
+  const der = sec1 ?? pemDecode('PRIVATE KEY', pem);
   if (!der) return undefined;
   try {
-    const key = createPrivateKey({ key: Buffer.from(der), format: 'der', type: 'pkcs8' });
+    const key = createPrivateKey({ key: Buffer.from(der), format: 'der', type: sec1 ? 'sec1' : 'pkcs8' });
     if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return undefined;
     return key;
   } catch {

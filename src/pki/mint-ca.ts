@@ -1,4 +1,4 @@
-import { createHash, webcrypto } from 'node:crypto';
+import { createHash, createPrivateKey, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { pkiEngine } from './engine.js';
@@ -7,7 +7,10 @@ import { AUTHORITY_COMMON_NAME, OID, REPLACES_PREFIX } from './names.js';
 import type { Fingerprint } from './fingerprint-type.js';
 
 export interface MintedCa {
-  /** PKCS#8 PEM ("PRIVATE KEY"), so openssl and every TLS stack read it as it is. */
+  /**
+   * SEC1 PEM ("EC PRIVATE KEY"), what Go's x509.MarshalECPrivateKey writes: billet's wirecert
+   * reads only this, so anything else would leave a billet controller unable to load it.
+   */
   readonly keyPem: Uint8Array;
   readonly certPem: Uint8Array;
 }
@@ -65,9 +68,10 @@ export async function mintCa(options: MintCaOptions): Promise<MintedCa> {
 
   await certificate.sign(keys.privateKey, 'SHA-256', crypto);
   const certDer = new Uint8Array(certificate.toSchema(true).toBER(false));
-  const keyDer = new Uint8Array(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
+  const keyDer = new Uint8Array(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'der', type: 'sec1' }));
   return {
-    keyPem: new TextEncoder().encode(pemEncode('PRIVATE KEY', keyDer)),
+    keyPem: new TextEncoder().encode(pemEncode('EC PRIVATE KEY', keyDer)),
     certPem: new TextEncoder().encode(pemEncode('CERTIFICATE', certDer)),
   };
 }

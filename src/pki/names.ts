@@ -1,4 +1,4 @@
-/** OIDs and fixed names of a baton authority certificate (DESIGN.md §4). */
+/** OIDs and fixed names of an authority certificate (DESIGN.md §4), billet's own. */
 export const OID = {
   commonName: '2.5.4.3',
   organization: '2.5.4.10',
@@ -8,7 +8,14 @@ export const OID = {
   subjectKeyIdentifier: '2.5.29.14',
 } as const;
 
-export const AUTHORITY_COMMON_NAME = 'baton node wire CA';
+/** billet's CN: an authority baton mints must be one billet's wirecert loads as its own. */
+export const AUTHORITY_COMMON_NAME = 'billet node wire CA';
 
-/** The OU claim a rotated authority carries: `baton-replaces:<fingerprint it replaces>`. */
-export const REPLACES_PREFIX = 'baton-replaces:';
+/** The OU claim a rotated authority carries: `billet-replaces:<fingerprint it replaces>`. */
+export const REPLACES_PREFIX = 'billet-replaces:';
+
+/**
+ * The claim baton wrote before it matched billet: still READ, so an authority baton rotated
+ * earlier keeps proving its predecessor; never written.
+ */
+export const LEGACY_REPLACES_PREFIX = 'baton-replaces:';

@@ -11,6 +11,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { secretDigest, type SecretDigest } from '../mesh/digest.js';
+import { secretProblem } from '../mesh/secret.js';
 import { roleNameProblem } from '../mesh/role-name.js';
 import { STAGED_SUFFIX } from '../mesh/transport.js';
 
@@ -25,15 +26,9 @@ export type DeliveredScan =
   | { readonly ok: false; readonly problem: string };
 
 
-/**
- * Why a delivered file's name cannot be a role, or undefined. The mesh's own rule (the names
- * it derives), plus PostgreSQL's reserved `pg_` prefix, which it refuses to create.
- */
+/** Why a delivered file's name cannot be a role, or undefined: the inventory's own rule. */
 export function deliveredRoleProblem(name: string): string | undefined {
-  const problem = roleNameProblem(name);
-  if (problem) return problem;
-  if (name.startsWith('pg_')) return 'reserved: PostgreSQL keeps the pg_ prefix for its own roles';
-  return undefined;
+  return roleNameProblem(name);
 }
 
 /**
@@ -45,22 +40,8 @@ export function isDeliveredName(name: string): boolean {
   return !name.startsWith('.') && !name.endsWith(STAGED_SUFFIX) && !name.includes(`${STAGED_SUFFIX}.`);
 }
 
-/**
- * A secret the provisioner accepts: printable ASCII. Every client library then hashes the
- * same bytes (SASLprep leaves ASCII alone), and a stray newline from a hand-written file —
- * which a consumer might trim and the provider would not — is caught here, by name.
- */
-export function secretProblem(secret: Uint8Array): string | undefined {
-  if (secret.length === 0) return 'is empty';
-  for (const byte of secret) {
-    if (byte < 0x20 || byte > 0x7e) {
-      return byte === 0x0a || byte === 0x0d
-        ? 'contains a line break (the mesh writes the secret exactly, with no trailing newline)'
-        : 'contains bytes outside printable ASCII';
-    }
-  }
-  return undefined;
-}
+/** The rule for a secret's bytes is the mesh's (mesh seed writes what the provisioner reads). */
+export { secretProblem };
 
 /**
  * Above any kernel's timestamp granularity (a jiffy is at most 10 ms), yet small enough that a

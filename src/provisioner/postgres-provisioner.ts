@@ -38,6 +38,11 @@ export interface FailedRole {
    * file changes; anything else (database, receipt) is retried, with backoff under --watch.
    */
   readonly inFile: boolean;
+  /**
+   * `database`: the connection failed, nothing could be applied (the watch loop backs off);
+   * `role`: this role alone was refused or its receipt failed (the others were applied).
+   */
+  readonly scope?: 'role' | 'database';
 }
 
 export interface CycleReport {
@@ -52,6 +57,10 @@ export interface CycleReport {
   readonly aborted: boolean;
 }
 
+/** A refused role is retried after this, doubling up to the ceiling, or at once when its file changes. */
+const ROLE_BACKOFF_FIRST_MS = 5_000;
+const ROLE_BACKOFF_MAX_MS = 300_000;
+
 export class PostgresProvisioner {
   readonly deliveredDir: string;
   private readonly delivered: DeliveredCredentials;
@@ -59,6 +68,12 @@ export class PostgresProvisioner {
   private readonly applied = new Map<string, SecretDigest | null>();
   /** key → the last problem logged for it, so a lasting problem is logged once, not every poll. */
   private readonly reported = new Map<string, string>();
+  /**
+   * Roles the database refused, with their own backoff: ONE BAD ROLE NEVER HOLDS THE OTHERS
+   * BACK. It is skipped until its time comes (or its file changes) while every other role is
+   * applied on every cycle, and the watch loop does not back off for it.
+   */
+  private readonly refused = new Map<string, { readonly digest: SecretDigest; readonly retryAt: number; readonly delayMs: number }>();
 
   constructor(private readonly options: ProvisionerOptions) {
     this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
@@ -74,7 +89,9 @@ export class PostgresProvisioner {
       const blocked = new BatonError('failed', {
         what: `The delivered credentials for provider "${this.options.provider}" cannot be listed: ${scan.problem}.`,
         where: this.deliveredDir,
-        next: 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
+        next: scan.problem === 'permission denied'
+          ? `The provisioner runs as uid ${process.getuid?.() ?? '?'} and cannot read it: the mesh writes its directories 0700, owned by the user that delivers (root over ssh). Run the provisioner as root (User=root, as in the README's unit), or deliver as the user it runs as.`
+          : 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
         changed: 'Nothing was applied.',
       });
       this.report('*dir*', `nothing to apply yet: ${this.deliveredDir} cannot be listed (${scan.problem})`);
@@ -82,7 +99,8 @@ export class PostgresProvisioner {
     }
     this.clear('*dir*');
 
-    const pending: { role: string; file: string }[] = [];
+    const pending: { role: string; file: string; digest: SecretDigest }[] = [];
+    const now = this.now();
     const present = new Set<string>();
     for (const credential of scan.credentials) {
       present.add(credential.role);
@@ -93,10 +111,16 @@ export class PostgresProvisioner {
         unchanged += 1;
         this.clear(credential.role);
       } else {
-        pending.push({ role: credential.role, file: credential.file });
+        const refused = this.refused.get(credential.role);
+        if (refused?.digest === credential.digest && now < refused.retryAt) {
+          failed.push({ role: credential.role, file: credential.file, reason: `skipped until its retry (the database refused it; retried every ${Math.round(refused.delayMs / 1000)} s)`, inFile: false, scope: 'role' });
+          continue;
+        }
+        pending.push({ role: credential.role, file: credential.file, digest: credential.digest });
       }
     }
     for (const role of this.applied.keys()) if (!present.has(role)) this.applied.delete(role);
+    for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
     for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key)) this.reported.delete(key);
     if (pending.length === 0) return { applied, failed, unchanged, blocked: undefined, aborted: false };
 
@@ -106,7 +130,7 @@ export class PostgresProvisioner {
     } catch (error) {
       const blocked = error instanceof BatonError ? error : new BatonError('failed', { what: `PostgreSQL cannot be reached (${messageOf(error)}).`, cause: error });
       this.report('*db*', `not applied: ${blocked.what}${blocked.where ? ` Where: ${blocked.where}` : ''}`);
-      for (const { role, file } of pending) failed.push({ role, file, reason: sentence(blocked.what), inFile: false });
+      for (const { role, file } of pending) failed.push({ role, file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
       return { applied, failed, unchanged, blocked, aborted: signal?.aborted ?? false };
     }
     this.clear('*db*');
@@ -114,7 +138,7 @@ export class PostgresProvisioner {
     let blocked: BatonError | undefined;
     let aborted = false;
     try {
-      for (const [index, { role, file }] of pending.entries()) {
+      for (const [index, { role, file, digest }] of pending.entries()) {
         if (signal?.aborted) {
           aborted = true;
           break;
@@ -127,6 +151,7 @@ export class PostgresProvisioner {
             continue;
           }
           applied.push(outcome);
+          this.refused.delete(role);
           this.clear(role);
           this.options.log(`${role} ${digestPrefix(outcome.digest)} ${outcome.outcome}`);
         } catch (error) {
@@ -137,12 +162,21 @@ export class PostgresProvisioner {
               next: '--watch retries on its own; otherwise run again once the database is up.',
             });
             this.report('*db*', `not applied: ${blocked.what}`);
-            for (const rest of pending.slice(index)) failed.push({ ...rest, reason: sentence(blocked.what), inFile: false });
+            for (const rest of pending.slice(index)) failed.push({ role: rest.role, file: rest.file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
             break;
           }
-          const reason = error instanceof BatonError ? sentence(error.what) : `the database refused it (${messageOf(error)})`;
-          failed.push({ role, file, reason, inFile: false });
-          this.report(role, `${role} failed: ${reason}`);
+          if (error instanceof BatonError) {
+            // The receipt could not be written: retried next cycle (same password, harmless).
+            failed.push({ role, file, reason: sentence(error.what), inFile: false, scope: 'role' });
+            this.report(role, `${role} failed: ${sentence(error.what)}`);
+            continue;
+          }
+          const reason = `the database refused it (${messageOf(error)})`;
+          const before = this.refused.get(role);
+          const delayMs = before?.digest === digest ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2) : ROLE_BACKOFF_FIRST_MS;
+          this.refused.set(role, { digest, retryAt: this.now() + delayMs, delayMs });
+          failed.push({ role, file, reason, inFile: false, scope: 'role' });
+          this.report(role, `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`);
         }
       }
     } finally {
@@ -179,6 +213,10 @@ export class PostgresProvisioner {
     }
     this.applied.set(role, digest);
     return { role, digest, outcome };
+  }
+
+  private now(): number {
+    return (this.options.clock?.() ?? new Date()).getTime();
   }
 
   private appliedDigest(role: string): SecretDigest | null {

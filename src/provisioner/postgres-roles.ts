@@ -48,6 +48,14 @@ export interface PostgresTarget {
   readonly superuser: string;
   /** The file holding the superuser's password (delivered by the mesh). */
   readonly superuserFile: string;
+  /**
+   * The provider end of the superuser's own pair (`provides/<provider>/<superuser>`), tried
+   * when the database refuses `superuserFile`: once the provisioner has applied a rotation of
+   * its own superuser, the database holds the provider end's password until the consumer end
+   * is flipped after the receipt — and after a crash between ALTER ROLE and the receipt, it
+   * holds it for good. Without this the provisioner would lock itself out.
+   */
+  readonly providerEndFile?: string;
 }
 
 /** Thrown by `setPassword` when the connection itself failed: the remaining roles must wait. */
@@ -56,34 +64,51 @@ export class ConnectionLost extends Error {}
 export function postgresRoles(target: PostgresTarget, options: { readonly onStatement?: (sql: string) => void } = {}): ConnectRoleDatabase {
   const where = `postgresql://${target.superuser}@${target.host}:${target.port}/${target.database}`;
   return async (signal) => {
-    const password = readSuperuserPassword(target.superuserFile);
     const { default: pg } = await import('pg');
-    const client: PgClient = new pg.Client({
-      host: target.host,
-      port: target.port,
-      database: target.database,
-      user: target.superuser,
-      password,
-      application_name: 'baton-provision',
-      connectionTimeoutMillis: 10_000,
-      query_timeout: 30_000,
-      keepAlive: true,
-    });
-    // An idle client's socket error is emitted, not thrown: unhandled it would crash a service
-    // that must outlive the database going down.
+    const open = async (password: string): Promise<PgClient> => {
+      const client: PgClient = new pg.Client({
+        host: target.host,
+        port: target.port,
+        database: target.database,
+        user: target.superuser,
+        password,
+        application_name: 'baton-provision',
+        connectionTimeoutMillis: 10_000,
+        query_timeout: 30_000,
+        keepAlive: true,
+      });
+      // An idle client's socket error is emitted, not thrown: unhandled it would crash a service
+      // that must outlive the database going down.
+      // A refused first attempt's client must not mark the chosen one as lost.
+      client.on('error', (error) => {
+        if (client === chosen) lost = error;
+      });
+      try {
+        await client.connect();
+        return client;
+      } catch (error) {
+        await client.end().catch(() => undefined);
+        throw error;
+      }
+    };
     let lost: Error | undefined;
-    client.on('error', (error) => {
-      lost = error;
-    });
+    let chosen: PgClient | undefined;
+    let client: PgClient;
+    try {
+      client = await open(readSuperuserPassword(target.superuserFile));
+    } catch (error) {
+      const fallback = isAuthFailure(error) && target.providerEndFile ? readOptionalPassword(target.providerEndFile) : undefined;
+      if (fallback === undefined) throw error instanceof BatonError ? error : connectError(error, target, where);
+      try {
+        client = await open(fallback);
+      } catch (second) {
+        throw connectError(second, target, where);
+      }
+    }
+    chosen = client;
     const abort = () => void client.end().catch(() => undefined);
     signal?.addEventListener('abort', abort, { once: true });
-    try {
-      await client.connect();
-    } catch (error) {
-      signal?.removeEventListener('abort', abort);
-      await client.end().catch(() => undefined);
-      throw connectError(error, target, where);
-    }
+    if (signal?.aborted) abort();
     const query = async (sql: string, values?: unknown[]) => {
       if (lost) throw new ConnectionLost(`the connection was lost (${lost.message})`);
       options.onStatement?.(sql);
@@ -117,6 +142,21 @@ export function postgresRoles(target: PostgresTarget, options: { readonly onStat
   };
 }
 
+function isAuthFailure(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === '28P01' || code === '28000';
+}
+
+/** The provider end's password, or undefined when there is none (or it is not a usable secret). */
+function readOptionalPassword(file: string): string | undefined {
+  try {
+    const text = readFileSync(file, 'utf8');
+    return text.length > 0 && !/[\r\n\0]/.test(text) ? text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function readSuperuserPassword(file: string): string {
   let text: string;
   try {
@@ -145,7 +185,7 @@ function connectError(error: unknown, target: PostgresTarget, where: string): Ba
   if (code === '28P01' || code === '28000') {
     return new BatonError('failed', {
       what: `PostgreSQL refused the superuser login for "${target.superuser}" (${messageOf(error)}).`,
-      where: `${where} with the password from ${target.superuserFile}`,
+      where: `${where} with the password from ${target.superuserFile}${target.providerEndFile ? ` (and from ${target.providerEndFile})` : ''}`,
       next: 'Check that the file holds the role\'s current password exactly (no trailing newline), or name the right one with --superuser/--superuser-file.',
       changed: 'Nothing was applied; the provisioner will try again.',
     });

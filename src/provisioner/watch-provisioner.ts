@@ -34,9 +34,10 @@ export async function watchProvisioner(provisioner: PostgresProvisioner, options
     try {
       const report = await provisioner.runCycle(options.signal);
       options.onCycle?.(report);
-      // Backoff only while the database (or a receipt) fails: a bad file or a missing
-      // directory costs no statement and no connection, and is looked at again every poll.
-      troubled = report.failed.some((failure) => !failure.inFile);
+      // Backoff only while the database itself fails: a bad file or a missing directory costs
+      // no statement, and a role the database refused has its own backoff (postgres-
+      // provisioner.ts) — backing off the whole loop for it would delay every other role.
+      troubled = report.failed.some((failure) => failure.scope === 'database');
     } catch (error) {
       options.log(`cycle failed unexpectedly: ${messageOf(error)}`);
       troubled = true;

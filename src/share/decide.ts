@@ -5,9 +5,16 @@
  */
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import type { Action, Lineage, PublishedAuthority, Verdict } from './types.js';
+import { refuseTamperedHandover } from './handover.js';
+import { lineageOf } from './lineage.js';
+import type { Action, PublishedAuthority, Verdict } from './types.js';
 
-export function decide(local: LocalAuthority, published: PublishedAuthority): Verdict {
+export { lineageOf };
+
+export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict {
+  // A handover signature that fails under this host's own key is tampering: refused like any
+  // document that cannot be used, before any lineage is read from it.
+  const published = refuseTamperedHandover(local, read);
   // The host is what must be repaired first: a blocked local authority wins over a bad document.
   if (local.state === 'blocked') {
     return {
@@ -54,22 +61,6 @@ export function decide(local: LocalAuthority, published: PublishedAuthority): Ve
   }
 }
 
-/**
- * Who is behind whom. baton can say what the seed could not: a host whose authority the
- * published one replaced was LEFT BEHIND by a rotation; a host whose authority replaced the
- * published one is AHEAD (it rotated and has not published yet); anything else is unrelated.
- */
-export function lineageOf(
-  local: Extract<LocalAuthority, { state: 'whole' }>,
-  published: Extract<PublishedAuthority, { state: 'present' }>,
-): Lineage {
-  const mine = local.current.fingerprint;
-  const theirs = published.header.fingerprint;
-  if (mine === published.header.previousFingerprint || mine === published.current?.replaces) return 'left-behind';
-  if (theirs === local.current.replaces || theirs === local.previous?.fingerprint) return 'ahead';
-  return 'unrelated';
-}
-
 /** A verdict carries one sentence for why: it names the file or object, once. */
 function withWhere(what: string, where: string | undefined): string {
   return where && !what.includes(where) ? `${what} (${where})` : what;
@@ -87,7 +78,7 @@ export function allowedActions(verdict: Verdict): readonly Action[] {
     case 'in-sync':
       return ['leave'];
     case 'refuse':
-      return verdict.lineage === 'ahead' ? ['publish', 'leave', 'force'] : ['leave', 'force'];
+      return verdict.lineage.kind === 'ahead' ? ['publish', 'leave', 'force'] : ['leave', 'force'];
     case 'blocked':
       return ['leave'];
   }

@@ -19,10 +19,13 @@ import { checkPair, markerDeployment } from '../authority/index.js';
 import { AUTHORITY_FILES, type AuthorityFileName, type AuthorityFiles, type PairSummary } from '../authority/types.js';
 import { asFingerprint, type Fingerprint } from '../pki/fingerprint-type.js';
 import { MAX_DOCUMENT_BYTES } from '../store/body-limit.js';
+import { handoverVerifies, tamperedError } from './handover.js';
 import { SEAL_ALGORITHM, seal, unseal, type SealedBytes } from './seal.js';
 import { DOCUMENT_FORMAT, type DocumentHeader } from './types.js';
 
 const HEADER_FIELDS = ['format', 'deployment', 'fingerprint', 'previous_fingerprint', 'published_at', 'published_by'] as const;
+/** Written only on a rotation signed by the previous key, so every other document reads as before. */
+const HANDOVER_FIELD = 'handover_signature';
 const SEALED_FIELDS = ['alg', 'nonce', 'ciphertext', 'tag'] as const;
 const REQUIRED_FILES: readonly AuthorityFileName[] = ['ca.crt', 'ca.key'];
 const MARKER = 'authority-created';
@@ -71,6 +74,7 @@ export async function encodeDocument(header: DocumentHeader, files: AuthorityFil
     previous_fingerprint: header.previousFingerprint,
     published_at: header.publishedAt,
     published_by: header.publishedBy,
+    ...(header.handover ? { [HANDOVER_FIELD]: b64(header.handover) } : {}),
   };
   let document: Record<string, unknown>;
   if (sealKey) {
@@ -133,10 +137,11 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
     );
   }
   const sealedDocument = 'sealed' in value;
-  const expected = new Set<string>([...HEADER_FIELDS, sealedDocument ? 'sealed' : 'files']);
-  for (const field of expected) {
+  const required = [...HEADER_FIELDS, sealedDocument ? 'sealed' : 'files'];
+  for (const field of required) {
     if (!(field in value)) throw refuse(`the field "${field}" is missing`, REPUBLISH);
   }
+  const expected = new Set<string>([...required, HANDOVER_FIELD]);
   for (const field of Object.keys(value)) {
     if (!expected.has(field)) {
       const why = field === 'files' || field === 'sealed' ? 'a document carries "files" or "sealed", never both' : 'a newer baton may have written it';
@@ -213,6 +218,12 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     );
   }
 
+  // A handover the carried previous key did not sign was altered or forged: nothing from this
+  // document may be installed, whatever its files say.
+  if (header.handover && previous?.publicKey && !handoverVerifies(header, header.handover, previous.publicKey)) {
+    throw tamperedError(options.where, previous.fingerprint, 'the ca-previous.crt the document carries');
+  }
+
   const marker = files[MARKER];
   if (marker !== undefined && markerDeployment(marker) !== options.deployment) {
     throw refuse(`its "${MARKER}" marker does not name the deployment "${options.deployment}"`, REPUBLISH);
@@ -259,6 +270,20 @@ function refuser(location: string): Refuse {
 }
 
 function parseHeader(value: Record<string, unknown>, refuse: Refuse): DocumentHeader {
+  const header = parseHeaderFields(value, refuse);
+  if (!(HANDOVER_FIELD in value)) return header;
+  const text = value[HANDOVER_FIELD];
+  const signature = typeof text === 'string' ? strictBase64(text) : undefined;
+  if (!signature || signature.length === 0 || signature.length > 80) {
+    throw refuse(`its "${HANDOVER_FIELD}" is not an ECDSA signature in base64 (standard alphabet, with padding)`, REPUBLISH);
+  }
+  if (header.previousFingerprint === null) {
+    throw refuse(`it carries a "${HANDOVER_FIELD}" but no previous_fingerprint, so no key could have signed a handover`, REPUBLISH);
+  }
+  return { ...header, handover: signature };
+}
+
+function parseHeaderFields(value: Record<string, unknown>, refuse: Refuse): DocumentHeader {
   const text = (field: string): string => {
     const v = value[field];
     if (typeof v !== 'string' || v === '') throw refuse(`the field "${field}" is not a non-empty string`, REPUBLISH);

@@ -29,8 +29,9 @@ import type { Store } from '../store/store.js';
 import { allowedActions, decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { openPublished, readPublished } from './published.js';
+import { refuseTamperedHandover, signHandover } from './handover.js';
 import { lineageWords, verdictSentence } from './verdict-words.js';
-import { DOCUMENT_FORMAT, type Action, type Outcome, type PublishedAuthority, type Verdict } from './types.js';
+import { DOCUMENT_FORMAT, type Action, type DocumentHeader, type Outcome, type PublishedAuthority, type Verdict } from './types.js';
 
 /** Everything an action needs, built once by the composition root (CLI or console). */
 export interface ShareContext {
@@ -63,17 +64,18 @@ const NOTHING_WRITTEN = 'Nothing was written.';
  * failover). It changes nothing; an action re-reads under the lock before it writes.
  */
 export async function look(ctx: ShareContext): Promise<Look> {
-  const [local, published] = await Promise.all([
+  const [local, read] = await Promise.all([
     snapshotLocalAuthority(ctx.stateDir, ctx.deployment),
     readPublished(ctx.store, ctx.deployment, ctx.sealKey),
   ]);
+  const published = refuseTamperedHandover(local, read);
   return { local, published, verdict: decide(local, published) };
 }
 
 /** The look an action decides on: the locked reader, so a torn rotation is paired exactly. */
 async function lookLocked(ctx: ShareContext): Promise<Look> {
   const local = await readLocalAuthority(ctx.stateDir, ctx.deployment);
-  const published = await readPublished(ctx.store, ctx.deployment, ctx.sealKey);
+  const published = refuseTamperedHandover(local, await readPublished(ctx.store, ctx.deployment, ctx.sealKey));
   return { local, published, verdict: decide(local, published) };
 }
 
@@ -118,7 +120,7 @@ export interface PublishOptions {
  */
 export async function publish(ctx: ShareContext, options: PublishOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ local, published, verdict }) => {
-    const overAhead = verdict.kind === 'refuse' && verdict.lineage === 'ahead';
+    const overAhead = verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead';
     if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
     const files = await readAuthorityFiles(ctx.stateDir, ctx.deployment);
@@ -133,20 +135,19 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
         next: 'Something changed ca/ without taking ca.lock; look at it (`baton ca show`) and run sync again.',
       });
     }
-    const body = await encodeDocument(
-      {
-        format: DOCUMENT_FORMAT,
-        deployment: ctx.deployment,
-        fingerprint: local.current.fingerprint,
-        // During a rotation overlap the previous pair travels with the document, so a
-        // controller left behind can be diagnosed as such and nodes keep verifying.
-        previousFingerprint: local.previous?.fingerprint ?? null,
-        publishedAt: ctx.clock.now().toISOString(),
-        publishedBy: ctx.host,
-      },
-      files,
-      ctx.sealKey,
-    );
+    const header: DocumentHeader = {
+      format: DOCUMENT_FORMAT,
+      deployment: ctx.deployment,
+      fingerprint: local.current.fingerprint,
+      // During a rotation overlap the previous pair travels with the document, so a
+      // controller left behind can be diagnosed as such and nodes keep verifying.
+      previousFingerprint: local.previous?.fingerprint ?? null,
+      publishedAt: ctx.clock.now().toISOString(),
+      publishedBy: ctx.host,
+    };
+    // The previous key signs the handover, so the host it replaced can PROVE it was left behind.
+    const handover = signHandover(header, files['ca-previous.key']);
+    const body = await encodeDocument(handover ? { ...header, handover } : header, files, ctx.sealKey);
     const precondition =
       published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
     const { etag } = await putDocument(ctx, body, precondition);
@@ -339,10 +340,11 @@ export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | '
 export function refusalError(ctx: Pick<ShareContext, 'store' | 'command'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
   const baton = ctx.command ?? 'baton';
   const next = {
-    'left-behind': `If this host should follow the rotation, replace it on purpose: \`${baton} sync --force\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
+    'left-behind': `${verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'claimed' ? 'The rotation is only claimed: confirm with whoever runs the other controller that it rotated (anyone who can write the store can mint a CA naming this host). ' : ''}If this host should follow the rotation, replace it on purpose: \`${baton} sync --force\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
     ahead: `Publish this host's authority with \`${baton} sync --push\`, or, if the published one must win, replace this host's on purpose with \`${baton} sync --force\`.`,
+    siblings: `Decide which of the two rotations the fleet keeps. To keep the published one, replace this host's on purpose with \`${baton} sync --force\` (it sets ${verdict.caDir} aside as ca.superseded-<UTC stamp>); baton never publishes over a sibling.`,
     unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${baton} sync --force\`.`,
-  }[verdict.lineage];
+  }[verdict.lineage.kind];
   return new BatonError('refused', {
     what: `This host's authority differs from the published one. Local: ${verdict.local}. Published: ${verdict.published}. Diagnosis: ${lineageWords(verdict.lineage)}`,
     where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,

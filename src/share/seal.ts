@@ -23,7 +23,9 @@ export interface SealedBytes {
 
 /**
  * The associated data: the six header fields in a fixed order, as a JSON array — one
- * canonical byte string per header, whatever order or spacing the document used.
+ * canonical byte string per header, whatever order or spacing the document used — plus the
+ * handover signature (base64) when there is one, so it cannot be stripped or swapped either.
+ * Without one the array is the six fields exactly as before, so older sealed documents open.
  */
 export function associatedData(header: DocumentHeader): Uint8Array {
   return new TextEncoder().encode(
@@ -34,6 +36,7 @@ export function associatedData(header: DocumentHeader): Uint8Array {
       header.previousFingerprint,
       header.publishedAt,
       header.publishedBy,
+      ...(header.handover ? [Buffer.from(header.handover).toString('base64')] : []),
     ]),
   );
 }

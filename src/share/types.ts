@@ -16,6 +16,12 @@ export interface DocumentHeader {
   /** Diagnostic only: never used in a decision. */
   readonly publishedAt: string;
   readonly publishedBy: string;
+  /**
+   * The handover signature (`handover_signature`): the PREVIOUS key's signature over
+   * (deployment, fingerprint, previous_fingerprint, published_at). Present only on a rotation
+   * published by a host that held the previous key; part of the AEAD's associated data.
+   */
+  readonly handover?: Uint8Array;
 }
 
 export type PublishedAuthority =
@@ -35,13 +41,34 @@ export type PublishedAuthority =
   /** Unreadable, refused (closed set, bad base64, wrong deployment…) or unreachable. */
   | { readonly state: 'unreadable'; readonly location: string; readonly error: BatonError };
 
+/**
+ * Whether "left behind" is a proof: the handover signature verified with this host's own
+ * current authority key, or a claim and why it is not more than that.
+ */
+export type HandoverProof =
+  | { readonly kind: 'proved' }
+  | {
+      readonly kind: 'claimed';
+      readonly reason: 'no-signature' | 'bad-signature' | 'other-key';
+      /** The key that signed (the published previous_fingerprint), when there is a signature. */
+      readonly signer?: Fingerprint;
+    };
+
+/**
+ * Who is behind whom, from everything both sides hold (src/share/lineage.ts). A chain runs from
+ * the newer authority back to the older, each link a predecessor one side recorded.
+ */
 export type Lineage =
-  /** Local replaced the published one (it rotated and has not published): the store is behind. */
-  | 'ahead'
-  /** Local = published previous_fingerprint, or = the published cert's baton-replaces claim. */
-  | 'left-behind'
+  /** Local descends from the published one by a chain this host's own files record: the store is behind. */
+  | { readonly kind: 'ahead'; readonly chain: readonly Fingerprint[] }
+  /** The published one descends from local, by the published side's claims. */
+  | { readonly kind: 'left-behind'; readonly chain: readonly Fingerprint[]; readonly proof: HandoverProof }
+  /** Both rotated from the same parent: one of the two must be forced on purpose. */
+  | { readonly kind: 'siblings'; readonly parent: Fingerprint }
   /** Nothing links them: possibly the wrong deployment or store. */
-  | 'unrelated';
+  | { readonly kind: 'unrelated' };
+
+export type LineageKind = Lineage['kind'];
 
 /** DESIGN.md §5 decision table, as data. */
 export type Verdict =

@@ -5,6 +5,7 @@
  * panels and leaves them out of the headline; a plain sentence or a refusal carries them.
  */
 import type { Fingerprint } from '../pki/fingerprint-type.js';
+import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
@@ -30,16 +31,8 @@ export interface VerdictWordsOptions {
   readonly fingerprints?: boolean;
 }
 
-export function lineageWords(lineage: Lineage): string {
-  switch (lineage) {
-    case 'left-behind':
-      return 'this host was left behind by a rotation (the published authority replaced the one this host holds).';
-    case 'ahead':
-      return 'this host is ahead (it rotated away from the published authority and has not published the new one).';
-    case 'unrelated':
-      return 'nothing links the two authorities (this host may be pointed at the wrong deployment or store).';
-  }
-}
+/** The lineage diagnosis, with the handover proof, in the domain's own words (./lineage.ts). */
+export { lineageWords };
 
 /** The lineage diagnosis as a sentence of its own. */
 export function lineageSentence(lineage: Lineage): string {
@@ -81,7 +74,7 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         tone: 'refused',
         label: 'refused',
         headline: `The local${fp(verdict.local)} and published${fp(verdict.published)} authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next: verdict.lineage === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
+        next: verdict.lineage.kind === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
       };
     case 'blocked':
       return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };

@@ -1,12 +1,13 @@
 import { execFile } from 'node:child_process';
-import { existsSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { withAuthorityLock } from '../../src/authority/index.js';
+import { mintAuthority, withAuthorityLock } from '../../src/authority/index.js';
 import { firstController } from '../../src/share/operations.js';
 import { openStore } from '../../src/store/open-store.js';
-import { fixedClock } from '../helpers/authority.js';
+import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
+import { billetPair, requireOpenssl, writeBilletState } from '../helpers/billet-fixture.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { authorityDir, ca, cleanupAll, DEP, emptyStateDir } from './support.js';
 
@@ -148,6 +149,51 @@ describe('baton ca', () => {
     expect(JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout)).toMatchObject({ previous_fingerprint: null, fingerprint: shown.fingerprint });
   });
 
+  it('retire of an unproved predecessor (an older billet rotated without the claim) is refused without --yes, naming it and the way on, and done with --yes', async () => {
+    requireOpenssl();
+    const stateDir = await emptyStateDir();
+    const work = path.dirname(stateDir);
+    const old = billetPair(work, DEP);
+    const current = billetPair(work, DEP);
+    writeBilletState(stateDir, DEP, current, old);
+    const before = snapshotDir(stateDir);
+
+    const refused = await baton(stateDir, 'ca', 'retire');
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain(`The current certificate ${current.fingerprint} names no predecessor`);
+    expect(refused.stderr).toContain(`so ${old.fingerprint} in ca-previous.* cannot be proved to be the authority it replaced.`);
+    expect(refused.stderr).toContain('`baton ca retire --yes` (or `baton ca retire` on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.');
+    expect(refused.stderr).toContain('Nothing was written.');
+    expect(snapshotDir(stateDir)).toEqual(before);
+
+    const done = await baton(stateDir, 'ca', 'retire', '--yes');
+    expect(done.stderr).toBe('');
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain(`Retired the previous authority ${old.fingerprint} from ${path.join(stateDir, 'ca')} on your word (the current certificate names no predecessor).`);
+    expect(existsSync(ca(stateDir, 'ca-previous.key'))).toBe(false);
+    expect(existsSync(ca(stateDir, 'ca-previous.crt'))).toBe(false);
+    expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(Buffer.from(current.keyPem));
+  });
+
+  it('retire refuses a current certificate whose claim names a DIFFERENT predecessor, even with --yes, and writes nothing', async () => {
+    requireOpenssl();
+    const stateDir = await emptyStateDir();
+    const work = path.dirname(stateDir);
+    const old = billetPair(work, DEP);
+    const stranger = billetPair(work, DEP);
+    const files = await mintAuthority(DEP, { replaces: stranger.fingerprint });
+    const current = { keyPem: files['ca.key']!, certPem: files['ca.crt']!, fingerprint: await fingerprintOfFiles(files) };
+    writeBilletState(stateDir, DEP, current, old);
+    const before = snapshotDir(stateDir);
+    for (const args of [['ca', 'retire'], ['ca', 'retire', '--yes']]) {
+      const run = await baton(stateDir, ...args);
+      expect(run.code).toBe(3);
+      expect(run.stderr).toContain(`The current certificate says it replaces ${stranger.fingerprint}, not the previous authority ${old.fingerprint}`);
+      expect(run.stderr).toContain('no confirmation (--yes) overrides that');
+      expect(snapshotDir(stateDir)).toEqual(before);
+    }
+  });
+
   it('a writing command while another holds ca.lock exits 5 naming the lock file, and writes nothing', async () => {
     const { stateDir } = await authorityDir();
     const before = snapshotDir(stateDir);
@@ -159,28 +205,43 @@ describe('baton ca', () => {
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 
-  it('init on a fresh host refuses when the deployment already published an authority, naming it, and creates nothing', async () => {
+  it('init on a fresh host whose deployment already published an authority adopts it (the first-controller path), minting nothing of its own', async () => {
     const work = path.dirname(await emptyStateDir());
     const storeUrl = `file://${path.join(work, 'store')}`;
     const firstStateDir = await emptyStateDir();
     const outcome = await firstController({ stateDir: firstStateDir, deployment: DEP, store: await openStore(storeUrl), clock: fixedClock(), host: 'ctl-a' });
     expect(outcome.kind).toBe('first-controller');
     const published = (outcome as { fingerprint: string }).fingerprint;
+    const storeBefore = snapshotDir(path.join(work, 'store'));
 
     const stateDir = path.join(work, 'second-controller');
     const run = await batonWith(['--store', storeUrl], stateDir, 'ca', 'init');
-    expect(run.code).toBe(3);
-    expect(run.stderr).toContain(`This deployment already published an authority (${published})`);
-    expect(run.stderr).toContain('Adopt it with `baton sync`.');
-    expect(existsSync(stateDir)).toBe(false);
-  });
-
-  it('init with a store that holds nothing mints, and says nothing was published when it began', async () => {
-    const work = path.dirname(await emptyStateDir());
-    const stateDir = path.join(work, 'first-controller');
-    const run = await batonWith(['--store', `file://${path.join(work, 'empty-store')}`], stateDir, 'ca', 'init');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('Nothing was published at file://');
+    expect(run.stdout).toContain(`already published by another controller: this host adopted ${published}`);
+    expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(readFileSync(ca(firstStateDir, 'ca.key')));
+    expect(snapshotDir(path.join(work, 'store'))).toEqual(storeBefore);
+  });
+
+  it('init with no store mints, says no store was asked, and exits 0', async () => {
+    const stateDir = path.join(path.dirname(await emptyStateDir()), 'no-store');
+    const run = await baton(stateDir, 'ca', 'init');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('No store is configured, so no store was asked whether this deployment already has an authority.');
+    expect(existsSync(ca(stateDir, 'ca.key'))).toBe(true);
+  });
+
+  it('init with a store that holds nothing mints aside, publishes create-only, then installs what it published', async () => {
+    const work = path.dirname(await emptyStateDir());
+    const stateDir = path.join(work, 'first-controller');
+    const storeDir = path.join(work, 'empty-store');
+    const run = await batonWith(['--store', `file://${storeDir}`], stateDir, 'ca', 'init');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`);
+    const fingerprint = /Fingerprint: (SHA256:\S{43})/.exec(run.stdout)?.[1];
+    const document = JSON.parse(readFileSync(path.join(storeDir, 'authority.json'), 'utf8')) as { fingerprint: string; files: Record<string, string> };
+    expect(document.fingerprint).toBe(fingerprint);
+    expect(Buffer.from(document.files['ca.key']!, 'base64')).toEqual(readFileSync(ca(stateDir, 'ca.key')));
   });
 });

@@ -111,7 +111,7 @@ describe('the retire guard', () => {
     expect(fingerprint).toBe(local.current.fingerprint);
   });
 
-  it('refuses when the current certificate carries no replaces claim at all', async () => {
+  it('refuses when the current certificate carries no replaces claim at all, unless the operator confirms that exact previous authority', async () => {
     const stateDir = await emptyStateDir();
     const previous = await mintAuthority(DEP);
     const current = await mintAuthority(DEP); // minted without `replaces`
@@ -119,7 +119,11 @@ describe('the retire guard', () => {
     await withAuthorityLock(stateDir, () =>
       installAuthority(stateDir, DEP, { ...current, 'ca-previous.crt': previous['ca.crt']!, 'ca-previous.key': previous['ca.key']! }, fp),
     );
-    await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP), 'does not say which authority it replaces');
+    await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP), 'names no predecessor');
+    const previousFp = await fingerprintOfFiles(previous);
+    // A confirmation given for another previous authority than the one under the lock is no confirmation.
+    await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP, { acceptUnproved: fp }), `the confirmation was for ${fp}`);
+    expect(await retireAuthority(stateDir, DEP, { acceptUnproved: previousFp })).toEqual({ kind: 'retired', previous: previousFp, current: fp, unproved: true });
   });
 
   it('"could not read" never counts as absent: an unsafe or unreadable previous key blocks the retire', async () => {

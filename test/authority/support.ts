@@ -90,7 +90,7 @@ export function expectWhole(local: LocalAuthority): Extract<LocalAuthority, { st
   return local as Extract<LocalAuthority, { state: 'whole' }>;
 }
 
-/** Every private key's bytes anywhere below `dir` (by content, PEM "PRIVATE KEY"). */
+/** Every private key's bytes anywhere below `dir` (by content, PEM "EC PRIVATE KEY" or "PRIVATE KEY"). */
 export function privateKeysBelow(dir: string): Set<string> {
   const keys = new Set<string>();
   const walk = (d: string) => {
@@ -99,7 +99,7 @@ export function privateKeysBelow(dir: string): Set<string> {
       if (entry.isDirectory()) walk(p);
       else if (entry.isFile()) {
         const text = readFileSync(p, 'latin1');
-        if (text.includes('-----BEGIN PRIVATE KEY-----')) keys.add(text);
+        if (/-----BEGIN (EC )?PRIVATE KEY-----/.test(text)) keys.add(text);
       }
     }
   };

@@ -9,7 +9,7 @@ import { startRotation, type RotationEvent, type RotationState } from '../../src
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { rotationStore, type RotationStore } from '../../src/app/rotation-store.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import { fakeMesh } from '../mesh/fake-transport.js';
+import { fakeMesh, provisionerOn } from '../mesh/fake-transport.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
 import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
 
@@ -30,12 +30,13 @@ function appFor(columns: number, consumers: number, unreachable?: string) {
   const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
   const mesh = fakeMesh(inv.machines.map((m) => m.name), plan);
   if (unreachable) mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
+  provisionerOn(mesh.machines.db1!);
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);
   const listeners = new Set<(s: RotationState, e: RotationEvent | undefined) => void>();
   const store = rotationStore(
     startRotation('20261130T000000Z-abc123', plan),
-    rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 0, pollMs: 10 }),
+    rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
     (s, e) => listeners.forEach((l) => l(s, e)),
   );
   stores.push(store);
@@ -77,7 +78,7 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     expect(frame).toContain(`--provider pg-main: ${n} credentials on 31 machines`);
     expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(31 roles\)/);
     expect(frame).toContain('rows 1–9 of 31');
-    expect(frame).toContain('Window: between pg-main applying the new password for');
+    expect(frame).toContain('Window: from pg-main applying the new password for');
     expect(frame).toContain(`Type ${n} (the number of credentials)`);
 
     await view.press('j');
@@ -99,7 +100,8 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     for (const digit of n) await view.press(digit);
     await view.waitFor((f) => f.includes(`> ${n}  (Enter rotates)`), 'the full count');
     await view.press(KEY.enter);
-    frame = await view.waitFor((f) => f.includes(`Rotated ${n} credential(s)`), 'the summary');
+    frame = await view.waitFor((f) => f.includes(`Rotated ${n} credentials:`), 'the summary');
+    expect(frame).toMatch(/window ≤ \d+ ms/);
     fits(frame, columns);
     expect(frame).toContain(`prepared ${plan.holders.reduce((a, h) => a + h.receives.length, 0)}/`);
     expect(frame).toMatch(/✓ web3 +ssh +consumes\/pg-main\/web3_app +replaced/);
@@ -182,6 +184,8 @@ describe('the rotation view after a failure', () => {
       digests: {},
       committed: plan.holders[0]!.receives.map((d) => `db1\0${d.path}`),
       failures: [{ machine: 'web3', reason: 'ssh failed: Connection reset by peer' }],
+      applied: [],
+      windows: {},
     };
     const view = renderAt(<RotationView state={state} columns={columns} offset={0} color={false} tick={0} />, columns);
     mounted.push(view);

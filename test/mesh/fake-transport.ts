@@ -5,7 +5,8 @@
  * touched a file it should not have fails its test instead of passing on a forgiving fake.
  * Faults are opt-in per machine and operation.
  */
-import { secretDigest } from '../../src/mesh/digest.js';
+import path from 'node:path';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
@@ -105,4 +106,15 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
     return transport;
   };
   return { machines, transportFor, writes: () => writes, unarranged };
+}
+
+/** A provisioner on a fake machine: every provider end renamed into place gets its receipt at once. */
+export function provisionerOn(machine: FakeMachine): void {
+  machine.afterCommit = (paths, files) => {
+    for (const p of paths) {
+      if (!p.includes('/provides/')) continue;
+      const role = path.basename(p);
+      files.set(path.join(path.dirname(p), '.applied', role), formatReceipt({ role, digest: secretDigest(files.get(p)!), applied_at: new Date().toISOString() }));
+    }
+  };
 }

@@ -32,8 +32,8 @@ const everyEvent: RotationEvent[] = [
   { type: 'committed-step', machine: 'db1', end: 'provides', paths: [] },
   { type: 'committed' },
   { type: 'commit-failed', failures: [] },
-  { type: 'applied-pair', pair: 'pg-main:web1-app' },
-  { type: 'apply-finished', waited: true },
+  { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 40 },
+  { type: 'apply-finished', failures: [] },
 ];
 
 describe('the rotation flow', () => {
@@ -69,30 +69,48 @@ describe('the rotation flow', () => {
     expect(isTerminal(back.state) && rotationExitCode(back.state)).toBe(3);
   });
 
-  it('walks prepare → commit → applied, journaling each phase, and ignores events out of turn', () => {
+  it('walks prepare → provider commit → receipts and consumer commits, journaling each phase and each window, and ignores events out of turn', () => {
     const { state, effects } = walk([
       ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' },
       { type: 'committed' }, // out of turn: ignored
+      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 5 }, // out of turn: ignored
       { type: 'staged', machine: 'db1' }, { type: 'prepared', digests },
       { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] }, { type: 'committed' },
-      { type: 'applied-pair', pair: 'pg-main:web1-app' }, { type: 'apply-finished', waited: true },
+      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 42 },
+      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 99 }, // the first report of a pair counts
+      { type: 'apply-finished', failures: [] },
     ]);
     expect(state.step).toBe('done');
     expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual(['resolve', 'prepare', 'commit', 'wait-applied']);
     expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
-    // One of two providers confirmed within the wait: action needed.
+    expect(state.step === 'done' && [state.applied, state.windows]).toEqual([['pg-main:web1-app'], { 'pg-main:web1-app': 42 }]);
+    // One of two providers confirmed within the wait: its consumer end is staged, action needed.
     expect(isTerminal(state) && rotationExitCode(state)).toBe(3);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
+    const all = walk([
+      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' },
+      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 }, { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
+      { type: 'apply-finished', failures: [] },
+    ]).state;
+    expect(isTerminal(all) && rotationExitCode(all)).toBe(0);
   });
 
   it('a failed prepare ends at exit 4 and a failed commit at exit 1, each journaled', () => {
     const prep = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] }]);
     expect(prep.state.step).toBe('prepare-failed');
     expect(isTerminal(prep.state) && rotationExitCode(prep.state)).toBe(4);
-    const commit = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'commit-failed', failures: [{ machine: 'web1', reason: 'gone' }] }]);
-    expect(commit.state.step).toBe('commit-failed');
-    expect(commit.last.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
-    expect(isTerminal(commit.state) && rotationExitCode(commit.state)).toBe(1);
+    // A provider end that could not be renamed: the other pairs still wait for their receipts.
+    const commit = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'commit-failed', failures: [{ machine: 'db2', reason: 'gone' }] }]);
+    expect(commit.state.step).toBe('applying');
+    expect(commit.last.map((e) => e.type)).toEqual(['journal', 'wait-applied']);
+    const ended = rotation(commit.state, { type: 'apply-finished', failures: [] });
+    expect(ended.state.step).toBe('commit-failed');
+    expect(ended.effects.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
+    expect(isTerminal(ended.state) && rotationExitCode(ended.state)).toBe(1);
+    // A consumer end that could not be renamed after its receipt: the same.
+    const applying = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' }]).state;
+    const consumerFailed = rotation(applying, { type: 'apply-finished', failures: [{ machine: 'web1', reason: 'gone' }] }).state;
+    expect(consumerFailed.step === 'commit-failed' && consumerFailed.failures).toEqual([{ machine: 'web1', reason: 'gone' }]);
   });
 
   it('leaving mid-commit exits 1 (something may be left to resume), leaving earlier exits 3, a finished rotation keeps its own code', () => {

@@ -38,12 +38,12 @@ describe('affected holders', () => {
     expect(plan.holders.map((h) => h.machine)).toEqual(['db2', 'web2']);
   });
 
-  it('states the window of each pair in words', () => {
+  it('states the window of each pair in words: which connections fail, between which moments', () => {
     const plan = planRotation(meshInventory(1), { by: 'pair', provider: 'pg-main', consumer: 'web1-app' });
     expect(plan.pairs[0]!.window).toBe(
-      'between pg-main applying the new password for web1_app and web1-app reading its file, new connections from web1-app with the old password fail',
+      "from pg-main applying the new password for web1_app until web1-app's file is replaced (right after the receipt is read), new connections from web1-app that still use the OLD password fail",
     );
-    expect(windowText({ provider: 'p', consumer: 'c', role: 'r', providerMachine: 'a', consumerMachine: 'b' })).toContain('from c with the old password fail');
+    expect(windowText({ provider: 'p', consumer: 'c', role: 'r', providerMachine: 'a', consumerMachine: 'b' })).toContain('from c that still use the OLD password fail');
   });
 
   it('refuses no selector, two selectors and a malformed pair as usage errors (exit 2)', () => {

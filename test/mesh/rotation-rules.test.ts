@@ -13,7 +13,7 @@ import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
-import { fakeMesh } from './fake-transport.js';
+import { fakeMesh, provisionerOn } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
 import { abortedError } from '../../src/mesh/transport.js';
@@ -106,39 +106,98 @@ describe('prepare', () => {
   });
 });
 
+/**
+ * Wraps every consumer machine's commit to record, per renamed path, whether its provider's
+ * receipt already carried the staged digest at that moment.
+ */
+function watchConsumerCommits(plan: RotationPlan, mesh: ReturnType<typeof fakeMesh>): { transportFor: TransportFor; seen: { path: string; receipted: boolean }[] } {
+  const seen: { path: string; receipted: boolean }[] = [];
+  const transportFor: TransportFor = (name) => {
+    const real = mesh.transportFor(name);
+    return {
+      ...real,
+      commit: async (paths) => {
+        for (const p of paths) {
+          const pair = plan.pairs.find((x) => x.consumerMachine === name && x.consumerPath === p);
+          if (!pair) continue;
+          const staged = mesh.machines[name]!.files.get(`${p}.next`);
+          const receipt = mesh.machines[pair.providerMachine]!.files.get(pair.receiptPath);
+          seen.push({ path: p, receipted: staged !== undefined && receipt !== undefined && receipt.includes(secretDigest(staged)) });
+        }
+        return real.commit(paths);
+      },
+    };
+  };
+  return { transportFor, seen };
+}
+
 describe('commit and resume', () => {
-  it('commits provider ends before consumer ends, and an interrupted commit resumes with the same digests and no new secret', async () => {
+  it('commits the provider ends, each consumer end only after its receipt; an unconfirmed pair stays staged (exit 3) and resume finishes it with the same digests and no new secret', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
+    provisionerOn(mesh.machines.db1!); // pg-main's provisioner runs; pg-audit's (db2) is stopped
+    const watched = watchConsumerCommits(plan, mesh);
+    const dir = journalDir();
+    const { code, lines, state } = await rotate(plan, watched.transportFor, dir, 150);
+    expect(code).toBe(3);
+    expect(state.step === 'done' && state.applied).toEqual(['pg-main:web2-app']);
+    expect(state.step === 'done' && state.windows['pg-main:web2-app']).toBeGreaterThanOrEqual(0);
+    const text = lines.join('\n');
+    expect(text).toContain('Applied 1 of 2 credentials, 1 pending (rotation rot-1).');
+    expect(text).not.toContain('Rotated');
+    expect(text).toContain("! pg-audit has not confirmed web2_app: web2-app's file is still staged; its old password still works.");
+    expect(text).toContain('Next: once each provisioner has applied them (its receipt), run: baton mesh resume rot-1');
+    expect(watched.seen).toEqual([{ path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true }]);
+    const records = await readJournal(dir, 'rot-1');
+    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
+    expect(Object.keys(records.at(-1)!.windows_ms ?? {})).toEqual(['pg-main:web2-app']);
+    const prepared = records[1]!;
+    const audit = prepared.pairs.find((p) => p.provider === 'pg-audit')!;
+    // Both provider ends are live with the prepared digests; pg-audit's consumer end is still staged.
+    for (const p of prepared.pairs) expect(secretDigest(mesh.machines[p.provider_machine]!.files.get(p.provider_path)!)).toBe(p.digest);
+    expect(mesh.machines.web2!.files.get(audit.consumer_path)).toBe(`old-${audit.key}`);
+    expect(secretDigest(mesh.machines.web2!.files.get(`${audit.consumer_path}.next`)!)).toBe(audit.digest);
+
+    // pg-audit's provisioner comes back and applies what is live on db2.
+    const db2 = mesh.machines.db2!;
+    provisionerOn(db2);
+    db2.afterCommit!([audit.provider_path], db2.files);
+    const writesBefore = mesh.writes();
+    const journaled: { phase: string; applied?: readonly string[] }[] = [];
+    const result = await resumeRotation('rot-1', records, meshInventory(2), watched.transportFor, { concurrency: 2, waitMs: 200, pollMs: 5 }, async (phase, _f, applied) => {
+      journaled.push({ phase, applied: applied?.keys });
+    }, path.join(dir, JOURNAL_FILE));
+    expect(journaled).toEqual([{ phase: 'resumed', applied: ['pg-main:web2-app', 'pg-audit:web2-app'] }]);
+    expect(result.alreadyLive).toBe(3);
+    expect(result.failures).toEqual([]);
+    expect(mesh.writes() - writesBefore).toBe(1); // one rename, nothing staged anew
+    expect(watched.seen.at(-1)).toEqual({ path: audit.consumer_path, receipted: true });
+    expect(secretDigest(mesh.machines.web2!.files.get(audit.consumer_path)!)).toBe(audit.digest);
+    expect(mesh.machines.web2!.files.has(`${audit.consumer_path}.next`)).toBe(false);
+    // Finished: a second resume refuses.
+    const again = await readJournal(dir, 'rot-1');
+    await expect(resumeRotation('rot-1', [...again, { ...prepared, phase: 'resumed', applied: ['pg-main:web2-app', 'pg-audit:web2-app'] }], meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir)).rejects.toMatchObject({ code: 'refused' });
+  });
+
+  it('a consumer end that cannot be renamed after its receipt ends at exit 1 with the resume command, and resume renames it', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
+    const mesh = fakeMesh(allMachines, plan);
+    seedOld(plan, mesh.machines);
+    provisionerOn(mesh.machines.db1!);
+    provisionerOn(mesh.machines.db2!);
     mesh.machines.web2!.failOn = 'commit';
     const dir = journalDir();
-    const { code, lines } = await rotate(plan, mesh.transportFor, dir);
+    const { code, lines } = await rotate(plan, mesh.transportFor, dir, 100);
     expect(code).toBe(1);
-    expect(lines.join('\n')).toContain('baton mesh resume rot-1');
+    expect(lines.join('\n')).toContain('web2: commit failed (injected)');
+    expect(lines.join('\n')).toContain('Next: fix the machine, then run: baton mesh resume rot-1');
     const records = await readJournal(dir, 'rot-1');
-    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'commit-failed']);
-    const prepared = records[1]!;
-    // Both provider ends are live with the prepared digests; the consumer end is still staged.
-    for (const p of prepared.pairs) {
-      expect(secretDigest(mesh.machines[p.provider_machine]!.files.get(p.provider_path)!)).toBe(p.digest);
-      expect(mesh.machines.web2!.files.get(p.consumer_path)).toBe(`old-${p.key}`);
-      expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
-    }
+    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'commit-failed']);
     mesh.machines.web2!.failOn = undefined;
-    const writesBefore = mesh.writes();
-    const journaled: string[] = [];
-    const result = await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async (phase) => {
-      journaled.push(phase);
-    }, path.join(dir, JOURNAL_FILE));
-    expect(journaled).toEqual(['resumed']);
-    expect(result.alreadyLive).toBe(2);
-    expect(result.committed.map((s) => s.machine)).toEqual(['web2']);
-    expect(mesh.writes() - writesBefore).toBe(2); // two renames, nothing staged anew
-    for (const p of prepared.pairs) {
-      expect(secretDigest(mesh.machines.web2!.files.get(p.consumer_path)!)).toBe(p.digest);
-      expect(mesh.machines.web2!.files.has(`${p.consumer_path}.next`)).toBe(false);
-    }
+    const result = await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 100, pollMs: 5 }, async () => undefined, dir);
+    expect([...result.applied].sort()).toEqual(['pg-audit:web2-app', 'pg-main:web2-app']);
+    for (const p of records[1]!.pairs) expect(secretDigest(mesh.machines.web2!.files.get(p.consumer_path)!)).toBe(p.digest);
   });
 
   it('resume refuses, renaming nothing, when a staged file is missing — it never invents a secret', async () => {

@@ -146,55 +146,67 @@ describe('the rotation flow over hundreds of holders', () => {
     const partly = run({ state: committing, effects: [] }, [...steps, steps[1]!]);
     const filesCommitted = plan.holders.slice(0, 5).reduce((n, h) => n + h.receives.length, 0);
     expect(progress(partly).committed).toBe(filesCommitted);
-    const failed = rotation(partly, { type: 'commit-failed', failures: [{ machine: 'web9', reason: 'gone' }] }).state;
+    const failedProviders = rotation(partly, { type: 'commit-failed', failures: [{ machine: 'web9', reason: 'gone' }] }).state;
+    const failed = rotation(failedProviders, { type: 'apply-finished', failures: [] }).state;
     expect(failed.step === 'commit-failed' && failed.committed).toEqual(plan.holders.slice(0, 5).flatMap((h) => h.receives.map((d) => `${h.machine}\0${d.path}`)));
     expect(progress(failed).committed).toBe(filesCommitted);
 
     const applying = rotation(rotation(committing, { type: 'committed' }).state, { type: 'committed' }).state;
     const keys = [plan.pairs[7]!.key, plan.pairs[2]!.key, plan.pairs[7]!.key, plan.pairs[5]!.key];
-    const applied = run({ state: applying, effects: [] }, keys.map((pair): RotationEvent => ({ type: 'applied-pair', pair })));
+    const applied = run({ state: applying, effects: [] }, keys.map((pair, i): RotationEvent => ({ type: 'applied-pair', pair, windowMs: i })));
     expect(progress(applied).applied).toBe(3);
-    const done = rotation(applied, { type: 'apply-finished', waited: true }).state;
+    const done = rotation(applied, { type: 'apply-finished', failures: [] }).state;
     expect(done.step === 'done' && done.applied).toEqual([plan.pairs[7]!.key, plan.pairs[2]!.key, plan.pairs[5]!.key]);
-    expect(progress(done)).toMatchObject({ resolved: 401, staged: 802, committed: 802, applied: 3, pairs: 401 });
+    // Every provider end and the three consumer ends whose receipts came.
+    expect(progress(done)).toMatchObject({ resolved: 401, staged: 802, committed: 401 + 3, applied: 3, pairs: 401 });
     expect(progress(applying).applied).toBe(0); // the state before the receipts is unchanged
   });
 });
 
 describe('the summary of a rotation', () => {
-  function doneState(consumers: number, applied: (key: string, i: number) => boolean, waited: boolean): Extract<RotationState, { step: 'done' }> {
+  function doneState(consumers: number, applied: (key: string, i: number) => boolean): Extract<RotationState, { step: 'done' }> {
     const plan = planRotation(meshInventory(consumers), { by: 'provider', name: 'pg-main' });
     const digests = Object.fromEntries(plan.pairs.map((p) => [p.key, `sha256:${'ab'.repeat(32)}`])) as unknown as Record<string, SecretDigest>;
     const resolutions = Object.fromEntries(plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]));
-    return { id: 'rot-1', plan, resolutions, step: 'done', digests, applied: plan.pairs.map((p) => p.key).filter(applied), waited };
+    const keys = plan.pairs.map((p) => p.key).filter(applied);
+    return { id: 'rot-1', plan, resolutions, step: 'done', digests, applied: keys, windows: Object.fromEntries(keys.map((k, i) => [k, 20 + i])) };
   }
 
-  it('a small rotation lists every file and every pair', () => {
-    const state = doneState(3, (_k, i) => i === 0, true);
+  it('a small rotation lists every file and every pair, and the window it measured', () => {
+    const state = doneState(3, (_k, i) => i === 0);
     expect(progress(state).files).toBeLessThanOrEqual(SUMMARY_FULL_FILES);
     const lines = summaryLines(state, 30);
     expect(lines).toEqual(summaryLines(state, 30, { full: true }));
-    expect(lines.filter((l) => l.includes(' replaced ('))).toHaveLength(progress(state).files);
+    expect(lines[0]).toBe('Applied 1 of 4 credentials, 3 pending (rotation rot-1).');
+    expect(lines.filter((l) => / (replaced|still staged) \(/.test(l))).toHaveLength(progress(state).files);
+    expect(lines.filter((l) => l.includes(' still staged ('))).toHaveLength(3);
     expect(lines.filter((l) => /^ {2}[✓!] /.test(l))).toHaveLength(state.plan.pairs.length);
+    expect(lines).toContain("  ✓ pg-main applied web1_app; web1-app's file replaced 20 ms later (the window)");
+    expect(lines.join('\n')).toContain('new connections that still used the OLD password could fail from the database applying the new one until the consumer\'s file was replaced — 20 ms.');
+    const all = doneState(1, () => true);
+    expect(summaryLines(all)[0]).toBe('Rotated 2 credentials (rotation rot-1).');
+    const one = planRotation(meshInventory(1), { by: 'pair', provider: 'pg-main', consumer: 'web1-app' });
+    expect(summaryLines({ ...all, plan: one, applied: ['pg-main:web1-app'] })[0]).toBe('Rotated 1 credential (rotation rot-1).');
   });
 
   it('a rotation of hundreds of holders gives counts, the first rows and where the full list is — and every unconfirmed pair is counted', () => {
-    const state = doneState(500, (_k, i) => i % 2 === 0, true);
+    const state = doneState(500, (_k, i) => i % 2 === 0);
     const journal = '/var/lib/baton/d1/mesh-journal.jsonl';
     const lines = summaryLines(state, 30, { journal });
     const text = lines.join('\n');
-    expect(lines[0]).toBe('Rotated 501 credentials (rotation rot-1).');
-    expect(text).toContain('  1002 files replaced on 501 machines.');
-    expect(lines.filter((l) => l.includes(' replaced ('))).toHaveLength(SUMMARY_ROWS);
-    expect(text).toContain(`…and ${1002 - SUMMARY_ROWS} more files replaced: the journal (${journal}) records every file and digest of rotation rot-1`);
+    expect(lines[0]).toBe('Applied 251 of 501 credentials, 250 pending (rotation rot-1).');
+    expect(text).toContain(`  ${501 + 251} of 1002 files replaced on 501 machines.`);
+    expect(lines.filter((l) => / (replaced|still staged) \(/.test(l))).toHaveLength(SUMMARY_ROWS);
+    expect(text).toContain(`…and ${1002 - SUMMARY_ROWS} more files: the journal (${journal}) records every file and digest of rotation rot-1`);
     expect(text).toContain('`baton mesh plan --provider pg-main --json` lists every holder');
     expect(text).toContain('  Receipts: 251 of 501 applied, 250 not confirmed within 30 s.');
     expect(lines.filter((l) => l.startsWith('  ! '))).toHaveLength(SUMMARY_ROWS);
     expect(text).toContain(`…and ${250 - SUMMARY_ROWS} more not confirmed`);
+    expect(text).toContain('at most 270 ms (median 145 ms) over 251 pairs');
     expect(Buffer.byteLength(text)).toBeLessThan(6 * 1024);
     // Plain output (scripts, logs) stays complete.
     const full = summaryLines(state, 30, { full: true });
-    expect(full.filter((l) => l.includes(' replaced ('))).toHaveLength(1002);
+    expect(full.filter((l) => / (replaced|still staged) \(/.test(l))).toHaveLength(1002);
     expect(full.filter((l) => l.startsWith('  ! '))).toHaveLength(250);
   });
 
@@ -203,7 +215,7 @@ describe('the summary of a rotation', () => {
     const resolutions = Object.fromEntries(plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]));
     const committed = plan.holders[0]!.receives.map((d) => `db1\0${d.path}`);
     const failures = Array.from({ length: 30 }, (_, i) => ({ machine: `web${i + 1}`, reason: 'ssh failed' }));
-    const state: RotationState = { id: 'rot-2', plan, resolutions, step: 'commit-failed', digests: {}, committed, failures };
+    const state: RotationState = { id: 'rot-2', plan, resolutions, step: 'commit-failed', digests: {}, committed, failures, applied: [], windows: {} };
     if (!isTerminal(state)) throw new Error('not terminal');
     const lines = summaryLines(state);
     expect(lines[1]).toBe(`  ${committed.length} of 602 files replaced, ${602 - committed.length} still staged.`);
@@ -238,9 +250,10 @@ describe('plain output of a large rotation', () => {
       id: 'rot-plain', plan, yes: true, write: (l) => lines.push(l),
       deps: { transportFor: mesh.transportFor, journalDir, operator: 'tester', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 5 },
     });
-    expect(code).toBe(0);
-    for (const h of plan.holders) for (const d of h.receives) expect(lines.some((l) => l.startsWith(`  ${h.machine}: ${d.path} replaced (sha256:`))).toBe(true);
-    expect(lines.filter((l) => l.includes('not waited for'))).toHaveLength(plan.pairs.length);
-    expect(lines.join('\n')).not.toContain('more files replaced');
+    // No provisioner wrote a receipt: every consumer end stays staged, exit 3.
+    expect(code).toBe(3);
+    for (const h of plan.holders) for (const d of h.receives) expect(lines.some((l) => l.startsWith(`  ${h.machine}: ${d.path} ${d.end === 'provides' ? 'replaced' : 'still staged'} (sha256:`))).toBe(true);
+    expect(lines.filter((l) => l.includes('has not confirmed'))).toHaveLength(plan.pairs.length);
+    expect(lines.join('\n')).not.toContain('more files');
   });
 });

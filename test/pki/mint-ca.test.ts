@@ -43,9 +43,12 @@ describe('a minted authority, as openssl sees it', () => {
     expect(openssl(['verify', '-CAfile', cert, cert]).trim()).toBe(`${cert}: OK`);
   });
 
-  it('carries a PKCS#8 key that openssl reads and that pairs with the certificate', async () => {
+  it('carries a SEC1 "EC PRIVATE KEY" (what Go\'s x509.ParseECPrivateKey reads) that openssl ec checks and that pairs with the certificate', async () => {
     const { key, cert, minted } = await mintedFiles('pair');
-    expect(Buffer.from(minted.keyPem).toString()).toMatch(/^-----BEGIN PRIVATE KEY-----\n/);
+    expect(Buffer.from(minted.keyPem).toString()).toMatch(/^-----BEGIN EC PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END EC PRIVATE KEY-----\n$/);
+    expect(execFileSync('/bin/sh', ['-c', `openssl ec -in '${key}' -check -noout 2>&1`], { encoding: 'utf8' })).toContain('EC Key valid.');
+    // The DER inside is SEC1 itself (openssl re-encodes it byte for byte), not PKCS#8 relabelled.
+    expect(openssl(['ec', '-in', key])).toBe(Buffer.from(minted.keyPem).toString());
     const fromKey = openssl(['pkey', '-in', key, '-pubout']);
     const fromCert = openssl(['x509', '-in', cert, '-pubkey', '-noout']);
     expect(fromKey).toBe(fromCert);
@@ -58,8 +61,8 @@ describe('a minted authority, as openssl sees it', () => {
     expect(text).toMatch(/X509v3 Basic Constraints: critical\s+CA:TRUE, pathlen:0/);
     expect(text).toMatch(/X509v3 Key Usage: critical\s+Digital Signature, Certificate Sign, CRL Sign/);
     expect(text).toContain('NIST CURVE: P-256');
-    expect(openssl(['x509', '-in', cert, '-noout', '-subject', '-nameopt', 'RFC2253']).trim()).toBe(`subject=O=${DEPLOYMENT},CN=baton node wire CA`);
-    expect(openssl(['x509', '-in', cert, '-noout', '-issuer', '-nameopt', 'RFC2253']).trim()).toBe(`issuer=O=${DEPLOYMENT},CN=baton node wire CA`);
+    expect(openssl(['x509', '-in', cert, '-noout', '-subject', '-nameopt', 'RFC2253']).trim()).toBe(`subject=O=${DEPLOYMENT},CN=billet node wire CA`);
+    expect(openssl(['x509', '-in', cert, '-noout', '-issuer', '-nameopt', 'RFC2253']).trim()).toBe(`issuer=O=${DEPLOYMENT},CN=billet node wire CA`);
   });
 
   it('is valid from an hour before now for ten years', async () => {
@@ -85,7 +88,7 @@ describe('a minted authority, as openssl sees it', () => {
     const old = parseCertificate(first.minted.certPem)!.fingerprint;
     const next = await mintedFiles('next', old);
     expect(parseCertificate(next.minted.certPem)!.replaces).toBe(old);
-    expect(openssl(['x509', '-in', next.cert, '-noout', '-subject', '-nameopt', 'sep_multiline,utf8']).split('\n').map((l) => l.trim())).toContain(`OU=baton-replaces:${old}`);
+    expect(openssl(['x509', '-in', next.cert, '-noout', '-subject', '-nameopt', 'sep_multiline,utf8']).split('\n').map((l) => l.trim())).toContain(`OU=billet-replaces:${old}`);
     expect(parseCertificate(first.minted.certPem)!.replaces).toBeUndefined();
   });
 });

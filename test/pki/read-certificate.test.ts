@@ -142,6 +142,21 @@ describe('reading a certificate exactly', () => {
     expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: true });
   });
 
+  it('reads billet\'s claim as Go writes it (PrintableString OU billet-replaces:), and keeps a malformed one as text, never as no claim', async () => {
+    const fp = 'SHA256:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+    const goLike = build({ subject: seq(rdn(O, printable(DEPLOYMENT)), rdn(OU, printable(`billet-replaces:${fp}`)), rdn(CN, printable('billet node wire CA'))) });
+    expect(parseCertificate(goLike.certPem)).toMatchObject({ replaces: fp, claim: fp, claimCount: 1 });
+    expect(await inspectPair(goLike.keyPem, goLike.certPem, DEPLOYMENT)).toMatchObject({ ok: true });
+    const malformed = build({ subject: seq(rdn(O, utf8(DEPLOYMENT)), rdn(OU, utf8('billet-replaces:SHA256:short'))) });
+    expect(parseCertificate(malformed.certPem)).toMatchObject({ replaces: undefined, claim: 'SHA256:short', claimCount: 1 });
+  });
+
+  it('refuses a certificate that names two predecessors (billet-replaces: and baton-replaces:) as edited', async () => {
+    const fp = 'SHA256:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+    const cert = build({ subject: seq(rdn(CN, utf8('billet node wire CA')), rdn(O, utf8(DEPLOYMENT)), rdn(OU, utf8(`billet-replaces:${fp}`)), rdn(OU, utf8(CLAIM))) });
+    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'ambiguous-claim', count: 2 } });
+  });
+
   it('reads a UTCTime year of 50 as 1950, as RFC 5280 says', () => {
     const facts = parseCertificate(build({ notBefore: utcTime('500101000000Z') }).certPem)!;
     expect(facts.notBefore.toISOString()).toBe('1950-01-01T00:00:00.000Z');

@@ -4,14 +4,15 @@
  * before running this file alone.
  */
 import type { ResultPromise } from 'execa';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { canLogin, superuserPassword } from '../helpers/postgres.js';
-import { assertBuilt, startBaton } from '../helpers/run-baton.js';
+import { assertBuilt, BIN, startBaton } from '../helpers/run-baton.js';
 import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
 
 const PROVIDER = 'pg-main';
@@ -150,7 +151,7 @@ describe('baton provision postgres (built CLI)', () => {
     expect(first.output()).toContain(`${role} `);
     const second = baton();
     expect((await second.exit).code).toBe(0);
-    expect(second.output()).toContain('nothing to apply (1 role(s) already applied)');
+    expect(second.output()).toContain('nothing to apply (1 role already applied)');
   });
 
   it('a missing superuser password file is refused by name with exit 1, and nothing is receipted', async () => {
@@ -164,9 +165,40 @@ describe('baton provision postgres (built CLI)', () => {
     expect(existsSync(path.join(provides, '.applied'))).toBe(false);
   });
 
+  it('run as a user that cannot read the root-owned 0700 mesh dir, it says permission denied and what to change, not that the dir is missing', async () => {
+    deliver(uniqueRole('unreadable'), secret());
+    chmodSync(temp.dir, 0o700);
+    // As root (CI's containers, this machine): the service user the README warns about. As
+    // anyone else: a mesh dir that user cannot read either.
+    const asRoot = process.getuid?.() === 0;
+    if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o000);
+    const user = asRoot ? userInfoOf('postgres') : undefined;
+    if (asRoot && !user) throw new Error('the postgres OS user is missing (the sandbox PostgreSQL creates it): cannot run the provisioner as a service user');
+    const result = spawnSync(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', temp.dir, '--provider', PROVIDER, '--pg-host', pg.host, '--pg-port', String(pg.port)], {
+      encoding: 'utf8',
+      cwd: '/',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1', XDG_CONFIG_HOME: '/nonexistent-baton-test-config' },
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
+    });
+    if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o700);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('cannot be listed: permission denied');
+    expect(result.stderr).toContain('Run the provisioner as root (User=root');
+    expect(result.stderr).not.toContain('creates this directory');
+    expect(existsSync(path.join(provides, '.applied'))).toBe(false);
+  });
+
   it('bad flags are usage errors (exit 2) that say what to give', async () => {
     const run = baton('--interval', 'soon', '--watch');
     expect((await run.exit).code).toBe(2);
     expect(run.output()).toContain('--interval "soon" is not a number of seconds');
   });
 });
+
+/** uid/gid of an OS user from /etc/passwd, or undefined when there is none. */
+function userInfoOf(name: string): { uid: number; gid: number } | undefined {
+  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${name}:`));
+  if (!line) return undefined;
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
+}

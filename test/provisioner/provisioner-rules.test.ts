@@ -58,8 +58,8 @@ class FakeDatabase {
   };
 }
 
-function makeProvisioner(db: FakeDatabase): PostgresProvisioner {
-  return new PostgresProvisioner({ meshDir: temp.dir, provider: 'pg-main', connect: db.connect, log: (line) => lines.push(line) });
+function makeProvisioner(db: FakeDatabase, clock?: () => Date): PostgresProvisioner {
+  return new PostgresProvisioner({ meshDir: temp.dir, provider: 'pg-main', connect: db.connect, log: (line) => lines.push(line), ...(clock ? { clock } : {}) });
 }
 
 beforeEach(() => {
@@ -126,21 +126,32 @@ describe('a provisioner cycle', () => {
     expect(db.calls).toEqual(['a', 'b', 'b', 'c']);
   });
 
-  it('a role the database refuses is reported and retried, and the others are applied', async () => {
+  it('a role the database refuses is reported by name and skipped on its own backoff; the others are applied in the same cycle and every cycle after', async () => {
     const db = new FakeDatabase();
     deliver('a', secret());
     deliver('b', secret());
     db.onSetPassword = (role) => {
       if (role === 'a') throw Object.assign(new Error('permission denied to alter role'), { code: '42501' });
     };
-    const service = makeProvisioner(db);
+    let now = Date.parse('2026-11-30T12:00:00Z');
+    const service = makeProvisioner(db, () => new Date(now));
 
     const report = await service.runCycle();
 
     expect(report.applied.map((a) => a.role)).toEqual(['b']);
-    expect(report.failed).toEqual([{ role: 'a', file: path.join(provides, 'a'), reason: 'the database refused it (permission denied to alter role)', inFile: false }]);
-    expect(lines).toContain('a failed: the database refused it (permission denied to alter role)');
+    expect(report.failed).toEqual([{ role: 'a', file: path.join(provides, 'a'), reason: 'the database refused it (permission denied to alter role)', inFile: false, scope: 'role' }]);
+    expect(lines).toContain('a failed: the database refused it (permission denied to alter role); skipped (retried in 5 s or when its file changes), the other roles go on');
     expect(receiptDigest('a')).toBeUndefined();
+    // The next cycle, 1 s later, does not send a statement for it; a new delivery of b is applied.
+    now += 1000;
+    const b2 = secret();
+    deliver('b', b2);
+    const second = await service.runCycle();
+    expect(second.applied.map((x) => x.role)).toEqual(['b']);
+    expect(second.failed.map((f) => [f.role, f.scope])).toEqual([['a', 'role']]);
+    expect(db.calls).toEqual(['a', 'b', 'b']);
+    // Its own time comes: tried again, and applied once the database accepts it.
+    now += 5000;
     db.onSetPassword = () => undefined;
     expect((await service.runCycle()).applied.map((a) => a.role)).toEqual(['a']);
   });

@@ -23,6 +23,7 @@ import type { TransportFor } from '../../src/mesh/transport.js';
 import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const ROTATIONS = 100;
 const SEED = Number(process.env.BATON_MESH_SEED ?? 0x5eed_2026);
@@ -148,7 +149,7 @@ async function meshState(): Promise<{ pairs: Map<string, { provider?: SecretDige
 
 function deps(transportFor: TransportFor): RotationDeps {
   return {
-    transportFor,
+    transportFor: withLiveProvisioner(transportFor, machineRoot),
     journalDir,
     operator: 'mesh-faults',
     resolve: { concurrency: 4 },
@@ -165,7 +166,7 @@ async function resume(id: string): Promise<void> {
     id,
     records,
     inventory,
-    transportsFor(inventory.machines, TEST_BOUNDS),
+    withLiveProvisioner(transportsFor(inventory.machines, TEST_BOUNDS), machineRoot),
     { concurrency: 4, waitMs: 0, pollMs: 50 },
     async (phase, failures) => {
       await appendJournal(journalDir, {

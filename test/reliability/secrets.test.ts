@@ -9,12 +9,13 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, startBaton, type BatonRun } from '../helpers/run-baton.js';
 import { keyMaterial, recordingWrapper, scanForSecrets, watchProcesses, type Haystack, type Secret } from '../helpers/secret-scan.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { startReceiptWriter } from '../mesh/receipt-writer.js';
 
 const unavailable = sshdUnavailable();
 
@@ -115,8 +116,11 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
     const haystacks: Haystack[] = [];
     const delivered = new Map<string, Buffer>();
     const pattern = /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/;
+    // pg-main's provisioner, standing in: each consumer end is renamed only after its receipt.
+    const provisioner = startReceiptWriter(path.join(base, 'db1/mesh/provides/pg-main'));
+    onTestFinished(() => provisioner.stop());
     for (const round of [1, 2]) {
-      const { run, proc } = await watched(['--config', config, 'mesh', 'rotate', '--provider', 'pg-main', '--yes', '--wait', '0'], env, sshdPid);
+      const { run, proc } = await watched(['--config', config, 'mesh', 'rotate', '--provider', 'pg-main', '--yes', '--wait', '20'], env, sshdPid);
       expect(run.exitCode, run.all).toBe(0);
       haystacks.push({ name: `rotate ${round} stdout+stderr`, data: run.all }, ...proc);
       for (const [file, bytes] of filesBelow(base, pattern)) delivered.set(`${file}#${round}`, bytes);

@@ -141,34 +141,53 @@ describe('decide: a whole host that differs from the published one is refused, w
 
   it('is LEFT BEHIND when its fingerprint is the published previous_fingerprint', () => {
     const verdict = refusal(decide(whole(pair(A)), present({ fingerprint: B, previous: A, replaces: A })));
-    expect(verdict).toEqual({ kind: 'refuse', local: A, published: B, lineage: 'left-behind', caDir: `${STATE_DIR}/ca` });
+    expect(verdict).toEqual({
+      kind: 'refuse', local: A, published: B, caDir: `${STATE_DIR}/ca`,
+      lineage: { kind: 'left-behind', chain: [B, A], proof: { kind: 'claimed', reason: 'no-signature' } },
+    });
   });
-  it('is LEFT BEHIND when only the published certificate\'s baton-replaces claim links them (the overlap was retired)', () => {
+  it('is LEFT BEHIND when only the published certificate\'s billet-replaces claim links them (the overlap was retired)', () => {
     const verdict = refusal(decide(whole(pair(A)), present({ fingerprint: B, previous: null, replaces: A })));
-    expect(verdict.lineage).toBe('left-behind');
+    expect(verdict.lineage.kind).toBe('left-behind');
   });
   it('is LEFT BEHIND through a sealed document\'s readable previous_fingerprint, without the key', () => {
     const verdict = refusal(decide(whole(pair(A)), present({ fingerprint: B, previous: A, sealed: true })));
-    expect(verdict.lineage).toBe('left-behind');
+    expect(verdict.lineage.kind).toBe('left-behind');
   });
   it('is AHEAD when it rotated away from the published authority and still holds it as its previous pair', () => {
     const verdict = refusal(decide(whole(pair(B, A), pair(A)), present({ fingerprint: A })));
-    expect(verdict).toEqual({ kind: 'refuse', local: B, published: A, lineage: 'ahead', caDir: `${STATE_DIR}/ca` });
+    expect(verdict).toEqual({ kind: 'refuse', local: B, published: A, lineage: { kind: 'ahead', chain: [B, A] }, caDir: `${STATE_DIR}/ca` });
   });
   it('is AHEAD when its certificate claims to replace the published one even after retiring the previous pair', () => {
-    expect(refusal(decide(whole(pair(B, A)), present({ fingerprint: A }))).lineage).toBe('ahead');
+    expect(refusal(decide(whole(pair(B, A)), present({ fingerprint: A }))).lineage.kind).toBe('ahead');
+  });
+  it('is AHEAD by a chain its own certificates record: rotate, retire, rotate with no publish between', () => {
+    // C replaced B (ca-previous.*), and B's certificate names A, the published one.
+    expect(refusal(decide(whole(pair(C, B), pair(B, A)), present({ fingerprint: A }))).lineage).toEqual({ kind: 'ahead', chain: [C, B, A] });
+  });
+  it('is SIBLINGS when both rotated from the same parent, by either side\'s record', () => {
+    expect(refusal(decide(whole(pair(B, A), pair(A)), present({ fingerprint: C, previous: A, replaces: A }))).lineage).toEqual({ kind: 'siblings', parent: A });
+    expect(refusal(decide(whole(pair(B, A)), present({ fingerprint: C, previous: null, replaces: A }))).lineage).toEqual({ kind: 'siblings', parent: A });
+  });
+  it('is LEFT BEHIND by two rotations when the published side records the chain, signed (if at all) by another key', () => {
+    const D = fp('authority D');
+    const lineage = refusal(decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B }))).lineage;
+    expect(lineage.kind).toBe('unrelated'); // B → A is recorded nowhere
+    const chained: PublishedAuthority = { ...(present({ fingerprint: C, previous: B, replaces: B }) as Extract<PublishedAuthority, { state: 'present' }>), previous: pair(B, A) };
+    expect(refusal(decide(whole(pair(A)), chained)).lineage).toEqual({ kind: 'left-behind', chain: [C, B, A], proof: { kind: 'claimed', reason: 'no-signature' } });
+    expect(refusal(decide(whole(pair(D)), chained)).lineage.kind).toBe('unrelated');
   });
   it('is UNRELATED when nothing links the two (possibly the wrong deployment or store)', () => {
-    expect(refusal(decide(whole(pair(A)), present({ fingerprint: B }))).lineage).toBe('unrelated');
-    // Two rotations apart is not a link baton can prove.
-    expect(refusal(decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B }))).lineage).toBe('unrelated');
-    expect(refusal(decide(whole(pair(C, B), pair(B)), present({ fingerprint: A }))).lineage).toBe('unrelated');
+    expect(refusal(decide(whole(pair(A)), present({ fingerprint: B }))).lineage.kind).toBe('unrelated');
+    // Two rotations apart with the middle link recorded nowhere is not a link baton can prove.
+    expect(refusal(decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B }))).lineage.kind).toBe('unrelated');
+    expect(refusal(decide(whole(pair(C, B), pair(B)), present({ fingerprint: A }))).lineage.kind).toBe('unrelated');
   });
   it('lineageOf answers the same question on its own', () => {
     const local = whole(pair(A));
     const published = present({ fingerprint: B, previous: A });
     if (local.state !== 'whole' || published.state !== 'present') throw new Error('fixture');
-    expect(lineageOf(local, published)).toBe('left-behind');
+    expect(lineageOf(local, published).kind).toBe('left-behind');
   });
 });
 
@@ -200,7 +219,14 @@ describe('allowedActions offers only what the table allows', () => {
     expect(allowedActions({ kind: 'blocked', why: 'x', next: 'y' })).toEqual(['leave']);
   });
   it('offers publish over a different document only to a host that is AHEAD; force is offered for every refusal', () => {
-    const refuse = (lineage: 'ahead' | 'left-behind' | 'unrelated'): Verdict => ({ kind: 'refuse', local: A, published: B, lineage, caDir: `${STATE_DIR}/ca` });
+    const lineages = {
+      ahead: { kind: 'ahead', chain: [A, B] },
+      'left-behind': { kind: 'left-behind', chain: [B, A], proof: { kind: 'proved' } },
+      siblings: { kind: 'siblings', parent: C },
+      unrelated: { kind: 'unrelated' },
+    } as const;
+    const refuse = (lineage: keyof typeof lineages): Verdict => ({ kind: 'refuse', local: A, published: B, lineage: lineages[lineage], caDir: `${STATE_DIR}/ca` });
+    expect(allowedActions(refuse('siblings'))).toEqual(['leave', 'force']);
     expect(allowedActions(refuse('ahead'))).toEqual(expect.arrayContaining(['publish', 'force', 'leave']));
     expect(allowedActions(refuse('left-behind'))).not.toContain('publish');
     expect(allowedActions(refuse('left-behind'))).toEqual(expect.arrayContaining(['force', 'leave']));

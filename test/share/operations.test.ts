@@ -310,7 +310,7 @@ describe('publish', () => {
     await rotateAuthority(ctx.stateDir, ctx.deployment, { clock: ctx.clock });
     const rotated = await fingerprintOf(ctx);
     const seen = (await look(ctx)).verdict;
-    expect(seen).toMatchObject({ kind: 'refuse', lineage: 'ahead' });
+    expect(seen).toMatchObject({ kind: 'refuse', lineage: { kind: 'ahead' } });
     expect(await publish(ctx, { seen })).toMatchObject({ kind: 'published', fingerprint: rotated });
     expect(store.calls.at(-1)).toEqual({ op: 'put', precondition: { kind: 'if-match', etag: readEtag } });
     const doc = await decodeDocument(store.document!.body, { deployment: DEPLOYMENT, where: store.location });

@@ -125,7 +125,7 @@ describe('the local transport', () => {
 });
 
 describe('waiting for receipts on local machines', () => {
-  it('reports a provider as applied once its receipt carries the digest of the delivered file', async () => {
+  it('renames the consumer end only once the receipt carries the digest of the delivered file, and reports it applied', async () => {
     const inv = machines(['db1', 'db2', 'web1', 'web2']);
     const plan = planRotation(inv, { by: 'pair', provider: 'pg-audit', consumer: 'web2-app' });
     const pair = plan.pairs[0]!;
@@ -148,7 +148,8 @@ describe('waiting for receipts on local machines', () => {
     await provisioner;
     expect(code).toBe(0);
     expect(state.step === 'done' && state.applied).toEqual(['pg-audit:web2-app']);
-    expect(lines).toContain('applied 1/1 (provider receipts)');
-    expect(lines).toContain('  ✓ pg-audit applied web2_app');
+    expect(lines).toContain('applied 1/1 (provider receipts, then consumer ends)');
+    expect(lines.some((l) => /^ {2}✓ pg-audit applied web2_app; web2-app's file replaced \d+ ms later \(the window\)$/.test(l))).toBe(true);
+    expect(readFileSync(path.join(tmp.dir, 'machines/web2', pair.consumerPath), 'utf8')).toBe(readFileSync(liveFile, 'utf8'));
   });
 });

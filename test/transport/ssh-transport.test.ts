@@ -17,6 +17,7 @@ import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
+import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const unavailable = sshdUnavailable();
 
@@ -153,7 +154,9 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
     const { code, state } = await runRotationPlain({
       id: 'rot-ok', plan, yes: true, write: () => undefined,
-      deps: { transportFor: transportsFor(inv.machines, TEST_BOUNDS), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+      // The machines' mesh dirs are on this filesystem (sshd on localhost): pg-main's provisioner
+      // stands in from here, so each consumer end follows its receipt.
+      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
     });
     expect(code).toBe(0);
     expect(state.step).toBe('done');
@@ -199,7 +202,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const out: string[] = [];
     const { code } = await runRotationPlain({
       id: 'rot-leak', plan, yes: true, write: (l) => out.push(l),
-      deps: { transportFor: transportsFor(inv.machines, TEST_BOUNDS, { ssh: { exec: recording } }), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS, { ssh: { exec: recording } }), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
     });
     scanning = false;
     await scanner;

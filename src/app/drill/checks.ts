@@ -103,7 +103,7 @@ async function rotatedChecks(sandbox: DrillSandbox, before: Before): Promise<Che
   return [
     check('ctl-b holds a new authority', current !== undefined && current !== old, `now ${current ?? 'none'}, before ${old ?? 'none'}`),
     check('ctl-b keeps the old one as the previous pair (the overlap)', previous !== undefined && previous === old, `previous ${previous ?? 'none'}`),
-    check('ctl-b is AHEAD of the store: it rotated and has not published', b.verdict.kind === 'refuse' && b.verdict.lineage === 'ahead', verdictWords(b)),
+    check('ctl-b is AHEAD of the store: it rotated and has not published', b.verdict.kind === 'refuse' && b.verdict.lineage.kind === 'ahead', verdictWords(b)),
   ];
 }
 
@@ -126,7 +126,7 @@ async function forcedChecks(sandbox: DrillSandbox, before: Before): Promise<Chec
   return [
     check(
       'ctl-a was REFUSED: left behind by a rotation',
-      seen.verdict.kind === 'refuse' && seen.verdict.lineage === 'left-behind',
+      seen.verdict.kind === 'refuse' && seen.verdict.lineage.kind === 'left-behind',
       verdictWords(seen),
     ),
     check('ctl-a now holds the published authority', a.verdict.kind === 'in-sync', verdictWords(a)),
@@ -275,7 +275,7 @@ function publishedBy(seen: Look): string | undefined {
 }
 
 function verdictWords(seen: Look): string {
-  return seen.verdict.kind === 'refuse' ? `refuse (${seen.verdict.lineage})` : seen.verdict.kind;
+  return seen.verdict.kind === 'refuse' ? `refuse (${seen.verdict.lineage.kind})` : seen.verdict.kind;
 }
 
 function sameTree(a: Record<string, string>, b: Record<string, string>): boolean {

@@ -90,8 +90,9 @@ export const DRILL_STEPS: readonly StepSpec[] = [
     title: 'rotate web1-app alone: db1 and web1, nothing else',
     explanation:
       'Every provider/consumer pair has its own database role, so rotating web1-app touches one ' +
-      'role on two machines: the preview must list exactly db1 and web1. After the commit the ' +
-      'provisioner on db1 applies it; the drill logs in with the new and the old password.',
+      'role on two machines: the preview must list exactly db1 and web1. db1 gets it first. Only ' +
+      "after the provisioner's receipt does web1's file change, so from that apply to that " +
+      'change new connections with the OLD password fail (the summary gives how long).',
     tasks: [
       { label: 'Preview and rotate web1-app (type the count to confirm).', command: 'baton mesh rotate --consumer web1-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web1-app' } } },
     ],

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { RotationState } from '../../app/rotation-flow.js';
 import { runRotationPlain } from '../../app/rotation-plain.js';
-import type { RotationDeps } from '../../app/rotation-run-effect.js';
+import { RECEIPT_POLL_MS, type RotationDeps } from '../../app/rotation-run-effect.js';
 import { loadInventory } from '../../mesh/inventory.js';
 import { newRotationId } from '../../mesh/journal.js';
 import { planRotation, type RotationPlan } from '../../mesh/rotation-plan.js';
@@ -34,7 +34,7 @@ export function drillRotationDeps(sandbox: DrillSandbox): RotationDeps {
     resolve: { concurrency: 4 },
     concurrency: 4,
     waitMs: 20_000,
-    pollMs: 100,
+    pollMs: RECEIPT_POLL_MS,
   };
 }
 

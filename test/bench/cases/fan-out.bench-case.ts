@@ -2,8 +2,9 @@
  * Fan-out: a rotation (`mesh rotate --yes`: the plain runner, the real flow, journal and local
  * transport) over 1,000 holders and 500 pairs, with 20 ms added to every transport call, vs
  * the floor of that latency alone: 20 ms × ⌈calls in the phase ÷ concurrency⌉, summed over
- * the phases (resolve 1,000 · prepare 1,000 · commit provider ends 500 · commit consumer ends
- * 500).
+ * the phases (resolve 1,000 · prepare 1,000 · commit provider ends 500 · read receipts 500 ·
+ * commit consumer ends 500). Each provider's receipt is there by the time it is read
+ * (withLiveProvisioner), so the consumer ends follow on the first receipt read.
  *
  * In-process rather than the CLI: the latency is an option of the local transport that the
  * CLI does not expose (and must not: it exists for this measurement).
@@ -17,17 +18,18 @@ import { withLatency } from '../lib/slow-transport.js';
 import type { BenchCase, BenchContext } from '../lib/context.js';
 import { figure, type Figure } from '../lib/figure.js';
 import { disjointMesh, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { withLiveProvisioner } from '../../mesh/receipt-writer.js';
 import { summarize } from '../lib/stats.js';
 
 export const LATENCY_MS = 20;
 export const FAN_OUT_PAIRS = 500;
 
-/** The calls each phase makes, in order: every holder resolves and stages; commits go by end. */
+/** The calls each phase makes, in order: every holder resolves and stages; provider ends, their receipts, then consumer ends. */
 export function phaseCalls(mesh: DisjointMesh): number[] {
   const holders = mesh.plan.holders.length;
   const providerEnds = mesh.plan.holders.filter((h) => h.receives.some((d) => d.end === 'provides')).length;
   const consumerEnds = mesh.plan.holders.filter((h) => h.receives.some((d) => d.end === 'consumes')).length;
-  return [holders, holders, providerEnds, consumerEnds];
+  return [holders, holders, providerEnds, providerEnds, consumerEnds];
 }
 
 export function latencyFloorMs(calls: readonly number[], concurrency: number, latencyMs = LATENCY_MS): number {
@@ -47,13 +49,13 @@ async function sleepOnlyMs(calls: readonly number[], concurrency: number): Promi
 export async function rotateOnce(ctx: BenchContext, mesh: DisjointMesh, concurrency: number, tag: string): Promise<number> {
   const journalDir = ctx.tempDir(`journal-${tag}`);
   const deps = {
-    transportFor: transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }),
+    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }), (m) => path.join(mesh.root, 'machines', m)),
     journalDir,
     operator: 'bench',
     resolve: { concurrency },
     concurrency,
-    waitMs: 0,
-    pollMs: 500,
+    waitMs: 60_000,
+    pollMs: 50,
   };
   let lines = 0;
   const started = performance.now();
@@ -100,7 +102,7 @@ export const fanOutCase: BenchCase = {
           baseline: { label: `floor 20 ms × Σ⌈calls ÷ ${concurrency}⌉`, value: floor, unit: 'ms' },
           goal: { kind: 'ratio', max: 1.5 },
           notes: [
-            `median of ${runs}; phases resolve ${calls[0]} · prepare ${calls[1]} · commit provider ends ${calls[2]} · consumer ends ${calls[3]} calls`,
+            `median of ${runs}; phases resolve ${calls[0]} · prepare ${calls[1]} · commit provider ends ${calls[2]} · read receipts ${calls[3]} · consumer ends ${calls[4]} calls`,
             `the same phases doing nothing but the 20 ms sleep took ${summarize(sleeps).median.toFixed(0)} ms (timer slop on this machine now)`,
             `${concurrency === 8 ? 'concurrency 8 is the CLI default (--concurrency)' : 'concurrency 32 via --concurrency 32'}; machine roots on ${root.startsWith('/dev/shm') ? 'tmpfs' : 'the temp dir'}; every file is fsynced as in production`,
           ],

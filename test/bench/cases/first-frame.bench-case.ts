@@ -72,7 +72,7 @@ export const firstFrameCase: BenchCase = {
           title: 'Time to first frame: TTY status view in tmux 80×24 (median)',
           measured: { label: 'baton status (TTY)', value: s.median, unit: 'ms', summary: s },
           baseline: { label: 'node -e console.log(marker)', value: b.median, unit: 'ms', summary: b },
-          goal: { kind: 'none' },
+          goal: { kind: 'ratio', max: 2 }, // issue 16's goal for the first TTY frame
           notes: [`${runs} sessions each, interleaved; until capture-pane shows the local fingerprint / the marker`],
         }),
       ],

@@ -7,6 +7,7 @@
  * options) on a counting 80×24 TTY, with keys typed into a TTY stdin. Baseline, same run: the
  * bytes of the plain `--yes` log of the same rotation.
  */
+import path from 'node:path';
 import { runRotationPlain } from '../../../src/app/rotation-plain.js';
 import { rotationRunner } from '../../../src/app/rotation-run-effect.js';
 import { rotationStore } from '../../../src/app/rotation-store.js';
@@ -18,19 +19,20 @@ import type { BenchCase, BenchContext } from '../lib/context.js';
 import { CountingTerminal, TypingStdin } from '../lib/fake-terminal.js';
 import { figure } from '../lib/figure.js';
 import { disjointMesh, type DisjointMesh } from '../lib/mesh-fixture.js';
+import { withLiveProvisioner } from '../../mesh/receipt-writer.js';
 import { FAN_OUT_PAIRS, LATENCY_MS, verifyDelivered } from './fan-out.bench-case.js';
 
 const CONCURRENCY = 8;
 
 function deps(ctx: BenchContext, mesh: DisjointMesh, tag: string) {
   return {
-    transportFor: transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }),
+    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }), (m) => path.join(mesh.root, 'machines', m)),
     journalDir: ctx.tempDir(`journal-${tag}`),
     operator: 'bench',
     resolve: { concurrency: CONCURRENCY },
     concurrency: CONCURRENCY,
-    waitMs: 0,
-    pollMs: 500,
+    waitMs: 60_000,
+    pollMs: 50,
   };
 }
 

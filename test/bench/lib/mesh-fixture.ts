@@ -54,3 +54,4 @@ export function starInventoryYaml(consumers: number): string {
   for (let i = 0; i < consumers; i++) lines.push(`  - { name: app${i}, machine: app${i}, uses: [pg] }`);
   return `${lines.join('\n')}\n`;
 }
+

@@ -1,0 +1,69 @@
+/**
+ * A stand-in provisioner for local-transport tests that have no database: every 20 ms it
+ * writes, for each live file under `<machine>/<mesh_dir>/provides/<provider>/`, the receipt a
+ * provisioner writes once the database took it. Runs in the test process, so the CLI under
+ * test must be spawned asynchronously.
+ */
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
+
+export function startReceiptWriter(providesDir: string): { stop(): void } {
+  const tick = () => {
+    let names: string[];
+    try {
+      names = readdirSync(providesDir);
+    } catch {
+      return;
+    }
+    for (const role of names) {
+      if (role.startsWith('.') || role.includes('.next')) continue;
+      const file = path.join(providesDir, role);
+      if (!statSync(file, { throwIfNoEntry: false })?.isFile()) continue;
+      const digest = secretDigest(readFileSync(file));
+      const receipt = path.join(providesDir, '.applied', role);
+      let current: string | undefined;
+      try {
+        current = parseReceipt(readFileSync(receipt, 'utf8'))?.digest;
+      } catch {
+        current = undefined;
+      }
+      if (current === digest) continue;
+      mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
+      writeFileSync(receipt, formatReceipt({ role, digest, applied_at: new Date().toISOString() }), { mode: 0o600 });
+    }
+  };
+  const timer = setInterval(tick, 20);
+  return { stop: () => clearInterval(timer) };
+}
+
+/**
+ * A provisioner that has always just run: before any receipt is read, each provider file
+ * live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
+ * part-way leaves receipts for exactly what became live — as a real provisioner would.
+ */
+export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine: string) => string): TransportFor {
+  return (name) => {
+    const transport = transportFor(name);
+    return {
+      ...transport,
+      async readTexts(paths) {
+        for (const p of paths) {
+          const receipt = path.join(rootOf(name), p);
+          if (path.basename(path.dirname(receipt)) !== RECEIPTS_DIR) continue;
+          const role = path.basename(receipt);
+          let secret: Buffer;
+          try {
+            secret = readFileSync(path.join(path.dirname(path.dirname(receipt)), role));
+          } catch {
+            continue;
+          }
+          mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
+          writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
+        }
+        return transport.readTexts(paths);
+      },
+    };
+  };
+}
