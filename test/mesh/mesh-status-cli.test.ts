@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, renameSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -13,6 +13,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { writeLocalMesh } from './mesh-fixture.js';
+import { startReceiptWriter, withLiveProvisioner } from './receipt-writer.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 const MESH = '/var/lib/baton/mesh';
@@ -43,10 +44,25 @@ const receipt = (role: string) => {
 };
 const pairsOf = (stdout: string) => Object.fromEntries((JSON.parse(stdout).pairs as { consumer: string; state: string }[]).map((p) => [p.consumer, p.state]));
 
-function rotate(): void {
-  const r = baton(state(), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '0');
-  expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
+/** A whole rotation (a stand-in provisioner applies it), then its receipts removed: both pairs delivered, not applied. */
+async function rotate(): Promise<void> {
+  const inv = loadInventory(inventory);
+  const { code } = await runRotationPlain({
+    id: `rot-${Date.now()}`, plan: planRotation(inv, { by: 'provider', name: 'pg-main' }), yes: true, write: () => undefined,
+    deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), (m) => path.join(tmp.dir, 'machines', m)), journalDir: state(), operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 5_000, pollMs: 10 },
+  });
+  expect(code).toBe(0);
+  rmSync(file('db1', 'provides/pg-main/.applied'), { recursive: true, force: true });
+}
+
+/** The CLI spawned asynchronously, so a stand-in provisioner in this process writes receipts meanwhile. */
+function batonAsync(stateDir: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BATON, '--state-dir', stateDir, ...args], { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
 /** Every secret any holder holds now (live or staged), for the scan. */
@@ -62,8 +78,8 @@ function secretsOnDisk(): { name: string; value: string }[] {
 }
 
 describe('baton mesh status (the built CLI, local transport)', () => {
-  it('reports pending until the provider applies, then applied (exit 3, then 0), reading nothing but digests and changing nothing', () => {
-    rotate();
+  it('reports pending until the provider applies, then applied (exit 3, then 0), reading nothing but digests and changing nothing', async () => {
+    await rotate();
     const before = snapshotDir(tmp.dir);
     const pending = status('--json');
     expect(pending.code).toBe(3);
@@ -94,8 +110,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(scanForSecrets(haystacks, secretsOnDisk())).toEqual([]);
   });
 
-  it('a consumer end edited by hand is drifted, and neither secret appears in the output, the journal or a snapshot', () => {
-    rotate();
+  it('a consumer end edited by hand is drifted, and neither secret appears in the output, the journal or a snapshot', async () => {
+    await rotate();
     receipt('web1_app');
     receipt('web2_app');
     const original = readFileSync(file('web2', 'consumes/pg-main/web2_app'), 'utf8');
@@ -123,10 +139,10 @@ describe('baton mesh status (the built CLI, local transport)', () => {
   });
 
   it('staged leftovers name the mesh resume id the journal knows; a .next nobody prepared has none', async () => {
-    rotate();
+    await rotate();
     receipt('web1_app');
     receipt('web2_app');
-    // A rotation whose commit on web2 failed: web2's consumer end stays staged.
+    // A rotation of web2-app with no provisioner running (and web2's commit failing, were it reached).
     const inv = loadInventory(inventory);
     const real = transportsFor(inv.machines, TEST_BOUNDS);
     const interrupted = (name: string) => (name === 'web2' ? { ...real(name), commit: async () => { throw new TransportError('web2', 'connection lost'); } } : real(name));
@@ -134,11 +150,13 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       id: 'rot-int', plan: planRotation(inv, { by: 'consumer', name: 'web2-app' }), yes: true, write: () => undefined,
       deps: { transportFor: interrupted, journalDir: state(), operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 0, pollMs: 10 },
     });
-    expect(first.code).toBe(1);
+    // The provider end is live, no receipt came: web2's consumer end waits staged (exit 3).
+    expect(first.code).toBe(3);
+    const lastPhase = JSON.parse(readFileSync(path.join(state(), JOURNAL_FILE), 'utf8').trim().split('\n').pop()!).phase;
     // The provider has not applied the new one yet: pending, with the id that finishes it.
     let json = JSON.parse(status('--json').stdout);
     let web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
-    expect([web2.state, web2.resume_id, web2.last_rotation]).toEqual(['pending', 'rot-int', { id: 'rot-int', outcome: 'commit-failed' }]);
+    expect([web2.state, web2.resume_id, web2.last_rotation]).toEqual(['pending', 'rot-int', { id: 'rot-int', outcome: lastPhase }]);
     // Once the provider applied it, only resume is left to do: staged.
     receipt('web2_app');
     const plain = status();
@@ -154,8 +172,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect([web1.state, web1.resume_id]).toEqual(['staged', null]);
   });
 
-  it('an unreadable holder is unreachable and exits 1; no journal means ages from the file mtime, labelled, and --max-age decides 0 or 3', () => {
-    rotate();
+  it('an unreadable holder is unreachable and exits 1; no journal means ages from the file mtime, labelled, and --max-age decides 0 or 3', async () => {
+    await rotate();
     receipt('web1_app');
     receipt('web2_app');
     const fresh = path.join(tmp.dir, 'no-journal');
@@ -180,8 +198,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(bad.stderr).toContain('--max-age "soon" is not an age.');
   });
 
-  it('the JSON document has exactly the documented shape', () => {
-    rotate();
+  it('the JSON document has exactly the documented shape', async () => {
+    await rotate();
     const doc = JSON.parse(status('--json', '--max-age', '30d').stdout);
     expect(Object.keys(doc)).toEqual(['selector', 'read_at', 'max_age_seconds', 'exit_code', 'summary', 'pairs']);
     expect(doc.selector).toBe('every pair');
@@ -197,8 +215,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(Date.parse(doc.pairs[0].last_rotated)).not.toBeNaN();
   });
 
-  it('rotate --older-than selects exactly the pairs older than the limit, combines with a selector, and shows each age in the preview', () => {
-    rotate();
+  it('rotate --older-than selects exactly the pairs older than the limit, combines with a selector, and shows each age in the preview', async () => {
+    await rotate();
     // No journal in this state dir: ages come from the provider ends' mtimes.
     const fresh = path.join(tmp.dir, 'by-age');
     const daysAgo = (d: number) => Date.now() / 1000 - d * 86_400;
@@ -211,7 +229,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(none.code).toBe(0);
     expect(none.stdout).toContain('None of the 1 pair(s) of --consumer web2-app was rotated longer ago than 90d. Nothing was generated and nothing was sent.');
 
-    const r = baton(fresh, 'mesh', 'rotate', '--older-than', '90d', '--inventory', inventory, '--yes', '--wait', '0');
+    const writer = startReceiptWriter(file('db1', 'provides/pg-main'));
+    const r = await batonAsync(fresh, 'mesh', 'rotate', '--older-than', '90d', '--inventory', inventory, '--yes', '--wait', '10').finally(() => writer.stop());
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/age pg-main:web1-app: 100d 0h \(file mtime\)/);
@@ -223,7 +242,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(new Set(journal.flatMap((rec: { pairs: { key: string }[] }) => rec.pairs.map((p) => p.key)))).toEqual(new Set(['pg-main:web1-app']));
 
     // 5d: web2 (10 days) is older now; web1 was just rotated (the journal says so) and is not.
-    const again = baton(fresh, 'mesh', 'rotate', '--provider', 'pg-main', '--older-than', '5d', '--inventory', inventory, '--yes', '--wait', '0');
+    const writer2 = startReceiptWriter(file('db1', 'provides/pg-main'));
+    const again = await batonAsync(fresh, 'mesh', 'rotate', '--provider', 'pg-main', '--older-than', '5d', '--inventory', inventory, '--yes', '--wait', '10').finally(() => writer2.stop());
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/age pg-main:web2-app: 10d 0h \(file mtime\)/);
     expect(again.stdout).not.toContain('age pg-main:web1-app');
