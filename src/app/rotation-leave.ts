@@ -26,7 +26,7 @@ export async function finishAfterLeaving(
   const state = store.state();
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
-    for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE) })) write(line);
+    for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE), ...(deps.suggester ? { suggester: deps.suggester } : {}) })) write(line);
     return left?.state.step === state.step ? left.code : rotationExitCode(state);
   }
   if (state.step === 'committing') {

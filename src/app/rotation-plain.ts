@@ -52,6 +52,6 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
   const state = await store.finished();
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');
   // Complete, however large: scripts and logs keep this output, and nothing else prints it.
-  for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000), { full: true })) write(line);
+  for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000), { full: true, ...(options.deps.suggester ? { suggester: options.deps.suggester } : {}) })) write(line);
   return { code: rotationExitCode(state), state };
 }

@@ -11,6 +11,7 @@ import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
 
+import type { Suggester } from '../suggest-command.js';
 /**
  * Between receipt reads: the consumer end is renamed on the first read that shows the receipt,
  * so this bounds the window on the local transport (over ssh one round trip adds to it).
@@ -32,6 +33,8 @@ export interface RotationDeps {
   /** Between receipt reads; small, since it is most of the window on the local transport. */
   readonly pollMs: number;
   readonly now?: () => Date;
+  /** The one builder of suggested commands (keeps --inventory and the global flags). */
+  readonly suggester?: Suggester;
 }
 
 export type Dispatch = (event: RotationEvent) => void;

@@ -2,6 +2,7 @@
  * The rotation's words, shared by the Ink view and plain line output so a script's log and
  * the screen say the same thing. Digests appear as short prefixes; secrets never reach here.
  */
+import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import { confirmationText, isCommitted, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
@@ -63,6 +64,8 @@ export interface SummaryOptions {
   readonly full?: boolean;
   /** The journal file, named where a brief summary leaves rows out. */
   readonly journal?: string;
+  /** The one builder of suggested commands; plain `baton` without it. */
+  readonly suggester?: Suggester;
 }
 
 /**
@@ -74,7 +77,8 @@ export interface SummaryOptions {
 export function summaryLines(state: Terminal, waitSeconds?: number, options: SummaryOptions = {}): string[] {
   const files = progress(state).files;
   const brief = !options.full && files > SUMMARY_FULL_FILES;
-  const fullList = `the journal${options.journal ? ` (${options.journal})` : ''} records every file and digest of rotation ${state.id}; \`baton mesh plan ${state.plan.selectorText} --json\` lists every holder`;
+  const s = options.suggester ?? PLAIN_SUGGESTER;
+  const fullList = `the journal${options.journal ? ` (${options.journal})` : ''} records every file and digest of rotation ${state.id}; \`${suggest(s, `mesh plan ${state.plan.selectorText} --json`)}\` lists every holder`;
   /** `lines` whole, or its first rows and how many more (never cut when not brief). */
   const rows = (lines: readonly string[], what: string): string[] =>
     !brief || lines.length <= SUMMARY_ROWS ? [...lines] : [...lines.slice(0, SUMMARY_ROWS), `  …and ${lines.length - SUMMARY_ROWS} more ${what}: ${fullList}.`];
@@ -108,7 +112,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       lines.push(...state.failures.map((f) => `  ${f.machine}: ${f.reason}`));
       lines.push(...rows(receiptLines(state, waitSeconds).filter((r) => r.missing).map((r) => r.line), 'not confirmed'));
       lines.push(...windowSummary(state));
-      lines.push(`Next: fix the machine, then run: baton mesh resume ${state.id}`);
+      lines.push(`Next: fix the machine, then run: ${suggest(s, `mesh resume ${state.id}`)}`);
       return lines;
     }
     case 'done': {
@@ -136,7 +140,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
         lines.push(`  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds !== undefined ? ` within ${waitSeconds} s` : ''}.`, ...rows(missing, 'not confirmed'));
       }
       lines.push(...windowSummary(state));
-      if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: baton mesh resume ${state.id}`);
+      if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: ${suggest(s, `mesh resume ${state.id}`)}`);
       return lines;
     }
     default: {

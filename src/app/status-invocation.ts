@@ -1,25 +1,13 @@
 /**
  * The `baton` an operator typed, with the global flags that pick the deployment, state dir and
- * store. The next step a screen prints is meant to be pasted: a bare `baton sync` would read
- * another config and act on another state dir.
+ * store — the prefix of src/suggest-command.ts, the one builder of suggested commands.
  */
-export interface InvocationFlags {
-  readonly config?: string;
-  readonly deployment?: string;
-  readonly stateDir?: string;
-  readonly store?: string;
-}
+import { suggester, type GivenFlags } from '../suggest-command.js';
+
+export { shellWord } from '../suggest-command.js';
+
+export type InvocationFlags = GivenFlags;
 
 export function batonInvocation(flags: InvocationFlags): string {
-  const parts = ['baton'];
-  if (flags.config) parts.push('--config', shellWord(flags.config));
-  if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
-  if (flags.stateDir) parts.push('--state-dir', shellWord(flags.stateDir));
-  if (flags.store) parts.push('--store', shellWord(flags.store));
-  return parts.join(' ');
-}
-
-/** Quotes a word for a POSIX shell only when it needs it. */
-export function shellWord(word: string): string {
-  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+  return suggester(flags, true).prefix;
 }

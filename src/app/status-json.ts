@@ -5,6 +5,7 @@
  */
 import type { BatonError } from '../errors.js';
 import { couldNotRead, statusExitCode, type StatusReport } from './status-report.js';
+import type { Suggester } from '../suggest-command.js';
 import { describeVerdict } from './status-verdict.js';
 
 export const STATUS_JSON_FORMAT = 'baton.status/1';
@@ -13,7 +14,7 @@ function errorJson(error: BatonError) {
   return { code: error.code, what: error.what, where: error.where ?? null, next: error.next ?? null };
 }
 
-export function statusJson(report: StatusReport, baton = 'baton') {
+export function statusJson(report: StatusReport, baton: string | Suggester = 'baton') {
   const { local, published, verdict } = report;
   const words = describeVerdict(verdict, baton);
   return {

@@ -127,7 +127,11 @@ export function publishedRows(report: StatusReport): PanelRows {
           ? { kind: 'fingerprint', label: 'previous', value: { text: header.previousFingerprint, differs: [] } }
           : { kind: 'text', label: 'previous', value: 'none (no rotation overlap)' },
         { kind: 'text', label: 'published', value: `${header.publishedAt} by ${header.publishedBy}` },
-        { kind: 'text', label: 'sealed', value: published.sealed ? 'yes (AES-256-GCM)' : 'no' },
+        {
+          kind: 'text',
+          label: 'sealed',
+          value: !published.sealed ? 'no' : published.current ? 'yes (AES-256-GCM)' : 'yes; this host has no seal key',
+        },
         check,
       ] };
     }

@@ -5,6 +5,7 @@
  */
 import type { StatusReport } from './status-report.js';
 import { caretLine, localRows, publishedRows, type PanelRows } from './status-rows.js';
+import type { Suggester } from '../suggest-command.js';
 import { describeVerdict, type VerdictTone } from './status-verdict.js';
 
 const LABEL_WIDTH = 13;
@@ -24,7 +25,7 @@ function panelText(panel: PanelRows): string[] {
 }
 
 /** `glyphs` maps a tone to its mark (src/app/marks.ts), passed in so plain text and the view share one table. */
-export function statusText(report: StatusReport, glyphs: Record<VerdictTone, string>, baton = 'baton'): string {
+export function statusText(report: StatusReport, glyphs: Record<VerdictTone, string>, baton: string | Suggester = 'baton'): string {
   const words = describeVerdict(report.verdict, baton);
   return [
     `baton status: deployment ${report.deployment}`,

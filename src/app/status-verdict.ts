@@ -4,11 +4,12 @@
  */
 import { verdictWords, type VerdictWords } from '../share/verdict-words.js';
 import type { Verdict } from '../share/types.js';
+import type { Suggester } from '../suggest-command.js';
 
 export { lineageSentence, type VerdictTone, type VerdictWords } from '../share/verdict-words.js';
 
 /** The table's words for a screen: fingerprints stay in their panels. */
-export function describeVerdict(verdict: Verdict, baton = 'baton'): VerdictWords {
+export function describeVerdict(verdict: Verdict, baton: string | Suggester = 'baton'): VerdictWords {
   return verdictWords(verdict, { baton });
 }
 

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
-import { mkdir, open } from 'node:fs/promises';
-import { BatonError } from '../errors.js';
+import { mkdir, open, stat } from 'node:fs/promises';
+import { BatonError, isBatonError } from '../errors.js';
 import { DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 
 const RETRY_MS = 25;
@@ -14,7 +14,11 @@ const RETRY_MS = 25;
  */
 export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T>, opts?: { readonly waitMs?: number }): Promise<T> {
   const { lock } = layoutOf(stateDir);
-  await mkdir(stateDir, { recursive: true, mode: DIR_MODE });
+  const existed = await stat(lock).then(
+    () => true,
+    () => false,
+  );
+  const createdDir = await mkdir(stateDir, { recursive: true, mode: DIR_MODE });
   let handle;
   try {
     handle = await open(lock, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, KEY_MODE);
@@ -31,6 +35,22 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
     if (((await handle.stat()).mode & 0o777) !== KEY_MODE) await handle.chmod(KEY_MODE);
     await acquire(handle.fd, lock, opts?.waitMs ?? 0);
     return await fn();
+  } catch (error) {
+    // A refusal says "Nothing was written" — true of the authority, but taking the lock
+    // created the lock file (and the state dir): say so rather than claim an untouched disk.
+    // The lock file is not removed: unlinking a lock another process may have opened would
+    // let two holders lock two different files.
+    if (!existed && isBatonError(error) && error.changed?.startsWith('Nothing')) {
+      const made = createdDir ? `the state dir ${stateDir} and its lock file ca.lock` : `the lock file ${lock}`;
+      throw new BatonError(error.code, {
+        what: error.what,
+        ...(error.where === undefined ? {} : { where: error.where }),
+        ...(error.next === undefined ? {} : { next: error.next }),
+        changed: `${error.changed} (Taking the lock created ${made}; ${createdDir ? 'they hold' : 'it holds'} nothing.)`,
+        cause: error,
+      });
+    }
+    throw error;
   } finally {
     // Closing the descriptor releases the flock; nothing else holds it.
     await handle.close();

@@ -277,10 +277,12 @@ function unsafeKeyNext(file: string): string {
 function pairNext(kind: string): string {
   switch (kind) {
     case 'foreign':
-      return 'Check --deployment and --state-dir. If this host must hold this deployment\'s authority, set the foreign one aside with `baton sync --force`.';
+      // No baton command sets a blocked authority aside (force applies to a whole one that
+      // differs): the way out is by hand, and then an ordinary sync adopts.
+      return 'Check --deployment and --state-dir. If this host must hold this deployment\'s authority, no baton command replaces a foreign one: move ca/ and authority-created aside by hand (e.g. to ca.superseded-manual), then adopt with `baton sync`.';
     case 'mismatched':
-      return 'Restore the matching key or certificate from a backup; if this host should hold the published authority instead, `baton sync --force` sets this one aside.';
+      return 'Restore the matching key or certificate from a backup; if this host should hold the published authority instead, move ca/ and authority-created aside by hand (no baton command does it for a broken pair), then adopt with `baton sync`.';
     default:
-      return 'Restore the authority from a backup, or set it aside with `baton sync --force` and adopt the published one.';
+      return 'Restore the authority from a backup, or move ca/ and authority-created aside by hand (no baton command does it for a broken authority) and adopt the published one with `baton sync`.';
   }
 }

@@ -2,14 +2,15 @@ import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import { action, type CliContext, type Register } from './context.js';
+import { action, withSuggestedCommands, type CliContext, type Register } from './context.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
  * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
  * none and changes nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
  */
-export const registerCa: Register = (program, ctx) => {
+export const registerCa: Register = (program, cliCtx) => {
+  const ctx = withSuggestedCommands(cliCtx);
   const ca = program.command('ca').description('the local authority: init | show | rotate | retire');
   const where = () => {
     const config = ctx.config();

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
 import { loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
+import { personalise, suggester, type Suggester } from '../suggest-command.js';
 
 /**
  * What every command gets from the composition root. Commands import heavy modules (ink,
@@ -13,6 +14,11 @@ export interface CliContext {
   readonly stdout: NodeJS.WriteStream;
   readonly stderr: NodeJS.WriteStream;
   readonly env: NodeJS.ProcessEnv;
+  /**
+   * The builder of every command this run suggests: the global flags given (and --inventory,
+   * when the command took one), `failover` only with a terminal.
+   */
+  suggester(inventory?: string): Suggester;
 }
 
 export type Register = (program: Command, ctx: CliContext) => void;
@@ -27,6 +33,10 @@ export function makeContext(program: Command): CliContext {
     stdout: process.stdout,
     stderr: process.stderr,
     env: process.env,
+    suggester(inventory?: string) {
+      const terminal = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+      return suggester({ ...program.opts<GlobalFlags>(), inventory }, terminal);
+    },
   };
 }
 
@@ -44,15 +54,29 @@ export function action<A extends unknown[]>(
       const code = await handler(...args);
       process.exitCode = code ?? EXIT_OK;
     } catch (error) {
-      printError(ctx.stderr, error);
+      printError(ctx.stderr, error, ctx.suggester(inventoryOf(args)));
       process.exitCode = exitCodeOf(error);
     }
   };
 }
 
-export function printError(stream: NodeJS.WritableStream, error: unknown): void {
+/** The --inventory a command's own options carry (commander passes them as an argument). */
+function inventoryOf(args: readonly unknown[]): string | undefined {
+  for (const arg of args) {
+    const value = (arg as { inventory?: unknown } | null)?.inventory;
+    if (typeof arg === 'object' && typeof value === 'string') return value;
+  }
+  return undefined;
+}
+
+/**
+ * Prints the three parts. Every command named in them goes through the one builder, so the
+ * "Next:" line can be pasted as it stands.
+ */
+export function printError(stream: NodeJS.WritableStream, error: unknown, suggest?: Suggester): void {
   if (isBatonError(error)) {
-    stream.write(`baton: ${error.lines().join('\n  ')}\n`);
+    const lines = error.lines().map((line) => (suggest ? personalise(line, suggest) : line));
+    stream.write(`baton: ${lines.join('\n  ')}\n`);
     return;
   }
   const text = error instanceof Error ? error.message : String(error);
@@ -62,4 +86,22 @@ export function printError(stream: NodeJS.WritableStream, error: unknown): void 
 /** A usage error for a command whose arguments do not fit (exit 2). */
 export function usageError(what: string, next?: string): BatonError {
   return new BatonError('usage', { what, ...(next ? { next } : {}) });
+}
+
+/**
+ * The same context, with every backticked `baton …` it prints to stdout built by the one
+ * builder: for commands whose lines are written in many places (ca), so none is missed.
+ */
+export function withSuggestedCommands(ctx: CliContext): CliContext {
+  const stdout = new Proxy(ctx.stdout, {
+    get(target, prop, receiver) {
+      if (prop === 'write') {
+        return (chunk: unknown, ...rest: unknown[]) =>
+          (target.write as (...args: unknown[]) => boolean)(typeof chunk === 'string' ? personalise(chunk, ctx.suggester()) : chunk, ...rest);
+      }
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { ...ctx, config: () => ctx.config(), suggester: (inventory?: string) => ctx.suggester(inventory), stdout };
 }

@@ -28,7 +28,8 @@ export const registerFailover: Register = (program, ctx) => {
           import('../app/failover-ports.js'),
           import('../app/status-invocation.js'),
         ]);
-        const shareContext = await openShareContext(config);
+        // Errors the walk shows name commands through the one builder, with the flags given.
+        const shareContext = { ...(await openShareContext(config)), suggester: ctx.suggester() };
         const ports = failoverPorts(shareContext, storeUrl, config.sealKeyFile);
         const baton = batonInvocation(program.opts<GlobalFlags>());
 

@@ -24,6 +24,7 @@ import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText } from '../app/rotation-text.js';
+import { suggest } from '../suggest-command.js';
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
@@ -96,7 +97,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
     out(
       unresolved.length === 0
-        ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`baton mesh rotate ${plan.selectorText}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
+        ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`${suggest(ctx.suggester(flags.inventory), `mesh rotate ${plan.selectorText}`)}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
         : `Gate closed: ${unresolved.length} of ${plural(plan.holders.length, 'machine')} unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
     );
     out('Nothing was changed.');
@@ -143,6 +144,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     concurrency: resolve.concurrency,
     waitMs,
     pollMs: RECEIPT_POLL_MS,
+    suggester: ctx.suggester(flags.inventory),
   };
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
@@ -215,11 +217,11 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
   }
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
-    out(`Next: fix the machine, then run: baton mesh resume ${id}`);
+    out(`Next: fix the machine, then run: ${suggest(ctx.suggester(flags.inventory), `mesh resume ${id}`)}`);
     return EXIT_CODES.failed;
   }
   if (pending.length > 0) {
-    out(`Next: once the provisioner has applied them (its receipt), run: baton mesh resume ${id}`);
+    out(`Next: once the provisioner has applied them (its receipt), run: ${suggest(ctx.suggester(flags.inventory), `mesh resume ${id}`)}`);
     return EXIT_CODES['action-needed'];
   }
   return EXIT_OK;
@@ -252,6 +254,6 @@ export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promis
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   out(`Seeded ${pair.key} (role ${pair.role}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
   for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
-  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`baton mesh rotate --pair ${pair.key}\` rotates it.`);
+  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${suggest(ctx.suggester(flags.inventory), `mesh rotate --pair ${pair.key}`)}\` rotates it.`);
   return EXIT_OK;
 }

@@ -38,20 +38,22 @@ export const registerStatus: Register = (program, ctx) => {
         }
         const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } = await import('./status-read.js');
         const baton = batonInvocation(program.opts<GlobalFlags>());
+        // Printed next steps (JSON, plain) are run where `failover` may not be possible.
+        const suggester = ctx.suggester();
         const store = await openStore(storeUrl);
         const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
         const read = () => readStatus(sources);
 
         if (options.json) {
           const report = await read();
-          ctx.stdout.write(`${JSON.stringify(statusJson(report, baton), null, 2)}\n`);
+          ctx.stdout.write(`${JSON.stringify(statusJson(report, suggester), null, 2)}\n`);
           return statusExitCode(report);
         }
         if (!ctx.stdout.isTTY) {
           if (options.watch) ctx.stderr.write('baton: --watch needs a terminal; printing one read.\n');
           const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
           const report = await read();
-          ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, baton));
+          ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, suggester));
           return statusExitCode(report);
         }
 

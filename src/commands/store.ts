@@ -1,6 +1,7 @@
 /**
- * `baton store check`: does the store enforce conditional writes? It writes a probe object
- * create-only twice (cleaning up after), prints the answer, and records it in
+ * `baton store check`: does the store enforce conditional writes? It probes create-only
+ * (If-None-Match: *) AND replace-if-unchanged (If-Match: a stale ETag refused, the current one
+ * accepted) on a probe object, removes every version of it, prints the answer, and records it in
  * `<stateDir>/store-check.json` for `status`. Exit 0 when enforced, 3 when not — a store that
  * ignores preconditions lets two controllers publishing at once overwrite each other.
  */
@@ -35,7 +36,7 @@ export const registerStore: Register = (program, ctx) => {
         const lines = check.enforced
           ? ['✓ conditional writes are enforced', check.detail]
           : [
-              '! conditional writes are NOT enforced',
+              `! conditional writes are NOT enforced (failed: ${check.failed.join(', ')})`,
               check.detail,
               'baton publishes with If-None-Match / If-Match so that a controller never overwrites what another just published; this store would let that happen. Use a store that honours them (AWS S3, MinIO, Ceph RGW, R2) in production.',
             ];

@@ -1,16 +1,27 @@
 /**
- * `baton sync [--push] [--force] [--yes]`: the decision table walked without a TUI
- * (DESIGN.md §5, §8). The rules live in src/share/operations; this file only chooses the
- * action the verdict and the flags allow, asks for the force confirmation, and prints.
+ * `baton sync [--force | --push | --replace-unreadable] [--unseal] [--yes]`: the decision
+ * table walked without a TUI (DESIGN.md §5, §8). The rules live in src/share/operations; this
+ * file only chooses the action the verdict and the flags allow, asks for the typed
+ * confirmations, and prints.
+ *
+ * FLAGS MEAN ONE THING. Each applies to exactly one verdict — --force to a refusal, --push to
+ * a host that is ahead, --replace-unreadable to an unusable document, --unseal to replacing a
+ * sealed document without the key. Anywhere else the flag is a usage error (exit 2) that
+ * names the verdict and what sync would have done, checked BEFORE the lock: a flag that meant
+ * "replace" must never quietly publish, and a refused run creates nothing.
  */
 import type { Command } from 'commander';
-import type { GlobalFlags } from '../config/config.js';
 import { BatonError, EXIT_OK } from '../errors.js';
+import type { Look, ShareContext } from '../share/operations.js';
+import type { Verdict } from '../share/types.js';
+import * as publishGuards from '../share/publish-guards.js';
 import { action, type CliContext, type Register } from './context.js';
 
 interface SyncFlags {
   readonly push?: boolean;
   readonly force?: boolean;
+  readonly replaceUnreadable?: boolean;
+  readonly unseal?: boolean;
   readonly yes?: boolean;
 }
 
@@ -18,34 +29,36 @@ export const registerSync: Register = (program: Command, ctx: CliContext) => {
   program
     .command('sync')
     .description('adopt, publish or refuse without a TUI (the decision table, non-interactively)')
-    .option('--push', 'publish over a different published authority — allowed only when this host is ahead of it (it rotated)')
-    .option('--force', 'set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one')
-    .option('--yes', 'confirm --force without typing (required when stdin is not a terminal)')
-    .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags, program.opts<GlobalFlags>())));
+    .option('--push', 'publish over a different published authority — only when this host is ahead of it (it rotated)')
+    .option('--force', 'only when sync refuses: set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one')
+    .option('--replace-unreadable', 'only when the published document cannot be used: replace it with this host\'s authority (if-match on the bad object)')
+    .option('--unseal', 'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key)')
+    .option('--yes', 'confirm --force, --replace-unreadable or --unseal without typing (required when stdin is not a terminal)')
+    .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
 };
 
-async function runSync(ctx: CliContext, flags: SyncFlags, globals: GlobalFlags): Promise<number> {
-  if (flags.push && flags.force) {
+type Ops = typeof import('../share/operations.js');
+
+async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
+  const chosen = (['force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
+  if (chosen.length > 1) {
     throw new BatonError('usage', {
-      what: '--push and --force ask for opposite things: publish this host\'s authority, or replace it with the published one.',
-      next: 'Choose one.',
+      what: `${chosen.map(flagName).join(' and ')} ask for different things; each applies to one verdict only.`,
+      next: 'Choose one (run `baton status` to see the verdict).',
       changed: 'Nothing was read or written.',
     });
   }
-  const [{ openShareContext }, ops, { batonInvocation }] = await Promise.all([
-    import('../share/share-context.js'),
-    import('../share/operations.js'),
-    import('../app/status-invocation.js'),
-  ]);
-  // The global flags wherever they were given (before or after `sync`): a next step without
-  // them would read another config and act on another state dir.
-  const share = { ...(await openShareContext(ctx.config())), command: batonInvocation(globals) };
+  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), import('../share/operations.js')]);
+  const suggester = ctx.suggester();
+  const share: ShareContext = { ...(await openShareContext(ctx.config())), suggester };
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
 
   const seen = await ops.look(share);
   const failure = ops.storeFailure(seen);
   if (failure) throw failure;
   const { verdict } = seen;
+  checkFlags(ops, share, seen, flags);
+
   switch (verdict.kind) {
     case 'first-controller':
       say(ops.describeOutcome(share, await ops.firstController(share)));
@@ -59,7 +72,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags, globals: GlobalFlags):
           what: `The published authority ${verdict.published} was there a moment ago and is gone now.`,
           where: share.store.location,
           changed: 'Nothing was written.',
-          next: `Find out who removed it, then run \`${share.command} sync\` again.`,
+          next: 'Find out who removed it, then run `baton sync` again.',
         });
       }
       say(ops.describeOutcome(share, outcome));
@@ -69,13 +82,36 @@ async function runSync(ctx: CliContext, flags: SyncFlags, globals: GlobalFlags):
       say(ops.describeOutcome(share, await ops.publish(share)));
       return EXIT_OK;
     case 'in-sync':
-      say(ops.describeVerdict(verdict) + (flags.force || flags.push ? ' There is nothing to push or force.' : ' Nothing was changed.'));
+      say(`${ops.describeVerdict(verdict)} Nothing was changed.`);
       return EXIT_OK;
     case 'blocked':
+      if (flags.replaceUnreadable) {
+        await confirmTyped(ctx, flags, {
+          explain: [
+            ops.describeVerdict(verdict),
+            `--replace-unreadable replaces the published document with this host's whole authority${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}, only if the object is still the one read now.`,
+          ],
+          prompt: `Type "replace"${flags.unseal ? ' then a space and "unseal"' : ''} to replace the published document: `,
+          expected: flags.unseal ? 'replace unseal' : 'replace',
+          rerun: `sync --replace-unreadable${flags.unseal ? ' --unseal' : ''}`,
+          where: share.store.location,
+        });
+        say(ops.describeOutcome(share, await ops.replaceUnreadable(share, { seen: verdict, unseal: Boolean(flags.unseal) })));
+        return EXIT_OK;
+      }
       throw ops.blockedError(verdict);
     case 'refuse':
       if (flags.push) {
-        say(ops.describeOutcome(share, await ops.publish(share, { seen: verdict })));
+        if (flags.unseal) {
+          await confirmTyped(ctx, flags, {
+            explain: [ops.describeVerdict(verdict), '--unseal publishes this host\'s authority over the SEALED document in the clear: ca.key will sit in the bucket as base64.'],
+            prompt: 'Type "unseal" to publish without the seal: ',
+            expected: 'unseal',
+            rerun: 'sync --push --unseal',
+            where: share.store.location,
+          });
+        }
+        say(ops.describeOutcome(share, await ops.publish(share, { seen: verdict, unseal: Boolean(flags.unseal) })));
         return EXIT_OK;
       }
       if (flags.force) {
@@ -87,19 +123,118 @@ async function runSync(ctx: CliContext, flags: SyncFlags, globals: GlobalFlags):
   }
 }
 
-type Refusal = Extract<import('../share/types.js').Verdict, { kind: 'refuse' }>;
+function flagName(flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal'): string {
+  return flag === 'replaceUnreadable' ? '--replace-unreadable' : `--${flag}`;
+}
+
+/** What plain `sync` does on this verdict, for the usage error of a flag that does not apply. */
+function withoutFlags(ops: Ops, verdict: Verdict): string {
+  switch (verdict.kind) {
+    case 'first-controller':
+      return 'become the first controller (mint, publish create-only, install)';
+    case 'adopt':
+      return `adopt the published ${verdict.published}`;
+    case 'publish':
+      return `publish this host's ${verdict.local}`;
+    case 'in-sync':
+      return 'change nothing';
+    case 'refuse':
+      return 'refuse and change nothing';
+    case 'blocked':
+      return `refuse (${ops.describeVerdict(verdict)})`;
+  }
+}
+
+/** Exit 2 when a flag does not apply to the verdict; exit 3 for a replace that must never happen. */
+function checkFlags(ops: Ops, share: ShareContext, seen: Look, flags: SyncFlags): void {
+  const { verdict } = seen;
+  const misuse = (flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal', appliesTo: string) =>
+    new BatonError('usage', {
+      what: `${flagName(flag)} applies only ${appliesTo}. Here: ${ops.describeVerdict(verdict)}`,
+      where: share.store.location,
+      changed: 'Nothing was written.',
+      next: `Without ${flagName(flag)}, sync would ${withoutFlags(ops, verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
+    });
+  if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
+  if (flags.push && !(verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')) {
+    throw misuse('push', 'when this host is ahead of the published authority (it rotated away from it)');
+  }
+  if (flags.replaceUnreadable) {
+    if (verdict.kind !== 'blocked' || verdict.unreadable === undefined || verdict.unreadable === 'could-not-read') {
+      throw misuse('replaceUnreadable', 'when the published document was read and cannot be used');
+    }
+    // A valid document of another deployment, or one of a newer format: refused (exit 3).
+    const refusal = ops.replaceUnreadableRefusal(share, seen);
+    if (refusal) throw refusal;
+  }
+  if (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey && !flags.unseal) {
+    const { unsealRefusal } = publishGuards;
+    throw unsealRefusal(share.store.location, 'baton sync --push');
+  }
+  if (flags.unseal) {
+    const sealed =
+      (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey === true) ||
+      (flags.replaceUnreadable && seen.published.state === 'unreadable' && seen.published.sealed === true && share.sealKey === undefined);
+    if (!sealed) throw misuse('unseal', 'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key');
+  }
+}
+
+interface TypedConfirmation {
+  readonly explain: readonly string[];
+  readonly prompt: string;
+  /** Compared trimmed and case-insensitively. */
+  readonly expected: string;
+  /** The sync arguments to run again (through the builder). */
+  readonly rerun: string;
+  readonly where: string;
+}
+
+/** --yes, or on a terminal the expected words typed; end of input or Ctrl-C is a "no". */
+async function confirmTyped(ctx: CliContext, flags: SyncFlags, c: TypedConfirmation): Promise<void> {
+  if (flags.yes) return;
+  if (!process.stdin.isTTY) {
+    throw new BatonError('usage', {
+      what: `This replaces the published document and needs a confirmation, but stdin is not a terminal. ${c.explain[0] ?? ''}`,
+      where: c.where,
+      changed: 'Nothing was written.',
+      next: `Check what is published, then run: ${await rerunWithYes()}`,
+    });
+  }
+  for (const line of c.explain) ctx.stdout.write(`${line}\n`);
+  const typed = await ask(ctx, c.prompt);
+  if (typed === undefined || typed.trim().toLowerCase() !== c.expected) {
+    throw new BatonError('aborted', {
+      what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : `The typed words are not "${c.expected}".`,
+      where: c.where,
+      changed: 'Nothing was written.',
+      next: `Run \`baton ${c.rerun}\` again when you are ready.`,
+    });
+  }
+}
+
+async function ask(ctx: CliContext, prompt: string): Promise<string | undefined> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: ctx.stdout, terminal: true });
+  // Ctrl-C or end of input is a "no": without these the question would hang, or the process
+  // would drain and exit 0 as if the action had been confirmed.
+  const typed = await new Promise<string | undefined>((resolve) => {
+    rl.once('SIGINT', () => resolve(undefined));
+    rl.once('close', () => resolve(undefined));
+    rl.question(prompt).then(resolve, () => resolve(undefined));
+  });
+  rl.close();
+  if (typed === undefined) ctx.stdout.write('\n');
+  return typed;
+}
+
+type Refusal = Extract<Verdict, { kind: 'refuse' }>;
 
 /**
  * Force moves the key every node verifies against, so it takes a deliberate act: --yes (the
  * script's), or on a terminal the first 8 characters after `SHA256:` of the LOCAL
  * fingerprint — the one being set aside — typed, which cannot be done without reading it.
  */
-async function confirmForce(
-  ctx: CliContext,
-  share: import('../share/operations.js').ShareContext,
-  verdict: Refusal,
-  flags: SyncFlags,
-): Promise<void> {
+async function confirmForce(ctx: CliContext, share: ShareContext, verdict: Refusal, flags: SyncFlags): Promise<void> {
   if (flags.yes) return;
   const ops = await import('../share/operations.js');
   const refusal = ops.refusalError(share, verdict);
@@ -113,26 +248,15 @@ async function confirmForce(
   }
   const { confirmationPrefix, sameForHumans } = await import('../pki/fingerprint-type.js');
   const expected = confirmationPrefix(verdict.local);
-  const say = (line: string) => ctx.stdout.write(`${line}\n`);
-  say(refusal.what);
-  say(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`);
-  const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: process.stdin, output: ctx.stdout, terminal: true });
-  // Ctrl-C or end of input is a "no": without these the question would hang, or the process
-  // would drain and exit 0 as if the force had been done.
-  const typed = await new Promise<string | undefined>((resolve) => {
-    rl.once('SIGINT', () => resolve(undefined));
-    rl.once('close', () => resolve(undefined));
-    rl.question('Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ').then(resolve, () => resolve(undefined));
-  });
-  rl.close();
+  ctx.stdout.write(`${refusal.what}\n`);
+  ctx.stdout.write(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.\n`);
+  const typed = await ask(ctx, 'Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ');
   if (typed === undefined) {
-    ctx.stdout.write('\n');
     throw new BatonError('aborted', {
       what: 'The confirmation was not given (Ctrl-C or end of input).',
       where: verdict.caDir,
       changed: 'Nothing was written.',
-      next: `Run \`${share.command ?? 'baton'} sync --force\` again when you are ready to replace this host's authority.`,
+      next: "Run `baton sync --force` again when you are ready to replace this host's authority.",
     });
   }
   if (!sameForHumans(typed, expected)) {
@@ -140,13 +264,13 @@ async function confirmForce(
       what: 'The typed characters do not match the local fingerprint.',
       where: verdict.caDir,
       changed: 'Nothing was written.',
-      next: `Run \`${share.command ?? 'baton'} sync --force\` again and type the 8 characters after "SHA256:" of ${verdict.local}.`,
+      next: `Run \`baton sync --force\` again and type the 8 characters after "SHA256:" of ${verdict.local}.`,
     });
   }
 }
 
 /** The command exactly as it was run, plus --yes, quoted for a POSIX shell. */
 async function rerunWithYes(): Promise<string> {
-  const { shellWord } = await import('../app/status-invocation.js');
+  const { shellWord } = await import('../suggest-command.js');
   return ['baton', ...process.argv.slice(2), '--yes'].map(shellWord).join(' ');
 }

@@ -23,11 +23,17 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       next: local.error.next ?? 'Repair the local authority by hand, then look again.',
     };
   }
-  if (published.state === 'unreadable') {
+  if (published.state === 'unreadable') return blockedByDocument(local, published);
+  // ONCE SEALED, STAYS SEALED: without the seal key this host can compare fingerprints but can
+  // neither install the sealed files nor replace them without unsealing. Saying "can be
+  // adopted" here would send the operator to a sync that must refuse.
+  const sealedWithoutKey = published.state === 'present' && published.sealed && published.current === undefined;
+  if (sealedWithoutKey && (local.state === 'fresh' || local.state === 'lost')) {
     return {
       kind: 'blocked',
-      why: withWhere(`The published authority cannot be used: ${published.error.what}`, published.error.where ?? published.location),
-      next: published.error.next ?? `Check the store at ${published.location}.`,
+      why: `The published authority ${published.header.fingerprint} is sealed; this host has no seal key; adopting needs it.`,
+      next: 'Set seal_key_file in baton.yaml to the 32-byte key the other controllers use, then run `baton sync`.',
+      sealedWithoutKey: true,
     };
   }
   switch (local.state) {
@@ -56,7 +62,46 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
         published: theirs,
         lineage: lineageOf(local, published),
         caDir: layoutOf(local.stateDir).caDir,
+        ...(sealedWithoutKey ? { sealedWithoutKey: true as const } : {}),
       };
+    }
+  }
+}
+
+/**
+ * A document that cannot be used blocks every host, and the way out depends on why (see
+ * unreadable.ts) and on whether THIS host holds an authority to replace it with: the "Next"
+ * names a command that works here, or says that none does and what to do by hand.
+ */
+function blockedByDocument(
+  local: Exclude<LocalAuthority, { state: 'blocked' }>,
+  published: Extract<PublishedAuthority, { state: 'unreadable' }>,
+): Verdict {
+  const problem = published.problem ?? 'could-not-read';
+  const why = withWhere(
+    problem === 'could-not-read' ? `The published authority could not be read: ${published.error.what}` : `The published authority cannot be used: ${published.error.what}`,
+    published.error.where ?? published.location,
+  );
+  const blocked = (next: string): Verdict => ({ kind: 'blocked', why, next, unreadable: problem });
+  switch (problem) {
+    case 'could-not-read':
+      return blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`);
+    case 'foreign-deployment':
+      return blocked(
+        `No baton command replaces it from this host: it is a valid document of another deployment, so this host is pointed at the wrong store or deployment. Check --store and --deployment (and baton.yaml).`,
+      );
+    case 'newer-format':
+      return blocked('Upgrade baton on this host: a newer baton wrote this document, and no command of this version replaces it.');
+    case 'unusable': {
+      if (local.state === 'whole') {
+        const seal = published.sealed ? ' It is sealed: give this host the seal key (seal_key_file) so the replacement stays sealed, or add --unseal to stop sealing on purpose.' : '';
+        return blocked(
+          `Replace it with this host's authority ${local.current.fingerprint}: \`baton sync --replace-unreadable\` (asks for a typed confirmation; --yes in scripts).${seal}`,
+        );
+      }
+      return blocked(
+        'No baton command fixes it from this host (it holds no authority to publish). On a controller that holds the deployment\'s authority run `baton sync --replace-unreadable`; or restore the object from the bucket\'s versions by hand.',
+      );
     }
   }
 }
@@ -78,6 +123,9 @@ export function allowedActions(verdict: Verdict): readonly Action[] {
     case 'in-sync':
       return ['leave'];
     case 'refuse':
+      // Sealed without the key here: force cannot open the published files, and publishing
+      // would unseal — neither is offered (sync --push --unseal is the deliberate way).
+      if (verdict.sealedWithoutKey) return ['leave'];
       return verdict.lineage.kind === 'ahead' ? ['publish', 'leave', 'force'] : ['leave', 'force'];
     case 'blocked':
       return ['leave'];

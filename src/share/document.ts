@@ -181,7 +181,7 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     if (options.sealKey) {
       throw refuse(
         'it is not sealed, and this host has a seal key (seal_key_file), so this deployment seals its documents',
-        `Publish again from a controller that has the seal key; if this deployment does not seal, remove seal_key_file from this host's config.`,
+        'This host has the key: replace it with a sealed document with `baton sync --replace-unreadable`. If this deployment does not seal, remove seal_key_file from this host\'s config instead.',
       );
     }
     files = parsed.files!;
@@ -257,7 +257,9 @@ async function checkCarriedPair(
 
 type Refuse = (reason: string, next: string) => BatonError;
 
-const REPUBLISH = 'Publish again from a controller that holds this deployment\'s authority (`baton sync --push`), then look again.';
+// Not `sync --push`: the same document blocks it. Replacing an unusable document is its own,
+// confirmed action, conditional on the bad object's ETag.
+const REPUBLISH = 'Replace it from a controller that holds this deployment\'s authority: `baton sync --replace-unreadable` (asks for a typed confirmation).';
 
 function refuser(location: string): Refuse {
   return (reason, next) =>

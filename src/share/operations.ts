@@ -26,7 +26,9 @@ import {
 import { BatonError, isBatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
+import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
 import { allowedActions, decide } from './decide.js';
+import { isOurOwnWrite, publishedSealedWithoutKey, unsealRefusal } from './publish-guards.js';
 import { encodeDocument } from './document.js';
 import { openPublished, readPublished } from './published.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
@@ -44,10 +46,16 @@ export interface ShareContext {
   /** This host's name, written into the document as published_by (diagnostic only). */
   readonly host: string;
   /**
-   * How the operator runs baton, with the global flags they gave (default `baton`): a next
-   * step written as a bare `baton sync` would read another config and act on another host.
+   * The one builder of suggested commands (src/suggest-command.ts), with the global flags the
+   * operator gave: a next step written as a bare `baton sync` would read another config and
+   * act on another host. Default: plain `baton`.
    */
-  readonly command?: string;
+  readonly suggester?: Suggester;
+}
+
+/** A command to suggest, through the one builder. */
+function cmd(ctx: Pick<ShareContext, 'suggester'>, args: string): string {
+  return suggest(ctx.suggester ?? PLAIN_SUGGESTER, args);
 }
 
 /** Both sides as read, and the verdict of the table on them. */
@@ -110,6 +118,11 @@ async function underLock<T>(ctx: ShareContext, seen: Verdict | undefined, act: (
 export interface PublishOptions {
   /** The verdict the operator saw; a different verdict under the lock is refused. */
   readonly seen?: Verdict;
+  /**
+   * The operator unseals ON PURPOSE (sync --unseal, confirmed): replace a sealed document with
+   * one in the clear. Without it, a sealed document is only ever replaced by a sealed one.
+   */
+  readonly unseal?: boolean;
 }
 
 /**
@@ -123,6 +136,24 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     const overAhead = verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead';
     if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
+    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, cmd(ctx, 'sync --push'));
+    const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
+    const precondition =
+      published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
+    const { etag } = await putDocument(ctx, body, precondition);
+    return { kind: 'published', fingerprint, etag };
+  });
+}
+
+/**
+ * This host's whole authority as a document: the files read under the lock, checked to be
+ * the pair that was decided on, sealed when this host has the seal key.
+ */
+async function encodeLocalAuthority(
+  ctx: ShareContext,
+  local: Extract<LocalAuthority, { state: 'whole' }>,
+): Promise<{ readonly body: Uint8Array; readonly fingerprint: Fingerprint }> {
+  {
     const files = await readAuthorityFiles(ctx.stateDir, ctx.deployment);
     // The header must describe the files it carries: an adopter checks exactly that and would
     // refuse the document, after it had already replaced the good one in the store.
@@ -132,7 +163,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
         what: `The authority files read for publishing are ${carried}, not the ${local.current.fingerprint} that was decided on.`,
         where: layoutOf(ctx.stateDir).caDir,
         changed: 'Nothing was published.',
-        next: 'Something changed ca/ without taking ca.lock; look at it (`baton ca show`) and run sync again.',
+        next: `Something changed ca/ without taking ca.lock; look at it (\`${cmd(ctx, 'ca show')}\`) and run sync again.`,
       });
     }
     const header: DocumentHeader = {
@@ -148,11 +179,72 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     // The previous key signs the handover, so the host it replaced can PROVE it was left behind.
     const handover = signHandover(header, files['ca-previous.key']);
     const body = await encodeDocument(handover ? { ...header, handover } : header, files, ctx.sealKey);
-    const precondition =
-      published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
-    const { etag } = await putDocument(ctx, body, precondition);
-    return { kind: 'published', fingerprint: local.current.fingerprint, etag };
+    return { body, fingerprint: local.current.fingerprint };
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// replace unreadable
+
+/**
+ * THE WAY OUT of a published document that cannot be used (damaged, lying fingerprint, key
+ * not pairing, seal not opening with this host's key): replaced with this host's WHOLE
+ * authority, if-match on the bad object's ETag, so a repair published meanwhile by another
+ * controller is never overwritten. Never a valid document of another deployment (the wrong
+ * store) nor one of a newer format (upgrade baton): both are refused with exit 3.
+ */
+export async function replaceUnreadable(ctx: ShareContext, options: PublishOptions = {}): Promise<Outcome> {
+  return withAuthorityLock(ctx.stateDir, async () => {
+    const now = await lookLocked(ctx);
+    const { local, published, verdict } = now;
+    if (options.seen !== undefined && !sameVerdict(options.seen, verdict)) throw changedError(ctx, options.seen, verdict);
+    const refusal = replaceUnreadableRefusal(ctx, now);
+    if (refusal) throw refusal;
+    if (local.state !== 'whole' || published.state !== 'unreadable' || published.etag === undefined) throw replaceNotAllowed(ctx, now);
+    if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, cmd(ctx, 'sync --replace-unreadable'));
+    const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
+    const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
+    return { kind: 'published', fingerprint, etag };
   });
+}
+
+/**
+ * Why `sync --replace-unreadable` may not run on this look, or undefined when it may: callers
+ * check it BEFORE taking the lock, so a refused run creates nothing.
+ */
+export function replaceUnreadableRefusal(ctx: ShareContext, look: Look): BatonError | undefined {
+  const { local, published } = look;
+  if (local.state === 'whole' && published.state === 'unreadable' && published.problem === 'unusable' && published.etag !== undefined) return undefined;
+  return replaceNotAllowed(ctx, look);
+}
+
+function replaceNotAllowed(ctx: ShareContext, { local, published, verdict }: Look): BatonError {
+  if (published.state === 'unreadable' && published.problem === 'foreign-deployment') {
+    return new BatonError('refused', {
+      what: `The published document is a valid document of another deployment; replacing it would destroy that fleet's authority. ${published.error.what}`,
+      where: published.location,
+      changed: NOTHING_WRITTEN,
+      next: 'Check --store and --deployment (and baton.yaml): this host is pointed at the wrong store or deployment.',
+    });
+  }
+  if (published.state === 'unreadable' && published.problem === 'newer-format') {
+    return new BatonError('refused', {
+      what: `The published document was written by a newer baton; replacing it would downgrade the fleet. ${published.error.what}`,
+      where: published.location,
+      changed: NOTHING_WRITTEN,
+      next: 'Upgrade baton on this host, then look again.',
+    });
+  }
+  if (published.state === 'unreadable' && (published.problem ?? 'could-not-read') === 'could-not-read') return published.error;
+  if (local.state !== 'whole' && published.state === 'unreadable') {
+    return new BatonError('refused', {
+      what: 'This host holds no whole authority to replace the unusable document with.',
+      where: layoutOf(ctx.stateDir).caDir,
+      changed: NOTHING_WRITTEN,
+      next: verdict.kind === 'blocked' ? verdict.next : 'Run it on a controller that holds the deployment\'s authority.',
+    });
+  }
+  return notAllowedError(ctx, 'publish', verdict);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -268,9 +360,14 @@ export async function firstController(ctx: ShareContext, options: { readonly see
     try {
       await ctx.store.put(body, { kind: 'create-only' });
     } catch (error) {
-      if (!(isBatonError(error) && error.code === 'store-changed')) throw publishFailed(ctx, error);
-      // Lost the race: the mint is dropped here and never touched disk.
-      return adoptWinner(ctx, await lookLocked(ctx));
+      // The SDK retried a write whose answer was lost and met its own object (412): that is
+      // this host's publish, not a race lost — adopting "the winner" would adopt itself.
+      const ours = mayHaveBeenApplied(error) ? await isOurOwnWrite(ctx.store, body) : undefined;
+      if (!ours) {
+        if (!(isBatonError(error) && error.code === 'store-changed')) throw publishFailed(ctx, error);
+        // Lost the race: the mint is dropped here and never touched disk.
+        return adoptWinner(ctx, await lookLocked(ctx));
+      }
     }
     try {
       await installAuthority(ctx.stateDir, ctx.deployment, files, fingerprint);
@@ -279,7 +376,7 @@ export async function firstController(ctx: ShareContext, options: { readonly see
         what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
         where: layoutOf(ctx.stateDir).caDir,
         changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
-        next: `Fix what the message names, clear the partial files from ca/, and run \`${ctx.command ?? 'baton'} sync\` to adopt the published authority.`,
+        next: `Fix what the message names, clear the partial files from ca/, and run \`${cmd(ctx, 'sync')}\` to adopt the published authority.`,
         cause: error,
       });
     }
@@ -337,14 +434,29 @@ export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | '
  * REFUSE: names both fingerprints, the lineage in words and the ca/ path, because the file a
  * replace would move is the key every node in the fleet verifies against.
  */
-export function refusalError(ctx: Pick<ShareContext, 'store' | 'command'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
-  const baton = ctx.command ?? 'baton';
-  const next = {
-    'left-behind': `${verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'claimed' ? 'The rotation is only claimed: confirm with whoever runs the other controller that it rotated (anyone who can write the store can mint a CA naming this host). ' : ''}If this host should follow the rotation, replace it on purpose: \`${baton} sync --force\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
-    ahead: `Publish this host's authority with \`${baton} sync --push\`, or, if the published one must win, replace this host's on purpose with \`${baton} sync --force\`.`,
-    siblings: `Decide which of the two rotations the fleet keeps. To keep the published one, replace this host's on purpose with \`${baton} sync --force\` (it sets ${verdict.caDir} aside as ca.superseded-<UTC stamp>); baton never publishes over a sibling.`,
-    unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${baton} sync --force\`.`,
-  }[verdict.lineage.kind];
+export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
+  const force = cmd(ctx, 'sync --force');
+  const push = cmd(ctx, 'sync --push');
+  const lineage = verdict.lineage;
+  const claimed =
+    lineage.kind === 'left-behind' && lineage.proof.kind === 'claimed'
+      ? 'The rotation is only claimed: confirm with whoever runs the other controller that it rotated (anyone who can write the store can mint a CA naming this host). '
+      : '';
+  // Sealed and no key here: force cannot open the published files, and a push must not
+  // unseal by accident — the next step is the key, or an unseal on purpose.
+  const next = verdict.sealedWithoutKey
+    ? {
+        'left-behind': `${claimed}The published authority is sealed and this host has no seal key: set seal_key_file to the key the other controllers use, then \`${force}\` sets ${verdict.caDir} aside and adopts it.`,
+        ahead: `The published authority is sealed and this host has no seal key: set seal_key_file, then \`${push}\`; or stop sealing on purpose with \`${push} --unseal\`.`,
+        siblings: `Decide which of the two rotations the fleet keeps. The published authority is sealed and this host has no seal key: keeping the published one needs seal_key_file, then \`${force}\`; baton never publishes over a sibling.`,
+        unrelated: `Check the deployment id and the store first. The published authority is sealed and this host has no seal key: replacing this host's needs seal_key_file, then \`${force}\`.`,
+      }[lineage.kind]
+    : {
+        'left-behind': `${claimed}If this host should follow the rotation, replace it on purpose: \`${force}\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
+        ahead: `Publish this host's authority with \`${push}\`, or, if the published one must win, replace this host's on purpose with \`${force}\`.`,
+        siblings: `Decide which of the two rotations the fleet keeps. To keep the published one, replace this host's on purpose with \`${force}\` (it sets ${verdict.caDir} aside as ca.superseded-<UTC stamp>); baton never publishes over a sibling.`,
+        unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${force}\`.`,
+      }[lineage.kind];
   return new BatonError('refused', {
     what: `This host's authority differs from the published one. Local: ${verdict.local}. Published: ${verdict.published}. Diagnosis: ${lineageWords(verdict.lineage)}`,
     where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,
@@ -418,12 +530,29 @@ export function sameVerdict(a: Verdict, b: Verdict): boolean {
   return JSON.stringify(a) === JSON.stringify(b);
 }
 
-async function putDocument(ctx: ShareContext, body: Uint8Array, precondition: Parameters<Store['put']>[1]) {
+/**
+ * A conditional write that survives a lost response: after a failed precondition, or a
+ * failure that may have happened after the store applied the write, the object is re-read and
+ * the exact bytes written here count as success. The document carries published_at and (when
+ * sealed) a fresh nonce, so another controller's write is never byte-identical to this one.
+ */
+async function putDocument(ctx: ShareContext, body: Uint8Array, precondition: Parameters<Store['put']>[1]): Promise<{ readonly etag: string }> {
   try {
     return await ctx.store.put(body, precondition);
   } catch (error) {
+    if (mayHaveBeenApplied(error)) {
+      const ours = await isOurOwnWrite(ctx.store, body);
+      if (ours) return ours;
+    }
     throw publishFailed(ctx, error);
   }
+}
+
+/** A 412/409, or a failure of the connection (not a refusal by the store's rules). */
+function mayHaveBeenApplied(error: unknown): boolean {
+  if (!isBatonError(error)) return true;
+  if (error.code === 'store-changed') return true;
+  return error.code === 'failed' && /closed before|did not answer in time|cut short/.test(error.what);
 }
 
 /** A failed precondition keeps its own code (exit 6) with the words an operator acts on. */
@@ -434,7 +563,7 @@ function publishFailed(ctx: ShareContext, error: unknown): BatonError {
       what: `The store changed since you looked (${why}).`,
       where: ctx.store.location,
       changed: 'Nothing was overwritten.',
-      next: 'Re-read and decide again (run `baton sync` again, or refresh the console).',
+      next: `Re-read and decide again (run \`${cmd(ctx, 'sync')}\` again, or refresh the console).`,
       cause: error,
     });
   }

@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import { openDocument, parseDocument, type DecodeOptions } from './document.js';
 import { storeChangedError } from '../store/store-changed.js';
 import type { PublishedAuthority } from './types.js';
+import { classifyRefusedDocument, looksSealed } from './unreadable.js';
 
 export type PresentAuthority = Extract<PublishedAuthority, { state: 'present' }> & {
   /** The checked files when they could be opened (what adopt installs), else undefined. */
@@ -33,7 +34,12 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
   try {
     stored = await store.get();
   } catch (error) {
-    return { state: 'unreadable', location, error: asBatonError(error, { what: 'The store could not be read', where: location }) };
+    return {
+      state: 'unreadable',
+      location,
+      problem: 'could-not-read',
+      error: asBatonError(error, { what: 'The store could not be read', where: location }),
+    };
   }
   if (!stored) return { state: 'none', location };
   const options: DecodeOptions = { deployment, where: location, sealKey };
@@ -56,7 +62,11 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
     Object.defineProperty(present, 'files', { value: opened?.files, enumerable: false });
     return present as PresentAuthority;
   } catch (error) {
-    return { state: 'unreadable', location, error: asBatonError(error, { what: 'The published document could not be decoded', where: location }) };
+    const decoded = asBatonError(error, { what: 'The published document could not be decoded', where: location });
+    // A decoder failure that is not a refusal (an I/O error inside it) says nothing about the
+    // document: it is "could not read", never something to replace.
+    const problem = decoded.code === 'refused' ? classifyRefusedDocument(stored.body, deployment) : 'could-not-read';
+    return { state: 'unreadable', location, error: decoded, problem, etag: stored.etag, sealed: looksSealed(stored.body) };
   }
 }
 

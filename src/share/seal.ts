@@ -74,7 +74,7 @@ function unsealRefused(where: string, why: string, cause?: unknown): BatonError 
   return new BatonError('refused', {
     what: `The published document was refused: it is sealed and ${why}.`,
     where,
-    next: 'Check that seal_key_file is the key every controller of this deployment shares; if it is, publish again from a controller that holds the authority.',
+    next: 'Check that seal_key_file is the key every controller of this deployment shares; if it is, replace the document with `baton sync --replace-unreadable` from a controller that holds the authority.',
     changed: 'Nothing was installed.',
     ...(cause === undefined ? {} : { cause }),
   });

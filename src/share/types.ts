@@ -39,7 +39,17 @@ export type PublishedAuthority =
       readonly previous: PairSummary | undefined;
     }
   /** Unreadable, refused (closed set, bad base64, wrong deployment…) or unreachable. */
-  | { readonly state: 'unreadable'; readonly location: string; readonly error: BatonError };
+  | {
+      readonly state: 'unreadable';
+      readonly location: string;
+      readonly error: BatonError;
+      /** Why, in the terms that decide the way out; undefined reads as 'could-not-read'. */
+      readonly problem?: UnreadableProblem;
+      /** The ETag of the bad object when it was read: `sync --replace-unreadable` writes if-match on it. */
+      readonly etag?: string;
+      /** The bad object carries sealed files: replacing it in the clear needs the seal key or --unseal. */
+      readonly sealed?: boolean;
+    };
 
 /**
  * Whether "left behind" is a proof: the handover signature verified with this host's own
@@ -83,8 +93,18 @@ export type Verdict =
       readonly lineage: Lineage;
       /** The ca/ directory a force would set aside. */
       readonly caDir: string;
+      /** The published document is sealed and this host has no seal key: force cannot open it, push would unseal. */
+      readonly sealedWithoutKey?: true;
     }
-  | { readonly kind: 'blocked'; readonly why: string; readonly next: string };
+  | {
+      readonly kind: 'blocked';
+      readonly why: string;
+      readonly next: string;
+      /** Set when the published document is what blocks; 'unusable' is what --replace-unreadable replaces. */
+      readonly unreadable?: UnreadableProblem;
+      /** Set when the published authority is sealed and this host, holding none, has no key to adopt it. */
+      readonly sealedWithoutKey?: true;
+    };
 
 /** What an operator can ask for; only those `allowedActions(verdict)` lists are offered. */
 export type Action = 'first-controller' | 'adopt' | 'publish' | 'force' | 'leave';
@@ -100,3 +120,6 @@ export type Outcome =
   | { readonly kind: 'left'; readonly why: string };
 
 export type { LocalAuthority };
+
+/** Why a published document cannot be used; each has its own way out (see unreadable.ts). */
+export type UnreadableProblem = 'unusable' | 'foreign-deployment' | 'newer-format' | 'could-not-read';

@@ -7,6 +7,7 @@
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
+import { actionCommand, personalise, suggest, type Suggester } from '../suggest-command.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
 export type VerdictTone = 'ok' | 'action' | 'refused';
@@ -26,7 +27,7 @@ export interface VerdictWordsOptions {
    * The command prefix with the global flags the operator gave, so the next step can be pasted
    * as it stands (a bare `baton sync` would read another config and do something else).
    */
-  readonly baton?: string;
+  readonly baton?: string | Suggester;
   /** Name the fingerprints in the headline (plain lines and refusals; a screen has panels). */
   readonly fingerprints?: boolean;
 }
@@ -41,7 +42,9 @@ export function lineageSentence(lineage: Lineage): string {
 }
 
 export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}): VerdictWords {
-  const baton = options.baton ?? 'baton';
+  // The one builder (src/suggest-command.ts); a bare prefix is a view on a terminal.
+  const given = options.baton ?? 'baton';
+  const s: Suggester = typeof given === 'string' ? { prefix: given, inventory: undefined, terminal: true } : given;
   const fp = (fingerprint: Fingerprint) => (options.fingerprints ? ` ${fingerprint}` : '');
   switch (verdict.kind) {
     case 'in-sync':
@@ -51,7 +54,7 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         tone: 'action',
         label: 'action needed',
         headline: 'Nothing is published and this host holds no authority: it can be the first controller.',
-        next: `${baton} failover`,
+        next: actionCommand(s, 'first-controller'),
       };
     case 'adopt':
       return {
@@ -60,25 +63,36 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         headline: verdict.lostMarker
           ? `This host lost its authority files (the marker is present); the published authority${fp(verdict.published)} can be adopted.`
           : `This host holds no authority; the deployment's published authority${fp(verdict.published)} can be adopted.`,
-        next: `${baton} failover`,
+        next: actionCommand(s, 'adopt'),
       };
     case 'publish':
       return {
         tone: 'action',
         label: 'action needed',
         headline: `Nothing is published: this host's authority${fp(verdict.local)} can be published.`,
-        next: `${baton} failover`,
+        next: actionCommand(s, 'publish'),
       };
     case 'refuse':
       return {
         tone: 'refused',
         label: 'refused',
         headline: `The local${fp(verdict.local)} and published${fp(verdict.published)} authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next: verdict.lineage.kind === 'ahead' ? `${baton} sync --push` : `${baton} failover  (a replace asks for a typed confirmation)`,
+        next: refuseNext(verdict, s),
       };
     case 'blocked':
-      return { tone: 'refused', label: 'blocked', headline: verdict.why, next: verdict.next };
+      return { tone: 'refused', label: 'blocked', headline: verdict.why, next: personalise(verdict.next, s) };
   }
+}
+
+function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester): string {
+  if (verdict.sealedWithoutKey) {
+    // Force cannot open a sealed document without the key, and a push must not unseal by accident.
+    return verdict.lineage.kind === 'ahead'
+      ? `Set seal_key_file (the key the other controllers use), then ${suggest(s, 'sync --push')}`
+      : `Set seal_key_file (the key the other controllers use), then ${actionCommand(s, 'force')}`;
+  }
+  if (verdict.lineage.kind === 'ahead') return suggest(s, 'sync --push');
+  return s.terminal ? `${actionCommand(s, 'force')}  (a replace asks for a typed confirmation)` : `${actionCommand(s, 'force')}  (check both fingerprints first)`;
 }
 
 /**

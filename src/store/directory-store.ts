@@ -40,7 +40,10 @@ export class DirectoryStore implements Store {
   async checkConditionalWrites(): Promise<ConditionalWriteCheck> {
     return probeConditionalWrites({
       location: this.dir,
-      createOnly: (name, body) => this.#write(name, body, { kind: 'create-only' }),
+      write: async (name, body, precondition) => {
+        await this.#write(name, body, precondition);
+        return { etag: contentEtag(body) };
+      },
       remove: async (name) => {
         await fs.rm(path.join(this.dir, name), { force: true });
         await fsyncDir(this.dir);

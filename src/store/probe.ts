@@ -1,18 +1,24 @@
 /**
- * `baton store check`'s experiment, one implementation for every store: write a probe object
- * create-only twice and see whether the second is refused. A store that accepts both ignores
- * preconditions, and two controllers publishing at once could overwrite each other.
+ * `baton store check`'s experiment, one implementation for every store. It probes BOTH
+ * preconditions baton publishes with, because a store (or a proxy in front of it) can honour
+ * one and drop the other — and either gap lets two controllers overwrite each other:
+ *
+ *   create-only           v1 with If-None-Match: *, then again: the second must be refused;
+ *   replace-if-unchanged  v2 with If-Match: <v1's ETag> must be accepted, then v3 with the
+ *                         now-stale v1 ETag must be refused.
+ *
+ * Everything it wrote is removed afterwards — every version of it on a versioned bucket.
  */
 import { randomBytes } from 'node:crypto';
 import { isBatonError } from '../errors.js';
-import type { ConditionalWriteCheck } from './store.js';
+import type { ConditionalWriteCheck, Precondition, ProbeName } from './store.js';
 
 export interface ProbeTarget {
   /** Where the probe objects live, for the detail sentence. */
   readonly location: string;
-  /** Create-only write of `name` (beside the document); 'store-changed' when refused. */
-  createOnly(name: string, body: Uint8Array): Promise<void>;
-  /** Removes `name`; missing is fine. */
+  /** A conditional write of `name` (beside the document); 'store-changed' when refused. */
+  write(name: string, body: Uint8Array, precondition: Precondition): Promise<{ readonly etag: string }>;
+  /** Removes `name` — every version of it where the store keeps versions; missing is fine. */
   remove(name: string): Promise<void>;
 }
 
@@ -22,10 +28,9 @@ export function probeName(): string {
 
 export async function probeConditionalWrites(target: ProbeTarget): Promise<ConditionalWriteCheck> {
   const name = probeName();
-  const body = new TextEncoder().encode(`baton store check ${new Date().toISOString()}\n`);
   let check: ConditionalWriteCheck;
   try {
-    check = await twice(target, name, body);
+    check = await probe(target, name);
   } catch (error) {
     await target.remove(name).catch(() => undefined);
     throw error;
@@ -34,26 +39,56 @@ export async function probeConditionalWrites(target: ProbeTarget): Promise<Condi
     await target.remove(name);
   } catch {
     // The answer stands; the operator only needs to know a small object was left behind.
-    return { ...check, detail: `${check.detail} The probe object ${name} could not be removed; delete it by hand.` };
+    return { ...check, detail: `${check.detail} The probe object ${name} could not be removed; delete it (and its versions) by hand.` };
   }
   return check;
 }
 
-async function twice(target: ProbeTarget, name: string, body: Uint8Array): Promise<ConditionalWriteCheck> {
-  await target.createOnly(name, body);
-  try {
-    await target.createOnly(name, body);
-  } catch (error) {
-    if (isBatonError(error) && error.code === 'store-changed') {
-      return {
-        enforced: true,
-        detail: `The store at ${target.location} refused a second create-only write of the same object: conditional writes are enforced.`,
-      };
-    }
-    throw error;
+async function probe(target: ProbeTarget, name: string): Promise<ConditionalWriteCheck> {
+  // Three different bodies: S3's ETag is a digest of the content, so a "stale" ETag of
+  // identical bytes would still match and prove nothing.
+  const body = (n: number) => new TextEncoder().encode(`baton store check ${n} ${new Date().toISOString()} ${randomBytes(4).toString('hex')}\n`);
+  const { etag: first } = await target.write(name, body(1), { kind: 'create-only' });
+  const createOnly = await refused(target.write(name, body(1), { kind: 'create-only' }));
+  const failed: ProbeName[] = [];
+  const why: string[] = [];
+  if (!createOnly) {
+    failed.push('create-only');
+    why.push('a second create-only write (If-None-Match: *) of the same object was accepted');
+  }
+  // After an accepted duplicate create-only write the object is v1 again (same bytes), so
+  // its ETag still names the current content and the If-Match probe below stays meaningful.
+  const matchEtag = first;
+  const rightAccepted = !(await refused(target.write(name, body(2), { kind: 'if-match', etag: matchEtag })));
+  const staleRefused = await refused(target.write(name, body(3), { kind: 'if-match', etag: matchEtag }));
+  if (!rightAccepted) {
+    failed.push('replace-if-unchanged');
+    why.push('a replace with the current ETag (If-Match) was refused, so no publish could ever replace the document');
+  } else if (!staleRefused) {
+    failed.push('replace-if-unchanged');
+    why.push('a replace with a stale ETag (If-Match) was accepted');
+  }
+  if (failed.length === 0) {
+    return {
+      enforced: true,
+      failed,
+      detail: `The store at ${target.location} refused a second create-only write and a replace with a stale ETag, and accepted a replace with the current ETag: conditional writes are enforced.`,
+    };
   }
   return {
     enforced: false,
-    detail: `The store at ${target.location} accepted a second create-only write of the same object: it ignores conditional writes, so two controllers publishing at once could overwrite each other.`,
+    failed,
+    detail: `The store at ${target.location} failed the ${failed.join(' and ')} probe: ${why.join('; ')}. Two controllers publishing at once could overwrite each other.`,
   };
+}
+
+/** True when the write was refused as a failed precondition; any other failure propagates. */
+async function refused(write: Promise<unknown>): Promise<boolean> {
+  try {
+    await write;
+    return false;
+  } catch (error) {
+    if (isBatonError(error) && error.code === 'store-changed') return true;
+    throw error;
+  }
 }

@@ -11,6 +11,7 @@
 import {
   DeleteObjectCommand,
   GetObjectCommand,
+  ListObjectVersionsCommand,
   PutObjectCommand,
   S3Client,
   type PutObjectCommandInput,
@@ -82,17 +83,35 @@ export class S3Store implements Store {
     const keyOf = (name: string) => (this.spec.prefix ? `${this.spec.prefix}/${name}` : name);
     return probeConditionalWrites({
       location: `s3://${this.spec.bucket}/${this.spec.prefix}`,
-      createOnly: async (name, body) => {
-        await this.#put(keyOf(name), body, { kind: 'create-only' });
-      },
-      remove: async (name) => {
-        try {
-          await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: keyOf(name) }));
-        } catch (error) {
-          throw classifyS3Error(error, this.#where(keyOf(name)), 'delete');
-        }
-      },
+      write: (name, body, precondition) => this.#put(keyOf(name), body, precondition),
+      remove: (name) => this.#removeEveryVersion(keyOf(name)),
     });
+  }
+
+  /**
+   * Deletes `key` and, on a versioned bucket, every version and delete marker of it: a plain
+   * delete there only adds a marker, and the probe's versions would stay in the bucket for good.
+   */
+  async #removeEveryVersion(key: string): Promise<void> {
+    const where = this.#where(key);
+    let versions: { VersionId?: string | undefined; Key?: string | undefined }[] | undefined;
+    try {
+      const listed = await this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key }));
+      versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter((v) => v.Key === key && v.VersionId);
+    } catch {
+      // A store without the versions API (some emulators) keeps no versions: a plain delete is whole.
+      versions = undefined;
+    }
+    try {
+      for (const version of versions ?? []) {
+        await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! }));
+      }
+      // Unversioned buckets list their object with VersionId "null" (deleted above) or not at
+      // all; a plain delete then is harmless, and whole where nothing was listed.
+      if (!versions || versions.length === 0) await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key }));
+    } catch (error) {
+      throw classifyS3Error(error, where, 'delete', this.spec);
+    }
   }
 
   /** Ends the client's sockets (tests and the drill; the CLI simply exits). */
@@ -127,9 +146,12 @@ export class S3Store implements Store {
     try {
       response = await this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key }));
     } catch (error) {
-      const { status, name } = statusOf(error);
-      if (name === 'NoSuchKey' || (status === 404 && name !== 'NoSuchBucket')) return undefined;
-      throw classifyS3Error(error, where, 'read');
+      // "ABSENT" MEANS S3 SAID ABSENT: only NoSuchKey (S3's own error, parsed from its XML).
+      // A 404 from anything else — a web server at the wrong endpoint, a virtual-host name
+      // that lands on another site — would otherwise read as "nothing published" and invite
+      // this host to mint a second authority for the fleet.
+      if (isNoSuchKey(error)) return undefined;
+      throw classifyS3Error(error, where, 'read', this.spec);
     }
     const stream = response.Body as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
     if (response.ContentLength !== undefined && response.ContentLength > MAX_DOCUMENT_BYTES) {
@@ -204,7 +226,7 @@ export class S3Store implements Store {
       if (precondition?.kind === 'if-match' && status === 404 && name !== 'NoSuchBucket') {
         throw storeChangedError(where, 'the document that was read has been removed', error);
       }
-      throw classifyS3Error(error, where, 'write');
+      throw classifyS3Error(error, where, 'write', this.spec);
     }
   }
 
@@ -221,6 +243,11 @@ class ShortBody extends Error {
   }
 }
 
+function isNoSuchKey(error: unknown): boolean {
+  const { name, code } = statusOf(error);
+  return name === 'NoSuchKey' || code === 'NoSuchKey';
+}
+
 function statusOf(error: unknown): { status: number | undefined; name: string; code: string | undefined } {
   const e = error as { $metadata?: { httpStatusCode?: number }; name?: string; Code?: string; code?: string };
   return { status: e?.$metadata?.httpStatusCode, name: e?.name ?? '', code: e?.Code ?? e?.code };
@@ -230,12 +257,33 @@ function statusOf(error: unknown): { status: number | undefined; name: string; c
  * Every failure other than "nothing published" and a failed precondition, in words that say
  * what to check.
  */
-function classifyS3Error(error: unknown, where: string, operation: Operation): BatonError {
+function classifyS3Error(error: unknown, where: string, operation: Operation, spec?: S3StoreSpec): BatonError {
   const { status, name, code } = statusOf(error);
   const message = error instanceof Error ? error.message : String(error);
   const changed = operation === 'read' ? 'Nothing was changed.' : 'Nothing was written.';
-  const fail = (what: string, next: string) => new BatonError('failed', { what, where, next, changed, cause: error });
+  // Virtual-host addressing puts the bucket in the host name (bucket.endpoint): most S3
+  // emulators and many private endpoints only answer path-style, so every failure through a
+  // custom endpoint without path_style says so.
+  const virtualHost = spec?.endpoint !== undefined && !spec.pathStyle;
+  const pathStyleHint = virtualHost
+    ? ` The request used virtual-host addressing (${spec!.bucket}.${hostOf(spec!.endpoint!)}); if the store only answers path-style, add path_style=true to the store URL.`
+    : '';
+  const fail = (what: string, next: string) => new BatonError('failed', { what, where, next: next + pathStyleHint, changed, cause: error });
   const verb = { read: 'read', write: 'write', delete: 'delete' }[operation];
+  const net0 = `${code ?? ''} ${(error as { cause?: { code?: string } })?.cause?.code ?? ''} ${message}`;
+
+  if (/EPROTO|wrong version number|WRONG_VERSION_NUMBER|packet length too long/i.test(net0)) {
+    return fail(
+      `The endpoint ${spec?.endpoint ?? ''} answered in plain HTTP, but the store URL asks for TLS (https://).`.replace('  ', ' '),
+      'Use the endpoint\'s http:// address if it really serves plain HTTP (a local emulator), or point baton at the TLS port.',
+    );
+  }
+  if (status === 404 && !isNoSuchKey(error) && name !== 'NoSuchBucket') {
+    return fail(
+      `Could not ${verb} the published document: the endpoint${spec?.endpoint ? ` ${spec.endpoint}` : ''} answered 404 without S3's error (NoSuchKey), so it is not known whether anything is published.`,
+      'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) is the S3 API and not a web page, and whether the store needs path_style=true.',
+    );
+  }
 
   if (name === 'NoSuchBucket') {
     return fail('The bucket does not exist.', 'Check the bucket name in the store URL, and the region/endpoint it lives at.');
@@ -261,7 +309,7 @@ function classifyS3Error(error: unknown, where: string, operation: Operation): B
   if (/Region is missing/i.test(message)) {
     return fail('No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
   }
-  const net = (code ?? '') + ' ' + ((error as { cause?: { code?: string } })?.cause?.code ?? '');
+  const net = (code ?? '') + ' ' + ((error as { cause?: { code?: string } })?.cause?.code ?? '') + ' ' + ((error as { code?: string })?.code ?? '');
   // Before the timeout check: the HTTP handler reports a reset as a TimeoutError "socket hang up".
   if (/ECONNRESET|EPIPE/.test(net) || /socket hang up|aborted|premature close/i.test(message)) {
     return fail(
@@ -283,4 +331,12 @@ function classifyS3Error(error: unknown, where: string, operation: Operation): B
     `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}: ${message}).`,
     'Check the store URL, credentials and region.',
   );
+}
+
+function hostOf(endpoint: string): string {
+  try {
+    return new URL(endpoint).host;
+  } catch {
+    return endpoint;
+  }
 }

@@ -15,6 +15,8 @@ export interface StoreCheckJson {
   /** The store URL as configured; status ignores a record made against another store. */
   readonly store: string;
   readonly enforced: boolean;
+  /** The probes that failed (create-only, replace-if-unchanged); empty when enforced. */
+  readonly failed?: readonly string[];
   readonly detail: string;
   /** RFC 3339. */
   readonly checked_at: string;
@@ -22,7 +24,7 @@ export interface StoreCheckJson {
 
 export async function writeStoreCheck(stateDir: string, storeUrl: string, check: ConditionalWriteCheck, now: Date): Promise<string> {
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
-  const record: StoreCheckJson = { store: storeUrl, enforced: check.enforced, detail: check.detail, checked_at: now.toISOString() };
+  const record: StoreCheckJson = { store: storeUrl, enforced: check.enforced, failed: check.failed, detail: check.detail, checked_at: now.toISOString() };
   const file = path.join(stateDir, STORE_CHECK_FILE);
   const temp = path.join(stateDir, `.${STORE_CHECK_FILE}.tmp-${randomBytes(6).toString('hex')}`);
   try {

@@ -18,9 +18,14 @@ export interface StoredDocument {
  */
 export type Precondition = { readonly kind: 'create-only' } | { readonly kind: 'if-match'; readonly etag: string };
 
+/** The two preconditions `baton store check` probes. */
+export type ProbeName = 'create-only' | 'replace-if-unchanged';
+
 export interface ConditionalWriteCheck {
-  /** True when a second create-only write of the same key was refused. */
+  /** True when both probes passed (create-only refused twice; stale If-Match refused, right one accepted). */
   readonly enforced: boolean;
+  /** The probes that failed; empty when enforced. */
+  readonly failed: readonly ProbeName[];
   /** One sentence for status and `store check`. */
   readonly detail: string;
 }
@@ -35,6 +40,6 @@ export interface Store {
    * error, distinct from every other failure (BatonError('failed') naming the location).
    */
   put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }>;
-  /** `baton store check`: writes a probe object twice create-only, cleans up, reports. */
+  /** `baton store check`: probes create-only and replace-if-unchanged on a probe object, removes it, reports. */
   checkConditionalWrites(): Promise<ConditionalWriteCheck>;
 }

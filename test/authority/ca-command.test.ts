@@ -81,7 +81,7 @@ describe('baton ca', () => {
     const run = await baton(stateDir, 'ca', 'init');
     expect(run.code).toBe(3);
     expect(run.stderr).toContain(`the marker ${path.join(stateDir, 'authority-created')} is present`);
-    expect(run.stderr).toContain('Adopt the published authority with `baton sync`, or restore ca/ from a backup.');
+    expect(run.stderr).toMatch(/Adopt the published authority with `baton (?:--\S+ \S+ )*--state-dir \S+ (?:--\S+ \S+ )*sync`, or restore ca\/ from a backup\./);
     expect(run.stderr).toContain('Nothing was written.');
     expect(snapshotDir(stateDir)).toEqual(before);
   });
@@ -162,7 +162,8 @@ describe('baton ca', () => {
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain(`The current certificate ${current.fingerprint} names no predecessor`);
     expect(refused.stderr).toContain(`so ${old.fingerprint} in ca-previous.* cannot be proved to be the authority it replaced.`);
-    expect(refused.stderr).toContain('`baton ca retire --yes` (or `baton ca retire` on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.');
+    // The suggested commands keep the global flags this run was given (the one builder).
+    expect(refused.stderr).toMatch(/`baton (?:--\S+ \S+ )*ca retire --yes` \(or `baton (?:--\S+ \S+ )*ca retire` on a terminal, typing the first 8 characters of the previous fingerprint\) deletes ca-previous\.key and ca-previous\.crt on your word\./);
     expect(refused.stderr).toContain('Nothing was written.');
     expect(snapshotDir(stateDir)).toEqual(before);
 

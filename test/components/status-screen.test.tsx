@@ -89,7 +89,7 @@ describe.each([80, 120])('the status screen at %i columns', (columns) => {
     expect(frame).toMatch(/overlap +since 2026-11-30 09:00 UTC/);
     expect(frame).toContain('this host is ahead'.replace('this', 'This'));
     const sealed = strip(show(READS.sealed(), columns)).replace(/\s+/g, ' ');
-    expect(sealed).toContain('sealed yes (AES-256-GCM)');
+    expect(sealed).toContain('sealed yes; this host has no seal key');
     expect(sealed).toContain('unknown (sealed; no key to open it)');
   });
 

@@ -240,7 +240,8 @@ describe('baton failover in a real terminal', () => {
     const result = await baton([...b.args, 'failover']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('needs a terminal');
-    expect(result.stderr).toContain('baton sync');
+    // The suggested sync keeps the global flags this run was given.
+    expect(result.stderr).toMatch(/`baton --deployment \S+ --state-dir \S+ --store \S+ sync`/);
     expect(result.stderr).toContain('Nothing was written.');
     expect(snapshotDir(b.stateDir)).toEqual(before);
   });

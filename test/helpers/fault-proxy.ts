@@ -26,7 +26,14 @@ export type Fault =
   /** No answer at all until the client gives up (or `maxStallMs`); never forwarded. */
   | 'stall'
   /** Forwarded untouched after `delayMs`: a slow store, to hold an operation mid-flight. */
-  | 'delay';
+  | 'delay'
+  /** Forwarded WITHOUT its If-Match header: a proxy or gateway that drops the precondition. */
+  | 'drop-if-match'
+  /**
+   * The request IS forwarded and applied upstream; its response is dropped (the connection
+   * closes with no answer): a lost response, which the SDK retries.
+   */
+  | 'drop-response';
 
 export interface FaultRule {
   readonly fault: Fault;
@@ -131,6 +138,11 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       }
       case 'truncate':
         return forward(req, res, true);
+      case 'drop-if-match':
+        delete req.headers['if-match'];
+        return forward(req, res, false);
+      case 'drop-response':
+        return forward(req, res, false, true);
       case 'delay': {
         req.pause();
         const timer = setTimeout(() => {
@@ -145,7 +157,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
   });
 
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse, truncate: boolean) => {
+  const forward = (req: http.IncomingMessage, res: http.ServerResponse, truncate: boolean, drop = false) => {
     const upstreamReq = http.request(
       {
         agent,
@@ -160,6 +172,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         upstreamRes.on('data', (chunk: Buffer) => chunks.push(chunk));
         upstreamRes.on('end', () => {
           const body = Buffer.concat(chunks);
+          if (drop) {
+            res.socket?.destroy();
+            return;
+          }
           const headers = { ...upstreamRes.headers };
           delete headers['transfer-encoding'];
           if (!truncate) {

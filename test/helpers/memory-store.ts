@@ -24,6 +24,8 @@ export interface MemoryStoreOptions {
   readonly location?: string;
   /** False plays a store that ignores preconditions (like s3rver). Default true. */
   readonly enforcesPreconditions?: boolean;
+  /** True plays a proxy that strips If-Match but passes If-None-Match. Default false. */
+  readonly dropsIfMatch?: boolean;
   /** A document already published when the test starts. */
   readonly document?: Uint8Array;
 }
@@ -35,6 +37,7 @@ type Injection =
 export class MemoryStore implements Store {
   readonly location: string;
   readonly enforcesPreconditions: boolean;
+  readonly dropsIfMatch: boolean;
   /** Every get/put/check a caller made, in order (seeding through `setDocument` is not one). */
   readonly calls: MemoryStoreCall[] = [];
   readonly #objects = new Map<string, StoredDocument>();
@@ -43,6 +46,7 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     this.location = options.location ?? `memory://test/${DOCUMENT_NAME}`;
     this.enforcesPreconditions = options.enforcesPreconditions ?? true;
+    this.dropsIfMatch = options.dropsIfMatch ?? false;
     if (options.document) this.setDocument(options.document);
   }
 
@@ -100,9 +104,9 @@ export class MemoryStore implements Store {
     await this.#inject('check');
     return probeConditionalWrites({
       location: this.location,
-      createOnly: async (name, body) => {
-        this.#check(name, { kind: 'create-only' });
-        this.#write(name, body);
+      write: async (name, body, precondition) => {
+        this.#check(name, precondition);
+        return { etag: this.#write(name, body) };
       },
       remove: async (name) => {
         this.#objects.delete(name);
@@ -112,6 +116,7 @@ export class MemoryStore implements Store {
 
   #check(name: string, precondition: Precondition | undefined): void {
     if (!precondition || !this.enforcesPreconditions) return;
+    if (precondition.kind === 'if-match' && this.dropsIfMatch) return;
     const existing = this.#objects.get(name);
     if (precondition.kind === 'create-only' && existing) {
       throw storeChangedError(this.location, 'something was published after it was read as empty');

@@ -182,11 +182,13 @@ describe('two controllers through S3 with `baton sync`', () => {
     expect(snapshotDir(hostB)).toEqual(before);
   });
 
-  it('a host left behind cannot --push over the store: refused, saying only a host ahead may', async () => {
+  it('a host left behind cannot --push over the store: a usage error (exit 2) naming the verdict and saying only a host ahead may', async () => {
     const before = snapshotDir(hostB);
     const run = await baton(hostB, 'sync', '--push');
-    expect(run.exitCode).toBe(3);
+    expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain('only when this host is ahead');
+    expect(run.stderr).toContain('left behind by a rotation');
+    expect(run.stderr).toContain('sync would refuse and change nothing');
     expect(snapshotDir(hostB)).toEqual(before);
     expect((await publishedDocument()).header.fingerprint).toBe(rotated);
   });

@@ -227,7 +227,20 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     expect(rerun.stdout).toContain(published!);
   }, 120_000);
 
-  it.concurrent.each(['http-500', 'slow-down', 'reset', 'truncate'] as const)(
+  it('publishing under a persistent truncate (the PUT IS applied, only its answer is cut) re-reads, finds its own write and reports success', async () => {
+    const w = await world();
+    const stateDir = await wholeInSync(w);
+    const before = snapshotDir(stateDir);
+    const empty = await world();
+    empty.proxy.arm({ fault: 'truncate', method: 'PUT', count: Infinity });
+    const sync = await empty.baton(stateDir, ['sync']);
+    expect(sync.exitCode, sync.all).toBe(0);
+    expect(sync.stdout).toContain('Published');
+    expect(await publishedFingerprint(empty.key)).toBe(fingerprintIn(sync.stdout));
+    expect(snapshotDir(stateDir)).toEqual(before);
+  }, 120_000);
+
+  it.concurrent.each(['http-500', 'slow-down', 'reset'] as const)(
     'publishing a whole host under a persistent %s exits 1 and the local authority is unchanged',
     async (fault) => {
       const w = await world();

@@ -79,8 +79,17 @@ describe('decide: the fresh row', () => {
     expect(decide(fresh, present({ fingerprint: A }))).toEqual({ kind: 'adopt', published: A, lostMarker: false });
     expect(decide(fresh, present({ fingerprint: B, previous: A }))).toEqual({ kind: 'adopt', published: B, lostMarker: false });
   });
-  it('a fresh host adopts a sealed document by its header fingerprint', () => {
-    expect(decide(fresh, present({ fingerprint: A, sealed: true }))).toEqual({ kind: 'adopt', published: A, lostMarker: false });
+  it('a fresh host without the seal key is blocked by a sealed document: status and sync agree that adopting needs the key', () => {
+    const verdict = decide(fresh, present({ fingerprint: A, sealed: true }));
+    expect(verdict).toMatchObject({ kind: 'blocked', sealedWithoutKey: true });
+    if (verdict.kind !== 'blocked') return;
+    expect(verdict.why).toContain('sealed; this host has no seal key; adopting needs it');
+    expect(verdict.why).toContain(A);
+    expect(verdict.next).toContain('seal_key_file');
+  });
+  it('a whole host without the seal key still compares fingerprints of a sealed document: in sync, or refused with force needing the key', () => {
+    expect(decide(whole(pair(A)), present({ fingerprint: A, sealed: true }))).toEqual({ kind: 'in-sync', fingerprint: A });
+    expect(decide(whole(pair(B)), present({ fingerprint: A, sealed: true }))).toMatchObject({ kind: 'refuse', sealedWithoutKey: true });
   });
   it('a fresh host facing an unreadable document is blocked and told what is wrong with the document and where', () => {
     const verdict = decide(fresh, unreadable);

@@ -276,7 +276,7 @@ describe('a sealed document', () => {
     const first = await firstController(a);
     expect(documentOf(store)).not.toHaveProperty('files');
     const keyless = await host(store, 'ctl-b');
-    expect((await look(keyless)).verdict).toMatchObject({ kind: 'adopt' });
+    expect((await look(keyless)).verdict).toMatchObject({ kind: 'blocked', sealedWithoutKey: true });
     const error = await refusedWithoutChange(keyless, store, () => adopt(keyless));
     expect(error.message).toMatch(/sealed/);
     const withKey = { ...keyless, sealKey };

@@ -109,7 +109,7 @@ describe('the directory store', () => {
     await store.put(bytes('doc'));
     const before = snapshotDir(dir);
     const check = await store.checkConditionalWrites();
-    expect(check).toEqual({ enforced: true, detail: expect.stringContaining('refused a second create-only write') });
+    expect(check).toEqual({ enforced: true, failed: [], detail: expect.stringContaining('refused a second create-only write') });
     expect(snapshotDir(dir)).toEqual(before);
   });
 

@@ -25,7 +25,14 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     expect(run.stdout).toContain('conditional writes are NOT enforced');
     expect(run.stdout).toContain('could overwrite each other');
     const record = JSON.parse(readFileSync(path.join(stateDir, 'store-check.json'), 'utf8'));
-    expect(record).toEqual({ store: s3.url, enforced: false, detail: expect.stringContaining('accepted a second create-only write'), checked_at: expect.any(String) });
+    expect(record).toEqual({
+      store: s3.url,
+      enforced: false,
+      failed: ['create-only', 'replace-if-unchanged'],
+      detail: expect.stringContaining('a second create-only write (If-None-Match: *) of the same object was accepted'),
+      checked_at: expect.any(String),
+    });
+    expect(record.detail).not.toContain('could not be removed');
     expect(Number.isNaN(Date.parse(record.checked_at))).toBe(false);
   });
 

@@ -1,0 +1,47 @@
+/**
+ * Two rules every write of the published document obeys (issue 14):
+ *
+ * ONCE SEALED, STAYS SEALED. A host without the seal key never replaces a sealed document
+ * with one in the clear — that would put ca.key in the bucket as base64, and the controllers
+ * that do have the key would then refuse the document. Only an explicit, confirmed --unseal does.
+ *
+ * A LOST RESPONSE IS NOT A LOST RACE. When a write's answer may have been lost (the SDK retried
+ * and met its own write as a 412), the object is re-read: the exact bytes this host wrote mean
+ * the write happened — success, not "the store changed".
+ */
+import { BatonError } from '../errors.js';
+import type { Store } from '../store/store.js';
+import type { PublishedAuthority } from './types.js';
+
+/** The published document is sealed and this host could not open it: it has no (usable) seal key. */
+export function publishedSealedWithoutKey(published: PublishedAuthority, sealKey: Uint8Array | undefined): boolean {
+  if (sealKey !== undefined) return false;
+  if (published.state === 'present') return published.sealed;
+  if (published.state === 'unreadable') return published.sealed === true;
+  return false;
+}
+
+/** `retry` is the command that was refused (built by the caller, with the operator's flags). */
+export function unsealRefusal(location: string, retry: string): BatonError {
+  return new BatonError('refused', {
+    what: 'The published document is sealed and this host has no seal key: publishing would replace it with key material in the clear.',
+    where: location,
+    changed: 'Nothing was written.',
+    next: `Set seal_key_file in baton.yaml to the key the other controllers use, then run \`${retry}\`. To stop sealing on purpose, run \`${retry} --unseal\` (it asks for a typed confirmation; --yes in scripts).`,
+  });
+}
+
+/**
+ * True when the store holds exactly `body` now: a write whose response was lost (or whose
+ * retry met a 412 from the write itself) did happen. Never throws: a failed re-read is "not
+ * known", and the caller reports the original failure.
+ */
+export async function isOurOwnWrite(store: Store, body: Uint8Array): Promise<{ readonly etag: string } | undefined> {
+  try {
+    const stored = await store.get();
+    if (stored && stored.body.length === body.length && Buffer.from(stored.body).equals(Buffer.from(body))) return { etag: stored.etag };
+  } catch {
+    // fall through: unknown is not success
+  }
+  return undefined;
+}

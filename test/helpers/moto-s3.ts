@@ -1,0 +1,161 @@
+/**
+ * moto_server on a random free port of 127.0.0.1: a real S3 API that baton did not write and
+ * that ENFORCES If-None-Match / If-Match (412), versioning and SSE-KMS headers — what s3rver
+ * cannot prove (it ignores preconditions). Under CI=true a missing moto_server FAILS the suite
+ * (a skipped proof would read as a passed one); elsewhere it fails too, with the install hint.
+ *
+ * The test-side client reads, plants and counts object versions behind baton's back.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
+import {
+  CreateBucketCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectVersionsCommand,
+  PutBucketVersioningCommand,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+
+export interface MotoS3 {
+  /** http://127.0.0.1:<port> */
+  readonly endpoint: string;
+  readonly client: S3Client;
+  /** Env for a spawned baton (dummy credentials; moto accepts any). */
+  readonly env: Record<string, string>;
+  /** A new bucket (versioned when asked); DNS-valid, unique per call. */
+  bucket(options?: { readonly versioned?: boolean }): Promise<string>;
+  /** `s3://bucket/prefix?…` for baton, through `endpoint` (a proxy's, when given). */
+  storeUrl(bucket: string, prefix: string, options?: { readonly endpoint?: string; readonly query?: string }): string;
+  getObject(bucket: string, key: string): Promise<{ body: Uint8Array; etag: string; sse?: string } | undefined>;
+  putObject(bucket: string, key: string, body: Uint8Array): Promise<string>;
+  deleteObject(bucket: string, key: string): Promise<void>;
+  /** Every version (and delete marker) of every key under `prefix`. */
+  versions(bucket: string, prefix?: string): Promise<{ key: string; versionId: string; deleteMarker: boolean }[]>;
+  close(): Promise<void>;
+}
+
+export const MOTO_ENV: Record<string, string> = {
+  AWS_ACCESS_KEY_ID: 'testing',
+  AWS_SECRET_ACCESS_KEY: 'testing',
+  AWS_REGION: 'us-east-1',
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+};
+
+/** Throws (never skips) when moto_server is not on PATH, saying how to get it. */
+export function requireMoto(): void {
+  const found = spawnSync('sh', ['-c', 'command -v moto_server'], { encoding: 'utf8' });
+  if (found.status !== 0) {
+    throw new Error(
+      `moto_server is not on PATH${process.env.CI === 'true' ? ' (CI=true: this suite must run, not skip)' : ''}. ` +
+        "Install it with `pip install 'moto[server]'`: these tests prove conditional writes against a real S3 API.",
+    );
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, deadline: number): Promise<void> {
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`moto_server exited with ${child.exitCode} before it listened on ${port}`);
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
+    });
+    if (up) return;
+    if (Date.now() > deadline) throw new Error(`moto_server did not listen on 127.0.0.1:${port} within 90 s`);
+    await new Promise((r) => setTimeout(r, 150));
+  }
+}
+
+let bucketSeq = 0;
+
+export async function startMoto(): Promise<MotoS3> {
+  requireMoto();
+  Object.assign(process.env, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+  const port = await freePort();
+  const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  try {
+    await waitForPort(port, child, Date.now() + 90_000);
+  } catch (error) {
+    child.kill('SIGTERM');
+    throw new Error(`${(error as Error).message}\n${stderr}`);
+  }
+  const endpoint = `http://127.0.0.1:${port}`;
+  const client = new S3Client({
+    region: 'us-east-1',
+    endpoint,
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  return {
+    endpoint,
+    client,
+    env: { ...MOTO_ENV },
+    async bucket(options = {}) {
+      const name = `baton-${process.pid}-${++bucketSeq}-${Date.now().toString(36)}`;
+      await client.send(new CreateBucketCommand({ Bucket: name }));
+      if (options.versioned) {
+        await client.send(new PutBucketVersioningCommand({ Bucket: name, VersioningConfiguration: { Status: 'Enabled' } }));
+      }
+      return name;
+    },
+    storeUrl(bucket, prefix, options = {}) {
+      const via = encodeURIComponent(options.endpoint ?? endpoint);
+      return `s3://${bucket}/${prefix}?region=us-east-1&endpoint=${via}&path_style=true${options.query ? `&${options.query}` : ''}`;
+    },
+    async getObject(bucket, key) {
+      try {
+        const answer = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        return {
+          body: await answer.Body!.transformToByteArray(),
+          etag: answer.ETag ?? '',
+          ...(answer.ServerSideEncryption ? { sse: answer.ServerSideEncryption } : {}),
+        };
+      } catch (error) {
+        if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+        throw error;
+      }
+    },
+    async putObject(bucket, key, body) {
+      const answer = await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length }));
+      return answer.ETag ?? '';
+    },
+    async deleteObject(bucket, key) {
+      await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    },
+    async versions(bucket, prefix) {
+      const answer = await client.send(new ListObjectVersionsCommand({ Bucket: bucket, ...(prefix ? { Prefix: prefix } : {}) }));
+      return [
+        ...(answer.Versions ?? []).map((v) => ({ key: v.Key!, versionId: v.VersionId!, deleteMarker: false })),
+        ...(answer.DeleteMarkers ?? []).map((v) => ({ key: v.Key!, versionId: v.VersionId!, deleteMarker: true })),
+      ];
+    },
+    async close() {
+      client.destroy();
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+    },
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * Issue 14's rules on the in-memory store: replace-unreadable is conditional on the bad
+ * object's ETag, a sealed document is never replaced in the clear without --unseal, and a
+ * write whose answer was lost is recognised as this host's own.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rotateAuthority, systemClock } from '../../src/authority/index.js';
+import { BatonError, isBatonError } from '../../src/errors.js';
+import { firstController, look, publish, replaceUnreadable, type ShareContext } from '../../src/share/operations.js';
+import { MemoryStore } from '../helpers/memory-store.js';
+import { makeAuthority } from '../helpers/authority.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { cpSync } from 'node:fs';
+
+const DEPLOYMENT = '0123456789abcdef0123456789abcdef';
+const cleanups: (() => void)[] = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
+
+function host(store: MemoryStore, name: string, extra: Partial<ShareContext> = {}): ShareContext {
+  const { dir, cleanup } = makeTempDir(`baton-safe-${name}-`);
+  cleanups.push(cleanup);
+  return { stateDir: path.join(dir, 'state'), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra };
+}
+
+async function errorOf(promise: Promise<unknown>): Promise<BatonError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (isBatonError(error)) return error;
+    throw error;
+  }
+  throw new Error('expected a BatonError');
+}
+
+describe('replace-unreadable', () => {
+  it('writes if-match on the ETag of the bad object it read', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    await makeAuthority({ deployment: DEPLOYMENT, stateDir: ctx.stateDir, clock: systemClock });
+    const bad = store.setDocument(new TextEncoder().encode('{"format":"baton.authority/1","deployment":"'));
+    await replaceUnreadable(ctx);
+    expect(store.calls.filter((c) => c.op === 'put')).toEqual([{ op: 'put', precondition: { kind: 'if-match', etag: bad } }]);
+  });
+
+  it('never overwrites a document another controller put there after the bad one was read', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    await makeAuthority({ deployment: DEPLOYMENT, stateDir: ctx.stateDir, clock: systemClock });
+    store.setDocument(new TextEncoder().encode('garbage'));
+    const repaired = new TextEncoder().encode('repaired by someone else');
+    store.beforeNext('put', (s) => void s.setDocument(repaired));
+    const error = await errorOf(replaceUnreadable(ctx));
+    expect(error.code).toBe('store-changed');
+    expect(new TextDecoder().decode(store.document!.body)).toBe('repaired by someone else');
+  });
+
+  it('is refused for a host without an authority, saying that no command here fixes it, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'fresh');
+    store.setDocument(new TextEncoder().encode('garbage'));
+    const seen = await look(ctx);
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain('No baton command fixes it from this host');
+    const before = store.snapshot();
+    const error = await errorOf(replaceUnreadable(ctx));
+    expect(error.code).toBe('refused');
+    expect(store.snapshot()).toEqual(before);
+  });
+
+  it('a damaged sealed document is replaced in the clear by a keyless host only with unseal; a host with the key replaces it sealed', async () => {
+    const store = new MemoryStore();
+    const key = new Uint8Array(randomBytes(32));
+    const sealedHost = host(store, 'sealed', { sealKey: key });
+    await firstController(sealedHost);
+    // Damage the sealed part's structure (a nonce that is not base64): unusable for every host.
+    const damaged = new TextDecoder().decode(store.document!.body).replace(/"nonce": "[^"]+"/, '"nonce": "!!!"');
+    store.setDocument(new TextEncoder().encode(damaged));
+    const keyless = host(store, 'keyless');
+    cpSync(sealedHost.stateDir, keyless.stateDir, { recursive: true });
+    expect((await look(keyless)).verdict).toMatchObject({ kind: 'blocked', unreadable: 'unusable' });
+    const before = store.snapshot();
+    const error = await errorOf(replaceUnreadable(keyless));
+    expect(error.what).toContain('in the clear');
+    expect(error.next).toContain('--unseal');
+    expect(store.snapshot()).toEqual(before);
+
+    const withKey = host(store, 'with-key', { sealKey: key });
+    cpSync(sealedHost.stateDir, withKey.stateDir, { recursive: true });
+    await replaceUnreadable(withKey);
+    expect(new TextDecoder().decode(store.document!.body)).toContain('"sealed"');
+    expect((await look(withKey)).verdict.kind).toBe('in-sync');
+  });
+
+  it('a keyless host that unseals on purpose replaces the damaged sealed document in the clear', async () => {
+    const store = new MemoryStore();
+    const sealedHost = host(store, 'sealed', { sealKey: new Uint8Array(randomBytes(32)) });
+    await firstController(sealedHost);
+    store.setDocument(new TextEncoder().encode(new TextDecoder().decode(store.document!.body).replace(/"nonce": "[^"]+"/, '"nonce": "!!!"')));
+    const keyless = host(store, 'keyless');
+    cpSync(sealedHost.stateDir, keyless.stateDir, { recursive: true });
+    await replaceUnreadable(keyless, { unseal: true });
+    expect(new TextDecoder().decode(store.document!.body)).toContain('"files"');
+  });
+});
+
+describe('once sealed, stays sealed', () => {
+  it('a keyless host that rotated is refused a push over the sealed document; the store and its disk are unchanged', async () => {
+    const store = new MemoryStore();
+    const key = new Uint8Array(randomBytes(32));
+    const sealed = host(store, 'sealed', { sealKey: key });
+    await firstController(sealed);
+    const keyless = host(store, 'keyless');
+    cpSync(sealed.stateDir, keyless.stateDir, { recursive: true });
+    await rotateAuthority(keyless.stateDir, DEPLOYMENT, { clock: systemClock });
+    const seen = await look(keyless);
+    const disk = snapshotDir(keyless.stateDir);
+    const before = store.snapshot();
+    const error = await errorOf(publish(keyless, { seen: seen.verdict }));
+    expect(error.code).toBe('refused');
+    expect(error.next).toContain('seal_key_file');
+    expect(store.snapshot()).toEqual(before);
+    expect(snapshotDir(keyless.stateDir)).toEqual(disk);
+  });
+});
+
+describe('a lost response', () => {
+  it('a 412 from the retry of this host\'s own create-only write is success on the first-controller path', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    // The write lands, then its answer is lost and the retry meets it: play that as a put
+    // that stores the body and then fails its precondition.
+    const realPut = store.put.bind(store);
+    let first = true;
+    store.put = async (body, precondition) => {
+      const result = await realPut(body, precondition);
+      if (first) {
+        first = false;
+        throw new BatonError('store-changed', { what: 'The store changed since it was read (something was published after it was read as empty).' });
+      }
+      return result;
+    };
+    const outcome = await firstController(ctx);
+    expect(outcome).toMatchObject({ kind: 'first-controller', wonRace: true });
+  });
+});

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { actionCommand, personalise, PLAIN_SUGGESTER, suggest, suggester } from '../src/suggest-command.js';
+import { describeVerdict } from '../src/app/status-verdict.js';
+import type { Fingerprint } from '../src/pki/fingerprint-type.js';
+
+const FP = `SHA256:${'A'.repeat(43)}` as Fingerprint;
+const given = { config: '/etc/baton/prod.yaml', deployment: 'd1', stateDir: '/srv/state dir', store: 's3://b/p?endpoint=http://x&path_style=true' };
+
+describe('the one builder of suggested commands', () => {
+  it('keeps every global flag given, quoted for a shell, in front of the subcommand', () => {
+    expect(suggest(suggester(given, true), 'sync --push')).toBe(
+      "baton --config /etc/baton/prod.yaml --deployment d1 --state-dir '/srv/state dir' --store 's3://b/p?endpoint=http://x&path_style=true' sync --push",
+    );
+  });
+
+  it('adds --inventory to mesh commands only, and never twice', () => {
+    const s = suggester({ inventory: 'fleet/inv.yaml' }, true);
+    expect(suggest(s, 'mesh rotate --consumer web1-app')).toBe('baton mesh rotate --consumer web1-app --inventory fleet/inv.yaml');
+    expect(suggest(s, 'mesh plan --consumer a --inventory other.yaml')).toBe('baton mesh plan --consumer a --inventory other.yaml');
+    expect(suggest(s, 'sync')).toBe('baton sync');
+  });
+
+  it('picks sync over failover without a terminal; force then needs its flag and --yes', () => {
+    const tty = suggester({ deployment: 'd1' }, true);
+    const pipe = suggester({ deployment: 'd1' }, false);
+    expect(actionCommand(tty, 'adopt')).toBe('baton --deployment d1 failover');
+    expect(actionCommand(pipe, 'adopt')).toBe('baton --deployment d1 sync');
+    expect(actionCommand(pipe, 'force')).toBe('baton --deployment d1 sync --force --yes');
+  });
+
+  it('personalises the canonical `baton …` of messages written below the composition roots, once', () => {
+    const s = suggester({ stateDir: '/s' }, false);
+    const text = 'Adopt it with `baton sync`, or walk it with `baton failover`; see `baton ca show`.';
+    const once = personalise(text, s);
+    expect(once).toBe('Adopt it with `baton --state-dir /s sync`, or walk it with `baton --state-dir /s sync`; see `baton --state-dir /s ca show`.');
+    expect(personalise(once, s)).toBe(once);
+    expect(personalise(text, PLAIN_SUGGESTER)).toBe(text);
+  });
+
+  it('status without a terminal never suggests failover, and the blocked Next keeps the flags', () => {
+    const pipe = suggester({ deployment: 'd1' }, false);
+    expect(describeVerdict({ kind: 'first-controller' }, pipe).next).toBe('baton --deployment d1 sync');
+    expect(describeVerdict({ kind: 'adopt', published: FP, lostMarker: false }, pipe).next).toBe('baton --deployment d1 sync');
+    expect(describeVerdict({ kind: 'refuse', local: FP, published: FP, lineage: { kind: 'unrelated' }, caDir: '/c' }, pipe).next).toContain('baton --deployment d1 sync --force --yes');
+    expect(describeVerdict({ kind: 'blocked', why: 'x', next: 'Run `baton sync --replace-unreadable`.' }, pipe).next).toBe('Run `baton --deployment d1 sync --replace-unreadable`.');
+    expect(describeVerdict({ kind: 'adopt', published: FP, lostMarker: false }, 'baton --deployment d1').next).toBe('baton --deployment d1 failover');
+  });
+});
