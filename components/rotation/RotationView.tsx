@@ -2,6 +2,7 @@ import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
 import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
+import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 import { Frame } from '../Frame.js';
@@ -87,6 +88,7 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
           2,
           (n) => `…and ${n} more windows like it (baton mesh plan lists each)`,
         ).map((text) => ({ text, wrap: true })),
+        ...(state.plan.ages ? [{ text: agesText(state.plan, state.plan.ages), wrap: true }] : []),
         { text: confirmPrompt(state.plan), tone: 'action' },
         { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}` },
         ...(refusal ? [{ text: `${MARKS.refused.glyph} not accepted: ${refusal}`, tone: 'refused' as const, wrap: true }] : []),
@@ -145,4 +147,10 @@ function keysLine(state: RotationState, pageSize: number): string {
   if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
   if (isTerminal(state)) return `${scroll}? help · q quit`;
   return `${scroll}? help · q quit · Ctrl-C quit`;
+}
+
+/** `--older-than`: each pair's age, the first few in the preview (the plain output lists all). */
+function agesText(plan: RotationPlan, ages: ReadonlyMap<string, string>): string {
+  const items = plan.pairs.map((pair) => `${pair.key} ${ages.get(pair.key) ?? '?'}`);
+  return `Ages: ${items.slice(0, 3).join(', ')}${items.length > 3 ? `, …and ${items.length - 3} more` : ''}.`;
 }

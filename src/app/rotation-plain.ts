@@ -34,6 +34,7 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
     if (state.step === 'confirming') {
       write(`Gate open: ${allOf(plan.holders.length, 'machine')} resolved.`);
       for (const pair of plan.pairs) write(`  window ${pair.key}: ${pair.window}.`);
+      if (plan.ages) for (const pair of plan.pairs) write(`  age ${pair.key}: ${plan.ages.get(pair.key) ?? 'unknown'}`);
       if (options.yes && !confirmed) {
         confirmed = true;
         // After the current dispatch has launched its effects (the journal's "resolved" first).

@@ -11,6 +11,10 @@ export interface MeshFlags {
   readonly wait: string;
   readonly json?: boolean;
   readonly yes?: boolean;
+  /** `mesh status --max-age 90d`: older pairs need action (exit 3). */
+  readonly maxAge?: string;
+  /** `mesh rotate --older-than 90d`: only the selected pairs older than this. */
+  readonly olderThan?: string;
 }
 
 /** The flags of `baton mesh seed`. */

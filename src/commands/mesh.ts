@@ -15,7 +15,7 @@ function withSelector(command: Command): Command {
     .addOption(new Option('--pair <provider:consumer>', 'exactly one pair'))
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
-    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'));
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step (the one bound on every ssh)').default('15'));
 }
 
 export const registerMesh: Register = (program, ctx) => {
@@ -31,10 +31,20 @@ export const registerMesh: Register = (program, ctx) => {
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a consumer end without one stays staged (exit 3, finish with mesh resume)').default('10'))
+    .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('./rotation-cli.js');
         return runMeshRotate(ctx, flags);
+      }),
+    );
+  withSelector(mesh.command('status').description('every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only'))
+    .addOption(new Option('--json', 'machine-readable output (see the README)'))
+    .addOption(new Option('--max-age <age>', 'pairs last rotated longer ago than this need action (90d, 12h)'))
+    .action(
+      action(ctx, async (flags: MeshFlags) => {
+        const { runMeshStatus } = await import('./mesh-status.js');
+        return runMeshStatus(ctx, flags);
       }),
     );
   mesh
@@ -56,9 +66,10 @@ export const registerMesh: Register = (program, ctx) => {
     .argument('<rotation-id>')
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step').default('15'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = look once)').default('10'))
     .action(
-      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>) => {
+      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
         const { runMeshResume } = await import('./rotation-cli.js');
         return runMeshResume(ctx, id, flags);
       }),

@@ -14,16 +14,19 @@ import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { resumeRotation } from '../mesh/resume.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
-import { parseSelector } from '../mesh/selector.js';
+import { describeSelector, parseSelector } from '../mesh/selector.js';
+import { parseAge } from '../mesh/credential-age.js';
+import { readJournalHistory } from '../mesh/journal-history.js';
+import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
-import { transportsFor } from '../transport/make-transport.js';
+import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText } from '../app/rotation-text.js';
 import { suggest } from '../suggest-command.js';
 
-function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
+export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
   if (!file) {
     throw new BatonError('usage', {
@@ -44,7 +47,7 @@ function positive(flag: string, value: string, min: number): number {
   return n;
 }
 
-function resolveOptions(flags: MeshFlags) {
+export function resolveOptions(flags: Pick<MeshFlags, 'concurrency' | 'timeout'>) {
   return { concurrency: positive('--concurrency', flags.concurrency, 1), timeoutMs: positive('--timeout', flags.timeout, 0.1) * 1000 };
 }
 
@@ -53,7 +56,13 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const options = resolveOptions(flags);
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
-  const resolutions = await resolveHolders(plan.holders, transportsFor(inventory.machines), options, () => undefined);
+  const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
+  let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
+  try {
+    resolutions = await resolveHolders(plan.holders, transports.transportFor, options, () => undefined);
+  } finally {
+    await transports.close();
+  }
   const unresolved = plan.holders.filter((h) => resolutions.get(h.machine)?.status !== 'resolved');
   if (flags.json) {
     ctx.stdout.write(
@@ -97,7 +106,8 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
-  const selector = parseSelector(flags);
+  const selector = parseSelector(flags, flags.olderThan !== undefined);
+  const olderThanMs = flags.olderThan === undefined ? undefined : parseAge('--older-than', flags.olderThan);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
   const interactive = hasTerminal(ctx) && !flags.yes;
@@ -109,10 +119,25 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     });
   }
   const inventory = inventoryFrom(ctx, flags);
-  const plan = planRotation(inventory, selector);
   const config = ctx.config();
+  const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs });
+  let plan = planRotation(inventory, selector);
+  if (flags.olderThan !== undefined && olderThanMs !== undefined) {
+    // Ages are read over the same connections the rotation then uses (one per machine).
+    const history = await readJournalHistory(journalDirFor(config));
+    const chosen = await selectOlderThan(inventory, selector, flags.olderThan, olderThanMs, transports.transportFor, history, { concurrency: resolve.concurrency, nowMs: Date.now() }).catch(async (error: unknown) => {
+      await transports.close();
+      throw error;
+    });
+    if (!chosen.plan) {
+      await transports.close();
+      ctx.stdout.write(`None of the ${chosen.considered} pair(s) of ${describeSelector(selector)} was rotated longer ago than ${flags.olderThan}. Nothing was generated and nothing was sent.\n`);
+      return 0;
+    }
+    plan = chosen.plan;
+  }
   const deps: RotationDeps = {
-    transportFor: transportsFor(inventory.machines),
+    transportFor: transports.transportFor,
     journalDir: journalDirFor(config),
     operator: operatorName(ctx.env),
     resolve,
@@ -124,16 +149,24 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
     // Ink first (it fixes the colour setting), then the view that imports it.
-    const ink = await openInk(ctx, config.noColor);
-    const { mountRotationView } = await import('./mount-rotation-view.js');
-    return mountRotationView(ink, { id, plan, deps, noColor: config.noColor, stdout: ctx.stdout });
+    try {
+      const ink = await openInk(ctx, config.noColor);
+      const { mountRotationView } = await import('./mount-rotation-view.js');
+      return await mountRotationView(ink, { id, plan, deps, noColor: config.noColor, stdout: ctx.stdout });
+    } finally {
+      await transports.close();
+    }
   }
-  const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
-  return code;
+  try {
+    const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
+    return code;
+  } finally {
+    await transports.close();
+  }
 }
 
-export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait'>): Promise<number> {
-  const concurrency = positive('--concurrency', flags.concurrency, 1);
+export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>): Promise<number> {
+  const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
   const inventory = inventoryFrom(ctx, flags);
   const journalDir = journalDirFor(ctx.config());
@@ -141,11 +174,12 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
   const records = await readJournal(journalDir, id);
   const operator = operatorName(ctx.env);
   const last = records.find((r) => r.phase === 'prepared');
+  const transports = openCommandTransports(inventory.machines, { timeoutMs });
   const result = await resumeRotation(
     id,
     records,
     inventory,
-    transportsFor(inventory.machines),
+    transports.transportFor,
     { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
     async (phase, failures, applied) => {
       if (!last) return;
@@ -162,7 +196,7 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
       });
     },
     where,
-  );
+  ).finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
   const n = result.pairs.length;
@@ -204,7 +238,8 @@ export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promis
   const plan = planRotation(inventory, selector);
   const secret = readSeedSecret(path.resolve(flags.fromFile));
   const pair = plan.pairs[0]!;
-  const { digest } = await seedPair(plan, secret, transportsFor(inventory.machines), { concurrency: 2, timeoutMs });
+  const transports = openCommandTransports(inventory.machines, { timeoutMs });
+  const { digest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   await appendJournal(journalDirFor(ctx.config()), {
     id,

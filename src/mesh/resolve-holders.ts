@@ -1,10 +1,10 @@
 /**
- * Resolve every holder before anything is generated (DESIGN.md §6 step 3). Each holder gets
- * its own timeout, so one machine that hangs is reported as unresolved instead of holding the
- * whole gate open forever.
+ * Resolve every holder before anything is generated (DESIGN.md §6 step 3). Each holder's
+ * resolve is bounded by the command's timeout (the transports are bound to it), so one machine
+ * that hangs is reported as unresolved — and its ssh stopped — instead of holding the gate open.
  */
-import { TransportError, reasonOf, type TransportFor } from './transport.js';
-import { mapBounded, withTimeout } from './map-bounded.js';
+import { reasonOf, type TransportFor } from './transport.js';
+import { mapBounded } from './map-bounded.js';
 import type { Holder } from './rotation-plan.js';
 
 export type Resolution =
@@ -14,10 +14,7 @@ export type Resolution =
 
 export interface ResolveOptions {
   readonly concurrency: number;
-  readonly timeoutMs: number;
 }
-
-export const DEFAULT_RESOLVE: ResolveOptions = { concurrency: 8, timeoutMs: 15_000 };
 
 export async function resolveHolders(
   holders: readonly Holder[],
@@ -29,8 +26,7 @@ export async function resolveHolders(
   await mapBounded(holders, options.concurrency, async (holder) => {
     let resolution: Resolution;
     try {
-      const transport = transportFor(holder.machine);
-      await withTimeout(transport.resolve(), options.timeoutMs, () => new TransportError(holder.machine, `no answer within ${Math.round(options.timeoutMs / 1000)} s`));
+      await transportFor(holder.machine).resolve();
       resolution = { status: 'resolved' };
     } catch (error) {
       resolution = { status: 'unresolved', reason: reasonOf(error) };

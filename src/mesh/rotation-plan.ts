@@ -42,6 +42,8 @@ export interface RotationPlan {
   readonly pairs: readonly PlannedPair[];
   /** One per machine, in first-seen order. */
   readonly holders: readonly Holder[];
+  /** Each pair's age in words, when the selection was by age (`--older-than`): the preview shows it. */
+  readonly ages?: ReadonlyMap<string, string>;
 }
 
 export { STAGED_SUFFIX } from './transport.js';
@@ -56,8 +58,9 @@ export function windowText(pair: Pair): string {
   return `from ${pair.provider} applying the new password for ${pair.role} until ${pair.consumer}'s file is replaced (right after the receipt is read), new connections from ${pair.consumer} that still use the OLD password fail`;
 }
 
-export function planRotation(inventory: Inventory, selector: Selector): RotationPlan {
-  const pairs = selectPairs(inventory, selector);
+/** `only` narrows the selector's pairs further (by age: `--older-than`). */
+export function planRotation(inventory: Inventory, selector: Selector, only?: (pair: Pair) => boolean): RotationPlan {
+  const pairs = only ? selectPairs(inventory, selector).filter(only) : selectPairs(inventory, selector);
   // One directory per (mesh_dir, end, provider), joined once: path.posix.join per pair made
   // planning a large mesh allocation-bound. Provider and role names are validated plain
   // components (inventory.ts, role-name.ts), so `dir + "/" + role` is exactly the join.

@@ -9,7 +9,9 @@ export type Selector =
   | { readonly by: 'consumer'; readonly name: string }
   | { readonly by: 'provider'; readonly name: string }
   | { readonly by: 'machine'; readonly name: string }
-  | { readonly by: 'pair'; readonly provider: string; readonly consumer: string };
+  | { readonly by: 'pair'; readonly provider: string; readonly consumer: string }
+  /** Every pair of the inventory: only where a command says so (status; rotate with --older-than). */
+  | { readonly by: 'all' };
 
 export interface SelectorFlags {
   readonly consumer?: string;
@@ -20,8 +22,10 @@ export interface SelectorFlags {
 
 const USAGE = 'Pass exactly one of --consumer NAME, --provider NAME, --machine NAME, --pair PROVIDER:CONSUMER.';
 
-export function parseSelector(flags: SelectorFlags): Selector {
+/** `noneMeansAll`: no selector selects every pair (status reads; `--older-than` narrows). */
+export function parseSelector(flags: SelectorFlags, noneMeansAll = false): Selector {
   const given = (['consumer', 'provider', 'machine', 'pair'] as const).filter((k) => flags[k] !== undefined);
+  if (given.length === 0 && noneMeansAll) return { by: 'all' };
   if (given.length !== 1) {
     throw new BatonError('usage', {
       what: given.length === 0 ? 'No pairs are selected.' : `Only one selector may be given; got ${given.map((k) => `--${k}`).join(' and ')}.`,
@@ -40,6 +44,7 @@ export function parseSelector(flags: SelectorFlags): Selector {
 }
 
 export function describeSelector(selector: Selector): string {
+  if (selector.by === 'all') return 'every pair';
   return selector.by === 'pair' ? `--pair ${selector.provider}:${selector.consumer}` : `--${selector.by} ${selector.name}`;
 }
 
@@ -70,6 +75,9 @@ export function selectPairs(inventory: Inventory, selector: Selector): readonly 
     case 'pair':
       pairs = inventory.pairs.filter((p) => p.provider === selector.provider && p.consumer === selector.consumer);
       if (pairs.length === 0) unknown('pair', `${selector.provider}:${selector.consumer}`, inventory.pairs.map((p) => `${p.provider}:${p.consumer}`));
+      break;
+    case 'all':
+      pairs = inventory.pairs;
       break;
     default: {
       const never: never = selector;

@@ -21,29 +21,51 @@ export interface StagedFile {
 export interface FileDigests {
   readonly live: SecretDigest | undefined;
   readonly next: SecretDigest | undefined;
+  /** When the live file last changed (ms since the epoch), if the holder could say. */
+  readonly liveModifiedMs?: number;
 }
 
+/**
+ * The adapter port. Every operation takes the signal that bounds it: when it aborts, the
+ * operation stops its child process (an ssh that never answers is killed, not abandoned) and
+ * rejects with a TransportError carrying the signal's reason.
+ */
 export interface Transport {
   readonly machine: string;
   /** Resolves when the machine answers now; rejects with a TransportError saying why not. */
-  resolve(): Promise<void>;
+  resolve(signal: AbortSignal): Promise<void>;
   /**
    * Writes each secret to `<path>.next` (0600, parents 0700) and returns the digest of what
    * landed in each, read back from the holder in the same round trip. All or an error.
    */
-  stage(files: readonly StagedFile[]): Promise<readonly (SecretDigest | undefined)[]>;
+  stage(files: readonly StagedFile[], signal: AbortSignal): Promise<readonly (SecretDigest | undefined)[]>;
   /** Renames `<path>.next` → `<path>` for each path; fails if a staged file is missing. */
-  commit(paths: readonly string[]): Promise<void>;
+  commit(paths: readonly string[], signal: AbortSignal): Promise<void>;
   /** Removes `<path>.next` (and any temp file) for each path; absent is fine. */
-  unstage(paths: readonly string[]): Promise<void>;
-  /** Digests of the live and staged files (never their content). */
-  digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
+  unstage(paths: readonly string[], signal: AbortSignal): Promise<void>;
+  /** Digests of the live and staged files (never their content), and the live file's mtime. */
+  digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;
   /** The text of small non-secret files (receipts); undefined where absent. */
+  readTexts(paths: readonly string[], signal: AbortSignal): Promise<readonly (string | undefined)[]>;
+}
+
+/**
+ * What the mesh code calls: a Transport whose every operation is already bounded by the
+ * command's one timeout and cancelled with the command (bound-transport.ts), so no caller can
+ * forget a bound or invent a second one.
+ */
+export interface BoundTransport {
+  readonly machine: string;
+  resolve(): Promise<void>;
+  stage(files: readonly StagedFile[]): Promise<readonly (SecretDigest | undefined)[]>;
+  commit(paths: readonly string[]): Promise<void>;
+  unstage(paths: readonly string[]): Promise<void>;
+  digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
 }
 
 /** The transport of a machine, by inventory name (built by the commands, passed down). */
-export type TransportFor = (machine: string) => Transport;
+export type TransportFor = (machine: string) => BoundTransport;
 
 /** A transport failure, in words an operator can act on; never carries a secret. */
 export class TransportError extends Error {
@@ -54,6 +76,13 @@ export class TransportError extends Error {
     super(`${machine}: ${reason}`);
     this.name = 'TransportError';
   }
+}
+
+/** The TransportError an aborted operation rejects with: the signal's reason, in words. */
+export function abortedError(machine: string, what: string, signal: AbortSignal): TransportError {
+  const reason: unknown = signal.reason;
+  const said = reason instanceof Error && reason.name !== 'AbortError' ? reason.message : 'cancelled';
+  return new TransportError(machine, `${what}: ${said}`);
 }
 
 export function reasonOf(error: unknown): string {

@@ -23,8 +23,9 @@ export async function deliverSuperuserPassword(sandbox: DrillSandbox): Promise<v
   const secret = Secret.fromText(readFileSync(sandbox.postgres.superuserPasswordFile, 'utf8'));
   const db1 = localTransport('db1', sandbox.machineRoot('db1'));
   const live = path.posix.join(DRILL_MESH_DIR, 'consumes', DRILL_PROVIDER, sandbox.postgres.superuser);
-  await db1.stage([{ path: live, secret }]);
-  await db1.commit([live]);
+  const signal = AbortSignal.timeout(5_000);
+  await db1.stage([{ path: live, secret }], signal);
+  await db1.commit([live], signal);
 }
 
 export interface RunningProvisioner {

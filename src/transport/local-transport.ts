@@ -1,8 +1,7 @@
 /**
  * The `local` transport: `address` is a directory that plays the machine's root (DESIGN.md
  * §6), so a drill or a test runs the same delivery code as production against real files.
- * A machine whose directory is missing, or holds UNREACHABLE_MARKER, does not resolve — the
- * way a drill takes a holder off the network.
+ * A machine whose directory is missing does not resolve.
  */
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -10,20 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { secretDigest } from '../mesh/digest.js';
 import { STAGED_SUFFIX } from '../mesh/transport.js';
-import { TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
+import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
 
-export const UNREACHABLE_MARKER = '.baton-unreachable';
-
-export interface LocalTransportOptions {
-  /** Added before every operation: how a benchmark makes a local machine as slow as a remote one. */
-  readonly latencyMs?: number;
-}
-
-export function localTransport(machine: string, root: string, options: LocalTransportOptions = {}): Transport {
+export function localTransport(machine: string, root: string): Transport {
   const at = (p: string) => path.join(root, p);
-  const delay = () => (options.latencyMs ? new Promise<void>((r) => setTimeout(r, options.latencyMs)) : Promise.resolve());
   const reachable = async () => {
-    await delay();
     let isDir = false;
     try {
       isDir = (await fs.stat(root)).isDirectory();
@@ -31,17 +21,21 @@ export function localTransport(machine: string, root: string, options: LocalTran
       throw new TransportError(machine, `its directory ${root} does not exist`);
     }
     if (!isDir) throw new TransportError(machine, `${root} is not a directory`);
-    if (await exists(path.join(root, UNREACHABLE_MARKER))) throw new TransportError(machine, `marked unreachable (${path.join(root, UNREACHABLE_MARKER)})`);
     try {
       await fs.access(root, constants.W_OK);
     } catch {
       throw new TransportError(machine, `its directory ${root} is not writable`);
     }
   };
-  const wrap = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+  // Local operations are short file calls: the signal is checked before each and after it,
+  // so a cancelled command reports it rather than carrying on with the next step.
+  const wrap = async <T>(what: string, signal: AbortSignal, fn: () => Promise<T>): Promise<T> => {
+    if (signal.aborted) throw abortedError(machine, what, signal);
     await reachable();
     try {
-      return await fn();
+      const out = await fn();
+      if (signal.aborted) throw abortedError(machine, what, signal);
+      return out;
     } catch (error) {
       if (error instanceof TransportError) throw error;
       const e = error as NodeJS.ErrnoException;
@@ -50,8 +44,8 @@ export function localTransport(machine: string, root: string, options: LocalTran
   };
   return {
     machine,
-    resolve: reachable,
-    stage: (files) => wrap('staging', async () => {
+    resolve: (signal) => wrap('resolve', signal, async () => undefined),
+    stage: (files, signal) => wrap('staging', signal, async () => {
       const landed = [];
       for (const file of files) {
         await writeAtomic(at(file.path + STAGED_SUFFIX), file);
@@ -59,12 +53,12 @@ export function localTransport(machine: string, root: string, options: LocalTran
       }
       return landed;
     }),
-    commit: (paths) => wrap('commit', async () => {
+    commit: (paths, signal) => wrap('commit', signal, async () => {
       for (const p of paths) {
         await renameDurably(at(p + STAGED_SUFFIX), at(p));
       }
     }),
-    unstage: (paths) => wrap('unstage', async () => {
+    unstage: (paths, signal) => wrap('unstage', signal, async () => {
       for (const p of paths) {
         const staged = at(p + STAGED_SUFFIX);
         await fs.rm(staged, { force: true });
@@ -74,12 +68,15 @@ export function localTransport(machine: string, root: string, options: LocalTran
         for (const name of names) if (name.startsWith(`${base}.tmp.`)) await fs.rm(path.join(dir, name), { force: true });
       }
     }),
-    digests: (paths) => wrap('reading digests', async () => {
+    digests: (paths, signal) => wrap('reading digests', signal, async () => {
       const out: FileDigests[] = [];
-      for (const p of paths) out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)) });
+      for (const p of paths) {
+        const modified = await fs.stat(at(p)).then((st) => st.mtimeMs, () => undefined);
+        out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)), ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }) });
+      }
       return out;
     }),
-    readTexts: (paths) => wrap('reading', async () => {
+    readTexts: (paths, signal) => wrap('reading', signal, async () => {
       const out: (string | undefined)[] = [];
       for (const p of paths) out.push(await fs.readFile(at(p), 'utf8').catch(() => undefined));
       return out;
@@ -107,14 +104,5 @@ async function digestOf(file: string) {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
-  }
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await fs.lstat(file);
-    return true;
-  } catch {
-    return false;
   }
 }

@@ -3,32 +3,39 @@
  * the rotation code never branches on how a holder is reached.
  */
 import type { Machine } from '../mesh/inventory.js';
-import { localTransport, type LocalTransportOptions } from './local-transport.js';
+import { bindTransport, type Bounds } from './bound-transport.js';
+import { localTransport } from './local-transport.js';
 import { sshTransport, type SshTransportOptions } from './ssh-transport.js';
-import type { Transport, TransportFor } from '../mesh/transport.js';
-
+import type { BoundTransport, Transport, TransportFor } from '../mesh/transport.js';
 
 export interface TransportOptions {
-  readonly local?: LocalTransportOptions;
   readonly ssh?: SshTransportOptions;
+  /**
+   * Wraps each adapter before it is bound: how the drill takes a machine off the network and
+   * the bench makes a local machine as slow as a remote one, without either living in the
+   * production adapters.
+   */
+  readonly wrap?: (transport: Transport, machine: Machine) => Transport;
 }
 
 export function makeTransport(machine: Machine, options: TransportOptions = {}): Transport {
-  return machine.transport === 'local'
-    ? localTransport(machine.name, machine.root, options.local)
-    : sshTransport(machine.name, machine.ssh, options.ssh);
+  const transport = machine.transport === 'local' ? localTransport(machine.name, machine.root) : sshTransport(machine.name, machine.ssh, options.ssh);
+  return options.wrap ? options.wrap(transport, machine) : transport;
 }
 
-/** A memoised lookup by machine name over an inventory's machines. */
-export function transportsFor(machines: readonly Machine[], options: TransportOptions = {}): TransportFor {
-  const built = new Map<string, Transport>();
+/**
+ * A memoised lookup by machine name over an inventory's machines, every operation bounded by
+ * `bounds` — the command's one timeout (`--timeout`) and its cancel signal.
+ */
+export function transportsFor(machines: readonly Machine[], bounds: Bounds, options: TransportOptions = {}): TransportFor {
+  const built = new Map<string, BoundTransport>();
   const byName = new Map(machines.map((m) => [m.name, m]));
   return (name) => {
     let transport = built.get(name);
     if (!transport) {
       const machine = byName.get(name);
       if (!machine) throw new Error(`no machine named ${name} in the inventory`);
-      transport = makeTransport(machine, options);
+      transport = bindTransport(makeTransport(machine, options), bounds);
       built.set(name, transport);
     }
     return transport;

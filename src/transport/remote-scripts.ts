@@ -37,10 +37,13 @@ export const UNSTAGE = `for f in "$@"; do
 done
 exit 0`;
 
+// The holder hashes its own files and prints digests and the live file's mtime (epoch
+// seconds; "-" where stat cannot say): the content never crosses the wire.
 export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
 h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
+m() { if [ -f "$1" ]; then stat -c %Y "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo -; else echo -; fi; }
 for f in "$@"; do
-  printf '@baton %s %s\\n' "$(h "$f")" "$(h "$f.next")"
+  printf '@baton %s %s %s\\n' "$(h "$f")" "$(h "$f.next")" "$(m "$f")"
 done`;
 
 export const READ_TEXTS = `for f in "$@"; do

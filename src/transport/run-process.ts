@@ -9,7 +9,8 @@ export interface ProcessResult {
   readonly exitCode: number | undefined;
   readonly stdout: string;
   readonly stderr: string;
-  readonly timedOut: boolean;
+  /** The signal aborted and the child was stopped (SIGTERM, then SIGKILL). */
+  readonly cancelled: boolean;
   /** Set when the program could not be started at all (ENOENT…). */
   readonly failedToStart: string | undefined;
 }
@@ -17,7 +18,8 @@ export interface ProcessResult {
 export interface ProcessOptions {
   /** Written to the child's stdin, then stdin is closed. */
   readonly input?: string;
-  readonly timeoutMs: number;
+  /** Stops the child when it aborts: the one bound on how long a transport call may take. */
+  readonly signal: AbortSignal;
   /** Called with the child's pid once it runs (tests read /proc/<pid> with it). */
   readonly onSpawn?: (pid: number) => void;
 }
@@ -27,7 +29,9 @@ export type ExecFn = (file: string, args: readonly string[], options: ProcessOpt
 export const runProcess: ExecFn = async (file, args, options) => {
   const child = execa(file, [...args], {
     input: options.input ?? '',
-    timeout: options.timeoutMs,
+    cancelSignal: options.signal,
+    // ssh exits on SIGTERM; one that does not is killed rather than left behind.
+    forceKillAfterDelay: 2_000,
     reject: false,
     stripFinalNewline: false,
     // The child gets only what it needs to find its tools and its user's ssh config.
@@ -35,16 +39,38 @@ export const runProcess: ExecFn = async (file, args, options) => {
     env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']),
   });
   if (child.pid !== undefined) options.onSpawn?.(child.pid);
-  const result = await child;
-  const startFailure = result.failed && result.exitCode === undefined && !result.timedOut && !result.isTerminated;
+  const result = await Promise.race([child, stoppedAfterAbort(child, options.signal)]);
+  const startFailure = result.failed && result.exitCode === undefined && !result.isCanceled && !result.isTerminated;
   return {
     exitCode: result.exitCode,
     stdout: String(result.stdout ?? ''),
     stderr: String(result.stderr ?? ''),
-    timedOut: Boolean(result.timedOut),
+    cancelled: Boolean(result.isCanceled) || options.signal.aborted,
     failedToStart: startFailure ? (result.originalMessage || result.shortMessage) : undefined,
   };
 };
+
+/**
+ * Resolves once the signal aborted AND the child is gone. execa alone also waits for the
+ * child's stdout/stderr to close, and with connection sharing the ssh master holds those very
+ * descriptors for the session it runs on the child's behalf: a cancelled operation would then
+ * wait for a remote command nobody is waiting for. The master is ended when the command closes.
+ */
+function stoppedAfterAbort(child: ReturnType<typeof execa>, signal: AbortSignal): Promise<{ failed: true; exitCode: undefined; stdout: string; stderr: string; isCanceled: true; isTerminated: true; originalMessage: string; shortMessage: string }> {
+  return new Promise((resolve) => {
+    const settle = () => {
+      const gone = () => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve({ failed: true, exitCode: undefined, stdout: '', stderr: '', isCanceled: true, isTerminated: true, originalMessage: 'cancelled', shortMessage: 'cancelled' });
+      };
+      if (child.exitCode !== null || child.signalCode !== null) gone();
+      else child.once('exit', gone);
+    };
+    if (signal.aborted) settle();
+    else signal.addEventListener('abort', settle, { once: true });
+  });
+}
 
 function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};

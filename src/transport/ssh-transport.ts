@@ -2,26 +2,29 @@
  * The `ssh` transport: one `ssh -o BatchMode=yes` per operation per machine, the remote side
  * a short POSIX sh script (remote-scripts.ts). BatchMode because a password or host-key prompt
  * on a holder would hang a rotation mid-delivery; the host key is checked as the inventory
- * or the operator's ssh config says, never silently accepted.
+ * or the operator's ssh config says, never silently accepted. With a connection share
+ * (ssh-connection-share.ts) every operation of one command rides the machine's one connection.
  */
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
 import { ANSWER_PREFIX, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, remoteCommand } from './remote-scripts.js';
 import { runProcess, type ExecFn } from './run-process.js';
-import { TransportError, type FileDigests, type Transport } from '../mesh/transport.js';
+import type { SshConnectionShare } from './ssh-connection-share.js';
+import { abortedError, TransportError, type FileDigests, type Transport } from '../mesh/transport.js';
 
 export interface SshTransportOptions {
   /** Replaces the process runner (tests record every child's argv and environment). */
   readonly exec?: ExecFn;
-  /** Per operation, beyond the connect timeout. */
-  readonly operationTimeoutMs?: number;
   /** The ssh program (default `ssh` on PATH). */
   readonly sshPath?: string;
+  /** The command's connection share: one TCP connection and handshake per machine. */
+  readonly share?: SshConnectionShare;
 }
 
 /** The ssh argv up to and including the destination; the remote command is appended. */
-export function sshArgs(target: SshTarget): string[] {
+export function sshArgs(target: SshTarget, share?: SshConnectionShare): string[] {
   const args = ['-o', 'BatchMode=yes', '-o', `ConnectTimeout=${target.connectTimeout}`, '-T'];
+  if (share) args.push(...share.options());
   if (target.config) args.push('-F', target.config);
   if (target.port !== undefined) args.push('-p', String(target.port));
   if (target.identity) args.push('-i', target.identity, '-o', 'IdentitiesOnly=yes');
@@ -34,14 +37,14 @@ export function sshArgs(target: SshTarget): string[] {
 
 export function sshTransport(machine: string, target: SshTarget, options: SshTransportOptions = {}): Transport {
   const exec = options.exec ?? runProcess;
-  const timeoutMs = target.connectTimeout * 1000 + (options.operationTimeoutMs ?? 30_000);
-  // Resolving runs `true`: a holder that connects but does not answer within a few seconds
-  // more is unresolved, and its ssh is killed rather than left to outlive the gate.
-  const resolveTimeoutMs = target.connectTimeout * 1000 + 5_000;
-  const run = async (what: string, command: string, input?: string, limitMs = timeoutMs): Promise<string> => {
-    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target), command], { timeoutMs: limitMs, ...(input === undefined ? {} : { input }) });
+  options.share?.use(target);
+  // No timeout of its own: the caller's signal is the one bound (bound-transport.ts), and an
+  // aborted signal stops this ssh rather than leaving it to outlive the command.
+  const run = async (what: string, command: string, signal: AbortSignal, input?: string): Promise<string> => {
+    if (signal.aborted) throw abortedError(machine, what, signal);
+    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], { signal, ...(input === undefined ? {} : { input }) });
     if (result.failedToStart) throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
-    if (result.timedOut) throw new TransportError(machine, `${what}: no answer within ${Math.round(limitMs / 1000)} s`);
+    if (result.cancelled) throw abortedError(machine, what, signal);
     if (result.exitCode !== 0) {
       const said = lastLine(result.stderr);
       if (result.exitCode === 255) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`);
@@ -59,34 +62,35 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
   };
   return {
     machine,
-    resolve: async () => {
-      await run('resolve', 'true', undefined, resolveTimeoutMs);
+    resolve: async (signal) => {
+      await run('resolve', 'true', signal);
     },
-    stage: async (files) => {
+    stage: async (files, signal) => {
       if (files.length === 0) return [];
       const input = files.map((f) => `${f.secret.reveal()}\n`).join('');
-      const out = lines(await run('staging', remoteCommand(STAGE, files.map((f) => f.path)), input), files.length, 'staging');
+      const out = lines(await run('staging', remoteCommand(STAGE, files.map((f) => f.path)), signal, input), files.length, 'staging');
       return out.map(asDigest);
     },
-    commit: async (paths) => {
+    commit: async (paths, signal) => {
       if (paths.length === 0) return;
-      await run('commit', remoteCommand(COMMIT, paths));
+      await run('commit', remoteCommand(COMMIT, paths), signal);
     },
-    unstage: async (paths) => {
+    unstage: async (paths, signal) => {
       if (paths.length === 0) return;
-      await run('unstage', remoteCommand(UNSTAGE, paths));
+      await run('unstage', remoteCommand(UNSTAGE, paths), signal);
     },
-    digests: async (paths) => {
+    digests: async (paths, signal) => {
       if (paths.length === 0) return [];
-      const out = lines(await run('reading digests', remoteCommand(DIGESTS, paths)), paths.length, 'reading digests');
+      const out = lines(await run('reading digests', remoteCommand(DIGESTS, paths), signal), paths.length, 'reading digests');
       return out.map((line): FileDigests => {
-        const [live, next] = line.split(' ');
-        return { live: asDigest(live), next: asDigest(next) };
+        const [live, next, modified] = line.split(' ');
+        const seconds = Number(modified);
+        return { live: asDigest(live), next: asDigest(next), ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}) };
       });
     },
-    readTexts: async (paths) => {
+    readTexts: async (paths, signal) => {
       if (paths.length === 0) return [];
-      const out = lines(await run('reading', remoteCommand(READ_TEXTS, paths)), paths.length, 'reading');
+      const out = lines(await run('reading', remoteCommand(READ_TEXTS, paths), signal), paths.length, 'reading');
       return out.map((line) => (line.startsWith('+') ? line.slice(1) : undefined));
     },
   };

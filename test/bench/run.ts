@@ -26,8 +26,9 @@ import { inventoryCase } from './cases/inventory.bench-case.js';
 import { provisionerCase } from './cases/provisioner.bench-case.js';
 import { terminalBytesCase } from './cases/terminal-bytes.bench-case.js';
 import { rotationWindowCase } from './cases/rotation-window.bench-case.js';
+import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 
-const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase];
+const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase, sshHandshakesCase];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
 

@@ -36,7 +36,7 @@ function appFor(columns: number, consumers: number, unreachable?: string) {
   const listeners = new Set<(s: RotationState, e: RotationEvent | undefined) => void>();
   const store = rotationStore(
     startRotation('20261130T000000Z-abc123', plan),
-    rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8, timeoutMs: 5000 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
+    rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
     (s, e) => listeners.forEach((l) => l(s, e)),
   );
   stores.push(store);

@@ -14,6 +14,13 @@ export const SSHD_PATH = '/usr/sbin/sshd';
 
 export interface Sshd {
   readonly port: number;
+  /** Every port it listens on (`extraPorts` more than `port`): distinct "machines" on one server. */
+  readonly ports: readonly number[];
+  /**
+   * TCP connections sshd accepted so far on these ports (default: all), from its "Connection
+   * from … on … port N" log lines. The readiness probe connects to `port` only.
+   */
+  connections(onPorts?: readonly number[]): number;
   readonly user: string;
   /** Private key the client uses (0600). */
   readonly identity: string;
@@ -63,7 +70,12 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-export async function startSshd(): Promise<Sshd> {
+export interface SshdOptions {
+  /** Listen on this many more ports, each its own known_hosts entry. */
+  readonly extraPorts?: number;
+}
+
+export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-sshd-'));
   const keygen = (file: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'baton-test', '-f', file], { stdio: 'ignore' });
   keygen(path.join(dir, 'host_key'));
@@ -74,11 +86,16 @@ export async function startSshd(): Promise<Sshd> {
   const user = os.userInfo().username;
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
+    const ports = [port];
+    while (ports.length < 1 + (options.extraPorts ?? 0)) {
+      const extra = await freePort();
+      if (!ports.includes(extra)) ports.push(extra);
+    }
     const config = path.join(dir, 'sshd_config');
     writeFileSync(
       config,
       [
-        `Port ${port}`,
+        ...ports.map((p) => `Port ${p}`),
         'ListenAddress 127.0.0.1',
         `HostKey ${path.join(dir, 'host_key')}`,
         `PidFile ${path.join(dir, 'sshd.pid')}`,
@@ -91,22 +108,37 @@ export async function startSshd(): Promise<Sshd> {
         'PrintMotd no',
         'AcceptEnv none',
         'MaxStartups 100:30:200',
-        'LogLevel ERROR',
+        // VERBOSE logs one "Connection from" line per accepted TCP connection: the count the
+        // connection-sharing tests read.
+        'LogLevel VERBOSE',
         '',
       ].join('\n'),
     );
     const child: ChildProcess = spawn(SSHD_PATH, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
-    child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    const accepted: number[] = [];
+    let partial = '';
+    child.stderr?.on('data', (b: Buffer) => {
+      const text = b.toString();
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const m = /Connection from \S+ port \d+ on \S+ port (\d+)/.exec(line);
+        if (m) accepted.push(Number(m[1]));
+      }
+      if (stderr.length < 65_536) stderr += text;
+    });
     let exited = false;
     child.once('exit', () => (exited = true));
     for (let i = 0; i < 100 && !exited; i++) {
       if (await accepts(port)) {
         const hostKey = readFileSync(path.join(dir, 'host_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
         const knownHosts = path.join(dir, 'known_hosts');
-        writeFileSync(knownHosts, `[127.0.0.1]:${port} ${hostKey}\n`);
+        writeFileSync(knownHosts, ports.map((p) => `[127.0.0.1]:${p} ${hostKey}\n`).join(''));
         return {
           port,
+          ports,
+          connections: (onPorts) => accepted.filter((p) => !onPorts || onPorts.includes(p)).length,
           user,
           identity: path.join(dir, 'user_key'),
           knownHosts,

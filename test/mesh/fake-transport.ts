@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
-import { TransportError, type Transport } from '../../src/mesh/transport.js';
+import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 
@@ -64,7 +64,7 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
       if (m.unreachable) throw new TransportError(name, m.unreachable);
       if (m.failOn === op) throw new TransportError(name, `${op} failed (injected)`);
     };
-    const transport: Transport = {
+    const transport: BoundTransport = {
       machine: name,
       resolve: async () => gate('resolve'),
       stage: async (files) => {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -7,11 +7,11 @@ import { secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import { UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { writeLocalMesh } from './mesh-fixture.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { startReceiptWriter } from './receipt-writer.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
@@ -158,12 +158,13 @@ describe('baton mesh (the built CLI, local transport)', async () => {
   });
 
   it('rotate stops at the gate with exit 4 when one machine is unreachable, naming it, and nothing changes on disk', async () => {
-    writeFileSync(path.join(tmp.dir, 'machines/web2', UNREACHABLE_MARKER), '');
+    // web2's directory is gone: the local transport's "machine off the network".
+    renameSync(path.join(tmp.dir, 'machines/web2'), path.join(tmp.dir, 'web2-unplugged'));
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
     const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '0');
     expect(r.code).toBe(4);
     expect(r.stdout).toContain('Gate closed: 1 of 3 machines could not be resolved.');
-    expect(r.stdout).toContain('web2: marked unreachable');
+    expect(r.stdout).toContain(`web2: its directory ${path.join(tmp.dir, 'machines/web2')} does not exist`);
     expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
   });
 
@@ -186,7 +187,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
   it('resume finishes a commit that was interrupted, with the digests prepared, and refuses a second time', async () => {
     const inv = loadInventory(inventory);
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-    const real = transportsFor(inv.machines);
+    const real = transportsFor(inv.machines, TEST_BOUNDS);
     // web2's commit fails once (the machine went away between prepare and commit).
     const interrupted = (name: string) => (name === 'web2' ? { ...real(name), commit: async () => { throw new TransportError('web2', 'connection lost'); } } : real(name));
     const journalDir = path.join(tmp.dir, 'state');
@@ -194,7 +195,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     try {
       const first = await runRotationPlain({
         id: 'rot-int', plan, yes: true, write: () => undefined,
-        deps: { transportFor: interrupted, journalDir, operator: 't', resolve: { concurrency: 2, timeoutMs: 5000 }, concurrency: 2, waitMs: 2000, pollMs: 10 },
+        deps: { transportFor: interrupted, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 2000, pollMs: 10 },
       });
       expect(first.code).toBe(1);
       expect(existsSync(`${live('web2', 'consumes/pg-main/web2_app')}.next`)).toBe(true);

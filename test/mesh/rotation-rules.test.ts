@@ -15,6 +15,8 @@ import { BatonError } from '../../src/errors.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh, provisionerOn } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
+import { withinBounds } from '../../src/transport/bound-transport.js';
+import { abortedError } from '../../src/mesh/transport.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -28,7 +30,7 @@ function journalDir(): string {
 }
 
 function deps(transportFor: TransportFor, dir: string, waitMs = 0): RotationDeps {
-  return { transportFor, journalDir: dir, operator: 'tester', resolve: { concurrency: 3, timeoutMs: 5_000 }, concurrency: 3, waitMs, pollMs: 5 };
+  return { transportFor, journalDir: dir, operator: 'tester', resolve: { concurrency: 3 }, concurrency: 3, waitMs, pollMs: 5 };
 }
 
 async function rotate(plan: RotationPlan, transportFor: TransportFor, dir: string, waitMs = 0) {
@@ -70,15 +72,17 @@ describe('the all-or-nothing gate', () => {
   it('a holder that never answers is unresolved after its timeout, and the gate closes', async () => {
     const plan = planRotation(meshInventory(1), { by: 'consumer', name: 'web1-app' });
     const mesh = fakeMesh(allMachines, plan);
-    const hanging: TransportFor = (name) => (name === 'db2' ? { ...mesh.transportFor(name), resolve: () => new Promise<void>(() => undefined) } : mesh.transportFor(name));
+    // db2 answers nothing; only the bound (the command's --timeout, here 0.1 s) ends its resolve.
+    const never = (signal: AbortSignal) => new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(abortedError('db2', 'resolve', signal))));
+    const hanging: TransportFor = (name) => (name === 'db2' ? { ...mesh.transportFor(name), resolve: () => withinBounds({ timeoutMs: 100 }, never) } : mesh.transportFor(name));
     const lines: string[] = [];
     const { code } = await runRotationPlain({
       id: 'rot-1', plan, yes: true, write: (l) => lines.push(l),
-      deps: { ...deps(hanging, journalDir()), resolve: { concurrency: 2, timeoutMs: 50 } },
+      deps: { ...deps(hanging, journalDir()), resolve: { concurrency: 2 } },
     });
     expect(code).toBe(4);
     expect(mesh.writes()).toBe(0);
-    expect(lines.join('\n')).toContain('db2: no answer within 0 s');
+    expect(lines.join('\n')).toContain('db2: resolve: no answer within 0.1 s');
   });
 });
 

@@ -248,7 +248,7 @@ describe('plain output of a large rotation', () => {
     const lines: string[] = [];
     const { code } = await runRotationPlain({
       id: 'rot-plain', plan, yes: true, write: (l) => lines.push(l),
-      deps: { transportFor: mesh.transportFor, journalDir, operator: 'tester', resolve: { concurrency: 4, timeoutMs: 5_000 }, concurrency: 4, waitMs: 0, pollMs: 5 },
+      deps: { transportFor: mesh.transportFor, journalDir, operator: 'tester', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 5 },
     });
     // No provisioner wrote a receipt: every consumer end stays staged, exit 3.
     expect(code).toBe(3);

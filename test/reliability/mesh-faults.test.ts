@@ -17,11 +17,12 @@ import { appendJournal, readJournal } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { Selector } from '../../src/mesh/selector.js';
-import { UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
+import { UNPLUGGED_MARKER, unpluggable } from '../../src/app/drill/unplugged.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
-import { TransportError, type Transport } from '../../src/mesh/transport.js';
+import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const ROTATIONS = 100;
@@ -101,7 +102,7 @@ function faulty(base: TransportFor, machine: string, op: 'stage' | 'commit', kee
   return (name) => {
     const real = base(name);
     if (name !== machine) return real;
-    const wrapped: Transport = {
+    const wrapped: BoundTransport = {
       ...real,
       machine: real.machine,
       resolve: () => real.resolve(),
@@ -125,7 +126,7 @@ function faulty(base: TransportFor, machine: string, op: 'stage' | 'commit', kee
 
 /** Every pair's live digest on both ends, plus every staged/temp file anywhere. */
 async function meshState(): Promise<{ pairs: Map<string, { provider?: SecretDigest; consumer?: SecretDigest }>; staged: string[] }> {
-  const transports = transportsFor(inventory.machines);
+  const transports = transportsFor(inventory.machines, TEST_BOUNDS);
   const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
   const planAux = planRotation(inventory, { by: 'provider', name: 'pg-aux' });
   const pairs = new Map<string, { provider?: SecretDigest; consumer?: SecretDigest }>();
@@ -151,7 +152,7 @@ function deps(transportFor: TransportFor): RotationDeps {
     transportFor: withLiveProvisioner(transportFor, machineRoot),
     journalDir,
     operator: 'mesh-faults',
-    resolve: { concurrency: 4, timeoutMs: 5_000 },
+    resolve: { concurrency: 4 },
     concurrency: 4,
     waitMs: 0,
     pollMs: 50,
@@ -165,7 +166,7 @@ async function resume(id: string): Promise<void> {
     id,
     records,
     inventory,
-    withLiveProvisioner(transportsFor(inventory.machines), machineRoot),
+    withLiveProvisioner(transportsFor(inventory.machines, TEST_BOUNDS), machineRoot),
     { concurrency: 4, waitMs: 0, pollMs: 50 },
     async (phase, failures) => {
       await appendJournal(journalDir, {
@@ -195,7 +196,7 @@ describe('random failure injection over rotations on the local transport', () =>
     // Generation 0: every pair delivered once, cleanly, so "old" is a real secret everywhere.
     for (const provider of inventory.providers) {
       const plan = planRotation(inventory, { by: 'provider', name: provider.name });
-      const { code } = await runRotationPlain({ id: `init-${provider.name}`, plan, deps: deps(transportsFor(inventory.machines)), yes: true, write: () => undefined });
+      const { code } = await runRotationPlain({ id: `init-${provider.name}`, plan, deps: deps(transportsFor(inventory.machines, TEST_BOUNDS)), yes: true, write: () => undefined });
       expect(code).toBe(0);
     }
 
@@ -207,8 +208,8 @@ describe('random failure injection over rotations on the local transport', () =>
       const id = `r${String(n).padStart(3, '0')}-${fault}`;
       const context = `rotation ${n} (seed 0x${SEED.toString(16)}): ${plan.selectorText}, fault ${fault}`;
       const victim = pick(plan.holders);
-      let transportFor = transportsFor(inventory.machines);
-      if (fault === 'unresolvable') writeFileSync(path.join(machineRoot(victim.machine), UNREACHABLE_MARKER), '');
+      let transportFor = transportsFor(inventory.machines, TEST_BOUNDS, { wrap: unpluggable });
+      if (fault === 'unresolvable') writeFileSync(path.join(machineRoot(victim.machine), UNPLUGGED_MARKER), '');
       if (fault === 'prepare-fails') transportFor = faulty(transportFor, victim.machine, 'stage', Math.floor(random() * victim.receives.length));
       if (fault === 'commit-interrupted') {
         // Only a provider-end or consumer-end commit step exists per holder; cut it part-way.
@@ -216,7 +217,7 @@ describe('random failure injection over rotations on the local transport', () =>
       }
 
       const { code, state } = await runRotationPlain({ id, plan, deps: deps(transportFor), yes: true, write: () => undefined });
-      rmSync(path.join(machineRoot(victim.machine), UNREACHABLE_MARKER), { force: true });
+      rmSync(path.join(machineRoot(victim.machine), UNPLUGGED_MARKER), { force: true });
 
       if (fault === 'none') expect(state.step, context).toBe('done');
       if (fault === 'unresolvable') expect([state.step, code], context).toEqual(['gate-closed', 4]);

@@ -6,11 +6,14 @@ import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
-import { localTransport, UNREACHABLE_MARKER } from '../../src/transport/local-transport.js';
+import { localTransport } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { TransportError } from '../../src/mesh/transport.js';
+import { UNPLUGGED_MARKER, unpluggable } from '../../src/app/drill/unplugged.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { bindTransport } from '../../src/transport/bound-transport.js';
 
 let tmp: { dir: string; cleanup: () => void };
 beforeEach(() => {
@@ -27,10 +30,10 @@ function machines(names: readonly string[]) {
 
 function deps(inv: ReturnType<typeof meshInventory>): RotationDeps {
   return {
-    transportFor: transportsFor(inv.machines),
+    transportFor: transportsFor(inv.machines, TEST_BOUNDS),
     journalDir: path.join(tmp.dir, 'journal'),
     operator: 't',
-    resolve: { concurrency: 4, timeoutMs: 5_000 },
+    resolve: { concurrency: 4 },
     concurrency: 4,
     waitMs: 0,
     pollMs: 10,
@@ -41,7 +44,7 @@ describe('the local transport', () => {
   it('delivers under the machine directory: staged 0600 with new directories 0700, then renamed live', async () => {
     const root = path.join(tmp.dir, 'db1');
     mkdirSync(root);
-    const t = localTransport('db1', root);
+    const t = bindTransport(localTransport('db1', root), TEST_BOUNDS);
     await t.resolve();
     const secret = Secret.generate();
     expect(await t.stage([{ path: LIVE, secret }])).toEqual([secret.digest]);
@@ -51,13 +54,13 @@ describe('the local transport', () => {
     for (const d of ['var', 'var/lib/baton/mesh', 'var/lib/baton/mesh/provides/pg-main']) expect(statSync(path.join(root, d)).mode & 0o777).toBe(0o700);
     await t.commit([LIVE]);
     expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(secret.reveal());
-    expect(await t.digests([LIVE])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined }]);
+    expect(await t.digests([LIVE])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined, liveModifiedMs: Math.floor(statSync(path.join(root, LIVE)).mtimeMs) }]);
   });
 
   it('replaces atomically: a new inode, no temp file left, and unstage keeps the live file', async () => {
     const root = path.join(tmp.dir, 'db1');
     mkdirSync(root);
-    const t = localTransport('db1', root);
+    const t = bindTransport(localTransport('db1', root), TEST_BOUNDS);
     await t.stage([{ path: LIVE, secret: Secret.generate() }]);
     await t.commit([LIVE]);
     const ino = statSync(path.join(root, LIVE)).ino;
@@ -71,14 +74,18 @@ describe('the local transport', () => {
     expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(second.reveal());
   });
 
-  it('a machine whose directory is missing, or that is marked unreachable, does not resolve and says why', async () => {
-    const missing = await localTransport('web1', path.join(tmp.dir, 'nope')).resolve().catch((e: unknown) => e);
+  it('a machine whose directory is missing, or that the drill unplugged, does not resolve and says why', async () => {
+    const missing = await bindTransport(localTransport('web1', path.join(tmp.dir, 'nope')), TEST_BOUNDS).resolve().catch((e: unknown) => e);
     expect((missing as TransportError).reason).toContain('does not exist');
     const root = path.join(tmp.dir, 'web2');
     mkdirSync(root);
-    writeFileSync(path.join(root, UNREACHABLE_MARKER), '');
-    const marked = await localTransport('web2', root).resolve().catch((e: unknown) => e);
-    expect((marked as TransportError).reason).toContain('marked unreachable');
+    await bindTransport(localTransport('web2', root), TEST_BOUNDS).resolve();
+    writeFileSync(path.join(root, UNPLUGGED_MARKER), '');
+    // The production adapter ignores the drill's marker; only the drill's wrapper honours it.
+    await bindTransport(localTransport('web2', root), TEST_BOUNDS).resolve();
+    const machine = { name: 'web2', transport: 'local' as const, address: root, meshDir: '/m', root };
+    const marked = await bindTransport(unpluggable(localTransport('web2', root), machine), TEST_BOUNDS).resolve().catch((e: unknown) => e);
+    expect((marked as TransportError).reason).toContain('unplugged by the drill');
   });
 
   it('a rotation with one unreachable holder writes nothing on any machine', async () => {

@@ -15,6 +15,8 @@ import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { bindTransport } from '../../src/transport/bound-transport.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const unavailable = sshdUnavailable();
@@ -60,7 +62,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
   it('stages over stdin to <role>.next (0600, new directories 0700), commits by rename, and reads digests back', async () => {
     const dir = path.join(tmp.dir, 'stage');
     const live = path.join(dir, 'mesh/provides/pg-main/web1_app');
-    const transport = sshTransport('db1', target());
+    const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
     await transport.resolve();
     const secret = Secret.generate();
     await transport.stage([{ path: live, secret }]);
@@ -72,13 +74,13 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     expect(readFileSync(live, 'utf8')).toBe(secret.reveal());
     expect(statSync(live).mode & 0o777).toBe(0o600);
     expect(existsSync(`${live}.next`)).toBe(false);
-    expect(await transport.digests([live])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined }]);
+    expect(await transport.digests([live])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined, liveModifiedMs: Math.floor(statSync(live).mtimeMs / 1000) * 1000 }]);
   });
 
   it('replaces a live file atomically: a new inode renamed over the old, no temp file left behind', async () => {
     const dir = path.join(tmp.dir, 'replace/provides/pg-main');
     const live = path.join(dir, 'r');
-    const transport = sshTransport('db1', target());
+    const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
     await transport.stage([{ path: live, secret: Secret.generate() }]);
     await transport.commit([live]);
     const firstInode = statSync(live).ino;
@@ -92,7 +94,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
 
   it('unstage removes staged files and leaves the live one', async () => {
     const live = path.join(tmp.dir, 'unstage/x');
-    const transport = sshTransport('db1', target());
+    const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
     const old = Secret.generate();
     await transport.stage([{ path: live, secret: old }]);
     await transport.commit([live]);
@@ -107,14 +109,14 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     mkdirSync(dir, { recursive: true });
     const receipt = formatReceipt({ role: 'web1_app', digest: secretDigest('x'), applied_at: '2026-11-30T00:00:00Z' });
     writeFileSync(path.join(dir, 'web1_app'), receipt);
-    const texts = await sshTransport('db1', target()).readTexts([path.join(dir, 'web1_app'), path.join(dir, 'nobody')]);
+    const texts = await bindTransport(sshTransport('db1', target()), TEST_BOUNDS).readTexts([path.join(dir, 'web1_app'), path.join(dir, 'nobody')]);
     expect(texts).toEqual([receipt.trimEnd(), undefined]);
     expect(parseReceipt(texts[0]!)?.digest).toBe(secretDigest('x'));
   });
 
   it('commit fails, naming the file, when nothing is staged', async () => {
     const live = path.join(tmp.dir, 'nothing/y');
-    await expect(sshTransport('db1', target()).commit([live])).rejects.toThrow(`no staged file ${live}.next`);
+    await expect(bindTransport(sshTransport('db1', target()), TEST_BOUNDS).commit([live])).rejects.toThrow(`no staged file ${live}.next`);
   });
 
   it('a machine on a port nobody listens on does not resolve, and says why', async () => {
@@ -124,7 +126,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
         s.close(() => resolve(port));
       });
     });
-    const error = await sshTransport('web1', target(closed)).resolve().catch((e: unknown) => e);
+    const error = await bindTransport(sshTransport('web1', target(closed)), TEST_BOUNDS).resolve().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);
     expect((error as TransportError).reason).toMatch(/Connection refused/);
   });
@@ -139,7 +141,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const closedLines: string[] = [];
     const closed = await runRotationPlain({
       id: 'rot-gate', plan: closedPlan, yes: true, write: (l) => closedLines.push(l),
-      deps: { transportFor: transportsFor(inventory(base, { web1: 1 }).machines), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+      deps: { transportFor: transportsFor(inventory(base, { web1: 1 }).machines, TEST_BOUNDS), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 },
     });
     expect(closed.code).toBe(4);
     expect(closedLines.join('\n')).toMatch(/web1: ssh failed: connect to host 127\.0\.0\.1 port 1: Connection refused/);
@@ -154,7 +156,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
       id: 'rot-ok', plan, yes: true, write: () => undefined,
       // The machines' mesh dirs are on this filesystem (sshd on localhost): pg-main's provisioner
       // stands in from here, so each consumer end follows its receipt.
-      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
+      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
     });
     expect(code).toBe(0);
     expect(state.step).toBe('done');
@@ -200,7 +202,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const out: string[] = [];
     const { code } = await runRotationPlain({
       id: 'rot-leak', plan, yes: true, write: (l) => out.push(l),
-      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, { ssh: { exec: recording } }), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4, timeoutMs: 10_000 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
+      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS, { ssh: { exec: recording } }), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
     });
     scanning = false;
     await scanner;

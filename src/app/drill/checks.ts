@@ -9,6 +9,8 @@ import { checkPair } from '../../authority/index.js';
 import { RECEIPTS_DIR, secretDigest, parseReceipt } from '../../mesh/digest.js';
 import { look, type Look } from '../../share/operations.js';
 import { localTransport } from '../../transport/local-transport.js';
+import { bindTransport } from '../../transport/bound-transport.js';
+import { unpluggable } from './unplugged.js';
 import { check, fail, type CheckResult } from './check.js';
 import { changedFiles, digestTree, machinesOf, readMeshFiles } from './machine-files.js';
 import { readConsumerSecrets, readJournalRecords, type Before, type Role } from './notebook.js';
@@ -155,7 +157,10 @@ async function supersededFingerprints(sandbox: DrillSandbox): Promise<string[]> 
 // --- the mesh ---------------------------------------------------------------------------
 
 function reachabilityChecks(sandbox: DrillSandbox, reachable: boolean): Promise<CheckResult[]> {
-  return localTransport('worker1', sandbox.machineRoot('worker1'))
+  // Through the drill's unplug wrapper, as its rotations reach worker1.
+  const root = sandbox.machineRoot('worker1');
+  const machine = { name: 'worker1', transport: 'local' as const, address: root, meshDir: '/', root };
+  return bindTransport(unpluggable(localTransport('worker1', root), machine), { timeoutMs: 5_000 })
     .resolve()
     .then(
       () => [check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', reachable, 'it answered')],

@@ -18,8 +18,9 @@ import { describeVerdict } from '../../app/status-verdict.js';
 import { rotateAuthority } from '../../authority/index.js';
 import { BatonError } from '../../errors.js';
 import type { Action } from '../../share/types.js';
-import { UNREACHABLE_MARKER } from '../../transport/local-transport.js';
+import { UNPLUGGED_MARKER } from '../../app/drill/unplugged.js';
 import { MARKS } from '../../app/marks.js';
+import { meshStatusNow } from './mesh-status-scripted.js';
 import { drillPlan, rotateScripted } from './rotate.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { Controller, DrillAction, TaskSpec } from '../../app/drill/scenario.js';
@@ -35,11 +36,11 @@ export async function performAction(sandbox: DrillSandbox, action: DrillAction, 
       return;
     }
     case 'unplug-worker1':
-      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNREACHABLE_MARKER), 'unplugged by the drill\n', { mode: 0o644 });
-      say('worker1 is unplugged: the local transport no longer resolves it.');
+      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), 'unplugged by the drill\n', { mode: 0o644 });
+      say('worker1 is unplugged: the drill\'s transports no longer resolve it.');
       return;
     case 'plug-worker1':
-      rmSync(path.join(sandbox.machineRoot('worker1'), UNREACHABLE_MARKER), { force: true });
+      rmSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), { force: true });
       say('worker1 is back: it resolves again.');
       return;
     default: {
@@ -60,8 +61,21 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
     case 'failover':
       return failoverScripted(sandbox, where.controller, say);
     case 'rotation': {
-      say(`$ baton mesh rotate ${drillPlan(sandbox, where.selector).selectorText} --yes`);
-      await rotateScripted(sandbox, where.selector, (line) => say(`  ${line}`));
+      const selectorText = drillPlan(sandbox, where.selector).selectorText;
+      const status = async (when: string, lines: Promise<string[]>) => {
+        say(`$ baton mesh status ${selectorText}   (${when})`);
+        for (const line of await lines) say(`  ${line}`);
+      };
+      await status('before', meshStatusNow(sandbox, where.selector));
+      say(`$ baton mesh rotate ${selectorText} --yes`);
+      // Read as soon as the provider ends are committed: the provisioner has not applied yet.
+      let midway: Promise<string[]> | undefined;
+      await rotateScripted(sandbox, where.selector, (line) => {
+        say(`  ${line}`);
+        if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector);
+      });
+      if (midway) await status('read right after the commit, before the provisioner applied', midway);
+      await status('after', meshStatusNow(sandbox, where.selector));
       return;
     }
     default: {

@@ -11,18 +11,27 @@ import { loadInventory } from '../../mesh/inventory.js';
 import { newRotationId } from '../../mesh/journal.js';
 import { planRotation, type RotationPlan } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
+import type { TransportFor } from '../../mesh/transport.js';
 import { transportsFor } from '../../transport/make-transport.js';
 import { BatonError } from '../../errors.js';
 import { DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
+import { unpluggable } from '../../app/drill/unplugged.js';
+
+/** The drill's one bound on a holder's answer, per step. */
+export const DRILL_TIMEOUT_MS = 5_000;
+
+/** The sandbox's machines as the drill reaches them: bounded, and unpluggable. */
+export function drillTransports(sandbox: DrillSandbox): TransportFor {
+  return transportsFor(loadInventory(sandbox.inventoryPath).machines, { timeoutMs: DRILL_TIMEOUT_MS }, { wrap: unpluggable });
+}
 
 /** What the drill's rotations need: the sandbox inventory and journal, a bounded wait for receipts. */
 export function drillRotationDeps(sandbox: DrillSandbox): RotationDeps {
-  const inventory = loadInventory(sandbox.inventoryPath);
   return {
-    transportFor: transportsFor(inventory.machines),
+    transportFor: drillTransports(sandbox),
     journalDir: sandbox.journalDir,
     operator: 'drill',
-    resolve: { concurrency: 4, timeoutMs: 5_000 },
+    resolve: { concurrency: 4 },
     concurrency: 4,
     waitMs: 20_000,
     pollMs: RECEIPT_POLL_MS,

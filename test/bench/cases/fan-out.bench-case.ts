@@ -14,6 +14,7 @@ import path from 'node:path';
 import { runRotationPlain } from '../../../src/app/rotation-plain.js';
 import { mapBounded } from '../../../src/mesh/map-bounded.js';
 import { transportsFor } from '../../../src/transport/make-transport.js';
+import { withLatency } from '../lib/slow-transport.js';
 import type { BenchCase, BenchContext } from '../lib/context.js';
 import { figure, type Figure } from '../lib/figure.js';
 import { disjointMesh, type DisjointMesh } from '../lib/mesh-fixture.js';
@@ -48,10 +49,10 @@ async function sleepOnlyMs(calls: readonly number[], concurrency: number): Promi
 export async function rotateOnce(ctx: BenchContext, mesh: DisjointMesh, concurrency: number, tag: string): Promise<number> {
   const journalDir = ctx.tempDir(`journal-${tag}`);
   const deps = {
-    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), (m) => path.join(mesh.root, 'machines', m)),
+    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }), (m) => path.join(mesh.root, 'machines', m)),
     journalDir,
     operator: 'bench',
-    resolve: { concurrency, timeoutMs: 60_000 },
+    resolve: { concurrency },
     concurrency,
     waitMs: 60_000,
     pollMs: 50,

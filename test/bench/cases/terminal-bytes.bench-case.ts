@@ -14,6 +14,7 @@ import { rotationStore } from '../../../src/app/rotation-store.js';
 import { confirmationText, isTerminal, startRotation, type RotationEvent, type RotationState } from '../../../src/app/rotation-flow.js';
 import { summaryLines } from '../../../src/app/rotation-text.js';
 import { transportsFor } from '../../../src/transport/make-transport.js';
+import { withLatency } from '../lib/slow-transport.js';
 import type { BenchCase, BenchContext } from '../lib/context.js';
 import { CountingTerminal, TypingStdin } from '../lib/fake-terminal.js';
 import { figure } from '../lib/figure.js';
@@ -25,10 +26,10 @@ const CONCURRENCY = 8;
 
 function deps(ctx: BenchContext, mesh: DisjointMesh, tag: string) {
   return {
-    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { local: { latencyMs: LATENCY_MS } }), (m) => path.join(mesh.root, 'machines', m)),
+    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }), (m) => path.join(mesh.root, 'machines', m)),
     journalDir: ctx.tempDir(`journal-${tag}`),
     operator: 'bench',
-    resolve: { concurrency: CONCURRENCY, timeoutMs: 60_000 },
+    resolve: { concurrency: CONCURRENCY },
     concurrency: CONCURRENCY,
     waitMs: 60_000,
     pollMs: 50,

@@ -1,0 +1,69 @@
+import { useApp } from 'ink';
+import { useCallback, useEffect, useReducer, useState } from 'react';
+import { initialMeshStatusView, meshStatusView } from '../../src/app/mesh-status-view-state.js';
+import { EXIT_CODES } from '../../src/errors.js';
+import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
+import { ColorContext } from '../color-context.js';
+import { MeshStatusView, FRAME_LINES } from './MeshStatusView.js';
+import { useMeshStatusKeys } from './use-mesh-status-keys.js';
+
+export interface MeshStatusAppProps {
+  readonly selectorText: string;
+  readonly machines: number;
+  /** Reads every holder; `onMachine` is called as each answers. Never rejects. */
+  readonly read: (onMachine: (machine: string, ok: boolean) => void) => Promise<PairStatus[]>;
+  readonly columns: number;
+  readonly rows: number;
+  readonly color: boolean;
+  readonly onExit: (code: number) => void;
+}
+
+/** Reads on mount and on `r`; quits on `q` with the exit code of what it last read. */
+export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, onExit }: MeshStatusAppProps) {
+  const { exit } = useApp();
+  const [state, dispatch] = useReducer(meshStatusView, initialMeshStatusView);
+  const [progress, setProgress] = useState({ read: 0, total: machines });
+  const visible = Math.max(3, rows - FRAME_LINES);
+  const reread = useCallback(() => {
+    dispatch({ type: 'reading' });
+    setProgress({ read: 0, total: machines });
+    void read(() => setProgress((p) => ({ ...p, read: p.read + 1 }))).then((statuses) => dispatch({ type: 'read', statuses }));
+  }, [read, machines]);
+  useEffect(reread, [reread]);
+  useMeshStatusKeys(
+    (intent) => {
+      if (typeof intent === 'object') {
+        dispatch({ type: 'filter-text', text: intent.typed });
+        return;
+      }
+      switch (intent) {
+        case 'quit':
+          onExit(state.statuses ? meshStatusExitCode(state.statuses) : EXIT_CODES.failed);
+          exit();
+          return;
+        case 'up':
+          return dispatch({ type: 'move', by: -1, visible });
+        case 'down':
+          return dispatch({ type: 'move', by: 1, visible });
+        case 'help':
+          return dispatch({ type: 'help' });
+        case 'back':
+          return dispatch({ type: 'back' });
+        case 'filter':
+          return dispatch({ type: 'start-filter' });
+        case 'select':
+          return state.typingFilter ? dispatch({ type: 'end-filter' }) : undefined;
+        case 'refresh':
+          return state.statuses ? reread() : undefined;
+        default:
+          return undefined;
+      }
+    },
+    { isActive: true, typing: state.typingFilter, filter: state.filter },
+  );
+  return (
+    <ColorContext.Provider value={color}>
+      <MeshStatusView state={state} selectorText={selectorText} progress={progress} columns={columns} rows={rows} />
+    </ColorContext.Provider>
+  );
+}

@@ -1,0 +1,69 @@
+import { Box, Text } from 'ink';
+import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
+import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
+import { fit } from '../rotation/fit.js';
+import { MeshStatusTable } from './MeshStatusTable.js';
+
+export const MESH_STATUS_KEYS: readonly { readonly keys: string; readonly does: string }[] = [
+  { keys: '↑ ↓  k j', does: 'move (the table scrolls)' },
+  { keys: '/', does: 'filter: provider, consumer, role, machine or state' },
+  { keys: 'Enter', does: 'end typing the filter' },
+  { keys: 'Esc', does: 'close help / clear the filter (never quits)' },
+  { keys: 'r', does: 'read every holder again' },
+  { keys: '?', does: 'this help' },
+  { keys: 'q', does: 'quit (not while typing)' },
+];
+
+/** Lines the frame uses besides the table rows: title, summary, header, detail ×2, filter, keys, and one spare. */
+export const FRAME_LINES = 8;
+
+export interface MeshStatusViewProps {
+  readonly state: MeshStatusViewState;
+  readonly selectorText: string;
+  readonly progress: { readonly read: number; readonly total: number };
+  readonly columns: number;
+  readonly rows: number;
+}
+
+/** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
+export function MeshStatusView({ state, selectorText, progress, columns, rows }: MeshStatusViewProps) {
+  const width = columns - 1;
+  const visible = Math.max(3, rows - FRAME_LINES);
+  const shown = filteredRows(state);
+  const current = shown[state.selected];
+  const summary =
+    state.statuses === undefined
+      ? `Reading holders… ${progress.read}/${progress.total} machines (digests only)`
+      : summaryText(state.statuses);
+  const total = state.statuses?.length ?? 0;
+  const matching = `${shown.length} of ${total} match`;
+  const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
+  const bottom = state.typingFilter
+    ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
+    : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Text bold>{fit(`Mesh status — ${selectorText} (read-only; no secret is read)`, width)}</Text>
+      <Text>{fit(summary, width)}</Text>
+      {state.help ? (
+        <Box flexDirection="column" borderStyle="round" paddingX={1} width={Math.min(columns, 72)}>
+          <Text bold>Keys</Text>
+          {MESH_STATUS_KEYS.map((k) => (
+            <Text key={k.keys}>{fit(`${fit(k.keys, 10)} ${k.does}`, Math.min(columns, 72) - 4)}</Text>
+          ))}
+          <Text>{fit('Nothing here writes: this view only reads.', Math.min(columns, 72) - 4)}</Text>
+        </Box>
+      ) : (
+        <MeshStatusTable rows={shown} selected={state.selected} top={state.top} visible={visible} columns={columns} />
+      )}
+      {!state.help && current ? (
+        <Box flexDirection="column">
+          <Text>{fit(`${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width)}</Text>
+          <Text>{fit(nextStep(current) ? `next: ${nextStep(current)}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
+        </Box>
+      ) : null}
+      <Text>{fit(bottom, width)}</Text>
+      <Text dimColor>{fit('↑↓ move  / filter  r read again  ? help  q quit', width)}</Text>
+    </Box>
+  );
+}

@@ -1,0 +1,30 @@
+/**
+ * How the drill takes a machine off the network: a marker file in its sandbox root, honoured
+ * by a wrapper the drill puts around its transports — never by the production adapter, which
+ * must not let a stray file make a real holder "unreachable".
+ */
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Machine } from '../../mesh/inventory.js';
+import { TransportError, type Transport } from '../../mesh/transport.js';
+
+export const UNPLUGGED_MARKER = '.baton-unreachable';
+
+/** The transport as it is, unless the machine's root holds the marker: then every operation fails. */
+export function unpluggable(transport: Transport, machine: Machine): Transport {
+  if (machine.transport !== 'local') return transport;
+  const marker = path.join(machine.root, UNPLUGGED_MARKER);
+  const gate = async () => {
+    const marked = await lstat(marker).then(() => true, () => false);
+    if (marked) throw new TransportError(machine.name, `unplugged by the drill (${marker})`);
+  };
+  return {
+    machine: transport.machine,
+    resolve: async (signal) => (await gate(), transport.resolve(signal)),
+    stage: async (files, signal) => (await gate(), transport.stage(files, signal)),
+    commit: async (paths, signal) => (await gate(), transport.commit(paths, signal)),
+    unstage: async (paths, signal) => (await gate(), transport.unstage(paths, signal)),
+    digests: async (paths, signal) => (await gate(), transport.digests(paths, signal)),
+    readTexts: async (paths, signal) => (await gate(), transport.readTexts(paths, signal)),
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The words of `baton mesh status`, shared by the plain output, the JSON and the table: one
+ * mark and one word per state, ages in one format, and the next step for each state — so a
+ * pipe, a script and a screen never disagree about what a pair needs.
+ */
+import { formatAge } from '../mesh/credential-age.js';
+import { countStates, PAIR_STATES, sortWorstFirst, type PairState, type PairStatus } from '../mesh/mesh-status.js';
+import { MARKS, type Mark } from './marks.js';
+
+export const STATE_MARKS: Record<PairState, Mark> = {
+  unreachable: MARKS.refused,
+  drifted: MARKS.refused,
+  staged: MARKS.action,
+  pending: MARKS.busy,
+  applied: MARKS.ok,
+};
+
+/** What to do about a pair in this state; undefined when nothing. */
+export function nextStep(status: PairStatus): string | undefined {
+  const pair = `--pair ${status.pair.provider}:${status.pair.consumer}`;
+  switch (status.state) {
+    case 'unreachable':
+      return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run baton mesh status again`;
+    case 'drifted':
+      return `rotate it: baton mesh rotate ${pair}`;
+    case 'staged':
+      return status.resumeId ? `finish it: baton mesh resume ${status.resumeId}` : `no rotation in the journal prepared it: rotate again (baton mesh rotate ${pair})`;
+    case 'pending':
+      return status.resumeId
+        ? `check the provisioner on ${status.pair.providerMachine}; once it applies, baton mesh resume ${status.resumeId}`
+        : `check the provisioner on ${status.pair.providerMachine}`;
+    case 'applied':
+      return status.tooOld ? `older than the limit: baton mesh rotate ${pair}` : undefined;
+    default: {
+      const never: never = status.state;
+      return String(never);
+    }
+  }
+}
+
+/** `rotated 3d 4h ago (file mtime)`, `never rotated`: the age as a phrase. */
+export function rotatedText(status: PairStatus): string {
+  if (!status.lastRotated || status.ageMs === undefined) return 'never rotated';
+  return `rotated ${formatAge(status.ageMs)} ago${status.lastRotated.source === 'file-mtime' ? ' (file mtime)' : ''}`;
+}
+
+export function summaryText(statuses: readonly PairStatus[]): string {
+  const counts = countStates(statuses);
+  const parts = PAIR_STATES.filter((s) => counts[s] > 0).map((s) => `${counts[s]} ${s}`);
+  const old = statuses.filter((s) => s.tooOld).length;
+  return `${statuses.length} pair${statuses.length === 1 ? '' : 's'}: ${parts.join(', ') || 'none'}${old > 0 ? `; ${old} older than --max-age` : ''}.`;
+}
+
+/** Plain lines for a pipe or a log: one per pair, worst first, then what to do. */
+export function meshStatusLines(statuses: readonly PairStatus[], selectorText: string): string[] {
+  const sorted = sortWorstFirst(statuses);
+  const lines = [`Mesh status (${selectorText}), read-only: digests only, no secret was read.`];
+  for (const s of sorted) {
+    const last = s.lastRotation ? `; last rotation ${s.lastRotation.id} ${s.lastRotation.outcome}` : '';
+    lines.push(
+      `${STATE_MARKS[s.state].glyph} ${s.state.padEnd(11)} ${s.pair.key} (role ${s.pair.role}, ${s.pair.providerMachine} → ${s.pair.consumerMachine}) ${rotatedText(s)}${s.tooOld ? ' [older than --max-age]' : ''}${last}`,
+    );
+    if (s.state !== 'applied') lines.push(`    ${s.detail}`);
+    const next = nextStep(s);
+    if (next) lines.push(`    next: ${next}`);
+  }
+  lines.push(summaryText(statuses));
+  return lines;
+}
+
+/** The `--json` document (README "mesh status --json"); a test fixes its shape. */
+export function meshStatusJson(statuses: readonly PairStatus[], selectorText: string, nowMs: number, maxAgeMs: number | undefined, exitCode: number): object {
+  const counts = countStates(statuses);
+  return {
+    selector: selectorText,
+    read_at: new Date(nowMs).toISOString(),
+    max_age_seconds: maxAgeMs === undefined ? null : Math.round(maxAgeMs / 1000),
+    exit_code: exitCode,
+    summary: { ...counts, older_than_max_age: statuses.filter((s) => s.tooOld).length },
+    pairs: sortWorstFirst(statuses).map((s) => ({
+      provider: s.pair.provider,
+      consumer: s.pair.consumer,
+      role: s.pair.role,
+      provider_machine: s.pair.providerMachine,
+      consumer_machine: s.pair.consumerMachine,
+      state: s.state,
+      detail: s.detail,
+      last_rotated: s.lastRotated ? new Date(s.lastRotated.atMs).toISOString() : null,
+      last_rotated_source: s.lastRotated?.source ?? null,
+      age_seconds: s.ageMs === undefined ? null : Math.floor(s.ageMs / 1000),
+      older_than_max_age: s.tooOld,
+      last_rotation: s.lastRotation ? { id: s.lastRotation.id, outcome: s.lastRotation.outcome } : null,
+      resume_id: s.resumeId ?? null,
+      unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
+      next: nextStep(s) ?? null,
+    })),
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * The mesh status table's state as a reducer: which rows the filter keeps, which is selected,
+ * where the window starts, whether help or the filter field is open. Pure, so scrolling and
+ * filtering are tested without a terminal; the Ink view only renders it.
+ */
+import { sortWorstFirst, type PairStatus } from '../mesh/mesh-status.js';
+
+export interface MeshStatusViewState {
+  readonly statuses: readonly PairStatus[] | undefined;
+  readonly filter: string;
+  readonly typingFilter: boolean;
+  readonly help: boolean;
+  /** Index into the filtered rows. */
+  readonly selected: number;
+  /** First filtered row shown. */
+  readonly top: number;
+}
+
+export type MeshStatusViewEvent =
+  | { readonly type: 'read'; readonly statuses: readonly PairStatus[] }
+  | { readonly type: 'reading' }
+  | { readonly type: 'move'; readonly by: number; readonly visible: number }
+  | { readonly type: 'help' }
+  | { readonly type: 'back' }
+  | { readonly type: 'start-filter' }
+  | { readonly type: 'filter-text'; readonly text: string }
+  | { readonly type: 'end-filter' };
+
+export const initialMeshStatusView: MeshStatusViewState = { statuses: undefined, filter: '', typingFilter: false, help: false, selected: 0, top: 0 };
+
+/** A row is kept when every word of the filter appears in its provider, consumer, role, machines or state. */
+export function filteredRows(state: Pick<MeshStatusViewState, 'statuses' | 'filter'>): PairStatus[] {
+  const rows = sortWorstFirst(state.statuses ?? []);
+  const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return rows;
+  return rows.filter((s) => {
+    const hay = [s.pair.key, s.pair.role, s.pair.providerMachine, s.pair.consumerMachine, s.state].join(' ').toLowerCase();
+    return words.every((w) => hay.includes(w));
+  });
+}
+
+function clampWindow(state: MeshStatusViewState, visible: number): MeshStatusViewState {
+  const count = filteredRows(state).length;
+  const selected = Math.max(0, Math.min(state.selected, count - 1));
+  let top = Math.min(state.top, selected);
+  if (selected >= top + visible) top = selected - visible + 1;
+  top = Math.max(0, Math.min(top, Math.max(0, count - visible)));
+  return { ...state, selected, top };
+}
+
+export function meshStatusView(state: MeshStatusViewState, event: MeshStatusViewEvent): MeshStatusViewState {
+  switch (event.type) {
+    case 'read':
+      return { ...state, statuses: event.statuses, selected: 0, top: 0 };
+    case 'reading':
+      return { ...state, statuses: undefined };
+    case 'move':
+      return clampWindow({ ...state, selected: state.selected + event.by }, event.visible);
+    case 'help':
+      return { ...state, help: !state.help };
+    case 'back':
+      // Esc closes what is open — help, then the filter — and never quits.
+      if (state.help) return { ...state, help: false };
+      if (state.typingFilter) return { ...state, typingFilter: false };
+      return { ...state, filter: '', selected: 0, top: 0 };
+    case 'start-filter':
+      return { ...state, typingFilter: true, help: false };
+    case 'filter-text':
+      return { ...state, filter: event.text, selected: 0, top: 0 };
+    case 'end-filter':
+      return { ...state, typingFilter: false };
+    default: {
+      const never: never = event;
+      return never;
+    }
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The drill shows `baton mesh status` around each rotation of steps 4 and 5: before, while the
+ * provisioner has not applied the new credentials yet (pending), and after — the same reading
+ * and words as the command, over the drill's transports (so an unplugged worker1 shows as
+ * unreachable).
+ */
+import { meshStatusLines } from '../../app/mesh-status-text.js';
+import { loadInventory } from '../../mesh/inventory.js';
+import { readJournalHistory } from '../../mesh/journal-history.js';
+import { readMeshStatus } from '../../mesh/read-mesh-status.js';
+import { planRotation } from '../../mesh/rotation-plan.js';
+import type { Selector } from '../../mesh/selector.js';
+import { drillTransports } from './rotate.js';
+import type { DrillSandbox } from '../../sandbox/drill-layout.js';
+
+/** The plain lines of `baton mesh status <selector>` in the sandbox, now. */
+export async function meshStatusNow(sandbox: DrillSandbox, selector: Selector): Promise<string[]> {
+  const plan = planRotation(loadInventory(sandbox.inventoryPath), selector);
+  const history = await readJournalHistory(sandbox.journalDir);
+  const statuses = await readMeshStatus(plan, drillTransports(sandbox), history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined });
+  return meshStatusLines(statuses, plan.selectorText);
+}

@@ -1,0 +1,66 @@
+/**
+ * The composition root of `baton mesh status`: the inventory, the journal's history, the
+ * command's transports (one connection per machine), then the table on a terminal, plain lines
+ * in a pipe, or JSON. Read-only: it never writes to a holder or the journal.
+ */
+import { BatonError, EXIT_CODES } from '../errors.js';
+import { hasTerminal, mountView } from './mount-view.js';
+import { inventoryFrom, resolveOptions } from './rotation-cli.js';
+import { meshStatusJson, meshStatusLines } from '../app/mesh-status-text.js';
+import { parseAge } from '../mesh/credential-age.js';
+import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
+import { journalDirFor, JOURNAL_FILE } from '../mesh/journal.js';
+import { meshStatusExitCode } from '../mesh/mesh-status.js';
+import { readMeshStatus } from '../mesh/read-mesh-status.js';
+import { planRotation } from '../mesh/rotation-plan.js';
+import { parseSelector } from '../mesh/selector.js';
+import { openCommandTransports } from './command-transports.js';
+import type { CliContext } from './context.js';
+import type { MeshFlags } from './mesh-flags.js';
+import path from 'node:path';
+
+export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
+  const selector = parseSelector(flags, true);
+  const { concurrency, timeoutMs } = resolveOptions(flags);
+  const maxAgeMs = flags.maxAge === undefined ? undefined : parseAge('--max-age', flags.maxAge);
+  const inventory = inventoryFrom(ctx, flags);
+  const plan = planRotation(inventory, selector);
+  const config = ctx.config();
+  const history = await historyAt(journalDirFor(config));
+  const transports = openCommandTransports(inventory.machines, { timeoutMs });
+  try {
+    if (hasTerminal(ctx) && !flags.json) {
+      const read = (onMachine: (machine: string, ok: boolean) => void) =>
+        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine });
+      return await mountView(
+        ctx,
+        // Quitting before the first reading finished is "could not read", never "all well".
+        { noColor: config.noColor, ifInterrupted: EXIT_CODES.failed },
+        async () => (await import('../../components/mesh-status/MeshStatusApp.js')).MeshStatusApp,
+        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, onExit }),
+      );
+    }
+    const nowMs = Date.now();
+    const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });
+    const code = meshStatusExitCode(statuses);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code), null, 2)}\n`);
+    else for (const line of meshStatusLines(statuses, plan.selectorText)) ctx.stdout.write(`${line}\n`);
+    return code;
+  } finally {
+    await transports.close();
+  }
+}
+
+async function historyAt(dir: string): Promise<JournalHistory> {
+  try {
+    return await readJournalHistory(dir);
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The rotation journal could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      where: path.join(dir, JOURNAL_FILE),
+      next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
+      changed: 'Nothing was read from any holder.',
+      cause: error,
+    });
+  }
+}

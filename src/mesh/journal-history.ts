@@ -1,0 +1,70 @@
+/**
+ * What the rotation journal remembers about each pair: when it last rotated, the last
+ * rotation that touched it and how that ended, and which rotation prepared a given digest (so
+ * a staged leftover can be named with the `mesh resume` id that finishes it). Read-only; the
+ * journal holds digests and never a secret, so nothing here can hold one either.
+ */
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { SecretDigest } from './digest.js';
+import { JOURNAL_FILE, type JournalPhase, type JournalRecord } from './journal.js';
+
+/** Phases after which a pair's ends carry the new credential (its "last rotated" time). */
+const ROTATED_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>(['committed', 'resumed']);
+
+export interface PairHistory {
+  /** When the pair's last rotation committed (RFC 3339), if the journal saw one. */
+  readonly lastRotatedAt: string | undefined;
+  readonly lastRotation: { readonly id: string; readonly outcome: JournalPhase; readonly at: string } | undefined;
+}
+
+export interface JournalHistory {
+  pair(key: string): PairHistory;
+  /** The rotation whose "prepared" record carries this digest for this pair. */
+  preparedBy(key: string, digest: SecretDigest): string | undefined;
+}
+
+/** Reads every record; a missing journal is an empty history, an unparsable line is skipped. */
+export async function readJournalHistory(dir: string): Promise<JournalHistory> {
+  let text = '';
+  try {
+    text = await fs.readFile(path.join(dir, JOURNAL_FILE), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const records: JournalRecord[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      records.push(JSON.parse(line) as JournalRecord);
+    } catch {
+      continue;
+    }
+  }
+  return journalHistory(records);
+}
+
+export function journalHistory(records: readonly JournalRecord[]): JournalHistory {
+  const lastRotatedAt = new Map<string, string>();
+  const lastId = new Map<string, string>();
+  const outcome = new Map<string, { phase: JournalPhase; at: string }>();
+  const prepared = new Map<string, string>();
+  for (const record of records) {
+    if (!record || typeof record.id !== 'string' || !Array.isArray(record.pairs)) continue;
+    // Records of one rotation are appended in order: the latest one is its outcome so far.
+    outcome.set(record.id, { phase: record.phase, at: record.at });
+    for (const pair of record.pairs) {
+      lastId.set(pair.key, record.id);
+      if (ROTATED_PHASES.has(record.phase)) lastRotatedAt.set(pair.key, record.at);
+      if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
+    }
+  }
+  return {
+    pair(key) {
+      const id = lastId.get(key);
+      const last = id === undefined ? undefined : outcome.get(id);
+      return { lastRotatedAt: lastRotatedAt.get(key), lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined };
+    },
+    preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
+  };
+}

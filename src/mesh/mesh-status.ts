@@ -1,0 +1,125 @@
+/**
+ * The rules of `baton mesh status`: from what each holder says about its files (digests and
+ * mtimes, never content), the provider's receipt and the journal, the state of every pair.
+ * Pure: the reading is done by read-mesh-status.ts, so every state is tested without a holder.
+ */
+import { EXIT_CODES, EXIT_OK } from '../errors.js';
+import type { Receipt, SecretDigest } from './digest.js';
+import type { JournalHistory } from './journal-history.js';
+import type { PlannedPair } from './rotation-plan.js';
+
+/** Worst first: the order a screen sorts by and the order the summary counts in. */
+export const PAIR_STATES = ['unreachable', 'drifted', 'staged', 'pending', 'applied'] as const;
+export type PairState = (typeof PAIR_STATES)[number];
+
+/** What one end of a pair holds, as its holder reported it. */
+export type EndReading =
+  | { readonly read: true; readonly live: SecretDigest | undefined; readonly next: SecretDigest | undefined; readonly liveModifiedMs: number | undefined }
+  | { readonly read: false; readonly reason: string };
+
+export interface PairReading {
+  readonly provider: EndReading;
+  readonly consumer: EndReading;
+  /** The provisioner's receipt for the role; undefined when absent or unreadable. */
+  readonly receipt: Receipt | undefined;
+}
+
+export interface PairStatus {
+  readonly pair: PlannedPair;
+  readonly state: PairState;
+  /** Why, in words (one sentence, names the end and the file). */
+  readonly detail: string;
+  /** When the credential last changed, and how baton knows. */
+  readonly lastRotated: { readonly atMs: number; readonly source: 'journal' | 'file-mtime' } | undefined;
+  readonly ageMs: number | undefined;
+  /** Older than `--max-age` (or never rotated while a limit is set). */
+  readonly tooOld: boolean;
+  readonly lastRotation: { readonly id: string; readonly outcome: string } | undefined;
+  /** The `mesh resume` id that finishes a staged leftover, when the journal knows it. */
+  readonly resumeId: string | undefined;
+  /** Machines that could not be read, with why. */
+  readonly unreadable: readonly { readonly machine: string; readonly reason: string }[];
+}
+
+/**
+ * The state, by precedence: a holder that cannot be read hides the rest; a `.next` leftover is
+ * `staged` unless it is the consumer end waiting for its provider's receipt (then `pending`);
+ * ends that differ or are missing are `drifted`; equal ends without a matching receipt are
+ * `pending`; only equal ends with the provider's receipt are `applied`.
+ */
+export function classifyPair(pair: PlannedPair, reading: PairReading): { state: PairState; detail: string } {
+  const { provider, consumer, receipt } = reading;
+  if (!provider.read || !consumer.read) {
+    const which = [!provider.read ? `${pair.providerMachine} (${provider.reason})` : '', !consumer.read ? `${pair.consumerMachine} (${consumer.reason})` : ''].filter(Boolean);
+    return { state: 'unreachable', detail: `could not read ${which.join(' and ')}` };
+  }
+  const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
+  if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
+  if (consumer.next) {
+    if (consumer.next === provider.live && !applied) {
+      return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt` };
+    }
+    return { state: 'staged', detail: `${pair.consumerMachine} has ${pair.consumerPath}.next left from a rotation that did not finish` };
+  }
+  if (!provider.live) return { state: 'drifted', detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing` };
+  if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
+  if (provider.live !== consumer.live) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
+  if (!applied) {
+    return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
+  }
+  return { state: 'applied', detail: `both ends equal; ${pair.provider} applied it` };
+}
+
+export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined): PairStatus {
+  const { state, detail } = classifyPair(pair, reading);
+  const remembered = history.pair(pair.key);
+  const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
+  // Without a journal entry, the provider end's mtime is the best evidence of when it changed;
+  // it is labelled as such, because a restore or a copy also sets it.
+  const mtime = reading.provider.read ? reading.provider.liveModifiedMs : undefined;
+  const lastRotated = Number.isFinite(fromJournal)
+    ? { atMs: fromJournal, source: 'journal' as const }
+    : mtime !== undefined
+      ? { atMs: mtime, source: 'file-mtime' as const }
+      : undefined;
+  const ageMs = lastRotated ? Math.max(0, nowMs - lastRotated.atMs) : undefined;
+  const staged = [reading.provider, reading.consumer].flatMap((end) => (end.read && end.next ? [end.next] : []));
+  const resumeId = state === 'staged' || state === 'pending' ? staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined) : undefined;
+  const unreadable = [
+    ...(reading.provider.read ? [] : [{ machine: pair.providerMachine, reason: reading.provider.reason }]),
+    ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine ? [] : [{ machine: pair.consumerMachine, reason: reading.consumer.reason }]),
+  ];
+  return {
+    pair,
+    state,
+    detail,
+    lastRotated,
+    ageMs,
+    tooOld: maxAgeMs !== undefined && (ageMs === undefined || ageMs > maxAgeMs),
+    lastRotation: remembered.lastRotation ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome } : undefined,
+    resumeId,
+    unreadable,
+  };
+}
+
+/** Worst first, then oldest first, then by key: the order every view lists pairs in. */
+export function sortWorstFirst(statuses: readonly PairStatus[]): PairStatus[] {
+  const rank = (s: PairStatus) => PAIR_STATES.indexOf(s.state);
+  return [...statuses].sort((a, b) => rank(a) - rank(b) || Number(b.tooOld) - Number(a.tooOld) || (b.ageMs ?? Infinity) - (a.ageMs ?? Infinity) || a.pair.key.localeCompare(b.pair.key));
+}
+
+export function countStates(statuses: readonly PairStatus[]): Record<PairState, number> {
+  const counts = Object.fromEntries(PAIR_STATES.map((s) => [s, 0])) as Record<PairState, number>;
+  for (const s of statuses) counts[s.state]++;
+  return counts;
+}
+
+/**
+ * 1 when a holder could not be read (the answer is incomplete), 3 when any pair needs action
+ * (not applied, or older than --max-age), 0 when every pair is applied and young enough.
+ */
+export function meshStatusExitCode(statuses: readonly PairStatus[]): number {
+  if (statuses.some((s) => s.state === 'unreachable')) return EXIT_CODES.failed;
+  if (statuses.some((s) => s.state !== 'applied' || s.tooOld)) return EXIT_CODES['action-needed'];
+  return EXIT_OK;
+}

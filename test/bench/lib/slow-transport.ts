@@ -1,0 +1,23 @@
+/**
+ * The bench's stand-in for a remote machine: the local adapter with a fixed delay before every
+ * operation, so fan-out and rendering are measured against round trips, not against a disk.
+ * A wrapper here, not an option of the production adapter.
+ */
+import type { Transport } from '../../../src/mesh/transport.js';
+
+export function withLatency(latencyMs: number): (transport: Transport) => Transport {
+  const delay = (signal: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, latencyMs);
+      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason as Error)), { once: true });
+    });
+  return (transport) => ({
+    machine: transport.machine,
+    resolve: async (signal) => (await delay(signal), transport.resolve(signal)),
+    stage: async (files, signal) => (await delay(signal), transport.stage(files, signal)),
+    commit: async (paths, signal) => (await delay(signal), transport.commit(paths, signal)),
+    unstage: async (paths, signal) => (await delay(signal), transport.unstage(paths, signal)),
+    digests: async (paths, signal) => (await delay(signal), transport.digests(paths, signal)),
+    readTexts: async (paths, signal) => (await delay(signal), transport.readTexts(paths, signal)),
+  });
+}

@@ -1,0 +1,93 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
+import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
+import { journalHistory } from '../../src/mesh/journal-history.js';
+import { PAIR_STATES, pairStatus, type EndReading, type PairReading, type PairStatus } from '../../src/mesh/mesh-status.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { meshInventory } from '../mesh/mesh-fixture.js';
+import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
+
+const mounted: Rendered[] = [];
+afterEach(() => {
+  for (const m of mounted.splice(0)) m.unmount();
+});
+const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
+const NOW = Date.parse('2026-11-30T12:00:00Z');
+const d = (n: number) => secretDigest(`secret-${n}`) as SecretDigest;
+const end = (live: SecretDigest | undefined, next?: SecretDigest): EndReading => ({ read: true, live, next, liveModifiedMs: NOW - 86_400_000 * 3 });
+
+/** 31 pairs (15 web consumers of two providers, plus backup); every fifth in each state. */
+function statuses(): PairStatus[] {
+  const plan = planRotation(meshInventory(15), { by: 'all' });
+  return plan.pairs.map((pair, i) => {
+    const readings: PairReading[] = [
+      { provider: end(d(i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
+      { provider: end(d(i)), consumer: end(d(i)), receipt: undefined },
+      { provider: end(d(i)), consumer: end(d(1000 + i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
+      { provider: end(d(i), d(2000 + i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
+      { provider: { read: false, reason: 'ssh failed: No route to host' }, consumer: end(d(i)), receipt: undefined },
+    ];
+    return pairStatus(pair, readings[i % 5]!, journalHistory([]), NOW, undefined);
+  });
+}
+
+function mount(columns = 80, rows = 24) {
+  let code: number | undefined;
+  const all = statuses();
+  const view = renderAt(
+    <MeshStatusApp selectorText="every pair" machines={17} read={async () => all} columns={columns} rows={rows} color={false} onExit={(c) => (code = c)} />,
+    columns,
+  );
+  mounted.push(view);
+  return { view, exitCode: () => code, all };
+}
+
+describe('the mesh status table', () => {
+  it('fits 80×24, one line per pair with its mark and word, worst first', async () => {
+    const { view, all } = mount();
+    const frame = strip(await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading'));
+    expect(linesFit(frame, 80)).toEqual([]);
+    expect(frame.split('\n').length).toBeLessThanOrEqual(24);
+    const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
+    expect(rows.length).toBe(16);
+    const order = rows.map((r) => PAIR_STATES.indexOf(r.split(/\s+/)[1] as (typeof PAIR_STATES)[number]));
+    expect(order[0]).toBe(0);
+    expect(order.every((rank, i) => rank >= 0 && (i === 0 || rank >= order[i - 1]!))).toBe(true);
+    const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
+    expect(frame).toContain(`31 pairs: ${counts}.`);
+    expect(frame).toContain('rows 1–16 of 31');
+    expect(frame).toContain('3d 0h (mtime)');
+  });
+
+  it('scrolls with the arrow keys, filters with /, shows help on ?, and Esc never quits', async () => {
+    const { view, exitCode } = mount();
+    await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading');
+    for (let i = 0; i < 20; i++) await view.press(KEY.down);
+    let frame = strip(await view.waitFor((f) => strip(f).includes('rows 6–21 of 31'), 'the window to follow the selection'));
+    expect(frame).toMatch(/^[✓!✗…] /m);
+    await view.press('/');
+    await view.waitFor((f) => strip(f).includes('filter: ▏ 31 of 31 match'), 'the filter field');
+    await view.press('web12 ');
+    await view.press('q'); // typed into the filter, never a quit
+    await view.press('\u007f');
+    frame = strip(await view.waitFor((f) => strip(f).includes('filter: web12 ▏ 2 of 31 match'), 'the filtered rows'));
+    expect(exitCode()).toBeUndefined();
+    const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
+    expect(rows.map((r) => r.includes('web12-app'))).toEqual([true, true]);
+    await view.press(KEY.enter);
+    await view.waitFor((f) => strip(f).includes('filter "web12 ": 2 of 31 match (Esc clears)'), 'Enter to end typing');
+    await view.press(KEY.escape);
+    await view.waitFor((f) => strip(f).includes('rows 1–16 of 31'), 'Esc to clear the filter');
+    await view.press('?');
+    frame = strip(await view.waitFor((f) => strip(f).includes('Keys'), 'the help'));
+    expect(frame).toContain('filter: provider, consumer, role, machine or state');
+    expect(linesFit(frame, 80)).toEqual([]);
+    await view.press(KEY.escape);
+    await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–16'), 'Esc to close the help');
+    expect(exitCode()).toBeUndefined();
+    await view.press('q');
+    await view.waitFor(() => exitCode() !== undefined, 'q to quit');
+    // An unreachable holder: the answer is incomplete.
+    expect(exitCode()).toBe(1);
+  });
+});
