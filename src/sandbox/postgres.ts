@@ -17,10 +17,10 @@ import {
   appendFileSync, chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync,
   renameSync, rmSync, statSync, writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
+import { freePort } from './free-port.js';
 
 export interface PostgresSandboxOptions {
   /** The superuser role initdb creates (default `postgres`). */
@@ -291,15 +291,3 @@ function chmodTree(dir: string): void {
   }
 }
 
-/** A port nobody listens on right now (the kernel's choice for port 0). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}

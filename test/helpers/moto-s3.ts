@@ -17,6 +17,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { freePort } from '../../src/sandbox/free-port.js';
 
 export interface MotoS3 {
   /** http://127.0.0.1:<port> */
@@ -54,16 +55,6 @@ export function requireMoto(): void {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitForPort(port: number, child: ChildProcess, deadline: number): Promise<void> {
   for (;;) {
