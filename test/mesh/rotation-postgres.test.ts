@@ -266,7 +266,8 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     await vi.waitFor(() => expect(existsSync(marker)).toBe(true), { timeout: 20_000 });
     expect(r.exitCode).toBe(3);
     const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
-    expect(r.stdout).toContain(`baton mesh resume ${id}`);
+    // The suggested command keeps the flags this run was given (the one builder).
+    expect(r.stdout).toMatch(new RegExp(`baton (?:--\\S+ \\S+ )*mesh resume ${id}`));
     pausing.child.kill('SIGKILL');
     await pausing.stop();
     const staged = read(`${consumerFile('db1', superuser)}.next`);
@@ -296,7 +297,8 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     expect(r.exitCode).toBe(3);
     expect(r.stdout).toContain('Applied 0 of 3 credentials, 3 pending');
     const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
-    expect(r.stdout).toContain(`baton mesh resume ${id}`);
+    // The suggested command keeps the flags this run was given (the one builder).
+    expect(r.stdout).toMatch(new RegExp(`baton (?:--\\S+ \\S+ )*mesh resume ${id}`));
     const staged = pairs.map(([m, role]) => read(`${consumerFile(m, role)}.next`));
     for (const [i, [m, role]] of pairs.entries()) {
       expect(read(consumerFile(m, role))).toBe(olds[i]);
