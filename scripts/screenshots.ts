@@ -9,12 +9,13 @@
  * drill's rail and its summary.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../src/mesh/digest.js';
+import { freePort } from '../src/sandbox/free-port.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -320,13 +321,7 @@ async function main(): Promise<void> {
     await preview.keys('q');
 
     // One more holder behind a port nothing listens on: the gate stays closed, nothing is sent.
-    const closed = await new Promise<number>((resolve) => {
-      const server = net.createServer();
-      server.listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as net.AddressInfo;
-        server.close(() => resolve(port));
-      });
-    });
+    const closed = await freePort();
     writeFileSync(
       path.join(mesh, 'mesh-web3.yaml'),
       [
@@ -342,6 +337,24 @@ async function main(): Promise<void> {
     await gate.waitFor('Gate closed');
     await gate.shoot('rotation-gate-closed', 'baton mesh rotate: the gate closed, nothing sent (80×24)');
     await gate.keys('q');
+
+    // mesh status: two pairs seeded with a password the database has; db1's provisioner has
+    // receipted web1-app's and not yet web2-app's (pending).
+    for (const consumer of ['web1-app', 'web2-app']) {
+      const secretFile = path.join(mesh, `${consumer}.password`);
+      writeFileSync(secretFile, `drill-password-of-${consumer}-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
+      await baton(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'seed', '--pair', `pg-main:${consumer}`, '--from-file', secretFile, '--inventory', 'mesh.yaml']);
+      if (consumer === 'web1-app') {
+        const provides = path.join(mesh, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main');
+        mkdirSync(path.join(provides, RECEIPTS_DIR), { recursive: true, mode: 0o700 });
+        const digest = secretDigest(readFileSync(path.join(provides, 'web1_app')));
+        writeFileSync(path.join(provides, RECEIPTS_DIR, 'web1_app'), formatReceipt({ role: 'web1_app', digest, applied_at: new Date().toISOString() }), { mode: 0o600 });
+      }
+    }
+    const status = await pane(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'status', '--inventory', 'mesh.yaml']);
+    await status.waitFor('pending');
+    await status.shoot('mesh-status', 'baton mesh status: every pair by digest, worst first (80×24)');
+    await status.keys('q');
 
     // The drill: its rail over step 1, then the summary once the step passed.
     const drill = await pane(tmp, ['drill', '--step', '1']);

@@ -62,7 +62,7 @@ export function exitCodeHelp(): string {
     [EXIT_CODES['store-changed']]: 'the store changed underneath (precondition failed)',
   };
   const codes = [...new Set([EXIT_OK, ...Object.values(EXIT_CODES)])].sort((a, b) => a - b);
-  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see DESIGN.md §8'}`)].join('\n');
+  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see the README'}`)].join('\n');
 }
 
 export interface BatonErrorParts {

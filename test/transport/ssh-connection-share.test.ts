@@ -12,6 +12,7 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { runProcess, type ExecFn } from '../../src/transport/run-process.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
+import { startReceiptWriter } from '../mesh/receipt-writer.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
@@ -101,19 +102,22 @@ describe('one ssh connection per machine per command, against a real sshd', () =
     expect(plan.holders).toHaveLength(MACHINES);
     const before = accepted();
     const transports = openCommandTransports(inventory.machines, { timeoutMs: 120_000, noSignalHandlers: true });
+    // A stand-in provisioner on m01: the consumer ends are committed only after its receipts.
+    const provisioner = startReceiptWriter(path.join(base, 'm01', 'mesh', 'provides', 'pg-main'));
     let directory: string | undefined;
     try {
       const { code } = await runRotationPlain({
         id: 'rot-share', plan, yes: true, write: () => undefined,
-        deps: { transportFor: transports.transportFor, journalDir: path.join(base, 'journal'), operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 0, pollMs: 10 },
+        deps: { transportFor: transports.transportFor, journalDir: path.join(base, 'journal'), operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 120_000, pollMs: 50 },
       });
       expect(code).toBe(0);
       directory = transports.share?.directory;
       expect(directory).toBeDefined();
     } finally {
+      provisioner.stop();
       await transports.close();
     }
-    // resolve, prepare, commit: three phases, yet each machine was handshaken once.
+    // resolve, prepare, commit, receipts: four phases, yet each machine was handshaken once.
     const after = accepted();
     expect(after.total - before.total).toBeLessThanOrEqual(MACHINES);
     expect(after.per.map((n, i) => n - before.per[i]!).filter((n) => n > 1)).toEqual([]);
@@ -121,21 +125,30 @@ describe('one ssh connection per machine per command, against a real sshd', () =
     expect(processesMentioning(directory!)).toEqual([]);
   });
 
-  it('mesh status over ssh: pending, applied and a hand-edited drifted end, digests only, one connection per machine', { timeout: 600_000 }, () => {
+  it('mesh status over ssh: pending, applied and a hand-edited drifted end, digests only, one connection per machine', { timeout: 600_000 }, async () => {
     const base = path.join(tmp.dir, 'status');
     const file = writeInventory(base);
     const state = path.join(base, 'state');
+    const env = { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' };
     const run = (...args: string[]) => {
-      const r = spawnSync(process.execPath, [BATON, '--state-dir', state, ...args], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' } });
+      const r = spawnSync(process.execPath, [BATON, '--state-dir', state, ...args], { encoding: 'utf8', env });
       return { code: r.status, stdout: r.stdout, stderr: r.stderr };
     };
-    const rotated = run('mesh', 'rotate', '--provider', 'pg-main', '--inventory', file, '--yes', '--wait', '0', '--timeout', '120');
-    expect({ code: rotated.code, out: rotated.stdout + rotated.stderr }).toMatchObject({ code: 0 });
     const live = (m: string, rel: string) => path.join(base, m, 'mesh', rel);
-    // The provisioner applied app2's credential; nobody applied the others.
+    // The rotation runs beside a stand-in provisioner (in this process, so the CLI is spawned
+    // asynchronously): every pair is applied and both ends committed.
+    const provisioner = startReceiptWriter(live('m01', 'provides/pg-main'));
+    const rotated = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(process.execPath, [BATON, '--state-dir', state, 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', file, '--yes', '--wait', '120', '--timeout', '120'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      child.on('close', (code) => resolve({ code, out }));
+    }).finally(() => provisioner.stop());
+    expect(rotated).toMatchObject({ code: 0 });
+    // app2 stays applied; app4's receipt names another digest than its provider end (delivered, not applied).
     const app2 = readFileSync(live('m01', 'provides/pg-main/app2'), 'utf8');
-    mkdirSync(live('m01', 'provides/pg-main/.applied'), { recursive: true });
-    writeFileSync(live('m01', 'provides/pg-main/.applied/app2'), formatReceipt({ role: 'app2', digest: secretDigest(app2), applied_at: new Date().toISOString() }));
+    writeFileSync(live('m01', 'provides/pg-main/.applied/app4'), formatReceipt({ role: 'app4', digest: secretDigest('an-older-password'), applied_at: new Date().toISOString() }));
     const app3 = readFileSync(live('m03', 'consumes/pg-main/app3'), 'utf8');
     writeFileSync(live('m03', 'consumes/pg-main/app3'), 'edited-by-hand');
 
