@@ -23,6 +23,8 @@ export interface RotationAppProps {
   readonly color: boolean;
   /** Whether quitting prints the summary (false in the drill, which checks the machines instead). */
   readonly summaryOnQuit?: boolean;
+  /** The `mesh resume` to print, with the flags the command was given. */
+  readonly resumeCommand?: string;
   /** Called once with the exit code when the operator leaves. */
   readonly onExit: (code: number, state: RotationState) => void;
 }
@@ -31,7 +33,7 @@ export interface RotationAppProps {
  * Wires the rotation store to the view: renders its state (throttled, so output over SSH stays
  * small), turns key intents into flow events, and decides when the session may end.
  */
-export function RotationApp({ store, subscribe, columns: fixedColumns, color, onExit, summaryOnQuit = true }: RotationAppProps) {
+export function RotationApp({ store, subscribe, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand }: RotationAppProps) {
   const { exit } = useApp();
   const [state, setState] = useState(store.state());
   const [offset, setOffset] = useState(0);
@@ -130,7 +132,7 @@ export function RotationApp({ store, subscribe, columns: fixedColumns, color, on
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
   // The rotation goes on behind the help; the view shows where it stands once help closes.
   if (help) return <HelpOverlay columns={columns} keys={rotationKeys(state)} about={ROTATION_ABOUT} />;
-  return <RotationView state={state} columns={columns} rows={size.rows} offset={offset} color={color} tick={tick} refusal={state.step === 'confirming' ? refusal : undefined} summaryOnQuit={summaryOnQuit} />;
+  return <RotationView state={state} columns={columns} rows={size.rows} offset={offset} color={color} tick={tick} refusal={state.step === 'confirming' ? refusal : undefined} summaryOnQuit={summaryOnQuit} {...(resumeCommand ? { resumeCommand } : {})} />;
 }
 
 const ROTATION_ABOUT =

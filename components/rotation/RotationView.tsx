@@ -20,6 +20,8 @@ export interface RotationViewProps {
   readonly refusal?: string | undefined;
   /** Whether quitting prints the summary (the command does; the drill checks the machines instead). */
   readonly summaryOnQuit?: boolean;
+  /** The `mesh resume` to print, built by the command with the flags it was given. */
+  readonly resumeCommand?: string;
 }
 
 /** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
@@ -33,7 +35,8 @@ export function holderPage(rows: number | undefined): number {
 const DETAIL_LINES = 4;
 
 /** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
-export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true }: RotationViewProps) {
+export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true, resumeCommand }: RotationViewProps) {
+  const resume = resumeCommand ?? `baton mesh resume ${state.id}`;
   const pageSize = holderPage(rows);
   const width = columns - 1;
   const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) => (
@@ -48,7 +51,7 @@ export function RotationView({ state, columns, offset, color, tick, rows, refusa
       {line(planHeadline(state.plan))}
       <HolderTable state={state} columns={columns} offset={offset} pageSize={pageSize} color={color} tick={tick} />
       <Box flexDirection="column" marginTop={1}>
-        {panel(state, refusal, summaryOnQuit).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
+        {panel(state, refusal, summaryOnQuit, resume).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
       </Box>
     </Frame>
   );
@@ -65,7 +68,7 @@ function limited(lines: readonly string[], max: number, more: (n: number) => str
   return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
 }
 
-function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean): PanelLine[] {
+function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean, resume: string): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
@@ -115,7 +118,7 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       return [
         { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged (their old passwords still work).`, tone: 'refused' },
         ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
-        { text: `Next: fix the machine, then run: baton mesh resume ${state.id}`, tone: 'action', wrap: true },
+        { text: `Next: fix the machine, then run: ${resume}`, tone: 'action', wrap: true },
       ];
     case 'done': {
       const applied = setOf(state.applied);
@@ -124,7 +127,7 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       return [
         missing.length === 0
           ? { text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`, tone: 'ok' }
-          : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run baton mesh resume ${state.id}`, tone: 'action' },
+          : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run ${resume}`, tone: 'action', wrap: true },
         { text: `  ${progressText(state)}${state.applied.length > 0 ? ` · window ≤ ${formatWindow(longest)}` : ''}` },
         ...limited(
           missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`),

@@ -11,6 +11,7 @@ import { rotationStore } from '../app/rotation-store.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import type { InkSession } from './mount-view.js';
+import { PLAIN_SUGGESTER, suggest } from '../suggest-command.js';
 
 export interface MountOptions {
   readonly id: string;
@@ -37,6 +38,7 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
       store={store}
       subscribe={subscribe}
       color={!options.noColor}
+      resumeCommand={suggest(options.deps.suggester ?? PLAIN_SUGGESTER, `mesh resume ${options.id}`)}
       onExit={(code, state) => {
         result = { code, state };
       }}

@@ -203,6 +203,24 @@ describe('the rotation view after a failure', () => {
     expect(frame).toContain('Next: fix the machine, then run: baton mesh resume rot-9');
   });
 
+  it('the resume command the view prints is the one the command built, with its flags, wrapped and never cut', async () => {
+    const state: RotationState = {
+      ...base,
+      step: 'commit-failed',
+      digests: {},
+      committed: [],
+      failures: [{ machine: 'web3', reason: 'ssh failed: Connection reset by peer' }],
+      applied: [],
+      windows: {},
+    };
+    const resume = 'baton --state-dir /srv/baton/state mesh resume rot-9 --inventory /etc/baton/mesh.yaml';
+    const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} resumeCommand={resume} />, 80);
+    mounted.push(view);
+    const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
+    fits(frame, 80);
+    expect(frame.replace(/\s+/g, ' ')).toContain(`Next: fix the machine, then run: ${resume}`);
+  });
+
   it('a failed prepare says nothing took effect and that every staged file was removed', async () => {
     const state: RotationState = { ...base, step: 'prepare-failed', failures: [{ machine: 'web2', reason: 'staging failed: ENOSPC' }], unstageFailures: [] };
     const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} />, 80);
