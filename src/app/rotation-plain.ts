@@ -17,6 +17,11 @@ export interface PlainRotation {
   /** The operator's `--yes`: confirm without typing. */
   readonly yes: boolean;
   readonly write: (line: string) => void;
+  /**
+   * Without --yes, on a line-by-line terminal (the drill's dialogue): the typed count, asked
+   * again after a wrong one; undefined (Enter alone, q, end of input) cancels before anything is written.
+   */
+  readonly askCount?: (question: string) => Promise<string | undefined>;
 }
 
 export async function runRotationPlain(options: PlainRotation): Promise<{ code: number; state: RotationState }> {
@@ -42,6 +47,25 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
           store.dispatch({ type: 'typed', text: confirmationText(plan) });
           store.dispatch({ type: 'confirmed' });
         });
+      } else if (options.askCount && !confirmed) {
+        confirmed = true;
+        const expected = confirmationText(plan);
+        const askCount = options.askCount;
+        void (async () => {
+          for (;;) {
+            const typed = await askCount(`Type the number of credentials to rotate to confirm, Enter alone cancels: `);
+            if (typed === undefined || typed.trim() === '') {
+              store.dispatch({ type: 'back' });
+              return;
+            }
+            if (typed.trim() === expected) {
+              store.dispatch({ type: 'typed', text: typed.trim() });
+              store.dispatch({ type: 'confirmed' });
+              return;
+            }
+            write(`${MARKS.refused.glyph} "${typed.trim()}" is not the number of credentials this rotation changes; nothing was written.`);
+          }
+        })();
       }
     }
     const p = progress(state);

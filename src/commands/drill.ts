@@ -42,12 +42,21 @@ export const registerDrill: Register = (program, ctx) => {
         const { hasTerminal } = await import('./mount-view.js');
         const interactive = !options.plain && hasTerminal(ctx) && cursorAddressable(ctx.stdout, ctx.env);
         if (!interactive) {
-          if (!options.plain) {
-            const why = hasTerminal(ctx) ? 'this terminal cannot redraw (TERM=dumb or no size)' : 'no terminal here';
-            ctx.stdout.write(`baton drill: ${why}, so running the plain walk-through (--plain).\n`);
-          }
           const { runPlainDrill } = await import('./drill/plain.js');
-          return runPlainDrill({ first, last, keep: Boolean(options.keep), write: (line) => ctx.stdout.write(`${line}\n`) });
+          const write = (line: string) => ctx.stdout.write(`${line}\n`);
+          if (!options.plain && hasTerminal(ctx)) {
+            // TERM=dumb, unset, or a 0×0 pty: an operator is there but Ink cannot redraw, so the
+            // same steps and gates run as a line-by-line dialogue (no escape codes).
+            const { askLine } = await import('./ask-line.js');
+            const ask = askLine(process.stdin, ctx.stdout);
+            try {
+              return await runPlainDrill({ first, last, keep: Boolean(options.keep), write, ask: ask.question });
+            } finally {
+              ask.close();
+            }
+          }
+          if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
+          return runPlainDrill({ first, last, keep: Boolean(options.keep), write });
         }
         const { runInteractiveDrill } = await import('./drill/interactive.js');
         return runInteractiveDrill({ first, last, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });

@@ -3,7 +3,7 @@
  * cursor up and erasing lines; a terminal that cannot do that (TERM=dumb or unset, a serial
  * console) or that reports no size (0×0: `script`, some SSH clients) shows every redraw as
  * new garbage lines. Those get the plain renderer: text for status, a line-by-line dialogue
- * for the walk, the plain walk-through for the drill.
+ * for the walk and for the drill.
  */
 export function cursorAddressable(stdout: { readonly isTTY?: boolean; readonly columns?: number; readonly rows?: number }, env: NodeJS.ProcessEnv): boolean {
   const term = (env.TERM ?? '').trim();

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { failover, forcePrefix, initialFailover, type FailoverEvent, type FailoverState } from '../../app/failover-flow.js';
 import { failoverPorts } from '../../app/failover-ports.js';
 import { runFailoverEffect } from '../../app/failover-run-effect.js';
+import { runFailoverDialogue } from '../../app/failover-dialogue.js';
 import { outcomeWords } from '../../app/failover-outcome.js';
 import { readStatus } from '../../app/status-report.js';
 import { statusSources } from '../../app/status-sources.js';
@@ -26,6 +27,9 @@ import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { Controller, DrillAction, TaskSpec } from '../../app/drill/scenario.js';
 
 export type Say = (line: string) => void;
+
+/** The operator's answers on a terminal without cursor addressing; undefined = leave (q, end of input). */
+export type Ask = (question: string) => Promise<string | undefined>;
 
 /** The drill's own actions (faults and the CLI-only rotation); the interactive drill runs these too. */
 export async function performAction(sandbox: DrillSandbox, action: DrillAction, say: Say = () => {}): Promise<void> {
@@ -50,15 +54,26 @@ export async function performAction(sandbox: DrillSandbox, action: DrillAction, 
   }
 }
 
-/** Performs one task by script; `say` receives what it did, line by line. */
-export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say: Say = () => {}): Promise<void> {
+/**
+ * Performs one task; `say` receives what it did, line by line. With `ask` (the drill's
+ * dialogue on TERM=dumb) the operator answers: the failover is the plain failover dialogue
+ * with its typed gates, a rotation asks for the count; without it, the script answers.
+ */
+export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say: Say = () => {}, ask?: Ask): Promise<void> {
   const where = task.where;
   switch (where.kind) {
     case 'action':
+      if (ask && (await ask('Press Enter to do it, q leaves the drill: ')) === undefined) return;
       return performAction(sandbox, where.action, say);
     case 'status':
+      if (ask && (await ask(`Press Enter to run \`baton status\` on ${where.controller}, q leaves the drill: `)) === undefined) return;
       return statusScripted(sandbox, where.controller, say);
     case 'failover':
+      if (ask) {
+        say(`${where.controller}$ baton failover`);
+        await runFailoverDialogue({ ports: failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined), baton: 'baton', ask, write: say });
+        return;
+      }
       return failoverScripted(sandbox, where.controller, say);
     case 'rotation': {
       const selectorText = drillPlan(sandbox, where.selector).selectorText;
@@ -67,13 +82,18 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
         for (const line of await lines) say(`  ${line}`);
       };
       await status('before', meshStatusNow(sandbox, where.selector));
-      say(`$ baton mesh rotate ${selectorText} --yes`);
+      say(`$ baton mesh rotate ${selectorText}${ask ? '' : ' --yes'}`);
       // Read as soon as the provider ends are committed: the provisioner has not applied yet.
       let midway: Promise<string[]> | undefined;
-      await rotateScripted(sandbox, where.selector, (line) => {
-        say(`  ${line}`);
-        if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector);
-      });
+      await rotateScripted(
+        sandbox,
+        where.selector,
+        (line) => {
+          say(`  ${line}`);
+          if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector);
+        },
+        ask,
+      );
       if (midway) await status('read right after the commit, before the provisioner applied', midway);
       await status('after', meshStatusNow(sandbox, where.selector));
       return;

@@ -10,7 +10,7 @@ import type { CheckResult } from '../../app/drill/check.js';
 import { runChecks } from '../../app/drill/checks.js';
 import { formatDuration } from '../../app/drill/format-duration.js';
 import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
-import { performScripted } from './perform.js';
+import { performScripted, type Ask } from './perform.js';
 import { seedPasswords } from './rotate.js';
 import { startSandbox } from '../../sandbox/drill-sandbox.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
@@ -23,6 +23,11 @@ export interface PlainOptions {
   readonly last: StepNumber;
   readonly keep: boolean;
   readonly write: (line: string) => void;
+  /**
+   * The operator's answered lines (TERM=dumb, a 0×0 pty): each task is then performed by the
+   * operator through the plain dialogues; undefined means q or end of input, which leaves.
+   */
+  readonly ask?: Ask;
 }
 
 export async function runPlainDrill(options: PlainOptions): Promise<number> {
@@ -33,8 +38,19 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   let failed = 0;
   let passed = 0;
   const times: string[] = [];
+  // q or end of input anywhere leaves: every later question then answers "leave" too, so an
+  // open dialogue backs out (nothing written) instead of asking again.
+  let left = false;
+  const ask: Ask | undefined = options.ask && (async (question) => {
+    if (left) return undefined;
+    const answer = await options.ask!(question);
+    if (answer === undefined || answer.trim() === 'q') left = true;
+    return left ? undefined : answer;
+  });
   try {
-    write('baton drill --plain: a rehearsal in a sandbox, every step performed and checked.');
+    write(ask
+      ? 'baton drill (line by line): a rehearsal in a sandbox; each step is explained, you perform it by answering, then it is checked. q leaves.'
+      : 'baton drill --plain: a rehearsal in a sandbox, every step performed and checked.');
     ({ sandbox } = await startSandbox({ keep: options.keep, teardown, seed: seedPasswords, onProgress: (text) => write(`  ${MARKS.busy.glyph} ${text}`) }));
     write(`  ${MARKS.ok.glyph} sandbox ready: ${sandbox.dir} (deployment ${sandbox.deployment})`);
     if (options.first > 1) {
@@ -49,12 +65,17 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
       const started = Date.now();
       let stepOk = true;
       for (const task of step.tasks) {
+        if (left) break;
         write(`  ▸ ${task.label}`);
         const before = await noteBefore(sandbox, notebook);
         try {
-          await performScripted(sandbox, task, (line) => write(`    ${line}`));
+          await performScripted(sandbox, task, (line) => write(`    ${line}`), ask);
         } catch (error) {
           write(`    ${MARKS.refused.glyph} it failed: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`);
+        }
+        if (left) {
+          write(`  you left the drill during step ${step.number}.`);
+          break;
         }
         const results = await runChecks(sandbox, before, step.number, step.tasks.indexOf(task));
         for (const line of checkLines(results)) write(`    ${line}`);
@@ -63,6 +84,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
         failed += bad;
         if (bad > 0) stepOk = false;
       }
+      if (left) break;
       times.push(`  step ${step.number}  ${formatDuration(Date.now() - started).padStart(5)}  ${stepOk ? MARKS.ok.glyph : MARKS.refused.glyph} ${step.title}`);
       // Later steps stand on this one: after a failed check their results would mislead.
       if (!stepOk) {
@@ -82,6 +104,10 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     write(`  checks: ${passed} passed, ${failed} failed`);
     for (const problem of problems) write(`  ${MARKS.action.glyph} cleaning up: ${problem}`);
     if (sandbox) write(options.keep ? `  the sandbox is kept in ${sandbox.dir}` : '  the sandbox was removed (servers stopped, temp dir deleted)');
+  }
+  if (left) {
+    write(`you left the drill; ${failed === 0 ? 'every check so far passed' : `${failed} check(s) failed`}`);
+    return failed === 0 ? EXIT_OK : EXIT_CODES.failed;
   }
   write(failed === 0 ? `${MARKS.ok.glyph} every check passed` : `${MARKS.refused.glyph} ${failed} check(s) failed`);
   return failed === 0 ? EXIT_OK : EXIT_CODES.failed;

@@ -46,13 +46,15 @@ export function newDrillRotationId(): string {
   return newRotationId(new Date(), randomBytes(3).toString('hex'));
 }
 
-/** Runs a rotation to its end, confirmed as `--yes` does; `write` gets its plain lines. */
+/** Runs a rotation to its end; `write` gets its plain lines. */
 export async function rotateScripted(
   sandbox: DrillSandbox,
   selector: Selector,
   write: (line: string) => void = () => {},
+  /** The operator types the count (the drill's dialogue); without it, confirmed as --yes. */
+  askCount?: (question: string) => Promise<string | undefined>,
 ): Promise<{ readonly code: number; readonly state: RotationState }> {
-  return runRotationPlain({ id: newDrillRotationId(), plan: drillPlan(sandbox, selector), deps: drillRotationDeps(sandbox), yes: true, write });
+  return runRotationPlain({ id: newDrillRotationId(), plan: drillPlan(sandbox, selector), deps: drillRotationDeps(sandbox), yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) });
 }
 
 /**
