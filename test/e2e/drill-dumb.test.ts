@@ -1,0 +1,80 @@
+/**
+ * The drill on a terminal without cursor addressing (TERM=dumb in tmux, issue 15 point 5): a
+ * line-by-line dialogue driven through real prompts — step 1's status reads, step 2's failover
+ * (choose adopt, confirm) — with each step's checks printed, no cursor code written, and `q`
+ * leaving and removing the sandbox.
+ */
+import { chmodSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { TmuxSession, shellQuote } from '../helpers/tmux.js';
+import { BIN, assertBuilt } from '../helpers/run-baton.js';
+import { REPO } from '../helpers/bundle-script.js';
+import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { leftoversIn, processesMentioning } from '../drill/leftovers.js';
+
+const tmp = makeTempDir('baton-drill-dumb-');
+const recording = makeTempDir('baton-drill-dumb-raw-');
+let session: TmuxSession | undefined;
+
+/** Any cursor movement, erase, scroll-region or synchronized-output code. */
+const CURSOR_CODES = /\u001b\[[0-9;?]*[A-HJKSTfhlsu]|\u001b[78c]/;
+
+beforeAll(() => {
+  assertBuilt();
+  // PostgreSQL runs as `postgres` and must reach its data dir under this TMPDIR.
+  chmodSync(tmp.dir, 0o755);
+});
+
+afterAll(async () => {
+  await session?.kill();
+  tmp.cleanup();
+  recording.cleanup();
+});
+
+describe('the drill with TERM=dumb', () => {
+  it('performs steps 1–2 through prompts, prints passing checks, writes no cursor code, and q removes the sandbox', async () => {
+    session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TERM: 'dumb', TMPDIR: tmp.dir, NO_COLOR: '' } });
+    const s = session;
+    const raw = path.join(recording.dir, 'drill.raw');
+    await s.record(raw);
+
+    // Step 1: the operator runs each status read.
+    await s.waitFor('`baton status` on ctl-a, q leaves', 'the sandbox to be ready', 90_000);
+    await s.keys('Enter');
+    await s.waitFor('`baton status` on ctl-b, q leaves', 'the read on ctl-a');
+    await s.keys('Enter');
+
+    // Step 2: the failover dialogue on ctl-b; the operator picks adopt by its number.
+    let screen = await s.waitFor((x) => x.includes('Choose 1-') && x.includes('Adopt the published authority'), 'the failover choice');
+    const number = /(\d)\. Adopt the published authority/.exec(screen)?.[1];
+    expect(number).toBeDefined();
+    await s.type(number!);
+    await s.keys('Enter');
+    screen = await s.waitFor((x) => /Type yes to confirm|Type the first \d+ characters/.test(x), 'the confirmation');
+    const prefix = /deployment id \(([^)]+)\)/.exec(screen)?.[1];
+    await s.type(prefix ?? 'yes');
+    await s.keys('Enter');
+
+    // Step 3 opens with its first task's prompt: q leaves.
+    await s.waitFor('Press Enter to do it, q leaves the drill', 'step 3', 60_000);
+    await s.type('q');
+    await s.keys('Enter');
+    expect(await s.exitCode(60_000)).toBe(0);
+
+    await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), { timeout: 15_000, interval: 100 });
+    expect(leftoversIn(tmp.dir)).toEqual([]);
+    const written = readFileSync(raw, 'latin1');
+    const text = Buffer.from(written, 'latin1').toString('utf8');
+    expect(text).toContain('Step 1 of 5');
+    expect(text).toContain('Step 2 of 5');
+    expect(text).toContain('ctl-b$ baton failover');
+    // Checks printed after the steps: some passed, none failed.
+    expect(text).toContain('✓ ctl-b adopted the published authority (fingerprints equal)');
+    expect(text).not.toContain('✗');
+    expect(text).toMatch(/checks: [1-9]\d* passed, 0 failed/);
+    expect(text).toContain('you left the drill during step 3');
+    expect(text).toContain('the sandbox was removed');
+    expect(written).not.toMatch(CURSOR_CODES);
+  }, 240_000);
+});
