@@ -32,8 +32,24 @@ afterAll(async () => {
   recording.cleanup();
 });
 
+/** At a failover choice: the number of `title`, then the confirmation (yes, or `gate`'s own prompt). */
+async function chooseAndConfirm(s: TmuxSession, title: string, gate?: string, also = title): Promise<string> {
+  // The prompt must be the last line, unanswered: an earlier choice may still be on screen.
+  const waiting = (x: string) => /Choose 1-\d \(Enter = \d, q quits\):\s*$/.test(x.trimEnd() + ' ') && x.includes(title) && x.includes(also);
+  const screen = await s.waitFor(waiting, `the choice "${title}"`, 60_000);
+  const number = new RegExp(`(\\d)\\. ${title.replace(/[()]/g, '\\$&')}`).exec(screen)?.[1];
+  expect(number).toBeDefined();
+  await s.type(number!);
+  await s.keys('Enter');
+  if (gate) return s.waitFor(gate, 'the force gate');
+  const confirm = await s.waitFor((x) => /Type yes to confirm, Enter alone goes back:\s*$/.test(x.trimEnd() + ' '), `confirming "${title}"`);
+  await s.type('yes');
+  await s.keys('Enter');
+  return confirm;
+}
+
 describe('the drill with TERM=dumb', () => {
-  it('performs steps 1–2 through prompts, prints passing checks, writes no cursor code, and q removes the sandbox', async () => {
+  it('performs steps 1–3 through prompts (force gate: LOCAL prefix), refuses a wrong rotation count, prints passing checks, writes no cursor code, and q removes the sandbox', async () => {
     session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TERM: 'dumb', TMPDIR: tmp.dir, NO_COLOR: '' } });
     const s = session;
     const raw = path.join(recording.dir, 'drill.raw');
@@ -56,8 +72,24 @@ describe('the drill with TERM=dumb', () => {
     await s.type(prefix ?? 'yes');
     await s.keys('Enter');
 
-    // Step 3 opens with its first task's prompt: q leaves.
+    // Step 3: ctl-b rotates and publishes; ctl-a's force gate asks for the LOCAL prefix.
     await s.waitFor('Press Enter to do it, q leaves the drill', 'step 3', 60_000);
+    await s.keys('Enter');
+    await chooseAndConfirm(s, "Publish this host's authority");
+    screen = await chooseAndConfirm(s, 'Replace the local authority (force)', 'characters after SHA256:', 'ctl-a/ca aside');
+    const local = /type these\s+(\S{8})/.exec(screen)?.[1];
+    expect(local).toBeDefined();
+    await s.type('00000000');
+    await s.keys('Enter');
+    await s.waitFor('not accepted', 'the wrong prefix refused');
+    await s.type(local!);
+    await s.keys('Enter');
+
+    // Step 4: the rotation asks for the count; a wrong one is refused, then q leaves.
+    await s.waitFor('Type the number of credentials to rotate', 'the rotation count', 60_000);
+    await s.type('99');
+    await s.keys('Enter');
+    await s.waitFor('"99" is not the number of credentials', 'the wrong count refused');
     await s.type('q');
     await s.keys('Enter');
     expect(await s.exitCode(60_000)).toBe(0);
@@ -69,11 +101,11 @@ describe('the drill with TERM=dumb', () => {
     expect(text).toContain('Step 1 of 5');
     expect(text).toContain('Step 2 of 5');
     expect(text).toContain('ctl-b$ baton failover');
-    // Checks printed after the steps: some passed, none failed.
+    // Checks printed after the steps: some passed, none failed (a ✗ here is the refusals the drill teaches).
     expect(text).toContain('✓ ctl-b adopted the published authority (fingerprints equal)');
-    expect(text).not.toContain('✗');
     expect(text).toMatch(/checks: [1-9]\d* passed, 0 failed/);
-    expect(text).toContain('you left the drill during step 3');
+    expect(text).toContain('✓ ctl-a now holds the published authority');
+    expect(text).toContain('you left the drill during step 4');
     expect(text).toContain('the sandbox was removed');
     expect(written).not.toMatch(CURSOR_CODES);
   }, 240_000);
