@@ -122,6 +122,7 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
             </Text>
           ))}
           <DrillChecks checks={state.checks} columns={columns} />
+          <MeshStatusAfter lines={state.meshStatus} columns={columns} />
         </Box>
       );
     case 'step-passed':
@@ -132,6 +133,7 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
             {` Step ${step.number} passed every check`}
           </Text>
           <DrillChecks checks={state.checks} columns={columns} />
+          <MeshStatusAfter lines={state.meshStatus} columns={columns} />
         </Box>
       );
     case 'summary':
@@ -144,4 +146,19 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
       return never;
     }
   }
+}
+
+/** `baton mesh status` as read after the rotation, one line each (cut, never wrapped: the screen is 24 rows). */
+function MeshStatusAfter({ lines, columns }: { readonly lines: readonly string[]; readonly columns: number }) {
+  if (lines.length === 0) return null;
+  return (
+    <Box flexDirection="column" marginTop={1} width={columns}>
+      <Text bold>$ baton mesh status (after the rotation)</Text>
+      {lines.map((line, i) => (
+        <Text key={i} wrap="truncate-end">
+          {line}
+        </Text>
+      ))}
+    </Box>
+  );
 }

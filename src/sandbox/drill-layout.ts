@@ -6,6 +6,7 @@
 import type { ShareContext } from '../share/operations.js';
 import type { Store } from '../store/store.js';
 import type { PostgresSandbox } from './postgres.js';
+import type { ProvisionerGate } from './provisioner-gate.js';
 
 export type Controller = 'ctl-a' | 'ctl-b';
 
@@ -36,4 +37,6 @@ export interface DrillSandbox {
   machineRoot(machine: DrillMachine): string;
   /** A path under a machine's mesh_dir, on this machine's disk. */
   meshPath(machine: DrillMachine, ...parts: string[]): string;
+  /** Holds the in-process provisioner so the drill can read a `pending` pair by construction. */
+  readonly provisioner: ProvisionerGate;
 }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { Secret } from '../mesh/secret.js';
 import { localTransport } from '../transport/local-transport.js';
 import { DRILL_MESH_DIR, DRILL_PROVIDER, type DrillSandbox } from './drill-layout.js';
+import type { ProvisionerGate } from './provisioner-gate.js';
 
 /** Where the provisioner reads its superuser password: `consumes/<provider>/<superuser>` on db1. */
 export function superuserFilePath(sandbox: DrillSandbox): string {
@@ -33,8 +34,8 @@ export interface RunningProvisioner {
   stop(): Promise<void>;
 }
 
-/** The provisioner for pg-main in `--watch` mode, in-process, polling every 200 ms. */
-export async function startProvisioner(sandbox: DrillSandbox, log: (line: string) => void = () => {}): Promise<RunningProvisioner> {
+/** The provisioner for pg-main in `--watch` mode, in-process, polling every 200 ms, each cycle through `gate`. */
+export async function startProvisioner(sandbox: DrillSandbox, gate: ProvisionerGate, log: (line: string) => void = () => {}): Promise<RunningProvisioner> {
   const { PostgresProvisioner } = await import('../provisioner/postgres-provisioner.js');
   const { postgresRoles } = await import('../provisioner/postgres-roles.js');
   const { watchProvisioner } = await import('../provisioner/watch-provisioner.js');
@@ -51,7 +52,8 @@ export async function startProvisioner(sandbox: DrillSandbox, log: (line: string
     log,
   });
   const abort = new AbortController();
-  const loop = watchProvisioner(provisioner, { intervalMs: 200, maxBackoffMs: 1000, signal: abort.signal, log });
+  const gated = { runCycle: (signal?: AbortSignal) => gate.cycle(() => provisioner.runCycle(signal), abort.signal) };
+  const loop = watchProvisioner(gated, { intervalMs: 200, maxBackoffMs: 1000, signal: abort.signal, log });
   return {
     async stop() {
       abort.abort();

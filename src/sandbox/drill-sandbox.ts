@@ -21,6 +21,7 @@ import { asBatonError, BatonError } from '../errors.js';
 import type { ShareContext } from '../share/operations.js';
 import { DRILL_CONSUMERS, DRILL_MACHINES, DRILL_MESH_DIR, DRILL_PROVIDER, type Controller, type DrillMachine, type DrillSandbox } from './drill-layout.js';
 import { makeTeardown, type Teardown } from './teardown.js';
+import { ProvisionerGate } from './provisioner-gate.js';
 
 export interface SandboxOptions {
   /** Leave the temp dir behind (its path is printed by the caller). */
@@ -118,6 +119,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
     share,
     machineRoot,
     meshPath,
+    provisioner: new ProvisionerGate(),
   };
 
   progress('delivering pg-main\'s superuser password to db1…');
@@ -125,7 +127,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   await deliverSuperuserPassword(sandbox);
   progress('starting the provisioner for pg-main (watch)…');
   const provisionerLog = path.join(dir, 'provisioner.log');
-  const provisioner = await startProvisioner(sandbox, (line) => appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }));
+  const provisioner = await startProvisioner(sandbox, sandbox.provisioner, (line) => appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }));
   teardown.add('stop the provisioner', () => provisioner.stop());
   progress('giving every pair of pg-main its first password…');
   await seed(sandbox);

@@ -117,6 +117,34 @@ describe('the drill screens', () => {
     fitsIn(out, 80);
   });
 
+  it('after step 5\'s rotation the check screen shows mesh status with the checks, cut to 80×24', () => {
+    let state = ready(5);
+    let at = 0;
+    const step = DRILL_STEPS[4]!;
+    const meshStatus = [
+      'Mesh status (--provider pg-main), read-only: digests only, no secret was read.',
+      ...['web1-app', 'web2-app', 'worker1-jobs'].map((c) => `✓ applied     pg-main:${c} (role ${c.replace('-', '_')}, db1 → ${c.split('-')[0]}) rotated 1s ago; last rotation 20261130T175500Z-abc123 done`),
+      '3 pairs: 3 applied.',
+    ];
+    state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
+    for (const [index, task] of step.tasks.entries()) {
+      state = drillFlow(state, { type: 'opened' }).state;
+      if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at }).state;
+      state = drillFlow(state, { type: 'task-finished' }).state;
+      const last = index === step.tasks.length - 1;
+      const results = Array.from({ length: 6 }, (_, i) => ({ label: `check ${i} of the rotation`, ok: true }));
+      state = drillFlow(state, { type: 'checks-done', results, at: (at += 1000), ...(last ? { meshStatus } : {}) }).state;
+    }
+    expect(state.phase).toBe('step-passed');
+    const out = frame(state, 80);
+    expect(out).toContain('Step 5 passed every check');
+    expect(out).toContain('$ baton mesh status (after the rotation)');
+    expect(out).toContain('✓ applied     pg-main:worker1-jobs');
+    expect(out).toContain('3 pairs: 3 applied.');
+    fitsIn(out, 80);
+    expect(out.split('\n').length).toBeLessThanOrEqual(24);
+  });
+
   it('the summary shows time per step and every wrong turn, within 80×24', () => {
     const out = frame(completed(['Esc backed out in the failover on ctl-a']), 80);
     expect(out).toContain('Drill complete');

@@ -9,6 +9,9 @@ import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { assertBuilt, runBaton, startBaton } from '../helpers/run-baton.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { leftoversIn, processesMentioning } from '../drill/leftovers.js';
+import { scanForSecrets } from '../helpers/secret-scan.js';
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -86,17 +89,41 @@ describe('baton drill --plain (the built CLI)', () => {
     await expectNothingLeft(tmp, [path.basename(kept!)]);
   }, 180_000);
 
-  it('--step 4 prepares steps 1–3 by script, checks them, then practises step 4 alone', async () => {
+  it('--step 4 prepares steps 1–3 by script, checks them, then practises step 4 alone, showing web1-app pending then applied and no secret', async () => {
     const tmp = privateTmp();
-    const result = await runBaton(['drill', '--plain', '--step', '4'], { env: { TMPDIR: tmp }, timeoutMs: 170_000 });
+    const result = await runBaton(['drill', '--plain', '--step', '4', '--keep'], { env: { TMPDIR: tmp }, timeoutMs: 170_000 });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain('Preparing the sandbox for step 4');
     expect(result.stdout).not.toContain('Step 3 of 5:');
     expect(result.stdout).toContain('Step 4 of 5:');
     expect(result.stdout).not.toContain('Step 5 of 5:');
     expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app alone/);
-    expect(result.stdout).toContain('the sandbox was removed');
-    await expectNothingLeft(tmp);
+
+    // mesh status before, while the provisioner is held (pending by construction), and after.
+    const step4 = result.stdout.slice(result.stdout.indexOf('Step 4 of 5:'), result.stdout.indexOf('\nSummary'));
+    const pair = 'pg-main:web1-app (role web1_app, db1 → web1)';
+    const reading = (when: string) => {
+      const at = step4.indexOf(`$ baton mesh status --consumer web1-app   (${when}`);
+      expect(at, `no mesh status reading "${when}" in step 4`).toBeGreaterThanOrEqual(0);
+      const end = step4.indexOf('\n    $ ', at + 1);
+      return step4.slice(at, end < 0 ? undefined : end);
+    };
+    expect(reading('before')).toMatch(new RegExp(`✓ applied +${escape(pair)}`));
+    const midway = reading('read right after the commit');
+    expect(midway).toMatch(new RegExp(`pending +${escape(pair)}`));
+    expect(midway).toContain('1 pair: 1 pending.');
+    expect(reading('after')).toMatch(new RegExp(`✓ applied +${escape(pair)}`));
+    expect(step4.indexOf('(before)')).toBeLessThan(step4.indexOf('(read right after the commit'));
+    expect(step4.indexOf('(read right after the commit')).toBeLessThan(step4.indexOf('(after)'));
+
+    const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
+    expect(kept).toBeDefined();
+    cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/.test(file));
+    expect(delivered.some((file) => file.endsWith('/consumes/pg-main/web1_app'))).toBe(true);
+    const secrets = delivered.map((file) => ({ name: path.relative(kept!, file), value: readFileSync(file, 'utf8') }));
+    expect(scanForSecrets([{ name: 'drill --plain --step 4 output', data: result.all }], secrets)).toEqual([]);
+    await expectNothingLeft(tmp, [path.basename(kept!)]);
   }, 180_000);
 
   it('without a terminal it says so and walks through plainly; SIGTERM then stops PostgreSQL and removes the sandbox', async () => {

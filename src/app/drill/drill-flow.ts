@@ -55,6 +55,8 @@ export interface DrillState {
   readonly progress: readonly string[];
   /** The last checks' results, shown after a task. */
   readonly checks: readonly CheckResult[];
+  /** `baton mesh status` after a rotation task, as its plain lines (steps 4 and 5 show it with the checks). */
+  readonly meshStatus: readonly string[];
   /** A failed action or setup, as the three-part message's lines. */
   readonly error: readonly string[] | undefined;
   readonly timings: readonly StepTiming[];
@@ -75,7 +77,7 @@ export type DrillEvent =
   | { readonly type: 'task-finished' }
   /** The task's action failed (the sandbox is unchanged or the checks will say what is). */
   | { readonly type: 'task-failed'; readonly lines: readonly string[] }
-  | { readonly type: 'checks-done'; readonly results: readonly CheckResult[]; readonly at: number }
+  | { readonly type: 'checks-done'; readonly results: readonly CheckResult[]; readonly at: number; readonly meshStatus?: readonly string[] }
   /** Something the operator did that a real night would punish (Esc back-out, wrong prefix). */
   | { readonly type: 'wrong-turn'; readonly what: string };
 
@@ -104,6 +106,7 @@ export function initialDrillState(first: StepNumber = 1, last: StepNumber = 5): 
     help: false,
     progress: [],
     checks: [],
+    meshStatus: [],
     error: undefined,
     timings: DRILL_STEPS.map(() => ({ startedAt: undefined, finishedAt: undefined })),
     wrongTurns: [],
@@ -162,7 +165,7 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
     case 'setup-failed':
       return to(state);
     case 'intro':
-      if (event.type === 'enter') return toOpening(startTimer({ ...state, task: 0, checks: [] }, event.at));
+      if (event.type === 'enter') return toOpening(startTimer({ ...state, task: 0, checks: [], meshStatus: [] }, event.at));
       return to(state);
     case 'opening':
       if (event.type === 'opened') return to({ ...state, phase: 'task' });
@@ -184,12 +187,12 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       if (event.type !== 'checks-done') return to(state);
       if (event.results.every((result) => result.ok)) {
         const step = currentStep(state);
-        if (state.task + 1 < step.tasks.length) return toOpening({ ...state, task: state.task + 1, checks: event.results });
-        return to(stopTimer({ ...state, phase: 'step-passed', checks: event.results }, event.at));
+        if (state.task + 1 < step.tasks.length) return toOpening({ ...state, task: state.task + 1, checks: event.results, meshStatus: event.meshStatus ?? [] });
+        return to(stopTimer({ ...state, phase: 'step-passed', checks: event.results, meshStatus: event.meshStatus ?? [] }, event.at));
       }
       return to(
         withWrongTurn(
-          { ...state, phase: 'check-failed', checks: event.results },
+          { ...state, phase: 'check-failed', checks: event.results, meshStatus: event.meshStatus ?? [] },
           `"${currentTask(state).label}" did not pass: ${event.results.find((result) => !result.ok)!.label}`,
         ),
       );
@@ -199,7 +202,7 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
     case 'step-passed':
       if (event.type !== 'enter') return to(state);
       if (currentStep(state).number < state.last) {
-        return to({ ...state, phase: 'intro', current: state.current + 1, task: 0, help: false, checks: [] });
+        return to({ ...state, phase: 'intro', current: state.current + 1, task: 0, help: false, checks: [], meshStatus: [] });
       }
       return to({ ...state, phase: 'summary', help: false });
     case 'summary':

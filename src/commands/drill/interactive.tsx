@@ -12,6 +12,7 @@ import type { Instance } from 'ink';
 import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
 import { asBatonError, EXIT_CODES, EXIT_OK } from '../../errors.js';
 import { runChecks } from '../../app/drill/checks.js';
+import { meshStatusNow } from './mesh-status-scripted.js';
 import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
 import { performAction } from './perform.js';
 import { seedPasswords } from './rotate.js';
@@ -93,8 +94,13 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
           return { type: 'task-failed', lines: asBatonError(error, { what: `${task.label} failed` }).lines() };
         }
       }
-      case 'check':
-        return { type: 'checks-done', results: await runChecks(sandbox, notebook.before!, effect.step, effect.task), at: Date.now() };
+      case 'check': {
+        const results = await runChecks(sandbox, notebook.before!, effect.step, effect.task);
+        // After a rotation the check screen shows `mesh status` too: the pairs' states are the lesson of steps 4 and 5.
+        const where = currentTask(state).where;
+        const meshStatus = where.kind === 'rotation' ? await meshStatusNow(sandbox, where.selector).catch((error: unknown) => [`mesh status could not be read: ${asBatonError(error, { what: 'mesh status' }).what}`]) : [];
+        return { type: 'checks-done', results, meshStatus, at: Date.now() };
+      }
       default: {
         const never: never = effect;
         throw new Error(`unknown drill effect ${String(never)}`);

@@ -83,18 +83,25 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
       };
       await status('before', meshStatusNow(sandbox, where.selector));
       say(`$ baton mesh rotate ${selectorText}${ask ? '' : ' --yes'}`);
-      // Read as soon as the provider ends are committed: the provisioner has not applied yet.
+      // The provisioner is held until the provider ends are committed and read, so the middle
+      // reading shows `pending` by construction, not by luck; released, it applies and the
+      // rotation's wait for receipts goes on as usual.
+      const release = await sandbox.provisioner.hold();
       let midway: Promise<string[]> | undefined;
-      await rotateScripted(
-        sandbox,
-        where.selector,
-        (line) => {
-          say(`  ${line}`);
-          if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector);
-        },
-        ask,
-      );
-      if (midway) await status('read right after the commit, before the provisioner applied', midway);
+      try {
+        await rotateScripted(
+          sandbox,
+          where.selector,
+          (line) => {
+            say(`  ${line}`);
+            if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector).finally(release);
+          },
+          ask,
+        );
+      } finally {
+        release();
+      }
+      if (midway) await status('read right after the commit, the provisioner held: not applied yet', midway);
       await status('after', meshStatusNow(sandbox, where.selector));
       return;
     }
