@@ -6,7 +6,8 @@
  * user who could reach a socket could run commands on the holder as us.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { SshTarget } from '../mesh/inventory.js';
@@ -37,6 +38,17 @@ export interface ShareOptions {
   readonly sshPath?: string;
   /** Where the private directory is made (default: the system temp dir, if its paths are short enough). */
   readonly parent?: string;
+}
+
+/** How long close() waits for the masters it asked to exit to be gone. */
+const MASTER_EXIT_WAIT_MS = 3_000;
+
+function socketsLeft(directory: string): number {
+  try {
+    return readdirSync(directory).length;
+  } catch {
+    return 0;
+  }
 }
 
 // A unix socket path is at most 108 bytes; %C is 40 hex characters.
@@ -91,6 +103,11 @@ export function sshConnectionShare(options: ShareOptions = {}): SshConnectionSha
             exec(options.sshPath ?? 'ssh', exitArgs(target), { signal: AbortSignal.timeout(5_000) }).catch(() => undefined),
           ),
         );
+        // `-O exit` is answered before the master has gone; a master unlinks its socket as it
+        // ends, so wait (bounded) for the directory to empty — else a command could return
+        // while its masters still hold connections to the holders.
+        const deadline = Date.now() + MASTER_EXIT_WAIT_MS;
+        while (Date.now() < deadline && socketsLeft(directory) > 0) await sleep(20);
       }
       removeDirectory();
     },

@@ -122,7 +122,8 @@ describe('one ssh connection per machine per command, against a real sshd', () =
     expect(after.total - before.total).toBeLessThanOrEqual(MACHINES);
     expect(after.per.map((n, i) => n - before.per[i]!).filter((n) => n > 1)).toEqual([]);
     expect(existsSync(directory!)).toBe(false);
-    expect(processesMentioning(directory!)).toEqual([]);
+    // A master unlinks its socket an instant before its process is reaped: allow that instant.
+    await expect.poll(() => processesMentioning(directory!), { timeout: 2_000 }).toEqual([]);
   });
 
   it('mesh status over ssh: pending, applied and a hand-edited drifted end, digests only, one connection per machine', { timeout: 600_000 }, async () => {
