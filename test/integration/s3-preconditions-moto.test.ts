@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLocalAuthority, rotateAuthority, systemClock } from '../../src/authority/index.js';
-import { isBatonError, type BatonError } from '../../src/errors.js';
+import type { BatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { SEAL_KEY_BYTES } from '../../src/share/seal.js';
 import {
@@ -29,6 +29,7 @@ import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { randomBytes } from 'node:crypto';
+import { batonErrorOf } from '../helpers/baton-error.js';
 
 const DEPLOYMENT = 'ab12ab12ab12ab12ab12ab12ab12ab12';
 const CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
@@ -66,16 +67,6 @@ function host(store: S3Store, name: string, extra: Partial<ShareContext> = {}): 
   return { stateDir: stateDir(name), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra };
 }
 
-async function errorOf(promise: Promise<unknown>): Promise<BatonError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isBatonError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a BatonError');
-}
-
 /** Two hosts that both rotated away from the same published authority: both ahead of it. */
 async function twoAheadHosts(store: S3Store): Promise<{ a: ShareContext; b: ShareContext; origin: Fingerprint }> {
   const origin = host(store, 'origin');
@@ -96,10 +87,10 @@ describe('the S3 adapter against moto (preconditions enforced)', () => {
     const store = s3(moto.storeUrl(bucket, 'adapter'));
     expect(await store.get()).toBeUndefined();
     const { etag: first } = await store.put(bytes('{"v":1}'), { kind: 'create-only' });
-    expect((await errorOf(store.put(bytes('{"v":1}'), { kind: 'create-only' }))).code).toBe('store-changed');
+    expect((await batonErrorOf(store.put(bytes('{"v":1}'), { kind: 'create-only' }))).code).toBe('store-changed');
     const { etag: second } = await store.put(bytes('{"v":2}'), { kind: 'if-match', etag: first });
     expect(second).not.toBe(first);
-    expect((await errorOf(store.put(bytes('{"v":3}'), { kind: 'if-match', etag: first }))).code).toBe('store-changed');
+    expect((await batonErrorOf(store.put(bytes('{"v":3}'), { kind: 'if-match', etag: first }))).code).toBe('store-changed');
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('{"v":2}');
   });
 
@@ -153,7 +144,7 @@ describe('"absent" means S3 said absent', () => {
 
   it('a 404 without S3\'s NoSuchKey is "could not read", naming the endpoint and the endpoint/path_style checks — never "nothing published"', async () => {
     const store = s3(`s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(webUrl)}&path_style=true`, { maxAttempts: 1 });
-    const error = await errorOf(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain(webUrl);
     expect(error.what).toContain('404');
@@ -166,14 +157,14 @@ describe('"absent" means S3 said absent', () => {
 
   it('https:// against a plain-HTTP endpoint says exactly that', async () => {
     const store = s3(`s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(moto.endpoint.replace('http:', 'https:'))}&path_style=true`, { maxAttempts: 1 });
-    const error = await errorOf(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.what).toContain('answered in plain HTTP');
     expect(error.what).not.toMatch(/ssl3_get_record|wrong version number/);
   });
 
   it('a failure through a virtual-host endpoint mentions path_style=true', async () => {
     const store = s3(`s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(webUrl.replace('127.0.0.1', 'localhost'))}`, { maxAttempts: 1 });
-    const error = await errorOf(store.get());
+    const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.next).toContain('path_style=true');
   });
@@ -240,7 +231,7 @@ describe('sealed and unsealed controllers on moto', () => {
     await rotateAuthority(ahead.stateDir, DEPLOYMENT, { clock: systemClock });
     const aheadLook = await look(ahead);
     expect(aheadLook.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'ahead' }, sealedWithoutKey: true });
-    const error = await errorOf(publish(ahead, { seen: aheadLook.verdict }));
+    const error = await batonErrorOf(publish(ahead, { seen: aheadLook.verdict }));
     expect(error.code).toBe('refused');
     expect(error.what).toContain('in the clear');
     expect(error.next).toContain('--unseal');
@@ -330,10 +321,10 @@ describe('sync --replace-unreadable on moto', () => {
     expect(foreign?.code).toBe('refused');
     expect(foreign?.exitCode).toBe(3);
     expect(foreign?.what).toContain('another deployment');
-    expect((await errorOf(replaceUnreadable(ctx))).code).toBe('refused');
+    expect((await batonErrorOf(replaceUnreadable(ctx))).code).toBe('refused');
 
     await moto.putObject(bucket, 'other/authority.json', bytes(JSON.stringify({ format: 'baton.authority/2', deployment: DEPLOYMENT })));
-    const newer = await errorOf(replaceUnreadable(ctx));
+    const newer = await batonErrorOf(replaceUnreadable(ctx));
     expect(newer.exitCode).toBe(3);
     expect(newer.next).toContain('Upgrade baton');
     expect(JSON.parse(new TextDecoder().decode((await moto.getObject(bucket, 'other/authority.json'))!.body)).format).toBe('baton.authority/2');

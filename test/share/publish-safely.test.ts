@@ -7,12 +7,13 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rotateAuthority, systemClock } from '../../src/authority/index.js';
-import { BatonError, isBatonError } from '../../src/errors.js';
+import { BatonError } from '../../src/errors.js';
 import { firstController, look, publish, replaceUnreadable, type ShareContext } from '../../src/share/operations.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { makeAuthority } from '../helpers/authority.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { cpSync } from 'node:fs';
+import { batonErrorOf } from '../helpers/baton-error.js';
 
 const DEPLOYMENT = '0123456789abcdef0123456789abcdef';
 const cleanups: (() => void)[] = [];
@@ -24,16 +25,6 @@ function host(store: MemoryStore, name: string, extra: Partial<ShareContext> = {
   const { dir, cleanup } = makeTempDir(`baton-safe-${name}-`);
   cleanups.push(cleanup);
   return { stateDir: path.join(dir, 'state'), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra };
-}
-
-async function errorOf(promise: Promise<unknown>): Promise<BatonError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (isBatonError(error)) return error;
-    throw error;
-  }
-  throw new Error('expected a BatonError');
 }
 
 describe('replace-unreadable', () => {
@@ -53,7 +44,7 @@ describe('replace-unreadable', () => {
     store.setDocument(new TextEncoder().encode('garbage'));
     const repaired = new TextEncoder().encode('repaired by someone else');
     store.beforeNext('put', (s) => void s.setDocument(repaired));
-    const error = await errorOf(replaceUnreadable(ctx));
+    const error = await batonErrorOf(replaceUnreadable(ctx));
     expect(error.code).toBe('store-changed');
     expect(new TextDecoder().decode(store.document!.body)).toBe('repaired by someone else');
   });
@@ -65,7 +56,7 @@ describe('replace-unreadable', () => {
     const seen = await look(ctx);
     expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain('No baton command fixes it from this host');
     const before = store.snapshot();
-    const error = await errorOf(replaceUnreadable(ctx));
+    const error = await batonErrorOf(replaceUnreadable(ctx));
     expect(error.code).toBe('refused');
     expect(store.snapshot()).toEqual(before);
   });
@@ -82,7 +73,7 @@ describe('replace-unreadable', () => {
     cpSync(sealedHost.stateDir, keyless.stateDir, { recursive: true });
     expect((await look(keyless)).verdict).toMatchObject({ kind: 'blocked', unreadable: 'unusable' });
     const before = store.snapshot();
-    const error = await errorOf(replaceUnreadable(keyless));
+    const error = await batonErrorOf(replaceUnreadable(keyless));
     expect(error.what).toContain('in the clear');
     expect(error.next).toContain('--unseal');
     expect(store.snapshot()).toEqual(before);
@@ -118,7 +109,7 @@ describe('once sealed, stays sealed', () => {
     const seen = await look(keyless);
     const disk = snapshotDir(keyless.stateDir);
     const before = store.snapshot();
-    const error = await errorOf(publish(keyless, { seen: seen.verdict }));
+    const error = await batonErrorOf(publish(keyless, { seen: seen.verdict }));
     expect(error.code).toBe('refused');
     expect(error.next).toContain('seal_key_file');
     expect(store.snapshot()).toEqual(before);
