@@ -65,6 +65,67 @@ export function exitCodeHelp(): string {
   return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see the README'}`)].join('\n');
 }
 
+/**
+ * Why a conditional write was refused ('store-changed'): each has its own words, and a caller
+ * that re-words the refusal (publish) reads this field, never the sentence it was built into.
+ */
+export type StoreChangedReason =
+  /** A create-only write met an object published after the store was read as empty. */
+  | 'published-meanwhile'
+  /** The object is not the one that was read (if-match on a stale ETag). */
+  | 'replaced'
+  /** The object that was read has been removed. */
+  | 'removed'
+  /** Another write to the same object was in progress (S3's 409). */
+  | 'write-in-progress';
+
+/**
+ * Why the store failed or refused to be read or written. A field and not words because
+ * callers act on it: a cut-short or timed-out write may have been applied by the store and is
+ * re-read before it is reported, while a denied one certainly was not. Rewording a message
+ * must never change what baton does.
+ */
+export type StoreFailureReason =
+  /** The endpoint refused the connection, could not be resolved or reached. */
+  | 'unreachable'
+  /** The store did not answer in time. */
+  | 'timed-out'
+  /** The connection closed before the whole answer arrived. */
+  | 'cut-short'
+  /** The endpoint answered plain HTTP where TLS was asked for. */
+  | 'plain-http'
+  /** The endpoint answered 404 without S3's own error: not known to be an S3 API. */
+  | 'not-s3'
+  /** Access denied (403, bad key, bad signature, expired token). */
+  | 'denied'
+  /** No credentials were found. */
+  | 'no-credentials'
+  /** No region is set. */
+  | 'no-region'
+  /** The bucket lives in another region. */
+  | 'wrong-region'
+  /** The bucket does not exist. */
+  | 'no-bucket'
+  /** The store throttled requests and the retries ran out. */
+  | 'throttled'
+  /** The store failed on its side (HTTP 5xx). */
+  | 'server-error'
+  /** The store answered without an ETag: a replace could not be conditional. */
+  | 'no-etag'
+  /** The published document is over the size limit (refused before it is buffered). */
+  | 'oversize'
+  /** The published document is not a regular file (directory store). */
+  | 'not-a-file'
+  /** Another writer holds the directory store's lock. */
+  | 'lock-busy'
+  /** A file-system call on the directory store failed (open, read, write, mkdir). */
+  | 'io'
+  /** Any other failure of the store. */
+  | 'other';
+
+/** Every store error's reason: a failed precondition or a failure. */
+export type StoreReason = StoreChangedReason | StoreFailureReason;
+
 export interface BatonErrorParts {
   /** What is wrong, one sentence. */
   readonly what: string;
@@ -76,6 +137,8 @@ export interface BatonErrorParts {
   readonly changed?: string;
   /** The underlying error, for diagnostics only (never shown with key material). */
   readonly cause?: unknown;
+  /** Set on every store error: what a caller branches on instead of the wording. */
+  readonly reason?: StoreReason;
 }
 
 export class BatonError extends Error {
@@ -84,6 +147,7 @@ export class BatonError extends Error {
   readonly where: string | undefined;
   readonly next: string | undefined;
   readonly changed: string | undefined;
+  readonly reason: StoreReason | undefined;
 
   constructor(code: ErrorCode, parts: BatonErrorParts) {
     super(joinParts(parts), parts.cause === undefined ? undefined : { cause: parts.cause });
@@ -93,6 +157,7 @@ export class BatonError extends Error {
     this.where = parts.where;
     this.next = parts.next;
     this.changed = parts.changed;
+    this.reason = parts.reason;
   }
 
   get exitCode(): number {

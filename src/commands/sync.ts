@@ -73,6 +73,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
           where: share.store.location,
           changed: 'Nothing was written.',
           next: 'Find out who removed it, then run `baton sync` again.',
+          reason: 'removed',
         });
       }
       say(ops.describeOutcome(share, outcome));

@@ -24,6 +24,7 @@ import {
   type LocalAuthority,
 } from '../authority/index.js';
 import { BatonError, isBatonError } from '../errors.js';
+import { isStoreChangedReason, STORE_CHANGED_WORDS } from '../store/store-changed.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
 import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
@@ -548,19 +549,23 @@ async function putDocument(ctx: ShareContext, body: Uint8Array, precondition: Pa
   }
 }
 
-/** A 412/409, or a failure of the connection (not a refusal by the store's rules). */
+/**
+ * A 412/409, or a connection that failed after the request may have reached the store (cut
+ * short, timed out) — not a refusal by the store's rules, which certainly wrote nothing.
+ */
 function mayHaveBeenApplied(error: unknown): boolean {
   if (!isBatonError(error)) return true;
   if (error.code === 'store-changed') return true;
-  return error.code === 'failed' && /closed before|did not answer in time|cut short/.test(error.what);
+  return error.code === 'failed' && (error.reason === 'cut-short' || error.reason === 'timed-out');
 }
 
 /** A failed precondition keeps its own code (exit 6) with the words an operator acts on. */
 function publishFailed(ctx: ShareContext, error: unknown): BatonError {
   if (isBatonError(error) && error.code === 'store-changed') {
-    const why = /\(([^()]*)\)\.?$/.exec(error.what)?.[1] ?? 'another controller wrote in between';
+    const why = isStoreChangedReason(error.reason) ? STORE_CHANGED_WORDS[error.reason] : 'another controller wrote in between';
     return new BatonError('store-changed', {
       what: `The store changed since you looked (${why}).`,
+      ...(error.reason === undefined ? {} : { reason: error.reason }),
       where: ctx.store.location,
       changed: 'Nothing was overwritten.',
       next: `Re-read and decide again (run \`${cmd(ctx, 'sync')}\` again, or refresh the console).`,

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rotateAuthority, systemClock } from '../../src/authority/index.js';
-import { BatonError } from '../../src/errors.js';
+import { storeChangedError } from '../../src/store/store-changed.js';
 import { firstController, look, publish, replaceUnreadable, type ShareContext } from '../../src/share/operations.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { makeAuthority } from '../helpers/authority.js';
@@ -129,7 +129,7 @@ describe('a lost response', () => {
       const result = await realPut(body, precondition);
       if (first) {
         first = false;
-        throw new BatonError('store-changed', { what: 'The store changed since it was read (something was published after it was read as empty).' });
+        throw storeChangedError(store.location, 'published-meanwhile');
       }
       return result;
     };
