@@ -14,14 +14,9 @@ import { readLocalAuthority, rotateAuthority, systemClock } from '../../src/auth
 import type { BatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { SEAL_KEY_BYTES } from '../../src/share/seal.js';
-import {
-  firstController,
-  look,
-  publish,
-  replaceUnreadable,
-  replaceUnreadableRefusal,
-  type ShareContext,
-} from '../../src/share/operations.js';
+import { firstController, look, publish, replaceUnreadable } from '../../src/share/actions.js';
+import { replaceUnreadableRefusal } from '../../src/share/refusals.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
 import { makeAuthority } from '../helpers/authority.js';

@@ -10,7 +10,8 @@ import { readLocalAuthority, rotateAuthority, systemClock, withAuthorityLock } f
 import { isBatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decodeDocument } from '../../src/share/document.js';
-import { firstController, publish, type ShareContext } from '../../src/share/operations.js';
+import { firstController, publish } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import type { Precondition, Store } from '../../src/store/store.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';

@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isBatonError } from '../../src/errors.js';
 import { decodeDocument, encodeDocument } from '../../src/share/document.js';
-import { adopt } from '../../src/share/operations.js';
+import { adopt } from '../../src/share/actions.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { systemClock, type AuthorityFiles } from '../../src/authority/index.js';
 import { DOCUMENT_FORMAT } from '../../src/share/types.js';

@@ -10,7 +10,8 @@ import { rotateAuthority, withAuthorityLock } from '../../src/authority/index.js
 import { isBatonError } from '../../src/errors.js';
 import { decodeDocument } from '../../src/share/document.js';
 import { handoverMessage } from '../../src/share/handover.js';
-import { adopt, firstController, force, look, publish, type ShareContext } from '../../src/share/operations.js';
+import { adopt, firstController, force, look, publish } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { fixedClock } from '../helpers/authority.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';

@@ -25,7 +25,7 @@ vi.mock('../../src/authority/index.js', async (importOriginal) => {
 });
 
 const { readLocalAuthority, rotateAuthority, systemClock, withAuthorityLock } = await import('../../src/authority/index.js');
-const { adopt, firstController, force, look, publish } = await import('../../src/share/operations.js');
+const { adopt, firstController, force, look, publish } = await import('../../src/share/actions.js');
 const { MemoryStore } = await import('../helpers/memory-store.js');
 const { makeTempDir } = await import('../helpers/fs-snapshot.js');
 

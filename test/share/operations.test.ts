@@ -13,15 +13,8 @@ import {
 import { BatonError, isBatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decodeDocument } from '../../src/share/document.js';
-import {
-  adopt,
-  firstController,
-  force,
-  leave,
-  look,
-  publish,
-  type ShareContext,
-} from '../../src/share/operations.js';
+import { adopt, firstController, force, leave, look, publish } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import type { Verdict } from '../../src/share/types.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
