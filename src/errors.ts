@@ -126,6 +126,40 @@ export type StoreFailureReason =
 /** Every store error's reason: a failed precondition or a failure. */
 export type StoreReason = StoreChangedReason | StoreFailureReason;
 
+/**
+ * Why an action on the deployment's authority was refused (src/share/refusals.ts): the same
+ * code ('refused') covers rules that have different ways out, and a caller or a test tells
+ * them apart by this field, never by the sentence.
+ */
+export type RefusalReason =
+  /** The decision table does not allow this action on this verdict. */
+  | 'not-allowed'
+  /** The verdict is blocked: this host or the published document must be repaired first. */
+  | 'blocked'
+  /** This host's authority differs from the published one (the REFUSE row). */
+  | 'diverged'
+  /** A publish over a different document by a host that is not ahead of it. */
+  | 'not-ahead'
+  /** This host's authority changed between the look and the lock. */
+  | 'local-changed'
+  /** The published authority has expired. */
+  | 'expired'
+  /** The published authority is not valid yet (a clock runs ahead). */
+  | 'not-yet-valid'
+  /** Publishing would replace a sealed document with one in the clear. */
+  | 'would-unseal'
+  /** The published document belongs to another deployment: the wrong store. */
+  | 'foreign-deployment'
+  /** The published document was written by a newer baton. */
+  | 'newer-format'
+  /** This host holds no whole authority to publish. */
+  | 'nothing-to-publish'
+  /** The published document's handover signature does not verify. */
+  | 'tampered';
+
+/** The structured why of an error: a store's failure or a rule's refusal. */
+export type ErrorReason = StoreReason | RefusalReason;
+
 export interface BatonErrorParts {
   /** What is wrong, one sentence. */
   readonly what: string;
@@ -137,8 +171,8 @@ export interface BatonErrorParts {
   readonly changed?: string;
   /** The underlying error, for diagnostics only (never shown with key material). */
   readonly cause?: unknown;
-  /** Set on every store error: what a caller branches on instead of the wording. */
-  readonly reason?: StoreReason;
+  /** Set on every store error and share refusal: what a caller branches on instead of the wording. */
+  readonly reason?: ErrorReason;
 }
 
 export class BatonError extends Error {
@@ -147,7 +181,7 @@ export class BatonError extends Error {
   readonly where: string | undefined;
   readonly next: string | undefined;
   readonly changed: string | undefined;
-  readonly reason: StoreReason | undefined;
+  readonly reason: ErrorReason | undefined;
 
   constructor(code: ErrorCode, parts: BatonErrorParts) {
     super(joinParts(parts), parts.cause === undefined ? undefined : { cause: parts.cause });

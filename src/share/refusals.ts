@@ -44,6 +44,7 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
       where: published.location,
       changed: NOTHING_WRITTEN,
       next: 'Check --store and --deployment (and baton.yaml): this host is pointed at the wrong store or deployment.',
+      reason: 'foreign-deployment',
     });
   }
   if (published.state === 'unreadable' && published.problem === 'newer-format') {
@@ -52,6 +53,7 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
       where: published.location,
       changed: NOTHING_WRITTEN,
       next: 'Upgrade baton on this host, then look again.',
+      reason: 'newer-format',
     });
   }
   if (published.state === 'unreadable' && (published.problem ?? 'could-not-read') === 'could-not-read') return published.error;
@@ -61,6 +63,7 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
       where: layoutOf(ctx.stateDir).caDir,
       changed: NOTHING_WRITTEN,
       next: verdict.kind === 'blocked' ? verdict.next : 'Run it on a controller that holds the deployment\'s authority.',
+      reason: 'nothing-to-publish',
     });
   }
   return notAllowedError(ctx, 'publish', verdict);
@@ -98,11 +101,12 @@ export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, ver
     where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,
     changed: NOTHING_WRITTEN,
     next,
+    reason: 'diverged',
   });
 }
 
 export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>): BatonError {
-  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next: verdict.next });
+  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next: verdict.next, reason: 'blocked' });
 }
 
 /** The action is not one the table allows for this verdict: the verdict's own refusal. */
@@ -116,6 +120,7 @@ export function notAllowedError(ctx: ShareContext, action: Action, verdict: Verd
       where: refusal.where ?? verdict.caDir,
       changed: NOTHING_WRITTEN,
       next: refusal.next ?? '',
+      reason: 'not-ahead',
     });
   }
   return new BatonError('refused', {
@@ -123,6 +128,7 @@ export function notAllowedError(ctx: ShareContext, action: Action, verdict: Verd
     where: layoutOf(ctx.stateDir).caDir,
     changed: NOTHING_WRITTEN,
     next: `Allowed now: ${allowedActions(verdict).map((a) => ACTION_WORDS[a]).join(', ')}.`,
+    reason: 'not-allowed',
   });
 }
 
@@ -131,18 +137,23 @@ export function changedError(ctx: ShareContext, seen: Verdict, now: Verdict): Ba
   const then = publishedSide(seen);
   const after = publishedSide(now);
   const publishedMoved = then !== after;
-  const reason: StoreChangedReason = then === 'none' ? 'published-meanwhile' : after === 'none' ? 'removed' : 'replaced';
+  const reason: StoreChangedReason | 'local-changed' = !publishedMoved
+    ? 'local-changed'
+    : then === 'none'
+      ? 'published-meanwhile'
+      : after === 'none'
+        ? 'removed'
+        : 'replaced';
   return new BatonError(publishedMoved ? 'store-changed' : 'refused', {
     what: `${publishedMoved ? 'The store' : 'This host\'s authority'} changed since you looked. Then: ${verdictSentence(seen)} Now: ${verdictSentence(now)}`,
     where: publishedMoved ? ctx.store.location : layoutOf(ctx.stateDir).caDir,
     changed: 'Nothing was overwritten.',
     next: 'Re-read and decide again.',
-    ...(publishedMoved ? { reason } : {}),
+    reason,
   });
 }
 
 /** What the store held when the verdict was made: 'none', a fingerprint, or 'blocked'. */
-
 function publishedSide(verdict: Verdict): string {
   switch (verdict.kind) {
     case 'first-controller':
@@ -178,6 +189,7 @@ export function publishFailed(ctx: ShareContext, error: unknown): BatonError {
     where: ctx.store.location,
     changed: 'Nothing was published; this host is unchanged.',
     next: 'Check the store and try again.',
+    reason: 'other',
     cause: error,
   });
 }
@@ -199,6 +211,7 @@ export function refuseOutsideValidity(ctx: ShareContext, published: Extract<Publ
       where: ctx.store.location,
       changed: NOTHING_WRITTEN,
       next: 'Rotate the authority on the controller that holds it (`baton ca rotate`, then `baton sync --push`), then run this again.',
+      reason: 'expired',
     });
   }
   if (current.notBefore.getTime() > now) {
@@ -207,6 +220,7 @@ export function refuseOutsideValidity(ctx: ShareContext, published: Extract<Publ
       where: ctx.store.location,
       changed: NOTHING_WRITTEN,
       next: "Check this host's clock and the publishing controller's (NTP); nodes would reject the authority until then.",
+      reason: 'not-yet-valid',
     });
   }
 }

@@ -4,7 +4,7 @@
  * write that would overwrite what another controller just published. The reason travels as a
  * field, so a caller that re-words the refusal never parses this sentence back.
  */
-import { BatonError, type StoreChangedReason, type StoreReason } from '../errors.js';
+import { BatonError, type ErrorReason, type StoreChangedReason } from '../errors.js';
 
 /** Each reason in the words an operator reads. */
 export const STORE_CHANGED_WORDS: Record<StoreChangedReason, string> = {
@@ -26,6 +26,6 @@ export function storeChangedError(location: string, reason: StoreChangedReason, 
 }
 
 /** True for the reasons of a failed precondition (each has its words above). */
-export function isStoreChangedReason(reason: StoreReason | undefined): reason is StoreChangedReason {
+export function isStoreChangedReason(reason: ErrorReason | undefined): reason is StoreChangedReason {
   return reason !== undefined && Object.hasOwn(STORE_CHANGED_WORDS, reason);
 }
