@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rotateAuthority, withAuthorityLock } from '../../src/authority/index.js';
-import { isBatonError } from '../../src/errors.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 import { decodeDocument } from '../../src/share/document.js';
 import { handoverMessage } from '../../src/share/handover.js';
 import { adopt, firstController, force, look, publish } from '../../src/share/actions.js';
@@ -72,13 +72,13 @@ describe('the handover proof on a sealed document', () => {
     const { store, bWithoutKey, b } = await sealedLeftBehind();
     edit(store, (doc) => (doc.published_at = '2020-01-01T00:00:00.000Z'));
     const seen = await look(bWithoutKey);
-    expect(seen.published.state).toBe('unreadable');
+    expect(seen.published).toMatchObject({ state: 'unreadable', error: { code: 'refused', reason: 'tampered' } });
     expect(seen.verdict).toMatchObject({ kind: 'blocked' });
     expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain('refused as tampered: its handover signature does not verify under');
     expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain('(this host\'s own authority key). CLAIMED, NOT PROVED: a bad signature.');
     const before = snapshotDir(b.stateDir);
-    const error = await force(b).catch((e: unknown) => e);
-    expect(isBatonError(error) && error.code).toBe('refused');
+    const error = await batonErrorOf(force(b));
+    expect(error).toMatchObject({ code: 'refused', reason: 'blocked' });
     expect(snapshotDir(b.stateDir)).toEqual(before);
   });
 

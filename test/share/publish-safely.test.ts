@@ -46,7 +46,7 @@ describe('replace-unreadable', () => {
     const repaired = new TextEncoder().encode('repaired by someone else');
     store.beforeNext('put', (s) => void s.setDocument(repaired));
     const error = await batonErrorOf(replaceUnreadable(ctx));
-    expect(error.code).toBe('store-changed');
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was overwritten.' });
     expect(new TextDecoder().decode(store.document!.body)).toBe('repaired by someone else');
   });
 
@@ -58,7 +58,8 @@ describe('replace-unreadable', () => {
     expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain('No baton command fixes it from this host');
     const before = store.snapshot();
     const error = await batonErrorOf(replaceUnreadable(ctx));
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'nothing-to-publish', changed: expect.stringContaining('Nothing was written.') });
+    expect(error.next).toContain('No baton command fixes it from this host');
     expect(store.snapshot()).toEqual(before);
   });
 
@@ -75,6 +76,7 @@ describe('replace-unreadable', () => {
     expect((await look(keyless)).verdict).toMatchObject({ kind: 'blocked', unreadable: 'unusable' });
     const before = store.snapshot();
     const error = await batonErrorOf(replaceUnreadable(keyless));
+    expect(error).toMatchObject({ code: 'refused', reason: 'would-unseal', where: store.location });
     expect(error.what).toContain('in the clear');
     expect(error.next).toContain('--unseal');
     expect(store.snapshot()).toEqual(before);
@@ -111,7 +113,7 @@ describe('once sealed, stays sealed', () => {
     const disk = snapshotDir(keyless.stateDir);
     const before = store.snapshot();
     const error = await batonErrorOf(publish(keyless, { seen: seen.verdict }));
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'would-unseal', where: store.location });
     expect(error.next).toContain('seal_key_file');
     expect(store.snapshot()).toEqual(before);
     expect(snapshotDir(keyless.stateDir)).toEqual(disk);
