@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rotateAuthority, systemClock } from '../../src/authority/index.js';
+import { BatonError } from '../../src/errors.js';
 import { storeChangedError } from '../../src/store/store-changed.js';
 import { firstController, look, publish, replaceUnreadable } from '../../src/share/actions.js';
 import type { ShareContext } from '../../src/share/share-context.js';
@@ -138,5 +139,37 @@ describe('a lost response', () => {
     };
     const outcome = await firstController(ctx);
     expect(outcome).toMatchObject({ kind: 'first-controller', wonRace: true });
+  });
+
+  it('a write that timed out after the store applied it is read back and counts as published: the reason field decides, not the words', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    await firstController(ctx);
+    await rotateAuthority(ctx.stateDir, DEPLOYMENT, { clock: systemClock });
+    const realPut = store.put.bind(store);
+    store.put = async (body, precondition) => {
+      await realPut(body, precondition);
+      // Worded unlike any store on purpose: only `reason` may say the write could have landed.
+      throw new BatonError('failed', { what: 'No answer.', where: store.location, reason: 'timed-out' });
+    };
+    const outcome = await publish(ctx);
+    expect(outcome).toMatchObject({ kind: 'published' });
+    expect((await look(ctx)).verdict.kind).toBe('in-sync');
+  });
+
+  it('a write the store refused (denied) is reported as it is, with no re-read taken for success', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    await firstController(ctx);
+    await rotateAuthority(ctx.stateDir, DEPLOYMENT, { clock: systemClock });
+    const denied = new BatonError('failed', { what: 'The connection closed before the answer; access was denied.', where: store.location, reason: 'denied' });
+    store.failNext('put', denied);
+    const before = store.snapshot();
+    const calls = store.calls.length;
+    const error = await batonErrorOf(publish(ctx));
+    expect(error).toBe(denied);
+    // The look under the lock reads once, then the put: no second get hunting for our own bytes.
+    expect(store.calls.slice(calls).map((c) => c.op)).toEqual(['get', 'put']);
+    expect(store.snapshot()).toEqual(before);
   });
 });
