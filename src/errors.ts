@@ -155,7 +155,12 @@ export type RefusalReason =
   /** This host holds no whole authority to publish. */
   | 'nothing-to-publish'
   /** The published document's handover signature does not verify. */
-  | 'tampered';
+  | 'tampered'
+  /**
+   * The decoder refused the published document (damaged, another deployment's, a newer
+   * format, a seal that does not open); the read's `problem` says which way out applies.
+   */
+  | 'document-refused';
 
 /** The structured why of an error: a store's failure or a rule's refusal. */
 export type ErrorReason = StoreReason | RefusalReason;
