@@ -1,6 +1,7 @@
 import { Box, Text } from 'ink';
 import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
 import { fit } from '../rotation/fit.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
 
@@ -23,10 +24,12 @@ export interface MeshStatusViewProps {
   readonly progress: { readonly read: number; readonly total: number };
   readonly columns: number;
   readonly rows: number;
+  /** Builds the "next" line's commands with the operator's flags (plain `baton` when absent). */
+  readonly suggester?: Suggester;
 }
 
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
-export function MeshStatusView({ state, selectorText, progress, columns, rows }: MeshStatusViewProps) {
+export function MeshStatusView({ state, selectorText, progress, columns, rows, suggester = PLAIN_SUGGESTER }: MeshStatusViewProps) {
   const width = columns - 1;
   const visible = Math.max(3, rows - FRAME_LINES);
   const shown = filteredRows(state);
@@ -38,6 +41,7 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows }:
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
   const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
+  const next = current ? nextStep(current, suggester) : undefined;
   const bottom = state.typingFilter
     ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
     : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
@@ -59,7 +63,7 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows }:
       {!state.help && current ? (
         <Box flexDirection="column">
           <Text>{fit(`${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width)}</Text>
-          <Text>{fit(nextStep(current) ? `next: ${nextStep(current)}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
+          <Text>{fit(next ? `next: ${next}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
         </Box>
       ) : null}
       <Text>{fit(bottom, width)}</Text>

@@ -27,6 +27,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const plan = planRotation(inventory, selector);
   const config = ctx.config();
   const history = await historyAt(journalDirFor(config));
+  const suggester = ctx.suggester(flags.inventory);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
   try {
     if (hasTerminal(ctx) && !flags.json) {
@@ -37,14 +38,14 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
         // Quitting before the first reading finished is "could not read", never "all well".
         { noColor: config.noColor, ifInterrupted: EXIT_CODES.failed },
         async () => (await import('../../components/mesh-status/MeshStatusApp.js')).MeshStatusApp,
-        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, onExit }),
+        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, suggester, onExit }),
       );
     }
     const nowMs = Date.now();
     const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });
     const code = meshStatusExitCode(statuses);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code), null, 2)}\n`);
-    else for (const line of meshStatusLines(statuses, plan.selectorText)) ctx.stdout.write(`${line}\n`);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), null, 2)}\n`);
+    else for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
     return code;
   } finally {
     await transports.close();
