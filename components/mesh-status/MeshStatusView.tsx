@@ -2,10 +2,12 @@ import { Box, Text } from 'ink';
 import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
+import { HelpOverlay } from '../HelpOverlay.js';
+import type { KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
 
-export const MESH_STATUS_KEYS: readonly { readonly keys: string; readonly does: string }[] = [
+export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   { keys: '↑ ↓  k j', does: 'move (the table scrolls)' },
   { keys: '/', does: 'filter: provider, consumer, role, machine or state' },
   { keys: 'Enter', does: 'end typing the filter' },
@@ -50,13 +52,7 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
       <Text bold>{fit(`Mesh status — ${selectorText} (read-only; no secret is read)`, width)}</Text>
       <Text>{fit(summary, width)}</Text>
       {state.help ? (
-        <Box flexDirection="column" borderStyle="round" paddingX={1} width={Math.min(columns, 72)}>
-          <Text bold>Keys</Text>
-          {MESH_STATUS_KEYS.map((k) => (
-            <Text key={k.keys}>{fit(`${fit(k.keys, 10)} ${k.does}`, Math.min(columns, 72) - 4)}</Text>
-          ))}
-          <Text>{fit('Nothing here writes: this view only reads.', Math.min(columns, 72) - 4)}</Text>
-        </Box>
+        <HelpOverlay columns={columns} keys={MESH_STATUS_KEYS} about="Every pair by digest, worst first. This view only reads." />
       ) : (
         <MeshStatusTable rows={shown} selected={state.selected} top={state.top} visible={visible} columns={columns} />
       )}

@@ -95,7 +95,9 @@ describe('the mesh status table', () => {
     await view.press('?');
     frame = strip(await view.waitFor((f) => strip(f).includes('Keys'), 'the help'));
     expect(frame).toContain('filter: provider, consumer, role, machine or state');
+    expect(frame).toContain('Every pair by digest, worst first. This view only reads.');
     expect(linesFit(frame, 80)).toEqual([]);
+    expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     await view.press(KEY.escape);
     await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–16'), 'Esc to close the help');
     expect(exitCode()).toBeUndefined();
