@@ -3,7 +3,7 @@ import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
 import { HelpOverlay } from '../HelpOverlay.js';
-import type { KeyHelp } from '../keys.js';
+import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
 
@@ -14,7 +14,7 @@ export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   { keys: 'Esc', does: 'close help / clear the filter (never quits)' },
   { keys: 'r', does: 'read every holder again' },
   { keys: '?', does: 'this help' },
-  { keys: 'q', does: 'quit (not while typing)' },
+  QUIT_KEY,
 ];
 
 /** Lines the frame uses besides the table rows: title, summary, header, detail ×2, filter, keys, and one spare. */
