@@ -1,7 +1,8 @@
 import { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { withAuthorityLock } from './authority-lock.js';
-import { isSystemError, removeDurably, type StepHook } from '../fs/durable-write.js';
+import { removeDurably, type StepHook } from '../fs/durable-write.js';
+import { isSystemError } from '../fs/system-error.js';
 import { layoutOf } from './layout.js';
 import { readAuthority } from './read-local-authority.js';
 import { writeMarker } from './write-marker.js';

@@ -18,6 +18,7 @@ import { openCommandTransports } from './command-transports.js';
 import type { CliContext } from './context.js';
 import type { MeshFlags } from './mesh-flags.js';
 import path from 'node:path';
+import { errorCode } from '../fs/system-error.js';
 
 export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
   const selector = parseSelector(flags, true);
@@ -57,7 +58,7 @@ async function historyAt(dir: string): Promise<JournalHistory> {
     return await readJournalHistory(dir);
   } catch (error) {
     throw new BatonError('failed', {
-      what: `The rotation journal could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The rotation journal could not be read (${errorCode(error)}).`,
       where: path.join(dir, JOURNAL_FILE),
       next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
       changed: 'Nothing was read from any holder.',
