@@ -167,6 +167,16 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     json = JSON.parse(status('--json').stdout);
     web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
     expect([web2.state, web2.resume_id, web2.next]).toEqual(['staged', 'rot-int', `finish it: ${resume}`]);
+    // With web2 away, resume refuses and its Next is the same pasteable command; nothing renamed.
+    const web2Root = path.join(tmp.dir, 'machines', 'web2');
+    renameSync(web2Root, `${web2Root}.away`);
+    const machinesBefore = snapshotDir(path.join(tmp.dir, 'machines'));
+    const refused = spawnSync(process.execPath, [BATON, ...resume.split(' ').slice(1)], { encoding: 'utf8', cwd: '/', env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' } });
+    expect(refused.status, refused.stderr).toBe(4);
+    expect(refused.stderr).toContain('Rotation rot-int cannot be resumed: 1 machine could not be read.');
+    expect(refused.stderr).toContain(`Make them reachable, then run \`${resume}\` again.`);
+    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(machinesBefore);
+    renameSync(`${web2Root}.away`, web2Root);
     // Pasted as it stands (from another directory), the suggestion finishes the rotation.
     const pasted = spawnSync(process.execPath, [BATON, ...resume.split(' ').slice(1)], { encoding: 'utf8', cwd: '/', env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' } });
     expect(pasted.status, pasted.stderr).toBe(0);
