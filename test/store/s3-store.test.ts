@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/open-store.js';
 import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
@@ -79,17 +79,16 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
  * standard chain, so nothing but what the composer passes can authenticate a request.
  */
 async function withoutAwsChain<T>(fn: () => Promise<T>): Promise<T> {
-  const names = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_SHARED_CREDENTIALS_FILE', 'AWS_CONFIG_FILE', 'AWS_EC2_METADATA_DISABLED', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE'];
-  const saved = new Map(names.map((name) => [name, process.env[name]]));
-  for (const name of names) delete process.env[name];
-  Object.assign(process.env, { AWS_SHARED_CREDENTIALS_FILE: '/dev/null', AWS_CONFIG_FILE: '/dev/null', AWS_EC2_METADATA_DISABLED: 'true' });
+  for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE']) {
+    vi.stubEnv(name, undefined);
+  }
+  vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', '/dev/null');
+  vi.stubEnv('AWS_CONFIG_FILE', '/dev/null');
+  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
   try {
     return await fn();
   } finally {
-    for (const [name, value] of saved) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
+    vi.unstubAllEnvs();
   }
 }
 
