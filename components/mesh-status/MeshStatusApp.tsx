@@ -3,6 +3,7 @@ import { useCallback, useEffect, useReducer, useState } from 'react';
 import { initialMeshStatusView, meshStatusView } from '../../src/app/mesh-status-view-state.js';
 import { EXIT_CODES } from '../../src/errors.js';
 import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
+import type { Suggester } from '../../src/suggest-command.js';
 import { ColorContext } from '../color-context.js';
 import { MeshStatusView, FRAME_LINES } from './MeshStatusView.js';
 import { useMeshStatusKeys } from './use-mesh-status-keys.js';
@@ -15,11 +16,13 @@ export interface MeshStatusAppProps {
   readonly columns: number;
   readonly rows: number;
   readonly color: boolean;
+  /** Builds the commands the "next" line suggests, with the flags the operator gave. */
+  readonly suggester?: Suggester;
   readonly onExit: (code: number) => void;
 }
 
 /** Reads on mount and on `r`; quits on `q` with the exit code of what it last read. */
-export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, onExit }: MeshStatusAppProps) {
+export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, suggester, onExit }: MeshStatusAppProps) {
   const { exit } = useApp();
   const [state, dispatch] = useReducer(meshStatusView, initialMeshStatusView);
   const [progress, setProgress] = useState({ read: 0, total: machines });
@@ -63,7 +66,7 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
   );
   return (
     <ColorContext.Provider value={color}>
-      <MeshStatusView state={state} selectorText={selectorText} progress={progress} columns={columns} rows={rows} />
+      <MeshStatusView state={state} selectorText={selectorText} progress={progress} columns={columns} rows={rows} {...(suggester ? { suggester } : {})} />
     </ColorContext.Provider>
   );
 }

@@ -3,7 +3,7 @@
  * and what a started sandbox offers. A leaf for the drill: it imports no drill module, so the
  * sandbox, its mesh set-up, the checks and the runners read one table without a cycle.
  */
-import type { ShareContext } from '../share/operations.js';
+import type { ShareContext } from '../share/share-context.js';
 import type { Store } from '../store/store.js';
 import type { PostgresSandbox } from './postgres.js';
 import type { ProvisionerGate } from './provisioner-gate.js';
@@ -24,7 +24,9 @@ export const DRILL_CONSUMERS = [
 export interface DrillSandbox {
   readonly dir: string;
   readonly deployment: string;
+  /** What the status views show and key the last store check by; open nothing from it (`store` is open). */
   readonly storeUrl: string;
+  /** Opened with the emulator's keys, in-process. */
   readonly store: Store;
   readonly inventoryPath: string;
   readonly journalDir: string;

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/open-store.js';
 import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
@@ -21,7 +21,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('reads nothing published, then the document and the ETag it was written with', async () => {
-    const store = await openStore(s3.url.replace('/authority?', '/first?'));
+    const store = await s3.openStore(s3.url.replace('/authority?', '/first?'));
     expect(store.location).toBe(`s3://${s3.bucket}/first/authority.json`);
     expect(await store.get()).toBeUndefined();
     const { etag } = await store.put(bytes('{"hello":1}'), { kind: 'create-only' });
@@ -33,7 +33,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('keeps the object under the prefix as prefix/authority.json, and at the bucket root without one', async () => {
-    const store = await openStore(`s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const store = await s3.openStore(`s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
     expect(store.location).toBe(`s3://${s3.bucket}/authority.json`);
     await store.put(bytes('root'));
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('root');
@@ -41,24 +41,55 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('says the bucket does not exist, naming bucket and key, for a missing bucket', async () => {
-    const store = await openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const store = await s3.openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.what).toContain('bucket does not exist');
+    expect(error).toMatchObject({ code: 'failed', reason: 'no-bucket' });
     expect(error.where).toContain('s3://no-such-bucket/p/authority.json');
     expect(error.next).toContain('bucket name');
     (store as S3Store).destroy();
   });
 
   it('refuses a document over 1 MiB, naming its size, without installing anything', async () => {
-    const store = await openStore(s3.url.replace('/authority?', '/big?'));
+    const store = await s3.openStore(s3.url.replace('/authority?', '/big?'));
     await store.put(new Uint8Array(1024 * 1024 + 5));
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'oversize' });
     expect(error.what).toContain(String(1024 * 1024 + 5));
     (store as S3Store).destroy();
   });
+
+  it('takes its keys only from whoever composes it: the sandbox URL opened without them uses the standard chain and finds none', async () => {
+    const store = await withoutAwsChain(() => openStore(s3.url.replace('/authority?', '/keys?')));
+    const error = await withoutAwsChain(() => batonErrorOf(store.get()));
+    expect(error.code).toBe('failed');
+    expect(error.what).toBe('No AWS credentials were found.');
+    expect(error.where).toContain(`s3://${s3.bucket}/keys/authority.json`);
+    (store as S3Store).destroy();
+    // The same URL with the emulator's keys handed over as a provider reaches the server.
+    const composed = await openStore(s3.url.replace('/authority?', '/keys?'), { credentials: async () => s3.credentials });
+    await composed.put(bytes('composed'));
+    expect(new TextDecoder().decode((await composed.get())!.body)).toBe('composed');
+    (composed as S3Store).destroy();
+  });
 });
+
+/**
+ * Runs `fn` with no AWS keys, profile files or instance metadata reachable by the SDK's
+ * standard chain, so nothing but what the composer passes can authenticate a request.
+ */
+async function withoutAwsChain<T>(fn: () => Promise<T>): Promise<T> {
+  for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE']) {
+    vi.stubEnv(name, undefined);
+  }
+  vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', '/dev/null');
+  vi.stubEnv('AWS_CONFIG_FILE', '/dev/null');
+  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+  try {
+    return await fn();
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
 
 describe('the S3 adapter when the endpoint is down', () => {
   it('fails with a clear message naming the bucket/key and the endpoint for a closed port', async () => {
@@ -67,8 +98,7 @@ describe('the S3 adapter when the endpoint is down', () => {
       credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
     });
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.what).toContain('refused the connection');
+    expect(error).toMatchObject({ code: 'failed', reason: 'unreachable' });
     expect(error.where).toBe(`s3://some-bucket/p/authority.json via http://127.0.0.1:${port}`);
     expect(error.next).toContain('endpoint');
     (store as S3Store).destroy();
@@ -182,17 +212,16 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   });
 
   it.each([
-    [412, 'PreconditionFailed', { kind: 'create-only' } as const],
-    [412, 'PreconditionFailed', { kind: 'if-match', etag: '"e"' } as const],
-    [409, 'ConditionalRequestConflict', { kind: 'if-match', etag: '"e"' } as const],
-    [404, 'NoSuchKey', { kind: 'if-match', etag: '"e"' } as const],
-  ])('maps HTTP %i %s on a conditional put to store-changed, saying nothing was overwritten', async (status, code, precondition) => {
+    [412, 'PreconditionFailed', { kind: 'create-only' } as const, 'published-meanwhile'],
+    [412, 'PreconditionFailed', { kind: 'if-match', etag: '"e"' } as const, 'replaced'],
+    [409, 'ConditionalRequestConflict', { kind: 'if-match', etag: '"e"' } as const, 'write-in-progress'],
+    [404, 'NoSuchKey', { kind: 'if-match', etag: '"e"' } as const, 'removed'],
+  ])('maps HTTP %i %s on a conditional put to store-changed, saying nothing was overwritten', async (status, code, precondition, reason) => {
     answer = { status, code };
     const store = storeFor(`cond-${status}`);
     const error = await batonErrorOf(store.put(bytes('doc'), precondition));
-    expect(error.code).toBe('store-changed');
+    expect(error).toMatchObject({ code: 'store-changed', reason });
     expect(error.exitCode).toBe(6);
-    expect(error.what).toContain('The store changed since it was read');
     expect(error.where).toContain(`s3://bucket-x/cond-${status}/authority.json`);
     expect(error.changed).toBe('Nothing was overwritten.');
     expect(error.next).toContain('Re-read');
@@ -203,8 +232,8 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     answer = { status: 403, code: 'AccessDenied' };
     const store = storeFor('denied');
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.what).toContain('Access was denied');
+    expect(error).toMatchObject({ code: 'failed', reason: 'denied' });
+    expect(error.what).toContain('AccessDenied');
     expect(error.next).toContain('AWS_PROFILE');
     store.destroy();
   });
@@ -213,8 +242,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     answer = { status: 301, code: 'PermanentRedirect' };
     const store = storeFor('moved');
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.what).toContain('different region');
+    expect(error).toMatchObject({ code: 'failed', reason: 'wrong-region' });
     expect(error.next).toContain('?region=');
     store.destroy();
   });
@@ -223,8 +251,8 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     answer = { status: 503, code: 'SlowDown' };
     const store = storeFor('slow');
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.what).toContain('throttling');
+    expect(error).toMatchObject({ code: 'failed', reason: 'throttled' });
+    expect(error.next).toContain('try again');
     store.destroy();
   });
 
@@ -249,8 +277,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
       maxAttempts: 2,
     });
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.what).toContain('closed before the whole answer arrived');
+    expect(error).toMatchObject({ code: 'failed', reason: 'cut-short' });
     expect(error.where).toContain('s3://bucket-x/cut2/authority.json');
     store.destroy();
   });
