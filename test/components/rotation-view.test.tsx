@@ -5,9 +5,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render as renderLib } from 'ink-testing-library';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import { RotationView } from '../../components/rotation/RotationView.js';
-import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { rotationFlow, startRotation, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
-import { rotationStore, type RotationStore } from '../../src/app/rotation-store.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { fakeMesh, provisionerOn } from '../mesh/fake-transport.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
@@ -15,7 +14,7 @@ import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
 
 const dirs: string[] = [];
 const mounted: Rendered[] = [];
-const stores: RotationStore[] = [];
+const stores: RotationFlow[] = [];
 afterEach(async () => {
   for (const m of mounted.splice(0)) m.unmount();
   // The last journal record may still be landing: let every effect finish before removing its dir.
@@ -33,21 +32,15 @@ function appFor(columns: number, consumers: number, unreachable?: string) {
   provisionerOn(mesh.machines.db1!);
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);
-  const listeners = new Set<(s: RotationState, e: RotationEvent | undefined) => void>();
-  const store = rotationStore(
+  const store = rotationFlow(
     startRotation('20261130T000000Z-abc123', plan),
     rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
-    (s, e) => listeners.forEach((l) => l(s, e)),
   );
   stores.push(store);
   const exits: number[] = [];
   const element = (
     <RotationApp
-      store={store}
-      subscribe={(l) => {
-        listeners.add(l);
-        return () => listeners.delete(l);
-      }}
+      flow={store}
       columns={columns}
       color={false}
       onExit={(code) => exits.push(code)}

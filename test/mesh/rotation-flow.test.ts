@@ -75,6 +75,7 @@ describe('the rotation flow', () => {
       { type: 'committed' }, // out of turn: ignored
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 5 }, // out of turn: ignored
       { type: 'staged', machine: 'db1' }, { type: 'prepared', digests },
+      { type: 'journaled', phase: 'prepared' }, // the commit starts only once the 'prepared' record is on disk
       { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] }, { type: 'committed' },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 42 },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 99 }, // the first report of a pair counts
@@ -88,7 +89,7 @@ describe('the rotation flow', () => {
     expect(isTerminal(state) && rotationExitCode(state)).toBe(3);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
     const all = walk([
-      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' },
+      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 }, { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
       { type: 'apply-finished', failures: [] },
     ]).state;
@@ -127,22 +128,29 @@ describe('the rotation flow', () => {
   });
 });
 
-describe('the rotation store', () => {
+describe('the rotation on the flow runtime', () => {
   it('after stop, the prepare in flight finishes and is journaled, but no commit ever starts', async () => {
-    const { rotationStore } = await import('../../src/app/rotation-store.js');
+    const { rotationFlow } = await import('../../src/app/rotation-flow.js');
     const ran: string[] = [];
     let finishPrepare: () => void = () => undefined;
-    const store = rotationStore(startRotation('r1', plan), async (effect, _state, dispatch) => {
-      ran.push(effect.type === 'journal' ? `journal:${effect.phase}` : effect.type);
-      if (effect.type === 'resolve') for (const e of allResolved) dispatch(e);
-      if (effect.type === 'prepare') {
-        await new Promise<void>((resolve) => {
-          finishPrepare = resolve;
-        });
-        dispatch({ type: 'prepared', digests });
-      }
-    }, () => undefined);
-    await vi.waitFor(() => expect(store.state().step).toBe('confirming'));
+    const store = rotationFlow(startRotation('r1', plan), {
+      async run(effect, { dispatch }) {
+        ran.push(effect.type === 'journal' ? `journal:${effect.phase}` : effect.type);
+        if (effect.type === 'resolve') for (const e of allResolved) dispatch(e);
+        if (effect.type === 'journal') return { type: 'journaled', phase: effect.phase };
+        if (effect.type === 'prepare') {
+          await new Promise<void>((resolve) => {
+            finishPrepare = resolve;
+          });
+          return { type: 'prepared', digests };
+        }
+        return undefined;
+      },
+      failed: (_effect, error) => {
+        throw error;
+      },
+    });
+    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'));
     store.dispatch({ type: 'typed', text: '2' });
     store.dispatch({ type: 'confirmed' });
     await vi.waitFor(() => expect(ran).toContain('prepare'));
@@ -150,6 +158,6 @@ describe('the rotation store', () => {
     finishPrepare();
     await store.idle();
     expect(ran).toEqual(['resolve', 'journal:resolved', 'prepare', 'journal:prepared']);
-    expect(store.state().step).toBe('committing');
+    expect(store.getState().step).toBe('committing');
   });
 });
