@@ -305,22 +305,52 @@ export function isTerminal(state: RotationState): state is Terminal {
 }
 
 /**
- * DESIGN.md §8: 4 when the gate closed or prepare rolled back (nothing took effect), 1 when a
- * rename failed (left to resume) or a journal record could not be written, 3 when cancelled or when a provider has not confirmed in
- * time (its consumer end is staged, its old password still works; `mesh resume` finishes it).
+ * How a rotation ended (or was left), by name. Everything that reports it — the exit code,
+ * the drill, a test — reads the name; the number comes only from ROTATION_EXIT.
  */
-export function rotationExitCode(state: Terminal): number {
+export type RotationOutcome =
+  | 'rotated'
+  /** Some provider has not confirmed in time: its consumer end is staged, its old password still works. */
+  | 'receipts-pending'
+  | 'gate-closed'
+  /** Prepare failed and was taken back: nothing took effect. */
+  | 'rolled-back'
+  /** A rename failed: what is left is staged for `mesh resume`. */
+  | 'commit-interrupted'
+  | 'cancelled'
+  | 'journal-failed'
+  /** The operator left while provider ends were being renamed: something may be left to resume. */
+  | 'left-during-commit'
+  /** The operator left before anything was renamed. */
+  | 'left';
+
+/** 4 when nothing took effect by the gate's rule, 1 when something failed, 3 when cancelled or something waits for the operator. */
+export const ROTATION_EXIT: Readonly<Record<RotationOutcome, number>> = {
+  rotated: EXIT_OK,
+  'receipts-pending': EXIT_CODES['action-needed'],
+  'gate-closed': EXIT_CODES['gate-closed'],
+  'rolled-back': EXIT_CODES['gate-closed'],
+  'commit-interrupted': EXIT_CODES.failed,
+  cancelled: EXIT_CODES.aborted,
+  'journal-failed': EXIT_CODES.failed,
+  'left-during-commit': EXIT_CODES.failed,
+  left: EXIT_CODES.aborted,
+};
+
+export function rotationOutcome(state: Terminal): RotationOutcome {
   switch (state.step) {
     case 'gate-closed':
+      return 'gate-closed';
     case 'prepare-failed':
-      return EXIT_CODES['gate-closed'];
+      return 'rolled-back';
     case 'commit-failed':
+      return 'commit-interrupted';
     case 'journal-failed':
-      return EXIT_CODES.failed;
+      return 'journal-failed';
     case 'cancelled':
-      return EXIT_CODES.aborted;
+      return 'cancelled';
     case 'done':
-      return state.applied.length < state.plan.pairs.length ? EXIT_CODES['action-needed'] : EXIT_OK;
+      return state.applied.length < state.plan.pairs.length ? 'receipts-pending' : 'rotated';
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);
@@ -328,13 +358,18 @@ export function rotationExitCode(state: Terminal): number {
   }
 }
 
-/**
- * The exit code when the operator leaves now: a finished rotation's own code; 1 when a commit
- * may be cut short (something may be left to resume); otherwise 3, nothing was renamed.
- */
+export function rotationExitCode(state: Terminal): number {
+  return ROTATION_EXIT[rotationOutcome(state)];
+}
+
+/** The outcome when the operator leaves now: a finished rotation's own; otherwise whether a commit may be cut short. */
+export function outcomeOnLeave(state: RotationState): RotationOutcome {
+  if (isTerminal(state)) return rotationOutcome(state);
+  return state.step === 'committing' ? 'left-during-commit' : 'left';
+}
+
 export function exitCodeOnLeave(state: RotationState): number {
-  if (isTerminal(state)) return rotationExitCode(state);
-  return state.step === 'committing' ? EXIT_CODES.failed : EXIT_CODES.aborted;
+  return ROTATION_EXIT[outcomeOnLeave(state)];
 }
 
 /** Whether `q` may end the session now: never while files are being staged or renamed. */

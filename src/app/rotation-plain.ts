@@ -4,7 +4,7 @@
  * escape codes, so a log over SSH stays small and greppable.
  */
 import { MARKS } from './marks.js';
-import { startRotation, confirmationText, rotationExitCode, isTerminal, progress, rotationFlow, type RotationState } from './rotation-flow.js';
+import { startRotation, confirmationText, rotationExitCode, rotationOutcome, isTerminal, progress, rotationFlow, type RotationOutcome, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
@@ -23,7 +23,7 @@ export interface PlainRotation {
   readonly askCount?: (question: string) => Promise<string | undefined>;
 }
 
-export async function runRotationPlain(options: PlainRotation): Promise<{ code: number; state: RotationState }> {
+export async function runRotationPlain(options: PlainRotation): Promise<{ code: number; outcome: RotationOutcome; state: RotationState }> {
   const { plan, write } = options;
   write(`Rotation ${options.id}: ${planHeadline(plan)}`);
   let lastStep = '';
@@ -77,5 +77,5 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');
   // Complete, however large: scripts and logs keep this output, and nothing else prints it.
   for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000), { full: true, ...(options.deps.suggester ? { suggester: options.deps.suggester } : {}) })) write(line);
-  return { code: rotationExitCode(state), state };
+  return { code: rotationExitCode(state), outcome: rotationOutcome(state), state };
 }

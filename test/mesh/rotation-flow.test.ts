@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, outcomeOnLeave, rotation, rotationOutcome, ROTATION_EXIT, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
@@ -125,6 +126,23 @@ describe('the rotation flow', () => {
       ['committing', 1],
       ['gate-closed', 4],
     ]);
+  });
+});
+
+describe('rotation outcomes', () => {
+  it('each way a rotation ends has a name, and its exit code comes from EXIT_CODES through that name', () => {
+    const confirmed: RotationEvent[] = [...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }];
+    const ends = [
+      walk([...allResolved, { type: 'back' }]).state,
+      walk([...confirmed, { type: 'prepare-failed', failures: [], unstageFailures: [] }]).state,
+      walk([...confirmed, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' }, { type: 'apply-finished', failures: [] }]).state,
+    ];
+    expect(ends.map((s) => (isTerminal(s) ? rotationOutcome(s) : s.step))).toEqual(['cancelled', 'rolled-back', 'receipts-pending']);
+    expect(ends.map((s) => isTerminal(s) && rotationExitCode(s))).toEqual([EXIT_CODES.aborted, EXIT_CODES['gate-closed'], EXIT_CODES['action-needed']]);
+    const committing = walk([...confirmed, { type: 'prepared', digests }]).state;
+    expect([outcomeOnLeave(walk(confirmed).state), outcomeOnLeave(committing)]).toEqual(['left', 'left-during-commit']);
+    expect(ROTATION_EXIT.rotated).toBe(EXIT_OK);
+    expect(ROTATION_EXIT['journal-failed']).toBe(EXIT_CODES.failed);
   });
 });
 

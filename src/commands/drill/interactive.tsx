@@ -9,9 +9,9 @@
  */
 
 import type { Instance } from 'ink';
-import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
+import { drillFlow, drillExitCode, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
 import { createFlow, type EffectRunner } from '../../app/flow.js';
-import { asBatonError, EXIT_CODES, EXIT_OK } from '../../errors.js';
+import { asBatonError } from '../../errors.js';
 import { runChecks } from '../../app/drill/checks.js';
 import { meshStatusNow } from './mesh-status-scripted.js';
 import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
@@ -68,9 +68,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     for (const problem of problems) options.stderr.write(`baton drill: cleaning up: ${problem}\n`);
     if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
     else options.stdout.write('baton drill: the sandbox was removed.\n');
-    // 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way.
-    const state = flow.getState();
-    resolveDone(state.phase === 'summary' ? EXIT_OK : state.phase === 'setup-failed' ? EXIT_CODES.failed : EXIT_CODES.aborted);
+    resolveDone(drillExitCode(flow.getState()));
   };
 
   const runner: EffectRunner<DrillState, DrillEvent, DrillEffect> = {
