@@ -105,6 +105,29 @@ describe('a journal failure, as the flow decides it', () => {
   });
 });
 
+describe('the rotation run-effect never rejects', () => {
+  it('each effect that throws becomes its own named failure event; a broken resolve closes the gate before a secret exists', () => {
+    const plan = planRotation(meshInventory(1), SELECTOR);
+    const runner = rotationRunner(deps(() => {
+      throw new Error('unused');
+    }, '/nonexistent/journal'));
+    const boom = new Error('connection pool exhausted');
+    const journalState = startRotation('r', plan).state;
+    expect(runner.failed({ type: 'journal', phase: 'prepared', state: journalState }, boom)).toMatchObject({
+      type: 'journal-failed',
+      phase: 'prepared',
+      journal: { where: path.join('/nonexistent/journal', JOURNAL_FILE), what: expect.stringContaining('connection pool exhausted') },
+    });
+    expect(runner.failed({ type: 'prepare' }, boom)).toEqual({ type: 'prepare-failed', failures: [{ machine: '(all)', reason: expect.stringContaining('connection pool exhausted') }], unstageFailures: [] });
+    expect(runner.failed({ type: 'commit' }, boom).type).toBe('commit-failed');
+    expect(runner.failed({ type: 'unstage' }, boom).type).toBe('unstaged');
+    const resolveFailed = runner.failed({ type: 'resolve' }, boom);
+    const closed = rotation(journalState, resolveFailed);
+    expect(closed.state.step).toBe('gate-closed');
+    expect(closed.effects.map((e) => e.type)).toEqual(['journal']);
+  });
+});
+
 describe('a journal failure after prepare, on the strict fake transport', () => {
   it('removes every staged file, leaves the old credentials, names the journal, exit 1', async () => {
     const tmp = makeTempDir('baton-jf-fake-');
