@@ -42,8 +42,6 @@ export interface RotationDeps {
   readonly suggester?: Suggester;
 }
 
-export type Dispatch = (event: RotationEvent) => void;
-
 export type RotationRunner = EffectRunner<RotationState, RotationEvent, RotationEffect>;
 
 /**

@@ -185,6 +185,8 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       if (event.type === 'task-failed') return toFailed(state, event.lines);
       return to(state);
     case 'checking':
+      // The checks could not read the sandbox at all: said, and offered again (not a wrong turn).
+      if (event.type === 'task-failed') return toFailed(state, event.lines);
       if (event.type !== 'checks-done') return to(state);
       if (event.results.every((result) => result.ok)) {
         const step = currentStep(state);
