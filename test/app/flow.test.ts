@@ -113,4 +113,11 @@ describe('createFlow', () => {
     expect((await flow.finished()).log).toEqual(['got:a']);
     expect(started).toEqual(['a']);
   });
+
+  it('the types require every runner to name the event a thrown error becomes', () => {
+    const run = async (): Promise<E | undefined> => undefined;
+    // @ts-expect-error a runner without `failed` is refused: there would be no event for a thrown error.
+    const flow = createFlow(reduce, start, { run });
+    expect(flow.getState()).toEqual({ log: [] });
+  });
 });
