@@ -15,16 +15,32 @@ export function HelpOverlay({ columns, keys, about }: HelpOverlayProps) {
     <Box flexDirection="column" borderStyle="round" paddingX={1} width={Math.min(columns, 72)}>
       <Text bold>Keys on this screen</Text>
       {about ? <Text wrap="wrap">{about}</Text> : null}
-      {keys.map((entry) => (
-        <Box key={entry.keys}>
-          <Box width={12} flexShrink={0}>
-            <Text>{entry.keys}</Text>
-          </Box>
-          <Text wrap="wrap">{entry.does}</Text>
-        </Box>
-      ))}
+      <KeyRows keys={keys} />
       <Text wrap="wrap">No single key writes anything: every write has its own confirm screen.</Text>
       <Text>Esc or ? closes this help.</Text>
+    </Box>
+  );
+}
+
+export interface KeyRowsProps {
+  readonly keys: readonly KeyHelp[];
+  /** The key column's width; the drill's narrower help keeps its rows to one line each. */
+  readonly keyWidth?: number;
+  readonly wrap?: 'wrap' | 'truncate-end';
+}
+
+/** One row a key: the keys in their own column, what they do beside it. */
+export function KeyRows({ keys, keyWidth = 12, wrap = 'wrap' }: KeyRowsProps) {
+  return (
+    <Box flexDirection="column">
+      {keys.map((entry) => (
+        <Box key={entry.keys}>
+          <Box width={keyWidth} flexShrink={0}>
+            <Text>{entry.keys}</Text>
+          </Box>
+          <Text wrap={wrap}>{entry.does}</Text>
+        </Box>
+      ))}
     </Box>
   );
 }

@@ -3,10 +3,8 @@
  * screen ignores teaches the operator to distrust it) and one sentence of what it is for.
  */
 import type { FailoverState } from '../src/app/failover-flow.js';
-import type { KeyHelp } from './keys.js';
+import { CTRL_C_KEY as CTRL_C, QUIT_KEY as QUIT, type KeyHelp } from './keys.js';
 
-const QUIT: KeyHelp = { keys: 'q', does: 'quit (not while typing)' };
-const CTRL_C: KeyHelp = { keys: 'Ctrl-C', does: 'quit' };
 const HELP: KeyHelp = { keys: '?', does: 'this help (Esc or ? closes it)' };
 const TYPING: readonly KeyHelp[] = [
   { keys: 'Backspace', does: 'erase a character' },

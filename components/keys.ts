@@ -12,15 +12,9 @@ export interface KeyHelp {
   readonly does: string;
 }
 
-export const KEY_HELP: readonly KeyHelp[] = [
-  { keys: '↑ ↓  k j', does: 'move' },
-  { keys: 'Enter', does: 'select / confirm' },
-  { keys: 'Esc', does: 'back (never quits)' },
-  { keys: 'r', does: 'read again' },
-  { keys: '?', does: 'this help' },
-  { keys: 'q', does: 'quit (not while typing)' },
-  { keys: 'Ctrl-C', does: 'quit' },
-];
+/** The same two keys on every screen that has them, in the same words. */
+export const QUIT_KEY: KeyHelp = { keys: 'q', does: 'quit (not while typing)' };
+export const CTRL_C_KEY: KeyHelp = { keys: 'Ctrl-C', does: 'quit' };
 
 export function keyIntent(input: string, key: Key): KeyIntent | undefined {
   if (key.escape) return 'back';

@@ -1,5 +1,7 @@
 import { Box, Text } from 'ink';
 import type { StepSpec } from '../../src/app/drill/scenario.js';
+import { KeyRows } from '../HelpOverlay.js';
+import type { KeyHelp } from '../keys.js';
 import { RAIL_GLYPHS } from './DrillRail.js';
 
 export interface DrillHelpProps {
@@ -7,7 +9,7 @@ export interface DrillHelpProps {
   readonly columns: number;
 }
 
-export const DRILL_KEYS: readonly { readonly keys: string; readonly does: string }[] = [
+export const DRILL_KEYS: readonly KeyHelp[] = [
   { keys: 'Enter', does: 'begin / perform / go on' },
   { keys: '?', does: 'this explanation' },
   { keys: 'Esc', does: 'close this (never quits)' },
@@ -26,15 +28,8 @@ export function DrillHelp({ step, columns }: DrillHelpProps) {
         Each task opens the real view; its own keys apply there (q closes it). The drill then checks the sandbox
         itself and lets you go on only when every check passed.
       </Text>
-      <Box flexDirection="column" marginTop={1}>
-        {DRILL_KEYS.map((entry) => (
-          <Box key={entry.keys}>
-            <Box width={9} flexShrink={0}>
-              <Text>{entry.keys}</Text>
-            </Box>
-            <Text wrap="truncate-end">{entry.does}</Text>
-          </Box>
-        ))}
+      <Box marginTop={1}>
+        <KeyRows keys={DRILL_KEYS} keyWidth={9} wrap="truncate-end" />
       </Box>
       <Text wrap="truncate-end">
         {`Rail: ${RAIL_GLYPHS.passed} passed  ${RAIL_GLYPHS.current} current  ${RAIL_GLYPHS.pending} to do  ${RAIL_GLYPHS.prepared} prepared (--step)`}

@@ -110,32 +110,9 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
       );
     }
     case 'check-failed':
-      return (
-        <Box flexDirection="column">
-          <Text bold>
-            <Text color={paint(MARKS.refused.color)}>{MARKS.refused.glyph}</Text>
-            {` Not yet: ${currentTask(state).label}`}
-          </Text>
-          {(state.error ?? []).map((line, i) => (
-            <Text key={i} wrap="wrap">
-              {line}
-            </Text>
-          ))}
-          <DrillChecks checks={state.checks} columns={columns} />
-          <MeshStatusAfter lines={state.meshStatus} columns={columns} />
-        </Box>
-      );
+      return <Checked tone="refused" title={`Not yet: ${currentTask(state).label}`} error={state.error ?? []} state={state} columns={columns} />;
     case 'step-passed':
-      return (
-        <Box flexDirection="column">
-          <Text bold>
-            <Text color={paint(MARKS.ok.color)}>{MARKS.ok.glyph}</Text>
-            {` Step ${step.number} passed every check`}
-          </Text>
-          <DrillChecks checks={state.checks} columns={columns} />
-          <MeshStatusAfter lines={state.meshStatus} columns={columns} />
-        </Box>
-      );
+      return <Checked tone="ok" title={`Step ${step.number} passed every check`} error={[]} state={state} columns={columns} />;
     case 'summary':
       return <DrillSummary state={state} columns={columns} />;
     case 'starting':
@@ -146,6 +123,26 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
       return never;
     }
   }
+}
+
+/** What the checks found after a task: the verdict line, any error, each check, and mesh status. */
+function Checked({ tone, title, error, state, columns }: { readonly tone: 'ok' | 'refused'; readonly title: string; readonly error: readonly string[]; readonly state: DrillState; readonly columns: number }) {
+  const paint = useColor();
+  return (
+    <Box flexDirection="column">
+      <Text bold>
+        <Text color={paint(MARKS[tone].color)}>{MARKS[tone].glyph}</Text>
+        {` ${title}`}
+      </Text>
+      {error.map((line, i) => (
+        <Text key={i} wrap="wrap">
+          {line}
+        </Text>
+      ))}
+      <DrillChecks checks={state.checks} columns={columns} />
+      <MeshStatusAfter lines={state.meshStatus} columns={columns} />
+    </Box>
+  );
 }
 
 /** `baton mesh status` as read after the rotation, one line each (cut, never wrapped: the screen is 24 rows). */

@@ -5,6 +5,7 @@ import { initialMeshStatusFlow, meshStatusFlow, type MeshStatusEffect, type Mesh
 import { useFlow } from '../hooks/use-flow.js';
 import { EXIT_CODES } from '../../src/errors.js';
 import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
+import type { Suggester } from '../../src/suggest-command.js';
 import { ColorContext } from '../color-context.js';
 import { MeshStatusView, FRAME_LINES } from './MeshStatusView.js';
 import { useMeshStatusKeys } from './use-mesh-status-keys.js';
@@ -17,11 +18,13 @@ export interface MeshStatusAppProps {
   readonly columns: number;
   readonly rows: number;
   readonly color: boolean;
+  /** Builds the commands the "next" line suggests, with the flags the operator gave. */
+  readonly suggester?: Suggester;
   readonly onExit: (code: number) => void;
 }
 
 /** Reads on mount and on `r`; quits on `q` with the exit code of what it last read. */
-export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, onExit }: MeshStatusAppProps) {
+export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, suggester, onExit }: MeshStatusAppProps) {
   const { exit } = useApp();
   const [progress, setProgress] = useState({ read: 0, total: machines });
   const runner = useMemo<EffectRunner<unknown, MeshStatusFlowEvent, MeshStatusEffect>>(
@@ -69,7 +72,7 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
   );
   return (
     <ColorContext.Provider value={color}>
-      <MeshStatusView state={state} selectorText={selectorText} progress={progress} columns={columns} rows={rows} />
+      <MeshStatusView state={state} selectorText={selectorText} progress={progress} columns={columns} rows={rows} {...(suggester ? { suggester } : {})} />
     </ColorContext.Provider>
   );
 }

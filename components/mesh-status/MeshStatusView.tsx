@@ -2,17 +2,20 @@ import { Box, Text } from 'ink';
 import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
 import { MARKS } from '../../src/app/marks.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
+import { HelpOverlay } from '../HelpOverlay.js';
+import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
 
-export const MESH_STATUS_KEYS: readonly { readonly keys: string; readonly does: string }[] = [
+export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   { keys: '↑ ↓  k j', does: 'move (the table scrolls)' },
   { keys: '/', does: 'filter: provider, consumer, role, machine or state' },
   { keys: 'Enter', does: 'end typing the filter' },
   { keys: 'Esc', does: 'close help / clear the filter (never quits)' },
   { keys: 'r', does: 'read every holder again' },
   { keys: '?', does: 'this help' },
-  { keys: 'q', does: 'quit (not while typing)' },
+  QUIT_KEY,
 ];
 
 /** Lines the frame uses besides the table rows: title, summary, header, detail ×2, filter, keys, and one spare. */
@@ -24,10 +27,12 @@ export interface MeshStatusViewProps {
   readonly progress: { readonly read: number; readonly total: number };
   readonly columns: number;
   readonly rows: number;
+  /** Builds the "next" line's commands with the operator's flags (plain `baton` when absent). */
+  readonly suggester?: Suggester;
 }
 
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
-export function MeshStatusView({ state, selectorText, progress, columns, rows }: MeshStatusViewProps) {
+export function MeshStatusView({ state, selectorText, progress, columns, rows, suggester = PLAIN_SUGGESTER }: MeshStatusViewProps) {
   const width = columns - 1;
   const visible = Math.max(3, rows - FRAME_LINES);
   const shown = filteredRows(state);
@@ -41,6 +46,7 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows }:
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
   const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
+  const next = current ? nextStep(current, suggester) : undefined;
   const bottom = state.typingFilter
     ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
     : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
@@ -49,20 +55,14 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows }:
       <Text bold>{fit(`Mesh status — ${selectorText} (read-only; no secret is read)`, width)}</Text>
       <Text>{fit(summary, width)}</Text>
       {state.help ? (
-        <Box flexDirection="column" borderStyle="round" paddingX={1} width={Math.min(columns, 72)}>
-          <Text bold>Keys</Text>
-          {MESH_STATUS_KEYS.map((k) => (
-            <Text key={k.keys}>{fit(`${fit(k.keys, 10)} ${k.does}`, Math.min(columns, 72) - 4)}</Text>
-          ))}
-          <Text>{fit('Nothing here writes: this view only reads.', Math.min(columns, 72) - 4)}</Text>
-        </Box>
+        <HelpOverlay columns={columns} keys={MESH_STATUS_KEYS} about="Every pair by digest, worst first. This view only reads." />
       ) : (
         <MeshStatusTable rows={shown} selected={state.selected} top={state.top} visible={visible} columns={columns} />
       )}
       {!state.help && current ? (
         <Box flexDirection="column">
           <Text>{fit(`${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width)}</Text>
-          <Text>{fit(nextStep(current) ? `next: ${nextStep(current)}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
+          <Text>{fit(next ? `next: ${next}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
         </Box>
       ) : null}
       <Text>{fit(bottom, width)}</Text>

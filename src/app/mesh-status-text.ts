@@ -5,6 +5,7 @@
  */
 import { formatAge } from '../mesh/credential-age.js';
 import { countStates, PAIR_STATES, sortWorstFirst, type PairState, type PairStatus } from '../mesh/mesh-status.js';
+import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
 
 export const STATE_MARKS: Record<PairState, Mark> = {
@@ -15,22 +16,26 @@ export const STATE_MARKS: Record<PairState, Mark> = {
   applied: MARKS.ok,
 };
 
-/** What to do about a pair in this state; undefined when nothing. */
-export function nextStep(status: PairStatus): string | undefined {
-  const pair = `--pair ${status.pair.provider}:${status.pair.consumer}`;
+/**
+ * What to do about a pair in this state; undefined when nothing. Its commands keep the flags
+ * the operator gave (`s`): a bare `baton mesh resume` would read another journal.
+ */
+export function nextStep(status: PairStatus, s: Suggester = PLAIN_SUGGESTER): string | undefined {
+  const rotate = suggest(s, `mesh rotate --pair ${status.pair.provider}:${status.pair.consumer}`);
+  const resume = status.resumeId === undefined ? undefined : suggest(s, `mesh resume ${status.resumeId}`);
   switch (status.state) {
     case 'unreachable':
-      return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run baton mesh status again`;
+      return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run ${suggest(s, 'mesh status')} again`;
     case 'drifted':
-      return `rotate it: baton mesh rotate ${pair}`;
+      return `rotate it: ${rotate}`;
     case 'staged':
-      return status.resumeId ? `finish it: baton mesh resume ${status.resumeId}` : `no rotation in the journal prepared it: rotate again (baton mesh rotate ${pair})`;
+      return resume ? `finish it: ${resume}` : `no rotation in the journal prepared it: rotate again (${rotate})`;
     case 'pending':
-      return status.resumeId
-        ? `check the provisioner on ${status.pair.providerMachine}; once it applies, baton mesh resume ${status.resumeId}`
+      return resume
+        ? `check the provisioner on ${status.pair.providerMachine}; once it applies, ${resume}`
         : `check the provisioner on ${status.pair.providerMachine}`;
     case 'applied':
-      return status.tooOld ? `older than the limit: baton mesh rotate ${pair}` : undefined;
+      return status.tooOld ? `older than the limit: ${rotate}` : undefined;
     default: {
       const never: never = status.state;
       return String(never);
@@ -52,16 +57,16 @@ export function summaryText(statuses: readonly PairStatus[]): string {
 }
 
 /** Plain lines for a pipe or a log: one per pair, worst first, then what to do. */
-export function meshStatusLines(statuses: readonly PairStatus[], selectorText: string): string[] {
+export function meshStatusLines(statuses: readonly PairStatus[], selectorText: string, s: Suggester = PLAIN_SUGGESTER): string[] {
   const sorted = sortWorstFirst(statuses);
   const lines = [`Mesh status (${selectorText}), read-only: digests only, no secret was read.`];
-  for (const s of sorted) {
-    const last = s.lastRotation ? `; last rotation ${s.lastRotation.id} ${s.lastRotation.outcome}` : '';
+  for (const status of sorted) {
+    const last = status.lastRotation ? `; last rotation ${status.lastRotation.id} ${status.lastRotation.outcome}` : '';
     lines.push(
-      `${STATE_MARKS[s.state].glyph} ${s.state.padEnd(11)} ${s.pair.key} (role ${s.pair.role}, ${s.pair.providerMachine} → ${s.pair.consumerMachine}) ${rotatedText(s)}${s.tooOld ? ' [older than --max-age]' : ''}${last}`,
+      `${STATE_MARKS[status.state].glyph} ${status.state.padEnd(11)} ${status.pair.key} (role ${status.pair.role}, ${status.pair.providerMachine} → ${status.pair.consumerMachine}) ${rotatedText(status)}${status.tooOld ? ' [older than --max-age]' : ''}${last}`,
     );
-    if (s.state !== 'applied') lines.push(`    ${s.detail}`);
-    const next = nextStep(s);
+    if (status.state !== 'applied') lines.push(`    ${status.detail}`);
+    const next = nextStep(status, s);
     if (next) lines.push(`    next: ${next}`);
   }
   lines.push(summaryText(statuses));
@@ -69,7 +74,7 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
 }
 
 /** The `--json` document (README "mesh status --json"); a test fixes its shape. */
-export function meshStatusJson(statuses: readonly PairStatus[], selectorText: string, nowMs: number, maxAgeMs: number | undefined, exitCode: number): object {
+export function meshStatusJson(statuses: readonly PairStatus[], selectorText: string, nowMs: number, maxAgeMs: number | undefined, exitCode: number, suggester: Suggester = PLAIN_SUGGESTER): object {
   const counts = countStates(statuses);
   return {
     selector: selectorText,
@@ -92,7 +97,7 @@ export function meshStatusJson(statuses: readonly PairStatus[], selectorText: st
       last_rotation: s.lastRotation ? { id: s.lastRotation.id, outcome: s.lastRotation.outcome } : null,
       resume_id: s.resumeId ?? null,
       unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
-      next: nextStep(s) ?? null,
+      next: nextStep(s, suggester) ?? null,
     })),
   };
 }

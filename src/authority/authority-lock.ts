@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { mkdir, open, stat } from 'node:fs/promises';
 import { BatonError, isBatonError } from '../errors.js';
 import { DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
+import { errorCode } from '../fs/system-error.js';
 
 const RETRY_MS = 25;
 
@@ -24,7 +25,7 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
     handle = await open(lock, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, KEY_MODE);
   } catch (error) {
     throw new BatonError('failed', {
-      what: `The authority lock cannot be opened (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The authority lock cannot be opened (${errorCode(error)}).`,
       where: lock,
       next: 'Check that the state dir is writable by this user and that ca.lock is a regular file.',
       changed: 'Nothing was written.',

@@ -2,7 +2,8 @@ import { mkdir } from 'node:fs/promises';
 import { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { checkPair } from './check-pair.js';
-import { createFileDurably, fsyncDir, isSystemError, type StepHook } from '../fs/durable-write.js';
+import { createFileDurably, fsyncDir, type StepHook } from '../fs/durable-write.js';
+import { errorCode, isSystemError } from '../fs/system-error.js';
 import { CERT_MODE, DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { readLocalAuthority } from './read-local-authority.js';
 import type { AuthorityFileName, AuthorityFiles } from './types.js';
@@ -110,7 +111,7 @@ export async function installAuthority(
   } catch (error) {
     if (!isSystemError(error)) throw error;
     throw new BatonError('failed', {
-      what: `Installing the authority failed while writing ${writing} (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `Installing the authority failed while writing ${writing} (${errorCode(error)}).`,
       where: l.caDir,
       next: 'Look at it with `baton ca show`. baton removed nothing it wrote; clear ca/ by hand only once you know no node trusts what is there.',
       changed: written.length > 0 ? `Written before the failure: ${written.join(', ')}.` : 'Nothing was written.',

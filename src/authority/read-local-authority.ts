@@ -1,7 +1,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
-import { inspectPair, parseCertificate } from '../pki/inspect-pair.js';
+import { inspectPair, parseCertificate, type PairFault } from '../pki/inspect-pair.js';
 import { faultText, problemOf, summaryOf } from './check-pair.js';
 import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
 import { readStrict, type FileRead } from './read-strict.js';
@@ -122,6 +122,9 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     currentKey: undefined,
     local: blocked(stateDir, problem, unexpected, new BatonError('refused', { what, where, next, changed: 'Nothing was written.' })),
   });
+  /** A key/certificate pair (current or previous) that fails its checks. */
+  const refusePair = (fault: PairFault, labels: { readonly key: string; readonly cert: string }): AuthorityRead =>
+    refuse(problemOf(fault), faultText(fault, labels, deployment), l.caDir, pairNext(fault.kind));
 
   if (raw.caDir.kind === 'error') {
     return refuse('unreadable', `The authority directory cannot be read: ${raw.caDir.reason}.`, l.caDir, CANNOT_READ_NEXT);
@@ -185,12 +188,7 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     }
   }
   if (!inspection.ok) {
-    return refuse(
-      problemOf(inspection.fault),
-      faultText(inspection.fault, { key: 'ca/ca.key', cert: 'ca/ca.crt' }, deployment),
-      l.caDir,
-      pairNext(inspection.fault.kind),
-    );
+    return refusePair(inspection.fault, { key: 'ca/ca.key', cert: 'ca/ca.crt' });
   }
   const current = summaryOf(inspection.facts);
   const extraUnexpected: string[] = [];
@@ -205,12 +203,7 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
   } else if (previousCert && previousKey) {
     const prior = await inspectPair(previousKey, previousCert, deployment);
     if (!prior.ok) {
-      return refuse(
-        problemOf(prior.fault),
-        faultText(prior.fault, { key: 'ca/ca-previous.key', cert: 'ca/ca-previous.crt' }, deployment),
-        l.caDir,
-        pairNext(prior.fault.kind),
-      );
+      return refusePair(prior.fault, { key: 'ca/ca-previous.key', cert: 'ca/ca-previous.crt' });
     }
     if (prior.facts.fingerprint === current.fingerprint) pending = 'rotate'; // copies made, renames not yet
     else {

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { MAX_FILE_BYTES } from './layout.js';
+import { errorCode } from '../fs/system-error.js';
 
 export type FileRead =
   | { readonly kind: 'absent' }
@@ -47,7 +48,7 @@ export async function readStrict(file: string, options: { readonly secret: boole
     }
     return { kind: 'bytes', bytes: new Uint8Array(Buffer.concat(chunks, total)) };
   } catch (error) {
-    return { kind: 'error', reason: (error as NodeJS.ErrnoException).code ?? String(error) };
+    return { kind: 'error', reason: errorCode(error) };
   } finally {
     await handle.close();
   }

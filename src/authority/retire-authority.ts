@@ -1,9 +1,10 @@
 import { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { withAuthorityLock } from './authority-lock.js';
-import { isSystemError, removeDurably, type StepHook } from '../fs/durable-write.js';
+import { removeDurably, type StepHook } from '../fs/durable-write.js';
 import { layoutOf } from './layout.js';
 import { readAuthority } from './read-local-authority.js';
+import { stoppedPartWay } from './stopped-part-way.js';
 import { writeMarker } from './write-marker.js';
 
 export type RetireResult =
@@ -37,16 +38,12 @@ export async function retireAuthority(
   return withAuthorityLock(
     stateDir,
     () =>
-      retireLocked(stateDir, deployment, opts?.onStep, opts?.acceptUnproved).catch((error: unknown) => {
-        if (!isSystemError(error)) throw error;
-        throw new BatonError('failed', {
-          what: `The retire stopped: ${error.syscall} ${error.path ?? ''} failed (${error.code}).`,
-          where: layoutOf(stateDir).caDir,
+      retireLocked(stateDir, deployment, opts?.onStep, opts?.acceptUnproved).catch(
+        stoppedPartWay('retire', layoutOf(stateDir).caDir, {
           next: 'Fix the cause, then run `baton ca retire` again: it finishes a retire left part-way.',
           changed: 'The current authority is untouched.',
-          cause: error,
-        });
-      }),
+        }),
+      ),
     opts,
   );
 }

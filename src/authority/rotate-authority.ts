@@ -4,11 +4,12 @@ import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { inspectPair } from '../pki/inspect-pair.js';
 import { withAuthorityLock } from './authority-lock.js';
 import { systemClock, type Clock } from './clock.js';
-import { createFileDurably, fsyncDir, isSystemError, renameDurably, writeExclusive, type StepHook } from '../fs/durable-write.js';
+import { createFileDurably, fsyncDir, renameDurably, writeExclusive, type StepHook } from '../fs/durable-write.js';
 import { CERT_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { mintAuthority } from './mint-authority.js';
 import { readAuthority, sameBytes } from './read-local-authority.js';
 import { readStrict } from './read-strict.js';
+import { stoppedPartWay } from './stopped-part-way.js';
 import { writeMarker } from './write-marker.js';
 
 export interface RotateResult {
@@ -36,16 +37,12 @@ export async function rotateAuthority(
   return withAuthorityLock(
     stateDir,
     () =>
-      rotateLocked(stateDir, deployment, opts?.clock ?? systemClock, opts?.onStep).catch((error: unknown) => {
-        if (!isSystemError(error)) throw error;
-        throw new BatonError('failed', {
-          what: `The rotation stopped: ${error.syscall} ${error.path ?? ''} failed (${error.code}).`,
-          where: layoutOf(stateDir).caDir,
+      rotateLocked(stateDir, deployment, opts?.clock ?? systemClock, opts?.onStep).catch(
+        stoppedPartWay('rotation', layoutOf(stateDir).caDir, {
           next: 'Fix the cause, then run `baton ca rotate` again: it finishes a rotation left part-way. `baton ca show` says where it stands.',
           changed: 'The current authority is still the one in use (or the rotation is part-way, which the reader repairs); no key anyone trusts was deleted.',
-          cause: error,
-        });
-      }),
+        }),
+      ),
     opts,
   );
 }

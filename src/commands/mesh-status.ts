@@ -18,6 +18,7 @@ import { openCommandTransports } from './command-transports.js';
 import type { CliContext } from './context.js';
 import type { MeshFlags } from './mesh-flags.js';
 import path from 'node:path';
+import { errorCode } from '../fs/system-error.js';
 
 export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
   const selector = parseSelector(flags, true);
@@ -27,6 +28,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const plan = planRotation(inventory, selector);
   const config = ctx.config();
   const history = await historyAt(journalDirFor(config));
+  const suggester = ctx.suggester(flags.inventory);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
   try {
     if (hasTerminal(ctx) && !flags.json) {
@@ -37,14 +39,14 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
         // Quitting before the first reading finished is "could not read", never "all well".
         { noColor: config.noColor, ifInterrupted: EXIT_CODES.failed },
         async () => (await import('../../components/mesh-status/MeshStatusApp.js')).MeshStatusApp,
-        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, onExit }),
+        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, suggester, onExit }),
       );
     }
     const nowMs = Date.now();
     const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });
     const code = meshStatusExitCode(statuses);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code), null, 2)}\n`);
-    else for (const line of meshStatusLines(statuses, plan.selectorText)) ctx.stdout.write(`${line}\n`);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), null, 2)}\n`);
+    else for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
     return code;
   } finally {
     await transports.close();
@@ -56,7 +58,7 @@ async function historyAt(dir: string): Promise<JournalHistory> {
     return await readJournalHistory(dir);
   } catch (error) {
     throw new BatonError('failed', {
-      what: `The rotation journal could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The rotation journal could not be read (${errorCode(error)}).`,
       where: path.join(dir, JOURNAL_FILE),
       next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
       changed: 'Nothing was read from any holder.',

@@ -2,6 +2,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
+import { errorCode } from '../fs/system-error.js';
 
 /**
  * A deployment id goes into a directory name, a certificate's O and an S3 key: a closed
@@ -122,7 +123,7 @@ export function readConfigFile(file: string): ConfigFile {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     throw new BatonError('config', {
-      what: `The config file could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The config file could not be read (${errorCode(error)}).`,
       where: file,
       next: 'Check its permissions, or point --config at another file.',
       cause: error,

@@ -6,11 +6,6 @@ import path from 'node:path';
 /** Called after each durable step; crash tests stop an operation here. */
 export type StepHook = (step: string) => void | Promise<void>;
 
-/** An error from the operating system (ENOSPC, EEXIST, EACCES…), as opposed to a bug. */
-export function isSystemError(error: unknown): error is NodeJS.ErrnoException {
-  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string' && typeof (error as NodeJS.ErrnoException).syscall === 'string';
-}
-
 /** Makes the directory entries below `dir` (creations, renames, removals) durable. */
 export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);

@@ -16,6 +16,7 @@ import { CORE_SCHEMA, load as loadYaml } from 'js-yaml';
 import { z } from 'zod';
 import { BatonError } from '../errors.js';
 import { deriveRoleName, roleNameProblem } from './role-name.js';
+import { errorCode } from '../fs/system-error.js';
 
 export const DEFAULT_MESH_DIR = '/var/lib/baton/mesh';
 
@@ -151,7 +152,7 @@ export function loadInventory(file: string): Inventory {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     throw new BatonError('config', {
-      what: `The inventory could not be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The inventory could not be read (${errorCode(error)}).`,
       where: file,
       next: 'Pass --inventory FILE or set "inventory:" in baton.yaml.',
       changed: 'Nothing was sent.',

@@ -11,6 +11,7 @@ import { BatonError } from '../errors.js';
 import { DEFAULT_STATE_ROOT, type ResolvedConfig } from '../config/config.js';
 import type { SecretDigest } from './digest.js';
 import type { PlannedPair } from './rotation-plan.js';
+import { errorCode } from '../fs/system-error.js';
 
 export const JOURNAL_FILE = 'mesh-journal.jsonl';
 
@@ -117,7 +118,7 @@ export async function appendJournal(dir: string, record: JournalRecord): Promise
     }
   } catch (error) {
     throw new BatonError('failed', {
-      what: `The rotation journal could not be written (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The rotation journal could not be written (${errorCode(error)}).`,
       where: file,
       next: 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.',
       cause: error,
@@ -133,7 +134,7 @@ export async function readJournal(dir: string, id: string): Promise<JournalRecor
     text = await fs.readFile(file, 'utf8');
   } catch (error) {
     throw new BatonError('usage', {
-      what: `There is no rotation journal to resume from (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `There is no rotation journal to resume from (${errorCode(error)}).`,
       where: file,
       next: 'Pass the same --state-dir / journal_dir the rotation used.',
       changed: 'Nothing was sent.',

@@ -123,7 +123,7 @@ export async function resumeRotation(
       what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine${unreadable.length === 1 ? '' : 's'} could not be read.`,
       where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
       changed: 'Nothing was renamed.',
-      next: `Make them reachable, then run baton mesh resume ${id} again.`,
+      next: `Make them reachable, then run \`baton mesh resume ${id}\` again.`,
     });
   }
   if (wrong.length > 0) {

@@ -15,6 +15,7 @@ import { resolveHolders, type ResolveOptions } from './resolve-holders.js';
 import type { RotationPlan } from './rotation-plan.js';
 import { Secret, secretProblem } from './secret.js';
 import { reasonOf, type TransportFor } from './transport.js';
+import { errorCode } from '../fs/system-error.js';
 
 /**
  * The secret in `file`: its bytes exactly, less ONE trailing line break (what `echo` and most
@@ -28,7 +29,7 @@ export function readSeedSecret(file: string): Secret {
     bytes = readFileSync(file);
   } catch (error) {
     throw new BatonError('usage', {
-      what: `The secret file cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)}).`,
+      what: `The secret file cannot be read (${errorCode(error)}).`,
       where: file,
       next: 'Pass --from-file with a file holding the password the database already has (0600).',
       changed: 'Nothing was sent.',

@@ -24,7 +24,9 @@ export const DRILL_CONSUMERS = [
 export interface DrillSandbox {
   readonly dir: string;
   readonly deployment: string;
+  /** What the status views show and key the last store check by; open nothing from it (`store` is open). */
   readonly storeUrl: string;
+  /** Opened with the emulator's keys, in-process. */
   readonly store: Store;
   readonly inventoryPath: string;
   readonly journalDir: string;

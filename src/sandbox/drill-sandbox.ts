@@ -81,8 +81,9 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   const { startS3Sandbox } = await import('./s3.js');
   const s3 = await startS3Sandbox({ dir: path.join(dir, 's3') });
   teardown.add('stop S3', () => s3.close());
-  const { openStore } = await import('../store/open-store.js');
-  const store = await openStore(s3.url);
+  // The emulator's keys go to the adapter in-process: the drill never puts them in the
+  // environment, where the real AWS chain of this process (or a child) would pick them up.
+  const store = await s3.openStore();
 
   const share = (controller: Controller): ShareContext => ({
     stateDir: stateDirs[controller],

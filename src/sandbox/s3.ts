@@ -1,7 +1,8 @@
 /**
  * An S3-compatible store on 127.0.0.1 for tests and the drill: s3rver in this process, a
- * random free port, its own directory, one bucket. The store URL it hands out is an ordinary
- * `s3://` URL, so everything above it runs the REAL S3 adapter and SDK.
+ * random free port, its own directory, one bucket. Its stores are opened from an ordinary
+ * `s3://` URL through the REAL S3 adapter and SDK, with the emulator's keys handed to the
+ * adapter in-process (never in argv, the environment or the URL).
  *
  * s3rver IGNORES If-None-Match / If-Match (STACK.md): `baton store check` reports it as not
  * enforcing, and the conditional logic is proven on the fake and the directory store.
@@ -10,8 +11,9 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { registerEndpointCredentials } from '../store/endpoint-credentials.js';
-import type { S3Credentials } from '../store/s3-store.js';
+import { openStore } from '../store/open-store.js';
+import type { S3Credentials, S3StoreOptions } from '../store/s3-store.js';
+import type { Store } from '../store/store.js';
 
 /**
  * s3rver's fixed, publicly documented emulator key pair — not a secret: it opens nothing but
@@ -34,11 +36,8 @@ export interface S3Sandbox {
   /** `s3://<bucket>/<prefix>?region=us-east-1&endpoint=…&path_style=true` */
   readonly url: string;
   readonly credentials: S3Credentials;
-  /**
-   * The environment a child `baton` process needs to reach this server with the SDK's
-   * standard chain (emulator keys only, see S3RVER_CREDENTIALS).
-   */
-  readonly env: Readonly<Record<string, string>>;
+  /** Opens `url` (this server's own by default, or another key on it) with the emulator's keys. */
+  openStore(url?: string, options?: Omit<S3StoreOptions, 'credentials'>): Promise<Store>;
   close(): Promise<void>;
 }
 
@@ -58,23 +57,18 @@ export async function startS3Sandbox(options: S3SandboxOptions = {}): Promise<S3
   });
   const address = await server.run();
   const endpoint = `http://127.0.0.1:${address.port}`;
-  const unregister = registerEndpointCredentials(endpoint, S3RVER_CREDENTIALS);
   const query = new URLSearchParams({ region: 'us-east-1', endpoint, path_style: 'true' });
+  const url = `s3://${bucket}/${prefix}?${query.toString()}`;
   let closed = false;
   return {
     endpoint,
     bucket,
-    url: `s3://${bucket}/${prefix}?${query.toString()}`,
+    url,
     credentials: S3RVER_CREDENTIALS,
-    env: {
-      AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-      AWS_REGION: 'us-east-1',
-    },
+    openStore: (storeUrl = url, options = {}) => openStore(storeUrl, { ...options, credentials: S3RVER_CREDENTIALS }),
     async close() {
       if (closed) return;
       closed = true;
-      unregister();
       // Keep-alive sockets from an SDK client would hold close() open until they time out.
       (server as unknown as { httpServer?: Server }).httpServer?.closeAllConnections?.();
       await server.close();

@@ -23,12 +23,22 @@ import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
 import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from './store.js';
 import type { S3StoreSpec } from './store-url.js';
-import { endpointCredentials, type S3Credentials } from './endpoint-credentials.js';
 
-export type { S3Credentials };
+/** Static keys, as an emulator (the drill's s3rver, moto in the tests) is reached with. */
+export interface S3Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
 
 export interface S3StoreOptions {
-  readonly credentials?: S3Credentials;
+  /**
+   * Whoever composes the store says where its keys come from; absent means the SDK's standard
+   * chain (AWS_PROFILE, instance role…), which is what the CLI uses. Never looked up from
+   * process-wide state, so a drill's emulator keys cannot reach a real endpoint, nor a real
+   * profile the drill's emulator.
+   */
+  readonly credentials?: S3Credentials | (() => Promise<S3Credentials>);
   /** Bounded so a black-holed endpoint fails in seconds, not minutes. */
   readonly connectionTimeoutMs?: number;
   readonly requestTimeoutMs?: number;
@@ -66,8 +76,8 @@ export class S3Store implements Store {
       ...(spec.endpoint ? { endpoint: spec.endpoint } : {}),
       ...(spec.pathStyle ? { forcePathStyle: true } : {}),
     };
-    const credentials = options.credentials ?? endpointCredentials(spec.endpoint);
-    if (credentials) config.credentials = { ...credentials };
+    const credentials = options.credentials;
+    if (credentials) config.credentials = typeof credentials === 'function' ? credentials : { ...credentials };
     this.#client = new S3Client(config);
   }
 

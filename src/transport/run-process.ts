@@ -20,8 +20,6 @@ export interface ProcessOptions {
   readonly input?: string;
   /** Stops the child when it aborts: the one bound on how long a transport call may take. */
   readonly signal: AbortSignal;
-  /** Called with the child's pid once it runs (tests read /proc/<pid> with it). */
-  readonly onSpawn?: (pid: number) => void;
 }
 
 export type ExecFn = (file: string, args: readonly string[], options: ProcessOptions) => Promise<ProcessResult>;
@@ -38,7 +36,6 @@ export const runProcess: ExecFn = async (file, args, options) => {
     extendEnv: false,
     env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']),
   });
-  if (child.pid !== undefined) options.onSpawn?.(child.pid);
   const result = await Promise.race([child, stoppedAfterAbort(child, options.signal)]);
   const startFailure = result.failed && result.exitCode === undefined && !result.isCanceled && !result.isTerminated;
   return {

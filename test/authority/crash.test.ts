@@ -19,6 +19,7 @@ import {
 import { parseCertificate } from '../../src/pki/inspect-pair.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 import { authorityDir, ca, cleanupAll, DEP, emptyStateDir, expectBlocked, expectEveryWriterRefuses, expectWhole, privateKeysBelow } from './support.js';
 
 afterEach(cleanupAll);
@@ -229,6 +230,30 @@ describe('retire, stopped after each durable step', () => {
     const { stateDir, fingerprint } = await authorityDir({ rotated: true });
     await crashAt('removed ca-previous.crt', (onStep) => retireAuthority(stateDir, DEP, { onStep }));
     expect(expectWhole(await bothReaders(stateDir))).toMatchObject({ current: { fingerprint }, previous: undefined });
+  });
+});
+
+describe('an OS failure part-way through rotate or retire', () => {
+  /** What a full disk looks like to the code: an errno error from a named call. */
+  const diskFull = (file: string) => Object.assign(new Error(`ENOSPC: no space left on device, write '${file}'`), { code: 'ENOSPC', syscall: 'write', path: file });
+
+  it('is a "failed" error naming the call, the file and its code, and the command that finishes it; no key is lost', async () => {
+    const { stateDir, fingerprint: old } = await authorityDir();
+    const keysBefore = privateKeysBelow(stateDir);
+    const rotating = await batonErrorOf(rotateAuthority(stateDir, DEP, { onStep: (s) => { if (s === 'wrote ca.crt.new') throw diskFull(ca(stateDir, 'ca-previous.crt')); } }));
+    expect(rotating.code).toBe('failed');
+    expect(rotating.what).toBe(`The rotation stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`);
+    expect(rotating.where).toBe(path.dirname(ca(stateDir, 'ca.key')));
+    expect(rotating.next).toContain('run `baton ca rotate` again');
+    expect(expectWhole(await bothReaders(stateDir)).current.fingerprint).toBe(old);
+    expectKeysKept(keysBefore, stateDir);
+    await rotateAuthority(stateDir, DEP);
+
+    const retiring = await batonErrorOf(retireAuthority(stateDir, DEP, { onStep: () => { throw diskFull(ca(stateDir, 'ca-previous.crt')); } }));
+    expect(retiring.code).toBe('failed');
+    expect(retiring.what).toBe(`The retire stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`);
+    expect(retiring.next).toContain('run `baton ca retire` again');
+    expect(retiring.changed).toBe('The current authority is untouched.');
   });
 });
 

@@ -4,6 +4,7 @@ import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import { meshStatusExitCode, PAIR_STATES, pairStatus, type EndReading, type PairReading, type PairStatus } from '../../src/mesh/mesh-status.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { suggester, type Suggester } from '../../src/suggest-command.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
 import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
 
@@ -31,11 +32,11 @@ function statuses(): PairStatus[] {
   });
 }
 
-function mount(columns = 80, rows = 24) {
+function mount(columns = 80, rows = 24, suggester?: Suggester) {
   let code: number | undefined;
   const all = statuses();
   const view = renderAt(
-    <MeshStatusApp selectorText="every pair" machines={17} read={async () => all} columns={columns} rows={rows} color={false} onExit={(c) => (code = c)} />,
+    <MeshStatusApp selectorText="every pair" machines={17} read={async () => all} columns={columns} rows={rows} color={false} {...(suggester ? { suggester } : {})} onExit={(c) => (code = c)} />,
     columns,
   );
   mounted.push(view);
@@ -80,6 +81,19 @@ describe('the mesh status table', () => {
     await vi.waitFor(() => expect(code).toBe(meshStatusExitCode(all)));
   });
 
+  it('suggests next commands with the flags the operator gave', async () => {
+    const flags = suggester({ stateDir: '/srv/baton state', inventory: '/etc/baton/mesh.yaml' }, true);
+    const { view } = mount(160, 24, flags);
+    // Worst first: the selected row is an unreachable pair, then a drifted one further down.
+    let frame = strip(await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading'));
+    expect(frame).toContain("then run baton --state-dir '/srv/baton state' mesh status --inventory /etc/baton/mesh.yaml again");
+    await view.press('/');
+    await view.press('drifted');
+    await view.press(KEY.enter);
+    frame = strip(await view.waitFor((f) => strip(f).includes('next: rotate it:'), 'a drifted pair selected'));
+    expect(frame).toMatch(/next: rotate it: baton --state-dir '\/srv\/baton state' mesh rotate --pair [a-z0-9-]+:[a-z0-9-]+ --inventory \/etc\/baton\/mesh\.yaml$/m);
+  });
+
   it('scrolls with the arrow keys, filters with /, shows help on ?, and Esc never quits', async () => {
     const { view, exitCode } = mount();
     await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading');
@@ -102,7 +116,9 @@ describe('the mesh status table', () => {
     await view.press('?');
     frame = strip(await view.waitFor((f) => strip(f).includes('Keys'), 'the help'));
     expect(frame).toContain('filter: provider, consumer, role, machine or state');
+    expect(frame).toContain('Every pair by digest, worst first. This view only reads.');
     expect(linesFit(frame, 80)).toEqual([]);
+    expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     await view.press(KEY.escape);
     await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–16'), 'Esc to close the help');
     expect(exitCode()).toBeUndefined();

@@ -46,6 +46,13 @@ describe('the drill\'s checks on a real sandbox', () => {
     }
   });
 
+  it('reaches its s3rver with the emulator\'s keys handed over in-process: none in the environment or the store URL', async () => {
+    const keys = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'].filter((name) => process.env[name] === 'S3RVER');
+    expect(keys).toEqual([]);
+    expect(sandbox.storeUrl).not.toContain('S3RVER');
+    expect((await sandbox.store.get())?.etag).toMatch(/^"/);
+  });
+
   it('step 2 does not pass while ctl-b still holds nothing (the operator left instead of adopting)', async () => {
     const before = await noteBefore(sandbox, notebook);
     const ctlB = snapshotDir(sandbox.stateDir('ctl-b'));

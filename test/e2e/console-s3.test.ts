@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
+import { assertBuilt, BIN, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 
 let s3: S3Sandbox;
@@ -28,7 +28,7 @@ afterAll(async () => {
 const host = (name: string) => ['--deployment', 'e2e-s3', '--state-dir', path.join(root.dir, name), '--store', s3.url];
 
 async function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const run = await runBaton(args, { env: s3.env });
+  const run = await runBaton(args, { env: S3_TEST_ENV });
   return { code: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -50,7 +50,7 @@ describe('the console over S3 (s3rver)', () => {
     expect(plain.stdout).toContain(report.local.fingerprint);
 
     const command = ['node', BIN, ...b, 'failover'].map(shellQuote).join(' ');
-    const s = await TmuxSession.start({ command, env: { ...s3.env } });
+    const s = await TmuxSession.start({ command, env: { ...S3_TEST_ENV } });
     sessions.push(s);
     await s.waitFor('Adopt the published authority');
     await s.keys('Enter');

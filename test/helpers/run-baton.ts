@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
+import { S3RVER_CREDENTIALS } from '../../src/sandbox/s3.js';
 import { REPO } from './bundle-script.js';
 
 /**
@@ -32,10 +33,14 @@ export interface RunOptions {
   readonly nodeArgs?: readonly string[];
 }
 
-/** Dummy credentials for s3rver: real-looking names, nothing secret. */
+/**
+ * What a child `baton` needs to reach the s3rver sandbox through the SDK's standard chain: the
+ * emulator's public keys (nothing secret). Only test children get them; the drill passes them
+ * to its adapter in-process.
+ */
 export const S3_TEST_ENV: Record<string, string> = {
-  AWS_ACCESS_KEY_ID: 'S3RVER',
-  AWS_SECRET_ACCESS_KEY: 'S3RVER',
+  AWS_ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId,
+  AWS_SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
   AWS_REGION: 'us-east-1',
   AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
 };

@@ -14,7 +14,6 @@ import { readLocalAuthority } from '../../src/authority/index.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { decodeDocument } from '../../src/share/document.js';
-import { openStore } from '../../src/store/open-store.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
@@ -53,7 +52,7 @@ afterAll(async () => {
 
 function baton(stateDir: string, ...args: string[]): Promise<BatonRun> {
   return runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', s3.url, ...args], {
-    env: { ...S3_TEST_ENV, ...s3.env },
+    env: { ...S3_TEST_ENV },
   });
 }
 
@@ -64,7 +63,7 @@ async function fingerprintOf(stateDir: string): Promise<Fingerprint> {
 }
 
 async function publishedDocument() {
-  const store = await openStore(s3.url, { credentials: s3.credentials });
+  const store = await s3.openStore();
   const stored = await store.get();
   if (!stored) throw new Error('nothing published');
   return decodeDocument(stored.body, { deployment: DEPLOYMENT, where: store.location });
@@ -78,7 +77,7 @@ const modeOf = (file: string) => statSync(file).mode & 0o777;
  */
 function forceOnTerminal(stateDir: string, session: string) {
   const script = path.join(tmp.dir, `${session}.sh`);
-  const env = Object.entries({ ...S3_TEST_ENV, ...s3.env, XDG_CONFIG_HOME: '/nonexistent-baton-test-config' })
+  const env = Object.entries({ ...S3_TEST_ENV, XDG_CONFIG_HOME: '/nonexistent-baton-test-config' })
     .map(([k, v]) => `${k}='${v}'`)
     .join(' ');
   writeFileSync(

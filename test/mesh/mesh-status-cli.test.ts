@@ -123,7 +123,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(pairsOf(json.stdout)['web2-app']).toBe('drifted');
     expect(plain.stdout).toMatch(/^✗ drifted {5}pg-main:web2-app/m);
     expect(plain.stdout).toContain(`the two ends differ: ${MESH}/consumes/pg-main/web2_app on web2 is not what db1 holds`);
-    expect(plain.stdout).toContain('next: rotate it: baton mesh rotate --pair pg-main:web2-app');
+    // The suggestion keeps the flags given, so it acts on this journal and inventory.
+    expect(plain.stdout).toContain(`next: rotate it: baton --state-dir ${state()} mesh rotate --pair pg-main:web2-app --inventory ${inventory}\n`);
     // Worst first: the drifted pair leads.
     expect(JSON.parse(json.stdout).pairs[0].consumer).toBe('web2-app');
     const hits = scanForSecrets(
@@ -161,10 +162,25 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     receipt('web2_app');
     const plain = status();
     expect(plain.code).toBe(3);
-    expect(plain.stdout).toContain('next: finish it: baton mesh resume rot-int');
+    const resume = `baton --state-dir ${state()} mesh resume rot-int --inventory ${inventory}`;
+    expect(plain.stdout).toContain(`next: finish it: ${resume}\n`);
     json = JSON.parse(status('--json').stdout);
     web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
-    expect([web2.state, web2.resume_id]).toEqual(['staged', 'rot-int']);
+    expect([web2.state, web2.resume_id, web2.next]).toEqual(['staged', 'rot-int', `finish it: ${resume}`]);
+    // With web2 away, resume refuses and its Next is the same pasteable command; nothing renamed.
+    const web2Root = path.join(tmp.dir, 'machines', 'web2');
+    renameSync(web2Root, `${web2Root}.away`);
+    const machinesBefore = snapshotDir(path.join(tmp.dir, 'machines'));
+    const refused = spawnSync(process.execPath, [BATON, ...resume.split(' ').slice(1)], { encoding: 'utf8', cwd: '/', env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' } });
+    expect(refused.status, refused.stderr).toBe(4);
+    expect(refused.stderr).toContain('Rotation rot-int cannot be resumed: 1 machine could not be read.');
+    expect(refused.stderr).toContain(`Make them reachable, then run \`${resume}\` again.`);
+    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(machinesBefore);
+    renameSync(`${web2Root}.away`, web2Root);
+    // Pasted as it stands (from another directory), the suggestion finishes the rotation.
+    const pasted = spawnSync(process.execPath, [BATON, ...resume.split(' ').slice(1)], { encoding: 'utf8', cwd: '/', env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' } });
+    expect(pasted.status, pasted.stderr).toBe(0);
+    expect(pairsOf(status('--json').stdout)['web2-app']).toBe('applied');
     // A .next no rotation prepared: staged, no id.
     writeFileSync(`${file('db1', 'provides/pg-main/web1_app')}.next`, 'left-over');
     json = JSON.parse(status('--json').stdout);

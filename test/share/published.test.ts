@@ -168,7 +168,7 @@ describe('reading through the real adapters', () => {
   });
 
   it('reads none, then the published document with its ETag, from s3rver', async () => {
-    const store = await openStore(s3.url);
+    const store = await s3.openStore();
     expect((await readPublished(store, DEPLOYMENT)).state).toBe('none');
     const { etag } = await store.put(body, { kind: 'create-only' });
     const read = await readPublished(store, DEPLOYMENT);

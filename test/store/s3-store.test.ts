@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore } from '../../src/store/open-store.js';
 import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
@@ -21,7 +21,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('reads nothing published, then the document and the ETag it was written with', async () => {
-    const store = await openStore(s3.url.replace('/authority?', '/first?'));
+    const store = await s3.openStore(s3.url.replace('/authority?', '/first?'));
     expect(store.location).toBe(`s3://${s3.bucket}/first/authority.json`);
     expect(await store.get()).toBeUndefined();
     const { etag } = await store.put(bytes('{"hello":1}'), { kind: 'create-only' });
@@ -33,7 +33,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('keeps the object under the prefix as prefix/authority.json, and at the bucket root without one', async () => {
-    const store = await openStore(`s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const store = await s3.openStore(`s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
     expect(store.location).toBe(`s3://${s3.bucket}/authority.json`);
     await store.put(bytes('root'));
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('root');
@@ -41,7 +41,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('says the bucket does not exist, naming bucket and key, for a missing bucket', async () => {
-    const store = await openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const store = await s3.openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
     const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.what).toContain('bucket does not exist');
@@ -51,14 +51,46 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('refuses a document over 1 MiB, naming its size, without installing anything', async () => {
-    const store = await openStore(s3.url.replace('/authority?', '/big?'));
+    const store = await s3.openStore(s3.url.replace('/authority?', '/big?'));
     await store.put(new Uint8Array(1024 * 1024 + 5));
     const error = await batonErrorOf(store.get());
     expect(error.code).toBe('refused');
     expect(error.what).toContain(String(1024 * 1024 + 5));
     (store as S3Store).destroy();
   });
+
+  it('takes its keys only from whoever composes it: the sandbox URL opened without them uses the standard chain and finds none', async () => {
+    const store = await withoutAwsChain(() => openStore(s3.url.replace('/authority?', '/keys?')));
+    const error = await withoutAwsChain(() => batonErrorOf(store.get()));
+    expect(error.code).toBe('failed');
+    expect(error.what).toBe('No AWS credentials were found.');
+    expect(error.where).toContain(`s3://${s3.bucket}/keys/authority.json`);
+    (store as S3Store).destroy();
+    // The same URL with the emulator's keys handed over as a provider reaches the server.
+    const composed = await openStore(s3.url.replace('/authority?', '/keys?'), { credentials: async () => s3.credentials });
+    await composed.put(bytes('composed'));
+    expect(new TextDecoder().decode((await composed.get())!.body)).toBe('composed');
+    (composed as S3Store).destroy();
+  });
 });
+
+/**
+ * Runs `fn` with no AWS keys, profile files or instance metadata reachable by the SDK's
+ * standard chain, so nothing but what the composer passes can authenticate a request.
+ */
+async function withoutAwsChain<T>(fn: () => Promise<T>): Promise<T> {
+  for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE']) {
+    vi.stubEnv(name, undefined);
+  }
+  vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', '/dev/null');
+  vi.stubEnv('AWS_CONFIG_FILE', '/dev/null');
+  vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+  try {
+    return await fn();
+  } finally {
+    vi.unstubAllEnvs();
+  }
+}
 
 describe('the S3 adapter when the endpoint is down', () => {
   it('fails with a clear message naming the bucket/key and the endpoint for a closed port', async () => {

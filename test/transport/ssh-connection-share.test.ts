@@ -9,11 +9,11 @@ import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { resolveHolders } from '../../src/mesh/resolve-holders.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import { runProcess, type ExecFn } from '../../src/transport/run-process.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { startReceiptWriter } from '../mesh/receipt-writer.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { watchedExec } from '../helpers/watched-exec.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 const MACHINES = 20;
@@ -176,7 +176,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
       const file = writeInventory(base, [`  - { name: mute, address: "127.0.0.1:${silent.port}", transport: ssh, mesh_dir: ${base}/mute/mesh }`]);
       const inventory = loadInventory(file);
       const pids: number[] = [];
-      const exec: ExecFn = (f, args, options) => runProcess(f, args, { ...options, onSpawn: (pid) => pids.push(pid) });
+      const exec = watchedExec((pid) => pids.push(pid));
       // connect_timeout is 60 s in this inventory: only the command's 1 s bound can end it sooner.
       const transports = openCommandTransports(inventory.machines, { timeoutMs: 1_000, exec, noSignalHandlers: true });
       const started = Date.now();

@@ -9,13 +9,14 @@ import { readJournal, JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { runProcess, type ExecFn } from '../../src/transport/run-process.js';
+import type { ExecFn } from '../../src/transport/run-process.js';
 import { sshTransport } from '../../src/transport/ssh-transport.js';
 import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { watchedExec } from '../helpers/watched-exec.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
@@ -185,9 +186,10 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
       }
     };
     // Every child baton starts: its argv and env as given, and as the kernel shows them.
+    const watched = watchedExec((pid) => readProc(pid));
     const recording: ExecFn = (file, args, options) => {
       seen.push([file, ...args].join('\0'), JSON.stringify(process.env));
-      return runProcess(file, args, { ...options, onSpawn: (pid) => readProc(pid) });
+      return watched(file, args, options);
     };
     // And every process on the machine (sshd's sessions, the remote sh) while the rotation runs.
     let scanning = true;

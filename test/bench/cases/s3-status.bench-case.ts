@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { startS3Sandbox } from '../../../src/sandbox/s3.js';
+import { S3_TEST_ENV } from '../../helpers/run-baton.js';
 import { publishAuthority } from '../lib/authority-fixture.js';
 import { BIN, childEnv, type BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';
@@ -23,7 +24,7 @@ export const s3StatusCase: BenchCase = {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const sandbox = await startS3Sandbox({ dir: ctx.tempDir('s3rver'), bucket: 'baton-bench', prefix: 'fleet' });
     try {
-      const env = { ...sandbox.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
+      const env = { ...S3_TEST_ENV, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' };
       const published = await publishAuthority(ctx, sandbox.url, env);
       const out = path.join(ctx.tempDir('aws-out'), 'authority.json');
       const runs = Math.max(10, ctx.runs);
@@ -34,7 +35,7 @@ export const s3StatusCase: BenchCase = {
           file: aws.path,
           args: ['s3api', 'get-object', '--bucket', sandbox.bucket, '--key', 'fleet/authority.json', '--endpoint-url', sandbox.endpoint, out],
           // No config or credentials file of the machine: the same emulator keys baton gets.
-          env: childEnv({ ...sandbox.env, AWS_DEFAULT_REGION: 'us-east-1', AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null' }),
+          env: childEnv({ ...S3_TEST_ENV, AWS_DEFAULT_REGION: 'us-east-1', AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null' }),
         },
         { runs, check: (run) => (run.exitCode === 0 && run.stdout.includes(published.fingerprint) ? undefined : `exit ${run.exitCode}`) },
       );
