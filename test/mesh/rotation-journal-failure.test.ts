@@ -12,7 +12,7 @@ import { isTerminal, rotation, rotationExitCode, rotationFlow, startRotation, ty
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { summaryLines } from '../../src/app/rotation-text.js';
-import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+import type { Inventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
@@ -23,7 +23,7 @@ import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { fakeMesh } from './fake-transport.js';
-import { meshInventory } from './mesh-fixture.js';
+import { meshInventory, sshMeshInventory } from './mesh-fixture.js';
 
 const SELECTOR = { by: 'provider', name: 'pg-main' } as const;
 
@@ -228,22 +228,7 @@ describeWithPart(unavailable, 'a journal failure after prepare, over a real sshd
   it('removes every staged file over ssh; the old credentials are byte-for-byte as before', async () => {
     const machinesDir = path.join(tmp.dir, 'machines');
     rmSync(machinesDir, { recursive: true, force: true });
-    const machine = (name: string) => `  - { name: ${name}, address: "${sshd.user}@127.0.0.1:${sshd.port}", transport: ssh, mesh_dir: ${machinesDir}/${name}/mesh }`;
-    const inventory = parseInventory(
-      [
-        `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 3 }`,
-        'machines:',
-        machine('db1'),
-        machine('web1'),
-        'providers:',
-        '  - { name: pg-main, machine: db1, kind: postgres }',
-        'consumers:',
-        '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-        '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
-        '',
-      ].join('\n'),
-      `${tmp.dir}/mesh.yaml`,
-    );
+    const inventory = sshMeshInventory(sshd, machinesDir);
     await expectUnstagedEverywhere(inventory, machinesDir, path.join(tmp.dir, 'journal'));
   }, 60_000);
 });
