@@ -65,6 +65,106 @@ export function exitCodeHelp(): string {
   return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see the README'}`)].join('\n');
 }
 
+/**
+ * Why a conditional write was refused ('store-changed'): each has its own words, and a caller
+ * that re-words the refusal (publish) reads this field, never the sentence it was built into.
+ */
+export type StoreChangedReason =
+  /** A create-only write met an object published after the store was read as empty. */
+  | 'published-meanwhile'
+  /** The object is not the one that was read (if-match on a stale ETag). */
+  | 'replaced'
+  /** The object that was read has been removed. */
+  | 'removed'
+  /** Another write to the same object was in progress (S3's 409). */
+  | 'write-in-progress';
+
+/**
+ * Why the store failed or refused to be read or written. A field and not words because
+ * callers act on it: a cut-short or timed-out write may have been applied by the store and is
+ * re-read before it is reported, while a denied one certainly was not. Rewording a message
+ * must never change what baton does.
+ */
+export type StoreFailureReason =
+  /** The endpoint refused the connection, could not be resolved or reached. */
+  | 'unreachable'
+  /** The store did not answer in time. */
+  | 'timed-out'
+  /** The connection closed before the whole answer arrived. */
+  | 'cut-short'
+  /** The endpoint answered plain HTTP where TLS was asked for. */
+  | 'plain-http'
+  /** The endpoint answered 404 without S3's own error: not known to be an S3 API. */
+  | 'not-s3'
+  /** Access denied (403, bad key, bad signature, expired token). */
+  | 'denied'
+  /** No credentials were found. */
+  | 'no-credentials'
+  /** No region is set. */
+  | 'no-region'
+  /** The bucket lives in another region. */
+  | 'wrong-region'
+  /** The bucket does not exist. */
+  | 'no-bucket'
+  /** The store throttled requests and the retries ran out. */
+  | 'throttled'
+  /** The store failed on its side (HTTP 5xx). */
+  | 'server-error'
+  /** The store answered without an ETag: a replace could not be conditional. */
+  | 'no-etag'
+  /** The published document is over the size limit (refused before it is buffered). */
+  | 'oversize'
+  /** The published document is not a regular file (directory store). */
+  | 'not-a-file'
+  /** Another writer holds the directory store's lock. */
+  | 'lock-busy'
+  /** A file-system call on the directory store failed (open, read, write, mkdir). */
+  | 'io'
+  /** Any other failure of the store. */
+  | 'other';
+
+/** Every store error's reason: a failed precondition or a failure. */
+export type StoreReason = StoreChangedReason | StoreFailureReason;
+
+/**
+ * Why an action on the deployment's authority was refused (src/share/refusals.ts): the same
+ * code ('refused') covers rules that have different ways out, and a caller or a test tells
+ * them apart by this field, never by the sentence.
+ */
+export type RefusalReason =
+  /** The decision table does not allow this action on this verdict. */
+  | 'not-allowed'
+  /** The verdict is blocked: this host or the published document must be repaired first. */
+  | 'blocked'
+  /** This host's authority differs from the published one (the REFUSE row). */
+  | 'diverged'
+  /** A publish over a different document by a host that is not ahead of it. */
+  | 'not-ahead'
+  /** This host's authority changed between the look and the lock. */
+  | 'local-changed'
+  /** The published authority has expired. */
+  | 'expired'
+  /** The published authority is not valid yet (a clock runs ahead). */
+  | 'not-yet-valid'
+  /** Publishing would replace a sealed document with one in the clear. */
+  | 'would-unseal'
+  /** The published document belongs to another deployment: the wrong store. */
+  | 'foreign-deployment'
+  /** The published document was written by a newer baton. */
+  | 'newer-format'
+  /** This host holds no whole authority to publish. */
+  | 'nothing-to-publish'
+  /** The published document's handover signature does not verify. */
+  | 'tampered'
+  /**
+   * The decoder refused the published document (damaged, another deployment's, a newer
+   * format, a seal that does not open); the read's `problem` says which way out applies.
+   */
+  | 'document-refused';
+
+/** The structured why of an error: a store's failure or a rule's refusal. */
+export type ErrorReason = StoreReason | RefusalReason;
+
 export interface BatonErrorParts {
   /** What is wrong, one sentence. */
   readonly what: string;
@@ -76,6 +176,8 @@ export interface BatonErrorParts {
   readonly changed?: string;
   /** The underlying error, for diagnostics only (never shown with key material). */
   readonly cause?: unknown;
+  /** Set on every store error and share refusal: what a caller branches on instead of the wording. */
+  readonly reason?: ErrorReason;
 }
 
 export class BatonError extends Error {
@@ -84,6 +186,7 @@ export class BatonError extends Error {
   readonly where: string | undefined;
   readonly next: string | undefined;
   readonly changed: string | undefined;
+  readonly reason: ErrorReason | undefined;
 
   constructor(code: ErrorCode, parts: BatonErrorParts) {
     super(joinParts(parts), parts.cause === undefined ? undefined : { cause: parts.cause });
@@ -93,6 +196,7 @@ export class BatonError extends Error {
     this.where = parts.where;
     this.next = parts.next;
     this.changed = parts.changed;
+    this.reason = parts.reason;
   }
 
   get exitCode(): number {

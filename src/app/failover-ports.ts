@@ -3,7 +3,8 @@
  * through the operations `baton sync` uses — each takes ca.lock and re-decides against the
  * verdict the operator confirmed before it writes.
  */
-import { adopt, firstController, force, publish, type ShareContext } from '../share/operations.js';
+import { adopt, firstController, force, publish } from '../share/actions.js';
+import type { ShareContext } from '../share/share-context.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { FailoverPorts } from './failover-run-effect.js';
 import { readStatus } from './status-report.js';

@@ -47,6 +47,7 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
         what: error.what,
         ...(error.where === undefined ? {} : { where: error.where }),
         ...(error.next === undefined ? {} : { next: error.next }),
+        ...(error.reason === undefined ? {} : { reason: error.reason }),
         changed: `${error.changed} (Taking the lock created ${made}; ${createdDir ? 'they hold' : 'it holds'} nothing.)`,
         cause: error,
       });

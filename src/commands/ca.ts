@@ -142,16 +142,21 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
  * store outside the lock and minting blind would give the fleet two.
  */
 async function initAsFirstController(config: ResolvedConfig): Promise<string> {
-  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), import('../share/operations.js')]);
+  const [{ openShareContext }, { firstController, look }, { describeOutcome }, { blockedError, storeFailure }] = await Promise.all([
+    import('../share/share-context.js'),
+    import('../share/actions.js'),
+    import('../share/action-words.js'),
+    import('../share/refusals.js'),
+  ]);
   const share = await openShareContext(config);
-  const seen = await ops.look(share);
-  const failure = ops.storeFailure(seen);
+  const seen = await look(share);
+  const failure = storeFailure(seen);
   if (failure) throw failure;
   refuseUnlessFresh(seen.local, share.stateDir);
   const { verdict } = seen;
-  if (verdict.kind === 'blocked') throw ops.blockedError(verdict);
-  const outcome = await ops.firstController(share);
-  if (outcome.kind !== 'first-controller') return ops.describeOutcome(share, outcome);
+  if (verdict.kind === 'blocked') throw blockedError(verdict);
+  const outcome = await firstController(share);
+  if (outcome.kind !== 'first-controller') return describeOutcome(share, outcome);
   const { caDir } = layoutOf(share.stateDir);
   return outcome.wonRace
     ? `Minted a new authority for deployment ${share.deployment}, published it create-only to ${share.store.location}, then installed it in ${caDir}.\nFingerprint: ${outcome.fingerprint}`

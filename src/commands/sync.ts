@@ -1,6 +1,6 @@
 /**
  * `baton sync [--force | --push | --replace-unreadable] [--unseal] [--yes]`: the decision
- * table walked without a TUI (DESIGN.md §5, §8). The rules live in src/share/operations; this
+ * table walked without a TUI (DESIGN.md §5, §8). The rules live in src/share/actions.ts; this
  * file only chooses the action the verdict and the flags allow, asks for the typed
  * confirmations, and prints.
  *
@@ -12,7 +12,8 @@
  */
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK } from '../errors.js';
-import type { Look, ShareContext } from '../share/operations.js';
+import type { ShareContext } from '../share/share-context.js';
+import type { Look } from '../share/types.js';
 import type { Verdict } from '../share/types.js';
 import * as publishGuards from '../share/publish-guards.js';
 import { action, type CliContext, type Register } from './context.js';
@@ -37,7 +38,20 @@ export const registerSync: Register = (program: Command, ctx: CliContext) => {
     .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
 };
 
-type Ops = typeof import('../share/operations.js');
+/**
+ * The share layer's actions, their words and their refusals, loaded only when sync runs: a
+ * command that never syncs must not pay for the authority and store modules at start-up.
+ */
+async function loadOps() {
+  const [actions, words, refusals, verdictWords] = await Promise.all([
+    import('../share/actions.js'),
+    import('../share/action-words.js'),
+    import('../share/refusals.js'),
+    import('../share/verdict-words.js'),
+  ]);
+  return { ...actions, ...words, ...refusals, verdictSentence: verdictWords.verdictSentence };
+}
+type Ops = Awaited<ReturnType<typeof loadOps>>;
 
 async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   const chosen = (['force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
@@ -48,7 +62,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       changed: 'Nothing was read or written.',
     });
   }
-  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), import('../share/operations.js')]);
+  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), loadOps()]);
   const suggester = ctx.suggester();
   const share: ShareContext = { ...(await openShareContext(ctx.config())), suggester };
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
@@ -73,6 +87,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
           where: share.store.location,
           changed: 'Nothing was written.',
           next: 'Find out who removed it, then run `baton sync` again.',
+          reason: 'removed',
         });
       }
       say(ops.describeOutcome(share, outcome));
@@ -82,13 +97,13 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       say(ops.describeOutcome(share, await ops.publish(share)));
       return EXIT_OK;
     case 'in-sync':
-      say(`${ops.describeVerdict(verdict)} Nothing was changed.`);
+      say(`${ops.verdictSentence(verdict)} Nothing was changed.`);
       return EXIT_OK;
     case 'blocked':
       if (flags.replaceUnreadable) {
         await confirmTyped(ctx, flags, {
           explain: [
-            ops.describeVerdict(verdict),
+            ops.verdictSentence(verdict),
             `--replace-unreadable replaces the published document with this host's whole authority${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}, only if the object is still the one read now.`,
           ],
           prompt: `Type "replace"${flags.unseal ? ' then a space and "unseal"' : ''} to replace the published document: `,
@@ -104,7 +119,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       if (flags.push) {
         if (flags.unseal) {
           await confirmTyped(ctx, flags, {
-            explain: [ops.describeVerdict(verdict), '--unseal publishes this host\'s authority over the SEALED document in the clear: ca.key will sit in the bucket as base64.'],
+            explain: [ops.verdictSentence(verdict), '--unseal publishes this host\'s authority over the SEALED document in the clear: ca.key will sit in the bucket as base64.'],
             prompt: 'Type "unseal" to publish without the seal: ',
             expected: 'unseal',
             rerun: 'sync --push --unseal',
@@ -141,7 +156,7 @@ function withoutFlags(ops: Ops, verdict: Verdict): string {
     case 'refuse':
       return 'refuse and change nothing';
     case 'blocked':
-      return `refuse (${ops.describeVerdict(verdict)})`;
+      return `refuse (${ops.verdictSentence(verdict)})`;
   }
 }
 
@@ -150,7 +165,7 @@ function checkFlags(ops: Ops, share: ShareContext, seen: Look, flags: SyncFlags)
   const { verdict } = seen;
   const misuse = (flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal', appliesTo: string) =>
     new BatonError('usage', {
-      what: `${flagName(flag)} applies only ${appliesTo}. Here: ${ops.describeVerdict(verdict)}`,
+      what: `${flagName(flag)} applies only ${appliesTo}. Here: ${ops.verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
       next: `Without ${flagName(flag)}, sync would ${withoutFlags(ops, verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
@@ -236,8 +251,8 @@ type Refusal = Extract<Verdict, { kind: 'refuse' }>;
  */
 async function confirmForce(ctx: CliContext, share: ShareContext, verdict: Refusal, flags: SyncFlags): Promise<void> {
   if (flags.yes) return;
-  const ops = await import('../share/operations.js');
-  const refusal = ops.refusalError(share, verdict);
+  const { refusalError } = await import('../share/refusals.js');
+  const refusal = refusalError(share, verdict);
   if (!process.stdin.isTTY) {
     throw new BatonError('usage', {
       what: `--force replaces this host's authority and needs a confirmation, but stdin is not a terminal. ${refusal.what}`,

@@ -3,7 +3,7 @@
  * and what a started sandbox offers. A leaf for the drill: it imports no drill module, so the
  * sandbox, its mesh set-up, the checks and the runners read one table without a cycle.
  */
-import type { ShareContext } from '../share/operations.js';
+import type { ShareContext } from '../share/share-context.js';
 import type { Store } from '../store/store.js';
 import type { PostgresSandbox } from './postgres.js';
 import type { ProvisionerGate } from './provisioner-gate.js';

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { systemClock } from '../authority/index.js';
 import { asBatonError, BatonError } from '../errors.js';
-import type { ShareContext } from '../share/operations.js';
+import type { ShareContext } from '../share/share-context.js';
 import { DRILL_CONSUMERS, DRILL_MACHINES, DRILL_MESH_DIR, DRILL_PROVIDER, type Controller, type DrillMachine, type DrillSandbox } from './drill-layout.js';
 import { makeTeardown, type Teardown } from './teardown.js';
 import { ProvisionerGate } from './provisioner-gate.js';
@@ -63,7 +63,7 @@ export async function startSandbox(options: SandboxOptions): Promise<{ sandbox: 
     await teardown.run();
     const changed = options.keep ? `The sandbox is left in ${dir}.` : 'The sandbox was removed.';
     const failure = asBatonError(error, { what: 'The drill sandbox could not be set up', where: dir });
-    throw new BatonError(failure.code, { what: failure.what, where: failure.where ?? dir, next: failure.next, changed, cause: error });
+    throw new BatonError(failure.code, { what: failure.what, where: failure.where ?? dir, next: failure.next, changed, reason: failure.reason, cause: error });
   }
 }
 
@@ -94,7 +94,7 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   });
 
   progress('ctl-a: minting the authority and publishing it…');
-  const { firstController } = await import('../share/operations.js');
+  const { firstController } = await import('../share/actions.js');
   await firstController(share('ctl-a'));
 
   progress('writing the mesh inventory (db1, web1, web2, worker1)…');

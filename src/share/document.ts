@@ -247,6 +247,7 @@ async function checkCarriedPair(
       where: error.where ?? options.where,
       next: error.next ?? REPUBLISH,
       changed: 'Nothing was installed.',
+      reason: 'document-refused',
       cause: error,
     });
   }
@@ -268,6 +269,7 @@ function refuser(location: string): Refuse {
       where: location,
       next,
       changed: 'Nothing was installed.',
+      reason: 'document-refused',
     });
 }
 

@@ -73,6 +73,7 @@ export function tamperedError(where: string, signer: Fingerprint, whose: string)
     where,
     next: 'Do not adopt or force it. Find out who can write the store, then publish again from the controller that holds the authority.',
     changed: 'Nothing was installed.',
+    reason: 'tampered',
   });
 }
 

@@ -28,6 +28,7 @@ export function unsealRefusal(location: string, retry: string): BatonError {
     where: location,
     changed: 'Nothing was written.',
     next: `Set seal_key_file in baton.yaml to the key the other controllers use, then run \`${retry}\`. To stop sealing on purpose, run \`${retry} --unseal\` (it asks for a typed confirmation; --yes in scripts).`,
+    reason: 'would-unseal',
   });
 }
 

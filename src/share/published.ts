@@ -38,7 +38,7 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
       state: 'unreadable',
       location,
       problem: 'could-not-read',
-      error: asBatonError(error, { what: 'The store could not be read', where: location }),
+      error: asBatonError(error, { what: 'The store could not be read', where: location, reason: 'other' }),
     };
   }
   if (!stored) return { state: 'none', location };
@@ -86,7 +86,7 @@ export async function openPublished(
   if (cached) return cached;
   const stored = await store.get();
   if (!stored || stored.etag !== published.etag) {
-    throw storeChangedError(store.location, stored ? 'the published document is not the one that was read' : 'the document that was read has been removed');
+    throw storeChangedError(store.location, stored ? 'replaced' : 'removed');
   }
   const options: DecodeOptions = { deployment, where: store.location, sealKey };
   const opened = await openDocument(parseDocument(stored.body, options), options);

@@ -76,6 +76,7 @@ function unsealRefused(where: string, why: string, cause?: unknown): BatonError 
     where,
     next: 'Check that seal_key_file is the key every controller of this deployment shares; if it is, replace the document with `baton sync --replace-unreadable` from a controller that holds the authority.',
     changed: 'Nothing was installed.',
+    reason: 'document-refused',
     ...(cause === undefined ? {} : { cause }),
   });
 }

@@ -1,14 +1,33 @@
 /**
- * Builds the ShareContext the operations take from the resolved config: the one place the
- * CLI's commands (sync, failover) turn flags and baton.yaml into a store, a state dir, a seal
- * key and a clock, so two commands cannot read the same config two ways.
+ * The ShareContext every action takes, and its builder from the resolved config: the one place
+ * the CLI's commands (sync, failover) turn flags and baton.yaml into a store, a state dir, a
+ * seal key and a clock, so two commands cannot read the same config two ways.
  */
 import os from 'node:os';
-import { systemClock } from '../authority/index.js';
+import { systemClock, type Clock } from '../authority/index.js';
 import { requireDeployment, requireStore, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { openStore } from '../store/open-store.js';
-import type { ShareContext } from './operations.js';
+import type { Store } from '../store/store.js';
+import type { Suggester } from '../suggest-command.js';
 import { readSealKey } from './seal.js';
+
+/** Everything an action needs, built once by the composition root (CLI or console). */
+export interface ShareContext {
+  readonly stateDir: string;
+  readonly deployment: string;
+  readonly store: Store;
+  /** The 32-byte seal key when the deployment seals its document (seal_key_file). */
+  readonly sealKey?: Uint8Array;
+  readonly clock: Clock;
+  /** This host's name, written into the document as published_by (diagnostic only). */
+  readonly host: string;
+  /**
+   * The one builder of suggested commands (src/suggest-command.ts), with the global flags the
+   * operator gave: a next step written as a bare `baton sync` would read another config and
+   * act on another host. Default: plain `baton`.
+   */
+  readonly suggester?: Suggester;
+}
 
 export async function openShareContext(config: ResolvedConfig): Promise<ShareContext> {
   const deployment = requireDeployment(config);

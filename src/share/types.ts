@@ -123,3 +123,10 @@ export type { LocalAuthority };
 
 /** Why a published document cannot be used; each has its own way out (see unreadable.ts). */
 export type UnreadableProblem = 'unusable' | 'foreign-deployment' | 'newer-format' | 'could-not-read';
+
+/** Both sides as read, and the verdict of the table on them. */
+export interface Look {
+  readonly local: LocalAuthority;
+  readonly published: PublishedAuthority;
+  readonly verdict: Verdict;
+}

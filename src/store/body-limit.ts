@@ -14,5 +14,6 @@ export function oversizeError(location: string, size: number | undefined): Baton
     where: location,
     next: 'Check what wrote this object; publish again from a controller that holds the authority.',
     changed: 'Nothing was read into memory or installed.',
+    reason: 'oversize',
   });
 }

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, writeExclusive } from '../fs/durable-write.js';
-import { BatonError } from '../errors.js';
+import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { contentEtag } from './etag.js';
 import { probeConditionalWrites } from './probe.js';
@@ -63,7 +63,7 @@ export class DirectoryStore implements Store {
     }
     try {
       const st = await handle.stat();
-      if (!st.isFile()) throw this.#failed('The published document is not a regular file', file);
+      if (!st.isFile()) throw this.#failed('The published document is not a regular file', file, undefined, 'not-a-file');
       if (st.size > MAX_DOCUMENT_BYTES) throw oversizeError(file, st.size);
       const body = new Uint8Array(await handle.readFile());
       if (body.length > MAX_DOCUMENT_BYTES) throw oversizeError(file, body.length);
@@ -87,10 +87,7 @@ export class DirectoryStore implements Store {
       if (precondition?.kind === 'if-match') {
         const current = await this.#read(name);
         if (current?.etag !== precondition.etag) {
-          throw storeChangedError(
-            target,
-            current ? 'the published document is not the one that was read' : 'the document that was read has been removed',
-          );
+          throw storeChangedError(target, current ? 'replaced' : 'removed');
         }
       }
       const temp = path.join(this.dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
@@ -103,7 +100,7 @@ export class DirectoryStore implements Store {
             await fs.link(temp, target);
           } catch (error) {
             if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-              throw storeChangedError(target, 'something was published after it was read as empty');
+              throw storeChangedError(target, 'published-meanwhile');
             }
             throw error;
           }
@@ -144,6 +141,7 @@ export class DirectoryStore implements Store {
             where: lockFile,
             next: 'Find the process holding it (fuser/lsof on the lock file) and try again.',
             changed: 'Nothing was written.',
+            reason: 'lock-busy',
           });
         }
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -155,12 +153,13 @@ export class DirectoryStore implements Store {
     }
   }
 
-  #failed(what: string, where: string, cause?: unknown): BatonError {
+  #failed(what: string, where: string, cause?: unknown, reason: StoreFailureReason = 'io'): BatonError {
     return new BatonError('failed', {
       what: `${what}.`,
       where,
       next: 'Check that the directory exists, is on a local file system and is writable by this user.',
       changed: 'Nothing was written.',
+      reason,
       ...(cause === undefined ? {} : { cause }),
     });
   }

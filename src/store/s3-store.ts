@@ -17,7 +17,7 @@ import {
   type PutObjectCommandInput,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import { BatonError } from '../errors.js';
+import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
@@ -143,6 +143,7 @@ export class S3Store implements Store {
             where: this.#where(key),
             next: 'Check the network path to the store (proxy, load balancer) and try again.',
             changed: 'Nothing was changed.',
+            reason: 'cut-short',
             cause: error.cause,
           });
         }
@@ -198,6 +199,7 @@ export class S3Store implements Store {
         where,
         next: 'Use an S3-compatible store that returns ETags.',
         changed: 'Nothing was written.',
+        reason: 'no-etag',
       });
     }
     return { body, etag: response.ETag };
@@ -222,19 +224,13 @@ export class S3Store implements Store {
     } catch (error) {
       const { status, name } = statusOf(error);
       if (precondition && (status === 412 || name === 'PreconditionFailed')) {
-        throw storeChangedError(
-          where,
-          precondition.kind === 'create-only'
-            ? 'something was published after it was read as empty'
-            : 'the published document is not the one that was read',
-          error,
-        );
+        throw storeChangedError(where, precondition.kind === 'create-only' ? 'published-meanwhile' : 'replaced', error);
       }
       if (precondition && (status === 409 || name === 'ConditionalRequestConflict')) {
-        throw storeChangedError(where, 'another write to the same object was in progress', error);
+        throw storeChangedError(where, 'write-in-progress', error);
       }
       if (precondition?.kind === 'if-match' && status === 404 && name !== 'NoSuchBucket') {
-        throw storeChangedError(where, 'the document that was read has been removed', error);
+        throw storeChangedError(where, 'removed', error);
       }
       throw classifyS3Error(error, where, 'write', this.spec);
     }
@@ -278,66 +274,73 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
   const pathStyleHint = virtualHost
     ? ` The request used virtual-host addressing (${spec!.bucket}.${hostOf(spec!.endpoint!)}); if the store only answers path-style, add path_style=true to the store URL.`
     : '';
-  const fail = (what: string, next: string) => new BatonError('failed', { what, where, next: next + pathStyleHint, changed, cause: error });
+  const fail = (reason: StoreFailureReason, what: string, next: string) =>
+    new BatonError('failed', { what, where, next: next + pathStyleHint, changed, reason, cause: error });
   const verb = { read: 'read', write: 'write', delete: 'delete' }[operation];
   const net0 = `${code ?? ''} ${(error as { cause?: { code?: string } })?.cause?.code ?? ''} ${message}`;
 
   if (/EPROTO|wrong version number|WRONG_VERSION_NUMBER|packet length too long/i.test(net0)) {
     return fail(
+      'plain-http',
       `The endpoint ${spec?.endpoint ?? ''} answered in plain HTTP, but the store URL asks for TLS (https://).`.replace('  ', ' '),
       'Use the endpoint\'s http:// address if it really serves plain HTTP (a local emulator), or point baton at the TLS port.',
     );
   }
   if (status === 404 && !isNoSuchKey(error) && name !== 'NoSuchBucket') {
     return fail(
+      'not-s3',
       `Could not ${verb} the published document: the endpoint${spec?.endpoint ? ` ${spec.endpoint}` : ''} answered 404 without S3's error (NoSuchKey), so it is not known whether anything is published.`,
       'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) is the S3 API and not a web page, and whether the store needs path_style=true.',
     );
   }
 
   if (name === 'NoSuchBucket') {
-    return fail('The bucket does not exist.', 'Check the bucket name in the store URL, and the region/endpoint it lives at.');
+    return fail('no-bucket', 'The bucket does not exist.', 'Check the bucket name in the store URL, and the region/endpoint it lives at.');
   }
   if (status === 301 || name === 'PermanentRedirect' || name === 'AuthorizationHeaderMalformed' || name === 'IllegalLocationConstraintException') {
     return fail(
+      'wrong-region',
       'The bucket is in a different region than the one baton asked.',
       'Set the bucket\'s region with ?region= in the store URL or AWS_REGION.',
     );
   }
   if (status === 403 || name === 'AccessDenied' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch' || name === 'ExpiredToken') {
     return fail(
+      'denied',
       `Access was denied (${name || status}) when trying to ${verb} the published document.`,
       'Check the credentials baton runs with (AWS_PROFILE, instance role), the bucket policy, and with sse=aws:kms the KMS key policy.',
     );
   }
   if (status === 503 || status === 429 || name === 'SlowDown' || name === 'Throttling' || name === 'ThrottlingException' || name === 'TooManyRequestsException') {
-    return fail('The store is throttling requests (SlowDown) and the retries ran out.', 'Wait a moment and try again.');
+    return fail('throttled', 'The store is throttling requests (SlowDown) and the retries ran out.', 'Wait a moment and try again.');
   }
   if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(message)) {
-    return fail('No AWS credentials were found.', 'Set AWS_PROFILE, or run on a host with an instance role.');
+    return fail('no-credentials', 'No AWS credentials were found.', 'Set AWS_PROFILE, or run on a host with an instance role.');
   }
   if (/Region is missing/i.test(message)) {
-    return fail('No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
+    return fail('no-region', 'No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
   }
   const net = (code ?? '') + ' ' + ((error as { cause?: { code?: string } })?.cause?.code ?? '') + ' ' + ((error as { code?: string })?.code ?? '');
   // Before the timeout check: the HTTP handler reports a reset as a TimeoutError "socket hang up".
   if (/ECONNRESET|EPIPE/.test(net) || /socket hang up|aborted|premature close/i.test(message)) {
     return fail(
+      'cut-short',
       'The connection to the store was closed before the whole answer arrived, and the retries ran out.',
       'Check the network path to the store (proxy, load balancer, firewall) and try again.',
     );
   }
   if (name === 'TimeoutError' || name === 'RequestTimeout' || /ETIMEDOUT|ESOCKETTIMEDOUT|timed out|timeout/i.test(`${net} ${message}`)) {
-    return fail('The store did not answer in time.', 'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).');
+    return fail('timed-out', 'The store did not answer in time.', 'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).');
   }
   if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(`${net} ${message}`)) {
     const which = /ENOTFOUND|EAI_AGAIN/.test(`${net} ${message}`) ? 'could not be resolved' : 'refused the connection or could not be reached';
-    return fail(`The store's endpoint ${which}.`, 'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.');
+    return fail('unreachable', `The store's endpoint ${which}.`, 'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.');
   }
   if (status !== undefined && status >= 500) {
-    return fail(`The store failed with HTTP ${status} (${name}).`, 'Try again; if it persists, check the store\'s health.');
+    return fail('server-error', `The store failed with HTTP ${status} (${name}).`, 'Try again; if it persists, check the store\'s health.');
   }
   return fail(
+      'other',
     `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}: ${message}).`,
     'Check the store URL, credentials and region.',
   );

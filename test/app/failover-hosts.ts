@@ -6,7 +6,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { rotateAuthority, systemClock } from '../../src/authority/index.js';
-import { adopt, firstController, publish, type ShareContext } from '../../src/share/operations.js';
+import { adopt, firstController, publish } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { failoverPorts } from '../../src/app/failover-ports.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';

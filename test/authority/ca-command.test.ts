@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mintAuthority, withAuthorityLock } from '../../src/authority/index.js';
-import { firstController } from '../../src/share/operations.js';
+import { firstController } from '../../src/share/actions.js';
 import { openStore } from '../../src/store/open-store.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
 import { billetPair, requireOpenssl, writeBilletState } from '../helpers/billet-fixture.js';

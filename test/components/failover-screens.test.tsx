@@ -7,7 +7,7 @@ import { snapshotLocalAuthority, utcStamp, withAuthorityLock } from '../../src/a
 import { BatonError } from '../../src/errors.js';
 import type { FailoverPorts } from '../../src/app/failover-run-effect.js';
 import { failoverPorts } from '../../src/app/failover-ports.js';
-import { firstController } from '../../src/share/operations.js';
+import { firstController } from '../../src/share/actions.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { DEPLOYMENT, leftBehindB, makeHosts, publishedByA, rotateAndPublishA, type Hosts } from '../app/failover-hosts.js';

@@ -5,7 +5,7 @@ import { FailoverApp } from '../../components/FailoverApp.js';
 import { mintAuthority } from '../../src/authority/index.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { encodeDocument } from '../../src/share/document.js';
-import { firstController } from '../../src/share/operations.js';
+import { firstController } from '../../src/share/actions.js';
 import { DOCUMENT_FORMAT } from '../../src/share/types.js';
 import { fingerprintOfFiles } from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';

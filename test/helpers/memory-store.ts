@@ -119,13 +119,10 @@ export class MemoryStore implements Store {
     if (precondition.kind === 'if-match' && this.dropsIfMatch) return;
     const existing = this.#objects.get(name);
     if (precondition.kind === 'create-only' && existing) {
-      throw storeChangedError(this.location, 'something was published after it was read as empty');
+      throw storeChangedError(this.location, 'published-meanwhile');
     }
     if (precondition.kind === 'if-match' && existing?.etag !== precondition.etag) {
-      throw storeChangedError(
-        this.location,
-        existing ? 'the published document is not the one that was read' : 'the document that was read has been removed',
-      );
+      throw storeChangedError(this.location, existing ? 'replaced' : 'removed');
     }
   }
 

@@ -29,7 +29,7 @@ beforeAll(async () => {
   bundle = await bundleScript(path.join(REPO, 'test/reliability/scripts/share-child.ts'), [
     {
       module: path.join(REPO, 'src/authority/index.ts'),
-      importer: 'src/share/operations.ts',
+      importer: 'src/share/actions.ts',
       with: path.join(REPO, 'test/reliability/scripts/crash-shim.ts'),
     },
   ]);

@@ -238,7 +238,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     paused = await bundleScript(path.join(REPO, 'test/reliability/scripts/share-child.ts'), [
       {
         module: path.join(REPO, 'src/authority/index.ts'),
-        importer: 'src/share/operations.ts',
+        importer: 'src/share/actions.ts',
         with: path.join(REPO, 'test/reliability/scripts/crash-shim.ts'),
       },
     ]);

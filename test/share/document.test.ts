@@ -56,8 +56,7 @@ async function refusal(body: Uint8Array, deployment = DEPLOYMENT): Promise<Baton
 }
 
 function expectRefused(error: BatonError, reason: RegExp | string): void {
-  expect(error.code).toBe('refused');
-  expect(error.what).toMatch(/^The published document was refused: /);
+  expect(error).toMatchObject({ code: 'refused', reason: 'document-refused' });
   if (typeof reason === 'string') expect(error.what).toContain(reason);
   else expect(error.what).toMatch(reason);
   expect(error.where).toContain(WHERE);

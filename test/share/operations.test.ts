@@ -13,17 +13,11 @@ import {
 import { BatonError, isBatonError } from '../../src/errors.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decodeDocument } from '../../src/share/document.js';
-import {
-  adopt,
-  firstController,
-  force,
-  leave,
-  look,
-  publish,
-  type ShareContext,
-} from '../../src/share/operations.js';
+import { adopt, firstController, force, leave, look, publish } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import type { Verdict } from '../../src/share/types.js';
 import { MemoryStore } from '../helpers/memory-store.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 
 const DEPLOYMENT = '0123456789abcdef0123456789abcdef';
@@ -153,8 +147,8 @@ describe('first controller', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     const error = await refusedWithoutChange(ctx, store, () => firstController(ctx));
-    expect(error.code).toBe('refused');
-    expect(error.message).toContain('in sync');
+    expect(error).toMatchObject({ code: 'refused', reason: 'not-allowed', changed: 'Nothing was written.', where: path.join(ctx.stateDir, 'ca') });
+    expect(error.what).toContain('in sync');
   });
 });
 
@@ -208,9 +202,8 @@ describe('adopt: three outcomes, never two', () => {
     rmSync(path.join(ctx.stateDir, 'ca'), { recursive: true });
     for (const act of [() => adopt(ctx), () => firstController(ctx), () => publish(ctx), () => force(ctx)]) {
       const error = await refusedWithoutChange(ctx, store, act);
-      expect(error.code).toBe('refused');
-      expect(error.message).toContain('authority-created');
-      expect(error.message).toContain('Nothing was written.');
+      expect(error).toMatchObject({ code: 'refused', reason: 'blocked', changed: 'Nothing was written.' });
+      expect(error.what).toContain('authority-created');
     }
   });
 
@@ -222,9 +215,9 @@ describe('adopt: three outcomes, never two', () => {
     expect(outcome.kind).toBe('first-controller');
     const fresh = await host(store, 'ctl-new');
     const error = await refusedWithoutChange(fresh, store, () => adopt(fresh));
-    expect(error.code).toBe('refused');
-    expect(error.message).toContain('expired on 2025-11-');
-    expect(error.message).toContain('baton ca rotate');
+    expect(error).toMatchObject({ code: 'refused', reason: 'expired', where: store.location, changed: 'Nothing was written.' });
+    expect(error.what).toContain('expired on 2025-11-');
+    expect(error.next).toContain('baton ca rotate');
     expect((await local(fresh)).state).toBe('fresh');
   });
 
@@ -234,9 +227,9 @@ describe('adopt: three outcomes, never two', () => {
     await firstController({ ...ahead, clock: steppingClock(Date.UTC(2026, 11, 1, 10, 0, 0)) });
     const fresh = await host(store, 'ctl-now');
     const error = await refusedWithoutChange(fresh, store, () => adopt(fresh));
-    expect(error.code).toBe('refused');
-    expect(error.message).toContain('is not valid until 2026-12-01T09:00');
-    expect(error.message).toContain("this host's clock says 2026-11-30T10:00");
+    expect(error).toMatchObject({ code: 'refused', reason: 'not-yet-valid', where: store.location, changed: 'Nothing was written.' });
+    expect(error.what).toContain('is not valid until 2026-12-01T09:00');
+    expect(error.what).toContain("this host's clock says 2026-11-30T10:00");
     expect((await local(fresh)).state).toBe('fresh');
   });
 });
@@ -262,9 +255,8 @@ describe('re-deciding inside the lock', () => {
     expect(seen).toEqual({ kind: 'adopt', published: fingerprint, lostMarker: false });
     await adopt(b); // another process on this host adopted first
     const error = await refusedWithoutChange(b, store, () => adopt(b, { seen }));
-    expect(error.code).toBe('refused');
-    expect(error.what).toContain("This host's authority changed since you looked.");
-    expect(error.what).toContain('Now: This host holds the published authority');
+    expect(error).toMatchObject({ code: 'refused', reason: 'local-changed', where: path.join(b.stateDir, 'ca'), changed: 'Nothing was overwritten.' });
+    expect(error.what).toContain(`Now: This host holds the published authority ${fingerprint}`);
   });
 });
 
@@ -278,7 +270,8 @@ describe('a sealed document', () => {
     const keyless = await host(store, 'ctl-b');
     expect((await look(keyless)).verdict).toMatchObject({ kind: 'blocked', sealedWithoutKey: true });
     const error = await refusedWithoutChange(keyless, store, () => adopt(keyless));
-    expect(error.message).toMatch(/sealed/);
+    expect(error).toMatchObject({ code: 'refused', reason: 'blocked' });
+    expect(error.what).toContain('sealed');
     const withKey = { ...keyless, sealKey };
     expect(await adopt(withKey)).toEqual({ kind: 'installed', fingerprint: (first as { fingerprint: Fingerprint }).fingerprint });
   });
@@ -299,8 +292,9 @@ describe('publish', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     const error = await refusedWithoutChange(ctx, store, () => publish(ctx));
-    expect(error.code).toBe('refused');
-    expect(error.what).toMatch(/^Cannot publish: .*in sync/);
+    expect(error).toMatchObject({ code: 'refused', reason: 'not-allowed', where: path.join(ctx.stateDir, 'ca') });
+    expect(error.what).toContain('publish');
+    expect(error.what).toContain('in sync');
   });
 
   it('a host AHEAD of the store (it rotated) publishes over it with if-match on the ETag it read, and the previous pair travels in the document', async () => {
@@ -329,12 +323,10 @@ describe('publish', () => {
       s.setDocument(theirs);
     });
     const diskBefore = snapshotDir(ctx.stateDir);
-    const error = await publish(ctx).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(BatonError);
-    expect((error as BatonError).code).toBe('store-changed');
-    expect((error as BatonError).exitCode).toBe(6);
-    expect((error as BatonError).message).toContain('The store changed since you looked');
-    expect((error as BatonError).message).toContain('Nothing was overwritten.');
+    const error = await batonErrorOf(publish(ctx));
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', where: store.location, changed: 'Nothing was overwritten.' });
+    expect(error.exitCode).toBe(6);
+    expect(error.what).toContain('the published document is not the one that was read');
     expect(store.document!.body).toEqual(theirs);
     expect(snapshotDir(ctx.stateDir)).toEqual(diskBefore);
   });
@@ -354,19 +346,19 @@ describe('refuse: a host whose authority differs is never replaced without force
   it('a host left behind by a rotation is refused by adopt, naming both fingerprints, the diagnosis and ca/, and nothing changes', async () => {
     const { store, b, old, rotated } = await leftBehind();
     const error = await refusedWithoutChange(b, store, () => adopt(b));
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'diverged', changed: 'Nothing was written.' });
     expect(error.exitCode).toBe(3);
-    expect(error.message).toContain(`Local: ${old}`);
-    expect(error.message).toContain(`Published: ${rotated}`);
-    expect(error.message).toContain('left behind by a rotation');
-    expect(error.message).toContain(path.join(b.stateDir, 'ca'));
-    expect(error.message).toContain('Nothing was written.');
+    expect(error.what).toContain(`Local: ${old}`);
+    expect(error.what).toContain(`Published: ${rotated}`);
+    expect(error.what).toContain('left behind by a rotation');
+    expect(error.where).toContain(path.join(b.stateDir, 'ca'));
+    expect(error.where).toContain(store.location);
   });
 
   it('a host left behind cannot push over the store: publishing is refused saying only a host ahead may, and nothing changes', async () => {
     const { store, b } = await leftBehind();
     const error = await refusedWithoutChange(b, store, () => publish(b));
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'not-ahead', changed: 'Nothing was written.' });
     expect(error.what).toContain('only when this host is ahead');
     expect(error.what).toContain('left behind by a rotation');
   });
@@ -380,9 +372,10 @@ describe('refuse: a host whose authority differs is never replaced without force
     for (const act of [() => adopt(pointedWrong), () => publish(pointedWrong), () => firstController(pointedWrong)]) {
       const error = await refusedWithoutChange(pointedWrong, storeA, act);
       expect(error.code).toBe('refused');
-      expect(error.message).toContain(b.fingerprint);
-      expect(error.message).toContain(a.fingerprint);
-      expect(error.message).toContain('wrong deployment or store');
+      expect(['diverged', 'not-ahead']).toContain(error.reason);
+      expect(error.what).toContain(b.fingerprint);
+      expect(error.what).toContain(a.fingerprint);
+      expect(error.what).toContain('wrong deployment or store');
     }
   });
 });
@@ -411,8 +404,9 @@ describe('force: set aside, never delete, then install', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     const error = await refusedWithoutChange(ctx, store, () => force(ctx));
-    expect(error.code).toBe('refused');
-    expect(error.what).toMatch(/^Cannot replace the local authority/);
+    expect(error).toMatchObject({ code: 'refused', reason: 'not-allowed', where: path.join(ctx.stateDir, 'ca') });
+    expect(error.what).toContain('replace the local authority');
+    expect(error.what).toContain('in sync');
   });
 
   it('is refused with what changed when the store moved after the operator looked, and nothing is set aside', async () => {
@@ -428,9 +422,8 @@ describe('force: set aside, never delete, then install', () => {
     await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
     await publish(a.ctx);
     const error = await refusedWithoutChange(b, store, () => force(b, { seen }));
-    expect(error.code).toBe('store-changed');
-    expect(error.message).toContain('changed since you looked');
-    expect(error.message).toContain(await fingerprintOf(a.ctx));
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', where: store.location, changed: 'Nothing was overwritten.' });
+    expect(error.what).toContain(await fingerprintOf(a.ctx));
   });
 });
 
@@ -441,8 +434,8 @@ describe('blocked and busy', () => {
     unlinkSync(path.join(ctx.stateDir, 'ca', 'ca.crt'));
     for (const act of [() => adopt(ctx), () => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
       const error = await refusedWithoutChange(ctx, store, act);
-      expect(error.code).toBe('refused');
-      expect(error.what).toMatch(/^Blocked: /);
+      expect(error).toMatchObject({ code: 'refused', reason: 'blocked', changed: 'Nothing was written.' });
+      expect(error.what).toContain('ca.crt');
       expect(error.next).toBeTruthy();
     }
   });
@@ -451,19 +444,21 @@ describe('blocked and busy', () => {
     const store = new MemoryStore({ document: new TextEncoder().encode('not json') });
     const ctx = await host(store, 'ctl-b');
     const error = await refusedWithoutChange(ctx, store, () => adopt(ctx));
-    expect(error.what).toMatch(/^Blocked: /);
-    expect(error.message).toContain(store.location);
+    expect(error).toMatchObject({ code: 'refused', reason: 'blocked' });
+    expect(error.what).toContain(store.location);
   });
 
   it('a store that cannot be read is a failure (exit 1), not a refusal, for every action — and nothing changes', async () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     for (const act of [() => adopt(ctx), () => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
-      store.failNext('get', new BatonError('failed', { what: 'The bucket answered 503 Slow Down.', where: store.location }));
+      const slowDown = new BatonError('failed', { what: 'The bucket answered 503 Slow Down.', where: store.location, reason: 'throttled' });
+      store.failNext('get', slowDown);
       const error = await refusedWithoutChange(ctx, store, act);
-      expect(error.code).toBe('failed');
+      // The store's own error, unchanged: its reason and its words, not a refusal by the table.
+      expect(error).toBe(slowDown);
+      expect(error).toMatchObject({ code: 'failed', reason: 'throttled' });
       expect(error.exitCode).toBe(1);
-      expect(error.message).toContain('503 Slow Down');
     }
   });
 

@@ -8,7 +8,9 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rotateAuthority, systemClock } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
-import { firstController, look, publish, replaceUnreadable, type ShareContext } from '../../src/share/operations.js';
+import { storeChangedError } from '../../src/store/store-changed.js';
+import { firstController, look, publish, replaceUnreadable } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { makeAuthority } from '../helpers/authority.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
@@ -45,7 +47,7 @@ describe('replace-unreadable', () => {
     const repaired = new TextEncoder().encode('repaired by someone else');
     store.beforeNext('put', (s) => void s.setDocument(repaired));
     const error = await batonErrorOf(replaceUnreadable(ctx));
-    expect(error.code).toBe('store-changed');
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was overwritten.' });
     expect(new TextDecoder().decode(store.document!.body)).toBe('repaired by someone else');
   });
 
@@ -57,7 +59,8 @@ describe('replace-unreadable', () => {
     expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain('No baton command fixes it from this host');
     const before = store.snapshot();
     const error = await batonErrorOf(replaceUnreadable(ctx));
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'nothing-to-publish', changed: expect.stringContaining('Nothing was written.') });
+    expect(error.next).toContain('No baton command fixes it from this host');
     expect(store.snapshot()).toEqual(before);
   });
 
@@ -74,6 +77,7 @@ describe('replace-unreadable', () => {
     expect((await look(keyless)).verdict).toMatchObject({ kind: 'blocked', unreadable: 'unusable' });
     const before = store.snapshot();
     const error = await batonErrorOf(replaceUnreadable(keyless));
+    expect(error).toMatchObject({ code: 'refused', reason: 'would-unseal', where: store.location });
     expect(error.what).toContain('in the clear');
     expect(error.next).toContain('--unseal');
     expect(store.snapshot()).toEqual(before);
@@ -110,7 +114,7 @@ describe('once sealed, stays sealed', () => {
     const disk = snapshotDir(keyless.stateDir);
     const before = store.snapshot();
     const error = await batonErrorOf(publish(keyless, { seen: seen.verdict }));
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'would-unseal', where: store.location });
     expect(error.next).toContain('seal_key_file');
     expect(store.snapshot()).toEqual(before);
     expect(snapshotDir(keyless.stateDir)).toEqual(disk);
@@ -129,11 +133,43 @@ describe('a lost response', () => {
       const result = await realPut(body, precondition);
       if (first) {
         first = false;
-        throw new BatonError('store-changed', { what: 'The store changed since it was read (something was published after it was read as empty).' });
+        throw storeChangedError(store.location, 'published-meanwhile');
       }
       return result;
     };
     const outcome = await firstController(ctx);
     expect(outcome).toMatchObject({ kind: 'first-controller', wonRace: true });
+  });
+
+  it('a write that timed out after the store applied it is read back and counts as published: the reason field decides, not the words', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    await firstController(ctx);
+    await rotateAuthority(ctx.stateDir, DEPLOYMENT, { clock: systemClock });
+    const realPut = store.put.bind(store);
+    store.put = async (body, precondition) => {
+      await realPut(body, precondition);
+      // Worded unlike any store on purpose: only `reason` may say the write could have landed.
+      throw new BatonError('failed', { what: 'No answer.', where: store.location, reason: 'timed-out' });
+    };
+    const outcome = await publish(ctx);
+    expect(outcome).toMatchObject({ kind: 'published' });
+    expect((await look(ctx)).verdict.kind).toBe('in-sync');
+  });
+
+  it('a write the store refused (denied) is reported as it is, with no re-read taken for success', async () => {
+    const store = new MemoryStore();
+    const ctx = host(store, 'a');
+    await firstController(ctx);
+    await rotateAuthority(ctx.stateDir, DEPLOYMENT, { clock: systemClock });
+    const denied = new BatonError('failed', { what: 'The connection closed before the answer; access was denied.', where: store.location, reason: 'denied' });
+    store.failNext('put', denied);
+    const before = store.snapshot();
+    const calls = store.calls.length;
+    const error = await batonErrorOf(publish(ctx));
+    expect(error).toBe(denied);
+    // The look under the lock reads once, then the put: no second get hunting for our own bytes.
+    expect(store.calls.slice(calls).map((c) => c.op)).toEqual(['get', 'put']);
+    expect(store.snapshot()).toEqual(before);
   });
 });

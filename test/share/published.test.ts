@@ -124,7 +124,7 @@ describe('reading what is published', () => {
     const read = await readPublished(store, DEPLOYMENT);
     expect(read.state).toBe('unreadable');
     if (read.state === 'unreadable') {
-      expect(read.error.code).toBe('failed');
+      expect(read.error).toMatchObject({ code: 'failed', reason: 'other' });
       expect(read.error.what).toContain('socket hang up');
       expect(read.error.where).toBe(store.location);
     }
@@ -151,7 +151,7 @@ describe('opening the files of what was read', () => {
     const read = await readPublished(store, DEPLOYMENT);
     if (read.state !== 'present') throw new Error('unreachable');
     store.setDocument(await encodeDocument(headerFor(rotated), rotated, sealKey));
-    await expect(openPublished(store, DEPLOYMENT, sealKey, read)).rejects.toMatchObject({ code: 'store-changed' });
+    await expect(openPublished(store, DEPLOYMENT, sealKey, read)).rejects.toMatchObject({ code: 'store-changed', reason: 'replaced', where: store.location });
   });
 });
 

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
@@ -45,7 +45,7 @@ describe('the directory store', () => {
     await store.put(bytes('first'), { kind: 'create-only' });
     const before = snapshotDir(dir);
     const error = await batonErrorOf(store.put(bytes('second'), { kind: 'create-only' }));
-    expect(error.code).toBe('store-changed');
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'published-meanwhile' });
     expect(error.where).toBe(path.join(dir, 'authority.json'));
     expect(error.changed).toBe('Nothing was overwritten.');
     expect(snapshotDir(dir)).toEqual(before);
@@ -57,17 +57,28 @@ describe('the directory store', () => {
     await store.put(bytes('another controller'), { kind: 'if-match', etag: read.etag });
     const before = snapshotDir(dir);
     const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }));
-    expect(error.code).toBe('store-changed');
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was overwritten.' });
     expect(snapshotDir(dir)).toEqual(before);
     expect(readFileSync(path.join(dir, 'authority.json'), 'utf8')).toBe('another controller');
   });
 
-  it('refuses an if-match write when the document was removed since it was read', async () => {
+  it('refuses an if-match write on an ETag that names no document it holds', async () => {
     const { dir, store } = tempStore();
     await store.put(bytes('first'));
     const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: contentEtag(bytes('first')).replace('a', 'b') }));
-    expect(error.code).toBe('store-changed');
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced' });
     expect(readFileSync(path.join(dir, 'authority.json'), 'utf8')).toBe('first');
+  });
+
+  it('refuses an if-match write when the document was removed since it was read, and creates nothing', async () => {
+    const { dir, store } = tempStore();
+    const read = await store.put(bytes('first'));
+    rmSync(path.join(dir, 'authority.json'));
+    const before = snapshotDir(dir);
+    const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }));
+    expect(error).toMatchObject({ code: 'store-changed', reason: 'removed', where: path.join(dir, 'authority.json') });
+    expect(error.what).toContain('removed');
+    expect(snapshotDir(dir)).toEqual(before);
   });
 
   it('replaces the document when the if-match ETag is the current one', async () => {
@@ -118,7 +129,7 @@ describe('the directory store', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'authority.json'), new Uint8Array(2 * 1024 * 1024));
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('refused');
+    expect(error).toMatchObject({ code: 'refused', reason: 'oversize' });
     expect(error.what).toContain(`${2 * 1024 * 1024} bytes`);
   });
 
@@ -128,8 +139,7 @@ describe('the directory store', () => {
     writeFileSync(path.join(dir, 'elsewhere'), 'x');
     symlinkSync(path.join(dir, 'elsewhere'), path.join(dir, 'authority.json'));
     const error = await batonErrorOf(store.get());
-    expect(error.code).toBe('failed');
-    expect(error.where).toBe(path.join(dir, 'authority.json'));
+    expect(error).toMatchObject({ code: 'failed', reason: 'io', where: path.join(dir, 'authority.json') });
   });
 
   it('fails naming the directory when it cannot be written, and writes nothing', async () => {
@@ -140,8 +150,7 @@ describe('the directory store', () => {
       writeFileSync(dir, 'not a directory');
       const store = new DirectoryStore(path.join(dir, 'sub'));
       const error = await batonErrorOf(store.put(bytes('doc')));
-      expect(error.code).toBe('failed');
-      expect(error.where).toBe(path.join(dir, 'sub'));
+      expect(error).toMatchObject({ code: 'failed', reason: 'io', where: path.join(dir, 'sub') });
       expect(existsSync(path.join(dir, 'sub'))).toBe(false);
       return;
     }
@@ -149,6 +158,6 @@ describe('the directory store', () => {
     mkdirSync(dir, { recursive: true });
     chmodSync(dir, 0o500);
     const error = await batonErrorOf(store.put(bytes('doc')));
-    expect(error.code).toBe('failed');
+    expect(error).toMatchObject({ code: 'failed', reason: 'io' });
   });
 });

@@ -2,17 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { contentEtag } from '../../src/store/etag.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
-
-async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
-  try {
-    await promise;
-    return undefined;
-  } catch (error) {
-    return (error as BatonError).code;
-  }
-}
 
 describe('the in-memory store', () => {
   it('reports nothing published, then the document with its content ETag after a create-only put', async () => {
@@ -28,7 +20,7 @@ describe('the in-memory store', () => {
   it('refuses a second create-only put as store-changed and keeps the first document', async () => {
     const store = new MemoryStore({ document: bytes('first') });
     const before = store.snapshot();
-    expect(await codeOf(store.put(bytes('second'), { kind: 'create-only' }))).toBe('store-changed');
+    expect(await batonErrorOf(store.put(bytes('second'), { kind: 'create-only' }))).toMatchObject({ code: 'store-changed', reason: 'published-meanwhile' });
     expect(store.snapshot()).toEqual(before);
   });
 
@@ -37,7 +29,7 @@ describe('the in-memory store', () => {
     const read = (await store.get())!;
     store.setDocument(bytes('someone else'));
     const before = store.snapshot();
-    expect(await codeOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toBe('store-changed');
+    expect(await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toMatchObject({ code: 'store-changed', reason: 'replaced' });
     expect(store.snapshot()).toEqual(before);
     const fresh = (await store.get())!;
     await store.put(bytes('mine'), { kind: 'if-match', etag: fresh.etag });
@@ -48,7 +40,7 @@ describe('the in-memory store', () => {
     const store = new MemoryStore({ document: bytes('first') });
     const read = (await store.get())!;
     store.deleteDocument();
-    expect(await codeOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toBe('store-changed');
+    expect(await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toMatchObject({ code: 'store-changed', reason: 'removed' });
     expect(store.document).toBeUndefined();
   });
 
@@ -82,7 +74,7 @@ describe('the in-memory store', () => {
     const store = new MemoryStore();
     expect(await store.get()).toBeUndefined();
     store.beforeNext('put', (s) => void s.setDocument(bytes('the winner')));
-    expect(await codeOf(store.put(bytes('the loser'), { kind: 'create-only' }))).toBe('store-changed');
+    expect(await batonErrorOf(store.put(bytes('the loser'), { kind: 'create-only' }))).toMatchObject({ code: 'store-changed', reason: 'published-meanwhile' });
     expect(new TextDecoder().decode(store.document!.body)).toBe('the winner');
     expect(store.calls.map((c) => c.op)).toEqual(['get', 'put']);
     expect(store.calls[1]!.precondition).toEqual({ kind: 'create-only' });

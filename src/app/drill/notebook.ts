@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { JOURNAL_FILE, type JournalRecord } from '../../mesh/journal.js';
-import { look, type Look } from '../../share/operations.js';
+import { look } from '../../share/actions.js';
+import type { Look } from '../../share/types.js';
 import { Secret } from '../../mesh/secret.js';
 import { digestTree, readMeshFiles, type MeshFiles } from './machine-files.js';
 import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';

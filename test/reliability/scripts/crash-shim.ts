@@ -1,5 +1,5 @@
 /**
- * Stands in for src/authority/index.ts when imported by src/share/operations.ts (and ONLY
+ * Stands in for src/authority/index.ts when imported by src/share/actions.ts (and ONLY
  * there — see bundleScript's shims): the real functions, with the real step hooks wired to a
  * stop. At the step named by CRASH_AT the process says `STOPPED <step>` on stderr and hangs,
  * so the test can SIGKILL it at exactly that instant — a crash between two durable steps,

@@ -8,7 +8,8 @@ import os from 'node:os';
 import { createInterface } from 'node:readline';
 import { systemClock } from '../../../src/authority/index.js';
 import { isBatonError } from '../../../src/errors.js';
-import { adopt, firstController, force, look, type ShareContext } from '../../../src/share/operations.js';
+import { adopt, firstController, force, look } from '../../../src/share/actions.js';
+import type { ShareContext } from '../../../src/share/share-context.js';
 import { openStore } from '../../../src/store/open-store.js';
 
 export interface ShareJob {
