@@ -2,11 +2,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { confirmationText, startRotation } from '../../src/app/rotation-flow.js';
+import { confirmationText, rotationFlow, startRotation } from '../../src/app/rotation-flow.js';
 import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
-import { rotationStore } from '../../src/app/rotation-store.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
@@ -265,14 +264,18 @@ describe('leaving an interactive rotation', () => {
     });
     // The commit would follow the "prepared" journal record; holding that record keeps the
     // operator's leaving strictly before the commit could start.
-    const store = rotationStore(startRotation('rot-1', plan), async (effect, state, dispatch) => {
-      await run(effect, state, dispatch);
-      if (effect.type === 'journal' && effect.phase === 'prepared') await held;
-    }, () => undefined);
-    await vi.waitFor(() => expect(store.state().step).toBe('confirming'));
+    const store = rotationFlow(startRotation('rot-1', plan), {
+      async run(effect, context) {
+        const event = await run.run(effect, context);
+        if (effect.type === 'journal' && effect.phase === 'prepared') await held;
+        return event;
+      },
+      failed: run.failed,
+    });
+    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'));
     store.dispatch({ type: 'typed', text: confirmationText(plan) });
     store.dispatch({ type: 'confirmed' });
-    await vi.waitFor(() => expect(store.state().step).toBe('committing'));
+    await vi.waitFor(() => expect(store.getState().step).toBe('committing'));
     const lines: string[] = [];
     const code = finishAfterLeaving(store, rotationDeps, undefined, (line) => lines.push(line));
     release();
