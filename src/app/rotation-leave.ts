@@ -11,6 +11,7 @@ import { JOURNAL_FILE } from '../mesh/journal.js';
 import { rotationExitCode, isTerminal, type RotationFlow, type RotationState } from './rotation-flow.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { summaryLines } from './rotation-text.js';
+import { PLAIN_SUGGESTER, suggest } from '../suggest-command.js';
 
 /** Resolves with the exit code; `left` is what the view decided when the operator left, if it did. */
 export async function finishAfterLeaving(
@@ -23,6 +24,8 @@ export async function finishAfterLeaving(
   flow.stop();
   await flow.idle();
   const state = flow.getState();
+  // The resume command carries the operator's flags: a bare one would read another journal.
+  const resume = suggest(deps.suggester ?? PLAIN_SUGGESTER, `mesh resume ${state.id}`);
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
     for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE), ...(deps.suggester ? { suggester: deps.suggester } : {}) })) write(line);
@@ -39,7 +42,7 @@ export async function finishAfterLeaving(
     return EXIT_CODES.aborted;
   }
   if (state.step === 'applying') {
-    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged (their old passwords still work). Finish with: baton mesh resume ${state.id}`);
+    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged (their old passwords still work). Finish with: ${resume}`);
     return EXIT_CODES['action-needed'];
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);

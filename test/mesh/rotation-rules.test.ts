@@ -16,6 +16,7 @@ import { fakeMesh, provisionerOn } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
 import { abortedError } from '../../src/mesh/transport.js';
+import { suggester } from '../../src/suggest-command.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -251,6 +252,24 @@ describe('applied', () => {
 });
 
 describe('leaving an interactive rotation', () => {
+  it('leaving while receipts are awaited names the resume command with the flags the operator gave', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
+    const mesh = fakeMesh(allMachines, plan);
+    seedOld(plan, mesh.machines);
+    // No provisioner answers: the provider ends are live and every consumer end waits staged.
+    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 300), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
+    const flow = rotationFlow(startRotation('rot-1', plan), rotationRunner(rotationDeps));
+    await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'));
+    flow.dispatch({ type: 'typed', text: confirmationText(plan) });
+    flow.dispatch({ type: 'confirmed' });
+    await vi.waitFor(() => expect(flow.getState().step).toBe('applying'));
+    const lines: string[] = [];
+    const code = await finishAfterLeaving(flow, rotationDeps, undefined, (line) => lines.push(line));
+    expect(code).toBe(3);
+    expect(lines.join('\n')).toContain("baton --state-dir '/srv/ctl a' mesh resume rot-1 --inventory /etc/baton/mesh.yaml");
+    expect(lines.join('\n')).not.toMatch(/run: baton mesh resume/);
+  });
+
   it('a prepare the operator left before its commit started is taken back: every staged file removed, nothing live changed, exit 3', async () => {
     const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
     const mesh = fakeMesh(allMachines, plan);
