@@ -1,7 +1,7 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, failover, forceUnlocked, failoverExitCode, initialFailover, type FailoverEffect, type FailoverEvent } from '../src/app/failover-flow.js';
-import { runFailoverEffect, type FailoverPorts } from '../src/app/failover-run-effect.js';
+import { canQuit, failover, forceUnlocked, failoverExitCode, initialFailover } from '../src/app/failover-flow.js';
+import { failoverRunner, type FailoverPorts } from '../src/app/failover-run-effect.js';
 import type { KeyIntent } from './keys.js';
 import { FailoverScreen } from './FailoverScreen.js';
 import { useFlow } from './hooks/use-flow.js';
@@ -25,8 +25,8 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
   const { exit } = useApp();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
-  const run = useCallback((effect: FailoverEffect): Promise<FailoverEvent> => runFailoverEffect(effect, ports), [ports]);
-  const [state, dispatch] = useFlow(failover, initialFailover, run);
+  const runner = useMemo(() => failoverRunner(ports), [ports]);
+  const [state, dispatch] = useFlow(failover, initialFailover, runner);
   const [help, setHelp] = useState(false);
   const report = useTurnReport();
   const typing = state.step === 'confirming-force' || (state.step === 'confirming' && state.gated);

@@ -1,8 +1,7 @@
-import { useCallback, useEffect, useRef } from 'react';
+import { useCallback, useEffect, useMemo, useRef } from 'react';
 import { useApp } from 'ink';
 import { initialStatus, statusFlow, statusStateExitCode } from '../src/app/status-flow.js';
-import type { StatusEffect, StatusEvent } from '../src/app/status-flow.js';
-import { runStatusEffect } from '../src/app/status-run-effect.js';
+import { statusRunner } from '../src/app/status-run-effect.js';
 import type { StatusReport } from '../src/app/status-report.js';
 import { StatusScreen } from './StatusScreen.js';
 import { useFlow } from './hooks/use-flow.js';
@@ -27,8 +26,8 @@ export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, on
   const { exit } = useApp();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
-  const run = useCallback((effect: StatusEffect): Promise<StatusEvent> => runStatusEffect(effect, read), [read]);
-  const [state, dispatch] = useFlow(statusFlow, initialStatus, run);
+  const runner = useMemo(() => statusRunner(read), [read]);
+  const [state, dispatch] = useFlow(statusFlow, initialStatus, runner);
 
   // Ctrl-C under --watch ends the app without a `q`: exit with the code of the last read.
   const latest = useRef(state);

@@ -1,39 +1,27 @@
-import { useCallback, useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { createFlow, type EffectRunner, type Reduce, type Step } from '../../src/app/flow.js';
 
 /**
- * Runs a flow reducer: each event goes through `reduce`, and every effect it returns is run by
- * `run`, whose resulting event is dispatched in turn. Events arriving after unmount are
- * dropped (a late S3 answer must not touch a screen that is gone).
+ * A flow (src/app/flow.ts) created once per mount, read through `useSyncExternalStore`. Its
+ * initial effects start once mounted, and unmounting closes it: events arriving after that
+ * are dropped (a late S3 answer must not touch a screen that is gone).
  */
-export function useFlow<S, E, F>(
-  reduce: (state: S, event: E) => { readonly state: S; readonly effects: readonly F[] },
-  initial: { readonly state: S; readonly effects: readonly F[] },
-  run: (effect: F) => Promise<E>,
-): [S, (event: E) => void] {
-  const [state, setState] = useState(initial.state);
-  const stateRef = useRef(initial.state);
-  const mounted = useRef(true);
-
-  const dispatch = useCallback(
-    (event: E) => {
-      if (!mounted.current) return;
-      const next = reduce(stateRef.current, event);
-      stateRef.current = next.state;
-      setState(next.state);
-      for (const effect of next.effects) void run(effect).then(dispatch);
-    },
-    [reduce, run],
+export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, runner: EffectRunner<S, E, F>): [S, (event: E) => void] {
+  // The runner may be rebuilt on a render (new ports); the flow, created once, calls the latest.
+  const latest = useRef(runner);
+  latest.current = runner;
+  const [flow] = useState(() =>
+    createFlow(
+      reduce,
+      initial,
+      { run: (effect, context) => latest.current.run(effect, context), failed: (effect, error) => latest.current.failed(effect, error) },
+      { deferStart: true },
+    ),
   );
-
   useEffect(() => {
-    mounted.current = true;
-    for (const effect of initial.effects) void run(effect).then(dispatch);
-    return () => {
-      mounted.current = false;
-    };
-    // The initial effects run once, on mount.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, []);
-
-  return [state, dispatch];
+    flow.start();
+    return () => flow.close();
+  }, [flow]);
+  const state = useSyncExternalStore(flow.subscribe, flow.getState);
+  return [state, flow.dispatch];
 }

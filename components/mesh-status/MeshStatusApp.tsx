@@ -1,6 +1,8 @@
 import { useApp } from 'ink';
-import { useCallback, useEffect, useReducer, useState } from 'react';
-import { initialMeshStatusView, meshStatusView } from '../../src/app/mesh-status-view-state.js';
+import { useMemo, useState } from 'react';
+import type { EffectRunner } from '../../src/app/flow.js';
+import { initialMeshStatusFlow, meshStatusFlow, type MeshStatusEffect, type MeshStatusFlowEvent } from '../../src/app/mesh-status-view-state.js';
+import { useFlow } from '../hooks/use-flow.js';
 import { EXIT_CODES } from '../../src/errors.js';
 import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
 import type { Suggester } from '../../src/suggest-command.js';
@@ -24,15 +26,19 @@ export interface MeshStatusAppProps {
 /** Reads on mount and on `r`; quits on `q` with the exit code of what it last read. */
 export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, suggester, onExit }: MeshStatusAppProps) {
   const { exit } = useApp();
-  const [state, dispatch] = useReducer(meshStatusView, initialMeshStatusView);
   const [progress, setProgress] = useState({ read: 0, total: machines });
+  const runner = useMemo<EffectRunner<unknown, MeshStatusFlowEvent, MeshStatusEffect>>(
+    () => ({
+      async run() {
+        setProgress({ read: 0, total: machines });
+        return { type: 'read', statuses: await read(() => setProgress((p) => ({ ...p, read: p.read + 1 }))) };
+      },
+      failed: (_effect, error) => ({ type: 'read-failed', reason: error instanceof Error ? error.message : String(error) }),
+    }),
+    [read, machines],
+  );
+  const [state, dispatch] = useFlow(meshStatusFlow, initialMeshStatusFlow, runner);
   const visible = Math.max(3, rows - FRAME_LINES);
-  const reread = useCallback(() => {
-    dispatch({ type: 'reading' });
-    setProgress({ read: 0, total: machines });
-    void read(() => setProgress((p) => ({ ...p, read: p.read + 1 }))).then((statuses) => dispatch({ type: 'read', statuses }));
-  }, [read, machines]);
-  useEffect(reread, [reread]);
   useMeshStatusKeys(
     (intent) => {
       if (typeof intent === 'object') {
@@ -57,7 +63,7 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
         case 'select':
           return state.typingFilter ? dispatch({ type: 'end-filter' }) : undefined;
         case 'refresh':
-          return state.statuses ? reread() : undefined;
+          return dispatch({ type: 'refresh' });
         default:
           return undefined;
       }

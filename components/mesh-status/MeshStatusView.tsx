@@ -1,6 +1,7 @@
 import { Box, Text } from 'ink';
 import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
+import { MARKS } from '../../src/app/marks.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { QUIT_KEY, type KeyHelp } from '../keys.js';
@@ -37,9 +38,11 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
   const shown = filteredRows(state);
   const current = shown[state.selected];
   const summary =
-    state.statuses === undefined
-      ? `Reading holders… ${progress.read}/${progress.total} machines (digests only)`
-      : summaryText(state.statuses);
+    state.failure !== undefined
+      ? `${MARKS.refused.glyph} Reading failed (r reads again, q quits): ${state.failure}`
+      : state.statuses === undefined
+        ? `Reading holders… ${progress.read}/${progress.total} machines (digests only)`
+        : summaryText(state.statuses);
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
   const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';

@@ -1,11 +1,10 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, type RotationEvent, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
 import { countRefusal } from '../../src/app/typed-gate.js';
 import { useTerminalSize } from '../hooks/use-columns.js';
 import { useTurnReport } from '../hooks/use-turn-report.js';
 import type { KeyHelp } from '../keys.js';
-import type { RotationStore } from '../../src/app/rotation-store.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { holderPage, RotationView } from './RotationView.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
@@ -15,9 +14,8 @@ const BATCHED: ReadonlySet<RotationEvent['type']> = new Set(['holder-resolved', 
 export const FRAME_MS = 150;
 
 export interface RotationAppProps {
-  readonly store: RotationStore;
-  /** Subscribes to the store's state changes; returns the unsubscribe. */
-  readonly subscribe: (listener: (state: RotationState, event: RotationEvent | undefined) => void) => () => void;
+  /** The rotation on the flow runtime (src/app/flow.ts); the caller owns it and what follows the view. */
+  readonly flow: RotationFlow;
   /** Width; read from the terminal, live, when not given. */
   readonly columns?: number;
   readonly color: boolean;
@@ -33,9 +31,9 @@ export interface RotationAppProps {
  * Wires the rotation store to the view: renders its state (throttled, so output over SSH stays
  * small), turns key intents into flow events, and decides when the session may end.
  */
-export function RotationApp({ store, subscribe, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand }: RotationAppProps) {
+export function RotationApp({ flow, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand }: RotationAppProps) {
   const { exit } = useApp();
-  const [state, setState] = useState(store.state());
+  const [state, setState] = useState(flow.getState());
   const [offset, setOffset] = useState(0);
   const [tick, setTick] = useState(0);
   const [help, setHelp] = useState(false);
@@ -47,11 +45,11 @@ export function RotationApp({ store, subscribe, columns: fixedColumns, color, on
   const left = useRef(false);
 
   useEffect(() => {
-    const unsubscribe = subscribe((next, event) => {
+    const unsubscribe = flow.subscribe((next, event) => {
       if (event && BATCHED.has(event.type)) {
         timer.current ??= setTimeout(() => {
           timer.current = undefined;
-          setState(store.state());
+          setState(flow.getState());
         }, FRAME_MS);
         return;
       }
@@ -63,9 +61,9 @@ export function RotationApp({ store, subscribe, columns: fixedColumns, color, on
       unsubscribe();
       if (timer.current) clearTimeout(timer.current);
     };
-  }, [store, subscribe]);
+  }, [flow]);
 
-  const busy = state.step === 'resolving' || state.step === 'preparing' || state.step === 'committing' || state.step === 'applying';
+  const busy = state.step === 'resolving' || state.step === 'preparing' || state.step === 'committing' || state.step === 'applying' || state.step === 'unstaging';
   useEffect(() => {
     if (!busy) return undefined;
     const spin = setInterval(() => setTick((t) => t + 1), 350);
@@ -76,15 +74,15 @@ export function RotationApp({ store, subscribe, columns: fixedColumns, color, on
     (code: number) => {
       if (left.current) return;
       left.current = true;
-      onExit(code, store.state());
+      onExit(code, flow.getState());
       exit();
     },
-    [exit, onExit, store],
+    [exit, onExit, flow],
   );
 
   const onIntent = useCallback(
     (intent: RotationIntent) => {
-      const current = store.state();
+      const current = flow.getState();
       // Esc and ? close the help; they must never also cancel the rotation behind it.
       if (help && (intent.type === 'back' || intent.type === 'help')) {
         setHelp(false);
@@ -99,17 +97,17 @@ export function RotationApp({ store, subscribe, columns: fixedColumns, color, on
           const text = intent.edit(current.typed);
           if (text === undefined || text === current.typed) return;
           setRefusal(undefined);
-          store.dispatch({ type: 'typed', text });
+          flow.dispatch({ type: 'typed', text });
           return;
         }
         case 'confirm':
           // A wrong count is said, not swallowed: "expected 3, you typed 4".
           if (current.step === 'confirming') setRefusal(countRefusal(current.typed, confirmationText(current.plan)));
-          store.dispatch({ type: 'confirmed' });
+          flow.dispatch({ type: 'confirmed' });
           return;
         case 'back':
           if (current.step === 'confirming') report({ kind: 'backed-out' });
-          store.dispatch({ type: 'back' });
+          flow.dispatch({ type: 'back' });
           return;
         case 'scroll':
           setOffset((o) => Math.max(0, Math.min(o + intent.by, Math.max(0, current.plan.holders.length - holderPage(size.rows)))));
@@ -126,7 +124,7 @@ export function RotationApp({ store, subscribe, columns: fixedColumns, color, on
         }
       }
     },
-    [store, leave, help, size.rows, report],
+    [flow, leave, help, size.rows, report],
   );
 
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
@@ -151,7 +149,7 @@ function rotationKeys(state: RotationState): readonly KeyHelp[] {
       { keys: 'Ctrl-C', does: 'quit' },
     ];
   }
-  if (state.step === 'preparing' || state.step === 'committing') return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
+  if (state.step === 'preparing' || state.step === 'committing' || state.step === 'unstaging') return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
   if (isTerminal(state)) return [...scroll, { keys: 'q', does: 'quit and print the summary' }, { keys: 'Ctrl-C', does: 'quit' }];
   return [...scroll, { keys: 'Esc', does: 'cancel before anything is generated' }, { keys: 'q', does: 'quit' }, { keys: 'Ctrl-C', does: 'quit' }];
 }

@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
+import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, journalFailedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
@@ -137,6 +137,20 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
         { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
       ];
     }
+    case 'unstaging':
+      return [
+        { text: `${MARKS.refused.glyph} ${state.journal.what}`, tone: 'refused', wrap: true },
+        { text: `${MARKS.busy.glyph} removing every staged file: without its record nothing could find them again`, tone: 'busy', wrap: true },
+      ];
+    case 'journal-failed': {
+      const [what, ...rest] = journalFailedLines(state, resume);
+      const next = rest.pop()!;
+      return [
+        { text: `${MARKS.refused.glyph} ${what}`, tone: 'refused', wrap: true },
+        ...rest.map((text) => ({ text, wrap: true })),
+        { text: next, tone: 'action', wrap: true },
+      ];
+    }
     default: {
       const never: never = state;
       throw new Error(`unknown step ${String(never)}`);
@@ -148,6 +162,7 @@ function keysLine(state: RotationState, pageSize: number): string {
   const scroll = state.plan.holders.length > pageSize ? 'j/k scroll · ' : '';
   if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
   if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
+  if (state.step === 'unstaging') return `${scroll}removing staged files… · Ctrl-C interrupts`;
   if (isTerminal(state)) return `${scroll}? help · q quit`;
   return `${scroll}? help · q quit · Ctrl-C quit`;
 }

@@ -7,9 +7,10 @@
  * So Enter, Enter, Enter never writes anything.
  */
 import { actionWords } from './failover-actions.js';
-import { failover, failoverExitCode, forcePrefix, forceTarget, initialFailover, type FailoverEffect, type FailoverState } from './failover-flow.js';
+import { failover, failoverExitCode, forcePrefix, forceTarget, initialFailover, type FailoverEvent, type FailoverState } from './failover-flow.js';
 import { outcomeWords } from './failover-outcome.js';
-import { runFailoverEffect, type FailoverPorts } from './failover-run-effect.js';
+import { failoverRunner, type FailoverPorts } from './failover-run-effect.js';
+import { createFlow } from './flow.js';
 import { MARKS } from './marks.js';
 import { statusText } from './status-text.js';
 import { lineageSentence } from './status-verdict.js';
@@ -27,20 +28,15 @@ export interface FailoverDialogue {
 const GLYPHS = { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph };
 
 export async function runFailoverDialogue({ ports, baton, ask, write, now = () => new Date() }: FailoverDialogue): Promise<number> {
-  let state: FailoverState = initialFailover.state;
-  const settle = async (effects: readonly FailoverEffect[]): Promise<void> => {
-    for (const effect of effects) {
-      const step = failover(state, await runFailoverEffect(effect, ports));
-      state = step.state;
-      await settle(step.effects);
-    }
+  // The flow runtime, as on the screen; each answer is applied once every effect has settled.
+  const flow = createFlow(failover, initialFailover, failoverRunner(ports));
+  await flow.idle();
+  let state: FailoverState = flow.getState();
+  const apply = async (event: FailoverEvent) => {
+    flow.dispatch(event);
+    await flow.idle();
+    state = flow.getState();
   };
-  const apply = async (event: Parameters<typeof failover>[1]) => {
-    const step = failover(state, event);
-    state = step.state;
-    await settle(step.effects);
-  };
-  await settle(initialFailover.effects);
 
   for (;;) {
     switch (state.step) {

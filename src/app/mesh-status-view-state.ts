@@ -4,9 +4,12 @@
  * filtering are tested without a terminal; the Ink view only renders it.
  */
 import { sortWorstFirst, type PairStatus } from '../mesh/mesh-status.js';
+import type { Step } from './flow.js';
 
 export interface MeshStatusViewState {
   readonly statuses: readonly PairStatus[] | undefined;
+  /** Why the last reading broke as a whole (each machine's own failure is a row's state instead). */
+  readonly failure: string | undefined;
   readonly filter: string;
   readonly typingFilter: boolean;
   readonly help: boolean;
@@ -18,6 +21,7 @@ export interface MeshStatusViewState {
 
 export type MeshStatusViewEvent =
   | { readonly type: 'read'; readonly statuses: readonly PairStatus[] }
+  | { readonly type: 'read-failed'; readonly reason: string }
   | { readonly type: 'reading' }
   | { readonly type: 'move'; readonly by: number; readonly visible: number }
   | { readonly type: 'help' }
@@ -26,7 +30,7 @@ export type MeshStatusViewEvent =
   | { readonly type: 'filter-text'; readonly text: string }
   | { readonly type: 'end-filter' };
 
-export const initialMeshStatusView: MeshStatusViewState = { statuses: undefined, filter: '', typingFilter: false, help: false, selected: 0, top: 0 };
+export const initialMeshStatusView: MeshStatusViewState = { statuses: undefined, failure: undefined, filter: '', typingFilter: false, help: false, selected: 0, top: 0 };
 
 /** A row is kept when every word of the filter appears in its provider, consumer, role, machines or state. */
 export function filteredRows(state: Pick<MeshStatusViewState, 'statuses' | 'filter'>): PairStatus[] {
@@ -51,9 +55,11 @@ function clampWindow(state: MeshStatusViewState, visible: number): MeshStatusVie
 export function meshStatusView(state: MeshStatusViewState, event: MeshStatusViewEvent): MeshStatusViewState {
   switch (event.type) {
     case 'read':
-      return { ...state, statuses: event.statuses, selected: 0, top: 0 };
+      return { ...state, statuses: event.statuses, failure: undefined, selected: 0, top: 0 };
+    case 'read-failed':
+      return { ...state, statuses: undefined, failure: event.reason };
     case 'reading':
-      return { ...state, statuses: undefined };
+      return { ...state, statuses: undefined, failure: undefined };
     case 'move':
       return clampWindow({ ...state, selected: state.selected + event.by }, event.visible);
     case 'help':
@@ -74,4 +80,19 @@ export function meshStatusView(state: MeshStatusViewState, event: MeshStatusView
       return never;
     }
   }
+}
+
+/** `r`: read again, once a reading (or its failure) is shown; the one effect reads every holder. */
+export type MeshStatusFlowEvent = MeshStatusViewEvent | { readonly type: 'refresh' };
+export type MeshStatusEffect = { readonly type: 'read' };
+
+export const initialMeshStatusFlow: Step<MeshStatusViewState, MeshStatusEffect> = { state: initialMeshStatusView, effects: [{ type: 'read' }] };
+
+/** The view's reducer on the flow runtime (src/app/flow.ts): a refresh while reading is dropped, never queued. */
+export function meshStatusFlow(state: MeshStatusViewState, event: MeshStatusFlowEvent): Step<MeshStatusViewState, MeshStatusEffect> {
+  if (event.type === 'refresh') {
+    if (state.statuses === undefined && state.failure === undefined) return { state, effects: [] };
+    return { state: meshStatusView(state, { type: 'reading' }), effects: [{ type: 'read' }] };
+  }
+  return { state: meshStatusView(state, event), effects: [] };
 }

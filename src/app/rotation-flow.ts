@@ -12,6 +12,7 @@ import type { MachineFailure } from '../mesh/delivery.js';
 import type { JournalPhase } from '../mesh/journal.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
 import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
+import { createFlow, type EffectRunner, type Flow } from './flow.js';
 import { emptyLog, logAdd, logGet, logHas, logKeys, type KeyedLog } from './rotation-log.js';
 
 interface Base {
@@ -48,7 +49,30 @@ export type RotationState =
   /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
   | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: readonly string[]; readonly windows: Windows })
   /** `applied`: pairs whose consumer end went live after their receipt; the others' consumer ends are still staged. */
-  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly windows: Windows });
+  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly windows: Windows })
+  /** A journal record failed while ends were staged and none live: every staged file is being removed. */
+  | (Resolved & { readonly step: 'unstaging'; readonly phase: JournalPhase; readonly journal: JournalFailure; readonly before: RotationState })
+  /**
+   * A journal record could not be written. `files` says where the credentials stand: nothing
+   * was staged, every staged file was taken back (`unstageFailures` names where it could not
+   * be), or some ends are live (the 'prepared' record is on disk, so `mesh resume` finds them).
+   * `before`: where the rotation stood when the record failed.
+   */
+  | (Resolved & {
+      readonly step: 'journal-failed';
+      readonly phase: JournalPhase;
+      readonly journal: JournalFailure;
+      readonly before: RotationState;
+      readonly files: 'nothing-staged' | 'unstaged' | 'live';
+      readonly unstageFailures: readonly MachineFailure[];
+    });
+
+/** Why a journal record could not be written, and where (the journal file's path). */
+export interface JournalFailure {
+  readonly what: string;
+  readonly where: string;
+  readonly next: string;
+}
 
 /** pair key → ms from the database taking the new password to the consumer end's rename. */
 export type Windows = Readonly<Record<string, number>>;
@@ -72,14 +96,23 @@ export type RotationEvent =
   /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
   | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
   /** The wait is over; `failures`: consumer machines whose rename failed. */
-  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[] };
+  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[] }
+  /** A phase's record is on disk (the commit starts only after the 'prepared' one is). */
+  | { readonly type: 'journaled'; readonly phase: JournalPhase }
+  | { readonly type: 'journal-failed'; readonly phase: JournalPhase; readonly journal: JournalFailure }
+  /** The staged files were taken back after a journal failure; `failures`: where they could not be. */
+  | { readonly type: 'unstaged'; readonly failures: readonly MachineFailure[] }
+  /** Resolving itself broke (not one holder's answer): every holder not yet answered is unresolved. */
+  | { readonly type: 'resolve-failed'; readonly reason: string };
 
 export type RotationEffect =
   | { readonly type: 'resolve' }
   | { readonly type: 'journal'; readonly phase: JournalPhase; readonly state: RotationState }
   | { readonly type: 'prepare' }
   | { readonly type: 'commit' }
-  | { readonly type: 'wait-applied'; readonly digests: Digests };
+  | { readonly type: 'wait-applied'; readonly digests: Digests }
+  /** Remove every staged file of the plan (after a journal failure, before anything is live). */
+  | { readonly type: 'unstage' };
 
 export interface Step {
   readonly state: RotationState;
@@ -132,8 +165,10 @@ export function setOf(items: readonly string[]): ReadonlySet<string> {
 }
 
 export function rotation(state: RotationState, event: RotationEvent): Step {
+  if (event.type === 'journal-failed') return journalFailed(state, event);
   switch (state.step) {
     case 'resolving': {
+      if (event.type === 'resolve-failed') return resolveFailed(state, event.reason);
       // The first answer per holder counts; a machine outside the plan is not a holder.
       if (event.type !== 'holder-resolved' || !planIndex(state.plan).holders.has(event.machine) || logHas(state.answers, event.machine)) return to(state);
       const answers = logAdd(state.answers, event.machine, event.resolution);
@@ -167,7 +202,9 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       }
       if (event.type === 'prepared') {
         const committing: RotationState = { ...base(state), step: 'committing', digests: event.digests, committed: emptyLog() };
-        return to(committing, [{ type: 'journal', phase: 'prepared', state: committing }, { type: 'commit' }]);
+        // The commit waits for 'journaled': without the 'prepared' record `mesh resume` could
+        // never find these staged files, so a failed record takes them back instead.
+        return to(committing, [{ type: 'journal', phase: 'prepared', state: committing }]);
       }
       if (event.type === 'prepare-failed') {
         const failed: RotationState = { ...base(state), step: 'prepare-failed', failures: event.failures, unstageFailures: event.unstageFailures };
@@ -175,6 +212,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       }
       return to(state);
     case 'committing':
+      if (event.type === 'journaled' && event.phase === 'prepared' && state.committed.size === 0) return to(state, [{ type: 'commit' }]);
       if (event.type === 'committed-step') {
         let committed = state.committed;
         for (const p of event.paths) committed = logAdd(committed, `${event.machine}\0${p}`, true);
@@ -210,11 +248,17 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         return to(failed, [{ type: 'journal', phase: 'commit-failed', state: failed }]);
       }
       return to(state);
+    case 'unstaging':
+      if (event.type === 'unstaged') {
+        return to({ ...base(state), step: 'journal-failed', phase: state.phase, journal: state.journal, before: state.before, files: 'unstaged', unstageFailures: event.failures });
+      }
+      return to(state);
     case 'gate-closed':
     case 'cancelled':
     case 'prepare-failed':
     case 'commit-failed':
     case 'done':
+    case 'journal-failed':
       return to(state);
     default: {
       const never: never = state;
@@ -223,32 +267,90 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
   }
 }
 
+/**
+ * A record that cannot be written stops the rotation: no next phase starts without its
+ * record. Staged files with nothing live are taken back (without the 'prepared' record
+ * `mesh resume` could never find them); once an end is live the 'prepared' record is on disk,
+ * so what is left stays for `mesh resume`.
+ */
+function journalFailed(state: RotationState, event: Extract<RotationEvent, { type: 'journal-failed' }>): Step {
+  if (state.step === 'resolving' || state.step === 'unstaging' || state.step === 'journal-failed') return to(state);
+  const failed = { ...base(state), phase: event.phase, journal: event.journal, before: state };
+  const staged = state.step === 'committing' ? state.committed.size === 0 : state.step === 'preparing' && state.staged.size > 0;
+  if (staged) return to({ ...failed, step: 'unstaging' }, [{ type: 'unstage' }]);
+  const live = state.step === 'committing' || state.step === 'applying' || state.step === 'done' || state.step === 'commit-failed';
+  return to({ ...failed, step: 'journal-failed', files: live ? 'live' : 'nothing-staged', unstageFailures: [] });
+}
+
+/** Every holder not yet answered becomes unresolved with `reason`: the gate closes, nothing is generated. */
+function resolveFailed(state: Extract<RotationState, { step: 'resolving' }>, reason: string): Step {
+  let step = to(state);
+  const effects: RotationEffect[] = [];
+  for (const holder of state.plan.holders) {
+    if (step.state.step !== 'resolving' || logHas(step.state.answers, holder.machine)) continue;
+    step = rotation(step.state, { type: 'holder-resolved', machine: holder.machine, resolution: { status: 'unresolved', reason } });
+    effects.push(...step.effects);
+  }
+  return to(step.state, effects);
+}
+
 function base(state: Exclude<RotationState, { step: 'resolving' }>): Resolved {
   return { id: state.id, plan: state.plan, resolutions: state.resolutions };
 }
 
-export type Terminal = Extract<RotationState, { step: 'gate-closed' | 'cancelled' | 'prepare-failed' | 'commit-failed' | 'done' }>;
+export type Terminal = Extract<RotationState, { step: 'gate-closed' | 'cancelled' | 'prepare-failed' | 'commit-failed' | 'done' | 'journal-failed' }>;
 
 export function isTerminal(state: RotationState): state is Terminal {
-  return ['gate-closed', 'cancelled', 'prepare-failed', 'commit-failed', 'done'].includes(state.step);
+  return ['gate-closed', 'cancelled', 'prepare-failed', 'commit-failed', 'done', 'journal-failed'].includes(state.step);
 }
 
 /**
- * DESIGN.md §8: 4 when the gate closed or prepare rolled back (nothing took effect), 1 when a
- * rename failed (left to resume), 3 when cancelled or when a provider has not confirmed in
- * time (its consumer end is staged, its old password still works; `mesh resume` finishes it).
+ * How a rotation ended (or was left), by name. Everything that reports it — the exit code,
+ * the drill, a test — reads the name; the number comes only from ROTATION_EXIT.
  */
-export function rotationExitCode(state: Terminal): number {
+export type RotationOutcome =
+  | 'rotated'
+  /** Some provider has not confirmed in time: its consumer end is staged, its old password still works. */
+  | 'receipts-pending'
+  | 'gate-closed'
+  /** Prepare failed and was taken back: nothing took effect. */
+  | 'rolled-back'
+  /** A rename failed: what is left is staged for `mesh resume`. */
+  | 'commit-interrupted'
+  | 'cancelled'
+  | 'journal-failed'
+  /** The operator left while provider ends were being renamed: something may be left to resume. */
+  | 'left-during-commit'
+  /** The operator left before anything was renamed. */
+  | 'left';
+
+/** 4 when nothing took effect by the gate's rule, 1 when something failed, 3 when cancelled or something waits for the operator. */
+export const ROTATION_EXIT: Readonly<Record<RotationOutcome, number>> = {
+  rotated: EXIT_OK,
+  'receipts-pending': EXIT_CODES['action-needed'],
+  'gate-closed': EXIT_CODES['gate-closed'],
+  'rolled-back': EXIT_CODES['gate-closed'],
+  'commit-interrupted': EXIT_CODES.failed,
+  cancelled: EXIT_CODES.aborted,
+  'journal-failed': EXIT_CODES.failed,
+  'left-during-commit': EXIT_CODES.failed,
+  left: EXIT_CODES.aborted,
+};
+
+export function rotationOutcome(state: Terminal): RotationOutcome {
   switch (state.step) {
     case 'gate-closed':
+      return 'gate-closed';
     case 'prepare-failed':
-      return EXIT_CODES['gate-closed'];
+      return 'rolled-back';
     case 'commit-failed':
-      return EXIT_CODES.failed;
+      return 'commit-interrupted';
+    case 'journal-failed':
+      return 'journal-failed';
     case 'cancelled':
-      return EXIT_CODES.aborted;
+      return 'cancelled';
     case 'done':
-      return state.applied.length < state.plan.pairs.length ? EXIT_CODES['action-needed'] : EXIT_OK;
+      return state.applied.length < state.plan.pairs.length ? 'receipts-pending' : 'rotated';
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);
@@ -256,24 +358,31 @@ export function rotationExitCode(state: Terminal): number {
   }
 }
 
-/**
- * The exit code when the operator leaves now: a finished rotation's own code; 1 when a commit
- * may be cut short (something may be left to resume); otherwise 3, nothing was renamed.
- */
+export function rotationExitCode(state: Terminal): number {
+  return ROTATION_EXIT[rotationOutcome(state)];
+}
+
+/** The outcome when the operator leaves now: a finished rotation's own; otherwise whether a commit may be cut short. */
+export function outcomeOnLeave(state: RotationState): RotationOutcome {
+  if (isTerminal(state)) return rotationOutcome(state);
+  return state.step === 'committing' ? 'left-during-commit' : 'left';
+}
+
 export function exitCodeOnLeave(state: RotationState): number {
-  if (isTerminal(state)) return rotationExitCode(state);
-  return state.step === 'committing' ? EXIT_CODES.failed : EXIT_CODES.aborted;
+  return ROTATION_EXIT[outcomeOnLeave(state)];
 }
 
 /** Whether `q` may end the session now: never while files are being staged or renamed. */
 export function canQuit(state: RotationState): boolean {
-  return state.step !== 'preparing' && state.step !== 'committing' && state.step !== 'confirming';
+  return state.step !== 'preparing' && state.step !== 'committing' && state.step !== 'confirming' && state.step !== 'unstaging';
 }
 
 const answered = new WeakMap<object, number>();
 
 /** Counts the views show for each phase: O(1) per frame, whatever the number of holders. */
 export function progress(state: RotationState): { resolved: number; holders: number; files: number; staged: number; committed: number; pairs: number; applied: number } {
+  // While taking staged files back, and after a record failed, the counts are where the rotation stood.
+  if (state.step === 'unstaging' || state.step === 'journal-failed') return progress(state.before);
   const { files } = planIndex(state.plan);
   const holders = state.plan.holders.length;
   let resolved: number;
@@ -297,4 +406,20 @@ export function progress(state: RotationState): { resolved: number; holders: num
     committed = state.plan.pairs.length + applied;
   }
   return { resolved, holders, files, staged, committed, pairs: state.plan.pairs.length, applied };
+}
+
+export type RotationFlow = Flow<RotationState, RotationEvent>;
+
+/**
+ * The rotation on the flow runtime, the same for the view, plain lines and the drill. ONE
+ * QUEUE for every effect of every step: a phase's record is on disk before the next phase's
+ * first transport call, whichever event started it. After `stop()` only records and the
+ * taking back of staged files still run.
+ */
+export function rotationFlow(start: Step, runner: EffectRunner<RotationState, RotationEvent, RotationEffect>): RotationFlow {
+  return createFlow(rotation, start, runner, {
+    sequential: true,
+    isFinished: isTerminal,
+    runsAfterStop: (effect) => effect.type === 'journal' || effect.type === 'unstage',
+  });
 }

@@ -8,22 +8,24 @@ import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import path from 'node:path';
 import { unstageAll } from '../mesh/delivery.js';
 import { JOURNAL_FILE } from '../mesh/journal.js';
-import { rotationExitCode, isTerminal, type RotationState } from './rotation-flow.js';
+import { rotationExitCode, isTerminal, type RotationFlow, type RotationState } from './rotation-flow.js';
 import type { RotationDeps } from './rotation-run-effect.js';
-import type { RotationStore } from './rotation-store.js';
 import { summaryLines } from './rotation-text.js';
+import { PLAIN_SUGGESTER, suggest } from '../suggest-command.js';
 
 /** Resolves with the exit code; `left` is what the view decided when the operator left, if it did. */
 export async function finishAfterLeaving(
-  store: RotationStore,
+  flow: RotationFlow,
   deps: RotationDeps,
   left: { readonly code: number; readonly state: RotationState } | undefined,
   write: (line: string) => void,
 ): Promise<number> {
-  if (store.state().step === 'applying') write('Provider ends committed; waiting for their receipts, then each consumer end follows (Ctrl-C stops waiting; a staged consumer end keeps its old password, and baton mesh resume finishes it)…');
-  store.stop();
-  await store.idle();
-  const state = store.state();
+  if (flow.getState().step === 'applying') write('Provider ends committed; waiting for their receipts, then each consumer end follows (Ctrl-C stops waiting; a staged consumer end keeps its old password, and baton mesh resume finishes it)…');
+  flow.stop();
+  await flow.idle();
+  const state = flow.getState();
+  // The resume command carries the operator's flags: a bare one would read another journal.
+  const resume = suggest(deps.suggester ?? PLAIN_SUGGESTER, `mesh resume ${state.id}`);
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
     for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE), ...(deps.suggester ? { suggester: deps.suggester } : {}) })) write(line);
@@ -40,7 +42,7 @@ export async function finishAfterLeaving(
     return EXIT_CODES.aborted;
   }
   if (state.step === 'applying') {
-    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged (their old passwords still work). Finish with: baton mesh resume ${state.id}`);
+    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged (their old passwords still work). Finish with: ${resume}`);
     return EXIT_CODES['action-needed'];
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);

@@ -4,9 +4,8 @@
  * escape codes, so a log over SSH stays small and greppable.
  */
 import { MARKS } from './marks.js';
-import { startRotation, confirmationText, rotationExitCode, isTerminal, progress, type RotationState } from './rotation-flow.js';
+import { startRotation, confirmationText, rotationExitCode, rotationOutcome, isTerminal, progress, rotationFlow, type RotationOutcome, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
-import { rotationStore } from './rotation-store.js';
 import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
 
@@ -24,12 +23,13 @@ export interface PlainRotation {
   readonly askCount?: (question: string) => Promise<string | undefined>;
 }
 
-export async function runRotationPlain(options: PlainRotation): Promise<{ code: number; state: RotationState }> {
+export async function runRotationPlain(options: PlainRotation): Promise<{ code: number; outcome: RotationOutcome; state: RotationState }> {
   const { plan, write } = options;
   write(`Rotation ${options.id}: ${planHeadline(plan)}`);
   let lastStep = '';
   let confirmed = false;
-  const store = rotationStore(startRotation(options.id, plan), rotationRunner(options.deps), (state, event) => {
+  const flow = rotationFlow(startRotation(options.id, plan), rotationRunner(options.deps));
+  flow.subscribe((state, event) => {
     if (event?.type === 'holder-resolved') {
       const r = event.resolution;
       write(r.status === 'resolved' ? `  ${MARKS.ok.glyph} ${event.machine} resolved` : `  ${MARKS.refused.glyph} ${event.machine} unresolved: ${r.status === 'unresolved' ? r.reason : ''}`);
@@ -44,8 +44,8 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
         confirmed = true;
         // After the current dispatch has launched its effects (the journal's "resolved" first).
         queueMicrotask(() => {
-          store.dispatch({ type: 'typed', text: confirmationText(plan) });
-          store.dispatch({ type: 'confirmed' });
+          flow.dispatch({ type: 'typed', text: confirmationText(plan) });
+          flow.dispatch({ type: 'confirmed' });
         });
       } else if (options.askCount && !confirmed) {
         confirmed = true;
@@ -55,12 +55,12 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
           for (;;) {
             const typed = await askCount(`Type the number of credentials to rotate to confirm, Enter alone cancels: `);
             if (typed === undefined || typed.trim() === '') {
-              store.dispatch({ type: 'back' });
+              flow.dispatch({ type: 'back' });
               return;
             }
             if (typed.trim() === expected) {
-              store.dispatch({ type: 'typed', text: typed.trim() });
-              store.dispatch({ type: 'confirmed' });
+              flow.dispatch({ type: 'typed', text: typed.trim() });
+              flow.dispatch({ type: 'confirmed' });
               return;
             }
             write(`${MARKS.refused.glyph} "${typed.trim()}" is not the number of credentials this rotation changes; nothing was written.`);
@@ -73,9 +73,9 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
     if (state.step === 'applying') write(`committed ${p.committed}/${p.pairs} provider ends; each consumer end follows its provider's receipt`);
     if (state.step === 'done' || state.step === 'commit-failed') write(`applied ${p.applied}/${p.pairs} (provider receipts, then consumer ends)`);
   });
-  const state = await store.finished();
+  const state = await flow.finished();
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');
   // Complete, however large: scripts and logs keep this output, and nothing else prints it.
   for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000), { full: true, ...(options.deps.suggester ? { suggester: options.deps.suggester } : {}) })) write(line);
-  return { code: rotationExitCode(state), state };
+  return { code: rotationExitCode(state), outcome: rotationOutcome(state), state };
 }

@@ -1,12 +1,17 @@
 /**
  * Turns the rotation flow's effects into transport and journal calls, and reports back only
- * as events: it never rejects, so a transport that throws becomes a failure the flow can show
+ * as events (the run-effect contract in flow.ts): a transport or journal that throws becomes a
+ * failure event the flow can show and act on — a journal failure takes staged files back —
  * instead of a crash that leaves staged files nobody knows about.
  */
-import { commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps } from '../mesh/delivery.js';
-import { appendJournal, journalPair, type JournalRecord } from '../mesh/journal.js';
+import path from 'node:path';
+import { asBatonError } from '../errors.js';
+import { commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll } from '../mesh/delivery.js';
+import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
-import type { TransportFor } from '../mesh/transport.js';
+import { reasonOf, type TransportFor } from '../mesh/transport.js';
+import type { EffectRunner } from './flow.js';
+import { assertNever } from './status-verdict.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
@@ -37,52 +42,84 @@ export interface RotationDeps {
   readonly suggester?: Suggester;
 }
 
-export type Dispatch = (event: RotationEvent) => void;
+export type RotationRunner = EffectRunner<RotationState, RotationEvent, RotationEffect>;
 
-export function rotationRunner(deps: RotationDeps): (effect: RotationEffect, state: RotationState, dispatch: Dispatch) => Promise<void> {
-  return async (effect, state, dispatch) => {
-    switch (effect.type) {
-      case 'resolve':
-        await resolveHolders(state.plan.holders, deps.transportFor, deps.resolve, (machine, resolution) =>
-          dispatch({ type: 'holder-resolved', machine, resolution }),
-        );
-        return;
-      case 'journal':
-        await appendJournal(deps.journalDir, journalRecord(effect.state, effect.phase, deps));
-        return;
-      case 'prepare': {
-        const result = await prepareAll(state.plan.pairs, state.plan.holders, deps.transportFor, deps.concurrency, (machine) =>
-          dispatch({ type: 'staged', machine }),
-        ).catch((error: unknown) => ({ ok: false as const, failures: [{ machine: '(all)', reason: String(error) }], unstageFailures: [] }));
-        dispatch(result.ok ? { type: 'prepared', digests: result.digests } : { type: 'prepare-failed', failures: result.failures, unstageFailures: result.unstageFailures });
-        return;
+/**
+ * Each effect runs only in the step that asked for it (`state` is the flow's state when the
+ * queue reaches it): a prepare queued behind a record that then failed never stages anything.
+ */
+export function rotationRunner(deps: RotationDeps): RotationRunner {
+  const journalFile = path.join(deps.journalDir, JOURNAL_FILE);
+  return {
+    async run(effect, { state, dispatch }) {
+      switch (effect.type) {
+        case 'resolve':
+          if (state.step !== 'resolving') return undefined;
+          await resolveHolders(state.plan.holders, deps.transportFor, deps.resolve, (machine, resolution) =>
+            dispatch({ type: 'holder-resolved', machine, resolution }),
+          );
+          return undefined;
+        case 'journal':
+          await appendJournal(deps.journalDir, journalRecord(effect.state, effect.phase, deps));
+          return { type: 'journaled', phase: effect.phase };
+        case 'prepare': {
+          if (state.step !== 'preparing') return undefined;
+          const result = await prepareAll(state.plan.pairs, state.plan.holders, deps.transportFor, deps.concurrency, (machine) => dispatch({ type: 'staged', machine }));
+          return result.ok ? { type: 'prepared', digests: result.digests } : { type: 'prepare-failed', failures: result.failures, unstageFailures: result.unstageFailures };
+        }
+        case 'commit': {
+          if (state.step !== 'committing') return undefined;
+          const result = await commitProviderEnds(providerCommitSteps(state.plan.holders), deps.transportFor, deps.concurrency, (step) =>
+            dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
+          );
+          return result.failures.length === 0 ? { type: 'committed' } : { type: 'commit-failed', failures: result.failures };
+        }
+        case 'wait-applied': {
+          if (state.step !== 'applying') return undefined;
+          // Only pairs whose provider end is live can be applied; the others wait for resume.
+          const live = new Set(state.committed);
+          const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
+          const result = await commitConsumersOnReceipt(
+            pairs,
+            effect.digests,
+            deps.transportFor,
+            { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency },
+            (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
+          );
+          return { type: 'apply-finished', failures: result.failures };
+        }
+        case 'unstage':
+          if (state.step !== 'unstaging') return undefined;
+          return { type: 'unstaged', failures: await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency) };
+        default:
+          return assertNever(effect);
       }
-      case 'commit': {
-        const result = await commitProviderEnds(providerCommitSteps(state.plan.holders), deps.transportFor, deps.concurrency, (step) =>
-          dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
-        );
-        dispatch(result.failures.length === 0 ? { type: 'committed' } : { type: 'commit-failed', failures: result.failures });
-        return;
+    },
+    failed(effect, error) {
+      const everywhere = [{ machine: '(all)', reason: reasonOf(error) }];
+      switch (effect.type) {
+        case 'resolve':
+          return { type: 'resolve-failed', reason: reasonOf(error) };
+        case 'journal': {
+          const e = asBatonError(error, { what: 'The rotation journal could not be written.', where: journalFile });
+          return {
+            type: 'journal-failed',
+            phase: effect.phase,
+            journal: { what: e.what, where: e.where ?? journalFile, next: e.next ?? 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.' },
+          };
+        }
+        case 'prepare':
+          return { type: 'prepare-failed', failures: everywhere, unstageFailures: [] };
+        case 'commit':
+          return { type: 'commit-failed', failures: everywhere };
+        case 'wait-applied':
+          return { type: 'apply-finished', failures: everywhere };
+        case 'unstage':
+          return { type: 'unstaged', failures: everywhere };
+        default:
+          return assertNever(effect);
       }
-      case 'wait-applied': {
-        // Only pairs whose provider end is live can be applied; the others wait for resume.
-        const live = state.step === 'applying' ? new Set(state.committed) : new Set<string>();
-        const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
-        const result = await commitConsumersOnReceipt(
-          pairs,
-          effect.digests,
-          deps.transportFor,
-          { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency },
-          (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
-        ).catch((error: unknown) => ({ applied: [], failures: [{ machine: '(all)', reason: String(error) }] }));
-        dispatch({ type: 'apply-finished', failures: result.failures });
-        return;
-      }
-      default: {
-        const never: never = effect;
-        throw new Error(`unknown effect ${String(never)}`);
-      }
-    }
+    },
   };
 }
 

@@ -5,7 +5,7 @@
 import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
-import { confirmationText, isCommitted, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
+import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
 import { MARKS } from './marks.js';
 
@@ -47,6 +47,37 @@ export function gateClosedLines(state: RotationState): string[] {
 export function confirmPrompt(plan: RotationPlan): string {
   const n = confirmationText(plan);
   return `Type ${n} (the number of credentials) and Enter to rotate; Esc cancels.`;
+}
+
+/**
+ * A journal record that could not be written: what failed and where, where the credentials
+ * stand, and the next step (the last line). The view and the summary both say it this way.
+ */
+export function journalFailedLines(state: Extract<RotationState, { step: 'journal-failed' }>, resume: string): string[] {
+  const lines = [state.journal.what, `  Journal: ${state.journal.where}`];
+  switch (state.files) {
+    case 'nothing-staged':
+      lines.push('No new credential took effect.');
+      lines.push(`Next: ${state.journal.next} Then run the rotation again.`);
+      break;
+    case 'unstaged':
+      lines.push(
+        state.unstageFailures.length === 0
+          ? 'Every staged file was removed: nothing took effect, the old credentials keep working.'
+          : `Staged files could NOT be removed on: ${state.unstageFailures.map((f) => `${f.machine} (${f.reason})`).join('; ')} — remove the *.next files there by hand; the old credentials keep working.`,
+      );
+      lines.push(`Next: ${state.journal.next} Then run the rotation again.`);
+      break;
+    case 'live':
+      lines.push('Provider ends are live; what is not applied yet stays staged (old passwords still work).');
+      lines.push(`Next: ${state.journal.next} Then run: ${resume}`);
+      break;
+    default: {
+      const never: never = state.files;
+      throw new Error(`unknown files ${String(never)}`);
+    }
+  }
+  return lines;
 }
 
 export function progressText(state: RotationState): string {
@@ -143,6 +174,13 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: ${suggest(s, `mesh resume ${state.id}`)}`);
       return lines;
     }
+    case 'journal-failed': {
+      // Where the credentials stand first, then the journal: the operator fixes it, then goes on.
+      const before = state.before;
+      const lines = journalFailedLines(state, suggest(s, `mesh resume ${state.id}`));
+      const standing = isTerminal(before) ? summaryLines(before, waitSeconds, options).filter((line) => !line.startsWith('Next:')) : [];
+      return [...lines.slice(0, -1), ...standing, lines[lines.length - 1]!];
+    }
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);
@@ -230,6 +268,13 @@ export function holderStatus(state: RotationState, holder: Holder): HolderStatus
       const done = holder.receives.filter((d) => isCommitted(state.committed, `${holder.machine}\0${d.path}`)).length;
       if (done === holder.receives.length) return { tone: 'ok', text: 'replaced' };
       return state.step === 'committing' ? { tone: 'busy', text: `committing ${done}/${holder.receives.length}` } : { tone: 'info', text: `still staged (${holder.receives.length - done})` };
+    }
+    case 'unstaging':
+      return { tone: 'busy', text: 'removing staged files' };
+    case 'journal-failed': {
+      const unstageFailure = state.unstageFailures.find((f) => f.machine === holder.machine);
+      if (unstageFailure) return { tone: 'refused', text: unstageFailure.reason };
+      return state.files === 'unstaged' ? { tone: 'info', text: 'staged files removed' } : holderStatus(state.before, holder);
     }
     case 'applying':
     case 'done': {

@@ -1,18 +1,26 @@
 /**
- * Turns the status flow's one effect into a read. Always resolves to an event — a rejected
- * promise would leave the screen stuck on "reading" with the reason lost.
+ * Turns the status flow's one effect into a read, under the run-effect contract (flow.ts): a
+ * read that throws becomes `read-failed` — a rejection would leave the screen stuck on
+ * "reading" with the reason lost.
  */
 import { asBatonError } from '../errors.js';
+import { settleAlone, type EffectRunner } from './flow.js';
 import type { StatusEffect, StatusEvent } from './status-flow.js';
 import type { StatusReport } from './status-report.js';
 
+export function statusRunner(read: () => Promise<StatusReport>): EffectRunner<unknown, StatusEvent, StatusEffect> {
+  return {
+    async run(effect) {
+      switch (effect.type) {
+        case 'read':
+          return { type: 'read', report: await read() };
+      }
+    },
+    failed: (_effect, error) => ({ type: 'read-failed', error: asBatonError(error, { what: 'Reading the status failed', next: 'Press r to read again, or q to quit.' }) }),
+  };
+}
+
+/** One effect run alone (tests, plain output): always resolves to an event. */
 export async function runStatusEffect(effect: StatusEffect, read: () => Promise<StatusReport>): Promise<StatusEvent> {
-  try {
-    switch (effect.type) {
-      case 'read':
-        return { type: 'read', report: await read() };
-    }
-  } catch (error) {
-    return { type: 'read-failed', error: asBatonError(error, { what: 'Reading the status failed', next: 'Press r to read again, or q to quit.' }) };
-  }
+  return (await settleAlone(statusRunner(read), effect))!;
 }

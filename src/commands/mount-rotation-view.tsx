@@ -3,11 +3,9 @@
  * printed after the view is gone, so what changed where stays in the scrollback (brief for a
  * large rotation: the journal it names has every file).
  */
-import { EXIT_CODES } from '../errors.js';
-import { startRotation, type RotationEvent, type RotationState } from '../app/rotation-flow.js';
+import { rotationFlow, startRotation, type RotationState } from '../app/rotation-flow.js';
 import { finishAfterLeaving } from '../app/rotation-leave.js';
 import { rotationRunner, type RotationDeps } from '../app/rotation-run-effect.js';
-import { rotationStore } from '../app/rotation-store.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import type { InkSession } from './mount-view.js';
@@ -24,19 +22,11 @@ export interface MountOptions {
 /** `ink` comes from openInk (mount-view.ts), opened before this module was imported. */
 export async function mountRotationView(ink: InkSession, options: MountOptions): Promise<number> {
   const stdout = options.stdout;
-  const listeners = new Set<(state: RotationState, event: RotationEvent | undefined) => void>();
-  const store = rotationStore(startRotation(options.id, options.plan), rotationRunner(options.deps), (state, event) => {
-    for (const listener of listeners) listener(state, event);
-  });
-  const subscribe = (listener: (state: RotationState, event: RotationEvent | undefined) => void) => {
-    listeners.add(listener);
-    return () => listeners.delete(listener);
-  };
+  const flow = rotationFlow(startRotation(options.id, options.plan), rotationRunner(options.deps));
   let result: { code: number; state: RotationState } | undefined;
   const instance = ink.mount(
     <RotationApp
-      store={store}
-      subscribe={subscribe}
+      flow={flow}
       color={!options.noColor}
       resumeCommand={suggest(options.deps.suggester ?? PLAIN_SUGGESTER, `mesh resume ${options.id}`)}
       onExit={(code, state) => {
@@ -44,11 +34,6 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
       }}
     />,
   );
-  store.finished().catch((error: unknown) => {
-    result ??= { code: EXIT_CODES.failed, state: store.state() };
-    stdout.write(`baton: ${error instanceof Error ? error.message : String(error)}\n`);
-    instance.unmount();
-  });
   await instance.waitUntilExit();
-  return finishAfterLeaving(store, options.deps, result, (line) => stdout.write(`${line}\n`));
+  return finishAfterLeaving(flow, options.deps, result, (line) => stdout.write(`${line}\n`));
 }

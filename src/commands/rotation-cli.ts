@@ -132,7 +132,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     if (!chosen.plan) {
       await transports.close();
       ctx.stdout.write(`None of the ${chosen.considered} pair(s) of ${describeSelector(selector)} was rotated longer ago than ${flags.olderThan}. Nothing was generated and nothing was sent.\n`);
-      return 0;
+      return EXIT_OK;
     }
     plan = chosen.plan;
   }

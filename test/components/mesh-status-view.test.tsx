@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
-import { PAIR_STATES, pairStatus, type EndReading, type PairReading, type PairStatus } from '../../src/mesh/mesh-status.js';
+import { meshStatusExitCode, PAIR_STATES, pairStatus, type EndReading, type PairReading, type PairStatus } from '../../src/mesh/mesh-status.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { suggester, type Suggester } from '../../src/suggest-command.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
@@ -58,6 +58,27 @@ describe('the mesh status table', () => {
     expect(frame).toContain(`31 pairs: ${counts}.`);
     expect(frame).toContain('rows 1–16 of 31');
     expect(frame).toContain('3d 0h (mtime)');
+  });
+
+  it('a reading that breaks as a whole is shown as a failure (never stuck on "Reading"); r reads again, q then exits with that reading', async () => {
+    let code: number | undefined;
+    const all = statuses();
+    let calls = 0;
+    const read = async () => {
+      calls += 1;
+      if (calls === 1) throw new Error('the inventory changed while reading');
+      return all;
+    };
+    const view = renderAt(<MeshStatusApp selectorText="every pair" machines={17} read={read} columns={80} rows={24} color={false} onExit={(c) => (code = c)} />, 80);
+    mounted.push(view);
+    const failed = strip(await view.waitFor((f) => strip(f).includes('Reading failed'), 'the failure'));
+    expect(failed).toContain('✗ Reading failed (r reads again, q quits): the inventory changed while reading');
+    expect(linesFit(failed, 80)).toEqual([]);
+    await view.press('r');
+    await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the second reading');
+    expect(calls).toBe(2);
+    await view.press('q');
+    await vi.waitFor(() => expect(code).toBe(meshStatusExitCode(all)));
   });
 
   it('suggests next commands with the flags the operator gave', async () => {

@@ -5,9 +5,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render as renderLib } from 'ink-testing-library';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import { RotationView } from '../../components/rotation/RotationView.js';
-import { startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { rotationFlow, startRotation, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
-import { rotationStore, type RotationStore } from '../../src/app/rotation-store.js';
+import { emptyLog } from '../../src/app/rotation-log.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { fakeMesh, provisionerOn } from '../mesh/fake-transport.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
@@ -15,7 +15,7 @@ import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
 
 const dirs: string[] = [];
 const mounted: Rendered[] = [];
-const stores: RotationStore[] = [];
+const stores: RotationFlow[] = [];
 afterEach(async () => {
   for (const m of mounted.splice(0)) m.unmount();
   // The last journal record may still be landing: let every effect finish before removing its dir.
@@ -33,21 +33,15 @@ function appFor(columns: number, consumers: number, unreachable?: string) {
   provisionerOn(mesh.machines.db1!);
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);
-  const listeners = new Set<(s: RotationState, e: RotationEvent | undefined) => void>();
-  const store = rotationStore(
+  const store = rotationFlow(
     startRotation('20261130T000000Z-abc123', plan),
     rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
-    (s, e) => listeners.forEach((l) => l(s, e)),
   );
   stores.push(store);
   const exits: number[] = [];
   const element = (
     <RotationApp
-      store={store}
-      subscribe={(l) => {
-        listeners.add(l);
-        return () => listeners.delete(l);
-      }}
+      flow={store}
       columns={columns}
       color={false}
       onExit={(code) => exits.push(code)}
@@ -219,6 +213,28 @@ describe('the rotation view after a failure', () => {
     const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
     fits(frame, 80);
     expect(frame.replace(/\s+/g, ' ')).toContain(`Next: fix the machine, then run: ${resume}`);
+  });
+
+  it('a journal that failed after prepare: the view names the journal, says every staged file was removed, and what to do next', async () => {
+    const journal = { what: 'The rotation journal could not be written (EACCES).', where: '/var/lib/baton/mesh-journal.jsonl', next: 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.' };
+    const before: RotationState = { ...base, step: 'committing', digests: {}, committed: emptyLog() };
+    const unstaging: RotationState = { ...base, step: 'unstaging', phase: 'prepared', journal, before };
+    const busy = renderAt(<RotationView state={unstaging} columns={80} offset={0} color={false} tick={0} />, 80);
+    mounted.push(busy);
+    const removing = await busy.waitFor((f) => f.includes('removing every staged file'), 'the taking back');
+    fits(removing, 80);
+    expect(removing).toContain('removing staged files… · Ctrl-C interrupts');
+    const state: RotationState = { ...base, step: 'journal-failed', phase: 'prepared', journal, before, files: 'unstaged', unstageFailures: [] };
+    const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} />, 80);
+    mounted.push(view);
+    const frame = await view.waitFor((f) => f.includes('could not be written'), 'the failure');
+    fits(frame, 80);
+    const text = frame.replace(/\s+/g, ' ');
+    expect(text).toContain('✗ The rotation journal could not be written (EACCES).');
+    expect(text).toContain('Journal: /var/lib/baton/mesh-journal.jsonl');
+    expect(text).toContain('Every staged file was removed: nothing took effect, the old credentials keep working.');
+    expect(text).toContain('Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.');
+    expect(frame).toMatch(/· web1 +ssh +consumes\/pg-main\/web1_app +staged files removed/);
   });
 
   it('a failed prepare says nothing took effect and that every staged file was removed', async () => {

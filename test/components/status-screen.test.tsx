@@ -10,7 +10,7 @@ import { StatusApp } from '../../components/StatusApp.js';
 import { FailoverScreen } from '../../components/FailoverScreen.js';
 import { failover, initialFailover, type FailoverState } from '../../src/app/failover-flow.js';
 import { ColorContext } from '../../components/color-context.js';
-import type { StatusReport } from '../../src/app/status-report.js';
+import { statusExitCode, type StatusReport } from '../../src/app/status-report.js';
 import { BatonError } from '../../src/errors.js';
 import { FP_A, FP_B, FP_OLD, READS } from '../app/status-fixtures.js';
 import { linesFit, renderAt, type Rendered } from './render-at.js';
@@ -118,7 +118,7 @@ describe('the status app', () => {
 
   it('reads again on r under --watch, and q quits with the code of the last read', async () => {
     let code: number | undefined;
-    const reads = [READS.adopt(), READS.inSync()];
+    const reads = [READS.adopt(), READS.inSync(), READS.adopt()];
     let calls = 0;
     const read = vi.fn(async () => reads[Math.min(calls++, reads.length - 1)]!);
     view = renderAt(<StatusApp read={read} columns={80} baton="baton" watchSeconds={3600} interactive onExit={(c) => (code = c)} />, 80);
@@ -127,9 +127,15 @@ describe('the status app', () => {
     await view.waitFor((f) => f.includes('in sync'), 'the second read');
     expect(read).toHaveBeenCalledTimes(2);
     await view.press('\u001b');
-    expect(code).toBeUndefined(); // Esc never quits
+    // Esc never quits: the r after it still reads, and its different answer shows (keys are
+    // handled in order, so this frame comes after Esc was handled).
+    await view.press('r');
+    await view.waitFor((f) => f.includes('action needed') && !f.includes('in sync'), 'the third read, after Esc');
+    expect(read).toHaveBeenCalledTimes(3);
+    expect(code).toBeUndefined();
     await view.press('q');
-    await vi.waitFor(() => expect(code).toBe(0));
+    await vi.waitFor(() => expect(code).toBe(statusExitCode(READS.adopt())));
+    expect(code).not.toBe(statusExitCode(READS.inSync()));
   });
 
   it('shows a read that failed as its three parts, never a stack trace', async () => {

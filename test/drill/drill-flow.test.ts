@@ -74,6 +74,16 @@ describe('the drill flow', () => {
     expect(next.effects).toEqual([{ type: 'open', step: 1, task: 1 }]);
   });
 
+  it('checks that could not read the sandbox at all are shown and offered again, never left "checking", and are no wrong turn', () => {
+    const { state } = run(ready(), [{ type: 'enter', at: 1000 }, { type: 'opened' }, { type: 'task-finished' }]);
+    expect(state.phase).toBe('checking');
+    const failed = drillFlow(state, { type: 'task-failed', lines: ['Checking the sandbox failed (ECONNREFUSED)'] });
+    expect(failed.state.phase).toBe('check-failed');
+    expect(failed.state.error).toEqual(['Checking the sandbox failed (ECONNREFUSED)']);
+    expect(failed.state.wrongTurns).toEqual([]);
+    expect(drillFlow(failed.state, { type: 'enter', at: 2000 }).effects).toEqual([{ type: 'open', step: 1, task: 0 }]);
+  });
+
   it('a failed check is shown, recorded as a wrong turn, and Enter opens the same task again', () => {
     const { state } = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'opened' }, { type: 'task-finished' }, { type: 'checks-done', results: [ok, bad], at: 5 }]);
     expect(state.phase).toBe('check-failed');

@@ -163,7 +163,7 @@ describe('baton status when the store cannot be reached', () => {
 
 describe('baton status --watch in a real terminal', () => {
   it('re-reads on r without clearing the screen, ignores Esc, and q quits with the last read\'s code', async () => {
-    const { b } = await onePublished('status-watch');
+    const { a, b } = await onePublished('status-watch');
     const raw = path.join(root.dir, 'watch.raw');
     const s = await inTmux([...b.args, 'status', '--watch', '--interval', '3600']);
     await s.waitFor('action needed');
@@ -172,12 +172,20 @@ describe('baton status --watch in a real terminal', () => {
     expect((await baton([...b.args, 'sync'])).code).toBe(0);
     await s.keys('r');
     await s.waitFor('✓ in sync');
+    // The published authority moves on meanwhile (a rotates and pushes). Only a read taken
+    // AFTER Esc can show it, and keys are handled in order: its showing proves Esc neither quit
+    // the view nor stopped its keys (waiting for "in sync" again would pass either way).
+    expect((await baton([...a.args, 'ca', 'rotate'])).code).toBe(0);
+    expect((await baton([...a.args, 'sync', '--push'])).code).toBe(0);
+    const rotated = await fingerprint(a.args);
+    const expected = (await baton([...b.args, 'status'])).code;
+    expect(expected).not.toBe(0);
     await s.keys('Escape');
     await s.keys('r');
-    await s.waitFor('✓ in sync');
+    await s.waitFor((x) => x.includes(rotated.slice(0, 20)) && !x.includes('✓ in sync'), 'the read after Esc, showing the pushed authority');
     expect(await s.capture()).not.toMatch(/\[exit \d+\]/);
     await s.keys('q');
-    expect(await s.exitCode()).toBe(0);
+    expect(await s.exitCode()).toBe(expected);
     // Redraws rewrite the frame in place: no clear-screen (it flickers over SSH).
     const written = readFileSync(raw, 'latin1');
     expect(written.length).toBeGreaterThan(0);

@@ -168,6 +168,20 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
   });
 
+  it('rotate --yes with a journal that cannot be written stops before anything is staged: exit 1, naming the journal and what to do', async () => {
+    const journalFile = path.join(tmp.dir, 'state', JOURNAL_FILE);
+    mkdirSync(journalFile, { recursive: true }); // a directory where the journal file goes: every append fails
+    const machines = path.join(tmp.dir, 'machines');
+    const before = snapshotDir(machines);
+    const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('The rotation journal could not be written (EISDIR).');
+    expect(r.stdout).toContain(`Journal: ${journalFile}`);
+    expect(r.stdout).toContain('No new credential took effect.');
+    expect(r.stdout).toContain('Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.');
+    expect(snapshotDir(machines)).toEqual(before);
+  });
+
   it('rotate without a terminal and without --yes refuses before resolving anything (exit 2)', async () => {
     const before = snapshotDir(tmp.dir);
     const r = await baton('mesh', 'rotate', '--consumer', 'web1-app', '--inventory', inventory);

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+import type { Sshd } from '../helpers/sshd.js';
 
 /**
  * A mesh of `consumers` web machines using two providers on two db machines, plus one consumer
@@ -44,4 +45,27 @@ export function writeLocalMesh(dir: string): string {
     ].join('\n'),
   );
   return file;
+}
+
+/**
+ * Two ssh "machines" on one test sshd (db1 provides pg-main; web1 consumes it twice), each with
+ * its own mesh_dir under `base`. `ports` points a machine elsewhere (a closed port: unreachable).
+ */
+export function sshMeshInventory(sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>, base: string, ports: { db1?: number; web1?: number } = {}): Inventory {
+  const machine = (name: string, port: number) => `  - { name: ${name}, address: "${sshd.user}@127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name}/mesh }`;
+  return parseInventory(
+    [
+      `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 3 }`,
+      'machines:',
+      machine('db1', ports.db1 ?? sshd.port),
+      machine('web1', ports.web1 ?? sshd.port),
+      'providers:',
+      '  - { name: pg-main, machine: db1, kind: postgres }',
+      'consumers:',
+      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+      '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
+      '',
+    ].join('\n'),
+    `${base}/mesh.yaml`,
+  );
 }

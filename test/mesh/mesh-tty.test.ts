@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { writeLocalMesh } from './mesh-fixture.js';
@@ -76,5 +77,32 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     await session.type('q');
     expect(await session.exitCode()).toBe(3);
     expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+  });
+
+  it('a journal that fails after prepare: every staged file is taken back, the screen names the journal, q exits 1', async () => {
+    const machines = path.join(tmp.dir, 'machines');
+    // Old credentials at both ends of both pairs: they must be exactly as they were afterwards.
+    const old = ['db1/var/lib/baton/mesh/provides/pg-main/web1_app', 'db1/var/lib/baton/mesh/provides/pg-main/web2_app', 'web1/var/lib/baton/mesh/consumes/pg-main/web1_app', 'web2/var/lib/baton/mesh/consumes/pg-main/web2_app'].map((f) => path.join(machines, f));
+    for (const file of old) {
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      writeFileSync(file, `old ${path.basename(file)}\n`, { mode: 0o600 });
+    }
+    const state = path.join(tmp.dir, 'state');
+    session = await TmuxSession.start({ command: command(), cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    await session.waitFor('Type 2 (the number of credentials)', 'the confirm prompt');
+    await vi.waitFor(() => expect(readFileSync(path.join(state, JOURNAL_FILE), 'utf8')).toContain('"phase":"resolved"'), { timeout: 10_000 });
+    // The journal's directory becomes a file: the 'prepared' record after staging cannot be written.
+    renameSync(state, `${state}.moved`);
+    writeFileSync(state, 'not a directory\n');
+    await session.type('2');
+    await session.waitFor('> 2  (Enter rotates)', 'the typed count');
+    await session.keys('Enter');
+    const screen = await session.waitFor((x) => x.includes('could not be written') && x.includes('Every staged file was removed'), 'the journal failure');
+    expect(screen.replace(/\s+/g, ' ')).toContain(`Journal: ${path.join(state, JOURNAL_FILE)}`);
+    expect((readdirSync(machines, { recursive: true }) as string[]).filter((f) => f.endsWith('.next'))).toEqual([]);
+    for (const file of old) expect(readFileSync(file, 'utf8')).toBe(`old ${path.basename(file)}\n`);
+    await session.type('q');
+    expect(await session.exitCode()).toBe(1);
+    expect((await session.capture()).replace(/\s+/g, ' ')).toContain('Then run the rotation again.');
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, rotation, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, outcomeOnLeave, rotation, rotationOutcome, ROTATION_EXIT, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
@@ -75,6 +76,7 @@ describe('the rotation flow', () => {
       { type: 'committed' }, // out of turn: ignored
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 5 }, // out of turn: ignored
       { type: 'staged', machine: 'db1' }, { type: 'prepared', digests },
+      { type: 'journaled', phase: 'prepared' }, // the commit starts only once the 'prepared' record is on disk
       { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] }, { type: 'committed' },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 42 },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 99 }, // the first report of a pair counts
@@ -88,7 +90,7 @@ describe('the rotation flow', () => {
     expect(isTerminal(state) && rotationExitCode(state)).toBe(3);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
     const all = walk([
-      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' },
+      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 }, { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
       { type: 'apply-finished', failures: [] },
     ]).state;
@@ -127,22 +129,46 @@ describe('the rotation flow', () => {
   });
 });
 
-describe('the rotation store', () => {
+describe('rotation outcomes', () => {
+  it('each way a rotation ends has a name, and its exit code comes from EXIT_CODES through that name', () => {
+    const confirmed: RotationEvent[] = [...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }];
+    const ends = [
+      walk([...allResolved, { type: 'back' }]).state,
+      walk([...confirmed, { type: 'prepare-failed', failures: [], unstageFailures: [] }]).state,
+      walk([...confirmed, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' }, { type: 'apply-finished', failures: [] }]).state,
+    ];
+    expect(ends.map((s) => (isTerminal(s) ? rotationOutcome(s) : s.step))).toEqual(['cancelled', 'rolled-back', 'receipts-pending']);
+    expect(ends.map((s) => isTerminal(s) && rotationExitCode(s))).toEqual([EXIT_CODES.aborted, EXIT_CODES['gate-closed'], EXIT_CODES['action-needed']]);
+    const committing = walk([...confirmed, { type: 'prepared', digests }]).state;
+    expect([outcomeOnLeave(walk(confirmed).state), outcomeOnLeave(committing)]).toEqual(['left', 'left-during-commit']);
+    expect(ROTATION_EXIT.rotated).toBe(EXIT_OK);
+    expect(ROTATION_EXIT['journal-failed']).toBe(EXIT_CODES.failed);
+  });
+});
+
+describe('the rotation on the flow runtime', () => {
   it('after stop, the prepare in flight finishes and is journaled, but no commit ever starts', async () => {
-    const { rotationStore } = await import('../../src/app/rotation-store.js');
+    const { rotationFlow } = await import('../../src/app/rotation-flow.js');
     const ran: string[] = [];
     let finishPrepare: () => void = () => undefined;
-    const store = rotationStore(startRotation('r1', plan), async (effect, _state, dispatch) => {
-      ran.push(effect.type === 'journal' ? `journal:${effect.phase}` : effect.type);
-      if (effect.type === 'resolve') for (const e of allResolved) dispatch(e);
-      if (effect.type === 'prepare') {
-        await new Promise<void>((resolve) => {
-          finishPrepare = resolve;
-        });
-        dispatch({ type: 'prepared', digests });
-      }
-    }, () => undefined);
-    await vi.waitFor(() => expect(store.state().step).toBe('confirming'));
+    const store = rotationFlow(startRotation('r1', plan), {
+      async run(effect, { dispatch }) {
+        ran.push(effect.type === 'journal' ? `journal:${effect.phase}` : effect.type);
+        if (effect.type === 'resolve') for (const e of allResolved) dispatch(e);
+        if (effect.type === 'journal') return { type: 'journaled', phase: effect.phase };
+        if (effect.type === 'prepare') {
+          await new Promise<void>((resolve) => {
+            finishPrepare = resolve;
+          });
+          return { type: 'prepared', digests };
+        }
+        return undefined;
+      },
+      failed: (_effect, error) => {
+        throw error;
+      },
+    });
+    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'));
     store.dispatch({ type: 'typed', text: '2' });
     store.dispatch({ type: 'confirmed' });
     await vi.waitFor(() => expect(ran).toContain('prepare'));
@@ -150,6 +176,6 @@ describe('the rotation store', () => {
     finishPrepare();
     await store.idle();
     expect(ran).toEqual(['resolve', 'journal:resolved', 'prepare', 'journal:prepared']);
-    expect(store.state().step).toBe('committing');
+    expect(store.getState().step).toBe('committing');
   });
 });

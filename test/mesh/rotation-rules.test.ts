@@ -2,11 +2,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { confirmationText, startRotation } from '../../src/app/rotation-flow.js';
+import { confirmationText, rotationFlow, startRotation } from '../../src/app/rotation-flow.js';
 import { finishAfterLeaving } from '../../src/app/rotation-leave.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
-import { rotationStore } from '../../src/app/rotation-store.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
@@ -17,6 +16,7 @@ import { fakeMesh, provisionerOn } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
 import { abortedError } from '../../src/mesh/transport.js';
+import { suggester } from '../../src/suggest-command.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -252,6 +252,24 @@ describe('applied', () => {
 });
 
 describe('leaving an interactive rotation', () => {
+  it('leaving while receipts are awaited names the resume command with the flags the operator gave', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
+    const mesh = fakeMesh(allMachines, plan);
+    seedOld(plan, mesh.machines);
+    // No provisioner answers: the provider ends are live and every consumer end waits staged.
+    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 300), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
+    const flow = rotationFlow(startRotation('rot-1', plan), rotationRunner(rotationDeps));
+    await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'));
+    flow.dispatch({ type: 'typed', text: confirmationText(plan) });
+    flow.dispatch({ type: 'confirmed' });
+    await vi.waitFor(() => expect(flow.getState().step).toBe('applying'));
+    const lines: string[] = [];
+    const code = await finishAfterLeaving(flow, rotationDeps, undefined, (line) => lines.push(line));
+    expect(code).toBe(3);
+    expect(lines.join('\n')).toContain("baton --state-dir '/srv/ctl a' mesh resume rot-1 --inventory /etc/baton/mesh.yaml");
+    expect(lines.join('\n')).not.toMatch(/run: baton mesh resume/);
+  });
+
   it('a prepare the operator left before its commit started is taken back: every staged file removed, nothing live changed, exit 3', async () => {
     const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
     const mesh = fakeMesh(allMachines, plan);
@@ -265,14 +283,18 @@ describe('leaving an interactive rotation', () => {
     });
     // The commit would follow the "prepared" journal record; holding that record keeps the
     // operator's leaving strictly before the commit could start.
-    const store = rotationStore(startRotation('rot-1', plan), async (effect, state, dispatch) => {
-      await run(effect, state, dispatch);
-      if (effect.type === 'journal' && effect.phase === 'prepared') await held;
-    }, () => undefined);
-    await vi.waitFor(() => expect(store.state().step).toBe('confirming'));
+    const store = rotationFlow(startRotation('rot-1', plan), {
+      async run(effect, context) {
+        const event = await run.run(effect, context);
+        if (effect.type === 'journal' && effect.phase === 'prepared') await held;
+        return event;
+      },
+      failed: run.failed,
+    });
+    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'));
     store.dispatch({ type: 'typed', text: confirmationText(plan) });
     store.dispatch({ type: 'confirmed' });
-    await vi.waitFor(() => expect(store.state().step).toBe('committing'));
+    await vi.waitFor(() => expect(store.getState().step).toBe('committing'));
     const lines: string[] = [];
     const code = finishAfterLeaving(store, rotationDeps, undefined, (line) => lines.push(line));
     release();

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
-import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+import type { Inventory } from '../../src/mesh/inventory.js';
 import { readJournal, JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
@@ -19,6 +19,7 @@ import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { watchedExec } from '../helpers/watched-exec.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
+import { sshMeshInventory } from '../mesh/mesh-fixture.js';
 
 const unavailable = sshdUnavailable();
 
@@ -40,25 +41,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
   });
 
   /** Two ssh machines on the one sshd, each with its own mesh_dir, and a consumer on each. */
-  function inventory(base: string, ports: { db1?: number; web1?: number } = {}): Inventory {
-    const machine = (name: string, port: number) =>
-      `  - { name: ${name}, address: "${sshd.user}@127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name}/mesh }`;
-    return parseInventory(
-      [
-        `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 3 }`,
-        'machines:',
-        machine('db1', ports.db1 ?? sshd.port),
-        machine('web1', ports.web1 ?? sshd.port),
-        'providers:',
-        '  - { name: pg-main, machine: db1, kind: postgres }',
-        'consumers:',
-        '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-        '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
-        '',
-      ].join('\n'),
-      `${base}/mesh.yaml`,
-    );
-  }
+  const inventory = (base: string, ports: { db1?: number; web1?: number } = {}): Inventory => sshMeshInventory(sshd, base, ports);
 
   it('stages over stdin to <role>.next (0600, new directories 0700), commits by rename, and reads digests back', async () => {
     const dir = path.join(tmp.dir, 'stage');

@@ -5,6 +5,7 @@
  * sandbox) pass: a rehearsal that can be clicked through teaches nothing. Keys that do not
  * apply change nothing, and Esc never quits — the operator leaves only with q (or Ctrl-C).
  */
+import { EXIT_CODES, EXIT_OK } from '../../errors.js';
 import { DRILL_STEPS, type StepNumber, type StepSpec, type TaskSpec } from './scenario.js';
 import type { CheckResult } from './check.js';
 
@@ -184,6 +185,8 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       if (event.type === 'task-failed') return toFailed(state, event.lines);
       return to(state);
     case 'checking':
+      // The checks could not read the sandbox at all: said, and offered again (not a wrong turn).
+      if (event.type === 'task-failed') return toFailed(state, event.lines);
       if (event.type !== 'checks-done') return to(state);
       if (event.results.every((result) => result.ok)) {
         const step = currentStep(state);
@@ -257,4 +260,18 @@ export function railMarks(state: DrillState): readonly RailMark[] {
     if (i === state.current) return 'current';
     return 'pending';
   });
+}
+
+/** How the interactive drill ended, by name: the whole walk, a sandbox that never came up, or left part-way. */
+export type DrillOutcome = 'walked' | 'setup-failed' | 'left';
+
+/** 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way. */
+export const DRILL_EXIT: Readonly<Record<DrillOutcome, number>> = { walked: EXIT_OK, 'setup-failed': EXIT_CODES.failed, left: EXIT_CODES.aborted };
+
+export function drillOutcome(state: DrillState): DrillOutcome {
+  return state.phase === 'summary' ? 'walked' : state.phase === 'setup-failed' ? 'setup-failed' : 'left';
+}
+
+export function drillExitCode(state: DrillState): number {
+  return DRILL_EXIT[drillOutcome(state)];
 }

@@ -9,8 +9,9 @@
  */
 
 import type { Instance } from 'ink';
-import { drillFlow, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
-import { asBatonError, EXIT_CODES, EXIT_OK } from '../../errors.js';
+import { drillFlow, drillExitCode, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
+import { createFlow, type EffectRunner } from '../../app/flow.js';
+import { asBatonError } from '../../errors.js';
 import { runChecks } from '../../app/drill/checks.js';
 import { meshStatusNow } from './mesh-status-scripted.js';
 import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
@@ -44,7 +45,6 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const release = teardownOnSignals(teardown);
   const notebook = newNotebook();
   let sandbox: DrillSandbox | undefined;
-  let state: DrillState = initialDrillState(options.first, options.last);
   let drillInstance: Instance | undefined;
   let viewOpen = false;
   let quitting = false;
@@ -56,6 +56,8 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const quit = async () => {
     if (quitting) return;
     quitting = true;
+    // Every later event (a check or a start-up stage finishing) is dropped: the screen is gone.
+    flow.close();
     drillInstance?.unmount();
     drillInstance = undefined;
     options.stdout.write('baton drill: stopping the servers and removing the sandbox…\n');
@@ -66,67 +68,60 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     for (const problem of problems) options.stderr.write(`baton drill: cleaning up: ${problem}\n`);
     if (sandbox && options.keep) options.stdout.write(`baton drill: the sandbox is kept in ${sandbox.dir}\n`);
     else options.stdout.write('baton drill: the sandbox was removed.\n');
-    // 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way.
-    resolveDone(state.phase === 'summary' ? EXIT_OK : state.phase === 'setup-failed' ? EXIT_CODES.failed : EXIT_CODES.aborted);
+    resolveDone(drillExitCode(flow.getState()));
   };
 
-  const run = async (effect: DrillEffect): Promise<DrillEvent | undefined> => {
-    if (effect.type === 'quit') {
-      void quit();
-      return undefined;
-    }
-    if (!sandbox) return { type: 'task-failed', lines: ['The sandbox is not running.'] };
-    switch (effect.type) {
-      case 'open':
-        try {
+  const runner: EffectRunner<DrillState, DrillEvent, DrillEffect> = {
+    async run(effect, { state }) {
+      if (effect.type === 'quit') {
+        void quit();
+        return undefined;
+      }
+      if (!sandbox) return { type: 'task-failed', lines: ['The sandbox is not running.'] };
+      switch (effect.type) {
+        case 'open':
           await noteBefore(sandbox, notebook);
           return { type: 'opened' };
-        } catch (error) {
-          return { type: 'task-failed', lines: asBatonError(error, { what: 'Noting the sandbox failed' }).lines() };
-        }
-      case 'perform': {
-        const task = currentTask(state);
-        if (task.where.kind !== 'action') return { type: 'task-finished' };
-        try {
+        case 'perform': {
+          const task = currentTask(state);
+          if (task.where.kind !== 'action') return { type: 'task-finished' };
           await performAction(sandbox, task.where.action);
           return { type: 'task-finished' };
-        } catch (error) {
-          return { type: 'task-failed', lines: asBatonError(error, { what: `${task.label} failed` }).lines() };
+        }
+        case 'check': {
+          const results = await runChecks(sandbox, notebook.before!, effect.step, effect.task);
+          // After a rotation the check screen shows `mesh status` too: the pairs' states are the lesson of steps 4 and 5.
+          const where = currentTask(state).where;
+          const meshStatus = where.kind === 'rotation' ? await meshStatusNow(sandbox, where.selector).catch((error: unknown) => [`mesh status could not be read: ${asBatonError(error, { what: 'mesh status' }).what}`]) : [];
+          return { type: 'checks-done', results, meshStatus, at: Date.now() };
+        }
+        default: {
+          const never: never = effect;
+          throw new Error(`unknown drill effect ${String(never)}`);
         }
       }
-      case 'check': {
-        const results = await runChecks(sandbox, notebook.before!, effect.step, effect.task);
-        // After a rotation the check screen shows `mesh status` too: the pairs' states are the lesson of steps 4 and 5.
-        const where = currentTask(state).where;
-        const meshStatus = where.kind === 'rotation' ? await meshStatusNow(sandbox, where.selector).catch((error: unknown) => [`mesh status could not be read: ${asBatonError(error, { what: 'mesh status' }).what}`]) : [];
-        return { type: 'checks-done', results, meshStatus, at: Date.now() };
-      }
-      default: {
-        const never: never = effect;
-        throw new Error(`unknown drill effect ${String(never)}`);
-      }
-    }
+    },
+    // Whatever broke (noting, the action, the checks' own reading) is shown and offered again.
+    failed(effect, error) {
+      const what = effect.type === 'open' ? 'Noting the sandbox failed' : effect.type === 'check' ? 'Checking the sandbox failed' : `${currentTask(flow.getState()).label} failed`;
+      return { type: 'task-failed', lines: asBatonError(error, { what }).lines() };
+    },
   };
-
-  const dispatch = (event: DrillEvent) => {
-    if (quitting) return;
-    const next = drillFlow(state, event);
-    state = next.state;
-    for (const effect of next.effects) void run(effect).then((e) => e && dispatch(e));
-    // After the current key handler returns: a render must not be unmounted from inside its own input callback.
-    setImmediate(show);
-  };
+  const flow = createFlow(drillFlow, { state: initialDrillState(options.first, options.last), effects: [] }, runner);
+  const dispatch = flow.dispatch;
+  // After the current key handler returns: a render must not be unmounted from inside its own input callback.
+  flow.subscribe(() => setImmediate(show));
 
   const onIntent = (intent: 'enter' | 'help' | 'escape' | 'quit') => {
     if (intent === 'enter') dispatch({ type: 'enter', at: Date.now() });
     else dispatch({ type: intent });
   };
 
-  const drillElement = () => <DrillRoot state={state} onIntent={onIntent} />;
+  const drillElement = () => <DrillRoot state={flow.getState()} onIntent={onIntent} />;
 
   const show = () => {
     if (quitting || viewOpen) return;
-    if (viewIsOpen(state)) {
+    if (viewIsOpen(flow.getState())) {
       viewOpen = true;
       drillInstance?.unmount();
       drillInstance = undefined;
@@ -137,7 +132,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
         },
         (error: unknown) => {
           viewOpen = false;
-          dispatch({ type: 'task-failed', lines: asBatonError(error, { what: `The view for "${currentTask(state).label}" could not be opened` }).lines() });
+          dispatch({ type: 'task-failed', lines: asBatonError(error, { what: `The view for "${currentTask(flow.getState()).label}" could not be opened` }).lines() });
         },
       );
       return;
@@ -150,10 +145,10 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const openView = async () => {
     const box = sandbox!;
     let interrupted = false;
-    const view = await taskView(box, state, options.noColor);
+    const view = await taskView(box, flow.getState(), options.noColor);
     const frame = (
       <DrillTaskFrame
-        state={state}
+        state={flow.getState()}
         onWrongTurn={(what) => dispatch({ type: 'wrong-turn', what })}
         onInterrupt={() => {
           interrupted = true;
@@ -219,37 +214,26 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       };
     }
     case 'rotation': {
-      const [{ RotationApp }, { startRotation }, { rotationRunner }, { rotationStore }, { drillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
+      const [{ RotationApp }, { startRotation, rotationFlow }, { rotationRunner }, { drillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
         import('../../../components/rotation/RotationApp.js'),
         import('../../app/rotation-flow.js'),
         import('../../app/rotation-run-effect.js'),
-        import('../../app/rotation-store.js'),
         import('./rotate.js'),
       ]);
-      type Listener = Parameters<React.ComponentProps<typeof RotationApp>['subscribe']>[0];
-      const listeners = new Set<Listener>();
-      const store = rotationStore(startRotation(newDrillRotationId(), drillPlan(sandbox, where.selector)), rotationRunner(drillRotationDeps(sandbox)), (s, e) => {
-        for (const listener of listeners) listener(s, e);
-      });
-      const subscribe = (listener: Listener) => {
-        listeners.add(listener);
-        return () => {
-          listeners.delete(listener);
-        };
-      };
+      const flow = rotationFlow(startRotation(newDrillRotationId(), drillPlan(sandbox, where.selector)), rotationRunner(drillRotationDeps(sandbox)));
       return {
         // A rotation left mid-way (Ctrl-C) finishes the phase it is in before the checks read the machines.
         finished: () =>
           new Promise<void>((resolve) => {
-            const settledNow = () => !['resolving', 'preparing', 'committing', 'applying'].includes(store.state().step);
+            const settledNow = () => !['resolving', 'preparing', 'committing', 'applying', 'unstaging'].includes(flow.getState().step);
             if (settledNow()) return resolve();
-            const unsubscribe = subscribe(() => {
+            const unsubscribe = flow.subscribe(() => {
               if (!settledNow()) return;
               unsubscribe();
               resolve();
             });
           }),
-        element: <RotationApp store={store} subscribe={subscribe} color={!noColor} summaryOnQuit={false} onExit={() => {}} />,
+        element: <RotationApp flow={flow} color={!noColor} summaryOnQuit={false} onExit={() => {}} />,
       };
     }
     case 'action':

@@ -7,12 +7,15 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { failover, forcePrefix, initialFailover, type FailoverEvent, type FailoverState } from '../../app/failover-flow.js';
+import { failover, forcePrefix, initialFailover, type FailoverState } from '../../app/failover-flow.js';
 import { failoverPorts } from '../../app/failover-ports.js';
-import { runFailoverEffect } from '../../app/failover-run-effect.js';
+import { failoverRunner } from '../../app/failover-run-effect.js';
+import { createFlow } from '../../app/flow.js';
 import { runFailoverDialogue } from '../../app/failover-dialogue.js';
 import { outcomeWords } from '../../app/failover-outcome.js';
+import { initialStatus, statusFlow } from '../../app/status-flow.js';
 import { readStatus } from '../../app/status-report.js';
+import { statusRunner } from '../../app/status-run-effect.js';
 import { statusSources } from '../../app/status-sources.js';
 import { statusText } from '../../app/status-text.js';
 import { describeVerdict } from '../../app/status-verdict.js';
@@ -121,7 +124,13 @@ export function statusSourcesFor(sandbox: DrillSandbox, controller: Controller) 
 }
 
 async function statusScripted(sandbox: DrillSandbox, controller: Controller, say: Say): Promise<void> {
-  const report = await readStatus(statusSourcesFor(sandbox, controller));
+  // The status flow the screen runs: one read, then the state it ends in.
+  const sources = statusSourcesFor(sandbox, controller);
+  const flow = createFlow(statusFlow, initialStatus, statusRunner(() => readStatus(sources)));
+  await flow.idle();
+  const state = flow.getState();
+  if (state.step !== 'showing') throw state.step === 'failed' ? state.error : new Error('the status read did not finish');
+  const report = state.report;
   say(`${controller}$ baton status`);
   for (const line of statusText(report, GLYPHS).trimEnd().split('\n')) say(`  ${line}`);
 }
@@ -133,22 +142,14 @@ async function statusScripted(sandbox: DrillSandbox, controller: Controller, say
  */
 async function failoverScripted(sandbox: DrillSandbox, controller: Controller, say: Say): Promise<void> {
   const ports = failoverPorts(sandbox.share(controller), sandbox.storeUrl, undefined);
-  let { state } = initialFailover;
-  const queue = [...initialFailover.effects];
-  const dispatch = (event: FailoverEvent) => {
-    const next = failover(state, event);
-    state = next.state;
-    queue.push(...next.effects);
-  };
+  // The flow runtime the screen runs; each scripted key is pressed once every effect has settled.
+  const flow = createFlow(failover, initialFailover, failoverRunner(ports));
+  const dispatch = flow.dispatch;
   say(`${controller}$ baton failover`);
   let typedWrong = false;
   for (let turns = 0; turns < 50; turns += 1) {
-    const effect = queue.shift();
-    if (effect) {
-      dispatch(await runFailoverEffect(effect, ports));
-      continue;
-    }
-    const s: FailoverState = state;
+    await flow.idle();
+    const s: FailoverState = flow.getState();
     switch (s.step) {
       case 'deciding': {
         const words = describeVerdict(s.reading.verdict);
@@ -169,7 +170,7 @@ async function failoverScripted(sandbox: DrillSandbox, controller: Controller, s
           typedWrong = true;
           dispatch({ type: 'typed', text: '00000000' });
           dispatch({ type: 'confirm' });
-          const held = state.step === 'confirming-force';
+          const held = flow.getState().step === 'confirming-force';
           say(`  typed a wrong prefix "00000000": ${held ? 'the gate stays shut, nothing written' : 'THE GATE OPENED (a bug)'}`);
           continue;
         }

@@ -10,8 +10,7 @@
 import path from 'node:path';
 import { runRotationPlain } from '../../../src/app/rotation-plain.js';
 import { rotationRunner } from '../../../src/app/rotation-run-effect.js';
-import { rotationStore } from '../../../src/app/rotation-store.js';
-import { confirmationText, isTerminal, startRotation, type RotationEvent, type RotationState } from '../../../src/app/rotation-flow.js';
+import { confirmationText, isTerminal, rotationFlow, startRotation, type RotationState } from '../../../src/app/rotation-flow.js';
 import { summaryLines } from '../../../src/app/rotation-text.js';
 import { transportsFor } from '../../../src/transport/make-transport.js';
 import { withLatency } from '../lib/slow-transport.js';
@@ -72,21 +71,15 @@ async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes
   const [{ render }, React, { RotationApp }] = await Promise.all([import('ink'), import('react'), import('../../../components/rotation/RotationApp.js')]);
   const terminal = new CountingTerminal(80, 24);
   const stdin = new TypingStdin();
-  const listeners = new Set<(state: RotationState, event: RotationEvent | undefined) => void>();
-  const store = rotationStore(startRotation('bench-view', mesh.plan), rotationRunner(deps(ctx, mesh, 'view')), (state, event) => {
-    for (const listener of listeners) listener(state, event);
-  });
-  const subscribe = (listener: (state: RotationState, event: RotationEvent | undefined) => void) => {
-    listeners.add(listener);
-    return () => void listeners.delete(listener);
-  };
+  const store = rotationFlow(startRotation('bench-view', mesh.plan), rotationRunner(deps(ctx, mesh, 'view')));
+  const subscribe = store.subscribe;
   let exitState: RotationState | undefined;
   const instance = render(
-    React.createElement(RotationApp, { store, subscribe, columns: 80, color: true, onExit: (_code: number, state: RotationState) => (exitState = state) }),
+    React.createElement(RotationApp, { flow: store, columns: 80, color: true, onExit: (_code: number, state: RotationState) => (exitState = state) }),
     { stdout: terminal as unknown as NodeJS.WriteStream, stdin: stdin as unknown as NodeJS.ReadStream, exitOnCtrlC: false, patchConsole: false },
   );
-  await until(subscribe, store.state, (s) => s.step !== 'resolving');
-  if (store.state().step !== 'confirming') throw new Error(`the gate did not open: ${store.state().step}`);
+  await until(subscribe, store.getState, (s) => s.step !== 'resolving');
+  if (store.getState().step !== 'confirming') throw new Error(`the gate did not open: ${store.getState().step}`);
   const count = confirmationText(mesh.plan);
   await shows(terminal, `Type ${count}`);
   for (let i = 1; i <= count.length; i++) {
@@ -94,12 +87,12 @@ async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes
     await shows(terminal, `> ${count.slice(0, i)}`);
   }
   stdin.type('\r');
-  await until(subscribe, store.state, isTerminal);
+  await until(subscribe, store.getState, isTerminal);
   await store.finished();
   await shows(terminal, 'Rotated');
   stdin.type('q');
   await instance.waitUntilExit();
-  const state = store.state();
+  const state = store.getState();
   if (!exitState || state.step !== 'done') throw new Error(`the view ended at ${state.step}`);
   verifyDelivered(mesh);
   const summary = summaryLines(state, 0).map((line) => `${line}\n`).join('');
