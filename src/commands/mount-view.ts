@@ -25,7 +25,7 @@ export interface InkSession {
    * Renders one element under the colour setting as its own Ink instance. Ctrl-C is the view's
    * to handle unless `exitOnCtrlC` (a view that must finish a phase before it may end).
    */
-  mount(element: ReactElement, options?: { readonly exitOnCtrlC?: boolean }): Instance;
+  mount(element: ReactElement, options?: { readonly exitOnCtrlC?: boolean; readonly maxFps?: number }): Instance;
 }
 
 /**
@@ -53,6 +53,7 @@ export async function openInk(streams: ViewStreams, noColor: boolean): Promise<I
         stderr: streams.stderr,
         exitOnCtrlC: options.exitOnCtrlC ?? false,
         patchConsole: false,
+        ...(options.maxFps === undefined ? {} : { maxFps: options.maxFps }),
       }),
   };
 }
@@ -61,6 +62,11 @@ export interface MountViewOptions {
   readonly noColor: boolean;
   /** The exit code when the view ended without reporting one (Ctrl-C before it decided). */
   readonly ifInterrupted: number;
+  /**
+   * Ink's frame rate cap (default 30). A view that redraws only when a read lands may lift it:
+   * the cap holds back the frame right after the first one, i.e. the one showing the read.
+   */
+  readonly maxFps?: number;
 }
 
 /**
@@ -83,7 +89,7 @@ export async function mountView<P extends object>(
         code = exit;
       }, ink.interactive),
     ),
-    { exitOnCtrlC: true },
+    { exitOnCtrlC: true, maxFps: options.maxFps },
   );
   await app.waitUntilExit();
   return code ?? options.ifInterrupted;

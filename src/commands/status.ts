@@ -87,7 +87,9 @@ export const registerStatus: Register = (program, ctx) => {
     const { mountView } = await import('./mount-view.js');
     return mountView(
       ctx,
-      { noColor: config.noColor, ifInterrupted: EXIT_OK },
+      // The screen redraws once per read (and per key), never in bursts: the 30 fps cap would
+      // only hold back the frame with the first read by up to 33 ms.
+      { noColor: config.noColor, ifInterrupted: EXIT_OK, maxFps: 1000 },
       async () => (await import('../../components/StatusApp.js')).StatusApp,
       (onExit, interactive) => ({ read: readFirstEarly, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
     );

@@ -6,8 +6,11 @@
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { publishAuthority } from '../lib/authority-fixture.js';
+import { describeTrace, REGISTER, traceFromLog } from '../lib/load-trace.js';
 import { BIN, childEnv, type BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';
 import { summarize } from '../lib/stats.js';
@@ -63,6 +66,12 @@ export const firstFrameCase: BenchCase = {
         subject.push(await timeToText(baton, published.fingerprint, env, published.cwd));
       }
     }
+    // What the TTY path loads (Ink's chunk and the view on top of the status read): once more,
+    // with the load hook and stderr to a file (the pane is the terminal, so not a pipe).
+    const loadLog = path.join(ctx.tempDir('first-frame-loads'), 'loads.log');
+    const traced = [process.execPath, '--import', REGISTER, BIN, ...published.flags, 'status'].map(shellQuote).join(' ');
+    await timeToText(`${traced} 2>${shellQuote(loadLog)}`, published.fingerprint, env, published.cwd);
+    const trace = traceFromLog(readFileSync(loadLog, 'utf8'));
     const s = summarize(subject);
     const b = summarize(baseline);
     return {
@@ -73,7 +82,7 @@ export const firstFrameCase: BenchCase = {
           measured: { label: 'baton status (TTY)', value: s.median, unit: 'ms', summary: s },
           baseline: { label: 'node -e console.log(marker)', value: b.median, unit: 'ms', summary: b },
           goal: { kind: 'ratio', max: 2 }, // issue 16's goal for the first TTY frame
-          notes: [`${runs} sessions each, interleaved; until capture-pane shows the local fingerprint / the marker`],
+          notes: [`${runs} sessions each, interleaved; until capture-pane shows the local fingerprint / the marker`, `TTY path ${describeTrace(trace)}`],
         }),
       ],
       skipped: [],

@@ -22,7 +22,8 @@ export interface LoadTrace {
   readonly totalBytes: number;
 }
 
-const REGISTER = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-register.mjs')).href;
+/** `node --import REGISTER …` reports every module the process loads on its stderr. */
+export const REGISTER = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-register.mjs')).href;
 
 function chunkContents(): Map<string, string[]> {
   // The build's own metafile: beside its entry (dist/) or in the dist/ next to its bin/.
@@ -51,6 +52,11 @@ export async function traceLoads(file: string, args: readonly string[], env: Nod
     child.once('error', reject);
     child.once('close', resolve);
   });
+  return traceFromLog(stderr);
+}
+
+/** Reads the lines the load hook wrote (its stderr) into a trace; for a process whose stderr went to a file. */
+export function traceFromLog(stderr: string): LoadTrace {
   const contents = chunkContents();
   const files: LoadedFile[] = [];
   for (const match of stderr.matchAll(/^BATON_BENCH_LOAD (file:\S+)$/gm)) {
