@@ -62,6 +62,20 @@ async function unchanged<T>(w: World, fn: () => Promise<T>): Promise<T> {
 
 const flat = (text: string) => text.replace(/\s+/g, ' ');
 
+/**
+ * a is the first controller, b adopts, then a rotates and publishes: b is left behind.
+ * Returns the authority both held before the rotation (the parent).
+ */
+async function leaveBBehind(w: World): Promise<{ a: ShareContext; b: ShareContext; parent: Fingerprint }> {
+  const a = w.ctx('a');
+  const b = w.ctx('b');
+  const parent = ((await firstController(a)) as { fingerprint: Fingerprint }).fingerprint;
+  await adopt(b);
+  await rotateAuthority(a.stateDir, DEP);
+  await publish(a);
+  return { a, b, parent };
+}
+
 async function current(ctx: ShareContext): Promise<Fingerprint> {
   const { readLocalAuthority } = await import('../../src/authority/index.js');
   const local = await readLocalAuthority(ctx.stateDir, DEP);
@@ -89,12 +103,7 @@ describe('the lineage cells, each said and each changing nothing', () => {
 
   it('SIBLINGS (both rotated from one parent): said as such, that one must be forced on purpose; neither sync nor sync --push changes anything', async () => {
     const w = world();
-    const a = w.ctx('a');
-    const b = w.ctx('b');
-    const parent = (await firstController(a)) as { fingerprint: Fingerprint };
-    await adopt(b);
-    await rotateAuthority(a.stateDir, DEP);
-    await publish(a);
+    const { b, parent } = await leaveBBehind(w);
     await rotateAuthority(b.stateDir, DEP);
     for (const flags of [[], ['--push']]) {
       const run = await unchanged(w, () => w.sync('b', ...flags));
@@ -102,18 +111,13 @@ describe('the lineage cells, each said and each changing nothing', () => {
       // that still names the verdict.
       expect(run.exitCode).toBe(flags.length === 0 ? 3 : 2);
       if (flags.length > 0) expect(flat(run.stderr)).toContain('--push applies only when this host is ahead');
-      expect(flat(run.stderr).toLowerCase()).toContain(`this host and the published authority are siblings: both rotated from ${parent.fingerprint}, so one of the two must be forced on purpose`.toLowerCase());
+      expect(flat(run.stderr).toLowerCase()).toContain(`this host and the published authority are siblings: both rotated from ${parent}, so one of the two must be forced on purpose`.toLowerCase());
     }
   });
 
   it('LEFT BEHIND, PROVED: the handover is signed by this host\'s own authority key, and sync and status say so', async () => {
     const w = world();
-    const a = w.ctx('a');
-    const b = w.ctx('b');
-    await firstController(a);
-    await adopt(b);
-    await rotateAuthority(a.stateDir, DEP);
-    await publish(a);
+    await leaveBBehind(w);
     const run = await unchanged(w, () => w.sync('b'));
     expect(run.exitCode).toBe(3);
     expect(flat(run.stderr)).toContain('this host was left behind by a rotation (the published authority replaced the one this host holds). PROVED: signed by this host\'s own authority key.');
@@ -158,12 +162,7 @@ describe('the lineage cells, each said and each changing nothing', () => {
 
   it('a handover signature that does not verify is tampering: the document is refused and nothing is installed, even forced', async () => {
     const w = world();
-    const a = w.ctx('a');
-    const b = w.ctx('b');
-    await firstController(a);
-    await adopt(b);
-    await rotateAuthority(a.stateDir, DEP);
-    await publish(a);
+    await leaveBBehind(w);
     const file = path.join(w.storeDir(), 'authority.json');
     const doc = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
     expect(doc.handover_signature).toMatch(/^[A-Za-z0-9+/]+=*$/);
