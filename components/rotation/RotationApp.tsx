@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, type RotationEvent, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, isWorking, isWritingFiles, type RotationEvent, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
 import { countRefusal } from '../../src/app/typed-gate.js';
 import { useTerminalSize } from '../hooks/use-columns.js';
 import { useTurnReport } from '../hooks/use-turn-report.js';
@@ -63,7 +63,7 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
     };
   }, [flow]);
 
-  const busy = state.step === 'resolving' || state.step === 'preparing' || state.step === 'committing' || state.step === 'applying' || state.step === 'unstaging';
+  const busy = isWorking(state);
   useEffect(() => {
     if (!busy) return undefined;
     const spin = setInterval(() => setTick((t) => t + 1), 350);
@@ -149,7 +149,7 @@ function rotationKeys(state: RotationState): readonly KeyHelp[] {
       { keys: 'Ctrl-C', does: 'quit' },
     ];
   }
-  if (state.step === 'preparing' || state.step === 'committing' || state.step === 'unstaging') return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
+  if (isWritingFiles(state)) return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
   if (isTerminal(state)) return [...scroll, { keys: 'q', does: 'quit and print the summary' }, { keys: 'Ctrl-C', does: 'quit' }];
   return [...scroll, { keys: 'Esc', does: 'cancel before anything is generated' }, { keys: 'q', does: 'quit' }, { keys: 'Ctrl-C', does: 'quit' }];
 }

@@ -372,9 +372,19 @@ export function exitCodeOnLeave(state: RotationState): number {
   return ROTATION_EXIT[outcomeOnLeave(state)];
 }
 
+/** A phase that stages, renames or removes files: it finishes before anything else happens (Ctrl-C included). */
+export function isWritingFiles(state: RotationState): boolean {
+  return state.step === 'preparing' || state.step === 'committing' || state.step === 'unstaging';
+}
+
+/** baton is working and awaits no answer from the operator (the views' spinner turns). */
+export function isWorking(state: RotationState): boolean {
+  return !isTerminal(state) && state.step !== 'confirming';
+}
+
 /** Whether `q` may end the session now: never while files are being staged or renamed. */
 export function canQuit(state: RotationState): boolean {
-  return state.step !== 'preparing' && state.step !== 'committing' && state.step !== 'confirming' && state.step !== 'unstaging';
+  return !isWritingFiles(state) && state.step !== 'confirming';
 }
 
 const answered = new WeakMap<object, number>();

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, rotationExitCode, exitCodeOnLeave, isTerminal, outcomeOnLeave, rotation, rotationOutcome, ROTATION_EXIT, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import { canQuit, isWorking, isWritingFiles, rotationExitCode, exitCodeOnLeave, isTerminal, outcomeOnLeave, rotation, rotationOutcome, ROTATION_EXIT, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
 import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -68,6 +68,26 @@ describe('the rotation flow', () => {
     expect(back.state.step).toBe('cancelled');
     expect(back.effects.map((e) => e.type)).toEqual(['journal']);
     expect(isTerminal(back.state) && rotationExitCode(back.state)).toBe(3);
+  });
+
+  it('the views read one rule for working, writing files and quitting: the spinner turns unless the operator is asked or it ended; q waits for a phase that writes files', () => {
+    const seen: Record<string, [boolean, boolean, boolean]> = {};
+    const steps: RotationEvent[] = [...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'staged', machine: 'db1' }, { type: 'prepared', digests }];
+    let state = startRotation('r1', plan).state;
+    seen[state.step] = [isWorking(state), isWritingFiles(state), canQuit(state)];
+    for (const event of steps) {
+      state = rotation(state, event).state;
+      seen[state.step] = [isWorking(state), isWritingFiles(state), canQuit(state)];
+    }
+    const cancelled = rotation(walk([...allResolved]).state, { type: 'back' }).state;
+    seen[cancelled.step] = [isWorking(cancelled), isWritingFiles(cancelled), canQuit(cancelled)];
+    expect(seen).toEqual({
+      resolving: [true, false, true],
+      confirming: [false, false, false],
+      preparing: [true, true, false],
+      committing: [true, true, false],
+      cancelled: [false, false, true],
+    });
   });
 
   it('walks prepare → provider commit → receipts and consumer commits, journaling each phase and each window, and ignores events out of turn', () => {
