@@ -38,7 +38,7 @@ export interface S3StoreOptions {
    * process-wide state, so a drill's emulator keys cannot reach a real endpoint, nor a real
    * profile the drill's emulator.
    */
-  readonly credentials?: S3Credentials | (() => Promise<S3Credentials>);
+  readonly credentials?: S3Credentials;
   /** Bounded so a black-holed endpoint fails in seconds, not minutes. */
   readonly connectionTimeoutMs?: number;
   readonly requestTimeoutMs?: number;
@@ -76,8 +76,7 @@ export class S3Store implements Store {
       ...(spec.endpoint ? { endpoint: spec.endpoint } : {}),
       ...(spec.pathStyle ? { forcePathStyle: true } : {}),
     };
-    const credentials = options.credentials;
-    if (credentials) config.credentials = typeof credentials === 'function' ? credentials : { ...credentials };
+    if (options.credentials) config.credentials = { ...options.credentials };
     this.#client = new S3Client(config);
   }
 

@@ -65,8 +65,8 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
     expect(error.what).toBe('No AWS credentials were found.');
     expect(error.where).toContain(`s3://${s3.bucket}/keys/authority.json`);
     (store as S3Store).destroy();
-    // The same URL with the emulator's keys handed over as a provider reaches the server.
-    const composed = await openStore(s3.url.replace('/authority?', '/keys?'), { credentials: async () => s3.credentials });
+    // The same URL with the emulator's keys handed over by its composer reaches the server.
+    const composed = await openStore(s3.url.replace('/authority?', '/keys?'), { credentials: s3.credentials });
     await composed.put(bytes('composed'));
     expect(new TextDecoder().decode((await composed.get())!.body)).toBe('composed');
     (composed as S3Store).destroy();
