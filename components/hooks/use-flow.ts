@@ -1,8 +1,58 @@
-import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
-import { createFlow, type EffectRunner, type Reduce, type Step } from '../../src/app/flow.js';
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { createFlow, type EffectRunner, type Flow, type Reduce, type Step } from '../../src/app/flow.js';
+
+/** Events that may share one frame, and how long a frame waits for more of them. */
+export interface Coalesce<E> {
+  readonly events: (event: E) => boolean;
+  readonly frameMs: number;
+}
 
 /**
- * A flow (src/app/flow.ts) created once per mount, read through `useSyncExternalStore`. Its
+ * A flow's state, read through `useSyncExternalStore`: the one way a view follows a flow.
+ * With `coalesce`, a burst of the events it names (a thousand holders answering) draws one
+ * frame per `frameMs` instead of one per event, so output over SSH stays small; any other
+ * event draws at once.
+ */
+export function useFlowState<S, E>(flow: Flow<S, E>, coalesce?: Coalesce<E>): S {
+  const rule = useRef(coalesce);
+  rule.current = coalesce;
+  // What the screen shows moves only when a frame is drawn: a redraw for another reason (the
+  // spinner) must not sneak the rest of a burst in between frames.
+  const shown = useRef(flow.getState());
+  const subscribe = useCallback(
+    (changed: () => void) => {
+      let timer: NodeJS.Timeout | undefined;
+      const draw = () => {
+        timer = undefined;
+        shown.current = flow.getState();
+        changed();
+      };
+      // A change between the first render and this subscription is drawn now.
+      shown.current = flow.getState();
+      const unsubscribe = flow.subscribe((_state, event) => {
+        const batch = rule.current;
+        if (batch && event !== undefined && batch.events(event)) {
+          timer ??= setTimeout(draw, batch.frameMs);
+          return;
+        }
+        if (timer) clearTimeout(timer);
+        draw();
+      });
+      return () => {
+        unsubscribe();
+        if (timer) clearTimeout(timer);
+      };
+    },
+    [flow],
+  );
+  return useSyncExternalStore(
+    subscribe,
+    useCallback(() => shown.current, []),
+  );
+}
+
+/**
+ * A flow (src/app/flow.ts) created once per mount and followed with `useFlowState`. Its
  * initial effects start once mounted, and unmounting closes it: events arriving after that
  * are dropped (a late S3 answer must not touch a screen that is gone).
  */
@@ -22,6 +72,5 @@ export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, r
     flow.start();
     return () => flow.close();
   }, [flow]);
-  const state = useSyncExternalStore(flow.subscribe, flow.getState);
-  return [state, flow.dispatch];
+  return [useFlowState(flow), flow.dispatch];
 }

@@ -4,6 +4,7 @@ import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, isWorking, isWr
 import { countRefusal } from '../../src/app/typed-gate.js';
 import { useTerminalSize } from '../hooks/use-columns.js';
 import { useTurnReport } from '../hooks/use-turn-report.js';
+import { useFlowState, type Coalesce } from '../hooks/use-flow.js';
 import type { KeyHelp } from '../keys.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { holderPage, RotationView } from './RotationView.js';
@@ -12,6 +13,7 @@ import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 /** Progress events that can arrive by the hundred are batched (with the spinner, under 10 frames a second). */
 const BATCHED: ReadonlySet<RotationEvent['type']> = new Set(['holder-resolved', 'staged', 'committed-step', 'applied-pair']);
 export const FRAME_MS = 150;
+const COALESCE: Coalesce<RotationEvent> = { events: (event) => BATCHED.has(event.type), frameMs: FRAME_MS };
 
 export interface RotationAppProps {
   /** The rotation on the flow runtime (src/app/flow.ts); the caller owns it and what follows the view. */
@@ -28,12 +30,12 @@ export interface RotationAppProps {
 }
 
 /**
- * Wires the rotation store to the view: renders its state (throttled, so output over SSH stays
+ * Wires the rotation flow to the view: renders its state (coalesced, so output over SSH stays
  * small), turns key intents into flow events, and decides when the session may end.
  */
 export function RotationApp({ flow, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand }: RotationAppProps) {
   const { exit } = useApp();
-  const [state, setState] = useState(flow.getState());
+  const state = useFlowState(flow, COALESCE);
   const [offset, setOffset] = useState(0);
   const [tick, setTick] = useState(0);
   const [help, setHelp] = useState(false);
@@ -41,27 +43,7 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
   const report = useTurnReport();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
-  const timer = useRef<NodeJS.Timeout | undefined>(undefined);
   const left = useRef(false);
-
-  useEffect(() => {
-    const unsubscribe = flow.subscribe((next, event) => {
-      if (event && BATCHED.has(event.type)) {
-        timer.current ??= setTimeout(() => {
-          timer.current = undefined;
-          setState(flow.getState());
-        }, FRAME_MS);
-        return;
-      }
-      if (timer.current) clearTimeout(timer.current);
-      timer.current = undefined;
-      setState(next);
-    });
-    return () => {
-      unsubscribe();
-      if (timer.current) clearTimeout(timer.current);
-    };
-  }, [flow]);
 
   const busy = isWorking(state);
   useEffect(() => {
