@@ -1,28 +1,17 @@
 /**
  * `baton sync [--force | --push | --replace-unreadable] [--unseal] [--yes]`: the decision
- * table walked without a TUI (DESIGN.md §5, §8). The rules live in src/share/actions.ts; this
- * file only chooses the action the verdict and the flags allow, asks for the typed
- * confirmations, and prints.
- *
- * FLAGS MEAN ONE THING. Each applies to exactly one verdict — --force to a refusal, --push to
- * a host that is ahead, --replace-unreadable to an unusable document, --unseal to replacing a
- * sealed document without the key. Anywhere else the flag is a usage error (exit 2) that
- * names the verdict and what sync would have done, checked BEFORE the lock: a flag that meant
- * "replace" must never quietly publish, and a refused run creates nothing.
+ * table walked without a TUI. The rules live in src/share: the actions in actions.ts, which
+ * flag applies to which verdict in sync-flags.ts. This file asks for the typed confirmations,
+ * runs the action the verdict and the flags choose, and prints.
  */
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
-import type { Look } from '../share/types.js';
 import type { Verdict } from '../share/types.js';
-import * as publishGuards from '../share/publish-guards.js';
+import type { SyncActionFlags } from '../share/sync-flags.js';
 import { action, type CliContext, type Register } from './context.js';
 
-interface SyncFlags {
-  readonly push?: boolean;
-  readonly force?: boolean;
-  readonly replaceUnreadable?: boolean;
-  readonly unseal?: boolean;
+interface SyncFlags extends SyncActionFlags {
   readonly yes?: boolean;
 }
 
@@ -51,17 +40,11 @@ async function loadOps() {
   ]);
   return { ...actions, ...words, ...refusals, verdictSentence: verdictWords.verdictSentence };
 }
-type Ops = Awaited<ReturnType<typeof loadOps>>;
 
 async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
-  const chosen = (['force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
-  if (chosen.length > 1) {
-    throw new BatonError('usage', {
-      what: `${chosen.map(flagName).join(' and ')} ask for different things; each applies to one verdict only.`,
-      next: 'Choose one (run `baton status` to see the verdict).',
-      changed: 'Nothing was read or written.',
-    });
-  }
+  const { conflictingFlags, checkSyncFlags } = await import('../share/sync-flags.js');
+  const conflict = conflictingFlags(flags);
+  if (conflict) throw conflict;
   const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), loadOps()]);
   const suggester = ctx.suggester();
   const share: ShareContext = { ...(await openShareContext(ctx.config())), suggester };
@@ -71,7 +54,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   const failure = ops.storeFailure(seen);
   if (failure) throw failure;
   const { verdict } = seen;
-  checkFlags(ops, share, seen, flags);
+  checkSyncFlags(share, seen, flags);
 
   switch (verdict.kind) {
     case 'first-controller':
@@ -135,62 +118,6 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
         return EXIT_OK;
       }
       throw ops.refusalError(share, verdict);
-  }
-}
-
-function flagName(flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal'): string {
-  return flag === 'replaceUnreadable' ? '--replace-unreadable' : `--${flag}`;
-}
-
-/** What plain `sync` does on this verdict, for the usage error of a flag that does not apply. */
-function withoutFlags(ops: Ops, verdict: Verdict): string {
-  switch (verdict.kind) {
-    case 'first-controller':
-      return 'become the first controller (mint, publish create-only, install)';
-    case 'adopt':
-      return `adopt the published ${verdict.published}`;
-    case 'publish':
-      return `publish this host's ${verdict.local}`;
-    case 'in-sync':
-      return 'change nothing';
-    case 'refuse':
-      return 'refuse and change nothing';
-    case 'blocked':
-      return `refuse (${ops.verdictSentence(verdict)})`;
-  }
-}
-
-/** Exit 2 when a flag does not apply to the verdict; exit 3 for a replace that must never happen. */
-function checkFlags(ops: Ops, share: ShareContext, seen: Look, flags: SyncFlags): void {
-  const { verdict } = seen;
-  const misuse = (flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal', appliesTo: string) =>
-    new BatonError('usage', {
-      what: `${flagName(flag)} applies only ${appliesTo}. Here: ${ops.verdictSentence(verdict)}`,
-      where: share.store.location,
-      changed: 'Nothing was written.',
-      next: `Without ${flagName(flag)}, sync would ${withoutFlags(ops, verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
-    });
-  if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
-  if (flags.push && !(verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')) {
-    throw misuse('push', 'when this host is ahead of the published authority (it rotated away from it)');
-  }
-  if (flags.replaceUnreadable) {
-    if (verdict.kind !== 'blocked' || verdict.unreadable === undefined || verdict.unreadable === 'could-not-read') {
-      throw misuse('replaceUnreadable', 'when the published document was read and cannot be used');
-    }
-    // A valid document of another deployment, or one of a newer format: refused (exit 3).
-    const refusal = ops.replaceUnreadableRefusal(share, seen);
-    if (refusal) throw refusal;
-  }
-  if (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey && !flags.unseal) {
-    const { unsealRefusal } = publishGuards;
-    throw unsealRefusal(share.store.location, 'baton sync --push');
-  }
-  if (flags.unseal) {
-    const sealed =
-      (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey === true) ||
-      (flags.replaceUnreadable && seen.published.state === 'unreadable' && seen.published.sealed === true && share.sealKey === undefined);
-    if (!sealed) throw misuse('unseal', 'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key');
   }
 }
 

@@ -1,0 +1,60 @@
+/**
+ * Which sync flag applies to which verdict, as the share layer decides it (the CLI suites
+ * check the same refusals end to end, on a directory store and on moto).
+ */
+import { describe, expect, it } from 'vitest';
+import { checkSyncFlags, conflictingFlags, type SyncActionFlags } from '../../src/share/sync-flags.js';
+import type { ShareContext } from '../../src/share/share-context.js';
+import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import type { Look, Verdict } from '../../src/share/types.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
+import type { BatonError } from '../../src/errors.js';
+
+const MINE = 'SHA256:mine' as Fingerprint;
+const THEIRS = 'SHA256:theirs' as Fingerprint;
+const share = { store: { location: 's3://bucket/authority.json' }, sealKey: undefined } as unknown as ShareContext;
+const look = (verdict: Verdict): Look => ({ verdict, local: { state: 'fresh' }, published: { state: 'none' } }) as unknown as Look;
+
+const verdicts: Record<string, Verdict> = {
+  adopt: { kind: 'adopt', published: THEIRS, lostMarker: false },
+  publish: { kind: 'publish', local: MINE },
+  'in-sync': { kind: 'in-sync', fingerprint: MINE },
+  'refuse, siblings': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'siblings', parent: 'SHA256:parent' as Fingerprint }, caDir: '/state/ca' },
+  'refuse, ahead': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'ahead', chain: [MINE] }, caDir: '/state/ca' },
+} as Record<string, Verdict>;
+
+/** The refusal of `flags` on `verdict` (fails the test when there is none). */
+function misuse(verdict: string, flags: SyncActionFlags): Promise<BatonError> {
+  return batonErrorOf(Promise.resolve().then(() => checkSyncFlags(share, look(verdicts[verdict]!), flags)));
+}
+
+describe('sync flags', () => {
+  it('two flags asking for different actions are refused before anything is read, naming both', () => {
+    const error = conflictingFlags({ force: true, push: true });
+    expect(error).toMatchObject({ code: 'usage', changed: 'Nothing was read or written.' });
+    expect(error!.what).toContain('--force and --push');
+    expect(conflictingFlags({ push: true, unseal: true })).toBeUndefined();
+  });
+
+  it('each flag applies to its verdict only; elsewhere exit 2 naming the verdict and what plain sync would do', async () => {
+    const allowed: [string, SyncActionFlags][] = [['refuse, siblings', { force: true }], ['refuse, ahead', { force: true }], ['refuse, ahead', { push: true }]];
+    for (const [verdict, flags] of allowed) expect(() => checkSyncFlags(share, look(verdicts[verdict]!), flags)).not.toThrow();
+
+    const force = await misuse('adopt', { force: true });
+    expect(force).toMatchObject({ code: 'usage', where: 's3://bucket/authority.json', changed: 'Nothing was written.' });
+    expect(force.what).toContain('--force applies only when sync refuses');
+    expect(force.next).toContain(`Without --force, sync would adopt the published ${THEIRS}`);
+
+    const push = await misuse('refuse, siblings', { push: true });
+    expect(push.code).toBe('usage');
+    expect(push.what).toContain('--push applies only when this host is ahead');
+    expect(push.next).toContain('sync would refuse and change nothing');
+
+    const unseal = await misuse('publish', { unseal: true });
+    expect(unseal.what).toContain('--unseal applies only with --push or --replace-unreadable');
+    expect(unseal.next).toContain(`sync would publish this host's ${MINE}`);
+
+    const replace = await misuse('in-sync', { replaceUnreadable: true });
+    expect(replace.what).toContain('--replace-unreadable applies only when the published document was read and cannot be used');
+  });
+});
