@@ -37,18 +37,18 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
     await acquire(handle.fd, lock, opts?.waitMs ?? 0);
     return await fn();
   } catch (error) {
-    // A refusal says "Nothing was written" — true of the authority, but taking the lock
-    // created the lock file (and the state dir): say so rather than claim an untouched disk.
-    // The lock file is not removed: unlinking a lock another process may have opened would
-    // let two holders lock two different files.
-    if (!existed && isBatonError(error) && error.changed?.startsWith('Nothing')) {
-      const made = createdDir ? `the state dir ${stateDir} and its lock file ca.lock` : `the lock file ${lock}`;
+    // Whatever the error says changed ("Nothing was written" is true of the authority), taking
+    // the lock created the lock file (and the state dir): say so rather than claim an
+    // untouched disk. The lock file is not removed: unlinking a lock another process may have
+    // opened would let two holders lock two different files.
+    if (!existed && isBatonError(error)) {
+      const lockNote = createdDir ? `the state dir ${stateDir} and its lock file ca.lock; they hold nothing` : `the lock file ${lock}; it holds nothing`;
       throw new BatonError(error.code, {
         what: error.what,
         ...(error.where === undefined ? {} : { where: error.where }),
         ...(error.next === undefined ? {} : { next: error.next }),
         ...(error.reason === undefined ? {} : { reason: error.reason }),
-        changed: `${error.changed} (Taking the lock created ${made}; ${createdDir ? 'they hold' : 'it holds'} nothing.)`,
+        changed: error.changed === undefined ? `Taking the lock created ${lockNote}.` : `${error.changed} (Taking the lock created ${lockNote}.)`,
         cause: error,
       });
     }

@@ -52,6 +52,26 @@ describe('ca.lock', () => {
     expect(await withAuthorityLock(dir, async () => 'free')).toBe('free');
   });
 
+  it('an error under a lock it had to create says so, whatever it said changed, and keeps its code and reason', async () => {
+    const fresh = stateDir();
+    const refused = await withAuthorityLock(fresh, async () => {
+      throw new BatonError('refused', { what: 'no', changed: 'Nothing was written.', reason: 'diverged' });
+    }).catch((e: unknown) => e as BatonError);
+    expect(refused).toMatchObject({ code: 'refused', reason: 'diverged', what: 'no' });
+    expect(refused.changed).toBe(`Nothing was written. (Taking the lock created the state dir ${fresh} and its lock file ca.lock; they hold nothing.)`);
+    // A second error on the same host: the lock file exists now, so nothing is added.
+    const again = await withAuthorityLock(fresh, async () => {
+      throw new BatonError('failed', { what: 'disk', changed: 'ca/ was set aside.' });
+    }).catch((e: unknown) => e as BatonError);
+    expect(again.changed).toBe('ca/ was set aside.');
+    // An error that said nothing of what changed still learns about the lock file.
+    const other = stateDir();
+    const silent = await withAuthorityLock(other, async () => {
+      throw new BatonError('failed', { what: 'disk' });
+    }).catch((e: unknown) => e as BatonError);
+    expect(silent.changed).toBe(`Taking the lock created the state dir ${other} and its lock file ca.lock; they hold nothing.`);
+  });
+
   it('a bounded wait gets the lock once the holder lets go', async () => {
     const dir = stateDir();
     let release!: () => void;
