@@ -4,6 +4,28 @@ import { useColor } from './hooks/use-color.js';
 
 const PREFIX = 'SHA256:';
 
+type CharStyle = 'typed' | 'differs' | 'plain';
+interface StyleRun {
+  readonly start: number;
+  readonly style: CharStyle;
+  readonly text: string;
+}
+
+/**
+ * Neighbouring characters of one style as one piece of text: a fingerprint in sync is a single
+ * node, not one per character (the cold first frame over SSH pays for every node).
+ */
+function styleRuns(text: string, styleAt: (i: number) => CharStyle): StyleRun[] {
+  const runs: StyleRun[] = [];
+  [...text].forEach((char, i) => {
+    const style = styleAt(i);
+    const last = runs[runs.length - 1];
+    if (last && last.style === style) runs[runs.length - 1] = { ...last, text: last.text + char };
+    else runs.push({ start: i, style, text: char });
+  });
+  return runs;
+}
+
 export interface FingerprintTextProps {
   readonly value: FingerprintValue;
   /** Columns available. A fingerprint is never cut: below its length it breaks after `SHA256:`. */
@@ -31,21 +53,22 @@ export function FingerprintText({ value, width, neutral = false, underline }: Fi
   const headDiffers = !oneLine && value.differs.some((i) => i < PREFIX.length);
   const carets = caretLine(differs);
   const underlined = (i: number) => underline !== undefined && i + offset >= underline[0] && i + offset < underline[1];
+  const style = (i: number): CharStyle => (underlined(i) ? 'typed' : differs.includes(i) && !neutral ? 'differs' : 'plain');
   return (
     <Box flexDirection="column">
       {oneLine ? null : <Text>{PREFIX}{headDiffers ? ' (prefix differs)' : ''}</Text>}
       <Text>
-        {[...body].map((char, i) =>
-          underlined(i) ? (
-            <Text key={i} underline bold>
-              {char}
+        {styleRuns(body, style).map((run) =>
+          run.style === 'typed' ? (
+            <Text key={run.start} underline bold>
+              {run.text}
             </Text>
-          ) : differs.includes(i) && !neutral ? (
-            <Text key={i} color={paint('red')} bold>
-              {char}
+          ) : run.style === 'differs' ? (
+            <Text key={run.start} color={paint('red')} bold>
+              {run.text}
             </Text>
           ) : (
-            char
+            run.text
           ),
         )}
       </Text>

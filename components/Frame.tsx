@@ -33,8 +33,10 @@ export function Frame({ columns, rows, header, footer, children, headerRows = 1,
   const [height, setHeight] = useState<number | undefined>(undefined);
   const [offset, setOffset] = useState(0);
 
+  // Only a frame bounded by the rows needs the body's height; measuring it anyway costs an
+  // extra render per frame, and the one-shot print's only frame is the one operators wait for.
   useLayoutEffect(() => {
-    if (!content.current) return;
+    if (space === undefined || !content.current) return;
     const measured = measureElement(content.current).height;
     if (measured !== height) setHeight(measured);
   });

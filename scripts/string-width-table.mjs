@@ -20,7 +20,7 @@ export const TABLE_RANGES = [
 ];
 
 /** True when `ch` never joins a neighbour into one grapheme cluster (Extend, ZWJ, Prepend, Hangul, regional indicators all would). */
-function standsAlone(segmenter, ch) {
+export function standsAlone(segmenter, ch) {
   const probe = `a${ch}a${ch}${ch}`;
   return [...segmenter.segment(probe)].length === 5;
 }

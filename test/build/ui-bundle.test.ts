@@ -1,0 +1,99 @@
+/**
+ * React, and Ink with yoga, ship as two CommonJS bundles run from V8 code caches
+ * (scripts/ui-bundle.mjs, scripts/ui-bundle-runtime.mjs). A cache must be used for the bundle
+ * it was made from and NEVER for other content: V8 itself only compares lengths.
+ */
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { assertBuilt, BIN } from '../helpers/run-baton.js';
+
+const DIST = path.join(path.dirname(BIN), '..', 'dist');
+const RUNTIME = path.resolve(import.meta.dirname, '../../scripts/ui-bundle-runtime.mjs');
+const temp = makeTempDir('baton-ui-bundle-');
+afterAll(() => temp.cleanup());
+
+const bundles: { react?: string; ink?: string } = {};
+beforeAll(() => {
+  assertBuilt();
+  // The ones the build's loader chunks name (older builds may have left others in dist/).
+  const chunks = path.join(DIST, 'chunks');
+  const named = new Set(
+    readdirSync(chunks)
+      .filter((f) => f.endsWith('.js'))
+      .flatMap((f) => [...readFileSync(path.join(chunks, f), 'utf8').matchAll(/"\.\.\/(ui-(?:react|ink)-[0-9a-f]{12}\.cjs)"/g)].map((m) => m[1]!)),
+  );
+  for (const name of named) bundles[name.startsWith('ui-react-') ? 'react' : 'ink'] = path.join(DIST, name);
+  expect([...named].length, `loader chunks name ${[...named].join(', ')}`).toBe(2);
+});
+
+interface Loaded {
+  readonly react: boolean;
+  readonly ink: boolean;
+  readonly frame: string;
+}
+
+/** Loads both bundles in a fresh Node, draws one frame, and says which cache was used. */
+async function load(react: string, ink: string): Promise<Loaded> {
+  const script = `import { runCachedBundle } from ${JSON.stringify(RUNTIME)};
+import { PassThrough } from 'node:stream';
+const react = runCachedBundle(${JSON.stringify(react)});
+const ink = runCachedBundle(${JSON.stringify(ink)}, { modules: { react: react.exports.react, 'react/jsx-runtime': react.exports.jsxRuntime } });
+const out = Object.assign(new PassThrough(), { columns: 40, rows: 10, isTTY: true });
+let frame = '';
+out.on('data', (d) => (frame += d));
+const h = react.exports.react.createElement;
+const app = ink.exports.ink.render(h(ink.exports.ink.Box, { borderStyle: 'round' }, h(ink.exports.ink.Text, null, 'in sync ✓')), { stdout: out, patchConsole: false });
+app.unmount();
+await app.waitUntilExit();
+console.log(JSON.stringify({ react: react.cacheUsed, ink: ink.cacheUsed, frame }));`;
+  const run = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false, env: { FORCE_COLOR: '0' } });
+  expect(run.exitCode, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as Loaded;
+}
+
+const copied = (file: string) => {
+  const copy = path.join(temp.dir, path.basename(file));
+  copyFileSync(file, copy);
+  return copy;
+};
+
+describe('the UI bundles and their code caches', () => {
+  it('run from the caches the build made for them, and draw', async () => {
+    const loaded = await load(bundles.react!, bundles.ink!);
+    expect({ react: loaded.react, ink: loaded.ink }).toEqual({ react: true, ink: true });
+    expect(loaded.frame).toMatch(/│in sync ✓ *│/);
+  });
+
+  it('compile without a cache when there is none, and draw the same', async () => {
+    const loaded = await load(copied(bundles.react!), copied(bundles.ink!));
+    expect({ react: loaded.react, ink: loaded.ink }).toEqual({ react: false, ink: false });
+    expect(loaded.frame).toMatch(/│in sync ✓ *│/);
+  });
+
+  it('never use a cache for content of the same length that is not what it was made from', async () => {
+    // V8 would take it (it compares lengths) and run the old code: the runtime must not offer it.
+    const source = readFileSync(bundles.ink!, 'utf8');
+    const message = 'yoga-layout did not start synchronously';
+    const changed = source.replace(message, message.toUpperCase());
+    expect(changed.length).toBe(source.length);
+    expect(changed).not.toBe(source);
+    const copy = path.join(temp.dir, path.basename(bundles.ink!));
+    writeFileSync(copy, changed);
+    copyFileSync(`${bundles.ink!}.cache`, `${copy}.cache`);
+    const loaded = await load(bundles.react!, copy);
+    expect({ react: loaded.react, ink: loaded.ink }).toEqual({ react: true, ink: false });
+  });
+
+  it('hold React once and Ink once: no other output of the build carries them', () => {
+    const meta = JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+    const holders = (pattern: RegExp) =>
+      Object.entries(meta.outputs)
+        .filter(([, output]) => Object.keys(output.inputs).some((input) => pattern.test(input)))
+        .map(([file]) => path.basename(file));
+    expect(holders(/node_modules\/react\//)).toEqual([path.basename(bundles.react!)]);
+    expect(holders(/node_modules\/(ink|react-reconciler|yoga-layout|chalk)\//)).toEqual([path.basename(bundles.ink!)]);
+  });
+});
