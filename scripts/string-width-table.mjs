@@ -73,9 +73,26 @@ export default function stringWidth(input, options = {}) {
 }
 
 /**
- * string-width's source with its default export renamed and its Intl.Segmenter made on first
- * use (building one costs tens of ms even when the table answers everything). Throws when the
- * source no longer has the shape this expects, so a dependency update is noticed at build time.
+ * The module-level regexes that use Unicode properties, each made on first use. V8 builds a
+ * property regex when its literal is evaluated, and `\\p{RGI_Emoji}` with the v flag takes
+ * ~20 ms on these machines: every first TTY frame paid for a regex the table means it never runs.
+ */
+function propertyRegexesOnFirstUse(source) {
+  let out = source;
+  for (const [declaration, name, regex] of source.matchAll(/^const (\w+) = (\/.*\\p\{.*\/[a-z]*);$/gm)) {
+    const lazy = `let ${name}Made;\nconst ${name}OnFirstUse = () => (${name}Made ??= ${regex});`;
+    const [before, after] = out.split(declaration);
+    const onFirstUse = (part) => part.replace(new RegExp(`\\b${name}\\b`, 'g'), `${name}OnFirstUse()`);
+    out = `${onFirstUse(before)}${lazy}${onFirstUse(after)}`;
+  }
+  return out;
+}
+
+/**
+ * string-width's source with its default export renamed, its Intl.Segmenter and its Unicode
+ * property regexes made on first use (building them costs tens of ms even when the table
+ * answers everything). Throws when the source no longer has the shape this expects, so a
+ * dependency update is noticed at build time.
  */
 export function rewriteStringWidth(source, table) {
   const replacements = [
@@ -89,5 +106,5 @@ export function rewriteStringWidth(source, table) {
     out = out.replace(from, to);
   }
   if (!/^import stripAnsi from 'strip-ansi';$/m.test(out)) throw new Error('string-width: its index.js no longer imports stripAnsi; update scripts/string-width-table.mjs for this version.');
-  return out + tableWrapperSource(table);
+  return propertyRegexesOnFirstUse(out) + tableWrapperSource(table);
 }

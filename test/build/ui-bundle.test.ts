@@ -3,7 +3,7 @@
  * (scripts/ui-bundle.mjs, scripts/ui-bundle-runtime.mjs). A cache must be used for the bundle
  * it was made from and NEVER for other content: V8 itself only compares lengths.
  */
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,15 +18,15 @@ afterAll(() => temp.cleanup());
 const bundles: { react?: string; ink?: string } = {};
 beforeAll(() => {
   assertBuilt();
-  // The ones the build's loader chunks name (older builds may have left others in dist/).
-  const chunks = path.join(DIST, 'chunks');
-  const named = new Set(
-    readdirSync(chunks)
-      .filter((f) => f.endsWith('.js'))
-      .flatMap((f) => [...readFileSync(path.join(chunks, f), 'utf8').matchAll(/"\.\.\/(ui-(?:react|ink)-[0-9a-f]{12}\.cjs)"/g)].map((m) => m[1]!)),
-  );
+  // The ones this build wrote (older builds may have left others in dist/): its metafile names them.
+  const meta = JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Record<string, unknown> };
+  const named = new Set(Object.keys(meta.outputs).map((output) => path.basename(output)).filter((name) => /^ui-(react|ink)-[0-9a-f]{12}\.cjs$/.test(name)));
   for (const name of named) bundles[name.startsWith('ui-react-') ? 'react' : 'ink'] = path.join(DIST, name);
-  expect([...named].length, `loader chunks name ${[...named].join(', ')}`).toBe(2);
+  expect([...named].length, `the build wrote ${[...named].join(', ')}`).toBe(2);
+  // and its chunks load exactly those
+  const chunks = path.join(DIST, 'chunks');
+  const loaded = Object.keys(meta.outputs).filter((o) => o.startsWith('dist/chunks/') && o.endsWith('.js')).flatMap((o) => [...readFileSync(path.join(chunks, path.basename(o)), 'utf8').matchAll(/"\.\.\/(ui-(?:react|ink)-[0-9a-f]{12}\.cjs)"/g)].map((m) => m[1]!));
+  expect(new Set(loaded)).toEqual(named);
 });
 
 interface Loaded {
