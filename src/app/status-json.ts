@@ -10,8 +10,13 @@ import { describeVerdict } from './status-verdict.js';
 
 export const STATUS_JSON_FORMAT = 'baton.status/1';
 
+/**
+ * An error as JSON. `reason` is the structured why a store error or a refusal carries
+ * (unreachable, denied, timed-out, …; null for the others): a monitor branches on it, never on
+ * the wording of `what`.
+ */
 function errorJson(error: BatonError) {
-  return { code: error.code, what: error.what, where: error.where ?? null, next: error.next ?? null };
+  return { code: error.code, reason: error.reason ?? null, what: error.what, where: error.where ?? null, next: error.next ?? null };
 }
 
 /**

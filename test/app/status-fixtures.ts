@@ -84,6 +84,7 @@ export const published = {
       what: 'The store could not be reached (connect ECONNREFUSED 127.0.0.1:9).',
       where: 's3://bucket/prefix/authority.json',
       next: 'Check the endpoint and network, then read again.',
+      reason: 'unreachable',
     }),
   }),
 };

@@ -3,7 +3,7 @@ import { BatonError } from '../../src/errors.js';
 import { readStatus, statusExitCode, type StatusSources } from '../../src/app/status-report.js';
 import { statusFlow, statusStateExitCode, initialStatus } from '../../src/app/status-flow.js';
 import { runStatusEffect } from '../../src/app/status-run-effect.js';
-import { statusJson } from '../../src/app/status-json.js';
+import { statusErrorJson, statusJson } from '../../src/app/status-json.js';
 import { statusText } from '../../src/app/status-text.js';
 import { caretLine, fingerprintDiff, localRows, publishedRows } from '../../src/app/status-rows.js';
 import { describeVerdict } from '../../src/app/status-verdict.js';
@@ -134,7 +134,17 @@ describe('status without a terminal', () => {
     });
     expect(JSON.stringify(json)).not.toMatch(/PRIVATE KEY|files/);
     const unreachable = statusJson(READS.unreachable());
-    expect(unreachable).toMatchObject({ exit_code: 1, could_not_read: true, published: { state: 'unreadable', error: { code: 'failed' } } });
+    expect(unreachable).toMatchObject({ exit_code: 1, could_not_read: true, published: { state: 'unreadable', error: { code: 'failed', reason: 'unreachable' } } });
+  });
+
+  it('gives every error object its reason, null where the error carries none', () => {
+    expect(statusErrorJson(new BatonError('usage', { what: '--interval "x" is not a number of seconds.' }))).toEqual({
+      format: 'baton.status/1',
+      exit_code: 2,
+      error: { code: 'usage', reason: null, what: '--interval "x" is not a number of seconds.', where: null, next: null },
+    });
+    const denied = new BatonError('failed', { what: 'Access to the store was denied.', where: 's3://b/p/authority.json', reason: 'denied' });
+    expect(statusErrorJson(denied).error).toMatchObject({ code: 'failed', reason: 'denied', where: 's3://b/p/authority.json' });
   });
 
   it('words every verdict with a mark and a next step', () => {
