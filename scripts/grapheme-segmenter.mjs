@@ -10,6 +10,7 @@
 // joins a neighbour into one cluster (the table, checked with Intl.Segmenter itself, as for the
 // width table) or a control other than CR (which joins a following LF). Such a string's
 // clusters are its characters, so the answer is the one Intl.Segmenter would give.
+import { replaceOnce } from './replace-once.mjs';
 import { standsAlone, TABLE_RANGES } from './string-width-table.mjs';
 
 /** Per range: its first code point and, per code point, '1' when it stands alone, else '0'. */
@@ -63,6 +64,5 @@ export const graphemeSegmenter = {
  * build time rather than shipping a second Intl.Segmenter.
  */
 export function useSharedSegmenter(source, declaration, name, specifier) {
-  if (source.split(declaration).length !== 2) throw new Error(`expected exactly one "${declaration}"; update scripts/grapheme-segmenter.mjs for this version.`);
-  return source.replace(declaration, `import { graphemeSegmenter as ${name} } from ${JSON.stringify(specifier)};`);
+  return replaceOnce(source, declaration, `import { graphemeSegmenter as ${name} } from ${JSON.stringify(specifier)};`, { what: 'a text splitter', update: 'scripts/grapheme-segmenter.mjs' });
 }

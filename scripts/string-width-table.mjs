@@ -11,6 +11,8 @@
 // characters is a sequence of one-character clusters, whose width string-width computes as
 // the sum of their widths — and each width in the table is string-width's own answer.
 
+import { replaceOnce } from './replace-once.mjs';
+
 /** The blocks baton's screens draw from: ASCII, Latin-1/Extended, Greek, punctuation to misc symbols. */
 export const TABLE_RANGES = [
   [0x20, 0x7e],
@@ -101,10 +103,7 @@ export function rewriteStringWidth(source, table) {
     ['export default function stringWidth(', 'function originalStringWidth('],
   ];
   let out = source;
-  for (const [from, to] of replacements) {
-    if (out.split(from).length !== 2) throw new Error(`string-width: expected exactly one "${from}" in its index.js; update scripts/string-width-table.mjs for this version.`);
-    out = out.replace(from, to);
-  }
+  for (const [from, to] of replacements) out = replaceOnce(out, from, to, { what: 'string-width', update: 'scripts/string-width-table.mjs' });
   if (!/^import stripAnsi from 'strip-ansi';$/m.test(out)) throw new Error('string-width: its index.js no longer imports stripAnsi; update scripts/string-width-table.mjs for this version.');
   return propertyRegexesOnFirstUse(out) + tableWrapperSource(table);
 }

@@ -14,6 +14,17 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import vm from 'node:vm';
 
+/**
+ * What the Ink bundle requires from the React bundle instead of carrying its own copy: each
+ * specifier, and its name among the React bundle's exports. One React per process.
+ */
+export const FROM_REACT_BUNDLE = { react: 'react', 'react/jsx-runtime': 'jsxRuntime' };
+
+/** The `modules` the Ink bundle runs with, taken from the React bundle's exports. */
+export function fromReactBundle(reactExports) {
+  return Object.fromEntries(Object.entries(FROM_REACT_BUNDLE).map(([specifier, name]) => [specifier, reactExports[name]]));
+}
+
 /** `ui-<12 hex>.cjs`: the first 12 hex digits of the SHA-256 of the file's content. */
 const NAMED_HASH = /-([0-9a-f]{12})\.cjs$/;
 const wrap = (source) => `(function (exports, require, module, __filename, __dirname) {${source}\n})`;

@@ -9,21 +9,18 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { replaceOnce } from './replace-once.mjs';
+import { FROM_REACT_BUNDLE } from './ui-bundle-runtime.mjs';
 
 /** Each bundle: what it exports (its entry), and the specifiers the app imports it by. */
 const BUNDLES = {
-  react: { entry: "export { default as react } from 'react';\nexport * as jsxRuntime from 'react/jsx-runtime';", specifiers: { react: 'react', 'react/jsx-runtime': 'jsxRuntime' } },
+  react: { entry: "export { default as react } from 'react';\nexport * as jsxRuntime from 'react/jsx-runtime';", specifiers: FROM_REACT_BUNDLE },
   ink: { entry: "export * as ink from 'ink';", specifiers: { ink: 'ink' } },
 };
-/** What the Ink bundle requires from the React bundle rather than carrying its own copy. */
-const FROM_REACT_BUNDLE = Object.keys(BUNDLES.react.specifiers);
 const RUNTIME = new URL('./ui-bundle-runtime.mjs', import.meta.url).pathname;
 const WARM = new URL('./warm-ui-cache.mjs', import.meta.url).pathname;
 
-function replaceOnce(source, from, to, file) {
-  if (source.split(from).length !== 2) throw new Error(`${file}: expected exactly one "${from.slice(0, 60)}"; update scripts/ui-bundle.mjs for this version.`);
-  return source.replace(from, to);
-}
+const fromPackage = (file) => ({ what: file, update: 'scripts/ui-bundle.mjs' });
 
 // A CommonJS bundle cannot wait at module level: the two top-level awaits of the UI libraries
 // go. Ink's only run under DEV=true (React DevTools, not installed here).
@@ -35,8 +32,8 @@ const withoutTopLevelAwait = {
   setup(b) {
     b.onLoad({ filter: /ink[\\/]build[\\/]reconciler\.js$/ }, (args) => {
       let source = readFileSync(args.path, 'utf8');
-      source = replaceOnce(source, "await import('./devtools.js')", 'void 0', args.path);
-      source = replaceOnce(source, 'await loadPackageJson()', '{ name: undefined, version: undefined }', args.path);
+      source = replaceOnce(source, "await import('./devtools.js')", 'void 0', fromPackage(args.path));
+      source = replaceOnce(source, 'await loadPackageJson()', '{ name: undefined, version: undefined }', fromPackage(args.path));
       return { contents: source, loader: 'js' };
     });
     // yoga awaits its wasm instance; Emscripten's instantiateWasm hook takes a synchronous
@@ -45,8 +42,10 @@ const withoutTopLevelAwait = {
       const binary = readFileSync(path.join(path.dirname(args.path), '../binaries/yoga-wasm-base64-esm.js'), 'utf8');
       const wasm = WASM_LITERAL.exec(binary)?.[1];
       if (!wasm || !binary.includes('if(h.instantiateWasm)')) throw new Error(`${args.path}: yoga no longer embeds its wasm with an instantiateWasm hook; update scripts/ui-bundle.mjs.`);
-      const source = readFileSync(args.path, 'utf8');
-      replaceOnce(source, 'const Yoga = wrapAssembly(await loadYoga());', '', args.path);
+      // The module is replaced whole; it must still be the one await this stands in for.
+      if (!readFileSync(args.path, 'utf8').includes('const Yoga = wrapAssembly(await loadYoga());')) {
+        throw new Error(`${args.path}: yoga no longer starts with "wrapAssembly(await loadYoga())"; update scripts/ui-bundle.mjs.`);
+      }
       return {
         contents: [
           "import loadYoga from '../binaries/yoga-wasm-base64-esm.js';",
@@ -65,7 +64,7 @@ const withoutTopLevelAwait = {
     b.onLoad({ filter: YOGA_WASM }, (args) => {
       let source = readFileSync(args.path, 'utf8');
       source = source.replace(WASM_LITERAL, 'H=""'); // the bytes are passed in above, not decoded twice
-      source = replaceOnce(source, 'var _scriptDir = import.meta.url;', 'var _scriptDir = undefined;', args.path);
+      source = replaceOnce(source, 'var _scriptDir = import.meta.url;', 'var _scriptDir = undefined;', fromPackage(args.path));
       return { contents: source, loader: 'js' };
     });
   },
@@ -89,7 +88,7 @@ export async function buildUiBundles(root, common) {
       write: false,
       sourcemap: false,
       metafile: true,
-      external: name === 'react' ? [] : FROM_REACT_BUNDLE,
+      external: name === 'react' ? [] : Object.keys(FROM_REACT_BUNDLE),
       plugins: [...common.plugins, withoutTopLevelAwait],
     });
     const text = result.outputFiles[0].text;
@@ -117,8 +116,7 @@ export async function uiFromBundles(fromChunks) {
     react: `export const bundle = runCachedBundle(fileURLToPath(new URL(${JSON.stringify(fromChunks('react'))}, import.meta.url))).exports;`,
     ink: [
       `import { bundle as react } from '${LOADERS.react}';`,
-      `const modules = { ${FROM_REACT_BUNDLE.map((specifier) => `${JSON.stringify(specifier)}: react.${BUNDLES.react.specifiers[specifier]}`).join(', ')} };`,
-      `export const bundle = runCachedBundle(fileURLToPath(new URL(${JSON.stringify(fromChunks('ink'))}, import.meta.url)), { modules }).exports;`,
+      `export const bundle = runCachedBundle(fileURLToPath(new URL(${JSON.stringify(fromChunks('ink'))}, import.meta.url)), { modules: fromReactBundle(react) }).exports;`,
     ].join('\n'),
   };
   const filter = new RegExp(`^(${Object.keys(bundleOf).map((s) => s.replace(/[/]/g, '\\/')).join('|')})$`);
@@ -132,7 +130,7 @@ export async function uiFromBundles(fromChunks) {
         const loaderOf = Object.entries(LOADERS).find(([, loader]) => loader === args.path)?.[0];
         if (loaderOf) {
           return {
-            contents: [`import { runCachedBundle } from ${JSON.stringify(RUNTIME)};`, "import { fileURLToPath } from 'node:url';", loaderSource[loaderOf]].join('\n'),
+            contents: [`import { fromReactBundle, runCachedBundle } from ${JSON.stringify(RUNTIME)};`, "import { fileURLToPath } from 'node:url';", loaderSource[loaderOf]].join('\n'),
             loader: 'js',
             resolveDir: path.dirname(RUNTIME),
           };
@@ -155,6 +153,6 @@ export const LOADERS = { react: 'baton-ui-react-bundle', ink: 'baton-ui-ink-bund
  * code cache V8 then holds (compiled render paths included) beside each, as `<file>.cache`.
  */
 export function writeUiCaches(reactFile, inkFile) {
-  const run = spawnSync(process.execPath, [WARM, reactFile, inkFile, JSON.stringify(FROM_REACT_BUNDLE.map((s) => [s, BUNDLES.react.specifiers[s]]))], { encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [WARM, reactFile, inkFile], { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`Making the UI code caches failed:\n${run.stderr}`);
 }

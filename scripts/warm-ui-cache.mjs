@@ -1,15 +1,14 @@
-// `node scripts/warm-ui-cache.mjs REACT_BUNDLE INK_BUNDLE SHARED` (run by the build,
+// `node scripts/warm-ui-cache.mjs REACT_BUNDLE INK_BUNDLE` (run by the build,
 // scripts/ui-bundle.mjs): loads the UI bundles without a cache, draws a few frames of the kinds
 // baton's views draw, so V8 compiles the render paths, and writes each bundle's code cache
 // beside it (scripts/ui-bundle-runtime.mjs).
 import { renameSync, writeFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { runCachedBundle } from './ui-bundle-runtime.mjs';
+import { fromReactBundle, runCachedBundle } from './ui-bundle-runtime.mjs';
 
-const [reactFile, inkFile, shared] = process.argv.slice(2);
+const [reactFile, inkFile] = process.argv.slice(2);
 const react = runCachedBundle(reactFile, { useCache: false });
-const modules = Object.fromEntries(JSON.parse(shared).map(([specifier, name]) => [specifier, react.exports[name]]));
-const ink = runCachedBundle(inkFile, { useCache: false, modules });
+const ink = runCachedBundle(inkFile, { useCache: false, modules: fromReactBundle(react.exports) });
 const { Box, Text, render, measureElement } = ink.exports.ink;
 const { createElement: h, useLayoutEffect, useRef, useState } = react.exports.react;
 

@@ -37,10 +37,10 @@ interface Loaded {
 
 /** Loads both bundles in a fresh Node, draws one frame, and says which cache was used. */
 async function load(react: string, ink: string): Promise<Loaded> {
-  const script = `import { runCachedBundle } from ${JSON.stringify(RUNTIME)};
+  const script = `import { fromReactBundle, runCachedBundle } from ${JSON.stringify(RUNTIME)};
 import { PassThrough } from 'node:stream';
 const react = runCachedBundle(${JSON.stringify(react)});
-const ink = runCachedBundle(${JSON.stringify(ink)}, { modules: { react: react.exports.react, 'react/jsx-runtime': react.exports.jsxRuntime } });
+const ink = runCachedBundle(${JSON.stringify(ink)}, { modules: fromReactBundle(react.exports) });
 const out = Object.assign(new PassThrough(), { columns: 40, rows: 10, isTTY: true });
 let frame = '';
 out.on('data', (d) => (frame += d));

@@ -66,7 +66,7 @@ export const firstFrameCase: BenchCase = {
         subject.push(await timeToText(baton, published.fingerprint, env, published.cwd));
       }
     }
-    // What the TTY path loads (Ink's chunk and the view on top of the status read): once more,
+    // What the TTY path loads (the UI bundles and the view on top of the status read): once more,
     // with the load hook and stderr to a file (the pane is the terminal, so not a pipe).
     const loadLog = path.join(ctx.tempDir('first-frame-loads'), 'loads.log');
     const traced = [process.execPath, '--import', REGISTER, BIN, ...published.flags, 'status'].map(shellQuote).join(' ');
