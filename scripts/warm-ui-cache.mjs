@@ -1,10 +1,10 @@
 // `node scripts/warm-ui-cache.mjs REACT_BUNDLE INK_BUNDLE` (run by the build,
-// scripts/ui-bundle.mjs): loads the UI bundles without a cache, draws a few frames of the kinds
+// scripts/package-bundles.mjs): loads the UI bundles without a cache, draws a few frames of the kinds
 // baton's views draw, so V8 compiles the render paths, and writes each bundle's code cache
-// beside it (scripts/ui-bundle-runtime.mjs).
+// beside it (scripts/bundle-runtime.mjs).
 import { renameSync, writeFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { fromReactBundle, runCachedBundle } from './ui-bundle-runtime.mjs';
+import { fromReactBundle, runCachedBundle } from './bundle-runtime.mjs';
 
 const [reactFile, inkFile] = process.argv.slice(2);
 const react = runCachedBundle(reactFile, { useCache: false });

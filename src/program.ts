@@ -18,7 +18,26 @@ import { registerDrill } from './commands/drill.js';
 // The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-export function buildProgram(): Command {
+/** Each top-level command, in the order help lists them, and the module that registers it. */
+const COMMANDS: Readonly<Record<string, Register>> = {
+  status: registerStatus,
+  failover: registerFailover,
+  sync: registerSync,
+  ca: registerCa,
+  store: registerStore,
+  key: registerKey,
+  mesh: registerMesh,
+  provision: registerProvision,
+  drill: registerDrill,
+};
+
+/**
+ * The command tree. Given the arguments of a run that names a command, only that command is
+ * registered: `status --json` in a monitoring loop builds one command's options, not all 73
+ * (npm run bench, "Start-up"). Anything else (no command, help, a typo to suggest a fix for)
+ * gets the whole tree, so what commander prints is the same.
+ */
+export function buildProgram(args?: readonly string[]): Command {
   const program = new Command('baton')
     .description('Carry a deployment\'s node-wire authority between controllers; rotate mesh credentials all-or-nothing.')
     .addOption(new Option('--config <file>', 'config file (default: $BATON_CONFIG, ./baton.yaml, $XDG_CONFIG_HOME/baton/baton.yaml, /etc/baton/baton.yaml)'))
@@ -31,13 +50,24 @@ export function buildProgram(): Command {
     .exitOverride();
   program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
   const ctx = makeContext(program);
-  const groups: Register[] = [
-    registerStatus, registerFailover, registerSync, registerCa, registerStore, registerKey,
-    registerMesh, registerProvision, registerDrill,
-  ];
-  for (const register of groups) register(program, ctx);
+  const named = args === undefined ? undefined : commandNamed(program, args);
+  for (const register of named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!]) register(program, ctx);
   for (const command of program.commands) exitOverrideAll(command);
   return program;
+}
+
+/**
+ * The command `args` (after node and the script) run, when it is one of COMMANDS: the first
+ * word that is neither a global option nor the value one takes.
+ */
+export function commandNamed(program: Command, args: readonly string[]): string | undefined {
+  const takesValue = new Set(program.options.filter((option) => option.required || option.optional).flatMap((option) => [option.long, option.short]));
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    if (takesValue.has(arg)) i += 1;
+    else if (!arg.startsWith('-')) return Object.hasOwn(COMMANDS, arg) ? arg : undefined;
+  }
+  return undefined;
 }
 
 function exitOverrideAll(command: Command): void {
@@ -46,7 +76,7 @@ function exitOverrideAll(command: Command): void {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  const program = buildProgram();
+  const program = buildProgram(argv.slice(2));
   try {
     await program.parseAsync(argv);
   } catch (error) {

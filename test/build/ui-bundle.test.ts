@@ -1,7 +1,8 @@
 /**
- * React, and Ink with yoga, ship as two CommonJS bundles run from V8 code caches
- * (scripts/ui-bundle.mjs, scripts/ui-bundle-runtime.mjs). A cache must be used for the bundle
- * it was made from and NEVER for other content: V8 itself only compares lengths.
+ * The app, React, and Ink with yoga, ship as CommonJS bundles run from V8 code caches
+ * (scripts/build.mjs, scripts/package-bundles.mjs, scripts/bundle-runtime.mjs). A cache must
+ * be used for the bundle it was made from and NEVER for other content: V8 itself only
+ * compares lengths.
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,22 +12,24 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 
 const DIST = path.join(path.dirname(BIN), '..', 'dist');
-const RUNTIME = path.resolve(import.meta.dirname, '../../scripts/ui-bundle-runtime.mjs');
+const RUNTIME = path.resolve(import.meta.dirname, '../../scripts/bundle-runtime.mjs');
 const temp = makeTempDir('baton-ui-bundle-');
 afterAll(() => temp.cleanup());
 
-const bundles: { react?: string; ink?: string } = {};
+const bundles: { react?: string; ink?: string; app?: string } = {};
+let meta: { outputs: Record<string, { inputs: Record<string, unknown> }> };
 beforeAll(() => {
   assertBuilt();
   // The ones this build wrote (older builds may have left others in dist/): its metafile names them.
-  const meta = JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Record<string, unknown> };
-  const named = new Set(Object.keys(meta.outputs).map((output) => path.basename(output)).filter((name) => /^ui-(react|ink)-[0-9a-f]{12}\.cjs$/.test(name)));
-  for (const name of named) bundles[name.startsWith('ui-react-') ? 'react' : 'ink'] = path.join(DIST, name);
-  expect([...named].length, `the build wrote ${[...named].join(', ')}`).toBe(2);
-  // and its chunks load exactly those
-  const chunks = path.join(DIST, 'chunks');
-  const loaded = Object.keys(meta.outputs).filter((o) => o.startsWith('dist/chunks/') && o.endsWith('.js')).flatMap((o) => [...readFileSync(path.join(chunks, path.basename(o)), 'utf8').matchAll(/"\.\.\/(ui-(?:react|ink)-[0-9a-f]{12}\.cjs)"/g)].map((m) => m[1]!));
-  expect(new Set(loaded)).toEqual(named);
+  meta = JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as typeof meta;
+  const named = new Set(Object.keys(meta.outputs).map((output) => path.basename(output)).filter((name) => /^(ui-react|ui-ink|app)-[0-9a-f]{12}\.cjs$/.test(name)));
+  for (const name of named) bundles[name.startsWith('ui-react-') ? 'react' : name.startsWith('ui-ink-') ? 'ink' : 'app'] = path.join(DIST, name);
+  expect([...named].length, `the build wrote ${[...named].join(', ')}`).toBe(3);
+  // dist/baton.js runs this build's app, and the app loads exactly this build's package bundles
+  expect(readFileSync(path.join(DIST, 'baton.js'), 'utf8')).toContain(`"${path.basename(bundles.app!)}"`);
+  const packageBundles = Object.keys(meta.outputs).map((output) => path.basename(output)).filter((name) => /^(ui|lib)-[a-z-]+-[0-9a-f]{12}\.cjs$/.test(name));
+  const loaded = [...readFileSync(bundles.app!, 'utf8').matchAll(/"((?:ui|lib)-[a-z-]+-[0-9a-f]{12}\.cjs)"/g)].map((m) => m[1]!);
+  expect(new Set(loaded)).toEqual(new Set(packageBundles));
 });
 
 interface Loaded {
@@ -88,12 +91,33 @@ describe('the UI bundles and their code caches', () => {
   });
 
   it('hold React once and Ink once: no other output of the build carries them', () => {
-    const meta = JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
     const holders = (pattern: RegExp) =>
       Object.entries(meta.outputs)
         .filter(([, output]) => Object.keys(output.inputs).some((input) => pattern.test(input)))
         .map(([file]) => path.basename(file));
     expect(holders(/node_modules\/react\//)).toEqual([path.basename(bundles.react!)]);
     expect(holders(/node_modules\/(ink|react-reconciler|yoga-layout|chalk)\//)).toEqual([path.basename(bundles.ink!)]);
+  });
+});
+
+describe('the app bundle and the package bundles', () => {
+  it('run the app from the code cache the build made for it', async () => {
+    const script = `import { runCachedBundle } from ${JSON.stringify(RUNTIME)};
+const app = runCachedBundle(${JSON.stringify(bundles.app!)});
+console.log(JSON.stringify({ cacheUsed: app.cacheUsed, main: typeof app.exports.main }));`;
+    const run = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ cacheUsed: true, main: 'function' });
+  });
+
+  it('hold each library in one bundle of its own, which the app does not carry again', () => {
+    const holders = (name: string) =>
+      Object.entries(meta.outputs)
+        .filter(([, output]) => Object.keys(output.inputs).some((input) => input.startsWith(`node_modules/${name}/`)))
+        .map(([file]) => path.basename(file).replace(/-[0-9a-f]{12}\.cjs$/, ''));
+    const expected = { pkijs: 'lib-pki', asn1js: 'lib-pki', execa: 'lib-execa', pg: 'lib-pg', zod: 'lib-zod', yaml: 'lib-yaml', 'js-yaml': 'lib-js-yaml', '@aws-sdk/client-s3': 'lib-s3' };
+    for (const [name, bundle] of Object.entries(expected)) expect(holders(name), name).toEqual([bundle]);
+    // commander is the app's own: every command starts by parsing its arguments
+    expect(holders('commander')).toEqual(['app']);
   });
 });

@@ -1,6 +1,6 @@
 /**
- * What a command loads: every JavaScript file (bundle chunks, node_modules) a process reads as
- * a module, with its size and — for the bundle's chunks — which packages esbuild put in it
+ * What a command loads: every JavaScript file (the build's bundles, node_modules) a process
+ * runs, with its size and — for a bundle — which packages esbuild put in it
  * (dist/build-meta.json). Start-up is mostly parsing, so bytes loaded is where a regression
  * shows first, and this names the file to look at.
  */
@@ -8,12 +8,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BIN } from './context.js';
 
 export interface LoadedFile {
   readonly file: string;
   readonly bytes: number;
-  /** The largest inputs of a bundle chunk, by package or source directory. */
+  /** What esbuild put in it, for one of the build's bundles (dist/build-meta.json). */
+  readonly inputs: readonly string[];
+  /** The largest inputs of a bundle, by package or source directory. */
   readonly contains: readonly string[];
 }
 
@@ -22,26 +23,36 @@ export interface LoadTrace {
   readonly totalBytes: number;
 }
 
-/** `node --import REGISTER …` reports every module the process loads on its stderr. */
+/**
+ * `node --import REGISTER …` reports every file the process loads on its stderr: ES modules,
+ * CommonJS modules and the build's bundles (which run as vm.Scripts).
+ */
 export const REGISTER = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-register.mjs')).href;
 
-function chunkContents(): Map<string, string[]> {
-  // The build's own metafile: beside its entry (dist/) or in the dist/ next to its bin/.
-  const metaFile = [path.join(path.dirname(BIN), 'build-meta.json'), path.join(path.dirname(BIN), '..', 'dist', 'build-meta.json')].find(existsSync);
-  const out = new Map<string, string[]>();
-  if (!metaFile) return out;
-  const buildRoot = path.dirname(path.dirname(metaFile));
-  const meta = JSON.parse(readFileSync(metaFile, 'utf8')) as { outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }> };
-  for (const [output, { inputs }] of Object.entries(meta.outputs)) {
-    const byOrigin = new Map<string, number>();
-    for (const [input, { bytesInOutput }] of Object.entries(inputs)) {
-      const origin = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? input.split('/').slice(0, 2).join('/');
-      byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + bytesInOutput);
-    }
-    const top = [...byOrigin].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([origin, bytes]) => `${origin} ${Math.round(bytes / 1024)} KB`);
-    out.set(path.resolve(buildRoot, output), top);
+type Outputs = Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
+
+/** The inputs of each output of the build that wrote `dir` (its build-meta.json), by absolute path. */
+const metaOf = new Map<string, Map<string, Record<string, { bytesInOutput: number }>>>();
+function bundleInputs(file: string): Record<string, { bytesInOutput: number }> {
+  const dir = path.dirname(file);
+  if (!metaOf.has(dir)) {
+    const metaFile = path.join(dir, 'build-meta.json');
+    const outputs = existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { outputs: Outputs }).outputs : {};
+    // Output paths are relative to the project root, the directory above dist/.
+    metaOf.set(dir, new Map(Object.entries(outputs).map(([output, { inputs }]) => [path.resolve(dir, '..', output), inputs])));
   }
-  return out;
+  return metaOf.get(dir)!.get(file) ?? {};
+}
+
+const packageOf = (file: string) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1];
+
+function largestOrigins(inputs: Record<string, { bytesInOutput: number }>): string[] {
+  const byOrigin = new Map<string, number>();
+  for (const [input, { bytesInOutput }] of Object.entries(inputs)) {
+    const origin = packageOf(input) ?? input.split('/').slice(0, 2).join('/');
+    byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + bytesInOutput);
+  }
+  return [...byOrigin].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([origin, bytes]) => `${origin} ${Math.round(bytes / 1024)} KB`);
 }
 
 export async function traceLoads(file: string, args: readonly string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<LoadTrace> {
@@ -57,13 +68,28 @@ export async function traceLoads(file: string, args: readonly string[], env: Nod
 
 /** Reads the lines the load hook wrote (its stderr) into a trace; for a process whose stderr went to a file. */
 export function traceFromLog(stderr: string): LoadTrace {
-  const contents = chunkContents();
   const files: LoadedFile[] = [];
+  const seen = new Set<string>();
   for (const match of stderr.matchAll(/^BATON_BENCH_LOAD (file:\S+)$/gm)) {
     const loaded = fileURLToPath(match[1]!);
-    files.push({ file: loaded, bytes: statSync(loaded).size, contains: contents.get(loaded) ?? [] });
+    if (seen.has(loaded)) continue; // an ES module the hook saw, listed again from the require cache
+    seen.add(loaded);
+    const inputs = bundleInputs(loaded);
+    files.push({ file: loaded, bytes: statSync(loaded).size, inputs: Object.keys(inputs), contains: largestOrigins(inputs) });
   }
   return { files, totalBytes: files.reduce((n, f) => n + f.bytes, 0) };
+}
+
+/** The packages whose code the traced process loaded: from node_modules, or inside a bundle. */
+export function packagesLoaded(trace: LoadTrace): Set<string> {
+  const packages = new Set<string>();
+  for (const { file, inputs } of trace.files) {
+    for (const source of [file, ...inputs]) {
+      const name = packageOf(source);
+      if (name) packages.add(name);
+    }
+  }
+  return packages;
 }
 
 /** One line for a figure's notes: how many files, how many KB, and the largest three. */

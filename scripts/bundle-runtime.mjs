@@ -1,7 +1,8 @@
-// Loads the UI bundles (React: dist/ui-react-<hash>.cjs; Ink and yoga: dist/ui-ink-<hash>.cjs) with the V8 code cache the build
-// wrote beside it. Node 20 keeps no compile cache for ES modules, and the first TTY frame spent
-// ~35 ms parsing and compiling these libraries on every start (npm run bench, first-frame);
-// from the cache V8 takes the compiled code instead.
+// Loads baton's CommonJS bundles (the app: dist/app-<hash>.cjs; React and Ink:
+// dist/ui-*-<hash>.cjs; the larger libraries: dist/lib-*-<hash>.cjs) with the V8 code cache the
+// build wrote beside each. Node 20 keeps no compile cache of its own, and compiling was most of
+// a cold start: `status --json` and the first TTY frame parsed the app's ES modules and Ink on
+// every run (npm run bench, "Start-up"); from the cache V8 takes the compiled code instead.
 //
 // V8 checks a cache against its Node version, its flags and the source's LENGTH only: given
 // another source of the same length it runs the cached code, not the file. So the bundle is
@@ -25,27 +26,35 @@ export function fromReactBundle(reactExports) {
   return Object.fromEntries(Object.entries(FROM_REACT_BUNDLE).map(([specifier, name]) => [specifier, reactExports[name]]));
 }
 
-/** `ui-<12 hex>.cjs`: the first 12 hex digits of the SHA-256 of the file's content. */
+/** `<name>-<12 hex>.cjs`: the first 12 hex digits of the SHA-256 of the file's content. */
 const NAMED_HASH = /-([0-9a-f]{12})\.cjs$/;
-const wrap = (source) => `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
+/**
+ * What the build writes around every bundle: the file is the very function V8 compiles. Wrapping
+ * at run time made a second copy of the source, which (with the first) filled the young
+ * generation and cost `status --json` a garbage collection.
+ */
+export const FUNCTION_WRAPPER = { banner: { js: '(function (exports, require, module, __filename, __dirname) {' }, footer: { js: '\n})' } };
 
 /**
  * Runs a CommonJS bundle, from its code cache (`<file>.cache`) when one was made from this very
  * content. `modules` answers the bundle's require() of packages it left out (another bundle's).
+ * A bundle holds no import(): a script compiled from a cache loses the callback Node's loader
+ * needs for one ("A dynamic import callback was not specified"), so the build makes each a
+ * require() (scripts/build.mjs).
  */
 export function runCachedBundle(bundle, { useCache = true, modules = {} } = {}) {
   const file = path.resolve(bundle);
-  const source = readFileSync(file, 'utf8');
+  const bytes = readFileSync(file);
   let cachedData;
   const named = NAMED_HASH.exec(file)?.[1];
-  if (useCache && named !== undefined && createHash('sha256').update(source).digest('hex').startsWith(named)) {
+  if (useCache && named !== undefined && createHash('sha256').update(bytes).digest('hex').startsWith(named)) {
     try {
       cachedData = readFileSync(`${file}.cache`);
     } catch {
       cachedData = undefined; // no cache (a build without one): compile as usual
     }
   }
-  const script = new vm.Script(wrap(source), { filename: file, cachedData });
+  const script = new vm.Script(bytes.toString('utf8'), { filename: file, cachedData });
   const module = { exports: {} };
   const nodeRequire = createRequire(file);
   const require = (id) => (Object.hasOwn(modules, id) ? modules[id] : nodeRequire(id));
