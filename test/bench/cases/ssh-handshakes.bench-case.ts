@@ -3,6 +3,8 @@
  * one provider to nine consumers, each machine its own sshd port, with the command's connection
  * share (one master per machine) and, as the baseline, without it (a connection per operation).
  * Handshakes are counted from sshd's own "Connection from" log lines. Goal: 1.0.
+ * Every machine is this host (its mesh_dir an absolute path here), so the stand-in provisioner
+ * writes each provider's receipt before it is read, over ssh, as a real one would have.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +15,7 @@ import { planRotation } from '../../../src/mesh/rotation-plan.js';
 import type { TransportFor } from '../../../src/mesh/transport.js';
 import { transportsFor } from '../../../src/transport/make-transport.js';
 import { sshdUnavailable, startSshd } from '../../helpers/sshd.js';
+import { withLiveProvisioner } from '../../mesh/receipt-writer.js';
 import type { BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';
 
@@ -52,7 +55,7 @@ export const sshHandshakesCase: BenchCase = {
         try {
           const { code } = await runRotationPlain({
             id: `bench-${tag}`, plan: planRotation(inventory, { by: 'provider', name: 'pg' }), yes: true, write: () => undefined,
-            deps: { transportFor: transports.transportFor, journalDir: path.join(base, 'journal'), operator: 'bench', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 0, pollMs: 100 },
+            deps: { transportFor: withLiveProvisioner(transports.transportFor, () => '/'), journalDir: path.join(base, 'journal'), operator: 'bench', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 0, pollMs: 100 },
           });
           if (code !== 0) throw new Error(`the ${tag} rotation exited ${code}`);
         } finally {
