@@ -2,7 +2,7 @@ import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import { action, stdinIsTerminal, withSuggestedCommands, type CliContext, type Register } from './context.js';
+import { action, withSuggestedCommands, type CliContext, type Register } from './context.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
@@ -110,7 +110,7 @@ export const registerCa: Register = (program, cliCtx) => {
  * naming --yes).
  */
 async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, deployment: string) {
-  if (!stdinIsTerminal()) return undefined;
+  if (!process.stdin.isTTY) return undefined;
   const { snapshotLocalAuthority } = await import('../authority/index.js');
   const local = await snapshotLocalAuthority(stateDir, deployment);
   if (local.state !== 'whole' || !local.previous || local.pending || local.repairedTear) return undefined;

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { isatty } from 'node:tty';
 import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
 import { loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
 import { personalise, suggester, type Suggester } from '../suggest-command.js';
@@ -24,15 +23,6 @@ export interface CliContext {
 
 export type Register = (program: Command, ctx: CliContext) => void;
 
-/**
- * Whether stdin is a terminal, asked of the descriptor: reading `process.stdin.isTTY` opens a
- * stream on it (a socket when it is a pipe), which `status --json` in a monitoring loop paid
- * ~1 ms for and never read.
- */
-export function stdinIsTerminal(): boolean {
-  return isatty(0);
-}
-
 export function makeContext(program: Command): CliContext {
   let cached: ResolvedConfig | undefined;
   return {
@@ -44,7 +34,9 @@ export function makeContext(program: Command): CliContext {
     stderr: process.stderr,
     env: process.env,
     suggester(inventory?: string) {
-      const terminal = stdinIsTerminal() && Boolean(process.stdout.isTTY);
+      // stdout first: reading process.stdin opens a stream on it (a socket for a pipe), which a
+      // monitor's `status --json`, writing to a pipe or a file, never needs.
+      const terminal = Boolean(process.stdout.isTTY && process.stdin.isTTY);
       return suggester({ ...program.opts<GlobalFlags>(), inventory }, terminal);
     },
   };

@@ -1,6 +1,6 @@
 import type { Instance } from 'ink';
 import type { ComponentType, ReactElement } from 'react';
-import { stdinIsTerminal, type CliContext } from './context.js';
+import type { CliContext } from './context.js';
 
 /**
  * The one place a command decides it has a terminal and mounts Ink: colour, the colour
@@ -15,7 +15,7 @@ export type ViewStreams = Pick<CliContext, 'stdout' | 'stderr'>;
  * its input hooks, which a pipe cannot do (Ink would throw), and a piped stdout gets plain lines.
  */
 export function hasTerminal(streams: Pick<ViewStreams, 'stdout'>): boolean {
-  return stdinIsTerminal() && Boolean(streams.stdout.isTTY);
+  return Boolean(streams.stdout.isTTY && process.stdin.isTTY); // stdout first: see suggester() in context.ts
 }
 
 export interface InkSession {
@@ -46,7 +46,7 @@ export async function openInk(streams: ViewStreams, noColor: boolean): Promise<I
   // out as 80×24, Ink's full clear unreachable, a resize redrawn from a clean screen.
   const stdout = fitTerminal(streams.stdout);
   return {
-    interactive: stdinIsTerminal(),
+    interactive: Boolean(process.stdin.isTTY),
     mount: (element, options = {}) =>
       render(React.createElement(ColorContext.Provider, { value: !noColor }, element), {
         stdout,

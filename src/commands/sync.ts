@@ -9,7 +9,7 @@ import { BatonError, EXIT_OK } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
 import type { Verdict } from '../share/types.js';
 import type { SyncActionFlags } from '../share/sync-flags.js';
-import { action, stdinIsTerminal, type CliContext, type Register } from './context.js';
+import { action, type CliContext, type Register } from './context.js';
 
 interface SyncFlags extends SyncActionFlags {
   readonly yes?: boolean;
@@ -134,7 +134,7 @@ interface TypedConfirmation {
 /** --yes, or on a terminal the expected words typed; end of input or Ctrl-C is a "no". */
 async function confirmTyped(ctx: CliContext, flags: SyncFlags, c: TypedConfirmation): Promise<void> {
   if (flags.yes) return;
-  if (!stdinIsTerminal()) {
+  if (!process.stdin.isTTY) {
     throw new BatonError('usage', {
       what: `This replaces the published document and needs a confirmation, but stdin is not a terminal. ${c.explain[0] ?? ''}`,
       where: c.where,
@@ -180,7 +180,7 @@ async function confirmForce(ctx: CliContext, share: ShareContext, verdict: Refus
   if (flags.yes) return;
   const { refusalError } = await import('../share/refusals.js');
   const refusal = refusalError(share, verdict);
-  if (!stdinIsTerminal()) {
+  if (!process.stdin.isTTY) {
     throw new BatonError('usage', {
       what: `--force replaces this host's authority and needs a confirmation, but stdin is not a terminal. ${refusal.what}`,
       where: refusal.where ?? verdict.caDir,
