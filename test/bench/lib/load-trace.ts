@@ -95,6 +95,7 @@ export function packagesLoaded(trace: LoadTrace): Set<string> {
 /** One line for a figure's notes: how many files, how many KB, and the largest three. */
 export function describeTrace(trace: LoadTrace): string {
   const largest = [...trace.files].sort((a, b) => b.bytes - a.bytes).slice(0, 3);
-  const named = largest.map((f) => `${path.basename(f.file)} ${Math.round(f.bytes / 1024)} KB${f.contains.length > 0 ? ` (${f.contains.join(', ')})` : ''}`);
+  // Its directory too: bin/baton.js and dist/baton.js are both "baton.js".
+  const named = largest.map((f) => `${path.join(path.basename(path.dirname(f.file)), path.basename(f.file))} ${Math.round(f.bytes / 1024)} KB${f.contains.length > 0 ? ` (${f.contains.join(', ')})` : ''}`);
   return `loads ${trace.files.length} JavaScript files, ${Math.round(trace.totalBytes / 1024)} KB; largest: ${named.join('; ')}`;
 }
