@@ -2,13 +2,13 @@
 // the TypeScript sources through tsx (STACK.md), and the `bin` must start fast over SSH.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildWidthTable, rewriteStringWidth } from './string-width-table.mjs';
 import { buildStandaloneTable, graphemeSegmenterSource, useSharedSegmenter } from './grapheme-segmenter.mjs';
-import { createHash } from 'node:crypto';
 import { BUNDLED_PACKAGES, buildPackageBundles, packagesFromBundles, writeUiCaches } from './package-bundles.mjs';
 import { FUNCTION_WRAPPER } from './bundle-runtime.mjs';
 import { replaceOnce } from './replace-once.mjs';

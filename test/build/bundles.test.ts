@@ -13,7 +13,7 @@ import { assertBuilt, BIN } from '../helpers/run-baton.js';
 
 const DIST = path.join(path.dirname(BIN), '..', 'dist');
 const RUNTIME = path.resolve(import.meta.dirname, '../../scripts/bundle-runtime.mjs');
-const temp = makeTempDir('baton-ui-bundle-');
+const temp = makeTempDir('baton-bundles-');
 afterAll(() => temp.cleanup());
 
 const bundles: { react?: string; ink?: string; app?: string } = {};
