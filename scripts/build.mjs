@@ -3,7 +3,7 @@
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -12,6 +12,7 @@ import { buildStandaloneTable, graphemeSegmenterSource, useSharedSegmenter } fro
 import { BUNDLED_PACKAGES, buildPackageBundles, packagesFromBundles, writeUiCaches } from './package-bundles.mjs';
 import { FUNCTION_WRAPPER } from './bundle-runtime.mjs';
 import { replaceOnce } from './replace-once.mjs';
+import { writeAtomically } from './write-atomically.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(`${root}dist`, { recursive: true });
@@ -185,17 +186,6 @@ const start = await build({
   platform: 'node',
 });
 
-// Each file is written beside its final name and renamed into place, and dist/ is never
-// emptied: a test (or an operator) running the bin while another build runs always loads a
-// whole bundle, never a half-written one. Bundle names carry a hash, so old ones are harmless.
-// The package bundles and their caches first, then the app and its cache, dist/baton.js last:
-// no file may be visible before the files it loads.
-const writeAtomically = (target, contents) => {
-  mkdirSync(path.dirname(target), { recursive: true });
-  const temp = `${target}.${process.pid}.tmp`;
-  writeFileSync(temp, contents);
-  renameSync(temp, target);
-};
 /**
  * Writes the app's code cache: scripts/warm-app-cache.mjs mints into a scratch deployment, then
  * reads it back with `status --json` in the process that writes the cache. Neither sees the
@@ -213,6 +203,10 @@ function writeAppCache(appFile) {
     rmSync(scratch, { recursive: true, force: true });
   }
 }
+// dist/ is never emptied and each file is written atomically (scripts/write-atomically.mjs);
+// bundle names carry a hash, so old ones are harmless. The package bundles and their caches
+// first, then the app and its cache, dist/baton.js last: no file may be visible before the
+// files it loads.
 const dist = (file) => `${root}dist/${file}`;
 for (const bundle of Object.values(packages)) writeAtomically(dist(bundle.fileName), bundle.text);
 writeUiCaches(dist(fileOf('ui-react')), dist(fileOf('ui-ink')));

@@ -21,7 +21,8 @@ import { FROM_REACT_BUNDLE, FUNCTION_WRAPPER } from './bundle-runtime.mjs';
  */
 const BUNDLES = {
   'ui-react': { entry: "export { default as react } from 'react';\nexport * as jsxRuntime from 'react/jsx-runtime';", specifiers: FROM_REACT_BUNDLE },
-  'ui-ink': { entry: "export * as ink from 'ink';", specifiers: { ink: 'ink' }, modules: FROM_REACT_BUNDLE },
+  // Ink takes React from the React bundle (FROM_REACT_BUNDLE): one React per process.
+  'ui-ink': { entry: "export * as ink from 'ink';", specifiers: { ink: 'ink' }, takesReact: true },
   // asn1js in the same file as pkijs: pkijs checks its objects with instanceof.
   'lib-pki': { entry: "export * as pkijs from 'pkijs';\nexport * as asn1js from 'asn1js';", specifiers: { pkijs: 'pkijs', asn1js: 'asn1js' } },
   'lib-execa': { entry: "export * as execa from 'execa';", specifiers: { execa: 'execa' } },
@@ -92,7 +93,7 @@ const withoutTopLevelAwait = {
  */
 export async function buildPackageBundles(root, common, plugins = []) {
   const built = {};
-  for (const [name, { entry, modules = {} }] of Object.entries(BUNDLES)) {
+  for (const [name, { entry, takesReact = false }] of Object.entries(BUNDLES)) {
     const result = await build({
       ...common,
       absWorkingDir: root,
@@ -105,7 +106,7 @@ export async function buildPackageBundles(root, common, plugins = []) {
       sourcemap: false,
       metafile: true,
       ...FUNCTION_WRAPPER,
-      external: [...Object.keys(modules), 'pg-native'],
+      external: [...(takesReact ? Object.keys(FROM_REACT_BUNDLE) : []), 'pg-native'],
       plugins: [...common.plugins, withoutTopLevelAwait, ...plugins],
     });
     const text = result.outputFiles[0].text;
@@ -125,16 +126,12 @@ const loaderOf = (name) => `baton-bundle:${name}`;
  */
 export function packagesFromBundles(fileOf) {
   const bundleOf = Object.fromEntries(Object.entries(BUNDLES).flatMap(([bundle, { specifiers }]) => Object.keys(specifiers).map((specifier) => [specifier, bundle])));
-  const loaderSource = (name) => {
-    const takes = Object.keys(BUNDLES[name].modules ?? {});
-    // Only Ink takes packages from another bundle (React's); the loader says which.
-    if (takes.length > 0 && name !== 'ui-ink') throw new Error(`scripts/package-bundles.mjs: ${name} takes ${takes.join(', ')} from another bundle; only ui-ink's loader knows how.`);
-    return [
+  const loaderSource = (name) =>
+    [
       `const { fromReactBundle, runCachedBundle } = require(${JSON.stringify(RUNTIME)});`,
       "const path = require('node:path');",
-      `module.exports = runCachedBundle(path.join(__dirname, ${JSON.stringify(fileOf(name))})${takes.length > 0 ? `, { modules: fromReactBundle(require('${loaderOf('ui-react')}')) }` : ''}).exports;`,
+      `module.exports = runCachedBundle(path.join(__dirname, ${JSON.stringify(fileOf(name))})${BUNDLES[name].takesReact ? `, { modules: fromReactBundle(require('${loaderOf('ui-react')}')) }` : ''}).exports;`,
     ].join('\n');
-  };
   // A bundle holds each package as a namespace (`export * as`), except React's own exports
   // object. A namespace is handed over marked as an ES module, so that a default import takes
   // its `default` (pg's CommonJS exports), not the namespace itself.

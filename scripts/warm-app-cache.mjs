@@ -5,9 +5,9 @@
 // fingerprints), and writes the code cache it holds beside the bundle
 // (scripts/bundle-runtime.mjs). Only `status` runs in the process that writes the cache:
 // minting's code would make every start deserialize more.
-import { renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { runCachedBundle } from './bundle-runtime.mjs';
+import { writeAtomically } from './write-atomically.mjs';
 
 const [appFile, dir, step] = process.argv.slice(2);
 const flags = ['--deployment', 'b0a710cac4e0b0a710cac4e0b0a710ca', '--state-dir', path.join(dir, 'state'), '--store', `file://${path.join(dir, 'store')}`];
@@ -15,7 +15,5 @@ const app = runCachedBundle(appFile, { useCache: false });
 await app.exports.main([process.execPath, 'baton', ...flags, ...(step === 'sync' ? ['sync', '--yes'] : ['status', '--json'])]);
 if (process.exitCode !== 0 && process.exitCode !== undefined) throw new Error(`baton ${step} exited ${process.exitCode} while warming the app's code cache`);
 if (step === 'status') {
-  const cache = `${appFile}.cache`;
-  writeFileSync(`${cache}.${process.pid}.tmp`, app.script.createCachedData());
-  renameSync(`${cache}.${process.pid}.tmp`, cache);
+  writeAtomically(`${appFile}.cache`, app.script.createCachedData());
 }

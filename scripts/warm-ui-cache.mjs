@@ -2,9 +2,9 @@
 // scripts/package-bundles.mjs): loads the UI bundles without a cache, draws a few frames of the kinds
 // baton's views draw, so V8 compiles the render paths, and writes each bundle's code cache
 // beside it (scripts/bundle-runtime.mjs).
-import { renameSync, writeFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { fromReactBundle, runCachedBundle } from './bundle-runtime.mjs';
+import { writeAtomically } from './write-atomically.mjs';
 
 const [reactFile, inkFile] = process.argv.slice(2);
 const react = runCachedBundle(reactFile, { useCache: false });
@@ -40,8 +40,4 @@ await new Promise((resolve) => setTimeout(resolve, 50));
 app.unmount();
 await app.waitUntilExit();
 
-for (const [file, { script }] of [[reactFile, react], [inkFile, ink]]) {
-  const cache = `${file}.cache`;
-  writeFileSync(`${cache}.${process.pid}.tmp`, script.createCachedData());
-  renameSync(`${cache}.${process.pid}.tmp`, cache);
-}
+for (const [file, { script }] of [[reactFile, react], [inkFile, ink]]) writeAtomically(`${file}.cache`, script.createCachedData());

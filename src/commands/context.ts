@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
 import { loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
 import { personalise, suggester, type Suggester } from '../suggest-command.js';
+import { hasTerminal } from './mount-view.js';
 
 /**
  * What every command gets from the composition root. Commands import heavy modules (ink,
@@ -34,10 +35,7 @@ export function makeContext(program: Command): CliContext {
     stderr: process.stderr,
     env: process.env,
     suggester(inventory?: string) {
-      // stdout first: reading process.stdin opens a stream on it (a socket for a pipe), which a
-      // monitor's `status --json`, writing to a pipe or a file, never needs.
-      const terminal = Boolean(process.stdout.isTTY && process.stdin.isTTY);
-      return suggester({ ...program.opts<GlobalFlags>(), inventory }, terminal);
+      return suggester({ ...program.opts<GlobalFlags>(), inventory }, hasTerminal(process));
     },
   };
 }

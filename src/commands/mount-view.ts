@@ -1,6 +1,5 @@
 import type { Instance } from 'ink';
 import type { ComponentType, ReactElement } from 'react';
-import type { CliContext } from './context.js';
 
 /**
  * The one place a command decides it has a terminal and mounts Ink: colour, the colour
@@ -8,14 +7,19 @@ import type { CliContext } from './context.js';
  */
 
 /** Where a view draws. */
-export type ViewStreams = Pick<CliContext, 'stdout' | 'stderr'>;
+export interface ViewStreams {
+  readonly stdout: NodeJS.WriteStream;
+  readonly stderr: NodeJS.WriteStream;
+}
 
 /**
  * A command may take keys only when both ends are a terminal: Ink puts stdin in raw mode for
  * its input hooks, which a pipe cannot do (Ink would throw), and a piped stdout gets plain lines.
  */
 export function hasTerminal(streams: Pick<ViewStreams, 'stdout'>): boolean {
-  return Boolean(streams.stdout.isTTY && process.stdin.isTTY); // stdout first: see suggester() in context.ts
+  // stdout first: reading process.stdin opens a stream on it (a socket for a pipe), which a
+  // monitor's `status --json`, writing to a pipe or a file, never needs.
+  return Boolean(streams.stdout.isTTY && process.stdin.isTTY);
 }
 
 export interface InkSession {

@@ -223,10 +223,9 @@ export function parseInventory(text: string, source: string): Inventory {
     };
     return { name: m.name, transport: 'ssh', address: m.address, meshDir: machineMeshDir, ssh };
   });
-  const machineNames = seen.machine;
   const knownMachine = (who: string, machine: string) => {
-    if (!machineNames.has(machine)) {
-      fail(`${who} is on machine "${machine}", which the inventory does not list.`, `Add it under machines:, or use one of: ${[...machineNames].join(', ')}.`);
+    if (!seen.machine.has(machine)) {
+      fail(`${who} is on machine "${machine}", which the inventory does not list.`, `Add it under machines:, or use one of: ${[...seen.machine].join(', ')}.`);
     }
   };
 

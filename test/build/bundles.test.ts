@@ -110,6 +110,19 @@ console.log(JSON.stringify({ cacheUsed: app.cacheUsed, main: typeof app.exports.
     expect(JSON.parse(run.stdout)).toEqual({ cacheUsed: true, main: 'function' });
   });
 
+  it('compile without the cache when V8 refuses it (other V8 flags), and the bin still answers', async () => {
+    // V8 refuses a cache made under other flags: an operator's NODE_OPTIONS must cost time, never a start.
+    const script = `import { runCachedBundle } from ${JSON.stringify(RUNTIME)};
+console.log(JSON.stringify({ cacheUsed: runCachedBundle(${JSON.stringify(bundles.app!)}).cacheUsed }));`;
+    const refused = await execa(process.execPath, ['--no-opt', '--input-type=module', '-e', script], { reject: false });
+    expect(refused.exitCode, refused.stderr).toBe(0);
+    expect(JSON.parse(refused.stdout)).toEqual({ cacheUsed: false });
+    const help = await execa(process.execPath, ['--no-opt', BIN, '--help'], { reject: false });
+    expect(help.exitCode, help.stderr).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: baton/m);
+    expect(help.stdout).toMatch(/^\s+status\b/m);
+  });
+
   it('hold each library in one bundle of its own, which the app does not carry again', () => {
     const holders = (name: string) =>
       Object.entries(meta.outputs)
