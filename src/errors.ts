@@ -148,6 +148,8 @@ export type RefusalReason =
   | 'not-yet-valid'
   /** Publishing would replace a sealed document with one in the clear. */
   | 'would-unseal'
+  /** This host has no seal key and the operator has not said to publish in the clear. */
+  | 'seal-unstated'
   /** The published document belongs to another deployment: the wrong store. */
   | 'foreign-deployment'
   /** The published document was written by a newer baton. */

@@ -44,6 +44,8 @@ export function buildProgram(args?: readonly string[]): Command {
     .addOption(new Option('--deployment <id>', 'deployment id'))
     .addOption(new Option('--state-dir <dir>', 'state dir (default /var/lib/baton/<deployment>)'))
     .addOption(new Option('--store <url>', 'where the authority is published: s3://bucket/prefix or file:///dir'))
+    .addOption(new Option('--seal-key-file <file>', 'the 32-byte key that seals the published document (overrides seal_key_file)'))
+    .addOption(new Option('--no-seal', 'publish in the clear on purpose when this host has no seal key (as "seal: none" in baton.yaml)'))
     .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
     .showHelpAfterError(false)
     .addHelpText('after', `\n${exitCodeHelp()}`)

@@ -15,6 +15,9 @@ export interface GivenFlags {
   readonly deployment?: string | undefined;
   readonly stateDir?: string | undefined;
   readonly store?: string | undefined;
+  readonly sealKeyFile?: string | undefined;
+  /** false when --no-seal was given (commander's negated option). */
+  readonly seal?: boolean | undefined;
   readonly inventory?: string | undefined;
 }
 
@@ -36,6 +39,8 @@ export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
   if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
   if (flags.stateDir) parts.push('--state-dir', shellWord(flags.stateDir));
   if (flags.store) parts.push('--store', shellWord(flags.store));
+  if (flags.sealKeyFile) parts.push('--seal-key-file', shellWord(flags.sealKeyFile));
+  if (flags.seal === false) parts.push('--no-seal');
   return { prefix: parts.join(' '), inventory: flags.inventory || undefined, terminal };
 }
 

@@ -5,22 +5,27 @@ import { BatonError } from '../errors.js';
 import { errorCode } from '../fs/system-error.js';
 
 /**
- * A deployment id goes into a directory name, a certificate's O and an S3 key: a closed
- * alphabet keeps it from ever meaning a path or a second RDN.
+ * A deployment id is exactly 32 lowercase hex characters (what `ca init` and the drill make).
+ * It goes into a directory name, a certificate's O and an S3 key, and it is compared byte for
+ * byte with the one inside published documents: a short or uppercase id would be accepted
+ * here and then refused as "another deployment" at the first read, so it is refused at load.
  */
-export const DEPLOYMENT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const DEPLOYMENT_ID = /^[0-9a-f]{32}$/;
+export const DEPLOYMENT_ID_RULE = '32 lowercase hex characters (0-9, a-f)';
 
-/** The six fields a config file may set; anything else is refused, never ignored. */
+/** The fields a config file may set; anything else is refused, never ignored. */
 export interface ConfigFile {
   readonly deployment?: string;
   readonly state_dir?: string;
   readonly store?: string;
   readonly seal_key_file?: string;
+  /** `none`: this deployment publishes its authority unsealed, on purpose. */
+  readonly seal?: string;
   readonly inventory?: string;
   readonly journal_dir?: string;
 }
 
-const CONFIG_FIELDS = ['deployment', 'state_dir', 'store', 'seal_key_file', 'inventory', 'journal_dir'] as const;
+const CONFIG_FIELDS = ['deployment', 'state_dir', 'store', 'seal_key_file', 'seal', 'inventory', 'journal_dir'] as const;
 
 /**
  * The YAML parser is required only when a config file is actually read: every command starts
@@ -39,6 +44,10 @@ export interface GlobalFlags {
   readonly stateDir?: string;
   readonly store?: string;
   readonly color?: boolean;
+  /** --seal-key-file FILE: overrides seal_key_file. */
+  readonly sealKeyFile?: string;
+  /** --no-seal: commander's negated option, false when given. */
+  readonly seal?: boolean;
 }
 
 export interface ResolvedConfig {
@@ -49,11 +58,19 @@ export interface ResolvedConfig {
   readonly stateDir: string | undefined;
   readonly store: string | undefined;
   readonly sealKeyFile: string | undefined;
+  /**
+   * How this host seals what it publishes: 'key' (sealKeyFile set), 'none' (`seal: none` or
+   * --no-seal: key material in the clear, said on purpose), or 'unstated' — then nothing is
+   * ever written in the clear (src/share/publish-guards.ts).
+   */
+  readonly seal: SealChoice;
   readonly inventory: string | undefined;
   readonly journalDir: string | undefined;
   /** True when colour must not be used (flag, NO_COLOR, TERM=dumb). */
   readonly noColor: boolean;
 }
+
+export type SealChoice = 'key' | 'none' | 'unstated';
 
 export const DEFAULT_STATE_ROOT = '/var/lib/baton';
 
@@ -99,8 +116,18 @@ export function loadConfig(
 
   if (flags.deployment !== undefined && !DEPLOYMENT_ID.test(flags.deployment)) {
     throw new BatonError('usage', {
-      what: `--deployment "${flags.deployment}" is not a valid deployment id (letters, digits, ".", "_" or "-", at most 64).`,
-      next: 'Pass the id your fleet was created with, e.g. 32 hex characters.',
+      what: `--deployment "${flags.deployment}" is not a deployment id: it must be ${DEPLOYMENT_ID_RULE}.`,
+      where: 'the --deployment flag',
+      next: 'Pass the id your fleet was created with (`baton ca show` on a controller prints it).',
+    });
+  }
+  const sealKeyFile = flags.sealKeyFile ? path.resolve(cwd, flags.sealKeyFile) : relative(file.seal_key_file);
+  const noSeal = flags.seal === false || file.seal === 'none';
+  if (sealKeyFile && noSeal) {
+    throw new BatonError('config', {
+      what: `Sealing is stated twice and both ways: a seal key (${flags.sealKeyFile ? '--seal-key-file' : 'seal_key_file'}) and ${flags.seal === false ? '--no-seal' : '"seal: none"'}.`,
+      where: source ?? 'the command line',
+      next: 'Keep one: the seal key to publish sealed, or `seal: none` / --no-seal to publish in the clear on purpose.',
     });
   }
   const noColor =
@@ -110,7 +137,8 @@ export function loadConfig(
     deployment: flags.deployment ?? file.deployment,
     stateDir: flags.stateDir ? path.resolve(cwd, flags.stateDir) : relative(file.state_dir),
     store: flags.store ?? file.store,
-    sealKeyFile: relative(file.seal_key_file),
+    sealKeyFile,
+    seal: sealKeyFile ? 'key' : noSeal ? 'none' : 'unstated',
     inventory: relative(file.inventory),
     journalDir: relative(file.journal_dir),
     noColor,
@@ -152,8 +180,8 @@ export function readConfigFile(file: string): ConfigFile {
 }
 
 /**
- * The one check of a parsed config file: a plain mapping of the six known fields, each a
- * non-empty string, the deployment id in its closed alphabet. A typo'd field is refused
+ * The one check of a parsed config file: a plain mapping of the known fields, each a
+ * non-empty string, the deployment id 32 lowercase hex, `seal` only "none". A typo'd field is refused
  * rather than ignored: ignoring `deploymnet:` would run against whatever deployment the flags
  * or defaults name. A valid file is judged here without loading zod (start-up); a fault is
  * worded by zod's own messages, loaded only then.
@@ -174,7 +202,11 @@ function isConfigFile(raw: unknown): boolean {
   return Object.entries(raw).every(
     ([field, value]) =>
       (CONFIG_FIELDS as readonly string[]).includes(field) &&
-      (value === undefined || (typeof value === 'string' && value.length > 0 && (field !== 'deployment' || DEPLOYMENT_ID.test(value)))),
+      (value === undefined ||
+        (typeof value === 'string' &&
+          value.length > 0 &&
+          (field !== 'deployment' || DEPLOYMENT_ID.test(value)) &&
+          (field !== 'seal' || value === 'none'))),
   );
 }
 
@@ -184,10 +216,11 @@ function zodFault(raw: unknown): string {
   const text = () => z.string().min(1).optional();
   const parsed = z
     .object({
-      deployment: z.string().regex(DEPLOYMENT_ID, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+      deployment: z.string().regex(DEPLOYMENT_ID, DEPLOYMENT_ID_RULE).optional(),
       state_dir: text(),
       store: text(),
       seal_key_file: text(),
+      seal: z.literal('none', { error: 'the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file' }).optional(),
       inventory: text(),
       journal_dir: text(),
     })

@@ -31,7 +31,7 @@ import { commandFor } from './action-words.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
-import { isOurOwnWrite, publishedSealedWithoutKey, unsealRefusal } from './publish-guards.js';
+import { isOurOwnWrite, publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
 import { openPublished, readPublished } from './published.js';
 import {
   blockedError,
@@ -112,6 +112,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
     if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --push'));
+    refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const precondition =
       published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
@@ -172,6 +173,7 @@ export async function replaceUnreadable(ctx: ShareContext, options: PublishOptio
     if (refusal) throw refusal;
     if (local.state !== 'whole' || published.state !== 'unreadable' || published.etag === undefined) throw replaceNotAllowed(ctx, now);
     if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --replace-unreadable'));
+    refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
     return { kind: 'published', fingerprint, etag };
@@ -268,6 +270,7 @@ export async function firstController(ctx: ShareContext, options: { readonly see
     if (now.verdict.kind === 'adopt' && !now.verdict.lostMarker) return adoptWinner(ctx, now);
     if (options.seen !== undefined && !sameVerdict(options.seen, now.verdict)) throw changedError(ctx, options.seen, now.verdict);
     if (now.verdict.kind !== 'first-controller') throw notAllowedError(ctx, 'first-controller', now.verdict);
+    refuseUnstatedSeal(ctx);
     const files = await mintAuthority(ctx.deployment, { clock: ctx.clock });
     const fingerprint = await fingerprintOf(files, ctx.deployment);
     const body = await encodeDocument(

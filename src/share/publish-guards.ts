@@ -21,6 +21,28 @@ export function publishedSealedWithoutKey(published: PublishedAuthority, sealKey
   return false;
 }
 
+/**
+ * SEALING IS STATED, NEVER INFERRED. A host without a seal key writes key material in the
+ * clear only when the operator said so (`seal: none`, --no-seal): what the store holds cannot
+ * decide it, because anyone who can write the store can corrupt or delete a sealed document
+ * and make it look as if this deployment never sealed. Every write of a document checks this:
+ * the first publish, --push, --replace-unreadable and a publish after the document was deleted.
+ */
+export function refuseUnstatedSeal(ctx: { readonly sealKey?: Uint8Array; readonly noSeal: boolean; readonly store: Store }): void {
+  if (ctx.sealKey !== undefined || ctx.noSeal) return;
+  throw new BatonError('refused', {
+    what:
+      'This host has no seal key and sealing is not stated, so publishing would put ca.key in the store in the clear. ' +
+      'The store cannot decide this: anyone who can write it can corrupt or delete a sealed document.',
+    where: ctx.store.location,
+    changed: 'Nothing was written.',
+    next:
+      'Either give this host the seal key the other controllers use (seal_key_file in baton.yaml, or --seal-key-file FILE), ' +
+      'or state that this deployment publishes in the clear (seal: none in baton.yaml, or --no-seal), then run the command again.',
+    reason: 'seal-unstated',
+  });
+}
+
 /** `retry` is the command that was refused (built by the caller, with the operator's flags). */
 export function unsealRefusal(location: string, retry: string): BatonError {
   return new BatonError('refused', {

@@ -18,6 +18,13 @@ export interface ShareContext {
   readonly store: Store;
   /** The 32-byte seal key when the deployment seals its document (seal_key_file). */
   readonly sealKey?: Uint8Array;
+  /**
+   * True when the operator said this deployment publishes unsealed (`seal: none` or
+   * --no-seal). Without it and without a seal key, nothing is ever written in the clear: the
+   * store cannot tell us whether the deployment seals, since anyone who can write it can
+   * corrupt or delete a sealed document.
+   */
+  readonly noSeal: boolean;
   readonly clock: Clock;
   /** This host's name, written into the document as published_by (diagnostic only). */
   readonly host: string;
@@ -38,6 +45,7 @@ export async function openShareContext(config: ResolvedConfig): Promise<ShareCon
     stateDir: stateDirFor(config),
     store,
     ...(sealKey ? { sealKey } : {}),
+    noSeal: config.seal === 'none',
     clock: systemClock,
     host: os.hostname(),
   };

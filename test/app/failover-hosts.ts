@@ -28,7 +28,7 @@ export function makeHosts(): Hosts {
   mkdirSync(storeDir, { mode: 0o700 });
   const store = new DirectoryStore(storeDir);
   const storeUrl = `file://${storeDir}`;
-  const ctx = (name: string): ShareContext => ({ stateDir: path.join(dir, name), deployment: DEPLOYMENT, store, clock: systemClock, host: name });
+  const ctx = (name: string): ShareContext => ({ stateDir: path.join(dir, name), deployment: DEPLOYMENT, store, clock: systemClock, host: name, noSeal: true });
   return { root: dir, storeUrl, ctx, ports: (name) => failoverPorts(ctx(name), storeUrl, undefined), cleanup };
 }
 

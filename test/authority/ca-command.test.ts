@@ -35,7 +35,7 @@ function batonWith(globals: string[], stateDir: string, ...args: string[]): Prom
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [bin, '--deployment', DEP, '--state-dir', stateDir, ...globals, ...args],
+      [bin, '--deployment', DEP, '--no-seal', '--state-dir', stateDir, ...globals, ...args],
       { cwd, env: { PATH: process.env.PATH, HOME: cwd, XDG_CONFIG_HOME: cwd, NO_COLOR: '1' } },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -210,7 +210,7 @@ describe('baton ca', () => {
     const work = path.dirname(await emptyStateDir());
     const storeUrl = `file://${path.join(work, 'store')}`;
     const firstStateDir = await emptyStateDir();
-    const outcome = await firstController({ stateDir: firstStateDir, deployment: DEP, store: await openStore(storeUrl), clock: fixedClock(), host: 'ctl-a' });
+    const outcome = await firstController({ stateDir: firstStateDir, deployment: DEP, store: await openStore(storeUrl), clock: fixedClock(), host: 'ctl-a', noSeal: true });
     expect(outcome.kind).toBe('first-controller');
     const published = (outcome as { fingerprint: string }).fingerprint;
     const storeBefore = snapshotDir(path.join(work, 'store'));

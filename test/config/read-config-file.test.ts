@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
 import { z } from 'zod';
-import { DEPLOYMENT_ID, loadConfig, readConfigFile } from '../../src/config/config.js';
+import { DEPLOYMENT_ID, DEPLOYMENT_ID_RULE, loadConfig, readConfigFile } from '../../src/config/config.js';
 import { BatonError } from '../../src/errors.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton } from '../helpers/run-baton.js';
@@ -35,10 +35,11 @@ function refusal(file: string): BatonError {
  */
 const REFERENCE = z
   .object({
-    deployment: z.string().regex(DEPLOYMENT_ID, 'letters, digits, ".", "_" or "-", at most 64').optional(),
+    deployment: z.string().regex(DEPLOYMENT_ID, DEPLOYMENT_ID_RULE).optional(),
     state_dir: z.string().min(1).optional(),
     store: z.string().min(1).optional(),
     seal_key_file: z.string().min(1).optional(),
+    seal: z.literal('none', { error: 'the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file' }).optional(),
     inventory: z.string().min(1).optional(),
     journal_dir: z.string().min(1).optional(),
   })
@@ -55,17 +56,18 @@ function referenceVerdict(raw: unknown): string | undefined {
 }
 
 describe('the config file', () => {
-  it('is read with all six known fields, relative paths resolved beside the file', () => {
+  it('is read with its known fields, relative paths resolved beside the file', () => {
     const file = configFile(
-      'deployment: 0123abcd\nstate_dir: state\nstore: file:///srv/store\nseal_key_file: seal.key\ninventory: mesh.yaml\njournal_dir: journal\n',
+      'deployment: 0123456789abcdef0123456789abcdef\nstate_dir: state\nstore: file:///srv/store\nseal_key_file: seal.key\ninventory: mesh.yaml\njournal_dir: journal\n',
     );
     const config = loadConfig({ config: file }, {}, '/');
     expect(config).toMatchObject({
       source: file,
-      deployment: '0123abcd',
+      deployment: '0123456789abcdef0123456789abcdef',
       stateDir: path.join(temp.dir, 'state'),
       store: 'file:///srv/store',
       sealKeyFile: path.join(temp.dir, 'seal.key'),
+      seal: 'key',
       inventory: path.join(temp.dir, 'mesh.yaml'),
       journalDir: path.join(temp.dir, 'journal'),
     });
@@ -77,19 +79,45 @@ describe('the config file', () => {
   });
 
   it('an unknown field is refused naming the field, the file and the known fields', () => {
-    const file = configFile('deployment: abc\ndeploymnet: abd\n');
+    const file = configFile('deployment: 0123456789abcdef0123456789abcdef\ndeploymnet: abd\n');
     const error = refusal(file);
     expect(error.code).toBe('config');
     expect(error.what).toBe('Unknown config field "deploymnet".');
     expect(error.where).toBe(file);
-    expect(error.next).toContain('deployment, state_dir, store, seal_key_file, inventory, journal_dir');
+    expect(error.next).toContain('deployment, state_dir, store, seal_key_file, seal, inventory, journal_dir');
   });
 
-  it('a deployment id outside the closed alphabet is refused naming the field and the file', () => {
-    const file = configFile('deployment: "../etc"\n');
-    const error = refusal(file);
-    expect(error.what).toBe('Config field "deployment" is invalid: letters, digits, ".", "_" or "-", at most 64.');
-    expect(error.where).toBe(file);
+  it('a deployment id that is not 32 lowercase hex is refused naming the field and the file', () => {
+    for (const id of ['"../etc"', '3f9a0c1e', '0123456789ABCDEF0123456789ABCDEF', '0123456789abcdef0123456789abcdef0']) {
+      const file = configFile(`deployment: ${id}\n`);
+      const error = refusal(file);
+      expect(error.code).toBe('config');
+      expect(error.what).toBe('Config field "deployment" is invalid: 32 lowercase hex characters (0-9, a-f).');
+      expect(error.where).toBe(file);
+    }
+  });
+
+  it('--deployment that is not 32 lowercase hex is a usage error naming the flag', () => {
+    let error: unknown;
+    try {
+      loadConfig({ deployment: '3F9A0C1E' }, {}, temp.dir);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({ code: 'usage', where: 'the --deployment flag' });
+    expect((error as BatonError).what).toContain('32 lowercase hex');
+  });
+
+  it('sealing is stated one way: seal: none or --no-seal, a key file, or neither; never both', () => {
+    expect(loadConfig({ config: configFile('seal: none\n') }, {}, '/').seal).toBe('none');
+    expect(loadConfig({ seal: false }, {}, temp.dir).seal).toBe('none');
+    expect(loadConfig({ sealKeyFile: 'k.key' }, {}, temp.dir)).toMatchObject({ seal: 'key', sealKeyFile: path.join(temp.dir, 'k.key') });
+    expect(loadConfig({}, {}, temp.dir).seal).toBe('unstated');
+    expect(refusal(configFile('seal: off\n')).what).toBe(
+      'Config field "seal" is invalid: the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file.',
+    );
+    const both = configFile('seal: none\nseal_key_file: k.key\n');
+    expect(() => loadConfig({ config: both }, {}, '/')).toThrow(/Sealing is stated twice/);
   });
 
   it('a field that is not a string, or is empty, is refused naming the field', () => {
@@ -115,7 +143,7 @@ describe('the config file', () => {
 
   it('says for any mapping exactly what the zod schema it replaces said', () => {
     const fieldValue = fc.oneof(
-      fc.constantFrom('', 'abc', '0123abcd', 'a b', '../x', '.hidden', 'x'.repeat(64), 'x'.repeat(65)),
+      fc.constantFrom('', 'abc', '0123abcd', '0123456789abcdef0123456789abcdef', '0123456789ABCDEF0123456789ABCDEF', 'none', 'a b', '../x', '.hidden', 'x'.repeat(64), 'x'.repeat(65)),
       fc.string({ maxLength: 8 }),
       fc.integer(),
       fc.double(),
@@ -126,7 +154,7 @@ describe('the config file', () => {
       fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), { maxKeys: 2 }),
     );
     const known = fc.record(
-      { deployment: fieldValue, state_dir: fieldValue, store: fieldValue, seal_key_file: fieldValue, inventory: fieldValue, journal_dir: fieldValue },
+      { deployment: fieldValue, state_dir: fieldValue, store: fieldValue, seal_key_file: fieldValue, seal: fieldValue, inventory: fieldValue, journal_dir: fieldValue },
       { requiredKeys: [] },
     );
     const unknown = fc.dictionary(fc.oneof(fc.constantFrom('deploymnet', 'foo', '__proto__', 'Store', ''), fc.string({ maxLength: 6 })), fieldValue, { maxKeys: 2 });
@@ -159,7 +187,7 @@ describe('the CLI with a bad config file', () => {
   it('exits 2 naming the unknown field and the file, and writes nothing', async () => {
     const state = makeTempDir('baton-config-state-');
     try {
-      const file = configFile(`deployment: abc\nstate_dir: ${state.dir}\nstore: file://${state.dir}/store\nstroe: typo\n`);
+      const file = configFile(`deployment: 0123456789abcdef0123456789abcdef\nstate_dir: ${state.dir}\nstore: file://${state.dir}/store\nstroe: typo\n`);
       const before = snapshotDir(state.dir);
       const run = await runBaton(['--config', file, 'status', '--json'], { cwd: temp.dir });
       expect(run.exitCode).toBe(2);

@@ -25,7 +25,7 @@ afterAll(async () => {
   root?.cleanup();
 });
 
-const host = (name: string) => ['--deployment', 'e2e-s3', '--state-dir', path.join(root.dir, name), '--store', s3.url];
+const host = (name: string) => ['--deployment', 'e2e53e2e53e2e53e2e53e2e53e2e53e2', '--no-seal', '--state-dir', path.join(root.dir, name), '--store', s3.url];
 
 async function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const run = await runBaton(args, { env: S3_TEST_ENV });

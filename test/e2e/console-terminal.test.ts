@@ -4,6 +4,7 @@
  * gates' line editing and refusal reasons.
  */
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -35,11 +36,16 @@ afterEach(async () => {
 });
 afterAll(() => root?.cleanup());
 
+/** Each test has its own deployment: 32 hex characters derived from its name. */
+function deploymentId(name: string): string {
+  return createHash('md5').update(name).digest('hex');
+}
+
 function newHost(deployment: string, store = `store-${deployment}`): { stateDir: string; store: string; args: string[] } {
   const stateDir = path.join(root.dir, `host-${++hostCount}`);
   const dir = path.join(root.dir, store);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return { stateDir, store: dir, args: ['--deployment', deployment, '--state-dir', stateDir, '--store', `file://${dir}`] };
+  return { stateDir, store: dir, args: ['--deployment', deploymentId(deployment), '--no-seal', '--state-dir', stateDir, '--store', `file://${dir}`] };
 }
 
 async function fingerprint(args: string[]): Promise<string> {
@@ -99,14 +105,16 @@ describe('the walk never mints by default', () => {
     await s.keys('Enter');
     let screen = await s.waitFor('not accepted');
     expect(screen.replace(/\s+/g, ' ')).toContain('Type the first 8 characters of the deployment id first.');
-    await typeUntilEchoed(s, 'paymentz', '> paymentz');
+    const prefix = deploymentId('payments-eu').slice(0, 8);
+    const wrong = `${prefix.slice(0, 7)}${prefix[7] === '0' ? '1' : '0'}`;
+    await typeUntilEchoed(s, wrong, `> ${wrong}`);
     await s.keys('Enter');
-    screen = await s.waitFor('"paymentz" is not the first 8');
+    screen = await s.waitFor(`"${wrong}" is not the first 8`);
     expect(existsSync(path.join(host.stateDir, 'ca'))).toBe(false);
     expect(readdirSync(host.store)).toEqual([]);
     await s.keys('C-u');
     await s.waitFor((x) => /^>\s*$/m.test(x), 'the field cleared by Ctrl-U');
-    await typeUntilEchoed(s, 'payments', '> payments');
+    await typeUntilEchoed(s, prefix, `> ${prefix}`);
     await s.keys('Enter');
     await s.waitFor((x) => x.includes('Read again:') && x.includes('in sync'), 'the mint');
     await s.keys('q');

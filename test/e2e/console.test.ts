@@ -3,6 +3,7 @@
  * a directory store and temp state dirs: what an operator sees over SSH, end to end.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -26,10 +27,11 @@ afterEach(async () => {
 });
 afterAll(() => root?.cleanup());
 
-/** A fresh state dir; each test has its own deployment and its own directory store. */
+/** A fresh state dir; each test has its own deployment (32 hex, from its name) and its own directory store. */
 function newHost(deployment: string): { stateDir: string; args: string[] } {
   const stateDir = path.join(root.dir, `host-${++hostCount}`);
-  return { stateDir, args: ['--deployment', deployment, '--state-dir', stateDir, '--store', `file://${path.join(root.dir, `store-${deployment}`)}`] };
+  const id = createHash('md5').update(deployment).digest('hex');
+  return { stateDir, args: ['--deployment', id, '--no-seal', '--state-dir', stateDir, '--store', `file://${path.join(root.dir, `store-${deployment}`)}`] };
 }
 
 async function baton(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {

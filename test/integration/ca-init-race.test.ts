@@ -23,7 +23,7 @@ describe('ca init racing on a fresh deployment', () => {
       const store = `file://${path.join(work, 'store')}`;
       const hosts = ['ctl-a', 'ctl-b'].map((name) => path.join(work, name));
       const runs = await Promise.all(
-        hosts.map((stateDir) => startBaton(['--deployment', DEP, '--state-dir', stateDir, '--store', store, 'ca', 'init'], { env: { NO_COLOR: '1' } })),
+        hosts.map((stateDir) => startBaton(['--deployment', DEP, '--no-seal', '--state-dir', stateDir, '--store', store, 'ca', 'init'], { env: { NO_COLOR: '1' } })),
       );
       for (const run of runs) expect({ race, code: run.exitCode, stderr: run.stderr }).toEqual({ race, code: 0, stderr: '' });
       const held = await Promise.all(hosts.map((stateDir) => readLocalAuthority(stateDir, DEP)));

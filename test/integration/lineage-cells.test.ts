@@ -42,11 +42,11 @@ function world(): World {
     return d;
   };
   const run = (name: string, store: string, args: string[]) =>
-    runBaton(['--deployment', DEP, '--state-dir', path.join(dir, name), '--store', `file://${storeDir(store)}`, ...args], { env: { NO_COLOR: '1' } });
+    runBaton(['--deployment', DEP, '--no-seal', '--state-dir', path.join(dir, name), '--store', `file://${storeDir(store)}`, ...args], { env: { NO_COLOR: '1' } });
   return {
     root: dir,
     storeDir,
-    ctx: (name, store = 'store') => ({ stateDir: path.join(dir, name), deployment: DEP, store: new DirectoryStore(storeDir(store)), clock: systemClock, host: name }),
+    ctx: (name, store = 'store') => ({ stateDir: path.join(dir, name), deployment: DEP, store: new DirectoryStore(storeDir(store)), clock: systemClock, host: name, noSeal: true }),
     sync: (name, ...flags) => run(name, 'store', ['sync', ...flags]),
     status: (name) => run(name, 'store', ['status']),
   };

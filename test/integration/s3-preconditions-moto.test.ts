@@ -59,7 +59,7 @@ function stateDir(name: string): string {
 }
 
 function host(store: S3Store, name: string, extra: Partial<ShareContext> = {}): ShareContext {
-  return { stateDir: stateDir(name), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra };
+  return { stateDir: stateDir(name), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra, noSeal: extra.noSeal ?? true };
 }
 
 /** Two hosts that both rotated away from the same published authority: both ahead of it. */

@@ -52,7 +52,7 @@ async function world(): Promise<World> {
     url,
     dir: (name) => path.join(tmp.dir, `${prefix}-${name}`),
     baton: (stateDir, args, extra = []) =>
-      runBaton([...extra, '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...args], { env: moto.env }),
+      runBaton([...extra, '--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, ...args], { env: moto.env }),
   };
 }
 
@@ -134,11 +134,11 @@ describe('a way out of an unusable document', () => {
     const w = await world();
     const stateDir = w.dir('a');
     expect((await w.baton(stateDir, ['sync'])).exitCode).toBe(0);
-    const other = await runBaton(['--deployment', '12341234123412341234123412341234', '--state-dir', w.dir('other'), '--store', w.url, 'sync'], { env: moto.env });
+    const other = await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other'), '--store', w.url, 'sync'], { env: moto.env });
     expect(other.exitCode, other.all).toBe(3);
     // Plant another fleet's document the way a misconfigured controller would have.
     await moto.deleteObject(w.bucket, w.key);
-    expect((await runBaton(['--deployment', '12341234123412341234123412341234', '--state-dir', w.dir('other2'), '--store', w.url, 'sync'], { env: moto.env })).exitCode).toBe(0);
+    expect((await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other2'), '--store', w.url, 'sync'], { env: moto.env })).exitCode).toBe(0);
     const foreignEtag = await objectOf(w);
     const foreign = await w.baton(stateDir, ['sync', '--replace-unreadable', '--yes']);
     expect(foreign.exitCode, foreign.all).toBe(3);
@@ -199,7 +199,7 @@ describe('status and sync agree, and say what is true', () => {
       expect(status.exitCode, status.all).toBe(1);
       expect(status.all).not.toContain('first controller');
       expect(status.all).toContain(endpoint);
-      const sync = await runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, 'sync'], { env: moto.env });
+      const sync = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, 'sync'], { env: moto.env });
       expect(sync.exitCode, sync.all).toBe(1);
       expect(sync.stderr).toContain('path_style');
       expect(existsSync(stateDir)).toBe(false);

@@ -70,6 +70,7 @@ describe('the first-controller race on the directory store', () => {
       store,
       clock: systemClock,
       host: name,
+      noSeal: true,
     }));
     const outcomes = await Promise.all(hosts.map((ctx) => firstController(ctx)));
     expect(outcomes.map((o) => o.kind)).toEqual(['first-controller', 'first-controller']);
@@ -84,9 +85,9 @@ describe('the first-controller race on the directory store', () => {
     assertBuilt();
     for (const round of [1, 2]) {
       const root = tempDir();
-      const deployment = `race-cli-${round}`;
+      const deployment = `${round.toString(16).padStart(2, '0')}${'ace'.repeat(10)}`;
       const store = `file://${path.join(root, 'store')}`;
-      const sync = (name: string) => runBaton(['--deployment', deployment, '--state-dir', path.join(root, name), '--store', store, 'sync']);
+      const sync = (name: string) => runBaton(['--deployment', deployment, '--no-seal', '--state-dir', path.join(root, name), '--store', store, 'sync']);
       const [a, b] = await Promise.all([sync('ctl-a'), sync('ctl-b')]);
       expect(a.exitCode, a.all).toBe(0);
       expect(b.exitCode, b.all).toBe(0);
@@ -102,7 +103,7 @@ describe('the first-controller race on the directory store', () => {
 describe('a replace on the directory store', () => {
   it('a publish whose ETag went stale (another controller published after this one read) is store-changed and overwrites nothing', async () => {
     const root = tempDir();
-    const deployment = 'stale-etag';
+    const deployment = '57a1e07a57a1e07a57a1e07a57a1e07a';
     const inner = new DirectoryStore(path.join(root, 'store'));
     const theirs = new TextEncoder().encode('{"published":"by another controller"}\n');
     let interleave = false;
@@ -118,7 +119,7 @@ describe('a replace on the directory store', () => {
         return inner.put(body, precondition);
       },
     };
-    const ctx: ShareContext = { stateDir: path.join(root, 'ctl-a'), deployment, store, clock: systemClock, host: 'ctl-a' };
+    const ctx: ShareContext = { stateDir: path.join(root, 'ctl-a'), deployment, store, clock: systemClock, host: 'ctl-a', noSeal: true };
     await firstController(ctx);
     await rotateAuthority(ctx.stateDir, deployment);
     interleave = true;
@@ -138,7 +139,7 @@ describe('the authority lock', () => {
     const store = `file://${path.join(root, 'store')}`;
     const run = await withAuthorityLock(stateDir, async () => {
       const before = snapshotDir(stateDir);
-      const result = await runBaton(['--deployment', 'busy', '--state-dir', stateDir, '--store', store, 'sync']);
+      const result = await runBaton(['--deployment', 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0', '--no-seal', '--state-dir', stateDir, '--store', store, 'sync']);
       expect(snapshotDir(stateDir)).toEqual(before);
       return result;
     });
@@ -152,15 +153,15 @@ describe('the next step `baton sync` prints', () => {
   it('carries the global flags given AFTER `sync`, so the pasted `sync --force` acts on the same host and store', async () => {
     assertBuilt();
     const root = tempDir();
-    const deployment = 'next-step';
+    const deployment = '4e475e4e475e4e475e4e475e4e475e4e';
     const store = `file://${path.join(root, 'store')}`;
     const stateDir = path.join(root, 'ctl-b');
-    const first = await runBaton(['--deployment', deployment, '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync']);
+    const first = await runBaton(['--deployment', deployment, '--no-seal', '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync']);
     expect(first.exitCode, first.all).toBe(0);
     const init = await runBaton(['--deployment', deployment, '--state-dir', stateDir, 'ca', 'init']);
     expect(init.exitCode, init.all).toBe(0);
     const before = snapshotDir(stateDir);
-    const run = await runBaton(['sync', '--deployment', deployment, '--state-dir', stateDir, '--store', store]);
+    const run = await runBaton(['sync', '--deployment', deployment, '--no-seal', '--state-dir', stateDir, '--store', store]);
     expect(run.exitCode, run.all).toBe(3);
     expect(run.stderr).toContain(`\`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force\``);
     expect(snapshotDir(stateDir)).toEqual(before);

@@ -51,7 +51,7 @@ afterAll(async () => {
 });
 
 function baton(stateDir: string, ...args: string[]): Promise<BatonRun> {
-  return runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', s3.url, ...args], {
+  return runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', s3.url, ...args], {
     env: { ...S3_TEST_ENV },
   });
 }

@@ -24,7 +24,7 @@ beforeAll(() => requireOpenssl());
 let n = 0;
 async function context(storeDir: string, name: string): Promise<ShareContext> {
   const stateDir = path.join(temp.dir, `${name}-${n++}`);
-  return { stateDir, deployment: DEP, store: await openStore(`file://${storeDir}`), clock: fixedClock(new Date()), host: name };
+  return { stateDir, deployment: DEP, store: await openStore(`file://${storeDir}`), clock: fixedClock(new Date()), host: name, noSeal: true };
 }
 
 /** A successor of `old` as billet's rotate mints it: SEC1 key, OU billet-replaces:<old>. */

@@ -17,7 +17,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton } from '../helpers/run-baton.js';
 import type { ShareJob } from './scripts/share-child.js';
 
-const DEPLOYMENT = 'crash0crash0crash0crash0crash0ab';
+const DEPLOYMENT = 'c4a500c4a500c4a500c4a500c4a500ab';
 
 let tmp: { dir: string; cleanup: () => void };
 let bundle: Bundle;
@@ -49,7 +49,7 @@ async function divergedHost(name: string): Promise<{ host: string; store: string
   mkdirSync(store, { recursive: true });
   mkdirSync(ownStore, { recursive: true });
   const sync = (stateDir: string, storeDir: string) =>
-    runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${storeDir}`, 'sync']);
+    runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`, 'sync']);
   expect((await sync(path.join(dir, 'other'), store)).exitCode).toBe(0);
   const host = path.join(dir, 'host');
   expect((await sync(host, ownStore)).exitCode).toBe(0);
@@ -109,7 +109,7 @@ describe('SIGKILL during a forced replace, then the CLI again', () => {
     expect(existsSync(markerAside) !== existsSync(markerHome)).toBe(true);
     expect(snapshotDir(existsSync(markerAside) ? markerAside : markerHome)).toEqual(originalMarker);
 
-    const again = await runBaton(['--deployment', DEPLOYMENT, '--state-dir', host, '--store', `file://${store}`, 'sync']);
+    const again = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', host, '--store', `file://${store}`, 'sync']);
     // The kernel released the dead holder's flock.
     expect(again.exitCode, again.all).not.toBe(5);
     if (rerun === 'completes') {

@@ -224,7 +224,7 @@ describe('adopt under random mutation', () => {
         const store = new MemoryStore({ document: body });
         let outcome;
         try {
-          outcome = await adopt({ stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: 'property' });
+          outcome = await adopt({ stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: 'property', noSeal: true });
         } catch (error) {
           if (!isBatonError(error)) throw new Error(`adopt threw a non-BatonError: ${String(error)}`, { cause: error });
           // Refused: nothing of the authority is on disk (the lock file is the only thing adopt may create).

@@ -19,7 +19,7 @@ import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 
 const unavailable = sshdUnavailable();
-const DEPLOYMENT = 'oversshoversshoversshoverssh0001';
+const DEPLOYMENT = '0be55be50be55be50be55be50be55b01';
 
 describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
   let sshd: Sshd;
@@ -43,7 +43,7 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     console.log(`over-ssh figures: ${JSON.stringify(figures)}`);
   });
 
-  const args = (stateDir: string, store: string) => ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${store}`];
+  const args = (stateDir: string, store: string) => ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${store}`];
 
   /** Controller a published; b is fresh (or, with `diverge`, holds an unrelated authority). */
   async function controllers(name: string, diverge = false) {

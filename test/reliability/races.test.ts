@@ -23,7 +23,7 @@ import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 import type { ShareAnswer, ShareJob } from './scripts/share-child.js';
 
-const DEPLOYMENT = 'race0race0race0race0race0race0ab';
+const DEPLOYMENT = '4ace04ace04ace04ace04ace04ace0ab';
 const TRIALS = 200;
 const CLI_TRIALS = 20;
 
@@ -145,7 +145,7 @@ describe('two controllers of a fresh deployment syncing at the same instant', ()
       const storeDir = path.join(dir, 'store');
       mkdirSync(storeDir, { recursive: true, mode: 0o700 });
       const sync = (host: string) =>
-        runBaton(['--deployment', DEPLOYMENT, '--state-dir', path.join(dir, host), '--store', `file://${storeDir}`, 'sync']);
+        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', path.join(dir, host), '--store', `file://${storeDir}`, 'sync']);
       const [ra, rb] = await Promise.all([sync('a'), sync('b')]);
       const context = `cli trial ${trial}:\n${ra.all}\n${rb.all}`;
       expect([ra.exitCode, rb.exitCode], context).toEqual([0, 0]);
@@ -181,14 +181,14 @@ describe('two `sync --force --yes` at once on one host', () => {
       const url = (endpoint: string) => `s3://baton-races/${prefix}?endpoint=${endpoint}&path_style=true`;
       const dir = path.join(tmp.dir, prefix);
       const baton = (stateDir: string, args: string[], endpoint = s3.endpoint) =>
-        runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url(endpoint), ...args], { env: S3_TEST_ENV });
+        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(endpoint), ...args], { env: S3_TEST_ENV });
       // The published authority comes from controller "other"; this host minted its own.
       const other = path.join(dir, 'other');
       const host = path.join(dir, 'host');
       expect((await baton(other, ['sync'])).exitCode).toBe(0);
       const ownStore = path.join(dir, 'own-store');
       mkdirSync(ownStore, { recursive: true });
-      const own = await runBaton(['--deployment', DEPLOYMENT, '--state-dir', host, '--store', `file://${ownStore}`, 'sync']);
+      const own = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', host, '--store', `file://${ownStore}`, 'sync']);
       expect(own.exitCode, own.all).toBe(0);
       const originalCa = snapshotDir(path.join(host, 'ca'));
       const published = await heldBy(other);
@@ -255,7 +255,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     mkdirSync(store, { recursive: true });
     mkdirSync(elsewhere, { recursive: true });
     const host = path.join(dir, 'host');
-    const args = (storeDir: string, stateDir = host) => ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${storeDir}`];
+    const args = (storeDir: string, stateDir = host) => ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`];
     expect((await runBaton([...args(store, path.join(dir, 'other')), 'sync'])).exitCode).toBe(0);
     expect((await runBaton([...args(elsewhere), 'sync'])).exitCode).toBe(0);
     const local = (await heldBy(host))!;

@@ -54,7 +54,7 @@ async function world() {
   const baton = async (stateDir: string, args: string[], via: 'proxy' | 'direct' = 'proxy'): Promise<BatonRun> => {
     figures.commands += 1;
     return runBaton(
-      ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url(via === 'proxy' ? proxy.url : s3.endpoint), ...args],
+      ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(via === 'proxy' ? proxy.url : s3.endpoint), ...args],
       { env: S3_TEST_ENV, timeoutMs: 120_000 },
     );
   };

@@ -97,7 +97,7 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
     );
     const journalDir = path.join(base, 'journal');
     const config = path.join(base, 'baton.yaml');
-    writeFileSync(config, `deployment: secrets0secrets0secrets0secrets0\nstate_dir: ${base}/state\njournal_dir: ${journalDir}\ninventory: ${inventory}\n`);
+    writeFileSync(config, `deployment: 5ec4e7505ec4e7505ec4e7505ec4e750\nseal: none\nstate_dir: ${base}/state\njournal_dir: ${journalDir}\ninventory: ${inventory}\n`);
     // Every ssh the CLI spawns goes through this wrapper first and is recorded.
     const wrapperDir = path.join(base, 'bin');
     const sshLog = path.join(base, 'ssh-spawns.log');

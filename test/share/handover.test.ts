@@ -27,7 +27,7 @@ async function host(store: MemoryStore, name: string, sealKey?: Uint8Array): Pro
   cleanups.push(cleanup);
   const stateDir = path.join(dir, 'state');
   await withAuthorityLock(stateDir, async () => undefined);
-  return { stateDir, deployment: DEP, store, clock: fixedClock(), host: name, ...(sealKey ? { sealKey } : {}) };
+  return { stateDir, deployment: DEP, store, clock: fixedClock(), host: name, noSeal: true, ...(sealKey ? { sealKey } : {}) };
 }
 
 /** a published, b adopted, a rotated and published (sealed with `key`): b is left behind. */

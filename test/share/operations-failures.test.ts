@@ -42,7 +42,7 @@ async function host(store: InstanceType<typeof MemoryStore>, name: string) {
   cleanups.push(cleanup);
   const stateDir = path.join(dir, 'state');
   await withAuthorityLock(stateDir, async () => undefined);
-  return { stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: name };
+  return { stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: name, noSeal: true };
 }
 
 describe('an install that fails part-way', () => {

@@ -43,7 +43,7 @@ async function host(store: MemoryStore, name: string): Promise<ShareContext> {
   cleanups.push(cleanup);
   const stateDir = path.join(dir, 'state');
   await withAuthorityLock(stateDir, async () => undefined);
-  return { stateDir, deployment: DEPLOYMENT, store, clock: steppingClock(), host: name };
+  return { stateDir, deployment: DEPLOYMENT, store, clock: steppingClock(), host: name, noSeal: true };
 }
 
 async function local(ctx: ShareContext): Promise<LocalAuthority> {

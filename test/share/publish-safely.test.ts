@@ -26,7 +26,7 @@ afterEach(() => {
 function host(store: MemoryStore, name: string, extra: Partial<ShareContext> = {}): ShareContext {
   const { dir, cleanup } = makeTempDir(`baton-safe-${name}-`);
   cleanups.push(cleanup);
-  return { stateDir: path.join(dir, 'state'), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra };
+  return { stateDir: path.join(dir, 'state'), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra, noSeal: extra.noSeal ?? true };
 }
 
 describe('replace-unreadable', () => {

@@ -21,7 +21,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
 
   it('reports s3rver as NOT enforcing conditional writes, says why it matters, exits 3 and records it for status', async () => {
     const stateDir = path.join(temp.dir, 'state-s3');
-    const run = await runBaton(['--store', s3.url, '--state-dir', stateDir, '--deployment', 'dep-s3', 'store', 'check'], { env: S3_TEST_ENV });
+    const run = await runBaton(['--store', s3.url, '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check'], { env: S3_TEST_ENV });
     expect(run.exitCode, run.all).toBe(3);
     expect(run.stdout).toContain('conditional writes are NOT enforced');
     expect(run.stdout).toContain('could overwrite each other');
@@ -40,7 +40,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
   it('reports the directory store as enforcing, exits 0, and leaves no probe behind', async () => {
     const stateDir = path.join(temp.dir, 'state-dir');
     const storeDir = path.join(temp.dir, 'dir-store');
-    const run = await runBaton(['--store', `file://${storeDir}`, '--state-dir', stateDir, '--deployment', 'dep-dir', 'store', 'check']);
+    const run = await runBaton(['--store', `file://${storeDir}`, '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check']);
     expect(run.exitCode, run.all).toBe(0);
     expect(run.stdout).toContain('conditional writes are enforced');
     expect(JSON.parse(readFileSync(path.join(stateDir, 'store-check.json'), 'utf8'))).toMatchObject({ store: `file://${storeDir}`, enforced: true });
@@ -49,14 +49,14 @@ describe('baton store check and baton key generate (the built CLI)', () => {
 
   it('does not load the AWS SDK for a directory store, and does for an s3:// store', async () => {
     const stateDir = path.join(temp.dir, 'state-lazy');
-    const dirRun = await runBaton(['--store', `file://${path.join(temp.dir, 'lazy-store')}`, '--state-dir', stateDir, '--deployment', 'd', 'store', 'check'], {
+    const dirRun = await runBaton(['--store', `file://${path.join(temp.dir, 'lazy-store')}`, '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check'], {
       nodeArgs: ['--import', REGISTER],
     });
     expect(dirRun.exitCode, dirRun.all).toBe(0);
     // The trace must see the app at all, or "not loaded" would pass vacuously.
     expect(packagesLoaded(traceFromLog(dirRun.stderr))).toContain('commander');
     expect(packagesLoaded(traceFromLog(dirRun.stderr))).not.toContain('@aws-sdk/client-s3');
-    const s3Run = await runBaton(['--store', s3.url, '--state-dir', stateDir, '--deployment', 'd', 'store', 'check'], {
+    const s3Run = await runBaton(['--store', s3.url, '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check'], {
       nodeArgs: ['--import', REGISTER],
       env: S3_TEST_ENV,
     });
@@ -66,7 +66,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
 
   it('refuses an unknown store scheme with exit 2, naming the URL, and writes nothing', async () => {
     const stateDir = path.join(temp.dir, 'state-bad');
-    const run = await runBaton(['--store', 'ftp://host/x', '--state-dir', stateDir, '--deployment', 'dep', 'store', 'check']);
+    const run = await runBaton(['--store', 'ftp://host/x', '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check']);
     expect(run.exitCode, run.all).toBe(2);
     expect(run.stderr).toContain('ftp://host/x');
     expect(run.stderr).toContain('s3://bucket/prefix');
@@ -76,7 +76,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
   it('fails with exit 1 naming the bucket and endpoint when the S3 endpoint is down, and records nothing', async () => {
     const stateDir = path.join(temp.dir, 'state-down');
     const url = 's3://baton-sandbox/p?region=us-east-1&endpoint=http://127.0.0.1:9&path_style=true';
-    const run = await runBaton(['--store', url, '--state-dir', stateDir, '--deployment', 'dep', 'store', 'check'], { env: S3_TEST_ENV });
+    const run = await runBaton(['--store', url, '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check'], { env: S3_TEST_ENV });
     expect(run.exitCode, run.all).toBe(1);
     expect(run.stderr).toContain('s3://baton-sandbox/p/');
     expect(run.stderr).toContain('http://127.0.0.1:9');

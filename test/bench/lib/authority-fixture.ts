@@ -27,7 +27,7 @@ export async function publishAuthority(ctx: BenchContext, storeUrl: string | und
   const root = ctx.tempDir('authority');
   const stateDir = path.join(root, 'state');
   const url = storeUrl ?? `file://${path.join(root, 'store')}`;
-  const flags = ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url];
+  const flags = ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url];
   const baton = async (...args: string[]) => {
     try {
       return (await run(process.execPath, [BIN, ...flags, ...args], { cwd: root, env: childEnv(env), encoding: 'utf8' })).stdout;

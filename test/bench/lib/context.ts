@@ -13,7 +13,7 @@ export const REPO = path.resolve(new URL('../../..', import.meta.url).pathname);
  * build instead — a candidate change built in a copy of the tree, against the same baselines.
  */
 export const BIN = process.env.BATON_BENCH_BIN ?? path.join(REPO, 'bin', 'baton.js');
-export const DEPLOYMENT = 'benchbenchbenchbenchbenchbench00';
+export const DEPLOYMENT = 'be4c4be4c4be4c4be4c4be4c4be4c400';
 
 export interface BenchContext {
   /** Repeated runs for process figures (≥ 10 for start-up). */

@@ -32,6 +32,7 @@ async function run(job: ShareJob): Promise<unknown> {
     store: await openStore(job.store),
     clock: systemClock,
     host: `${os.hostname()}-${process.pid}`,
+    noSeal: true,
   };
   const { verdict } = await look(ctx);
   if (job.op === 'force') {
