@@ -98,6 +98,8 @@ export type StoreFailureReason =
   | 'not-s3'
   /** Access denied (403, bad key, bad signature, expired token). */
   | 'denied'
+  /** The store refused the request's time: this host's clock is off (RequestTimeTooSkewed). */
+  | 'clock-skew'
   /** No credentials were found. */
   | 'no-credentials'
   /** No region is set. */

@@ -51,6 +51,7 @@ export class S3Store implements Store {
   readonly location: string;
   readonly #client: S3Client;
   readonly #maxAttempts: number;
+  #regionChecked: Promise<void> | undefined;
 
   constructor(
     readonly spec: S3StoreSpec,
@@ -105,7 +106,7 @@ export class S3Store implements Store {
     const where = this.#where(key);
     let versions: { VersionId?: string | undefined; Key?: string | undefined }[] | undefined;
     try {
-      const listed = await this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key }));
+      const listed = await this.#send(() => this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key })));
       versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter((v) => v.Key === key && v.VersionId);
     } catch {
       // A store without the versions API (some emulators) keeps no versions: a plain delete is whole.
@@ -113,14 +114,29 @@ export class S3Store implements Store {
     }
     try {
       for (const version of versions ?? []) {
-        await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! }));
+        await this.#send(() => this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! })));
       }
       // Unversioned buckets list their object with VersionId "null" (deleted above) or not at
       // all; a plain delete then is harmless, and whole where nothing was listed.
-      if (!versions || versions.length === 0) await this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key }));
+      if (!versions || versions.length === 0) await this.#send(() => this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key })));
     } catch (error) {
       throw classifyS3Error(error, where, 'delete', this.spec);
     }
+  }
+
+  /**
+   * Every request goes through here: the region is resolved first, once, so a missing region
+   * is known by where it failed rather than by the SDK's words for it.
+   */
+  async #send<T>(request: () => Promise<T>): Promise<T> {
+    this.#regionChecked ??= this.#client.config.region().then(
+      () => undefined,
+      (error: unknown) => {
+        throw new RegionMissing(error);
+      },
+    );
+    await this.#regionChecked;
+    return request();
   }
 
   /** Ends the client's sockets (tests and the drill; the CLI simply exits). */
@@ -154,7 +170,7 @@ export class S3Store implements Store {
     const where = this.#where(key);
     let response;
     try {
-      response = await this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key }));
+      response = await this.#send(() => this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key })));
     } catch (error) {
       // "ABSENT" MEANS S3 SAID ABSENT: only NoSuchKey (S3's own error, parsed from its XML).
       // A 404 from anything else — a web server at the wrong endpoint, a virtual-host name
@@ -218,10 +234,10 @@ export class S3Store implements Store {
       ...(this.spec.kmsKeyId ? { SSEKMSKeyId: this.spec.kmsKeyId } : {}),
     };
     try {
-      const response = await this.#client.send(new PutObjectCommand(input));
+      const response = await this.#send(() => this.#client.send(new PutObjectCommand(input)));
       return { etag: response.ETag ?? '' };
     } catch (error) {
-      const { status, name } = statusOf(error);
+      const { status, name } = fieldsOf(error);
       if (precondition && (status === 412 || name === 'PreconditionFailed')) {
         throw storeChangedError(where, precondition.kind === 'create-only' ? 'published-meanwhile' : 'replaced', error);
       }
@@ -249,21 +265,68 @@ class ShortBody extends Error {
 }
 
 function isNoSuchKey(error: unknown): boolean {
-  const { name, code } = statusOf(error);
+  const { name, code } = fieldsOf(error);
   return name === 'NoSuchKey' || code === 'NoSuchKey';
 }
 
-function statusOf(error: unknown): { status: number | undefined; name: string; code: string | undefined } {
-  const e = error as { $metadata?: { httpStatusCode?: number }; name?: string; Code?: string; code?: string };
-  return { status: e?.$metadata?.httpStatusCode, name: e?.name ?? '', code: e?.Code ?? e?.code };
+/** The fields an SDK or Node error is classified by: never the words of its message. */
+interface ErrorFields {
+  /** HTTP status from `$metadata`, when the store answered at all. */
+  readonly status: number | undefined;
+  /** The SDK's error name (S3's error code for a service error, e.g. AccessDenied). */
+  readonly name: string;
+  /** S3's `Code`, or Node's `code` (ECONNREFUSED…), or the same on the error's cause. */
+  readonly code: string | undefined;
+  readonly causeCode: string | undefined;
+  /** The store's Date header, when it answered: the clock this host is compared with. */
+  readonly serverDate: Date | undefined;
 }
+
+function fieldsOf(error: unknown): ErrorFields {
+  const e = error as {
+    $metadata?: { httpStatusCode?: number };
+    $response?: { headers?: Record<string, string | undefined> };
+    name?: string;
+    Code?: string;
+    code?: string;
+    cause?: { code?: string };
+  };
+  const date = e?.$response?.headers?.date ?? e?.$response?.headers?.Date;
+  const serverDate = date ? new Date(date) : undefined;
+  return {
+    status: e?.$metadata?.httpStatusCode,
+    name: e?.name ?? '',
+    code: e?.Code ?? e?.code,
+    causeCode: e?.cause?.code,
+    serverDate: serverDate && !Number.isNaN(serverDate.getTime()) ? serverDate : undefined,
+  };
+}
+
+/** S3 signs each request with the time; past 15 minutes apart it refuses, whatever the credentials. */
+const SKEW_LIMIT_MS = 15 * 60_000;
+const CLOCK_SKEW_NAMES = new Set(['RequestTimeTooSkewed', 'RequestExpired', 'RequestInTheFuture', 'InvalidSignatureException']);
+const DENIED_NAMES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken']);
+const WRONG_REGION_NAMES = new Set(['PermanentRedirect', 'AuthorizationHeaderMalformed', 'IllegalLocationConstraintException']);
+const THROTTLED_NAMES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'TooManyRequestsException', 'RequestLimitExceeded']);
+/** TLS spoken to a plain-HTTP port: OpenSSL's codes as Node reports them. */
+const PLAIN_HTTP_CODES = new Set(['EPROTO', 'ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST']);
+/**
+ * A connection closed mid-answer. The SDK's HTTP handler renames these errors TimeoutError
+ * but keeps Node's code, so they are checked before the timeout.
+ */
+const CUT_SHORT_CODES = new Set(['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ECONNABORTED']);
+const UNRESOLVED_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN']);
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN']);
 
 /**
  * Every failure other than "nothing published" and a failed precondition, in words that say
- * what to check.
+ * what to check. Classified by the error's fields (HTTP status, SDK error name, S3's code,
+ * Node's code): a message is for people and changes between versions.
  */
-function classifyS3Error(error: unknown, where: string, operation: Operation, spec?: S3StoreSpec): BatonError {
-  const { status, name, code } = statusOf(error);
+export function classifyS3Error(error: unknown, where: string, operation: Operation, spec?: S3StoreSpec, now: () => Date = () => new Date()): BatonError {
+  const { status, name, code, causeCode, serverDate } = fieldsOf(error);
+  const codes = [code, causeCode].filter((c): c is string => c !== undefined);
+  const hasCode = (set: ReadonlySet<string>) => codes.some((c) => set.has(c));
   const message = error instanceof Error ? error.message : String(error);
   const changed = operation === 'read' ? 'Nothing was changed.' : 'Nothing was written.';
   // Virtual-host addressing puts the bucket in the host name (bucket.endpoint): most S3
@@ -276,9 +339,11 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
   const fail = (reason: StoreFailureReason, what: string, next: string) =>
     new BatonError('failed', { what, where, next: next + pathStyleHint, changed, reason, cause: error });
   const verb = { read: 'read', write: 'write', delete: 'delete' }[operation];
-  const net0 = `${code ?? ''} ${(error as { cause?: { code?: string } })?.cause?.code ?? ''} ${message}`;
 
-  if (/EPROTO|wrong version number|WRONG_VERSION_NUMBER|packet length too long/i.test(net0)) {
+  if (error instanceof RegionMissing) {
+    return fail('no-region', 'No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
+  }
+  if (hasCode(PLAIN_HTTP_CODES)) {
     return fail(
       'plain-http',
       `The endpoint ${spec?.endpoint ?? ''} answered in plain HTTP, but the store URL asks for TLS (https://).`.replace('  ', ' '),
@@ -292,57 +357,68 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
       'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) is the S3 API and not a web page, and whether the store needs path_style=true.',
     );
   }
-
   if (name === 'NoSuchBucket') {
     return fail('no-bucket', 'The bucket does not exist.', 'Check the bucket name in the store URL, and the region/endpoint it lives at.');
   }
-  if (status === 301 || name === 'PermanentRedirect' || name === 'AuthorizationHeaderMalformed' || name === 'IllegalLocationConstraintException') {
+  if (status === 301 || WRONG_REGION_NAMES.has(name)) {
     return fail(
       'wrong-region',
       'The bucket is in a different region than the one baton asked.',
       'Set the bucket\'s region with ?region= in the store URL or AWS_REGION.',
     );
   }
-  if (status === 403 || name === 'AccessDenied' || name === 'InvalidAccessKeyId' || name === 'SignatureDoesNotMatch' || name === 'ExpiredToken') {
+  // Before "denied": a skewed clock is refused with 403 too, and no credential fixes it.
+  const skewMs = serverDate ? Math.abs(now().getTime() - serverDate.getTime()) : undefined;
+  if (CLOCK_SKEW_NAMES.has(name) || (status === 403 && skewMs !== undefined && skewMs > SKEW_LIMIT_MS)) {
+    const by = skewMs !== undefined ? ` by about ${Math.round(skewMs / 60_000)} minutes` : '';
+    return fail(
+      'clock-skew',
+      `The store refused the request because this host's clock differs from the store's${by} (clock skew, ${name || status}).`,
+      'Fix this host\'s clock (enable NTP: timedatectl set-ntp true, or chronyc makestep), then try again. Credentials are not the problem.',
+    );
+  }
+  if (status === 403 || DENIED_NAMES.has(name)) {
     return fail(
       'denied',
       `Access was denied (${name || status}) when trying to ${verb} the published document.`,
       'Check the credentials baton runs with (AWS_PROFILE, instance role), the bucket policy, and with sse=aws:kms the KMS key policy.',
     );
   }
-  if (status === 503 || status === 429 || name === 'SlowDown' || name === 'Throttling' || name === 'ThrottlingException' || name === 'TooManyRequestsException') {
+  if (status === 503 || status === 429 || THROTTLED_NAMES.has(name)) {
     return fail('throttled', 'The store is throttling requests (SlowDown) and the retries ran out.', 'Wait a moment and try again.');
   }
-  if (name === 'CredentialsProviderError' || /Could not load credentials/i.test(message)) {
+  if (name === 'CredentialsProviderError') {
     return fail('no-credentials', 'No AWS credentials were found.', 'Set AWS_PROFILE, or run on a host with an instance role.');
   }
-  if (/Region is missing/i.test(message)) {
-    return fail('no-region', 'No AWS region is set.', 'Add ?region= to the store URL, or set AWS_REGION.');
-  }
-  const net = (code ?? '') + ' ' + ((error as { cause?: { code?: string } })?.cause?.code ?? '') + ' ' + ((error as { code?: string })?.code ?? '');
-  // Before the timeout check: the HTTP handler reports a reset as a TimeoutError "socket hang up".
-  if (/ECONNRESET|EPIPE/.test(net) || /socket hang up|aborted|premature close/i.test(message)) {
+  if (hasCode(CUT_SHORT_CODES)) {
     return fail(
       'cut-short',
       'The connection to the store was closed before the whole answer arrived, and the retries ran out.',
       'Check the network path to the store (proxy, load balancer, firewall) and try again.',
     );
   }
-  if (name === 'TimeoutError' || name === 'RequestTimeout' || /ETIMEDOUT|ESOCKETTIMEDOUT|timed out|timeout/i.test(`${net} ${message}`)) {
+  if (name === 'TimeoutError' || name === 'RequestTimeout' || hasCode(new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT']))) {
     return fail('timed-out', 'The store did not answer in time.', 'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).');
   }
-  if (/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH/.test(`${net} ${message}`)) {
-    const which = /ENOTFOUND|EAI_AGAIN/.test(`${net} ${message}`) ? 'could not be resolved' : 'refused the connection or could not be reached';
+  if (hasCode(UNRESOLVED_CODES) || hasCode(UNREACHABLE_CODES)) {
+    const which = hasCode(UNRESOLVED_CODES) ? 'could not be resolved' : 'refused the connection or could not be reached';
     return fail('unreachable', `The store's endpoint ${which}.`, 'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.');
   }
   if (status !== undefined && status >= 500) {
     return fail('server-error', `The store failed with HTTP ${status} (${name}).`, 'Try again; if it persists, check the store\'s health.');
   }
   return fail(
-      'other',
-    `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}: ${message}).`,
+    'other',
+    `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}${codes.length ? `, ${codes.join('/')}` : ''}: ${message}).`,
     'Check the store URL, credentials and region.',
   );
+}
+
+/** The SDK could not resolve a region: raised by the adapter itself, before any request. */
+class RegionMissing extends Error {
+  constructor(override readonly cause: unknown) {
+    super('no region');
+  }
 }
 
 function hostOf(endpoint: string): string {

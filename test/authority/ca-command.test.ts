@@ -35,7 +35,7 @@ function batonWith(globals: string[], stateDir: string, ...args: string[]): Prom
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [bin, '--deployment', DEP, '--no-seal', '--state-dir', stateDir, ...globals, ...args],
+      [bin, '--deployment', DEP, '--state-dir', stateDir, ...globals, ...args],
       { cwd, env: { PATH: process.env.PATH, HOME: cwd, XDG_CONFIG_HOME: cwd, NO_COLOR: '1' } },
       (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -236,7 +236,7 @@ describe('baton ca', () => {
     const work = path.dirname(await emptyStateDir());
     const stateDir = path.join(work, 'first-controller');
     const storeDir = path.join(work, 'empty-store');
-    const run = await batonWith(['--store', `file://${storeDir}`], stateDir, 'ca', 'init');
+    const run = await batonWith(['--store', `file://${storeDir}`, '--no-seal'], stateDir, 'ca', 'init');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`);

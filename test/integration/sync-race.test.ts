@@ -161,7 +161,7 @@ describe('the next step `baton sync` prints', () => {
     const init = await runBaton(['--deployment', deployment, '--state-dir', stateDir, 'ca', 'init']);
     expect(init.exitCode, init.all).toBe(0);
     const before = snapshotDir(stateDir);
-    const run = await runBaton(['sync', '--deployment', deployment, '--no-seal', '--state-dir', stateDir, '--store', store]);
+    const run = await runBaton(['sync', '--deployment', deployment, '--state-dir', stateDir, '--store', store]);
     expect(run.exitCode, run.all).toBe(3);
     expect(run.stderr).toContain(`\`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force\``);
     expect(snapshotDir(stateDir)).toEqual(before);

@@ -124,14 +124,20 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   let server: http.Server;
   let endpoint: string;
   const requests: Recorded[] = [];
-  let answer: { status: number; code: string } = { status: 200, code: '' };
+  let answer: { status: number; code: string; message?: string } = { status: 200, code: '' };
   let cutBodies = 0;
+  /** Requests held without an answer (a stalled store) until the client gives up. */
+  let stallNext = 0;
 
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
         requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+        if (stallNext > 0) {
+          stallNext--;
+          return;
+        }
         if (answer.status === 200 && req.method === 'GET' && cutBodies > 0) {
           cutBodies--;
           // Promise 100 bytes, send 10, close: a body cut short after the headers.
@@ -152,7 +158,7 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
         }
         res
           .writeHead(answer.status, { 'Content-Type': 'application/xml' })
-          .end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>m</Message><RequestId>r</RequestId></Error>`);
+          .end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>${answer.message ?? 'm'}</Message><RequestId>r</RequestId></Error>`);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -280,6 +286,65 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     expect(error).toMatchObject({ code: 'failed', reason: 'cut-short' });
     expect(error.where).toContain('s3://bucket-x/cut2/authority.json');
     store.destroy();
+  });
+
+  it('names a clock-skew 403 (RequestTimeTooSkewed) as clock skew with advice to fix the clock, not as denied access', async () => {
+    answer = { status: 403, code: 'RequestTimeTooSkewed' };
+    const store = storeFor('skewed');
+    const error = await batonErrorOf(store.get());
+    expect(error).toMatchObject({ code: 'failed', reason: 'clock-skew' });
+    expect(error.what).toContain('clock skew');
+    expect(error.what).not.toContain('denied');
+    expect(error.next).toContain('clock');
+    expect(error.next).not.toContain('AWS_PROFILE');
+    store.destroy();
+  });
+
+  it('classifies by fields, not words: a 400 whose message says "timeout" is not a timeout', async () => {
+    answer = { status: 400, code: 'InvalidArgument', message: 'x-amz-timeout header: request timeout value is invalid' };
+    const store = storeFor('words');
+    const error = await batonErrorOf(store.get());
+    expect(error.reason).toBe('other');
+    store.destroy();
+  });
+
+  it('a stalled answer fails as timed out within the timeout its composer injected', async () => {
+    answer = { status: 200, code: '' };
+    stallNext = 2;
+    const store = new S3Store(parseStoreUrl(`s3://bucket-x/stalled?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+      maxAttempts: 2,
+      requestTimeoutMs: 150,
+    });
+    const started = Date.now();
+    const error = await batonErrorOf(store.get());
+    expect(error).toMatchObject({ code: 'failed', reason: 'timed-out' });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    stallNext = 0;
+    store.destroy();
+  });
+
+  it('a missing region is said as such, before any request is sent', async () => {
+    const saved = { region: process.env.AWS_REGION, fallback: process.env.AWS_DEFAULT_REGION, config: process.env.AWS_CONFIG_FILE };
+    delete process.env.AWS_REGION;
+    delete process.env.AWS_DEFAULT_REGION;
+    process.env.AWS_CONFIG_FILE = '/nonexistent-baton-aws-config';
+    try {
+      const before = requests.length;
+      const store = new S3Store(parseStoreUrl(`s3://bucket-x/noregion?endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
+        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+        maxAttempts: 1,
+      });
+      const error = await batonErrorOf(store.get());
+      expect(error).toMatchObject({ code: 'failed', reason: 'no-region' });
+      expect(requests.length).toBe(before);
+      store.destroy();
+    } finally {
+      for (const [name, value] of [['AWS_REGION', saved.region], ['AWS_DEFAULT_REGION', saved.fallback], ['AWS_CONFIG_FILE', saved.config]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it('reads a 404 NoSuchKey as nothing published', async () => {
