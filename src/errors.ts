@@ -152,6 +152,8 @@ export type RefusalReason =
   | 'would-unseal'
   /** This host has no seal key and the operator has not said to publish in the clear. */
   | 'seal-unstated'
+  /** The store is known not to enforce conditional writes, and no bound override was given. */
+  | 'store-unenforced'
   /** The published document belongs to another deployment: the wrong store. */
   | 'foreign-deployment'
   /** The published document was written by a newer baton. */

@@ -116,6 +116,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const precondition =
       published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
+    await ctx.beforeWrite?.();
     const { etag } = await putDocument(ctx, body, precondition);
     return { kind: 'published', fingerprint, etag };
   });
@@ -175,6 +176,7 @@ export async function replaceUnreadable(ctx: ShareContext, options: PublishOptio
     if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --replace-unreadable'));
     refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
+    await ctx.beforeWrite?.();
     const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
     return { kind: 'published', fingerprint, etag };
   });
@@ -285,6 +287,7 @@ export async function firstController(ctx: ShareContext, options: { readonly see
       files,
       ctx.sealKey,
     );
+    await ctx.beforeWrite?.();
     try {
       await ctx.store.put(body, { kind: 'create-only' });
     } catch (error) {

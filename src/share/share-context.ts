@@ -7,9 +7,11 @@ import os from 'node:os';
 import { systemClock, type Clock } from '../authority/index.js';
 import { requireDeployment, requireStore, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { openStore } from '../store/open-store.js';
+import type { S3StoreOptions } from '../store/s3-store.js';
 import type { Store } from '../store/store.js';
 import type { Suggester } from '../suggest-command.js';
 import { readSealKey } from './seal.js';
+import { storeWriteGuard } from './store-guard.js';
 
 /** Everything an action needs, built once by the composition root (CLI or console). */
 export interface ShareContext {
@@ -25,6 +27,12 @@ export interface ShareContext {
    * corrupt or delete a sealed document.
    */
   readonly noSeal: boolean;
+  /**
+   * Runs before every write of the document (src/share/store-guard.ts): refuses a store known
+   * not to enforce conditional writes. The CLI's composer always sets it; an in-process caller
+   * on a store it knows enforces (memory, directory) may leave it out.
+   */
+  readonly beforeWrite?: () => Promise<void>;
   readonly clock: Clock;
   /** This host's name, written into the document as published_by (diagnostic only). */
   readonly host: string;
@@ -36,14 +44,24 @@ export interface ShareContext {
   readonly suggester?: Suggester;
 }
 
-export async function openShareContext(config: ResolvedConfig): Promise<ShareContext> {
+export interface ShareContextOptions {
+  /** The value given to --store-unenforced (src/share/store-guard.ts). */
+  readonly storeUnenforced?: string | undefined;
+  /** The S3 adapter's timeouts and attempts, when the composer injects them (tests). */
+  readonly storeOptions?: S3StoreOptions;
+}
+
+export async function openShareContext(config: ResolvedConfig, options: ShareContextOptions = {}): Promise<ShareContext> {
   const deployment = requireDeployment(config);
-  const store = await openStore(requireStore(config));
+  const storeUrl = requireStore(config);
+  const store = await openStore(storeUrl, options.storeOptions);
+  const stateDir = stateDirFor(config);
   const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile) : undefined;
   return {
     deployment,
-    stateDir: stateDirFor(config),
+    stateDir,
     store,
+    beforeWrite: storeWriteGuard({ stateDir, storeUrl, store, override: options.storeUnenforced }),
     ...(sealKey ? { sealKey } : {}),
     noSeal: config.seal === 'none',
     clock: systemClock,

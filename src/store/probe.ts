@@ -48,8 +48,12 @@ async function probe(target: ProbeTarget, name: string): Promise<ConditionalWrit
   // Three different bodies: S3's ETag is a digest of the content, so a "stale" ETag of
   // identical bytes would still match and prove nothing.
   const body = (n: number) => new TextEncoder().encode(`baton store check ${n} ${new Date().toISOString()} ${randomBytes(4).toString('hex')}\n`);
-  const { etag: first } = await target.write(name, body(1), { kind: 'create-only' });
-  const createOnly = await refused(target.write(name, body(1), { kind: 'create-only' }));
+  // The duplicate create-only write repeats v1's exact bytes: when a store wrongly accepts it,
+  // the object's ETag is still v1's, so the If-Match probes below test If-Match alone and a
+  // store that drops only If-None-Match is not blamed for If-Match too.
+  const v1 = body(1);
+  const { etag: first } = await target.write(name, v1, { kind: 'create-only' });
+  const createOnly = await refused(target.write(name, v1, { kind: 'create-only' }));
   const failed: ProbeName[] = [];
   const why: string[] = [];
   if (!createOnly) {

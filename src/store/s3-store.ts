@@ -21,7 +21,7 @@ import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
-import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from './store.js';
+import type { ConditionalWriteCheck, DocumentVersion, DocumentVersions, Precondition, Store, StoredDocument } from './store.js';
 import type { S3StoreSpec } from './store-url.js';
 
 /** Static keys, as an emulator (the drill's s3rver, moto in the tests) is reached with. */
@@ -96,6 +96,48 @@ export class S3Store implements Store {
       write: (name, body, precondition) => this.#put(keyOf(name), body, precondition),
       remove: (name) => this.#removeEveryVersion(keyOf(name)),
     });
+  }
+
+  async documentVersions(): Promise<DocumentVersions> {
+    const key = this.spec.key;
+    const found: { versionId: string; lastModified: Date | undefined; isLatest: boolean }[] = [];
+    let keyMarker: string | undefined;
+    let versionMarker: string | undefined;
+    try {
+      for (let page = 0; page < 100; page++) {
+        const listed = await this.#send(() =>
+          this.#client.send(
+            new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
+          ),
+        );
+        for (const v of listed.Versions ?? []) {
+          if (v.Key === key && v.VersionId) found.push({ versionId: v.VersionId, lastModified: v.LastModified, isLatest: v.IsLatest === true });
+        }
+        if (!listed.IsTruncated) break;
+        keyMarker = listed.NextKeyMarker;
+        versionMarker = listed.NextVersionIdMarker;
+      }
+    } catch (error) {
+      const failure = classifyS3Error(error, this.#where(key), 'read', this.spec);
+      return { listed: false, why: failure.what };
+    }
+    const versions: DocumentVersion[] = [];
+    for (const v of found) {
+      let body: Uint8Array | undefined;
+      try {
+        const response = await this.#send(() => this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: v.versionId })));
+        if (response.ContentLength === undefined || response.ContentLength <= MAX_DOCUMENT_BYTES) {
+          const bytes = await response.Body?.transformToByteArray();
+          body = bytes && bytes.length <= MAX_DOCUMENT_BYTES ? bytes : undefined;
+        } else {
+          (response.Body as { destroy?: () => void } | undefined)?.destroy?.();
+        }
+      } catch {
+        body = undefined;
+      }
+      versions.push({ ...v, body });
+    }
+    return { listed: true, versions };
   }
 
   /**

@@ -42,4 +42,23 @@ export interface Store {
   put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }>;
   /** `baton store check`: probes create-only and replace-if-unchanged on a probe object, removes it, reports. */
   checkConditionalWrites(): Promise<ConditionalWriteCheck>;
+  /**
+   * Every stored version of the document (a versioned bucket keeps each one published), for
+   * `store check` to find old versions that hold key material in the clear. Absent on stores
+   * that keep no versions.
+   */
+  documentVersions?(): Promise<DocumentVersions>;
+}
+
+export type DocumentVersions =
+  | { readonly listed: true; readonly versions: readonly DocumentVersion[] }
+  /** The store would not list them (permission, or no versions API): `why` says which. */
+  | { readonly listed: false; readonly why: string };
+
+export interface DocumentVersion {
+  readonly versionId: string;
+  readonly lastModified: Date | undefined;
+  readonly isLatest: boolean;
+  /** The version's bytes, or undefined when it is over the size limit or could not be read. */
+  readonly body: Uint8Array | undefined;
 }

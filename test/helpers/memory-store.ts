@@ -26,6 +26,8 @@ export interface MemoryStoreOptions {
   readonly enforcesPreconditions?: boolean;
   /** True plays a proxy that strips If-Match but passes If-None-Match. Default false. */
   readonly dropsIfMatch?: boolean;
+  /** True plays a proxy that strips If-None-Match but passes If-Match. Default false. */
+  readonly dropsIfNoneMatch?: boolean;
   /** A document already published when the test starts. */
   readonly document?: Uint8Array;
 }
@@ -38,6 +40,7 @@ export class MemoryStore implements Store {
   readonly location: string;
   readonly enforcesPreconditions: boolean;
   readonly dropsIfMatch: boolean;
+  readonly dropsIfNoneMatch: boolean;
   /** Every get/put/check a caller made, in order (seeding through `setDocument` is not one). */
   readonly calls: MemoryStoreCall[] = [];
   readonly #objects = new Map<string, StoredDocument>();
@@ -47,6 +50,7 @@ export class MemoryStore implements Store {
     this.location = options.location ?? `memory://test/${DOCUMENT_NAME}`;
     this.enforcesPreconditions = options.enforcesPreconditions ?? true;
     this.dropsIfMatch = options.dropsIfMatch ?? false;
+    this.dropsIfNoneMatch = options.dropsIfNoneMatch ?? false;
     if (options.document) this.setDocument(options.document);
   }
 
@@ -117,6 +121,7 @@ export class MemoryStore implements Store {
   #check(name: string, precondition: Precondition | undefined): void {
     if (!precondition || !this.enforcesPreconditions) return;
     if (precondition.kind === 'if-match' && this.dropsIfMatch) return;
+    if (precondition.kind === 'create-only' && this.dropsIfNoneMatch) return;
     const existing = this.#objects.get(name);
     if (precondition.kind === 'create-only' && existing) {
       throw storeChangedError(this.location, 'published-meanwhile');

@@ -51,6 +51,16 @@ describe('the conditional-write probe', () => {
     expect(store.snapshot()).toEqual({});
   });
 
+  it('reports a store that drops only If-None-Match as failing the create-only probe alone, not If-Match', async () => {
+    const store = new MemoryStore({ dropsIfNoneMatch: true });
+    const check = await store.checkConditionalWrites();
+    expect(check.enforced).toBe(false);
+    expect(check.failed).toEqual(['create-only']);
+    expect(check.detail).toContain('If-None-Match');
+    expect(check.detail).not.toContain('If-Match)');
+    expect(store.snapshot()).toEqual({});
+  });
+
   it('reports a store that ignores every precondition as failing both probes', async () => {
     const check = await new MemoryStore({ enforcesPreconditions: false }).checkConditionalWrites();
     expect(check.failed).toEqual(['create-only', 'replace-if-unchanged']);

@@ -324,6 +324,20 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     store.destroy();
   });
 
+  it('outlasts one stalled answer: the injected request timeout fires and the retry reads the document', async () => {
+    answer = { status: 200, code: '' };
+    stallNext = 1;
+    const store = new S3Store(parseStoreUrl(`s3://bucket-x/stalled-once?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+      maxAttempts: 2,
+      requestTimeoutMs: 150,
+    });
+    const before = requests.length;
+    expect(new TextDecoder().decode((await store.get())!.body)).toBe('{"ok":42}');
+    expect(requests.length - before).toBe(2);
+    store.destroy();
+  });
+
   it('a missing region is said as such, before any request is sent', async () => {
     const saved = { region: process.env.AWS_REGION, fallback: process.env.AWS_DEFAULT_REGION, config: process.env.AWS_CONFIG_FILE };
     delete process.env.AWS_REGION;
