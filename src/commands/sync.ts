@@ -13,8 +13,6 @@ import { action, type CliContext, type Register } from './context.js';
 
 interface SyncFlags extends SyncActionFlags {
   readonly yes?: boolean;
-  /** The override for a store known not to enforce conditional writes (src/share/store-guard.ts). */
-  readonly storeUnenforced?: string;
 }
 
 export const registerSync: Register = (program: Command, ctx: CliContext) => {
@@ -26,7 +24,6 @@ export const registerSync: Register = (program: Command, ctx: CliContext) => {
     .option('--replace-unreadable', 'only when the published document cannot be used: replace it with this host\'s authority (if-match on the bad object)')
     .option('--unseal', 'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key)')
     .option('--yes', 'confirm --force, --replace-unreadable or --unseal without typing (required when stdin is not a terminal)')
-    .option('--store-unenforced <value>', 'publish to a store known not to enforce conditional writes; VALUE is the "override value" `baton store check` prints for it')
     .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
 };
 
@@ -50,7 +47,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   if (conflict) throw conflict;
   const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), loadOps()]);
   const suggester = ctx.suggester();
-  const share: ShareContext = { ...(await openShareContext(ctx.config(), { storeUnenforced: flags.storeUnenforced })), suggester };
+  const share: ShareContext = { ...(await openShareContext(ctx.config())), suggester };
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
 
   const seen = await ops.look(share);

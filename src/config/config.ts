@@ -48,6 +48,8 @@ export interface GlobalFlags {
   readonly sealKeyFile?: string;
   /** --no-seal: commander's negated option, false when given. */
   readonly seal?: boolean;
+  /** --store-unenforced VALUE: the bound override for a store that does not enforce conditional writes. */
+  readonly storeUnenforced?: string;
 }
 
 export interface ResolvedConfig {
@@ -66,6 +68,8 @@ export interface ResolvedConfig {
   readonly seal: SealChoice;
   readonly inventory: string | undefined;
   readonly journalDir: string | undefined;
+  /** --store-unenforced as given (a flag only: never in a file, where it would outlive the decision). */
+  readonly storeUnenforced: string | undefined;
   /** True when colour must not be used (flag, NO_COLOR, TERM=dumb). */
   readonly noColor: boolean;
 }
@@ -141,6 +145,7 @@ export function loadConfig(
     seal: sealKeyFile ? 'key' : noSeal ? 'none' : 'unstated',
     inventory: relative(file.inventory),
     journalDir: relative(file.journal_dir),
+    storeUnenforced: flags.storeUnenforced,
     noColor,
   };
 }

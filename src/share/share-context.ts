@@ -45,8 +45,6 @@ export interface ShareContext {
 }
 
 export interface ShareContextOptions {
-  /** The value given to --store-unenforced (src/share/store-guard.ts). */
-  readonly storeUnenforced?: string | undefined;
   /** The S3 adapter's timeouts and attempts, when the composer injects them (tests). */
   readonly storeOptions?: S3StoreOptions;
 }
@@ -61,7 +59,7 @@ export async function openShareContext(config: ResolvedConfig, options: ShareCon
     deployment,
     stateDir,
     store,
-    beforeWrite: storeWriteGuard({ stateDir, storeUrl, store, override: options.storeUnenforced }),
+    beforeWrite: storeWriteGuard({ stateDir, storeUrl, store, override: config.storeUnenforced }),
     ...(sealKey ? { sealKey } : {}),
     noSeal: config.seal === 'none',
     clock: systemClock,

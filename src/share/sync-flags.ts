@@ -64,6 +64,18 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       next: `Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
     });
   if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
+  if (flags.push && verdict.kind === 'refuse' && verdict.lineage.kind === 'siblings') {
+    // This host rotated from the parent, and meanwhile another controller published ITS
+    // rotation of the same parent: the race for the publish was lost, which is the store
+    // changing underneath (exit 6), not a misused flag.
+    throw new BatonError('store-changed', {
+      what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation.`,
+      where: share.store.location,
+      changed: 'Nothing was written.',
+      next: 'Decide which of the two rotations the fleet keeps: run `baton status` to see both.',
+      reason: 'replaced',
+    });
+  }
   if (flags.push && !(verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')) {
     throw misuse('push', 'when this host is ahead of the published authority (it rotated away from it)');
   }

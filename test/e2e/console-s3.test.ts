@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
+import { unenforcedStoreFlags } from '../helpers/test-s3.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 
 let s3: S3Sandbox;
@@ -25,7 +26,7 @@ afterAll(async () => {
   root?.cleanup();
 });
 
-const host = (name: string) => ['--deployment', 'e2e53e2e53e2e53e2e53e2e53e2e53e2', '--no-seal', '--state-dir', path.join(root.dir, name), '--store', s3.url];
+const host = (name: string) => ['--deployment', 'e2e53e2e53e2e53e2e53e2e53e2e53e2', '--no-seal', '--state-dir', path.join(root.dir, name), '--store', s3.url, ...unenforcedStoreFlags(s3.url)];
 
 async function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const run = await runBaton(args, { env: S3_TEST_ENV });

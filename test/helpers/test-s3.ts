@@ -6,6 +6,16 @@
 import { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
+import { unenforcedOverrideValue } from '../../src/share/store-guard.js';
+
+/**
+ * s3rver ignores If-None-Match and If-Match, so baton refuses to publish to it unless told so
+ * on purpose: the global flag with the value bound to this exact store URL. Tests whose subject
+ * is not conditional writes pass it; the ones about them use moto.
+ */
+export function unenforcedStoreFlags(storeUrl: string): string[] {
+  return ['--store-unenforced', unenforcedOverrideValue(storeUrl)];
+}
 
 export interface TestS3 {
   readonly sandbox: S3Sandbox;

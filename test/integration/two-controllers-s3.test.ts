@@ -17,6 +17,7 @@ import { decodeDocument } from '../../src/share/document.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
+import { unenforcedStoreFlags } from '../helpers/test-s3.js';
 
 const DEPLOYMENT = 'fedcba9876543210fedcba9876543210';
 
@@ -51,7 +52,7 @@ afterAll(async () => {
 });
 
 function baton(stateDir: string, ...args: string[]): Promise<BatonRun> {
-  return runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', s3.url, ...args], {
+  return runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', s3.url, ...unenforcedStoreFlags(s3.url), ...args], {
     env: { ...S3_TEST_ENV },
   });
 }

@@ -16,7 +16,7 @@ import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { makeBadDocuments, type BadDocument, type Corpus, type SealFunctions } from '../helpers/bad-documents.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
-import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
+import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-s3.js';
 
 const DEPLOYMENT = 'c0bb05c0bb05c0bb05c0bb05c0bb05aa';
 const BUCKET = 'baton-corpus';
@@ -141,7 +141,7 @@ async function host(kind: HostKind): Promise<string> {
 async function baton(stateDir: string, url: string, args: string[], extra: { config?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<BatonRun> {
   figures.runs += 1;
   return runBaton(
-    [...(extra.config ? ['--config', extra.config] : ['--no-seal']), '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...args],
+    [...(extra.config ? ['--config', extra.config] : ['--no-seal']), '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...unenforcedStoreFlags(url), ...args],
     { env: { ...S3_TEST_ENV, ...extra.env }, ...(extra.nodeArgs ? { nodeArgs: extra.nodeArgs } : {}) },
   );
 }

@@ -18,7 +18,7 @@ import { bundleScript, REPO, type Bundle } from '../helpers/bundle-script.js';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
-import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
+import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-s3.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 import type { ShareAnswer, ShareJob } from './scripts/share-child.js';
@@ -181,7 +181,7 @@ describe('two `sync --force --yes` at once on one host', () => {
       const url = (endpoint: string) => `s3://baton-races/${prefix}?endpoint=${endpoint}&path_style=true`;
       const dir = path.join(tmp.dir, prefix);
       const baton = (stateDir: string, args: string[], endpoint = s3.endpoint) =>
-        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(endpoint), ...args], { env: S3_TEST_ENV });
+        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(endpoint), ...unenforcedStoreFlags(url(endpoint)), ...args], { env: S3_TEST_ENV });
       // The published authority comes from controller "other"; this host minted its own.
       const other = path.join(dir, 'other');
       const host = path.join(dir, 'host');

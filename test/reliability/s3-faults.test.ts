@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
-import { startTestS3, type TestS3 } from '../helpers/test-s3.js';
+import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-s3.js';
 
 const DEPLOYMENT = 'f00dfeedf00dfeedf00dfeedf00dfeed';
 const BUCKET = 'baton-faults';
@@ -56,7 +56,7 @@ async function world() {
   const baton = async (stateDir: string, args: string[], via: 'proxy' | 'direct' = 'proxy'): Promise<BatonRun> => {
     figures.commands += 1;
     return runBaton(
-      ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(via === 'proxy' ? proxy.url : s3.endpoint), ...args],
+      ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(via === 'proxy' ? proxy.url : s3.endpoint), ...unenforcedStoreFlags(url(via === 'proxy' ? proxy.url : s3.endpoint)), ...args],
       { env: S3_TEST_ENV, timeoutMs: 120_000 },
     );
   };

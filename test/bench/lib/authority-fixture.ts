@@ -9,6 +9,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { unenforcedStoreFlags } from '../../helpers/test-s3.js';
 import { BIN, childEnv, DEPLOYMENT, type BenchContext } from './context.js';
 
 const run = promisify(execFile);
@@ -27,7 +28,8 @@ export async function publishAuthority(ctx: BenchContext, storeUrl: string | und
   const root = ctx.tempDir('authority');
   const stateDir = path.join(root, 'state');
   const url = storeUrl ?? `file://${path.join(root, 'store')}`;
-  const flags = ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url];
+  // The S3 figure serves s3rver, which does not enforce conditional writes: said on purpose.
+  const flags = ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, ...(url.startsWith('s3://') ? unenforcedStoreFlags(url) : [])];
   const baton = async (...args: string[]) => {
     try {
       return (await run(process.execPath, [BIN, ...flags, ...args], { cwd: root, env: childEnv(env), encoding: 'utf8' })).stdout;
