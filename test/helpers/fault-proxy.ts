@@ -29,6 +29,8 @@ export type Fault =
   | 'delay'
   /** Forwarded WITHOUT its If-Match header: a proxy or gateway that drops the precondition. */
   | 'drop-if-match'
+  /** Forwarded WITHOUT its If-None-Match header: a proxy that drops the create-only precondition. */
+  | 'drop-if-none-match'
   /**
    * The request IS forwarded and applied upstream; its response is dropped (the connection
    * closes with no answer): a lost response, which the SDK retries.
@@ -140,6 +142,9 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         return forward(req, res, true);
       case 'drop-if-match':
         delete req.headers['if-match'];
+        return forward(req, res, false);
+      case 'drop-if-none-match':
+        delete req.headers['if-none-match'];
         return forward(req, res, false);
       case 'drop-response':
         return forward(req, res, false, true);
