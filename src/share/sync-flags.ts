@@ -69,7 +69,7 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
     // rotation of the same parent: the race for the publish was lost, which is the store
     // changing underneath (exit 6), not a misused flag.
     throw new BatonError('store-changed', {
-      what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation.`,
+      what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation. ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
       next: 'Decide which of the two rotations the fleet keeps: run `baton status` to see both.',

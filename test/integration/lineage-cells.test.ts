@@ -107,10 +107,10 @@ describe('the lineage cells, each said and each changing nothing', () => {
     await rotateAuthority(b.stateDir, DEP);
     for (const flags of [[], ['--push']]) {
       const run = await unchanged(w, () => w.sync('b', ...flags));
-      // --push applies only to a host that is ahead: over a sibling it is a usage error (exit 2)
-      // that still names the verdict.
-      expect(run.exitCode).toBe(flags.length === 0 ? 3 : 2);
-      if (flags.length > 0) expect(flat(run.stderr)).toContain('--push applies only when this host is ahead');
+      // --push over a sibling: another controller published its rotation of the same parent,
+      // which is the store changing underneath (exit 6), and the verdict is still named.
+      expect(run.exitCode).toBe(flags.length === 0 ? 3 : 6);
+      if (flags.length > 0) expect(flat(run.stderr)).toContain('Another controller published its own rotation');
       expect(flat(run.stderr).toLowerCase()).toContain(`this host and the published authority are siblings: both rotated from ${parent}, so one of the two must be forced on purpose`.toLowerCase());
     }
   });

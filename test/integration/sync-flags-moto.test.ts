@@ -52,7 +52,7 @@ async function world(): Promise<World> {
     url,
     dir: (name) => path.join(tmp.dir, `${prefix}-${name}`),
     baton: (stateDir, args, extra = []) =>
-      runBaton([...extra, '--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, ...args], { env: moto.env }),
+      runBaton([...(extra.length > 0 ? extra : ['--no-seal']), '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...args], { env: moto.env }),
   };
 }
 
@@ -112,7 +112,7 @@ describe('a way out of an unusable document', () => {
     const status = await w.baton(stateDir, ['status', '--json']);
     expect(status.exitCode, status.all).toBe(3);
     const next = (JSON.parse(status.stdout) as { verdict: { next: string } }).verdict.next;
-    expect(next).toContain(`\`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' sync --replace-unreadable\``);
+    expect(next).toContain(`\`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' --no-seal sync --replace-unreadable\``);
 
     const refused = await w.baton(stateDir, ['sync']);
     expect(refused.exitCode, refused.all).toBe(3);

@@ -199,7 +199,7 @@ describe('two controllers through S3 with `baton sync`', () => {
     expect(run.exitCode).toBe(2);
     expect(run.stderr).toContain('stdin is not a terminal');
     expect(run.stderr).toContain(first);
-    expect(run.stderr).toMatch(/baton --deployment \S+ --state-dir \S+ --store '.*' sync --force --yes/);
+    expect(run.stderr).toMatch(/baton --deployment \S+ (?:--\S+ )*--state-dir \S+ --store '[^']*'(?: \S+)* sync --force --yes/);
     expect(snapshotDir(hostB)).toEqual(before);
   });
 

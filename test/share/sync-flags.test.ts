@@ -21,6 +21,7 @@ const verdicts: Record<string, Verdict> = {
   'in-sync': { kind: 'in-sync', fingerprint: MINE },
   'refuse, siblings': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'siblings', parent: 'SHA256:parent' as Fingerprint }, caDir: '/state/ca' },
   'refuse, ahead': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'ahead', chain: [MINE] }, caDir: '/state/ca' },
+  'refuse, unrelated': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'unrelated' }, caDir: '/state/ca' },
 } as Record<string, Verdict>;
 
 /** The refusal of `flags` on `verdict` (fails the test when there is none). */
@@ -45,7 +46,11 @@ describe('sync flags', () => {
     expect(force.what).toContain('--force applies only when sync refuses');
     expect(force.next).toContain(`Without --force, sync would adopt the published ${THEIRS}`);
 
-    const push = await misuse('refuse, siblings', { push: true });
+    // Over a sibling, --push lost the race to publish a rotation of the same parent: exit 6.
+    const sibling = await misuse('refuse, siblings', { push: true });
+    expect(sibling).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was written.' });
+    expect(sibling.what).toContain('Another controller published its own rotation');
+    const push = await misuse('refuse, unrelated', { push: true });
     expect(push.code).toBe('usage');
     expect(push.what).toContain('--push applies only when this host is ahead');
     expect(push.next).toContain('sync would refuse and change nothing');

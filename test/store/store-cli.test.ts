@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
+import { storeCheckFile } from '../../src/store/store-check-record.js';
 import { packagesLoaded, REGISTER, traceFromLog } from '../bench/lib/load-trace.js';
 
 describe('baton store check and baton key generate (the built CLI)', () => {
@@ -25,7 +26,7 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     expect(run.exitCode, run.all).toBe(3);
     expect(run.stdout).toContain('conditional writes are NOT enforced');
     expect(run.stdout).toContain('could overwrite each other');
-    const record = JSON.parse(readFileSync(path.join(stateDir, 'store-check.json'), 'utf8'));
+    const record = JSON.parse(readFileSync(storeCheckFile(stateDir, s3.url), 'utf8'));
     expect(record).toEqual({
       store: s3.url,
       enforced: false,
@@ -43,7 +44,9 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     const run = await runBaton(['--store', `file://${storeDir}`, '--state-dir', stateDir, '--deployment', '0123456789abcdef0123456789abcdef', 'store', 'check']);
     expect(run.exitCode, run.all).toBe(0);
     expect(run.stdout).toContain('conditional writes are enforced');
-    expect(JSON.parse(readFileSync(path.join(stateDir, 'store-check.json'), 'utf8'))).toMatchObject({ store: `file://${storeDir}`, enforced: true });
+    expect(JSON.parse(readFileSync(storeCheckFile(stateDir, `file://${storeDir}`), 'utf8'))).toMatchObject({ store: `file://${storeDir}`, enforced: true });
+    // Kept beside the state dir, where every state dir of this host reads it.
+    expect(storeCheckFile(stateDir, `file://${storeDir}`)).toMatch(new RegExp(`^${temp.dir}/store-checks/[0-9a-f]{32}\\.json$`));
     expect(Object.keys(snapshotDir(storeDir)).filter((name) => name.includes('probe'))).toEqual([]);
   });
 
