@@ -1,5 +1,5 @@
 /**
- * Two rules every write of the published document obeys (issue 14):
+ * Rules every write of the published document obeys (sealing stated, below, is the third):
  *
  * ONCE SEALED, STAYS SEALED. A host without the seal key never replaces a sealed document
  * with one in the clear — that would put ca.key in the bucket as base64, and the controllers

@@ -365,7 +365,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH'
  * what to check. Classified by the error's fields (HTTP status, SDK error name, S3's code,
  * Node's code): a message is for people and changes between versions.
  */
-export function classifyS3Error(error: unknown, where: string, operation: Operation, spec?: S3StoreSpec, now: () => Date = () => new Date()): BatonError {
+function classifyS3Error(error: unknown, where: string, operation: Operation, spec?: S3StoreSpec, now: () => Date = () => new Date()): BatonError {
   const { status, name, code, causeCode, serverDate } = fieldsOf(error);
   const codes = [code, causeCode].filter((c): c is string => c !== undefined);
   const hasCode = (set: ReadonlySet<string>) => codes.some((c) => set.has(c));
