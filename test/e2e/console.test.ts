@@ -252,7 +252,7 @@ describe('baton failover in a real terminal', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('needs a terminal');
     // The suggested sync keeps the global flags this run was given.
-    expect(result.stderr).toMatch(/`baton --deployment \S+ --state-dir \S+ --store \S+ sync`/);
+    expect(result.stderr).toMatch(/`baton --deployment \S+ --state-dir \S+ --store \S+ --no-seal sync`/);
     expect(result.stderr).toContain('Nothing was written.');
     expect(snapshotDir(b.stateDir)).toEqual(before);
   });
