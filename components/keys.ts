@@ -112,7 +112,7 @@ export function splitKeys(input: string, key: Key): readonly KeyPress[] {
   }
   // Ink names a lone \n "enter" without setting `return`; a terminal's Enter is either byte.
   if (input === '\n' && !key.ctrl) return [ENTER];
-  if (isNamed(key) || key.ctrl || input.length <= 1) return [{ kind: 'key', input, key }];
+  if (isNamed(key) || key.ctrl || input === '') return [{ kind: 'key', input, key }];
   const keys: KeyPress[] = [];
   for (const char of input) {
     const one = charKey(char);

@@ -203,7 +203,8 @@ describe('the failover walk as a reducer', () => {
     const step = failover(typed, { type: 'back' });
     expect(step.state.step).toBe('deciding');
     expect(step.effects).toEqual([]);
-    expect(step.state).toMatchObject({ cursor: deciding().cursor });
+    const first = deciding();
+    expect(step.state.step === 'deciding' && first.step === 'deciding' && step.state.cursor === first.cursor).toBe(true);
     const again = failover(step.state, { type: 'select', at: AT });
     expect(again.state.step).toBe('done');
     expect(again.effects).toEqual([]);
