@@ -121,6 +121,10 @@ export function splitKeys(input: string, key: Key): readonly KeyPress[] {
   return keys;
 }
 
+export function isCtrlC(press: KeyPress): boolean {
+  return press.key.ctrl && press.input === 'c';
+}
+
 /** Whether a key ends what the operator can have meant in one read: Enter and Esc change screens. */
 export function endsRead(press: KeyPress): boolean {
   return press.key.return || press.key.escape;
@@ -171,14 +175,12 @@ export function createKeyReader(): KeyReader {
         const text = [...input].filter((char) => char >= ' ' && char !== '\x7f').join('');
         return text === '' ? [] : [{ kind: 'paste', text }];
       }
-      if (cutShort) return [];
+      // Ctrl-C is never dropped: it quits from anywhere, even after an Enter in the same read.
+      if (cutShort) return splitKeys(input, key).filter(isCtrlC);
       const delivered: KeyEvent[] = [];
       for (const one of splitKeys(input, key)) {
-        delivered.push(one);
-        if (endsRead(one)) {
-          cutShort = true;
-          break;
-        }
+        if (!cutShort || isCtrlC(one)) delivered.push(one);
+        if (endsRead(one)) cutShort = true;
       }
       return delivered;
     },

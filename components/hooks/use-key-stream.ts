@@ -1,6 +1,6 @@
 import { useRef } from 'react';
-import { useInput } from 'ink';
-import { createKeyReader, type KeyEvent } from '../keys.js';
+import { useApp, useInput, useStdin } from 'ink';
+import { createKeyReader, isCtrlC, type KeyEvent } from '../keys.js';
 
 /**
  * Every view's input, key by key: the ONE way a component listens to the keyboard (it wraps
@@ -13,10 +13,19 @@ import { createKeyReader, type KeyEvent } from '../keys.js';
  */
 export function useKeyStream(onKey: (event: KeyEvent) => void, options: { readonly isActive: boolean }): void {
   const [reader] = useRefOnce(createKeyReader);
+  const { exit } = useApp();
+  const { internal_exitOnCtrlC: inkQuitsOnCtrlC } = useStdin();
   useInput(
     (input, key) => {
       const wasCut = reader.cutShort;
-      for (const event of reader.read(input, key)) onKey(event);
+      for (const event of reader.read(input, key)) {
+        // Ink quits on a Ctrl-C that arrives alone; one inside a burst (`ab^C`) must quit too.
+        if (event.kind === 'key' && isCtrlC(event) && inkQuitsOnCtrlC && !(key.ctrl && input === 'c')) {
+          exit();
+          return;
+        }
+        onKey(event);
+      }
       // The read is over once this macrotask's synchronous emits are: Ink hands every event
       // of one stdin read to its listeners in one loop, and microtasks run after it.
       if (reader.cutShort && !wasCut) queueMicrotask(() => reader.endRead());

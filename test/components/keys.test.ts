@@ -67,6 +67,11 @@ describe('the key reader: one read, several keys', () => {
     expect(readOnce([['\r\r']], reader)).toEqual(['⏎']);
   });
 
+  it('never drops Ctrl-C, even after an Enter in the same read', () => {
+    expect(readOnce([['ab\rcd\x03']])).toEqual(['a', 'b', '⏎', '^c']);
+    expect(readOnce([['\r'], ['c', { ctrl: true }]])).toEqual(['⏎', '^c']);
+  });
+
   it('takes a bracketed paste as text, never as keys: its line breaks press nothing', () => {
     expect(readOnce([['[200~'], ['NPK7rzgd'], ['[201~']])).toEqual(['paste(NPK7rzgd)']);
     expect(readOnce([['[200~'], ['NPK7\r\nrzgd\r'], ['[201~'], ['\r']])).toEqual(['paste(NPK7rzgd)', '⏎']);
