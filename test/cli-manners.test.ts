@@ -71,6 +71,27 @@ describe('the CLI manners', () => {
   });
 });
 
+describe('status with a rotation overlap open', () => {
+  it('is in sync but says the overlap is open and names ca retire, the step without which ca rotate refuses', async () => {
+    const store = path.join(root.dir, 'store-overlap');
+    mkdirSync(store);
+    const args = ['--deployment', 'd1', '--state-dir', path.join(root.dir, 'overlap'), '--store', `file://${store}`];
+    expect((await runBaton([...args, 'sync'])).exitCode).toBe(0);
+    expect((await runBaton([...args, 'ca', 'rotate'])).exitCode).toBe(0);
+    expect((await runBaton([...args, 'sync', '--push'])).exitCode).toBe(0);
+    const status = await runBaton([...args, 'status']);
+    expect(status.exitCode).toBe(0);
+    const flat = status.stdout.replace(/\s+/g, ' ');
+    expect(flat).toContain('in sync');
+    expect(flat).not.toContain('Nothing to do');
+    expect(flat).toContain('A rotation overlap is open');
+    expect(flat).toMatch(/Once every node trusts the current authority: baton --deployment d1 --state-dir \S+ --store \S+ ca retire/);
+    const rotate = await runBaton([...args, 'ca', 'rotate']);
+    expect(rotate.exitCode).not.toBe(0);
+    expect(rotate.stderr).toContain('A rotation overlap is already in progress');
+  });
+});
+
 describe('the NDJSON watch loop', () => {
   it('writes a line per read, an error line for a failed read and goes on, and stops when aborted', async () => {
     const stop = new AbortController();

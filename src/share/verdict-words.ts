@@ -55,7 +55,7 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         next:
           verdict.previous === undefined
             ? 'Nothing to do.'
-            : `A rotation overlap is open (the previous authority ${verdict.previous} is still trusted), so \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${suggest(s, 'ca retire')}`,
+            : `A rotation overlap is open (the previous authority${fp(verdict.previous)} is still trusted): \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${suggest(s, 'ca retire')}`,
       };
     case 'first-controller':
       return {

@@ -133,7 +133,8 @@ describe('decide: the whole row', () => {
     const words = verdictWords(verdict, { baton: 'baton --deployment d1' });
     expect(words.label).toBe('in sync');
     expect(words.next).not.toContain('Nothing to do');
-    expect(words.next).toContain(`A rotation overlap is open (the previous authority ${A} is still trusted)`);
+    expect(words.next).toContain('A rotation overlap is open (the previous authority is still trusted)');
+    expect(verdictWords(verdict, { fingerprints: true }).next).toContain(`the previous authority ${A} is still trusted`);
     expect(words.next).toContain('`ca rotate` refuses');
     expect(words.next).toMatch(/baton --deployment d1 ca retire$/);
     expect(verdictWords(decide(whole(pair(A)), present({ fingerprint: A }))).next).toBe('Nothing to do.');
