@@ -8,6 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { FailoverApp } from '../../components/FailoverApp.js';
+import { DrillRoot } from '../../components/drill/DrillRoot.js';
+import type { DrillIntent } from '../../components/drill/use-drill-keys.js';
+import { drillFlow, initialDrillState } from '../../src/app/drill/drill-flow.js';
 import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import { snapshotLocalAuthority, utcStamp } from '../../src/authority/index.js';
@@ -162,5 +165,19 @@ describe('the mesh status filter, keys in one read', () => {
     await view.press('/web1q');
     await view.waitFor((f) => strip(f).includes('filter: web1q'), 'the typed filter');
     expect(code).toBeUndefined();
+  });
+});
+
+describe('the drill rail, keys in one read', () => {
+  it('takes the keys up to the first Enter; the Enter after it (a double press) is dropped, the next read is taken', async () => {
+    const seen: DrillIntent[] = [];
+    const state = [{ type: 'progress', text: 'starting…' } as const, { type: 'ready' } as const].reduce((s, e) => drillFlow(s, e).state, initialDrillState(1));
+    const view = renderAt(<DrillRoot state={state} columns={80} onIntent={(intent) => seen.push(intent)} />, 80);
+    mounted.push(view);
+    await view.waitFor((f) => f.includes('Enter begins the step'), 'the drill screen');
+    await view.press('??\r\r?');
+    expect(seen).toEqual(['help', 'help', 'enter']);
+    await view.press('q');
+    expect(seen).toEqual(['help', 'help', 'enter', 'quit']);
   });
 });
