@@ -137,7 +137,7 @@ export function endsRead(press: KeyPress): boolean {
  * - Enter and Esc end a read: the keys after them in the same read are dropped. Enter on a
  *   menu can open a typed gate, and what followed it was typed before the operator saw that
  *   gate; it must never land in it (nor confirm what the Enter opened). Keys are never handed
- *   to the screen an Enter opened, only dropped.
+ *   to the screen an Enter opened, only dropped. Ctrl-C is the exception: it always quits.
  * - A bracketed paste is text for a field, never keys: pasted line breaks do not press Enter.
  *   A paste that began in a dropped part of a read is dropped whole.
  *
