@@ -26,8 +26,14 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
   const runner = useMemo(() => failoverRunner(ports), [ports]);
-  const [state, dispatch] = useFlow(failover, initialFailover, runner);
-  const [help, setHelp] = useState(false);
+  const [state, dispatch, current] = useFlow(failover, initialFailover, runner);
+  const [help, setHelpState] = useState(false);
+  // Keys of one read are handled before the next render: `?j` must find the help open.
+  const helpNow = useRef(help);
+  const setHelp = useCallback((open: boolean) => {
+    helpNow.current = open;
+    setHelpState(open);
+  }, []);
   const report = useTurnReport();
   const typing = state.step === 'confirming-force' || (state.step === 'confirming' && state.gated);
 
@@ -38,7 +44,9 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
 
   const onIntent = useCallback(
     (intent: KeyIntent) => {
-      if (help) {
+      // The state this key acts on is the flow's now, after the keys before it in the read.
+      const state = current();
+      if (helpNow.current) {
         if (intent === 'back' || intent === 'help') setHelp(false);
         else if (intent === 'quit' && canQuit(state)) {
           onExit(failoverExitCode(state));
@@ -75,7 +83,7 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
           return;
       }
     },
-    [help, state, dispatch, exit, onExit, now, report],
+    [current, setHelp, dispatch, exit, onExit, now, report],
   );
 
   useKeys(onIntent, { isActive: true, typing: typing && !help });
@@ -85,9 +93,10 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
   // React gave up ("Maximum update depth exceeded") after a wrong prefix was confirmed.
   const onTyped = useCallback((text: string) => dispatch({ type: 'typed', text }), [dispatch]);
   const onConfirm = useCallback(() => {
-    if (state.step === 'confirming-force' && !forceUnlocked(state)) report({ kind: 'refused-entry', typed: state.typed });
+    const before = current();
+    if (before.step === 'confirming-force' && !forceUnlocked(before)) report({ kind: 'refused-entry', typed: before.typed });
     dispatch({ type: 'confirm' });
-  }, [dispatch, state, report]);
+  }, [dispatch, current, report]);
 
   return (
     <FailoverScreen

@@ -1,5 +1,6 @@
 import { useLayoutEffect, useRef, useState, type ReactNode } from 'react';
-import { Box, Text, measureElement, useInput, type DOMElement } from 'ink';
+import { Box, Text, measureElement, type DOMElement } from 'ink';
+import { useKeyStream } from './hooks/use-key-stream.js';
 
 export interface FrameProps {
   readonly columns: number;
@@ -46,8 +47,10 @@ export function Frame({ columns, rows, header, footer, children, headerRows = 1,
   const room = space === undefined ? undefined : overflow ? space - 1 : space;
   const maxOffset = overflow ? height - room! : 0;
   const top = Math.min(offset, maxOffset);
-  useInput(
-    (_input, key) => {
+  useKeyStream(
+    (event) => {
+      if (event.kind !== 'key') return;
+      const { key } = event;
       if (key.pageDown) setOffset(Math.min(top + Math.max(1, room! - 1), maxOffset));
       if (key.pageUp) setOffset(Math.max(0, top - Math.max(1, room! - 1)));
     },

@@ -14,6 +14,7 @@ import { registerFailover } from './commands/failover.js';
 import { registerMesh } from './commands/mesh.js';
 import { registerProvision } from './commands/provision.js';
 import { registerDrill } from './commands/drill.js';
+import { readFileSync } from 'node:fs';
 
 // The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -48,10 +49,17 @@ export function buildProgram(args?: readonly string[]): Command {
     .addOption(new Option('--no-seal', 'publish in the clear on purpose when this host has no seal key (as "seal: none" in baton.yaml)'))
     .addOption(new Option('--store-unenforced <value>', 'write to a store known not to enforce conditional writes; VALUE is the "override value" `baton store check` prints'))
     .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
+    .addOption(new Option('-V, --version', 'print the version and exit'))
     .showHelpAfterError(false)
     .addHelpText('after', `\n${exitCodeHelp()}`)
     .exitOverride();
   program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
+  // Read only when asked: package.json sits one level above both src/ and the built dist/.
+  program.on('option:version', () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`${version}\n`);
+    throw new CommanderError(EXIT_OK, 'commander.version', version);
+  });
   const ctx = makeContext(program);
   const named = args === undefined ? undefined : commandNamed(program, args);
   for (const register of named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!]) register(program, ctx);
@@ -78,8 +86,30 @@ function exitOverrideAll(command: Command): void {
   for (const sub of command.commands) exitOverrideAll(sub);
 }
 
+/**
+ * Whether a run names nothing to do: no command, no help or version flag, at most global
+ * options. Such a run asked for nothing that failed, so it prints the help on stdout and exits
+ * 0 (as `kubectl` and `docker` do), where a pager or `| less` can take it.
+ */
+export function namesNothing(program: Command, args: readonly string[]): boolean {
+  const takesValue = new Set(program.options.filter((option) => option.required || option.optional).flatMap((option) => [option.long, option.short]));
+  const known = new Set(program.options.flatMap((option) => [option.long, option.short]));
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    const flag = arg.split('=')[0]!;
+    if (!arg.startsWith('-') || !known.has(flag) || flag === '--version' || flag === '-V') return false;
+    if (takesValue.has(flag) && !arg.includes('=')) i += 1;
+  }
+  return true;
+}
+
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram(argv.slice(2));
+  if (namesNothing(program, argv.slice(2))) {
+    program.outputHelp();
+    process.exitCode = EXIT_OK;
+    return;
+  }
   try {
     await program.parseAsync(argv);
   } catch (error) {

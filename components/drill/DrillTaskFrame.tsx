@@ -1,5 +1,6 @@
 import { useCallback, type ReactNode } from 'react';
-import { Box, Text, useApp, useInput } from 'ink';
+import { Box, Text, useApp } from 'ink';
+import { useKeyStream } from '../hooks/use-key-stream.js';
 import { currentTask, turnWords, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { useColor } from '../hooks/use-color.js';
 import { ReservedRows, useTerminalSize } from '../hooks/use-columns.js';
@@ -33,12 +34,15 @@ export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrong
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
   const task = currentTask(state);
-  useInput((input, key) => {
-    if (key.ctrl && input === 'c') {
-      onInterrupt();
-      exit();
-    }
-  });
+  useKeyStream(
+    (event) => {
+      if (event.kind === 'key' && event.key.ctrl && event.input === 'c') {
+        onInterrupt();
+        exit();
+      }
+    },
+    { isActive: true },
+  );
   const report = useCallback(
     (turn: Turn) => {
       const what = turnWords(state, turn.kind === 'backed-out' ? { kind: 'backed-out' } : { kind: 'refused-entry', typed: turn.typed });

@@ -1,5 +1,5 @@
-import { useInput } from 'ink';
 import { keyIntent } from '../keys.js';
+import { useKeyStream } from '../hooks/use-key-stream.js';
 
 export type DrillIntent = 'enter' | 'help' | 'escape' | 'quit';
 
@@ -8,8 +8,10 @@ export type DrillIntent = 'enter' | 'help' | 'escape' | 'quit';
  * with exitOnCtrlC off) so that it quits THROUGH the drill and the sandbox is removed.
  */
 export function useDrillKeys(onIntent: (intent: DrillIntent) => void, options: { readonly isActive: boolean }): void {
-  useInput(
-    (input, key) => {
+  useKeyStream(
+    (event) => {
+      if (event.kind !== 'key') return undefined;
+      const { input, key } = event;
       if (key.ctrl && input === 'c') return onIntent('quit');
       switch (keyIntent(input, key)) {
         case 'select':

@@ -55,8 +55,11 @@ export function useFlowState<S, E>(flow: Flow<S, E>, coalesce?: Coalesce<E>): S 
  * A flow (src/app/flow.ts) created once per mount and followed with `useFlowState`. Its
  * initial effects start once mounted, and unmounting closes it: events arriving after that
  * are dropped (a late S3 answer must not touch a screen that is gone).
+ *
+ * The third element reads the flow's state NOW: a key handler acting on several keys of one
+ * read sees what the key before did, which the rendered state does not show yet.
  */
-export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, runner: EffectRunner<S, E, F>): [S, (event: E) => void] {
+export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, runner: EffectRunner<S, E, F>): [S, (event: E) => void, () => S] {
   // The runner may be rebuilt on a render (new ports); the flow, created once, calls the latest.
   const latest = useRef(runner);
   latest.current = runner;
@@ -72,5 +75,5 @@ export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, r
     flow.start();
     return () => flow.close();
   }, [flow]);
-  return [useFlowState(flow), flow.dispatch];
+  return [useFlowState(flow), flow.dispatch, flow.getState];
 }

@@ -1,6 +1,7 @@
 import { useRef } from 'react';
-import { useInput } from 'ink';
+import { NO_KEY } from '../keys.js';
 import { editLine } from '../line-edit.js';
+import { useKeyStream } from './use-key-stream.js';
 
 export interface LineEditOptions {
   readonly value: string;
@@ -12,20 +13,20 @@ export interface LineEditOptions {
 }
 
 /**
- * A gate's text field: line editing (Backspace in bursts, Ctrl-U, Ctrl-W) and Enter to submit.
- * Several keys can arrive between two renders; the latest text is kept in a ref so the second
- * key edits what the first produced, not the value the last render saw.
+ * A gate's text field: line editing (Backspace in bursts, Ctrl-U, Ctrl-W), a paste typed as
+ * text, and Enter to submit. The keys of one read arrive before the next render; the latest
+ * text is kept in a ref so `NPK7rzgd⏎` edits eight times and then submits what was typed.
  */
 export function useLineEdit({ value, onChange, onSubmit, isActive, accept }: LineEditOptions): void {
   const latest = useRef(value);
   latest.current = value;
-  useInput(
-    (input, key) => {
-      if (key.return) {
+  useKeyStream(
+    (event) => {
+      if (event.kind === 'key' && event.key.return) {
         onSubmit();
         return;
       }
-      const next = editLine(latest.current, input, key, accept);
+      const next = event.kind === 'paste' ? editLine(latest.current, event.text, NO_KEY, accept) : editLine(latest.current, event.input, event.key, accept);
       if (next === undefined || next === latest.current) return;
       latest.current = next;
       onChange(next);

@@ -37,17 +37,20 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
     }),
     [read, machines],
   );
-  const [state, dispatch] = useFlow(meshStatusFlow, initialMeshStatusFlow, runner);
+  const [state, dispatch, current] = useFlow(meshStatusFlow, initialMeshStatusFlow, runner);
   const visible = Math.max(3, rows - FRAME_LINES);
   useMeshStatusKeys(
     (intent) => {
+      // Several keys can arrive in one read: each acts on the state the one before left.
+      const now = current();
       if (typeof intent === 'object') {
-        dispatch({ type: 'filter-text', text: intent.typed });
+        const text = intent.edit(now.filter);
+        if (text !== undefined && text !== now.filter) dispatch({ type: 'filter-text', text });
         return;
       }
       switch (intent) {
         case 'quit':
-          onExit(state.statuses ? meshStatusExitCode(state.statuses) : EXIT_CODES.failed);
+          onExit(now.statuses ? meshStatusExitCode(now.statuses) : EXIT_CODES.failed);
           exit();
           return;
         case 'up':
@@ -61,14 +64,14 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
         case 'filter':
           return dispatch({ type: 'start-filter' });
         case 'select':
-          return state.typingFilter ? dispatch({ type: 'end-filter' }) : undefined;
+          return now.typingFilter ? dispatch({ type: 'end-filter' }) : undefined;
         case 'refresh':
           return dispatch({ type: 'refresh' });
         default:
           return undefined;
       }
     },
-    { isActive: true, typing: state.typingFilter, filter: state.filter },
+    { isActive: true, typing: () => current().typingFilter },
   );
   return (
     <ColorContext.Provider value={color}>

@@ -38,7 +38,13 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
   const state = useFlowState(flow, COALESCE);
   const [offset, setOffset] = useState(0);
   const [tick, setTick] = useState(0);
-  const [help, setHelp] = useState(false);
+  const [help, setHelpState] = useState(false);
+  // Keys of one read are handled before the next render: `?` then Esc must find the help open.
+  const helpNow = useRef(help);
+  const setHelp = useCallback((open: boolean) => {
+    helpNow.current = open;
+    setHelpState(open);
+  }, []);
   const [refusal, setRefusal] = useState<string | undefined>(undefined);
   const report = useTurnReport();
   const size = useTerminalSize();
@@ -66,7 +72,7 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
     (intent: RotationIntent) => {
       const current = flow.getState();
       // Esc and ? close the help; they must never also cancel the rotation behind it.
-      if (help && (intent.type === 'back' || intent.type === 'help')) {
+      if (helpNow.current && (intent.type === 'back' || intent.type === 'help')) {
         setHelp(false);
         return;
       }
@@ -106,7 +112,7 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
         }
       }
     },
-    [flow, leave, help, size.rows, report],
+    [flow, leave, setHelp, size.rows, report],
   );
 
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });

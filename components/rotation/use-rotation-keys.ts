@@ -1,5 +1,5 @@
-import { useInput } from 'ink';
-import { keyIntent } from '../keys.js';
+import { keyIntent, NO_KEY } from '../keys.js';
+import { useKeyStream } from '../hooks/use-key-stream.js';
 import { editLine } from '../line-edit.js';
 
 const isDigit = (char: string) => char >= '0' && char <= '9';
@@ -24,8 +24,11 @@ const PAGE = 8;
 
 export function useRotationKeys(options: { readonly isActive: boolean; readonly typing: boolean; readonly onIntent: (intent: RotationIntent) => void }): void {
   const { typing, onIntent } = options;
-  useInput(
-    (input, key) => {
+  useKeyStream(
+    (event) => {
+      // A pasted count is typed; anything else pasted here is not a digit and is dropped.
+      if (event.kind === 'paste') return typing ? onIntent({ type: 'edit', edit: (typed) => editLine(typed, event.text, NO_KEY, isDigit) }) : undefined;
+      const { input, key } = event;
       if (key.ctrl && input === 'c') return onIntent({ type: 'interrupt' });
       if (key.pageDown) return onIntent({ type: 'scroll', by: PAGE });
       if (key.pageUp) return onIntent({ type: 'scroll', by: -PAGE });

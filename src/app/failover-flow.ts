@@ -8,7 +8,7 @@
  * apply returns the state unchanged with `effects: []`.
  */
 import { EXIT_CODES, EXIT_OK, type BatonError } from '../errors.js';
-import { confirmationPrefix, sameForHumans } from '../pki/fingerprint-type.js';
+import { confirmationPrefix, typedMatch } from '../pki/fingerprint-type.js';
 import { allowedActions } from '../share/decide.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
@@ -107,9 +107,9 @@ export function forcePrefix(verdict: Extract<Verdict, { kind: 'refuse' }>): stri
   return confirmationPrefix(verdict.local);
 }
 
-/** Human comparison (trim, case-insensitive) of what was typed against the LOCAL prefix. */
+/** Whether what was typed is the LOCAL prefix, exactly (spaces aside; case counts). */
 export function forceUnlocked(state: Extract<FailoverState, { step: 'confirming-force' }>): boolean {
-  return sameForHumans(state.typed, forcePrefix(state.verdict));
+  return typedMatch(state.typed, forcePrefix(state.verdict)) === 'match';
 }
 
 /** Where a force will move ca/, as the gate shows it. */
@@ -128,7 +128,7 @@ export function canQuit(state: FailoverState): boolean {
 export function failover(state: FailoverState, event: FailoverEvent): FailoverStep {
   switch (state.step) {
     case 'reading':
-      if (event.type === 'read') return stay(deciding(event.reading, undefined));
+      if (event.type === 'read') return stay(deciding(event.reading));
       if (event.type === 'read-failed') return stay({ step: 'failed', reading: undefined, action: undefined, error: event.error });
       return stay(state);
 
@@ -194,14 +194,19 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
  * A fresh read starts the cursor on the first action that can be undone ('leave' at worst):
  * Enter, Enter, Enter on a typo'd store must never walk into minting a second authority.
  */
-function deciding(reading: StatusReport, cursor: number | undefined): FailoverState {
+function deciding(reading: StatusReport): FailoverState {
   const actions = offeredActions(reading);
-  const start = cursor ?? Math.max(0, actions.findIndex((action) => !isIrreversible(action, reading.verdict)));
+  const start = Math.max(0, actions.findIndex((action) => !isIrreversible(action, reading.verdict)));
   return { step: 'deciding', reading, actions, cursor: clamp(start, actions.length) };
 }
 
-function backTo(state: { readonly reading: StatusReport; readonly cursor: number }): FailoverState {
-  return deciding(state.reading, state.cursor);
+/**
+ * Back to the list (Esc, an empty answer, a gate left): the cursor starts again on the safe
+ * choice, never where it was — it was on the action just backed out of, and Enter again would
+ * reopen a gate the operator has just refused to pass.
+ */
+function backTo(state: { readonly reading: StatusReport }): FailoverState {
+  return deciding(state.reading);
 }
 
 function select(state: Extract<FailoverState, { step: 'deciding' }>, at: Date): FailoverStep {

@@ -3,7 +3,7 @@
  * what the operator must type, and — when Enter is pressed on something else — WHY it was not
  * accepted. A silent refusal at 3 a.m. reads as a broken key; a reason names what to type.
  */
-import { confirmationPrefix, sameForHumans, type Fingerprint } from '../pki/fingerprint-type.js';
+import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import type { Action, Verdict } from '../share/types.js';
 
 /** How many characters of the deployment id a mint or an adopt over a loss asks for. */
@@ -33,8 +33,10 @@ export function isIrreversible(action: Action, verdict: Verdict): boolean {
 /** Why a typed deployment prefix was not accepted, or undefined when it matches. */
 export function deploymentRefusal(typed: string, deployment: string): string | undefined {
   const expected = deploymentPrefix(deployment);
-  if (sameForHumans(typed, expected)) return undefined;
+  const match = typedMatch(typed, expected);
+  if (match === 'match') return undefined;
   if (typed.trim() === '') return `Type the first ${expected.length} characters of the deployment id first.`;
+  if (match === 'wrong-case') return wrongCase(typed, 'the deployment id');
   return `"${typed.trim()}" is not the first ${expected.length} characters of the deployment id; expected ${expected.length} characters, you typed ${typed.trim().length}.`;
 }
 
@@ -44,14 +46,21 @@ export function deploymentRefusal(typed: string, deployment: string): string | u
  */
 export function forceRefusal(typed: string, local: Fingerprint, published: Fingerprint): string | undefined {
   const expected = confirmationPrefix(local);
-  if (sameForHumans(typed, expected)) return undefined;
+  const match = typedMatch(typed, expected);
+  if (match === 'match') return undefined;
   if (typed.trim() === '') return 'Type the 8 characters marked "type these" (LOCAL) first.';
-  if (sameForHumans(typed, confirmationPrefix(published))) {
+  if (match === 'wrong-case') return wrongCase(typed, 'the LOCAL fingerprint');
+  if (typedMatch(typed, confirmationPrefix(published)) !== 'different') {
     return 'That is the PUBLISHED fingerprint. Type the LOCAL one: the authority being set aside.';
   }
   const n = typed.replace(/\s+/g, '').length;
   if (n !== expected.length) return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the LOCAL fingerprint.`;
   return `"${typed.trim()}" does not match the LOCAL fingerprint: compare it with the 8 characters marked "type these".`;
+}
+
+/** The refusal of the right characters in the wrong case: the one mistake "does not match" would hide. */
+export function wrongCase(typed: string, what: string): string {
+  return `"${typed.trim()}" has the same letters as ${what} but not the same case. Case counts (base64): type the characters exactly as shown.`;
 }
 
 /** Why a typed count at the rotation gate was not accepted, or undefined when it matches. */

@@ -115,17 +115,24 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
   const local = await snapshotLocalAuthority(stateDir, deployment);
   if (local.state !== 'whole' || !local.previous || local.pending || local.repairedTear) return undefined;
   if ((local.current.claim ?? local.current.replaces) !== undefined) return undefined;
-  const { confirmationPrefix, sameForHumans } = await import('../pki/fingerprint-type.js');
+  const { confirmationPrefix, typedMatch } = await import('../pki/fingerprint-type.js');
   const { askTyped } = await import('./typed-confirm.js');
   const { unprovedRefusal } = await import('../authority/index.js');
   const previous = local.previous.fingerprint;
   ctx.stdout.write(`${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`);
   ctx.stdout.write(`Retiring deletes ca-previous.key and ca-previous.crt (${previous}) on your word.\n`);
   const typed = await askTyped(ctx.stdout, 'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ');
-  if (typed === undefined || !sameForHumans(typed, confirmationPrefix(previous))) {
+  const match = typed === undefined ? undefined : typedMatch(typed, confirmationPrefix(previous));
+  if (typed === undefined || match !== 'match') {
     if (typed === undefined) ctx.stdout.write('\n');
+    const { wrongCase } = await import('../app/typed-gate.js');
     throw new BatonError('aborted', {
-      what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : 'The typed characters do not match the previous fingerprint.',
+      what:
+        typed === undefined
+          ? 'The confirmation was not given (Ctrl-C or end of input).'
+          : match === 'wrong-case'
+            ? wrongCase(typed, 'the previous fingerprint')
+            : 'The typed characters do not match the previous fingerprint.',
       where: layoutOf(stateDir).previousKey,
       changed: 'Nothing was written.',
       next: `Run \`baton ca retire\` again and type the 8 characters after "SHA256:" of ${previous}, or \`baton ca retire --yes\`.`,

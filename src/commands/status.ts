@@ -2,6 +2,7 @@ import { BatonError, EXIT_OK } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
 import { cursorAddressable } from './terminal-kind.js';
+import type { StatusReport } from '../app/status-report.js';
 
 interface StatusOptions {
   readonly json?: boolean;
@@ -21,7 +22,7 @@ export const registerStatus: Register = (program, ctx) => {
   program
     .command('status')
     .description('show the local and published authority side by side; changes nothing (exit 0 in sync, 3 action needed, 1 could not read)')
-    .option('--json', 'print one JSON object (see README "Status JSON")')
+    .option('--json', 'print one JSON object (see README "Status JSON"); with --watch, one line per read')
     .option('--watch', 'keep reading every few seconds (r reads now, q quits)')
     .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
     .action(
@@ -40,6 +41,23 @@ export const registerStatus: Register = (program, ctx) => {
         }
       }),
     );
+
+  /** NDJSON until Ctrl-C, SIGTERM or a reader that went away (`| head -1`); exit code of the last read. */
+  async function watchJson(read: () => Promise<StatusReport>, json: (report: StatusReport) => unknown, intervalSeconds: number): Promise<number> {
+    const { watchStatusJson } = await import('../app/status-watch-json.js');
+    const stop = new AbortController();
+    const abort = () => stop.abort();
+    process.once('SIGINT', abort);
+    process.once('SIGTERM', abort);
+    ctx.stdout.once('error', abort);
+    try {
+      return await watchStatusJson({ read, json, write: (line) => ctx.stdout.write(line), intervalMs: intervalSeconds * 1000, signal: stop.signal });
+    } finally {
+      process.off('SIGINT', abort);
+      process.off('SIGTERM', abort);
+      ctx.stdout.off('error', abort);
+    }
+  }
 
   async function status(options: StatusOptions): Promise<number> {
     const config = ctx.config();
@@ -61,6 +79,7 @@ export const registerStatus: Register = (program, ctx) => {
     const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
     const read = () => readStatus(sources);
 
+    if (options.json && options.watch) return watchJson(read, (report) => statusJson(report, suggester), interval);
     if (options.json) {
       const report = await read();
       ctx.stdout.write(`${JSON.stringify(statusJson(report, suggester), null, 2)}\n`);

@@ -188,7 +188,7 @@ async function confirmForce(ctx: CliContext, share: ShareContext, verdict: Refus
       next: `Check both fingerprints, then run: ${await rerunWithYes()}`,
     });
   }
-  const { confirmationPrefix, sameForHumans } = await import('../pki/fingerprint-type.js');
+  const { confirmationPrefix, typedMatch } = await import('../pki/fingerprint-type.js');
   const expected = confirmationPrefix(verdict.local);
   ctx.stdout.write(`${refusal.what}\n`);
   ctx.stdout.write(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.\n`);
@@ -201,9 +201,11 @@ async function confirmForce(ctx: CliContext, share: ShareContext, verdict: Refus
       next: "Run `baton sync --force` again when you are ready to replace this host's authority.",
     });
   }
-  if (!sameForHumans(typed, expected)) {
+  const match = typedMatch(typed, expected);
+  if (match !== 'match') {
+    const { wrongCase } = await import('../app/typed-gate.js');
     throw new BatonError('aborted', {
-      what: 'The typed characters do not match the local fingerprint.',
+      what: match === 'wrong-case' ? wrongCase(typed, 'the local fingerprint') : 'The typed characters do not match the local fingerprint.',
       where: verdict.caDir,
       changed: 'Nothing was written.',
       next: `Run \`baton sync --force\` again and type the 8 characters after "SHA256:" of ${verdict.local}.`,

@@ -12,13 +12,19 @@ export function asFingerprint(text: string): Fingerprint | undefined {
   return FINGERPRINT_PATTERN.test(text) ? (text as Fingerprint) : undefined;
 }
 
+/** How what an operator typed at a gate compares with what the gate asks for. */
+export type TypedMatch = 'match' | 'wrong-case' | 'different';
+
 /**
- * Human comparison (DESIGN.md §2): trims spaces and ignores case. Only for what an operator
- * types or reads; a decision that authorises deleting anything uses `===`.
+ * A typed gate's comparison: spaces are ignored (a paste brings some), case is NOT. Base64 is
+ * case-sensitive — two fingerprints can differ only in case — so `npk7rzgd` is not `NPK7rzgd`;
+ * 'wrong-case' lets the gate say why instead of a bare "does not match".
  */
-export function sameForHumans(a: string, b: string): boolean {
-  const norm = (s: string) => s.replace(/\s+/g, '').toLowerCase();
-  return norm(a) === norm(b);
+export function typedMatch(typed: string, expected: string): TypedMatch {
+  const bare = (s: string) => s.replace(/\s+/g, '');
+  const [a, b] = [bare(typed), bare(expected)];
+  if (a === b) return 'match';
+  return a.toLowerCase() === b.toLowerCase() ? 'wrong-case' : 'different';
 }
 
 /**

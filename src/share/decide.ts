@@ -55,7 +55,9 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       const mine = local.current.fingerprint;
       if (published.state === 'none') return { kind: 'publish', local: mine };
       const theirs = published.header.fingerprint;
-      if (mine === theirs) return { kind: 'in-sync', fingerprint: mine };
+      // In sync with an overlap open is not "nothing to do": the next `ca rotate` refuses until
+      // the previous authority is retired, and the words must say so before the operator finds out.
+      if (mine === theirs) return { kind: 'in-sync', fingerprint: mine, ...(local.previous ? { previous: local.previous.fingerprint } : {}) };
       return {
         kind: 'refuse',
         local: mine,

@@ -85,7 +85,12 @@ export type Verdict =
   | { readonly kind: 'first-controller' }
   | { readonly kind: 'adopt'; readonly published: Fingerprint; readonly lostMarker: boolean }
   | { readonly kind: 'publish'; readonly local: Fingerprint }
-  | { readonly kind: 'in-sync'; readonly fingerprint: Fingerprint }
+  | {
+      readonly kind: 'in-sync';
+      readonly fingerprint: Fingerprint;
+      /** A rotation overlap is open here: the previous authority, still trusted until `ca retire`. */
+      readonly previous?: Fingerprint;
+    }
   | {
       readonly kind: 'refuse';
       readonly local: Fingerprint;

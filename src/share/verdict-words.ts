@@ -48,7 +48,15 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
   const fp = (fingerprint: Fingerprint) => (options.fingerprints ? ` ${fingerprint}` : '');
   switch (verdict.kind) {
     case 'in-sync':
-      return { tone: 'ok', label: 'in sync', headline: `This host holds the published authority${fp(verdict.fingerprint)}.`, next: 'Nothing to do.' };
+      return {
+        tone: 'ok',
+        label: 'in sync',
+        headline: `This host holds the published authority${fp(verdict.fingerprint)}.`,
+        next:
+          verdict.previous === undefined
+            ? 'Nothing to do.'
+            : `A rotation overlap is open (the previous authority${fp(verdict.previous)} is still trusted): \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${suggest(s, 'ca retire')}`,
+      };
     case 'first-controller':
       return {
         tone: 'action',

@@ -57,4 +57,22 @@ describe('the failover as a line dialogue (TERM=dumb, 0×0)', () => {
     expect(text).toContain('type these');
     expect(acts).toEqual([]);
   });
+
+  it('after going back from the force gate the safe choice is the default again, so Enter leaves', async () => {
+    const reading = READS.leftBehind();
+    const local = reading.verdict.kind === 'refuse' ? reading.verdict.local : '';
+    const swapped = [...local.slice(7, 15)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+    const { acts, code, text } = await talk(reading, ['2', swapped, '', '']);
+    expect(text).toMatch(/same letters as the LOCAL fingerprint but not the same case/);
+    const menus = text.split('Choose 1-');
+    expect(menus).toHaveLength(3);
+    // The menu shown after the gate marks the same (safe) choice as the first one did: leave.
+    const defaults = text.match(/^ {2}\d\. .*\(default\)$/gm) ?? [];
+    expect(defaults).toHaveLength(2);
+    expect(defaults[1]).toBe(defaults[0]);
+    expect(defaults[0]).toContain('Leave');
+    expect(text).toContain('Nothing was written.');
+    expect(acts).toEqual([]);
+    expect(code).toBe(3);
+  });
 });

@@ -182,19 +182,35 @@ describe('the failover walk as a reducer', () => {
       expect(step.effects, `typed "${wrong}"`).toEqual([]);
       expect(step.state.step).toBe('confirming-force');
     }
-    const right = walk(gate, { type: 'typed', text: `  ${local.toUpperCase()} ` });
+    const right = walk(gate, { type: 'typed', text: `  ${local} ` });
     const step = failover(right, { type: 'confirm' });
     expect(step.state.step).toBe('acting');
     expect(step.effects).toEqual([{ type: 'act', action: 'force', seen: READS.leftBehind().verdict, at: AT }]);
   });
 
-  it('backs out of the force gate without an effect, forgetting what was typed', () => {
+  it('refuses the right characters in the wrong case, and says that is why', () => {
+    const local = FP_OLD.slice(7, 15);
+    const swapped = [...local].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+    expect(swapped).not.toBe(local);
+    const step = failover(walk(forceGate(), { type: 'typed', text: swapped }), { type: 'confirm' });
+    expect(step.effects).toEqual([]);
+    expect(step.state.step).toBe('confirming-force');
+    expect(step.state.step === 'confirming-force' && step.state.refusal).toMatch(/same letters .* not the same case/);
+  });
+
+  it('backs out of the force gate without an effect, onto the safe choice: Enter again does not reopen the gate', () => {
     const typed = walk(forceGate(), { type: 'typed', text: FP_OLD.slice(7, 15) });
     const step = failover(typed, { type: 'back' });
     expect(step.state.step).toBe('deciding');
     expect(step.effects).toEqual([]);
-    const again = failover(step.state, { type: 'select', at: AT }).state;
-    expect(again.step === 'confirming-force' && again.typed).toBe('');
+    const first = deciding();
+    expect(step.state.step === 'deciding' && first.step === 'deciding' && step.state.cursor === first.cursor).toBe(true);
+    const again = failover(step.state, { type: 'select', at: AT });
+    expect(again.state.step).toBe('done');
+    expect(again.effects).toEqual([]);
+    // Choosing force once more opens a fresh gate: what was typed is forgotten.
+    const reopened = walk(step.state, { type: 'move', by: 1 }, { type: 'select', at: AT });
+    expect(reopened.step === 'confirming-force' && reopened.typed).toBe('');
   });
 
   it('leaves without a confirm, a lock or a write', () => {

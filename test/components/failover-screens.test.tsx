@@ -194,7 +194,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force');
     await v.press(KEY.enter);
     await v.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
-    await v.press(localFp.slice(7, 15).toLowerCase());
+    await v.press(localFp.slice(7, 15));
     const open = await v.waitFor((f) => f.includes('[ Replace ] enabled'), 'the gate open');
     expectFits(open, columns);
     await v.press(KEY.enter);

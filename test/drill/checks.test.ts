@@ -77,6 +77,19 @@ describe('the drill\'s checks on a real sandbox', () => {
       }
     }
     const before = await noteBefore(sandbox, notebook);
+    // Cancelled at the count: the checks agree that nothing rotated — none says the (old)
+    // password that still logs in is the new one.
+    const { state: cancelled } = await rotateScripted(sandbox, { by: 'consumer', name: 'web1-app' }, () => {}, async () => undefined);
+    expect(cancelled.step).toBe('cancelled');
+    const afterCancel = await runChecks(sandbox, before, 4, 0);
+    expect(failed(afterCancel)).toEqual([
+      'exactly db1 and web1 received files',
+      'web1 holds a new password for web1_app',
+      'the provisioner on db1 applied web1_app',
+      'web1_app logs in with the new password',
+      "web1_app's old password is refused",
+    ]);
+    expect(afterCancel.find((r) => r.label === 'web1 holds a new password for web1_app')?.detail).toContain('cancelled');
     // The wrong selection: every pair of pg-main instead of web1-app alone.
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
     const results = await runChecks(sandbox, before, 4, 0);
@@ -101,6 +114,7 @@ describe('the drill\'s checks on a real sandbox', () => {
     const results = failed(await runChecks(sandbox, before, 5, 1));
     expect(results).toContain('nothing was sent: every file on every machine is as it was');
     expect(results).toContain('web1_app\'s old password still logs in');
+    expect(results).toContain('worker1_jobs\' old password still logs in');
     // …and the same rotation is exactly what the last task of step 5 asks for.
     expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
   });

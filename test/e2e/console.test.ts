@@ -231,8 +231,10 @@ describe('baton failover in a real terminal', () => {
     expect(refused).toContain('[ Replace ] disabled');
     expect(snapshotDir(b.stateDir)).toEqual(before);
     await s.keys('Escape');
-    await s.waitFor('Choose:');
-    await pressUntil(s, 'Enter', 'marked "type these"'); // the cursor is still on force
+    // Back on the safe choice: force is chosen again on purpose.
+    await s.waitFor('› Leave it as it is', 'back at the choice, on the safe one');
+    await pressUntil(s, 'j', '› Replace the local authority');
+    await pressUntil(s, 'Enter', 'marked "type these"');
     await typeUntilEchoed(s, local.slice(7, 15), '[ Replace ] enabled');
     await s.keys('Enter');
     await s.waitFor((screen) => screen.includes('Read again:') && screen.includes('in sync'), 'the result');

@@ -89,7 +89,7 @@ describe('the drill with TERM=dumb', () => {
     await s.waitFor('Type the number of credentials to rotate', 'the rotation count', 60_000);
     await s.type('99');
     await s.keys('Enter');
-    await s.waitFor('"99" is not the number of credentials', 'the wrong count refused');
+    await s.waitFor('Expected 1, you typed 99', 'the wrong count refused, naming the expected number');
     await s.type('q');
     await s.keys('Enter');
     expect(await s.exitCode(60_000)).toBe(0);

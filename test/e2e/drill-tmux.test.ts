@@ -105,11 +105,14 @@ describe('the interactive drill in tmux (80×24)', () => {
     screen = await s.waitFor('not accepted', 'the reason the wrong prefix was refused');
     expect(screen).toContain('does not match the LOCAL fingerprint');
     await s.keys('Escape');
-    await s.waitFor((x) => x.includes('› Replace the local authority (force)') && !x.includes('type these'), 'back at the choice');
+    // Back on the safe choice: Enter again would leave, so force is chosen again on purpose.
+    await s.waitFor((x) => x.includes('› Leave it as it is') && !x.includes('type these'), 'back at the choice, on the safe one');
     const sandbox = readdirSync(tmp.dir).find((name) => name.startsWith('baton-drill-'));
     expect(sandbox).toBeDefined();
     const ctlA = path.join(tmp.dir, sandbox!, 'ctl-a');
     expect(readdirSync(ctlA).filter((name) => name.startsWith('ca.superseded-'))).toEqual([]);
+    await s.type('j');
+    await s.waitFor('› Replace the local authority (force)', 'force selected again');
     await s.keys('Enter');
     await s.waitFor('marked "type these"', 'the force gate again');
     await typeUntilEchoed(s, local!, `> ${local}`);

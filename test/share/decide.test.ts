@@ -5,6 +5,7 @@ import type { LocalAuthority, LocalProblem, PairSummary } from '../../src/author
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { allowedActions, decide, isInSync, lineageOf } from '../../src/share/decide.js';
 import { DOCUMENT_FORMAT, type PublishedAuthority, type Verdict } from '../../src/share/types.js';
+import { verdictWords } from '../../src/share/verdict-words.js';
 
 // decide() is pure: its inputs are data, so the fixtures here are the reader's and the
 // document's answers, built from distinct fingerprints (the real pairs are exercised by the
@@ -126,8 +127,17 @@ describe('decide: the whole row', () => {
     expect(verdict).toEqual({ kind: 'in-sync', fingerprint: A });
     expect(isInSync(verdict)).toBe(true);
   });
-  it('a whole host in a rotation overlap is in sync when its current pair is the published one', () => {
-    expect(decide(whole(pair(B, A), pair(A)), present({ fingerprint: B, previous: A, replaces: A }))).toEqual({ kind: 'in-sync', fingerprint: B });
+  it('a whole host in a rotation overlap is in sync when its current pair is the published one, and the words say the overlap is open', () => {
+    const verdict = decide(whole(pair(B, A), pair(A)), present({ fingerprint: B, previous: A, replaces: A }));
+    expect(verdict).toEqual({ kind: 'in-sync', fingerprint: B, previous: A });
+    const words = verdictWords(verdict, { baton: 'baton --deployment d1' });
+    expect(words.label).toBe('in sync');
+    expect(words.next).not.toContain('Nothing to do');
+    expect(words.next).toContain('A rotation overlap is open (the previous authority is still trusted)');
+    expect(verdictWords(verdict, { fingerprints: true }).next).toContain(`the previous authority ${A} is still trusted`);
+    expect(words.next).toContain('`ca rotate` refuses');
+    expect(words.next).toMatch(/baton --deployment d1 ca retire$/);
+    expect(verdictWords(decide(whole(pair(A)), present({ fingerprint: A }))).next).toBe('Nothing to do.');
   });
   it('a whole host facing an unreadable document is blocked', () => {
     expect(decide(whole(pair(A)), unreadable).kind).toBe('blocked');

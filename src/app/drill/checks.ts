@@ -192,11 +192,11 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
   for (const consumer of DRILL_CONSUMERS) {
     const old = before.secrets[consumer.role];
     if (!old) {
-      results.push(fail(`${consumer.role}'s old password still logs in`, `${consumer.machine} had no password to try`));
+      results.push(fail(`${possessive(consumer.role)} old password still logs in`, `${consumer.machine} had no password to try`));
       continue;
     }
     const login = await tryLogin(sandbox.postgres, consumer.role, old);
-    results.push(check(`${consumer.role}'s old password still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    results.push(check(`${possessive(consumer.role)} old password still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
   }
   return results;
 }
@@ -210,25 +210,38 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
   const rotated = DRILL_CONSUMERS.filter((c) => roles.includes(c.role));
   const others = DRILL_CONSUMERS.filter((c) => !roles.includes(c.role));
   const expectedMachines = [...new Set(['db1', ...rotated.map((c) => c.machine)])].sort();
-  const applied = await waitForReceipts(sandbox, roles);
+  const now = readConsumerSecrets(sandbox);
+  const isRenewed = (role: Role) => now[role] !== undefined && now[role].digest !== before.secrets[role]?.digest;
+  // Only a new password has a receipt to wait for: the seeded receipts already match the old
+  // files, and waiting on them would pass "applied" for a rotation that never happened.
+  const applied = await waitForReceipts(sandbox, roles.filter(isRenewed));
   const changed = changedFiles(before.meshFiles, readMeshFiles(sandbox));
   const touched = machinesOf(changed);
   const results: CheckResult[] = [
     check(`exactly ${expectedMachines.join(' and ')} received files`, sameList(touched, expectedMachines), `changed on: ${touched.join(', ') || 'nothing'}`),
   ];
-  const now = readConsumerSecrets(sandbox);
+  // A rotation cancelled at the confirm (or never run) left every password as it was: the
+  // checks must say so, not log in with the OLD password and call it the new one.
+  const cancelled = readJournalRecords(sandbox)
+    .slice(before.journalRecords)
+    .some((record) => record.phase === 'cancelled');
+  const unchanged = cancelled ? 'the rotation was cancelled at the confirm: nothing was generated' : 'it is still the password it had before the task';
   for (const consumer of rotated) {
     const old = before.secrets[consumer.role];
     const fresh = now[consumer.role];
-    results.push(check(`${consumer.machine} holds a new password for ${consumer.role}`, fresh !== undefined && fresh.digest !== old?.digest, fresh ? `digest ${fresh.digest.slice(0, 19)}` : 'no file'));
-    results.push(check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), applied.includes(consumer.role) ? 'its receipt carries the new digest' : `no matching receipt after ${APPLY_WAIT_MS / 1000} s`));
-    if (fresh) {
+    const renewed = isRenewed(consumer.role);
+    results.push(check(`${consumer.machine} holds a new password for ${consumer.role}`, renewed, !fresh ? 'no file' : renewed ? `digest ${fresh.digest.slice(0, 19)}` : unchanged));
+    const appliedWhy = applied.includes(consumer.role) ? 'its receipt carries the new digest' : renewed ? `no matching receipt after ${APPLY_WAIT_MS / 1000} s` : 'there is no new password to apply';
+    results.push(check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), appliedWhy));
+    if (fresh && !renewed) {
+      results.push(fail(`${consumer.role} logs in with the new password`, 'there is no new password to try'));
+    } else if (fresh) {
       const login = await tryLogin(sandbox.postgres, consumer.role, fresh);
       results.push(check(`${consumer.role} logs in with the new password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
     }
     if (old) {
       const login = await tryLogin(sandbox.postgres, consumer.role, old);
-      results.push(check(`${consumer.role}'s old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+      results.push(check(`${possessive(consumer.role)} old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
     }
   }
   for (const consumer of others) {
@@ -262,6 +275,11 @@ export async function waitForReceipts(sandbox: DrillSandbox, roles: readonly str
 }
 
 // --- small words ------------------------------------------------------------------------
+
+/** `web1_app's`, but `worker1_jobs'`: a name ending in s takes the apostrophe alone. */
+export function possessive(name: string): string {
+  return name.endsWith('s') ? `${name}'` : `${name}'s`;
+}
 
 function fingerprintOf(seen: Look): string | undefined {
   return seen.local.state === 'whole' ? seen.local.current.fingerprint : undefined;

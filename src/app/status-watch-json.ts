@@ -1,0 +1,37 @@
+/**
+ * `baton status --json --watch`: one JSON object per read, each on ONE line (NDJSON), until
+ * interrupted — what `tail -f`-style monitors and `jq -c` expect. A read that fails is a line
+ * too (the error object), and the loop goes on: a monitor must see a store that came back.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { asBatonError } from '../errors.js';
+import { statusExitCode, type StatusReport } from './status-report.js';
+import { statusErrorJson } from './status-json.js';
+
+export interface WatchJson {
+  readonly read: () => Promise<StatusReport>;
+  /** The JSON object of one read (statusJson with the run's suggester). */
+  readonly json: (report: StatusReport) => unknown;
+  readonly write: (line: string) => void;
+  readonly intervalMs: number;
+  /** Aborted by SIGINT / SIGTERM or a closed stdout: the loop ends after the read under way. */
+  readonly signal: AbortSignal;
+}
+
+/** Reads until `signal` aborts; the exit code is the last read's (1 when it failed). */
+export async function watchStatusJson({ read, json, write, intervalMs, signal }: WatchJson): Promise<number> {
+  let code: number | undefined;
+  while (!signal.aborted) {
+    try {
+      const report = await read();
+      write(`${JSON.stringify(json(report))}\n`);
+      code = statusExitCode(report);
+    } catch (error) {
+      const batonError = asBatonError(error, { what: 'baton status failed' });
+      write(`${JSON.stringify(statusErrorJson(batonError))}\n`);
+      code = batonError.exitCode;
+    }
+    await sleep(intervalMs, undefined, { signal }).catch(() => undefined);
+  }
+  return code ?? 0;
+}
