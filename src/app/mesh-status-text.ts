@@ -11,6 +11,7 @@ import { MARKS, type Mark } from './marks.js';
 export const STATE_MARKS: Record<PairState, Mark> = {
   unreachable: MARKS.refused,
   drifted: MARKS.refused,
+  'changed-in-db': MARKS.refused,
   staged: MARKS.action,
   pending: MARKS.busy,
   applied: MARKS.ok,
@@ -28,6 +29,10 @@ export function nextStep(status: PairStatus, s: Suggester = PLAIN_SUGGESTER): st
       return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run ${suggest(s, 'mesh status')} again`;
     case 'drifted':
       return `rotate it: ${rotate}`;
+    case 'changed-in-db':
+      return status.database?.problem
+        ? `fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then ${suggest(s, 'mesh status')}`
+        : `nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`;
     case 'staged':
       return resume ? `finish it: ${resume}` : `no rotation in the journal prepared it: rotate again (${rotate})`;
     case 'pending':

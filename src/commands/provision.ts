@@ -43,13 +43,15 @@ export const registerProvision: Register = (program, ctx) => {
       action(ctx, async (flags: ProvisionFlags) => {
         const settings = parseFlags(flags);
         const { PostgresProvisioner } = await import('../provisioner/postgres-provisioner.js');
-        const { postgresRoles } = await import('../provisioner/postgres-roles.js');
+        const { postgresRoles, providerLock } = await import('../provisioner/postgres-roles.js');
         const log = (line: string) => void ctx.stdout.write(`provision ${settings.provider}: ${line}\n`);
+        const lock = providerLock(settings.target, settings.provider);
         const provisioner = new PostgresProvisioner({
           meshDir: settings.meshDir,
           provider: settings.provider,
           connect: postgresRoles(settings.target),
           log,
+          lock,
         });
         if (flags.watch) {
           const { watchProvisioner } = await import('../provisioner/watch-provisioner.js');
@@ -64,13 +66,27 @@ export const registerProvision: Register = (program, ctx) => {
           try {
             await watchProvisioner(provisioner, { intervalMs: settings.intervalMs, signal: controller.signal, log });
           } finally {
+            await lock.release();
             process.removeListener('SIGTERM', stop);
             process.removeListener('SIGINT', stop);
           }
           log('stopped');
           return EXIT_OK;
         }
-        const report = await provisioner.runCycle();
+        let report;
+        try {
+          report = await provisioner.runCycle();
+        } finally {
+          await lock.release();
+        }
+        if (report.busy !== undefined) {
+          throw new BatonError('lock-busy', {
+            what: `Another provisioner for provider "${settings.provider}" is running: ${report.busy}.`,
+            where: `postgresql://${settings.target.superuser}@${settings.target.host}:${settings.target.port}/${settings.target.database} (advisory lock)`,
+            next: 'It applies what was delivered, so there is nothing for this one to do; stop it first to run a cycle by hand.',
+            changed: 'Nothing was applied.',
+          });
+        }
         if (report.blocked && report.failed.length === 0) throw report.blocked;
         if (report.failed.length > 0) {
           const appliedRoles = report.applied.map((a) => a.role);

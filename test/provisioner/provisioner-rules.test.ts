@@ -32,8 +32,12 @@ function receiptDigest(role: string): string | undefined {
  * what the test scripted; a connection the test did not expect throws.
  */
 class FakeDatabase {
+  /** role → its verifier; `nologin`/`expired` hold roles changed "by hand". */
   readonly roles = new Map<string, string>();
+  readonly nologin = new Set<string>();
+  readonly expired = new Set<string>();
   readonly calls: string[] = [];
+  readonly inspected: string[][] = [];
   connections = 0;
   closes = 0;
   allowConnect = true;
@@ -49,7 +53,13 @@ class FakeDatabase {
         expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:/);
         const outcome = this.roles.has(role) ? 'updated' : 'created';
         this.roles.set(role, verifier);
+        this.nologin.delete(role);
+        this.expired.delete(role);
         return outcome;
+      },
+      inspect: async (roles: readonly string[]) => {
+        this.inspected.push([...roles]);
+        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, { canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)! }]));
       },
       close: async () => {
         this.closes += 1;
@@ -72,19 +82,26 @@ beforeEach(() => {
 afterEach(() => temp.cleanup());
 
 describe('a provisioner cycle', () => {
-  it('does not connect at all when every delivered digest is already applied', async () => {
+  it('sends no password statement when every delivered digest is already applied: it only reads the roles back', async () => {
     const db = new FakeDatabase();
     deliver('a', secret());
     deliver('b', secret());
     const service = makeProvisioner(db);
     await service.runCycle();
     expect(db.calls).toEqual(['a', 'b']);
-    db.allowConnect = false;
 
     const report = await service.runCycle();
 
-    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 2, blocked: undefined });
-    expect(db.connections).toBe(1);
+    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 2, changed: [], blocked: undefined });
+    expect(db.calls).toEqual(['a', 'b']);
+    expect(db.inspected).toEqual([['a', 'b']]);
+  });
+
+  it('does not connect at all when nothing was delivered or applied yet', async () => {
+    const db = new FakeDatabase();
+    db.allowConnect = false;
+    const report = await makeProvisioner(db).runCycle();
+    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 0, blocked: undefined, databaseDown: false });
   });
 
   it('notices an in-place rewrite of the same size even when the mtime is put back (the ctime moves)', async () => {
