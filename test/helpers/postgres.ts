@@ -14,7 +14,8 @@ export function superuserPassword(sandbox: PostgresSandbox): string {
 
 /**
  * Logs in as `role` with `password` over TCP (scram-sha-256): true when the server accepted,
- * false when it refused the password or the role. Anything else (server down) throws.
+ * false when it refused the password or the role (missing, wrong password, or NOLOGIN).
+ * Anything else (server down) throws.
  */
 export async function canLogin(sandbox: PostgresSandbox, role: string, password: string): Promise<boolean> {
   const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: role, password });
@@ -24,7 +25,8 @@ export async function canLogin(sandbox: PostgresSandbox, role: string, password:
     await client.query('SELECT 1');
     return true;
   } catch (error) {
-    if ((error as { code?: string }).code === '28P01') return false;
+    const code = (error as { code?: string }).code;
+    if (code === '28P01' || code === '28000') return false;
     throw error;
   } finally {
     await client.end().catch(() => undefined);
