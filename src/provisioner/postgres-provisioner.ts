@@ -144,7 +144,7 @@ export class PostgresProvisioner {
         changed: 'Nothing was applied.',
       });
       // The same what and next as `--once` prints, so a service's log says as much as a terminal.
-      this.report('*dir*', `nothing to apply yet: ${blocked.what} Where: ${this.deliveredDir}. ${blocked.next}`);
+      this.report('*dir*', `nothing to apply yet: ${blocked.what} Where: ${this.deliveredDir} Next: ${blocked.next}`);
       return done({ blocked });
     }
     this.clear('*dir*');

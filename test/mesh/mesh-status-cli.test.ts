@@ -221,7 +221,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(doc.selector).toBe('every pair');
     expect(doc.max_age_seconds).toBe(30 * 86_400);
     expect(doc.exit_code).toBe(3);
-    expect(doc.summary).toEqual({ unreachable: 0, drifted: 0, staged: 0, pending: 2, applied: 0, older_than_max_age: 0 });
+    expect(doc.summary).toEqual({ unreachable: 0, drifted: 0, 'changed-in-db': 0, staged: 0, pending: 2, applied: 0, older_than_max_age: 0 });
     expect(Object.keys(doc.pairs[0])).toEqual([
       'provider', 'consumer', 'role', 'provider_machine', 'consumer_machine', 'state', 'detail', 'last_rotated', 'last_rotated_source',
       'age_seconds', 'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'next',
