@@ -17,7 +17,7 @@ const NOW = Date.parse('2026-11-30T12:00:00Z');
 const d = (n: number) => secretDigest(`secret-${n}`) as SecretDigest;
 const end = (live: SecretDigest | undefined, next?: SecretDigest): EndReading => ({ read: true, live, next, liveModifiedMs: NOW - 86_400_000 * 3 });
 
-/** 31 pairs (15 web consumers of two providers, plus backup); every fifth in each state. */
+/** 31 pairs (15 web consumers of two providers, plus backup); every sixth in each state. */
 function statuses(): PairStatus[] {
   const plan = planRotation(meshInventory(15), { by: 'all' });
   return plan.pairs.map((pair, i) => {
@@ -27,8 +27,9 @@ function statuses(): PairStatus[] {
       { provider: end(d(i)), consumer: end(d(1000 + i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
       { provider: end(d(i), d(2000 + i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
       { provider: { read: false, reason: 'ssh failed: No route to host' }, consumer: end(d(i)), receipt: undefined },
+      { provider: end(d(i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '', database: { found: 'nologin', since: '2026-11-30T11:59:00.000Z' } } },
     ];
-    return pairStatus(pair, readings[i % 5]!, journalHistory([]), NOW, undefined);
+    return pairStatus(pair, readings[i % 6]!, journalHistory([]), NOW, undefined);
   });
 }
 
@@ -55,7 +56,8 @@ describe('the mesh status table', () => {
     expect(order[0]).toBe(0);
     expect(order.every((rank, i) => rank >= 0 && (i === 0 || rank >= order[i - 1]!))).toBe(true);
     const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
-    expect(frame).toContain(`31 pairs: ${counts}.`);
+    // With all six states at once the summary is longer than 80 columns: it is cut, not wrapped.
+    expect(frame).toContain(`31 pairs: ${counts}.`.slice(0, 78));
     expect(frame).toContain('rows 1–16 of 31');
     expect(frame).toContain('3d 0h (mtime)');
   });
