@@ -221,6 +221,10 @@ describe('baton provision postgres (built CLI)', () => {
     const run = baton('--interval', 'soon', '--watch');
     expect((await run.exit).code).toBe(2);
     expect(run.output()).toContain('--interval "soon" is not a number of seconds');
+    const timeout = baton('--lock-timeout', '60');
+    expect((await timeout.exit).code).toBe(2);
+    expect(timeout.output()).toContain('--lock-timeout "60" is not a number of seconds between 0.001 and 25');
+    expect(existsSync(path.join(provides, '.applied'))).toBe(false);
   });
 });
 
