@@ -48,6 +48,12 @@ export interface DatabaseCheck {
   readonly problem?: string;
   /** On `as-set` after a repair: what the provisioner found and put right. */
   readonly restored?: Exclude<DatabaseFinding, 'as-set'>;
+  /**
+   * `sha256:<hex>` of the SCRAM verifier the provisioner set (never the verifier: it is as good
+   * as the password against a server that accepts it). Lets a restarted provisioner recognise
+   * its own verifier without deriving keys again; absent, it derives them.
+   */
+  readonly verifier?: string;
 }
 
 /**
@@ -80,13 +86,14 @@ export function parseReceipt(text: string): Receipt | undefined {
 /** A check of a shape this version does not know is dropped (the receipt reads as an old one). */
 function parseDatabaseCheck(value: unknown): DatabaseCheck | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
-  const { found, since, problem, restored } = value as Record<string, unknown>;
+  const { found, since, problem, restored, verifier } = value as Record<string, unknown>;
   if (!DATABASE_FINDINGS.includes(found as DatabaseFinding) || typeof since !== 'string') return undefined;
   return {
     found: found as DatabaseFinding,
     since,
     ...(typeof problem === 'string' ? { problem } : {}),
     ...(DATABASE_FINDINGS.includes(restored as DatabaseFinding) && restored !== 'as-set' ? { restored: restored as Exclude<DatabaseFinding, 'as-set'> } : {}),
+    ...(typeof verifier === 'string' && /^sha256:[0-9a-f]{64}$/.test(verifier) ? { verifier } : {}),
   };
 }
 

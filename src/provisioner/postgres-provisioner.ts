@@ -295,11 +295,12 @@ export class PostgresProvisioner {
     const stored = await db.inspect(roles.map((r) => r.role));
     const drifted: Pending[] = [];
     for (const entry of roles) {
-      const found = await this.findingOf(entry, stored.get(entry.role));
+      const role = stored.get(entry.role);
+      const found = await this.findingOf(entry, role);
       if (found === undefined) continue;
       const receipt = this.receiptOf(entry.role)!;
       if (found === 'as-set') {
-        if (receipt.database === undefined) await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow() } });
+        if (receipt.database === undefined) await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow(), verifier: storedDigest(role?.verifier ?? '') } });
         continue;
       }
       this.options.log(`${entry.role} changed in the database: ${DATABASE_FINDING_WORDS[found]}; putting the delivered password back`);
@@ -314,8 +315,14 @@ export class PostgresProvisioner {
     if (!stored) return 'dropped';
     if (!stored.canLogin) return 'nologin';
     if (stored.expired) return 'expired';
-    const key = `${createHash('sha256').update(stored.verifier ?? '').digest('hex')}|${entry.digest}`;
+    const verifierDigest = storedDigest(stored.verifier ?? '');
+    const key = `${verifierDigest}|${entry.digest}`;
     if (this.verified.get(entry.role) === key) return 'as-set';
+    // The verifier this provisioner set for this very credential (its receipt says so).
+    if (this.receiptOf(entry.role)?.database?.verifier === verifierDigest) {
+      this.verified.set(entry.role, key);
+      return 'as-set';
+    }
     const read = readSecretFile(entry.file);
     if (read.problem !== undefined) return undefined;
     try {
@@ -390,11 +397,12 @@ export class PostgresProvisioner {
       read.secret.fill(0);
     }
     const outcome = await db.setPassword(role, verifier);
-    this.verified.set(role, `${createHash('sha256').update(verifier).digest('hex')}|${digest}`);
+    const verifierDigest = storedDigest(verifier);
+    this.verified.set(role, `${verifierDigest}|${digest}`);
     const at = this.isoNow();
     // `restored` only when the same credential was put back; a new one is a plain application.
     const restored = repair && digest === item.digest ? repair : undefined;
-    const receipt: Receipt = { role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}) } };
+    const receipt: Receipt = { role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest } };
     try {
       await writeReceipt(this.deliveredDir, receipt);
     } catch (error) {
@@ -436,6 +444,11 @@ export class PostgresProvisioner {
   private clear(key: string): void {
     this.reported.delete(key);
   }
+}
+
+/** A digest of a stored verifier: what may be kept of it (the verifier itself is as good as a password). */
+function storedDigest(verifier: string): string {
+  return `sha256:${createHash('sha256').update(verifier).digest('hex')}`;
 }
 
 /** A message as a clause inside another sentence: without its final period. */

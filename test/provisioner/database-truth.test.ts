@@ -152,17 +152,23 @@ describe('the database\'s own truth (real PostgreSQL, mesh status of the built C
     expect(lines.join('\n')).not.toContain(web1);
   });
 
-  it('a password changed by hand is put back in the very cycle that finds it when nothing holds the role', async () => {
+  it('checks the stored verifier against the delivered password, not against a memory: after a restart the same password set by hand is no change, another is put back in the very cycle that finds it, and so is an expiry', async () => {
     const web1 = secret();
     deliverPair('web1', web1);
     deliverPair('web2', secret());
-    const service = provisioner();
-    await service.runCycle();
-    await asSuperuser(sandbox, (client) => client.query("ALTER ROLE web1_app PASSWORD 'set-by-hand' VALID UNTIL '2001-01-01'"));
+    await provisioner().runCycle();
+    const set = (sql: string) => asSuperuser(sandbox, (client) => client.query(sql));
 
-    const report = await service.runCycle();
+    // The server salts it afresh: a verifier this provisioner never saw, of the same password.
+    await set(`ALTER ROLE web1_app PASSWORD '${web1}'`);
+    expect(await provisioner().runCycle()).toMatchObject({ changed: [], applied: [], unchanged: 2 });
 
-    expect(report.changed).toEqual([{ role: 'web1_app', found: 'expired', restored: true }]);
+    await set("ALTER ROLE web1_app PASSWORD 'set-by-hand'");
+    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'password-changed', restored: true }]);
+    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
+
+    await set("ALTER ROLE web1_app VALID UNTIL '2001-01-01'");
+    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'expired', restored: true }]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     expect(meshStatus().code).toBe(0);
   });
