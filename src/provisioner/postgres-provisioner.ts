@@ -175,7 +175,8 @@ export class PostgresProvisioner {
     for (const role of this.receipts.keys()) if (!present.has(role)) this.receipts.delete(role);
     for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
-    for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key)) this.reported.delete(key);
+    // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
+    for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key.split('*')[0]!)) this.reported.delete(key);
     if (pending.length === 0 && toCheck.length === 0) return done();
 
     let db: RoleDatabase;
@@ -241,6 +242,7 @@ export class PostgresProvisioner {
           applied.push(outcome);
           this.refused.delete(role);
           this.clear(role);
+          this.clear(`${role}*repair`);
           const found = changed.find((c) => c.role === role);
           if (found) Object.assign(found, { restored: true });
           this.options.log(`${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`);

@@ -298,6 +298,11 @@ describe('the database\'s own truth', () => {
     expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: 'the database refused it (permission denied to alter role)' })]);
     expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found: 'nologin', problem: 'the database refused it (permission denied to alter role)' } });
     expect(lines).toContain('a changed in the database (the role was set NOLOGIN) and could not be put back: the database refused it (permission denied to alter role)');
+    // A lasting problem is logged once, not on every poll (its retry is later than these cycles).
+    const again = makeProvisioner(db);
+    await again.runCycle();
+    await again.runCycle();
+    expect(lines.filter((l) => l.includes('could not be put back'))).toHaveLength(1);
 
     db.onSetPassword = () => undefined;
     const restarted = await makeProvisioner(db).runCycle();
