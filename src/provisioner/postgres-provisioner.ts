@@ -4,9 +4,10 @@
  *
  * `runCycle` is one reconciliation, callable in-process (the CLI, `--watch`, the drill and the
  * benchmark all use it). Each cycle also checks, in the database itself, every role it had
- * applied — it exists, can log in, and still holds a verifier of the delivered password — and
- * puts the delivered password back when not: a receipt says what the database holds, not what
- * it once accepted. Between cycles it keeps DIGESTS, never secrets: the secret is read from its
+ * applied — it exists, can log in, and still holds a verifier of the delivered password. A
+ * change found there is written in the receipt (so `mesh status` shows it for one interval) and
+ * the delivered password is put back on the NEXT cycle: a receipt says what the database holds,
+ * not what it once accepted, and an operator who changed a role by hand gets to see it. Between cycles it keeps DIGESTS, never secrets: the secret is read from its
  * file only while a verifier is computed or checked, and dropped right after.
  */
 import { createHash } from 'node:crypto';
@@ -71,8 +72,12 @@ export interface CycleReport {
   readonly blocked: BatonError | undefined;
   /** The signal ended the cycle before every pending role was tried. */
   readonly aborted: boolean;
-  /** Roles the check found changed in the database this cycle, and whether they were put back. */
-  readonly changed: readonly { readonly role: string; readonly found: ChangedFinding; readonly restored: boolean }[];
+  /**
+   * Roles the check found changed in the database this cycle. Each is put back on the next
+   * cycle (then listed in `applied` with `restored`), unless its receipt could not record the
+   * finding: then at once, since nothing would show it anyway.
+   */
+  readonly changed: readonly { readonly role: string; readonly found: ChangedFinding }[];
   /** PostgreSQL could not be reached or was lost: the only reason the watch loop backs off. */
   readonly databaseDown: boolean;
   /** Another provisioner holds this provider (who, as far as the database can tell): this one did nothing. */
@@ -126,7 +131,7 @@ export class PostgresProvisioner {
   async runCycle(signal?: AbortSignal): Promise<CycleReport> {
     const applied: AppliedRole[] = [];
     const failed: FailedRole[] = [];
-    const changed: { role: string; found: ChangedFinding; restored: boolean }[] = [];
+    const changed: { role: string; found: ChangedFinding }[] = [];
     let unchanged = 0;
     const done = (extra: { blocked?: BatonError; aborted?: boolean; databaseDown?: boolean; busy?: string } = {}): CycleReport => ({
       applied, failed, unchanged, changed, blocked: extra.blocked, aborted: extra.aborted ?? false, databaseDown: extra.databaseDown ?? false,
@@ -167,7 +172,8 @@ export class PostgresProvisioner {
         toCheck.push(entry);
         continue;
       }
-      // A receipt that says the database lost this very credential: put it back.
+      // A receipt that says the database lost this very credential (an earlier cycle found it, and
+      // `mesh status` has shown it since): put it back.
       const repair = receipt?.digest === credential.digest ? (receipt.database?.found as ChangedFinding | undefined) : undefined;
       if (this.waitsForRetry(entry, now, failed)) continue;
       pending.push(repair ? { ...entry, repair } : entry);
@@ -212,13 +218,12 @@ export class PostgresProvisioner {
       for (const r of rest) failed.push({ role: r.role, file: r.file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
     };
     try {
-      // The database's own truth first, so a role changed underneath is put back in this cycle.
       if (toCheck.length > 0) {
         try {
-          for (const drift of await this.checkRoles(db, toCheck)) {
-            changed.push({ role: drift.role, found: drift.repair!, restored: false });
+          for (const { drift, recorded } of await this.checkRoles(db, toCheck)) {
+            changed.push({ role: drift.role, found: drift.repair! });
             unchanged -= 1;
-            if (!this.waitsForRetry(drift, now, failed)) pending.push(drift);
+            if (!recorded && !this.waitsForRetry(drift, now, failed)) pending.push(drift);
           }
         } catch (error) {
           if (!(error instanceof ConnectionLost)) throw error;
@@ -243,8 +248,6 @@ export class PostgresProvisioner {
           this.refused.delete(role);
           this.clear(role);
           this.clear(`${role}*repair`);
-          const found = changed.find((c) => c.role === role);
-          if (found) Object.assign(found, { restored: true });
           this.options.log(`${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`);
         } catch (error) {
           if (error instanceof ConnectionLost) {
@@ -290,12 +293,13 @@ export class PostgresProvisioner {
 
   /**
    * Checks each role whose receipt matches its file against `pg_authid`; a role changed there
-   * has its receipt say so (before any repair, so a repair that fails or a crash leaves it
-   * said) and is returned to be put back. A receipt from before these checks gets its first.
+   * has its receipt say so, and the next cycle's scan reads that receipt and puts the role back
+   * (a restart too). `recorded: false` when the receipt could not be rewritten: that role is put
+   * back at once. A receipt from before these checks gets its first.
    */
-  private async checkRoles(db: RoleDatabase, roles: readonly Pending[]): Promise<Pending[]> {
+  private async checkRoles(db: RoleDatabase, roles: readonly Pending[]): Promise<{ drift: Pending; recorded: boolean }[]> {
     const stored = await db.inspect(roles.map((r) => r.role));
-    const drifted: Pending[] = [];
+    const drifted: { drift: Pending; recorded: boolean }[] = [];
     for (const entry of roles) {
       const role = stored.get(entry.role);
       const found = await this.findingOf(entry, role);
@@ -305,9 +309,9 @@ export class PostgresProvisioner {
         if (receipt.database === undefined) await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow(), verifier: storedDigest(role?.verifier ?? '') } });
         continue;
       }
-      this.options.log(`${entry.role} changed in the database: ${DATABASE_FINDING_WORDS[found]}; putting the delivered password back`);
-      await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow() } });
-      drifted.push({ ...entry, repair: found });
+      const recorded = await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow() } });
+      this.options.log(`${entry.role} changed in the database: ${DATABASE_FINDING_WORDS[found]}; ${recorded ? 'the delivered password is put back on the next cycle' : 'putting the delivered password back now'}`);
+      drifted.push({ drift: { ...entry, repair: found }, recorded });
     }
     return drifted;
   }
@@ -345,14 +349,16 @@ export class PostgresProvisioner {
     await this.rewriteReceipt({ ...receipt, database: { ...receipt.database, problem } });
   }
 
-  /** A receipt rewrite that only records a check: a failure is logged, and the check repeats next cycle. */
-  private async rewriteReceipt(receipt: Receipt): Promise<void> {
+  /** A receipt rewrite that only records a check: a failure is logged (false), and the check repeats next cycle. */
+  private async rewriteReceipt(receipt: Receipt): Promise<boolean> {
     try {
       await writeReceipt(this.deliveredDir, receipt);
       this.receipts.set(receipt.role, receipt);
       this.clear(`${receipt.role}*receipt`);
+      return true;
     } catch (error) {
       this.report(`${receipt.role}*receipt`, `${receipt.role}: its receipt could not be updated with the database check (${describeFsError(error)})`);
+      return false;
     }
   }
 

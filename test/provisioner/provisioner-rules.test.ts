@@ -255,28 +255,37 @@ describe('the database\'s own truth', () => {
     ['dropped', (db: FakeDatabase, role: string) => db.roles.delete(role)],
     ['nologin', (db: FakeDatabase, role: string) => db.nologin.add(role)],
     ['expired', (db: FakeDatabase, role: string) => db.expired.add(role)],
-  ] as const)('a role %s by hand is written in its receipt before it is put back, in the same cycle; the others are untouched', async (found, change) => {
+  ] as const)('a role %s by hand is written in its receipt by the cycle that finds it and put back by the next one; the others are untouched', async (found, change) => {
     const db = new FakeDatabase();
     const value = secret();
     deliver('a', value);
     deliver('b', secret());
-    const service = makeProvisioner(db);
+    let now = Date.parse('2026-12-01T10:00:00.000Z');
+    const clock = () => new Date(now);
+    const service = makeProvisioner(db, clock);
     await service.runCycle();
     change(db, 'a');
-    const seen: (Receipt | undefined)[] = [];
-    db.onSetPassword = (role) => seen.push(receiptOf(role));
 
-    const report = await service.runCycle();
+    now += 2_000;
+    const finding = await service.runCycle();
 
-    // What a reader saw while the repair ran: the finding, not "applied as set".
-    expect(seen).toEqual([expect.objectContaining({ role: 'a', digest: secretDigest(value), database: expect.objectContaining({ found }) })]);
-    expect(report.changed).toEqual([{ role: 'a', found, restored: true }]);
-    expect(report.applied).toEqual([expect.objectContaining({ role: 'a', restored: found })]);
+    // For one interval the receipt says what the database holds, and nothing is set.
+    expect(finding).toMatchObject({ changed: [{ role: 'a', found }], applied: [], failed: [], unchanged: 1 });
+    expect(db.calls).toEqual(['a', 'b']);
+    expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found, since: '2026-12-01T10:00:02.000Z' } });
+    expect(receiptOf('a')?.database?.restored).toBeUndefined();
+
+    now += 2_000;
+    const repair = await makeProvisioner(db, clock).runCycle();
+
+    // A restarted provisioner repairs from the receipt alone, without checking again first.
+    expect(repair).toMatchObject({ changed: [], unchanged: 1 });
+    expect(repair.applied).toEqual([expect.objectContaining({ role: 'a', restored: found })]);
     expect(db.calls).toEqual(['a', 'b', 'a']);
-    expect(receiptOf('a')?.database).toMatchObject({ found: 'as-set', restored: found });
+    expect(receiptOf('a')?.database).toMatchObject({ found: 'as-set', restored: found, since: '2026-12-01T10:00:04.000Z' });
     expect(lines.filter((l) => l.startsWith('a '))).toEqual([
       expect.stringMatching(/ created$/),
-      expect.stringMatching(/^a changed in the database: .*; putting the delivered password back$/),
+      expect.stringMatching(/^a changed in the database: .*; the delivered password is put back on the next cycle$/),
       expect.stringMatching(/^a sha256:[0-9a-f]{12} restored \(/),
     ]);
     expect(lines.join('\n')).not.toContain(value);
@@ -292,9 +301,10 @@ describe('the database\'s own truth', () => {
       throw Object.assign(new Error('permission denied to alter role'), { code: '42501' });
     };
 
+    expect((await makeProvisioner(db).runCycle()).changed).toEqual([{ role: 'a', found: 'nologin' }]);
     const report = await makeProvisioner(db).runCycle();
 
-    expect(report.changed).toEqual([{ role: 'a', found: 'nologin', restored: false }]);
+    expect(report.changed).toEqual([]);
     expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: 'the database refused it (permission denied to alter role)' })]);
     expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found: 'nologin', problem: 'the database refused it (permission denied to alter role)' } });
     expect(lines).toContain('a changed in the database (the role was set NOLOGIN) and could not be put back: the database refused it (permission denied to alter role)');
