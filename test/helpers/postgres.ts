@@ -3,10 +3,20 @@
  * for the server log to have caught up (it is written asynchronously) without sleeping.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { vi } from 'vitest';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
+
+/** Debian's packaged server (postgresql-15): a test against it as well as the embedded one. */
+export const DEBIAN_POSTGRES_BIN = '/usr/lib/postgresql/15/bin';
+
+/** Why Debian's PostgreSQL 15 cannot be started here, for test/helpers/real-part.ts; undefined when it can. */
+export function debianPostgresMissing(bin = DEBIAN_POSTGRES_BIN): string | undefined {
+  const absent = ['initdb', 'postgres'].filter((name) => !existsSync(path.join(bin, name)));
+  return absent.length === 0 ? undefined : `Debian's PostgreSQL 15 is not installed (no ${absent.join(' or ')} in ${bin}; apt-get install postgresql-15)`;
+}
 
 export function superuserPassword(sandbox: PostgresSandbox): string {
   return readFileSync(sandbox.superuserPasswordFile, 'utf8');

@@ -3,7 +3,7 @@
  * PostgreSQL holds; old receipts (without the check) read as before.
  */
 import { describe, expect, it } from 'vitest';
-import { nextStep } from '../../src/app/mesh-status-text.js';
+import { meshStatusJson, meshStatusLines, nextStep } from '../../src/app/mesh-status-text.js';
 import { formatReceipt, parseReceipt, secretDigest, type Receipt, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import { classifyPair, meshStatusExitCode, pairStatus, type EndReading } from '../../src/mesh/mesh-status.js';
@@ -62,5 +62,28 @@ describe('mesh status of a pair the database changed', () => {
   it('a check in a receipt for another credential does not decide: that pair is pending', () => {
     const other = receipt({ digest: secretDigest('older') as SecretDigest, database: { found: 'dropped', since: 'x' } });
     expect(classifyPair(pair, { provider: end, consumer: end, receipt: other }).state).toBe('pending');
+  });
+});
+
+describe('what mesh status prints of the database check', () => {
+  const changed = status(receipt({ database: { found: 'nologin', since: '2026-11-30T12:01:00.000Z', problem: 'skipped this cycle', verifier: `sha256:${'ab'.repeat(32)}` } }));
+  const repaired = status(receipt({ database: { found: 'as-set', since: '2026-11-30T12:02:00.000Z', restored: 'dropped', verifier: `sha256:${'cd'.repeat(32)}` } }));
+
+  it('--json gives each pair its finding, since, restored and problem (null when none), and never the verifier digest', () => {
+    const doc = meshStatusJson([changed, repaired, status(receipt())], 'every pair', Date.parse('2026-11-30T12:05:00Z'), undefined, 3) as { pairs: { database: unknown }[] };
+    expect(doc.pairs.map((p) => p.database)).toEqual([
+      { finding: 'nologin', since: '2026-11-30T12:01:00.000Z', restored: null, problem: 'skipped this cycle' },
+      { finding: 'as-set', since: '2026-11-30T12:02:00.000Z', restored: 'dropped', problem: null },
+      null,
+    ]);
+    const text = JSON.stringify(doc);
+    expect(text).not.toContain('ab'.repeat(32));
+    expect(text).not.toContain('cd'.repeat(32));
+    expect(text).not.toContain('verifier');
+  });
+
+  it('the plain rows stay aligned with changed-in-db among them', () => {
+    const rows = meshStatusLines([changed, repaired, status(receipt({ digest: secretDigest('other') as SecretDigest }))], 'every pair').filter((l) => / pg-main:/.test(l));
+    expect(rows.map((r) => r.split(' pg-main:')[0])).toEqual(['✗ changed-in-db', '… pending      ', '✓ applied      ']);
   });
 });

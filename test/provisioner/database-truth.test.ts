@@ -1,9 +1,10 @@
 /**
  * The provisioner against a REAL PostgreSQL, as `mesh status` (the built CLI, local
  * transport) reads its receipts: a role changed in the database by hand is reported as such
- * and put back; a role another transaction holds costs only that role a cycle; two
- * provisioners on one provider do not fight. Cycles are run one by one (one cycle = one
- * `--watch` interval) with short per-role timeouts, so nothing waits out a real timeout.
+ * by the cycle that finds it and put back by the next; a role another transaction holds costs
+ * only that role a cycle; two provisioners on one provider do not fight. Cycles are run one by
+ * one (one cycle = one `--watch` interval) with short per-role timeouts, so nothing waits out a
+ * real timeout. The changes by hand run against the embedded server and Debian's PostgreSQL 15.
  * `npm test` builds first; run `npm run build` before running this file alone.
  */
 import { spawnSync } from 'node:child_process';
@@ -16,14 +17,17 @@ import { postgresRoles, providerLock, type PostgresTarget } from '../../src/prov
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
-import { asSuperuser, canLogin, superuserPassword } from '../helpers/postgres.js';
+import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing, superuserPassword } from '../helpers/postgres.js';
+import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 import { deliverFile, secret } from './delivered-fixture.js';
 
 const PROVIDER = 'pg-main';
 const LOCK_TIMEOUT_MS = 150;
+/** The server the running test uses: the embedded one, or Debian's in its own suite. */
 let sandbox: PostgresSandbox;
+let embedded: PostgresSandbox;
 let temp: { dir: string; cleanup: () => void };
 let inventory: string;
 let lines: string[];
@@ -57,15 +61,26 @@ function deliverPair(consumer: 'web1' | 'web2', value: string): void {
   deliverFile(dir, role, value);
 }
 
-/** `baton mesh status --json` of the local mesh: its exit code and each pair's state and detail. */
-function meshStatus(): { code: number | null; pairs: Record<string, { state: string; detail: string; next: string | null }> } {
+interface PairJson {
+  readonly state: string;
+  readonly detail: string;
+  readonly next: string | null;
+  readonly database: { finding: string; since: string; restored: string | null; problem: string | null } | null;
+}
+
+/** `baton mesh status --json` of the local mesh: its exit code and each pair's state, detail, next step and database check. */
+function meshStatus(): { code: number | null; stdout: string; pairs: Record<string, PairJson> } {
   const result = spawnSync(process.execPath, [BIN, '--state-dir', path.join(temp.dir, 'state'), 'mesh', 'status', '--inventory', inventory, '--json'], {
     encoding: 'utf8',
     cwd: temp.dir,
     env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
   });
-  const doc = JSON.parse(result.stdout) as { pairs: { consumer: string; state: string; detail: string; next: string | null }[] };
-  return { code: result.status, pairs: Object.fromEntries(doc.pairs.map((p) => [p.consumer, { state: p.state, detail: p.detail, next: p.next }])) };
+  const doc = JSON.parse(result.stdout) as { pairs: (PairJson & { consumer: string })[] };
+  return {
+    code: result.status,
+    stdout: result.stdout,
+    pairs: Object.fromEntries(doc.pairs.map((p) => [p.consumer, { state: p.state, detail: p.detail, next: p.next, database: p.database }])),
+  };
 }
 
 /** A transaction left open on its own connection (what an operator's forgotten psql does). */
@@ -87,11 +102,12 @@ async function release(client: pg.Client): Promise<void> {
 
 beforeAll(async () => {
   assertBuilt();
-  sandbox = await startPostgres();
+  embedded = await startPostgres();
+  sandbox = embedded;
 });
 
 afterAll(async () => {
-  await sandbox?.destroy();
+  await embedded?.destroy();
 });
 
 beforeEach(() => {
@@ -105,12 +121,17 @@ afterEach(async () => {
   temp.cleanup();
 });
 
-describe('the database\'s own truth (real PostgreSQL, mesh status of the built CLI)', () => {
+/**
+ * Changed by hand, as an operator would: the cycle that finds it writes it in the receipt
+ * (`mesh status` exit 3, not applied, saying what to do), the next one puts the delivered
+ * password back; nothing holds the role, so this is what happens every time.
+ */
+function changedByHand(): void {
   it.each([
-    ['password-changed', 'ALTER ROLE web1_app PASSWORD \'set-by-hand\'', 'ALTER ROLE web1_app CONNECTION LIMIT 77', 'its password was changed in the database'],
-    ['dropped', 'DROP ROLE web1_app', 'CREATE ROLE web1_app', 'the role was dropped'],
-    ['nologin', 'ALTER ROLE web1_app NOLOGIN', 'ALTER ROLE web1_app CONNECTION LIMIT 77', 'the role was set NOLOGIN'],
-  ] as const)('%s by hand: the next cycle reports it (exit 3, not applied) and, once nothing holds the role, puts it back and the consumer logs in', async (found, change, hold, words) => {
+    ['password-changed', "ALTER ROLE web1_app PASSWORD 'set-by-hand'", 'its password was changed in the database'],
+    ['dropped', 'DROP ROLE web1_app', 'the role was dropped'],
+    ['nologin', 'ALTER ROLE web1_app NOLOGIN', 'the role was set NOLOGIN'],
+  ] as const)('%s by hand: the cycle that finds it makes mesh status exit 3 (changed-in-db, what to do); the next puts it back, exit 0, the consumer logs in', async (found, change, words) => {
     const web1 = secret();
     const web2 = secret();
     deliverPair('web1', web1);
@@ -120,39 +141,76 @@ describe('the database\'s own truth (real PostgreSQL, mesh status of the built C
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
 
     await asSuperuser(sandbox, (client) => client.query(change));
-    // Held so this cycle cannot put it back: what `mesh status` says meanwhile is visible.
-    const blocker = await holdOpen(hold);
-    const started = performance.now();
-    const report = await service.runCycle();
-    const cycleMs = performance.now() - started;
+    const finding = await service.runCycle();
 
-    expect(report.changed).toEqual([{ role: 'web1_app', found, restored: false }]);
-    expect(report.failed).toEqual([expect.objectContaining({ role: 'web1_app', scope: 'role', reason: `skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms)` })]);
-    expect(report.databaseDown).toBe(false);
-    expect(cycleMs).toBeLessThan(5_000);
+    expect(finding).toMatchObject({ changed: [{ role: 'web1_app', found }], applied: [], failed: [], databaseDown: false });
     const during = meshStatus();
     expect(during.code).toBe(3);
-    expect(during.pairs['web1-app']?.state).toBe('changed-in-db');
-    expect(during.pairs['web1-app']?.detail).toContain(words);
-    expect(during.pairs['web1-app']?.detail).toContain('could not put the delivered password back: skipped this cycle: another transaction holds a lock on it');
-    expect(during.pairs['web1-app']?.next).toContain('fix what keeps the provisioner on db1 from putting it back');
-    expect(during.pairs['web2-app']?.state).toBe('applied');
+    expect(during.pairs['web1-app']).toMatchObject({
+      state: 'changed-in-db',
+      next: 'nothing by hand: the provisioner on db1 puts the delivered password back; if this stays, check its log',
+      database: { finding: found, restored: null, problem: null },
+    });
+    expect(during.pairs['web1-app']?.detail).toContain(`${words} (found ${during.pairs['web1-app']?.database?.since})`);
+    expect(during.pairs['web1-app']?.detail).toContain('the provisioner puts the delivered password back on its next cycle');
+    expect(during.pairs['web2-app']).toMatchObject({ state: 'applied', database: { finding: 'as-set', restored: null, problem: null } });
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
-    expect(lines).toContain(`web1_app changed in the database: ${words}; putting the delivered password back`);
+    expect(lines).toContain(`web1_app changed in the database: ${words}; the delivered password is put back on the next cycle`);
 
-    await release(blocker);
     const next = await service.runCycle();
 
+    expect(next).toMatchObject({ changed: [], failed: [] });
     expect(next.applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: found })]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     expect(await canLogin(sandbox, 'web2_app', web2)).toBe(true);
     const after = meshStatus();
     expect(after.code).toBe(0);
-    expect(after.pairs['web1-app']?.detail).toContain(`(put back at `);
-    expect(lines.join('\n')).not.toContain(web1);
+    const since = after.pairs['web1-app']?.database?.since ?? '';
+    expect(Date.parse(since)).toBeGreaterThanOrEqual(Date.parse(during.pairs['web1-app']!.database!.since));
+    expect(after.pairs['web1-app']).toMatchObject({ state: 'applied', database: { finding: 'as-set', restored: found, problem: null } });
+    expect(after.pairs['web1-app']?.detail).toBe(`both ends equal; pg-main applied it (put back at ${since}: ${words})`);
+    for (const text of [lines.join('\n'), during.stdout, after.stdout]) {
+      expect(text).not.toContain(web1);
+      expect(text).not.toContain('SCRAM-SHA-256$');
+    }
+  });
+}
+
+describe('the database\'s own truth (embedded PostgreSQL, mesh status of the built CLI)', () => {
+  changedByHand();
+
+  it('a change it cannot put back (the role is held by an open transaction) stays changed-in-db naming why; once released, the next cycle puts it back', async () => {
+    const web1 = secret();
+    deliverPair('web1', web1);
+    deliverPair('web2', secret());
+    const service = provisioner();
+    await service.runCycle();
+    await asSuperuser(sandbox, (client) => client.query('ALTER ROLE web1_app NOLOGIN'));
+    expect((await service.runCycle()).changed).toEqual([{ role: 'web1_app', found: 'nologin' }]);
+    const blocker = await holdOpen('ALTER ROLE web1_app CONNECTION LIMIT 77');
+
+    const started = performance.now();
+    const held = await service.runCycle();
+    const cycleMs = performance.now() - started;
+
+    const reason = `skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms)`;
+    expect(held.failed).toEqual([expect.objectContaining({ role: 'web1_app', scope: 'role', reason })]);
+    expect(held.databaseDown).toBe(false);
+    expect(cycleMs).toBeLessThan(5_000);
+    const during = meshStatus();
+    expect(during.code).toBe(3);
+    expect(during.pairs['web1-app']).toMatchObject({ state: 'changed-in-db', database: { finding: 'nologin', problem: reason } });
+    expect(during.pairs['web1-app']?.detail).toContain(`could not put the delivered password back: ${reason}`);
+    expect(during.pairs['web1-app']?.next).toContain('fix what keeps the provisioner on db1 from putting it back');
+    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
+
+    await release(blocker);
+    expect((await service.runCycle()).applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: 'nologin' })]);
+    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
+    expect(meshStatus().code).toBe(0);
   });
 
-  it('checks the stored verifier against the delivered password, not against a memory: after a restart the same password set by hand is no change, another is put back in the very cycle that finds it, and so is an expiry', async () => {
+  it('checks the stored verifier against the delivered password, not against a memory: after a restart the same password set by hand is no change; another, and an expiry, are found by one cycle and put back by the next', async () => {
     const web1 = secret();
     deliverPair('web1', web1);
     deliverPair('web2', secret());
@@ -164,11 +222,15 @@ describe('the database\'s own truth (real PostgreSQL, mesh status of the built C
     expect(await provisioner().runCycle()).toMatchObject({ changed: [], applied: [], unchanged: 2 });
 
     await set("ALTER ROLE web1_app PASSWORD 'set-by-hand'");
-    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'password-changed', restored: true }]);
+    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'password-changed' }]);
+    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
+    expect((await provisioner().runCycle()).applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: 'password-changed' })]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
 
     await set("ALTER ROLE web1_app VALID UNTIL '2001-01-01'");
-    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'expired', restored: true }]);
+    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'expired' }]);
+    expect(meshStatus().code).toBe(3);
+    expect((await provisioner().runCycle()).applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: 'expired' })]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     expect(meshStatus().code).toBe(0);
   });
@@ -244,4 +306,23 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
       await Promise.all([watchA, watchB]);
     }
   });
+});
+
+describeWithPart(debianPostgresMissing(), 'the database\'s own truth (Debian\'s PostgreSQL 15, mesh status of the built CLI)', () => {
+  let debian: PostgresSandbox | undefined;
+  beforeAll(async () => {
+    debian = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
+    sandbox = debian;
+  });
+  afterAll(async () => {
+    sandbox = embedded;
+    await debian?.destroy();
+  });
+
+  it('is Debian\'s server', async () => {
+    const version = await asSuperuser(sandbox, (client) => client.query<{ v: string }>('SELECT version() AS v'));
+    expect(version.rows[0]?.v).toMatch(/^PostgreSQL 15\.\d+ \(Debian /);
+  });
+
+  changedByHand();
 });
