@@ -321,6 +321,27 @@ describe('the database\'s own truth', () => {
     expect(receiptOf('a')?.database).toMatchObject({ found: 'as-set', restored: 'nologin' });
   });
 
+  it('a change whose receipt cannot record it is put back in the cycle that finds it (nothing could show it meanwhile), and the receipt problem is reported', async () => {
+    const db = new FakeDatabase();
+    deliver('a', secret());
+    const service = makeProvisioner(db);
+    await service.runCycle();
+    db.nologin.add('a');
+    // A directory where the receipt goes: neither the finding nor a new receipt can be written.
+    const receipt = path.join(provides, '.applied', 'a');
+    rmSync(receipt);
+    mkdirSync(path.join(receipt, 'in-the-way'), { recursive: true });
+
+    const report = await service.runCycle();
+
+    expect(report.changed).toEqual([{ role: 'a', found: 'nologin' }]);
+    expect(db.calls).toEqual(['a', 'a']);
+    expect(db.nologin.has('a')).toBe(false);
+    expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: expect.stringContaining('its receipt could not be written') })]);
+    expect(lines).toContain('a changed in the database: the role was set NOLOGIN; putting the delivered password back now');
+    expect(lines.some((l) => l.startsWith('a: its receipt could not be updated with the database check ('))).toBe(true);
+  });
+
   it('an old receipt without a database check still reads as applied, and gets its first check written', async () => {
     const db = new FakeDatabase();
     const value = secret();
