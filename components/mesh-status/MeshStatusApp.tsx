@@ -7,7 +7,7 @@ import { EXIT_CODES } from '../../src/errors.js';
 import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
 import type { Suggester } from '../../src/suggest-command.js';
 import { ColorContext } from '../color-context.js';
-import { MeshStatusView, FRAME_LINES } from './MeshStatusView.js';
+import { MeshStatusView, summaryLines, summaryOf, visibleRows } from './MeshStatusView.js';
 import { useMeshStatusKeys } from './use-mesh-status-keys.js';
 
 export interface MeshStatusAppProps {
@@ -38,7 +38,7 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
     [read, machines],
   );
   const [state, dispatch, current] = useFlow(meshStatusFlow, initialMeshStatusFlow, runner);
-  const visible = Math.max(3, rows - FRAME_LINES);
+  const visible = visibleRows(rows, summaryLines(summaryOf(state, progress), columns - 1).length);
   useMeshStatusKeys(
     (intent) => {
       // Several keys can arrive in one read: each acts on the state the one before left.

@@ -17,7 +17,7 @@ export interface MeshStatusTableProps {
 
 /** Column widths for a width: the pair column takes what the others leave. */
 export function tableColumns(columns: number): { state: number; pair: number; age: number; last: number } {
-  const state = 13; // "✓ unreachable"
+  const state = 15; // "✗ changed-in-db"
   const age = 14; // "120d 23h (mtime)" is cut last
   const last = Math.max(12, Math.min(22, columns - state - age - 30));
   const pair = Math.max(10, columns - state - age - last - 4);

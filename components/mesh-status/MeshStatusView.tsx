@@ -4,6 +4,7 @@ import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-statu
 import { MARKS } from '../../src/app/marks.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
 import { HelpOverlay } from '../HelpOverlay.js';
+import { wrapWords } from '../MarkedLine.js';
 import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
@@ -21,6 +22,26 @@ export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
 /** Lines the frame uses besides the table rows: title, summary, header, detail ×2, filter, keys, and one spare. */
 export const FRAME_LINES = 8;
 
+/** The line under the title: the counts of each state, or how the reading goes. */
+export function summaryOf(state: MeshStatusViewState, progress: { readonly read: number; readonly total: number }): string {
+  return state.failure !== undefined
+    ? `${MARKS.refused.glyph} Reading failed (r reads again, q quits): ${state.failure}`
+    : state.statuses === undefined
+      ? `Reading holders… ${progress.read}/${progress.total} machines (digests only)`
+      : summaryText(state.statuses);
+}
+
+/** The summary wrapped to two lines at most: a count of every state is never cut at 80 columns. */
+export function summaryLines(summary: string, width: number): string[] {
+  const lines = wrapWords(summary, width);
+  return lines.length <= 2 ? lines : [lines[0]!, fit(lines.slice(1).join(' '), width)];
+}
+
+/** Table rows that fit: a summary on two lines takes one from the table. */
+export function visibleRows(rows: number, summaryLineCount: number): number {
+  return Math.max(3, rows - FRAME_LINES - (summaryLineCount - 1));
+}
+
 export interface MeshStatusViewProps {
   readonly state: MeshStatusViewState;
   readonly selectorText: string;
@@ -34,15 +55,10 @@ export interface MeshStatusViewProps {
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
 export function MeshStatusView({ state, selectorText, progress, columns, rows, suggester = PLAIN_SUGGESTER }: MeshStatusViewProps) {
   const width = columns - 1;
-  const visible = Math.max(3, rows - FRAME_LINES);
+  const summary = summaryLines(summaryOf(state, progress), width);
+  const visible = visibleRows(rows, summary.length);
   const shown = filteredRows(state);
   const current = shown[state.selected];
-  const summary =
-    state.failure !== undefined
-      ? `${MARKS.refused.glyph} Reading failed (r reads again, q quits): ${state.failure}`
-      : state.statuses === undefined
-        ? `Reading holders… ${progress.read}/${progress.total} machines (digests only)`
-        : summaryText(state.statuses);
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
   const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
@@ -53,7 +69,9 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
   return (
     <Box flexDirection="column" width={columns}>
       <Text bold>{fit(`Mesh status — ${selectorText} (read-only; no secret is read)`, width)}</Text>
-      <Text>{fit(summary, width)}</Text>
+      {summary.map((line, i) => (
+        <Text key={i}>{fit(line, width)}</Text>
+      ))}
       {state.help ? (
         <HelpOverlay columns={columns} keys={MESH_STATUS_KEYS} about="Every pair by digest, worst first. This view only reads." />
       ) : (

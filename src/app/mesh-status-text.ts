@@ -8,9 +8,13 @@ import { countStates, PAIR_STATES, sortWorstFirst, type PairState, type PairStat
 import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
 
+/** The longest state word (`changed-in-db`), so plain rows stay aligned. */
+const STATE_WIDTH = Math.max(...PAIR_STATES.map((s) => s.length));
+
 export const STATE_MARKS: Record<PairState, Mark> = {
   unreachable: MARKS.refused,
   drifted: MARKS.refused,
+  'changed-in-db': MARKS.refused,
   staged: MARKS.action,
   pending: MARKS.busy,
   applied: MARKS.ok,
@@ -28,6 +32,10 @@ export function nextStep(status: PairStatus, s: Suggester = PLAIN_SUGGESTER): st
       return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run ${suggest(s, 'mesh status')} again`;
     case 'drifted':
       return `rotate it: ${rotate}`;
+    case 'changed-in-db':
+      return status.database?.problem
+        ? `fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then ${suggest(s, 'mesh status')}`
+        : `nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`;
     case 'staged':
       return resume ? `finish it: ${resume}` : `no rotation in the journal prepared it: rotate again (${rotate})`;
     case 'pending':
@@ -63,7 +71,7 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
   for (const status of sorted) {
     const last = status.lastRotation ? `; last rotation ${status.lastRotation.id} ${status.lastRotation.outcome}` : '';
     lines.push(
-      `${STATE_MARKS[status.state].glyph} ${status.state.padEnd(11)} ${status.pair.key} (role ${status.pair.role}, ${status.pair.providerMachine} → ${status.pair.consumerMachine}) ${rotatedText(status)}${status.tooOld ? ' [older than --max-age]' : ''}${last}`,
+      `${STATE_MARKS[status.state].glyph} ${status.state.padEnd(STATE_WIDTH)} ${status.pair.key} (role ${status.pair.role}, ${status.pair.providerMachine} → ${status.pair.consumerMachine}) ${rotatedText(status)}${status.tooOld ? ' [older than --max-age]' : ''}${last}`,
     );
     if (status.state !== 'applied') lines.push(`    ${status.detail}`);
     const next = nextStep(status, s);
@@ -71,6 +79,16 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
   }
   lines.push(summaryText(statuses));
   return lines;
+}
+
+/**
+ * What the provisioner last found in PostgreSQL for this pair, by name: never the receipt as
+ * a whole, which also holds a digest of the stored verifier.
+ */
+function databaseJson(status: PairStatus): object | null {
+  const check = status.database;
+  if (!check) return null;
+  return { finding: check.found, since: check.since, restored: check.restored ?? null, problem: check.problem ?? null };
 }
 
 /** The `--json` document (README "mesh status --json"); a test fixes its shape. */
@@ -97,6 +115,7 @@ export function meshStatusJson(statuses: readonly PairStatus[], selectorText: st
       last_rotation: s.lastRotation ? { id: s.lastRotation.id, outcome: s.lastRotation.outcome } : null,
       resume_id: s.resumeId ?? null,
       unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
+      database: databaseJson(s),
       next: nextStep(s, suggester) ?? null,
     })),
   };

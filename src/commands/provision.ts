@@ -18,6 +18,8 @@ interface ProvisionFlags {
   readonly watch?: boolean;
   readonly once?: boolean;
   readonly interval: string;
+  readonly lockTimeout: string;
+  readonly statementTimeout: string;
 }
 
 /** A provider name is a directory name under the mesh dir: never a path of its own. */
@@ -39,17 +41,21 @@ export const registerProvision: Register = (program, ctx) => {
     .addOption(new Option('--watch', 'keep running: poll every --interval seconds, retry with backoff while the database is down'))
     .addOption(new Option('--once', 'one cycle, then exit (the default without --watch)').conflicts('watch'))
     .addOption(new Option('--interval <seconds>', 'poll interval for --watch').default('2'))
+    .addOption(new Option('--lock-timeout <seconds>', 'how long one role\'s statement waits for a lock another transaction holds before that role is skipped for this cycle').default('1'))
+    .addOption(new Option('--statement-timeout <seconds>', 'how long one role\'s statement may run before that role is skipped for this cycle').default('10'))
     .action(
       action(ctx, async (flags: ProvisionFlags) => {
         const settings = parseFlags(flags);
         const { PostgresProvisioner } = await import('../provisioner/postgres-provisioner.js');
-        const { postgresRoles } = await import('../provisioner/postgres-roles.js');
+        const { postgresRoles, providerLock } = await import('../provisioner/postgres-roles.js');
         const log = (line: string) => void ctx.stdout.write(`provision ${settings.provider}: ${line}\n`);
+        const lock = providerLock(settings.target, settings.provider);
         const provisioner = new PostgresProvisioner({
           meshDir: settings.meshDir,
           provider: settings.provider,
-          connect: postgresRoles(settings.target),
+          connect: postgresRoles(settings.target, settings.timeouts),
           log,
+          lock,
         });
         if (flags.watch) {
           const { watchProvisioner } = await import('../provisioner/watch-provisioner.js');
@@ -64,13 +70,27 @@ export const registerProvision: Register = (program, ctx) => {
           try {
             await watchProvisioner(provisioner, { intervalMs: settings.intervalMs, signal: controller.signal, log });
           } finally {
+            await lock.release();
             process.removeListener('SIGTERM', stop);
             process.removeListener('SIGINT', stop);
           }
           log('stopped');
           return EXIT_OK;
         }
-        const report = await provisioner.runCycle();
+        let report;
+        try {
+          report = await provisioner.runCycle();
+        } finally {
+          await lock.release();
+        }
+        if (report.busy !== undefined) {
+          throw new BatonError('lock-busy', {
+            what: `Another provisioner for provider "${settings.provider}" is running: ${report.busy}.`,
+            where: `postgresql://${settings.target.superuser}@${settings.target.host}:${settings.target.port}/${settings.target.database} (advisory lock)`,
+            next: 'It applies what was delivered, so there is nothing for this one to do; stop it first to run a cycle by hand.',
+            changed: 'Nothing was applied.',
+          });
+        }
         if (report.blocked && report.failed.length === 0) throw report.blocked;
         if (report.failed.length > 0) {
           const appliedRoles = report.applied.map((a) => a.role);
@@ -94,6 +114,7 @@ interface Settings {
   readonly meshDir: string;
   readonly provider: string;
   readonly intervalMs: number;
+  readonly timeouts: { readonly lockTimeoutMs: number; readonly statementTimeoutMs: number };
   readonly target: {
     readonly host: string;
     readonly port: number;
@@ -121,11 +142,19 @@ function parseFlags(flags: ProvisionFlags): Settings {
   if (!Number.isFinite(interval) || interval < 0.05 || interval > 86_400) {
     throw usageError(`--interval "${flags.interval}" is not a number of seconds between 0.05 and 86400.`, 'Give the poll interval in seconds, e.g. --interval 2.');
   }
+  const seconds = (flag: string, value: string, max: number) => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0.001 || n > max) throw usageError(`${flag} "${value}" is not a number of seconds between 0.001 and ${max}.`, `Give it in seconds, e.g. ${flag} 1.`);
+    return Math.round(n * 1000);
+  };
+  // Below the client's own 30 s query timeout, which would count as a lost connection.
+  const timeouts = { lockTimeoutMs: seconds('--lock-timeout', flags.lockTimeout, 25), statementTimeoutMs: seconds('--statement-timeout', flags.statementTimeout, 25) };
   const meshDir = path.resolve(flags.meshDir);
   return {
     meshDir,
     provider: flags.provider,
     intervalMs: Math.round(interval * 1000),
+    timeouts,
     target: {
       host: flags.pgHost,
       port,

@@ -24,26 +24,82 @@ export function digestPrefix(digest: SecretDigest): string {
 export const RECEIPTS_DIR = '.applied';
 
 /**
+ * What the provisioner last found in the database for a role it had applied, kept in its
+ * receipt: `as-set` while the role exists, can log in, is not expired and still holds the
+ * verifier of the delivered password; otherwise what changed underneath it.
+ */
+export const DATABASE_FINDINGS = ['as-set', 'password-changed', 'dropped', 'nologin', 'expired'] as const;
+export type DatabaseFinding = (typeof DATABASE_FINDINGS)[number];
+
+/** Each finding as a clause, for the provisioner's log and `mesh status`. */
+export const DATABASE_FINDING_WORDS: Record<DatabaseFinding, string> = {
+  'as-set': 'the database holds the delivered password',
+  'password-changed': 'its password was changed in the database',
+  dropped: 'the role was dropped',
+  nologin: 'the role was set NOLOGIN',
+  expired: 'the role\'s VALID UNTIL has passed',
+};
+
+export interface DatabaseCheck {
+  readonly found: DatabaseFinding;
+  /** RFC 3339: when this finding was first made (the receipt is rewritten only when it changes). */
+  readonly since: string;
+  /** Why the provisioner could not put the delivered password back, when it tried and failed. */
+  readonly problem?: string;
+  /** On `as-set` after a repair: what the provisioner found and put right. */
+  readonly restored?: Exclude<DatabaseFinding, 'as-set'>;
+  /**
+   * `sha256:<hex>` of the SCRAM verifier the provisioner set (never the verifier: it is as good
+   * as the password against a server that accepts it). Lets a restarted provisioner recognise
+   * its own verifier without deriving keys again; absent, it derives them.
+   */
+  readonly verifier?: string;
+}
+
+/**
  * The provisioner's receipt, `<mesh_dir>/provides/<provider>/.applied/<role>` (0600): written
  * after the database accepted a credential; `baton mesh rotate` reads it as "applied".
+ * `database` is absent in receipts written before the provisioner checked the database; such a
+ * receipt reads as before. It never holds a secret or a verifier.
  */
 export interface Receipt {
   readonly role: string;
   readonly digest: SecretDigest;
   /** RFC 3339; diagnostic. */
   readonly applied_at: string;
+  readonly database?: DatabaseCheck;
 }
 
 export function parseReceipt(text: string): Receipt | undefined {
   try {
     const value = JSON.parse(text) as Partial<Receipt>;
     if (typeof value.role === 'string' && typeof value.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(value.digest)) {
-      return { role: value.role, digest: value.digest as SecretDigest, applied_at: String(value.applied_at ?? '') };
+      const database = parseDatabaseCheck(value.database);
+      return { role: value.role, digest: value.digest as SecretDigest, applied_at: String(value.applied_at ?? ''), ...(database ? { database } : {}) };
     }
   } catch {
     // An unreadable receipt is "not applied yet", never an error that stops a rotation.
   }
   return undefined;
+}
+
+/** A check of a shape this version does not know is dropped (the receipt reads as an old one). */
+function parseDatabaseCheck(value: unknown): DatabaseCheck | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const { found, since, problem, restored, verifier } = value as Record<string, unknown>;
+  if (!DATABASE_FINDINGS.includes(found as DatabaseFinding) || typeof since !== 'string') return undefined;
+  return {
+    found: found as DatabaseFinding,
+    since,
+    ...(typeof problem === 'string' ? { problem } : {}),
+    ...(DATABASE_FINDINGS.includes(restored as DatabaseFinding) && restored !== 'as-set' ? { restored: restored as Exclude<DatabaseFinding, 'as-set'> } : {}),
+    ...(typeof verifier === 'string' && /^sha256:[0-9a-f]{64}$/.test(verifier) ? { verifier } : {}),
+  };
+}
+
+/** True when the receipt says the database no longer holds what was applied. */
+export function changedInDatabase(receipt: Receipt | undefined): boolean {
+  return receipt?.database !== undefined && receipt.database.found !== 'as-set';
 }
 
 export function formatReceipt(receipt: Receipt): string {

@@ -4,12 +4,12 @@
  * Pure: the reading is done by read-mesh-status.ts, so every state is tested without a holder.
  */
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
-import type { Receipt, SecretDigest } from './digest.js';
+import { changedInDatabase, DATABASE_FINDING_WORDS, type DatabaseCheck, type Receipt, type SecretDigest } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import type { PlannedPair } from './rotation-plan.js';
 
 /** Worst first: the order a screen sorts by and the order the summary counts in. */
-export const PAIR_STATES = ['unreachable', 'drifted', 'staged', 'pending', 'applied'] as const;
+export const PAIR_STATES = ['unreachable', 'drifted', 'changed-in-db', 'staged', 'pending', 'applied'] as const;
 export type PairState = (typeof PAIR_STATES)[number];
 
 /** What one end of a pair holds, as its holder reported it. */
@@ -39,6 +39,8 @@ export interface PairStatus {
   readonly resumeId: string | undefined;
   /** Machines that could not be read, with why. */
   readonly unreadable: readonly { readonly machine: string; readonly reason: string }[];
+  /** What the provisioner last found in PostgreSQL for the credential the ends hold (its receipt's check). */
+  readonly database?: DatabaseCheck;
 }
 
 /**
@@ -67,7 +69,27 @@ export function classifyPair(pair: PlannedPair, reading: PairReading): { state: 
   if (!applied) {
     return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
   }
-  return { state: 'applied', detail: `both ends equal; ${pair.provider} applied it` };
+  return databaseTruth(pair, receipt!) ?? { state: 'applied', detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt!)}` };
+}
+
+/**
+ * What the provisioner last found in PostgreSQL itself for an applied pair: `changed-in-db`
+ * when the role was dropped, set NOLOGIN, expired, or given another password there — its
+ * consumer is refused although both ends agree. Undefined when the database holds it (or
+ * the receipt predates these checks).
+ */
+function databaseTruth(pair: PlannedPair, receipt: Receipt): { state: PairState; detail: string } | undefined {
+  if (!changedInDatabase(receipt)) return undefined;
+  const check = receipt.database!;
+  const repair = check.problem
+    ? `the provisioner could not put the delivered password back: ${check.problem}`
+    : 'the provisioner puts the delivered password back on its next cycle';
+  return { state: 'changed-in-db', detail: `PostgreSQL on ${pair.providerMachine} no longer accepts ${pair.role}'s delivered password: ${DATABASE_FINDING_WORDS[check.found]} (found ${check.since}); ${repair}` };
+}
+
+function restoredNote(receipt: Receipt): string {
+  const restored = receipt.database?.restored;
+  return restored ? ` (put back at ${receipt.database!.since}: ${DATABASE_FINDING_WORDS[restored]})` : '';
 }
 
 export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined): PairStatus {
@@ -99,7 +121,14 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     lastRotation: remembered.lastRotation ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome } : undefined,
     resumeId,
     unreadable,
+    ...databaseOf(reading),
   };
+}
+
+/** The receipt's database check, when the receipt is for what the provider end holds. */
+function databaseOf(reading: PairReading): { database?: DatabaseCheck } {
+  const { receipt, provider } = reading;
+  return receipt?.database && provider.read && receipt.digest === provider.live ? { database: receipt.database } : {};
 }
 
 /** Worst first, then oldest first, then by key: the order every view lists pairs in. */

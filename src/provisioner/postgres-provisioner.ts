@@ -3,16 +3,22 @@
  * `<mesh_dir>/provides/<provider>/`, and writes a receipt per role once it has.
  *
  * `runCycle` is one reconciliation, callable in-process (the CLI, `--watch`, the drill and the
- * benchmark all use it). Between cycles it keeps DIGESTS, never secrets: the secret is read
- * from its file only while its verifier is computed, and dropped right after.
+ * benchmark all use it). Each cycle also checks, in the database itself, every role it had
+ * applied — it exists, can log in, and still holds a verifier of the delivered password. A
+ * change found there is written in the receipt (so `mesh status` shows it for one interval) and
+ * the delivered password is put back on the NEXT cycle: a receipt says what the database holds,
+ * not what it once accepted, and an operator who changed a role by hand gets to see it. Between cycles it keeps DIGESTS, never secrets: the secret is read from its
+ * file only while a verifier is computed or checked, and dropped right after.
  */
+import { createHash } from 'node:crypto';
+import { readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
-import { digestPrefix, secretDigest, type SecretDigest } from '../mesh/digest.js';
+import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
 import { DeliveredCredentials, describeFsError, readSecretFile } from './delivered-credentials.js';
-import { ConnectionLost, messageOf, type ConnectRoleDatabase, type RoleDatabase, type RoleOutcome } from './postgres-roles.js';
-import { readReceiptDigest, receiptsDir, writeReceipt } from './receipts.js';
-import { scramVerifier } from './scram-verifier.js';
+import { ConnectionLost, messageOf, RoleSkipped, type ConnectRoleDatabase, type ProviderLock, type RoleDatabase, type RoleOutcome, type StoredRole } from './postgres-roles.js';
+import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { scramMatches, scramVerifier } from './scram-verifier.js';
 
 export interface ProvisionerOptions {
   readonly meshDir: string;
@@ -21,13 +27,23 @@ export interface ProvisionerOptions {
   /** One plain line per change (created / updated / failed); never a secret. */
   readonly log: (line: string) => void;
   readonly clock?: () => Date;
+  /**
+   * One provisioner per provider: a cycle with work asks for it before connecting (after the
+   * scan, so an unreadable directory is reported as such) and does nothing while another
+   * holds it. The caller releases it when the provisioner stops.
+   */
+  readonly lock?: Pick<ProviderLock, 'acquire'>;
 }
 
 export interface AppliedRole {
   readonly role: string;
   readonly digest: SecretDigest;
   readonly outcome: RoleOutcome;
+  /** Set when this put back a role found changed in the database: what was found. */
+  readonly restored?: ChangedFinding;
 }
+
+export type ChangedFinding = Exclude<DatabaseFinding, 'as-set'>;
 
 export interface FailedRole {
   readonly role: string;
@@ -40,7 +56,8 @@ export interface FailedRole {
   readonly inFile: boolean;
   /**
    * `database`: the connection failed, nothing could be applied (the watch loop backs off);
-   * `role`: this role alone was refused or its receipt failed (the others were applied).
+   * `role`: this role alone was refused, skipped by its timeout, or its receipt failed (the
+   * others were applied).
    */
   readonly scope?: 'role' | 'database';
 }
@@ -55,17 +72,48 @@ export interface CycleReport {
   readonly blocked: BatonError | undefined;
   /** The signal ended the cycle before every pending role was tried. */
   readonly aborted: boolean;
+  /**
+   * Roles the check found changed in the database this cycle. Each is put back on the next
+   * cycle (then listed in `applied` with `restored`), unless its receipt could not record the
+   * finding: then at once, since nothing would show it anyway.
+   */
+  readonly changed: readonly { readonly role: string; readonly found: ChangedFinding }[];
+  /** PostgreSQL could not be reached or was lost: the only reason the watch loop backs off. */
+  readonly databaseDown: boolean;
+  /** Another provisioner holds this provider (who, as far as the database can tell): this one did nothing. */
+  readonly busy?: string;
 }
 
 /** A refused role is retried after this, doubling up to the ceiling, or at once when its file changes. */
 const ROLE_BACKOFF_FIRST_MS = 5_000;
 const ROLE_BACKOFF_MAX_MS = 300_000;
 
+/**
+ * A temp receipt older than this was left by a provisioner killed mid-write (a write takes
+ * milliseconds, and one provisioner per provider runs): it is removed.
+ */
+const STALE_TEMP_MS = 30_000;
+
+interface Pending {
+  readonly role: string;
+  readonly file: string;
+  readonly digest: SecretDigest;
+  /** The role was found changed in the database: this puts the delivered password back. */
+  readonly repair?: ChangedFinding;
+}
+
 export class PostgresProvisioner {
   readonly deliveredDir: string;
   private readonly delivered: DeliveredCredentials;
-  /** role → the digest the database last accepted (from this process or a receipt); null = none. */
-  private readonly applied = new Map<string, SecretDigest | null>();
+  /** role → its receipt as last written or read (null = none): what the database last accepted and what the check found. */
+  private readonly receipts = new Map<string, Receipt | null>();
+  /**
+   * role → `<digest of the stored verifier>|<digest of the secret>` last seen to match, so an
+   * idle cycle checks a role with one comparison instead of a key derivation. A digest of
+   * `rolpassword`, never the verifier itself (it is as good as the password for logging in to
+   * a server that accepts it).
+   */
+  private readonly verified = new Map<string, string>();
   /** key → the last problem logged for it, so a lasting problem is logged once, not every poll. */
   private readonly reported = new Map<string, string>();
   /**
@@ -83,7 +131,13 @@ export class PostgresProvisioner {
   async runCycle(signal?: AbortSignal): Promise<CycleReport> {
     const applied: AppliedRole[] = [];
     const failed: FailedRole[] = [];
+    const changed: { role: string; found: ChangedFinding }[] = [];
     let unchanged = 0;
+    const done = (extra: { blocked?: BatonError; aborted?: boolean; databaseDown?: boolean; busy?: string } = {}): CycleReport => ({
+      applied, failed, unchanged, changed, blocked: extra.blocked, aborted: extra.aborted ?? false, databaseDown: extra.databaseDown ?? false,
+      ...(extra.busy !== undefined ? { busy: extra.busy } : {}),
+    });
+    this.removeStaleTemps();
     const scan = this.delivered.scan();
     if (!scan.ok) {
       const blocked = new BatonError('failed', {
@@ -94,12 +148,14 @@ export class PostgresProvisioner {
           : 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
         changed: 'Nothing was applied.',
       });
-      this.report('*dir*', `nothing to apply yet: ${this.deliveredDir} cannot be listed (${scan.problem})`);
-      return { applied, failed, unchanged, blocked, aborted: false };
+      // The same what and next as `--once` prints, so a service's log says as much as a terminal.
+      this.report('*dir*', `nothing to apply yet: ${blocked.what} Where: ${this.deliveredDir} Next: ${blocked.next}`);
+      return done({ blocked });
     }
     this.clear('*dir*');
 
-    const pending: { role: string; file: string; digest: SecretDigest }[] = [];
+    const pending: Pending[] = [];
+    const toCheck: Pending[] = [];
     const now = this.now();
     const present = new Set<string>();
     for (const credential of scan.credentials) {
@@ -107,44 +163,82 @@ export class PostgresProvisioner {
       if (credential.problem !== undefined) {
         failed.push({ role: credential.role, file: credential.file, reason: credential.problem, inFile: true });
         this.report(credential.role, `${credential.role} failed: ${credential.file} ${credential.problem}`);
-      } else if (this.appliedDigest(credential.role) === credential.digest) {
-        unchanged += 1;
-        this.clear(credential.role);
-      } else {
-        const refused = this.refused.get(credential.role);
-        if (refused?.digest === credential.digest && now < refused.retryAt) {
-          failed.push({ role: credential.role, file: credential.file, reason: `skipped until its retry (the database refused it; retried every ${Math.round(refused.delayMs / 1000)} s)`, inFile: false, scope: 'role' });
-          continue;
-        }
-        pending.push({ role: credential.role, file: credential.file, digest: credential.digest });
+        continue;
       }
+      const receipt = this.receiptOf(credential.role);
+      const entry = { role: credential.role, file: credential.file, digest: credential.digest };
+      if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
+        unchanged += 1;
+        toCheck.push(entry);
+        continue;
+      }
+      // A receipt that says the database lost this very credential (an earlier cycle found it, and
+      // `mesh status` has shown it since): put it back.
+      const repair = receipt?.digest === credential.digest ? (receipt.database?.found as ChangedFinding | undefined) : undefined;
+      if (this.waitsForRetry(entry, now, failed)) continue;
+      pending.push(repair ? { ...entry, repair } : entry);
     }
-    for (const role of this.applied.keys()) if (!present.has(role)) this.applied.delete(role);
+    for (const role of this.receipts.keys()) if (!present.has(role)) this.receipts.delete(role);
+    for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
-    for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key)) this.reported.delete(key);
-    if (pending.length === 0) return { applied, failed, unchanged, blocked: undefined, aborted: false };
+    // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
+    for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key.split('*')[0]!)) this.reported.delete(key);
+    if (pending.length === 0 && toCheck.length === 0) return done();
 
     let db: RoleDatabase;
     try {
+      const lock = await this.options.lock?.acquire();
+      if (lock && !lock.held) {
+        // Not an error and not a backoff: the other one may stop at any time (a restart).
+        this.report('*lock*', `another provisioner for ${this.options.provider} is running: ${lock.holder}; this one waits and applies nothing until it stops`);
+        return done({ busy: lock.holder });
+      }
+      if (lock && this.reported.has('*lock*')) {
+        this.clear('*lock*');
+        this.options.log(`the other provisioner for ${this.options.provider} stopped: this one holds the provider now`);
+      }
       db = await this.options.connect(signal);
     } catch (error) {
       const blocked = error instanceof BatonError ? error : new BatonError('failed', { what: `PostgreSQL cannot be reached (${messageOf(error)}).`, cause: error });
       this.report('*db*', `not applied: ${blocked.what}${blocked.where ? ` Where: ${blocked.where}` : ''}`);
       for (const { role, file } of pending) failed.push({ role, file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
-      return { applied, failed, unchanged, blocked, aborted: signal?.aborted ?? false };
+      return done({ blocked, aborted: signal?.aborted ?? false, databaseDown: true });
     }
     this.clear('*db*');
 
     let blocked: BatonError | undefined;
     let aborted = false;
+    const lost = (error: ConnectionLost, rest: readonly Pending[]) => {
+      blocked = new BatonError('failed', {
+        what: `PostgreSQL ${error.message}.`,
+        where: this.deliveredDir,
+        next: '--watch retries on its own; otherwise run again once the database is up.',
+      });
+      this.report('*db*', `not applied: ${blocked.what}`);
+      for (const r of rest) failed.push({ role: r.role, file: r.file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
+    };
     try {
-      for (const [index, { role, file, digest }] of pending.entries()) {
+      if (toCheck.length > 0) {
+        try {
+          for (const { drift, recorded } of await this.checkRoles(db, toCheck)) {
+            changed.push({ role: drift.role, found: drift.repair! });
+            unchanged -= 1;
+            if (!recorded && !this.waitsForRetry(drift, now, failed)) pending.push(drift);
+          }
+        } catch (error) {
+          if (!(error instanceof ConnectionLost)) throw error;
+          lost(error, pending);
+          return done({ blocked, databaseDown: true });
+        }
+      }
+      for (const [index, item] of pending.entries()) {
+        const { role, file, digest, repair } = item;
         if (signal?.aborted) {
           aborted = true;
           break;
         }
         try {
-          const outcome = await this.applyOne(db, role, file);
+          const outcome = await this.applyOne(db, item);
           if ('problem' in outcome) {
             failed.push({ role, file, reason: outcome.problem, inFile: true });
             this.report(role, `${role} failed: ${file} ${outcome.problem}`);
@@ -153,16 +247,11 @@ export class PostgresProvisioner {
           applied.push(outcome);
           this.refused.delete(role);
           this.clear(role);
-          this.options.log(`${role} ${digestPrefix(outcome.digest)} ${outcome.outcome}`);
+          this.clear(`${role}*repair`);
+          this.options.log(`${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`);
         } catch (error) {
           if (error instanceof ConnectionLost) {
-            blocked = new BatonError('failed', {
-              what: `PostgreSQL ${error.message}.`,
-              where: this.deliveredDir,
-              next: '--watch retries on its own; otherwise run again once the database is up.',
-            });
-            this.report('*db*', `not applied: ${blocked.what}`);
-            for (const rest of pending.slice(index)) failed.push({ role: rest.role, file: rest.file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
+            lost(error, pending.slice(index));
             break;
           }
           if (error instanceof BatonError) {
@@ -171,25 +260,140 @@ export class PostgresProvisioner {
             this.report(role, `${role} failed: ${sentence(error.what)}`);
             continue;
           }
+          if (error instanceof RoleSkipped) {
+            // Not the role's fault and not the database's: tried again next cycle, no backoff.
+            const reason = `skipped this cycle: ${error.message}`;
+            failed.push({ role, file, reason, inFile: false, scope: 'role' });
+            this.report(role, `${role} ${reason}; the other roles go on`);
+            if (repair) await this.recordProblem(role, reason);
+            continue;
+          }
           const reason = `the database refused it (${messageOf(error)})`;
           const before = this.refused.get(role);
           const delayMs = before?.digest === digest ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2) : ROLE_BACKOFF_FIRST_MS;
           this.refused.set(role, { digest, retryAt: this.now() + delayMs, delayMs });
           failed.push({ role, file, reason, inFile: false, scope: 'role' });
           this.report(role, `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`);
+          if (repair) await this.recordProblem(role, reason);
         }
       }
     } finally {
       await db.close();
     }
-    return { applied, failed, unchanged, blocked, aborted };
+    return done({ blocked, aborted, databaseDown: blocked !== undefined });
+  }
+
+  /** A role the database refused waits for its own retry time (or a new file); true when it waits. */
+  private waitsForRetry(entry: Pending, now: number, failed: FailedRole[]): boolean {
+    const refused = this.refused.get(entry.role);
+    if (refused?.digest !== entry.digest || now >= refused.retryAt) return false;
+    failed.push({ role: entry.role, file: entry.file, reason: `skipped until its retry (the database refused it; retried every ${Math.round(refused.delayMs / 1000)} s)`, inFile: false, scope: 'role' });
+    return true;
+  }
+
+  /**
+   * Checks each role whose receipt matches its file against `pg_authid`; a role changed there
+   * has its receipt say so, and the next cycle's scan reads that receipt and puts the role back
+   * (a restart too). `recorded: false` when the receipt could not be rewritten: that role is put
+   * back at once. A receipt from before these checks gets its first.
+   */
+  private async checkRoles(db: RoleDatabase, roles: readonly Pending[]): Promise<{ drift: Pending; recorded: boolean }[]> {
+    const stored = await db.inspect(roles.map((r) => r.role));
+    const drifted: { drift: Pending; recorded: boolean }[] = [];
+    for (const entry of roles) {
+      const role = stored.get(entry.role);
+      const found = await this.findingOf(entry, role);
+      if (found === undefined) continue;
+      const receipt = this.receiptOf(entry.role)!;
+      if (found === 'as-set') {
+        if (receipt.database === undefined) await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow(), verifier: storedDigest(role?.verifier ?? '') } });
+        continue;
+      }
+      const recorded = await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow() } });
+      this.options.log(`${entry.role} changed in the database: ${DATABASE_FINDING_WORDS[found]}; ${recorded ? 'the delivered password is put back on the next cycle' : 'putting the delivered password back now'}`);
+      drifted.push({ drift: { ...entry, repair: found }, recorded });
+    }
+    return drifted;
+  }
+
+  /** What the database holds for a role, as a finding; undefined when its file changed since the scan (applied next cycle). */
+  private async findingOf(entry: Pending, stored: StoredRole | undefined): Promise<DatabaseFinding | undefined> {
+    if (!stored) return 'dropped';
+    if (!stored.canLogin) return 'nologin';
+    if (stored.expired) return 'expired';
+    const verifierDigest = storedDigest(stored.verifier ?? '');
+    const key = `${verifierDigest}|${entry.digest}`;
+    if (this.verified.get(entry.role) === key) return 'as-set';
+    // The verifier this provisioner set for this very credential (its receipt says so).
+    if (this.receiptOf(entry.role)?.database?.verifier === verifierDigest) {
+      this.verified.set(entry.role, key);
+      return 'as-set';
+    }
+    const read = readSecretFile(entry.file);
+    if (read.problem !== undefined) return undefined;
+    try {
+      if (secretDigest(read.secret) !== entry.digest) return undefined;
+      if (!(await scramMatches(stored.verifier, read.secret))) return 'password-changed';
+    } finally {
+      read.secret.fill(0);
+    }
+    this.verified.set(entry.role, key);
+    return 'as-set';
+  }
+
+  /** A role found changed that could not be put back: its receipt and the log say why. */
+  private async recordProblem(role: string, problem: string): Promise<void> {
+    const receipt = this.receiptOf(role);
+    if (!receipt?.database || receipt.database.found === 'as-set' || receipt.database.problem === problem) return;
+    this.report(`${role}*repair`, `${role} changed in the database (${DATABASE_FINDING_WORDS[receipt.database.found]}) and could not be put back: ${problem}`);
+    await this.rewriteReceipt({ ...receipt, database: { ...receipt.database, problem } });
+  }
+
+  /** A receipt rewrite that only records a check: a failure is logged (false), and the check repeats next cycle. */
+  private async rewriteReceipt(receipt: Receipt): Promise<boolean> {
+    try {
+      await writeReceipt(this.deliveredDir, receipt);
+      this.receipts.set(receipt.role, receipt);
+      this.clear(`${receipt.role}*receipt`);
+      return true;
+    } catch (error) {
+      this.report(`${receipt.role}*receipt`, `${receipt.role}: its receipt could not be updated with the database check (${describeFsError(error)})`);
+      return false;
+    }
+  }
+
+  /**
+   * Temp receipts (`.<role>.tmp-<hex>`) left by a provisioner killed between writing and
+   * renaming one: nothing reads them, and nothing else would ever remove them.
+   */
+  private removeStaleTemps(): void {
+    const dir = receiptsDir(this.deliveredDir);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    for (const name of names) {
+      if (!isTempReceipt(name)) continue;
+      const file = path.join(dir, name);
+      try {
+        if (now - statSync(file).mtimeMs < STALE_TEMP_MS) continue;
+        rmSync(file, { force: true });
+        this.options.log(`removed ${file}, a temp receipt left by a provisioner that was stopped mid-write`);
+      } catch {
+        // Gone already, or not removable: tried again next cycle.
+      }
+    }
   }
 
   /**
    * Reads the secret (again: it may have been replaced since the scan), sets the role's
    * password from it, and writes the receipt of exactly what was applied.
    */
-  private async applyOne(db: RoleDatabase, role: string, file: string): Promise<AppliedRole | { problem: string }> {
+  private async applyOne(db: RoleDatabase, item: Pending): Promise<AppliedRole | { problem: string }> {
+    const { role, file, repair } = item;
     const read = readSecretFile(file);
     if (read.problem !== undefined) return { problem: read.problem };
     let digest: SecretDigest;
@@ -201,8 +405,14 @@ export class PostgresProvisioner {
       read.secret.fill(0);
     }
     const outcome = await db.setPassword(role, verifier);
+    const verifierDigest = storedDigest(verifier);
+    this.verified.set(role, `${verifierDigest}|${digest}`);
+    const at = this.isoNow();
+    // `restored` only when the same credential was put back; a new one is a plain application.
+    const restored = repair && digest === item.digest ? repair : undefined;
+    const receipt: Receipt = { role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest } };
     try {
-      await writeReceipt(this.deliveredDir, { role, digest, applied_at: (this.options.clock?.() ?? new Date()).toISOString() });
+      await writeReceipt(this.deliveredDir, receipt);
     } catch (error) {
       // The database has it but `mesh rotate` cannot know: not recorded as applied, so the
       // next cycle sets the same password again (harmless) and retries the receipt.
@@ -211,21 +421,26 @@ export class PostgresProvisioner {
         where: path.join(receiptsDir(this.deliveredDir), role),
       });
     }
-    this.applied.set(role, digest);
-    return { role, digest, outcome };
+    this.receipts.set(role, receipt);
+    return { role, digest, outcome, ...(restored ? { restored } : {}) };
   }
 
   private now(): number {
     return (this.options.clock?.() ?? new Date()).getTime();
   }
 
-  private appliedDigest(role: string): SecretDigest | null {
-    let digest = this.applied.get(role);
-    if (digest === undefined) {
-      digest = readReceiptDigest(this.deliveredDir, role) ?? null;
-      this.applied.set(role, digest);
+  private isoNow(): string {
+    return (this.options.clock?.() ?? new Date()).toISOString();
+  }
+
+  /** The role's receipt, read once and then kept up to date by this process (the only writer). */
+  private receiptOf(role: string): Receipt | null {
+    let receipt = this.receipts.get(role);
+    if (receipt === undefined) {
+      receipt = readReceipt(this.deliveredDir, role) ?? null;
+      this.receipts.set(role, receipt);
     }
-    return digest;
+    return receipt;
   }
 
   private report(key: string, line: string): void {
@@ -237,6 +452,11 @@ export class PostgresProvisioner {
   private clear(key: string): void {
     this.reported.delete(key);
   }
+}
+
+/** A digest of a stored verifier: what may be kept of it (the verifier itself is as good as a password). */
+function storedDigest(verifier: string): string {
+  return `sha256:${createHash('sha256').update(verifier).digest('hex')}`;
 }
 
 /** A message as a clause inside another sentence: without its final period. */

@@ -8,7 +8,9 @@
  * print those (mesh seed) — and because it is always passed explicitly, pg never falls back to
  * PGPASSWORD or a .pgpass file.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Client as PgClient } from 'pg';
 import { BatonError } from '../errors.js';
 import { describeFsError } from './delivered-credentials.js';
@@ -25,16 +27,35 @@ export type SqlEscape = Pick<PgClient, 'escapeIdentifier' | 'escapeLiteral'>;
  * sent as an E'' literal whose meaning hangs on `standard_conforming_strings`: a verifier
  * never has one.
  */
-export function passwordStatement(kind: 'create' | 'alter', role: string, verifier: string, sql: SqlEscape): string {
+export function passwordStatement(kind: 'create' | 'alter', role: string, verifier: string, sql: SqlEscape, options: { readonly clearExpiry?: boolean } = {}): string {
   if (/[\\\0]/.test(verifier) || role.includes('\0')) throw new Error('a role or verifier here never contains a backslash or NUL');
   const password = `PASSWORD ${sql.escapeLiteral(verifier)}`;
-  return kind === 'create' ? `CREATE ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}` : `ALTER ROLE ${sql.escapeIdentifier(role)} ${password}`;
+  // LOGIN on ALTER too: a role someone set NOLOGIN is put back to what was delivered, and an
+  // expired validity is lifted, or the consumer's password would still be refused.
+  return kind === 'create'
+    ? `CREATE ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}`
+    : `ALTER ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}${options.clearExpiry ? " VALID UNTIL 'infinity'" : ''}`;
+}
+
+/** What the database holds for a role, read from `pg_authid` (superuser only). */
+export interface StoredRole {
+  readonly canLogin: boolean;
+  /** `rolvaliduntil` is in the past. */
+  readonly expired: boolean;
+  /** `rolpassword`: a secret-equivalent, only ever compared or hashed, never logged or stored. */
+  readonly verifier: string | null;
 }
 
 /** What a cycle needs from the database; a fake implements it in the unit tests. */
 export interface RoleDatabase {
-  /** `CREATE ROLE … LOGIN PASSWORD` when the role is missing, else `ALTER ROLE … PASSWORD`. */
+  /**
+   * In a transaction of its own, with its own lock and statement timeouts: `CREATE ROLE …
+   * LOGIN PASSWORD` when the role is missing, else `ALTER ROLE … LOGIN PASSWORD`. Throws
+   * RoleSkipped when a timeout ended it (the role is left as it was).
+   */
   setPassword(role: string, verifier: string): Promise<RoleOutcome>;
+  /** The roles among `roles` that exist, with what the database holds for each. */
+  inspect(roles: readonly string[]): Promise<ReadonlyMap<string, StoredRole>>;
   close(): Promise<void>;
 }
 
@@ -61,51 +82,26 @@ export interface PostgresTarget {
 /** Thrown by `setPassword` when the connection itself failed: the remaining roles must wait. */
 export class ConnectionLost extends Error {}
 
-export function postgresRoles(target: PostgresTarget, options: { readonly onStatement?: (sql: string) => void } = {}): ConnectRoleDatabase {
-  const where = `postgresql://${target.superuser}@${target.host}:${target.port}/${target.database}`;
+/**
+ * Thrown by `setPassword` when the role's own timeout ended its statement (another transaction
+ * holds a lock on the role, or the statement was slow): this role waits for the next cycle,
+ * the others go on, and the loop does not back off.
+ */
+export class RoleSkipped extends Error {}
+
+export interface RoleTimeouts {
+  /** `lock_timeout` of each role's transaction (default 1 s). */
+  readonly lockTimeoutMs?: number;
+  /** `statement_timeout` of each role's transaction (default 10 s, below the client's 30 s). */
+  readonly statementTimeoutMs?: number;
+}
+
+export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { readonly onStatement?: (sql: string) => void } = {}): ConnectRoleDatabase {
+  const lockMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 1_000));
+  const statementMs = Math.max(1, Math.round(options.statementTimeoutMs ?? 10_000));
   return async (signal) => {
-    const { default: pg } = await import('pg');
-    const open = async (password: string): Promise<PgClient> => {
-      const client: PgClient = new pg.Client({
-        host: target.host,
-        port: target.port,
-        database: target.database,
-        user: target.superuser,
-        password,
-        application_name: 'baton-provision',
-        connectionTimeoutMillis: 10_000,
-        query_timeout: 30_000,
-        keepAlive: true,
-      });
-      // An idle client's socket error is emitted, not thrown: unhandled it would crash a service
-      // that must outlive the database going down.
-      // A refused first attempt's client must not mark the chosen one as lost.
-      client.on('error', (error) => {
-        if (client === chosen) lost = error;
-      });
-      try {
-        await client.connect();
-        return client;
-      } catch (error) {
-        await client.end().catch(() => undefined);
-        throw error;
-      }
-    };
     let lost: Error | undefined;
-    let chosen: PgClient | undefined;
-    let client: PgClient;
-    try {
-      client = await open(readSuperuserPassword(target.superuserFile));
-    } catch (error) {
-      const fallback = isAuthFailure(error) && target.providerEndFile ? readOptionalPassword(target.providerEndFile) : undefined;
-      if (fallback === undefined) throw error instanceof BatonError ? error : connectError(error, target, where);
-      try {
-        client = await open(fallback);
-      } catch (second) {
-        throw connectError(second, target, where);
-      }
-    }
-    chosen = client;
+    const client = await openSession(target, 'baton-provision', (error) => (lost = error));
     const abort = () => void client.end().catch(() => undefined);
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) abort();
@@ -121,18 +117,37 @@ export function postgresRoles(target: PostgresTarget, options: { readonly onStat
     };
     return {
       async setPassword(role, verifier) {
-        const exists = (await query('SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = $1', [role])).rowCount! > 0;
-        if (!exists) {
+        for (let attempt = 0; ; attempt++) {
+          await query('BEGIN');
           try {
-            await query(passwordStatement('create', role, verifier, client));
-            return 'created';
+            // Per role, so a role another transaction holds (or a slow catalog) costs this role
+            // one cycle instead of holding every other role back until the client gives up.
+            await query(`SET LOCAL lock_timeout = ${lockMs}`);
+            await query(`SET LOCAL statement_timeout = ${statementMs}`);
+            const found = await query('SELECT rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired FROM pg_catalog.pg_roles WHERE rolname = $1', [role]);
+            const row = found.rows[0] as { expired: boolean } | undefined;
+            await query(passwordStatement(row ? 'alter' : 'create', role, verifier, client, { clearExpiry: row?.expired === true }));
+            await query('COMMIT');
+            return row ? 'updated' : 'created';
           } catch (error) {
+            if (error instanceof ConnectionLost) throw error;
+            await query('ROLLBACK').catch(() => undefined);
+            const code = (error as { code?: string }).code;
             // 42710 duplicate_object: created by someone else since the check; set its password instead.
-            if ((error as { code?: string }).code !== '42710') throw error;
+            if (code === '42710' && attempt === 0) continue;
+            if (code === '55P03') throw new RoleSkipped(`another transaction holds a lock on it (waited ${lockMs} ms)`);
+            if (code === '57014') throw new RoleSkipped(`its statement ran longer than ${statementMs} ms`);
+            throw error;
           }
         }
-        await query(passwordStatement('alter', role, verifier, client));
-        return 'updated';
+      },
+      async inspect(roles) {
+        const result = await query(
+          'SELECT rolname, rolcanlogin, rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired, rolpassword FROM pg_catalog.pg_authid WHERE rolname = ANY($1)',
+          [roles],
+        );
+        const rows = result.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null }[];
+        return new Map(rows.map((r) => [r.rolname, { canLogin: r.rolcanlogin, expired: r.expired, verifier: r.rolpassword }]));
       },
       async close() {
         signal?.removeEventListener('abort', abort);
@@ -140,6 +155,140 @@ export function postgresRoles(target: PostgresTarget, options: { readonly onStat
       },
     };
   };
+}
+
+/**
+ * One provisioner per provider: a session-level advisory lock keyed by the provider's name,
+ * held for as long as the provisioner runs. Two provisioners applying the same roles would
+ * race each other's `ALTER ROLE` ("tuple concurrently updated") and their receipts.
+ */
+export interface ProviderLock {
+  /** Takes the lock (or confirms it is still held); otherwise says who holds it. Throws a BatonError when the database cannot be reached. */
+  acquire(): Promise<{ readonly held: true } | { readonly held: false; readonly holder: string }>;
+  release(): Promise<void>;
+}
+
+/** The lock's first key: "btnp", so baton's locks do not collide with an application's. */
+const PROVIDER_LOCK_CLASS = 0x62746e70;
+
+export function providerLockKey(provider: string): readonly [number, number] {
+  return [PROVIDER_LOCK_CLASS, createHash('sha256').update(`baton-provision:${provider}`).digest().readUInt32BE(0) & 0x7fffffff];
+}
+
+export function providerLock(target: PostgresTarget, provider: string): ProviderLock {
+  const [classKey, providerKey] = providerLockKey(provider);
+  // What the other provisioner sees of this one: application_name is limited to 63 bytes.
+  const name = Buffer.from(`baton-provision ${provider} pid ${process.pid} on ${hostname()}`).subarray(0, 63).toString('utf8').replace(/\uFFFD+$/, '');
+  let session: PgClient | undefined;
+  let held = false;
+  const drop = () => {
+    const old = session;
+    session = undefined;
+    held = false;
+    void old?.end().catch(() => undefined);
+  };
+  return {
+    async acquire() {
+      if (held && session) {
+        try {
+          await session.query('SELECT 1');
+          return { held: true };
+        } catch {
+          drop();
+        }
+      }
+      if (!session) {
+        const opened = await openSession(target, name, () => {
+          if (session === opened) drop();
+        });
+        session = opened;
+        opened.on('end', () => {
+          if (session === opened) drop();
+        });
+      }
+      try {
+        const result = await session.query('SELECT pg_catalog.pg_try_advisory_lock($1::int4, $2::int4) AS held', [classKey, providerKey]);
+        held = (result.rows[0] as { held: boolean }).held;
+        if (held) return { held: true };
+        const holders = await session.query(
+          `SELECT a.pid, a.application_name, a.client_addr::text AS addr, a.backend_start
+             FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid AND l.objsubid = 2
+              AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())`,
+          [classKey, providerKey],
+        );
+        const row = holders.rows[0] as { pid: number; application_name: string; addr: string | null; backend_start: Date | null } | undefined;
+        return {
+          held: false,
+          holder: row
+            ? `"${row.application_name || 'unnamed'}" (server pid ${row.pid}, from ${row.addr ?? 'a local socket'}${row.backend_start ? `, connected since ${row.backend_start.toISOString()}` : ''})`
+            : 'another session (it let go while being looked up)',
+        };
+      } catch (error) {
+        drop();
+        throw error instanceof BatonError ? error : connectError(error, target, whereOf(target));
+      }
+    },
+    async release() {
+      const old = session;
+      session = undefined;
+      held = false;
+      // Ending the session releases a session-level advisory lock.
+      await old?.end().catch(() => undefined);
+    },
+  };
+}
+
+function whereOf(target: PostgresTarget): string {
+  return `postgresql://${target.superuser}@${target.host}:${target.port}/${target.database}`;
+}
+
+/**
+ * A connected client as the superuser, trying the provider end of its own pair when the
+ * database refuses the consumer end's password. `onLost` hears an idle socket's error, which
+ * pg emits rather than throws: unhandled it would crash a service that must outlive the
+ * database going down.
+ */
+async function openSession(target: PostgresTarget, applicationName: string, onLost: (error: Error) => void): Promise<PgClient> {
+  const { default: pg } = await import('pg');
+  const where = whereOf(target);
+  let chosen: PgClient | undefined;
+  const open = async (password: string): Promise<PgClient> => {
+    const client: PgClient = new pg.Client({
+      host: target.host,
+      port: target.port,
+      database: target.database,
+      user: target.superuser,
+      password,
+      application_name: applicationName,
+      connectionTimeoutMillis: 10_000,
+      query_timeout: 30_000,
+      keepAlive: true,
+    });
+    // A refused first attempt's client must not mark the chosen one as lost.
+    client.on('error', (error) => {
+      if (client === chosen) onLost(error);
+    });
+    try {
+      await client.connect();
+      return client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+  };
+  try {
+    chosen = await open(readSuperuserPassword(target.superuserFile));
+  } catch (error) {
+    const fallback = isAuthFailure(error) && target.providerEndFile ? readOptionalPassword(target.providerEndFile) : undefined;
+    if (fallback === undefined) throw error instanceof BatonError ? error : connectError(error, target, where);
+    try {
+      chosen = await open(fallback);
+    } catch (second) {
+      throw connectError(second, target, where);
+    }
+  }
+  return chosen;
 }
 
 function isAuthFailure(error: unknown): boolean {

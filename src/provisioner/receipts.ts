@@ -10,20 +10,25 @@ import { readFileSync } from 'node:fs';
 import { chmod, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
-import { formatReceipt, parseReceipt, RECEIPTS_DIR, type Receipt, type SecretDigest } from '../mesh/digest.js';
+import { formatReceipt, parseReceipt, RECEIPTS_DIR, type Receipt } from '../mesh/digest.js';
 
 export function receiptsDir(deliveredDir: string): string {
   return path.join(deliveredDir, RECEIPTS_DIR);
 }
 
-/** The digest last recorded as applied for `role`, or undefined (none, or unreadable). */
-export function readReceiptDigest(deliveredDir: string, role: string): SecretDigest | undefined {
+/** The receipt last written for `role`, or undefined (none, or unreadable: "not applied"). */
+export function readReceipt(deliveredDir: string, role: string): Receipt | undefined {
   try {
     const receipt = parseReceipt(readFileSync(path.join(receiptsDir(deliveredDir), role), 'utf8'));
-    return receipt?.role === role ? receipt.digest : undefined;
+    return receipt?.role === role ? receipt : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The name `writeReceipt` gives its temp file: `.<role>.tmp-<12 hex>`. */
+export function isTempReceipt(name: string): boolean {
+  return /^\..+\.tmp-[0-9a-f]{12}$/.test(name);
 }
 
 export async function writeReceipt(deliveredDir: string, receipt: Receipt): Promise<void> {

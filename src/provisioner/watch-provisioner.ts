@@ -35,9 +35,10 @@ export async function watchProvisioner(provisioner: Pick<PostgresProvisioner, 'r
       const report = await provisioner.runCycle(options.signal);
       options.onCycle?.(report);
       // Backoff only while the database itself fails: a bad file or a missing directory costs
-      // no statement, and a role the database refused has its own backoff (postgres-
-      // provisioner.ts) — backing off the whole loop for it would delay every other role.
-      troubled = report.failed.some((failure) => failure.scope === 'database');
+      // no statement, a role refused or skipped has its own retry, and another provisioner
+      // holding the provider may stop at any time (postgres-provisioner.ts) — backing off the
+      // whole loop for any of them would delay every other role.
+      troubled = report.databaseDown || report.failed.some((failure) => failure.scope === 'database');
     } catch (error) {
       options.log(`cycle failed unexpectedly: ${messageOf(error)}`);
       troubled = true;

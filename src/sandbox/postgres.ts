@@ -29,6 +29,11 @@ export interface PostgresSandboxOptions {
   readonly logStatements?: boolean;
   /** Receives the server's own output (it is never printed). */
   readonly onLog?: (text: string) => void;
+  /**
+   * Another build's bin directory (Debian's `/usr/lib/postgresql/15/bin`) instead of the
+   * embedded binaries; copied like those when the server user cannot reach it.
+   */
+  readonly binDir?: string;
 }
 
 export interface PostgresSandbox {
@@ -58,7 +63,7 @@ interface ServerUser {
 export async function startPostgres(options: PostgresSandboxOptions = {}): Promise<PostgresSandbox> {
   const superuser = options.superuser ?? 'postgres';
   const user = ensureServerUser();
-  const bin = await traversableBinaries(user, undefined, os.tmpdir());
+  const bin = await traversableBinaries(user, options.binDir, os.tmpdir());
   const root = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-'));
   // mkdtemp makes 0700: the server user must be able to reach its data directory below it.
   chmodSync(root, 0o755);

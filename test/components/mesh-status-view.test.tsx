@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
+import { summaryLines, visibleRows } from '../../components/mesh-status/MeshStatusView.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import { meshStatusExitCode, PAIR_STATES, pairStatus, type EndReading, type PairReading, type PairStatus } from '../../src/mesh/mesh-status.js';
@@ -17,7 +18,7 @@ const NOW = Date.parse('2026-11-30T12:00:00Z');
 const d = (n: number) => secretDigest(`secret-${n}`) as SecretDigest;
 const end = (live: SecretDigest | undefined, next?: SecretDigest): EndReading => ({ read: true, live, next, liveModifiedMs: NOW - 86_400_000 * 3 });
 
-/** 31 pairs (15 web consumers of two providers, plus backup); every fifth in each state. */
+/** 31 pairs (15 web consumers of two providers, plus backup); every sixth in each state. */
 function statuses(): PairStatus[] {
   const plan = planRotation(meshInventory(15), { by: 'all' });
   return plan.pairs.map((pair, i) => {
@@ -27,8 +28,9 @@ function statuses(): PairStatus[] {
       { provider: end(d(i)), consumer: end(d(1000 + i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
       { provider: end(d(i), d(2000 + i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
       { provider: { read: false, reason: 'ssh failed: No route to host' }, consumer: end(d(i)), receipt: undefined },
+      { provider: end(d(i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '', database: { found: 'nologin', since: '2026-11-30T11:59:00.000Z' } } },
     ];
-    return pairStatus(pair, readings[i % 5]!, journalHistory([]), NOW, undefined);
+    return pairStatus(pair, readings[i % 6]!, journalHistory([]), NOW, undefined);
   });
 }
 
@@ -44,19 +46,36 @@ function mount(columns = 80, rows = 24, suggester?: Suggester) {
 }
 
 describe('the mesh status table', () => {
+  it('a summary that fits keeps one line and the table every row; a longer one wraps onto a second line, which the table gives up, and never a third', () => {
+    expect(summaryLines('2 pairs: 2 applied.', 79)).toEqual(['2 pairs: 2 applied.']);
+    expect(visibleRows(24, 1)).toBe(16);
+    const long = '131 pairs: 25 unreachable, 25 drifted, 25 changed-in-db, 25 staged, 25 pending, 6 applied; 12 older than --max-age.';
+    const wrapped = summaryLines(long, 79);
+    expect(wrapped).toHaveLength(2);
+    expect(wrapped.join(' ')).toBe(long);
+    expect(wrapped.every((l) => l.length <= 79)).toBe(true);
+    expect(visibleRows(24, 2)).toBe(15);
+    const huge = summaryLines(long.repeat(3), 79);
+    expect(huge).toHaveLength(2);
+    expect(huge[1]!.endsWith('…')).toBe(true);
+  });
+
   it('fits 80×24, one line per pair with its mark and word, worst first', async () => {
     const { view, all } = mount();
     const frame = strip(await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading'));
     expect(linesFit(frame, 80)).toEqual([]);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
-    expect(rows.length).toBe(16);
+    expect(rows.length).toBe(15);
     const order = rows.map((r) => PAIR_STATES.indexOf(r.split(/\s+/)[1] as (typeof PAIR_STATES)[number]));
     expect(order[0]).toBe(0);
     expect(order.every((rank, i) => rank >= 0 && (i === 0 || rank >= order[i - 1]!))).toBe(true);
     const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
-    expect(frame).toContain(`31 pairs: ${counts}.`);
-    expect(frame).toContain('rows 1–16 of 31');
+    // With all six states at once the summary is longer than 80 columns: it wraps (never cut),
+    // and the table gives up one row for it.
+    const summary = frame.split('\n').slice(1, 3).map((l) => l.trim()).join(' ');
+    expect(summary).toBe(`31 pairs: ${counts}.`);
+    expect(frame).toContain('rows 1–15 of 31');
     expect(frame).toContain('3d 0h (mtime)');
   });
 
@@ -98,7 +117,7 @@ describe('the mesh status table', () => {
     const { view, exitCode } = mount();
     await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading');
     for (let i = 0; i < 20; i++) await view.press(KEY.down);
-    let frame = strip(await view.waitFor((f) => strip(f).includes('rows 6–21 of 31'), 'the window to follow the selection'));
+    let frame = strip(await view.waitFor((f) => strip(f).includes('rows 7–21 of 31'), 'the window to follow the selection'));
     expect(frame).toMatch(/^[✓!✗…] /m);
     await view.press('/');
     await view.waitFor((f) => strip(f).includes('filter: ▏ 31 of 31 match'), 'the filter field');
@@ -112,7 +131,7 @@ describe('the mesh status table', () => {
     await view.press(KEY.enter);
     await view.waitFor((f) => strip(f).includes('filter "web12 ": 2 of 31 match (Esc clears)'), 'Enter to end typing');
     await view.press(KEY.escape);
-    await view.waitFor((f) => strip(f).includes('rows 1–16 of 31'), 'Esc to clear the filter');
+    await view.waitFor((f) => strip(f).includes('rows 1–15 of 31'), 'Esc to clear the filter');
     await view.press('?');
     frame = strip(await view.waitFor((f) => strip(f).includes('Keys'), 'the help'));
     expect(frame).toContain('filter: provider, consumer, role, machine or state');
@@ -120,7 +139,7 @@ describe('the mesh status table', () => {
     expect(linesFit(frame, 80)).toEqual([]);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     await view.press(KEY.escape);
-    await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–16'), 'Esc to close the help');
+    await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–15'), 'Esc to close the help');
     expect(exitCode()).toBeUndefined();
     await view.press('q');
     await view.waitFor(() => exitCode() !== undefined, 'q to quit');

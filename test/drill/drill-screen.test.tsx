@@ -123,7 +123,7 @@ describe('the drill screens', () => {
     const step = DRILL_STEPS[4]!;
     const meshStatus = [
       'Mesh status (--provider pg-main), read-only: digests only, no secret was read.',
-      ...['web1-app', 'web2-app', 'worker1-jobs'].map((c) => `✓ applied     pg-main:${c} (role ${c.replace('-', '_')}, db1 → ${c.split('-')[0]}) rotated 1s ago; last rotation 20261130T175500Z-abc123 done`),
+      ...['web1-app', 'web2-app', 'worker1-jobs'].map((c) => `✓ applied       pg-main:${c} (role ${c.replace('-', '_')}, db1 → ${c.split('-')[0]}) rotated 1s ago; last rotation 20261130T175500Z-abc123 done`),
       '3 pairs: 3 applied.',
     ];
     state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
@@ -139,7 +139,7 @@ describe('the drill screens', () => {
     const out = frame(state, 80);
     expect(out).toContain('Step 5 passed every check');
     expect(out).toContain('$ baton mesh status (after the rotation)');
-    expect(out).toContain('✓ applied     pg-main:worker1-jobs');
+    expect(out).toContain('✓ applied       pg-main:worker1-jobs');
     expect(out).toContain('3 pairs: 3 applied.');
     fitsIn(out, 80);
     expect(out.split('\n').length).toBeLessThanOrEqual(24);

@@ -3,10 +3,20 @@
  * for the server log to have caught up (it is written asynchronously) without sleeping.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { vi } from 'vitest';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
+
+/** Debian's packaged server (postgresql-15): a test against it as well as the embedded one. */
+export const DEBIAN_POSTGRES_BIN = '/usr/lib/postgresql/15/bin';
+
+/** Why Debian's PostgreSQL 15 cannot be started here, for test/helpers/real-part.ts; undefined when it can. */
+export function debianPostgresMissing(bin = DEBIAN_POSTGRES_BIN): string | undefined {
+  const absent = ['initdb', 'postgres'].filter((name) => !existsSync(path.join(bin, name)));
+  return absent.length === 0 ? undefined : `Debian's PostgreSQL 15 is not installed (no ${absent.join(' or ')} in ${bin}; apt-get install postgresql-15)`;
+}
 
 export function superuserPassword(sandbox: PostgresSandbox): string {
   return readFileSync(sandbox.superuserPasswordFile, 'utf8');
@@ -14,7 +24,8 @@ export function superuserPassword(sandbox: PostgresSandbox): string {
 
 /**
  * Logs in as `role` with `password` over TCP (scram-sha-256): true when the server accepted,
- * false when it refused the password or the role. Anything else (server down) throws.
+ * false when it refused the password or the role (missing, wrong password, or NOLOGIN).
+ * Anything else (server down) throws.
  */
 export async function canLogin(sandbox: PostgresSandbox, role: string, password: string): Promise<boolean> {
   const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: role, password });
@@ -24,7 +35,8 @@ export async function canLogin(sandbox: PostgresSandbox, role: string, password:
     await client.query('SELECT 1');
     return true;
   } catch (error) {
-    if ((error as { code?: string }).code === '28P01') return false;
+    const code = (error as { code?: string }).code;
+    if (code === '28P01' || code === '28000') return false;
     throw error;
   } finally {
     await client.end().catch(() => undefined);

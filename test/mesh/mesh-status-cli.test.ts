@@ -91,7 +91,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     receipt('web2_app');
     const plain = status();
     expect(plain.code).toBe(0);
-    expect(plain.stdout).toContain('✓ applied     pg-main:web1-app (role web1_app, db1 → web1) rotated ');
+    expect(plain.stdout).toContain('✓ applied       pg-main:web1-app (role web1_app, db1 → web1) rotated ');
     expect(plain.stdout).toMatch(/rotated \d+s ago; last rotation \S+ \S+$/m);
     expect(plain.stdout).toContain('2 pairs: 2 applied.');
     const json = JSON.parse(status('--json').stdout);
@@ -121,7 +121,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     const json = status('--json');
     expect(plain.code).toBe(3);
     expect(pairsOf(json.stdout)['web2-app']).toBe('drifted');
-    expect(plain.stdout).toMatch(/^✗ drifted {5}pg-main:web2-app/m);
+    expect(plain.stdout).toMatch(/^✗ drifted {7}pg-main:web2-app/m);
     expect(plain.stdout).toContain(`the two ends differ: ${MESH}/consumes/pg-main/web2_app on web2 is not what db1 holds`);
     // The suggestion keeps the flags given, so it acts on this journal and inventory.
     expect(plain.stdout).toContain(`next: rotate it: baton --state-dir ${state()} mesh rotate --pair pg-main:web2-app --inventory ${inventory}\n`);
@@ -207,7 +207,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     renameSync(path.join(tmp.dir, 'machines/web2'), path.join(tmp.dir, 'web2-away'));
     const r = status();
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/^✗ unreachable pg-main:web2-app/m);
+    expect(r.stdout).toMatch(/^✗ unreachable {3}pg-main:web2-app/m);
     expect(r.stdout).toContain(`could not read web2 (its directory ${path.join(tmp.dir, 'machines/web2')} does not exist)`);
     const bad = status('--max-age', 'soon');
     expect(bad.code).toBe(2);
@@ -221,12 +221,12 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(doc.selector).toBe('every pair');
     expect(doc.max_age_seconds).toBe(30 * 86_400);
     expect(doc.exit_code).toBe(3);
-    expect(doc.summary).toEqual({ unreachable: 0, drifted: 0, staged: 0, pending: 2, applied: 0, older_than_max_age: 0 });
+    expect(doc.summary).toEqual({ unreachable: 0, drifted: 0, 'changed-in-db': 0, staged: 0, pending: 2, applied: 0, older_than_max_age: 0 });
     expect(Object.keys(doc.pairs[0])).toEqual([
       'provider', 'consumer', 'role', 'provider_machine', 'consumer_machine', 'state', 'detail', 'last_rotated', 'last_rotated_source',
-      'age_seconds', 'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'next',
+      'age_seconds', 'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'database', 'next',
     ]);
-    expect(doc.pairs[0]).toMatchObject({ provider: 'pg-main', consumer: 'web1-app', role: 'web1_app', provider_machine: 'db1', consumer_machine: 'web1', state: 'pending', last_rotated_source: 'journal', resume_id: null, unreadable: [] });
+    expect(doc.pairs[0]).toMatchObject({ provider: 'pg-main', consumer: 'web1-app', role: 'web1_app', provider_machine: 'db1', consumer_machine: 'web1', state: 'pending', last_rotated_source: 'journal', resume_id: null, unreadable: [], database: null });
     expect(typeof doc.pairs[0].age_seconds).toBe('number');
     expect(Date.parse(doc.pairs[0].last_rotated)).not.toBeNaN();
   });

@@ -4,11 +4,12 @@
  * before running this file alone.
  */
 import type { ResultPromise } from 'execa';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { providerLock } from '../../src/provisioner/postgres-roles.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { canLogin, superuserPassword } from '../helpers/postgres.js';
@@ -165,7 +166,7 @@ describe('baton provision postgres (built CLI)', () => {
     expect(existsSync(path.join(provides, '.applied'))).toBe(false);
   });
 
-  it('run as a user that cannot read the root-owned 0700 mesh dir, it says permission denied and what to change, not that the dir is missing', async () => {
+  it('run as a user that cannot read the root-owned 0700 mesh dir, --once and --watch both say permission denied, the uid, and what to change (not that the dir is missing)', async () => {
     deliver(uniqueRole('unreadable'), secret());
     chmodSync(temp.dir, 0o700);
     // As root (CI's containers, this machine): the service user the README warns about. As
@@ -174,26 +175,81 @@ describe('baton provision postgres (built CLI)', () => {
     if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o000);
     const user = asRoot ? userInfoOf('postgres') : undefined;
     if (asRoot && !user) throw new Error('the postgres OS user is missing (the sandbox PostgreSQL creates it): cannot run the provisioner as a service user');
-    const result = spawnSync(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', temp.dir, '--provider', PROVIDER, '--pg-host', pg.host, '--pg-port', String(pg.port)], {
-      encoding: 'utf8',
+    const args = [BIN, 'provision', 'postgres', '--mesh-dir', temp.dir, '--provider', PROVIDER, '--pg-host', pg.host, '--pg-port', String(pg.port)];
+    const options: SpawnSyncOptions = {
       cwd: '/',
       env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1', XDG_CONFIG_HOME: '/nonexistent-baton-test-config' },
       ...(user ? { uid: user.uid, gid: user.gid } : {}),
-    });
+    };
+    const once = spawnSync(process.execPath, args, { ...options, encoding: 'utf8' });
+    const watched = await firstOutputOf(process.execPath, [...args, '--watch', '--interval', '0.05'], options, 'cannot be listed');
     if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o700);
-    expect(result.status).toBe(1);
-    expect(result.stderr).toContain('cannot be listed: permission denied');
-    expect(result.stderr).toContain('Run the provisioner as root (User=root');
-    expect(result.stderr).not.toContain('creates this directory');
+
+    expect(once.status).toBe(1);
+    const what = `The delivered credentials for provider "${PROVIDER}" cannot be listed: permission denied.`;
+    const next = /The provisioner runs as uid \d+ and cannot read it: .*? as the user it runs as\./.exec(once.stderr)?.[0];
+    expect(once.stderr).toContain(what);
+    expect(next).toContain(`runs as uid ${user?.uid ?? process.getuid?.()}`);
+    expect(next).toContain('Run the provisioner as root (User=root');
+    expect(watched).toContain(what);
+    expect(watched).toContain(next!);
+    for (const output of [once.stderr, watched]) expect(output).not.toContain('creates this directory');
     expect(existsSync(path.join(provides, '.applied'))).toBe(false);
+  });
+
+  it('--once while another provisioner holds the provider: exit 5 naming it, nothing applied or receipted', async () => {
+    const role = uniqueRole('held');
+    const password = secret();
+    deliver(role, password);
+    const lock = providerLock({ host: pg.host, port: pg.port, database: 'postgres', superuser: pg.superuser, superuserFile: pg.superuserPasswordFile }, PROVIDER);
+    try {
+      expect(await lock.acquire()).toEqual({ held: true });
+      const run = baton('--once');
+      expect((await run.exit).code).toBe(5);
+      expect(run.output()).toContain(`Another provisioner for provider "${PROVIDER}" is running: "baton-provision ${PROVIDER} pid ${process.pid} on `);
+      expect(run.output()).toContain('Nothing was applied.');
+      expect(existsSync(path.join(provides, '.applied'))).toBe(false);
+      expect(await canLogin(pg, role, password)).toBe(false);
+    } finally {
+      await lock.release();
+    }
+    expect((await baton('--once').exit).code).toBe(0);
+    expect(await canLogin(pg, role, password)).toBe(true);
   });
 
   it('bad flags are usage errors (exit 2) that say what to give', async () => {
     const run = baton('--interval', 'soon', '--watch');
     expect((await run.exit).code).toBe(2);
     expect(run.output()).toContain('--interval "soon" is not a number of seconds');
+    const timeout = baton('--lock-timeout', '60');
+    expect((await timeout.exit).code).toBe(2);
+    expect(timeout.output()).toContain('--lock-timeout "60" is not a number of seconds between 0.001 and 25');
+    expect(existsSync(path.join(provides, '.applied'))).toBe(false);
   });
 });
+
+/** Runs a command until its output shows `text`, then stops it; its output so far. */
+function firstOutputOf(command: string, args: readonly string[], options: SpawnSyncOptions, text: string): Promise<string> {
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, uid: options.uid, gid: options.gid, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`no ${JSON.stringify(text)} within 20 s:\n${output}`));
+    }, 20_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (output.includes(text)) child.kill('SIGTERM');
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.on('close', () => {
+      clearTimeout(timer);
+      if (output.includes(text)) resolve(output);
+      else reject(new Error(`exited before showing ${JSON.stringify(text)}:\n${output}`));
+    });
+  });
+}
 
 /** uid/gid of an OS user from /etc/passwd, or undefined when there is none. */
 function userInfoOf(name: string): { uid: number; gid: number } | undefined {

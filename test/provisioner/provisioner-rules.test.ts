@@ -3,12 +3,12 @@
  * postgres-provisioner.test.ts): what is sent, what is receipted, and what happens when the
  * connection, a statement or the receipt write fails half-way.
  */
-import { mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { parseReceipt, secretDigest, type Receipt } from '../../src/mesh/digest.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
-import { ConnectionLost, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
+import { ConnectionLost, RoleSkipped, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { deliverFile, secret } from './delivered-fixture.js';
@@ -32,8 +32,12 @@ function receiptDigest(role: string): string | undefined {
  * what the test scripted; a connection the test did not expect throws.
  */
 class FakeDatabase {
+  /** role → its verifier; `nologin`/`expired` hold roles changed "by hand". */
   readonly roles = new Map<string, string>();
+  readonly nologin = new Set<string>();
+  readonly expired = new Set<string>();
   readonly calls: string[] = [];
+  readonly inspected: string[][] = [];
   connections = 0;
   closes = 0;
   allowConnect = true;
@@ -49,7 +53,13 @@ class FakeDatabase {
         expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:/);
         const outcome = this.roles.has(role) ? 'updated' : 'created';
         this.roles.set(role, verifier);
+        this.nologin.delete(role);
+        this.expired.delete(role);
         return outcome;
+      },
+      inspect: async (roles: readonly string[]) => {
+        this.inspected.push([...roles]);
+        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, { canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)! }]));
       },
       close: async () => {
         this.closes += 1;
@@ -58,8 +68,16 @@ class FakeDatabase {
   };
 }
 
-function makeProvisioner(db: FakeDatabase, clock?: () => Date): PostgresProvisioner {
-  return new PostgresProvisioner({ meshDir: temp.dir, provider: 'pg-main', connect: db.connect, log: (line) => lines.push(line), ...(clock ? { clock } : {}) });
+function makeProvisioner(db: FakeDatabase, clock?: () => Date, lock?: ConstructorParameters<typeof PostgresProvisioner>[0]['lock']): PostgresProvisioner {
+  return new PostgresProvisioner({ meshDir: temp.dir, provider: 'pg-main', connect: db.connect, log: (line) => lines.push(line), ...(clock ? { clock } : {}), ...(lock ? { lock } : {}) });
+}
+
+function receiptOf(role: string): Receipt | undefined {
+  try {
+    return parseReceipt(readFileSync(path.join(provides, '.applied', role), 'utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 beforeEach(() => {
@@ -72,19 +90,26 @@ beforeEach(() => {
 afterEach(() => temp.cleanup());
 
 describe('a provisioner cycle', () => {
-  it('does not connect at all when every delivered digest is already applied', async () => {
+  it('sends no password statement when every delivered digest is already applied: it only reads the roles back', async () => {
     const db = new FakeDatabase();
     deliver('a', secret());
     deliver('b', secret());
     const service = makeProvisioner(db);
     await service.runCycle();
     expect(db.calls).toEqual(['a', 'b']);
-    db.allowConnect = false;
 
     const report = await service.runCycle();
 
-    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 2, blocked: undefined });
-    expect(db.connections).toBe(1);
+    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 2, changed: [], blocked: undefined });
+    expect(db.calls).toEqual(['a', 'b']);
+    expect(db.inspected).toEqual([['a', 'b']]);
+  });
+
+  it('does not connect at all when nothing was delivered or applied yet', async () => {
+    const db = new FakeDatabase();
+    db.allowConnect = false;
+    const report = await makeProvisioner(db).runCycle();
+    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 0, blocked: undefined, databaseDown: false });
   });
 
   it('notices an in-place rewrite of the same size even when the mtime is put back (the ctime moves)', async () => {
@@ -221,6 +246,174 @@ describe('a provisioner cycle', () => {
     expect(report.blocked?.where).toBe(provides);
     expect(report.blocked?.what).toContain('does not exist');
     expect(snapshotDir(temp.dir)).toEqual(before);
+  });
+});
+
+describe('the database\'s own truth', () => {
+  it.each([
+    ['password-changed', (db: FakeDatabase, role: string) => db.roles.set(role, 'SCRAM-SHA-256$4096:c2FsdA==$aGFuZA==:aGFuZA==')],
+    ['dropped', (db: FakeDatabase, role: string) => db.roles.delete(role)],
+    ['nologin', (db: FakeDatabase, role: string) => db.nologin.add(role)],
+    ['expired', (db: FakeDatabase, role: string) => db.expired.add(role)],
+  ] as const)('a role %s by hand is written in its receipt by the cycle that finds it and put back by the next one; the others are untouched', async (found, change) => {
+    const db = new FakeDatabase();
+    const value = secret();
+    deliver('a', value);
+    deliver('b', secret());
+    let now = Date.parse('2026-12-01T10:00:00.000Z');
+    const clock = () => new Date(now);
+    const service = makeProvisioner(db, clock);
+    await service.runCycle();
+    change(db, 'a');
+
+    now += 2_000;
+    const finding = await service.runCycle();
+
+    // For one interval the receipt says what the database holds, and nothing is set.
+    expect(finding).toMatchObject({ changed: [{ role: 'a', found }], applied: [], failed: [], unchanged: 1 });
+    expect(db.calls).toEqual(['a', 'b']);
+    expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found, since: '2026-12-01T10:00:02.000Z' } });
+    expect(receiptOf('a')?.database?.restored).toBeUndefined();
+
+    now += 2_000;
+    const repair = await makeProvisioner(db, clock).runCycle();
+
+    // A restarted provisioner repairs from the receipt alone, without checking again first.
+    expect(repair).toMatchObject({ changed: [], unchanged: 1 });
+    expect(repair.applied).toEqual([expect.objectContaining({ role: 'a', restored: found })]);
+    expect(db.calls).toEqual(['a', 'b', 'a']);
+    expect(receiptOf('a')?.database).toMatchObject({ found: 'as-set', restored: found, since: '2026-12-01T10:00:04.000Z' });
+    expect(lines.filter((l) => l.startsWith('a '))).toEqual([
+      expect.stringMatching(/ created$/),
+      expect.stringMatching(/^a changed in the database: .*; the delivered password is put back on the next cycle$/),
+      expect.stringMatching(/^a sha256:[0-9a-f]{12} restored \(/),
+    ]);
+    expect(lines.join('\n')).not.toContain(value);
+  });
+
+  it('a role it cannot put back keeps its finding and the reason in the receipt; after a restart the receipt alone makes it try again', async () => {
+    const db = new FakeDatabase();
+    const value = secret();
+    deliver('a', value);
+    await makeProvisioner(db).runCycle();
+    db.nologin.add('a');
+    db.onSetPassword = () => {
+      throw Object.assign(new Error('permission denied to alter role'), { code: '42501' });
+    };
+
+    expect((await makeProvisioner(db).runCycle()).changed).toEqual([{ role: 'a', found: 'nologin' }]);
+    const report = await makeProvisioner(db).runCycle();
+
+    expect(report.changed).toEqual([]);
+    expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: 'the database refused it (permission denied to alter role)' })]);
+    expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found: 'nologin', problem: 'the database refused it (permission denied to alter role)' } });
+    expect(lines).toContain('a changed in the database (the role was set NOLOGIN) and could not be put back: the database refused it (permission denied to alter role)');
+    // A lasting problem is logged once, not on every poll (its retry is later than these cycles).
+    const again = makeProvisioner(db);
+    await again.runCycle();
+    await again.runCycle();
+    expect(lines.filter((l) => l.includes('could not be put back'))).toHaveLength(1);
+
+    db.onSetPassword = () => undefined;
+    const restarted = await makeProvisioner(db).runCycle();
+    expect(restarted.applied).toEqual([expect.objectContaining({ role: 'a', restored: 'nologin' })]);
+    expect(db.nologin.has('a')).toBe(false);
+    expect(receiptOf('a')?.database).toMatchObject({ found: 'as-set', restored: 'nologin' });
+  });
+
+  it('a change whose receipt cannot record it is put back in the cycle that finds it (nothing could show it meanwhile), and the receipt problem is reported', async () => {
+    const db = new FakeDatabase();
+    deliver('a', secret());
+    const service = makeProvisioner(db);
+    await service.runCycle();
+    db.nologin.add('a');
+    // A directory where the receipt goes: neither the finding nor a new receipt can be written.
+    const receipt = path.join(provides, '.applied', 'a');
+    rmSync(receipt);
+    mkdirSync(path.join(receipt, 'in-the-way'), { recursive: true });
+
+    const report = await service.runCycle();
+
+    expect(report.changed).toEqual([{ role: 'a', found: 'nologin' }]);
+    expect(db.calls).toEqual(['a', 'a']);
+    expect(db.nologin.has('a')).toBe(false);
+    expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: expect.stringContaining('its receipt could not be written') })]);
+    expect(lines).toContain('a changed in the database: the role was set NOLOGIN; putting the delivered password back now');
+    expect(lines.some((l) => l.startsWith('a: its receipt could not be updated with the database check ('))).toBe(true);
+  });
+
+  it('an old receipt without a database check still reads as applied, and gets its first check written', async () => {
+    const db = new FakeDatabase();
+    const value = secret();
+    deliver('a', value);
+    await makeProvisioner(db).runCycle();
+    const old = { role: 'a', digest: secretDigest(value), applied_at: '2026-01-01T00:00:00.000Z' };
+    writeFileSync(path.join(provides, '.applied', 'a'), `${JSON.stringify(old)}\n`);
+
+    const report = await makeProvisioner(db).runCycle();
+
+    expect(report).toMatchObject({ applied: [], unchanged: 1, changed: [] });
+    expect(receiptOf('a')).toMatchObject({ ...old, database: { found: 'as-set' } });
+  });
+});
+
+describe('a provisioner that keeps going', () => {
+  it('a role skipped by its own timeout is reported with its reason, the others are applied in the same cycle, and it is tried again the next cycle (no backoff)', async () => {
+    const db = new FakeDatabase();
+    deliver('a', secret());
+    deliver('b', secret());
+    deliver('c', secret());
+    db.onSetPassword = (role) => {
+      if (role === 'b') throw new RoleSkipped('another transaction holds a lock on it (waited 50 ms)');
+    };
+    const service = makeProvisioner(db);
+
+    const report = await service.runCycle();
+
+    expect(report.applied.map((a) => a.role)).toEqual(['a', 'c']);
+    expect(report.failed).toEqual([{ role: 'b', file: path.join(provides, 'b'), reason: 'skipped this cycle: another transaction holds a lock on it (waited 50 ms)', inFile: false, scope: 'role' }]);
+    expect(report.databaseDown).toBe(false);
+    expect(receiptDigest('b')).toBeUndefined();
+    db.onSetPassword = () => undefined;
+    expect((await service.runCycle()).applied.map((a) => a.role)).toEqual(['b']);
+  });
+
+  it('while another provisioner holds the provider it connects to nothing and applies nothing, says who holds it once, and takes over when it can', async () => {
+    const db = new FakeDatabase();
+    deliver('a', secret());
+    let holder: string | undefined = '"baton-provision pg-main pid 4242 on db1" (server pid 77, from 10.0.0.5)';
+    const lock = { acquire: async () => (holder ? { held: false as const, holder } : { held: true as const }) };
+    const service = makeProvisioner(db, undefined, lock);
+    const before = snapshotDir(temp.dir);
+
+    const first = await service.runCycle();
+    await service.runCycle();
+
+    expect(first).toMatchObject({ applied: [], failed: [], busy: holder, databaseDown: false });
+    expect(db.connections).toBe(0);
+    expect(snapshotDir(temp.dir)).toEqual(before);
+    expect(lines).toEqual([`another provisioner for pg-main is running: ${holder}; this one waits and applies nothing until it stops`]);
+    holder = undefined;
+    expect((await service.runCycle()).applied.map((a) => a.role)).toEqual(['a']);
+    expect(lines[1]).toBe('the other provisioner for pg-main stopped: this one holds the provider now');
+  });
+
+  it('removes a temp receipt left by a provisioner killed mid-write, and leaves a fresh one (a write in progress) alone', async () => {
+    const db = new FakeDatabase();
+    const applied = path.join(provides, '.applied');
+    mkdirSync(applied, { recursive: true, mode: 0o700 });
+    const stale = path.join(applied, '.web1_app.tmp-0123456789ab');
+    const fresh = path.join(applied, '.web2_app.tmp-ba9876543210');
+    writeFileSync(stale, '{"role":"web1_app"');
+    writeFileSync(fresh, '{"role":"web2_app"');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(stale, old, old);
+
+    await makeProvisioner(db).runCycle();
+
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(fresh)).toBe(true);
+    expect(lines).toEqual([`removed ${stale}, a temp receipt left by a provisioner that was stopped mid-write`]);
   });
 });
 

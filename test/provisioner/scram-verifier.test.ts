@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
+import { scramMatches, scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import pg from 'pg';
 import { passwordStatement } from '../../src/provisioner/postgres-roles.js';
 import { deliveredRoleProblem, secretProblem } from '../../src/provisioner/delivered-credentials.js';
@@ -45,6 +45,25 @@ describe('scramVerifier', () => {
   });
 });
 
+describe('scramMatches', () => {
+  it('recognises a verifier made from the secret with any salt, and refuses another secret, an MD5 hash, a torn verifier and none', async () => {
+    const secret = Buffer.from('correct-horse-battery-staple');
+    const verifier = await scramVerifier(secret);
+    expect(await scramMatches(verifier, secret)).toBe(true);
+    expect(await scramMatches(await scramVerifier(secret, Buffer.from(RFC.salt, 'base64'), 1024), secret)).toBe(true);
+    expect(await scramMatches(verifier, Buffer.from('correct-horse-battery-stapler'))).toBe(false);
+    expect(await scramMatches('md5' + 'a'.repeat(32), secret)).toBe(false);
+    expect(await scramMatches(verifier.slice(0, -4), secret)).toBe(false);
+    expect(await scramMatches(null, secret)).toBe(false);
+  });
+
+  it('checks RFC 7677\'s own user: the verifier its salt gives "pencil" matches "pencil" only', async () => {
+    const verifier = await scramVerifier(Buffer.from(RFC.password), Buffer.from(RFC.salt, 'base64'));
+    expect(await scramMatches(verifier, Buffer.from('pencil'))).toBe(true);
+    expect(await scramMatches(verifier, Buffer.from('pencil2'))).toBe(false);
+  });
+});
+
 describe('role names and SQL quoting', () => {
   it.each(['web1_app', '_x', 'postgres', 'x'.repeat(63)])('accepts %s as a delivered role', (name) => {
     expect(deliveredRoleProblem(name)).toBeUndefined();
@@ -64,7 +83,8 @@ describe('role names and SQL quoting', () => {
   });
 
   it('quotes identifiers and literals by doubling their quotes, and refuses a backslash or NUL in a literal', () => {
-    expect(passwordStatement('alter', 'we"b', "SCRAM'x", pg)).toBe(`ALTER ROLE "we""b" PASSWORD 'SCRAM''x'`);
+    expect(passwordStatement('alter', 'we"b', "SCRAM'x", pg)).toBe(`ALTER ROLE "we""b" LOGIN PASSWORD 'SCRAM''x'`);
+    expect(passwordStatement('alter', 'web1_app', 'SCRAM-SHA-256$x', pg, { clearExpiry: true })).toBe(`ALTER ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x' VALID UNTIL 'infinity'`);
     expect(passwordStatement('create', 'web1_app', 'SCRAM-SHA-256$x', pg)).toBe(`CREATE ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x'`);
     expect(() => passwordStatement('alter', 'web1_app', 'a\\b', pg)).toThrow(/backslash/);
     expect(() => passwordStatement('alter', 'web1_app', 'a\0b', pg)).toThrow(/NUL/);
