@@ -18,7 +18,7 @@ import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil } from '../helpers/tmux-input.js';
 
-const DEPLOYMENT = 'keyreadskeyreadskeyreadskeyread1';
+const DEPLOYMENT = '6b6579726561647300000000000000a1';
 let tmp: { dir: string; cleanup: () => void };
 let sessions: TmuxSession[] = [];
 let hosts = 0;
@@ -45,7 +45,7 @@ async function aheadHost(): Promise<{ args: string[]; stateDir: string; publishe
   const store = path.join(tmp.dir, `store-${(hosts += 1)}`);
   mkdirSync(store, { mode: 0o700 });
   const stateDir = path.join(tmp.dir, `host-${hosts}`);
-  const args = ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${store}`];
+  const args = ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${store}`, '--no-seal'];
   expect((await runBaton([...args, 'sync'])).exitCode).toBe(0);
   const published = (await fingerprintOf(stateDir))!;
   expect((await runBaton([...args, 'ca', 'rotate'])).exitCode).toBe(0);
