@@ -42,7 +42,13 @@ function loadApp({ useCache = true, ui } = {}) {
 async function start() {
   Module.enableCompileCache?.();
   // The views' condition (src/commands/mount-view.ts, hasTerminal): only then is Ink loaded.
-  const ui = process.stdout.isTTY && process.stdin.isTTY ? await import('../dist/ui/ui.mjs') : undefined;
+  // Chalk, inside it, fixes its colour level as it loads, so the app's no-colour rule
+  // (src/config/config.ts: --no-color, NO_COLOR, TERM=dumb) is applied before, as openInk does.
+  let ui;
+  if (process.stdout.isTTY && process.stdin.isTTY) {
+    if (process.argv.includes('--no-color') || (process.env.NO_COLOR ?? '') !== '' || process.env.TERM === 'dumb') process.env.FORCE_COLOR = '0';
+    ui = await import('../dist/ui/ui.mjs');
+  }
   await loadApp({ ui }).exports.main(process.argv);
 }
 
