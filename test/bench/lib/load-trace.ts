@@ -95,7 +95,7 @@ export function packagesLoaded(trace: LoadTrace): Set<string> {
 /** One line for a figure's notes: how many files, how many KB, and the largest three. */
 export function describeTrace(trace: LoadTrace): string {
   const largest = [...trace.files].sort((a, b) => b.bytes - a.bytes).slice(0, 3);
-  // Its directory too: bin/baton.js and dist/baton.js are both "baton.js".
+  // Its directory too: dist/ui/ui.mjs and a chunk beside it, bin/baton.js and a package's index.js.
   const named = largest.map((f) => `${path.join(path.basename(path.dirname(f.file)), path.basename(f.file))} ${Math.round(f.bytes / 1024)} KB${f.contains.length > 0 ? ` (${f.contains.join(', ')})` : ''}`);
   return `loads ${trace.files.length} JavaScript files, ${Math.round(trace.totalBytes / 1024)} KB; largest: ${named.join('; ')}`;
 }
