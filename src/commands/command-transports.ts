@@ -39,8 +39,8 @@ export function openCommandTransports(machines: readonly Machine[], options: Com
     // The in-flight ssh children are stopped by the abort; then the masters and sockets go.
     void close().finally(() => process.exit(EXIT_CODES.aborted));
   };
-  // The listeners stay until the masters are gone: execa's signal-exit re-raises a signal
-  // that no other listener handles, which would kill baton before its cleanup ran.
+  // The listeners stay until the masters are gone: a signal that no listener handles would
+  // kill baton before its cleanup ran.
   const close = async () => {
     await share?.close();
     process.off('exit', onExit);

@@ -37,6 +37,9 @@ export const registerDrill: Register = (program, ctx) => {
             changed: 'Nothing was started.',
           });
         }
+        // An install without the optional parts says what is missing before anything starts.
+        const { assertDrillParts } = await import('../sandbox/drill-parts.js');
+        assertDrillParts();
         // `--step N` practises that one step; without it, the whole drill.
         const last = options.step === undefined ? DRILL_STEPS[DRILL_STEPS.length - 1]!.number : first;
         const { hasTerminal } = await import('./mount-view.js');

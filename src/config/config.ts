@@ -34,7 +34,9 @@ const CONFIG_FIELDS = ['deployment', 'state_dir', 'store', 'seal_key_file', 'sea
  */
 const requireLazily = createRequire(import.meta.url);
 function parseYaml(text: string): unknown {
-  return (requireLazily('yaml') as typeof import('yaml')).parse(text);
+  // The inventory's parser and schema: one YAML dialect for every file an operator writes.
+  const { load, CORE_SCHEMA } = requireLazily('js-yaml') as typeof import('js-yaml');
+  return load(text, { schema: CORE_SCHEMA });
 }
 
 /** The global flags of DESIGN.md §8, as commander hands them over. */

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { stringify as toYaml } from 'yaml';
+import { dump as toYaml } from 'js-yaml';
 import { systemClock } from '../authority/index.js';
 import { asBatonError, BatonError } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';

@@ -3,7 +3,7 @@
  * a secret put in argv or the environment is readable by every local user in
  * /proc/<pid>/cmdline and /proc/<pid>/environ for as long as the child runs.
  */
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 
 export interface ProcessResult {
   readonly exitCode: number | undefined;
@@ -24,50 +24,55 @@ export interface ProcessOptions {
 
 export type ExecFn = (file: string, args: readonly string[], options: ProcessOptions) => Promise<ProcessResult>;
 
-export const runProcess: ExecFn = async (file, args, options) => {
-  const child = execa(file, [...args], {
-    input: options.input ?? '',
-    cancelSignal: options.signal,
-    // ssh exits on SIGTERM; one that does not is killed rather than left behind.
-    forceKillAfterDelay: 2_000,
-    reject: false,
-    stripFinalNewline: false,
-    // The child gets only what it needs to find its tools and its user's ssh config.
-    extendEnv: false,
-    env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']),
-  });
-  const result = await Promise.race([child, stoppedAfterAbort(child, options.signal)]);
-  const startFailure = result.failed && result.exitCode === undefined && !result.isCanceled && !result.isTerminated;
-  return {
-    exitCode: result.exitCode,
-    stdout: String(result.stdout ?? ''),
-    stderr: String(result.stderr ?? ''),
-    cancelled: Boolean(result.isCanceled) || options.signal.aborted,
-    failedToStart: startFailure ? (result.originalMessage || result.shortMessage) : undefined,
-  };
-};
+/** ssh exits on SIGTERM; one that does not is killed this long after, rather than left behind. */
+const KILL_AFTER_MS = 2_000;
 
-/**
- * Resolves once the signal aborted AND the child is gone. execa alone also waits for the
- * child's stdout/stderr to close, and with connection sharing the ssh master holds those very
- * descriptors for the session it runs on the child's behalf: a cancelled operation would then
- * wait for a remote command nobody is waiting for. The master is ended when the command closes.
- */
-function stoppedAfterAbort(child: ReturnType<typeof execa>, signal: AbortSignal): Promise<{ failed: true; exitCode: undefined; stdout: string; stderr: string; isCanceled: true; isTerminated: true; originalMessage: string; shortMessage: string }> {
-  return new Promise((resolve) => {
-    const settle = () => {
-      const gone = () => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        resolve({ failed: true, exitCode: undefined, stdout: '', stderr: '', isCanceled: true, isTerminated: true, originalMessage: 'cancelled', shortMessage: 'cancelled' });
-      };
-      if (child.exitCode !== null || child.signalCode !== null) gone();
-      else child.once('exit', gone);
+export const runProcess: ExecFn = (file, args, options) =>
+  new Promise((resolve) => {
+    const { signal } = options;
+    // The child gets only what it needs to find its tools and its user's ssh config.
+    const child = spawn(file, [...args], { env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']), stdio: 'pipe' });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    let killer: NodeJS.Timeout | undefined;
+    let settled = false;
+    const finish = (exitCode: number | undefined, failedToStart?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(killer);
+      signal.removeEventListener('abort', onAbort);
+      const cancelled = signal.aborted;
+      resolve({
+        exitCode: cancelled ? undefined : exitCode,
+        stdout: cancelled ? '' : Buffer.concat(stdout).toString('utf8'),
+        stderr: cancelled ? '' : Buffer.concat(stderr).toString('utf8'),
+        cancelled,
+        failedToStart,
+      });
     };
-    if (signal.aborted) settle();
-    else signal.addEventListener('abort', settle, { once: true });
+    // After an abort the child's exit is enough, not its streams' close: with connection
+    // sharing the ssh master holds those very descriptors for the session it runs on the
+    // child's behalf, and a cancelled operation would wait for a remote command nobody waits for.
+    const gone = () => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+      finish(undefined);
+    };
+    function onAbort() {
+      if (child.exitCode !== null || child.signalCode !== null) return gone();
+      child.once('exit', gone);
+      child.kill('SIGTERM');
+      killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+    }
+    child.once('error', (error) => finish(undefined, child.pid === undefined ? error.message : undefined));
+    child.once('close', (code) => finish(code ?? undefined));
+    child.stdin.on('error', () => undefined); // EPIPE: the child exited without reading its input
+    child.stdin.end(options.input ?? '');
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
-}
 
 function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};

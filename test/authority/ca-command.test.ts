@@ -16,7 +16,7 @@ const bin = path.join(repo, 'bin/baton.js');
 afterEach(cleanupAll);
 
 beforeAll(() => {
-  if (!existsSync(path.join(repo, 'dist/baton.js'))) throw new Error('dist/baton.js is missing: run `npm run build` (npm test does).');
+  if (!existsSync(path.join(repo, 'dist/app.cjs'))) throw new Error('dist/app.cjs is missing: run `npm run build` (npm test does).');
 });
 
 interface Run {

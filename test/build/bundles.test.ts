@@ -1,136 +1,123 @@
 /**
- * The app, React, and Ink with yoga, ship as CommonJS bundles run from V8 code caches
- * (scripts/build.mjs, scripts/package-bundles.mjs, scripts/bundle-runtime.mjs). A cache must
- * be used for the bundle it was made from and NEVER for other content: V8 itself only
- * compares lengths.
+ * What `npm run build` ships (docs/build.md): dist/app.cjs run by bin/baton.js from a V8 code
+ * cache made for that very content, the libraries in dist/lib/, Ink and React in dist/ui/ui.mjs.
+ * A cache must NEVER be offered to other content: V8 itself compares only lengths.
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 
-const DIST = path.join(path.dirname(BIN), '..', 'dist');
-const RUNTIME = path.resolve(import.meta.dirname, '../../scripts/bundle-runtime.mjs');
+const ROOT = path.join(path.dirname(BIN), '..');
+const DIST = path.join(ROOT, 'dist');
 const temp = makeTempDir('baton-bundles-');
 afterAll(() => temp.cleanup());
 
-const bundles: { react?: string; ink?: string; app?: string } = {};
-let meta: { outputs: Record<string, { inputs: Record<string, unknown> }> };
+type Outputs = Record<string, { inputs: Record<string, unknown>; imports: { path: string; kind: string }[] }>;
+let outputs: Outputs;
 beforeAll(() => {
   assertBuilt();
-  // The ones this build wrote (older builds may have left others in dist/): its metafile names them.
-  meta = JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as typeof meta;
-  const named = new Set(Object.keys(meta.outputs).map((output) => path.basename(output)).filter((name) => /^(ui-react|ui-ink|app)-[0-9a-f]{12}\.cjs$/.test(name)));
-  for (const name of named) bundles[name.startsWith('ui-react-') ? 'react' : name.startsWith('ui-ink-') ? 'ink' : 'app'] = path.join(DIST, name);
-  expect([...named].length, `the build wrote ${[...named].join(', ')}`).toBe(3);
-  // dist/baton.js runs this build's app, and the app loads exactly this build's package bundles
-  expect(readFileSync(path.join(DIST, 'baton.js'), 'utf8')).toContain(`"${path.basename(bundles.app!)}"`);
-  const packageBundles = Object.keys(meta.outputs).map((output) => path.basename(output)).filter((name) => /^(ui|lib)-[a-z-]+-[0-9a-f]{12}\.cjs$/.test(name));
-  const loaded = [...readFileSync(bundles.app!, 'utf8').matchAll(/"((?:ui|lib)-[a-z-]+-[0-9a-f]{12}\.cjs)"/g)].map((m) => m[1]!);
-  expect(new Set(loaded)).toEqual(new Set(packageBundles));
+  outputs = (JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Outputs }).outputs;
 });
 
-interface Loaded {
-  readonly react: boolean;
-  readonly ink: boolean;
-  readonly frame: string;
-}
-
-/** Loads both bundles in a fresh Node, draws one frame, and says which cache was used. */
-async function load(react: string, ink: string): Promise<Loaded> {
-  const script = `import { fromReactBundle, runCachedBundle } from ${JSON.stringify(RUNTIME)};
-import { PassThrough } from 'node:stream';
-const react = runCachedBundle(${JSON.stringify(react)});
-const ink = runCachedBundle(${JSON.stringify(ink)}, { modules: fromReactBundle(react.exports) });
-const out = Object.assign(new PassThrough(), { columns: 40, rows: 10, isTTY: true });
-let frame = '';
-out.on('data', (d) => (frame += d));
-const h = react.exports.react.createElement;
-const app = ink.exports.ink.render(h(ink.exports.ink.Box, { borderStyle: 'round' }, h(ink.exports.ink.Text, null, 'in sync ✓')), { stdout: out, patchConsole: false });
-app.unmount();
-await app.waitUntilExit();
-console.log(JSON.stringify({ react: react.cacheUsed, ink: ink.cacheUsed, frame }));`;
-  const run = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false, env: { FORCE_COLOR: '0' } });
+/** Runs `script` (CommonJS) in a fresh Node with `nodeArgs`; its stdout parsed as JSON. */
+async function inNode(script: string, nodeArgs: readonly string[] = []): Promise<Record<string, unknown>> {
+  const run = await execa(process.execPath, [...nodeArgs, '-e', script], { reject: false, env: { FORCE_COLOR: '0' } });
   expect(run.exitCode, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as Loaded;
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+const loadApp = (bin: string) => `const app = require(${JSON.stringify(bin)}).loadApp();
+console.log(JSON.stringify({ cacheUsed: app.cacheUsed, main: typeof app.exports.main }));`;
+
+/** A copy of bin/ and dist/ whose app.cjs `change` rewrites; its bin. */
+function copyWith(change: (app: string) => string): string {
+  const dir = path.join(temp.dir, `copy-${readdirSync(temp.dir).length}`);
+  mkdirSync(dir);
+  cpSync(path.join(ROOT, 'bin'), path.join(dir, 'bin'), { recursive: true });
+  cpSync(DIST, path.join(dir, 'dist'), { recursive: true });
+  const app = path.join(dir, 'dist', 'app.cjs');
+  writeFileSync(app, change(readFileSync(app, 'utf8')));
+  return path.join(dir, 'bin', 'baton.js');
 }
 
-const copied = (file: string) => {
-  const copy = path.join(temp.dir, path.basename(file));
-  copyFileSync(file, copy);
-  return copy;
-};
-
-describe('the UI bundles and their code caches', () => {
-  it('run from the caches the build made for them, and draw', async () => {
-    const loaded = await load(bundles.react!, bundles.ink!);
-    expect({ react: loaded.react, ink: loaded.ink }).toEqual({ react: true, ink: true });
-    expect(loaded.frame).toMatch(/│in sync ✓ *│/);
+describe('the app and its code cache', () => {
+  it('runs from the cache the build made for it', async () => {
+    expect(await inNode(loadApp(BIN))).toEqual({ cacheUsed: true, main: 'function' });
   });
 
-  it('compile without a cache when there is none, and draw the same', async () => {
-    const loaded = await load(copied(bundles.react!), copied(bundles.ink!));
-    expect({ react: loaded.react, ink: loaded.ink }).toEqual({ react: false, ink: false });
-    expect(loaded.frame).toMatch(/│in sync ✓ *│/);
-  });
-
-  it('never use a cache for content of the same length that is not what it was made from', async () => {
-    // V8 would take it (it compares lengths) and run the old code: the runtime must not offer it.
-    const source = readFileSync(bundles.ink!, 'utf8');
-    const message = 'yoga-layout did not start synchronously';
-    const changed = source.replace(message, message.toUpperCase());
+  it('is never offered the cache for content of the same length that is not what it was made from', async () => {
+    const source = readFileSync(path.join(DIST, 'app.cjs'), 'utf8');
+    const changedBin = copyWith((app) => app.replace('the authority lock is busy', 'the authority lock is BUSY'));
+    const changed = readFileSync(path.join(path.dirname(changedBin), '..', 'dist', 'app.cjs'), 'utf8');
     expect(changed.length).toBe(source.length);
     expect(changed).not.toBe(source);
-    const copy = path.join(temp.dir, path.basename(bundles.ink!));
-    writeFileSync(copy, changed);
-    copyFileSync(`${bundles.ink!}.cache`, `${copy}.cache`);
-    const loaded = await load(bundles.react!, copy);
-    expect({ react: loaded.react, ink: loaded.ink }).toEqual({ react: true, ink: false });
+    // The old cache is still there under its name; the runtime looks for the new content's.
+    const cache = readdirSync(path.join(path.dirname(changedBin), '..', 'dist')).filter((name) => name.endsWith('.cache'));
+    expect(cache).toHaveLength(1);
+    expect(await inNode(loadApp(changedBin))).toEqual({ cacheUsed: false, main: 'function' });
   });
 
-  it('hold React once and Ink once: no other output of the build carries them', () => {
-    const holders = (pattern: RegExp) =>
-      Object.entries(meta.outputs)
-        .filter(([, output]) => Object.keys(output.inputs).some((input) => pattern.test(input)))
-        .map(([file]) => path.basename(file));
-    expect(holders(/node_modules\/react\//)).toEqual([path.basename(bundles.react!)]);
-    expect(holders(/node_modules\/(ink|react-reconciler|yoga-layout|chalk)\//)).toEqual([path.basename(bundles.ink!)]);
-  });
-});
-
-describe('the app bundle and the package bundles', () => {
-  it('run the app from the code cache the build made for it', async () => {
-    const script = `import { runCachedBundle } from ${JSON.stringify(RUNTIME)};
-const app = runCachedBundle(${JSON.stringify(bundles.app!)});
-console.log(JSON.stringify({ cacheUsed: app.cacheUsed, main: typeof app.exports.main }));`;
-    const run = await execa(process.execPath, ['--input-type=module', '-e', script], { reject: false });
-    expect(run.exitCode, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ cacheUsed: true, main: 'function' });
-  });
-
-  it('compile without the cache when V8 refuses it (other V8 flags), and the bin still answers', async () => {
-    // V8 refuses a cache made under other flags: an operator's NODE_OPTIONS must cost time, never a start.
-    const script = `import { runCachedBundle } from ${JSON.stringify(RUNTIME)};
-console.log(JSON.stringify({ cacheUsed: runCachedBundle(${JSON.stringify(bundles.app!)}).cacheUsed }));`;
-    const refused = await execa(process.execPath, ['--no-opt', '--input-type=module', '-e', script], { reject: false });
-    expect(refused.exitCode, refused.stderr).toBe(0);
-    expect(JSON.parse(refused.stdout)).toEqual({ cacheUsed: false });
+  it('compiles without the cache when V8 refuses it (other V8 flags), and the bin still answers', async () => {
+    expect(await inNode(loadApp(BIN), ['--no-opt'])).toEqual({ cacheUsed: false, main: 'function' });
     const help = await execa(process.execPath, ['--no-opt', BIN, '--help'], { reject: false });
     expect(help.exitCode, help.stderr).toBe(0);
     expect(help.stdout).toMatch(/^Usage: baton/m);
     expect(help.stdout).toMatch(/^\s+status\b/m);
   });
+});
 
-  it('hold each library in one bundle of its own, which the app does not carry again', () => {
-    const holders = (name: string) =>
-      Object.entries(meta.outputs)
-        .filter(([, output]) => Object.keys(output.inputs).some((input) => input.startsWith(`node_modules/${name}/`)))
-        .map(([file]) => path.basename(file).replace(/-[0-9a-f]{12}\.cjs$/, ''));
-    const expected = { pkijs: 'lib-pki', asn1js: 'lib-pki', execa: 'lib-execa', pg: 'lib-pg', zod: 'lib-zod', yaml: 'lib-yaml', 'js-yaml': 'lib-js-yaml', '@aws-sdk/client-s3': 'lib-s3' };
-    for (const [name, bundle] of Object.entries(expected)) expect(holders(name), name).toEqual([bundle]);
-    // commander is the app's own: every command starts by parsing its arguments
-    expect(holders('commander')).toEqual(['app']);
+describe('what each output holds', () => {
+  const holders = (name: string) =>
+    Object.entries(outputs)
+      .filter(([, output]) => Object.keys(output.inputs).some((input) => input.startsWith(`node_modules/${name}/`)))
+      .map(([file]) => file)
+      .filter((file) => !/\/devtools-\w+\.mjs$/.test(file)); // Ink's devtools bridge: its own chunk (below)
+
+  it('holds each library once: commander in the app, the larger ones in dist/lib/, Ink and React in dist/ui/ui.mjs', () => {
+    const expected: Record<string, string> = {
+      commander: 'dist/app.cjs',
+      pkijs: 'dist/lib/pki.cjs',
+      asn1js: 'dist/lib/pki.cjs',
+      pg: 'dist/lib/pg.cjs',
+      zod: 'dist/lib/zod.cjs',
+      'js-yaml': 'dist/lib/yaml.cjs',
+      '@aws-sdk/client-s3': 'dist/lib/s3.cjs',
+      ink: 'dist/ui/ui.mjs',
+      react: 'dist/ui/ui.mjs',
+      'yoga-layout': 'dist/ui/ui.mjs',
+    };
+    for (const [name, file] of Object.entries(expected)) expect(holders(name), name).toEqual([file]);
+  });
+
+  it('loads the libraries from the files the build wrote', () => {
+    const app = readFileSync(path.join(DIST, 'app.cjs'), 'utf8');
+    const required = new Set([...app.matchAll(/require\("\.\/lib\/([a-z0-9]+\.cjs)"\)/g)].map((m) => m[1]!));
+    expect(required).toEqual(new Set(readdirSync(path.join(DIST, 'lib'))));
+  });
+});
+
+describe('the UI bundle', () => {
+  it('draws a frame with the app’s React: one React, loaded as the bin loads it', async () => {
+    const script = `import(${JSON.stringify(path.join(DIST, 'ui', 'ui.mjs'))}).then(async ({ ink, react, jsxRuntime }) => {
+  const { PassThrough } = require('node:stream');
+  const out = Object.assign(new PassThrough(), { columns: 40, rows: 10, isTTY: true });
+  let frame = '';
+  out.on('data', (d) => (frame += d));
+  const app = ink.render(jsxRuntime.jsx(ink.Box, { borderStyle: 'round', children: react.createElement(ink.Text, null, 'in sync ✓') }), { stdout: out, patchConsole: false });
+  app.unmount();
+  await app.waitUntilExit();
+  console.log(JSON.stringify({ frame }));
+});`;
+    const { frame } = await inNode(script);
+    expect(frame).toMatch(/│in sync ✓ *│/);
+  });
+
+  it('leaves Ink’s devtools bridge (a package baton does not install) to a chunk loaded only under DEV=true', () => {
+    const ui = outputs['dist/ui/ui.mjs']!;
+    const bridge = Object.keys(outputs).filter((file) => outputs[file]!.imports.some((i) => i.path === 'react-devtools-core'));
+    expect(bridge).toHaveLength(1);
+    expect(ui.imports.find((i) => i.path === bridge[0])?.kind).toBe('dynamic-import');
   });
 });

@@ -11,6 +11,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { mintAuthority, type AuthorityFiles } from '../../src/authority/index.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { encodeDocument } from '../../src/share/document.js';
+import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
 
 /** The document's JSON shape (DESIGN.md §5), loosely typed so a corpus entry can break it. */
 export type DocumentJson = Record<string, unknown>;
@@ -314,3 +316,23 @@ function opensslSignedByOther(work: string, keyPem: Uint8Array, deployment: stri
   );
   return new Uint8Array(readFileSync(out));
 }
+
+/** The project's own sealing, driven from a plain document: the corpus tests the reader. */
+export const projectSealing: SealFunctions = {
+  async seal(document, key) {
+    const doc = JSON.parse(Buffer.from(document).toString('utf8')) as Record<string, unknown>;
+    const header: DocumentHeader = {
+      format: DOCUMENT_FORMAT,
+      deployment: doc.deployment as string,
+      fingerprint: doc.fingerprint as Fingerprint,
+      previousFingerprint: (doc.previous_fingerprint as Fingerprint | null) ?? null,
+      publishedAt: doc.published_at as string,
+      publishedBy: doc.published_by as string,
+    };
+    const files: AuthorityFiles = {};
+    for (const [name, b64] of Object.entries(doc.files as Record<string, string>)) {
+      files[name as keyof AuthorityFiles] = new Uint8Array(Buffer.from(b64, 'base64'));
+    }
+    return encodeDocument(header, files, key);
+  },
+};

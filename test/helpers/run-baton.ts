@@ -46,8 +46,8 @@ export const S3_TEST_ENV: Record<string, string> = {
 };
 
 export function assertBuilt(): void {
-  if (!existsSync(process.env.BATON_TEST_BIN ?? path.join(REPO, 'dist', 'baton.js'))) {
-    throw new Error('dist/baton.js is missing: run `npm run build` (npm test does it first).');
+  if (!existsSync(process.env.BATON_TEST_BIN ?? path.join(REPO, 'dist', 'app.cjs'))) {
+    throw new Error('dist/app.cjs is missing: run `npm run build` (npm test does it first).');
   }
 }
 

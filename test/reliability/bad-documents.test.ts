@@ -1,45 +1,26 @@
 /**
  * Bad input at the one door an attacker with write access to the store has: the published
- * document. Every crafted document (test/helpers/bad-documents.ts), put in a directory store
- * AND in s3rver, is refused by `baton sync` on a fresh host and on a whole host, naming why,
- * with the state dir byte-for-byte unchanged and the store untouched. The 100 MB body is
- * refused by its size without being read into memory.
+ * document. Every crafted document (test/helpers/bad-documents.ts) is refused on a fresh host
+ * and on a whole host, naming why, with the state dir byte-for-byte unchanged and the store
+ * untouched: all of them in process, and one of each class through `baton sync`, from a
+ * directory store AND from s3rver. The 100 MB body is refused by its size without being read
+ * into memory.
  */
 import { cpSync, createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
-import { encodeDocument } from '../../src/share/document.js';
-import type { AuthorityFiles } from '../../src/authority/types.js';
-import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
-import { makeBadDocuments, type BadDocument, type Corpus, type SealFunctions } from '../helpers/bad-documents.js';
+import { adopt } from '../../src/share/actions.js';
+import { systemClock } from '../../src/authority/index.js';
+import { isBatonError, type BatonError } from '../../src/errors.js';
+import { MemoryStore } from '../helpers/memory-store.js';
+import { makeBadDocuments, projectSealing, type BadDocument, type Corpus } from '../helpers/bad-documents.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
 import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-s3.js';
 
 const DEPLOYMENT = 'c0bb05c0bb05c0bb05c0bb05c0bb05aa';
 const BUCKET = 'baton-corpus';
-
-/** The project's own sealing, driven from a plain document: the corpus tests the reader. */
-const projectSealing: SealFunctions = {
-  async seal(document, key) {
-    const doc = JSON.parse(Buffer.from(document).toString('utf8')) as Record<string, unknown>;
-    const header: DocumentHeader = {
-      format: DOCUMENT_FORMAT,
-      deployment: doc.deployment as string,
-      fingerprint: doc.fingerprint as Fingerprint,
-      previousFingerprint: (doc.previous_fingerprint as Fingerprint | null) ?? null,
-      publishedAt: doc.published_at as string,
-      publishedBy: doc.published_by as string,
-    };
-    const files: AuthorityFiles = {};
-    for (const [name, b64] of Object.entries(doc.files as Record<string, string>)) {
-      files[name as keyof AuthorityFiles] = new Uint8Array(Buffer.from(b64, 'base64'));
-    }
-    return encodeDocument(header, files, key);
-  },
-};
 
 // Built at collection time (a few real mints, ~0.2 s) so every case is named after its document.
 const corpus: Corpus = await makeBadDocuments(DEPLOYMENT, projectSealing);
@@ -169,15 +150,49 @@ describe('the corpus itself', () => {
   });
 });
 
-/** Every document but the 100 MB one (its own tests below: it must not be uploaded 4× at once). */
-const cases: Array<[string, StoreKind, HostKind, BadDocument]> = corpus.documents
-  .filter((doc) => !doc.oversize)
-  .flatMap((doc) =>
-    (['directory', 's3'] as const).flatMap((store) => (['fresh', 'whole'] as const).map((host): [string, StoreKind, HostKind, BadDocument] => [doc.name, store, host, doc])),
-  );
+/**
+ * Every document but the 100 MB one, in process: a fresh host and a whole host adopting it
+ * through the share layer (the code `baton sync` runs) refuse it naming why, and neither the
+ * state dir nor the store changes. The CLI runs below take one document per class.
+ */
+describe('every crafted document is refused in process, naming why, and nothing changes', () => {
+  const inProcess = corpus.documents.filter((doc) => !doc.oversize).flatMap((doc) => (['fresh', 'whole'] as const).map((hostKind): [string, HostKind, BadDocument] => [doc.name, hostKind, doc]));
+  it.each(inProcess)('%s, on a %s host', async (_name, hostKind, doc) => {
+    const stateDir = await host(hostKind);
+    const before = snapshotDir(stateDir);
+    const store = new MemoryStore({ document: doc.body! });
+    const stored = store.snapshot();
+    const share = { stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: 'corpus', noSeal: !doc.needsSealKey, ...(doc.needsSealKey ? { sealKey: corpus.sealKey } : {}) };
+    const refused = await adopt(share).then(
+      (outcome) => `accepted: ${JSON.stringify(outcome)}`,
+      (error: unknown) => error,
+    );
+    const context = `${doc.name} (${hostKind})`;
+    expect(isBatonError(refused), `${context}: ${String(refused)}`).toBe(true);
+    expect((refused as BatonError).message, context).toMatch(hostKind === 'whole' && doc.reasonOnWhole ? doc.reasonOnWhole : doc.reason);
+    expect(snapshotDir(stateDir), context).toEqual(before);
+    expect(store.snapshot(), context).toEqual(stored);
+    figures.refusedNamingWhy += 1;
+  });
+});
 
-describe('every crafted document is refused by sync, naming why, and nothing changes', () => {
-  it.concurrent.each(cases)('%s, in a %s store, on a %s host', async (_name, storeKind, hostKind, doc) => {
+/**
+ * Through the CLI, one document per class of refusal (each a different path to the operator's
+ * screen: the decoder, the install step, a sealed document with the key and without it), in
+ * both stores and on both hosts.
+ */
+const classOf = (doc: BadDocument) => (doc.refusedAt === 'install' ? 'install' : doc.needsSealKey ? 'sealed, with the key' : doc.reasonOnWhole ? 'sealed, without the key' : 'decoder');
+const representatives = corpus.documents.filter((doc, i, all) => !doc.oversize && all.findIndex((other) => !other.oversize && classOf(other) === classOf(doc)) === i);
+const cases: Array<[string, string, StoreKind, HostKind, BadDocument]> = representatives.flatMap((doc) =>
+  (['directory', 's3'] as const).flatMap((store) => (['fresh', 'whole'] as const).map((host): [string, string, StoreKind, HostKind, BadDocument] => [classOf(doc), doc.name, store, host, doc])),
+);
+
+describe('a crafted document of each class is refused by sync, naming why, and nothing changes', () => {
+  it('takes one document of each of the four classes', () => {
+    expect(new Set(representatives.map(classOf))).toEqual(new Set(['decoder', 'install', 'sealed, with the key', 'sealed, without the key']));
+  });
+
+  it.concurrent.each(cases)('%s: %s, in a %s store, on a %s host', async (_class, _name, storeKind, hostKind, doc) => {
     const store = await place(storeKind, doc);
     const stateDir = await host(hostKind);
     const before = snapshotDir(stateDir);

@@ -10,7 +10,7 @@ const report = (url) => writeSync(2, `\nBATON_BENCH_LOAD ${url}\n`);
 // ES modules, through a module hook.
 register(new URL('./load-hooks.mjs', import.meta.url));
 
-// The build's bundles are not modules: each runs as a vm.Script (scripts/bundle-runtime.mjs),
+// The app is not a module: it runs as a vm.Script (bin/baton.js),
 // which the module hooks never see; they are reported here.
 const Script = vm.Script;
 vm.Script = class extends Script {

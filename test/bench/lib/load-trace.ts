@@ -31,17 +31,17 @@ export const REGISTER = pathToFileURL(path.join(path.dirname(fileURLToPath(impor
 
 type Outputs = Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
 
-/** The inputs of each output of the build that wrote `dir` (its build-meta.json), by absolute path. */
+/** The inputs of each output of the build that wrote `file` (dist/build-meta.json, in its directory or the one above). */
 const metaOf = new Map<string, Map<string, Record<string, { bytesInOutput: number }>>>();
 function bundleInputs(file: string): Record<string, { bytesInOutput: number }> {
-  const dir = path.dirname(file);
-  if (!metaOf.has(dir)) {
-    const metaFile = path.join(dir, 'build-meta.json');
-    const outputs = existsSync(metaFile) ? (JSON.parse(readFileSync(metaFile, 'utf8')) as { outputs: Outputs }).outputs : {};
+  const dist = [path.dirname(file), path.dirname(path.dirname(file))].find((dir) => existsSync(path.join(dir, 'build-meta.json')));
+  if (dist === undefined) return {};
+  if (!metaOf.has(dist)) {
+    const outputs = (JSON.parse(readFileSync(path.join(dist, 'build-meta.json'), 'utf8')) as { outputs: Outputs }).outputs;
     // Output paths are relative to the project root, the directory above dist/.
-    metaOf.set(dir, new Map(Object.entries(outputs).map(([output, { inputs }]) => [path.resolve(dir, '..', output), inputs])));
+    metaOf.set(dist, new Map(Object.entries(outputs).map(([output, { inputs }]) => [path.resolve(dist, '..', output), inputs])));
   }
-  return metaOf.get(dir)!.get(file) ?? {};
+  return metaOf.get(dist)!.get(file) ?? {};
 }
 
 const packageOf = (file: string) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)?.[1];
@@ -95,7 +95,7 @@ export function packagesLoaded(trace: LoadTrace): Set<string> {
 /** One line for a figure's notes: how many files, how many KB, and the largest three. */
 export function describeTrace(trace: LoadTrace): string {
   const largest = [...trace.files].sort((a, b) => b.bytes - a.bytes).slice(0, 3);
-  // Its directory too: bin/baton.js and dist/baton.js are both "baton.js".
+  // Its directory too: dist/ui/ui.mjs and a chunk beside it, bin/baton.js and a package's index.js.
   const named = largest.map((f) => `${path.join(path.basename(path.dirname(f.file)), path.basename(f.file))} ${Math.round(f.bytes / 1024)} KB${f.contains.length > 0 ? ` (${f.contains.join(', ')})` : ''}`);
   return `loads ${trace.files.length} JavaScript files, ${Math.round(trace.totalBytes / 1024)} KB; largest: ${named.join('; ')}`;
 }
