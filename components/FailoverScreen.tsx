@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { actionWords } from '../src/app/failover-actions.js';
 import { assertNever } from '../src/app/status-verdict.js';
@@ -80,9 +81,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       return <ForceGate state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
     case 'acting':
       return (
-        <Text wrap="wrap">
-          {MARKS.busy.glyph} {actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…
-        </Text>
+        <Prose width={columns} text={`${MARKS.busy.glyph} ${actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…`} />
       );
     case 'done':
       return <FailoverResult state={state} columns={columns} baton={baton} />;
@@ -90,7 +89,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       return (
         <Box flexDirection="column">
           <ErrorMessage error={state.error} columns={columns} />
-          <Text wrap="wrap">{state.action ? 'What was confirmed did not happen as asked; read the message above.' : ''}</Text>
+          {state.action ? <Prose width={columns} text="What was confirmed did not happen as asked; read the message above." /> : null}
         </Box>
       );
     default:

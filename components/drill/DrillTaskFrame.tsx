@@ -52,7 +52,7 @@ export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrong
       <Text wrap="truncate-end">
         <Text color={paint('cyan')}>{`▸ ${task.label}`}</Text>
         {state.checks.length > 0 && state.checks.every((check) => check.ok) ? (
-          <Text color={paint(MARKS.ok.color)}>{`  ${MARKS.ok.glyph} the last task passed ${state.checks.length} checks`}</Text>
+          <Text color={paint(MARKS.ok.color)}>{`  ${MARKS.ok.glyph} the last task passed ${state.checks.length === 1 ? 'its check' : `all ${state.checks.length} checks`}`}</Text>
         ) : null}
       </Text>
       <ReservedRows.Provider value={FRAME_ROWS}>

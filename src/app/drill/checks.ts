@@ -192,11 +192,11 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
   for (const consumer of DRILL_CONSUMERS) {
     const old = before.secrets[consumer.role];
     if (!old) {
-      results.push(fail(`${consumer.role}'s old password still logs in`, `${consumer.machine} had no password to try`));
+      results.push(fail(`the old password of ${consumer.role} still logs in`, `${consumer.machine} had no password to try`));
       continue;
     }
     const login = await tryLogin(sandbox.postgres, consumer.role, old);
-    results.push(check(`${consumer.role}'s old password still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    results.push(check(`the old password of ${consumer.role} still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
   }
   return results;
 }
@@ -228,7 +228,7 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
     }
     if (old) {
       const login = await tryLogin(sandbox.postgres, consumer.role, old);
-      results.push(check(`${consumer.role}'s old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+      results.push(check(`the old password of ${consumer.role} is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
     }
   }
   for (const consumer of others) {
