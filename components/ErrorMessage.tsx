@@ -23,7 +23,7 @@ export function ErrorMessage({ error, columns }: ErrorMessageProps) {
     <Box flexDirection="column" width={columns}>
       <MarkedLine tone="refused" label={LABELS[error.code] ?? 'failed'} text={what ?? ''} columns={columns} />
       {rest.map((line, i) => (
-        <Prose key={i} width={columns} text={line} />
+        <Prose key={i} width={columns} text={line} commands="baton" />
       ))}
     </Box>
   );

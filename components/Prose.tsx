@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import { wrapRanges } from './layout.js';
+import { layoutWithCommands, wrapRanges } from './layout.js';
 
 /** A piece of text in one style. */
 export interface Span {
@@ -20,6 +20,11 @@ export interface ProseProps {
   readonly bold?: boolean;
   readonly dimColor?: boolean;
   readonly color?: string | undefined;
+  /**
+   * The text holds commands the operator copies, starting with this prefix (`baton`): each is
+   * kept whole on its line, or broken only between arguments with a ` \` (layoutWithCommands).
+   */
+  readonly commands?: string;
 }
 
 /**
@@ -27,7 +32,18 @@ export interface ProseProps {
  * a line (paths, ids) carried on to the next rather than cut: the one way views wrap a
  * sentence (layout.ts's wrapRanges).
  */
-export function Prose({ width, text, spans, indent = 0, bold, dimColor, color }: ProseProps) {
+export function Prose({ width, text, spans, indent = 0, bold, dimColor, color, commands }: ProseProps) {
+  if (commands !== undefined && text !== undefined) {
+    return (
+      <Box flexDirection="column" width={width} flexShrink={0}>
+        {layoutWithCommands(text, width, commands).map((line, i) => (
+          <Text key={i} bold={bold} dimColor={dimColor} color={color} wrap="truncate-end">
+            {line || ' '}
+          </Text>
+        ))}
+      </Box>
+    );
+  }
   const pieces: readonly Span[] = spans ?? [{ text: text ?? '' }];
   const whole = pieces.map((piece) => piece.text).join('');
   // Each piece's code-point range in the whole, to cut the pieces along the lines.

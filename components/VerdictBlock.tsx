@@ -19,7 +19,7 @@ export function VerdictBlock({ verdict, baton, columns, showNext = true }: Verdi
   return (
     <Box flexDirection="column" width={columns}>
       <MarkedLine tone={words.tone} label={words.label} text={words.headline} columns={columns} />
-      {showNext ? <Prose width={columns} text={`Next: ${words.next}`} /> : null}
+      {showNext ? <Prose width={columns} text={`Next: ${words.next}`} commands="baton" /> : null}
     </Box>
   );
 }

@@ -104,3 +104,63 @@ export function commandLines(command: string, width: number): string[] {
   lines.push(line);
   return lines;
 }
+
+/**
+ * Where a suggested command sits in a sentence: from `prefix` (`baton`, with any global flags)
+ * to the end of the text, a closing backtick or parenthesis, or a trailing " again".
+ */
+export function commandSpans(text: string, prefix = 'baton'): { start: number; end: number }[] {
+  const spans: { start: number; end: number }[] = [];
+  const escaped = prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const pattern = new RegExp(`(^|[\\s\`(])(${escaped} )`, 'g');
+  for (let m = pattern.exec(text); m; m = pattern.exec(text)) {
+    const start = m.index + m[1]!.length;
+    const rest = text.slice(start);
+    const stop = /`|\)|\s+again\b|[.;,]?\s*$/.exec(rest);
+    const end = start + (stop ? stop.index : rest.length);
+    // A backticked command keeps its backticks: they are part of what is quoted.
+    const quoted = m[1] === '`' && text[end] === '`';
+    spans.push({ start: quoted ? start - 1 : start, end: quoted ? end + 1 : end });
+    pattern.lastIndex = end;
+  }
+  return spans;
+}
+
+/**
+ * A sentence that may hold commands, laid out to `width`: the prose word-wrapped, and each
+ * command that does not fit on the line it starts on put on lines of its own by
+ * `commandLines`, so the layout never breaks it where a shell would not join it again.
+ */
+export function layoutWithCommands(text: string, width: number, prefix = 'baton'): string[] {
+  const spans = commandSpans(text, prefix);
+  if (spans.length === 0 || [...text].length <= width) return wrapWords(text, width);
+  const lines: string[] = [];
+  let at = 0;
+  /** Whether the last command took lines of its own: what follows it starts on a new line. */
+  let split = true;
+  const addProse = (part: string) => {
+    const trimmed = part.trim();
+    if (!trimmed) return;
+    const last = lines.length - 1;
+    // Prose after a command continues on the command's last line when it fits there.
+    if (last >= 0 && !split && [...`${lines[last]} ${trimmed}`].length <= width) lines[last] = `${lines[last]} ${trimmed}`;
+    else lines.push(...wrapWords(trimmed, width));
+  };
+  for (const span of spans) {
+    const before = text.slice(at, span.start);
+    const command = text.slice(span.start, span.end);
+    addProse(before);
+    const last = lines.length - 1;
+    if (last >= 0 && [...`${lines[last]} ${command}`].length <= width) {
+      lines[last] = `${lines[last]} ${command}`;
+      split = false;
+    } else {
+      const own = commandLines(command, width);
+      lines.push(...own);
+      split = own.length > 1;
+    }
+    at = span.end;
+  }
+  addProse(text.slice(at));
+  return lines;
+}

@@ -6,6 +6,7 @@ import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
+import { layoutWithCommands, wrapWords } from '../layout.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
 
 export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
@@ -18,8 +19,8 @@ export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   QUIT_KEY,
 ];
 
-/** Lines the frame uses besides the table rows: title, summary, header, detail ×2, filter, keys, and one spare. */
-export const FRAME_LINES = 8;
+/** Lines the frame uses besides the table rows and the detail: title, summary, header, filter, keys, and one spare. */
+export const FRAME_LINES = 6;
 
 export interface MeshStatusViewProps {
   readonly state: MeshStatusViewState;
@@ -31,12 +32,33 @@ export interface MeshStatusViewProps {
   readonly suggester?: Suggester;
 }
 
+/**
+ * The selected pair's detail and next step, wrapped whole (a resume id cut to
+ * `baton mesh resume 2026120…` was the one thing the operator needed), and how many table rows
+ * are left for the rest of the rows.
+ */
+export function meshStatusLayout(state: MeshStatusViewState, columns: number, rows: number, suggester: Suggester = PLAIN_SUGGESTER): { detail: string[]; visible: number } {
+  const width = columns - 1;
+  const current = filteredRows(state)[state.selected];
+  const next = current ? nextStep(current, suggester) : undefined;
+  const detail =
+    state.help || !current
+      ? []
+      : [
+          // The pair whole (the table cuts it to its column), then where and what.
+          ...wrapWords(`${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width, 2),
+          ...(next ? layoutWithCommands(`next: ${next}`, width, suggester.prefix) : current.resumeId ? wrapWords(`resume id: ${current.resumeId}`, width) : []),
+        ];
+  return { detail, visible: Math.max(3, rows - FRAME_LINES - detail.length) };
+}
+
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
 export function MeshStatusView({ state, selectorText, progress, columns, rows, suggester = PLAIN_SUGGESTER }: MeshStatusViewProps) {
   const width = columns - 1;
-  const visible = Math.max(3, rows - FRAME_LINES);
+  const { detail, visible } = meshStatusLayout(state, columns, rows, suggester);
   const shown = filteredRows(state);
-  const current = shown[state.selected];
+  // The selection always in the window, even after a resize or a taller detail shrank it.
+  const top = Math.max(0, Math.min(state.top, state.selected, Math.max(0, shown.length - visible)), state.selected - visible + 1);
   const summary =
     state.failure !== undefined
       ? `${MARKS.refused.glyph} Reading failed (r reads again, q quits): ${state.failure}`
@@ -45,8 +67,8 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
         : summaryText(state.statuses);
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
-  const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
-  const next = current ? nextStep(current, suggester) : undefined;
+  const hidden = shown.length - Math.min(visible, shown.length - top);
+  const window = shown.length > visible ? `rows ${top + 1}–${Math.min(shown.length, top + visible)} of ${shown.length}, ${hidden} hidden: ↑↓ scrolls, / filters` : '';
   const bottom = state.typingFilter
     ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
     : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
@@ -57,14 +79,11 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
       {state.help ? (
         <HelpOverlay columns={columns} keys={MESH_STATUS_KEYS} about="Every pair by digest, worst first. This view only reads." />
       ) : (
-        <MeshStatusTable rows={shown} selected={state.selected} top={state.top} visible={visible} columns={columns} />
+        <MeshStatusTable rows={shown} selected={state.selected} top={top} visible={visible} columns={columns} />
       )}
-      {!state.help && current ? (
-        <Box flexDirection="column">
-          <Text>{fit(`${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width)}</Text>
-          <Text>{fit(next ? `next: ${next}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
-        </Box>
-      ) : null}
+      {detail.map((line, i) => (
+        <Text key={i}>{fit(line, width)}</Text>
+      ))}
       <Text>{fit(bottom, width)}</Text>
       <Text dimColor>{fit('↑↓ move  / filter  r read again  ? help  q quit', width)}</Text>
     </Box>

@@ -6,6 +6,7 @@ import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 import { Frame } from '../Frame.js';
+import { Prose } from '../Prose.js';
 
 export interface RotationViewProps {
   readonly state: RotationState;
@@ -39,13 +40,17 @@ export function RotationView({ state, columns, offset, color, tick, rows, refusa
   const resume = resumeCommand ?? `baton mesh resume ${state.id}`;
   const pageSize = holderPage(rows);
   const width = columns - 1;
-  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) => (
-    <Box key={key ?? text} width={width}>
-      <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap={wrap ? 'wrap' : 'truncate-end'}>
-        {wrap ? text : clip(text, width)}
-      </Text>
-    </Box>
-  );
+  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) =>
+    wrap ? (
+      // Wrapped at words, and a `baton mesh resume …` in it kept whole to copy.
+      <Prose key={key ?? text} width={width} text={text} commands="baton" {...(color && tone ? { color: MARKS[tone].color } : {})} />
+    ) : (
+      <Box key={key ?? text} width={width}>
+        <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap="truncate-end">
+          {clip(text, width)}
+        </Text>
+      </Box>
+    );
   return (
     <Frame columns={columns} rows={rows ?? 24} header={line(`baton mesh rotate · rotation ${state.id}`)} footer={line(keysLine(state, pageSize))} scrollKeys={false}>
       {line(planHeadline(state.plan))}

@@ -50,13 +50,13 @@ describe('the mesh status table', () => {
     expect(linesFit(frame, 80)).toEqual([]);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
-    expect(rows.length).toBe(16);
+    expect(rows.length).toBe(15);
     const order = rows.map((r) => PAIR_STATES.indexOf(r.split(/\s+/)[1] as (typeof PAIR_STATES)[number]));
     expect(order[0]).toBe(0);
     expect(order.every((rank, i) => rank >= 0 && (i === 0 || rank >= order[i - 1]!))).toBe(true);
     const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
     expect(frame).toContain(`31 pairs: ${counts}.`);
-    expect(frame).toContain('rows 1–16 of 31');
+    expect(frame).toContain('rows 1–15 of 31');
     expect(frame).toContain('3d 0h (mtime)');
   });
 
@@ -98,7 +98,7 @@ describe('the mesh status table', () => {
     const { view, exitCode } = mount();
     await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading');
     for (let i = 0; i < 20; i++) await view.press(KEY.down);
-    let frame = strip(await view.waitFor((f) => strip(f).includes('rows 6–21 of 31'), 'the window to follow the selection'));
+    let frame = strip(await view.waitFor((f) => strip(f).includes('rows 7–21 of 31'), 'the window to follow the selection'));
     expect(frame).toMatch(/^[✓!✗…] /m);
     await view.press('/');
     await view.waitFor((f) => strip(f).includes('filter: ▏ 31 of 31 match'), 'the filter field');
@@ -112,7 +112,7 @@ describe('the mesh status table', () => {
     await view.press(KEY.enter);
     await view.waitFor((f) => strip(f).includes('filter "web12 ": 2 of 31 match (Esc clears)'), 'Enter to end typing');
     await view.press(KEY.escape);
-    await view.waitFor((f) => strip(f).includes('rows 1–16 of 31'), 'Esc to clear the filter');
+    await view.waitFor((f) => strip(f).includes('rows 1–15 of 31'), 'Esc to clear the filter');
     await view.press('?');
     frame = strip(await view.waitFor((f) => strip(f).includes('Keys'), 'the help'));
     expect(frame).toContain('filter: provider, consumer, role, machine or state');
@@ -120,7 +120,7 @@ describe('the mesh status table', () => {
     expect(linesFit(frame, 80)).toEqual([]);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     await view.press(KEY.escape);
-    await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–16'), 'Esc to close the help');
+    await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–15'), 'Esc to close the help');
     expect(exitCode()).toBeUndefined();
     await view.press('q');
     await view.waitFor(() => exitCode() !== undefined, 'q to quit');

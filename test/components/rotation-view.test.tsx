@@ -212,7 +212,13 @@ describe('the rotation view after a failure', () => {
     mounted.push(view);
     const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
     fits(frame, 80);
-    expect(frame.replace(/\s+/g, ' ')).toContain(`Next: fix the machine, then run: ${resume}`);
+    // Too long for one line: broken only between arguments, each continued line ending in
+    // ` \`, so the lines pasted into a shell are the one command.
+    const lines = frame.split('\n').map((l) => l.trimEnd());
+    const first = lines.findIndex((l) => l.startsWith('baton --state-dir'));
+    expect(lines[first]).toMatch(/ \\$/);
+    expect(lines.slice(first).join('\n').replace(/ \\\n\s*/g, ' ')).toContain(resume);
+    expect(frame.replace(/ \\\n\s*/g, ' ').replace(/\s+/g, ' ')).toContain(`Next: fix the machine, then run: ${resume}`);
   });
 
   it('a journal that failed after prepare: the view names the journal, says every staged file was removed, and what to do next', async () => {
