@@ -52,7 +52,8 @@ export function FailoverScreen({ state, columns, rows, baton, help, onTyped, onC
     </Text>
   );
   return (
-    <Frame columns={columns} rows={rows} header={header} footer={footer}>
+    // A new step (or the help) is a new screen: it opens at its top, not where the last one was scrolled.
+    <Frame key={`${state.step}${help ? '-help' : ''}`} columns={columns} rows={rows} header={header} footer={footer}>
       {help ? (
         <HelpOverlay columns={columns} keys={failoverKeys(state)} about={HELP_ABOUT[state.step]} />
       ) : (

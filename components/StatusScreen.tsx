@@ -58,13 +58,13 @@ export function StatusScreen({ state, columns, rows, baton, watchSeconds, help =
     ) : null;
   if (help) {
     return (
-      <Frame columns={columns} rows={rows} header={header} footer={footer}>
+      <Frame key="help" columns={columns} rows={rows} header={header} footer={footer}>
         <HelpOverlay columns={columns} keys={statusKeys(escCloses)} about={STATUS_ABOUT} />
       </Frame>
     );
   }
   return (
-    <Frame columns={columns} rows={rows} header={header} footer={footer}>
+    <Frame key="status" columns={columns} rows={rows} header={header} footer={footer}>
       {state.step === 'reading' ? <Text>{MARKS.busy.glyph} Reading the local and published authorities…</Text> : null}
       {state.step === 'failed' ? <ErrorMessage error={state.error} columns={columns} /> : null}
       {state.step === 'showing' ? <Prose width={columns} text={`deployment ${state.report.deployment}`} /> : null}

@@ -16,6 +16,7 @@ const FALLBACK = { columns: 80, rows: 24 } as const;
 /** What Ink is told: taller than any frame, so its full-clear path is unreachable. */
 const INK_ROWS = 10_000;
 const SIZE = Symbol('baton.terminalSize');
+const ERASE = Symbol('baton.eraseFrame');
 
 export interface TerminalSize {
   readonly columns: number;
@@ -24,6 +25,7 @@ export interface TerminalSize {
 
 interface Sized {
   readonly [SIZE]?: () => TerminalSize;
+  readonly [ERASE]?: () => void;
   readonly columns?: number;
   readonly rows?: number;
 }
@@ -48,6 +50,22 @@ function scrollAway(rows: number): string {
   return `\u001b[${rows};1H${'\n'.repeat(rows)}\u001b[H`;
 }
 
+/**
+ * Erases the last frame a finished Ink render left on the screen, so the next render (the
+ * drill mounts one per view) draws in its place: each one's last frame otherwise stayed
+ * above the next and piled up in the scrollback.
+ */
+export function eraseLastFrame(stdout: unknown): void {
+  (stdout as Sized)[ERASE]?.();
+}
+
+/** log-update's eraseLines(n): each line cleared from the bottom up, the cursor left at column 1. */
+function eraseLines(count: number): string {
+  let out = '';
+  for (let i = 0; i < count; i++) out += `\u001b[2K${i < count - 1 ? '\u001b[1A' : ''}`;
+  return count > 0 ? `${out}\u001b[G` : '';
+}
+
 export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   if ((stdout as Sized)[SIZE]) return stdout;
   const resize = new EventEmitter();
@@ -70,6 +88,14 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
     return (stdout.write as (...args: unknown[]) => boolean)(chunk, ...rest);
   };
 
+  const erase = () => {
+    if (!frame) return;
+    // Ink leaves the cursor on the line under its frame: up one line per frame line, clearing each.
+    const lines = frame.split('\n').length - (frame.endsWith('\n') ? 1 : 0);
+    stdout.write(`\u001b[2K\u001b[1A${eraseLines(lines)}`);
+    frame = '';
+  };
+
   stdout.on('resize', () => {
     stdout.write(scrollAway(size().rows));
     drawn = false;
@@ -85,6 +111,7 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   return new Proxy(stdout, {
     get(target, property) {
       if (property === SIZE) return size;
+      if (property === ERASE) return erase;
       if (property === 'columns') return size().columns;
       if (property === 'rows') return INK_ROWS;
       if (property === 'write') return write;

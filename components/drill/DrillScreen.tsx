@@ -53,6 +53,7 @@ export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
   const body = state.help ? <DrillHelp step={step} columns={columns} /> : <Body state={state} columns={columns} />;
   return (
     <Frame
+      key={`${state.phase}${state.help ? '-help' : ''}`}
       columns={columns}
       rows={rows}
       headerRows={2}

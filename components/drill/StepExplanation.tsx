@@ -25,10 +25,7 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
           const mark = done ? 'passed' : current ? 'current' : 'pending';
           return (
             <Box key={i} flexDirection="column">
-              <Text wrap="truncate-end" bold={current}>
-                <Text color={paint(RAIL_COLORS[mark])}>{RAIL_GLYPHS[mark]} </Text>
-                {spec.label}
-              </Text>
+              <Prose width={columns} indent={2} bold={current} spans={[{ text: `${RAIL_GLYPHS[mark]} `, color: paint(RAIL_COLORS[mark]) }, { text: spec.label }]} />
               {current ? (
                 <Text wrap="truncate-end" color={paint('gray')}>
                   {`    the real night: ${spec.command}`}
