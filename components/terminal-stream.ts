@@ -77,6 +77,13 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   /** The frame on screen as Ink last wrote it (after log-update's erase), to draw again if Ink does not. */
   let frame = '';
   let drawn = true;
+  /**
+   * Until then, a frame is drawn from the top of a cleared screen rather than over the rows
+   * Ink thinks the last one took: right after a resize Ink draws once with the old layout
+   * (lines now wider than the terminal, each taking two rows) before the view re-lays itself
+   * out, and erasing that frame's line count left its top half — a second header — above.
+   */
+  let settleUntil = 0;
   const write = (chunk: unknown, ...rest: unknown[]): boolean => {
     const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : '';
     const erased = text.lastIndexOf(ERASE_END);
@@ -84,6 +91,8 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
     if (body.replace(ESCAPE, '') !== '') {
       frame = body;
       drawn = true;
+      // Cursor home and erase below (never the full clear, which wipes the scrollback).
+      if (Date.now() < settleUntil) return (stdout.write as (...args: unknown[]) => boolean)(`\u001b[H\u001b[J${body}`, ...rest);
     }
     return (stdout.write as (...args: unknown[]) => boolean)(chunk, ...rest);
   };
@@ -98,6 +107,7 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
 
   stdout.on('resize', () => {
     stdout.write(scrollAway(size().rows));
+    settleUntil = Date.now() + 300;
     drawn = false;
     resize.emit('resize');
     // Ink writes only a frame that differs from its last one; an unchanged frame (the width
