@@ -116,7 +116,8 @@ export function commandSpans(text: string, prefix = 'baton'): { start: number; e
   for (let m = pattern.exec(text); m; m = pattern.exec(text)) {
     const start = m.index + m[1]!.length;
     const rest = text.slice(start);
-    const stop = /`|\)|\s+again\b|[.;,]?\s*$/.exec(rest);
+    // It also ends where the words stop being arguments: a mark (! ✓ ✗) starts the next thing said.
+    const stop = /`|\)|\s+again\b|\s[!✓✗…·▸]\s|[.;,]?\s*$/.exec(rest);
     const end = start + (stop ? stop.index : rest.length);
     // A backticked command keeps its backticks: they are part of what is quoted.
     const quoted = m[1] === '`' && text[end] === '`';
@@ -163,4 +164,16 @@ export function layoutWithCommands(text: string, width: number, prefix = 'baton'
   }
   addProse(text.slice(at));
   return lines;
+}
+
+/**
+ * One line of plain output (the line-by-line dialogues on a terminal Ink cannot redraw) laid
+ * out to `width`: its own indentation kept, continuations indented two more, words never
+ * broken mid-way — the terminal's own wrap cut them anywhere.
+ */
+export function wrapPlainLine(line: string, width: number): string[] {
+  const indent = line.length - line.trimStart().length;
+  if (width <= indent + 10 || [...line].length <= width) return [line];
+  const pad = ' '.repeat(indent);
+  return wrapWords(line.trimStart(), width - indent - 2).map((part, i) => (i === 0 ? `${pad}${part}` : `${pad}  ${part}`));
 }

@@ -4,6 +4,7 @@
  * escape codes, so a log over SSH stays small and greppable.
  */
 import { MARKS } from './marks.js';
+import { countRefusal, NOT_ACCEPTED } from './typed-gate.js';
 import { startRotation, confirmationText, rotationExitCode, rotationOutcome, isTerminal, progress, rotationFlow, type RotationOutcome, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
@@ -63,7 +64,7 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
               flow.dispatch({ type: 'confirmed' });
               return;
             }
-            write(`${MARKS.refused.glyph} "${typed.trim()}" is not the number of credentials this rotation changes; nothing was written.`);
+            write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${countRefusal(typed, expected)} Nothing was written.`);
           }
         })();
       }

@@ -54,6 +54,9 @@ export function forceRefusal(typed: string, local: Fingerprint, published: Finge
   return `"${typed.trim()}" does not match the LOCAL fingerprint: compare it with the 8 characters marked "type these".`;
 }
 
+/** How every line-by-line dialogue says a typed entry was refused: the drill counts these as wrong turns. */
+export const NOT_ACCEPTED = 'not accepted: ';
+
 /** Why a typed count at the rotation gate was not accepted, or undefined when it matches. */
 export function countRefusal(typed: string, expected: string): string | undefined {
   if (typed.trim() === expected) return undefined;
