@@ -1,0 +1,133 @@
+/**
+ * The pictures in screenshots/ are what the code prints: `npm run screenshots` writes each
+ * frame's plain text beside its SVG, and this renders the same states in-process at the same
+ * size and compares. Values a real run makes up (times, ids, the rotation's id) are replaced
+ * by their kind on both sides; everything else — words, layout, folding — must match, so a
+ * change to a view fails here until the screenshots are regenerated.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ColorContext } from '../../components/color-context.js';
+import { DrillScreen } from '../../components/drill/DrillScreen.js';
+import { RotationApp } from '../../components/rotation/RotationApp.js';
+import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill/drill-flow.js';
+import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
+import { rotationFlow, startRotation } from '../../src/app/rotation-flow.js';
+import { rotationRunner } from '../../src/app/rotation-run-effect.js';
+import { openCommandTransports } from '../../src/commands/command-transports.js';
+import { loadInventory } from '../../src/mesh/inventory.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { REPO } from '../helpers/bundle-script.js';
+import { renderAt, type Rendered } from './render-at.js';
+
+const SHOTS = path.join(REPO, 'screenshots');
+const mounted: Rendered[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const view of mounted.splice(0)) view.unmount();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+/** A frame as the pane shows it: no escapes, no trailing spaces, no empty lines at the end; made-up values by kind. */
+function normalised(frame: string): string {
+  const lines = frame
+    .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
+    .split('\n')
+    .map((line) => line.trimEnd());
+  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  return lines
+    .join('\n')
+    .replace(/\d{8}T\d{6}Z-[0-9a-f]{6}/g, '<rotation id>')
+    .replace(/\b\d+:\d\d\b/g, '<m:ss>');
+}
+
+function shot(name: string): string {
+  return normalised(readFileSync(path.join(SHOTS, `${name}.txt`), 'utf8'));
+}
+
+function walk(events: readonly DrillEvent[]): DrillState {
+  return events.reduce((state, event) => drillFlow(state, event).state, initialDrillState(1));
+}
+
+const ready = () => walk([{ type: 'ready' }]);
+
+/** Every task of every step passed, as the screenshot walk performs them. */
+function completed(): DrillState {
+  let state = ready();
+  let at = 0;
+  for (const step of DRILL_STEPS) {
+    state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
+    for (const task of step.tasks) {
+      state = drillFlow(state, { type: 'opened' }).state;
+      if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at }).state;
+      state = drillFlow(state, { type: 'task-finished' }).state;
+      state = drillFlow(state, { type: 'checks-done', results: [{ label: 'ok', ok: true }], at: (at += 1000) }).state;
+    }
+    state = drillFlow(state, { type: 'enter', at }).state;
+  }
+  return state;
+}
+
+async function drillFrame(state: DrillState): Promise<string> {
+  const view = renderAt(
+    <ColorContext.Provider value={false}>
+      <DrillScreen state={state} columns={80} rows={24} />
+    </ColorContext.Provider>,
+    80,
+    24,
+  );
+  mounted.push(view);
+  return view.waitFor((frame) => frame.includes('baton drill'), 'the drill screen');
+}
+
+describe('the screenshots show what the code prints (80×24)', () => {
+  it('drill-rail: the rail over step 1', async () => {
+    expect(normalised(await drillFrame(ready()))).toBe(shot('drill-rail'));
+  });
+
+  it('drill-summary: the summary after all five steps', async () => {
+    const state = completed();
+    expect(state.phase).toBe('summary');
+    expect(normalised(await drillFrame(state))).toBe(shot('drill-summary'));
+  });
+
+  it('rotation-preview: three pairs, the windows folded after the first, the count typed', async () => {
+    // The screenshot's mesh: db1 provides pg-main to web1-app, web2-app and web3-app, each on its own machine, reached locally.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-mesh-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const names = ['db1', 'web1', 'web2', 'web3'];
+    for (const name of names) mkdirSync(path.join(dir, 'machines', name), { recursive: true });
+    const file = path.join(dir, 'mesh-3.yaml');
+    writeFileSync(
+      file,
+      [
+        'machines:',
+        ...names.map((name) => `  - { name: ${name}, address: machines/${name}, transport: local }`),
+        'providers:',
+        '  - { name: pg-main, machine: db1, kind: postgres }',
+        'consumers:',
+        ...['web1', 'web2', 'web3'].map((name) => `  - { name: ${name}-app, machine: ${name}, uses: [pg-main] }`),
+        '',
+      ].join('\n'),
+    );
+    const inventory = loadInventory(file);
+    const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
+    const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });
+    cleanups.push(() => transports.close());
+    const flow = rotationFlow(
+      startRotation('20261201T000000Z-000000', plan),
+      rotationRunner({ transportFor: transports.transportFor, journalDir: path.join(dir, 'state'), operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 }),
+    );
+    const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80, 24);
+    mounted.push(view);
+    cleanups.push(async () => {
+      await flow.idle();
+    });
+    await view.waitFor((frame) => frame.includes('(the number of credentials)'), 'the gate open');
+    await view.press('3');
+    const frame = await view.waitFor((f) => f.includes('(Enter rotates)'), 'the typed count');
+    expect(normalised(frame)).toBe(shot('rotation-preview'));
+  });
+});
