@@ -41,12 +41,17 @@ const STATUS_ABOUT = 'This host\'s authority beside the published one, read agai
 export function StatusScreen({ state, columns, rows, baton, watchSeconds, help = false, escCloses = false }: StatusScreenProps) {
   const busy = state.step === 'reading' || state.refreshing;
   // The read time first and whole: it is the only sign a refresh happened. The deployment
-  // id, longer than a narrow terminal, is the body's first line, wrapped rather than cut.
+  // id follows it when it fits whole; otherwise it is the body's first line, wrapped, never cut.
+  const read = state.step === 'showing' ? `  read ${formatReadTime(state.report.readAt)}` : '';
+  const busyText = busy ? `  ${MARKS.busy.glyph} reading` : '';
+  const deployment = state.step === 'showing' ? `deployment ${state.report.deployment}` : '';
+  const inHeader = deployment !== '' && [...`baton status${read}  ${deployment}${busyText}`].length <= columns;
   const header = (
     <Text wrap="truncate-end">
       <Text bold>baton status</Text>
-      {state.step === 'showing' ? `  read ${formatReadTime(state.report.readAt)}` : ''}
-      {busy ? `  ${MARKS.busy.glyph} reading` : ''}
+      {read}
+      {inHeader ? `  ${deployment}` : ''}
+      {busyText}
     </Text>
   );
   // Plain `status` takes no keys: its footer offers none (a `?` that does nothing is a lie).
@@ -67,7 +72,7 @@ export function StatusScreen({ state, columns, rows, baton, watchSeconds, help =
     <Frame key="status" columns={columns} rows={rows} header={header} footer={footer}>
       {state.step === 'reading' ? <Text>{MARKS.busy.glyph} Reading the local and published authorities…</Text> : null}
       {state.step === 'failed' ? <ErrorMessage error={state.error} columns={columns} /> : null}
-      {state.step === 'showing' ? <Prose width={columns} text={`deployment ${state.report.deployment}`} /> : null}
+      {state.step === 'showing' && !inHeader ? <Prose width={columns} text={deployment} /> : null}
       {state.step === 'showing' ? (
         rows === undefined ? (
           <>

@@ -87,12 +87,12 @@ export function wrapWords(text: string, width: number, indent = 0): string[] {
  * where a shell would not: broken only between arguments, each continued line ending in ` \`,
  * so a copy of every line pastes as the one command. Fits whole on one line when it can.
  */
-export function commandLines(command: string, width: number): string[] {
-  if ([...command].length <= width) return [command];
+export function commandLines(command: string, width: number, lead = ''): string[] {
+  if ([...`${lead}${command}`].length <= width) return [`${lead}${command}`];
   // Arguments as the shell splits them: a quoted path with a space in it is one.
   const words = command.match(/(?:'[^']*'|"(?:\\.|[^"])*"|[^\s'"])+/g) ?? [command];
   const lines: string[] = [];
-  let line = '';
+  let line = lead.trimEnd();
   for (const word of words) {
     const candidate = line ? `${line} ${word}` : word;
     // Room for the " \" that continues the line.
@@ -117,7 +117,7 @@ export function commandSpans(text: string, prefix = 'baton'): { start: number; e
     const start = m.index + m[1]!.length;
     const rest = text.slice(start);
     // It also ends where the words stop being arguments: a mark (! ✓ ✗) starts the next thing said.
-    const stop = /`|\)|\s+again\b|\s[!✓✗…·▸]\s|[.;,]?\s*$/.exec(rest);
+    const stop = /`|\)|\s\(|\s+again\b|\s[!✓✗…·▸]\s|[.;,]?\s*$/.exec(rest);
     const end = start + (stop ? stop.index : rest.length);
     // A backticked command keeps its backticks: they are part of what is quoted.
     const quoted = m[1] === '`' && text[end] === '`';
@@ -156,9 +156,19 @@ export function layoutWithCommands(text: string, width: number, prefix = 'baton'
       lines[last] = `${lines[last]} ${command}`;
       split = false;
     } else {
-      const own = commandLines(command, width);
-      lines.push(...own);
-      split = own.length > 1;
+      // Begun on the prose's line ("Next: baton … \") when a few words fit there: the copy
+      // starts at `baton`, and the screen keeps a line.
+      const lead = last >= 0 ? `${lines[last]} ` : '';
+      const own = commandLines(command, width, lead);
+      const firstWords = own[0]!.slice(lead.length).split(' ').filter((w) => w && w !== '\\').length;
+      if (last >= 0 && firstWords >= 2) {
+        lines.splice(last, 1, ...own);
+        split = own.length > 1;
+      } else {
+        const alone = commandLines(command, width);
+        lines.push(...alone);
+        split = alone.length > 1;
+      }
     }
     at = span.end;
   }

@@ -109,7 +109,9 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
     stdout.write(scrollAway(size().rows));
     settleUntil = Date.now() + 300;
     drawn = false;
-    resize.emit('resize');
+    // The views' own size hooks first, Ink's redraw last: Ink re-renders as soon as it hears,
+    // and heard first it drew one frame in the old layout before the view had re-laid itself out.
+    for (const listener of resize.listeners('resize').reverse()) (listener as () => void)();
     // Ink writes only a frame that differs from its last one; an unchanged frame (the width
     // grew, the text did not) is drawn again here so the screen is never left empty.
     setTimeout(() => {
