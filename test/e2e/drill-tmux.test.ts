@@ -1,7 +1,7 @@
 /**
  * The interactive drill in a real terminal at the smallest supported size (tmux, 60×20),
- * driven by real key presses through steps 1–3: the status views, the failover adopt, the
- * rotation, the publish, the refusal and the typed force. On every screen what the operator
+ * driven by real key presses through steps 1–4: the status views, the failover adopt, the
+ * rotation, the publish, the refusal, the typed force and a mesh rotation. On every screen what the operator
  * acts on is inside the pane, and no frame is taller than it: nothing scrolls into the
  * history. The screen is polled before every key; text and Enter are sent apart.
  */
@@ -41,7 +41,7 @@ function fits(screen: string): boolean {
 }
 
 describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
-  it('walks steps 1 to 3 with real keys, checks each step, and q removes the sandbox', async () => {
+  it('walks steps 1 to 4 with real keys at 60×20, checks each step, and q removes the sandbox', async () => {
     session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir }, columns: COLUMNS, rows: ROWS });
     const s = session;
     /** The screen fits, and no frame so far was taller than the pane (one would have scrolled lines into the history). */
@@ -150,6 +150,22 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     expect(screen).toContain('✓ ctl-a was REFUSED: left behind by a rotation');
     expect(screen).toContain('✓ the old authority was set aside, not deleted');
     await inPane(screen);
+
+    // Step 4: the rotation's gate — its prompt and the typed count in view — and its result.
+    await s.keys('Enter');
+    await s.waitFor((x) => x.includes('Step 4 of 5') && x.includes('Enter begins the step'), 'step 4');
+    await s.keys('Enter');
+    screen = await s.waitFor('(the number of credentials)', 'the rotation gate');
+    await inPane(screen);
+    const count = /Type (\d+) \(the number of credentials\)/.exec(screen)![1]!;
+    await typeUntilEchoed(s, count, `> ${count}`);
+    screen = await s.waitFor('(Enter rotates)', 'the typed count');
+    expect(screen).toContain('(the number of credentials)');
+    await inPane(screen);
+    await s.keys('Enter');
+    await inPane(await s.waitFor('q closes the view; the drill then checks', 'the rotation done', 60_000));
+    await s.type('q');
+    await inPane(await s.waitFor('Step 4 passed every check', 'the checks of step 4', 60_000));
 
     // q on the drill's own screen quits; the servers stop and the sandbox goes.
     await s.type('q');
