@@ -20,6 +20,13 @@ import { openCommandTransports } from '../../src/commands/command-transports.js'
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { REPO } from '../helpers/bundle-script.js';
+import { BIN, assertBuilt } from '../helpers/run-baton.js';
+import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
+import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
+import { readJournalHistory } from '../../src/mesh/journal-history.js';
+import { readMeshStatus } from '../../src/mesh/read-mesh-status.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { renderAt, type Rendered } from './render-at.js';
 
 const SHOTS = path.join(REPO, 'screenshots');
@@ -40,6 +47,9 @@ function normalised(frame: string): string {
   return lines
     .join('\n')
     .replace(/\d{8}T\d{6}Z-[0-9a-f]{6}/g, '<rotation id>')
+    .replace(/\d{8}T\d+…/g, '<rotation id>…')
+    // A pair's age ("0s (mtime)", "1s (mtime)") is how long the run took; its padding with it.
+    .replace(/\d+[smhd](?: \d+[smhd])? \(mtime\) +/g, '<age> (mtime) ')
     .replace(/\b\d+:\d\d\b/g, '<m:ss>');
 }
 
@@ -91,6 +101,47 @@ describe('the screenshots show what the code prints (80×24)', () => {
     const state = completed();
     expect(state.phase).toBe('summary');
     expect(normalised(await drillFrame(state))).toBe(shot('drill-summary'));
+  });
+
+  it('mesh-status: two seeded pairs, one receipted by the provisioner, one pending', async () => {
+    assertBuilt();
+    // The screenshot's mesh, seeded the same way: `mesh seed` for both pairs, a receipt for web1-app's.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-status-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    for (const name of ['db1', 'web1', 'web2']) mkdirSync(path.join(dir, 'machines', name), { recursive: true });
+    writeFileSync(
+      path.join(dir, 'mesh.yaml'),
+      [
+        'machines:',
+        ...['db1', 'web1', 'web2'].map((name) => `  - { name: ${name}, address: machines/${name}, transport: local }`),
+        'providers:',
+        '  - { name: pg-main, machine: db1, kind: postgres }',
+        'consumers:',
+        '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+        '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+        '',
+      ].join('\n'),
+    );
+    const state = path.join(dir, 'state');
+    for (const consumer of ['web1-app', 'web2-app']) {
+      const secretFile = path.join(dir, `${consumer}.password`);
+      writeFileSync(secretFile, `password-of-${consumer}-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
+      await promisify(execFile)(process.execPath, [BIN, '--state-dir', state, 'mesh', 'seed', '--pair', `pg-main:${consumer}`, '--from-file', secretFile, '--inventory', 'mesh.yaml'], { cwd: dir });
+    }
+    const provides = path.join(dir, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main');
+    mkdirSync(path.join(provides, RECEIPTS_DIR), { recursive: true, mode: 0o700 });
+    writeFileSync(path.join(provides, RECEIPTS_DIR, 'web1_app'), formatReceipt({ role: 'web1_app', digest: secretDigest(readFileSync(path.join(provides, 'web1_app'))), applied_at: new Date().toISOString() }), { mode: 0o600 });
+
+    const inventory = loadInventory(path.join(dir, 'mesh.yaml'));
+    const plan = planRotation(inventory, { by: 'all' });
+    const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });
+    cleanups.push(() => transports.close());
+    const history = await readJournalHistory(state);
+    const read = (onMachine: (machine: string, ok: boolean) => void) => readMeshStatus(plan, transports.transportFor, history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined, onMachine });
+    const view = renderAt(<MeshStatusApp selectorText={plan.selectorText} machines={plan.holders.length} read={read} color={false} onExit={() => {}} />, 80, 24);
+    mounted.push(view);
+    const frame = await view.waitFor((f) => f.includes('next:'), 'the pairs read');
+    expect(normalised(frame)).toBe(shot('mesh-status'));
   });
 
   it('rotation-preview: three pairs, the windows folded after the first, the count typed', async () => {
