@@ -10,7 +10,6 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -266,7 +265,8 @@ async function baton(cwd: string, args: string[]): Promise<string> {
 
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'baton-shots-'));
+  // Always under /tmp: the paths in the pictures are what test/components/screenshots.test.tsx renders.
+  const tmp = mkdtempSync('/tmp/baton-shots-');
   const panes: Pane[] = [];
   const pane = async (cwd: string, args: string[], columns = 80, rows = 24) => {
     const p = await Pane.start(args, cwd, columns, rows);

@@ -21,6 +21,10 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { BIN, assertBuilt } from '../helpers/run-baton.js';
+import { StatusApp } from '../../components/StatusApp.js';
+import { readStatus } from '../../src/app/status-report.js';
+import { statusSources } from '../../src/app/status-sources.js';
+import { openStore } from '../../src/store/open-store.js';
 import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import { readJournalHistory } from '../../src/mesh/journal-history.js';
@@ -48,6 +52,13 @@ function normalised(frame: string): string {
     .join('\n')
     .replace(/\d{8}T\d{6}Z-[0-9a-f]{6}/g, '<rotation id>')
     .replace(/\d{8}T\d+…/g, '<rotation id>…')
+    .replace(/SHA256:[A-Za-z0-9+/]{43}/g, 'SHA256:<fingerprint>')
+    .replace(/\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC/g, '<time>')
+    .replace(/baton-shots-[A-Za-z0-9]{6}/g, '<tmp>')
+    // Which characters of two made-up fingerprints differ is chance: the caret line under them.
+    .replace(/^( *)\^[ ^]*$/gm, '$1<carets>')
+    // The host that published (its name, and the padding after it inside a panel).
+    .replace(/ by [A-Za-z0-9._-]+ *(│|$)/gm, ' by <host> $1')
     // A pair's age ("0s (mtime)", "1s (mtime)") is how long the run took; its padding with it.
     .replace(/\d+[smhd](?: \d+[smhd])? \(mtime\) +/g, '<age> (mtime) ')
     .replace(/\b\d+:\d\d\b/g, '<m:ss>');
@@ -101,6 +112,45 @@ describe('the screenshots show what the code prints (80×24)', () => {
     const state = completed();
     expect(state.phase).toBe('summary');
     expect(normalised(await drillFrame(state))).toBe(shot('drill-summary'));
+  });
+
+  it('status-in-sync (80 and 120 columns) and status-diverged: the same hosts as the screenshots', async () => {
+    assertBuilt();
+    const run = promisify(execFile);
+    // The screenshot script's two controllers: a directory each with its baton.yaml, one store.
+    // Under /tmp as the screenshot script makes them: the paths shown wrap at the same place.
+    const tmp = mkdtempSync('/tmp/baton-shots-');
+    cleanups.push(() => rmSync(tmp, { recursive: true, force: true }));
+    const deployment = '7f3a9c2e5b1d4f608a2c9e7b3d5f1a04';
+    const store = path.join(tmp, 'store');
+    mkdirSync(store, { mode: 0o700 });
+    const host = (name: string) => {
+      const dir = path.join(tmp, name);
+      mkdirSync(dir, { mode: 0o700 });
+      writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: file://${store}\n`);
+      return dir;
+    };
+    const baton = (cwd: string, args: string[]) =>
+      run(process.execPath, [BIN, ...args], { cwd }).catch((error: { code?: number }) => {
+        if (error.code !== 3) throw error;
+      });
+    const [a, b] = [host('ctl-a'), host('ctl-b')];
+    for (const [cwd, args] of [[a, ['ca', 'init']], [a, ['sync']], [a, ['store', 'check']], [b, ['sync']], [b, ['store', 'check']]] as const) await baton(cwd, [...args]);
+    const storeUrl = `file://${store}`;
+    const sourcesOf = async (dir: string) => statusSources({ deployment, stateDir: path.join(dir, 'state'), storeUrl, store: await openStore(storeUrl), sealKeyFile: undefined });
+    const printed = async (dir: string, columns: number) => {
+      const sources = await sourcesOf(dir);
+      let code: number | undefined;
+      const view = renderAt(<StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={undefined} interactive={false} onExit={(c) => (code = c)} />, columns, 24);
+      mounted.push(view);
+      await view.waitFor(() => code !== undefined, 'the one read');
+      return normalised(view.lastFrame());
+    };
+    expect(await printed(a, 80)).toBe(shot('status-in-sync'));
+    expect(await printed(a, 120)).toBe(shot('status-in-sync-wide'));
+    await baton(a, ['ca', 'rotate']);
+    await baton(a, ['sync', '--push']);
+    expect(await printed(b, 80)).toBe(shot('status-diverged'));
   });
 
   it('mesh-status: two seeded pairs, one receipted by the provisioner, one pending', async () => {
