@@ -21,6 +21,9 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { BIN, assertBuilt } from '../helpers/run-baton.js';
+import { FailoverApp } from '../../components/FailoverApp.js';
+import { failoverPorts } from '../../src/app/failover-ports.js';
+import { systemClock } from '../../src/authority/clock.js';
 import { StatusApp } from '../../components/StatusApp.js';
 import { readStatus } from '../../src/app/status-report.js';
 import { statusSources } from '../../src/app/status-sources.js';
@@ -31,7 +34,7 @@ import { readJournalHistory } from '../../src/mesh/journal-history.js';
 import { readMeshStatus } from '../../src/mesh/read-mesh-status.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { renderAt, type Rendered } from './render-at.js';
+import { KEY, renderAt, type Rendered } from './render-at.js';
 
 const SHOTS = path.join(REPO, 'screenshots');
 const mounted: Rendered[] = [];
@@ -52,6 +55,9 @@ function normalised(frame: string): string {
     .join('\n')
     .replace(/\d{8}T\d{6}Z-[0-9a-f]{6}/g, '<rotation id>')
     .replace(/\d{8}T\d+…/g, '<rotation id>…')
+    .replace(/\d{8}T\d{6}Z/g, '<stamp>')
+    // The 8 characters typed at the force gate are the made-up fingerprint's.
+    .replace(/^> [A-Za-z0-9+/]{8}$/m, '> <prefix>')
     .replace(/SHA256:[A-Za-z0-9+/]{43}/g, 'SHA256:<fingerprint>')
     .replace(/\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC/g, '<time>')
     .replace(/baton-shots-[A-Za-z0-9]{6}/g, '<tmp>')
@@ -151,6 +157,23 @@ describe('the screenshots show what the code prints (80×24)', () => {
     await baton(a, ['ca', 'rotate']);
     await baton(a, ['sync', '--push']);
     expect(await printed(b, 80)).toBe(shot('status-diverged'));
+
+    // The failover on the host left behind: the force screen with the prefix typed, then the result.
+    const local = (await readStatus(await sourcesOf(b))).local;
+    expect(local.state).toBe('whole');
+    const fingerprint = local.state === 'whole' ? local.current.fingerprint : '';
+    const share = { deployment, stateDir: path.join(b, 'state'), store: await openStore(storeUrl), clock: systemClock, host: os.hostname() };
+    const walk = renderAt(<FailoverApp ports={failoverPorts(share, storeUrl, undefined)} baton="baton" onExit={() => {}} />, 80, 24);
+    mounted.push(walk);
+    await walk.waitFor((f) => f.includes('Replace the local authority (force)'), 'the choices');
+    await walk.press('j');
+    await walk.waitFor((f) => f.includes('› Replace the local authority'), 'force selected');
+    await walk.press(KEY.enter);
+    await walk.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
+    await walk.press(fingerprint.slice(7, 15));
+    expect(normalised(await walk.waitFor((f) => f.includes('[ Replace ] enabled'), 'the gate open'))).toBe(shot('failover-force'));
+    await walk.press(KEY.enter);
+    expect(normalised(await walk.waitFor((f) => f.includes('Read again:'), 'the result'))).toBe(shot('failover-result'));
   });
 
   it('mesh-status: two seeded pairs, one receipted by the provisioner, one pending', async () => {
