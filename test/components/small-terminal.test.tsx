@@ -95,6 +95,23 @@ describe('at 60×20 under the drill rail', () => {
   });
 });
 
+describe('the task line above a real view', () => {
+  const afterOneCheck = () => drillFlow(drillFlow(drillFlow(drillAtForce(), { type: 'opened' }).state, { type: 'enter', at: 2 }).state, { type: 'task-finished' }).state;
+
+  it('says the last task passed its one check in words that count, and leaves it out where it would be cut', async () => {
+    const state = drillFlow(afterOneCheck(), { type: 'checks-done', results: [{ label: 'ok', ok: true }], at: 3 }).state;
+    const wide = renderAt(<DrillTaskFrame state={state} columns={120} onWrongTurn={() => {}} onInterrupt={() => {}}><></></DrillTaskFrame>, 120, 40);
+    mounted.push(wide);
+    const frame = await wide.waitFor((f) => f.includes('▸ '), 'the task line');
+    expect(frame).toContain('✓ the last task passed its check');
+    expect(frame).not.toContain('1 checks');
+    const narrow = renderAt(<DrillTaskFrame state={state} columns={60} onWrongTurn={() => {}} onInterrupt={() => {}}><></></DrillTaskFrame>, 60, 20);
+    mounted.push(narrow);
+    const cut = await narrow.waitFor((f) => f.includes('▸ '), 'the task line');
+    expect(cut).not.toMatch(/the last…|✓ the l/);
+  });
+});
+
 describe('the status view at 60×20', () => {
   it('shows the whole read time, ? help over it, and Esc closes the help, then the view where it may', async () => {
     let code: number | undefined;
