@@ -1,4 +1,6 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
+import { Focused } from './Frame.js';
 import type { Action } from '../src/share/types.js';
 import type { StatusReport } from '../src/app/status-report.js';
 import { actionWords } from '../src/app/failover-actions.js';
@@ -20,19 +22,19 @@ export function ActionMenu({ reading, actions, cursor, columns }: ActionMenuProp
       {actions.map((action, i) => {
         const words = actionWords(action, reading);
         const here = i === cursor;
-        return (
+        const choice = (
           <Box key={action} flexDirection="column">
             <Text color={here ? paint('cyan') : undefined} bold={here}>
               {here ? '› ' : '  '}
               {words.title}
             </Text>
             <Box paddingLeft={4} width={columns}>
-              <Text wrap="wrap" dimColor={!here}>
-                {words.consequence}
-              </Text>
+              <Prose width={columns - 4} dimColor={!here} text={words.consequence} />
             </Box>
           </Box>
         );
+        // The frame scrolls to the selected choice: ↓ past the fold never selects out of sight.
+        return here ? <Focused key={action}>{choice}</Focused> : choice;
       })}
     </Box>
   );

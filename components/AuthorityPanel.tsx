@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
 import type { PanelRows } from '../src/app/status-rows.js';
 import { FingerprintText } from './FingerprintText.js';
 
@@ -31,11 +32,7 @@ export function AuthorityPanel({ panel, width, ruled = false }: AuthorityPanelPr
       width={width}
       flexShrink={0}
     >
-      <Text wrap="wrap">
-        <Text bold>{panel.title}</Text>
-        {'  '}
-        {panel.where}
-      </Text>
+      <Prose width={inner} spans={[{ text: panel.title, bold: true }, { text: `  ${panel.where}` }]} />
       {panel.rows.map((row) => {
         if (row.kind === 'fingerprint') {
           const inline = inner >= LABEL_WIDTH + row.value.text.length;
@@ -59,7 +56,7 @@ export function AuthorityPanel({ panel, width, ruled = false }: AuthorityPanelPr
               <Text>{row.label}</Text>
             </Box>
             <Box width={inner - LABEL_WIDTH}>
-              <Text wrap="wrap">{row.value}</Text>
+              <Prose width={inner - LABEL_WIDTH} text={row.value} />
             </Box>
           </Box>
         );

@@ -1,4 +1,6 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
+import { Focused } from './Frame.js';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { actionWords } from '../src/app/failover-actions.js';
 import { deploymentPrefix } from '../src/app/typed-gate.js';
@@ -28,27 +30,35 @@ export function ConfirmAction({ state, columns, onTyped, onConfirm, isActive }: 
   return (
     <Box flexDirection="column" width={columns}>
       <Text bold>Confirm: {words.title}</Text>
-      <Text wrap="wrap">{words.consequence}</Text>
-      <Text wrap="wrap">baton takes the authority lock and reads both sides again first; if anything changed since this read, it stops and says what.</Text>
+      <Prose width={columns} text={words.consequence} />
+      <Prose width={columns} text="baton takes the authority lock and reads both sides again first; if anything changed since this read, it stops and says what." />
       {state.gated ? (
         <>
-          <Text wrap="wrap" color={paint('yellow')}>
-            {action === 'first-controller'
-              ? 'This cannot be undone: if another controller already holds this deployment\'s authority (a wrong --store?), the fleet gets a second one.'
-              : 'This cannot be undone: the authority this host held (the marker says so) is replaced by the published one.'}
-          </Text>
-          <Text wrap="wrap">
-            {`Type the first ${prefix.length} characters of the deployment id (`}
-            <Text bold underline>
-              {prefix}
-            </Text>
-            {reading.deployment.length > prefix.length ? '…' : ''}
-            {'), then Enter:'}
-          </Text>
-          <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+          <Prose
+            width={columns}
+            color={paint('yellow')}
+            text={
+              action === 'first-controller'
+                ? 'This cannot be undone: if another controller already holds this deployment\'s authority (a wrong --store?), the fleet gets a second one.'
+                : 'This cannot be undone: the authority this host held (the marker says so) is replaced by the published one.'
+            }
+          />
+          <Focused>
+            <Prose
+              width={columns}
+              spans={[
+                { text: `Type the first ${prefix.length} characters of the deployment id (` },
+                { text: prefix, bold: true, underline: true },
+                { text: `${reading.deployment.length > prefix.length ? '…' : ''}), then Enter:` },
+              ]}
+            />
+            <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+          </Focused>
         </>
       ) : (
-        <Text bold>Enter confirms · Esc goes back</Text>
+        <Focused>
+          <Text bold>Enter confirms · Esc goes back</Text>
+        </Focused>
       )}
       <Text>Nothing has been written yet.</Text>
     </Box>

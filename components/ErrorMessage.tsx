@@ -1,4 +1,5 @@
-import { Box, Text } from 'ink';
+import { Box } from 'ink';
+import { Prose } from './Prose.js';
 import type { BatonError } from '../src/errors.js';
 import { MarkedLine } from './MarkedLine.js';
 
@@ -22,9 +23,7 @@ export function ErrorMessage({ error, columns }: ErrorMessageProps) {
     <Box flexDirection="column" width={columns}>
       <MarkedLine tone="refused" label={LABELS[error.code] ?? 'failed'} text={what ?? ''} columns={columns} />
       {rest.map((line, i) => (
-        <Text key={i} wrap="wrap">
-          {line}
-        </Text>
+        <Prose key={i} width={columns} text={line} commands="baton" />
       ))}
     </Box>
   );

@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { actionWords } from '../src/app/failover-actions.js';
 import { assertNever } from '../src/app/status-verdict.js';
@@ -51,7 +52,8 @@ export function FailoverScreen({ state, columns, rows, baton, help, onTyped, onC
     </Text>
   );
   return (
-    <Frame columns={columns} rows={rows} header={header} footer={footer}>
+    // A new step (or the help) is a new screen: it opens at its top, not where the last one was scrolled.
+    <Frame key={`${state.step}${help ? '-help' : ''}`} columns={columns} rows={rows} header={header} footer={footer}>
       {help ? (
         <HelpOverlay columns={columns} keys={failoverKeys(state)} about={HELP_ABOUT[state.step]} />
       ) : (
@@ -80,9 +82,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       return <ForceGate state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
     case 'acting':
       return (
-        <Text wrap="wrap">
-          {MARKS.busy.glyph} {actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…
-        </Text>
+        <Prose width={columns} text={`${MARKS.busy.glyph} ${actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…`} />
       );
     case 'done':
       return <FailoverResult state={state} columns={columns} baton={baton} />;
@@ -90,7 +90,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       return (
         <Box flexDirection="column">
           <ErrorMessage error={state.error} columns={columns} />
-          <Text wrap="wrap">{state.action ? 'What was confirmed did not happen as asked; read the message above.' : ''}</Text>
+          {state.action ? <Prose width={columns} text="What was confirmed did not happen as asked; read the message above." /> : null}
         </Box>
       );
     default:

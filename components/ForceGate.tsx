@@ -7,9 +7,11 @@ import { FingerprintText } from './FingerprintText.js';
 import { GateField } from './GateField.js';
 import { MARKS } from '../src/app/marks.js';
 import { useColor } from './hooks/use-color.js';
-import { middleEllipsis } from './layout.js';
+import { Focused } from './Frame.js';
+import { Prose } from './Prose.js';
 
-const LABEL_WIDTH = 11;
+/** "PUBLISHED" and a space: at 60 columns a whole fingerprint (50) still fits on one line beside it. */
+const LABEL_WIDTH = 10;
 /** `SHA256:` then the 8 characters the gate asks for: what is underlined on LOCAL. */
 const TYPED_SPAN = [7, 15] as const;
 
@@ -61,18 +63,19 @@ export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: Forc
           <Text>installed in its place</Text>
         </Box>
       </Box>
-      <Text wrap="wrap">Diagnosis: {lineageSentence(verdict.lineage)}</Text>
-      <Text wrap="wrap">{`${middleEllipsis(verdict.caDir, columns - 36)} and its marker are moved to:`}</Text>
-      <Text>{`  ${middleEllipsis(target, columns - 2)}`}</Text>
-      <Text wrap="wrap">Type the 8 characters marked "type these" (LOCAL, after SHA256:), then Enter:</Text>
-      <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
-      {unlocked ? (
-        <Text color={paint(MARKS.action.color)} bold wrap="wrap">
-          [ Replace ] enabled: Enter replaces the local authority
-        </Text>
-      ) : (
-        <Text wrap="wrap">[ Replace ] disabled until the 8 characters match · nothing written yet</Text>
-      )}
+      {/* The field right under the marks it asks for: on a short terminal both stay in view. */}
+      <Focused>
+        <Prose width={columns} text={'Type the 8 characters marked "type these" (LOCAL, after SHA256:), then Enter:'} />
+        <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+        {unlocked ? (
+          <Prose width={columns} bold color={paint(MARKS.action.color)} text="[ Replace ] enabled: Enter replaces the local authority" />
+        ) : (
+          <Prose width={columns} text="[ Replace ] disabled until the 8 characters match · nothing written yet" />
+        )}
+      </Focused>
+      <Prose width={columns} text={`Diagnosis: ${lineageSentence(verdict.lineage)}`} />
+      <Prose width={columns} text={`${verdict.caDir} and its marker are moved to:`} />
+      <Prose width={columns} indent={2} text={target} />
     </Box>
   );
 }

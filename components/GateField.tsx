@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
 import { MARKS } from '../src/app/marks.js';
 import { useColor } from './hooks/use-color.js';
 import { useLineEdit } from './hooks/use-line-edit.js';
@@ -30,10 +31,7 @@ export function GateField({ value, onChange, onSubmit, isActive, refusal, column
         {isActive ? <Text inverse> </Text> : null}
       </Text>
       {refusal ? (
-        <Text wrap="wrap">
-          <Text color={paint(MARKS.refused.color)} bold>{`${MARKS.refused.glyph} not accepted: `}</Text>
-          {refusal}
-        </Text>
+        <Prose width={columns} spans={[{ text: `${MARKS.refused.glyph} not accepted: `, bold: true, color: paint(MARKS.refused.color) }, { text: refusal }]} />
       ) : null}
     </Box>
   );

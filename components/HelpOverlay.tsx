@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
 import type { KeyHelp } from './keys.js';
 
 export interface HelpOverlayProps {
@@ -14,9 +15,9 @@ export function HelpOverlay({ columns, keys, about }: HelpOverlayProps) {
   return (
     <Box flexDirection="column" borderStyle="round" paddingX={1} width={Math.min(columns, 72)}>
       <Text bold>Keys on this screen</Text>
-      {about ? <Text wrap="wrap">{about}</Text> : null}
+      {about ? <Prose width={Math.min(columns, 72) - 4} text={about} /> : null}
       <KeyRows keys={keys} />
-      <Text wrap="wrap">No single key writes anything: every write has its own confirm screen.</Text>
+      <Prose width={Math.min(columns, 72) - 4} text="No single key writes anything: every write has its own confirm screen." />
       <Text>Esc or ? closes this help.</Text>
     </Box>
   );

@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from './Prose.js';
 import type { StatusReport } from '../src/app/status-report.js';
 import { localRows, publishedRows, type PanelRows } from '../src/app/status-rows.js';
 import { FingerprintText } from './FingerprintText.js';
@@ -21,13 +22,16 @@ export function ReadSummary({ reading, columns }: ReadSummaryProps) {
   return (
     <Box flexDirection="column" width={columns}>
       <Row label="lock" columns={columns}>
-        <Text wrap="wrap">
-          {lock.state === 'busy'
-            ? `BUSY: ${lock.error.what} (${lock.error.where ?? 'ca.lock'}) Only "leave" is offered until it is released; press r to read again.`
-            : lock.state === 'free'
-              ? 'free (nobody else is changing this authority)'
-              : 'not probed'}
-        </Text>
+        <Prose
+          width={columns - LABEL_WIDTH}
+          text={
+            lock.state === 'busy'
+              ? `BUSY: ${lock.error.what} (${lock.error.where ?? 'ca.lock'}) Only "leave" is offered until it is released; press r to read again.`
+              : lock.state === 'free'
+                ? 'free (nobody else is changing this authority)'
+                : 'not probed'
+          }
+        />
       </Row>
       <Side panel={localRows(reading)} columns={columns} />
       <Side panel={publishedRows(reading)} columns={columns} />
@@ -47,7 +51,7 @@ function Side({ panel, columns }: { readonly panel: PanelRows; readonly columns:
         {fingerprint && fingerprint.kind === 'fingerprint' ? (
           <FingerprintText value={fingerprint.value} width={columns - LABEL_WIDTH} />
         ) : null}
-        <Text wrap="wrap">{words}</Text>
+        <Prose width={columns - LABEL_WIDTH} text={words} />
       </Box>
     </Row>
   );

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useApp } from 'ink';
 import { initialStatus, statusFlow, statusStateExitCode } from '../src/app/status-flow.js';
 import { statusRunner } from '../src/app/status-run-effect.js';
@@ -19,15 +19,18 @@ export interface StatusAppProps {
   readonly onExit: (code: number) => void;
   /** Whether this terminal can take keys (raw mode); without it --watch cannot be quit by `q`. */
   readonly interactive: boolean;
+  /** Esc (with no help open) closes the view: the drill's status task, where closing is the way on. */
+  readonly escCloses?: boolean;
 }
 
 /** The status screen wired to its flow: reads, re-reads on `r` and on the watch timer, quits on `q`. */
-export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, onExit, interactive }: StatusAppProps) {
+export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, onExit, interactive, escCloses = false }: StatusAppProps) {
   const { exit } = useApp();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
   const runner = useMemo(() => statusRunner(read), [read]);
   const [state, dispatch] = useFlow(statusFlow, initialStatus, runner);
+  const [help, setHelp] = useState(false);
 
   // Ctrl-C under --watch ends the app without a `q`: exit with the code of the last read.
   const latest = useRef(state);
@@ -53,11 +56,15 @@ export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, on
   useKeys(
     (intent) => {
       if (intent === 'quit') finish();
-      if (intent === 'refresh') dispatch({ type: 'refresh' });
+      else if (intent === 'help') setHelp(!help);
+      else if (intent === 'back') {
+        if (help) setHelp(false);
+        else if (escCloses) finish();
+      } else if (intent === 'refresh') dispatch({ type: 'refresh' });
     },
     { isActive: interactive && watchSeconds !== undefined },
   );
 
   // One read prints whole and exits (it stays in the scrollback); --watch redraws, so it keeps within the rows.
-  return <StatusScreen state={state} columns={columns} rows={watchSeconds === undefined ? undefined : size.rows} baton={baton} watchSeconds={watchSeconds} />;
+  return <StatusScreen state={state} columns={columns} rows={watchSeconds === undefined ? undefined : size.rows} baton={baton} watchSeconds={watchSeconds} help={help} escCloses={escCloses} />;
 }

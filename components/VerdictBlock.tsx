@@ -1,4 +1,5 @@
-import { Box, Text } from 'ink';
+import { Box } from 'ink';
+import { Prose } from './Prose.js';
 import type { Verdict } from '../src/share/types.js';
 import { describeVerdict } from '../src/app/status-verdict.js';
 import { MarkedLine } from './MarkedLine.js';
@@ -18,7 +19,7 @@ export function VerdictBlock({ verdict, baton, columns, showNext = true }: Verdi
   return (
     <Box flexDirection="column" width={columns}>
       <MarkedLine tone={words.tone} label={words.label} text={words.headline} columns={columns} />
-      {showNext ? <Text wrap="wrap">Next: {words.next}</Text> : null}
+      {showNext ? <Prose width={columns} text={`Next: ${words.next}`} commands="baton" /> : null}
     </Box>
   );
 }

@@ -16,6 +16,7 @@ const FALLBACK = { columns: 80, rows: 24 } as const;
 /** What Ink is told: taller than any frame, so its full-clear path is unreachable. */
 const INK_ROWS = 10_000;
 const SIZE = Symbol('baton.terminalSize');
+const ERASE = Symbol('baton.eraseFrame');
 
 export interface TerminalSize {
   readonly columns: number;
@@ -24,6 +25,7 @@ export interface TerminalSize {
 
 interface Sized {
   readonly [SIZE]?: () => TerminalSize;
+  readonly [ERASE]?: () => void;
   readonly columns?: number;
   readonly rows?: number;
 }
@@ -48,6 +50,22 @@ function scrollAway(rows: number): string {
   return `\u001b[${rows};1H${'\n'.repeat(rows)}\u001b[H`;
 }
 
+/**
+ * Erases the last frame a finished Ink render left on the screen, so the next render (the
+ * drill mounts one per view) draws in its place: each one's last frame otherwise stayed
+ * above the next and piled up in the scrollback.
+ */
+export function eraseLastFrame(stdout: unknown): void {
+  (stdout as Sized)[ERASE]?.();
+}
+
+/** log-update's eraseLines(n): each line cleared from the bottom up, the cursor left at column 1. */
+function eraseLines(count: number): string {
+  let out = '';
+  for (let i = 0; i < count; i++) out += `\u001b[2K${i < count - 1 ? '\u001b[1A' : ''}`;
+  return count > 0 ? `${out}\u001b[G` : '';
+}
+
 export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   if ((stdout as Sized)[SIZE]) return stdout;
   const resize = new EventEmitter();
@@ -59,6 +77,13 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   /** The frame on screen as Ink last wrote it (after log-update's erase), to draw again if Ink does not. */
   let frame = '';
   let drawn = true;
+  /**
+   * Until then, a frame is drawn from the top of a cleared screen rather than over the rows
+   * Ink thinks the last one took: right after a resize Ink draws once with the old layout
+   * (lines now wider than the terminal, each taking two rows) before the view re-lays itself
+   * out, and erasing that frame's line count left its top half — a second header — above.
+   */
+  let settleUntil = 0;
   const write = (chunk: unknown, ...rest: unknown[]): boolean => {
     const text = typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : '';
     const erased = text.lastIndexOf(ERASE_END);
@@ -66,14 +91,27 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
     if (body.replace(ESCAPE, '') !== '') {
       frame = body;
       drawn = true;
+      // Cursor home and erase below (never the full clear, which wipes the scrollback).
+      if (Date.now() < settleUntil) return (stdout.write as (...args: unknown[]) => boolean)(`\u001b[H\u001b[J${body}`, ...rest);
     }
     return (stdout.write as (...args: unknown[]) => boolean)(chunk, ...rest);
   };
 
+  const erase = () => {
+    if (!frame) return;
+    // Ink leaves the cursor on the line under its frame: up one line per frame line, clearing each.
+    const lines = frame.split('\n').length - (frame.endsWith('\n') ? 1 : 0);
+    stdout.write(`\u001b[2K\u001b[1A${eraseLines(lines)}`);
+    frame = '';
+  };
+
   stdout.on('resize', () => {
     stdout.write(scrollAway(size().rows));
+    settleUntil = Date.now() + 300;
     drawn = false;
-    resize.emit('resize');
+    // The views' own size hooks first, Ink's redraw last: Ink re-renders as soon as it hears,
+    // and heard first it drew one frame in the old layout before the view had re-laid itself out.
+    for (const listener of resize.listeners('resize').reverse()) (listener as () => void)();
     // Ink writes only a frame that differs from its last one; an unchanged frame (the width
     // grew, the text did not) is drawn again here so the screen is never left empty.
     setTimeout(() => {
@@ -85,6 +123,7 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   return new Proxy(stdout, {
     get(target, property) {
       if (property === SIZE) return size;
+      if (property === ERASE) return erase;
       if (property === 'columns') return size().columns;
       if (property === 'rows') return INK_ROWS;
       if (property === 'write') return write;

@@ -10,7 +10,6 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -218,10 +217,29 @@ class Pane {
     await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', '-l', text]);
   }
 
+  /**
+   * The picture, and beside it the same frame as plain text: test/components/screenshots.test.tsx
+   * renders the same states in-process and compares, so a picture that no longer shows what
+   * the code prints fails a test instead of drifting.
+   */
   async shoot(name: string, title: string): Promise<void> {
     const screen = await this.capture(true);
     writeFileSync(path.join(OUT, `${name}.svg`), ansiToSvg(screen, this.columns, this.rows, title));
+    const text = (await this.capture()).split('\n').map((line) => line.trimEnd());
+    while (text.length > 0 && text[text.length - 1] === '') text.pop();
+    writeFileSync(path.join(OUT, `${name}.txt`), `${text.join('\n')}\n`);
     console.log(`screenshots/${name}.svg`);
+  }
+
+  /** The pane's text once it matches `pattern`, for a value the walk must type back (a fingerprint, a count). */
+  async read(pattern: RegExp, timeout = 20_000): Promise<string> {
+    const deadline = Date.now() + timeout;
+    for (;;) {
+      const match = pattern.exec(await this.capture());
+      if (match) return match[1]!;
+      if (Date.now() > deadline) throw new Error(`screenshots: waited for ${String(pattern)}; screen:\n${await this.capture()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** Stops the private server and removes its socket file (tmux leaves it behind). */
@@ -247,7 +265,8 @@ async function baton(cwd: string, args: string[]): Promise<string> {
 
 async function main(): Promise<void> {
   mkdirSync(OUT, { recursive: true });
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'baton-shots-'));
+  // Always under /tmp: the paths in the pictures are what test/components/screenshots.test.tsx renders.
+  const tmp = mkdtempSync('/tmp/baton-shots-');
   const panes: Pane[] = [];
   const pane = async (cwd: string, args: string[], columns = 80, rows = 24) => {
     const p = await Pane.start(args, cwd, columns, rows);
@@ -263,7 +282,7 @@ async function main(): Promise<void> {
     const host = (name: string) => {
       const dir = path.join(tmp, name);
       mkdirSync(dir, { mode: 0o700 });
-      writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: file://${store}\n`);
+      writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: file://${store}\nseal: none\n`);
       return dir;
     };
     const a = host('ctl-a');
@@ -306,14 +325,19 @@ async function main(): Promise<void> {
 
     // A mesh of three machines reached through the local transport: the rotation preview.
     const mesh = path.join(tmp, 'mesh');
-    for (const m of ['db1', 'web1', 'web2']) mkdirSync(path.join(mesh, 'machines', m), { recursive: true });
+    for (const m of ['db1', 'web1', 'web2', 'web3']) mkdirSync(path.join(mesh, 'machines', m), { recursive: true });
     const machines = ['db1', 'web1', 'web2'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`);
     const pairs = ['providers:', '  - { name: pg-main, machine: db1, kind: postgres }', 'consumers:', '  - { name: web1-app, machine: web1, uses: [pg-main] }', '  - { name: web2-app, machine: web2, uses: [pg-main] }'];
     writeFileSync(path.join(mesh, 'mesh.yaml'), ['machines:', ...machines, ...pairs, ''].join('\n'));
     const rotate = (inventory: string) => ['--state-dir', path.join(mesh, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--wait', '0'];
-    const preview = await pane(mesh, rotate('mesh.yaml'));
+    // Three pairs: the preview folds the windows after the first ("…and 2 more"), as it does for any rotation.
+    writeFileSync(
+      path.join(mesh, 'mesh-3.yaml'),
+      ['machines:', ...machines, '  - { name: web3, address: machines/web3, transport: local }', ...pairs, '  - { name: web3-app, machine: web3, uses: [pg-main] }', ''].join('\n'),
+    );
+    const preview = await pane(mesh, rotate('mesh-3.yaml'));
     await preview.waitFor('(the number of credentials)');
-    await preview.type('2');
+    await preview.type('3');
     await preview.waitFor('(Enter rotates)');
     await preview.shoot('rotation-preview', 'baton mesh rotate: affected holders, the window, the typed count (80×24)');
     await preview.keys('Escape');
@@ -356,19 +380,82 @@ async function main(): Promise<void> {
     await status.shoot('mesh-status', 'baton mesh status: every pair by digest, worst first (80×24)');
     await status.keys('q');
 
-    // The drill: its rail over step 1, then the summary once the step passed.
-    const drill = await pane(tmp, ['drill', '--step', '1']);
+    // The drill: its rail over step 1, then every step walked to the summary.
+    const drill = await pane(tmp, ['drill']);
     await drill.waitFor('Enter begins the step', 90_000);
     await drill.shoot('drill-rail', 'baton drill: the rail and step 1 (80×24)');
+    const goOn = async () => {
+      await drill.waitFor('Enter goes on', 60_000);
+      await drill.keys('Enter');
+    };
+    const begin = async () => {
+      await drill.waitFor('Enter begins the step');
+      await drill.keys('Enter');
+    };
+    // Step 1: both status views.
     await drill.keys('Enter');
     await drill.waitFor('in sync:');
     await drill.type('q');
     await drill.waitFor('action needed');
     await drill.type('q');
-    await drill.waitFor('Enter goes on');
+    await goOn();
+    // Step 2: adopt on ctl-b.
+    await begin();
+    await drill.waitFor('› Adopt the published authority');
     await drill.keys('Enter');
-    await drill.waitFor('Drill complete');
-    await drill.shoot('drill-summary', 'baton drill: the summary (80×24)');
+    await drill.waitFor('Enter confirms');
+    await drill.keys('Enter');
+    await drill.waitFor('Installed the published authority');
+    await drill.type('q');
+    await goOn();
+    // Step 3: rotate and publish on ctl-b; ctl-a is refused, then forced.
+    await begin();
+    await drill.waitFor('Enter: rotate the authority on ctl-b');
+    await drill.keys('Enter');
+    await drill.waitFor("› Publish this host's authority");
+    await drill.keys('Enter');
+    await drill.waitFor('Enter confirms');
+    await drill.keys('Enter');
+    await drill.waitFor('Published SHA256:');
+    await drill.type('q');
+    await drill.waitFor('› Leave it as it is');
+    const prefix = await drill.read(/LOCAL\s+SHA256:(\S{8})/);
+    await drill.type('j');
+    await drill.waitFor('› Replace the local authority (force)');
+    await drill.keys('Enter');
+    await drill.waitFor('marked "type these"');
+    await drill.type(prefix);
+    await drill.waitFor('[ Replace ] enabled');
+    await drill.keys('Enter');
+    await drill.waitFor('set aside in');
+    await drill.type('q');
+    await goOn();
+    // Step 4: one pair rotated.
+    await begin();
+    const one = await drill.read(/Type (\d+) \(the number of credentials\)/);
+    await drill.type(one);
+    await drill.waitFor('(Enter rotates)');
+    await drill.keys('Enter');
+    await drill.waitFor('q closes the view', 60_000);
+    await drill.type('q');
+    await goOn();
+    // Step 5: the gate closes on an unplugged machine, then opens once it is back.
+    await begin();
+    await drill.waitFor('Enter: unplug worker1');
+    await drill.keys('Enter');
+    await drill.waitFor('Gate closed', 60_000);
+    await drill.type('q');
+    await drill.waitFor('Enter: bring worker1 back', 60_000);
+    await drill.keys('Enter');
+    const all = await drill.read(/Type (\d+) \(the number of credentials\)/, 60_000);
+    await drill.type(all);
+    await drill.waitFor('(Enter rotates)');
+    await drill.keys('Enter');
+    await drill.waitFor('q closes the view', 60_000);
+    await drill.type('q');
+    await goOn();
+    await drill.waitFor('Drill complete', 60_000);
+    await drill.shoot('drill-summary', 'baton drill: the summary after all five steps (80×24)');
     await drill.keys('Enter');
     await drill.waitFor('sandbox was removed', 30_000);
   } finally {

@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from '../Prose.js';
 import type { CheckResult } from '../../src/app/drill/check.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
@@ -16,11 +17,12 @@ export function DrillChecks({ checks, columns }: DrillChecksProps) {
       {checks.map((result, i) => {
         const mark = result.ok ? MARKS.ok : MARKS.refused;
         return (
-          <Text key={i} wrap="truncate-end">
-            <Text color={paint(mark.color)}>{mark.glyph} </Text>
-            {result.label}
-            {result.detail && !result.ok ? <Text>{` — ${result.detail}`}</Text> : null}
-          </Text>
+          <Prose
+            key={i}
+            width={columns}
+            indent={2}
+            spans={[{ text: `${mark.glyph} `, color: paint(mark.color) }, { text: result.label }, ...(result.detail && !result.ok ? [{ text: ` — ${result.detail}` }] : [])]}
+          />
         );
       })}
     </Box>

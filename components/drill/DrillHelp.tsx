@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from '../Prose.js';
 import type { StepSpec } from '../../src/app/drill/scenario.js';
 import { KeyRows } from '../HelpOverlay.js';
 import type { KeyHelp } from '../keys.js';
@@ -23,11 +24,11 @@ export function DrillHelp({ step, columns }: DrillHelpProps) {
   return (
     <Box flexDirection="column" borderStyle="round" paddingX={1} width={width}>
       <Text bold wrap="truncate-end">{`Step ${step.number}: ${step.title}`}</Text>
-      <Text wrap="wrap">{step.explanation}</Text>
-      <Text wrap="wrap">
-        Each task opens the real view; its own keys apply there (q closes it). The drill then checks the sandbox
-        itself and lets you go on only when every check passed.
-      </Text>
+      <Prose width={width - 4} text={step.explanation} />
+      <Prose
+        width={width - 4}
+        text="Each task opens the real view; its own keys apply there (q closes it). The drill then checks the sandbox itself and lets you go on only when every check passed."
+      />
       <Box marginTop={1}>
         <KeyRows keys={DRILL_KEYS} keyWidth={9} wrap="truncate-end" />
       </Box>

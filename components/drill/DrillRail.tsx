@@ -3,6 +3,7 @@ import { currentStep, railMarks, type DrillState, type RailMark } from '../../sr
 import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
+import { clip } from '../rotation/fit.js';
 
 export interface DrillRailProps {
   readonly state: DrillState;
@@ -27,19 +28,23 @@ export function DrillRail({ state, columns, hint = '? explains · q quits' }: Dr
   const marks = railMarks(state);
   const step = currentStep(state);
   const title = `Step ${step.number} of ${DRILL_STEPS.length}: ${step.title}`;
+  // Cut to what is left beside the marks: a row that wraps makes the rail three lines, and
+  // a frame one line taller than the terminal scrolls the rail away.
+  const beside = columns - 'baton drill '.length - marks.length * 3;
+  const keys = beside > 6 ? clip(`   ${hint}`, beside) : '';
   return (
     <Box flexDirection="column" width={columns}>
-      <Box>
+      <Box flexShrink={0}>
         <Text bold>baton drill </Text>
         {marks.map((mark, i) => (
           <Text key={i} color={paint(RAIL_COLORS[mark])} bold={mark === 'current'}>
             {` ${RAIL_GLYPHS[mark]}${i + 1}`}
           </Text>
         ))}
-        <Text wrap="truncate-end">{`   ${hint}`}</Text>
+        <Text>{keys}</Text>
       </Box>
       <Text bold wrap="truncate-end">
-        {title.length > columns ? `${title.slice(0, columns - 1)}…` : title}
+        {clip(title, columns)}
       </Text>
     </Box>
   );

@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from '../Prose.js';
 import { currentStep, currentTask, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { MARKS } from '../../src/app/marks.js';
 import { useColor } from '../hooks/use-color.js';
@@ -52,6 +53,7 @@ export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
   const body = state.help ? <DrillHelp step={step} columns={columns} /> : <Body state={state} columns={columns} />;
   return (
     <Frame
+      key={`${state.phase}${state.help ? '-help' : ''}`}
       columns={columns}
       rows={rows}
       headerRows={2}
@@ -135,9 +137,7 @@ function Checked({ tone, title, error, state, columns }: { readonly tone: 'ok' |
         {` ${title}`}
       </Text>
       {error.map((line, i) => (
-        <Text key={i} wrap="wrap">
-          {line}
-        </Text>
+        <Prose key={i} width={columns} text={line} />
       ))}
       <DrillChecks checks={state.checks} columns={columns} />
       <MeshStatusAfter lines={state.meshStatus} columns={columns} />

@@ -50,14 +50,17 @@ export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrong
     },
     [state, onWrongTurn],
   );
+  // Shown only where it fits whole beside the task: cut, it read "✓ the last…".
+  const passed =
+    state.checks.length > 0 && state.checks.every((check) => check.ok)
+      ? `  ${MARKS.ok.glyph} the last task passed ${state.checks.length === 1 ? 'its check' : `all ${state.checks.length} checks`}`
+      : '';
   return (
     <Box flexDirection="column" width={columns}>
       <DrillRail state={state} columns={columns} hint="the view's keys apply · q closes it" />
       <Text wrap="truncate-end">
         <Text color={paint('cyan')}>{`▸ ${task.label}`}</Text>
-        {state.checks.length > 0 && state.checks.every((check) => check.ok) ? (
-          <Text color={paint(MARKS.ok.color)}>{`  ${MARKS.ok.glyph} the last task passed ${state.checks.length} checks`}</Text>
-        ) : null}
+        {passed && [...`▸ ${task.label}${passed}`].length <= columns ? <Text color={paint(MARKS.ok.color)}>{passed}</Text> : null}
       </Text>
       <ReservedRows.Provider value={FRAME_ROWS}>
         <TurnReport.Provider value={report}>{children}</TurnReport.Provider>

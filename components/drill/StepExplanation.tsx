@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from '../Prose.js';
 import type { StepSpec } from '../../src/app/drill/scenario.js';
 import { useColor } from '../hooks/use-color.js';
 import { RAIL_COLORS, RAIL_GLYPHS } from './DrillRail.js';
@@ -15,7 +16,7 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
   const paint = useColor();
   return (
     <Box flexDirection="column" width={columns}>
-      <Text wrap="wrap">{step.explanation}</Text>
+      <Prose width={columns} text={step.explanation} />
       <Box flexDirection="column" marginTop={1}>
         {step.tasks.map((spec, i) => {
           const done = task !== undefined && i < task;
@@ -24,10 +25,7 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
           const mark = done ? 'passed' : current ? 'current' : 'pending';
           return (
             <Box key={i} flexDirection="column">
-              <Text wrap="truncate-end" bold={current}>
-                <Text color={paint(RAIL_COLORS[mark])}>{RAIL_GLYPHS[mark]} </Text>
-                {spec.label}
-              </Text>
+              <Prose width={columns} indent={2} bold={current} spans={[{ text: `${RAIL_GLYPHS[mark]} `, color: paint(RAIL_COLORS[mark]) }, { text: spec.label }]} />
               {current ? (
                 <Text wrap="truncate-end" color={paint('gray')}>
                   {`    the real night: ${spec.command}`}

@@ -7,7 +7,8 @@ import { EXIT_CODES } from '../../src/errors.js';
 import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
 import type { Suggester } from '../../src/suggest-command.js';
 import { ColorContext } from '../color-context.js';
-import { MeshStatusView, summaryLines, summaryOf, visibleRows } from './MeshStatusView.js';
+import { MeshStatusView, meshStatusLayout } from './MeshStatusView.js';
+import { useTerminalSize } from '../hooks/use-columns.js';
 import { useMeshStatusKeys } from './use-mesh-status-keys.js';
 
 export interface MeshStatusAppProps {
@@ -15,8 +16,9 @@ export interface MeshStatusAppProps {
   readonly machines: number;
   /** Reads every holder; `onMachine` is called as each answers. Never rejects. */
   readonly read: (onMachine: (machine: string, ok: boolean) => void) => Promise<PairStatus[]>;
-  readonly columns: number;
-  readonly rows: number;
+  /** The terminal's size; read live (resizes included) when not given. Tests pass it. */
+  readonly columns?: number;
+  readonly rows?: number;
   readonly color: boolean;
   /** Builds the commands the "next" line suggests, with the flags the operator gave. */
   readonly suggester?: Suggester;
@@ -24,8 +26,11 @@ export interface MeshStatusAppProps {
 }
 
 /** Reads on mount and on `r`; quits on `q` with the exit code of what it last read. */
-export function MeshStatusApp({ selectorText, machines, read, columns, rows, color, suggester, onExit }: MeshStatusAppProps) {
+export function MeshStatusApp({ selectorText, machines, read, columns: fixedColumns, rows: fixedRows, color, suggester, onExit }: MeshStatusAppProps) {
   const { exit } = useApp();
+  const size = useTerminalSize();
+  const columns = fixedColumns ?? size.columns;
+  const rows = fixedRows ?? size.rows;
   const [progress, setProgress] = useState({ read: 0, total: machines });
   const runner = useMemo<EffectRunner<unknown, MeshStatusFlowEvent, MeshStatusEffect>>(
     () => ({
@@ -38,7 +43,7 @@ export function MeshStatusApp({ selectorText, machines, read, columns, rows, col
     [read, machines],
   );
   const [state, dispatch, current] = useFlow(meshStatusFlow, initialMeshStatusFlow, runner);
-  const visible = visibleRows(rows, summaryLines(summaryOf(state, progress), columns - 1).length);
+  const { visible } = meshStatusLayout(state, columns, rows, suggester, progress);
   useMeshStatusKeys(
     (intent) => {
       // Several keys can arrive in one read: each acts on the state the one before left.

@@ -4,9 +4,9 @@ import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-statu
 import { MARKS } from '../../src/app/marks.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
 import { HelpOverlay } from '../HelpOverlay.js';
-import { wrapWords } from '../MarkedLine.js';
 import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
+import { layoutWithCommands, wrapWords } from '../layout.js';
 import { MeshStatusTable } from './MeshStatusTable.js';
 
 export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
@@ -19,8 +19,8 @@ export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   QUIT_KEY,
 ];
 
-/** Lines the frame uses besides the table rows: title, summary, header, detail ×2, filter, keys, and one spare. */
-export const FRAME_LINES = 8;
+/** Lines the frame uses besides the table rows and the detail: title, summary, header, filter, keys, and one spare. */
+export const FRAME_LINES = 6;
 
 /** The line under the title: the counts of each state, or how the reading goes. */
 export function summaryOf(state: MeshStatusViewState, progress: { readonly read: number; readonly total: number }): string {
@@ -37,9 +37,9 @@ export function summaryLines(summary: string, width: number): string[] {
   return lines.length <= 2 ? lines : [lines[0]!, fit(lines.slice(1).join(' '), width)];
 }
 
-/** Table rows that fit: a summary on two lines takes one from the table. */
-export function visibleRows(rows: number, summaryLineCount: number): number {
-  return Math.max(3, rows - FRAME_LINES - (summaryLineCount - 1));
+/** Table rows that fit: a summary on two lines, and each line of the detail, take one from the table. */
+export function visibleRows(rows: number, summaryLineCount: number, detailLines = 2): number {
+  return Math.max(3, rows - FRAME_LINES - detailLines - (summaryLineCount - 1));
 }
 
 export interface MeshStatusViewProps {
@@ -52,17 +52,44 @@ export interface MeshStatusViewProps {
   readonly suggester?: Suggester;
 }
 
+/**
+ * The selected pair's detail and next step, wrapped whole (a resume id cut to
+ * `baton mesh resume 2026120…` was the one thing the operator needed), and how many table rows
+ * are left for the rest of the rows.
+ */
+export function meshStatusLayout(
+  state: MeshStatusViewState,
+  columns: number,
+  rows: number,
+  suggester: Suggester = PLAIN_SUGGESTER,
+  progress: { readonly read: number; readonly total: number } = { read: 0, total: 0 },
+): { detail: string[]; visible: number } {
+  const width = columns - 1;
+  const current = filteredRows(state)[state.selected];
+  const next = current ? nextStep(current, suggester) : undefined;
+  const detail =
+    state.help || !current
+      ? []
+      : [
+          // The pair whole (the table cuts it to its column), then where and what.
+          ...wrapWords(`${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width, 2),
+          ...(next ? layoutWithCommands(`next: ${next}`, width, suggester.prefix) : current.resumeId ? wrapWords(`resume id: ${current.resumeId}`, width) : []),
+        ];
+  return { detail, visible: visibleRows(rows, summaryLines(summaryOf(state, progress), width).length, detail.length) };
+}
+
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
 export function MeshStatusView({ state, selectorText, progress, columns, rows, suggester = PLAIN_SUGGESTER }: MeshStatusViewProps) {
   const width = columns - 1;
-  const summary = summaryLines(summaryOf(state, progress), width);
-  const visible = visibleRows(rows, summary.length);
+  const { detail, visible } = meshStatusLayout(state, columns, rows, suggester, progress);
   const shown = filteredRows(state);
-  const current = shown[state.selected];
+  // The selection always in the window, even after a resize or a taller detail shrank it.
+  const top = Math.max(0, Math.min(state.top, state.selected, Math.max(0, shown.length - visible)), state.selected - visible + 1);
+  const summary = summaryLines(summaryOf(state, progress), width);
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
-  const window = shown.length > visible ? `rows ${state.top + 1}–${Math.min(shown.length, state.top + visible)} of ${shown.length}` : '';
-  const next = current ? nextStep(current, suggester) : undefined;
+  const hidden = shown.length - Math.min(visible, shown.length - top);
+  const window = shown.length > visible ? `rows ${top + 1}–${Math.min(shown.length, top + visible)} of ${shown.length}, ${hidden} hidden: ↑↓ scrolls, / filters` : '';
   const bottom = state.typingFilter
     ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
     : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
@@ -75,14 +102,11 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
       {state.help ? (
         <HelpOverlay columns={columns} keys={MESH_STATUS_KEYS} about="Every pair by digest, worst first. This view only reads." />
       ) : (
-        <MeshStatusTable rows={shown} selected={state.selected} top={state.top} visible={visible} columns={columns} />
+        <MeshStatusTable rows={shown} selected={state.selected} top={top} visible={visible} columns={columns} />
       )}
-      {!state.help && current ? (
-        <Box flexDirection="column">
-          <Text>{fit(`${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width)}</Text>
-          <Text>{fit(next ? `next: ${next}` : current.resumeId ? `resume id: ${current.resumeId}` : '', width)}</Text>
-        </Box>
-      ) : null}
+      {detail.map((line, i) => (
+        <Text key={i}>{fit(line, width)}</Text>
+      ))}
       <Text>{fit(bottom, width)}</Text>
       <Text dimColor>{fit('↑↓ move  / filter  r read again  ? help  q quit', width)}</Text>
     </Box>

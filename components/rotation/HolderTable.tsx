@@ -44,7 +44,8 @@ export function HolderTable({ state, columns, offset, pageSize, color, tick }: H
         );
       })}
       {holders.length > pageSize ? (
-        <Text dimColor={color}>{fit(`  rows ${offset + 1}–${offset + visible.length} of ${holders.length} · j/k or ↑/↓ to scroll`, width)}</Text>
+        // How many are out of sight and how to see them first: a narrow terminal cuts the end.
+        <Text dimColor={color}>{fit(`  ${holders.length - visible.length} more hidden · rows ${offset + 1}–${offset + visible.length} of ${holders.length} · j/k or ↑/↓ to scroll`, width)}</Text>
       ) : null}
     </Box>
   );

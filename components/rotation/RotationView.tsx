@@ -5,7 +5,8 @@ import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClose
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
-import { Frame } from '../Frame.js';
+import { Focused, Frame } from '../Frame.js';
+import { Prose } from '../Prose.js';
 
 export interface RotationViewProps {
   readonly state: RotationState;
@@ -39,19 +40,26 @@ export function RotationView({ state, columns, offset, color, tick, rows, refusa
   const resume = resumeCommand ?? `baton mesh resume ${state.id}`;
   const pageSize = holderPage(rows);
   const width = columns - 1;
-  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) => (
-    <Box key={key ?? text} width={width}>
-      <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap={wrap ? 'wrap' : 'truncate-end'}>
-        {wrap ? text : clip(text, width)}
-      </Text>
-    </Box>
-  );
+  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) =>
+    wrap ? (
+      // Wrapped at words, and a `baton mesh resume …` in it kept whole to copy.
+      <Prose key={key ?? text} width={width} text={text} commands="baton" {...(color && tone ? { color: MARKS[tone].color } : {})} />
+    ) : (
+      <Box key={key ?? text} width={width}>
+        <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap="truncate-end">
+          {clip(text, width)}
+        </Text>
+      </Box>
+    );
   return (
-    <Frame columns={columns} rows={rows ?? 24} header={line(`baton mesh rotate · rotation ${state.id}`)} footer={line(keysLine(state, pageSize))} scrollKeys={false}>
+    <Frame key={state.step} columns={columns} rows={rows ?? 24} header={line(`baton mesh rotate · rotation ${state.id}`)} footer={line(keysLine(state, pageSize))} scrollKeys={false}>
       {line(planHeadline(state.plan))}
       <HolderTable state={state} columns={columns} offset={offset} pageSize={pageSize} color={color} tick={tick} />
       <Box flexDirection="column" marginTop={1}>
-        {panel(state, refusal, summaryOnQuit, resume).map((p, i) => line(p.text, `${i}`, p.tone, p.wrap))}
+        {focusGroups(panel(state, refusal, summaryOnQuit, resume)).map((group, g) => {
+          const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap));
+          return group.focus ? <Focused key={`focus-${g}`}>{lines}</Focused> : lines;
+        })}
       </Box>
     </Frame>
   );
@@ -62,6 +70,19 @@ interface PanelLine {
   readonly tone?: keyof typeof MARKS;
   /** Wrapped rather than cut: a window is a sentence the operator must be able to read whole. */
   readonly wrap?: boolean;
+  /** What the operator acts on (the count prompt and what was typed): the frame keeps it in view. */
+  readonly focus?: boolean;
+}
+
+/** Neighbouring lines grouped by whether they are focused, each keeping its index. */
+function focusGroups(lines: readonly PanelLine[]): { focus: boolean; lines: { p: PanelLine; i: number }[] }[] {
+  const groups: { focus: boolean; lines: { p: PanelLine; i: number }[] }[] = [];
+  lines.forEach((p, i) => {
+    const last = groups[groups.length - 1];
+    if (last && last.focus === Boolean(p.focus)) last.lines.push({ p, i });
+    else groups.push({ focus: Boolean(p.focus), lines: [{ p, i }] });
+  });
+  return groups;
 }
 
 function limited(lines: readonly string[], max: number, more: (n: number) => string): string[] {
@@ -92,9 +113,9 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
           (n) => `…and ${n} more windows like it (baton mesh plan lists each)`,
         ).map((text) => ({ text, wrap: true })),
         ...(state.plan.ages ? [{ text: agesText(state.plan, state.plan.ages), wrap: true }] : []),
-        { text: confirmPrompt(state.plan), tone: 'action' },
-        { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}` },
-        ...(refusal ? [{ text: `${MARKS.refused.glyph} not accepted: ${refusal}`, tone: 'refused' as const, wrap: true }] : []),
+        { text: confirmPrompt(state.plan), tone: 'action', focus: true, wrap: true },
+        { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}`, focus: true },
+        ...(refusal ? [{ text: `${MARKS.refused.glyph} not accepted: ${refusal}`, tone: 'refused' as const, wrap: true, focus: true }] : []),
       ];
     case 'cancelled':
       return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];

@@ -14,7 +14,7 @@ import { createFlow } from './flow.js';
 import { MARKS } from './marks.js';
 import { statusText } from './status-text.js';
 import { lineageSentence } from './status-verdict.js';
-import { deploymentPrefix } from './typed-gate.js';
+import { deploymentPrefix, NOT_ACCEPTED } from './typed-gate.js';
 
 export interface FailoverDialogue {
   readonly ports: FailoverPorts;
@@ -81,7 +81,7 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
           }
         }
         await apply({ type: 'confirm' });
-        if (state.step === 'confirming' && state.refusal) write(`${MARKS.refused.glyph} not accepted: ${state.refusal}`);
+        if (state.step === 'confirming' && state.refusal) write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }
       case 'confirming-force': {
@@ -99,7 +99,7 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
         }
         await apply({ type: 'typed', text: typed });
         await apply({ type: 'confirm' });
-        if (state.step === 'confirming-force' && state.refusal) write(`${MARKS.refused.glyph} not accepted: ${state.refusal}`);
+        if (state.step === 'confirming-force' && state.refusal) write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }
       case 'done': {

@@ -4,7 +4,7 @@
  * escape codes, so a log over SSH stays small and greppable.
  */
 import { MARKS } from './marks.js';
-import { countRefusal } from './typed-gate.js';
+import { countRefusal, NOT_ACCEPTED } from './typed-gate.js';
 import { startRotation, confirmationText, rotationExitCode, rotationOutcome, isTerminal, progress, rotationFlow, type RotationOutcome, type RotationState } from './rotation-flow.js';
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
@@ -64,8 +64,7 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
               flow.dispatch({ type: 'confirmed' });
               return;
             }
-            // The same words as the screen's gate: the expected number and what was typed.
-            write(`${MARKS.refused.glyph} not accepted: ${countRefusal(typed, expected)} Nothing was written.`);
+            write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${countRefusal(typed, expected)} Nothing was written.`);
           }
         })();
       }

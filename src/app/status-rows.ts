@@ -49,6 +49,11 @@ export function formatTime(date: Date): string {
   return `${date.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
+/** When a read was made, to the second: under --watch it is the one sign that a read happened. */
+export function formatReadTime(date: Date): string {
+  return `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
 /** A stored RFC 3339 time in the screen format; text that is not a time is shown as it is. */
 export function formatStoredTime(text: string): string {
   const at = Date.parse(text);

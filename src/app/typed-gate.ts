@@ -63,6 +63,9 @@ export function wrongCase(typed: string, what: string): string {
   return `"${typed.trim()}" has the same letters as ${what} but not the same case. Case counts (base64): type the characters exactly as shown.`;
 }
 
+/** How every line-by-line dialogue says a typed entry was refused: the drill counts these as wrong turns. */
+export const NOT_ACCEPTED = 'not accepted: ';
+
 /** Why a typed count at the rotation gate was not accepted, or undefined when it matches. */
 export function countRefusal(typed: string, expected: string): string | undefined {
   if (typed.trim() === expected) return undefined;

@@ -50,10 +50,21 @@ export const registerDrill: Register = (program, ctx) => {
           if (!options.plain && hasTerminal(ctx)) {
             // TERM=dumb, unset, or a 0×0 pty: an operator is there but Ink cannot redraw, so the
             // same steps and gates run as a line-by-line dialogue (no escape codes).
-            const { askLine } = await import('./ask-line.js');
+            const [{ askLine }, { wrapPlainLine }] = await Promise.all([import('./ask-line.js'), import('../../components/layout.js')]);
             const ask = askLine(process.stdin, ctx.stdout);
+            // Laid out to the terminal's width here: its own wrap broke words mid-way.
+            const columns = ctx.stdout.columns || 0;
+            const wrapped = (line: string) => {
+              for (const part of wrapPlainLine(line, columns)) write(part);
+            };
+            // A question as long as the line wraps too; the answer is typed after its last line.
+            const question = (text: string) => {
+              const lines = wrapPlainLine(text.trimEnd(), columns);
+              for (const line of lines.slice(0, -1)) write(line);
+              return ask.question(`${lines[lines.length - 1]} `);
+            };
             try {
-              return await runPlainDrill({ first, last, keep: Boolean(options.keep), write, ask: ask.question });
+              return await runPlainDrill({ first, last, keep: Boolean(options.keep), write: wrapped, ask: question });
             } finally {
               ask.close();
             }

@@ -39,7 +39,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
         // Quitting before the first reading finished is "could not read", never "all well".
         { noColor: config.noColor, ifInterrupted: EXIT_CODES.failed },
         async () => (await import('../../components/mesh-status/MeshStatusApp.js')).MeshStatusApp,
-        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, columns: ctx.stdout.columns || 80, rows: ctx.stdout.rows || 24, color: !config.noColor, suggester, onExit }),
+        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, color: !config.noColor, suggester, onExit }),
       );
     }
     const nowMs = Date.now();

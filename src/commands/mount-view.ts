@@ -40,7 +40,7 @@ export interface InkSession {
 export async function openInk(streams: ViewStreams, noColor: boolean): Promise<InkSession> {
   if (noColor) process.env.FORCE_COLOR = '0';
   // React is CommonJS: once bundled, a dynamic import has it only as `default`.
-  const [{ render }, { default: React }, { ColorContext }, { fitTerminal }] = await Promise.all([
+  const [{ render }, { default: React }, { ColorContext }, { fitTerminal, eraseLastFrame }] = await Promise.all([
     import('ink'),
     import('react'),
     import('../../components/color-context.js'),
@@ -51,14 +51,17 @@ export async function openInk(streams: ViewStreams, noColor: boolean): Promise<I
   const stdout = fitTerminal(streams.stdout);
   return {
     interactive: Boolean(process.stdin.isTTY),
-    mount: (element, options = {}) =>
-      render(React.createElement(ColorContext.Provider, { value: !noColor }, element), {
+    mount: (element, options = {}) => {
+      // A render after another (the drill's views in turn) draws where the last one ended.
+      eraseLastFrame(stdout);
+      return render(React.createElement(ColorContext.Provider, { value: !noColor }, element), {
         stdout,
         stderr: streams.stderr,
         exitOnCtrlC: options.exitOnCtrlC ?? false,
         patchConsole: false,
         ...(options.maxFps === undefined ? {} : { maxFps: options.maxFps }),
-      }),
+      });
+    },
   };
 }
 

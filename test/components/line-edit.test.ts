@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Key } from 'ink';
 import { editLine } from '../../components/line-edit.js';
-import { middleEllipsis } from '../../components/layout.js';
+import { wrapWords } from '../../components/layout.js';
 import { cursorAddressable } from '../../src/commands/terminal-kind.js';
 
 const NO_KEY: Key = {
@@ -47,13 +47,12 @@ describe('the renderer decision and the middle ellipsis', () => {
     expect(cursorAddressable({ isTTY: false, columns: 80, rows: 24 }, { TERM: 'xterm' })).toBe(false);
   });
 
-  it('cuts a path in the middle so both its root and its last parts stay readable', () => {
+  it('wraps a path longer than the line onto the next, never cutting it', () => {
     const p = '/var/lib/baton/worker1/.baton/ca.superseded-20261130T103102Z';
-    const cut = middleEllipsis(p, 30);
-    expect([...cut]).toHaveLength(30);
-    expect(cut.startsWith('/var/lib/baton')).toBe(true);
-    expect(cut.endsWith('1130T103102Z')).toBe(true);
-    expect(cut).toContain('…');
-    expect(middleEllipsis('/short', 30)).toBe('/short');
+    const lines = wrapWords(p, 30, 2);
+    expect(lines.every((line) => [...line].length <= 30)).toBe(true);
+    expect(lines.map((line) => line.trim()).join('')).toBe(p);
+    expect(lines.join('')).not.toContain('…');
+    expect(wrapWords('/short', 30)).toEqual(['/short']);
   });
 });

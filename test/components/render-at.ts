@@ -56,8 +56,9 @@ export interface Rendered {
 
 export const KEY = { enter: '\r', escape: '\u001b', up: '\u001b[A', down: '\u001b[B', ctrlC: '\u0003' } as const;
 
-export function renderAt(tree: ReactElement, columns: number): Rendered {
-  const stdout = new Stdout(columns);
+/** `rows`: the terminal's height as views read it (useTerminalSize); 24 when not given. */
+export function renderAt(tree: ReactElement, columns: number, rows = 24): Rendered {
+  const stdout = new Stdout(columns, rows);
   const stderr = new Stdout(columns);
   const stdin = new Stdin();
   const instance = inkRender(tree, {

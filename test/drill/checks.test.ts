@@ -113,8 +113,8 @@ describe('the drill\'s checks on a real sandbox', () => {
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
     const results = failed(await runChecks(sandbox, before, 5, 1));
     expect(results).toContain('nothing was sent: every file on every machine is as it was');
-    expect(results).toContain('web1_app\'s old password still logs in');
-    expect(results).toContain('worker1_jobs\' old password still logs in');
+    expect(results).toContain('the old password of web1_app still logs in');
+    expect(results).toContain('the old password of worker1_jobs still logs in');
     // …and the same rotation is exactly what the last task of step 5 asks for.
     expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
   });

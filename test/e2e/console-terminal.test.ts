@@ -134,7 +134,7 @@ describe('layout follows the terminal, live', () => {
     await s.record(raw);
     for (const [columns, rows] of [[60, 20], [120, 40], [80, 24]] as const) {
       await s.resize(columns, rows);
-      const screen = await s.waitFor((x) => x.includes('r read now · q quit') && count(x, 'baton status') === 1 && x.split('\n').every((line) => [...line].length <= columns), `one frame at ${columns}×${rows}`);
+      const screen = await s.waitFor((x) => x.includes('r read now · ? help · q quit') && count(x, 'baton status') === 1 && x.split('\n').every((line) => [...line].length <= columns) && (columns < 100 || (x.includes(local.slice(7)) && x.includes(published.slice(7)))), `one frame at ${columns}×${rows}`);
       expect(count(screen, 'baton status'), screen).toBe(1);
       // The verdict survives narrowing; the key hints stay on the last line of the frame.
       expect(screen).toContain('✗ refused');

@@ -89,7 +89,8 @@ describe('the drill with TERM=dumb', () => {
     await s.waitFor('Type the number of credentials to rotate', 'the rotation count', 60_000);
     await s.type('99');
     await s.keys('Enter');
-    await s.waitFor('Expected 1, you typed 99', 'the wrong count refused, naming the expected number');
+    // The refusal says what was expected.
+    await s.waitFor('not accepted: Expected 1, you typed 99', 'the wrong count refused');
     await s.type('q');
     await s.keys('Enter');
     expect(await s.exitCode(60_000)).toBe(0);
@@ -106,7 +107,12 @@ describe('the drill with TERM=dumb', () => {
     expect(text).toMatch(/checks: [1-9]\d* passed, 0 failed/);
     expect(text).toContain('✓ ctl-a now holds the published authority');
     expect(text).toContain('you left the drill during step 4');
+    // The wrong turns are in the summary, as the full-screen drill lists them.
+    expect(text).toMatch(/wrong turns \(\d+\), each refused with nothing written:/);
+    expect(text.replace(/\s+/g, ' ')).toContain('✗ Expected 1, you typed 99');
     expect(text).toContain('the sandbox was removed');
     expect(written).not.toMatch(CURSOR_CODES);
+    // Laid out by baton at word boundaries: no line reached the terminal's edge, where it would wrap mid-word.
+    expect(text.split(/\r?\n/).filter((line) => [...line].length > 80)).toEqual([]);
   }, 240_000);
 });

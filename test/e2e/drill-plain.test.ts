@@ -58,10 +58,10 @@ describe('baton drill --plain (the built CLI)', () => {
       '✓ ctl-a was REFUSED: left behind by a rotation',
       '✓ the old authority was set aside, not deleted (ca.superseded-*)',
       '✓ the preview lists exactly db1 and web1',
-      '✓ web1_app\'s old password is refused',
+      '✓ the old password of web1_app is refused',
       '✓ the rotation was tried and the gate closed, naming worker1',
       '✓ nothing was sent: every file on every machine is as it was',
-      '✓ worker1_jobs\'s old password still logs in',
+      '✓ the old password of worker1_jobs still logs in',
       '✓ worker1_jobs logs in with the new password',
     ]) {
       expect(result.stdout).toContain(check);

@@ -1,7 +1,9 @@
 /**
- * The interactive drill in a real terminal (tmux, 80×24), driven by real key presses through
- * steps 1–3: the status views, the failover adopt, the rotation, the publish, the refusal and
- * the typed force. The screen is polled before every key; text and Enter are sent apart.
+ * The interactive drill in a real terminal at the smallest supported size (tmux, 60×20),
+ * driven by real key presses through steps 1–4: the status views, the failover adopt, the
+ * rotation, the publish, the refusal, the typed force and a mesh rotation. On every screen what the operator
+ * acts on is inside the pane, and no frame is taller than it: nothing scrolls into the
+ * history. The screen is polled before every key; text and Enter are sent apart.
  */
 import { chmodSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -30,48 +32,59 @@ afterAll(async () => {
   recording.cleanup();
 });
 
-/** Lines of the screen that fit the terminal: Ink never writes past column 80. */
+const COLUMNS = 60;
+const ROWS = 20;
+
+/** Lines of the screen that fit the terminal: Ink never writes past its last column. */
 function fits(screen: string): boolean {
-  return screen.split('\n').every((line) => [...line].length <= 80);
+  return screen.split('\n').every((line) => [...line].length <= COLUMNS);
 }
 
-describe('the interactive drill in tmux (80×24)', () => {
-  it('walks steps 1 to 3 with real keys, checks each step, and q removes the sandbox', async () => {
-    session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir } });
+describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
+  it('walks steps 1 to 4 with real keys at 60×20, checks each step, and q removes the sandbox', async () => {
+    session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir }, columns: COLUMNS, rows: ROWS });
     const s = session;
+    /** The screen fits, and no frame so far was taller than the pane (one would have scrolled lines into the history). */
+    const inPane = async (screen: string) => {
+      expect(fits(screen), screen).toBe(true);
+      expect(await s.historySize(), `lines scrolled off the pane; screen:\n${screen}`).toBe(0);
+    };
     const raw = path.join(recording.dir, 'drill.raw');
     await s.record(raw);
     let screen = await s.waitFor('Enter begins the step', 'the sandbox to be ready', 90_000);
     expect(screen).toContain('Step 1 of 5: status: ctl-a holds and has published');
-    expect(fits(screen)).toBe(true);
+    await inPane(screen);
 
     // ? explains the step; Esc closes the explanation and never quits.
     await s.type('?');
-    await s.waitFor('Rail: ✓ passed', 'the help overlay');
+    await inPane(await s.waitFor('Esc or ? closes this', 'the help overlay'));
     await s.keys('Escape');
-    await s.waitFor((x) => x.includes('Enter begins the step') && !x.includes('Rail: ✓ passed'), 'help closed');
+    await s.waitFor((x) => x.includes('Enter begins the step') && !x.includes('Esc or ? closes this'), 'help closed');
     await s.keys('Escape');
 
     // Step 1: the status view on ctl-a, then on ctl-b.
     await s.keys('Enter');
     screen = await s.waitFor((x) => x.includes('Read the status on ctl-a') && x.includes('in sync:'), 'status on ctl-a');
     expect(screen).toContain('PUBLISHED');
+    expect(screen).toMatch(/read \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+    await inPane(screen);
     await s.type('q');
     screen = await s.waitFor((x) => x.includes('Read the status on ctl-b') && x.includes('action needed'), 'status on ctl-b');
     expect(screen).toContain('fresh: no authority');
     await s.type('q');
     screen = await s.waitFor('Step 1 passed every check', 'the checks of step 1');
     expect(screen).toContain('✓ ctl-b holds nothing (a fresh host)');
+    await inPane(screen);
 
     // Step 2: fail over to ctl-b and adopt.
     await s.keys('Enter');
     await s.waitFor((x) => x.includes('Step 2 of 5') && x.includes('Enter begins the step'), 'step 2');
     await s.keys('Enter');
-    await s.waitFor('› Adopt the published authority', 'the failover on ctl-b');
+    await inPane(await s.waitFor('› Adopt the published authority', 'the failover on ctl-b'));
     await s.keys('Enter');
-    await s.waitFor('Enter confirms', 'the adopt confirmation');
+    await inPane(await s.waitFor('Enter confirms', 'the adopt confirmation'));
     await s.keys('Enter');
-    await s.waitFor('Installed the published authority', 'the adopt');
+    await inPane(await s.waitFor('Installed the published authority', 'the adopt'));
     await s.type('q');
     screen = await s.waitFor('Step 2 passed every check', 'the checks of step 2');
     expect(screen).toContain('✓ ctl-a and ctl-b hold the same authority');
@@ -82,31 +95,39 @@ describe('the interactive drill in tmux (80×24)', () => {
     await s.keys('Enter');
     await s.waitFor('Enter: rotate the authority on ctl-b', 'the rotate action');
     await s.keys('Enter');
-    await s.waitFor('› Publish this host\'s authority', 'the failover on ctl-b, ahead');
+    await inPane(await s.waitFor('› Publish this host\'s authority', 'the failover on ctl-b, ahead'));
     await s.keys('Enter');
-    await s.waitFor('Enter confirms', 'the publish confirmation');
+    await inPane(await s.waitFor('Enter confirms', 'the publish confirmation'));
     await s.keys('Enter');
-    await s.waitFor('Published SHA256:', 'the publish');
+    await inPane(await s.waitFor('done: Published', 'the publish'));
     await s.type('q');
     screen = await s.waitFor((x) => x.includes('left behind') && x.includes('› Leave it as it is'), 'ctl-a refused');
     expect(screen).toContain('refused');
+    await inPane(screen);
+    await s.type('j');
+    // Below the fold at this size: the menu scrolls to the selection.
+    await inPane(await s.waitFor('› Replace the local authority (force)', 'force selected'));
+    await s.keys('Enter');
+    screen = await s.waitFor('marked "type these"', 'the force gate');
+    await inPane(screen);
+    // The marks to copy and the field are on screen together.
     const local = /LOCAL\s+SHA256:(\S{8})/.exec(screen)?.[1];
     expect(local).toBeDefined();
-    await s.type('j');
-    await s.waitFor('› Replace the local authority (force)', 'force selected');
-    await s.keys('Enter');
-    await s.waitFor('marked "type these"', 'the force gate');
+    expect(screen).toMatch(/^>/m);
     // A wrong prefix keeps the gate shut; Esc backs out with nothing written.
     const wrong = local!.startsWith('zz') ? 'yyyyyyyy' : 'zzzzzzzz';
     // The field takes keys only from the effect after the frame that draws it: typed until echoed.
     screen = await typeUntilEchoed(s, wrong, `> ${wrong}`);
     expect(screen).toContain('[ Replace ] disabled');
+    expect(screen).toContain('type these');
+    await inPane(screen);
     await s.keys('Enter');
     screen = await s.waitFor('not accepted', 'the reason the wrong prefix was refused');
-    expect(screen).toContain('does not match the LOCAL fingerprint');
+    expect(screen.replace(/\s+/g, ' ')).toContain('does not match the LOCAL fingerprint');
     await s.keys('Escape');
     // Back on the safe choice: Enter again would leave, so force is chosen again on purpose.
-    await s.waitFor((x) => x.includes('› Leave it as it is') && !x.includes('type these'), 'back at the choice, on the safe one');
+    screen = await s.waitFor((x) => x.includes('› Leave it as it is') && !x.includes('type these'), 'back at the choice, on the safe one');
+    await inPane(screen);
     const sandbox = readdirSync(tmp.dir).find((name) => name.startsWith('baton-drill-'));
     expect(sandbox).toBeDefined();
     const ctlA = path.join(tmp.dir, sandbox!, 'ctl-a');
@@ -116,7 +137,9 @@ describe('the interactive drill in tmux (80×24)', () => {
     await s.keys('Enter');
     await s.waitFor('marked "type these"', 'the force gate again');
     await typeUntilEchoed(s, local!, `> ${local}`);
-    await s.waitFor((x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'), 'the gate open');
+    screen = await s.waitFor((x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'), 'the gate open');
+    expect(screen).toContain('type these');
+    await inPane(screen);
     await s.keys('Enter');
     await s.waitFor('set aside in', 'the force');
     expect(readdirSync(ctlA).some((name) => name.startsWith('ca.superseded-'))).toBe(true);
@@ -124,7 +147,23 @@ describe('the interactive drill in tmux (80×24)', () => {
     screen = await s.waitFor('Step 3 passed every check', 'the checks of step 3');
     expect(screen).toContain('✓ ctl-a was REFUSED: left behind by a rotation');
     expect(screen).toContain('✓ the old authority was set aside, not deleted');
-    expect(fits(screen)).toBe(true);
+    await inPane(screen);
+
+    // Step 4: the rotation's gate — its prompt and the typed count in view — and its result.
+    await s.keys('Enter');
+    await s.waitFor((x) => x.includes('Step 4 of 5') && x.includes('Enter begins the step'), 'step 4');
+    await s.keys('Enter');
+    screen = await s.waitFor('(the number of credentials)', 'the rotation gate');
+    await inPane(screen);
+    const count = /Type (\d+) \(the number of credentials\)/.exec(screen)![1]!;
+    await typeUntilEchoed(s, count, `> ${count}`);
+    screen = await s.waitFor('(Enter rotates)', 'the typed count');
+    expect(screen).toContain('(the number of credentials)');
+    await inPane(screen);
+    await s.keys('Enter');
+    await inPane(await s.waitFor('q closes the view; the drill then checks', 'the rotation done', 60_000));
+    await s.type('q');
+    await inPane(await s.waitFor('Step 4 passed every check', 'the checks of step 4', 60_000));
 
     // q on the drill's own screen quits; the servers stop and the sandbox goes.
     await s.type('q');

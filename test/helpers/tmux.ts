@@ -50,6 +50,12 @@ export class TmuxSession {
     return stdout;
   }
 
+  /** Lines scrolled off the top of the pane into its history: frames taller than the pane pile up there. */
+  async historySize(): Promise<number> {
+    const { stdout } = await run('tmux', ['-L', this.socket, 'display-message', '-p', '-t', '0', '#{history_size}']);
+    return Number(stdout.trim());
+  }
+
   /** Polls the pane until `predicate` holds; the error shows the last screen. */
   async waitFor(predicate: string | ((screen: string) => boolean), what?: string, timeout = 20_000): Promise<string> {
     const test = typeof predicate === 'string' ? (s: string) => s.includes(predicate) : predicate;

@@ -192,11 +192,11 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
   for (const consumer of DRILL_CONSUMERS) {
     const old = before.secrets[consumer.role];
     if (!old) {
-      results.push(fail(`${possessive(consumer.role)} old password still logs in`, `${consumer.machine} had no password to try`));
+      results.push(fail(`the old password of ${consumer.role} still logs in`, `${consumer.machine} had no password to try`));
       continue;
     }
     const login = await tryLogin(sandbox.postgres, consumer.role, old);
-    results.push(check(`${possessive(consumer.role)} old password still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    results.push(check(`the old password of ${consumer.role} still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
   }
   return results;
 }
@@ -241,7 +241,7 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
     }
     if (old) {
       const login = await tryLogin(sandbox.postgres, consumer.role, old);
-      results.push(check(`${possessive(consumer.role)} old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+      results.push(check(`the old password of ${consumer.role} is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
     }
   }
   for (const consumer of others) {
@@ -275,11 +275,6 @@ export async function waitForReceipts(sandbox: DrillSandbox, roles: readonly str
 }
 
 // --- small words ------------------------------------------------------------------------
-
-/** `web1_app's`, but `worker1_jobs'`: a name ending in s takes the apostrophe alone. */
-export function possessive(name: string): string {
-  return name.endsWith('s') ? `${name}'` : `${name}'s`;
-}
 
 function fingerprintOf(seen: Look): string | undefined {
   return seen.local.state === 'whole' ? seen.local.current.fingerprint : undefined;

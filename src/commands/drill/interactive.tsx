@@ -203,7 +203,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       const sources = statusSourcesFor(sandbox, where.controller);
       return {
         ...settled,
-        element: <StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={5} interactive onExit={() => {}} />,
+        element: <StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={5} interactive escCloses onExit={() => {}} />,
       };
     }
     case 'failover': {

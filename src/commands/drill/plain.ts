@@ -5,6 +5,7 @@
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
 import { EXIT_CODES, EXIT_OK } from '../../errors.js';
+import { NOT_ACCEPTED } from '../../app/typed-gate.js';
 import { MARKS } from '../../app/marks.js';
 import type { CheckResult } from '../../app/drill/check.js';
 import { runChecks } from '../../app/drill/checks.js';
@@ -31,7 +32,14 @@ export interface PlainOptions {
 }
 
 export async function runPlainDrill(options: PlainOptions): Promise<number> {
-  const { write } = options;
+  /** Entries a gate refused (a wrong count or prefix): listed in the summary, as the full-screen drill lists them. */
+  const wrongTurns: string[] = [];
+  const refused = `${MARKS.refused.glyph} ${NOT_ACCEPTED}`;
+  const write = (line: string) => {
+    const at = line.indexOf(refused);
+    if (options.ask && at >= 0) wrongTurns.push(line.slice(at + refused.length));
+    options.write(line);
+  };
   const teardown = makeTeardown();
   const release = teardownOnSignals(teardown, (signal) => write(`baton drill: ${signal}: removing the sandbox…`));
   let sandbox: DrillSandbox | undefined;
@@ -102,6 +110,10 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     write('Summary');
     for (const line of times) write(line);
     write(`  checks: ${passed} passed, ${failed} failed`);
+    if (options.ask) {
+      write(wrongTurns.length === 0 ? '  wrong turns: none' : `  wrong turns (${wrongTurns.length}), each refused with nothing written:`);
+      for (const turn of wrongTurns) write(`    ${MARKS.refused.glyph} ${turn}`);
+    }
     for (const problem of problems) write(`  ${MARKS.action.glyph} cleaning up: ${problem}`);
     if (sandbox) write(options.keep ? `  the sandbox is kept in ${sandbox.dir}` : '  the sandbox was removed (servers stopped, temp dir deleted)');
   }
