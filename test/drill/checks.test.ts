@@ -87,7 +87,7 @@ describe('the drill\'s checks on a real sandbox', () => {
       'web1 holds a new password for web1_app',
       'the provisioner on db1 applied web1_app',
       'web1_app logs in with the new password',
-      "web1_app's old password is refused",
+      'the old password of web1_app is refused',
     ]);
     expect(afterCancel.find((r) => r.label === 'web1 holds a new password for web1_app')?.detail).toContain('cancelled');
     // The wrong selection: every pair of pg-main instead of web1-app alone.
