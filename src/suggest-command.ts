@@ -21,6 +21,8 @@ export interface GivenFlags {
 export interface Suggester {
   /** `baton` plus the global flags given, shell-quoted. */
   readonly prefix: string;
+  /** The same without --state-dir: for a command to run on another host, whose state dir is its own. */
+  readonly prefixElsewhere?: string;
   /** --inventory as given, added to mesh commands. */
   readonly inventory: string | undefined;
   /** True when the operator has a terminal (stdin and stdout): `failover` can run. */
@@ -31,12 +33,15 @@ export interface Suggester {
 export const PLAIN_SUGGESTER: Suggester = { prefix: 'baton', inventory: undefined, terminal: true };
 
 export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
-  const parts = ['baton'];
-  if (flags.config) parts.push('--config', shellWord(flags.config));
-  if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
-  if (flags.stateDir) parts.push('--state-dir', shellWord(flags.stateDir));
-  if (flags.store) parts.push('--store', shellWord(flags.store));
-  return { prefix: parts.join(' '), inventory: flags.inventory || undefined, terminal };
+  const build = (withStateDir: boolean) => {
+    const parts = ['baton'];
+    if (flags.config) parts.push('--config', shellWord(flags.config));
+    if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
+    if (flags.stateDir && withStateDir) parts.push('--state-dir', shellWord(flags.stateDir));
+    if (flags.store) parts.push('--store', shellWord(flags.store));
+    return parts.join(' ');
+  };
+  return { prefix: build(true), prefixElsewhere: build(false), inventory: flags.inventory || undefined, terminal };
 }
 
 /** `args` is what follows `baton`, e.g. 'sync --push' or 'mesh rotate --consumer web1-app'. */

@@ -6,6 +6,7 @@ import { layoutOf } from '../authority/index.js';
 import { NOT_BEFORE_BACKDATE_MS } from '../pki/backdate.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
+import { etagShown } from '../share/confirm-binding.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
 export interface FingerprintValue {
@@ -132,8 +133,10 @@ export function publishedRows(report: StatusReport): PanelRows {
       ] };
     case 'unreadable':
       return { title: 'PUBLISHED', where: published.location, rows: [
-        { kind: 'text', label: 'state', value: `${published.error.code === 'refused' ? 'refused' : 'could not read'}: ${published.error.what}` },
-        ...(published.error.next ? [{ kind: 'text' as const, label: 'next', value: published.error.next }] : []),
+        { kind: 'text', label: 'state', value: `${published.error.code === 'refused' ? 'cannot be used' : 'could not read'}: ${published.error.what}` },
+        // What a replace is bound to (--confirm <ETAG 8>); the way on itself is the verdict's Next
+        // line, which carries the global flags given.
+        ...(published.etag ? [{ kind: 'text' as const, label: 'etag', value: etagShown(published.etag) }] : []),
         check,
       ] };
     case 'present': {

@@ -18,13 +18,14 @@ export const registerCa: Register = (program, cliCtx) => {
   };
 
   ca.command('init')
-    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install')
+    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install (asks for the deployment id typed; --yes in scripts)')
+    .option('--yes', 'with a store and no terminal: mint and publish a first authority without typing the deployment id')
     .action(
-      action(ctx, async () => {
+      action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         const config = ctx.config();
         if (config.store) {
-          ctx.stdout.write(`${await initAsFirstController(config)}\n`);
+          ctx.stdout.write(`${await initAsFirstController(ctx, config, Boolean(options.yes))}\n`);
           return;
         }
         const authority = await import('../authority/index.js');
@@ -141,7 +142,7 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
  * theirs. Two hosts running `ca init` at once therefore end with ONE authority; checking the
  * store outside the lock and minting blind would give the fleet two.
  */
-async function initAsFirstController(config: ResolvedConfig): Promise<string> {
+async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, yes: boolean): Promise<string> {
   const [{ openShareContext }, { firstController, look }, { describeOutcome }, { blockedError, storeFailure }] = await Promise.all([
     import('../share/share-context.js'),
     import('../share/actions.js'),
@@ -155,7 +156,14 @@ async function initAsFirstController(config: ResolvedConfig): Promise<string> {
   refuseUnlessFresh(seen.local, share.stateDir);
   const { verdict } = seen;
   if (verdict.kind === 'blocked') throw blockedError(verdict);
-  const outcome = await firstController(share);
+  // Minting is said, never inferred: an empty store (a mistyped --store looks the same) gets
+  // a new authority only on the typed deployment id, or --yes without a terminal.
+  if (verdict.kind === 'first-controller') {
+    const [{ confirmMint }, { neighbourWords }] = await Promise.all([import('./typed-confirm.js'), import('../share/neighbours.js')]);
+    const neighbours = await neighbourWords(share.store, share.deployment);
+    await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes, command: '`baton ca init`', note: neighbours });
+  }
+  const outcome = await firstController(share, { seen: verdict });
   if (outcome.kind !== 'first-controller') return describeOutcome(share, outcome);
   const { caDir } = layoutOf(share.stateDir);
   return outcome.wonRace

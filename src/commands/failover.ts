@@ -19,7 +19,7 @@ export const registerFailover: Register = (program, ctx) => {
           throw new BatonError('usage', {
             what: 'baton failover is interactive and needs a terminal; stdin or stdout is not a TTY.',
             changed: 'Nothing was written.',
-            next: 'In scripts use `baton sync` (adopt / publish / refuse; `--push`, or `--force --yes` to replace on purpose).',
+            next: 'In scripts use `baton sync` (adopt / publish / refuse; `--push` after a rotation; replacing an authority on purpose takes `--force --confirm <LOCAL 8>`, the LOCAL fingerprint read from `baton status`).',
           });
         }
         const config = ctx.config();

@@ -49,6 +49,7 @@ import {
   storeFailure,
 } from './refusals.js';
 import type { ShareContext } from './share-context.js';
+import { pushesOver } from './sync-flags.js';
 import { DOCUMENT_FORMAT, type DocumentHeader, type Look, type Outcome, type Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
 
@@ -98,18 +99,25 @@ export interface PublishOptions {
    * one in the clear. Without it, a sealed document is only ever replaced by a sealed one.
    */
   readonly unseal?: boolean;
+  /**
+   * The operator publishes over an authority this host is not proved ahead of (siblings,
+   * unrelated, a claimed but unproved "left behind"), bound to the published fingerprint
+   * (confirm-binding.ts) and held to `seen`. Never over one PROVED to have replaced this host's.
+   */
+  readonly over?: boolean;
 }
 
 /**
  * Writes this host's authority into the store. Create-only when nothing is published; over a
- * different document ONLY when this host is AHEAD (it rotated away from the published one),
- * with if-match on the ETag read for this decision. Never a blind overwrite: a failed
+ * different document when this host is AHEAD (it rotated away from the published one), or on
+ * purpose with `over` when it is not proved behind, with if-match on the ETag read for this decision. Never a blind overwrite: a failed
  * precondition is 'store-changed' (exit 6) and nothing was overwritten.
  */
 export async function publish(ctx: ShareContext, options: PublishOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ local, published, verdict }) => {
     const overAhead = verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead';
-    if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
+    const overOnPurpose = options.over === true && options.seen !== undefined && pushesOver(verdict);
+    if (verdict.kind !== 'publish' && !overAhead && !overOnPurpose) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
     if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --push'));
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);

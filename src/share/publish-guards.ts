@@ -27,7 +27,7 @@ export function unsealRefusal(location: string, retry: string): BatonError {
     what: 'The published document is sealed and this host has no seal key: publishing would replace it with key material in the clear.',
     where: location,
     changed: 'Nothing was written.',
-    next: `Set seal_key_file in baton.yaml to the key the other controllers use, then run \`${retry}\`. To stop sealing on purpose, run \`${retry} --unseal\` (it asks for a typed confirmation; --yes in scripts).`,
+    next: `Set seal_key_file in baton.yaml to the key the other controllers use, then run \`${retry}\`. To stop sealing on purpose, run \`${retry} --unseal --confirm <the word unseal>\` (on a terminal it asks for the word typed instead).`,
     reason: 'would-unseal',
   });
 }

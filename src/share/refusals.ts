@@ -12,7 +12,8 @@ import { ACTION_WORDS, commandFor } from './action-words.js';
 import { allowedActions } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Action, Look, PublishedAuthority, Verdict } from './types.js';
-import { lineageWords, verdictSentence } from './verdict-words.js';
+import { lineageWords, verdictSentence, verdictWords } from './verdict-words.js';
+import { PLAIN_SUGGESTER } from '../suggest-command.js';
 
 const NOTHING_WRITTEN = 'Nothing was written.';
 
@@ -74,28 +75,9 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
  * replace would move is the key every node in the fleet verifies against.
  */
 export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
-  const force = commandFor(ctx, 'sync --force');
-  const push = commandFor(ctx, 'sync --push');
-  const lineage = verdict.lineage;
-  const claimed =
-    lineage.kind === 'left-behind' && lineage.proof.kind === 'claimed'
-      ? 'The rotation is only claimed: confirm with whoever runs the other controller that it rotated (anyone who can write the store can mint a CA naming this host). '
-      : '';
-  // Sealed and no key here: force cannot open the published files, and a push must not
-  // unseal by accident — the next step is the key, or an unseal on purpose.
-  const next = verdict.sealedWithoutKey
-    ? {
-        'left-behind': `${claimed}The published authority is sealed and this host has no seal key: set seal_key_file to the key the other controllers use, then \`${force}\` sets ${verdict.caDir} aside and adopts it.`,
-        ahead: `The published authority is sealed and this host has no seal key: set seal_key_file, then \`${push}\`; or stop sealing on purpose with \`${push} --unseal\`.`,
-        siblings: `Decide which of the two rotations the fleet keeps. The published authority is sealed and this host has no seal key: keeping the published one needs seal_key_file, then \`${force}\`; baton never publishes over a sibling.`,
-        unrelated: `Check the deployment id and the store first. The published authority is sealed and this host has no seal key: replacing this host's needs seal_key_file, then \`${force}\`.`,
-      }[lineage.kind]
-    : {
-        'left-behind': `${claimed}If this host should follow the rotation, replace it on purpose: \`${force}\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
-        ahead: `Publish this host's authority with \`${push}\`, or, if the published one must win, replace this host's on purpose with \`${force}\`.`,
-        siblings: `Decide which of the two rotations the fleet keeps. To keep the published one, replace this host's on purpose with \`${force}\` (it sets ${verdict.caDir} aside as ca.superseded-<UTC stamp>); baton never publishes over a sibling.`,
-        unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${force}\`.`,
-      }[lineage.kind];
+  // The verdict's own next step (one table, verdict-words.ts), as sync names it: every step
+  // that replaces an authority shows its bound value as a placeholder, never the value.
+  const next = verdictWords(verdict, { baton: { ...(ctx.suggester ?? PLAIN_SUGGESTER), terminal: false } }).next;
   return new BatonError('refused', {
     what: `This host's authority differs from the published one. Local: ${verdict.local}. Published: ${verdict.published}. Diagnosis: ${lineageWords(verdict.lineage)}`,
     where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,

@@ -1,12 +1,15 @@
 /**
  * FLAGS MEAN ONE THING: which `baton sync` flag applies to which verdict of the decision table
- * (decide.ts). --force applies to a refusal, --push to a host that is ahead, --replace-unreadable
- * to a document that was read and cannot be used, --unseal to replacing a sealed document
- * without the key. Anywhere else the flag is a usage error (exit 2) naming the verdict and what
+ * (decide.ts). --first-controller applies to an empty store and a fresh host, --force to a
+ * refusal, --push to a refusal where this host is not proved BEHIND (plainly when it is ahead,
+ * bound to the published fingerprint otherwise), --replace-unreadable to a document that was
+ * read and cannot be used, --unseal to replacing a sealed document without the key. Which of
+ * them needs `--confirm` and with what is `syncBindings` (confirm-binding.ts). Anywhere else the flag is a usage error (exit 2) naming the verdict and what
  * sync would have done — checked before the lock: a flag that meant "replace" must never
  * quietly publish, and a refused run creates nothing.
  */
 import { BatonError } from '../errors.js';
+import { forceBinding, pushOverBinding, replaceBinding, UNSEAL_BINDING, type Binding } from './confirm-binding.js';
 import { unsealRefusal } from './publish-guards.js';
 import { replaceUnreadableRefusal } from './refusals.js';
 import type { ShareContext } from './share-context.js';
@@ -14,6 +17,7 @@ import type { Look, Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
 
 export interface SyncActionFlags {
+  readonly firstController?: boolean;
   readonly push?: boolean;
   readonly force?: boolean;
   readonly replaceUnreadable?: boolean;
@@ -22,7 +26,7 @@ export interface SyncActionFlags {
 
 /** Two flags that each ask for a different action: refused before anything is read. */
 export function conflictingFlags(flags: SyncActionFlags): BatonError | undefined {
-  const chosen = (['force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
+  const chosen = (['firstController', 'force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
   if (chosen.length <= 1) return undefined;
   return new BatonError('usage', {
     what: `${chosen.map(flagName).join(' and ')} ask for different things; each applies to one verdict only.`,
@@ -31,15 +35,17 @@ export function conflictingFlags(flags: SyncActionFlags): BatonError | undefined
   });
 }
 
-function flagName(flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal'): string {
-  return flag === 'replaceUnreadable' ? '--replace-unreadable' : `--${flag}`;
+type FlagName = 'firstController' | 'force' | 'push' | 'replaceUnreadable' | 'unseal';
+
+function flagName(flag: FlagName): string {
+  return flag === 'replaceUnreadable' ? '--replace-unreadable' : flag === 'firstController' ? '--first-controller' : `--${flag}`;
 }
 
 /** What plain `sync` does on this verdict, for the usage error of a flag that does not apply. */
 function withoutFlags(verdict: Verdict): string {
   switch (verdict.kind) {
     case 'first-controller':
-      return 'become the first controller (mint, publish create-only, install)';
+      return 'refuse: nothing is published, and minting a first authority is asked for with --first-controller only';
     case 'adopt':
       return `adopt the published ${verdict.published}`;
     case 'publish':
@@ -56,16 +62,24 @@ function withoutFlags(verdict: Verdict): string {
 /** Exit 2 when a flag does not apply to the verdict; exit 3 for a replace that must never happen. */
 export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActionFlags): void {
   const { verdict } = seen;
-  const misuse = (flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal', appliesTo: string) =>
+  const misuse = (flag: FlagName, appliesTo: string) =>
     new BatonError('usage', {
       what: `${flagName(flag)} applies only ${appliesTo}. Here: ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
       next: `Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
     });
+  if (flags.firstController && verdict.kind !== 'first-controller') {
+    throw misuse('firstController', 'when nothing is published and this host holds no authority');
+  }
   if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
-  if (flags.push && !(verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')) {
-    throw misuse('push', 'when this host is ahead of the published authority (it rotated away from it)');
+  if (flags.push && !(verdict.kind === 'refuse' && !provedBehind(verdict))) {
+    throw misuse(
+      'push',
+      verdict.kind === 'refuse'
+        ? 'when this host is not PROVED behind the published authority: the published one replaced this host\'s (signed with this host\'s own key) and is newer, so publishing over it would roll the fleet back'
+        : 'when this host holds a different authority than the published one and is not proved behind it',
+    );
   }
   if (flags.replaceUnreadable) {
     if (verdict.kind !== 'blocked' || verdict.unreadable === undefined || verdict.unreadable === 'could-not-read') {
@@ -84,4 +98,28 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       (flags.replaceUnreadable && seen.published.state === 'unreadable' && seen.published.sealed === true && share.sealKey === undefined);
     if (!sealed) throw misuse('unseal', 'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key');
   }
+}
+
+/** The published authority PROVABLY replaced this host's: the one case a push must never undo. */
+function provedBehind(verdict: Extract<Verdict, { kind: 'refuse' }>): boolean {
+  return verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'proved';
+}
+
+/** True when --push would publish over an authority this host is not proved ahead of. */
+export function pushesOver(verdict: Verdict): boolean {
+  return verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead' && !provedBehind(verdict);
+}
+
+/**
+ * The values the flags' irreversible steps are bound to, on this look (checkSyncFlags has
+ * already refused a flag outside its verdict). Empty: nothing needs --confirm.
+ */
+export function syncBindings(seen: Look, flags: SyncActionFlags): readonly Binding[] {
+  const { verdict, published } = seen;
+  const bindings: Binding[] = [];
+  if (flags.force && verdict.kind === 'refuse') bindings.push(forceBinding(verdict.local));
+  if (flags.push && pushesOver(verdict) && verdict.kind === 'refuse') bindings.push(pushOverBinding(verdict.published));
+  if (flags.replaceUnreadable && published.state === 'unreadable' && published.etag !== undefined) bindings.push(replaceBinding(published.etag));
+  if (flags.unseal) bindings.push(UNSEAL_BINDING);
+  return bindings;
 }

@@ -4,6 +4,7 @@
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { LocalAuthority, PairSummary } from '../authority/types.js';
+import type { NextStep } from '../next-step.js';
 
 export const DOCUMENT_FORMAT = 'baton.authority/1';
 
@@ -49,6 +50,8 @@ export type PublishedAuthority =
       readonly etag?: string;
       /** The bad object carries sealed files: replacing it in the clear needs the seal key or --unseal. */
       readonly sealed?: boolean;
+      /** The previous_fingerprint the bad object's header names, when it names one: a claim, never checked. */
+      readonly claimedPrevious?: string;
     };
 
 /**
@@ -100,6 +103,8 @@ export type Verdict =
       readonly kind: 'blocked';
       readonly why: string;
       readonly next: string;
+      /** The command of the way out, when there is one (rendered after `next`). */
+      readonly step?: NextStep;
       /** Set when the published document is what blocks; 'unusable' is what --replace-unreadable replaces. */
       readonly unreadable?: UnreadableProblem;
       /** Set when the published authority is sealed and this host, holding none, has no key to adopt it. */
