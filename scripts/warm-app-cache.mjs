@@ -12,7 +12,7 @@ import { writeAtomically } from './write-atomically.mjs';
 const [appFile, dir, step] = process.argv.slice(2);
 const flags = ['--deployment', 'b0a710cac4e0b0a710cac4e0b0a710ca', '--state-dir', path.join(dir, 'state'), '--store', `file://${path.join(dir, 'store')}`];
 const app = runCachedBundle(appFile, { useCache: false });
-await app.exports.main([process.execPath, 'baton', ...flags, ...(step === 'sync' ? ['sync', '--yes'] : ['status', '--json'])]);
+await app.exports.main([process.execPath, 'baton', ...flags, ...(step === 'sync' ? ['sync', '--first-controller', '--yes'] : ['status', '--json'])]);
 if (process.exitCode !== 0 && process.exitCode !== undefined) throw new Error(`baton ${step} exited ${process.exitCode} while warming the app's code cache`);
 if (step === 'status') {
   writeAtomically(`${appFile}.cache`, app.script.createCachedData());

@@ -53,12 +53,14 @@ export function suggest(s: Suggester, args: string): string {
 }
 
 /**
- * The command that carries out a verdict's action: the interactive walk on a terminal, else
- * the `sync` that does the same (force needs its flag and, without a terminal, --yes).
+ * The command that carries out a verdict's plain action (adopt, publish): the interactive walk
+ * on a terminal, else the `sync` that does the same. A step that mints or replaces an
+ * authority is never one of these: it is a NextStep with its bound value as a placeholder
+ * (src/next-step.ts, src/share/verdict-words.ts).
  */
-export function actionCommand(s: Suggester, action: 'first-controller' | 'adopt' | 'publish' | 'force'): string {
-  if (s.terminal) return suggest(s, 'failover');
-  return suggest(s, action === 'force' ? 'sync --force --yes' : 'sync');
+export function actionCommand(s: Suggester, action: 'adopt' | 'publish'): string {
+  void action;
+  return suggest(s, s.terminal ? 'failover' : 'sync');
 }
 
 const CANONICAL = /`baton ([^`]*)`/g;

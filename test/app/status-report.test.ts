@@ -115,7 +115,9 @@ describe('status without a terminal', () => {
     expect(text).toContain(FP_A);
     expect(text).toMatch(/\^.*differs from the other side/);
     expect(text).toContain('✗ refused');
-    expect(text).toContain('left behind by a rotation');
+    // The fixture's rotation carries no handover signature: a claim, never "left behind".
+    expect(text).toContain("The published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.");
+    expect(text).not.toContain('left behind');
     expect(text).toContain('Next: baton --state-dir /x failover');
     // No escape sequences: a log or a pipe gets exactly this.
     expect(text).not.toMatch(/\x1b/);
