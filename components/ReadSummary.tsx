@@ -9,6 +9,8 @@ const SUMMARY_LABELS = new Set(['state', 'not after', 'overlap', 'published', 's
 export interface ReadSummaryProps {
   readonly reading: StatusReport;
   readonly columns: number;
+  /** The command prefix with the global flags given, for a command a panel names. */
+  readonly baton?: string;
 }
 
 /**
@@ -16,7 +18,7 @@ export interface ReadSummaryProps {
  * differing characters marked under the lower one), each with its state in words. Compact so
  * the verdict and the actions still fit 80×24 beneath it.
  */
-export function ReadSummary({ reading, columns }: ReadSummaryProps) {
+export function ReadSummary({ reading, columns, baton = 'baton' }: ReadSummaryProps) {
   const lock = reading.lock;
   return (
     <Box flexDirection="column" width={columns}>
@@ -30,7 +32,7 @@ export function ReadSummary({ reading, columns }: ReadSummaryProps) {
         </Text>
       </Row>
       <Side panel={localRows(reading)} columns={columns} />
-      <Side panel={publishedRows(reading)} columns={columns} />
+      <Side panel={publishedRows(reading, baton)} columns={columns} />
     </Box>
   );
 }

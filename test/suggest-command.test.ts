@@ -44,7 +44,7 @@ describe('the one builder of suggested commands', () => {
     expect(unrelated.next).toContain('baton --deployment d1 sync --force --confirm <LOCAL 8>');
     expect(unrelated.next).toContain('baton --deployment d1 sync --push --confirm <PUBLISHED 8>');
     expect(unrelated.next).not.toContain('AAAAAAAA');
-    expect(unrelated.step).toEqual({ args: ['sync', '--force', '--confirm', { placeholder: 'LOCAL 8', readFrom: expect.stringContaining('LOCAL fingerprint') }] });
+    expect(unrelated.step).toEqual({ args: ['sync', '--force', '--confirm', { placeholder: 'LOCAL 8', readFrom: expect.stringContaining('LOCAL fingerprint status shows') }] });
     expect(describeVerdict({ kind: 'blocked', why: 'x', next: 'Run `baton sync --replace-unreadable`.' }, pipe).next).toBe('Run `baton --deployment d1 sync --replace-unreadable`.');
     expect(describeVerdict({ kind: 'adopt', published: FP, lostMarker: false }, 'baton --deployment d1').next).toBe('baton --deployment d1 failover');
   });

@@ -32,8 +32,10 @@ export interface Binding {
   readonly describe: string;
 }
 
-const STATUS_LOCAL = 'the LOCAL fingerprint in `baton status` (the 8 characters after "SHA256:")';
-const STATUS_PUBLISHED = 'the PUBLISHED fingerprint in `baton status` (the 8 characters after "SHA256:")';
+// Where to read each value, said without a command: it is printed beside the panels that show
+// it, and a refusal adds the status command itself (with the global flags given).
+const STATUS_LOCAL = 'the 8 characters after "SHA256:" of the LOCAL fingerprint status shows';
+const STATUS_PUBLISHED = 'the 8 characters after "SHA256:" of the PUBLISHED fingerprint status shows';
 
 export function forceBinding(local: Fingerprint): Binding {
   return {
@@ -65,8 +67,8 @@ export function replaceBinding(etag: string): Binding {
     step: 'replace-unreadable',
     flag: '--replace-unreadable',
     expected: etagShown(etag).slice(0, 8),
-    placeholder: { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the ETag in the PUBLISHED panel of `baton status`' },
-    describe: 'the first 8 characters of the bad object\'s ETag (the PUBLISHED panel of `baton status`)',
+    placeholder: { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' },
+    describe: 'the first 8 characters of the bad object\'s ETag (the etag row of the PUBLISHED panel)',
   };
 }
 
@@ -100,6 +102,6 @@ export function checkConfirmations(bindings: readonly Binding[], given: readonly
     what: `${needs}. ${said}`,
     where,
     changed: 'Nothing was written.',
-    next: `Read ${bindings.map((b) => b.placeholder.readFrom).join(', and ')}; then run the command again with --confirm and that value (one --confirm per step).`,
+    next: `Read ${bindings.map((b) => b.placeholder.readFrom).join(', and ')} (\`baton status\`); then run the command again with --confirm and that value (one --confirm per step).`,
   });
 }

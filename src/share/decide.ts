@@ -114,7 +114,7 @@ function blockedByDocument(
         return { ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${rollback}${seal}`), step };
       }
       const elsewhere = nextStep('sync --replace-unreadable --confirm', {
-        placeholders: [replace?.placeholder ?? { placeholder: 'ETAG 8', readFrom: 'the ETag in the PUBLISHED panel of `baton status`' }],
+        placeholders: [replace?.placeholder ?? { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' }],
         host: "a controller that holds this deployment's authority",
       });
       return {

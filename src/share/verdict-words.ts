@@ -138,7 +138,13 @@ function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester)
     return { step, next: renderStep(s, step) };
   }
   const proved = lineage.kind === 'left-behind' && lineage.proof.kind === 'proved';
-  const keepPublished = s.terminal && !verdict.sealedWithoutKey ? nextStep('failover') : force;
+  // On a terminal the walk asks for the typed value itself; the headline already says which
+  // side is newer, and the screen has no room for two commands.
+  if (s.terminal && !verdict.sealedWithoutKey) {
+    const walk = nextStep('failover');
+    return { step: walk, next: `${renderStep(s, walk)}  (a replace asks for a typed confirmation)` };
+  }
+  const keepPublished = force;
   const head = verdict.sealedWithoutKey ? `${sealNote} Then ` : '';
   const first = `${head}${renderStepSentence(s, keepPublished)}`;
   if (proved) return { step: keepPublished, next: `${first}  (sets this host's authority aside and adopts the newer, published one)` };

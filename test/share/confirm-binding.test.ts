@@ -24,7 +24,7 @@ describe('bound confirmations', () => {
       const error = await refused([forceBinding(LOCAL)], given);
       expect(error).toMatchObject({ code: 'usage', exitCode: 2, changed: 'Nothing was written.', where: 's3://b/p/authority.json' });
       expect(error.what).toContain('--force needs --confirm with the 8 characters after "SHA256:" of the LOCAL fingerprint');
-      expect(error.next).toContain('the LOCAL fingerprint in `baton status`');
+      expect(error.next).toContain('of the LOCAL fingerprint status shows (`baton status`)');
       expect(`${error.what} ${error.next}`).not.toContain('Ab3dEf9h');
     }
   });
