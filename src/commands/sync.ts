@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { BatonError, EXIT_OK } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
 import type { SyncActionFlags } from '../share/sync-flags.js';
+import type { Verdict } from '../share/types.js';
 import { action, type CliContext, type Register } from './context.js';
 
 interface SyncFlags extends SyncActionFlags {
@@ -68,7 +69,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   checkSyncFlags(share, seen, flags);
   // Every irreversible step is bound to a value read from the two sides, checked before the
   // lock: a wrong or missing value changes nothing.
-  await confirmBound(ctx, syncBindings(seen, flags), flags.confirm ?? [], share.store.location, [ops.verdictSentence(verdict)]);
+  await confirmBound(ctx, syncBindings(seen, flags), flags.confirm ?? [], share.store.location, explainBound(ops, share, verdict, flags));
 
   switch (verdict.kind) {
     case 'first-controller': {
@@ -118,6 +119,15 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       }
       throw ops.refusalError(share, verdict);
   }
+}
+
+/** What the terminal gate shows before it asks: both sides, and what the step moves or replaces. */
+function explainBound(ops: Awaited<ReturnType<typeof loadOps>>, share: ShareContext, verdict: Verdict, flags: SyncFlags): string[] {
+  if (verdict.kind !== 'refuse') return [ops.verdictSentence(verdict)];
+  const lines = [ops.refusalError(share, verdict).what];
+  if (flags.force) lines.push(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`);
+  if (flags.push) lines.push(`--push publishes this host's ${verdict.local} over the published ${verdict.published}${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}.`);
+  return lines;
 }
 
 /**

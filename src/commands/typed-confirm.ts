@@ -41,15 +41,21 @@ export async function ask(ctx: CliContext, prompt: string): Promise<string | und
 export async function confirmBound(ctx: CliContext, bindings: readonly Binding[], given: readonly string[], where: string, explain: readonly string[]): Promise<void> {
   const { checkConfirmations } = await import('../share/confirm-binding.js');
   if (given.length > 0 || bindings.length === 0 || !stdinIsTerminal()) {
-    checkConfirmations(bindings, given, where);
+    try {
+      checkConfirmations(bindings, given, where);
+    } catch (error) {
+      // The refusal also says what is at stake, so the value is read knowing what it does.
+      if (!(error instanceof BatonError) || explain.length === 0) throw error;
+      throw new BatonError(error.code, { what: `${error.what} ${explain.join(' ')}`, where, changed: error.changed, next: error.next });
+    }
     return;
   }
   for (const line of explain) ctx.stdout.write(`${line}\n`);
   for (const binding of bindings) {
-    const typed = await ask(ctx, `Type ${binding.describe} to confirm ${binding.flag}: `);
+    const typed = await ask(ctx, binding.prompt);
     if (typed === undefined || typed.trim() !== binding.expected) {
       throw new BatonError('aborted', {
-        what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : `The typed characters are not ${binding.describe}.`,
+        what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : `The typed characters do not match: expected ${binding.describe}.`,
         where,
         changed: 'Nothing was written.',
         next: `Read ${binding.placeholder.readFrom}, then run the command again.`,

@@ -28,8 +28,10 @@ export interface Binding {
   readonly expected: string;
   /** What a suggestion shows instead of the value, and where to read it. */
   readonly placeholder: Placeholder;
-  /** The value as a noun phrase, for a prompt and a refusal. */
+  /** The value as a noun phrase, for a refusal. */
   readonly describe: string;
+  /** The terminal gate's question. */
+  readonly prompt: string;
 }
 
 // Where to read each value, said without a command: it is printed beside the panels that show
@@ -44,6 +46,7 @@ export function forceBinding(local: Fingerprint): Binding {
     expected: confirmationPrefix(local),
     placeholder: { placeholder: 'LOCAL 8', readFrom: STATUS_LOCAL },
     describe: 'the 8 characters after "SHA256:" of the LOCAL fingerprint (the authority set aside)',
+    prompt: 'Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ',
   };
 }
 
@@ -54,6 +57,7 @@ export function pushOverBinding(published: Fingerprint): Binding {
     expected: confirmationPrefix(published),
     placeholder: { placeholder: 'PUBLISHED 8', readFrom: STATUS_PUBLISHED },
     describe: 'the 8 characters after "SHA256:" of the PUBLISHED fingerprint (the authority replaced in the store)',
+    prompt: 'Type the first 8 characters after "SHA256:" of the PUBLISHED fingerprint to publish over it: ',
   };
 }
 
@@ -69,6 +73,7 @@ export function replaceBinding(etag: string): Binding {
     expected: etagShown(etag).slice(0, 8),
     placeholder: { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' },
     describe: 'the first 8 characters of the bad object\'s ETag (the etag row of the PUBLISHED panel)',
+    prompt: 'Type the first 8 characters of the bad object\'s ETag to replace it: ',
   };
 }
 
@@ -78,6 +83,7 @@ export const UNSEAL_BINDING: Binding = {
   expected: 'unseal',
   placeholder: { placeholder: 'the word unseal', readFrom: 'the word itself: type it only if the document should stop being sealed' },
   describe: 'the word "unseal"',
+  prompt: 'Type "unseal" to publish without the seal: ',
 };
 
 /**

@@ -236,7 +236,7 @@ describe('baton ca', () => {
     const work = path.dirname(await emptyStateDir());
     const stateDir = path.join(work, 'first-controller');
     const storeDir = path.join(work, 'empty-store');
-    const run = await batonWith(['--store', `file://${storeDir}`], stateDir, 'ca', 'init');
+    const run = await batonWith(['--store', `file://${storeDir}`], stateDir, 'ca', 'init', '--yes');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`);

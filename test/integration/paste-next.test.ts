@@ -261,7 +261,8 @@ describe('each way out: refused without its bound value (exit 2, nothing changed
       expect(run.stderr).toContain('needs --confirm with');
       // Where to read the value, as a command with the flags given.
       expect(run.stderr).toContain(`--state-dir ${path.join(w.root, host)} --store ${w.url} status\``);
-      expect(run.stderr).not.toContain(value);
+      // The sides are shown (that is where the value is read), but no command carries it.
+      expect(run.stderr).not.toContain(`--confirm ${value}`);
     }
     expect(storeFiles(w)).toBe(store);
     expect(caFiles(w, host)).toBe(ca);

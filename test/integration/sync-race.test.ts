@@ -86,7 +86,7 @@ describe('the first-controller race on the directory store', () => {
       const root = tempDir();
       const deployment = `race-cli-${round}`;
       const store = `file://${path.join(root, 'store')}`;
-      const sync = (name: string) => runBaton(['--deployment', deployment, '--state-dir', path.join(root, name), '--store', store, 'sync']);
+      const sync = (name: string) => runBaton(['--deployment', deployment, '--state-dir', path.join(root, name), '--store', store, 'sync', '--first-controller', '--yes']);
       const [a, b] = await Promise.all([sync('ctl-a'), sync('ctl-b')]);
       expect(a.exitCode, a.all).toBe(0);
       expect(b.exitCode, b.all).toBe(0);
@@ -138,7 +138,7 @@ describe('the authority lock', () => {
     const store = `file://${path.join(root, 'store')}`;
     const run = await withAuthorityLock(stateDir, async () => {
       const before = snapshotDir(stateDir);
-      const result = await runBaton(['--deployment', 'busy', '--state-dir', stateDir, '--store', store, 'sync']);
+      const result = await runBaton(['--deployment', 'busy', '--state-dir', stateDir, '--store', store, 'sync', '--first-controller', '--yes']);
       expect(snapshotDir(stateDir)).toEqual(before);
       return result;
     });
@@ -149,20 +149,20 @@ describe('the authority lock', () => {
 });
 
 describe('the next step `baton sync` prints', () => {
-  it('carries the global flags given AFTER `sync`, so the pasted `sync --force` acts on the same host and store', async () => {
+  it('carries the global flags given AFTER `sync`, so the pasted `sync --force` acts on the same host and store, and shows its bound value as a placeholder', async () => {
     assertBuilt();
     const root = tempDir();
     const deployment = 'next-step';
     const store = `file://${path.join(root, 'store')}`;
     const stateDir = path.join(root, 'ctl-b');
-    const first = await runBaton(['--deployment', deployment, '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync']);
+    const first = await runBaton(['--deployment', deployment, '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync', '--first-controller', '--yes']);
     expect(first.exitCode, first.all).toBe(0);
     const init = await runBaton(['--deployment', deployment, '--state-dir', stateDir, 'ca', 'init']);
     expect(init.exitCode, init.all).toBe(0);
     const before = snapshotDir(stateDir);
     const run = await runBaton(['sync', '--deployment', deployment, '--state-dir', stateDir, '--store', store]);
     expect(run.exitCode, run.all).toBe(3);
-    expect(run.stderr).toContain(`\`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force\``);
+    expect(run.stderr).toContain(`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force --confirm <LOCAL 8>`);
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 });

@@ -82,7 +82,7 @@ async function publishedFingerprint(key: string): Promise<string | undefined> {
 /** A whole host in sync with what its prefix publishes, made through the real CLI (direct). */
 async function wholeInSync(w: Awaited<ReturnType<typeof world>>): Promise<string> {
   const stateDir = freshHost(w.host('whole'));
-  const first = await w.baton(stateDir, ['sync'], 'direct');
+  const first = await w.baton(stateDir, ['sync', '--first-controller', '--yes'], 'direct');
   expect(first.exitCode, first.all).toBe(0);
   return stateDir;
 }
