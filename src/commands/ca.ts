@@ -149,13 +149,13 @@ async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, ye
     import('../share/action-words.js'),
     import('../share/refusals.js'),
   ]);
-  const share = await openShareContext(config);
+  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
   const seen = await look(share);
   const failure = storeFailure(seen);
   if (failure) throw failure;
   refuseUnlessFresh(seen.local, share.stateDir);
   const { verdict } = seen;
-  if (verdict.kind === 'blocked') throw blockedError(verdict);
+  if (verdict.kind === 'blocked') throw blockedError(verdict, ctx.suggester());
   // Minting is said, never inferred: an empty store (a mistyped --store looks the same) gets
   // a new authority only on the typed deployment id, or --yes without a terminal.
   if (verdict.kind === 'first-controller') {

@@ -107,7 +107,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
         say(ops.describeOutcome(share, await ops.replaceUnreadable(share, { seen: verdict, unseal: Boolean(flags.unseal) })));
         return EXIT_OK;
       }
-      throw ops.blockedError(verdict);
+      throw ops.blockedError(verdict, suggester);
     case 'refuse':
       if (flags.push) {
         say(ops.describeOutcome(share, await ops.publish(share, { seen: verdict, unseal: Boolean(flags.unseal), over: pushesOver(verdict) })));

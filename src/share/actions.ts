@@ -217,7 +217,7 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
     case 'refuse':
       throw refusalError(ctx, verdict);
     case 'blocked':
-      throw blockedError(verdict);
+      throw blockedError(verdict, ctx.suggester);
   }
 }
 

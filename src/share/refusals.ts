@@ -13,7 +13,7 @@ import { allowedActions } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Action, Look, PublishedAuthority, Verdict } from './types.js';
 import { lineageWords, verdictSentence, verdictWords } from './verdict-words.js';
-import { PLAIN_SUGGESTER } from '../suggest-command.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 
 const NOTHING_WRITTEN = 'Nothing was written.';
 
@@ -87,13 +87,15 @@ export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, ver
   });
 }
 
-export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>): BatonError {
-  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next: verdict.next, reason: 'blocked' });
+/** `s` renders the way out's command with the global flags given (a pipe's words: sync, never the walk). */
+export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>, s: Suggester = PLAIN_SUGGESTER): BatonError {
+  const next = verdict.step ? verdictWords(verdict, { baton: { ...s, terminal: false } }).next : verdict.next;
+  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next, reason: 'blocked' });
 }
 
 /** The action is not one the table allows for this verdict: the verdict's own refusal. */
 export function notAllowedError(ctx: ShareContext, action: Action, verdict: Verdict): BatonError {
-  if (verdict.kind === 'blocked') return blockedError(verdict);
+  if (verdict.kind === 'blocked') return blockedError(verdict, ctx.suggester);
   if (verdict.kind === 'refuse' && action !== 'force') {
     const refusal = refusalError(ctx, verdict);
     if (action !== 'publish') return refusal;
