@@ -2,15 +2,18 @@ import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import { action, withSuggestedCommands, type CliContext, type Register } from './context.js';
+import { action, type CliContext, type Register } from './context.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { personalise } from '../suggest-command.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
  * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
  * none and changes nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
  */
-export const registerCa: Register = (program, cliCtx) => {
-  const ctx = withSuggestedCommands(cliCtx);
+export const registerCa: Register = (program, ctx) => {
+  // Every command this group prints, built once with the global flags given.
+  const run = (words: string) => `\`${renderStep(ctx.suggester(), nextStep(words))}\``;
   const ca = program.command('ca').description('the local authority: init | show | rotate | retire');
   const where = () => {
     const config = ctx.config();
@@ -41,7 +44,7 @@ export const registerCa: Register = (program, cliCtx) => {
           `Minted a new authority for deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Fingerprint: ${fingerprint}\n` +
             'No store is configured, so no store was asked whether this deployment already has an authority. ' +
-            'Publish it (configure the store, then `baton sync`) so the other controller adopts it rather than minting its own.\n',
+            `Publish it (configure the store, then ${run('sync')}) so the other controller adopts it rather than minting its own.\n`,
         );
       }),
     );
@@ -54,7 +57,7 @@ export const registerCa: Register = (program, cliCtx) => {
         const { deployment, stateDir } = where();
         const { snapshotLocalAuthority } = await import('../authority/index.js');
         const local = await snapshotLocalAuthority(stateDir, deployment);
-        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment));
+        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment, run, (line) => personalise(line, ctx.suggester())));
         return showExitCode(local);
       }),
     );
@@ -70,7 +73,7 @@ export const registerCa: Register = (program, cliCtx) => {
           `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Current:  ${result.current}\n` +
             `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
-            'Publish it with `baton sync --push` (this host is now ahead of the store), and run `baton ca retire` once every node trusts the current authority.\n',
+            `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run ${run('ca retire')} once every node trusts the current authority.\n`,
         );
       }),
     );
@@ -227,17 +230,26 @@ export function authorityJson(local: LocalAuthority, deployment: string): Record
   }
 }
 
-export function authorityText(local: LocalAuthority, deployment: string): string {
+/**
+ * `run` renders a command this text names (with the global flags given); `own` does the same
+ * for a lower layer's message, whose commands are written in the canonical form.
+ */
+export function authorityText(
+  local: LocalAuthority,
+  deployment: string,
+  run: (words: string) => string = (words) => `\`baton ${words}\``,
+  own: (line: string) => string = (line) => line,
+): string {
   const { caDir, marker } = layoutOf(local.stateDir);
   const lines: string[] = [];
   switch (local.state) {
     case 'fresh':
       lines.push(`This host holds no authority for deployment ${deployment} (fresh: no files, no marker in ${local.stateDir}).`);
-      lines.push('Next: adopt the published one with `baton sync`, or on the first controller `baton ca init`.');
+      lines.push(`Next: adopt the published one with ${run('sync')}, or on the first controller ${run('ca init')}.`);
       break;
     case 'lost':
       lines.push(`The authority of deployment ${deployment} is LOST on this host: the marker ${marker} is present but ${caDir} holds no key and no certificate.`);
-      lines.push('Next: adopt the published one with `baton sync`, or restore ca/ from a backup. baton will not mint over a loss.');
+      lines.push(`Next: adopt the published one with ${run('sync')}, or restore ca/ from a backup. baton will not mint over a loss.`);
       break;
     case 'whole':
       lines.push(`The authority of deployment ${deployment} in ${caDir} is whole.`);
@@ -245,19 +257,19 @@ export function authorityText(local: LocalAuthority, deployment: string): string
       lines.push(`Not after:   ${local.current.notAfter.toISOString()}`);
       lines.push(
         local.previous
-          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run \`baton ca retire\` once every node trusts the current one.`
+          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run ${run('ca retire')} once every node trusts the current one.`
           : 'Previous:    none (no rotation overlap).',
       );
       if (local.previous && (local.current.claim ?? local.current.replaces) === undefined) {
-        lines.push('The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: `baton ca retire --yes` retires it on your word.');
+        lines.push(`The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: ${run('ca retire --yes')} retires it on your word.`);
       }
-      if (local.repairedTear || local.pending === 'rotate') lines.push('A rotation was interrupted part-way; the authority above is still the one in use. Finish it with `baton ca rotate`.');
-      if (local.pending === 'retire') lines.push('A retire was interrupted: ca-previous.crt remains without its key. Finish it with `baton ca retire`.');
+      if (local.repairedTear || local.pending === 'rotate') lines.push(`A rotation was interrupted part-way; the authority above is still the one in use. Finish it with ${run('ca rotate')}.`);
+      if (local.pending === 'retire') lines.push(`A retire was interrupted: ca-previous.crt remains without its key. Finish it with ${run('ca retire')}.`);
       if (local.markerMissing) lines.push(`The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`);
       break;
     case 'blocked':
       lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);
-      lines.push(...local.error.lines());
+      lines.push(...local.error.lines().map(own));
       break;
   }
   if (local.unexpected.length > 0) lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);

@@ -87,21 +87,3 @@ export function printError(stream: NodeJS.WritableStream, error: unknown, sugges
 export function usageError(what: string, next?: string): BatonError {
   return new BatonError('usage', { what, ...(next ? { next } : {}) });
 }
-
-/**
- * The same context, with every backticked `baton …` it prints to stdout built by the one
- * builder: for commands whose lines are written in many places (ca), so none is missed.
- */
-export function withSuggestedCommands(ctx: CliContext): CliContext {
-  const stdout = new Proxy(ctx.stdout, {
-    get(target, prop, receiver) {
-      if (prop === 'write') {
-        return (chunk: unknown, ...rest: unknown[]) =>
-          (target.write as (...args: unknown[]) => boolean)(typeof chunk === 'string' ? personalise(chunk, ctx.suggester()) : chunk, ...rest);
-      }
-      const value: unknown = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return { ...ctx, config: () => ctx.config(), suggester: (inventory?: string) => ctx.suggester(inventory), stdout };
-}
