@@ -133,6 +133,9 @@ describe('baton ca', () => {
     const rotate = await baton(stateDir, 'ca', 'rotate');
     expect(rotate.code).toBe(0);
     expect(rotate.stdout).toContain(`Previous: ${old}`);
+    // The commands it names carry the global flags given, built where they are written.
+    expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} sync --push\``);
+    expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} ca retire\``);
     expectNoKeyMaterial(rotate);
     const shown = JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout) as Record<string, unknown>;
     expect(shown).toMatchObject({ previous_fingerprint: old, replaces: old });
