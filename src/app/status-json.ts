@@ -76,6 +76,8 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       sealed: published.state === 'present' ? published.sealed : null,
       // The bad object's ETag, which `sync --replace-unreadable --confirm <ETAG 8>` is bound to.
       etag: published.state === 'unreadable' && published.etag ? etagShown(published.etag) : null,
+      // Nothing published here: documents at neighbouring prefixes, each with its deployment.
+      neighbours: published.state === 'none' ? (published.neighbours ?? []).map((n) => ({ location: n.location, deployment: n.deployment ?? null })) : null,
       error: published.state === 'unreadable' ? errorJson(published.error, s) : null,
     },
     store_check: report.storeCheck

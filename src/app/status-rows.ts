@@ -131,7 +131,12 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
   switch (published.state) {
     case 'none':
       return { title: 'PUBLISHED', where: published.location, rows: [
-        { kind: 'text', label: 'state', value: 'nothing published' },
+        { kind: 'text', label: 'state', value: `nothing is published at ${published.location}` },
+        ...(published.neighbours ?? []).map((n) => ({
+          kind: 'text' as const,
+          label: 'nearby',
+          value: `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
+        })),
         check,
       ] };
     case 'unreadable':

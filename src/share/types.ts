@@ -27,7 +27,15 @@ export interface DocumentHeader {
 
 export type PublishedAuthority =
   /** The store holds nothing for this deployment — an ordinary state, not a fault. */
-  | { readonly state: 'none'; readonly location: string }
+  | {
+      readonly state: 'none';
+      readonly location: string;
+      /**
+       * Documents found at neighbouring prefixes (a mistyped store), with the deployment each
+       * names; read only by status and failover, shown and never trusted.
+       */
+      readonly neighbours?: readonly { readonly location: string; readonly deployment: string | undefined }[];
+    }
   | {
       readonly state: 'present';
       readonly location: string;

@@ -327,7 +327,7 @@ describe('minting is said, never inferred (moto)', () => {
   }, 120_000);
   afterAll(async () => moto?.close());
 
-  it('sync and ca init against an empty prefix mint nothing, create nothing, and name the neighbouring prefix\'s document', async () => {
+  it('sync, ca init and status against an empty prefix mint nothing, create nothing, and name the neighbouring prefix\'s document', async () => {
     const bucket = await moto.bucket();
     const root = path.join(tmp.dir, 'moto');
     const run = (name: string, prefix: string, args: readonly string[]) =>
@@ -341,6 +341,15 @@ describe('minting is said, never inferred (moto)', () => {
       expect(typo.stderr).toContain(`s3://${bucket}/s6/wire/authority.json (deployment ${DEP}, THIS deployment)`);
       expect(typo.stderr).toContain('Nothing was minted or written.');
     }
+    const status = await run('b', 's6/wier', ['status', '--json']);
+    expect(status.exitCode, status.all).toBe(3);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      verdict: { kind: 'first-controller', next_step: { args: ['sync', '--first-controller'] } },
+      published: { state: 'none', neighbours: [{ location: `s3://${bucket}/s6/wire/authority.json`, deployment: DEP }] },
+    });
+    const plain = await run('b', 's6/wier', ['status']);
+    expect(plain.stdout).toContain(`nothing is published at s3://${bucket}/s6/wier/authority.json`);
+    expect(plain.stdout).toContain(`nearby       s3://${bucket}/s6/wire/authority.json (deployment ${DEP}, THIS deployment: is --store mistyped?)`);
     expect(existsSync(path.join(root, 'b'))).toBe(false);
     expect((await moto.versions(bucket)).map((v) => v.key)).toEqual(['s6/wire/authority.json']);
   });
