@@ -19,6 +19,14 @@ export interface Placeholder {
 
 export type StepWord = string | Placeholder;
 
+/** The bad object's ETag, which `sync --replace-unreadable` is bound to (src/share/confirm-binding.ts). */
+export const ETAG_8: Placeholder = { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' };
+
+/** `sync --replace-unreadable`, run where the authority is held (this host may hold none). */
+export function replaceElsewhere(): NextStep {
+  return nextStep('sync --replace-unreadable --confirm', { placeholders: [ETAG_8], host: "a controller that holds this deployment's authority" });
+}
+
 export interface NextStep {
   /** The words after `baton` and its global flags, e.g. ['sync', '--force', '--confirm', {placeholder}]. */
   readonly args: readonly StepWord[];
@@ -64,6 +72,32 @@ export function renderStepSentence(s: Suggester, step: NextStep): string {
   const where = step.host ? ` (run it on ${step.host})` : '';
   const reads = placeholdersOf(step).map((p) => ` <${p.placeholder}>: ${p.readFrom}`);
   return `${command}${where}${reads.length > 0 ? `;${reads.join(';')}` : ''}`;
+}
+
+/**
+ * A sentence that names commands: text and steps in order, e.g.
+ * `['Publish it with ', nextStep('sync --push'), '.']`. A BatonError's `next` may be one, so the
+ * edge renders its commands with the global flags given instead of rewriting printed text.
+ */
+export type Said = readonly (string | NextStep)[];
+
+export function isNextStep(part: string | NextStep): part is NextStep {
+  return typeof part !== 'string';
+}
+
+/** The sentence with each command rendered for this operator, in backticks inside prose. */
+export function renderSaid(s: Suggester, said: Said): string {
+  return said.map((part) => (isNextStep(part) ? `\`${renderStep(s, part)}\`${part.host ? ` (on ${part.host})` : ''}` : part)).join('');
+}
+
+/** The same with plain `baton`: what `BatonError.next` holds, for logs and tests. */
+export function saidText(said: Said): string {
+  return renderSaid({ prefix: 'baton', prefixElsewhere: 'baton', inventory: undefined, terminal: true }, said);
+}
+
+/** Every step a sentence names, as JSON objects. */
+export function saidSteps(s: Suggester, said: Said): readonly NextStepJson[] {
+  return said.filter(isNextStep).map((step) => stepJson(s, step));
 }
 
 export interface NextStepJson {

@@ -132,7 +132,7 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
       what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : 'The typed characters do not match the previous fingerprint.',
       where: layoutOf(stateDir).previousKey,
       changed: 'Nothing was written.',
-      next: `Run \`baton ca retire\` again and type the 8 characters after "SHA256:" of ${previous}, or \`baton ca retire --yes\`.`,
+      next: ['Run ', nextStep('ca retire'), ` again and type the 8 characters after "SHA256:" of ${previous}, or `, nextStep('ca retire --yes'), '.'],
     });
   }
   return previous;
@@ -164,7 +164,7 @@ async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, ye
   if (verdict.kind === 'first-controller') {
     const [{ confirmMint }, { neighbourWords }] = await Promise.all([import('./typed-confirm.js'), import('../share/neighbours.js')]);
     const neighbours = await neighbourWords(share.store, share.deployment);
-    await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes, command: '`baton ca init`', note: neighbours });
+    await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes, command: nextStep('ca init'), note: neighbours });
   }
   const outcome = await firstController(share, { seen: verdict });
   if (outcome.kind !== 'first-controller') return describeOutcome(share, outcome);
@@ -183,14 +183,14 @@ function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
       throw new BatonError('refused', {
         what: `This host held the authority once — the marker ${layoutOf(stateDir).marker} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
         where: layoutOf(stateDir).caDir,
-        next: 'Adopt the published authority with `baton sync`, or restore ca/ from a backup. Remove the marker only if this deployment really must start over.',
+        next: ['Adopt the published authority with ', nextStep('sync'), ', or restore ca/ from a backup. Remove the marker only if this deployment really must start over.'],
         changed: 'Nothing was written.',
       });
     case 'whole':
       throw new BatonError('refused', {
         what: `This host already holds the authority ${local.current.fingerprint}.`,
         where: layoutOf(stateDir).caDir,
-        next: 'Nothing to do: `baton ca show` shows it, `baton ca rotate` replaces it on purpose.',
+        next: ['Nothing to do: ', nextStep('ca show'), ' shows it, ', nextStep('ca rotate'), ' replaces it on purpose.'],
         changed: 'Nothing was written.',
       });
     case 'blocked':

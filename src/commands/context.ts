@@ -70,12 +70,13 @@ function inventoryOf(args: readonly unknown[]): string | undefined {
 }
 
 /**
- * Prints the three parts. Every command named in them goes through the one builder, so the
- * "Next:" line can be pasted as it stands.
+ * Prints the three parts. A next step given as structure (`said`) is rendered here, once, with
+ * the global flags; a message still written as canonical text goes through `personalise` until
+ * it is converted.
  */
 export function printError(stream: NodeJS.WritableStream, error: unknown, suggest?: Suggester): void {
   if (isBatonError(error)) {
-    const lines = error.lines().map((line) => (suggest ? personalise(line, suggest) : line));
+    const lines = error.said ? error.lines(suggest) : error.lines().map((line) => (suggest ? personalise(line, suggest) : line));
     stream.write(`baton: ${lines.join('\n  ')}\n`);
     return;
   }

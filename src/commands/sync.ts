@@ -5,6 +5,7 @@
  * what each irreversible step is bound to in confirm-binding.ts. This file checks the
  * confirmations, runs the action the verdict and the flags choose, and prints.
  */
+import { nextStep } from '../next-step.js';
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
@@ -26,7 +27,7 @@ export const registerSync: Register = (program: Command, ctx: CliContext) => {
     .option('--force', 'only when sync refuses: set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one (--confirm <LOCAL 8>)')
     .option('--replace-unreadable', 'only when the published document cannot be used: replace it with this host\'s authority, if-match on the bad object (--confirm <ETAG 8>)')
     .option('--unseal', 'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key; --confirm unseal)')
-    .option('--confirm <value>', 'the value an irreversible step is bound to, read from `baton status`: LOCAL 8 for --force, PUBLISHED 8 for a push over it, ETAG 8 for --replace-unreadable, the word unseal for --unseal (repeat it for two steps)', collect, [] as string[])
+    .option('--confirm <value>', 'the value an irreversible step is bound to, read from status: LOCAL 8 for --force, PUBLISHED 8 for a push over it, ETAG 8 for --replace-unreadable, the word unseal for --unseal (repeat it for two steps)', collect, [] as string[])
     .option('--yes', 'confirm --first-controller without typing (required when stdin is not a terminal); it confirms nothing else')
     .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
 };
@@ -76,7 +77,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       if (!flags.firstController) throw await nothingPublished(share);
       const { neighbourWords } = await import('../share/neighbours.js');
       const note = await neighbourWords(share.store, share.deployment);
-      await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes: Boolean(flags.yes), command: '`baton sync --first-controller`', note });
+      await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes: Boolean(flags.yes), command: nextStep('sync --first-controller'), note });
       say(ops.describeOutcome(share, await ops.firstController(share, { seen: verdict })));
       return EXIT_OK;
     }
@@ -89,7 +90,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
           what: `The published authority ${verdict.published} was there a moment ago and is gone now.`,
           where: share.store.location,
           changed: 'Nothing was written.',
-          next: 'Find out who removed it, then run `baton sync` again.',
+          next: ['Find out who removed it, then run ', nextStep('sync'), ' again.'],
           reason: 'removed',
         });
       }
@@ -141,7 +142,7 @@ async function nothingPublished(share: ShareContext): Promise<BatonError> {
     what: `Nothing is published at ${share.store.location}, and this host holds no authority.${neighbours}`,
     where: share.store.location,
     changed: 'Nothing was minted or written.',
-    next: 'If --store and --deployment are right and this host is the deployment\'s first controller, mint on purpose: `baton sync --first-controller` (it asks for the deployment id typed; --yes in scripts).',
+    next: ['If --store and --deployment are right and this host is the deployment\'s first controller, mint on purpose: ', nextStep('sync --first-controller'), ' (it asks for the deployment id typed; --yes in scripts).'],
     reason: 'nothing-to-publish',
   });
 }

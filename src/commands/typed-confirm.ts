@@ -4,6 +4,7 @@
  * replaced. Without a terminal, minting needs --yes and every bound step its `--confirm VALUE`
  * (src/share/confirm-binding.ts). End of input or Ctrl-C is a "no".
  */
+import { renderStep, type NextStep } from '../next-step.js';
 import { BatonError } from '../errors.js';
 import type { Binding } from '../share/confirm-binding.js';
 import type { CliContext } from './context.js';
@@ -68,13 +69,14 @@ export async function confirmBound(ctx: CliContext, bindings: readonly Binding[]
  * Minting a first authority is said, never inferred: on a terminal the first characters of
  * the deployment id are typed (as the console asks); without one, --yes is required.
  */
-export async function confirmMint(ctx: CliContext, options: { readonly deployment: string; readonly location: string; readonly yes: boolean; readonly command: string; readonly note?: string }): Promise<void> {
+export async function confirmMint(ctx: CliContext, options: { readonly deployment: string; readonly location: string; readonly yes: boolean; readonly command: NextStep; readonly note?: string }): Promise<void> {
+  const command = `\`${renderStep(ctx.suggester(), options.command)}\``;
   const { deploymentPrefix, deploymentRefusal } = await import('../app/typed-gate.js');
   const prefix = deploymentPrefix(options.deployment);
   if (!stdinIsTerminal()) {
     if (options.yes) return;
     throw new BatonError('usage', {
-      what: `Nothing is published at ${options.location}. ${options.command} mints a new authority for deployment ${options.deployment} and publishes it there; without a terminal that needs --yes.${options.note ?? ''}`,
+      what: `Nothing is published at ${options.location}. ${command} mints a new authority for deployment ${options.deployment} and publishes it there; without a terminal that needs --yes.${options.note ?? ''}`,
       where: options.location,
       changed: 'Nothing was minted or written.',
       next: `Check that ${options.location} is the deployment's store (nothing is published there), then run the command again with --yes.`,
@@ -84,6 +86,6 @@ export async function confirmMint(ctx: CliContext, options: { readonly deploymen
   const typed = await ask(ctx, `Type the first ${prefix.length} characters of the deployment id (${prefix}) to mint: `);
   const refusal = typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : deploymentRefusal(typed, options.deployment);
   if (refusal) {
-    throw new BatonError('aborted', { what: refusal, where: options.location, changed: 'Nothing was minted or written.', next: `Run ${options.command} again when you are ready.` });
+    throw new BatonError('aborted', { what: refusal, where: options.location, changed: 'Nothing was minted or written.', next: ['Run ', options.command, ' again when you are ready.'] });
   }
 }

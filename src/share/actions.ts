@@ -27,7 +27,6 @@ import {
 import { isBatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
-import { commandFor } from './action-words.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
@@ -119,7 +118,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     const overOnPurpose = options.over === true && options.seen !== undefined && pushesOver(verdict);
     if (verdict.kind !== 'publish' && !overAhead && !overOnPurpose) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
-    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --push'));
+    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, 'sync --push');
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const precondition =
       published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
@@ -179,7 +178,7 @@ export async function replaceUnreadable(ctx: ShareContext, options: PublishOptio
     const refusal = replaceUnreadableRefusal(ctx, now);
     if (refusal) throw refusal;
     if (local.state !== 'whole' || published.state !== 'unreadable' || published.etag === undefined) throw replaceNotAllowed(ctx, now);
-    if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --replace-unreadable'));
+    if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, 'sync --replace-unreadable');
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
     return { kind: 'published', fingerprint, etag };

@@ -15,7 +15,7 @@
  * conditional writes) adds a Binding here and is checked by the same function.
  */
 import { BatonError } from '../errors.js';
-import type { Placeholder } from '../next-step.js';
+import { ETAG_8, nextStep, type Placeholder } from '../next-step.js';
 import { confirmationPrefix, type Fingerprint } from '../pki/fingerprint-type.js';
 
 export type BoundStep = 'force' | 'push-over' | 'replace-unreadable' | 'unseal';
@@ -71,7 +71,7 @@ export function replaceBinding(etag: string): Binding {
     step: 'replace-unreadable',
     flag: '--replace-unreadable',
     expected: etagShown(etag).slice(0, 8),
-    placeholder: { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' },
+    placeholder: ETAG_8,
     describe: 'the first 8 characters of the bad object\'s ETag (the etag row of the PUBLISHED panel)',
     prompt: 'Type the first 8 characters of the bad object\'s ETag to replace it: ',
   };
@@ -99,7 +99,7 @@ export function checkConfirmations(bindings: readonly Binding[], given: readonly
       what: '--confirm applies only with --force, --push over a document this host is not proved ahead of, --replace-unreadable or --unseal; none of these is asked for here.',
       where,
       changed: 'Nothing was written.',
-      next: 'Leave --confirm out (run `baton status` to see what applies).',
+      next: ['Leave --confirm out (run ', nextStep('status'), ' to see what applies).'],
     });
   }
   const needs = bindings.map((b) => `${b.flag} needs --confirm with ${b.describe}`).join('; ');
@@ -108,6 +108,6 @@ export function checkConfirmations(bindings: readonly Binding[], given: readonly
     what: `${needs}. ${said}`,
     where,
     changed: 'Nothing was written.',
-    next: `Read ${bindings.map((b) => b.placeholder.readFrom).join(', and ')} (\`baton status\`); then run the command again with --confirm and that value (one --confirm per step).`,
+    next: [`Read ${bindings.map((b) => b.placeholder.readFrom).join(', and ')} (`, nextStep('status'), '); then run the command again with --confirm and that value (one --confirm per step).'],
   });
 }

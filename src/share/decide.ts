@@ -8,7 +8,7 @@ import type { LocalAuthority } from '../authority/types.js';
 import { refuseTamperedHandover } from './handover.js';
 import { lineageOf } from './lineage.js';
 import type { Action, PublishedAuthority, Verdict } from './types.js';
-import { nextStep } from '../next-step.js';
+import { ETAG_8, nextStep } from '../next-step.js';
 import { replaceBinding, UNSEAL_BINDING } from './confirm-binding.js';
 
 export { lineageOf };
@@ -34,7 +34,8 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
     return {
       kind: 'blocked',
       why: `The published authority ${published.header.fingerprint} is sealed; this host has no seal key; adopting needs it.`,
-      next: 'Set seal_key_file in baton.yaml to the 32-byte key the other controllers use, then run `baton sync`.',
+      next: 'Set seal_key_file in baton.yaml to the 32-byte key the other controllers use, then:',
+      step: nextStep('sync'),
       sealedWithoutKey: true,
     };
   }
@@ -114,7 +115,7 @@ function blockedByDocument(
         return { ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${rollback}${seal}`), step };
       }
       const elsewhere = nextStep('sync --replace-unreadable --confirm', {
-        placeholders: [replace?.placeholder ?? { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' }],
+        placeholders: [replace?.placeholder ?? ETAG_8],
         host: "a controller that holds this deployment's authority",
       });
       return {

@@ -4,11 +4,12 @@
  * these say WHAT, so the same refusal reads the same from sync, failover and the drill. A
  * caller that acts on the kind of store failure reads its `reason` field, never these words.
  */
+import { nextStep } from '../next-step.js';
 import { layoutOf } from '../authority/layout.js';
 import { BatonError, isBatonError, type StoreChangedReason } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { isStoreChangedReason, STORE_CHANGED_WORDS } from '../store/store-changed.js';
-import { ACTION_WORDS, commandFor } from './action-words.js';
+import { ACTION_WORDS } from './action-words.js';
 import { allowedActions } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Action, Look, PublishedAuthority, Verdict } from './types.js';
@@ -163,7 +164,7 @@ export function publishFailed(ctx: ShareContext, error: unknown): BatonError {
       ...(error.reason === undefined ? {} : { reason: error.reason }),
       where: ctx.store.location,
       changed: 'Nothing was overwritten.',
-      next: `Re-read and decide again (run \`${commandFor(ctx, 'sync')}\` again, or refresh the console).`,
+      next: ['Re-read and decide again (run ', nextStep('sync'), ' again, or refresh the console).'],
       cause: error,
     });
   }
@@ -194,7 +195,7 @@ export function refuseOutsideValidity(ctx: ShareContext, published: Extract<Publ
       what: `The published authority ${published.header.fingerprint} expired on ${current.notAfter.toISOString()}; installing it would leave this host presenting a certificate no node accepts.`,
       where: ctx.store.location,
       changed: NOTHING_WRITTEN,
-      next: 'Rotate the authority on the controller that holds it (`baton ca rotate`, then `baton sync --push`), then run this again.',
+      next: ['Rotate the authority on the controller that holds it (', nextStep('ca rotate', { host: 'that controller' }), ', then ', nextStep('sync --push', { host: 'that controller' }), '), then run this again.'],
       reason: 'expired',
     });
   }
@@ -215,7 +216,7 @@ export function publishedFilesMovedError(ctx: Pick<ShareContext, 'stateDir' | 's
     what: `The authority files read for publishing are ${carried}, not the ${decided} that was decided on.`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: 'Nothing was published.',
-    next: `Something changed ca/ without taking ca.lock; look at it (\`${commandFor(ctx, 'ca show')}\`) and run sync again.`,
+    next: ['Something changed ca/ without taking ca.lock; look at it (', nextStep('ca show'), ') and run sync again.'],
   });
 }
 
@@ -223,7 +224,7 @@ export function missingPairFileError(missing: 'ca.key' | 'ca.crt'): BatonError {
   return new BatonError('failed', {
     what: `The authority's ${missing} is missing from the files read for publishing.`,
     changed: 'Nothing was published.',
-    next: 'Look at ca/ (`baton ca show`) and run sync again.',
+    next: ['Look at ca/ (', nextStep('ca show'), ') and run sync again.'],
   });
 }
 
@@ -244,7 +245,7 @@ export function installAfterPublishFailed(ctx: Pick<ShareContext, 'stateDir' | '
     what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
-    next: `Fix what the message names, clear the partial files from ca/, and run \`${commandFor(ctx, 'sync')}\` to adopt the published authority.`,
+    next: ['Fix what the message names, clear the partial files from ca/, and run ', nextStep('sync'), ' to adopt the published authority.'],
     cause: error,
   });
 }

@@ -8,6 +8,7 @@
  * sync would have done — checked before the lock: a flag that meant "replace" must never
  * quietly publish, and a refused run creates nothing.
  */
+import { nextStep } from '../next-step.js';
 import { BatonError } from '../errors.js';
 import { forceBinding, pushOverBinding, replaceBinding, UNSEAL_BINDING, type Binding } from './confirm-binding.js';
 import { unsealRefusal } from './publish-guards.js';
@@ -30,7 +31,7 @@ export function conflictingFlags(flags: SyncActionFlags): BatonError | undefined
   if (chosen.length <= 1) return undefined;
   return new BatonError('usage', {
     what: `${chosen.map(flagName).join(' and ')} ask for different things; each applies to one verdict only.`,
-    next: 'Choose one (run `baton status` to see the verdict).',
+    next: ['Choose one (run ', nextStep('status'), ' to see the verdict).'],
     changed: 'Nothing was read or written.',
   });
 }
@@ -67,7 +68,7 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       what: `${flagName(flag)} applies only ${appliesTo}. Here: ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
-      next: `Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
+      next: [`Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run `, nextStep('sync'), ' for that, or ', nextStep('status'), ' to look first.'],
     });
   if (flags.firstController && verdict.kind !== 'first-controller') {
     throw misuse('firstController', 'when nothing is published and this host holds no authority');
@@ -90,7 +91,7 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
     if (refusal) throw refusal;
   }
   if (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey && !flags.unseal) {
-    throw unsealRefusal(share.store.location, 'baton sync --push');
+    throw unsealRefusal(share.store.location, 'sync --push');
   }
   if (flags.unseal) {
     const sealed =

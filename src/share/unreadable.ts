@@ -13,6 +13,7 @@
  *                       it would downgrade the fleet.
  * - 'could-not-read'    the store itself failed: nothing is known about the document.
  */
+import { replaceElsewhere } from '../next-step.js';
 import { X509Certificate } from 'node:crypto';
 import { BatonError } from '../errors.js';
 import { DOCUMENT_FORMAT, type UnreadableProblem } from './types.js';
@@ -43,7 +44,7 @@ export function editedDeploymentError(location: string, deployment: string): Bat
     what: `The published document cannot be used: its certificate names this deployment (${deployment}), but its "deployment" field was edited to name another.`,
     where: location,
     changed: 'Nothing was installed.',
-    next: 'Replace it from a controller that holds this deployment\'s authority: `baton sync --replace-unreadable`.',
+    next: ['Replace it from a controller that holds this deployment\'s authority: ', replaceElsewhere(), '.'],
     reason: 'document-refused',
   });
 }

@@ -3,6 +3,7 @@
  * buffered, naming its size: a store (or an attacker with write access to it) must not be
  * able to make a status view allocate 100 MB.
  */
+import { replaceElsewhere } from '../next-step.js';
 import { BatonError } from '../errors.js';
 
 export const MAX_DOCUMENT_BYTES = 1024 * 1024;
@@ -15,7 +16,7 @@ export class OversizeError extends BatonError {
     super('refused', {
       what: `The published document is ${said}; a baton document is never over 1 MiB (${MAX_DOCUMENT_BYTES} bytes).`,
       where: location,
-      next: 'Check what wrote this object; a controller that holds the authority replaces it with `baton sync --replace-unreadable`.',
+      next: ['Check what wrote this object; a controller that holds the authority replaces it with ', replaceElsewhere(), '.'],
       changed: 'Nothing was read into memory or installed.',
       reason: 'oversize',
     });

@@ -143,7 +143,7 @@ describe('status without a terminal', () => {
     expect(statusErrorJson(new BatonError('usage', { what: '--interval "x" is not a number of seconds.' }))).toEqual({
       format: 'baton.status/1',
       exit_code: 2,
-      error: { code: 'usage', reason: null, what: '--interval "x" is not a number of seconds.', where: null, next: null },
+      error: { code: 'usage', reason: null, what: '--interval "x" is not a number of seconds.', where: null, next: null, next_steps: [] },
     });
     const denied = new BatonError('failed', { what: 'Access to the store was denied.', where: 's3://b/p/authority.json', reason: 'denied' });
     expect(statusErrorJson(denied).error).toMatchObject({ code: 'failed', reason: 'denied', where: 's3://b/p/authority.json' });
