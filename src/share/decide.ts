@@ -23,6 +23,7 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       kind: 'blocked',
       why: withWhere(local.error.what, local.error.where),
       next: local.error.next ?? 'Repair the local authority by hand, then look again.',
+      ...(local.error.said ? { said: local.error.said } : {}),
     };
   }
   if (published.state === 'unreadable') return blockedByDocument(local, published);
@@ -87,8 +88,10 @@ function blockedByDocument(
   );
   const blocked = (next: string): Extract<Verdict, { kind: 'blocked' }> => ({ kind: 'blocked', why, next, unreadable: problem });
   switch (problem) {
-    case 'could-not-read':
-      return blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`);
+    case 'could-not-read': {
+      const said = published.error.said;
+      return { ...blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`), ...(said ? { said } : {}) };
+    }
     case 'foreign-deployment':
       return blocked(
         `No baton command replaces it from this host: it is a valid document of another deployment, so this host is pointed at the wrong store or deployment. Check --store and --deployment (and baton.yaml).`,

@@ -90,7 +90,7 @@ export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, ver
 
 /** `s` renders the way out's command with the global flags given (a pipe's words: sync, never the walk). */
 export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>, s: Suggester = PLAIN_SUGGESTER): BatonError {
-  const next = verdict.step ? verdictWords(verdict, { baton: { ...s, terminal: false } }).next : verdict.next;
+  const next = verdict.said ?? (verdict.step ? verdictWords(verdict, { baton: { ...s, terminal: false } }).next : verdict.next);
   return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next, reason: 'blocked' });
 }
 

@@ -70,7 +70,10 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       changed: 'Nothing was written.',
       next: [`Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run `, nextStep('sync'), ' for that, or ', nextStep('status'), ' to look first.'],
     });
-  if (flags.firstController && verdict.kind !== 'first-controller') {
+  // Another controller publishing first is the race a first controller can lose: it adopts
+  // the winner, exactly as the action does when it loses at the create-only write.
+  const raceLost = verdict.kind === 'adopt' && !verdict.lostMarker;
+  if (flags.firstController && verdict.kind !== 'first-controller' && !raceLost) {
     throw misuse('firstController', 'when nothing is published and this host holds no authority');
   }
   if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');

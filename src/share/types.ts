@@ -4,7 +4,7 @@
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { LocalAuthority, PairSummary } from '../authority/types.js';
-import type { NextStep } from '../next-step.js';
+import type { NextStep, Said } from '../next-step.js';
 
 export const DOCUMENT_FORMAT = 'baton.authority/1';
 
@@ -113,6 +113,8 @@ export type Verdict =
       readonly next: string;
       /** The command of the way out, when there is one (rendered after `next`). */
       readonly step?: NextStep;
+      /** `next` as structure, when the error it came from said it so (rendered instead of `next`). */
+      readonly said?: Said;
       /** Set when the published document is what blocks; 'unusable' is what --replace-unreadable replaces. */
       readonly unreadable?: UnreadableProblem;
       /** Set when the published authority is sealed and this host, holding none, has no key to adopt it. */

@@ -7,7 +7,7 @@
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
-import { nextStep, renderStep, renderStepSentence, type NextStep } from '../next-step.js';
+import { nextStep, renderSaid, renderStep, renderStepSentence, type NextStep } from '../next-step.js';
 import { personalise, type Suggester } from '../suggest-command.js';
 import { forceBinding, pushOverBinding, UNSEAL_BINDING } from './confirm-binding.js';
 
@@ -113,7 +113,7 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         tone: 'refused',
         label: 'blocked',
         headline: verdict.why,
-        next: verdict.step ? `${verdict.next} ${renderStepSentence(s, verdict.step)}` : personalise(verdict.next, s),
+        next: verdict.said ? renderSaid(s, verdict.said) : verdict.step ? `${verdict.next} ${renderStepSentence(s, verdict.step)}` : personalise(verdict.next, s),
         ...(verdict.step ? { step: verdict.step } : {}),
       };
   }

@@ -105,7 +105,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     const w = await world();
     const stateDir = freshHost(w.host('fresh'));
     w.proxy.arm({ fault, method: 'PUT', count: 1 });
-    const sync = await w.baton(stateDir, ['sync']);
+    const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
     // A truncated answer to a PUT that DID land upstream may surface as "someone published
     // first" on a store that enforces create-only; either way the host ends holding the one
     // published authority.
@@ -193,7 +193,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
       const stateDir = freshHost(w.host('fresh'));
       const before = snapshotDir(stateDir);
       w.proxy.arm({ fault, method: 'PUT', count: Infinity });
-      const sync = await w.baton(stateDir, ['sync']);
+      const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
       expect(sync.exitCode, sync.all).toBe(1);
       namesObject(sync, w.key);
       expect(snapshotDir(stateDir)).toEqual(before);
@@ -209,7 +209,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     const stateDir = freshHost(w.host('fresh'));
     const before = snapshotDir(stateDir);
     w.proxy.arm({ fault: 'truncate', method: 'PUT', count: Infinity });
-    const sync = await w.baton(stateDir, ['sync']);
+    const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
     // The object is in the store (the PUT was forwarded) but this host never saw a success.
     if (sync.exitCode === 0) {
       // Acceptable only if the host then holds exactly what is published.
