@@ -7,18 +7,16 @@ import { AuthorityPanel } from './AuthorityPanel.js';
 export interface AuthorityPanelsProps {
   readonly report: StatusReport;
   readonly columns: number;
-  /** The command prefix with the global flags given, for a command a panel names. */
-  readonly baton?: string;
 }
 
 /** LOCAL | PUBLISHED: side by side from 100 columns, stacked below (DESIGN.md §9). */
-export function AuthorityPanels({ report, columns, baton = 'baton' }: AuthorityPanelsProps) {
+export function AuthorityPanels({ report, columns }: AuthorityPanelsProps) {
   const narrow = isNarrow(columns);
   const width = narrow ? columns : Math.floor(columns / 2);
   return (
     <Box flexDirection={narrow ? 'column' : 'row'}>
       <AuthorityPanel panel={localRows(report)} width={width} ruled={narrow} />
-      <AuthorityPanel panel={publishedRows(report, baton)} width={width} ruled={narrow} />
+      <AuthorityPanel panel={publishedRows(report)} width={width} ruled={narrow} />
     </Box>
   );
 }

@@ -26,7 +26,7 @@ export function FailoverResult({ state, columns, baton }: FailoverResultProps) {
       {state.after ? (
         <>
           <Text bold>Read again:</Text>
-          {isNarrow(columns) ? <ReadSummary reading={state.after} columns={columns} baton={baton} /> : <AuthorityPanels report={state.after} columns={columns} baton={baton} />}
+          {isNarrow(columns) ? <ReadSummary reading={state.after} columns={columns} /> : <AuthorityPanels report={state.after} columns={columns} />}
           <VerdictBlock verdict={state.after.verdict} baton={baton} columns={columns} />
         </>
       ) : null}

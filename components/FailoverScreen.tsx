@@ -68,7 +68,7 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
     case 'deciding':
       return (
         <Box flexDirection="column">
-          <ReadSummary reading={state.reading} columns={columns} baton={baton} />
+          <ReadSummary reading={state.reading} columns={columns} />
           <VerdictBlock verdict={state.reading.verdict} baton={baton} columns={columns} showNext={state.reading.verdict.kind === 'blocked'} />
           <Text bold>Choose:</Text>
           <ActionMenu reading={state.reading} actions={state.actions} cursor={state.cursor} columns={columns} />

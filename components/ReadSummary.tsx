@@ -9,8 +9,6 @@ const SUMMARY_LABELS = new Set(['state', 'not after', 'overlap', 'published', 's
 export interface ReadSummaryProps {
   readonly reading: StatusReport;
   readonly columns: number;
-  /** The command prefix with the global flags given, for a command a panel names. */
-  readonly baton?: string;
 }
 
 /**
@@ -18,7 +16,7 @@ export interface ReadSummaryProps {
  * differing characters marked under the lower one), each with its state in words. Compact so
  * the verdict and the actions still fit 80×24 beneath it.
  */
-export function ReadSummary({ reading, columns, baton = 'baton' }: ReadSummaryProps) {
+export function ReadSummary({ reading, columns }: ReadSummaryProps) {
   const lock = reading.lock;
   return (
     <Box flexDirection="column" width={columns}>
@@ -32,7 +30,7 @@ export function ReadSummary({ reading, columns, baton = 'baton' }: ReadSummaryPr
         </Text>
       </Row>
       <Side panel={localRows(reading)} columns={columns} />
-      <Side panel={publishedRows(reading, baton)} columns={columns} />
+      <Side panel={publishedRows(reading)} columns={columns} />
     </Box>
   );
 }

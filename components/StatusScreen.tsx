@@ -37,14 +37,14 @@ export function StatusScreen({ state, columns, rows, baton, watchSeconds }: Stat
       {state.step === 'showing' ? (
         rows === undefined ? (
           <>
-            <AuthorityPanels report={state.report} columns={columns} baton={baton} />
+            <AuthorityPanels report={state.report} columns={columns} />
             <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
           </>
         ) : (
           // Redrawn within the rows: the verdict first, so narrowing never scrolls it away.
           <>
             <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
-            <AuthorityPanels report={state.report} columns={columns} baton={baton} />
+            <AuthorityPanels report={state.report} columns={columns} />
           </>
         )
       ) : null}
