@@ -163,7 +163,7 @@ const scratch = mkdtempSync(path.join(tmpdir(), 'baton-build-'));
 try {
   const flags = ['--deployment', 'b0a710cac4e0b0a710cac4e0b0a710ca', '--no-seal', '--state-dir', path.join(scratch, 'state'), '--store', `file://${path.join(scratch, 'store')}`];
   const { BATON_CONFIG: _ignored, ...env } = process.env;
-  for (const args of [['sync', '--yes'], ['status', '--json']]) {
+  for (const args of [['sync', '--first-controller', '--yes'], ['status', '--json']]) {
     const script = [
       `const app = require(${JSON.stringify(path.join(root, 'bin/baton.js'))}).loadApp({ useCache: false });`,
       `app.exports.main(['node', 'baton', ...${JSON.stringify([...flags, ...args])}]).then(() => {`,

@@ -9,6 +9,9 @@
  */
 
 /** The codes a caller (a script, a test, a view) can branch on. */
+import { renderSaid, saidText, type Said } from './next-step.js';
+import type { Suggester } from './suggest-command.js';
+
 export type ErrorCode =
   /** Bad flag, bad config field, unknown command. */
   | 'usage'
@@ -176,8 +179,11 @@ export interface BatonErrorParts {
   readonly what: string;
   /** Where: the file, directory, bucket/key, machine. */
   readonly where?: string;
-  /** What the operator can do next. */
-  readonly next?: string;
+  /**
+   * What the operator can do next: a sentence, or a Said (text and NextSteps) when it names a
+   * command, which the edge renders with the operator's global flags.
+   */
+  readonly next?: string | Said;
   /** Whether anything changed, e.g. "Nothing was written." */
   readonly changed?: string;
   /** The underlying error, for diagnostics only (never shown with key material). */
@@ -190,17 +196,22 @@ export class BatonError extends Error {
   readonly code: ErrorCode;
   readonly what: string;
   readonly where: string | undefined;
+  /** The next step as text, its commands with plain `baton`. */
   readonly next: string | undefined;
+  /** The next step as structure, when it names commands: render it with `lines(suggester)`. */
+  readonly said: Said | undefined;
   readonly changed: string | undefined;
   readonly reason: ErrorReason | undefined;
 
   constructor(code: ErrorCode, parts: BatonErrorParts) {
-    super(joinParts(parts), parts.cause === undefined ? undefined : { cause: parts.cause });
+    const next = parts.next === undefined || typeof parts.next === 'string' ? parts.next : saidText(parts.next);
+    super(joinParts({ ...parts, next }), parts.cause === undefined ? undefined : { cause: parts.cause });
     this.name = 'BatonError';
     this.code = code;
     this.what = parts.what;
     this.where = parts.where;
-    this.next = parts.next;
+    this.next = next;
+    this.said = parts.next === undefined || typeof parts.next === 'string' ? undefined : parts.next;
     this.changed = parts.changed;
     this.reason = parts.reason;
   }
@@ -209,13 +220,13 @@ export class BatonError extends Error {
     return EXIT_CODES[this.code];
   }
 
-  /** The three parts as lines, the way views and plain output show them. */
-  lines(): string[] {
-    return partsToLines(this);
+  /** The three parts as lines; with a suggester, the commands of `said` carry the global flags. */
+  lines(s?: Suggester): string[] {
+    return partsToLines({ ...this, next: s && this.said ? renderSaid(s, this.said) : this.next });
   }
 }
 
-function partsToLines(parts: BatonErrorParts): string[] {
+function partsToLines(parts: Omit<BatonErrorParts, 'next'> & { readonly next?: string | undefined }): string[] {
   const lines = [parts.what];
   if (parts.where) lines.push(`Where: ${parts.where}`);
   if (parts.changed) lines.push(parts.changed);
@@ -223,7 +234,7 @@ function partsToLines(parts: BatonErrorParts): string[] {
   return lines;
 }
 
-function joinParts(parts: BatonErrorParts): string {
+function joinParts(parts: Omit<BatonErrorParts, 'next'> & { readonly next?: string | undefined }): string {
   return partsToLines(parts).join('\n');
 }
 

@@ -24,6 +24,8 @@ export interface GivenFlags {
 export interface Suggester {
   /** `baton` plus the global flags given, shell-quoted. */
   readonly prefix: string;
+  /** The same without --state-dir: for a command to run on another host, whose state dir is its own. */
+  readonly prefixElsewhere?: string;
   /** --inventory as given, added to mesh commands. */
   readonly inventory: string | undefined;
   /** True when the operator has a terminal (stdin and stdout): `failover` can run. */
@@ -34,14 +36,18 @@ export interface Suggester {
 export const PLAIN_SUGGESTER: Suggester = { prefix: 'baton', inventory: undefined, terminal: true };
 
 export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
-  const parts = ['baton'];
-  if (flags.config) parts.push('--config', shellWord(flags.config));
-  if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
-  if (flags.stateDir) parts.push('--state-dir', shellWord(flags.stateDir));
-  if (flags.store) parts.push('--store', shellWord(flags.store));
-  if (flags.sealKeyFile) parts.push('--seal-key-file', shellWord(flags.sealKeyFile));
-  if (flags.seal === false) parts.push('--no-seal');
-  return { prefix: parts.join(' '), inventory: flags.inventory || undefined, terminal };
+  const build = (withStateDir: boolean) => {
+    const parts = ['baton'];
+    if (flags.config) parts.push('--config', shellWord(flags.config));
+    if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
+    if (flags.stateDir && withStateDir) parts.push('--state-dir', shellWord(flags.stateDir));
+    if (flags.store) parts.push('--store', shellWord(flags.store));
+    // The seal key file is a path on this host, like --state-dir; --no-seal states the deployment's choice.
+    if (flags.sealKeyFile && withStateDir) parts.push('--seal-key-file', shellWord(flags.sealKeyFile));
+    if (flags.seal === false) parts.push('--no-seal');
+    return parts.join(' ');
+  };
+  return { prefix: build(true), prefixElsewhere: build(false), inventory: flags.inventory || undefined, terminal };
 }
 
 /** `args` is what follows `baton`, e.g. 'sync --push' or 'mesh rotate --consumer web1-app'. */
@@ -53,12 +59,14 @@ export function suggest(s: Suggester, args: string): string {
 }
 
 /**
- * The command that carries out a verdict's action: the interactive walk on a terminal, else
- * the `sync` that does the same (force needs its flag and, without a terminal, --yes).
+ * The command that carries out a verdict's plain action (adopt, publish): the interactive walk
+ * on a terminal, else the `sync` that does the same. A step that mints or replaces an
+ * authority is never one of these: it is a NextStep with its bound value as a placeholder
+ * (src/next-step.ts, src/share/verdict-words.ts).
  */
-export function actionCommand(s: Suggester, action: 'first-controller' | 'adopt' | 'publish' | 'force'): string {
-  if (s.terminal) return suggest(s, 'failover');
-  return suggest(s, action === 'force' ? 'sync --force --yes' : 'sync');
+export function actionCommand(s: Suggester, action: 'adopt' | 'publish'): string {
+  void action;
+  return suggest(s, s.terminal ? 'failover' : 'sync');
 }
 
 const CANONICAL = /`baton ([^`]*)`/g;

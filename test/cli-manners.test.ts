@@ -47,8 +47,8 @@ describe('the CLI manners', () => {
   it('`status --json --watch` prints one JSON object per line, per read, until SIGINT; the exit code is the last read\'s', async () => {
     const store = path.join(root.dir, 'store');
     mkdirSync(store);
-    const args = ['--deployment', 'c11a7e55c11a7e55c11a7e55c11a7e55', '--no-seal', '--state-dir', path.join(root.dir, 'a'), '--store', `file://${store}`];
-    expect((await runBaton([...args, 'ca', 'init'])).exitCode).toBe(0);
+    const args = ['--deployment', 'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1', '--no-seal', '--state-dir', path.join(root.dir, 'a'), '--store', `file://${store}`];
+    expect((await runBaton([...args, 'ca', 'init', '--yes'])).exitCode).toBe(0);
     const child = startBaton([...args, 'status', '--json', '--watch', '--interval', '1']);
     const lines: string[] = [];
     await new Promise<void>((resolve) => {
@@ -75,8 +75,8 @@ describe('status with a rotation overlap open', () => {
   it('is in sync but says the overlap is open and names ca retire, the step without which ca rotate refuses', async () => {
     const store = path.join(root.dir, 'store-overlap');
     mkdirSync(store);
-    const args = ['--deployment', 'c11a7e55c11a7e55c11a7e55c11a7e55', '--no-seal', '--state-dir', path.join(root.dir, 'overlap'), '--store', `file://${store}`];
-    expect((await runBaton([...args, 'sync'])).exitCode).toBe(0);
+    const args = ['--deployment', 'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1', '--no-seal', '--state-dir', path.join(root.dir, 'overlap'), '--store', `file://${store}`];
+    expect((await runBaton([...args, 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     expect((await runBaton([...args, 'ca', 'rotate'])).exitCode).toBe(0);
     expect((await runBaton([...args, 'sync', '--push'])).exitCode).toBe(0);
     const status = await runBaton([...args, 'status']);
@@ -85,7 +85,7 @@ describe('status with a rotation overlap open', () => {
     expect(flat).toContain('in sync');
     expect(flat).not.toContain('Nothing to do');
     expect(flat).toContain('A rotation overlap is open');
-    expect(flat).toMatch(/Once every node trusts the current authority: baton --deployment c11a7e55c11a7e55c11a7e55c11a7e55 --state-dir \S+ --store \S+ --no-seal ca retire/);
+    expect(flat).toMatch(/Once every node trusts the current authority: baton --deployment d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1 --state-dir \S+ --store \S+ --no-seal ca retire/);
     const rotate = await runBaton([...args, 'ca', 'rotate']);
     expect(rotate.exitCode).not.toBe(0);
     expect(rotate.stderr).toContain('A rotation overlap is already in progress');

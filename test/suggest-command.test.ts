@@ -25,7 +25,6 @@ describe('the one builder of suggested commands', () => {
     const pipe = suggester({ deployment: 'd1' }, false);
     expect(actionCommand(tty, 'adopt')).toBe('baton --deployment d1 failover');
     expect(actionCommand(pipe, 'adopt')).toBe('baton --deployment d1 sync');
-    expect(actionCommand(pipe, 'force')).toBe('baton --deployment d1 sync --force --yes');
   });
 
   it('personalises the canonical `baton …` of messages written below the composition roots, once', () => {
@@ -37,11 +36,15 @@ describe('the one builder of suggested commands', () => {
     expect(personalise(text, PLAIN_SUGGESTER)).toBe(text);
   });
 
-  it('status without a terminal never suggests failover, and the blocked Next keeps the flags', () => {
+  it('status without a terminal never suggests failover, never the value a step is bound to, and the blocked Next keeps the flags', () => {
     const pipe = suggester({ deployment: 'd1' }, false);
-    expect(describeVerdict({ kind: 'first-controller' }, pipe).next).toBe('baton --deployment d1 sync');
+    expect(describeVerdict({ kind: 'first-controller' }, pipe).next).toBe('baton --deployment d1 sync --first-controller');
     expect(describeVerdict({ kind: 'adopt', published: FP, lostMarker: false }, pipe).next).toBe('baton --deployment d1 sync');
-    expect(describeVerdict({ kind: 'refuse', local: FP, published: FP, lineage: { kind: 'unrelated' }, caDir: '/c' }, pipe).next).toContain('baton --deployment d1 sync --force --yes');
+    const unrelated = describeVerdict({ kind: 'refuse', local: FP, published: FP, lineage: { kind: 'unrelated' }, caDir: '/c' }, pipe);
+    expect(unrelated.next).toContain('baton --deployment d1 sync --force --confirm <LOCAL 8>');
+    expect(unrelated.next).toContain('baton --deployment d1 sync --push --confirm <PUBLISHED 8>');
+    expect(unrelated.next).not.toContain('AAAAAAAA');
+    expect(unrelated.step).toEqual({ args: ['sync', '--force', '--confirm', { placeholder: 'LOCAL 8', readFrom: expect.stringContaining('LOCAL fingerprint status shows') }] });
     expect(describeVerdict({ kind: 'blocked', why: 'x', next: 'Run `baton sync --replace-unreadable`.' }, pipe).next).toBe('Run `baton --deployment d1 sync --replace-unreadable`.');
     expect(describeVerdict({ kind: 'adopt', published: FP, lostMarker: false }, 'baton --deployment d1').next).toBe('baton --deployment d1 failover');
   });

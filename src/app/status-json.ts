@@ -5,7 +5,9 @@
  */
 import type { BatonError } from '../errors.js';
 import { couldNotRead, statusExitCode, type StatusReport } from './status-report.js';
-import type { Suggester } from '../suggest-command.js';
+import { personalise, type Suggester } from '../suggest-command.js';
+import { renderSaid, saidSteps, stepJson } from '../next-step.js';
+import { etagShown } from '../share/confirm-binding.js';
 import { describeVerdict } from './status-verdict.js';
 
 export const STATUS_JSON_FORMAT = 'baton.status/1';
@@ -15,9 +17,13 @@ export const STATUS_JSON_FORMAT = 'baton.status/1';
  * (unreachable, denied, timed-out, …; null for the others): a monitor branches on it, never on
  * the wording of `what`.
  */
-function errorJson(error: BatonError) {
-  return { code: error.code, reason: error.reason ?? null, what: error.what, where: error.where ?? null, next: error.next ?? null };
+function errorJson(error: BatonError, s?: Suggester) {
+  const next = error.next === undefined ? null : s && error.said ? renderSaid(s, error.said) : s ? personalise(error.next, s) : error.next;
+  const steps = error.said ? saidSteps(s ?? PLAIN, error.said) : [];
+  return { code: error.code, reason: error.reason ?? null, what: error.what, where: error.where ?? null, next, next_steps: steps };
 }
+
+const PLAIN: Suggester = { prefix: 'baton', inventory: undefined, terminal: true };
 
 /**
  * `status --json` that could not even start (a config error, a bad flag): still ONE JSON object
@@ -31,6 +37,7 @@ export function statusErrorJson(error: BatonError) {
 export function statusJson(report: StatusReport, baton: string | Suggester = 'baton') {
   const { local, published, verdict } = report;
   const words = describeVerdict(verdict, baton);
+  const s: Suggester = typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
   return {
     format: STATUS_JSON_FORMAT,
     deployment: report.deployment,
@@ -44,6 +51,7 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       label: words.label,
       headline: words.headline,
       next: words.next,
+      next_step: words.step ? stepJson(s, words.step) : null,
       lineage: verdict.kind === 'refuse' ? verdict.lineage.kind : null,
       // "left behind" is a proof only when the handover signature verified with this host's key.
       handover: verdict.kind === 'refuse' && verdict.lineage.kind === 'left-behind' ? verdict.lineage.proof.kind : null,
@@ -57,7 +65,7 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       marker_missing: local.state === 'whole' ? local.markerMissing : null,
       pending: local.state === 'whole' ? (local.pending ?? null) : null,
       problem: local.state === 'blocked' ? local.problem : null,
-      error: local.state === 'blocked' ? errorJson(local.error) : null,
+      error: local.state === 'blocked' ? errorJson(local.error, s) : null,
       unexpected: [...local.unexpected],
     },
     published: {
@@ -69,7 +77,11 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       published_at: published.state === 'present' ? published.header.publishedAt : null,
       published_by: published.state === 'present' ? published.header.publishedBy : null,
       sealed: published.state === 'present' ? published.sealed : null,
-      error: published.state === 'unreadable' ? errorJson(published.error) : null,
+      // The bad object's ETag, which `sync --replace-unreadable --confirm <ETAG 8>` is bound to.
+      etag: published.state === 'unreadable' && published.etag ? etagShown(published.etag) : null,
+      // Nothing published here: documents at neighbouring prefixes, each with its deployment.
+      neighbours: published.state === 'none' ? (published.neighbours ?? []).map((n) => ({ location: n.location, deployment: n.deployment ?? null })) : null,
+      error: published.state === 'unreadable' ? errorJson(published.error, s) : null,
     },
     store_check: report.storeCheck
       ? { enforced: report.storeCheck.enforced, detail: report.storeCheck.detail, checked_at: report.storeCheck.checkedAt }

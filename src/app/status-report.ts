@@ -4,6 +4,7 @@
  * table over them. Reading it changes nothing and takes no lock (DESIGN.md §4: readers that
  * change nothing read twice instead).
  */
+import { nextStep } from '../next-step.js';
 import { BatonError, EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
 import { refuseTamperedHandover } from '../share/handover.js';
 import { decide } from '../share/decide.js';
@@ -63,7 +64,7 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
       error: asBatonError(error, {
         what: 'The local authority could not be read',
         where: sources.stateDir,
-        next: 'Check the state dir exists and is readable by this user, then run baton status again.',
+        next: ['Check the state dir exists and is readable by this user, then run ', nextStep('status'), ' again.'],
       }),
       unexpected: [],
     })),
@@ -73,7 +74,7 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
       error: asBatonError(error, {
         what: 'The published authority could not be read',
         where: sources.storeUrl,
-        next: 'Check the store URL, credentials and network, then run baton status again.',
+        next: ['Check the store URL, credentials and network, then run ', nextStep('status'), ' again.'],
       }),
     })),
     sources.readStoreCheck().catch(() => undefined),

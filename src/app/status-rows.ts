@@ -6,6 +6,9 @@ import { layoutOf } from '../authority/index.js';
 import { NOT_BEFORE_BACKDATE_MS } from '../pki/backdate.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
+import { etagShown } from '../share/confirm-binding.js';
+import { nextStep, renderStep } from '../next-step.js';
+import type { Suggester } from '../suggest-command.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
 export interface FingerprintValue {
@@ -125,20 +128,28 @@ function unexpectedRows(unexpected: readonly string[]): PanelRow[] {
   return unexpected.length === 0 ? [] : [{ kind: 'text', label: 'not ours', value: `${unexpected.join(', ')} (in ca/, never read or published)` }];
 }
 
-export function publishedRows(report: StatusReport): PanelRows {
+/** `baton` is the command prefix with the global flags given (or the builder), for the one command a panel names. */
+export function publishedRows(report: StatusReport, baton: string | Suggester = 'baton'): PanelRows {
   const published = report.published;
   const other = localFingerprint(report.local);
-  const check = storeCheckRow(report.storeCheck);
+  const check = storeCheckRow(report.storeCheck, baton);
   switch (published.state) {
     case 'none':
       return { title: 'PUBLISHED', where: published.location, rows: [
-        { kind: 'text', label: 'state', value: 'nothing published' },
+        { kind: 'text', label: 'state', value: `nothing is published at ${published.location}` },
+        ...(published.neighbours ?? []).map((n) => ({
+          kind: 'text' as const,
+          label: 'nearby',
+          value: `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
+        })),
         check,
       ] };
     case 'unreadable':
       return { title: 'PUBLISHED', where: published.location, rows: [
-        { kind: 'text', label: 'state', value: `${published.error.code === 'refused' ? 'refused' : 'could not read'}: ${published.error.what}` },
-        ...(published.error.next ? [{ kind: 'text' as const, label: 'next', value: published.error.next }] : []),
+        { kind: 'text', label: 'state', value: `${published.error.code === 'refused' ? 'cannot be used' : 'could not read'}: ${published.error.what}` },
+        // What a replace is bound to (--confirm <ETAG 8>); the way on itself is the verdict's Next
+        // line, which carries the global flags given.
+        ...(published.etag ? [{ kind: 'text' as const, label: 'etag', value: etagShown(published.etag) }] : []),
         check,
       ] };
     case 'present': {
@@ -161,8 +172,9 @@ export function publishedRows(report: StatusReport): PanelRows {
   }
 }
 
-function storeCheckRow(check: StoreCheckRecord | undefined): PanelRow {
-  if (!check) return { kind: 'text', label: 'cond. writes', value: 'not checked: run baton store check' };
+function storeCheckRow(check: StoreCheckRecord | undefined, baton: string | Suggester): PanelRow {
+  const s: Suggester = typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
+  if (!check) return { kind: 'text', label: 'cond. writes', value: `not checked: run ${renderStep(s, nextStep('store check'))}` };
   const at = formatStoredTime(check.checkedAt);
   return {
     kind: 'text',

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { layoutOf, snapshotLocalAuthority, withAuthorityLock } from '../authority/index.js';
 import { isBatonError } from '../errors.js';
 import { readSealKey } from '../share/seal.js';
+import { findNeighbours } from '../share/neighbours.js';
 import { readPublished } from '../share/published.js';
 import type { Store } from '../store/store.js';
 import { readStoreCheck } from '../store/store-check-record.js';
@@ -31,7 +32,11 @@ export function statusSources(config: StatusSourceConfig, options: { readonly pr
       // Without the key a sealed document still shows its header; a key that cannot be read
       // must not hide the fingerprints a status view exists to compare.
       const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile).catch(() => undefined) : undefined;
-      return readPublished(config.store, config.deployment, sealKey);
+      const read = await readPublished(config.store, config.deployment, sealKey);
+      if (read.state !== 'none') return read;
+      // Nothing here: name what sits at neighbouring prefixes, the typo case.
+      const neighbours = await findNeighbours(config.store);
+      return neighbours.length > 0 ? { ...read, neighbours } : read;
     },
     readStoreCheck: () => lastStoreCheck(config.stateDir, config.storeUrl),
     ...(options.probeLock ? { probeLock: () => probeLock(config.stateDir) } : {}),

@@ -32,7 +32,7 @@ export function statusText(report: StatusReport, glyphs: Record<VerdictTone, str
     '',
     ...panelText(localRows(report)),
     '',
-    ...panelText(publishedRows(report)),
+    ...panelText(publishedRows(report, baton)),
     '',
     `${glyphs[words.tone]} ${words.label}: ${words.headline}`,
     `Next: ${words.next}`,

@@ -2,15 +2,18 @@ import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
-import { action, withSuggestedCommands, type CliContext, type Register } from './context.js';
+import { action, type CliContext, type Register } from './context.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { personalise } from '../suggest-command.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
  * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
  * none and changes nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
  */
-export const registerCa: Register = (program, cliCtx) => {
-  const ctx = withSuggestedCommands(cliCtx);
+export const registerCa: Register = (program, ctx) => {
+  // Every command this group prints, built once with the global flags given.
+  const run = (words: string) => `\`${renderStep(ctx.suggester(), nextStep(words))}\``;
   const ca = program.command('ca').description('the local authority: init | show | rotate | retire');
   const where = () => {
     const config = ctx.config();
@@ -18,13 +21,14 @@ export const registerCa: Register = (program, cliCtx) => {
   };
 
   ca.command('init')
-    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install')
+    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install (asks for the deployment id typed; --yes in scripts)')
+    .option('--yes', 'with a store and no terminal: mint and publish a first authority without typing the deployment id')
     .action(
-      action(ctx, async () => {
+      action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         const config = ctx.config();
         if (config.store) {
-          ctx.stdout.write(`${await initAsFirstController(config)}\n`);
+          ctx.stdout.write(`${await initAsFirstController(ctx, config, Boolean(options.yes))}\n`);
           return;
         }
         const authority = await import('../authority/index.js');
@@ -40,7 +44,7 @@ export const registerCa: Register = (program, cliCtx) => {
           `Minted a new authority for deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Fingerprint: ${fingerprint}\n` +
             'No store is configured, so no store was asked whether this deployment already has an authority. ' +
-            'Publish it (configure the store, then `baton sync`) so the other controller adopts it rather than minting its own.\n',
+            `Publish it (configure the store, then ${run('sync')}) so the other controller adopts it rather than minting its own.\n`,
         );
       }),
     );
@@ -53,7 +57,7 @@ export const registerCa: Register = (program, cliCtx) => {
         const { deployment, stateDir } = where();
         const { snapshotLocalAuthority } = await import('../authority/index.js');
         const local = await snapshotLocalAuthority(stateDir, deployment);
-        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment));
+        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment, run, (line) => personalise(line, ctx.suggester())));
         return showExitCode(local);
       }),
     );
@@ -69,7 +73,7 @@ export const registerCa: Register = (program, cliCtx) => {
           `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Current:  ${result.current}\n` +
             `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
-            'Publish it with `baton sync --push` (this host is now ahead of the store), and run `baton ca retire` once every node trusts the current authority.\n',
+            `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run ${run('ca retire')} once every node trusts the current authority.\n`,
         );
       }),
     );
@@ -135,7 +139,7 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
             : 'The typed characters do not match the previous fingerprint.',
       where: layoutOf(stateDir).previousKey,
       changed: 'Nothing was written.',
-      next: `Run \`baton ca retire\` again and type the 8 characters after "SHA256:" of ${previous}, or \`baton ca retire --yes\`.`,
+      next: ['Run ', nextStep('ca retire'), ` again and type the 8 characters after "SHA256:" of ${previous}, or `, nextStep('ca retire --yes'), '.'],
     });
   }
   return previous;
@@ -148,21 +152,28 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
  * theirs. Two hosts running `ca init` at once therefore end with ONE authority; checking the
  * store outside the lock and minting blind would give the fleet two.
  */
-async function initAsFirstController(config: ResolvedConfig): Promise<string> {
+async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, yes: boolean): Promise<string> {
   const [{ openShareContext }, { firstController, look }, { describeOutcome }, { blockedError, storeFailure }] = await Promise.all([
     import('../share/share-context.js'),
     import('../share/actions.js'),
     import('../share/action-words.js'),
     import('../share/refusals.js'),
   ]);
-  const share = await openShareContext(config);
+  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
   const seen = await look(share);
   const failure = storeFailure(seen);
   if (failure) throw failure;
   refuseUnlessFresh(seen.local, share.stateDir);
   const { verdict } = seen;
-  if (verdict.kind === 'blocked') throw blockedError(verdict);
-  const outcome = await firstController(share);
+  if (verdict.kind === 'blocked') throw blockedError(verdict, ctx.suggester());
+  // Minting is said, never inferred: an empty store (a mistyped --store looks the same) gets
+  // a new authority only on the typed deployment id, or --yes without a terminal.
+  if (verdict.kind === 'first-controller') {
+    const [{ confirmMint }, { neighbourWords }] = await Promise.all([import('./typed-confirm.js'), import('../share/neighbours.js')]);
+    const neighbours = await neighbourWords(share.store, share.deployment);
+    await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes, command: nextStep('ca init'), note: neighbours });
+  }
+  const outcome = await firstController(share, { seen: verdict });
   if (outcome.kind !== 'first-controller') return describeOutcome(share, outcome);
   const { caDir } = layoutOf(share.stateDir);
   return outcome.wonRace
@@ -179,14 +190,14 @@ function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
       throw new BatonError('refused', {
         what: `This host held the authority once — the marker ${layoutOf(stateDir).marker} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
         where: layoutOf(stateDir).caDir,
-        next: 'Adopt the published authority with `baton sync`, or restore ca/ from a backup. Remove the marker only if this deployment really must start over.',
+        next: ['Adopt the published authority with ', nextStep('sync'), ', or restore ca/ from a backup. Remove the marker only if this deployment really must start over.'],
         changed: 'Nothing was written.',
       });
     case 'whole':
       throw new BatonError('refused', {
         what: `This host already holds the authority ${local.current.fingerprint}.`,
         where: layoutOf(stateDir).caDir,
-        next: 'Nothing to do: `baton ca show` shows it, `baton ca rotate` replaces it on purpose.',
+        next: ['Nothing to do: ', nextStep('ca show'), ' shows it, ', nextStep('ca rotate'), ' replaces it on purpose.'],
         changed: 'Nothing was written.',
       });
     case 'blocked':
@@ -226,17 +237,26 @@ export function authorityJson(local: LocalAuthority, deployment: string): Record
   }
 }
 
-export function authorityText(local: LocalAuthority, deployment: string): string {
+/**
+ * `run` renders a command this text names (with the global flags given); `own` does the same
+ * for a lower layer's message, whose commands are written in the canonical form.
+ */
+export function authorityText(
+  local: LocalAuthority,
+  deployment: string,
+  run: (words: string) => string = (words) => `\`baton ${words}\``,
+  own: (line: string) => string = (line) => line,
+): string {
   const { caDir, marker } = layoutOf(local.stateDir);
   const lines: string[] = [];
   switch (local.state) {
     case 'fresh':
       lines.push(`This host holds no authority for deployment ${deployment} (fresh: no files, no marker in ${local.stateDir}).`);
-      lines.push('Next: adopt the published one with `baton sync`, or on the first controller `baton ca init`.');
+      lines.push(`Next: adopt the published one with ${run('sync')}, or on the first controller ${run('ca init')}.`);
       break;
     case 'lost':
       lines.push(`The authority of deployment ${deployment} is LOST on this host: the marker ${marker} is present but ${caDir} holds no key and no certificate.`);
-      lines.push('Next: adopt the published one with `baton sync`, or restore ca/ from a backup. baton will not mint over a loss.');
+      lines.push(`Next: adopt the published one with ${run('sync')}, or restore ca/ from a backup. baton will not mint over a loss.`);
       break;
     case 'whole':
       lines.push(`The authority of deployment ${deployment} in ${caDir} is whole.`);
@@ -244,19 +264,19 @@ export function authorityText(local: LocalAuthority, deployment: string): string
       lines.push(`Not after:   ${local.current.notAfter.toISOString()}`);
       lines.push(
         local.previous
-          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run \`baton ca retire\` once every node trusts the current one.`
+          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run ${run('ca retire')} once every node trusts the current one.`
           : 'Previous:    none (no rotation overlap).',
       );
       if (local.previous && (local.current.claim ?? local.current.replaces) === undefined) {
-        lines.push('The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: `baton ca retire --yes` retires it on your word.');
+        lines.push(`The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: ${run('ca retire --yes')} retires it on your word.`);
       }
-      if (local.repairedTear || local.pending === 'rotate') lines.push('A rotation was interrupted part-way; the authority above is still the one in use. Finish it with `baton ca rotate`.');
-      if (local.pending === 'retire') lines.push('A retire was interrupted: ca-previous.crt remains without its key. Finish it with `baton ca retire`.');
+      if (local.repairedTear || local.pending === 'rotate') lines.push(`A rotation was interrupted part-way; the authority above is still the one in use. Finish it with ${run('ca rotate')}.`);
+      if (local.pending === 'retire') lines.push(`A retire was interrupted: ca-previous.crt remains without its key. Finish it with ${run('ca retire')}.`);
       if (local.markerMissing) lines.push(`The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`);
       break;
     case 'blocked':
       lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);
-      lines.push(...local.error.lines());
+      lines.push(...local.error.lines().map(own));
       break;
   }
   if (local.unexpected.length > 0) lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);

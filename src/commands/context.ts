@@ -70,12 +70,13 @@ function inventoryOf(args: readonly unknown[]): string | undefined {
 }
 
 /**
- * Prints the three parts. Every command named in them goes through the one builder, so the
- * "Next:" line can be pasted as it stands.
+ * Prints the three parts. A next step given as structure (`said`) is rendered here, once, with
+ * the global flags; a message still written as canonical text goes through `personalise` until
+ * it is converted.
  */
 export function printError(stream: NodeJS.WritableStream, error: unknown, suggest?: Suggester): void {
   if (isBatonError(error)) {
-    const lines = error.lines().map((line) => (suggest ? personalise(line, suggest) : line));
+    const lines = error.said ? error.lines(suggest) : error.lines().map((line) => (suggest ? personalise(line, suggest) : line));
     stream.write(`baton: ${lines.join('\n  ')}\n`);
     return;
   }
@@ -86,22 +87,4 @@ export function printError(stream: NodeJS.WritableStream, error: unknown, sugges
 /** A usage error for a command whose arguments do not fit (exit 2). */
 export function usageError(what: string, next?: string): BatonError {
   return new BatonError('usage', { what, ...(next ? { next } : {}) });
-}
-
-/**
- * The same context, with every backticked `baton …` it prints to stdout built by the one
- * builder: for commands whose lines are written in many places (ca), so none is missed.
- */
-export function withSuggestedCommands(ctx: CliContext): CliContext {
-  const stdout = new Proxy(ctx.stdout, {
-    get(target, prop, receiver) {
-      if (prop === 'write') {
-        return (chunk: unknown, ...rest: unknown[]) =>
-          (target.write as (...args: unknown[]) => boolean)(typeof chunk === 'string' ? personalise(chunk, ctx.suggester()) : chunk, ...rest);
-      }
-      const value: unknown = Reflect.get(target, prop, receiver);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return { ...ctx, config: () => ctx.config(), suggester: (inventory?: string) => ctx.suggester(inventory), stdout };
 }

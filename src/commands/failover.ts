@@ -1,4 +1,5 @@
 import { BatonError, EXIT_CODES } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { requireStore, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
 import { cursorAddressable } from './terminal-kind.js';
@@ -19,7 +20,7 @@ export const registerFailover: Register = (program, ctx) => {
           throw new BatonError('usage', {
             what: 'baton failover is interactive and needs a terminal; stdin or stdout is not a TTY.',
             changed: 'Nothing was written.',
-            next: 'In scripts use `baton sync` (adopt / publish / refuse; `--push`, or `--force --yes` to replace on purpose).',
+            next: ['In scripts use ', nextStep('sync'), ' (adopt / publish / refuse; --push after a rotation; replacing an authority on purpose takes --force --confirm <LOCAL 8>, the LOCAL fingerprint read from ', nextStep('status'), ').'],
           });
         }
         const config = ctx.config();

@@ -1,31 +1,40 @@
 /**
- * `baton sync [--force | --push | --replace-unreadable] [--unseal] [--yes]`: the decision
- * table walked without a TUI. The rules live in src/share: the actions in actions.ts, which
- * flag applies to which verdict in sync-flags.ts. This file asks for the typed confirmations,
- * runs the action the verdict and the flags choose, and prints.
+ * `baton sync [--first-controller | --force | --push | --replace-unreadable] [--unseal]
+ * [--confirm VALUE] [--yes]`: the decision table walked without a TUI. The rules live in
+ * src/share: the actions in actions.ts, which flag applies to which verdict in sync-flags.ts,
+ * what each irreversible step is bound to in confirm-binding.ts. This file checks the
+ * confirmations, runs the action the verdict and the flags choose, and prints.
  */
+import { nextStep } from '../next-step.js';
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
-import type { Verdict } from '../share/types.js';
 import type { SyncActionFlags } from '../share/sync-flags.js';
+import type { Verdict } from '../share/types.js';
 import { action, type CliContext, type Register } from './context.js';
 
 interface SyncFlags extends SyncActionFlags {
   readonly yes?: boolean;
+  readonly confirm?: readonly string[];
 }
 
 export const registerSync: Register = (program: Command, ctx: CliContext) => {
   program
     .command('sync')
     .description('adopt, publish or refuse without a TUI (the decision table, non-interactively)')
-    .option('--push', 'publish over a different published authority — only when this host is ahead of it (it rotated)')
-    .option('--force', 'only when sync refuses: set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one')
-    .option('--replace-unreadable', 'only when the published document cannot be used: replace it with this host\'s authority (if-match on the bad object)')
-    .option('--unseal', 'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key)')
-    .option('--yes', 'confirm --force, --replace-unreadable or --unseal without typing (required when stdin is not a terminal)')
+    .option('--first-controller', 'only when nothing is published and this host holds no authority: mint one, publish it create-only, install it (asks for the deployment id typed; --yes in scripts)')
+    .option('--push', 'publish this host\'s authority over the published one: plainly when this host is ahead of it (it rotated); bound with --confirm <PUBLISHED 8> when neither is proved newer; never over one proved to have replaced this host\'s')
+    .option('--force', 'only when sync refuses: set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one (--confirm <LOCAL 8>)')
+    .option('--replace-unreadable', 'only when the published document cannot be used: replace it with this host\'s authority, if-match on the bad object (--confirm <ETAG 8>)')
+    .option('--unseal', 'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key; --confirm unseal)')
+    .option('--confirm <value>', 'the value an irreversible step is bound to, read from status: LOCAL 8 for --force, PUBLISHED 8 for a push over it, ETAG 8 for --replace-unreadable, the word unseal for --unseal (repeat it for two steps)', collect, [] as string[])
+    .option('--yes', 'confirm --first-controller without typing (required when stdin is not a terminal); it confirms nothing else')
     .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
 };
+
+function collect(value: string, previous: readonly string[]): string[] {
+  return [...previous, value];
+}
 
 /**
  * The share layer's actions, their words and their refusals, loaded only when sync runs: a
@@ -42,10 +51,14 @@ async function loadOps() {
 }
 
 async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
-  const { conflictingFlags, checkSyncFlags } = await import('../share/sync-flags.js');
+  const { conflictingFlags, checkSyncFlags, syncBindings, pushesOver } = await import('../share/sync-flags.js');
   const conflict = conflictingFlags(flags);
   if (conflict) throw conflict;
-  const [{ openShareContext }, ops] = await Promise.all([import('../share/share-context.js'), loadOps()]);
+  const [{ openShareContext }, ops, { confirmBound, confirmMint }] = await Promise.all([
+    import('../share/share-context.js'),
+    loadOps(),
+    import('./typed-confirm.js'),
+  ]);
   const suggester = ctx.suggester();
   const share: ShareContext = { ...(await openShareContext(ctx.config())), suggester };
   const say = (line: string) => ctx.stdout.write(`${line}\n`);
@@ -55,11 +68,19 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   if (failure) throw failure;
   const { verdict } = seen;
   checkSyncFlags(share, seen, flags);
+  // Every irreversible step is bound to a value read from the two sides, checked before the
+  // lock: a wrong or missing value changes nothing.
+  await confirmBound(ctx, syncBindings(seen, flags), flags.confirm ?? [], share.store.location, explainBound(ops, share, verdict, flags));
 
   switch (verdict.kind) {
-    case 'first-controller':
-      say(ops.describeOutcome(share, await ops.firstController(share)));
+    case 'first-controller': {
+      if (!flags.firstController) throw await nothingPublished(share);
+      const { neighbourWords } = await import('../share/neighbours.js');
+      const note = await neighbourWords(share.store, share.deployment);
+      await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes: Boolean(flags.yes), command: nextStep('sync --first-controller'), note });
+      say(ops.describeOutcome(share, await ops.firstController(share, { seen: verdict })));
       return EXIT_OK;
+    }
     case 'adopt': {
       const outcome = await ops.adopt(share);
       if (outcome.kind === 'nothing-published') {
@@ -69,7 +90,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
           what: `The published authority ${verdict.published} was there a moment ago and is gone now.`,
           where: share.store.location,
           changed: 'Nothing was written.',
-          next: 'Find out who removed it, then run `baton sync` again.',
+          next: ['Find out who removed it, then run ', nextStep('sync'), ' again.'],
           reason: 'removed',
         });
       }
@@ -84,36 +105,16 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       return EXIT_OK;
     case 'blocked':
       if (flags.replaceUnreadable) {
-        await confirmTyped(ctx, flags, {
-          explain: [
-            ops.verdictSentence(verdict),
-            `--replace-unreadable replaces the published document with this host's whole authority${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}, only if the object is still the one read now.`,
-          ],
-          prompt: `Type "replace"${flags.unseal ? ' then a space and "unseal"' : ''} to replace the published document: `,
-          expected: flags.unseal ? 'replace unseal' : 'replace',
-          rerun: `sync --replace-unreadable${flags.unseal ? ' --unseal' : ''}`,
-          where: share.store.location,
-        });
         say(ops.describeOutcome(share, await ops.replaceUnreadable(share, { seen: verdict, unseal: Boolean(flags.unseal) })));
         return EXIT_OK;
       }
-      throw ops.blockedError(verdict);
+      throw ops.blockedError(verdict, suggester);
     case 'refuse':
       if (flags.push) {
-        if (flags.unseal) {
-          await confirmTyped(ctx, flags, {
-            explain: [ops.verdictSentence(verdict), '--unseal publishes this host\'s authority over the SEALED document in the clear: ca.key will sit in the bucket as base64.'],
-            prompt: 'Type "unseal" to publish without the seal: ',
-            expected: 'unseal',
-            rerun: 'sync --push --unseal',
-            where: share.store.location,
-          });
-        }
-        say(ops.describeOutcome(share, await ops.publish(share, { seen: verdict, unseal: Boolean(flags.unseal) })));
+        say(ops.describeOutcome(share, await ops.publish(share, { seen: verdict, unseal: Boolean(flags.unseal), over: pushesOver(verdict) })));
         return EXIT_OK;
       }
       if (flags.force) {
-        await confirmForce(ctx, share, verdict, flags);
         say(ops.describeOutcome(share, await ops.force(share, { seen: verdict })));
         return EXIT_OK;
       }
@@ -121,100 +122,27 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   }
 }
 
-interface TypedConfirmation {
-  readonly explain: readonly string[];
-  readonly prompt: string;
-  /** Compared trimmed and case-insensitively. */
-  readonly expected: string;
-  /** The sync arguments to run again (through the builder). */
-  readonly rerun: string;
-  readonly where: string;
+/** What the terminal gate shows before it asks: both sides, and what the step moves or replaces. */
+function explainBound(ops: Awaited<ReturnType<typeof loadOps>>, share: ShareContext, verdict: Verdict, flags: SyncFlags): string[] {
+  if (verdict.kind !== 'refuse') return [ops.verdictSentence(verdict)];
+  const lines = [ops.refusalError(share, verdict).what];
+  if (flags.force) lines.push(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`);
+  if (flags.push) lines.push(`--push publishes this host's ${verdict.local} over the published ${verdict.published}${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}.`);
+  return lines;
 }
-
-/** --yes, or on a terminal the expected words typed; end of input or Ctrl-C is a "no". */
-async function confirmTyped(ctx: CliContext, flags: SyncFlags, c: TypedConfirmation): Promise<void> {
-  if (flags.yes) return;
-  if (!process.stdin.isTTY) {
-    throw new BatonError('usage', {
-      what: `This replaces the published document and needs a confirmation, but stdin is not a terminal. ${c.explain[0] ?? ''}`,
-      where: c.where,
-      changed: 'Nothing was written.',
-      next: `Check what is published, then run: ${await rerunWithYes()}`,
-    });
-  }
-  for (const line of c.explain) ctx.stdout.write(`${line}\n`);
-  const typed = await ask(ctx, c.prompt);
-  if (typed === undefined || typed.trim().toLowerCase() !== c.expected) {
-    throw new BatonError('aborted', {
-      what: typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : `The typed words are not "${c.expected}".`,
-      where: c.where,
-      changed: 'Nothing was written.',
-      next: `Run \`baton ${c.rerun}\` again when you are ready.`,
-    });
-  }
-}
-
-async function ask(ctx: CliContext, prompt: string): Promise<string | undefined> {
-  const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: process.stdin, output: ctx.stdout, terminal: true });
-  // Ctrl-C or end of input is a "no": without these the question would hang, or the process
-  // would drain and exit 0 as if the action had been confirmed.
-  const typed = await new Promise<string | undefined>((resolve) => {
-    rl.once('SIGINT', () => resolve(undefined));
-    rl.once('close', () => resolve(undefined));
-    rl.question(prompt).then(resolve, () => resolve(undefined));
-  });
-  rl.close();
-  if (typed === undefined) ctx.stdout.write('\n');
-  return typed;
-}
-
-type Refusal = Extract<Verdict, { kind: 'refuse' }>;
 
 /**
- * Force moves the key every node verifies against, so it takes a deliberate act: --yes (the
- * script's), or on a terminal the first 8 characters after `SHA256:` of the LOCAL
- * fingerprint — the one being set aside — typed, which cannot be done without reading it.
+ * Nothing is published and this host holds nothing: said, never taken as a reason to mint. A
+ * mistyped --store lands here, so documents found at neighbouring prefixes are named.
  */
-async function confirmForce(ctx: CliContext, share: ShareContext, verdict: Refusal, flags: SyncFlags): Promise<void> {
-  if (flags.yes) return;
-  const { refusalError } = await import('../share/refusals.js');
-  const refusal = refusalError(share, verdict);
-  if (!process.stdin.isTTY) {
-    throw new BatonError('usage', {
-      what: `--force replaces this host's authority and needs a confirmation, but stdin is not a terminal. ${refusal.what}`,
-      where: refusal.where ?? verdict.caDir,
-      changed: 'Nothing was written.',
-      next: `Check both fingerprints, then run: ${await rerunWithYes()}`,
-    });
-  }
-  const { confirmationPrefix, typedMatch } = await import('../pki/fingerprint-type.js');
-  const expected = confirmationPrefix(verdict.local);
-  ctx.stdout.write(`${refusal.what}\n`);
-  ctx.stdout.write(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.\n`);
-  const typed = await ask(ctx, 'Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ');
-  if (typed === undefined) {
-    throw new BatonError('aborted', {
-      what: 'The confirmation was not given (Ctrl-C or end of input).',
-      where: verdict.caDir,
-      changed: 'Nothing was written.',
-      next: "Run `baton sync --force` again when you are ready to replace this host's authority.",
-    });
-  }
-  const match = typedMatch(typed, expected);
-  if (match !== 'match') {
-    const { wrongCase } = await import('../app/typed-gate.js');
-    throw new BatonError('aborted', {
-      what: match === 'wrong-case' ? wrongCase(typed, 'the local fingerprint') : 'The typed characters do not match the local fingerprint.',
-      where: verdict.caDir,
-      changed: 'Nothing was written.',
-      next: `Run \`baton sync --force\` again and type the 8 characters after "SHA256:" of ${verdict.local}.`,
-    });
-  }
-}
-
-/** The command exactly as it was run, plus --yes, quoted for a POSIX shell. */
-async function rerunWithYes(): Promise<string> {
-  const { shellWord } = await import('../suggest-command.js');
-  return ['baton', ...process.argv.slice(2), '--yes'].map(shellWord).join(' ');
+async function nothingPublished(share: ShareContext): Promise<BatonError> {
+  const { neighbourWords } = await import('../share/neighbours.js');
+  const neighbours = await neighbourWords(share.store, share.deployment);
+  return new BatonError('refused', {
+    what: `Nothing is published at ${share.store.location}, and this host holds no authority.${neighbours}`,
+    where: share.store.location,
+    changed: 'Nothing was minted or written.',
+    next: ['If --store and --deployment are right and this host is the deployment\'s first controller, mint on purpose: ', nextStep('sync --first-controller'), ' (it asks for the deployment id typed; --yes in scripts).'],
+    reason: 'nothing-to-publish',
+  });
 }

@@ -27,7 +27,6 @@ import {
 import { isBatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
-import { commandFor } from './action-words.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
@@ -49,6 +48,7 @@ import {
   storeFailure,
 } from './refusals.js';
 import type { ShareContext } from './share-context.js';
+import { pushesOver } from './sync-flags.js';
 import { DOCUMENT_FORMAT, type DocumentHeader, type Look, type Outcome, type Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
 
@@ -98,20 +98,27 @@ export interface PublishOptions {
    * one in the clear. Without it, a sealed document is only ever replaced by a sealed one.
    */
   readonly unseal?: boolean;
+  /**
+   * The operator publishes over an authority this host is not proved ahead of (siblings,
+   * unrelated, a claimed but unproved "left behind"), bound to the published fingerprint
+   * (confirm-binding.ts) and held to `seen`. Never over one PROVED to have replaced this host's.
+   */
+  readonly over?: boolean;
 }
 
 /**
  * Writes this host's authority into the store. Create-only when nothing is published; over a
- * different document ONLY when this host is AHEAD (it rotated away from the published one),
- * with if-match on the ETag read for this decision. Never a blind overwrite: a failed
+ * different document when this host is AHEAD (it rotated away from the published one), or on
+ * purpose with `over` when it is not proved behind, with if-match on the ETag read for this decision. Never a blind overwrite: a failed
  * precondition is 'store-changed' (exit 6) and nothing was overwritten.
  */
 export async function publish(ctx: ShareContext, options: PublishOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ local, published, verdict }) => {
     const overAhead = verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead';
-    if (verdict.kind !== 'publish' && !overAhead) throw notAllowedError(ctx, 'publish', verdict);
+    const overOnPurpose = options.over === true && options.seen !== undefined && pushesOver(verdict);
+    if (verdict.kind !== 'publish' && !overAhead && !overOnPurpose) throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
-    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --push'));
+    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, 'sync --push');
     refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const precondition =
@@ -173,7 +180,7 @@ export async function replaceUnreadable(ctx: ShareContext, options: PublishOptio
     const refusal = replaceUnreadableRefusal(ctx, now);
     if (refusal) throw refusal;
     if (local.state !== 'whole' || published.state !== 'unreadable' || published.etag === undefined) throw replaceNotAllowed(ctx, now);
-    if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, commandFor(ctx, 'sync --replace-unreadable'));
+    if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, 'sync --replace-unreadable');
     refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     await ctx.beforeWrite?.();
@@ -213,7 +220,7 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
     case 'refuse':
       throw refusalError(ctx, verdict);
     case 'blocked':
-      throw blockedError(verdict);
+      throw blockedError(verdict, ctx.suggester);
   }
 }
 

@@ -8,6 +8,8 @@ import type { LocalAuthority } from '../authority/types.js';
 import { refuseTamperedHandover } from './handover.js';
 import { lineageOf } from './lineage.js';
 import type { Action, PublishedAuthority, Verdict } from './types.js';
+import { ETAG_8, nextStep } from '../next-step.js';
+import { replaceBinding, UNSEAL_BINDING } from './confirm-binding.js';
 
 export { lineageOf };
 
@@ -21,6 +23,7 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       kind: 'blocked',
       why: withWhere(local.error.what, local.error.where),
       next: local.error.next ?? 'Repair the local authority by hand, then look again.',
+      ...(local.error.said ? { said: local.error.said } : {}),
     };
   }
   if (published.state === 'unreadable') return blockedByDocument(local, published);
@@ -32,7 +35,8 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
     return {
       kind: 'blocked',
       why: `The published authority ${published.header.fingerprint} is sealed; this host has no seal key; adopting needs it.`,
-      next: 'Set seal_key_file in baton.yaml to the 32-byte key the other controllers use, then run `baton sync`.',
+      next: 'Set seal_key_file in baton.yaml to the 32-byte key the other controllers use, then:',
+      step: nextStep('sync'),
       sealedWithoutKey: true,
     };
   }
@@ -84,10 +88,12 @@ function blockedByDocument(
     problem === 'could-not-read' ? `The published authority could not be read: ${published.error.what}` : `The published authority cannot be used: ${published.error.what}`,
     published.error.where ?? published.location,
   );
-  const blocked = (next: string): Verdict => ({ kind: 'blocked', why, next, unreadable: problem });
+  const blocked = (next: string): Extract<Verdict, { kind: 'blocked' }> => ({ kind: 'blocked', why, next, unreadable: problem });
   switch (problem) {
-    case 'could-not-read':
-      return blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`);
+    case 'could-not-read': {
+      const said = published.error.said;
+      return { ...blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`), ...(said ? { said } : {}) };
+    }
     case 'foreign-deployment':
       return blocked(
         `No baton command replaces it from this host: it is a valid document of another deployment, so this host is pointed at the wrong store or deployment. Check --store and --deployment (and baton.yaml).`,
@@ -95,15 +101,32 @@ function blockedByDocument(
     case 'newer-format':
       return blocked('Upgrade baton on this host: a newer baton wrote this document, and no command of this version replaces it.');
     case 'unusable': {
-      if (local.state === 'whole') {
-        const seal = published.sealed ? ' It is sealed: give this host the seal key (seal_key_file) so the replacement stays sealed, or add --unseal to stop sealing on purpose.' : '';
-        return blocked(
-          `Replace it with this host's authority ${local.current.fingerprint}: \`baton sync --replace-unreadable\` (asks for a typed confirmation; --yes in scripts).${seal}`,
-        );
+      const replace = published.etag === undefined ? undefined : replaceBinding(published.etag);
+      if (local.state === 'whole' && replace) {
+        const sealedHere = published.sealed === true;
+        const words = sealedHere
+          ? 'sync --replace-unreadable --unseal --confirm'
+          : 'sync --replace-unreadable --confirm';
+        const step = nextStep(words, { placeholders: sealedHere ? [replace.placeholder, UNSEAL_BINDING.placeholder] : [replace.placeholder] });
+        const seal = sealedHere
+          ? ' It is sealed: give this host the seal key (seal_key_file) and drop --unseal so the replacement stays sealed; as shown, it stops sealing on purpose.'
+          : '';
+        // The bad document's header may claim to replace this host's authority: if that is
+        // true, the published one was newer, and replacing it rolls the fleet back.
+        const rollback =
+          published.claimedPrevious === local.current.fingerprint
+            ? " Its header claims to replace this host's authority (a newer rotation, NOT PROVED): if that is true, replacing it with this host's older one rolls the fleet back."
+            : '';
+        return { ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${rollback}${seal}`), step };
       }
-      return blocked(
-        'No baton command fixes it from this host (it holds no authority to publish). On a controller that holds the deployment\'s authority run `baton sync --replace-unreadable`; or restore the object from the bucket\'s versions by hand.',
-      );
+      const elsewhere = nextStep('sync --replace-unreadable --confirm', {
+        placeholders: [replace?.placeholder ?? ETAG_8],
+        host: "a controller that holds this deployment's authority",
+      });
+      return {
+        ...blocked("No baton command fixes it from this host (it holds no authority to publish); or restore the object from the bucket's versions by hand. From a controller that holds the authority:"),
+        step: elsewhere,
+      };
     }
   }
 }

@@ -14,6 +14,7 @@
  * naming the reason, because a field it skipped could be the one that mattered — and a host
  * that installs a document it half understood gives the fleet an authority nobody checked.
  */
+import { ETAG_8, nextStep, replaceElsewhere, type Said } from '../next-step.js';
 import { BatonError } from '../errors.js';
 import { checkPair, markerDeployment } from '../authority/index.js';
 import { AUTHORITY_FILES, type AuthorityFileName, type AuthorityFiles, type PairSummary } from '../authority/types.js';
@@ -181,7 +182,7 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     if (options.sealKey) {
       throw refuse(
         'it is not sealed, and this host has a seal key (seal_key_file), so this deployment seals its documents',
-        'This host has the key: replace it with a sealed document with `baton sync --replace-unreadable`. If this deployment does not seal, remove seal_key_file from this host\'s config instead.',
+        ['This host has the key: replace it with a sealed document with ', nextStep('sync --replace-unreadable --confirm', { placeholders: [ETAG_8] }), '. If this deployment does not seal, remove seal_key_file from this host\'s config instead.'],
       );
     }
     files = parsed.files!;
@@ -256,11 +257,11 @@ async function checkCarriedPair(
 // ---------------------------------------------------------------------------------------
 // parts
 
-type Refuse = (reason: string, next: string) => BatonError;
+type Refuse = (reason: string, next: string | Said) => BatonError;
 
 // Not `sync --push`: the same document blocks it. Replacing an unusable document is its own,
 // confirmed action, conditional on the bad object's ETag.
-const REPUBLISH = 'Replace it from a controller that holds this deployment\'s authority: `baton sync --replace-unreadable` (asks for a typed confirmation).';
+const REPUBLISH: Said = ['Replace it from a controller that holds this deployment\'s authority: ', replaceElsewhere(), '.'];
 
 function refuser(location: string): Refuse {
   return (reason, next) =>

@@ -90,15 +90,20 @@ export function lineageWords(lineage: Lineage): string {
     case 'left-behind': {
       const rotations = lineage.chain.length - 1;
       const by = rotations === 1 ? 'a rotation' : `${rotations} rotations`;
-      return `this host was left behind by ${by} (the published authority replaced the one this host holds). ${proofWords(lineage.proof)}`;
+      // Only a signature made with this host's own key says it happened; anyone who can write
+      // the store can write a document that CLAIMS to replace this host's authority.
+      if (lineage.proof.kind === 'proved') {
+        return `this host was left behind by ${by} (the published authority replaced the one this host holds, and is newer). ${proofWords(lineage.proof)}`;
+      }
+      return `the published authority claims to replace this host's (by ${by}) — NOT PROVED: ${proofWords(lineage.proof).replace(/^CLAIMED, NOT PROVED: /, '')} If the claim is true the published one is newer, and publishing over it would roll the fleet back.`;
     }
     case 'ahead': {
       const rotations = lineage.chain.length - 1;
       return `this host is ahead (it rotated away from the published authority${rotations > 1 ? ` by ${rotations} rotations its own certificates record` : ''} and has not published the new one).`;
     }
     case 'siblings':
-      return `this host and the published authority are siblings: both rotated from ${lineage.parent}, so one of the two must be forced on purpose.`;
+      return `this host and the published authority are siblings: both rotated from ${lineage.parent}, so neither is newer; one of the two must be chosen on purpose.`;
     case 'unrelated':
-      return 'nothing links the two authorities (this host may be pointed at the wrong deployment or store).';
+      return 'nothing links the two authorities, so neither is newer (this host may be pointed at the wrong deployment or store).';
   }
 }

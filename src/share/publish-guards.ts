@@ -9,6 +9,8 @@
  * and met its own write as a 412), the object is re-read: the exact bytes this host wrote mean
  * the write happened — success, not "the store changed".
  */
+import { nextStep } from '../next-step.js';
+import { UNSEAL_BINDING } from './confirm-binding.js';
 import { BatonError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { PublishedAuthority } from './types.js';
@@ -43,13 +45,19 @@ export function refuseUnstatedSeal(ctx: { readonly sealKey?: Uint8Array; readonl
   });
 }
 
-/** `retry` is the command that was refused (built by the caller, with the operator's flags). */
+/** `retry` is the words of the command that was refused, after `baton`: 'sync --push'. */
 export function unsealRefusal(location: string, retry: string): BatonError {
   return new BatonError('refused', {
     what: 'The published document is sealed and this host has no seal key: publishing would replace it with key material in the clear.',
     where: location,
     changed: 'Nothing was written.',
-    next: `Set seal_key_file in baton.yaml to the key the other controllers use, then run \`${retry}\`. To stop sealing on purpose, run \`${retry} --unseal\` (it asks for a typed confirmation; --yes in scripts).`,
+    next: [
+      'Set seal_key_file in baton.yaml to the key the other controllers use, then run ',
+      nextStep(retry),
+      '. To stop sealing on purpose, run ',
+      nextStep(`${retry} --unseal --confirm`, { placeholders: [UNSEAL_BINDING.placeholder] }),
+      ' (on a terminal it asks for the word typed instead).',
+    ],
     reason: 'would-unseal',
   });
 }

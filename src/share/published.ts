@@ -11,7 +11,8 @@ import type { Store } from '../store/store.js';
 import { openDocument, parseDocument, type DecodeOptions } from './document.js';
 import { storeChangedError } from '../store/store-changed.js';
 import type { PublishedAuthority } from './types.js';
-import { classifyRefusedDocument, looksSealed } from './unreadable.js';
+import { OversizeError } from '../store/body-limit.js';
+import { claimedPrevious, classifyRefusedDocument, editedDeployment, editedDeploymentError, looksSealed } from './unreadable.js';
 
 export type PresentAuthority = Extract<PublishedAuthority, { state: 'present' }> & {
   /** The checked files when they could be opened (what adopt installs), else undefined. */
@@ -34,6 +35,11 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
   try {
     stored = await store.get();
   } catch (error) {
+    // Too large to read is still a document that was found and cannot be used: replaceable,
+    // if-match on its ETag, from a controller that holds the authority.
+    if (error instanceof OversizeError) {
+      return { state: 'unreadable', location, problem: 'unusable', error, ...(error.etag ? { etag: error.etag } : {}) };
+    }
     return {
       state: 'unreadable',
       location,
@@ -66,7 +72,9 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
     // A decoder failure that is not a refusal (an I/O error inside it) says nothing about the
     // document: it is "could not read", never something to replace.
     const problem = decoded.code === 'refused' ? classifyRefusedDocument(stored.body, deployment) : 'could-not-read';
-    return { state: 'unreadable', location, error: decoded, problem, etag: stored.etag, sealed: looksSealed(stored.body) };
+    const said = decoded.code === 'refused' && problem === 'unusable' && editedDeployment(stored.body, deployment) ? editedDeploymentError(location, deployment) : decoded;
+    const claims = claimedPrevious(stored.body);
+    return { state: 'unreadable', location, error: said, problem, etag: stored.etag, sealed: looksSealed(stored.body), ...(claims ? { claimedPrevious: claims } : {}) };
   }
 }
 

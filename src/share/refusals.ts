@@ -4,15 +4,17 @@
  * these say WHAT, so the same refusal reads the same from sync, failover and the drill. A
  * caller that acts on the kind of store failure reads its `reason` field, never these words.
  */
+import { nextStep } from '../next-step.js';
 import { layoutOf } from '../authority/layout.js';
 import { BatonError, isBatonError, type StoreChangedReason } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { isStoreChangedReason, STORE_CHANGED_WORDS } from '../store/store-changed.js';
-import { ACTION_WORDS, commandFor } from './action-words.js';
+import { ACTION_WORDS } from './action-words.js';
 import { allowedActions } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Action, Look, PublishedAuthority, Verdict } from './types.js';
-import { lineageWords, verdictSentence } from './verdict-words.js';
+import { lineageWords, verdictSentence, verdictWords } from './verdict-words.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 
 const NOTHING_WRITTEN = 'Nothing was written.';
 
@@ -74,28 +76,9 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
  * replace would move is the key every node in the fleet verifies against.
  */
 export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
-  const force = commandFor(ctx, 'sync --force');
-  const push = commandFor(ctx, 'sync --push');
-  const lineage = verdict.lineage;
-  const claimed =
-    lineage.kind === 'left-behind' && lineage.proof.kind === 'claimed'
-      ? 'The rotation is only claimed: confirm with whoever runs the other controller that it rotated (anyone who can write the store can mint a CA naming this host). '
-      : '';
-  // Sealed and no key here: force cannot open the published files, and a push must not
-  // unseal by accident — the next step is the key, or an unseal on purpose.
-  const next = verdict.sealedWithoutKey
-    ? {
-        'left-behind': `${claimed}The published authority is sealed and this host has no seal key: set seal_key_file to the key the other controllers use, then \`${force}\` sets ${verdict.caDir} aside and adopts it.`,
-        ahead: `The published authority is sealed and this host has no seal key: set seal_key_file, then \`${push}\`; or stop sealing on purpose with \`${push} --unseal\`.`,
-        siblings: `Decide which of the two rotations the fleet keeps. The published authority is sealed and this host has no seal key: keeping the published one needs seal_key_file, then \`${force}\`; baton never publishes over a sibling.`,
-        unrelated: `Check the deployment id and the store first. The published authority is sealed and this host has no seal key: replacing this host's needs seal_key_file, then \`${force}\`.`,
-      }[lineage.kind]
-    : {
-        'left-behind': `${claimed}If this host should follow the rotation, replace it on purpose: \`${force}\` sets ${verdict.caDir} aside as ca.superseded-<UTC stamp> and adopts the published authority.`,
-        ahead: `Publish this host's authority with \`${push}\`, or, if the published one must win, replace this host's on purpose with \`${force}\`.`,
-        siblings: `Decide which of the two rotations the fleet keeps. To keep the published one, replace this host's on purpose with \`${force}\` (it sets ${verdict.caDir} aside as ca.superseded-<UTC stamp>); baton never publishes over a sibling.`,
-        unrelated: `Check the deployment id and the store first. Only if you are sure the published authority is the fleet's, replace this host's on purpose with \`${force}\`.`,
-      }[lineage.kind];
+  // The verdict's own next step (one table, verdict-words.ts), as sync names it: every step
+  // that replaces an authority shows its bound value as a placeholder, never the value.
+  const next = verdictWords(verdict, { baton: { ...(ctx.suggester ?? PLAIN_SUGGESTER), terminal: false } }).next;
   return new BatonError('refused', {
     what: `This host's authority differs from the published one. Local: ${verdict.local}. Published: ${verdict.published}. Diagnosis: ${lineageWords(verdict.lineage)}`,
     where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,
@@ -105,13 +88,15 @@ export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, ver
   });
 }
 
-export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>): BatonError {
-  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next: verdict.next, reason: 'blocked' });
+/** `s` renders the way out's command with the global flags given (a pipe's words: sync, never the walk). */
+export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>, s: Suggester = PLAIN_SUGGESTER): BatonError {
+  const next = verdict.said ?? (verdict.step ? verdictWords(verdict, { baton: { ...s, terminal: false } }).next : verdict.next);
+  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next, reason: 'blocked' });
 }
 
 /** The action is not one the table allows for this verdict: the verdict's own refusal. */
 export function notAllowedError(ctx: ShareContext, action: Action, verdict: Verdict): BatonError {
-  if (verdict.kind === 'blocked') return blockedError(verdict);
+  if (verdict.kind === 'blocked') return blockedError(verdict, ctx.suggester);
   if (verdict.kind === 'refuse' && action !== 'force') {
     const refusal = refusalError(ctx, verdict);
     if (action !== 'publish') return refusal;
@@ -179,7 +164,7 @@ export function publishFailed(ctx: ShareContext, error: unknown): BatonError {
       ...(error.reason === undefined ? {} : { reason: error.reason }),
       where: ctx.store.location,
       changed: 'Nothing was overwritten.',
-      next: `Re-read and decide again (run \`${commandFor(ctx, 'sync')}\` again, or refresh the console).`,
+      next: ['Re-read and decide again (run ', nextStep('sync'), ' again, or refresh the console).'],
       cause: error,
     });
   }
@@ -210,7 +195,7 @@ export function refuseOutsideValidity(ctx: ShareContext, published: Extract<Publ
       what: `The published authority ${published.header.fingerprint} expired on ${current.notAfter.toISOString()}; installing it would leave this host presenting a certificate no node accepts.`,
       where: ctx.store.location,
       changed: NOTHING_WRITTEN,
-      next: 'Rotate the authority on the controller that holds it (`baton ca rotate`, then `baton sync --push`), then run this again.',
+      next: ['Rotate the authority on the controller that holds it (', nextStep('ca rotate', { host: 'that controller' }), ', then ', nextStep('sync --push', { host: 'that controller' }), '), then run this again.'],
       reason: 'expired',
     });
   }
@@ -231,7 +216,7 @@ export function publishedFilesMovedError(ctx: Pick<ShareContext, 'stateDir' | 's
     what: `The authority files read for publishing are ${carried}, not the ${decided} that was decided on.`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: 'Nothing was published.',
-    next: `Something changed ca/ without taking ca.lock; look at it (\`${commandFor(ctx, 'ca show')}\`) and run sync again.`,
+    next: ['Something changed ca/ without taking ca.lock; look at it (', nextStep('ca show'), ') and run sync again.'],
   });
 }
 
@@ -239,7 +224,7 @@ export function missingPairFileError(missing: 'ca.key' | 'ca.crt'): BatonError {
   return new BatonError('failed', {
     what: `The authority's ${missing} is missing from the files read for publishing.`,
     changed: 'Nothing was published.',
-    next: 'Look at ca/ (`baton ca show`) and run sync again.',
+    next: ['Look at ca/ (', nextStep('ca show'), ') and run sync again.'],
   });
 }
 
@@ -260,7 +245,7 @@ export function installAfterPublishFailed(ctx: Pick<ShareContext, 'stateDir' | '
     what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
-    next: `Fix what the message names, clear the partial files from ca/, and run \`${commandFor(ctx, 'sync')}\` to adopt the published authority.`,
+    next: ['Fix what the message names, clear the partial files from ca/, and run ', nextStep('sync'), ' to adopt the published authority.'],
     cause: error,
   });
 }

@@ -9,6 +9,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { BatonError } from '../errors.js';
 import type { DocumentHeader } from './types.js';
+import { nextStep, replaceElsewhere, type Placeholder, type Said } from '../next-step.js';
+
+const KEY_FILE: Placeholder = { placeholder: 'FILE', readFrom: 'the path to write the 32-byte key to (0600)' };
 
 export const SEAL_ALGORITHM = 'AES-256-GCM';
 export const SEAL_KEY_BYTES = 32;
@@ -74,7 +77,7 @@ function unsealRefused(where: string, why: string, cause?: unknown): BatonError 
   return new BatonError('refused', {
     what: `The published document was refused: it is sealed and ${why}.`,
     where,
-    next: 'Check that seal_key_file is the key every controller of this deployment shares; if it is, replace the document with `baton sync --replace-unreadable` from a controller that holds the authority.',
+    next: ['Check that seal_key_file is the key every controller of this deployment shares; if it is, replace the document with ', replaceElsewhere(), '.'],
     changed: 'Nothing was installed.',
     reason: 'document-refused',
     ...(cause === undefined ? {} : { cause }),
@@ -90,7 +93,7 @@ function assertKeySize(key: Uint8Array): void {
  * permission bits — a key anyone on the host can read seals nothing.
  */
 export async function readSealKey(file: string): Promise<Uint8Array> {
-  const refuse = (what: string, next: string, cause?: unknown) =>
+  const refuse = (what: string, next: string | Said, cause?: unknown) =>
     new BatonError('config', { what, where: file, next, changed: 'Nothing was read from the store or written.', ...(cause ? { cause } : {}) });
   let handle: fs.FileHandle;
   try {
@@ -100,13 +103,13 @@ export async function readSealKey(file: string): Promise<Uint8Array> {
     if (code === 'ELOOP') throw refuse('The seal key file is a symbolic link.', 'Point seal_key_file at the key file itself.', error);
     throw refuse(
       `The seal key file could not be opened (${code ?? String(error)}).`,
-      'Check seal_key_file; `baton key generate FILE` writes a new key (every controller needs the same one).',
+      ['Check seal_key_file; ', nextStep('key generate', { placeholders: [KEY_FILE] }), ' writes a new key (every controller needs the same one).'],
       error,
     );
   }
   try {
     const st = await handle.stat();
-    if (!st.isFile()) throw refuse('The seal key file is not a regular file.', 'Point seal_key_file at a file made by `baton key generate`.');
+    if (!st.isFile()) throw refuse('The seal key file is not a regular file.', ['Point seal_key_file at a file made by ', nextStep('key generate', { placeholders: [KEY_FILE] }), '.']);
     if ((st.mode & 0o077) !== 0) {
       throw refuse(
         `The seal key file is readable by group or others (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}).`,
@@ -116,7 +119,7 @@ export async function readSealKey(file: string): Promise<Uint8Array> {
     if (st.size !== SEAL_KEY_BYTES) {
       throw refuse(
         `The seal key file holds ${st.size} bytes; a seal key is exactly ${SEAL_KEY_BYTES} random bytes.`,
-        '`baton key generate FILE` writes one; copy the same file to every controller.',
+        [nextStep('key generate', { placeholders: [KEY_FILE] }), ' writes one; copy the same file to every controller.'],
       );
     }
     const key = new Uint8Array(await handle.readFile());

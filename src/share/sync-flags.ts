@@ -1,12 +1,16 @@
 /**
  * FLAGS MEAN ONE THING: which `baton sync` flag applies to which verdict of the decision table
- * (decide.ts). --force applies to a refusal, --push to a host that is ahead, --replace-unreadable
- * to a document that was read and cannot be used, --unseal to replacing a sealed document
- * without the key. Anywhere else the flag is a usage error (exit 2) naming the verdict and what
+ * (decide.ts). --first-controller applies to an empty store and a fresh host, --force to a
+ * refusal, --push to a refusal where this host is not proved BEHIND (plainly when it is ahead,
+ * bound to the published fingerprint otherwise), --replace-unreadable to a document that was
+ * read and cannot be used, --unseal to replacing a sealed document without the key. Which of
+ * them needs `--confirm` and with what is `syncBindings` (confirm-binding.ts). Anywhere else the flag is a usage error (exit 2) naming the verdict and what
  * sync would have done — checked before the lock: a flag that meant "replace" must never
  * quietly publish, and a refused run creates nothing.
  */
+import { nextStep } from '../next-step.js';
 import { BatonError } from '../errors.js';
+import { forceBinding, pushOverBinding, replaceBinding, UNSEAL_BINDING, type Binding } from './confirm-binding.js';
 import { unsealRefusal } from './publish-guards.js';
 import { replaceUnreadableRefusal } from './refusals.js';
 import type { ShareContext } from './share-context.js';
@@ -14,32 +18,37 @@ import type { Look, Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
 
 export interface SyncActionFlags {
+  readonly firstController?: boolean;
   readonly push?: boolean;
   readonly force?: boolean;
   readonly replaceUnreadable?: boolean;
   readonly unseal?: boolean;
+  /** The `--confirm` values given: a push over a sibling without one is the race lost (exit 6). */
+  readonly confirm?: readonly string[];
 }
 
 /** Two flags that each ask for a different action: refused before anything is read. */
 export function conflictingFlags(flags: SyncActionFlags): BatonError | undefined {
-  const chosen = (['force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
+  const chosen = (['firstController', 'force', 'push', 'replaceUnreadable'] as const).filter((f) => flags[f]);
   if (chosen.length <= 1) return undefined;
   return new BatonError('usage', {
     what: `${chosen.map(flagName).join(' and ')} ask for different things; each applies to one verdict only.`,
-    next: 'Choose one (run `baton status` to see the verdict).',
+    next: ['Choose one (run ', nextStep('status'), ' to see the verdict).'],
     changed: 'Nothing was read or written.',
   });
 }
 
-function flagName(flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal'): string {
-  return flag === 'replaceUnreadable' ? '--replace-unreadable' : `--${flag}`;
+type FlagName = 'firstController' | 'force' | 'push' | 'replaceUnreadable' | 'unseal';
+
+function flagName(flag: FlagName): string {
+  return flag === 'replaceUnreadable' ? '--replace-unreadable' : flag === 'firstController' ? '--first-controller' : `--${flag}`;
 }
 
 /** What plain `sync` does on this verdict, for the usage error of a flag that does not apply. */
 function withoutFlags(verdict: Verdict): string {
   switch (verdict.kind) {
     case 'first-controller':
-      return 'become the first controller (mint, publish create-only, install)';
+      return 'refuse: nothing is published, and minting a first authority is asked for with --first-controller only';
     case 'adopt':
       return `adopt the published ${verdict.published}`;
     case 'publish':
@@ -56,28 +65,42 @@ function withoutFlags(verdict: Verdict): string {
 /** Exit 2 when a flag does not apply to the verdict; exit 3 for a replace that must never happen. */
 export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActionFlags): void {
   const { verdict } = seen;
-  const misuse = (flag: 'force' | 'push' | 'replaceUnreadable' | 'unseal', appliesTo: string) =>
+  const misuse = (flag: FlagName, appliesTo: string) =>
     new BatonError('usage', {
       what: `${flagName(flag)} applies only ${appliesTo}. Here: ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
-      next: `Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run \`baton sync\` for that, or \`baton status\` to look first.`,
+      next: [`Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run `, nextStep('sync'), ' for that, or ', nextStep('status'), ' to look first.'],
     });
+  // Another controller publishing first is the race a first controller can lose: it adopts
+  // the winner, exactly as the action does when it loses at the create-only write.
+  const raceLost = verdict.kind === 'adopt' && !verdict.lostMarker;
+  if (flags.firstController && verdict.kind !== 'first-controller' && !raceLost) {
+    throw misuse('firstController', 'when nothing is published and this host holds no authority');
+  }
   if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
-  if (flags.push && verdict.kind === 'refuse' && verdict.lineage.kind === 'siblings') {
+  if (flags.push && verdict.kind === 'refuse' && verdict.lineage.kind === 'siblings' && (flags.confirm ?? []).length === 0) {
     // This host rotated from the parent, and meanwhile another controller published ITS
-    // rotation of the same parent: the race for the publish was lost, which is the store
-    // changing underneath (exit 6), not a misused flag.
+    // rotation of the same parent: a push without the bound value is the race for the publish
+    // lost, which is the store changing underneath (exit 6), never an overwrite. Keeping this
+    // host's rotation instead is a decision of its own, bound to the published fingerprint.
+    const pushOver = nextStep('sync --push --confirm', { placeholders: [pushOverBinding(verdict.published).placeholder] });
+    const force = nextStep('sync --force --confirm', { placeholders: [forceBinding(verdict.local).placeholder] });
     throw new BatonError('store-changed', {
       what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation. ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
-      next: 'Decide which of the two rotations the fleet keeps: run `baton status` to see both.',
+      next: ['Decide which of the two rotations the fleet keeps (', nextStep('status'), ' shows both): the published one with ', force, ', or this host\'s with ', pushOver, '.'],
       reason: 'replaced',
     });
   }
-  if (flags.push && !(verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')) {
-    throw misuse('push', 'when this host is ahead of the published authority (it rotated away from it)');
+  if (flags.push && !(verdict.kind === 'refuse' && !provedBehind(verdict))) {
+    throw misuse(
+      'push',
+      verdict.kind === 'refuse'
+        ? 'when this host is not PROVED behind the published authority: the published one replaced this host\'s (signed with this host\'s own key) and is newer, so publishing over it would roll the fleet back'
+        : 'when this host holds a different authority than the published one and is not proved behind it',
+    );
   }
   if (flags.replaceUnreadable) {
     if (verdict.kind !== 'blocked' || verdict.unreadable === undefined || verdict.unreadable === 'could-not-read') {
@@ -88,7 +111,7 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
     if (refusal) throw refusal;
   }
   if (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey && !flags.unseal) {
-    throw unsealRefusal(share.store.location, 'baton sync --push');
+    throw unsealRefusal(share.store.location, 'sync --push');
   }
   if (flags.unseal) {
     const sealed =
@@ -96,4 +119,28 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       (flags.replaceUnreadable && seen.published.state === 'unreadable' && seen.published.sealed === true && share.sealKey === undefined);
     if (!sealed) throw misuse('unseal', 'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key');
   }
+}
+
+/** The published authority PROVABLY replaced this host's: the one case a push must never undo. */
+function provedBehind(verdict: Extract<Verdict, { kind: 'refuse' }>): boolean {
+  return verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'proved';
+}
+
+/** True when --push would publish over an authority this host is not proved ahead of. */
+export function pushesOver(verdict: Verdict): boolean {
+  return verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead' && !provedBehind(verdict);
+}
+
+/**
+ * The values the flags' irreversible steps are bound to, on this look (checkSyncFlags has
+ * already refused a flag outside its verdict). Empty: nothing needs --confirm.
+ */
+export function syncBindings(seen: Look, flags: SyncActionFlags): readonly Binding[] {
+  const { verdict, published } = seen;
+  const bindings: Binding[] = [];
+  if (flags.force && verdict.kind === 'refuse') bindings.push(forceBinding(verdict.local));
+  if (flags.push && pushesOver(verdict) && verdict.kind === 'refuse') bindings.push(pushOverBinding(verdict.published));
+  if (flags.replaceUnreadable && published.state === 'unreadable' && published.etag !== undefined) bindings.push(replaceBinding(published.etag));
+  if (flags.unseal) bindings.push(UNSEAL_BINDING);
+  return bindings;
 }

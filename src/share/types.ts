@@ -4,6 +4,7 @@
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { LocalAuthority, PairSummary } from '../authority/types.js';
+import type { NextStep, Said } from '../next-step.js';
 
 export const DOCUMENT_FORMAT = 'baton.authority/1';
 
@@ -26,7 +27,15 @@ export interface DocumentHeader {
 
 export type PublishedAuthority =
   /** The store holds nothing for this deployment — an ordinary state, not a fault. */
-  | { readonly state: 'none'; readonly location: string }
+  | {
+      readonly state: 'none';
+      readonly location: string;
+      /**
+       * Documents found at neighbouring prefixes (a mistyped store), with the deployment each
+       * names; read only by status and failover, shown and never trusted.
+       */
+      readonly neighbours?: readonly { readonly location: string; readonly deployment: string | undefined }[];
+    }
   | {
       readonly state: 'present';
       readonly location: string;
@@ -49,6 +58,8 @@ export type PublishedAuthority =
       readonly etag?: string;
       /** The bad object carries sealed files: replacing it in the clear needs the seal key or --unseal. */
       readonly sealed?: boolean;
+      /** The previous_fingerprint the bad object's header names, when it names one: a claim, never checked. */
+      readonly claimedPrevious?: string;
     };
 
 /**
@@ -105,6 +116,10 @@ export type Verdict =
       readonly kind: 'blocked';
       readonly why: string;
       readonly next: string;
+      /** The command of the way out, when there is one (rendered after `next`). */
+      readonly step?: NextStep;
+      /** `next` as structure, when the error it came from said it so (rendered instead of `next`). */
+      readonly said?: Said;
       /** Set when the published document is what blocks; 'unusable' is what --replace-unreadable replaces. */
       readonly unreadable?: UnreadableProblem;
       /** Set when the published authority is sealed and this host, holding none, has no key to adopt it. */

@@ -1,15 +1,21 @@
 /**
- * Why a published document cannot be used, in the terms that decide the way out (issue 14,
- * DESIGN.md §5 "a way out of every refusal"):
+ * Why a published document cannot be used, in the terms that decide the way out (the "way out
+ * of every document" rule in docs/architecture.md):
  *
- * - 'unusable'          damaged: empty, not JSON, bad base64, a fingerprint that lies, a key
- *                       that does not pair, a seal that does not open with this host's key.
- *                       A whole controller may replace it (`sync --replace-unreadable`).
- * - 'foreign-deployment' a document of ANOTHER deployment: this host is pointed at the wrong
- *                       store. Replacing it would destroy another fleet's authority: never.
- * - 'newer-format'      written by a newer baton: upgrade. Replacing it would downgrade.
+ * - 'unusable'          cannot be used: empty, not JSON, over 1 MiB, an unknown format, bad
+ *                       base64, a fingerprint that lies, a key that does not pair, a seal that
+ *                       does not open with this host's key, or a `deployment` field edited
+ *                       while the certificate inside names THIS deployment. A whole controller
+ *                       replaces it (`sync --replace-unreadable`, bound to the object's ETag).
+ * - 'foreign-deployment' a document of ANOTHER deployment (its certificate says so too, or is
+ *                       sealed): this host is pointed at the wrong store. Never replaced.
+ * - 'newer-format'      it declares baton.authority/N above this version's: upgrade. Replacing
+ *                       it would downgrade the fleet.
  * - 'could-not-read'    the store itself failed: nothing is known about the document.
  */
+import { replaceElsewhere } from '../next-step.js';
+import { X509Certificate } from 'node:crypto';
+import { BatonError } from '../errors.js';
 import { DOCUMENT_FORMAT, type UnreadableProblem } from './types.js';
 
 
@@ -19,8 +25,48 @@ export function classifyRefusedDocument(body: Uint8Array, deployment: string): E
   if (value === undefined) return 'unusable';
   const format = value.format;
   if (typeof format === 'string' && format !== DOCUMENT_FORMAT && isNewerFormat(format)) return 'newer-format';
-  if (typeof value.deployment === 'string' && value.deployment !== '' && value.deployment !== deployment) return 'foreign-deployment';
+  // Only a document in this version's format can be a VALID document of another deployment;
+  // one whose certificate names this deployment had its `deployment` field edited.
+  if (format === DOCUMENT_FORMAT && typeof value.deployment === 'string' && value.deployment !== '' && value.deployment !== deployment) {
+    return certificateDeployment(value) === deployment ? 'unusable' : 'foreign-deployment';
+  }
   return 'unusable';
+}
+
+/** True when the `deployment` field names another deployment but the certificate inside names this one. */
+export function editedDeployment(body: Uint8Array, deployment: string): boolean {
+  const value = looseJson(body);
+  return value !== undefined && value.deployment !== deployment && certificateDeployment(value) === deployment;
+}
+
+export function editedDeploymentError(location: string, deployment: string): BatonError {
+  return new BatonError('refused', {
+    what: `The published document cannot be used: its certificate names this deployment (${deployment}), but its "deployment" field was edited to name another.`,
+    where: location,
+    changed: 'Nothing was installed.',
+    next: ['Replace it from a controller that holds this deployment\'s authority: ', replaceElsewhere(), '.'],
+    reason: 'document-refused',
+  });
+}
+
+/** The deployment (the O= of the subject) of an unsealed document's ca.crt; undefined when there is none to read. */
+function certificateDeployment(value: Record<string, unknown>): string | undefined {
+  const files = value.files;
+  if (typeof files !== 'object' || files === null) return undefined;
+  const cert = (files as Record<string, unknown>)['ca.crt'];
+  if (typeof cert !== 'string') return undefined;
+  try {
+    const subject = new X509Certificate(Buffer.from(cert, 'base64')).subject;
+    return /^O=(.*)$/m.exec(subject)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** The previous_fingerprint a refused document's header names, if any: what it claims to replace. */
+export function claimedPrevious(body: Uint8Array): string | undefined {
+  const value = looseJson(body)?.previous_fingerprint;
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 /** True when the raw document carries sealed files (its writer had the seal key). */

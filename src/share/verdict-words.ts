@@ -7,7 +7,9 @@
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
-import { actionCommand, personalise, suggest, type Suggester } from '../suggest-command.js';
+import { nextStep, renderSaid, renderStep, renderStepSentence, type NextStep } from '../next-step.js';
+import { personalise, type Suggester } from '../suggest-command.js';
+import { forceBinding, pushOverBinding, UNSEAL_BINDING } from './confirm-binding.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
 export type VerdictTone = 'ok' | 'action' | 'refused';
@@ -20,6 +22,8 @@ export interface VerdictWords {
   readonly headline: string;
   /** The exact next step: a command, or "Nothing to do." */
   readonly next: string;
+  /** The next step as data, when it is a command (rendered into `next`; an object in JSON). */
+  readonly step?: NextStep;
 }
 
 export interface VerdictWordsOptions {
@@ -48,39 +52,55 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
   const fp = (fingerprint: Fingerprint) => (options.fingerprints ? ` ${fingerprint}` : '');
   switch (verdict.kind) {
     case 'in-sync':
-      return {
-        tone: 'ok',
-        label: 'in sync',
-        headline: `This host holds the published authority${fp(verdict.fingerprint)}.`,
-        next:
-          verdict.previous === undefined
-            ? 'Nothing to do.'
-            : `A rotation overlap is open (the previous authority${fp(verdict.previous)} is still trusted): \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${suggest(s, 'ca retire')}`,
-      };
-    case 'first-controller':
+      if (verdict.previous === undefined) {
+        return { tone: 'ok', label: 'in sync', headline: `This host holds the published authority${fp(verdict.fingerprint)}.`, next: 'Nothing to do.' };
+      }
+      {
+        const step = nextStep('ca retire');
+        return {
+          tone: 'ok',
+          label: 'in sync',
+          headline: `This host holds the published authority${fp(verdict.fingerprint)}.`,
+          next: `A rotation overlap is open (the previous authority${fp(verdict.previous)} is still trusted): \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${renderStep(s, step)}`,
+          step,
+        };
+      }
+    case 'first-controller': {
+      // Minting is said, never inferred: the step names the flag that mints, and without a
+      // terminal it still stops at the missing --yes, so pasting it mints nothing.
+      const step = s.terminal ? nextStep('failover') : nextStep('sync --first-controller');
       return {
         tone: 'action',
         label: 'action needed',
-        headline: 'Nothing is published and this host holds no authority: it can be the first controller.',
-        next: actionCommand(s, 'first-controller'),
+        headline: 'Nothing is published and this host holds no authority: it can be the first controller (minting is never done without asking).',
+        next: renderStep(s, step),
+        step,
       };
-    case 'adopt':
+    }
+    case 'adopt': {
+      const step = s.terminal ? nextStep('failover') : nextStep('sync');
       return {
         tone: 'action',
         label: 'action needed',
         headline: verdict.lostMarker
           ? `This host lost its authority files (the marker is present); the published authority${fp(verdict.published)} can be adopted.`
           : `This host holds no authority; the deployment's published authority${fp(verdict.published)} can be adopted.`,
-        next: actionCommand(s, 'adopt'),
+        next: renderStep(s, step),
+        step,
       };
-    case 'publish':
+    }
+    case 'publish': {
+      const step = s.terminal ? nextStep('failover') : nextStep('sync');
       return {
         tone: 'action',
         label: 'action needed',
         headline: `Nothing is published: this host's authority${fp(verdict.local)} can be published.`,
-        next: actionCommand(s, 'publish'),
+        next: renderStep(s, step),
+        step,
       };
-    case 'refuse':
+    }
+    case 'refuse': {
+      const { step, next } = refuseNext(verdict, s);
       // AHEAD is this host's own rotation, not yet pushed: the expected state right after
       // `ca rotate`. It is a step to take ("not published yet", the push), not a refusal in red.
       if (verdict.lineage.kind === 'ahead') {
@@ -88,29 +108,64 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
           tone: 'action',
           label: 'not published yet',
           headline: `${lineageSentence(verdict.lineage)}${options.fingerprints ? ` Local${fp(verdict.local)}, published${fp(verdict.published)}.` : ''}`,
-          next: refuseNext(verdict, s),
+          next,
+          step,
         };
       }
       return {
         tone: 'refused',
         label: 'refused',
         headline: `The local${fp(verdict.local)} and published${fp(verdict.published)} authorities differ. ${lineageSentence(verdict.lineage)}`,
-        next: refuseNext(verdict, s),
+        next,
+        step,
       };
+    }
     case 'blocked':
-      return { tone: 'refused', label: 'blocked', headline: verdict.why, next: personalise(verdict.next, s) };
+      return {
+        tone: 'refused',
+        label: 'blocked',
+        headline: verdict.why,
+        next: verdict.said ? renderSaid(s, verdict.said) : verdict.step ? `${verdict.next} ${renderStepSentence(s, verdict.step)}` : personalise(verdict.next, s),
+        ...(verdict.step ? { step: verdict.step } : {}),
+      };
   }
 }
 
-function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester): string {
-  if (verdict.sealedWithoutKey) {
-    // Force cannot open a sealed document without the key, and a push must not unseal by accident.
-    return verdict.lineage.kind === 'ahead'
-      ? `Set seal_key_file (the key the other controllers use), then ${suggest(s, 'sync --push')}`
-      : `Set seal_key_file (the key the other controllers use), then ${actionCommand(s, 'force')}`;
+/**
+ * The way on from a refusal. Only a rotation this host's own files record (ahead) is pushed
+ * plainly; everything else that replaces an authority is bound to a value read from the two
+ * sides (confirm-binding.ts), shown as a placeholder, so the printed command cannot do it.
+ */
+function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester): { readonly step: NextStep; readonly next: string } {
+  const force = nextStep('sync --force --confirm', { placeholders: [forceBinding(verdict.local).placeholder] });
+  const pushOver = nextStep('sync --push --confirm', { placeholders: [pushOverBinding(verdict.published).placeholder] });
+  const sealNote = 'Set seal_key_file (the key the other controllers use) first: the published authority is sealed and this host has no seal key.';
+  const { lineage } = verdict;
+  if (lineage.kind === 'ahead') {
+    if (verdict.sealedWithoutKey) {
+      const unseal = nextStep('sync --push --unseal --confirm', { placeholders: [UNSEAL_BINDING.placeholder] });
+      return { step: nextStep('sync --push'), next: `${sealNote} Then ${renderStep(s, nextStep('sync --push'))}; or stop sealing on purpose: ${renderStepSentence(s, unseal)}` };
+    }
+    const step = nextStep('sync --push');
+    return { step, next: renderStep(s, step) };
   }
-  if (verdict.lineage.kind === 'ahead') return suggest(s, 'sync --push');
-  return s.terminal ? `${actionCommand(s, 'force')}  (a replace asks for a typed confirmation)` : `${actionCommand(s, 'force')}  (check both fingerprints first)`;
+  const proved = lineage.kind === 'left-behind' && lineage.proof.kind === 'proved';
+  // On a terminal the walk asks for the typed value itself; the headline already says which
+  // side is newer, and the screen has no room for two commands.
+  if (s.terminal && !verdict.sealedWithoutKey) {
+    const walk = nextStep('failover');
+    return { step: walk, next: `${renderStep(s, walk)}  (a replace asks for a typed confirmation)` };
+  }
+  const keepPublished = force;
+  const head = verdict.sealedWithoutKey ? `${sealNote} Then ` : '';
+  const first = `${head}${renderStepSentence(s, keepPublished)}`;
+  if (proved) return { step: keepPublished, next: `${first}  (sets this host's authority aside and adopts the newer, published one)` };
+  // Not proved ahead, not proved behind: either side may be kept, each on purpose.
+  const newer = lineage.kind === 'left-behind' ? 'the published one claims to be newer; ' : 'neither is newer by lineage; ';
+  return {
+    step: keepPublished,
+    next: `${first}  (keeps the published authority; ${newer}to keep this host's instead: ${renderStepSentence(s, pushOver)})`,
+  };
 }
 
 /**

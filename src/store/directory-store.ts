@@ -5,16 +5,16 @@
  * — so two controllers sharing a directory cannot overwrite each other blind, exactly as
  * against S3 with conditional writes.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fsyncDir, writeExclusive } from '../fs/durable-write.js';
 import { BatonError, type StoreFailureReason } from '../errors.js';
-import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
+import { MAX_DOCUMENT_BYTES, OversizeError, oversizeError } from './body-limit.js';
 import { contentEtag } from './etag.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
-import type { ConditionalWriteCheck, Precondition, Store, StoredDocument } from './store.js';
+import { NEIGHBOUR_LIMIT, NEIGHBOUR_MAX_BYTES, type ConditionalWriteCheck, type NeighbourDocument, type Precondition, type Store, type StoredDocument } from './store.js';
 import { DOCUMENT_FILE } from './store-url.js';
 
 const LOCK_FILE = '.authority.lock';
@@ -30,6 +30,26 @@ export class DirectoryStore implements Store {
 
   async get(): Promise<StoredDocument | undefined> {
     return this.#read(DOCUMENT_FILE);
+  }
+
+  /** The documents of sibling directories of this one; an unreadable parent is []. */
+  async neighbours(): Promise<readonly NeighbourDocument[]> {
+    const parent = path.dirname(this.dir);
+    const found: NeighbourDocument[] = [];
+    try {
+      for (const entry of (await fs.readdir(parent, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+        if (found.length >= NEIGHBOUR_LIMIT) break;
+        const dir = path.join(parent, entry.name);
+        if (!entry.isDirectory() || dir === this.dir) continue;
+        const file = path.join(dir, DOCUMENT_FILE);
+        const st = await fs.lstat(file).catch(() => undefined);
+        if (!st?.isFile() || st.size > NEIGHBOUR_MAX_BYTES) continue;
+        found.push({ location: file, body: new Uint8Array(await fs.readFile(file)) });
+      }
+    } catch {
+      return found;
+    }
+    return found;
   }
 
   async put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }> {
@@ -64,9 +84,9 @@ export class DirectoryStore implements Store {
     try {
       const st = await handle.stat();
       if (!st.isFile()) throw this.#failed('The published document is not a regular file', file, undefined, 'not-a-file');
-      if (st.size > MAX_DOCUMENT_BYTES) throw oversizeError(file, st.size);
+      if (st.size > MAX_DOCUMENT_BYTES) throw oversizeError(file, st.size, await streamedEtag(handle));
       const body = new Uint8Array(await handle.readFile());
-      if (body.length > MAX_DOCUMENT_BYTES) throw oversizeError(file, body.length);
+      if (body.length > MAX_DOCUMENT_BYTES) throw oversizeError(file, body.length, contentEtag(body));
       return { body, etag: contentEtag(body) };
     } catch (error) {
       if (error instanceof BatonError) throw error;
@@ -85,7 +105,11 @@ export class DirectoryStore implements Store {
     }
     await this.#withLock(async () => {
       if (precondition?.kind === 'if-match') {
-        const current = await this.#read(name);
+        // An oversize object is replaced only if-match on its own ETag (the way out of it).
+        const current = await this.#read(name).catch((error: unknown) => {
+          if (error instanceof OversizeError && error.etag !== undefined) return { etag: error.etag };
+          throw error;
+        });
         if (current?.etag !== precondition.etag) {
           throw storeChangedError(target, current ? 'replaced' : 'removed');
         }
@@ -167,4 +191,18 @@ export class DirectoryStore implements Store {
 
 function errnoOf(error: unknown): string {
   return (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+}
+
+/** The content ETag of a file too large to buffer, hashed in chunks: the way out writes if-match on it. */
+async function streamedEtag(handle: fs.FileHandle): Promise<string> {
+  const hash = createHash('sha256');
+  const chunk = Buffer.alloc(64 * 1024);
+  let position = 0;
+  for (;;) {
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, position);
+    if (bytesRead === 0) break;
+    hash.update(chunk.subarray(0, bytesRead));
+    position += bytesRead;
+  }
+  return `"${hash.digest('hex')}"`;
 }

@@ -11,6 +11,7 @@
 import {
   DeleteObjectCommand,
   GetObjectCommand,
+  ListObjectsV2Command,
   ListObjectVersionsCommand,
   PutObjectCommand,
   S3Client,
@@ -21,7 +22,7 @@ import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
-import type { ConditionalWriteCheck, DocumentVersion, DocumentVersions, Precondition, Store, StoredDocument } from './store.js';
+import { NEIGHBOUR_LIMIT, NEIGHBOUR_MAX_BYTES, type ConditionalWriteCheck, type DocumentVersion, type DocumentVersions, type NeighbourDocument, type Precondition, type Store, type StoredDocument } from './store.js';
 import type { S3StoreSpec } from './store-url.js';
 
 /** Static keys, as an emulator (the drill's s3rver, moto in the tests) is reached with. */
@@ -181,6 +182,28 @@ export class S3Store implements Store {
     return request();
   }
 
+  /** One page of ListObjectsV2 under the parent prefix; any failure (no s3:ListBucket) is []. */
+  async neighbours(): Promise<readonly NeighbourDocument[]> {
+    const name = this.spec.key.slice(this.spec.key.lastIndexOf('/') + 1);
+    const cut = this.spec.prefix.lastIndexOf('/');
+    const parent = cut < 0 ? '' : this.spec.prefix.slice(0, cut + 1);
+    try {
+      const listed = await this.#send(() => this.#client.send(new ListObjectsV2Command({ Bucket: this.spec.bucket, Prefix: parent, MaxKeys: 1000 })));
+      const keys = (listed.Contents ?? [])
+        .filter((o) => o.Key !== undefined && o.Key !== this.spec.key && (o.Key === name || o.Key.endsWith(`/${name}`)) && (o.Size ?? 0) <= NEIGHBOUR_MAX_BYTES)
+        .map((o) => o.Key!)
+        .slice(0, NEIGHBOUR_LIMIT);
+      const found: NeighbourDocument[] = [];
+      for (const key of keys) {
+        const got = await this.#get(key).catch(() => undefined);
+        if (got) found.push({ location: `s3://${this.spec.bucket}/${key}`, body: got.body });
+      }
+      return found;
+    } catch {
+      return [];
+    }
+  }
+
   /** Ends the client's sockets (tests and the drill; the CLI simply exits). */
   destroy(): void {
     this.#client.destroy();
@@ -224,7 +247,7 @@ export class S3Store implements Store {
     const stream = response.Body as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
     if (response.ContentLength !== undefined && response.ContentLength > MAX_DOCUMENT_BYTES) {
       stream?.destroy?.();
-      throw oversizeError(where, response.ContentLength);
+      throw oversizeError(where, response.ContentLength, response.ETag);
     }
     const chunks: Uint8Array[] = [];
     let size = 0;
@@ -233,7 +256,7 @@ export class S3Store implements Store {
         size += chunk.length;
         if (size > MAX_DOCUMENT_BYTES) {
           stream?.destroy?.();
-          throw oversizeError(where, undefined);
+          throw oversizeError(where, undefined, response.ETag);
         }
         chunks.push(chunk);
       }

@@ -30,6 +30,15 @@ export interface ConditionalWriteCheck {
   readonly detail: string;
 }
 
+export interface NeighbourDocument {
+  readonly location: string;
+  readonly body: Uint8Array;
+}
+
+/** At most this many neighbouring documents are read, each under 64 KiB: a bounded look, not a crawl. */
+export const NEIGHBOUR_LIMIT = 5;
+export const NEIGHBOUR_MAX_BYTES = 64 * 1024;
+
 export interface Store {
   /** Human-readable location of the document, e.g. s3://bucket/prefix/authority.json. */
   readonly location: string;
@@ -40,6 +49,12 @@ export interface Store {
    * error, distinct from every other failure (BatonError('failed') naming the location).
    */
   put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }>;
+  /**
+   * Documents at neighbouring prefixes (other children of this prefix's parent), a few at most,
+   * for naming them when nothing is published here (a mistyped --store). Never throws: a store
+   * whose credentials may not list answers [].
+   */
+  neighbours?(): Promise<readonly NeighbourDocument[]>;
   /** `baton store check`: probes create-only and replace-if-unchanged on a probe object, removes it, reports. */
   checkConditionalWrites(): Promise<ConditionalWriteCheck>;
   /**

@@ -115,7 +115,9 @@ describe('status without a terminal', () => {
     expect(text).toContain(FP_A);
     expect(text).toMatch(/\^.*differs from the other side/);
     expect(text).toContain('✗ refused');
-    expect(text).toContain('left behind by a rotation');
+    // The fixture's rotation carries no handover signature: a claim, never "left behind".
+    expect(text).toContain("The published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.");
+    expect(text).not.toContain('left behind');
     expect(text).toContain('Next: baton --state-dir /x failover');
     // No escape sequences: a log or a pipe gets exactly this.
     expect(text).not.toMatch(/\x1b/);
@@ -141,7 +143,7 @@ describe('status without a terminal', () => {
     expect(statusErrorJson(new BatonError('usage', { what: '--interval "x" is not a number of seconds.' }))).toEqual({
       format: 'baton.status/1',
       exit_code: 2,
-      error: { code: 'usage', reason: null, what: '--interval "x" is not a number of seconds.', where: null, next: null },
+      error: { code: 'usage', reason: null, what: '--interval "x" is not a number of seconds.', where: null, next: null, next_steps: [] },
     });
     const denied = new BatonError('failed', { what: 'Access to the store was denied.', where: 's3://b/p/authority.json', reason: 'denied' });
     expect(statusErrorJson(denied).error).toMatchObject({ code: 'failed', reason: 'denied', where: 's3://b/p/authority.json' });

@@ -133,6 +133,9 @@ describe('baton ca', () => {
     const rotate = await baton(stateDir, 'ca', 'rotate');
     expect(rotate.code).toBe(0);
     expect(rotate.stdout).toContain(`Previous: ${old}`);
+    // The commands it names carry the global flags given, built where they are written.
+    expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} sync --push\``);
+    expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} ca retire\``);
     expectNoKeyMaterial(rotate);
     const shown = JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout) as Record<string, unknown>;
     expect(shown).toMatchObject({ previous_fingerprint: old, replaces: old });
@@ -236,7 +239,7 @@ describe('baton ca', () => {
     const work = path.dirname(await emptyStateDir());
     const stateDir = path.join(work, 'first-controller');
     const storeDir = path.join(work, 'empty-store');
-    const run = await batonWith(['--store', `file://${storeDir}`, '--no-seal'], stateDir, 'ca', 'init');
+    const run = await batonWith(['--store', `file://${storeDir}`, '--no-seal'], stateDir, 'ca', 'init', '--yes');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`);

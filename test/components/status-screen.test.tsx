@@ -76,7 +76,7 @@ describe.each([80, 120])('the status screen at %i columns', (columns) => {
   it('says the verdict in words with its mark, and the next step', () => {
     const frame = strip(show(READS.leftBehind(), columns)).replace(/\s+/g, ' ');
     expect(frame).toContain('✗ refused');
-    expect(frame).toContain('left behind by a rotation');
+    expect(frame).toContain("claims to replace this host's (by a rotation) — NOT PROVED");
     expect(frame).toContain('Next: baton failover');
     expect(frame).toContain(FP_OLD);
     const synced = strip(show(READS.inSync(), columns)).replace(/\s+/g, ' ');

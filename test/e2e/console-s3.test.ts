@@ -37,7 +37,7 @@ describe('the console over S3 (s3rver)', () => {
   it('status shows the published authority and that the store does NOT enforce conditional writes; failover adopts', async () => {
     const a = host('a');
     const b = host('b');
-    expect((await baton([...a, 'ca', 'init'])).code).toBe(0);
+    expect((await baton([...a, 'ca', 'init', '--yes'])).code).toBe(0);
     expect((await baton([...a, 'sync'])).code).toBe(0);
     expect((await baton([...a, 'store', 'check'])).code).toBe(3);
 

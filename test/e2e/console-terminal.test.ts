@@ -57,9 +57,9 @@ async function fingerprint(args: string[]): Promise<string> {
 async function diverged(deployment: string) {
   const a = newHost(deployment);
   const b = newHost(deployment, `store-${deployment}-elsewhere`);
-  expect((await runBaton([...a.args, 'ca', 'init'])).exitCode).toBe(0);
+  expect((await runBaton([...a.args, 'ca', 'init', '--yes'])).exitCode).toBe(0);
   expect((await runBaton([...a.args, 'sync'])).exitCode).toBe(0);
-  expect((await runBaton([...b.args, 'ca', 'init'])).exitCode).toBe(0);
+  expect((await runBaton([...b.args, 'ca', 'init', '--yes'])).exitCode).toBe(0);
   return { a, b: { ...b, store: a.store, args: [...b.args.slice(0, -1), `file://${a.store}`] } };
 }
 

@@ -69,7 +69,7 @@ async function onePublished(deployment: string) {
   mkStore(deployment);
   const a = newHost(deployment);
   const b = newHost(deployment);
-  expect((await baton([...a.args, 'ca', 'init'])).code).toBe(0);
+  expect((await baton([...a.args, 'ca', 'init', '--yes'])).code).toBe(0);
   expect((await baton([...a.args, 'sync'])).code).toBe(0);
   return { a, b };
 }
@@ -83,7 +83,7 @@ async function diverged(deployment: string) {
   const { a, b } = await onePublished(deployment);
   const elsewhere = path.join(root.dir, `store-${deployment}-elsewhere`);
   mkdirSync(elsewhere, { mode: 0o700 });
-  expect((await baton([...b.args.slice(0, -2), '--store', `file://${elsewhere}`, 'ca', 'init'])).code).toBe(0);
+  expect((await baton([...b.args.slice(0, -2), '--store', `file://${elsewhere}`, 'ca', 'init', '--yes'])).code).toBe(0);
   return { a, b };
 }
 

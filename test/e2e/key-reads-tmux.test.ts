@@ -46,7 +46,7 @@ async function aheadHost(): Promise<{ args: string[]; stateDir: string; publishe
   mkdirSync(store, { mode: 0o700 });
   const stateDir = path.join(tmp.dir, `host-${hosts}`);
   const args = ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${store}`, '--no-seal'];
-  expect((await runBaton([...args, 'sync'])).exitCode).toBe(0);
+  expect((await runBaton([...args, 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
   const published = (await fingerprintOf(stateDir))!;
   expect((await runBaton([...args, 'ca', 'rotate'])).exitCode).toBe(0);
   const local = (await fingerprintOf(stateDir))!;

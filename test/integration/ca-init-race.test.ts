@@ -17,13 +17,13 @@ afterAll(() => temp.cleanup());
 beforeAll(() => assertBuilt());
 
 describe('ca init racing on a fresh deployment', () => {
-  it('20 races of two `ca init`s on a directory store each end with one authority on both hosts', async () => {
+  it('20 races of two `ca init --yes`s on a directory store each end with one authority on both hosts', async () => {
     for (let race = 0; race < 20; race++) {
       const work = path.join(temp.dir, `race-${race}`);
       const store = `file://${path.join(work, 'store')}`;
       const hosts = ['ctl-a', 'ctl-b'].map((name) => path.join(work, name));
       const runs = await Promise.all(
-        hosts.map((stateDir) => startBaton(['--deployment', DEP, '--no-seal', '--state-dir', stateDir, '--store', store, 'ca', 'init'], { env: { NO_COLOR: '1' } })),
+        hosts.map((stateDir) => startBaton(['--deployment', DEP, '--no-seal', '--state-dir', stateDir, '--store', store, 'ca', 'init', '--yes'], { env: { NO_COLOR: '1' } })),
       );
       for (const run of runs) expect({ race, code: run.exitCode, stderr: run.stderr }).toEqual({ race, code: 0, stderr: '' });
       const held = await Promise.all(hosts.map((stateDir) => readLocalAuthority(stateDir, DEP)));

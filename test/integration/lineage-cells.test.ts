@@ -101,17 +101,17 @@ describe('the lineage cells, each said and each changing nothing', () => {
     expect((JSON.parse(readFileSync(path.join(w.storeDir(), 'authority.json'), 'utf8')) as { fingerprint: string }).fingerprint).toBe(await current(a));
   });
 
-  it('SIBLINGS (both rotated from one parent): said as such, that one must be forced on purpose; neither sync nor sync --push changes anything', async () => {
+  it('SIBLINGS (both rotated from one parent): said as such, neither newer; neither sync nor an unbound sync --push changes anything', async () => {
     const w = world();
     const { b, parent } = await leaveBBehind(w);
     await rotateAuthority(b.stateDir, DEP);
     for (const flags of [[], ['--push']]) {
       const run = await unchanged(w, () => w.sync('b', ...flags));
-      // --push over a sibling: another controller published its rotation of the same parent,
-      // which is the store changing underneath (exit 6), and the verdict is still named.
+      // An unbound --push over a sibling: another controller published its rotation of the same
+      // parent, which is the race for the publish lost (exit 6), and the verdict is still named.
       expect(run.exitCode).toBe(flags.length === 0 ? 3 : 6);
       if (flags.length > 0) expect(flat(run.stderr)).toContain('Another controller published its own rotation');
-      expect(flat(run.stderr).toLowerCase()).toContain(`this host and the published authority are siblings: both rotated from ${parent}, so one of the two must be forced on purpose`.toLowerCase());
+      expect(flat(run.stderr).toLowerCase()).toContain(`this host and the published authority are siblings: both rotated from ${parent}, so neither is newer; one of the two must be chosen on purpose`.toLowerCase());
     }
   });
 
@@ -120,14 +120,14 @@ describe('the lineage cells, each said and each changing nothing', () => {
     await leaveBBehind(w);
     const run = await unchanged(w, () => w.sync('b'));
     expect(run.exitCode).toBe(3);
-    expect(flat(run.stderr)).toContain('this host was left behind by a rotation (the published authority replaced the one this host holds). PROVED: signed by this host\'s own authority key.');
+    expect(flat(run.stderr)).toContain('this host was left behind by a rotation (the published authority replaced the one this host holds, and is newer). PROVED: signed by this host\'s own authority key.');
     expect(run.stderr).not.toContain('only claimed');
     const status = await unchanged(w, () => w.status('b'));
     expect(status.exitCode).toBe(3);
     expect(flat(status.stdout)).toContain('PROVED: signed by this host\'s own authority key.');
   });
 
-  it('LEFT BEHIND, CLAIMED: a forged document (a new CA whose OU names this host, no signature) says CLAIMED, NOT PROVED in sync, status, JSON and the force refusal, and changes nothing', async () => {
+  it('LEFT BEHIND, CLAIMED: a forged document (a new CA whose OU names this host, no signature) says NOT PROVED — never "left behind" — in sync, status, JSON and the force refusal, and changes nothing', async () => {
     const w = world();
     const b = w.ctx('b');
     const mine = ((await firstController(b)) as { fingerprint: Fingerprint }).fingerprint;
@@ -135,17 +135,18 @@ describe('the lineage cells, each said and each changing nothing', () => {
     const forged = await mintAuthority(DEP, { replaces: mine });
     const header = { format: DOCUMENT_FORMAT, deployment: DEP, fingerprint: await fingerprintOfFiles(forged, DEP), previousFingerprint: null, publishedAt: new Date().toISOString(), publishedBy: 'ctl-a' } as const;
     writeFileSync(path.join(w.storeDir(), 'authority.json'), await encodeDocument(header, forged));
-    const words = 'CLAIMED, NOT PROVED: the document carries no handover signature.';
+    const words = "published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.";
 
     const sync = await unchanged(w, () => w.sync('b'));
     expect(sync.exitCode).toBe(3);
-    expect(flat(sync.stderr)).toContain(`left behind by a rotation (the published authority replaced the one this host holds). ${words}`);
-    expect(flat(sync.stderr)).toContain('The rotation is only claimed: confirm with whoever runs the other controller that it rotated');
+    expect(flat(sync.stderr)).toContain(words);
+    expect(sync.stderr).not.toContain('left behind');
+    expect(flat(sync.stderr)).toContain('publishing over it would roll the fleet back');
     const status = await unchanged(w, () => w.status('b'));
     expect(flat(status.stdout)).toContain(words);
     const json = await unchanged(w, () => runBaton(['--deployment', DEP, '--state-dir', b.stateDir, '--store', `file://${w.storeDir()}`, 'status', '--json']));
     expect(JSON.parse(json.stdout)).toMatchObject({ verdict: { lineage: 'left-behind', handover: 'claimed' } });
-    // The force without a terminal or --yes: refused, showing the claim unproved.
+    // The force without a terminal or its bound value: refused, showing the claim unproved.
     const force = await unchanged(w, () => w.sync('b', '--force'));
     expect(force.exitCode).toBe(2);
     expect(flat(force.stderr)).toContain(words);
@@ -157,7 +158,7 @@ describe('the lineage cells, each said and each changing nothing', () => {
     await firstController(w.ctx('b', 'other-store'));
     const run = await unchanged(w, () => w.sync('b'));
     expect(run.exitCode).toBe(3);
-    expect(flat(run.stderr)).toContain('nothing links the two authorities (this host may be pointed at the wrong deployment or store).');
+    expect(flat(run.stderr)).toContain('nothing links the two authorities, so neither is newer (this host may be pointed at the wrong deployment or store).');
   });
 
   it('a handover signature that does not verify is tampering: the document is refused and nothing is installed, even forced', async () => {

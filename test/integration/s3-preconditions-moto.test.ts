@@ -297,7 +297,7 @@ describe('sync --replace-unreadable on moto', () => {
     await moto.putObject(bucket, 'corrupt/authority.json', bytes('{"format": "baton.authority/1", "deployment": '));
     const seen = await look(ctx);
     expect(seen.verdict).toMatchObject({ kind: 'blocked', unreadable: 'unusable' });
-    expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain('`baton sync --replace-unreadable`');
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.step).toMatchObject({ args: ['sync', '--replace-unreadable', '--confirm', { placeholder: 'ETAG 8' }] });
     const outcome = await replaceUnreadable(ctx, { seen: seen.verdict });
     expect(outcome.kind).toBe('published');
     expect((await look(ctx)).verdict.kind).toBe('in-sync');

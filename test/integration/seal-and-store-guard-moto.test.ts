@@ -238,7 +238,7 @@ describe('a race loser', () => {
     const root = path.join(tmp.dir, 'cli');
     const baton = (name: string, ...args: string[]) =>
       runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', path.join(root, name), '--store', url, ...args], { env: moto.env });
-    expect((await baton('a', 'sync')).exitCode).toBe(0);
+    expect((await baton('a', 'sync', '--first-controller', '--yes')).exitCode).toBe(0);
     cpSync(path.join(root, 'a'), path.join(root, 'b'), { recursive: true });
     await rotateAuthority(path.join(root, 'a'), DEPLOYMENT, { clock: systemClock });
     await rotateAuthority(path.join(root, 'b'), DEPLOYMENT, { clock: systemClock });

@@ -66,19 +66,19 @@ describe('flags mean one thing (exit 2 elsewhere, naming the verdict and what sy
     expect(run.exitCode, run.all).toBe(2);
     expect(run.stderr).toContain('--force applies only when sync refuses');
     expect(run.stderr).toContain('it can be the first controller');
-    expect(run.stderr).toContain('sync would become the first controller');
+    expect(run.stderr).toContain('minting a first authority is asked for with --first-controller only');
     expect(existsSync(stateDir)).toBe(false);
     expect(await objectOf(w)).toBeUndefined();
   });
 
   it('--push on a fresh host exits 2 instead of adopting, and creates nothing', async () => {
     const w = await world();
-    expect((await w.baton(w.dir('first'), ['sync'])).exitCode).toBe(0);
+    expect((await w.baton(w.dir('first'), ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     const etag = await objectOf(w);
     const stateDir = w.dir('fresh');
     const run = await w.baton(stateDir, ['sync', '--push']);
     expect(run.exitCode, run.all).toBe(2);
-    expect(run.stderr).toContain('--push applies only when this host is ahead');
+    expect(run.stderr).toContain('--push applies only when this host holds a different authority than the published one and is not proved behind it');
     expect(run.stderr).toMatch(/sync would adopt the published SHA256:/);
     expect(existsSync(stateDir)).toBe(false);
     expect(await objectOf(w)).toBe(etag);
@@ -87,7 +87,7 @@ describe('flags mean one thing (exit 2 elsewhere, naming the verdict and what sy
   it('--force and --replace-unreadable on a host in sync exit 2 and change nothing', async () => {
     const w = await world();
     const stateDir = w.dir('a');
-    expect((await w.baton(stateDir, ['sync'])).exitCode).toBe(0);
+    expect((await w.baton(stateDir, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     const disk = snapshotDir(stateDir);
     const etag = await objectOf(w);
     for (const flag of ['--force', '--replace-unreadable']) {
@@ -102,17 +102,19 @@ describe('flags mean one thing (exit 2 elsewhere, naming the verdict and what sy
 });
 
 describe('a way out of an unusable document', () => {
-  it('sync names `sync --replace-unreadable` with the flags given; without a terminal it needs --yes; with it the document is replaced', async () => {
+  it('sync names `sync --replace-unreadable --confirm <ETAG 8>` with the flags given; without a terminal it needs that value (not --yes); with it the document is replaced', async () => {
     const w = await world();
     const stateDir = w.dir('a');
-    expect((await w.baton(stateDir, ['sync'])).exitCode).toBe(0);
+    expect((await w.baton(stateDir, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     await moto.putObject(w.bucket, w.key, bytes('not json at all'));
     const etag = await objectOf(w);
 
     const status = await w.baton(stateDir, ['status', '--json']);
     expect(status.exitCode, status.all).toBe(3);
-    const next = (JSON.parse(status.stdout) as { verdict: { next: string } }).verdict.next;
-    expect(next).toContain(`\`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' --no-seal sync --replace-unreadable\``);
+    const json = JSON.parse(status.stdout) as { verdict: { next: string; next_step: { args: string[] } }; published: { etag: string } };
+    expect(json.verdict.next).toContain(`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' --no-seal sync --replace-unreadable --confirm <ETAG 8>`);
+    expect(json.verdict.next_step.args).toEqual(['sync', '--replace-unreadable', '--confirm', '<ETAG 8>']);
+    expect(json.published.etag).toBe(etag!.replace(/"/g, ''));
 
     const refused = await w.baton(stateDir, ['sync']);
     expect(refused.exitCode, refused.all).toBe(3);
@@ -120,12 +122,14 @@ describe('a way out of an unusable document', () => {
     expect(refused.stderr).toContain('sync --replace-unreadable');
     expect(refused.stderr).not.toContain('sync --push');
 
-    const unconfirmed = await w.baton(stateDir, ['sync', '--replace-unreadable']);
-    expect(unconfirmed.exitCode, unconfirmed.all).toBe(2);
-    expect(unconfirmed.stderr).toContain('--yes');
+    for (const extra of [[], ['--yes']]) {
+      const unconfirmed = await w.baton(stateDir, ['sync', '--replace-unreadable', ...extra]);
+      expect(unconfirmed.exitCode, unconfirmed.all).toBe(2);
+      expect(unconfirmed.stderr).toContain("--replace-unreadable needs --confirm with the first 8 characters of the bad object's ETag");
+    }
     expect(await objectOf(w)).toBe(etag);
 
-    const replaced = await w.baton(stateDir, ['sync', '--replace-unreadable', '--yes']);
+    const replaced = await w.baton(stateDir, ['sync', '--replace-unreadable', '--confirm', json.published.etag.slice(0, 8)]);
     expect(replaced.exitCode, replaced.all).toBe(0);
     expect((await w.baton(stateDir, ['status', '--json'])).exitCode).toBe(0);
   });
@@ -133,21 +137,21 @@ describe('a way out of an unusable document', () => {
   it('refuses (exit 3) to replace a valid document of another deployment, and a document of a newer format', async () => {
     const w = await world();
     const stateDir = w.dir('a');
-    expect((await w.baton(stateDir, ['sync'])).exitCode).toBe(0);
+    expect((await w.baton(stateDir, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     const other = await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other'), '--store', w.url, 'sync'], { env: moto.env });
     expect(other.exitCode, other.all).toBe(3);
     // Plant another fleet's document the way a misconfigured controller would have.
     await moto.deleteObject(w.bucket, w.key);
-    expect((await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other2'), '--store', w.url, 'sync'], { env: moto.env })).exitCode).toBe(0);
+    expect((await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other2'), '--store', w.url, 'sync', '--first-controller', '--yes'], { env: moto.env })).exitCode).toBe(0);
     const foreignEtag = await objectOf(w);
-    const foreign = await w.baton(stateDir, ['sync', '--replace-unreadable', '--yes']);
+    const foreign = await w.baton(stateDir, ['sync', '--replace-unreadable', '--confirm', foreignEtag!.replace(/"/g, '').slice(0, 8)]);
     expect(foreign.exitCode, foreign.all).toBe(3);
     expect(foreign.stderr).toContain('another deployment');
     expect(await objectOf(w)).toBe(foreignEtag);
 
     await moto.putObject(w.bucket, w.key, bytes(JSON.stringify({ format: 'baton.authority/2', deployment: DEPLOYMENT })));
     const newerEtag = await objectOf(w);
-    const newer = await w.baton(stateDir, ['sync', '--replace-unreadable', '--yes']);
+    const newer = await w.baton(stateDir, ['sync', '--replace-unreadable', '--confirm', newerEtag!.replace(/"/g, '').slice(0, 8)]);
     expect(newer.exitCode, newer.all).toBe(3);
     expect(newer.stderr).toContain('Upgrade baton');
     expect(await objectOf(w)).toBe(newerEtag);
@@ -161,7 +165,7 @@ describe('status and sync agree, and say what is true', () => {
     const status = await w.baton(stateDir, ['status', '--json'], ['--no-color']);
     expect(status.exitCode, status.all).toBe(3);
     const next = (JSON.parse(status.stdout) as { verdict: { next: string } }).verdict.next;
-    expect(next).toBe(`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' sync`);
+    expect(next).toBe(`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' sync --first-controller`);
     expect(existsSync(stateDir)).toBe(false);
   });
 
@@ -171,7 +175,7 @@ describe('status and sync agree, and say what is true', () => {
     writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
     const config = path.join(tmp.dir, `sealed-${seq}.yaml`);
     writeFileSync(config, `seal_key_file: ${keyFile}\n`);
-    expect((await w.baton(w.dir('sealed'), ['sync'], ['--config', config])).exitCode).toBe(0);
+    expect((await w.baton(w.dir('sealed'), ['sync', '--first-controller', '--yes'], ['--config', config])).exitCode).toBe(0);
     const emptyConfig = path.join(tmp.dir, `plain-${seq}.yaml`);
     writeFileSync(emptyConfig, 'journal_dir: /tmp\n');
     const stateDir = w.dir('keyless');

@@ -67,7 +67,7 @@ describe('the authority lock', () => {
     const store = `file://${path.join(root, 'store')}`;
     const run = await withAuthorityLock(stateDir, async () => {
       const before = snapshotDir(stateDir);
-      const result = await runBaton(['--deployment', 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0', '--no-seal', '--state-dir', stateDir, '--store', store, 'sync']);
+      const result = await runBaton(['--deployment', 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0', '--no-seal', '--state-dir', stateDir, '--store', store, 'sync', '--first-controller', '--yes']);
       expect(snapshotDir(stateDir)).toEqual(before);
       return result;
     });
@@ -78,20 +78,20 @@ describe('the authority lock', () => {
 });
 
 describe('the next step `baton sync` prints', () => {
-  it('carries the global flags given AFTER `sync`, so the pasted `sync --force` acts on the same host and store', async () => {
+  it('carries the global flags given AFTER `sync`, so the pasted `sync --force` acts on the same host and store, and shows its bound value as a placeholder', async () => {
     assertBuilt();
     const root = tempDir();
     const deployment = '4e475e4e475e4e475e4e475e4e475e4e';
     const store = `file://${path.join(root, 'store')}`;
     const stateDir = path.join(root, 'ctl-b');
-    const first = await runBaton(['--deployment', deployment, '--no-seal', '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync']);
+    const first = await runBaton(['--deployment', deployment, '--no-seal', '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync', '--first-controller', '--yes']);
     expect(first.exitCode, first.all).toBe(0);
     const init = await runBaton(['--deployment', deployment, '--state-dir', stateDir, 'ca', 'init']);
     expect(init.exitCode, init.all).toBe(0);
     const before = snapshotDir(stateDir);
     const run = await runBaton(['sync', '--deployment', deployment, '--state-dir', stateDir, '--store', store]);
     expect(run.exitCode, run.all).toBe(3);
-    expect(run.stderr).toContain(`\`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force\``);
+    expect(run.stderr).toContain(`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force --confirm <LOCAL 8>`);
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 });

@@ -116,8 +116,8 @@ describe('two controllers through S3 with `baton sync`', () => {
   let first: Fingerprint;
   let rotated: Fingerprint;
 
-  it('the first controller mints, publishes to the bucket and installs', async () => {
-    const run = await baton(hostA, 'sync');
+  it('the first controller mints (asked for with --first-controller), publishes to the bucket and installs', async () => {
+    const run = await baton(hostA, 'sync', '--first-controller', '--yes');
     expect(run.stderr).toBe('');
     expect(run.exitCode).toBe(0);
     first = await fingerprintOf(hostA);
@@ -182,30 +182,33 @@ describe('two controllers through S3 with `baton sync`', () => {
     expect(snapshotDir(hostB)).toEqual(before);
   });
 
-  it('a host left behind cannot --push over the store: a usage error (exit 2) naming the verdict and saying only a host ahead may', async () => {
+  it('a host PROVED left behind cannot --push over the store: a usage error (exit 2) naming the verdict and the roll-back', async () => {
     const before = snapshotDir(hostB);
-    const run = await baton(hostB, 'sync', '--push');
+    const run = await baton(hostB, 'sync', '--push', '--confirm', rotated.slice(7, 15));
     expect(run.exitCode).toBe(2);
-    expect(run.stderr).toContain('only when this host is ahead');
+    expect(run.stderr).toContain('only when this host is not PROVED behind');
+    expect(run.stderr).toContain('roll the fleet back');
     expect(run.stderr).toContain('left behind by a rotation');
     expect(run.stderr).toContain('sync would refuse and change nothing');
     expect(snapshotDir(hostB)).toEqual(before);
     expect((await publishedDocument()).header.fingerprint).toBe(rotated);
   });
 
-  it('--force without --yes on a non-terminal stdin is refused with the exact command to run, and nothing changes', async () => {
+  it('--force without its bound value on a non-terminal stdin (even with --yes) is exit 2 naming what to read, and nothing changes', async () => {
     const before = snapshotDir(hostB);
-    const run = await baton(hostB, 'sync', '--force');
-    expect(run.exitCode).toBe(2);
-    expect(run.stderr).toContain('stdin is not a terminal');
-    expect(run.stderr).toContain(first);
-    expect(run.stderr).toMatch(/baton --deployment \S+ (?:--\S+ )*--state-dir \S+ --store '[^']*'(?: \S+)* sync --force --yes/);
+    for (const extra of [[], ['--yes'], ['--confirm', rotated.slice(7, 15)]]) {
+      const run = await baton(hostB, 'sync', '--force', ...extra);
+      expect(run.exitCode).toBe(2);
+      expect(run.stderr).toContain('--force needs --confirm with the 8 characters after "SHA256:" of the LOCAL fingerprint');
+      expect(run.stderr).toMatch(/baton --deployment \S+ (?:--\S+ )*--state-dir \S+ --store '[^']*'(?: \S+)* status`/);
+      expect(run.stderr).not.toContain(`--confirm ${first.slice(7, 15)}`);
+    }
     expect(snapshotDir(hostB)).toEqual(before);
   });
 
-  it('--force --yes sets the old authority aside (key intact, marker with it) and installs the published one', async () => {
+  it('--force --confirm <LOCAL 8> sets the old authority aside (key intact, marker with it) and installs the published one', async () => {
     const oldKey = readFileSync(path.join(hostB, 'ca', 'ca.key'));
-    const run = await baton(hostB, 'sync', '--force', '--yes');
+    const run = await baton(hostB, 'sync', '--force', '--confirm', first.slice(7, 15));
     expect(run.exitCode, run.all).toBe(0);
     const aside = readdirSync(hostB).filter((name) => /^ca\.superseded-\d{8}T\d{6}Z/.test(name) && !name.endsWith('.authority-created'));
     expect(aside).toHaveLength(1);
@@ -232,7 +235,7 @@ describe('two controllers through S3 with `baton sync`', () => {
       // The PUBLISHED fingerprint's characters are the tempting wrong answer.
       await term.answer(rotated.slice(7, 15));
       await term.waitFor('EXIT=');
-      expect(term.screen()).toContain('do not match the local fingerprint');
+      expect(term.screen()).toContain('do not match: expected the 8 characters after "SHA256:" of the LOCAL fingerprint');
       expect(term.screen()).toContain('EXIT=3');
     } finally {
       term.close();

@@ -20,7 +20,7 @@ beforeAll(async () => {
   assertBuilt();
   flags = ['--deployment', DEPLOYMENT, '--state-dir', path.join(temp.dir, 'state'), '--store', `file://${path.join(temp.dir, 'store')}`];
   // A first controller: mints, publishes and installs, so status reads two certificates.
-  const sync = await runBaton([...flags, '--no-seal', 'sync', '--yes'], { cwd: temp.dir });
+  const sync = await runBaton([...flags, '--no-seal', 'sync', '--first-controller', '--yes'], { cwd: temp.dir });
   expect(sync.exitCode, sync.all).toBe(0);
 });
 

@@ -11,7 +11,7 @@ import { finished } from 'node:stream/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adopt } from '../../src/share/actions.js';
-import { systemClock } from '../../src/authority/index.js';
+import { readLocalAuthority, systemClock } from '../../src/authority/index.js';
 import { isBatonError, type BatonError } from '../../src/errors.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { makeBadDocuments, projectSealing, type BadDocument, type Corpus } from '../helpers/bad-documents.js';
@@ -43,7 +43,7 @@ beforeAll(async () => {
   writeFileSync(sealConfig, `seal_key_file: ${keyFile}\n`);
   wholeTemplate = path.join(tmp.dir, 'whole-template');
   mkdirSync(path.join(tmp.dir, 'template-store'), { mode: 0o700 });
-  const first = await baton(wholeTemplate, `file://${path.join(tmp.dir, 'template-store')}`, ['sync']);
+  const first = await baton(wholeTemplate, `file://${path.join(tmp.dir, 'template-store')}`, ['sync', '--first-controller', '--yes']);
   expect(first.exitCode, first.all).toBe(0);
   // Records the child's peak resident memory at exit: how "refused without buffering
   // everything" is measured from outside. VmHWM, not getrusage's maxRSS: Linux carries
@@ -209,13 +209,15 @@ describe('a crafted document of each class is refused by sync, naming why, and n
 });
 
 describe('force does not get a bad document past the refusal', () => {
-  it.each(['directory', 's3'] as const)('`sync --force --yes` on a whole host with an expired published authority is refused naming the expiry (%s store)', async (storeKind) => {
+  it.each(['directory', 's3'] as const)('`sync --force --confirm <LOCAL 8>` on a whole host with an expired published authority is refused naming the expiry (%s store)', async (storeKind) => {
     const expired = corpus.documents.find((d) => /expired/.test(d.name))!;
     const store = await place(storeKind, expired);
     const stateDir = await host('whole');
     const before = snapshotDir(stateDir);
     const storeBefore = await store.digest();
-    const force = await baton(stateDir, store.url, ['sync', '--force', '--yes']);
+    const local = await readLocalAuthority(stateDir, DEPLOYMENT);
+    if (local.state !== 'whole') throw new Error('fixture');
+    const force = await baton(stateDir, store.url, ['sync', '--force', '--confirm', local.current.fingerprint.slice(7, 15)]);
     expect(force.exitCode, force.all).toBe(3);
     expect(force.all).toMatch(/expired/i);
     expect(snapshotDir(stateDir)).toEqual(before);

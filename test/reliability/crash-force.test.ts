@@ -49,7 +49,7 @@ async function divergedHost(name: string): Promise<{ host: string; store: string
   mkdirSync(store, { recursive: true });
   mkdirSync(ownStore, { recursive: true });
   const sync = (stateDir: string, storeDir: string) =>
-    runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`, 'sync']);
+    runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`, 'sync', '--first-controller', '--yes']);
   expect((await sync(path.join(dir, 'other'), store)).exitCode).toBe(0);
   const host = path.join(dir, 'host');
   expect((await sync(host, ownStore)).exitCode).toBe(0);

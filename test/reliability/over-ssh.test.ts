@@ -51,11 +51,11 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     mkdirSync(store, { recursive: true, mode: 0o700 });
     const a = path.join(tmp.dir, `${name}-a-${(hosts += 1)}`);
     const b = path.join(tmp.dir, `${name}-b-${(hosts += 1)}`);
-    expect((await runBaton([...args(a, store), 'sync'])).exitCode).toBe(0);
+    expect((await runBaton([...args(a, store), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     if (diverge) {
       const elsewhere = path.join(tmp.dir, `${name}-elsewhere`);
       mkdirSync(elsewhere, { mode: 0o700 });
-      expect((await runBaton([...args(b, elsewhere), 'sync'])).exitCode).toBe(0);
+      expect((await runBaton([...args(b, elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     }
     return { a, b, store };
   }

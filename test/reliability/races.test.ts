@@ -3,7 +3,7 @@
  * `sync` at the same instant against one directory store must end with ONE authority,
  * published and held by both — 200 trials through two child processes running the project's
  * own operations (the code `baton sync` runs), and 20 more with pairs of the real CLI. Two
- * `sync --force --yes` at once on one host, and a failover walk confirmed while a script's
+ * `sync --force --confirm <LOCAL 8>` at once on one host, and a failover walk confirmed while a script's
  * force holds the lock: one wins, the other gets exit 5 naming the lock, and nothing is
  * corrupted (the reader says whole, one ca.superseded-* dir, byte for byte what was set aside).
  */
@@ -146,7 +146,7 @@ describe('two controllers of a fresh deployment syncing at the same instant', ()
       const storeDir = path.join(dir, 'store');
       mkdirSync(storeDir, { recursive: true, mode: 0o700 });
       const sync = (host: string) =>
-        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', path.join(dir, host), '--store', `file://${storeDir}`, 'sync']);
+        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', path.join(dir, host), '--store', `file://${storeDir}`, 'sync', '--first-controller', '--yes']);
       const [ra, rb] = await Promise.all([sync('a'), sync('b')]);
       const context = `cli trial ${trial}:\n${ra.all}\n${rb.all}`;
       expect([ra.exitCode, rb.exitCode], context).toEqual([0, 0]);
@@ -161,7 +161,7 @@ describe('two controllers of a fresh deployment syncing at the same instant', ()
   }, 240_000);
 });
 
-describe('two `sync --force --yes` at once on one host', () => {
+describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
   let s3: TestS3;
   let proxy: FaultProxy;
 
@@ -186,10 +186,10 @@ describe('two `sync --force --yes` at once on one host', () => {
       // The published authority comes from controller "other"; this host minted its own.
       const other = path.join(dir, 'other');
       const host = path.join(dir, 'host');
-      expect((await baton(other, ['sync'])).exitCode).toBe(0);
+      expect((await baton(other, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
       const ownStore = path.join(dir, 'own-store');
       mkdirSync(ownStore, { recursive: true });
-      const own = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', host, '--store', `file://${ownStore}`, 'sync']);
+      const own = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', host, '--store', `file://${ownStore}`, 'sync', '--first-controller', '--yes']);
       expect(own.exitCode, own.all).toBe(0);
       const originalCa = snapshotDir(path.join(host, 'ca'));
       const published = await heldBy(other);
@@ -199,8 +199,8 @@ describe('two `sync --force --yes` at once on one host', () => {
       proxy.clear();
       proxy.arm({ fault: 'delay', method: 'GET', count: Infinity, delayMs: 1_000 });
       const runs = await Promise.all([
-        baton(host, ['sync', '--force', '--yes'], proxy.url),
-        baton(host, ['sync', '--force', '--yes'], proxy.url),
+        baton(host, ['sync', '--force', '--confirm', (await heldBy(host))!.slice(7, 15)], proxy.url),
+        baton(host, ['sync', '--force', '--confirm', (await heldBy(host))!.slice(7, 15)], proxy.url),
       ]);
       proxy.clear();
       const context = runs.map((r) => `exit ${r.exitCode}\n${r.all}`).join('\n---\n');
@@ -257,8 +257,8 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     mkdirSync(elsewhere, { recursive: true });
     const host = path.join(dir, 'host');
     const args = (storeDir: string, stateDir = host) => ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`];
-    expect((await runBaton([...args(store, path.join(dir, 'other')), 'sync'])).exitCode).toBe(0);
-    expect((await runBaton([...args(elsewhere), 'sync'])).exitCode).toBe(0);
+    expect((await runBaton([...args(store, path.join(dir, 'other')), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
+    expect((await runBaton([...args(elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     const local = (await heldBy(host))!;
     const published = await heldBy(path.join(dir, 'other'));
     const originalCa = snapshotDir(path.join(host, 'ca'));
@@ -270,7 +270,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     await pressUntil(session, 'Enter', 'marked "type these"');
     await typeUntilEchoed(session, local.slice(7, 15), '[ Replace ] enabled');
 
-    // Meanwhile a script's `sync --force --yes` takes ca.lock and is held mid-replace.
+    // Meanwhile a script's `sync --force --confirm` takes ca.lock and is held mid-replace.
     const child = spawn('node', [paused.file], { stdio: 'pipe', env: { ...process.env, CRASH_AT: 'between set-aside and install', CRASH_MODE: 'pause' } });
     let stderr = '';
     let stdout = '';

@@ -84,7 +84,7 @@ async function publishedFingerprint(key: string): Promise<string | undefined> {
 /** A whole host in sync with what its prefix publishes, made through the real CLI (direct). */
 async function wholeInSync(w: Awaited<ReturnType<typeof world>>): Promise<string> {
   const stateDir = freshHost(w.host('whole'));
-  const first = await w.baton(stateDir, ['sync'], 'direct');
+  const first = await w.baton(stateDir, ['sync', '--first-controller', '--yes'], 'direct');
   expect(first.exitCode, first.all).toBe(0);
   return stateDir;
 }
@@ -107,7 +107,7 @@ describe('a transient S3 fault is retried within bounds and the command succeeds
     const w = await world();
     const stateDir = freshHost(w.host('fresh'));
     w.proxy.arm({ fault, method: 'PUT', count: 1 });
-    const sync = await w.baton(stateDir, ['sync']);
+    const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
     // A truncated answer to a PUT that DID land upstream may surface as "someone published
     // first" on a store that enforces create-only; either way the host ends holding the one
     // published authority.
@@ -185,7 +185,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
       const stateDir = freshHost(w.host('fresh'));
       const before = snapshotDir(stateDir);
       w.proxy.arm({ fault, method: 'PUT', count: Infinity });
-      const sync = await w.baton(stateDir, ['sync']);
+      const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
       expect(sync.exitCode, sync.all).toBe(1);
       namesObject(sync, w.key);
       expect(snapshotDir(stateDir)).toEqual(before);
@@ -201,7 +201,7 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     const stateDir = freshHost(w.host('fresh'));
     const before = snapshotDir(stateDir);
     w.proxy.arm({ fault: 'truncate', method: 'PUT', count: Infinity });
-    const sync = await w.baton(stateDir, ['sync']);
+    const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
     // The object is in the store (the PUT was forwarded) but this host never saw a success.
     if (sync.exitCode === 0) {
       // Acceptable only if the host then holds exactly what is published.

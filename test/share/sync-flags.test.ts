@@ -3,7 +3,7 @@
  * check the same refusals end to end, on a directory store and on moto).
  */
 import { describe, expect, it } from 'vitest';
-import { checkSyncFlags, conflictingFlags, type SyncActionFlags } from '../../src/share/sync-flags.js';
+import { checkSyncFlags, conflictingFlags, syncBindings, type SyncActionFlags } from '../../src/share/sync-flags.js';
 import type { ShareContext } from '../../src/share/share-context.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import type { Look, Verdict } from '../../src/share/types.js';
@@ -22,6 +22,9 @@ const verdicts: Record<string, Verdict> = {
   'refuse, siblings': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'siblings', parent: 'SHA256:parent' as Fingerprint }, caDir: '/state/ca' },
   'refuse, ahead': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'ahead', chain: [MINE] }, caDir: '/state/ca' },
   'refuse, unrelated': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'unrelated' }, caDir: '/state/ca' },
+  'refuse, left behind proved': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'left-behind', chain: [THEIRS, MINE], proof: { kind: 'proved' } }, caDir: '/state/ca' },
+  'refuse, left behind claimed': { kind: 'refuse', local: MINE, published: THEIRS, lineage: { kind: 'left-behind', chain: [THEIRS, MINE], proof: { kind: 'claimed', reason: 'no-signature' } }, caDir: '/state/ca' },
+  'first-controller': { kind: 'first-controller' },
 } as Record<string, Verdict>;
 
 /** The refusal of `flags` on `verdict` (fails the test when there is none). */
@@ -38,7 +41,15 @@ describe('sync flags', () => {
   });
 
   it('each flag applies to its verdict only; elsewhere exit 2 naming the verdict and what plain sync would do', async () => {
-    const allowed: [string, SyncActionFlags][] = [['refuse, siblings', { force: true }], ['refuse, ahead', { force: true }], ['refuse, ahead', { push: true }]];
+    const allowed: [string, SyncActionFlags][] = [
+      ['refuse, siblings', { force: true }],
+      ['refuse, ahead', { force: true }],
+      ['refuse, ahead', { push: true }],
+      ['refuse, siblings', { push: true, confirm: ['theirs'] }],
+      ['refuse, unrelated', { push: true }],
+      ['refuse, left behind claimed', { push: true }],
+      ['first-controller', { firstController: true }],
+    ];
     for (const [verdict, flags] of allowed) expect(() => checkSyncFlags(share, look(verdicts[verdict]!), flags)).not.toThrow();
 
     const force = await misuse('adopt', { force: true });
@@ -46,14 +57,21 @@ describe('sync flags', () => {
     expect(force.what).toContain('--force applies only when sync refuses');
     expect(force.next).toContain(`Without --force, sync would adopt the published ${THEIRS}`);
 
-    // Over a sibling, --push lost the race to publish a rotation of the same parent: exit 6.
+    // Over a sibling, an unbound --push lost the race to publish a rotation of the same parent:
+    // exit 6, never an overwrite; the bound one (checked against PUBLISHED 8 next) is a choice.
     const sibling = await misuse('refuse, siblings', { push: true });
     expect(sibling).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was written.' });
     expect(sibling.what).toContain('Another controller published its own rotation');
-    const push = await misuse('refuse, unrelated', { push: true });
+    expect(JSON.stringify(sibling.next)).toContain('PUBLISHED 8');
+    // Publishing over an authority PROVED to have replaced this host's would roll the fleet back.
+    const push = await misuse('refuse, left behind proved', { push: true });
     expect(push.code).toBe('usage');
-    expect(push.what).toContain('--push applies only when this host is ahead');
+    expect(push.what).toContain('--push applies only when this host is not PROVED behind');
+    expect(push.what).toContain('roll the fleet back');
     expect(push.next).toContain('sync would refuse and change nothing');
+
+    const first = await misuse('publish', { firstController: true });
+    expect(first.what).toContain('--first-controller applies only when nothing is published and this host holds no authority');
 
     const unseal = await misuse('publish', { unseal: true });
     expect(unseal.what).toContain('--unseal applies only with --push or --replace-unreadable');
@@ -61,5 +79,18 @@ describe('sync flags', () => {
 
     const replace = await misuse('in-sync', { replaceUnreadable: true });
     expect(replace.what).toContain('--replace-unreadable applies only when the published document was read and cannot be used');
+  });
+
+  it('binds each irreversible step to its value: LOCAL 8 for --force, PUBLISHED 8 for a push over, nothing for a push ahead', () => {
+    const local = 'SHA256:Ab3dEf9hIjk' as Fingerprint;
+    const published = 'SHA256:zY9xWv8uTsr' as Fingerprint;
+    const siblings: Verdict = { kind: 'refuse', local, published, lineage: { kind: 'siblings', parent: 'SHA256:p' as Fingerprint }, caDir: '/c' };
+    const ahead: Verdict = { kind: 'refuse', local, published, lineage: { kind: 'ahead', chain: [local, published] }, caDir: '/c' };
+    expect(syncBindings(look(siblings), { force: true }).map((b) => [b.step, b.expected])).toEqual([['force', 'Ab3dEf9h']]);
+    expect(syncBindings(look(siblings), { push: true }).map((b) => [b.step, b.expected])).toEqual([['push-over', 'zY9xWv8u']]);
+    expect(syncBindings(look(ahead), { push: true })).toEqual([]);
+    expect(syncBindings(look(ahead), { push: true, unseal: true }).map((b) => b.expected)).toEqual(['unseal']);
+    const bad = { verdict: { kind: 'blocked', why: 'x', next: 'y', unreadable: 'unusable' }, local: { state: 'whole' }, published: { state: 'unreadable', etag: '"9f86d081884c7d65"' } } as unknown as Look;
+    expect(syncBindings(bad, { replaceUnreadable: true }).map((b) => [b.step, b.expected])).toEqual([['replace-unreadable', '9f86d081']]);
   });
 });

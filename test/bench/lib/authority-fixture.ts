@@ -38,7 +38,7 @@ export async function publishAuthority(ctx: BenchContext, storeUrl: string | und
       throw new Error(`baton ${args.join(' ')} failed (exit ${e.code}): ${e.stderr || e.stdout}`);
     }
   };
-  await baton('sync', '--yes');
+  await baton('sync', '--first-controller', '--yes');
   const status = JSON.parse(await baton('status', '--json')) as { exit_code: number; local: { fingerprint: string } };
   if (status.exit_code !== 0) throw new Error(`baton status --json after sync is not in sync: ${JSON.stringify(status)}`);
   return { cwd: root, stateDir, storeUrl: url, flags, fingerprint: status.local.fingerprint };

@@ -1,0 +1,119 @@
+/**
+ * A suggested command as DATA: the words after `baton`, the placeholders the operator fills in
+ * (never the value a gate is bound to), and the host it must run on when that is not this one.
+ * The domain builds a NextStep; only the edge renders it — once, with the global flags given,
+ * quoted for a shell on a terminal or in plain text, and as an object in JSON.
+ *
+ * A placeholder renders unquoted as `<LOCAL 8>`: pasted into a shell as printed, `<` and `>`
+ * are redirections with nothing sensible after them, so the command does not run at all — a
+ * bound step can never be carried out by pasting a suggestion.
+ */
+import { shellWord, type Suggester } from './suggest-command.js';
+
+export interface Placeholder {
+  /** What to type instead, e.g. 'LOCAL 8'. Rendered as `<LOCAL 8>`. */
+  readonly placeholder: string;
+  /** Where the operator reads the value, in one sentence. */
+  readonly readFrom: string;
+}
+
+export type StepWord = string | Placeholder;
+
+/** The bad object's ETag, which `sync --replace-unreadable` is bound to (src/share/confirm-binding.ts). */
+export const ETAG_8: Placeholder = { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' };
+
+/** `sync --replace-unreadable`, run where the authority is held (this host may hold none). */
+export function replaceElsewhere(): NextStep {
+  return nextStep('sync --replace-unreadable --confirm', { placeholders: [ETAG_8], host: "a controller that holds this deployment's authority" });
+}
+
+export interface NextStep {
+  /** The words after `baton` and its global flags, e.g. ['sync', '--force', '--confirm', {placeholder}]. */
+  readonly args: readonly StepWord[];
+  /**
+   * Set when the command must run on another host (e.g. "a controller that holds this
+   * deployment's authority"): rendered without this host's --state-dir, naming that host.
+   */
+  readonly host?: string;
+}
+
+/** `words` is split on spaces (no word of a baton subcommand holds one); placeholders go last. */
+export function nextStep(words: string, options: { readonly placeholders?: readonly Placeholder[]; readonly host?: string } = {}): NextStep {
+  const args: StepWord[] = words.trim().split(/\s+/).filter(Boolean);
+  args.push(...(options.placeholders ?? []));
+  return options.host ? { args, host: options.host } : { args };
+}
+
+export function isPlaceholder(word: StepWord): word is Placeholder {
+  return typeof word !== 'string';
+}
+
+/** The placeholders of a step, for the sentence that says where to read each value. */
+export function placeholdersOf(step: NextStep): readonly Placeholder[] {
+  return step.args.filter(isPlaceholder);
+}
+
+/**
+ * The command as an operator pastes it: `baton`, the global flags given (without --state-dir
+ * when it runs on another host), the words shell-quoted, placeholders as `<…>`, and --inventory
+ * on the mesh commands that take it.
+ */
+export function renderStep(s: Suggester, step: NextStep): string {
+  const words = step.args.map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : shellWord(w)));
+  const mesh = step.args[0] === 'mesh' && /^(plan|rotate|resume|status|seed)$/.test(String(step.args[1]));
+  if (mesh && s.inventory && !step.args.includes('--inventory')) words.push('--inventory', shellWord(s.inventory));
+  const prefix = step.host ? (s.prefixElsewhere ?? s.prefix) : s.prefix;
+  return `${prefix} ${words.join(' ')}`;
+}
+
+/** The command with where to read each placeholder and, for another host, which host. */
+export function renderStepSentence(s: Suggester, step: NextStep): string {
+  const command = renderStep(s, step);
+  const where = step.host ? ` (run it on ${step.host})` : '';
+  const reads = placeholdersOf(step).map((p) => ` <${p.placeholder}>: ${p.readFrom}`);
+  return `${command}${where}${reads.length > 0 ? `;${reads.join(';')}` : ''}`;
+}
+
+/**
+ * A sentence that names commands: text and steps in order, e.g.
+ * `['Publish it with ', nextStep('sync --push'), '.']`. A BatonError's `next` may be one, so the
+ * edge renders its commands with the global flags given instead of rewriting printed text.
+ */
+export type Said = readonly (string | NextStep)[];
+
+export function isNextStep(part: string | NextStep): part is NextStep {
+  return typeof part !== 'string';
+}
+
+/** The sentence with each command rendered for this operator, in backticks inside prose. */
+export function renderSaid(s: Suggester, said: Said): string {
+  return said.map((part) => (isNextStep(part) ? `\`${renderStep(s, part)}\`${part.host ? ` (on ${part.host})` : ''}` : part)).join('');
+}
+
+/** The same with plain `baton`: what `BatonError.next` holds, for logs and tests. */
+export function saidText(said: Said): string {
+  return renderSaid({ prefix: 'baton', prefixElsewhere: 'baton', inventory: undefined, terminal: true }, said);
+}
+
+/** Every step a sentence names, as JSON objects. */
+export function saidSteps(s: Suggester, said: Said): readonly NextStepJson[] {
+  return said.filter(isNextStep).map((step) => stepJson(s, step));
+}
+
+export interface NextStepJson {
+  /** The command as rendered (placeholders as `<…>`). */
+  readonly command: string;
+  /** argv after `baton` and the global flags; a placeholder is `<NAME>`. */
+  readonly args: readonly string[];
+  readonly placeholders: readonly { readonly name: string; readonly read_from: string }[];
+  readonly host: string | null;
+}
+
+export function stepJson(s: Suggester, step: NextStep): NextStepJson {
+  return {
+    command: renderStep(s, step),
+    args: step.args.map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : w)),
+    placeholders: placeholdersOf(step).map((p) => ({ name: p.placeholder, read_from: p.readFrom })),
+    host: step.host ?? null,
+  };
+}
