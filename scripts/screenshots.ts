@@ -288,7 +288,7 @@ async function main(): Promise<void> {
     const a = host('ctl-a');
     const b = host('ctl-b');
 
-    await baton(a, ['ca', 'init']);
+    await baton(a, ['ca', 'init', '--yes']);
     await baton(a, ['sync']);
     await baton(a, ['store', 'check']);
     await baton(b, ['sync']);

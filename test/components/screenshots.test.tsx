@@ -141,7 +141,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
         if (error.code !== 3) throw error;
       });
     const [a, b] = [host('ctl-a'), host('ctl-b')];
-    for (const [cwd, args] of [[a, ['ca', 'init']], [a, ['sync']], [a, ['store', 'check']], [b, ['sync']], [b, ['store', 'check']]] as const) await baton(cwd, [...args]);
+    for (const [cwd, args] of [[a, ['ca', 'init', '--yes']], [a, ['sync']], [a, ['store', 'check']], [b, ['sync']], [b, ['store', 'check']]] as const) await baton(cwd, [...args]);
     const storeUrl = `file://${store}`;
     const sourcesOf = async (dir: string) => statusSources({ deployment, stateDir: path.join(dir, 'state'), storeUrl, store: await openStore(storeUrl), sealKeyFile: undefined });
     const printed = async (dir: string, columns: number) => {
