@@ -3,6 +3,7 @@
  * a secret put in argv or the environment is readable by every local user in
  * /proc/<pid>/cmdline and /proc/<pid>/environ for as long as the child runs.
  */
+import { spawn } from 'node:child_process';
 import { execa } from 'execa';
 
 export interface ProcessResult {
@@ -77,3 +78,79 @@ function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<strin
   }
   return out;
 }
+
+/** A child that keeps running: lines in, lines out, for a session that outlives one request. */
+export interface LiveProcess {
+  /** Writes to the child's stdin (never a secret: only paths and requests go this way). */
+  write(text: string): void;
+  /** Closes the child's stdin: a remote loop reading it ends. */
+  end(): void;
+  /** Resolves once the child has exited (on its own, or stopped by the signal). */
+  readonly exited: Promise<{ readonly exitCode: number | undefined; readonly stderr: string; readonly failedToStart: string | undefined }>;
+}
+
+export interface LiveOptions {
+  /** Each complete stdout line, as it arrives. */
+  readonly onLine: (line: string) => void;
+  /** Stops the child when it aborts (SIGTERM, then SIGKILL). */
+  readonly signal: AbortSignal;
+}
+
+export type StartFn = (file: string, args: readonly string[], options: LiveOptions) => LiveProcess;
+
+export const startProcess: StartFn = (file, args, options) => {
+  const child = spawn(file, [...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']),
+  });
+  let stderr = '';
+  let partial = '';
+  let failedToStart: string | undefined;
+  child.stdout.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) options.onLine(line);
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (stderr.length < 16_384) stderr += chunk.toString('utf8');
+  });
+  // A write after the child died is not an error of its own: `exited` says what happened.
+  child.stdin.on('error', () => undefined);
+  const exited = new Promise<{ exitCode: number | undefined; stderr: string; failedToStart: string | undefined }>((resolve) => {
+    child.once('error', (error) => {
+      failedToStart = error.message;
+      resolve({ exitCode: undefined, stderr, failedToStart });
+    });
+    // 'exit', not 'close': with connection sharing the ssh master holds this child's pipes
+    // (see stoppedAfterAbort), so they may stay open after the child is gone.
+    child.once('exit', (code) => {
+      const done = () => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        resolve({ exitCode: code ?? undefined, stderr, failedToStart });
+      };
+      // Let output already in the pipe arrive first, unless the child was stopped.
+      if (options.signal.aborted) done();
+      else setTimeout(done, 20);
+    });
+  });
+  let killer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    child.kill('SIGTERM');
+    killer = setTimeout(() => child.kill('SIGKILL'), 2_000);
+    killer.unref();
+  };
+  if (options.signal.aborted) stop();
+  else options.signal.addEventListener('abort', stop, { once: true });
+  void exited.then(() => {
+    options.signal.removeEventListener('abort', stop);
+    if (killer) clearTimeout(killer);
+  });
+  return {
+    write: (text) => {
+      if (child.stdin.writable) child.stdin.write(text);
+    },
+    end: () => child.stdin.end(),
+    exited,
+  };
+};

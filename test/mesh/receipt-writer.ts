@@ -7,7 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
-import type { TransportFor } from '../../src/mesh/transport.js';
+import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
 
 export function startReceiptWriter(providesDir: string): { stop(): void } {
   const tick = () => {
@@ -46,24 +46,37 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
 export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine: string) => string): TransportFor {
   return (name) => {
     const transport = transportFor(name);
-    return {
+    const provision = (paths: readonly string[]) => {
+      for (const p of paths) {
+        const receipt = path.join(rootOf(name), p);
+        if (path.basename(path.dirname(receipt)) !== RECEIPTS_DIR) continue;
+        const role = path.basename(receipt);
+        let secret: Buffer;
+        try {
+          secret = readFileSync(path.join(path.dirname(path.dirname(receipt)), role));
+        } catch {
+          continue;
+        }
+        mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
+        writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
+      }
+    };
+    const wrapped: BoundTransport = {
       ...transport,
       async readTexts(paths) {
-        for (const p of paths) {
-          const receipt = path.join(rootOf(name), p);
-          if (path.basename(path.dirname(receipt)) !== RECEIPTS_DIR) continue;
-          const role = path.basename(receipt);
-          let secret: Buffer;
-          try {
-            secret = readFileSync(path.join(path.dirname(path.dirname(receipt)), role));
-          } catch {
-            continue;
-          }
-          mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
-          writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
-        }
+        provision(paths);
         return transport.readTexts(paths);
       },
+      // A reader starts after the provider ends are live: their receipts are there at its first look.
+      ...(transport.watchTexts
+        ? {
+            watchTexts: (paths, options, onChange, until) => {
+              provision(paths);
+              return transport.watchTexts!(paths, options, onChange, until);
+            },
+          }
+        : {}),
     };
+    return wrapped;
   };
 }
