@@ -337,7 +337,7 @@ export function beginReceiptWait(
             await sleep(Math.min(Math.max(wait.pollMs, 50), Math.max(0, deadline - now())));
             again.add(machine);
           }
-        } while (again.has(machine) && !finished.signal.aborted);
+        } while (again.has(machine));
         flushing.delete(machine);
         release();
         if (everyPairDone()) finish();

@@ -39,8 +39,8 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
 }
 
 /**
- * A provisioner that has always just run: before any receipt is read, each provider file
- * live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
+ * A provisioner that has always just run: before any receipt is read, and as soon as a
+ * provider end is committed, each provider file live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
  * part-way leaves receipts for exactly what became live — as a real provisioner would.
  */
 export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine: string) => string): TransportFor {
@@ -67,15 +67,12 @@ export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine
         provision(paths);
         return transport.readTexts(paths);
       },
-      // A reader starts after the provider ends are live: their receipts are there at its first look.
-      ...(transport.watchTexts
-        ? {
-            watchTexts: (paths, options, onChange, until) => {
-              provision(paths);
-              return transport.watchTexts!(paths, options, onChange, until);
-            },
-          }
-        : {}),
+      // Receipt readers start before the provider ends go live: a provider end renamed into
+      // place gets its receipt at once, as a provisioner that has always just run would write.
+      async commit(paths) {
+        await transport.commit(paths);
+        provision(paths.filter((p) => p.includes('/provides/')).map((p) => path.join(path.dirname(p), RECEIPTS_DIR, path.basename(p))));
+      },
     };
     return wrapped;
   };
