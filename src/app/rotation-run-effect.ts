@@ -24,7 +24,7 @@ import type { Suggester } from '../suggest-command.js';
  * opened while the provisioner applies, takes one more round trip: the window is about one
  * round trip plus this interval.
  */
-export const RECEIPT_POLL_MS = 15;
+export const RECEIPT_POLL_MS = 10;
 
 export interface RotationDeps {
   readonly transportFor: TransportFor;

@@ -1,10 +1,11 @@
 /**
  * The two phases of a delivery (DESIGN.md §6 steps 5–7). Prepare stages `<role>.next` on both
  * ends of every pair and takes nothing live; commit renames the provider ends, then each
- * pair's consumer end once its provider's receipt shows the database has the new password. Any prepare failure removes EVERY staged file on every holder, so a failed rotation
- * leaves a mesh that has not rotated rather than one that has half-rotated.
+ * pair's consumer end once its provider's receipt shows the database has the new password. Any prepare failure removes EVERY staged file on every holder that answers, so a failed rotation
+ * leaves a mesh that has not rotated rather than one that has half-rotated; a staged file is
+ * never live, so one left on a machine that did not answer changes nothing.
  */
-import { reasonOf, type BoundRenameChannel, type TransportFor } from './transport.js';
+import { reasonOf, STAGED_SUFFIX, TransportError, type BoundRenameChannel, type TransportFor } from './transport.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { Holder, PlannedPair } from './rotation-plan.js';
@@ -35,6 +36,8 @@ export async function prepareAll(
   const digests: Record<string, SecretDigest> = {};
   for (const [key, secret] of secrets) digests[key] = secret.digest;
   const failures: MachineFailure[] = [];
+  /** Machines that did not answer: clean-up does not wait on them a second time. */
+  const unreachable = new Set<string>();
   await mapBounded(holders, concurrency, async (holder) => {
     if (failures.length > 0) return;
     try {
@@ -45,12 +48,15 @@ export async function prepareAll(
       });
       onStaged(holder.machine, holder.receives.length);
     } catch (error) {
-      failures.push({ machine: holder.machine, reason: reasonOf(error) });
+      if (error instanceof TransportError && error.unreachable) {
+        unreachable.add(holder.machine);
+        failures.push({ machine: holder.machine, reason: `${reasonOf(error)} — not asked again to remove what it staged: it holds nothing new if staging failed before writing, else unused ${STAGED_SUFFIX} files that the next rotation replaces (mesh status shows them)` });
+      } else failures.push({ machine: holder.machine, reason: reasonOf(error) });
     }
   });
   secrets.clear();
   if (failures.length === 0) return { ok: true, digests };
-  const unstageFailures = await unstageAll(holders, transportFor, concurrency);
+  const unstageFailures = await unstageAll(holders.filter((h) => !unreachable.has(h.machine)), transportFor, concurrency);
   return { ok: false, failures, unstageFailures };
 }
 
