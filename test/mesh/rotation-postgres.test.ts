@@ -19,7 +19,8 @@ import { readJournal } from '../../src/mesh/journal.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
-import { asSuperuser, canLogin, serverLogSoFar, startPasswordApp } from '../helpers/postgres.js';
+import { asSuperuser, canLogin, serverLogSoFar } from '../helpers/postgres.js';
+import { startPasswordApp } from '../helpers/password-app.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { REPO } from '../helpers/bundle-script.js';
 
