@@ -2,7 +2,7 @@
  * The window over a network: the built CLI rotating one pair over ssh to a real sshd through a
  * relay that holds every chunk 25 ms each way (a 50 ms round trip), against a real PostgreSQL
  * whose provisioner runs on "db1", while an app on "web1" connects every 50 ms re-reading its
- * password file. Three rotations here (the bench runs ten): the window median is at most
+ * password file. Five rotations here (the bench runs ten): the window median is at most
  * 100 ms and the app sees at most 2 failed logins per rotation. Run `npm run build` first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,7 +20,7 @@ import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 
 const PROVIDER = 'pg-main';
-const ROTATIONS = 3;
+const ROTATIONS = 5;
 const unavailable = sshdUnavailable();
 
 describeWithPart(unavailable, 'the rotation window over ssh at a 50 ms round trip', () => {
