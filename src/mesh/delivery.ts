@@ -338,6 +338,12 @@ export function beginReceiptWait(
             }
           } catch (error) {
             failures.set(machine, { machine, reason: reasonOf(error) });
+            // A channel that failed is not trusted again: the retry is a plain commit().
+            const failed = channels.get(machine);
+            if (failed) {
+              channels.set(machine, Promise.resolve(undefined));
+              void failed.then((c) => c?.close());
+            }
             // Tried again, as the poll did, until the wait is over.
             if (finished.signal.aborted || now() >= deadline) break;
             await sleep(Math.min(Math.max(wait.pollMs, 50), Math.max(0, deadline - now())));

@@ -128,8 +128,65 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
       if (signal.aborted) return;
       failedSession(machine, 'watching receipts', result);
     },
-    openChannel: (signal) => openRenameChannel(machine, (onLine) => start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(CHANNEL, [])], { onLine, signal }), signal),
+    openChannel: (signal) => {
+      const open = (life: AbortSignal) => openRenameChannel(machine, (onLine) => start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(CHANNEL, [])], { onLine, signal: life }), life);
+      return options.share ? sharedChannel(options.share, targetKey(target), open, signal) : open(signal);
+    },
   };
+}
+
+/**
+ * Inventory machines with the same host, port, user and config ride one connection, and sshd
+ * allows only `MaxSessions` sessions on one (10 by default): they share one rename channel
+ * (paths are absolute on that host), which ends when the last of them closes it.
+ */
+const channelsByShare = new WeakMap<SshConnectionShare, Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>>();
+
+function targetKey(target: SshTarget): string {
+  return `${target.user ?? ''}@${target.host}:${target.port ?? ''}:${target.config ?? ''}`;
+}
+
+function sharedChannel(share: SshConnectionShare, key: string, open: (life: AbortSignal) => Promise<RenameChannel>, signal: AbortSignal): Promise<RenameChannel> {
+  let byKey = channelsByShare.get(share);
+  if (!byKey) channelsByShare.set(share, (byKey = new Map()));
+  let entry = byKey.get(key);
+  if (!entry) {
+    const life = new AbortController();
+    // The first opener's bound covers the opening; after that the channel lives while used.
+    const onAbort = () => life.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const channel = open(life.signal).finally(() => signal.removeEventListener('abort', onAbort));
+    entry = { channel, users: 0, life };
+    byKey.set(key, entry);
+    const opened = entry;
+    channel.catch(() => {
+      if (byKey!.get(key) === opened) byKey!.delete(key);
+    });
+  }
+  const used = entry;
+  used.users += 1;
+  return used.channel.then((channel) => {
+    let closed = false;
+    return {
+      get clock() {
+        return channel.clock;
+      },
+      commit: (paths, opSignal) => channel.commit(paths, opSignal),
+      close: () => {
+        if (closed) return;
+        closed = true;
+        used.users -= 1;
+        if (used.users === 0) {
+          if (byKey!.get(key) === used) byKey!.delete(key);
+          channel.close();
+          used.life.abort();
+        }
+      },
+    };
+  }, (error: unknown) => {
+    used.users -= 1;
+    throw error;
+  });
 }
 
 /** Clock readings after the first, taken in the background; the closest-timed one wins. */
