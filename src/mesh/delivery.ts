@@ -258,6 +258,8 @@ export function beginReceiptWait(
               }
               if (unconfirmed(watched).length === 0) allSeen.abort();
             }, AbortSignal.any([closed.signal, allSeen.signal]));
+            // A reader that ended by itself (its run time was up) is started again, not in a tight loop.
+            if (!closed.signal.aborted && !allSeen.signal.aborted) await sleep(WATCH_RETRY_MS);
           } catch {
             // The reader failed (the machine dropped, the session ended): try again shortly.
             settle();
