@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { asBatonError } from '../errors.js';
-import { commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll } from '../mesh/delivery.js';
+import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
@@ -18,10 +18,13 @@ import { logKeys } from './rotation-log.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
- * Between receipt reads: the consumer end is renamed on the first read that shows the receipt,
- * so this bounds the window on the local transport (over ssh one round trip adds to it).
+ * How often a provider's receipts are read ON the provider machine: by one long-lived reader
+ * over ssh, by a poll of the filesystem on the local transport. A receipt reaches the
+ * controller within this plus one one-way trip, and the consumer's rename, on a channel
+ * opened while the provisioner applies, takes one more round trip: the window is about one
+ * round trip plus this interval.
  */
-export const RECEIPT_POLL_MS = 50;
+export const RECEIPT_POLL_MS = 10;
 
 export interface RotationDeps {
   readonly transportFor: TransportFor;
@@ -35,7 +38,7 @@ export interface RotationDeps {
    * its consumer end staged for `mesh resume`.
    */
   readonly waitMs: number;
-  /** Between receipt reads; small, since it is most of the window on the local transport. */
+  /** Between receipt reads on the provider machine; small, since it is part of every window. */
   readonly pollMs: number;
   readonly now?: () => Date;
   /** The one builder of suggested commands (keeps --inventory and the global flags). */
@@ -50,6 +53,9 @@ export type RotationRunner = EffectRunner<RotationState, RotationEvent, Rotation
  */
 export function rotationRunner(deps: RotationDeps): RotationRunner {
   const journalFile = path.join(deps.journalDir, JOURNAL_FILE);
+  const waitOptions = { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency };
+  /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
+  let receiptWait: ReceiptWait | undefined;
   return {
     async run(effect, { state, dispatch }) {
       switch (effect.type) {
@@ -69,6 +75,9 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         }
         case 'commit': {
           if (state.step !== 'committing') return undefined;
+          receiptWait?.close();
+          receiptWait = deps.waitMs > 0 ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions) : undefined;
+          await receiptWait?.ready;
           const result = await commitProviderEnds(providerCommitSteps(state.plan.holders), deps.transportFor, deps.concurrency, (step) =>
             dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
           );
@@ -79,12 +88,15 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           // Only pairs whose provider end is live can be applied; the others wait for resume.
           const live = new Set(state.committed);
           const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
+          const begun = receiptWait;
+          receiptWait = undefined;
           const result = await commitConsumersOnReceipt(
             pairs,
             effect.digests,
             deps.transportFor,
-            { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency },
+            waitOptions,
             (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
+            begun,
           );
           return { type: 'apply-finished', failures: result.failures };
         }
@@ -96,6 +108,9 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       }
     },
     failed(effect, error) {
+      // Whatever failed, no receipt wait follows this one: its readers and channels end.
+      receiptWait?.close();
+      receiptWait = undefined;
       const everywhere = [{ machine: '(all)', reason: reasonOf(error) }];
       switch (effect.type) {
         case 'resolve':

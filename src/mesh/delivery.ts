@@ -1,10 +1,11 @@
 /**
  * The two phases of a delivery (DESIGN.md §6 steps 5–7). Prepare stages `<role>.next` on both
  * ends of every pair and takes nothing live; commit renames the provider ends, then each
- * pair's consumer end once its provider's receipt shows the database has the new password. Any prepare failure removes EVERY staged file on every holder, so a failed rotation
- * leaves a mesh that has not rotated rather than one that has half-rotated.
+ * pair's consumer end once its provider's receipt shows the database has the new password. Any prepare failure removes EVERY staged file on every holder that answers, so a failed rotation
+ * leaves a mesh that has not rotated rather than one that has half-rotated; a staged file is
+ * never live, so one left on a machine that did not answer changes nothing.
  */
-import { reasonOf, type TransportFor } from './transport.js';
+import { reasonOf, STAGED_SUFFIX, TransportError, type BoundRenameChannel, type TransportFor } from './transport.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { Holder, PlannedPair } from './rotation-plan.js';
@@ -35,6 +36,8 @@ export async function prepareAll(
   const digests: Record<string, SecretDigest> = {};
   for (const [key, secret] of secrets) digests[key] = secret.digest;
   const failures: MachineFailure[] = [];
+  /** Machines that did not answer: clean-up does not wait on them a second time. */
+  const unreachable = new Set<string>();
   await mapBounded(holders, concurrency, async (holder) => {
     if (failures.length > 0) return;
     try {
@@ -45,12 +48,15 @@ export async function prepareAll(
       });
       onStaged(holder.machine, holder.receives.length);
     } catch (error) {
-      failures.push({ machine: holder.machine, reason: reasonOf(error) });
+      if (error instanceof TransportError && error.unreachable) {
+        unreachable.add(holder.machine);
+        failures.push({ machine: holder.machine, reason: `${reasonOf(error)} — not asked again to remove what it staged: it holds nothing new if staging failed before writing, else unused ${STAGED_SUFFIX} files that the next rotation replaces (mesh status shows them)` });
+      } else failures.push({ machine: holder.machine, reason: reasonOf(error) });
     }
   });
   secrets.clear();
   if (failures.length === 0) return { ok: true, digests };
-  const unstageFailures = await unstageAll(holders, transportFor, concurrency);
+  const unstageFailures = await unstageAll(holders.filter((h) => !unreachable.has(h.machine)), transportFor, concurrency);
   return { ok: false, failures, unstageFailures };
 }
 
@@ -140,7 +146,7 @@ export interface ConsumerCommitResult {
 }
 
 /**
- * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT. Polls each provider's receipts and, as
+ * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT. Watches each provider's receipts and, as
  * soon as one carries exactly the staged digest, renames that pair's consumer end into place.
  * A consumer that read the new password before its database had it would fail every new
  * connection (and the provisioner's own superuser pair would lock it out); this order leaves
@@ -148,6 +154,11 @@ export interface ConsumerCommitResult {
  * still the old one. A pair unconfirmed at `waitMs` keeps its consumer end staged, where its
  * old password still works, for `baton mesh resume`. A receipt with another digest is "not
  * yet", never "done".
+ *
+ * Where the transport offers them, receipts come from one long-lived reader per provider
+ * (watchTexts) and renames go out on a channel opened before any receipt is expected
+ * (openChannel), so a consumer follows its receipt within one trip plus the reader's poll
+ * interval; otherwise receipts are polled every `pollMs` and renamed with commit().
  */
 export async function commitConsumersOnReceipt(
   pairs: readonly PlannedPair[],
@@ -155,56 +166,272 @@ export async function commitConsumersOnReceipt(
   transportFor: TransportFor,
   wait: ApplyWait,
   onApplied: (applied: AppliedPair) => void,
+  /** Begun before the provider ends went live (beginReceiptWait); else begun here. */
+  begun?: ReceiptWait,
 ): Promise<ConsumerCommitResult> {
+  const receiptWait = begun ?? beginReceiptWait(pairs, digests, transportFor, wait);
+  try {
+    return await receiptWait.run(pairs, onApplied);
+  } finally {
+    receiptWait.close();
+  }
+}
+
+/**
+ * What the receipt wait needs, set up BEFORE the provider ends go live: a rename channel to
+ * each consumer machine (and to each provider machine, for its clock) and a receipt reader on
+ * each provider. Opening an ssh session costs round trips and a process start; done after the
+ * commit, that cost would land inside the window of any provisioner quicker than it. Receipts
+ * the readers see before `run` are kept; nothing is renamed before `run`.
+ */
+export interface ReceiptWait {
+  /** Settles when every channel has opened (or failed) and every reader has reported once (or failed). */
+  readonly ready: Promise<void>;
+  /** The wait itself, for these pairs (those whose provider end went live), for `waitMs` from now. */
+  run(pairs: readonly PlannedPair[], onApplied: (applied: AppliedPair) => void): Promise<ConsumerCommitResult>;
+  /** Ends the readers and the channels; safe to call twice. */
+  close(): void;
+}
+
+export function beginReceiptWait(
+  pairs: readonly PlannedPair[],
+  digests: Readonly<Record<string, SecretDigest>>,
+  transportFor: TransportFor,
+  wait: ApplyWait,
+): ReceiptWait {
   const now = wait.now ?? Date.now;
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const deadline = now() + wait.waitMs;
-  const applied: AppliedPair[] = [];
+  const closed = new AbortController();
   const done = new Set<string>();
   /** Receipted pairs whose consumer rename has not succeeded yet, with when the database took it. */
-  const receipted = new Map<string, number>();
-  const failures = new Map<string, MachineFailure>();
+  const receipted = new Map<string, Receipted>();
   const byProvider = groupBy(pairs, (p) => p.providerMachine);
-  const byKey = new Map(pairs.map((p) => [p.key, p] as const));
-  for (;;) {
-    await mapBounded([...byProvider], wait.concurrency, async ([machine, machinePairs]) => {
-      const waiting = machinePairs.filter((p) => !done.has(p.key) && !receipted.has(p.key));
+  const byConsumer = groupBy(pairs, (p) => p.consumerMachine);
+  /** At most `concurrency` renames (and channel openings) in flight, as in every other phase. */
+  const slots = limiter(wait.concurrency);
+  /** Set by run(): a receipt seen from then on is renamed at once. */
+  let onReceipted: ((consumerMachine: string) => void) | undefined;
+
+  // A provider machine gets a channel too, for its clock, when its pairs' consumers are elsewhere.
+  const channels = new Map<string, Promise<BoundRenameChannel | undefined>>();
+  const wantsChannel = new Set([...byConsumer.keys(), ...pairs.filter((p) => p.providerMachine !== p.consumerMachine).map((p) => p.providerMachine)]);
+  if (wait.waitMs > 0) {
+    for (const machine of wantsChannel) {
+      const transport = transportFor(machine);
+      if (transport.openChannel) channels.set(machine, slots.run(() => transport.openChannel!()).catch(() => undefined));
+    }
+  }
+
+  const see = (pair: PlannedPair, text: string | undefined, seenAt: number) => {
+    if (done.has(pair.key) || receipted.has(pair.key)) return false;
+    const receipt = text === undefined ? undefined : parseReceipt(text);
+    if (!receipt || receipt.digest !== digests[pair.key]) return false;
+    const at = Date.parse(receipt.applied_at);
+    receipted.set(pair.key, { appliedAt: Number.isFinite(at) ? at : undefined, seenAt });
+    return true;
+  };
+  const unconfirmed = (machinePairs: readonly PlannedPair[]) => machinePairs.filter((p) => !done.has(p.key) && !receipted.has(p.key));
+
+  /** One reader per provider for the whole wait; restarted if it fails, until the wait ends. */
+  const readers = new Map<string, { settled: Promise<void>; readonly reported: () => boolean }>();
+  const watchLimit = 2 * wait.waitMs + 60_000;
+  if (wait.waitMs > 0) {
+    for (const [machine, machinePairs] of byProvider) {
+      const transport = transportFor(machine);
+      if (!transport.watchTexts) continue;
+      let settle: () => void = () => undefined;
+      const settled = new Promise<void>((resolve) => (settle = resolve));
+      let hasReported = false;
+      void (async () => {
+        const startedAt = now();
+        while (!closed.signal.aborted && now() - startedAt < watchLimit && unconfirmed(machinePairs).length > 0) {
+          const watched = unconfirmed(machinePairs);
+          const allSeen = new AbortController();
+          try {
+            await transport.watchTexts!(watched.map((p) => p.receiptPath), { intervalMs: wait.pollMs, forMs: watchLimit }, (changes) => {
+              hasReported = true;
+              settle();
+              const seen = now();
+              for (const change of changes) {
+                const pair = watched[change.index];
+                if (pair && see(pair, change.text, seen)) onReceipted?.(pair.consumerMachine);
+              }
+              if (unconfirmed(watched).length === 0) allSeen.abort();
+            }, AbortSignal.any([closed.signal, allSeen.signal]));
+            // A reader that ended by itself (its run time was up) is started again, not in a tight loop.
+            if (!closed.signal.aborted && !allSeen.signal.aborted) await sleep(WATCH_RETRY_MS);
+          } catch {
+            // The reader failed (the machine dropped, the session ended): try again shortly.
+            settle();
+            if (closed.signal.aborted) break;
+            await sleep(WATCH_RETRY_MS);
+          }
+        }
+        settle();
+      })();
+      readers.set(machine, { settled, reported: () => hasReported });
+    }
+  }
+  const ready = (async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const bounded = new Promise<void>((resolve) => (timer = setTimeout(resolve, wait.waitMs)));
+    await Promise.race([Promise.all([...channels.values(), ...[...readers.values()].map((r) => r.settled)]), bounded, new Promise((r) => closed.signal.addEventListener('abort', r, { once: true }))]);
+    clearTimeout(timer);
+  })();
+
+  const close = () => {
+    if (closed.signal.aborted) return;
+    closed.abort();
+    for (const channel of channels.values()) void channel.then((c) => c?.close());
+  };
+
+  const run = async (livePairs: readonly PlannedPair[], onApplied: (applied: AppliedPair) => void): Promise<ConsumerCommitResult> => {
+    const deadline = now() + wait.waitMs;
+    const live = new Set(livePairs.map((p) => p.key));
+    const applied: AppliedPair[] = [];
+    const failures = new Map<string, MachineFailure>();
+    const finished = new AbortController();
+    const everyPairDone = () => livePairs.every((p) => done.has(p.key));
+    const finish = () => finished.abort();
+    const channelOf = async (machine: string) => channels.get(machine);
+
+    /**
+     * The provider's `applied_at` on the controller's clock: shifted by the provider machine's
+     * measured offset; when the consumer is on the same machine, by that same offset (one clock).
+     */
+    const receiptTime = async (appliedAt: number, pair: PlannedPair): Promise<number> => {
+      const channel = await channelOf(pair.providerMachine);
+      return channel ? appliedAt - channel.clock.offsetMs : appliedAt;
+    };
+
+    /** One rename batch per consumer machine at a time; receipts arriving meanwhile go in the next. */
+    const flushing = new Map<string, Promise<void>>();
+    const again = new Set<string>();
+    const flush = (machine: string): void => {
+      if (flushing.has(machine)) {
+        again.add(machine);
+        return;
+      }
+      // In the map before the first await: a batch found empty ends synchronously.
+      let release: () => void = () => undefined;
+      flushing.set(machine, new Promise<void>((resolve) => (release = resolve)));
+      void (async () => {
+        do {
+          again.delete(machine);
+          const batch = (byConsumer.get(machine) ?? []).filter((p) => live.has(p.key) && receipted.has(p.key));
+          if (batch.length === 0) break;
+          try {
+            const channel = await channelOf(machine);
+            const paths = batch.map((p) => p.consumerPath);
+            const renamedAt = await slots.run(async () => {
+              if (channel) return (await channel.commit(paths)) - channel.clock.offsetMs;
+              await transportFor(machine).commit(paths);
+              return now();
+            });
+            failures.delete(machine);
+            for (const pair of batch) {
+              const receipt = receipted.get(pair.key)!;
+              const appliedAt = receipt.appliedAt === undefined ? receipt.seenAt : Math.min(await receiptTime(receipt.appliedAt, pair), receipt.seenAt);
+              const result = { pair: pair.key, windowMs: Math.max(0, Math.round(renamedAt - appliedAt)) };
+              receipted.delete(pair.key);
+              done.add(pair.key);
+              applied.push(result);
+              onApplied(result);
+            }
+          } catch (error) {
+            failures.set(machine, { machine, reason: reasonOf(error) });
+            // A channel that failed is not trusted again: the retry is a plain commit().
+            const failed = channels.get(machine);
+            if (failed) {
+              channels.set(machine, Promise.resolve(undefined));
+              void failed.then((c) => c?.close());
+            }
+            // Tried again, as the poll did, until the wait is over.
+            if (finished.signal.aborted || now() >= deadline) break;
+            await sleep(Math.min(Math.max(wait.pollMs, 50), Math.max(0, deadline - now())));
+            again.add(machine);
+          }
+        } while (again.has(machine));
+        flushing.delete(machine);
+        release();
+        if (everyPairDone()) finish();
+      })();
+    };
+
+    /** Reads a provider's receipts once (the poll, and a reader that has not reported by the deadline). */
+    const readOnce = async (machine: string, machinePairs: readonly PlannedPair[]) => {
+      const waiting = unconfirmed(machinePairs);
       if (waiting.length === 0) return;
       try {
         const texts = await transportFor(machine).readTexts(waiting.map((p) => p.receiptPath));
         const seen = now();
         waiting.forEach((pair, i) => {
-          const receipt = texts[i] === undefined ? undefined : parseReceipt(texts[i]!);
-          if (receipt && receipt.digest === digests[pair.key]) {
-            const at = Date.parse(receipt.applied_at);
-            receipted.set(pair.key, Number.isFinite(at) ? Math.min(at, seen) : seen);
-          }
+          if (see(pair, texts[i], seen)) flush(pair.consumerMachine);
         });
       } catch {
         // A provider that cannot be read right now has simply not confirmed yet.
       }
-    });
-    const ready = groupBy([...receipted.keys()].map((key) => byKey.get(key)!), (p) => p.consumerMachine);
-    await mapBounded([...ready], wait.concurrency, async ([machine, machinePairs]) => {
-      try {
-        await transportFor(machine).commit(machinePairs.map((p) => p.consumerPath));
-        const at = now();
-        failures.delete(machine);
-        for (const pair of machinePairs) {
-          const result = { pair: pair.key, windowMs: Math.max(0, at - receipted.get(pair.key)!) };
-          receipted.delete(pair.key);
-          done.add(pair.key);
-          applied.push(result);
-          onApplied(result);
-        }
-      } catch (error) {
-        failures.set(machine, { machine, reason: reasonOf(error) });
+    };
+
+    const liveByProvider = [...groupBy(livePairs, (p) => p.providerMachine)];
+    const polled = liveByProvider.filter(([machine]) => !readers.has(machine));
+    const pollProviders = async () => {
+      if (polled.length === 0) return;
+      for (;;) {
+        await mapBounded(polled, wait.concurrency, ([machine, machinePairs]) => readOnce(machine, machinePairs));
+        if (finished.signal.aborted || now() >= deadline || polled.every(([, ps]) => ps.every((p) => done.has(p.key)))) break;
+        await sleep(Math.min(wait.pollMs, Math.max(0, deadline - now())));
       }
-    });
-    if (done.size === pairs.length || now() >= deadline) return { applied, failures: [...failures.values()] };
-    await sleep(Math.min(wait.pollMs, Math.max(0, deadline - now())));
-  }
+    };
+
+    onReceipted = flush;
+    for (const machine of byConsumer.keys()) flush(machine);
+    if (everyPairDone()) finish();
+    const timer = setTimeout(finish, Math.max(0, wait.waitMs));
+    try {
+      await Promise.all([pollProviders(), new Promise((r) => (finished.signal.aborted ? r(undefined) : finished.signal.addEventListener('abort', r, { once: true })))]);
+      onReceipted = undefined;
+      // A reader that never reported (slow to start) leaves its provider one plain reading.
+      await Promise.all(liveByProvider.filter(([machine]) => readers.has(machine) && !readers.get(machine)!.reported()).map(([machine, ps]) => readOnce(machine, ps)));
+      while (flushing.size > 0) await Promise.all([...flushing.values()]);
+    } finally {
+      clearTimeout(timer);
+      onReceipted = undefined;
+    }
+    return { applied, failures: [...failures.values()] };
+  };
+
+  return { ready, run, close };
 }
+
+function limiter(size: number) {
+  let free = Math.max(1, size);
+  const queue: (() => void)[] = [];
+  return {
+    async run<T>(op: () => Promise<T>): Promise<T> {
+      if (free > 0) free--;
+      else await new Promise<void>((resolve) => queue.push(resolve));
+      try {
+        return await op();
+      } finally {
+        const next = queue.shift();
+        if (next) next();
+        else free++;
+      }
+    },
+  };
+}
+
+/** How soon a receipt reader that failed is started again. */
+const WATCH_RETRY_MS = 250;
+
+interface Receipted {
+  /** `applied_at` as the provider wrote it, by the provider machine's clock. */
+  readonly appliedAt: number | undefined;
+  /** When the controller saw the receipt, by its own clock. */
+  readonly seenAt: number;
+}
+
 
 function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();

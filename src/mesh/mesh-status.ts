@@ -52,7 +52,9 @@ export interface PairStatus {
 export function classifyPair(pair: PlannedPair, reading: PairReading): { state: PairState; detail: string } {
   const { provider, consumer, receipt } = reading;
   if (!provider.read || !consumer.read) {
-    const which = [!provider.read ? `${pair.providerMachine} (${provider.reason})` : '', !consumer.read ? `${pair.consumerMachine} (${consumer.reason})` : ''].filter(Boolean);
+    // Both ends on one machine that could not be read: the machine is named once.
+    const sameMachine = pair.providerMachine === pair.consumerMachine;
+    const which = [!provider.read ? `${pair.providerMachine} (${provider.reason})` : '', !consumer.read && !(sameMachine && !provider.read) ? `${pair.consumerMachine} (${consumer.reason})` : ''].filter(Boolean);
     return { state: 'unreachable', detail: `could not read ${which.join(' and ')}` };
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;

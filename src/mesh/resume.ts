@@ -7,7 +7,7 @@
  */
 import { BatonError } from '../errors.js';
 import { reasonOf, type TransportFor } from './transport.js';
-import { commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
+import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalRecord } from './journal.js';
@@ -136,16 +136,21 @@ export async function resumeRotation(
     });
   }
   const steps = providerCommitSteps(holders, toCommit);
+  const wait = { waitMs: options.waitMs, pollMs: options.pollMs, concurrency: options.concurrency };
+  // Receipt readers and rename channels first, so a quick provisioner's receipt does not wait for them.
+  const notLive = pairs.filter((p) => !live.has(`${p.consumerMachine}\0${p.consumerPath}`));
+  const begun = options.waitMs > 0 && notLive.length > 0 ? beginReceiptWait(notLive, digests, transportFor, wait) : undefined;
+  await begun?.ready;
   const providers = await commitProviderEnds(steps, transportFor, options.concurrency, (step) => {
     for (const p of step.paths) live.add(`${step.machine}\0${p}`);
   });
   const applied = new Set(pairs.filter((p) => live.has(`${p.consumerMachine}\0${p.consumerPath}`)).map((p) => p.key));
   const waiting = pairs.filter((p) => !applied.has(p.key) && live.has(`${p.providerMachine}\0${p.providerPath}`));
   const windows: Record<string, number> = {};
-  const consumers = await commitConsumersOnReceipt(waiting, digests, transportFor, { waitMs: options.waitMs, pollMs: options.pollMs, concurrency: options.concurrency }, (a) => {
+  const consumers = await commitConsumersOnReceipt(waiting, digests, transportFor, wait, (a) => {
     applied.add(a.pair);
     windows[a.pair] = a.windowMs;
-  });
+  }, begun);
   const failures = [...providers.failures, ...consumers.failures];
   await journal(failures.length === 0 ? 'resumed' : 'resume-failed', failures, { keys: [...applied], windows });
   return { id, pairs, holders, digests, committed: providers.committed, alreadyLive, applied, windows, failures };

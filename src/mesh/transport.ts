@@ -47,6 +47,57 @@ export interface Transport {
   digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;
   /** The text of small non-secret files (receipts); undefined where absent. */
   readTexts(paths: readonly string[], signal: AbortSignal): Promise<readonly (string | undefined)[]>;
+  /**
+   * Watches small non-secret files (receipts) and reports them as they change: first every
+   * path's current text, then each change, read on the machine every `intervalMs`. Resolves
+   * when the signal aborts; rejects with a TransportError if the machine stops answering.
+   * Optional: without it the receipt wait polls readTexts.
+   */
+  watchTexts?(paths: readonly string[], options: WatchOptions, onChange: (changes: readonly TextChange[]) => void, signal: AbortSignal): Promise<void>;
+  /**
+   * Opens, ahead of the renames it will carry, a channel to the machine that renames staged
+   * files on request and says when it did by the machine's own clock. Optional: without it
+   * the consumer commit uses commit() and the controller's clock.
+   */
+  openChannel?(signal: AbortSignal): Promise<RenameChannel>;
+}
+
+export interface WatchOptions {
+  /** How often the machine reads the files. */
+  readonly intervalMs: number;
+  /** The longest the watch may run: a remote reader ends by itself after this even if nobody stops it. */
+  readonly forMs: number;
+}
+
+/** One watched path's text (undefined: absent), by its index in the paths watched. */
+export interface TextChange {
+  readonly index: number;
+  readonly text: string | undefined;
+}
+
+/** A machine's clock against the controller's, measured over one request and its answer. */
+export interface ClockOffset {
+  /** The machine's clock minus the controller's, in ms (0 for a local machine). */
+  readonly offsetMs: number;
+  /** How far the offset may be off: half the round trip it was measured over. */
+  readonly withinMs: number;
+}
+
+export interface RenameChannel {
+  /** The machine's clock against the controller's, measured when the channel opened (and refined after). */
+  readonly clock: ClockOffset;
+  /** Renames `<path>.next` → `<path>` like commit(); resolves with when the last rename happened, ms since the epoch by the MACHINE's clock. */
+  commit(paths: readonly string[], signal: AbortSignal): Promise<number>;
+  /** Ends the channel; safe to call twice. */
+  close(): void;
+}
+
+/** A RenameChannel whose every rename is bounded by the command's one timeout. */
+export interface BoundRenameChannel {
+  /** Read when needed: the channel may refine it after opening. */
+  readonly clock: ClockOffset;
+  commit(paths: readonly string[]): Promise<number>;
+  close(): void;
 }
 
 /**
@@ -62,6 +113,13 @@ export interface BoundTransport {
   unstage(paths: readonly string[]): Promise<void>;
   digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
+  /**
+   * As Transport.watchTexts, until `until` aborts (the caller's deadline) or the command is
+   * cancelled: a watch is meant to outlast one operation's timeout.
+   */
+  watchTexts?(paths: readonly string[], options: WatchOptions, onChange: (changes: readonly TextChange[]) => void, until: AbortSignal): Promise<void>;
+  /** As Transport.openChannel: the opening and each rename bounded by the timeout. */
+  openChannel?(): Promise<BoundRenameChannel>;
 }
 
 /** The transport of a machine, by inventory name (built by the commands, passed down). */
@@ -72,6 +130,11 @@ export class TransportError extends Error {
   constructor(
     readonly machine: string,
     readonly reason: string,
+    /**
+     * The machine could not be reached (no connection, no answer in time), as opposed to
+     * answering with a failure: clean-up does not wait on it a second time.
+     */
+    readonly unreachable = false,
   ) {
     super(`${machine}: ${reason}`);
     this.name = 'TransportError';
@@ -82,7 +145,8 @@ export class TransportError extends Error {
 export function abortedError(machine: string, what: string, signal: AbortSignal): TransportError {
   const reason: unknown = signal.reason;
   const said = reason instanceof Error && reason.name !== 'AbortError' ? reason.message : 'cancelled';
-  return new TransportError(machine, `${what}: ${said}`);
+  // Out of time (not cancelled by the operator): the machine did not answer.
+  return new TransportError(machine, `${what}: ${said}`, reason instanceof Error && reason.name === 'NoAnswer');
 }
 
 export function reasonOf(error: unknown): string {

@@ -86,7 +86,12 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
   let port = await freePort();
   let child: ChildProcess | undefined;
   const onLog = (text: string) => {
-    appendFileSync(logFile, text);
+    // The server's last words can arrive after destroy() removed its directory.
+    try {
+      appendFileSync(logFile, text);
+    } catch {
+      // nowhere to keep them
+    }
     options.onLog?.(text);
   };
   const killOnExit = () => child?.kill('SIGKILL');

@@ -4,7 +4,8 @@
  * cancelled, whichever comes first. A bound the caller only raced (the old withTimeout) freed
  * the slot but left the ssh running; a signal kills it.
  */
-import type { BoundTransport, Transport } from '../mesh/transport.js';
+import { setMaxListeners } from 'node:events';
+import type { BoundRenameChannel, BoundTransport, RenameChannel, Transport } from '../mesh/transport.js';
 
 export interface Bounds {
   /** Per operation, per holder: the only timeout baton applies to a transport. */
@@ -43,6 +44,9 @@ export async function withinBounds<T>(bounds: Bounds, op: (signal: AbortSignal) 
 }
 
 export function bindTransport(transport: Transport, bounds: Bounds): BoundTransport {
+  // Each machine's receipt reader and rename channel listen on the command's signal for the
+  // whole wait: twenty machines are not a leak, and Node's warning would reach the operator.
+  if (bounds.signal) setMaxListeners(0, bounds.signal);
   return {
     machine: transport.machine,
     resolve: () => withinBounds(bounds, (s) => transport.resolve(s)),
@@ -51,5 +55,48 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     unstage: (paths) => withinBounds(bounds, (s) => transport.unstage(paths, s)),
     digests: (paths) => withinBounds(bounds, (s) => transport.digests(paths, s)),
     readTexts: (paths) => withinBounds(bounds, (s) => transport.readTexts(paths, s)),
+    ...(transport.watchTexts ? { watchTexts: (paths, options, onChange, until) => untilEither(until, bounds.signal, (s) => transport.watchTexts!(paths, options, onChange, s)) } : {}),
+    ...(transport.openChannel ? { openChannel: () => openBoundChannel(transport, bounds) } : {}),
+  };
+}
+
+/** Runs `op` with a signal that aborts with either parent: a watch has no timeout of its own. */
+async function untilEither<T>(until: AbortSignal, cancel: AbortSignal | undefined, op: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  return cancel ? op(AbortSignal.any([until, cancel])) : op(until);
+}
+
+/**
+ * The channel lives until it is closed or the command is cancelled; opening it is bounded by
+ * the timeout (a machine that does not answer ends it), and so is each rename on it.
+ */
+async function openBoundChannel(transport: Transport, bounds: Bounds): Promise<BoundRenameChannel> {
+  const life = new AbortController();
+  const parent = bounds.signal;
+  const onParent = () => life.abort(parent?.reason);
+  if (parent?.aborted) onParent();
+  else parent?.addEventListener('abort', onParent, { once: true });
+  const end = () => {
+    parent?.removeEventListener('abort', onParent);
+    life.abort();
+  };
+  const timer = setTimeout(() => life.abort(new NoAnswer(bounds.timeoutMs)), bounds.timeoutMs);
+  let channel: RenameChannel;
+  try {
+    channel = await transport.openChannel!(life.signal);
+  } catch (error) {
+    end();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  return {
+    get clock() {
+      return channel.clock;
+    },
+    commit: (paths) => withinBounds(bounds, (s) => channel.commit(paths, s)),
+    close: () => {
+      channel.close();
+      end();
+    },
   };
 }

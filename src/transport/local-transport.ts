@@ -18,7 +18,7 @@ export function localTransport(machine: string, root: string): Transport {
     try {
       isDir = (await fs.stat(root)).isDirectory();
     } catch {
-      throw new TransportError(machine, `its directory ${root} does not exist`);
+      throw new TransportError(machine, `its directory ${root} does not exist`, true);
     }
     if (!isDir) throw new TransportError(machine, `${root} is not a directory`);
     try {
@@ -76,12 +76,54 @@ export function localTransport(machine: string, root: string): Transport {
       }
       return out;
     }),
-    readTexts: (paths, signal) => wrap('reading', signal, async () => {
-      const out: (string | undefined)[] = [];
-      for (const p of paths) out.push(await fs.readFile(at(p), 'utf8').catch(() => undefined));
-      return out;
-    }),
+    readTexts: (paths, signal) => wrap('reading', signal, async () => readAll(paths)),
+    // The same reader as over ssh, polling this filesystem: every path first, then changes.
+    watchTexts: async (paths, watch, onChange, signal) => {
+      const reported = new Map<number, string | undefined>();
+      const until = Date.now() + watch.forMs;
+      while (!signal.aborted && Date.now() < until) {
+        await reachable();
+        const texts = await readAll(paths);
+        const changes = texts.flatMap((text, index) => (reported.has(index) && reported.get(index) === text ? [] : [{ index, text }]));
+        for (const c of changes) reported.set(c.index, c.text);
+        if (changes.length > 0) onChange(changes);
+        await sleep(watch.intervalMs, signal);
+      }
+    },
+    // Nothing to open on this machine: a rename is a file call, timed by this clock.
+    openChannel: async (signal) => {
+      if (signal.aborted) throw abortedError(machine, 'opening', signal);
+      await reachable();
+      const local = localTransport(machine, root);
+      return {
+        clock: { offsetMs: 0, withinMs: 0 },
+        commit: async (paths, opSignal) => {
+          await local.commit(paths, opSignal);
+          return performance.timeOrigin + performance.now();
+        },
+        close: () => undefined,
+      };
+    },
   };
+  async function readAll(paths: readonly string[]): Promise<(string | undefined)[]> {
+    const out: (string | undefined)[] = [];
+    for (const p of paths) out.push(await fs.readFile(at(p), 'utf8').catch(() => undefined));
+    return out;
+  }
+}
+
+/** A reader nobody stopped must not keep the process alive: the timer is unref'd. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** temp (O_EXCL, 0600) → write → fsync → rename → fsync dir; parents created 0700. */

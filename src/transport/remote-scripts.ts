@@ -50,6 +50,84 @@ export const READ_TEXTS = `for f in "$@"; do
   if [ -f "$f" ]; then printf '@baton +%s\\n' "$(tr -d '\\n' < "$f")"; else echo '@baton -'; fi
 done`;
 
+/**
+ * The receipt reader: `$1` the poll interval in seconds (fractions where the machine's sleep
+ * takes them, else 1 s), `$2` how many seconds it may run at most, then the paths. It reads
+ * the first line of each file (a receipt is one line of JSON) with the shell's own `read`, so
+ * a poll starts no process but `sleep`, and whenever a line changed, prints every
+ * path's text (`@baton <index> +<text>` or `@baton <index> -`) and `@baton .` — so a receipt is
+ * reported one poll interval plus one one-way trip after it was written. A heartbeat line
+ * every ~second makes a loop whose ssh session went away die on the broken pipe; the run time
+ * bounds the rest.
+ */
+export const WATCH = `iv=$1; life=$2; shift 2
+sleep "$iv" 2>/dev/null || iv=1
+end=$(( $(date +%s) + life ))
+last=x
+n=0
+beat=$(awk "BEGIN { b = int(1 / $iv); print (b < 1 ? 1 : b) }" 2>/dev/null || echo 1)
+while :; do
+  now=
+  for f in "$@"; do
+    l=-
+    [ -f "$f" ] && { IFS= read -r l < "$f"; l="+$l"; }
+    now="$now
+$l"
+  done
+  if [ "$now" != "$last" ]; then
+    last=$now
+    i=0
+    for f in "$@"; do
+      l=-
+      [ -f "$f" ] && { IFS= read -r l < "$f"; l="+$l"; }
+      printf '@baton %s %s\n' "$i" "$l"
+      i=$((i + 1))
+    done
+    echo '@baton .' || exit 0
+  fi
+  n=$((n + 1))
+  if [ "$n" -ge "$beat" ]; then
+    n=0
+    echo '@baton ~' || exit 0
+    [ "$(date +%s)" -lt "$end" ] || exit 0
+  fi
+  sleep "$iv"
+done`;
+
+/**
+ * The rename channel: a shell that stays open for the rotation and reads requests on stdin,
+ * one per line — `t` (print the clock) or `c <n>` followed by n live paths (rename each
+ * `<path>.next` → `<path>`). It answers `@baton t <ns>`, `@baton ok <ns>` (the clock right
+ * after the last rename, before the directory sync) or `@baton err <why>`. The clock is
+ * nanoseconds since the epoch where `date` has %N, else whole seconds. Only paths cross this
+ * channel, never a secret; stdin closing (the command ending) ends the shell.
+ */
+export const CHANNEL = `t() { s=$(date +%s%N); case $s in *[!0-9]*) s=$(date +%s)000000000;; esac; printf '%s' "$s"; }
+printf '@baton ready %s\n' "$(t)"
+while IFS= read -r req; do
+  case $req in
+    t) printf '@baton t %s\n' "$(t)";;
+    'c '*)
+      n=\${req#c }; i=0; err=; moved=
+      while [ "$i" -lt "$n" ]; do
+        IFS= read -r f || exit 3
+        i=$((i + 1))
+        [ -n "$err" ] && continue
+        if [ ! -f "$f.next" ]; then err="no staged file $f.next"; continue; fi
+        mv -f "$f.next" "$f" 2>/dev/null || { err="could not rename $f.next"; continue; }
+        moved="$moved
+$f"
+      done
+      at=$(t)
+      set -f; o=$IFS; IFS='
+'
+      for f in $moved; do sync "\${f%/*}" 2>/dev/null; done
+      IFS=$o; set +f
+      if [ -n "$err" ]; then printf '@baton err %s\n' "$err"; else printf '@baton ok %s\n' "$at"; fi;;
+    *) printf '@baton err unknown request\n';;
+  esac
+done`;
+
 /** One argument for the remote login shell, single-quoted. */
 export function shQuote(text: string): string {
   return `'${text.replace(/'/g, `'\\''`)}'`;

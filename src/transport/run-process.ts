@@ -30,8 +30,7 @@ const KILL_AFTER_MS = 2_000;
 export const runProcess: ExecFn = (file, args, options) =>
   new Promise((resolve) => {
     const { signal } = options;
-    // The child gets only what it needs to find its tools and its user's ssh config.
-    const child = spawn(file, [...args], { env: pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']), stdio: 'pipe' });
+    const child = spawn(file, [...args], { env: childEnv(), stdio: 'pipe' });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
@@ -74,6 +73,11 @@ export const runProcess: ExecFn = (file, args, options) =>
     else signal.addEventListener('abort', onAbort, { once: true });
   });
 
+/** The child gets only what it needs to find its tools and its user's ssh config. */
+function childEnv(): Record<string, string> {
+  return pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']);
+}
+
 function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const name of names) {
@@ -82,3 +86,79 @@ function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<strin
   }
   return out;
 }
+
+/** A child that keeps running: lines in, lines out, for a session that outlives one request. */
+export interface LiveProcess {
+  /** Writes to the child's stdin (never a secret: only paths and requests go this way). */
+  write(text: string): void;
+  /** Closes the child's stdin: a remote loop reading it ends. */
+  end(): void;
+  /** Resolves once the child has exited (on its own, or stopped by the signal). */
+  readonly exited: Promise<{ readonly exitCode: number | undefined; readonly stderr: string; readonly failedToStart: string | undefined }>;
+}
+
+export interface LiveOptions {
+  /** Each complete stdout line, as it arrives. */
+  readonly onLine: (line: string) => void;
+  /** Stops the child when it aborts (SIGTERM, then SIGKILL). */
+  readonly signal: AbortSignal;
+}
+
+export type StartFn = (file: string, args: readonly string[], options: LiveOptions) => LiveProcess;
+
+export const startProcess: StartFn = (file, args, options) => {
+  const child = spawn(file, [...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: childEnv(),
+  });
+  let stderr = '';
+  let partial = '';
+  let failedToStart: string | undefined;
+  child.stdout.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) options.onLine(line);
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (stderr.length < 16_384) stderr += chunk.toString('utf8');
+  });
+  // A write after the child died is not an error of its own: `exited` says what happened.
+  child.stdin.on('error', () => undefined);
+  const exited = new Promise<{ exitCode: number | undefined; stderr: string; failedToStart: string | undefined }>((resolve) => {
+    child.once('error', (error) => {
+      failedToStart = error.message;
+      resolve({ exitCode: undefined, stderr, failedToStart });
+    });
+    // 'exit', not 'close': with connection sharing the ssh master holds this child's pipes
+    // (see stoppedAfterAbort), so they may stay open after the child is gone.
+    child.once('exit', (code) => {
+      const done = () => {
+        child.stdout.destroy();
+        child.stderr.destroy();
+        resolve({ exitCode: code ?? undefined, stderr, failedToStart });
+      };
+      // Let output already in the pipe arrive first, unless the child was stopped.
+      if (options.signal.aborted) done();
+      else setTimeout(done, 20);
+    });
+  });
+  let killer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    child.kill('SIGTERM');
+    killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+    killer.unref();
+  };
+  if (options.signal.aborted) stop();
+  else options.signal.addEventListener('abort', stop, { once: true });
+  void exited.then(() => {
+    options.signal.removeEventListener('abort', stop);
+    if (killer) clearTimeout(killer);
+  });
+  return {
+    write: (text) => {
+      if (child.stdin.writable) child.stdin.write(text);
+    },
+    end: () => child.stdin.end(),
+    exited,
+  };
+};

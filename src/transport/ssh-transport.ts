@@ -7,10 +7,10 @@
  */
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
-import { ANSWER_PREFIX, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, remoteCommand } from './remote-scripts.js';
-import { runProcess, type ExecFn } from './run-process.js';
+import { ANSWER_PREFIX, CHANNEL, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, WATCH, remoteCommand } from './remote-scripts.js';
+import { runProcess, startProcess, type ExecFn, type LiveProcess, type StartFn } from './run-process.js';
 import type { SshConnectionShare } from './ssh-connection-share.js';
-import { abortedError, TransportError, type FileDigests, type Transport } from '../mesh/transport.js';
+import { abortedError, TransportError, type ClockOffset, type FileDigests, type RenameChannel, type TextChange, type Transport } from '../mesh/transport.js';
 
 export interface SshTransportOptions {
   /** Replaces the process runner (tests record every child's argv and environment). */
@@ -19,6 +19,8 @@ export interface SshTransportOptions {
   readonly sshPath?: string;
   /** The command's connection share: one TCP connection and handshake per machine. */
   readonly share?: SshConnectionShare;
+  /** Replaces the starter of long-lived sessions (the receipt reader, the rename channel). */
+  readonly start?: StartFn;
 }
 
 /** The ssh argv up to and including the destination; the remote command is appended. */
@@ -37,6 +39,7 @@ export function sshArgs(target: SshTarget, share?: SshConnectionShare): string[]
 
 export function sshTransport(machine: string, target: SshTarget, options: SshTransportOptions = {}): Transport {
   const exec = options.exec ?? runProcess;
+  const start = options.start ?? startProcess;
   options.share?.use(target);
   // No timeout of its own: the caller's signal is the one bound (bound-transport.ts), and an
   // aborted signal stops this ssh rather than leaving it to outlive the command.
@@ -47,7 +50,7 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     if (result.cancelled) throw abortedError(machine, what, signal);
     if (result.exitCode !== 0) {
       const said = lastLine(result.stderr);
-      if (result.exitCode === 255) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`);
+      if (result.exitCode === 255) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
       throw new TransportError(machine, `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`);
     }
     return result.stdout;
@@ -93,7 +96,214 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
       const out = lines(await run('reading', remoteCommand(READ_TEXTS, paths), signal), paths.length, 'reading');
       return out.map((line) => (line.startsWith('+') ? line.slice(1) : undefined));
     },
+    // One session on the shared connection for the whole wait: the machine reads the files
+    // itself and reports changes, so a receipt costs a poll interval and a one-way trip
+    // instead of an ssh call per poll.
+    watchTexts: async (paths, watch, onChange, signal) => {
+      if (signal.aborted) throw abortedError(machine, 'watching receipts', signal);
+      if (paths.length === 0) return;
+      const interval = (Math.max(watch.intervalMs, 1) / 1000).toFixed(3);
+      const lifetime = String(Math.ceil(watch.forMs / 1000) + 2);
+      const reported = new Map<number, string | undefined>();
+      let snapshot = new Map<number, string | undefined>();
+      const onLine = (line: string) => {
+        if (!line.startsWith(ANSWER_PREFIX)) return;
+        const answer = line.slice(ANSWER_PREFIX.length);
+        if (answer === '~') return;
+        if (answer === '.') {
+          const changes: TextChange[] = [];
+          for (const [index, text] of snapshot) {
+            if (!reported.has(index) || reported.get(index) !== text) changes.push({ index, text });
+            reported.set(index, text);
+          }
+          snapshot = new Map();
+          if (changes.length > 0) onChange(changes);
+          return;
+        }
+        const m = /^(\d+) (?:\+(.*)|-)$/.exec(answer);
+        if (m && Number(m[1]) < paths.length) snapshot.set(Number(m[1]), m[2]);
+      };
+      const child = start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(WATCH, [interval, lifetime, ...paths])], { onLine, signal });
+      const result = await child.exited;
+      if (signal.aborted) return;
+      failedSession(machine, 'watching receipts', result);
+    },
+    openChannel: (signal) => {
+      const open = (life: AbortSignal) => openRenameChannel(machine, (onLine) => start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(CHANNEL, [])], { onLine, signal: life }), life);
+      return options.share ? sharedChannel(options.share, targetKey(target), open, signal) : open(signal);
+    },
   };
+}
+
+/**
+ * Inventory machines with the same host, port, user and config ride one connection, and sshd
+ * allows only `MaxSessions` sessions on one (10 by default): they share one rename channel
+ * (paths are absolute on that host), which ends when the last of them closes it.
+ */
+const channelsByShare = new WeakMap<SshConnectionShare, Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>>();
+
+function targetKey(target: SshTarget): string {
+  return `${target.user ?? ''}@${target.host}:${target.port ?? ''}:${target.config ?? ''}`;
+}
+
+function sharedChannel(share: SshConnectionShare, key: string, open: (life: AbortSignal) => Promise<RenameChannel>, signal: AbortSignal): Promise<RenameChannel> {
+  let byKey = channelsByShare.get(share);
+  if (!byKey) channelsByShare.set(share, (byKey = new Map()));
+  let entry = byKey.get(key);
+  if (!entry) {
+    const life = new AbortController();
+    // The first opener's bound covers the opening; after that the channel lives while used.
+    const onAbort = () => life.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const channel = open(life.signal).finally(() => signal.removeEventListener('abort', onAbort));
+    entry = { channel, users: 0, life };
+    byKey.set(key, entry);
+    const opened = entry;
+    channel.catch(() => {
+      if (byKey!.get(key) === opened) byKey!.delete(key);
+    });
+  }
+  const used = entry;
+  used.users += 1;
+  return used.channel.then((channel) => {
+    let closed = false;
+    return {
+      get clock() {
+        return channel.clock;
+      },
+      commit: (paths, opSignal) => channel.commit(paths, opSignal),
+      close: () => {
+        if (closed) return;
+        closed = true;
+        used.users -= 1;
+        if (used.users === 0) {
+          if (byKey!.get(key) === used) byKey!.delete(key);
+          channel.close();
+          used.life.abort();
+        }
+      },
+    };
+  }, (error: unknown) => {
+    used.users -= 1;
+    throw error;
+  });
+}
+
+/** Clock readings after the first, taken in the background; the closest-timed one wins. */
+const CLOCK_SAMPLES = 3;
+
+/** The controller's clock with sub-millisecond resolution. */
+const clockNow = () => performance.timeOrigin + performance.now();
+
+/**
+ * The rename channel over one long-lived session: requests go out on its stdin and are
+ * answered in order, so a rename costs one round trip on a session that is already open.
+ * The clock is read once before the channel is handed out (a remote time is useless without
+ * it) and a few more times after, keeping the reading with the shortest round trip.
+ */
+export function openRenameChannel(machine: string, startSession: (onLine: (line: string) => void) => LiveProcess, signal: AbortSignal): Promise<RenameChannel> {
+  type Waiter = { settle: (answer: string | Error) => void };
+  const waiting: Waiter[] = [];
+  let ready: ((answer: string | Error) => void) | undefined;
+  let ended: Error | undefined;
+  const onLine = (line: string) => {
+    if (!line.startsWith(ANSWER_PREFIX)) return;
+    const answer = line.slice(ANSWER_PREFIX.length);
+    if (answer.startsWith('ready ')) ready?.(answer);
+    else waiting.shift()?.settle(answer);
+  };
+  const session = startSession(onLine);
+  const failAll = (error: Error) => {
+    ended = error;
+    ready?.(error);
+    for (const w of waiting.splice(0)) w.settle(error);
+  };
+  void session.exited.then((result) => {
+    if (signal.aborted) return failAll(abortedError(machine, 'the rename channel', signal));
+    try {
+      failedSession(machine, 'the rename channel', result);
+      failAll(new TransportError(machine, 'the rename channel closed', true));
+    } catch (error) {
+      failAll(error as Error);
+    }
+  });
+  const request = (lines: string, opSignal?: AbortSignal): Promise<string> => {
+    if (ended) return Promise.reject(ended);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => reject(abortedError(machine, 'renaming', opSignal!));
+      // An abandoned request keeps its place: answers arrive in order.
+      waiting.push({
+        settle: (answer) => {
+          opSignal?.removeEventListener('abort', onAbort);
+          if (answer instanceof Error) reject(answer);
+          else resolve(answer);
+        },
+      });
+      opSignal?.addEventListener('abort', onAbort, { once: true });
+      session.write(lines);
+    });
+  };
+  let clock: ClockOffset | undefined;
+  let rtt = Infinity;
+  const sample = async () => {
+    const sent = clockNow();
+    const answer = await request('t\n');
+    const back = clockNow();
+    const remote = nsToMs(answer.replace(/^t /, ''));
+    if (remote === undefined) throw new TransportError(machine, `the rename channel answered "${answer}" to a clock request`);
+    if (back - sent < rtt) {
+      rtt = back - sent;
+      clock = { offsetMs: remote - (sent + back) / 2, withinMs: rtt / 2 };
+    }
+  };
+  return new Promise<RenameChannel>((resolve, reject) => {
+    ready = (answer) => {
+      ready = undefined;
+      if (answer instanceof Error) return reject(answer);
+      sample().then(
+        () => {
+          void (async () => {
+            for (let i = 1; i < CLOCK_SAMPLES && !ended; i++) await sample().catch(() => undefined);
+          })();
+          resolve({
+            get clock() {
+              return clock!;
+            },
+            commit: async (paths, opSignal) => {
+              if (opSignal.aborted) throw abortedError(machine, 'renaming', opSignal);
+              if (paths.length === 0) return clockNow() + clock!.offsetMs;
+              const bad = paths.find((p) => p.includes('\n'));
+              if (bad !== undefined) throw new TransportError(machine, `a path with a line break cannot be renamed: ${JSON.stringify(bad)}`);
+              const answer = await request(`c ${paths.length}\n${paths.map((p) => `${p}\n`).join('')}`, opSignal);
+              if (answer.startsWith('err ')) throw new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`);
+              const at = nsToMs(answer.replace(/^ok /, ''));
+              if (!answer.startsWith('ok ') || at === undefined) throw new TransportError(machine, `the rename channel answered "${answer}"`);
+              return at;
+            },
+            close: () => session.end(),
+          });
+        },
+        (error: unknown) => {
+          session.end();
+          reject(error);
+        },
+      );
+    };
+    if (ended) ready(ended);
+  });
+}
+
+function nsToMs(text: string): number | undefined {
+  return /^\d{10,}$/.test(text) ? Number(BigInt(text) / 1000n) / 1000 : undefined;
+}
+
+/** Throws the TransportError a session that ended by itself deserves; returns if it ended well. */
+function failedSession(machine: string, what: string, result: Awaited<LiveProcess['exited']>): void {
+  if (result.failedToStart) throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
+  if (result.exitCode === 0) return;
+  const said = lastLine(result.stderr);
+  if (result.exitCode === 255 || result.exitCode === undefined) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit ${result.exitCode ?? 'by signal'})`}`, true);
+  throw new TransportError(machine, `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`);
 }
 
 function asDigest(hex: string | undefined): SecretDigest | undefined {

@@ -74,3 +74,4 @@ export async function serverLogSoFar(sandbox: PostgresSandbox, password?: string
 export function loggedStatements(log: string): string[] {
   return log.split('\n').filter((line) => line.includes('LOG:  statement: ')).map((line) => line.slice(line.indexOf('statement: ') + 11));
 }
+

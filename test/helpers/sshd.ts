@@ -155,3 +155,16 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   rmSync(dir, { recursive: true, force: true });
   throw new Error('the test sshd found no free port in 5 attempts');
 }
+
+/** The relay ssh's ProxyCommand runs to put a round trip between baton and the test sshd. */
+export const DELAY_RELAY = path.join(path.dirname(new URL(import.meta.url).pathname), 'delay-relay.mjs');
+
+/**
+ * An ssh_config (for the inventory's `config`) whose connections go through the delay relay:
+ * `oneWayMs` each way, so a round trip of twice that. `log` records each connection.
+ */
+export function delayedSshConfig(dir: string, oneWayMs: number, log: string): string {
+  const file = path.join(dir, `ssh_config_delay_${oneWayMs}`);
+  writeFileSync(file, `Host *\n  ProxyCommand ${process.execPath} ${DELAY_RELAY} %h %p ${oneWayMs} ${log}\n`);
+  return file;
+}

@@ -203,7 +203,10 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
     const real = transportsFor(inv.machines, TEST_BOUNDS);
     // web2's commit fails once (the machine went away between prepare and commit).
-    const interrupted = (name: string) => (name === 'web2' ? { ...real(name), commit: async () => { throw new TransportError('web2', 'connection lost'); } } : real(name));
+    const lost = async () => {
+      throw new TransportError('web2', 'connection lost');
+    };
+    const interrupted = (name: string) => (name === 'web2' ? { ...real(name), commit: lost, openChannel: lost } : real(name));
     const journalDir = path.join(tmp.dir, 'state');
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
     try {

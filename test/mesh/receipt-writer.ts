@@ -7,7 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
-import type { TransportFor } from '../../src/mesh/transport.js';
+import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
 
 export function startReceiptWriter(providesDir: string): { stop(): void } {
   const tick = () => {
@@ -39,31 +39,41 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
 }
 
 /**
- * A provisioner that has always just run: before any receipt is read, each provider file
- * live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
+ * A provisioner that has always just run: before any receipt is read, and as soon as a
+ * provider end is committed, each provider file live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
  * part-way leaves receipts for exactly what became live — as a real provisioner would.
  */
 export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine: string) => string): TransportFor {
   return (name) => {
     const transport = transportFor(name);
-    return {
+    const provision = (paths: readonly string[]) => {
+      for (const p of paths) {
+        const receipt = path.join(rootOf(name), p);
+        if (path.basename(path.dirname(receipt)) !== RECEIPTS_DIR) continue;
+        const role = path.basename(receipt);
+        let secret: Buffer;
+        try {
+          secret = readFileSync(path.join(path.dirname(path.dirname(receipt)), role));
+        } catch {
+          continue;
+        }
+        mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
+        writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
+      }
+    };
+    const wrapped: BoundTransport = {
       ...transport,
       async readTexts(paths) {
-        for (const p of paths) {
-          const receipt = path.join(rootOf(name), p);
-          if (path.basename(path.dirname(receipt)) !== RECEIPTS_DIR) continue;
-          const role = path.basename(receipt);
-          let secret: Buffer;
-          try {
-            secret = readFileSync(path.join(path.dirname(path.dirname(receipt)), role));
-          } catch {
-            continue;
-          }
-          mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
-          writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
-        }
+        provision(paths);
         return transport.readTexts(paths);
       },
+      // Receipt readers start before the provider ends go live: a provider end renamed into
+      // place gets its receipt at once, as a provisioner that has always just run would write.
+      async commit(paths) {
+        await transport.commit(paths);
+        provision(paths.filter((p) => p.includes('/provides/')).map((p) => path.join(path.dirname(p), RECEIPTS_DIR, path.basename(p))));
+      },
     };
+    return wrapped;
   };
 }

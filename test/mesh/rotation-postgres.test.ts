@@ -20,6 +20,7 @@ import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { asSuperuser, canLogin, serverLogSoFar } from '../helpers/postgres.js';
+import { startPasswordApp } from '../helpers/password-app.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { REPO } from '../helpers/bundle-script.js';
 
@@ -77,46 +78,7 @@ function startProvisioner(): Provisioner {
     '--pg-host', sandbox.host, '--pg-port', String(sandbox.port), '--superuser', superuser, '--watch', '--interval', '2']);
 }
 
-/**
- * An app that re-reads its consumer file for EVERY new connection, every 50 ms, and records
- * what happened with which password. A missing file (before the first rotation) is skipped.
- */
-function startApp(machine: string, role: string) {
-  const attempts: { password: string; ok: boolean; code?: string }[] = [];
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const started = Date.now();
-      let password: string | undefined;
-      try {
-        password = readFileSync(consumerFile(machine, role), 'utf8');
-      } catch {
-        password = undefined;
-      }
-      if (password !== undefined) {
-        const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: role, password });
-        client.on('error', () => undefined);
-        try {
-          await client.connect();
-          await client.query('SELECT 1');
-          attempts.push({ password, ok: true });
-        } catch (error) {
-          attempts.push({ password, ok: false, code: (error as { code?: string }).code });
-        } finally {
-          await client.end().catch(() => undefined);
-        }
-      }
-      await new Promise((r) => setTimeout(r, Math.max(0, 50 - (Date.now() - started))));
-    }
-  })();
-  return {
-    attempts,
-    async stop() {
-      running = false;
-      await loop;
-    },
-  };
-}
+const startApp = (machine: string, role: string) => startPasswordApp(sandbox, () => consumerFile(machine, role), role);
 
 async function waitForReceipt(role: string, digest: string): Promise<void> {
   await vi.waitFor(() => {

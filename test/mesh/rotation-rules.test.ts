@@ -15,7 +15,7 @@ import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh, provisionerOn } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
-import { abortedError } from '../../src/mesh/transport.js';
+import { abortedError, TransportError } from '../../src/mesh/transport.js';
 import { suggester } from '../../src/suggest-command.js';
 
 const dirs: string[] = [];
@@ -103,6 +103,34 @@ describe('prepare', () => {
     }
     expect(lines.join('\n')).toContain('web3: stage failed (injected)');
     expect(lines.join('\n')).toContain('Every staged file was removed.');
+  });
+
+  it('a holder that did not answer while staging is not waited on a second time: clean-up skips it, and it is named once', async () => {
+    const plan = planRotation(meshInventory(3), { by: 'provider', name: 'pg-main' });
+    const mesh = fakeMesh(allMachines, plan);
+    seedOld(plan, mesh.machines);
+    const asked: string[] = [];
+    const transportFor: TransportFor = (name) => {
+      const real = mesh.transportFor(name);
+      return {
+        ...real,
+        unstage: async (paths) => {
+          asked.push(name);
+          return real.unstage(paths);
+        },
+        ...(name === 'web3' ? { stage: async () => Promise.reject(new TransportError('web3', 'staging: no answer within 15 s', true)) } : {}),
+      };
+    };
+    const { code, lines } = await rotate(plan, transportFor, journalDir());
+    expect(code).toBe(4);
+    expect(asked).not.toContain('web3');
+    expect(new Set(asked)).toEqual(new Set(plan.holders.map((h) => h.machine).filter((m) => m !== 'web3')));
+    for (const h of plan.holders) expect([...mesh.machines[h.machine]!.files.keys()].filter((k) => k.endsWith('.next'))).toEqual([]);
+    const text = lines.join('\n');
+    expect(text).toContain('web3: staging: no answer within 15 s — not asked again to remove what it staged: it holds nothing new if staging failed before writing');
+    const outcome = text.slice(text.indexOf('Prepare failed'));
+    expect(outcome.match(/web3/g)).toHaveLength(1);
+    expect(text).toContain('Every staged file was removed.');
   });
 });
 

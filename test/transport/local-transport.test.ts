@@ -153,3 +153,39 @@ describe('waiting for receipts on local machines', () => {
     expect(readFileSync(path.join(tmp.dir, 'machines/web2', pair.consumerPath), 'utf8')).toBe(readFileSync(liveFile, 'utf8'));
   });
 });
+
+describe('the local transport as a receipt reader and a rename channel', () => {
+  let dir: { dir: string; cleanup: () => void };
+  beforeEach(() => {
+    dir = makeTempDir('baton-local-watch-');
+  });
+  afterEach(() => dir.cleanup());
+
+  it('reports every path at once, then each change; renames with its own clock and no offset', async () => {
+    const transport = localTransport('db1', dir.dir);
+    mkdirSync(path.join(dir.dir, 'r'), { recursive: true });
+    writeFileSync(path.join(dir.dir, 'r/a'), 'first');
+    const reports: (readonly { index: number; text: string | undefined }[])[] = [];
+    const stop = new AbortController();
+    const watching = transport.watchTexts!(['/r/a', '/r/b'], { intervalMs: 5, forMs: 10_000 }, (changes) => reports.push(changes), stop.signal);
+    await new Promise((r) => setTimeout(r, 30));
+    writeFileSync(path.join(dir.dir, 'r/b'), 'second');
+    const until = Date.now() + 5_000;
+    while (reports.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+    stop.abort();
+    await watching;
+    expect(reports).toEqual([[{ index: 0, text: 'first' }, { index: 1, text: undefined }], [{ index: 1, text: 'second' }]]);
+
+    const secret = Secret.generate();
+    await transport.stage([{ path: '/r/x', secret }], new AbortController().signal);
+    const life = new AbortController();
+    const channel = await transport.openChannel!(life.signal);
+    expect(channel.clock).toEqual({ offsetMs: 0, withinMs: 0 });
+    const before = Date.now();
+    const at = await channel.commit(['/r/x'], life.signal);
+    expect(at).toBeGreaterThanOrEqual(before - 1);
+    expect(at).toBeLessThanOrEqual(Date.now() + 1);
+    expect(readFileSync(path.join(dir.dir, 'r/x'), 'utf8')).toBe(secret.reveal());
+    channel.close();
+  });
+});

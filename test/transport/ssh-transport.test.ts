@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync, statSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import type { Inventory } from '../../src/mesh/inventory.js';
@@ -96,6 +96,44 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const texts = await bindTransport(sshTransport('db1', target()), TEST_BOUNDS).readTexts([path.join(dir, 'web1_app'), path.join(dir, 'nobody')]);
     expect(texts).toEqual([receipt.trimEnd(), undefined]);
     expect(parseReceipt(texts[0]!)?.digest).toBe(secretDigest('x'));
+  });
+
+  it('a receipt reader reports every path at once, then each change as it is written; a rename channel renames, timed by the machine', async () => {
+    const dir = path.join(tmp.dir, 'watch/.applied');
+    mkdirSync(dir, { recursive: true });
+    const [a, b] = [path.join(dir, 'a'), path.join(dir, 'b')];
+    writeFileSync(a, 'first\n');
+    const transport = sshTransport('db1', target());
+    const reports: { at: number; changes: readonly { index: number; text: string | undefined }[] }[] = [];
+    const stop = new AbortController();
+    const watching = transport.watchTexts!([a, b], { intervalMs: 10, forMs: 20_000 }, (changes) => reports.push({ at: Date.now(), changes }), stop.signal);
+    await vi.waitFor(() => expect(reports).toHaveLength(1), { timeout: 10_000, interval: 10 });
+    expect(reports[0]!.changes).toEqual([{ index: 0, text: 'first' }, { index: 1, text: undefined }]);
+    const written = Date.now();
+    writeFileSync(b, 'second\n');
+    await vi.waitFor(() => expect(reports).toHaveLength(2), { timeout: 10_000, interval: 5 });
+    // Only what changed, and soon: a poll on the machine, not an ssh call per poll.
+    expect(reports[1]!.changes).toEqual([{ index: 1, text: 'second' }]);
+    expect(reports[1]!.at - written).toBeLessThan(1_000);
+    stop.abort();
+    await watching;
+
+    const live = path.join(tmp.dir, 'channel/x');
+    const staged = Secret.generate();
+    await bindTransport(transport, TEST_BOUNDS).stage([{ path: live, secret: staged }]);
+    const life = new AbortController();
+    const channel = await transport.openChannel!(life.signal);
+    // The same host: the measured offset is within its own bound of zero.
+    expect(Math.abs(channel.clock.offsetMs)).toBeLessThanOrEqual(channel.clock.withinMs + 5);
+    const before = Date.now();
+    const at = await channel.commit([live], life.signal);
+    expect(at).toBeGreaterThanOrEqual(before - 5);
+    expect(at).toBeLessThanOrEqual(Date.now() + 5);
+    expect(readFileSync(live, 'utf8')).toBe(staged.reveal());
+    await expect(channel.commit([path.join(tmp.dir, 'channel/none')], life.signal)).rejects.toThrow(`no staged file ${path.join(tmp.dir, 'channel/none')}.next`);
+    await expect(channel.commit(['/a\nb'], life.signal)).rejects.toThrow('a path with a line break cannot be renamed');
+    channel.close();
+    life.abort();
   });
 
   it('commit fails, naming the file, when nothing is staged', async () => {

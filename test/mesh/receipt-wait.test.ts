@@ -1,0 +1,101 @@
+/**
+ * The receipt wait with a reader and a rename channel (what the ssh and local transports
+ * offer): the window is taken from the two machines' own clocks, each put on the controller's
+ * by its channel's measured offset, and a receipt seen before the wait starts is renamed at
+ * once when it does.
+ */
+import { describe, expect, it } from 'vitest';
+import { beginReceiptWait, commitConsumersOnReceipt } from '../../src/mesh/delivery.js';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
+import { meshInventory } from './mesh-fixture.js';
+
+const plan = planRotation(meshInventory(1), { by: 'pair', provider: 'pg-main', consumer: 'web1-app' });
+const pair = plan.pairs[0]!;
+const digest = secretDigest('new');
+const DB1_OFFSET = -3_000;
+const WEB1_OFFSET = 5_000;
+
+/** db1's clock runs 3 s behind the controller's, web1's 5 s ahead; the receipt was written 40 ms ago. */
+function machines(receiptAgoMs = 40) {
+  const renamed: string[] = [];
+  let receipt: string | undefined;
+  const unused = async (): Promise<never> => {
+    throw new Error('not used by the receipt wait');
+  };
+  const base = { resolve: unused, stage: unused, unstage: unused, digests: unused, commit: unused };
+  const writeReceipt = () => {
+    receipt = formatReceipt({ role: pair.role, digest, applied_at: new Date(Date.now() - receiptAgoMs + DB1_OFFSET).toISOString() });
+  };
+  const db1: BoundTransport = {
+    ...base,
+    machine: 'db1',
+    readTexts: async () => [receipt],
+    watchTexts: async (_paths, _options, onChange, until) => {
+      // Reports what is there (first: nothing), then the receipt as soon as it is there.
+      while (!until.aborted) {
+        onChange([{ index: 0, text: receipt }]);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    },
+    openChannel: async () => ({ clock: { offsetMs: DB1_OFFSET, withinMs: 1 }, commit: unused, close: () => undefined }),
+  };
+  const web1: BoundTransport = {
+    ...base,
+    machine: 'web1',
+    readTexts: unused,
+    openChannel: async () => ({
+      clock: { offsetMs: WEB1_OFFSET, withinMs: 1 },
+      commit: async (paths) => {
+        renamed.push(...paths);
+        return Date.now() + WEB1_OFFSET;
+      },
+      close: () => undefined,
+    }),
+  };
+  const transportFor: TransportFor = (name) => (name === 'db1' ? db1 : name === 'web1' ? web1 : (undefined as never));
+  return { transportFor, renamed, writeReceipt };
+}
+
+const wait = { waitMs: 2_000, pollMs: 5, concurrency: 4 };
+
+describe('the receipt wait over a reader and a rename channel', () => {
+  it('measures the window from the provider clock to the consumer clock, each corrected by its offset', async () => {
+    const { transportFor, renamed, writeReceipt } = machines(40);
+    writeReceipt();
+    const result = await commitConsumersOnReceipt([pair], { [pair.key]: digest }, transportFor, wait, () => undefined);
+    expect(renamed).toEqual([pair.consumerPath]);
+    expect(result.failures).toEqual([]);
+    // Without the offsets it would read 8,040 ms.
+    expect(result.applied[0]!.windowMs).toBeGreaterThanOrEqual(40);
+    expect(result.applied[0]!.windowMs).toBeLessThan(40 + 500);
+  });
+
+  it('a receipt seen before the wait begins renames nothing until it does, then at once', async () => {
+    const { transportFor, renamed, writeReceipt } = machines(0);
+    const begun = beginReceiptWait([pair], { [pair.key]: digest }, transportFor, wait);
+    await begun.ready;
+    writeReceipt();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(renamed).toEqual([]);
+    const started = Date.now();
+    const result = await commitConsumersOnReceipt([pair], { [pair.key]: digest }, transportFor, wait, () => undefined, begun);
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(renamed).toEqual([pair.consumerPath]);
+    expect(result.applied.map((a) => a.pair)).toEqual([pair.key]);
+  });
+
+  it('a receipt with another digest is "not yet": the consumer end stays staged until the wait ends', async () => {
+    const { transportFor, renamed } = machines();
+    const other = formatReceipt({ role: pair.role, digest: secretDigest('old'), applied_at: new Date().toISOString() });
+    const db1 = transportFor('db1');
+    const fooled: TransportFor = (name) => (name === 'db1' ? { ...db1, readTexts: async () => [other], watchTexts: async (_p, _o, onChange, until) => {
+      onChange([{ index: 0, text: other }]);
+      await new Promise((r) => until.addEventListener('abort', r, { once: true }));
+    } } : transportFor(name));
+    const result = await commitConsumersOnReceipt([pair], { [pair.key]: digest }, fooled, { ...wait, waitMs: 200 }, () => undefined);
+    expect(result.applied).toEqual([]);
+    expect(renamed).toEqual([]);
+  });
+});
