@@ -1,3 +1,4 @@
+import { nextStep } from '../src/next-step.js';
 import { describe, expect, it } from 'vitest';
 import { actionCommand, personalise, PLAIN_SUGGESTER, suggest, suggester } from '../src/suggest-command.js';
 import { describeVerdict } from '../src/app/status-verdict.js';
@@ -45,7 +46,7 @@ describe('the one builder of suggested commands', () => {
     expect(unrelated.next).toContain('baton --deployment d1 sync --push --confirm <PUBLISHED 8>');
     expect(unrelated.next).not.toContain('AAAAAAAA');
     expect(unrelated.step).toEqual({ args: ['sync', '--force', '--confirm', { placeholder: 'LOCAL 8', readFrom: expect.stringContaining('LOCAL fingerprint status shows') }] });
-    expect(describeVerdict({ kind: 'blocked', why: 'x', next: 'Run `baton sync --replace-unreadable`.' }, pipe).next).toBe('Run `baton --deployment d1 sync --replace-unreadable`.');
+    expect(describeVerdict({ kind: 'blocked', why: 'x', next: 'Run `baton sync --replace-unreadable`.', said: ['Run ', nextStep('sync --replace-unreadable'), '.'] }, pipe).next).toBe('Run `baton --deployment d1 sync --replace-unreadable`.');
     expect(describeVerdict({ kind: 'adopt', published: FP, lostMarker: false }, 'baton --deployment d1').next).toBe('baton --deployment d1 failover');
   });
 });

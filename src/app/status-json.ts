@@ -5,7 +5,7 @@
  */
 import type { BatonError } from '../errors.js';
 import { couldNotRead, statusExitCode, type StatusReport } from './status-report.js';
-import { personalise, type Suggester } from '../suggest-command.js';
+import type { Suggester } from '../suggest-command.js';
 import { renderSaid, saidSteps, stepJson } from '../next-step.js';
 import { etagShown } from '../share/confirm-binding.js';
 import { describeVerdict } from './status-verdict.js';
@@ -18,7 +18,7 @@ export const STATUS_JSON_FORMAT = 'baton.status/1';
  * the wording of `what`.
  */
 function errorJson(error: BatonError, s?: Suggester) {
-  const next = error.next === undefined ? null : s && error.said ? renderSaid(s, error.said) : s ? personalise(error.next, s) : error.next;
+  const next = error.next === undefined ? null : s && error.said ? renderSaid(s, error.said) : error.next;
   const steps = error.said ? saidSteps(s ?? PLAIN, error.said) : [];
   return { code: error.code, reason: error.reason ?? null, what: error.what, where: error.where ?? null, next, next_steps: steps };
 }

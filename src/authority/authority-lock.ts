@@ -46,7 +46,7 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
       throw new BatonError(error.code, {
         what: error.what,
         ...(error.where === undefined ? {} : { where: error.where }),
-        ...(error.next === undefined ? {} : { next: error.next }),
+        ...(error.next === undefined ? {} : { next: error.said ?? error.next }),
         ...(error.reason === undefined ? {} : { reason: error.reason }),
         changed: error.changed === undefined ? `Taking the lock created ${lockNote}.` : `${error.changed} (Taking the lock created ${lockNote}.)`,
         cause: error,

@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { checkPair } from './check-pair.js';
 import { createFileDurably, fsyncDir, type StepHook } from '../fs/durable-write.js';
@@ -50,7 +51,7 @@ export async function installAuthority(
     throw new BatonError('refused', {
       what: `The authority to install is ${current.fingerprint}, not the ${expected} that was decided on.`,
       where,
-      next: 'Look again (`baton status`) and decide on what is there now.',
+      next: ['Look again (', nextStep('status'), ') and decide on what is there now.'],
       changed: 'Nothing was written.',
     });
   }
@@ -84,7 +85,7 @@ export async function installAuthority(
           ? `This host already holds an authority (${before.current.fingerprint}); baton never installs over one.`
           : `This host's authority is blocked: ${before.error.what}`,
       where: l.caDir,
-      next: before.state === 'whole' ? 'Set it aside on purpose with `baton sync --force` if it must be replaced.' : (before.error.next ?? 'Repair it by hand first.'),
+      next: before.state === 'whole' ? ['Set it aside on purpose with ', nextStep('sync --force'), ' if it must be replaced.'] : (before.error.said ?? before.error.next ?? 'Repair it by hand first.'),
       changed: 'Nothing was written.',
     });
   }
@@ -113,7 +114,7 @@ export async function installAuthority(
     throw new BatonError('failed', {
       what: `Installing the authority failed while writing ${writing} (${errorCode(error)}).`,
       where: l.caDir,
-      next: 'Look at it with `baton ca show`. baton removed nothing it wrote; clear ca/ by hand only once you know no node trusts what is there.',
+      next: ['Look at it with ', nextStep('ca show'), '. baton removed nothing it wrote; clear ca/ by hand only once you know no node trusts what is there.'],
       changed: written.length > 0 ? `Written before the failure: ${written.join(', ')}.` : 'Nothing was written.',
       cause: error,
     });
@@ -124,7 +125,7 @@ export async function installAuthority(
     throw new BatonError('failed', {
       what: `The authority was written but reads back as ${after.state === 'whole' ? after.current.fingerprint : after.state}, not ${expected}.`,
       where: l.caDir,
-      next: 'Do not serve from this host; inspect ca/ by hand (`baton ca show`).',
+      next: ['Do not serve from this host; inspect ca/ by hand (', nextStep('ca show'), ').'],
       changed: `Files were written into ${l.caDir}.`,
     });
   }

@@ -1,4 +1,5 @@
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { layoutOf } from './layout.js';
 import { readAuthority } from './read-local-authority.js';
 import type { AuthorityFiles } from './types.js';
@@ -21,7 +22,7 @@ export async function readAuthorityFiles(stateDir: string, deployment: string): 
           ? `Cannot publish: ${local.error.what}`
           : `Cannot publish: this host holds no authority (${local.state}).`,
       where: local.state === 'blocked' ? (local.error.where ?? l.caDir) : l.caDir,
-      next: local.state === 'blocked' ? (local.error.next ?? 'Repair the local authority first.') : 'Adopt the published authority with `baton sync`.',
+      next: local.state === 'blocked' ? (local.error.said ?? local.error.next ?? 'Repair the local authority first.') : ['Adopt the published authority with ', nextStep('sync'), '.'],
       changed: 'Nothing was written.',
     });
   }
@@ -30,7 +31,7 @@ export async function readAuthorityFiles(stateDir: string, deployment: string): 
     throw new BatonError('refused', {
       what: `Cannot publish: an interrupted ${op === 'retire' ? 'retire' : 'rotation'} left ca/ part-way.`,
       where: l.caDir,
-      next: `Finish it with \`baton ca ${op}\`, then publish.`,
+      next: ['Finish it with ', nextStep(`ca ${op}`), ', then publish.'],
       changed: 'Nothing was written.',
     });
   }

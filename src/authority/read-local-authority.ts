@@ -1,6 +1,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
+import { nextStep, type Said } from '../next-step.js';
 import { inspectPair, parseCertificate, type PairFault } from '../pki/inspect-pair.js';
 import { faultText, problemOf, summaryOf } from './check-pair.js';
 import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
@@ -117,7 +118,7 @@ function blocked(stateDir: string, problem: LocalProblem, unexpected: readonly s
 export async function classify(raw: RawAuthority, stateDir: string, deployment: string): Promise<AuthorityRead> {
   const l = layoutOf(stateDir);
   const unexpected = unexpectedOf(raw.caDir.kind === 'dir' ? raw.caDir.entries : undefined);
-  const refuse = (problem: LocalProblem, what: string, where: string, next: string): AuthorityRead => ({
+  const refuse = (problem: LocalProblem, what: string, where: string, next: string | Said): AuthorityRead => ({
     raw,
     currentKey: undefined,
     local: blocked(stateDir, problem, unexpected, new BatonError('refused', { what, where, next, changed: 'Nothing was written.' })),
@@ -258,8 +259,11 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 const CANNOT_READ_NEXT =
   'Check the permissions and the disk, then look again. baton treats a file it cannot read as present, never as absent.';
-const HALF_NEXT =
-  'Restore the missing file from a backup. If this host never served the fleet, move ca/ aside by hand and adopt the published authority with `baton sync`. baton never repairs half an authority by minting.';
+const HALF_NEXT: Said = [
+  'Restore the missing file from a backup. If this host never served the fleet, move ca/ aside by hand and adopt the published authority with ',
+  nextStep('sync'),
+  '. baton never repairs half an authority by minting.',
+];
 const HALF_PREVIOUS_NEXT =
   'Restore the missing file of the previous pair from a backup: nodes may still trust the previous authority.';
 
@@ -267,15 +271,15 @@ function unsafeKeyNext(file: string): string {
   return `Make it a regular file (not a link) of at most 1 MiB, readable only by its owner (chmod 600 ${file}), then look again.`;
 }
 
-function pairNext(kind: string): string {
+function pairNext(kind: string): Said {
   switch (kind) {
     case 'foreign':
       // No baton command sets a blocked authority aside (force applies to a whole one that
       // differs): the way out is by hand, and then an ordinary sync adopts.
-      return 'Check --deployment and --state-dir. If this host must hold this deployment\'s authority, no baton command replaces a foreign one: move ca/ and authority-created aside by hand (e.g. to ca.superseded-manual), then adopt with `baton sync`.';
+      return ["Check --deployment and --state-dir. If this host must hold this deployment's authority, no baton command replaces a foreign one: move ca/ and authority-created aside by hand (e.g. to ca.superseded-manual), then adopt with ", nextStep('sync'), '.'];
     case 'mismatched':
-      return 'Restore the matching key or certificate from a backup; if this host should hold the published authority instead, move ca/ and authority-created aside by hand (no baton command does it for a broken pair), then adopt with `baton sync`.';
+      return ['Restore the matching key or certificate from a backup; if this host should hold the published authority instead, move ca/ and authority-created aside by hand (no baton command does it for a broken pair), then adopt with ', nextStep('sync'), '.'];
     default:
-      return 'Restore the authority from a backup, or move ca/ and authority-created aside by hand (no baton command does it for a broken authority) and adopt the published one with `baton sync`.';
+      return ['Restore the authority from a backup, or move ca/ and authority-created aside by hand (no baton command does it for a broken authority) and adopt the published one with ', nextStep('sync'), '.'];
   }
 }

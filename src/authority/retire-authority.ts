@@ -1,4 +1,5 @@
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { withAuthorityLock } from './authority-lock.js';
 import { removeDurably, type StepHook } from '../fs/durable-write.js';
@@ -40,7 +41,7 @@ export async function retireAuthority(
     () =>
       retireLocked(stateDir, deployment, opts?.onStep, opts?.acceptUnproved).catch(
         stoppedPartWay('retire', layoutOf(stateDir).caDir, {
-          next: 'Fix the cause, then run `baton ca retire` again: it finishes a retire left part-way.',
+          next: ['Fix the cause, then run ', nextStep('ca retire'), ' again: it finishes a retire left part-way.'],
           changed: 'The current authority is untouched.',
         }),
       ),
@@ -61,7 +62,7 @@ async function retireLocked(
     throw new BatonError('refused', {
       what: `There is no authority to retire from: this host holds none (${local.state}).`,
       where: l.caDir,
-      next: 'Nothing to do here; `baton status` shows what this host holds.',
+      next: ['Nothing to do here; ', nextStep('status'), ' shows what this host holds.'],
       changed: 'Nothing was written.',
     });
   }
@@ -69,7 +70,7 @@ async function retireLocked(
     throw new BatonError('refused', {
       what: 'A rotation was interrupted part-way; the previous key is still the current one.',
       where: l.caDir,
-      next: 'Finish the rotation with `baton ca rotate` first.',
+      next: ['Finish the rotation with ', nextStep('ca rotate'), ' first.'],
       changed: 'Nothing was written.',
     });
   }
@@ -111,7 +112,7 @@ export function unprovedRefusal(where: string, previous: Fingerprint, current: F
   return new BatonError('refused', {
     what: `The current certificate ${current} names no predecessor (no billet-replaces: claim in its OU; an older billet minted it), so ${previous} in ca-previous.* cannot be proved to be the authority it replaced${moved}.`,
     where,
-    next: `If every node already trusts ${current}, \`baton ca retire --yes\` (or \`baton ca retire\` on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.`,
+    next: [`If every node already trusts ${current}, `, nextStep('ca retire --yes'), ' (or ', nextStep('ca retire'), ' on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.'],
     changed: 'Nothing was written.',
   });
 }

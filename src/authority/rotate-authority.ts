@@ -1,5 +1,6 @@
 import { unlink } from 'node:fs/promises';
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { inspectPair } from '../pki/inspect-pair.js';
 import { withAuthorityLock } from './authority-lock.js';
@@ -39,7 +40,7 @@ export async function rotateAuthority(
     () =>
       rotateLocked(stateDir, deployment, opts?.clock ?? systemClock, opts?.onStep).catch(
         stoppedPartWay('rotation', layoutOf(stateDir).caDir, {
-          next: 'Fix the cause, then run `baton ca rotate` again: it finishes a rotation left part-way. `baton ca show` says where it stands.',
+          next: ['Fix the cause, then run ', nextStep('ca rotate'), ' again: it finishes a rotation left part-way. ', nextStep('ca show'), ' says where it stands.'],
           changed: 'The current authority is still the one in use (or the rotation is part-way, which the reader repairs); no key anyone trusts was deleted.',
         }),
       ),
@@ -56,7 +57,7 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
     throw new BatonError('refused', {
       what: `There is no authority to rotate: this host holds none (${local.state}).`,
       where: l.caDir,
-      next: local.state === 'lost' ? 'Adopt the published authority with `baton sync`, or restore ca/ from a backup.' : 'Create one with `baton ca init`, or adopt the published one with `baton sync`.',
+      next: local.state === 'lost' ? ['Adopt the published authority with ', nextStep('sync'), ', or restore ca/ from a backup.'] : ['Create one with ', nextStep('ca init'), ', or adopt the published one with ', nextStep('sync'), '.'],
       changed: 'Nothing was written.',
     });
   }
@@ -64,7 +65,7 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
     throw new BatonError('refused', {
       what: `A rotation overlap is already in progress: ${local.previous.fingerprint} is still the previous authority.`,
       where: l.previousKey,
-      next: 'Once every node trusts the current authority, run `baton ca retire`, then rotate again.',
+      next: ['Once every node trusts the current authority, run ', nextStep('ca retire'), ', then rotate again.'],
       changed: 'Nothing was written.',
     });
   }
@@ -72,7 +73,7 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
     throw new BatonError('refused', {
       what: 'A retire was interrupted: ca-previous.crt is still there without its key.',
       where: l.previousCert,
-      next: 'Finish it with `baton ca retire`, then rotate.',
+      next: ['Finish it with ', nextStep('ca retire'), ', then rotate.'],
       changed: 'Nothing was written.',
     });
   }
@@ -126,7 +127,7 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
     throw new BatonError('failed', {
       what: `The rotation was written but ca/ reads back as ${after.state === 'whole' ? `current ${after.current.fingerprint}, previous ${after.previous?.fingerprint ?? 'none'}` : after.state}.`,
       where: l.caDir,
-      next: 'Inspect it with `baton ca show` before publishing anything.',
+      next: ['Inspect it with ', nextStep('ca show'), ' before publishing anything.'],
       changed: `Files in ${l.caDir} were changed.`,
     });
   }

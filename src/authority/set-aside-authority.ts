@@ -1,6 +1,7 @@
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { systemClock, type Clock } from './clock.js';
 import { renameDurably, type StepHook } from '../fs/durable-write.js';
 import { layoutOf, MARKER_FILE } from './layout.js';
@@ -32,7 +33,7 @@ export async function setAsideAuthority(stateDir: string, clock: Clock = systemC
     throw new BatonError('refused', {
       what: 'There is no local authority to set aside.',
       where: l.caDir,
-      next: 'Adopt the published authority with `baton sync`.',
+      next: ['Adopt the published authority with ', nextStep('sync'), '.'],
       changed: 'Nothing was written.',
     });
   }

@@ -3,8 +3,8 @@ import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/c
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import { action, type CliContext, type Register } from './context.js';
-import { nextStep, renderStep } from '../next-step.js';
-import { personalise } from '../suggest-command.js';
+import { nextStep, renderSaid, renderStep, saidSteps } from '../next-step.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
@@ -57,7 +57,7 @@ export const registerCa: Register = (program, ctx) => {
         const { deployment, stateDir } = where();
         const { snapshotLocalAuthority } = await import('../authority/index.js');
         const local = await snapshotLocalAuthority(stateDir, deployment);
-        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment), null, 2)}\n` : authorityText(local, deployment, run, (line) => personalise(line, ctx.suggester())));
+        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment, ctx.suggester()), null, 2)}\n` : authorityText(local, deployment, ctx.suggester()));
         return showExitCode(local);
       }),
     );
@@ -205,7 +205,7 @@ function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
   }
 }
 
-export function authorityJson(local: LocalAuthority, deployment: string): Record<string, unknown> {
+export function authorityJson(local: LocalAuthority, deployment: string, s: Suggester = PLAIN_SUGGESTER): Record<string, unknown> {
   const base = { deployment, state: local.state, state_dir: local.stateDir, unexpected: local.unexpected };
   switch (local.state) {
     case 'fresh':
@@ -232,21 +232,23 @@ export function authorityJson(local: LocalAuthority, deployment: string): Record
         previous_fingerprint: null,
         not_after: null,
         problem: local.problem,
-        error: { what: local.error.what, where: local.error.where ?? null, next: local.error.next ?? null },
+        error: {
+          what: local.error.what,
+          where: local.error.where ?? null,
+          next: local.error.said ? renderSaid(s, local.error.said) : (local.error.next ?? null),
+          next_steps: local.error.said ? saidSteps(s, local.error.said) : [],
+        },
       };
   }
 }
 
-/**
- * `run` renders a command this text names (with the global flags given); `own` does the same
- * for a lower layer's message, whose commands are written in the canonical form.
- */
+/** Every command this text names, its own or a lower layer's, is rendered with `s` (the global flags given). */
 export function authorityText(
   local: LocalAuthority,
   deployment: string,
-  run: (words: string) => string = (words) => `\`baton ${words}\``,
-  own: (line: string) => string = (line) => line,
+  s: Suggester = PLAIN_SUGGESTER,
 ): string {
+  const run = (words: string) => `\`${renderStep(s, nextStep(words))}\``;
   const { caDir, marker } = layoutOf(local.stateDir);
   const lines: string[] = [];
   switch (local.state) {
@@ -276,7 +278,7 @@ export function authorityText(
       break;
     case 'blocked':
       lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);
-      lines.push(...local.error.lines().map(own));
+      lines.push(...local.error.lines(s));
       break;
   }
   if (local.unexpected.length > 0) lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);

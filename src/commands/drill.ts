@@ -1,4 +1,5 @@
 import { BatonError, EXIT_OK } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { action, type Register } from './context.js';
 import { cursorAddressable } from './terminal-kind.js';
 
@@ -33,7 +34,7 @@ export const registerDrill: Register = (program, ctx) => {
         if (!Number.isInteger(first) || !isStepNumber(first)) {
           throw new BatonError('usage', {
             what: `--step "${options.step}" is not a step of the drill.`,
-            next: `Pass a number from 1 to ${DRILL_STEPS.length}; \`baton drill --list\` shows them.`,
+            next: [`Pass a number from 1 to ${DRILL_STEPS.length}; `, nextStep('drill --list'), ' shows them.'],
             changed: 'Nothing was started.',
           });
         }

@@ -47,7 +47,7 @@ export async function confirmBound(ctx: CliContext, bindings: readonly Binding[]
     } catch (error) {
       // The refusal also says what is at stake, so the value is read knowing what it does.
       if (!(error instanceof BatonError) || explain.length === 0) throw error;
-      throw new BatonError(error.code, { what: `${error.what} ${explain.join(' ')}`, where, changed: error.changed, next: error.next });
+      throw new BatonError(error.code, { what: `${error.what} ${explain.join(' ')}`, where, changed: error.changed, next: error.said ?? error.next });
     }
     return;
   }

@@ -2,6 +2,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { errorCode } from '../fs/system-error.js';
 
 /**
@@ -124,7 +125,7 @@ export function loadConfig(
     throw new BatonError('usage', {
       what: `--deployment "${flags.deployment}" is not a deployment id: it must be ${DEPLOYMENT_ID_RULE}.`,
       where: 'the --deployment flag',
-      next: 'Pass the id your fleet was created with (`baton ca show` on a controller prints it).',
+      next: ['Pass the id your fleet was created with: ', nextStep('ca show', { host: 'a controller' }), ' prints it.'],
     });
   }
   const sealKeyFile = flags.sealKeyFile ? path.resolve(cwd, flags.sealKeyFile) : relative(file.seal_key_file);

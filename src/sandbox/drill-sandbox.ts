@@ -63,7 +63,7 @@ export async function startSandbox(options: SandboxOptions): Promise<{ sandbox: 
     await teardown.run();
     const changed = options.keep ? `The sandbox is left in ${dir}.` : 'The sandbox was removed.';
     const failure = asBatonError(error, { what: 'The drill sandbox could not be set up', where: dir });
-    throw new BatonError(failure.code, { what: failure.what, where: failure.where ?? dir, next: failure.next, changed, reason: failure.reason, cause: error });
+    throw new BatonError(failure.code, { what: failure.what, where: failure.where ?? dir, next: failure.said ?? failure.next, changed, reason: failure.reason, cause: error });
   }
 }
 

@@ -64,7 +64,7 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
       what: 'This host holds no whole authority to replace the unusable document with.',
       where: layoutOf(ctx.stateDir).caDir,
       changed: NOTHING_WRITTEN,
-      next: verdict.kind === 'blocked' ? verdict.next : 'Run it on a controller that holds the deployment\'s authority.',
+      next: verdict.kind === 'blocked' ? (verdict.said ?? verdict.next) : 'Run it on a controller that holds the deployment\'s authority.',
       reason: 'nothing-to-publish',
     });
   }

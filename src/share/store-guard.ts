@@ -7,6 +7,7 @@
  * unless the operator binds the override to this store (`--store-unenforced VALUE`).
  */
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import type { ProbeName, Store } from '../store/store.js';
 import { readStoreCheck, storeId, writeStoreCheck, type StoreCheckJson } from '../store/store-check-record.js';
 
@@ -37,7 +38,7 @@ export function checkUnenforcedOverride(given: string | undefined, storeUrl: str
     what: `--store-unenforced "${given}" is not this store's value: it must be the 8 characters \`store check\` prints as "override value" for this store.`,
     where,
     changed: 'Nothing was written.',
-    next: 'Run `baton store check` (with the same global flags) and read its "override value" line; pass exactly that after --store-unenforced.',
+    next: ['Run ', nextStep('store check'), ' (with the same global flags) and read its "override value" line; pass exactly that after --store-unenforced.'],
   });
 }
 
@@ -70,9 +71,13 @@ export function storeWriteGuard(options: StoreGuardOptions): () => Promise<void>
       what: `The store does not enforce conditional writes (the ${failed} probe failed), so another controller publishing at the same time could be overwritten without either noticing. ${record.detail}`.trim(),
       where,
       changed: 'Nothing was written.',
-      next:
-        'Use a store (or a path to it) that honours If-None-Match and If-Match, then run `baton store check` again. ' +
-        'To publish to this store anyway, knowing the risk, add --store-unenforced with the "override value" `baton store check` prints for it.',
+      next: [
+        'Use a store (or a path to it) that honours If-None-Match and If-Match, then run ',
+        nextStep('store check'),
+        ' again. To publish to this store anyway, knowing the risk, add --store-unenforced with the "override value" ',
+        nextStep('store check'),
+        ' prints for it.',
+      ],
       reason: 'store-unenforced',
     });
   };

@@ -8,7 +8,7 @@ import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
 import { nextStep, renderSaid, renderStep, renderStepSentence, type NextStep } from '../next-step.js';
-import { personalise, type Suggester } from '../suggest-command.js';
+import type { Suggester } from '../suggest-command.js';
 import { forceBinding, pushOverBinding, UNSEAL_BINDING } from './confirm-binding.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
@@ -125,7 +125,7 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         tone: 'refused',
         label: 'blocked',
         headline: verdict.why,
-        next: verdict.said ? renderSaid(s, verdict.said) : verdict.step ? `${verdict.next} ${renderStepSentence(s, verdict.step)}` : personalise(verdict.next, s),
+        next: verdict.said ? renderSaid(s, verdict.said) : verdict.step ? `${verdict.next} ${renderStepSentence(s, verdict.step)}` : verdict.next,
         ...(verdict.step ? { step: verdict.step } : {}),
       };
   }

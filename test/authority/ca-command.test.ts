@@ -116,6 +116,10 @@ describe('baton ca', () => {
     const json = await baton(stateDir, 'ca', 'show', '--json');
     expect(json.code).toBe(3);
     expect(JSON.parse(json.stdout)).toMatchObject({ state: 'blocked', problem: 'half-initialised', error: { where: path.join(stateDir, 'ca') } });
+    // The reader's way out is a step object, rendered with the flags given; the text shows the same command.
+    const command = `baton --deployment ${DEP} --state-dir ${stateDir} sync`;
+    expect(JSON.parse(json.stdout).error.next_steps).toEqual([{ command, args: ['sync'], placeholders: [], host: null }]);
+    expect((await baton(stateDir, 'ca', 'show')).stdout).toContain(`\`${command}\``);
   });
 
   it('show exits 1 like status when the authority could not be read (ca/ is not a directory), and changes nothing', async () => {

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { nextStep } from '../../src/next-step.js';
 import {
   installAuthority,
   mintAuthority,
@@ -92,6 +93,10 @@ describe('states that block every action, and nothing on disk changes', () => {
     expect(b.error.where).toBe(path.join(stateDir, 'ca'));
     expect(b.error.next).toContain('never repairs half an authority by minting');
     await expectEveryWriterRefuses(stateDir, ['half-initialised', 'ca/ca.crt is missing', path.join(stateDir, 'ca')]);
+    // The way out names `sync` as data, and a writer's refusal carries it on unchanged.
+    expect(b.error.said).toContainEqual(nextStep('sync'));
+    const writer = await batonErrorOf(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP)));
+    expect(writer.said).toEqual(b.error.said);
   });
 
   it('a certificate without its key is half-initialised', async () => {

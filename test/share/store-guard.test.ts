@@ -1,5 +1,7 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { suggester } from '../../src/suggest-command.js';
+import { nextStep } from '../../src/next-step.js';
 import { storeWriteGuard, unenforcedOverrideValue } from '../../src/share/store-guard.js';
 import { readStoreCheck, writeStoreCheck } from '../../src/store/store-check-record.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
@@ -48,6 +50,9 @@ describe('the store guard before a write', () => {
     const wrong = await batonErrorOf(storeWriteGuard({ stateDir: path.join(dir, 'a'), storeUrl: URL, store, override: unenforcedOverrideValue(`${URL}/other`) })());
     expect(wrong).toMatchObject({ code: 'usage', changed: 'Nothing was written.' });
     expect(wrong.next).toContain('baton store check');
+    // The command is data, rendered with the operator's global flags at the edge.
+    expect(wrong.said).toContainEqual(nextStep('store check'));
+    expect(wrong.lines(suggester({ store: URL }, false)).join('\n')).toContain(`\`baton --store '${URL}' store check\``);
     expect(wrong.what).not.toContain(unenforcedOverrideValue(URL));
   });
 });

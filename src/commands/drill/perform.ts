@@ -21,6 +21,8 @@ import { statusText } from '../../app/status-text.js';
 import { describeVerdict } from '../../app/status-verdict.js';
 import { rotateAuthority } from '../../authority/index.js';
 import { BatonError } from '../../errors.js';
+import { nextStep, renderStep } from '../../next-step.js';
+import { PLAIN_SUGGESTER } from '../../suggest-command.js';
 import type { Action } from '../../share/types.js';
 import { UNPLUGGED_MARKER } from '../../app/drill/unplugged.js';
 import { MARKS } from '../../app/marks.js';
@@ -69,7 +71,7 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
       if (ask && (await ask('Press Enter to do it, q leaves the drill: ')) === undefined) return;
       return performAction(sandbox, where.action, say);
     case 'status':
-      if (ask && (await ask(`Press Enter to run \`baton status\` on ${where.controller}, q leaves the drill: `)) === undefined) return;
+      if (ask && (await ask(`Press Enter to run \`${renderStep(PLAIN_SUGGESTER, nextStep('status', { host: where.controller }))}\` on ${where.controller}, q leaves the drill: `)) === undefined) return;
       return statusScripted(sandbox, where.controller, say);
     case 'failover':
       if (ask) {
