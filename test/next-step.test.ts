@@ -87,7 +87,9 @@ describe('rendered once, at the edge', () => {
     const local = { state: 'whole', stateDir: '/s', unexpected: [], markerMissing: false, current: { fingerprint: LOCAL, notAfter: new Date(0), notBefore: new Date(0), replaces: undefined }, previous: undefined } as unknown as LocalAuthority;
     const published: PublishedAuthority = { state: 'unreadable', location: 's3://b/p/authority.json', problem: 'unusable', etag: '"0123456789abcdef"', error: new BatonError('refused', { what: 'it is not JSON.' }) };
     const view = render(createElement(StatusScreen, { state: { step: 'showing', report: report(local, published), refreshing: false }, columns: 120, rows: 60, baton: 'baton --store s3://b/p', watchSeconds: 5 }));
-    const frame = (view.lastFrame() ?? '').replace(/\s+/g, ' ');
+    // A command wider than the line breaks between arguments with a shell continuation (` \`),
+    // so the lines paste as one command: join them back before reading it.
+    const frame = (view.lastFrame() ?? '').replace(/ \\\n\s*/g, ' ').replace(/\s+/g, ' ');
     view.unmount();
     expect(frame).toContain('baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>');
     expect(frame).toContain('etag 0123456789abcdef');
