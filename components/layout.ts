@@ -103,8 +103,9 @@ export function commandSpans(text: string, prefix = 'baton'): { start: number; e
   for (let m = pattern.exec(text); m; m = pattern.exec(text)) {
     const start = m.index + m[1]!.length;
     const rest = text.slice(start);
-    // It also ends where the words stop being arguments: a mark (! ✓ ✗) starts the next thing said.
-    const stop = /`|\)|\s\(|\s+again\b|\s[!✓✗…·▸]\s|[.;,]?\s*$/.exec(rest);
+    // It also ends where the words stop being arguments: a mark (! ✓ ✗) starts the next thing said,
+    // and "; " starts the note on a placeholder ("--confirm <ETAG 8>; <ETAG 8>: the first 8…").
+    const stop = /`|\)|\s\(|;\s|\s+again\b|\s[!✓✗…·▸]\s|[.;,]?\s*$/.exec(rest);
     const end = start + (stop ? stop.index : rest.length);
     // A backticked command keeps its backticks: they are part of what is quoted.
     const quoted = m[1] === '`' && text[end] === '`';

@@ -195,6 +195,13 @@ describe('text laid out for a narrow terminal', () => {
     expect(commandLines('baton sync', 50)).toEqual(['baton sync']);
   });
 
+  it('ends a command where a placeholder\'s note begins ("; <ETAG 8>: …"), so the note is never continued with a backslash', () => {
+    const text = 'Run baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>; <ETAG 8>: the first 8 characters of the etag in the PUBLISHED panel';
+    expect(commandSpans(text).map((span) => text.slice(span.start, span.end))).toEqual(['baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>']);
+    const lines = layoutWithCommands(text, 50);
+    expect(lines.filter((line) => line.endsWith(' \\')).every((line) => !line.includes('characters'))).toBe(true);
+  });
+
   it('finds the commands in a sentence and keeps the prose around them', () => {
     const text = 'make worker1 reachable, then run baton mesh status --inventory /tmp/inventory.yaml again';
     expect(commandSpans(text).map((span) => text.slice(span.start, span.end))).toEqual(['baton mesh status --inventory /tmp/inventory.yaml']);
