@@ -49,6 +49,9 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     stage: (files) => withinBounds(bounds, (s) => transport.stage(files, s)),
     commit: (paths) => withinBounds(bounds, (s) => transport.commit(paths, s)),
     unstage: (paths) => withinBounds(bounds, (s) => transport.unstage(paths, s)),
+    keepPrevious: (paths) => withinBounds(bounds, (s) => transport.keepPrevious(paths, s)),
+    restorePrevious: (paths) => withinBounds(bounds, (s) => transport.restorePrevious(paths, s)),
+    discardPrevious: (paths) => withinBounds(bounds, (s) => transport.discardPrevious(paths, s)),
     digests: (paths) => withinBounds(bounds, (s) => transport.digests(paths, s)),
     readTexts: (paths) => withinBounds(bounds, (s) => transport.readTexts(paths, s)),
   };

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { secretDigest } from '../mesh/digest.js';
-import { STAGED_SUFFIX } from '../mesh/transport.js';
+import { previousPath, STAGED_SUFFIX } from '../mesh/transport.js';
 import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
 
 export function localTransport(machine: string, root: string): Transport {
@@ -68,11 +68,43 @@ export function localTransport(machine: string, root: string): Transport {
         for (const name of names) if (name.startsWith(`${base}.tmp.`)) await fs.rm(path.join(dir, name), { force: true });
       }
     }),
+    keepPrevious: (paths, signal) => wrap('keeping the previous file', signal, async () => {
+      const kept = [];
+      for (const p of paths) {
+        const prev = at(previousPath(p));
+        const live = await digestOf(at(p));
+        if (live === undefined) {
+          await fs.rm(prev, { force: true });
+          kept.push(undefined);
+          continue;
+        }
+        // A link under a temp name, then a rename: `.prev` is always whole, never a copy.
+        const temp = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+        await fs.link(at(p), temp);
+        await renameDurably(temp, prev);
+        kept.push(live);
+      }
+      return kept;
+    }),
+    restorePrevious: (paths, signal) => wrap('restoring the previous file', signal, async () => {
+      const restored = [];
+      for (const p of paths) {
+        const prev = at(previousPath(p));
+        const exists = await fs.lstat(prev).then(() => true, () => false);
+        if (exists) await renameDurably(prev, at(p));
+        restored.push(exists);
+      }
+      return restored;
+    }),
+    discardPrevious: (paths, signal) => wrap('removing the previous file', signal, async () => {
+      for (const p of paths) await fs.rm(at(previousPath(p)), { force: true });
+    }),
     digests: (paths, signal) => wrap('reading digests', signal, async () => {
       const out: FileDigests[] = [];
       for (const p of paths) {
         const modified = await fs.stat(at(p)).then((st) => st.mtimeMs, () => undefined);
-        out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)), ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }) });
+        const prev = await digestOf(at(previousPath(p)));
+        out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)), ...(prev ? { prev } : {}), ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }) });
       }
       return out;
     }),
