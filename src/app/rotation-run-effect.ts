@@ -48,7 +48,7 @@ export interface RotationDeps {
    * back. Its reason (an Error) names why, for the summary.
    */
   readonly stop?: AbortController;
-  /** The mesh's identity, written into every record (meshIdentity). */
+  /** The mesh's identity, written into every record (meshIdentity); a record without one is read by no mesh's status. */
   readonly mesh?: string;
 }
 

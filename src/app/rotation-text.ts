@@ -8,6 +8,7 @@ import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-
 import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
 import { MARKS } from './marks.js';
+import type { PairRollback } from '../mesh/rollback.js';
 
 /** Every file a holder receives, e.g. `provides/pg-main/web1_app, consumes/pg-audit/web1_app`. */
 export function receivesText(holder: Holder): string {
@@ -195,7 +196,17 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
  * guessed: "the old password works" only when the receipt says so), and as the last line
  * either that nothing is left to do or the commands that finish or take back what is left.
  */
-export function rolledBackLines(state: Extract<Terminal, { step: 'rolled-back' }>, s: Suggester = PLAIN_SUGGESTER): string[] {
+export interface RolledBack {
+  readonly id: string;
+  readonly plan: { readonly pairs: RotationPlan['pairs']; readonly selectorText: string };
+  readonly applied: readonly string[];
+  readonly windows: Readonly<Record<string, number>>;
+  readonly failures: readonly { readonly machine: string; readonly reason: string }[];
+  readonly stopped: string | undefined;
+  readonly results: readonly PairRollback[];
+}
+
+export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTER): string[] {
   const byKey = new Map(state.plan.pairs.map((p) => [p.key, p] as const));
   const n = state.plan.pairs.length;
   const finished = state.applied.length + state.results.filter((r) => r.result === 'finished').length;

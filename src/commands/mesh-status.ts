@@ -5,11 +5,12 @@
  */
 import { BatonError, EXIT_CODES } from '../errors.js';
 import { hasTerminal, mountView } from './mount-view.js';
-import { inventoryFrom, resolveOptions } from './rotation-cli.js';
+import { inventoryFrom, meshJournal, resolveOptions } from './rotation-cli.js';
+import { keepGoingWhenOutputCloses } from './closed-output.js';
 import { meshStatusJson, meshStatusLines } from '../app/mesh-status-text.js';
 import { parseAge } from '../mesh/credential-age.js';
 import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
-import { journalDirFor, JOURNAL_FILE } from '../mesh/journal.js';
+import { JOURNAL_FILE } from '../mesh/journal.js';
 import { meshStatusExitCode } from '../mesh/mesh-status.js';
 import { readMeshStatus } from '../mesh/read-mesh-status.js';
 import { planRotation } from '../mesh/rotation-plan.js';
@@ -27,7 +28,10 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
   const config = ctx.config();
-  const history = await historyAt(journalDirFor(config));
+  keepGoingWhenOutputCloses(ctx.stdout);
+  const journal = meshJournal(ctx, inventory);
+  const history = await historyAt(journal.dir, journal.mesh);
+  const journalFile = path.join(journal.dir, JOURNAL_FILE);
   const suggester = ctx.suggester(flags.inventory);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
   try {
@@ -45,17 +49,20 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
     const nowMs = Date.now();
     const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });
     const code = meshStatusExitCode(statuses);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), null, 2)}\n`);
-    else for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, null, 2)}\n`);
+    else {
+      for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
+      ctx.stdout.write(`Journal: ${journalFile} (mesh ${journal.mesh}; only its records are read).\n`);
+    }
     return code;
   } finally {
     await transports.close();
   }
 }
 
-async function historyAt(dir: string): Promise<JournalHistory> {
+async function historyAt(dir: string, mesh: string): Promise<JournalHistory> {
   try {
-    return await readJournalHistory(dir);
+    return await readJournalHistory(dir, mesh);
   } catch (error) {
     throw new BatonError('failed', {
       what: `The rotation journal could not be read (${errorCode(error)}).`,

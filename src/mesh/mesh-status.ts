@@ -35,8 +35,10 @@ export interface PairStatus {
   /** Older than `--max-age` (or never rotated while a limit is set). */
   readonly tooOld: boolean;
   readonly lastRotation: { readonly id: string; readonly outcome: string } | undefined;
-  /** The `mesh resume` id that finishes a staged leftover, when the journal knows it. */
+  /** The `mesh resume` / `mesh rollback` id of a staged leftover, when the journal knows it. */
   readonly resumeId: string | undefined;
+  /** Neither end holds a credential: the pair was never seeded. */
+  readonly neverDelivered: boolean;
   /** Machines that could not be read, with why. */
   readonly unreadable: readonly { readonly machine: string; readonly reason: string }[];
 }
@@ -55,12 +57,23 @@ export function classifyPair(pair: PlannedPair, reading: PairReading): { state: 
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
   if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
+  // Baton stopped between this pair's provider commit and its consumer commit: the provider is
+  // live with the new password (its previous file kept), the consumer's new end staged.
+  if (provider.prev && consumer.next && consumer.next === provider.live) {
+    return {
+      state: 'staged',
+      detail: applied
+        ? `a rotation stopped between the provider commit and the consumer commit: ${pair.provider} applied the new password, so ${pair.consumer}'s live password is refused`
+        : `a rotation stopped between the provider commit and the consumer commit: if ${pair.provider} applies the new password, ${pair.consumer}'s live password is refused`,
+    };
+  }
   if (consumer.next) {
     if (consumer.next === provider.live && !applied) {
       return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt` };
     }
     return { state: 'staged', detail: `${pair.consumerMachine} has ${pair.consumerPath}.next left from a rotation that did not finish` };
   }
+  if (!provider.live && !consumer.live) return { state: 'drifted', detail: `no credential was ever delivered: both ends are missing` };
   if (!provider.live) return { state: 'drifted', detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing` };
   if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
   if (provider.live !== consumer.live) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
@@ -84,7 +97,8 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
       : undefined;
   const ageMs = lastRotated ? Math.max(0, nowMs - lastRotated.atMs) : undefined;
   const staged = [reading.provider, reading.consumer].flatMap((end) => (end.read && end.next ? [end.next] : []));
-  const resumeId = state === 'staged' || state === 'pending' ? staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined) : undefined;
+  const resumeId =
+    state === 'staged' || state === 'pending' ? (history.unfinished(pair.key) ?? staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined)) : undefined;
   const unreadable = [
     ...(reading.provider.read ? [] : [{ machine: pair.providerMachine, reason: reading.provider.reason }]),
     ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine ? [] : [{ machine: pair.consumerMachine, reason: reading.consumer.reason }]),
@@ -98,6 +112,7 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     tooOld: maxAgeMs !== undefined && (ageMs === undefined || ageMs > maxAgeMs),
     lastRotation: remembered.lastRotation ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome } : undefined,
     resumeId,
+    neverDelivered: reading.provider.read && reading.consumer.read && !reading.provider.live && !reading.consumer.live && !reading.provider.next && !reading.consumer.next,
     unreadable,
   };
 }

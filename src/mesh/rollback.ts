@@ -14,6 +14,7 @@ import { parseReceipt } from './digest.js';
 import { groupBy } from './delivery.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair } from './rotation-plan.js';
+import type { JournalRecord } from './journal.js';
 import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
 /** What the provider's receipt said after the roll-back. */
@@ -154,4 +155,11 @@ async function waitForReceipts(
     if (pairs.every((p) => seen.get(p.key) === 'old') || now() >= deadline) return seen;
     await sleep(Math.min(options.pollMs, Math.max(0, deadline - now())));
   }
+}
+
+/** The provider files a rotation kept at its commit, by pair, as its journal recorded them. */
+export function previousInJournal(records: readonly JournalRecord[]): Record<string, SecretDigest> {
+  const out: Record<string, SecretDigest> = {};
+  for (const record of records) for (const p of record.pairs) if (p.previous) out[p.key] = p.previous;
+  return out;
 }

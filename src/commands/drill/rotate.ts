@@ -16,6 +16,7 @@ import { transportsFor } from '../../transport/make-transport.js';
 import { BatonError } from '../../errors.js';
 import { DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import { unpluggable } from '../../app/drill/unplugged.js';
+import { meshIdentity } from '../../mesh/mesh-identity.js';
 
 /** The drill's one bound on a holder's answer, per step. */
 export const DRILL_TIMEOUT_MS = 5_000;
@@ -35,6 +36,7 @@ export function drillRotationDeps(sandbox: DrillSandbox): RotationDeps {
     concurrency: 4,
     waitMs: 20_000,
     pollMs: RECEIPT_POLL_MS,
+    mesh: meshIdentity(loadInventory(sandbox.inventoryPath)),
   };
 }
 
