@@ -14,7 +14,7 @@ export type PairState = (typeof PAIR_STATES)[number];
 
 /** What one end of a pair holds, as its holder reported it. */
 export type EndReading =
-  | { readonly read: true; readonly live: SecretDigest | undefined; readonly next: SecretDigest | undefined; readonly liveModifiedMs: number | undefined }
+  | { readonly read: true; readonly live: SecretDigest | undefined; readonly next: SecretDigest | undefined; readonly prev?: SecretDigest | undefined; readonly liveModifiedMs: number | undefined }
   | { readonly read: false; readonly reason: string };
 
 export interface PairReading {

@@ -32,7 +32,7 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
       const digests = await transport.digests(paths);
       holder.receives.forEach((d, i) => {
         const got = digests[i];
-        ends.set(endKey(holder.machine, d.path), { read: true, live: got?.live, next: got?.next, liveModifiedMs: got?.liveModifiedMs });
+        ends.set(endKey(holder.machine, d.path), { read: true, live: got?.live, next: got?.next, ...(got?.prev ? { prev: got.prev } : {}), liveModifiedMs: got?.liveModifiedMs });
       });
       const provided = holder.receives.filter((d) => d.end === 'provides').map((d) => byKey.get(d.pair)!);
       if (provided.length > 0) {
