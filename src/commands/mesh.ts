@@ -7,12 +7,15 @@ import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
  * is imported when the command runs, so other commands do not pay for it.
  */
 
+/** A repeated selector flag keeps every value (the union), never only the last. */
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
 function withSelector(command: Command): Command {
   return command
-    .addOption(new Option('--consumer <name>', 'every pair of this consumer'))
-    .addOption(new Option('--provider <name>', 'every pair of this provider'))
-    .addOption(new Option('--machine <name>', 'every pair with an end on this machine'))
-    .addOption(new Option('--pair <provider:consumer>', 'exactly one pair'))
+    .addOption(new Option('--consumer <name>', 'every pair of this consumer (repeat for several)').argParser(collect))
+    .addOption(new Option('--provider <name>', 'every pair of this provider (repeat for several)').argParser(collect))
+    .addOption(new Option('--machine <name>', 'every pair with an end on this machine (repeat for several)').argParser(collect))
+    .addOption(new Option('--pair <provider:consumer>', 'one pair (repeat for several)').argParser(collect))
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
     .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step (the one bound on every ssh)').default('15'));
