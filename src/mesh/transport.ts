@@ -15,7 +15,8 @@ export const STAGED_SUFFIX = '.next';
  * Where a provider end's previous file waits while its rotation is unfinished: a dotfile beside
  * the live one (`.<role>.prev`), which the provisioner never reads as a role. Kept at the
  * commit by a hard link (no secret passes through baton), renamed back by a roll-back, and
- * removed once the pair's consumer end is live.
+ * removed once the pair's consumer end is live. Where there was no live file it is EMPTY (no
+ * secret is empty), and a roll-back then removes the live file: back to nothing delivered.
  */
 export function previousPath(live: string): string {
   const slash = live.lastIndexOf('/');
@@ -61,7 +62,7 @@ export interface Transport {
    * and returns the digest of what was kept, undefined where there was no live file.
    */
   keepPrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly (SecretDigest | undefined)[]>;
-  /** A roll-back: renames each `previousPath` back over the live file; false where none was kept. */
+  /** A roll-back: renames each `previousPath` back over the live file (an empty one removes it); false where none was kept. */
   restorePrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly boolean[]>;
   /** Removes each `previousPath` (the pair finished); absent is fine. */
   discardPrevious(paths: readonly string[], signal: AbortSignal): Promise<void>;

@@ -74,7 +74,9 @@ export function localTransport(machine: string, root: string): Transport {
         const prev = at(previousPath(p));
         const live = await digestOf(at(p));
         if (live === undefined) {
-          await fs.rm(prev, { force: true });
+          const empty = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+          await writeExclusive(empty, Buffer.alloc(0), 0o600);
+          await renameDurably(empty, prev);
           kept.push(undefined);
           continue;
         }
@@ -90,9 +92,12 @@ export function localTransport(machine: string, root: string): Transport {
       const restored = [];
       for (const p of paths) {
         const prev = at(previousPath(p));
-        const exists = await fs.lstat(prev).then(() => true, () => false);
-        if (exists) await renameDurably(prev, at(p));
-        restored.push(exists);
+        const size = await fs.lstat(prev).then((st) => st.size, () => undefined);
+        if (size === 0) {
+          await fs.rm(at(p), { force: true });
+          await fs.rm(prev, { force: true });
+        } else if (size !== undefined) await renameDurably(prev, at(p));
+        restored.push(size !== undefined);
       }
       return restored;
     }),

@@ -38,7 +38,8 @@ done
 exit 0`;
 
 // The previous provider file is the dotfile `.<role>.prev` beside the live one (previousPath).
-export const KEEP_PREVIOUS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
+export const KEEP_PREVIOUS = `umask 077
+command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
 for f in "$@"; do
   p="\${f%/*}/.\${f##*/}.prev"
   if [ -f "$f" ]; then
@@ -46,7 +47,7 @@ for f in "$@"; do
     mv -f "$p.tmp.$$" "$p" || { rm -f "$p.tmp.$$"; exit 3; }
     printf '@baton %s\\n' "$(sha256sum < "$f" | cut -c1-64)"
   else
-    rm -f "$p" || exit 3
+    : > "$p.tmp.$$" && mv -f "$p.tmp.$$" "$p" || exit 3
     echo '@baton -'
   fi
   sync "\${f%/*}" 2>/dev/null
@@ -54,7 +55,11 @@ done`;
 
 export const RESTORE_PREVIOUS = `for f in "$@"; do
   p="\${f%/*}/.\${f##*/}.prev"
-  if [ -f "$p" ]; then mv -f "$p" "$f" || exit 3; sync "\${f%/*}" 2>/dev/null; echo '@baton restored'; else echo '@baton none'; fi
+  if [ -s "$p" ]; then mv -f "$p" "$f" || exit 3
+  elif [ -f "$p" ]; then rm -f "$f" "$p" || exit 3
+  else echo '@baton none'; continue; fi
+  sync "\${f%/*}" 2>/dev/null
+  echo '@baton restored'
 done`;
 
 export const DISCARD_PREVIOUS = `for f in "$@"; do

@@ -94,8 +94,8 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
         gate('keepPrevious', paths);
         return paths.map((p) => {
           const live = m.files.get(p);
-          if (live === undefined) m.files.delete(previousPath(p));
-          else m.files.set(previousPath(p), live);
+          // An empty previous file stands for "none was live", as on a real holder.
+          m.files.set(previousPath(p), live ?? '');
           return live === undefined ? undefined : secretDigest(live);
         });
       },
@@ -104,7 +104,8 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
         return paths.map((p) => {
           const prev = m.files.get(previousPath(p));
           if (prev === undefined) return false;
-          m.files.set(p, prev);
+          if (prev === '') m.files.delete(p);
+          else m.files.set(p, prev);
           m.files.delete(previousPath(p));
           return true;
         });
