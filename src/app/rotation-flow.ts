@@ -487,7 +487,8 @@ export function rotationFlow(start: Step, runner: EffectRunner<RotationState, Ro
   return createFlow(rotation, start, runner, {
     sequential: true,
     isFinished: isTerminal,
-    // A roll-back runs after the operator left: it is what makes leaving safe past the commit.
-    runsAfterStop: (effect) => effect.type === 'journal' || effect.type === 'unstage' || effect.type === 'roll-back' || effect.type === 'discard-previous',
+    // Past the commit, leaving must still end in finished or rolled-back pairs: the wait (ended
+    // at once by the stop signal) and the roll-back run after the operator left.
+    runsAfterStop: (effect) => ['journal', 'unstage', 'wait-applied', 'roll-back', 'discard-previous'].includes(effect.type),
   });
 }
