@@ -5,11 +5,10 @@
  */
 import { BatonError, EXIT_CODES } from '../errors.js';
 import { hasTerminal, mountView } from './mount-view.js';
-import { inventoryFrom, meshJournal, resolveOptions } from './rotation-cli.js';
+import { inventoryFrom, meshHistory, meshJournal, resolveOptions } from './rotation-cli.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
 import { meshStatusJson, meshStatusLines } from '../app/mesh-status-text.js';
 import { parseAge } from '../mesh/credential-age.js';
-import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
 import { JOURNAL_FILE } from '../mesh/journal.js';
 import { meshStatusExitCode } from '../mesh/mesh-status.js';
 import { readMeshStatus } from '../mesh/read-mesh-status.js';
@@ -19,7 +18,6 @@ import { openCommandTransports } from './command-transports.js';
 import type { CliContext } from './context.js';
 import type { MeshFlags } from './mesh-flags.js';
 import path from 'node:path';
-import { errorCode } from '../fs/system-error.js';
 
 export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
   const selector = parseSelector(flags, true);
@@ -30,7 +28,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const config = ctx.config();
   keepGoingWhenOutputCloses(ctx.stdout);
   const journal = meshJournal(ctx, inventory);
-  const history = await historyAt(journal.dir, journal.mesh);
+  const history = await meshHistory(journal);
   const journalFile = path.join(journal.dir, JOURNAL_FILE);
   const suggester = ctx.suggester(flags.inventory);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
@@ -57,19 +55,5 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
     return code;
   } finally {
     await transports.close();
-  }
-}
-
-async function historyAt(dir: string, mesh: string): Promise<JournalHistory> {
-  try {
-    return await readJournalHistory(dir, mesh);
-  } catch (error) {
-    throw new BatonError('failed', {
-      what: `The rotation journal could not be read (${errorCode(error)}).`,
-      where: path.join(dir, JOURNAL_FILE),
-      next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
-      changed: 'Nothing was read from any holder.',
-      cause: error,
-    });
   }
 }

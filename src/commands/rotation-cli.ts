@@ -17,7 +17,8 @@ import { previousInJournal, rollBackPairs } from '../mesh/rollback.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
 import { describeSelector, parseSelector } from '../mesh/selector.js';
 import { parseAge } from '../mesh/credential-age.js';
-import { readJournalHistory } from '../mesh/journal-history.js';
+import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
+import { errorCode } from '../fs/system-error.js';
 import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { openCommandTransports } from './command-transports.js';
@@ -30,6 +31,21 @@ import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { findLeftovers, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+
+/** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
+export async function meshHistory(journal: { readonly dir: string; readonly mesh: string }): Promise<JournalHistory> {
+  try {
+    return await readJournalHistory(journal.dir, journal.mesh);
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The rotation journal could not be read (${errorCode(error)}).`,
+      where: path.join(journal.dir, JOURNAL_FILE),
+      next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
+      changed: 'Nothing was generated and nothing was sent.',
+      cause: error,
+    });
+  }
+}
 
 /** The journal directory and this mesh's identity in it. */
 export function meshJournal(ctx: CliContext, inventory: Inventory): { readonly dir: string; readonly mesh: string } {
@@ -86,7 +102,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
   const journal = meshJournal(ctx, inventory);
-  const history = await readJournalHistory(journal.dir, journal.mesh);
+  const history = await meshHistory(journal);
   const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
   let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
   let leftovers: Awaited<ReturnType<typeof findLeftovers>>;
@@ -170,7 +186,7 @@ async function rotateLocked(
   const config = ctx.config();
   // The rotation handles its own signals (stopOnSignals): the transports must outlive the first one to roll back.
   const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs, noSignalHandlers: true });
-  const history = await readJournalHistory(journal.dir, journal.mesh);
+  const history = await meshHistory(journal);
   let plan = planRotation(inventory, selector);
   if (flags.olderThan !== undefined && olderThanMs !== undefined) {
     // Ages are read over the same connections the rotation then uses (one per machine).
@@ -321,7 +337,7 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
   const plan = planRotation(inventory, selector);
   const pair = plan.pairs[0]!;
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
-  const history = await readJournalHistory(journal.dir, journal.mesh);
+  const history = await meshHistory(journal);
   const leftovers = await findLeftovers(plan, transports.transportFor, history, 2).catch(async (error: unknown) => {
     await transports.close();
     throw error;
