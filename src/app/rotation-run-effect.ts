@@ -48,6 +48,8 @@ export interface RotationDeps {
    * back. Its reason (an Error) names why, for the summary.
    */
   readonly stop?: AbortController;
+  /** How long a roll-back waits for the old receipt (default: --wait, at most ROLLBACK_RECEIPT_WAIT_MS). */
+  readonly rollbackWaitMs?: number;
   /** The mesh's identity, written into every record (meshIdentity); a record without one is read by no mesh's status. */
   readonly mesh?: string;
 }
@@ -123,7 +125,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             state.previous,
             deps.transportFor,
             // Bounded like the wait itself, and never longer than 10 s: the old receipt is reported, not awaited for ever.
-            { concurrency: deps.concurrency, waitMs: Math.min(deps.waitMs, ROLLBACK_RECEIPT_WAIT_MS), pollMs: deps.pollMs },
+            { concurrency: deps.concurrency, waitMs: deps.rollbackWaitMs ?? Math.min(deps.waitMs, ROLLBACK_RECEIPT_WAIT_MS), pollMs: deps.pollMs },
           );
           return { type: 'rolled-back', results };
         }

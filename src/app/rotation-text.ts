@@ -212,10 +212,11 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   const finished = state.applied.length + state.results.filter((r) => r.result === 'finished').length;
   const rolled = state.results.filter((r) => r.result === 'rolled-back').length;
   const why = state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
-  const lines = [`Rotation ${state.id} rolled back (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back.`];
+  const left = n - finished - rolled;
+  const lines = [`Rotation ${state.id} ${rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`];
   for (const f of state.failures) lines.push(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   const applied = setOf(state.applied);
-  let left = false;
+  let leftover = false;
   for (const pair of state.plan.pairs) {
     if (applied.has(pair.key)) {
       const ms = state.windows[pair.key];
@@ -226,32 +227,32 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
     const pair = byKey.get(r.pair)!;
     switch (r.result) {
       case 'finished':
-        lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.consumer}'s file already held the new password.`);
+        lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider}'s receipt showed the new password, and ${pair.consumer}'s file holds it.`);
         break;
       case 'rolled-back': {
         const receipt =
           r.receipt === 'old'
-            ? `${pair.provider}'s receipt shows the old password: it works.`
+            ? `${pair.provider}'s provisioner set the old password again (its receipt): it works.`
             : r.receipt === 'new'
               ? `${pair.provider}'s receipt still shows the NEW password: it was applied before the roll-back, so new connections of ${pair.consumer} fail until the provisioner's next cycle puts the old one back.`
-              : `no receipt shows the old password yet: if the provisioner had applied the new one, new connections of ${pair.consumer} fail until its next cycle puts the old one back.`;
+              : `no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of ${pair.consumer} fail until then.`;
         lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds its previous password again and ${pair.consumer}'s staged file was removed; ${receipt}`);
         if (r.leftover) {
-          left = true;
+          leftover = true;
           lines.push(`      ${r.leftover} (it is never read, but it blocks the next rotation).`);
         }
         break;
       }
       case 'provider-unknown':
-        left = true;
+        leftover = true;
         lines.push(
           `  ${MARKS.refused.glyph} ${pair.key}: ${pair.providerMachine} could not be rolled back (${r.reason}): whether ${pair.provider} took the new password is unknown; if it did, new connections of ${pair.consumer} (file still old, new one staged) fail until this is finished or rolled back.`,
         );
         break;
       case 'consumer-unknown':
-        left = true;
+        leftover = true;
         lines.push(
-          `  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be read (${r.reason}); its provider end stays live, so if ${pair.provider} applied the new password, ${pair.consumer}'s live password is now refused until this is finished or rolled back.`,
+          `  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be reached (${r.reason}); its provider end stays live with the new password, so if ${pair.provider} applied it, ${pair.consumer}'s live password is now refused until this is finished or rolled back.`,
         );
         break;
       default: {
@@ -261,7 +262,7 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
     }
   }
   lines.push(
-    left
+    leftover
       ? `Next: once the machines are reachable, finish with ${suggest(s, `mesh resume ${state.id}`)} or take it back with ${suggest(s, `mesh rollback ${state.id}`)}`
       : `Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with ${suggest(s, `mesh rotate ${state.plan.selectorText}`)}`,
   );

@@ -7,7 +7,10 @@
  *
  * The order protects the consumer: its end is read first (a consumer already holding the new
  * password is finished, and rolling its provider back would strand it); a consumer that cannot
- * be read is left alone, and so is its provider, because either way could be wrong.
+ * be read is left alone, and so is its provider, because either way could be wrong. A pair
+ * whose receipt shows the new password is FINISHED instead (its consumer end renamed now): the
+ * database has it, and taking the provider back would leave the consumer refused until the
+ * provisioner's next cycle — or, for the provisioner's own superuser, locked out.
  */
 import type { SecretDigest } from './digest.js';
 import { parseReceipt } from './digest.js';
@@ -17,7 +20,11 @@ import type { PlannedPair } from './rotation-plan.js';
 import type { JournalRecord } from './journal.js';
 import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
-/** What the provider's receipt said after the roll-back. */
+/**
+ * What the provider's receipt said after the roll-back (which removes the receipt, so whatever
+ * appears was written after it): 'old' — the provisioner set the previous password again;
+ * 'new' — it confirmed the new one just before; 'unknown' — no receipt yet.
+ */
 export type ReceiptAfter = 'old' | 'new' | 'unknown';
 
 export type PairRollback =
@@ -63,6 +70,16 @@ export async function rollBackPairs(
     else if (end.live === digests[pair.key]) results.set(pair.key, { pair: pair.key, result: 'finished' });
     else open.push(pair);
   }
+  const receipted = await receiptedNew(open, digests, transportFor, options.concurrency);
+  await mapBounded([...groupBy(open.filter((p) => receipted.has(p.key)), (p) => p.consumerMachine)], options.concurrency, async ([machine, machinePairs]) => {
+    try {
+      await transportFor(machine).commit(machinePairs.map((p) => p.consumerPath));
+      for (const p of machinePairs) results.set(p.key, { pair: p.key, result: 'finished' });
+    } catch (error) {
+      for (const p of machinePairs) results.set(p.key, { pair: p.key, result: 'consumer-unknown', reason: reasonOf(error) });
+    }
+  });
+  open.splice(0, open.length, ...open.filter((p) => !results.has(p.key)));
   // The provider end: restore the kept file where the new one is live, else drop its staged end.
   const providerEnds = await readEnds(open, (p) => p.providerMachine, (p) => p.providerPath, transportFor, options.concurrency);
   const restored: PlannedPair[] = [];
@@ -107,6 +124,22 @@ export async function rollBackPairs(
 }
 
 type EndRead = FileDigests | { readonly reason: string };
+
+/** The pairs whose provider's receipt carries the new digest now (the database has it). */
+async function receiptedNew(pairs: readonly PlannedPair[], digests: Readonly<Record<string, SecretDigest>>, transportFor: TransportFor, concurrency: number): Promise<Set<string>> {
+  const out = new Set<string>();
+  await mapBounded([...groupBy(pairs, (p) => p.providerMachine)], concurrency, async ([machine, machinePairs]) => {
+    try {
+      const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
+      machinePairs.forEach((p, i) => {
+        if (texts[i] !== undefined && parseReceipt(texts[i]!)?.digest === digests[p.key]) out.add(p.key);
+      });
+    } catch {
+      // Unreadable: the provider step below finds out and says so.
+    }
+  });
+  return out;
+}
 
 async function readEnds(
   pairs: readonly PlannedPair[],

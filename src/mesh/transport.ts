@@ -62,7 +62,11 @@ export interface Transport {
    * and returns the digest of what was kept, undefined where there was no live file.
    */
   keepPrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly (SecretDigest | undefined)[]>;
-  /** A roll-back: renames each `previousPath` back over the live file (an empty one removes it); false where none was kept. */
+  /**
+   * A roll-back: renames each `previousPath` back over the live file (an empty one removes it)
+   * and removes the role's receipt, so the provisioner sets the previous password again and
+   * confirms it whatever it had applied; false where none was kept.
+   */
   restorePrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly boolean[]>;
   /** Removes each `previousPath` (the pair finished); absent is fine. */
   discardPrevious(paths: readonly string[], signal: AbortSignal): Promise<void>;

@@ -221,6 +221,9 @@ export class PostgresProvisioner {
 
   private appliedDigest(role: string): SecretDigest | null {
     let digest = this.applied.get(role);
+    // A receipt removed under a running provisioner (a mesh roll-back does so) asks for the role
+    // to be set again: the database may hold another password than the one last set here.
+    if (digest !== undefined && readReceiptDigest(this.deliveredDir, role) === undefined) digest = undefined;
     if (digest === undefined) {
       digest = readReceiptDigest(this.deliveredDir, role) ?? null;
       this.applied.set(role, digest);

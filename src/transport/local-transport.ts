@@ -7,7 +7,7 @@ import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
-import { secretDigest } from '../mesh/digest.js';
+import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
 import { previousPath, STAGED_SUFFIX } from '../mesh/transport.js';
 import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
 
@@ -97,6 +97,7 @@ export function localTransport(machine: string, root: string): Transport {
           await fs.rm(at(p), { force: true });
           await fs.rm(prev, { force: true });
         } else if (size !== undefined) await renameDurably(prev, at(p));
+        if (size !== undefined) await fs.rm(path.join(path.dirname(at(p)), RECEIPTS_DIR, path.basename(p)), { force: true });
         restored.push(size !== undefined);
       }
       return restored;

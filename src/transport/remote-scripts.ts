@@ -58,6 +58,7 @@ export const RESTORE_PREVIOUS = `for f in "$@"; do
   if [ -s "$p" ]; then mv -f "$p" "$f" || exit 3
   elif [ -f "$p" ]; then rm -f "$f" "$p" || exit 3
   else echo '@baton none'; continue; fi
+  rm -f "\${f%/*}/.applied/\${f##*/}"
   sync "\${f%/*}" 2>/dev/null
   echo '@baton restored'
 done`;

@@ -107,6 +107,7 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
           if (prev === '') m.files.delete(p);
           else m.files.set(p, prev);
           m.files.delete(previousPath(p));
+          m.files.delete(path.join(path.dirname(p), '.applied', path.basename(p)));
           return true;
         });
       },

@@ -149,14 +149,16 @@ describe('commit and resume', () => {
     expect(state.step === 'rolled-back' && state.windows['pg-main:web2-app']).toBeGreaterThanOrEqual(0);
     const text = lines.join('\n');
     expect(text).toContain('Rotation rot-1 rolled back (not every provider confirmed in time): 1 of 2 credentials finished, 1 rolled back.');
-    expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds its previous password again and web2-app's staged file was removed; pg-audit's receipt shows the old password: it works.");
+    expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds its previous password again and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.");
     expect(lines.at(-1)).toBe('Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --consumer web2-app');
     expect(text).not.toContain('mesh resume');
     expect(watched.seen).toEqual([{ path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true }]);
     const records = await readJournal(dir, 'rot-1');
     expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
     expect(records.at(-1)!.applied).toEqual(['pg-main:web2-app']);
-    expect(records.at(-1)!.rolled_back).toEqual([{ pair: 'pg-audit:web2-app', result: 'rolled-back', receipt: 'old' }]);
+    expect(records.at(-1)!.rolled_back).toEqual([{ pair: 'pg-audit:web2-app', result: 'rolled-back', receipt: 'unknown' }]);
+    // The receipt is removed with the roll-back: the provisioner sets the old password again and confirms it.
+    expect(mesh.machines.db2!.files.has(audit.receiptPath)).toBe(false);
     expect(records[2]!.pairs.find((p) => p.key === audit.key)!.previous).toBe(secretDigest(`old-${audit.key}`));
     // Every end as it was for pg-audit, no staged or kept file anywhere; pg-main's pair finished.
     expect(mesh.machines.db2!.files.get(audit.providerPath)).toBe(`old-${audit.key}`);
@@ -166,7 +168,7 @@ describe('commit and resume', () => {
     await expect(resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir)).rejects.toMatchObject({ code: 'refused' });
   });
 
-  it('a consumer end that cannot be renamed after its receipt is rolled back with its provider: exit 3, and the words say the new password was applied', async () => {
+  it('a consumer end that cannot be renamed after its receipt is never rolled back (the database has the new password): its live password is said to be refused, exit 3, resume or rollback named', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
@@ -178,14 +180,20 @@ describe('commit and resume', () => {
     expect(code).toBe(3);
     const text = lines.join('\n');
     expect(text).toContain('web2: commit failed (injected)');
-    expect(text).toContain("receipt still shows the NEW password: it was applied before the roll-back, so new connections of web2-app fail until the provisioner's next cycle puts the old one back.");
-    expect(text).not.toContain('old password still works');
+    expect(text).toContain("web2 could not be reached (commit failed (injected)); its provider end stays live with the new password, so if pg-main applied it, web2-app's live password is now refused");
+    expect(text).not.toContain('still works');
+    expect(lines.at(-1)).toBe('Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1');
     const records = await readJournal(dir, 'rot-1');
     expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
-    for (const p of plan.pairs) {
-      expect(mesh.machines[p.providerMachine]!.files.get(p.providerPath)).toBe(`old-${p.key}`);
-      expect(mesh.machines.web2!.files.has(`${p.consumerPath}.next`)).toBe(false);
+    // The providers stay live with the new passwords; the consumer's new end waits staged for resume.
+    const prepared = records[1]!;
+    for (const p of prepared.pairs) {
+      expect(secretDigest(mesh.machines[p.provider_machine]!.files.get(p.provider_path)!)).toBe(p.digest);
+      expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
     }
+    mesh.machines.web2!.failOn = undefined;
+    const result = await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 100, pollMs: 5 }, async () => undefined, dir);
+    expect([...result.applied].sort()).toEqual(['pg-audit:web2-app', 'pg-main:web2-app']);
   });
 
   it('a provider unreachable after its commit is told as unknown, never "old password still works", and names resume and rollback', async () => {
@@ -269,10 +277,8 @@ describe('leaving an interactive rotation', () => {
     const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
-    // No provisioner answers: the provider ends are live and every consumer end waits staged;
-    // the receipts still show the old passwords, which the roll-back reports at once.
-    for (const p of plan.pairs) mesh.machines[p.providerMachine]!.files.set(p.receiptPath, formatReceipt({ role: p.role, digest: secretDigest(`old-${p.key}`), applied_at: '2026-11-30T00:00:00Z' }));
-    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 60_000), stop: new AbortController(), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
+    // No provisioner answers: the provider ends are live and every consumer end waits staged.
+    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 60_000), rollbackWaitMs: 50, stop: new AbortController(), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
     const flow = rotationFlow(startRotation('rot-1', plan), rotationRunner(rotationDeps));
     await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'));
     flow.dispatch({ type: 'typed', text: confirmationText(plan) });
@@ -281,7 +287,7 @@ describe('leaving an interactive rotation', () => {
     const lines: string[] = [];
     const started = Date.now();
     const code = await finishAfterLeaving(flow, rotationDeps, undefined, (line) => lines.push(line));
-    // The 60 s wait ended at once, and the old receipts were there.
+    // The 60 s wait ended at once.
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(code).toBe(3);
     expect(lines.join('\n')).toContain('rolled back (cancelled by the operator)');
