@@ -80,10 +80,14 @@ export function localTransport(machine: string, root: string): Transport {
           kept.push(undefined);
           continue;
         }
-        // A link under a temp name, then a rename: `.prev` is always whole, never a copy.
-        const temp = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
-        await fs.link(at(p), temp);
-        await renameDurably(temp, prev);
+        // A link under a temp name, then a rename: `.prev` is always whole, never a copy. Kept
+        // already (a commit retried): rename() between two links of one file does nothing.
+        const [liveStat, prevStat] = await Promise.all([fs.stat(at(p)), fs.stat(prev).catch(() => undefined)]);
+        if (prevStat?.ino !== liveStat.ino || prevStat.dev !== liveStat.dev) {
+          const temp = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+          await fs.link(at(p), temp);
+          await renameDurably(temp, prev);
+        }
         kept.push(live);
       }
       return kept;

@@ -43,8 +43,10 @@ command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2;
 for f in "$@"; do
   p="\${f%/*}/.\${f##*/}.prev"
   if [ -f "$f" ]; then
-    ln -f "$f" "$p.tmp.$$" || exit 3
-    mv -f "$p.tmp.$$" "$p" || { rm -f "$p.tmp.$$"; exit 3; }
+    if [ ! "$f" -ef "$p" ]; then
+      ln -f "$f" "$p.tmp.$$" || exit 3
+      mv -f "$p.tmp.$$" "$p" || { rm -f "$p.tmp.$$"; exit 3; }
+    fi
     printf '@baton %s\\n' "$(sha256sum < "$f" | cut -c1-64)"
   else
     : > "$p.tmp.$$" && mv -f "$p.tmp.$$" "$p" || exit 3
