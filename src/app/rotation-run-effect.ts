@@ -56,6 +56,8 @@ export interface RotationDeps {
 
 /** The longest a roll-back waits for the receipt to show the old password again. */
 export const ROLLBACK_RECEIPT_WAIT_MS = 10_000;
+/** The same after a signal or the operator stopped the rotation. */
+export const STOPPED_RECEIPT_WAIT_MS = 2_000;
 
 /** Why `stop` aborted, in words ("interrupted by SIGTERM", "cancelled by the operator"). */
 export function stopReason(stop: AbortSignal): string {
@@ -125,7 +127,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             state.previous,
             deps.transportFor,
             // Bounded like the wait itself, and never longer than 10 s: the old receipt is reported, not awaited for ever.
-            { concurrency: deps.concurrency, waitMs: deps.rollbackWaitMs ?? Math.min(deps.waitMs, ROLLBACK_RECEIPT_WAIT_MS), pollMs: deps.pollMs },
+            // Stopped by a signal or the operator: they want out, so the old receipt gets a short look.
+            { concurrency: deps.concurrency, waitMs: deps.rollbackWaitMs ?? Math.min(deps.waitMs, deps.stop?.signal.aborted ? STOPPED_RECEIPT_WAIT_MS : ROLLBACK_RECEIPT_WAIT_MS), pollMs: deps.pollMs },
           );
           return { type: 'rolled-back', results };
         }

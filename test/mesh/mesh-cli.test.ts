@@ -124,6 +124,44 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev'))).toEqual([]);
   });
 
+  for (const signal of ['SIGHUP'] as const) {
+    it(`${signal} while receipts are awaited rolls every pair back and says so per pair, ending with nothing left to do (exit 3)`, async () => {
+      for (const m of ['web1', 'web2']) {
+        for (const file of [live(m, `consumes/pg-main/${m}_app`), live('db1', `provides/pg-main/${m}_app`)]) {
+          mkdirSync(path.dirname(file), { recursive: true });
+          writeFileSync(file, `old-${m}`, { mode: 0o600 });
+        }
+      }
+      const before = snapshotDir(path.join(tmp.dir, 'machines'));
+      const child = spawn(process.execPath, [BATON, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '60'], {
+        cwd: tmp.dir,
+        env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      await new Promise<void>((resolve) =>
+        child.stdout.on('data', (c: Buffer) => {
+          stdout += c.toString('utf8');
+          if (stdout.includes('committed 2/2 provider ends')) resolve();
+        }),
+      );
+      const started = Date.now();
+      child.kill(signal);
+      const code = await closed;
+      // The roll-back looks for the old receipt for at most 2 s after a signal.
+      expect(Date.now() - started).toBeLessThan(6_000);
+      expect(stderr).toBe('');
+      expect(code).toBe(3);
+      expect(stdout).toContain(`rolled back (interrupted by ${signal}): 0 of 2 credentials finished, 2 rolled back.`);
+      expect(stdout).not.toContain('committed 0/');
+      expect(stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do/);
+      expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+    });
+  }
+
   it('a repeated --pair selects the union of the pairs, and the preview names each', async () => {
     const r = await baton('mesh', 'plan', '--pair', 'pg-main:web1-app', '--pair', 'pg-main:web2-app', '--inventory', inventory);
     expect(r.code).toBe(0);
