@@ -7,6 +7,7 @@ import { BatonError, EXIT_CODES } from '../errors.js';
 import { hasTerminal, mountView } from './mount-view.js';
 import { inventoryFrom, meshHistory, meshJournal, resolveOptions } from './rotation-cli.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { meshLockHolder } from '../mesh/mesh-lock.js';
 import { meshStatusJson, meshStatusLines } from '../app/mesh-status-text.js';
 import { parseAge } from '../mesh/credential-age.js';
 import { JOURNAL_FILE } from '../mesh/journal.js';
@@ -30,12 +31,14 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const journal = meshJournal(ctx, inventory);
   const history = await meshHistory(journal);
   const journalFile = path.join(journal.dir, JOURNAL_FILE);
+  const holder = meshLockHolder(journal.dir, journal.mesh);
+  const running = holder ? `${holder.command} (pid ${holder.pid} on ${holder.host})` : undefined;
   const suggester = ctx.suggester(flags.inventory);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
   try {
     if (hasTerminal(ctx) && !flags.json) {
       const read = (onMachine: (machine: string, ok: boolean) => void) =>
-        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine });
+        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine, ...(running ? { running } : {}) });
       return await mountView(
         ctx,
         // Quitting before the first reading finished is "could not read", never "all well".
@@ -45,7 +48,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
       );
     }
     const nowMs = Date.now();
-    const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });
+    const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs, ...(running ? { running } : {}) });
     const code = meshStatusExitCode(statuses);
     if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, null, 2)}\n`);
     else {

@@ -5,7 +5,7 @@
  * second gets exit 5 naming the holder (pid, host, since), which the holder writes into the
  * lock file; `mesh status` and `mesh plan` only read, and never take it.
  */
-import { constants } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,6 +69,28 @@ export async function withMeshLock<T>(journalDir: string, mesh: string, command:
     // Closing the descriptor releases the flock. The file stays: unlinking a lock another
     // process has opened would let two holders lock two different files.
     await handle.close();
+  }
+}
+
+/**
+ * Who holds the mesh lock now, read without taking it (status and plan never take it): the
+ * holder written in the lock file, unless it was on this host and its process is gone (a
+ * baton killed while holding it; the kernel released the lock, the words stayed).
+ */
+export function meshLockHolder(journalDir: string, mesh: string): LockHolder | undefined {
+  let text: string;
+  try {
+    text = readFileSync(meshLockPath(journalDir, mesh), 'utf8');
+  } catch {
+    return undefined;
+  }
+  const holder = parseHolder(text);
+  if (!holder || holder.host !== os.hostname()) return holder;
+  try {
+    process.kill(holder.pid, 0);
+    return holder;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? holder : undefined;
   }
 }
 

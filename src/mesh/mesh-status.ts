@@ -49,7 +49,7 @@ export interface PairStatus {
  * ends that differ or are missing are `drifted`; equal ends without a matching receipt are
  * `pending`; only equal ends with the provider's receipt are `applied`.
  */
-export function classifyPair(pair: PlannedPair, reading: PairReading): { state: PairState; detail: string } {
+export function classifyPair(pair: PlannedPair, reading: PairReading, running?: string): { state: PairState; detail: string } {
   const { provider, consumer, receipt } = reading;
   if (!provider.read || !consumer.read) {
     const which = [!provider.read ? `${pair.providerMachine} (${provider.reason})` : '', !consumer.read ? `${pair.consumerMachine} (${consumer.reason})` : ''].filter(Boolean);
@@ -59,7 +59,7 @@ export function classifyPair(pair: PlannedPair, reading: PairReading): { state: 
   if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
   // Baton stopped between this pair's provider commit and its consumer commit: the provider is
   // live with the new password (its previous file kept), the consumer's new end staged.
-  if (provider.prev && consumer.next && consumer.next === provider.live) {
+  if (provider.prev && consumer.next && consumer.next === provider.live && running === undefined) {
     return {
       state: 'staged',
       detail: applied
@@ -69,7 +69,7 @@ export function classifyPair(pair: PlannedPair, reading: PairReading): { state: 
   }
   if (consumer.next) {
     if (consumer.next === provider.live && !applied) {
-      return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt` };
+      return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt${running ? ` (${running} is running)` : ''}` };
     }
     return { state: 'staged', detail: `${pair.consumerMachine} has ${pair.consumerPath}.next left from a rotation that did not finish` };
   }
@@ -83,8 +83,9 @@ export function classifyPair(pair: PlannedPair, reading: PairReading): { state: 
   return { state: 'applied', detail: `both ends equal; ${pair.provider} applied it` };
 }
 
-export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined): PairStatus {
-  const { state, detail } = classifyPair(pair, reading);
+/** `running`: who holds the mesh lock now, when someone does: a staged consumer end is then that rotation's wait, not a leftover. */
+export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined, running?: string): PairStatus {
+  const { state, detail } = classifyPair(pair, reading, running);
   const remembered = history.pair(pair.key);
   const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
   // Without a journal entry, the provider end's mtime is the best evidence of when it changed;

@@ -18,6 +18,8 @@ export interface MeshStatusOptions {
   readonly maxAgeMs: number | undefined;
   /** Called as each machine has been read (a view shows progress). */
   readonly onMachine?: (machine: string, ok: boolean) => void;
+  /** Who holds the mesh lock now (meshLockHolder), in words; undefined when nobody does. */
+  readonly running?: string;
 }
 
 export async function readMeshStatus(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, options: MeshStatusOptions): Promise<PairStatus[]> {
@@ -58,6 +60,7 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
       history,
       options.nowMs,
       options.maxAgeMs,
+      options.running,
     ),
   );
 }

@@ -8,6 +8,7 @@ import { meshStatusLines } from '../../app/mesh-status-text.js';
 import { loadInventory } from '../../mesh/inventory.js';
 import { readJournalHistory } from '../../mesh/journal-history.js';
 import { meshIdentity } from '../../mesh/mesh-identity.js';
+import { meshLockHolder } from '../../mesh/mesh-lock.js';
 import { readMeshStatus } from '../../mesh/read-mesh-status.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
@@ -19,6 +20,7 @@ export async function meshStatusNow(sandbox: DrillSandbox, selector: Selector): 
   const inventory = loadInventory(sandbox.inventoryPath);
   const plan = planRotation(inventory, selector);
   const history = await readJournalHistory(sandbox.journalDir, meshIdentity(inventory));
-  const statuses = await readMeshStatus(plan, drillTransports(sandbox), history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined });
+  const holder = meshLockHolder(sandbox.journalDir, meshIdentity(inventory));
+  const statuses = await readMeshStatus(plan, drillTransports(sandbox), history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined, ...(holder ? { running: holder.command } : {}) });
   return meshStatusLines(statuses, plan.selectorText);
 }
