@@ -3,7 +3,7 @@
  * command's transports (one connection per machine), then the table on a terminal, plain lines
  * in a pipe, or JSON. Read-only: it never writes to a holder or the journal.
  */
-import { BatonError, EXIT_CODES } from '../errors.js';
+import { EXIT_CODES } from '../errors.js';
 import { hasTerminal, mountView } from './mount-view.js';
 import { inventoryFrom, meshHistory, meshJournal, resolveOptions } from './rotation-cli.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
