@@ -184,9 +184,9 @@ async function rotateLocked(
   const { selector, olderThanMs, resolve, waitMs, interactive } = options;
   const output = keepGoingWhenOutputCloses(ctx.stdout);
   const config = ctx.config();
+  const history = await meshHistory(journal);
   // The rotation handles its own signals (stopOnSignals): the transports must outlive the first one to roll back.
   const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs, noSignalHandlers: true });
-  const history = await meshHistory(journal);
   let plan = planRotation(inventory, selector);
   if (flags.olderThan !== undefined && olderThanMs !== undefined) {
     // Ages are read over the same connections the rotation then uses (one per machine).
@@ -336,8 +336,8 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
   const timeoutMs = positive('--timeout', flags.timeout, 0.1) * 1000;
   const plan = planRotation(inventory, selector);
   const pair = plan.pairs[0]!;
-  const transports = openCommandTransports(inventory.machines, { timeoutMs });
   const history = await meshHistory(journal);
+  const transports = openCommandTransports(inventory.machines, { timeoutMs });
   const leftovers = await findLeftovers(plan, transports.transportFor, history, 2).catch(async (error: unknown) => {
     await transports.close();
     throw error;
