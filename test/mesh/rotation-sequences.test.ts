@@ -95,7 +95,8 @@ class Provisioner {
   }
   async stop(): Promise<void> {
     this.running = false;
-    await this.loop;
+    // Bounded: a cycle stuck on a database that is restarting is abandoned like a killed process.
+    await Promise.race([this.loop, new Promise((r) => setTimeout(r, 10_000))]);
   }
   /** Like SIGKILL: it stops now; its current cycle's work in the database may or may not be done. */
   kill(): void {
@@ -153,7 +154,8 @@ async function killedRotation(selector: Partial<MeshFlags>, id: string): Promise
     id, plan, yes: true, write: () => undefined,
     deps: { transportFor: dying.transportFor, journalDir: stateDir(), operator: 'sequence', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 600_000, pollMs: 10, mesh: meshIdentity(inv) },
   });
-  await dying.dead;
+  // Bounded: a rotation that never reached its commit (a refusal) is no kill to follow.
+  if (!(await Promise.race([dying.dead.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000))]))) return false;
   // The "committed" record follows the provider commit at once; then baton is gone.
   for (let i = 0; i < 100 && !readFileSync(path.join(stateDir(), 'mesh-journal.jsonl'), 'utf8').includes(`"id":"${id}","at"`); i++) await new Promise((r) => setTimeout(r, 10));
   await new Promise((r) => setTimeout(r, 30));
@@ -209,6 +211,7 @@ describe('random sequences against a real PostgreSQL', () => {
       for (let s = 0; s < steps; s++) {
         const op = pick(['rotate', 'rotate', 'kill-baton', 'resume', 'rollback', 'provisioner-stop', 'provisioner-start', 'provisioner-kill', 'postgres-restart'] as const);
         done.push(op);
+        if (process.env.BATON_SEQUENCE_DEBUG) console.log(`${new Date().toISOString()} sequence ${n} step ${s}: ${op}`);
         switch (op) {
           case 'rotate':
             await command((ctx) => runMeshRotate(ctx, flags({ ...pick(SELECTORS), wait: pick(['0.3', '1']) })));
@@ -255,6 +258,7 @@ describe('random sequences against a real PostgreSQL', () => {
         if (code === 0) break;
         const doc = JSON.parse(status.out.slice(0, status.out.lastIndexOf('}') + 1)) as { pairs: { state: string; next?: string | null }[] };
         const next = doc.pairs.map((p) => p.next ?? '').find((text) => /mesh (resume|rollback|rotate) /.test(text));
+        if (process.env.BATON_SEQUENCE_DEBUG) console.log(`${new Date().toISOString()} follow ${round}: exit ${code}; ${doc.pairs.map((p) => `${p.state}: ${p.next ?? ''}`).join(' | ')}`);
         const resume = next && /mesh resume ([^\s,]+)/.exec(next);
         const rotate = next && /mesh rotate --pair ([^\s,)]+)/.exec(next);
         if (resume) await command((ctx) => runMeshResume(ctx, resume[1]!, flags({ wait: '2' })));
