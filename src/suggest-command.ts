@@ -53,7 +53,7 @@ export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
 /** `args` is what follows `baton`, e.g. 'sync --push' or 'mesh rotate --consumer web1-app'. */
 export function suggest(s: Suggester, args: string): string {
   const words = args.trim();
-  const mesh = /^mesh\s+(plan|rotate|resume|status|seed)\b/.test(words);
+  const mesh = /^mesh\s+(plan|rotate|resume|rollback|status|seed)\b/.test(words);
   const inventory = mesh && s.inventory && !/(^|\s)--inventory(\s|=)/.test(words) ? ` --inventory ${shellWord(s.inventory)}` : '';
   return `${s.prefix} ${words}${inventory}`;
 }

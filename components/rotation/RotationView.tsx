@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, journalFailedLines, planHeadline, plural, progressText } from '../../src/app/rotation-text.js';
+import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
@@ -158,6 +158,16 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
         { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
       ];
     }
+    case 'rolling-back':
+      return [
+        { text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' },
+        { text: `Rolling back what did not finish: each provider's previous file goes back, each staged consumer end is removed.`, wrap: true },
+      ];
+    case 'rolled-back':
+      return [
+        ...rolledBackLines(state).map((text, i, all) => ({ text, wrap: true, ...(i === 0 || i === all.length - 1 ? { tone: 'action' as const } : {}) })),
+        { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
+      ];
     case 'unstaging':
       return [
         { text: `${MARKS.refused.glyph} ${state.journal.what}`, tone: 'refused', wrap: true },

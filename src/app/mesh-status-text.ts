@@ -27,20 +27,23 @@ export const STATE_MARKS: Record<PairState, Mark> = {
 export function nextStep(status: PairStatus, s: Suggester = PLAIN_SUGGESTER): string | undefined {
   const rotate = suggest(s, `mesh rotate --pair ${status.pair.provider}:${status.pair.consumer}`);
   const resume = status.resumeId === undefined ? undefined : suggest(s, `mesh resume ${status.resumeId}`);
+  const rollback = status.resumeId === undefined ? undefined : suggest(s, `mesh rollback ${status.resumeId}`);
   switch (status.state) {
     case 'unreachable':
       return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run ${suggest(s, 'mesh status')} again`;
     case 'drifted':
-      return `rotate it: ${rotate}`;
+      return status.neverDelivered
+        ? `seed it with the password the database has: ${suggest(s, `mesh seed --pair ${status.pair.provider}:${status.pair.consumer} --from-file FILE`)}`
+        : `rotate it: ${rotate}`;
     case 'changed-in-db':
       return status.database?.problem
         ? `fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then ${suggest(s, 'mesh status')}`
         : `nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`;
     case 'staged':
-      return resume ? `finish it: ${resume}` : `no rotation in the journal prepared it: rotate again (${rotate})`;
+      return resume ? `finish it: ${resume}, or roll it back: ${rollback}` : `no rotation in this mesh's journal prepared it: remove the staged file by hand (it is never read), then rotate (${rotate})`;
     case 'pending':
       return resume
-        ? `check the provisioner on ${status.pair.providerMachine}; once it applies, ${resume}`
+        ? `check the provisioner on ${status.pair.providerMachine}; once it applies, ${resume} (or roll it back: ${rollback})`
         : `check the provisioner on ${status.pair.providerMachine}`;
     case 'applied':
       return status.tooOld ? `older than the limit: ${rotate}` : undefined;

@@ -9,6 +9,7 @@
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
+import type { PairRollback } from '../mesh/rollback.js';
 import type { JournalPhase } from '../mesh/journal.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
 import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
@@ -45,7 +46,22 @@ export type RotationState =
    * failed); each pair's consumer end is renamed as its receipt arrives. `applied`: pair →
    * the window it had, in ms.
    */
-  | (Resolved & { readonly step: 'applying'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: KeyedLog<number> })
+  | (Resolved & { readonly step: 'applying'; readonly digests: Digests; readonly previous: Previous; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: KeyedLog<number> })
+  /**
+   * The wait ended with pairs unfinished (no receipt in time, a failed rename, the operator or
+   * a signal stopped it, `stopped` says which): those pairs are being rolled back.
+   */
+  | (Resolved & { readonly step: 'rolling-back'; readonly digests: Digests; readonly previous: Previous; readonly applied: readonly string[]; readonly windows: Windows; readonly failures: readonly MachineFailure[]; readonly stopped: string | undefined })
+  /** Every pair is finished (`applied`) or has its roll-back result in `results`. */
+  | (Resolved & {
+      readonly step: 'rolled-back';
+      readonly digests: Digests;
+      readonly applied: readonly string[];
+      readonly windows: Windows;
+      readonly failures: readonly MachineFailure[];
+      readonly stopped: string | undefined;
+      readonly results: readonly PairRollback[];
+    })
   /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
   | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: readonly string[]; readonly windows: Windows })
   /** `applied`: pairs whose consumer end went live after their receipt; the others' consumer ends are still staged. */
@@ -78,6 +94,8 @@ export interface JournalFailure {
 export type Windows = Readonly<Record<string, number>>;
 
 type Digests = Readonly<Record<string, SecretDigest>>;
+/** pair key → the provider's file before its commit (absent: none was live, or not committed). */
+export type Previous = Readonly<Record<string, SecretDigest>>;
 
 export type RotationEvent =
   | { readonly type: 'holder-resolved'; readonly machine: string; readonly resolution: Resolution }
@@ -90,13 +108,17 @@ export type RotationEvent =
   | { readonly type: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] }
   /** One holder committed its provider-end files. */
   | { readonly type: 'committed-step'; readonly machine: string; readonly end: 'provides' | 'consumes'; readonly paths: readonly string[] }
-  | { readonly type: 'committed' }
+  | { readonly type: 'committed'; readonly previous?: Previous }
   /** Some provider ends could not be renamed; the pairs of the others still go on. */
-  | { readonly type: 'commit-failed'; readonly failures: readonly MachineFailure[] }
+  | { readonly type: 'commit-failed'; readonly failures: readonly MachineFailure[]; readonly previous?: Previous }
   /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
   | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
   /** The wait is over; `failures`: consumer machines whose rename failed. */
-  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[] }
+  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[]; readonly stopped?: string }
+  /** The unfinished pairs were rolled back (or could not be, each result says why). */
+  | { readonly type: 'rolled-back'; readonly results: readonly PairRollback[] }
+  /** Finished pairs' previous provider files were removed (or left: a finished pair's is harmless). */
+  | { readonly type: 'previous-discarded' }
   /** A phase's record is on disk (the commit starts only after the 'prepared' one is). */
   | { readonly type: 'journaled'; readonly phase: JournalPhase }
   | { readonly type: 'journal-failed'; readonly phase: JournalPhase; readonly journal: JournalFailure }
@@ -112,7 +134,11 @@ export type RotationEffect =
   | { readonly type: 'commit' }
   | { readonly type: 'wait-applied'; readonly digests: Digests }
   /** Remove every staged file of the plan (after a journal failure, before anything is live). */
-  | { readonly type: 'unstage' };
+  | { readonly type: 'unstage' }
+  /** Roll back these pairs (keys): restore the provider's previous file, remove the consumer's staged end. */
+  | { readonly type: 'roll-back'; readonly pairs: readonly string[] }
+  /** These pairs finished: their providers' previous files are no longer needed. */
+  | { readonly type: 'discard-previous'; readonly pairs: readonly string[] };
 
 export interface Step {
   readonly state: RotationState;
@@ -225,6 +251,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           digests: state.digests,
           committed: logKeys(state.committed),
           failures: event.type === 'commit-failed' ? event.failures : [],
+          previous: event.previous ?? {},
           applied: emptyLog(),
         };
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
@@ -238,14 +265,32 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         const windows: Record<string, number> = {};
         for (const key of applied) windows[key] = logGet(state.applied, key)!;
         const failures = [...state.failures, ...event.failures];
-        if (failures.length === 0) {
+        if (failures.length === 0 && applied.length === state.plan.pairs.length) {
           const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied, windows };
-          return to(done, [{ type: 'journal', phase: 'applied', state: done }]);
+          return to(done, [{ type: 'journal', phase: 'applied', state: done }, { type: 'discard-previous', pairs: applied }]);
         }
-        const consumers = new Map(state.plan.pairs.map((p) => [p.key, `${p.consumerMachine}\0${p.consumerPath}`] as const));
-        const committed = [...state.committed, ...applied.map((key) => consumers.get(key)!)];
-        const failed: RotationState = { ...base(state), step: 'commit-failed', digests: state.digests, committed, failures, applied, windows };
-        return to(failed, [{ type: 'journal', phase: 'commit-failed', state: failed }]);
+        // ALL OR NOTHING PAST THE COMMIT: what did not finish is rolled back now, never left waiting.
+        const finished = setOf(applied);
+        const open = state.plan.pairs.filter((p) => !finished.has(p.key)).map((p) => p.key);
+        const rolling: RotationState = { ...base(state), step: 'rolling-back', digests: state.digests, previous: state.previous, applied, windows, failures, stopped: event.stopped };
+        return to(rolling, [{ type: 'roll-back', pairs: open }]);
+      }
+      return to(state);
+    case 'rolling-back':
+      if (event.type === 'rolled-back') {
+        const finishedNow = event.results.filter((r) => r.result === 'finished').map((r) => r.pair);
+        const rolled: RotationState = {
+          ...base(state),
+          step: 'rolled-back',
+          digests: state.digests,
+          applied: state.applied,
+          windows: state.windows,
+          failures: state.failures,
+          stopped: state.stopped,
+          results: event.results,
+        };
+        const done = [...state.applied, ...finishedNow];
+        return to(rolled, [{ type: 'journal', phase: 'rolled-back', state: rolled }, ...(done.length > 0 ? [{ type: 'discard-previous' as const, pairs: done }] : [])]);
       }
       return to(state);
     case 'unstaging':
@@ -258,6 +303,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
     case 'prepare-failed':
     case 'commit-failed':
     case 'done':
+    case 'rolled-back':
     case 'journal-failed':
       return to(state);
     default: {
@@ -278,7 +324,7 @@ function journalFailed(state: RotationState, event: Extract<RotationEvent, { typ
   const failed = { ...base(state), phase: event.phase, journal: event.journal, before: state };
   const staged = state.step === 'committing' ? state.committed.size === 0 : state.step === 'preparing' && state.staged.size > 0;
   if (staged) return to({ ...failed, step: 'unstaging' }, [{ type: 'unstage' }]);
-  const live = state.step === 'committing' || state.step === 'applying' || state.step === 'done' || state.step === 'commit-failed';
+  const live = state.step === 'committing' || state.step === 'applying' || state.step === 'done' || state.step === 'commit-failed' || state.step === 'rolling-back' || state.step === 'rolled-back';
   return to({ ...failed, step: 'journal-failed', files: live ? 'live' : 'nothing-staged', unstageFailures: [] });
 }
 
@@ -298,10 +344,10 @@ function base(state: Exclude<RotationState, { step: 'resolving' }>): Resolved {
   return { id: state.id, plan: state.plan, resolutions: state.resolutions };
 }
 
-export type Terminal = Extract<RotationState, { step: 'gate-closed' | 'cancelled' | 'prepare-failed' | 'commit-failed' | 'done' | 'journal-failed' }>;
+export type Terminal = Extract<RotationState, { step: 'gate-closed' | 'cancelled' | 'prepare-failed' | 'commit-failed' | 'done' | 'rolled-back' | 'journal-failed' }>;
 
 export function isTerminal(state: RotationState): state is Terminal {
-  return ['gate-closed', 'cancelled', 'prepare-failed', 'commit-failed', 'done', 'journal-failed'].includes(state.step);
+  return ['gate-closed', 'cancelled', 'prepare-failed', 'commit-failed', 'done', 'rolled-back', 'journal-failed'].includes(state.step);
 }
 
 /**
@@ -317,6 +363,10 @@ export type RotationOutcome =
   | 'rolled-back'
   /** A rename failed: what is left is staged for `mesh resume`. */
   | 'commit-interrupted'
+  /** Past the commit, every pair is finished or was rolled back: nothing is left to do. */
+  | 'taken-back'
+  /** Past the commit, a machine could not be reached: a pair is left for `mesh resume` or `mesh rollback`. */
+  | 'unfinished'
   | 'cancelled'
   | 'journal-failed'
   /** The operator left while provider ends were being renamed: something may be left to resume. */
@@ -331,6 +381,8 @@ export const ROTATION_EXIT: Readonly<Record<RotationOutcome, number>> = {
   'gate-closed': EXIT_CODES['gate-closed'],
   'rolled-back': EXIT_CODES['gate-closed'],
   'commit-interrupted': EXIT_CODES.failed,
+  'taken-back': EXIT_CODES['action-needed'],
+  unfinished: EXIT_CODES['action-needed'],
   cancelled: EXIT_CODES.aborted,
   'journal-failed': EXIT_CODES.failed,
   'left-during-commit': EXIT_CODES.failed,
@@ -345,6 +397,8 @@ export function rotationOutcome(state: Terminal): RotationOutcome {
       return 'rolled-back';
     case 'commit-failed':
       return 'commit-interrupted';
+    case 'rolled-back':
+      return state.results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover)) ? 'taken-back' : 'unfinished';
     case 'journal-failed':
       return 'journal-failed';
     case 'cancelled':
@@ -374,7 +428,7 @@ export function exitCodeOnLeave(state: RotationState): number {
 
 /** A phase that stages, renames or removes files: it finishes before anything else happens (Ctrl-C included). */
 export function isWritingFiles(state: RotationState): boolean {
-  return state.step === 'preparing' || state.step === 'committing' || state.step === 'unstaging';
+  return state.step === 'preparing' || state.step === 'committing' || state.step === 'unstaging' || state.step === 'rolling-back';
 }
 
 /** baton is working and awaits no answer from the operator (the views' spinner turns). */
@@ -401,7 +455,7 @@ export function progress(state: RotationState): { resolved: number; holders: num
     resolved = answered.get(state.resolutions) ?? Object.values(state.resolutions).filter((r) => r.status !== 'pending').length;
     answered.set(state.resolutions, resolved);
   }
-  const staged = state.step === 'preparing' ? state.stagedFiles : ['committing', 'commit-failed', 'applying', 'done'].includes(state.step) ? files : 0;
+  const staged = state.step === 'preparing' ? state.stagedFiles : ['committing', 'commit-failed', 'applying', 'rolling-back', 'rolled-back', 'done'].includes(state.step) ? files : 0;
   let committed = 0;
   let applied = 0;
   if (state.step === 'committing') committed = state.committed.size;
@@ -411,6 +465,9 @@ export function progress(state: RotationState): { resolved: number; holders: num
   } else if (state.step === 'commit-failed') {
     applied = state.applied.length;
     committed = state.committed.length;
+  } else if (state.step === 'rolling-back' || state.step === 'rolled-back') {
+    applied = state.applied.length;
+    committed = state.plan.pairs.length + applied;
   } else if (state.step === 'done') {
     applied = state.applied.length;
     committed = state.plan.pairs.length + applied;
@@ -430,6 +487,8 @@ export function rotationFlow(start: Step, runner: EffectRunner<RotationState, Ro
   return createFlow(rotation, start, runner, {
     sequential: true,
     isFinished: isTerminal,
-    runsAfterStop: (effect) => effect.type === 'journal' || effect.type === 'unstage',
+    // Past the commit, leaving must still end in finished or rolled-back pairs: the wait (ended
+    // at once by the stop signal) and the roll-back run after the operator left.
+    runsAfterStop: (effect) => ['journal', 'unstage', 'wait-applied', 'roll-back', 'discard-previous'].includes(effect.type),
   });
 }

@@ -20,7 +20,9 @@ export async function finishAfterLeaving(
   left: { readonly code: number; readonly state: RotationState } | undefined,
   write: (line: string) => void,
 ): Promise<number> {
-  if (flow.getState().step === 'applying') write('Provider ends committed; waiting for their receipts, then each consumer end follows (Ctrl-C stops waiting; a staged consumer end keeps its old password, and baton mesh resume finishes it)…');
+  // Past the commit, leaving ends the wait and rolls back what did not finish (never left for a person).
+  if (flow.getState().step === 'applying') write('Provider ends committed; the wait for receipts ends now and each pair that did not finish is rolled back…');
+  deps.stop?.abort(new Error('cancelled by the operator'));
   flow.stop();
   await flow.idle();
   const state = flow.getState();
@@ -41,8 +43,9 @@ export async function finishAfterLeaving(
     );
     return EXIT_CODES.aborted;
   }
-  if (state.step === 'applying') {
-    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged (their old passwords still work). Finish with: ${resume}`);
+  if (state.step === 'applying' || state.step === 'rolling-back') {
+    // Only without a stop to end the wait (a caller that gave none): say what is left, and how to finish or take it back.
+    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged. Finish with ${resume} or take it back with ${suggest(deps.suggester ?? PLAIN_SUGGESTER, `mesh rollback ${state.id}`)}`);
     return EXIT_CODES['action-needed'];
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);

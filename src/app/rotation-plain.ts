@@ -72,7 +72,8 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
     const p = progress(state);
     if (state.step === 'committing') write(`prepared ${p.files}/${p.files} files on ${plural(p.holders, 'machine')}`);
     if (state.step === 'applying') write(`committed ${p.committed}/${p.pairs} provider ends; each consumer end follows its provider's receipt`);
-    if (state.step === 'done' || state.step === 'commit-failed') write(`applied ${p.applied}/${p.pairs} (provider receipts, then consumer ends)`);
+    if (state.step === 'done' || state.step === 'commit-failed' || state.step === 'rolling-back') write(`applied ${p.applied}/${p.pairs} (provider receipts, then consumer ends)`);
+    if (state.step === 'rolling-back') write(`rolling back ${p.pairs - p.applied} unfinished pair(s)${state.stopped ? ` (${state.stopped})` : ''}: previous provider files back, staged consumer ends removed`);
   });
   const state = await flow.finished();
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');

@@ -9,6 +9,8 @@ import { asBatonError } from '../errors.js';
 import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
+import { rollBackPairs } from '../mesh/rollback.js';
+import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import type { EffectRunner } from './flow.js';
 import { assertNever } from './status-verdict.js';
@@ -43,6 +45,27 @@ export interface RotationDeps {
   readonly now?: () => Date;
   /** The one builder of suggested commands (keeps --inventory and the global flags). */
   readonly suggester?: Suggester;
+  /**
+   * Aborted when the operator cancels, baton is signalled or its output closes: a commit not
+   * yet started does not start, the wait for receipts ends, and what is unfinished is rolled
+   * back. Its reason (an Error) names why, for the summary.
+   */
+  readonly stop?: AbortController;
+  /** How long a roll-back waits for the old receipt (default: --wait, at most ROLLBACK_RECEIPT_WAIT_MS). */
+  readonly rollbackWaitMs?: number;
+  /** The mesh's identity, written into every record (meshIdentity); a record without one is read by no mesh's status. */
+  readonly mesh?: string;
+}
+
+/** The longest a roll-back waits for the receipt to show the old password again. */
+export const ROLLBACK_RECEIPT_WAIT_MS = 10_000;
+/** The same after a signal or the operator stopped the rotation. */
+export const STOPPED_RECEIPT_WAIT_MS = 2_000;
+
+/** Why `stop` aborted, in words ("interrupted by SIGTERM", "cancelled by the operator"). */
+export function stopReason(stop: AbortSignal): string {
+  const reason: unknown = stop.reason;
+  return reason instanceof Error && reason.name !== 'AbortError' ? reason.message : 'stopped';
 }
 
 export type RotationRunner = EffectRunner<RotationState, RotationEvent, RotationEffect>;
@@ -53,7 +76,7 @@ export type RotationRunner = EffectRunner<RotationState, RotationEvent, Rotation
  */
 export function rotationRunner(deps: RotationDeps): RotationRunner {
   const journalFile = path.join(deps.journalDir, JOURNAL_FILE);
-  const waitOptions = { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency };
+  const waitOptions = { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency, ...(deps.stop ? { stop: deps.stop.signal } : {}) };
   /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
   let receiptWait: ReceiptWait | undefined;
   return {
@@ -75,13 +98,20 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         }
         case 'commit': {
           if (state.step !== 'committing') return undefined;
+          // Stopped before anything is live: commit nothing; the roll-back removes the staged ends.
+          if (deps.stop?.signal.aborted) return { type: 'commit-failed', failures: [] };
           receiptWait?.close();
           receiptWait = deps.waitMs > 0 ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions) : undefined;
           await receiptWait?.ready;
           const result = await commitProviderEnds(providerCommitSteps(state.plan.holders), deps.transportFor, deps.concurrency, (step) =>
             dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
           );
-          return result.failures.length === 0 ? { type: 'committed' } : { type: 'commit-failed', failures: result.failures };
+          const previous: Record<string, SecretDigest> = {};
+          for (const p of state.plan.pairs) {
+            const kept = result.previous[`${p.providerMachine}\0${p.providerPath}`];
+            if (kept) previous[p.key] = kept;
+          }
+          return result.failures.length === 0 ? { type: 'committed', previous } : { type: 'commit-failed', failures: result.failures, previous };
         }
         case 'wait-applied': {
           if (state.step !== 'applying') return undefined;
@@ -98,7 +128,29 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
             begun,
           );
-          return { type: 'apply-finished', failures: result.failures };
+          return { type: 'apply-finished', failures: result.failures, ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}) };
+        }
+        case 'roll-back': {
+          if (state.step !== 'rolling-back') return undefined;
+          const keys = new Set(effect.pairs);
+          const results = await rollBackPairs(
+            state.plan.pairs.filter((p) => keys.has(p.key)),
+            state.digests,
+            state.previous,
+            deps.transportFor,
+            // Bounded like the wait itself, and never longer than 10 s: the old receipt is reported, not awaited for ever.
+            // Stopped by a signal or the operator: they want out, so the old receipt gets a short look.
+            { concurrency: deps.concurrency, waitMs: deps.rollbackWaitMs ?? Math.min(deps.waitMs, deps.stop?.signal.aborted ? STOPPED_RECEIPT_WAIT_MS : ROLLBACK_RECEIPT_WAIT_MS), pollMs: deps.pollMs },
+          );
+          return { type: 'rolled-back', results };
+        }
+        case 'discard-previous': {
+          // Best effort: a `.prev` left beside a finished pair is recognised as finished, not as a leftover.
+          const keys = new Set(effect.pairs);
+          const byMachine = new Map<string, string[]>();
+          for (const p of state.plan.pairs) if (keys.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+          await Promise.all([...byMachine].map(([machine, paths]) => deps.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+          return { type: 'previous-discarded' };
         }
         case 'unstage':
           if (state.step !== 'unstaging') return undefined;
@@ -131,6 +183,10 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           return { type: 'apply-finished', failures: everywhere };
         case 'unstage':
           return { type: 'unstaged', failures: everywhere };
+        case 'roll-back':
+          return { type: 'rolled-back', results: effect.pairs.map((pair) => ({ pair, result: 'provider-unknown' as const, reason: reasonOf(error) })) };
+        case 'discard-previous':
+          return { type: 'previous-discarded' };
         default:
           return assertNever(effect);
       }
@@ -139,8 +195,9 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
 }
 
 /** What one phase of a rotation leaves in the journal: names, results and digests only. */
-export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now'>): JournalRecord {
+export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh'>): JournalRecord {
   const digests = 'digests' in state ? state.digests : undefined;
+  const previous = 'previous' in state ? state.previous : undefined;
   const failures = new Map<string, MachineFailure>();
   for (const f of 'failures' in state ? state.failures : []) if (!failures.has(f.machine)) failures.set(f.machine, f);
   const results = state.plan.holders.map((holder) => {
@@ -158,7 +215,15 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     selector: state.plan.selectorText,
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
-    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key])),
+    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key])),
+    ...(deps.mesh ? { mesh: deps.mesh } : {}),
+    ...(state.step === 'rolled-back'
+      ? {
+          applied: [...state.applied, ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair)],
+          windows_ms: state.windows,
+          rolled_back: state.results.map((r) => ({ pair: r.pair, result: r.result, ...('receipt' in r ? { receipt: r.receipt } : {}), ...('reason' in r ? { reason: r.reason } : 'leftover' in r && r.leftover ? { reason: r.leftover } : {}) })),
+        }
+      : {}),
     ...(state.step === 'done' || state.step === 'commit-failed'
       ? { applied: state.applied, windows_ms: state.windows }
       : state.step === 'applying'

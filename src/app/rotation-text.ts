@@ -8,6 +8,7 @@ import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-
 import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
 import { MARKS } from './marks.js';
+import type { PairRollback } from '../mesh/rollback.js';
 
 /** Every file a holder receives, e.g. `provides/pg-main/web1_app, consumes/pg-audit/web1_app`. */
 export function receivesText(holder: Holder): string {
@@ -174,6 +175,8 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: ${suggest(s, `mesh resume ${state.id}`)}`);
       return lines;
     }
+    case 'rolled-back':
+      return rolledBackLines(state, s);
     case 'journal-failed': {
       // Where the credentials stand first, then the journal: the operator fixes it, then goes on.
       const before = state.before;
@@ -186,6 +189,84 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       throw new Error(`unknown terminal ${String(never)}`);
     }
   }
+}
+
+/**
+ * After a roll-back: per pair what is live now, the window that may remain (stated, never
+ * guessed: "the old password works" only when the receipt says so), and as the last line
+ * either that nothing is left to do or the commands that finish or take back what is left.
+ */
+export interface RolledBack {
+  readonly id: string;
+  readonly plan: { readonly pairs: RotationPlan['pairs']; readonly selectorText: string };
+  readonly applied: readonly string[];
+  readonly windows: Readonly<Record<string, number>>;
+  readonly failures: readonly { readonly machine: string; readonly reason: string }[];
+  readonly stopped: string | undefined;
+  readonly results: readonly PairRollback[];
+}
+
+export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTER): string[] {
+  const byKey = new Map(state.plan.pairs.map((p) => [p.key, p] as const));
+  const n = state.plan.pairs.length;
+  const finished = state.applied.length + state.results.filter((r) => r.result === 'finished').length;
+  const rolled = state.results.filter((r) => r.result === 'rolled-back').length;
+  const why = state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
+  const left = n - finished - rolled;
+  const lines = [`Rotation ${state.id} ${rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`];
+  for (const f of state.failures) lines.push(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+  const applied = setOf(state.applied);
+  let leftover = false;
+  for (const pair of state.plan.pairs) {
+    if (applied.has(pair.key)) {
+      const ms = state.windows[pair.key];
+      lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider} applied ${pair.role} and ${pair.consumer}'s file was replaced${ms === undefined ? '' : ` ${formatWindow(ms)} later`}.`);
+    }
+  }
+  for (const r of state.results) {
+    const pair = byKey.get(r.pair)!;
+    switch (r.result) {
+      case 'finished':
+        lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider}'s receipt showed the new password, and ${pair.consumer}'s file holds it.`);
+        break;
+      case 'rolled-back': {
+        const receipt =
+          r.receipt === 'old'
+            ? `${pair.provider}'s provisioner set the old password again (its receipt): it works.`
+            : r.receipt === 'new'
+              ? `${pair.provider}'s receipt still shows the NEW password: it was applied before the roll-back, so new connections of ${pair.consumer} fail until the provisioner's next cycle puts the old one back.`
+              : `no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of ${pair.consumer} fail until then.`;
+        lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds its previous password again and ${pair.consumer}'s staged file was removed; ${receipt}`);
+        if (r.leftover) {
+          leftover = true;
+          lines.push(`      ${r.leftover} (it is never read, but it blocks the next rotation).`);
+        }
+        break;
+      }
+      case 'provider-unknown':
+        leftover = true;
+        lines.push(
+          `  ${MARKS.refused.glyph} ${pair.key}: ${pair.providerMachine} could not be rolled back (${r.reason}): whether ${pair.provider} took the new password is unknown; if it did, new connections of ${pair.consumer} (file still old, new one staged) fail until this is finished or rolled back.`,
+        );
+        break;
+      case 'consumer-unknown':
+        leftover = true;
+        lines.push(
+          `  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be reached (${r.reason}); its provider end stays live with the new password, so if ${pair.provider} applied it, ${pair.consumer}'s live password is now refused until this is finished or rolled back.`,
+        );
+        break;
+      default: {
+        const never: never = r;
+        throw new Error(`unknown roll-back result ${String(never)}`);
+      }
+    }
+  }
+  lines.push(
+    leftover
+      ? `Next: once the machines are reachable, finish with ${suggest(s, `mesh resume ${state.id}`)} or take it back with ${suggest(s, `mesh rollback ${state.id}`)}`
+      : `Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with ${suggest(s, `mesh rotate ${state.plan.selectorText}`)}`,
+  );
+  return lines;
 }
 
 /** `1 credential`, `2 credentials`. */
@@ -271,6 +352,10 @@ export function holderStatus(state: RotationState, holder: Holder): HolderStatus
     }
     case 'unstaging':
       return { tone: 'busy', text: 'removing staged files' };
+    case 'rolling-back':
+      return { tone: 'busy', text: 'rolling back what did not finish' };
+    case 'rolled-back':
+      return { tone: 'info', text: 'finished or rolled back (see the summary)' };
     case 'journal-failed': {
       const unstageFailure = state.unstageFailures.find((f) => f.machine === holder.machine);
       if (unstageFailure) return { tone: 'refused', text: unstageFailure.reason };

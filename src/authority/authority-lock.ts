@@ -3,6 +3,7 @@ import { mkdir, open, stat } from 'node:fs/promises';
 import { BatonError, isBatonError } from '../errors.js';
 import { DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { errorCode } from '../fs/system-error.js';
+import { flockExclusive, type FlockResult } from '../fs/flock.js';
 
 const RETRY_MS = 25;
 
@@ -60,33 +61,25 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
 }
 
 async function acquire(fd: number, lock: string, waitMs: number): Promise<void> {
-  const fsExt = await import('fs-ext');
-  const flockSync = fsExt.flockSync ?? (fsExt as unknown as { default: typeof fsExt }).default.flockSync;
-  const deadline = Date.now() + Math.max(0, waitMs);
-  for (;;) {
-    try {
-      flockSync(fd, 'exnb');
-      return;
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') {
-        throw new BatonError('failed', {
-          what: `The authority lock cannot be taken (${code ?? String(error)}).`,
-          where: lock,
-          next: 'Check the file system that holds the state dir supports flock.',
-          changed: 'Nothing was written.',
-          cause: error,
-        });
-      }
-      if (Date.now() >= deadline) {
-        throw new BatonError('lock-busy', {
-          what: 'The authority lock is held by another baton (or another operation in this one).',
-          where: lock,
-          next: 'Wait for the other operation to finish and try again; `fuser -v ' + lock + '` shows who holds it.',
-          changed: 'Nothing was written.',
-        });
-      }
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
-    }
+  let taken: FlockResult;
+  try {
+    taken = await flockExclusive(fd, waitMs, RETRY_MS);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new BatonError('failed', {
+      what: `The authority lock cannot be taken (${code ?? String(error)}).`,
+      where: lock,
+      next: 'Check the file system that holds the state dir supports flock.',
+      changed: 'Nothing was written.',
+      cause: error,
+    });
+  }
+  if (taken === 'busy') {
+    throw new BatonError('lock-busy', {
+      what: 'The authority lock is held by another baton (or another operation in this one).',
+      where: lock,
+      next: 'Wait for the other operation to finish and try again; `fuser -v ' + lock + '` shows who holds it.',
+      changed: 'Nothing was written.',
+    });
   }
 }

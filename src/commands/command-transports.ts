@@ -17,7 +17,7 @@ export interface CommandTransportOptions {
   readonly exec?: ExecFn;
   readonly sshPath?: string;
   readonly wrap?: TransportOptions['wrap'];
-  /** Leave SIGINT/SIGTERM alone (in-process callers such as tests and the drill own them). */
+  /** Leave SIGINT/SIGTERM/SIGHUP alone (the rotation, tests and the drill own them). */
   readonly noSignalHandlers?: boolean;
 }
 
@@ -46,12 +46,15 @@ export function openCommandTransports(machines: readonly Machine[], options: Com
     process.off('exit', onExit);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onSignal);
   };
   if (share) {
     process.on('exit', onExit);
     if (!options.noSignalHandlers) {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
+      // A dropped ssh session or terminal: the masters must end as they do on Ctrl-C.
+      process.on('SIGHUP', onSignal);
     }
   }
   const ssh = { ...(options.exec ? { exec: options.exec } : {}), ...(options.sshPath ? { sshPath: options.sshPath } : {}), ...(share ? { share } : {}) };

@@ -1,10 +1,11 @@
 /** The flags of `baton mesh plan | rotate | resume`, as commander hands them over. Apart from
  * mesh.ts so the runners it loads lazily read the type without importing their loader. */
 export interface MeshFlags {
-  readonly consumer?: string;
-  readonly provider?: string;
-  readonly machine?: string;
-  readonly pair?: string;
+  /** Each selector flag may repeat: its values select their union. */
+  readonly consumer?: string | readonly string[];
+  readonly provider?: string | readonly string[];
+  readonly machine?: string | readonly string[];
+  readonly pair?: string | readonly string[];
   readonly inventory?: string;
   readonly concurrency: string;
   readonly timeout: string;

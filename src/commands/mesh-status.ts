@@ -3,13 +3,14 @@
  * command's transports (one connection per machine), then the table on a terminal, plain lines
  * in a pipe, or JSON. Read-only: it never writes to a holder or the journal.
  */
-import { BatonError, EXIT_CODES } from '../errors.js';
+import { EXIT_CODES } from '../errors.js';
 import { hasTerminal, mountView } from './mount-view.js';
-import { inventoryFrom, resolveOptions } from './rotation-cli.js';
+import { inventoryFrom, meshHistory, meshJournal, resolveOptions } from './rotation-cli.js';
+import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { meshLockHolder } from '../mesh/mesh-lock.js';
 import { meshStatusJson, meshStatusLines } from '../app/mesh-status-text.js';
 import { parseAge } from '../mesh/credential-age.js';
-import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
-import { journalDirFor, JOURNAL_FILE } from '../mesh/journal.js';
+import { JOURNAL_FILE } from '../mesh/journal.js';
 import { meshStatusExitCode } from '../mesh/mesh-status.js';
 import { readMeshStatus } from '../mesh/read-mesh-status.js';
 import { planRotation } from '../mesh/rotation-plan.js';
@@ -18,7 +19,6 @@ import { openCommandTransports } from './command-transports.js';
 import type { CliContext } from './context.js';
 import type { MeshFlags } from './mesh-flags.js';
 import path from 'node:path';
-import { errorCode } from '../fs/system-error.js';
 
 export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
   const selector = parseSelector(flags, true);
@@ -27,13 +27,18 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
   const config = ctx.config();
-  const history = await historyAt(journalDirFor(config));
+  keepGoingWhenOutputCloses(ctx.stdout);
+  const journal = meshJournal(ctx, inventory);
+  const history = await meshHistory(journal);
+  const journalFile = path.join(journal.dir, JOURNAL_FILE);
+  const holder = meshLockHolder(journal.dir, journal.mesh);
+  const running = holder ? `${holder.command} (pid ${holder.pid} on ${holder.host})` : undefined;
   const suggester = ctx.suggester(flags.inventory);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
   try {
     if (hasTerminal(ctx) && !flags.json) {
       const read = (onMachine: (machine: string, ok: boolean) => void) =>
-        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine });
+        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine, ...(running ? { running } : {}) });
       return await mountView(
         ctx,
         // Quitting before the first reading finished is "could not read", never "all well".
@@ -43,26 +48,15 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
       );
     }
     const nowMs = Date.now();
-    const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs });
+    const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs, ...(running ? { running } : {}) });
     const code = meshStatusExitCode(statuses);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify(meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), null, 2)}\n`);
-    else for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
+    if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, null, 2)}\n`);
+    else {
+      for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
+      ctx.stdout.write(`Journal: ${journalFile} (mesh ${journal.mesh}; only its records are read).\n`);
+    }
     return code;
   } finally {
     await transports.close();
-  }
-}
-
-async function historyAt(dir: string): Promise<JournalHistory> {
-  try {
-    return await readJournalHistory(dir);
-  } catch (error) {
-    throw new BatonError('failed', {
-      what: `The rotation journal could not be read (${errorCode(error)}).`,
-      where: path.join(dir, JOURNAL_FILE),
-      next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
-      changed: 'Nothing was read from any holder.',
-      cause: error,
-    });
   }
 }

@@ -7,12 +7,15 @@ import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
  * is imported when the command runs, so other commands do not pay for it.
  */
 
+/** A repeated selector flag keeps every value (the union), never only the last. */
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
 function withSelector(command: Command): Command {
   return command
-    .addOption(new Option('--consumer <name>', 'every pair of this consumer'))
-    .addOption(new Option('--provider <name>', 'every pair of this provider'))
-    .addOption(new Option('--machine <name>', 'every pair with an end on this machine'))
-    .addOption(new Option('--pair <provider:consumer>', 'exactly one pair'))
+    .addOption(new Option('--consumer <name>', 'every pair of this consumer (repeat for several)').argParser(collect))
+    .addOption(new Option('--provider <name>', 'every pair of this provider (repeat for several)').argParser(collect))
+    .addOption(new Option('--machine <name>', 'every pair with an end on this machine (repeat for several)').argParser(collect))
+    .addOption(new Option('--pair <provider:consumer>', 'one pair (repeat for several)').argParser(collect))
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
     .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step (the one bound on every ssh)').default('15'));
@@ -30,7 +33,7 @@ export const registerMesh: Register = (program, ctx) => {
     );
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a consumer end without one stays staged (exit 3, finish with mesh resume)').default('10'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a pair without one is rolled back (exit 3)').default('10'))
     .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
@@ -72,6 +75,20 @@ export const registerMesh: Register = (program, ctx) => {
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
         const { runMeshResume } = await import('./rotation-cli.js');
         return runMeshResume(ctx, id, flags);
+      }),
+    );
+  mesh
+    .command('rollback')
+    .description('take back what a rotation left unfinished: each provider gets its previous file back, each staged consumer end is removed (never a new secret)')
+    .argument('<rotation-id>')
+    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
+    .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
+    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step').default('15'))
+    .addOption(new Option('--wait <seconds>', 'how long to wait for the receipt to show the old password again').default('10'))
+    .action(
+      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
+        const { runMeshRollback } = await import('./rotation-cli.js');
+        return runMeshRollback(ctx, id, flags);
       }),
     );
 };

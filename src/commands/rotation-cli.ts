@@ -12,19 +12,63 @@ import { loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, journalPair, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
 import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
-import { resumeRotation } from '../mesh/resume.js';
+import { appliedInJournal, resumablePlan, resumeRotation } from '../mesh/resume.js';
+import { previousInJournal, rollBackPairs } from '../mesh/rollback.js';
 import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
 import { describeSelector, parseSelector } from '../mesh/selector.js';
 import { parseAge } from '../mesh/credential-age.js';
-import { readJournalHistory } from '../mesh/journal-history.js';
+import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
+import { errorCode } from '../fs/system-error.js';
 import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
-import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText } from '../app/rotation-text.js';
+import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
 import { suggest } from '../suggest-command.js';
+import { meshIdentity } from '../mesh/mesh-identity.js';
+import { withMeshLock } from '../mesh/mesh-lock.js';
+import { findLeftovers, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
+import { keepGoingWhenOutputCloses } from './closed-output.js';
+
+/** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
+export async function meshHistory(journal: { readonly dir: string; readonly mesh: string }): Promise<JournalHistory> {
+  try {
+    return await readJournalHistory(journal.dir, journal.mesh);
+  } catch (error) {
+    throw new BatonError('failed', {
+      what: `The rotation journal could not be read (${errorCode(error)}).`,
+      where: path.join(journal.dir, JOURNAL_FILE),
+      next: 'Pass the --state-dir / journal_dir the rotations use, or make the journal readable.',
+      changed: 'Nothing was generated and nothing was sent.',
+      cause: error,
+    });
+  }
+}
+
+/** The journal directory and this mesh's identity in it. */
+export function meshJournal(ctx: CliContext, inventory: Inventory): { readonly dir: string; readonly mesh: string } {
+  return { dir: journalDirFor(ctx.config()), mesh: meshIdentity(inventory) };
+}
+
+/**
+ * The rotation's own signal handling: the first SIGINT, SIGTERM or SIGHUP stops it safely (a
+ * commit not started does not start; past the commit the unfinished pairs are rolled back),
+ * and the summary is still printed. A second one ends baton at once (the ssh masters still go,
+ * on exit); what it leaves is found by `mesh status`.
+ */
+function stopOnSignals(stop: AbortController): () => void {
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) process.exit(EXIT_CODES.aborted);
+    stop.abort(new Error(`interrupted by ${signal}`));
+  };
+  for (const signal of signals) process.on(signal, onSignal);
+  return () => {
+    for (const signal of signals) process.off(signal, onSignal);
+  };
+}
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
   const file = flags.inventory ? path.resolve(flags.inventory) : ctx.config().inventory;
@@ -52,14 +96,19 @@ export function resolveOptions(flags: Pick<MeshFlags, 'concurrency' | 'timeout'>
 }
 
 export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<number> {
+  keepGoingWhenOutputCloses(ctx.stdout);
   const selector = parseSelector(flags);
   const options = resolveOptions(flags);
   const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
+  const journal = meshJournal(ctx, inventory);
+  const history = await meshHistory(journal);
   const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
   let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
+  let leftovers: Awaited<ReturnType<typeof findLeftovers>>;
   try {
     resolutions = await resolveHolders(plan.holders, transports.transportFor, options, () => undefined);
+    leftovers = await findLeftovers(plan, transports.transportFor, history, options.concurrency);
   } finally {
     await transports.close();
   }
@@ -70,6 +119,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
         {
           selector: plan.selectorText,
           gate: unresolved.length === 0 ? 'open' : 'closed',
+          leftovers: leftovers.map((l) => ({ pair: l.pair.key, rotation: l.rotation ?? null, what: l.what })),
           pairs: plan.pairs.map((p) => ({ provider: p.provider, consumer: p.consumer, role: p.role, provider_machine: p.providerMachine, consumer_machine: p.consumerMachine, window: p.window })),
           holders: plan.holders.map((h) => ({
             machine: h.machine,
@@ -95,6 +145,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     out('Order: provider ends first; each consumer end only after its provider\'s receipt shows the database has the new password.');
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
+    for (const l of leftovers) out(`${MARKS.action.glyph} ${l.pair.key}: ${l.what}${l.rotation ? ` (rotation ${l.rotation})` : ''}; a rotation is refused until you ${waysOut(l, ctx.suggester(flags.inventory))}.`);
     out(
       unresolved.length === 0
         ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`${suggest(ctx.suggester(flags.inventory), `mesh rotate ${plan.selectorText}`)}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
@@ -102,7 +153,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Nothing was changed.');
   }
-  return unresolved.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
+  return unresolved.length === 0 && leftovers.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -119,12 +170,26 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     });
   }
   const inventory = inventoryFrom(ctx, flags);
+  const journal = meshJournal(ctx, inventory);
+  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive }));
+}
+
+async function rotateLocked(
+  ctx: CliContext,
+  flags: MeshFlags,
+  inventory: Inventory,
+  journal: { readonly dir: string; readonly mesh: string },
+  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean },
+): Promise<number> {
+  const { selector, olderThanMs, resolve, waitMs, interactive } = options;
+  const output = keepGoingWhenOutputCloses(ctx.stdout);
   const config = ctx.config();
-  const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs });
+  const history = await meshHistory(journal);
+  // The rotation handles its own signals (stopOnSignals): the transports must outlive the first one to roll back.
+  const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs, noSignalHandlers: true });
   let plan = planRotation(inventory, selector);
   if (flags.olderThan !== undefined && olderThanMs !== undefined) {
     // Ages are read over the same connections the rotation then uses (one per machine).
-    const history = await readJournalHistory(journalDirFor(config));
     const chosen = await selectOlderThan(inventory, selector, flags.olderThan, olderThanMs, transports.transportFor, history, { concurrency: resolve.concurrency, nowMs: Date.now() }).catch(async (error: unknown) => {
       await transports.close();
       throw error;
@@ -136,16 +201,29 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     }
     plan = chosen.plan;
   }
+  // Before anything is generated: a pair some rotation left unfinished is finished or rolled back first.
+  const leftovers = await findLeftovers(plan, transports.transportFor, history, resolve.concurrency).catch(async (error: unknown) => {
+    await transports.close();
+    throw error;
+  });
+  if (leftovers.length > 0) {
+    await transports.close();
+    throw leftoversRefusal('rotate', leftovers, ctx.suggester(flags.inventory));
+  }
+  const stop = new AbortController();
   const deps: RotationDeps = {
     transportFor: transports.transportFor,
-    journalDir: journalDirFor(config),
+    journalDir: journal.dir,
     operator: operatorName(ctx.env),
     resolve,
     concurrency: resolve.concurrency,
     waitMs,
     pollMs: RECEIPT_POLL_MS,
     suggester: ctx.suggester(flags.inventory),
+    stop,
+    mesh: journal.mesh,
   };
+  const unhook = stopOnSignals(stop);
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
     // Ink first (it fixes the colour setting), then the view that imports it.
@@ -154,21 +232,29 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
       const { mountRotationView } = await import('./mount-rotation-view.js');
       return await mountRotationView(ink, { id, plan, deps, noColor: config.noColor, stdout: ctx.stdout });
     } finally {
+      unhook();
       await transports.close();
     }
   }
   try {
-    const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => ctx.stdout.write(`${line}\n`) });
+    const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`)) });
     return code;
   } finally {
+    unhook();
     await transports.close();
   }
 }
 
 export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>): Promise<number> {
+  keepGoingWhenOutputCloses(ctx.stdout);
+  const inventory = inventoryFrom(ctx, flags);
+  const journal = meshJournal(ctx, inventory);
+  return withMeshLock(journal.dir, journal.mesh, `mesh resume ${id}`, () => resumeLocked(ctx, id, flags, inventory));
+}
+
+async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>, inventory: Inventory): Promise<number> {
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  const inventory = inventoryFrom(ctx, flags);
   const journalDir = journalDirFor(ctx.config());
   const where = path.join(journalDir, JOURNAL_FILE);
   const records = await readJournal(journalDir, id);
@@ -196,7 +282,15 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
       });
     },
     where,
-  ).finally(() => transports.close());
+  )
+    .then(async (r) => {
+      // Finished pairs no longer need the provider's previous file.
+      const byMachine = new Map<string, string[]>();
+      for (const p of r.pairs) if (r.applied.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+      await Promise.all([...byMachine].map(([machine, paths]) => transports.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+      return r;
+    })
+    .finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
   const n = result.pairs.length;
@@ -213,7 +307,7 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
   for (const pair of result.pairs) {
     const ms = result.windows[pair.key];
     if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
-    else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s file is still staged; its old password still works.`);
+    else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`);
   }
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
@@ -221,7 +315,7 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
     return EXIT_CODES.failed;
   }
   if (pending.length > 0) {
-    out(`Next: once the provisioner has applied them (its receipt), run: ${suggest(ctx.suggester(flags.inventory), `mesh resume ${id}`)}`);
+    out(`Next: once the provisioner has applied them (its receipt), run ${suggest(ctx.suggester(flags.inventory), `mesh resume ${id}`)}; or take it back: ${suggest(ctx.suggester(flags.inventory), `mesh rollback ${id}`)}`);
     return EXIT_CODES['action-needed'];
   }
   return EXIT_OK;
@@ -232,17 +326,32 @@ export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<Mes
  * provisioner's superuser above all) reaches both ends. The journal records the digest only.
  */
 export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promise<number> {
+  const inventory = inventoryFrom(ctx, flags);
+  const journal = meshJournal(ctx, inventory);
+  return withMeshLock(journal.dir, journal.mesh, `mesh seed --pair ${flags.pair}`, () => seedLocked(ctx, flags, inventory, journal));
+}
+
+async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inventory, journal: { readonly dir: string; readonly mesh: string }): Promise<number> {
   const selector = parseSelector({ pair: flags.pair });
   const timeoutMs = positive('--timeout', flags.timeout, 0.1) * 1000;
-  const inventory = inventoryFrom(ctx, flags);
   const plan = planRotation(inventory, selector);
-  const secret = readSeedSecret(path.resolve(flags.fromFile));
   const pair = plan.pairs[0]!;
+  const history = await meshHistory(journal);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
+  const leftovers = await findLeftovers(plan, transports.transportFor, history, 2).catch(async (error: unknown) => {
+    await transports.close();
+    throw error;
+  });
+  if (leftovers.length > 0) {
+    await transports.close();
+    throw leftoversRefusal('seed', leftovers, ctx.suggester(flags.inventory));
+  }
+  const secret = readSeedSecret(path.resolve(flags.fromFile));
   const { digest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
-  await appendJournal(journalDirFor(ctx.config()), {
+  await appendJournal(journal.dir, {
     id,
+    mesh: journal.mesh,
     at: new Date().toISOString(),
     operator: operatorName(ctx.env),
     phase: 'seeded',
@@ -256,4 +365,46 @@ export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promis
   for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
   out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${suggest(ctx.suggester(flags.inventory), `mesh rotate --pair ${pair.key}`)}\` rotates it.`);
   return EXIT_OK;
+}
+
+/**
+ * `baton mesh rollback <id>`: takes back what a rotation left unfinished (baton killed between
+ * a provider commit and its consumer commit, a machine that was unreachable): each open pair's
+ * provider gets its previous file back and its consumer's staged end is removed, as the
+ * rotation itself does when a receipt does not come. A pair whose consumer already holds the
+ * new password is finished, never taken back. Generates nothing.
+ */
+export async function runMeshRollback(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>): Promise<number> {
+  keepGoingWhenOutputCloses(ctx.stdout);
+  const inventory = inventoryFrom(ctx, flags);
+  const journal = meshJournal(ctx, inventory);
+  const { concurrency, timeoutMs } = resolveOptions(flags);
+  const waitMs = positive('--wait', flags.wait, 0) * 1000;
+  return withMeshLock(journal.dir, journal.mesh, `mesh rollback ${id}`, async () => {
+    const where = path.join(journal.dir, JOURNAL_FILE);
+    const records = await readJournal(journal.dir, id);
+    const { pairs, digests } = resumablePlan(id, records, inventory, where);
+    const finished = appliedInJournal(records);
+    const open = pairs.filter((p) => !finished.has(p.key));
+    const transports = openCommandTransports(inventory.machines, { timeoutMs });
+    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS }).finally(() => transports.close());
+    const last = records.find((r) => r.phase === 'prepared')!;
+    const nowFinished = results.filter((r) => r.result === 'finished').map((r) => r.pair);
+    await appendJournal(journal.dir, {
+      ...last,
+      mesh: journal.mesh,
+      at: new Date().toISOString(),
+      operator: operatorName(ctx.env),
+      phase: 'rolled-back',
+      results: last.holders.map((h) => ({ machine: h.machine, ok: true })),
+      applied: [...finished, ...nowFinished],
+      rolled_back: results.map((r) => ({ pair: r.pair, result: r.result, ...('receipt' in r ? { receipt: r.receipt } : {}), ...('reason' in r ? { reason: r.reason } : 'leftover' in r && r.leftover ? { reason: r.leftover } : {}) })),
+    });
+    const lines = rolledBackLines(
+      { id, plan: { pairs, selectorText: last.selector }, applied: [...finished], windows: {}, failures: [], stopped: 'mesh rollback', results },
+      ctx.suggester(flags.inventory),
+    );
+    for (const line of lines) ctx.stdout.write(`${line}\n`);
+    return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover)) ? EXIT_OK : EXIT_CODES['action-needed'];
+  });
 }

@@ -91,11 +91,15 @@ export function providerCommitSteps(holders: readonly Holder[], only?: ReadonlyS
 
 export interface CommitResult {
   readonly committed: readonly CommitStep[];
+  /** pair-independent: `machine\0path` → the digest of the previous provider file kept beside it. */
+  readonly previous: Readonly<Record<string, SecretDigest>>;
   readonly failures: readonly MachineFailure[];
 }
 
 /**
  * Renames the provider ends into place: the provisioner applies them and writes receipts.
+ * First each live provider file is kept beside it (`previousPath`), so a pair that does not
+ * finish can be rolled back by a rename on the provider's machine.
  * Consumer ends are NOT committed here — each waits for its own receipt
  * (commitConsumersOnReceipt). A machine that fails leaves its pairs staged for `mesh resume`;
  * the other machines' pairs go on, since their provisioners may already be applying them.
@@ -104,20 +108,26 @@ export async function commitProviderEnds(
   steps: readonly CommitStep[],
   transportFor: TransportFor,
   concurrency: number,
-  onCommitted: (step: CommitStep) => void,
+  onCommitted: (step: CommitStep, previous: readonly (SecretDigest | undefined)[]) => void,
 ): Promise<CommitResult> {
   const committed: CommitStep[] = [];
+  const previous: Record<string, SecretDigest> = {};
   const failures: MachineFailure[] = [];
   await mapBounded(steps, concurrency, async (step) => {
     try {
-      await transportFor(step.machine).commit(step.paths);
+      const transport = transportFor(step.machine);
+      const kept = await transport.keepPrevious(step.paths);
+      await transport.commit(step.paths);
+      step.paths.forEach((p, i) => {
+        if (kept[i]) previous[`${step.machine}\0${p}`] = kept[i]!;
+      });
       committed.push(step);
-      onCommitted(step);
+      onCommitted(step, kept);
     } catch (error) {
       failures.push({ machine: step.machine, reason: reasonOf(error) });
     }
   });
-  return { committed, failures };
+  return { committed, previous, failures };
 }
 
 export interface ApplyWait {
@@ -126,6 +136,8 @@ export interface ApplyWait {
   readonly concurrency: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly now?: () => number;
+  /** Ends the wait early (the operator cancelled, a signal, a closed output): what is unconfirmed is then rolled back. */
+  readonly stop?: AbortSignal;
 }
 
 /** One pair whose consumer end went live after its provider's receipt. */
@@ -151,8 +163,8 @@ export interface ConsumerCommitResult {
  * A consumer that read the new password before its database had it would fail every new
  * connection (and the provisioner's own superuser pair would lock it out); this order leaves
  * only the short, stated window where the database has the new password and the consumer
- * still the old one. A pair unconfirmed at `waitMs` keeps its consumer end staged, where its
- * old password still works, for `baton mesh resume`. A receipt with another digest is "not
+ * still the old one. A pair unconfirmed at `waitMs` (or when `stop` aborts) keeps its consumer
+ * end staged; the caller rolls it back (rollback.ts). A receipt with another digest is "not
  * yet", never "done".
  *
  * Where the transport offers them, receipts come from one long-lived reader per provider
@@ -388,6 +400,9 @@ export function beginReceiptWait(
     for (const machine of byConsumer.keys()) flush(machine);
     if (everyPairDone()) finish();
     const timer = setTimeout(finish, Math.max(0, wait.waitMs));
+    // A signal or the operator's cancel ends the wait at once: what is not committed by then is rolled back.
+    if (wait.stop?.aborted) finish();
+    else wait.stop?.addEventListener('abort', finish, { once: true });
     try {
       await Promise.all([pollProviders(), new Promise((r) => (finished.signal.aborted ? r(undefined) : finished.signal.addEventListener('abort', r, { once: true })))]);
       onReceipted = undefined;
@@ -396,6 +411,7 @@ export function beginReceiptWait(
       while (flushing.size > 0) await Promise.all([...flushing.values()]);
     } finally {
       clearTimeout(timer);
+      wait.stop?.removeEventListener('abort', finish);
       onReceipted = undefined;
     }
     return { applied, failures: [...failures.values()] };
@@ -433,7 +449,7 @@ interface Receipted {
 }
 
 
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();
   for (const item of items) {
     const key = keyOf(item);

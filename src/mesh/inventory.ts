@@ -51,6 +51,8 @@ const ConsumerSchema = z
 
 const InventorySchema = z
   .object({
+    /** The mesh's name in a shared journal (mesh-identity.ts); derived when absent. */
+    id: nameField.optional(),
     mesh_dir: z.string().min(1).optional(),
     ssh: SshOptions.optional(),
     machines: z.array(MachineSchema).min(1),
@@ -101,6 +103,8 @@ export interface Pair {
 export interface Inventory {
   /** The file it was read from (named in every error about it). */
   readonly source: string;
+  /** `id:` as written, if any (meshIdentity derives one otherwise). */
+  readonly id?: string;
   readonly meshDir: string;
   readonly machines: readonly Machine[];
   readonly providers: readonly Provider[];
@@ -275,7 +279,7 @@ export function parseInventory(text: string, source: string): Inventory {
       pairs.push({ provider: used, consumer: c.name, role, providerMachine: provider.machine, consumerMachine: c.machine });
     }
   }
-  return { source, meshDir, machines, providers, consumers, pairs };
+  return { source, ...(data.id ? { id: data.id } : {}), meshDir, machines, providers, consumers, pairs };
 }
 
 /**

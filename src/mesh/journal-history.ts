@@ -9,8 +9,8 @@ import path from 'node:path';
 import type { SecretDigest } from './digest.js';
 import { JOURNAL_FILE, type JournalPhase, type JournalRecord } from './journal.js';
 
-/** Phases after which a pair's ends carry the new credential (its "last rotated" time). */
-const ROTATED_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>(['committed', 'resumed']);
+/** A rotation whose latest record is one of these has provider ends that may be live and is not finished. */
+const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>(['prepared', 'committed', 'commit-failed', 'resume-failed', 'rolled-back']);
 
 export interface PairHistory {
   /** When the pair's last rotation committed (RFC 3339), if the journal saw one. */
@@ -22,10 +22,15 @@ export interface JournalHistory {
   pair(key: string): PairHistory;
   /** The rotation whose "prepared" record carries this digest for this pair. */
   preparedBy(key: string, digest: SecretDigest): string | undefined;
+  /** The rotation that prepared this pair and has not finished it (nor rolled it back), if any. */
+  unfinished(key: string): string | undefined;
 }
 
-/** Reads every record; a missing journal is an empty history, an unparsable line is skipped. */
-export async function readJournalHistory(dir: string): Promise<JournalHistory> {
+/**
+ * Reads the records of mesh `mesh` (meshIdentity); a missing journal is an empty history, an
+ * unparsable line is skipped, and another mesh's record (or one that names no mesh) is not this one's.
+ */
+export async function readJournalHistory(dir: string, mesh: string): Promise<JournalHistory> {
   let text = '';
   try {
     text = await fs.readFile(path.join(dir, JOURNAL_FILE), 'utf8');
@@ -36,7 +41,8 @@ export async function readJournalHistory(dir: string): Promise<JournalHistory> {
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
     try {
-      records.push(JSON.parse(line) as JournalRecord);
+      const record = JSON.parse(line) as JournalRecord;
+      if (record?.mesh === mesh) records.push(record);
     } catch {
       continue;
     }
@@ -49,13 +55,22 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const lastId = new Map<string, string>();
   const outcome = new Map<string, { phase: JournalPhase; at: string }>();
   const prepared = new Map<string, string>();
+  /** rotation id → pairs it finished (applied, or found finished by a roll-back) or took back. */
+  const closed = new Map<string, Set<string>>();
   for (const record of records) {
     if (!record || typeof record.id !== 'string' || !Array.isArray(record.pairs)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
     outcome.set(record.id, { phase: record.phase, at: record.at });
+    const done = closed.get(record.id) ?? new Set<string>();
+    closed.set(record.id, done);
+    // A pair's age changes only when it was applied: its consumer end went live after its receipt.
+    for (const key of Array.isArray(record.applied) ? record.applied : []) {
+      lastRotatedAt.set(key, record.at);
+      done.add(key);
+    }
+    for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : []) if (r.result === 'rolled-back') done.add(r.pair);
     for (const pair of record.pairs) {
       lastId.set(pair.key, record.id);
-      if (ROTATED_PHASES.has(record.phase)) lastRotatedAt.set(pair.key, record.at);
       if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
     }
   }
@@ -66,5 +81,11 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       return { lastRotatedAt: lastRotatedAt.get(key), lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined };
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
+    unfinished(key) {
+      const id = lastId.get(key);
+      const last = id === undefined ? undefined : outcome.get(id);
+      if (id === undefined || !last || !OPEN_PHASES.has(last.phase) || closed.get(id)?.has(key)) return undefined;
+      return id;
+    },
   };
 }

@@ -26,6 +26,8 @@ export type JournalPhase =
   | 'applied'
   | 'resumed'
   | 'resume-failed'
+  /** The unfinished pairs were taken back (`rolled_back` says how each ended). */
+  | 'rolled-back'
   | 'seeded';
 
 export interface JournalHolder {
@@ -52,6 +54,16 @@ export interface JournalPair {
   readonly consumer_path: string;
   readonly receipt_path: string;
   readonly digest?: SecretDigest;
+  /** The provider's file before the commit, kept beside it until the pair finishes. */
+  readonly previous?: SecretDigest;
+}
+
+/** How one pair's roll-back ended (rollback.ts): digests and machine names only. */
+export interface JournalRollback {
+  readonly pair: string;
+  readonly result: 'finished' | 'rolled-back' | 'provider-unknown' | 'consumer-unknown';
+  readonly receipt?: 'old' | 'new' | 'unknown';
+  readonly reason?: string;
 }
 
 export interface JournalRecord {
@@ -67,9 +79,13 @@ export interface JournalRecord {
   readonly applied?: readonly string[];
   /** Per applied pair: ms from the database taking the new password to the consumer end's rename. */
   readonly windows_ms?: Readonly<Record<string, number>>;
+  /** Per pair rolled back (phase `rolled-back`): how it ended. */
+  readonly rolled_back?: readonly JournalRollback[];
+  /** The mesh this rotation belongs to (meshIdentity): one journal may serve several inventories. */
+  readonly mesh?: string;
 }
 
-export function journalPair(pair: PlannedPair, digest?: SecretDigest): JournalPair {
+export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?: SecretDigest): JournalPair {
   return {
     key: pair.key,
     provider: pair.provider,
@@ -81,6 +97,7 @@ export function journalPair(pair: PlannedPair, digest?: SecretDigest): JournalPa
     consumer_path: pair.consumerPath,
     receipt_path: pair.receiptPath,
     ...(digest ? { digest } : {}),
+    ...(previous ? { previous } : {}),
   };
 }
 

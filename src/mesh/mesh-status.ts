@@ -14,7 +14,7 @@ export type PairState = (typeof PAIR_STATES)[number];
 
 /** What one end of a pair holds, as its holder reported it. */
 export type EndReading =
-  | { readonly read: true; readonly live: SecretDigest | undefined; readonly next: SecretDigest | undefined; readonly liveModifiedMs: number | undefined }
+  | { readonly read: true; readonly live: SecretDigest | undefined; readonly next: SecretDigest | undefined; readonly prev?: SecretDigest | undefined; readonly liveModifiedMs: number | undefined }
   | { readonly read: false; readonly reason: string };
 
 export interface PairReading {
@@ -35,8 +35,10 @@ export interface PairStatus {
   /** Older than `--max-age` (or never rotated while a limit is set). */
   readonly tooOld: boolean;
   readonly lastRotation: { readonly id: string; readonly outcome: string } | undefined;
-  /** The `mesh resume` id that finishes a staged leftover, when the journal knows it. */
+  /** The `mesh resume` / `mesh rollback` id of a staged leftover, when the journal knows it. */
   readonly resumeId: string | undefined;
+  /** Neither end holds a credential: the pair was never seeded. */
+  readonly neverDelivered: boolean;
   /** Machines that could not be read, with why. */
   readonly unreadable: readonly { readonly machine: string; readonly reason: string }[];
   /** What the provisioner last found in PostgreSQL for the credential the ends hold (its receipt's check). */
@@ -49,7 +51,7 @@ export interface PairStatus {
  * ends that differ or are missing are `drifted`; equal ends without a matching receipt are
  * `pending`; only equal ends with the provider's receipt are `applied`.
  */
-export function classifyPair(pair: PlannedPair, reading: PairReading): { state: PairState; detail: string } {
+export function classifyPair(pair: PlannedPair, reading: PairReading, running?: string): { state: PairState; detail: string } {
   const { provider, consumer, receipt } = reading;
   if (!provider.read || !consumer.read) {
     // Both ends on one machine that could not be read: the machine is named once.
@@ -59,12 +61,23 @@ export function classifyPair(pair: PlannedPair, reading: PairReading): { state: 
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
   if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
+  // Baton stopped between this pair's provider commit and its consumer commit: the provider is
+  // live with the new password (its previous file kept), the consumer's new end staged.
+  if (provider.prev && consumer.next && consumer.next === provider.live && running === undefined) {
+    return {
+      state: 'staged',
+      detail: applied
+        ? `a rotation stopped between the provider commit and the consumer commit: ${pair.provider} applied the new password, so ${pair.consumer}'s live password is refused`
+        : `a rotation stopped between the provider commit and the consumer commit: if ${pair.provider} applies the new password, ${pair.consumer}'s live password is refused`,
+    };
+  }
   if (consumer.next) {
     if (consumer.next === provider.live && !applied) {
-      return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt` };
+      return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt${running ? ` (${running} is running)` : ''}` };
     }
     return { state: 'staged', detail: `${pair.consumerMachine} has ${pair.consumerPath}.next left from a rotation that did not finish` };
   }
+  if (!provider.live && !consumer.live) return { state: 'drifted', detail: `no credential was ever delivered: both ends are missing` };
   if (!provider.live) return { state: 'drifted', detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing` };
   if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
   if (provider.live !== consumer.live) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
@@ -94,8 +107,9 @@ function restoredNote(receipt: Receipt): string {
   return restored ? ` (put back at ${receipt.database!.since}: ${DATABASE_FINDING_WORDS[restored]})` : '';
 }
 
-export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined): PairStatus {
-  const { state, detail } = classifyPair(pair, reading);
+/** `running`: who holds the mesh lock now, when someone does: a staged consumer end is then that rotation's wait, not a leftover. */
+export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined, running?: string): PairStatus {
+  const { state, detail } = classifyPair(pair, reading, running);
   const remembered = history.pair(pair.key);
   const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
   // Without a journal entry, the provider end's mtime is the best evidence of when it changed;
@@ -108,7 +122,8 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
       : undefined;
   const ageMs = lastRotated ? Math.max(0, nowMs - lastRotated.atMs) : undefined;
   const staged = [reading.provider, reading.consumer].flatMap((end) => (end.read && end.next ? [end.next] : []));
-  const resumeId = state === 'staged' || state === 'pending' ? staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined) : undefined;
+  const resumeId =
+    state === 'staged' || state === 'pending' ? (history.unfinished(pair.key) ?? staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined)) : undefined;
   const unreadable = [
     ...(reading.provider.read ? [] : [{ machine: pair.providerMachine, reason: reading.provider.reason }]),
     ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine ? [] : [{ machine: pair.consumerMachine, reason: reading.consumer.reason }]),
@@ -122,6 +137,7 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     tooOld: maxAgeMs !== undefined && (ageMs === undefined || ageMs > maxAgeMs),
     lastRotation: remembered.lastRotation ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome } : undefined,
     resumeId,
+    neverDelivered: reading.provider.read && reading.consumer.read && !reading.provider.live && !reading.consumer.live && !reading.provider.next && !reading.consumer.next,
     unreadable,
     ...databaseOf(reading),
   };

@@ -18,6 +18,8 @@ export interface MeshStatusOptions {
   readonly maxAgeMs: number | undefined;
   /** Called as each machine has been read (a view shows progress). */
   readonly onMachine?: (machine: string, ok: boolean) => void;
+  /** Who holds the mesh lock now (meshLockHolder), in words; undefined when nobody does. */
+  readonly running?: string;
 }
 
 export async function readMeshStatus(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, options: MeshStatusOptions): Promise<PairStatus[]> {
@@ -32,7 +34,7 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
       const digests = await transport.digests(paths);
       holder.receives.forEach((d, i) => {
         const got = digests[i];
-        ends.set(endKey(holder.machine, d.path), { read: true, live: got?.live, next: got?.next, liveModifiedMs: got?.liveModifiedMs });
+        ends.set(endKey(holder.machine, d.path), { read: true, live: got?.live, next: got?.next, ...(got?.prev ? { prev: got.prev } : {}), liveModifiedMs: got?.liveModifiedMs });
       });
       const provided = holder.receives.filter((d) => d.end === 'provides').map((d) => byKey.get(d.pair)!);
       if (provided.length > 0) {
@@ -58,6 +60,7 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
       history,
       options.nowMs,
       options.maxAgeMs,
+      options.running,
     ),
   );
 }

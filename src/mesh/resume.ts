@@ -40,7 +40,7 @@ export interface ResumeResult {
 /** The pairs a rotation's records say are finished: consumer end live after a receipt. */
 export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
   const out = new Set<string>();
-  for (const record of records) if (record.phase === 'applied' || record.phase === 'resumed') for (const key of record.applied ?? []) out.add(key);
+  for (const record of records) if (record.phase === 'applied' || record.phase === 'resumed' || record.phase === 'rolled-back') for (const key of record.applied ?? []) out.add(key);
   return out;
 }
 

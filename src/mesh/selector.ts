@@ -1,6 +1,8 @@
 /**
- * Which pairs a rotation touches. Exactly one selector, because "rotate everything that
- * matches any of these" is how an operator rotates more than they read in the preview.
+ * Which pairs a rotation touches. One kind of selector, because "rotate everything that
+ * matches any of these" is how an operator rotates more than they read in the preview; the
+ * same flag given more than once (`--pair a --pair b`) selects the union of its values, and
+ * the preview names each.
  */
 import { BatonError } from '../errors.js';
 import type { Inventory, Pair } from './inventory.js';
@@ -11,13 +13,16 @@ export type Selector =
   | { readonly by: 'machine'; readonly name: string }
   | { readonly by: 'pair'; readonly provider: string; readonly consumer: string }
   /** Every pair of the inventory: only where a command says so (status; rotate with --older-than). */
-  | { readonly by: 'all' };
+  | { readonly by: 'all' }
+  /** One flag given several times: the union of what each value selects. */
+  | { readonly by: 'union'; readonly of: readonly Exclude<Selector, { by: 'all' | 'union' }>[] };
 
+/** A flag's value, or its values when it was repeated (commander collects them). */
 export interface SelectorFlags {
-  readonly consumer?: string;
-  readonly provider?: string;
-  readonly machine?: string;
-  readonly pair?: string;
+  readonly consumer?: string | readonly string[];
+  readonly provider?: string | readonly string[];
+  readonly machine?: string | readonly string[];
+  readonly pair?: string | readonly string[];
 }
 
 const USAGE = 'Pass exactly one of --consumer NAME, --provider NAME, --machine NAME, --pair PROVIDER:CONSUMER.';
@@ -34,7 +39,13 @@ export function parseSelector(flags: SelectorFlags, noneMeansAll = false): Selec
     });
   }
   const by = given[0]!;
-  const value = flags[by]!;
+  const raw = flags[by]!;
+  const values = [...new Set(typeof raw === 'string' ? [raw] : raw)];
+  const one = (value: string): Exclude<Selector, { by: 'all' | 'union' }> => single(by, value);
+  return values.length === 1 ? one(values[0]!) : { by: 'union', of: values.map(one) };
+}
+
+function single(by: 'consumer' | 'provider' | 'machine' | 'pair', value: string): Exclude<Selector, { by: 'all' | 'union' }> {
   if (by !== 'pair') return { by, name: value };
   const parts = value.split(':');
   if (parts.length !== 2 || !parts[0] || !parts[1]) {
@@ -45,6 +56,7 @@ export function parseSelector(flags: SelectorFlags, noneMeansAll = false): Selec
 
 export function describeSelector(selector: Selector): string {
   if (selector.by === 'all') return 'every pair';
+  if (selector.by === 'union') return selector.of.map(describeSelector).join(' ');
   return selector.by === 'pair' ? `--pair ${selector.provider}:${selector.consumer}` : `--${selector.by} ${selector.name}`;
 }
 
@@ -79,6 +91,12 @@ export function selectPairs(inventory: Inventory, selector: Selector): readonly 
     case 'all':
       pairs = inventory.pairs;
       break;
+    case 'union': {
+      const chosen = new Set(selector.of.flatMap((one) => selectPairs(inventory, one)));
+      // Inventory order, each pair once.
+      pairs = inventory.pairs.filter((p) => chosen.has(p));
+      break;
+    }
     default: {
       const never: never = selector;
       throw new Error(`unknown selector ${String(never)}`);

@@ -11,6 +11,18 @@ import type { Secret } from './secret.js';
 /** Where a transport stages a file beside its live path; the commit renames it into place. */
 export const STAGED_SUFFIX = '.next';
 
+/**
+ * Where a provider end's previous file waits while its rotation is unfinished: a dotfile beside
+ * the live one (`.<role>.prev`), which the provisioner never reads as a role. Kept at the
+ * commit by a hard link (no secret passes through baton), renamed back by a roll-back, and
+ * removed once the pair's consumer end is live. Where there was no live file it is EMPTY (no
+ * secret is empty), and a roll-back then removes the live file: back to nothing delivered.
+ */
+export function previousPath(live: string): string {
+  const slash = live.lastIndexOf('/');
+  return `${live.slice(0, slash + 1)}.${live.slice(slash + 1)}.prev`;
+}
+
 export interface StagedFile {
   /** The LIVE path; the transport writes `<path>.next`. */
   readonly path: string;
@@ -21,6 +33,8 @@ export interface StagedFile {
 export interface FileDigests {
   readonly live: SecretDigest | undefined;
   readonly next: SecretDigest | undefined;
+  /** The previous file a provider commit kept (`previousPath`), if any. */
+  readonly prev?: SecretDigest | undefined;
   /** When the live file last changed (ms since the epoch), if the holder could say. */
   readonly liveModifiedMs?: number;
 }
@@ -43,6 +57,19 @@ export interface Transport {
   commit(paths: readonly string[], signal: AbortSignal): Promise<void>;
   /** Removes `<path>.next` (and any temp file) for each path; absent is fine. */
   unstage(paths: readonly string[], signal: AbortSignal): Promise<void>;
+  /**
+   * Before a provider commit: links each live file to its `previousPath` (replacing an old one)
+   * and returns the digest of what was kept, undefined where there was no live file.
+   */
+  keepPrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly (SecretDigest | undefined)[]>;
+  /**
+   * A roll-back: renames each `previousPath` back over the live file (an empty one removes it)
+   * and removes the role's receipt, so the provisioner sets the previous password again and
+   * confirms it whatever it had applied; false where none was kept.
+   */
+  restorePrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly boolean[]>;
+  /** Removes each `previousPath` (the pair finished); absent is fine. */
+  discardPrevious(paths: readonly string[], signal: AbortSignal): Promise<void>;
   /** Digests of the live and staged files (never their content), and the live file's mtime. */
   digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;
   /** The text of small non-secret files (receipts); undefined where absent. */
@@ -111,6 +138,9 @@ export interface BoundTransport {
   stage(files: readonly StagedFile[]): Promise<readonly (SecretDigest | undefined)[]>;
   commit(paths: readonly string[]): Promise<void>;
   unstage(paths: readonly string[]): Promise<void>;
+  keepPrevious(paths: readonly string[]): Promise<readonly (SecretDigest | undefined)[]>;
+  restorePrevious(paths: readonly string[]): Promise<readonly boolean[]>;
+  discardPrevious(paths: readonly string[]): Promise<void>;
   digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
   /**

@@ -436,6 +436,9 @@ export class PostgresProvisioner {
   /** The role's receipt, read once and then kept up to date by this process (the only writer). */
   private receiptOf(role: string): Receipt | null {
     let receipt = this.receipts.get(role);
+    // A receipt removed under a running provisioner (a mesh roll-back does so) asks for the role
+    // to be set again: the database may hold another password than the one last set here.
+    if (receipt && readReceipt(this.deliveredDir, role) === undefined) receipt = undefined;
     if (receipt === undefined) {
       receipt = readReceipt(this.deliveredDir, role) ?? null;
       this.receipts.set(role, receipt);

@@ -7,8 +7,8 @@ import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
-import { secretDigest } from '../mesh/digest.js';
-import { STAGED_SUFFIX } from '../mesh/transport.js';
+import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
+import { previousPath, STAGED_SUFFIX } from '../mesh/transport.js';
 import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
 
 export function localTransport(machine: string, root: string): Transport {
@@ -68,11 +68,53 @@ export function localTransport(machine: string, root: string): Transport {
         for (const name of names) if (name.startsWith(`${base}.tmp.`)) await fs.rm(path.join(dir, name), { force: true });
       }
     }),
+    keepPrevious: (paths, signal) => wrap('keeping the previous file', signal, async () => {
+      const kept = [];
+      for (const p of paths) {
+        const prev = at(previousPath(p));
+        const live = await digestOf(at(p));
+        if (live === undefined) {
+          const empty = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+          await writeExclusive(empty, Buffer.alloc(0), 0o600);
+          await renameDurably(empty, prev);
+          kept.push(undefined);
+          continue;
+        }
+        // A link under a temp name, then a rename: `.prev` is always whole, never a copy. Kept
+        // already (a commit retried): rename() between two links of one file does nothing.
+        const [liveStat, prevStat] = await Promise.all([fs.stat(at(p)), fs.stat(prev).catch(() => undefined)]);
+        if (prevStat?.ino !== liveStat.ino || prevStat.dev !== liveStat.dev) {
+          const temp = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+          await fs.link(at(p), temp);
+          await renameDurably(temp, prev);
+        }
+        kept.push(live);
+      }
+      return kept;
+    }),
+    restorePrevious: (paths, signal) => wrap('restoring the previous file', signal, async () => {
+      const restored = [];
+      for (const p of paths) {
+        const prev = at(previousPath(p));
+        const size = await fs.lstat(prev).then((st) => st.size, () => undefined);
+        if (size === 0) {
+          await fs.rm(at(p), { force: true });
+          await fs.rm(prev, { force: true });
+        } else if (size !== undefined) await renameDurably(prev, at(p));
+        if (size !== undefined) await fs.rm(path.join(path.dirname(at(p)), RECEIPTS_DIR, path.basename(p)), { force: true });
+        restored.push(size !== undefined);
+      }
+      return restored;
+    }),
+    discardPrevious: (paths, signal) => wrap('removing the previous file', signal, async () => {
+      for (const p of paths) await fs.rm(at(previousPath(p)), { force: true });
+    }),
     digests: (paths, signal) => wrap('reading digests', signal, async () => {
       const out: FileDigests[] = [];
       for (const p of paths) {
         const modified = await fs.stat(at(p)).then((st) => st.mtimeMs, () => undefined);
-        out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)), ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }) });
+        const prev = await digestOf(at(previousPath(p)));
+        out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)), ...(prev ? { prev } : {}), ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }) });
       }
       return out;
     }),

@@ -7,7 +7,7 @@
  */
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
-import { ANSWER_PREFIX, CHANNEL, COMMIT, DIGESTS, READ_TEXTS, STAGE, UNSTAGE, WATCH, remoteCommand } from './remote-scripts.js';
+import { ANSWER_PREFIX, CHANNEL, COMMIT, DIGESTS, DISCARD_PREVIOUS, KEEP_PREVIOUS, READ_TEXTS, RESTORE_PREVIOUS, STAGE, UNSTAGE, WATCH, remoteCommand } from './remote-scripts.js';
 import { runProcess, startProcess, type ExecFn, type LiveProcess, type StartFn } from './run-process.js';
 import type { SshConnectionShare } from './ssh-connection-share.js';
 import { abortedError, TransportError, type ClockOffset, type FileDigests, type RenameChannel, type TextChange, type Transport } from '../mesh/transport.js';
@@ -82,13 +82,26 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
       if (paths.length === 0) return;
       await run('unstage', remoteCommand(UNSTAGE, paths), signal);
     },
+    keepPrevious: async (paths, signal) => {
+      if (paths.length === 0) return [];
+      return lines(await run('keeping the previous file', remoteCommand(KEEP_PREVIOUS, paths), signal), paths.length, 'keeping the previous file').map(asDigest);
+    },
+    restorePrevious: async (paths, signal) => {
+      if (paths.length === 0) return [];
+      return lines(await run('restoring the previous file', remoteCommand(RESTORE_PREVIOUS, paths), signal), paths.length, 'restoring the previous file').map((l) => l === 'restored');
+    },
+    discardPrevious: async (paths, signal) => {
+      if (paths.length === 0) return;
+      await run('removing the previous file', remoteCommand(DISCARD_PREVIOUS, paths), signal);
+    },
     digests: async (paths, signal) => {
       if (paths.length === 0) return [];
       const out = lines(await run('reading digests', remoteCommand(DIGESTS, paths), signal), paths.length, 'reading digests');
       return out.map((line): FileDigests => {
-        const [live, next, modified] = line.split(' ');
+        const [live, next, modified, prev] = line.split(' ');
         const seconds = Number(modified);
-        return { live: asDigest(live), next: asDigest(next), ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}) };
+        const kept = asDigest(prev);
+        return { live: asDigest(live), next: asDigest(next), ...(kept ? { prev: kept } : {}), ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}) };
       });
     },
     readTexts: async (paths, signal) => {

@@ -31,6 +31,7 @@ import { openStore } from '../../src/store/open-store.js';
 import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import { readJournalHistory } from '../../src/mesh/journal-history.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { readMeshStatus } from '../../src/mesh/read-mesh-status.js';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -209,7 +210,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
     const plan = planRotation(inventory, { by: 'all' });
     const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });
     cleanups.push(() => transports.close());
-    const history = await readJournalHistory(state);
+    const history = await readJournalHistory(state, meshIdentity(inventory));
     const read = (onMachine: (machine: string, ok: boolean) => void) => readMeshStatus(plan, transports.transportFor, history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined, onMachine });
     const view = renderAt(<MeshStatusApp selectorText={plan.selectorText} machines={plan.holders.length} read={read} color={false} onExit={() => {}} />, 80, 24);
     mounted.push(view);

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
-import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
+import { previousPath, TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 
@@ -20,7 +20,7 @@ export interface FakeMachine {
   readonly files: Map<string, string>;
   readonly calls: string[];
   unreachable?: string;
-  failOn?: 'stage' | 'commit' | 'unstage';
+  failOn?: 'stage' | 'commit' | 'unstage' | 'keepPrevious' | 'restorePrevious';
   /** Runs after a successful commit (a fake provisioner writing its receipt). */
   afterCommit?: (paths: readonly string[], files: Map<string, string>) => void;
 }
@@ -90,12 +90,38 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
         gate('unstage', paths);
         for (const p of paths) m.files.delete(`${p}.next`);
       },
+      keepPrevious: async (paths) => {
+        gate('keepPrevious', paths);
+        return paths.map((p) => {
+          const live = m.files.get(p);
+          // An empty previous file stands for "none was live", as on a real holder.
+          m.files.set(previousPath(p), live ?? '');
+          return live === undefined ? undefined : secretDigest(live);
+        });
+      },
+      restorePrevious: async (paths) => {
+        gate('restorePrevious', paths);
+        return paths.map((p) => {
+          const prev = m.files.get(previousPath(p));
+          if (prev === undefined) return false;
+          if (prev === '') m.files.delete(p);
+          else m.files.set(p, prev);
+          m.files.delete(previousPath(p));
+          m.files.delete(path.join(path.dirname(p), '.applied', path.basename(p)));
+          return true;
+        });
+      },
+      discardPrevious: async (paths) => {
+        gate('discardPrevious', paths);
+        for (const p of paths) m.files.delete(previousPath(p));
+      },
       digests: async (paths) => {
         gate('digests', paths);
         return paths.map((p) => {
           const live = m.files.get(p);
           const next = m.files.get(`${p}.next`);
-          return { live: live === undefined ? undefined : secretDigest(live), next: next === undefined ? undefined : secretDigest(next) };
+          const prev = m.files.get(previousPath(p));
+          return { live: live === undefined ? undefined : secretDigest(live), next: next === undefined ? undefined : secretDigest(next), ...(prev === undefined ? {} : { prev: secretDigest(prev) }) };
         });
       },
       readTexts: async (paths) => {

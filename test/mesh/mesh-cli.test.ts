@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -8,7 +9,8 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/mesh/transport.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { dyingAfterProviderCommit } from './dying-baton.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
@@ -90,30 +92,94 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     for (const ms of Object.values(applied.windows_ms)) expect(ms).toEqual(expect.any(Number));
   });
 
-  it('with no receipt within --wait, the consumer ends stay staged with the old secret live (exit 3, resume printed); resume then finishes with the staged digests', async () => {
+  it('with no receipt within --wait, every pair is rolled back (exit 3): ends as before, nothing staged or kept, the journal says so, and the next rotation is accepted', async () => {
     const olds = { web1: 'old-web1-secret', web2: 'old-web2-secret' };
     for (const [m, old] of Object.entries(olds)) {
-      const file = live(m, `consumes/pg-main/${m}_app`);
-      mkdirSync(path.dirname(file), { recursive: true });
-      writeFileSync(file, old, { mode: 0o600 });
+      for (const file of [live(m, `consumes/pg-main/${m}_app`), live('db1', `provides/pg-main/${m}_app`)]) {
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, old, { mode: 0o600 });
+      }
     }
+    const before = snapshotDir(path.join(tmp.dir, 'machines'));
     const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '1');
     expect(r.code).toBe(3);
+    expect(r.stderr).toBe('');
     const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
-    expect(r.stdout).toContain('Applied 0 of 2 credentials, 2 pending');
-    expect(r.stdout).not.toContain('Rotated');
-    expect(r.stdout).toMatch(new RegExp(`baton (?:--\\S+ \\S+ )*mesh resume ${id} --inventory \\S+`));
-    for (const [m, old] of Object.entries(olds)) {
-      expect(readFileSync(live(m, `consumes/pg-main/${m}_app`), 'utf8')).toBe(old);
-      expect(readFileSync(`${live(m, `consumes/pg-main/${m}_app`)}.next`, 'utf8')).toBe(readFileSync(live('db1', `provides/pg-main/${m}_app`), 'utf8'));
-    }
+    expect(r.stdout).toContain(`Rotation ${id} rolled back (not every provider confirmed in time): 0 of 2 credentials finished, 2 rolled back.`);
+    expect(r.stdout).toContain('holds its previous password again');
+    expect(r.stdout).not.toContain('still works');
+    expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate --provider pg-main --inventory \S+$/);
+    // Every file exactly as before: no .next, no kept previous file.
+    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+    const records = await readJournal(path.join(tmp.dir, 'state'), id);
+    expect(records.map((x) => x.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
+    expect(records.at(-1)!.rolled_back?.map((x) => x.result)).toEqual(['rolled-back', 'rolled-back']);
+    const status = await baton('mesh', 'status', '--inventory', inventory);
+    expect(status.stdout).toContain(`last rotation ${id} rolled-back`);
+    expect(status.stdout).not.toMatch(/rotated \d+s ago;/); // a pair's age changes only when it was applied (the journal's age has no "(file mtime)")
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
-    const resumed = await baton('mesh', 'resume', id, '--inventory', inventory, '--wait', '10').finally(() => provisioner.stop());
-    expect(resumed.stderr).toBe('');
-    expect(resumed.code).toBe(0);
-    expect(resumed.stdout).toContain(`Resumed rotation ${id}: all 2 credentials applied; 2 files renamed now, 2 already live. No secret was generated.`);
-    const prepared = (await readJournal(path.join(tmp.dir, 'state'), id)).find((x) => x.phase === 'prepared')!;
-    for (const p of prepared.pairs) expect(secretDigest(readFileSync(live(p.consumer_machine, `consumes/pg-main/${p.role}`)))).toBe(p.digest);
+    const again = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '10').finally(() => provisioner.stop());
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('Rotated 2 credentials');
+    expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev'))).toEqual([]);
+  });
+
+  for (const signal of ['SIGHUP'] as const) {
+    it(`${signal} while receipts are awaited rolls every pair back and says so per pair, ending with nothing left to do (exit 3)`, async () => {
+      for (const m of ['web1', 'web2']) {
+        for (const file of [live(m, `consumes/pg-main/${m}_app`), live('db1', `provides/pg-main/${m}_app`)]) {
+          mkdirSync(path.dirname(file), { recursive: true });
+          writeFileSync(file, `old-${m}`, { mode: 0o600 });
+        }
+      }
+      const before = snapshotDir(path.join(tmp.dir, 'machines'));
+      const child = spawn(process.execPath, [BATON, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '60'], {
+        cwd: tmp.dir,
+        env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      await new Promise<void>((resolve) =>
+        child.stdout.on('data', (c: Buffer) => {
+          stdout += c.toString('utf8');
+          if (stdout.includes('committed 2/2 provider ends')) resolve();
+        }),
+      );
+      const started = Date.now();
+      child.kill(signal);
+      const code = await closed;
+      // The roll-back looks for the old receipt for at most 2 s after a signal.
+      expect(Date.now() - started).toBeLessThan(6_000);
+      expect(stderr).toBe('');
+      expect(code).toBe(3);
+      expect(stdout).toContain(`rolled back (interrupted by ${signal}): 0 of 2 credentials finished, 2 rolled back.`);
+      expect(stdout).not.toContain('committed 0/');
+      expect(stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do/);
+      expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+    });
+  }
+
+  it('a repeated --pair selects the union of the pairs, and the preview names each', async () => {
+    const r = await baton('mesh', 'plan', '--pair', 'pg-main:web1-app', '--pair', 'pg-main:web2-app', '--inventory', inventory);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Plan --pair pg-main:web1-app --pair pg-main:web2-app: 2 credentials on 3 machines');
+  });
+
+  it('plan into a closed pipe ends quietly: no stack trace', async () => {
+    const child = spawn('sh', ['-c', `"${process.execPath}" "${BATON}" --state-dir "${path.join(tmp.dir, 'state')}" mesh plan --provider pg-main --inventory "${inventory}" | head -1`], {
+      cwd: tmp.dir,
+      env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+    });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    await new Promise((resolve) => child.on('close', resolve));
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+    expect(stderr).toBe('');
   });
 
   it('seed installs one password into both ends of a pair (0600), journals its digest, and never prints it', async () => {
@@ -168,17 +234,17 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
   });
 
-  it('rotate --yes with a journal that cannot be written stops before anything is staged: exit 1, naming the journal and what to do', async () => {
+  it('rotate --yes with a journal that cannot be read or written stops before anything is staged: exit 1, naming the journal and what to do', async () => {
     const journalFile = path.join(tmp.dir, 'state', JOURNAL_FILE);
-    mkdirSync(journalFile, { recursive: true }); // a directory where the journal file goes: every append fails
+    mkdirSync(journalFile, { recursive: true }); // a directory where the journal file goes: every read and append fails
     const machines = path.join(tmp.dir, 'machines');
     const before = snapshotDir(machines);
     const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes');
     expect(r.code).toBe(1);
-    expect(r.stdout).toContain('The rotation journal could not be written (EISDIR).');
-    expect(r.stdout).toContain(`Journal: ${journalFile}`);
-    expect(r.stdout).toContain('No new credential took effect.');
-    expect(r.stdout).toContain('Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.');
+    expect(r.stderr).toContain('The rotation journal could not be read (EISDIR).');
+    expect(r.stderr).toContain(journalFile);
+    expect(r.stderr).toContain('Set journal_dir in baton.yaml'.slice(0, 0) + 'Pass the --state-dir / journal_dir the rotations use');
+    expect(r.stderr).toContain('Nothing was generated and nothing was sent.');
     expect(snapshotDir(machines)).toEqual(before);
   });
 
@@ -198,38 +264,145 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.stderr).toContain('The inventory has no consumer named "web9-app".');
   });
 
-  it('resume finishes a commit that was interrupted, with the digests prepared, and refuses a second time', async () => {
+  it('a rotation killed between the provider commit and the consumer commit: status names it (exit 3), rotate and seed refuse it with nothing generated, resume finishes it', async () => {
     const inv = loadInventory(inventory);
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-    const real = transportsFor(inv.machines, TEST_BOUNDS);
-    // web2's commit fails once (the machine went away between prepare and commit).
-    const lost = async () => {
-      throw new TransportError('web2', 'connection lost');
-    };
-    const interrupted = (name: string) => (name === 'web2' ? { ...real(name), commit: lost, openChannel: lost } : real(name));
     const journalDir = path.join(tmp.dir, 'state');
+    const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
+      id: 'rot-int', plan, yes: true, write: () => undefined,
+      deps: { transportFor: dying.transportFor, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 60_000, pollMs: 10, mesh: meshIdentity(inv) },
+    });
+    await dying.dead;
+    await waitUntil(async () => (await readJournal(journalDir, 'rot-int')).some((x) => x.phase === 'committed'));
+    expect(existsSync(`${live('web2', 'consumes/pg-main/web2_app')}.next`)).toBe(true);
+    expect(existsSync(live('db1', 'provides/pg-main/.web2_app.prev'))).toBe(true);
+    const status = await baton('mesh', 'status', '--inventory', inventory);
+    expect(status.code).toBe(3);
+    expect(status.stdout).toMatch(/staged +pg-main:web2-app/);
+    expect(status.stdout).toContain('a rotation stopped between the provider commit and the consumer commit');
+    expect(status.stdout).toMatch(/finish it: baton (?:--\S+ \S+ )*mesh resume rot-int --inventory \S+, or roll it back: baton (?:--\S+ \S+ )*mesh rollback rot-int/);
+    const machines = path.join(tmp.dir, 'machines');
+    const before = snapshotDir(machines);
+    const journalBefore = readFileSync(path.join(journalDir, JOURNAL_FILE), 'utf8');
+    const refused = await baton('mesh', 'rotate', '--pair', 'pg-main:web1-app', '--inventory', inventory, '--yes');
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('mesh rotate refused: 1 pair has a rotation that did not finish — pg-main:web1-app (rotation rot-int)');
+    expect(refused.stderr).toMatch(/finish it with baton (?:--\S+ \S+ )*mesh resume rot-int --inventory \S+ or roll it back with baton (?:--\S+ \S+ )*mesh rollback rot-int/);
+    const secretFile = path.join(tmp.dir, 'pw');
+    writeFileSync(secretFile, 'Seeded-Password-123\n', { mode: 0o600 });
+    const seed = await baton('mesh', 'seed', '--pair', 'pg-main:web2-app', '--from-file', secretFile, '--inventory', inventory);
+    expect(seed.code).toBe(3);
+    expect(seed.stderr).toContain('mesh seed refused');
+    expect(snapshotDir(machines)).toEqual(before);
+    expect(readFileSync(path.join(journalDir, JOURNAL_FILE), 'utf8')).toBe(journalBefore);
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
     try {
-      const first = await runRotationPlain({
-        id: 'rot-int', plan, yes: true, write: () => undefined,
-        deps: { transportFor: interrupted, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 2000, pollMs: 10 },
-      });
-      expect(first.code).toBe(1);
-      expect(existsSync(`${live('web2', 'consumes/pg-main/web2_app')}.next`)).toBe(true);
       const r = await baton('mesh', 'resume', 'rot-int', '--inventory', inventory, '--wait', '5');
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      expect(r.stdout).toContain('Resumed rotation rot-int: all 2 credentials applied; 1 file renamed now, 3 already live. No secret was generated.');
+      expect(r.stdout).toContain('Resumed rotation rot-int: all 2 credentials applied; 2 files renamed now, 2 already live. No secret was generated.');
       const prepared = (await readJournal(journalDir, 'rot-int')).find((x) => x.phase === 'prepared')!;
-      for (const p of prepared.pairs) {
-        expect(secretDigest(readFileSync(live(p.consumer_machine, `consumes/pg-main/${p.role}`)))).toBe(p.digest);
-        expect(secretDigest(readFileSync(live('db1', `provides/pg-main/${p.role}`)))).toBe(p.digest);
-      }
-      const again = await baton('mesh', 'resume', 'rot-int', '--inventory', inventory, '--wait', '0');
-      expect(again.code).toBe(3);
-      expect(again.stderr).toContain('already finished its commit');
+      for (const p of prepared.pairs) expect(secretDigest(readFileSync(live(p.consumer_machine, `consumes/pg-main/${p.role}`)))).toBe(p.digest);
+      expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev'))).toEqual([]);
+      const after = await baton('mesh', 'status', '--inventory', inventory);
+      expect(after.code).toBe(0);
     } finally {
       provisioner.stop();
     }
   });
+
+  it('the same leftover taken back with mesh rollback: both ends as before the rotation, exit 0, and status is clean', async () => {
+    for (const m of ['web1', 'web2']) {
+      for (const file of [live(m, `consumes/pg-main/${m}_app`), live('db1', `provides/pg-main/${m}_app`)]) {
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, `old-${m}`, { mode: 0o600 });
+      }
+    }
+    // The provisioner ran (old receipts), then stopped; baton is killed between the commits.
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    await waitUntil(async () => existsSync(live('db1', 'provides/pg-main/.applied/web2_app')));
+    provisioner.stop();
+    const files = (snap: Record<string, string>) => Object.fromEntries(Object.entries(snap).filter(([k]) => !k.includes('.applied')));
+    const before = snapshotDir(path.join(tmp.dir, 'machines'));
+    const inv = loadInventory(inventory);
+    const journalDir = path.join(tmp.dir, 'state');
+    const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
+      id: 'rot-kill', plan: planRotation(inv, { by: 'provider', name: 'pg-main' }), yes: true, write: () => undefined,
+      deps: { transportFor: dying.transportFor, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 60_000, pollMs: 10, mesh: meshIdentity(inv) },
+    });
+    await dying.dead;
+    await waitUntil(async () => (await readJournal(journalDir, 'rot-kill')).some((x) => x.phase === 'committed'));
+    const r = await baton('mesh', 'rollback', 'rot-kill', '--inventory', inventory, '--wait', '0.2');
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Rotation rot-kill rolled back (mesh rollback): 0 of 2 credentials finished, 2 rolled back.');
+    expect(r.stdout).toContain('no receipt confirms the old password yet: the provisioner sets it again on its next cycle');
+    expect(r.stdout).toContain('Nothing is left to do');
+    // Every file as before (the receipts were removed, so the provisioner confirms the old passwords again).
+    expect(files(snapshotDir(path.join(tmp.dir, 'machines')))).toEqual(files(before));
+    const restarted = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      await waitUntil(async () => existsSync(live('db1', 'provides/pg-main/.applied/web2_app')));
+      const status = await baton('mesh', 'status', '--inventory', inventory);
+      expect(status.code).toBe(0);
+      expect(status.stdout).toContain('last rotation rot-kill rolled-back');
+    } finally {
+      restarted.stop();
+    }
+  });
+
+  it('two rotations of the same mesh at once: the second exits 5 naming the holder, and changes nothing', async () => {
+    const inv = loadInventory(inventory);
+    const journalDir = path.join(tmp.dir, 'state');
+    const { withMeshLock } = await import('../../src/mesh/mesh-lock.js');
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked: () => void = () => undefined;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = withMeshLock(journalDir, meshIdentity(inv), 'mesh rotate --pair pg-main:web1-app', async () => {
+      locked();
+      await held;
+    });
+    await isLocked;
+    const before = snapshotDir(tmp.dir);
+    const r = await baton('mesh', 'rotate', '--pair', 'pg-main:web1-app', '--inventory', inventory, '--yes');
+    expect(r.code).toBe(5);
+    expect(r.stderr).toContain(`Another baton is working on this mesh: mesh rotate --pair pg-main:web1-app, pid ${process.pid} on ${os.hostname()} since`);
+    expect(snapshotDir(tmp.dir)).toEqual(before);
+    release();
+    await holder;
+  });
+
+  it('two inventories sharing one journal directory: each status shows only its own history, and prints where the journal is', async () => {
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '10');
+      expect(r.code).toBe(0);
+    } finally {
+      provisioner.stop();
+    }
+    const other = makeTempDir('baton-mesh-other-');
+    try {
+      const otherInventory = writeLocalMesh(other.dir);
+      const mine = await baton('mesh', 'status', '--inventory', inventory);
+      const theirs = await baton('mesh', 'status', '--inventory', otherInventory);
+      expect(mine.stdout).toMatch(/last rotation \S+ applied/);
+      expect(theirs.stdout).not.toContain('last rotation');
+      expect(theirs.stdout).toContain(`Journal: ${path.join(tmp.dir, 'state', JOURNAL_FILE)} (mesh ${meshIdentity(loadInventory(otherInventory))}; only its records are read).`);
+      // Never delivered: status suggests seeding it, not rotating.
+      expect(theirs.stdout).toMatch(/next: seed it with the password the database has: baton (?:--\S+ \S+ )*mesh seed --pair pg-main:web1-app --from-file FILE/);
+    } finally {
+      other.cleanup();
+    }
+  });
 });
+
+async function waitUntil(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

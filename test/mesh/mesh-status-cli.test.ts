@@ -8,7 +8,8 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/mesh/transport.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { dyingAfterProviderCommit } from './dying-baton.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
@@ -49,7 +50,7 @@ async function rotate(): Promise<void> {
   const inv = loadInventory(inventory);
   const { code } = await runRotationPlain({
     id: `rot-${Date.now()}`, plan: planRotation(inv, { by: 'provider', name: 'pg-main' }), yes: true, write: () => undefined,
-    deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), (m) => path.join(tmp.dir, 'machines', m)), journalDir: state(), operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 5_000, pollMs: 10 },
+    deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), (m) => path.join(tmp.dir, 'machines', m)), journalDir: state(), operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 5_000, pollMs: 10, mesh: meshIdentity(inv) },
   });
   expect(code).toBe(0);
   rmSync(file('db1', 'provides/pg-main/.applied'), { recursive: true, force: true });
@@ -143,30 +144,32 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     await rotate();
     receipt('web1_app');
     receipt('web2_app');
-    // A rotation of web2-app with no provisioner running (and web2's commit failing, were it reached).
+    // A rotation of web2-app whose baton died right after the provider commit (no provisioner running).
     const inv = loadInventory(inventory);
-    const real = transportsFor(inv.machines, TEST_BOUNDS);
-    const interrupted = (name: string) => (name === 'web2' ? { ...real(name), commit: async () => { throw new TransportError('web2', 'connection lost'); } } : real(name));
-    const first = await runRotationPlain({
+    const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
       id: 'rot-int', plan: planRotation(inv, { by: 'consumer', name: 'web2-app' }), yes: true, write: () => undefined,
-      deps: { transportFor: interrupted, journalDir: state(), operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 0, pollMs: 10 },
+      deps: { transportFor: dying.transportFor, journalDir: state(), operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 60_000, pollMs: 10, mesh: meshIdentity(inv) },
     });
-    // The provider end is live, no receipt came: web2's consumer end waits staged (exit 3).
-    expect(first.code).toBe(3);
-    const lastPhase = JSON.parse(readFileSync(path.join(state(), JOURNAL_FILE), 'utf8').trim().split('\n').pop()!).phase;
-    // The provider has not applied the new one yet: pending, with the id that finishes it.
+    await dying.dead;
+    const committed = () => readFileSync(path.join(state(), JOURNAL_FILE), 'utf8').includes('"id":"rot-int","at"') && readFileSync(path.join(state(), JOURNAL_FILE), 'utf8').split('\n').some((l) => l.includes('"id":"rot-int"') && l.includes('"phase":"committed"'));
+    for (let i = 0; i < 500 && !committed(); i++) await new Promise((r) => setTimeout(r, 10));
+    // The provider end is live with its previous file kept, the consumer's new end staged: a leftover with both ways out.
+    const resume = `baton --state-dir ${state()} mesh resume rot-int --inventory ${inventory}`;
+    const rollback = `baton --state-dir ${state()} mesh rollback rot-int --inventory ${inventory}`;
     let json = JSON.parse(status('--json').stdout);
     let web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
-    expect([web2.state, web2.resume_id, web2.last_rotation]).toEqual(['pending', 'rot-int', { id: 'rot-int', outcome: lastPhase }]);
-    // Once the provider applied it, only resume is left to do: staged.
+    expect([web2.state, web2.resume_id, web2.last_rotation]).toEqual(['staged', 'rot-int', { id: 'rot-int', outcome: 'committed' }]);
+    expect(web2.detail).toContain("if pg-main applies the new password, web2-app's live password is refused");
+    // Once the provider applied it, the consumer's live password IS refused: the words say so.
     receipt('web2_app');
     const plain = status();
     expect(plain.code).toBe(3);
-    const resume = `baton --state-dir ${state()} mesh resume rot-int --inventory ${inventory}`;
-    expect(plain.stdout).toContain(`next: finish it: ${resume}\n`);
+    expect(plain.stdout).toContain("pg-main applied the new password, so web2-app's live password is refused");
+    expect(plain.stdout).toContain(`next: finish it: ${resume}, or roll it back: ${rollback}\n`);
     json = JSON.parse(status('--json').stdout);
     web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
-    expect([web2.state, web2.resume_id, web2.next]).toEqual(['staged', 'rot-int', `finish it: ${resume}`]);
+    expect([web2.state, web2.resume_id, web2.next]).toEqual(['staged', 'rot-int', `finish it: ${resume}, or roll it back: ${rollback}`]);
     // With web2 away, resume refuses and its Next is the same pasteable command; nothing renamed.
     const web2Root = path.join(tmp.dir, 'machines', 'web2');
     renameSync(web2Root, `${web2Root}.away`);
@@ -217,7 +220,9 @@ describe('baton mesh status (the built CLI, local transport)', () => {
   it('the JSON document has exactly the documented shape', async () => {
     await rotate();
     const doc = JSON.parse(status('--json', '--max-age', '30d').stdout);
-    expect(Object.keys(doc)).toEqual(['selector', 'read_at', 'max_age_seconds', 'exit_code', 'summary', 'pairs']);
+    expect(Object.keys(doc)).toEqual(['selector', 'read_at', 'max_age_seconds', 'exit_code', 'summary', 'pairs', 'journal', 'mesh']);
+    expect(doc.journal).toBe(path.join(state(), JOURNAL_FILE));
+    expect(doc.mesh).toMatch(/^mesh-[0-9a-f]{12}$/);
     expect(doc.selector).toBe('every pair');
     expect(doc.max_age_seconds).toBe(30 * 86_400);
     expect(doc.exit_code).toBe(3);

@@ -102,12 +102,16 @@ describe('the rotation flow', () => {
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 99 }, // the first report of a pair counts
       { type: 'apply-finished', failures: [] },
     ]);
-    expect(state.step).toBe('done');
-    expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual(['resolve', 'prepare', 'commit', 'wait-applied']);
-    expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
-    expect(state.step === 'done' && [state.applied, state.windows]).toEqual([['pg-main:web1-app'], { 'pg-main:web1-app': 42 }]);
-    // One of two providers confirmed within the wait: its consumer end is staged, action needed.
-    expect(isTerminal(state) && rotationExitCode(state)).toBe(3);
+    // One of two providers confirmed within the wait: the other pair is rolled back, never left waiting.
+    expect(state.step).toBe('rolling-back');
+    expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual(['resolve', 'prepare', 'commit', 'wait-applied', 'roll-back']);
+    expect(effects.at(-1)).toEqual({ type: 'roll-back', pairs: ['pg-audit:web1-app'] });
+    const rolled = rotation(state, { type: 'rolled-back', results: [{ pair: 'pg-audit:web1-app', result: 'rolled-back', receipt: 'old' }] });
+    expect(rolled.effects.map((e) => (e.type === 'journal' ? e.phase : e.type))).toEqual(['rolled-back', 'discard-previous']);
+    expect(rolled.effects[1]).toEqual({ type: 'discard-previous', pairs: ['pg-main:web1-app'] });
+    expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed']);
+    expect(rolled.state.step === 'rolled-back' && [rolled.state.applied, rolled.state.windows]).toEqual([['pg-main:web1-app'], { 'pg-main:web1-app': 42 }]);
+    expect(isTerminal(rolled.state) && [rotationOutcome(rolled.state), rotationExitCode(rolled.state)]).toEqual(['taken-back', 3]);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
     const all = walk([
       ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' },
@@ -117,7 +121,22 @@ describe('the rotation flow', () => {
     expect(isTerminal(all) && rotationExitCode(all)).toBe(0);
   });
 
-  it('a failed prepare ends at exit 4 and a failed commit at exit 1, each journaled', () => {
+  it('a pair that could not be rolled back (a machine unreachable) ends as unfinished, exit 3', () => {
+    const applying = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed', previous: { 'pg-main:web1-app': 'sha256:old' as SecretDigest } }]).state;
+    expect(applying.step === 'applying' && applying.previous).toEqual({ 'pg-main:web1-app': 'sha256:old' });
+    const rolling = rotation(applying, { type: 'apply-finished', failures: [], stopped: 'interrupted by SIGHUP' }).state;
+    expect(rolling.step === 'rolling-back' && rolling.stopped).toBe('interrupted by SIGHUP');
+    const ended = rotation(rolling, {
+      type: 'rolled-back',
+      results: [
+        { pair: 'pg-main:web1-app', result: 'provider-unknown', reason: 'db1: no answer' },
+        { pair: 'pg-audit:web1-app', result: 'rolled-back', receipt: 'new' },
+      ],
+    }).state;
+    expect(isTerminal(ended) && [rotationOutcome(ended), rotationExitCode(ended)]).toEqual(['unfinished', 3]);
+  });
+
+  it('a failed prepare ends at exit 4 and a failed commit is rolled back, each journaled', () => {
     const prep = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] }]);
     expect(prep.state.step).toBe('prepare-failed');
     expect(isTerminal(prep.state) && rotationExitCode(prep.state)).toBe(4);
@@ -126,13 +145,12 @@ describe('the rotation flow', () => {
     expect(commit.state.step).toBe('applying');
     expect(commit.last.map((e) => e.type)).toEqual(['journal', 'wait-applied']);
     const ended = rotation(commit.state, { type: 'apply-finished', failures: [] });
-    expect(ended.state.step).toBe('commit-failed');
-    expect(ended.effects.map((e) => e.type === 'journal' && e.phase)).toEqual(['commit-failed']);
-    expect(isTerminal(ended.state) && rotationExitCode(ended.state)).toBe(1);
+    expect(ended.state.step).toBe('rolling-back');
+    expect(ended.effects).toEqual([{ type: 'roll-back', pairs: ['pg-main:web1-app', 'pg-audit:web1-app'] }]);
     // A consumer end that could not be renamed after its receipt: the same.
     const applying = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' }]).state;
     const consumerFailed = rotation(applying, { type: 'apply-finished', failures: [{ machine: 'web1', reason: 'gone' }] }).state;
-    expect(consumerFailed.step === 'commit-failed' && consumerFailed.failures).toEqual([{ machine: 'web1', reason: 'gone' }]);
+    expect(consumerFailed.step === 'rolling-back' && consumerFailed.failures).toEqual([{ machine: 'web1', reason: 'gone' }]);
   });
 
   it('leaving mid-commit exits 1 (something may be left to resume), leaving earlier exits 3, a finished rotation keeps its own code', () => {
@@ -155,9 +173,9 @@ describe('rotation outcomes', () => {
     const ends = [
       walk([...allResolved, { type: 'back' }]).state,
       walk([...confirmed, { type: 'prepare-failed', failures: [], unstageFailures: [] }]).state,
-      walk([...confirmed, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' }, { type: 'apply-finished', failures: [] }]).state,
+      walk([...confirmed, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' }, { type: 'apply-finished', failures: [] }, { type: 'rolled-back', results: [] }]).state,
     ];
-    expect(ends.map((s) => (isTerminal(s) ? rotationOutcome(s) : s.step))).toEqual(['cancelled', 'rolled-back', 'receipts-pending']);
+    expect(ends.map((s) => (isTerminal(s) ? rotationOutcome(s) : s.step))).toEqual(['cancelled', 'rolled-back', 'taken-back']);
     expect(ends.map((s) => isTerminal(s) && rotationExitCode(s))).toEqual([EXIT_CODES.aborted, EXIT_CODES['gate-closed'], EXIT_CODES['action-needed']]);
     const committing = walk([...confirmed, { type: 'prepared', digests }]).state;
     expect([outcomeOnLeave(walk(confirmed).state), outcomeOnLeave(committing)]).toEqual(['left', 'left-during-commit']);

@@ -16,6 +16,13 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { readJournal } from '../../src/mesh/journal.js';
+import { loadInventory } from '../../src/mesh/inventory.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { dyingAfterProviderCommit } from './dying-baton.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
@@ -215,40 +222,39 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     await provisioner.stop();
   });
 
-  it('a provisioner SIGKILLed between ALTER ROLE and the receipt of its own superuser converges when restarted', async () => {
+  it('a provisioner SIGKILLed between ALTER ROLE and its receipt: the rotation rolls back and removes the receipt, and the restarted provisioner sets the old password again', async () => {
     const provisioner = startProvisioner();
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
     await provisioner.stop();
     const marker = path.join(tmp.dir, 'paused');
     const pausing = spawnLogged(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/pausing-provisioner.ts'),
-      meshDirOn('db1'), PROVIDER, sandbox.host, String(sandbox.port), superuser, superuser, marker]);
-    const before = read(consumerFile('db1', superuser));
-    const r = await rotate(['--pair', `${PROVIDER}:provisioner`], '3');
-    // The database took the new password, no receipt came: the consumer end is still staged.
+      meshDirOn('db1'), PROVIDER, sandbox.host, String(sandbox.port), superuser, 'web1_app', marker]);
+    const before = read(consumerFile('web1', 'web1_app'));
+    const r = await rotate(['--pair', `${PROVIDER}:web1-app`], '3');
     await vi.waitFor(() => expect(existsSync(marker)).toBe(true), { timeout: 20_000 });
+    // The database took the new password, no receipt came: the pair was rolled back, and the words do not claim the old one works.
     expect(r.exitCode).toBe(3);
-    const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
-    // The suggested command keeps the flags this run was given (the one builder).
-    expect(r.stdout).toMatch(new RegExp(`baton (?:--\\S+ \\S+ )*mesh resume ${id}`));
+    expect(r.stdout).toContain('rolled back');
+    expect(r.stdout).toContain('no receipt confirms the old password yet');
+    expect(r.stdout).not.toContain('still works');
     pausing.child.kill('SIGKILL');
     await pausing.stop();
-    const staged = read(`${consumerFile('db1', superuser)}.next`);
-    expect(read(consumerFile('db1', superuser))).toBe(before);
-    expect(await canLogin(sandbox, superuser, staged)).toBe(true); // what the crash left: the new one
-    expect(await canLogin(sandbox, superuser, before)).toBe(false);
+    expect(read(consumerFile('web1', 'web1_app'))).toBe(before);
+    expect(read(providerFile('web1_app'))).toBe(before);
+    expect(existsSync(`${consumerFile('web1', 'web1_app')}.next`)).toBe(false);
+    expect(await canLogin(sandbox, 'web1_app', before)).toBe(false); // what the crash left: the new one in the database
 
     const restarted = startProvisioner();
-    await waitForReceipt(superuser, secretDigest(staged));
-    const resumed = await baton('mesh', 'resume', id, '--inventory', path.join(tmp.dir, 'mesh.yaml'));
-    expect(resumed.exitCode).toBe(0);
-    expect(read(consumerFile('db1', superuser))).toBe(staged);
-    // Converged: the next rotation of an ordinary pair goes through.
+    await waitForReceipt('web1_app', secretDigest(before));
+    expect(await canLogin(sandbox, 'web1_app', before)).toBe(true);
+    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--inventory', path.join(tmp.dir, 'mesh.yaml'));
+    expect(status.exitCode, status.stdout).toBe(0);
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
     expect(await canLogin(sandbox, 'web1_app', read(consumerFile('web1', 'web1_app')))).toBe(true);
     await restarted.stop();
   });
 
-  it('with the provisioner stopped, --wait 1 exits 3 with the consumer ends staged and the old passwords working; resume after it starts applies exactly the staged secrets', async () => {
+  it('with the provisioner stopped, --wait 1 rolls every pair back (exit 3, superuser pair included); the provisioner started afterwards: 0 failed logins, and it still logs in', async () => {
     const provisioner = startProvisioner();
     expect((await rotate(['--provider', PROVIDER])).exitCode).toBe(0);
     await provisioner.stop();
@@ -257,31 +263,80 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
 
     const r = await rotate(['--provider', PROVIDER], '1');
     expect(r.exitCode).toBe(3);
-    expect(r.stdout).toContain('Applied 0 of 3 credentials, 3 pending');
-    const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
-    // The suggested command keeps the flags this run was given (the one builder).
-    expect(r.stdout).toMatch(new RegExp(`baton (?:--\\S+ \\S+ )*mesh resume ${id}`));
-    const staged = pairs.map(([m, role]) => read(`${consumerFile(m, role)}.next`));
+    expect(r.stdout).toContain('rolled back (not every provider confirmed in time): 0 of 3 credentials finished, 3 rolled back.');
+    expect(r.stdout).toContain('Nothing is left to do');
+    expect(r.stdout).not.toContain('still works');
     for (const [i, [m, role]] of pairs.entries()) {
       expect(read(consumerFile(m, role))).toBe(olds[i]);
-      expect(read(providerFile(role))).toBe(staged[i]);
-      expect(await canLogin(sandbox, role, olds[i]!)).toBe(true);
+      expect(read(providerFile(role))).toBe(olds[i]);
+      expect(existsSync(`${consumerFile(m, role)}.next`)).toBe(false);
     }
-
+    // The apps re-read their files for every connection while the provisioner comes back.
+    const apps = [startApp('web1', 'web1_app'), startApp('web2', 'web2_app')];
     const restarted = startProvisioner();
-    const resumed = await baton('mesh', 'resume', id, '--inventory', path.join(tmp.dir, 'mesh.yaml'), '--wait', '20');
+    await waitForReceipt('web1_app', secretDigest(olds[0]!));
+    await waitForReceipt(superuser, secretDigest(olds[2]!));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    for (const app of apps) await app.stop();
+    for (const app of apps) {
+      expect(app.attempts.length).toBeGreaterThan(20);
+      expect(app.attempts.filter((a) => !a.ok)).toEqual([]);
+    }
+    for (const [i, [, role]] of pairs.entries()) expect(await canLogin(sandbox, role, olds[i]!)).toBe(true);
+    // The provisioner still logs in: the next rotation of its own pair goes through.
+    expect((await rotate(['--pair', `${PROVIDER}:provisioner`])).exitCode).toBe(0);
+    expect(await canLogin(sandbox, superuser, read(consumerFile('db1', superuser)))).toBe(true);
+    expect(restarted.output()).not.toContain('refused the superuser login');
+    await restarted.stop();
+  });
+
+  it('baton killed between the provider commit and the consumer commit (provisioner stopped): status exit 3 names the pair and the command, rotate refuses with nothing generated, resume finishes it and every consumer logs in', async () => {
+    const provisioner = startProvisioner();
+    expect((await rotate(['--provider', PROVIDER])).exitCode).toBe(0);
+    await provisioner.stop();
+    const inv = loadInventory(path.join(tmp.dir, 'mesh.yaml'));
+    const journalDir = path.join(tmp.dir, 'state');
+    const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
+      id: 'rot-kill', plan: planRotation(inv, { by: 'provider', name: PROVIDER }), yes: true, write: () => undefined,
+      deps: { transportFor: dying.transportFor, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 600_000, pollMs: 10, mesh: meshIdentity(inv) },
+    });
+    await dying.dead;
+    await vi.waitFor(async () => expect((await readJournal(journalDir, 'rot-kill')).map((x) => x.phase)).toContain('committed'), { timeout: 10_000 });
+    const status = await baton('mesh', 'status', '--inventory', path.join(tmp.dir, 'mesh.yaml'));
+    expect(status.exitCode).toBe(3);
+    expect(status.stdout).toMatch(/staged +pg-main:web1-app/);
+    expect(status.stdout).toMatch(/finish it: baton (?:--\S+ \S+ )*mesh resume rot-kill --inventory \S+, or roll it back: baton (?:--\S+ \S+ )*mesh rollback rot-kill/);
+    const journalBefore = readFileSync(path.join(journalDir, 'mesh-journal.jsonl'), 'utf8');
+    const fileBefore = read(`${consumerFile('web1', 'web1_app')}.next`);
+    const refused = await rotate(['--pair', `${PROVIDER}:web1-app`]);
+    expect(refused.exitCode).toBe(3);
+    expect(refused.stderr).toContain('mesh rotate refused: 1 pair has a rotation that did not finish — pg-main:web1-app (rotation rot-kill)');
+    expect(readFileSync(path.join(journalDir, 'mesh-journal.jsonl'), 'utf8')).toBe(journalBefore);
+    expect(read(`${consumerFile('web1', 'web1_app')}.next`)).toBe(fileBefore);
+    const restarted = startProvisioner();
+    const resumed = await baton('mesh', 'resume', 'rot-kill', '--inventory', path.join(tmp.dir, 'mesh.yaml'), '--wait', '20');
     expect(resumed.stderr).toBe('');
     expect(resumed.exitCode).toBe(0);
-    expect(resumed.stdout).toContain('No secret was generated.');
-    const prepared = (await readJournal(path.join(tmp.dir, 'state'), id)).find((x) => x.phase === 'prepared')!;
-    for (const [i, [m, role]] of pairs.entries()) {
-      const now = read(consumerFile(m, role));
-      expect(now).toBe(staged[i]);
-      expect(secretDigest(now)).toBe(prepared.pairs.find((p) => p.role === role)!.digest);
-      expect(await canLogin(sandbox, role, now)).toBe(true);
-      expect(await canLogin(sandbox, role, olds[i]!)).toBe(false);
-    }
+    for (const [m, role] of [['web1', 'web1_app'], ['web2', 'web2_app'], ['db1', superuser]] as const) expect(await canLogin(sandbox, role, read(consumerFile(m, role)))).toBe(true);
+    expect((await baton('mesh', 'status', '--inventory', path.join(tmp.dir, 'mesh.yaml'))).exitCode).toBe(0);
     await restarted.stop();
+  });
+
+  it('rotate --yes | head -1 with the provisioner running: the pair ends applied or rolled back, the journal says which, and the app logs in', async () => {
+    const provisioner = startProvisioner();
+    expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
+    const child = spawn('sh', ['-c', `"${process.execPath}" "${BIN}" --state-dir "${path.join(tmp.dir, 'state')}" mesh rotate --pair ${PROVIDER}:web1-app --inventory "${path.join(tmp.dir, 'mesh.yaml')}" --yes --wait 20 | head -1`], { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1' } });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    await new Promise((resolve) => child.on('close', resolve));
+    expect(stderr).toBe('');
+    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; phase: string });
+    const last = records.at(-1)!;
+    expect(['applied', 'rolled-back']).toContain(last.phase);
+    expect(await canLogin(sandbox, 'web1_app', read(consumerFile('web1', 'web1_app')))).toBe(true);
+    expect(existsSync(`${consumerFile('web1', 'web1_app')}.next`)).toBe(false);
+    await provisioner.stop();
   });
 });
 

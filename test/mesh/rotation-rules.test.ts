@@ -13,6 +13,7 @@ import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js
 import { BatonError } from '../../src/errors.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh, provisionerOn } from './fake-transport.js';
+import { dyingAfterProviderCommit } from './dying-baton.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
 import { abortedError, TransportError } from '../../src/mesh/transport.js';
@@ -160,55 +161,42 @@ function watchConsumerCommits(plan: RotationPlan, mesh: ReturnType<typeof fakeMe
 }
 
 describe('commit and resume', () => {
-  it('commits the provider ends, each consumer end only after its receipt; an unconfirmed pair stays staged (exit 3) and resume finishes it with the same digests and no new secret', async () => {
+  it('commits the provider ends, each consumer end only after its receipt; an unconfirmed pair is rolled back (exit 3) and nothing is left for a person', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
     provisionerOn(mesh.machines.db1!); // pg-main's provisioner runs; pg-audit's (db2) is stopped
+    const audit = plan.pairs.find((p) => p.provider === 'pg-audit')!;
+    // pg-audit's receipt still shows the old password: its provisioner never applied the new one.
+    mesh.machines.db2!.files.set(audit.receiptPath, formatReceipt({ role: audit.role, digest: secretDigest(`old-${audit.key}`), applied_at: '2026-11-30T00:00:00Z' }));
     const watched = watchConsumerCommits(plan, mesh);
     const dir = journalDir();
     const { code, lines, state } = await rotate(plan, watched.transportFor, dir, 150);
     expect(code).toBe(3);
-    expect(state.step === 'done' && state.applied).toEqual(['pg-main:web2-app']);
-    expect(state.step === 'done' && state.windows['pg-main:web2-app']).toBeGreaterThanOrEqual(0);
+    expect(state.step === 'rolled-back' && state.applied).toEqual(['pg-main:web2-app']);
+    expect(state.step === 'rolled-back' && state.windows['pg-main:web2-app']).toBeGreaterThanOrEqual(0);
     const text = lines.join('\n');
-    expect(text).toContain('Applied 1 of 2 credentials, 1 pending (rotation rot-1).');
-    expect(text).not.toContain('Rotated');
-    expect(text).toContain("! pg-audit has not confirmed web2_app: web2-app's file is still staged; its old password still works.");
-    expect(text).toContain('Next: once each provisioner has applied them (its receipt), run: baton mesh resume rot-1');
+    expect(text).toContain('Rotation rot-1 rolled back (not every provider confirmed in time): 1 of 2 credentials finished, 1 rolled back.');
+    expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds its previous password again and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.");
+    expect(lines.at(-1)).toBe('Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --consumer web2-app');
+    expect(text).not.toContain('mesh resume');
     expect(watched.seen).toEqual([{ path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true }]);
     const records = await readJournal(dir, 'rot-1');
-    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
-    expect(Object.keys(records.at(-1)!.windows_ms ?? {})).toEqual(['pg-main:web2-app']);
-    const prepared = records[1]!;
-    const audit = prepared.pairs.find((p) => p.provider === 'pg-audit')!;
-    // Both provider ends are live with the prepared digests; pg-audit's consumer end is still staged.
-    for (const p of prepared.pairs) expect(secretDigest(mesh.machines[p.provider_machine]!.files.get(p.provider_path)!)).toBe(p.digest);
-    expect(mesh.machines.web2!.files.get(audit.consumer_path)).toBe(`old-${audit.key}`);
-    expect(secretDigest(mesh.machines.web2!.files.get(`${audit.consumer_path}.next`)!)).toBe(audit.digest);
-
-    // pg-audit's provisioner comes back and applies what is live on db2.
-    const db2 = mesh.machines.db2!;
-    provisionerOn(db2);
-    db2.afterCommit!([audit.provider_path], db2.files);
-    const writesBefore = mesh.writes();
-    const journaled: { phase: string; applied?: readonly string[] }[] = [];
-    const result = await resumeRotation('rot-1', records, meshInventory(2), watched.transportFor, { concurrency: 2, waitMs: 200, pollMs: 5 }, async (phase, _f, applied) => {
-      journaled.push({ phase, applied: applied?.keys });
-    }, path.join(dir, JOURNAL_FILE));
-    expect(journaled).toEqual([{ phase: 'resumed', applied: ['pg-main:web2-app', 'pg-audit:web2-app'] }]);
-    expect(result.alreadyLive).toBe(3);
-    expect(result.failures).toEqual([]);
-    expect(mesh.writes() - writesBefore).toBe(1); // one rename, nothing staged anew
-    expect(watched.seen.at(-1)).toEqual({ path: audit.consumer_path, receipted: true });
-    expect(secretDigest(mesh.machines.web2!.files.get(audit.consumer_path)!)).toBe(audit.digest);
-    expect(mesh.machines.web2!.files.has(`${audit.consumer_path}.next`)).toBe(false);
-    // Finished: a second resume refuses.
-    const again = await readJournal(dir, 'rot-1');
-    await expect(resumeRotation('rot-1', [...again, { ...prepared, phase: 'resumed', applied: ['pg-main:web2-app', 'pg-audit:web2-app'] }], meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir)).rejects.toMatchObject({ code: 'refused' });
+    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
+    expect(records.at(-1)!.applied).toEqual(['pg-main:web2-app']);
+    expect(records.at(-1)!.rolled_back).toEqual([{ pair: 'pg-audit:web2-app', result: 'rolled-back', receipt: 'unknown' }]);
+    // The receipt is removed with the roll-back: the provisioner sets the old password again and confirms it.
+    expect(mesh.machines.db2!.files.has(audit.receiptPath)).toBe(false);
+    expect(records[2]!.pairs.find((p) => p.key === audit.key)!.previous).toBe(secretDigest(`old-${audit.key}`));
+    // Every end as it was for pg-audit, no staged or kept file anywhere; pg-main's pair finished.
+    expect(mesh.machines.db2!.files.get(audit.providerPath)).toBe(`old-${audit.key}`);
+    expect(mesh.machines.web2!.files.get(audit.consumerPath)).toBe(`old-${audit.key}`);
+    for (const m of Object.values(mesh.machines)) expect([...m.files.keys()].filter((k) => k.endsWith('.next') || k.endsWith('.prev'))).toEqual([]);
+    // Resume has nothing to finish from: it refuses and renames nothing.
+    await expect(resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir)).rejects.toMatchObject({ code: 'refused' });
   });
 
-  it('a consumer end that cannot be renamed after its receipt ends at exit 1 with the resume command, and resume renames it', async () => {
+  it('a consumer end that cannot be renamed after its receipt is never rolled back (the database has the new password): its live password is said to be refused, exit 3, resume or rollback named', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
@@ -217,24 +205,57 @@ describe('commit and resume', () => {
     mesh.machines.web2!.failOn = 'commit';
     const dir = journalDir();
     const { code, lines } = await rotate(plan, mesh.transportFor, dir, 100);
-    expect(code).toBe(1);
-    expect(lines.join('\n')).toContain('web2: commit failed (injected)');
-    expect(lines.join('\n')).toContain('Next: fix the machine, then run: baton mesh resume rot-1');
+    expect(code).toBe(3);
+    const text = lines.join('\n');
+    expect(text).toContain('web2: commit failed (injected)');
+    expect(text).toContain("web2 could not be reached (commit failed (injected)); its provider end stays live with the new password, so if pg-main applied it, web2-app's live password is now refused");
+    expect(text).not.toContain('still works');
+    expect(lines.at(-1)).toBe('Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1');
     const records = await readJournal(dir, 'rot-1');
-    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'commit-failed']);
+    expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
+    // The providers stay live with the new passwords; the consumer's new end waits staged for resume.
+    const prepared = records[1]!;
+    for (const p of prepared.pairs) {
+      expect(secretDigest(mesh.machines[p.provider_machine]!.files.get(p.provider_path)!)).toBe(p.digest);
+      expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
+    }
     mesh.machines.web2!.failOn = undefined;
     const result = await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 100, pollMs: 5 }, async () => undefined, dir);
     expect([...result.applied].sort()).toEqual(['pg-audit:web2-app', 'pg-main:web2-app']);
-    for (const p of records[1]!.pairs) expect(secretDigest(mesh.machines.web2!.files.get(p.consumer_path)!)).toBe(p.digest);
+  });
+
+  it('a provider unreachable after its commit is told as unknown, never "old password still works", and names resume and rollback', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' });
+    const mesh = fakeMesh(allMachines, plan);
+    seedOld(plan, mesh.machines);
+    const partitioned: TransportFor = (machine) => {
+      const t = mesh.transportFor(machine);
+      if (machine !== 'db1') return t;
+      // db1 answers the commit, then drops off the network.
+      let committed = false;
+      return { ...t, commit: async (paths) => (await t.commit(paths), (committed = true), undefined), readTexts: async (p) => (committed ? Promise.reject(new Error('db1: no route to host')) : t.readTexts(p)), digests: async (p) => (committed ? Promise.reject(new Error('db1: no route to host')) : t.digests(p)) };
+    };
+    const cached = new Map<string, ReturnType<TransportFor>>();
+    const transportFor: TransportFor = (m) => cached.get(m) ?? (cached.set(m, partitioned(m)), cached.get(m)!);
+    const { code, lines } = await rotate(plan, transportFor, journalDir(), 50);
+    expect(code).toBe(3);
+    const text = lines.join('\n');
+    expect(text).toContain('pg-main:web1-app: db1 could not be rolled back (db1: no route to host): whether pg-main took the new password is unknown; if it did, new connections of web1-app');
+    expect(text).not.toMatch(/old password still works/);
+    expect(lines.at(-1)).toBe('Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1');
+    // web1's new end stays staged: both ways out remain possible.
+    const main = plan.pairs.find((p) => p.provider === 'pg-main')!;
+    expect(mesh.machines.web1!.files.has(`${main.consumerPath}.next`)).toBe(true);
   });
 
   it('resume refuses, renaming nothing, when a staged file is missing — it never invents a secret', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' });
     const mesh = fakeMesh(allMachines, plan);
-    mesh.machines.web1!.failOn = 'commit';
     const dir = journalDir();
-    await rotate(plan, mesh.transportFor, dir);
-    mesh.machines.web1!.failOn = undefined;
+    const dying = dyingAfterProviderCommit(mesh.transportFor);
+    void rotate(plan, dying.transportFor, dir, 1000);
+    await dying.dead;
+    await vi.waitFor(async () => expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toContain('committed'));
     const staged = [...mesh.machines.web1!.files.keys()].find((k) => k.endsWith('.next'))!;
     mesh.machines.web1!.files.delete(staged);
     const snapshot = JSON.stringify([...mesh.machines.web1!.files]);
@@ -267,35 +288,39 @@ describe('applied', () => {
       }
     };
     const dir = journalDir();
-    const { code, state, lines } = await rotate(plan, mesh.transportFor, dir, 200);
-    expect(state.step).toBe('done');
+    const { code, state } = await rotate(plan, mesh.transportFor, dir, 200);
+    expect(state.step).toBe('rolled-back');
     expect(code).toBe(3);
-    expect(state.step === 'done' && state.applied).toEqual(['pg-audit:web1-app']);
-    expect(lines.join('\n')).toContain('! pg-audit has not confirmed web2_app');
+    expect(state.step === 'rolled-back' && state.applied).toEqual(['pg-audit:web1-app']);
     const last = (await readJournal(dir, 'rot-1')).at(-1) as JournalRecord;
-    expect(last.phase).toBe('applied');
+    expect(last.phase).toBe('rolled-back');
     expect(last.applied).toEqual(['pg-audit:web1-app']);
+    expect(last.rolled_back?.map((r) => r.pair)).toEqual(['pg-audit:web2-app']);
     expect(readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')).not.toContain('[secret]');
   });
 });
 
 describe('leaving an interactive rotation', () => {
-  it('leaving while receipts are awaited names the resume command with the flags the operator gave', async () => {
+  it('leaving while receipts are awaited ends the wait and rolls back, naming the next command with the flags the operator gave', async () => {
     const plan = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' });
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
     // No provisioner answers: the provider ends are live and every consumer end waits staged.
-    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 300), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
+    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 60_000), rollbackWaitMs: 50, stop: new AbortController(), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
     const flow = rotationFlow(startRotation('rot-1', plan), rotationRunner(rotationDeps));
     await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'));
     flow.dispatch({ type: 'typed', text: confirmationText(plan) });
     flow.dispatch({ type: 'confirmed' });
     await vi.waitFor(() => expect(flow.getState().step).toBe('applying'));
     const lines: string[] = [];
+    const started = Date.now();
     const code = await finishAfterLeaving(flow, rotationDeps, undefined, (line) => lines.push(line));
+    // The 60 s wait ended at once.
+    expect(Date.now() - started).toBeLessThan(3_000);
     expect(code).toBe(3);
-    expect(lines.join('\n')).toContain("baton --state-dir '/srv/ctl a' mesh resume rot-1 --inventory /etc/baton/mesh.yaml");
-    expect(lines.join('\n')).not.toMatch(/run: baton mesh resume/);
+    expect(lines.join('\n')).toContain('rolled back (cancelled by the operator)');
+    expect(lines.at(-1)).toContain("baton --state-dir '/srv/ctl a' mesh rotate --provider pg-main --inventory /etc/baton/mesh.yaml");
+    for (const p of plan.pairs) expect(mesh.machines[p.providerMachine]!.files.get(p.providerPath)).toBe(`old-${p.key}`);
   });
 
   it('a prepare the operator left before its commit started is taken back: every staged file removed, nothing live changed, exit 3', async () => {

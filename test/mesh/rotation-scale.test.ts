@@ -11,6 +11,7 @@ import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { fakeMesh } from './fake-transport.js';
 import { parseInventory, pairKey, type Inventory, type Machine } from '../../src/mesh/inventory.js';
 import { planIndex, planRotation, windowText, type Delivery, type RotationPlan } from '../../src/mesh/rotation-plan.js';
+import { MARKS } from '../../src/app/marks.js';
 import { describeSelector, selectPairs, type Selector } from '../../src/mesh/selector.js';
 import { emptyLog, logAdd, logGet, logHas, logKeys } from '../../src/app/rotation-log.js';
 import { isTerminal, progress, rotation, startRotation, type RotationEvent, type RotationState, type Step } from '../../src/app/rotation-flow.js';
@@ -147,16 +148,20 @@ describe('the rotation flow over hundreds of holders', () => {
     const filesCommitted = plan.holders.slice(0, 5).reduce((n, h) => n + h.receives.length, 0);
     expect(progress(partly).committed).toBe(filesCommitted);
     const failedProviders = rotation(partly, { type: 'commit-failed', failures: [{ machine: 'web9', reason: 'gone' }] }).state;
-    const failed = rotation(failedProviders, { type: 'apply-finished', failures: [] }).state;
-    expect(failed.step === 'commit-failed' && failed.committed).toEqual(plan.holders.slice(0, 5).flatMap((h) => h.receives.map((d) => `${h.machine}\0${d.path}`)));
-    expect(progress(failed).committed).toBe(filesCommitted);
+    expect(failedProviders.step === 'applying' && failedProviders.committed).toEqual(plan.holders.slice(0, 5).flatMap((h) => h.receives.map((d) => `${h.machine}\0${d.path}`)));
+    expect(progress(failedProviders).committed).toBe(filesCommitted);
+    // Nothing confirmed: every pair is rolled back, none left waiting.
+    const failed = rotation(failedProviders, { type: 'apply-finished', failures: [] });
+    expect(failed.state.step).toBe('rolling-back');
+    expect(failed.effects).toEqual([{ type: 'roll-back', pairs: plan.pairs.map((p) => p.key) }]);
 
     const applying = rotation(rotation(committing, { type: 'committed' }).state, { type: 'committed' }).state;
     const keys = [plan.pairs[7]!.key, plan.pairs[2]!.key, plan.pairs[7]!.key, plan.pairs[5]!.key];
     const applied = run({ state: applying, effects: [] }, keys.map((pair, i): RotationEvent => ({ type: 'applied-pair', pair, windowMs: i })));
     expect(progress(applied).applied).toBe(3);
-    const done = rotation(applied, { type: 'apply-finished', failures: [] }).state;
-    expect(done.step === 'done' && done.applied).toEqual([plan.pairs[7]!.key, plan.pairs[2]!.key, plan.pairs[5]!.key]);
+    const rolling = rotation(applied, { type: 'apply-finished', failures: [] }).state;
+    const done = rotation(rolling, { type: 'rolled-back', results: plan.pairs.filter((_, i) => ![7, 2, 5].includes(i)).map((p) => ({ pair: p.key, result: 'rolled-back' as const, receipt: 'old' as const })) }).state;
+    expect(done.step === 'rolled-back' && done.applied).toEqual([plan.pairs[7]!.key, plan.pairs[2]!.key, plan.pairs[5]!.key]);
     // Every provider end and the three consumer ends whose receipts came.
     expect(progress(done)).toMatchObject({ resolved: 401, staged: 802, committed: 401 + 3, applied: 3, pairs: 401 });
     expect(progress(applying).applied).toBe(0); // the state before the receipts is unchanged
@@ -250,10 +255,9 @@ describe('plain output of a large rotation', () => {
       id: 'rot-plain', plan, yes: true, write: (l) => lines.push(l),
       deps: { transportFor: mesh.transportFor, journalDir, operator: 'tester', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 5 },
     });
-    // No provisioner wrote a receipt: every consumer end stays staged, exit 3.
+    // No provisioner wrote a receipt: every pair is rolled back, exit 3, and each is named.
     expect(code).toBe(3);
-    for (const h of plan.holders) for (const d of h.receives) expect(lines.some((l) => l.startsWith(`  ${h.machine}: ${d.path} ${d.end === 'provides' ? 'replaced' : 'still staged'} (sha256:`))).toBe(true);
-    expect(lines.filter((l) => l.includes('has not confirmed'))).toHaveLength(plan.pairs.length);
-    expect(lines.join('\n')).not.toContain('more files');
+    for (const p of plan.pairs) expect(lines.some((l) => l.startsWith(`  ${MARKS.info.glyph} ${p.key}: rolled back; `))).toBe(true);
+    expect(lines.join('\n')).not.toContain('more');
   });
 });

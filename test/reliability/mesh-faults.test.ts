@@ -222,7 +222,10 @@ describe('random failure injection over rotations on the local transport', () =>
       if (fault === 'none') expect(state.step, context).toBe('done');
       if (fault === 'unresolvable') expect([state.step, code], context).toEqual(['gate-closed', 4]);
       if (fault === 'prepare-fails') expect(state.step, context).toBe('prepare-failed');
-      if (state.step === 'commit-failed') {
+      // A pair past its commit is finished or rolled back; only one whose machine could not be
+      // reached again is left, for resume.
+      const unfinished = state.step === 'rolled-back' && state.results.some((r) => r.result === 'provider-unknown' || r.result === 'consumer-unknown');
+      if (unfinished) {
         // The fault really bit: before resume the mesh is NOT settled (staged files, or a
         // pair whose ends differ) — proof the check below can see a half-rotation.
         const interrupted = await meshState();
@@ -244,7 +247,8 @@ describe('random failure injection over rotations on the local transport', () =>
         const whole = ends.provider !== undefined && ends.provider === ends.consumer;
         if (!whole) figures.halfRotatedPairs += 1;
         expect(whole, `${context}: pair ${key} ends differ ${JSON.stringify(ends)}`).toBe(true);
-        const rotated = state.step === 'done' || state.step === 'commit-failed';
+        const rolledBack = state.step === 'rolled-back' && state.results.some((r) => r.pair === key && r.result === 'rolled-back');
+        const rotated = state.step === 'done' || (state.step === 'rolled-back' && !rolledBack);
         if (selected.has(key) && rotated) expect(ends.provider, `${context}: ${key} should be new`).toBe(newDigest.get(key));
         else expect(ends.provider, `${context}: ${key} should be unchanged`).toBe(old.provider);
       }
@@ -257,7 +261,10 @@ describe('random failure injection over rotations on the local transport', () =>
       if (fault === 'commit-interrupted') figures.commitInterrupted += 1;
     }
     expect(figures.halfRotatedPairs).toBe(0);
-    expect(figures.unsettledBeforeResume).toBe(figures.resumed);
+    // A pair left for resume is usually half-rotated until it runs (not always: a commit cut
+    // after the rename but before its answer leaves it whole, and unknown to baton).
+    expect(figures.unsettledBeforeResume).toBeGreaterThan(0);
+    expect(figures.unsettledBeforeResume).toBeLessThanOrEqual(figures.resumed);
     expect(figures.halfPairsBeforeResume).toBeGreaterThan(0);
     // Every kind of fault was drawn at least once.
     expect(Math.min(figures.none, figures.unresolvable, figures.prepareFails, figures.commitInterrupted)).toBeGreaterThan(0);

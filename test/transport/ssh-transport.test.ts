@@ -88,6 +88,40 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     expect(readFileSync(live, 'utf8')).toBe(old.reveal());
   });
 
+  it('keeps the previous provider file at a commit, restores it (removing the receipt) or discards it; a retried keep leaves nothing behind', async () => {
+    const dir = path.join(tmp.dir, 'previous/provides/pg-main');
+    const live = path.join(dir, 'web1_app');
+    const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
+    const old = Secret.generate();
+    await transport.stage([{ path: live, secret: old }]);
+    await transport.commit([live]);
+    const fresh = Secret.generate();
+    await transport.stage([{ path: live, secret: fresh }]);
+    expect(await transport.keepPrevious([live])).toEqual([old.digest]);
+    expect(await transport.keepPrevious([live])).toEqual([old.digest]); // a retried commit keeps the same file
+    await transport.commit([live]);
+    expect(readdirSync(dir).sort()).toEqual(['.web1_app.prev', 'web1_app']);
+    expect((await transport.digests([live]))[0]).toMatchObject({ live: fresh.digest, prev: old.digest });
+    mkdirSync(path.join(dir, '.applied'), { recursive: true });
+    writeFileSync(path.join(dir, '.applied/web1_app'), formatReceipt({ role: 'web1_app', digest: fresh.digest, applied_at: '2026-11-30T00:00:00Z' }));
+    expect(await transport.restorePrevious([live, path.join(dir, 'nobody')])).toEqual([true, false]);
+    expect(readFileSync(live, 'utf8')).toBe(old.reveal());
+    expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app']);
+    expect(readdirSync(path.join(dir, '.applied'))).toEqual([]); // the provisioner confirms the old one again
+    // No live file before the commit: the kept file is empty, and restoring it removes the live one.
+    const first = path.join(dir, 'web2_app');
+    await transport.stage([{ path: first, secret: fresh }]);
+    expect(await transport.keepPrevious([first])).toEqual([undefined]);
+    await transport.commit([first]);
+    expect(await transport.restorePrevious([first])).toEqual([true]);
+    expect(existsSync(first)).toBe(false);
+    await transport.stage([{ path: live, secret: fresh }]);
+    await transport.keepPrevious([live]);
+    await transport.commit([live]);
+    await transport.discardPrevious([live]);
+    expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app']);
+  });
+
   it('reads receipts as text, and an absent one as absent', async () => {
     const dir = path.join(tmp.dir, 'receipts/.applied');
     mkdirSync(dir, { recursive: true });

@@ -24,6 +24,9 @@ export function unpluggable(transport: Transport, machine: Machine): Transport {
     stage: async (files, signal) => (await gate(), transport.stage(files, signal)),
     commit: async (paths, signal) => (await gate(), transport.commit(paths, signal)),
     unstage: async (paths, signal) => (await gate(), transport.unstage(paths, signal)),
+    keepPrevious: async (paths, signal) => (await gate(), transport.keepPrevious(paths, signal)),
+    restorePrevious: async (paths, signal) => (await gate(), transport.restorePrevious(paths, signal)),
+    discardPrevious: async (paths, signal) => (await gate(), transport.discardPrevious(paths, signal)),
     digests: async (paths, signal) => (await gate(), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await gate(), transport.readTexts(paths, signal)),
   };

@@ -16,6 +16,8 @@ import { transportsFor } from '../../transport/make-transport.js';
 import { BatonError } from '../../errors.js';
 import { DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import { unpluggable } from '../../app/drill/unplugged.js';
+import { meshIdentity } from '../../mesh/mesh-identity.js';
+import { withMeshLock } from '../../mesh/mesh-lock.js';
 
 /** The drill's one bound on a holder's answer, per step. */
 export const DRILL_TIMEOUT_MS = 5_000;
@@ -35,6 +37,7 @@ export function drillRotationDeps(sandbox: DrillSandbox): RotationDeps {
     concurrency: 4,
     waitMs: 20_000,
     pollMs: RECEIPT_POLL_MS,
+    mesh: meshIdentity(loadInventory(sandbox.inventoryPath)),
   };
 }
 
@@ -54,7 +57,11 @@ export async function rotateScripted(
   /** The operator types the count (the drill's dialogue); without it, confirmed as --yes. */
   askCount?: (question: string) => Promise<string | undefined>,
 ): Promise<{ readonly code: number; readonly state: RotationState }> {
-  return runRotationPlain({ id: newDrillRotationId(), plan: drillPlan(sandbox, selector), deps: drillRotationDeps(sandbox), yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) });
+  // Under the mesh lock, as `mesh rotate` runs: a status read meanwhile sees a rotation running, not a leftover.
+  const deps = drillRotationDeps(sandbox);
+  return withMeshLock(sandbox.journalDir, deps.mesh!, 'baton drill rotation', () =>
+    runRotationPlain({ id: newDrillRotationId(), plan: drillPlan(sandbox, selector), deps, yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) }),
+  );
 }
 
 /**

@@ -17,6 +17,9 @@ export function withLatency(latencyMs: number): (transport: Transport) => Transp
     stage: async (files, signal) => (await delay(signal), transport.stage(files, signal)),
     commit: async (paths, signal) => (await delay(signal), transport.commit(paths, signal)),
     unstage: async (paths, signal) => (await delay(signal), transport.unstage(paths, signal)),
+    keepPrevious: async (paths, signal) => (await delay(signal), transport.keepPrevious(paths, signal)),
+    restorePrevious: async (paths, signal) => (await delay(signal), transport.restorePrevious(paths, signal)),
+    discardPrevious: async (paths, signal) => (await delay(signal), transport.discardPrevious(paths, signal)),
     digests: async (paths, signal) => (await delay(signal), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await delay(signal), transport.readTexts(paths, signal)),
   });

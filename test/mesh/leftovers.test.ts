@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import type { SecretDigest } from '../../src/mesh/digest.js';
+import { journalHistory } from '../../src/mesh/journal-history.js';
+import type { JournalRecord } from '../../src/mesh/journal.js';
+import { leftoverOf, leftoversRefusal } from '../../src/mesh/leftovers.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { parseSelector, selectPairs } from '../../src/mesh/selector.js';
+import { meshInventory } from './mesh-fixture.js';
+
+const inventory = meshInventory(2);
+const plan = planRotation(inventory, { by: 'consumer', name: 'web1-app' });
+const pair = plan.pairs[0]!;
+const d = (x: string) => `sha256:${x.repeat(64).slice(0, 64)}` as SecretDigest;
+
+function record(id: string, phase: JournalRecord['phase'], extra: Partial<JournalRecord> = {}): JournalRecord {
+  return { id, at: '2026-12-01T00:00:00Z', operator: 't', phase, selector: '', holders: [], results: [], pairs: [{ key: pair.key, provider: pair.provider, consumer: pair.consumer, role: pair.role, provider_machine: pair.providerMachine, consumer_machine: pair.consumerMachine, provider_path: pair.providerPath, consumer_path: pair.consumerPath, receipt_path: pair.receiptPath, digest: d('b') }], ...extra };
+}
+
+describe('leftovers: what a rotation or seed must not start over', () => {
+  const clean = journalHistory([]);
+  it('a clean pair, and a finished pair with a previous file left beside it, are not leftovers', () => {
+    expect(leftoverOf(pair, { live: d('a'), next: undefined }, { live: d('a'), next: undefined }, clean)).toBeUndefined();
+    expect(leftoverOf(pair, { live: d('a'), next: undefined, prev: d('9') }, { live: d('a'), next: undefined }, clean)).toBeUndefined();
+  });
+
+  it('a staged end, a kept previous file of an unfinished pair, or an open rotation is one, named with its rotation', () => {
+    const open = journalHistory([record('r1', 'prepared'), record('r1', 'committed')]);
+    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: d('b') }, open)).toMatchObject({ rotation: 'r1', what: expect.stringContaining('.next staged') });
+    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: undefined }, clean)?.what).toContain('keeps the previous provider file');
+    expect(leftoverOf(pair, { live: d('a'), next: undefined }, { live: d('a'), next: undefined }, open)?.what).toBe('rotation r1 has not finished it');
+    const refusal = leftoversRefusal('rotate', [leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: d('b') }, open)!]);
+    expect([refusal.exitCode, refusal.next]).toEqual([3, `${pair.key}: finish it with baton mesh resume r1 or roll it back with baton mesh rollback r1`]);
+    expect(refusal.changed).toBe('Nothing was generated and nothing was sent.');
+  });
+
+  it('a rotation is closed for a pair once it applied or rolled it back; its age changes only when it applied it', () => {
+    const rolled = journalHistory([record('r1', 'prepared'), record('r1', 'committed'), record('r1', 'rolled-back', { rolled_back: [{ pair: pair.key, result: 'rolled-back', receipt: 'old' }] })]);
+    expect([rolled.unfinished(pair.key), rolled.pair(pair.key).lastRotatedAt]).toEqual([undefined, undefined]);
+    const unknown = journalHistory([record('r2', 'prepared'), record('r2', 'rolled-back', { rolled_back: [{ pair: pair.key, result: 'provider-unknown', reason: 'x' }] })]);
+    expect(unknown.unfinished(pair.key)).toBe('r2');
+    const applied = journalHistory([record('r3', 'prepared'), record('r3', 'applied', { applied: [pair.key], at: '2026-12-02T00:00:00Z' })]);
+    expect([applied.unfinished(pair.key), applied.pair(pair.key).lastRotatedAt]).toEqual([undefined, '2026-12-02T00:00:00Z']);
+  });
+});
+
+describe('selectors and the mesh identity', () => {
+  it('a repeated flag selects the union, each pair once, in inventory order', () => {
+    const selector = parseSelector({ pair: ['pg-audit:web2-app', 'pg-main:web1-app', 'pg-main:web1-app'] });
+    expect(selector.by).toBe('union');
+    expect(selectPairs(inventory, selector).map((p) => `${p.provider}:${p.consumer}`)).toEqual(['pg-main:web1-app', 'pg-audit:web2-app']);
+    expect(() => parseSelector({ pair: ['pg-main:web1-app'], consumer: 'web1-app' })).toThrow(/Only one selector/);
+  });
+
+  it('the id: field names the mesh; otherwise it is derived from mesh_dir and the machines', () => {
+    expect(meshIdentity({ ...inventory, id: 'prod-eu' })).toBe('prod-eu');
+    expect(meshIdentity(inventory)).toMatch(/^mesh-[0-9a-f]{12}$/);
+    expect(meshIdentity({ ...inventory, meshDir: '/srv/other' })).not.toBe(meshIdentity(inventory));
+    expect(meshIdentity({ ...inventory, machines: inventory.machines.slice(1) })).not.toBe(meshIdentity(inventory));
+  });
+});
