@@ -11,7 +11,7 @@
  * file only while a verifier is computed or checked, and dropped right after.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
@@ -437,8 +437,9 @@ export class PostgresProvisioner {
   private receiptOf(role: string): Receipt | null {
     let receipt = this.receipts.get(role);
     // A receipt removed under a running provisioner (a mesh roll-back does so) asks for the role
-    // to be set again: the database may hold another password than the one last set here.
-    if (receipt && readReceipt(this.deliveredDir, role) === undefined) receipt = undefined;
+    // to be set again: the database may hold another password than the one last set here. Only
+    // an absent file counts: one that cannot be read or written is reported, not taken as removed.
+    if (receipt && !existsSync(path.join(receiptsDir(this.deliveredDir), role))) receipt = undefined;
     if (receipt === undefined) {
       receipt = readReceipt(this.deliveredDir, role) ?? null;
       this.receipts.set(role, receipt);

@@ -1,18 +1,17 @@
 /**
- * `baton mesh status` in a real terminal: the resume command of a pending pair shown whole at
+ * `baton mesh status` in a real terminal: the resume command of a leftover pair shown whole at
  * 80×24 (it was cut to `baton mesh resume 2026120…`), and after live resizes exactly one
  * frame on screen — no second header, no stale "Reading holders…" line.
  */
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { assertBuilt } from '../helpers/run-baton.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 
-const run = promisify(execFile);
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 
 let tmp: { dir: string; cleanup: () => void };
@@ -56,17 +55,22 @@ describe('baton mesh status in a real terminal', () => {
   it('shows the whole resume command at 80×24, and one frame only after each resize', async () => {
     const flags = ['--state-dir', path.join(tmp.dir, 'state')];
     const inventory = ['--inventory', path.join(tmp.dir, 'mesh.yaml')];
-    // No provisioner answers: both pairs stay pending, with the rotation's id to resume.
-    const rotated = await run(process.execPath, [BATON, ...flags, 'mesh', 'rotate', '--provider', 'pg-main', ...inventory, '--yes', '--wait', '1']).catch((error: { code?: number; stdout?: string }) => {
-      if (error.code !== 3) throw error;
-      return { stdout: error.stdout ?? '' };
-    });
-    const resumeId = /^Rotation (\S+):/m.exec(rotated.stdout)?.[1];
+    // baton killed (SIGKILL) between the provider commit and the consumer commit, with no
+    // provisioner answering: the one leftover a rotation can leave, shown with the id to resume.
+    const child = spawn(process.execPath, [BATON, ...flags, 'mesh', 'rotate', '--provider', 'pg-main', ...inventory, '--yes', '--wait', '60'], { stdio: 'ignore' });
+    const journal = path.join(tmp.dir, 'state', 'mesh-journal.jsonl');
+    const committed = () => (existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { id: string; phase: string }).find((r) => r.phase === 'committed') : undefined);
+    await vi.waitFor(() => {
+      if (!committed()) throw new Error('waiting for the provider commit');
+    }, { timeout: 20_000, interval: 20 });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const resumeId = committed()!.id;
     expect(resumeId).toMatch(/^\d{8}T\d{6}Z-\w+$/);
     const command = [process.execPath, BATON, ...flags, 'mesh', 'status', ...inventory].map(shellQuote).join(' ');
     session = await TmuxSession.start({ command, cwd: tmp.dir, env: { NO_COLOR: '1' }, columns: 80, rows: 24 });
     const s = session;
-    let screen = await s.waitFor('next: check the provisioner on db1', 'the pending pair');
+    let screen = await s.waitFor('next: finish it', 'the leftover pair');
     expect(pasted(screen)).toContain(`baton --state-dir ${path.join(tmp.dir, 'state')} mesh resume ${resumeId} --inventory ${path.join(tmp.dir, 'mesh.yaml')}`);
     expect(screen).not.toMatch(/resume \S*…/);
 
