@@ -9,7 +9,7 @@ export interface AuthorityPanelsProps {
   readonly columns: number;
 }
 
-/** LOCAL | PUBLISHED: side by side from 100 columns, stacked below (DESIGN.md §9). */
+/** LOCAL | PUBLISHED: side by side from 100 columns, stacked below (docs/cli.md). */
 export function AuthorityPanels({ report, columns }: AuthorityPanelsProps) {
   const narrow = isNarrow(columns);
   const width = narrow ? columns : Math.floor(columns / 2);

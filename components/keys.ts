@@ -1,5 +1,5 @@
 /**
- * The keys of DESIGN.md §9, in one table. `q` quits (never while typing), Ctrl-C always quits
+ * The keys of docs/cli.md, in one table. `q` quits (never while typing), Ctrl-C always quits
  * (Ink's own handler), Esc goes back and NEVER quits, and no single key writes anything: every
  * write sits behind a confirm screen.
  */

@@ -1,5 +1,5 @@
 /**
- * The stream Ink draws on, made safe for the terminals operators actually have (issue 15):
+ * The stream Ink draws on, made safe for the terminals operators actually have (docs/cli.md, "Terminals"):
  *
  * - A terminal that reports 0×0 (`script`, some serial consoles) is laid out at 80×24.
  * - Ink is told the terminal is very tall, so it NEVER takes its full-clear path

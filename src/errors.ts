@@ -33,7 +33,7 @@ export type ErrorCode =
   | 'aborted';
 
 /**
- * DESIGN.md §8 exit codes. A Record so a new code that is not mapped fails to compile
+ * docs/cli.md exit codes. A Record so a new code that is not mapped fails to compile
  * instead of silently exiting 1.
  */
 export const EXIT_CODES: Record<ErrorCode, number> = {

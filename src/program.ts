@@ -1,5 +1,5 @@
 /**
- * The command tree of DESIGN.md §8. Each command group registers itself from src/commands/;
+ * The command tree of docs/cli.md. Each command group registers itself from src/commands/;
  * nothing heavy is imported here so start-up stays cheap.
  */
 import { Command, CommanderError, Option } from 'commander';

@@ -1,5 +1,5 @@
 /**
- * Each action the walk can offer, with its consequence in one line (DESIGN.md §9): the
+ * Each action the walk can offer, with its consequence in one line (docs/cli.md): the
  * operator reads what will be written where before choosing, not after.
  */
 import { layoutOf } from '../authority/index.js';

@@ -1,5 +1,5 @@
 /**
- * The failover walk (DESIGN.md §9) as a reducer: reading → deciding → confirming (or the
+ * The failover walk (docs/cli.md) as a reducer: reading → deciding → confirming (or the
  * force gate) → acting → done, with 'failed' reachable from every read and act.
  *
  * NOTHING IS WRITTEN BEFORE THE FINAL CONFIRM: the only effect that writes is 'act', and it is
@@ -247,7 +247,7 @@ function clamp(index: number, length: number): number {
 }
 
 /**
- * The exit code when the walk ends here (DESIGN.md §8): 0 once the host is in sync or an
+ * The exit code when the walk ends here (docs/cli.md): 0 once the host is in sync or an
  * action succeeded, the error's own code after a failure, 3 when the operator leaves with
  * something still to do.
  */

@@ -1,5 +1,5 @@
 /**
- * Meaning never by colour alone (STYLE.md): every state a screen shows has a mark and a word,
+ * Meaning never by colour alone (docs/cli.md, "Terminal or not"): every state a screen shows has a mark and a word,
  * and colour is only laid on top. One table, so `✓` means the same on every screen.
  */
 export type Tone = 'ok' | 'action' | 'refused' | 'busy' | 'info';

@@ -1,5 +1,5 @@
 /**
- * The rotation as a pure state machine (DESIGN.md §6): state + event → state + effects. Views
+ * The rotation as a pure state machine (docs/mesh-rotation.md): state + event → state + effects. Views
  * render it and emit intents; rotation-run-effect turns effects into transport calls. Every
  * refusal is `effects: []`, so a key that does not apply can never send anything.
  *

@@ -42,7 +42,7 @@ export function statusFlow(state: StatusState, event: StatusEvent): StatusStep {
 }
 
 /**
- * The exit code when the screen ends here (DESIGN.md §8): the last read's code, or 1 when no
+ * The exit code when the screen ends here (docs/cli.md): the last read's code, or 1 when no
  * read was shown (still reading, or the read failed) — "could not read", never "in sync".
  */
 export function statusStateExitCode(state: StatusState): number {

@@ -1,7 +1,7 @@
 /**
  * What `baton status` and the failover walk read, in one value: the local authority, the
  * published one, the store's last conditional-write check, and the verdict of the decision
- * table over them. Reading it changes nothing and takes no lock (DESIGN.md §4: readers that
+ * table over them. Reading it changes nothing and takes no lock (docs/authority-on-disk.md: readers that
  * change nothing read twice instead).
  */
 import { nextStep } from '../next-step.js';
@@ -95,7 +95,7 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
 }
 
 /**
- * DESIGN.md §8: 0 in sync, 3 action needed, 1 could not read. "Could not read" is a side we
+ * docs/cli.md: 0 in sync, 3 action needed, 1 could not read. "Could not read" is a side we
  * know nothing about (I/O, unreachable store, a local dir changing under every read) — a
  * document that was read and REFUSED is known and blocks, so it is "action needed".
  */

@@ -1,5 +1,5 @@
 /**
- * The typed gates in front of every step that cannot be undone (DESIGN.md §9, issue 15):
+ * The typed gates in front of every step that cannot be undone (docs/cli.md, "Terminals" and "Screens and keys"):
  * what the operator must type, and — when Enter is pressed on something else — WHY it was not
  * accepted. A silent refusal at 3 a.m. reads as a broken key; a reason names what to type.
  */

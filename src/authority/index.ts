@@ -1,5 +1,5 @@
 /**
- * The public face of the authority on disk (DESIGN.md §4). Everything outside src/authority
+ * The public face of the authority on disk (docs/authority-on-disk.md). Everything outside src/authority
  * imports from here: the rules (src/share), the flows (src/app) and the commands.
  *
  * Locking: readAuthorityFiles, installAuthority and setAsideAuthority expect the CALLER to

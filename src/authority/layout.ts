@@ -1,7 +1,7 @@
 import path from 'node:path';
 
 /**
- * Where each file of an authority lives in a state dir (DESIGN.md §4). The marker sits OUTSIDE
+ * Where each file of an authority lives in a state dir (docs/authority-on-disk.md). The marker sits OUTSIDE
  * ca/ so that losing ca/ (a backup that skipped it, a script that recreated it) leaves the
  * evidence that this host once held the authority.
  */

@@ -114,7 +114,7 @@ function blocked(stateDir: string, problem: LocalProblem, unexpected: readonly s
   return { state: 'blocked', stateDir, problem, error, unexpected };
 }
 
-/** Turns one raw pass into the state DESIGN.md §4 names. Pure over `raw` (plus crypto). */
+/** Turns one raw pass into the state docs/authority-on-disk.md names. Pure over `raw` (plus crypto). */
 export async function classify(raw: RawAuthority, stateDir: string, deployment: string): Promise<AuthorityRead> {
   const l = layoutOf(stateDir);
   const unexpected = unexpectedOf(raw.caDir.kind === 'dir' ? raw.caDir.entries : undefined);

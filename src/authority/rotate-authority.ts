@@ -21,7 +21,7 @@ export interface RotateResult {
 }
 
 /**
- * Rotates the local authority under ca.lock, in DESIGN.md §4's order: the new pair aside
+ * Rotates the local authority under ca.lock, in docs/authority-on-disk.md's order: the new pair aside
  * (`*.new`) → ca-previous.crt → ca-previous.key → rename the new key → rename the new cert. The
  * old pair is durable as ca-previous.* before anything current changes, and the key is renamed
  * before the certificate, so every instant leaves a state the reader answers correctly: the old

@@ -1,6 +1,6 @@
 /**
  * The contract between the authority on disk (src/authority) and everything that reads it
- * (the rules in src/share, the flows in src/app, the views). DESIGN.md §4.
+ * (the rules in src/share, the flows in src/app, the views). docs/authority-on-disk.md.
  */
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';

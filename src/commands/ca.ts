@@ -7,7 +7,7 @@ import { nextStep, renderSaid, renderStep, saidSteps } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 
 /**
- * `baton ca init | show [--json] | rotate | retire` (DESIGN.md §4, §8): the local authority on
+ * `baton ca init | show [--json] | rotate | retire` (docs/authority-on-disk.md, docs/cli.md): the local authority on
  * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
  * none and changes nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
  */
@@ -146,7 +146,7 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
 }
 
 /**
- * `ca init` with a store is the FIRST CONTROLLER path of the decision table (DESIGN.md §5):
+ * `ca init` with a store is the FIRST CONTROLLER path of the decision table (docs/publishing.md):
  * mint aside, publish create-only, install only after the publish succeeded — and when another
  * controller published first (before this look, or by winning the create-only put), adopt
  * theirs. Two hosts running `ca init` at once therefore end with ONE authority; checking the

@@ -43,7 +43,7 @@ export function makeContext(program: Command): CliContext {
 /**
  * Wraps a command handler: its resolved number (or undefined = 0) becomes the exit code, and
  * anything thrown is printed as the three-part message — never a stack trace — with the exit
- * code of DESIGN.md §8.
+ * code of docs/cli.md.
  */
 export function action<A extends unknown[]>(
   ctx: CliContext,

@@ -5,7 +5,7 @@ import { action, type Register } from './context.js';
 import { cursorAddressable } from './terminal-kind.js';
 
 /**
- * `baton failover` (DESIGN.md §9): the interactive walk. It needs a terminal for the typed
+ * `baton failover` (docs/cli.md): the interactive walk. It needs a terminal for the typed
  * confirmations; without one it refuses to start (exit 2) and points at `baton sync`, the same
  * decisions without a screen — a script must never sit waiting on a prompt it cannot see.
  */

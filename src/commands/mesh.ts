@@ -3,7 +3,7 @@ import { action, type Register } from './context.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 
 /**
- * `baton mesh plan | rotate | resume | seed` (DESIGN.md §6, §8). Everything beyond argument parsing
+ * `baton mesh plan | rotate | resume | seed` (docs/mesh-rotation.md, docs/cli.md). Everything beyond argument parsing
  * is imported when the command runs, so other commands do not pay for it.
  */
 

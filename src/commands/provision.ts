@@ -1,5 +1,5 @@
 /**
- * `baton provision postgres` (DESIGN.md §7): runs on a provider's machine, as an ordinary
+ * `baton provision postgres` (docs/mesh-rotation.md): runs on a provider's machine, as an ordinary
  * long-running service under `--watch`, and makes PostgreSQL accept what the mesh delivered.
  */
 import path from 'node:path';

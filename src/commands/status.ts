@@ -13,7 +13,7 @@ interface StatusOptions {
 const DEFAULT_WATCH_SECONDS = 5;
 
 /**
- * `baton status [--json] [--watch]` (DESIGN.md §8): read-only — it never writes and never
+ * `baton status [--json] [--watch]` (docs/cli.md): read-only — it never writes and never
  * takes the lock. Exit 0 in sync, 3 action needed, 1 could not read. Without a terminal (or
  * with --json) it prints plain text / one JSON object and never loads Ink, whose output still
  * carries escape sequences when piped.

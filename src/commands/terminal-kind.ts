@@ -1,5 +1,5 @@
 /**
- * Whether Ink may draw on this terminal (DESIGN.md §9, issue 15). Ink redraws by moving the
+ * Whether Ink may draw on this terminal (docs/cli.md, "Terminals" and "Screens and keys"). Ink redraws by moving the
  * cursor up and erasing lines; a terminal that cannot do that (TERM=dumb or unset, a serial
  * console) or that reports no size (0×0: `script`, some SSH clients) shows every redraw as
  * new garbage lines. Those get the plain renderer: text for status, a line-by-line dialogue

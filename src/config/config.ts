@@ -31,7 +31,7 @@ const CONFIG_FIELDS = ['deployment', 'state_dir', 'store', 'seal_key_file', 'sea
 /**
  * The YAML parser is required only when a config file is actually read: every command starts
  * through this module, and a parser loaded at start-up would be paid by `status --json` in a
- * monitoring loop that passes flags and reads no file (issue 7's start-up goal).
+ * monitoring loop that passes flags and reads no file (the start-up goal in docs/benchmarks.md).
  */
 const requireLazily = createRequire(import.meta.url);
 function parseYaml(text: string): unknown {
@@ -40,7 +40,7 @@ function parseYaml(text: string): unknown {
   return load(text, { schema: CORE_SCHEMA });
 }
 
-/** The global flags of DESIGN.md §8, as commander hands them over. */
+/** The global flags of docs/cli.md, as commander hands them over. */
 export interface GlobalFlags {
   readonly config?: string;
   readonly deployment?: string;
@@ -82,7 +82,7 @@ export type SealChoice = 'key' | 'none' | 'unstated';
 export const DEFAULT_STATE_ROOT = '/var/lib/baton';
 
 /**
- * The config search order of DESIGN.md §8. An explicitly named file (flag or $BATON_CONFIG)
+ * The config search order of docs/cli.md. An explicitly named file (flag or $BATON_CONFIG)
  * must exist; the implicit locations are optional.
  */
 export function configCandidates(flags: GlobalFlags, env: NodeJS.ProcessEnv, cwd: string): {

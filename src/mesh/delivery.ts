@@ -1,5 +1,5 @@
 /**
- * The two phases of a delivery (DESIGN.md §6 steps 5–7). Prepare stages `<role>.next` on both
+ * The two phases of a delivery (docs/mesh-rotation.md steps 5–7). Prepare stages `<role>.next` on both
  * ends of every pair and takes nothing live; commit renames the provider ends, then each
  * pair's consumer end once its provider's receipt shows the database has the new password. Any prepare failure removes EVERY staged file on every holder that answers, so a failed rotation
  * leaves a mesh that has not rotated rather than one that has half-rotated; a staged file is

@@ -1,5 +1,5 @@
 /**
- * The mesh inventory (DESIGN.md §6): machines, providers and consumers, and the pairs they
+ * The mesh inventory (docs/mesh-rotation.md): machines, providers and consumers, and the pairs they
  * make. Validated whole before anything is resolved, because a rotation planned from a
  * half-understood inventory is exactly how a holder goes unnamed and keeps a dead password.
  *

@@ -1,5 +1,5 @@
 /**
- * Resolve every holder before anything is generated (DESIGN.md §6 step 3). Each holder's
+ * Resolve every holder before anything is generated (docs/mesh-rotation.md step 3). Each holder's
  * resolve is bounded by the command's timeout (the transports are bound to it), so one machine
  * that hangs is reported as unresolved — and its ssh stopped — instead of holding the gate open.
  */

@@ -1,4 +1,4 @@
-/** OIDs and fixed names of an authority certificate (DESIGN.md §4), billet's own. */
+/** OIDs and fixed names of an authority certificate (docs/authority-on-disk.md), billet's own. */
 export const OID = {
   commonName: '2.5.4.3',
   organization: '2.5.4.10',

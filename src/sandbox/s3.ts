@@ -4,7 +4,7 @@
  * `s3://` URL through the REAL S3 adapter and SDK, with the emulator's keys handed to the
  * adapter in-process (never in argv, the environment or the URL).
  *
- * s3rver IGNORES If-None-Match / If-Match (STACK.md): `baton store check` reports it as not
+ * s3rver IGNORES If-None-Match / If-Match (docs/testing.md): `baton store check` reports it as not
  * enforcing, and the conditional logic is proven on the fake and the directory store.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The actions of DESIGN.md §5 — publish, adopt, force, first controller, leave — as UI-free
+ * The actions of docs/publishing.md — publish, adopt, force, first controller, leave — as UI-free
  * functions that `baton sync` and the console's failover flow both call. Each returns an
  * Outcome or throws a BatonError.
  *

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md §5's decision table as a pure function: status shows it, failover walks it, sync
+ * docs/publishing.md's decision table as a pure function: status shows it, failover walks it, sync
  * does it. Fingerprints are compared EXACTLY here — this answer can authorise setting an
  * authority aside, and a tolerant comparison would let a look-alike through.
  */

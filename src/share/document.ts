@@ -1,5 +1,5 @@
 /**
- * The published document (DESIGN.md §5), encoded and decoded EXACTLY:
+ * The published document (docs/publishing.md), encoded and decoded EXACTLY:
  *
  *   { "format": "baton.authority/1", "deployment", "fingerprint", "previous_fingerprint",
  *     "published_at", "published_by", "files": { "<allowlisted name>": "<base64>" } }

@@ -1,5 +1,5 @@
 /**
- * The handover proof (DESIGN.md §5): a controller that still holds the PREVIOUS key signs
+ * The handover proof (docs/publishing.md): a controller that still holds the PREVIOUS key signs
  * (deployment, new fingerprint, previous fingerprint, published_at) with it when it publishes a
  * rotation. The OU claim and previous_fingerprint are only claims — whoever can write the store
  * can mint a CA that names any fingerprint — so "left behind by a rotation" becomes a PROOF only

@@ -1,5 +1,5 @@
 /**
- * The lineage diagnosis (DESIGN.md §5) from EVERYTHING both sides hold: this host's current and
+ * The lineage diagnosis (docs/publishing.md) from EVERYTHING both sides hold: this host's current and
  * previous pairs with their claims, and the published current and previous with theirs. A chain
  * of rotations (rotate → retire → rotate with no publish between) is followed link by link, so
  * a host that is ahead by several rotations is not mistaken for a stranger — and two hosts that

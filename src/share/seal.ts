@@ -1,5 +1,5 @@
 /**
- * Sealing (DESIGN.md §5, optional `seal_key_file`): the document's files are AES-256-GCM
+ * Sealing (docs/publishing.md, optional `seal_key_file`): the document's files are AES-256-GCM
  * ciphertext under a 32-byte key the controllers share, and the header fields are the AEAD's
  * ASSOCIATED DATA — readable without the key (a status view compares fingerprints), yet bound
  * to the ciphertext, so a header moved onto another sealed document fails to open instead of

@@ -1,5 +1,5 @@
 /**
- * The contract between the store/document layer and the rules, flows and views (DESIGN.md §5).
+ * The contract between the store/document layer and the rules, flows and views (docs/publishing.md).
  */
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
@@ -91,7 +91,7 @@ export type Lineage =
 
 export type LineageKind = Lineage['kind'];
 
-/** DESIGN.md §5 decision table, as data. */
+/** docs/publishing.md decision table, as data. */
 export type Verdict =
   | { readonly kind: 'first-controller' }
   | { readonly kind: 'adopt'; readonly published: Fingerprint; readonly lostMarker: boolean }

@@ -1,5 +1,5 @@
 /**
- * The verdict of the decision table (DESIGN.md §5) in words: its tone, its label, a headline
+ * The verdict of the decision table (docs/publishing.md) in words: its tone, its label, a headline
  * and the exact next command. ONE table for sync, status (TTY, plain, JSON), failover and the
  * drill, so the same verdict never reads two ways. The screen shows fingerprints in their own
  * panels and leaves them out of the headline; a plain sentence or a refusal carries them.

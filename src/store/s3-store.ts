@@ -1,5 +1,5 @@
 /**
- * The S3 adapter (DESIGN.md §5). Loaded lazily by `openStore` — the SDK costs ~110 ms to
+ * The S3 adapter (docs/publishing.md). Loaded lazily by `openStore` — the SDK costs ~110 ms to
  * import and commands that never touch S3 must not pay it.
  *
  * Conditional writes are S3's own: a first publish is `If-None-Match: *`, a replace is
@@ -64,7 +64,7 @@ export class S3Store implements Store {
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const config: S3ClientConfig = {
       // Without these the SDK sends aws-chunked framing that some S3-compatible stores save
-      // as the object itself (STACK.md).
+      // as the object itself (docs/testing.md).
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: this.#maxAttempts,

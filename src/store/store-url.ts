@@ -1,5 +1,5 @@
 /**
- * A store is chosen by URL (DESIGN.md §5). Parsing is strict — an unknown scheme, an unknown
+ * A store is chosen by URL (docs/publishing.md). Parsing is strict — an unknown scheme, an unknown
  * query parameter or a relative path is a usage error naming the URL — because a typo here
  * points a controller at an empty store, where it would mint a second authority.
  */

@@ -1,5 +1,5 @@
 /**
- * Where a deployment's authority is published (DESIGN.md §5). A CHANNEL, NOT THE SOURCE OF
+ * Where a deployment's authority is published (docs/publishing.md). A CHANNEL, NOT THE SOURCE OF
  * TRUTH: the files on each host are the truth, and this holds a copy of one of them.
  *
  * AN INTERFACE SO THE RULES ARE TESTABLE WITHOUT AWS (the seed's words): the rules run on the

@@ -1,6 +1,6 @@
 /**
- * The `local` transport: `address` is a directory that plays the machine's root (DESIGN.md
- * §6), so a drill or a test runs the same delivery code as production against real files.
+ * The `local` transport: `address` is a directory that plays the machine's root (docs/mesh-rotation.md),
+ * so a drill or a test runs the same delivery code as production against real files.
  * A machine whose directory is missing does not resolve.
  */
 import { constants, promises as fs } from 'node:fs';

@@ -1,6 +1,6 @@
 /**
  * An error's "Next" is read by an operator who has the README and `--help`, not the design
- * notes or the issue tracker: a pointer at DESIGN.md, STACK.md or "issue 7" sends them to a
+ * notes or the issue tracker: a pointer at a design note or an issue number sends them to a
  * file that does not ship. This reads every string and template literal in src/ and
  * components/ (comments may cite the design; text a user can see may not).
  */

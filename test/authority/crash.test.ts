@@ -67,7 +67,7 @@ function newCertFingerprint(stateDir: string): Fingerprint | undefined {
 const ROTATE_STEPS = ['wrote ca.key.new', 'wrote ca.crt.new', 'wrote ca-previous.crt', 'wrote ca-previous.key', 'renamed ca.key.new', 'renamed ca.crt.new'];
 
 describe('rotate, stopped after each durable step', () => {
-  it('takes the steps of DESIGN.md §4 in order', async () => {
+  it('takes the steps of docs/authority-on-disk.md in order', async () => {
     const { stateDir } = await authorityDir();
     const seen: string[] = [];
     await rotateAuthority(stateDir, DEP, { onStep: (s) => void seen.push(s) });

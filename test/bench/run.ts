@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: every figure of issue 7 with its baseline measured in the same run, the
+ * `npm run bench`: every figure of docs/benchmarks.md with its baseline measured in the same run, the
  * ratio and the goal, as a table on stdout and a JSON summary in bench-results.json.
  *
  * Benchmarks, not tests: nothing here fails on a slow machine. A missed goal is printed and

@@ -1,5 +1,5 @@
 /**
- * The console on the terminals operators really have (issue 15), with the real `baton` binary:
+ * The console on the terminals operators really have (docs/cli.md, "Terminals"), with the real `baton` binary:
  * tmux at 80×24 resized live, TERM=dumb, a pty that reports 0×0 (`script`), and the typed
  * gates' line editing and refusal reasons.
  */

@@ -1,5 +1,5 @@
 /**
- * The drill on a terminal without cursor addressing (TERM=dumb in tmux, issue 15 point 5): a
+ * The drill on a terminal without cursor addressing (TERM=dumb in tmux, docs/cli.md, "Terminals"): a
  * line-by-line dialogue driven through real prompts — step 1's status reads, step 2's failover
  * (choose adopt, confirm) — with each step's checks printed, no cursor code written, and `q`
  * leaving and removing the sandbox.

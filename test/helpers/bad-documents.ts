@@ -14,7 +14,7 @@ import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { encodeDocument } from '../../src/share/document.js';
 import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
 
-/** The document's JSON shape (DESIGN.md §5), loosely typed so a corpus entry can break it. */
+/** The document's JSON shape (docs/publishing.md), loosely typed so a corpus entry can break it. */
 export type DocumentJson = Record<string, unknown>;
 
 export interface BadDocument {
@@ -62,7 +62,7 @@ export function fingerprintOfPem(certPem: Uint8Array): Fingerprint {
   return `SHA256:${createHash('sha256').update(spki).digest('base64').replace(/=+$/, '')}` as Fingerprint;
 }
 
-/** The document of DESIGN.md §5 for `files`, key order as the design writes it. */
+/** The document of docs/publishing.md for `files`, key order as the design writes it. */
 export function documentJson(deployment: string, files: AuthorityFiles, overrides: DocumentJson = {}): DocumentJson {
   const carried: Record<string, string> = {};
   for (const [name, bytes] of Object.entries(files)) if (bytes) carried[name] = b64(bytes);
@@ -190,7 +190,7 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
   return { deployment, files, fingerprint: fp as Fingerprint, valid: serialize(valid), validSealed, sealKey, documents };
 }
 
-/** The marker is part of the published set (DESIGN.md §5): add it when the mint did not. */
+/** The marker is part of the published set (docs/publishing.md): add it when the mint did not. */
 function withMarker(files: AuthorityFiles, deployment: string): AuthorityFiles {
   return files['authority-created'] ? files : { ...files, 'authority-created': enc(deployment) };
 }

@@ -83,7 +83,7 @@ function cleanEnv(): Record<string, string> {
   for (const [name, value] of Object.entries(process.env)) {
     if (value === undefined) continue;
     if (/^(AWS_|BATON_)/.test(name)) continue;
-    // Under CI=true Ink draws only its last frame (STACK.md); a run here must look like an
+    // Under CI=true Ink draws only its last frame (docs/testing.md); a run here must look like an
     // operator's, in CI as on a laptop.
     if (name === 'CI' || name === 'CONTINUOUS_INTEGRATION') continue;
     env[name] = value;

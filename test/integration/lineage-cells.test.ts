@@ -1,5 +1,5 @@
 /**
- * Each cell of the lineage diagnosis (DESIGN.md §5), on real disk and a real directory store,
+ * Each cell of the lineage diagnosis (docs/publishing.md), on real disk and a real directory store,
  * through the built CLI: what `baton sync` / `baton status` say, and that saying it changed
  * nothing — not a file in any state dir, not a byte in the store.
  */

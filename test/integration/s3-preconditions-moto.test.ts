@@ -1,7 +1,7 @@
 /**
  * Publishing on an S3 that ENFORCES If-None-Match / If-Match (moto_server, which baton did not
  * write), through the real S3 adapter and SDK, and through small proxies in front of it: one
- * that drops If-Match, one that drops the first PUT's response (issue 14).
+ * that drops If-Match, one that drops the first PUT's response (docs/publishing.md, "Conditional writes").
  *
  * Under CI=true a missing moto_server fails this file (startMoto throws); it never skips.
  */

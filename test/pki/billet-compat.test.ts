@@ -1,5 +1,5 @@
 /**
- * Byte compatibility with billet's wirecert (DESIGN.md §4): baton runs on a billet controller's
+ * Byte compatibility with billet's wirecert (docs/authority-on-disk.md): baton runs on a billet controller's
  * own state dir, publishes what it finds there byte for byte, and another host adopts exactly
  * those bytes — and what baton writes is what openssl (and so Go's x509) reads as SEC1 and as
  * billet's names. The fixtures are made by openssl at run time.

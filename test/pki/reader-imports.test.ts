@@ -2,7 +2,7 @@
  * `baton status --json` is polled by monitoring and run over SSH at failover: it reads and
  * checks certificates with node:crypto and the strict DER reader, and must not load the
  * minting library (pkijs, asn1js) or the config file's YAML parser when no file is read.
- * Bytes loaded are where a start-up regression shows first (issue 7), so this watches them.
+ * Bytes loaded are where a start-up regression shows first (docs/benchmarks.md), so this watches them.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';

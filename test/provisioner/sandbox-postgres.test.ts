@@ -1,5 +1,5 @@
 /**
- * The sandbox's answer to the STACK.md pitfall: as root PostgreSQL runs as `postgres`, which
+ * The sandbox's answer to the pitfall in docs/testing.md ("PostgreSQL"): as root PostgreSQL runs as `postgres`, which
  * must be able to traverse every directory above its binaries. A project cloned under a 0700
  * directory (e.g. /root) must still get a runnable server: the binaries are copied once.
  */

@@ -65,7 +65,7 @@ function expectRefused(error: BatonError, reason: RegExp | string): void {
 }
 
 describe('the published document', () => {
-  it('encodes exactly the fields of DESIGN.md §5, in order, with files in allowlist order', async () => {
+  it('encodes exactly the fields of docs/publishing.md, in order, with files in allowlist order', async () => {
     const json = await validJson(rotated);
     expect(Object.keys(json)).toEqual(['format', 'deployment', 'fingerprint', 'previous_fingerprint', 'published_at', 'published_by', 'files']);
     expect(json.format).toBe('baton.authority/1');

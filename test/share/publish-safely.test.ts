@@ -1,5 +1,5 @@
 /**
- * Issue 14's rules on the in-memory store: replace-unreadable is conditional on the bad
+ * The rules of docs/publishing.md ("Conditional writes") on the in-memory store: replace-unreadable is conditional on the bad
  * object's ETag, a sealed document is never replaced in the clear without --unseal, and a
  * write whose answer was lost is recognised as this host's own.
  */

@@ -81,7 +81,7 @@ export const firstFrameCase: BenchCase = {
           title: 'Time to first frame: TTY status view in tmux 80×24 (median)',
           measured: { label: 'baton status (TTY)', value: s.median, unit: 'ms', summary: s },
           baseline: { label: 'node -e console.log(marker)', value: b.median, unit: 'ms', summary: b },
-          goal: { kind: 'ratio', max: 2 }, // issue 16's goal for the first TTY frame
+          goal: { kind: 'ratio', max: 2 }, // the first-frame goal in docs/benchmarks.md
           notes: [`${runs} sessions each, interleaved; until capture-pane shows the local fingerprint / the marker`, `TTY path ${describeTrace(trace)}`],
         }),
       ],

@@ -7,7 +7,7 @@
  * summary prints.
  * Baseline, same rotations: from the provider ends' commit to the receipt — how long a
  * consumer would have held a password its database did not have yet had its end been
- * committed together with the provider's (the order before issue 12).
+ * committed together with the provider's (the order before docs/mesh-rotation.md step 7).
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

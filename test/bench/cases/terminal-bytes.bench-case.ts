@@ -50,7 +50,7 @@ function until(subscribe: (l: (s: RotationState) => void) => () => void, current
 
 /**
  * Waits until the terminal's latest frame shows `text`: a key sent before the frame that
- * expects it is drawn lands in the previous screen's handler (STACK.md: Ink tests).
+ * expects it is drawn lands in the previous screen's handler (docs/testing.md, "Ink and terminals").
  */
 async function shows(terminal: CountingTerminal, text: string): Promise<void> {
   const deadline = Date.now() + 60_000;
