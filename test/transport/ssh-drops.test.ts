@@ -75,10 +75,10 @@ describeWithPart(unavailable, 'a rotation over ssh when the session or the link 
     existsSync(path.join(state(), JOURNAL_FILE))
       ? readFileSync(path.join(state(), JOURNAL_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; phase: string; rolled_back?: { pair: string; result: string; receipt?: string }[] })
       : [];
-  /** `mesh rotate --yes --wait 30` with nobody answering, started with its own TMPDIR; resolves once the journal shows the commit. */
-  async function rotateUntilCommitted(inventory: string, tmpdir: string) {
+  /** `mesh rotate --yes --wait S` with nobody answering, started with its own TMPDIR; resolves once the journal shows the commit. */
+  async function rotateUntilCommitted(inventory: string, tmpdir: string, waitSeconds: number) {
     mkdirSync(tmpdir, { mode: 0o700 });
-    const child = spawn(process.execPath, [BIN, '--state-dir', state(), 'mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', '30'], {
+    const child = spawn(process.execPath, [BIN, '--state-dir', state(), 'mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', String(waitSeconds)], {
       cwd: tmp.dir,
       env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '', CI: '', TMPDIR: tmpdir, XDG_CONFIG_HOME: '/nonexistent-baton-test-config' },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -100,7 +100,7 @@ describeWithPart(unavailable, 'a rotation over ssh when the session or the link 
     const statusBefore = await status();
     expect(statusBefore.exitCode, statusBefore.all).toBe(3);
     const before = { db1: snapshotDir(meshOf('db1')), web1: snapshotDir(meshOf('web1')) };
-    const run = await rotateUntilCommitted(inventory, tmpdir);
+    const run = await rotateUntilCommitted(inventory, tmpdir, 30);
     const sockets = readdirSync(tmpdir).filter((n) => n.startsWith('baton-ssh-')).map((n) => path.join(tmpdir, n));
     expect(sockets).toHaveLength(1);
     // The masters are renamed "ssh: <socket> [mux]"; both machines have one by now.
@@ -130,5 +130,29 @@ describeWithPart(unavailable, 'a rotation over ssh when the session or the link 
     expect(described(after.stdout)).toEqual(described(statusBefore.stdout));
     expect(after.stdout).toContain(`${PAIR} (role web1_app, db1 → web1)`);
     expect(after.stdout).toContain(`last rotation ${id} rolled-back`);
+  }, 60_000);
+
+  itWithPart(unavailable, 'the link to the provider cut right after its commit: the output says the database may have the new password, never that the old one still works, and ends with what to run', async () => {
+    const inventory = writeMesh();
+    // The receipt wait outlasts a dropped link (it may come back); a short one ends it here.
+    const run = await rotateUntilCommitted(inventory, path.join(tmp.dir, 't'), 2);
+    // The link stays down: a new connection to db1's port fails (ssh takes the first ProxyCommand
+    // that matches), and the relay carrying db1's live connection is killed.
+    const config = path.join(tmp.dir, 'ssh_config_delay_5');
+    writeFileSync(config, `Match exec "test %p = ${portOf('db1')}"\n  ProxyCommand false\n${readFileSync(config, 'utf8')}`);
+    const relays = holding(`${DELAY_RELAY} 127.0.0.1 ${portOf('db1')}`).map((line) => Number(line.split(':')[0]));
+    expect(relays.length).toBeGreaterThanOrEqual(1);
+    for (const pid of relays) process.kill(pid, 'SIGKILL');
+    const code = await run.exited;
+    const { stdout, stderr } = run.output();
+    expect(stderr).toBe('');
+    expect(code, stdout).toBe(3);
+    const id = /Rotation (\S+):/.exec(stdout)?.[1] ?? '';
+    expect(id).not.toBe('');
+    expect(stdout).not.toMatch(/old password still works/);
+    expect(stdout).toContain(`whether ${PROVIDER} took the new password is unknown`);
+    expect(stdout).toContain(`new connections of web1-app (file still old, new one staged) fail until this is finished or rolled back`);
+    expect(journal().filter((r) => r.id === id).at(-1)?.rolled_back?.map((p) => [p.pair, p.result])).toEqual([[PAIR, 'provider-unknown']]);
+    expect(stdout.trim().split('\n').at(-1)).toMatch(new RegExp(`mesh resume ${id}\\b.*mesh rollback ${id}\\b`));
   }, 60_000);
 });
