@@ -26,10 +26,11 @@ import { inventoryCase } from './cases/inventory.bench-case.js';
 import { provisionerCase } from './cases/provisioner.bench-case.js';
 import { terminalBytesCase } from './cases/terminal-bytes.bench-case.js';
 import { rotationWindowCase } from './cases/rotation-window.bench-case.js';
+import { rotationRollbackCase } from './cases/rotation-rollback.bench-case.js';
 import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 import { sshWindowCase } from './cases/ssh-window.bench-case.js';
 
-const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase, sshHandshakesCase, sshWindowCase];
+const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase, rotationRollbackCase, sshHandshakesCase, sshWindowCase];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
 

@@ -9,61 +9,21 @@
  * consumer would have held a password its database did not have yet had its end been
  * committed together with the provider's (the order before docs/mesh-rotation.md step 7).
  */
-import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { parseReceipt } from '../../../src/mesh/digest.js';
-import { scramVerifier } from '../../../src/provisioner/scram-verifier.js';
-import { startPostgres } from '../../../src/sandbox/postgres.js';
-import { BIN, type BenchCase } from '../lib/context.js';
+import type { BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';
+import { PROVIDER, startRotationMesh } from '../lib/rotation-mesh.js';
 import { summarize } from '../lib/stats.js';
 
 const ROTATIONS = 5;
-const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
-const run = promisify(execFile);
 
 export const rotationWindowCase: BenchCase = {
   name: 'rotation-window',
   async run(ctx) {
-    ctx.log('rotation-window: starting the sandbox PostgreSQL');
-    const pg = await startPostgres();
-    const root = ctx.tempDir('rotation-window');
-    const superuser = `su_${randomBytes(3).toString('hex')}`;
-    const meshDb1 = path.join(root, 'machines/db1', MESH);
-    let provisioner: ReturnType<typeof spawn> | undefined;
+    const { inventory, state, meshDb1, baton, stop } = await startRotationMesh(ctx, 'rotation-window', 2);
     try {
-      for (const m of ['db1', 'web1']) mkdirSync(path.join(root, 'machines', m), { recursive: true });
-      const inventory = path.join(root, 'mesh.yaml');
-      writeFileSync(inventory, [
-        'machines:',
-        '  - { name: db1, address: machines/db1, transport: local }',
-        '  - { name: web1, address: machines/web1, transport: local }',
-        'providers:',
-        `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-        'consumers:',
-        `  - { name: web1-app, machine: web1, uses: [${PROVIDER}] }`,
-        `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
-        '',
-      ].join('\n'));
-      const state = path.join(root, 'state');
-      const baton = (...args: string[]) => run(process.execPath, [BIN, '--state-dir', state, ...args], { cwd: root, env: { ...process.env, NO_COLOR: '1' } });
-      // The provisioner's own superuser, seeded into the mesh (`baton mesh seed`).
-      const password = randomBytes(24).toString('base64url');
-      const { default: pgClient } = await import('pg');
-      const admin = new pgClient.Client({ host: pg.host, port: pg.port, database: 'postgres', user: pg.superuser, password: readFileSync(pg.superuserPasswordFile, 'utf8') });
-      await admin.connect();
-      await admin.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`);
-      await admin.end();
-      const file = path.join(root, 'su.password');
-      writeFileSync(file, password, { mode: 0o600 });
-      await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', inventory);
-      provisioner = spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDb1, '--provider', PROVIDER, '--pg-host', pg.host,
-        '--pg-port', String(pg.port), '--superuser', superuser, '--watch', '--interval', '2'], { stdio: 'ignore' });
-
       const windows: number[] = [];
       const receiptDelays: number[] = [];
       await baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory, '--yes', '--wait', '20'); // creates the role
@@ -99,8 +59,7 @@ export const rotationWindowCase: BenchCase = {
         skipped: [],
       };
     } finally {
-      provisioner?.kill('SIGTERM');
-      await pg.destroy();
+      await stop();
     }
   },
 };
