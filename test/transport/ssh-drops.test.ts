@@ -52,11 +52,12 @@ describeWithPart(unavailable, 'a rotation over ssh when the session or the link 
   const meshOf = (m: string) => path.join(tmp.dir, m, 'mesh');
   const portOf = (m: string) => (m === 'db1' ? sshd.ports[0]! : sshd.ports[1]!);
   const state = () => path.join(tmp.dir, 'state');
+  const sshConfig = () => delayedSshConfig(tmp.dir, 5, path.join(tmp.dir, 'relay.log'));
   /** A mesh whose pair already holds one password at both ends, as a seeded pair does. */
   function writeMesh(): string {
     const inventory = path.join(tmp.dir, 'mesh.yaml');
     writeFileSync(inventory, [
-      `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: ${delayedSshConfig(tmp.dir, 5, path.join(tmp.dir, 'relay.log'))}, connect_timeout: 10 }`,
+      `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: ${sshConfig()}, connect_timeout: 10 }`,
       'machines:',
       ...['db1', 'web1'].map((m) => `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${portOf(m)}", transport: ssh, mesh_dir: ${meshOf(m)} }`),
       'providers:',
@@ -138,7 +139,7 @@ describeWithPart(unavailable, 'a rotation over ssh when the session or the link 
     const run = await rotateUntilCommitted(inventory, path.join(tmp.dir, 't'), 2);
     // The link stays down: a new connection to db1's port fails (ssh takes the first ProxyCommand
     // that matches), and the relay carrying db1's live connection is killed.
-    const config = path.join(tmp.dir, 'ssh_config_delay_5');
+    const config = sshConfig();
     writeFileSync(config, `Match exec "test %p = ${portOf('db1')}"\n  ProxyCommand false\n${readFileSync(config, 'utf8')}`);
     const relays = holding(`${DELAY_RELAY} 127.0.0.1 ${portOf('db1')}`).map((line) => Number(line.split(':')[0]));
     expect(relays.length).toBeGreaterThanOrEqual(1);
