@@ -60,7 +60,7 @@ export function placeholdersOf(step: NextStep): readonly Placeholder[] {
  */
 export function renderStep(s: Suggester, step: NextStep): string {
   const words = step.args.map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : shellWord(w)));
-  const mesh = step.args[0] === 'mesh' && /^(plan|rotate|resume|status|seed)$/.test(String(step.args[1]));
+  const mesh = step.args[0] === 'mesh' && /^(plan|rotate|resume|rollback|status|seed)$/.test(String(step.args[1]));
   if (mesh && s.inventory && !step.args.includes('--inventory')) words.push('--inventory', shellWord(s.inventory));
   const prefix = step.host ? (s.prefixElsewhere ?? s.prefix) : s.prefix;
   return `${prefix} ${words.join(' ')}`;
@@ -88,6 +88,14 @@ export function isNextStep(part: string | NextStep): part is NextStep {
 /** The sentence with each command rendered for this operator, in backticks inside prose. */
 export function renderSaid(s: Suggester, said: Said): string {
   return said.map((part) => (isNextStep(part) ? `\`${renderStep(s, part)}\`${part.host ? ` (on ${part.host})` : ''}` : part)).join('');
+}
+
+/**
+ * The sentence with its commands bare, for a line that is itself the answer (a `next:` row of
+ * `mesh status`, a rotation's last line): the command runs to the end of its clause.
+ */
+export function renderSaidBare(s: Suggester, said: Said): string {
+  return said.map((part) => (isNextStep(part) ? renderStep(s, part) : part)).join('');
 }
 
 /** The same with plain `baton`: what `BatonError.next` holds, for logs and tests. */

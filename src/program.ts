@@ -47,7 +47,7 @@ export function buildProgram(args?: readonly string[]): Command {
     .addOption(new Option('--store <url>', 'where the authority is published: s3://bucket/prefix or file:///dir'))
     .addOption(new Option('--seal-key-file <file>', 'the 32-byte key that seals the published document (overrides seal_key_file)'))
     .addOption(new Option('--no-seal', 'publish in the clear on purpose when this host has no seal key (as "seal: none" in baton.yaml)'))
-    .addOption(new Option('--store-unenforced <value>', 'write to a store known not to enforce conditional writes; VALUE is the "override value" `baton store check` prints'))
+    .addOption(new Option('--store-unenforced <value>', 'write to a store known not to enforce conditional writes; VALUE is the "override value" that store check prints'))
     .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
     .addOption(new Option('-V, --version', 'print the version and exit'))
     .showHelpAfterError(false)

@@ -5,9 +5,9 @@
  * another config and act on another state dir. And it never suggests what cannot run here:
  * without a terminal, the interactive `failover` becomes the `sync` that does the same thing.
  *
- * Modules below the composition roots (the authority, the document decoder) cannot know the
- * flags; they write commands in one canonical form — backticked, starting with `baton ` —
- * and `personalise` turns every such command into this builder's output at the edge.
+ * Modules below the composition roots (the authority, the mesh, the document decoder) cannot
+ * know the flags; they return a command as data (a NextStep, src/next-step.ts), which the
+ * edge renders with these flags. Printed text is never rewritten.
  */
 
 export interface GivenFlags {
@@ -67,20 +67,6 @@ export function suggest(s: Suggester, args: string): string {
 export function actionCommand(s: Suggester, action: 'adopt' | 'publish'): string {
   void action;
   return suggest(s, s.terminal ? 'failover' : 'sync');
-}
-
-const CANONICAL = /`baton ([^`]*)`/g;
-
-/** Rewrites every backticked `baton …` in `text` through the builder. */
-export function personalise(text: string, s: Suggester): string {
-  if (s === PLAIN_SUGGESTER) return text;
-  return text.replace(CANONICAL, (_, args: string) => {
-    const words = args.trim();
-    // Already built (it starts with the global flags): never prefix twice.
-    if (words.startsWith('-')) return `\`baton ${args}\``;
-    if (s.terminal || words !== 'failover') return `\`${suggest(s, words)}\``;
-    return `\`${suggest(s, 'sync')}\``;
-  });
 }
 
 /** Quotes a word for a POSIX shell only when it needs it. */

@@ -10,7 +10,7 @@ import { statusErrorJson, statusJson } from '../src/app/status-json.js';
 import { report } from './app/status-fixtures.js';
 import { printError } from '../src/commands/context.js';
 import { BatonError } from '../src/errors.js';
-import { nextStep, renderStep, renderStepSentence, replaceElsewhere, saidText, stepJson } from '../src/next-step.js';
+import { nextStep, renderSaid, renderSaidBare, renderStep, renderStepSentence, replaceElsewhere, saidText, stepJson } from '../src/next-step.js';
 import { decide } from '../src/share/decide.js';
 import { unsealRefusal } from '../src/share/publish-guards.js';
 import { suggester } from '../src/suggest-command.js';
@@ -57,6 +57,13 @@ describe('rendered once, at the edge', () => {
     printError(stream, unsealRefusal('s3://b/p/authority.json', 'sync --push'), s);
     expect(out).toContain("Next: Set seal_key_file in baton.yaml to the key the other controllers use, then run `baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --push`.");
     expect(out).toContain("`baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --push --unseal --confirm <the word unseal>`");
+  });
+
+  it('plain line: a sentence of mesh commands renders bare (no backticks), each with the flags and --inventory', () => {
+    const mesh = suggester({ stateDir: '/s', inventory: '/etc/mesh.yaml' }, false);
+    const said = ['finish it: ', nextStep('mesh resume r1'), ', or roll it back: ', nextStep('mesh rollback r1')];
+    expect(renderSaidBare(mesh, said)).toBe('finish it: baton --state-dir /s mesh resume r1 --inventory /etc/mesh.yaml, or roll it back: baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml');
+    expect(renderSaid(mesh, said)).toContain('`baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml`');
   });
 
   it('JSON: the verdict and every error carry their steps as objects', () => {

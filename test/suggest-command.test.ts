@@ -1,6 +1,6 @@
 import { nextStep } from '../src/next-step.js';
 import { describe, expect, it } from 'vitest';
-import { actionCommand, personalise, PLAIN_SUGGESTER, suggest, suggester } from '../src/suggest-command.js';
+import { actionCommand, suggest, suggester } from '../src/suggest-command.js';
 import { describeVerdict } from '../src/app/status-verdict.js';
 import type { Fingerprint } from '../src/pki/fingerprint-type.js';
 
@@ -26,15 +26,6 @@ describe('the one builder of suggested commands', () => {
     const pipe = suggester({ deployment: 'd1' }, false);
     expect(actionCommand(tty, 'adopt')).toBe('baton --deployment d1 failover');
     expect(actionCommand(pipe, 'adopt')).toBe('baton --deployment d1 sync');
-  });
-
-  it('personalises the canonical `baton …` of messages written below the composition roots, once', () => {
-    const s = suggester({ stateDir: '/s' }, false);
-    const text = 'Adopt it with `baton sync`, or walk it with `baton failover`; see `baton ca show`.';
-    const once = personalise(text, s);
-    expect(once).toBe('Adopt it with `baton --state-dir /s sync`, or walk it with `baton --state-dir /s sync`; see `baton --state-dir /s ca show`.');
-    expect(personalise(once, s)).toBe(once);
-    expect(personalise(text, PLAIN_SUGGESTER)).toBe(text);
   });
 
   it('status without a terminal never suggests failover, never the value a step is bound to, and the blocked Next keeps the flags', () => {

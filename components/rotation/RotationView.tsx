@@ -3,6 +3,8 @@ import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
 import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
+import { nextStep, renderStep } from '../../src/next-step.js';
+import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 import { Focused, Frame } from '../Frame.js';
@@ -37,7 +39,7 @@ const DETAIL_LINES = 4;
 
 /** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
 export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true, resumeCommand }: RotationViewProps) {
-  const resume = resumeCommand ?? `baton mesh resume ${state.id}`;
+  const resume = resumeCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
   const pageSize = holderPage(rows);
   const width = columns - 1;
   const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) =>

@@ -5,7 +5,8 @@
  */
 import { formatAge } from '../mesh/credential-age.js';
 import { countStates, PAIR_STATES, sortWorstFirst, type PairState, type PairStatus } from '../mesh/mesh-status.js';
-import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
+import { nextStep as step, renderSaidBare, saidSteps, type Said } from '../next-step.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
 
 /** The longest state word (`changed-in-db`), so plain rows stay aligned. */
@@ -20,38 +21,44 @@ export const STATE_MARKS: Record<PairState, Mark> = {
   applied: MARKS.ok,
 };
 
-/**
- * What to do about a pair in this state; undefined when nothing. Its commands keep the flags
- * the operator gave (`s`): a bare `baton mesh resume` would read another journal.
- */
-export function nextStep(status: PairStatus, s: Suggester = PLAIN_SUGGESTER): string | undefined {
-  const rotate = suggest(s, `mesh rotate --pair ${status.pair.provider}:${status.pair.consumer}`);
-  const resume = status.resumeId === undefined ? undefined : suggest(s, `mesh resume ${status.resumeId}`);
-  const rollback = status.resumeId === undefined ? undefined : suggest(s, `mesh rollback ${status.resumeId}`);
+/** What to do about a pair in this state, as text and commands; undefined when nothing. */
+export function pairNext(status: PairStatus): Said | undefined {
+  const pairKey = `${status.pair.provider}:${status.pair.consumer}`;
+  const rotate = step(`mesh rotate --pair ${pairKey}`);
+  const recheck = step('mesh status');
+  const resume = status.resumeId === undefined ? undefined : step(`mesh resume ${status.resumeId}`);
+  const rollback = status.resumeId === undefined ? undefined : step(`mesh rollback ${status.resumeId}`);
   switch (status.state) {
     case 'unreachable':
-      return `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run ${suggest(s, 'mesh status')} again`;
+      return [`make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run `, recheck, ' again'];
     case 'drifted':
-      return status.neverDelivered
-        ? `seed it with the password the database has: ${suggest(s, `mesh seed --pair ${status.pair.provider}:${status.pair.consumer} --from-file FILE`)}`
-        : `rotate it: ${rotate}`;
+      return status.neverDelivered ? ['seed it with the password the database has: ', step(`mesh seed --pair ${pairKey} --from-file FILE`)] : ['rotate it: ', rotate];
     case 'changed-in-db':
       return status.database?.problem
-        ? `fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then ${suggest(s, 'mesh status')}`
-        : `nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`;
+        ? [`fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then `, recheck]
+        : [`nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`];
     case 'staged':
-      return resume ? `finish it: ${resume}, or roll it back: ${rollback}` : `no rotation in this mesh's journal prepared it: remove the staged file by hand (it is never read), then rotate (${rotate})`;
+      return resume && rollback ? ['finish it: ', resume, ', or roll it back: ', rollback] : ["no rotation in this mesh's journal prepared it: remove the staged file by hand (it is never read), then rotate (", rotate, ')'];
     case 'pending':
-      return resume
-        ? `check the provisioner on ${status.pair.providerMachine}; once it applies, ${resume} (or roll it back: ${rollback})`
-        : `check the provisioner on ${status.pair.providerMachine}`;
+      return resume && rollback
+        ? [`check the provisioner on ${status.pair.providerMachine}; once it applies, `, resume, ' (or roll it back: ', rollback, ')']
+        : [`check the provisioner on ${status.pair.providerMachine}`];
     case 'applied':
-      return status.tooOld ? `older than the limit: ${rotate}` : undefined;
+      return status.tooOld ? ['older than the limit: ', rotate] : undefined;
     default: {
       const never: never = status.state;
-      return String(never);
+      return [String(never)];
     }
   }
+}
+
+/**
+ * The same as one line. Its commands keep the flags the operator gave (`s`): a bare
+ * `baton mesh resume` would read another journal.
+ */
+export function nextStep(status: PairStatus, s: Suggester = PLAIN_SUGGESTER): string | undefined {
+  const said = pairNext(status);
+  return said && renderSaidBare(s, said);
 }
 
 /** `rotated 3d 4h ago (file mtime)`, `never rotated`: the age as a phrase. */
@@ -120,6 +127,8 @@ export function meshStatusJson(statuses: readonly PairStatus[], selectorText: st
       unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
       database: databaseJson(s),
       next: nextStep(s, suggester) ?? null,
+      // The same commands as objects, for a script that runs one: `next` stays the sentence.
+      next_steps: saidSteps(suggester, pairNext(s) ?? []),
     })),
   };
 }

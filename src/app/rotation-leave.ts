@@ -11,7 +11,8 @@ import { JOURNAL_FILE } from '../mesh/journal.js';
 import { rotationExitCode, isTerminal, type RotationFlow, type RotationState } from './rotation-flow.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { summaryLines } from './rotation-text.js';
-import { PLAIN_SUGGESTER, suggest } from '../suggest-command.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { PLAIN_SUGGESTER } from '../suggest-command.js';
 
 /** Resolves with the exit code; `left` is what the view decided when the operator left, if it did. */
 export async function finishAfterLeaving(
@@ -27,7 +28,7 @@ export async function finishAfterLeaving(
   await flow.idle();
   const state = flow.getState();
   // The resume command carries the operator's flags: a bare one would read another journal.
-  const resume = suggest(deps.suggester ?? PLAIN_SUGGESTER, `mesh resume ${state.id}`);
+  const resume = renderStep(deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
     for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE), ...(deps.suggester ? { suggester: deps.suggester } : {}) })) write(line);
@@ -45,7 +46,7 @@ export async function finishAfterLeaving(
   }
   if (state.step === 'applying' || state.step === 'rolling-back') {
     // Only without a stop to end the wait (a caller that gave none): say what is left, and how to finish or take it back.
-    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged. Finish with ${resume} or take it back with ${suggest(deps.suggester ?? PLAIN_SUGGESTER, `mesh rollback ${state.id}`)}`);
+    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged. Finish with ${resume} or take it back with ${renderStep(deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh rollback ${state.id}`))}`);
     return EXIT_CODES['action-needed'];
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);

@@ -2,7 +2,8 @@
  * The rotation's words, shared by the Ink view and plain line output so a script's log and
  * the screen say the same thing. Digests appear as short prefixes; secrets never reach here.
  */
-import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
@@ -110,7 +111,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
   const files = progress(state).files;
   const brief = !options.full && files > SUMMARY_FULL_FILES;
   const s = options.suggester ?? PLAIN_SUGGESTER;
-  const fullList = `the journal${options.journal ? ` (${options.journal})` : ''} records every file and digest of rotation ${state.id}; \`${suggest(s, `mesh plan ${state.plan.selectorText} --json`)}\` lists every holder`;
+  const fullList = `the journal${options.journal ? ` (${options.journal})` : ''} records every file and digest of rotation ${state.id}; \`${renderStep(s, nextStep(`mesh plan ${state.plan.selectorText} --json`))}\` lists every holder`;
   /** `lines` whole, or its first rows and how many more (never cut when not brief). */
   const rows = (lines: readonly string[], what: string): string[] =>
     !brief || lines.length <= SUMMARY_ROWS ? [...lines] : [...lines.slice(0, SUMMARY_ROWS), `  …and ${lines.length - SUMMARY_ROWS} more ${what}: ${fullList}.`];
@@ -144,7 +145,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       lines.push(...state.failures.map((f) => `  ${f.machine}: ${f.reason}`));
       lines.push(...rows(receiptLines(state, waitSeconds).filter((r) => r.missing).map((r) => r.line), 'not confirmed'));
       lines.push(...windowSummary(state));
-      lines.push(`Next: fix the machine, then run: ${suggest(s, `mesh resume ${state.id}`)}`);
+      lines.push(`Next: fix the machine, then run: ${renderStep(s, nextStep(`mesh resume ${state.id}`))}`);
       return lines;
     }
     case 'done': {
@@ -172,7 +173,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
         lines.push(`  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds !== undefined ? ` within ${waitSeconds} s` : ''}.`, ...rows(missing, 'not confirmed'));
       }
       lines.push(...windowSummary(state));
-      if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: ${suggest(s, `mesh resume ${state.id}`)}`);
+      if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: ${renderStep(s, nextStep(`mesh resume ${state.id}`))}`);
       return lines;
     }
     case 'rolled-back':
@@ -180,7 +181,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
     case 'journal-failed': {
       // Where the credentials stand first, then the journal: the operator fixes it, then goes on.
       const before = state.before;
-      const lines = journalFailedLines(state, suggest(s, `mesh resume ${state.id}`));
+      const lines = journalFailedLines(state, renderStep(s, nextStep(`mesh resume ${state.id}`)));
       const standing = isTerminal(before) ? summaryLines(before, waitSeconds, options).filter((line) => !line.startsWith('Next:')) : [];
       return [...lines.slice(0, -1), ...standing, lines[lines.length - 1]!];
     }
@@ -263,8 +264,8 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   }
   lines.push(
     leftover
-      ? `Next: once the machines are reachable, finish with ${suggest(s, `mesh resume ${state.id}`)} or take it back with ${suggest(s, `mesh rollback ${state.id}`)}`
-      : `Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with ${suggest(s, `mesh rotate ${state.plan.selectorText}`)}`,
+      ? `Next: once the machines are reachable, finish with ${renderStep(s, nextStep(`mesh resume ${state.id}`))} or take it back with ${renderStep(s, nextStep(`mesh rollback ${state.id}`))}`
+      : `Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with ${renderStep(s, nextStep(`mesh rotate ${state.plan.selectorText}`))}`,
   );
   return lines;
 }

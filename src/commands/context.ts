@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
 import { loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
-import { personalise, suggester, type Suggester } from '../suggest-command.js';
+import { suggester, type Suggester } from '../suggest-command.js';
 import { hasTerminal } from './mount-view.js';
 
 /**
@@ -71,12 +71,11 @@ function inventoryOf(args: readonly unknown[]): string | undefined {
 
 /**
  * Prints the three parts. A next step given as structure (`said`) is rendered here, once, with
- * the global flags; a message still written as canonical text goes through `personalise` until
- * it is converted.
+ * the global flags; a next step given as text is printed as it stands.
  */
 export function printError(stream: NodeJS.WritableStream, error: unknown, suggest?: Suggester): void {
   if (isBatonError(error)) {
-    const lines = error.said ? error.lines(suggest) : error.lines().map((line) => (suggest ? personalise(line, suggest) : line));
+    const lines = error.lines(suggest);
     stream.write(`baton: ${lines.join('\n  ')}\n`);
     return;
   }

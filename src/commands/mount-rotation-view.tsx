@@ -9,7 +9,8 @@ import { rotationRunner, type RotationDeps } from '../app/rotation-run-effect.js
 import type { RotationPlan } from '../mesh/rotation-plan.js';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import type { InkSession } from './mount-view.js';
-import { PLAIN_SUGGESTER, suggest } from '../suggest-command.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { PLAIN_SUGGESTER } from '../suggest-command.js';
 
 export interface MountOptions {
   readonly id: string;
@@ -28,7 +29,7 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
     <RotationApp
       flow={flow}
       color={!options.noColor}
-      resumeCommand={suggest(options.deps.suggester ?? PLAIN_SUGGESTER, `mesh resume ${options.id}`)}
+      resumeCommand={renderStep(options.deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh resume ${options.id}`))}
       onExit={(code, state) => {
         result = { code, state };
       }}

@@ -26,7 +26,7 @@ import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
-import { suggest } from '../suggest-command.js';
+import { nextStep, renderStep } from '../next-step.js';
 import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { findLeftovers, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
@@ -148,7 +148,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     for (const l of leftovers) out(`${MARKS.action.glyph} ${l.pair.key}: ${l.what}${l.rotation ? ` (rotation ${l.rotation})` : ''}; a rotation is refused until you ${waysOut(l, ctx.suggester(flags.inventory))}.`);
     out(
       unresolved.length === 0
-        ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`${suggest(ctx.suggester(flags.inventory), `mesh rotate ${plan.selectorText}`)}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
+        ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate ${plan.selectorText}`))}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
         : `Gate closed: ${unresolved.length} of ${plural(plan.holders.length, 'machine')} unresolved (${unresolved.map((h) => h.machine).join(', ')}); a rotation would send nothing.`,
     );
     out('Nothing was changed.');
@@ -311,11 +311,11 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
   }
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
-    out(`Next: fix the machine, then run: ${suggest(ctx.suggester(flags.inventory), `mesh resume ${id}`)}`);
+    out(`Next: fix the machine, then run: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}`);
     return EXIT_CODES.failed;
   }
   if (pending.length > 0) {
-    out(`Next: once the provisioner has applied them (its receipt), run ${suggest(ctx.suggester(flags.inventory), `mesh resume ${id}`)}; or take it back: ${suggest(ctx.suggester(flags.inventory), `mesh rollback ${id}`)}`);
+    out(`Next: once the provisioner has applied them (its receipt), run ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rollback ${id}`))}`);
     return EXIT_CODES['action-needed'];
   }
   return EXIT_OK;
@@ -363,7 +363,7 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
   out(`Seeded ${pair.key} (role ${pair.role}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
   for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
-  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${suggest(ctx.suggester(flags.inventory), `mesh rotate --pair ${pair.key}`)}\` rotates it.`);
+  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate --pair ${pair.key}`))}\` rotates it.`);
   return EXIT_OK;
 }
 

@@ -6,7 +6,8 @@
  * (`mesh resume`) or take it back (`mesh rollback`). Pure but for the reading.
  */
 import { BatonError } from '../errors.js';
-import { PLAIN_SUGGESTER, suggest, type Suggester } from '../suggest-command.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair, RotationPlan } from './rotation-plan.js';
@@ -53,8 +54,8 @@ export async function findLeftovers(plan: RotationPlan, transportFor: TransportF
 /** The two ways out of a leftover, as suggested commands. */
 export function waysOut(leftover: Leftover, s: Suggester = PLAIN_SUGGESTER): string {
   return leftover.rotation
-    ? `finish it with ${suggest(s, `mesh resume ${leftover.rotation}`)} or roll it back with ${suggest(s, `mesh rollback ${leftover.rotation}`)}`
-    : `no rotation in this mesh's journal left it: remove the staged or kept file on the machine by hand (it is never read), then run ${suggest(s, 'mesh status')}`;
+    ? `finish it with ${renderStep(s, nextStep(`mesh resume ${leftover.rotation}`))} or roll it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))}`
+    : `no rotation in this mesh's journal left it: remove the staged or kept file on the machine by hand (it is never read), then run ${renderStep(s, nextStep('mesh status'))}`;
 }
 
 /** The refusal `mesh rotate` and `mesh seed` give before generating anything. */

@@ -10,6 +10,7 @@ import { mkdir, open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { flockExclusive } from '../fs/flock.js';
 import { errorCode } from '../fs/system-error.js';
 
@@ -53,7 +54,7 @@ export async function withMeshLock<T>(journalDir: string, mesh: string, command:
           ? `Another baton is working on this mesh: ${holder.command}, pid ${holder.pid} on ${holder.host} since ${holder.since}.`
           : 'Another baton is working on this mesh (it has not said who yet).',
         where: lock,
-        next: 'Wait for it to finish, then run `baton mesh status` to see where the pairs stand.',
+        next: ['Wait for it to finish, then run ', nextStep('mesh status'), ' to see where the pairs stand.'],
         changed: 'Nothing was generated and nothing was sent.',
       });
     }

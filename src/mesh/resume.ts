@@ -6,6 +6,7 @@
  * half-rotation this whole command exists to prevent.
  */
 import { BatonError } from '../errors.js';
+import { nextStep } from '../next-step.js';
 import { reasonOf, type TransportFor } from './transport.js';
 import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
@@ -123,7 +124,7 @@ export async function resumeRotation(
       what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine${unreadable.length === 1 ? '' : 's'} could not be read.`,
       where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
       changed: 'Nothing was renamed.',
-      next: `Make them reachable, then run \`baton mesh resume ${id}\` again.`,
+      next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
     });
   }
   if (wrong.length > 0) {

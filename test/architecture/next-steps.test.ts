@@ -2,7 +2,8 @@
  * An error's "Next" is read by an operator who has the README and `--help`, not the design
  * notes or the issue tracker: a pointer at a design note or an issue number sends them to a
  * file that does not ship. This reads every string and template literal in src/ and
- * components/ (comments may cite the design; text a user can see may not).
+ * components/ (comments may cite the design; text a user can see may not). The same reading
+ * keeps commands out of text: a suggested command is a NextStep the edge renders.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -40,5 +41,12 @@ describe('what baton tells a user', () => {
     const all = ['src', 'components'].flatMap((d) => sources(path.join(REPO, d))).flatMap(literals);
     expect(all.length).toBeGreaterThan(500);
     expect(all.filter((l) => UNSHIPPED.test(l.text)).map((l) => `${l.at}: ${l.text}`)).toEqual([]);
+  });
+
+  it('names a command as data, never as backticked `baton …` text that only a rewrite could give the flags', () => {
+    // A command written into a string prints without --config, --state-dir or --inventory, and
+    // nothing at the edge rewrites printed text: it must be a NextStep (src/next-step.ts).
+    const all = ['src', 'components'].flatMap((d) => sources(path.join(REPO, d))).flatMap(literals);
+    expect(all.filter((l) => /`baton /.test(l.text)).map((l) => `${l.at}: ${l.text}`)).toEqual([]);
   });
 });

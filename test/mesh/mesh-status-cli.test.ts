@@ -170,6 +170,11 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     json = JSON.parse(status('--json').stdout);
     web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
     expect([web2.state, web2.resume_id, web2.next]).toEqual(['staged', 'rot-int', `finish it: ${resume}, or roll it back: ${rollback}`]);
+    // The same two commands as objects: argv after the global flags, rendered with them.
+    expect(web2.next_steps).toEqual([
+      { command: resume, args: ['mesh', 'resume', 'rot-int'], placeholders: [], host: null },
+      { command: rollback, args: ['mesh', 'rollback', 'rot-int'], placeholders: [], host: null },
+    ]);
     // With web2 away, resume refuses and its Next is the same pasteable command; nothing renamed.
     const web2Root = path.join(tmp.dir, 'machines', 'web2');
     renameSync(web2Root, `${web2Root}.away`);
@@ -229,7 +234,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     expect(doc.summary).toEqual({ unreachable: 0, drifted: 0, 'changed-in-db': 0, staged: 0, pending: 2, applied: 0, older_than_max_age: 0 });
     expect(Object.keys(doc.pairs[0])).toEqual([
       'provider', 'consumer', 'role', 'provider_machine', 'consumer_machine', 'state', 'detail', 'last_rotated', 'last_rotated_source',
-      'age_seconds', 'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'database', 'next',
+      'age_seconds', 'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'database', 'next', 'next_steps',
     ]);
     expect(doc.pairs[0]).toMatchObject({ provider: 'pg-main', consumer: 'web1-app', role: 'web1_app', provider_machine: 'db1', consumer_machine: 'web1', state: 'pending', last_rotated_source: 'journal', resume_id: null, unreadable: [], database: null });
     expect(typeof doc.pairs[0].age_seconds).toBe('number');

@@ -3,7 +3,8 @@
  * PostgreSQL holds; old receipts (without the check) read as before.
  */
 import { describe, expect, it } from 'vitest';
-import { meshStatusJson, meshStatusLines, nextStep } from '../../src/app/mesh-status-text.js';
+import { meshStatusJson, meshStatusLines, nextStep, pairNext } from '../../src/app/mesh-status-text.js';
+import { suggester } from '../../src/suggest-command.js';
 import { formatReceipt, parseReceipt, secretDigest, type Receipt, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import { classifyPair, meshStatusExitCode, pairStatus, type EndReading } from '../../src/mesh/mesh-status.js';
@@ -48,6 +49,11 @@ describe('mesh status of a pair the database changed', () => {
     const s = status(receipt({ database: { found: 'nologin', since: '2026-11-30T12:01:00.000Z', problem: 'the database refused it (permission denied)' } }));
     expect(s.detail).toContain('the provisioner could not put the delivered password back: the database refused it (permission denied)');
     expect(nextStep(s)).toBe('fix what keeps the provisioner on db1 from putting it back (its log names it), then baton mesh status');
+    // The command is data; only the rendering adds the flags and --inventory.
+    expect(pairNext(s)).toEqual([expect.stringContaining('fix what keeps'), { args: ['mesh', 'status'] }]);
+    expect(nextStep(s, suggester({ stateDir: '/srv/b state', inventory: '/etc/mesh.yaml' }, false))).toBe(
+      "fix what keeps the provisioner on db1 from putting it back (its log names it), then baton --state-dir '/srv/b state' mesh status --inventory /etc/mesh.yaml",
+    );
   });
 
   it('as-set, an old receipt, and a repaired one are applied (exit 0); the repair is named', () => {
