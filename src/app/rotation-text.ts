@@ -218,6 +218,7 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   for (const f of state.failures) lines.push(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   const applied = setOf(state.applied);
   let leftover = false;
+  const rolledBackKeys = state.results.filter((r) => r.result === 'rolled-back').map((r) => r.pair);
   for (const pair of state.plan.pairs) {
     if (applied.has(pair.key)) {
       const ms = state.windows[pair.key];
@@ -265,7 +266,10 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   lines.push(
     leftover
       ? `Next: once the machines are reachable, finish with ${renderStep(s, nextStep(`mesh resume ${state.id}`))} or take it back with ${renderStep(s, nextStep(`mesh rollback ${state.id}`))}`
-      : `Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with ${renderStep(s, nextStep(`mesh rotate ${state.plan.selectorText}`))}`,
+      : rolledBackKeys.length === 0
+        ? 'Nothing is left to do: every pair is finished.'
+        : // The rolled-back pairs by name: the plan's selector may be "every pair" or an age filter, which would not name the same pairs again.
+          `Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with ${renderStep(s, nextStep(`mesh rotate ${rolledBackKeys.map((key) => `--pair ${key}`).join(' ')}`))}`,
   );
   return lines;
 }

@@ -178,7 +178,7 @@ describe('commit and resume', () => {
     const text = lines.join('\n');
     expect(text).toContain('Rotation rot-1 rolled back (not every provider confirmed in time): 1 of 2 credentials finished, 1 rolled back.');
     expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds its previous password again and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.");
-    expect(lines.at(-1)).toBe('Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --consumer web2-app');
+    expect(lines.at(-1)).toBe('Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --pair pg-audit:web2-app');
     expect(text).not.toContain('mesh resume');
     expect(watched.seen).toEqual([{ path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true }]);
     const records = await readJournal(dir, 'rot-1');
@@ -319,7 +319,7 @@ describe('leaving an interactive rotation', () => {
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(code).toBe(3);
     expect(lines.join('\n')).toContain('rolled back (cancelled by the operator)');
-    expect(lines.at(-1)).toContain("baton --state-dir '/srv/ctl a' mesh rotate --provider pg-main --inventory /etc/baton/mesh.yaml");
+    expect(lines.at(-1)).toContain("baton --state-dir '/srv/ctl a' mesh rotate --pair pg-main:web1-app --pair pg-main:web2-app --pair pg-main:backup --inventory /etc/baton/mesh.yaml");
     for (const p of plan.pairs) expect(mesh.machines[p.providerMachine]!.files.get(p.providerPath)).toBe(`old-${p.key}`);
   });
 
