@@ -223,9 +223,10 @@ describe('baton failover in a real terminal', () => {
     // A view's keys activate in the effect after the frame that draws it: under load a key
     // typed the moment the field shows can be lost, so typing waits for its echo.
     await typeUntilEchoed(s, 'wrongpfx', '> wrongpfx');
-    // Enter with the wrong prefix shows nothing new; the key after it does, and keys are
-    // handled in order, so once it shows the Enter was handled (and refused).
+    // Enter with the wrong prefix is refused, saying so; a key typed in the same read as an Enter
+    // is dropped on purpose, so the next key waits for the refusal.
     await s.keys('Enter');
+    await s.waitFor('does not match', 'the refused Enter');
     await s.type('z');
     const refused = await s.waitFor('> wrongpfxz', 'a key typed after the refused Enter');
     expect(refused).toContain('[ Replace ] disabled');
