@@ -34,6 +34,7 @@ import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { prng } from '../helpers/prng.js';
 import { asSuperuser, canLogin } from '../helpers/postgres.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
@@ -50,18 +51,6 @@ const inventoryFile = () => path.join(tmp.dir, 'mesh.yaml');
 const stateDir = () => path.join(tmp.dir, 'state');
 const meshDirOn = (m: string) => path.join(tmp.dir, 'machines', m, MESH);
 const consumerFile = (m: string, role: string) => path.join(meshDirOn(m), 'consumes', PROVIDER, role);
-
-/** mulberry32: the same sequences for the same seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The real provisioner, cycling every 50 ms in this process; `kill` drops it with whatever it remembered. */
 class Provisioner {

@@ -22,23 +22,12 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { prng } from '../helpers/prng.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 
 const ROTATIONS = 100;
 const SEED = Number(process.env.BATON_MESH_SEED ?? 0x5eed_2026);
-
-/** mulberry32: small, seeded, good enough to pick faults reproducibly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Fault = 'none' | 'unresolvable' | 'prepare-fails' | 'commit-interrupted';
 
