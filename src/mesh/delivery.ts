@@ -130,12 +130,17 @@ export async function commitProviderEnds(
   return { committed, previous, failures };
 }
 
-export interface ApplyWait {
+/** How the pairs' receipts are waited for, whether the new password is applied or the old one restored. */
+export interface ReceiptPolling {
+  readonly concurrency: number;
+  /** How long to wait for the receipt to show the expected password (0: look once). */
   readonly waitMs: number;
   readonly pollMs: number;
-  readonly concurrency: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly now?: () => number;
+}
+
+export interface ApplyWait extends ReceiptPolling {
   /** Ends the wait early (the operator cancelled, a signal, a closed output): what is unconfirmed is then rolled back. */
   readonly stop?: AbortSignal;
 }

@@ -14,7 +14,7 @@
  */
 import type { SecretDigest } from './digest.js';
 import { parseReceipt } from './digest.js';
-import { groupBy } from './delivery.js';
+import { groupBy, type ReceiptPolling } from './delivery.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair } from './rotation-plan.js';
 import type { JournalRecord } from './journal.js';
@@ -41,14 +41,8 @@ export type PairRollback =
   /** The consumer could not be read: if its provider applied the new password, its live password is refused. */
   | { readonly pair: string; readonly result: 'consumer-unknown'; readonly reason: string };
 
-export interface RollbackOptions {
-  readonly concurrency: number;
-  /** How long to wait for the receipt to show the old password again (0: look once). */
-  readonly waitMs: number;
-  readonly pollMs: number;
-  readonly sleep?: (ms: number) => Promise<void>;
-  readonly now?: () => number;
-}
+/** A rollback waits for each receipt to show the old password again, as an apply waits for the new one. */
+export type RollbackOptions = ReceiptPolling;
 
 /**
  * Rolls back `pairs`: `digests` are the rotation's new digests, `previous` each pair's provider
