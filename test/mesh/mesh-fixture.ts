@@ -24,13 +24,16 @@ export function meshInventory(consumers = 3, transport: 'ssh' | 'local' = 'ssh',
 }
 
 /**
- * Writes `<dir>/mesh.yaml` for a local mesh of db1 (pg-main) and two web consumers, each machine a
- * directory under `<dir>/machines/`, created here so every holder resolves. Returns the file's path.
+ * Writes `<dir>/<file>` (mesh.yaml unless named) for a local mesh of db1 (pg-main) and `webs` web
+ * consumers (two unless told), each machine a directory under `<dir>/machines/`, created here so
+ * every holder resolves. With `provisionerRole`, the provisioner's own pair on db1 logs in as that
+ * role (the superuser it creates roles with). Returns the file's path.
  */
-export function writeLocalMesh(dir: string): string {
-  const machines = ['db1', 'web1', 'web2'];
+export function writeLocalMesh(dir: string, options: { webs?: number; file?: string; provisionerRole?: string } = {}): string {
+  const webs = Array.from({ length: options.webs ?? 2 }, (_, i) => `web${i + 1}`);
+  const machines = ['db1', ...webs];
   for (const m of machines) mkdirSync(path.join(dir, 'machines', m), { recursive: true });
-  const file = path.join(dir, 'mesh.yaml');
+  const file = path.join(dir, options.file ?? 'mesh.yaml');
   writeFileSync(
     file,
     [
@@ -39,8 +42,8 @@ export function writeLocalMesh(dir: string): string {
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
-      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-      '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+      ...webs.map((m) => `  - { name: ${m}-app, machine: ${m}, uses: [pg-main] }`),
+      ...(options.provisionerRole === undefined ? [] : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
       '',
     ].join('\n'),
   );

@@ -22,6 +22,7 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { writeLocalMesh } from './mesh-fixture.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
@@ -108,21 +109,7 @@ afterAll(async () => {
 beforeEach(async () => {
   tmp = makeTempDir('baton-mesh-pg-');
   superuser = `su_${randomBytes(3).toString('hex')}`;
-  for (const m of ['db1', 'web1', 'web2']) mkdirSync(machineDir(m), { recursive: true });
-  writeFileSync(
-    path.join(tmp.dir, 'mesh.yaml'),
-    [
-      'machines:',
-      ...['db1', 'web1', 'web2'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`),
-      'providers:',
-      `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-      'consumers:',
-      `  - { name: web1-app, machine: web1, uses: [${PROVIDER}] }`,
-      `  - { name: web2-app, machine: web2, uses: [${PROVIDER}] }`,
-      `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
-      '',
-    ].join('\n'),
-  );
+  writeLocalMesh(tmp.dir, { provisionerRole: superuser });
   // The provisioner's superuser exists with a password the database has; only its verifier is
   // sent (the statement log must never show a password), then the mesh is seeded with it.
   const first = randomBytes(24).toString('base64url');

@@ -37,6 +37,7 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { prng } from '../helpers/prng.js';
 import { asSuperuser, canLogin } from '../helpers/postgres.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { writeLocalMesh } from './mesh-fixture.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
 
 const SEQUENCES = Number(process.env.BATON_SEQUENCES ?? 50);
@@ -172,21 +173,7 @@ beforeAll(async () => {
   sandbox = await startPostgres();
   tmp = makeTempDir('baton-mesh-seq-');
   superuser = `su_${randomBytes(3).toString('hex')}`;
-  for (const m of ['db1', 'web1', 'web2']) mkdirSync(path.join(tmp.dir, 'machines', m), { recursive: true });
-  writeFileSync(
-    inventoryFile(),
-    [
-      'machines:',
-      ...['db1', 'web1', 'web2'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`),
-      'providers:',
-      `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-      'consumers:',
-      `  - { name: web1-app, machine: web1, uses: [${PROVIDER}] }`,
-      `  - { name: web2-app, machine: web2, uses: [${PROVIDER}] }`,
-      `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
-      '',
-    ].join('\n'),
-  );
+  writeLocalMesh(tmp.dir, { provisionerRole: superuser });
   const first = randomBytes(24).toString('base64url');
   await asSuperuser(sandbox, async (c) => c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`));
   const seedFile = path.join(tmp.dir, 'su.password');
