@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../src/mesh/digest.js';
 import { freePort } from '../src/sandbox/free-port.js';
+import { shotHosts } from './screenshot-hosts.js';
 
 const run = promisify(execFile);
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -274,25 +275,7 @@ async function main(): Promise<void> {
     return p;
   };
   try {
-    const deployment = '7f3a9c2e5b1d4f608a2c9e7b3d5f1a04';
-    const store = path.join(tmp, 'store');
-    mkdirSync(store, { mode: 0o700 });
-    // Each controller is a directory with its baton.yaml, so the screens show the short
-    // invocation an operator with a config file types.
-    const host = (name: string) => {
-      const dir = path.join(tmp, name);
-      mkdirSync(dir, { mode: 0o700 });
-      writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: file://${store}\nseal: none\n`);
-      return dir;
-    };
-    const a = host('ctl-a');
-    const b = host('ctl-b');
-
-    await baton(a, ['ca', 'init', '--yes']);
-    await baton(a, ['sync']);
-    await baton(a, ['store', 'check']);
-    await baton(b, ['sync']);
-    await baton(b, ['store', 'check']);
+    const { a, b } = await shotHosts(tmp, baton);
 
     const wide = await pane(a, ['status'], 120, 24);
     await wide.waitFor('Next:');

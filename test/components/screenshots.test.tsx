@@ -13,13 +13,15 @@ import { ColorContext } from '../../components/color-context.js';
 import { DrillScreen } from '../../components/drill/DrillScreen.js';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill/drill-flow.js';
-import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { rotationFlow, startRotation } from '../../src/app/rotation-flow.js';
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { openCommandTransports } from '../../src/commands/command-transports.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { shotHosts } from '../../scripts/screenshot-hosts.js';
 import { REPO } from '../helpers/bundle-script.js';
+import { writeLocalMesh } from '../mesh/mesh-fixture.js';
+import { passEveryTask } from '../helpers/drill-walk.js';
 import { BIN, assertBuilt } from '../helpers/run-baton.js';
 import { FailoverApp } from '../../components/FailoverApp.js';
 import { failoverPorts } from '../../src/app/failover-ports.js';
@@ -82,21 +84,7 @@ function walk(events: readonly DrillEvent[]): DrillState {
 const ready = () => walk([{ type: 'ready' }]);
 
 /** Every task of every step passed, as the screenshot walk performs them. */
-function completed(): DrillState {
-  let state = ready();
-  let at = 0;
-  for (const step of DRILL_STEPS) {
-    state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
-    for (const task of step.tasks) {
-      state = drillFlow(state, { type: 'opened' }).state;
-      if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at }).state;
-      state = drillFlow(state, { type: 'task-finished' }).state;
-      state = drillFlow(state, { type: 'checks-done', results: [{ label: 'ok', ok: true }], at: (at += 1000) }).state;
-    }
-    state = drillFlow(state, { type: 'enter', at }).state;
-  }
-  return state;
-}
+const completed = (): DrillState => passEveryTask(ready(), { checksMs: 1000 });
 
 async function drillFrame(state: DrillState): Promise<string> {
   const view = renderAt(
@@ -128,22 +116,11 @@ describe('the screenshots show what the code prints (80×24)', () => {
     // Under /tmp as the screenshot script makes them: the paths shown wrap at the same place.
     const tmp = mkdtempSync('/tmp/baton-shots-');
     cleanups.push(() => rmSync(tmp, { recursive: true, force: true }));
-    const deployment = '7f3a9c2e5b1d4f608a2c9e7b3d5f1a04';
-    const store = path.join(tmp, 'store');
-    mkdirSync(store, { mode: 0o700 });
-    const host = (name: string) => {
-      const dir = path.join(tmp, name);
-      mkdirSync(dir, { mode: 0o700 });
-      writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: file://${store}\nseal: none\n`);
-      return dir;
-    };
     const baton = (cwd: string, args: string[]) =>
       run(process.execPath, [BIN, ...args], { cwd }).catch((error: { code?: number }) => {
         if (error.code !== 3) throw error;
       });
-    const [a, b] = [host('ctl-a'), host('ctl-b')];
-    for (const [cwd, args] of [[a, ['ca', 'init', '--yes']], [a, ['sync']], [a, ['store', 'check']], [b, ['sync']], [b, ['store', 'check']]] as const) await baton(cwd, [...args]);
-    const storeUrl = `file://${store}`;
+    const { deployment, storeUrl, a, b } = await shotHosts(tmp, baton);
     const sourcesOf = async (dir: string) => statusSources({ deployment, stateDir: path.join(dir, 'state'), storeUrl, store: await openStore(storeUrl), sealKeyFile: undefined });
     const printed = async (dir: string, columns: number) => {
       const sources = await sourcesOf(dir);
@@ -222,21 +199,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
     // The screenshot's mesh: db1 provides pg-main to web1-app, web2-app and web3-app, each on its own machine, reached locally.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-mesh-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const names = ['db1', 'web1', 'web2', 'web3'];
-    for (const name of names) mkdirSync(path.join(dir, 'machines', name), { recursive: true });
-    const file = path.join(dir, 'mesh-3.yaml');
-    writeFileSync(
-      file,
-      [
-        'machines:',
-        ...names.map((name) => `  - { name: ${name}, address: machines/${name}, transport: local }`),
-        'providers:',
-        '  - { name: pg-main, machine: db1, kind: postgres }',
-        'consumers:',
-        ...['web1', 'web2', 'web3'].map((name) => `  - { name: ${name}-app, machine: ${name}, uses: [pg-main] }`),
-        '',
-      ].join('\n'),
-    );
+    const file = writeLocalMesh(dir, { webs: 3, file: 'mesh-3.yaml' });
     const inventory = loadInventory(file);
     const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
     const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });

@@ -10,6 +10,7 @@ import { DrillTaskFrame } from '../../components/drill/DrillTaskFrame.js';
 import { Text, useInput } from 'ink';
 import { useState } from 'react';
 import { useTurnReport } from '../../components/hooks/use-turn-report.js';
+import { passEveryTask } from '../helpers/drill-walk.js';
 
 function walk(events: readonly DrillEvent[], first: 1 | 2 | 3 | 4 | 5 = 1): DrillState {
   return events.reduce((state, event) => drillFlow(state, event).state, initialDrillState(first));
@@ -33,22 +34,7 @@ function fitsIn(text: string, columns: number): void {
 }
 
 /** A walk through every task of every step, each passing: the summary at the end. */
-function completed(wrongTurns: readonly string[] = []): DrillState {
-  let state = ready();
-  let at = 0;
-  for (const step of DRILL_STEPS) {
-    state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
-    for (const task of step.tasks) {
-      state = drillFlow(state, { type: 'opened' }).state;
-      for (const what of wrongTurns) state = drillFlow(state, { type: 'wrong-turn', what }).state;
-      if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at }).state;
-      state = drillFlow(state, { type: 'task-finished' }).state;
-      state = drillFlow(state, { type: 'checks-done', results: [{ label: 'ok', ok: true }], at: (at += 65_000) }).state;
-    }
-    state = drillFlow(state, { type: 'enter', at }).state;
-  }
-  return state;
-}
+const completed = (wrongTurns: readonly string[] = []): DrillState => passEveryTask(ready(), { checksMs: 65_000, wrongTurns });
 
 describe('the drill screens', () => {
   it('start-up shows each part as it starts, the current one marked busy', () => {
