@@ -10,12 +10,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readLocalAuthority } from '../../src/authority/index.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 import { startReceiptWriter } from '../mesh/receipt-writer.js';
-import { REPO } from '../helpers/bundle-script.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
-import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { batonOverSsh, shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil } from '../helpers/tmux-input.js';
 
 const DEPLOYMENT = '6b6579726561647300000000000000a1';
@@ -61,6 +60,15 @@ async function listTakesKeys(session: TmuxSession): Promise<void> {
   await pressUntil(session, 'Escape', '› Publish this host');
 }
 
+/** jj moves onto the force choice and Enter opens its gate; Esc backs out onto the safe choice. */
+async function forceGateAndBack(session: TmuxSession): Promise<void> {
+  await moveTwice(session);
+  await session.type('\r');
+  await session.waitFor('marked "type these"', 'the force gate');
+  await session.keys('Escape');
+  await session.waitFor('› Publish this host', 'back on the safe choice');
+}
+
 async function moveTwice(session: TmuxSession): Promise<void> {
   await listTakesKeys(session);
   await session.type('jj');
@@ -75,11 +83,7 @@ describe('keys in one read at 80×24', () => {
     const session = await TmuxSession.start({ command: ['node', BIN, ...host.args, 'failover'].map(shellQuote).join(' '), env: { NO_COLOR: '1' } });
     sessions.push(session);
 
-    await moveTwice(session);
-    await session.type('\r');
-    await session.waitFor('marked "type these"', 'the force gate');
-    await session.keys('Escape');
-    await session.waitFor('› Publish this host', 'back on the safe choice');
+    await forceGateAndBack(session);
     await session.type('\r');
     await session.waitFor('Confirm: Publish', 'Enter picks the safe choice, not the force gate');
     await session.keys('Escape');
@@ -151,19 +155,9 @@ describeWithPart(noSshd, 'keys in one read through a real ssh -t', () => {
   it('jj on the failover list moves twice, and the Enter after it opens the force gate', async () => {
     const host = await aheadHost();
     const before = snapshotDir(host.stateDir);
-    const remote = `cd ${shellQuote(REPO)} && exec node ${[BIN, ...host.args, 'failover'].map(shellQuote).join(' ')}`;
-    const ssh = [
-      'ssh', '-tt', '-F', '/dev/null', '-i', sshd.identity, '-p', String(sshd.port),
-      '-o', `UserKnownHostsFile=${sshd.knownHosts}`, '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR',
-      `${sshd.user}@127.0.0.1`, remote,
-    ];
-    const session = await TmuxSession.start({ command: ssh.map(shellQuote).join(' ') });
+    const session = await TmuxSession.start({ command: batonOverSsh(sshd, [...host.args, 'failover']) });
     sessions.push(session);
-    await moveTwice(session);
-    await session.type('\r');
-    await session.waitFor('marked "type these"', 'the force gate');
-    await session.keys('Escape');
-    await session.waitFor('› Publish this host', 'back on the safe choice');
+    await forceGateAndBack(session);
     await session.type('q');
     expect(await session.exitCode()).toBe(3);
     expect(snapshotDir(host.stateDir)).toEqual(before);

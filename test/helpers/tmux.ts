@@ -9,6 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { vi } from 'vitest';
+import { REPO } from './bundle-script.js';
+import { BIN } from './run-baton.js';
+import type { Sshd } from './sshd.js';
 
 const run = promisify(execFile);
 
@@ -113,4 +116,18 @@ export class TmuxSession {
 
 export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The shell command for a pane that reaches the built CLI over `ssh -tt` to the test sshd (a real
+ * remote terminal: the keys cross the network in the reads ssh makes of them).
+ */
+export function batonOverSsh(sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>, batonArgs: readonly string[]): string {
+  const remote = `cd ${shellQuote(REPO)} && exec node ${[BIN, ...batonArgs].map(shellQuote).join(' ')}`;
+  const ssh = [
+    'ssh', '-tt', '-F', '/dev/null', '-i', sshd.identity, '-p', String(sshd.port),
+    '-o', `UserKnownHostsFile=${sshd.knownHosts}`, '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR',
+    `${sshd.user}@127.0.0.1`, remote,
+  ];
+  return ssh.map(shellQuote).join(' ');
 }

@@ -9,13 +9,12 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readLocalAuthority } from '../../src/authority/index.js';
-import { REPO } from '../helpers/bundle-script.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { keyMaterial, scanForSecrets } from '../helpers/secret-scan.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
-import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { batonOverSsh, shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 
 const unavailable = sshdUnavailable();
@@ -67,13 +66,7 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
 
   /** `ssh -tt` to the test sshd, running the built CLI there; inside tmux at 80×24. */
   async function overSsh(batonArgs: string[]): Promise<TmuxSession> {
-    const remote = `cd ${shellQuote(REPO)} && exec node ${[BIN, ...batonArgs].map(shellQuote).join(' ')}`;
-    const ssh = [
-      'ssh', '-tt', '-F', '/dev/null', '-i', sshd.identity, '-p', String(sshd.port),
-      '-o', `UserKnownHostsFile=${sshd.knownHosts}`, '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR',
-      `${sshd.user}@127.0.0.1`, remote,
-    ];
-    const session = await TmuxSession.start({ command: ssh.map(shellQuote).join(' ') });
+    const session = await TmuxSession.start({ command: batonOverSsh(sshd, batonArgs) });
     sessions.push(session);
     figures.sessions += 1;
     return session;
