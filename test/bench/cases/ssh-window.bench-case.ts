@@ -12,15 +12,15 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { scramVerifier } from '../../../src/provisioner/scram-verifier.js';
 import { startPostgres } from '../../../src/sandbox/postgres.js';
 import { startPasswordApp } from '../../helpers/password-app.js';
 import { delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../../helpers/sshd.js';
 import { BIN, type BenchCase } from '../lib/context.js';
 import { figure } from '../lib/figure.js';
+import { seedAndWatch } from '../lib/rotation-mesh.js';
 import { summarize } from '../lib/stats.js';
 
 const PROVIDER = 'pg-main';
@@ -72,19 +72,8 @@ export const sshWindowCase: BenchCase = {
       const state = path.join(root, 'state');
       const baton = (...args: string[]) => run(process.execPath, [BIN, '--state-dir', state, ...args], { cwd: root, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 16 * 1024 * 1024 });
 
-      // The provisioner's superuser, seeded into the mesh (`baton mesh seed`).
-      const password = randomBytes(24).toString('base64url');
-      const { default: pgClient } = await import('pg');
-      const admin = new pgClient.Client({ host: pg.host, port: pg.port, database: 'postgres', user: pg.superuser, password: readFileSync(pg.superuserPasswordFile, 'utf8') });
-      await admin.connect();
-      await admin.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`);
-      await admin.end();
-      const file = path.join(root, 'su.password');
-      writeFileSync(file, password, { mode: 0o600 });
-      await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', pairSsh);
-      mkdirSync(meshOf('db1'), { recursive: true });
-      provisioner = spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshOf('db1'), '--provider', PROVIDER, '--pg-host', pg.host,
-        '--pg-port', String(pg.port), '--superuser', superuser, '--watch', '--interval', '0.5'], { stdio: 'ignore' });
+      // The provisioner's superuser, seeded into the mesh (`baton mesh seed`), and the provisioner watching db1.
+      provisioner = await seedAndWatch(pg, { root, superuser, inventory: pairSsh, meshDb1: meshOf('db1'), intervalSeconds: 0.5, baton });
 
       const windowOf = (stdout: string) => {
         const rotation = /\(rotation (\S+?)\)/.exec(stdout)?.[1];

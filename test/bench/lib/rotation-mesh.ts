@@ -9,7 +9,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { scramVerifier } from '../../../src/provisioner/scram-verifier.js';
-import { startPostgres } from '../../../src/sandbox/postgres.js';
+import { startPostgres, type PostgresSandbox } from '../../../src/sandbox/postgres.js';
+import { writeLocalMesh } from '../../mesh/mesh-fixture.js';
 import { BIN, type BenchContext } from './context.js';
 
 export const PROVIDER = 'pg-main';
@@ -38,32 +39,10 @@ export async function startRotationMesh(ctx: BenchContext, name: string, interva
     const root = ctx.tempDir(name);
     const superuser = `su_${randomBytes(3).toString('hex')}`;
     const meshDb1 = path.join(root, 'machines/db1', MESH);
-    for (const m of ['db1', 'web1']) mkdirSync(path.join(root, 'machines', m), { recursive: true });
-    const inventory = path.join(root, 'mesh.yaml');
-    writeFileSync(inventory, [
-      'machines:',
-      '  - { name: db1, address: machines/db1, transport: local }',
-      '  - { name: web1, address: machines/web1, transport: local }',
-      'providers:',
-      `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-      'consumers:',
-      `  - { name: web1-app, machine: web1, uses: [${PROVIDER}] }`,
-      `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
-      '',
-    ].join('\n'));
+    const inventory = writeLocalMesh(root, { webs: 1, provisionerRole: superuser });
     const state = path.join(root, 'state');
     const baton = (...args: string[]) => run(process.execPath, [BIN, '--state-dir', state, ...args], { cwd: root, env: { ...process.env, NO_COLOR: '1' } });
-    const password = randomBytes(24).toString('base64url');
-    const { default: pgClient } = await import('pg');
-    const admin = new pgClient.Client({ host: pg.host, port: pg.port, database: 'postgres', user: pg.superuser, password: readFileSync(pg.superuserPasswordFile, 'utf8') });
-    await admin.connect();
-    await admin.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`);
-    await admin.end();
-    const file = path.join(root, 'su.password');
-    writeFileSync(file, password, { mode: 0o600 });
-    await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', inventory);
-    provisioner = spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDb1, '--provider', PROVIDER, '--pg-host', pg.host,
-      '--pg-port', String(pg.port), '--superuser', superuser, '--watch', '--interval', String(intervalSeconds)], { stdio: 'ignore' });
+    provisioner = await seedAndWatch(pg, { root, superuser, inventory, meshDb1, intervalSeconds, baton });
     const child = provisioner;
     return {
       root,
@@ -83,4 +62,31 @@ export async function startRotationMesh(ctx: BenchContext, name: string, interva
     await pg.destroy();
     throw error;
   }
+}
+
+/**
+ * The provisioner's superuser made in `pg` (only its verifier is sent), seeded into the mesh the
+ * way an operator does it (`baton mesh seed` from a 0600 file under `root`), then the provisioner
+ * started watching db1's mesh directory. Returns the provisioner's process.
+ */
+export async function seedAndWatch(pg: PostgresSandbox, o: {
+  readonly root: string;
+  readonly superuser: string;
+  readonly inventory: string;
+  readonly meshDb1: string;
+  readonly intervalSeconds: number;
+  readonly baton: (...args: string[]) => Promise<unknown>;
+}): Promise<ChildProcess> {
+  const password = randomBytes(24).toString('base64url');
+  const { default: pgClient } = await import('pg');
+  const admin = new pgClient.Client({ host: pg.host, port: pg.port, database: 'postgres', user: pg.superuser, password: readFileSync(pg.superuserPasswordFile, 'utf8') });
+  await admin.connect();
+  await admin.query(`CREATE ROLE ${o.superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`);
+  await admin.end();
+  const file = path.join(o.root, 'su.password');
+  writeFileSync(file, password, { mode: 0o600 });
+  await o.baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', o.inventory);
+  mkdirSync(o.meshDb1, { recursive: true });
+  return spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', o.meshDb1, '--provider', PROVIDER, '--pg-host', pg.host,
+    '--pg-port', String(pg.port), '--superuser', o.superuser, '--watch', '--interval', String(o.intervalSeconds)], { stdio: 'ignore' });
 }
