@@ -72,3 +72,33 @@ export function sshMeshInventory(sshd: Pick<Sshd, 'user' | 'port' | 'identity' |
     `${base}/mesh.yaml`,
   );
 }
+
+/**
+ * Writes `<dir>/mesh.yaml` for one pair over ssh to the test sshd: db1 provides pg-main to
+ * web1-app, each machine its own mesh_dir (`<dir>/<machine>/mesh`) and port (`portOf`, the sshd's
+ * own unless told), every connection through the ssh `config` given (a delaying relay). With
+ * `provisionerRole`, the provisioner's own pair on db1 as in writeLocalMesh. Returns the file's path.
+ */
+export function writeSshPair(
+  dir: string,
+  sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>,
+  options: { config: string; portOf?: (machine: string) => number; provisionerRole?: string },
+): string {
+  const file = path.join(dir, 'mesh.yaml');
+  const portOf = options.portOf ?? (() => sshd.port);
+  writeFileSync(
+    file,
+    [
+      `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: ${options.config}, connect_timeout: 10 }`,
+      'machines:',
+      ...['db1', 'web1'].map((m) => `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${portOf(m)}", transport: ssh, mesh_dir: ${path.join(dir, m, 'mesh')} }`),
+      'providers:',
+      '  - { name: pg-main, machine: db1, kind: postgres }',
+      'consumers:',
+      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+      ...(options.provisionerRole === undefined ? [] : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
+      '',
+    ].join('\n'),
+  );
+  return file;
+}

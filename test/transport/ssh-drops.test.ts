@@ -13,6 +13,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart, itWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { DELAY_RELAY, delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { writeSshPair } from '../mesh/mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
 const PAIR = `${PROVIDER}:web1-app`;
@@ -55,17 +56,7 @@ describeWithPart(unavailable, 'a rotation over ssh when the session or the link 
   const sshConfig = () => delayedSshConfig(tmp.dir, 5, path.join(tmp.dir, 'relay.log'));
   /** A mesh whose pair already holds one password at both ends, as a seeded pair does. */
   function writeMesh(): string {
-    const inventory = path.join(tmp.dir, 'mesh.yaml');
-    writeFileSync(inventory, [
-      `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: ${sshConfig()}, connect_timeout: 10 }`,
-      'machines:',
-      ...['db1', 'web1'].map((m) => `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${portOf(m)}", transport: ssh, mesh_dir: ${meshOf(m)} }`),
-      'providers:',
-      `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-      'consumers:',
-      `  - { name: web1-app, machine: web1, uses: [${PROVIDER}] }`,
-      '',
-    ].join('\n'));
+    const inventory = writeSshPair(tmp.dir, sshd, { config: sshConfig(), portOf });
     for (const file of [path.join(meshOf('db1'), 'provides', PROVIDER, 'web1_app'), path.join(meshOf('web1'), 'consumes', PROVIDER, 'web1_app')]) {
       mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       writeFileSync(file, 'old-web1-password', { mode: 0o600 });

@@ -18,6 +18,7 @@ import { startPasswordApp } from '../helpers/password-app.js';
 import { describeWithPart, itWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { writeSshPair } from '../mesh/mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
 const ROTATIONS = 5;
@@ -43,18 +44,7 @@ describeWithPart(unavailable, 'the rotation window over ssh at a 50 ms round tri
     const relayLog = path.join(tmp.dir, 'relay.log');
     const meshOf = (m: string) => path.join(tmp.dir, m, 'mesh');
     const superuser = `su_${randomBytes(3).toString('hex')}`;
-    const inventory = path.join(tmp.dir, 'mesh.yaml');
-    writeFileSync(inventory, [
-      `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: ${delayedSshConfig(tmp.dir, 25, relayLog)}, connect_timeout: 10 }`,
-      'machines:',
-      ...['db1', 'web1'].map((m) => `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${sshd.port}", transport: ssh, mesh_dir: ${meshOf(m)} }`),
-      'providers:',
-      `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-      'consumers:',
-      `  - { name: web1-app, machine: web1, uses: [${PROVIDER}] }`,
-      `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
-      '',
-    ].join('\n'));
+    const inventory = writeSshPair(tmp.dir, sshd, { config: delayedSshConfig(tmp.dir, 25, relayLog), provisionerRole: superuser });
     const state = path.join(tmp.dir, 'state');
     const baton = (...args: string[]) => runBaton(['--state-dir', state, ...args, '--inventory', inventory], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 60_000 });
 
