@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { Option } from 'commander';
 import { BatonError, EXIT_OK } from '../errors.js';
+import { rolledBackPath } from '../mesh/transport.js';
 import { action, usageError, type Register } from './context.js';
 
 interface ProvisionFlags {
@@ -53,7 +54,7 @@ export const registerProvision: Register = (program, ctx) => {
         const provisioner = new PostgresProvisioner({
           meshDir: settings.meshDir,
           provider: settings.provider,
-          connect: postgresRoles(settings.target, settings.timeouts),
+          connect: postgresRoles(settings.target, { ...settings.timeouts, log }),
           log,
           lock,
         });
@@ -122,6 +123,7 @@ interface Settings {
     readonly superuser: string;
     readonly superuserFile: string;
     readonly providerEndFile: string;
+    readonly rolledBackFile: string;
   };
 }
 
@@ -164,6 +166,7 @@ function parseFlags(flags: ProvisionFlags): Settings {
       // When the mesh rotates the superuser's own pair, the database holds this end's password
       // from ALTER ROLE until the consumer end flips after the receipt.
       providerEndFile: path.join(meshDir, 'provides', flags.provider, flags.superuser),
+      rolledBackFile: rolledBackPath(path.join(meshDir, 'provides', flags.provider, flags.superuser)),
     },
   };
 }

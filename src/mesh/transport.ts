@@ -23,6 +23,18 @@ export function previousPath(live: string): string {
   return `${live.slice(0, slash + 1)}.${live.slice(slash + 1)}.prev`;
 }
 
+/**
+ * Where a roll-back keeps the provider end it took away (`.<role>.rolled-back`): the provisioner
+ * may already have set that password in the database, and for its own superuser it is then the
+ * only way back in. A roll-back never destroys the only copy of a password the database may
+ * hold; the provisioner removes it once the role's receipt matches the live file again, and
+ * baton when the pair finishes. A dotfile, so it is never read as a role.
+ */
+export function rolledBackPath(live: string): string {
+  const slash = live.lastIndexOf('/');
+  return `${live.slice(0, slash + 1)}.${live.slice(slash + 1)}.rolled-back`;
+}
+
 export interface StagedFile {
   /** The LIVE path; the transport writes `<path>.next`. */
   readonly path: string;
@@ -63,12 +75,12 @@ export interface Transport {
    */
   keepPrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly (SecretDigest | undefined)[]>;
   /**
-   * A roll-back: renames each `previousPath` back over the live file (an empty one removes it)
-   * and removes the role's receipt, so the provisioner sets the previous password again and
+   * A roll-back: keeps the live file as `rolledBackPath`, renames each `previousPath` back over
+   * it (an empty one removes it) and removes the role's receipt, so the provisioner sets the previous password again and
    * confirms it whatever it had applied; false where none was kept.
    */
   restorePrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly boolean[]>;
-  /** Removes each `previousPath` (the pair finished); absent is fine. */
+  /** Removes each `previousPath` and `rolledBackPath` (the pair finished); absent is fine. */
   discardPrevious(paths: readonly string[], signal: AbortSignal): Promise<void>;
   /** Digests of the live and staged files (never their content), and the live file's mtime. */
   digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;

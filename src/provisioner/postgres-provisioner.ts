@@ -15,6 +15,7 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
+import { rolledBackPath } from '../mesh/transport.js';
 import { DeliveredCredentials, describeFsError, readSecretFile } from './delivered-credentials.js';
 import { ConnectionLost, messageOf, RoleSkipped, type ConnectRoleDatabase, type ProviderLock, type RoleDatabase, type RoleOutcome, type StoredRole } from './postgres-roles.js';
 import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
@@ -168,6 +169,7 @@ export class PostgresProvisioner {
       const receipt = this.receiptOf(credential.role);
       const entry = { role: credential.role, file: credential.file, digest: credential.digest };
       if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
+        this.forgetRolledBack(credential.file, receipt.digest);
         unchanged += 1;
         toCheck.push(entry);
         continue;
@@ -423,6 +425,27 @@ export class PostgresProvisioner {
     }
     this.receipts.set(role, receipt);
     return { role, digest, outcome, ...(restored ? { restored } : {}) };
+  }
+
+  /**
+   * The database holds the delivered password again (the receipt matches the live file), so
+   * the password a roll-back kept aside is no longer the only way in: removed — unless it is
+   * the receipt's own password (a roll-back landed between this scan and now), which stays.
+   */
+  private forgetRolledBack(file: string, applied: SecretDigest): void {
+    const kept = rolledBackPath(file);
+    if (!existsSync(kept)) return;
+    const read = readSecretFile(kept);
+    if (read.problem === undefined) {
+      const same = secretDigest(read.secret) === applied;
+      read.secret.fill(0);
+      if (same) return;
+    }
+    try {
+      rmSync(kept, { force: true });
+    } catch {
+      // Tried again next cycle.
+    }
   }
 
   private now(): number {

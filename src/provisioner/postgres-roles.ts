@@ -77,6 +77,13 @@ export interface PostgresTarget {
    * holds it for good. Without this the provisioner would lock itself out.
    */
   readonly providerEndFile?: string;
+  /**
+   * What a roll-back of the superuser's own pair took away (`rolledBackPath` of the provider
+   * end), tried last: the provisioner may have set that password and died before its receipt,
+   * and after the roll-back no other file holds it. Logged in with it, the cycle applies the
+   * live (previous) password again, and the files work once more.
+   */
+  readonly rolledBackFile?: string;
 }
 
 /** Thrown by `setPassword` when the connection itself failed: the remaining roles must wait. */
@@ -96,12 +103,13 @@ export interface RoleTimeouts {
   readonly statementTimeoutMs?: number;
 }
 
-export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { readonly onStatement?: (sql: string) => void } = {}): ConnectRoleDatabase {
+export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { readonly onStatement?: (sql: string) => void; readonly log?: (line: string) => void } = {}): ConnectRoleDatabase {
   const lockMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 1_000));
   const statementMs = Math.max(1, Math.round(options.statementTimeoutMs ?? 10_000));
   return async (signal) => {
     let lost: Error | undefined;
-    const client = await openSession(target, 'baton-provision', (error) => (lost = error));
+    const client = await openSession(target, 'baton-provision', (error) => (lost = error), (file) =>
+      options.log?.(`logged in as ${target.superuser} with the rolled-back password (${file}); putting the previous one back`));
     const abort = () => void client.end().catch(() => undefined);
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) abort();
@@ -249,7 +257,7 @@ function whereOf(target: PostgresTarget): string {
  * pg emits rather than throws: unhandled it would crash a service that must outlive the
  * database going down.
  */
-async function openSession(target: PostgresTarget, applicationName: string, onLost: (error: Error) => void): Promise<PgClient> {
+async function openSession(target: PostgresTarget, applicationName: string, onLost: (error: Error) => void, onRolledBack?: (file: string) => void): Promise<PgClient> {
   const { default: pg } = await import('pg');
   const where = whereOf(target);
   let chosen: PgClient | undefined;
@@ -277,18 +285,29 @@ async function openSession(target: PostgresTarget, applicationName: string, onLo
       throw error;
     }
   };
+  let refused: unknown;
   try {
-    chosen = await open(readSuperuserPassword(target.superuserFile));
+    return (chosen = await open(readSuperuserPassword(target.superuserFile)));
   } catch (error) {
-    const fallback = isAuthFailure(error) && target.providerEndFile ? readOptionalPassword(target.providerEndFile) : undefined;
-    if (fallback === undefined) throw error instanceof BatonError ? error : connectError(error, target, where);
+    if (!isAuthFailure(error)) throw error instanceof BatonError ? error : connectError(error, target, where);
+    refused = error;
+  }
+  // Refused: the other files that may hold what the database has, in order, each only on an
+  // authentication failure (never the environment).
+  for (const file of [target.providerEndFile, target.rolledBackFile]) {
+    const fallback = file === undefined ? undefined : readOptionalPassword(file);
+    if (fallback === undefined) continue;
     try {
       chosen = await open(fallback);
-    } catch (second) {
-      throw connectError(second, target, where);
+    } catch (error) {
+      if (!isAuthFailure(error)) throw connectError(error, target, where);
+      refused = error;
+      continue;
     }
+    if (file === target.rolledBackFile) onRolledBack?.(file!);
+    return chosen;
   }
-  return chosen;
+  throw connectError(refused, target, where);
 }
 
 function isAuthFailure(error: unknown): boolean {

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
-import { previousPath, STAGED_SUFFIX } from '../mesh/transport.js';
+import { previousPath, rolledBackPath, STAGED_SUFFIX } from '../mesh/transport.js';
 import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
 
 export function localTransport(machine: string, root: string): Transport {
@@ -96,7 +96,18 @@ export function localTransport(machine: string, root: string): Transport {
       const restored = [];
       for (const p of paths) {
         const prev = at(previousPath(p));
-        const size = await fs.lstat(prev).then((st) => st.size, () => undefined);
+        const prevStat = await fs.lstat(prev).catch(() => undefined);
+        const size = prevStat?.size;
+        // The live file's password may already be in the database (set, then the provisioner
+        // died before its receipt): linked aside before `.prev` replaces it, never lost.
+        const liveStat = prevStat && (await fs.lstat(at(p)).catch(() => undefined));
+        if (liveStat && (liveStat.ino !== prevStat.ino || liveStat.dev !== prevStat.dev)) {
+          const kept = at(rolledBackPath(p));
+          const temp = `${kept}.tmp.${randomBytes(4).toString('hex')}`;
+          await fs.link(at(p), temp);
+          await fs.chmod(temp, 0o600);
+          await renameDurably(temp, kept);
+        }
         if (size === 0) {
           await fs.rm(at(p), { force: true });
           await fs.rm(prev, { force: true });
@@ -107,7 +118,10 @@ export function localTransport(machine: string, root: string): Transport {
       return restored;
     }),
     discardPrevious: (paths, signal) => wrap('removing the previous file', signal, async () => {
-      for (const p of paths) await fs.rm(at(previousPath(p)), { force: true });
+      for (const p of paths) {
+        await fs.rm(at(previousPath(p)), { force: true });
+        await fs.rm(at(rolledBackPath(p)), { force: true });
+      }
     }),
     digests: (paths, signal) => wrap('reading digests', signal, async () => {
       const out: FileDigests[] = [];

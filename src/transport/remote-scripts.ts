@@ -55,8 +55,14 @@ for f in "$@"; do
   sync "\${f%/*}" 2>/dev/null
 done`;
 
+// Before `.prev` goes back, the live file is linked aside as `.<role>.rolled-back`
+// (rolledBackPath): the database may already hold its password, and nothing else does.
 export const RESTORE_PREVIOUS = `for f in "$@"; do
   p="\${f%/*}/.\${f##*/}.prev"
+  r="\${f%/*}/.\${f##*/}.rolled-back"
+  if [ -f "$p" ] && [ -f "$f" ] && [ ! "$f" -ef "$p" ]; then
+    ln -f "$f" "$r.tmp.$$" && chmod 600 "$r.tmp.$$" && mv -f "$r.tmp.$$" "$r" || { rm -f "$r.tmp.$$"; exit 3; }
+  fi
   if [ -s "$p" ]; then mv -f "$p" "$f" || exit 3
   elif [ -f "$p" ]; then rm -f "$f" "$p" || exit 3
   else echo '@baton none'; continue; fi
@@ -66,7 +72,7 @@ export const RESTORE_PREVIOUS = `for f in "$@"; do
 done`;
 
 export const DISCARD_PREVIOUS = `for f in "$@"; do
-  rm -f "\${f%/*}/.\${f##*/}.prev" || exit 3
+  rm -f "\${f%/*}/.\${f##*/}.prev" "\${f%/*}/.\${f##*/}.rolled-back" || exit 3
 done
 exit 0`;
 

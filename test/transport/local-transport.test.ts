@@ -74,6 +74,30 @@ describe('the local transport', () => {
     expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(second.reveal());
   });
 
+  it('a roll-back keeps the password it takes away as a 0600 dotfile beside the live one, and discarding the pair removes it', async () => {
+    const root = path.join(tmp.dir, 'db1');
+    mkdirSync(root);
+    const t = bindTransport(localTransport('db1', root), TEST_BOUNDS);
+    const dir = path.dirname(path.join(root, LIVE));
+    const old = Secret.generate();
+    await t.stage([{ path: LIVE, secret: old }]);
+    await t.commit([LIVE]);
+    const fresh = Secret.generate();
+    await t.stage([{ path: LIVE, secret: fresh }]);
+    await t.keepPrevious([LIVE]);
+    await t.commit([LIVE]);
+    expect(await t.restorePrevious([LIVE])).toEqual([true]);
+    expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(old.reveal());
+    expect(readdirSync(dir).sort()).toEqual(['.web1_app.rolled-back', 'web1_app']);
+    const kept = path.join(dir, '.web1_app.rolled-back');
+    expect(readFileSync(kept, 'utf8')).toBe(fresh.reveal());
+    expect(statSync(kept).mode & 0o777).toBe(0o600);
+    // Not a leftover: the digests a rotation checks show no previous file.
+    expect((await t.digests([LIVE]))[0]).toEqual(expect.not.objectContaining({ prev: expect.anything() }));
+    await t.discardPrevious([LIVE]);
+    expect(readdirSync(dir)).toEqual(['web1_app']);
+  });
+
   it('a machine whose directory is missing, or that the drill unplugged, does not resolve and says why', async () => {
     const missing = await bindTransport(localTransport('web1', path.join(tmp.dir, 'nope')), TEST_BOUNDS).resolve().catch((e: unknown) => e);
     expect((missing as TransportError).reason).toContain('does not exist');

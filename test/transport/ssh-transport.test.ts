@@ -106,7 +106,10 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     writeFileSync(path.join(dir, '.applied/web1_app'), formatReceipt({ role: 'web1_app', digest: fresh.digest, applied_at: '2026-11-30T00:00:00Z' }));
     expect(await transport.restorePrevious([live, path.join(dir, 'nobody')])).toEqual([true, false]);
     expect(readFileSync(live, 'utf8')).toBe(old.reveal());
-    expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app']);
+    // The new password (maybe already in the database) is kept aside, owner-only.
+    expect(readdirSync(dir).sort()).toEqual(['.applied', '.web1_app.rolled-back', 'web1_app']);
+    expect(readFileSync(path.join(dir, '.web1_app.rolled-back'), 'utf8')).toBe(fresh.reveal());
+    expect(statSync(path.join(dir, '.web1_app.rolled-back')).mode & 0o777).toBe(0o600);
     expect(readdirSync(path.join(dir, '.applied'))).toEqual([]); // the provisioner confirms the old one again
     // No live file before the commit: the kept file is empty, and restoring it removes the live one.
     const first = path.join(dir, 'web2_app');
@@ -118,7 +121,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     await transport.stage([{ path: live, secret: fresh }]);
     await transport.keepPrevious([live]);
     await transport.commit([live]);
-    await transport.discardPrevious([live]);
+    await transport.discardPrevious([live, first]);
     expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app']);
   });
 
