@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -275,6 +275,49 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     expect(await canLogin(sandbox, superuser, read(consumerFile('db1', superuser)))).toBe(true);
     expect(restarted.output()).not.toContain('refused the superuser login');
     await restarted.stop();
+  });
+
+  it("the superuser's new password applied, then the provisioner died and baton rolled the pair back: the provisioner logs in with the rolled-back password and puts the old one back", async () => {
+    const provisionOnce = async () => {
+      const once = spawnLogged(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDirOn('db1'), '--provider', PROVIDER,
+        '--pg-host', sandbox.host, '--pg-port', String(sandbox.port), '--superuser', superuser, '--once']);
+      const code = await new Promise<number | null>((resolve) => once.child.once('close', resolve));
+      expect(code, once.output()).toBe(0);
+      return once.output();
+    };
+    await provisionOnce(); // the seeded password confirmed: a receipt, as before any rotation
+    const old = read(providerFile(superuser));
+    const kept = path.join(path.dirname(providerFile(superuser)), `.${superuser}.rolled-back`);
+    // Stand-in for "the provisioner applied the new password, then was killed before its receipt".
+    const rotation = rotate(['--pair', `${PROVIDER}:provisioner`], '1');
+    let fresh = old;
+    await vi.waitFor(() => {
+      fresh = readFileSync(providerFile(superuser), 'utf8');
+      if (fresh === old) throw new Error('no provider commit yet');
+    }, { timeout: 20_000, interval: 5 });
+    seen.add(fresh);
+    const verifier = await scramVerifier(Buffer.from(fresh));
+    await asSuperuser(sandbox, (c) => c.query(`ALTER ROLE ${superuser} PASSWORD '${verifier}'`));
+    const r = await rotation;
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toContain('rolled back');
+    expect(r.all).not.toContain(fresh);
+    // The lockout: both files hold the old password, which the database refuses.
+    expect(read(providerFile(superuser))).toBe(old);
+    expect(read(consumerFile('db1', superuser))).toBe(old);
+    expect(await canLogin(sandbox, superuser, old)).toBe(false);
+    expect(statSync(kept).mode & 0o777).toBe(0o600);
+
+    const first = await provisionOnce();
+    expect(first).toContain(`logged in as ${superuser} with the rolled-back password (${kept}); putting the previous one back`);
+    expect(first).not.toContain(fresh);
+    expect(first).not.toContain(old);
+    expect(await canLogin(sandbox, superuser, old)).toBe(true);
+    const receipt = parseReceipt(readFileSync(path.join(meshDirOn('db1'), 'provides', PROVIDER, '.applied', superuser), 'utf8'));
+    expect(receipt?.digest).toBe(secretDigest(old));
+    // The next cycle logs in with its own file again and forgets the rolled-back password.
+    expect(await provisionOnce()).not.toContain('rolled-back');
+    expect(existsSync(kept)).toBe(false);
   });
 
   it('baton killed between the provider commit and the consumer commit (provisioner stopped): status exit 3 names the pair and the command, rotate refuses with nothing generated, resume finishes it and every consumer logs in', async () => {
