@@ -35,3 +35,11 @@ export function makeTempDir(prefix = 'baton-test-'): { dir: string; cleanup: () 
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * A snapshot without the `.<role>.rolled-back` files a mesh roll-back keeps beside a provider
+ * end (the password it took away, which the database may hold): "as before" apart from those.
+ */
+export function withoutRolledBack(snapshot: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(snapshot).filter(([rel]) => !rel.endsWith('.rolled-back')));
+}

@@ -11,7 +11,7 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
-import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { makeTempDir, snapshotDir, withoutRolledBack } from '../helpers/fs-snapshot.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { startReceiptWriter } from './receipt-writer.js';
@@ -109,8 +109,12 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.stdout).toContain('holds its previous password again');
     expect(r.stdout).not.toContain('still works');
     expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate (?:--pair pg-main:\S+ )+--inventory \S+$/);
-    // Every file exactly as before: no .next, no kept previous file.
-    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+    // Every file exactly as before: no .next, no kept previous file; the passwords taken away
+    // are kept aside, owner-only, in case the database already holds them.
+    const after = snapshotDir(path.join(tmp.dir, 'machines'));
+    expect(withoutRolledBack(after)).toEqual(before);
+    expect(Object.entries(after).filter(([k]) => k.endsWith('.rolled-back')).map(([k, v]) => [path.basename(k), v.split(' ')[1]]).sort())
+      .toEqual([['.web1_app.rolled-back', '600'], ['.web2_app.rolled-back', '600']]);
     const records = await readJournal(path.join(tmp.dir, 'state'), id);
     expect(records.map((x) => x.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
     expect(records.at(-1)!.rolled_back?.map((x) => x.result)).toEqual(['rolled-back', 'rolled-back']);
@@ -121,7 +125,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const again = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '10').finally(() => provisioner.stop());
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('Rotated 2 credentials');
-    expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev'))).toEqual([]);
+    expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev') || n.endsWith('.rolled-back'))).toEqual([]);
   });
 
   for (const signal of ['SIGHUP'] as const) {
@@ -158,7 +162,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       expect(stdout).toContain(`rolled back (interrupted by ${signal}): 0 of 2 credentials finished, 2 rolled back.`);
       expect(stdout).not.toContain('committed 0/');
       expect(stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do/);
-      expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+      expect(withoutRolledBack(snapshotDir(path.join(tmp.dir, 'machines')))).toEqual(before);
     });
   }
 
@@ -323,7 +327,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
     await waitUntil(async () => existsSync(live('db1', 'provides/pg-main/.applied/web2_app')));
     provisioner.stop();
-    const files = (snap: Record<string, string>) => Object.fromEntries(Object.entries(snap).filter(([k]) => !k.includes('.applied')));
+    const files = (snap: Record<string, string>) => Object.fromEntries(Object.entries(withoutRolledBack(snap)).filter(([k]) => !k.includes('.applied')));
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
     const inv = loadInventory(inventory);
     const journalDir = path.join(tmp.dir, 'state');
