@@ -29,6 +29,7 @@ import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import { postgresRoles } from '../../src/provisioner/postgres-roles.js';
+import { rolledBackPath } from '../../src/mesh/transport.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
@@ -73,6 +74,7 @@ class Provisioner {
         superuser,
         superuserFile: consumerFile('db1', superuser),
         providerEndFile: path.join(meshDirOn('db1'), 'provides', PROVIDER, superuser),
+        rolledBackFile: rolledBackPath(path.join(meshDirOn('db1'), 'provides', PROVIDER, superuser)),
       }),
       log: () => undefined,
     });
