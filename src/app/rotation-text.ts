@@ -238,7 +238,7 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
             : r.receipt === 'new'
               ? `${pair.provider}'s receipt still shows the NEW password: it was applied before the roll-back, so new connections of ${pair.consumer} fail until the provisioner's next cycle puts the old one back.`
               : `no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of ${pair.consumer} fail until then.`;
-        lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds its previous password again and ${pair.consumer}'s staged file was removed; ${receipt}`);
+        lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds what it held before this rotation (no file, if it had none) and ${pair.consumer}'s staged file was removed; ${receipt}`);
         if (r.leftover) {
           leftover = true;
           lines.push(`      ${r.leftover} (it is never read, but it blocks the next rotation).`);

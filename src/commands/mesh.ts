@@ -3,22 +3,29 @@ import { action, type Register } from './context.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 
 /**
- * `baton mesh plan | rotate | resume | seed` (docs/mesh-rotation.md, docs/cli.md). Everything beyond argument parsing
+ * `baton mesh plan | rotate | resume | rollback | seed | status` (docs/mesh-rotation.md, docs/cli.md). Everything beyond argument parsing
  * is imported when the command runs, so other commands do not pay for it.
  */
 
 /** A repeated selector flag keeps every value (the union), never only the last. */
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
-function withSelector(command: Command): Command {
+/** The inventory and how its holders are contacted: the same flags on every command that writes or reads them. */
+function withHolders(command: Command): Command {
   return command
-    .addOption(new Option('--consumer <name>', 'every pair of this consumer (repeat for several)').argParser(collect))
-    .addOption(new Option('--provider <name>', 'every pair of this provider (repeat for several)').argParser(collect))
-    .addOption(new Option('--machine <name>', 'every pair with an end on this machine (repeat for several)').argParser(collect))
-    .addOption(new Option('--pair <provider:consumer>', 'one pair (repeat for several)').argParser(collect))
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
     .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step (the one bound on every ssh)').default('15'));
+}
+
+function withSelector(command: Command): Command {
+  return withHolders(
+    command
+      .addOption(new Option('--consumer <name>', 'every pair of this consumer (repeat for several)').argParser(collect))
+      .addOption(new Option('--provider <name>', 'every pair of this provider (repeat for several)').argParser(collect))
+      .addOption(new Option('--machine <name>', 'every pair with an end on this machine (repeat for several)').argParser(collect))
+      .addOption(new Option('--pair <provider:consumer>', 'one pair (repeat for several)').argParser(collect)),
+  );
 }
 
 export const registerMesh: Register = (program, ctx) => {
@@ -63,13 +70,7 @@ export const registerMesh: Register = (program, ctx) => {
         return runMeshSeed(ctx, flags);
       }),
     );
-  mesh
-    .command('resume')
-    .description('finish a rotation from what is staged: provider ends, then each consumer end whose receipt arrived (never a new secret)')
-    .argument('<rotation-id>')
-    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
-    .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
-    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step').default('15'))
+  withHolders(mesh.command('resume').description('finish a rotation from what is staged: provider ends, then each consumer end whose receipt arrived (never a new secret)').argument('<rotation-id>'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = look once)').default('10'))
     .action(
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
@@ -77,13 +78,7 @@ export const registerMesh: Register = (program, ctx) => {
         return runMeshResume(ctx, id, flags);
       }),
     );
-  mesh
-    .command('rollback')
-    .description('take back what a rotation left unfinished: each provider gets its previous file back, each staged consumer end is removed (never a new secret)')
-    .argument('<rotation-id>')
-    .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
-    .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
-    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step').default('15'))
+  withHolders(mesh.command('rollback').description('take back what a rotation left unfinished: each provider gets its previous file back, each staged consumer end is removed (never a new secret)').argument('<rotation-id>'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for the receipt to show the old password again').default('10'))
     .action(
       action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {

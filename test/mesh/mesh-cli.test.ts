@@ -106,7 +106,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.stderr).toBe('');
     const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
     expect(r.stdout).toContain(`Rotation ${id} rolled back (not every provider confirmed in time): 0 of 2 credentials finished, 2 rolled back.`);
-    expect(r.stdout).toContain('holds its previous password again');
+    expect(r.stdout).toContain('holds what it held before this rotation');
     expect(r.stdout).not.toContain('still works');
     expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate (?:--pair pg-main:\S+ )+--inventory \S+$/);
     // Every file exactly as before: no .next, no kept previous file; the passwords taken away

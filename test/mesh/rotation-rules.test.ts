@@ -177,7 +177,7 @@ describe('commit and resume', () => {
     expect(state.step === 'rolled-back' && state.windows['pg-main:web2-app']).toBeGreaterThanOrEqual(0);
     const text = lines.join('\n');
     expect(text).toContain('Rotation rot-1 rolled back (not every provider confirmed in time): 1 of 2 credentials finished, 1 rolled back.');
-    expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds its previous password again and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.");
+    expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds what it held before this rotation (no file, if it had none) and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.");
     expect(lines.at(-1)).toBe('Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --pair pg-audit:web2-app');
     expect(text).not.toContain('mesh resume');
     expect(watched.seen).toEqual([{ path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true }]);
