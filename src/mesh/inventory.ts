@@ -16,6 +16,7 @@ import { CORE_SCHEMA, load as loadYaml } from 'js-yaml';
 import { z } from 'zod';
 import { BatonError } from '../errors.js';
 import { deriveRoleName, roleNameProblem } from './role-name.js';
+import { alternatingRoleProblem, LOGIN_SLOTS, loginRole, type CredentialMode } from './alternating.js';
 import { errorCode } from '../fs/system-error.js';
 
 export const DEFAULT_MESH_DIR = '/var/lib/baton/mesh';
@@ -43,10 +44,21 @@ const MachineSchema = SshOptions.extend({
   mesh_dir: z.string().min(1).optional(),
 }).strict();
 
-const ProviderSchema = z.object({ name: nameField, machine: z.string().min(1), kind: z.literal('postgres') }).strict();
+/** `single` (the default): one login role per pair; `alternating`: a group and two logins that take turns. */
+const CredentialField = z.enum(['single', 'alternating']).optional();
+
+const ProviderSchema = z
+  .object({ name: nameField, machine: z.string().min(1), kind: z.literal('postgres'), credential: CredentialField })
+  .strict();
 
 const ConsumerSchema = z
-  .object({ name: nameField, machine: z.string().min(1), uses: z.array(z.string().min(1)).min(1), role: z.string().min(1).optional() })
+  .object({
+    name: nameField,
+    machine: z.string().min(1),
+    uses: z.array(z.string().min(1)).min(1),
+    role: z.string().min(1).optional(),
+    credential: CredentialField,
+  })
   .strict();
 
 const InventorySchema = z
@@ -82,6 +94,8 @@ export interface Provider {
   readonly name: string;
   readonly machine: string;
   readonly kind: 'postgres';
+  /** The mode for every consumer of this provider that does not set its own. */
+  readonly credential: CredentialMode | undefined;
 }
 
 export interface Consumer {
@@ -89,6 +103,8 @@ export interface Consumer {
   readonly machine: string;
   readonly uses: readonly string[];
   readonly role: string | undefined;
+  /** As written; the pair's mode is this, else its provider's, else `single`. */
+  readonly credential: CredentialMode | undefined;
 }
 
 /** One (provider, consumer) link, with its own role and its own credential. */
@@ -98,6 +114,8 @@ export interface Pair {
   readonly role: string;
   readonly providerMachine: string;
   readonly consumerMachine: string;
+  /** `alternating`: `role` is a NOLOGIN group and the consumer logs in as `role_a` or `role_b` (alternating.ts). */
+  readonly credential: CredentialMode;
 }
 
 export interface Inventory {
@@ -236,7 +254,7 @@ export function parseInventory(text: string, source: string): Inventory {
   const providers: Provider[] = data.providers.map((p) => {
     unique('provider', p.name);
     knownMachine(`provider "${p.name}"`, p.machine);
-    return { name: p.name, machine: p.machine, kind: p.kind };
+    return { name: p.name, machine: p.machine, kind: p.kind, credential: p.credential };
   });
   const providerByName = new Map(providers.map((p) => [p.name, p]));
 
@@ -259,24 +277,41 @@ export function parseInventory(text: string, source: string): Inventory {
       );
     }
     roleOf.set(c.name, role);
-    return { name: c.name, machine: c.machine, uses: c.uses, role: c.role };
+    return { name: c.name, machine: c.machine, uses: c.uses, role: c.role, credential: c.credential };
   });
 
   const pairs: Pair[] = [];
-  const roleOwner = new Map<string, string>();
+  // Every role name a pair makes on its provider — its role, and for an alternating pair its
+  // two logins too — belongs to that pair alone: two pairs sharing a login would rotate each
+  // other's password.
+  const roleOwner = new Map<string, { readonly consumer: string; readonly what: string }>();
+  const claim = (provider: string, name: string, consumer: string, what: string) => {
+    const owner = roleOwner.get(`${provider}\0${name}`);
+    if (owner !== undefined && owner.consumer !== consumer) {
+      fail(
+        `consumers "${owner.consumer}" and "${consumer}" both map to role "${name}" on provider "${provider}"${owner.what || what}.`,
+        'Every pair needs its own role names: set an explicit role: on one of them.',
+      );
+    }
+    roleOwner.set(`${provider}\0${name}`, { consumer, what });
+  };
   for (const c of consumers) {
     const role = roleOf.get(c.name)!;
     for (const used of c.uses) {
       const provider = providerByName.get(used)!;
-      const owner = roleOwner.get(`${used}\0${role}`);
-      if (owner) {
-        fail(
-          `consumers "${owner}" and "${c.name}" both map to role "${role}" on provider "${used}".`,
-          'Every pair needs its own role: set an explicit role: on one of them.',
-        );
+      const credential: CredentialMode = c.credential ?? provider.credential ?? 'single';
+      if (credential === 'alternating') {
+        const problem = alternatingRoleProblem(role);
+        if (problem) {
+          fail(
+            `consumer "${c.name}" (credential: alternating, provider "${used}"): role name "${role}" is ${problem}.`,
+            'Set a shorter role: for this consumer, or leave it on credential: single.',
+          );
+        }
       }
-      roleOwner.set(`${used}\0${role}`, c.name);
-      pairs.push({ provider: used, consumer: c.name, role, providerMachine: provider.machine, consumerMachine: c.machine });
+      claim(used, role, c.name, '');
+      if (credential === 'alternating') for (const slot of LOGIN_SLOTS) claim(used, loginRole(role, slot), c.name, ` (an alternating login of "${role}", consumer "${c.name}")`);
+      pairs.push({ provider: used, consumer: c.name, role, providerMachine: provider.machine, consumerMachine: c.machine, credential });
     }
   }
   return { source, ...(data.id ? { id: data.id } : {}), meshDir, machines, providers, consumers, pairs };

@@ -74,7 +74,7 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       }
     }
     digests[p.key] = p.digest;
-    const pair: Pair = { provider: p.provider, consumer: p.consumer, role: p.role, providerMachine: p.provider_machine, consumerMachine: p.consumer_machine };
+    const pair: Pair = { provider: p.provider, consumer: p.consumer, role: p.role, providerMachine: p.provider_machine, consumerMachine: p.consumer_machine, credential: 'single' };
     pairs.push({ ...pair, key: p.key, providerPath: p.provider_path, consumerPath: p.consumer_path, receiptPath: p.receipt_path, window: windowText(pair) });
   }
   const holders = holdersOf(pairs, (name) => machines.get(name)!);

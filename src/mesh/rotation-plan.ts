@@ -88,6 +88,7 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
       role: pair.role,
       providerMachine: pair.providerMachine,
       consumerMachine: pair.consumerMachine,
+      credential: pair.credential,
       key,
       providerPath,
       consumerPath,

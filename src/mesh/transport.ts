@@ -49,6 +49,11 @@ export interface FileDigests {
   readonly prev?: SecretDigest | undefined;
   /** When the live file last changed (ms since the epoch), if the holder could say. */
   readonly liveModifiedMs?: number;
+  /**
+   * The login the live file names when it is an alternating consumer end (`user=<login> …`,
+   * alternating.ts), read on the holder without reading the password; absent otherwise.
+   */
+  readonly liveLogin?: string;
 }
 
 /**

@@ -3,6 +3,7 @@
  * so a drill or a test runs the same delivery code as production against real files.
  * A machine whose directory is missing does not resolve.
  */
+import { conninfoLogin } from '../mesh/alternating.js';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -128,7 +129,18 @@ export function localTransport(machine: string, root: string): Transport {
       for (const p of paths) {
         const modified = await fs.stat(at(p)).then((st) => st.mtimeMs, () => undefined);
         const prev = await digestOf(at(previousPath(p)));
-        out.push({ live: await digestOf(at(p)), next: await digestOf(at(p + STAGED_SUFFIX)), ...(prev ? { prev } : {}), ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }) });
+        const live = await fs.readFile(at(p)).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === 'ENOENT') return undefined;
+          throw error;
+        });
+        const login = live === undefined ? undefined : conninfoLogin(live.toString('utf8'));
+        out.push({
+          live: live === undefined ? undefined : secretDigest(live),
+          next: await digestOf(at(p + STAGED_SUFFIX)),
+          ...(prev ? { prev } : {}),
+          ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }),
+          ...(login ? { liveLogin: login } : {}),
+        });
       }
       return out;
     }),

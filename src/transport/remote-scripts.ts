@@ -81,8 +81,9 @@ exit 0`;
 export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
 h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
 m() { if [ -f "$1" ]; then stat -c %Y "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo -; else echo -; fi; }
+u() { l=; [ -f "$1" ] && l=$(sed -n '1s/^user=\\([a-z_][a-z0-9_]*\\) .*/\\1/p' "$1" 2>/dev/null); echo "\${l:--}"; }
 for f in "$@"; do
-  printf '@baton %s %s %s %s\\n' "$(h "$f")" "$(h "$f.next")" "$(m "$f")" "$(h "\${f%/*}/.\${f##*/}.prev")"
+  printf '@baton %s %s %s %s %s\\n' "$(h "$f")" "$(h "$f.next")" "$(m "$f")" "$(h "\${f%/*}/.\${f##*/}.prev")" "$(u "$f")"
 done`;
 
 export const READ_TEXTS = `for f in "$@"; do

@@ -98,10 +98,16 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
       if (paths.length === 0) return [];
       const out = lines(await run('reading digests', remoteCommand(DIGESTS, paths), signal), paths.length, 'reading digests');
       return out.map((line): FileDigests => {
-        const [live, next, modified, prev] = line.split(' ');
+        const [live, next, modified, prev, login] = line.split(' ');
         const seconds = Number(modified);
         const kept = asDigest(prev);
-        return { live: asDigest(live), next: asDigest(next), ...(kept ? { prev: kept } : {}), ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}) };
+        return {
+          live: asDigest(live),
+          next: asDigest(next),
+          ...(kept ? { prev: kept } : {}),
+          ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}),
+          ...(login && login !== '-' ? { liveLogin: login } : {}),
+        };
       });
     },
     readTexts: async (paths, signal) => {

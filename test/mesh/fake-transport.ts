@@ -5,6 +5,7 @@
  * touched a file it should not have fails its test instead of passing on a forgiving fake.
  * Faults are opt-in per machine and operation.
  */
+import { conninfoLogin } from '../../src/mesh/alternating.js';
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { previousPath, TransportError, type BoundTransport } from '../../src/mesh/transport.js';
@@ -121,7 +122,13 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
           const live = m.files.get(p);
           const next = m.files.get(`${p}.next`);
           const prev = m.files.get(previousPath(p));
-          return { live: live === undefined ? undefined : secretDigest(live), next: next === undefined ? undefined : secretDigest(next), ...(prev === undefined ? {} : { prev: secretDigest(prev) }) };
+          const login = live === undefined ? undefined : conninfoLogin(live);
+          return {
+            live: live === undefined ? undefined : secretDigest(live),
+            next: next === undefined ? undefined : secretDigest(next),
+            ...(prev === undefined ? {} : { prev: secretDigest(prev) }),
+            ...(login ? { liveLogin: login } : {}),
+          };
         });
       },
       readTexts: async (paths) => {

@@ -26,7 +26,7 @@ providers:
 describe('inventory', () => {
   it('derives each pair role from the consumer name, lowercased, with every other character made _', () => {
     const inv = parseInventory(`${base}consumers:\n  - { name: Web1-App.v2, machine: web1, uses: [pg-main] }\n`, FILE);
-    expect(inv.pairs).toEqual([{ provider: 'pg-main', consumer: 'Web1-App.v2', role: 'web1_app_v2', providerMachine: 'db1', consumerMachine: 'web1' }]);
+    expect(inv.pairs).toEqual([{ provider: 'pg-main', consumer: 'Web1-App.v2', role: 'web1_app_v2', providerMachine: 'db1', consumerMachine: 'web1', credential: 'single' }]);
     expect(deriveRoleName('web1-app')).toBe('web1_app');
   });
 

@@ -43,7 +43,7 @@ describe('affected holders', () => {
     expect(plan.pairs[0]!.window).toBe(
       "from pg-main applying the new password for web1_app until web1-app's file is replaced (right after the receipt is read), new connections from web1-app that still use the OLD password fail",
     );
-    expect(windowText({ provider: 'p', consumer: 'c', role: 'r', providerMachine: 'a', consumerMachine: 'b' })).toContain('from c that still use the OLD password fail');
+    expect(windowText({ provider: 'p', consumer: 'c', role: 'r', providerMachine: 'a', consumerMachine: 'b', credential: 'single' })).toContain('from c that still use the OLD password fail');
   });
 
   it('refuses no selector, two selectors and a malformed pair as usage errors (exit 2)', () => {

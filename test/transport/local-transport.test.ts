@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { formatConsumerConninfo } from '../../src/mesh/alternating.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { localTransport } from '../../src/transport/local-transport.js';
@@ -55,6 +56,17 @@ describe('the local transport', () => {
     await t.commit([LIVE]);
     expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(secret.reveal());
     expect(await t.digests([LIVE])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined, liveModifiedMs: Math.floor(statSync(path.join(root, LIVE)).mtimeMs) }]);
+  });
+
+  it('names the login of an alternating consumer end among the digests', async () => {
+    const root = path.join(tmp.dir, 'web1');
+    const consumer = '/var/lib/baton/mesh/consumes/pg-main/web1_app';
+    mkdirSync(path.dirname(path.join(root, consumer)), { recursive: true });
+    writeFileSync(path.join(root, consumer), formatConsumerConninfo('web1_app_a', 'pw'), { mode: 0o600 });
+    const t = bindTransport(localTransport('web1', root), TEST_BOUNDS);
+    expect((await t.digests([consumer]))[0]).toMatchObject({ liveLogin: 'web1_app_a', live: secretDigest("user=web1_app_a password='pw'") });
+    writeFileSync(path.join(root, consumer), 'bare-secret');
+    expect((await t.digests([consumer]))[0]).not.toHaveProperty('liveLogin');
   });
 
   it('replaces atomically: a new inode, no temp file left, and unstage keeps the live file', async () => {

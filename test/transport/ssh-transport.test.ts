@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { formatConsumerConninfo } from '../../src/mesh/alternating.js';
 import type { Inventory } from '../../src/mesh/inventory.js';
 import { readJournal, JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -42,6 +43,20 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
 
   /** Two ssh machines on the one sshd, each with its own mesh_dir, and a consumer on each. */
   const inventory = (base: string, ports: { db1?: number; web1?: number } = {}): Inventory => sshMeshInventory(sshd, base, ports);
+
+  it('names the login of an alternating consumer end without sending its password back, and none for a bare secret', async () => {
+    const dir = path.join(tmp.dir, 'login');
+    mkdirSync(dir, { recursive: true });
+    const conninfo = path.join(dir, 'web1_app');
+    const bare = path.join(dir, 'web2_app');
+    writeFileSync(conninfo, formatConsumerConninfo('web1_app_b', 'pw-must-not-travel'), { mode: 0o600 });
+    writeFileSync(bare, 'user=looks-like-but-is-a-secret', { mode: 0o600 });
+    const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
+    const [alternating, single] = await transport.digests([conninfo, bare]);
+    expect(alternating).toMatchObject({ live: secretDigest(readFileSync(conninfo, 'utf8')), liveLogin: 'web1_app_b' });
+    expect(single).not.toHaveProperty('liveLogin');
+    expect(JSON.stringify([alternating, single])).not.toContain('pw-must-not-travel');
+  });
 
   it('stages over stdin to <role>.next (0600, new directories 0700), commits by rename, and reads digests back', async () => {
     const dir = path.join(tmp.dir, 'stage');
