@@ -50,7 +50,7 @@ export function psqlWithConsumerFile(sandbox: PostgresSandbox, consumerFile: str
       sql,
       '',
     ].join('\n');
-    const argv = ['-X', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', `host=${sandbox.host} port=${sandbox.port} dbname=postgres user=${sandbox.superuser}`];
+    const argv = ['-X', '-w', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', `host=${sandbox.host} port=${sandbox.port} dbname=postgres user=${sandbox.superuser}`];
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', PGPASSFILE: passfile, PGCONNECT_TIMEOUT: '5' };
     const result = spawnSync(PSQL, argv, { input: script, encoding: 'utf8', env, timeout: 15_000 });
     return { status: result.status, stdout: result.stdout ?? '', stderr: result.stderr ?? '', argv, env, script };
