@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseReceipt, secretDigest, type Receipt } from '../../src/mesh/digest.js';
+import { parseReceipt, secretDigest, type LoginSession, type Receipt } from '../../src/mesh/digest.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import { ConnectionLost, RoleSkipped, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
@@ -36,6 +36,10 @@ class FakeDatabase {
   readonly roles = new Map<string, string>();
   readonly nologin = new Set<string>();
   readonly expired = new Set<string>();
+  /** login → its group (an alternating pair's membership). */
+  readonly members = new Map<string, string>();
+  /** login → its open sessions, as `pg_stat_activity` would list them. */
+  readonly openSessions = new Map<string, LoginSession[]>();
   readonly calls: string[] = [];
   readonly inspected: string[][] = [];
   connections = 0;
@@ -57,9 +61,45 @@ class FakeDatabase {
         this.expired.delete(role);
         return outcome;
       },
+      setLogin: async ({ group, login, other, verifier, groupLogin }) => {
+        this.calls.push(login);
+        this.onSetPassword(login, this.calls.length - 1);
+        expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:/);
+        if (!this.roles.has(group)) {
+          this.roles.set(group, '');
+          this.nologin.add(group);
+        }
+        const groupVerifier = this.roles.get(group)!;
+        const copied = !this.roles.has(login) && !this.roles.has(other) && !this.nologin.has(group) && groupVerifier.startsWith('SCRAM-SHA-256$');
+        if (copied) {
+          this.roles.set(other, groupVerifier);
+          this.members.set(other, group);
+        }
+        const outcome = this.roles.has(login) ? 'updated' : 'created';
+        this.roles.set(login, verifier);
+        this.nologin.delete(login);
+        this.expired.delete(login);
+        this.members.set(login, group);
+        if (!groupLogin) this.nologin.add(group);
+        return { outcome, copied } as const;
+      },
+      disableLogin: async (role: string) => {
+        this.calls.push(`nologin ${role}`);
+        if (!this.roles.has(role) || this.nologin.has(role)) return false;
+        this.nologin.add(role);
+        return true;
+      },
+      sessions: async (login: string) => [...(this.openSessions.get(login) ?? [])],
+      endSessions: async (login: string) => {
+        const ended = this.openSessions.get(login)?.length ?? 0;
+        this.openSessions.delete(login);
+        return ended;
+      },
       inspect: async (roles: readonly string[]) => {
         this.inspected.push([...roles]);
-        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, { canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)! }]));
+        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, {
+          canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)!, memberOf: this.members.has(r) ? [this.members.get(r)!] : [],
+        }]));
       },
       close: async () => {
         this.closes += 1;
