@@ -491,3 +491,135 @@ describe('watchProvisioner', () => {
     expect(lines.slice(0, 2)).toEqual(['cycle failed unexpectedly: boom 1', 'cycle failed unexpectedly: boom 2']);
   });
 });
+
+describe('alternating login files (R+a, R+b)', () => {
+  const session = (pid: number): LoginSession => ({ pid, application_name: 'web1', client_addr: '10.0.0.5', backend_start: '2026-12-01T00:00:00.000Z' });
+  const receiptPath = (name: string) => path.join(provides, '.applied', name);
+
+  it('applies R+a in one call: group R NOLOGIN, R_a a LOGIN member of R; the receipt is named after the file and names the login and its sessions', async () => {
+    const db = new FakeDatabase();
+    db.openSessions.set('web1_app_a', [session(101)]);
+    const password = secret();
+    deliver('web1_app+a', password);
+    const service = makeProvisioner(db);
+
+    const report = await service.runCycle();
+
+    expect(report).toMatchObject({ applied: [{ role: 'web1_app+a', digest: secretDigest(password), outcome: 'created' }], failed: [] });
+    expect(db.calls).toEqual(['web1_app_a']);
+    expect(db.nologin.has('web1_app')).toBe(true);
+    expect(db.nologin.has('web1_app_a')).toBe(false);
+    expect(db.members.get('web1_app_a')).toBe('web1_app');
+    expect(db.roles.has('web1_app_b')).toBe(false);
+    expect(receiptOf('web1_app+a')).toMatchObject({ role: 'web1_app+a', login: 'web1_app_a', digest: secretDigest(password), sessions: [session(101)], database: { found: 'as-set' } });
+    expect(existsSync(receiptPath('web1_app_a'))).toBe(false);
+
+    const again = await service.runCycle();
+    expect(again).toMatchObject({ applied: [], unchanged: 1, changed: [] });
+    expect(db.calls).toEqual(['web1_app_a']);
+    // The login's check, then the group's (kept NOLOGIN while no plain file is delivered).
+    expect(db.inspected.slice(-2)).toEqual([['web1_app_a'], ['web1_app']]);
+  });
+
+  it('switching a single pair: the other login gets R\'s stored verifier; R stays LOGIN while its file is delivered, then becomes NOLOGIN and loses its receipt', async () => {
+    const db = new FakeDatabase();
+    const service = makeProvisioner(db);
+    deliver('web1_app', secret());
+    await service.runCycle();
+    const groupVerifier = db.roles.get('web1_app')!;
+
+    deliver('web1_app+a', secret());
+    const switched = await service.runCycle();
+
+    expect(switched.applied).toMatchObject([{ role: 'web1_app+a', outcome: 'created', copied: true }]);
+    expect(db.roles.get('web1_app_b')).toBe(groupVerifier);
+    expect(db.members.get('web1_app_b')).toBe('web1_app');
+    expect(db.nologin.has('web1_app')).toBe(false);
+    expect(lines).toContain('web1_app_b created with web1_app\'s stored verifier: it accepts the password web1_app\'s consumer holds');
+    expect(existsSync(receiptPath('web1_app'))).toBe(true);
+
+    rmSync(path.join(provides, 'web1_app'));
+    await service.runCycle();
+
+    expect(db.nologin.has('web1_app')).toBe(true);
+    expect(existsSync(receiptPath('web1_app'))).toBe(false);
+    expect(lines).toContain('web1_app set NOLOGIN: its plain file is gone, its logins carry the pair');
+    await service.runCycle();
+    expect(db.calls.filter((c) => c === 'nologin web1_app')).toHaveLength(1);
+
+    // The next delivery of R+b replaces the copied verifier; nothing is copied again.
+    deliver('web1_app+b', secret());
+    const rotated = await service.runCycle();
+    expect(rotated.applied).toMatchObject([{ role: 'web1_app+b', outcome: 'updated' }]);
+    expect(rotated.applied[0]!.copied).toBeUndefined();
+    expect(db.roles.get('web1_app_b')).not.toBe(groupVerifier);
+  });
+
+  it('a login file that goes away: the login becomes NOLOGIN and its receipt is removed, also by a provisioner started afterwards', async () => {
+    const db = new FakeDatabase();
+    deliver('web1_app+a', secret());
+    deliver('web1_app+b', secret());
+    await makeProvisioner(db).runCycle();
+    const service = makeProvisioner(db);
+    await service.runCycle();
+
+    rmSync(path.join(provides, 'web1_app+a'));
+    await service.runCycle();
+    expect(db.nologin.has('web1_app_a')).toBe(true);
+    expect(db.nologin.has('web1_app_b')).toBe(false);
+    expect(existsSync(receiptPath('web1_app+a'))).toBe(false);
+    expect(lines).toContain('web1_app_a set NOLOGIN: its file web1_app+a is gone');
+
+    rmSync(path.join(provides, 'web1_app+b'));
+    const restarted = makeProvisioner(db);
+    await restarted.runCycle();
+    expect(db.nologin.has('web1_app_b')).toBe(true);
+    expect(existsSync(receiptPath('web1_app+b'))).toBe(false);
+    const calls = db.calls.length;
+    db.allowConnect = false;
+    expect(await restarted.runCycle()).toMatchObject({ applied: [], failed: [], blocked: undefined });
+    expect(db.calls).toHaveLength(calls);
+  });
+
+  it('checks a login as it checks a role, and its membership too: taken out of its group, it is found and put back', async () => {
+    const db = new FakeDatabase();
+    deliver('web1_app+a', secret());
+    const service = makeProvisioner(db);
+    await service.runCycle();
+    db.members.delete('web1_app_a');
+
+    const found = await service.runCycle();
+    expect(found.changed).toEqual([{ role: 'web1_app+a', found: 'not-member' }]);
+    expect(receiptOf('web1_app+a')?.database).toMatchObject({ found: 'not-member' });
+
+    const repaired = await service.runCycle();
+    expect(repaired.applied).toMatchObject([{ role: 'web1_app+a', restored: 'not-member' }]);
+    expect(db.members.get('web1_app_a')).toBe('web1_app');
+    expect(receiptOf('web1_app+a')?.database).toMatchObject({ found: 'as-set', restored: 'not-member' });
+  });
+
+  it('ends a login\'s sessions only once the digest its request names is applied, records how many, and removes the request', async () => {
+    const db = new FakeDatabase();
+    db.openSessions.set('web1_app_a', [session(101), session(102)]);
+    const service = makeProvisioner(db);
+    deliver('web1_app+a', secret());
+    await service.runCycle();
+    expect(receiptOf('web1_app+a')?.sessions).toEqual([session(101), session(102)]);
+
+    const fresh = secret();
+    const request = path.join(provides, '.end-sessions', 'web1_app+a');
+    mkdirSync(path.dirname(request), { recursive: true });
+    writeFileSync(request, secretDigest(fresh));
+    await service.runCycle();
+    expect(db.openSessions.get('web1_app_a')).toHaveLength(2);
+    expect(existsSync(request)).toBe(true);
+    expect(receiptOf('web1_app+a')?.ended_sessions).toBeUndefined();
+
+    deliver('web1_app+a', fresh);
+    await service.runCycle();
+    expect(db.openSessions.has('web1_app_a')).toBe(false);
+    expect(receiptOf('web1_app+a')).toMatchObject({ digest: secretDigest(fresh), ended_sessions: 2, sessions: [] });
+    expect(existsSync(request)).toBe(false);
+    expect(lines.some((l) => l.startsWith('web1_app_a: ended 2 sessions on request'))).toBe(true);
+  });
+});
