@@ -425,8 +425,16 @@ export class PostgresProvisioner {
       }
       const receipt = this.receiptOf(name);
       if (!present.has(name) || receipt?.digest !== wanted || changedInDatabase(receipt)) continue;
-      const ended = await db.endSessions(login.login);
-      const sessions = await db.sessions(login.login);
+      let ended: number;
+      let sessions;
+      try {
+        ended = await db.endSessions(login.login);
+        sessions = await db.sessions(login.login);
+      } catch (error) {
+        if (error instanceof ConnectionLost) throw error;
+        this.report(`*end*${name}`, `${login.login}: its sessions could not be ended (${messageOf(error)}); tried again next cycle`);
+        continue;
+      }
       const recorded = await this.rewriteReceipt({ ...receipt, sessions, ended_sessions: ended });
       this.options.log(`${login.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(receipt.digest)} applied)`);
       if (!recorded) continue;
@@ -575,10 +583,14 @@ export class PostgresProvisioner {
     // `restored` only when the same credential was put back; a new one is a plain application.
     const restored = repair && digest === item.digest ? repair : undefined;
     // A login's receipt names its open sessions: who still uses it, for a revocation to name.
-    const sessions = login ? await db.sessions(login.login) : undefined;
+    // Only a list: failing to read it must not turn an applied password into a refused one.
+    const sessions = login ? await db.sessions(login.login).catch((error: unknown) => {
+      if (error instanceof ConnectionLost) throw error;
+      return undefined;
+    }) : undefined;
     const receipt: Receipt = {
       role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest },
-      ...(login ? { login: login.login, sessions } : {}),
+      ...(login ? { login: login.login, ...(sessions ? { sessions } : {}) } : {}),
     };
     try {
       await writeReceipt(this.deliveredDir, receipt);

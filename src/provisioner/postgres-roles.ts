@@ -38,6 +38,9 @@ export function passwordStatement(kind: 'create' | 'alter', role: string, verifi
     : `ALTER ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}${options.clearExpiry ? " VALID UNTIL 'infinity'" : ''}`;
 }
 
+/** How long ending one session may wait for its backend to exit (below the statement's own timeout). */
+const END_SESSION_WAIT_MS = 2_000;
+
 type Query = (sql: string, values?: unknown[]) => Promise<{ rows: unknown[] }>;
 
 function isScramVerifier(verifier: string | null): verifier is string {
@@ -265,8 +268,10 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
       sessions: sessionsOf,
       async endSessions(login) {
         // Never this session: the provisioner logs in as the superuser, and the filter says so.
+        // With a timeout the call waits until each backend is gone (PostgreSQL 14+), so the
+        // sessions listed right after no longer show the ones just ended.
         const result = await query(
-          `SELECT count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(pid))::int AS ended FROM pg_catalog.pg_stat_activity
+          `SELECT count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(pid, ${END_SESSION_WAIT_MS}))::int AS ended FROM pg_catalog.pg_stat_activity
             WHERE usename = $1 AND pid <> pg_catalog.pg_backend_pid()`,
           [login],
         );
@@ -274,9 +279,9 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
       },
       async inspect(roles) {
         const result = await query(
-          `SELECT a.rolname, a.rolcanlogin, a.rolvaliduntil IS NOT NULL AND a.rolvaliduntil <= now() AS expired, a.rolpassword,
-                  ARRAY(SELECT g.rolname FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid WHERE m.member = a.oid)::text[] AS member_of
-             FROM pg_catalog.pg_authid a WHERE a.rolname = ANY($1)`,
+          `SELECT rolname, rolcanlogin, rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired, rolpassword,
+                  ARRAY(SELECT g.rolname FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid WHERE m.member = pg_authid.oid)::text[] AS member_of
+             FROM pg_catalog.pg_authid WHERE rolname = ANY($1)`,
           [roles],
         );
         const rows = result.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null; member_of: string[] }[];
