@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseReceipt, secretDigest, type LoginSession, type Receipt } from '../../src/mesh/digest.js';
+import { formatReceipt, parseReceipt, secretDigest, type LoginSession, type Receipt } from '../../src/mesh/digest.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import { ConnectionLost, RoleSkipped, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
@@ -621,5 +621,21 @@ describe('alternating login files (R+a, R+b)', () => {
     expect(receiptOf('web1_app+a')).toMatchObject({ digest: secretDigest(fresh), ended_sessions: 2, sessions: [] });
     expect(existsSync(request)).toBe(false);
     expect(lines.some((l) => l.startsWith('web1_app_a: ended 2 sessions on request'))).toBe(true);
+  });
+});
+
+describe('a login\'s receipt', () => {
+  it('reads back its login, sessions and ended count; a session of an unknown shape is dropped, at most 20 are kept, and an old receipt reads without them', () => {
+    const digest = secretDigest('x');
+    const sessions = Array.from({ length: 25 }, (_, i) => ({ pid: 100 + i, application_name: 'web1', client_addr: i === 0 ? null : '10.0.0.5', backend_start: '2026-12-01T00:00:00.000Z' }));
+    const text = formatReceipt({ role: 'web1_app+a', digest, applied_at: 't', login: 'web1_app_a', sessions, ended_sessions: 3 });
+    const read = parseReceipt(text)!;
+    expect(read).toMatchObject({ role: 'web1_app+a', login: 'web1_app_a', ended_sessions: 3 });
+    expect(read.sessions).toEqual(sessions.slice(0, 20));
+
+    const odd = parseReceipt(JSON.stringify({ role: 'web1_app+a', digest, applied_at: 't', sessions: [{ pid: 'x' }, sessions[1]], ended_sessions: -1 }))!;
+    expect(odd.sessions).toEqual([sessions[1]]);
+    expect(odd.ended_sessions).toBeUndefined();
+    expect(parseReceipt(JSON.stringify({ role: 'web1_app', digest, applied_at: 't' }))).toEqual({ role: 'web1_app', digest, applied_at: 't' });
   });
 });
