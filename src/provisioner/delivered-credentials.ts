@@ -13,7 +13,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { secretDigest, type SecretDigest } from '../mesh/digest.js';
 import { secretProblem } from '../mesh/secret.js';
-import { parseLoginFileName } from '../mesh/alternating.js';
+import { alternatingRoleProblem, parseLoginFileName } from '../mesh/alternating.js';
 import { roleNameProblem } from '../mesh/role-name.js';
 import { STAGED_SUFFIX } from '../mesh/transport.js';
 
@@ -34,6 +34,9 @@ export type DeliveredScan =
  */
 export function deliveredRoleProblem(name: string): string | undefined {
   if (parseLoginFileName(name)) return undefined;
+  const group = /^(.+)\+[ab]$/.exec(name)?.[1];
+  const groupProblem = group === undefined ? undefined : roleNameProblem(group) ?? alternatingRoleProblem(group);
+  if (groupProblem) return `a login file whose role "${group}" is ${groupProblem}`;
   return roleNameProblem(name);
 }
 
