@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { asBatonError } from '../errors.js';
-import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
+import { consumerDigestKey, beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
@@ -215,7 +215,7 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     selector: state.plan.selectorText,
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
-    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key])),
+    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)])),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(state.step === 'rolled-back'
       ? {

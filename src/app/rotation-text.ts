@@ -5,6 +5,7 @@
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
+import { endDigest } from '../mesh/delivery.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
@@ -160,7 +161,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       const applied = setOf(state.applied);
       const replaced = state.plan.holders.flatMap((holder) =>
         holder.receives.map((d) => {
-          const digest = state.digests[d.pair];
+          const digest = endDigest(state.digests, d.pair, d.end);
           const live = d.end === 'provides' || applied.has(d.pair);
           return `  ${holder.machine}: ${d.path} ${live ? 'replaced' : 'still staged'} (${digest ? digestPrefix(digest) : '?'})`;
         }),

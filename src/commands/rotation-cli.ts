@@ -21,6 +21,7 @@ import { readJournalHistory, type JournalHistory } from '../mesh/journal-history
 import { errorCode } from '../fs/system-error.js';
 import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
+import { endDigest } from '../mesh/delivery.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
@@ -301,7 +302,7 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
   for (const holder of result.holders) {
     for (const d of holder.receives) {
       const live = d.end === 'provides' ? !result.failures.some((f) => f.machine === holder.machine) : result.applied.has(d.pair);
-      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
+      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(result.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`);
     }
   }
   for (const pair of result.pairs) {
