@@ -10,6 +10,7 @@ import { consumerDigestKey, beginReceiptWait, commitConsumersOnReceipt, commitPr
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import type { EffectRunner } from './flow.js';
@@ -147,9 +148,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         case 'discard-previous': {
           // Best effort: a `.prev` left beside a finished pair is recognised as finished, not as a leftover.
           const keys = new Set(effect.pairs);
+          const finished = state.plan.pairs.filter((p) => keys.has(p.key));
           const byMachine = new Map<string, string[]>();
-          for (const p of state.plan.pairs) if (keys.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+          for (const p of finished) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
           await Promise.all([...byMachine].map(([machine, paths]) => deps.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+          await retireSwitched(finished, deps.transportFor);
           return { type: 'previous-discarded' };
         }
         case 'unstage':

@@ -8,7 +8,7 @@ import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { CliContext } from './context.js';
 import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
-import { loadInventory, type Inventory } from '../mesh/inventory.js';
+import { findMachine, loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, journalPair, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
 import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
@@ -30,7 +30,8 @@ import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, 
 import { nextStep, renderStep } from '../next-step.js';
 import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
-import { findLeftovers, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
+import { findLeftovers, inspectPlan, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
 
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
@@ -101,18 +102,19 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const selector = parseSelector(flags);
   const options = resolveOptions(flags);
   const inventory = inventoryFrom(ctx, flags);
-  const plan = planRotation(inventory, selector);
+  const planned = planRotation(inventory, selector);
   const journal = meshJournal(ctx, inventory);
   const history = await meshHistory(journal);
   const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
   let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
-  let leftovers: Awaited<ReturnType<typeof findLeftovers>>;
+  let inspected: Awaited<ReturnType<typeof inspectPlan>>;
   try {
-    resolutions = await resolveHolders(plan.holders, transports.transportFor, options, () => undefined);
-    leftovers = await findLeftovers(plan, transports.transportFor, history, options.concurrency);
+    resolutions = await resolveHolders(planned.holders, transports.transportFor, options, () => undefined);
+    inspected = await inspectPlan(planned, transports.transportFor, history, options.concurrency, (name) => findMachine(inventory, name));
   } finally {
     await transports.close();
   }
+  const { plan, leftovers } = inspected;
   const unresolved = plan.holders.filter((h) => resolutions.get(h.machine)?.status !== 'resolved');
   if (flags.json) {
     ctx.stdout.write(
@@ -121,7 +123,17 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
           selector: plan.selectorText,
           gate: unresolved.length === 0 ? 'open' : 'closed',
           leftovers: leftovers.map((l) => ({ pair: l.pair.key, rotation: l.rotation ?? null, what: l.what })),
-          pairs: plan.pairs.map((p) => ({ provider: p.provider, consumer: p.consumer, role: p.role, provider_machine: p.providerMachine, consumer_machine: p.consumerMachine, window: p.window })),
+          pairs: plan.pairs.map((p) => ({
+            provider: p.provider,
+            consumer: p.consumer,
+            role: p.role,
+            provider_machine: p.providerMachine,
+            consumer_machine: p.consumerMachine,
+            window: p.window,
+            ...(p.credential === 'alternating' ? { credential: p.credential } : {}),
+            ...(p.login ? { login: p.login.role, ...(p.login.left ? { left: p.login.left.role } : {}) } : {}),
+            ...(p.retire ? { retire: p.retire } : {}),
+          })),
           holders: plan.holders.map((h) => ({
             machine: h.machine,
             transport: h.transport,
@@ -202,11 +214,14 @@ async function rotateLocked(
     }
     plan = chosen.plan;
   }
-  // Before anything is generated: a pair some rotation left unfinished is finished or rolled back first.
-  const leftovers = await findLeftovers(plan, transports.transportFor, history, resolve.concurrency).catch(async (error: unknown) => {
+  // Before anything is generated: a pair some rotation left unfinished is finished or rolled back
+  // first; and each alternating pair's target login is fixed from its consumer end, in the same read.
+  const inspected = await inspectPlan(plan, transports.transportFor, history, resolve.concurrency, (name) => findMachine(inventory, name)).catch(async (error: unknown) => {
     await transports.close();
     throw error;
   });
+  plan = inspected.plan;
+  const leftovers = inspected.leftovers;
   if (leftovers.length > 0) {
     await transports.close();
     throw leftoversRefusal('rotate', leftovers, ctx.suggester(flags.inventory));
@@ -289,6 +304,7 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
       const byMachine = new Map<string, string[]>();
       for (const p of r.pairs) if (r.applied.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
       await Promise.all([...byMachine].map(([machine, paths]) => transports.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+      await retireSwitched(r.pairs.filter((p) => r.applied.has(p.key)), transports.transportFor);
       return r;
     })
     .finally(() => transports.close());
@@ -348,7 +364,7 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
     throw leftoversRefusal('seed', leftovers, ctx.suggester(flags.inventory));
   }
   const secret = readSeedSecret(path.resolve(flags.fromFile));
-  const { digest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
+  const { digest, consumerDigest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   await appendJournal(journal.dir, {
     id,
@@ -359,11 +375,12 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
     selector: plan.selectorText,
     holders: plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
-    pairs: [journalPair(pair, digest)],
+    pairs: [journalPair(pair, digest, undefined, consumerDigest)],
   });
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  out(`Seeded ${pair.key} (role ${pair.role}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
-  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
+  out(`Seeded ${pair.key} (role ${pair.role}${pair.login ? `, login ${pair.login.role}` : ''}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
+  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(d.end === 'consumes' ? consumerDigest : digest)} (0600)`);
+  if (pair.login) out(`  ${pair.consumer}'s file is "user=${pair.login.role} password='…'" (libpq keyword/value); ${pair.provider}'s provisioner gives ${pair.login.role} that password.`);
   out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate --pair ${pair.key}`))}\` rotates it.`);
   return EXIT_OK;
 }
@@ -388,7 +405,14 @@ export async function runMeshRollback(ctx: CliContext, id: string, flags: Pick<M
     const finished = appliedInJournal(records);
     const open = pairs.filter((p) => !finished.has(p.key));
     const transports = openCommandTransports(inventory.machines, { timeoutMs });
-    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS }).finally(() => transports.close());
+    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS })
+      .then(async (r) => {
+        // A pair the roll-back found finished is a finished switch too.
+        const done = new Set(r.filter((x) => x.result === 'finished').map((x) => x.pair));
+        await retireSwitched(open.filter((p) => done.has(p.key)), transports.transportFor);
+        return r;
+      })
+      .finally(() => transports.close());
     const last = records.find((r) => r.phase === 'prepared')!;
     const nowFinished = results.filter((r) => r.result === 'finished').map((r) => r.pair);
     await appendJournal(journal.dir, {
