@@ -30,7 +30,7 @@ import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, 
 import { nextStep, renderStep } from '../next-step.js';
 import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
-import { findLeftovers, inspectPlan, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
+import { findLeftovers, inspectPlan, leftoversRefusal, unknownLoginsRefusal, waysOut } from '../mesh/leftovers.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
 
@@ -222,6 +222,10 @@ async function rotateLocked(
   });
   plan = inspected.plan;
   const leftovers = inspected.leftovers;
+  if (inspected.unknownLogins.length > 0) {
+    await transports.close();
+    throw unknownLoginsRefusal(inspected.unknownLogins);
+  }
   if (leftovers.length > 0) {
     await transports.close();
     throw leftoversRefusal('rotate', leftovers, ctx.suggester(flags.inventory));

@@ -12,7 +12,7 @@ import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
 import { providerFilesOf, settleLogins, type EndsRead, type PlannedPair, type RotationPlan } from './rotation-plan.js';
 import type { Machine } from './inventory.js';
-import type { FileDigests, TransportFor } from './transport.js';
+import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
 export interface Leftover {
   readonly pair: PlannedPair;
@@ -40,7 +40,7 @@ export function leftoverOf(pair: PlannedPair, provider: FileDigests | undefined,
  * Reads both ends of every pair, and every provider-end file a pair may have (providerFilesOf),
  * one call per machine; a machine that cannot be read is left to the gate.
  */
-export async function readPlanEnds(plan: RotationPlan, transportFor: TransportFor, concurrency: number): Promise<Map<string, FileDigests>> {
+export async function readPlanEnds(plan: RotationPlan, transportFor: TransportFor, concurrency: number, unread?: Map<string, string>): Promise<Map<string, FileDigests>> {
   const ends = new Map<string, FileDigests>();
   const extra = new Map<string, Set<string>>();
   for (const pair of plan.pairs) {
@@ -53,8 +53,9 @@ export async function readPlanEnds(plan: RotationPlan, transportFor: TransportFo
     try {
       const read = await transportFor(holder.machine).digests(paths);
       paths.forEach((p, i) => ends.set(`${holder.machine}\0${p}`, read[i]!));
-    } catch {
+    } catch (error) {
       // Unreadable: the rotation's gate names it and sends nothing.
+      unread?.set(holder.machine, reasonOf(error));
     }
   });
   return ends;
@@ -78,10 +79,26 @@ export async function inspectPlan(
   history: JournalHistory,
   concurrency: number,
   machineOf: (name: string) => Machine,
-): Promise<{ plan: RotationPlan; leftovers: Leftover[] }> {
-  const ends = await readPlanEnds(plan, transportFor, concurrency);
+): Promise<{ plan: RotationPlan; leftovers: Leftover[]; unknownLogins: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[] }> {
+  const unread = new Map<string, string>();
+  const ends = await readPlanEnds(plan, transportFor, concurrency, unread);
   const settled = settleLogins(plan, ends, machineOf);
-  return { plan: settled, leftovers: leftoversIn(settled, ends, history) };
+  const unknownLogins = settled.pairs.filter((p) => p.credential === 'alternating' && unread.has(p.consumerMachine)).map((p) => ({ pair: p.key, machine: p.consumerMachine, reason: unread.get(p.consumerMachine)! }));
+  return { plan: settled, leftovers: leftoversIn(settled, ends, history), unknownLogins };
+}
+
+/**
+ * An alternating pair whose consumer end could not be read has no known live login: rotating
+ * a guessed slot could change the password the consumer is using. Refused before anything is
+ * generated, like an unresolved holder.
+ */
+export function unknownLoginsRefusal(unknown: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[]): BatonError {
+  return new BatonError('gate-closed', {
+    what: `mesh rotate refused: the live login of ${unknown.length === 1 ? '1 alternating pair' : `${unknown.length} alternating pairs`} could not be read (${unknown.map((u) => u.pair).join(', ')}).`,
+    where: [...new Map(unknown.map((u) => [u.machine, `${u.machine} (${u.reason})`])).values()].join('; '),
+    next: 'Make the machines reachable, then rotate again.',
+    changed: 'Nothing was generated and nothing was sent.',
+  });
 }
 
 /** Reads both ends of every pair (one call per machine); a machine that cannot be read is left to the gate. */

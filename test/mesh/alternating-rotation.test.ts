@@ -9,7 +9,7 @@ import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest
 import { findMachine, parseInventory, type Inventory } from '../../src/mesh/inventory.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
-import { inspectPlan } from '../../src/mesh/leftovers.js';
+import { inspectPlan, unknownLoginsRefusal } from '../../src/mesh/leftovers.js';
 import { previousInJournal, rollBackPairs } from '../../src/mesh/rollback.js';
 import { resumablePlan, resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
@@ -203,6 +203,22 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     expect(files(m, 'db1').has(`${P}/web1_app+b`)).toBe(false);
+  });
+});
+
+describe('an unknown live login', () => {
+  it('a consumer end that cannot be read leaves the login unknown: refused (exit 4 words), naming the pair and machine, nothing written', async () => {
+    const m = mesh();
+    const inv = inventory();
+    m.machines.web1!.unreachable = 'ssh: connect to host web1.internal port 22: Connection timed out';
+    const inspected = await inspectPlan(planRotation(inv, { by: 'provider', name: 'pg-main' }), m.transportFor, journalHistory([]), 2, (name) => findMachine(inv, name));
+    expect(inspected.unknownLogins).toEqual([{ pair: 'pg-main:web1-app', machine: 'web1', reason: 'ssh: connect to host web1.internal port 22: Connection timed out' }]);
+    const refusal = unknownLoginsRefusal(inspected.unknownLogins);
+    expect(refusal.code).toBe('gate-closed');
+    expect(refusal.what).toContain('pg-main:web1-app');
+    expect(refusal.where).toContain('web1 (ssh: connect to host web1.internal port 22: Connection timed out)');
+    expect(refusal.changed).toBe('Nothing was generated and nothing was sent.');
+    expect(m.writes()).toBe(0);
   });
 });
 
