@@ -368,6 +368,23 @@ function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed'
   ];
 }
 
+/**
+ * The window a finished rotation had, for a status line: the longest over its single pairs
+ * (` · window ≤ 37 ms`), ` · window: none (alternating)` when only alternating pairs applied.
+ */
+export function windowBadge(state: Extract<Terminal, { step: 'done' }>): string {
+  const applied = setOf(state.applied);
+  const single = state.plan.pairs.filter((p) => !p.login && applied.has(p.key)).map((p) => state.windows[p.key]).filter((ms): ms is number => ms !== undefined);
+  if (single.length > 0) return ` · window ≤ ${formatWindow(Math.max(...single))}`;
+  return state.plan.pairs.some((p) => p.login && applied.has(p.key)) ? ' · window: none (alternating)' : '';
+}
+
+/** A pair the view lists as not confirmed: what stays live, and that it works. */
+export function notConfirmedText(pair: RotationPlan['pairs'][number]): string {
+  if (pair.login) return `${pair.provider} has not confirmed ${pair.login.role}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
+  return `${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`;
+}
+
 /** Where an alternating pair's consumer stays when its rotation does not finish: a login that works. */
 export function staysOn(pair: RotationPlan['pairs'][number]): string {
   if (pair.login?.left) return `${pair.consumer} stayed on its live login ${pair.login.left.role}, which works`;
