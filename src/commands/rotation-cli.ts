@@ -14,7 +14,7 @@ import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { appliedInJournal, resumablePlan, resumeRotation } from '../mesh/resume.js';
 import { previousInJournal, rollBackPairs } from '../mesh/rollback.js';
-import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
+import { deliveryLabel, planRotation, type PlannedPair } from '../mesh/rotation-plan.js';
 import { describeSelector, parseSelector } from '../mesh/selector.js';
 import { parseAge } from '../mesh/credential-age.js';
 import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
@@ -26,7 +26,7 @@ import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
-import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
+import { staysOn, switchedLines, allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
@@ -327,9 +327,11 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
   }
   for (const pair of result.pairs) {
     const ms = result.windows[pair.key];
-    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
+    if (pair.login) out(resumedAlternatingLine(pair, result.applied.has(pair.key), waitMs));
+    else if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
     else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`);
   }
+  for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
     out(`Next: fix the machine, then run: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}`);
@@ -340,6 +342,12 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
     return EXIT_CODES['action-needed'];
   }
   return EXIT_OK;
+}
+
+/** A resumed alternating pair: moved to its login, or still on the one it was on, which works. */
+function resumedAlternatingLine(pair: PlannedPair, applied: boolean, waitMs: number): string {
+  if (applied) return `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login!.role}; ${pair.consumer} moved to it (no window)`;
+  return `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login!.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
 }
 
 /**
