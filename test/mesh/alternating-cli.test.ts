@@ -94,4 +94,19 @@ describe('alternating credentials through the built CLI (local transport)', () =
       provisioner.stop();
     }
   });
+
+  it('a provisioner that does not confirm: rolled back (exit 3), the consumer stays on its live login, whose file is unchanged', async () => {
+    setCredential('alternating');
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    const first = await baton('mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '10').finally(() => provisioner.stop());
+    expect(first.code).toBe(0);
+    const consumer = read('web1', CONSUMER);
+    const a = read('db1', 'provides/pg-main/web1_app+a');
+    const stalled = await baton('mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '0.3');
+    expect(stalled.code).toBe(3);
+    expect(stalled.stdout).toContain('web1-app stayed on its live login web1_app_a, which works');
+    expect(read('web1', CONSUMER)).toBe(consumer);
+    expect(read('db1', 'provides/pg-main/web1_app+a')).toBe(a);
+    expect(existsSync(live('db1', 'provides/pg-main/web1_app+b'))).toBe(false);
+  });
 });
