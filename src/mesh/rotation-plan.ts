@@ -36,7 +36,11 @@ export interface PlannedPair extends Pair {
   readonly receiptPath: string;
   /** The window, in words. */
   readonly window: string;
-  /** Set on an alternating pair once the consumer end's live login is known (after resolving, before preparing). */
+  /**
+   * Set on an alternating pair once the consumer end's live login is known (after resolving,
+   * before preparing: settleLogins). planRotation alone sets slot a, matching the provider path
+   * it plans, which is right only for a pair never delivered (and for `mesh seed`).
+   */
   readonly login?: {
     /** The login this rotation gives a new password and moves the consumer to. */
     readonly slot: LoginSlot;
@@ -192,9 +196,8 @@ export function settleLogins(plan: RotationPlan, ends: EndsRead, machineOf: (nam
     };
     const retire = has(pair.role) ? [`${dir}/${pair.role}`] : [];
     changed = true;
-    const { retire: _none, ...rest } = pair;
     return {
-      ...rest,
+      ...pair,
       providerPath: `${dir}/${file}`,
       receiptPath: `${receipts}/${file}`,
       login,
