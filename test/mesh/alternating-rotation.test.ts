@@ -3,6 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import type { RotationState } from '../../src/app/rotation-flow.js';
+import { notConfirmedText, windowBadge } from '../../src/app/rotation-text.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { conninfoLogin, formatConsumerConninfo, parseConninfo } from '../../src/mesh/alternating.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
@@ -203,6 +205,20 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     expect(files(m, 'db1').has(`${P}/web1_app+b`)).toBe(false);
+  });
+});
+
+describe('the words of a finished rotation', () => {
+  it('the status line says window: none (alternating) unless a single pair applied, whose measured window it gives; an unconfirmed alternating pair says its consumer stays on what works', async () => {
+    const m = mesh();
+    const plan = await inspect(inventory(), { by: 'provider', name: 'pg-main' }, m, journalDir());
+    const done = (applied: string[], windows: Record<string, number>) => ({ step: 'done', id: 'r', plan, resolutions: {}, digests: {}, applied, windows }) as unknown as Extract<RotationState, { step: 'done' }>;
+    expect(windowBadge(done(['pg-main:web1-app'], { 'pg-main:web1-app': 900 }))).toBe(' · window: none (alternating)');
+    expect(windowBadge(done(['pg-main:web1-app', 'pg-main:web2-app'], { 'pg-main:web1-app': 900, 'pg-main:web2-app': 30 }))).toBe(' · window ≤ 30 ms');
+    const alt = plan.pairs.find((p) => p.consumer === 'web1-app')!;
+    const single = plan.pairs.find((p) => p.consumer === 'web2-app')!;
+    expect(notConfirmedText(alt)).toBe("pg-main has not confirmed web1_app_a: web1-app's new file is still staged; web1-app kept its current file, which works (pg-main still has its password).");
+    expect(notConfirmedText(single)).toBe("pg-main has not confirmed web2_app: web2-app's file is still staged; its old password still works.");
   });
 });
 
