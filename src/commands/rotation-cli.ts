@@ -158,6 +158,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     out('Order: provider ends first; each consumer end only after its provider\'s receipt shows the database has the new password.');
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
+    for (const u of inspected.unknownLogins) out(`${MARKS.refused.glyph} ${u.pair}: its live login could not be read on ${u.machine} (${u.reason}); a rotation would be refused.`);
     for (const l of leftovers) out(`${MARKS.action.glyph} ${l.pair.key}: ${l.what}${l.rotation ? ` (rotation ${l.rotation})` : ''}; a rotation is refused until you ${waysOut(l, ctx.suggester(flags.inventory))}.`);
     out(
       unresolved.length === 0
@@ -166,7 +167,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Nothing was changed.');
   }
-  return unresolved.length === 0 && leftovers.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
+  return unresolved.length === 0 && leftovers.length === 0 && inspected.unknownLogins.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
