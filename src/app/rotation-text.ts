@@ -120,7 +120,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
     case 'gate-closed':
       return gateClosedLines(state);
     case 'cancelled':
-      return ['Cancelled before anything was generated. Nothing was sent.'];
+      return ['Cancelled before anything was generated. Nothing was sent.', ...state.plan.pairs.filter((p) => p.login).map((p) => `  ${MARKS.info.glyph} ${p.key}: ${staysOn(p)}.`)];
     case 'prepare-failed':
       return [
         'Prepare failed: nothing took effect, the old credentials keep working.',

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
-import { notConfirmedText, windowBadge } from '../../src/app/rotation-text.js';
+import { notConfirmedText, summaryLines, windowBadge } from '../../src/app/rotation-text.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { conninfoLogin, formatConsumerConninfo, parseConninfo } from '../../src/mesh/alternating.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
@@ -218,6 +218,8 @@ describe('the words of a finished rotation', () => {
     const alt = plan.pairs.find((p) => p.consumer === 'web1-app')!;
     const single = plan.pairs.find((p) => p.consumer === 'web2-app')!;
     expect(notConfirmedText(alt)).toBe("pg-main has not confirmed web1_app_a: web1-app's new file is still staged; web1-app kept its current file, which works (pg-main still has its password).");
+    const cancelled = { step: 'cancelled', id: 'r', plan, resolutions: {} } as unknown as Extract<RotationState, { step: 'cancelled' }>;
+    expect(summaryLines(cancelled)).toEqual(['Cancelled before anything was generated. Nothing was sent.', "  · pg-main:web1-app: web1-app kept its current file, which works (pg-main still has its password)."]);
     expect(notConfirmedText(single)).toBe("pg-main has not confirmed web2_app: web2-app's file is still staged; its old password still works.");
   });
 });
