@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
+import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, notConfirmedText, windowBadge, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../../src/next-step.js';
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
@@ -146,14 +146,13 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
     case 'done': {
       const applied = setOf(state.applied);
       const missing = state.plan.pairs.filter((pair) => !applied.has(pair.key));
-      const longest = Math.max(0, ...Object.values(state.windows));
       return [
         missing.length === 0
           ? { text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`, tone: 'ok' }
           : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run ${resume}`, tone: 'action', wrap: true },
-        { text: `  ${progressText(state)}${state.applied.length > 0 ? ` · window ≤ ${formatWindow(longest)}` : ''}` },
+        { text: `  ${progressText(state)}${windowBadge(state)}` },
         ...limited(
-          missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`),
+          missing.map((pair) => `${MARKS.action.glyph} ${notConfirmedText(pair)}`),
           2,
           (n) => `  …and ${n} more not confirmed`,
         ).map((text) => ({ text, tone: 'action' as const, wrap: true })),

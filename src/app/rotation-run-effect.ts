@@ -6,10 +6,11 @@
  */
 import path from 'node:path';
 import { asBatonError } from '../errors.js';
-import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
+import { consumerDigestKey, beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import type { EffectRunner } from './flow.js';
@@ -147,9 +148,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         case 'discard-previous': {
           // Best effort: a `.prev` left beside a finished pair is recognised as finished, not as a leftover.
           const keys = new Set(effect.pairs);
+          const finished = state.plan.pairs.filter((p) => keys.has(p.key));
           const byMachine = new Map<string, string[]>();
-          for (const p of state.plan.pairs) if (keys.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+          for (const p of finished) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
           await Promise.all([...byMachine].map(([machine, paths]) => deps.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+          await retireSwitched(finished, deps.transportFor);
           return { type: 'previous-discarded' };
         }
         case 'unstage':
@@ -215,7 +218,7 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     selector: state.plan.selectorText,
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
-    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key])),
+    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)])),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(state.step === 'rolled-back'
       ? {
