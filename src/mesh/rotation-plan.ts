@@ -5,6 +5,7 @@
  * holding the old password while the mesh reports success.
  */
 import path from 'node:path';
+import type { LoginSlot } from './alternating.js';
 import { RECEIPTS_DIR } from './digest.js';
 import { findMachine, pairKey, type Inventory, type Machine, type Pair } from './inventory.js';
 import { describeSelector, selectPairs, type Selector } from './selector.js';
@@ -34,6 +35,13 @@ export interface PlannedPair extends Pair {
   readonly receiptPath: string;
   /** The window, in words. */
   readonly window: string;
+  /** Set on an alternating pair once the consumer end's live login is known (after resolving, before preparing). */
+  readonly login?: {
+    readonly slot: LoginSlot; // the login this rotation gives a new password and moves the consumer to
+    readonly role: string; // loginRole(pair.role, slot)
+    /** The login the consumer is on now (undefined: a single pair being switched, or never delivered). */
+    readonly left?: { readonly slot: LoginSlot; readonly role: string; readonly providerPath: string; readonly receiptPath: string };
+  };
 }
 
 export interface RotationPlan {

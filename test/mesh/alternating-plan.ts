@@ -1,0 +1,42 @@
+/**
+ * A rotation plan as the rotation shapes it for alternating pairs once their live logins are
+ * known (`PlannedPair.login`): the provider end and receipt are the target login's file
+ * (`R+y`), the consumer end stays `consumes/P/R`. For tests of what reads `login` (revoke,
+ * status) without the part that fills it in.
+ */
+import path from 'node:path';
+import { loginFileName, loginRole, otherSlot, type LoginSlot } from '../../src/mesh/alternating.js';
+import { findMachine, type Inventory } from '../../src/mesh/inventory.js';
+import { holdersOf, type PlannedPair, type RotationPlan } from '../../src/mesh/rotation-plan.js';
+import { endSessionsPath } from '../../src/mesh/revoke.js';
+
+/** The file of `slot`'s login beside a pair's provider end, and its receipt. */
+export function loginPaths(pair: Pick<PlannedPair, 'providerPath' | 'role'>, slot: LoginSlot): { providerPath: string; receiptPath: string } {
+  const dir = path.posix.dirname(pair.providerPath);
+  return { providerPath: `${dir}/${loginFileName(pair.role, slot)}`, receiptPath: `${dir}/.applied/${loginFileName(pair.role, slot)}` };
+}
+
+/** Every pair alternating, its consumer live on `live` (null: a single pair being switched): the rotation moves it to the other login. */
+export function asAlternating(inventory: Inventory, plan: RotationPlan, live: LoginSlot | null = 'a'): RotationPlan {
+  const pairs: PlannedPair[] = plan.pairs.map((p) => {
+    const slot = live ? otherSlot(live) : 'a';
+    const target = loginPaths(p, slot);
+    return {
+      ...p,
+      credential: 'alternating',
+      ...target,
+      login: { slot, role: loginRole(p.role, slot), ...(live ? { left: { slot: live, role: loginRole(p.role, live), ...loginPaths(p, live) } } : {}) },
+    };
+  });
+  return { ...plan, pairs, holders: holdersOf(pairs, (name) => findMachine(inventory, name)) };
+}
+
+/** Per provider machine, the left logins' files a revoke may touch (for fakeMesh's `also`). */
+export function leftPaths(plan: RotationPlan): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const p of plan.pairs) {
+    const left = p.login?.left;
+    if (left) (out[p.providerMachine] ??= []).push(left.providerPath, left.receiptPath, endSessionsPath(left.providerPath));
+  }
+  return out;
+}
