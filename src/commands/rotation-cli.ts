@@ -24,6 +24,7 @@ import { digestPrefix } from '../mesh/digest.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
+import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
@@ -31,6 +32,7 @@ import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { findLeftovers, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
 export async function meshHistory(journal: { readonly dir: string; readonly mesh: string }): Promise<JournalHistory> {
@@ -161,6 +163,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const olderThanMs = flags.olderThan === undefined ? undefined : parseAge('--older-than', flags.olderThan);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
+  const revoke = revokeRequest(flags);
   const interactive = hasTerminal(ctx) && !flags.yes;
   if (!interactive && !flags.yes) {
     throw new BatonError('usage', {
@@ -170,8 +173,9 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     });
   }
   const inventory = inventoryFrom(ctx, flags);
+  if (revoke) revokeSelectionRefusal(inventory, planRotation(inventory, selector));
   const journal = meshJournal(ctx, inventory);
-  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive }));
+  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive, revoke }));
 }
 
 async function rotateLocked(
@@ -179,7 +183,7 @@ async function rotateLocked(
   flags: MeshFlags,
   inventory: Inventory,
   journal: { readonly dir: string; readonly mesh: string },
-  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean },
+  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean; revoke?: RevokeRequest | undefined },
 ): Promise<number> {
   const { selector, olderThanMs, resolve, waitMs, interactive } = options;
   const output = keepGoingWhenOutputCloses(ctx.stdout);
@@ -222,6 +226,7 @@ async function rotateLocked(
     suggester: ctx.suggester(flags.inventory),
     stop,
     mesh: journal.mesh,
+    ...(options.revoke ? { revoke: options.revoke } : {}),
   };
   const unhook = stopOnSignals(stop);
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));

@@ -56,6 +56,8 @@ export interface JournalPair {
   readonly digest?: SecretDigest;
   /** The provider's file before the commit, kept beside it until the pair finishes. */
   readonly previous?: SecretDigest;
+  /** `mesh rotate --revoke-previous`: the login the consumer left was given a fresh password its provisioner confirmed. */
+  readonly revoked?: boolean;
 }
 
 /** How one pair's roll-back ended (rollback.ts): digests and machine names only. */

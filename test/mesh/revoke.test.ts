@@ -3,14 +3,13 @@
  * awaited with the rotation's own receipt wait, sessions named from the receipt, ended only on
  * request. Over the strict fake transport: any file touched outside the left login's is a failure.
  */
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { secretDigest } from '../../src/mesh/digest.js';
 import { endSessionsPath, leftLogins, revokePrevious, sessionText } from '../../src/mesh/revoke.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { previousPath } from '../../src/mesh/transport.js';
 import { saidText } from '../../src/next-step.js';
-import { asAlternating, leftPaths } from './alternating-plan.js';
+import { asAlternating, leftPaths, loginProvisionerOn } from './alternating-plan.js';
 import { fakeMesh, type FakeMachine } from './fake-transport.js';
 import { meshInventory } from './mesh-fixture.js';
 
@@ -19,21 +18,7 @@ const plan = asAlternating(inventory, planRotation(inventory, { by: 'provider', 
 const SESSION = { pid: 4242, application_name: 'web1', client_addr: '10.0.0.5', backend_start: '2026-12-01T17:00:00Z' };
 const wait = { concurrency: 4, waitMs: 2_000, pollMs: 5 };
 
-/** A provisioner on db1: a login file committed gets its receipt listing one open session; a matching end-sessions request ends it. */
-function provisioner(machine: FakeMachine): void {
-  machine.afterCommit = (paths, files) => {
-    for (const p of paths) {
-      if (path.basename(path.dirname(p)) === '.end-sessions') continue;
-      const name = path.basename(p);
-      const digest = secretDigest(files.get(p)!);
-      const request = endSessionsPath(p);
-      const ended = files.get(request) === digest;
-      if (ended) files.delete(request);
-      const receipt = { ...JSON.parse(formatReceipt({ role: name, digest, applied_at: new Date().toISOString() })), login: name.replace('+', '_'), sessions: ended ? [] : [SESSION], ...(ended ? { ended_sessions: 1 } : {}) };
-      files.set(path.join(path.dirname(p), '.applied', name), JSON.stringify(receipt));
-    }
-  };
-}
+const provisioner = (machine: FakeMachine) => loginProvisionerOn(machine, [SESSION]);
 
 function mesh() {
   const fake = fakeMesh(['db1', 'db2', 'web1', 'web2'], plan, leftPaths(plan));
