@@ -22,6 +22,24 @@ export interface PairReading {
   readonly consumer: EndReading;
   /** The provisioner's receipt for the role; undefined when absent or unreadable. */
   readonly receipt: Receipt | undefined;
+  /** An alternating pair's logins (then `provider`/`receipt` are the live login's file, `R+x`). */
+  readonly logins?: LoginsReading;
+}
+
+/** What an alternating pair's holders say about its two logins. */
+export interface LoginsReading {
+  /** The login the consumer end names (`user=`), undefined when it names none (a pair being switched). */
+  readonly live: string | undefined;
+  /** The other login, and whether its provider file and its receipt are there. */
+  readonly other: { readonly login: string; readonly file: boolean; readonly receipt: boolean } | undefined;
+}
+
+/** `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere. */
+export type OtherLoginState = 'valid' | 'revoked' | 'missing';
+
+export interface PairLogins {
+  readonly live: string | undefined;
+  readonly other: { readonly login: string; readonly state: OtherLoginState } | undefined;
 }
 
 export interface PairStatus {
@@ -43,6 +61,8 @@ export interface PairStatus {
   readonly unreadable: readonly { readonly machine: string; readonly reason: string }[];
   /** What the provisioner last found in PostgreSQL for the credential the ends hold (its receipt's check). */
   readonly database?: DatabaseCheck;
+  /** An alternating pair: its live login and the other one's state. */
+  readonly logins?: PairLogins;
 }
 
 /**
@@ -80,7 +100,8 @@ export function classifyPair(pair: PlannedPair, reading: PairReading, running?: 
   if (!provider.live && !consumer.live) return { state: 'drifted', detail: `no credential was ever delivered: both ends are missing` };
   if (!provider.live) return { state: 'drifted', detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing` };
   if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
-  if (provider.live !== consumer.live) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
+  // A consumer on a login holds `user=… password=…`, its provider the bare secret: their digests differ by design.
+  if (provider.live !== consumer.live && reading.logins?.live === undefined) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
   if (!applied) {
     return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
   }
@@ -140,7 +161,16 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     neverDelivered: reading.provider.read && reading.consumer.read && !reading.provider.live && !reading.consumer.live && !reading.provider.next && !reading.consumer.next,
     unreadable,
     ...databaseOf(reading),
+    ...(reading.logins ? { logins: loginsOf(reading.logins, history.revoked(pair.key)) } : {}),
   };
+}
+
+/** The other login: missing without its file or receipt, revoked if the last finished rotation said so, else valid. */
+export function loginsOf(reading: LoginsReading, revoked: boolean): PairLogins {
+  const other = reading.other;
+  if (!other) return { live: reading.live, other: undefined };
+  const state: OtherLoginState = !other.file || !other.receipt ? 'missing' : revoked ? 'revoked' : 'valid';
+  return { live: reading.live, other: { login: other.login, state } };
 }
 
 /** The receipt's database check, when the receipt is for what the provider end holds. */

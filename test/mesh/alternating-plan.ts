@@ -12,12 +12,9 @@ import { loginFileName, loginRole, otherSlot, type LoginSlot } from '../../src/m
 import { findMachine, type Inventory } from '../../src/mesh/inventory.js';
 import { holdersOf, type PlannedPair, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { endSessionsPath } from '../../src/mesh/revoke.js';
+import { loginFilePaths } from '../../src/mesh/read-mesh-status.js';
 
-/** The file of `slot`'s login beside a pair's provider end, and its receipt. */
-export function loginPaths(pair: Pick<PlannedPair, 'providerPath' | 'role'>, slot: LoginSlot): { providerPath: string; receiptPath: string } {
-  const dir = path.posix.dirname(pair.providerPath);
-  return { providerPath: `${dir}/${loginFileName(pair.role, slot)}`, receiptPath: `${dir}/.applied/${loginFileName(pair.role, slot)}` };
-}
+const loginPaths = loginFilePaths;
 
 /** Every pair alternating, its consumer live on `live` (null: a single pair being switched): the rotation moves it to the other login. */
 export function asAlternating(inventory: Inventory, plan: RotationPlan, live: LoginSlot | null = 'a'): RotationPlan {
