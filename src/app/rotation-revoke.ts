@@ -60,7 +60,15 @@ export function revokePreviewSentence(request: RevokeRequest | undefined): strin
 export function revokeSummaryLines(state: Terminal, request: RevokeRequest | undefined, s: Suggester = PLAIN_SUGGESTER): string[] {
   if (!request) return [];
   const revoked = state.step === 'done' ? state.revoked : undefined;
-  if (!revoked) return [`Nothing was revoked: the rotation did not commit every consumer end, so each consumer's previous login keeps its password.`];
+  if (!revoked) {
+    // Every consumer end committed yet no revoke: the operator or a signal stopped it first, and a stop starts no new commit.
+    const stopped = state.step === 'done' && state.applied.length === state.plan.pairs.length;
+    return [
+      stopped
+        ? "Nothing was revoked: the rotation was stopped before the revoke began, so each consumer's previous login keeps its password."
+        : "Nothing was revoked: the rotation did not commit every consumer end, so each consumer's previous login keeps its password.",
+    ];
+  }
   if (revoked.length === 0) return ['Nothing was revoked: no pair of the rotation had a previous login to revoke.'];
   const lines: string[] = [];
   for (const r of revoked) {

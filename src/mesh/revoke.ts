@@ -126,7 +126,9 @@ export async function revokePrevious(logins: readonly LeftLogin[], transportFor:
     }
     done.forEach((l, i) => results.set(l.pair, { pair: l.pair, login: l.login, revoked: true, ...sessionsOf(texts[i]) }));
     for (const l of list) {
-      if (!confirmed.has(l.pair)) results.set(l.pair, notRevoked(l, `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`));
+      if (confirmed.has(l.pair)) continue;
+      const why = options.stop?.aborted ? `the wait for ${l.provider}'s receipt was stopped before it confirmed ${l.login}'s fresh password` : `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`;
+      results.set(l.pair, notRevoked(l, why));
     }
     await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
   });

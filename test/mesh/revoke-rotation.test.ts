@@ -57,7 +57,7 @@ function rotation(options: { applies?: (file: string) => boolean; endSessions?: 
     revoke: { endSessions: options.endSessions ?? false },
   };
   const lines: string[] = [];
-  const run = () => runRotationPlain({ id: 'r-test', plan, deps, yes: true, write: (line) => lines.push(line) });
+  const run = (stop?: AbortController) => runRotationPlain({ id: 'r-test', plan, deps: stop ? { ...deps, stop } : deps, yes: true, write: (line) => lines.push(line) });
   const journal = () => readFileSync(path.join(journalDir, JOURNAL_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as JournalRecord);
   return { plan, fake, db1, run, lines, journal };
 }
@@ -170,5 +170,19 @@ describe('mesh rotate --revoke-previous / --end-sessions refused', () => {
       expect(message).toMatch(/mesh\.yaml/);
       expect(message).toContain('Nothing was generated and nothing was sent.');
     }
+  });
+});
+
+describe('mesh rotate --revoke-previous stopped', () => {
+  it('stopped once every consumer end is committed: no revoke starts, and the summary says why', async () => {
+    const { plan, db1, run, lines, fake } = rotation();
+    // The stop arrives as the last consumer end is renamed: the revoke must not begin.
+    const web1 = fake.machines.web1!;
+    const stop = new AbortController();
+    web1.afterCommit = () => stop.abort(new Error('interrupted by SIGINT'));
+    const { outcome } = await run(stop);
+    expect(outcome).toBe('rotated');
+    expect(lines.join('\n')).toContain("Nothing was revoked: the rotation was stopped before the revoke began, so each consumer's previous login keeps its password.");
+    for (const i of [0, 1]) expect(db1.files.get(leftFile(plan, i))).toBe('old-password');
   });
 });

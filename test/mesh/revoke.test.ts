@@ -100,3 +100,15 @@ describe('revokePrevious', () => {
     expect(leftLogins(planRotation(inventory, { by: 'provider', name: 'pg-main' }).pairs)).toEqual([]);
   });
 });
+
+describe('revokePrevious stopped', () => {
+  it('a stop during the wait ends it at once and says the wait was stopped, not that time ran out', async () => {
+    const { fake, logins } = mesh();
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(new Error('interrupted by SIGINT')), 20);
+    const started = Date.now();
+    const [result] = await revokePrevious(logins.slice(0, 1), fake.transportFor, { ...wait, waitMs: 5_000, stop: stop.signal, endSessions: false });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(result).toMatchObject({ revoked: false, reason: "the wait for pg-main's receipt was stopped before it confirmed web1_app_a's fresh password: the old password of web1_app_a MAY STILL WORK" });
+  });
+});
