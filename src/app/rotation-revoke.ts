@@ -5,11 +5,11 @@
  * may still be on the login it would revoke, and a rotation that does not finish must leave
  * every consumer on a login that works.
  */
-import { leftLogins, revokePrevious, sessionText, type PairRevoke } from '../mesh/revoke.js';
+import { leftLogins, notRevoked, revokePrevious, sessionText, type PairRevoke } from '../mesh/revoke.js';
 import type { ApplyWait, ConsumerCommitResult, MachineFailure } from '../mesh/delivery.js';
 import type { JournalPair } from '../mesh/journal.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
-import type { TransportFor } from '../mesh/transport.js';
+import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import { renderSaidBare } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS } from './marks.js';
@@ -36,7 +36,10 @@ export async function revokeAfterCommit(
   if (commitFailures.length > 0 || consumers.failures.length > 0 || consumers.applied.length !== plan.pairs.length) return undefined;
   const logins = leftLogins(plan.pairs);
   if (logins.length === 0) return [];
-  return revokePrevious(logins, transportFor, { ...wait, endSessions: request.endSessions });
+  // The consumer ends are committed: whatever breaks here is a revoke not confirmed, never a rotation to roll back.
+  return revokePrevious(logins, transportFor, { ...wait, endSessions: request.endSessions }).catch((error: unknown) =>
+    logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`)),
+  );
 }
 
 /** The preview: per alternating pair, what will be revoked and what happens to its sessions. */

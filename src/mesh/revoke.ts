@@ -81,13 +81,6 @@ export async function revokePrevious(logins: readonly LeftLogin[], transportFor:
   const results = new Map<string, PairRevoke>();
   const digests: Record<string, SecretDigest> = {};
   const committed: LeftLogin[] = [];
-  const notRevoked = (l: LeftLogin, why: string): PairRevoke => ({
-    pair: l.pair,
-    login: l.login,
-    revoked: false,
-    reason: `${why}: the old password of ${l.login} MAY STILL WORK`,
-    next: ['once ', l.provider, "'s provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: ", nextStep(`mesh rotate --pair ${l.pair} --revoke-previous`)],
-  });
   await mapBounded([...groupBy(logins, (l) => l.providerMachine)], options.concurrency, async ([machine, list]) => {
     const secrets = list.map(() => Secret.generate());
     const files: StagedFile[] = list.map((l, i) => ({ path: l.providerPath, secret: secrets[i]! }));
@@ -133,6 +126,17 @@ export async function revokePrevious(logins: readonly LeftLogin[], transportFor:
     await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
   });
   return logins.map((l) => results.get(l.pair)!);
+}
+
+/** A revoke that did not happen (or is not confirmed), `why` in words, with what to do next. */
+export function notRevoked(l: LeftLogin, why: string): PairRevoke {
+  return {
+    pair: l.pair,
+    login: l.login,
+    revoked: false,
+    reason: `${why}: the old password of ${l.login} MAY STILL WORK`,
+    next: ['once ', l.provider, "'s provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: ", nextStep(`mesh rotate --pair ${l.pair} --revoke-previous`)],
+  };
 }
 
 /** The receipt's `sessions` and `ended_sessions` (written by the provisioner for a login); absent fields are none. */
