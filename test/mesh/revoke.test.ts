@@ -3,7 +3,14 @@
  * awaited with the rotation's own receipt wait, sessions named from the receipt, ended only on
  * request. Over the strict fake transport: any file touched outside the left login's is a failure.
  */
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadInventory } from '../../src/mesh/inventory.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { startReceiptWriter } from './receipt-writer.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import { endSessionsPath, leftLogins, revokePrevious, sessionText } from '../../src/mesh/revoke.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -11,7 +18,7 @@ import { previousPath } from '../../src/mesh/transport.js';
 import { saidText } from '../../src/next-step.js';
 import { asAlternating, leftPaths, loginProvisionerOn } from './alternating-plan.js';
 import { fakeMesh, type FakeMachine } from './fake-transport.js';
-import { meshInventory } from './mesh-fixture.js';
+import { meshInventory, writeLocalMesh } from './mesh-fixture.js';
 
 const inventory = meshInventory(2);
 const plan = asAlternating(inventory, planRotation(inventory, { by: 'provider', name: 'pg-main' }), 'a');
@@ -110,5 +117,38 @@ describe('revokePrevious stopped', () => {
     const [result] = await revokePrevious(logins.slice(0, 1), fake.transportFor, { ...wait, waitMs: 5_000, stop: stop.signal, endSessions: false });
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(result).toMatchObject({ revoked: false, reason: "the wait for pg-main's receipt was stopped before it confirmed web1_app_a's fresh password: the old password of web1_app_a MAY STILL WORK" });
+  });
+});
+
+describe('revokePrevious on the local transport, with a receipt writer', () => {
+  it('writes the fresh secret and the request 0600 in place, removes the kept file, and the receipt confirms it', async () => {
+    const tmp = makeTempDir('baton-revoke-local-');
+    try {
+      const dir = tmp.dir;
+      const local = loadInventory(writeLocalMesh(dir));
+      const localPlan = asAlternating(local, planRotation(local, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }), 'b');
+      const [login] = leftLogins(localPlan.pairs);
+      const onDisk = (p: string) => path.join(dir, 'machines', 'db1', p);
+      mkdirSync(path.dirname(onDisk(login!.providerPath)), { recursive: true });
+      writeFileSync(onDisk(login!.providerPath), 'the-old-password', { mode: 0o600 });
+      const writer = startReceiptWriter(path.dirname(onDisk(login!.providerPath)));
+      try {
+        const [result] = await revokePrevious([login!], transportsFor(local.machines, TEST_BOUNDS), { ...wait, endSessions: true });
+        expect(result).toMatchObject({ pair: 'pg-main:web1-app', login: 'web1_app_b', revoked: true, sessions: [] });
+      } finally {
+        writer.stop();
+      }
+      const fresh = readFileSync(onDisk(login!.providerPath), 'utf8');
+      expect(fresh).not.toBe('the-old-password');
+      expect(statSync(onDisk(login!.providerPath)).mode & 0o777).toBe(0o600);
+      // The receipt writer stands in for a provisioner that has not ended sessions: the request stays for it.
+      const request = onDisk(endSessionsPath(login!.providerPath));
+      expect(readFileSync(request, 'utf8')).toBe(secretDigest(fresh));
+      expect(statSync(request).mode & 0o777).toBe(0o600);
+      expect(existsSync(onDisk(previousPath(login!.providerPath)))).toBe(false);
+      expect(existsSync(`${onDisk(login!.providerPath)}.next`)).toBe(false);
+    } finally {
+      tmp.cleanup();
+    }
   });
 });
