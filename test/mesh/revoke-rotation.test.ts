@@ -22,6 +22,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { asAlternating, leftPaths, loginProvisionerOn } from './alternating-plan.js';
 import { fakeMesh } from './fake-transport.js';
 import { meshInventory, writeLocalMesh } from './mesh-fixture.js';
+import { startReceiptWriter } from './receipt-writer.js';
 
 const SESSION = { pid: 77, application_name: 'web1', client_addr: null, backend_start: '2026-12-01T17:00:00Z' };
 const temps: { cleanup: () => void }[] = [];
@@ -184,5 +185,37 @@ describe('mesh rotate --revoke-previous stopped', () => {
     expect(outcome).toBe('rotated');
     expect(lines.join('\n')).toContain("Nothing was revoked: the rotation was stopped before the revoke began, so each consumer's previous login keeps its password.");
     for (const i of [0, 1]) expect(db1.files.get(leftFile(plan, i))).toBe('old-password');
+  });
+});
+
+describe('mesh rotate --revoke-previous from the command line', () => {
+  it('an alternating selection passes the refusals; a pair whose consumer was on no login yet has nothing to revoke, and the summary says so', async () => {
+    const dir = temp();
+    const file = writeLocalMesh(dir, { webs: 1 });
+    writeFileSync(file, readFileSync(file, 'utf8').replace('kind: postgres }', 'kind: postgres, credential: alternating }'));
+    const writer = startReceiptWriter(path.join(dir, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main'));
+    let text = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        text += chunk.toString('utf8');
+        done();
+      },
+    });
+    const ctx: CliContext = {
+      config: () => loadConfig({ stateDir: path.join(dir, 'state') }),
+      stdout: stream as unknown as NodeJS.WriteStream,
+      stderr: stream as unknown as NodeJS.WriteStream,
+      env: { ...process.env, BATON_CONFIG: '' },
+      suggester: () => PLAIN_SUGGESTER,
+    };
+    try {
+      const code = await runMeshRotate(ctx, { inventory: file, concurrency: '2', timeout: '5', wait: '5', yes: true, pair: 'pg-main:web1-app', revokePrevious: true, endSessions: true });
+      expect(text).toContain('  revoke pg-main:web1-app: once every consumer end is committed,');
+      expect(text).toContain('its open sessions are named and ended.');
+      expect(text).toContain('Nothing was revoked: no pair of the rotation had a previous login to revoke.');
+      expect(code).toBe(0);
+    } finally {
+      writer.stop();
+    }
   });
 });
