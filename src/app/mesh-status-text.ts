@@ -100,6 +100,7 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
 export function loginsText(status: PairStatus): string | undefined {
   const logins = status.logins;
   if (!logins) return undefined;
+  if (logins.live === undefined && status.unreadable.some((u) => u.machine === status.pair.consumerMachine)) return `unknown: ${status.pair.consumerMachine} could not be read`;
   if (logins.live === undefined) return `the consumer end names no login yet (a pair being switched to alternating): it uses ${status.pair.role}`;
   return `live ${logins.live}; other ${logins.other ? `${logins.other.login} ${logins.other.state}` : 'unknown'}`;
 }

@@ -31,11 +31,11 @@ export interface LoginsReading {
   /** The login the consumer end names (`user=`), undefined when it names none (a pair being switched). */
   readonly live: string | undefined;
   /** The other login, and whether its provider file and its receipt are there. */
-  readonly other: { readonly login: string; readonly file: boolean; readonly receipt: boolean } | undefined;
+  readonly other: { readonly login: string; readonly read: boolean; readonly file: boolean; readonly receipt: boolean } | undefined;
 }
 
-/** `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere. */
-export type OtherLoginState = 'valid' | 'revoked' | 'missing';
+/** `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere; `unknown`: its machine could not be read. */
+export type OtherLoginState = 'valid' | 'revoked' | 'missing' | 'unknown';
 
 export interface PairLogins {
   readonly live: string | undefined;
@@ -169,7 +169,7 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
 export function loginsOf(reading: LoginsReading, revoked: boolean): PairLogins {
   const other = reading.other;
   if (!other) return { live: reading.live, other: undefined };
-  const state: OtherLoginState = !other.file || !other.receipt ? 'missing' : revoked ? 'revoked' : 'valid';
+  const state: OtherLoginState = !other.read ? 'unknown' : !other.file || !other.receipt ? 'missing' : revoked ? 'revoked' : 'valid';
   return { live: reading.live, other: { login: other.login, state } };
 }
 

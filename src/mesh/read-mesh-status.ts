@@ -76,7 +76,12 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
         const otherEnd = ends.get(endKey(planned.providerMachine, other.providerPath));
         logins = {
           live,
-          other: { login: loginRole(planned.role, otherSlot(slot)), file: otherEnd?.read === true && otherEnd.live !== undefined, receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined },
+          other: {
+            login: loginRole(planned.role, otherSlot(slot)),
+            read: otherEnd?.read === true,
+            file: otherEnd?.read === true && otherEnd.live !== undefined,
+            receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined,
+          },
         };
       } else logins = { live: undefined, other: undefined };
     }

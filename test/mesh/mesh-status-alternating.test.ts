@@ -99,6 +99,18 @@ describe('mesh status of an alternating pair', () => {
     }
   });
 
+  it('a machine that cannot be read: the other login is unknown, or the live one when the consumer is not read', async () => {
+    const providerDown = mesh('a');
+    providerDown.machines.db1!.unreachable = 'ssh: connect to host db1.internal port 22: No route to host';
+    const onDb1 = (await read(providerDown)).find((s) => s.pair.key === alt.key)!;
+    expect(onDb1.state).toBe('unreachable');
+    expect(onDb1.logins).toEqual({ live: 'web1_app_a', other: { login: 'web1_app_b', state: 'unknown' } });
+    const consumerDown = mesh('a');
+    consumerDown.machines.web1!.unreachable = 'ssh: connect to host web1.internal port 22: No route to host';
+    const statuses = await read(consumerDown);
+    expect(meshStatusLines(statuses, plan.selectorText)).toContain('    logins: unknown: web1 could not be read');
+  });
+
   it('a pair being switched (its consumer still holds a bare secret) reads as one role, and says so', async () => {
     const statuses = await read(mesh('switching'));
     const status = statuses.find((s) => s.pair.key === alt.key)!;
