@@ -31,7 +31,19 @@ export interface LoginsReading {
   /** The login the consumer end names (`user=`), undefined when it names none (a pair being switched). */
   readonly live: string | undefined;
   /** The other login, and whether its provider file and its receipt are there. */
-  readonly other: { readonly login: string; readonly read: boolean; readonly file: boolean; readonly receipt: boolean } | undefined;
+  readonly other:
+    | {
+        readonly login: string;
+        /** The other login's provider file (`…/R+y`): where a rotation of the pair stages and commits. */
+        readonly path: string;
+        readonly read: boolean;
+        readonly file: boolean;
+        readonly receipt: boolean;
+        /** A staged `.next` beside it, and the previous file a provider commit keeps until the pair finishes. */
+        readonly next: boolean;
+        readonly prev: boolean;
+      }
+    | undefined;
 }
 
 /** `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere; `unknown`: its machine could not be read. */
@@ -80,6 +92,8 @@ export function classifyPair(pair: PlannedPair, reading: PairReading, running?: 
     return { state: 'unreachable', detail: `could not read ${which.join(' and ')}` };
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
+  const moving = alternatingLeftover(pair, reading, running);
+  if (moving) return moving;
   if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
   // Baton stopped between this pair's provider commit and its consumer commit: the provider is
   // live with the new password (its previous file kept), the consumer's new end staged.
@@ -106,6 +120,24 @@ export function classifyPair(pair: PlannedPair, reading: PairReading, running?: 
     return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
   }
   return databaseTruth(pair, receipt!) ?? { state: 'applied', detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt!)}` };
+}
+
+/**
+ * An alternating pair's rotation lands on the login its consumer is NOT on: a `.next` left beside
+ * that login's file, or that file committed while the consumer's new end waits staged. The
+ * consumer's own login keeps working throughout, so the detail says so.
+ */
+function alternatingLeftover(pair: PlannedPair, reading: PairReading, running: string | undefined): { state: PairState; detail: string } | undefined {
+  const other = reading.logins?.other;
+  const live = reading.logins?.live;
+  if (!other || !live || !reading.consumer.read) return undefined;
+  if (other.next) return { state: 'staged', detail: `${pair.providerMachine} has ${other.path}.next left from a rotation that did not finish; ${pair.consumer} still uses ${live}, which works` };
+  if (reading.consumer.next && other.prev) {
+    return running
+      ? { state: 'pending', detail: `${pair.consumer}'s end for ${other.login} waits staged for ${pair.provider}'s receipt (${running} is running); ${pair.consumer} still uses ${live}, which works` }
+      : { state: 'staged', detail: `a rotation stopped between the provider commit and the consumer commit: ${pair.consumer} still uses ${live}, which works` };
+  }
+  return undefined;
 }
 
 /**

@@ -78,7 +78,10 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
           live,
           other: {
             login: loginRole(planned.role, otherSlot(slot)),
+            path: other.providerPath,
             read: otherEnd?.read === true,
+            next: otherEnd?.read === true && otherEnd.next !== undefined,
+            prev: otherEnd?.read === true && otherEnd.prev !== undefined,
             file: otherEnd?.read === true && otherEnd.live !== undefined,
             receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined,
           },

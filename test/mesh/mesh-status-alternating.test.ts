@@ -13,6 +13,7 @@ import type { JournalRecord } from '../../src/mesh/journal.js';
 import { loginFilePaths, readMeshStatus } from '../../src/mesh/read-mesh-status.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { fakeMesh } from './fake-transport.js';
+import { previousPath } from '../../src/mesh/transport.js';
 
 const inventory = parseInventory(
   [
@@ -109,6 +110,26 @@ describe('mesh status of an alternating pair', () => {
     consumerDown.machines.web1!.unreachable = 'ssh: connect to host web1.internal port 22: No route to host';
     const statuses = await read(consumerDown);
     expect(meshStatusLines(statuses, plan.selectorText)).toContain('    logins: unknown: web1 could not be read');
+  });
+
+  it('a rotation left on the other login: staged (or pending while it runs), saying the live login still works', async () => {
+    const other = loginFilePaths(alt, 'b').providerPath;
+    const leftNext = mesh('a');
+    leftNext.machines.db1!.files.set(`${other}.next`, 'new-secret');
+    const staged = (await read(leftNext)).find((s) => s.pair.key === alt.key)!;
+    expect([staged.state, staged.detail]).toEqual(['staged', `db1 has ${other}.next left from a rotation that did not finish; web1-app still uses web1_app_a, which works`]);
+
+    const between = () => {
+      const fake = mesh('a');
+      fake.machines.db1!.files.set(previousPath(other), 'other-secret');
+      fake.machines.web1!.files.set(`${alt.consumerPath}.next`, formatConsumerConninfo('web1_app_b', 'new-secret'));
+      return fake;
+    };
+    const stopped = (await read(between())).find((s) => s.pair.key === alt.key)!;
+    expect([stopped.state, stopped.detail]).toEqual(['staged', 'a rotation stopped between the provider commit and the consumer commit: web1-app still uses web1_app_a, which works']);
+    const running = (await readMeshStatus(plan, between().transportFor, journalHistory([]), { concurrency: 2, nowMs: 0, maxAgeMs: undefined, running: 'mesh rotate (pid 42)' })).find((s) => s.pair.key === alt.key)!;
+    expect(running.state).toBe('pending');
+    expect(running.detail).toContain("web1-app's end for web1_app_b waits staged for pg-main's receipt (mesh rotate (pid 42) is running)");
   });
 
   it('a pair being switched (its consumer still holds a bare secret) reads as one role, and says so', async () => {
