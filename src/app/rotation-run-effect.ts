@@ -18,6 +18,7 @@ import { assertNever } from './status-verdict.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
+import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
@@ -56,6 +57,8 @@ export interface RotationDeps {
   readonly rollbackWaitMs?: number;
   /** The mesh's identity, written into every record (meshIdentity); a record without one is read by no mesh's status. */
   readonly mesh?: string;
+  /** `--revoke-previous` (and `--end-sessions`): revoke each left login once every consumer end is committed. */
+  readonly revoke?: RevokeRequest;
 }
 
 /** The longest a roll-back waits for the receipt to show the old password again. */
@@ -129,7 +132,9 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
             begun,
           );
-          return { type: 'apply-finished', failures: result.failures, ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}) };
+          // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
+          const revoked = await revokeAfterCommit(deps.revoke, state.plan, state.failures, result, deps.transportFor, waitOptions);
+          return { type: 'apply-finished', failures: result.failures, ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}), ...(revoked ? { revoked } : {}) };
         }
         case 'roll-back': {
           if (state.step !== 'rolling-back') return undefined;
@@ -218,7 +223,7 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     selector: state.plan.selectorText,
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
-    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)])),
+    pairs: state.plan.pairs.map((p) => journalRevoked(journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)]), state)),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(state.step === 'rolled-back'
       ? {

@@ -25,6 +25,7 @@ import { endDigest } from '../mesh/delivery.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
+import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { staysOn, switchedLines, allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
@@ -33,6 +34,7 @@ import { withMeshLock } from '../mesh/mesh-lock.js';
 import { findLeftovers, inspectPlan, leftoversRefusal, unknownLoginsRefusal, waysOut } from '../mesh/leftovers.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
 export async function meshHistory(journal: { readonly dir: string; readonly mesh: string }): Promise<JournalHistory> {
@@ -175,6 +177,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const olderThanMs = flags.olderThan === undefined ? undefined : parseAge('--older-than', flags.olderThan);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
+  const revoke = revokeRequest(flags);
   const interactive = hasTerminal(ctx) && !flags.yes;
   if (!interactive && !flags.yes) {
     throw new BatonError('usage', {
@@ -184,8 +187,9 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     });
   }
   const inventory = inventoryFrom(ctx, flags);
+  if (revoke) revokeSelectionRefusal(inventory, planRotation(inventory, selector));
   const journal = meshJournal(ctx, inventory);
-  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive }));
+  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive, revoke }));
 }
 
 async function rotateLocked(
@@ -193,7 +197,7 @@ async function rotateLocked(
   flags: MeshFlags,
   inventory: Inventory,
   journal: { readonly dir: string; readonly mesh: string },
-  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean },
+  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean; revoke?: RevokeRequest | undefined },
 ): Promise<number> {
   const { selector, olderThanMs, resolve, waitMs, interactive } = options;
   const output = keepGoingWhenOutputCloses(ctx.stdout);
@@ -243,6 +247,7 @@ async function rotateLocked(
     suggester: ctx.suggester(flags.inventory),
     stop,
     mesh: journal.mesh,
+    ...(options.revoke ? { revoke: options.revoke } : {}),
   };
   const unhook = stopOnSignals(stop);
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));

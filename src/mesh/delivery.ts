@@ -241,7 +241,10 @@ export function beginReceiptWait(
   digests: Readonly<Record<string, SecretDigest>>,
   transportFor: TransportFor,
   wait: ApplyWait,
+  /** `rename: false`: a receipt alone finishes a pair (awaitReceipts); no consumer end is touched. */
+  options: { readonly rename?: boolean } = {},
 ): ReceiptWait {
+  const renames = options.rename !== false;
   const now = wait.now ?? Date.now;
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const closed = new AbortController();
@@ -258,7 +261,7 @@ export function beginReceiptWait(
   // A provider machine gets a channel too, for its clock, when its pairs' consumers are elsewhere.
   const channels = new Map<string, Promise<BoundRenameChannel | undefined>>();
   const wantsChannel = new Set([...byConsumer.keys(), ...pairs.filter((p) => p.providerMachine !== p.consumerMachine).map((p) => p.providerMachine)]);
-  if (wait.waitMs > 0) {
+  if (wait.waitMs > 0 && renames) {
     for (const machine of wantsChannel) {
       const transport = transportFor(machine);
       if (transport.openChannel) channels.set(machine, slots.run(() => transport.openChannel!()).catch(() => undefined));
@@ -366,7 +369,7 @@ export function beginReceiptWait(
           try {
             const channel = await channelOf(machine);
             const paths = batch.map((p) => p.consumerPath);
-            const renamedAt = await slots.run(async () => {
+            const renamedAt = !renames ? now() : await slots.run(async () => {
               if (channel) return (await channel.commit(paths)) - channel.clock.offsetMs;
               await transportFor(machine).commit(paths);
               return now();
@@ -449,6 +452,26 @@ export function beginReceiptWait(
   };
 
   return { ready, run, close };
+}
+
+/**
+ * Waits, with the same readers and polls as the consumer commit, for each pair's receipt to show
+ * `digests[pair.key]`, renaming nothing: the keys of the pairs whose receipt did within the wait.
+ * For a file delivered to the provider end alone (revoke.ts).
+ */
+export async function awaitReceipts(
+  pairs: readonly PlannedPair[],
+  digests: Readonly<Record<string, SecretDigest>>,
+  transportFor: TransportFor,
+  wait: ApplyWait,
+): Promise<ReadonlySet<string>> {
+  const receiptWait = beginReceiptWait(pairs, digests, transportFor, wait, { rename: false });
+  try {
+    const result = await receiptWait.run(pairs, () => undefined);
+    return new Set(result.applied.map((a) => a.pair));
+  } finally {
+    receiptWait.close();
+  }
 }
 
 function limiter(size: number) {

@@ -37,9 +37,9 @@ export interface FakeMesh {
 /**
  * `names` are the machines that exist (an inventory may name more than the plan touches);
  * `plan` arranges what each holder may be asked about: the paths it receives, and for a
- * provider end the receipt the provisioner writes.
+ * provider end the receipt the provisioner writes; `also`, per machine, any further paths.
  */
-export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh {
+export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Readonly<Record<string, readonly string[]>> = {}): FakeMesh {
   const machines: Record<string, FakeMachine> = {};
   for (const name of names) machines[name] = { files: new Map(), calls: [] };
   const arranged = new Map<string, Set<string>>();
@@ -54,6 +54,8 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
     }
     arranged.set(holder.machine, paths);
   }
+  // Paths outside the plan a test arranges too (a revoke's left login files, on a provider machine).
+  for (const [machine, paths] of Object.entries(also)) arranged.set(machine, new Set([...(arranged.get(machine) ?? []), ...paths]));
   const unarranged: string[] = [];
   const refuse = (what: string): never => {
     unarranged.push(what);
