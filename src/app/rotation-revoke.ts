@@ -26,7 +26,7 @@ export interface RevokeRequest {
  */
 export async function revokeAfterCommit(
   request: RevokeRequest | undefined,
-  plan: RotationPlan,
+  plan: Pick<RotationPlan, 'pairs'>,
   commitFailures: readonly MachineFailure[],
   consumers: ConsumerCommitResult,
   transportFor: TransportFor,
@@ -72,6 +72,16 @@ export function revokeSummaryLines(state: Terminal, request: RevokeRequest | und
         : "Nothing was revoked: the rotation did not commit every consumer end, so each consumer's previous login keeps its password.",
     ];
   }
+  return revokeResultLines(request, revoked, s);
+}
+
+/**
+ * How each revoke ended, for a rotation's summary and for the `mesh resume` that finished one;
+ * a rotation that did not finish never revoked (`revoked` undefined) and says so.
+ */
+export function revokeResultLines(request: RevokeRequest | undefined, revoked: readonly PairRevoke[] | undefined, s: Suggester = PLAIN_SUGGESTER): string[] {
+  if (!request) return [];
+  if (!revoked) return ["Nothing was revoked: the rotation's consumer ends are not all live yet, so each consumer's previous login keeps its password until a resume finishes them."];
   if (revoked.length === 0) return ['Nothing was revoked: no pair of the rotation had a previous login to revoke.'];
   const lines: string[] = [];
   for (const r of revoked) {

@@ -203,7 +203,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
 }
 
 /** What one phase of a rotation leaves in the journal: names, results and digests only. */
-export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh'>): JournalRecord {
+export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh' | 'revoke'>): JournalRecord {
   const digests = 'digests' in state ? state.digests : undefined;
   const previous = 'previous' in state ? state.previous : undefined;
   const failures = new Map<string, MachineFailure>();
@@ -225,6 +225,7 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     results,
     pairs: state.plan.pairs.map((p) => journalRevoked(journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)]), state)),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
+    ...(deps.revoke ? { revoke_previous: { end_sessions: deps.revoke.endSessions } } : {}),
     ...(state.step === 'rolled-back'
       ? {
           applied: [...state.applied, ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair)],

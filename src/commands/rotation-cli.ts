@@ -25,7 +25,7 @@ import { endDigest } from '../mesh/delivery.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
-import type { RevokeRequest } from '../app/rotation-revoke.js';
+import { journalRevoked, revokeAfterCommit, revokeResultLines, type RevokeRequest } from '../app/rotation-revoke.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { staysOn, switchedLines, allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
@@ -315,7 +315,15 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
       for (const p of r.pairs) if (r.applied.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
       await Promise.all([...byMachine].map(([machine, paths]) => transports.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
       await retireSwitched(r.pairs.filter((p) => r.applied.has(p.key)), transports.transportFor);
-      return r;
+      // The rotation asked for --revoke-previous: finishing it finishes that too, under the same rule (every consumer end live).
+      const request = last?.revoke_previous ? { endSessions: last.revoke_previous.end_sessions } : undefined;
+      const revoked = request
+        ? await revokeAfterCommit(request, r, r.failures, { applied: [...r.applied].map((pair) => ({ pair, windowMs: 0 })), failures: [] }, transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS })
+        : undefined;
+      if (revoked?.some((x) => x.revoked) && last) {
+        await appendJournal(journalDir, { ...last, at: new Date().toISOString(), operator, phase: 'resumed', pairs: last.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })), applied: [...r.applied] });
+      }
+      return { ...r, request, revoked };
     })
     .finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
@@ -338,6 +346,7 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
     else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`);
   }
   for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
+  for (const line of revokeResultLines(result.request, result.revoked, ctx.suggester(flags.inventory))) out(line);
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
     out(`Next: fix the machine, then run: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}`);
@@ -347,6 +356,7 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
     out(`Next: once the provisioner has applied them (its receipt), run ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rollback ${id}`))}`);
     return EXIT_CODES['action-needed'];
   }
+  if (result.revoked?.some((x) => !x.revoked)) return EXIT_CODES['action-needed'];
   return EXIT_OK;
 }
 

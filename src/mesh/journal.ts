@@ -95,6 +95,11 @@ export interface JournalRecord {
   readonly rolled_back?: readonly JournalRollback[];
   /** The mesh this rotation belongs to (meshIdentity): one journal may serve several inventories. */
   readonly mesh?: string;
+  /**
+   * `--revoke-previous` was asked for (with `--end-sessions` or not): kept on every record of
+   * the rotation, so a `mesh resume` that finishes it also revokes what the operator asked.
+   */
+  readonly revoke_previous?: { readonly end_sessions: boolean };
 }
 
 export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?: SecretDigest, consumerDigest?: SecretDigest): JournalPair {

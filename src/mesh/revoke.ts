@@ -13,14 +13,12 @@
 import path from 'node:path';
 import { nextStep, type Said } from '../next-step.js';
 import { awaitReceipts, groupBy, type ApplyWait } from './delivery.js';
-import { parseReceipt, type SecretDigest } from './digest.js';
+import { END_SESSIONS_DIR, parseReceipt, type LoginSession, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
 import { reasonOf, type StagedFile, type TransportFor } from './transport.js';
 
-/** Where the provisioner looks for requests to end a login's sessions, beside the delivered files. */
-export const END_SESSIONS_DIR = '.end-sessions';
 
 /** One login the consumer left, to be revoked. */
 export interface LeftLogin {
@@ -52,12 +50,7 @@ export function endSessionsPath(providerPath: string): string {
 }
 
 /** A session the provisioner found open for a login (never a password, never a query). */
-export interface OpenSession {
-  readonly pid: number;
-  readonly application_name: string;
-  readonly client_addr: string | null;
-  readonly backend_start: string;
-}
+export type OpenSession = LoginSession;
 
 export type PairRevoke =
   /** The provisioner confirmed the fresh secret: the old password is refused for new connections. */
@@ -141,17 +134,9 @@ export function notRevoked(l: LeftLogin, why: string): PairRevoke {
 
 /** The receipt's `sessions` and `ended_sessions` (written by the provisioner for a login); absent fields are none. */
 export function sessionsOf(text: string | undefined): { sessions: readonly OpenSession[]; endedSessions?: number } {
-  if (text === undefined || !parseReceipt(text)) return { sessions: [] };
-  const value = JSON.parse(text) as { sessions?: unknown; ended_sessions?: unknown };
-  const sessions = Array.isArray(value.sessions)
-    ? value.sessions.flatMap((s: unknown): OpenSession[] => {
-        if (typeof s !== 'object' || s === null) return [];
-        const o = s as Record<string, unknown>;
-        if (typeof o.pid !== 'number') return [];
-        return [{ pid: o.pid, application_name: typeof o.application_name === 'string' ? o.application_name : '', client_addr: typeof o.client_addr === 'string' ? o.client_addr : null, backend_start: typeof o.backend_start === 'string' ? o.backend_start : '' }];
-      })
-    : [];
-  return typeof value.ended_sessions === 'number' ? { sessions, endedSessions: value.ended_sessions } : { sessions };
+  const receipt = text === undefined ? undefined : parseReceipt(text);
+  const sessions = receipt?.sessions ?? [];
+  return receipt?.ended_sessions !== undefined ? { sessions, endedSessions: receipt.ended_sessions } : { sessions };
 }
 
 /** `pid 4242 "app" from 10.0.0.5 since …` — one session, in words. */

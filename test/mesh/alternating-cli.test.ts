@@ -109,4 +109,51 @@ describe('alternating credentials through the built CLI (local transport)', () =
     expect(read('db1', 'provides/pg-main/web1_app+a')).toBe(a);
     expect(existsSync(live('db1', 'provides/pg-main/web1_app+b'))).toBe(false);
   });
+  it('baton SIGKILLed between the commits of a --revoke-previous rotation: mesh resume moves the consumer and then revokes the login it left', async () => {
+    setCredential('alternating');
+    let provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    for (let i = 0; i < 2; i++) expect((await baton('mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '10')).code).toBe(0);
+    provisioner.stop();
+    expect(conninfoLogin(read('web1', CONSUMER))).toBe('web1_app_b');
+    const before = { a: read('db1', 'provides/pg-main/web1_app+a'), b: read('db1', 'provides/pg-main/web1_app+b'), consumer: read('web1', CONSUMER) };
+
+    // No provisioner: the rotation commits the provider end of a and waits for its receipt; killed there.
+    const child = spawn(process.execPath, [BATON, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '60', '--revoke-previous', '--inventory', inventory], {
+      cwd: tmp.dir,
+      env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    const deadline = Date.now() + 20_000;
+    while (read('db1', 'provides/pg-main/web1_app+a') === before.a) {
+      if (Date.now() > deadline) throw new Error('the provider end of web1_app_a was never committed');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    child.kill('SIGKILL');
+    await exited;
+    // Dead between the commits: the consumer is still on b, which works; nothing was revoked.
+    expect(read('web1', CONSUMER)).toBe(before.consumer);
+    expect(read('db1', 'provides/pg-main/web1_app+b')).toBe(before.b);
+
+    const journal = () => readFileSync(path.join(tmp.dir, 'state', JOURNAL_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; phase: string; revoke_previous?: unknown; pairs: { revoked?: boolean }[] });
+    const id = journal().at(-1)!.id;
+    expect(journal().at(-1)!.revoke_previous).toEqual({ end_sessions: false });
+
+    provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      const resumed = await baton('mesh', 'resume', id, '--wait', '10');
+      expect(resumed.stderr).toBe('');
+      expect(resumed.stdout).toContain('moved to it (no window)');
+      expect(resumed.stdout).toContain('revoked web1_app_b (pg-main:web1-app)');
+      expect(resumed.code).toBe(0);
+      expect(conninfoLogin(read('web1', CONSUMER))).toBe('web1_app_a');
+      const revoked = read('db1', 'provides/pg-main/web1_app+b');
+      expect(revoked).not.toBe(before.b);
+      expect(readFileSync(live('web1', CONSUMER), 'utf8')).not.toContain(revoked);
+      expect(resumed.stdout).not.toContain(revoked);
+      expect(journal().filter((r) => r.id === id).some((r) => r.pairs.some((p) => p.revoked === true))).toBe(true);
+    } finally {
+      provisioner.stop();
+    }
+  });
 });
