@@ -6,10 +6,10 @@ import { conninfoLogin, parseConninfo } from '../../src/mesh/alternating.js';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { BIN, runBaton } from '../helpers/run-baton.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
 
-const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 
 let tmp: { dir: string; cleanup: () => void };
 let inventory: string;
@@ -25,17 +25,10 @@ function setCredential(mode: 'single' | 'alternating'): void {
   writeFileSync(inventory, text);
 }
 
-function baton(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [BATON, '--state-dir', path.join(tmp.dir, 'state'), ...args, '--inventory', inventory], {
-    cwd: tmp.dir,
-    env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+/** Spawned asynchronously (runBaton): a test's stand-in provisioner writes receipts meanwhile. */
+async function baton(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = await runBaton(['--state-dir', path.join(tmp.dir, 'state'), ...args, '--inventory', inventory], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+  return { code: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
 
 const live = (machine: string, file: string) => path.join(tmp.dir, 'machines', machine, '/var/lib/baton/mesh', file);
@@ -118,7 +111,7 @@ describe('alternating credentials through the built CLI (local transport)', () =
     const before = { a: read('db1', 'provides/pg-main/web1_app+a'), b: read('db1', 'provides/pg-main/web1_app+b'), consumer: read('web1', CONSUMER) };
 
     // No provisioner: the rotation commits the provider end of a and waits for its receipt; killed there.
-    const child = spawn(process.execPath, [BATON, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '60', '--revoke-previous', '--inventory', inventory], {
+    const child = spawn(process.execPath, [BIN, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '60', '--revoke-previous', '--inventory', inventory], {
       cwd: tmp.dir,
       env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
       stdio: 'ignore',

@@ -1,19 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseInventory, parseSshAddress } from '../../src/mesh/inventory.js';
 import { deriveRoleName } from '../../src/mesh/role-name.js';
-import { BatonError } from '../../src/errors.js';
 
-const FILE = '/etc/baton/mesh.yaml';
+import { INVENTORY_FILE as FILE, inventoryRefusal as refusal } from './mesh-fixture.js';
 
-function refusal(yaml: string): BatonError {
-  try {
-    parseInventory(yaml, FILE);
-  } catch (error) {
-    expect(error).toBeInstanceOf(BatonError);
-    return error as BatonError;
-  }
-  throw new Error('the inventory was accepted');
-}
 
 const base = `
 machines:

@@ -4,20 +4,17 @@
  * the exit code say what happened. The refusals of the flags change nothing on disk.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { formatConsumerConninfo } from '../../src/mesh/alternating.js';
-import { loadConfig } from '../../src/config/config.js';
 import { exitCodeOf } from '../../src/errors.js';
-import type { CliContext } from '../../src/commands/context.js';
 import type { MeshFlags } from '../../src/commands/mesh-flags.js';
 import { runMeshRotate } from '../../src/commands/rotation-cli.js';
 import { JOURNAL_FILE, type JournalRecord } from '../../src/mesh/journal.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
-import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
+import { capturingContext } from '../helpers/cli-context.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { asAlternating, leftPaths, loginProvisionerOn } from './alternating-plan.js';
 import { fakeMesh } from './fake-transport.js';
@@ -121,23 +118,8 @@ describe('mesh rotate --revoke-previous', () => {
 });
 
 describe('mesh rotate --revoke-previous / --end-sessions refused', () => {
-  function context(dir: string): { ctx: CliContext; output: () => string } {
-    let text = '';
-    const stream = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        text += chunk.toString('utf8');
-        done();
-      },
-    });
-    const ctx: CliContext = {
-      config: () => loadConfig({ stateDir: path.join(dir, 'state') }),
-      stdout: stream as unknown as NodeJS.WriteStream,
-      stderr: stream as unknown as NodeJS.WriteStream,
-      env: { ...process.env, BATON_CONFIG: '' },
-      suggester: () => PLAIN_SUGGESTER,
-    };
-    return { ctx, output: () => text };
-  }
+  const context = (dir: string) => capturingContext(path.join(dir, 'state'));
+
 
   async function refused(extra: Partial<MeshFlags>, alternating = false): Promise<{ code: number; message: string }> {
     const dir = temp();
@@ -194,25 +176,12 @@ describe('mesh rotate --revoke-previous from the command line', () => {
     const file = writeLocalMesh(dir, { webs: 1 });
     writeFileSync(file, readFileSync(file, 'utf8').replace('kind: postgres }', 'kind: postgres, credential: alternating }'));
     const writer = startReceiptWriter(path.join(dir, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main'));
-    let text = '';
-    const stream = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        text += chunk.toString('utf8');
-        done();
-      },
-    });
-    const ctx: CliContext = {
-      config: () => loadConfig({ stateDir: path.join(dir, 'state') }),
-      stdout: stream as unknown as NodeJS.WriteStream,
-      stderr: stream as unknown as NodeJS.WriteStream,
-      env: { ...process.env, BATON_CONFIG: '' },
-      suggester: () => PLAIN_SUGGESTER,
-    };
+    const { ctx, output } = capturingContext(path.join(dir, 'state'));
     try {
       const code = await runMeshRotate(ctx, { inventory: file, concurrency: '2', timeout: '5', wait: '5', yes: true, pair: 'pg-main:web1-app', revokePrevious: true, endSessions: true });
-      expect(text).toContain('  revoke pg-main:web1-app: once every consumer end is committed,');
-      expect(text).toContain('its open sessions are named and ended.');
-      expect(text).toContain('Nothing was revoked: no pair of the rotation had a previous login to revoke.');
+      expect(output()).toContain('  revoke pg-main:web1-app: once every consumer end is committed,');
+      expect(output()).toContain('its open sessions are named and ended.');
+      expect(output()).toContain('Nothing was revoked: no pair of the rotation had a previous login to revoke.');
       expect(code).toBe(0);
     } finally {
       writer.stop();
