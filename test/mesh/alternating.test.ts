@@ -12,15 +12,7 @@ import {
 } from '../../src/mesh/alternating.js';
 import { parseInventory } from '../../src/mesh/inventory.js';
 
-import { INVENTORY_FILE as FILE, inventoryRefusal as refusal } from './mesh-fixture.js';
-const base = `
-machines:
-  - { name: db1, address: db1.internal, transport: ssh }
-  - { name: web1, address: 10.0.0.5, transport: ssh }
-providers:
-  - { name: pg-main, machine: db1, kind: postgres }
-`;
-
+import { INVENTORY_FILE as FILE, INVENTORY_HEAD as base, inventoryRefusal as refusal } from './mesh-fixture.js';
 
 describe('alternating names', () => {
   it('names the two logins of a group and the provider-end file of each', () => {

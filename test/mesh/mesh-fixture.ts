@@ -105,6 +105,15 @@ export function writeSshPair(
   return file;
 }
 
+/** An inventory's machines and one provider, for tests that add the consumers they examine. */
+export const INVENTORY_HEAD = `
+machines:
+  - { name: db1, address: db1.internal, transport: ssh }
+  - { name: web1, address: 10.0.0.5, transport: ssh }
+providers:
+  - { name: pg-main, machine: db1, kind: postgres }
+`;
+
 /** Where the inventory under test claims to come from (errors name it). */
 export const INVENTORY_FILE = '/etc/baton/mesh.yaml';
 
