@@ -1,5 +1,5 @@
 import { Box, Text } from 'ink';
-import { nextStep, summaryText } from '../../src/app/mesh-status-text.js';
+import { loginsText, nextStep, summaryText } from '../../src/app/mesh-status-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
 import { MARKS } from '../../src/app/marks.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
@@ -73,6 +73,8 @@ export function meshStatusLayout(
       : [
           // The pair whole (the table cuts it to its column), then where and what.
           ...wrapWords(`${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width, 2),
+          // An alternating pair: which login is live and the other's state (a single pair has no such line).
+          ...(loginsText(current) ? wrapWords(`logins: ${loginsText(current)}`, width) : []),
           ...(next ? layoutWithCommands(`next: ${next}`, width, suggester.prefix) : current.resumeId ? wrapWords(`resume id: ${current.resumeId}`, width) : []),
         ];
   return { detail, visible: visibleRows(rows, summaryLines(summaryOf(state, progress), width).length, detail.length) };

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
 import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, isWorking, isWritingFiles, type RotationEvent, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
 import { countRefusal } from '../../src/app/typed-gate.js';
+import type { RevokeRequest } from '../../src/app/rotation-revoke.js';
 import { useTerminalSize } from '../hooks/use-columns.js';
 import { useTurnReport } from '../hooks/use-turn-report.js';
 import { useFlowState, type Coalesce } from '../hooks/use-flow.js';
@@ -27,13 +28,15 @@ export interface RotationAppProps {
   readonly resumeCommand?: string;
   /** Called once with the exit code when the operator leaves. */
   readonly onExit: (code: number, state: RotationState) => void;
+  /** `--revoke-previous`: shown at the gate. */
+  readonly revoke?: RevokeRequest | undefined;
 }
 
 /**
  * Wires the rotation flow to the view: renders its state (coalesced, so output over SSH stays
  * small), turns key intents into flow events, and decides when the session may end.
  */
-export function RotationApp({ flow, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand }: RotationAppProps) {
+export function RotationApp({ flow, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand, revoke }: RotationAppProps) {
   const { exit } = useApp();
   const state = useFlowState(flow, COALESCE);
   const [offset, setOffset] = useState(0);
@@ -118,7 +121,7 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
   // The rotation goes on behind the help; the view shows where it stands once help closes.
   if (help) return <HelpOverlay columns={columns} keys={rotationKeys(state)} about={ROTATION_ABOUT} />;
-  return <RotationView state={state} columns={columns} rows={size.rows} offset={offset} color={color} tick={tick} refusal={state.step === 'confirming' ? refusal : undefined} summaryOnQuit={summaryOnQuit} {...(resumeCommand ? { resumeCommand } : {})} />;
+  return <RotationView state={state} columns={columns} rows={size.rows} offset={offset} color={color} tick={tick} refusal={state.step === 'confirming' ? refusal : undefined} summaryOnQuit={summaryOnQuit} {...(resumeCommand ? { resumeCommand } : {})} revoke={revoke} />;
 }
 
 const ROTATION_ABOUT =

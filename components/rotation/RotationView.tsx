@@ -1,10 +1,11 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
 import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
+import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, notConfirmedText, windowBadge, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../../src/next-step.js';
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
+import { revokePreviewSentence, type RevokeRequest } from '../../src/app/rotation-revoke.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 import { Focused, Frame } from '../Frame.js';
@@ -21,6 +22,8 @@ export interface RotationViewProps {
   readonly rows?: number;
   /** Why the last Enter at the count gate was refused ("expected 3, you typed 4"). */
   readonly refusal?: string | undefined;
+  /** `--revoke-previous`: the gate says what will be revoked. */
+  readonly revoke?: RevokeRequest | undefined;
   /** Whether quitting prints the summary (the command does; the drill checks the machines instead). */
   readonly summaryOnQuit?: boolean;
   /** The `mesh resume` to print, built by the command with the flags it was given. */
@@ -38,7 +41,7 @@ export function holderPage(rows: number | undefined): number {
 const DETAIL_LINES = 4;
 
 /** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
-export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true, resumeCommand }: RotationViewProps) {
+export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true, resumeCommand, revoke }: RotationViewProps) {
   const resume = resumeCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
   const pageSize = holderPage(rows);
   const width = columns - 1;
@@ -58,7 +61,7 @@ export function RotationView({ state, columns, offset, color, tick, rows, refusa
       {line(planHeadline(state.plan))}
       <HolderTable state={state} columns={columns} offset={offset} pageSize={pageSize} color={color} tick={tick} />
       <Box flexDirection="column" marginTop={1}>
-        {focusGroups(panel(state, refusal, summaryOnQuit, resume)).map((group, g) => {
+        {focusGroups(panel(state, refusal, summaryOnQuit, resume, revoke)).map((group, g) => {
           const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap));
           return group.focus ? <Focused key={`focus-${g}`}>{lines}</Focused> : lines;
         })}
@@ -91,7 +94,7 @@ function limited(lines: readonly string[], max: number, more: (n: number) => str
   return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
 }
 
-function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean, resume: string): PanelLine[] {
+function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean, resume: string, revoke?: RevokeRequest): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
@@ -110,7 +113,8 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       return [
         { text: `${MARKS.ok.glyph} Gate open: ${allOf(p.holders, 'machine')} resolved.`, tone: 'ok' },
         ...limited(
-          state.plan.pairs.map((pair) => `Window: ${pair.window}.`),
+          // --revoke-previous first, inside the same budget of lines as the windows.
+          [...(revokePreviewSentence(revoke) ? [revokePreviewSentence(revoke)!] : []), ...state.plan.pairs.map((pair) => `Window: ${pair.window}.`)],
           2,
           (n) => `…and ${n} more windows like it (baton mesh plan lists each)`,
         ).map((text) => ({ text, wrap: true })),
@@ -146,14 +150,13 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
     case 'done': {
       const applied = setOf(state.applied);
       const missing = state.plan.pairs.filter((pair) => !applied.has(pair.key));
-      const longest = Math.max(0, ...Object.values(state.windows));
       return [
         missing.length === 0
           ? { text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`, tone: 'ok' }
           : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run ${resume}`, tone: 'action', wrap: true },
-        { text: `  ${progressText(state)}${state.applied.length > 0 ? ` · window ≤ ${formatWindow(longest)}` : ''}` },
+        { text: `  ${progressText(state)}${windowBadge(state)}` },
         ...limited(
-          missing.map((pair) => `${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`),
+          missing.map((pair) => `${MARKS.action.glyph} ${notConfirmedText(pair)}`),
           2,
           (n) => `  …and ${n} more not confirmed`,
         ).map((text) => ({ text, tone: 'action' as const, wrap: true })),

@@ -84,11 +84,32 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
       `${STATE_MARKS[status.state].glyph} ${status.state.padEnd(STATE_WIDTH)} ${status.pair.key} (role ${status.pair.role}, ${status.pair.providerMachine} → ${status.pair.consumerMachine}) ${rotatedText(status)}${status.tooOld ? ' [older than --max-age]' : ''}${last}`,
     );
     if (status.state !== 'applied') lines.push(`    ${status.detail}`);
+    const logins = loginsText(status);
+    if (logins) lines.push(`    logins: ${logins}`);
     const next = nextStep(status, s);
     if (next) lines.push(`    next: ${next}`);
   }
   lines.push(summaryText(statuses));
   return lines;
+}
+
+/**
+ * An alternating pair's logins in words (`live web1_app_a; other web1_app_b valid`); undefined
+ * for a single pair, whose lines stay as they were.
+ */
+export function loginsText(status: PairStatus): string | undefined {
+  const logins = status.logins;
+  if (!logins) return undefined;
+  if (logins.live === undefined && status.unreadable.some((u) => u.machine === status.pair.consumerMachine)) return `unknown: ${status.pair.consumerMachine} could not be read`;
+  if (logins.live === undefined) return `the consumer end names no login yet (a pair being switched to alternating): it uses ${status.pair.role}`;
+  return `live ${logins.live}; other ${logins.other ? `${logins.other.login} ${logins.other.state}` : 'unknown'}`;
+}
+
+/** An alternating pair's `credential` and `logins` for the JSON (names and states only, never a digest); nothing for a single pair. */
+function loginsJson(status: PairStatus): object {
+  const logins = status.logins;
+  if (!logins) return {};
+  return { credential: 'alternating', logins: { live: logins.live ?? null, other: logins.other ? { login: logins.other.login, state: logins.other.state } : null } };
 }
 
 /**
@@ -114,6 +135,7 @@ export function meshStatusJson(statuses: readonly PairStatus[], selectorText: st
       provider: s.pair.provider,
       consumer: s.pair.consumer,
       role: s.pair.role,
+      ...loginsJson(s),
       provider_machine: s.pair.providerMachine,
       consumer_machine: s.pair.consumerMachine,
       state: s.state,

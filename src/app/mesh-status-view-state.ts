@@ -38,7 +38,8 @@ export function filteredRows(state: Pick<MeshStatusViewState, 'statuses' | 'filt
   const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return rows;
   return rows.filter((s) => {
-    const hay = [s.pair.key, s.pair.role, s.pair.providerMachine, s.pair.consumerMachine, s.state].join(' ').toLowerCase();
+    const logins = s.logins ? [s.logins.live ?? '', s.logins.other ? `${s.logins.other.login} ${s.logins.other.state}` : ''] : [];
+    const hay = [s.pair.key, s.pair.role, s.pair.providerMachine, s.pair.consumerMachine, s.state, ...logins].join(' ').toLowerCase();
     return words.every((w) => hay.includes(w));
   });
 }

@@ -10,6 +10,7 @@ import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import type { PairRollback } from '../mesh/rollback.js';
+import type { PairRevoke } from '../mesh/revoke.js';
 import type { JournalPhase } from '../mesh/journal.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
 import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
@@ -64,8 +65,11 @@ export type RotationState =
     })
   /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
   | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: readonly string[]; readonly windows: Windows })
-  /** `applied`: pairs whose consumer end went live after their receipt; the others' consumer ends are still staged. */
-  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly windows: Windows })
+  /**
+   * `applied`: pairs whose consumer end went live after their receipt; the others' consumer ends are still staged.
+   * `revoked`: with --revoke-previous, how each left login's revoke ended (absent: none was run).
+   */
+  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly windows: Windows; readonly revoked?: readonly PairRevoke[] })
   /** A journal record failed while ends were staged and none live: every staged file is being removed. */
   | (Resolved & { readonly step: 'unstaging'; readonly phase: JournalPhase; readonly journal: JournalFailure; readonly before: RotationState })
   /**
@@ -114,7 +118,7 @@ export type RotationEvent =
   /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
   | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
   /** The wait is over; `failures`: consumer machines whose rename failed. */
-  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[]; readonly stopped?: string }
+  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[]; readonly stopped?: string; readonly revoked?: readonly PairRevoke[] }
   /** The unfinished pairs were rolled back (or could not be, each result says why). */
   | { readonly type: 'rolled-back'; readonly results: readonly PairRollback[] }
   /** Finished pairs' previous provider files were removed (or left: a finished pair's is harmless). */
@@ -266,7 +270,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         for (const key of applied) windows[key] = logGet(state.applied, key)!;
         const failures = [...state.failures, ...event.failures];
         if (failures.length === 0 && applied.length === state.plan.pairs.length) {
-          const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied, windows };
+          const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied, windows, ...(event.revoked ? { revoked: event.revoked } : {}) };
           return to(done, [{ type: 'journal', phase: 'applied', state: done }, { type: 'discard-previous', pairs: applied }]);
         }
         // ALL OR NOTHING PAST THE COMMIT: what did not finish is rolled back now, never left waiting.
@@ -356,6 +360,8 @@ export function isTerminal(state: RotationState): state is Terminal {
  */
 export type RotationOutcome =
   | 'rotated'
+  /** Rotated, but a left login's revoke (--revoke-previous) was not confirmed: its old password may still work. */
+  | 'revoke-unconfirmed'
   /** Some provider has not confirmed in time: its consumer end is staged, its old password still works. */
   | 'receipts-pending'
   | 'gate-closed'
@@ -377,6 +383,7 @@ export type RotationOutcome =
 /** 4 when nothing took effect by the gate's rule, 1 when something failed, 3 when cancelled or something waits for the operator. */
 export const ROTATION_EXIT: Readonly<Record<RotationOutcome, number>> = {
   rotated: EXIT_OK,
+  'revoke-unconfirmed': EXIT_CODES['action-needed'],
   'receipts-pending': EXIT_CODES['action-needed'],
   'gate-closed': EXIT_CODES['gate-closed'],
   'rolled-back': EXIT_CODES['gate-closed'],
@@ -404,7 +411,8 @@ export function rotationOutcome(state: Terminal): RotationOutcome {
     case 'cancelled':
       return 'cancelled';
     case 'done':
-      return state.applied.length < state.plan.pairs.length ? 'receipts-pending' : 'rotated';
+      if (state.applied.length < state.plan.pairs.length) return 'receipts-pending';
+      return state.revoked?.some((r) => !r.revoked) ? 'revoke-unconfirmed' : 'rotated';
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);

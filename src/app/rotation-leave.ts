@@ -11,6 +11,7 @@ import { JOURNAL_FILE } from '../mesh/journal.js';
 import { rotationExitCode, isTerminal, type RotationFlow, type RotationState } from './rotation-flow.js';
 import type { RotationDeps } from './rotation-run-effect.js';
 import { summaryLines } from './rotation-text.js';
+import { revokeSummaryLines } from './rotation-revoke.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER } from '../suggest-command.js';
 
@@ -32,6 +33,7 @@ export async function finishAfterLeaving(
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
     for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE), ...(deps.suggester ? { suggester: deps.suggester } : {}) })) write(line);
+    for (const line of revokeSummaryLines(state, deps.revoke, deps.suggester)) write(line);
     return left?.state.step === state.step ? left.code : rotationExitCode(state);
   }
   if (state.step === 'committing') {

@@ -9,6 +9,7 @@ import { startRotation, confirmationText, rotationExitCode, rotationOutcome, isT
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
+import { revokePreviewLines, revokeSummaryLines } from './rotation-revoke.js';
 
 export interface PlainRotation {
   readonly id: string;
@@ -40,6 +41,7 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
     if (state.step === 'confirming') {
       write(`Gate open: ${allOf(plan.holders.length, 'machine')} resolved.`);
       for (const pair of plan.pairs) write(`  window ${pair.key}: ${pair.window}.`);
+      for (const line of revokePreviewLines(state.plan, options.deps.revoke)) write(line);
       if (plan.ages) for (const pair of plan.pairs) write(`  age ${pair.key}: ${plan.ages.get(pair.key) ?? 'unknown'}`);
       if (options.yes && !confirmed) {
         confirmed = true;
@@ -79,5 +81,6 @@ export async function runRotationPlain(options: PlainRotation): Promise<{ code: 
   if (!isTerminal(state)) throw new Error('rotation ended in a non-terminal state');
   // Complete, however large: scripts and logs keep this output, and nothing else prints it.
   for (const line of summaryLines(state, Math.round(options.deps.waitMs / 1000), { full: true, ...(options.deps.suggester ? { suggester: options.deps.suggester } : {}) })) write(line);
+  for (const line of revokeSummaryLines(state, options.deps.revoke, options.deps.suggester)) write(line);
   return { code: rotationExitCode(state), outcome: rotationOutcome(state), state };
 }

@@ -6,10 +6,11 @@
  */
 import path from 'node:path';
 import { asBatonError } from '../errors.js';
-import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
+import { consumerDigestKey, beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import type { EffectRunner } from './flow.js';
@@ -17,6 +18,7 @@ import { assertNever } from './status-verdict.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
+import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
@@ -55,6 +57,8 @@ export interface RotationDeps {
   readonly rollbackWaitMs?: number;
   /** The mesh's identity, written into every record (meshIdentity); a record without one is read by no mesh's status. */
   readonly mesh?: string;
+  /** `--revoke-previous` (and `--end-sessions`): revoke each left login once every consumer end is committed. */
+  readonly revoke?: RevokeRequest;
 }
 
 /** The longest a roll-back waits for the receipt to show the old password again. */
@@ -128,7 +132,9 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
             begun,
           );
-          return { type: 'apply-finished', failures: result.failures, ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}) };
+          // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
+          const revoked = await revokeAfterCommit(deps.revoke, state.plan, state.failures, result, deps.transportFor, waitOptions);
+          return { type: 'apply-finished', failures: result.failures, ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}), ...(revoked ? { revoked } : {}) };
         }
         case 'roll-back': {
           if (state.step !== 'rolling-back') return undefined;
@@ -147,9 +153,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         case 'discard-previous': {
           // Best effort: a `.prev` left beside a finished pair is recognised as finished, not as a leftover.
           const keys = new Set(effect.pairs);
+          const finished = state.plan.pairs.filter((p) => keys.has(p.key));
           const byMachine = new Map<string, string[]>();
-          for (const p of state.plan.pairs) if (keys.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+          for (const p of finished) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
           await Promise.all([...byMachine].map(([machine, paths]) => deps.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+          await retireSwitched(finished, deps.transportFor);
           return { type: 'previous-discarded' };
         }
         case 'unstage':
@@ -195,7 +203,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
 }
 
 /** What one phase of a rotation leaves in the journal: names, results and digests only. */
-export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh'>): JournalRecord {
+export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh' | 'revoke'>): JournalRecord {
   const digests = 'digests' in state ? state.digests : undefined;
   const previous = 'previous' in state ? state.previous : undefined;
   const failures = new Map<string, MachineFailure>();
@@ -215,8 +223,9 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     selector: state.plan.selectorText,
     holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results,
-    pairs: state.plan.pairs.map((p) => journalPair(p, digests?.[p.key], previous?.[p.key])),
+    pairs: state.plan.pairs.map((p) => journalRevoked(journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)]), state)),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
+    ...(deps.revoke ? { revoke_previous: { end_sessions: deps.revoke.endSessions } } : {}),
     ...(state.step === 'rolled-back'
       ? {
           applied: [...state.applied, ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair)],

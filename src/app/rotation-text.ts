@@ -5,6 +5,7 @@
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
+import { endDigest } from '../mesh/delivery.js';
 import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
@@ -119,7 +120,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
     case 'gate-closed':
       return gateClosedLines(state);
     case 'cancelled':
-      return ['Cancelled before anything was generated. Nothing was sent.'];
+      return ['Cancelled before anything was generated. Nothing was sent.', ...state.plan.pairs.filter((p) => p.login).map((p) => `  ${MARKS.info.glyph} ${p.key}: ${staysOn(p)}.`)];
     case 'prepare-failed':
       return [
         'Prepare failed: nothing took effect, the old credentials keep working.',
@@ -160,7 +161,7 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       const applied = setOf(state.applied);
       const replaced = state.plan.holders.flatMap((holder) =>
         holder.receives.map((d) => {
-          const digest = state.digests[d.pair];
+          const digest = endDigest(state.digests, d.pair, d.end);
           const live = d.end === 'provides' || applied.has(d.pair);
           return `  ${holder.machine}: ${d.path} ${live ? 'replaced' : 'still staged'} (${digest ? digestPrefix(digest) : '?'})`;
         }),
@@ -222,7 +223,11 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   for (const pair of state.plan.pairs) {
     if (applied.has(pair.key)) {
       const ms = state.windows[pair.key];
-      lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider} applied ${pair.role} and ${pair.consumer}'s file was replaced${ms === undefined ? '' : ` ${formatWindow(ms)} later`}.`);
+      lines.push(
+        pair.login
+          ? `  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider} applied ${pair.login.role} and ${pair.consumer} moved to it (no window).`
+          : `  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider} applied ${pair.role} and ${pair.consumer}'s file was replaced${ms === undefined ? '' : ` ${formatWindow(ms)} later`}.`,
+      );
     }
   }
   for (const r of state.results) {
@@ -232,6 +237,14 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
         lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider}'s receipt showed the new password, and ${pair.consumer}'s file holds it.`);
         break;
       case 'rolled-back': {
+        if (pair.login) {
+          lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds what it held before this rotation (no file, if it had none) and ${pair.consumer}'s staged file was removed; ${staysOn(pair)}.`);
+          if (r.leftover) {
+            leftover = true;
+            lines.push(`      ${r.leftover} (it is never read, but it blocks the next rotation).`);
+          }
+          break;
+        }
         const receipt =
           r.receipt === 'old'
             ? `${pair.provider}'s provisioner set the old password again (its receipt): it works.`
@@ -247,12 +260,20 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
       }
       case 'provider-unknown':
         leftover = true;
+        if (pair.login) {
+          lines.push(`  ${MARKS.refused.glyph} ${pair.key}: ${pair.providerMachine} could not be rolled back (${r.reason}); ${staysOn(pair)} — only ${pair.login.role}'s files are unfinished.`);
+          break;
+        }
         lines.push(
           `  ${MARKS.refused.glyph} ${pair.key}: ${pair.providerMachine} could not be rolled back (${r.reason}): whether ${pair.provider} took the new password is unknown; if it did, new connections of ${pair.consumer} (file still old, new one staged) fail until this is finished or rolled back.`,
         );
         break;
       case 'consumer-unknown':
         leftover = true;
+        if (pair.login) {
+          lines.push(`  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be reached (${r.reason}); whichever login its file names works: ${pair.login.role} if the file was replaced, else the one it was on.`);
+          break;
+        }
         lines.push(
           `  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be reached (${r.reason}); its provider end stays live with the new password, so if ${pair.provider} applied it, ${pair.consumer}'s live password is now refused until this is finished or rolled back.`,
         );
@@ -263,6 +284,8 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
       }
     }
   }
+  const finishedKeys = new Set([...state.applied, ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair)]);
+  lines.push(...switchedLines(state.plan.pairs.filter((p) => finishedKeys.has(p.key))));
   lines.push(
     leftover
       ? `Next: once the machines are reachable, finish with ${renderStep(s, nextStep(`mesh resume ${state.id}`))} or take it back with ${renderStep(s, nextStep(`mesh rollback ${state.id}`))}`
@@ -305,6 +328,11 @@ export function formatWindow(ms: number): string {
 function receiptLines(state: Extract<Terminal, { step: 'done' | 'commit-failed' }>, waitSeconds: number | undefined): { missing: boolean; line: string }[] {
   const applied = setOf(state.applied);
   return state.plan.pairs.map((pair) => {
+    if (pair.login) {
+      return applied.has(pair.key)
+        ? { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login.role}; ${pair.consumer} moved to it (no window${pair.login.left ? `: ${pair.login.left.role}, which it left, keeps working until the next rotation` : ''})` }
+        : { missing: true, line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.` };
+    }
     if (applied.has(pair.key)) {
       const ms = state.windows[pair.key];
       return {
@@ -324,12 +352,57 @@ function receiptLines(state: Extract<Terminal, { step: 'done' | 'commit-failed' 
  * whose consumer end went live, and which connections it concerned.
  */
 function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed' }>): string[] {
-  const values = Object.values(state.windows).sort((a, b) => a - b);
-  if (values.length === 0) return [];
+  const alternating = state.plan.pairs.filter((p) => p.login);
+  const applied = setOf(state.applied);
+  const lines = switchedLines(state.plan.pairs.filter((p) => applied.has(p.key)));
+  if (alternating.length > 0) {
+    lines.unshift(`No window for ${plural(alternating.length, 'alternating pair')}: each consumer keeps a login that works until it moves to one its database already has.`);
+  }
+  const single = new Set(state.plan.pairs.filter((p) => !p.login).map((p) => p.key));
+  const values = Object.entries(state.windows).filter(([key]) => single.has(key)).map(([, ms]) => ms).sort((a, b) => a - b);
+  if (values.length === 0) return lines;
   const median = values[Math.floor((values.length - 1) / 2)]!;
   return [
+    ...lines,
     `Window: new connections that still used the OLD password could fail from the database applying the new one until the consumer's file was replaced — ${values.length === 1 ? formatWindow(values[0]!) : `at most ${formatWindow(values[values.length - 1]!)} (median ${formatWindow(median)}) over ${values.length} pairs`}. No consumer held a password before its database had it.`,
   ];
+}
+
+/**
+ * The window a finished rotation had, for a status line: the longest over its single pairs
+ * (` · window ≤ 37 ms`), ` · window: none (alternating)` when only alternating pairs applied.
+ */
+export function windowBadge(state: Extract<Terminal, { step: 'done' }>): string {
+  const applied = setOf(state.applied);
+  const single = state.plan.pairs.filter((p) => !p.login && applied.has(p.key)).map((p) => state.windows[p.key]).filter((ms): ms is number => ms !== undefined);
+  if (single.length > 0) return ` · window ≤ ${formatWindow(Math.max(...single))}`;
+  return state.plan.pairs.some((p) => p.login && applied.has(p.key)) ? ' · window: none (alternating)' : '';
+}
+
+/** A pair the view lists as not confirmed: what stays live, and that it works. */
+export function notConfirmedText(pair: RotationPlan['pairs'][number]): string {
+  if (pair.login) return `${pair.provider} has not confirmed ${pair.login.role}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
+  return `${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`;
+}
+
+/** Where an alternating pair's consumer stays when its rotation does not finish: a login that works. */
+export function staysOn(pair: RotationPlan['pairs'][number]): string {
+  if (pair.login?.left) return `${pair.consumer} stayed on its live login ${pair.login.left.role}, which works`;
+  return `${pair.consumer} kept its current file, which works (${pair.provider} still has its password)`;
+}
+
+/**
+ * The second half of a switch between single and alternating, for pairs whose consumer end
+ * is live: the old mode's provider files are removed now, or by the next rotation if baton
+ * stopped first (harmless meanwhile: the consumer no longer reads them).
+ */
+export function switchedLines(finished: readonly RotationPlan['pairs'][number][]): string[] {
+  return finished
+    .filter((p) => p.retire && p.retire.length > 0)
+    .map(
+      (p) =>
+        `  ${MARKS.info.glyph} ${p.key}: switched to ${p.credential}; ${p.consumer}'s file changed format, so baton removes ${p.retire!.map((f) => f.slice(f.lastIndexOf('/') + 1)).join(' and ')} on ${p.providerMachine} (were it stopped first, the next rotation of the pair removes ${p.retire!.length === 1 ? 'it' : 'them'}; harmless meanwhile).`,
+    );
 }
 
 export interface HolderStatus {

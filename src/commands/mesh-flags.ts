@@ -16,6 +16,10 @@ export interface MeshFlags {
   readonly maxAge?: string;
   /** `mesh rotate --older-than 90d`: only the selected pairs older than this. */
   readonly olderThan?: string;
+  /** `mesh rotate --revoke-previous`: revoke the logins alternating pairs' consumers left. */
+  readonly revokePrevious?: boolean;
+  /** `mesh rotate --end-sessions` (only with --revoke-previous): end those logins' sessions too. */
+  readonly endSessions?: boolean;
 }
 
 /** The flags of `baton mesh seed`. */

@@ -42,6 +42,8 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
     .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a pair without one is rolled back (exit 3)').default('10'))
     .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
+    .addOption(new Option('--revoke-previous', 'alternating pairs: once every consumer end is committed, give the login each consumer left a fresh password delivered nowhere (its open sessions are named)'))
+    .addOption(new Option('--end-sessions', 'with --revoke-previous: also end the left logins\' open sessions'))
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('./rotation-cli.js');

@@ -30,6 +30,7 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
       flow={flow}
       color={!options.noColor}
       resumeCommand={renderStep(options.deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh resume ${options.id}`))}
+      revoke={options.deps.revoke}
       onExit={(code, state) => {
         result = { code, state };
       }}

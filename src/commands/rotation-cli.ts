@@ -8,29 +8,33 @@ import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { CliContext } from './context.js';
 import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
-import { loadInventory, type Inventory } from '../mesh/inventory.js';
+import { findMachine, loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appendJournal, journalDirFor, journalPair, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
 import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { appliedInJournal, resumablePlan, resumeRotation } from '../mesh/resume.js';
 import { previousInJournal, rollBackPairs } from '../mesh/rollback.js';
-import { deliveryLabel, planRotation } from '../mesh/rotation-plan.js';
+import { deliveryLabel, planRotation, type PlannedPair } from '../mesh/rotation-plan.js';
 import { describeSelector, parseSelector } from '../mesh/selector.js';
 import { parseAge } from '../mesh/credential-age.js';
 import { readJournalHistory, type JournalHistory } from '../mesh/journal-history.js';
 import { errorCode } from '../fs/system-error.js';
 import { selectOlderThan } from '../mesh/select-by-age.js';
 import { digestPrefix } from '../mesh/digest.js';
+import { endDigest } from '../mesh/delivery.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
+import { journalRevoked, revokeAfterCommit, revokeResultLines, type RevokeRequest } from '../app/rotation-revoke.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
-import { allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
+import { staysOn, switchedLines, allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
-import { findLeftovers, leftoversRefusal, waysOut } from '../mesh/leftovers.js';
+import { findLeftovers, inspectPlan, leftoversRefusal, unknownLoginsRefusal, waysOut } from '../mesh/leftovers.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
 export async function meshHistory(journal: { readonly dir: string; readonly mesh: string }): Promise<JournalHistory> {
@@ -100,18 +104,19 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const selector = parseSelector(flags);
   const options = resolveOptions(flags);
   const inventory = inventoryFrom(ctx, flags);
-  const plan = planRotation(inventory, selector);
+  const planned = planRotation(inventory, selector);
   const journal = meshJournal(ctx, inventory);
   const history = await meshHistory(journal);
   const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
   let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
-  let leftovers: Awaited<ReturnType<typeof findLeftovers>>;
+  let inspected: Awaited<ReturnType<typeof inspectPlan>>;
   try {
-    resolutions = await resolveHolders(plan.holders, transports.transportFor, options, () => undefined);
-    leftovers = await findLeftovers(plan, transports.transportFor, history, options.concurrency);
+    resolutions = await resolveHolders(planned.holders, transports.transportFor, options, () => undefined);
+    inspected = await inspectPlan(planned, transports.transportFor, history, options.concurrency, (name) => findMachine(inventory, name));
   } finally {
     await transports.close();
   }
+  const { plan, leftovers } = inspected;
   const unresolved = plan.holders.filter((h) => resolutions.get(h.machine)?.status !== 'resolved');
   if (flags.json) {
     ctx.stdout.write(
@@ -120,7 +125,17 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
           selector: plan.selectorText,
           gate: unresolved.length === 0 ? 'open' : 'closed',
           leftovers: leftovers.map((l) => ({ pair: l.pair.key, rotation: l.rotation ?? null, what: l.what })),
-          pairs: plan.pairs.map((p) => ({ provider: p.provider, consumer: p.consumer, role: p.role, provider_machine: p.providerMachine, consumer_machine: p.consumerMachine, window: p.window })),
+          pairs: plan.pairs.map((p) => ({
+            provider: p.provider,
+            consumer: p.consumer,
+            role: p.role,
+            provider_machine: p.providerMachine,
+            consumer_machine: p.consumerMachine,
+            window: p.window,
+            ...(p.credential === 'alternating' ? { credential: p.credential } : {}),
+            ...(p.login ? { login: p.login.role, ...(p.login.left ? { left: p.login.left.role } : {}) } : {}),
+            ...(p.retire ? { retire: p.retire } : {}),
+          })),
           holders: plan.holders.map((h) => ({
             machine: h.machine,
             transport: h.transport,
@@ -145,6 +160,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     out('Order: provider ends first; each consumer end only after its provider\'s receipt shows the database has the new password.');
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
+    for (const u of inspected.unknownLogins) out(`${MARKS.refused.glyph} ${u.pair}: its live login could not be read on ${u.machine} (${u.reason}); a rotation would be refused.`);
     for (const l of leftovers) out(`${MARKS.action.glyph} ${l.pair.key}: ${l.what}${l.rotation ? ` (rotation ${l.rotation})` : ''}; a rotation is refused until you ${waysOut(l, ctx.suggester(flags.inventory))}.`);
     out(
       unresolved.length === 0
@@ -153,7 +169,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Nothing was changed.');
   }
-  return unresolved.length === 0 && leftovers.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
+  return unresolved.length === 0 && leftovers.length === 0 && inspected.unknownLogins.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -161,6 +177,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const olderThanMs = flags.olderThan === undefined ? undefined : parseAge('--older-than', flags.olderThan);
   const resolve = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
+  const revoke = revokeRequest(flags);
   const interactive = hasTerminal(ctx) && !flags.yes;
   if (!interactive && !flags.yes) {
     throw new BatonError('usage', {
@@ -170,8 +187,9 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
     });
   }
   const inventory = inventoryFrom(ctx, flags);
+  if (revoke) revokeSelectionRefusal(inventory, planRotation(inventory, selector));
   const journal = meshJournal(ctx, inventory);
-  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive }));
+  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive, revoke }));
 }
 
 async function rotateLocked(
@@ -179,7 +197,7 @@ async function rotateLocked(
   flags: MeshFlags,
   inventory: Inventory,
   journal: { readonly dir: string; readonly mesh: string },
-  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean },
+  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean; revoke?: RevokeRequest | undefined },
 ): Promise<number> {
   const { selector, olderThanMs, resolve, waitMs, interactive } = options;
   const output = keepGoingWhenOutputCloses(ctx.stdout);
@@ -201,11 +219,18 @@ async function rotateLocked(
     }
     plan = chosen.plan;
   }
-  // Before anything is generated: a pair some rotation left unfinished is finished or rolled back first.
-  const leftovers = await findLeftovers(plan, transports.transportFor, history, resolve.concurrency).catch(async (error: unknown) => {
+  // Before anything is generated: a pair some rotation left unfinished is finished or rolled back
+  // first; and each alternating pair's target login is fixed from its consumer end, in the same read.
+  const inspected = await inspectPlan(plan, transports.transportFor, history, resolve.concurrency, (name) => findMachine(inventory, name)).catch(async (error: unknown) => {
     await transports.close();
     throw error;
   });
+  plan = inspected.plan;
+  const leftovers = inspected.leftovers;
+  if (inspected.unknownLogins.length > 0) {
+    await transports.close();
+    throw unknownLoginsRefusal(inspected.unknownLogins);
+  }
   if (leftovers.length > 0) {
     await transports.close();
     throw leftoversRefusal('rotate', leftovers, ctx.suggester(flags.inventory));
@@ -222,6 +247,7 @@ async function rotateLocked(
     suggester: ctx.suggester(flags.inventory),
     stop,
     mesh: journal.mesh,
+    ...(options.revoke ? { revoke: options.revoke } : {}),
   };
   const unhook = stopOnSignals(stop);
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
@@ -288,7 +314,16 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
       const byMachine = new Map<string, string[]>();
       for (const p of r.pairs) if (r.applied.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
       await Promise.all([...byMachine].map(([machine, paths]) => transports.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
-      return r;
+      await retireSwitched(r.pairs.filter((p) => r.applied.has(p.key)), transports.transportFor);
+      // The rotation asked for --revoke-previous: finishing it finishes that too, under the same rule (every consumer end live).
+      const request = last?.revoke_previous ? { endSessions: last.revoke_previous.end_sessions } : undefined;
+      const revoked = request
+        ? await revokeAfterCommit(request, r, r.failures, { applied: [...r.applied].map((pair) => ({ pair, windowMs: 0 })), failures: [] }, transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS })
+        : undefined;
+      if (revoked?.some((x) => x.revoked) && last) {
+        await appendJournal(journalDir, { ...last, at: new Date().toISOString(), operator, phase: 'resumed', pairs: last.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })), applied: [...r.applied] });
+      }
+      return { ...r, request, revoked };
     })
     .finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
@@ -301,14 +336,17 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
   for (const holder of result.holders) {
     for (const d of holder.receives) {
       const live = d.end === 'provides' ? !result.failures.some((f) => f.machine === holder.machine) : result.applied.has(d.pair);
-      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(result.digests[d.pair]!)} (${deliveryLabel(d)})`);
+      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(result.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`);
     }
   }
   for (const pair of result.pairs) {
     const ms = result.windows[pair.key];
-    if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
+    if (pair.login) out(resumedAlternatingLine(pair, result.applied.has(pair.key), waitMs));
+    else if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
     else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`);
   }
+  for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
+  for (const line of revokeResultLines(result.request, result.revoked, ctx.suggester(flags.inventory))) out(line);
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
     out(`Next: fix the machine, then run: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}`);
@@ -318,7 +356,14 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
     out(`Next: once the provisioner has applied them (its receipt), run ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rollback ${id}`))}`);
     return EXIT_CODES['action-needed'];
   }
+  if (result.revoked?.some((x) => !x.revoked)) return EXIT_CODES['action-needed'];
   return EXIT_OK;
+}
+
+/** A resumed alternating pair: moved to its login, or still on the one it was on, which works. */
+function resumedAlternatingLine(pair: PlannedPair, applied: boolean, waitMs: number): string {
+  if (applied) return `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login!.role}; ${pair.consumer} moved to it (no window)`;
+  return `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login!.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
 }
 
 /**
@@ -347,7 +392,7 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
     throw leftoversRefusal('seed', leftovers, ctx.suggester(flags.inventory));
   }
   const secret = readSeedSecret(path.resolve(flags.fromFile));
-  const { digest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
+  const { digest, consumerDigest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   await appendJournal(journal.dir, {
     id,
@@ -358,11 +403,12 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
     selector: plan.selectorText,
     holders: plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
     results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
-    pairs: [journalPair(pair, digest)],
+    pairs: [journalPair(pair, digest, undefined, consumerDigest)],
   });
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  out(`Seeded ${pair.key} (role ${pair.role}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
-  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(digest)} (0600)`);
+  out(`Seeded ${pair.key} (role ${pair.role}${pair.login ? `, login ${pair.login.role}` : ''}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
+  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(d.end === 'consumes' ? consumerDigest : digest)} (0600)`);
+  if (pair.login) out(`  ${pair.consumer}'s file is "user=${pair.login.role} password='…'" (libpq keyword/value); ${pair.provider}'s provisioner gives ${pair.login.role} that password.`);
   out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate --pair ${pair.key}`))}\` rotates it.`);
   return EXIT_OK;
 }
@@ -387,7 +433,14 @@ export async function runMeshRollback(ctx: CliContext, id: string, flags: Pick<M
     const finished = appliedInJournal(records);
     const open = pairs.filter((p) => !finished.has(p.key));
     const transports = openCommandTransports(inventory.machines, { timeoutMs });
-    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS }).finally(() => transports.close());
+    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS })
+      .then(async (r) => {
+        // A pair the roll-back found finished is a finished switch too.
+        const done = new Set(r.filter((x) => x.result === 'finished').map((x) => x.pair));
+        await retireSwitched(open.filter((p) => done.has(p.key)), transports.transportFor);
+        return r;
+      })
+      .finally(() => transports.close());
     const last = records.find((r) => r.phase === 'prepared')!;
     const nowFinished = results.filter((r) => r.result === 'finished').map((r) => r.pair);
     await appendJournal(journal.dir, {

@@ -10,6 +10,29 @@ import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { Holder, PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
+import { formatConsumerConninfo } from './alternating.js';
+
+/**
+ * Where a pair's CONSUMER-end digest is kept in a rotation's digests, when it differs from the
+ * provider end's: an alternating consumer end names its login beside the secret, so its text
+ * (and digest) is its own. `digests[pair]` stays the provider end's, which the receipt carries.
+ */
+export function consumerDigestKey(pair: string): string {
+  return `${pair}\0consumes`;
+}
+
+/** The digest a pair's end holds once live: the consumer end's own where it has one. */
+export function endDigest(digests: Readonly<Record<string, SecretDigest>>, pair: string, end: 'provides' | 'consumes'): SecretDigest | undefined {
+  return end === 'consumes' ? (digests[consumerDigestKey(pair)] ?? digests[pair]) : digests[pair];
+}
+
+/**
+ * The text each end of a pair receives: the provider end the secret; the consumer end the same
+ * secret, or for an alternating pair `user=<login> password='<secret>'` (formatConsumerConninfo).
+ */
+export function endSecrets(pair: PlannedPair, secret: Secret): { provides: Secret; consumes: Secret } {
+  return { provides: secret, consumes: pair.login ? Secret.fromText(formatConsumerConninfo(pair.login.role, secret.reveal())) : secret };
+}
 
 export interface MachineFailure {
   readonly machine: string;
@@ -32,9 +55,12 @@ export async function prepareAll(
   concurrency: number,
   onStaged: (machine: string, files: number) => void,
 ): Promise<PrepareResult> {
-  const secrets = new Map(pairs.map((p) => [p.key, Secret.generate()] as const));
+  const secrets = new Map(pairs.map((p) => [p.key, endSecrets(p, Secret.generate())] as const));
   const digests: Record<string, SecretDigest> = {};
-  for (const [key, secret] of secrets) digests[key] = secret.digest;
+  for (const [key, secret] of secrets) {
+    digests[key] = secret.provides.digest;
+    if (secret.consumes !== secret.provides) digests[consumerDigestKey(key)] = secret.consumes.digest;
+  }
   const failures: MachineFailure[] = [];
   /** Machines that did not answer: clean-up does not wait on them a second time. */
   const unreachable = new Set<string>();
@@ -42,9 +68,9 @@ export async function prepareAll(
     if (failures.length > 0) return;
     try {
       const transport = transportFor(holder.machine);
-      const landed = await transport.stage(holder.receives.map((d) => ({ path: d.path, secret: secrets.get(d.pair)! })));
+      const landed = await transport.stage(holder.receives.map((d) => ({ path: d.path, secret: secrets.get(d.pair)![d.end] })));
       holder.receives.forEach((d, i) => {
-        if (landed[i] !== digests[d.pair]) throw new Error(`the staged ${d.path}.next does not match what was sent`);
+        if (landed[i] !== endDigest(digests, d.pair, d.end)) throw new Error(`the staged ${d.path}.next does not match what was sent`);
       });
       onStaged(holder.machine, holder.receives.length);
     } catch (error) {
@@ -215,7 +241,10 @@ export function beginReceiptWait(
   digests: Readonly<Record<string, SecretDigest>>,
   transportFor: TransportFor,
   wait: ApplyWait,
+  /** `rename: false`: a receipt alone finishes a pair (awaitReceipts); no consumer end is touched. */
+  options: { readonly rename?: boolean } = {},
 ): ReceiptWait {
+  const renames = options.rename !== false;
   const now = wait.now ?? Date.now;
   const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const closed = new AbortController();
@@ -232,7 +261,7 @@ export function beginReceiptWait(
   // A provider machine gets a channel too, for its clock, when its pairs' consumers are elsewhere.
   const channels = new Map<string, Promise<BoundRenameChannel | undefined>>();
   const wantsChannel = new Set([...byConsumer.keys(), ...pairs.filter((p) => p.providerMachine !== p.consumerMachine).map((p) => p.providerMachine)]);
-  if (wait.waitMs > 0) {
+  if (wait.waitMs > 0 && renames) {
     for (const machine of wantsChannel) {
       const transport = transportFor(machine);
       if (transport.openChannel) channels.set(machine, slots.run(() => transport.openChannel!()).catch(() => undefined));
@@ -340,7 +369,7 @@ export function beginReceiptWait(
           try {
             const channel = await channelOf(machine);
             const paths = batch.map((p) => p.consumerPath);
-            const renamedAt = await slots.run(async () => {
+            const renamedAt = !renames ? now() : await slots.run(async () => {
               if (channel) return (await channel.commit(paths)) - channel.clock.offsetMs;
               await transportFor(machine).commit(paths);
               return now();
@@ -423,6 +452,26 @@ export function beginReceiptWait(
   };
 
   return { ready, run, close };
+}
+
+/**
+ * Waits, with the same readers and polls as the consumer commit, for each pair's receipt to show
+ * `digests[pair.key]`, renaming nothing: the keys of the pairs whose receipt did within the wait.
+ * For a file delivered to the provider end alone (revoke.ts).
+ */
+export async function awaitReceipts(
+  pairs: readonly PlannedPair[],
+  digests: Readonly<Record<string, SecretDigest>>,
+  transportFor: TransportFor,
+  wait: ApplyWait,
+): Promise<ReadonlySet<string>> {
+  const receiptWait = beginReceiptWait(pairs, digests, transportFor, wait, { rename: false });
+  try {
+    const result = await receiptWait.run(pairs, () => undefined);
+    return new Set(result.applied.map((a) => a.pair));
+  } finally {
+    receiptWait.close();
+  }
 }
 
 function limiter(size: number) {

@@ -24,11 +24,17 @@ export function digestPrefix(digest: SecretDigest): string {
 export const RECEIPTS_DIR = '.applied';
 
 /**
+ * Where `mesh rotate --end-sessions` asks the provisioner to end a login's sessions:
+ * `provides/<provider>/.end-sessions/<login file>`, holding the digest of the login file it is for.
+ */
+export const END_SESSIONS_DIR = '.end-sessions';
+
+/**
  * What the provisioner last found in the database for a role it had applied, kept in its
  * receipt: `as-set` while the role exists, can log in, is not expired and still holds the
  * verifier of the delivered password; otherwise what changed underneath it.
  */
-export const DATABASE_FINDINGS = ['as-set', 'password-changed', 'dropped', 'nologin', 'expired'] as const;
+export const DATABASE_FINDINGS = ['as-set', 'password-changed', 'dropped', 'nologin', 'expired', 'not-member'] as const;
 export type DatabaseFinding = (typeof DATABASE_FINDINGS)[number];
 
 /** Each finding as a clause, for the provisioner's log and `mesh status`. */
@@ -38,6 +44,7 @@ export const DATABASE_FINDING_WORDS: Record<DatabaseFinding, string> = {
   dropped: 'the role was dropped',
   nologin: 'the role was set NOLOGIN',
   expired: 'the role\'s VALID UNTIL has passed',
+  'not-member': 'the login is no longer a member of its group',
 };
 
 export interface DatabaseCheck {
@@ -63,24 +70,65 @@ export interface DatabaseCheck {
  * receipt reads as before. It never holds a secret or a verifier.
  */
 export interface Receipt {
+  /** The delivered file's name: a role, or a login file (`web1_app+a`). */
   readonly role: string;
   readonly digest: SecretDigest;
   /** RFC 3339; diagnostic. */
   readonly applied_at: string;
   readonly database?: DatabaseCheck;
+  /** For a login file: the login role its secret is the password of (`web1_app_a`). */
+  readonly login?: string;
+  /** For a login: its open sessions when the receipt was written (at most RECEIPT_SESSIONS_MAX). */
+  readonly sessions?: readonly LoginSession[];
+  /** For a login: how many of its sessions the provisioner ended on an end-sessions request. */
+  readonly ended_sessions?: number;
 }
+
+/** One open session of a login, as `pg_stat_activity` shows it (never what it runs). */
+export interface LoginSession {
+  readonly pid: number;
+  readonly application_name: string;
+  /** null for a local socket. */
+  readonly client_addr: string | null;
+  /** RFC 3339. */
+  readonly backend_start: string;
+}
+
+/** A receipt names at most this many sessions: enough to find the holders, never a flood. */
+export const RECEIPT_SESSIONS_MAX = 20;
 
 export function parseReceipt(text: string): Receipt | undefined {
   try {
     const value = JSON.parse(text) as Partial<Receipt>;
     if (typeof value.role === 'string' && typeof value.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(value.digest)) {
       const database = parseDatabaseCheck(value.database);
-      return { role: value.role, digest: value.digest as SecretDigest, applied_at: String(value.applied_at ?? ''), ...(database ? { database } : {}) };
+      const sessions = parseSessions(value.sessions);
+      return {
+        role: value.role,
+        digest: value.digest as SecretDigest,
+        applied_at: String(value.applied_at ?? ''),
+        ...(database ? { database } : {}),
+        ...(typeof value.login === 'string' ? { login: value.login } : {}),
+        ...(sessions ? { sessions } : {}),
+        ...(Number.isSafeInteger(value.ended_sessions) && value.ended_sessions! >= 0 ? { ended_sessions: value.ended_sessions } : {}),
+      };
     }
   } catch {
     // An unreadable receipt is "not applied yet", never an error that stops a rotation.
   }
   return undefined;
+}
+
+/** Sessions of an unknown shape are dropped one by one; a list that is not one is dropped whole. */
+function parseSessions(value: unknown): LoginSession[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  return value.flatMap((item): LoginSession[] => {
+    if (typeof item !== 'object' || item === null) return [];
+    const { pid, application_name, client_addr, backend_start } = item as Record<string, unknown>;
+    if (!Number.isSafeInteger(pid) || typeof application_name !== 'string' || typeof backend_start !== 'string') return [];
+    if (client_addr !== null && typeof client_addr !== 'string') return [];
+    return [{ pid: pid as number, application_name, client_addr, backend_start }];
+  }).slice(0, RECEIPT_SESSIONS_MAX);
 }
 
 /** A check of a shape this version does not know is dropped (the receipt reads as an old one). */

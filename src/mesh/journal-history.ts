@@ -24,6 +24,8 @@ export interface JournalHistory {
   preparedBy(key: string, digest: SecretDigest): string | undefined;
   /** The rotation that prepared this pair and has not finished it (nor rolled it back), if any. */
   unfinished(key: string): string | undefined;
+  /** Whether the last rotation that finished this pair revoked the login its consumer left (`--revoke-previous`). */
+  revoked(key: string): boolean;
 }
 
 /**
@@ -57,6 +59,8 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const prepared = new Map<string, string>();
   /** rotation id → pairs it finished (applied, or found finished by a roll-back) or took back. */
   const closed = new Map<string, Set<string>>();
+  /** pair → whether the last record that finished it marked it revoked. */
+  const revoked = new Map<string, boolean>();
   for (const record of records) {
     if (!record || typeof record.id !== 'string' || !Array.isArray(record.pairs)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
@@ -69,7 +73,9 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       done.add(key);
     }
     for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : []) if (r.result === 'rolled-back') done.add(r.pair);
+    const finished = new Set(Array.isArray(record.applied) ? record.applied : []);
     for (const pair of record.pairs) {
+      if (finished.has(pair.key)) revoked.set(pair.key, pair.revoked === true);
       lastId.set(pair.key, record.id);
       if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
     }
@@ -81,6 +87,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       return { lastRotatedAt: lastRotatedAt.get(key), lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined };
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
+    revoked: (key) => revoked.get(key) ?? false,
     unfinished(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);

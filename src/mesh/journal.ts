@@ -56,6 +56,18 @@ export interface JournalPair {
   readonly digest?: SecretDigest;
   /** The provider's file before the commit, kept beside it until the pair finishes. */
   readonly previous?: SecretDigest;
+  /** How the pair's credential is held (absent in older records: single). */
+  readonly credential?: 'single' | 'alternating';
+  /** Alternating: the login this rotation moved the consumer to. */
+  readonly login?: string;
+  /** Alternating: the login the consumer left (absent: it was on none, or on the single role). */
+  readonly left?: string;
+  /** Set when the left login was given a password never delivered (revoked on purpose). */
+  readonly revoked?: boolean;
+  /** Alternating: the consumer end's own digest (it names the login beside the secret). */
+  readonly consumer_digest?: SecretDigest;
+  /** Provider-end files of the other mode, removed once the consumer end is live (a pair being switched). */
+  readonly retire?: readonly string[];
 }
 
 /** How one pair's roll-back ended (rollback.ts): digests and machine names only. */
@@ -83,9 +95,14 @@ export interface JournalRecord {
   readonly rolled_back?: readonly JournalRollback[];
   /** The mesh this rotation belongs to (meshIdentity): one journal may serve several inventories. */
   readonly mesh?: string;
+  /**
+   * `--revoke-previous` was asked for (with `--end-sessions` or not): kept on every record of
+   * the rotation, so a `mesh resume` that finishes it also revokes what the operator asked.
+   */
+  readonly revoke_previous?: { readonly end_sessions: boolean };
 }
 
-export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?: SecretDigest): JournalPair {
+export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?: SecretDigest, consumerDigest?: SecretDigest): JournalPair {
   return {
     key: pair.key,
     provider: pair.provider,
@@ -98,6 +115,11 @@ export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?:
     receipt_path: pair.receiptPath,
     ...(digest ? { digest } : {}),
     ...(previous ? { previous } : {}),
+    // Only an alternating pair or one being switched says more, so a single pair's record is as before.
+    ...(pair.credential === 'alternating' ? { credential: pair.credential } : {}),
+    ...(pair.login ? { login: pair.login.role, ...(pair.login.left ? { left: pair.login.left.role } : {}) } : {}),
+    ...(consumerDigest && consumerDigest !== digest ? { consumer_digest: consumerDigest } : {}),
+    ...(pair.retire && pair.retire.length > 0 ? { retire: pair.retire } : {}),
   };
 }
 

@@ -10,8 +10,9 @@ import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
-import type { PlannedPair, RotationPlan } from './rotation-plan.js';
-import type { FileDigests, TransportFor } from './transport.js';
+import { providerFilesOf, settleLogins, type EndsRead, type PlannedPair, type RotationPlan } from './rotation-plan.js';
+import type { Machine } from './inventory.js';
+import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
 export interface Leftover {
   readonly pair: PlannedPair;
@@ -27,28 +28,82 @@ export function leftoverOf(pair: PlannedPair, provider: FileDigests | undefined,
   const rotation = open ?? (staged ? history.preparedBy(pair.key, staged) : undefined) ?? (provider?.live ? history.preparedBy(pair.key, provider.live) : undefined);
   if (provider?.next) return { pair, rotation, what: `${pair.providerMachine} has ${pair.providerPath}.next staged` };
   if (consumer?.next) return { pair, rotation, what: `${pair.consumerMachine} has ${pair.consumerPath}.next staged` };
-  // A previous file beside a finished pair (both ends equal) is only one a clean-up missed.
-  const finished = provider?.live !== undefined && provider.live === consumer?.live;
+  // A previous file beside a finished pair (both ends equal) is only one a clean-up missed. An
+  // alternating pair's ends never hold the same text, so only the journal can clear its `.prev`.
+  const finished = pair.credential !== 'alternating' && provider?.live !== undefined && provider.live === consumer?.live;
   if (provider?.prev && !finished) return { pair, rotation, what: `${pair.providerMachine} keeps the previous provider file of a rotation that did not finish` };
   if (open) return { pair, rotation, what: `rotation ${open} has not finished it` };
   return undefined;
 }
 
-/** Reads both ends of every pair (one call per machine); a machine that cannot be read is left to the gate. */
-export async function findLeftovers(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, concurrency: number): Promise<Leftover[]> {
+/**
+ * Reads both ends of every pair, and every provider-end file a pair may have (providerFilesOf),
+ * one call per machine; a machine that cannot be read is left to the gate.
+ */
+export async function readPlanEnds(plan: RotationPlan, transportFor: TransportFor, concurrency: number, unread?: Map<string, string>): Promise<Map<string, FileDigests>> {
   const ends = new Map<string, FileDigests>();
+  const extra = new Map<string, Set<string>>();
+  for (const pair of plan.pairs) {
+    let paths = extra.get(pair.providerMachine);
+    if (!paths) extra.set(pair.providerMachine, (paths = new Set()));
+    for (const p of providerFilesOf(pair)) paths.add(p);
+  }
   await mapBounded(plan.holders, concurrency, async (holder) => {
+    const paths = [...new Set([...holder.receives.map((d) => d.path), ...(extra.get(holder.machine) ?? [])])];
     try {
-      const read = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
-      holder.receives.forEach((d, i) => ends.set(`${holder.machine}\0${d.path}`, read[i]!));
-    } catch {
+      const read = await transportFor(holder.machine).digests(paths);
+      paths.forEach((p, i) => ends.set(`${holder.machine}\0${p}`, read[i]!));
+    } catch (error) {
       // Unreadable: the rotation's gate names it and sends nothing.
+      unread?.set(holder.machine, reasonOf(error));
     }
   });
+  return ends;
+}
+
+/** The leftovers of a plan whose ends were read. */
+export function leftoversIn(plan: RotationPlan, ends: EndsRead, history: JournalHistory): Leftover[] {
   return plan.pairs.flatMap((pair) => {
     const found = leftoverOf(pair, ends.get(`${pair.providerMachine}\0${pair.providerPath}`), ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`), history);
     return found ? [found] : [];
   });
+}
+
+/**
+ * What a rotation needs to know before it generates anything, from one read per machine: each
+ * alternating pair's target login (settleLogins) and the leftovers of the plan so fixed.
+ */
+export async function inspectPlan(
+  plan: RotationPlan,
+  transportFor: TransportFor,
+  history: JournalHistory,
+  concurrency: number,
+  machineOf: (name: string) => Machine,
+): Promise<{ plan: RotationPlan; leftovers: Leftover[]; unknownLogins: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[] }> {
+  const unread = new Map<string, string>();
+  const ends = await readPlanEnds(plan, transportFor, concurrency, unread);
+  const settled = settleLogins(plan, ends, machineOf);
+  const unknownLogins = settled.pairs.filter((p) => p.credential === 'alternating' && unread.has(p.consumerMachine)).map((p) => ({ pair: p.key, machine: p.consumerMachine, reason: unread.get(p.consumerMachine)! }));
+  return { plan: settled, leftovers: leftoversIn(settled, ends, history), unknownLogins };
+}
+
+/**
+ * An alternating pair whose consumer end could not be read has no known live login: rotating
+ * a guessed slot could change the password the consumer is using. Refused before anything is
+ * generated, like an unresolved holder.
+ */
+export function unknownLoginsRefusal(unknown: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[]): BatonError {
+  return new BatonError('gate-closed', {
+    what: `mesh rotate refused: the live login of ${unknown.length === 1 ? '1 alternating pair' : `${unknown.length} alternating pairs`} could not be read (${unknown.map((u) => u.pair).join(', ')}).`,
+    where: [...new Map(unknown.map((u) => [u.machine, `${u.machine} (${u.reason})`])).values()].join('; '),
+    next: 'Make the machines reachable, then rotate again.',
+    changed: 'Nothing was generated and nothing was sent.',
+  });
+}
+
+/** Reads both ends of every pair (one call per machine); a machine that cannot be read is left to the gate. */
+export async function findLeftovers(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, concurrency: number): Promise<Leftover[]> {
+  return leftoversIn(plan, await readPlanEnds(plan, transportFor, concurrency), history);
 }
 
 /** The two ways out of a leftover, as suggested commands. */

@@ -22,6 +22,36 @@ export interface PairReading {
   readonly consumer: EndReading;
   /** The provisioner's receipt for the role; undefined when absent or unreadable. */
   readonly receipt: Receipt | undefined;
+  /** An alternating pair's logins (then `provider`/`receipt` are the live login's file, `R+x`). */
+  readonly logins?: LoginsReading;
+}
+
+/** What an alternating pair's holders say about its two logins. */
+export interface LoginsReading {
+  /** The login the consumer end names (`user=`), undefined when it names none (a pair being switched). */
+  readonly live: string | undefined;
+  /** The other login, and whether its provider file and its receipt are there. */
+  readonly other:
+    | {
+        readonly login: string;
+        /** The other login's provider file (`…/R+y`): where a rotation of the pair stages and commits. */
+        readonly path: string;
+        readonly read: boolean;
+        readonly file: boolean;
+        readonly receipt: boolean;
+        /** A staged `.next` beside it, and the previous file a provider commit keeps until the pair finishes. */
+        readonly next: boolean;
+        readonly prev: boolean;
+      }
+    | undefined;
+}
+
+/** `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere; `unknown`: its machine could not be read. */
+export type OtherLoginState = 'valid' | 'revoked' | 'missing' | 'unknown';
+
+export interface PairLogins {
+  readonly live: string | undefined;
+  readonly other: { readonly login: string; readonly state: OtherLoginState } | undefined;
 }
 
 export interface PairStatus {
@@ -43,6 +73,8 @@ export interface PairStatus {
   readonly unreadable: readonly { readonly machine: string; readonly reason: string }[];
   /** What the provisioner last found in PostgreSQL for the credential the ends hold (its receipt's check). */
   readonly database?: DatabaseCheck;
+  /** An alternating pair: its live login and the other one's state. */
+  readonly logins?: PairLogins;
 }
 
 /**
@@ -60,6 +92,8 @@ export function classifyPair(pair: PlannedPair, reading: PairReading, running?: 
     return { state: 'unreachable', detail: `could not read ${which.join(' and ')}` };
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
+  const moving = alternatingLeftover(pair, reading, running);
+  if (moving) return moving;
   if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
   // Baton stopped between this pair's provider commit and its consumer commit: the provider is
   // live with the new password (its previous file kept), the consumer's new end staged.
@@ -80,11 +114,30 @@ export function classifyPair(pair: PlannedPair, reading: PairReading, running?: 
   if (!provider.live && !consumer.live) return { state: 'drifted', detail: `no credential was ever delivered: both ends are missing` };
   if (!provider.live) return { state: 'drifted', detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing` };
   if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
-  if (provider.live !== consumer.live) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
+  // A consumer on a login holds `user=… password=…`, its provider the bare secret: their digests differ by design.
+  if (provider.live !== consumer.live && reading.logins?.live === undefined) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
   if (!applied) {
     return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
   }
   return databaseTruth(pair, receipt!) ?? { state: 'applied', detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt!)}` };
+}
+
+/**
+ * An alternating pair's rotation lands on the login its consumer is NOT on: a `.next` left beside
+ * that login's file, or that file committed while the consumer's new end waits staged. The
+ * consumer's own login keeps working throughout, so the detail says so.
+ */
+function alternatingLeftover(pair: PlannedPair, reading: PairReading, running: string | undefined): { state: PairState; detail: string } | undefined {
+  const other = reading.logins?.other;
+  const live = reading.logins?.live;
+  if (!other || !live || !reading.consumer.read) return undefined;
+  if (other.next) return { state: 'staged', detail: `${pair.providerMachine} has ${other.path}.next left from a rotation that did not finish; ${pair.consumer} still uses ${live}, which works` };
+  if (reading.consumer.next && other.prev) {
+    return running
+      ? { state: 'pending', detail: `${pair.consumer}'s end for ${other.login} waits staged for ${pair.provider}'s receipt (${running} is running); ${pair.consumer} still uses ${live}, which works` }
+      : { state: 'staged', detail: `a rotation stopped between the provider commit and the consumer commit: ${pair.consumer} still uses ${live}, which works` };
+  }
+  return undefined;
 }
 
 /**
@@ -140,7 +193,16 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     neverDelivered: reading.provider.read && reading.consumer.read && !reading.provider.live && !reading.consumer.live && !reading.provider.next && !reading.consumer.next,
     unreadable,
     ...databaseOf(reading),
+    ...(reading.logins ? { logins: loginsOf(reading.logins, history.revoked(pair.key)) } : {}),
   };
+}
+
+/** The other login: missing without its file or receipt, revoked if the last finished rotation said so, else valid. */
+export function loginsOf(reading: LoginsReading, revoked: boolean): PairLogins {
+  const other = reading.other;
+  if (!other) return { live: reading.live, other: undefined };
+  const state: OtherLoginState = !other.read ? 'unknown' : !other.file || !other.receipt ? 'missing' : revoked ? 'revoked' : 'valid';
+  return { live: reading.live, other: { login: other.login, state } };
 }
 
 /** The receipt's database check, when the receipt is for what the provider end holds. */

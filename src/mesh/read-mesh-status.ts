@@ -4,13 +4,15 @@
  * receipts. One machine at a time per worker and its calls in sequence, so with a connection
  * share a machine costs one handshake however many pairs it holds.
  */
+import path from 'node:path';
 import { reasonOf } from './transport.js';
 import type { TransportFor } from './transport.js';
-import { parseReceipt, type Receipt } from './digest.js';
+import { LOGIN_SLOTS, loginFileName, loginRole, otherSlot, slotOfLogin, type LoginSlot } from './alternating.js';
+import { parseReceipt, RECEIPTS_DIR, type Receipt } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
-import { pairStatus, type EndReading, type PairStatus } from './mesh-status.js';
-import type { RotationPlan } from './rotation-plan.js';
+import { pairStatus, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
+import type { PlannedPair, RotationPlan } from './rotation-plan.js';
 
 export interface MeshStatusOptions {
   readonly concurrency: number;
@@ -22,24 +24,36 @@ export interface MeshStatusOptions {
   readonly running?: string;
 }
 
+/** The provider file of an alternating pair's login `slot` (`…/provides/P/R+x`) and its receipt. */
+export function loginFilePaths(pair: Pick<PlannedPair, 'providerPath' | 'role'>, slot: LoginSlot): { readonly providerPath: string; readonly receiptPath: string } {
+  const dir = path.posix.dirname(pair.providerPath);
+  const name = loginFileName(pair.role, slot);
+  return { providerPath: `${dir}/${name}`, receiptPath: `${dir}/${RECEIPTS_DIR}/${name}` };
+}
+
 export async function readMeshStatus(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, options: MeshStatusOptions): Promise<PairStatus[]> {
   const ends = new Map<string, EndReading>();
+  const liveLogins = new Map<string, string>();
   const receipts = new Map<string, Receipt | undefined>();
   const endKey = (machine: string, file: string) => `${machine}\0${file}`;
   const byKey = new Map(plan.pairs.map((p) => [p.key, p]));
+  // An alternating pair's provider end is the file of the login its consumer is on: both are read, with their receipts.
+  const loginFiles = (p: PlannedPair) => (p.credential === 'alternating' ? LOGIN_SLOTS.map((slot) => loginFilePaths(p, slot)) : []);
   await mapBounded(plan.holders, options.concurrency, async (holder) => {
-    const paths = holder.receives.map((d) => d.path);
+    const provided = holder.receives.filter((d) => d.end === 'provides').map((d) => byKey.get(d.pair)!);
+    const paths = [...holder.receives.map((d) => d.path), ...provided.flatMap((p) => loginFiles(p).map((f) => f.providerPath))];
     try {
       const transport = transportFor(holder.machine);
       const digests = await transport.digests(paths);
-      holder.receives.forEach((d, i) => {
+      paths.forEach((file, i) => {
         const got = digests[i];
-        ends.set(endKey(holder.machine, d.path), { read: true, live: got?.live, next: got?.next, ...(got?.prev ? { prev: got.prev } : {}), liveModifiedMs: got?.liveModifiedMs });
+        ends.set(endKey(holder.machine, file), { read: true, live: got?.live, next: got?.next, ...(got?.prev ? { prev: got.prev } : {}), liveModifiedMs: got?.liveModifiedMs });
+        if (got?.liveLogin) liveLogins.set(endKey(holder.machine, file), got.liveLogin);
       });
-      const provided = holder.receives.filter((d) => d.end === 'provides').map((d) => byKey.get(d.pair)!);
-      if (provided.length > 0) {
-        const texts = await transport.readTexts(provided.map((p) => p.receiptPath));
-        provided.forEach((p, i) => receipts.set(p.key, texts[i] === undefined ? undefined : parseReceipt(texts[i]!)));
+      const receiptPaths = provided.flatMap((p) => [p.receiptPath, ...loginFiles(p).map((f) => f.receiptPath)]);
+      if (receiptPaths.length > 0) {
+        const texts = await transport.readTexts(receiptPaths);
+        receiptPaths.forEach((file, i) => receipts.set(endKey(holder.machine, file), texts[i] === undefined ? undefined : parseReceipt(texts[i]!)));
       }
       options.onMachine?.(holder.machine, true);
     } catch (error) {
@@ -49,18 +63,43 @@ export async function readMeshStatus(plan: RotationPlan, transportFor: Transport
     }
   });
   const unread: EndReading = { read: false, reason: 'not read' };
-  return plan.pairs.map((pair) =>
-    pairStatus(
+  return plan.pairs.map((planned) => {
+    let pair = planned;
+    let logins: LoginsReading | undefined;
+    if (planned.credential === 'alternating') {
+      const live = liveLogins.get(endKey(planned.consumerMachine, planned.consumerPath));
+      const slot = live === undefined ? undefined : slotOfLogin(planned.role, live);
+      if (slot) {
+        // Shown and compared as the live login's file, so every detail names the file that matters.
+        pair = { ...planned, ...loginFilePaths(planned, slot) };
+        const other = loginFilePaths(planned, otherSlot(slot));
+        const otherEnd = ends.get(endKey(planned.providerMachine, other.providerPath));
+        logins = {
+          live,
+          other: {
+            login: loginRole(planned.role, otherSlot(slot)),
+            path: other.providerPath,
+            read: otherEnd?.read === true,
+            next: otherEnd?.read === true && otherEnd.next !== undefined,
+            prev: otherEnd?.read === true && otherEnd.prev !== undefined,
+            file: otherEnd?.read === true && otherEnd.live !== undefined,
+            receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined,
+          },
+        };
+      } else logins = { live: undefined, other: undefined };
+    }
+    return pairStatus(
       pair,
       {
         provider: ends.get(endKey(pair.providerMachine, pair.providerPath)) ?? unread,
         consumer: ends.get(endKey(pair.consumerMachine, pair.consumerPath)) ?? unread,
-        receipt: receipts.get(pair.key),
+        receipt: receipts.get(endKey(pair.providerMachine, pair.receiptPath)),
+        ...(logins ? { logins } : {}),
       },
       history,
       options.nowMs,
       options.maxAgeMs,
       options.running,
-    ),
-  );
+    );
+  });
 }

@@ -8,10 +8,11 @@
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import { reasonOf, type TransportFor } from './transport.js';
-import { beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
+import { consumerDigestKey, endDigest, beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
-import type { JournalRecord } from './journal.js';
+import type { JournalPair, JournalRecord } from './journal.js';
+import { loginFileName, slotOfLogin } from './alternating.js';
 import { mapBounded } from './map-bounded.js';
 import { holdersOf, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
 
@@ -74,11 +75,37 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       }
     }
     digests[p.key] = p.digest;
-    const pair: Pair = { provider: p.provider, consumer: p.consumer, role: p.role, providerMachine: p.provider_machine, consumerMachine: p.consumer_machine, credential: 'single' };
-    pairs.push({ ...pair, key: p.key, providerPath: p.provider_path, consumerPath: p.consumer_path, receiptPath: p.receipt_path, window: windowText(pair) });
+    if (p.consumer_digest) digests[consumerDigestKey(p.key)] = p.consumer_digest;
+    // The pair as the rotation planned it: its mode, the login it moves to and the one it leaves.
+    const pair: Pair = { provider: p.provider, consumer: p.consumer, role: p.role, providerMachine: p.provider_machine, consumerMachine: p.consumer_machine, credential: p.credential ?? 'single' };
+    const login = loginFromJournal(p);
+    pairs.push({
+      ...pair,
+      key: p.key,
+      providerPath: p.provider_path,
+      consumerPath: p.consumer_path,
+      receiptPath: p.receipt_path,
+      window: windowText(pair, login, p.retire),
+      ...(login ? { login } : {}),
+      ...(p.retire && p.retire.length > 0 ? { retire: p.retire } : {}),
+    });
   }
   const holders = holdersOf(pairs, (name) => machines.get(name)!);
   return { selector: prepared.selector, pairs, holders, digests };
+}
+
+/** An alternating pair's logins as the journal names them, with the left login's files beside the target's. */
+function loginFromJournal(p: JournalPair): PlannedPair['login'] {
+  if (p.credential !== 'alternating' || !p.login) return undefined;
+  const slot = slotOfLogin(p.role, p.login);
+  if (!slot) return undefined;
+  const left = p.left ? slotOfLogin(p.role, p.left) : undefined;
+  const swap = (file: string) => `${file.slice(0, file.lastIndexOf('/') + 1)}${loginFileName(p.role, left!)}`;
+  return {
+    slot,
+    role: p.login,
+    ...(left ? { left: { slot: left, role: p.left!, providerPath: swap(p.provider_path), receiptPath: swap(p.receipt_path) } } : {}),
+  };
 }
 
 /**
@@ -106,7 +133,7 @@ export async function resumeRotation(
     try {
       const read = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
       holder.receives.forEach((d, i) => {
-        const expected = digests[d.pair];
+        const expected = endDigest(digests, d.pair, d.end);
         const key = `${holder.machine}\0${d.path}`;
         if (read[i]?.live === expected) {
           alreadyLive++;

@@ -14,7 +14,7 @@
  */
 import type { SecretDigest } from './digest.js';
 import { parseReceipt } from './digest.js';
-import { groupBy, type ReceiptPolling } from './delivery.js';
+import { endDigest, groupBy, type ReceiptPolling } from './delivery.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair } from './rotation-plan.js';
 import type { JournalRecord } from './journal.js';
@@ -61,7 +61,7 @@ export async function rollBackPairs(
   for (const pair of pairs) {
     const end = consumerEnds.get(pair.key)!;
     if ('reason' in end) results.set(pair.key, { pair: pair.key, result: 'consumer-unknown', reason: end.reason });
-    else if (end.live === digests[pair.key]) results.set(pair.key, { pair: pair.key, result: 'finished' });
+    else if (end.live === endDigest(digests, pair.key, 'consumes')) results.set(pair.key, { pair: pair.key, result: 'finished' });
     else open.push(pair);
   }
   const receipted = await receiptedNew(open, digests, transportFor, options.concurrency);

@@ -6,6 +6,8 @@
  */
 import path from 'node:path';
 import { RECEIPTS_DIR } from './digest.js';
+import { LOGIN_SLOTS, loginFileName, loginRole, otherSlot, slotOfLogin, type LoginSlot } from './alternating.js';
+import type { FileDigests } from './transport.js';
 import { findMachine, pairKey, type Inventory, type Machine, type Pair } from './inventory.js';
 import { describeSelector, selectPairs, type Selector } from './selector.js';
 
@@ -34,6 +36,25 @@ export interface PlannedPair extends Pair {
   readonly receiptPath: string;
   /** The window, in words. */
   readonly window: string;
+  /**
+   * Set on an alternating pair once the consumer end's live login is known (after resolving,
+   * before preparing: settleLogins). planRotation alone sets slot a, matching the provider path
+   * it plans, which is right only for a pair never delivered (and for `mesh seed`).
+   */
+  readonly login?: {
+    /** The login this rotation gives a new password and moves the consumer to. */
+    readonly slot: LoginSlot;
+    /** loginRole(pair.role, slot) */
+    readonly role: string;
+    /** The login the consumer is on now (undefined: a single pair being switched, or never delivered). */
+    readonly left?: { readonly slot: LoginSlot; readonly role: string; readonly providerPath: string; readonly receiptPath: string };
+  };
+  /**
+   * A pair being switched between single and alternating: provider-end files of the other mode
+   * that baton removes (with their receipts) once this rotation's consumer end is committed.
+   * Until then the consumer still logs in with them, so they go only after its file changed format.
+   */
+  readonly retire?: readonly string[];
 }
 
 export interface RotationPlan {
@@ -54,7 +75,23 @@ export { STAGED_SUFFIX } from './transport.js';
  * consumer end is renamed only after the provider's receipt, so the window is on the OLD
  * password's side: never a consumer holding a password its database does not have yet.
  */
-export function windowText(pair: Pair): string {
+export function windowText(pair: Pair, login?: PlannedPair['login'], retire?: readonly string[]): string {
+  if (pair.credential === 'alternating') {
+    const to = login?.role ?? loginRole(pair.role, 'a');
+    const moves = login?.left
+      ? `${pair.consumer} moves from ${login.left.role} to ${to} once ${pair.provider} has applied ${to}'s new password; ${login.left.role}, which it leaves, keeps working until the next rotation`
+      : `${pair.consumer} moves to ${to} once ${pair.provider} has applied its new password`;
+    return `none (alternating): ${moves}${retire && retire.length > 0 ? `; then baton removes ${retire.map(baseName).join(' and ')} (the single role's file, switched to alternating)` : ''}`;
+  }
+  if (retire && retire.length > 0) return `${singleWindow(pair)}; then baton removes ${retire.map(baseName).join(' and ')} (the alternating logins' files, switched to single)`;
+  return singleWindow(pair);
+}
+
+function baseName(p: string): string {
+  return p.slice(p.lastIndexOf('/') + 1);
+}
+
+function singleWindow(pair: Pair): string {
   return `from ${pair.provider} applying the new password for ${pair.role} until ${pair.consumer}'s file is replaced (right after the receipt is read), new connections from ${pair.consumer} that still use the OLD password fail`;
 }
 
@@ -78,7 +115,9 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
     const providerMachine = findMachine(inventory, pair.providerMachine);
     const consumerMachine = findMachine(inventory, pair.consumerMachine);
     const key = pairKey(pair);
-    const providerPath = `${dirOf(providerMachine.meshDir, 'provides', pair.provider)}/${pair.role}`;
+    // An alternating pair is planned to slot a until its consumer end is read (settleLogins).
+    const file = pair.credential === 'alternating' ? loginFileName(pair.role, 'a') : pair.role;
+    const providerPath = `${dirOf(providerMachine.meshDir, 'provides', pair.provider)}/${file}`;
     const consumerPath = `${dirOf(consumerMachine.meshDir, 'consumes', pair.provider)}/${pair.role}`;
     // Spelled out rather than spread: a spread object grows its properties one by one, and at
     // ten thousand pairs that garbage is most of the planning time.
@@ -92,8 +131,9 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
       key,
       providerPath,
       consumerPath,
-      receiptPath: `${dirOf(providerMachine.meshDir, 'receipts', pair.provider)}/${pair.role}`,
+      receiptPath: `${dirOf(providerMachine.meshDir, 'receipts', pair.provider)}/${file}`,
       window: windowText(pair),
+      ...(pair.credential === 'alternating' ? { login: { slot: 'a' as const, role: loginRole(pair.role, 'a') } } : {}),
     };
   });
   return {
@@ -102,6 +142,71 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
     pairs: planned,
     holders: holdersOf(planned, (name) => findMachine(inventory, name)),
   };
+}
+
+/** The provider directory of a pair and its receipts directory (from its planned provider path). */
+function providerDirs(pair: PlannedPair): { dir: string; receipts: string } {
+  const dir = pair.providerPath.slice(0, pair.providerPath.lastIndexOf('/'));
+  return { dir, receipts: `${dir}/${RECEIPTS_DIR}` };
+}
+
+/**
+ * Every provider-end file a pair may have, whatever its mode: the single role's file and both
+ * login files. Read with the ends before a rotation, so a pair being switched (or a switch a
+ * crash left half done) is seen, in the same round trip per machine.
+ */
+export function providerFilesOf(pair: PlannedPair): string[] {
+  const { dir } = providerDirs(pair);
+  return [`${dir}/${pair.role}`, ...LOGIN_SLOTS.map((slot) => `${dir}/${loginFileName(pair.role, slot)}`)];
+}
+
+/** What was read on the holders before a rotation: `machine\0path` → its digests. */
+export type EndsRead = ReadonlyMap<string, FileDigests>;
+
+/**
+ * Fixes each pair's target from what its ends hold. Alternating: the consumer's live login
+ * R_x → the other slot; a bare secret (a single pair being switched) or nothing → slot a; the
+ * provider and receipt paths become the target login's file. A plain provider file left beside
+ * an alternating pair, or login files beside a single pair whose consumer names a login (or a
+ * switch a crash cut short), are removed after the consumer end is committed. A single pair
+ * with nothing to switch comes back exactly as planned.
+ */
+export function settleLogins(plan: RotationPlan, ends: EndsRead, machineOf: (name: string) => Machine): RotationPlan {
+  let changed = false;
+  const pairs = plan.pairs.map((pair): PlannedPair => {
+    const { dir, receipts } = providerDirs(pair);
+    const consumer = ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`);
+    const has = (file: string) => ends.get(`${pair.providerMachine}\0${dir}/${file}`)?.live !== undefined;
+    if (pair.credential !== 'alternating') {
+      const retire = LOGIN_SLOTS.map((slot) => loginFileName(pair.role, slot)).filter((file) => has(file) || consumer?.liveLogin !== undefined);
+      if (retire.length === 0) return pair;
+      changed = true;
+      const paths = retire.map((file) => `${dir}/${file}`);
+      return { ...pair, retire: paths, window: windowText(pair, undefined, paths) };
+    }
+    const liveSlot = consumer?.liveLogin === undefined ? undefined : slotOfLogin(pair.role, consumer.liveLogin);
+    const slot: LoginSlot = liveSlot ? otherSlot(liveSlot) : 'a';
+    const file = loginFileName(pair.role, slot);
+    const login: NonNullable<PlannedPair['login']> = {
+      slot,
+      role: loginRole(pair.role, slot),
+      ...(liveSlot
+        ? { left: { slot: liveSlot, role: loginRole(pair.role, liveSlot), providerPath: `${dir}/${loginFileName(pair.role, liveSlot)}`, receiptPath: `${receipts}/${loginFileName(pair.role, liveSlot)}` } }
+        : {}),
+    };
+    const retire = has(pair.role) ? [`${dir}/${pair.role}`] : [];
+    changed = true;
+    return {
+      ...pair,
+      providerPath: `${dir}/${file}`,
+      receiptPath: `${receipts}/${file}`,
+      login,
+      ...(retire.length > 0 ? { retire } : {}),
+      window: windowText(pair, login, retire),
+    };
+  });
+  if (!changed) return plan;
+  return { ...plan, pairs, holders: holdersOf(pairs, machineOf) };
 }
 
 /**

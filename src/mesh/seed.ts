@@ -9,7 +9,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { BatonError } from '../errors.js';
 import type { SecretDigest } from './digest.js';
-import { unstageAll, type MachineFailure } from './delivery.js';
+import { endSecrets, unstageAll, type MachineFailure } from './delivery.js';
 import { mapBounded } from './map-bounded.js';
 import { resolveHolders, type ResolveOptions } from './resolve-holders.js';
 import type { RotationPlan } from './rotation-plan.js';
@@ -56,7 +56,10 @@ export function readSeedSecret(file: string): Secret {
 }
 
 export interface SeedResult {
+  /** What the provider end holds (and its receipt will carry). */
   readonly digest: SecretDigest;
+  /** What the consumer end holds: the same, or for an alternating pair its own (it names login a). */
+  readonly consumerDigest: SecretDigest;
 }
 
 /**
@@ -80,10 +83,12 @@ export async function seedPair(plan: RotationPlan, secret: Secret, transportFor:
     });
   }
   const failures: MachineFailure[] = [];
+  // An alternating pair is seeded on login a: provider `R+a`, consumer `user=R_a password=…`.
+  const ends = endSecrets(pair, secret);
   await mapBounded(plan.holders, resolve.concurrency, async (holder) => {
     try {
-      const landed = await transportFor(holder.machine).stage(holder.receives.map((d) => ({ path: d.path, secret })));
-      if (landed.some((d) => d !== secret.digest)) throw new Error('the staged file does not match what was sent');
+      const landed = await transportFor(holder.machine).stage(holder.receives.map((d) => ({ path: d.path, secret: ends[d.end] })));
+      if (landed.some((d, i) => d !== ends[holder.receives[i]!.end].digest)) throw new Error('the staged file does not match what was sent');
     } catch (error) {
       failures.push({ machine: holder.machine, reason: reasonOf(error) });
     }
@@ -113,5 +118,5 @@ export async function seedPair(plan: RotationPlan, secret: Secret, transportFor:
       }
     }
   }
-  return { digest: secret.digest };
+  return { digest: ends.provides.digest, consumerDigest: ends.consumes.digest };
 }

@@ -87,6 +87,11 @@ export interface Transport {
   restorePrevious(paths: readonly string[], signal: AbortSignal): Promise<readonly boolean[]>;
   /** Removes each `previousPath` and `rolledBackPath` (the pair finished); absent is fine. */
   discardPrevious(paths: readonly string[], signal: AbortSignal): Promise<void>;
+  /**
+   * A pair switched between single and alternating: removes each live provider file of the mode
+   * it left, its `.next`, `previousPath`, `rolledBackPath` and its receipt; absent is fine.
+   */
+  retire(paths: readonly string[], signal: AbortSignal): Promise<void>;
   /** Digests of the live and staged files (never their content), and the live file's mtime. */
   digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;
   /** The text of small non-secret files (receipts); undefined where absent. */
@@ -158,6 +163,7 @@ export interface BoundTransport {
   keepPrevious(paths: readonly string[]): Promise<readonly (SecretDigest | undefined)[]>;
   restorePrevious(paths: readonly string[]): Promise<readonly boolean[]>;
   discardPrevious(paths: readonly string[]): Promise<void>;
+  retire(paths: readonly string[]): Promise<void>;
   digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
   /**

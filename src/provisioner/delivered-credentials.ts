@@ -1,6 +1,7 @@
 /**
  * What the mesh delivered for one provider: every regular file directly inside
- * `<mesh_dir>/provides/<provider>/`, its name the role and its content the secret.
+ * `<mesh_dir>/provides/<provider>/`, its name the role (or, for an alternating pair, the login
+ * file `<role>+a` / `<role>+b`) and its content the secret.
  *
  * The scan runs on every poll of a service that lives as long as the machine, so it is
  * stat-first: a file is read and hashed only when its inode, size, mtime or ctime changed
@@ -12,6 +13,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { secretDigest, type SecretDigest } from '../mesh/digest.js';
 import { secretProblem } from '../mesh/secret.js';
+import { alternatingRoleProblem, parseLoginFileName } from '../mesh/alternating.js';
 import { roleNameProblem } from '../mesh/role-name.js';
 import { STAGED_SUFFIX } from '../mesh/transport.js';
 
@@ -26,8 +28,15 @@ export type DeliveredScan =
   | { readonly ok: false; readonly problem: string };
 
 
-/** Why a delivered file's name cannot be a role, or undefined: the inventory's own rule. */
+/**
+ * Why a delivered file's name is neither a role nor a login file of one, or undefined: the
+ * inventory's own rules (the login names are the shared ones of src/mesh/alternating.ts).
+ */
 export function deliveredRoleProblem(name: string): string | undefined {
+  if (parseLoginFileName(name)) return undefined;
+  const group = /^(.+)\+[ab]$/.exec(name)?.[1];
+  const groupProblem = group === undefined ? undefined : roleNameProblem(group) ?? alternatingRoleProblem(group);
+  if (groupProblem) return `a login file whose role "${group}" is ${groupProblem}`;
   return roleNameProblem(name);
 }
 

@@ -11,10 +11,11 @@
  * file only while a verifier is computed or checked, and dropped right after.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
-import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
+import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, END_SESSIONS_DIR, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
+import { loginRole, otherSlot, parseLoginFileName, type LoginFile } from '../mesh/alternating.js';
 import { rolledBackPath } from '../mesh/transport.js';
 import { DeliveredCredentials, describeFsError, readSecretFile } from './delivered-credentials.js';
 import { ConnectionLost, messageOf, RoleSkipped, type ConnectRoleDatabase, type ProviderLock, type RoleDatabase, type RoleOutcome, type StoredRole } from './postgres-roles.js';
@@ -42,6 +43,8 @@ export interface AppliedRole {
   readonly outcome: RoleOutcome;
   /** Set when this put back a role found changed in the database: what was found. */
   readonly restored?: ChangedFinding;
+  /** A login file's first application created the pair's other login with the group's stored verifier. */
+  readonly copied?: boolean;
 }
 
 export type ChangedFinding = Exclude<DatabaseFinding, 'as-set'>;
@@ -96,7 +99,10 @@ const ROLE_BACKOFF_MAX_MS = 300_000;
 const STALE_TEMP_MS = 30_000;
 
 interface Pending {
+  /** The delivered file's name: the role, or an alternating pair's login file (`R+a`). */
   readonly role: string;
+  /** Set for a login file: its group and login role. */
+  readonly login?: LoginFile;
   readonly file: string;
   readonly digest: SecretDigest;
   /** The role was found changed in the database: this puts the delivered password back. */
@@ -123,6 +129,13 @@ export class PostgresProvisioner {
    * applied on every cycle, and the watch loop does not back off for it.
    */
   private readonly refused = new Map<string, { readonly digest: SecretDigest; readonly retryAt: number; readonly delayMs: number }>();
+  /**
+   * Login files seen applied that are gone (a pair switched back to a single role): each login
+   * is set NOLOGIN and its receipt removed; kept here until that succeeded.
+   */
+  private readonly leaving = new Set<string>();
+  /** The names delivered at this cycle's scan. */
+  private present: ReadonlySet<string> = new Set();
 
   constructor(private readonly options: ProvisionerOptions) {
     this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
@@ -167,7 +180,8 @@ export class PostgresProvisioner {
         continue;
       }
       const receipt = this.receiptOf(credential.role);
-      const entry = { role: credential.role, file: credential.file, digest: credential.digest };
+      const login = parseLoginFileName(credential.role);
+      const entry = { role: credential.role, file: credential.file, digest: credential.digest, ...(login ? { login } : {}) };
       if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
         this.forgetRolledBack(credential.file, receipt.digest);
         unchanged += 1;
@@ -180,12 +194,14 @@ export class PostgresProvisioner {
       if (this.waitsForRetry(entry, now, failed)) continue;
       pending.push(repair ? { ...entry, repair } : entry);
     }
+    this.present = present;
+    const groupsAlone = this.alternatingChanges(present);
     for (const role of this.receipts.keys()) if (!present.has(role)) this.receipts.delete(role);
     for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
     // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
     for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key.split('*')[0]!)) this.reported.delete(key);
-    if (pending.length === 0 && toCheck.length === 0) return done();
+    if (pending.length === 0 && toCheck.length === 0 && groupsAlone.length === 0 && this.leaving.size === 0) return done();
 
     let db: RoleDatabase;
     try {
@@ -251,6 +267,10 @@ export class PostgresProvisioner {
           this.clear(role);
           this.clear(`${role}*repair`);
           this.options.log(`${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`);
+          if (outcome.copied) {
+            const { group, slot } = item.login!;
+            this.options.log(`${loginRole(group, otherSlot(slot))} created with ${group}'s stored verifier: it accepts the password ${group}'s consumer holds`);
+          }
         } catch (error) {
           if (error instanceof ConnectionLost) {
             lost(error, pending.slice(index));
@@ -279,10 +299,152 @@ export class PostgresProvisioner {
           if (repair) await this.recordProblem(role, reason);
         }
       }
+      if (!blocked && !aborted) {
+        try {
+          await this.closeGroups(db, groupsAlone);
+          await this.disableLeaving(db);
+          await this.endRequestedSessions(db, present);
+        } catch (error) {
+          if (!(error instanceof ConnectionLost)) throw error;
+          lost(error, []);
+        }
+      }
     } finally {
       await db.close();
     }
     return done({ blocked, aborted, databaseDown: blocked !== undefined });
+  }
+
+  /** A plain file for `group` is delivered too: a pair being switched, whose consumer still logs in as the group. */
+  private plainDelivered(group: string): boolean {
+    return this.present.has(group);
+  }
+
+  /**
+   * What the scan says about alternating pairs, on disk only: login files that went away since
+   * they were applied (queued in `leaving`), and the groups whose logins are delivered without a
+   * plain file — returned, to be kept NOLOGIN, their plain receipt removed (what it said no
+   * longer holds).
+   */
+  private alternatingChanges(present: ReadonlySet<string>): string[] {
+    for (const [name, receipt] of this.receipts) if (receipt && parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    let receipts: string[] = [];
+    try {
+      receipts = readdirSync(receiptsDir(this.deliveredDir));
+    } catch {
+      // No receipts yet.
+    }
+    for (const name of receipts) if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    for (const name of this.leaving) if (present.has(name)) this.leaving.delete(name);
+    const groups = new Set<string>();
+    for (const name of present) {
+      const login = parseLoginFileName(name);
+      if (login && !present.has(login.group)) groups.add(login.group);
+    }
+    for (const group of groups) {
+      if (!receipts.includes(group)) continue;
+      try {
+        rmSync(path.join(receiptsDir(this.deliveredDir), group), { force: true });
+        this.receipts.delete(group);
+        this.options.log(`${group}: its file is gone and its logins carry the pair; removed its receipt`);
+      } catch (error) {
+        this.report(`*receipt*${group}`, `${group}: its receipt could not be removed (${describeFsError(error)})`);
+      }
+    }
+    return [...groups];
+  }
+
+  /** A group whose logins carry the pair alone is NOLOGIN: the consumer's file names a login now. */
+  private async closeGroups(db: RoleDatabase, groups: readonly string[]): Promise<void> {
+    if (groups.length === 0) return;
+    const stored = await db.inspect(groups);
+    for (const group of groups) {
+      if (!stored.get(group)?.canLogin) continue;
+      await this.disable(db, group, `${group} set NOLOGIN: its plain file is gone, its logins carry the pair`);
+    }
+  }
+
+  /** Each login whose file went away becomes NOLOGIN, and its receipt goes (nothing is applied for it any more). */
+  private async disableLeaving(db: RoleDatabase): Promise<void> {
+    for (const name of [...this.leaving]) {
+      const login = parseLoginFileName(name)!.login;
+      if (!(await this.disable(db, login, `${login} set NOLOGIN: its file ${name} is gone`, true))) continue;
+      try {
+        rmSync(path.join(receiptsDir(this.deliveredDir), name), { force: true });
+        this.leaving.delete(name);
+        this.clear(`*receipt*${name}`);
+      } catch (error) {
+        this.report(`*receipt*${name}`, `${name}: its receipt could not be removed (${describeFsError(error)})`);
+      }
+    }
+  }
+
+  /** `ALTER ROLE … NOLOGIN`, logged once when it changed something; a refusal is logged and retried next cycle. */
+  private async disable(db: RoleDatabase, role: string, line: string, quietIfNoop = false): Promise<boolean> {
+    try {
+      const changed = await db.disableLogin(role);
+      this.clear(`*disable*${role}`);
+      if (changed || !quietIfNoop) this.options.log(line);
+      return true;
+    } catch (error) {
+      if (error instanceof ConnectionLost) throw error;
+      const why = error instanceof RoleSkipped ? `skipped this cycle: ${error.message}` : `the database refused it (${messageOf(error)})`;
+      this.report(`*disable*${role}`, `${role} could not be set NOLOGIN: ${why}; tried again next cycle`);
+      return false;
+    }
+  }
+
+  /**
+   * End-sessions requests (`.end-sessions/<login file>`, holding the digest of the login file it
+   * is for): once exactly that digest is applied — the login no longer accepts the password its
+   * sessions logged in with — those sessions are ended, the count recorded in the receipt, and
+   * the request removed. A request for another digest waits.
+   */
+  private async endRequestedSessions(db: RoleDatabase, present: ReadonlySet<string>): Promise<void> {
+    const dir = path.join(this.deliveredDir, END_SESSIONS_DIR);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return;
+    }
+    for (const name of names.sort()) {
+      if (name.startsWith('.')) continue;
+      const file = path.join(dir, name);
+      const login = parseLoginFileName(name);
+      if (!login) {
+        this.report(`*end*${name}`, `end-sessions request ${file} ignored: ${name} is not a login file name (<role>+a or <role>+b)`);
+        continue;
+      }
+      let wanted: string;
+      try {
+        wanted = readFileSync(file, 'utf8').trim();
+      } catch (error) {
+        this.report(`*end*${name}`, `end-sessions request ${file} cannot be read (${describeFsError(error)})`);
+        continue;
+      }
+      const receipt = this.receiptOf(name);
+      if (!present.has(name) || receipt?.digest !== wanted || changedInDatabase(receipt)) continue;
+      let ended: number;
+      let sessions;
+      try {
+        ended = await db.endSessions(login.login);
+        sessions = await db.sessions(login.login);
+      } catch (error) {
+        if (error instanceof ConnectionLost) throw error;
+        this.report(`*end*${name}`, `${login.login}: its sessions could not be ended (${messageOf(error)}); tried again next cycle`);
+        continue;
+      }
+      const recorded = await this.rewriteReceipt({ ...receipt, sessions, ended_sessions: ended });
+      this.options.log(`${login.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(receipt.digest)} applied)`);
+      if (!recorded) continue;
+      try {
+        rmSync(file, { force: true });
+        this.clear(`*end*${name}`);
+      } catch (error) {
+        this.report(`*end*${name}`, `end-sessions request ${file} could not be removed (${describeFsError(error)})`);
+      }
+    }
   }
 
   /** A role the database refused waits for its own retry time (or a new file); true when it waits. */
@@ -300,10 +462,10 @@ export class PostgresProvisioner {
    * back at once. A receipt from before these checks gets its first.
    */
   private async checkRoles(db: RoleDatabase, roles: readonly Pending[]): Promise<{ drift: Pending; recorded: boolean }[]> {
-    const stored = await db.inspect(roles.map((r) => r.role));
+    const stored = await db.inspect(roles.map(databaseRole));
     const drifted: { drift: Pending; recorded: boolean }[] = [];
     for (const entry of roles) {
-      const role = stored.get(entry.role);
+      const role = stored.get(databaseRole(entry));
       const found = await this.findingOf(entry, role);
       if (found === undefined) continue;
       const receipt = this.receiptOf(entry.role)!;
@@ -323,6 +485,7 @@ export class PostgresProvisioner {
     if (!stored) return 'dropped';
     if (!stored.canLogin) return 'nologin';
     if (stored.expired) return 'expired';
+    if (entry.login && stored.memberOf !== undefined && !stored.memberOf.includes(entry.login.group)) return 'not-member';
     const verifierDigest = storedDigest(stored.verifier ?? '');
     const key = `${verifierDigest}|${entry.digest}`;
     if (this.verified.get(entry.role) === key) return 'as-set';
@@ -395,7 +558,7 @@ export class PostgresProvisioner {
    * password from it, and writes the receipt of exactly what was applied.
    */
   private async applyOne(db: RoleDatabase, item: Pending): Promise<AppliedRole | { problem: string }> {
-    const { role, file, repair } = item;
+    const { role, file, repair, login } = item;
     const read = readSecretFile(file);
     if (read.problem !== undefined) return { problem: read.problem };
     let digest: SecretDigest;
@@ -406,13 +569,29 @@ export class PostgresProvisioner {
     } finally {
       read.secret.fill(0);
     }
-    const outcome = await db.setPassword(role, verifier);
+    let outcome: RoleOutcome;
+    let copied = false;
+    if (login) {
+      const { group, slot } = login;
+      ({ outcome, copied } = await db.setLogin({ group, login: login.login, other: loginRole(group, otherSlot(slot)), verifier, groupLogin: this.plainDelivered(group) }));
+    } else {
+      outcome = await db.setPassword(role, verifier);
+    }
     const verifierDigest = storedDigest(verifier);
     this.verified.set(role, `${verifierDigest}|${digest}`);
     const at = this.isoNow();
     // `restored` only when the same credential was put back; a new one is a plain application.
     const restored = repair && digest === item.digest ? repair : undefined;
-    const receipt: Receipt = { role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest } };
+    // A login's receipt names its open sessions: who still uses it, for a revocation to name.
+    // Only a list: failing to read it must not turn an applied password into a refused one.
+    const sessions = login ? await db.sessions(login.login).catch((error: unknown) => {
+      if (error instanceof ConnectionLost) throw error;
+      return undefined;
+    }) : undefined;
+    const receipt: Receipt = {
+      role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest },
+      ...(login ? { login: login.login, ...(sessions ? { sessions } : {}) } : {}),
+    };
     try {
       await writeReceipt(this.deliveredDir, receipt);
     } catch (error) {
@@ -424,7 +603,7 @@ export class PostgresProvisioner {
       });
     }
     this.receipts.set(role, receipt);
-    return { role, digest, outcome, ...(restored ? { restored } : {}) };
+    return { role, digest, outcome, ...(restored ? { restored } : {}), ...(copied ? { copied } : {}) };
   }
 
   /**
@@ -479,6 +658,11 @@ export class PostgresProvisioner {
   private clear(key: string): void {
     this.reported.delete(key);
   }
+}
+
+/** The role a delivered file sets in the database: the login of a login file, else the role itself. */
+function databaseRole(entry: Pending): string {
+  return entry.login?.login ?? entry.role;
 }
 
 /** A digest of a stored verifier: what may be kept of it (the verifier itself is as good as a password). */

@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Client as PgClient } from 'pg';
 import { BatonError } from '../errors.js';
+import { RECEIPT_SESSIONS_MAX, type LoginSession } from '../mesh/digest.js';
 import { describeFsError } from './delivered-credentials.js';
 
 export type RoleOutcome = 'created' | 'updated';
@@ -37,6 +38,31 @@ export function passwordStatement(kind: 'create' | 'alter', role: string, verifi
     : `ALTER ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}${options.clearExpiry ? " VALID UNTIL 'infinity'" : ''}`;
 }
 
+/** How long ending one session may wait for its backend to exit (below the statement's own timeout). */
+const END_SESSION_WAIT_MS = 2_000;
+
+type Query = (sql: string, values?: unknown[]) => Promise<{ rows: unknown[] }>;
+
+function isScramVerifier(verifier: string | null): verifier is string {
+  return verifier !== null && verifier.startsWith('SCRAM-SHA-256$');
+}
+
+/**
+ * Creates `to` as a LOGIN role holding `from`'s stored SCRAM verifier, so it accepts whatever
+ * password `from` accepts — without the password being known here. PostgreSQL stores a
+ * password given in verifier form as is.
+ */
+export async function copyVerifier(query: Query, sql: SqlEscape, fromVerifier: string, to: string): Promise<void> {
+  if (!isScramVerifier(fromVerifier)) throw new Error('only a SCRAM-SHA-256 verifier is copied');
+  await query(passwordStatement('create', to, fromVerifier, sql));
+}
+
+/** Membership in the group and `SET role` to it at login, so what the login creates is owned by the group. */
+async function joinGroup(query: Query, sql: SqlEscape, login: string, group: string): Promise<void> {
+  await query(`GRANT ${sql.escapeIdentifier(group)} TO ${sql.escapeIdentifier(login)}`);
+  await query(`ALTER ROLE ${sql.escapeIdentifier(login)} SET role = ${sql.escapeLiteral(group)}`);
+}
+
 /** What the database holds for a role, read from `pg_authid` (superuser only). */
 export interface StoredRole {
   readonly canLogin: boolean;
@@ -44,6 +70,25 @@ export interface StoredRole {
   readonly expired: boolean;
   /** `rolpassword`: a secret-equivalent, only ever compared or hashed, never logged or stored. */
   readonly verifier: string | null;
+  /** The roles it is a direct member of (a login's group is checked too). */
+  readonly memberOf?: readonly string[];
+}
+
+/** What `setLogin` applies: one login of an alternating pair, in one transaction. */
+export interface LoginApply {
+  readonly group: string;
+  readonly login: string;
+  /** The pair's other login: created with the group's stored verifier when a single pair is switched. */
+  readonly other: string;
+  readonly verifier: string;
+  /** A plain file for the group is delivered too (a pair being switched): the group keeps its LOGIN. */
+  readonly groupLogin: boolean;
+}
+
+export interface LoginOutcome {
+  readonly outcome: RoleOutcome;
+  /** The other login was created with the group's stored verifier. */
+  readonly copied: boolean;
 }
 
 /** What a cycle needs from the database; a fake implements it in the unit tests. */
@@ -54,6 +99,19 @@ export interface RoleDatabase {
    * RoleSkipped when a timeout ended it (the role is left as it was).
    */
   setPassword(role: string, verifier: string): Promise<RoleOutcome>;
+  /**
+   * In one transaction, with the same timeouts: the group exists (NOLOGIN unless
+   * `groupLogin`), the login exists with LOGIN and `verifier`, is a member of the group and
+   * has `SET role` to it at login. When neither login existed and the group is a LOGIN role
+   * with a SCRAM verifier, the other login is created with that verifier copied.
+   */
+  setLogin(apply: LoginApply): Promise<LoginOutcome>;
+  /** `ALTER ROLE … NOLOGIN` in a transaction of its own; false when it was missing or NOLOGIN already. */
+  disableLogin(role: string): Promise<boolean>;
+  /** The open sessions of a login (at most RECEIPT_SESSIONS_MAX), never this connection's. */
+  sessions(login: string): Promise<LoginSession[]>;
+  /** Ends the open sessions of a login (never this connection's); how many were ended. */
+  endSessions(login: string): Promise<number>;
   /** The roles among `roles` that exist, with what the database holds for each. */
   inspect(roles: readonly string[]): Promise<ReadonlyMap<string, StoredRole>>;
   close(): Promise<void>;
@@ -123,39 +181,111 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
         throw error;
       }
     };
+    /**
+     * One transaction with the role's own lock and statement timeouts: a role another
+     * transaction holds (or a slow catalog) costs this role one cycle instead of holding every
+     * other role back until the client gives up. Retried once on a role created by someone else
+     * between the check and the CREATE.
+     */
+    const inTransaction = async <T>(run: () => Promise<T>): Promise<T> => {
+      for (let attempt = 0; ; attempt++) {
+        await query('BEGIN');
+        try {
+          await query(`SET LOCAL lock_timeout = ${lockMs}`);
+          await query(`SET LOCAL statement_timeout = ${statementMs}`);
+          const result = await run();
+          await query('COMMIT');
+          return result;
+        } catch (error) {
+          if (error instanceof ConnectionLost) throw error;
+          await query('ROLLBACK').catch(() => undefined);
+          const code = (error as { code?: string }).code;
+          // 42710 duplicate_object: created by someone else since the check; set its password instead.
+          if (code === '42710' && attempt === 0) continue;
+          if (code === '55P03') throw new RoleSkipped(`another transaction holds a lock on it (waited ${lockMs} ms)`);
+          if (code === '57014') throw new RoleSkipped(`its statement ran longer than ${statementMs} ms`);
+          throw error;
+        }
+      }
+    };
+    const rolesNamed = async (names: readonly string[]) => {
+      const found = await query(
+        'SELECT rolname, rolcanlogin, rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired, rolpassword FROM pg_catalog.pg_authid WHERE rolname = ANY($1)',
+        [names],
+      );
+      const rows = found.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null }[];
+      return new Map(rows.map((r) => [r.rolname, r]));
+    };
+    const sessionsOf = async (login: string): Promise<LoginSession[]> => {
+      const result = await query(
+        `SELECT pid, application_name, client_addr::text AS client_addr, backend_start FROM pg_catalog.pg_stat_activity
+          WHERE usename = $1 AND pid <> pg_catalog.pg_backend_pid() ORDER BY backend_start, pid LIMIT ${RECEIPT_SESSIONS_MAX}`,
+        [login],
+      );
+      return (result.rows as { pid: number; application_name: string | null; client_addr: string | null; backend_start: Date | null }[]).map((r) => ({
+        pid: r.pid,
+        application_name: r.application_name ?? '',
+        client_addr: r.client_addr,
+        backend_start: r.backend_start ? r.backend_start.toISOString() : '',
+      }));
+    };
     return {
       async setPassword(role, verifier) {
-        for (let attempt = 0; ; attempt++) {
-          await query('BEGIN');
-          try {
-            // Per role, so a role another transaction holds (or a slow catalog) costs this role
-            // one cycle instead of holding every other role back until the client gives up.
-            await query(`SET LOCAL lock_timeout = ${lockMs}`);
-            await query(`SET LOCAL statement_timeout = ${statementMs}`);
-            const found = await query('SELECT rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired FROM pg_catalog.pg_roles WHERE rolname = $1', [role]);
-            const row = found.rows[0] as { expired: boolean } | undefined;
-            await query(passwordStatement(row ? 'alter' : 'create', role, verifier, client, { clearExpiry: row?.expired === true }));
-            await query('COMMIT');
-            return row ? 'updated' : 'created';
-          } catch (error) {
-            if (error instanceof ConnectionLost) throw error;
-            await query('ROLLBACK').catch(() => undefined);
-            const code = (error as { code?: string }).code;
-            // 42710 duplicate_object: created by someone else since the check; set its password instead.
-            if (code === '42710' && attempt === 0) continue;
-            if (code === '55P03') throw new RoleSkipped(`another transaction holds a lock on it (waited ${lockMs} ms)`);
-            if (code === '57014') throw new RoleSkipped(`its statement ran longer than ${statementMs} ms`);
-            throw error;
+        return inTransaction(async () => {
+          const row = (await rolesNamed([role])).get(role);
+          await query(passwordStatement(row ? 'alter' : 'create', role, verifier, client, { clearExpiry: row?.expired === true }));
+          return row ? 'updated' : 'created';
+        });
+      },
+      async setLogin({ group, login, other, verifier, groupLogin }) {
+        return inTransaction(async () => {
+          const rows = await rolesNamed([group, login, other]);
+          const groupRow = rows.get(group);
+          if (!groupRow) await query(`CREATE ROLE ${client.escapeIdentifier(group)} NOLOGIN`);
+          // Switching a single pair: its consumer still holds R's password, so the other login
+          // starts out valid with it — exactly as after any alternating rotation.
+          let copied = false;
+          if (!rows.has(login) && !rows.has(other) && groupRow?.rolcanlogin && isScramVerifier(groupRow.rolpassword)) {
+            await copyVerifier(query, client, groupRow.rolpassword, other);
+            await joinGroup(query, client, other, group);
+            copied = true;
           }
-        }
+          const row = rows.get(login);
+          await query(passwordStatement(row ? 'alter' : 'create', login, verifier, client, { clearExpiry: row?.expired === true }));
+          await joinGroup(query, client, login, group);
+          if (!groupLogin && groupRow?.rolcanlogin) await query(`ALTER ROLE ${client.escapeIdentifier(group)} NOLOGIN`);
+          return { outcome: row ? 'updated' : 'created', copied } as const;
+        });
+      },
+      async disableLogin(role) {
+        return inTransaction(async () => {
+          const row = (await rolesNamed([role])).get(role);
+          if (!row?.rolcanlogin) return false;
+          await query(`ALTER ROLE ${client.escapeIdentifier(role)} NOLOGIN`);
+          return true;
+        });
+      },
+      sessions: sessionsOf,
+      async endSessions(login) {
+        // Never this session: the provisioner logs in as the superuser, and the filter says so.
+        // With a timeout the call waits until each backend is gone (PostgreSQL 14+), so the
+        // sessions listed right after no longer show the ones just ended.
+        const result = await query(
+          `SELECT count(*) FILTER (WHERE pg_catalog.pg_terminate_backend(pid, ${END_SESSION_WAIT_MS}))::int AS ended FROM pg_catalog.pg_stat_activity
+            WHERE usename = $1 AND pid <> pg_catalog.pg_backend_pid()`,
+          [login],
+        );
+        return (result.rows[0] as { ended: number }).ended;
       },
       async inspect(roles) {
         const result = await query(
-          'SELECT rolname, rolcanlogin, rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired, rolpassword FROM pg_catalog.pg_authid WHERE rolname = ANY($1)',
+          `SELECT rolname, rolcanlogin, rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired, rolpassword,
+                  ARRAY(SELECT g.rolname FROM pg_catalog.pg_auth_members m JOIN pg_catalog.pg_roles g ON g.oid = m.roleid WHERE m.member = pg_authid.oid)::text[] AS member_of
+             FROM pg_catalog.pg_authid WHERE rolname = ANY($1)`,
           [roles],
         );
-        const rows = result.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null }[];
-        return new Map(rows.map((r) => [r.rolname, { canLogin: r.rolcanlogin, expired: r.expired, verifier: r.rolpassword }]));
+        const rows = result.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null; member_of: string[] }[];
+        return new Map(rows.map((r) => [r.rolname, { canLogin: r.rolcanlogin, expired: r.expired, verifier: r.rolpassword, memberOf: r.member_of }]));
       },
       async close() {
         signal?.removeEventListener('abort', abort);

@@ -56,6 +56,7 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     keepPrevious: (paths) => withinBounds(bounds, (s) => transport.keepPrevious(paths, s)),
     restorePrevious: (paths) => withinBounds(bounds, (s) => transport.restorePrevious(paths, s)),
     discardPrevious: (paths) => withinBounds(bounds, (s) => transport.discardPrevious(paths, s)),
+    retire: (paths) => withinBounds(bounds, (s) => transport.retire(paths, s)),
     digests: (paths) => withinBounds(bounds, (s) => transport.digests(paths, s)),
     readTexts: (paths) => withinBounds(bounds, (s) => transport.readTexts(paths, s)),
     ...(transport.watchTexts ? { watchTexts: (paths, options, onChange, until) => untilEither(until, bounds.signal, (s) => transport.watchTexts!(paths, options, onChange, s)) } : {}),

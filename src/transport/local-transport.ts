@@ -124,6 +124,11 @@ export function localTransport(machine: string, root: string): Transport {
         await fs.rm(at(rolledBackPath(p)), { force: true });
       }
     }),
+    retire: (paths, signal) => wrap('removing the switched file', signal, async () => {
+      for (const p of paths) {
+        for (const f of [p, `${p}${STAGED_SUFFIX}`, previousPath(p), rolledBackPath(p), path.posix.join(path.posix.dirname(p), RECEIPTS_DIR, path.posix.basename(p))]) await fs.rm(at(f), { force: true });
+      }
+    }),
     digests: (paths, signal) => wrap('reading digests', signal, async () => {
       const out: FileDigests[] = [];
       for (const p of paths) {

@@ -76,6 +76,14 @@ export const DISCARD_PREVIOUS = `for f in "$@"; do
 done
 exit 0`;
 
+// A pair switched between single and alternating: the other mode's provider file goes, with
+// its staged and kept copies and its receipt (transport.ts, retire).
+export const RETIRE = `for f in "$@"; do
+  rm -f "$f" "$f.next" "\${f%/*}/.\${f##*/}.prev" "\${f%/*}/.\${f##*/}.rolled-back" "\${f%/*}/.applied/\${f##*/}" || exit 3
+  sync "\${f%/*}" 2>/dev/null
+done
+exit 0`;
+
 // The holder hashes its own files and prints digests and the live file's mtime (epoch
 // seconds; "-" where stat cannot say): the content never crosses the wire.
 export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }

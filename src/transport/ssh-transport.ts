@@ -7,7 +7,7 @@
  */
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
-import { ANSWER_PREFIX, CHANNEL, COMMIT, DIGESTS, DISCARD_PREVIOUS, KEEP_PREVIOUS, READ_TEXTS, RESTORE_PREVIOUS, STAGE, UNSTAGE, WATCH, remoteCommand } from './remote-scripts.js';
+import { ANSWER_PREFIX, CHANNEL, COMMIT, DIGESTS, DISCARD_PREVIOUS, KEEP_PREVIOUS, RETIRE, READ_TEXTS, RESTORE_PREVIOUS, STAGE, UNSTAGE, WATCH, remoteCommand } from './remote-scripts.js';
 import { runProcess, startProcess, type ExecFn, type LiveProcess, type StartFn } from './run-process.js';
 import type { SshConnectionShare } from './ssh-connection-share.js';
 import { abortedError, TransportError, type ClockOffset, type FileDigests, type RenameChannel, type TextChange, type Transport } from '../mesh/transport.js';
@@ -93,6 +93,10 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     discardPrevious: async (paths, signal) => {
       if (paths.length === 0) return;
       await run('removing the previous file', remoteCommand(DISCARD_PREVIOUS, paths), signal);
+    },
+    retire: async (paths, signal) => {
+      if (paths.length === 0) return;
+      await run('removing the switched file', remoteCommand(RETIRE, paths), signal);
     },
     digests: async (paths, signal) => {
       if (paths.length === 0) return [];

@@ -254,3 +254,18 @@ describe('the rotation view after a failure', () => {
     expect(frame).toContain('Every staged file was removed.');
   });
 });
+
+describe('the rotation view with --revoke-previous', () => {
+  it.each([1, 12])('the gate says what will be revoked, and still fits 80×24 (%i consumers)', async (consumers) => {
+    const inv = meshInventory(consumers);
+    const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
+    const resolutions = Object.fromEntries(plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]));
+    const state: RotationState = { id: 'rot-r', plan, resolutions, step: 'confirming', typed: '' };
+    const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} revoke={{ endSessions: false }} />, 80);
+    mounted.push(view);
+    const frame = await view.waitFor((f) => f.includes('Gate open'), 'the gate');
+    fits(frame, 80);
+    expect(strip(frame).replace(/\s+/g, ' ')).toContain('Revoke: once every consumer end is committed, each login an alternating consumer leaves gets a fresh password delivered nowhere; its open sessions are named (ended only with --end-sessions).');
+    expect(frame).toContain('Type ');
+  });
+});

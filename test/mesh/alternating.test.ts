@@ -11,26 +11,8 @@ import {
   slotOfLogin,
 } from '../../src/mesh/alternating.js';
 import { parseInventory } from '../../src/mesh/inventory.js';
-import { BatonError } from '../../src/errors.js';
 
-const FILE = '/etc/baton/mesh.yaml';
-const base = `
-machines:
-  - { name: db1, address: db1.internal, transport: ssh }
-  - { name: web1, address: 10.0.0.5, transport: ssh }
-providers:
-  - { name: pg-main, machine: db1, kind: postgres }
-`;
-
-function refusal(yaml: string): BatonError {
-  try {
-    parseInventory(yaml, FILE);
-  } catch (error) {
-    expect(error).toBeInstanceOf(BatonError);
-    return error as BatonError;
-  }
-  throw new Error('the inventory was accepted');
-}
+import { INVENTORY_FILE as FILE, INVENTORY_HEAD as base, inventoryRefusal as refusal } from './mesh-fixture.js';
 
 describe('alternating names', () => {
   it('names the two logins of a group and the provider-end file of each', () => {

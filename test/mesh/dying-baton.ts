@@ -43,6 +43,7 @@ export function dyingAfterProviderCommit(transportFor: TransportFor, isProviderP
           keepPrevious: gate((paths) => inner.keepPrevious(paths)),
           restorePrevious: gate((paths) => inner.restorePrevious(paths)),
           discardPrevious: gate((paths) => inner.discardPrevious(paths)),
+          retire: gate((paths) => inner.retire(paths)),
           digests: gate((paths) => inner.digests(paths)),
           readTexts: gate((paths) => inner.readTexts(paths)),
         };

@@ -8,9 +8,9 @@
 import { conninfoLogin } from '../../src/mesh/alternating.js';
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
-import { previousPath, TransportError, type BoundTransport } from '../../src/mesh/transport.js';
+import { previousPath, rolledBackPath, TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
-import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
+import { providerFilesOf, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 
 /** A call the test did not arrange: a bug in the code under test (or the test), never a fault. */
 export class UnarrangedCall extends Error {
@@ -21,7 +21,7 @@ export interface FakeMachine {
   readonly files: Map<string, string>;
   readonly calls: string[];
   unreachable?: string;
-  failOn?: 'stage' | 'commit' | 'unstage' | 'keepPrevious' | 'restorePrevious';
+  failOn?: 'stage' | 'commit' | 'unstage' | 'keepPrevious' | 'restorePrevious' | 'retire';
   /** Runs after a successful commit (a fake provisioner writing its receipt). */
   afterCommit?: (paths: readonly string[], files: Map<string, string>) => void;
 }
@@ -37,17 +37,25 @@ export interface FakeMesh {
 /**
  * `names` are the machines that exist (an inventory may name more than the plan touches);
  * `plan` arranges what each holder may be asked about: the paths it receives, and for a
- * provider end the receipt the provisioner writes.
+ * provider end the receipt the provisioner writes; `also`, per machine, any further paths.
  */
-export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh {
+export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Readonly<Record<string, readonly string[]>> = {}): FakeMesh {
   const machines: Record<string, FakeMachine> = {};
   for (const name of names) machines[name] = { files: new Map(), calls: [] };
   const arranged = new Map<string, Set<string>>();
   for (const holder of plan.holders) {
     const paths = new Set(holder.receives.map((d) => d.path));
-    for (const pair of plan.pairs) if (pair.providerMachine === holder.machine) paths.add(pair.receiptPath);
+    for (const pair of plan.pairs) {
+      if (pair.providerMachine !== holder.machine) continue;
+      paths.add(pair.receiptPath);
+      // Every provider-end file the pair may have (either mode, either login) and its receipt:
+      // a rotation reads them all, and a switch removes the other mode's.
+      for (const p of providerFilesOf(pair)) paths.add(p).add(path.join(path.dirname(p), '.applied', path.basename(p)));
+    }
     arranged.set(holder.machine, paths);
   }
+  // Paths outside the plan a test arranges too (a revoke's left login files, on a provider machine).
+  for (const [machine, paths] of Object.entries(also)) arranged.set(machine, new Set([...(arranged.get(machine) ?? []), ...paths]));
   const unarranged: string[] = [];
   const refuse = (what: string): never => {
     unarranged.push(what);
@@ -115,6 +123,12 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan): FakeMesh
       discardPrevious: async (paths) => {
         gate('discardPrevious', paths);
         for (const p of paths) m.files.delete(previousPath(p));
+      },
+      retire: async (paths) => {
+        gate('retire', paths);
+        for (const p of paths) {
+          for (const f of [p, `${p}.next`, previousPath(p), rolledBackPath(p), path.join(path.dirname(p), '.applied', path.basename(p))]) m.files.delete(f);
+        }
       },
       digests: async (paths) => {
         gate('digests', paths);

@@ -1,27 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { parseInventory, parseSshAddress } from '../../src/mesh/inventory.js';
 import { deriveRoleName } from '../../src/mesh/role-name.js';
-import { BatonError } from '../../src/errors.js';
 
-const FILE = '/etc/baton/mesh.yaml';
+import { INVENTORY_FILE as FILE, INVENTORY_HEAD as base, inventoryRefusal as refusal } from './mesh-fixture.js';
 
-function refusal(yaml: string): BatonError {
-  try {
-    parseInventory(yaml, FILE);
-  } catch (error) {
-    expect(error).toBeInstanceOf(BatonError);
-    return error as BatonError;
-  }
-  throw new Error('the inventory was accepted');
-}
-
-const base = `
-machines:
-  - { name: db1, address: db1.internal, transport: ssh }
-  - { name: web1, address: 10.0.0.5, transport: ssh }
-providers:
-  - { name: pg-main, machine: db1, kind: postgres }
-`;
 
 describe('inventory', () => {
   it('derives each pair role from the consumer name, lowercased, with every other character made _', () => {

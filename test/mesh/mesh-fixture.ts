@@ -1,5 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { expect } from 'vitest';
+import { BatonError } from '../../src/errors.js';
 import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
 import type { Sshd } from '../helpers/sshd.js';
 
@@ -101,4 +103,27 @@ export function writeSshPair(
     ].join('\n'),
   );
   return file;
+}
+
+/** An inventory's machines and one provider, for tests that add the consumers they examine. */
+export const INVENTORY_HEAD = `
+machines:
+  - { name: db1, address: db1.internal, transport: ssh }
+  - { name: web1, address: 10.0.0.5, transport: ssh }
+providers:
+  - { name: pg-main, machine: db1, kind: postgres }
+`;
+
+/** Where the inventory under test claims to come from (errors name it). */
+export const INVENTORY_FILE = '/etc/baton/mesh.yaml';
+
+/** The BatonError an inventory is refused with; fails the test when it is accepted. */
+export function inventoryRefusal(yaml: string): BatonError {
+  try {
+    parseInventory(yaml, INVENTORY_FILE);
+  } catch (error) {
+    expect(error).toBeInstanceOf(BatonError);
+    return error as BatonError;
+  }
+  throw new Error('the inventory was accepted');
 }

@@ -24,7 +24,7 @@ function machines(receiptAgoMs = 40) {
   const unused = async (): Promise<never> => {
     throw new Error('not used by the receipt wait');
   };
-  const base = { resolve: unused, stage: unused, unstage: unused, digests: unused, commit: unused, keepPrevious: unused, restorePrevious: unused, discardPrevious: unused };
+  const base = { resolve: unused, stage: unused, unstage: unused, digests: unused, commit: unused, keepPrevious: unused, restorePrevious: unused, discardPrevious: unused, retire: unused };
   const writeReceipt = () => {
     receipt = formatReceipt({ role: pair.role, digest, applied_at: new Date(Date.now() - receiptAgoMs + DB1_OFFSET).toISOString() });
   };

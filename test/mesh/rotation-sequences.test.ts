@@ -12,11 +12,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
-import { loadConfig } from '../../src/config/config.js';
 import { exitCodeOf } from '../../src/errors.js';
 import type { CliContext } from '../../src/commands/context.js';
 import type { MeshFlags } from '../../src/commands/mesh-flags.js';
@@ -32,8 +30,8 @@ import { postgresRoles } from '../../src/provisioner/postgres-roles.js';
 import { rolledBackPath } from '../../src/mesh/transport.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
+import { capturingContext } from '../helpers/cli-context.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { prng } from '../helpers/prng.js';
 import { asSuperuser, canLogin } from '../helpers/postgres.js';
@@ -96,23 +94,7 @@ class Provisioner {
   }
 }
 
-function context(): { ctx: CliContext; output: () => string } {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      text += chunk.toString('utf8');
-      done();
-    },
-  });
-  const ctx: CliContext = {
-    config: () => loadConfig({ stateDir: stateDir() }),
-    stdout: stream as unknown as NodeJS.WriteStream,
-    stderr: stream as unknown as NodeJS.WriteStream,
-    env: { ...process.env, BATON_CONFIG: '' },
-    suggester: () => PLAIN_SUGGESTER,
-  };
-  return { ctx, output: () => text };
-}
+const context = () => capturingContext(stateDir());
 
 const flags = (extra: Partial<MeshFlags>): MeshFlags => ({ inventory: inventoryFile(), concurrency: '4', timeout: '5', wait: '1', yes: true, ...extra });
 

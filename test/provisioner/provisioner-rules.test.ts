@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { parseReceipt, secretDigest, type Receipt } from '../../src/mesh/digest.js';
+import { formatReceipt, parseReceipt, secretDigest, type LoginSession, type Receipt } from '../../src/mesh/digest.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import { ConnectionLost, RoleSkipped, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
@@ -36,6 +36,10 @@ class FakeDatabase {
   readonly roles = new Map<string, string>();
   readonly nologin = new Set<string>();
   readonly expired = new Set<string>();
+  /** login → its group (an alternating pair's membership). */
+  readonly members = new Map<string, string>();
+  /** login → its open sessions, as `pg_stat_activity` would list them. */
+  readonly openSessions = new Map<string, LoginSession[]>();
   readonly calls: string[] = [];
   readonly inspected: string[][] = [];
   connections = 0;
@@ -57,9 +61,45 @@ class FakeDatabase {
         this.expired.delete(role);
         return outcome;
       },
+      setLogin: async ({ group, login, other, verifier, groupLogin }) => {
+        this.calls.push(login);
+        this.onSetPassword(login, this.calls.length - 1);
+        expect(verifier).toMatch(/^SCRAM-SHA-256\$4096:/);
+        if (!this.roles.has(group)) {
+          this.roles.set(group, '');
+          this.nologin.add(group);
+        }
+        const groupVerifier = this.roles.get(group)!;
+        const copied = !this.roles.has(login) && !this.roles.has(other) && !this.nologin.has(group) && groupVerifier.startsWith('SCRAM-SHA-256$');
+        if (copied) {
+          this.roles.set(other, groupVerifier);
+          this.members.set(other, group);
+        }
+        const outcome = this.roles.has(login) ? 'updated' : 'created';
+        this.roles.set(login, verifier);
+        this.nologin.delete(login);
+        this.expired.delete(login);
+        this.members.set(login, group);
+        if (!groupLogin) this.nologin.add(group);
+        return { outcome, copied } as const;
+      },
+      disableLogin: async (role: string) => {
+        this.calls.push(`nologin ${role}`);
+        if (!this.roles.has(role) || this.nologin.has(role)) return false;
+        this.nologin.add(role);
+        return true;
+      },
+      sessions: async (login: string) => [...(this.openSessions.get(login) ?? [])],
+      endSessions: async (login: string) => {
+        const ended = this.openSessions.get(login)?.length ?? 0;
+        this.openSessions.delete(login);
+        return ended;
+      },
       inspect: async (roles: readonly string[]) => {
         this.inspected.push([...roles]);
-        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, { canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)! }]));
+        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, {
+          canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)!, memberOf: this.members.has(r) ? [this.members.get(r)!] : [],
+        }]));
       },
       close: async () => {
         this.closes += 1;
@@ -449,5 +489,153 @@ describe('watchProvisioner', () => {
 
     await expect(watching).resolves.toBeUndefined();
     expect(lines.slice(0, 2)).toEqual(['cycle failed unexpectedly: boom 1', 'cycle failed unexpectedly: boom 2']);
+  });
+});
+
+describe('alternating login files (R+a, R+b)', () => {
+  const session = (pid: number): LoginSession => ({ pid, application_name: 'web1', client_addr: '10.0.0.5', backend_start: '2026-12-01T00:00:00.000Z' });
+  const receiptPath = (name: string) => path.join(provides, '.applied', name);
+
+  it('applies R+a in one call: group R NOLOGIN, R_a a LOGIN member of R; the receipt is named after the file and names the login and its sessions', async () => {
+    const db = new FakeDatabase();
+    db.openSessions.set('web1_app_a', [session(101)]);
+    const password = secret();
+    deliver('web1_app+a', password);
+    const service = makeProvisioner(db);
+
+    const report = await service.runCycle();
+
+    expect(report).toMatchObject({ applied: [{ role: 'web1_app+a', digest: secretDigest(password), outcome: 'created' }], failed: [] });
+    expect(db.calls).toEqual(['web1_app_a']);
+    expect(db.nologin.has('web1_app')).toBe(true);
+    expect(db.nologin.has('web1_app_a')).toBe(false);
+    expect(db.members.get('web1_app_a')).toBe('web1_app');
+    expect(db.roles.has('web1_app_b')).toBe(false);
+    expect(receiptOf('web1_app+a')).toMatchObject({ role: 'web1_app+a', login: 'web1_app_a', digest: secretDigest(password), sessions: [session(101)], database: { found: 'as-set' } });
+    expect(existsSync(receiptPath('web1_app_a'))).toBe(false);
+
+    const again = await service.runCycle();
+    expect(again).toMatchObject({ applied: [], unchanged: 1, changed: [] });
+    expect(db.calls).toEqual(['web1_app_a']);
+    // The login's check, then the group's (kept NOLOGIN while no plain file is delivered).
+    expect(db.inspected.slice(-2)).toEqual([['web1_app_a'], ['web1_app']]);
+  });
+
+  it('switching a single pair: the other login gets R\'s stored verifier; R stays LOGIN while its file is delivered, then becomes NOLOGIN and loses its receipt', async () => {
+    const db = new FakeDatabase();
+    const service = makeProvisioner(db);
+    deliver('web1_app', secret());
+    await service.runCycle();
+    const groupVerifier = db.roles.get('web1_app')!;
+
+    deliver('web1_app+a', secret());
+    const switched = await service.runCycle();
+
+    expect(switched.applied).toMatchObject([{ role: 'web1_app+a', outcome: 'created', copied: true }]);
+    expect(db.roles.get('web1_app_b')).toBe(groupVerifier);
+    expect(db.members.get('web1_app_b')).toBe('web1_app');
+    expect(db.nologin.has('web1_app')).toBe(false);
+    expect(lines).toContain('web1_app_b created with web1_app\'s stored verifier: it accepts the password web1_app\'s consumer holds');
+    expect(existsSync(receiptPath('web1_app'))).toBe(true);
+
+    rmSync(path.join(provides, 'web1_app'));
+    await service.runCycle();
+
+    expect(db.nologin.has('web1_app')).toBe(true);
+    expect(existsSync(receiptPath('web1_app'))).toBe(false);
+    expect(lines).toContain('web1_app set NOLOGIN: its plain file is gone, its logins carry the pair');
+    await service.runCycle();
+    expect(db.calls.filter((c) => c === 'nologin web1_app')).toHaveLength(1);
+
+    // The next delivery of R+b replaces the copied verifier; nothing is copied again.
+    deliver('web1_app+b', secret());
+    const rotated = await service.runCycle();
+    expect(rotated.applied).toMatchObject([{ role: 'web1_app+b', outcome: 'updated' }]);
+    expect(rotated.applied[0]!.copied).toBeUndefined();
+    expect(db.roles.get('web1_app_b')).not.toBe(groupVerifier);
+  });
+
+  it('a login file that goes away: the login becomes NOLOGIN and its receipt is removed, also by a provisioner started afterwards', async () => {
+    const db = new FakeDatabase();
+    deliver('web1_app+a', secret());
+    deliver('web1_app+b', secret());
+    await makeProvisioner(db).runCycle();
+    const service = makeProvisioner(db);
+    await service.runCycle();
+
+    rmSync(path.join(provides, 'web1_app+a'));
+    await service.runCycle();
+    expect(db.nologin.has('web1_app_a')).toBe(true);
+    expect(db.nologin.has('web1_app_b')).toBe(false);
+    expect(existsSync(receiptPath('web1_app+a'))).toBe(false);
+    expect(lines).toContain('web1_app_a set NOLOGIN: its file web1_app+a is gone');
+
+    rmSync(path.join(provides, 'web1_app+b'));
+    const restarted = makeProvisioner(db);
+    await restarted.runCycle();
+    expect(db.nologin.has('web1_app_b')).toBe(true);
+    expect(existsSync(receiptPath('web1_app+b'))).toBe(false);
+    const calls = db.calls.length;
+    db.allowConnect = false;
+    expect(await restarted.runCycle()).toMatchObject({ applied: [], failed: [], blocked: undefined });
+    expect(db.calls).toHaveLength(calls);
+  });
+
+  it('checks a login as it checks a role, and its membership too: taken out of its group, it is found and put back', async () => {
+    const db = new FakeDatabase();
+    deliver('web1_app+a', secret());
+    const service = makeProvisioner(db);
+    await service.runCycle();
+    db.members.delete('web1_app_a');
+
+    const found = await service.runCycle();
+    expect(found.changed).toEqual([{ role: 'web1_app+a', found: 'not-member' }]);
+    expect(receiptOf('web1_app+a')?.database).toMatchObject({ found: 'not-member' });
+
+    const repaired = await service.runCycle();
+    expect(repaired.applied).toMatchObject([{ role: 'web1_app+a', restored: 'not-member' }]);
+    expect(db.members.get('web1_app_a')).toBe('web1_app');
+    expect(receiptOf('web1_app+a')?.database).toMatchObject({ found: 'as-set', restored: 'not-member' });
+  });
+
+  it('ends a login\'s sessions only once the digest its request names is applied, records how many, and removes the request', async () => {
+    const db = new FakeDatabase();
+    db.openSessions.set('web1_app_a', [session(101), session(102)]);
+    const service = makeProvisioner(db);
+    deliver('web1_app+a', secret());
+    await service.runCycle();
+    expect(receiptOf('web1_app+a')?.sessions).toEqual([session(101), session(102)]);
+
+    const fresh = secret();
+    const request = path.join(provides, '.end-sessions', 'web1_app+a');
+    mkdirSync(path.dirname(request), { recursive: true });
+    writeFileSync(request, secretDigest(fresh));
+    await service.runCycle();
+    expect(db.openSessions.get('web1_app_a')).toHaveLength(2);
+    expect(existsSync(request)).toBe(true);
+    expect(receiptOf('web1_app+a')?.ended_sessions).toBeUndefined();
+
+    deliver('web1_app+a', fresh);
+    await service.runCycle();
+    expect(db.openSessions.has('web1_app_a')).toBe(false);
+    expect(receiptOf('web1_app+a')).toMatchObject({ digest: secretDigest(fresh), ended_sessions: 2, sessions: [] });
+    expect(existsSync(request)).toBe(false);
+    expect(lines.some((l) => l.startsWith('web1_app_a: ended 2 sessions on request'))).toBe(true);
+  });
+});
+
+describe('a login\'s receipt', () => {
+  it('reads back its login, sessions and ended count; a session of an unknown shape is dropped, at most 20 are kept, and an old receipt reads without them', () => {
+    const digest = secretDigest('x');
+    const sessions = Array.from({ length: 25 }, (_, i) => ({ pid: 100 + i, application_name: 'web1', client_addr: i === 0 ? null : '10.0.0.5', backend_start: '2026-12-01T00:00:00.000Z' }));
+    const text = formatReceipt({ role: 'web1_app+a', digest, applied_at: 't', login: 'web1_app_a', sessions, ended_sessions: 3 });
+    const read = parseReceipt(text)!;
+    expect(read).toMatchObject({ role: 'web1_app+a', login: 'web1_app_a', ended_sessions: 3 });
+    expect(read.sessions).toEqual(sessions.slice(0, 20));
+
+    const odd = parseReceipt(JSON.stringify({ role: 'web1_app+a', digest, applied_at: 't', sessions: [{ pid: 'x' }, sessions[1]], ended_sessions: -1 }))!;
+    expect(odd.sessions).toEqual([sessions[1]]);
+    expect(odd.ended_sessions).toBeUndefined();
+    expect(parseReceipt(JSON.stringify({ role: 'web1_app', digest, applied_at: 't' }))).toEqual({ role: 'web1_app', digest, applied_at: 't' });
   });
 });

@@ -65,7 +65,7 @@ describe('scramMatches', () => {
 });
 
 describe('role names and SQL quoting', () => {
-  it.each(['web1_app', '_x', 'postgres', 'x'.repeat(63)])('accepts %s as a delivered role', (name) => {
+  it.each(['web1_app', '_x', 'postgres', 'x'.repeat(63), 'web1_app+a', 'web1_app+b'])('accepts %s as a delivered role or login file', (name) => {
     expect(deliveredRoleProblem(name)).toBeUndefined();
   });
 
@@ -78,6 +78,9 @@ describe('role names and SQL quoting', () => {
     ['é', 'not a PostgreSQL identifier'],
     ['x'.repeat(64), 'longer than 63 bytes'],
     ['pg_monitor2', 'reserved'],
+    ['web1_app+c', 'not a PostgreSQL identifier'],
+    ['Web1+a', 'a login file whose role "Web1" is not a PostgreSQL identifier'],
+    [`${'x'.repeat(62)}+a`, 'is too long for alternating logins'],
   ])('refuses %j as a delivered role, saying why', (name, why) => {
     expect(deliveredRoleProblem(name)).toContain(why);
   });

@@ -110,6 +110,17 @@ describe('the local transport', () => {
     expect(readdirSync(dir)).toEqual(['web1_app']);
   });
 
+  it('retire removes a switched pair\'s file with its staged, kept and rolled-back copies and its receipt, and nothing beside it', async () => {
+    const root = path.join(tmp.dir, 'db1');
+    const dir = path.dirname(path.join(root, LIVE));
+    mkdirSync(path.join(dir, '.applied'), { recursive: true });
+    for (const f of ['web1_app', 'web1_app.next', '.web1_app.prev', '.web1_app.rolled-back', '.applied/web1_app', 'web1_app+a', '.applied/web1_app+a']) writeFileSync(path.join(dir, f), 'x', { mode: 0o600 });
+    const t = bindTransport(localTransport('db1', root), TEST_BOUNDS);
+    await t.retire([LIVE, `${path.dirname(LIVE)}/absent`]);
+    expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app+a']);
+    expect(readdirSync(path.join(dir, '.applied'))).toEqual(['web1_app+a']);
+  });
+
   it('a machine whose directory is missing, or that the drill unplugged, does not resolve and says why', async () => {
     const missing = await bindTransport(localTransport('web1', path.join(tmp.dir, 'nope')), TEST_BOUNDS).resolve().catch((e: unknown) => e);
     expect((missing as TransportError).reason).toContain('does not exist');

@@ -140,6 +140,16 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app']);
   });
 
+  it('retire removes a switched pair\'s file with its staged, kept and rolled-back copies and its receipt, and nothing beside it', async () => {
+    const dir = path.join(tmp.dir, 'retire/provides/pg-main');
+    mkdirSync(path.join(dir, '.applied'), { recursive: true });
+    for (const f of ['web1_app', 'web1_app.next', '.web1_app.prev', '.web1_app.rolled-back', '.applied/web1_app', 'web1_app+a', '.applied/web1_app+a']) writeFileSync(path.join(dir, f), 'x', { mode: 0o600 });
+    const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
+    await transport.retire([path.join(dir, 'web1_app'), path.join(dir, 'absent')]);
+    expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app+a']);
+    expect(readdirSync(path.join(dir, '.applied'))).toEqual(['web1_app+a']);
+  });
+
   it('reads receipts as text, and an absent one as absent', async () => {
     const dir = path.join(tmp.dir, 'receipts/.applied');
     mkdirSync(dir, { recursive: true });

@@ -27,6 +27,7 @@ export function unpluggable(transport: Transport, machine: Machine): Transport {
     keepPrevious: async (paths, signal) => (await gate(), transport.keepPrevious(paths, signal)),
     restorePrevious: async (paths, signal) => (await gate(), transport.restorePrevious(paths, signal)),
     discardPrevious: async (paths, signal) => (await gate(), transport.discardPrevious(paths, signal)),
+    retire: async (paths, signal) => (await gate(), transport.retire(paths, signal)),
     digests: async (paths, signal) => (await gate(), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await gate(), transport.readTexts(paths, signal)),
   };

@@ -7,7 +7,9 @@ import { randomBytes } from 'node:crypto';
 import type { RotationState } from '../../app/rotation-flow.js';
 import { runRotationPlain } from '../../app/rotation-plain.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../../app/rotation-run-effect.js';
-import { loadInventory } from '../../mesh/inventory.js';
+import { findMachine, loadInventory } from '../../mesh/inventory.js';
+import { journalHistory } from '../../mesh/journal-history.js';
+import { inspectPlan, unknownLoginsRefusal } from '../../mesh/leftovers.js';
 import { newRotationId } from '../../mesh/journal.js';
 import { planRotation, type RotationPlan } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
@@ -59,9 +61,13 @@ export async function rotateScripted(
 ): Promise<{ readonly code: number; readonly state: RotationState }> {
   // Under the mesh lock, as `mesh rotate` runs: a status read meanwhile sees a rotation running, not a leftover.
   const deps = drillRotationDeps(sandbox);
-  return withMeshLock(sandbox.journalDir, deps.mesh!, 'baton drill rotation', () =>
-    runRotationPlain({ id: newDrillRotationId(), plan: drillPlan(sandbox, selector), deps, yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) }),
-  );
+  return withMeshLock(sandbox.journalDir, deps.mesh!, 'baton drill rotation', async () => {
+    // As `mesh rotate`: an alternating pair's target login comes from its consumer end's live login.
+    const inventory = loadInventory(sandbox.inventoryPath);
+    const inspected = await inspectPlan(drillPlan(sandbox, selector), deps.transportFor, journalHistory([]), deps.concurrency, (name) => findMachine(inventory, name));
+    if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
+    return runRotationPlain({ id: newDrillRotationId(), plan: inspected.plan, deps, yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) });
+  });
 }
 
 /**

@@ -20,6 +20,7 @@ export function withLatency(latencyMs: number): (transport: Transport) => Transp
     keepPrevious: async (paths, signal) => (await delay(signal), transport.keepPrevious(paths, signal)),
     restorePrevious: async (paths, signal) => (await delay(signal), transport.restorePrevious(paths, signal)),
     discardPrevious: async (paths, signal) => (await delay(signal), transport.discardPrevious(paths, signal)),
+    retire: async (paths, signal) => (await delay(signal), transport.retire(paths, signal)),
     digests: async (paths, signal) => (await delay(signal), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await delay(signal), transport.readTexts(paths, signal)),
   });

@@ -1,0 +1,160 @@
+/**
+ * `mesh status` of alternating pairs, read over the strict fake transport: the provider end is
+ * the live login's file (`R+x`), the other login is valid / revoked / missing, and a single
+ * pair beside them reads, prints and serialises exactly as before.
+ */
+import { describe, expect, it } from 'vitest';
+import { meshStatusJson, meshStatusLines } from '../../src/app/mesh-status-text.js';
+import { formatConsumerConninfo, type LoginSlot } from '../../src/mesh/alternating.js';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { parseInventory } from '../../src/mesh/inventory.js';
+import { journalHistory } from '../../src/mesh/journal-history.js';
+import type { JournalRecord } from '../../src/mesh/journal.js';
+import { loginFilePaths, readMeshStatus } from '../../src/mesh/read-mesh-status.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { fakeMesh } from './fake-transport.js';
+import { previousPath } from '../../src/mesh/transport.js';
+
+const inventory = parseInventory(
+  [
+    'mesh_dir: /m',
+    'machines:',
+    '  - { name: db1, address: db1.internal, transport: ssh }',
+    '  - { name: web1, address: web1.internal, transport: ssh }',
+    'providers:',
+    '  - { name: pg-main, machine: db1, kind: postgres }',
+    'consumers:',
+    '  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating }',
+    '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
+    '',
+  ].join('\n'),
+  '/srv/mesh.yaml',
+);
+const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
+const alt = plan.pairs.find((p) => p.consumer === 'web1-app')!;
+const single = plan.pairs.find((p) => p.consumer === 'web1-worker')!;
+const receipt = (role: string, secret: string) => formatReceipt({ role, digest: secretDigest(secret), applied_at: '2026-12-01T17:00:00.000Z' });
+
+/** Both pairs applied; the alternating consumer on login `live`; the other login's file and receipt as `other` says. */
+function mesh(live: LoginSlot | 'switching', other: 'both' | 'no-file' | 'no-receipt' = 'both') {
+  const slots = (['a', 'b'] as const).map((slot) => loginFilePaths(alt, slot));
+  const fake = fakeMesh(['db1', 'web1'], plan, { db1: slots.flatMap((s) => [s.providerPath, s.receiptPath]) });
+  const db1 = fake.machines.db1!.files;
+  const web1 = fake.machines.web1!.files;
+  db1.set(single.providerPath, 'single-secret');
+  db1.set(single.receiptPath, receipt(single.role, 'single-secret'));
+  web1.set(single.consumerPath, 'single-secret');
+  if (live === 'switching') {
+    db1.set(alt.providerPath, 'plain-secret');
+    db1.set(alt.receiptPath, receipt(alt.role, 'plain-secret'));
+    web1.set(alt.consumerPath, 'plain-secret');
+  } else {
+    const [on, off] = live === 'a' ? slots : [slots[1]!, slots[0]!];
+    db1.set(on!.providerPath, 'live-secret');
+    db1.set(on!.receiptPath, receipt(`web1_app+${live}`, 'live-secret'));
+    if (other !== 'no-file') db1.set(off!.providerPath, 'other-secret');
+    if (other !== 'no-receipt') db1.set(off!.receiptPath, receipt('web1_app+x', 'other-secret'));
+    web1.set(alt.consumerPath, formatConsumerConninfo(`web1_app_${live}`, 'live-secret'));
+  }
+  return fake;
+}
+
+/** A finished rotation of the alternating pair, `revoked` or not. */
+const finished = (id: string, revoked: boolean): JournalRecord => ({
+  id,
+  at: '2026-12-01T17:00:00.000Z',
+  operator: 'test',
+  phase: 'applied',
+  selector: '--pair pg-main:web1-app',
+  holders: [],
+  results: [],
+  pairs: [{ key: alt.key, provider: 'pg-main', consumer: 'web1-app', role: 'web1_app', provider_machine: 'db1', consumer_machine: 'web1', provider_path: '', consumer_path: '', receipt_path: '', ...(revoked ? { revoked: true } : {}) }],
+  applied: [alt.key],
+});
+
+const read = (fake: ReturnType<typeof mesh>, records: JournalRecord[] = []) =>
+  readMeshStatus(plan, fake.transportFor, journalHistory(records), { concurrency: 2, nowMs: Date.parse('2026-12-02T00:00:00Z'), maxAgeMs: undefined });
+
+describe('mesh status of an alternating pair', () => {
+  it('reads the live login file: applied, the live login and the other valid', async () => {
+    const fake = mesh('b');
+    const statuses = await read(fake);
+    const status = statuses.find((s) => s.pair.key === alt.key)!;
+    expect(status.state).toBe('applied');
+    expect(status.pair.providerPath).toBe('/m/provides/pg-main/web1_app+b');
+    expect(status.logins).toEqual({ live: 'web1_app_b', other: { login: 'web1_app_a', state: 'valid' } });
+    expect(meshStatusLines(statuses, plan.selectorText)).toContain('    logins: live web1_app_b; other web1_app_a valid');
+    expect(fake.unarranged).toEqual([]);
+    // Status reads only: one digests and one readTexts per machine, nothing written.
+    expect(fake.writes()).toBe(0);
+  });
+
+  it('the other login is revoked after a finished rotation that revoked it, and valid again after one that did not', async () => {
+    expect((await read(mesh('a'), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'revoked' });
+    expect((await read(mesh('a'), [finished('r1', true), finished('r2', false)])).find((s) => s.pair.key === alt.key)!.logins!.other!.state).toBe('valid');
+  });
+
+  it('the other login is missing without its provider file or its receipt', async () => {
+    for (const other of ['no-file', 'no-receipt'] as const) {
+      expect((await read(mesh('a', other), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'missing' });
+    }
+  });
+
+  it('a machine that cannot be read: the other login is unknown, or the live one when the consumer is not read', async () => {
+    const providerDown = mesh('a');
+    providerDown.machines.db1!.unreachable = 'ssh: connect to host db1.internal port 22: No route to host';
+    const onDb1 = (await read(providerDown)).find((s) => s.pair.key === alt.key)!;
+    expect(onDb1.state).toBe('unreachable');
+    expect(onDb1.logins).toEqual({ live: 'web1_app_a', other: { login: 'web1_app_b', state: 'unknown' } });
+    const consumerDown = mesh('a');
+    consumerDown.machines.web1!.unreachable = 'ssh: connect to host web1.internal port 22: No route to host';
+    const statuses = await read(consumerDown);
+    expect(meshStatusLines(statuses, plan.selectorText)).toContain('    logins: unknown: web1 could not be read');
+  });
+
+  it('a rotation left on the other login: staged (or pending while it runs), saying the live login still works', async () => {
+    const other = loginFilePaths(alt, 'b').providerPath;
+    const leftNext = mesh('a');
+    leftNext.machines.db1!.files.set(`${other}.next`, 'new-secret');
+    const staged = (await read(leftNext)).find((s) => s.pair.key === alt.key)!;
+    expect([staged.state, staged.detail]).toEqual(['staged', `db1 has ${other}.next left from a rotation that did not finish; web1-app still uses web1_app_a, which works`]);
+
+    const between = () => {
+      const fake = mesh('a');
+      fake.machines.db1!.files.set(previousPath(other), 'other-secret');
+      fake.machines.web1!.files.set(`${alt.consumerPath}.next`, formatConsumerConninfo('web1_app_b', 'new-secret'));
+      return fake;
+    };
+    const stopped = (await read(between())).find((s) => s.pair.key === alt.key)!;
+    expect([stopped.state, stopped.detail]).toEqual(['staged', 'a rotation stopped between the provider commit and the consumer commit: web1-app still uses web1_app_a, which works']);
+    const running = (await readMeshStatus(plan, between().transportFor, journalHistory([]), { concurrency: 2, nowMs: 0, maxAgeMs: undefined, running: 'mesh rotate (pid 42)' })).find((s) => s.pair.key === alt.key)!;
+    expect(running.state).toBe('pending');
+    expect(running.detail).toContain("web1-app's end for web1_app_b waits staged for pg-main's receipt (mesh rotate (pid 42) is running)");
+  });
+
+  it('a pair being switched (its consumer still holds a bare secret) reads as one role, and says so', async () => {
+    const statuses = await read(mesh('switching'));
+    const status = statuses.find((s) => s.pair.key === alt.key)!;
+    expect(status.state).toBe('applied');
+    expect(status.logins).toEqual({ live: undefined, other: undefined });
+    expect(meshStatusLines(statuses, plan.selectorText).join('\n')).toContain('logins: the consumer end names no login yet (a pair being switched to alternating): it uses web1_app');
+  });
+
+  it('--json: credential and logins for the alternating pair only, no digest; the single pair keeps its keys', async () => {
+    const statuses = await read(mesh('a'), [finished('r1', true)]);
+    const json = meshStatusJson(statuses, plan.selectorText, Date.parse('2026-12-02T00:00:00Z'), undefined, 0) as { pairs: Record<string, unknown>[] };
+    const altJson = json.pairs.find((p) => p.consumer === 'web1-app')!;
+    const singleJson = json.pairs.find((p) => p.consumer === 'web1-worker')!;
+    expect(altJson.credential).toBe('alternating');
+    expect(altJson.logins).toEqual({ live: 'web1_app_a', other: { login: 'web1_app_b', state: 'revoked' } });
+    expect(Object.keys(singleJson)).toEqual([
+      'provider', 'consumer', 'role', 'provider_machine', 'consumer_machine', 'state', 'detail', 'last_rotated', 'last_rotated_source', 'age_seconds',
+      'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'database', 'next', 'next_steps',
+    ]);
+    expect(JSON.stringify(json)).not.toMatch(/sha256:|secret/);
+    // The single pair's line is as before: no logins line follows it.
+    const lines = meshStatusLines(statuses, plan.selectorText);
+    const at = lines.findIndex((l) => l.includes('pg-main:web1-worker'));
+    expect(lines[at + 1] ?? '').not.toContain('logins:');
+  });
+});
