@@ -99,11 +99,13 @@ interface StatusPair {
  * Does only what `mesh status` suggests (resume or roll back a leftover, whichever `choose`
  * picks when both are offered), until it exits 0. Returns what was run.
  */
-async function followStatus(choose: () => 'resume' | 'rollback'): Promise<string[]> {
+async function followStatus(pair: string, choose: () => 'resume' | 'rollback'): Promise<string[]> {
   const ran: string[] = [];
+  let last = '';
   for (let round = 0; round < 30; round++) {
-    const status = await baton('mesh', 'status', '--json', '--inventory', inventory());
+    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:${pair}`, '--json', '--inventory', inventory());
     if (status.exitCode === 0) return ran;
+    last = status.all;
     const doc = JSON.parse(status.stdout) as { pairs: StatusPair[] };
     const steps = doc.pairs.flatMap((p) => p.next_steps).filter((s) => s.placeholders.length === 0 && s.args[0] === 'mesh' && ['resume', 'rollback', 'rotate'].includes(s.args[1]!));
     const wanted = choose();
@@ -112,11 +114,18 @@ async function followStatus(choose: () => 'resume' | 'rollback'): Promise<string
       await sleep(100); // pending: the provisioner's next cycle
       continue;
     }
-    const args = [...step.args, ...(step.args.includes('--wait') ? [] : ['--wait', '10']), ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes'])];
+    // `args` are the words of the step; the inventory is added when rendered (as `command` shows).
+    const args = [...step.args, ...(step.args.includes('--inventory') ? [] : ['--inventory', inventory()]), ...(step.args.includes('--wait') ? [] : ['--wait', '10']), ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes'])];
     ran.push(args.slice(0, 3).join(' '));
-    await baton(...args);
+    const done = await baton(...args);
+    if (process.env.BATON_ALTERNATING_DEBUG) console.log(`${args.join(' ')} → exit ${done.exitCode}\n${done.all}`);
   }
-  throw new Error(`mesh status did not reach exit 0 after following it: ${ran.join('; ')}`);
+  throw new Error(`mesh status did not reach exit 0 after following it (ran: ${ran.join('; ') || 'nothing'}): ${last}`);
+}
+
+/** Each test can run alone (-t): a pair an earlier test would have rotated is rotated once here. */
+async function deliveredOnce(consumer: string, file: string): Promise<void> {
+  if (!existsSync(file)) expect((await rotate(consumer)).exitCode).toBe(0);
 }
 
 beforeAll(async () => {
@@ -138,7 +147,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await sandbox?.destroy();
-  tmp?.cleanup();
+  if (process.env.BATON_ALTERNATING_DEBUG) console.log(`kept ${tmp.dir}`);
+  else tmp?.cleanup();
 });
 
 describe('alternating credentials against a real PostgreSQL', () => {
@@ -164,6 +174,8 @@ describe('alternating credentials against a real PostgreSQL', () => {
       expect(Object.values(live.env).join(' ')).not.toContain(password);
       expect(live.script).not.toContain(password);
     }
+    // The grants belong to the group (an operator's GRANT, as for any pair's role).
+    await asSuperuser(sandbox, (c) => c.query('GRANT CREATE ON SCHEMA public TO web1_app'));
     const tables: string[] = [];
     for (const [file, login] of [[left, logins[0]!], [WEB1(), logins[1]!]] as const) {
       const table = `t_${login}`;
@@ -192,6 +204,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
       'kill-provisioner', 'kill-provisioner', 'kill-provisioner',
       'stop-provisioner', 'stop-provisioner', 'provisioner-down', 'provisioner-down'] as const;
     const order = ops.map((op) => ({ op, key: random() })).sort((x, y) => x.key - y.key).map((x) => x.op);
+    await deliveredOnce('web1-app', WEB1());
     const app = startPasswordApp(sandbox, WEB1, 'web1_app');
     const counts = { batonKills: 0, provisionerKills: 0, provisionerStops: 0, moved: 0, followed: [] as string[] };
     const started = Date.now();
@@ -206,7 +219,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
             break;
           case 'kill-baton': {
             const child = startBaton(['--state-dir', state(), 'mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory(), '--yes', '--wait', '10'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
-            await sleep(100 + random() * 600);
+            await sleep(30 + random() * 300);
             child.kill('SIGKILL');
             await child;
             counts.batonKills++;
@@ -218,7 +231,11 @@ describe('alternating credentials against a real PostgreSQL', () => {
             provisioner!.child.kill('SIGSTOP');
             const committed = journalLines().filter((l) => l.includes('"phase":"committed"')).length;
             const child = startBaton(['--state-dir', state(), 'mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory(), '--yes', '--wait', '10'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
-            await vi.waitFor(() => expect(journalLines().filter((l) => l.includes('"phase":"committed"')).length).toBeGreaterThan(committed), { timeout: 10_000, interval: 10 });
+            const gone = child.then((r) => `baton exited ${r.exitCode} before its provider commit: ${r.all}`);
+            await Promise.race([
+              vi.waitFor(() => expect(journalLines().filter((l) => l.includes('"phase":"committed"')).length).toBeGreaterThan(committed), { timeout: 10_000, interval: 10 }),
+              gone.then((why) => Promise.reject(new Error(why))),
+            ]);
             child.kill('SIGKILL');
             await child;
             counts.batonKills++;
@@ -251,19 +268,23 @@ describe('alternating credentials against a real PostgreSQL', () => {
             counts.provisionerKills++;
             const r = await rotate('web1-app', '1');
             expect(r.exitCode, r.all).toBe(3);
+            // Rolled back, not refused: nothing is left, and the consumer never moved.
+            expect(r.stdout, r.all).toContain('Nothing is left to do');
             expect(readFileSync(WEB1(), 'utf8')).toBe(before);
             provisioner = startProvisioner();
             break;
           }
         }
         if (!provisioner || provisioner.child.exitCode !== null) provisioner = startProvisioner();
-        if (follow) counts.followed.push(...(await followStatus(() => pick(['resume', 'rollback'] as const))));
+        if (process.env.BATON_ALTERNATING_DEBUG) console.log(`op ${op}: ${JSON.stringify(journalLines().slice(-3).map((l) => JSON.parse(l).phase))}`);
+        if (follow) counts.followed.push(...(await followStatus('web1-app', () => pick(['resume', 'rollback'] as const))));
         if (readFileSync(WEB1(), 'utf8') !== before) counts.moved++;
       }
       // The app must have logged in after the last rotation too.
       const last = readFileSync(WEB1(), 'utf8');
       await vi.waitFor(() => expect(app.attempts.some((a) => a.ok && a.password === consumerLogin(last, 'web1_app').password)).toBe(true), { timeout: 5_000 });
     } finally {
+      provisioner?.child.kill('SIGCONT');
       await app.stop();
     }
     const failed = app.failures();
@@ -277,6 +298,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
   }, 120_000);
 
   it('--revoke-previous: the login the consumer left is refused afterwards (28P01) with its old password, its open session is named, and the app saw 0 failures', async () => {
+    await deliveredOnce('web1-app', WEB1());
     const before = readFileSync(WEB1(), 'utf8');
     const left = consumerLogin(before, 'web1_app');
     expect(left.format).toBe('conninfo');
