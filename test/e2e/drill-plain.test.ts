@@ -97,7 +97,11 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).not.toContain('Step 3 of 5:');
     expect(result.stdout).toContain('Step 4 of 5:');
     expect(result.stdout).not.toContain('Step 5 of 5:');
-    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app alone/);
+    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app \(one role: a window\), then web2-app \(alternating: none\)/);
+    // The same rotation twice, one after the other: a measured window, then none.
+    expect(result.stdout).toMatch(/✓ web1-app's window was measured: \d+ ms when new connections with the OLD password could fail/);
+    expect(result.stdout).toMatch(/✓ web2-app had no window: it moved from web2_app_[ab] to web2_app_[ab], and web2_app_[ab] kept its password/);
+    expect(result.stdout).toMatch(/✓ the login web2 left, web2_app_[ab], still logs in with its password \(no window\)/);
 
     // mesh status before, while the provisioner is held (pending by construction), and after.
     const step4 = result.stdout.slice(result.stdout.indexOf('Step 4 of 5:'), result.stdout.indexOf('\nSummary'));

@@ -87,14 +87,17 @@ export const DRILL_STEPS: readonly StepSpec[] = [
   },
   {
     number: 4,
-    title: 'rotate web1-app alone: db1 and web1, nothing else',
+    title: 'rotate web1-app (one role: a window), then web2-app (alternating: none)',
     explanation:
-      'Every provider/consumer pair has its own database role, so rotating web1-app touches one ' +
-      'role on two machines: the preview must list exactly db1 and web1. db1 gets it first. Only ' +
-      "after the provisioner's receipt does web1's file change, so from that apply to that " +
-      'change new connections with the OLD password fail (the summary gives how long).',
+      'Every pair has its own database role, so rotating one consumer touches one role on two ' +
+      'machines: the preview lists exactly db1 and that consumer\'s machine. With one login role ' +
+      '(web1-app), new connections with the OLD password fail from the provisioner applying the ' +
+      'new one until web1\'s file changes; the summary measures it. An alternating pair (web2-app) ' +
+      'gets the new password on the login it is NOT using and moves to it only once the database ' +
+      'has it: no window at all.',
     tasks: [
       { label: 'Preview and rotate web1-app (type the count to confirm).', command: 'baton mesh rotate --consumer web1-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web1-app' } } },
+      { label: 'Now the same for web2-app, alternating: window none.', command: 'baton mesh rotate --consumer web2-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web2-app' } } },
     ],
   },
   {

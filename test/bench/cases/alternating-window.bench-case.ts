@@ -92,7 +92,7 @@ export const alternatingWindowCase: BenchCase = {
             goal: { kind: 'absolute', max: 0, unit: 'ms' },
             notes: [
               `one role: windows ${single.windows.map((x) => x.toFixed(0)).join(', ')} ms; the app's failed logins per rotation ${single.failed.join(', ')}`,
-              `alternating: the app's failed logins per rotation ${alternating.failed.join(', ')}${alternating.windows.length > 0 ? `; journal windows ${alternating.windows.map((x) => x.toFixed(0)).join(', ')} ms` : '; the journal records no window (window: none)'}`,
+              `alternating: the app's failed logins per rotation ${alternating.failed.join(', ')}${alternating.windows.length > 0 ? `; receipt → consumer commit ${alternating.windows.map((x) => x.toFixed(0)).join(', ')} ms, no window: the login the consumer left kept its password meanwhile` : ''}`,
               'apps open a new connection every 50 ms, re-reading the consumer file; real PostgreSQL (embedded), provisioner --interval 0.5, local transport',
             ],
           }),
