@@ -116,12 +116,20 @@ describe('the drill\'s checks on a real sandbox', () => {
   it('step 5\'s gate check fails when the rotation went through (worker1 was reachable)', async () => {
     await performAction(sandbox, 'plug-worker1');
     const before = await noteBefore(sandbox, notebook);
-    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' }, () => {}, undefined, { endSessions: false });
     const results = failed(await runChecks(sandbox, before, 5, 1));
     expect(results).toContain('nothing was sent: every file on every machine is as it was');
     expect(results).toContain('the old password of web1_app still logs in');
     expect(results).toContain('the old password of worker1_jobs still logs in');
     // …and the same rotation is exactly what the last task of step 5 asks for.
     expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
+  });
+
+  it('step 5\'s last check fails on a rotation without --revoke-previous: the login web2 left still logs in', async () => {
+    const before = await noteBefore(sandbox, notebook);
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    const bad = failed(await runChecks(sandbox, before, 5, 3));
+    expect(bad).toHaveLength(1);
+    expect(bad[0]).toMatch(/^the login web2 left, web2_app_[ab], is revoked: its old password is refused$/);
   });
 });

@@ -59,7 +59,7 @@ async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber
     case '5.2':
       return reachabilityChecks(sandbox, true);
     case '5.3':
-      return rotatedPairsChecks(sandbox, before, DRILL_CONSUMERS.map((c) => c.role));
+      return rotatedPairsChecks(sandbox, before, DRILL_CONSUMERS.map((c) => c.role), { revokedPrevious: true });
     default:
       return [fail(`step ${step} has checks for task ${task + 1}`, 'no checks are defined for it (a bug in the drill)')];
   }
@@ -210,7 +210,7 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
  * (its receipt carries the new digest), the new password logs in, the old one is refused,
  * and every other pair is untouched and still logs in.
  */
-async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: readonly Role[]): Promise<CheckResult[]> {
+async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: readonly Role[], options: { readonly revokedPrevious?: boolean } = {}): Promise<CheckResult[]> {
   const rotated = DRILL_CONSUMERS.filter((c) => roles.includes(c.role));
   const others = DRILL_CONSUMERS.filter((c) => !roles.includes(c.role));
   const expectedMachines = [...new Set(['db1', ...rotated.map((c) => c.machine)])].sort();
@@ -251,9 +251,14 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
       const was = consumerLoginOf(consumer.role, old);
       const login = await tryLogin(sandbox.postgres, was.login, was.password);
       if (was.alternating && renewed) {
-        // No window: the login the consumer left keeps its password until the next rotation.
         results.push(check(`${consumer.machine} moved from ${was.login} to the other login`, is !== undefined && is.alternating && is.login !== was.login, `now ${is ? is.login : 'no file'}`));
-        results.push(check(`the login ${consumer.machine} left, ${was.login}, still logs in with its password (no window)`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+        if (options.revokedPrevious) {
+          // --revoke-previous: the login it left got a password never delivered.
+          results.push(check(`the login ${consumer.machine} left, ${was.login}, is revoked: its old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+        } else {
+          // No window: the login the consumer left keeps its password until the next rotation.
+          results.push(check(`the login ${consumer.machine} left, ${was.login}, still logs in with its password (no window)`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+        }
       } else {
         results.push(check(`the old password of ${was.login} is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
       }

@@ -12,8 +12,11 @@ export type TaskKind =
   | { readonly kind: 'status'; readonly controller: Controller }
   /** The real failover walk-through, on one controller. */
   | { readonly kind: 'failover'; readonly controller: Controller }
-  /** The real rotation view (plan, gate, typed confirm, commit), for a selection. */
-  | { readonly kind: 'rotation'; readonly selector: DrillSelector }
+  /**
+   * The real rotation view (plan, gate, typed confirm, commit), for a selection; with
+   * `revokePrevious`, as `mesh rotate --revoke-previous`: the logins alternating pairs leave are revoked.
+   */
+  | { readonly kind: 'rotation'; readonly selector: DrillSelector; readonly revokePrevious?: true }
   /** Something the drill does to the sandbox on the operator's Enter (a fault, a CLI step). */
   | { readonly kind: 'action'; readonly action: DrillAction };
 
@@ -106,12 +109,13 @@ export const DRILL_STEPS: readonly StepSpec[] = [
     explanation:
       'db1 may be compromised, so every pair of pg-main must move, but worker1 is unreachable. ' +
       'The all-or-nothing gate closes: nothing is generated or sent and every old password keeps ' +
-      'working. Bring worker1 back and rotate again: all pairs move.',
+      'working. Bring worker1 back and rotate again with --revoke-previous: all pairs move, and ' +
+      'the login web2-app leaves is revoked too.',
     tasks: [
       { label: 'Press Enter to unplug worker1.', command: '(fault injected by the drill)', where: { kind: 'action', action: 'unplug-worker1' } },
       { label: 'Try to rotate every pair of pg-main: watch the gate close.', command: 'baton mesh rotate --provider pg-main', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' } } },
       { label: 'Press Enter to bring worker1 back.', command: '(fault removed by the drill)', where: { kind: 'action', action: 'plug-worker1' } },
-      { label: 'Rotate every pair of pg-main again (type the count).', command: 'baton mesh rotate --provider pg-main', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' } } },
+      { label: 'Rotate every pair of pg-main again, revoking the login web2-app leaves (type the count).', command: 'baton mesh rotate --provider pg-main --revoke-previous', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' }, revokePrevious: true } },
     ],
   },
 ];
