@@ -76,8 +76,10 @@ describe('baton drill --plain (the built CLI)', () => {
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
     expect(path.dirname(kept!)).toBe(tmp);
     // Every password the mesh delivered is in the kept sandbox; none may be in the output or a log.
-    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/.test(file));
-    expect(delivered.length).toBeGreaterThanOrEqual(7);
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file));
+    // web2-app is alternating: its logins' files (web2_app+a, +b) hold its passwords.
+    expect(delivered.length).toBeGreaterThanOrEqual(8);
+    expect(delivered.filter((file) => /\/provides\/pg-main\/web2_app\+[ab]$/.test(file))).toHaveLength(2);
     const logs = ['provisioner.log', 'journal/mesh-journal.jsonl'].map((name) => readFileSync(path.join(kept!, name), 'utf8'));
     expect(logs[0]).toContain('web1_app sha256:');
     for (const file of delivered) {
@@ -123,7 +125,7 @@ describe('baton drill --plain (the built CLI)', () => {
     const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
     expect(kept).toBeDefined();
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
-    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/.test(file));
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file));
     expect(delivered.some((file) => file.endsWith('/consumes/pg-main/web1_app'))).toBe(true);
     const secrets = delivered.map((file) => ({ name: path.relative(kept!, file), value: readFileSync(file, 'utf8') }));
     expect(scanForSecrets([{ name: 'drill --plain --step 4 output', data: result.all }], secrets)).toEqual([]);
