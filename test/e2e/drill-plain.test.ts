@@ -99,7 +99,7 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).not.toContain('Step 3 of 5:');
     expect(result.stdout).toContain('Step 4 of 5:');
     expect(result.stdout).not.toContain('Step 5 of 5:');
-    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app \(one role: a window\), then web2-app \(alternating: none\)/);
+    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app: a window; alternating web2-app: none/);
     // The same rotation twice, one after the other: a measured window, then none.
     expect(result.stdout).toMatch(/✓ web1-app's window was measured: \d+ ms when new connections with the OLD password could fail/);
     expect(result.stdout).toMatch(/✓ web2-app had no window: it moved from web2_app_[ab] to web2_app_[ab], and web2_app_[ab] kept its password/);

@@ -90,7 +90,7 @@ export const DRILL_STEPS: readonly StepSpec[] = [
   },
   {
     number: 4,
-    title: 'rotate web1-app (one role: a window), then web2-app (alternating: none)',
+    title: 'rotate web1-app: a window; alternating web2-app: none',
     explanation:
       'Every pair has its own database role, so rotating one consumer touches one role on two ' +
       'machines: the preview lists exactly db1 and that consumer\'s machine. With one login role ' +
