@@ -413,14 +413,16 @@ async function main(): Promise<void> {
     await drill.waitFor('set aside in');
     await drill.type('q');
     await goOn();
-    // Step 4: one pair rotated.
+    // Step 4: one pair rotated (one role), then another (alternating); the second view opens by itself.
     await begin();
-    const one = await drill.read(/Type (\d+) \(the number of credentials\)/);
-    await drill.type(one);
-    await drill.waitFor('(Enter rotates)');
-    await drill.keys('Enter');
-    await drill.waitFor('q closes the view', 60_000);
-    await drill.type('q');
+    for (const consumer of ['web1-app', 'web2-app']) {
+      const one = await drill.read(new RegExp(`--consumer ${consumer}[\\s\\S]*Type (\\d+) \\(the number of credentials\\)`), 60_000);
+      await drill.type(one);
+      await drill.waitFor('(Enter rotates)');
+      await drill.keys('Enter');
+      await drill.waitFor('q closes the view', 60_000);
+      await drill.type('q');
+    }
     await goOn();
     // Step 5: the gate closes on an unplugged machine, then opens once it is back.
     await begin();

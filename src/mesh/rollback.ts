@@ -114,6 +114,13 @@ export async function rollBackPairs(
     const leftover = leftovers.get(p.key);
     results.set(p.key, { pair: p.key, result: 'rolled-back', receipt: receipts.get(p.key) ?? 'unknown', ...(leftover ? { leftover } : {}) });
   }
+  // A pair found finished drops the previous file its commit kept, as a finished rotation does:
+  // an alternating pair's ends never hold the same text, so a `.prev` left here would block
+  // every later rotation of that login as a leftover. Best effort: a failure leaves only that.
+  const finished = pairs.filter((p) => results.get(p.key)?.result === 'finished');
+  await mapBounded([...groupBy(finished, (p) => p.providerMachine)], options.concurrency, async ([machine, machinePairs]) => {
+    await transportFor(machine).discardPrevious(machinePairs.map((p) => p.providerPath)).catch(() => undefined);
+  });
   return pairs.map((p) => results.get(p.key)!);
 }
 

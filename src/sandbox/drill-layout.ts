@@ -15,10 +15,11 @@ export type DrillMachine = (typeof DRILL_MACHINES)[number];
 
 export const DRILL_PROVIDER = 'pg-main';
 export const DRILL_MESH_DIR = '/var/lib/baton/mesh';
+/** web2-app has alternating logins (web2_app_a/_b), so step 4 shows a rotation with no window beside one with. */
 export const DRILL_CONSUMERS = [
-  { name: 'web1-app', machine: 'web1', role: 'web1_app' },
-  { name: 'web2-app', machine: 'web2', role: 'web2_app' },
-  { name: 'worker1-jobs', machine: 'worker1', role: 'worker1_jobs' },
+  { name: 'web1-app', machine: 'web1', role: 'web1_app', credential: 'single' },
+  { name: 'web2-app', machine: 'web2', role: 'web2_app', credential: 'alternating' },
+  { name: 'worker1-jobs', machine: 'worker1', role: 'worker1_jobs', credential: 'single' },
 ] as const;
 
 export interface DrillSandbox {

@@ -143,7 +143,7 @@ function inventoryYaml(machineRoot: (machine: DrillMachine) => string): string {
     mesh_dir: DRILL_MESH_DIR,
     machines: DRILL_MACHINES.map((name) => ({ name, address: machineRoot(name), transport: 'local' })),
     providers: [{ name: DRILL_PROVIDER, machine: 'db1', kind: 'postgres' }],
-    consumers: DRILL_CONSUMERS.map((c) => ({ name: c.name, machine: c.machine, uses: [DRILL_PROVIDER] })),
+    consumers: DRILL_CONSUMERS.map((c) => ({ name: c.name, machine: c.machine, uses: [DRILL_PROVIDER], ...(c.credential === 'alternating' ? { credential: c.credential } : {}) })),
   });
 }
 

@@ -29,8 +29,9 @@ import { rotationWindowCase } from './cases/rotation-window.bench-case.js';
 import { rotationRollbackCase } from './cases/rotation-rollback.bench-case.js';
 import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 import { sshWindowCase } from './cases/ssh-window.bench-case.js';
+import { alternatingWindowCase } from './cases/alternating-window.bench-case.js';
 
-const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase, rotationRollbackCase, sshHandshakesCase, sshWindowCase];
+const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase, rotationRollbackCase, sshHandshakesCase, sshWindowCase, alternatingWindowCase];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
 

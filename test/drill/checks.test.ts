@@ -13,6 +13,7 @@ import { rotateScripted, seedPasswords } from '../../src/commands/drill/rotate.j
 import { startSandbox } from '../../src/sandbox/drill-sandbox.js';
 import type { DrillSandbox } from '../../src/sandbox/drill-layout.js';
 import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
+import { consumerLoginOf } from '../../src/app/drill/consumer-login.js';
 import { tryLogin } from '../../src/app/drill/pg-login.js';
 import type { Teardown } from '../../src/sandbox/teardown.js';
 import type { CheckResult } from '../../src/app/drill/check.js';
@@ -42,8 +43,11 @@ describe('the drill\'s checks on a real sandbox', () => {
     expect(failed(await runChecks(sandbox, before, 1, 0))).toEqual([]);
     expect(failed(await runChecks(sandbox, before, 1, 1))).toEqual([]);
     for (const role of ['web1_app', 'web2_app', 'worker1_jobs'] as const) {
-      expect(await tryLogin(sandbox.postgres, role, before.secrets[role]!)).toEqual({ ok: true });
+      const { login, password } = consumerLoginOf(role, before.secrets[role]!);
+      expect(await tryLogin(sandbox.postgres, login, password)).toEqual({ ok: true });
     }
+    // web2-app is alternating: its file names its first login, not the group.
+    expect(consumerLoginOf('web2_app', before.secrets.web2_app!).login).toBe('web2_app_a');
   });
 
   it('reaches its s3rver with the emulator\'s keys handed over in-process: none in the environment or the store URL', async () => {
@@ -88,12 +92,14 @@ describe('the drill\'s checks on a real sandbox', () => {
       'the provisioner on db1 applied web1_app',
       'web1_app logs in with the new password',
       'the old password of web1_app is refused',
+      'the rotation of web1-app was applied',
     ]);
     expect(afterCancel.find((r) => r.label === 'web1 holds a new password for web1_app')?.detail).toContain('cancelled');
     // The wrong selection: every pair of pg-main instead of web1-app alone.
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
     const results = await runChecks(sandbox, before, 4, 0);
-    expect(failed(results)).toEqual(['exactly db1 and web1 received files', 'web2_app was not touched', 'web2_app still logs in with its password', 'worker1_jobs was not touched', 'worker1_jobs still logs in with its password']);
+    // web2-app is alternating: it moved too, but the login it left still logs in (no window).
+    expect(failed(results)).toEqual(['exactly db1 and web1 received files', 'web2_app was not touched', 'worker1_jobs was not touched', 'worker1_jobs still logs in with its password']);
   });
 
   it('step 5 catches a gate that was never tried, and proves nothing was sent when it closes', async () => {
@@ -110,12 +116,20 @@ describe('the drill\'s checks on a real sandbox', () => {
   it('step 5\'s gate check fails when the rotation went through (worker1 was reachable)', async () => {
     await performAction(sandbox, 'plug-worker1');
     const before = await noteBefore(sandbox, notebook);
-    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' }, () => {}, undefined, { endSessions: false });
     const results = failed(await runChecks(sandbox, before, 5, 1));
     expect(results).toContain('nothing was sent: every file on every machine is as it was');
     expect(results).toContain('the old password of web1_app still logs in');
     expect(results).toContain('the old password of worker1_jobs still logs in');
     // …and the same rotation is exactly what the last task of step 5 asks for.
     expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
+  });
+
+  it('step 5\'s last check fails on a rotation without --revoke-previous: the login web2 left still logs in', async () => {
+    const before = await noteBefore(sandbox, notebook);
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
+    const bad = failed(await runChecks(sandbox, before, 5, 3));
+    expect(bad).toHaveLength(1);
+    expect(bad[0]).toMatch(/^the login web2 left, web2_app_[ab], is revoked: its old password is refused$/);
   });
 });

@@ -134,10 +134,11 @@ describe('the drill screens', () => {
   it('the summary shows time per step and every wrong turn, within 80×24', () => {
     const out = frame(completed(['Esc backed out in the failover on ctl-a']), 80);
     expect(out).toContain('Drill complete');
-    // 65 s per task: step 1 has two tasks, step 5 four.
+    // 65 s per task: steps 1 and 4 have two tasks, step 5 four (12 tasks, one wrong turn each).
     expect(out).toMatch(/step 1\s+2:10/);
+    expect(out).toMatch(/step 4\s+2:10/);
     expect(out).toMatch(/step 5\s+4:20/);
-    expect(out).toContain('Wrong turns (11):');
+    expect(out).toContain('Wrong turns (12):');
     expect(out).toContain('! step 5: Esc backed out in the failover on ctl-a');
     fitsIn(out, 80);
     expect(out.split('\n').length).toBeLessThanOrEqual(24);

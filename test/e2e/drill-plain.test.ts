@@ -76,8 +76,10 @@ describe('baton drill --plain (the built CLI)', () => {
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
     expect(path.dirname(kept!)).toBe(tmp);
     // Every password the mesh delivered is in the kept sandbox; none may be in the output or a log.
-    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/.test(file));
-    expect(delivered.length).toBeGreaterThanOrEqual(7);
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file));
+    // web2-app is alternating: its logins' files (web2_app+a, +b) hold its passwords.
+    expect(delivered.length).toBeGreaterThanOrEqual(8);
+    expect(delivered.filter((file) => /\/provides\/pg-main\/web2_app\+[ab]$/.test(file))).toHaveLength(2);
     const logs = ['provisioner.log', 'journal/mesh-journal.jsonl'].map((name) => readFileSync(path.join(kept!, name), 'utf8'));
     expect(logs[0]).toContain('web1_app sha256:');
     for (const file of delivered) {
@@ -97,7 +99,11 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).not.toContain('Step 3 of 5:');
     expect(result.stdout).toContain('Step 4 of 5:');
     expect(result.stdout).not.toContain('Step 5 of 5:');
-    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app alone/);
+    expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app: a window; alternating web2-app: none/);
+    // The same rotation twice, one after the other: a measured window, then none.
+    expect(result.stdout).toMatch(/✓ web1-app's window was measured: \d+ ms when new connections with the OLD password could fail/);
+    expect(result.stdout).toMatch(/✓ web2-app had no window: it moved from web2_app_[ab] to web2_app_[ab], and web2_app_[ab] kept its password/);
+    expect(result.stdout).toMatch(/✓ the login web2 left, web2_app_[ab], still logs in with its password \(no window\)/);
 
     // mesh status before, while the provisioner is held (pending by construction), and after.
     const step4 = result.stdout.slice(result.stdout.indexOf('Step 4 of 5:'), result.stdout.indexOf('\nSummary'));
@@ -119,7 +125,7 @@ describe('baton drill --plain (the built CLI)', () => {
     const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
     expect(kept).toBeDefined();
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
-    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+$/.test(file));
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file));
     expect(delivered.some((file) => file.endsWith('/consumes/pg-main/web1_app'))).toBe(true);
     const secrets = delivered.map((file) => ({ name: path.relative(kept!, file), value: readFileSync(file, 'utf8') }));
     expect(scanForSecrets([{ name: 'drill --plain --step 4 output', data: result.all }], secrets)).toEqual([]);

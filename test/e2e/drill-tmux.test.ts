@@ -149,20 +149,23 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     expect(screen).toContain('✓ the old authority was set aside, not deleted');
     await inPane(screen);
 
-    // Step 4: the rotation's gate — its prompt and the typed count in view — and its result.
+    // Step 4: the rotation's gate — its prompt and the typed count in view — and its result,
+    // once for web1-app (one role) and once for web2-app (alternating), which opens by itself.
     await s.keys('Enter');
     await s.waitFor((x) => x.includes('Step 4 of 5') && x.includes('Enter begins the step'), 'step 4');
     await s.keys('Enter');
-    screen = await s.waitFor('(the number of credentials)', 'the rotation gate');
-    await inPane(screen);
-    const count = /Type (\d+) \(the number of credentials\)/.exec(screen)![1]!;
-    await typeUntilEchoed(s, count, `> ${count}`);
-    screen = await s.waitFor('(Enter rotates)', 'the typed count');
-    expect(screen).toContain('(the number of credentials)');
-    await inPane(screen);
-    await s.keys('Enter');
-    await inPane(await s.waitFor('q closes the view; the drill then checks', 'the rotation done', 60_000));
-    await s.type('q');
+    for (const consumer of ['web1-app', 'web2-app']) {
+      screen = await s.waitFor((x) => x.includes('(the number of credentials)') && x.includes(consumer), `the rotation gate of ${consumer}`, 60_000);
+      await inPane(screen);
+      const count = /Type (\d+) \(the number of credentials\)/.exec(screen)![1]!;
+      await typeUntilEchoed(s, count, `> ${count}`);
+      screen = await s.waitFor('(Enter rotates)', 'the typed count');
+      expect(screen).toContain('(the number of credentials)');
+      await inPane(screen);
+      await s.keys('Enter');
+      await inPane(await s.waitFor('q closes the view; the drill then checks', `the rotation of ${consumer} done`, 60_000));
+      await s.type('q');
+    }
     await inPane(await s.waitFor('Step 4 passed every check', 'the checks of step 4', 60_000));
 
     // q on the drill's own screen quits; the servers stop and the sandbox goes.

@@ -1,46 +1,78 @@
 /**
- * An app for measuring a rotation's window from the outside: it re-reads its password file for
- * EVERY new connection, every 50 ms, and records what happened with which password. Free of
- * vitest, so the bench uses it too.
+ * An app for measuring a rotation's window from the outside: it opens a NEW connection every
+ * 50 ms, re-reading its consumer file for each one, and records what happened with which login
+ * and password. Free of vitest, so the bench uses it too.
+ *
+ * The file is read as a consumer reads it: a single pair's file is the bare secret (the login is
+ * the pair's role); an alternating pair's file is libpq keyword/value text naming the login and
+ * the password (docs/mesh-rotation.md, "Alternating credentials"). The app never guesses past
+ * that: whatever else the file holds is sent as a bare password and fails visibly.
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
+import { conninfoLogin, parseConninfo } from '../../src/mesh/alternating.js';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
 
 export interface AppAttempt {
+  /** The login the file named (the pair's role for a bare secret). */
+  readonly user: string;
   readonly password: string;
   readonly ok: boolean;
-  /** The server's SQLSTATE when it refused (28P01: wrong password). */
+  /** The server's SQLSTATE when it refused (28P01: wrong password; 28000: NOLOGIN or no such role). */
   readonly code?: string;
   /** When the attempt started (ms since the epoch). */
   readonly at: number;
 }
 
+export interface ConsumerLogin {
+  readonly user: string;
+  readonly password: string;
+  readonly format: 'bare' | 'conninfo';
+}
+
+/** What a consumer file says to log in with: keyword/value `user` + `password`, else the bare secret as `role`'s password. */
+export function consumerLogin(text: string, role: string): ConsumerLogin {
+  if (conninfoLogin(text) !== undefined) {
+    const fields = parseConninfo(text)!;
+    return { user: fields.user!, password: fields.password!, format: 'conninfo' };
+  }
+  return { user: role, password: text, format: 'bare' };
+}
+
+export interface PasswordApp {
+  readonly attempts: AppAttempt[];
+  /** The refused logins, each named: `<user> <code> at <ISO time>`. */
+  failures(): string[];
+  stop(): Promise<void>;
+}
+
 /**
- * An app that re-reads its password file for EVERY new connection, every 50 ms, and records
- * what happened with which password. A missing file (before the first rotation) is skipped.
+ * An app that re-reads its consumer file for EVERY new connection, every 50 ms, logging in with
+ * what it says (see consumerLogin; `role` is the pair's role, the login of a bare secret). A
+ * missing file (before the first rotation) is skipped.
  */
-export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, role: string): { readonly attempts: AppAttempt[]; stop(): Promise<void> } {
+export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, role: string): PasswordApp {
   const attempts: AppAttempt[] = [];
   let running = true;
   const loop = (async () => {
     while (running) {
       const started = Date.now();
-      let password: string | undefined;
+      let text: string | undefined;
       try {
-        password = readFileSync(file(), 'utf8');
+        text = readFileSync(file(), 'utf8');
       } catch {
-        password = undefined;
+        text = undefined;
       }
-      if (password !== undefined) {
-        const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: role, password });
+      if (text !== undefined) {
+        const { user, password } = consumerLogin(text, role);
+        const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user, password });
         client.on('error', () => undefined);
         try {
           await client.connect();
           await client.query('SELECT 1');
-          attempts.push({ password, ok: true, at: started });
+          attempts.push({ user, password, ok: true, at: started });
         } catch (error) {
-          attempts.push({ password, ok: false, code: (error as { code?: string }).code, at: started });
+          attempts.push({ user, password, ok: false, code: (error as { code?: string }).code, at: started });
         } finally {
           await client.end().catch(() => undefined);
         }
@@ -50,6 +82,7 @@ export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, r
   })();
   return {
     attempts,
+    failures: () => attempts.filter((a) => !a.ok).map((a) => `${a.user} ${a.code ?? 'no code'} at ${new Date(a.at).toISOString()}`),
     async stop() {
       running = false;
       await loop;

@@ -28,15 +28,23 @@ export function superuserPassword(sandbox: PostgresSandbox): string {
  * Anything else (server down) throws.
  */
 export async function canLogin(sandbox: PostgresSandbox, role: string, password: string): Promise<boolean> {
+  return (await loginRefusal(sandbox, role, password)) === undefined;
+}
+
+/**
+ * Logs in as `role` with `password`: undefined when the server accepted, else the SQLSTATE of
+ * its refusal (28P01 wrong password or no such role, 28000 NOLOGIN). Anything else throws.
+ */
+export async function loginRefusal(sandbox: PostgresSandbox, role: string, password: string): Promise<'28P01' | '28000' | undefined> {
   const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: role, password });
   client.on('error', () => undefined);
   try {
     await client.connect();
     await client.query('SELECT 1');
-    return true;
+    return undefined;
   } catch (error) {
     const code = (error as { code?: string }).code;
-    if (code === '28P01' || code === '28000') return false;
+    if (code === '28P01' || code === '28000') return code;
     throw error;
   } finally {
     await client.end().catch(() => undefined);

@@ -10,7 +10,7 @@ import { conninfoLogin, formatConsumerConninfo, parseConninfo } from '../../src/
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { findMachine, parseInventory, type Inventory } from '../../src/mesh/inventory.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
-import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
+import { appendJournal, JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { inspectPlan, unknownLoginsRefusal } from '../../src/mesh/leftovers.js';
 import { previousInJournal, rollBackPairs } from '../../src/mesh/rollback.js';
 import { resumablePlan, resumeRotation } from '../../src/mesh/resume.js';
@@ -205,6 +205,29 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     expect(files(m, 'db1').has(`${P}/web1_app+b`)).toBe(false);
+  });
+
+  it('baton killed between the commits, the receipt already new, then mesh rollback: the pair is finished, its .prev removed, and a later rotation of that login is not refused', async () => {
+    const { m, dir } = await onA();
+    const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
+    const dying = dyingAfterProviderCommit(m.transportFor);
+    void rotate(plan, dying.transportFor, dir, 'r2', 1000);
+    await dying.dead;
+    await vi.waitFor(async () => expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'));
+    const records = await readJournal(dir, 'r2');
+    const { pairs, digests } = resumablePlan('r2', records, inventory(), dir);
+    // The provisioner applied b's new secret: taking it back would be pointless, so the pair finishes.
+    await vi.waitFor(() => expect(files(m, 'db1').get(`${P}/.applied/web1_app+b`)).toContain(digests['pg-main:web1-app']!));
+    const results = await rollBackPairs(pairs, digests, previousInJournal(records), m.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 });
+    expect(results[0]).toMatchObject({ result: 'finished' });
+    expect(conninfoLogin(files(m, 'web1').get(C1)!)).toBe('web1_app_b');
+    expect(files(m, 'db1').has(`${P}/.web1_app+b.prev`)).toBe(false);
+    // The record `mesh rollback` appends, closing r2.
+    const last = records.find((r) => r.phase === 'prepared')!;
+    await appendJournal(dir, { ...last, at: new Date().toISOString(), phase: 'rolled-back', applied: ['pg-main:web1-app'], rolled_back: [{ pair: 'pg-main:web1-app', result: 'finished' }] });
+    // Two rotations later the target is b again: no leftover is found on it.
+    for (const id of ['r3', 'r4']) expect((await rotate(await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, id)).code).toBe(0);
+    expect(conninfoLogin(files(m, 'web1').get(C1)!)).toBe('web1_app_b');
   });
 });
 

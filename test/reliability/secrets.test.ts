@@ -162,8 +162,9 @@ describe('the drill\'s --plain run leaks no secret and no key', () => {
       expect(run.exitCode, run.all).toBe(0);
       expect(sandbox, run.all).toBeDefined();
       // Everything secret the drill made: delivered credentials (both generations are gone,
-      // the live ones remain), the superuser password file, and every private key.
-      const credentials = filesBelow(sandbox!, /\/(provides|consumes)\/[^/]+\/[a-z0-9_]+$/);
+      // the live ones remain; an alternating pair's logins are `<role>+a`/`+b`), the superuser
+      // password file, and every private key.
+      const credentials = filesBelow(sandbox!, /\/(provides|consumes)\/[^/]+\/[a-z0-9_]+(\+[ab])?$/);
       const keys = filesBelow(sandbox!, /\/ca(-previous)?\.key$/);
       expect(credentials.size).toBeGreaterThan(0);
       expect(keys.size).toBeGreaterThan(0);

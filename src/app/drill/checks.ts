@@ -19,6 +19,7 @@ import { loadInventory } from '../../mesh/inventory.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
+import { consumerLoginOf } from './consumer-login.js';
 import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { StepNumber } from './scenario.js';
 
@@ -48,7 +49,9 @@ async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber
     case '3.2':
       return forcedChecks(sandbox, before);
     case '4.0':
-      return [planChecks(sandbox, { by: 'consumer', name: 'web1-app' }, ['db1', 'web1']), ...(await rotatedPairsChecks(sandbox, before, ['web1_app']))];
+      return [planChecks(sandbox, { by: 'consumer', name: 'web1-app' }, ['db1', 'web1']), ...(await rotatedPairsChecks(sandbox, before, ['web1_app'])), windowCheck(sandbox, before, 'web1-app')];
+    case '4.1':
+      return [planChecks(sandbox, { by: 'consumer', name: 'web2-app' }, ['db1', 'web2']), ...(await rotatedPairsChecks(sandbox, before, ['web2_app'])), windowCheck(sandbox, before, 'web2-app')];
     case '5.0':
       return reachabilityChecks(sandbox, false);
     case '5.1':
@@ -56,7 +59,7 @@ async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber
     case '5.2':
       return reachabilityChecks(sandbox, true);
     case '5.3':
-      return rotatedPairsChecks(sandbox, before, DRILL_CONSUMERS.map((c) => c.role));
+      return rotatedPairsChecks(sandbox, before, DRILL_CONSUMERS.map((c) => c.role), { revokedPrevious: true });
     default:
       return [fail(`step ${step} has checks for task ${task + 1}`, 'no checks are defined for it (a bug in the drill)')];
   }
@@ -195,8 +198,9 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
       results.push(fail(`the old password of ${consumer.role} still logs in`, `${consumer.machine} had no password to try`));
       continue;
     }
-    const login = await tryLogin(sandbox.postgres, consumer.role, old);
-    results.push(check(`the old password of ${consumer.role} still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    const was = consumerLoginOf(consumer.role, old);
+    const login = await tryLogin(sandbox.postgres, was.login, was.password);
+    results.push(check(`the old password of ${was.login} still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
   }
   return results;
 }
@@ -206,15 +210,18 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
  * (its receipt carries the new digest), the new password logs in, the old one is refused,
  * and every other pair is untouched and still logs in.
  */
-async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: readonly Role[]): Promise<CheckResult[]> {
+async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: readonly Role[], options: { readonly revokedPrevious?: boolean } = {}): Promise<CheckResult[]> {
   const rotated = DRILL_CONSUMERS.filter((c) => roles.includes(c.role));
   const others = DRILL_CONSUMERS.filter((c) => !roles.includes(c.role));
   const expectedMachines = [...new Set(['db1', ...rotated.map((c) => c.machine)])].sort();
   const now = readConsumerSecrets(sandbox);
   const isRenewed = (role: Role) => now[role] !== undefined && now[role].digest !== before.secrets[role]?.digest;
+  // The provider-end file each new consumer file depends on: the role's own, or the login's it names.
+  const providerFileOf = (role: Role) => consumerLoginOf(role, now[role]!).providerFile;
   // Only a new password has a receipt to wait for: the seeded receipts already match the old
   // files, and waiting on them would pass "applied" for a rotation that never happened.
-  const applied = await waitForReceipts(sandbox, roles.filter(isRenewed));
+  const appliedFiles = await waitForReceipts(sandbox, roles.filter(isRenewed).map(providerFileOf));
+  const applied = roles.filter((role) => isRenewed(role) && appliedFiles.includes(providerFileOf(role)));
   const changed = changedFiles(before.meshFiles, readMeshFiles(sandbox));
   const touched = machinesOf(changed);
   const results: CheckResult[] = [
@@ -233,15 +240,28 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
     results.push(check(`${consumer.machine} holds a new password for ${consumer.role}`, renewed, !fresh ? 'no file' : renewed ? `digest ${fresh.digest.slice(0, 19)}` : unchanged));
     const appliedWhy = applied.includes(consumer.role) ? 'its receipt carries the new digest' : renewed ? `no matching receipt after ${APPLY_WAIT_MS / 1000} s` : 'there is no new password to apply';
     results.push(check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), appliedWhy));
-    if (fresh && !renewed) {
-      results.push(fail(`${consumer.role} logs in with the new password`, 'there is no new password to try'));
-    } else if (fresh) {
-      const login = await tryLogin(sandbox.postgres, consumer.role, fresh);
-      results.push(check(`${consumer.role} logs in with the new password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    const is = fresh && consumerLoginOf(consumer.role, fresh);
+    if (is && !renewed) {
+      results.push(fail(`${is.login} logs in with the new password`, 'there is no new password to try'));
+    } else if (is) {
+      const login = await tryLogin(sandbox.postgres, is.login, is.password);
+      results.push(check(`${is.login} logs in with the new password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
     }
     if (old) {
-      const login = await tryLogin(sandbox.postgres, consumer.role, old);
-      results.push(check(`the old password of ${consumer.role} is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+      const was = consumerLoginOf(consumer.role, old);
+      const login = await tryLogin(sandbox.postgres, was.login, was.password);
+      if (was.alternating && renewed) {
+        results.push(check(`${consumer.machine} moved from ${was.login} to the other login`, is !== undefined && is.alternating && is.login !== was.login, `now ${is ? is.login : 'no file'}`));
+        if (options.revokedPrevious) {
+          // --revoke-previous: the login it left got a password never delivered.
+          results.push(check(`the login ${consumer.machine} left, ${was.login}, is revoked: its old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+        } else {
+          // No window: the login the consumer left keeps its password until the next rotation.
+          results.push(check(`the login ${consumer.machine} left, ${was.login}, still logs in with its password (no window)`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+        }
+      } else {
+        results.push(check(`the old password of ${was.login} is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+      }
     }
   }
   for (const consumer of others) {
@@ -249,14 +269,32 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
     const fresh = now[consumer.role];
     results.push(check(`${consumer.role} was not touched`, old !== undefined && fresh?.digest === old.digest, 'its delivered file is the same'));
     if (old) {
-      const login = await tryLogin(sandbox.postgres, consumer.role, old);
-      results.push(check(`${consumer.role} still logs in with its password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+      const was = consumerLoginOf(consumer.role, old);
+      const login = await tryLogin(sandbox.postgres, was.login, was.password);
+      results.push(check(`${was.login} still logs in with its password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
     }
   }
   return results;
 }
 
-/** The roles whose receipt digest equals the delivered provider file's, after waiting a bounded time. */
+/**
+ * What the task's rotation recorded about a pair's window, from the journal: a one-role pair's
+ * measured window (the summary showed it); an alternating pair's move from one login to the
+ * other, which has none (the login it left kept its password meanwhile).
+ */
+function windowCheck(sandbox: DrillSandbox, before: Before, consumer: string): CheckResult {
+  const key = `${DRILL_PROVIDER}:${consumer}`;
+  const applied = readJournalRecords(sandbox).slice(before.journalRecords).filter((record) => record.phase === 'applied' && (record.applied ?? []).includes(key));
+  if (applied.length === 0) return fail(`the rotation of ${consumer} was applied`, 'the journal has no applied rotation of it since the task opened');
+  const pair = applied[0]!.pairs.find((p) => p.key === key);
+  if (pair?.credential === 'alternating') {
+    return check(`${consumer} had no window: it moved from ${pair.left ?? 'no login'} to ${pair.login ?? '?'}, and ${pair.left ?? 'the login it left'} kept its password`, pair.login !== undefined && pair.login !== pair.left, 'from the journal (credential: alternating)');
+  }
+  const ms = applied[0]!.windows_ms?.[key];
+  return check(`${consumer}'s window was measured: ${ms === undefined ? '?' : Math.round(ms)} ms when new connections with the OLD password could fail`, ms !== undefined, ms === undefined ? 'the journal records no window' : 'from the journal, as the summary printed it');
+}
+
+/** The provider-end files (a role's, or a login's) whose receipt digest equals the delivered file's, after waiting a bounded time. */
 export async function waitForReceipts(sandbox: DrillSandbox, roles: readonly string[], waitMs = APPLY_WAIT_MS): Promise<string[]> {
   const deadline = Date.now() + waitMs;
   for (;;) {

@@ -12,8 +12,11 @@ export type TaskKind =
   | { readonly kind: 'status'; readonly controller: Controller }
   /** The real failover walk-through, on one controller. */
   | { readonly kind: 'failover'; readonly controller: Controller }
-  /** The real rotation view (plan, gate, typed confirm, commit), for a selection. */
-  | { readonly kind: 'rotation'; readonly selector: DrillSelector }
+  /**
+   * The real rotation view (plan, gate, typed confirm, commit), for a selection; with
+   * `revokePrevious`, as `mesh rotate --revoke-previous`: the logins alternating pairs leave are revoked.
+   */
+  | { readonly kind: 'rotation'; readonly selector: DrillSelector; readonly revokePrevious?: true }
   /** Something the drill does to the sandbox on the operator's Enter (a fault, a CLI step). */
   | { readonly kind: 'action'; readonly action: DrillAction };
 
@@ -87,14 +90,17 @@ export const DRILL_STEPS: readonly StepSpec[] = [
   },
   {
     number: 4,
-    title: 'rotate web1-app alone: db1 and web1, nothing else',
+    title: 'rotate web1-app: a window; alternating web2-app: none',
     explanation:
-      'Every provider/consumer pair has its own database role, so rotating web1-app touches one ' +
-      'role on two machines: the preview must list exactly db1 and web1. db1 gets it first. Only ' +
-      "after the provisioner's receipt does web1's file change, so from that apply to that " +
-      'change new connections with the OLD password fail (the summary gives how long).',
+      'Every pair has its own database role, so rotating one consumer touches one role on two ' +
+      'machines: the preview lists exactly db1 and that consumer\'s machine. With one login role ' +
+      '(web1-app), new connections with the OLD password fail from the provisioner applying the ' +
+      'new one until web1\'s file changes; the summary measures it. An alternating pair (web2-app) ' +
+      'gets the new password on the login it is NOT using and moves to it only once the database ' +
+      'has it: no window at all.',
     tasks: [
       { label: 'Preview and rotate web1-app (type the count to confirm).', command: 'baton mesh rotate --consumer web1-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web1-app' } } },
+      { label: 'Now the same for web2-app, alternating: window none.', command: 'baton mesh rotate --consumer web2-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web2-app' } } },
     ],
   },
   {
@@ -103,12 +109,13 @@ export const DRILL_STEPS: readonly StepSpec[] = [
     explanation:
       'db1 may be compromised, so every pair of pg-main must move, but worker1 is unreachable. ' +
       'The all-or-nothing gate closes: nothing is generated or sent and every old password keeps ' +
-      'working. Bring worker1 back and rotate again: all pairs move.',
+      'working. Bring worker1 back and rotate again with --revoke-previous: all pairs move, and ' +
+      'the login web2-app leaves is revoked too.',
     tasks: [
       { label: 'Press Enter to unplug worker1.', command: '(fault injected by the drill)', where: { kind: 'action', action: 'unplug-worker1' } },
       { label: 'Try to rotate every pair of pg-main: watch the gate close.', command: 'baton mesh rotate --provider pg-main', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' } } },
       { label: 'Press Enter to bring worker1 back.', command: '(fault removed by the drill)', where: { kind: 'action', action: 'plug-worker1' } },
-      { label: 'Rotate every pair of pg-main again (type the count).', command: 'baton mesh rotate --provider pg-main', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' } } },
+      { label: 'Rotate every pair of pg-main again, revoking the login web2-app leaves (type the count).', command: 'baton mesh rotate --provider pg-main --revoke-previous', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' }, revokePrevious: true } },
     ],
   },
 ];

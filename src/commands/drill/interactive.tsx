@@ -214,13 +214,15 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       };
     }
     case 'rotation': {
-      const [{ RotationApp }, { startRotation, rotationFlow }, { rotationRunner }, { drillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
+      const [{ RotationApp }, { startRotation, rotationFlow }, { rotationRunner }, { settledDrillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
         import('../../../components/rotation/RotationApp.js'),
         import('../../app/rotation-flow.js'),
         import('../../app/rotation-run-effect.js'),
         import('./rotate.js'),
       ]);
-      const flow = rotationFlow(startRotation(newDrillRotationId(), drillPlan(sandbox, where.selector)), rotationRunner(drillRotationDeps(sandbox)));
+      const revoke = where.revokePrevious ? { endSessions: false } : undefined;
+      const deps = drillRotationDeps(sandbox, revoke);
+      const flow = rotationFlow(startRotation(newDrillRotationId(), await settledDrillPlan(sandbox, where.selector, deps)), rotationRunner(deps));
       return {
         // A rotation left mid-way (Ctrl-C) finishes the phase it is in before the checks read the machines.
         finished: () =>
@@ -233,7 +235,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
               resolve();
             });
           }),
-        element: <RotationApp flow={flow} color={!noColor} summaryOnQuit={false} onExit={() => {}} />,
+        element: <RotationApp flow={flow} color={!noColor} summaryOnQuit={false} revoke={revoke} onExit={() => {}} />,
       };
     }
     case 'action':

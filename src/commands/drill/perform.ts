@@ -87,7 +87,7 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
         for (const line of await lines) say(`  ${line}`);
       };
       await status('before', meshStatusNow(sandbox, where.selector));
-      say(`$ baton mesh rotate ${selectorText}${ask ? '' : ' --yes'}`);
+      say(`$ baton mesh rotate ${selectorText}${where.revokePrevious ? ' --revoke-previous' : ''}${ask ? '' : ' --yes'}`);
       // The provisioner is held until the provider ends are committed and read, so the middle
       // reading shows `pending` by construction, not by luck; released, it applies and the
       // rotation's wait for receipts goes on as usual.
@@ -102,6 +102,7 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
             if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector).finally(release);
           },
           ask,
+          where.revokePrevious ? { endSessions: false } : undefined,
         );
       } finally {
         release();

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { RotationState } from '../../app/rotation-flow.js';
 import { runRotationPlain } from '../../app/rotation-plain.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../../app/rotation-run-effect.js';
+import type { RevokeRequest } from '../../app/rotation-revoke.js';
 import { findMachine, loadInventory } from '../../mesh/inventory.js';
 import { journalHistory } from '../../mesh/journal-history.js';
 import { inspectPlan, unknownLoginsRefusal } from '../../mesh/leftovers.js';
@@ -29,9 +30,10 @@ export function drillTransports(sandbox: DrillSandbox): TransportFor {
   return transportsFor(loadInventory(sandbox.inventoryPath).machines, { timeoutMs: DRILL_TIMEOUT_MS }, { wrap: unpluggable });
 }
 
-/** What the drill's rotations need: the sandbox inventory and journal, a bounded wait for receipts. */
-export function drillRotationDeps(sandbox: DrillSandbox): RotationDeps {
+/** What the drill's rotations need: the sandbox inventory and journal, a bounded wait for receipts (and `--revoke-previous`, when asked). */
+export function drillRotationDeps(sandbox: DrillSandbox, revoke?: RevokeRequest): RotationDeps {
   return {
+    ...(revoke ? { revoke } : {}),
     transportFor: drillTransports(sandbox),
     journalDir: sandbox.journalDir,
     operator: 'drill',
@@ -58,16 +60,27 @@ export async function rotateScripted(
   write: (line: string) => void = () => {},
   /** The operator types the count (the drill's dialogue); without it, confirmed as --yes. */
   askCount?: (question: string) => Promise<string | undefined>,
+  revoke?: RevokeRequest,
 ): Promise<{ readonly code: number; readonly state: RotationState }> {
   // Under the mesh lock, as `mesh rotate` runs: a status read meanwhile sees a rotation running, not a leftover.
-  const deps = drillRotationDeps(sandbox);
+  const deps = drillRotationDeps(sandbox, revoke);
   return withMeshLock(sandbox.journalDir, deps.mesh!, 'baton drill rotation', async () => {
-    // As `mesh rotate`: an alternating pair's target login comes from its consumer end's live login.
-    const inventory = loadInventory(sandbox.inventoryPath);
-    const inspected = await inspectPlan(drillPlan(sandbox, selector), deps.transportFor, journalHistory([]), deps.concurrency, (name) => findMachine(inventory, name));
-    if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
-    return runRotationPlain({ id: newDrillRotationId(), plan: inspected.plan, deps, yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) });
+    const plan = await settledDrillPlan(sandbox, selector, deps);
+    return runRotationPlain({ id: newDrillRotationId(), plan, deps, yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) });
   });
+}
+
+/**
+ * The plan as `mesh rotate` settles it before the view opens: an alternating pair's target login
+ * comes from its consumer end's live login (the plan alone says slot a, provisionally — rotating
+ * the live login would refuse the password its consumer holds). The interactive drill's view
+ * and the scripted rotation both start from it.
+ */
+export async function settledDrillPlan(sandbox: DrillSandbox, selector: Selector, deps: RotationDeps): Promise<RotationPlan> {
+  const inventory = loadInventory(sandbox.inventoryPath);
+  const inspected = await inspectPlan(drillPlan(sandbox, selector), deps.transportFor, journalHistory([]), deps.concurrency, (name) => findMachine(inventory, name));
+  if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
+  return inspected.plan;
 }
 
 /**

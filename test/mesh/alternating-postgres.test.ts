@@ -1,0 +1,383 @@
+/**
+ * Alternating credentials against a REAL PostgreSQL (the embedded one), end to end through the
+ * built CLI: `baton mesh rotate | status | resume | rollback` on a local-transport mesh, the
+ * real provisioner (`baton provision postgres --watch`) as a process, and an app that opens a
+ * new connection every 50 ms with whatever its consumer file says (test/helpers/password-app.ts).
+ * Baton and the provisioner are SIGKILLed for real; a leftover is cleared only with what
+ * `mesh status` suggests. The tests share one database and one mesh and run in order.
+ *
+ * Run `npm run build` before running this file alone.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { conninfoLogin, loginRole, parseConninfo } from '../../src/mesh/alternating.js';
+import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
+import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
+import { REPO } from '../helpers/bundle-script.js';
+import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { consumerLogin, startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
+import { asSuperuser, canLogin, loginRefusal } from '../helpers/postgres.js';
+import { prng } from '../helpers/prng.js';
+import { psqlMissing, psqlWithConsumerFile } from '../helpers/psql.js';
+import { partPresent } from '../helpers/real-part.js';
+import { assertBuilt, BIN, runBaton, startBaton } from '../helpers/run-baton.js';
+import { writeLocalMesh } from './mesh-fixture.js';
+
+const PROVIDER = 'pg-main';
+const MESH = '/var/lib/baton/mesh';
+const SEED = Number(process.env.BATON_ALTERNATING_SEED ?? 20261201);
+const ROTATIONS = 20;
+
+let sandbox: PostgresSandbox;
+let tmp: { dir: string; cleanup: () => void };
+let superuser: string;
+let provisioner: Provisioner | undefined;
+const children: ChildProcess[] = [];
+
+const inventory = () => path.join(tmp.dir, 'mesh.yaml');
+const state = () => path.join(tmp.dir, 'state');
+const meshDirOn = (m: string) => path.join(tmp.dir, 'machines', m, MESH);
+const consumerFile = (m: string, role: string) => path.join(meshDirOn(m), 'consumes', PROVIDER, role);
+const providerFile = (name: string) => path.join(meshDirOn('db1'), 'provides', PROVIDER, name);
+const WEB1 = () => consumerFile('web1', 'web1_app');
+const WEB2 = () => consumerFile('web2', 'web2_app');
+
+const baton = (...args: string[]) => runBaton(['--state-dir', state(), ...args], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 30_000 });
+const rotate = (pair: string, wait = '10', ...extra: string[]) => baton('mesh', 'rotate', '--pair', `${PROVIDER}:${pair}`, '--inventory', inventory(), '--yes', '--wait', wait, ...extra);
+
+/** Sets a consumer's `credential:` in the inventory (or removes it: the default, single). */
+function setCredential(consumer: string, credential: 'alternating' | undefined): void {
+  const lines = readFileSync(inventory(), 'utf8').split('\n').map((line) => {
+    if (!line.includes(`name: ${consumer},`)) return line;
+    const bare = line.replace(/, credential: \w+/, '');
+    return credential ? bare.replace(/ }$/, `, credential: ${credential} }`) : bare;
+  });
+  writeFileSync(inventory(), lines.join('\n'));
+}
+
+interface Provisioner {
+  readonly child: ChildProcess;
+  output(): string;
+  readonly exited: Promise<void>;
+}
+
+/** The real provisioner, as the README's unit runs it, cycling every 100 ms. */
+function startProvisioner(): Provisioner {
+  const child = spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDirOn('db1'), '--provider', PROVIDER,
+    '--pg-host', sandbox.host, '--pg-port', String(sandbox.port), '--superuser', superuser, '--watch', '--interval', '0.1'],
+  { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  children.push(child);
+  let text = '';
+  child.stdout!.on('data', (c: Buffer) => (text += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (text += c.toString('utf8')));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, output: () => text, exited };
+}
+
+async function killProvisioner(): Promise<void> {
+  if (!provisioner) return;
+  provisioner.child.kill('SIGCONT');
+  provisioner.child.kill('SIGKILL');
+  await provisioner.exited;
+  provisioner = undefined;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const journalLines = () => (existsSync(path.join(state(), 'mesh-journal.jsonl')) ? readFileSync(path.join(state(), 'mesh-journal.jsonl'), 'utf8').trim().split('\n') : []);
+
+interface StatusPair {
+  readonly consumer: string;
+  readonly state: string;
+  readonly next_steps: readonly { readonly args: readonly string[]; readonly placeholders: readonly unknown[] }[];
+}
+
+/**
+ * Does only what `mesh status` suggests (resume or roll back a leftover, whichever `choose`
+ * picks when both are offered), until it exits 0. Returns what was run.
+ */
+async function followStatus(pair: string, choose: () => 'resume' | 'rollback'): Promise<string[]> {
+  const ran: string[] = [];
+  let last = '';
+  for (let round = 0; round < 30; round++) {
+    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:${pair}`, '--json', '--inventory', inventory());
+    if (status.exitCode === 0) return ran;
+    last = status.all;
+    const doc = JSON.parse(status.stdout) as { pairs: StatusPair[] };
+    const steps = doc.pairs.flatMap((p) => p.next_steps).filter((s) => s.placeholders.length === 0 && s.args[0] === 'mesh' && ['resume', 'rollback', 'rotate'].includes(s.args[1]!));
+    const wanted = choose();
+    const step = steps.find((s) => s.args[1] === wanted) ?? steps[0];
+    if (!step) {
+      await sleep(100); // pending: the provisioner's next cycle
+      continue;
+    }
+    // `args` are the words of the step; the inventory is added when rendered (as `command` shows).
+    const args = [...step.args, ...(step.args.includes('--inventory') ? [] : ['--inventory', inventory()]), ...(step.args.includes('--wait') ? [] : ['--wait', '10']), ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes'])];
+    ran.push(args.slice(0, 3).join(' '));
+    const done = await baton(...args);
+    if (process.env.BATON_ALTERNATING_DEBUG) console.log(`${args.join(' ')} → exit ${done.exitCode}\n${done.all}`);
+  }
+  throw new Error(`mesh status did not reach exit 0 after following it (ran: ${ran.join('; ') || 'nothing'}): ${last}`);
+}
+
+/** Each test can run alone (-t): a pair an earlier test would have rotated is rotated once here. */
+async function deliveredOnce(consumer: string, file: string): Promise<void> {
+  if (!existsSync(file)) expect((await rotate(consumer)).exitCode).toBe(0);
+}
+
+beforeAll(async () => {
+  assertBuilt();
+  partPresent('psql', psqlMissing());
+  sandbox = await startPostgres();
+  tmp = makeTempDir('baton-alt-pg-');
+  superuser = `su_${randomBytes(3).toString('hex')}`;
+  writeLocalMesh(tmp.dir, { provisionerRole: superuser });
+  setCredential('web1-app', 'alternating');
+  const first = randomBytes(24).toString('base64url');
+  await asSuperuser(sandbox, async (c) => c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`));
+  const file = path.join(tmp.dir, 'superuser.password');
+  writeFileSync(file, first, { mode: 0o600 });
+  expect((await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', inventory())).exitCode).toBe(0);
+  provisioner = startProvisioner();
+}, 60_000);
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await sandbox?.destroy();
+  if (process.env.BATON_ALTERNATING_DEBUG) console.log(`kept ${tmp.dir}`);
+  else tmp?.cleanup();
+});
+
+describe('alternating credentials against a real PostgreSQL', () => {
+  it('libpq reads the consumer file as it is (psql, no password in argv or env); a table made through either login is owned by the group, and both logins read both', async () => {
+    expect((await rotate('web1-app')).exitCode).toBe(0);
+    const first = readFileSync(WEB1(), 'utf8');
+    const r = await rotate('web1-app');
+    expect(r.exitCode, r.all).toBe(0);
+    const second = readFileSync(WEB1(), 'utf8');
+    const logins = [conninfoLogin(first), conninfoLogin(second)];
+    expect(new Set(logins)).toEqual(new Set(['web1_app_a', 'web1_app_b']));
+    // The login the consumer left still holds the password it had: keep both files for psql.
+    const left = path.join(tmp.dir, 'left.conninfo');
+    writeFileSync(left, first, { mode: 0o600 });
+
+    const live = psqlWithConsumerFile(sandbox, WEB1(), 'SELECT session_user, current_user, current_role;');
+    expect(live.stderr).toBe('');
+    expect(live.status).toBe(0);
+    // SET role at login: the session is the login, but current_user/current_role report the group.
+    expect(live.stdout.trim()).toBe(`${logins[1]}|web1_app|web1_app`);
+    for (const password of [parseConninfo(first)!.password!, parseConninfo(second)!.password!]) {
+      expect(live.argv.join(' ')).not.toContain(password);
+      expect(Object.values(live.env).join(' ')).not.toContain(password);
+      expect(live.script).not.toContain(password);
+    }
+    // The grants belong to the group (an operator's GRANT, as for any pair's role).
+    await asSuperuser(sandbox, (c) => c.query('GRANT CREATE ON SCHEMA public TO web1_app'));
+    const tables: string[] = [];
+    for (const [file, login] of [[left, logins[0]!], [WEB1(), logins[1]!]] as const) {
+      const table = `t_${login}`;
+      tables.push(table);
+      const made = psqlWithConsumerFile(sandbox, file, `CREATE TABLE ${table} (x int); INSERT INTO ${table} VALUES (1);`);
+      expect(made.stderr).toBe('');
+      expect(made.status).toBe(0);
+    }
+    const owners = await asSuperuser(sandbox, async (c) => (await c.query<{ tablename: string; tableowner: string }>(
+      'SELECT tablename, tableowner FROM pg_tables WHERE tablename = ANY($1) ORDER BY tablename', [tables])).rows);
+    expect(owners).toEqual(tables.sort().map((tablename) => ({ tablename, tableowner: 'web1_app' })));
+    for (const file of [left, WEB1()]) {
+      const read = psqlWithConsumerFile(sandbox, file, tables.map((t) => `SELECT count(*) FROM ${t};`).join(' '));
+      expect(read.status, read.stderr).toBe(0);
+      expect(read.stdout.trim().split('\n')).toEqual(['1', '1']);
+    }
+  });
+
+  it(`${ROTATIONS} alternating rotations with baton and the provisioner SIGKILLed and the provisioner stopped: the app sees 0 failed logins`, async () => {
+    const random = prng(SEED);
+    const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    // Every kind at least twice, in a seeded order.
+    const ops = ['plain', 'plain', 'plain', 'plain', 'plain', 'plain',
+      'kill-baton', 'kill-baton', 'kill-baton', 'kill-baton',
+      'kill-baton-after-commit', 'kill-baton-after-commit', 'kill-baton-after-commit',
+      'kill-provisioner', 'kill-provisioner', 'kill-provisioner',
+      'stop-provisioner', 'stop-provisioner', 'provisioner-down', 'provisioner-down'] as const;
+    const order = ops.map((op) => ({ op, key: random() })).sort((x, y) => x.key - y.key).map((x) => x.op);
+    await deliveredOnce('web1-app', WEB1());
+    const app = startPasswordApp(sandbox, WEB1, 'web1_app');
+    const counts = { batonKills: 0, provisionerKills: 0, provisionerStops: 0, moved: 0, followed: [] as string[] };
+    const started = Date.now();
+    try {
+      for (const op of order) {
+        const before = readFileSync(WEB1(), 'utf8');
+        // Only a killed baton can leave something behind; any other rotation finishes or rolls back.
+        let follow = false;
+        switch (op) {
+          case 'plain':
+            expect((await rotate('web1-app')).exitCode).toBe(0);
+            break;
+          case 'kill-baton': {
+            const child = startBaton(['--state-dir', state(), 'mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory(), '--yes', '--wait', '10'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+            await sleep(30 + random() * 300);
+            child.kill('SIGKILL');
+            await child;
+            counts.batonKills++;
+            follow = true;
+            break;
+          }
+          case 'kill-baton-after-commit': {
+            // The provisioner held still, so the kill lands between the provider's commit and the consumer's.
+            provisioner!.child.kill('SIGSTOP');
+            const committed = journalLines().filter((l) => l.includes('"phase":"committed"')).length;
+            const child = startBaton(['--state-dir', state(), 'mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory(), '--yes', '--wait', '10'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+            const gone = child.then((r) => `baton exited ${r.exitCode} before its provider commit: ${r.all}`);
+            await Promise.race([
+              vi.waitFor(() => expect(journalLines().filter((l) => l.includes('"phase":"committed"')).length).toBeGreaterThan(committed), { timeout: 10_000, interval: 10 }),
+              gone.then((why) => Promise.reject(new Error(why))),
+            ]);
+            child.kill('SIGKILL');
+            await child;
+            counts.batonKills++;
+            provisioner!.child.kill('SIGCONT');
+            follow = true;
+            break;
+          }
+          case 'kill-provisioner': {
+            const rotation = rotate('web1-app');
+            await sleep(random() * 400);
+            await killProvisioner();
+            counts.provisionerKills++;
+            await sleep(random() * 800);
+            provisioner = startProvisioner();
+            expect((await rotation).exitCode).toBe(0);
+            break;
+          }
+          case 'stop-provisioner': {
+            provisioner!.child.kill('SIGSTOP');
+            counts.provisionerStops++;
+            const rotation = rotate('web1-app');
+            await sleep(1_000);
+            provisioner!.child.kill('SIGCONT');
+            expect((await rotation).exitCode).toBe(0);
+            break;
+          }
+          case 'provisioner-down': {
+            // Down for longer than the rotation waits: it rolls back, and the consumer never moved.
+            await killProvisioner();
+            counts.provisionerKills++;
+            const r = await rotate('web1-app', '1');
+            expect(r.exitCode, r.all).toBe(3);
+            // Rolled back, not refused: nothing is left, and the consumer never moved.
+            expect(r.stdout, r.all).toContain('Nothing is left to do');
+            expect(readFileSync(WEB1(), 'utf8')).toBe(before);
+            provisioner = startProvisioner();
+            break;
+          }
+        }
+        if (!provisioner || provisioner.child.exitCode !== null) provisioner = startProvisioner();
+        if (process.env.BATON_ALTERNATING_DEBUG) console.log(`op ${op}: ${JSON.stringify(journalLines().slice(-3).map((l) => JSON.parse(l).phase))}`);
+        if (follow) counts.followed.push(...(await followStatus('web1-app', () => pick(['resume', 'rollback'] as const))));
+        if (readFileSync(WEB1(), 'utf8') !== before) counts.moved++;
+      }
+      // The app must have logged in after the last rotation too.
+      const last = readFileSync(WEB1(), 'utf8');
+      await vi.waitFor(() => expect(app.attempts.some((a) => a.ok && a.password === consumerLogin(last, 'web1_app').password)).toBe(true), { timeout: 5_000 });
+    } finally {
+      provisioner?.child.kill('SIGCONT');
+      await app.stop();
+    }
+    const failed = app.failures();
+    console.log(`alternating rotations: ${ROTATIONS} (seed ${SEED}; ${counts.moved} moved the consumer) in ${((Date.now() - started) / 1000).toFixed(1)} s; baton SIGKILLs: ${counts.batonKills}, provisioner SIGKILLs: ${counts.provisionerKills}, provisioner stopped: ${counts.provisionerStops}; followed mesh status: ${counts.followed.length} (${[...new Set(counts.followed)].join(', ')}); app logins: ${app.attempts.length}, failed logins: ${failed.length}`);
+    expect(failed).toEqual([]);
+    expect(app.attempts.length).toBeGreaterThan(50);
+    // Both logins were used, and the consumer moved on most rotations.
+    expect(new Set(app.attempts.filter((a) => a.ok).map((a) => a.user))).toEqual(new Set(['web1_app_a', 'web1_app_b']));
+    expect(counts.moved).toBeGreaterThanOrEqual(ROTATIONS / 2);
+    expect(counts.followed.length).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('--revoke-previous: the login the consumer left is refused afterwards (28P01) with its old password, its open session is named, and the app saw 0 failures', async () => {
+    await deliveredOnce('web1-app', WEB1());
+    const before = readFileSync(WEB1(), 'utf8');
+    const left = consumerLogin(before, 'web1_app');
+    expect(left.format).toBe('conninfo');
+    // A session of the login about to be left, still open when it is revoked.
+    const session = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: left.user, password: left.password, application_name: 'revoke-test' });
+    session.on('error', () => undefined);
+    await session.connect();
+    const app = startPasswordApp(sandbox, WEB1, 'web1_app');
+    try {
+      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), { timeout: 5_000 });
+      const r = await rotate('web1-app', '10', '--revoke-previous');
+      expect(r.stderr).toBe('');
+      expect(r.exitCode).toBe(0);
+      // Its open session is named (who still uses it), not ended.
+      expect(r.stdout).toMatch(new RegExp(`open sessions of ${left.user} \\(not ended[^\\n]*"revoke-test"`));
+      const now = consumerLogin(readFileSync(WEB1(), 'utf8'), 'web1_app');
+      expect(now.user).not.toBe(left.user);
+      expect(await loginRefusal(sandbox, left.user, left.password)).toBe('28P01');
+      expect(await canLogin(sandbox, now.user, now.password)).toBe(true);
+      // Without --end-sessions its session was only named: it still runs.
+      expect((await session.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+      await sleep(300);
+    } finally {
+      await app.stop();
+      await session.end().catch(() => undefined);
+    }
+    expect(app.failures()).toEqual([]);
+    expect(app.attempts.length).toBeGreaterThan(5);
+    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory());
+    expect(status.exitCode, status.stdout).toBe(0);
+    expect(status.stdout).toContain('revoked');
+  });
+
+  it('switching a live pair to alternating and back: the app, reading the bare secret before and the keyword/value file after, sees 0 failed logins', async () => {
+    expect((await rotate('web2-app')).exitCode).toBe(0);
+    const single = readFileSync(WEB2(), 'utf8');
+    expect(consumerLogin(single, 'web2_app').format).toBe('bare');
+    const app = startPasswordApp(sandbox, WEB2, 'web2_app');
+    try {
+      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), { timeout: 5_000 });
+
+      setCredential('web2-app', 'alternating');
+      const on = await rotate('web2-app');
+      expect(on.stderr).toBe('');
+      expect(on.exitCode).toBe(0);
+      const first = consumerLogin(readFileSync(WEB2(), 'utf8'), 'web2_app');
+      expect(first).toMatchObject({ format: 'conninfo', user: loginRole('web2_app', 'a') });
+      // The other login was made with the verifier the role had: the consumer's old password works there.
+      expect(await canLogin(sandbox, loginRole('web2_app', 'b'), single)).toBe(true);
+      // Once the consumer's file changed format, the plain role's file goes and the group stops logging in.
+      expect(existsSync(providerFile('web2_app'))).toBe(false);
+      await vi.waitFor(async () => expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, 'web2_app', single)), { timeout: 5_000, interval: 50 });
+      // What status says of a pair just switched: live a; b has no file of its own yet.
+      const switched = await baton('mesh', 'status', '--pair', `${PROVIDER}:web2-app`, '--json', '--inventory', inventory());
+      expect(switched.exitCode, switched.all).toBe(0);
+      expect(JSON.parse(switched.stdout).pairs[0].logins).toEqual({ live: 'web2_app_a', other: { login: 'web2_app_b', state: 'missing' } });
+      expect((await rotate('web2-app')).exitCode).toBe(0);
+      const second = consumerLogin(readFileSync(WEB2(), 'utf8'), 'web2_app');
+      expect(second.user).toBe(loginRole('web2_app', 'b'));
+      await sleep(300);
+
+      setCredential('web2-app', undefined);
+      const off = await rotate('web2-app');
+      expect(off.stderr).toBe('');
+      expect(off.exitCode).toBe(0);
+      const back = consumerLogin(readFileSync(WEB2(), 'utf8'), 'web2_app');
+      expect(back.format).toBe('bare');
+      expect(await canLogin(sandbox, 'web2_app', back.password)).toBe(true);
+      // The logins' files go once the consumer reads the bare secret again; the provisioner stops them logging in.
+      expect(existsSync(providerFile('web2_app+a'))).toBe(false);
+      expect(existsSync(providerFile('web2_app+b'))).toBe(false);
+      await vi.waitFor(async () => expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, second.user, second.password)), { timeout: 5_000, interval: 50 });
+      await sleep(300);
+    } finally {
+      await app.stop();
+    }
+    expect(app.failures()).toEqual([]);
+    const formats = new Set(app.attempts.filter((a) => a.ok).map((a) => a.user));
+    expect(formats).toEqual(new Set(['web2_app', 'web2_app_a', 'web2_app_b']));
+    expect((await baton('mesh', 'status', '--inventory', inventory())).exitCode).toBe(0);
+  });
+});
