@@ -29,8 +29,12 @@ export function leftoverOf(pair: PlannedPair, provider: FileDigests | undefined,
   if (provider?.next) return { pair, rotation, what: `${pair.providerMachine} has ${pair.providerPath}.next staged` };
   if (consumer?.next) return { pair, rotation, what: `${pair.consumerMachine} has ${pair.consumerPath}.next staged` };
   // A previous file beside a finished pair (both ends equal) is only one a clean-up missed. An
-  // alternating pair's ends never hold the same text, so only the journal can clear its `.prev`.
-  const finished = pair.credential !== 'alternating' && provider?.live !== undefined && provider.live === consumer?.live;
+  // alternating pair's ends never hold the same text; its `.prev` sits beside the login its
+  // consumer is NOT on (the one this rotation targets), left by a baton that died after a
+  // consumer commit. Unless the journal has a rotation open, rotating over it is safe — the
+  // consumer stays on its live login — so it is not a leftover; refusing it would block that
+  // login's every later rotation.
+  const finished = pair.credential === 'alternating' ? open === undefined : provider?.live !== undefined && provider.live === consumer?.live;
   if (provider?.prev && !finished) return { pair, rotation, what: `${pair.providerMachine} keeps the previous provider file of a rotation that did not finish` };
   if (open) return { pair, rotation, what: `rotation ${open} has not finished it` };
   return undefined;

@@ -34,6 +34,16 @@ describe('leftovers: what a rotation or seed must not start over', () => {
     expect(refusal.changed).toBe('Nothing was generated and nothing was sent.');
   });
 
+  it('alternating: a .prev beside the login the consumer is not on is a missed clean-up, unless the journal has a rotation open', () => {
+    const alternating = { ...pair, credential: 'alternating' as const };
+    // The two ends never hold the same text: the provider end is the secret, the consumer end names the login too.
+    const provider = { live: d('b'), next: undefined, prev: d('a') };
+    const consumer = { live: d('c'), next: undefined, liveLogin: 'web1_app_a' };
+    expect(leftoverOf(alternating, provider, consumer, clean)).toBeUndefined();
+    const open = journalHistory([record('r1', 'prepared'), record('r1', 'committed')]);
+    expect(leftoverOf(alternating, provider, consumer, open)?.what).toContain('keeps the previous provider file');
+  });
+
   it('a rotation is closed for a pair once it applied or rolled it back; its age changes only when it applied it', () => {
     const rolled = journalHistory([record('r1', 'prepared'), record('r1', 'committed'), record('r1', 'rolled-back', { rolled_back: [{ pair: pair.key, result: 'rolled-back', receipt: 'old' }] })]);
     expect([rolled.unfinished(pair.key), rolled.pair(pair.key).lastRotatedAt]).toEqual([undefined, undefined]);
