@@ -59,11 +59,18 @@ export function placeholdersOf(step: NextStep): readonly Placeholder[] {
  * on the mesh commands that take it.
  */
 export function renderStep(s: Suggester, step: NextStep): string {
-  const words = step.args.map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : shellWord(w)));
-  const mesh = step.args[0] === 'mesh' && /^(plan|rotate|resume|rollback|status|seed)$/.test(String(step.args[1]));
-  if (mesh && s.inventory && !step.args.includes('--inventory')) words.push('--inventory', shellWord(s.inventory));
+  const words = withInventory(s, step).map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : shellWord(w)));
   const prefix = step.host ? (s.prefixElsewhere ?? s.prefix) : s.prefix;
   return `${prefix} ${words.join(' ')}`;
+}
+
+/**
+ * The step's words with the --inventory given, on the mesh commands that take it: the same for
+ * the pasted command and JSON's `args`, so a script running `args` reads the same inventory.
+ */
+function withInventory(s: Suggester, step: NextStep): readonly StepWord[] {
+  const mesh = step.args[0] === 'mesh' && /^(plan|rotate|resume|rollback|status|seed)$/.test(String(step.args[1]));
+  return mesh && s.inventory && !step.args.includes('--inventory') ? [...step.args, '--inventory', s.inventory] : step.args;
 }
 
 /** The command with where to read each placeholder and, for another host, which host. */
@@ -111,7 +118,7 @@ export function saidSteps(s: Suggester, said: Said): readonly NextStepJson[] {
 export interface NextStepJson {
   /** The command as rendered (placeholders as `<…>`). */
   readonly command: string;
-  /** argv after `baton` and the global flags; a placeholder is `<NAME>`. */
+  /** argv after `baton` and the global flags (with --inventory on a mesh command, as rendered); a placeholder is `<NAME>`. */
   readonly args: readonly string[];
   readonly placeholders: readonly { readonly name: string; readonly read_from: string }[];
   readonly host: string | null;
@@ -120,7 +127,7 @@ export interface NextStepJson {
 export function stepJson(s: Suggester, step: NextStep): NextStepJson {
   return {
     command: renderStep(s, step),
-    args: step.args.map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : w)),
+    args: withInventory(s, step).map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : w)),
     placeholders: placeholdersOf(step).map((p) => ({ name: p.placeholder, read_from: p.readFrom })),
     host: step.host ?? null,
   };

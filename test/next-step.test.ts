@@ -64,6 +64,9 @@ describe('rendered once, at the edge', () => {
     const said = ['finish it: ', nextStep('mesh resume r1'), ', or roll it back: ', nextStep('mesh rollback r1')];
     expect(renderSaidBare(mesh, said)).toBe('finish it: baton --state-dir /s mesh resume r1 --inventory /etc/mesh.yaml, or roll it back: baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml');
     expect(renderSaid(mesh, said)).toContain('`baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml`');
+    // JSON's args are what a script runs after `baton` and the global flags: the same inventory.
+    expect(stepJson(mesh, nextStep('mesh resume r1')).args).toEqual(['mesh', 'resume', 'r1', '--inventory', '/etc/mesh.yaml']);
+    expect(stepJson(mesh, nextStep('status')).args).toEqual(['status']);
   });
 
   it('JSON: the verdict and every error carry their steps as objects', () => {

@@ -5,9 +5,12 @@
  */
 import { formatAge } from '../mesh/credential-age.js';
 import { countStates, PAIR_STATES, sortWorstFirst, type PairState, type PairStatus } from '../mesh/mesh-status.js';
-import { nextStep as step, renderSaidBare, saidSteps, type Said } from '../next-step.js';
+import { nextStep as step, renderSaidBare, saidSteps, type Placeholder, type Said } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
+
+/** What `mesh seed --from-file` reads: the operator names the file, so it is a placeholder, never a word to paste. */
+const PASSWORD_FILE: Placeholder = { placeholder: 'FILE', readFrom: 'a file (0600) holding the password the database already has for the role' };
 
 /** The longest state word (`changed-in-db`), so plain rows stay aligned. */
 const STATE_WIDTH = Math.max(...PAIR_STATES.map((s) => s.length));
@@ -32,7 +35,7 @@ export function pairNext(status: PairStatus): Said | undefined {
     case 'unreachable':
       return [`make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run `, recheck, ' again'];
     case 'drifted':
-      return status.neverDelivered ? ['seed it with the password the database has: ', step(`mesh seed --pair ${pairKey} --from-file FILE`)] : ['rotate it: ', rotate];
+      return status.neverDelivered ? ['seed it with the password the database has: ', step(`mesh seed --pair ${pairKey} --from-file`, { placeholders: [PASSWORD_FILE] })] : ['rotate it: ', rotate];
     case 'changed-in-db':
       return status.database?.problem
         ? [`fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then `, recheck]

@@ -114,8 +114,9 @@ async function followStatus(pair: string, choose: () => 'resume' | 'rollback'): 
       await sleep(100); // pending: the provisioner's next cycle
       continue;
     }
-    // `args` are the words of the step; the inventory is added when rendered (as `command` shows).
-    const args = [...step.args, ...(step.args.includes('--inventory') ? [] : ['--inventory', inventory()]), ...(step.args.includes('--wait') ? [] : ['--wait', '10']), ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes'])];
+    // `args` run as they are after `baton` and the global flags: they carry the inventory given.
+    expect(step.args).toContain('--inventory');
+    const args = [...step.args, ...(step.args.includes('--wait') ? [] : ['--wait', '10']), ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes'])];
     ran.push(args.slice(0, 3).join(' '));
     const done = await baton(...args);
     if (process.env.BATON_ALTERNATING_DEBUG) console.log(`${args.join(' ')} → exit ${done.exitCode}\n${done.all}`);

@@ -396,7 +396,12 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       expect(theirs.stdout).not.toContain('last rotation');
       expect(theirs.stdout).toContain(`Journal: ${path.join(tmp.dir, 'state', JOURNAL_FILE)} (mesh ${meshIdentity(loadInventory(otherInventory))}; only its records are read).`);
       // Never delivered: status suggests seeding it, not rotating.
-      expect(theirs.stdout).toMatch(/next: seed it with the password the database has: baton (?:--\S+ \S+ )*mesh seed --pair pg-main:web1-app --from-file FILE/);
+      expect(theirs.stdout).toMatch(/next: seed it with the password the database has: baton (?:--\S+ \S+ )*mesh seed --pair pg-main:web1-app --from-file <FILE>/);
+      // As data: FILE is a placeholder the operator fills in, and the args carry the inventory.
+      const json = JSON.parse((await baton('mesh', 'status', '--inventory', otherInventory, '--json')).stdout) as { pairs: { next_steps?: { args: string[]; placeholders: { name: string }[] }[] }[] };
+      const seed = json.pairs.flatMap((p) => p.next_steps ?? []).find((n) => n.args[1] === 'seed')!;
+      expect(seed.args).toEqual(['mesh', 'seed', '--pair', 'pg-main:web1-app', '--from-file', '<FILE>', '--inventory', otherInventory]);
+      expect(seed.placeholders.map((p) => p.name)).toEqual(['FILE']);
     } finally {
       other.cleanup();
     }
