@@ -105,6 +105,9 @@ export function loginsText(status: PairStatus): string | undefined {
   if (!logins) return undefined;
   if (logins.live === undefined && status.unreadable.some((u) => u.machine === status.pair.consumerMachine)) return `unknown: ${status.pair.consumerMachine} could not be read`;
   if (logins.live === undefined) return `the consumer end names no login yet (a pair being switched to alternating): it uses ${status.pair.role}`;
+  if (logins.other?.state === 'copied') {
+    return `live ${logins.live}; other ${logins.other.login} valid (no file of its own yet: it holds ${status.pair.role}'s password from before the switch, copied by the provisioner; the next rotation gives it its own)`;
+  }
   return `live ${logins.live}; other ${logins.other ? `${logins.other.login} ${logins.other.state}` : 'unknown'}`;
 }
 

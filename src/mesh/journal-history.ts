@@ -26,6 +26,11 @@ export interface JournalHistory {
   unfinished(key: string): string | undefined;
   /** Whether the last rotation that finished this pair revoked the login its consumer left (`--revoke-previous`). */
   revoked(key: string): boolean;
+  /**
+   * Whether the last rotation that finished this pair switched it from one role to alternating:
+   * its other login then holds the single role's last password, copied by the provisioner.
+   */
+  switchedIn(key: string): boolean;
 }
 
 /**
@@ -61,6 +66,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const closed = new Map<string, Set<string>>();
   /** pair → whether the last record that finished it marked it revoked. */
   const revoked = new Map<string, boolean>();
+  const switchedIn = new Map<string, boolean>();
   for (const record of records) {
     if (!record || typeof record.id !== 'string' || !Array.isArray(record.pairs)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
@@ -75,7 +81,10 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : []) if (r.result === 'rolled-back') done.add(r.pair);
     const finished = new Set(Array.isArray(record.applied) ? record.applied : []);
     for (const pair of record.pairs) {
-      if (finished.has(pair.key)) revoked.set(pair.key, pair.revoked === true);
+      if (finished.has(pair.key)) {
+        revoked.set(pair.key, pair.revoked === true);
+        switchedIn.set(pair.key, pair.credential === 'alternating' && Array.isArray(pair.retire) && pair.retire.length > 0);
+      }
       lastId.set(pair.key, record.id);
       if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
     }
@@ -88,6 +97,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
     revoked: (key) => revoked.get(key) ?? false,
+    switchedIn: (key) => switchedIn.get(key) ?? false,
     unfinished(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);

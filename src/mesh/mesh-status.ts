@@ -46,8 +46,13 @@ export interface LoginsReading {
     | undefined;
 }
 
-/** `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere; `unknown`: its machine could not be read. */
-export type OtherLoginState = 'valid' | 'revoked' | 'missing' | 'unknown';
+/**
+ * `revoked`: the last rotation that finished the pair gave it a fresh password delivered nowhere;
+ * `copied`: no file of its own yet, right after a switch from one role — the provisioner copied
+ * the single role's verifier to it, so it accepts the password the consumer held before;
+ * `unknown`: its machine could not be read.
+ */
+export type OtherLoginState = 'valid' | 'revoked' | 'copied' | 'missing' | 'unknown';
 
 export interface PairLogins {
   readonly live: string | undefined;
@@ -193,15 +198,18 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     neverDelivered: reading.provider.read && reading.consumer.read && !reading.provider.live && !reading.consumer.live && !reading.provider.next && !reading.consumer.next,
     unreadable,
     ...databaseOf(reading),
-    ...(reading.logins ? { logins: loginsOf(reading.logins, history.revoked(pair.key)) } : {}),
+    ...(reading.logins ? { logins: loginsOf(reading.logins, history.revoked(pair.key), history.switchedIn(pair.key)) } : {}),
   };
 }
 
-/** The other login: missing without its file or receipt, revoked if the last finished rotation said so, else valid. */
-export function loginsOf(reading: LoginsReading, revoked: boolean): PairLogins {
+/**
+ * The other login: without its file or receipt, copied right after a switch, else missing;
+ * revoked if the last finished rotation said so; otherwise valid.
+ */
+export function loginsOf(reading: LoginsReading, revoked: boolean, switchedIn = false): PairLogins {
   const other = reading.other;
   if (!other) return { live: reading.live, other: undefined };
-  const state: OtherLoginState = !other.read ? 'unknown' : !other.file || !other.receipt ? 'missing' : revoked ? 'revoked' : 'valid';
+  const state: OtherLoginState = !other.read ? 'unknown' : !other.file || !other.receipt ? (switchedIn && !other.file ? 'copied' : 'missing') : revoked ? 'revoked' : 'valid';
   return { live: reading.live, other: { login: other.login, state } };
 }
 

@@ -352,10 +352,10 @@ describe('alternating credentials against a real PostgreSQL', () => {
       // Once the consumer's file changed format, the plain role's file goes and the group stops logging in.
       expect(existsSync(providerFile('web2_app'))).toBe(false);
       await vi.waitFor(async () => expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, 'web2_app', single)), { timeout: 5_000, interval: 50 });
-      // What status says of a pair just switched: live a; b has no file of its own yet.
+      // What status says of a pair just switched: live a; b has no file of its own yet, and holds the copied password (checked above).
       const switched = await baton('mesh', 'status', '--pair', `${PROVIDER}:web2-app`, '--json', '--inventory', inventory());
       expect(switched.exitCode, switched.all).toBe(0);
-      expect(JSON.parse(switched.stdout).pairs[0].logins).toEqual({ live: 'web2_app_a', other: { login: 'web2_app_b', state: 'missing' } });
+      expect(JSON.parse(switched.stdout).pairs[0].logins).toEqual({ live: 'web2_app_a', other: { login: 'web2_app_b', state: 'copied' } });
       expect((await rotate('web2-app')).exitCode).toBe(0);
       const second = consumerLogin(readFileSync(WEB2(), 'utf8'), 'web2_app');
       expect(second.user).toBe(loginRole('web2_app', 'b'));

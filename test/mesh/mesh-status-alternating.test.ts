@@ -100,6 +100,18 @@ describe('mesh status of an alternating pair', () => {
     }
   });
 
+  it('right after a switch from one role the other login, with no file of its own, is copied (valid), and says whose password it holds', async () => {
+    const base = finished('r1', false);
+    const switched: JournalRecord = { ...base, pairs: [{ ...base.pairs[0]!, credential: 'alternating', login: 'web1_app_a', retire: ['/m/provides/pg-main/web1_app'] }] };
+    const statuses = await read(mesh('a', 'no-file'), [switched]);
+    expect(statuses.find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'copied' });
+    expect(meshStatusLines(statuses, plan.selectorText)).toContain(
+      "    logins: live web1_app_a; other web1_app_b valid (no file of its own yet: it holds web1_app's password from before the switch, copied by the provisioner; the next rotation gives it its own)",
+    );
+    // A later rotation that was not a switch: a login without a file is missing again.
+    expect((await read(mesh('a', 'no-file'), [switched, finished('r2', false)])).find((s) => s.pair.key === alt.key)!.logins!.other!.state).toBe('missing');
+  });
+
   it('a machine that cannot be read: the other login is unknown, or the live one when the consumer is not read', async () => {
     const providerDown = mesh('a');
     providerDown.machines.db1!.unreachable = 'ssh: connect to host db1.internal port 22: No route to host';
