@@ -170,10 +170,10 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     json = JSON.parse(status('--json').stdout);
     web2 = json.pairs.find((p: { consumer: string }) => p.consumer === 'web2-app');
     expect([web2.state, web2.resume_id, web2.next]).toEqual(['staged', 'rot-int', `finish it: ${resume}, or roll it back: ${rollback}`]);
-    // The same two commands as objects: argv after the global flags, rendered with them.
+    // The same two commands as objects: argv after the global flags (with the inventory given), rendered with them.
     expect(web2.next_steps).toEqual([
-      { command: resume, args: ['mesh', 'resume', 'rot-int'], placeholders: [], host: null },
-      { command: rollback, args: ['mesh', 'rollback', 'rot-int'], placeholders: [], host: null },
+      { command: resume, args: ['mesh', 'resume', 'rot-int', '--inventory', inventory], placeholders: [], host: null },
+      { command: rollback, args: ['mesh', 'rollback', 'rot-int', '--inventory', inventory], placeholders: [], host: null },
     ]);
     // With web2 away, resume refuses and its Next is the same pasteable command; nothing renamed.
     const web2Root = path.join(tmp.dir, 'machines', 'web2');
