@@ -363,6 +363,23 @@ async function main(): Promise<void> {
     await status.shoot('mesh-status', 'baton mesh status: every pair by digest, worst first (80×24)');
     await status.keys('q');
 
+    // An alternating pair seeded on its login a: its rotation moves it to b, with no window.
+    writeFileSync(
+      path.join(mesh, 'mesh-alt.yaml'),
+      ['machines:', ...machines, '  - { name: web3, address: machines/web3, transport: local }', 'providers:', '  - { name: pg-main, machine: db1, kind: postgres }', 'consumers:', '  - { name: web3-app, machine: web3, uses: [pg-main], credential: alternating }', ''].join('\n'),
+    );
+    const altSecret = path.join(mesh, 'web3-app.password');
+    writeFileSync(altSecret, `drill-password-of-web3-app-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
+    await baton(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'seed', '--pair', 'pg-main:web3-app', '--from-file', altSecret, '--inventory', 'mesh-alt.yaml']);
+    const alternating = await pane(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'rotate', '--consumer', 'web3-app', '--inventory', 'mesh-alt.yaml', '--wait', '0']);
+    await alternating.waitFor('(the number of credentials)');
+    await alternating.type('1');
+    await alternating.waitFor('(Enter rotates)');
+    await alternating.shoot('rotation-alternating', 'baton mesh rotate: an alternating pair moves to its other login, window none (80×24)');
+    await alternating.keys('Escape');
+    await alternating.waitFor('Cancelled');
+    await alternating.keys('q');
+
     // The drill: its rail over step 1, then every step walked to the summary.
     const drill = await pane(tmp, ['drill']);
     await drill.waitFor('Enter begins the step', 90_000);

@@ -6,7 +6,7 @@ import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { endDigest } from '../mesh/delivery.js';
-import { deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
+import { deliveredName, deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
 import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
 import { MARKS } from './marks.js';
@@ -26,8 +26,8 @@ export function receivesShort(holder: Holder): string {
   for (const d of holder.receives) {
     const dir = `${d.end}/${d.provider}`;
     const roles = groups.get(dir);
-    if (roles) roles.push(d.role);
-    else groups.set(dir, [d.role]);
+    if (roles) roles.push(deliveredName(d));
+    else groups.set(dir, [deliveredName(d)]);
   }
   return [...groups].map(([dir, roles]) => (roles.length === 1 ? `${dir}/${roles[0]}` : `${dir} (${roles.length} roles)`)).join(', ');
 }

@@ -234,7 +234,12 @@ export function holdersOf(pairs: readonly PlannedPair[], machineOf: (name: strin
 
 /** `provides/pg-main/web1_app` — what a screen shows for a delivery (mesh_dir is shown once). */
 export function deliveryLabel(delivery: Delivery): string {
-  return `${delivery.end}/${delivery.provider}/${delivery.role}`;
+  return `${delivery.end}/${delivery.provider}/${deliveredName(delivery)}`;
+}
+
+/** The file's own name: the role, or for an alternating pair's provider end its login file (`web1_app+b`). */
+export function deliveredName(delivery: Delivery): string {
+  return delivery.path.slice(delivery.path.lastIndexOf('/') + 1);
 }
 
 /** What views and the rotation flow look up per holder, per event or per frame. */

@@ -18,6 +18,8 @@ import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { openCommandTransports } from '../../src/commands/command-transports.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { inspectPlan } from '../../src/mesh/leftovers.js';
+import { findMachine } from '../../src/mesh/inventory.js';
 import { shotHosts } from '../../scripts/screenshot-hosts.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
@@ -217,5 +219,47 @@ describe('the screenshots show what the code prints (80×24)', () => {
     await view.press('3');
     const frame = await view.waitFor((f) => f.includes('(Enter rotates)'), 'the typed count');
     expect(normalised(frame)).toBe(shot('rotation-preview'));
+  });
+  it('rotation-alternating: a pair seeded on login a, previewed moving to b with no window', async () => {
+    assertBuilt();
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-alt-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    for (const name of ['db1', 'web1', 'web2', 'web3']) mkdirSync(path.join(dir, 'machines', name), { recursive: true });
+    writeFileSync(
+      path.join(dir, 'mesh-alt.yaml'),
+      [
+        'machines:',
+        ...['db1', 'web1', 'web2', 'web3'].map((name) => `  - { name: ${name}, address: machines/${name}, transport: local }`),
+        'providers:',
+        '  - { name: pg-main, machine: db1, kind: postgres }',
+        'consumers:',
+        '  - { name: web3-app, machine: web3, uses: [pg-main], credential: alternating }',
+        '',
+      ].join('\n'),
+    );
+    const state = path.join(dir, 'state');
+    const secretFile = path.join(dir, 'web3-app.password');
+    writeFileSync(secretFile, `password-of-web3-app-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
+    await promisify(execFile)(process.execPath, [BIN, '--state-dir', state, 'mesh', 'seed', '--pair', 'pg-main:web3-app', '--from-file', secretFile, '--inventory', 'mesh-alt.yaml'], { cwd: dir });
+    const inventory = loadInventory(path.join(dir, 'mesh-alt.yaml'));
+    const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });
+    cleanups.push(() => transports.close());
+    // Settled as mesh rotate settles it: the consumer end names login a, so the rotation targets b.
+    const history = await readJournalHistory(state, meshIdentity(inventory));
+    const { plan } = await inspectPlan(planRotation(inventory, { by: 'consumer', name: 'web3-app' }), transports.transportFor, history, 4, (name) => findMachine(inventory, name));
+    expect(plan.pairs[0]!.login).toMatchObject({ role: 'web3_app_b', left: { role: 'web3_app_a' } });
+    const flow = rotationFlow(
+      startRotation('20261201T000000Z-000000', plan),
+      rotationRunner({ transportFor: transports.transportFor, journalDir: state, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 }),
+    );
+    const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80, 24);
+    mounted.push(view);
+    cleanups.push(async () => {
+      await flow.idle();
+    });
+    await view.waitFor((frame) => frame.includes('(the number of credentials)'), 'the gate open');
+    await view.press('1');
+    const frame = await view.waitFor((f) => f.includes('(Enter rotates)'), 'the typed count');
+    expect(normalised(frame)).toBe(shot('rotation-alternating'));
   });
 });
