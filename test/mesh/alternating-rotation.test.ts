@@ -171,13 +171,18 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(text).toContain('web1-app stayed on its live login web1_app_a, which works');
   });
 
-  it('baton killed between the commits: the consumer still names web1_app_a (unchanged); mesh resume from the journal moves it to b', async () => {
-    const { m, dir, a, consumer } = await onA();
+  /** Rotation r2 of web1-app, with baton dead right after its provider commit (journal at "committed"). */
+  const killedBetweenCommits = async (m: ReturnType<typeof mesh>, dir: string): Promise<void> => {
     const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
     const dying = dyingAfterProviderCommit(m.transportFor);
     void rotate(plan, dying.transportFor, dir, 'r2', 1000);
     await dying.dead;
     await vi.waitFor(async () => expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'));
+  };
+
+  it('baton killed between the commits: the consumer still names web1_app_a (unchanged); mesh resume from the journal moves it to b', async () => {
+    const { m, dir, a, consumer } = await onA();
+    await killedBetweenCommits(m, dir);
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     const records = await readJournal(dir, 'r2');
@@ -191,12 +196,8 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
 
   it('baton killed between the commits, then mesh rollback from the journal: b back as before, the consumer still on a', async () => {
     const { m, dir, a, consumer } = await onA();
-    const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
     m.machines.db1!.afterCommit = undefined;
-    const dying = dyingAfterProviderCommit(m.transportFor);
-    void rotate(plan, dying.transportFor, dir, 'r2', 1000);
-    await dying.dead;
-    await vi.waitFor(async () => expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'));
+    await killedBetweenCommits(m, dir);
     const records = await readJournal(dir, 'r2');
     const { pairs, digests } = resumablePlan('r2', records, inventory(), dir);
     expect(pairs[0]!.providerPath).toBe(`${P}/web1_app+b`);
@@ -209,11 +210,7 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
 
   it('baton killed between the commits, the receipt already new, then mesh rollback: the pair is finished, its .prev removed, and a later rotation of that login is not refused', async () => {
     const { m, dir } = await onA();
-    const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
-    const dying = dyingAfterProviderCommit(m.transportFor);
-    void rotate(plan, dying.transportFor, dir, 'r2', 1000);
-    await dying.dead;
-    await vi.waitFor(async () => expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'));
+    await killedBetweenCommits(m, dir);
     const records = await readJournal(dir, 'r2');
     const { pairs, digests } = resumablePlan('r2', records, inventory(), dir);
     // The provisioner applied b's new secret: taking it back would be pointless, so the pair finishes.
