@@ -7,7 +7,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SecretDigest } from './digest.js';
-import { JOURNAL_FILE, type JournalPhase, type JournalRecord } from './journal.js';
+import { JOURNAL_FILE, type JournalPair, type JournalPhase, type JournalRecord } from './journal.js';
 
 /** A rotation whose latest record is one of these has provider ends that may be live and is not finished. */
 const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>(['prepared', 'committed', 'commit-failed', 'resume-failed', 'rolled-back']);
@@ -24,6 +24,8 @@ export interface JournalHistory {
   preparedBy(key: string, digest: SecretDigest): string | undefined;
   /** The rotation that prepared this pair and has not finished it (nor rolled it back), if any. */
   unfinished(key: string): string | undefined;
+  /** What rotation `id` prepared for this pair (its digests and logins), from its "prepared" record. */
+  preparedPair(key: string, id: string): JournalPair | undefined;
   /** Whether the last rotation that finished this pair revoked the login its consumer left (`--revoke-previous`). */
   revoked(key: string): boolean;
   /**
@@ -62,6 +64,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const lastId = new Map<string, string>();
   const outcome = new Map<string, { phase: JournalPhase; at: string }>();
   const prepared = new Map<string, string>();
+  const preparedPairs = new Map<string, JournalPair>();
   /** rotation id → pairs it finished (applied, or found finished by a roll-back) or took back. */
   const closed = new Map<string, Set<string>>();
   /** pair → whether the last record that finished it marked it revoked. */
@@ -87,6 +90,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       }
       lastId.set(pair.key, record.id);
       if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
+      if (record.phase === 'prepared') preparedPairs.set(`${record.id}\0${pair.key}`, pair);
     }
   }
   return {
@@ -96,6 +100,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       return { lastRotatedAt: lastRotatedAt.get(key), lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined };
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
+    preparedPair: (key, id) => preparedPairs.get(`${id}\0${key}`),
     revoked: (key) => revoked.get(key) ?? false,
     switchedIn: (key) => switchedIn.get(key) ?? false,
     unfinished(key) {

@@ -9,6 +9,7 @@ import { BatonError } from '../errors.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { JournalHistory } from './journal-history.js';
+import type { JournalPair } from './journal.js';
 import { mapBounded } from './map-bounded.js';
 import { providerFilesOf, settleLogins, type EndsRead, type PlannedPair, type RotationPlan } from './rotation-plan.js';
 import type { Machine } from './inventory.js';
@@ -34,10 +35,22 @@ export function leftoverOf(pair: PlannedPair, provider: FileDigests | undefined,
   // consumer commit. Unless the journal has a rotation open, rotating over it is safe — the
   // consumer stays on its live login — so it is not a leftover; refusing it would block that
   // login's every later rotation.
-  const finished = pair.credential === 'alternating' ? open === undefined : provider?.live !== undefined && provider.live === consumer?.live;
+  const finishedOnDisk = open !== undefined && consumerHoldsWhatItPrepared(history.preparedPair(pair.key, open), consumer);
+  const finished = pair.credential === 'alternating' ? open === undefined || finishedOnDisk : provider?.live !== undefined && provider.live === consumer?.live;
   if (provider?.prev && !finished) return { pair, rotation, what: `${pair.providerMachine} keeps the previous provider file of a rotation that did not finish` };
-  if (open) return { pair, rotation, what: `rotation ${open} has not finished it` };
+  if (open && !finishedOnDisk) return { pair, rotation, what: `rotation ${open} has not finished it` };
   return undefined;
+}
+
+/**
+ * A baton killed after a pair's consumer commit, before the journal said "applied": the consumer
+ * end holds exactly what that rotation prepared for it, which it receives only after the
+ * provider's receipt — the pair is finished, whatever the journal's last word. `mesh status`
+ * reads it as finished too; refusing it here would leave a rotation that status calls healthy.
+ */
+function consumerHoldsWhatItPrepared(prepared: JournalPair | undefined, consumer: FileDigests | undefined): boolean {
+  const expected = prepared?.consumer_digest ?? prepared?.digest;
+  return expected !== undefined && consumer?.live === expected;
 }
 
 /**

@@ -149,4 +149,24 @@ describe('alternating credentials through the built CLI (local transport)', () =
       provisioner.stop();
     }
   });
+  it('baton killed after the consumer commit, before the journal said applied: mesh status and mesh rotate agree the pair is finished', async () => {
+    setCredential('alternating');
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      for (let i = 0; i < 2; i++) expect((await baton('mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '10')).code).toBe(0);
+      // What a kill right after the consumer's rename leaves: the journal ends at "committed".
+      const journalFile = path.join(tmp.dir, 'state', JOURNAL_FILE);
+      const lines = readFileSync(journalFile, 'utf8').trim().split('\n');
+      expect(JSON.parse(lines.at(-1)!).phase).toBe('applied');
+      writeFileSync(journalFile, `${lines.slice(0, -1).join('\n')}\n`);
+      const status = await baton('mesh', 'status', '--consumer', 'web1-app');
+      expect(status.code, status.stdout).toBe(0);
+      const next = await baton('mesh', 'rotate', '--consumer', 'web1-app', '--yes', '--wait', '10');
+      expect(next.stderr).toBe('');
+      expect(next.code).toBe(0);
+      expect(conninfoLogin(read('web1', CONSUMER))).toBe('web1_app_a');
+    } finally {
+      provisioner.stop();
+    }
+  });
 });

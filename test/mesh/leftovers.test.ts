@@ -44,6 +44,20 @@ describe('leftovers: what a rotation or seed must not start over', () => {
     expect(leftoverOf(alternating, provider, consumer, open)?.what).toContain('keeps the previous provider file');
   });
 
+  it('baton killed after the consumer commit, before the journal said applied: the consumer holds what that rotation prepared, so the pair is finished', () => {
+    const open = journalHistory([record('r1', 'prepared'), record('r1', 'committed')]);
+    // Single: both ends hold r1's digest (b); the kept .prev was not yet removed.
+    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('b'), next: undefined }, open)).toBeUndefined();
+    // Not yet moved: the consumer still holds a, so r1 is open and named.
+    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: undefined }, open)?.rotation).toBe('r1');
+    // Alternating: the consumer end's own digest is the one r1 prepared for it.
+    const alternating = { ...pair, credential: 'alternating' as const };
+    const base = record('r1', 'prepared');
+    const altOpen = journalHistory([{ ...base, pairs: [{ ...base.pairs[0]!, credential: 'alternating', consumer_digest: d('c') }] }, record('r1', 'committed')]);
+    expect(leftoverOf(alternating, { live: d('e'), next: undefined }, { live: d('c'), next: undefined, liveLogin: 'web1_app_b' }, altOpen)).toBeUndefined();
+    expect(leftoverOf(alternating, { live: d('e'), next: undefined }, { live: d('f'), next: undefined, liveLogin: 'web1_app_a' }, altOpen)?.what).toBe('rotation r1 has not finished it');
+  });
+
   it('a rotation is closed for a pair once it applied or rolled it back; its age changes only when it applied it', () => {
     const rolled = journalHistory([record('r1', 'prepared'), record('r1', 'committed'), record('r1', 'rolled-back', { rolled_back: [{ pair: pair.key, result: 'rolled-back', receipt: 'old' }] })]);
     expect([rolled.unfinished(pair.key), rolled.pair(pair.key).lastRotatedAt]).toEqual([undefined, undefined]);
