@@ -329,8 +329,11 @@ function receiptLines(state: Extract<Terminal, { step: 'done' | 'commit-failed' 
   const applied = setOf(state.applied);
   return state.plan.pairs.map((pair) => {
     if (pair.login) {
+      // With --revoke-previous the login left does not keep working: the revoke lines below say how it ended.
+      const revoked = state.step === 'done' && state.revoked?.some((r) => r.pair === pair.key && r.revoked);
+      const left = pair.login.left ? `: ${pair.login.left.role}, which it left, ${revoked ? 'is revoked (below)' : 'keeps working until the next rotation'}` : '';
       return applied.has(pair.key)
-        ? { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login.role}; ${pair.consumer} moved to it (no window${pair.login.left ? `: ${pair.login.left.role}, which it left, keeps working until the next rotation` : ''})` }
+        ? { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login.role}; ${pair.consumer} moved to it (no window${left})` }
         : { missing: true, line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.` };
     }
     if (applied.has(pair.key)) {

@@ -394,6 +394,16 @@ export class PostgresProvisioner {
     }
   }
 
+  /** The end-sessions request for this login file, when it asks for exactly this digest. */
+  private endRequestFor(name: string, digest: SecretDigest): string | undefined {
+    const file = path.join(this.deliveredDir, END_SESSIONS_DIR, name);
+    try {
+      return readFileSync(file, 'utf8').trim() === digest ? file : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /**
    * End-sessions requests (`.end-sessions/<login file>`, holding the digest of the login file it
    * is for): once exactly that digest is applied — the login no longer accepts the password its
@@ -582,6 +592,14 @@ export class PostgresProvisioner {
     const at = this.isoNow();
     // `restored` only when the same credential was put back; a new one is a plain application.
     const restored = repair && digest === item.digest ? repair : undefined;
+    // A request to end this login's sessions for exactly this password is carried out BEFORE the
+    // receipt: `mesh rotate --end-sessions` reads the first receipt with the new digest as the
+    // revoke's outcome, so that receipt must already say how many sessions were ended.
+    const request = login ? this.endRequestFor(role, digest) : undefined;
+    const ended = request && login ? await db.endSessions(login.login).catch((error: unknown) => {
+      if (error instanceof ConnectionLost) throw error;
+      return undefined; // tried again by endRequestedSessions on a later cycle
+    }) : undefined;
     // A login's receipt names its open sessions: who still uses it, for a revocation to name.
     // Only a list: failing to read it must not turn an applied password into a refused one.
     const sessions = login ? await db.sessions(login.login).catch((error: unknown) => {
@@ -590,7 +608,7 @@ export class PostgresProvisioner {
     }) : undefined;
     const receipt: Receipt = {
       role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest },
-      ...(login ? { login: login.login, ...(sessions ? { sessions } : {}) } : {}),
+      ...(login ? { login: login.login, ...(sessions ? { sessions } : {}), ...(ended !== undefined ? { ended_sessions: ended } : {}) } : {}),
     };
     try {
       await writeReceipt(this.deliveredDir, receipt);
@@ -603,6 +621,14 @@ export class PostgresProvisioner {
       });
     }
     this.receipts.set(role, receipt);
+    if (request && ended !== undefined) {
+      this.options.log(`${login!.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(digest)} applied)`);
+      try {
+        rmSync(request, { force: true });
+      } catch (error) {
+        this.report(`*end*${role}`, `end-sessions request ${request} could not be removed (${describeFsError(error)})`);
+      }
+    }
     return { role, digest, outcome, ...(restored ? { restored } : {}), ...(copied ? { copied } : {}) };
   }
 

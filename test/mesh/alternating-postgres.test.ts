@@ -333,6 +333,28 @@ describe('alternating credentials against a real PostgreSQL', () => {
     expect(status.stdout).toContain('revoked');
   });
 
+  it('--revoke-previous --end-sessions: the provisioner ends the left login\'s open session once its fresh password is applied, and the summary says how many', async () => {
+    await deliveredOnce('web1-app', WEB1());
+    const left = consumerLogin(readFileSync(WEB1(), 'utf8'), 'web1_app');
+    const session = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: left.user, password: left.password, application_name: 'end-sessions-test' });
+    session.on('error', () => undefined);
+    await session.connect();
+    try {
+      const r = await rotate('web1-app', '10', '--revoke-previous', '--end-sessions');
+      expect(r.stderr).toBe('');
+      expect(r.exitCode, r.stdout).toBe(0);
+      expect(r.stdout).toContain(`ended 1 open session(s) of ${left.user}.`);
+      expect(await loginRefusal(sandbox, left.user, left.password)).toBe('28P01');
+      await expect(session.query('SELECT 1')).rejects.toThrow();
+      const open = await asSuperuser(sandbox, async (c) => (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [left.user])).rows[0].n as number);
+      expect(open).toBe(0);
+      // The request was consumed: nothing is left under .end-sessions.
+      expect(existsSync(path.join(path.dirname(providerFile('web1_app')), '.end-sessions', `web1_app+${left.user.slice(-1)}`))).toBe(false);
+    } finally {
+      await session.end().catch(() => undefined);
+    }
+  });
+
   it('switching a live pair to alternating and back: the app, reading the bare secret before and the keyword/value file after, sees 0 failed logins', async () => {
     expect((await rotate('web2-app')).exitCode).toBe(0);
     const single = readFileSync(WEB2(), 'utf8');

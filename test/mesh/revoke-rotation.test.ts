@@ -71,6 +71,8 @@ describe('mesh rotate --revoke-previous', () => {
     const text = lines.join('\n');
     expect(text).toContain('  revoke pg-main:web1-app: once every consumer end is committed, web1_app_a (the login web1-app leaves) gets a fresh password delivered nowhere; its open sessions are named, not ended (--end-sessions ends them).');
     expect(text).toContain('  ✓ revoked web1_app_a (pg-main:web1-app): its provisioner applied a fresh password delivered nowhere; its old password is refused.');
+    expect(text).toContain('moved to it (no window: web1_app_a, which it left, is revoked (below))');
+    expect(text).not.toContain('web1_app_a, which it left, keeps working');
     expect(text).toContain('      open sessions of web1_app_a (not ended; --end-sessions ends them): pid 77 "web1" (local socket) since 2026-12-01T17:00:00Z.');
     // The preview comes before anything is written, the revoke after the rotation's summary.
     expect(text.indexOf('revoke pg-main:web1-app')).toBeLessThan(text.indexOf('prepared'));
