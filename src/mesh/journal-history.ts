@@ -26,6 +26,11 @@ export interface JournalHistory {
   unfinished(key: string): string | undefined;
   /** What rotation `id` prepared for this pair (its digests and logins), from its "prepared" record. */
   preparedPair(key: string, id: string): JournalPair | undefined;
+  /**
+   * An alternating pair's consumer-end digest delivered together with this provider-end digest
+   * (by a rotation or a seed): the two differ by design, so only the journal can say they belong together.
+   */
+  consumerDeliveredWith(key: string, providerDigest: SecretDigest): SecretDigest | undefined;
   /** Whether the last rotation that finished this pair revoked the login its consumer left (`--revoke-previous`). */
   revoked(key: string): boolean;
   /**
@@ -65,6 +70,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const outcome = new Map<string, { phase: JournalPhase; at: string }>();
   const prepared = new Map<string, string>();
   const preparedPairs = new Map<string, JournalPair>();
+  const consumerWith = new Map<string, SecretDigest>();
   /** rotation id → pairs it finished (applied, or found finished by a roll-back) or took back. */
   const closed = new Map<string, Set<string>>();
   /** pair → whether the last record that finished it marked it revoked. */
@@ -91,6 +97,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       lastId.set(pair.key, record.id);
       if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
       if (record.phase === 'prepared') preparedPairs.set(`${record.id}\0${pair.key}`, pair);
+      if ((record.phase === 'prepared' || record.phase === 'seeded') && pair.digest && pair.consumer_digest) consumerWith.set(`${pair.key}\0${pair.digest}`, pair.consumer_digest);
     }
   }
   return {
@@ -101,6 +108,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
     preparedPair: (key, id) => preparedPairs.get(`${id}\0${key}`),
+    consumerDeliveredWith: (key, digest) => consumerWith.get(`${key}\0${digest}`),
     revoked: (key) => revoked.get(key) ?? false,
     switchedIn: (key) => switchedIn.get(key) ?? false,
     unfinished(key) {

@@ -88,7 +88,13 @@ export interface PairStatus {
  * ends that differ or are missing are `drifted`; equal ends without a matching receipt are
  * `pending`; only equal ends with the provider's receipt are `applied`.
  */
-export function classifyPair(pair: PlannedPair, reading: PairReading, running?: string): { state: PairState; detail: string } {
+export function classifyPair(
+  pair: PlannedPair,
+  reading: PairReading,
+  running?: string,
+  /** An alternating pair: the consumer end the journal says was delivered with the live login's provider file. */
+  deliveredConsumer?: SecretDigest,
+): { state: PairState; detail: string } {
   const { provider, consumer, receipt } = reading;
   if (!provider.read || !consumer.read) {
     // Both ends on one machine that could not be read: the machine is named once.
@@ -121,6 +127,9 @@ export function classifyPair(pair: PlannedPair, reading: PairReading, running?: 
   if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
   // A consumer on a login holds `user=… password=…`, its provider the bare secret: their digests differ by design.
   if (provider.live !== consumer.live && reading.logins?.live === undefined) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
+  if (reading.logins?.live !== undefined && deliveredConsumer !== undefined && consumer.live !== deliveredConsumer) {
+    return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} names ${reading.logins.live} but is not the file delivered with ${pair.providerMachine}'s ${pair.providerPath} (changed by hand?)` };
+  }
   if (!applied) {
     return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
   }
@@ -167,7 +176,8 @@ function restoredNote(receipt: Receipt): string {
 
 /** `running`: who holds the mesh lock now, when someone does: a staged consumer end is then that rotation's wait, not a leftover. */
 export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined, running?: string): PairStatus {
-  const { state, detail } = classifyPair(pair, reading, running);
+  const deliveredConsumer = reading.logins?.live !== undefined && reading.provider.read && reading.provider.live ? history.consumerDeliveredWith(pair.key, reading.provider.live) : undefined;
+  const { state, detail } = classifyPair(pair, reading, running, deliveredConsumer);
   const remembered = history.pair(pair.key);
   const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
   // Without a journal entry, the provider end's mtime is the best evidence of when it changed;

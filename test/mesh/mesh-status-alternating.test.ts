@@ -89,6 +89,25 @@ describe('mesh status of an alternating pair', () => {
     expect(fake.writes()).toBe(0);
   });
 
+  it('a consumer end that names the live login but is not the file delivered with it (the journal says which) is drifted', async () => {
+    const base = finished('r1', false);
+    const delivered: JournalRecord = {
+      ...base,
+      phase: 'prepared',
+      pairs: [{ ...base.pairs[0]!, credential: 'alternating', login: 'web1_app_b', digest: secretDigest('live-secret'), consumer_digest: secretDigest(formatConsumerConninfo('web1_app_b', 'live-secret')) }],
+    };
+    // As delivered: applied.
+    expect((await read(mesh('b'), [delivered, base])).find((s) => s.pair.key === alt.key)!.state).toBe('applied');
+    // Edited by hand: the same login, another password.
+    const edited = mesh('b');
+    edited.machines.web1!.files.set(alt.consumerPath, formatConsumerConninfo('web1_app_b', 'typed-by-hand'));
+    const status = (await read(edited, [delivered, base])).find((s) => s.pair.key === alt.key)!;
+    expect(status.state).toBe('drifted');
+    expect(status.detail).toContain('names web1_app_b but is not the file delivered with db1\'s /m/provides/pg-main/web1_app+b');
+    // Without a journal that knows the provider file, the pair reads as before: nothing to compare with.
+    expect((await read(edited, [])).find((s) => s.pair.key === alt.key)!.state).toBe('applied');
+  });
+
   it('the other login is revoked after a finished rotation that revoked it, and valid again after one that did not', async () => {
     expect((await read(mesh('a'), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'revoked' });
     expect((await read(mesh('a'), [finished('r1', true), finished('r2', false)])).find((s) => s.pair.key === alt.key)!.logins!.other!.state).toBe('valid');
