@@ -17,7 +17,7 @@ import { BatonError } from '../errors.js';
 import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, END_SESSIONS_DIR, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
 import { loginRole, otherSlot, parseLoginFileName, type LoginFile } from '../mesh/alternating.js';
 import { rolledBackPath } from '../mesh/transport.js';
-import { DeliveredCredentials, describeFsError, readSecretFile } from './delivered-credentials.js';
+import { DeliveredCredentials, describeFsError, isDeliveredName, readSecretFile } from './delivered-credentials.js';
 import { ConnectionLost, messageOf, RoleSkipped, type ConnectRoleDatabase, type ProviderLock, type RoleDatabase, type RoleOutcome, type StoredRole } from './postgres-roles.js';
 import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
@@ -419,7 +419,8 @@ export class PostgresProvisioner {
       return;
     }
     for (const name of names.sort()) {
-      if (name.startsWith('.')) continue;
+      // A request being staged (`R+a.next`, its temp file) is not one yet: the mesh renames it into place.
+      if (!isDeliveredName(name)) continue;
       const file = path.join(dir, name);
       const login = parseLoginFileName(name);
       if (!login) {

@@ -609,6 +609,11 @@ describe('alternating login files (R+a, R+b)', () => {
     const fresh = secret();
     const request = path.join(provides, '.end-sessions', 'web1_app+a');
     mkdirSync(path.dirname(request), { recursive: true });
+    // A request the mesh is still staging is not one yet: neither acted on nor reported.
+    writeFileSync(`${request}.next`, secretDigest(fresh));
+    await service.runCycle();
+    expect(lines.filter((l) => l.includes('end-sessions'))).toEqual([]);
+    rmSync(`${request}.next`);
     writeFileSync(request, secretDigest(fresh));
     await service.runCycle();
     expect(db.openSessions.get('web1_app_a')).toHaveLength(2);
