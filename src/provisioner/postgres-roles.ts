@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import type { Client as PgClient } from 'pg';
 import { BatonError } from '../errors.js';
 import { RECEIPT_SESSIONS_MAX, type LoginSession } from '../mesh/digest.js';
+import { conninfoLogin, parseConninfo } from '../mesh/alternating.js';
 import { describeFsError } from './delivered-credentials.js';
 
 export type RoleOutcome = 'created' | 'updated';
@@ -391,12 +392,12 @@ async function openSession(target: PostgresTarget, applicationName: string, onLo
   const { default: pg } = await import('pg');
   const where = whereOf(target);
   let chosen: PgClient | undefined;
-  const open = async (password: string): Promise<PgClient> => {
+  const open = async (password: string, user = target.superuser): Promise<PgClient> => {
     const client: PgClient = new pg.Client({
       host: target.host,
       port: target.port,
       database: target.database,
-      user: target.superuser,
+      user,
       password,
       application_name: applicationName,
       connectionTimeoutMillis: 10_000,
@@ -417,7 +418,8 @@ async function openSession(target: PostgresTarget, applicationName: string, onLo
   };
   let refused: unknown;
   try {
-    return (chosen = await open(readSuperuserPassword(target.superuserFile)));
+    const credential = readSuperuserCredential(target.superuserFile);
+    return (chosen = await open(credential.password, credential.user));
   } catch (error) {
     if (!isAuthFailure(error)) throw error instanceof BatonError ? error : connectError(error, target, where);
     refused = error;
@@ -453,6 +455,18 @@ function readOptionalPassword(file: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The superuser's own pair may be alternating: its consumer end then names the login
+ * (`user=postgres_a password='…'`, alternating.ts), a member of the superuser role with `SET role`
+ * to it at login, and the provisioner logs in as that login — the only one that works once the
+ * group is NOLOGIN. A bare secret is the password of `--superuser`, as before.
+ */
+function readSuperuserCredential(file: string): { user?: string; password: string } {
+  const text = readSuperuserPassword(file);
+  const fields = conninfoLogin(text) === undefined ? undefined : parseConninfo(text);
+  return fields ? { user: fields.user!, password: fields.password! } : { password: text };
 }
 
 function readSuperuserPassword(file: string): string {

@@ -7,7 +7,8 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { loginFileName, loginRole } from '../../src/mesh/alternating.js';
+import { formatConsumerConninfo, loginFileName, loginRole } from '../../src/mesh/alternating.js';
+import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { END_SESSIONS_DIR, parseReceipt, secretDigest, type Receipt } from '../../src/mesh/digest.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import { postgresRoles } from '../../src/provisioner/postgres-roles.js';
@@ -193,5 +194,41 @@ describe('alternating logins in a real PostgreSQL', () => {
     await service.runCycle();
     expect(await canLogin(pg_, a, password)).toBe(true);
     expect(receiptOf(name)?.database).toMatchObject({ found: 'as-set', restored: 'nologin' });
+  });
+  it("the provisioner's own superuser pair switched to alternating: once its role is NOLOGIN it logs in through the login its file names, and applies as before", async () => {
+    const su = uniqueRole('su');
+    const old = secret();
+    await asSuperuser(pg_, async (c) => c.query(`CREATE ROLE ${su} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(old))}'`));
+    const consumerFile = path.join(temp.dir, 'consumes', PROVIDER, su);
+    writeFileSync(consumerFile, old, { mode: 0o600 });
+    deliver(su, old);
+    const service = new PostgresProvisioner({
+      meshDir: temp.dir,
+      provider: PROVIDER,
+      connect: postgresRoles({ host: pg_.host, port: pg_.port, database: 'postgres', superuser: su, superuserFile: consumerFile }),
+      log: (line) => lines.push(line),
+    });
+    expect((await service.runCycle()).blocked).toBeUndefined();
+
+    // The switch, as the mesh delivers it: the login file, its receipt, then the consumer end, then the plain file retired.
+    const fresh = secret();
+    deliver(loginFileName(su, 'a'), fresh);
+    expect((await service.runCycle()).applied.map((a) => a.role)).toEqual([loginFileName(su, 'a')]);
+    writeFileSync(consumerFile, formatConsumerConninfo(loginRole(su, 'a'), fresh), { mode: 0o600 });
+    rmSync(path.join(provides, su));
+    rmSync(path.join(provides, '.applied', su));
+    const switched = await service.runCycle();
+    expect(switched.blocked).toBeUndefined();
+    expect(await canLogin(pg_, su, old)).toBe(false);
+    expect(await canLogin(pg_, loginRole(su, 'a'), fresh)).toBe(true);
+
+    // Still a superuser through its login: it creates a role it is asked to.
+    const role = uniqueRole('web9_app');
+    const password = secret();
+    deliver(role, password);
+    const next = await service.runCycle();
+    expect(next.blocked).toBeUndefined();
+    expect(next.applied.map((a) => a.role)).toEqual([role]);
+    expect(await canLogin(pg_, role, password)).toBe(true);
   });
 });
