@@ -338,6 +338,7 @@ function receiptLines(state: Extract<Terminal, { step: 'done' | 'commit-failed' 
     }
     if (applied.has(pair.key)) {
       const ms = state.windows[pair.key];
+      if (pair.leaves) return { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}; ${pair.consumer}'s file names it now (no window: it used ${pair.leaves} until then)` };
       return {
         missing: false,
         line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}; ${pair.consumer}'s file replaced ${ms === undefined ? 'after the receipt' : `${formatWindow(ms)} later (the window)`}`,
@@ -361,7 +362,8 @@ function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed'
   if (alternating.length > 0) {
     lines.unshift(`No window for ${plural(alternating.length, 'alternating pair')}: each consumer keeps a login that works until it moves to one its database already has.`);
   }
-  const single = new Set(state.plan.pairs.filter((p) => !p.login).map((p) => p.key));
+  // A pair switched back to one role had no window either: its consumer kept its login until its file named the role.
+  const single = new Set(state.plan.pairs.filter((p) => !p.login && !p.leaves).map((p) => p.key));
   const values = Object.entries(state.windows).filter(([key]) => single.has(key)).map(([, ms]) => ms).sort((a, b) => a - b);
   if (values.length === 0) return lines;
   const median = values[Math.floor((values.length - 1) / 2)]!;
@@ -377,9 +379,10 @@ function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed'
  */
 export function windowBadge(state: Extract<Terminal, { step: 'done' }>): string {
   const applied = setOf(state.applied);
-  const single = state.plan.pairs.filter((p) => !p.login && applied.has(p.key)).map((p) => state.windows[p.key]).filter((ms): ms is number => ms !== undefined);
+  const single = state.plan.pairs.filter((p) => !p.login && !p.leaves && applied.has(p.key)).map((p) => state.windows[p.key]).filter((ms): ms is number => ms !== undefined);
   if (single.length > 0) return ` · window ≤ ${formatWindow(Math.max(...single))}`;
-  return state.plan.pairs.some((p) => p.login && applied.has(p.key)) ? ' · window: none (alternating)' : '';
+  if (state.plan.pairs.some((p) => p.login && applied.has(p.key))) return ' · window: none (alternating)';
+  return state.plan.pairs.some((p) => p.leaves && applied.has(p.key)) ? ' · window: none (switching to one role)' : '';
 }
 
 /** A pair the view lists as not confirmed: what stays live, and that it works. */

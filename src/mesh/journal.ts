@@ -60,7 +60,7 @@ export interface JournalPair {
   readonly credential?: 'single' | 'alternating';
   /** Alternating: the login this rotation moved the consumer to. */
   readonly login?: string;
-  /** Alternating: the login the consumer left (absent: it was on none, or on the single role). */
+  /** The login the consumer left (absent: it was on none, or on the single role); also set on a pair switched back to one role. */
   readonly left?: string;
   /** Set when the left login was given a password never delivered (revoked on purpose). */
   readonly revoked?: boolean;
@@ -118,6 +118,7 @@ export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?:
     // Only an alternating pair or one being switched says more, so a single pair's record is as before.
     ...(pair.credential === 'alternating' ? { credential: pair.credential } : {}),
     ...(pair.login ? { login: pair.login.role, ...(pair.login.left ? { left: pair.login.left.role } : {}) } : {}),
+    ...(pair.leaves ? { left: pair.leaves } : {}),
     ...(consumerDigest && consumerDigest !== digest ? { consumer_digest: consumerDigest } : {}),
     ...(pair.retire && pair.retire.length > 0 ? { retire: pair.retire } : {}),
   };

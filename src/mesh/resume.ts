@@ -85,13 +85,19 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
       providerPath: p.provider_path,
       consumerPath: p.consumer_path,
       receiptPath: p.receipt_path,
-      window: windowText(pair, login, p.retire),
+      window: windowText(pair, login, p.retire, leavesFromJournal(p)),
       ...(login ? { login } : {}),
+      ...(leavesFromJournal(p) ? { leaves: leavesFromJournal(p)! } : {}),
       ...(p.retire && p.retire.length > 0 ? { retire: p.retire } : {}),
     });
   }
   const holders = holdersOf(pairs, (name) => machines.get(name)!);
   return { selector: prepared.selector, pairs, holders, digests };
+}
+
+/** A pair switched back to one role: the login its consumer used until then. */
+function leavesFromJournal(p: JournalPair): string | undefined {
+  return p.credential !== 'alternating' && p.left ? p.left : undefined;
 }
 
 /** An alternating pair's logins as the journal names them, with the left login's files beside the target's. */

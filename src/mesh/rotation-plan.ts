@@ -55,6 +55,11 @@ export interface PlannedPair extends Pair {
    * Until then the consumer still logs in with them, so they go only after its file changed format.
    */
   readonly retire?: readonly string[];
+  /**
+   * A pair switched back to one role: the login its consumer uses until its file names the role.
+   * That login keeps its password until then, so this rotation has no window.
+   */
+  readonly leaves?: string;
 }
 
 export interface RotationPlan {
@@ -75,7 +80,7 @@ export { STAGED_SUFFIX } from './transport.js';
  * consumer end is renamed only after the provider's receipt, so the window is on the OLD
  * password's side: never a consumer holding a password its database does not have yet.
  */
-export function windowText(pair: Pair, login?: PlannedPair['login'], retire?: readonly string[]): string {
+export function windowText(pair: Pair, login?: PlannedPair['login'], retire?: readonly string[], leaves?: string): string {
   if (pair.credential === 'alternating') {
     const to = login?.role ?? loginRole(pair.role, 'a');
     const moves = login?.left
@@ -83,7 +88,9 @@ export function windowText(pair: Pair, login?: PlannedPair['login'], retire?: re
       : `${pair.consumer} moves to ${to} once ${pair.provider} has applied its new password`;
     return `none (alternating): ${moves}${retire && retire.length > 0 ? `; then baton removes ${retire.map(baseName).join(' and ')} (the single role's file, switched to alternating)` : ''}`;
   }
-  if (retire && retire.length > 0) return `${singleWindow(pair)}; then baton removes ${retire.map(baseName).join(' and ')} (the alternating logins' files, switched to single)`;
+  const removes = retire && retire.length > 0 ? `; then baton removes ${retire.map(baseName).join(' and ')} (the alternating logins' files, switched to single)` : '';
+  if (leaves) return `none (switching to one role): ${pair.consumer} keeps using ${leaves} until its file names ${pair.role}, whose new password ${pair.provider} has applied by then${removes}`;
+  if (removes) return `${singleWindow(pair)}${removes}`;
   return singleWindow(pair);
 }
 
@@ -182,7 +189,8 @@ export function settleLogins(plan: RotationPlan, ends: EndsRead, machineOf: (nam
       if (retire.length === 0) return pair;
       changed = true;
       const paths = retire.map((file) => `${dir}/${file}`);
-      return { ...pair, retire: paths, window: windowText(pair, undefined, paths) };
+      const leaves = consumer?.liveLogin;
+      return { ...pair, retire: paths, ...(leaves ? { leaves } : {}), window: windowText(pair, undefined, paths, leaves) };
     }
     const liveSlot = consumer?.liveLogin === undefined ? undefined : slotOfLogin(pair.role, consumer.liveLogin);
     const slot: LoginSlot = liveSlot ? otherSlot(liveSlot) : 'a';

@@ -318,9 +318,20 @@ describe('switching a pair', () => {
     expect(plan.pairs[0]!.login).toBeUndefined();
     expect(plan.pairs[0]!.providerPath).toBe(`${P}/web1_app`);
     expect(plan.pairs[0]!.retire).toEqual([`${P}/web1_app+a`, `${P}/web1_app+b`]);
+    // The consumer keeps its login (still valid) until its file names the role: no window this time.
+    expect(plan.pairs[0]!.leaves).toBe('web1_app_b');
     const { code, text } = await rotate(plan, m.transportFor, dir, 'r3');
     expect(code).toBe(0);
+    expect(text).toContain('none (switching to one role): web1-app keeps using web1_app_b until its file names web1_app, whose new password pg-main has applied by then');
     expect(text).toContain("then baton removes web1_app+a and web1_app+b (the alternating logins' files, switched to single)");
+    expect(text).toContain("pg-main applied web1_app; web1-app's file names it now (no window: it used web1_app_b until then)");
+    expect(text).not.toContain('the OLD password could fail');
+    // The journal keeps the login left, so a resume of this rotation says the same.
+    expect((await readJournal(dir, 'r3')).find((r) => r.phase === 'prepared')!.pairs[0]).toMatchObject({ left: 'web1_app_b', retire: [`${P}/web1_app+a`, `${P}/web1_app+b`] });
+    // The next rotation of the pair, one role throughout, has its window again.
+    const after = await inspect(inventory('single'), { by: 'consumer', name: 'web1-app' }, m, dir);
+    expect(after.pairs[0]!.leaves).toBeUndefined();
+    expect(after.pairs[0]!.window).toContain('that still use the OLD password fail');
     expect(files(m, 'web1').get(C1)).toBe(files(m, 'db1').get(`${P}/web1_app`));
     for (const f of ['web1_app+a', 'web1_app+b', '.applied/web1_app+a', '.applied/web1_app+b']) expect(files(m, 'db1').has(`${P}/${f}`)).toBe(false);
   });
