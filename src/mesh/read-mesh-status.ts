@@ -4,15 +4,14 @@
  * receipts. One machine at a time per worker and its calls in sequence, so with a connection
  * share a machine costs one handshake however many pairs it holds.
  */
-import path from 'node:path';
 import { reasonOf } from './transport.js';
 import type { TransportFor } from './transport.js';
-import { LOGIN_SLOTS, loginFileName, loginRole, otherSlot, slotOfLogin, type LoginSlot } from './alternating.js';
-import { parseReceipt, RECEIPTS_DIR, type Receipt } from './digest.js';
+import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js';
+import { parseReceipt, type Receipt } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
 import { pairStatus, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
-import type { PlannedPair, RotationPlan } from './rotation-plan.js';
+import { loginFilePaths, type PlannedPair, type RotationPlan } from './rotation-plan.js';
 
 export interface MeshStatusOptions {
   readonly concurrency: number;
@@ -24,12 +23,6 @@ export interface MeshStatusOptions {
   readonly running?: string;
 }
 
-/** The provider file of an alternating pair's login `slot` (`…/provides/P/R+x`) and its receipt. */
-export function loginFilePaths(pair: Pick<PlannedPair, 'providerPath' | 'role'>, slot: LoginSlot): { readonly providerPath: string; readonly receiptPath: string } {
-  const dir = path.posix.dirname(pair.providerPath);
-  const name = loginFileName(pair.role, slot);
-  return { providerPath: `${dir}/${name}`, receiptPath: `${dir}/${RECEIPTS_DIR}/${name}` };
-}
 
 export async function readMeshStatus(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, options: MeshStatusOptions): Promise<PairStatus[]> {
   const ends = new Map<string, EndReading>();

@@ -12,9 +12,9 @@ import { consumerDigestKey, endDigest, beginReceiptWait, commitConsumersOnReceip
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalPair, JournalRecord } from './journal.js';
-import { loginFileName, slotOfLogin } from './alternating.js';
+import { slotOfLogin } from './alternating.js';
 import { mapBounded } from './map-bounded.js';
-import { holdersOf, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
+import { holdersOf, loginFilePaths, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
 
 export interface ResumeOptions {
   readonly concurrency: number;
@@ -106,11 +106,10 @@ function loginFromJournal(p: JournalPair): PlannedPair['login'] {
   const slot = slotOfLogin(p.role, p.login);
   if (!slot) return undefined;
   const left = p.left ? slotOfLogin(p.role, p.left) : undefined;
-  const swap = (file: string) => `${file.slice(0, file.lastIndexOf('/') + 1)}${loginFileName(p.role, left!)}`;
   return {
     slot,
     role: p.login,
-    ...(left ? { left: { slot: left, role: p.left!, providerPath: swap(p.provider_path), receiptPath: swap(p.receipt_path) } } : {}),
+    ...(left ? { left: { slot: left, role: p.left!, ...loginFilePaths({ providerPath: p.provider_path, role: p.role }, left) } } : {}),
   };
 }
 

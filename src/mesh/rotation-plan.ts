@@ -152,9 +152,16 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
 }
 
 /** The provider directory of a pair and its receipts directory (from its planned provider path). */
-function providerDirs(pair: PlannedPair): { dir: string; receipts: string } {
+function providerDirs(pair: Pick<PlannedPair, 'providerPath'>): { dir: string; receipts: string } {
   const dir = pair.providerPath.slice(0, pair.providerPath.lastIndexOf('/'));
   return { dir, receipts: `${dir}/${RECEIPTS_DIR}` };
+}
+
+/** The provider file of an alternating pair's login `slot` (`…/provides/P/R+x`) and its receipt: rotation, status and resume all ask this. */
+export function loginFilePaths(pair: Pick<PlannedPair, 'providerPath' | 'role'>, slot: LoginSlot): { readonly providerPath: string; readonly receiptPath: string } {
+  const { dir, receipts } = providerDirs(pair);
+  const name = loginFileName(pair.role, slot);
+  return { providerPath: `${dir}/${name}`, receiptPath: `${receipts}/${name}` };
 }
 
 /**
@@ -181,7 +188,7 @@ export type EndsRead = ReadonlyMap<string, FileDigests>;
 export function settleLogins(plan: RotationPlan, ends: EndsRead, machineOf: (name: string) => Machine): RotationPlan {
   let changed = false;
   const pairs = plan.pairs.map((pair): PlannedPair => {
-    const { dir, receipts } = providerDirs(pair);
+    const { dir } = providerDirs(pair);
     const consumer = ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`);
     const has = (file: string) => ends.get(`${pair.providerMachine}\0${dir}/${file}`)?.live !== undefined;
     if (pair.credential !== 'alternating') {
@@ -194,20 +201,16 @@ export function settleLogins(plan: RotationPlan, ends: EndsRead, machineOf: (nam
     }
     const liveSlot = consumer?.liveLogin === undefined ? undefined : slotOfLogin(pair.role, consumer.liveLogin);
     const slot: LoginSlot = liveSlot ? otherSlot(liveSlot) : 'a';
-    const file = loginFileName(pair.role, slot);
     const login: NonNullable<PlannedPair['login']> = {
       slot,
       role: loginRole(pair.role, slot),
-      ...(liveSlot
-        ? { left: { slot: liveSlot, role: loginRole(pair.role, liveSlot), providerPath: `${dir}/${loginFileName(pair.role, liveSlot)}`, receiptPath: `${receipts}/${loginFileName(pair.role, liveSlot)}` } }
-        : {}),
+      ...(liveSlot ? { left: { slot: liveSlot, role: loginRole(pair.role, liveSlot), ...loginFilePaths(pair, liveSlot) } } : {}),
     };
     const retire = has(pair.role) ? [`${dir}/${pair.role}`] : [];
     changed = true;
     return {
       ...pair,
-      providerPath: `${dir}/${file}`,
-      receiptPath: `${receipts}/${file}`,
+      ...loginFilePaths(pair, slot),
       login,
       ...(retire.length > 0 ? { retire } : {}),
       window: windowText(pair, login, retire),

@@ -12,7 +12,7 @@ import { loginFileName, loginRole, otherSlot, type LoginSlot } from '../../src/m
 import { findMachine, type Inventory } from '../../src/mesh/inventory.js';
 import { holdersOf, type PlannedPair, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { endSessionsPath } from '../../src/mesh/revoke.js';
-import { loginFilePaths } from '../../src/mesh/read-mesh-status.js';
+import { loginFilePaths } from '../../src/mesh/rotation-plan.js';
 
 const loginPaths = loginFilePaths;
 
