@@ -32,11 +32,19 @@ function loadApp({ useCache = true, ui } = {}) {
   const nodeRequire = Module.createRequire(APP);
   const require = (id) => {
     if (id !== 'baton:ui') return nodeRequire(id);
-    if (ui === undefined) throw new Error('baton: a view was opened without a terminal; Ink is loaded only when stdin and stdout are terminals.');
+    if (ui === undefined)
+      throw new Error(
+        'baton: a view was opened without a terminal; Ink is loaded only when stdin and stdout are terminals.',
+      );
     return ui;
   };
   script.runInThisContext()(module.exports, require, module, APP, path.dirname(APP));
-  return { exports: module.exports, script, hash, cacheUsed: cachedData !== undefined && !script.cachedDataRejected };
+  return {
+    exports: module.exports,
+    script,
+    hash,
+    cacheUsed: cachedData !== undefined && !script.cachedDataRejected,
+  };
 }
 
 async function start() {
@@ -46,7 +54,12 @@ async function start() {
   // (src/config/config.ts: --no-color, NO_COLOR, TERM=dumb) is applied before, as openInk does.
   let ui;
   if (process.stdout.isTTY && process.stdin.isTTY) {
-    if (process.argv.includes('--no-color') || (process.env.NO_COLOR ?? '') !== '' || process.env.TERM === 'dumb') process.env.FORCE_COLOR = '0';
+    if (
+      process.argv.includes('--no-color') ||
+      (process.env.NO_COLOR ?? '') !== '' ||
+      process.env.TERM === 'dumb'
+    )
+      process.env.FORCE_COLOR = '0';
     ui = await import('../dist/ui/ui.mjs');
   }
   await loadApp({ ui }).exports.main(process.argv);
@@ -54,4 +67,3 @@ async function start() {
 
 if (require.main === module) start();
 module.exports = { loadApp }; // for the build, which writes the cache, and test/build
-

@@ -31,7 +31,10 @@ export function ConfirmAction({ state, columns, onTyped, onConfirm, isActive }: 
     <Box flexDirection="column" width={columns}>
       <Text bold>Confirm: {words.title}</Text>
       <Prose width={columns} text={words.consequence} />
-      <Prose width={columns} text="baton takes the authority lock and reads both sides again first; if anything changed since this read, it stops and says what." />
+      <Prose
+        width={columns}
+        text="baton takes the authority lock and reads both sides again first; if anything changed since this read, it stops and says what."
+      />
       {state.gated ? (
         <>
           <Prose
@@ -39,7 +42,7 @@ export function ConfirmAction({ state, columns, onTyped, onConfirm, isActive }: 
             color={paint('yellow')}
             text={
               action === 'first-controller'
-                ? 'This cannot be undone: if another controller already holds this deployment\'s authority (a wrong --store?), the fleet gets a second one.'
+                ? "This cannot be undone: if another controller already holds this deployment's authority (a wrong --store?), the fleet gets a second one."
                 : 'This cannot be undone: the authority this host held (the marker says so) is replaced by the published one.'
             }
           />
@@ -52,7 +55,14 @@ export function ConfirmAction({ state, columns, onTyped, onConfirm, isActive }: 
                 { text: `${reading.deployment.length > prefix.length ? '…' : ''}), then Enter:` },
               ]}
             />
-            <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+            <GateField
+              value={state.typed}
+              onChange={onTyped}
+              onSubmit={onConfirm}
+              isActive={isActive}
+              refusal={state.refusal}
+              columns={columns}
+            />
           </Focused>
         </>
       ) : (

@@ -1,6 +1,12 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, failover, forceUnlocked, failoverExitCode, initialFailover } from '../src/app/failover-flow.js';
+import {
+  canQuit,
+  failover,
+  forceUnlocked,
+  failoverExitCode,
+  initialFailover,
+} from '../src/app/failover-flow.js';
 import { failoverRunner, type FailoverPorts } from '../src/app/failover-run-effect.js';
 import type { KeyIntent } from './keys.js';
 import { FailoverScreen } from './FailoverScreen.js';
@@ -21,7 +27,13 @@ export interface FailoverAppProps {
 }
 
 /** The failover walk wired to its flow and keys. Only `act` effects write, after a confirm. */
-export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now = () => new Date() }: FailoverAppProps) {
+export function FailoverApp({
+  ports,
+  columns: fixedColumns,
+  baton,
+  onExit,
+  now = () => new Date(),
+}: FailoverAppProps) {
   const { exit } = useApp();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
@@ -65,7 +77,8 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
           return;
         case 'back':
           // Leaving a confirm or the force gate is a back-out; Esc where it changes nothing is not.
-          if (state.step === 'confirming' || state.step === 'confirming-force') report({ kind: 'backed-out' });
+          if (state.step === 'confirming' || state.step === 'confirming-force')
+            report({ kind: 'backed-out' });
           dispatch({ type: 'back' });
           return;
         case 'refresh':
@@ -94,7 +107,8 @@ export function FailoverApp({ ports, columns: fixedColumns, baton, onExit, now =
   const onTyped = useCallback((text: string) => dispatch({ type: 'typed', text }), [dispatch]);
   const onConfirm = useCallback(() => {
     const before = current();
-    if (before.step === 'confirming-force' && !forceUnlocked(before)) report({ kind: 'refused-entry', typed: before.typed });
+    if (before.step === 'confirming-force' && !forceUnlocked(before))
+      report({ kind: 'refused-entry', typed: before.typed });
     dispatch({ type: 'confirm' });
   }, [dispatch, current, report]);
 

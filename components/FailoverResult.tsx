@@ -20,13 +20,24 @@ export function FailoverResult({ state, columns, baton }: FailoverResultProps) {
   const quiet = state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published';
   return (
     <Box flexDirection="column" width={columns}>
-      <MarkedLine tone={quiet ? 'info' : 'ok'} label={state.outcome.kind === 'left' ? 'left as it is' : 'done'} text={outcomeWords(state.outcome)} columns={columns} />
-      {state.after === undefined && state.afterError === undefined ? <Text>{MARKS.busy.glyph} Reading both sides again…</Text> : null}
+      <MarkedLine
+        tone={quiet ? 'info' : 'ok'}
+        label={state.outcome.kind === 'left' ? 'left as it is' : 'done'}
+        text={outcomeWords(state.outcome)}
+        columns={columns}
+      />
+      {state.after === undefined && state.afterError === undefined ? (
+        <Text>{MARKS.busy.glyph} Reading both sides again…</Text>
+      ) : null}
       {state.afterError ? <ErrorMessage error={state.afterError} columns={columns} /> : null}
       {state.after ? (
         <>
           <Text bold>Read again:</Text>
-          {isNarrow(columns) ? <ReadSummary reading={state.after} columns={columns} /> : <AuthorityPanels report={state.after} columns={columns} />}
+          {isNarrow(columns) ? (
+            <ReadSummary reading={state.after} columns={columns} />
+          ) : (
+            <AuthorityPanels report={state.after} columns={columns} />
+          )}
           <VerdictBlock verdict={state.after.verdict} baton={baton} columns={columns} />
         </>
       ) : null}

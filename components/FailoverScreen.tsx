@@ -37,23 +37,44 @@ const FOOTERS: Record<FailoverState['step'], string> = {
 };
 
 /** `baton failover`, one screen per step of the walk; `?` lays the key help over any of them. */
-export function FailoverScreen({ state, columns, rows, baton, help, onTyped, onConfirm }: FailoverScreenProps) {
+export function FailoverScreen({
+  state,
+  columns,
+  rows,
+  baton,
+  help,
+  onTyped,
+  onConfirm,
+}: FailoverScreenProps) {
   const header = (
     <Text bold wrap="truncate-end">
       baton failover
-      {state.step === 'deciding' || state.step === 'confirming' || state.step === 'confirming-force' || state.step === 'acting'
+      {state.step === 'deciding' ||
+      state.step === 'confirming' ||
+      state.step === 'confirming-force' ||
+      state.step === 'acting'
         ? `  deployment ${state.reading.deployment}`
         : ''}
     </Text>
   );
   const footer = (
     <Text dimColor wrap="truncate-end">
-      {help ? 'Esc or ? closes this help · q quit' : state.step === 'confirming' && state.gated ? FOOTERS['confirming-force'].replace('8 chars', 'the id') : FOOTERS[state.step]}
+      {help
+        ? 'Esc or ? closes this help · q quit'
+        : state.step === 'confirming' && state.gated
+          ? FOOTERS['confirming-force'].replace('8 chars', 'the id')
+          : FOOTERS[state.step]}
     </Text>
   );
   return (
     // A new step (or the help) is a new screen: it opens at its top, not where the last one was scrolled.
-    <Frame key={`${state.step}${help ? '-help' : ''}`} columns={columns} rows={rows} header={header} footer={footer}>
+    <Frame
+      key={`${state.step}${help ? '-help' : ''}`}
+      columns={columns}
+      rows={rows}
+      header={header}
+      footer={footer}
+    >
       {help ? (
         <HelpOverlay columns={columns} keys={failoverKeys(state)} about={HELP_ABOUT[state.step]} />
       ) : (
@@ -71,18 +92,33 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       return (
         <Box flexDirection="column">
           <ReadSummary reading={state.reading} columns={columns} />
-          <VerdictBlock verdict={state.reading.verdict} baton={baton} columns={columns} showNext={state.reading.verdict.kind === 'blocked'} />
+          <VerdictBlock
+            verdict={state.reading.verdict}
+            baton={baton}
+            columns={columns}
+            showNext={state.reading.verdict.kind === 'blocked'}
+          />
           <Text bold>Choose:</Text>
-          <ActionMenu reading={state.reading} actions={state.actions} cursor={state.cursor} columns={columns} />
+          <ActionMenu
+            reading={state.reading}
+            actions={state.actions}
+            cursor={state.cursor}
+            columns={columns}
+          />
         </Box>
       );
     case 'confirming':
-      return <ConfirmAction state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
+      return (
+        <ConfirmAction state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />
+      );
     case 'confirming-force':
       return <ForceGate state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
     case 'acting':
       return (
-        <Prose width={columns} text={`${MARKS.busy.glyph} ${actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…`} />
+        <Prose
+          width={columns}
+          text={`${MARKS.busy.glyph} ${actionWords(state.action, state.reading).title}: taking the lock, reading again, then writing…`}
+        />
       );
     case 'done':
       return <FailoverResult state={state} columns={columns} baton={baton} />;
@@ -90,7 +126,12 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       return (
         <Box flexDirection="column">
           <ErrorMessage error={state.error} columns={columns} />
-          {state.action ? <Prose width={columns} text="What was confirmed did not happen as asked; read the message above." /> : null}
+          {state.action ? (
+            <Prose
+              width={columns}
+              text="What was confirmed did not happen as asked; read the message above."
+            />
+          ) : null}
         </Box>
       );
     default:

@@ -52,11 +52,18 @@ export function FingerprintText({ value, width, neutral = false, underline }: Fi
   const differs = value.differs.map((i) => i - offset).filter((i) => i >= 0 && i < body.length);
   const headDiffers = !oneLine && value.differs.some((i) => i < PREFIX.length);
   const carets = caretLine(differs);
-  const underlined = (i: number) => underline !== undefined && i + offset >= underline[0] && i + offset < underline[1];
-  const style = (i: number): CharStyle => (underlined(i) ? 'typed' : differs.includes(i) && !neutral ? 'differs' : 'plain');
+  const underlined = (i: number) =>
+    underline !== undefined && i + offset >= underline[0] && i + offset < underline[1];
+  const style = (i: number): CharStyle =>
+    underlined(i) ? 'typed' : differs.includes(i) && !neutral ? 'differs' : 'plain';
   return (
     <Box flexDirection="column">
-      {oneLine ? null : <Text>{PREFIX}{headDiffers ? ' (prefix differs)' : ''}</Text>}
+      {oneLine ? null : (
+        <Text>
+          {PREFIX}
+          {headDiffers ? ' (prefix differs)' : ''}
+        </Text>
+      )}
       <Text>
         {styleRuns(body, style).map((run) =>
           run.style === 'typed' ? (

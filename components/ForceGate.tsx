@@ -50,7 +50,11 @@ export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: Forc
           </Text>
         </Box>
         <Box flexDirection="column" width={width}>
-          <FingerprintText value={{ text: verdict.local, differs: [] }} width={width} underline={TYPED_SPAN} />
+          <FingerprintText
+            value={{ text: verdict.local, differs: [] }}
+            width={width}
+            underline={TYPED_SPAN}
+          />
           <Text wrap="wrap">{`${'^'.repeat(8).padStart(width >= verdict.local.length ? 15 : 8)} set aside, kept (never deleted)`}</Text>
         </Box>
       </Box>
@@ -59,18 +63,40 @@ export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: Forc
           <Text bold>PUBLISHED</Text>
         </Box>
         <Box flexDirection="column" width={width}>
-          <FingerprintText value={{ text: verdict.published, differs: fingerprintDiff(verdict.published, verdict.local) }} width={width} neutral />
+          <FingerprintText
+            value={{ text: verdict.published, differs: fingerprintDiff(verdict.published, verdict.local) }}
+            width={width}
+            neutral
+          />
           <Text>installed in its place</Text>
         </Box>
       </Box>
       {/* The field right under the marks it asks for: on a short terminal both stay in view. */}
       <Focused>
-        <Prose width={columns} text={'Type the 8 characters marked "type these" (LOCAL, after SHA256:), then Enter:'} />
-        <GateField value={state.typed} onChange={onTyped} onSubmit={onConfirm} isActive={isActive} refusal={state.refusal} columns={columns} />
+        <Prose
+          width={columns}
+          text={'Type the 8 characters marked "type these" (LOCAL, after SHA256:), then Enter:'}
+        />
+        <GateField
+          value={state.typed}
+          onChange={onTyped}
+          onSubmit={onConfirm}
+          isActive={isActive}
+          refusal={state.refusal}
+          columns={columns}
+        />
         {unlocked ? (
-          <Prose width={columns} bold color={paint(MARKS.action.color)} text="[ Replace ] enabled: Enter replaces the local authority" />
+          <Prose
+            width={columns}
+            bold
+            color={paint(MARKS.action.color)}
+            text="[ Replace ] enabled: Enter replaces the local authority"
+          />
         ) : (
-          <Prose width={columns} text="[ Replace ] disabled until the 8 characters match · nothing written yet" />
+          <Prose
+            width={columns}
+            text="[ Replace ] disabled until the 8 characters match · nothing written yet"
+          />
         )}
       </Focused>
       <Prose width={columns} text={`Diagnosis: ${lineageSentence(verdict.lineage)}`} />

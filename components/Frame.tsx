@@ -1,4 +1,12 @@
-import { createContext, useContext, useLayoutEffect, useRef, useState, type ReactNode, type RefObject } from 'react';
+import {
+  createContext,
+  useContext,
+  useLayoutEffect,
+  useRef,
+  useState,
+  type ReactNode,
+  type RefObject,
+} from 'react';
 import { Box, Text, measureElement, type DOMElement } from 'ink';
 import { useKeyStream } from './hooks/use-key-stream.js';
 
@@ -57,7 +65,15 @@ function topWithin(element: DOMElement, ancestor: DOMElement): number | undefine
  * The body always takes every row there is (the key hints sit on the last one), so no frame
  * ever written is taller than the terminal, whatever the body grew to since the last one.
  */
-export function Frame({ columns, rows, header, footer, children, headerRows = 1, scrollKeys = true }: FrameProps) {
+export function Frame({
+  columns,
+  rows,
+  header,
+  footer,
+  children,
+  headerRows = 1,
+  scrollKeys = true,
+}: FrameProps) {
   const content = useRef<DOMElement>(null);
   const focus = useRef<DOMElement | null>(null);
   /** Where the focused element was last seen: the frame follows it only when it moves. */
@@ -115,7 +131,11 @@ export function Frame({ columns, rows, header, footer, children, headerRows = 1,
   return (
     <Box flexDirection="column" width={columns}>
       {header}
-      <Box flexDirection="column" width={columns} {...(viewport === undefined ? {} : { height: viewport, overflow: 'hidden' as const })}>
+      <Box
+        flexDirection="column"
+        width={columns}
+        {...(viewport === undefined ? {} : { height: viewport, overflow: 'hidden' as const })}
+      >
         <Box ref={content} flexDirection="column" flexShrink={0} width={columns} marginTop={-top}>
           <FocusTarget.Provider value={focus}>{children}</FocusTarget.Provider>
         </Box>

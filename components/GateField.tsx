@@ -31,7 +31,13 @@ export function GateField({ value, onChange, onSubmit, isActive, refusal, column
         {isActive ? <Text inverse> </Text> : null}
       </Text>
       {refusal ? (
-        <Prose width={columns} spans={[{ text: `${MARKS.refused.glyph} not accepted: `, bold: true, color: paint(MARKS.refused.color) }, { text: refusal }]} />
+        <Prose
+          width={columns}
+          spans={[
+            { text: `${MARKS.refused.glyph} not accepted: `, bold: true, color: paint(MARKS.refused.color) },
+            { text: refusal },
+          ]}
+        />
       ) : null}
     </Box>
   );

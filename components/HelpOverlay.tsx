@@ -17,7 +17,10 @@ export function HelpOverlay({ columns, keys, about }: HelpOverlayProps) {
       <Text bold>Keys on this screen</Text>
       {about ? <Prose width={Math.min(columns, 72) - 4} text={about} /> : null}
       <KeyRows keys={keys} />
-      <Prose width={Math.min(columns, 72) - 4} text="No single key writes anything: every write has its own confirm screen." />
+      <Prose
+        width={Math.min(columns, 72) - 4}
+        text="No single key writes anything: every write has its own confirm screen."
+      />
       <Text>Esc or ? closes this help.</Text>
     </Box>
   );

@@ -57,7 +57,15 @@ function Side({ panel, columns }: { readonly panel: PanelRows; readonly columns:
   );
 }
 
-function Row({ label, columns, children }: { readonly label: string; readonly columns: number; readonly children: React.ReactNode }) {
+function Row({
+  label,
+  columns,
+  children,
+}: {
+  readonly label: string;
+  readonly columns: number;
+  readonly children: React.ReactNode;
+}) {
   return (
     <Box width={columns}>
       <Box width={LABEL_WIDTH} flexShrink={0}>

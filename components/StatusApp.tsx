@@ -24,7 +24,15 @@ export interface StatusAppProps {
 }
 
 /** The status screen wired to its flow: reads, re-reads on `r` and on the watch timer, quits on `q`. */
-export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, onExit, interactive, escCloses = false }: StatusAppProps) {
+export function StatusApp({
+  read,
+  columns: fixedColumns,
+  baton,
+  watchSeconds,
+  onExit,
+  interactive,
+  escCloses = false,
+}: StatusAppProps) {
   const { exit } = useApp();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
@@ -66,5 +74,15 @@ export function StatusApp({ read, columns: fixedColumns, baton, watchSeconds, on
   );
 
   // One read prints whole and exits (it stays in the scrollback); --watch redraws, so it keeps within the rows.
-  return <StatusScreen state={state} columns={columns} rows={watchSeconds === undefined ? undefined : size.rows} baton={baton} watchSeconds={watchSeconds} help={help} escCloses={escCloses} />;
+  return (
+    <StatusScreen
+      state={state}
+      columns={columns}
+      rows={watchSeconds === undefined ? undefined : size.rows}
+      baton={baton}
+      watchSeconds={watchSeconds}
+      help={help}
+      escCloses={escCloses}
+    />
+  );
 }

@@ -35,17 +35,27 @@ export function statusKeys(escCloses: boolean): KeyHelp[] {
   ];
 }
 
-const STATUS_ABOUT = 'This host\'s authority beside the published one, read again every few seconds. Read-only: nothing here writes.';
+const STATUS_ABOUT =
+  "This host's authority beside the published one, read again every few seconds. Read-only: nothing here writes.";
 
 /** `baton status` on a terminal: LOCAL | PUBLISHED, the verdict, the next step. Read-only. */
-export function StatusScreen({ state, columns, rows, baton, watchSeconds, help = false, escCloses = false }: StatusScreenProps) {
+export function StatusScreen({
+  state,
+  columns,
+  rows,
+  baton,
+  watchSeconds,
+  help = false,
+  escCloses = false,
+}: StatusScreenProps) {
   const busy = state.step === 'reading' || state.refreshing;
   // The read time first and whole: it is the only sign a refresh happened. The deployment
   // id follows it when it fits whole; otherwise it is the body's first line, wrapped, never cut.
   const read = state.step === 'showing' ? `  read ${formatReadTime(state.report.readAt)}` : '';
   const busyText = busy ? `  ${MARKS.busy.glyph} reading` : '';
   const deployment = state.step === 'showing' ? `deployment ${state.report.deployment}` : '';
-  const inHeader = deployment !== '' && [...`baton status${read}  ${deployment}${busyText}`].length <= columns;
+  const inHeader =
+    deployment !== '' && [...`baton status${read}  ${deployment}${busyText}`].length <= columns;
   const header = (
     <Text wrap="truncate-end">
       <Text bold>baton status</Text>
@@ -58,7 +68,9 @@ export function StatusScreen({ state, columns, rows, baton, watchSeconds, help =
   const footer =
     watchSeconds !== undefined ? (
       <Text dimColor wrap="truncate-end">
-        {help ? `Esc or ? closes this help · q quit` : `every ${watchSeconds} s · r read now · ? help · ${escCloses ? 'Esc or q close' : 'q quit'}`}
+        {help
+          ? `Esc or ? closes this help · q quit`
+          : `every ${watchSeconds} s · r read now · ? help · ${escCloses ? 'Esc or q close' : 'q quit'}`}
       </Text>
     ) : null;
   if (help) {
@@ -70,7 +82,9 @@ export function StatusScreen({ state, columns, rows, baton, watchSeconds, help =
   }
   return (
     <Frame key="status" columns={columns} rows={rows} header={header} footer={footer}>
-      {state.step === 'reading' ? <Text>{MARKS.busy.glyph} Reading the local and published authorities…</Text> : null}
+      {state.step === 'reading' ? (
+        <Text>{MARKS.busy.glyph} Reading the local and published authorities…</Text>
+      ) : null}
       {state.step === 'failed' ? <ErrorMessage error={state.error} columns={columns} /> : null}
       {state.step === 'showing' && !inHeader ? <Prose width={columns} text={deployment} /> : null}
       {state.step === 'showing' ? (

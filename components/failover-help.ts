@@ -35,7 +35,13 @@ export function failoverKeys(state: FailoverState): readonly KeyHelp[] {
         CTRL_C,
       ];
     case 'confirming':
-      return [{ keys: 'Enter', does: 'confirm and write' }, { keys: 'Esc', does: 'back to the choices (never quits)' }, HELP, QUIT, CTRL_C];
+      return [
+        { keys: 'Enter', does: 'confirm and write' },
+        { keys: 'Esc', does: 'back to the choices (never quits)' },
+        HELP,
+        QUIT,
+        CTRL_C,
+      ];
     case 'done':
       return [{ keys: 'r', does: 'read both sides again' }, HELP, QUIT, CTRL_C];
     case 'failed':
@@ -46,10 +52,13 @@ export function failoverKeys(state: FailoverState): readonly KeyHelp[] {
 }
 
 export const HELP_ABOUT: Record<FailoverState['step'], string> = {
-  reading: 'baton is reading the lock, this host\'s authority and the published one. Nothing is written.',
-  deciding: 'Only the actions the decision table allows for what was read are offered. The cursor starts on one that can be undone.',
-  confirming: 'The last stop before a write. A step that cannot be undone asks for the first 8 characters of the deployment id.',
-  'confirming-force': 'Type the 8 characters marked "type these" (the LOCAL fingerprint, the one set aside). The PUBLISHED one is not accepted.',
+  reading: "baton is reading the lock, this host's authority and the published one. Nothing is written.",
+  deciding:
+    'Only the actions the decision table allows for what was read are offered. The cursor starts on one that can be undone.',
+  confirming:
+    'The last stop before a write. A step that cannot be undone asks for the first 8 characters of the deployment id.',
+  'confirming-force':
+    'Type the 8 characters marked "type these" (the LOCAL fingerprint, the one set aside). The PUBLISHED one is not accepted.',
   acting: 'baton takes the lock, reads both sides again and writes only if nothing changed.',
   done: 'What was done, and the re-read that shows how the host stands now.',
   failed: 'What went wrong, where, and what to do. Esc reads again; nothing is repeated blind.',

@@ -72,7 +72,11 @@ export const NO_KEY: Key = {
   numLock: false,
 };
 
-const press = (input: string, over: Partial<Key> = {}): KeyPress => ({ kind: 'key', input, key: { ...NO_KEY, ...over } });
+const press = (input: string, over: Partial<Key> = {}): KeyPress => ({
+  kind: 'key',
+  input,
+  key: { ...NO_KEY, ...over },
+});
 const ENTER = press('', { return: true });
 const ESCAPE = press('', { escape: true, meta: true });
 
@@ -94,7 +98,19 @@ function charKey(char: string): KeyPress | undefined {
 }
 
 const isNamed = (key: Key) =>
-  key.upArrow || key.downArrow || key.leftArrow || key.rightArrow || key.pageDown || key.pageUp || key.home || key.end || key.return || key.escape || key.tab || key.backspace || key.delete;
+  key.upArrow ||
+  key.downArrow ||
+  key.leftArrow ||
+  key.rightArrow ||
+  key.pageDown ||
+  key.pageUp ||
+  key.home ||
+  key.end ||
+  key.return ||
+  key.escape ||
+  key.tab ||
+  key.backspace ||
+  key.delete;
 
 /**
  * The keys one of Ink's input events holds, in order. Ink already cuts escape sequences
@@ -105,7 +121,15 @@ const isNamed = (key: Key) =>
  */
 export function splitKeys(input: string, key: Key): readonly KeyPress[] {
   if (key.meta && !key.escape && !key.ctrl) {
-    const arrow = key.upArrow || key.downArrow || key.leftArrow || key.rightArrow || key.pageDown || key.pageUp || key.home || key.end;
+    const arrow =
+      key.upArrow ||
+      key.downArrow ||
+      key.leftArrow ||
+      key.rightArrow ||
+      key.pageDown ||
+      key.pageUp ||
+      key.home ||
+      key.end;
     if (arrow || key.backspace || key.delete || input === 'q') return [{ kind: 'key', input, key }];
     const after = key.return ? ENTER : input.length === 1 ? charKey(input) : undefined;
     return after ? [ESCAPE, after] : [ESCAPE];

@@ -66,7 +66,9 @@ export function wrapRanges(text: string, width: number, indent = 0): LineRange[]
 /** `wrapRanges` as the lines' text. */
 export function wrapWords(text: string, width: number, indent = 0): string[] {
   const chars = [...text];
-  return wrapRanges(text, width, indent).map((range, i) => `${i > 0 ? ' '.repeat(indent) : ''}${chars.slice(range.start, range.end).join('')}`);
+  return wrapRanges(text, width, indent).map(
+    (range, i) => `${i > 0 ? ' '.repeat(indent) : ''}${chars.slice(range.start, range.end).join('')}`,
+  );
 }
 
 /**
@@ -132,7 +134,8 @@ export function layoutWithCommands(text: string, width: number, prefix = 'baton'
     if (!trimmed) return;
     const last = lines.length - 1;
     // Prose after a command continues on the command's last line when it fits there.
-    if (last >= 0 && !split && [...`${lines[last]} ${trimmed}`].length <= width) lines[last] = `${lines[last]} ${trimmed}`;
+    if (last >= 0 && !split && [...`${lines[last]} ${trimmed}`].length <= width)
+      lines[last] = `${lines[last]} ${trimmed}`;
     else lines.push(...wrapWords(trimmed, width));
   };
   for (const span of spans) {
@@ -148,7 +151,10 @@ export function layoutWithCommands(text: string, width: number, prefix = 'baton'
       // starts at `baton`, and the screen keeps a line.
       const lead = last >= 0 ? `${lines[last]} ` : '';
       const own = commandLines(command, width, lead);
-      const firstWords = own[0]!.slice(lead.length).split(' ').filter((w) => w && w !== '\\').length;
+      const firstWords = own[0]!
+        .slice(lead.length)
+        .split(' ')
+        .filter((w) => w && w !== '\\').length;
       if (last >= 0 && firstWords >= 2) {
         lines.splice(last, 1, ...own);
         split = own.length > 1;
@@ -173,5 +179,7 @@ export function wrapPlainLine(line: string, width: number): string[] {
   const indent = line.length - line.trimStart().length;
   if (width <= indent + 10 || [...line].length <= width) return [line];
   const pad = ' '.repeat(indent);
-  return wrapWords(line.trimStart(), width - indent - 2).map((part, i) => (i === 0 ? `${pad}${part}` : `${pad}  ${part}`));
+  return wrapWords(line.trimStart(), width - indent - 2).map((part, i) =>
+    i === 0 ? `${pad}${part}` : `${pad}  ${part}`,
+  );
 }

@@ -19,8 +19,24 @@ function killWord(text: string): string {
  * The field's text after one key, or undefined when the key is not an edit (Enter, Esc,
  * arrows: they belong to the screen). `accept` filters what may be typed (digits for a count).
  */
-export function editLine(text: string, input: string, key: Key, accept: (char: string) => boolean = () => true): string | undefined {
-  if (key.return || key.escape || key.upArrow || key.downArrow || key.leftArrow || key.rightArrow || key.tab || key.pageUp || key.pageDown) return undefined;
+export function editLine(
+  text: string,
+  input: string,
+  key: Key,
+  accept: (char: string) => boolean = () => true,
+): string | undefined {
+  if (
+    key.return ||
+    key.escape ||
+    key.upArrow ||
+    key.downArrow ||
+    key.leftArrow ||
+    key.rightArrow ||
+    key.tab ||
+    key.pageUp ||
+    key.pageDown
+  )
+    return undefined;
   if (key.ctrl && input === 'u') return '';
   if (key.ctrl && input === 'w') return killWord(text);
   if (key.backspace || key.delete) return text.slice(0, -1);

@@ -69,7 +69,10 @@ function eraseLines(count: number): string {
 export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
   if ((stdout as Sized)[SIZE]) return stdout;
   const resize = new EventEmitter();
-  const size = (): TerminalSize => ({ columns: stdout.columns || FALLBACK.columns, rows: stdout.rows || FALLBACK.rows });
+  const size = (): TerminalSize => ({
+    columns: stdout.columns || FALLBACK.columns,
+    rows: stdout.rows || FALLBACK.rows,
+  });
 
   // Before Ink hears of the resize: the re-flowed old frame (part of it already pushed into
   // the scrollback, and pulled back when the window grows) goes up and out of view, so Ink's
@@ -92,7 +95,8 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
       frame = body;
       drawn = true;
       // Cursor home and erase below (never the full clear, which wipes the scrollback).
-      if (Date.now() < settleUntil) return (stdout.write as (...args: unknown[]) => boolean)(`\u001b[H\u001b[J${body}`, ...rest);
+      if (Date.now() < settleUntil)
+        return (stdout.write as (...args: unknown[]) => boolean)(`\u001b[H\u001b[J${body}`, ...rest);
     }
     return (stdout.write as (...args: unknown[]) => boolean)(chunk, ...rest);
   };
@@ -127,7 +131,13 @@ export function fitTerminal(stdout: NodeJS.WriteStream): NodeJS.WriteStream {
       if (property === 'columns') return size().columns;
       if (property === 'rows') return INK_ROWS;
       if (property === 'write') return write;
-      if (property === 'on' || property === 'addListener' || property === 'off' || property === 'removeListener' || property === 'once') {
+      if (
+        property === 'on' ||
+        property === 'addListener' ||
+        property === 'off' ||
+        property === 'removeListener' ||
+        property === 'once'
+      ) {
         const own = Reflect.get(target, property, target) as (...args: unknown[]) => unknown;
         return (event: string | symbol, listener: (...args: unknown[]) => void) => {
           if (event === 'resize') {

@@ -21,8 +21,16 @@ const FROM_UI = { ink: 'ink', react: 'react', 'react/jsx-runtime': 'jsxRuntime' 
  * first requires one: a command that does not mint, ssh, speak SQL or S3, or read an inventory
  * never parses them. pkijs and asn1js share one: pkijs checks asn1js's objects with instanceof.
  */
-const LIBS = { pki: ['pkijs', 'asn1js'], pg: ['pg'], zod: ['zod'], yaml: ['js-yaml'], s3: ['@aws-sdk/client-s3'] };
-const libOf = Object.fromEntries(Object.entries(LIBS).flatMap(([lib, specifiers]) => specifiers.map((s) => [s, lib])));
+const LIBS = {
+  pki: ['pkijs', 'asn1js'],
+  pg: ['pg'],
+  zod: ['zod'],
+  yaml: ['js-yaml'],
+  s3: ['@aws-sdk/client-s3'],
+};
+const libOf = Object.fromEntries(
+  Object.entries(LIBS).flatMap(([lib, specifiers]) => specifiers.map((s) => [s, lib])),
+);
 /**
  * Loaded from node_modules at run time: native bindings, and optional packages an install may
  * leave out (the drill's parts; pg's Cloudflare socket, which pg requires only on Workers).
@@ -56,7 +64,10 @@ const fromUi = {
     const filter = new RegExp(`^(${Object.keys(FROM_UI).join('|').replace(/\//g, '\\/')})$`);
     b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'ui' }));
     b.onResolve({ filter: /^baton:ui$/ }, () => ({ path: 'baton:ui', external: true }));
-    b.onLoad({ filter: /.*/, namespace: 'ui' }, (args) => ({ contents: `module.exports = require('baton:ui').${FROM_UI[args.path]};`, loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'ui' }, (args) => ({
+      contents: `module.exports = require('baton:ui').${FROM_UI[args.path]};`,
+      loader: 'js',
+    }));
   },
 };
 const fromLibs = {
@@ -65,7 +76,10 @@ const fromLibs = {
     const filter = new RegExp(`^(${Object.keys(libOf).join('|').replace(/\//g, '\\/')})$`);
     b.onResolve({ filter }, (args) => ({ path: args.path, namespace: 'lib' }));
     b.onResolve({ filter: /^\.\/lib\//, namespace: 'lib' }, (args) => ({ path: args.path, external: true }));
-    b.onLoad({ filter: /.*/, namespace: 'lib' }, (args) => ({ contents: `module.exports = require('./lib/${libOf[args.path]}.cjs')[${JSON.stringify(args.path)}];`, loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'lib' }, (args) => ({
+      contents: `module.exports = require('./lib/${libOf[args.path]}.cjs')[${JSON.stringify(args.path)}];`,
+      loader: 'js',
+    }));
   },
 };
 const app = await build({
@@ -80,7 +94,9 @@ const app = await build({
   supported: { ...common.supported, 'dynamic-import': false },
   // config.ts requires its YAML parser and zod lazily, relative to import.meta.url.
   define: { ...common.define, 'import.meta.url': '__batonImportMetaUrl' },
-  banner: { js: "(function (exports, require, module, __filename, __dirname) { const __batonImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: {
+    js: "(function (exports, require, module, __filename, __dirname) { const __batonImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+  },
   footer: { js: '\n})' },
 });
 
@@ -88,7 +104,11 @@ const libs = await Promise.all(
   Object.entries(LIBS).map(([lib, specifiers]) =>
     build({
       ...common,
-      stdin: { contents: `module.exports = { ${specifiers.map((s) => `${JSON.stringify(s)}: require(${JSON.stringify(s)})`).join(', ')} };`, resolveDir: root, sourcefile: `${lib}-entry.js` },
+      stdin: {
+        contents: `module.exports = { ${specifiers.map((s) => `${JSON.stringify(s)}: require(${JSON.stringify(s)})`).join(', ')} };`,
+        resolveDir: root,
+        sourcefile: `${lib}-entry.js`,
+      },
       outfile: path.join(dist, 'lib', `${lib}.cjs`),
       format: 'cjs',
       external: EXTERNAL,
@@ -102,7 +122,8 @@ const libs = await Promise.all(
 const ui = await build({
   ...common,
   stdin: {
-    contents: "export * as ink from 'ink';\nexport { default as react } from 'react';\nexport * as jsxRuntime from 'react/jsx-runtime';",
+    contents:
+      "export * as ink from 'ink';\nexport { default as react } from 'react';\nexport * as jsxRuntime from 'react/jsx-runtime';",
     resolveDir: root,
     sourcefile: 'ui-entry.js',
   },
@@ -112,11 +133,14 @@ const ui = await build({
   format: 'esm',
   splitting: true,
   external: ['react-devtools-core'],
-  banner: { js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __batonCreateRequire } from 'node:module'; const require = __batonCreateRequire(import.meta.url);",
+  },
 });
 
 // The build's assumptions, checked against what esbuild actually read.
-const inputsOf = (result, file) => Object.keys(result.metafile.outputs[path.relative(root, file)]?.inputs ?? {});
+const inputsOf = (result, file) =>
+  Object.keys(result.metafile.outputs[path.relative(root, file)]?.inputs ?? {});
 const appInputs = inputsOf(app, path.join(dist, 'app.cjs'));
 const uiInputs = inputsOf(ui, path.join(dist, 'ui', 'ui.mjs'));
 const fail = (what) => {
@@ -128,32 +152,54 @@ for (const [i, [lib, specifiers]] of Object.entries(LIBS).entries()) {
   const inputs = inputsOf(libs[i], path.join(dist, 'lib', `${lib}.cjs`));
   for (const pkg of specifiers) {
     if (!holds(inputs, pkg)) fail(`dist/lib/${lib}.cjs should hold ${pkg} but esbuild did not read it`);
-    if (holds(appInputs, pkg)) fail(`dist/app.cjs carries ${pkg}, which dist/lib/${lib}.cjs holds: import it by its package name`);
+    if (holds(appInputs, pkg))
+      fail(`dist/app.cjs carries ${pkg}, which dist/lib/${lib}.cjs holds: import it by its package name`);
   }
 }
 for (const pkg of ['ink', 'react', 'react-reconciler', 'yoga-layout']) {
   if (!holds(uiInputs, pkg)) fail(`dist/ui.mjs should hold ${pkg} but esbuild did not read it`);
-  if (holds(appInputs, pkg)) fail(`dist/app.cjs carries ${pkg}, which dist/ui.mjs holds: a second copy, loaded at every start`);
+  if (holds(appInputs, pkg))
+    fail(`dist/app.cjs carries ${pkg}, which dist/ui.mjs holds: a second copy, loaded at every start`);
 }
 if (!appInputs.includes('src/program.ts')) fail('dist/app.cjs does not start at src/program.ts');
 // Ink's devtools bridge imports a package that is not installed: that import must stay in a
 // chunk of its own, which ui.mjs reaches only through the dynamic import under DEV=true.
-const bridges = Object.entries(ui.metafile.outputs).filter(([, output]) => output.imports.some((i) => i.path === 'react-devtools-core'));
+const bridges = Object.entries(ui.metafile.outputs).filter(([, output]) =>
+  output.imports.some((i) => i.path === 'react-devtools-core'),
+);
 const uiOutput = ui.metafile.outputs[path.relative(root, path.join(dist, 'ui', 'ui.mjs'))];
-if (bridges.length !== 1 || !/devtools-\w+\.mjs$/.test(bridges[0][0]) || !uiOutput.imports.some((i) => i.path === bridges[0][0] && i.kind === 'dynamic-import')) {
-  fail(`Ink's devtools bridge should sit alone in dist/ui/devtools-*.mjs, imported by ui.mjs dynamically; found ${bridges.map(([file]) => file).join(', ') || 'none'}`);
+if (
+  bridges.length !== 1 ||
+  !/devtools-\w+\.mjs$/.test(bridges[0][0]) ||
+  !uiOutput.imports.some((i) => i.path === bridges[0][0] && i.kind === 'dynamic-import')
+) {
+  fail(
+    `Ink's devtools bridge should sit alone in dist/ui/devtools-*.mjs, imported by ui.mjs dynamically; found ${bridges.map(([file]) => file).join(', ') || 'none'}`,
+  );
 }
 
 // Written: the ui first, the app last, so a bin started during a build finds what the app loads.
 for (const dir of ['ui', 'lib']) rmSync(path.join(dist, dir), { recursive: true, force: true });
-for (const { path: file, contents } of [...ui.outputFiles, ...libs.flatMap((lib) => lib.outputFiles), ...app.outputFiles]) {
+for (const { path: file, contents } of [
+  ...ui.outputFiles,
+  ...libs.flatMap((lib) => lib.outputFiles),
+  ...app.outputFiles,
+]) {
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, contents);
 }
-for (const old of readdirSync(dist).filter((name) => name.endsWith('.cache') || /^(app|ui|lib)-.*\.cjs/.test(name) || name === 'baton.js')) rmSync(path.join(dist, old));
+for (const old of readdirSync(dist).filter(
+  (name) => name.endsWith('.cache') || /^(app|ui|lib)-.*\.cjs/.test(name) || name === 'baton.js',
+))
+  rmSync(path.join(dist, old));
 // dist/ holds a CommonJS app under the project's "type": "module".
 writeFileSync(path.join(dist, 'package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
-writeFileSync(path.join(dist, 'build-meta.json'), JSON.stringify({ outputs: Object.assign({}, ...[ui, ...libs, app].map((result) => result.metafile.outputs)) }));
+writeFileSync(
+  path.join(dist, 'build-meta.json'),
+  JSON.stringify({
+    outputs: Object.assign({}, ...[ui, ...libs, app].map((result) => result.metafile.outputs)),
+  }),
+);
 
 // The code cache: V8's compiled code after the app has read a published authority with
 // `status --json` (what a monitor runs every minute), in a scratch deployment that sees no
@@ -161,18 +207,37 @@ writeFileSync(path.join(dist, 'build-meta.json'), JSON.stringify({ outputs: Obje
 // only make every start deserialize more). Named after the content's hash (bin/baton.js).
 const scratch = mkdtempSync(path.join(tmpdir(), 'baton-build-'));
 try {
-  const flags = ['--deployment', 'b0a710cac4e0b0a710cac4e0b0a710ca', '--no-seal', '--state-dir', path.join(scratch, 'state'), '--store', `file://${path.join(scratch, 'store')}`];
+  const flags = [
+    '--deployment',
+    'b0a710cac4e0b0a710cac4e0b0a710ca',
+    '--no-seal',
+    '--state-dir',
+    path.join(scratch, 'state'),
+    '--store',
+    `file://${path.join(scratch, 'store')}`,
+  ];
   const { BATON_CONFIG: _ignored, ...env } = process.env;
-  for (const args of [['sync', '--first-controller', '--yes'], ['status', '--json']]) {
+  for (const args of [
+    ['sync', '--first-controller', '--yes'],
+    ['status', '--json'],
+  ]) {
     const script = [
       `const app = require(${JSON.stringify(path.join(root, 'bin/baton.js'))}).loadApp({ useCache: false });`,
       `app.exports.main(['node', 'baton', ...${JSON.stringify([...flags, ...args])}]).then(() => {`,
-      "  if (process.exitCode) throw new Error(`exit ${process.exitCode}`);",
+      '  if (process.exitCode) throw new Error(`exit ${process.exitCode}`);',
       `  if (${args[0] === 'status'}) require('node:fs').writeFileSync(\`${path.join(dist, 'app.cjs')}.\${app.hash}.cache\`, app.script.createCachedData());`,
       '});',
     ].join('\n');
-    const run = spawnSync(process.execPath, ['-e', script], { cwd: scratch, env: { ...env, XDG_CONFIG_HOME: scratch }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    if (run.status !== 0) fail(`the built app failed \`${args.join(' ')}\` while making its code cache (exit ${run.status}):\n${run.stderr}${run.stdout}`);
+    const run = spawnSync(process.execPath, ['-e', script], {
+      cwd: scratch,
+      env: { ...env, XDG_CONFIG_HOME: scratch },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    if (run.status !== 0)
+      fail(
+        `the built app failed \`${args.join(' ')}\` while making its code cache (exit ${run.status}):\n${run.stderr}${run.stdout}`,
+      );
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });

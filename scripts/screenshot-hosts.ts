@@ -22,7 +22,10 @@ export interface ShotHosts {
  * invocation an operator with a config file types), then ctl-a makes the authority and both sync.
  * `baton` runs the CLI in a directory; an exit 3 ("action needed") must not reject.
  */
-export async function shotHosts(tmp: string, baton: (cwd: string, args: string[]) => Promise<unknown>): Promise<ShotHosts> {
+export async function shotHosts(
+  tmp: string,
+  baton: (cwd: string, args: string[]) => Promise<unknown>,
+): Promise<ShotHosts> {
   const deployment = '7f3a9c2e5b1d4f608a2c9e7b3d5f1a04';
   const store = path.join(tmp, 'store');
   mkdirSync(store, { mode: 0o700 });
@@ -30,7 +33,10 @@ export async function shotHosts(tmp: string, baton: (cwd: string, args: string[]
   const host = (name: string) => {
     const dir = path.join(tmp, name);
     mkdirSync(dir, { mode: 0o700 });
-    writeFileSync(path.join(dir, 'baton.yaml'), `deployment: ${deployment}\nstate_dir: ./state\nstore: ${storeUrl}\nseal: none\n`);
+    writeFileSync(
+      path.join(dir, 'baton.yaml'),
+      `deployment: ${deployment}\nstate_dir: ./state\nstore: ${storeUrl}\nseal: none\n`,
+    );
     return dir;
   };
   const a = host('ctl-a');

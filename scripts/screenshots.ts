@@ -35,7 +35,15 @@ interface Style {
   inverse: boolean;
 }
 
-const PLAIN: Style = { fg: undefined, bg: undefined, bold: false, dim: false, italic: false, underline: false, inverse: false };
+const PLAIN: Style = {
+  fg: undefined,
+  bg: undefined,
+  bold: false,
+  dim: false,
+  italic: false,
+  underline: false,
+  inverse: false,
+};
 const FG = '#d4d4d4';
 const BG = '#1e1e1e';
 const BASIC = ['#000000', '#cd3131', '#0dbc79', '#e5e510', '#2472c8', '#bc3fbc', '#11a8cd', '#e5e5e5'];
@@ -110,7 +118,7 @@ function parseLine(line: string, start: Style): { runs: Run[]; end: Style } {
     text = '';
   };
   const pattern = /\u001b\[([0-9;]*)([A-Za-z])/y;
-  for (let i = 0; i < line.length; ) {
+  for (let i = 0; i < line.length;) {
     pattern.lastIndex = i;
     const m = pattern.exec(line);
     if (m) {
@@ -141,31 +149,37 @@ export function ansiToSvg(screen: string, columns: number, rows: number, title: 
   const height = Math.ceil(rows * lh + pad * 2 + bar);
   const body: string[] = [];
   let style = PLAIN;
-  screen.split('\n').slice(0, rows).forEach((line, row) => {
-    const { runs, end } = parseLine(line, style);
-    style = end;
-    const y = bar + pad + row * lh;
-    for (const r of runs) {
-      const fg = r.style.inverse ? r.style.bg ?? BG : r.style.fg ?? FG;
-      const bg = r.style.inverse ? r.style.fg ?? FG : r.style.bg;
-      const x = pad + r.column * cw;
-      const len = [...r.text].length;
-      if (bg) body.push(`<rect x="${x.toFixed(1)}" y="${y}" width="${(len * cw).toFixed(1)}" height="${lh}" fill="${bg}"/>`);
-      if (!r.text.trim()) continue;
-      const attrs = [
-        `x="${x.toFixed(1)}"`,
-        `y="${y + 13}"`,
-        `fill="${fg}"`,
-        r.style.bold ? 'font-weight="bold"' : '',
-        r.style.dim ? 'fill-opacity="0.6"' : '',
-        r.style.italic ? 'font-style="italic"' : '',
-        r.style.underline ? 'text-decoration="underline"' : '',
-        `textLength="${(len * cw).toFixed(1)}"`,
-        'lengthAdjust="spacingAndGlyphs"',
-      ].filter(Boolean);
-      body.push(`<text ${attrs.join(' ')}>${escapeXml(r.text)}</text>`);
-    }
-  });
+  screen
+    .split('\n')
+    .slice(0, rows)
+    .forEach((line, row) => {
+      const { runs, end } = parseLine(line, style);
+      style = end;
+      const y = bar + pad + row * lh;
+      for (const r of runs) {
+        const fg = r.style.inverse ? (r.style.bg ?? BG) : (r.style.fg ?? FG);
+        const bg = r.style.inverse ? (r.style.fg ?? FG) : r.style.bg;
+        const x = pad + r.column * cw;
+        const len = [...r.text].length;
+        if (bg)
+          body.push(
+            `<rect x="${x.toFixed(1)}" y="${y}" width="${(len * cw).toFixed(1)}" height="${lh}" fill="${bg}"/>`,
+          );
+        if (!r.text.trim()) continue;
+        const attrs = [
+          `x="${x.toFixed(1)}"`,
+          `y="${y + 13}"`,
+          `fill="${fg}"`,
+          r.style.bold ? 'font-weight="bold"' : '',
+          r.style.dim ? 'fill-opacity="0.6"' : '',
+          r.style.italic ? 'font-style="italic"' : '',
+          r.style.underline ? 'text-decoration="underline"' : '',
+          `textLength="${(len * cw).toFixed(1)}"`,
+          'lengthAdjust="spacingAndGlyphs"',
+        ].filter(Boolean);
+        body.push(`<text ${attrs.join(' ')}>${escapeXml(r.text)}</text>`);
+      }
+    });
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeXml(title)}">`,
     `<title>${escapeXml(title)}</title>`,
@@ -186,17 +200,43 @@ export function ansiToSvg(screen: string, columns: number, rows: number, title: 
 const quote = (w: string) => `'${w.replace(/'/g, `'\\''`)}'`;
 
 class Pane {
-  constructor(readonly socket: string, readonly columns: number, readonly rows: number) {}
+  constructor(
+    readonly socket: string,
+    readonly columns: number,
+    readonly rows: number,
+  ) {}
 
   static async start(args: string[], cwd: string, columns: number, rows: number): Promise<Pane> {
     const socket = `baton-shots-${process.pid}-${Math.random().toString(16).slice(2, 8)}`;
     const command = `env -u CI -u CONTINUOUS_INTEGRATION -u NO_COLOR TERM=xterm-256color COLORTERM=truecolor ${['node', BIN, ...args].map(quote).join(' ')}; exec sleep 600`;
-    await run('tmux', ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', String(columns), '-y', String(rows), '-c', cwd, `sh -c ${quote(command)}`]);
+    await run('tmux', [
+      '-L',
+      socket,
+      '-f',
+      '/dev/null',
+      'new-session',
+      '-d',
+      '-x',
+      String(columns),
+      '-y',
+      String(rows),
+      '-c',
+      cwd,
+      `sh -c ${quote(command)}`,
+    ]);
     return new Pane(socket, columns, rows);
   }
 
   async capture(escapes = false): Promise<string> {
-    const { stdout } = await run('tmux', ['-L', this.socket, 'capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', '0']);
+    const { stdout } = await run('tmux', [
+      '-L',
+      this.socket,
+      'capture-pane',
+      '-p',
+      ...(escapes ? ['-e'] : []),
+      '-t',
+      '0',
+    ]);
     return stdout;
   }
 
@@ -238,7 +278,8 @@ class Pane {
     for (;;) {
       const match = pattern.exec(await this.capture());
       if (match) return match[1]!;
-      if (Date.now() > deadline) throw new Error(`screenshots: waited for ${String(pattern)}; screen:\n${await this.capture()}`);
+      if (Date.now() > deadline)
+        throw new Error(`screenshots: waited for ${String(pattern)}; screen:\n${await this.capture()}`);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
@@ -308,21 +349,51 @@ async function main(): Promise<void> {
 
     // A mesh of three machines reached through the local transport: the rotation preview.
     const mesh = path.join(tmp, 'mesh');
-    for (const m of ['db1', 'web1', 'web2', 'web3']) mkdirSync(path.join(mesh, 'machines', m), { recursive: true });
-    const machines = ['db1', 'web1', 'web2'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`);
-    const pairs = ['providers:', '  - { name: pg-main, machine: db1, kind: postgres }', 'consumers:', '  - { name: web1-app, machine: web1, uses: [pg-main] }', '  - { name: web2-app, machine: web2, uses: [pg-main] }'];
+    for (const m of ['db1', 'web1', 'web2', 'web3'])
+      mkdirSync(path.join(mesh, 'machines', m), { recursive: true });
+    const machines = ['db1', 'web1', 'web2'].map(
+      (m) => `  - { name: ${m}, address: machines/${m}, transport: local }`,
+    );
+    const pairs = [
+      'providers:',
+      '  - { name: pg-main, machine: db1, kind: postgres }',
+      'consumers:',
+      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+      '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+    ];
     writeFileSync(path.join(mesh, 'mesh.yaml'), ['machines:', ...machines, ...pairs, ''].join('\n'));
-    const rotate = (inventory: string) => ['--state-dir', path.join(mesh, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--wait', '0'];
+    const rotate = (inventory: string) => [
+      '--state-dir',
+      path.join(mesh, 'state'),
+      'mesh',
+      'rotate',
+      '--provider',
+      'pg-main',
+      '--inventory',
+      inventory,
+      '--wait',
+      '0',
+    ];
     // Three pairs: the preview folds the windows after the first ("…and 2 more"), as it does for any rotation.
     writeFileSync(
       path.join(mesh, 'mesh-3.yaml'),
-      ['machines:', ...machines, '  - { name: web3, address: machines/web3, transport: local }', ...pairs, '  - { name: web3-app, machine: web3, uses: [pg-main] }', ''].join('\n'),
+      [
+        'machines:',
+        ...machines,
+        '  - { name: web3, address: machines/web3, transport: local }',
+        ...pairs,
+        '  - { name: web3-app, machine: web3, uses: [pg-main] }',
+        '',
+      ].join('\n'),
     );
     const preview = await pane(mesh, rotate('mesh-3.yaml'));
     await preview.waitFor('(the number of credentials)');
     await preview.type('3');
     await preview.waitFor('(Enter rotates)');
-    await preview.shoot('rotation-preview', 'baton mesh rotate: affected holders, the window, the typed count (80×24)');
+    await preview.shoot(
+      'rotation-preview',
+      'baton mesh rotate: affected holders, the window, the typed count (80×24)',
+    );
     await preview.keys('Escape');
     await preview.waitFor('Cancelled');
     await preview.keys('q');
@@ -349,16 +420,40 @@ async function main(): Promise<void> {
     // receipted web1-app's and not yet web2-app's (pending).
     for (const consumer of ['web1-app', 'web2-app']) {
       const secretFile = path.join(mesh, `${consumer}.password`);
-      writeFileSync(secretFile, `drill-password-of-${consumer}-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
-      await baton(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'seed', '--pair', `pg-main:${consumer}`, '--from-file', secretFile, '--inventory', 'mesh.yaml']);
+      writeFileSync(secretFile, `drill-password-of-${consumer}-${Math.random().toString(16).slice(2)}`, {
+        mode: 0o600,
+      });
+      await baton(mesh, [
+        '--state-dir',
+        path.join(mesh, 'state'),
+        'mesh',
+        'seed',
+        '--pair',
+        `pg-main:${consumer}`,
+        '--from-file',
+        secretFile,
+        '--inventory',
+        'mesh.yaml',
+      ]);
       if (consumer === 'web1-app') {
         const provides = path.join(mesh, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main');
         mkdirSync(path.join(provides, RECEIPTS_DIR), { recursive: true, mode: 0o700 });
         const digest = secretDigest(readFileSync(path.join(provides, 'web1_app')));
-        writeFileSync(path.join(provides, RECEIPTS_DIR, 'web1_app'), formatReceipt({ role: 'web1_app', digest, applied_at: new Date().toISOString() }), { mode: 0o600 });
+        writeFileSync(
+          path.join(provides, RECEIPTS_DIR, 'web1_app'),
+          formatReceipt({ role: 'web1_app', digest, applied_at: new Date().toISOString() }),
+          { mode: 0o600 },
+        );
       }
     }
-    const status = await pane(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'status', '--inventory', 'mesh.yaml']);
+    const status = await pane(mesh, [
+      '--state-dir',
+      path.join(mesh, 'state'),
+      'mesh',
+      'status',
+      '--inventory',
+      'mesh.yaml',
+    ]);
     await status.waitFor('pending');
     await status.shoot('mesh-status', 'baton mesh status: every pair by digest, worst first (80×24)');
     await status.keys('q');
@@ -366,16 +461,52 @@ async function main(): Promise<void> {
     // An alternating pair seeded on its login a: its rotation moves it to b, with no window.
     writeFileSync(
       path.join(mesh, 'mesh-alt.yaml'),
-      ['machines:', ...machines, '  - { name: web3, address: machines/web3, transport: local }', 'providers:', '  - { name: pg-main, machine: db1, kind: postgres }', 'consumers:', '  - { name: web3-app, machine: web3, uses: [pg-main], credential: alternating }', ''].join('\n'),
+      [
+        'machines:',
+        ...machines,
+        '  - { name: web3, address: machines/web3, transport: local }',
+        'providers:',
+        '  - { name: pg-main, machine: db1, kind: postgres }',
+        'consumers:',
+        '  - { name: web3-app, machine: web3, uses: [pg-main], credential: alternating }',
+        '',
+      ].join('\n'),
     );
     const altSecret = path.join(mesh, 'web3-app.password');
-    writeFileSync(altSecret, `drill-password-of-web3-app-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
-    await baton(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'seed', '--pair', 'pg-main:web3-app', '--from-file', altSecret, '--inventory', 'mesh-alt.yaml']);
-    const alternating = await pane(mesh, ['--state-dir', path.join(mesh, 'state'), 'mesh', 'rotate', '--consumer', 'web3-app', '--inventory', 'mesh-alt.yaml', '--wait', '0']);
+    writeFileSync(altSecret, `drill-password-of-web3-app-${Math.random().toString(16).slice(2)}`, {
+      mode: 0o600,
+    });
+    await baton(mesh, [
+      '--state-dir',
+      path.join(mesh, 'state'),
+      'mesh',
+      'seed',
+      '--pair',
+      'pg-main:web3-app',
+      '--from-file',
+      altSecret,
+      '--inventory',
+      'mesh-alt.yaml',
+    ]);
+    const alternating = await pane(mesh, [
+      '--state-dir',
+      path.join(mesh, 'state'),
+      'mesh',
+      'rotate',
+      '--consumer',
+      'web3-app',
+      '--inventory',
+      'mesh-alt.yaml',
+      '--wait',
+      '0',
+    ]);
     await alternating.waitFor('(the number of credentials)');
     await alternating.type('1');
     await alternating.waitFor('(Enter rotates)');
-    await alternating.shoot('rotation-alternating', 'baton mesh rotate: an alternating pair moves to its other login, window none (80×24)');
+    await alternating.shoot(
+      'rotation-alternating',
+      'baton mesh rotate: an alternating pair moves to its other login, window none (80×24)',
+    );
     await alternating.keys('Escape');
     await alternating.waitFor('Cancelled');
     await alternating.keys('q');
@@ -433,7 +564,10 @@ async function main(): Promise<void> {
     // Step 4: one pair rotated (one role), then another (alternating); the second view opens by itself.
     await begin();
     for (const consumer of ['web1-app', 'web2-app']) {
-      const one = await drill.read(new RegExp(`--consumer ${consumer}[\\s\\S]*Type (\\d+) \\(the number of credentials\\)`), 60_000);
+      const one = await drill.read(
+        new RegExp(`--consumer ${consumer}[\\s\\S]*Type (\\d+) \\(the number of credentials\\)`),
+        60_000,
+      );
       await drill.type(one);
       await drill.waitFor('(Enter rotates)');
       await drill.keys('Enter');

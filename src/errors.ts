@@ -65,7 +65,9 @@ export function exitCodeHelp(): string {
     [EXIT_CODES['store-changed']]: 'the store changed underneath (precondition failed)',
   };
   const codes = [...new Set([EXIT_OK, ...Object.values(EXIT_CODES)])].sort((a, b) => a - b);
-  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see the README'}`)].join('\n');
+  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see the README'}`)].join(
+    '\n',
+  );
 }
 
 /**
@@ -204,7 +206,8 @@ export class BatonError extends Error {
   readonly reason: ErrorReason | undefined;
 
   constructor(code: ErrorCode, parts: BatonErrorParts) {
-    const next = parts.next === undefined || typeof parts.next === 'string' ? parts.next : saidText(parts.next);
+    const next =
+      parts.next === undefined || typeof parts.next === 'string' ? parts.next : saidText(parts.next);
     super(joinParts({ ...parts, next }), parts.cause === undefined ? undefined : { cause: parts.cause });
     this.name = 'BatonError';
     this.code = code;
@@ -226,7 +229,9 @@ export class BatonError extends Error {
   }
 }
 
-function partsToLines(parts: Omit<BatonErrorParts, 'next'> & { readonly next?: string | undefined }): string[] {
+function partsToLines(
+  parts: Omit<BatonErrorParts, 'next'> & { readonly next?: string | undefined },
+): string[] {
   const lines = [parts.what];
   if (parts.where) lines.push(`Where: ${parts.where}`);
   if (parts.changed) lines.push(parts.changed);

@@ -20,11 +20,17 @@ export interface Placeholder {
 export type StepWord = string | Placeholder;
 
 /** The bad object's ETag, which `sync --replace-unreadable` is bound to (src/share/confirm-binding.ts). */
-export const ETAG_8: Placeholder = { placeholder: 'ETAG 8', readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows' };
+export const ETAG_8: Placeholder = {
+  placeholder: 'ETAG 8',
+  readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows',
+};
 
 /** `sync --replace-unreadable`, run where the authority is held (this host may hold none). */
 export function replaceElsewhere(): NextStep {
-  return nextStep('sync --replace-unreadable --confirm', { placeholders: [ETAG_8], host: "a controller that holds this deployment's authority" });
+  return nextStep('sync --replace-unreadable --confirm', {
+    placeholders: [ETAG_8],
+    host: "a controller that holds this deployment's authority",
+  });
 }
 
 export interface NextStep {
@@ -38,7 +44,10 @@ export interface NextStep {
 }
 
 /** `words` is split on spaces (no word of a baton subcommand holds one); placeholders go last. */
-export function nextStep(words: string, options: { readonly placeholders?: readonly Placeholder[]; readonly host?: string } = {}): NextStep {
+export function nextStep(
+  words: string,
+  options: { readonly placeholders?: readonly Placeholder[]; readonly host?: string } = {},
+): NextStep {
   const args: StepWord[] = words.trim().split(/\s+/).filter(Boolean);
   args.push(...(options.placeholders ?? []));
   return options.host ? { args, host: options.host } : { args };
@@ -69,8 +78,11 @@ export function renderStep(s: Suggester, step: NextStep): string {
  * the pasted command and JSON's `args`, so a script running `args` reads the same inventory.
  */
 function withInventory(s: Suggester, step: NextStep): readonly StepWord[] {
-  const mesh = step.args[0] === 'mesh' && /^(plan|rotate|resume|rollback|status|seed)$/.test(String(step.args[1]));
-  return mesh && s.inventory && !step.args.includes('--inventory') ? [...step.args, '--inventory', s.inventory] : step.args;
+  const mesh =
+    step.args[0] === 'mesh' && /^(plan|rotate|resume|rollback|status|seed)$/.test(String(step.args[1]));
+  return mesh && s.inventory && !step.args.includes('--inventory')
+    ? [...step.args, '--inventory', s.inventory]
+    : step.args;
 }
 
 /** The command with where to read each placeholder and, for another host, which host. */
@@ -94,7 +106,11 @@ export function isNextStep(part: string | NextStep): part is NextStep {
 
 /** The sentence with each command rendered for this operator, in backticks inside prose. */
 export function renderSaid(s: Suggester, said: Said): string {
-  return said.map((part) => (isNextStep(part) ? `\`${renderStep(s, part)}\`${part.host ? ` (on ${part.host})` : ''}` : part)).join('');
+  return said
+    .map((part) =>
+      isNextStep(part) ? `\`${renderStep(s, part)}\`${part.host ? ` (on ${part.host})` : ''}` : part,
+    )
+    .join('');
 }
 
 /**
@@ -107,7 +123,10 @@ export function renderSaidBare(s: Suggester, said: Said): string {
 
 /** The same with plain `baton`: what `BatonError.next` holds, for logs and tests. */
 export function saidText(said: Said): string {
-  return renderSaid({ prefix: 'baton', prefixElsewhere: 'baton', inventory: undefined, terminal: true }, said);
+  return renderSaid(
+    { prefix: 'baton', prefixElsewhere: 'baton', inventory: undefined, terminal: true },
+    said,
+  );
 }
 
 /** Every step a sentence names, as JSON objects. */

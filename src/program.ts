@@ -40,14 +40,38 @@ const COMMANDS: Readonly<Record<string, Register>> = {
  */
 export function buildProgram(args?: readonly string[]): Command {
   const program = new Command('baton')
-    .description('Carry a deployment\'s node-wire authority between controllers; rotate mesh credentials all-or-nothing.')
-    .addOption(new Option('--config <file>', 'config file (default: $BATON_CONFIG, ./baton.yaml, $XDG_CONFIG_HOME/baton/baton.yaml, /etc/baton/baton.yaml)'))
+    .description(
+      "Carry a deployment's node-wire authority between controllers; rotate mesh credentials all-or-nothing.",
+    )
+    .addOption(
+      new Option(
+        '--config <file>',
+        'config file (default: $BATON_CONFIG, ./baton.yaml, $XDG_CONFIG_HOME/baton/baton.yaml, /etc/baton/baton.yaml)',
+      ),
+    )
     .addOption(new Option('--deployment <id>', 'deployment id'))
     .addOption(new Option('--state-dir <dir>', 'state dir (default /var/lib/baton/<deployment>)'))
-    .addOption(new Option('--store <url>', 'where the authority is published: s3://bucket/prefix or file:///dir'))
-    .addOption(new Option('--seal-key-file <file>', 'the 32-byte key that seals the published document (overrides seal_key_file)'))
-    .addOption(new Option('--no-seal', 'publish in the clear on purpose when this host has no seal key (as "seal: none" in baton.yaml)'))
-    .addOption(new Option('--store-unenforced <value>', 'write to a store known not to enforce conditional writes; VALUE is the "override value" that store check prints'))
+    .addOption(
+      new Option('--store <url>', 'where the authority is published: s3://bucket/prefix or file:///dir'),
+    )
+    .addOption(
+      new Option(
+        '--seal-key-file <file>',
+        'the 32-byte key that seals the published document (overrides seal_key_file)',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--no-seal',
+        'publish in the clear on purpose when this host has no seal key (as "seal: none" in baton.yaml)',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--store-unenforced <value>',
+        'write to a store known not to enforce conditional writes; VALUE is the "override value" that store check prints',
+      ),
+    )
     .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
     .addOption(new Option('-V, --version', 'print the version and exit'))
     .showHelpAfterError(false)
@@ -56,13 +80,16 @@ export function buildProgram(args?: readonly string[]): Command {
   program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
   // Read only when asked: package.json sits one level above both src/ and the built dist/.
   program.on('option:version', () => {
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
     process.stdout.write(`${version}\n`);
     throw new CommanderError(EXIT_OK, 'commander.version', version);
   });
   const ctx = makeContext(program);
   const named = args === undefined ? undefined : commandNamed(program, args);
-  for (const register of named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!]) register(program, ctx);
+  for (const register of named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!])
+    register(program, ctx);
   for (const command of program.commands) exitOverrideAll(command);
   return program;
 }
@@ -72,7 +99,11 @@ export function buildProgram(args?: readonly string[]): Command {
  * word that is neither a global option nor the value one takes.
  */
 export function commandNamed(program: Command, args: readonly string[]): string | undefined {
-  const takesValue = new Set(program.options.filter((option) => option.required || option.optional).flatMap((option) => [option.long, option.short]));
+  const takesValue = new Set(
+    program.options
+      .filter((option) => option.required || option.optional)
+      .flatMap((option) => [option.long, option.short]),
+  );
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i]!;
     if (takesValue.has(arg)) i += 1;
@@ -92,7 +123,11 @@ function exitOverrideAll(command: Command): void {
  * 0 (as `kubectl` and `docker` do), where a pager or `| less` can take it.
  */
 export function namesNothing(program: Command, args: readonly string[]): boolean {
-  const takesValue = new Set(program.options.filter((option) => option.required || option.optional).flatMap((option) => [option.long, option.short]));
+  const takesValue = new Set(
+    program.options
+      .filter((option) => option.required || option.optional)
+      .flatMap((option) => [option.long, option.short]),
+  );
   const known = new Set(program.options.flatMap((option) => [option.long, option.short]));
   for (let i = 0; i < args.length; i += 1) {
     const arg = args[i]!;
@@ -114,11 +149,13 @@ export async function main(argv: string[]): Promise<void> {
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {
-      const ok = error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help';
+      const ok =
+        error.code === 'commander.helpDisplayed' ||
+        error.code === 'commander.version' ||
+        error.code === 'commander.help';
       process.exitCode = ok ? EXIT_OK : EXIT_CODES.usage;
       return;
     }
     throw error;
   }
 }
-

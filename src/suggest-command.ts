@@ -47,14 +47,22 @@ export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
     if (flags.seal === false) parts.push('--no-seal');
     return parts.join(' ');
   };
-  return { prefix: build(true), prefixElsewhere: build(false), inventory: flags.inventory || undefined, terminal };
+  return {
+    prefix: build(true),
+    prefixElsewhere: build(false),
+    inventory: flags.inventory || undefined,
+    terminal,
+  };
 }
 
 /** `args` is what follows `baton`, e.g. 'sync --push' or 'mesh rotate --consumer web1-app'. */
 export function suggest(s: Suggester, args: string): string {
   const words = args.trim();
   const mesh = /^mesh\s+(plan|rotate|resume|rollback|status|seed)\b/.test(words);
-  const inventory = mesh && s.inventory && !/(^|\s)--inventory(\s|=)/.test(words) ? ` --inventory ${shellWord(s.inventory)}` : '';
+  const inventory =
+    mesh && s.inventory && !/(^|\s)--inventory(\s|=)/.test(words)
+      ? ` --inventory ${shellWord(s.inventory)}`
+      : '';
   return `${s.prefix} ${words}${inventory}`;
 }
 

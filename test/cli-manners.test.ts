@@ -22,7 +22,9 @@ afterAll(() => root?.cleanup());
 
 describe('the CLI manners', () => {
   it('`--version` prints the version of package.json and exits 0', async () => {
-    const { version } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as { version: string };
+    const { version } = JSON.parse(readFileSync(path.join(REPO, 'package.json'), 'utf8')) as {
+      version: string;
+    };
     for (const flag of ['--version', '-V']) {
       const run = await runBaton([flag]);
       expect(run.exitCode).toBe(0);
@@ -44,10 +46,18 @@ describe('the CLI manners', () => {
     expect(typo.stderr).toContain("unknown command 'statsu'");
   });
 
-  it('`status --json --watch` prints one JSON object per line, per read, until SIGINT; the exit code is the last read\'s', async () => {
+  it("`status --json --watch` prints one JSON object per line, per read, until SIGINT; the exit code is the last read's", async () => {
     const store = path.join(root.dir, 'store');
     mkdirSync(store);
-    const args = ['--deployment', 'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1', '--no-seal', '--state-dir', path.join(root.dir, 'a'), '--store', `file://${store}`];
+    const args = [
+      '--deployment',
+      'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1',
+      '--no-seal',
+      '--state-dir',
+      path.join(root.dir, 'a'),
+      '--store',
+      `file://${store}`,
+    ];
     expect((await runBaton([...args, 'ca', 'init', '--yes'])).exitCode).toBe(0);
     const child = startBaton([...args, 'status', '--json', '--watch', '--interval', '1']);
     const lines: string[] = [];
@@ -63,7 +73,9 @@ describe('the CLI manners', () => {
     child.kill('SIGINT');
     const result = await child;
     // Published nowhere yet: this host is ahead, "action needed" (3), on every line and at exit.
-    const objects = lines.map((line) => JSON.parse(line) as { format: string; exit_code: number; read_at: string });
+    const objects = lines.map(
+      (line) => JSON.parse(line) as { format: string; exit_code: number; read_at: string },
+    );
     expect(objects.map((o) => o.format)).toEqual(['baton.status/1', 'baton.status/1']);
     expect(objects[0]!.read_at < objects[1]!.read_at).toBe(true);
     expect(result.exitCode).toBe(objects[1]!.exit_code);
@@ -75,7 +87,15 @@ describe('status with a rotation overlap open', () => {
   it('is in sync but says the overlap is open and names ca retire, the step without which ca rotate refuses', async () => {
     const store = path.join(root.dir, 'store-overlap');
     mkdirSync(store);
-    const args = ['--deployment', 'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1', '--no-seal', '--state-dir', path.join(root.dir, 'overlap'), '--store', `file://${store}`];
+    const args = [
+      '--deployment',
+      'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1',
+      '--no-seal',
+      '--state-dir',
+      path.join(root.dir, 'overlap'),
+      '--store',
+      `file://${store}`,
+    ];
     expect((await runBaton([...args, 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     expect((await runBaton([...args, 'ca', 'rotate'])).exitCode).toBe(0);
     expect((await runBaton([...args, 'sync', '--push'])).exitCode).toBe(0);
@@ -85,7 +105,9 @@ describe('status with a rotation overlap open', () => {
     expect(flat).toContain('in sync');
     expect(flat).not.toContain('Nothing to do');
     expect(flat).toContain('A rotation overlap is open');
-    expect(flat).toMatch(/Once every node trusts the current authority: baton --deployment d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1 --state-dir \S+ --store \S+ --no-seal ca retire/);
+    expect(flat).toMatch(
+      /Once every node trusts the current authority: baton --deployment d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1 --state-dir \S+ --store \S+ --no-seal ca retire/,
+    );
     const rotate = await runBaton([...args, 'ca', 'rotate']);
     expect(rotate.exitCode).not.toBe(0);
     expect(rotate.stderr).toContain('A rotation overlap is already in progress');
@@ -111,7 +133,9 @@ describe('the NDJSON watch loop', () => {
     });
     expect(written).toHaveLength(3);
     expect(written.every((line) => line.endsWith('\n') && !line.slice(0, -1).includes('\n'))).toBe(true);
-    const [first, second] = written.map((line) => JSON.parse(line) as { exit_code: number; error?: { what: string } });
+    const [first, second] = written.map(
+      (line) => JSON.parse(line) as { exit_code: number; error?: { what: string } },
+    );
     expect(first!.exit_code).toBe(3);
     expect(second!.error?.what).toBe('The store did not answer.');
     expect(code).toBe(3);

@@ -10,7 +10,16 @@ import { statusErrorJson, statusJson } from '../src/app/status-json.js';
 import { report } from './app/status-fixtures.js';
 import { printError } from '../src/commands/context.js';
 import { BatonError } from '../src/errors.js';
-import { nextStep, renderSaid, renderSaidBare, renderStep, renderStepSentence, replaceElsewhere, saidText, stepJson } from '../src/next-step.js';
+import {
+  nextStep,
+  renderSaid,
+  renderSaidBare,
+  renderStep,
+  renderStepSentence,
+  replaceElsewhere,
+  saidText,
+  stepJson,
+} from '../src/next-step.js';
 import { decide } from '../src/share/decide.js';
 import { unsealRefusal } from '../src/share/publish-guards.js';
 import { suggester } from '../src/suggest-command.js';
@@ -27,19 +36,37 @@ describe('a next step is a structure', () => {
       expect.stringContaining('Set seal_key_file'),
       { args: ['sync', '--push'] },
       expect.stringContaining('To stop sealing on purpose'),
-      { args: ['sync', '--push', '--unseal', '--confirm', { placeholder: 'the word unseal', readFrom: expect.any(String) }] },
+      {
+        args: [
+          'sync',
+          '--push',
+          '--unseal',
+          '--confirm',
+          { placeholder: 'the word unseal', readFrom: expect.any(String) },
+        ],
+      },
       expect.any(String),
     ]);
     // The plain text keeps the canonical form, for logs and tests that read `.next`.
     expect(refusal.next).toContain('`baton sync --push --unseal --confirm <the word unseal>`');
-    expect(replaceElsewhere()).toMatchObject({ args: ['sync', '--replace-unreadable', '--confirm', { placeholder: 'ETAG 8' }], host: expect.stringContaining('controller') });
+    expect(replaceElsewhere()).toMatchObject({
+      args: ['sync', '--replace-unreadable', '--confirm', { placeholder: 'ETAG 8' }],
+      host: expect.stringContaining('controller'),
+    });
   });
 
   it('renders with the global flags, shell-quoted, placeholders as <…>, and without --state-dir for another host', () => {
-    expect(renderStep(s, nextStep('sync --force --confirm', { placeholders: [{ placeholder: 'LOCAL 8', readFrom: 'x' }] }))).toBe(
+    expect(
+      renderStep(
+        s,
+        nextStep('sync --force --confirm', { placeholders: [{ placeholder: 'LOCAL 8', readFrom: 'x' }] }),
+      ),
+    ).toBe(
       "baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --force --confirm <LOCAL 8>",
     );
-    expect(renderStepSentence(s, replaceElsewhere())).toMatch(/^baton --deployment d1 --store s3:\/\/b\/p sync --replace-unreadable --confirm <ETAG 8> \(run it on a controller that holds this deployment's authority\); <ETAG 8>: /);
+    expect(renderStepSentence(s, replaceElsewhere())).toMatch(
+      /^baton --deployment d1 --store s3:\/\/b\/p sync --replace-unreadable --confirm <ETAG 8> \(run it on a controller that holds this deployment's authority\); <ETAG 8>: /,
+    );
     expect(stepJson(s, replaceElsewhere())).toEqual({
       command: 'baton --deployment d1 --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>',
       args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'],
@@ -55,48 +82,109 @@ describe('rendered once, at the edge', () => {
     let out = '';
     const stream = { write: (chunk: string) => ((out += chunk), true) } as unknown as NodeJS.WritableStream;
     printError(stream, unsealRefusal('s3://b/p/authority.json', 'sync --push'), s);
-    expect(out).toContain("Next: Set seal_key_file in baton.yaml to the key the other controllers use, then run `baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --push`.");
-    expect(out).toContain("`baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --push --unseal --confirm <the word unseal>`");
+    expect(out).toContain(
+      "Next: Set seal_key_file in baton.yaml to the key the other controllers use, then run `baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --push`.",
+    );
+    expect(out).toContain(
+      "`baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --push --unseal --confirm <the word unseal>`",
+    );
   });
 
   it('plain line: a sentence of mesh commands renders bare (no backticks), each with the flags and --inventory', () => {
     const mesh = suggester({ stateDir: '/s', inventory: '/etc/mesh.yaml' }, false);
-    const said = ['finish it: ', nextStep('mesh resume r1'), ', or roll it back: ', nextStep('mesh rollback r1')];
-    expect(renderSaidBare(mesh, said)).toBe('finish it: baton --state-dir /s mesh resume r1 --inventory /etc/mesh.yaml, or roll it back: baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml');
-    expect(renderSaid(mesh, said)).toContain('`baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml`');
+    const said = [
+      'finish it: ',
+      nextStep('mesh resume r1'),
+      ', or roll it back: ',
+      nextStep('mesh rollback r1'),
+    ];
+    expect(renderSaidBare(mesh, said)).toBe(
+      'finish it: baton --state-dir /s mesh resume r1 --inventory /etc/mesh.yaml, or roll it back: baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml',
+    );
+    expect(renderSaid(mesh, said)).toContain(
+      '`baton --state-dir /s mesh rollback r1 --inventory /etc/mesh.yaml`',
+    );
     // JSON's args are what a script runs after `baton` and the global flags: the same inventory.
-    expect(stepJson(mesh, nextStep('mesh resume r1')).args).toEqual(['mesh', 'resume', 'r1', '--inventory', '/etc/mesh.yaml']);
+    expect(stepJson(mesh, nextStep('mesh resume r1')).args).toEqual([
+      'mesh',
+      'resume',
+      'r1',
+      '--inventory',
+      '/etc/mesh.yaml',
+    ]);
     expect(stepJson(mesh, nextStep('status')).args).toEqual(['status']);
   });
 
   it('JSON: the verdict and every error carry their steps as objects', () => {
-    const local: LocalAuthority = { state: 'whole', stateDir: '/s', unexpected: [], markerMissing: false, current: { fingerprint: LOCAL, notAfter: new Date(0), notBefore: new Date(0), replaces: undefined }, previous: undefined } as unknown as LocalAuthority;
+    const local: LocalAuthority = {
+      state: 'whole',
+      stateDir: '/s',
+      unexpected: [],
+      markerMissing: false,
+      current: { fingerprint: LOCAL, notAfter: new Date(0), notBefore: new Date(0), replaces: undefined },
+      previous: undefined,
+    } as unknown as LocalAuthority;
     const published: PublishedAuthority = {
       state: 'unreadable',
       location: 's3://b/p/authority.json',
       problem: 'unusable',
       etag: '"0123456789abcdef"',
-      error: new BatonError('refused', { what: 'The published document was refused: it is not JSON.', next: ['Replace it: ', replaceElsewhere(), '.'] }),
+      error: new BatonError('refused', {
+        what: 'The published document was refused: it is not JSON.',
+        next: ['Replace it: ', replaceElsewhere(), '.'],
+      }),
     };
     const r = { ...report(local, published), verdict: decide(local, published) };
     const json = statusJson(r, s);
     expect(json.published.etag).toBe('0123456789abcdef');
     expect(json.verdict.next_step).toEqual({
-      command: "baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>",
+      command:
+        "baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>",
       args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'],
       placeholders: [{ name: 'ETAG 8', read_from: expect.any(String) }],
       host: null,
     });
     expect(json.verdict.next).not.toContain('01234567');
-    expect(json.published.error?.next_steps).toEqual([expect.objectContaining({ host: "a controller that holds this deployment's authority", args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'] })]);
-    expect(json.published.error?.next).toContain('`baton --deployment d1 --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>` (on a controller');
-    expect(statusErrorJson(new BatonError('usage', { what: 'x', next: ['Run ', nextStep('status'), '.'] })).error.next_steps).toEqual([expect.objectContaining({ args: ['status'] })]);
+    expect(json.published.error?.next_steps).toEqual([
+      expect.objectContaining({
+        host: "a controller that holds this deployment's authority",
+        args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'],
+      }),
+    ]);
+    expect(json.published.error?.next).toContain(
+      '`baton --deployment d1 --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>` (on a controller',
+    );
+    expect(
+      statusErrorJson(new BatonError('usage', { what: 'x', next: ['Run ', nextStep('status'), '.'] })).error
+        .next_steps,
+    ).toEqual([expect.objectContaining({ args: ['status'] })]);
   });
 
   it('TTY view: the status screen shows the step with the flags and the placeholder, never the value', () => {
-    const local = { state: 'whole', stateDir: '/s', unexpected: [], markerMissing: false, current: { fingerprint: LOCAL, notAfter: new Date(0), notBefore: new Date(0), replaces: undefined }, previous: undefined } as unknown as LocalAuthority;
-    const published: PublishedAuthority = { state: 'unreadable', location: 's3://b/p/authority.json', problem: 'unusable', etag: '"0123456789abcdef"', error: new BatonError('refused', { what: 'it is not JSON.' }) };
-    const view = render(createElement(StatusScreen, { state: { step: 'showing', report: report(local, published), refreshing: false }, columns: 120, rows: 60, baton: 'baton --store s3://b/p', watchSeconds: 5 }));
+    const local = {
+      state: 'whole',
+      stateDir: '/s',
+      unexpected: [],
+      markerMissing: false,
+      current: { fingerprint: LOCAL, notAfter: new Date(0), notBefore: new Date(0), replaces: undefined },
+      previous: undefined,
+    } as unknown as LocalAuthority;
+    const published: PublishedAuthority = {
+      state: 'unreadable',
+      location: 's3://b/p/authority.json',
+      problem: 'unusable',
+      etag: '"0123456789abcdef"',
+      error: new BatonError('refused', { what: 'it is not JSON.' }),
+    };
+    const view = render(
+      createElement(StatusScreen, {
+        state: { step: 'showing', report: report(local, published), refreshing: false },
+        columns: 120,
+        rows: 60,
+        baton: 'baton --store s3://b/p',
+        watchSeconds: 5,
+      }),
+    );
     // A command wider than the line breaks between arguments with a shell continuation (` \`),
     // so the lines paste as one command: join them back before reading it.
     const frame = (view.lastFrame() ?? '').replace(/ \\\n\s*/g, ' ').replace(/\s+/g, ' ');

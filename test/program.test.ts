@@ -11,7 +11,9 @@ const names = (args?: string[]) => buildProgram(args).commands.map((command) => 
 describe('the command a run names', () => {
   it('is the first word that is neither a global option nor its value', () => {
     const program = buildProgram();
-    expect(commandNamed(program, ['--deployment', 'status', '--state-dir', '/s', 'sync', '--yes'])).toBe('sync');
+    expect(commandNamed(program, ['--deployment', 'status', '--state-dir', '/s', 'sync', '--yes'])).toBe(
+      'sync',
+    );
     expect(commandNamed(program, ['--store=file:///x', '--no-color', 'mesh', 'plan'])).toBe('mesh');
     expect(commandNamed(program, ['--config', 'baton.yaml'])).toBeUndefined();
     expect(commandNamed(program, ['help', 'status'])).toBeUndefined();
@@ -32,7 +34,9 @@ describe('the command a run names', () => {
       const alone = buildProgram([name]).commands[0]!;
       const inTree = whole.commands.find((command) => command.name() === name)!;
       expect(alone.helpInformation()).toBe(inTree.helpInformation());
-      expect(alone.commands.map((sub) => sub.helpInformation())).toEqual(inTree.commands.map((sub) => sub.helpInformation()));
+      expect(alone.commands.map((sub) => sub.helpInformation())).toEqual(
+        inTree.commands.map((sub) => sub.helpInformation()),
+      );
     }
   });
 });

@@ -21,7 +21,11 @@ export function DrillChecks({ checks, columns }: DrillChecksProps) {
             key={i}
             width={columns}
             indent={2}
-            spans={[{ text: `${mark.glyph} `, color: paint(mark.color) }, { text: result.label }, ...(result.detail && !result.ok ? [{ text: ` — ${result.detail}` }] : [])]}
+            spans={[
+              { text: `${mark.glyph} `, color: paint(mark.color) },
+              { text: result.label },
+              ...(result.detail && !result.ok ? [{ text: ` — ${result.detail}` }] : []),
+            ]}
           />
         );
       })}

@@ -20,7 +20,12 @@ export const RAIL_GLYPHS: Record<RailMark, string> = {
   prepared: '–',
 };
 
-export const RAIL_COLORS: Record<RailMark, 'green' | 'cyan' | 'gray'> = { passed: 'green', current: 'cyan', pending: 'gray', prepared: 'gray' };
+export const RAIL_COLORS: Record<RailMark, 'green' | 'cyan' | 'gray'> = {
+  passed: 'green',
+  current: 'cyan',
+  pending: 'gray',
+  prepared: 'gray',
+};
 
 /** The progress rail: one line of step marks, then the current step's title (cut to fit, never wrapped). */
 export function DrillRail({ state, columns, hint = '? explains · q quits' }: DrillRailProps) {

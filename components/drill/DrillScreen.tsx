@@ -50,7 +50,11 @@ export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
   }
 
   const step = currentStep(state);
-  const body = state.help ? <DrillHelp step={step} columns={columns} /> : <Body state={state} columns={columns} />;
+  const body = state.help ? (
+    <DrillHelp step={step} columns={columns} />
+  ) : (
+    <Body state={state} columns={columns} />
+  );
   return (
     <Frame
       key={`${state.phase}${state.help ? '-help' : ''}`}
@@ -58,7 +62,9 @@ export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
       rows={rows}
       headerRows={2}
       header={<DrillRail state={state} columns={columns} />}
-      footer={<Text wrap="truncate-end">{state.help ? 'Esc or ? closes this · q quits' : footerText(state)}</Text>}
+      footer={
+        <Text wrap="truncate-end">{state.help ? 'Esc or ? closes this · q quits' : footerText(state)}</Text>
+      }
     >
       <Box marginTop={1} flexDirection="column">
         {body}
@@ -99,7 +105,14 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
     case 'task':
     case 'running':
     case 'checking': {
-      const busy = state.phase === 'running' ? 'performing…' : state.phase === 'checking' ? 'checking the sandbox…' : state.phase === 'opening' ? 'noting the sandbox…' : undefined;
+      const busy =
+        state.phase === 'running'
+          ? 'performing…'
+          : state.phase === 'checking'
+            ? 'checking the sandbox…'
+            : state.phase === 'opening'
+              ? 'noting the sandbox…'
+              : undefined;
       return (
         <Box flexDirection="column">
           <StepExplanation step={step} task={state.task} columns={columns} />
@@ -112,9 +125,25 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
       );
     }
     case 'check-failed':
-      return <Checked tone="refused" title={`Not yet: ${currentTask(state).label}`} error={state.error ?? []} state={state} columns={columns} />;
+      return (
+        <Checked
+          tone="refused"
+          title={`Not yet: ${currentTask(state).label}`}
+          error={state.error ?? []}
+          state={state}
+          columns={columns}
+        />
+      );
     case 'step-passed':
-      return <Checked tone="ok" title={`Step ${step.number} passed every check`} error={[]} state={state} columns={columns} />;
+      return (
+        <Checked
+          tone="ok"
+          title={`Step ${step.number} passed every check`}
+          error={[]}
+          state={state}
+          columns={columns}
+        />
+      );
     case 'summary':
       return <DrillSummary state={state} columns={columns} />;
     case 'starting':
@@ -128,7 +157,19 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
 }
 
 /** What the checks found after a task: the verdict line, any error, each check, and mesh status. */
-function Checked({ tone, title, error, state, columns }: { readonly tone: 'ok' | 'refused'; readonly title: string; readonly error: readonly string[]; readonly state: DrillState; readonly columns: number }) {
+function Checked({
+  tone,
+  title,
+  error,
+  state,
+  columns,
+}: {
+  readonly tone: 'ok' | 'refused';
+  readonly title: string;
+  readonly error: readonly string[];
+  readonly state: DrillState;
+  readonly columns: number;
+}) {
   const paint = useColor();
   return (
     <Box flexDirection="column">
@@ -146,7 +187,13 @@ function Checked({ tone, title, error, state, columns }: { readonly tone: 'ok' |
 }
 
 /** `baton mesh status` as read after the rotation, one line each (cut, never wrapped: the screen is 24 rows). */
-function MeshStatusAfter({ lines, columns }: { readonly lines: readonly string[]; readonly columns: number }) {
+function MeshStatusAfter({
+  lines,
+  columns,
+}: {
+  readonly lines: readonly string[];
+  readonly columns: number;
+}) {
   if (lines.length === 0) return null;
   return (
     <Box flexDirection="column" marginTop={1} width={columns}>

@@ -22,7 +22,8 @@ export function DrillSummary({ state, columns }: DrillSummaryProps) {
       <Box flexDirection="column" marginTop={1}>
         {DRILL_STEPS.map((step, i) => {
           const duration = stepDuration(state, i);
-          const time = marks[i] === 'prepared' ? 'prepared' : duration === undefined ? '—' : formatDuration(duration);
+          const time =
+            marks[i] === 'prepared' ? 'prepared' : duration === undefined ? '—' : formatDuration(duration);
           return (
             <Box key={step.number}>
               <Box width={10} flexShrink={0}>

@@ -28,7 +28,13 @@ export interface DrillTaskFrameProps {
  * closed its help or backed out of a confirm), and the view is given the rows below the rail,
  * so the two together never exceed the terminal. Ctrl-C quits the drill, not only the view.
  */
-export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrongTurn, onInterrupt }: DrillTaskFrameProps) {
+export function DrillTaskFrame({
+  state,
+  columns: fixedColumns,
+  children,
+  onWrongTurn,
+  onInterrupt,
+}: DrillTaskFrameProps) {
   const { exit } = useApp();
   const paint = useColor();
   const size = useTerminalSize();
@@ -45,7 +51,10 @@ export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrong
   );
   const report = useCallback(
     (turn: Turn) => {
-      const what = turnWords(state, turn.kind === 'backed-out' ? { kind: 'backed-out' } : { kind: 'refused-entry', typed: turn.typed });
+      const what = turnWords(
+        state,
+        turn.kind === 'backed-out' ? { kind: 'backed-out' } : { kind: 'refused-entry', typed: turn.typed },
+      );
       if (what) onWrongTurn(what);
     },
     [state, onWrongTurn],
@@ -60,7 +69,9 @@ export function DrillTaskFrame({ state, columns: fixedColumns, children, onWrong
       <DrillRail state={state} columns={columns} hint="the view's keys apply · q closes it" />
       <Text wrap="truncate-end">
         <Text color={paint('cyan')}>{`▸ ${task.label}`}</Text>
-        {passed && [...`▸ ${task.label}${passed}`].length <= columns ? <Text color={paint(MARKS.ok.color)}>{passed}</Text> : null}
+        {passed && [...`▸ ${task.label}${passed}`].length <= columns ? (
+          <Text color={paint(MARKS.ok.color)}>{passed}</Text>
+        ) : null}
       </Text>
       <ReservedRows.Provider value={FRAME_ROWS}>
         <TurnReport.Provider value={report}>{children}</TurnReport.Provider>

@@ -25,7 +25,15 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
           const mark = done ? 'passed' : current ? 'current' : 'pending';
           return (
             <Box key={i} flexDirection="column">
-              <Prose width={columns} indent={2} bold={current} spans={[{ text: `${RAIL_GLYPHS[mark]} `, color: paint(RAIL_COLORS[mark]) }, { text: spec.label }]} />
+              <Prose
+                width={columns}
+                indent={2}
+                bold={current}
+                spans={[
+                  { text: `${RAIL_GLYPHS[mark]} `, color: paint(RAIL_COLORS[mark]) },
+                  { text: spec.label },
+                ]}
+              />
               {current ? (
                 <Text wrap="truncate-end" color={paint('gray')}>
                   {`    the real night: ${spec.command}`}

@@ -7,7 +7,10 @@ export type DrillIntent = 'enter' | 'help' | 'escape' | 'quit';
  * The drill's own keys, from the one key table. Ctrl-C is handled here (the drill renders
  * with exitOnCtrlC off) so that it quits THROUGH the drill and the sandbox is removed.
  */
-export function useDrillKeys(onIntent: (intent: DrillIntent) => void, options: { readonly isActive: boolean }): void {
+export function useDrillKeys(
+  onIntent: (intent: DrillIntent) => void,
+  options: { readonly isActive: boolean },
+): void {
   useKeyStream(
     (event) => {
       if (event.kind !== 'key') return undefined;

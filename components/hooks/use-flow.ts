@@ -59,7 +59,11 @@ export function useFlowState<S, E>(flow: Flow<S, E>, coalesce?: Coalesce<E>): S 
  * The third element reads the flow's state NOW: a key handler acting on several keys of one
  * read sees what the key before did, which the rendered state does not show yet.
  */
-export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, runner: EffectRunner<S, E, F>): [S, (event: E) => void, () => S] {
+export function useFlow<S, E, F>(
+  reduce: Reduce<S, E, F>,
+  initial: Step<S, F>,
+  runner: EffectRunner<S, E, F>,
+): [S, (event: E) => void, () => S] {
   // The runner may be rebuilt on a render (new ports); the flow, created once, calls the latest.
   const latest = useRef(runner);
   latest.current = runner;
@@ -67,7 +71,10 @@ export function useFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, r
     createFlow(
       reduce,
       initial,
-      { run: (effect, context) => latest.current.run(effect, context), failed: (effect, error) => latest.current.failed(effect, error) },
+      {
+        run: (effect, context) => latest.current.run(effect, context),
+        failed: (effect, error) => latest.current.failed(effect, error),
+      },
       { deferStart: true },
     ),
   );

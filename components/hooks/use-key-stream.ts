@@ -11,7 +11,10 @@ import { createKeyReader, isCtrlC, type KeyEvent } from '../keys.js';
  * Handlers see the keys of one read before React renders again, so a handler must read the
  * state it acts on from the flow (or a ref), not from the render that created it.
  */
-export function useKeyStream(onKey: (event: KeyEvent) => void, options: { readonly isActive: boolean }): void {
+export function useKeyStream(
+  onKey: (event: KeyEvent) => void,
+  options: { readonly isActive: boolean },
+): void {
   const [reader] = useRefOnce(createKeyReader);
   const { exit } = useApp();
   const { internal_exitOnCtrlC: inkQuitsOnCtrlC } = useStdin();

@@ -7,7 +7,10 @@ import { useKeyStream } from './use-key-stream.js';
  * still comes through — so typing a fingerprint never quits or moves. A paste is text, never
  * intents. Gated by `isActive`, like Ink's own hooks.
  */
-export function useKeys(onIntent: (intent: KeyIntent) => void, options: { readonly isActive: boolean; readonly typing?: boolean }): void {
+export function useKeys(
+  onIntent: (intent: KeyIntent) => void,
+  options: { readonly isActive: boolean; readonly typing?: boolean },
+): void {
   useKeyStream(
     (event) => {
       if (event.kind !== 'key') return;

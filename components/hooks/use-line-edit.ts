@@ -26,7 +26,10 @@ export function useLineEdit({ value, onChange, onSubmit, isActive, accept }: Lin
         onSubmit();
         return;
       }
-      const next = event.kind === 'paste' ? editLine(latest.current, event.text, NO_KEY, accept) : editLine(latest.current, event.input, event.key, accept);
+      const next =
+        event.kind === 'paste'
+          ? editLine(latest.current, event.text, NO_KEY, accept)
+          : editLine(latest.current, event.input, event.key, accept);
       if (next === undefined || next === latest.current) return;
       latest.current = next;
       onChange(next);

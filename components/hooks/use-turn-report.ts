@@ -1,7 +1,8 @@
 import { createContext, useContext } from 'react';
 
 /** A turn the operator took that a real night would punish. */
-export type Turn = { readonly kind: 'backed-out' } | { readonly kind: 'refused-entry'; readonly typed: string };
+export type Turn =
+  { readonly kind: 'backed-out' } | { readonly kind: 'refused-entry'; readonly typed: string };
 
 /**
  * How a view tells the drill about a wrong turn. Only the view knows what a key DID: Esc that

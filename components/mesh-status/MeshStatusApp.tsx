@@ -1,7 +1,12 @@
 import { useApp } from 'ink';
 import { useMemo, useState } from 'react';
 import type { EffectRunner } from '../../src/app/flow.js';
-import { initialMeshStatusFlow, meshStatusFlow, type MeshStatusEffect, type MeshStatusFlowEvent } from '../../src/app/mesh-status-view-state.js';
+import {
+  initialMeshStatusFlow,
+  meshStatusFlow,
+  type MeshStatusEffect,
+  type MeshStatusFlowEvent,
+} from '../../src/app/mesh-status-view-state.js';
 import { useFlow } from '../hooks/use-flow.js';
 import { EXIT_CODES } from '../../src/errors.js';
 import { meshStatusExitCode, type PairStatus } from '../../src/mesh/mesh-status.js';
@@ -26,7 +31,16 @@ export interface MeshStatusAppProps {
 }
 
 /** Reads on mount and on `r`; quits on `q` with the exit code of what it last read. */
-export function MeshStatusApp({ selectorText, machines, read, columns: fixedColumns, rows: fixedRows, color, suggester, onExit }: MeshStatusAppProps) {
+export function MeshStatusApp({
+  selectorText,
+  machines,
+  read,
+  columns: fixedColumns,
+  rows: fixedRows,
+  color,
+  suggester,
+  onExit,
+}: MeshStatusAppProps) {
   const { exit } = useApp();
   const size = useTerminalSize();
   const columns = fixedColumns ?? size.columns;
@@ -38,7 +52,10 @@ export function MeshStatusApp({ selectorText, machines, read, columns: fixedColu
         setProgress({ read: 0, total: machines });
         return { type: 'read', statuses: await read(() => setProgress((p) => ({ ...p, read: p.read + 1 }))) };
       },
-      failed: (_effect, error) => ({ type: 'read-failed', reason: error instanceof Error ? error.message : String(error) }),
+      failed: (_effect, error) => ({
+        type: 'read-failed',
+        reason: error instanceof Error ? error.message : String(error),
+      }),
     }),
     [read, machines],
   );
@@ -80,7 +97,14 @@ export function MeshStatusApp({ selectorText, machines, read, columns: fixedColu
   );
   return (
     <ColorContext.Provider value={color}>
-      <MeshStatusView state={state} selectorText={selectorText} progress={progress} columns={columns} rows={rows} {...(suggester ? { suggester } : {})} />
+      <MeshStatusView
+        state={state}
+        selectorText={selectorText}
+        progress={progress}
+        columns={columns}
+        rows={rows}
+        {...(suggester ? { suggester } : {})}
+      />
     </ColorContext.Provider>
   );
 }

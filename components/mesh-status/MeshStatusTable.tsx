@@ -31,7 +31,12 @@ export function MeshStatusTable({ rows, selected, top, visible, columns }: MeshS
   const shown = rows.slice(top, top + visible);
   return (
     <Box flexDirection="column">
-      <Text bold>{fit(`${fit('STATE', w.state)} ${fit('PAIR (ROLE)', w.pair)} ${fit('AGE', w.age)} ${fit('LAST ROTATION', w.last)}`, columns - 1)}</Text>
+      <Text bold>
+        {fit(
+          `${fit('STATE', w.state)} ${fit('PAIR (ROLE)', w.pair)} ${fit('AGE', w.age)} ${fit('LAST ROTATION', w.last)}`,
+          columns - 1,
+        )}
+      </Text>
       {shown.map((s, i) => {
         const mark = STATE_MARKS[s.state];
         const last = s.lastRotation ? `${s.lastRotation.outcome} ${s.lastRotation.id}` : '—';

@@ -23,7 +23,10 @@ export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
 export const FRAME_LINES = 6;
 
 /** The line under the title: the counts of each state, or how the reading goes. */
-export function summaryOf(state: MeshStatusViewState, progress: { readonly read: number; readonly total: number }): string {
+export function summaryOf(
+  state: MeshStatusViewState,
+  progress: { readonly read: number; readonly total: number },
+): string {
   return state.failure !== undefined
     ? `${MARKS.refused.glyph} Reading failed (r reads again, q quits): ${state.failure}`
     : state.statuses === undefined
@@ -72,29 +75,56 @@ export function meshStatusLayout(
       ? []
       : [
           // The pair whole (the table cuts it to its column), then where and what.
-          ...wrapWords(`${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`, width, 2),
+          ...wrapWords(
+            `${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`,
+            width,
+            2,
+          ),
           // An alternating pair: which login is live and the other's state (a single pair has no such line).
           ...(loginsText(current) ? wrapWords(`logins: ${loginsText(current)}`, width) : []),
-          ...(next ? layoutWithCommands(`next: ${next}`, width, suggester.prefix) : current.resumeId ? wrapWords(`resume id: ${current.resumeId}`, width) : []),
+          ...(next
+            ? layoutWithCommands(`next: ${next}`, width, suggester.prefix)
+            : current.resumeId
+              ? wrapWords(`resume id: ${current.resumeId}`, width)
+              : []),
         ];
-  return { detail, visible: visibleRows(rows, summaryLines(summaryOf(state, progress), width).length, detail.length) };
+  return {
+    detail,
+    visible: visibleRows(rows, summaryLines(summaryOf(state, progress), width).length, detail.length),
+  };
 }
 
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
-export function MeshStatusView({ state, selectorText, progress, columns, rows, suggester = PLAIN_SUGGESTER }: MeshStatusViewProps) {
+export function MeshStatusView({
+  state,
+  selectorText,
+  progress,
+  columns,
+  rows,
+  suggester = PLAIN_SUGGESTER,
+}: MeshStatusViewProps) {
   const width = columns - 1;
   const { detail, visible } = meshStatusLayout(state, columns, rows, suggester, progress);
   const shown = filteredRows(state);
   // The selection always in the window, even after a resize or a taller detail shrank it.
-  const top = Math.max(0, Math.min(state.top, state.selected, Math.max(0, shown.length - visible)), state.selected - visible + 1);
+  const top = Math.max(
+    0,
+    Math.min(state.top, state.selected, Math.max(0, shown.length - visible)),
+    state.selected - visible + 1,
+  );
   const summary = summaryLines(summaryOf(state, progress), width);
   const total = state.statuses?.length ?? 0;
   const matching = `${shown.length} of ${total} match`;
   const hidden = shown.length - Math.min(visible, shown.length - top);
-  const window = shown.length > visible ? `rows ${top + 1}–${Math.min(shown.length, top + visible)} of ${shown.length}, ${hidden} hidden: ↑↓ scrolls, / filters` : '';
+  const window =
+    shown.length > visible
+      ? `rows ${top + 1}–${Math.min(shown.length, top + visible)} of ${shown.length}, ${hidden} hidden: ↑↓ scrolls, / filters`
+      : '';
   const bottom = state.typingFilter
     ? `filter: ${state.filter}▏ ${matching} (Enter done, Esc leave)`
-    : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window].filter(Boolean).join('  ');
+    : [state.filter ? `filter "${state.filter}": ${matching} (Esc clears)` : '', window]
+        .filter(Boolean)
+        .join('  ');
   return (
     <Box flexDirection="column" width={columns}>
       <Text bold>{fit(`Mesh status — ${selectorText} (read-only; no secret is read)`, width)}</Text>
@@ -102,9 +132,19 @@ export function MeshStatusView({ state, selectorText, progress, columns, rows, s
         <Text key={i}>{fit(line, width)}</Text>
       ))}
       {state.help ? (
-        <HelpOverlay columns={columns} keys={MESH_STATUS_KEYS} about="Every pair by digest, worst first. This view only reads." />
+        <HelpOverlay
+          columns={columns}
+          keys={MESH_STATUS_KEYS}
+          about="Every pair by digest, worst first. This view only reads."
+        />
       ) : (
-        <MeshStatusTable rows={shown} selected={state.selected} top={top} visible={visible} columns={columns} />
+        <MeshStatusTable
+          rows={shown}
+          selected={state.selected}
+          top={top}
+          visible={visible}
+          columns={columns}
+        />
       )}
       {detail.map((line, i) => (
         <Text key={i}>{fit(line, width)}</Text>

@@ -15,7 +15,10 @@ export type MeshStatusIntent = KeyIntent | 'filter' | FilterEdit;
  * filters rather than quits; Enter ends it and Esc leaves it. Gated by `isActive`, like Ink's
  * own hooks.
  */
-export function useMeshStatusKeys(onIntent: (intent: MeshStatusIntent) => void, options: { readonly isActive: boolean; readonly typing: () => boolean }): void {
+export function useMeshStatusKeys(
+  onIntent: (intent: MeshStatusIntent) => void,
+  options: { readonly isActive: boolean; readonly typing: () => boolean },
+): void {
   useKeyStream(
     (event) => {
       if (event.kind === 'paste') {
@@ -27,7 +30,8 @@ export function useMeshStatusKeys(onIntent: (intent: MeshStatusIntent) => void, 
       if (options.typing()) {
         if (key.escape) return onIntent('back');
         if (key.return) return onIntent('select');
-        if (editLine('', input, key) !== undefined || key.backspace || key.delete) onIntent({ edit: (filter) => editLine(filter, input, key) });
+        if (editLine('', input, key) !== undefined || key.backspace || key.delete)
+          onIntent({ edit: (filter) => editLine(filter, input, key) });
         return;
       }
       if (input === '/' && !key.ctrl && !key.meta) return onIntent('filter');

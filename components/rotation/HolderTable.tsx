@@ -31,21 +31,32 @@ export function HolderTable({ state, columns, offset, pageSize, color, tick }: H
   const visible = holders.slice(offset, offset + pageSize);
   return (
     <Box flexDirection="column" width={columns}>
-      <Text bold>{fit(`  ${fit('MACHINE', machineWidth)} ${fit('VIA', 6)} ${fit('RECEIVES', receivesWidth)} STATUS`, width)}</Text>
+      <Text bold>
+        {fit(
+          `  ${fit('MACHINE', machineWidth)} ${fit('VIA', 6)} ${fit('RECEIVES', receivesWidth)} STATUS`,
+          width,
+        )}
+      </Text>
       {visible.map((holder) => {
         const status = holderStatus(state, holder);
         const mark = MARKS[status.tone];
         const glyph = status.tone === 'busy' ? SPINNER[tick % SPINNER.length]! : mark.glyph;
         return (
           <Text key={holder.machine} wrap="truncate-end">
-            {color ? <Text color={mark.color}>{glyph}</Text> : glyph} {fit(holder.machine, machineWidth)} {fit(holder.transport, 6)} {fit(receivesShort(holder), receivesWidth)}{' '}
+            {color ? <Text color={mark.color}>{glyph}</Text> : glyph} {fit(holder.machine, machineWidth)}{' '}
+            {fit(holder.transport, 6)} {fit(receivesShort(holder), receivesWidth)}{' '}
             {fit(status.text, statusWidth)}
           </Text>
         );
       })}
       {holders.length > pageSize ? (
         // How many are out of sight and how to see them first: a narrow terminal cuts the end.
-        <Text dimColor={color}>{fit(`  ${holders.length - visible.length} more hidden · rows ${offset + 1}–${offset + visible.length} of ${holders.length} · j/k or ↑/↓ to scroll`, width)}</Text>
+        <Text dimColor={color}>
+          {fit(
+            `  ${holders.length - visible.length} more hidden · rows ${offset + 1}–${offset + visible.length} of ${holders.length} · j/k or ↑/↓ to scroll`,
+            width,
+          )}
+        </Text>
       ) : null}
     </Box>
   );

@@ -1,6 +1,16 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from 'ink';
-import { canQuit, confirmationText, exitCodeOnLeave, isTerminal, isWorking, isWritingFiles, type RotationEvent, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
+import {
+  canQuit,
+  confirmationText,
+  exitCodeOnLeave,
+  isTerminal,
+  isWorking,
+  isWritingFiles,
+  type RotationEvent,
+  type RotationFlow,
+  type RotationState,
+} from '../../src/app/rotation-flow.js';
 import { countRefusal } from '../../src/app/typed-gate.js';
 import type { RevokeRequest } from '../../src/app/rotation-revoke.js';
 import { useTerminalSize } from '../hooks/use-columns.js';
@@ -12,7 +22,12 @@ import { holderPage, RotationView } from './RotationView.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 
 /** Progress events that can arrive by the hundred are batched (with the spinner, under 10 frames a second). */
-const BATCHED: ReadonlySet<RotationEvent['type']> = new Set(['holder-resolved', 'staged', 'committed-step', 'applied-pair']);
+const BATCHED: ReadonlySet<RotationEvent['type']> = new Set([
+  'holder-resolved',
+  'staged',
+  'committed-step',
+  'applied-pair',
+]);
 export const FRAME_MS = 150;
 const COALESCE: Coalesce<RotationEvent> = { events: (event) => BATCHED.has(event.type), frameMs: FRAME_MS };
 
@@ -36,7 +51,15 @@ export interface RotationAppProps {
  * Wires the rotation flow to the view: renders its state (coalesced, so output over SSH stays
  * small), turns key intents into flow events, and decides when the session may end.
  */
-export function RotationApp({ flow, columns: fixedColumns, color, onExit, summaryOnQuit = true, resumeCommand, revoke }: RotationAppProps) {
+export function RotationApp({
+  flow,
+  columns: fixedColumns,
+  color,
+  onExit,
+  summaryOnQuit = true,
+  resumeCommand,
+  revoke,
+}: RotationAppProps) {
   const { exit } = useApp();
   const state = useFlowState(flow, COALESCE);
   const [offset, setOffset] = useState(0);
@@ -93,7 +116,8 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
         }
         case 'confirm':
           // A wrong count is said, not swallowed: "expected 3, you typed 4".
-          if (current.step === 'confirming') setRefusal(countRefusal(current.typed, confirmationText(current.plan)));
+          if (current.step === 'confirming')
+            setRefusal(countRefusal(current.typed, confirmationText(current.plan)));
           flow.dispatch({ type: 'confirmed' });
           return;
         case 'back':
@@ -101,7 +125,12 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
           flow.dispatch({ type: 'back' });
           return;
         case 'scroll':
-          setOffset((o) => Math.max(0, Math.min(o + intent.by, Math.max(0, current.plan.holders.length - holderPage(size.rows)))));
+          setOffset((o) =>
+            Math.max(
+              0,
+              Math.min(o + intent.by, Math.max(0, current.plan.holders.length - holderPage(size.rows))),
+            ),
+          );
           return;
         case 'quit':
           if (canQuit(current)) leave(exitCodeOnLeave(current));
@@ -121,7 +150,20 @@ export function RotationApp({ flow, columns: fixedColumns, color, onExit, summar
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
   // The rotation goes on behind the help; the view shows where it stands once help closes.
   if (help) return <HelpOverlay columns={columns} keys={rotationKeys(state)} about={ROTATION_ABOUT} />;
-  return <RotationView state={state} columns={columns} rows={size.rows} offset={offset} color={color} tick={tick} refusal={state.step === 'confirming' ? refusal : undefined} summaryOnQuit={summaryOnQuit} {...(resumeCommand ? { resumeCommand } : {})} revoke={revoke} />;
+  return (
+    <RotationView
+      state={state}
+      columns={columns}
+      rows={size.rows}
+      offset={offset}
+      color={color}
+      tick={tick}
+      refusal={state.step === 'confirming' ? refusal : undefined}
+      summaryOnQuit={summaryOnQuit}
+      {...(resumeCommand ? { resumeCommand } : {})}
+      revoke={revoke}
+    />
+  );
 }
 
 const ROTATION_ABOUT =
@@ -140,7 +182,14 @@ function rotationKeys(state: RotationState): readonly KeyHelp[] {
       { keys: 'Ctrl-C', does: 'quit' },
     ];
   }
-  if (isWritingFiles(state)) return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
-  if (isTerminal(state)) return [...scroll, { keys: 'q', does: 'quit and print the summary' }, { keys: 'Ctrl-C', does: 'quit' }];
-  return [...scroll, { keys: 'Esc', does: 'cancel before anything is generated' }, { keys: 'q', does: 'quit' }, { keys: 'Ctrl-C', does: 'quit' }];
+  if (isWritingFiles(state))
+    return [...scroll, { keys: 'Ctrl-C', does: 'interrupt (the phase under way finishes first)' }];
+  if (isTerminal(state))
+    return [...scroll, { keys: 'q', does: 'quit and print the summary' }, { keys: 'Ctrl-C', does: 'quit' }];
+  return [
+    ...scroll,
+    { keys: 'Esc', does: 'cancel before anything is generated' },
+    { keys: 'q', does: 'quit' },
+    { keys: 'Ctrl-C', does: 'quit' },
+  ];
 }

@@ -1,7 +1,27 @@
 import { Box, Text } from 'ink';
 import { MARKS } from '../../src/app/marks.js';
-import { confirmationText, isTerminal, progress, setOf, type RotationState } from '../../src/app/rotation-flow.js';
-import { allOf, appliedCount, capitalise, confirmPrompt, formatWindow, gateClosedLines, notConfirmedText, windowBadge, journalFailedLines, planHeadline, plural, progressText, rolledBackLines } from '../../src/app/rotation-text.js';
+import {
+  confirmationText,
+  isTerminal,
+  progress,
+  setOf,
+  type RotationState,
+} from '../../src/app/rotation-flow.js';
+import {
+  allOf,
+  appliedCount,
+  capitalise,
+  confirmPrompt,
+  formatWindow,
+  gateClosedLines,
+  notConfirmedText,
+  windowBadge,
+  journalFailedLines,
+  planHeadline,
+  plural,
+  progressText,
+  rolledBackLines,
+} from '../../src/app/rotation-text.js';
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../../src/next-step.js';
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
@@ -41,14 +61,31 @@ export function holderPage(rows: number | undefined): number {
 const DETAIL_LINES = 4;
 
 /** The whole rotation screen: what will change where, the gate, the typed confirm, progress, summary. */
-export function RotationView({ state, columns, offset, color, tick, rows, refusal, summaryOnQuit = true, resumeCommand, revoke }: RotationViewProps) {
+export function RotationView({
+  state,
+  columns,
+  offset,
+  color,
+  tick,
+  rows,
+  refusal,
+  summaryOnQuit = true,
+  resumeCommand,
+  revoke,
+}: RotationViewProps) {
   const resume = resumeCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
   const pageSize = holderPage(rows);
   const width = columns - 1;
   const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) =>
     wrap ? (
       // Wrapped at words, and a `baton mesh resume …` in it kept whole to copy.
-      <Prose key={key ?? text} width={width} text={text} commands="baton" {...(color && tone ? { color: MARKS[tone].color } : {})} />
+      <Prose
+        key={key ?? text}
+        width={width}
+        text={text}
+        commands="baton"
+        {...(color && tone ? { color: MARKS[tone].color } : {})}
+      />
     ) : (
       <Box key={key ?? text} width={width}>
         <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap="truncate-end">
@@ -57,9 +94,23 @@ export function RotationView({ state, columns, offset, color, tick, rows, refusa
       </Box>
     );
   return (
-    <Frame key={state.step} columns={columns} rows={rows ?? 24} header={line(`baton mesh rotate · rotation ${state.id}`)} footer={line(keysLine(state, pageSize))} scrollKeys={false}>
+    <Frame
+      key={state.step}
+      columns={columns}
+      rows={rows ?? 24}
+      header={line(`baton mesh rotate · rotation ${state.id}`)}
+      footer={line(keysLine(state, pageSize))}
+      scrollKeys={false}
+    >
       {line(planHeadline(state.plan))}
-      <HolderTable state={state} columns={columns} offset={offset} pageSize={pageSize} color={color} tick={tick} />
+      <HolderTable
+        state={state}
+        columns={columns}
+        offset={offset}
+        pageSize={pageSize}
+        color={color}
+        tick={tick}
+      />
       <Box flexDirection="column" marginTop={1}>
         {focusGroups(panel(state, refusal, summaryOnQuit, resume, revoke)).map((group, g) => {
           const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap));
@@ -80,7 +131,9 @@ interface PanelLine {
 }
 
 /** Neighbouring lines grouped by whether they are focused, each keeping its index. */
-function focusGroups(lines: readonly PanelLine[]): { focus: boolean; lines: { p: PanelLine; i: number }[] }[] {
+function focusGroups(
+  lines: readonly PanelLine[],
+): { focus: boolean; lines: { p: PanelLine; i: number }[] }[] {
   const groups: { focus: boolean; lines: { p: PanelLine; i: number }[] }[] = [];
   lines.forEach((p, i) => {
     const last = groups[groups.length - 1];
@@ -94,18 +147,33 @@ function limited(lines: readonly string[], max: number, more: (n: number) => str
   return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
 }
 
-function panel(state: RotationState, refusal: string | undefined, summaryOnQuit: boolean, resume: string, revoke?: RevokeRequest): PanelLine[] {
+function panel(
+  state: RotationState,
+  refusal: string | undefined,
+  summaryOnQuit: boolean,
+  resume: string,
+  revoke?: RevokeRequest,
+): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
     case 'resolving':
-      return [{ text: `${MARKS.busy.glyph} resolving ${p.resolved}/${plural(p.holders, 'machine')} — nothing is generated until every one answers`, tone: 'busy' }];
+      return [
+        {
+          text: `${MARKS.busy.glyph} resolving ${p.resolved}/${plural(p.holders, 'machine')} — nothing is generated until every one answers`,
+          tone: 'busy',
+        },
+      ];
     case 'gate-closed': {
       const [head, sent, ...rest] = gateClosedLines(state);
       // Wrapped, not cut: "Next: … run the rot…" hid the step the operator needed.
       return [
         { text: `${MARKS.refused.glyph} ${head}`, tone: 'refused', wrap: true },
         { text: sent!, wrap: true },
-        ...limited(rest.slice(0, -1), DETAIL_LINES, (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`).map((text) => ({ text, wrap: true })),
+        ...limited(
+          rest.slice(0, -1),
+          DETAIL_LINES,
+          (n) => `  …and ${n} more (marked ${MARKS.refused.glyph} above)`,
+        ).map((text) => ({ text, wrap: true })),
         { text: rest[rest.length - 1]!, wrap: true },
       ];
     }
@@ -114,17 +182,37 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
         { text: `${MARKS.ok.glyph} Gate open: ${allOf(p.holders, 'machine')} resolved.`, tone: 'ok' },
         ...limited(
           // --revoke-previous first, inside the same budget of lines as the windows.
-          [...(revokePreviewSentence(revoke) ? [revokePreviewSentence(revoke)!] : []), ...state.plan.pairs.map((pair) => `Window: ${pair.window}.`)],
+          [
+            ...(revokePreviewSentence(revoke) ? [revokePreviewSentence(revoke)!] : []),
+            ...state.plan.pairs.map((pair) => `Window: ${pair.window}.`),
+          ],
           2,
           (n) => `…and ${n} more windows like it (baton mesh plan lists each)`,
         ).map((text) => ({ text, wrap: true })),
         ...(state.plan.ages ? [{ text: agesText(state.plan, state.plan.ages), wrap: true }] : []),
         { text: confirmPrompt(state.plan), tone: 'action', focus: true, wrap: true },
-        { text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}`, focus: true },
-        ...(refusal ? [{ text: `${MARKS.refused.glyph} not accepted: ${refusal}`, tone: 'refused' as const, wrap: true, focus: true }] : []),
+        {
+          text: `> ${state.typed}${state.typed === confirmationText(state.plan) ? '  (Enter rotates)' : ''}`,
+          focus: true,
+        },
+        ...(refusal
+          ? [
+              {
+                text: `${MARKS.refused.glyph} not accepted: ${refusal}`,
+                tone: 'refused' as const,
+                wrap: true,
+                focus: true,
+              },
+            ]
+          : []),
       ];
     case 'cancelled':
-      return [{ text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`, tone: 'info' }];
+      return [
+        {
+          text: `${MARKS.info.glyph} Cancelled before anything was generated. Nothing was sent.`,
+          tone: 'info',
+        },
+      ];
     case 'preparing':
     case 'committing':
       return [{ text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' }];
@@ -135,16 +223,33 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       ];
     case 'prepare-failed':
       return [
-        { text: `${MARKS.refused.glyph} Prepare failed: nothing took effect, the old credentials keep working.`, tone: 'refused' },
-        ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
+        {
+          text: `${MARKS.refused.glyph} Prepare failed: nothing took effect, the old credentials keep working.`,
+          tone: 'refused',
+        },
+        ...limited(
+          state.failures.map((f) => `  ${f.machine}: ${f.reason}`),
+          DETAIL_LINES,
+          (n) => `  …and ${n} more`,
+        ).map((text) => ({ text })),
         state.unstageFailures.length === 0
           ? { text: 'Every staged file was removed.' }
-          : { text: `Staged files could NOT be removed on ${state.unstageFailures.map((f) => f.machine).join(', ')}.`, tone: 'action' },
+          : {
+              text: `Staged files could NOT be removed on ${state.unstageFailures.map((f) => f.machine).join(', ')}.`,
+              tone: 'action',
+            },
       ];
     case 'commit-failed':
       return [
-        { text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged (their old passwords still work).`, tone: 'refused' },
-        ...limited(state.failures.map((f) => `  ${f.machine}: ${f.reason}`), DETAIL_LINES, (n) => `  …and ${n} more`).map((text) => ({ text })),
+        {
+          text: `${MARKS.refused.glyph} Commit interrupted: ${p.committed}/${p.files} files live, the rest still staged (their old passwords still work).`,
+          tone: 'refused',
+        },
+        ...limited(
+          state.failures.map((f) => `  ${f.machine}: ${f.reason}`),
+          DETAIL_LINES,
+          (n) => `  …and ${n} more`,
+        ).map((text) => ({ text })),
         { text: `Next: fix the machine, then run: ${resume}`, tone: 'action', wrap: true },
       ];
     case 'done': {
@@ -152,31 +257,57 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
       const missing = state.plan.pairs.filter((pair) => !applied.has(pair.key));
       return [
         missing.length === 0
-          ? { text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`, tone: 'ok' }
-          : { text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run ${resume}`, tone: 'action', wrap: true },
+          ? {
+              text: `${MARKS.ok.glyph} Rotated ${plural(p.pairs, 'credential')}: ${p.files} files replaced on ${plural(p.holders, 'machine')}.`,
+              tone: 'ok',
+            }
+          : {
+              text: `${MARKS.action.glyph} ${capitalise(appliedCount(p.applied, p.pairs))}, ${missing.length} pending: run ${resume}`,
+              tone: 'action',
+              wrap: true,
+            },
         { text: `  ${progressText(state)}${windowBadge(state)}` },
         ...limited(
           missing.map((pair) => `${MARKS.action.glyph} ${notConfirmedText(pair)}`),
           2,
           (n) => `  …and ${n} more not confirmed`,
         ).map((text) => ({ text, tone: 'action' as const, wrap: true })),
-        { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
+        {
+          text: summaryOnQuit
+            ? 'q quits and prints the summary: what changed where.'
+            : 'q closes the view; the drill then checks every machine.',
+        },
       ];
     }
     case 'rolling-back':
       return [
         { text: `${MARKS.busy.glyph} ${progressText(state)}`, tone: 'busy' },
-        { text: `Rolling back what did not finish: each provider's previous file goes back, each staged consumer end is removed.`, wrap: true },
+        {
+          text: `Rolling back what did not finish: each provider's previous file goes back, each staged consumer end is removed.`,
+          wrap: true,
+        },
       ];
     case 'rolled-back':
       return [
-        ...rolledBackLines(state).map((text, i, all) => ({ text, wrap: true, ...(i === 0 || i === all.length - 1 ? { tone: 'action' as const } : {}) })),
-        { text: summaryOnQuit ? 'q quits and prints the summary: what changed where.' : 'q closes the view; the drill then checks every machine.' },
+        ...rolledBackLines(state).map((text, i, all) => ({
+          text,
+          wrap: true,
+          ...(i === 0 || i === all.length - 1 ? { tone: 'action' as const } : {}),
+        })),
+        {
+          text: summaryOnQuit
+            ? 'q quits and prints the summary: what changed where.'
+            : 'q closes the view; the drill then checks every machine.',
+        },
       ];
     case 'unstaging':
       return [
         { text: `${MARKS.refused.glyph} ${state.journal.what}`, tone: 'refused', wrap: true },
-        { text: `${MARKS.busy.glyph} removing every staged file: without its record nothing could find them again`, tone: 'busy', wrap: true },
+        {
+          text: `${MARKS.busy.glyph} removing every staged file: without its record nothing could find them again`,
+          tone: 'busy',
+          wrap: true,
+        },
       ];
     case 'journal-failed': {
       const [what, ...rest] = journalFailedLines(state, resume);
@@ -196,8 +327,10 @@ function panel(state: RotationState, refusal: string | undefined, summaryOnQuit:
 
 function keysLine(state: RotationState, pageSize: number): string {
   const scroll = state.plan.holders.length > pageSize ? 'j/k scroll · ' : '';
-  if (state.step === 'confirming') return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
-  if (state.step === 'preparing' || state.step === 'committing') return `${scroll}delivering… · Ctrl-C interrupts`;
+  if (state.step === 'confirming')
+    return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
+  if (state.step === 'preparing' || state.step === 'committing')
+    return `${scroll}delivering… · Ctrl-C interrupts`;
   if (state.step === 'unstaging') return `${scroll}removing staged files… · Ctrl-C interrupts`;
   if (isTerminal(state)) return `${scroll}? help · q quit`;
   return `${scroll}? help · q quit · Ctrl-C quit`;

@@ -22,18 +22,26 @@ export type RotationIntent =
 
 const PAGE = 8;
 
-export function useRotationKeys(options: { readonly isActive: boolean; readonly typing: boolean; readonly onIntent: (intent: RotationIntent) => void }): void {
+export function useRotationKeys(options: {
+  readonly isActive: boolean;
+  readonly typing: boolean;
+  readonly onIntent: (intent: RotationIntent) => void;
+}): void {
   const { typing, onIntent } = options;
   useKeyStream(
     (event) => {
       // A pasted count is typed; anything else pasted here is not a digit and is dropped.
-      if (event.kind === 'paste') return typing ? onIntent({ type: 'edit', edit: (typed) => editLine(typed, event.text, NO_KEY, isDigit) }) : undefined;
+      if (event.kind === 'paste')
+        return typing
+          ? onIntent({ type: 'edit', edit: (typed) => editLine(typed, event.text, NO_KEY, isDigit) })
+          : undefined;
       const { input, key } = event;
       if (key.ctrl && input === 'c') return onIntent({ type: 'interrupt' });
       if (key.pageDown) return onIntent({ type: 'scroll', by: PAGE });
       if (key.pageUp) return onIntent({ type: 'scroll', by: -PAGE });
       // The count takes digits only, so j/k still scroll and q is not text while typing.
-      if (typing && editLine('', input, key, isDigit) !== undefined) return onIntent({ type: 'edit', edit: (typed) => editLine(typed, input, key, isDigit) });
+      if (typing && editLine('', input, key, isDigit) !== undefined)
+        return onIntent({ type: 'edit', edit: (typed) => editLine(typed, input, key, isDigit) });
       switch (keyIntent(input, key)) {
         case 'back':
           return onIntent({ type: 'back' });

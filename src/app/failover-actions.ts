@@ -29,7 +29,7 @@ export function actionWords(action: Action, reading: StatusReport): ActionWords 
       };
     case 'publish':
       return {
-        title: 'Publish this host\'s authority',
+        title: "Publish this host's authority",
         consequence:
           reading.published.state === 'present'
             ? `Replaces the document at ${location}, only if it is unchanged since this read.`

@@ -7,7 +7,15 @@
  * So Enter, Enter, Enter never writes anything.
  */
 import { actionWords } from './failover-actions.js';
-import { failover, failoverExitCode, forcePrefix, forceTarget, initialFailover, type FailoverEvent, type FailoverState } from './failover-flow.js';
+import {
+  failover,
+  failoverExitCode,
+  forcePrefix,
+  forceTarget,
+  initialFailover,
+  type FailoverEvent,
+  type FailoverState,
+} from './failover-flow.js';
 import { outcomeWords } from './failover-outcome.js';
 import { failoverRunner, type FailoverPorts } from './failover-run-effect.js';
 import { createFlow } from './flow.js';
@@ -27,7 +35,13 @@ export interface FailoverDialogue {
 
 const GLYPHS = { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph };
 
-export async function runFailoverDialogue({ ports, baton, ask, write, now = () => new Date() }: FailoverDialogue): Promise<number> {
+export async function runFailoverDialogue({
+  ports,
+  baton,
+  ask,
+  write,
+  now = () => new Date(),
+}: FailoverDialogue): Promise<number> {
   // The flow runtime, as on the screen; each answer is applied once every effect has settled.
   const flow = createFlow(failover, initialFailover, failoverRunner(ports));
   await flow.idle();
@@ -56,7 +70,8 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
           write(`${MARKS.refused.glyph} "${answer.trim()}" is not one of 1-${actions.length}.`);
           continue;
         }
-        while (state.step === 'deciding' && state.cursor !== picked) await apply({ type: 'move', by: state.cursor < picked ? 1 : -1 });
+        while (state.step === 'deciding' && state.cursor !== picked)
+          await apply({ type: 'move', by: state.cursor < picked ? 1 : -1 });
         await apply({ type: 'select', at: now() });
         continue;
       }
@@ -67,7 +82,9 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
         if (state.gated) {
           const prefix = deploymentPrefix(state.reading.deployment);
           write('This cannot be undone.');
-          const typed = await ask(`Type the first ${prefix.length} characters of the deployment id (${prefix}) to confirm, Enter alone goes back: `);
+          const typed = await ask(
+            `Type the first ${prefix.length} characters of the deployment id (${prefix}) to confirm, Enter alone goes back: `,
+          );
           if (typed === undefined || typed.trim() === '') {
             await apply({ type: 'back' });
             continue;
@@ -81,7 +98,8 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
           }
         }
         await apply({ type: 'confirm' });
-        if (state.step === 'confirming' && state.refusal) write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
+        if (state.step === 'confirming' && state.refusal)
+          write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }
       case 'confirming-force': {
@@ -92,14 +110,17 @@ export async function runFailoverDialogue({ ports, baton, ask, write, now = () =
         write(`  PUBLISHED  ${verdict.published}   (installed in its place)`);
         write(`  Diagnosis: ${lineageSentence(verdict.lineage)}`);
         write(`  ${verdict.caDir} and its marker are moved to ${forceTarget(state)}`);
-        const typed = await ask('Type the 8 characters after SHA256: of the LOCAL fingerprint, Enter alone goes back: ');
+        const typed = await ask(
+          'Type the 8 characters after SHA256: of the LOCAL fingerprint, Enter alone goes back: ',
+        );
         if (typed === undefined || typed.trim() === '') {
           await apply({ type: 'back' });
           continue;
         }
         await apply({ type: 'typed', text: typed });
         await apply({ type: 'confirm' });
-        if (state.step === 'confirming-force' && state.refusal) write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
+        if (state.step === 'confirming-force' && state.refusal)
+          write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }
       case 'done': {

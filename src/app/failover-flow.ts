@@ -21,7 +21,12 @@ export type PlainAction = Exclude<Action, 'force' | 'leave'>;
 
 export type FailoverState =
   | { readonly step: 'reading' }
-  | { readonly step: 'deciding'; readonly reading: StatusReport; readonly actions: readonly Action[]; readonly cursor: number }
+  | {
+      readonly step: 'deciding';
+      readonly reading: StatusReport;
+      readonly actions: readonly Action[];
+      readonly cursor: number;
+    }
   | {
       readonly step: 'confirming';
       readonly reading: StatusReport;
@@ -57,7 +62,12 @@ export type FailoverState =
       readonly after: StatusReport | undefined;
       readonly afterError: BatonError | undefined;
     }
-  | { readonly step: 'failed'; readonly reading: StatusReport | undefined; readonly action: Action | undefined; readonly error: BatonError };
+  | {
+      readonly step: 'failed';
+      readonly reading: StatusReport | undefined;
+      readonly action: Action | undefined;
+      readonly error: BatonError;
+    };
 
 export type FailoverEvent =
   | { readonly type: 'read'; readonly reading: StatusReport }
@@ -80,7 +90,12 @@ export type FailoverEffect =
    * The one effect that writes. `seen` is the verdict the operator confirmed: the operation
    * re-decides inside the lock and refuses if it moved. `at` fixes the set-aside stamp.
    */
-  | { readonly type: 'act'; readonly action: Exclude<Action, 'leave'>; readonly seen: Verdict; readonly at: Date | undefined }
+  | {
+      readonly type: 'act';
+      readonly action: Exclude<Action, 'leave'>;
+      readonly seen: Verdict;
+      readonly at: Date | undefined;
+    }
   | { readonly type: 'reread' };
 
 export interface FailoverStep {
@@ -129,7 +144,8 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
   switch (state.step) {
     case 'reading':
       if (event.type === 'read') return stay(deciding(event.reading));
-      if (event.type === 'read-failed') return stay({ step: 'failed', reading: undefined, action: undefined, error: event.error });
+      if (event.type === 'read-failed')
+        return stay({ step: 'failed', reading: undefined, action: undefined, error: event.error });
       return stay(state);
 
     case 'deciding':
@@ -145,7 +161,12 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
       }
 
     case 'confirming': {
-      if (event.type === 'typed') return stay(!state.gated || event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
+      if (event.type === 'typed')
+        return stay(
+          !state.gated || event.text === state.typed
+            ? state
+            : { ...state, typed: event.text, refusal: undefined },
+        );
       if (event.type === 'back') return stay(backTo(state));
       if (event.type !== 'confirm') return stay(state);
       // Minting or adopting over a loss cannot be undone: Enter alone never does it.
@@ -157,26 +178,40 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
     case 'confirming-force':
       // The same text again is the same state: a text field that re-reports its value must not
       // be able to drive a render loop through this reducer.
-      if (event.type === 'typed') return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
+      if (event.type === 'typed')
+        return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
       if (event.type === 'confirm' && forceUnlocked(state)) return act(state.reading, 'force', state.at);
-      if (event.type === 'confirm') return stay({ ...state, refusal: forceRefusal(state.typed, state.verdict.local, state.verdict.published) });
+      if (event.type === 'confirm')
+        return stay({
+          ...state,
+          refusal: forceRefusal(state.typed, state.verdict.local, state.verdict.published),
+        });
       if (event.type === 'back') return stay(backTo(state));
       return stay(state);
 
     case 'acting':
       if (event.type === 'acted') {
         return {
-          state: { step: 'done', before: state.reading, action: state.action, outcome: event.outcome, after: undefined, afterError: undefined },
+          state: {
+            step: 'done',
+            before: state.reading,
+            action: state.action,
+            outcome: event.outcome,
+            after: undefined,
+            afterError: undefined,
+          },
           effects: [{ type: 'reread' }],
         };
       }
-      if (event.type === 'act-failed') return stay({ step: 'failed', reading: state.reading, action: state.action, error: event.error });
+      if (event.type === 'act-failed')
+        return stay({ step: 'failed', reading: state.reading, action: state.action, error: event.error });
       return stay(state);
 
     case 'done':
       if (event.type === 'reread') return stay({ ...state, after: event.reading, afterError: undefined });
       if (event.type === 'reread-failed') return stay({ ...state, afterError: event.error });
-      if (event.type === 'refresh' && state.after !== undefined) return { state: { ...state, after: undefined }, effects: [{ type: 'reread' }] };
+      if (event.type === 'refresh' && state.after !== undefined)
+        return { state: { ...state, after: undefined }, effects: [{ type: 'reread' }] };
       return stay(state);
 
     case 'failed':
@@ -196,7 +231,10 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
  */
 function deciding(reading: StatusReport): FailoverState {
   const actions = offeredActions(reading);
-  const start = Math.max(0, actions.findIndex((action) => !isIrreversible(action, reading.verdict)));
+  const start = Math.max(
+    0,
+    actions.findIndex((action) => !isIrreversible(action, reading.verdict)),
+  );
   return { step: 'deciding', reading, actions, cursor: clamp(start, actions.length) };
 }
 
@@ -221,24 +259,45 @@ function select(state: Extract<FailoverState, { step: 'deciding' }>, at: Date): 
         step: 'done',
         before: reading,
         action,
-        outcome: { kind: 'left', why: 'Left as it is at the operator\'s choice.' },
+        outcome: { kind: 'left', why: "Left as it is at the operator's choice." },
         after: reading,
         afterError: undefined,
       });
     case 'force':
       if (reading.verdict.kind !== 'refuse') return stay(state);
-      return stay({ step: 'confirming-force', reading, actions, cursor, verdict: reading.verdict, typed: '', at, refusal: undefined });
+      return stay({
+        step: 'confirming-force',
+        reading,
+        actions,
+        cursor,
+        verdict: reading.verdict,
+        typed: '',
+        at,
+        refusal: undefined,
+      });
     case 'adopt':
     case 'publish':
     case 'first-controller':
-      return stay({ step: 'confirming', reading, actions, cursor, action, typed: '', gated: needsDeploymentGate(action, reading.verdict), refusal: undefined });
+      return stay({
+        step: 'confirming',
+        reading,
+        actions,
+        cursor,
+        action,
+        typed: '',
+        gated: needsDeploymentGate(action, reading.verdict),
+        refusal: undefined,
+      });
     default:
       return assertNever(action);
   }
 }
 
 function act(reading: StatusReport, action: Exclude<Action, 'leave'>, at: Date | undefined): FailoverStep {
-  return { state: { step: 'acting', reading, action }, effects: [{ type: 'act', action, seen: reading.verdict, at }] };
+  return {
+    state: { step: 'acting', reading, action },
+    effects: [{ type: 'act', action, seen: reading.verdict, at }],
+  };
 }
 
 function clamp(index: number, length: number): number {
@@ -254,7 +313,8 @@ function clamp(index: number, length: number): number {
 export function failoverExitCode(state: FailoverState): number {
   switch (state.step) {
     case 'done':
-      if (state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published') return state.before.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
+      if (state.outcome.kind === 'left' || state.outcome.kind === 'nothing-published')
+        return state.before.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
       return EXIT_OK;
     case 'failed':
       return state.error.exitCode;

@@ -11,7 +11,11 @@ import { readStatus } from './status-report.js';
 import { statusSources } from './status-sources.js';
 import { assertNever } from './status-verdict.js';
 
-export function failoverPorts(ctx: ShareContext, storeUrl: string, sealKeyFile: string | undefined): FailoverPorts {
+export function failoverPorts(
+  ctx: ShareContext,
+  storeUrl: string,
+  sealKeyFile: string | undefined,
+): FailoverPorts {
   const sources = statusSources(
     { deployment: ctx.deployment, stateDir: ctx.stateDir, storeUrl, store: ctx.store, sealKeyFile },
     { probeLock: true },

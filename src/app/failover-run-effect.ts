@@ -36,11 +36,29 @@ export function failoverRunner(ports: FailoverPorts): EffectRunner<unknown, Fail
     failed(effect, error) {
       switch (effect.type) {
         case 'read':
-          return { type: 'read-failed', error: asBatonError(error, { what: 'Reading the authorities failed', next: 'Press r to read again, or q to quit.' }) };
+          return {
+            type: 'read-failed',
+            error: asBatonError(error, {
+              what: 'Reading the authorities failed',
+              next: 'Press r to read again, or q to quit.',
+            }),
+          };
         case 'act':
-          return { type: 'act-failed', error: asBatonError(error, { what: `The ${effect.action} failed`, next: 'Press Esc to read again and decide again.' }) };
+          return {
+            type: 'act-failed',
+            error: asBatonError(error, {
+              what: `The ${effect.action} failed`,
+              next: 'Press Esc to read again and decide again.',
+            }),
+          };
         case 'reread':
-          return { type: 'reread-failed', error: asBatonError(error, { what: 'Reading the result failed', next: 'Run baton status to look again.' }) };
+          return {
+            type: 'reread-failed',
+            error: asBatonError(error, {
+              what: 'Reading the result failed',
+              next: 'Run baton status to look again.',
+            }),
+          };
         default:
           return assertNever(effect);
       }
@@ -49,6 +67,9 @@ export function failoverRunner(ports: FailoverPorts): EffectRunner<unknown, Fail
 }
 
 /** One effect run alone (the plain dialogue, the drill's script, tests): always resolves to an event. */
-export async function runFailoverEffect(effect: FailoverEffect, ports: FailoverPorts): Promise<FailoverEvent> {
+export async function runFailoverEffect(
+  effect: FailoverEffect,
+  ports: FailoverPorts,
+): Promise<FailoverEvent> {
   return (await settleAlone(failoverRunner(ports), effect))!;
 }

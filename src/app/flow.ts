@@ -38,7 +38,11 @@ export interface EffectRunner<S, E, F> {
  * Runs one effect under the contract: always resolves, a thrown error (sync or async) becomes
  * `failed`'s event. The runtime and the effect functions tested alone both go through here.
  */
-export async function settle<S, E, F>(runner: EffectRunner<S, E, F>, effect: F, context: EffectContext<S, E>): Promise<E | undefined> {
+export async function settle<S, E, F>(
+  runner: EffectRunner<S, E, F>,
+  effect: F,
+  context: EffectContext<S, E>,
+): Promise<E | undefined> {
   try {
     return await runner.run(effect, context);
   } catch (error) {
@@ -101,7 +105,12 @@ function rethrow(error: unknown): void {
   });
 }
 
-export function createFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>, runner: EffectRunner<S, E, F>, options: FlowOptions<S, F> = {}): Flow<S, E> {
+export function createFlow<S, E, F>(
+  reduce: Reduce<S, E, F>,
+  initial: Step<S, F>,
+  runner: EffectRunner<S, E, F>,
+  options: FlowOptions<S, F> = {},
+): Flow<S, E> {
   let state = initial.state;
   let running = 0;
   let stopped = false;
@@ -133,7 +142,9 @@ export function createFlow<S, E, F>(reduce: Reduce<S, E, F>, initial: Step<S, F>
       };
       // A listener that throws is a bug: it surfaces as an uncaught error instead of silently
       // stalling the queue behind it.
-      const ran = (options.sequential ? queue.then(() => runOne(effect)) : runOne(effect)).catch(rethrow).finally(done);
+      const ran = (options.sequential ? queue.then(() => runOne(effect)) : runOne(effect))
+        .catch(rethrow)
+        .finally(done);
       if (options.sequential) queue = ran;
     }
   };

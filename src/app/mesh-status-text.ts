@@ -4,13 +4,22 @@
  * pipe, a script and a screen never disagree about what a pair needs.
  */
 import { formatAge } from '../mesh/credential-age.js';
-import { countStates, PAIR_STATES, sortWorstFirst, type PairState, type PairStatus } from '../mesh/mesh-status.js';
+import {
+  countStates,
+  PAIR_STATES,
+  sortWorstFirst,
+  type PairState,
+  type PairStatus,
+} from '../mesh/mesh-status.js';
 import { nextStep as step, renderSaidBare, saidSteps, type Placeholder, type Said } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
 
 /** What `mesh seed --from-file` reads: the operator names the file, so it is a placeholder, never a word to paste. */
-const PASSWORD_FILE: Placeholder = { placeholder: 'FILE', readFrom: 'a file (0600) holding the password the database already has for the role' };
+const PASSWORD_FILE: Placeholder = {
+  placeholder: 'FILE',
+  readFrom: 'a file (0600) holding the password the database already has for the role',
+};
 
 /** The longest state word (`changed-in-db`), so plain rows stay aligned. */
 const STATE_WIDTH = Math.max(...PAIR_STATES.map((s) => s.length));
@@ -33,18 +42,44 @@ export function pairNext(status: PairStatus): Said | undefined {
   const rollback = status.resumeId === undefined ? undefined : step(`mesh rollback ${status.resumeId}`);
   switch (status.state) {
     case 'unreachable':
-      return [`make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run `, recheck, ' again'];
+      return [
+        `make ${status.unreadable.map((u) => u.machine).join(' and ')} reachable, then run `,
+        recheck,
+        ' again',
+      ];
     case 'drifted':
-      return status.neverDelivered ? ['seed it with the password the database has: ', step(`mesh seed --pair ${pairKey} --from-file`, { placeholders: [PASSWORD_FILE] })] : ['rotate it: ', rotate];
+      return status.neverDelivered
+        ? [
+            'seed it with the password the database has: ',
+            step(`mesh seed --pair ${pairKey} --from-file`, { placeholders: [PASSWORD_FILE] }),
+          ]
+        : ['rotate it: ', rotate];
     case 'changed-in-db':
       return status.database?.problem
-        ? [`fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then `, recheck]
-        : [`nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`];
+        ? [
+            `fix what keeps the provisioner on ${status.pair.providerMachine} from putting it back (its log names it), then `,
+            recheck,
+          ]
+        : [
+            `nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`,
+          ];
     case 'staged':
-      return resume && rollback ? ['finish it: ', resume, ', or roll it back: ', rollback] : ["no rotation in this mesh's journal prepared it: remove the staged file by hand (it is never read), then rotate (", rotate, ')'];
+      return resume && rollback
+        ? ['finish it: ', resume, ', or roll it back: ', rollback]
+        : [
+            "no rotation in this mesh's journal prepared it: remove the staged file by hand (it is never read), then rotate (",
+            rotate,
+            ')',
+          ];
     case 'pending':
       return resume && rollback
-        ? [`check the provisioner on ${status.pair.providerMachine}; once it applies, `, resume, ' (or roll it back: ', rollback, ')']
+        ? [
+            `check the provisioner on ${status.pair.providerMachine}; once it applies, `,
+            resume,
+            ' (or roll it back: ',
+            rollback,
+            ')',
+          ]
         : [`check the provisioner on ${status.pair.providerMachine}`];
     case 'applied':
       return status.tooOld ? ['older than the limit: ', rotate] : undefined;
@@ -78,11 +113,17 @@ export function summaryText(statuses: readonly PairStatus[]): string {
 }
 
 /** Plain lines for a pipe or a log: one per pair, worst first, then what to do. */
-export function meshStatusLines(statuses: readonly PairStatus[], selectorText: string, s: Suggester = PLAIN_SUGGESTER): string[] {
+export function meshStatusLines(
+  statuses: readonly PairStatus[],
+  selectorText: string,
+  s: Suggester = PLAIN_SUGGESTER,
+): string[] {
   const sorted = sortWorstFirst(statuses);
   const lines = [`Mesh status (${selectorText}), read-only: digests only, no secret was read.`];
   for (const status of sorted) {
-    const last = status.lastRotation ? `; last rotation ${status.lastRotation.id} ${status.lastRotation.outcome}` : '';
+    const last = status.lastRotation
+      ? `; last rotation ${status.lastRotation.id} ${status.lastRotation.outcome}`
+      : '';
     lines.push(
       `${STATE_MARKS[status.state].glyph} ${status.state.padEnd(STATE_WIDTH)} ${status.pair.key} (role ${status.pair.role}, ${status.pair.providerMachine} → ${status.pair.consumerMachine}) ${rotatedText(status)}${status.tooOld ? ' [older than --max-age]' : ''}${last}`,
     );
@@ -103,8 +144,10 @@ export function meshStatusLines(statuses: readonly PairStatus[], selectorText: s
 export function loginsText(status: PairStatus): string | undefined {
   const logins = status.logins;
   if (!logins) return undefined;
-  if (logins.live === undefined && status.unreadable.some((u) => u.machine === status.pair.consumerMachine)) return `unknown: ${status.pair.consumerMachine} could not be read`;
-  if (logins.live === undefined) return `the consumer end names no login yet (a pair being switched to alternating): it uses ${status.pair.role}`;
+  if (logins.live === undefined && status.unreadable.some((u) => u.machine === status.pair.consumerMachine))
+    return `unknown: ${status.pair.consumerMachine} could not be read`;
+  if (logins.live === undefined)
+    return `the consumer end names no login yet (a pair being switched to alternating): it uses ${status.pair.role}`;
   if (logins.other?.state === 'copied') {
     return `live ${logins.live}; other ${logins.other.login} valid (no file of its own yet: it holds ${status.pair.role}'s password from before the switch, copied by the provisioner; the next rotation gives it its own)`;
   }
@@ -115,7 +158,13 @@ export function loginsText(status: PairStatus): string | undefined {
 function loginsJson(status: PairStatus): object {
   const logins = status.logins;
   if (!logins) return {};
-  return { credential: 'alternating', logins: { live: logins.live ?? null, other: logins.other ? { login: logins.other.login, state: logins.other.state } : null } };
+  return {
+    credential: 'alternating',
+    logins: {
+      live: logins.live ?? null,
+      other: logins.other ? { login: logins.other.login, state: logins.other.state } : null,
+    },
+  };
 }
 
 /**
@@ -125,11 +174,23 @@ function loginsJson(status: PairStatus): object {
 function databaseJson(status: PairStatus): object | null {
   const check = status.database;
   if (!check) return null;
-  return { finding: check.found, since: check.since, restored: check.restored ?? null, problem: check.problem ?? null };
+  return {
+    finding: check.found,
+    since: check.since,
+    restored: check.restored ?? null,
+    problem: check.problem ?? null,
+  };
 }
 
 /** The `--json` document (README "mesh status --json"); a test fixes its shape. */
-export function meshStatusJson(statuses: readonly PairStatus[], selectorText: string, nowMs: number, maxAgeMs: number | undefined, exitCode: number, suggester: Suggester = PLAIN_SUGGESTER): object {
+export function meshStatusJson(
+  statuses: readonly PairStatus[],
+  selectorText: string,
+  nowMs: number,
+  maxAgeMs: number | undefined,
+  exitCode: number,
+  suggester: Suggester = PLAIN_SUGGESTER,
+): object {
   const counts = countStates(statuses);
   return {
     selector: selectorText,

@@ -30,7 +30,15 @@ export type MeshStatusViewEvent =
   | { readonly type: 'filter-text'; readonly text: string }
   | { readonly type: 'end-filter' };
 
-export const initialMeshStatusView: MeshStatusViewState = { statuses: undefined, failure: undefined, filter: '', typingFilter: false, help: false, selected: 0, top: 0 };
+export const initialMeshStatusView: MeshStatusViewState = {
+  statuses: undefined,
+  failure: undefined,
+  filter: '',
+  typingFilter: false,
+  help: false,
+  selected: 0,
+  top: 0,
+};
 
 /** A row is kept when every word of the filter appears in its provider, consumer, role, machines or state. */
 export function filteredRows(state: Pick<MeshStatusViewState, 'statuses' | 'filter'>): PairStatus[] {
@@ -38,8 +46,12 @@ export function filteredRows(state: Pick<MeshStatusViewState, 'statuses' | 'filt
   const words = state.filter.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return rows;
   return rows.filter((s) => {
-    const logins = s.logins ? [s.logins.live ?? '', s.logins.other ? `${s.logins.other.login} ${s.logins.other.state}` : ''] : [];
-    const hay = [s.pair.key, s.pair.role, s.pair.providerMachine, s.pair.consumerMachine, s.state, ...logins].join(' ').toLowerCase();
+    const logins = s.logins
+      ? [s.logins.live ?? '', s.logins.other ? `${s.logins.other.login} ${s.logins.other.state}` : '']
+      : [];
+    const hay = [s.pair.key, s.pair.role, s.pair.providerMachine, s.pair.consumerMachine, s.state, ...logins]
+      .join(' ')
+      .toLowerCase();
     return words.every((w) => hay.includes(w));
   });
 }
@@ -87,10 +99,16 @@ export function meshStatusView(state: MeshStatusViewState, event: MeshStatusView
 export type MeshStatusFlowEvent = MeshStatusViewEvent | { readonly type: 'refresh' };
 export type MeshStatusEffect = { readonly type: 'read' };
 
-export const initialMeshStatusFlow: Step<MeshStatusViewState, MeshStatusEffect> = { state: initialMeshStatusView, effects: [{ type: 'read' }] };
+export const initialMeshStatusFlow: Step<MeshStatusViewState, MeshStatusEffect> = {
+  state: initialMeshStatusView,
+  effects: [{ type: 'read' }],
+};
 
 /** The view's reducer on the flow runtime (src/app/flow.ts): a refresh while reading is dropped, never queued. */
-export function meshStatusFlow(state: MeshStatusViewState, event: MeshStatusFlowEvent): Step<MeshStatusViewState, MeshStatusEffect> {
+export function meshStatusFlow(
+  state: MeshStatusViewState,
+  event: MeshStatusFlowEvent,
+): Step<MeshStatusViewState, MeshStatusEffect> {
   if (event.type === 'refresh') {
     if (state.statuses === undefined && state.failure === undefined) return { state, effects: [] };
     return { state: meshStatusView(state, { type: 'reading' }), effects: [{ type: 'read' }] };

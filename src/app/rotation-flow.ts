@@ -39,20 +39,43 @@ export type RotationState =
   | (Resolved & { readonly step: 'cancelled' })
   /** `staged`: machines with all their files staged; `stagedFiles`: how many files that is. */
   | (Resolved & { readonly step: 'preparing'; readonly staged: KeyedLog<true>; readonly stagedFiles: number })
-  | (Resolved & { readonly step: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] })
+  | (Resolved & {
+      readonly step: 'prepare-failed';
+      readonly failures: readonly MachineFailure[];
+      readonly unstageFailures: readonly MachineFailure[];
+    })
   /** `committed`: `machine\0path` of every provider-end file renamed into place. */
-  | (Resolved & { readonly step: 'committing'; readonly digests: Digests; readonly committed: KeyedLog<true> })
+  | (Resolved & {
+      readonly step: 'committing';
+      readonly digests: Digests;
+      readonly committed: KeyedLog<true>;
+    })
   /**
    * Provider ends are live (those in `committed`; `failures` names machines where the rename
    * failed); each pair's consumer end is renamed as its receipt arrives. `applied`: pair →
    * the window it had, in ms.
    */
-  | (Resolved & { readonly step: 'applying'; readonly digests: Digests; readonly previous: Previous; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: KeyedLog<number> })
+  | (Resolved & {
+      readonly step: 'applying';
+      readonly digests: Digests;
+      readonly previous: Previous;
+      readonly committed: readonly string[];
+      readonly failures: readonly MachineFailure[];
+      readonly applied: KeyedLog<number>;
+    })
   /**
    * The wait ended with pairs unfinished (no receipt in time, a failed rename, the operator or
    * a signal stopped it, `stopped` says which): those pairs are being rolled back.
    */
-  | (Resolved & { readonly step: 'rolling-back'; readonly digests: Digests; readonly previous: Previous; readonly applied: readonly string[]; readonly windows: Windows; readonly failures: readonly MachineFailure[]; readonly stopped: string | undefined })
+  | (Resolved & {
+      readonly step: 'rolling-back';
+      readonly digests: Digests;
+      readonly previous: Previous;
+      readonly applied: readonly string[];
+      readonly windows: Windows;
+      readonly failures: readonly MachineFailure[];
+      readonly stopped: string | undefined;
+    })
   /** Every pair is finished (`applied`) or has its roll-back result in `results`. */
   | (Resolved & {
       readonly step: 'rolled-back';
@@ -64,14 +87,32 @@ export type RotationState =
       readonly results: readonly PairRollback[];
     })
   /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
-  | (Resolved & { readonly step: 'commit-failed'; readonly digests: Digests; readonly committed: readonly string[]; readonly failures: readonly MachineFailure[]; readonly applied: readonly string[]; readonly windows: Windows })
+  | (Resolved & {
+      readonly step: 'commit-failed';
+      readonly digests: Digests;
+      readonly committed: readonly string[];
+      readonly failures: readonly MachineFailure[];
+      readonly applied: readonly string[];
+      readonly windows: Windows;
+    })
   /**
    * `applied`: pairs whose consumer end went live after their receipt; the others' consumer ends are still staged.
    * `revoked`: with --revoke-previous, how each left login's revoke ended (absent: none was run).
    */
-  | (Resolved & { readonly step: 'done'; readonly digests: Digests; readonly applied: readonly string[]; readonly windows: Windows; readonly revoked?: readonly PairRevoke[] })
+  | (Resolved & {
+      readonly step: 'done';
+      readonly digests: Digests;
+      readonly applied: readonly string[];
+      readonly windows: Windows;
+      readonly revoked?: readonly PairRevoke[];
+    })
   /** A journal record failed while ends were staged and none live: every staged file is being removed. */
-  | (Resolved & { readonly step: 'unstaging'; readonly phase: JournalPhase; readonly journal: JournalFailure; readonly before: RotationState })
+  | (Resolved & {
+      readonly step: 'unstaging';
+      readonly phase: JournalPhase;
+      readonly journal: JournalFailure;
+      readonly before: RotationState;
+    })
   /**
    * A journal record could not be written. `files` says where the credentials stand: nothing
    * was staged, every staged file was taken back (`unstageFailures` names where it could not
@@ -109,16 +150,34 @@ export type RotationEvent =
   /** One holder has both ends of its files staged (`files` of them). */
   | { readonly type: 'staged'; readonly machine: string }
   | { readonly type: 'prepared'; readonly digests: Digests }
-  | { readonly type: 'prepare-failed'; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] }
+  | {
+      readonly type: 'prepare-failed';
+      readonly failures: readonly MachineFailure[];
+      readonly unstageFailures: readonly MachineFailure[];
+    }
   /** One holder committed its provider-end files. */
-  | { readonly type: 'committed-step'; readonly machine: string; readonly end: 'provides' | 'consumes'; readonly paths: readonly string[] }
+  | {
+      readonly type: 'committed-step';
+      readonly machine: string;
+      readonly end: 'provides' | 'consumes';
+      readonly paths: readonly string[];
+    }
   | { readonly type: 'committed'; readonly previous?: Previous }
   /** Some provider ends could not be renamed; the pairs of the others still go on. */
-  | { readonly type: 'commit-failed'; readonly failures: readonly MachineFailure[]; readonly previous?: Previous }
+  | {
+      readonly type: 'commit-failed';
+      readonly failures: readonly MachineFailure[];
+      readonly previous?: Previous;
+    }
   /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
   | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
   /** The wait is over; `failures`: consumer machines whose rename failed. */
-  | { readonly type: 'apply-finished'; readonly failures: readonly MachineFailure[]; readonly stopped?: string; readonly revoked?: readonly PairRevoke[] }
+  | {
+      readonly type: 'apply-finished';
+      readonly failures: readonly MachineFailure[];
+      readonly stopped?: string;
+      readonly revoked?: readonly PairRevoke[];
+    }
   /** The unfinished pairs were rolled back (or could not be, each result says why). */
   | { readonly type: 'rolled-back'; readonly results: readonly PairRollback[] }
   /** Finished pairs' previous provider files were removed (or left: a finished pair's is harmless). */
@@ -164,7 +223,10 @@ export function confirmationText(plan: RotationPlan): string {
 
 /** A holder's answer so far, in any step. */
 export function resolutionOf(state: RotationState, machine: string): Resolution | undefined {
-  if (state.step === 'resolving') return planIndex(state.plan).holders.has(machine) ? (logGet(state.answers, machine) ?? PENDING) : undefined;
+  if (state.step === 'resolving')
+    return planIndex(state.plan).holders.has(machine)
+      ? (logGet(state.answers, machine) ?? PENDING)
+      : undefined;
   return state.resolutions[machine];
 }
 
@@ -200,11 +262,17 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
     case 'resolving': {
       if (event.type === 'resolve-failed') return resolveFailed(state, event.reason);
       // The first answer per holder counts; a machine outside the plan is not a holder.
-      if (event.type !== 'holder-resolved' || !planIndex(state.plan).holders.has(event.machine) || logHas(state.answers, event.machine)) return to(state);
+      if (
+        event.type !== 'holder-resolved' ||
+        !planIndex(state.plan).holders.has(event.machine) ||
+        logHas(state.answers, event.machine)
+      )
+        return to(state);
       const answers = logAdd(state.answers, event.machine, event.resolution);
       if (answers.size < planIndex(state.plan).holders.size) return to({ ...state, answers });
       const resolutions: Record<string, Resolution> = {};
-      for (const holder of state.plan.holders) resolutions[holder.machine] = logGet(answers, holder.machine) ?? PENDING;
+      for (const holder of state.plan.holders)
+        resolutions[holder.machine] = logGet(answers, holder.machine) ?? PENDING;
       const next: Resolved = { id: state.id, plan: state.plan, resolutions };
       // THE GATE. One unresolved holder among any number closes it before a secret exists.
       if (Object.values(resolutions).some((r) => r.status === 'unresolved')) {
@@ -217,7 +285,9 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
     case 'confirming':
       if (event.type === 'typed') return to({ ...state, typed: event.text });
       if (event.type === 'confirmed' && state.typed.trim() === confirmationText(state.plan)) {
-        return to({ ...base(state), step: 'preparing', staged: emptyLog(), stagedFiles: 0 }, [{ type: 'prepare' }]);
+        return to({ ...base(state), step: 'preparing', staged: emptyLog(), stagedFiles: 0 }, [
+          { type: 'prepare' },
+        ]);
       }
       if (event.type === 'back') {
         const cancelled: RotationState = { ...base(state), step: 'cancelled' };
@@ -228,21 +298,36 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       if (event.type === 'staged') {
         const holder = planIndex(state.plan).holders.get(event.machine);
         if (!holder || logHas(state.staged, event.machine)) return to(state);
-        return to({ ...state, staged: logAdd(state.staged, event.machine, true), stagedFiles: state.stagedFiles + holder.receives.length });
+        return to({
+          ...state,
+          staged: logAdd(state.staged, event.machine, true),
+          stagedFiles: state.stagedFiles + holder.receives.length,
+        });
       }
       if (event.type === 'prepared') {
-        const committing: RotationState = { ...base(state), step: 'committing', digests: event.digests, committed: emptyLog() };
+        const committing: RotationState = {
+          ...base(state),
+          step: 'committing',
+          digests: event.digests,
+          committed: emptyLog(),
+        };
         // The commit waits for 'journaled': without the 'prepared' record `mesh resume` could
         // never find these staged files, so a failed record takes them back instead.
         return to(committing, [{ type: 'journal', phase: 'prepared', state: committing }]);
       }
       if (event.type === 'prepare-failed') {
-        const failed: RotationState = { ...base(state), step: 'prepare-failed', failures: event.failures, unstageFailures: event.unstageFailures };
+        const failed: RotationState = {
+          ...base(state),
+          step: 'prepare-failed',
+          failures: event.failures,
+          unstageFailures: event.unstageFailures,
+        };
         return to(failed, [{ type: 'journal', phase: 'prepare-failed', state: failed }]);
       }
       return to(state);
     case 'committing':
-      if (event.type === 'journaled' && event.phase === 'prepared' && state.committed.size === 0) return to(state, [{ type: 'commit' }]);
+      if (event.type === 'journaled' && event.phase === 'prepared' && state.committed.size === 0)
+        return to(state, [{ type: 'commit' }]);
       if (event.type === 'committed-step') {
         let committed = state.committed;
         for (const p of event.paths) committed = logAdd(committed, `${event.machine}\0${p}`, true);
@@ -259,24 +344,47 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           applied: emptyLog(),
         };
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
-        return to(applying, [{ type: 'journal', phase: 'committed', state: applying }, { type: 'wait-applied', digests: state.digests }]);
+        return to(applying, [
+          { type: 'journal', phase: 'committed', state: applying },
+          { type: 'wait-applied', digests: state.digests },
+        ]);
       }
       return to(state);
     case 'applying':
-      if (event.type === 'applied-pair' && !logHas(state.applied, event.pair)) return to({ ...state, applied: logAdd(state.applied, event.pair, event.windowMs) });
+      if (event.type === 'applied-pair' && !logHas(state.applied, event.pair))
+        return to({ ...state, applied: logAdd(state.applied, event.pair, event.windowMs) });
       if (event.type === 'apply-finished') {
         const applied = logKeys(state.applied);
         const windows: Record<string, number> = {};
         for (const key of applied) windows[key] = logGet(state.applied, key)!;
         const failures = [...state.failures, ...event.failures];
         if (failures.length === 0 && applied.length === state.plan.pairs.length) {
-          const done: RotationState = { ...base(state), step: 'done', digests: state.digests, applied, windows, ...(event.revoked ? { revoked: event.revoked } : {}) };
-          return to(done, [{ type: 'journal', phase: 'applied', state: done }, { type: 'discard-previous', pairs: applied }]);
+          const done: RotationState = {
+            ...base(state),
+            step: 'done',
+            digests: state.digests,
+            applied,
+            windows,
+            ...(event.revoked ? { revoked: event.revoked } : {}),
+          };
+          return to(done, [
+            { type: 'journal', phase: 'applied', state: done },
+            { type: 'discard-previous', pairs: applied },
+          ]);
         }
         // ALL OR NOTHING PAST THE COMMIT: what did not finish is rolled back now, never left waiting.
         const finished = setOf(applied);
         const open = state.plan.pairs.filter((p) => !finished.has(p.key)).map((p) => p.key);
-        const rolling: RotationState = { ...base(state), step: 'rolling-back', digests: state.digests, previous: state.previous, applied, windows, failures, stopped: event.stopped };
+        const rolling: RotationState = {
+          ...base(state),
+          step: 'rolling-back',
+          digests: state.digests,
+          previous: state.previous,
+          applied,
+          windows,
+          failures,
+          stopped: event.stopped,
+        };
         return to(rolling, [{ type: 'roll-back', pairs: open }]);
       }
       return to(state);
@@ -294,12 +402,23 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           results: event.results,
         };
         const done = [...state.applied, ...finishedNow];
-        return to(rolled, [{ type: 'journal', phase: 'rolled-back', state: rolled }, ...(done.length > 0 ? [{ type: 'discard-previous' as const, pairs: done }] : [])]);
+        return to(rolled, [
+          { type: 'journal', phase: 'rolled-back', state: rolled },
+          ...(done.length > 0 ? [{ type: 'discard-previous' as const, pairs: done }] : []),
+        ]);
       }
       return to(state);
     case 'unstaging':
       if (event.type === 'unstaged') {
-        return to({ ...base(state), step: 'journal-failed', phase: state.phase, journal: state.journal, before: state.before, files: 'unstaged', unstageFailures: event.failures });
+        return to({
+          ...base(state),
+          step: 'journal-failed',
+          phase: state.phase,
+          journal: state.journal,
+          before: state.before,
+          files: 'unstaged',
+          unstageFailures: event.failures,
+        });
       }
       return to(state);
     case 'gate-closed':
@@ -323,13 +442,31 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
  * `mesh resume` could never find them); once an end is live the 'prepared' record is on disk,
  * so what is left stays for `mesh resume`.
  */
-function journalFailed(state: RotationState, event: Extract<RotationEvent, { type: 'journal-failed' }>): Step {
-  if (state.step === 'resolving' || state.step === 'unstaging' || state.step === 'journal-failed') return to(state);
+function journalFailed(
+  state: RotationState,
+  event: Extract<RotationEvent, { type: 'journal-failed' }>,
+): Step {
+  if (state.step === 'resolving' || state.step === 'unstaging' || state.step === 'journal-failed')
+    return to(state);
   const failed = { ...base(state), phase: event.phase, journal: event.journal, before: state };
-  const staged = state.step === 'committing' ? state.committed.size === 0 : state.step === 'preparing' && state.staged.size > 0;
+  const staged =
+    state.step === 'committing'
+      ? state.committed.size === 0
+      : state.step === 'preparing' && state.staged.size > 0;
   if (staged) return to({ ...failed, step: 'unstaging' }, [{ type: 'unstage' }]);
-  const live = state.step === 'committing' || state.step === 'applying' || state.step === 'done' || state.step === 'commit-failed' || state.step === 'rolling-back' || state.step === 'rolled-back';
-  return to({ ...failed, step: 'journal-failed', files: live ? 'live' : 'nothing-staged', unstageFailures: [] });
+  const live =
+    state.step === 'committing' ||
+    state.step === 'applying' ||
+    state.step === 'done' ||
+    state.step === 'commit-failed' ||
+    state.step === 'rolling-back' ||
+    state.step === 'rolled-back';
+  return to({
+    ...failed,
+    step: 'journal-failed',
+    files: live ? 'live' : 'nothing-staged',
+    unstageFailures: [],
+  });
 }
 
 /** Every holder not yet answered becomes unresolved with `reason`: the gate closes, nothing is generated. */
@@ -338,7 +475,11 @@ function resolveFailed(state: Extract<RotationState, { step: 'resolving' }>, rea
   const effects: RotationEffect[] = [];
   for (const holder of state.plan.holders) {
     if (step.state.step !== 'resolving' || logHas(step.state.answers, holder.machine)) continue;
-    step = rotation(step.state, { type: 'holder-resolved', machine: holder.machine, resolution: { status: 'unresolved', reason } });
+    step = rotation(step.state, {
+      type: 'holder-resolved',
+      machine: holder.machine,
+      resolution: { status: 'unresolved', reason },
+    });
     effects.push(...step.effects);
   }
   return to(step.state, effects);
@@ -348,10 +489,30 @@ function base(state: Exclude<RotationState, { step: 'resolving' }>): Resolved {
   return { id: state.id, plan: state.plan, resolutions: state.resolutions };
 }
 
-export type Terminal = Extract<RotationState, { step: 'gate-closed' | 'cancelled' | 'prepare-failed' | 'commit-failed' | 'done' | 'rolled-back' | 'journal-failed' }>;
+export type Terminal = Extract<
+  RotationState,
+  {
+    step:
+      | 'gate-closed'
+      | 'cancelled'
+      | 'prepare-failed'
+      | 'commit-failed'
+      | 'done'
+      | 'rolled-back'
+      | 'journal-failed';
+  }
+>;
 
 export function isTerminal(state: RotationState): state is Terminal {
-  return ['gate-closed', 'cancelled', 'prepare-failed', 'commit-failed', 'done', 'rolled-back', 'journal-failed'].includes(state.step);
+  return [
+    'gate-closed',
+    'cancelled',
+    'prepare-failed',
+    'commit-failed',
+    'done',
+    'rolled-back',
+    'journal-failed',
+  ].includes(state.step);
 }
 
 /**
@@ -405,7 +566,11 @@ export function rotationOutcome(state: Terminal): RotationOutcome {
     case 'commit-failed':
       return 'commit-interrupted';
     case 'rolled-back':
-      return state.results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover)) ? 'taken-back' : 'unfinished';
+      return state.results.every(
+        (r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover),
+      )
+        ? 'taken-back'
+        : 'unfinished';
     case 'journal-failed':
       return 'journal-failed';
     case 'cancelled':
@@ -436,7 +601,12 @@ export function exitCodeOnLeave(state: RotationState): number {
 
 /** A phase that stages, renames or removes files: it finishes before anything else happens (Ctrl-C included). */
 export function isWritingFiles(state: RotationState): boolean {
-  return state.step === 'preparing' || state.step === 'committing' || state.step === 'unstaging' || state.step === 'rolling-back';
+  return (
+    state.step === 'preparing' ||
+    state.step === 'committing' ||
+    state.step === 'unstaging' ||
+    state.step === 'rolling-back'
+  );
 }
 
 /** baton is working and awaits no answer from the operator (the views' spinner turns). */
@@ -452,7 +622,15 @@ export function canQuit(state: RotationState): boolean {
 const answered = new WeakMap<object, number>();
 
 /** Counts the views show for each phase: O(1) per frame, whatever the number of holders. */
-export function progress(state: RotationState): { resolved: number; holders: number; files: number; staged: number; committed: number; pairs: number; applied: number } {
+export function progress(state: RotationState): {
+  resolved: number;
+  holders: number;
+  files: number;
+  staged: number;
+  committed: number;
+  pairs: number;
+  applied: number;
+} {
   // While taking staged files back, and after a record failed, the counts are where the rotation stood.
   if (state.step === 'unstaging' || state.step === 'journal-failed') return progress(state.before);
   const { files } = planIndex(state.plan);
@@ -460,10 +638,19 @@ export function progress(state: RotationState): { resolved: number; holders: num
   let resolved: number;
   if (state.step === 'resolving') resolved = state.answers.size;
   else {
-    resolved = answered.get(state.resolutions) ?? Object.values(state.resolutions).filter((r) => r.status !== 'pending').length;
+    resolved =
+      answered.get(state.resolutions) ??
+      Object.values(state.resolutions).filter((r) => r.status !== 'pending').length;
     answered.set(state.resolutions, resolved);
   }
-  const staged = state.step === 'preparing' ? state.stagedFiles : ['committing', 'commit-failed', 'applying', 'rolling-back', 'rolled-back', 'done'].includes(state.step) ? files : 0;
+  const staged =
+    state.step === 'preparing'
+      ? state.stagedFiles
+      : ['committing', 'commit-failed', 'applying', 'rolling-back', 'rolled-back', 'done'].includes(
+            state.step,
+          )
+        ? files
+        : 0;
   let committed = 0;
   let applied = 0;
   if (state.step === 'committing') committed = state.committed.size;
@@ -491,12 +678,16 @@ export type RotationFlow = Flow<RotationState, RotationEvent>;
  * first transport call, whichever event started it. After `stop()` only records and the
  * taking back of staged files still run.
  */
-export function rotationFlow(start: Step, runner: EffectRunner<RotationState, RotationEvent, RotationEffect>): RotationFlow {
+export function rotationFlow(
+  start: Step,
+  runner: EffectRunner<RotationState, RotationEvent, RotationEffect>,
+): RotationFlow {
   return createFlow(rotation, start, runner, {
     sequential: true,
     isFinished: isTerminal,
     // Past the commit, leaving must still end in finished or rolled-back pairs: the wait (ended
     // at once by the stop signal) and the roll-back run after the operator left.
-    runsAfterStop: (effect) => ['journal', 'unstage', 'wait-applied', 'roll-back', 'discard-previous'].includes(effect.type),
+    runsAfterStop: (effect) =>
+      ['journal', 'unstage', 'wait-applied', 'roll-back', 'discard-previous'].includes(effect.type),
   });
 }

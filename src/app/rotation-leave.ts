@@ -23,7 +23,10 @@ export async function finishAfterLeaving(
   write: (line: string) => void,
 ): Promise<number> {
   // Past the commit, leaving ends the wait and rolls back what did not finish (never left for a person).
-  if (flow.getState().step === 'applying') write('Provider ends committed; the wait for receipts ends now and each pair that did not finish is rolled back…');
+  if (flow.getState().step === 'applying')
+    write(
+      'Provider ends committed; the wait for receipts ends now and each pair that did not finish is rolled back…',
+    );
   deps.stop?.abort(new Error('cancelled by the operator'));
   flow.stop();
   await flow.idle();
@@ -32,7 +35,11 @@ export async function finishAfterLeaving(
   const resume = renderStep(deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
   const waitSeconds = Math.round(deps.waitMs / 1000);
   if (isTerminal(state)) {
-    for (const line of summaryLines(state, waitSeconds, { journal: path.join(deps.journalDir, JOURNAL_FILE), ...(deps.suggester ? { suggester: deps.suggester } : {}) })) write(line);
+    for (const line of summaryLines(state, waitSeconds, {
+      journal: path.join(deps.journalDir, JOURNAL_FILE),
+      ...(deps.suggester ? { suggester: deps.suggester } : {}),
+    }))
+      write(line);
     for (const line of revokeSummaryLines(state, deps.revoke, deps.suggester)) write(line);
     return left?.state.step === state.step ? left.code : rotationExitCode(state);
   }
@@ -48,7 +55,9 @@ export async function finishAfterLeaving(
   }
   if (state.step === 'applying' || state.step === 'rolling-back') {
     // Only without a stop to end the wait (a caller that gave none): say what is left, and how to finish or take it back.
-    write(`Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged. Finish with ${resume} or take it back with ${renderStep(deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh rollback ${state.id}`))}`);
+    write(
+      `Rotation ${state.id}: provider ends committed; consumer ends without a receipt are still staged. Finish with ${resume} or take it back with ${renderStep(deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh rollback ${state.id}`))}`,
+    );
     return EXIT_CODES['action-needed'];
   }
   write(`Left while ${state.step}: nothing was generated or sent.`);

@@ -33,21 +33,29 @@ export async function revokeAfterCommit(
   wait: ApplyWait,
 ): Promise<readonly PairRevoke[] | undefined> {
   if (!request || wait.stop?.aborted) return undefined;
-  if (commitFailures.length > 0 || consumers.failures.length > 0 || consumers.applied.length !== plan.pairs.length) return undefined;
+  if (
+    commitFailures.length > 0 ||
+    consumers.failures.length > 0 ||
+    consumers.applied.length !== plan.pairs.length
+  )
+    return undefined;
   const logins = leftLogins(plan.pairs);
   if (logins.length === 0) return [];
   // The consumer ends are committed: whatever breaks here is a revoke not confirmed, never a rotation to roll back.
-  return revokePrevious(logins, transportFor, { ...wait, endSessions: request.endSessions }).catch((error: unknown) =>
-    logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`)),
+  return revokePrevious(logins, transportFor, { ...wait, endSessions: request.endSessions }).catch(
+    (error: unknown) => logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`)),
   );
 }
 
 /** The preview: per alternating pair, what will be revoked and what happens to its sessions. */
 export function revokePreviewLines(plan: RotationPlan, request: RevokeRequest | undefined): string[] {
   if (!request) return [];
-  const sessions = request.endSessions ? 'its open sessions are named and ended' : 'its open sessions are named, not ended (--end-sessions ends them)';
+  const sessions = request.endSessions
+    ? 'its open sessions are named and ended'
+    : 'its open sessions are named, not ended (--end-sessions ends them)';
   return plan.pairs.map((p) => {
-    if (p.credential !== 'alternating') return `  revoke ${p.key}: nothing (one login role: the rotation itself replaces its password).`;
+    if (p.credential !== 'alternating')
+      return `  revoke ${p.key}: nothing (one login role: the rotation itself replaces its password).`;
     const left = p.login?.left?.role ?? `the login ${p.consumer} uses now`;
     return `  revoke ${p.key}: once every consumer end is committed, ${left} (the login ${p.consumer} leaves) gets a fresh password delivered nowhere; ${sessions}.`;
   });
@@ -60,7 +68,11 @@ export function revokePreviewSentence(request: RevokeRequest | undefined): strin
 }
 
 /** The summary's revoke lines, after the rotation's own; nothing when no revoke was asked for. */
-export function revokeSummaryLines(state: Terminal, request: RevokeRequest | undefined, s: Suggester = PLAIN_SUGGESTER): string[] {
+export function revokeSummaryLines(
+  state: Terminal,
+  request: RevokeRequest | undefined,
+  s: Suggester = PLAIN_SUGGESTER,
+): string[] {
   if (!request) return [];
   const revoked = state.step === 'done' ? state.revoked : undefined;
   if (!revoked) {
@@ -79,16 +91,30 @@ export function revokeSummaryLines(state: Terminal, request: RevokeRequest | und
  * How each revoke ended, for a rotation's summary and for the `mesh resume` that finished one;
  * a rotation that did not finish never revoked (`revoked` undefined) and says so.
  */
-export function revokeResultLines(request: RevokeRequest | undefined, revoked: readonly PairRevoke[] | undefined, s: Suggester = PLAIN_SUGGESTER): string[] {
+export function revokeResultLines(
+  request: RevokeRequest | undefined,
+  revoked: readonly PairRevoke[] | undefined,
+  s: Suggester = PLAIN_SUGGESTER,
+): string[] {
   if (!request) return [];
-  if (!revoked) return ["Nothing was revoked: the rotation's consumer ends are not all live yet, so each consumer's previous login keeps its password until a resume finishes them."];
-  if (revoked.length === 0) return ['Nothing was revoked: no pair of the rotation had a previous login to revoke.'];
+  if (!revoked)
+    return [
+      "Nothing was revoked: the rotation's consumer ends are not all live yet, so each consumer's previous login keeps its password until a resume finishes them.",
+    ];
+  if (revoked.length === 0)
+    return ['Nothing was revoked: no pair of the rotation had a previous login to revoke.'];
   const lines: string[] = [];
   for (const r of revoked) {
     if (r.revoked) {
-      lines.push(`  ${MARKS.ok.glyph} revoked ${r.login} (${r.pair}): its provisioner applied a fresh password delivered nowhere; its old password is refused.`);
-      if (r.endedSessions !== undefined) lines.push(`      ended ${r.endedSessions} open session(s) of ${r.login}.`);
-      if (r.sessions.length > 0) lines.push(`      open sessions of ${r.login}${request.endSessions ? '' : ' (not ended; --end-sessions ends them)'}: ${r.sessions.map(sessionText).join('; ')}.`);
+      lines.push(
+        `  ${MARKS.ok.glyph} revoked ${r.login} (${r.pair}): its provisioner applied a fresh password delivered nowhere; its old password is refused.`,
+      );
+      if (r.endedSessions !== undefined)
+        lines.push(`      ended ${r.endedSessions} open session(s) of ${r.login}.`);
+      if (r.sessions.length > 0)
+        lines.push(
+          `      open sessions of ${r.login}${request.endSessions ? '' : ' (not ended; --end-sessions ends them)'}: ${r.sessions.map(sessionText).join('; ')}.`,
+        );
       else if (r.endedSessions === undefined) lines.push(`      no open session of ${r.login}.`);
     } else {
       lines.push(`  ${MARKS.action.glyph} NOT revoked ${r.login} (${r.pair}): ${r.reason}.`);
@@ -99,6 +125,9 @@ export function revokeResultLines(request: RevokeRequest | undefined, revoked: r
 }
 
 /** The journal marks each pair whose left login was revoked. */
-export function journalRevoked(pair: JournalPair, state: { readonly step: string; readonly revoked?: readonly PairRevoke[] }): JournalPair {
+export function journalRevoked(
+  pair: JournalPair,
+  state: { readonly step: string; readonly revoked?: readonly PairRevoke[] },
+): JournalPair {
   return state.revoked?.some((r) => r.pair === pair.key && r.revoked) ? { ...pair, revoked: true } : pair;
 }

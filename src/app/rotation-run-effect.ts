@@ -6,7 +6,16 @@
  */
 import path from 'node:path';
 import { asBatonError } from '../errors.js';
-import { consumerDigestKey, beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, prepareAll, providerCommitSteps, unstageAll, type ReceiptWait } from '../mesh/delivery.js';
+import {
+  consumerDigestKey,
+  beginReceiptWait,
+  commitConsumersOnReceipt,
+  commitProviderEnds,
+  prepareAll,
+  providerCommitSteps,
+  unstageAll,
+  type ReceiptWait,
+} from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
@@ -16,7 +25,12 @@ import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import type { EffectRunner } from './flow.js';
 import { assertNever } from './status-verdict.js';
 import type { MachineFailure } from '../mesh/delivery.js';
-import { resolutionOf, type RotationEffect, type RotationEvent, type RotationState } from './rotation-flow.js';
+import {
+  resolutionOf,
+  type RotationEffect,
+  type RotationEvent,
+  type RotationState,
+} from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
 import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
 
@@ -80,7 +94,12 @@ export type RotationRunner = EffectRunner<RotationState, RotationEvent, Rotation
  */
 export function rotationRunner(deps: RotationDeps): RotationRunner {
   const journalFile = path.join(deps.journalDir, JOURNAL_FILE);
-  const waitOptions = { waitMs: deps.waitMs, pollMs: deps.pollMs, concurrency: deps.concurrency, ...(deps.stop ? { stop: deps.stop.signal } : {}) };
+  const waitOptions = {
+    waitMs: deps.waitMs,
+    pollMs: deps.pollMs,
+    concurrency: deps.concurrency,
+    ...(deps.stop ? { stop: deps.stop.signal } : {}),
+  };
   /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
   let receiptWait: ReceiptWait | undefined;
   return {
@@ -97,25 +116,42 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           return { type: 'journaled', phase: effect.phase };
         case 'prepare': {
           if (state.step !== 'preparing') return undefined;
-          const result = await prepareAll(state.plan.pairs, state.plan.holders, deps.transportFor, deps.concurrency, (machine) => dispatch({ type: 'staged', machine }));
-          return result.ok ? { type: 'prepared', digests: result.digests } : { type: 'prepare-failed', failures: result.failures, unstageFailures: result.unstageFailures };
+          const result = await prepareAll(
+            state.plan.pairs,
+            state.plan.holders,
+            deps.transportFor,
+            deps.concurrency,
+            (machine) => dispatch({ type: 'staged', machine }),
+          );
+          return result.ok
+            ? { type: 'prepared', digests: result.digests }
+            : { type: 'prepare-failed', failures: result.failures, unstageFailures: result.unstageFailures };
         }
         case 'commit': {
           if (state.step !== 'committing') return undefined;
           // Stopped before anything is live: commit nothing; the roll-back removes the staged ends.
           if (deps.stop?.signal.aborted) return { type: 'commit-failed', failures: [] };
           receiptWait?.close();
-          receiptWait = deps.waitMs > 0 ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions) : undefined;
+          receiptWait =
+            deps.waitMs > 0
+              ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions)
+              : undefined;
           await receiptWait?.ready;
-          const result = await commitProviderEnds(providerCommitSteps(state.plan.holders), deps.transportFor, deps.concurrency, (step) =>
-            dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
+          const result = await commitProviderEnds(
+            providerCommitSteps(state.plan.holders),
+            deps.transportFor,
+            deps.concurrency,
+            (step) =>
+              dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
           );
           const previous: Record<string, SecretDigest> = {};
           for (const p of state.plan.pairs) {
             const kept = result.previous[`${p.providerMachine}\0${p.providerPath}`];
             if (kept) previous[p.key] = kept;
           }
-          return result.failures.length === 0 ? { type: 'committed', previous } : { type: 'commit-failed', failures: result.failures, previous };
+          return result.failures.length === 0
+            ? { type: 'committed', previous }
+            : { type: 'commit-failed', failures: result.failures, previous };
         }
         case 'wait-applied': {
           if (state.step !== 'applying') return undefined;
@@ -133,8 +169,20 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             begun,
           );
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
-          const revoked = await revokeAfterCommit(deps.revoke, state.plan, state.failures, result, deps.transportFor, waitOptions);
-          return { type: 'apply-finished', failures: result.failures, ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}), ...(revoked ? { revoked } : {}) };
+          const revoked = await revokeAfterCommit(
+            deps.revoke,
+            state.plan,
+            state.failures,
+            result,
+            deps.transportFor,
+            waitOptions,
+          );
+          return {
+            type: 'apply-finished',
+            failures: result.failures,
+            ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}),
+            ...(revoked ? { revoked } : {}),
+          };
         }
         case 'roll-back': {
           if (state.step !== 'rolling-back') return undefined;
@@ -146,7 +194,16 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.transportFor,
             // Bounded like the wait itself, and never longer than 10 s: the old receipt is reported, not awaited for ever.
             // Stopped by a signal or the operator: they want out, so the old receipt gets a short look.
-            { concurrency: deps.concurrency, waitMs: deps.rollbackWaitMs ?? Math.min(deps.waitMs, deps.stop?.signal.aborted ? STOPPED_RECEIPT_WAIT_MS : ROLLBACK_RECEIPT_WAIT_MS), pollMs: deps.pollMs },
+            {
+              concurrency: deps.concurrency,
+              waitMs:
+                deps.rollbackWaitMs ??
+                Math.min(
+                  deps.waitMs,
+                  deps.stop?.signal.aborted ? STOPPED_RECEIPT_WAIT_MS : ROLLBACK_RECEIPT_WAIT_MS,
+                ),
+              pollMs: deps.pollMs,
+            },
           );
           return { type: 'rolled-back', results };
         }
@@ -155,14 +212,25 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           const keys = new Set(effect.pairs);
           const finished = state.plan.pairs.filter((p) => keys.has(p.key));
           const byMachine = new Map<string, string[]>();
-          for (const p of finished) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
-          await Promise.all([...byMachine].map(([machine, paths]) => deps.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
+          for (const p of finished)
+            byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+          await Promise.all(
+            [...byMachine].map(([machine, paths]) =>
+              deps
+                .transportFor(machine)
+                .discardPrevious(paths)
+                .catch(() => undefined),
+            ),
+          );
           await retireSwitched(finished, deps.transportFor);
           return { type: 'previous-discarded' };
         }
         case 'unstage':
           if (state.step !== 'unstaging') return undefined;
-          return { type: 'unstaged', failures: await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency) };
+          return {
+            type: 'unstaged',
+            failures: await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency),
+          };
         default:
           return assertNever(effect);
       }
@@ -176,11 +244,18 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         case 'resolve':
           return { type: 'resolve-failed', reason: reasonOf(error) };
         case 'journal': {
-          const e = asBatonError(error, { what: 'The rotation journal could not be written.', where: journalFile });
+          const e = asBatonError(error, {
+            what: 'The rotation journal could not be written.',
+            where: journalFile,
+          });
           return {
             type: 'journal-failed',
             phase: effect.phase,
-            journal: { what: e.what, where: e.where ?? journalFile, next: e.next ?? 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.' },
+            journal: {
+              what: e.what,
+              where: e.where ?? journalFile,
+              next: e.next ?? 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.',
+            },
           };
         }
         case 'prepare':
@@ -192,7 +267,14 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         case 'unstage':
           return { type: 'unstaged', failures: everywhere };
         case 'roll-back':
-          return { type: 'rolled-back', results: effect.pairs.map((pair) => ({ pair, result: 'provider-unknown' as const, reason: reasonOf(error) })) };
+          return {
+            type: 'rolled-back',
+            results: effect.pairs.map((pair) => ({
+              pair,
+              result: 'provider-unknown' as const,
+              reason: reasonOf(error),
+            })),
+          };
         case 'discard-previous':
           return { type: 'previous-discarded' };
         default:
@@ -203,16 +285,22 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
 }
 
 /** What one phase of a rotation leaves in the journal: names, results and digests only. */
-export function journalRecord(state: RotationState, phase: JournalRecord['phase'], deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh' | 'revoke'>): JournalRecord {
+export function journalRecord(
+  state: RotationState,
+  phase: JournalRecord['phase'],
+  deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh' | 'revoke'>,
+): JournalRecord {
   const digests = 'digests' in state ? state.digests : undefined;
   const previous = 'previous' in state ? state.previous : undefined;
   const failures = new Map<string, MachineFailure>();
-  for (const f of 'failures' in state ? state.failures : []) if (!failures.has(f.machine)) failures.set(f.machine, f);
+  for (const f of 'failures' in state ? state.failures : [])
+    if (!failures.has(f.machine)) failures.set(f.machine, f);
   const results = state.plan.holders.map((holder) => {
     const resolution = resolutionOf(state, holder.machine);
     const failure = failures.get(holder.machine);
     if (failure) return { machine: holder.machine, ok: false, reason: failure.reason };
-    if (resolution?.status === 'unresolved') return { machine: holder.machine, ok: false, reason: resolution.reason };
+    if (resolution?.status === 'unresolved')
+      return { machine: holder.machine, ok: false, reason: resolution.reason };
     return { machine: holder.machine, ok: resolution?.status === 'resolved' };
   });
   return {
@@ -221,16 +309,38 @@ export function journalRecord(state: RotationState, phase: JournalRecord['phase'
     operator: deps.operator,
     phase,
     selector: state.plan.selectorText,
-    holders: state.plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
+    holders: state.plan.holders.map((h) => ({
+      machine: h.machine,
+      transport: h.transport,
+      address: h.address,
+      receives: h.receives.map((d) => d.path),
+    })),
     results,
-    pairs: state.plan.pairs.map((p) => journalRevoked(journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)]), state)),
+    pairs: state.plan.pairs.map((p) =>
+      journalRevoked(
+        journalPair(p, digests?.[p.key], previous?.[p.key], digests?.[consumerDigestKey(p.key)]),
+        state,
+      ),
+    ),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(deps.revoke ? { revoke_previous: { end_sessions: deps.revoke.endSessions } } : {}),
     ...(state.step === 'rolled-back'
       ? {
-          applied: [...state.applied, ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair)],
+          applied: [
+            ...state.applied,
+            ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair),
+          ],
           windows_ms: state.windows,
-          rolled_back: state.results.map((r) => ({ pair: r.pair, result: r.result, ...('receipt' in r ? { receipt: r.receipt } : {}), ...('reason' in r ? { reason: r.reason } : 'leftover' in r && r.leftover ? { reason: r.leftover } : {}) })),
+          rolled_back: state.results.map((r) => ({
+            pair: r.pair,
+            result: r.result,
+            ...('receipt' in r ? { receipt: r.receipt } : {}),
+            ...('reason' in r
+              ? { reason: r.reason }
+              : 'leftover' in r && r.leftover
+                ? { reason: r.leftover }
+                : {}),
+          })),
         }
       : {}),
     ...(state.step === 'done' || state.step === 'commit-failed'

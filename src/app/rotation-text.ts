@@ -7,7 +7,17 @@ import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { endDigest } from '../mesh/delivery.js';
 import { deliveredName, deliveryLabel, type Holder, type RotationPlan } from '../mesh/rotation-plan.js';
-import { confirmationText, isCommitted, isTerminal, progress, resolutionOf, setOf, unresolvedHolders, type RotationState, type Terminal } from './rotation-flow.js';
+import {
+  confirmationText,
+  isCommitted,
+  isTerminal,
+  progress,
+  resolutionOf,
+  setOf,
+  unresolvedHolders,
+  type RotationState,
+  type Terminal,
+} from './rotation-flow.js';
 import { logHas } from './rotation-log.js';
 import { MARKS } from './marks.js';
 import type { PairRollback } from '../mesh/rollback.js';
@@ -29,7 +39,9 @@ export function receivesShort(holder: Holder): string {
     if (roles) roles.push(deliveredName(d));
     else groups.set(dir, [deliveredName(d)]);
   }
-  return [...groups].map(([dir, roles]) => (roles.length === 1 ? `${dir}/${roles[0]}` : `${dir} (${roles.length} roles)`)).join(', ');
+  return [...groups]
+    .map(([dir, roles]) => (roles.length === 1 ? `${dir}/${roles[0]}` : `${dir} (${roles.length} roles)`))
+    .join(', ');
 }
 
 export function planHeadline(plan: RotationPlan): string {
@@ -56,7 +68,10 @@ export function confirmPrompt(plan: RotationPlan): string {
  * A journal record that could not be written: what failed and where, where the credentials
  * stand, and the next step (the last line). The view and the summary both say it this way.
  */
-export function journalFailedLines(state: Extract<RotationState, { step: 'journal-failed' }>, resume: string): string[] {
+export function journalFailedLines(
+  state: Extract<RotationState, { step: 'journal-failed' }>,
+  resume: string,
+): string[] {
   const lines = [state.journal.what, `  Journal: ${state.journal.where}`];
   switch (state.files) {
     case 'nothing-staged':
@@ -115,12 +130,19 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
   const fullList = `the journal${options.journal ? ` (${options.journal})` : ''} records every file and digest of rotation ${state.id}; \`${renderStep(s, nextStep(`mesh plan ${state.plan.selectorText} --json`))}\` lists every holder`;
   /** `lines` whole, or its first rows and how many more (never cut when not brief). */
   const rows = (lines: readonly string[], what: string): string[] =>
-    !brief || lines.length <= SUMMARY_ROWS ? [...lines] : [...lines.slice(0, SUMMARY_ROWS), `  …and ${lines.length - SUMMARY_ROWS} more ${what}: ${fullList}.`];
+    !brief || lines.length <= SUMMARY_ROWS
+      ? [...lines]
+      : [...lines.slice(0, SUMMARY_ROWS), `  …and ${lines.length - SUMMARY_ROWS} more ${what}: ${fullList}.`];
   switch (state.step) {
     case 'gate-closed':
       return gateClosedLines(state);
     case 'cancelled':
-      return ['Cancelled before anything was generated. Nothing was sent.', ...state.plan.pairs.filter((p) => p.login).map((p) => `  ${MARKS.info.glyph} ${p.key}: ${staysOn(p)}.`)];
+      return [
+        'Cancelled before anything was generated. Nothing was sent.',
+        ...state.plan.pairs
+          .filter((p) => p.login)
+          .map((p) => `  ${MARKS.info.glyph} ${p.key}: ${staysOn(p)}.`),
+      ];
     case 'prepare-failed':
       return [
         'Prepare failed: nothing took effect, the old credentials keep working.',
@@ -134,17 +156,33 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       const entries = state.plan.holders.flatMap((holder) =>
         holder.receives.map((d) => {
           const live = done.has(`${holder.machine}\0${d.path}`);
-          return { live, line: `  ${holder.machine}: ${deliveryLabel(d)} ${live ? 'replaced' : 'still staged'}` };
+          return {
+            live,
+            line: `  ${holder.machine}: ${deliveryLabel(d)} ${live ? 'replaced' : 'still staged'}`,
+          };
         }),
       );
-      const lines = [`Commit interrupted: ${appliedCount(state.applied.length, state.plan.pairs.length)}; the rest are staged, and their consumers keep the old password, which still works.`];
+      const lines = [
+        `Commit interrupted: ${appliedCount(state.applied.length, state.plan.pairs.length)}; the rest are staged, and their consumers keep the old password, which still works.`,
+      ];
       if (brief) {
         const staged = entries.filter((e) => !e.live).map((e) => e.line);
         const replaced = entries.filter((e) => e.live).map((e) => e.line);
-        lines.push(`  ${replaced.length} of ${files} files replaced, ${staged.length} still staged.`, ...rows(staged, 'still staged'), ...rows(replaced, 'replaced'));
+        lines.push(
+          `  ${replaced.length} of ${files} files replaced, ${staged.length} still staged.`,
+          ...rows(staged, 'still staged'),
+          ...rows(replaced, 'replaced'),
+        );
       } else lines.push(...entries.map((e) => e.line));
       lines.push(...state.failures.map((f) => `  ${f.machine}: ${f.reason}`));
-      lines.push(...rows(receiptLines(state, waitSeconds).filter((r) => r.missing).map((r) => r.line), 'not confirmed'));
+      lines.push(
+        ...rows(
+          receiptLines(state, waitSeconds)
+            .filter((r) => r.missing)
+            .map((r) => r.line),
+          'not confirmed',
+        ),
+      );
       lines.push(...windowSummary(state));
       lines.push(`Next: fix the machine, then run: ${renderStep(s, nextStep(`mesh resume ${state.id}`))}`);
       return lines;
@@ -157,7 +195,10 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
           ? `Rotated ${plural(n, 'credential')} (rotation ${state.id}).`
           : `${capitalise(appliedCount(state.applied.length, n))}, ${n - state.applied.length} pending (rotation ${state.id}).`,
       ];
-      if (brief) lines.push(`  ${progress(state).committed} of ${files} files replaced on ${plural(state.plan.holders.length, 'machine')}.`);
+      if (brief)
+        lines.push(
+          `  ${progress(state).committed} of ${files} files replaced on ${plural(state.plan.holders.length, 'machine')}.`,
+        );
       const applied = setOf(state.applied);
       const replaced = state.plan.holders.flatMap((holder) =>
         holder.receives.map((d) => {
@@ -171,10 +212,16 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       if (!brief) lines.push(...receipts.map((r) => r.line));
       else {
         const missing = receipts.filter((r) => r.missing).map((r) => r.line);
-        lines.push(`  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds !== undefined ? ` within ${waitSeconds} s` : ''}.`, ...rows(missing, 'not confirmed'));
+        lines.push(
+          `  Receipts: ${n - missing.length} of ${n} applied, ${missing.length} not confirmed${waitSeconds !== undefined ? ` within ${waitSeconds} s` : ''}.`,
+          ...rows(missing, 'not confirmed'),
+        );
       }
       lines.push(...windowSummary(state));
-      if (!all) lines.push(`Next: once each provisioner has applied them (its receipt), run: ${renderStep(s, nextStep(`mesh resume ${state.id}`))}`);
+      if (!all)
+        lines.push(
+          `Next: once each provisioner has applied them (its receipt), run: ${renderStep(s, nextStep(`mesh resume ${state.id}`))}`,
+        );
       return lines;
     }
     case 'rolled-back':
@@ -183,7 +230,9 @@ export function summaryLines(state: Terminal, waitSeconds?: number, options: Sum
       // Where the credentials stand first, then the journal: the operator fixes it, then goes on.
       const before = state.before;
       const lines = journalFailedLines(state, renderStep(s, nextStep(`mesh resume ${state.id}`)));
-      const standing = isTerminal(before) ? summaryLines(before, waitSeconds, options).filter((line) => !line.startsWith('Next:')) : [];
+      const standing = isTerminal(before)
+        ? summaryLines(before, waitSeconds, options).filter((line) => !line.startsWith('Next:'))
+        : [];
       return [...lines.slice(0, -1), ...standing, lines[lines.length - 1]!];
     }
     default: {
@@ -213,9 +262,12 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   const n = state.plan.pairs.length;
   const finished = state.applied.length + state.results.filter((r) => r.result === 'finished').length;
   const rolled = state.results.filter((r) => r.result === 'rolled-back').length;
-  const why = state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
+  const why =
+    state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
   const left = n - finished - rolled;
-  const lines = [`Rotation ${state.id} ${rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`];
+  const lines = [
+    `Rotation ${state.id} ${rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`,
+  ];
   for (const f of state.failures) lines.push(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   const applied = setOf(state.applied);
   let leftover = false;
@@ -234,11 +286,15 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
     const pair = byKey.get(r.pair)!;
     switch (r.result) {
       case 'finished':
-        lines.push(`  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider}'s receipt showed the new password, and ${pair.consumer}'s file holds it.`);
+        lines.push(
+          `  ${MARKS.ok.glyph} ${pair.key}: finished; ${pair.provider}'s receipt showed the new password, and ${pair.consumer}'s file holds it.`,
+        );
         break;
       case 'rolled-back': {
         if (pair.login) {
-          lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds what it held before this rotation (no file, if it had none) and ${pair.consumer}'s staged file was removed; ${staysOn(pair)}.`);
+          lines.push(
+            `  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds what it held before this rotation (no file, if it had none) and ${pair.consumer}'s staged file was removed; ${staysOn(pair)}.`,
+          );
           if (r.leftover) {
             leftover = true;
             lines.push(`      ${r.leftover} (it is never read, but it blocks the next rotation).`);
@@ -251,7 +307,9 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
             : r.receipt === 'new'
               ? `${pair.provider}'s receipt still shows the NEW password: it was applied before the roll-back, so new connections of ${pair.consumer} fail until the provisioner's next cycle puts the old one back.`
               : `no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of ${pair.consumer} fail until then.`;
-        lines.push(`  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds what it held before this rotation (no file, if it had none) and ${pair.consumer}'s staged file was removed; ${receipt}`);
+        lines.push(
+          `  ${MARKS.info.glyph} ${pair.key}: rolled back; ${pair.providerMachine}:${pair.providerPath} holds what it held before this rotation (no file, if it had none) and ${pair.consumer}'s staged file was removed; ${receipt}`,
+        );
         if (r.leftover) {
           leftover = true;
           lines.push(`      ${r.leftover} (it is never read, but it blocks the next rotation).`);
@@ -261,7 +319,9 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
       case 'provider-unknown':
         leftover = true;
         if (pair.login) {
-          lines.push(`  ${MARKS.refused.glyph} ${pair.key}: ${pair.providerMachine} could not be rolled back (${r.reason}); ${staysOn(pair)} — only ${pair.login.role}'s files are unfinished.`);
+          lines.push(
+            `  ${MARKS.refused.glyph} ${pair.key}: ${pair.providerMachine} could not be rolled back (${r.reason}); ${staysOn(pair)} — only ${pair.login.role}'s files are unfinished.`,
+          );
           break;
         }
         lines.push(
@@ -271,7 +331,9 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
       case 'consumer-unknown':
         leftover = true;
         if (pair.login) {
-          lines.push(`  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be reached (${r.reason}); whichever login its file names works: ${pair.login.role} if the file was replaced, else the one it was on.`);
+          lines.push(
+            `  ${MARKS.refused.glyph} ${pair.key}: ${pair.consumerMachine} could not be reached (${r.reason}); whichever login its file names works: ${pair.login.role} if the file was replaced, else the one it was on.`,
+          );
           break;
         }
         lines.push(
@@ -284,7 +346,10 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
       }
     }
   }
-  const finishedKeys = new Set([...state.applied, ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair)]);
+  const finishedKeys = new Set([
+    ...state.applied,
+    ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair),
+  ]);
   lines.push(...switchedLines(state.plan.pairs.filter((p) => finishedKeys.has(p.key))));
   lines.push(
     leftover
@@ -325,20 +390,35 @@ export function formatWindow(ms: number): string {
  * One line per pair: applied, with the window it had; or not confirmed, with what that means
  * (its consumer end is staged, the old password still works).
  */
-function receiptLines(state: Extract<Terminal, { step: 'done' | 'commit-failed' }>, waitSeconds: number | undefined): { missing: boolean; line: string }[] {
+function receiptLines(
+  state: Extract<Terminal, { step: 'done' | 'commit-failed' }>,
+  waitSeconds: number | undefined,
+): { missing: boolean; line: string }[] {
   const applied = setOf(state.applied);
   return state.plan.pairs.map((pair) => {
     if (pair.login) {
       // With --revoke-previous the login left does not keep working: the revoke lines below say how it ended.
       const revoked = state.step === 'done' && state.revoked?.some((r) => r.pair === pair.key && r.revoked);
-      const left = pair.login.left ? `: ${pair.login.left.role}, which it left, ${revoked ? 'is revoked (below)' : 'keeps working until the next rotation'}` : '';
+      const left = pair.login.left
+        ? `: ${pair.login.left.role}, which it left, ${revoked ? 'is revoked (below)' : 'keeps working until the next rotation'}`
+        : '';
       return applied.has(pair.key)
-        ? { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login.role}; ${pair.consumer} moved to it (no window${left})` }
-        : { missing: true, line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.` };
+        ? {
+            missing: false,
+            line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login.role}; ${pair.consumer} moved to it (no window${left})`,
+          }
+        : {
+            missing: true,
+            line: `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login.role}${waitSeconds ? ` within ${waitSeconds} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`,
+          };
     }
     if (applied.has(pair.key)) {
       const ms = state.windows[pair.key];
-      if (pair.leaves) return { missing: false, line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}; ${pair.consumer}'s file names it now (no window: it used ${pair.leaves} until then)` };
+      if (pair.leaves)
+        return {
+          missing: false,
+          line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}; ${pair.consumer}'s file names it now (no window: it used ${pair.leaves} until then)`,
+        };
       return {
         missing: false,
         line: `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}; ${pair.consumer}'s file replaced ${ms === undefined ? 'after the receipt' : `${formatWindow(ms)} later (the window)`}`,
@@ -360,11 +440,16 @@ function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed'
   const applied = setOf(state.applied);
   const lines = switchedLines(state.plan.pairs.filter((p) => applied.has(p.key)));
   if (alternating.length > 0) {
-    lines.unshift(`No window for ${plural(alternating.length, 'alternating pair')}: each consumer keeps a login that works until it moves to one its database already has.`);
+    lines.unshift(
+      `No window for ${plural(alternating.length, 'alternating pair')}: each consumer keeps a login that works until it moves to one its database already has.`,
+    );
   }
   // A pair switched back to one role had no window either: its consumer kept its login until its file named the role.
   const single = new Set(state.plan.pairs.filter((p) => !p.login && !p.leaves).map((p) => p.key));
-  const values = Object.entries(state.windows).filter(([key]) => single.has(key)).map(([, ms]) => ms).sort((a, b) => a - b);
+  const values = Object.entries(state.windows)
+    .filter(([key]) => single.has(key))
+    .map(([, ms]) => ms)
+    .sort((a, b) => a - b);
   if (values.length === 0) return lines;
   const median = values[Math.floor((values.length - 1) / 2)]!;
   return [
@@ -379,21 +464,28 @@ function windowSummary(state: Extract<Terminal, { step: 'done' | 'commit-failed'
  */
 export function windowBadge(state: Extract<Terminal, { step: 'done' }>): string {
   const applied = setOf(state.applied);
-  const single = state.plan.pairs.filter((p) => !p.login && !p.leaves && applied.has(p.key)).map((p) => state.windows[p.key]).filter((ms): ms is number => ms !== undefined);
+  const single = state.plan.pairs
+    .filter((p) => !p.login && !p.leaves && applied.has(p.key))
+    .map((p) => state.windows[p.key])
+    .filter((ms): ms is number => ms !== undefined);
   if (single.length > 0) return ` · window ≤ ${formatWindow(Math.max(...single))}`;
   if (state.plan.pairs.some((p) => p.login && applied.has(p.key))) return ' · window: none (alternating)';
-  return state.plan.pairs.some((p) => p.leaves && applied.has(p.key)) ? ' · window: none (switching to one role)' : '';
+  return state.plan.pairs.some((p) => p.leaves && applied.has(p.key))
+    ? ' · window: none (switching to one role)'
+    : '';
 }
 
 /** A pair the view lists as not confirmed: what stays live, and that it works. */
 export function notConfirmedText(pair: RotationPlan['pairs'][number]): string {
-  if (pair.login) return `${pair.provider} has not confirmed ${pair.login.role}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
+  if (pair.login)
+    return `${pair.provider} has not confirmed ${pair.login.role}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
   return `${pair.provider} has not confirmed ${pair.role}: ${pair.consumer}'s file is still staged; its old password still works.`;
 }
 
 /** Where an alternating pair's consumer stays when its rotation does not finish: a login that works. */
 export function staysOn(pair: RotationPlan['pairs'][number]): string {
-  if (pair.login?.left) return `${pair.consumer} stayed on its live login ${pair.login.left.role}, which works`;
+  if (pair.login?.left)
+    return `${pair.consumer} stayed on its live login ${pair.login.left.role}, which works`;
   return `${pair.consumer} kept its current file, which works (${pair.provider} still has its password)`;
 }
 
@@ -425,14 +517,20 @@ export function holderStatus(state: RotationState, holder: Holder): HolderStatus
   if (resolution.status === 'unresolved') return { tone: 'refused', text: resolution.reason };
   switch (state.step) {
     case 'preparing':
-      return logHas(state.staged, holder.machine) ? { tone: 'ok', text: 'staged' } : { tone: 'busy', text: 'staging' };
+      return logHas(state.staged, holder.machine)
+        ? { tone: 'ok', text: 'staged' }
+        : { tone: 'busy', text: 'staging' };
     case 'prepare-failed':
       return { tone: 'info', text: 'staged files removed' };
     case 'committing':
     case 'commit-failed': {
-      const done = holder.receives.filter((d) => isCommitted(state.committed, `${holder.machine}\0${d.path}`)).length;
+      const done = holder.receives.filter((d) =>
+        isCommitted(state.committed, `${holder.machine}\0${d.path}`),
+      ).length;
       if (done === holder.receives.length) return { tone: 'ok', text: 'replaced' };
-      return state.step === 'committing' ? { tone: 'busy', text: `committing ${done}/${holder.receives.length}` } : { tone: 'info', text: `still staged (${holder.receives.length - done})` };
+      return state.step === 'committing'
+        ? { tone: 'busy', text: `committing ${done}/${holder.receives.length}` }
+        : { tone: 'info', text: `still staged (${holder.receives.length - done})` };
     }
     case 'unstaging':
       return { tone: 'busy', text: 'removing staged files' };
@@ -443,15 +541,21 @@ export function holderStatus(state: RotationState, holder: Holder): HolderStatus
     case 'journal-failed': {
       const unstageFailure = state.unstageFailures.find((f) => f.machine === holder.machine);
       if (unstageFailure) return { tone: 'refused', text: unstageFailure.reason };
-      return state.files === 'unstaged' ? { tone: 'info', text: 'staged files removed' } : holderStatus(state.before, holder);
+      return state.files === 'unstaged'
+        ? { tone: 'info', text: 'staged files removed' }
+        : holderStatus(state.before, holder);
     }
     case 'applying':
     case 'done': {
       const log = state.step === 'applying' ? state.applied : undefined;
       const applied = state.step === 'done' ? setOf(state.applied) : undefined;
-      const waiting = holder.receives.filter((d) => d.end === 'consumes' && !(log ? logHas(log, d.pair) : applied!.has(d.pair))).length;
+      const waiting = holder.receives.filter(
+        (d) => d.end === 'consumes' && !(log ? logHas(log, d.pair) : applied!.has(d.pair)),
+      ).length;
       if (waiting === 0) return { tone: 'ok', text: 'replaced' };
-      return state.step === 'applying' ? { tone: 'busy', text: `waiting for ${waiting} receipt${waiting === 1 ? '' : 's'}` } : { tone: 'info', text: `still staged (${waiting})` };
+      return state.step === 'applying'
+        ? { tone: 'busy', text: `waiting for ${waiting} receipt${waiting === 1 ? '' : 's'}` }
+        : { tone: 'info', text: `still staged (${waiting})` };
     }
     default:
       return { tone: 'ok', text: 'resolved' };

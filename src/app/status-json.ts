@@ -20,7 +20,14 @@ export const STATUS_JSON_FORMAT = 'baton.status/1';
 function errorJson(error: BatonError, s?: Suggester) {
   const next = error.next === undefined ? null : s && error.said ? renderSaid(s, error.said) : error.next;
   const steps = error.said ? saidSteps(s ?? PLAIN, error.said) : [];
-  return { code: error.code, reason: error.reason ?? null, what: error.what, where: error.where ?? null, next, next_steps: steps };
+  return {
+    code: error.code,
+    reason: error.reason ?? null,
+    what: error.what,
+    where: error.where ?? null,
+    next,
+    next_steps: steps,
+  };
 }
 
 const PLAIN: Suggester = { prefix: 'baton', inventory: undefined, terminal: true };
@@ -37,7 +44,8 @@ export function statusErrorJson(error: BatonError) {
 export function statusJson(report: StatusReport, baton: string | Suggester = 'baton') {
   const { local, published, verdict } = report;
   const words = describeVerdict(verdict, baton);
-  const s: Suggester = typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
+  const s: Suggester =
+    typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
   return {
     format: STATUS_JSON_FORMAT,
     deployment: report.deployment,
@@ -54,13 +62,16 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       next_step: words.step ? stepJson(s, words.step) : null,
       lineage: verdict.kind === 'refuse' ? verdict.lineage.kind : null,
       // "left behind" is a proof only when the handover signature verified with this host's key.
-      handover: verdict.kind === 'refuse' && verdict.lineage.kind === 'left-behind' ? verdict.lineage.proof.kind : null,
+      handover:
+        verdict.kind === 'refuse' && verdict.lineage.kind === 'left-behind'
+          ? verdict.lineage.proof.kind
+          : null,
     },
     local: {
       state: local.state,
       fingerprint: local.state === 'whole' ? local.current.fingerprint : null,
       not_after: local.state === 'whole' ? local.current.notAfter.toISOString() : null,
-      previous_fingerprint: local.state === 'whole' ? local.previous?.fingerprint ?? null : null,
+      previous_fingerprint: local.state === 'whole' ? (local.previous?.fingerprint ?? null) : null,
       overlap_since: local.state === 'whole' && local.previous ? local.current.notBefore.toISOString() : null,
       marker_missing: local.state === 'whole' ? local.markerMissing : null,
       pending: local.state === 'whole' ? (local.pending ?? null) : null,
@@ -73,18 +84,28 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       location: published.location,
       fingerprint: published.state === 'present' ? published.header.fingerprint : null,
       previous_fingerprint: published.state === 'present' ? published.header.previousFingerprint : null,
-      not_after: published.state === 'present' ? published.current?.notAfter.toISOString() ?? null : null,
+      not_after: published.state === 'present' ? (published.current?.notAfter.toISOString() ?? null) : null,
       published_at: published.state === 'present' ? published.header.publishedAt : null,
       published_by: published.state === 'present' ? published.header.publishedBy : null,
       sealed: published.state === 'present' ? published.sealed : null,
       // The bad object's ETag, which `sync --replace-unreadable --confirm <ETAG 8>` is bound to.
       etag: published.state === 'unreadable' && published.etag ? etagShown(published.etag) : null,
       // Nothing published here: documents at neighbouring prefixes, each with its deployment.
-      neighbours: published.state === 'none' ? (published.neighbours ?? []).map((n) => ({ location: n.location, deployment: n.deployment ?? null })) : null,
+      neighbours:
+        published.state === 'none'
+          ? (published.neighbours ?? []).map((n) => ({
+              location: n.location,
+              deployment: n.deployment ?? null,
+            }))
+          : null,
       error: published.state === 'unreadable' ? errorJson(published.error, s) : null,
     },
     store_check: report.storeCheck
-      ? { enforced: report.storeCheck.enforced, detail: report.storeCheck.detail, checked_at: report.storeCheck.checkedAt }
+      ? {
+          enforced: report.storeCheck.enforced,
+          detail: report.storeCheck.detail,
+          checked_at: report.storeCheck.checkedAt,
+        }
       : null,
   };
 }

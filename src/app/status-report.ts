@@ -64,7 +64,11 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
       error: asBatonError(error, {
         what: 'The local authority could not be read',
         where: sources.stateDir,
-        next: ['Check the state dir exists and is readable by this user, then run ', nextStep('status'), ' again.'],
+        next: [
+          'Check the state dir exists and is readable by this user, then run ',
+          nextStep('status'),
+          ' again.',
+        ],
       }),
       unexpected: [],
     })),
@@ -78,7 +82,9 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
       }),
     })),
     sources.readStoreCheck().catch(() => undefined),
-    sources.probeLock ? sources.probeLock().catch((): LockProbe => ({ state: 'not-probed' })) : Promise.resolve<LockProbe>({ state: 'not-probed' }),
+    sources.probeLock
+      ? sources.probeLock().catch((): LockProbe => ({ state: 'not-probed' }))
+      : Promise.resolve<LockProbe>({ state: 'not-probed' }),
   ]);
   return {
     deployment: sources.deployment,
@@ -105,7 +111,10 @@ export function statusExitCode(report: StatusReport): number {
 }
 
 export function couldNotRead(report: StatusReport): boolean {
-  const localUnknown = report.local.state === 'blocked' && (report.local.problem === 'unreadable' || report.local.problem === 'changing');
-  const publishedUnknown = report.published.state === 'unreadable' && report.published.error.code !== 'refused';
+  const localUnknown =
+    report.local.state === 'blocked' &&
+    (report.local.problem === 'unreadable' || report.local.problem === 'changing');
+  const publishedUnknown =
+    report.published.state === 'unreadable' && report.published.error.code !== 'refused';
   return localUnknown || publishedUnknown;
 }

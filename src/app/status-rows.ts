@@ -82,7 +82,11 @@ function publishedFingerprint(published: PublishedAuthority): string | undefined
 }
 
 function fingerprintRow(label: string, mine: string, other: string | undefined): PanelRow {
-  return { kind: 'fingerprint', label, value: { text: mine, differs: other === undefined ? [] : fingerprintDiff(mine, other) } };
+  return {
+    kind: 'fingerprint',
+    label,
+    value: { text: mine, differs: other === undefined ? [] : fingerprintDiff(mine, other) },
+  };
 }
 
 export function localRows(report: StatusReport): PanelRows {
@@ -91,30 +95,54 @@ export function localRows(report: StatusReport): PanelRows {
   const where = layoutOf(report.stateDir).caDir;
   switch (local.state) {
     case 'fresh':
-      return { title: 'LOCAL', where, rows: [
-        { kind: 'text', label: 'state', value: 'fresh: no authority and no marker (never held one)' },
-        ...unexpectedRows(local.unexpected),
-      ] };
+      return {
+        title: 'LOCAL',
+        where,
+        rows: [
+          { kind: 'text', label: 'state', value: 'fresh: no authority and no marker (never held one)' },
+          ...unexpectedRows(local.unexpected),
+        ],
+      };
     case 'lost':
-      return { title: 'LOCAL', where, rows: [
-        { kind: 'text', label: 'state', value: 'LOST: the marker says this host held an authority, but ca/ is empty' },
-        ...unexpectedRows(local.unexpected),
-      ] };
+      return {
+        title: 'LOCAL',
+        where,
+        rows: [
+          {
+            kind: 'text',
+            label: 'state',
+            value: 'LOST: the marker says this host held an authority, but ca/ is empty',
+          },
+          ...unexpectedRows(local.unexpected),
+        ],
+      };
     case 'blocked':
-      return { title: 'LOCAL', where, rows: [
-        { kind: 'text', label: 'state', value: `${local.problem}: ${local.error.what}` },
-        ...(local.error.where ? [{ kind: 'text' as const, label: 'where', value: local.error.where }] : []),
-        ...unexpectedRows(local.unexpected),
-      ] };
+      return {
+        title: 'LOCAL',
+        where,
+        rows: [
+          { kind: 'text', label: 'state', value: `${local.problem}: ${local.error.what}` },
+          ...(local.error.where ? [{ kind: 'text' as const, label: 'where', value: local.error.where }] : []),
+          ...unexpectedRows(local.unexpected),
+        ],
+      };
     case 'whole': {
       const rows: PanelRow[] = [
         fingerprintRow('fingerprint', local.current.fingerprint, other),
-        { kind: 'text', label: 'state', value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}${local.pending ? ` (an interrupted ca ${local.pending}: run baton ca ${local.pending} to finish it)` : ''}` },
+        {
+          kind: 'text',
+          label: 'state',
+          value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}${local.pending ? ` (an interrupted ca ${local.pending}: run baton ca ${local.pending} to finish it)` : ''}`,
+        },
         { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
       ];
       if (local.previous) {
         rows.push({ kind: 'text', label: 'overlap', value: overlapText(local.current.notBefore) });
-        rows.push({ kind: 'fingerprint', label: 'previous', value: { text: local.previous.fingerprint, differs: [] } });
+        rows.push({
+          kind: 'fingerprint',
+          label: 'previous',
+          value: { text: local.previous.fingerprint, differs: [] },
+        });
       } else {
         rows.push({ kind: 'text', label: 'overlap', value: 'none' });
       }
@@ -125,7 +153,15 @@ export function localRows(report: StatusReport): PanelRows {
 }
 
 function unexpectedRows(unexpected: readonly string[]): PanelRow[] {
-  return unexpected.length === 0 ? [] : [{ kind: 'text', label: 'not ours', value: `${unexpected.join(', ')} (in ca/, never read or published)` }];
+  return unexpected.length === 0
+    ? []
+    : [
+        {
+          kind: 'text',
+          label: 'not ours',
+          value: `${unexpected.join(', ')} (in ca/, never read or published)`,
+        },
+      ];
 }
 
 /** `baton` is the command prefix with the global flags given (or the builder), for the one command a panel names. */
@@ -135,46 +171,88 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
   const check = storeCheckRow(report.storeCheck, baton);
   switch (published.state) {
     case 'none':
-      return { title: 'PUBLISHED', where: published.location, rows: [
-        { kind: 'text', label: 'state', value: `nothing is published at ${published.location}` },
-        ...(published.neighbours ?? []).map((n) => ({
-          kind: 'text' as const,
-          label: 'nearby',
-          value: `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
-        })),
-        check,
-      ] };
+      return {
+        title: 'PUBLISHED',
+        where: published.location,
+        rows: [
+          { kind: 'text', label: 'state', value: `nothing is published at ${published.location}` },
+          ...(published.neighbours ?? []).map((n) => ({
+            kind: 'text' as const,
+            label: 'nearby',
+            value: `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
+          })),
+          check,
+        ],
+      };
     case 'unreadable':
-      return { title: 'PUBLISHED', where: published.location, rows: [
-        { kind: 'text', label: 'state', value: `${published.error.code === 'refused' ? 'cannot be used' : 'could not read'}: ${published.error.what}` },
-        // What a replace is bound to (--confirm <ETAG 8>); the way on itself is the verdict's Next
-        // line, which carries the global flags given.
-        ...(published.etag ? [{ kind: 'text' as const, label: 'etag', value: etagShown(published.etag) }] : []),
-        check,
-      ] };
+      return {
+        title: 'PUBLISHED',
+        where: published.location,
+        rows: [
+          {
+            kind: 'text',
+            label: 'state',
+            value: `${published.error.code === 'refused' ? 'cannot be used' : 'could not read'}: ${published.error.what}`,
+          },
+          // What a replace is bound to (--confirm <ETAG 8>); the way on itself is the verdict's Next
+          // line, which carries the global flags given.
+          ...(published.etag
+            ? [{ kind: 'text' as const, label: 'etag', value: etagShown(published.etag) }]
+            : []),
+          check,
+        ],
+      };
     case 'present': {
       const header = published.header;
-      return { title: 'PUBLISHED', where: published.location, rows: [
-        fingerprintRow('fingerprint', header.fingerprint, other),
-        { kind: 'text', label: 'not after', value: published.current ? formatTime(published.current.notAfter) : 'unknown (sealed; no key to open it)' },
-        header.previousFingerprint
-          ? { kind: 'fingerprint', label: 'previous', value: { text: header.previousFingerprint, differs: [] } }
-          : { kind: 'text', label: 'previous', value: 'none (no rotation overlap)' },
-        { kind: 'text', label: 'published', value: `${formatStoredTime(header.publishedAt)} by ${header.publishedBy}` },
-        {
-          kind: 'text',
-          label: 'sealed',
-          value: !published.sealed ? 'no' : published.current ? 'yes (AES-256-GCM)' : 'yes; this host has no seal key',
-        },
-        check,
-      ] };
+      return {
+        title: 'PUBLISHED',
+        where: published.location,
+        rows: [
+          fingerprintRow('fingerprint', header.fingerprint, other),
+          {
+            kind: 'text',
+            label: 'not after',
+            value: published.current
+              ? formatTime(published.current.notAfter)
+              : 'unknown (sealed; no key to open it)',
+          },
+          header.previousFingerprint
+            ? {
+                kind: 'fingerprint',
+                label: 'previous',
+                value: { text: header.previousFingerprint, differs: [] },
+              }
+            : { kind: 'text', label: 'previous', value: 'none (no rotation overlap)' },
+          {
+            kind: 'text',
+            label: 'published',
+            value: `${formatStoredTime(header.publishedAt)} by ${header.publishedBy}`,
+          },
+          {
+            kind: 'text',
+            label: 'sealed',
+            value: !published.sealed
+              ? 'no'
+              : published.current
+                ? 'yes (AES-256-GCM)'
+                : 'yes; this host has no seal key',
+          },
+          check,
+        ],
+      };
     }
   }
 }
 
 function storeCheckRow(check: StoreCheckRecord | undefined, baton: string | Suggester): PanelRow {
-  const s: Suggester = typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
-  if (!check) return { kind: 'text', label: 'cond. writes', value: `not checked: run ${renderStep(s, nextStep('store check'))}` };
+  const s: Suggester =
+    typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
+  if (!check)
+    return {
+      kind: 'text',
+      label: 'cond. writes',
+      value: `not checked: run ${renderStep(s, nextStep('store check'))}`,
+    };
   const at = formatStoredTime(check.checkedAt);
   return {
     kind: 'text',

@@ -8,7 +8,9 @@ import { settleAlone, type EffectRunner } from './flow.js';
 import type { StatusEffect, StatusEvent } from './status-flow.js';
 import type { StatusReport } from './status-report.js';
 
-export function statusRunner(read: () => Promise<StatusReport>): EffectRunner<unknown, StatusEvent, StatusEffect> {
+export function statusRunner(
+  read: () => Promise<StatusReport>,
+): EffectRunner<unknown, StatusEvent, StatusEffect> {
   return {
     async run(effect) {
       switch (effect.type) {
@@ -16,11 +18,20 @@ export function statusRunner(read: () => Promise<StatusReport>): EffectRunner<un
           return { type: 'read', report: await read() };
       }
     },
-    failed: (_effect, error) => ({ type: 'read-failed', error: asBatonError(error, { what: 'Reading the status failed', next: 'Press r to read again, or q to quit.' }) }),
+    failed: (_effect, error) => ({
+      type: 'read-failed',
+      error: asBatonError(error, {
+        what: 'Reading the status failed',
+        next: 'Press r to read again, or q to quit.',
+      }),
+    }),
   };
 }
 
 /** One effect run alone (tests, plain output): always resolves to an event. */
-export async function runStatusEffect(effect: StatusEffect, read: () => Promise<StatusReport>): Promise<StatusEvent> {
+export async function runStatusEffect(
+  effect: StatusEffect,
+  read: () => Promise<StatusReport>,
+): Promise<StatusEvent> {
   return (await settleAlone(statusRunner(read), effect))!;
 }

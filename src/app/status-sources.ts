@@ -22,7 +22,10 @@ export interface StatusSourceConfig {
   readonly sealKeyFile: string | undefined;
 }
 
-export function statusSources(config: StatusSourceConfig, options: { readonly probeLock?: boolean } = {}): StatusSources {
+export function statusSources(
+  config: StatusSourceConfig,
+  options: { readonly probeLock?: boolean } = {},
+): StatusSources {
   return {
     deployment: config.deployment,
     stateDir: config.stateDir,
@@ -31,7 +34,9 @@ export function statusSources(config: StatusSourceConfig, options: { readonly pr
     async readPublished() {
       // Without the key a sealed document still shows its header; a key that cannot be read
       // must not hide the fingerprints a status view exists to compare.
-      const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile).catch(() => undefined) : undefined;
+      const sealKey = config.sealKeyFile
+        ? await readSealKey(config.sealKeyFile).catch(() => undefined)
+        : undefined;
       const read = await readPublished(config.store, config.deployment, sealKey);
       if (read.state !== 'none') return read;
       // Nothing here: name what sits at neighbouring prefixes, the typo case.
@@ -47,7 +52,14 @@ export function statusSources(config: StatusSourceConfig, options: { readonly pr
 /** The status view's shape of the last `store check` (the file format lives beside its writer). */
 async function lastStoreCheck(stateDir: string, storeUrl: string): Promise<StoreCheckRecord | undefined> {
   const record = await readStoreCheck(stateDir, storeUrl);
-  return record && { store: record.store, enforced: record.enforced, detail: record.detail, checkedAt: record.checked_at };
+  return (
+    record && {
+      store: record.store,
+      enforced: record.enforced,
+      detail: record.detail,
+      checkedAt: record.checked_at,
+    }
+  );
 }
 
 /**

@@ -25,7 +25,11 @@ function panelText(panel: PanelRows): string[] {
 }
 
 /** `glyphs` maps a tone to its mark (src/app/marks.ts), passed in so plain text and the view share one table. */
-export function statusText(report: StatusReport, glyphs: Record<VerdictTone, string>, baton: string | Suggester = 'baton'): string {
+export function statusText(
+  report: StatusReport,
+  glyphs: Record<VerdictTone, string>,
+  baton: string | Suggester = 'baton',
+): string {
   const words = describeVerdict(report.verdict, baton);
   return [
     `baton status: deployment ${report.deployment}`,

@@ -54,7 +54,8 @@ export function forceRefusal(typed: string, local: Fingerprint, published: Finge
     return 'That is the PUBLISHED fingerprint. Type the LOCAL one: the authority being set aside.';
   }
   const n = typed.replace(/\s+/g, '').length;
-  if (n !== expected.length) return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the LOCAL fingerprint.`;
+  if (n !== expected.length)
+    return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the LOCAL fingerprint.`;
   return `"${typed.trim()}" does not match the LOCAL fingerprint: compare it with the 8 characters marked "type these".`;
 }
 

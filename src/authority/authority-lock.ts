@@ -14,7 +14,11 @@ const RETRY_MS = 25;
  * a crashed baton kept forever would block every failover after it. Busy fails at once with
  * BatonError('lock-busy') naming the lock file, unless `waitMs` bounds a wait.
  */
-export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T>, opts?: { readonly waitMs?: number }): Promise<T> {
+export async function withAuthorityLock<T>(
+  stateDir: string,
+  fn: () => Promise<T>,
+  opts?: { readonly waitMs?: number },
+): Promise<T> {
   const { lock } = layoutOf(stateDir);
   const existed = await stat(lock).then(
     () => true,
@@ -43,13 +47,18 @@ export async function withAuthorityLock<T>(stateDir: string, fn: () => Promise<T
     // untouched disk. The lock file is not removed: unlinking a lock another process may have
     // opened would let two holders lock two different files.
     if (!existed && isBatonError(error)) {
-      const lockNote = createdDir ? `the state dir ${stateDir} and its lock file ca.lock; they hold nothing` : `the lock file ${lock}; it holds nothing`;
+      const lockNote = createdDir
+        ? `the state dir ${stateDir} and its lock file ca.lock; they hold nothing`
+        : `the lock file ${lock}; it holds nothing`;
       throw new BatonError(error.code, {
         what: error.what,
         ...(error.where === undefined ? {} : { where: error.where }),
         ...(error.next === undefined ? {} : { next: error.said ?? error.next }),
         ...(error.reason === undefined ? {} : { reason: error.reason }),
-        changed: error.changed === undefined ? `Taking the lock created ${lockNote}.` : `${error.changed} (Taking the lock created ${lockNote}.)`,
+        changed:
+          error.changed === undefined
+            ? `Taking the lock created ${lockNote}.`
+            : `${error.changed} (Taking the lock created ${lockNote}.)`,
         cause: error,
       });
     }
@@ -78,7 +87,8 @@ async function acquire(fd: number, lock: string, waitMs: number): Promise<void> 
     throw new BatonError('lock-busy', {
       what: 'The authority lock is held by another baton (or another operation in this one).',
       where: lock,
-      next: 'Wait for the other operation to finish and try again; `fuser -v ' + lock + '` shows who holds it.',
+      next:
+        'Wait for the other operation to finish and try again; `fuser -v ' + lock + '` shows who holds it.',
       changed: 'Nothing was written.',
     });
   }

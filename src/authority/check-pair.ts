@@ -23,7 +23,11 @@ export function problemOf(fault: PairFault): LocalProblem {
 }
 
 /** One sentence naming what is wrong with a pair, in the words of the files it names. */
-export function faultText(fault: PairFault, labels: { readonly key: string; readonly cert: string }, deployment: string): string {
+export function faultText(
+  fault: PairFault,
+  labels: { readonly key: string; readonly cert: string },
+  deployment: string,
+): string {
   switch (fault.kind) {
     case 'unparsable':
       return fault.file === 'key'
@@ -65,15 +69,21 @@ export function summaryOf(facts: CertificateFacts): PairSummary {
  * deployment) — the one implementation used for files on disk AND files in a published
  * document. Throws BatonError('refused') naming the reason and `where`.
  */
-export async function checkPair(key: Uint8Array, cert: Uint8Array, deployment: string, where: string): Promise<PairSummary> {
+export async function checkPair(
+  key: Uint8Array,
+  cert: Uint8Array,
+  deployment: string,
+  where: string,
+): Promise<PairSummary> {
   const inspection = await inspectPair(key, cert, deployment);
   if (inspection.ok) return summaryOf(inspection.facts);
   throw new BatonError('refused', {
     what: faultText(inspection.fault, { key: 'the key', cert: 'the certificate' }, deployment),
     where,
-    next: inspection.fault.kind === 'foreign'
-      ? 'Check the deployment id (--deployment) and the store or state dir this came from.'
-      : 'This is not an authority baton can use; restore the right files or take them from a known-good copy.',
+    next:
+      inspection.fault.kind === 'foreign'
+        ? 'Check the deployment id (--deployment) and the store or state dir this came from.'
+        : 'This is not an authority baton can use; restore the right files or take them from a known-good copy.',
     changed: 'Nothing was written.',
   });
 }

@@ -8,7 +8,13 @@
  * called inside withAuthorityLock they fail with 'lock-busy', like any second holder.
  * snapshotLocalAuthority takes no lock and writes nothing.
  */
-export type { AuthorityFiles, AuthorityFileName, LocalAuthority, LocalProblem, PairSummary } from './types.js';
+export type {
+  AuthorityFiles,
+  AuthorityFileName,
+  LocalAuthority,
+  LocalProblem,
+  PairSummary,
+} from './types.js';
 export { AUTHORITY_FILES } from './types.js';
 export { systemClock, type Clock } from './clock.js';
 export { readLocalAuthority, snapshotLocalAuthority } from './read-local-authority.js';

@@ -65,7 +65,8 @@ export async function installAuthority(
       changed: 'Nothing was written.',
     });
   }
-  if (previousCert && previousKey) await checkPair(previousKey, previousCert, deployment, `${where} (ca-previous.key + ca-previous.crt)`);
+  if (previousCert && previousKey)
+    await checkPair(previousKey, previousCert, deployment, `${where} (ca-previous.key + ca-previous.crt)`);
   const marker = files['authority-created'];
   const markerNames = marker && markerDeployment(marker);
   if (markerNames !== undefined && markerNames !== deployment) {
@@ -85,7 +86,10 @@ export async function installAuthority(
           ? `This host already holds an authority (${before.current.fingerprint}); baton never installs over one.`
           : `This host's authority is blocked: ${before.error.what}`,
       where: l.caDir,
-      next: before.state === 'whole' ? ['Set it aside on purpose with ', nextStep('sync --force'), ' if it must be replaced.'] : (before.error.said ?? before.error.next ?? 'Repair it by hand first.'),
+      next:
+        before.state === 'whole'
+          ? ['Set it aside on purpose with ', nextStep('sync --force'), ' if it must be replaced.']
+          : (before.error.said ?? before.error.next ?? 'Repair it by hand first.'),
       changed: 'Nothing was written.',
     });
   }
@@ -114,8 +118,13 @@ export async function installAuthority(
     throw new BatonError('failed', {
       what: `Installing the authority failed while writing ${writing} (${errorCode(error)}).`,
       where: l.caDir,
-      next: ['Look at it with ', nextStep('ca show'), '. baton removed nothing it wrote; clear ca/ by hand only once you know no node trusts what is there.'],
-      changed: written.length > 0 ? `Written before the failure: ${written.join(', ')}.` : 'Nothing was written.',
+      next: [
+        'Look at it with ',
+        nextStep('ca show'),
+        '. baton removed nothing it wrote; clear ca/ by hand only once you know no node trusts what is there.',
+      ],
+      changed:
+        written.length > 0 ? `Written before the failure: ${written.join(', ')}.` : 'Nothing was written.',
       cause: error,
     });
   }

@@ -13,6 +13,10 @@ export async function mintAuthority(
   // pkijs (~400 KB) is loaded only to mint: readers such as `status --json` import this
   // module through the authority index and must not pay for it at every start.
   const { mintCa } = await import('../pki/mint-ca.js');
-  const minted = await mintCa({ deployment, now: (opts?.clock ?? systemClock).now(), replaces: opts?.replaces });
+  const minted = await mintCa({
+    deployment,
+    now: (opts?.clock ?? systemClock).now(),
+    replaces: opts?.replaces,
+  });
   return { 'ca.crt': minted.certPem, 'ca.key': minted.keyPem };
 }

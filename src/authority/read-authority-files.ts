@@ -22,7 +22,10 @@ export async function readAuthorityFiles(stateDir: string, deployment: string): 
           ? `Cannot publish: ${local.error.what}`
           : `Cannot publish: this host holds no authority (${local.state}).`,
       where: local.state === 'blocked' ? (local.error.where ?? l.caDir) : l.caDir,
-      next: local.state === 'blocked' ? (local.error.said ?? local.error.next ?? 'Repair the local authority first.') : ['Adopt the published authority with ', nextStep('sync'), '.'],
+      next:
+        local.state === 'blocked'
+          ? (local.error.said ?? local.error.next ?? 'Repair the local authority first.')
+          : ['Adopt the published authority with ', nextStep('sync'), '.'],
       changed: 'Nothing was written.',
     });
   }

@@ -11,7 +11,10 @@ import { markerDeployment } from './write-marker.js';
 
 /** Everything one pass over the state dir saw, before any of it is interpreted. */
 export interface RawAuthority {
-  readonly caDir: { readonly kind: 'absent' } | { readonly kind: 'error'; readonly reason: string } | { readonly kind: 'dir'; readonly entries: readonly string[] };
+  readonly caDir:
+    | { readonly kind: 'absent' }
+    | { readonly kind: 'error'; readonly reason: string }
+    | { readonly kind: 'dir'; readonly entries: readonly string[] };
   readonly cert: FileRead;
   readonly key: FileRead;
   readonly previousKey: FileRead;
@@ -46,7 +49,11 @@ export async function readRaw(stateDir: string): Promise<RawAuthority> {
 async function listCaDir(caDir: string): Promise<RawAuthority['caDir']> {
   try {
     const stat = await lstat(caDir);
-    if (!stat.isDirectory()) return { kind: 'error', reason: stat.isSymbolicLink() ? 'it is a symbolic link, not a directory' : 'it is not a directory' };
+    if (!stat.isDirectory())
+      return {
+        kind: 'error',
+        reason: stat.isSymbolicLink() ? 'it is a symbolic link, not a directory' : 'it is not a directory',
+      };
     return { kind: 'dir', entries: (await readdir(caDir)).sort() };
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
@@ -85,12 +92,17 @@ export async function snapshotLocalAuthority(
     if (sameRaw(first, second)) return (await classify(second, stateDir, deployment)).local;
   }
   const l = layoutOf(stateDir);
-  return blocked(stateDir, 'changing', unexpectedOf(undefined), new BatonError('refused', {
-    what: `The authority changed while it was being read (${ATTEMPTS} attempts saw different files).`,
-    where: l.caDir,
-    next: 'Another baton is probably rotating or installing it; look again in a moment.',
-    changed: 'Nothing was written.',
-  }));
+  return blocked(
+    stateDir,
+    'changing',
+    unexpectedOf(undefined),
+    new BatonError('refused', {
+      what: `The authority changed while it was being read (${ATTEMPTS} attempts saw different files).`,
+      where: l.caDir,
+      next: 'Another baton is probably rotating or installing it; look again in a moment.',
+      changed: 'Nothing was written.',
+    }),
+  );
 }
 
 export function sameRaw(a: RawAuthority, b: RawAuthority): boolean {
@@ -98,9 +110,22 @@ export function sameRaw(a: RawAuthority, b: RawAuthority): boolean {
 }
 
 function rawKey(raw: RawAuthority): string {
-  const file = (f: FileRead) => (f.kind === 'bytes' ? `b:${Buffer.from(f.bytes).toString('base64')}` : `${f.kind}:${'reason' in f ? f.reason : ''}`);
-  const dir = raw.caDir.kind === 'dir' ? `d:${raw.caDir.entries.join('/')}` : `${raw.caDir.kind}:${'reason' in raw.caDir ? raw.caDir.reason : ''}`;
-  return [dir, file(raw.cert), file(raw.key), file(raw.previousKey), file(raw.previousCert), file(raw.marker)].join('|');
+  const file = (f: FileRead) =>
+    f.kind === 'bytes'
+      ? `b:${Buffer.from(f.bytes).toString('base64')}`
+      : `${f.kind}:${'reason' in f ? f.reason : ''}`;
+  const dir =
+    raw.caDir.kind === 'dir'
+      ? `d:${raw.caDir.entries.join('/')}`
+      : `${raw.caDir.kind}:${'reason' in raw.caDir ? raw.caDir.reason : ''}`;
+  return [
+    dir,
+    file(raw.cert),
+    file(raw.key),
+    file(raw.previousKey),
+    file(raw.previousCert),
+    file(raw.marker),
+  ].join('|');
 }
 
 const KNOWN_IN_CA = new Set<string>([...AUTHORITY_FILES.filter((n) => n !== MARKER_FILE), ...ROTATION_FILES]);
@@ -110,32 +135,75 @@ function unexpectedOf(entries: readonly string[] | undefined): readonly string[]
   return (entries ?? []).filter((name) => !KNOWN_IN_CA.has(name)).map((name) => `ca/${name}`);
 }
 
-function blocked(stateDir: string, problem: LocalProblem, unexpected: readonly string[], error: BatonError): LocalAuthority {
+function blocked(
+  stateDir: string,
+  problem: LocalProblem,
+  unexpected: readonly string[],
+  error: BatonError,
+): LocalAuthority {
   return { state: 'blocked', stateDir, problem, error, unexpected };
 }
 
 /** Turns one raw pass into the state docs/authority-on-disk.md names. Pure over `raw` (plus crypto). */
-export async function classify(raw: RawAuthority, stateDir: string, deployment: string): Promise<AuthorityRead> {
+export async function classify(
+  raw: RawAuthority,
+  stateDir: string,
+  deployment: string,
+): Promise<AuthorityRead> {
   const l = layoutOf(stateDir);
   const unexpected = unexpectedOf(raw.caDir.kind === 'dir' ? raw.caDir.entries : undefined);
-  const refuse = (problem: LocalProblem, what: string, where: string, next: string | Said): AuthorityRead => ({
+  const refuse = (
+    problem: LocalProblem,
+    what: string,
+    where: string,
+    next: string | Said,
+  ): AuthorityRead => ({
     raw,
     currentKey: undefined,
-    local: blocked(stateDir, problem, unexpected, new BatonError('refused', { what, where, next, changed: 'Nothing was written.' })),
+    local: blocked(
+      stateDir,
+      problem,
+      unexpected,
+      new BatonError('refused', { what, where, next, changed: 'Nothing was written.' }),
+    ),
   });
   /** A key/certificate pair (current or previous) that fails its checks. */
-  const refusePair = (fault: PairFault, labels: { readonly key: string; readonly cert: string }): AuthorityRead =>
+  const refusePair = (
+    fault: PairFault,
+    labels: { readonly key: string; readonly cert: string },
+  ): AuthorityRead =>
     refuse(problemOf(fault), faultText(fault, labels, deployment), l.caDir, pairNext(fault.kind));
 
   if (raw.caDir.kind === 'error') {
-    return refuse('unreadable', `The authority directory cannot be read: ${raw.caDir.reason}.`, l.caDir, CANNOT_READ_NEXT);
+    return refuse(
+      'unreadable',
+      `The authority directory cannot be read: ${raw.caDir.reason}.`,
+      l.caDir,
+      CANNOT_READ_NEXT,
+    );
   }
   for (const [file, read, secret] of filesOf(raw, l)) {
-    if (read.kind === 'error') return refuse('unreadable', `${path.basename(file)} cannot be read (${read.reason}).`, file, CANNOT_READ_NEXT);
+    if (read.kind === 'error')
+      return refuse(
+        'unreadable',
+        `${path.basename(file)} cannot be read (${read.reason}).`,
+        file,
+        CANNOT_READ_NEXT,
+      );
     if (read.kind === 'unsafe') {
       return secret
-        ? refuse('unsafe-key', `The key file ${path.basename(file)} is unsafe: it ${read.reason}.`, file, unsafeKeyNext(file))
-        : refuse('unreadable', `${path.basename(file)} cannot be used: it ${read.reason}.`, file, `Replace it with the regular file itself (mode 0644), then look again.`);
+        ? refuse(
+            'unsafe-key',
+            `The key file ${path.basename(file)} is unsafe: it ${read.reason}.`,
+            file,
+            unsafeKeyNext(file),
+          )
+        : refuse(
+            'unreadable',
+            `${path.basename(file)} cannot be used: it ${read.reason}.`,
+            file,
+            `Replace it with the regular file itself (mode 0644), then look again.`,
+          );
     }
   }
 
@@ -150,7 +218,12 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
   }
 
   const bytesOf = (f: FileRead) => (f.kind === 'bytes' ? f.bytes : undefined);
-  const [cert, key, previousCert, previousKey] = [bytesOf(raw.cert), bytesOf(raw.key), bytesOf(raw.previousCert), bytesOf(raw.previousKey)];
+  const [cert, key, previousCert, previousKey] = [
+    bytesOf(raw.cert),
+    bytesOf(raw.key),
+    bytesOf(raw.previousCert),
+    bytesOf(raw.previousKey),
+  ];
 
   if (!cert && !key) {
     if (previousCert || previousKey) {
@@ -161,7 +234,10 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
         HALF_NEXT,
       );
     }
-    const local: LocalAuthority = markerText !== undefined ? { state: 'lost', stateDir, unexpected } : { state: 'fresh', stateDir, unexpected };
+    const local: LocalAuthority =
+      markerText !== undefined
+        ? { state: 'lost', stateDir, unexpected }
+        : { state: 'fresh', stateDir, unexpected };
     return { raw, currentKey: undefined, local };
   }
   if (!cert || !key) {
@@ -177,7 +253,13 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
   let inspection = await inspectPair(key, cert, deployment);
   let currentKey = key;
   let repairedTear = false;
-  if (!inspection.ok && inspection.fault.kind === 'mismatched' && previousKey && previousCert && sameBytes(previousCert, cert)) {
+  if (
+    !inspection.ok &&
+    inspection.fault.kind === 'mismatched' &&
+    previousKey &&
+    previousCert &&
+    sameBytes(previousCert, cert)
+  ) {
     // EXACTLY, NEVER TOLERANTLY: the repair applies only when ca-previous.crt is byte-for-byte
     // the ca.crt that was read and ca-previous.key pairs with it — the footprint of a rotation
     // that renamed its key and not yet its certificate, and nothing else.
@@ -206,7 +288,8 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     if (!prior.ok) {
       return refusePair(prior.fault, { key: 'ca/ca-previous.key', cert: 'ca/ca-previous.crt' });
     }
-    if (prior.facts.fingerprint === current.fingerprint) pending = 'rotate'; // copies made, renames not yet
+    if (prior.facts.fingerprint === current.fingerprint)
+      pending = 'rotate'; // copies made, renames not yet
     else {
       previous = summaryOf(prior.facts);
       // No rotation starts during an overlap, so *.new files beside one are no rotation's:
@@ -218,13 +301,25 @@ export async function classify(raw: RawAuthority, stateDir: string, deployment: 
     }
   } else if (previousCert) {
     const facts = parseCertificate(previousCert);
-    if (sameBytes(previousCert, cert)) pending = 'rotate'; // the copy of ca.crt, before the copy of the key
-    else if (facts && current.replaces !== undefined && facts.fingerprint === current.replaces) pending = 'retire';
+    if (sameBytes(previousCert, cert))
+      pending = 'rotate'; // the copy of ca.crt, before the copy of the key
+    else if (facts && current.replaces !== undefined && facts.fingerprint === current.replaces)
+      pending = 'retire';
     else {
-      return refuse('half-initialised', 'The rotation overlap is half there: ca/ca-previous.crt is present but ca/ca-previous.key is missing.', l.caDir, HALF_PREVIOUS_NEXT);
+      return refuse(
+        'half-initialised',
+        'The rotation overlap is half there: ca/ca-previous.crt is present but ca/ca-previous.key is missing.',
+        l.caDir,
+        HALF_PREVIOUS_NEXT,
+      );
     }
   } else if (previousKey) {
-    return refuse('half-initialised', 'The rotation overlap is half there: ca/ca-previous.key is present but ca/ca-previous.crt is missing.', l.caDir, HALF_PREVIOUS_NEXT);
+    return refuse(
+      'half-initialised',
+      'The rotation overlap is half there: ca/ca-previous.key is present but ca/ca-previous.crt is missing.',
+      l.caDir,
+      HALF_PREVIOUS_NEXT,
+    );
   }
 
   return {
@@ -276,10 +371,22 @@ function pairNext(kind: string): Said {
     case 'foreign':
       // No baton command sets a blocked authority aside (force applies to a whole one that
       // differs): the way out is by hand, and then an ordinary sync adopts.
-      return ["Check --deployment and --state-dir. If this host must hold this deployment's authority, no baton command replaces a foreign one: move ca/ and authority-created aside by hand (e.g. to ca.superseded-manual), then adopt with ", nextStep('sync'), '.'];
+      return [
+        "Check --deployment and --state-dir. If this host must hold this deployment's authority, no baton command replaces a foreign one: move ca/ and authority-created aside by hand (e.g. to ca.superseded-manual), then adopt with ",
+        nextStep('sync'),
+        '.',
+      ];
     case 'mismatched':
-      return ['Restore the matching key or certificate from a backup; if this host should hold the published authority instead, move ca/ and authority-created aside by hand (no baton command does it for a broken pair), then adopt with ', nextStep('sync'), '.'];
+      return [
+        'Restore the matching key or certificate from a backup; if this host should hold the published authority instead, move ca/ and authority-created aside by hand (no baton command does it for a broken pair), then adopt with ',
+        nextStep('sync'),
+        '.',
+      ];
     default:
-      return ['Restore the authority from a backup, or move ca/ and authority-created aside by hand (no baton command does it for a broken authority) and adopt the published one with ', nextStep('sync'), '.'];
+      return [
+        'Restore the authority from a backup, or move ca/ and authority-created aside by hand (no baton command does it for a broken authority) and adopt the published one with ',
+        nextStep('sync'),
+        '.',
+      ];
   }
 }

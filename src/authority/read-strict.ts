@@ -32,7 +32,10 @@ export async function readStrict(file: string, options: { readonly secret: boole
     if (!stat.isFile()) return { kind: 'unsafe', reason: 'is not a regular file' };
     const mode = stat.mode & 0o777;
     if (options.secret && (mode & 0o077) !== 0) {
-      return { kind: 'unsafe', reason: `is readable or writable by group or others (mode 0${mode.toString(8)})` };
+      return {
+        kind: 'unsafe',
+        reason: `is readable or writable by group or others (mode 0${mode.toString(8)})`,
+      };
     }
     if (stat.size > MAX_FILE_BYTES) return { kind: 'unsafe', reason: 'is larger than 1 MiB' };
     const chunks: Buffer[] = [];

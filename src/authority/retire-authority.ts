@@ -10,7 +10,12 @@ import { writeMarker } from './write-marker.js';
 
 export type RetireResult =
   /** `unproved`: the current certificate names no predecessor and the operator confirmed the delete. */
-  | { readonly kind: 'retired'; readonly previous: Fingerprint; readonly current: Fingerprint; readonly unproved?: true }
+  | {
+      readonly kind: 'retired';
+      readonly previous: Fingerprint;
+      readonly current: Fingerprint;
+      readonly unproved?: true;
+    }
   /** An earlier retire had removed the key; this one removed the certificate it left. */
   | { readonly kind: 'finished'; readonly current: Fingerprint }
   | { readonly kind: 'nothing-to-retire'; readonly current: Fingerprint };
@@ -34,14 +39,22 @@ export type RetireResult =
 export async function retireAuthority(
   stateDir: string,
   deployment: string,
-  opts?: { readonly onStep?: StepHook; readonly waitMs?: number; readonly acceptUnproved?: Fingerprint | 'any' },
+  opts?: {
+    readonly onStep?: StepHook;
+    readonly waitMs?: number;
+    readonly acceptUnproved?: Fingerprint | 'any';
+  },
 ): Promise<RetireResult> {
   return withAuthorityLock(
     stateDir,
     () =>
       retireLocked(stateDir, deployment, opts?.onStep, opts?.acceptUnproved).catch(
         stoppedPartWay('retire', layoutOf(stateDir).caDir, {
-          next: ['Fix the cause, then run ', nextStep('ca retire'), ' again: it finishes a retire left part-way.'],
+          next: [
+            'Fix the cause, then run ',
+            nextStep('ca retire'),
+            ' again: it finishes a retire left part-way.',
+          ],
           changed: 'The current authority is untouched.',
         }),
       ),
@@ -103,16 +116,35 @@ async function retireLocked(
   await onStep?.('removed ca-previous.key');
   await removeDurably(l.previousCert);
   await onStep?.('removed ca-previous.crt');
-  return { kind: 'retired', previous: previous.fingerprint, current: current.fingerprint, ...(unproved ? { unproved: true as const } : {}) };
+  return {
+    kind: 'retired',
+    previous: previous.fingerprint,
+    current: current.fingerprint,
+    ...(unproved ? { unproved: true as const } : {}),
+  };
 }
 
 /** The words of an unproved predecessor: what is missing, and that the operator's word is the way on. */
-export function unprovedRefusal(where: string, previous: Fingerprint, current: Fingerprint, confirmed?: Fingerprint | 'any'): BatonError {
-  const moved = confirmed !== undefined && confirmed !== 'any' ? ` (the confirmation was for ${confirmed}, and ca-previous.* is now ${previous})` : '';
+export function unprovedRefusal(
+  where: string,
+  previous: Fingerprint,
+  current: Fingerprint,
+  confirmed?: Fingerprint | 'any',
+): BatonError {
+  const moved =
+    confirmed !== undefined && confirmed !== 'any'
+      ? ` (the confirmation was for ${confirmed}, and ca-previous.* is now ${previous})`
+      : '';
   return new BatonError('refused', {
     what: `The current certificate ${current} names no predecessor (no billet-replaces: claim in its OU; an older billet minted it), so ${previous} in ca-previous.* cannot be proved to be the authority it replaced${moved}.`,
     where,
-    next: [`If every node already trusts ${current}, `, nextStep('ca retire --yes'), ' (or ', nextStep('ca retire'), ' on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.'],
+    next: [
+      `If every node already trusts ${current}, `,
+      nextStep('ca retire --yes'),
+      ' (or ',
+      nextStep('ca retire'),
+      ' on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.',
+    ],
     changed: 'Nothing was written.',
   });
 }

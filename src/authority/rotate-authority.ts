@@ -5,7 +5,13 @@ import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { inspectPair } from '../pki/inspect-pair.js';
 import { withAuthorityLock } from './authority-lock.js';
 import { systemClock, type Clock } from './clock.js';
-import { createFileDurably, fsyncDir, renameDurably, writeExclusive, type StepHook } from '../fs/durable-write.js';
+import {
+  createFileDurably,
+  fsyncDir,
+  renameDurably,
+  writeExclusive,
+  type StepHook,
+} from '../fs/durable-write.js';
 import { CERT_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { mintAuthority } from './mint-authority.js';
 import { readAuthority, sameBytes } from './read-local-authority.js';
@@ -40,15 +46,27 @@ export async function rotateAuthority(
     () =>
       rotateLocked(stateDir, deployment, opts?.clock ?? systemClock, opts?.onStep).catch(
         stoppedPartWay('rotation', layoutOf(stateDir).caDir, {
-          next: ['Fix the cause, then run ', nextStep('ca rotate'), ' again: it finishes a rotation left part-way. ', nextStep('ca show'), ' says where it stands.'],
-          changed: 'The current authority is still the one in use (or the rotation is part-way, which the reader repairs); no key anyone trusts was deleted.',
+          next: [
+            'Fix the cause, then run ',
+            nextStep('ca rotate'),
+            ' again: it finishes a rotation left part-way. ',
+            nextStep('ca show'),
+            ' says where it stands.',
+          ],
+          changed:
+            'The current authority is still the one in use (or the rotation is part-way, which the reader repairs); no key anyone trusts was deleted.',
         }),
       ),
     opts,
   );
 }
 
-async function rotateLocked(stateDir: string, deployment: string, clock: Clock, onStep: StepHook | undefined): Promise<RotateResult> {
+async function rotateLocked(
+  stateDir: string,
+  deployment: string,
+  clock: Clock,
+  onStep: StepHook | undefined,
+): Promise<RotateResult> {
   const l = layoutOf(stateDir);
   const read = await readAuthority(stateDir, deployment);
   const local = read.local;
@@ -57,7 +75,16 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
     throw new BatonError('refused', {
       what: `There is no authority to rotate: this host holds none (${local.state}).`,
       where: l.caDir,
-      next: local.state === 'lost' ? ['Adopt the published authority with ', nextStep('sync'), ', or restore ca/ from a backup.'] : ['Create one with ', nextStep('ca init'), ', or adopt the published one with ', nextStep('sync'), '.'],
+      next:
+        local.state === 'lost'
+          ? ['Adopt the published authority with ', nextStep('sync'), ', or restore ca/ from a backup.']
+          : [
+              'Create one with ',
+              nextStep('ca init'),
+              ', or adopt the published one with ',
+              nextStep('sync'),
+              '.',
+            ],
       changed: 'Nothing was written.',
     });
   }
@@ -65,7 +92,11 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
     throw new BatonError('refused', {
       what: `A rotation overlap is already in progress: ${local.previous.fingerprint} is still the previous authority.`,
       where: l.previousKey,
-      next: ['Once every node trusts the current authority, run ', nextStep('ca retire'), ', then rotate again.'],
+      next: [
+        'Once every node trusts the current authority, run ',
+        nextStep('ca retire'),
+        ', then rotate again.',
+      ],
       changed: 'Nothing was written.',
     });
   }
@@ -135,11 +166,21 @@ async function rotateLocked(stateDir: string, deployment: string, clock: Clock, 
 }
 
 /** The *.new pair, when it is whole, valid, ours and claims to replace `old` exactly. */
-async function usableAside(newKeyFile: string, newCertFile: string, deployment: string, old: Fingerprint): Promise<boolean> {
+async function usableAside(
+  newKeyFile: string,
+  newCertFile: string,
+  deployment: string,
+  old: Fingerprint,
+): Promise<boolean> {
   const key = await readStrict(newKeyFile, { secret: true });
   const cert = await readStrict(newCertFile, { secret: false });
   if (key.kind !== 'bytes' || cert.kind !== 'bytes') {
-    for (const f of [key, cert]) if (f.kind === 'error') throw cannotResume(`${f === key ? newKeyFile : newCertFile} cannot be read (${f.reason})`, newKeyFile);
+    for (const f of [key, cert])
+      if (f.kind === 'error')
+        throw cannotResume(
+          `${f === key ? newKeyFile : newCertFile} cannot be read (${f.reason})`,
+          newKeyFile,
+        );
     return false;
   }
   const inspection = await inspectPair(key.bytes, cert.bytes, deployment);
@@ -147,13 +188,21 @@ async function usableAside(newKeyFile: string, newCertFile: string, deployment: 
 }
 
 /** After the key rename, only the aside certificate can finish: it must pair with ca.key. */
-async function checkFinishable(newCertFile: string, keyRead: { kind: string; bytes?: Uint8Array }, deployment: string, old: Fingerprint): Promise<void> {
+async function checkFinishable(
+  newCertFile: string,
+  keyRead: { kind: string; bytes?: Uint8Array },
+  deployment: string,
+  old: Fingerprint,
+): Promise<void> {
   const cert = await readStrict(newCertFile, { secret: false });
   if (cert.kind === 'bytes' && keyRead.bytes) {
     const inspection = await inspectPair(keyRead.bytes, cert.bytes, deployment);
     if (inspection.ok && inspection.facts.replaces === old) return;
   }
-  throw cannotResume('ca/ca.key is a new key, but ca/ca.crt.new is missing or is not its certificate', newCertFile);
+  throw cannotResume(
+    'ca/ca.key is a new key, but ca/ca.crt.new is missing or is not its certificate',
+    newCertFile,
+  );
 }
 
 function cannotResume(why: string, where: string): BatonError {

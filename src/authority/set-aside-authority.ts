@@ -8,7 +8,10 @@ import { layoutOf, MARKER_FILE } from './layout.js';
 
 /** `YYYYMMDDTHHMMSSZ`, UTC. */
 export function utcStamp(date: Date): string {
-  return date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}Z$/, 'Z');
+  return date
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}Z$/, 'Z');
 }
 
 /**
@@ -26,7 +29,11 @@ export function supersededDirFor(stateDir: string, at: Date, n = 1): string {
  * part of the fleet still trusts. A stamp already taken gets a suffix (-2, -3, …) rather than
  * a rename over it. Caller holds the lock.
  */
-export async function setAsideAuthority(stateDir: string, clock: Clock = systemClock, opts?: { readonly onStep?: StepHook }): Promise<string> {
+export async function setAsideAuthority(
+  stateDir: string,
+  clock: Clock = systemClock,
+  opts?: { readonly onStep?: StepHook },
+): Promise<string> {
   const l = layoutOf(stateDir);
   const [hasCa, hasMarker] = [await exists(l.caDir), await exists(l.marker)];
   if (!hasCa && !hasMarker) {

@@ -8,7 +8,11 @@ import { isSystemError } from '../fs/system-error.js';
 import type { Said } from '../next-step.js';
 
 /** A `.catch` handler: an OS error becomes a 'failed' BatonError; anything else is rethrown as is. */
-export function stoppedPartWay(operation: string, where: string, words: { readonly next: string | Said; readonly changed: string }): (error: unknown) => never {
+export function stoppedPartWay(
+  operation: string,
+  where: string,
+  words: { readonly next: string | Said; readonly changed: string },
+): (error: unknown) => never {
   return (error) => {
     if (!isSystemError(error)) throw error;
     throw new BatonError('failed', {

@@ -6,7 +6,13 @@ import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 
 /** The closed set of files an authority consists of; also the document's allowlist (§5). */
-export const AUTHORITY_FILES = ['ca.crt', 'ca.key', 'ca-previous.crt', 'ca-previous.key', 'authority-created'] as const;
+export const AUTHORITY_FILES = [
+  'ca.crt',
+  'ca.key',
+  'ca-previous.crt',
+  'ca-previous.key',
+  'authority-created',
+] as const;
 export type AuthorityFileName = (typeof AUTHORITY_FILES)[number];
 
 /** Bytes of an authority's files, by allowlisted name. `authority-created` is the marker. */

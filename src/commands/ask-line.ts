@@ -4,7 +4,10 @@ import { createInterface } from 'node:readline';
  * One answered line per question, for the plain dialogue. Cooked mode (no raw keys): the
  * terminal's own line editing applies, and nothing but the question is written.
  */
-export function askLine(input: NodeJS.ReadableStream, output: NodeJS.WritableStream): { question: (q: string) => Promise<string | undefined>; close: () => void } {
+export function askLine(
+  input: NodeJS.ReadableStream,
+  output: NodeJS.WritableStream,
+): { question: (q: string) => Promise<string | undefined>; close: () => void } {
   const rl = createInterface({ input, terminal: false });
   const lines: string[] = [];
   const waiting: ((line: string | undefined) => void)[] = [];

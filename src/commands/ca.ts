@@ -21,8 +21,13 @@ export const registerCa: Register = (program, ctx) => {
   };
 
   ca.command('init')
-    .description('mint this deployment\'s authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install (asks for the deployment id typed; --yes in scripts)')
-    .option('--yes', 'with a store and no terminal: mint and publish a first authority without typing the deployment id')
+    .description(
+      "mint this deployment's authority on a fresh host (never over a loss); with a store, as the first controller: publish create-only, then install (asks for the deployment id typed; --yes in scripts)",
+    )
+    .option(
+      '--yes',
+      'with a store and no terminal: mint and publish a first authority without typing the deployment id',
+    )
     .action(
       action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
@@ -36,7 +41,12 @@ export const registerCa: Register = (program, ctx) => {
           const local = await authority.readLocalAuthority(stateDir, deployment);
           refuseUnlessFresh(local, stateDir);
           const files = await authority.mintAuthority(deployment);
-          const { fingerprint } = await authority.checkPair(files['ca.key']!, files['ca.crt']!, deployment, 'the authority just minted');
+          const { fingerprint } = await authority.checkPair(
+            files['ca.key']!,
+            files['ca.crt']!,
+            deployment,
+            'the authority just minted',
+          );
           await authority.installAuthority(stateDir, deployment, files, fingerprint);
           return fingerprint;
         });
@@ -50,14 +60,20 @@ export const registerCa: Register = (program, ctx) => {
     );
 
   ca.command('show')
-    .description('the local authority: fingerprint, previous fingerprint, not-after, state (exit 0 whole, 1 could not read, 3 otherwise)')
+    .description(
+      'the local authority: fingerprint, previous fingerprint, not-after, state (exit 0 whole, 1 could not read, 3 otherwise)',
+    )
     .option('--json', 'print one JSON object')
     .action(
       action(ctx, async (options: { readonly json?: boolean }) => {
         const { deployment, stateDir } = where();
         const { snapshotLocalAuthority } = await import('../authority/index.js');
         const local = await snapshotLocalAuthority(stateDir, deployment);
-        ctx.stdout.write(options.json ? `${JSON.stringify(authorityJson(local, deployment, ctx.suggester()), null, 2)}\n` : authorityText(local, deployment, ctx.suggester()));
+        ctx.stdout.write(
+          options.json
+            ? `${JSON.stringify(authorityJson(local, deployment, ctx.suggester()), null, 2)}\n`
+            : authorityText(local, deployment, ctx.suggester()),
+        );
         return showExitCode(local);
       }),
     );
@@ -79,14 +95,25 @@ export const registerCa: Register = (program, ctx) => {
     );
 
   ca.command('retire')
-    .description('end a rotation overlap: remove ca-previous.* once provably the predecessor (--yes: on your word, when the current certificate names none)')
-    .option('--yes', 'delete ca-previous.* even though the current certificate names no predecessor (an older billet minted it); a claim naming another authority is refused regardless')
+    .description(
+      'end a rotation overlap: remove ca-previous.* once provably the predecessor (--yes: on your word, when the current certificate names none)',
+    )
+    .option(
+      '--yes',
+      'delete ca-previous.* even though the current certificate names no predecessor (an older billet minted it); a claim naming another authority is refused regardless',
+    )
     .action(
       action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         const { retireAuthority } = await import('../authority/index.js');
-        const acceptUnproved = options.yes ? ('any' as const) : await confirmUnprovedOnTerminal(ctx, stateDir, deployment);
-        const result = await retireAuthority(stateDir, deployment, acceptUnproved ? { acceptUnproved } : undefined);
+        const acceptUnproved = options.yes
+          ? ('any' as const)
+          : await confirmUnprovedOnTerminal(ctx, stateDir, deployment);
+        const result = await retireAuthority(
+          stateDir,
+          deployment,
+          acceptUnproved ? { acceptUnproved } : undefined,
+        );
         const { caDir } = layoutOf(stateDir);
         switch (result.kind) {
           case 'retired':
@@ -96,10 +123,14 @@ export const registerCa: Register = (program, ctx) => {
             );
             break;
           case 'finished':
-            ctx.stdout.write(`Finished an interrupted retire in ${caDir}: ca-previous.crt is removed. The current authority is ${result.current}.\n`);
+            ctx.stdout.write(
+              `Finished an interrupted retire in ${caDir}: ca-previous.crt is removed. The current authority is ${result.current}.\n`,
+            );
             break;
           case 'nothing-to-retire':
-            ctx.stdout.write(`There is no previous authority to retire in ${caDir}. The current authority is ${result.current}. Nothing was changed.\n`);
+            ctx.stdout.write(
+              `There is no previous authority to retire in ${caDir}. The current authority is ${result.current}. Nothing was changed.\n`,
+            );
             break;
         }
       }),
@@ -123,9 +154,14 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
   const { askTyped } = await import('./typed-confirm.js');
   const { unprovedRefusal } = await import('../authority/index.js');
   const previous = local.previous.fingerprint;
-  ctx.stdout.write(`${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`);
+  ctx.stdout.write(
+    `${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`,
+  );
   ctx.stdout.write(`Retiring deletes ca-previous.key and ca-previous.crt (${previous}) on your word.\n`);
-  const typed = await askTyped(ctx.stdout, 'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ');
+  const typed = await askTyped(
+    ctx.stdout,
+    'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ',
+  );
   const match = typed === undefined ? undefined : typedMatch(typed, confirmationPrefix(previous));
   if (typed === undefined || match !== 'match') {
     if (typed === undefined) ctx.stdout.write('\n');
@@ -139,7 +175,13 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
             : 'The typed characters do not match the previous fingerprint.',
       where: layoutOf(stateDir).previousKey,
       changed: 'Nothing was written.',
-      next: ['Run ', nextStep('ca retire'), ` again and type the 8 characters after "SHA256:" of ${previous}, or `, nextStep('ca retire --yes'), '.'],
+      next: [
+        'Run ',
+        nextStep('ca retire'),
+        ` again and type the 8 characters after "SHA256:" of ${previous}, or `,
+        nextStep('ca retire --yes'),
+        '.',
+      ],
     });
   }
   return previous;
@@ -153,7 +195,12 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
  * store outside the lock and minting blind would give the fleet two.
  */
 async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, yes: boolean): Promise<string> {
-  const [{ openShareContext }, { firstController, look }, { describeOutcome }, { blockedError, storeFailure }] = await Promise.all([
+  const [
+    { openShareContext },
+    { firstController, look },
+    { describeOutcome },
+    { blockedError, storeFailure },
+  ] = await Promise.all([
     import('../share/share-context.js'),
     import('../share/actions.js'),
     import('../share/action-words.js'),
@@ -169,9 +216,18 @@ async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, ye
   // Minting is said, never inferred: an empty store (a mistyped --store looks the same) gets
   // a new authority only on the typed deployment id, or --yes without a terminal.
   if (verdict.kind === 'first-controller') {
-    const [{ confirmMint }, { neighbourWords }] = await Promise.all([import('./typed-confirm.js'), import('../share/neighbours.js')]);
+    const [{ confirmMint }, { neighbourWords }] = await Promise.all([
+      import('./typed-confirm.js'),
+      import('../share/neighbours.js'),
+    ]);
     const neighbours = await neighbourWords(share.store, share.deployment);
-    await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes, command: nextStep('ca init'), note: neighbours });
+    await confirmMint(ctx, {
+      deployment: share.deployment,
+      location: share.store.location,
+      yes,
+      command: nextStep('ca init'),
+      note: neighbours,
+    });
   }
   const outcome = await firstController(share, { seen: verdict });
   if (outcome.kind !== 'first-controller') return describeOutcome(share, outcome);
@@ -190,14 +246,24 @@ function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
       throw new BatonError('refused', {
         what: `This host held the authority once — the marker ${layoutOf(stateDir).marker} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
         where: layoutOf(stateDir).caDir,
-        next: ['Adopt the published authority with ', nextStep('sync'), ', or restore ca/ from a backup. Remove the marker only if this deployment really must start over.'],
+        next: [
+          'Adopt the published authority with ',
+          nextStep('sync'),
+          ', or restore ca/ from a backup. Remove the marker only if this deployment really must start over.',
+        ],
         changed: 'Nothing was written.',
       });
     case 'whole':
       throw new BatonError('refused', {
         what: `This host already holds the authority ${local.current.fingerprint}.`,
         where: layoutOf(stateDir).caDir,
-        next: ['Nothing to do: ', nextStep('ca show'), ' shows it, ', nextStep('ca rotate'), ' replaces it on purpose.'],
+        next: [
+          'Nothing to do: ',
+          nextStep('ca show'),
+          ' shows it, ',
+          nextStep('ca rotate'),
+          ' replaces it on purpose.',
+        ],
         changed: 'Nothing was written.',
       });
     case 'blocked':
@@ -205,7 +271,11 @@ function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
   }
 }
 
-export function authorityJson(local: LocalAuthority, deployment: string, s: Suggester = PLAIN_SUGGESTER): Record<string, unknown> {
+export function authorityJson(
+  local: LocalAuthority,
+  deployment: string,
+  s: Suggester = PLAIN_SUGGESTER,
+): Record<string, unknown> {
   const base = { deployment, state: local.state, state_dir: local.stateDir, unexpected: local.unexpected };
   switch (local.state) {
     case 'fresh':
@@ -253,12 +323,20 @@ export function authorityText(
   const lines: string[] = [];
   switch (local.state) {
     case 'fresh':
-      lines.push(`This host holds no authority for deployment ${deployment} (fresh: no files, no marker in ${local.stateDir}).`);
-      lines.push(`Next: adopt the published one with ${run('sync')}, or on the first controller ${run('ca init')}.`);
+      lines.push(
+        `This host holds no authority for deployment ${deployment} (fresh: no files, no marker in ${local.stateDir}).`,
+      );
+      lines.push(
+        `Next: adopt the published one with ${run('sync')}, or on the first controller ${run('ca init')}.`,
+      );
       break;
     case 'lost':
-      lines.push(`The authority of deployment ${deployment} is LOST on this host: the marker ${marker} is present but ${caDir} holds no key and no certificate.`);
-      lines.push(`Next: adopt the published one with ${run('sync')}, or restore ca/ from a backup. baton will not mint over a loss.`);
+      lines.push(
+        `The authority of deployment ${deployment} is LOST on this host: the marker ${marker} is present but ${caDir} holds no key and no certificate.`,
+      );
+      lines.push(
+        `Next: adopt the published one with ${run('sync')}, or restore ca/ from a backup. baton will not mint over a loss.`,
+      );
       break;
     case 'whole':
       lines.push(`The authority of deployment ${deployment} in ${caDir} is whole.`);
@@ -270,24 +348,37 @@ export function authorityText(
           : 'Previous:    none (no rotation overlap).',
       );
       if (local.previous && (local.current.claim ?? local.current.replaces) === undefined) {
-        lines.push(`The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: ${run('ca retire --yes')} retires it on your word.`);
+        lines.push(
+          `The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: ${run('ca retire --yes')} retires it on your word.`,
+        );
       }
-      if (local.repairedTear || local.pending === 'rotate') lines.push(`A rotation was interrupted part-way; the authority above is still the one in use. Finish it with ${run('ca rotate')}.`);
-      if (local.pending === 'retire') lines.push(`A retire was interrupted: ca-previous.crt remains without its key. Finish it with ${run('ca retire')}.`);
-      if (local.markerMissing) lines.push(`The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`);
+      if (local.repairedTear || local.pending === 'rotate')
+        lines.push(
+          `A rotation was interrupted part-way; the authority above is still the one in use. Finish it with ${run('ca rotate')}.`,
+        );
+      if (local.pending === 'retire')
+        lines.push(
+          `A retire was interrupted: ca-previous.crt remains without its key. Finish it with ${run('ca retire')}.`,
+        );
+      if (local.markerMissing)
+        lines.push(
+          `The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`,
+        );
       break;
     case 'blocked':
       lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);
       lines.push(...local.error.lines(s));
       break;
   }
-  if (local.unexpected.length > 0) lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);
+  if (local.unexpected.length > 0)
+    lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);
   return `${lines.join('\n')}\n`;
 }
 
 /** As `status`: a side that could not be read is exit 1 (unknown), never 3 (known to need action). */
 function showExitCode(local: LocalAuthority): number {
   if (local.state === 'whole') return EXIT_OK;
-  if (local.state === 'blocked' && (local.problem === 'unreadable' || local.problem === 'changing')) return EXIT_CODES.failed;
+  if (local.state === 'blocked' && (local.problem === 'unreadable' || local.problem === 'changing'))
+    return EXIT_CODES.failed;
   return EXIT_CODES['action-needed'];
 }

@@ -30,9 +30,17 @@ export interface CommandTransports {
   close(): Promise<void>;
 }
 
-export function openCommandTransports(machines: readonly Machine[], options: CommandTransportOptions): CommandTransports {
+export function openCommandTransports(
+  machines: readonly Machine[],
+  options: CommandTransportOptions,
+): CommandTransports {
   const controller = new AbortController();
-  const share = machines.some((m) => m.transport === 'ssh') ? sshConnectionShare({ ...(options.exec ? { exec: options.exec } : {}), ...(options.sshPath ? { sshPath: options.sshPath } : {}) }) : undefined;
+  const share = machines.some((m) => m.transport === 'ssh')
+    ? sshConnectionShare({
+        ...(options.exec ? { exec: options.exec } : {}),
+        ...(options.sshPath ? { sshPath: options.sshPath } : {}),
+      })
+    : undefined;
   const onExit = () => share?.closeSync();
   const onSignal = (signal: NodeJS.Signals) => {
     controller.abort(new Error(`interrupted by ${signal}`));
@@ -57,9 +65,17 @@ export function openCommandTransports(machines: readonly Machine[], options: Com
       process.on('SIGHUP', onSignal);
     }
   }
-  const ssh = { ...(options.exec ? { exec: options.exec } : {}), ...(options.sshPath ? { sshPath: options.sshPath } : {}), ...(share ? { share } : {}) };
+  const ssh = {
+    ...(options.exec ? { exec: options.exec } : {}),
+    ...(options.sshPath ? { sshPath: options.sshPath } : {}),
+    ...(share ? { share } : {}),
+  };
   return {
-    transportFor: transportsFor(machines, { timeoutMs: options.timeoutMs, signal: controller.signal }, { ssh, ...(options.wrap ? { wrap: options.wrap } : {}) }),
+    transportFor: transportsFor(
+      machines,
+      { timeoutMs: options.timeoutMs, signal: controller.signal },
+      { ssh, ...(options.wrap ? { wrap: options.wrap } : {}) },
+    ),
     signal: controller.signal,
     share,
     close,

@@ -80,7 +80,9 @@ export function printError(stream: NodeJS.WritableStream, error: unknown, sugges
     return;
   }
   const text = error instanceof Error ? error.message : String(error);
-  stream.write(`baton: unexpected error: ${text}\n  Next: this is a bug in baton; the message above says where it happened.\n`);
+  stream.write(
+    `baton: unexpected error: ${text}\n  Next: this is a bug in baton; the message above says where it happened.\n`,
+  );
 }
 
 /** A usage error for a command whose arguments do not fit (exit 2). */

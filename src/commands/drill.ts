@@ -21,7 +21,10 @@ export const registerDrill: Register = (program, ctx) => {
     .description('guided rehearsal of a failover and a credential rotation in a sandbox (also `npm start`)')
     .option('--list', 'print the steps, one line each')
     .option('--step <n>', 'set the sandbox up to just before step N and practise that step')
-    .option('--plain', 'no screen: perform every step with scripted answers, print each check (exit 0 only if all pass)')
+    .option(
+      '--plain',
+      'no screen: perform every step with scripted answers, print each check (exit 0 only if all pass)',
+    )
     .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
     .action(
       action(ctx, async (options: DrillOptions) => {
@@ -34,7 +37,11 @@ export const registerDrill: Register = (program, ctx) => {
         if (!Number.isInteger(first) || !isStepNumber(first)) {
           throw new BatonError('usage', {
             what: `--step "${options.step}" is not a step of the drill.`,
-            next: [`Pass a number from 1 to ${DRILL_STEPS.length}; `, nextStep('drill --list'), ' shows them.'],
+            next: [
+              `Pass a number from 1 to ${DRILL_STEPS.length}; `,
+              nextStep('drill --list'),
+              ' shows them.',
+            ],
             changed: 'Nothing was started.',
           });
         }
@@ -51,7 +58,10 @@ export const registerDrill: Register = (program, ctx) => {
           if (!options.plain && hasTerminal(ctx)) {
             // TERM=dumb, unset, or a 0×0 pty: an operator is there but Ink cannot redraw, so the
             // same steps and gates run as a line-by-line dialogue (no escape codes).
-            const [{ askLine }, { wrapPlainLine }] = await Promise.all([import('./ask-line.js'), import('../../components/layout.js')]);
+            const [{ askLine }, { wrapPlainLine }] = await Promise.all([
+              import('./ask-line.js'),
+              import('../../components/layout.js'),
+            ]);
             const ask = askLine(process.stdin, ctx.stdout);
             // Laid out to the terminal's width here: its own wrap broke words mid-way.
             const columns = ctx.stdout.columns || 0;
@@ -65,16 +75,30 @@ export const registerDrill: Register = (program, ctx) => {
               return ask.question(`${lines[lines.length - 1]} `);
             };
             try {
-              return await runPlainDrill({ first, last, keep: Boolean(options.keep), write: wrapped, ask: question });
+              return await runPlainDrill({
+                first,
+                last,
+                keep: Boolean(options.keep),
+                write: wrapped,
+                ask: question,
+              });
             } finally {
               ask.close();
             }
           }
-          if (!options.plain) ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
+          if (!options.plain)
+            ctx.stdout.write('baton drill: no terminal here, so running the plain walk-through (--plain).\n');
           return runPlainDrill({ first, last, keep: Boolean(options.keep), write });
         }
         const { runInteractiveDrill } = await import('./drill/interactive.js');
-        return runInteractiveDrill({ first, last, keep: Boolean(options.keep), noColor: ctx.config().noColor, stdout: ctx.stdout, stderr: ctx.stderr });
+        return runInteractiveDrill({
+          first,
+          last,
+          keep: Boolean(options.keep),
+          noColor: ctx.config().noColor,
+          stdout: ctx.stdout,
+          stderr: ctx.stderr,
+        });
       }),
     );
 };

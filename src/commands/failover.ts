@@ -12,7 +12,9 @@ import { cursorAddressable } from './terminal-kind.js';
 export const registerFailover: Register = (program, ctx) => {
   program
     .command('failover')
-    .description('interactive walk-through: read both sides, choose an allowed action, confirm (terminal required)')
+    .description(
+      'interactive walk-through: read both sides, choose an allowed action, confirm (terminal required)',
+    )
     .action(
       action(ctx, async () => {
         const { hasTerminal, mountView } = await import('./mount-view.js');
@@ -20,7 +22,13 @@ export const registerFailover: Register = (program, ctx) => {
           throw new BatonError('usage', {
             what: 'baton failover is interactive and needs a terminal; stdin or stdout is not a TTY.',
             changed: 'Nothing was written.',
-            next: ['In scripts use ', nextStep('sync'), ' (adopt / publish / refuse; --push after a rotation; replacing an authority on purpose takes --force --confirm <LOCAL 8>, the LOCAL fingerprint read from ', nextStep('status'), ').'],
+            next: [
+              'In scripts use ',
+              nextStep('sync'),
+              ' (adopt / publish / refuse; --push after a rotation; replacing an authority on purpose takes --force --confirm <LOCAL 8>, the LOCAL fingerprint read from ',
+              nextStep('status'),
+              ').',
+            ],
           });
         }
         const config = ctx.config();
@@ -37,10 +45,18 @@ export const registerFailover: Register = (program, ctx) => {
 
         if (!cursorAddressable(ctx.stdout, ctx.env)) {
           // TERM=dumb, a 0×0 pty: the same walk and gates as a line-by-line dialogue, no escape codes.
-          const [{ runFailoverDialogue }, { askLine }] = await Promise.all([import('../app/failover-dialogue.js'), import('./ask-line.js')]);
+          const [{ runFailoverDialogue }, { askLine }] = await Promise.all([
+            import('../app/failover-dialogue.js'),
+            import('./ask-line.js'),
+          ]);
           const ask = askLine(process.stdin, ctx.stdout);
           try {
-            return await runFailoverDialogue({ ports, baton, ask: ask.question, write: (line) => ctx.stdout.write(`${line}\n`) });
+            return await runFailoverDialogue({
+              ports,
+              baton,
+              ask: ask.question,
+              write: (line) => ctx.stdout.write(`${line}\n`),
+            });
           } finally {
             ask.close();
           }

@@ -24,7 +24,12 @@ export const registerKey: Register = (program, ctx) => {
           import('../share/seal.js'),
         ]);
         try {
-          await createFileDurably(path.dirname(target), path.basename(target), randomBytes(SEAL_KEY_BYTES), 0o600);
+          await createFileDurably(
+            path.dirname(target),
+            path.basename(target),
+            randomBytes(SEAL_KEY_BYTES),
+            0o600,
+          );
         } catch (error) {
           throw keyWriteError(target, error);
         }

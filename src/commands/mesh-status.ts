@@ -38,21 +38,43 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   try {
     if (hasTerminal(ctx) && !flags.json) {
       const read = (onMachine: (machine: string, ok: boolean) => void) =>
-        readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs: Date.now(), maxAgeMs, onMachine, ...(running ? { running } : {}) });
+        readMeshStatus(plan, transports.transportFor, history, {
+          concurrency,
+          nowMs: Date.now(),
+          maxAgeMs,
+          onMachine,
+          ...(running ? { running } : {}),
+        });
       return await mountView(
         ctx,
         // Quitting before the first reading finished is "could not read", never "all well".
         { noColor: config.noColor, ifInterrupted: EXIT_CODES.failed },
         async () => (await import('../../components/mesh-status/MeshStatusApp.js')).MeshStatusApp,
-        (onExit) => ({ selectorText: plan.selectorText, machines: plan.holders.length, read, color: !config.noColor, suggester, onExit }),
+        (onExit) => ({
+          selectorText: plan.selectorText,
+          machines: plan.holders.length,
+          read,
+          color: !config.noColor,
+          suggester,
+          onExit,
+        }),
       );
     }
     const nowMs = Date.now();
-    const statuses = await readMeshStatus(plan, transports.transportFor, history, { concurrency, nowMs, maxAgeMs, ...(running ? { running } : {}) });
+    const statuses = await readMeshStatus(plan, transports.transportFor, history, {
+      concurrency,
+      nowMs,
+      maxAgeMs,
+      ...(running ? { running } : {}),
+    });
     const code = meshStatusExitCode(statuses);
-    if (flags.json) ctx.stdout.write(`${JSON.stringify({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, null, 2)}\n`);
+    if (flags.json)
+      ctx.stdout.write(
+        `${JSON.stringify({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, null, 2)}\n`,
+      );
     else {
-      for (const line of meshStatusLines(statuses, plan.selectorText, suggester)) ctx.stdout.write(`${line}\n`);
+      for (const line of meshStatusLines(statuses, plan.selectorText, suggester))
+        ctx.stdout.write(`${line}\n`);
       ctx.stdout.write(`Journal: ${journalFile} (mesh ${journal.mesh}; only its records are read).\n`);
     }
     return code;

@@ -15,21 +15,43 @@ function withHolders(command: Command): Command {
   return command
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
     .addOption(new Option('--concurrency <n>', 'holders contacted at once').default('8'))
-    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer, per step (the one bound on every ssh)').default('15'));
+    .addOption(
+      new Option(
+        '--timeout <seconds>',
+        'how long each holder has to answer, per step (the one bound on every ssh)',
+      ).default('15'),
+    );
 }
 
 function withSelector(command: Command): Command {
   return withHolders(
     command
-      .addOption(new Option('--consumer <name>', 'every pair of this consumer (repeat for several)').argParser(collect))
-      .addOption(new Option('--provider <name>', 'every pair of this provider (repeat for several)').argParser(collect))
-      .addOption(new Option('--machine <name>', 'every pair with an end on this machine (repeat for several)').argParser(collect))
-      .addOption(new Option('--pair <provider:consumer>', 'one pair (repeat for several)').argParser(collect)),
+      .addOption(
+        new Option('--consumer <name>', 'every pair of this consumer (repeat for several)').argParser(
+          collect,
+        ),
+      )
+      .addOption(
+        new Option('--provider <name>', 'every pair of this provider (repeat for several)').argParser(
+          collect,
+        ),
+      )
+      .addOption(
+        new Option(
+          '--machine <name>',
+          'every pair with an end on this machine (repeat for several)',
+        ).argParser(collect),
+      )
+      .addOption(
+        new Option('--pair <provider:consumer>', 'one pair (repeat for several)').argParser(collect),
+      ),
   );
 }
 
 export const registerMesh: Register = (program, ctx) => {
-  const mesh = program.command('mesh').description('rotate mesh credentials (one role per provider/consumer pair) all-or-nothing');
+  const mesh = program
+    .command('mesh')
+    .description('rotate mesh credentials (one role per provider/consumer pair) all-or-nothing');
   withSelector(mesh.command('plan').description('the affected holders, resolved; changes nothing'))
     .addOption(new Option('--json', 'machine-readable output'))
     .action(
@@ -40,19 +62,44 @@ export const registerMesh: Register = (program, ctx) => {
     );
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts; a pair without one is rolled back (exit 3)').default('10'))
-    .addOption(new Option('--older-than <age>', 'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors'))
-    .addOption(new Option('--revoke-previous', 'alternating pairs: once every consumer end is committed, give the login each consumer left a fresh password delivered nowhere (its open sessions are named)'))
-    .addOption(new Option('--end-sessions', 'with --revoke-previous: also end the left logins\' open sessions'))
+    .addOption(
+      new Option(
+        '--wait <seconds>',
+        'how long to wait for provider receipts; a pair without one is rolled back (exit 3)',
+      ).default('10'),
+    )
+    .addOption(
+      new Option(
+        '--older-than <age>',
+        'only pairs last rotated longer ago than this (90d, 12h); combines with the selectors',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--revoke-previous',
+        'alternating pairs: once every consumer end is committed, give the login each consumer left a fresh password delivered nowhere (its open sessions are named)',
+      ),
+    )
+    .addOption(
+      new Option('--end-sessions', "with --revoke-previous: also end the left logins' open sessions"),
+    )
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('./rotation-cli.js');
         return runMeshRotate(ctx, flags);
       }),
     );
-  withSelector(mesh.command('status').description('every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only'))
+  withSelector(
+    mesh
+      .command('status')
+      .description(
+        'every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only',
+      ),
+  )
     .addOption(new Option('--json', 'machine-readable output (see the README)'))
-    .addOption(new Option('--max-age <age>', 'pairs last rotated longer ago than this need action (90d, 12h)'))
+    .addOption(
+      new Option('--max-age <age>', 'pairs last rotated longer ago than this need action (90d, 12h)'),
+    )
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshStatus } = await import('./mesh-status.js');
@@ -61,31 +108,67 @@ export const registerMesh: Register = (program, ctx) => {
     );
   mesh
     .command('seed')
-    .description('install a password the database already has into both ends of one pair, without rotating it (bootstrap: the provisioner\'s superuser)')
+    .description(
+      "install a password the database already has into both ends of one pair, without rotating it (bootstrap: the provisioner's superuser)",
+    )
     .addOption(new Option('--pair <provider:consumer>', 'the pair to seed').makeOptionMandatory())
-    .addOption(new Option('--from-file <file>', 'file holding the password (never argv or env); one trailing newline is ignored').makeOptionMandatory())
+    .addOption(
+      new Option(
+        '--from-file <file>',
+        'file holding the password (never argv or env); one trailing newline is ignored',
+      ).makeOptionMandatory(),
+    )
     .addOption(new Option('--inventory <file>', 'the mesh inventory (default: "inventory:" in baton.yaml)'))
-    .addOption(new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'))
+    .addOption(
+      new Option('--timeout <seconds>', 'how long each holder has to answer when resolving').default('15'),
+    )
     .action(
       action(ctx, async (flags: MeshSeedFlags) => {
         const { runMeshSeed } = await import('./rotation-cli.js');
         return runMeshSeed(ctx, flags);
       }),
     );
-  withHolders(mesh.command('resume').description('finish a rotation from what is staged: provider ends, then each consumer end whose receipt arrived (never a new secret)').argument('<rotation-id>'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = look once)').default('10'))
+  withHolders(
+    mesh
+      .command('resume')
+      .description(
+        'finish a rotation from what is staged: provider ends, then each consumer end whose receipt arrived (never a new secret)',
+      )
+      .argument('<rotation-id>'),
+  )
+    .addOption(
+      new Option('--wait <seconds>', 'how long to wait for provider receipts (0 = look once)').default('10'),
+    )
     .action(
-      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
-        const { runMeshResume } = await import('./rotation-cli.js');
-        return runMeshResume(ctx, id, flags);
-      }),
+      action(
+        ctx,
+        async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
+          const { runMeshResume } = await import('./rotation-cli.js');
+          return runMeshResume(ctx, id, flags);
+        },
+      ),
     );
-  withHolders(mesh.command('rollback').description('take back what a rotation left unfinished: each provider gets its previous file back, each staged consumer end is removed (never a new secret)').argument('<rotation-id>'))
-    .addOption(new Option('--wait <seconds>', 'how long to wait for the receipt to show the old password again').default('10'))
+  withHolders(
+    mesh
+      .command('rollback')
+      .description(
+        'take back what a rotation left unfinished: each provider gets its previous file back, each staged consumer end is removed (never a new secret)',
+      )
+      .argument('<rotation-id>'),
+  )
+    .addOption(
+      new Option(
+        '--wait <seconds>',
+        'how long to wait for the receipt to show the old password again',
+      ).default('10'),
+    )
     .action(
-      action(ctx, async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
-        const { runMeshRollback } = await import('./rotation-cli.js');
-        return runMeshRollback(ctx, id, flags);
-      }),
+      action(
+        ctx,
+        async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
+          const { runMeshRollback } = await import('./rotation-cli.js');
+          return runMeshRollback(ctx, id, flags);
+        },
+      ),
     );
 };

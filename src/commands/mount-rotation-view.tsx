@@ -29,7 +29,10 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
     <RotationApp
       flow={flow}
       color={!options.noColor}
-      resumeCommand={renderStep(options.deps.suggester ?? PLAIN_SUGGESTER, nextStep(`mesh resume ${options.id}`))}
+      resumeCommand={renderStep(
+        options.deps.suggester ?? PLAIN_SUGGESTER,
+        nextStep(`mesh resume ${options.id}`),
+      )}
       revoke={options.deps.revoke}
       onExit={(code, state) => {
         result = { code, state };

@@ -29,7 +29,10 @@ export interface InkSession {
    * Renders one element under the colour setting as its own Ink instance. Ctrl-C is the view's
    * to handle unless `exitOnCtrlC` (a view that must finish a phase before it may end).
    */
-  mount(element: ReactElement, options?: { readonly exitOnCtrlC?: boolean; readonly maxFps?: number }): Instance;
+  mount(
+    element: ReactElement,
+    options?: { readonly exitOnCtrlC?: boolean; readonly maxFps?: number },
+  ): Instance;
 }
 
 /**
@@ -40,12 +43,13 @@ export interface InkSession {
 export async function openInk(streams: ViewStreams, noColor: boolean): Promise<InkSession> {
   if (noColor) process.env.FORCE_COLOR = '0';
   // React is CommonJS: once bundled, a dynamic import has it only as `default`.
-  const [{ render }, { default: React }, { ColorContext }, { fitTerminal, eraseLastFrame }] = await Promise.all([
-    import('ink'),
-    import('react'),
-    import('../../components/color-context.js'),
-    import('../../components/terminal-stream.js'),
-  ]);
+  const [{ render }, { default: React }, { ColorContext }, { fitTerminal, eraseLastFrame }] =
+    await Promise.all([
+      import('ink'),
+      import('react'),
+      import('../../components/color-context.js'),
+      import('../../components/terminal-stream.js'),
+    ]);
   // Every view (and every view the drill mounts in turn) draws on one fitted stream: 0×0 laid
   // out as 80×24, Ink's full clear unreachable, a resize redrawn from a clean screen.
   const stdout = fitTerminal(streams.stdout);

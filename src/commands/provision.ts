@@ -28,22 +28,48 @@ const PROVIDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const SUPERUSER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,62}$/;
 
 export const registerProvision: Register = (program, ctx) => {
-  const provision = program.command('provision').description('make a provider accept the credentials the mesh delivered');
+  const provision = program
+    .command('provision')
+    .description('make a provider accept the credentials the mesh delivered');
   provision
     .command('postgres')
-    .description('apply <mesh-dir>/provides/<provider>/* as PostgreSQL role passwords (SCRAM verifiers computed here) and write a receipt per role')
-    .addOption(new Option('--mesh-dir <dir>', 'the mesh directory on this machine (e.g. /var/lib/baton/mesh)'))
+    .description(
+      'apply <mesh-dir>/provides/<provider>/* as PostgreSQL role passwords (SCRAM verifiers computed here) and write a receipt per role',
+    )
+    .addOption(
+      new Option('--mesh-dir <dir>', 'the mesh directory on this machine (e.g. /var/lib/baton/mesh)'),
+    )
     .addOption(new Option('--provider <name>', 'the provider this machine serves, e.g. pg-main'))
     .addOption(new Option('--pg-host <host>', 'PostgreSQL host').default('localhost'))
     .addOption(new Option('--pg-port <port>', 'PostgreSQL port').default('5432'))
     .addOption(new Option('--pg-database <name>', 'database to connect to').default('postgres'))
     .addOption(new Option('--superuser <name>', 'role the provisioner logs in as').default('postgres'))
-    .addOption(new Option('--superuser-file <file>', 'file holding that role\'s password (default <mesh-dir>/consumes/<provider>/<superuser>)'))
-    .addOption(new Option('--watch', 'keep running: poll every --interval seconds, retry with backoff while the database is down'))
+    .addOption(
+      new Option(
+        '--superuser-file <file>',
+        "file holding that role's password (default <mesh-dir>/consumes/<provider>/<superuser>)",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--watch',
+        'keep running: poll every --interval seconds, retry with backoff while the database is down',
+      ),
+    )
     .addOption(new Option('--once', 'one cycle, then exit (the default without --watch)').conflicts('watch'))
     .addOption(new Option('--interval <seconds>', 'poll interval for --watch').default('2'))
-    .addOption(new Option('--lock-timeout <seconds>', 'how long one role\'s statement waits for a lock another transaction holds before that role is skipped for this cycle').default('1'))
-    .addOption(new Option('--statement-timeout <seconds>', 'how long one role\'s statement may run before that role is skipped for this cycle').default('10'))
+    .addOption(
+      new Option(
+        '--lock-timeout <seconds>',
+        "how long one role's statement waits for a lock another transaction holds before that role is skipped for this cycle",
+      ).default('1'),
+    )
+    .addOption(
+      new Option(
+        '--statement-timeout <seconds>',
+        "how long one role's statement may run before that role is skipped for this cycle",
+      ).default('10'),
+    )
     .action(
       action(ctx, async (flags: ProvisionFlags) => {
         const settings = parseFlags(flags);
@@ -67,9 +93,15 @@ export const registerProvision: Register = (program, ctx) => {
           };
           process.once('SIGTERM', stop);
           process.once('SIGINT', stop);
-          log(`watching ${provisioner.deliveredDir} every ${settings.intervalMs / 1000} s (superuser password from ${settings.target.superuserFile})`);
+          log(
+            `watching ${provisioner.deliveredDir} every ${settings.intervalMs / 1000} s (superuser password from ${settings.target.superuserFile})`,
+          );
           try {
-            await watchProvisioner(provisioner, { intervalMs: settings.intervalMs, signal: controller.signal, log });
+            await watchProvisioner(provisioner, {
+              intervalMs: settings.intervalMs,
+              signal: controller.signal,
+              log,
+            });
           } finally {
             await lock.release();
             process.removeListener('SIGTERM', stop);
@@ -97,15 +129,27 @@ export const registerProvision: Register = (program, ctx) => {
           const appliedRoles = report.applied.map((a) => a.role);
           throw new BatonError('failed', {
             what: `${report.failed.length} delivered credential${report.failed.length === 1 ? '' : 's'} not applied: ${report.failed.map((f) => `${f.role} (${f.reason})`).join('; ')}.`,
-            where: report.blocked?.where ? `${provisioner.deliveredDir}; ${report.blocked.where}` : provisioner.deliveredDir,
+            where: report.blocked?.where
+              ? `${provisioner.deliveredDir}; ${report.blocked.where}`
+              : provisioner.deliveredDir,
             next: [
               report.blocked?.next,
-              report.failed.some((f) => f.inFile) ? 'Fix or remove the files named above and run again; receipts exist only for what was applied.' : undefined,
-            ].filter(Boolean).join(' '),
-            changed: appliedRoles.length > 0 ? `Applied, with receipts: ${appliedRoles.join(', ')}.` : 'Nothing was applied.',
+              report.failed.some((f) => f.inFile)
+                ? 'Fix or remove the files named above and run again; receipts exist only for what was applied.'
+                : undefined,
+            ]
+              .filter(Boolean)
+              .join(' '),
+            changed:
+              appliedRoles.length > 0
+                ? `Applied, with receipts: ${appliedRoles.join(', ')}.`
+                : 'Nothing was applied.',
           });
         }
-        if (report.applied.length === 0) log(`nothing to apply (${report.unchanged} role${report.unchanged === 1 ? '' : 's'} already applied)`);
+        if (report.applied.length === 0)
+          log(
+            `nothing to apply (${report.unchanged} role${report.unchanged === 1 ? '' : 's'} already applied)`,
+          );
         return EXIT_OK;
       }),
     );
@@ -128,29 +172,56 @@ interface Settings {
 }
 
 function parseFlags(flags: ProvisionFlags): Settings {
-  if (!flags.meshDir) throw usageError('--mesh-dir is required.', 'Name the mesh directory on this machine, e.g. --mesh-dir /var/lib/baton/mesh.');
-  if (!flags.provider) throw usageError('--provider is required.', 'Name the provider this machine serves, e.g. --provider pg-main.');
+  if (!flags.meshDir)
+    throw usageError(
+      '--mesh-dir is required.',
+      'Name the mesh directory on this machine, e.g. --mesh-dir /var/lib/baton/mesh.',
+    );
+  if (!flags.provider)
+    throw usageError(
+      '--provider is required.',
+      'Name the provider this machine serves, e.g. --provider pg-main.',
+    );
   if (!PROVIDER_NAME.test(flags.provider)) {
-    throw usageError(`--provider "${flags.provider}" is not a provider name (letters, digits, ".", "_" or "-").`, 'Use the provider\'s name from the inventory.');
+    throw usageError(
+      `--provider "${flags.provider}" is not a provider name (letters, digits, ".", "_" or "-").`,
+      "Use the provider's name from the inventory.",
+    );
   }
   if (!SUPERUSER_NAME.test(flags.superuser)) {
-    throw usageError(`--superuser "${flags.superuser}" is not a role name (letters, digits, "_" or "-", at most 63).`, 'Name the role the provisioner logs in as, e.g. --superuser postgres.');
+    throw usageError(
+      `--superuser "${flags.superuser}" is not a role name (letters, digits, "_" or "-", at most 63).`,
+      'Name the role the provisioner logs in as, e.g. --superuser postgres.',
+    );
   }
   const port = Number(flags.pgPort);
   if (!Number.isInteger(port) || port < 1 || port > 65_535) {
-    throw usageError(`--pg-port "${flags.pgPort}" is not a port number (1–65535).`, 'Give the port PostgreSQL listens on, e.g. --pg-port 5432.');
+    throw usageError(
+      `--pg-port "${flags.pgPort}" is not a port number (1–65535).`,
+      'Give the port PostgreSQL listens on, e.g. --pg-port 5432.',
+    );
   }
   const interval = Number(flags.interval);
   if (!Number.isFinite(interval) || interval < 0.05 || interval > 86_400) {
-    throw usageError(`--interval "${flags.interval}" is not a number of seconds between 0.05 and 86400.`, 'Give the poll interval in seconds, e.g. --interval 2.');
+    throw usageError(
+      `--interval "${flags.interval}" is not a number of seconds between 0.05 and 86400.`,
+      'Give the poll interval in seconds, e.g. --interval 2.',
+    );
   }
   const seconds = (flag: string, value: string, max: number) => {
     const n = Number(value);
-    if (!Number.isFinite(n) || n < 0.001 || n > max) throw usageError(`${flag} "${value}" is not a number of seconds between 0.001 and ${max}.`, `Give it in seconds, e.g. ${flag} 1.`);
+    if (!Number.isFinite(n) || n < 0.001 || n > max)
+      throw usageError(
+        `${flag} "${value}" is not a number of seconds between 0.001 and ${max}.`,
+        `Give it in seconds, e.g. ${flag} 1.`,
+      );
     return Math.round(n * 1000);
   };
   // Below the client's own 30 s query timeout, which would count as a lost connection.
-  const timeouts = { lockTimeoutMs: seconds('--lock-timeout', flags.lockTimeout, 25), statementTimeoutMs: seconds('--statement-timeout', flags.statementTimeout, 25) };
+  const timeouts = {
+    lockTimeoutMs: seconds('--lock-timeout', flags.lockTimeout, 25),
+    statementTimeoutMs: seconds('--statement-timeout', flags.statementTimeout, 25),
+  };
   const meshDir = path.resolve(flags.meshDir);
   return {
     meshDir,
@@ -162,7 +233,9 @@ function parseFlags(flags: ProvisionFlags): Settings {
       port,
       database: flags.pgDatabase,
       superuser: flags.superuser,
-      superuserFile: path.resolve(flags.superuserFile ?? path.join(meshDir, 'consumes', flags.provider, flags.superuser)),
+      superuserFile: path.resolve(
+        flags.superuserFile ?? path.join(meshDir, 'consumes', flags.provider, flags.superuser),
+      ),
       // When the mesh rotates the superuser's own pair, the database holds this end's password
       // from ALTER ROLE until the consumer end flips after the receipt.
       providerEndFile: path.join(meshDir, 'provides', flags.provider, flags.superuser),

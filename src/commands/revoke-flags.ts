@@ -11,7 +11,9 @@ import type { RotationPlan } from '../mesh/rotation-plan.js';
 import type { MeshFlags } from './mesh-flags.js';
 
 /** The request the flags make (undefined without --revoke-previous); --end-sessions alone is refused. */
-export function revokeRequest(flags: Pick<MeshFlags, 'revokePrevious' | 'endSessions'>): RevokeRequest | undefined {
+export function revokeRequest(
+  flags: Pick<MeshFlags, 'revokePrevious' | 'endSessions'>,
+): RevokeRequest | undefined {
   if (flags.endSessions && !flags.revokePrevious) {
     throw new BatonError('usage', {
       what: '--end-sessions ends the open sessions of the login a rotation revokes, and is only meaningful with --revoke-previous.',

@@ -9,7 +9,15 @@ import type { CliContext } from './context.js';
 import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 import { findMachine, loadInventory, type Inventory } from '../mesh/inventory.js';
-import { appendJournal, journalDirFor, journalPair, JOURNAL_FILE, newRotationId, operatorName, readJournal } from '../mesh/journal.js';
+import {
+  appendJournal,
+  journalDirFor,
+  journalPair,
+  JOURNAL_FILE,
+  newRotationId,
+  operatorName,
+  readJournal,
+} from '../mesh/journal.js';
 import { readSeedSecret, seedPair } from '../mesh/seed.js';
 import { resolveHolders } from '../mesh/resolve-holders.js';
 import { appliedInJournal, resumablePlan, resumeRotation } from '../mesh/resume.js';
@@ -25,19 +33,43 @@ import { endDigest } from '../mesh/delivery.js';
 import { openCommandTransports } from './command-transports.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
-import { journalRevoked, revokeAfterCommit, revokeResultLines, type RevokeRequest } from '../app/rotation-revoke.js';
+import {
+  journalRevoked,
+  revokeAfterCommit,
+  revokeResultLines,
+  type RevokeRequest,
+} from '../app/rotation-revoke.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
-import { staysOn, switchedLines, allOf, appliedCount, formatWindow, planHeadline, plural, receivesText, rolledBackLines } from '../app/rotation-text.js';
+import {
+  staysOn,
+  switchedLines,
+  allOf,
+  appliedCount,
+  formatWindow,
+  planHeadline,
+  plural,
+  receivesText,
+  rolledBackLines,
+} from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { meshIdentity } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
-import { findLeftovers, inspectPlan, leftoversRefusal, unknownLoginsRefusal, waysOut } from '../mesh/leftovers.js';
+import {
+  findLeftovers,
+  inspectPlan,
+  leftoversRefusal,
+  unknownLoginsRefusal,
+  waysOut,
+} from '../mesh/leftovers.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
 import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
-export async function meshHistory(journal: { readonly dir: string; readonly mesh: string }): Promise<JournalHistory> {
+export async function meshHistory(journal: {
+  readonly dir: string;
+  readonly mesh: string;
+}): Promise<JournalHistory> {
   try {
     return await readJournalHistory(journal.dir, journal.mesh);
   } catch (error) {
@@ -52,7 +84,10 @@ export async function meshHistory(journal: { readonly dir: string; readonly mesh
 }
 
 /** The journal directory and this mesh's identity in it. */
-export function meshJournal(ctx: CliContext, inventory: Inventory): { readonly dir: string; readonly mesh: string } {
+export function meshJournal(
+  ctx: CliContext,
+  inventory: Inventory,
+): { readonly dir: string; readonly mesh: string } {
   return { dir: journalDirFor(ctx.config()), mesh: meshIdentity(inventory) };
 }
 
@@ -90,13 +125,20 @@ export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory
 function positive(flag: string, value: string, min: number): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < min) {
-    throw new BatonError('usage', { what: `${flag} "${value}" is not a number ≥ ${min}.`, next: `For example ${flag} ${Math.max(min, 1) * 10}.`, changed: 'Nothing was sent.' });
+    throw new BatonError('usage', {
+      what: `${flag} "${value}" is not a number ≥ ${min}.`,
+      next: `For example ${flag} ${Math.max(min, 1) * 10}.`,
+      changed: 'Nothing was sent.',
+    });
   }
   return n;
 }
 
 export function resolveOptions(flags: Pick<MeshFlags, 'concurrency' | 'timeout'>) {
-  return { concurrency: positive('--concurrency', flags.concurrency, 1), timeoutMs: positive('--timeout', flags.timeout, 0.1) * 1000 };
+  return {
+    concurrency: positive('--concurrency', flags.concurrency, 1),
+    timeoutMs: positive('--timeout', flags.timeout, 0.1) * 1000,
+  };
 }
 
 export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -112,7 +154,9 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   let inspected: Awaited<ReturnType<typeof inspectPlan>>;
   try {
     resolutions = await resolveHolders(planned.holders, transports.transportFor, options, () => undefined);
-    inspected = await inspectPlan(planned, transports.transportFor, history, options.concurrency, (name) => findMachine(inventory, name));
+    inspected = await inspectPlan(planned, transports.transportFor, history, options.concurrency, (name) =>
+      findMachine(inventory, name),
+    );
   } finally {
     await transports.close();
   }
@@ -140,7 +184,12 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
             machine: h.machine,
             transport: h.transport,
             address: h.address,
-            receives: h.receives.map((d) => ({ end: d.end, provider: d.provider, role: d.role, path: d.path })),
+            receives: h.receives.map((d) => ({
+              end: d.end,
+              provider: d.provider,
+              role: d.role,
+              path: d.path,
+            })),
             resolution: resolutions.get(h.machine),
           })),
         },
@@ -157,11 +206,19 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
       out(`  ${mark} ${h.machine} (${h.transport} ${h.address}) receives ${receivesText(h)}`);
       if (r?.status === 'unresolved') out(`      unresolved: ${r.reason}`);
     }
-    out('Order: provider ends first; each consumer end only after its provider\'s receipt shows the database has the new password.');
+    out(
+      "Order: provider ends first; each consumer end only after its provider's receipt shows the database has the new password.",
+    );
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
-    for (const u of inspected.unknownLogins) out(`${MARKS.refused.glyph} ${u.pair}: its live login could not be read on ${u.machine} (${u.reason}); a rotation would be refused.`);
-    for (const l of leftovers) out(`${MARKS.action.glyph} ${l.pair.key}: ${l.what}${l.rotation ? ` (rotation ${l.rotation})` : ''}; a rotation is refused until you ${waysOut(l, ctx.suggester(flags.inventory))}.`);
+    for (const u of inspected.unknownLogins)
+      out(
+        `${MARKS.refused.glyph} ${u.pair}: its live login could not be read on ${u.machine} (${u.reason}); a rotation would be refused.`,
+      );
+    for (const l of leftovers)
+      out(
+        `${MARKS.action.glyph} ${l.pair.key}: ${l.what}${l.rotation ? ` (rotation ${l.rotation})` : ''}; a rotation is refused until you ${waysOut(l, ctx.suggester(flags.inventory))}.`,
+      );
     out(
       unresolved.length === 0
         ? `Gate open: ${allOf(plan.holders.length, 'machine')} resolved; \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate ${plan.selectorText}`))}\` would rotate ${plural(plan.pairs.length, 'credential')}.`
@@ -169,7 +226,9 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Nothing was changed.');
   }
-  return unresolved.length === 0 && leftovers.length === 0 && inspected.unknownLogins.length === 0 ? EXIT_OK : EXIT_CODES['action-needed'];
+  return unresolved.length === 0 && leftovers.length === 0 && inspected.unknownLogins.length === 0
+    ? EXIT_OK
+    : EXIT_CODES['action-needed'];
 }
 
 export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<number> {
@@ -189,7 +248,16 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const inventory = inventoryFrom(ctx, flags);
   if (revoke) revokeSelectionRefusal(inventory, planRotation(inventory, selector));
   const journal = meshJournal(ctx, inventory);
-  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () => rotateLocked(ctx, flags, inventory, journal, { selector, olderThanMs, resolve, waitMs, interactive, revoke }));
+  return withMeshLock(journal.dir, journal.mesh, `mesh rotate ${describeSelector(selector)}`, () =>
+    rotateLocked(ctx, flags, inventory, journal, {
+      selector,
+      olderThanMs,
+      resolve,
+      waitMs,
+      interactive,
+      revoke,
+    }),
+  );
 }
 
 async function rotateLocked(
@@ -197,31 +265,53 @@ async function rotateLocked(
   flags: MeshFlags,
   inventory: Inventory,
   journal: { readonly dir: string; readonly mesh: string },
-  options: { selector: ReturnType<typeof parseSelector>; olderThanMs: number | undefined; resolve: ReturnType<typeof resolveOptions>; waitMs: number; interactive: boolean; revoke?: RevokeRequest | undefined },
+  options: {
+    selector: ReturnType<typeof parseSelector>;
+    olderThanMs: number | undefined;
+    resolve: ReturnType<typeof resolveOptions>;
+    waitMs: number;
+    interactive: boolean;
+    revoke?: RevokeRequest | undefined;
+  },
 ): Promise<number> {
   const { selector, olderThanMs, resolve, waitMs, interactive } = options;
   const output = keepGoingWhenOutputCloses(ctx.stdout);
   const config = ctx.config();
   const history = await meshHistory(journal);
   // The rotation handles its own signals (stopOnSignals): the transports must outlive the first one to roll back.
-  const transports = openCommandTransports(inventory.machines, { timeoutMs: resolve.timeoutMs, noSignalHandlers: true });
+  const transports = openCommandTransports(inventory.machines, {
+    timeoutMs: resolve.timeoutMs,
+    noSignalHandlers: true,
+  });
   let plan = planRotation(inventory, selector);
   if (flags.olderThan !== undefined && olderThanMs !== undefined) {
     // Ages are read over the same connections the rotation then uses (one per machine).
-    const chosen = await selectOlderThan(inventory, selector, flags.olderThan, olderThanMs, transports.transportFor, history, { concurrency: resolve.concurrency, nowMs: Date.now() }).catch(async (error: unknown) => {
+    const chosen = await selectOlderThan(
+      inventory,
+      selector,
+      flags.olderThan,
+      olderThanMs,
+      transports.transportFor,
+      history,
+      { concurrency: resolve.concurrency, nowMs: Date.now() },
+    ).catch(async (error: unknown) => {
       await transports.close();
       throw error;
     });
     if (!chosen.plan) {
       await transports.close();
-      ctx.stdout.write(`None of the ${chosen.considered} pair(s) of ${describeSelector(selector)} was rotated longer ago than ${flags.olderThan}. Nothing was generated and nothing was sent.\n`);
+      ctx.stdout.write(
+        `None of the ${chosen.considered} pair(s) of ${describeSelector(selector)} was rotated longer ago than ${flags.olderThan}. Nothing was generated and nothing was sent.\n`,
+      );
       return EXIT_OK;
     }
     plan = chosen.plan;
   }
   // Before anything is generated: a pair some rotation left unfinished is finished or rolled back
   // first; and each alternating pair's target login is fixed from its consumer end, in the same read.
-  const inspected = await inspectPlan(plan, transports.transportFor, history, resolve.concurrency, (name) => findMachine(inventory, name)).catch(async (error: unknown) => {
+  const inspected = await inspectPlan(plan, transports.transportFor, history, resolve.concurrency, (name) =>
+    findMachine(inventory, name),
+  ).catch(async (error: unknown) => {
     await transports.close();
     throw error;
   });
@@ -263,7 +353,13 @@ async function rotateLocked(
     }
   }
   try {
-    const { code } = await runRotationPlain({ id, plan, deps, yes: true, write: (line) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`)) });
+    const { code } = await runRotationPlain({
+      id,
+      plan,
+      deps,
+      yes: true,
+      write: (line) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`)),
+    });
     return code;
   } finally {
     unhook();
@@ -271,14 +367,25 @@ async function rotateLocked(
   }
 }
 
-export async function runMeshResume(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>): Promise<number> {
+export async function runMeshResume(
+  ctx: CliContext,
+  id: string,
+  flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
+): Promise<number> {
   keepGoingWhenOutputCloses(ctx.stdout);
   const inventory = inventoryFrom(ctx, flags);
   const journal = meshJournal(ctx, inventory);
-  return withMeshLock(journal.dir, journal.mesh, `mesh resume ${id}`, () => resumeLocked(ctx, id, flags, inventory));
+  return withMeshLock(journal.dir, journal.mesh, `mesh resume ${id}`, () =>
+    resumeLocked(ctx, id, flags, inventory),
+  );
 }
 
-async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>, inventory: Inventory): Promise<number> {
+async function resumeLocked(
+  ctx: CliContext,
+  id: string,
+  flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
+  inventory: Inventory,
+): Promise<number> {
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
   const journalDir = journalDirFor(ctx.config());
@@ -302,7 +409,9 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
         phase,
         results: last.holders.map((h) => {
           const f = failures.find((x) => x.machine === h.machine);
-          return f ? { machine: h.machine, ok: false, reason: f.reason } : { machine: h.machine, ok: phase === 'resumed' };
+          return f
+            ? { machine: h.machine, ok: false, reason: f.reason }
+            : { machine: h.machine, ok: phase === 'resumed' };
         }),
         ...(applied ? { applied: applied.keys, windows_ms: applied.windows } : {}),
       });
@@ -312,22 +421,49 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
     .then(async (r) => {
       // Finished pairs no longer need the provider's previous file.
       const byMachine = new Map<string, string[]>();
-      for (const p of r.pairs) if (r.applied.has(p.key)) byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
-      await Promise.all([...byMachine].map(([machine, paths]) => transports.transportFor(machine).discardPrevious(paths).catch(() => undefined)));
-      await retireSwitched(r.pairs.filter((p) => r.applied.has(p.key)), transports.transportFor);
+      for (const p of r.pairs)
+        if (r.applied.has(p.key))
+          byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+      await Promise.all(
+        [...byMachine].map(([machine, paths]) =>
+          transports
+            .transportFor(machine)
+            .discardPrevious(paths)
+            .catch(() => undefined),
+        ),
+      );
+      await retireSwitched(
+        r.pairs.filter((p) => r.applied.has(p.key)),
+        transports.transportFor,
+      );
       // The rotation asked for --revoke-previous: finishing it finishes that too, under the same rule (every consumer end live).
       const request = last?.revoke_previous ? { endSessions: last.revoke_previous.end_sessions } : undefined;
       const revoked = request
-        ? await revokeAfterCommit(request, r, r.failures, { applied: [...r.applied].map((pair) => ({ pair, windowMs: 0 })), failures: [] }, transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS })
+        ? await revokeAfterCommit(
+            request,
+            r,
+            r.failures,
+            { applied: [...r.applied].map((pair) => ({ pair, windowMs: 0 })), failures: [] },
+            transports.transportFor,
+            { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
+          )
         : undefined;
       if (revoked?.some((x) => x.revoked) && last) {
-        await appendJournal(journalDir, { ...last, at: new Date().toISOString(), operator, phase: 'resumed', pairs: last.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })), applied: [...r.applied] });
+        await appendJournal(journalDir, {
+          ...last,
+          at: new Date().toISOString(),
+          operator,
+          phase: 'resumed',
+          pairs: last.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })),
+          applied: [...r.applied],
+        });
       }
       return { ...r, request, revoked };
     })
     .finally(() => transports.close());
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  const renamed = result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
+  const renamed =
+    result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
   const n = result.pairs.length;
   const pending = result.pairs.filter((p) => !result.applied.has(p.key));
   out(
@@ -335,25 +471,41 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
   );
   for (const holder of result.holders) {
     for (const d of holder.receives) {
-      const live = d.end === 'provides' ? !result.failures.some((f) => f.machine === holder.machine) : result.applied.has(d.pair);
-      out(`  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(result.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`);
+      const live =
+        d.end === 'provides'
+          ? !result.failures.some((f) => f.machine === holder.machine)
+          : result.applied.has(d.pair);
+      out(
+        `  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(result.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`,
+      );
     }
   }
   for (const pair of result.pairs) {
     const ms = result.windows[pair.key];
     if (pair.login) out(resumedAlternatingLine(pair, result.applied.has(pair.key), waitMs));
-    else if (result.applied.has(pair.key)) out(`  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`);
-    else out(`  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`);
+    else if (result.applied.has(pair.key))
+      out(
+        `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`,
+      );
+    else
+      out(
+        `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`,
+      );
   }
   for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
-  for (const line of revokeResultLines(result.request, result.revoked, ctx.suggester(flags.inventory))) out(line);
+  for (const line of revokeResultLines(result.request, result.revoked, ctx.suggester(flags.inventory)))
+    out(line);
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
-    out(`Next: fix the machine, then run: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}`);
+    out(
+      `Next: fix the machine, then run: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}`,
+    );
     return EXIT_CODES.failed;
   }
   if (pending.length > 0) {
-    out(`Next: once the provisioner has applied them (its receipt), run ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rollback ${id}`))}`);
+    out(
+      `Next: once the provisioner has applied them (its receipt), run ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rollback ${id}`))}`,
+    );
     return EXIT_CODES['action-needed'];
   }
   if (result.revoked?.some((x) => !x.revoked)) return EXIT_CODES['action-needed'];
@@ -362,7 +514,8 @@ async function resumeLocked(ctx: CliContext, id: string, flags: Pick<MeshFlags, 
 
 /** A resumed alternating pair: moved to its login, or still on the one it was on, which works. */
 function resumedAlternatingLine(pair: PlannedPair, applied: boolean, waitMs: number): string {
-  if (applied) return `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login!.role}; ${pair.consumer} moved to it (no window)`;
+  if (applied)
+    return `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login!.role}; ${pair.consumer} moved to it (no window)`;
   return `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login!.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
 }
 
@@ -373,26 +526,37 @@ function resumedAlternatingLine(pair: PlannedPair, applied: boolean, waitMs: num
 export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promise<number> {
   const inventory = inventoryFrom(ctx, flags);
   const journal = meshJournal(ctx, inventory);
-  return withMeshLock(journal.dir, journal.mesh, `mesh seed --pair ${flags.pair}`, () => seedLocked(ctx, flags, inventory, journal));
+  return withMeshLock(journal.dir, journal.mesh, `mesh seed --pair ${flags.pair}`, () =>
+    seedLocked(ctx, flags, inventory, journal),
+  );
 }
 
-async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inventory, journal: { readonly dir: string; readonly mesh: string }): Promise<number> {
+async function seedLocked(
+  ctx: CliContext,
+  flags: MeshSeedFlags,
+  inventory: Inventory,
+  journal: { readonly dir: string; readonly mesh: string },
+): Promise<number> {
   const selector = parseSelector({ pair: flags.pair });
   const timeoutMs = positive('--timeout', flags.timeout, 0.1) * 1000;
   const plan = planRotation(inventory, selector);
   const pair = plan.pairs[0]!;
   const history = await meshHistory(journal);
   const transports = openCommandTransports(inventory.machines, { timeoutMs });
-  const leftovers = await findLeftovers(plan, transports.transportFor, history, 2).catch(async (error: unknown) => {
-    await transports.close();
-    throw error;
-  });
+  const leftovers = await findLeftovers(plan, transports.transportFor, history, 2).catch(
+    async (error: unknown) => {
+      await transports.close();
+      throw error;
+    },
+  );
   if (leftovers.length > 0) {
     await transports.close();
     throw leftoversRefusal('seed', leftovers, ctx.suggester(flags.inventory));
   }
   const secret = readSeedSecret(path.resolve(flags.fromFile));
-  const { digest, consumerDigest } = await seedPair(plan, secret, transports.transportFor, { concurrency: 2 }).finally(() => transports.close());
+  const { digest, consumerDigest } = await seedPair(plan, secret, transports.transportFor, {
+    concurrency: 2,
+  }).finally(() => transports.close());
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   await appendJournal(journal.dir, {
     id,
@@ -401,15 +565,31 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
     operator: operatorName(ctx.env),
     phase: 'seeded',
     selector: plan.selectorText,
-    holders: plan.holders.map((h) => ({ machine: h.machine, transport: h.transport, address: h.address, receives: h.receives.map((d) => d.path) })),
+    holders: plan.holders.map((h) => ({
+      machine: h.machine,
+      transport: h.transport,
+      address: h.address,
+      receives: h.receives.map((d) => d.path),
+    })),
     results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
     pairs: [journalPair(pair, digest, undefined, consumerDigest)],
   });
   const out = (line: string) => ctx.stdout.write(`${line}\n`);
-  out(`Seeded ${pair.key} (role ${pair.role}${pair.login ? `, login ${pair.login.role}` : ''}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`);
-  for (const holder of plan.holders) for (const d of holder.receives) out(`  ${holder.machine}: ${d.path} holds ${digestPrefix(d.end === 'consumes' ? consumerDigest : digest)} (0600)`);
-  if (pair.login) out(`  ${pair.consumer}'s file is "user=${pair.login.role} password='…'" (libpq keyword/value); ${pair.provider}'s provisioner gives ${pair.login.role} that password.`);
-  out(`The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate --pair ${pair.key}`))}\` rotates it.`);
+  out(
+    `Seeded ${pair.key} (role ${pair.role}${pair.login ? `, login ${pair.login.role}` : ''}) with the password from ${path.resolve(flags.fromFile)}: nothing was rotated.`,
+  );
+  for (const holder of plan.holders)
+    for (const d of holder.receives)
+      out(
+        `  ${holder.machine}: ${d.path} holds ${digestPrefix(d.end === 'consumes' ? consumerDigest : digest)} (0600)`,
+      );
+  if (pair.login)
+    out(
+      `  ${pair.consumer}'s file is "user=${pair.login.role} password='…'" (libpq keyword/value); ${pair.provider}'s provisioner gives ${pair.login.role} that password.`,
+    );
+  out(
+    `The provisioner of ${pair.provider} sets the same password again (harmless) and writes its receipt; from then on \`${renderStep(ctx.suggester(flags.inventory), nextStep(`mesh rotate --pair ${pair.key}`))}\` rotates it.`,
+  );
   return EXIT_OK;
 }
 
@@ -420,7 +600,11 @@ async function seedLocked(ctx: CliContext, flags: MeshSeedFlags, inventory: Inve
  * rotation itself does when a receipt does not come. A pair whose consumer already holds the
  * new password is finished, never taken back. Generates nothing.
  */
-export async function runMeshRollback(ctx: CliContext, id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>): Promise<number> {
+export async function runMeshRollback(
+  ctx: CliContext,
+  id: string,
+  flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
+): Promise<number> {
   keepGoingWhenOutputCloses(ctx.stdout);
   const inventory = inventoryFrom(ctx, flags);
   const journal = meshJournal(ctx, inventory);
@@ -433,11 +617,18 @@ export async function runMeshRollback(ctx: CliContext, id: string, flags: Pick<M
     const finished = appliedInJournal(records);
     const open = pairs.filter((p) => !finished.has(p.key));
     const transports = openCommandTransports(inventory.machines, { timeoutMs });
-    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, { concurrency, waitMs, pollMs: RECEIPT_POLL_MS })
+    const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, {
+      concurrency,
+      waitMs,
+      pollMs: RECEIPT_POLL_MS,
+    })
       .then(async (r) => {
         // A pair the roll-back found finished is a finished switch too.
         const done = new Set(r.filter((x) => x.result === 'finished').map((x) => x.pair));
-        await retireSwitched(open.filter((p) => done.has(p.key)), transports.transportFor);
+        await retireSwitched(
+          open.filter((p) => done.has(p.key)),
+          transports.transportFor,
+        );
         return r;
       })
       .finally(() => transports.close());
@@ -451,13 +642,32 @@ export async function runMeshRollback(ctx: CliContext, id: string, flags: Pick<M
       phase: 'rolled-back',
       results: last.holders.map((h) => ({ machine: h.machine, ok: true })),
       applied: [...finished, ...nowFinished],
-      rolled_back: results.map((r) => ({ pair: r.pair, result: r.result, ...('receipt' in r ? { receipt: r.receipt } : {}), ...('reason' in r ? { reason: r.reason } : 'leftover' in r && r.leftover ? { reason: r.leftover } : {}) })),
+      rolled_back: results.map((r) => ({
+        pair: r.pair,
+        result: r.result,
+        ...('receipt' in r ? { receipt: r.receipt } : {}),
+        ...('reason' in r
+          ? { reason: r.reason }
+          : 'leftover' in r && r.leftover
+            ? { reason: r.leftover }
+            : {}),
+      })),
     });
     const lines = rolledBackLines(
-      { id, plan: { pairs, selectorText: last.selector }, applied: [...finished], windows: {}, failures: [], stopped: 'mesh rollback', results },
+      {
+        id,
+        plan: { pairs, selectorText: last.selector },
+        applied: [...finished],
+        windows: {},
+        failures: [],
+        stopped: 'mesh rollback',
+        results,
+      },
       ctx.suggester(flags.inventory),
     );
     for (const line of lines) ctx.stdout.write(`${line}\n`);
-    return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover)) ? EXIT_OK : EXIT_CODES['action-needed'];
+    return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover))
+      ? EXIT_OK
+      : EXIT_CODES['action-needed'];
   });
 }

@@ -21,7 +21,9 @@ const DEFAULT_WATCH_SECONDS = 5;
 export const registerStatus: Register = (program, ctx) => {
   program
     .command('status')
-    .description('show the local and published authority side by side; changes nothing (exit 0 in sync, 3 action needed, 1 could not read)')
+    .description(
+      'show the local and published authority side by side; changes nothing (exit 0 in sync, 3 action needed, 1 could not read)',
+    )
     .option('--json', 'print one JSON object (see README "Status JSON"); with --watch, one line per read')
     .option('--watch', 'keep reading every few seconds (r reads now, q quits)')
     .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
@@ -32,7 +34,10 @@ export const registerStatus: Register = (program, ctx) => {
         } catch (error) {
           // A monitor parsing stdout sees why, not an empty read: one JSON object, the same exit code.
           if (options.json) {
-            const [{ statusErrorJson }, { asBatonError }] = await Promise.all([import('../app/status-json.js'), import('../errors.js')]);
+            const [{ statusErrorJson }, { asBatonError }] = await Promise.all([
+              import('../app/status-json.js'),
+              import('../errors.js'),
+            ]);
             const batonError = asBatonError(error, { what: 'baton status failed' });
             ctx.stdout.write(`${JSON.stringify(statusErrorJson(batonError), null, 2)}\n`);
             throw batonError;
@@ -43,7 +48,11 @@ export const registerStatus: Register = (program, ctx) => {
     );
 
   /** NDJSON until Ctrl-C, SIGTERM or a reader that went away (`| head -1`); exit code of the last read. */
-  async function watchJson(read: () => Promise<StatusReport>, json: (report: StatusReport) => unknown, intervalSeconds: number): Promise<number> {
+  async function watchJson(
+    read: () => Promise<StatusReport>,
+    json: (report: StatusReport) => unknown,
+    intervalSeconds: number,
+  ): Promise<number> {
     const { watchStatusJson } = await import('../app/status-watch-json.js');
     const stop = new AbortController();
     const abort = () => stop.abort();
@@ -51,7 +60,13 @@ export const registerStatus: Register = (program, ctx) => {
     process.once('SIGTERM', abort);
     ctx.stdout.once('error', abort);
     try {
-      return await watchStatusJson({ read, json, write: (line) => ctx.stdout.write(line), intervalMs: intervalSeconds * 1000, signal: stop.signal });
+      return await watchStatusJson({
+        read,
+        json,
+        write: (line) => ctx.stdout.write(line),
+        intervalMs: intervalSeconds * 1000,
+        signal: stop.signal,
+      });
     } finally {
       process.off('SIGINT', abort);
       process.off('SIGTERM', abort);
@@ -71,7 +86,8 @@ export const registerStatus: Register = (program, ctx) => {
         next: `Leave it out for ${DEFAULT_WATCH_SECONDS} s, or pass e.g. --interval 10.`,
       });
     }
-    const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } = await import('./status-read.js');
+    const { openStore, readStatus, statusExitCode, statusSources, batonInvocation, statusJson } =
+      await import('./status-read.js');
     const baton = batonInvocation(program.opts<GlobalFlags>());
     // Printed next steps (JSON, plain) are run where `failover` may not be possible.
     const suggester = ctx.suggester();
@@ -79,17 +95,30 @@ export const registerStatus: Register = (program, ctx) => {
     const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
     const read = () => readStatus(sources);
 
-    if (options.json && options.watch) return watchJson(read, (report) => statusJson(report, suggester), interval);
+    if (options.json && options.watch)
+      return watchJson(read, (report) => statusJson(report, suggester), interval);
     if (options.json) {
       const report = await read();
       ctx.stdout.write(`${JSON.stringify(statusJson(report, suggester), null, 2)}\n`);
       return statusExitCode(report);
     }
     if (!cursorAddressable(ctx.stdout, ctx.env)) {
-      if (options.watch) ctx.stderr.write('baton: --watch needs a terminal that can redraw (not a pipe, not TERM=dumb); printing one read.\n');
-      const [{ statusText }, { MARKS }] = await Promise.all([import('../app/status-text.js'), import('../app/marks.js')]);
+      if (options.watch)
+        ctx.stderr.write(
+          'baton: --watch needs a terminal that can redraw (not a pipe, not TERM=dumb); printing one read.\n',
+        );
+      const [{ statusText }, { MARKS }] = await Promise.all([
+        import('../app/status-text.js'),
+        import('../app/marks.js'),
+      ]);
       const report = await read();
-      ctx.stdout.write(statusText(report, { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph }, suggester));
+      ctx.stdout.write(
+        statusText(
+          report,
+          { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph },
+          suggester,
+        ),
+      );
       return statusExitCode(report);
     }
 
@@ -110,7 +139,13 @@ export const registerStatus: Register = (program, ctx) => {
       // only hold back the frame with the first read by up to 33 ms.
       { noColor: config.noColor, ifInterrupted: EXIT_OK, maxFps: 1000 },
       async () => (await import('../../components/StatusApp.js')).StatusApp,
-      (onExit, interactive) => ({ read: readFirstEarly, baton, watchSeconds: options.watch ? interval : undefined, interactive, onExit }),
+      (onExit, interactive) => ({
+        read: readFirstEarly,
+        baton,
+        watchSeconds: options.watch ? interval : undefined,
+        interactive,
+        onExit,
+      }),
     );
   }
 };

@@ -18,7 +18,9 @@ export const registerStore: Register = (program, ctx) => {
   const store = program.command('store').description('the store where the authority is published');
   store
     .command('check')
-    .description('does the store enforce conditional writes? (writes and removes a probe object); lists versions holding ca.key in the clear')
+    .description(
+      'does the store enforce conditional writes? (writes and removes a probe object); lists versions holding ca.key in the clear',
+    )
     .action(
       action(ctx, async () => {
         const config = ctx.config();
@@ -38,7 +40,7 @@ export const registerStore: Register = (program, ctx) => {
           throw asBatonError(error, {
             what: 'The check ran, but its result could not be recorded',
             where: stateDir,
-            next: 'Check that the state dir\'s parent (where store-checks/ is kept) exists and is writable by this user.',
+            next: "Check that the state dir's parent (where store-checks/ is kept) exists and is writable by this user.",
           });
         }
         const lines = check.enforced
@@ -49,9 +51,13 @@ export const registerStore: Register = (program, ctx) => {
               'baton publishes with If-None-Match / If-Match so that a controller never overwrites what another just published; this store would let that happen, so publishing to it is refused. Use a store that honours them (AWS S3, MinIO, Ceph RGW, R2) in production.',
               `override value: ${unenforcedOverrideValue(url)} (to publish to this store anyway, knowing the risk: add --store-unenforced with this value)`,
             ];
-        const versions = target.documentVersions ? clearVersionLines(await target.documentVersions(), target.location, url) : { lines: [], found: 0 };
+        const versions = target.documentVersions
+          ? clearVersionLines(await target.documentVersions(), target.location, url)
+          : { lines: [], found: 0 };
         lines.push(...versions.lines);
-        ctx.stdout.write(`${lines.join('\n')}\nRecorded in ${recorded} (every state dir beside ${stateDir} reads it; status shows it).\n`);
+        ctx.stdout.write(
+          `${lines.join('\n')}\nRecorded in ${recorded} (every state dir beside ${stateDir} reads it; status shows it).\n`,
+        );
         // Versions in the clear are listed, not an exit code: a deployment that publishes unsealed
         // on purpose has them by design.
         return check.enforced ? EXIT_OK : EXIT_CODES['action-needed'];
@@ -60,13 +66,29 @@ export const registerStore: Register = (program, ctx) => {
 };
 
 /** The versions that hold key material in the clear, each with the command that removes it. */
-function clearVersionLines(result: DocumentVersions, location: string, url: string): { lines: string[]; found: number } {
-  if (!result.listed) return { lines: [`(the document's versions could not be listed, so old versions in the clear were not looked for: ${result.why})`], found: 0 };
+function clearVersionLines(
+  result: DocumentVersions,
+  location: string,
+  url: string,
+): { lines: string[]; found: number } {
+  if (!result.listed)
+    return {
+      lines: [
+        `(the document's versions could not be listed, so old versions in the clear were not looked for: ${result.why})`,
+      ],
+      found: 0,
+    };
   const found = result.versions.flatMap((version) => {
     const names = version.body ? clearKeyMaterial(version.body) : [];
     return names.length > 0 ? [{ version, names }] : [];
   });
-  if (found.length === 0) return { lines: [`✓ none of the ${result.versions.length} stored version(s) of ${location} holds key material in the clear`], found: 0 };
+  if (found.length === 0)
+    return {
+      lines: [
+        `✓ none of the ${result.versions.length} stored version(s) of ${location} holds key material in the clear`,
+      ],
+      found: 0,
+    };
   const bucket = /^s3:\/\/([^/?]+)/.exec(url)?.[1] ?? '<bucket>';
   const key = location.replace(/^s3:\/\/[^/]+\//, '');
   const lines = [
@@ -75,7 +97,11 @@ function clearVersionLines(result: DocumentVersions, location: string, url: stri
       ({ version, names }) =>
         `  ${version.versionId}${version.isLatest ? ' (current)' : ''}${version.lastModified ? ` ${version.lastModified.toISOString()}` : ''}: ${names.join(', ')}`,
     ),
-    'Remove each old one with: aws s3api delete-object --bucket ' + bucket + ' --key ' + key + ' --version-id <VERSION>',
+    'Remove each old one with: aws s3api delete-object --bucket ' +
+      bucket +
+      ' --key ' +
+      key +
+      ' --version-id <VERSION>',
     'A current version in the clear is replaced by publishing sealed (seal_key_file) first; then remove the old one. Consider the CA key exposed and rotate it.',
   ];
   return { lines, found: found.length };

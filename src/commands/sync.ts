@@ -22,13 +22,36 @@ export const registerSync: Register = (program: Command, ctx: CliContext) => {
   program
     .command('sync')
     .description('adopt, publish or refuse without a TUI (the decision table, non-interactively)')
-    .option('--first-controller', 'only when nothing is published and this host holds no authority: mint one, publish it create-only, install it (asks for the deployment id typed; --yes in scripts)')
-    .option('--push', 'publish this host\'s authority over the published one: plainly when this host is ahead of it (it rotated); bound with --confirm <PUBLISHED 8> when neither is proved newer; never over one proved to have replaced this host\'s')
-    .option('--force', 'only when sync refuses: set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one (--confirm <LOCAL 8>)')
-    .option('--replace-unreadable', 'only when the published document cannot be used: replace it with this host\'s authority, if-match on the bad object (--confirm <ETAG 8>)')
-    .option('--unseal', 'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key; --confirm unseal)')
-    .option('--confirm <value>', 'the value an irreversible step is bound to, read from status: LOCAL 8 for --force, PUBLISHED 8 for a push over it, ETAG 8 for --replace-unreadable, the word unseal for --unseal (repeat it for two steps)', collect, [] as string[])
-    .option('--yes', 'confirm --first-controller without typing (required when stdin is not a terminal); it confirms nothing else')
+    .option(
+      '--first-controller',
+      'only when nothing is published and this host holds no authority: mint one, publish it create-only, install it (asks for the deployment id typed; --yes in scripts)',
+    )
+    .option(
+      '--push',
+      "publish this host's authority over the published one: plainly when this host is ahead of it (it rotated); bound with --confirm <PUBLISHED 8> when neither is proved newer; never over one proved to have replaced this host's",
+    )
+    .option(
+      '--force',
+      'only when sync refuses: set the local authority aside (ca.superseded-<stamp>, never deleted) and adopt the published one (--confirm <LOCAL 8>)',
+    )
+    .option(
+      '--replace-unreadable',
+      "only when the published document cannot be used: replace it with this host's authority, if-match on the bad object (--confirm <ETAG 8>)",
+    )
+    .option(
+      '--unseal',
+      'with --push or --replace-unreadable: replace a SEALED document in the clear, on purpose (this host has no seal key; --confirm unseal)',
+    )
+    .option(
+      '--confirm <value>',
+      'the value an irreversible step is bound to, read from status: LOCAL 8 for --force, PUBLISHED 8 for a push over it, ETAG 8 for --replace-unreadable, the word unseal for --unseal (repeat it for two steps)',
+      collect,
+      [] as string[],
+    )
+    .option(
+      '--yes',
+      'confirm --first-controller without typing (required when stdin is not a terminal); it confirms nothing else',
+    )
     .action(action(ctx, (flags: SyncFlags) => runSync(ctx, flags)));
 };
 
@@ -51,7 +74,8 @@ async function loadOps() {
 }
 
 async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
-  const { conflictingFlags, checkSyncFlags, syncBindings, pushesOver } = await import('../share/sync-flags.js');
+  const { conflictingFlags, checkSyncFlags, syncBindings, pushesOver } =
+    await import('../share/sync-flags.js');
   const conflict = conflictingFlags(flags);
   if (conflict) throw conflict;
   const [{ openShareContext }, ops, { confirmBound, confirmMint }] = await Promise.all([
@@ -70,14 +94,26 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   checkSyncFlags(share, seen, flags);
   // Every irreversible step is bound to a value read from the two sides, checked before the
   // lock: a wrong or missing value changes nothing.
-  await confirmBound(ctx, syncBindings(seen, flags), flags.confirm ?? [], share.store.location, explainBound(ops, share, verdict, flags));
+  await confirmBound(
+    ctx,
+    syncBindings(seen, flags),
+    flags.confirm ?? [],
+    share.store.location,
+    explainBound(ops, share, verdict, flags),
+  );
 
   switch (verdict.kind) {
     case 'first-controller': {
       if (!flags.firstController) throw await nothingPublished(share);
       const { neighbourWords } = await import('../share/neighbours.js');
       const note = await neighbourWords(share.store, share.deployment);
-      await confirmMint(ctx, { deployment: share.deployment, location: share.store.location, yes: Boolean(flags.yes), command: nextStep('sync --first-controller'), note });
+      await confirmMint(ctx, {
+        deployment: share.deployment,
+        location: share.store.location,
+        yes: Boolean(flags.yes),
+        command: nextStep('sync --first-controller'),
+        note,
+      });
       say(ops.describeOutcome(share, await ops.firstController(share, { seen: verdict })));
       return EXIT_OK;
     }
@@ -105,13 +141,27 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       return EXIT_OK;
     case 'blocked':
       if (flags.replaceUnreadable) {
-        say(ops.describeOutcome(share, await ops.replaceUnreadable(share, { seen: verdict, unseal: Boolean(flags.unseal) })));
+        say(
+          ops.describeOutcome(
+            share,
+            await ops.replaceUnreadable(share, { seen: verdict, unseal: Boolean(flags.unseal) }),
+          ),
+        );
         return EXIT_OK;
       }
       throw ops.blockedError(verdict, suggester);
     case 'refuse':
       if (flags.push) {
-        say(ops.describeOutcome(share, await ops.publish(share, { seen: verdict, unseal: Boolean(flags.unseal), over: pushesOver(verdict) })));
+        say(
+          ops.describeOutcome(
+            share,
+            await ops.publish(share, {
+              seen: verdict,
+              unseal: Boolean(flags.unseal),
+              over: pushesOver(verdict),
+            }),
+          ),
+        );
         return EXIT_OK;
       }
       if (flags.force) {
@@ -123,11 +173,22 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
 }
 
 /** What the terminal gate shows before it asks: both sides, and what the step moves or replaces. */
-function explainBound(ops: Awaited<ReturnType<typeof loadOps>>, share: ShareContext, verdict: Verdict, flags: SyncFlags): string[] {
+function explainBound(
+  ops: Awaited<ReturnType<typeof loadOps>>,
+  share: ShareContext,
+  verdict: Verdict,
+  flags: SyncFlags,
+): string[] {
   if (verdict.kind !== 'refuse') return [ops.verdictSentence(verdict)];
   const lines = [ops.refusalError(share, verdict).what];
-  if (flags.force) lines.push(`--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`);
-  if (flags.push) lines.push(`--push publishes this host's ${verdict.local} over the published ${verdict.published}${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}.`);
+  if (flags.force)
+    lines.push(
+      `--force moves ${verdict.caDir} and its marker aside to ca.superseded-<UTC stamp> (nothing is deleted), then installs ${verdict.published}.`,
+    );
+  if (flags.push)
+    lines.push(
+      `--push publishes this host's ${verdict.local} over the published ${verdict.published}${flags.unseal ? ', IN THE CLEAR (--unseal)' : ''}.`,
+    );
   return lines;
 }
 
@@ -142,7 +203,11 @@ async function nothingPublished(share: ShareContext): Promise<BatonError> {
     what: `Nothing is published at ${share.store.location}, and this host holds no authority.${neighbours}`,
     where: share.store.location,
     changed: 'Nothing was minted or written.',
-    next: ['If --store and --deployment are right and this host is the deployment\'s first controller, mint on purpose: ', nextStep('sync --first-controller'), ' (it asks for the deployment id typed; --yes in scripts).'],
+    next: [
+      "If --store and --deployment are right and this host is the deployment's first controller, mint on purpose: ",
+      nextStep('sync --first-controller'),
+      ' (it asks for the deployment id typed; --yes in scripts).',
+    ],
     reason: 'nothing-to-publish',
   });
 }

@@ -5,7 +5,12 @@
  * new garbage lines. Those get the plain renderer: text for status, a line-by-line dialogue
  * for the walk and for the drill.
  */
-export function cursorAddressable(stdout: { readonly isTTY?: boolean; readonly columns?: number; readonly rows?: number }, env: NodeJS.ProcessEnv): boolean {
+export function cursorAddressable(
+  stdout: { readonly isTTY?: boolean; readonly columns?: number; readonly rows?: number },
+  env: NodeJS.ProcessEnv,
+): boolean {
   const term = (env.TERM ?? '').trim();
-  return Boolean(stdout.isTTY) && term !== '' && term !== 'dumb' && Boolean(stdout.columns) && Boolean(stdout.rows);
+  return (
+    Boolean(stdout.isTTY) && term !== '' && term !== 'dumb' && Boolean(stdout.columns) && Boolean(stdout.rows)
+  );
 }

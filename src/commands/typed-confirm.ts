@@ -39,7 +39,13 @@ export async function ask(ctx: CliContext, prompt: string): Promise<string | und
  * expected and where to read it). None given: on a terminal each value is asked for typed
  * (a wrong one is exit 4, nothing sent); without one, exit 2.
  */
-export async function confirmBound(ctx: CliContext, bindings: readonly Binding[], given: readonly string[], where: string, explain: readonly string[]): Promise<void> {
+export async function confirmBound(
+  ctx: CliContext,
+  bindings: readonly Binding[],
+  given: readonly string[],
+  where: string,
+  explain: readonly string[],
+): Promise<void> {
   const { checkConfirmations } = await import('../share/confirm-binding.js');
   if (given.length > 0 || bindings.length === 0 || !stdinIsTerminal()) {
     try {
@@ -47,7 +53,12 @@ export async function confirmBound(ctx: CliContext, bindings: readonly Binding[]
     } catch (error) {
       // The refusal also says what is at stake, so the value is read knowing what it does.
       if (!(error instanceof BatonError) || explain.length === 0) throw error;
-      throw new BatonError(error.code, { what: `${error.what} ${explain.join(' ')}`, where, changed: error.changed, next: error.said ?? error.next });
+      throw new BatonError(error.code, {
+        what: `${error.what} ${explain.join(' ')}`,
+        where,
+        changed: error.changed,
+        next: error.said ?? error.next,
+      });
     }
     return;
   }
@@ -55,7 +66,10 @@ export async function confirmBound(ctx: CliContext, bindings: readonly Binding[]
   for (const binding of bindings) {
     const typed = await ask(ctx, binding.prompt);
     if (typed === undefined || typed.trim() !== binding.expected) {
-      const [{ typedMatch }, { wrongCase }] = await Promise.all([import('../pki/fingerprint-type.js'), import('../app/typed-gate.js')]);
+      const [{ typedMatch }, { wrongCase }] = await Promise.all([
+        import('../pki/fingerprint-type.js'),
+        import('../app/typed-gate.js'),
+      ]);
       const caseOnly = typed !== undefined && typedMatch(typed, binding.expected) === 'wrong-case';
       throw new BatonError('aborted', {
         what:
@@ -76,7 +90,16 @@ export async function confirmBound(ctx: CliContext, bindings: readonly Binding[]
  * Minting a first authority is said, never inferred: on a terminal the first characters of
  * the deployment id are typed (as the console asks); without one, --yes is required.
  */
-export async function confirmMint(ctx: CliContext, options: { readonly deployment: string; readonly location: string; readonly yes: boolean; readonly command: NextStep; readonly note?: string }): Promise<void> {
+export async function confirmMint(
+  ctx: CliContext,
+  options: {
+    readonly deployment: string;
+    readonly location: string;
+    readonly yes: boolean;
+    readonly command: NextStep;
+    readonly note?: string;
+  },
+): Promise<void> {
   const command = `\`${renderStep(ctx.suggester(), options.command)}\``;
   const { deploymentPrefix, deploymentRefusal } = await import('../app/typed-gate.js');
   const prefix = deploymentPrefix(options.deployment);
@@ -89,10 +112,23 @@ export async function confirmMint(ctx: CliContext, options: { readonly deploymen
       next: `Check that ${options.location} is the deployment's store (nothing is published there), then run the command again with --yes.`,
     });
   }
-  ctx.stdout.write(`Nothing is published at ${options.location}. This mints a NEW authority for deployment ${options.deployment}: every node must then trust it.${options.note ?? ''}\n`);
-  const typed = await ask(ctx, `Type the first ${prefix.length} characters of the deployment id (${prefix}) to mint: `);
-  const refusal = typed === undefined ? 'The confirmation was not given (Ctrl-C or end of input).' : deploymentRefusal(typed, options.deployment);
+  ctx.stdout.write(
+    `Nothing is published at ${options.location}. This mints a NEW authority for deployment ${options.deployment}: every node must then trust it.${options.note ?? ''}\n`,
+  );
+  const typed = await ask(
+    ctx,
+    `Type the first ${prefix.length} characters of the deployment id (${prefix}) to mint: `,
+  );
+  const refusal =
+    typed === undefined
+      ? 'The confirmation was not given (Ctrl-C or end of input).'
+      : deploymentRefusal(typed, options.deployment);
   if (refusal) {
-    throw new BatonError('aborted', { what: refusal, where: options.location, changed: 'Nothing was minted or written.', next: ['Run ', options.command, ' again when you are ready.'] });
+    throw new BatonError('aborted', {
+      what: refusal,
+      where: options.location,
+      changed: 'Nothing was minted or written.',
+      next: ['Run ', options.command, ' again when you are ready.'],
+    });
   }
 }

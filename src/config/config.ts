@@ -26,7 +26,15 @@ export interface ConfigFile {
   readonly journal_dir?: string;
 }
 
-const CONFIG_FIELDS = ['deployment', 'state_dir', 'store', 'seal_key_file', 'seal', 'inventory', 'journal_dir'] as const;
+const CONFIG_FIELDS = [
+  'deployment',
+  'state_dir',
+  'store',
+  'seal_key_file',
+  'seal',
+  'inventory',
+  'journal_dir',
+] as const;
 
 /**
  * The YAML parser is required only when a config file is actually read: every command starts
@@ -85,7 +93,11 @@ export const DEFAULT_STATE_ROOT = '/var/lib/baton';
  * The config search order of docs/cli.md. An explicitly named file (flag or $BATON_CONFIG)
  * must exist; the implicit locations are optional.
  */
-export function configCandidates(flags: GlobalFlags, env: NodeJS.ProcessEnv, cwd: string): {
+export function configCandidates(
+  flags: GlobalFlags,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): {
   readonly explicit: string | undefined;
   readonly implicit: readonly string[];
 } {
@@ -125,7 +137,11 @@ export function loadConfig(
     throw new BatonError('usage', {
       what: `--deployment "${flags.deployment}" is not a deployment id: it must be ${DEPLOYMENT_ID_RULE}.`,
       where: 'the --deployment flag',
-      next: ['Pass the id your fleet was created with: ', nextStep('ca show', { host: 'a controller' }), ' prints it.'],
+      next: [
+        'Pass the id your fleet was created with: ',
+        nextStep('ca show', { host: 'a controller' }),
+        ' prints it.',
+      ],
     });
   }
   const sealKeyFile = flags.sealKeyFile ? path.resolve(cwd, flags.sealKeyFile) : relative(file.seal_key_file);
@@ -138,7 +154,7 @@ export function loadConfig(
     });
   }
   const noColor =
-    flags.color === false || env.NO_COLOR !== undefined && env.NO_COLOR !== '' || env.TERM === 'dumb';
+    flags.color === false || (env.NO_COLOR !== undefined && env.NO_COLOR !== '') || env.TERM === 'dumb';
   return {
     source,
     deployment: flags.deployment ?? file.deployment,
@@ -198,7 +214,12 @@ function configFault(raw: unknown): string | undefined {
   // A plain mapping only: a `%YAML 1.1` set, ordered map or date has no own fields, and
   // reading it as "sets nothing" would silently drop what the operator wrote. zod would take
   // a Map for an object, so this one is said in our words.
-  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && Object.getPrototypeOf(raw) !== Object.prototype) {
+  if (
+    typeof raw === 'object' &&
+    raw !== null &&
+    !Array.isArray(raw) &&
+    Object.getPrototypeOf(raw) !== Object.prototype
+  ) {
     return `The config file holds a ${raw.constructor?.name ?? 'value'}, not a mapping of fields: write "field: value" lines without a %YAML 1.1 tag.`;
   }
   if (isConfigFile(raw)) return undefined;
@@ -228,7 +249,11 @@ function zodFault(raw: unknown): string {
       state_dir: text(),
       store: text(),
       seal_key_file: text(),
-      seal: z.literal('none', { error: 'the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file' }).optional(),
+      seal: z
+        .literal('none', {
+          error: 'the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file',
+        })
+        .optional(),
       inventory: text(),
       journal_dir: text(),
     })

@@ -22,7 +22,12 @@ export async function fsyncDir(dir: string): Promise<void> {
  * fsync the directory. A crash leaves either no file or the whole file under the final name,
  * never a short one — a short key would read as "unparsable" and block the fleet's authority.
  */
-export async function createFileDurably(dir: string, name: string, bytes: Uint8Array, mode: number): Promise<void> {
+export async function createFileDurably(
+  dir: string,
+  name: string,
+  bytes: Uint8Array,
+  mode: number,
+): Promise<void> {
   const temp = path.join(dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
   await writeExclusive(temp, bytes, mode);
   try {
@@ -35,7 +40,11 @@ export async function createFileDurably(dir: string, name: string, bytes: Uint8A
 
 /** O_EXCL create → write → fsync, with `mode` exactly (umask does not get a say). */
 export async function writeExclusive(file: string, bytes: Uint8Array, mode: number): Promise<void> {
-  const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  const handle = await open(
+    file,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode,
+  );
   try {
     await handle.chmod(mode);
     await handle.writeFile(bytes);

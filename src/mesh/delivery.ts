@@ -5,7 +5,13 @@
  * leaves a mesh that has not rotated rather than one that has half-rotated; a staged file is
  * never live, so one left on a machine that did not answer changes nothing.
  */
-import { reasonOf, STAGED_SUFFIX, TransportError, type BoundRenameChannel, type TransportFor } from './transport.js';
+import {
+  reasonOf,
+  STAGED_SUFFIX,
+  TransportError,
+  type BoundRenameChannel,
+  type TransportFor,
+} from './transport.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { Holder, PlannedPair } from './rotation-plan.js';
@@ -22,7 +28,11 @@ export function consumerDigestKey(pair: string): string {
 }
 
 /** The digest a pair's end holds once live: the consumer end's own where it has one. */
-export function endDigest(digests: Readonly<Record<string, SecretDigest>>, pair: string, end: 'provides' | 'consumes'): SecretDigest | undefined {
+export function endDigest(
+  digests: Readonly<Record<string, SecretDigest>>,
+  pair: string,
+  end: 'provides' | 'consumes',
+): SecretDigest | undefined {
   return end === 'consumes' ? (digests[consumerDigestKey(pair)] ?? digests[pair]) : digests[pair];
 }
 
@@ -31,7 +41,10 @@ export function endDigest(digests: Readonly<Record<string, SecretDigest>>, pair:
  * secret, or for an alternating pair `user=<login> password='<secret>'` (formatConsumerConninfo).
  */
 export function endSecrets(pair: PlannedPair, secret: Secret): { provides: Secret; consumes: Secret } {
-  return { provides: secret, consumes: pair.login ? Secret.fromText(formatConsumerConninfo(pair.login.role, secret.reveal())) : secret };
+  return {
+    provides: secret,
+    consumes: pair.login ? Secret.fromText(formatConsumerConninfo(pair.login.role, secret.reveal())) : secret,
+  };
 }
 
 export interface MachineFailure {
@@ -41,7 +54,11 @@ export interface MachineFailure {
 
 export type PrepareResult =
   | { readonly ok: true; readonly digests: Readonly<Record<string, SecretDigest>> }
-  | { readonly ok: false; readonly failures: readonly MachineFailure[]; readonly unstageFailures: readonly MachineFailure[] };
+  | {
+      readonly ok: false;
+      readonly failures: readonly MachineFailure[];
+      readonly unstageFailures: readonly MachineFailure[];
+    };
 
 /**
  * Generates one secret per pair, stages it on both ends, then reads the staged digests back:
@@ -68,26 +85,40 @@ export async function prepareAll(
     if (failures.length > 0) return;
     try {
       const transport = transportFor(holder.machine);
-      const landed = await transport.stage(holder.receives.map((d) => ({ path: d.path, secret: secrets.get(d.pair)![d.end] })));
+      const landed = await transport.stage(
+        holder.receives.map((d) => ({ path: d.path, secret: secrets.get(d.pair)![d.end] })),
+      );
       holder.receives.forEach((d, i) => {
-        if (landed[i] !== endDigest(digests, d.pair, d.end)) throw new Error(`the staged ${d.path}.next does not match what was sent`);
+        if (landed[i] !== endDigest(digests, d.pair, d.end))
+          throw new Error(`the staged ${d.path}.next does not match what was sent`);
       });
       onStaged(holder.machine, holder.receives.length);
     } catch (error) {
       if (error instanceof TransportError && error.unreachable) {
         unreachable.add(holder.machine);
-        failures.push({ machine: holder.machine, reason: `${reasonOf(error)} — not asked again to remove what it staged: it holds nothing new if staging failed before writing, else unused ${STAGED_SUFFIX} files that the next rotation replaces (mesh status shows them)` });
+        failures.push({
+          machine: holder.machine,
+          reason: `${reasonOf(error)} — not asked again to remove what it staged: it holds nothing new if staging failed before writing, else unused ${STAGED_SUFFIX} files that the next rotation replaces (mesh status shows them)`,
+        });
       } else failures.push({ machine: holder.machine, reason: reasonOf(error) });
     }
   });
   secrets.clear();
   if (failures.length === 0) return { ok: true, digests };
-  const unstageFailures = await unstageAll(holders.filter((h) => !unreachable.has(h.machine)), transportFor, concurrency);
+  const unstageFailures = await unstageAll(
+    holders.filter((h) => !unreachable.has(h.machine)),
+    transportFor,
+    concurrency,
+  );
   return { ok: false, failures, unstageFailures };
 }
 
 /** Removes every staged file on every holder; returns the machines where that failed. */
-export async function unstageAll(holders: readonly Holder[], transportFor: TransportFor, concurrency: number): Promise<MachineFailure[]> {
+export async function unstageAll(
+  holders: readonly Holder[],
+  transportFor: TransportFor,
+  concurrency: number,
+): Promise<MachineFailure[]> {
   const failures: MachineFailure[] = [];
   await mapBounded(holders, concurrency, async (holder) => {
     try {
@@ -109,7 +140,9 @@ export interface CommitStep {
 export function providerCommitSteps(holders: readonly Holder[], only?: ReadonlySet<string>): CommitStep[] {
   const steps: CommitStep[] = [];
   for (const holder of holders) {
-    const paths = holder.receives.filter((d) => d.end === 'provides' && (!only || only.has(`${holder.machine}\0${d.path}`))).map((d) => d.path);
+    const paths = holder.receives
+      .filter((d) => d.end === 'provides' && (!only || only.has(`${holder.machine}\0${d.path}`)))
+      .map((d) => d.path);
     if (paths.length > 0) steps.push({ machine: holder.machine, end: 'provides', paths });
   }
   return steps;
@@ -231,7 +264,10 @@ export interface ReceiptWait {
   /** Settles when every channel has opened (or failed) and every reader has reported once (or failed). */
   readonly ready: Promise<void>;
   /** The wait itself, for these pairs (those whose provider end went live), for `waitMs` from now. */
-  run(pairs: readonly PlannedPair[], onApplied: (applied: AppliedPair) => void): Promise<ConsumerCommitResult>;
+  run(
+    pairs: readonly PlannedPair[],
+    onApplied: (applied: AppliedPair) => void,
+  ): Promise<ConsumerCommitResult>;
   /** Ends the readers and the channels; safe to call twice. */
   close(): void;
 }
@@ -260,11 +296,18 @@ export function beginReceiptWait(
 
   // A provider machine gets a channel too, for its clock, when its pairs' consumers are elsewhere.
   const channels = new Map<string, Promise<BoundRenameChannel | undefined>>();
-  const wantsChannel = new Set([...byConsumer.keys(), ...pairs.filter((p) => p.providerMachine !== p.consumerMachine).map((p) => p.providerMachine)]);
+  const wantsChannel = new Set([
+    ...byConsumer.keys(),
+    ...pairs.filter((p) => p.providerMachine !== p.consumerMachine).map((p) => p.providerMachine),
+  ]);
   if (wait.waitMs > 0 && renames) {
     for (const machine of wantsChannel) {
       const transport = transportFor(machine);
-      if (transport.openChannel) channels.set(machine, slots.run(() => transport.openChannel!()).catch(() => undefined));
+      if (transport.openChannel)
+        channels.set(
+          machine,
+          slots.run(() => transport.openChannel!()).catch(() => undefined),
+        );
     }
   }
 
@@ -276,7 +319,8 @@ export function beginReceiptWait(
     receipted.set(pair.key, { appliedAt: Number.isFinite(at) ? at : undefined, seenAt });
     return true;
   };
-  const unconfirmed = (machinePairs: readonly PlannedPair[]) => machinePairs.filter((p) => !done.has(p.key) && !receipted.has(p.key));
+  const unconfirmed = (machinePairs: readonly PlannedPair[]) =>
+    machinePairs.filter((p) => !done.has(p.key) && !receipted.has(p.key));
 
   /** One reader per provider for the whole wait; restarted if it fails, until the wait ends. */
   const readers = new Map<string, { settled: Promise<void>; readonly reported: () => boolean }>();
@@ -290,20 +334,29 @@ export function beginReceiptWait(
       let hasReported = false;
       void (async () => {
         const startedAt = now();
-        while (!closed.signal.aborted && now() - startedAt < watchLimit && unconfirmed(machinePairs).length > 0) {
+        while (
+          !closed.signal.aborted &&
+          now() - startedAt < watchLimit &&
+          unconfirmed(machinePairs).length > 0
+        ) {
           const watched = unconfirmed(machinePairs);
           const allSeen = new AbortController();
           try {
-            await transport.watchTexts!(watched.map((p) => p.receiptPath), { intervalMs: wait.pollMs, forMs: watchLimit }, (changes) => {
-              hasReported = true;
-              settle();
-              const seen = now();
-              for (const change of changes) {
-                const pair = watched[change.index];
-                if (pair && see(pair, change.text, seen)) onReceipted?.(pair.consumerMachine);
-              }
-              if (unconfirmed(watched).length === 0) allSeen.abort();
-            }, AbortSignal.any([closed.signal, allSeen.signal]));
+            await transport.watchTexts!(
+              watched.map((p) => p.receiptPath),
+              { intervalMs: wait.pollMs, forMs: watchLimit },
+              (changes) => {
+                hasReported = true;
+                settle();
+                const seen = now();
+                for (const change of changes) {
+                  const pair = watched[change.index];
+                  if (pair && see(pair, change.text, seen)) onReceipted?.(pair.consumerMachine);
+                }
+                if (unconfirmed(watched).length === 0) allSeen.abort();
+              },
+              AbortSignal.any([closed.signal, allSeen.signal]),
+            );
             // A reader that ended by itself (its run time was up) is started again, not in a tight loop.
             if (!closed.signal.aborted && !allSeen.signal.aborted) await sleep(WATCH_RETRY_MS);
           } catch {
@@ -321,7 +374,11 @@ export function beginReceiptWait(
   const ready = (async () => {
     let timer: NodeJS.Timeout | undefined;
     const bounded = new Promise<void>((resolve) => (timer = setTimeout(resolve, wait.waitMs)));
-    await Promise.race([Promise.all([...channels.values(), ...[...readers.values()].map((r) => r.settled)]), bounded, new Promise((r) => closed.signal.addEventListener('abort', r, { once: true }))]);
+    await Promise.race([
+      Promise.all([...channels.values(), ...[...readers.values()].map((r) => r.settled)]),
+      bounded,
+      new Promise((r) => closed.signal.addEventListener('abort', r, { once: true })),
+    ]);
     clearTimeout(timer);
   })();
 
@@ -331,7 +388,10 @@ export function beginReceiptWait(
     for (const channel of channels.values()) void channel.then((c) => c?.close());
   };
 
-  const run = async (livePairs: readonly PlannedPair[], onApplied: (applied: AppliedPair) => void): Promise<ConsumerCommitResult> => {
+  const run = async (
+    livePairs: readonly PlannedPair[],
+    onApplied: (applied: AppliedPair) => void,
+  ): Promise<ConsumerCommitResult> => {
     const deadline = now() + wait.waitMs;
     const live = new Set(livePairs.map((p) => p.key));
     const applied: AppliedPair[] = [];
@@ -364,20 +424,27 @@ export function beginReceiptWait(
       void (async () => {
         do {
           again.delete(machine);
-          const batch = (byConsumer.get(machine) ?? []).filter((p) => live.has(p.key) && receipted.has(p.key));
+          const batch = (byConsumer.get(machine) ?? []).filter(
+            (p) => live.has(p.key) && receipted.has(p.key),
+          );
           if (batch.length === 0) break;
           try {
             const channel = await channelOf(machine);
             const paths = batch.map((p) => p.consumerPath);
-            const renamedAt = !renames ? now() : await slots.run(async () => {
-              if (channel) return (await channel.commit(paths)) - channel.clock.offsetMs;
-              await transportFor(machine).commit(paths);
-              return now();
-            });
+            const renamedAt = !renames
+              ? now()
+              : await slots.run(async () => {
+                  if (channel) return (await channel.commit(paths)) - channel.clock.offsetMs;
+                  await transportFor(machine).commit(paths);
+                  return now();
+                });
             failures.delete(machine);
             for (const pair of batch) {
               const receipt = receipted.get(pair.key)!;
-              const appliedAt = receipt.appliedAt === undefined ? receipt.seenAt : Math.min(await receiptTime(receipt.appliedAt, pair), receipt.seenAt);
+              const appliedAt =
+                receipt.appliedAt === undefined
+                  ? receipt.seenAt
+                  : Math.min(await receiptTime(receipt.appliedAt, pair), receipt.seenAt);
               const result = { pair: pair.key, windowMs: Math.max(0, Math.round(renamedAt - appliedAt)) };
               receipted.delete(pair.key);
               done.add(pair.key);
@@ -424,8 +491,15 @@ export function beginReceiptWait(
     const pollProviders = async () => {
       if (polled.length === 0) return;
       for (;;) {
-        await mapBounded(polled, wait.concurrency, ([machine, machinePairs]) => readOnce(machine, machinePairs));
-        if (finished.signal.aborted || now() >= deadline || polled.every(([, ps]) => ps.every((p) => done.has(p.key)))) break;
+        await mapBounded(polled, wait.concurrency, ([machine, machinePairs]) =>
+          readOnce(machine, machinePairs),
+        );
+        if (
+          finished.signal.aborted ||
+          now() >= deadline ||
+          polled.every(([, ps]) => ps.every((p) => done.has(p.key)))
+        )
+          break;
         await sleep(Math.min(wait.pollMs, Math.max(0, deadline - now())));
       }
     };
@@ -438,10 +512,21 @@ export function beginReceiptWait(
     if (wait.stop?.aborted) finish();
     else wait.stop?.addEventListener('abort', finish, { once: true });
     try {
-      await Promise.all([pollProviders(), new Promise((r) => (finished.signal.aborted ? r(undefined) : finished.signal.addEventListener('abort', r, { once: true })))]);
+      await Promise.all([
+        pollProviders(),
+        new Promise((r) =>
+          finished.signal.aborted
+            ? r(undefined)
+            : finished.signal.addEventListener('abort', r, { once: true }),
+        ),
+      ]);
       onReceipted = undefined;
       // A reader that never reported (slow to start) leaves its provider one plain reading.
-      await Promise.all(liveByProvider.filter(([machine]) => readers.has(machine) && !readers.get(machine)!.reported()).map(([machine, ps]) => readOnce(machine, ps)));
+      await Promise.all(
+        liveByProvider
+          .filter(([machine]) => readers.has(machine) && !readers.get(machine)!.reported())
+          .map(([machine, ps]) => readOnce(machine, ps)),
+      );
       while (flushing.size > 0) await Promise.all([...flushing.values()]);
     } finally {
       clearTimeout(timer);
@@ -501,7 +586,6 @@ interface Receipted {
   /** When the controller saw the receipt, by its own clock. */
   readonly seenAt: number;
 }
-
 
 export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
   const out = new Map<string, T[]>();

@@ -34,7 +34,14 @@ export const END_SESSIONS_DIR = '.end-sessions';
  * receipt: `as-set` while the role exists, can log in, is not expired and still holds the
  * verifier of the delivered password; otherwise what changed underneath it.
  */
-export const DATABASE_FINDINGS = ['as-set', 'password-changed', 'dropped', 'nologin', 'expired', 'not-member'] as const;
+export const DATABASE_FINDINGS = [
+  'as-set',
+  'password-changed',
+  'dropped',
+  'nologin',
+  'expired',
+  'not-member',
+] as const;
 export type DatabaseFinding = (typeof DATABASE_FINDINGS)[number];
 
 /** Each finding as a clause, for the provisioner's log and `mesh status`. */
@@ -43,7 +50,7 @@ export const DATABASE_FINDING_WORDS: Record<DatabaseFinding, string> = {
   'password-changed': 'its password was changed in the database',
   dropped: 'the role was dropped',
   nologin: 'the role was set NOLOGIN',
-  expired: 'the role\'s VALID UNTIL has passed',
+  expired: "the role's VALID UNTIL has passed",
   'not-member': 'the login is no longer a member of its group',
 };
 
@@ -100,7 +107,11 @@ export const RECEIPT_SESSIONS_MAX = 20;
 export function parseReceipt(text: string): Receipt | undefined {
   try {
     const value = JSON.parse(text) as Partial<Receipt>;
-    if (typeof value.role === 'string' && typeof value.digest === 'string' && /^sha256:[0-9a-f]{64}$/.test(value.digest)) {
+    if (
+      typeof value.role === 'string' &&
+      typeof value.digest === 'string' &&
+      /^sha256:[0-9a-f]{64}$/.test(value.digest)
+    ) {
       const database = parseDatabaseCheck(value.database);
       const sessions = parseSessions(value.sessions);
       return {
@@ -110,7 +121,9 @@ export function parseReceipt(text: string): Receipt | undefined {
         ...(database ? { database } : {}),
         ...(typeof value.login === 'string' ? { login: value.login } : {}),
         ...(sessions ? { sessions } : {}),
-        ...(Number.isSafeInteger(value.ended_sessions) && value.ended_sessions! >= 0 ? { ended_sessions: value.ended_sessions } : {}),
+        ...(Number.isSafeInteger(value.ended_sessions) && value.ended_sessions! >= 0
+          ? { ended_sessions: value.ended_sessions }
+          : {}),
       };
     }
   } catch {
@@ -122,13 +135,20 @@ export function parseReceipt(text: string): Receipt | undefined {
 /** Sessions of an unknown shape are dropped one by one; a list that is not one is dropped whole. */
 function parseSessions(value: unknown): LoginSession[] | undefined {
   if (!Array.isArray(value)) return undefined;
-  return value.flatMap((item): LoginSession[] => {
-    if (typeof item !== 'object' || item === null) return [];
-    const { pid, application_name, client_addr, backend_start } = item as Record<string, unknown>;
-    if (!Number.isSafeInteger(pid) || typeof application_name !== 'string' || typeof backend_start !== 'string') return [];
-    if (client_addr !== null && typeof client_addr !== 'string') return [];
-    return [{ pid: pid as number, application_name, client_addr, backend_start }];
-  }).slice(0, RECEIPT_SESSIONS_MAX);
+  return value
+    .flatMap((item): LoginSession[] => {
+      if (typeof item !== 'object' || item === null) return [];
+      const { pid, application_name, client_addr, backend_start } = item as Record<string, unknown>;
+      if (
+        !Number.isSafeInteger(pid) ||
+        typeof application_name !== 'string' ||
+        typeof backend_start !== 'string'
+      )
+        return [];
+      if (client_addr !== null && typeof client_addr !== 'string') return [];
+      return [{ pid: pid as number, application_name, client_addr, backend_start }];
+    })
+    .slice(0, RECEIPT_SESSIONS_MAX);
 }
 
 /** A check of a shape this version does not know is dropped (the receipt reads as an old one). */
@@ -140,7 +160,9 @@ function parseDatabaseCheck(value: unknown): DatabaseCheck | undefined {
     found: found as DatabaseFinding,
     since,
     ...(typeof problem === 'string' ? { problem } : {}),
-    ...(DATABASE_FINDINGS.includes(restored as DatabaseFinding) && restored !== 'as-set' ? { restored: restored as Exclude<DatabaseFinding, 'as-set'> } : {}),
+    ...(DATABASE_FINDINGS.includes(restored as DatabaseFinding) && restored !== 'as-set'
+      ? { restored: restored as Exclude<DatabaseFinding, 'as-set'> }
+      : {}),
     ...(typeof verifier === 'string' && /^sha256:[0-9a-f]{64}$/.test(verifier) ? { verifier } : {}),
   };
 }

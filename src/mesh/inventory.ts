@@ -48,7 +48,12 @@ const MachineSchema = SshOptions.extend({
 const CredentialField = z.enum(['single', 'alternating']).optional();
 
 const ProviderSchema = z
-  .object({ name: nameField, machine: z.string().min(1), kind: z.literal('postgres'), credential: CredentialField })
+  .object({
+    name: nameField,
+    machine: z.string().min(1),
+    kind: z.literal('postgres'),
+    credential: CredentialField,
+  })
   .strict();
 
 const ConsumerSchema = z
@@ -86,9 +91,21 @@ export interface SshTarget {
 }
 
 export type Machine =
-  | { readonly name: string; readonly transport: 'ssh'; readonly address: string; readonly meshDir: string; readonly ssh: SshTarget }
+  | {
+      readonly name: string;
+      readonly transport: 'ssh';
+      readonly address: string;
+      readonly meshDir: string;
+      readonly ssh: SshTarget;
+    }
   /** `root` is the absolute directory that plays the machine's `/`. */
-  | { readonly name: string; readonly transport: 'local'; readonly address: string; readonly meshDir: string; readonly root: string };
+  | {
+      readonly name: string;
+      readonly transport: 'local';
+      readonly address: string;
+      readonly meshDir: string;
+      readonly root: string;
+    };
 
 export interface Provider {
   readonly name: string;
@@ -156,7 +173,11 @@ function byName<T extends { readonly name: string }>(items: readonly T[]): Reado
 export function inventoryIndex(inventory: Inventory): InventoryIndex {
   let index = indexes.get(inventory);
   if (!index) {
-    index = { machines: byName(inventory.machines), providers: byName(inventory.providers), consumers: byName(inventory.consumers) };
+    index = {
+      machines: byName(inventory.machines),
+      providers: byName(inventory.providers),
+      consumers: byName(inventory.consumers),
+    };
     indexes.set(inventory, index);
   }
   return index;
@@ -195,7 +216,10 @@ export function parseInventory(text: string, source: string): Inventory {
     // The core schema reads what YAML 1.2 reads: no dates, no `yes` as true.
     raw = loadYaml(text, { schema: CORE_SCHEMA });
   } catch (error) {
-    return fail(`The inventory is not valid YAML: ${(error as Error).message.split('\n')[0]}`, 'Fix the syntax.');
+    return fail(
+      `The inventory is not valid YAML: ${(error as Error).message.split('\n')[0]}`,
+      'Fix the syntax.',
+    );
   }
   const parsed = InventorySchema.safeParse(raw ?? {});
   if (!parsed.success) {
@@ -205,32 +229,53 @@ export function parseInventory(text: string, source: string): Inventory {
       issue.code === 'unrecognized_keys'
         ? `Unknown field "${issue.keys.join('", "')}" in ${at}.`
         : `${at} is invalid: ${issue.message}.`;
-    return fail(what, 'The README\'s "The mesh inventory" (under Configuration) shows the format: mesh_dir, machines, providers, consumers.');
+    return fail(
+      what,
+      'The README\'s "The mesh inventory" (under Configuration) shows the format: mesh_dir, machines, providers, consumers.',
+    );
   }
   const data = parsed.data;
   const base = path.dirname(path.resolve(source));
   const resolvePath = (p: string | undefined) => (p === undefined ? undefined : path.resolve(base, p));
   const meshDir = data.mesh_dir ?? DEFAULT_MESH_DIR;
-  if (!path.isAbsolute(meshDir)) fail(`mesh_dir "${meshDir}" is not an absolute path.`, 'mesh_dir is a path on each machine: make it absolute.');
+  if (!path.isAbsolute(meshDir))
+    fail(
+      `mesh_dir "${meshDir}" is not an absolute path.`,
+      'mesh_dir is a path on each machine: make it absolute.',
+    );
 
   // One set of names per kind, checked as each entry is read: an inventory of 10,000 pairs is
   // read before every mesh command says anything (npm run bench, "Inventory").
   const seen = { machine: new Set<string>(), provider: new Set<string>(), consumer: new Set<string>() };
   const unique = (kind: keyof typeof seen, name: string) => {
-    if (seen[kind].has(name)) fail(`Duplicate ${kind} name "${name}".`, `Every ${kind} needs its own name; rename or remove one of them.`);
+    if (seen[kind].has(name))
+      fail(
+        `Duplicate ${kind} name "${name}".`,
+        `Every ${kind} needs its own name; rename or remove one of them.`,
+      );
     seen[kind].add(name);
   };
 
   const machines: Machine[] = data.machines.map((m) => {
     unique('machine', m.name);
     const machineMeshDir = m.mesh_dir ?? meshDir;
-    if (!path.isAbsolute(machineMeshDir)) fail(`machine "${m.name}": mesh_dir "${machineMeshDir}" is not an absolute path.`, 'Make it absolute.');
+    if (!path.isAbsolute(machineMeshDir))
+      fail(`machine "${m.name}": mesh_dir "${machineMeshDir}" is not an absolute path.`, 'Make it absolute.');
     if (m.transport === 'local') {
-      return { name: m.name, transport: 'local', address: m.address, meshDir: machineMeshDir, root: path.resolve(base, m.address) };
+      return {
+        name: m.name,
+        transport: 'local',
+        address: m.address,
+        meshDir: machineMeshDir,
+        root: path.resolve(base, m.address),
+      };
     }
     const address = parseSshAddress(m.address);
     if (typeof address === 'string') {
-      return fail(`machine "${m.name}": address "${m.address}" ${address}.`, 'Use host, user@host, host:port or user@[v6]:port.');
+      return fail(
+        `machine "${m.name}": address "${m.address}" ${address}.`,
+        'Use host, user@host, host:port or user@[v6]:port.',
+      );
     }
     const defaults = data.ssh ?? {};
     const ssh: SshTarget = {
@@ -247,7 +292,10 @@ export function parseInventory(text: string, source: string): Inventory {
   });
   const knownMachine = (who: string, machine: string) => {
     if (!seen.machine.has(machine)) {
-      fail(`${who} is on machine "${machine}", which the inventory does not list.`, `Add it under machines:, or use one of: ${[...seen.machine].join(', ')}.`);
+      fail(
+        `${who} is on machine "${machine}", which the inventory does not list.`,
+        `Add it under machines:, or use one of: ${[...seen.machine].join(', ')}.`,
+      );
     }
   };
 
@@ -264,10 +312,14 @@ export function parseInventory(text: string, source: string): Inventory {
     knownMachine(`consumer "${c.name}"`, c.machine);
     for (const used of c.uses) {
       if (!providerByName.has(used)) {
-        fail(`consumer "${c.name}" uses provider "${used}", which the inventory does not list.`, `Add it under providers:, or use one of: ${[...providerByName.keys()].join(', ') || '(none listed)'}.`);
+        fail(
+          `consumer "${c.name}" uses provider "${used}", which the inventory does not list.`,
+          `Add it under providers:, or use one of: ${[...providerByName.keys()].join(', ') || '(none listed)'}.`,
+        );
       }
     }
-    if (c.uses.length > 1 && new Set(c.uses).size !== c.uses.length) fail(`consumer "${c.name}" lists a provider twice in uses:.`, 'List each provider once.');
+    if (c.uses.length > 1 && new Set(c.uses).size !== c.uses.length)
+      fail(`consumer "${c.name}" lists a provider twice in uses:.`, 'List each provider once.');
     const role = c.role ?? deriveRoleName(c.name);
     const problem = roleNameProblem(role);
     if (problem) {
@@ -310,8 +362,22 @@ export function parseInventory(text: string, source: string): Inventory {
         }
       }
       claim(used, role, c.name, '');
-      if (credential === 'alternating') for (const slot of LOGIN_SLOTS) claim(used, loginRole(role, slot), c.name, ` (an alternating login of "${role}", consumer "${c.name}")`);
-      pairs.push({ provider: used, consumer: c.name, role, providerMachine: provider.machine, consumerMachine: c.machine, credential });
+      if (credential === 'alternating')
+        for (const slot of LOGIN_SLOTS)
+          claim(
+            used,
+            loginRole(role, slot),
+            c.name,
+            ` (an alternating login of "${role}", consumer "${c.name}")`,
+          );
+      pairs.push({
+        provider: used,
+        consumer: c.name,
+        role,
+        providerMachine: provider.machine,
+        consumerMachine: c.machine,
+        credential,
+      });
     }
   }
   return { source, ...(data.id ? { id: data.id } : {}), meshDir, machines, providers, consumers, pairs };
@@ -320,7 +386,9 @@ export function parseInventory(text: string, source: string): Inventory {
 /**
  * `[user@]host[:port]`, `[user@][v6addr][:port]`. Returns the parts, or a reason in words.
  */
-export function parseSshAddress(address: string): { host: string; user: string | undefined; port: number | undefined } | string {
+export function parseSshAddress(
+  address: string,
+): { host: string; user: string | undefined; port: number | undefined } | string {
   const at = address.lastIndexOf('@');
   const user = at >= 0 ? address.slice(0, at) : undefined;
   const rest = at >= 0 ? address.slice(at + 1) : address;
@@ -354,7 +422,8 @@ function describePath(raw: unknown, at: readonly PropertyKey[]): string {
   for (const key of at) {
     if (typeof key === 'number') {
       node = Array.isArray(node) ? node[key] : undefined;
-      const name = node && typeof node === 'object' && 'name' in node ? (node as { name: unknown }).name : undefined;
+      const name =
+        node && typeof node === 'object' && 'name' in node ? (node as { name: unknown }).name : undefined;
       parts[parts.length - 1] += `[${key}]${typeof name === 'string' ? ` ("${name}")` : ''}`;
     } else {
       node = node && typeof node === 'object' ? (node as Record<string, unknown>)[String(key)] : undefined;

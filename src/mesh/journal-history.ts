@@ -10,12 +10,19 @@ import type { SecretDigest } from './digest.js';
 import { JOURNAL_FILE, type JournalPair, type JournalPhase, type JournalRecord } from './journal.js';
 
 /** A rotation whose latest record is one of these has provider ends that may be live and is not finished. */
-const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>(['prepared', 'committed', 'commit-failed', 'resume-failed', 'rolled-back']);
+const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>([
+  'prepared',
+  'committed',
+  'commit-failed',
+  'resume-failed',
+  'rolled-back',
+]);
 
 export interface PairHistory {
   /** When the pair's last rotation committed (RFC 3339), if the journal saw one. */
   readonly lastRotatedAt: string | undefined;
-  readonly lastRotation: { readonly id: string; readonly outcome: JournalPhase; readonly at: string } | undefined;
+  readonly lastRotation:
+    { readonly id: string; readonly outcome: JournalPhase; readonly at: string } | undefined;
 }
 
 export interface JournalHistory {
@@ -87,24 +94,32 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       lastRotatedAt.set(key, record.at);
       done.add(key);
     }
-    for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : []) if (r.result === 'rolled-back') done.add(r.pair);
+    for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : [])
+      if (r.result === 'rolled-back') done.add(r.pair);
     const finished = new Set(Array.isArray(record.applied) ? record.applied : []);
     for (const pair of record.pairs) {
       if (finished.has(pair.key)) {
         revoked.set(pair.key, pair.revoked === true);
-        switchedIn.set(pair.key, pair.credential === 'alternating' && Array.isArray(pair.retire) && pair.retire.length > 0);
+        switchedIn.set(
+          pair.key,
+          pair.credential === 'alternating' && Array.isArray(pair.retire) && pair.retire.length > 0,
+        );
       }
       lastId.set(pair.key, record.id);
       if (record.phase === 'prepared' && pair.digest) prepared.set(`${pair.key}\0${pair.digest}`, record.id);
       if (record.phase === 'prepared') preparedPairs.set(`${record.id}\0${pair.key}`, pair);
-      if ((record.phase === 'prepared' || record.phase === 'seeded') && pair.digest && pair.consumer_digest) consumerWith.set(`${pair.key}\0${pair.digest}`, pair.consumer_digest);
+      if ((record.phase === 'prepared' || record.phase === 'seeded') && pair.digest && pair.consumer_digest)
+        consumerWith.set(`${pair.key}\0${pair.digest}`, pair.consumer_digest);
     }
   }
   return {
     pair(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);
-      return { lastRotatedAt: lastRotatedAt.get(key), lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined };
+      return {
+        lastRotatedAt: lastRotatedAt.get(key),
+        lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined,
+      };
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),
     preparedPair: (key, id) => preparedPairs.get(`${id}\0${key}`),
@@ -114,7 +129,8 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     unfinished(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);
-      if (id === undefined || !last || !OPEN_PHASES.has(last.phase) || closed.get(id)?.has(key)) return undefined;
+      if (id === undefined || !last || !OPEN_PHASES.has(last.phase) || closed.get(id)?.has(key))
+        return undefined;
       return id;
     },
   };

@@ -102,7 +102,12 @@ export interface JournalRecord {
   readonly revoke_previous?: { readonly end_sessions: boolean };
 }
 
-export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?: SecretDigest, consumerDigest?: SecretDigest): JournalPair {
+export function journalPair(
+  pair: PlannedPair,
+  digest?: SecretDigest,
+  previous?: SecretDigest,
+  consumerDigest?: SecretDigest,
+): JournalPair {
   return {
     key: pair.key,
     provider: pair.provider,
@@ -117,7 +122,9 @@ export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?:
     ...(previous ? { previous } : {}),
     // Only an alternating pair or one being switched says more, so a single pair's record is as before.
     ...(pair.credential === 'alternating' ? { credential: pair.credential } : {}),
-    ...(pair.login ? { login: pair.login.role, ...(pair.login.left ? { left: pair.login.left.role } : {}) } : {}),
+    ...(pair.login
+      ? { login: pair.login.role, ...(pair.login.left ? { left: pair.login.left.role } : {}) }
+      : {}),
     ...(pair.leaves ? { left: pair.leaves } : {}),
     ...(consumerDigest && consumerDigest !== digest ? { consumer_digest: consumerDigest } : {}),
     ...(pair.retire && pair.retire.length > 0 ? { retire: pair.retire } : {}),
@@ -126,7 +133,11 @@ export function journalPair(pair: PlannedPair, digest?: SecretDigest, previous?:
 
 /** Config `journal_dir`, else the state dir, else /var/lib/baton. */
 export function journalDirFor(config: ResolvedConfig): string {
-  return config.journalDir ?? config.stateDir ?? (config.deployment ? path.join(DEFAULT_STATE_ROOT, config.deployment) : DEFAULT_STATE_ROOT);
+  return (
+    config.journalDir ??
+    config.stateDir ??
+    (config.deployment ? path.join(DEFAULT_STATE_ROOT, config.deployment) : DEFAULT_STATE_ROOT)
+  );
 }
 
 /** Who ran it: the person behind sudo when there is one. */
@@ -142,7 +153,10 @@ export function operatorName(env: NodeJS.ProcessEnv): string {
 
 /** `20261130T102700Z-1a2b3c` — sorts by time, unique enough per controller. */
 export function newRotationId(now: Date, random: string): string {
-  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${random}`;
+  return `${now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')}-${random}`;
 }
 
 export async function appendJournal(dir: string, record: JournalRecord): Promise<void> {

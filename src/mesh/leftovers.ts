@@ -11,7 +11,13 @@ import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { JournalHistory } from './journal-history.js';
 import type { JournalPair } from './journal.js';
 import { mapBounded } from './map-bounded.js';
-import { providerFilesOf, settleLogins, type EndsRead, type PlannedPair, type RotationPlan } from './rotation-plan.js';
+import {
+  providerFilesOf,
+  settleLogins,
+  type EndsRead,
+  type PlannedPair,
+  type RotationPlan,
+} from './rotation-plan.js';
 import type { Machine } from './inventory.js';
 import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
@@ -23,21 +29,40 @@ export interface Leftover {
 }
 
 /** One pair's leftover, from what its two ends hold and the journal; undefined when it is clean. */
-export function leftoverOf(pair: PlannedPair, provider: FileDigests | undefined, consumer: FileDigests | undefined, history: JournalHistory): Leftover | undefined {
+export function leftoverOf(
+  pair: PlannedPair,
+  provider: FileDigests | undefined,
+  consumer: FileDigests | undefined,
+  history: JournalHistory,
+): Leftover | undefined {
   const open = history.unfinished(pair.key);
   const staged = provider?.next ?? consumer?.next;
-  const rotation = open ?? (staged ? history.preparedBy(pair.key, staged) : undefined) ?? (provider?.live ? history.preparedBy(pair.key, provider.live) : undefined);
-  if (provider?.next) return { pair, rotation, what: `${pair.providerMachine} has ${pair.providerPath}.next staged` };
-  if (consumer?.next) return { pair, rotation, what: `${pair.consumerMachine} has ${pair.consumerPath}.next staged` };
+  const rotation =
+    open ??
+    (staged ? history.preparedBy(pair.key, staged) : undefined) ??
+    (provider?.live ? history.preparedBy(pair.key, provider.live) : undefined);
+  if (provider?.next)
+    return { pair, rotation, what: `${pair.providerMachine} has ${pair.providerPath}.next staged` };
+  if (consumer?.next)
+    return { pair, rotation, what: `${pair.consumerMachine} has ${pair.consumerPath}.next staged` };
   // A previous file beside a finished pair (both ends equal) is only one a clean-up missed. An
   // alternating pair's ends never hold the same text; its `.prev` sits beside the login its
   // consumer is NOT on (the one this rotation targets), left by a baton that died after a
   // consumer commit. Unless the journal has a rotation open, rotating over it is safe — the
   // consumer stays on its live login — so it is not a leftover; refusing it would block that
   // login's every later rotation.
-  const finishedOnDisk = open !== undefined && consumerHoldsWhatItPrepared(history.preparedPair(pair.key, open), consumer);
-  const finished = pair.credential === 'alternating' ? open === undefined || finishedOnDisk : provider?.live !== undefined && provider.live === consumer?.live;
-  if (provider?.prev && !finished) return { pair, rotation, what: `${pair.providerMachine} keeps the previous provider file of a rotation that did not finish` };
+  const finishedOnDisk =
+    open !== undefined && consumerHoldsWhatItPrepared(history.preparedPair(pair.key, open), consumer);
+  const finished =
+    pair.credential === 'alternating'
+      ? open === undefined || finishedOnDisk
+      : provider?.live !== undefined && provider.live === consumer?.live;
+  if (provider?.prev && !finished)
+    return {
+      pair,
+      rotation,
+      what: `${pair.providerMachine} keeps the previous provider file of a rotation that did not finish`,
+    };
   if (open && !finishedOnDisk) return { pair, rotation, what: `rotation ${open} has not finished it` };
   return undefined;
 }
@@ -48,7 +73,10 @@ export function leftoverOf(pair: PlannedPair, provider: FileDigests | undefined,
  * provider's receipt — the pair is finished, whatever the journal's last word. `mesh status`
  * reads it as finished too; refusing it here would leave a rotation that status calls healthy.
  */
-function consumerHoldsWhatItPrepared(prepared: JournalPair | undefined, consumer: FileDigests | undefined): boolean {
+function consumerHoldsWhatItPrepared(
+  prepared: JournalPair | undefined,
+  consumer: FileDigests | undefined,
+): boolean {
   const expected = prepared?.consumer_digest ?? prepared?.digest;
   return expected !== undefined && consumer?.live === expected;
 }
@@ -57,7 +85,12 @@ function consumerHoldsWhatItPrepared(prepared: JournalPair | undefined, consumer
  * Reads both ends of every pair, and every provider-end file a pair may have (providerFilesOf),
  * one call per machine; a machine that cannot be read is left to the gate.
  */
-export async function readPlanEnds(plan: RotationPlan, transportFor: TransportFor, concurrency: number, unread?: Map<string, string>): Promise<Map<string, FileDigests>> {
+export async function readPlanEnds(
+  plan: RotationPlan,
+  transportFor: TransportFor,
+  concurrency: number,
+  unread?: Map<string, string>,
+): Promise<Map<string, FileDigests>> {
   const ends = new Map<string, FileDigests>();
   const extra = new Map<string, Set<string>>();
   for (const pair of plan.pairs) {
@@ -81,7 +114,12 @@ export async function readPlanEnds(plan: RotationPlan, transportFor: TransportFo
 /** The leftovers of a plan whose ends were read. */
 export function leftoversIn(plan: RotationPlan, ends: EndsRead, history: JournalHistory): Leftover[] {
   return plan.pairs.flatMap((pair) => {
-    const found = leftoverOf(pair, ends.get(`${pair.providerMachine}\0${pair.providerPath}`), ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`), history);
+    const found = leftoverOf(
+      pair,
+      ends.get(`${pair.providerMachine}\0${pair.providerPath}`),
+      ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`),
+      history,
+    );
     return found ? [found] : [];
   });
 }
@@ -96,11 +134,17 @@ export async function inspectPlan(
   history: JournalHistory,
   concurrency: number,
   machineOf: (name: string) => Machine,
-): Promise<{ plan: RotationPlan; leftovers: Leftover[]; unknownLogins: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[] }> {
+): Promise<{
+  plan: RotationPlan;
+  leftovers: Leftover[];
+  unknownLogins: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[];
+}> {
   const unread = new Map<string, string>();
   const ends = await readPlanEnds(plan, transportFor, concurrency, unread);
   const settled = settleLogins(plan, ends, machineOf);
-  const unknownLogins = settled.pairs.filter((p) => p.credential === 'alternating' && unread.has(p.consumerMachine)).map((p) => ({ pair: p.key, machine: p.consumerMachine, reason: unread.get(p.consumerMachine)! }));
+  const unknownLogins = settled.pairs
+    .filter((p) => p.credential === 'alternating' && unread.has(p.consumerMachine))
+    .map((p) => ({ pair: p.key, machine: p.consumerMachine, reason: unread.get(p.consumerMachine)! }));
   return { plan: settled, leftovers: leftoversIn(settled, ends, history), unknownLogins };
 }
 
@@ -109,7 +153,9 @@ export async function inspectPlan(
  * a guessed slot could change the password the consumer is using. Refused before anything is
  * generated, like an unresolved holder.
  */
-export function unknownLoginsRefusal(unknown: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[]): BatonError {
+export function unknownLoginsRefusal(
+  unknown: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[],
+): BatonError {
   return new BatonError('gate-closed', {
     what: `mesh rotate refused: the live login of ${unknown.length === 1 ? '1 alternating pair' : `${unknown.length} alternating pairs`} could not be read (${unknown.map((u) => u.pair).join(', ')}).`,
     where: [...new Map(unknown.map((u) => [u.machine, `${u.machine} (${u.reason})`])).values()].join('; '),
@@ -119,7 +165,12 @@ export function unknownLoginsRefusal(unknown: readonly { readonly pair: string; 
 }
 
 /** Reads both ends of every pair (one call per machine); a machine that cannot be read is left to the gate. */
-export async function findLeftovers(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, concurrency: number): Promise<Leftover[]> {
+export async function findLeftovers(
+  plan: RotationPlan,
+  transportFor: TransportFor,
+  history: JournalHistory,
+  concurrency: number,
+): Promise<Leftover[]> {
   return leftoversIn(plan, await readPlanEnds(plan, transportFor, concurrency), history);
 }
 
@@ -131,7 +182,11 @@ export function waysOut(leftover: Leftover, s: Suggester = PLAIN_SUGGESTER): str
 }
 
 /** The refusal `mesh rotate` and `mesh seed` give before generating anything. */
-export function leftoversRefusal(command: 'rotate' | 'seed', leftovers: readonly Leftover[], s: Suggester = PLAIN_SUGGESTER): BatonError {
+export function leftoversRefusal(
+  command: 'rotate' | 'seed',
+  leftovers: readonly Leftover[],
+  s: Suggester = PLAIN_SUGGESTER,
+): BatonError {
   return new BatonError('refused', {
     what: `mesh ${command} refused: ${leftovers.length === 1 ? '1 pair has' : `${leftovers.length} pairs have`} a rotation that did not finish — ${leftovers.map((l) => `${l.pair.key}${l.rotation ? ` (rotation ${l.rotation})` : ''}: ${l.what}`).join('; ')}.`,
     next: leftovers.map((l) => `${l.pair.key}: ${waysOut(l, s)}`).join('; '),

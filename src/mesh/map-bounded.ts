@@ -3,7 +3,11 @@
  * must not open hundreds of ssh connections at once (the controller runs out of processes,
  * the holders' sshd MaxStartups drops the excess and they look "unresolved").
  */
-export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapBounded<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const worker = async () => {

@@ -11,6 +11,11 @@ import type { Inventory } from './inventory.js';
 export function meshIdentity(inventory: Pick<Inventory, 'id' | 'meshDir' | 'machines'>): string {
   if (inventory.id) return inventory.id;
   // A local machine's address is relative to its inventory: its resolved root is what identifies it.
-  const machines = inventory.machines.map((m) => `${m.name}\t${m.transport}\t${m.transport === 'local' ? m.root : m.address}\t${m.meshDir}`).sort();
-  return `mesh-${createHash('sha256').update([inventory.meshDir, ...machines].join('\n')).digest('hex').slice(0, 12)}`;
+  const machines = inventory.machines
+    .map((m) => `${m.name}\t${m.transport}\t${m.transport === 'local' ? m.root : m.address}\t${m.meshDir}`)
+    .sort();
+  return `mesh-${createHash('sha256')
+    .update([inventory.meshDir, ...machines].join('\n'))
+    .digest('hex')
+    .slice(0, 12)}`;
 }

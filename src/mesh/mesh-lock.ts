@@ -25,7 +25,12 @@ export function meshLockPath(journalDir: string, mesh: string): string {
   return path.join(journalDir, `${mesh}.lock`);
 }
 
-export async function withMeshLock<T>(journalDir: string, mesh: string, command: string, fn: () => Promise<T>): Promise<T> {
+export async function withMeshLock<T>(
+  journalDir: string,
+  mesh: string,
+  command: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   const lock = meshLockPath(journalDir, mesh);
   let handle;
   try {
@@ -45,7 +50,13 @@ export async function withMeshLock<T>(journalDir: string, mesh: string, command:
     try {
       taken = await flockExclusive(handle.fd, 0);
     } catch (error) {
-      throw new BatonError('failed', { what: `The mesh lock cannot be taken (${errorCode(error)}).`, where: lock, next: 'Put journal_dir on a file system that supports flock.', changed: 'Nothing was generated and nothing was sent.', cause: error });
+      throw new BatonError('failed', {
+        what: `The mesh lock cannot be taken (${errorCode(error)}).`,
+        where: lock,
+        next: 'Put journal_dir on a file system that supports flock.',
+        changed: 'Nothing was generated and nothing was sent.',
+        cause: error,
+      });
     }
     if (taken === 'busy') {
       const holder = parseHolder((await handle.readFile('utf8').catch(() => '')) as string);
@@ -58,7 +69,12 @@ export async function withMeshLock<T>(journalDir: string, mesh: string, command:
         changed: 'Nothing was generated and nothing was sent.',
       });
     }
-    const me: LockHolder = { pid: process.pid, host: os.hostname(), since: new Date().toISOString(), command: command };
+    const me: LockHolder = {
+      pid: process.pid,
+      host: os.hostname(),
+      since: new Date().toISOString(),
+      command: command,
+    };
     await handle.truncate(0);
     await handle.write(`${JSON.stringify(me)}\n`, 0);
     try {

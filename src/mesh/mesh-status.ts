@@ -4,17 +4,36 @@
  * Pure: the reading is done by read-mesh-status.ts, so every state is tested without a holder.
  */
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
-import { changedInDatabase, DATABASE_FINDING_WORDS, type DatabaseCheck, type Receipt, type SecretDigest } from './digest.js';
+import {
+  changedInDatabase,
+  DATABASE_FINDING_WORDS,
+  type DatabaseCheck,
+  type Receipt,
+  type SecretDigest,
+} from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import type { PlannedPair } from './rotation-plan.js';
 
 /** Worst first: the order a screen sorts by and the order the summary counts in. */
-export const PAIR_STATES = ['unreachable', 'drifted', 'changed-in-db', 'staged', 'pending', 'applied'] as const;
+export const PAIR_STATES = [
+  'unreachable',
+  'drifted',
+  'changed-in-db',
+  'staged',
+  'pending',
+  'applied',
+] as const;
 export type PairState = (typeof PAIR_STATES)[number];
 
 /** What one end of a pair holds, as its holder reported it. */
 export type EndReading =
-  | { readonly read: true; readonly live: SecretDigest | undefined; readonly next: SecretDigest | undefined; readonly prev?: SecretDigest | undefined; readonly liveModifiedMs: number | undefined }
+  | {
+      readonly read: true;
+      readonly live: SecretDigest | undefined;
+      readonly next: SecretDigest | undefined;
+      readonly prev?: SecretDigest | undefined;
+      readonly liveModifiedMs: number | undefined;
+    }
   | { readonly read: false; readonly reason: string };
 
 export interface PairReading {
@@ -99,13 +118,22 @@ export function classifyPair(
   if (!provider.read || !consumer.read) {
     // Both ends on one machine that could not be read: the machine is named once.
     const sameMachine = pair.providerMachine === pair.consumerMachine;
-    const which = [!provider.read ? `${pair.providerMachine} (${provider.reason})` : '', !consumer.read && !(sameMachine && !provider.read) ? `${pair.consumerMachine} (${consumer.reason})` : ''].filter(Boolean);
+    const which = [
+      !provider.read ? `${pair.providerMachine} (${provider.reason})` : '',
+      !consumer.read && !(sameMachine && !provider.read)
+        ? `${pair.consumerMachine} (${consumer.reason})`
+        : '',
+    ].filter(Boolean);
     return { state: 'unreachable', detail: `could not read ${which.join(' and ')}` };
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
   const moving = alternatingLeftover(pair, reading, running);
   if (moving) return moving;
-  if (provider.next) return { state: 'staged', detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish` };
+  if (provider.next)
+    return {
+      state: 'staged',
+      detail: `${pair.providerMachine} has ${pair.providerPath}.next left from a rotation that did not finish`,
+    };
   // Baton stopped between this pair's provider commit and its consumer commit: the provider is
   // live with the new password (its previous file kept), the consumer's new end staged.
   if (provider.prev && consumer.next && consumer.next === provider.live && running === undefined) {
@@ -118,22 +146,58 @@ export function classifyPair(
   }
   if (consumer.next) {
     if (consumer.next === provider.live && !applied) {
-      return { state: 'pending', detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt${running ? ` (${running} is running)` : ''}` };
+      return {
+        state: 'pending',
+        detail: `${pair.provider} has not applied the new credential; ${pair.consumer}'s end waits staged for its receipt${running ? ` (${running} is running)` : ''}`,
+      };
     }
-    return { state: 'staged', detail: `${pair.consumerMachine} has ${pair.consumerPath}.next left from a rotation that did not finish` };
+    return {
+      state: 'staged',
+      detail: `${pair.consumerMachine} has ${pair.consumerPath}.next left from a rotation that did not finish`,
+    };
   }
-  if (!provider.live && !consumer.live) return { state: 'drifted', detail: `no credential was ever delivered: both ends are missing` };
-  if (!provider.live) return { state: 'drifted', detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing` };
-  if (!consumer.live) return { state: 'drifted', detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing` };
+  if (!provider.live && !consumer.live)
+    return { state: 'drifted', detail: `no credential was ever delivered: both ends are missing` };
+  if (!provider.live)
+    return {
+      state: 'drifted',
+      detail: `the provider end ${pair.providerPath} on ${pair.providerMachine} is missing`,
+    };
+  if (!consumer.live)
+    return {
+      state: 'drifted',
+      detail: `the consumer end ${pair.consumerPath} on ${pair.consumerMachine} is missing`,
+    };
   // A consumer on a login holds `user=… password=…`, its provider the bare secret: their digests differ by design.
-  if (provider.live !== consumer.live && reading.logins?.live === undefined) return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds` };
-  if (reading.logins?.live !== undefined && deliveredConsumer !== undefined && consumer.live !== deliveredConsumer) {
-    return { state: 'drifted', detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} names ${reading.logins.live} but is not the file delivered with ${pair.providerMachine}'s ${pair.providerPath} (changed by hand?)` };
+  if (provider.live !== consumer.live && reading.logins?.live === undefined)
+    return {
+      state: 'drifted',
+      detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} is not what ${pair.providerMachine} holds`,
+    };
+  if (
+    reading.logins?.live !== undefined &&
+    deliveredConsumer !== undefined &&
+    consumer.live !== deliveredConsumer
+  ) {
+    return {
+      state: 'drifted',
+      detail: `the two ends differ: ${pair.consumerPath} on ${pair.consumerMachine} names ${reading.logins.live} but is not the file delivered with ${pair.providerMachine}'s ${pair.providerPath} (changed by hand?)`,
+    };
   }
   if (!applied) {
-    return { state: 'pending', detail: receipt ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one` : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it` };
+    return {
+      state: 'pending',
+      detail: receipt
+        ? `${pair.provider}'s receipt is for another credential: the provisioner has not applied this one`
+        : `${pair.provider} has no receipt for ${pair.role}: the provisioner has not applied it`,
+    };
   }
-  return databaseTruth(pair, receipt!) ?? { state: 'applied', detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt!)}` };
+  return (
+    databaseTruth(pair, receipt!) ?? {
+      state: 'applied',
+      detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt!)}`,
+    }
+  );
 }
 
 /**
@@ -141,15 +205,29 @@ export function classifyPair(
  * that login's file, or that file committed while the consumer's new end waits staged. The
  * consumer's own login keeps working throughout, so the detail says so.
  */
-function alternatingLeftover(pair: PlannedPair, reading: PairReading, running: string | undefined): { state: PairState; detail: string } | undefined {
+function alternatingLeftover(
+  pair: PlannedPair,
+  reading: PairReading,
+  running: string | undefined,
+): { state: PairState; detail: string } | undefined {
   const other = reading.logins?.other;
   const live = reading.logins?.live;
   if (!other || !live || !reading.consumer.read) return undefined;
-  if (other.next) return { state: 'staged', detail: `${pair.providerMachine} has ${other.path}.next left from a rotation that did not finish; ${pair.consumer} still uses ${live}, which works` };
+  if (other.next)
+    return {
+      state: 'staged',
+      detail: `${pair.providerMachine} has ${other.path}.next left from a rotation that did not finish; ${pair.consumer} still uses ${live}, which works`,
+    };
   if (reading.consumer.next && other.prev) {
     return running
-      ? { state: 'pending', detail: `${pair.consumer}'s end for ${other.login} waits staged for ${pair.provider}'s receipt (${running} is running); ${pair.consumer} still uses ${live}, which works` }
-      : { state: 'staged', detail: `a rotation stopped between the provider commit and the consumer commit: ${pair.consumer} still uses ${live}, which works` };
+      ? {
+          state: 'pending',
+          detail: `${pair.consumer}'s end for ${other.login} waits staged for ${pair.provider}'s receipt (${running} is running); ${pair.consumer} still uses ${live}, which works`,
+        }
+      : {
+          state: 'staged',
+          detail: `a rotation stopped between the provider commit and the consumer commit: ${pair.consumer} still uses ${live}, which works`,
+        };
   }
   return undefined;
 }
@@ -160,13 +238,19 @@ function alternatingLeftover(pair: PlannedPair, reading: PairReading, running: s
  * consumer is refused although both ends agree. Undefined when the database holds it (or
  * the receipt predates these checks).
  */
-function databaseTruth(pair: PlannedPair, receipt: Receipt): { state: PairState; detail: string } | undefined {
+function databaseTruth(
+  pair: PlannedPair,
+  receipt: Receipt,
+): { state: PairState; detail: string } | undefined {
   if (!changedInDatabase(receipt)) return undefined;
   const check = receipt.database!;
   const repair = check.problem
     ? `the provisioner could not put the delivered password back: ${check.problem}`
     : 'the provisioner puts the delivered password back on its next cycle';
-  return { state: 'changed-in-db', detail: `PostgreSQL on ${pair.providerMachine} no longer accepts ${pair.role}'s delivered password: ${DATABASE_FINDING_WORDS[check.found]} (found ${check.since}); ${repair}` };
+  return {
+    state: 'changed-in-db',
+    detail: `PostgreSQL on ${pair.providerMachine} no longer accepts ${pair.role}'s delivered password: ${DATABASE_FINDING_WORDS[check.found]} (found ${check.since}); ${repair}`,
+  };
 }
 
 function restoredNote(receipt: Receipt): string {
@@ -175,8 +259,18 @@ function restoredNote(receipt: Receipt): string {
 }
 
 /** `running`: who holds the mesh lock now, when someone does: a staged consumer end is then that rotation's wait, not a leftover. */
-export function pairStatus(pair: PlannedPair, reading: PairReading, history: JournalHistory, nowMs: number, maxAgeMs: number | undefined, running?: string): PairStatus {
-  const deliveredConsumer = reading.logins?.live !== undefined && reading.provider.read && reading.provider.live ? history.consumerDeliveredWith(pair.key, reading.provider.live) : undefined;
+export function pairStatus(
+  pair: PlannedPair,
+  reading: PairReading,
+  history: JournalHistory,
+  nowMs: number,
+  maxAgeMs: number | undefined,
+  running?: string,
+): PairStatus {
+  const deliveredConsumer =
+    reading.logins?.live !== undefined && reading.provider.read && reading.provider.live
+      ? history.consumerDeliveredWith(pair.key, reading.provider.live)
+      : undefined;
   const { state, detail } = classifyPair(pair, reading, running, deliveredConsumer);
   const remembered = history.pair(pair.key);
   const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
@@ -189,12 +283,19 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
       ? { atMs: mtime, source: 'file-mtime' as const }
       : undefined;
   const ageMs = lastRotated ? Math.max(0, nowMs - lastRotated.atMs) : undefined;
-  const staged = [reading.provider, reading.consumer].flatMap((end) => (end.read && end.next ? [end.next] : []));
+  const staged = [reading.provider, reading.consumer].flatMap((end) =>
+    end.read && end.next ? [end.next] : [],
+  );
   const resumeId =
-    state === 'staged' || state === 'pending' ? (history.unfinished(pair.key) ?? staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined)) : undefined;
+    state === 'staged' || state === 'pending'
+      ? (history.unfinished(pair.key) ??
+        staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined))
+      : undefined;
   const unreadable = [
     ...(reading.provider.read ? [] : [{ machine: pair.providerMachine, reason: reading.provider.reason }]),
-    ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine ? [] : [{ machine: pair.consumerMachine, reason: reading.consumer.reason }]),
+    ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine
+      ? []
+      : [{ machine: pair.consumerMachine, reason: reading.consumer.reason }]),
   ];
   return {
     pair,
@@ -203,12 +304,22 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
     lastRotated,
     ageMs,
     tooOld: maxAgeMs !== undefined && (ageMs === undefined || ageMs > maxAgeMs),
-    lastRotation: remembered.lastRotation ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome } : undefined,
+    lastRotation: remembered.lastRotation
+      ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome }
+      : undefined,
     resumeId,
-    neverDelivered: reading.provider.read && reading.consumer.read && !reading.provider.live && !reading.consumer.live && !reading.provider.next && !reading.consumer.next,
+    neverDelivered:
+      reading.provider.read &&
+      reading.consumer.read &&
+      !reading.provider.live &&
+      !reading.consumer.live &&
+      !reading.provider.next &&
+      !reading.consumer.next,
     unreadable,
     ...databaseOf(reading),
-    ...(reading.logins ? { logins: loginsOf(reading.logins, history.revoked(pair.key), history.switchedIn(pair.key)) } : {}),
+    ...(reading.logins
+      ? { logins: loginsOf(reading.logins, history.revoked(pair.key), history.switchedIn(pair.key)) }
+      : {}),
   };
 }
 
@@ -219,20 +330,36 @@ export function pairStatus(pair: PlannedPair, reading: PairReading, history: Jou
 export function loginsOf(reading: LoginsReading, revoked: boolean, switchedIn = false): PairLogins {
   const other = reading.other;
   if (!other) return { live: reading.live, other: undefined };
-  const state: OtherLoginState = !other.read ? 'unknown' : !other.file || !other.receipt ? (switchedIn && !other.file ? 'copied' : 'missing') : revoked ? 'revoked' : 'valid';
+  const state: OtherLoginState = !other.read
+    ? 'unknown'
+    : !other.file || !other.receipt
+      ? switchedIn && !other.file
+        ? 'copied'
+        : 'missing'
+      : revoked
+        ? 'revoked'
+        : 'valid';
   return { live: reading.live, other: { login: other.login, state } };
 }
 
 /** The receipt's database check, when the receipt is for what the provider end holds. */
 function databaseOf(reading: PairReading): { database?: DatabaseCheck } {
   const { receipt, provider } = reading;
-  return receipt?.database && provider.read && receipt.digest === provider.live ? { database: receipt.database } : {};
+  return receipt?.database && provider.read && receipt.digest === provider.live
+    ? { database: receipt.database }
+    : {};
 }
 
 /** Worst first, then oldest first, then by key: the order every view lists pairs in. */
 export function sortWorstFirst(statuses: readonly PairStatus[]): PairStatus[] {
   const rank = (s: PairStatus) => PAIR_STATES.indexOf(s.state);
-  return [...statuses].sort((a, b) => rank(a) - rank(b) || Number(b.tooOld) - Number(a.tooOld) || (b.ageMs ?? Infinity) - (a.ageMs ?? Infinity) || a.pair.key.localeCompare(b.pair.key));
+  return [...statuses].sort(
+    (a, b) =>
+      rank(a) - rank(b) ||
+      Number(b.tooOld) - Number(a.tooOld) ||
+      (b.ageMs ?? Infinity) - (a.ageMs ?? Infinity) ||
+      a.pair.key.localeCompare(b.pair.key),
+  );
 }
 
 export function countStates(statuses: readonly PairStatus[]): Record<PairState, number> {

@@ -23,30 +23,52 @@ export interface MeshStatusOptions {
   readonly running?: string;
 }
 
-
-export async function readMeshStatus(plan: RotationPlan, transportFor: TransportFor, history: JournalHistory, options: MeshStatusOptions): Promise<PairStatus[]> {
+export async function readMeshStatus(
+  plan: RotationPlan,
+  transportFor: TransportFor,
+  history: JournalHistory,
+  options: MeshStatusOptions,
+): Promise<PairStatus[]> {
   const ends = new Map<string, EndReading>();
   const liveLogins = new Map<string, string>();
   const receipts = new Map<string, Receipt | undefined>();
   const endKey = (machine: string, file: string) => `${machine}\0${file}`;
   const byKey = new Map(plan.pairs.map((p) => [p.key, p]));
   // An alternating pair's provider end is the file of the login its consumer is on: both are read, with their receipts.
-  const loginFiles = (p: PlannedPair) => (p.credential === 'alternating' ? LOGIN_SLOTS.map((slot) => loginFilePaths(p, slot)) : []);
+  const loginFiles = (p: PlannedPair) =>
+    p.credential === 'alternating' ? LOGIN_SLOTS.map((slot) => loginFilePaths(p, slot)) : [];
   await mapBounded(plan.holders, options.concurrency, async (holder) => {
     const provided = holder.receives.filter((d) => d.end === 'provides').map((d) => byKey.get(d.pair)!);
-    const paths = [...holder.receives.map((d) => d.path), ...provided.flatMap((p) => loginFiles(p).map((f) => f.providerPath))];
+    const paths = [
+      ...holder.receives.map((d) => d.path),
+      ...provided.flatMap((p) => loginFiles(p).map((f) => f.providerPath)),
+    ];
     try {
       const transport = transportFor(holder.machine);
       const digests = await transport.digests(paths);
       paths.forEach((file, i) => {
         const got = digests[i];
-        ends.set(endKey(holder.machine, file), { read: true, live: got?.live, next: got?.next, ...(got?.prev ? { prev: got.prev } : {}), liveModifiedMs: got?.liveModifiedMs });
+        ends.set(endKey(holder.machine, file), {
+          read: true,
+          live: got?.live,
+          next: got?.next,
+          ...(got?.prev ? { prev: got.prev } : {}),
+          liveModifiedMs: got?.liveModifiedMs,
+        });
         if (got?.liveLogin) liveLogins.set(endKey(holder.machine, file), got.liveLogin);
       });
-      const receiptPaths = provided.flatMap((p) => [p.receiptPath, ...loginFiles(p).map((f) => f.receiptPath)]);
+      const receiptPaths = provided.flatMap((p) => [
+        p.receiptPath,
+        ...loginFiles(p).map((f) => f.receiptPath),
+      ]);
       if (receiptPaths.length > 0) {
         const texts = await transport.readTexts(receiptPaths);
-        receiptPaths.forEach((file, i) => receipts.set(endKey(holder.machine, file), texts[i] === undefined ? undefined : parseReceipt(texts[i]!)));
+        receiptPaths.forEach((file, i) =>
+          receipts.set(
+            endKey(holder.machine, file),
+            texts[i] === undefined ? undefined : parseReceipt(texts[i]!),
+          ),
+        );
       }
       options.onMachine?.(holder.machine, true);
     } catch (error) {

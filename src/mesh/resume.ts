@@ -8,7 +8,16 @@
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import { reasonOf, type TransportFor } from './transport.js';
-import { consumerDigestKey, endDigest, beginReceiptWait, commitConsumersOnReceipt, commitProviderEnds, providerCommitSteps, type CommitStep, type MachineFailure } from './delivery.js';
+import {
+  consumerDigestKey,
+  endDigest,
+  beginReceiptWait,
+  commitConsumersOnReceipt,
+  commitProviderEnds,
+  providerCommitSteps,
+  type CommitStep,
+  type MachineFailure,
+} from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalPair, JournalRecord } from './journal.js';
@@ -42,14 +51,26 @@ export interface ResumeResult {
 /** The pairs a rotation's records say are finished: consumer end live after a receipt. */
 export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
   const out = new Set<string>();
-  for (const record of records) if (record.phase === 'applied' || record.phase === 'resumed' || record.phase === 'rolled-back') for (const key of record.applied ?? []) out.add(key);
+  for (const record of records)
+    if (record.phase === 'applied' || record.phase === 'resumed' || record.phase === 'rolled-back')
+      for (const key of record.applied ?? []) out.add(key);
   return out;
 }
 
 /** What resume needs from the journal: the prepared pairs, their digests, and who holds them. */
-export function resumablePlan(id: string, records: readonly JournalRecord[], inventory: Inventory, where: string) {
+export function resumablePlan(
+  id: string,
+  records: readonly JournalRecord[],
+  inventory: Inventory,
+  where: string,
+) {
   if (records.length === 0) {
-    throw new BatonError('usage', { what: `No rotation "${id}" is in the journal.`, where, next: 'Check the id in the rotation\'s output (or the journal).', changed: 'Nothing was sent.' });
+    throw new BatonError('usage', {
+      what: `No rotation "${id}" is in the journal.`,
+      where,
+      next: "Check the id in the rotation's output (or the journal).",
+      changed: 'Nothing was sent.',
+    });
   }
   const prepared = records.find((r) => r.phase === 'prepared');
   if (!prepared) {
@@ -62,22 +83,44 @@ export function resumablePlan(id: string, records: readonly JournalRecord[], inv
   }
   const finished = appliedInJournal(records);
   if (prepared.pairs.every((p) => finished.has(p.key))) {
-    throw new BatonError('refused', { what: `Rotation ${id} already finished its commit: every pair was applied; there is nothing to resume.`, where, changed: 'Nothing was sent.', next: 'Start a new rotation if the credentials must change again.' });
+    throw new BatonError('refused', {
+      what: `Rotation ${id} already finished its commit: every pair was applied; there is nothing to resume.`,
+      where,
+      changed: 'Nothing was sent.',
+      next: 'Start a new rotation if the credentials must change again.',
+    });
   }
   const machines = inventoryIndex(inventory).machines;
   const pairs: PlannedPair[] = [];
   const digests: Record<string, SecretDigest> = {};
   for (const p of prepared.pairs) {
-    if (!p.digest) throw new BatonError('failed', { what: `The journal's prepared record for ${id} has no digest for ${p.key}.`, where, changed: 'Nothing was sent.' });
+    if (!p.digest)
+      throw new BatonError('failed', {
+        what: `The journal's prepared record for ${id} has no digest for ${p.key}.`,
+        where,
+        changed: 'Nothing was sent.',
+      });
     for (const machine of [p.provider_machine, p.consumer_machine]) {
       if (!machines.has(machine)) {
-        throw new BatonError('config', { what: `Rotation ${id} delivered to machine "${machine}", which this inventory does not list.`, where: inventory.source, next: 'Resume with the inventory the rotation used.', changed: 'Nothing was sent.' });
+        throw new BatonError('config', {
+          what: `Rotation ${id} delivered to machine "${machine}", which this inventory does not list.`,
+          where: inventory.source,
+          next: 'Resume with the inventory the rotation used.',
+          changed: 'Nothing was sent.',
+        });
       }
     }
     digests[p.key] = p.digest;
     if (p.consumer_digest) digests[consumerDigestKey(p.key)] = p.consumer_digest;
     // The pair as the rotation planned it: its mode, the login it moves to and the one it leaves.
-    const pair: Pair = { provider: p.provider, consumer: p.consumer, role: p.role, providerMachine: p.provider_machine, consumerMachine: p.consumer_machine, credential: p.credential ?? 'single' };
+    const pair: Pair = {
+      provider: p.provider,
+      consumer: p.consumer,
+      role: p.role,
+      providerMachine: p.provider_machine,
+      consumerMachine: p.consumer_machine,
+      credential: p.credential ?? 'single',
+    };
     const login = loginFromJournal(p);
     pairs.push({
       ...pair,
@@ -109,7 +152,15 @@ function loginFromJournal(p: JournalPair): PlannedPair['login'] {
   return {
     slot,
     role: p.login,
-    ...(left ? { left: { slot: left, role: p.left!, ...loginFilePaths({ providerPath: p.provider_path, role: p.role }, left) } } : {}),
+    ...(left
+      ? {
+          left: {
+            slot: left,
+            role: p.left!,
+            ...loginFilePaths({ providerPath: p.provider_path, role: p.role }, left),
+          },
+        }
+      : {}),
   };
 }
 
@@ -124,7 +175,11 @@ export async function resumeRotation(
   inventory: Inventory,
   transportFor: TransportFor,
   options: ResumeOptions,
-  journal: (phase: 'resumed' | 'resume-failed', results: readonly MachineFailure[], applied?: { readonly keys: readonly string[]; readonly windows: Readonly<Record<string, number>> }) => Promise<void>,
+  journal: (
+    phase: 'resumed' | 'resume-failed',
+    results: readonly MachineFailure[],
+    applied?: { readonly keys: readonly string[]; readonly windows: Readonly<Record<string, number>> },
+  ) => Promise<void>,
   where: string,
 ): Promise<ResumeResult> {
   const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
@@ -144,7 +199,11 @@ export async function resumeRotation(
           alreadyLive++;
           live.add(key);
         } else if (read[i]?.next === expected) toCommit.add(key);
-        else wrong.push({ machine: holder.machine, reason: `${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}` });
+        else
+          wrong.push({
+            machine: holder.machine,
+            reason: `${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}`,
+          });
       });
     } catch (error) {
       unreadable.push({ machine: holder.machine, reason: reasonOf(error) });
@@ -172,19 +231,46 @@ export async function resumeRotation(
   const wait = { waitMs: options.waitMs, pollMs: options.pollMs, concurrency: options.concurrency };
   // Receipt readers and rename channels first, so a quick provisioner's receipt does not wait for them.
   const notLive = pairs.filter((p) => !live.has(`${p.consumerMachine}\0${p.consumerPath}`));
-  const begun = options.waitMs > 0 && notLive.length > 0 ? beginReceiptWait(notLive, digests, transportFor, wait) : undefined;
+  const begun =
+    options.waitMs > 0 && notLive.length > 0
+      ? beginReceiptWait(notLive, digests, transportFor, wait)
+      : undefined;
   await begun?.ready;
   const providers = await commitProviderEnds(steps, transportFor, options.concurrency, (step) => {
     for (const p of step.paths) live.add(`${step.machine}\0${p}`);
   });
-  const applied = new Set(pairs.filter((p) => live.has(`${p.consumerMachine}\0${p.consumerPath}`)).map((p) => p.key));
-  const waiting = pairs.filter((p) => !applied.has(p.key) && live.has(`${p.providerMachine}\0${p.providerPath}`));
+  const applied = new Set(
+    pairs.filter((p) => live.has(`${p.consumerMachine}\0${p.consumerPath}`)).map((p) => p.key),
+  );
+  const waiting = pairs.filter(
+    (p) => !applied.has(p.key) && live.has(`${p.providerMachine}\0${p.providerPath}`),
+  );
   const windows: Record<string, number> = {};
-  const consumers = await commitConsumersOnReceipt(waiting, digests, transportFor, wait, (a) => {
-    applied.add(a.pair);
-    windows[a.pair] = a.windowMs;
-  }, begun);
+  const consumers = await commitConsumersOnReceipt(
+    waiting,
+    digests,
+    transportFor,
+    wait,
+    (a) => {
+      applied.add(a.pair);
+      windows[a.pair] = a.windowMs;
+    },
+    begun,
+  );
   const failures = [...providers.failures, ...consumers.failures];
-  await journal(failures.length === 0 ? 'resumed' : 'resume-failed', failures, { keys: [...applied], windows });
-  return { id, pairs, holders, digests, committed: providers.committed, alreadyLive, applied, windows, failures };
+  await journal(failures.length === 0 ? 'resumed' : 'resume-failed', failures, {
+    keys: [...applied],
+    windows,
+  });
+  return {
+    id,
+    pairs,
+    holders,
+    digests,
+    committed: providers.committed,
+    alreadyLive,
+    applied,
+    windows,
+    failures,
+  };
 }

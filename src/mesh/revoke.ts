@@ -19,7 +19,6 @@ import type { PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
 import { reasonOf, type StagedFile, type TransportFor } from './transport.js';
 
-
 /** One login the consumer left, to be revoked. */
 export interface LeftLogin {
   /** The pair's key (`provider:consumer`). */
@@ -40,13 +39,29 @@ export interface LeftLogin {
 export function leftLogins(pairs: readonly PlannedPair[]): LeftLogin[] {
   return pairs.flatMap((p) => {
     const left = p.login?.left;
-    return left ? [{ pair: p.key, provider: p.provider, consumer: p.consumer, providerMachine: p.providerMachine, login: left.role, providerPath: left.providerPath, receiptPath: left.receiptPath }] : [];
+    return left
+      ? [
+          {
+            pair: p.key,
+            provider: p.provider,
+            consumer: p.consumer,
+            providerMachine: p.providerMachine,
+            login: left.role,
+            providerPath: left.providerPath,
+            receiptPath: left.receiptPath,
+          },
+        ]
+      : [];
   });
 }
 
 /** `…/provides/P/R+x` → `…/provides/P/.end-sessions/R+x`. */
 export function endSessionsPath(providerPath: string): string {
-  return path.posix.join(path.posix.dirname(providerPath), END_SESSIONS_DIR, path.posix.basename(providerPath));
+  return path.posix.join(
+    path.posix.dirname(providerPath),
+    END_SESSIONS_DIR,
+    path.posix.basename(providerPath),
+  );
 }
 
 /** A session the provisioner found open for a login (never a password, never a query). */
@@ -54,9 +69,21 @@ export type OpenSession = LoginSession;
 
 export type PairRevoke =
   /** The provisioner confirmed the fresh secret: the old password is refused for new connections. */
-  | { readonly pair: string; readonly login: string; readonly revoked: true; readonly sessions: readonly OpenSession[]; readonly endedSessions?: number }
+  | {
+      readonly pair: string;
+      readonly login: string;
+      readonly revoked: true;
+      readonly sessions: readonly OpenSession[];
+      readonly endedSessions?: number;
+    }
   /** Not confirmed: `reason` says why, and that the old password may still work; `next` what to do. */
-  | { readonly pair: string; readonly login: string; readonly revoked: false; readonly reason: string; readonly next: Said };
+  | {
+      readonly pair: string;
+      readonly login: string;
+      readonly revoked: false;
+      readonly reason: string;
+      readonly next: Said;
+    };
 
 export interface RevokeOptions extends ApplyWait {
   /** Also ask the provisioner to end the login's open sessions. */
@@ -70,54 +97,90 @@ export interface RevokeOptions extends ApplyWait {
  * show the fresh digest. The previous files are then removed: a revoke is never taken back, and
  * the old password of a suspect login serves nothing on disk.
  */
-export async function revokePrevious(logins: readonly LeftLogin[], transportFor: TransportFor, options: RevokeOptions): Promise<PairRevoke[]> {
+export async function revokePrevious(
+  logins: readonly LeftLogin[],
+  transportFor: TransportFor,
+  options: RevokeOptions,
+): Promise<PairRevoke[]> {
   const results = new Map<string, PairRevoke>();
   const digests: Record<string, SecretDigest> = {};
   const committed: LeftLogin[] = [];
-  await mapBounded([...groupBy(logins, (l) => l.providerMachine)], options.concurrency, async ([machine, list]) => {
-    const secrets = list.map(() => Secret.generate());
-    const files: StagedFile[] = list.map((l, i) => ({ path: l.providerPath, secret: secrets[i]! }));
-    // The request is the digest of the secret it is for: not a secret, carried as a one-line file.
-    const requests: StagedFile[] = options.endSessions ? list.map((l, i) => ({ path: endSessionsPath(l.providerPath), secret: Secret.fromText(secrets[i]!.digest) })) : [];
-    const transport = transportFor(machine);
-    let stage = 'staging';
-    try {
-      const landed = await transport.stage([...requests, ...files]);
-      [...requests, ...files].forEach((f, i) => {
-        if (landed[i] !== f.secret.digest) throw new Error(`the staged ${f.path}.next does not match what was sent`);
-      });
-      stage = 'committing';
-      await transport.keepPrevious(files.map((f) => f.path));
-      await transport.commit([...requests, ...files].map((f) => f.path));
-      list.forEach((l, i) => (digests[l.pair] = secrets[i]!.digest));
-      committed.push(...list);
-    } catch (error) {
-      if (stage === 'staging') await transport.unstage([...requests, ...files].map((f) => f.path)).catch(() => undefined);
-      for (const l of list) results.set(l.pair, notRevoked(l, `${machine} failed while ${stage} the fresh secret (${reasonOf(error)})`));
-    }
-  });
+  await mapBounded(
+    [...groupBy(logins, (l) => l.providerMachine)],
+    options.concurrency,
+    async ([machine, list]) => {
+      const secrets = list.map(() => Secret.generate());
+      const files: StagedFile[] = list.map((l, i) => ({ path: l.providerPath, secret: secrets[i]! }));
+      // The request is the digest of the secret it is for: not a secret, carried as a one-line file.
+      const requests: StagedFile[] = options.endSessions
+        ? list.map((l, i) => ({
+            path: endSessionsPath(l.providerPath),
+            secret: Secret.fromText(secrets[i]!.digest),
+          }))
+        : [];
+      const transport = transportFor(machine);
+      let stage = 'staging';
+      try {
+        const landed = await transport.stage([...requests, ...files]);
+        [...requests, ...files].forEach((f, i) => {
+          if (landed[i] !== f.secret.digest)
+            throw new Error(`the staged ${f.path}.next does not match what was sent`);
+        });
+        stage = 'committing';
+        await transport.keepPrevious(files.map((f) => f.path));
+        await transport.commit([...requests, ...files].map((f) => f.path));
+        list.forEach((l, i) => (digests[l.pair] = secrets[i]!.digest));
+        committed.push(...list);
+      } catch (error) {
+        if (stage === 'staging')
+          await transport.unstage([...requests, ...files].map((f) => f.path)).catch(() => undefined);
+        for (const l of list)
+          results.set(
+            l.pair,
+            notRevoked(l, `${machine} failed while ${stage} the fresh secret (${reasonOf(error)})`),
+          );
+      }
+    },
+  );
 
   // The receipt wait of delivery.ts, on the left logins' files: a pair per left login.
-  const waited = committed.map((l) => ({ key: l.pair, providerMachine: l.providerMachine, consumerMachine: l.providerMachine, receiptPath: l.receiptPath }) as PlannedPair);
-  const confirmed = waited.length > 0 ? await awaitReceipts(waited, digests, transportFor, options) : new Set<string>();
+  const waited = committed.map(
+    (l) =>
+      ({
+        key: l.pair,
+        providerMachine: l.providerMachine,
+        consumerMachine: l.providerMachine,
+        receiptPath: l.receiptPath,
+      }) as PlannedPair,
+  );
+  const confirmed =
+    waited.length > 0 ? await awaitReceipts(waited, digests, transportFor, options) : new Set<string>();
   const within = options.waitMs >= 1000 ? `${Math.round(options.waitMs / 1000)} s` : `${options.waitMs} ms`;
-  await mapBounded([...groupBy(committed, (l) => l.providerMachine)], options.concurrency, async ([machine, list]) => {
-    const transport = transportFor(machine);
-    const done = list.filter((l) => confirmed.has(l.pair));
-    let texts: readonly (string | undefined)[] = [];
-    try {
-      texts = done.length > 0 ? await transport.readTexts(done.map((l) => l.receiptPath)) : [];
-    } catch {
-      // The receipt was seen with the fresh digest: revoked; only the session list is unknown.
-    }
-    done.forEach((l, i) => results.set(l.pair, { pair: l.pair, login: l.login, revoked: true, ...sessionsOf(texts[i]) }));
-    for (const l of list) {
-      if (confirmed.has(l.pair)) continue;
-      const why = options.stop?.aborted ? `the wait for ${l.provider}'s receipt was stopped before it confirmed ${l.login}'s fresh password` : `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`;
-      results.set(l.pair, notRevoked(l, why));
-    }
-    await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
-  });
+  await mapBounded(
+    [...groupBy(committed, (l) => l.providerMachine)],
+    options.concurrency,
+    async ([machine, list]) => {
+      const transport = transportFor(machine);
+      const done = list.filter((l) => confirmed.has(l.pair));
+      let texts: readonly (string | undefined)[] = [];
+      try {
+        texts = done.length > 0 ? await transport.readTexts(done.map((l) => l.receiptPath)) : [];
+      } catch {
+        // The receipt was seen with the fresh digest: revoked; only the session list is unknown.
+      }
+      done.forEach((l, i) =>
+        results.set(l.pair, { pair: l.pair, login: l.login, revoked: true, ...sessionsOf(texts[i]) }),
+      );
+      for (const l of list) {
+        if (confirmed.has(l.pair)) continue;
+        const why = options.stop?.aborted
+          ? `the wait for ${l.provider}'s receipt was stopped before it confirmed ${l.login}'s fresh password`
+          : `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`;
+        results.set(l.pair, notRevoked(l, why));
+      }
+      await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
+    },
+  );
   return logins.map((l) => results.get(l.pair)!);
 }
 
@@ -128,15 +191,25 @@ export function notRevoked(l: LeftLogin, why: string): PairRevoke {
     login: l.login,
     revoked: false,
     reason: `${why}: the old password of ${l.login} MAY STILL WORK`,
-    next: ['once ', l.provider, "'s provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: ", nextStep(`mesh rotate --pair ${l.pair} --revoke-previous`)],
+    next: [
+      'once ',
+      l.provider,
+      "'s provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: ",
+      nextStep(`mesh rotate --pair ${l.pair} --revoke-previous`),
+    ],
   };
 }
 
 /** The receipt's `sessions` and `ended_sessions` (written by the provisioner for a login); absent fields are none. */
-export function sessionsOf(text: string | undefined): { sessions: readonly OpenSession[]; endedSessions?: number } {
+export function sessionsOf(text: string | undefined): {
+  sessions: readonly OpenSession[];
+  endedSessions?: number;
+} {
   const receipt = text === undefined ? undefined : parseReceipt(text);
   const sessions = receipt?.sessions ?? [];
-  return receipt?.ended_sessions !== undefined ? { sessions, endedSessions: receipt.ended_sessions } : { sessions };
+  return receipt?.ended_sessions !== undefined
+    ? { sessions, endedSessions: receipt.ended_sessions }
+    : { sessions };
 }
 
 /** `pid 4242 "app" from 10.0.0.5 since …` — one session, in words. */

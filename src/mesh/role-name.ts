@@ -17,13 +17,21 @@ export function deriveRoleName(consumer: string): string {
  * Names PostgreSQL reserves for itself: it refuses to create or alter them, so a pair with one
  * would be retried for ever and never applied.
  */
-export const RESERVED_ROLE_NAMES: ReadonlySet<string> = new Set(['public', 'none', 'current_user', 'session_user', 'current_role']);
+export const RESERVED_ROLE_NAMES: ReadonlySet<string> = new Set([
+  'public',
+  'none',
+  'current_user',
+  'session_user',
+  'current_role',
+]);
 
 /** Why `role` is not a usable role name, or undefined when it is. */
 export function roleNameProblem(role: string): string | undefined {
-  if (Buffer.byteLength(role, 'utf8') > ROLE_NAME_MAX_BYTES) return `longer than ${ROLE_NAME_MAX_BYTES} bytes`;
+  if (Buffer.byteLength(role, 'utf8') > ROLE_NAME_MAX_BYTES)
+    return `longer than ${ROLE_NAME_MAX_BYTES} bytes`;
   if (!ROLE_NAME.test(role)) return 'not a PostgreSQL identifier (a–z or _ first, then a–z, 0–9 or _)';
-  if (RESERVED_ROLE_NAMES.has(role)) return 'reserved by PostgreSQL (public, none, current_user, session_user and current_role cannot be roles)';
+  if (RESERVED_ROLE_NAMES.has(role))
+    return 'reserved by PostgreSQL (public, none, current_user, session_user and current_role cannot be roles)';
   if (role.startsWith('pg_')) return 'reserved by PostgreSQL (the pg_ prefix is kept for its own roles)';
   return undefined;
 }

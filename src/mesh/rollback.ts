@@ -35,7 +35,12 @@ export type PairRollback =
    * `leftover` says where it could not be removed; it is never read). `receipt`: whether the
    * provisioner's receipt showed the old password again within the wait.
    */
-  | { readonly pair: string; readonly result: 'rolled-back'; readonly receipt: ReceiptAfter; readonly leftover?: string }
+  | {
+      readonly pair: string;
+      readonly result: 'rolled-back';
+      readonly receipt: ReceiptAfter;
+      readonly leftover?: string;
+    }
   /** The provider could not be read or restored: whether its database took the new password is unknown. */
   | { readonly pair: string; readonly result: 'provider-unknown'; readonly reason: string }
   /** The consumer could not be read: if its provider applied the new password, its live password is refused. */
@@ -56,89 +61,153 @@ export async function rollBackPairs(
   options: RollbackOptions,
 ): Promise<PairRollback[]> {
   const results = new Map<string, PairRollback>();
-  const consumerEnds = await readEnds(pairs, (p) => p.consumerMachine, (p) => p.consumerPath, transportFor, options.concurrency);
+  const consumerEnds = await readEnds(
+    pairs,
+    (p) => p.consumerMachine,
+    (p) => p.consumerPath,
+    transportFor,
+    options.concurrency,
+  );
   const open: PlannedPair[] = [];
   for (const pair of pairs) {
     const end = consumerEnds.get(pair.key)!;
-    if ('reason' in end) results.set(pair.key, { pair: pair.key, result: 'consumer-unknown', reason: end.reason });
-    else if (end.live === endDigest(digests, pair.key, 'consumes')) results.set(pair.key, { pair: pair.key, result: 'finished' });
+    if ('reason' in end)
+      results.set(pair.key, { pair: pair.key, result: 'consumer-unknown', reason: end.reason });
+    else if (end.live === endDigest(digests, pair.key, 'consumes'))
+      results.set(pair.key, { pair: pair.key, result: 'finished' });
     else open.push(pair);
   }
   const receipted = await receiptedNew(open, digests, transportFor, options.concurrency);
-  await mapBounded([...groupBy(open.filter((p) => receipted.has(p.key)), (p) => p.consumerMachine)], options.concurrency, async ([machine, machinePairs]) => {
-    try {
-      await transportFor(machine).commit(machinePairs.map((p) => p.consumerPath));
-      for (const p of machinePairs) results.set(p.key, { pair: p.key, result: 'finished' });
-    } catch (error) {
-      for (const p of machinePairs) results.set(p.key, { pair: p.key, result: 'consumer-unknown', reason: reasonOf(error) });
-    }
-  });
+  await mapBounded(
+    [
+      ...groupBy(
+        open.filter((p) => receipted.has(p.key)),
+        (p) => p.consumerMachine,
+      ),
+    ],
+    options.concurrency,
+    async ([machine, machinePairs]) => {
+      try {
+        await transportFor(machine).commit(machinePairs.map((p) => p.consumerPath));
+        for (const p of machinePairs) results.set(p.key, { pair: p.key, result: 'finished' });
+      } catch (error) {
+        for (const p of machinePairs)
+          results.set(p.key, { pair: p.key, result: 'consumer-unknown', reason: reasonOf(error) });
+      }
+    },
+  );
   open.splice(0, open.length, ...open.filter((p) => !results.has(p.key)));
   // The provider end: restore the kept file where the new one is live, else drop its staged end.
-  const providerEnds = await readEnds(open, (p) => p.providerMachine, (p) => p.providerPath, transportFor, options.concurrency);
+  const providerEnds = await readEnds(
+    open,
+    (p) => p.providerMachine,
+    (p) => p.providerPath,
+    transportFor,
+    options.concurrency,
+  );
   const restored: PlannedPair[] = [];
   // A provider end never committed still holds the old file live: that is what its receipt should show.
   const old: Record<string, SecretDigest | undefined> = { ...previous };
-  await mapBounded([...groupBy(open, (p) => p.providerMachine)], options.concurrency, async ([machine, machinePairs]) => {
-    const readable = machinePairs.filter((p) => {
-      const end = providerEnds.get(p.key)!;
-      if ('reason' in end) results.set(p.key, { pair: p.key, result: 'provider-unknown', reason: end.reason });
-      return !('reason' in end);
-    });
-    const live = readable.filter((p) => (providerEnds.get(p.key) as FileDigests).live === digests[p.key]);
-    const staged = readable.filter((p) => !live.includes(p));
-    for (const p of staged) old[p.key] ??= (providerEnds.get(p.key) as FileDigests).live;
-    try {
-      const transport = transportFor(machine);
-      const back = await transport.restorePrevious(live.map((p) => p.providerPath));
-      live.forEach((p, i) => {
-        if (back[i]) restored.push(p);
-        else results.set(p.key, { pair: p.key, result: 'provider-unknown', reason: `no previous file was kept beside ${p.providerPath} on ${machine}` });
+  await mapBounded(
+    [...groupBy(open, (p) => p.providerMachine)],
+    options.concurrency,
+    async ([machine, machinePairs]) => {
+      const readable = machinePairs.filter((p) => {
+        const end = providerEnds.get(p.key)!;
+        if ('reason' in end)
+          results.set(p.key, { pair: p.key, result: 'provider-unknown', reason: end.reason });
+        return !('reason' in end);
       });
-      await transport.unstage(staged.map((p) => p.providerPath));
-      restored.push(...staged);
-    } catch (error) {
-      for (const p of readable) if (!results.has(p.key)) results.set(p.key, { pair: p.key, result: 'provider-unknown', reason: reasonOf(error) });
-    }
-  });
+      const live = readable.filter((p) => (providerEnds.get(p.key) as FileDigests).live === digests[p.key]);
+      const staged = readable.filter((p) => !live.includes(p));
+      for (const p of staged) old[p.key] ??= (providerEnds.get(p.key) as FileDigests).live;
+      try {
+        const transport = transportFor(machine);
+        const back = await transport.restorePrevious(live.map((p) => p.providerPath));
+        live.forEach((p, i) => {
+          if (back[i]) restored.push(p);
+          else
+            results.set(p.key, {
+              pair: p.key,
+              result: 'provider-unknown',
+              reason: `no previous file was kept beside ${p.providerPath} on ${machine}`,
+            });
+        });
+        await transport.unstage(staged.map((p) => p.providerPath));
+        restored.push(...staged);
+      } catch (error) {
+        for (const p of readable)
+          if (!results.has(p.key))
+            results.set(p.key, { pair: p.key, result: 'provider-unknown', reason: reasonOf(error) });
+      }
+    },
+  );
   const leftovers = new Map<string, string>();
-  await mapBounded([...groupBy(restored, (p) => p.consumerMachine)], options.concurrency, async ([machine, machinePairs]) => {
-    try {
-      await transportFor(machine).unstage(machinePairs.map((p) => p.consumerPath));
-    } catch (error) {
-      for (const p of machinePairs) leftovers.set(p.key, `${machine}: ${p.consumerPath}.next could not be removed (${reasonOf(error)})`);
-    }
-  });
+  await mapBounded(
+    [...groupBy(restored, (p) => p.consumerMachine)],
+    options.concurrency,
+    async ([machine, machinePairs]) => {
+      try {
+        await transportFor(machine).unstage(machinePairs.map((p) => p.consumerPath));
+      } catch (error) {
+        for (const p of machinePairs)
+          leftovers.set(
+            p.key,
+            `${machine}: ${p.consumerPath}.next could not be removed (${reasonOf(error)})`,
+          );
+      }
+    },
+  );
   const receipts = await waitForReceipts(restored, digests, old, transportFor, options);
   for (const p of restored) {
     const leftover = leftovers.get(p.key);
-    results.set(p.key, { pair: p.key, result: 'rolled-back', receipt: receipts.get(p.key) ?? 'unknown', ...(leftover ? { leftover } : {}) });
+    results.set(p.key, {
+      pair: p.key,
+      result: 'rolled-back',
+      receipt: receipts.get(p.key) ?? 'unknown',
+      ...(leftover ? { leftover } : {}),
+    });
   }
   // A pair found finished drops the previous file its commit kept, as a finished rotation does:
   // an alternating pair's ends never hold the same text, so a `.prev` left here would block
   // every later rotation of that login as a leftover. Best effort: a failure leaves only that.
   const finished = pairs.filter((p) => results.get(p.key)?.result === 'finished');
-  await mapBounded([...groupBy(finished, (p) => p.providerMachine)], options.concurrency, async ([machine, machinePairs]) => {
-    await transportFor(machine).discardPrevious(machinePairs.map((p) => p.providerPath)).catch(() => undefined);
-  });
+  await mapBounded(
+    [...groupBy(finished, (p) => p.providerMachine)],
+    options.concurrency,
+    async ([machine, machinePairs]) => {
+      await transportFor(machine)
+        .discardPrevious(machinePairs.map((p) => p.providerPath))
+        .catch(() => undefined);
+    },
+  );
   return pairs.map((p) => results.get(p.key)!);
 }
 
 type EndRead = FileDigests | { readonly reason: string };
 
 /** The pairs whose provider's receipt carries the new digest now (the database has it). */
-async function receiptedNew(pairs: readonly PlannedPair[], digests: Readonly<Record<string, SecretDigest>>, transportFor: TransportFor, concurrency: number): Promise<Set<string>> {
+async function receiptedNew(
+  pairs: readonly PlannedPair[],
+  digests: Readonly<Record<string, SecretDigest>>,
+  transportFor: TransportFor,
+  concurrency: number,
+): Promise<Set<string>> {
   const out = new Set<string>();
-  await mapBounded([...groupBy(pairs, (p) => p.providerMachine)], concurrency, async ([machine, machinePairs]) => {
-    try {
-      const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
-      machinePairs.forEach((p, i) => {
-        if (texts[i] !== undefined && parseReceipt(texts[i]!)?.digest === digests[p.key]) out.add(p.key);
-      });
-    } catch {
-      // Unreadable: the provider step below finds out and says so.
-    }
-  });
+  await mapBounded(
+    [...groupBy(pairs, (p) => p.providerMachine)],
+    concurrency,
+    async ([machine, machinePairs]) => {
+      try {
+        const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
+        machinePairs.forEach((p, i) => {
+          if (texts[i] !== undefined && parseReceipt(texts[i]!)?.digest === digests[p.key]) out.add(p.key);
+        });
+      } catch {
+        // Unreadable: the provider step below finds out and says so.
+      }
+    },
+  );
   return out;
 }
 
@@ -175,17 +244,28 @@ async function waitForReceipts(
   const seen = new Map<string, ReceiptAfter>();
   for (;;) {
     const waiting = pairs.filter((p) => seen.get(p.key) !== 'old');
-    await mapBounded([...groupBy(waiting, (p) => p.providerMachine)], options.concurrency, async ([machine, machinePairs]) => {
-      try {
-        const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
-        machinePairs.forEach((p, i) => {
-          const digest = texts[i] === undefined ? undefined : parseReceipt(texts[i]!)?.digest;
-          seen.set(p.key, digest !== undefined && digest === previous[p.key] ? 'old' : digest !== undefined && digest === digests[p.key] ? 'new' : 'unknown');
-        });
-      } catch {
-        // Unreadable now: the last answer (or "unknown") stands.
-      }
-    });
+    await mapBounded(
+      [...groupBy(waiting, (p) => p.providerMachine)],
+      options.concurrency,
+      async ([machine, machinePairs]) => {
+        try {
+          const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
+          machinePairs.forEach((p, i) => {
+            const digest = texts[i] === undefined ? undefined : parseReceipt(texts[i]!)?.digest;
+            seen.set(
+              p.key,
+              digest !== undefined && digest === previous[p.key]
+                ? 'old'
+                : digest !== undefined && digest === digests[p.key]
+                  ? 'new'
+                  : 'unknown',
+            );
+          });
+        } catch {
+          // Unreadable now: the last answer (or "unknown") stands.
+        }
+      },
+    );
     if (pairs.every((p) => seen.get(p.key) === 'old') || now() >= deadline) return seen;
     await sleep(Math.min(options.pollMs, Math.max(0, deadline - now())));
   }

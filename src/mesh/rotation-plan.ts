@@ -6,7 +6,14 @@
  */
 import path from 'node:path';
 import { RECEIPTS_DIR } from './digest.js';
-import { LOGIN_SLOTS, loginFileName, loginRole, otherSlot, slotOfLogin, type LoginSlot } from './alternating.js';
+import {
+  LOGIN_SLOTS,
+  loginFileName,
+  loginRole,
+  otherSlot,
+  slotOfLogin,
+  type LoginSlot,
+} from './alternating.js';
 import type { FileDigests } from './transport.js';
 import { findMachine, pairKey, type Inventory, type Machine, type Pair } from './inventory.js';
 import { describeSelector, selectPairs, type Selector } from './selector.js';
@@ -47,7 +54,12 @@ export interface PlannedPair extends Pair {
     /** loginRole(pair.role, slot) */
     readonly role: string;
     /** The login the consumer is on now (undefined: a single pair being switched, or never delivered). */
-    readonly left?: { readonly slot: LoginSlot; readonly role: string; readonly providerPath: string; readonly receiptPath: string };
+    readonly left?: {
+      readonly slot: LoginSlot;
+      readonly role: string;
+      readonly providerPath: string;
+      readonly receiptPath: string;
+    };
   };
   /**
    * A pair being switched between single and alternating: provider-end files of the other mode
@@ -80,7 +92,12 @@ export { STAGED_SUFFIX } from './transport.js';
  * consumer end is renamed only after the provider's receipt, so the window is on the OLD
  * password's side: never a consumer holding a password its database does not have yet.
  */
-export function windowText(pair: Pair, login?: PlannedPair['login'], retire?: readonly string[], leaves?: string): string {
+export function windowText(
+  pair: Pair,
+  login?: PlannedPair['login'],
+  retire?: readonly string[],
+  leaves?: string,
+): string {
   if (pair.credential === 'alternating') {
     const to = login?.role ?? loginRole(pair.role, 'a');
     const moves = login?.left
@@ -88,8 +105,12 @@ export function windowText(pair: Pair, login?: PlannedPair['login'], retire?: re
       : `${pair.consumer} moves to ${to} once ${pair.provider} has applied its new password`;
     return `none (alternating): ${moves}${retire && retire.length > 0 ? `; then baton removes ${retire.map(baseName).join(' and ')} (the single role's file, switched to alternating)` : ''}`;
   }
-  const removes = retire && retire.length > 0 ? `; then baton removes ${retire.map(baseName).join(' and ')} (the alternating logins' files, switched to single)` : '';
-  if (leaves) return `none (switching to one role): ${pair.consumer} keeps using ${leaves} until its file names ${pair.role}, whose new password ${pair.provider} has applied by then${removes}`;
+  const removes =
+    retire && retire.length > 0
+      ? `; then baton removes ${retire.map(baseName).join(' and ')} (the alternating logins' files, switched to single)`
+      : '';
+  if (leaves)
+    return `none (switching to one role): ${pair.consumer} keeps using ${leaves} until its file names ${pair.role}, whose new password ${pair.provider} has applied by then${removes}`;
   if (removes) return `${singleWindow(pair)}${removes}`;
   return singleWindow(pair);
 }
@@ -103,7 +124,11 @@ function singleWindow(pair: Pair): string {
 }
 
 /** `only` narrows the selector's pairs further (by age: `--older-than`). */
-export function planRotation(inventory: Inventory, selector: Selector, only?: (pair: Pair) => boolean): RotationPlan {
+export function planRotation(
+  inventory: Inventory,
+  selector: Selector,
+  only?: (pair: Pair) => boolean,
+): RotationPlan {
   const pairs = only ? selectPairs(inventory, selector).filter(only) : selectPairs(inventory, selector);
   // One directory per (mesh_dir, end, provider), joined once: path.posix.join per pair made
   // planning a large mesh allocation-bound. Provider and role names are validated plain
@@ -113,7 +138,10 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
     const at = `${meshDir}\0${end}\0${provider}`;
     let dir = dirs.get(at);
     if (dir === undefined) {
-      dir = end === 'receipts' ? path.posix.join(meshDir, 'provides', provider, RECEIPTS_DIR) : path.posix.join(meshDir, end, provider);
+      dir =
+        end === 'receipts'
+          ? path.posix.join(meshDir, 'provides', provider, RECEIPTS_DIR)
+          : path.posix.join(meshDir, end, provider);
       dirs.set(at, dir);
     }
     return dir;
@@ -140,7 +168,9 @@ export function planRotation(inventory: Inventory, selector: Selector, only?: (p
       consumerPath,
       receiptPath: `${dirOf(providerMachine.meshDir, 'receipts', pair.provider)}/${file}`,
       window: windowText(pair),
-      ...(pair.credential === 'alternating' ? { login: { slot: 'a' as const, role: loginRole(pair.role, 'a') } } : {}),
+      ...(pair.credential === 'alternating'
+        ? { login: { slot: 'a' as const, role: loginRole(pair.role, 'a') } }
+        : {}),
     };
   });
   return {
@@ -158,7 +188,10 @@ function providerDirs(pair: Pick<PlannedPair, 'providerPath'>): { dir: string; r
 }
 
 /** The provider file of an alternating pair's login `slot` (`…/provides/P/R+x`) and its receipt: rotation, status and resume all ask this. */
-export function loginFilePaths(pair: Pick<PlannedPair, 'providerPath' | 'role'>, slot: LoginSlot): { readonly providerPath: string; readonly receiptPath: string } {
+export function loginFilePaths(
+  pair: Pick<PlannedPair, 'providerPath' | 'role'>,
+  slot: LoginSlot,
+): { readonly providerPath: string; readonly receiptPath: string } {
   const { dir, receipts } = providerDirs(pair);
   const name = loginFileName(pair.role, slot);
   return { providerPath: `${dir}/${name}`, receiptPath: `${receipts}/${name}` };
@@ -185,26 +218,42 @@ export type EndsRead = ReadonlyMap<string, FileDigests>;
  * switch a crash cut short), are removed after the consumer end is committed. A single pair
  * with nothing to switch comes back exactly as planned.
  */
-export function settleLogins(plan: RotationPlan, ends: EndsRead, machineOf: (name: string) => Machine): RotationPlan {
+export function settleLogins(
+  plan: RotationPlan,
+  ends: EndsRead,
+  machineOf: (name: string) => Machine,
+): RotationPlan {
   let changed = false;
   const pairs = plan.pairs.map((pair): PlannedPair => {
     const { dir } = providerDirs(pair);
     const consumer = ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`);
     const has = (file: string) => ends.get(`${pair.providerMachine}\0${dir}/${file}`)?.live !== undefined;
     if (pair.credential !== 'alternating') {
-      const retire = LOGIN_SLOTS.map((slot) => loginFileName(pair.role, slot)).filter((file) => has(file) || consumer?.liveLogin !== undefined);
+      const retire = LOGIN_SLOTS.map((slot) => loginFileName(pair.role, slot)).filter(
+        (file) => has(file) || consumer?.liveLogin !== undefined,
+      );
       if (retire.length === 0) return pair;
       changed = true;
       const paths = retire.map((file) => `${dir}/${file}`);
       const leaves = consumer?.liveLogin;
-      return { ...pair, retire: paths, ...(leaves ? { leaves } : {}), window: windowText(pair, undefined, paths, leaves) };
+      return {
+        ...pair,
+        retire: paths,
+        ...(leaves ? { leaves } : {}),
+        window: windowText(pair, undefined, paths, leaves),
+      };
     }
-    const liveSlot = consumer?.liveLogin === undefined ? undefined : slotOfLogin(pair.role, consumer.liveLogin);
+    const liveSlot =
+      consumer?.liveLogin === undefined ? undefined : slotOfLogin(pair.role, consumer.liveLogin);
     const slot: LoginSlot = liveSlot ? otherSlot(liveSlot) : 'a';
     const login: NonNullable<PlannedPair['login']> = {
       slot,
       role: loginRole(pair.role, slot),
-      ...(liveSlot ? { left: { slot: liveSlot, role: loginRole(pair.role, liveSlot), ...loginFilePaths(pair, liveSlot) } } : {}),
+      ...(liveSlot
+        ? {
+            left: { slot: liveSlot, role: loginRole(pair.role, liveSlot), ...loginFilePaths(pair, liveSlot) },
+          }
+        : {}),
     };
     const retire = has(pair.role) ? [`${dir}/${pair.role}`] : [];
     changed = true;
@@ -231,14 +280,31 @@ export function holdersOf(pairs: readonly PlannedPair[], machineOf: (name: strin
     let holder = holders.get(name);
     if (!holder) {
       const machine = machineOf(name);
-      holder = { machine: machine.name, transport: machine.transport, address: machine.address, receives: [] };
+      holder = {
+        machine: machine.name,
+        transport: machine.transport,
+        address: machine.address,
+        receives: [],
+      };
       holders.set(name, holder);
     }
     holder.receives.push(delivery);
   };
   for (const pair of pairs) {
-    receive(pair.providerMachine, { end: 'provides', pair: pair.key, provider: pair.provider, role: pair.role, path: pair.providerPath });
-    receive(pair.consumerMachine, { end: 'consumes', pair: pair.key, provider: pair.provider, role: pair.role, path: pair.consumerPath });
+    receive(pair.providerMachine, {
+      end: 'provides',
+      pair: pair.key,
+      provider: pair.provider,
+      role: pair.role,
+      path: pair.providerPath,
+    });
+    receive(pair.consumerMachine, {
+      end: 'consumes',
+      pair: pair.key,
+      provider: pair.provider,
+      role: pair.role,
+      path: pair.consumerPath,
+    });
   }
   return [...holders.values()];
 }

@@ -25,7 +25,8 @@ import { errorCode } from '../fs/system-error.js';
 export function readSeedSecret(file: string): Secret {
   let bytes: Buffer;
   try {
-    if (!statSync(file).isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+    if (!statSync(file).isFile())
+      throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
     bytes = readFileSync(file);
   } catch (error) {
     throw new BatonError('usage', {
@@ -67,7 +68,12 @@ export interface SeedResult {
  * landed, then renames the provider end and the consumer end. The provisioner then finds the
  * provider end, sets the same password again (harmless) and writes its receipt.
  */
-export async function seedPair(plan: RotationPlan, secret: Secret, transportFor: TransportFor, resolve: ResolveOptions): Promise<SeedResult> {
+export async function seedPair(
+  plan: RotationPlan,
+  secret: Secret,
+  transportFor: TransportFor,
+  resolve: ResolveOptions,
+): Promise<SeedResult> {
   const pair = plan.pairs[0]!;
   const resolutions = await resolveHolders(plan.holders, transportFor, resolve, () => undefined);
   const unresolved = plan.holders.flatMap((h) => {
@@ -87,8 +93,11 @@ export async function seedPair(plan: RotationPlan, secret: Secret, transportFor:
   const ends = endSecrets(pair, secret);
   await mapBounded(plan.holders, resolve.concurrency, async (holder) => {
     try {
-      const landed = await transportFor(holder.machine).stage(holder.receives.map((d) => ({ path: d.path, secret: ends[d.end] })));
-      if (landed.some((d, i) => d !== ends[holder.receives[i]!.end].digest)) throw new Error('the staged file does not match what was sent');
+      const landed = await transportFor(holder.machine).stage(
+        holder.receives.map((d) => ({ path: d.path, secret: ends[d.end] })),
+      );
+      if (landed.some((d, i) => d !== ends[holder.receives[i]!.end].digest))
+        throw new Error('the staged file does not match what was sent');
     } catch (error) {
       failures.push({ machine: holder.machine, reason: reasonOf(error) });
     }
@@ -98,7 +107,10 @@ export async function seedPair(plan: RotationPlan, secret: Secret, transportFor:
     throw new BatonError('failed', {
       what: `Seeding ${pair.key} failed while staging.`,
       where: failures.map((f) => `${f.machine} (${f.reason})`).join('; '),
-      changed: unstaged.length === 0 ? 'Every staged file was removed; nothing took effect.' : `Staged files could NOT be removed on ${unstaged.map((f) => f.machine).join(', ')}: remove the *.next files there.`,
+      changed:
+        unstaged.length === 0
+          ? 'Every staged file was removed; nothing took effect.'
+          : `Staged files could NOT be removed on ${unstaged.map((f) => f.machine).join(', ')}: remove the *.next files there.`,
       next: 'Fix the machine, then seed again.',
     });
   }

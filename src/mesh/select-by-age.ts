@@ -33,10 +33,18 @@ export async function selectOlderThan(
   const ages = new Map<string, string>();
   for (const s of statuses) {
     if (!s.tooOld) continue;
-    ages.set(s.pair.key, s.ageMs === undefined ? 'never rotated' : `${formatAge(s.ageMs)}${s.lastRotated?.source === 'file-mtime' ? ' (file mtime)' : ''}`);
+    ages.set(
+      s.pair.key,
+      s.ageMs === undefined
+        ? 'never rotated'
+        : `${formatAge(s.ageMs)}${s.lastRotated?.source === 'file-mtime' ? ' (file mtime)' : ''}`,
+    );
   }
   if (ages.size === 0) return { plan: undefined, considered: all.pairs.length };
   const narrowed = planRotation(inventory, selector, (pair) => ages.has(pairKey(pair)));
-  const selectorText = selector.by === 'all' ? `--older-than ${limitText}` : `${narrowed.selectorText} --older-than ${limitText}`;
+  const selectorText =
+    selector.by === 'all'
+      ? `--older-than ${limitText}`
+      : `${narrowed.selectorText} --older-than ${limitText}`;
   return { plan: { ...narrowed, selectorText, ages }, considered: all.pairs.length };
 }

@@ -25,7 +25,8 @@ export interface SelectorFlags {
   readonly pair?: string | readonly string[];
 }
 
-const USAGE = 'Pass exactly one of --consumer NAME, --provider NAME, --machine NAME, --pair PROVIDER:CONSUMER.';
+const USAGE =
+  'Pass exactly one of --consumer NAME, --provider NAME, --machine NAME, --pair PROVIDER:CONSUMER.';
 
 /** `noneMeansAll`: no selector selects every pair (status reads; `--older-than` narrows). */
 export function parseSelector(flags: SelectorFlags, noneMeansAll = false): Selector {
@@ -33,7 +34,10 @@ export function parseSelector(flags: SelectorFlags, noneMeansAll = false): Selec
   if (given.length === 0 && noneMeansAll) return { by: 'all' };
   if (given.length !== 1) {
     throw new BatonError('usage', {
-      what: given.length === 0 ? 'No pairs are selected.' : `Only one selector may be given; got ${given.map((k) => `--${k}`).join(' and ')}.`,
+      what:
+        given.length === 0
+          ? 'No pairs are selected.'
+          : `Only one selector may be given; got ${given.map((k) => `--${k}`).join(' and ')}.`,
       next: USAGE,
       changed: 'Nothing was sent.',
     });
@@ -45,11 +49,18 @@ export function parseSelector(flags: SelectorFlags, noneMeansAll = false): Selec
   return values.length === 1 ? one(values[0]!) : { by: 'union', of: values.map(one) };
 }
 
-function single(by: 'consumer' | 'provider' | 'machine' | 'pair', value: string): Exclude<Selector, { by: 'all' | 'union' }> {
+function single(
+  by: 'consumer' | 'provider' | 'machine' | 'pair',
+  value: string,
+): Exclude<Selector, { by: 'all' | 'union' }> {
   if (by !== 'pair') return { by, name: value };
   const parts = value.split(':');
   if (parts.length !== 2 || !parts[0] || !parts[1]) {
-    throw new BatonError('usage', { what: `--pair "${value}" is not PROVIDER:CONSUMER.`, next: 'For example --pair pg-main:web1-app.', changed: 'Nothing was sent.' });
+    throw new BatonError('usage', {
+      what: `--pair "${value}" is not PROVIDER:CONSUMER.`,
+      next: 'For example --pair pg-main:web1-app.',
+      changed: 'Nothing was sent.',
+    });
   }
   return { by, provider: parts[0], consumer: parts[1] };
 }
@@ -57,7 +68,9 @@ function single(by: 'consumer' | 'provider' | 'machine' | 'pair', value: string)
 export function describeSelector(selector: Selector): string {
   if (selector.by === 'all') return 'every pair';
   if (selector.by === 'union') return selector.of.map(describeSelector).join(' ');
-  return selector.by === 'pair' ? `--pair ${selector.provider}:${selector.consumer}` : `--${selector.by} ${selector.name}`;
+  return selector.by === 'pair'
+    ? `--pair ${selector.provider}:${selector.consumer}`
+    : `--${selector.by} ${selector.name}`;
 }
 
 /** The pairs a selector names. A name the inventory does not know is an error, never "no pairs". */
@@ -73,20 +86,44 @@ export function selectPairs(inventory: Inventory, selector: Selector): readonly 
   let pairs: readonly Pair[];
   switch (selector.by) {
     case 'consumer':
-      if (!inventory.consumers.some((c) => c.name === selector.name)) unknown('consumer', selector.name, inventory.consumers.map((c) => c.name));
+      if (!inventory.consumers.some((c) => c.name === selector.name))
+        unknown(
+          'consumer',
+          selector.name,
+          inventory.consumers.map((c) => c.name),
+        );
       pairs = inventory.pairs.filter((p) => p.consumer === selector.name);
       break;
     case 'provider':
-      if (!inventory.providers.some((p) => p.name === selector.name)) unknown('provider', selector.name, inventory.providers.map((p) => p.name));
+      if (!inventory.providers.some((p) => p.name === selector.name))
+        unknown(
+          'provider',
+          selector.name,
+          inventory.providers.map((p) => p.name),
+        );
       pairs = inventory.pairs.filter((p) => p.provider === selector.name);
       break;
     case 'machine':
-      if (!inventory.machines.some((m) => m.name === selector.name)) unknown('machine', selector.name, inventory.machines.map((m) => m.name));
-      pairs = inventory.pairs.filter((p) => p.providerMachine === selector.name || p.consumerMachine === selector.name);
+      if (!inventory.machines.some((m) => m.name === selector.name))
+        unknown(
+          'machine',
+          selector.name,
+          inventory.machines.map((m) => m.name),
+        );
+      pairs = inventory.pairs.filter(
+        (p) => p.providerMachine === selector.name || p.consumerMachine === selector.name,
+      );
       break;
     case 'pair':
-      pairs = inventory.pairs.filter((p) => p.provider === selector.provider && p.consumer === selector.consumer);
-      if (pairs.length === 0) unknown('pair', `${selector.provider}:${selector.consumer}`, inventory.pairs.map((p) => `${p.provider}:${p.consumer}`));
+      pairs = inventory.pairs.filter(
+        (p) => p.provider === selector.provider && p.consumer === selector.consumer,
+      );
+      if (pairs.length === 0)
+        unknown(
+          'pair',
+          `${selector.provider}:${selector.consumer}`,
+          inventory.pairs.map((p) => `${p.provider}:${p.consumer}`),
+        );
       break;
     case 'all':
       pairs = inventory.pairs;

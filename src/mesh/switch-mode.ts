@@ -14,7 +14,10 @@ import type { TransportFor } from './transport.js';
  * Removes the old mode's provider files of these FINISHED pairs, one call per provider
  * machine. Best effort: what stays is found and removed by the next rotation.
  */
-export async function retireSwitched(finished: readonly PlannedPair[], transportFor: TransportFor): Promise<void> {
+export async function retireSwitched(
+  finished: readonly PlannedPair[],
+  transportFor: TransportFor,
+): Promise<void> {
   const switched = finished.filter((p) => p.retire && p.retire.length > 0);
   await Promise.all(
     [...groupBy(switched, (p) => p.providerMachine)].map(([machine, pairs]) =>

@@ -102,7 +102,12 @@ export interface Transport {
    * when the signal aborts; rejects with a TransportError if the machine stops answering.
    * Optional: without it the receipt wait polls readTexts.
    */
-  watchTexts?(paths: readonly string[], options: WatchOptions, onChange: (changes: readonly TextChange[]) => void, signal: AbortSignal): Promise<void>;
+  watchTexts?(
+    paths: readonly string[],
+    options: WatchOptions,
+    onChange: (changes: readonly TextChange[]) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
   /**
    * Opens, ahead of the renames it will carry, a channel to the machine that renames staged
    * files on request and says when it did by the machine's own clock. Optional: without it
@@ -170,7 +175,12 @@ export interface BoundTransport {
    * As Transport.watchTexts, until `until` aborts (the caller's deadline) or the command is
    * cancelled: a watch is meant to outlast one operation's timeout.
    */
-  watchTexts?(paths: readonly string[], options: WatchOptions, onChange: (changes: readonly TextChange[]) => void, until: AbortSignal): Promise<void>;
+  watchTexts?(
+    paths: readonly string[],
+    options: WatchOptions,
+    onChange: (changes: readonly TextChange[]) => void,
+    until: AbortSignal,
+  ): Promise<void>;
   /** As Transport.openChannel: the opening and each rename bounded by the timeout. */
   openChannel?(): Promise<BoundRenameChannel>;
 }
@@ -199,7 +209,11 @@ export function abortedError(machine: string, what: string, signal: AbortSignal)
   const reason: unknown = signal.reason;
   const said = reason instanceof Error && reason.name !== 'AbortError' ? reason.message : 'cancelled';
   // Out of time (not cancelled by the operator): the machine did not answer.
-  return new TransportError(machine, `${what}: ${said}`, reason instanceof Error && reason.name === 'NoAnswer');
+  return new TransportError(
+    machine,
+    `${what}: ${said}`,
+    reason instanceof Error && reason.name === 'NoAnswer',
+  );
 }
 
 export function reasonOf(error: unknown): string {

@@ -110,7 +110,8 @@ export function derBoolean(element: DerElement): boolean | undefined {
 export function derInteger(element: DerElement): Uint8Array | undefined {
   const c = element.content;
   if (element.tag !== TAG.integer || c.length === 0) return undefined;
-  if (c.length > 1 && ((c[0] === 0x00 && (c[1]! & 0x80) === 0) || (c[0] === 0xff && (c[1]! & 0x80) !== 0))) return undefined;
+  if (c.length > 1 && ((c[0] === 0x00 && (c[1]! & 0x80) === 0) || (c[0] === 0xff && (c[1]! & 0x80) !== 0)))
+    return undefined;
   return c;
 }
 
@@ -130,17 +131,30 @@ export function derBitString(element: DerElement): Uint8Array | undefined {
 export function derTime(element: DerElement): Date | undefined {
   const text = Buffer.from(element.content).toString('latin1');
   const match =
-    element.tag === TAG.utcTime ? /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(text)
-    : element.tag === TAG.generalizedTime ? /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(text)
-    : null;
+    element.tag === TAG.utcTime
+      ? /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(text)
+      : element.tag === TAG.generalizedTime
+        ? /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})Z$/.exec(text)
+        : null;
   if (!match) return undefined;
-  const [year, month, day, hour, minute, second] = match.slice(1).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = match.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const fullYear = element.tag === TAG.utcTime ? (year >= 50 ? 1900 + year : 2000 + year) : year;
   const date = new Date(Date.UTC(fullYear, month - 1, day, hour, minute, second));
   // Date.UTC rolls 31 February into March: a field out of range must not become another instant.
   const valid =
-    date.getUTCFullYear() === fullYear && date.getUTCMonth() === month - 1 && date.getUTCDate() === day &&
-    date.getUTCHours() === hour && date.getUTCMinutes() === minute && date.getUTCSeconds() === second;
+    date.getUTCFullYear() === fullYear &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute &&
+    date.getUTCSeconds() === second;
   return valid ? date : undefined;
 }
 

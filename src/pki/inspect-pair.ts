@@ -42,7 +42,9 @@ export function parseCertificate(pem: Uint8Array): CertificateFacts | undefined 
   return parsed(pem)?.facts;
 }
 
-function parsed(pem: Uint8Array): { readonly certificate: ReadCertificate; readonly facts: CertificateFacts } | undefined {
+function parsed(
+  pem: Uint8Array,
+): { readonly certificate: ReadCertificate; readonly facts: CertificateFacts } | undefined {
   const der = pemDecode('CERTIFICATE', pem);
   const certificate = der ? readCertificate(der) : undefined;
   if (!certificate) return undefined;
@@ -79,9 +81,22 @@ function parsed(pem: Uint8Array): { readonly certificate: ReadCertificate; reado
  * its Organization is exactly `deployment`, and the key signs what the certificate's key
  * verifies. Two checkers would drift, and the looser one would let a foreign authority in.
  */
-export async function inspectPair(keyPem: Uint8Array, certPem: Uint8Array, deployment: string): Promise<PairInspection> {
+export async function inspectPair(
+  keyPem: Uint8Array,
+  certPem: Uint8Array,
+  deployment: string,
+): Promise<PairInspection> {
   const read = parsed(certPem);
-  if (!read) return { ok: false, fault: { kind: 'unparsable', file: 'certificate', detail: 'not one PEM "CERTIFICATE" block holding an X.509 certificate' }, facts: undefined };
+  if (!read)
+    return {
+      ok: false,
+      fault: {
+        kind: 'unparsable',
+        file: 'certificate',
+        detail: 'not one PEM "CERTIFICATE" block holding an X.509 certificate',
+      },
+      facts: undefined,
+    };
   const { certificate, facts } = read;
   const key = parsePrivateKey(keyPem);
   if (!key) return { ok: false, fault: { kind: 'unparsable', file: 'key', detail: KEY_SHAPE }, facts };
@@ -90,15 +105,18 @@ export async function inspectPair(keyPem: Uint8Array, certPem: Uint8Array, deplo
   if (caFault) return { ok: false, fault: { kind: 'not-ca', detail: caFault }, facts };
   const selfSigned = selfSignatureFault(certificate);
   if (selfSigned) return { ok: false, fault: { kind: 'not-self-signed', detail: selfSigned }, facts };
-  if (facts.organization !== deployment) return { ok: false, fault: { kind: 'foreign', organization: facts.organization }, facts };
+  if (facts.organization !== deployment)
+    return { ok: false, fault: { kind: 'foreign', organization: facts.organization }, facts };
   // One certificate cannot have replaced two authorities; guessing which claim to believe is
   // the guess the retire guard exists to remove.
-  if (facts.claimCount > 1) return { ok: false, fault: { kind: 'ambiguous-claim', count: facts.claimCount }, facts };
+  if (facts.claimCount > 1)
+    return { ok: false, fault: { kind: 'ambiguous-claim', count: facts.claimCount }, facts };
   if (!keyPairsWith(key, certificate)) return { ok: false, fault: { kind: 'mismatched' }, facts };
   return { ok: true, facts };
 }
 
-const KEY_SHAPE = 'not one PEM "EC PRIVATE KEY" (SEC1) or "PRIVATE KEY" (PKCS#8) block holding an ECDSA P-256 key';
+const KEY_SHAPE =
+  'not one PEM "EC PRIVATE KEY" (SEC1) or "PRIVATE KEY" (PKCS#8) block holding an ECDSA P-256 key';
 
 /**
  * The private key of a PEM file: SEC1 `EC PRIVATE KEY` (what billet's wirecert and openssl
@@ -111,7 +129,8 @@ export function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
   if (!der) return undefined;
   try {
     const key = createPrivateKey({ key: Buffer.from(der), format: 'der', type: sec1 ? 'sec1' : 'pkcs8' });
-    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return undefined;
+    if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+      return undefined;
     return key;
   } catch {
     return undefined;
@@ -134,7 +153,8 @@ function keyPairsWith(key: KeyObject, certificate: ReadCertificate): boolean {
 
 function caFaultOf(certificate: ReadCertificate): string | undefined {
   if (!isCa(certificate.extensions.get(OID.basicConstraints))) return 'its basicConstraints do not say cA';
-  if (!allowsKeyCertSign(certificate.extensions.get(OID.keyUsage))) return 'its keyUsage does not include keyCertSign';
+  if (!allowsKeyCertSign(certificate.extensions.get(OID.keyUsage)))
+    return 'its keyUsage does not include keyCertSign';
   return undefined;
 }
 
@@ -144,9 +164,15 @@ function caFaultOf(certificate: ReadCertificate): string | undefined {
  * certificate's own key.
  */
 function selfSignatureFault(certificate: ReadCertificate): string | undefined {
-  if (Buffer.compare(certificate.issuerDer, certificate.subjectDer) !== 0) return 'its issuer is not its subject';
+  if (Buffer.compare(certificate.issuerDer, certificate.subjectDer) !== 0)
+    return 'its issuer is not its subject';
   try {
-    if (certificate.x509.verify(createPublicKey({ key: Buffer.from(certificate.spkiDer), format: 'der', type: 'spki' }))) return undefined;
+    if (
+      certificate.x509.verify(
+        createPublicKey({ key: Buffer.from(certificate.spkiDer), format: 'der', type: 'spki' }),
+      )
+    )
+      return undefined;
   } catch {
     // fall through: a signature that cannot be checked is not a self-signature
   }

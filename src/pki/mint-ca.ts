@@ -69,7 +69,9 @@ export async function mintCa(options: MintCaOptions): Promise<MintedCa> {
   await certificate.sign(keys.privateKey, 'SHA-256', crypto);
   const certDer = new Uint8Array(certificate.toSchema(true).toBER(false));
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey));
-  const keyDer = new Uint8Array(createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'der', type: 'sec1' }));
+  const keyDer = new Uint8Array(
+    createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }).export({ format: 'der', type: 'sec1' }),
+  );
   return {
     keyPem: new TextEncoder().encode(pemEncode('EC PRIVATE KEY', keyDer)),
     certPem: new TextEncoder().encode(pemEncode('CERTIFICATE', certDer)),
@@ -80,9 +82,14 @@ export async function mintCa(options: MintCaOptions): Promise<MintedCa> {
  * One attribute per RDN (CN, O, OU as separate SETs): pkijs would put them all into one
  * multi-valued RDN, which openssl prints as "CN = … + O = …" and some verifiers mishandle.
  */
-function authorityName(deployment: string, replaces: Fingerprint | undefined): pkijs.RelativeDistinguishedNames {
+function authorityName(
+  deployment: string,
+  replaces: Fingerprint | undefined,
+): pkijs.RelativeDistinguishedNames {
   const attr = (type: string, value: string) =>
-    new asn1js.Set({ value: [new pkijs.AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()] });
+    new asn1js.Set({
+      value: [new pkijs.AttributeTypeAndValue({ type, value: new asn1js.Utf8String({ value }) }).toSchema()],
+    });
   const sequence = new asn1js.Sequence({
     value: [
       attr(OID.commonName, AUTHORITY_COMMON_NAME),
@@ -97,7 +104,7 @@ function authorityName(deployment: string, replaces: Fingerprint | undefined): p
 function randomSerial(): ArrayBuffer {
   const bytes = webcrypto.getRandomValues(new Uint8Array(16));
   // A zero first byte would make the DER encoding non-minimal; 127 random bits remain.
-  bytes[0] = (bytes[0]! & 0x7f) || 0x01;
+  bytes[0] = bytes[0]! & 0x7f || 0x01;
   return bytes.buffer;
 }
 

@@ -11,7 +11,9 @@ export function pemEncode(label: string, der: Uint8Array): string {
 
 export function pemDecode(label: string, bytes: Uint8Array): Uint8Array | undefined {
   const text = Buffer.from(bytes).toString('latin1');
-  const re = new RegExp(`^\\s*-----BEGIN ${label}-----\\r?\\n([A-Za-z0-9+/=\\r\\n]+)-----END ${label}-----\\s*$`);
+  const re = new RegExp(
+    `^\\s*-----BEGIN ${label}-----\\r?\\n([A-Za-z0-9+/=\\r\\n]+)-----END ${label}-----\\s*$`,
+  );
   const match = re.exec(text);
   if (!match) return undefined;
   const b64 = match[1]!.replace(/[\r\n]/g, '');

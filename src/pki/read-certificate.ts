@@ -1,5 +1,16 @@
 import { X509Certificate } from 'node:crypto';
-import { derBitString, derBoolean, derChildren, derInteger, derOid, derRead, derString, derTime, TAG, type DerElement } from './der.js';
+import {
+  derBitString,
+  derBoolean,
+  derChildren,
+  derInteger,
+  derOid,
+  derRead,
+  derString,
+  derTime,
+  TAG,
+  type DerElement,
+} from './der.js';
 
 /** One attribute of a Name, in the order the certificate carries it (RDNs flattened). */
 export interface NameAttribute {
@@ -40,7 +51,13 @@ export function readCertificate(der: Uint8Array): ReadCertificate | undefined {
   const certificate = derRead(der);
   if (certificate?.tag !== TAG.sequence) return undefined;
   const parts = derChildren(certificate);
-  if (parts?.length !== 3 || parts[0]!.tag !== TAG.sequence || parts[1]!.tag !== TAG.sequence || parts[2]!.tag !== TAG.bitString) return undefined;
+  if (
+    parts?.length !== 3 ||
+    parts[0]!.tag !== TAG.sequence ||
+    parts[1]!.tag !== TAG.sequence ||
+    parts[2]!.tag !== TAG.bitString
+  )
+    return undefined;
   const tbs = derChildren(parts[0]!);
   if (!tbs) return undefined;
 
@@ -65,8 +82,11 @@ export function readCertificate(der: Uint8Array): ReadCertificate | undefined {
   const notBefore = times?.length === 2 ? derTime(times[0]!) : undefined;
   const notAfter = times?.length === 2 ? derTime(times[1]!) : undefined;
   const subjectAttributes = nameAttributes(subject);
-  const extensions = extensionsElement ? readExtensions(extensionsElement) : new Map<string, CertificateExtension>();
-  if (!serial || !notBefore || !notAfter || !subjectAttributes || !nameAttributes(issuer) || !extensions) return undefined;
+  const extensions = extensionsElement
+    ? readExtensions(extensionsElement)
+    : new Map<string, CertificateExtension>();
+  if (!serial || !notBefore || !notAfter || !subjectAttributes || !nameAttributes(issuer) || !extensions)
+    return undefined;
 
   let x509: X509Certificate;
   try {
@@ -126,7 +146,8 @@ function readExtensions(wrapper: DerElement): Map<string, CertificateExtension> 
     const id = derOid(fields[0]!);
     const critical = fields.length === 3 ? derBoolean(fields[1]!) : false;
     const value = fields[fields.length - 1]!;
-    if (id === undefined || critical === undefined || value.tag !== TAG.octetString || out.has(id)) return undefined;
+    if (id === undefined || critical === undefined || value.tag !== TAG.octetString || out.has(id))
+      return undefined;
     out.set(id, { critical, value: value.content });
   }
   return out;

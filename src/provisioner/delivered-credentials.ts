@@ -19,14 +19,18 @@ import { STAGED_SUFFIX } from '../mesh/transport.js';
 
 /** One delivered file: a digest to apply, or the problem that keeps it from being applied. */
 export type DeliveredCredential =
-  | { readonly role: string; readonly file: string; readonly digest: SecretDigest; readonly problem?: undefined }
+  | {
+      readonly role: string;
+      readonly file: string;
+      readonly digest: SecretDigest;
+      readonly problem?: undefined;
+    }
   | { readonly role: string; readonly file: string; readonly digest?: undefined; readonly problem: string };
 
 export type DeliveredScan =
   | { readonly ok: true; readonly credentials: readonly DeliveredCredential[] }
   /** The directory itself could not be listed (missing, not a directory, unreadable). */
   | { readonly ok: false; readonly problem: string };
-
 
 /**
  * Why a delivered file's name is neither a role nor a login file of one, or undefined: the
@@ -35,7 +39,8 @@ export type DeliveredScan =
 export function deliveredRoleProblem(name: string): string | undefined {
   if (parseLoginFileName(name)) return undefined;
   const group = /^(.+)\+[ab]$/.exec(name)?.[1];
-  const groupProblem = group === undefined ? undefined : roleNameProblem(group) ?? alternatingRoleProblem(group);
+  const groupProblem =
+    group === undefined ? undefined : (roleNameProblem(group) ?? alternatingRoleProblem(group));
   if (groupProblem) return `a login file whose role "${group}" is ${groupProblem}`;
   return roleNameProblem(name);
 }
@@ -92,7 +97,12 @@ export class DeliveredCredentials {
       return { role, file, problem: `cannot be read (${describeFsError(error)})` };
     }
     if (!st) return { role, file, problem: 'cannot be read (it is a symbolic link to nothing, or vanished)' };
-    if (!st.isFile()) return { role, file, problem: `is not a regular file (${st.isDirectory() ? 'a directory' : 'a special file'})` };
+    if (!st.isFile())
+      return {
+        role,
+        file,
+        problem: `is not a regular file (${st.isDirectory() ? 'a directory' : 'a special file'})`,
+      };
     const stat = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
     const cached = this.cache.get(role);
     if (cached?.stat === stat) return cached.result;
@@ -118,7 +128,9 @@ export function readDelivered(role: string, file: string): DeliveredCredential {
 }
 
 /** The secret in `file` if it is one the provisioner accepts. The caller zeroes it when done. */
-export function readSecretFile(file: string): { readonly secret: Buffer; readonly problem?: undefined } | { readonly problem: string } {
+export function readSecretFile(
+  file: string,
+): { readonly secret: Buffer; readonly problem?: undefined } | { readonly problem: string } {
   let secret: Buffer;
   try {
     secret = readFileSync(file);
@@ -134,11 +146,18 @@ export function readSecretFile(file: string): { readonly secret: Buffer; readonl
 export function describeFsError(error: unknown): string {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   switch (code) {
-    case 'ENOENT': return 'it does not exist';
-    case 'ENOTDIR': return 'a path component is not a directory';
-    case 'EACCES': case 'EPERM': return 'permission denied';
-    case 'EISDIR': return 'it is a directory';
-    case 'ELOOP': return 'too many levels of symbolic links';
-    default: return error instanceof Error ? error.message : String(error);
+    case 'ENOENT':
+      return 'it does not exist';
+    case 'ENOTDIR':
+      return 'a path component is not a directory';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'it is a directory';
+    case 'ELOOP':
+      return 'too many levels of symbolic links';
+    default:
+      return error instanceof Error ? error.message : String(error);
   }
 }

@@ -14,11 +14,34 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
-import { changedInDatabase, DATABASE_FINDING_WORDS, digestPrefix, END_SESSIONS_DIR, secretDigest, type DatabaseFinding, type Receipt, type SecretDigest } from '../mesh/digest.js';
+import {
+  changedInDatabase,
+  DATABASE_FINDING_WORDS,
+  digestPrefix,
+  END_SESSIONS_DIR,
+  secretDigest,
+  type DatabaseFinding,
+  type Receipt,
+  type SecretDigest,
+} from '../mesh/digest.js';
 import { loginRole, otherSlot, parseLoginFileName, type LoginFile } from '../mesh/alternating.js';
 import { rolledBackPath } from '../mesh/transport.js';
-import { DeliveredCredentials, describeFsError, isDeliveredName, readSecretFile } from './delivered-credentials.js';
-import { ConnectionLost, messageOf, RoleSkipped, type ConnectRoleDatabase, type ProviderLock, type RoleDatabase, type RoleOutcome, type StoredRole } from './postgres-roles.js';
+import {
+  DeliveredCredentials,
+  describeFsError,
+  isDeliveredName,
+  readSecretFile,
+} from './delivered-credentials.js';
+import {
+  ConnectionLost,
+  messageOf,
+  RoleSkipped,
+  type ConnectRoleDatabase,
+  type ProviderLock,
+  type RoleDatabase,
+  type RoleOutcome,
+  type StoredRole,
+} from './postgres-roles.js';
 import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
 
@@ -128,7 +151,10 @@ export class PostgresProvisioner {
    * BACK. It is skipped until its time comes (or its file changes) while every other role is
    * applied on every cycle, and the watch loop does not back off for it.
    */
-  private readonly refused = new Map<string, { readonly digest: SecretDigest; readonly retryAt: number; readonly delayMs: number }>();
+  private readonly refused = new Map<
+    string,
+    { readonly digest: SecretDigest; readonly retryAt: number; readonly delayMs: number }
+  >();
   /**
    * Login files seen applied that are gone (a pair switched back to a single role): each login
    * is set NOLOGIN and its receipt removed; kept here until that succeeded.
@@ -147,8 +173,16 @@ export class PostgresProvisioner {
     const failed: FailedRole[] = [];
     const changed: { role: string; found: ChangedFinding }[] = [];
     let unchanged = 0;
-    const done = (extra: { blocked?: BatonError; aborted?: boolean; databaseDown?: boolean; busy?: string } = {}): CycleReport => ({
-      applied, failed, unchanged, changed, blocked: extra.blocked, aborted: extra.aborted ?? false, databaseDown: extra.databaseDown ?? false,
+    const done = (
+      extra: { blocked?: BatonError; aborted?: boolean; databaseDown?: boolean; busy?: string } = {},
+    ): CycleReport => ({
+      applied,
+      failed,
+      unchanged,
+      changed,
+      blocked: extra.blocked,
+      aborted: extra.aborted ?? false,
+      databaseDown: extra.databaseDown ?? false,
       ...(extra.busy !== undefined ? { busy: extra.busy } : {}),
     });
     this.removeStaleTemps();
@@ -157,13 +191,17 @@ export class PostgresProvisioner {
       const blocked = new BatonError('failed', {
         what: `The delivered credentials for provider "${this.options.provider}" cannot be listed: ${scan.problem}.`,
         where: this.deliveredDir,
-        next: scan.problem === 'permission denied'
-          ? `The provisioner runs as uid ${process.getuid?.() ?? '?'} and cannot read it: the mesh writes its directories 0700, owned by the user that delivers (root over ssh). Run the provisioner as root (User=root, as in the README's unit), or deliver as the user it runs as.`
-          : 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
+        next:
+          scan.problem === 'permission denied'
+            ? `The provisioner runs as uid ${process.getuid?.() ?? '?'} and cannot read it: the mesh writes its directories 0700, owned by the user that delivers (root over ssh). Run the provisioner as root (User=root, as in the README's unit), or deliver as the user it runs as.`
+            : 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
         changed: 'Nothing was applied.',
       });
       // The same what and next as `--once` prints, so a service's log says as much as a terminal.
-      this.report('*dir*', `nothing to apply yet: ${blocked.what} Where: ${this.deliveredDir} Next: ${blocked.next}`);
+      this.report(
+        '*dir*',
+        `nothing to apply yet: ${blocked.what} Where: ${this.deliveredDir} Next: ${blocked.next}`,
+      );
       return done({ blocked });
     }
     this.clear('*dir*');
@@ -175,13 +213,23 @@ export class PostgresProvisioner {
     for (const credential of scan.credentials) {
       present.add(credential.role);
       if (credential.problem !== undefined) {
-        failed.push({ role: credential.role, file: credential.file, reason: credential.problem, inFile: true });
+        failed.push({
+          role: credential.role,
+          file: credential.file,
+          reason: credential.problem,
+          inFile: true,
+        });
         this.report(credential.role, `${credential.role} failed: ${credential.file} ${credential.problem}`);
         continue;
       }
       const receipt = this.receiptOf(credential.role);
       const login = parseLoginFileName(credential.role);
-      const entry = { role: credential.role, file: credential.file, digest: credential.digest, ...(login ? { login } : {}) };
+      const entry = {
+        role: credential.role,
+        file: credential.file,
+        digest: credential.digest,
+        ...(login ? { login } : {}),
+      };
       if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
         this.forgetRolledBack(credential.file, receipt.digest);
         unchanged += 1;
@@ -190,7 +238,10 @@ export class PostgresProvisioner {
       }
       // A receipt that says the database lost this very credential (an earlier cycle found it, and
       // `mesh status` has shown it since): put it back.
-      const repair = receipt?.digest === credential.digest ? (receipt.database?.found as ChangedFinding | undefined) : undefined;
+      const repair =
+        receipt?.digest === credential.digest
+          ? (receipt.database?.found as ChangedFinding | undefined)
+          : undefined;
       if (this.waitsForRetry(entry, now, failed)) continue;
       pending.push(repair ? { ...entry, repair } : entry);
     }
@@ -200,26 +251,40 @@ export class PostgresProvisioner {
     for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
     // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
-    for (const key of this.reported.keys()) if (!key.startsWith('*') && !present.has(key.split('*')[0]!)) this.reported.delete(key);
-    if (pending.length === 0 && toCheck.length === 0 && groupsAlone.length === 0 && this.leaving.size === 0) return done();
+    for (const key of this.reported.keys())
+      if (!key.startsWith('*') && !present.has(key.split('*')[0]!)) this.reported.delete(key);
+    if (pending.length === 0 && toCheck.length === 0 && groupsAlone.length === 0 && this.leaving.size === 0)
+      return done();
 
     let db: RoleDatabase;
     try {
       const lock = await this.options.lock?.acquire();
       if (lock && !lock.held) {
         // Not an error and not a backoff: the other one may stop at any time (a restart).
-        this.report('*lock*', `another provisioner for ${this.options.provider} is running: ${lock.holder}; this one waits and applies nothing until it stops`);
+        this.report(
+          '*lock*',
+          `another provisioner for ${this.options.provider} is running: ${lock.holder}; this one waits and applies nothing until it stops`,
+        );
         return done({ busy: lock.holder });
       }
       if (lock && this.reported.has('*lock*')) {
         this.clear('*lock*');
-        this.options.log(`the other provisioner for ${this.options.provider} stopped: this one holds the provider now`);
+        this.options.log(
+          `the other provisioner for ${this.options.provider} stopped: this one holds the provider now`,
+        );
       }
       db = await this.options.connect(signal);
     } catch (error) {
-      const blocked = error instanceof BatonError ? error : new BatonError('failed', { what: `PostgreSQL cannot be reached (${messageOf(error)}).`, cause: error });
+      const blocked =
+        error instanceof BatonError
+          ? error
+          : new BatonError('failed', {
+              what: `PostgreSQL cannot be reached (${messageOf(error)}).`,
+              cause: error,
+            });
       this.report('*db*', `not applied: ${blocked.what}${blocked.where ? ` Where: ${blocked.where}` : ''}`);
-      for (const { role, file } of pending) failed.push({ role, file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
+      for (const { role, file } of pending)
+        failed.push({ role, file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
       return done({ blocked, aborted: signal?.aborted ?? false, databaseDown: true });
     }
     this.clear('*db*');
@@ -233,7 +298,14 @@ export class PostgresProvisioner {
         next: '--watch retries on its own; otherwise run again once the database is up.',
       });
       this.report('*db*', `not applied: ${blocked.what}`);
-      for (const r of rest) failed.push({ role: r.role, file: r.file, reason: sentence(blocked.what), inFile: false, scope: 'database' });
+      for (const r of rest)
+        failed.push({
+          role: r.role,
+          file: r.file,
+          reason: sentence(blocked.what),
+          inFile: false,
+          scope: 'database',
+        });
     };
     try {
       if (toCheck.length > 0) {
@@ -266,10 +338,14 @@ export class PostgresProvisioner {
           this.refused.delete(role);
           this.clear(role);
           this.clear(`${role}*repair`);
-          this.options.log(`${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`);
+          this.options.log(
+            `${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`,
+          );
           if (outcome.copied) {
             const { group, slot } = item.login!;
-            this.options.log(`${loginRole(group, otherSlot(slot))} created with ${group}'s stored verifier: it accepts the password ${group}'s consumer holds`);
+            this.options.log(
+              `${loginRole(group, otherSlot(slot))} created with ${group}'s stored verifier: it accepts the password ${group}'s consumer holds`,
+            );
           }
         } catch (error) {
           if (error instanceof ConnectionLost) {
@@ -292,10 +368,16 @@ export class PostgresProvisioner {
           }
           const reason = `the database refused it (${messageOf(error)})`;
           const before = this.refused.get(role);
-          const delayMs = before?.digest === digest ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2) : ROLE_BACKOFF_FIRST_MS;
+          const delayMs =
+            before?.digest === digest
+              ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2)
+              : ROLE_BACKOFF_FIRST_MS;
           this.refused.set(role, { digest, retryAt: this.now() + delayMs, delayMs });
           failed.push({ role, file, reason, inFile: false, scope: 'role' });
-          this.report(role, `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`);
+          this.report(
+            role,
+            `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`,
+          );
           if (repair) await this.recordProblem(role, reason);
         }
       }
@@ -327,7 +409,8 @@ export class PostgresProvisioner {
    * longer holds).
    */
   private alternatingChanges(present: ReadonlySet<string>): string[] {
-    for (const [name, receipt] of this.receipts) if (receipt && parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    for (const [name, receipt] of this.receipts)
+      if (receipt && parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
     let receipts: string[] = [];
     try {
       receipts = readdirSync(receiptsDir(this.deliveredDir));
@@ -348,7 +431,10 @@ export class PostgresProvisioner {
         this.receipts.delete(group);
         this.options.log(`${group}: its file is gone and its logins carry the pair; removed its receipt`);
       } catch (error) {
-        this.report(`*receipt*${group}`, `${group}: its receipt could not be removed (${describeFsError(error)})`);
+        this.report(
+          `*receipt*${group}`,
+          `${group}: its receipt could not be removed (${describeFsError(error)})`,
+        );
       }
     }
     return [...groups];
@@ -360,7 +446,11 @@ export class PostgresProvisioner {
     const stored = await db.inspect(groups);
     for (const group of groups) {
       if (!stored.get(group)?.canLogin) continue;
-      await this.disable(db, group, `${group} set NOLOGIN: its plain file is gone, its logins carry the pair`);
+      await this.disable(
+        db,
+        group,
+        `${group} set NOLOGIN: its plain file is gone, its logins carry the pair`,
+      );
     }
   }
 
@@ -374,7 +464,10 @@ export class PostgresProvisioner {
         this.leaving.delete(name);
         this.clear(`*receipt*${name}`);
       } catch (error) {
-        this.report(`*receipt*${name}`, `${name}: its receipt could not be removed (${describeFsError(error)})`);
+        this.report(
+          `*receipt*${name}`,
+          `${name}: its receipt could not be removed (${describeFsError(error)})`,
+        );
       }
     }
   }
@@ -388,7 +481,10 @@ export class PostgresProvisioner {
       return true;
     } catch (error) {
       if (error instanceof ConnectionLost) throw error;
-      const why = error instanceof RoleSkipped ? `skipped this cycle: ${error.message}` : `the database refused it (${messageOf(error)})`;
+      const why =
+        error instanceof RoleSkipped
+          ? `skipped this cycle: ${error.message}`
+          : `the database refused it (${messageOf(error)})`;
       this.report(`*disable*${role}`, `${role} could not be set NOLOGIN: ${why}; tried again next cycle`);
       return false;
     }
@@ -424,14 +520,20 @@ export class PostgresProvisioner {
       const file = path.join(dir, name);
       const login = parseLoginFileName(name);
       if (!login) {
-        this.report(`*end*${name}`, `end-sessions request ${file} ignored: ${name} is not a login file name (<role>+a or <role>+b)`);
+        this.report(
+          `*end*${name}`,
+          `end-sessions request ${file} ignored: ${name} is not a login file name (<role>+a or <role>+b)`,
+        );
         continue;
       }
       let wanted: string;
       try {
         wanted = readFileSync(file, 'utf8').trim();
       } catch (error) {
-        this.report(`*end*${name}`, `end-sessions request ${file} cannot be read (${describeFsError(error)})`);
+        this.report(
+          `*end*${name}`,
+          `end-sessions request ${file} cannot be read (${describeFsError(error)})`,
+        );
         continue;
       }
       const receipt = this.receiptOf(name);
@@ -443,17 +545,25 @@ export class PostgresProvisioner {
         sessions = await db.sessions(login.login);
       } catch (error) {
         if (error instanceof ConnectionLost) throw error;
-        this.report(`*end*${name}`, `${login.login}: its sessions could not be ended (${messageOf(error)}); tried again next cycle`);
+        this.report(
+          `*end*${name}`,
+          `${login.login}: its sessions could not be ended (${messageOf(error)}); tried again next cycle`,
+        );
         continue;
       }
       const recorded = await this.rewriteReceipt({ ...receipt, sessions, ended_sessions: ended });
-      this.options.log(`${login.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(receipt.digest)} applied)`);
+      this.options.log(
+        `${login.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(receipt.digest)} applied)`,
+      );
       if (!recorded) continue;
       try {
         rmSync(file, { force: true });
         this.clear(`*end*${name}`);
       } catch (error) {
-        this.report(`*end*${name}`, `end-sessions request ${file} could not be removed (${describeFsError(error)})`);
+        this.report(
+          `*end*${name}`,
+          `end-sessions request ${file} could not be removed (${describeFsError(error)})`,
+        );
       }
     }
   }
@@ -462,7 +572,13 @@ export class PostgresProvisioner {
   private waitsForRetry(entry: Pending, now: number, failed: FailedRole[]): boolean {
     const refused = this.refused.get(entry.role);
     if (refused?.digest !== entry.digest || now >= refused.retryAt) return false;
-    failed.push({ role: entry.role, file: entry.file, reason: `skipped until its retry (the database refused it; retried every ${Math.round(refused.delayMs / 1000)} s)`, inFile: false, scope: 'role' });
+    failed.push({
+      role: entry.role,
+      file: entry.file,
+      reason: `skipped until its retry (the database refused it; retried every ${Math.round(refused.delayMs / 1000)} s)`,
+      inFile: false,
+      scope: 'role',
+    });
     return true;
   }
 
@@ -472,7 +588,10 @@ export class PostgresProvisioner {
    * (a restart too). `recorded: false` when the receipt could not be rewritten: that role is put
    * back at once. A receipt from before these checks gets its first.
    */
-  private async checkRoles(db: RoleDatabase, roles: readonly Pending[]): Promise<{ drift: Pending; recorded: boolean }[]> {
+  private async checkRoles(
+    db: RoleDatabase,
+    roles: readonly Pending[],
+  ): Promise<{ drift: Pending; recorded: boolean }[]> {
     const stored = await db.inspect(roles.map(databaseRole));
     const drifted: { drift: Pending; recorded: boolean }[] = [];
     for (const entry of roles) {
@@ -481,22 +600,32 @@ export class PostgresProvisioner {
       if (found === undefined) continue;
       const receipt = this.receiptOf(entry.role)!;
       if (found === 'as-set') {
-        if (receipt.database === undefined) await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow(), verifier: storedDigest(role?.verifier ?? '') } });
+        if (receipt.database === undefined)
+          await this.rewriteReceipt({
+            ...receipt,
+            database: { found, since: this.isoNow(), verifier: storedDigest(role?.verifier ?? '') },
+          });
         continue;
       }
       const recorded = await this.rewriteReceipt({ ...receipt, database: { found, since: this.isoNow() } });
-      this.options.log(`${entry.role} changed in the database: ${DATABASE_FINDING_WORDS[found]}; ${recorded ? 'the delivered password is put back on the next cycle' : 'putting the delivered password back now'}`);
+      this.options.log(
+        `${entry.role} changed in the database: ${DATABASE_FINDING_WORDS[found]}; ${recorded ? 'the delivered password is put back on the next cycle' : 'putting the delivered password back now'}`,
+      );
       drifted.push({ drift: { ...entry, repair: found }, recorded });
     }
     return drifted;
   }
 
   /** What the database holds for a role, as a finding; undefined when its file changed since the scan (applied next cycle). */
-  private async findingOf(entry: Pending, stored: StoredRole | undefined): Promise<DatabaseFinding | undefined> {
+  private async findingOf(
+    entry: Pending,
+    stored: StoredRole | undefined,
+  ): Promise<DatabaseFinding | undefined> {
     if (!stored) return 'dropped';
     if (!stored.canLogin) return 'nologin';
     if (stored.expired) return 'expired';
-    if (entry.login && stored.memberOf !== undefined && !stored.memberOf.includes(entry.login.group)) return 'not-member';
+    if (entry.login && stored.memberOf !== undefined && !stored.memberOf.includes(entry.login.group))
+      return 'not-member';
     const verifierDigest = storedDigest(stored.verifier ?? '');
     const key = `${verifierDigest}|${entry.digest}`;
     if (this.verified.get(entry.role) === key) return 'as-set';
@@ -520,8 +649,12 @@ export class PostgresProvisioner {
   /** A role found changed that could not be put back: its receipt and the log say why. */
   private async recordProblem(role: string, problem: string): Promise<void> {
     const receipt = this.receiptOf(role);
-    if (!receipt?.database || receipt.database.found === 'as-set' || receipt.database.problem === problem) return;
-    this.report(`${role}*repair`, `${role} changed in the database (${DATABASE_FINDING_WORDS[receipt.database.found]}) and could not be put back: ${problem}`);
+    if (!receipt?.database || receipt.database.found === 'as-set' || receipt.database.problem === problem)
+      return;
+    this.report(
+      `${role}*repair`,
+      `${role} changed in the database (${DATABASE_FINDING_WORDS[receipt.database.found]}) and could not be put back: ${problem}`,
+    );
     await this.rewriteReceipt({ ...receipt, database: { ...receipt.database, problem } });
   }
 
@@ -533,7 +666,10 @@ export class PostgresProvisioner {
       this.clear(`${receipt.role}*receipt`);
       return true;
     } catch (error) {
-      this.report(`${receipt.role}*receipt`, `${receipt.role}: its receipt could not be updated with the database check (${describeFsError(error)})`);
+      this.report(
+        `${receipt.role}*receipt`,
+        `${receipt.role}: its receipt could not be updated with the database check (${describeFsError(error)})`,
+      );
       return false;
     }
   }
@@ -584,7 +720,13 @@ export class PostgresProvisioner {
     let copied = false;
     if (login) {
       const { group, slot } = login;
-      ({ outcome, copied } = await db.setLogin({ group, login: login.login, other: loginRole(group, otherSlot(slot)), verifier, groupLogin: this.plainDelivered(group) }));
+      ({ outcome, copied } = await db.setLogin({
+        group,
+        login: login.login,
+        other: loginRole(group, otherSlot(slot)),
+        verifier,
+        groupLogin: this.plainDelivered(group),
+      }));
     } else {
       outcome = await db.setPassword(role, verifier);
     }
@@ -597,19 +739,33 @@ export class PostgresProvisioner {
     // receipt: `mesh rotate --end-sessions` reads the first receipt with the new digest as the
     // revoke's outcome, so that receipt must already say how many sessions were ended.
     const request = login ? this.endRequestFor(role, digest) : undefined;
-    const ended = request && login ? await db.endSessions(login.login).catch((error: unknown) => {
-      if (error instanceof ConnectionLost) throw error;
-      return undefined; // tried again by endRequestedSessions on a later cycle
-    }) : undefined;
+    const ended =
+      request && login
+        ? await db.endSessions(login.login).catch((error: unknown) => {
+            if (error instanceof ConnectionLost) throw error;
+            return undefined; // tried again by endRequestedSessions on a later cycle
+          })
+        : undefined;
     // A login's receipt names its open sessions: who still uses it, for a revocation to name.
     // Only a list: failing to read it must not turn an applied password into a refused one.
-    const sessions = login ? await db.sessions(login.login).catch((error: unknown) => {
-      if (error instanceof ConnectionLost) throw error;
-      return undefined;
-    }) : undefined;
+    const sessions = login
+      ? await db.sessions(login.login).catch((error: unknown) => {
+          if (error instanceof ConnectionLost) throw error;
+          return undefined;
+        })
+      : undefined;
     const receipt: Receipt = {
-      role, digest, applied_at: at, database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest },
-      ...(login ? { login: login.login, ...(sessions ? { sessions } : {}), ...(ended !== undefined ? { ended_sessions: ended } : {}) } : {}),
+      role,
+      digest,
+      applied_at: at,
+      database: { found: 'as-set', since: at, ...(restored ? { restored } : {}), verifier: verifierDigest },
+      ...(login
+        ? {
+            login: login.login,
+            ...(sessions ? { sessions } : {}),
+            ...(ended !== undefined ? { ended_sessions: ended } : {}),
+          }
+        : {}),
     };
     try {
       await writeReceipt(this.deliveredDir, receipt);
@@ -623,11 +779,16 @@ export class PostgresProvisioner {
     }
     this.receipts.set(role, receipt);
     if (request && ended !== undefined) {
-      this.options.log(`${login!.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(digest)} applied)`);
+      this.options.log(
+        `${login!.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(digest)} applied)`,
+      );
       try {
         rmSync(request, { force: true });
       } catch (error) {
-        this.report(`*end*${role}`, `end-sessions request ${request} could not be removed (${describeFsError(error)})`);
+        this.report(
+          `*end*${role}`,
+          `end-sessions request ${request} could not be removed (${describeFsError(error)})`,
+        );
       }
     }
     return { role, digest, outcome, ...(restored ? { restored } : {}), ...(copied ? { copied } : {}) };

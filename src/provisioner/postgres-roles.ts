@@ -29,8 +29,15 @@ export type SqlEscape = Pick<PgClient, 'escapeIdentifier' | 'escapeLiteral'>;
  * sent as an E'' literal whose meaning hangs on `standard_conforming_strings`: a verifier
  * never has one.
  */
-export function passwordStatement(kind: 'create' | 'alter', role: string, verifier: string, sql: SqlEscape, options: { readonly clearExpiry?: boolean } = {}): string {
-  if (/[\\\0]/.test(verifier) || role.includes('\0')) throw new Error('a role or verifier here never contains a backslash or NUL');
+export function passwordStatement(
+  kind: 'create' | 'alter',
+  role: string,
+  verifier: string,
+  sql: SqlEscape,
+  options: { readonly clearExpiry?: boolean } = {},
+): string {
+  if (/[\\\0]/.test(verifier) || role.includes('\0'))
+    throw new Error('a role or verifier here never contains a backslash or NUL');
   const password = `PASSWORD ${sql.escapeLiteral(verifier)}`;
   // LOGIN on ALTER too: a role someone set NOLOGIN is put back to what was delivered, and an
   // expired validity is lifted, or the consumer's password would still be refused.
@@ -53,7 +60,12 @@ function isScramVerifier(verifier: string | null): verifier is string {
  * password `from` accepts — without the password being known here. PostgreSQL stores a
  * password given in verifier form as is.
  */
-export async function copyVerifier(query: Query, sql: SqlEscape, fromVerifier: string, to: string): Promise<void> {
+export async function copyVerifier(
+  query: Query,
+  sql: SqlEscape,
+  fromVerifier: string,
+  to: string,
+): Promise<void> {
   if (!isScramVerifier(fromVerifier)) throw new Error('only a SCRAM-SHA-256 verifier is copied');
   await query(passwordStatement('create', to, fromVerifier, sql));
 }
@@ -162,13 +174,26 @@ export interface RoleTimeouts {
   readonly statementTimeoutMs?: number;
 }
 
-export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { readonly onStatement?: (sql: string) => void; readonly log?: (line: string) => void } = {}): ConnectRoleDatabase {
+export function postgresRoles(
+  target: PostgresTarget,
+  options: RoleTimeouts & {
+    readonly onStatement?: (sql: string) => void;
+    readonly log?: (line: string) => void;
+  } = {},
+): ConnectRoleDatabase {
   const lockMs = Math.max(1, Math.round(options.lockTimeoutMs ?? 1_000));
   const statementMs = Math.max(1, Math.round(options.statementTimeoutMs ?? 10_000));
   return async (signal) => {
     let lost: Error | undefined;
-    const client = await openSession(target, 'baton-provision', (error) => (lost = error), (file) =>
-      options.log?.(`logged in as ${target.superuser} with the rolled-back password (${file}); putting the previous one back`));
+    const client = await openSession(
+      target,
+      'baton-provision',
+      (error) => (lost = error),
+      (file) =>
+        options.log?.(
+          `logged in as ${target.superuser} with the rolled-back password (${file}); putting the previous one back`,
+        ),
+    );
     const abort = () => void client.end().catch(() => undefined);
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) abort();
@@ -178,7 +203,8 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
       try {
         return await client.query(sql, values);
       } catch (error) {
-        if (isConnectionError(error) || lost) throw new ConnectionLost(`the connection was lost (${messageOf(error)})`);
+        if (isConnectionError(error) || lost)
+          throw new ConnectionLost(`the connection was lost (${messageOf(error)})`);
         throw error;
       }
     };
@@ -203,7 +229,8 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
           const code = (error as { code?: string }).code;
           // 42710 duplicate_object: created by someone else since the check; set its password instead.
           if (code === '42710' && attempt === 0) continue;
-          if (code === '55P03') throw new RoleSkipped(`another transaction holds a lock on it (waited ${lockMs} ms)`);
+          if (code === '55P03')
+            throw new RoleSkipped(`another transaction holds a lock on it (waited ${lockMs} ms)`);
           if (code === '57014') throw new RoleSkipped(`its statement ran longer than ${statementMs} ms`);
           throw error;
         }
@@ -214,7 +241,12 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
         'SELECT rolname, rolcanlogin, rolvaliduntil IS NOT NULL AND rolvaliduntil <= now() AS expired, rolpassword FROM pg_catalog.pg_authid WHERE rolname = ANY($1)',
         [names],
       );
-      const rows = found.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null }[];
+      const rows = found.rows as {
+        rolname: string;
+        rolcanlogin: boolean;
+        expired: boolean;
+        rolpassword: string | null;
+      }[];
       return new Map(rows.map((r) => [r.rolname, r]));
     };
     const sessionsOf = async (login: string): Promise<LoginSession[]> => {
@@ -223,7 +255,14 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
           WHERE usename = $1 AND pid <> pg_catalog.pg_backend_pid() ORDER BY backend_start, pid LIMIT ${RECEIPT_SESSIONS_MAX}`,
         [login],
       );
-      return (result.rows as { pid: number; application_name: string | null; client_addr: string | null; backend_start: Date | null }[]).map((r) => ({
+      return (
+        result.rows as {
+          pid: number;
+          application_name: string | null;
+          client_addr: string | null;
+          backend_start: Date | null;
+        }[]
+      ).map((r) => ({
         pid: r.pid,
         application_name: r.application_name ?? '',
         client_addr: r.client_addr,
@@ -234,7 +273,11 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
       async setPassword(role, verifier) {
         return inTransaction(async () => {
           const row = (await rolesNamed([role])).get(role);
-          await query(passwordStatement(row ? 'alter' : 'create', role, verifier, client, { clearExpiry: row?.expired === true }));
+          await query(
+            passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
+              clearExpiry: row?.expired === true,
+            }),
+          );
           return row ? 'updated' : 'created';
         });
       },
@@ -246,15 +289,25 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
           // Switching a single pair: its consumer still holds R's password, so the other login
           // starts out valid with it — exactly as after any alternating rotation.
           let copied = false;
-          if (!rows.has(login) && !rows.has(other) && groupRow?.rolcanlogin && isScramVerifier(groupRow.rolpassword)) {
+          if (
+            !rows.has(login) &&
+            !rows.has(other) &&
+            groupRow?.rolcanlogin &&
+            isScramVerifier(groupRow.rolpassword)
+          ) {
             await copyVerifier(query, client, groupRow.rolpassword, other);
             await joinGroup(query, client, other, group);
             copied = true;
           }
           const row = rows.get(login);
-          await query(passwordStatement(row ? 'alter' : 'create', login, verifier, client, { clearExpiry: row?.expired === true }));
+          await query(
+            passwordStatement(row ? 'alter' : 'create', login, verifier, client, {
+              clearExpiry: row?.expired === true,
+            }),
+          );
           await joinGroup(query, client, login, group);
-          if (!groupLogin && groupRow?.rolcanlogin) await query(`ALTER ROLE ${client.escapeIdentifier(group)} NOLOGIN`);
+          if (!groupLogin && groupRow?.rolcanlogin)
+            await query(`ALTER ROLE ${client.escapeIdentifier(group)} NOLOGIN`);
           return { outcome: row ? 'updated' : 'created', copied } as const;
         });
       },
@@ -285,8 +338,19 @@ export function postgresRoles(target: PostgresTarget, options: RoleTimeouts & { 
              FROM pg_catalog.pg_authid WHERE rolname = ANY($1)`,
           [roles],
         );
-        const rows = result.rows as { rolname: string; rolcanlogin: boolean; expired: boolean; rolpassword: string | null; member_of: string[] }[];
-        return new Map(rows.map((r) => [r.rolname, { canLogin: r.rolcanlogin, expired: r.expired, verifier: r.rolpassword, memberOf: r.member_of }]));
+        const rows = result.rows as {
+          rolname: string;
+          rolcanlogin: boolean;
+          expired: boolean;
+          rolpassword: string | null;
+          member_of: string[];
+        }[];
+        return new Map(
+          rows.map((r) => [
+            r.rolname,
+            { canLogin: r.rolcanlogin, expired: r.expired, verifier: r.rolpassword, memberOf: r.member_of },
+          ]),
+        );
       },
       async close() {
         signal?.removeEventListener('abort', abort);
@@ -311,13 +375,19 @@ export interface ProviderLock {
 const PROVIDER_LOCK_CLASS = 0x62746e70;
 
 export function providerLockKey(provider: string): readonly [number, number] {
-  return [PROVIDER_LOCK_CLASS, createHash('sha256').update(`baton-provision:${provider}`).digest().readUInt32BE(0) & 0x7fffffff];
+  return [
+    PROVIDER_LOCK_CLASS,
+    createHash('sha256').update(`baton-provision:${provider}`).digest().readUInt32BE(0) & 0x7fffffff,
+  ];
 }
 
 export function providerLock(target: PostgresTarget, provider: string): ProviderLock {
   const [classKey, providerKey] = providerLockKey(provider);
   // What the other provisioner sees of this one: application_name is limited to 63 bytes.
-  const name = Buffer.from(`baton-provision ${provider} pid ${process.pid} on ${hostname()}`).subarray(0, 63).toString('utf8').replace(/\uFFFD+$/, '');
+  const name = Buffer.from(`baton-provision ${provider} pid ${process.pid} on ${hostname()}`)
+    .subarray(0, 63)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
   let session: PgClient | undefined;
   let held = false;
   const drop = () => {
@@ -346,7 +416,10 @@ export function providerLock(target: PostgresTarget, provider: string): Provider
         });
       }
       try {
-        const result = await session.query('SELECT pg_catalog.pg_try_advisory_lock($1::int4, $2::int4) AS held', [classKey, providerKey]);
+        const result = await session.query(
+          'SELECT pg_catalog.pg_try_advisory_lock($1::int4, $2::int4) AS held',
+          [classKey, providerKey],
+        );
         held = (result.rows[0] as { held: boolean }).held;
         if (held) return { held: true };
         const holders = await session.query(
@@ -356,7 +429,9 @@ export function providerLock(target: PostgresTarget, provider: string): Provider
               AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())`,
           [classKey, providerKey],
         );
-        const row = holders.rows[0] as { pid: number; application_name: string; addr: string | null; backend_start: Date | null } | undefined;
+        const row = holders.rows[0] as
+          | { pid: number; application_name: string; addr: string | null; backend_start: Date | null }
+          | undefined;
         return {
           held: false,
           holder: row
@@ -388,7 +463,12 @@ function whereOf(target: PostgresTarget): string {
  * pg emits rather than throws: unhandled it would crash a service that must outlive the
  * database going down.
  */
-async function openSession(target: PostgresTarget, applicationName: string, onLost: (error: Error) => void, onRolledBack?: (file: string) => void): Promise<PgClient> {
+async function openSession(
+  target: PostgresTarget,
+  applicationName: string,
+  onLost: (error: Error) => void,
+  onRolledBack?: (file: string) => void,
+): Promise<PgClient> {
   const { default: pg } = await import('pg');
   const where = whereOf(target);
   let chosen: PgClient | undefined;
@@ -498,7 +578,7 @@ function connectError(error: unknown, target: PostgresTarget, where: string): Ba
     return new BatonError('failed', {
       what: `PostgreSQL refused the superuser login for "${target.superuser}" (${messageOf(error)}).`,
       where: `${where} with the password from ${target.superuserFile}${target.providerEndFile ? ` (and from ${target.providerEndFile})` : ''}`,
-      next: 'Check that the file holds the role\'s current password exactly (no trailing newline), or name the right one with --superuser/--superuser-file.',
+      next: "Check that the file holds the role's current password exactly (no trailing newline), or name the right one with --superuser/--superuser-file.",
       changed: 'Nothing was applied; the provisioner will try again.',
     });
   }
@@ -514,7 +594,13 @@ function connectError(error: unknown, target: PostgresTarget, where: string): Ba
 function isConnectionError(error: unknown): boolean {
   const code = (error as { code?: string }).code;
   if (typeof code !== 'string') return true;
-  return code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || /^E[A-Z]+$/.test(code);
+  return (
+    code.startsWith('08') ||
+    code === '57P01' ||
+    code === '57P02' ||
+    code === '57P03' ||
+    /^E[A-Z]+$/.test(code)
+  );
 }
 
 export function messageOf(error: unknown): string {

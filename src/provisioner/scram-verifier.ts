@@ -27,7 +27,11 @@ export async function scramVerifier(
   return `SCRAM-SHA-256$${iterations}:${b64(salt)}$${b64(storedKey)}:${b64(serverKey)}`;
 }
 
-async function scramKeys(secret: Uint8Array, salt: Uint8Array, iterations: number): Promise<{ storedKey: Buffer; serverKey: Buffer }> {
+async function scramKeys(
+  secret: Uint8Array,
+  salt: Uint8Array,
+  iterations: number,
+): Promise<{ storedKey: Buffer; serverKey: Buffer }> {
   const salted = await pbkdf2Async(secret, salt, iterations, 32, 'sha256');
   const clientKey = createHmac('sha256', salted).update('Client Key').digest();
   return {
@@ -36,7 +40,8 @@ async function scramKeys(secret: Uint8Array, salt: Uint8Array, iterations: numbe
   };
 }
 
-const VERIFIER = /^SCRAM-SHA-256\$(\d{1,7}):([A-Za-z0-9+/]+={0,2})\$([A-Za-z0-9+/]+={0,2}):([A-Za-z0-9+/]+={0,2})$/;
+const VERIFIER =
+  /^SCRAM-SHA-256\$(\d{1,7}):([A-Za-z0-9+/]+={0,2})\$([A-Za-z0-9+/]+={0,2}):([A-Za-z0-9+/]+={0,2})$/;
 
 /**
  * True when `verifier` (as `pg_authid.rolpassword` holds it) was made from `secret`: the keys
@@ -52,5 +57,10 @@ export async function scramMatches(verifier: string | null, secret: Uint8Array):
   const { storedKey, serverKey } = await scramKeys(secret, Buffer.from(match[2]!, 'base64'), iterations);
   const stored = Buffer.from(match[3]!, 'base64');
   const server = Buffer.from(match[4]!, 'base64');
-  return stored.length === 32 && server.length === 32 && timingSafeEqual(stored, storedKey) && timingSafeEqual(server, serverKey);
+  return (
+    stored.length === 32 &&
+    server.length === 32 &&
+    timingSafeEqual(stored, storedKey) &&
+    timingSafeEqual(server, serverKey)
+  );
 }

@@ -26,7 +26,10 @@ export interface WatchOptions {
  * cycle is logged and tried again (with backoff while the database fails) — a crashed
  * provisioner applies nothing ever again.
  */
-export async function watchProvisioner(provisioner: Pick<PostgresProvisioner, 'runCycle'>, options: WatchOptions): Promise<void> {
+export async function watchProvisioner(
+  provisioner: Pick<PostgresProvisioner, 'runCycle'>,
+  options: WatchOptions,
+): Promise<void> {
   const ceiling = Math.max(options.intervalMs, options.maxBackoffMs ?? 30_000);
   let delay = options.intervalMs;
   while (!options.signal.aborted) {

@@ -35,7 +35,11 @@ export interface RunningProvisioner {
 }
 
 /** The provisioner for pg-main in `--watch` mode, in-process, polling every 200 ms, each cycle through `gate`. */
-export async function startProvisioner(sandbox: DrillSandbox, gate: ProvisionerGate, log: (line: string) => void = () => {}): Promise<RunningProvisioner> {
+export async function startProvisioner(
+  sandbox: DrillSandbox,
+  gate: ProvisionerGate,
+  log: (line: string) => void = () => {},
+): Promise<RunningProvisioner> {
   const { PostgresProvisioner } = await import('../provisioner/postgres-provisioner.js');
   const { postgresRoles } = await import('../provisioner/postgres-roles.js');
   const { watchProvisioner } = await import('../provisioner/watch-provisioner.js');
@@ -52,7 +56,9 @@ export async function startProvisioner(sandbox: DrillSandbox, gate: ProvisionerG
     log,
   });
   const abort = new AbortController();
-  const gated = { runCycle: (signal?: AbortSignal) => gate.cycle(() => provisioner.runCycle(signal), abort.signal) };
+  const gated = {
+    runCycle: (signal?: AbortSignal) => gate.cycle(() => provisioner.runCycle(signal), abort.signal),
+  };
   const loop = watchProvisioner(gated, { intervalMs: 200, maxBackoffMs: 1000, signal: abort.signal, log });
   return {
     async stop() {

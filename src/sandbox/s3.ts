@@ -65,7 +65,8 @@ export async function startS3Sandbox(options: S3SandboxOptions = {}): Promise<S3
     bucket,
     url,
     credentials: S3RVER_CREDENTIALS,
-    openStore: (storeUrl = url, options = {}) => openStore(storeUrl, { ...options, credentials: S3RVER_CREDENTIALS }),
+    openStore: (storeUrl = url, options = {}) =>
+      openStore(storeUrl, { ...options, credentials: S3RVER_CREDENTIALS }),
     async close() {
       if (closed) return;
       closed = true;

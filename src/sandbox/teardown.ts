@@ -17,7 +17,8 @@ export interface Teardown {
 }
 
 export function makeTeardown(): Teardown {
-  const undos: { name: string; undo: () => Promise<void> | void; lastResort: (() => void) | undefined }[] = [];
+  const undos: { name: string; undo: () => Promise<void> | void; lastResort: (() => void) | undefined }[] =
+    [];
   let running: Promise<readonly string[]> | undefined;
   // The process can end without the async list having run (process.exit from elsewhere):
   // the sync last resorts still kill servers and remove the dir.
@@ -43,8 +44,10 @@ export function makeTeardown(): Teardown {
       undos.push({ name, undo, lastResort });
     },
     removeDir(dir) {
-      teardown.add(`remove ${dir}`, () => rmSync(dir, { recursive: true, force: true, maxRetries: 3 }), () =>
-        rmSync(dir, { recursive: true, force: true, maxRetries: 3 }),
+      teardown.add(
+        `remove ${dir}`,
+        () => rmSync(dir, { recursive: true, force: true, maxRetries: 3 }),
+        () => rmSync(dir, { recursive: true, force: true, maxRetries: 3 }),
       );
     },
     run() {

@@ -23,7 +23,10 @@ export const ACTION_WORDS: Record<Action, string> = {
 };
 
 /** One full sentence per outcome, the way sync prints it and the console's summary shows it. */
-export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | 'deployment'>, outcome: Outcome): string {
+export function describeOutcome(
+  ctx: Pick<ShareContext, 'stateDir' | 'store' | 'deployment'>,
+  outcome: Outcome,
+): string {
   const { caDir } = layoutOf(ctx.stateDir);
   switch (outcome.kind) {
     case 'nothing-published':
@@ -44,4 +47,3 @@ export function describeOutcome(ctx: Pick<ShareContext, 'stateDir' | 'store' | '
       return outcome.why;
   }
 }
-

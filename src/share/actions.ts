@@ -30,7 +30,12 @@ import type { Store } from '../store/store.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
-import { isOurOwnWrite, publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
+import {
+  isOurOwnWrite,
+  publishedSealedWithoutKey,
+  refuseUnstatedSeal,
+  unsealRefusal,
+} from './publish-guards.js';
 import { openPublished, readPublished } from './published.js';
 import {
   blockedError,
@@ -68,7 +73,10 @@ export async function look(ctx: ShareContext): Promise<Look> {
 /** The look an action decides on: the locked reader, so a torn rotation is paired exactly. */
 async function lookLocked(ctx: ShareContext): Promise<Look> {
   const local = await readLocalAuthority(ctx.stateDir, ctx.deployment);
-  const published = refuseTamperedHandover(local, await readPublished(ctx.store, ctx.deployment, ctx.sealKey));
+  const published = refuseTamperedHandover(
+    local,
+    await readPublished(ctx.store, ctx.deployment, ctx.sealKey),
+  );
   return { local, published, verdict: decide(local, published) };
 }
 
@@ -77,7 +85,11 @@ async function lookLocked(ctx: ShareContext): Promise<Look> {
  * operator saw, a different verdict now is refused: the operator agreed to THAT action on
  * THOSE fingerprints, not to whatever the store or disk holds a moment later.
  */
-async function underLock<T>(ctx: ShareContext, seen: Verdict | undefined, act: (now: Look) => Promise<T>): Promise<T> {
+async function underLock<T>(
+  ctx: ShareContext,
+  seen: Verdict | undefined,
+  act: (now: Look) => Promise<T>,
+): Promise<T> {
   return withAuthorityLock(ctx.stateDir, async () => {
     const now = await lookLocked(ctx);
     const failure = storeFailure(now);
@@ -116,13 +128,17 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
   return underLock(ctx, options.seen, async ({ local, published, verdict }) => {
     const overAhead = verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead';
     const overOnPurpose = options.over === true && options.seen !== undefined && pushesOver(verdict);
-    if (verdict.kind !== 'publish' && !overAhead && !overOnPurpose) throw notAllowedError(ctx, 'publish', verdict);
+    if (verdict.kind !== 'publish' && !overAhead && !overOnPurpose)
+      throw notAllowedError(ctx, 'publish', verdict);
     if (local.state !== 'whole') throw notAllowedError(ctx, 'publish', verdict);
-    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal) throw unsealRefusal(ctx.store.location, 'sync --push');
+    if (publishedSealedWithoutKey(published, ctx.sealKey) && !options.unseal)
+      throw unsealRefusal(ctx.store.location, 'sync --push');
     refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     const precondition =
-      published.state === 'present' ? { kind: 'if-match' as const, etag: published.etag } : { kind: 'create-only' as const };
+      published.state === 'present'
+        ? { kind: 'if-match' as const, etag: published.etag }
+        : { kind: 'create-only' as const };
     await ctx.beforeWrite?.();
     const { etag } = await putDocument(ctx, body, precondition);
     return { kind: 'published', fingerprint, etag };
@@ -176,11 +192,14 @@ export async function replaceUnreadable(ctx: ShareContext, options: PublishOptio
   return withAuthorityLock(ctx.stateDir, async () => {
     const now = await lookLocked(ctx);
     const { local, published, verdict } = now;
-    if (options.seen !== undefined && !sameVerdict(options.seen, verdict)) throw changedError(ctx, options.seen, verdict);
+    if (options.seen !== undefined && !sameVerdict(options.seen, verdict))
+      throw changedError(ctx, options.seen, verdict);
     const refusal = replaceUnreadableRefusal(ctx, now);
     if (refusal) throw refusal;
-    if (local.state !== 'whole' || published.state !== 'unreadable' || published.etag === undefined) throw replaceNotAllowed(ctx, now);
-    if (published.sealed && !ctx.sealKey && !options.unseal) throw unsealRefusal(ctx.store.location, 'sync --replace-unreadable');
+    if (local.state !== 'whole' || published.state !== 'unreadable' || published.etag === undefined)
+      throw replaceNotAllowed(ctx, now);
+    if (published.sealed && !ctx.sealKey && !options.unseal)
+      throw unsealRefusal(ctx.store.location, 'sync --replace-unreadable');
     refuseUnstatedSeal(ctx);
     const { body, fingerprint } = await encodeLocalAuthority(ctx, local);
     await ctx.beforeWrite?.();
@@ -246,7 +265,8 @@ export interface ForceOptions {
  */
 export async function force(ctx: ShareContext, options: ForceOptions = {}): Promise<Outcome> {
   return underLock(ctx, options.seen, async ({ published, verdict }) => {
-    if (verdict.kind !== 'refuse' || published.state !== 'present') throw notAllowedError(ctx, 'force', verdict);
+    if (verdict.kind !== 'refuse' || published.state !== 'present')
+      throw notAllowedError(ctx, 'force', verdict);
     refuseOutsideValidity(ctx, published);
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     const at = options.at;
@@ -269,7 +289,10 @@ export async function force(ctx: ShareContext, options: ForceOptions = {}): Prom
  * the mint is discarded and the winner is adopted — two controllers racing on a fresh
  * deployment always end with ONE authority, never one each.
  */
-export async function firstController(ctx: ShareContext, options: { readonly seen?: Verdict } = {}): Promise<Outcome> {
+export async function firstController(
+  ctx: ShareContext,
+  options: { readonly seen?: Verdict } = {},
+): Promise<Outcome> {
   return withAuthorityLock(ctx.stateDir, async () => {
     const now = await lookLocked(ctx);
     const failure = storeFailure(now);
@@ -277,7 +300,8 @@ export async function firstController(ctx: ShareContext, options: { readonly see
     // Someone published between the look and the lock: that is the race lost early, and the
     // answer is the same as losing it at the put — adopt the winner.
     if (now.verdict.kind === 'adopt' && !now.verdict.lostMarker) return adoptWinner(ctx, now);
-    if (options.seen !== undefined && !sameVerdict(options.seen, now.verdict)) throw changedError(ctx, options.seen, now.verdict);
+    if (options.seen !== undefined && !sameVerdict(options.seen, now.verdict))
+      throw changedError(ctx, options.seen, now.verdict);
     if (now.verdict.kind !== 'first-controller') throw notAllowedError(ctx, 'first-controller', now.verdict);
     refuseUnstatedSeal(ctx);
     const files = await mintAuthority(ctx.deployment, { clock: ctx.clock });
@@ -342,7 +366,11 @@ export function sameVerdict(a: Verdict, b: Verdict): boolean {
  * the exact bytes written here count as success. The document carries published_at and (when
  * sealed) a fresh nonce, so another controller's write is never byte-identical to this one.
  */
-async function putDocument(ctx: ShareContext, body: Uint8Array, precondition: Parameters<Store['put']>[1]): Promise<{ readonly etag: string }> {
+async function putDocument(
+  ctx: ShareContext,
+  body: Uint8Array,
+  precondition: Parameters<Store['put']>[1],
+): Promise<{ readonly etag: string }> {
   try {
     return await ctx.store.put(body, precondition);
   } catch (error) {
@@ -371,5 +399,6 @@ async function fingerprintOf(files: AuthorityFiles, deployment: string): Promise
   if (!key || !cert) {
     throw missingPairFileError(key ? 'ca.crt' : 'ca.key');
   }
-  return (await checkPair(key, cert, deployment, 'the authority being published (ca.key + ca.crt)')).fingerprint;
+  return (await checkPair(key, cert, deployment, 'the authority being published (ca.key + ca.crt)'))
+    .fingerprint;
 }

@@ -20,7 +20,8 @@ export function clearKeyMaterial(body: Uint8Array): readonly string[] {
   const files = (parsed as { files?: unknown } | null)?.files;
   if (typeof files !== 'object' || files === null) return found;
   for (const [name, value] of Object.entries(files)) {
-    if (typeof value === 'string' && Buffer.from(value, 'base64').toString('latin1').includes(PRIVATE_KEY)) found.push(name);
+    if (typeof value === 'string' && Buffer.from(value, 'base64').toString('latin1').includes(PRIVATE_KEY))
+      found.push(name);
   }
   return found;
 }

@@ -56,7 +56,8 @@ export function pushOverBinding(published: Fingerprint): Binding {
     flag: '--push',
     expected: confirmationPrefix(published),
     placeholder: { placeholder: 'PUBLISHED 8', readFrom: STATUS_PUBLISHED },
-    describe: 'the 8 characters after "SHA256:" of the PUBLISHED fingerprint (the authority replaced in the store)',
+    describe:
+      'the 8 characters after "SHA256:" of the PUBLISHED fingerprint (the authority replaced in the store)',
     prompt: 'Type the first 8 characters after "SHA256:" of the PUBLISHED fingerprint to publish over it: ',
   };
 }
@@ -72,8 +73,8 @@ export function replaceBinding(etag: string): Binding {
     flag: '--replace-unreadable',
     expected: etagShown(etag).slice(0, 8),
     placeholder: ETAG_8,
-    describe: 'the first 8 characters of the bad object\'s ETag (the etag row of the PUBLISHED panel)',
-    prompt: 'Type the first 8 characters of the bad object\'s ETag to replace it: ',
+    describe: "the first 8 characters of the bad object's ETag (the etag row of the PUBLISHED panel)",
+    prompt: "Type the first 8 characters of the bad object's ETag to replace it: ",
   };
 }
 
@@ -81,7 +82,10 @@ export const UNSEAL_BINDING: Binding = {
   step: 'unseal',
   flag: '--unseal',
   expected: 'unseal',
-  placeholder: { placeholder: 'the word unseal', readFrom: 'the word itself: type it only if the document should stop being sealed' },
+  placeholder: {
+    placeholder: 'the word unseal',
+    readFrom: 'the word itself: type it only if the document should stop being sealed',
+  },
   describe: 'the word "unseal"',
   prompt: 'Type "unseal" to publish without the seal: ',
 };
@@ -90,7 +94,11 @@ export const UNSEAL_BINDING: Binding = {
  * Exit 2 unless every binding's value is among `given` and every value given belongs to one.
  * The refusal names the flag, what was expected and where to read it — never the value.
  */
-export function checkConfirmations(bindings: readonly Binding[], given: readonly string[], where: string): void {
+export function checkConfirmations(
+  bindings: readonly Binding[],
+  given: readonly string[],
+  where: string,
+): void {
   const missing = bindings.filter((b) => !given.includes(b.expected));
   const stray = given.filter((value) => !bindings.some((b) => b.expected === value));
   if (missing.length === 0 && stray.length === 0) return;
@@ -104,7 +112,9 @@ export function checkConfirmations(bindings: readonly Binding[], given: readonly
   }
   const needs = bindings.map((b) => `${b.flag} needs --confirm with ${b.describe}`).join('; ');
   // The right characters in the wrong case is the one mistake a bare "does not match" would hide.
-  const caseOnly = given.some((value) => bindings.some((b) => typedMatch(value, b.expected) === 'wrong-case'));
+  const caseOnly = given.some((value) =>
+    bindings.some((b) => typedMatch(value, b.expected) === 'wrong-case'),
+  );
   const said =
     given.length === 0
       ? 'No --confirm was given.'
@@ -115,6 +125,10 @@ export function checkConfirmations(bindings: readonly Binding[], given: readonly
     what: `${needs}. ${said}`,
     where,
     changed: 'Nothing was written.',
-    next: [`Read ${bindings.map((b) => b.placeholder.readFrom).join(', and ')} (`, nextStep('status'), '); then run the command again with --confirm and that value (one --confirm per step).'],
+    next: [
+      `Read ${bindings.map((b) => b.placeholder.readFrom).join(', and ')} (`,
+      nextStep('status'),
+      '); then run the command again with --confirm and that value (one --confirm per step).',
+    ],
   });
 }

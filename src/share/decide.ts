@@ -30,7 +30,8 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
   // ONCE SEALED, STAYS SEALED: without the seal key this host can compare fingerprints but can
   // neither install the sealed files nor replace them without unsealing. Saying "can be
   // adopted" here would send the operator to a sync that must refuse.
-  const sealedWithoutKey = published.state === 'present' && published.sealed && published.current === undefined;
+  const sealedWithoutKey =
+    published.state === 'present' && published.sealed && published.current === undefined;
   if (sealedWithoutKey && (local.state === 'fresh' || local.state === 'lost')) {
     return {
       kind: 'blocked',
@@ -61,7 +62,12 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       const theirs = published.header.fingerprint;
       // In sync with an overlap open is not "nothing to do": the next `ca rotate` refuses until
       // the previous authority is retired, and the words must say so before the operator finds out.
-      if (mine === theirs) return { kind: 'in-sync', fingerprint: mine, ...(local.previous ? { previous: local.previous.fingerprint } : {}) };
+      if (mine === theirs)
+        return {
+          kind: 'in-sync',
+          fingerprint: mine,
+          ...(local.previous ? { previous: local.previous.fingerprint } : {}),
+        };
       return {
         kind: 'refuse',
         local: mine,
@@ -85,21 +91,33 @@ function blockedByDocument(
 ): Verdict {
   const problem = published.problem ?? 'could-not-read';
   const why = withWhere(
-    problem === 'could-not-read' ? `The published authority could not be read: ${published.error.what}` : `The published authority cannot be used: ${published.error.what}`,
+    problem === 'could-not-read'
+      ? `The published authority could not be read: ${published.error.what}`
+      : `The published authority cannot be used: ${published.error.what}`,
     published.error.where ?? published.location,
   );
-  const blocked = (next: string): Extract<Verdict, { kind: 'blocked' }> => ({ kind: 'blocked', why, next, unreadable: problem });
+  const blocked = (next: string): Extract<Verdict, { kind: 'blocked' }> => ({
+    kind: 'blocked',
+    why,
+    next,
+    unreadable: problem,
+  });
   switch (problem) {
     case 'could-not-read': {
       const said = published.error.said;
-      return { ...blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`), ...(said ? { said } : {}) };
+      return {
+        ...blocked(published.error.next ?? `Check the store at ${published.location}, then look again.`),
+        ...(said ? { said } : {}),
+      };
     }
     case 'foreign-deployment':
       return blocked(
         `No baton command replaces it from this host: it is a valid document of another deployment, so this host is pointed at the wrong store or deployment. Check --store and --deployment (and baton.yaml).`,
       );
     case 'newer-format':
-      return blocked('Upgrade baton on this host: a newer baton wrote this document, and no command of this version replaces it.');
+      return blocked(
+        'Upgrade baton on this host: a newer baton wrote this document, and no command of this version replaces it.',
+      );
     case 'unusable': {
       const replace = published.etag === undefined ? undefined : replaceBinding(published.etag);
       if (local.state === 'whole' && replace) {
@@ -107,7 +125,11 @@ function blockedByDocument(
         const words = sealedHere
           ? 'sync --replace-unreadable --unseal --confirm'
           : 'sync --replace-unreadable --confirm';
-        const step = nextStep(words, { placeholders: sealedHere ? [replace.placeholder, UNSEAL_BINDING.placeholder] : [replace.placeholder] });
+        const step = nextStep(words, {
+          placeholders: sealedHere
+            ? [replace.placeholder, UNSEAL_BINDING.placeholder]
+            : [replace.placeholder],
+        });
         const seal = sealedHere
           ? ' It is sealed: give this host the seal key (seal_key_file) and drop --unseal so the replacement stays sealed; as shown, it stops sealing on purpose.'
           : '';
@@ -117,14 +139,19 @@ function blockedByDocument(
           published.claimedPrevious === local.current.fingerprint
             ? " Its header claims to replace this host's authority (a newer rotation, NOT PROVED): if that is true, replacing it with this host's older one rolls the fleet back."
             : '';
-        return { ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${rollback}${seal}`), step };
+        return {
+          ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${rollback}${seal}`),
+          step,
+        };
       }
       const elsewhere = nextStep('sync --replace-unreadable --confirm', {
         placeholders: [replace?.placeholder ?? ETAG_8],
         host: "a controller that holds this deployment's authority",
       });
       return {
-        ...blocked("No baton command fixes it from this host (it holds no authority to publish); or restore the object from the bucket's versions by hand. From a controller that holds the authority:"),
+        ...blocked(
+          "No baton command fixes it from this host (it holds no authority to publish); or restore the object from the bucket's versions by hand. From a controller that holds the authority:",
+        ),
         step: elsewhere,
       };
     }

@@ -17,14 +17,26 @@
 import { ETAG_8, nextStep, replaceElsewhere, type Said } from '../next-step.js';
 import { BatonError } from '../errors.js';
 import { checkPair, markerDeployment } from '../authority/index.js';
-import { AUTHORITY_FILES, type AuthorityFileName, type AuthorityFiles, type PairSummary } from '../authority/types.js';
+import {
+  AUTHORITY_FILES,
+  type AuthorityFileName,
+  type AuthorityFiles,
+  type PairSummary,
+} from '../authority/types.js';
 import { asFingerprint, type Fingerprint } from '../pki/fingerprint-type.js';
 import { MAX_DOCUMENT_BYTES } from '../store/body-limit.js';
 import { handoverVerifies, tamperedError } from './handover.js';
 import { SEAL_ALGORITHM, seal, unseal, type SealedBytes } from './seal.js';
 import { DOCUMENT_FORMAT, type DocumentHeader } from './types.js';
 
-const HEADER_FIELDS = ['format', 'deployment', 'fingerprint', 'previous_fingerprint', 'published_at', 'published_by'] as const;
+const HEADER_FIELDS = [
+  'format',
+  'deployment',
+  'fingerprint',
+  'previous_fingerprint',
+  'published_at',
+  'published_by',
+] as const;
 /** Written only on a rotation signed by the previous key, so every other document reads as before. */
 const HANDOVER_FIELD = 'handover_signature';
 const SEALED_FIELDS = ['alg', 'nonce', 'ciphertext', 'tag'] as const;
@@ -62,7 +74,11 @@ export interface DecodeOptions {
 // encode
 
 /** The document's bytes. Sealed when `sealKey` is given. Files are written in allowlist order. */
-export async function encodeDocument(header: DocumentHeader, files: AuthorityFiles, sealKey?: Uint8Array): Promise<Uint8Array> {
+export async function encodeDocument(
+  header: DocumentHeader,
+  files: AuthorityFiles,
+  sealKey?: Uint8Array,
+): Promise<Uint8Array> {
   const encoded: Record<string, string> = {};
   for (const name of AUTHORITY_FILES) {
     const bytes = files[name];
@@ -82,7 +98,12 @@ export async function encodeDocument(header: DocumentHeader, files: AuthorityFil
     const sealed = seal(new TextEncoder().encode(JSON.stringify(encoded)), sealKey, header);
     document = {
       ...head,
-      sealed: { alg: SEAL_ALGORITHM, nonce: b64(sealed.nonce), ciphertext: b64(sealed.ciphertext), tag: b64(sealed.tag) },
+      sealed: {
+        alg: SEAL_ALGORITHM,
+        nonce: b64(sealed.nonce),
+        ciphertext: b64(sealed.ciphertext),
+        tag: b64(sealed.tag),
+      },
     };
   } else {
     document = { ...head, files: encoded };
@@ -94,7 +115,11 @@ export async function encodeDocument(header: DocumentHeader, files: AuthorityFil
  * Seals an encoded, unsealed document with `sealKey` (its header unchanged). For tests and
  * tools that hold a plain document; refuses anything `parseDocument` refuses.
  */
-export async function sealDocument(body: Uint8Array, sealKey: Uint8Array, where = 'the document to seal'): Promise<Uint8Array> {
+export async function sealDocument(
+  body: Uint8Array,
+  sealKey: Uint8Array,
+  where = 'the document to seal',
+): Promise<Uint8Array> {
   const claimed = (() => {
     try {
       return (JSON.parse(new TextDecoder().decode(body)) as { deployment?: unknown }).deployment;
@@ -123,7 +148,10 @@ export async function decodeDocument(body: Uint8Array, options: DecodeOptions): 
 export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedDocument {
   const refuse = refuser(options.where);
   if (body.length > MAX_DOCUMENT_BYTES) {
-    throw refuse(`it is ${body.length} bytes, over the 1 MiB (${MAX_DOCUMENT_BYTES} bytes) a baton document never exceeds`, REPUBLISH);
+    throw refuse(
+      `it is ${body.length} bytes, over the 1 MiB (${MAX_DOCUMENT_BYTES} bytes) a baton document never exceeds`,
+      REPUBLISH,
+    );
   }
   const value = parseStrictJson(body, refuse);
   if (!isPlainObject(value)) throw refuse('it is not a JSON object', REPUBLISH);
@@ -145,7 +173,10 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
   const expected = new Set<string>([...required, HANDOVER_FIELD]);
   for (const field of Object.keys(value)) {
     if (!expected.has(field)) {
-      const why = field === 'files' || field === 'sealed' ? 'a document carries "files" or "sealed", never both' : 'a newer baton may have written it';
+      const why =
+        field === 'files' || field === 'sealed'
+          ? 'a document carries "files" or "sealed", never both'
+          : 'a newer baton may have written it';
       throw refuse(`it has the unknown field "${field}" (${why})`, REPUBLISH);
     }
   }
@@ -154,7 +185,7 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
   if (header.deployment !== options.deployment) {
     throw refuse(
       `it is for the deployment "${header.deployment}", and this host is "${options.deployment}"`,
-      'Check --deployment and the store URL: this host may be pointed at another fleet\'s store.',
+      "Check --deployment and the store URL: this host may be pointed at another fleet's store.",
     );
   }
   if (sealedDocument) return { header, sealed: parseSealed(value.sealed, refuse), files: undefined };
@@ -182,7 +213,11 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     if (options.sealKey) {
       throw refuse(
         'it is not sealed, and this host has a seal key (seal_key_file), so this deployment seals its documents',
-        ['This host has the key: replace it with a sealed document with ', nextStep('sync --replace-unreadable --confirm', { placeholders: [ETAG_8] }), '. If this deployment does not seal, remove seal_key_file from this host\'s config instead.'],
+        [
+          'This host has the key: replace it with a sealed document with ',
+          nextStep('sync --replace-unreadable --confirm', { placeholders: [ETAG_8] }),
+          ". If this deployment does not seal, remove seal_key_file from this host's config instead.",
+        ],
       );
     }
     files = parsed.files!;
@@ -208,7 +243,13 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     throw refuse(`it carries half of the previous pair ("${missing}" is missing)`, REPUBLISH);
   }
   if (previousKey && previousCert) {
-    previous = await checkCarriedPair(previousKey, previousCert, 'ca-previous.key', 'ca-previous.crt', options);
+    previous = await checkCarriedPair(
+      previousKey,
+      previousCert,
+      'ca-previous.key',
+      'ca-previous.crt',
+      options,
+    );
   }
   if ((previous?.fingerprint ?? null) !== header.previousFingerprint) {
     throw refuse(
@@ -221,7 +262,11 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
 
   // A handover the carried previous key did not sign was altered or forged: nothing from this
   // document may be installed, whatever its files say.
-  if (header.handover && previous?.publicKey && !handoverVerifies(header, header.handover, previous.publicKey)) {
+  if (
+    header.handover &&
+    previous?.publicKey &&
+    !handoverVerifies(header, header.handover, previous.publicKey)
+  ) {
     throw tamperedError(options.where, previous.fingerprint, 'the ca-previous.crt the document carries');
   }
 
@@ -261,7 +306,11 @@ type Refuse = (reason: string, next: string | Said) => BatonError;
 
 // Not `sync --push`: the same document blocks it. Replacing an unusable document is its own,
 // confirmed action, conditional on the bad object's ETag.
-const REPUBLISH: Said = ['Replace it from a controller that holds this deployment\'s authority: ', replaceElsewhere(), '.'];
+const REPUBLISH: Said = [
+  "Replace it from a controller that holds this deployment's authority: ",
+  replaceElsewhere(),
+  '.',
+];
 
 function refuser(location: string): Refuse {
   return (reason, next) =>
@@ -280,10 +329,16 @@ function parseHeader(value: Record<string, unknown>, refuse: Refuse): DocumentHe
   const text = value[HANDOVER_FIELD];
   const signature = typeof text === 'string' ? strictBase64(text) : undefined;
   if (!signature || signature.length === 0 || signature.length > 80) {
-    throw refuse(`its "${HANDOVER_FIELD}" is not an ECDSA signature in base64 (standard alphabet, with padding)`, REPUBLISH);
+    throw refuse(
+      `its "${HANDOVER_FIELD}" is not an ECDSA signature in base64 (standard alphabet, with padding)`,
+      REPUBLISH,
+    );
   }
   if (header.previousFingerprint === null) {
-    throw refuse(`it carries a "${HANDOVER_FIELD}" but no previous_fingerprint, so no key could have signed a handover`, REPUBLISH);
+    throw refuse(
+      `it carries a "${HANDOVER_FIELD}" but no previous_fingerprint, so no key could have signed a handover`,
+      REPUBLISH,
+    );
   }
   return { ...header, handover: signature };
 }
@@ -291,13 +346,15 @@ function parseHeader(value: Record<string, unknown>, refuse: Refuse): DocumentHe
 function parseHeaderFields(value: Record<string, unknown>, refuse: Refuse): DocumentHeader {
   const text = (field: string): string => {
     const v = value[field];
-    if (typeof v !== 'string' || v === '') throw refuse(`the field "${field}" is not a non-empty string`, REPUBLISH);
+    if (typeof v !== 'string' || v === '')
+      throw refuse(`the field "${field}" is not a non-empty string`, REPUBLISH);
     return v;
   };
   const fingerprint = (field: string): Fingerprint => {
     const v = text(field);
     const fp = asFingerprint(v);
-    if (!fp) throw refuse(`the field "${field}" is not a fingerprint (SHA256: and 43 base64 characters)`, REPUBLISH);
+    if (!fp)
+      throw refuse(`the field "${field}" is not a fingerprint (SHA256: and 43 base64 characters)`, REPUBLISH);
     return fp;
   };
   return {
@@ -322,7 +379,8 @@ function parseFiles(value: unknown, what: string, refuse: Refuse): AuthorityFile
     }
     if (typeof content !== 'string') throw refuse(`the file "${name}" is not a base64 string`, REPUBLISH);
     const bytes = strictBase64(content);
-    if (!bytes) throw refuse(`the file "${name}" is not valid base64 (standard alphabet, with padding)`, REPUBLISH);
+    if (!bytes)
+      throw refuse(`the file "${name}" is not valid base64 (standard alphabet, with padding)`, REPUBLISH);
     files[name as AuthorityFileName] = bytes;
   }
   return files;
@@ -334,15 +392,20 @@ function parseSealed(value: unknown, refuse: Refuse): SealedBytes {
     if (!(field in value)) throw refuse(`its "sealed" field has no "${field}"`, REPUBLISH);
   }
   for (const field of Object.keys(value)) {
-    if (!(SEALED_FIELDS as readonly string[]).includes(field)) throw refuse(`its "sealed" field has the unknown field "${field}"`, REPUBLISH);
+    if (!(SEALED_FIELDS as readonly string[]).includes(field))
+      throw refuse(`its "sealed" field has the unknown field "${field}"`, REPUBLISH);
   }
   if (value.alg !== SEAL_ALGORITHM) {
-    throw refuse(`it is sealed with ${JSON.stringify(value.alg)}, not ${SEAL_ALGORITHM}`, 'A newer baton may have sealed it: upgrade baton on this host.');
+    throw refuse(
+      `it is sealed with ${JSON.stringify(value.alg)}, not ${SEAL_ALGORITHM}`,
+      'A newer baton may have sealed it: upgrade baton on this host.',
+    );
   }
   const bytes = (field: 'nonce' | 'ciphertext' | 'tag') => {
     const v = value[field];
     const decoded = typeof v === 'string' ? strictBase64(v) : undefined;
-    if (!decoded) throw refuse(`its sealed "${field}" is not valid base64 (standard alphabet, with padding)`, REPUBLISH);
+    if (!decoded)
+      throw refuse(`its sealed "${field}" is not valid base64 (standard alphabet, with padding)`, REPUBLISH);
     return decoded;
   };
   return { nonce: bytes('nonce'), ciphertext: bytes('ciphertext'), tag: bytes('tag') };
@@ -381,7 +444,10 @@ function parseStrictJson(body: Uint8Array, refuse: Refuse, subject = 'it is'): u
   }
   const duplicate = firstDuplicateKey(text);
   if (duplicate !== undefined) {
-    throw refuse(`the key ${JSON.stringify(duplicate)} appears twice in one object (which one counts would depend on the reader)`, REPUBLISH);
+    throw refuse(
+      `the key ${JSON.stringify(duplicate)} appears twice in one object (which one counts would depend on the reader)`,
+      REPUBLISH,
+    );
   }
   return value;
 }

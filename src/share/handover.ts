@@ -15,14 +15,25 @@ import type { DocumentHeader, HandoverProof, PublishedAuthority } from './types.
 const HANDOVER_CONTEXT = 'baton.handover/1';
 
 /** The signed bytes: one canonical JSON array, so no reader can frame the fields two ways. */
-export function handoverMessage(header: Pick<DocumentHeader, 'deployment' | 'fingerprint' | 'previousFingerprint' | 'publishedAt'>): Uint8Array {
+export function handoverMessage(
+  header: Pick<DocumentHeader, 'deployment' | 'fingerprint' | 'previousFingerprint' | 'publishedAt'>,
+): Uint8Array {
   return new TextEncoder().encode(
-    JSON.stringify([HANDOVER_CONTEXT, header.deployment, header.fingerprint, header.previousFingerprint, header.publishedAt]),
+    JSON.stringify([
+      HANDOVER_CONTEXT,
+      header.deployment,
+      header.fingerprint,
+      header.previousFingerprint,
+      header.publishedAt,
+    ]),
   );
 }
 
 /** ECDSA P-256 / SHA-256 (DER) by the previous key; undefined when there is no previous pair. */
-export function signHandover(header: DocumentHeader, previousKeyPem: Uint8Array | undefined): Uint8Array | undefined {
+export function signHandover(
+  header: DocumentHeader,
+  previousKeyPem: Uint8Array | undefined,
+): Uint8Array | undefined {
   if (!previousKeyPem || header.previousFingerprint === null) return undefined;
   const key = parsePrivateKey(previousKeyPem);
   if (!key) throw new Error('handover: ca-previous.key cannot be parsed (the reader checked it whole)');
@@ -45,13 +56,19 @@ export function handoverVerifies(header: DocumentHeader, signature: Uint8Array, 
  * one of this host's keys and does NOT verify is 'bad-signature' (the caller refuses the
  * document as tampered); any other signer cannot be checked here ('other-key').
  */
-export function handoverProof(local: Extract<LocalAuthority, { state: 'whole' }>, header: DocumentHeader): HandoverProof {
+export function handoverProof(
+  local: Extract<LocalAuthority, { state: 'whole' }>,
+  header: DocumentHeader,
+): HandoverProof {
   const signature = header.handover;
   const signer = header.previousFingerprint;
   if (!signature || signer === null) return { kind: 'claimed', reason: 'no-signature' };
-  const own = [local.current, local.previous].find((pair): pair is PairSummary => pair?.fingerprint === signer && pair.publicKey !== undefined);
+  const own = [local.current, local.previous].find(
+    (pair): pair is PairSummary => pair?.fingerprint === signer && pair.publicKey !== undefined,
+  );
   if (!own) return { kind: 'claimed', reason: 'other-key', signer };
-  if (!handoverVerifies(header, signature, own.publicKey!)) return { kind: 'claimed', reason: 'bad-signature', signer };
+  if (!handoverVerifies(header, signature, own.publicKey!))
+    return { kind: 'claimed', reason: 'bad-signature', signer };
   return own === local.current ? { kind: 'proved' } : { kind: 'claimed', reason: 'other-key', signer };
 }
 
@@ -60,11 +77,18 @@ export function handoverProof(local: Extract<LocalAuthority, { state: 'whole' }>
  * TAMPERING: the published side is turned into a refusal (nothing can be adopted or forced
  * from it), saying so. Everything else passes unchanged.
  */
-export function refuseTamperedHandover(local: LocalAuthority, published: PublishedAuthority): PublishedAuthority {
+export function refuseTamperedHandover(
+  local: LocalAuthority,
+  published: PublishedAuthority,
+): PublishedAuthority {
   if (local.state !== 'whole' || published.state !== 'present') return published;
   const proof = handoverProof(local, published.header);
   if (proof.kind !== 'claimed' || proof.reason !== 'bad-signature') return published;
-  return { state: 'unreadable', location: published.location, error: tamperedError(published.location, proof.signer!, 'this host\'s own authority key') };
+  return {
+    state: 'unreadable',
+    location: published.location,
+    error: tamperedError(published.location, proof.signer!, "this host's own authority key"),
+  };
 }
 
 export function tamperedError(where: string, signer: Fingerprint, whose: string): BatonError {
@@ -79,7 +103,7 @@ export function tamperedError(where: string, signer: Fingerprint, whose: string)
 
 /** The proof in the words every view shows (status, the failover walk, the force screen, sync). */
 export function proofWords(proof: HandoverProof): string {
-  if (proof.kind === 'proved') return 'PROVED: signed by this host\'s own authority key.';
+  if (proof.kind === 'proved') return "PROVED: signed by this host's own authority key.";
   switch (proof.reason) {
     case 'no-signature':
       return 'CLAIMED, NOT PROVED: the document carries no handover signature.';

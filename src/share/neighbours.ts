@@ -20,7 +20,10 @@ export async function findNeighbours(store: Store): Promise<readonly Neighbour[]
 export async function neighbourWords(store: Store, deployment: string): Promise<string> {
   const neighbours = await findNeighbours(store);
   if (neighbours.length === 0) return '';
-  const named = neighbours.map((n) => `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === deployment ? ', THIS deployment' : ''})`);
+  const named = neighbours.map(
+    (n) =>
+      `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === deployment ? ', THIS deployment' : ''})`,
+  );
   return ` Documents at neighbouring prefixes: ${named.join('; ')}. If one of them is this deployment's store, --store is mistyped.`;
 }
 

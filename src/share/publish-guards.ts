@@ -16,7 +16,10 @@ import type { Store } from '../store/store.js';
 import type { PublishedAuthority } from './types.js';
 
 /** The published document is sealed and this host could not open it: it has no (usable) seal key. */
-export function publishedSealedWithoutKey(published: PublishedAuthority, sealKey: Uint8Array | undefined): boolean {
+export function publishedSealedWithoutKey(
+  published: PublishedAuthority,
+  sealKey: Uint8Array | undefined,
+): boolean {
   if (sealKey !== undefined) return false;
   if (published.state === 'present') return published.sealed;
   if (published.state === 'unreadable') return published.sealed === true;
@@ -30,7 +33,11 @@ export function publishedSealedWithoutKey(published: PublishedAuthority, sealKey
  * and make it look as if this deployment never sealed. Every write of a document checks this:
  * the first publish, --push, --replace-unreadable and a publish after the document was deleted.
  */
-export function refuseUnstatedSeal(ctx: { readonly sealKey?: Uint8Array; readonly noSeal: boolean; readonly store: Store }): void {
+export function refuseUnstatedSeal(ctx: {
+  readonly sealKey?: Uint8Array;
+  readonly noSeal: boolean;
+  readonly store: Store;
+}): void {
   if (ctx.sealKey !== undefined || ctx.noSeal) return;
   throw new BatonError('refused', {
     what:
@@ -67,10 +74,14 @@ export function unsealRefusal(location: string, retry: string): BatonError {
  * retry met a 412 from the write itself) did happen. Never throws: a failed re-read is "not
  * known", and the caller reports the original failure.
  */
-export async function isOurOwnWrite(store: Store, body: Uint8Array): Promise<{ readonly etag: string } | undefined> {
+export async function isOurOwnWrite(
+  store: Store,
+  body: Uint8Array,
+): Promise<{ readonly etag: string } | undefined> {
   try {
     const stored = await store.get();
-    if (stored && stored.body.length === body.length && Buffer.from(stored.body).equals(Buffer.from(body))) return { etag: stored.etag };
+    if (stored && stored.body.length === body.length && Buffer.from(stored.body).equals(Buffer.from(body)))
+      return { etag: stored.etag };
   } catch {
     // fall through: unknown is not success
   }

@@ -12,7 +12,13 @@ import { openDocument, parseDocument, type DecodeOptions } from './document.js';
 import { storeChangedError } from '../store/store-changed.js';
 import type { PublishedAuthority } from './types.js';
 import { OversizeError } from '../store/body-limit.js';
-import { claimedPrevious, classifyRefusedDocument, editedDeployment, editedDeploymentError, looksSealed } from './unreadable.js';
+import {
+  claimedPrevious,
+  classifyRefusedDocument,
+  editedDeployment,
+  editedDeploymentError,
+  looksSealed,
+} from './unreadable.js';
 
 export type PresentAuthority = Extract<PublishedAuthority, { state: 'present' }> & {
   /** The checked files when they could be opened (what adopt installs), else undefined. */
@@ -29,7 +35,11 @@ export type PublishedRead =
  * (fingerprints comparable), `sealed: true`, `current` undefined. Any refusal of the decoder
  * or failure of the store: 'unreadable'.
  */
-export async function readPublished(store: Store, deployment: string, sealKey?: Uint8Array): Promise<PublishedRead> {
+export async function readPublished(
+  store: Store,
+  deployment: string,
+  sealKey?: Uint8Array,
+): Promise<PublishedRead> {
   const location = store.location;
   let stored;
   try {
@@ -38,7 +48,13 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
     // Too large to read is still a document that was found and cannot be used: replaceable,
     // if-match on its ETag, from a controller that holds the authority.
     if (error instanceof OversizeError) {
-      return { state: 'unreadable', location, problem: 'unusable', error, ...(error.etag ? { etag: error.etag } : {}) };
+      return {
+        state: 'unreadable',
+        location,
+        problem: 'unusable',
+        error,
+        ...(error.etag ? { etag: error.etag } : {}),
+      };
     }
     return {
       state: 'unreadable',
@@ -68,13 +84,28 @@ export async function readPublished(store: Store, deployment: string, sealKey?: 
     Object.defineProperty(present, 'files', { value: opened?.files, enumerable: false });
     return present as PresentAuthority;
   } catch (error) {
-    const decoded = asBatonError(error, { what: 'The published document could not be decoded', where: location });
+    const decoded = asBatonError(error, {
+      what: 'The published document could not be decoded',
+      where: location,
+    });
     // A decoder failure that is not a refusal (an I/O error inside it) says nothing about the
     // document: it is "could not read", never something to replace.
-    const problem = decoded.code === 'refused' ? classifyRefusedDocument(stored.body, deployment) : 'could-not-read';
-    const said = decoded.code === 'refused' && problem === 'unusable' && editedDeployment(stored.body, deployment) ? editedDeploymentError(location, deployment) : decoded;
+    const problem =
+      decoded.code === 'refused' ? classifyRefusedDocument(stored.body, deployment) : 'could-not-read';
+    const said =
+      decoded.code === 'refused' && problem === 'unusable' && editedDeployment(stored.body, deployment)
+        ? editedDeploymentError(location, deployment)
+        : decoded;
     const claims = claimedPrevious(stored.body);
-    return { state: 'unreadable', location, error: said, problem, etag: stored.etag, sealed: looksSealed(stored.body), ...(claims ? { claimedPrevious: claims } : {}) };
+    return {
+      state: 'unreadable',
+      location,
+      error: said,
+      problem,
+      etag: stored.etag,
+      sealed: looksSealed(stored.body),
+      ...(claims ? { claimedPrevious: claims } : {}),
+    };
   }
 }
 
@@ -100,4 +131,3 @@ export async function openPublished(
   const opened = await openDocument(parseDocument(stored.body, options), options);
   return opened.files;
 }
-

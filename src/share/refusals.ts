@@ -34,7 +34,13 @@ export function storeFailure(now: Look): BatonError | undefined {
  */
 export function replaceUnreadableRefusal(ctx: ShareContext, look: Look): BatonError | undefined {
   const { local, published } = look;
-  if (local.state === 'whole' && published.state === 'unreadable' && published.problem === 'unusable' && published.etag !== undefined) return undefined;
+  if (
+    local.state === 'whole' &&
+    published.state === 'unreadable' &&
+    published.problem === 'unusable' &&
+    published.etag !== undefined
+  )
+    return undefined;
   return replaceNotAllowed(ctx, look);
 }
 
@@ -58,13 +64,17 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
       reason: 'newer-format',
     });
   }
-  if (published.state === 'unreadable' && (published.problem ?? 'could-not-read') === 'could-not-read') return published.error;
+  if (published.state === 'unreadable' && (published.problem ?? 'could-not-read') === 'could-not-read')
+    return published.error;
   if (local.state !== 'whole' && published.state === 'unreadable') {
     return new BatonError('refused', {
       what: 'This host holds no whole authority to replace the unusable document with.',
       where: layoutOf(ctx.stateDir).caDir,
       changed: NOTHING_WRITTEN,
-      next: verdict.kind === 'blocked' ? (verdict.said ?? verdict.next) : 'Run it on a controller that holds the deployment\'s authority.',
+      next:
+        verdict.kind === 'blocked'
+          ? (verdict.said ?? verdict.next)
+          : "Run it on a controller that holds the deployment's authority.",
       reason: 'nothing-to-publish',
     });
   }
@@ -75,10 +85,15 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
  * REFUSE: names both fingerprints, the lineage in words and the ca/ path, because the file a
  * replace would move is the key every node in the fleet verifies against.
  */
-export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, verdict: Extract<Verdict, { kind: 'refuse' }>): BatonError {
+export function refusalError(
+  ctx: Pick<ShareContext, 'store' | 'suggester'>,
+  verdict: Extract<Verdict, { kind: 'refuse' }>,
+): BatonError {
   // The verdict's own next step (one table, verdict-words.ts), as sync names it: every step
   // that replaces an authority shows its bound value as a placeholder, never the value.
-  const next = verdictWords(verdict, { baton: { ...(ctx.suggester ?? PLAIN_SUGGESTER), terminal: false } }).next;
+  const next = verdictWords(verdict, {
+    baton: { ...(ctx.suggester ?? PLAIN_SUGGESTER), terminal: false },
+  }).next;
   return new BatonError('refused', {
     what: `This host's authority differs from the published one. Local: ${verdict.local}. Published: ${verdict.published}. Diagnosis: ${lineageWords(verdict.lineage)}`,
     where: `${verdict.caDir} (local); ${ctx.store.location} (published)`,
@@ -89,9 +104,19 @@ export function refusalError(ctx: Pick<ShareContext, 'store' | 'suggester'>, ver
 }
 
 /** `s` renders the way out's command with the global flags given (a pipe's words: sync, never the walk). */
-export function blockedError(verdict: Extract<Verdict, { kind: 'blocked' }>, s: Suggester = PLAIN_SUGGESTER): BatonError {
-  const next = verdict.said ?? (verdict.step ? verdictWords(verdict, { baton: { ...s, terminal: false } }).next : verdict.next);
-  return new BatonError('refused', { what: `Blocked: ${verdict.why}`, changed: NOTHING_WRITTEN, next, reason: 'blocked' });
+export function blockedError(
+  verdict: Extract<Verdict, { kind: 'blocked' }>,
+  s: Suggester = PLAIN_SUGGESTER,
+): BatonError {
+  const next =
+    verdict.said ??
+    (verdict.step ? verdictWords(verdict, { baton: { ...s, terminal: false } }).next : verdict.next);
+  return new BatonError('refused', {
+    what: `Blocked: ${verdict.why}`,
+    changed: NOTHING_WRITTEN,
+    next,
+    reason: 'blocked',
+  });
 }
 
 /** The action is not one the table allows for this verdict: the verdict's own refusal. */
@@ -112,7 +137,9 @@ export function notAllowedError(ctx: ShareContext, action: Action, verdict: Verd
     what: `Cannot ${ACTION_WORDS[action]}: ${verdictSentence(verdict)}`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: NOTHING_WRITTEN,
-    next: `Allowed now: ${allowedActions(verdict).map((a) => ACTION_WORDS[a]).join(', ')}.`,
+    next: `Allowed now: ${allowedActions(verdict)
+      .map((a) => ACTION_WORDS[a])
+      .join(', ')}.`,
     reason: 'not-allowed',
   });
 }
@@ -130,7 +157,7 @@ export function changedError(ctx: ShareContext, seen: Verdict, now: Verdict): Ba
         ? 'removed'
         : 'replaced';
   return new BatonError(publishedMoved ? 'store-changed' : 'refused', {
-    what: `${publishedMoved ? 'The store' : 'This host\'s authority'} changed since you looked. Then: ${verdictSentence(seen)} Now: ${verdictSentence(now)}`,
+    what: `${publishedMoved ? 'The store' : "This host's authority"} changed since you looked. Then: ${verdictSentence(seen)} Now: ${verdictSentence(now)}`,
     where: publishedMoved ? ctx.store.location : layoutOf(ctx.stateDir).caDir,
     changed: 'Nothing was overwritten.',
     next: 'Re-read and decide again.',
@@ -158,7 +185,9 @@ function publishedSide(verdict: Verdict): string {
 /** A failed precondition keeps its own code (exit 6) with the words an operator acts on. */
 export function publishFailed(ctx: ShareContext, error: unknown): BatonError {
   if (isBatonError(error) && error.code === 'store-changed') {
-    const why = isStoreChangedReason(error.reason) ? STORE_CHANGED_WORDS[error.reason] : 'another controller wrote in between';
+    const why = isStoreChangedReason(error.reason)
+      ? STORE_CHANGED_WORDS[error.reason]
+      : 'another controller wrote in between';
     return new BatonError('store-changed', {
       what: `The store changed since you looked (${why}).`,
       ...(error.reason === undefined ? {} : { reason: error.reason }),
@@ -186,7 +215,10 @@ export function publishFailed(ctx: ShareContext, error: unknown): BatonError {
  * controller that has rotated can still publish over it (`sync --push`). Certificates are
  * back-dated an hour when minted, so ordinary clock skew between controllers never trips this.
  */
-export function refuseOutsideValidity(ctx: ShareContext, published: Extract<PublishedAuthority, { state: 'present' }>): void {
+export function refuseOutsideValidity(
+  ctx: ShareContext,
+  published: Extract<PublishedAuthority, { state: 'present' }>,
+): void {
   const current = published.current;
   if (current === undefined) return;
   const now = ctx.clock.now().getTime();
@@ -195,7 +227,13 @@ export function refuseOutsideValidity(ctx: ShareContext, published: Extract<Publ
       what: `The published authority ${published.header.fingerprint} expired on ${current.notAfter.toISOString()}; installing it would leave this host presenting a certificate no node accepts.`,
       where: ctx.store.location,
       changed: NOTHING_WRITTEN,
-      next: ['Rotate the authority on the controller that holds it (', nextStep('ca rotate', { host: 'that controller' }), ', then ', nextStep('sync --push', { host: 'that controller' }), '), then run this again.'],
+      next: [
+        'Rotate the authority on the controller that holds it (',
+        nextStep('ca rotate', { host: 'that controller' }),
+        ', then ',
+        nextStep('sync --push', { host: 'that controller' }),
+        '), then run this again.',
+      ],
       reason: 'expired',
     });
   }
@@ -211,12 +249,20 @@ export function refuseOutsideValidity(ctx: ShareContext, published: Extract<Publ
 }
 
 /** The files read under the lock are not the pair decided on: something changed ca/ without the lock. */
-export function publishedFilesMovedError(ctx: Pick<ShareContext, 'stateDir' | 'suggester'>, carried: Fingerprint, decided: Fingerprint): BatonError {
+export function publishedFilesMovedError(
+  ctx: Pick<ShareContext, 'stateDir' | 'suggester'>,
+  carried: Fingerprint,
+  decided: Fingerprint,
+): BatonError {
   return new BatonError('failed', {
     what: `The authority files read for publishing are ${carried}, not the ${decided} that was decided on.`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: 'Nothing was published.',
-    next: ['Something changed ca/ without taking ca.lock; look at it (', nextStep('ca show'), ') and run sync again.'],
+    next: [
+      'Something changed ca/ without taking ca.lock; look at it (',
+      nextStep('ca show'),
+      ') and run sync again.',
+    ],
   });
 }
 
@@ -229,7 +275,11 @@ export function missingPairFileError(missing: 'ca.key' | 'ca.crt'): BatonError {
 }
 
 /** Force set ca/ aside and then failed: the message names where the old authority went. */
-export function installAfterSetAsideFailed(verdict: Extract<Verdict, { kind: 'refuse' }>, supersededDir: string, error: unknown): BatonError {
+export function installAfterSetAsideFailed(
+  verdict: Extract<Verdict, { kind: 'refuse' }>,
+  supersededDir: string,
+  error: unknown,
+): BatonError {
   return new BatonError('failed', {
     what: `The old authority ${verdict.local} was set aside, but installing the published ${verdict.published} failed: ${causeOf(error)}`,
     where: verdict.caDir,
@@ -240,12 +290,20 @@ export function installAfterSetAsideFailed(verdict: Extract<Verdict, { kind: 're
 }
 
 /** The first controller published and then failed to install: the store already holds it. */
-export function installAfterPublishFailed(ctx: Pick<ShareContext, 'stateDir' | 'store' | 'suggester'>, fingerprint: Fingerprint, error: unknown): BatonError {
+export function installAfterPublishFailed(
+  ctx: Pick<ShareContext, 'stateDir' | 'store' | 'suggester'>,
+  fingerprint: Fingerprint,
+  error: unknown,
+): BatonError {
   return new BatonError('failed', {
     what: `The new authority ${fingerprint} was published, but installing it on this host failed: ${causeOf(error)}`,
     where: layoutOf(ctx.stateDir).caDir,
     changed: `The store at ${ctx.store.location} holds ${fingerprint}; this host may hold a partial install.`,
-    next: ['Fix what the message names, clear the partial files from ca/, and run ', nextStep('sync'), ' to adopt the published authority.'],
+    next: [
+      'Fix what the message names, clear the partial files from ca/, and run ',
+      nextStep('sync'),
+      ' to adopt the published authority.',
+    ],
     cause: error,
   });
 }

@@ -11,7 +11,10 @@ import { BatonError } from '../errors.js';
 import type { DocumentHeader } from './types.js';
 import { nextStep, replaceElsewhere, type Placeholder, type Said } from '../next-step.js';
 
-const KEY_FILE: Placeholder = { placeholder: 'FILE', readFrom: 'the path to write the 32-byte key to (0600)' };
+const KEY_FILE: Placeholder = {
+  placeholder: 'FILE',
+  readFrom: 'the path to write the 32-byte key to (0600)',
+};
 
 export const SEAL_ALGORITHM = 'AES-256-GCM';
 export const SEAL_KEY_BYTES = 32;
@@ -58,7 +61,12 @@ export function seal(plaintext: Uint8Array, key: Uint8Array, header: DocumentHea
  * Opens sealed files, or refuses: a wrong key, a tampered byte and a swapped header are the
  * same failure to GCM, and all three mean "install nothing".
  */
-export function unseal(sealed: SealedBytes, key: Uint8Array, header: DocumentHeader, where: string): Uint8Array {
+export function unseal(
+  sealed: SealedBytes,
+  key: Uint8Array,
+  header: DocumentHeader,
+  where: string,
+): Uint8Array {
   assertKeySize(key);
   if (sealed.nonce.length !== NONCE_BYTES || sealed.tag.length !== TAG_BYTES) {
     throw unsealRefused(where, `the nonce must be ${NONCE_BYTES} bytes and the tag ${TAG_BYTES}`);
@@ -69,7 +77,11 @@ export function unseal(sealed: SealedBytes, key: Uint8Array, header: DocumentHea
     decipher.setAuthTag(sealed.tag);
     return new Uint8Array(Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]));
   } catch (error) {
-    throw unsealRefused(where, 'it does not open with this seal key: the key is not the one it was sealed with, or the document was altered (its files or its header)', error);
+    throw unsealRefused(
+      where,
+      'it does not open with this seal key: the key is not the one it was sealed with, or the document was altered (its files or its header)',
+      error,
+    );
   }
 }
 
@@ -77,7 +89,11 @@ function unsealRefused(where: string, why: string, cause?: unknown): BatonError 
   return new BatonError('refused', {
     what: `The published document was refused: it is sealed and ${why}.`,
     where,
-    next: ['Check that seal_key_file is the key every controller of this deployment shares; if it is, replace the document with ', replaceElsewhere(), '.'],
+    next: [
+      'Check that seal_key_file is the key every controller of this deployment shares; if it is, replace the document with ',
+      replaceElsewhere(),
+      '.',
+    ],
     changed: 'Nothing was installed.',
     reason: 'document-refused',
     ...(cause === undefined ? {} : { cause }),
@@ -85,7 +101,8 @@ function unsealRefused(where: string, why: string, cause?: unknown): BatonError 
 }
 
 function assertKeySize(key: Uint8Array): void {
-  if (key.length !== SEAL_KEY_BYTES) throw new Error(`seal key must be ${SEAL_KEY_BYTES} bytes, got ${key.length}`);
+  if (key.length !== SEAL_KEY_BYTES)
+    throw new Error(`seal key must be ${SEAL_KEY_BYTES} bytes, got ${key.length}`);
 }
 
 /**
@@ -94,22 +111,42 @@ function assertKeySize(key: Uint8Array): void {
  */
 export async function readSealKey(file: string): Promise<Uint8Array> {
   const refuse = (what: string, next: string | Said, cause?: unknown) =>
-    new BatonError('config', { what, where: file, next, changed: 'Nothing was read from the store or written.', ...(cause ? { cause } : {}) });
+    new BatonError('config', {
+      what,
+      where: file,
+      next,
+      changed: 'Nothing was read from the store or written.',
+      ...(cause ? { cause } : {}),
+    });
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw refuse('The seal key file is a symbolic link.', 'Point seal_key_file at the key file itself.', error);
+    if (code === 'ELOOP')
+      throw refuse(
+        'The seal key file is a symbolic link.',
+        'Point seal_key_file at the key file itself.',
+        error,
+      );
     throw refuse(
       `The seal key file could not be opened (${code ?? String(error)}).`,
-      ['Check seal_key_file; ', nextStep('key generate', { placeholders: [KEY_FILE] }), ' writes a new key (every controller needs the same one).'],
+      [
+        'Check seal_key_file; ',
+        nextStep('key generate', { placeholders: [KEY_FILE] }),
+        ' writes a new key (every controller needs the same one).',
+      ],
       error,
     );
   }
   try {
     const st = await handle.stat();
-    if (!st.isFile()) throw refuse('The seal key file is not a regular file.', ['Point seal_key_file at a file made by ', nextStep('key generate', { placeholders: [KEY_FILE] }), '.']);
+    if (!st.isFile())
+      throw refuse('The seal key file is not a regular file.', [
+        'Point seal_key_file at a file made by ',
+        nextStep('key generate', { placeholders: [KEY_FILE] }),
+        '.',
+      ]);
     if ((st.mode & 0o077) !== 0) {
       throw refuse(
         `The seal key file is readable by group or others (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}).`,
@@ -119,11 +156,15 @@ export async function readSealKey(file: string): Promise<Uint8Array> {
     if (st.size !== SEAL_KEY_BYTES) {
       throw refuse(
         `The seal key file holds ${st.size} bytes; a seal key is exactly ${SEAL_KEY_BYTES} random bytes.`,
-        [nextStep('key generate', { placeholders: [KEY_FILE] }), ' writes one; copy the same file to every controller.'],
+        [
+          nextStep('key generate', { placeholders: [KEY_FILE] }),
+          ' writes one; copy the same file to every controller.',
+        ],
       );
     }
     const key = new Uint8Array(await handle.readFile());
-    if (key.length !== SEAL_KEY_BYTES) throw refuse('The seal key file changed while it was read.', 'Try again.');
+    if (key.length !== SEAL_KEY_BYTES)
+      throw refuse('The seal key file changed while it was read.', 'Try again.');
     return key;
   } finally {
     await handle.close();

@@ -49,7 +49,10 @@ export interface ShareContextOptions {
   readonly storeOptions?: S3StoreOptions;
 }
 
-export async function openShareContext(config: ResolvedConfig, options: ShareContextOptions = {}): Promise<ShareContext> {
+export async function openShareContext(
+  config: ResolvedConfig,
+  options: ShareContextOptions = {},
+): Promise<ShareContext> {
   const deployment = requireDeployment(config);
   const storeUrl = requireStore(config);
   const store = await openStore(storeUrl, options.storeOptions);

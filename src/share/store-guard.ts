@@ -9,7 +9,12 @@
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import type { ProbeName, Store } from '../store/store.js';
-import { readStoreCheck, storeId, writeStoreCheck, type StoreCheckJson } from '../store/store-check-record.js';
+import {
+  readStoreCheck,
+  storeId,
+  writeStoreCheck,
+  type StoreCheckJson,
+} from '../store/store-check-record.js';
 
 export interface StoreGuardOptions {
   readonly stateDir: string;
@@ -38,7 +43,11 @@ export function checkUnenforcedOverride(given: string | undefined, storeUrl: str
     what: `--store-unenforced "${given}" is not this store's value: it must be the 8 characters \`store check\` prints as "override value" for this store.`,
     where,
     changed: 'Nothing was written.',
-    next: ['Run ', nextStep('store check'), ' (with the same global flags) and read its "override value" line; pass exactly that after --store-unenforced.'],
+    next: [
+      'Run ',
+      nextStep('store check'),
+      ' (with the same global flags) and read its "override value" line; pass exactly that after --store-unenforced.',
+    ],
   });
 }
 
@@ -58,7 +67,10 @@ export function storeWriteGuard(options: StoreGuardOptions): () => Promise<void>
     const where = options.store.location;
     // Checked first: a wrong value is refused even where the store turns out to enforce.
     if (checkUnenforcedOverride(options.override, options.storeUrl, where)) return;
-    let record: Pick<StoreCheckJson, 'enforced' | 'failed' | 'detail'> | undefined = await readStoreCheck(options.stateDir, options.storeUrl);
+    let record: Pick<StoreCheckJson, 'enforced' | 'failed' | 'detail'> | undefined = await readStoreCheck(
+      options.stateDir,
+      options.storeUrl,
+    );
     if (!record) {
       const check = await options.store.checkConditionalWrites();
       record = check;

@@ -10,7 +10,13 @@
  */
 import { nextStep } from '../next-step.js';
 import { BatonError } from '../errors.js';
-import { forceBinding, pushOverBinding, replaceBinding, UNSEAL_BINDING, type Binding } from './confirm-binding.js';
+import {
+  forceBinding,
+  pushOverBinding,
+  replaceBinding,
+  UNSEAL_BINDING,
+  type Binding,
+} from './confirm-binding.js';
 import { unsealRefusal } from './publish-guards.js';
 import { replaceUnreadableRefusal } from './refusals.js';
 import type { ShareContext } from './share-context.js';
@@ -41,7 +47,11 @@ export function conflictingFlags(flags: SyncActionFlags): BatonError | undefined
 type FlagName = 'firstController' | 'force' | 'push' | 'replaceUnreadable' | 'unseal';
 
 function flagName(flag: FlagName): string {
-  return flag === 'replaceUnreadable' ? '--replace-unreadable' : flag === 'firstController' ? '--first-controller' : `--${flag}`;
+  return flag === 'replaceUnreadable'
+    ? '--replace-unreadable'
+    : flag === 'firstController'
+      ? '--first-controller'
+      : `--${flag}`;
 }
 
 /** What plain `sync` does on this verdict, for the usage error of a flag that does not apply. */
@@ -70,7 +80,13 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       what: `${flagName(flag)} applies only ${appliesTo}. Here: ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
-      next: [`Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run `, nextStep('sync'), ' for that, or ', nextStep('status'), ' to look first.'],
+      next: [
+        `Without ${flagName(flag)}, sync would ${withoutFlags(verdict)}: run `,
+        nextStep('sync'),
+        ' for that, or ',
+        nextStep('status'),
+        ' to look first.',
+      ],
     });
   // Another controller publishing first is the race a first controller can lose: it adopts
   // the winner, exactly as the action does when it loses at the create-only write.
@@ -78,19 +94,37 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
   if (flags.firstController && verdict.kind !== 'first-controller' && !raceLost) {
     throw misuse('firstController', 'when nothing is published and this host holds no authority');
   }
-  if (flags.force && verdict.kind !== 'refuse') throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
-  if (flags.push && verdict.kind === 'refuse' && verdict.lineage.kind === 'siblings' && (flags.confirm ?? []).length === 0) {
+  if (flags.force && verdict.kind !== 'refuse')
+    throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
+  if (
+    flags.push &&
+    verdict.kind === 'refuse' &&
+    verdict.lineage.kind === 'siblings' &&
+    (flags.confirm ?? []).length === 0
+  ) {
     // This host rotated from the parent, and meanwhile another controller published ITS
     // rotation of the same parent: a push without the bound value is the race for the publish
     // lost, which is the store changing underneath (exit 6), never an overwrite. Keeping this
     // host's rotation instead is a decision of its own, bound to the published fingerprint.
-    const pushOver = nextStep('sync --push --confirm', { placeholders: [pushOverBinding(verdict.published).placeholder] });
-    const force = nextStep('sync --force --confirm', { placeholders: [forceBinding(verdict.local).placeholder] });
+    const pushOver = nextStep('sync --push --confirm', {
+      placeholders: [pushOverBinding(verdict.published).placeholder],
+    });
+    const force = nextStep('sync --force --confirm', {
+      placeholders: [forceBinding(verdict.local).placeholder],
+    });
     throw new BatonError('store-changed', {
       what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation. ${verdictSentence(verdict)}`,
       where: share.store.location,
       changed: 'Nothing was written.',
-      next: ['Decide which of the two rotations the fleet keeps (', nextStep('status'), ' shows both): the published one with ', force, ', or this host\'s with ', pushOver, '.'],
+      next: [
+        'Decide which of the two rotations the fleet keeps (',
+        nextStep('status'),
+        ' shows both): the published one with ',
+        force,
+        ", or this host's with ",
+        pushOver,
+        '.',
+      ],
       reason: 'replaced',
     });
   }
@@ -98,12 +132,16 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
     throw misuse(
       'push',
       verdict.kind === 'refuse'
-        ? 'when this host is not PROVED behind the published authority: the published one replaced this host\'s (signed with this host\'s own key) and is newer, so publishing over it would roll the fleet back'
+        ? "when this host is not PROVED behind the published authority: the published one replaced this host's (signed with this host's own key) and is newer, so publishing over it would roll the fleet back"
         : 'when this host holds a different authority than the published one and is not proved behind it',
     );
   }
   if (flags.replaceUnreadable) {
-    if (verdict.kind !== 'blocked' || verdict.unreadable === undefined || verdict.unreadable === 'could-not-read') {
+    if (
+      verdict.kind !== 'blocked' ||
+      verdict.unreadable === undefined ||
+      verdict.unreadable === 'could-not-read'
+    ) {
       throw misuse('replaceUnreadable', 'when the published document was read and cannot be used');
     }
     // A valid document of another deployment, or one of a newer format: refused (exit 3).
@@ -116,8 +154,15 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
   if (flags.unseal) {
     const sealed =
       (flags.push && verdict.kind === 'refuse' && verdict.sealedWithoutKey === true) ||
-      (flags.replaceUnreadable && seen.published.state === 'unreadable' && seen.published.sealed === true && share.sealKey === undefined);
-    if (!sealed) throw misuse('unseal', 'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key');
+      (flags.replaceUnreadable &&
+        seen.published.state === 'unreadable' &&
+        seen.published.sealed === true &&
+        share.sealKey === undefined);
+    if (!sealed)
+      throw misuse(
+        'unseal',
+        'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key',
+      );
   }
 }
 
@@ -139,8 +184,10 @@ export function syncBindings(seen: Look, flags: SyncActionFlags): readonly Bindi
   const { verdict, published } = seen;
   const bindings: Binding[] = [];
   if (flags.force && verdict.kind === 'refuse') bindings.push(forceBinding(verdict.local));
-  if (flags.push && pushesOver(verdict) && verdict.kind === 'refuse') bindings.push(pushOverBinding(verdict.published));
-  if (flags.replaceUnreadable && published.state === 'unreadable' && published.etag !== undefined) bindings.push(replaceBinding(published.etag));
+  if (flags.push && pushesOver(verdict) && verdict.kind === 'refuse')
+    bindings.push(pushOverBinding(verdict.published));
+  if (flags.replaceUnreadable && published.state === 'unreadable' && published.etag !== undefined)
+    bindings.push(replaceBinding(published.etag));
   if (flags.unseal) bindings.push(UNSEAL_BINDING);
   return bindings;
 }

@@ -18,16 +18,24 @@ import { X509Certificate } from 'node:crypto';
 import { BatonError } from '../errors.js';
 import { DOCUMENT_FORMAT, type UnreadableProblem } from './types.js';
 
-
 /** The problem of a document the decoder refused. Never throws. */
-export function classifyRefusedDocument(body: Uint8Array, deployment: string): Exclude<UnreadableProblem, 'could-not-read'> {
+export function classifyRefusedDocument(
+  body: Uint8Array,
+  deployment: string,
+): Exclude<UnreadableProblem, 'could-not-read'> {
   const value = looseJson(body);
   if (value === undefined) return 'unusable';
   const format = value.format;
-  if (typeof format === 'string' && format !== DOCUMENT_FORMAT && isNewerFormat(format)) return 'newer-format';
+  if (typeof format === 'string' && format !== DOCUMENT_FORMAT && isNewerFormat(format))
+    return 'newer-format';
   // Only a document in this version's format can be a VALID document of another deployment;
   // one whose certificate names this deployment had its `deployment` field edited.
-  if (format === DOCUMENT_FORMAT && typeof value.deployment === 'string' && value.deployment !== '' && value.deployment !== deployment) {
+  if (
+    format === DOCUMENT_FORMAT &&
+    typeof value.deployment === 'string' &&
+    value.deployment !== '' &&
+    value.deployment !== deployment
+  ) {
     return certificateDeployment(value) === deployment ? 'unusable' : 'foreign-deployment';
   }
   return 'unusable';
@@ -36,7 +44,9 @@ export function classifyRefusedDocument(body: Uint8Array, deployment: string): E
 /** True when the `deployment` field names another deployment but the certificate inside names this one. */
 export function editedDeployment(body: Uint8Array, deployment: string): boolean {
   const value = looseJson(body);
-  return value !== undefined && value.deployment !== deployment && certificateDeployment(value) === deployment;
+  return (
+    value !== undefined && value.deployment !== deployment && certificateDeployment(value) === deployment
+  );
 }
 
 export function editedDeploymentError(location: string, deployment: string): BatonError {
@@ -44,7 +54,7 @@ export function editedDeploymentError(location: string, deployment: string): Bat
     what: `The published document cannot be used: its certificate names this deployment (${deployment}), but its "deployment" field was edited to name another.`,
     where: location,
     changed: 'Nothing was installed.',
-    next: ['Replace it from a controller that holds this deployment\'s authority: ', replaceElsewhere(), '.'],
+    next: ["Replace it from a controller that holds this deployment's authority: ", replaceElsewhere(), '.'],
     reason: 'document-refused',
   });
 }
@@ -86,7 +96,9 @@ function isNewerFormat(format: string): boolean {
 function looseJson(body: Uint8Array): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(new TextDecoder().decode(body));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -48,12 +48,18 @@ export function lineageSentence(lineage: Lineage): string {
 export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}): VerdictWords {
   // The one builder (src/suggest-command.ts); a bare prefix is a view on a terminal.
   const given = options.baton ?? 'baton';
-  const s: Suggester = typeof given === 'string' ? { prefix: given, inventory: undefined, terminal: true } : given;
+  const s: Suggester =
+    typeof given === 'string' ? { prefix: given, inventory: undefined, terminal: true } : given;
   const fp = (fingerprint: Fingerprint) => (options.fingerprints ? ` ${fingerprint}` : '');
   switch (verdict.kind) {
     case 'in-sync':
       if (verdict.previous === undefined) {
-        return { tone: 'ok', label: 'in sync', headline: `This host holds the published authority${fp(verdict.fingerprint)}.`, next: 'Nothing to do.' };
+        return {
+          tone: 'ok',
+          label: 'in sync',
+          headline: `This host holds the published authority${fp(verdict.fingerprint)}.`,
+          next: 'Nothing to do.',
+        };
       }
       {
         const step = nextStep('ca retire');
@@ -72,7 +78,8 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
       return {
         tone: 'action',
         label: 'action needed',
-        headline: 'Nothing is published and this host holds no authority: it can be the first controller (minting is never done without asking).',
+        headline:
+          'Nothing is published and this host holds no authority: it can be the first controller (minting is never done without asking).',
         next: renderStep(s, step),
         step,
       };
@@ -125,7 +132,11 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         tone: 'refused',
         label: 'blocked',
         headline: verdict.why,
-        next: verdict.said ? renderSaid(s, verdict.said) : verdict.step ? `${verdict.next} ${renderStepSentence(s, verdict.step)}` : verdict.next,
+        next: verdict.said
+          ? renderSaid(s, verdict.said)
+          : verdict.step
+            ? `${verdict.next} ${renderStepSentence(s, verdict.step)}`
+            : verdict.next,
         ...(verdict.step ? { step: verdict.step } : {}),
       };
   }
@@ -136,15 +147,28 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
  * plainly; everything else that replaces an authority is bound to a value read from the two
  * sides (confirm-binding.ts), shown as a placeholder, so the printed command cannot do it.
  */
-function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester): { readonly step: NextStep; readonly next: string } {
-  const force = nextStep('sync --force --confirm', { placeholders: [forceBinding(verdict.local).placeholder] });
-  const pushOver = nextStep('sync --push --confirm', { placeholders: [pushOverBinding(verdict.published).placeholder] });
-  const sealNote = 'Set seal_key_file (the key the other controllers use) first: the published authority is sealed and this host has no seal key.';
+function refuseNext(
+  verdict: Extract<Verdict, { kind: 'refuse' }>,
+  s: Suggester,
+): { readonly step: NextStep; readonly next: string } {
+  const force = nextStep('sync --force --confirm', {
+    placeholders: [forceBinding(verdict.local).placeholder],
+  });
+  const pushOver = nextStep('sync --push --confirm', {
+    placeholders: [pushOverBinding(verdict.published).placeholder],
+  });
+  const sealNote =
+    'Set seal_key_file (the key the other controllers use) first: the published authority is sealed and this host has no seal key.';
   const { lineage } = verdict;
   if (lineage.kind === 'ahead') {
     if (verdict.sealedWithoutKey) {
-      const unseal = nextStep('sync --push --unseal --confirm', { placeholders: [UNSEAL_BINDING.placeholder] });
-      return { step: nextStep('sync --push'), next: `${sealNote} Then ${renderStep(s, nextStep('sync --push'))}; or stop sealing on purpose: ${renderStepSentence(s, unseal)}` };
+      const unseal = nextStep('sync --push --unseal --confirm', {
+        placeholders: [UNSEAL_BINDING.placeholder],
+      });
+      return {
+        step: nextStep('sync --push'),
+        next: `${sealNote} Then ${renderStep(s, nextStep('sync --push'))}; or stop sealing on purpose: ${renderStepSentence(s, unseal)}`,
+      };
     }
     const step = nextStep('sync --push');
     return { step, next: renderStep(s, step) };
@@ -159,9 +183,16 @@ function refuseNext(verdict: Extract<Verdict, { kind: 'refuse' }>, s: Suggester)
   const keepPublished = force;
   const head = verdict.sealedWithoutKey ? `${sealNote} Then ` : '';
   const first = `${head}${renderStepSentence(s, keepPublished)}`;
-  if (proved) return { step: keepPublished, next: `${first}  (sets this host's authority aside and adopts the newer, published one)` };
+  if (proved)
+    return {
+      step: keepPublished,
+      next: `${first}  (sets this host's authority aside and adopts the newer, published one)`,
+    };
   // Not proved ahead, not proved behind: either side may be kept, each on purpose.
-  const newer = lineage.kind === 'left-behind' ? 'the published one claims to be newer; ' : 'neither is newer by lineage; ';
+  const newer =
+    lineage.kind === 'left-behind'
+      ? 'the published one claims to be newer; '
+      : 'neither is newer by lineage; ';
   return {
     step: keepPublished,
     next: `${first}  (keeps the published authority; ${newer}to keep this host's instead: ${renderStepSentence(s, pushOver)})`,

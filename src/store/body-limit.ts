@@ -16,7 +16,11 @@ export class OversizeError extends BatonError {
     super('refused', {
       what: `The published document is ${said}; a baton document is never over 1 MiB (${MAX_DOCUMENT_BYTES} bytes).`,
       where: location,
-      next: ['Check what wrote this object; a controller that holds the authority replaces it with ', replaceElsewhere(), '.'],
+      next: [
+        'Check what wrote this object; a controller that holds the authority replaces it with ',
+        replaceElsewhere(),
+        '.',
+      ],
       changed: 'Nothing was read into memory or installed.',
       reason: 'oversize',
     });

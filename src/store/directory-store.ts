@@ -14,7 +14,15 @@ import { MAX_DOCUMENT_BYTES, OversizeError, oversizeError } from './body-limit.j
 import { contentEtag } from './etag.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
-import { NEIGHBOUR_LIMIT, NEIGHBOUR_MAX_BYTES, type ConditionalWriteCheck, type NeighbourDocument, type Precondition, type Store, type StoredDocument } from './store.js';
+import {
+  NEIGHBOUR_LIMIT,
+  NEIGHBOUR_MAX_BYTES,
+  type ConditionalWriteCheck,
+  type NeighbourDocument,
+  type Precondition,
+  type Store,
+  type StoredDocument,
+} from './store.js';
 import { DOCUMENT_FILE } from './store-url.js';
 
 const LOCK_FILE = '.authority.lock';
@@ -37,7 +45,9 @@ export class DirectoryStore implements Store {
     const parent = path.dirname(this.dir);
     const found: NeighbourDocument[] = [];
     try {
-      for (const entry of (await fs.readdir(parent, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const entry of (await fs.readdir(parent, { withFileTypes: true })).sort((a, b) =>
+        a.name.localeCompare(b.name),
+      )) {
         if (found.length >= NEIGHBOUR_LIMIT) break;
         const dir = path.join(parent, entry.name);
         if (!entry.isDirectory() || dir === this.dir) continue;
@@ -83,7 +93,8 @@ export class DirectoryStore implements Store {
     }
     try {
       const st = await handle.stat();
-      if (!st.isFile()) throw this.#failed('The published document is not a regular file', file, undefined, 'not-a-file');
+      if (!st.isFile())
+        throw this.#failed('The published document is not a regular file', file, undefined, 'not-a-file');
       if (st.size > MAX_DOCUMENT_BYTES) throw oversizeError(file, st.size, await streamedEtag(handle));
       const body = new Uint8Array(await handle.readFile());
       if (body.length > MAX_DOCUMENT_BYTES) throw oversizeError(file, body.length, contentEtag(body));
@@ -154,7 +165,11 @@ export class DirectoryStore implements Store {
       const tryLock = () =>
         new Promise<boolean>((resolve, reject) =>
           flock(handle.fd, 'exnb', (error) =>
-            error ? (error.code === 'EWOULDBLOCK' || error.code === 'EAGAIN' ? resolve(false) : reject(error)) : resolve(true),
+            error
+              ? error.code === 'EWOULDBLOCK' || error.code === 'EAGAIN'
+                ? resolve(false)
+                : reject(error)
+              : resolve(true),
           ),
         );
       const deadline = Date.now() + LOCK_WAIT_MS;

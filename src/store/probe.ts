@@ -39,7 +39,10 @@ export async function probeConditionalWrites(target: ProbeTarget): Promise<Condi
     await target.remove(name);
   } catch {
     // The answer stands; the operator only needs to know a small object was left behind.
-    return { ...check, detail: `${check.detail} The probe object ${name} could not be removed; delete it (and its versions) by hand.` };
+    return {
+      ...check,
+      detail: `${check.detail} The probe object ${name} could not be removed; delete it (and its versions) by hand.`,
+    };
   }
   return check;
 }
@@ -47,7 +50,10 @@ export async function probeConditionalWrites(target: ProbeTarget): Promise<Condi
 async function probe(target: ProbeTarget, name: string): Promise<ConditionalWriteCheck> {
   // Three different bodies: S3's ETag is a digest of the content, so a "stale" ETag of
   // identical bytes would still match and prove nothing.
-  const body = (n: number) => new TextEncoder().encode(`baton store check ${n} ${new Date().toISOString()} ${randomBytes(4).toString('hex')}\n`);
+  const body = (n: number) =>
+    new TextEncoder().encode(
+      `baton store check ${n} ${new Date().toISOString()} ${randomBytes(4).toString('hex')}\n`,
+    );
   // The duplicate create-only write repeats v1's exact bytes: when a store wrongly accepts it,
   // the object's ETag is still v1's, so the If-Match probes below test If-Match alone and a
   // store that drops only If-None-Match is not blamed for If-Match too.
@@ -67,7 +73,9 @@ async function probe(target: ProbeTarget, name: string): Promise<ConditionalWrit
   const staleRefused = await refused(target.write(name, body(3), { kind: 'if-match', etag: matchEtag }));
   if (!rightAccepted) {
     failed.push('replace-if-unchanged');
-    why.push('a replace with the current ETag (If-Match) was refused, so no publish could ever replace the document');
+    why.push(
+      'a replace with the current ETag (If-Match) was refused, so no publish could ever replace the document',
+    );
   } else if (!staleRefused) {
     failed.push('replace-if-unchanged');
     why.push('a replace with a stale ETag (If-Match) was accepted');

@@ -22,7 +22,17 @@ import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
-import { NEIGHBOUR_LIMIT, NEIGHBOUR_MAX_BYTES, type ConditionalWriteCheck, type DocumentVersion, type DocumentVersions, type NeighbourDocument, type Precondition, type Store, type StoredDocument } from './store.js';
+import {
+  NEIGHBOUR_LIMIT,
+  NEIGHBOUR_MAX_BYTES,
+  type ConditionalWriteCheck,
+  type DocumentVersion,
+  type DocumentVersions,
+  type NeighbourDocument,
+  type Precondition,
+  type Store,
+  type StoredDocument,
+} from './store.js';
 import type { S3StoreSpec } from './store-url.js';
 
 /** Static keys, as an emulator (the drill's s3rver, moto in the tests) is reached with. */
@@ -108,11 +118,21 @@ export class S3Store implements Store {
       for (let page = 0; page < 100; page++) {
         const listed = await this.#send(() =>
           this.#client.send(
-            new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key, KeyMarker: keyMarker, VersionIdMarker: versionMarker }),
+            new ListObjectVersionsCommand({
+              Bucket: this.spec.bucket,
+              Prefix: key,
+              KeyMarker: keyMarker,
+              VersionIdMarker: versionMarker,
+            }),
           ),
         );
         for (const v of listed.Versions ?? []) {
-          if (v.Key === key && v.VersionId) found.push({ versionId: v.VersionId, lastModified: v.LastModified, isLatest: v.IsLatest === true });
+          if (v.Key === key && v.VersionId)
+            found.push({
+              versionId: v.VersionId,
+              lastModified: v.LastModified,
+              isLatest: v.IsLatest === true,
+            });
         }
         if (!listed.IsTruncated) break;
         keyMarker = listed.NextKeyMarker;
@@ -126,7 +146,11 @@ export class S3Store implements Store {
     for (const v of found) {
       let body: Uint8Array | undefined;
       try {
-        const response = await this.#send(() => this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: v.versionId })));
+        const response = await this.#send(() =>
+          this.#client.send(
+            new GetObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: v.versionId }),
+          ),
+        );
         if (response.ContentLength === undefined || response.ContentLength <= MAX_DOCUMENT_BYTES) {
           const bytes = await response.Body?.transformToByteArray();
           body = bytes && bytes.length <= MAX_DOCUMENT_BYTES ? bytes : undefined;
@@ -149,19 +173,30 @@ export class S3Store implements Store {
     const where = this.#where(key);
     let versions: { VersionId?: string | undefined; Key?: string | undefined }[] | undefined;
     try {
-      const listed = await this.#send(() => this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key })));
-      versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter((v) => v.Key === key && v.VersionId);
+      const listed = await this.#send(() =>
+        this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key })),
+      );
+      versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter(
+        (v) => v.Key === key && v.VersionId,
+      );
     } catch {
       // A store without the versions API (some emulators) keeps no versions: a plain delete is whole.
       versions = undefined;
     }
     try {
       for (const version of versions ?? []) {
-        await this.#send(() => this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! })));
+        await this.#send(() =>
+          this.#client.send(
+            new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! }),
+          ),
+        );
       }
       // Unversioned buckets list their object with VersionId "null" (deleted above) or not at
       // all; a plain delete then is harmless, and whole where nothing was listed.
-      if (!versions || versions.length === 0) await this.#send(() => this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key })));
+      if (!versions || versions.length === 0)
+        await this.#send(() =>
+          this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key })),
+        );
     } catch (error) {
       throw classifyS3Error(error, where, 'delete', this.spec);
     }
@@ -188,9 +223,19 @@ export class S3Store implements Store {
     const cut = this.spec.prefix.lastIndexOf('/');
     const parent = cut < 0 ? '' : this.spec.prefix.slice(0, cut + 1);
     try {
-      const listed = await this.#send(() => this.#client.send(new ListObjectsV2Command({ Bucket: this.spec.bucket, Prefix: parent, MaxKeys: 1000 })));
+      const listed = await this.#send(() =>
+        this.#client.send(
+          new ListObjectsV2Command({ Bucket: this.spec.bucket, Prefix: parent, MaxKeys: 1000 }),
+        ),
+      );
       const keys = (listed.Contents ?? [])
-        .filter((o) => o.Key !== undefined && o.Key !== this.spec.key && (o.Key === name || o.Key.endsWith(`/${name}`)) && (o.Size ?? 0) <= NEIGHBOUR_MAX_BYTES)
+        .filter(
+          (o) =>
+            o.Key !== undefined &&
+            o.Key !== this.spec.key &&
+            (o.Key === name || o.Key.endsWith(`/${name}`)) &&
+            (o.Size ?? 0) <= NEIGHBOUR_MAX_BYTES,
+        )
         .map((o) => o.Key!)
         .slice(0, NEIGHBOUR_LIMIT);
       const found: NeighbourDocument[] = [];
@@ -235,7 +280,9 @@ export class S3Store implements Store {
     const where = this.#where(key);
     let response;
     try {
-      response = await this.#send(() => this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key })));
+      response = await this.#send(() =>
+        this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key })),
+      );
     } catch (error) {
       // "ABSENT" MEANS S3 SAID ABSENT: only NoSuchKey (S3's own error, parsed from its XML).
       // A 404 from anything else — a web server at the wrong endpoint, a virtual-host name
@@ -265,7 +312,9 @@ export class S3Store implements Store {
       throw new ShortBody(error);
     }
     if (response.ContentLength !== undefined && size !== response.ContentLength) {
-      throw new ShortBody(new Error(`the body ended after ${size} of ${response.ContentLength} bytes (ECONNRESET)`));
+      throw new ShortBody(
+        new Error(`the body ended after ${size} of ${response.ContentLength} bytes (ECONNRESET)`),
+      );
     }
     const body = new Uint8Array(size);
     let offset = 0;
@@ -285,7 +334,11 @@ export class S3Store implements Store {
     return { body, etag: response.ETag };
   }
 
-  async #put(key: string, body: Uint8Array, precondition: Precondition | undefined): Promise<{ readonly etag: string }> {
+  async #put(
+    key: string,
+    body: Uint8Array,
+    precondition: Precondition | undefined,
+  ): Promise<{ readonly etag: string }> {
     const where = this.#where(key);
     const input: PutObjectCommandInput = {
       Bucket: this.spec.bucket,
@@ -304,7 +357,11 @@ export class S3Store implements Store {
     } catch (error) {
       const { status, name } = fieldsOf(error);
       if (precondition && (status === 412 || name === 'PreconditionFailed')) {
-        throw storeChangedError(where, precondition.kind === 'create-only' ? 'published-meanwhile' : 'replaced', error);
+        throw storeChangedError(
+          where,
+          precondition.kind === 'create-only' ? 'published-meanwhile' : 'replaced',
+          error,
+        );
       }
       if (precondition && (status === 409 || name === 'ConditionalRequestConflict')) {
         throw storeChangedError(where, 'write-in-progress', error);
@@ -369,12 +426,38 @@ function fieldsOf(error: unknown): ErrorFields {
 
 /** S3 signs each request with the time; past 15 minutes apart it refuses, whatever the credentials. */
 const SKEW_LIMIT_MS = 15 * 60_000;
-const CLOCK_SKEW_NAMES = new Set(['RequestTimeTooSkewed', 'RequestExpired', 'RequestInTheFuture', 'InvalidSignatureException']);
-const DENIED_NAMES = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken']);
-const WRONG_REGION_NAMES = new Set(['PermanentRedirect', 'AuthorizationHeaderMalformed', 'IllegalLocationConstraintException']);
-const THROTTLED_NAMES = new Set(['SlowDown', 'Throttling', 'ThrottlingException', 'TooManyRequestsException', 'RequestLimitExceeded']);
+const CLOCK_SKEW_NAMES = new Set([
+  'RequestTimeTooSkewed',
+  'RequestExpired',
+  'RequestInTheFuture',
+  'InvalidSignatureException',
+]);
+const DENIED_NAMES = new Set([
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'ExpiredToken',
+  'InvalidToken',
+]);
+const WRONG_REGION_NAMES = new Set([
+  'PermanentRedirect',
+  'AuthorizationHeaderMalformed',
+  'IllegalLocationConstraintException',
+]);
+const THROTTLED_NAMES = new Set([
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+]);
 /** TLS spoken to a plain-HTTP port: OpenSSL's codes as Node reports them. */
-const PLAIN_HTTP_CODES = new Set(['EPROTO', 'ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST']);
+const PLAIN_HTTP_CODES = new Set([
+  'EPROTO',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'ERR_SSL_PACKET_LENGTH_TOO_LONG',
+  'ERR_SSL_HTTP_REQUEST',
+]);
 /**
  * A connection closed mid-answer. The SDK's HTTP handler renames these errors TimeoutError
  * but keeps Node's code, so they are checked before the timeout.
@@ -388,7 +471,13 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH'
  * what to check. Classified by the error's fields (HTTP status, SDK error name, S3's code,
  * Node's code): a message is for people and changes between versions.
  */
-function classifyS3Error(error: unknown, where: string, operation: Operation, spec?: S3StoreSpec, now: () => Date = () => new Date()): BatonError {
+function classifyS3Error(
+  error: unknown,
+  where: string,
+  operation: Operation,
+  spec?: S3StoreSpec,
+  now: () => Date = () => new Date(),
+): BatonError {
   const { status, name, code, causeCode, serverDate } = fieldsOf(error);
   const codes = [code, causeCode].filter((c): c is string => c !== undefined);
   const hasCode = (set: ReadonlySet<string>) => codes.some((c) => set.has(c));
@@ -411,8 +500,11 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
   if (hasCode(PLAIN_HTTP_CODES)) {
     return fail(
       'plain-http',
-      `The endpoint ${spec?.endpoint ?? ''} answered in plain HTTP, but the store URL asks for TLS (https://).`.replace('  ', ' '),
-      'Use the endpoint\'s http:// address if it really serves plain HTTP (a local emulator), or point baton at the TLS port.',
+      `The endpoint ${spec?.endpoint ?? ''} answered in plain HTTP, but the store URL asks for TLS (https://).`.replace(
+        '  ',
+        ' ',
+      ),
+      "Use the endpoint's http:// address if it really serves plain HTTP (a local emulator), or point baton at the TLS port.",
     );
   }
   if (status === 404 && !isNoSuchKey(error) && name !== 'NoSuchBucket') {
@@ -423,13 +515,17 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
     );
   }
   if (name === 'NoSuchBucket') {
-    return fail('no-bucket', 'The bucket does not exist.', 'Check the bucket name in the store URL, and the region/endpoint it lives at.');
+    return fail(
+      'no-bucket',
+      'The bucket does not exist.',
+      'Check the bucket name in the store URL, and the region/endpoint it lives at.',
+    );
   }
   if (status === 301 || WRONG_REGION_NAMES.has(name)) {
     return fail(
       'wrong-region',
       'The bucket is in a different region than the one baton asked.',
-      'Set the bucket\'s region with ?region= in the store URL or AWS_REGION.',
+      "Set the bucket's region with ?region= in the store URL or AWS_REGION.",
     );
   }
   // Before "denied": a skewed clock is refused with 403 too, and no credential fixes it.
@@ -439,7 +535,7 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
     return fail(
       'clock-skew',
       `The store refused the request because this host's clock differs from the store's${by} (clock skew, ${name || status}).`,
-      'Fix this host\'s clock (enable NTP: timedatectl set-ntp true, or chronyc makestep), then try again. Credentials are not the problem.',
+      "Fix this host's clock (enable NTP: timedatectl set-ntp true, or chronyc makestep), then try again. Credentials are not the problem.",
     );
   }
   if (status === 403 || DENIED_NAMES.has(name)) {
@@ -450,10 +546,18 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
     );
   }
   if (status === 503 || status === 429 || THROTTLED_NAMES.has(name)) {
-    return fail('throttled', 'The store is throttling requests (SlowDown) and the retries ran out.', 'Wait a moment and try again.');
+    return fail(
+      'throttled',
+      'The store is throttling requests (SlowDown) and the retries ran out.',
+      'Wait a moment and try again.',
+    );
   }
   if (name === 'CredentialsProviderError') {
-    return fail('no-credentials', 'No AWS credentials were found.', 'Set AWS_PROFILE, or run on a host with an instance role.');
+    return fail(
+      'no-credentials',
+      'No AWS credentials were found.',
+      'Set AWS_PROFILE, or run on a host with an instance role.',
+    );
   }
   if (hasCode(CUT_SHORT_CODES)) {
     return fail(
@@ -462,15 +566,33 @@ function classifyS3Error(error: unknown, where: string, operation: Operation, sp
       'Check the network path to the store (proxy, load balancer, firewall) and try again.',
     );
   }
-  if (name === 'TimeoutError' || name === 'RequestTimeout' || hasCode(new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT']))) {
-    return fail('timed-out', 'The store did not answer in time.', 'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).');
+  if (
+    name === 'TimeoutError' ||
+    name === 'RequestTimeout' ||
+    hasCode(new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT']))
+  ) {
+    return fail(
+      'timed-out',
+      'The store did not answer in time.',
+      'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).',
+    );
   }
   if (hasCode(UNRESOLVED_CODES) || hasCode(UNREACHABLE_CODES)) {
-    const which = hasCode(UNRESOLVED_CODES) ? 'could not be resolved' : 'refused the connection or could not be reached';
-    return fail('unreachable', `The store's endpoint ${which}.`, 'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.');
+    const which = hasCode(UNRESOLVED_CODES)
+      ? 'could not be resolved'
+      : 'refused the connection or could not be reached';
+    return fail(
+      'unreachable',
+      `The store's endpoint ${which}.`,
+      'Check the endpoint (?endpoint= or AWS_ENDPOINT_URL_S3) and that the store is running and reachable.',
+    );
   }
   if (status !== undefined && status >= 500) {
-    return fail('server-error', `The store failed with HTTP ${status} (${name}).`, 'Try again; if it persists, check the store\'s health.');
+    return fail(
+      'server-error',
+      `The store failed with HTTP ${status} (${name}).`,
+      "Try again; if it persists, check the store's health.",
+    );
   }
   return fail(
     'other',

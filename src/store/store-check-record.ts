@@ -35,14 +35,29 @@ export function storeId(storeUrl: string): string {
 
 /** Where the shared record of `storeUrl` lives for the state dir `stateDir`. */
 export function storeCheckFile(stateDir: string, storeUrl: string): string {
-  return path.join(path.dirname(path.resolve(stateDir)), STORE_CHECKS_DIR, `${storeId(storeUrl).slice(0, 32)}.json`);
+  return path.join(
+    path.dirname(path.resolve(stateDir)),
+    STORE_CHECKS_DIR,
+    `${storeId(storeUrl).slice(0, 32)}.json`,
+  );
 }
 
-export async function writeStoreCheck(stateDir: string, storeUrl: string, check: ConditionalWriteCheck, now: Date): Promise<string> {
+export async function writeStoreCheck(
+  stateDir: string,
+  storeUrl: string,
+  check: ConditionalWriteCheck,
+  now: Date,
+): Promise<string> {
   const file = storeCheckFile(stateDir, storeUrl);
   const dir = path.dirname(file);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const record: StoreCheckJson = { store: storeUrl, enforced: check.enforced, failed: check.failed, detail: check.detail, checked_at: now.toISOString() };
+  const record: StoreCheckJson = {
+    store: storeUrl,
+    enforced: check.enforced,
+    failed: check.failed,
+    detail: check.detail,
+    checked_at: now.toISOString(),
+  };
   const temp = path.join(dir, `.${path.basename(file)}.tmp-${randomBytes(6).toString('hex')}`);
   try {
     await writeExclusive(temp, new TextEncoder().encode(`${JSON.stringify(record, null, 2)}\n`), 0o644);
@@ -58,8 +73,14 @@ export async function writeStoreCheck(stateDir: string, storeUrl: string, check:
  * nothing about this one. Missing or malformed reads as "not checked", never as an error —
  * status must still show both fingerprints.
  */
-export async function readStoreCheck(stateDir: string, storeUrl: string): Promise<StoreCheckJson | undefined> {
-  return (await readRecord(storeCheckFile(stateDir, storeUrl), storeUrl)) ?? (await readRecord(path.join(stateDir, STORE_CHECK_FILE), storeUrl));
+export async function readStoreCheck(
+  stateDir: string,
+  storeUrl: string,
+): Promise<StoreCheckJson | undefined> {
+  return (
+    (await readRecord(storeCheckFile(stateDir, storeUrl), storeUrl)) ??
+    (await readRecord(path.join(stateDir, STORE_CHECK_FILE), storeUrl))
+  );
 }
 
 async function readRecord(file: string, storeUrl: string): Promise<StoreCheckJson | undefined> {

@@ -32,7 +32,8 @@ export type StoreSpec = S3StoreSpec | DirectoryStoreSpec;
 
 const S3_PARAMS = new Set(['region', 'endpoint', 'path_style', 'sse', 'kms_key_id']);
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-const EXAMPLES = 'Use s3://bucket/prefix[?region=&endpoint=&path_style=true&sse=aws:kms&kms_key_id=] or file:///absolute/dir.';
+const EXAMPLES =
+  'Use s3://bucket/prefix[?region=&endpoint=&path_style=true&sse=aws:kms&kms_key_id=] or file:///absolute/dir.';
 
 export function parseStoreUrl(url: string): StoreSpec {
   let parsed: URL;
@@ -47,9 +48,12 @@ export function parseStoreUrl(url: string): StoreSpec {
 }
 
 function parseFileUrl(url: string, parsed: URL): DirectoryStoreSpec {
-  if (parsed.host !== '' && parsed.host !== 'localhost') throw usage(url, `names the host "${parsed.host}"; a directory store is local`);
-  if (parsed.search || parsed.hash) throw usage(url, 'has a query or fragment, which a directory store does not take');
-  if (!url.startsWith('file:///') && !url.startsWith('file://localhost/')) throw usage(url, 'is not an absolute path');
+  if (parsed.host !== '' && parsed.host !== 'localhost')
+    throw usage(url, `names the host "${parsed.host}"; a directory store is local`);
+  if (parsed.search || parsed.hash)
+    throw usage(url, 'has a query or fragment, which a directory store does not take');
+  if (!url.startsWith('file:///') && !url.startsWith('file://localhost/'))
+    throw usage(url, 'is not an absolute path');
   const dir = path.normalize(decodeOrRefuse(url, parsed.pathname));
   if (!path.isAbsolute(dir) || dir === '/') throw usage(url, 'does not name a directory below /');
   return { kind: 'file', dir: dir.replace(/\/+$/, '') };
@@ -57,16 +61,23 @@ function parseFileUrl(url: string, parsed: URL): DirectoryStoreSpec {
 
 function parseS3Url(url: string, parsed: URL): S3StoreSpec {
   const bucket = parsed.hostname;
-  if (!BUCKET.test(bucket)) throw usage(url, `has the bucket name "${bucket}", which is not a valid S3 bucket name`);
-  if (parsed.port || parsed.username || parsed.password || parsed.hash) throw usage(url, 'has a port, user or fragment; put an endpoint in ?endpoint=');
+  if (!BUCKET.test(bucket))
+    throw usage(url, `has the bucket name "${bucket}", which is not a valid S3 bucket name`);
+  if (parsed.port || parsed.username || parsed.password || parsed.hash)
+    throw usage(url, 'has a port, user or fragment; put an endpoint in ?endpoint=');
   // The raw path, not parsed.pathname: the URL parser resolves "a/../b" to "b" silently.
-  const rawPath = url.slice(url.indexOf('//') + 2).replace(/^[^/?#]*/, '').split(/[?#]/)[0] ?? '';
+  const rawPath =
+    url
+      .slice(url.indexOf('//') + 2)
+      .replace(/^[^/?#]*/, '')
+      .split(/[?#]/)[0] ?? '';
   const prefix = decodeOrRefuse(url, rawPath).replace(/^\/+|\/+$/g, '');
   if (prefix.split('/').some((part) => part === '.' || part === '..' || (prefix !== '' && part === ''))) {
     throw usage(url, 'has an empty, "." or ".." segment in its prefix');
   }
   for (const name of parsed.searchParams.keys()) {
-    if (!S3_PARAMS.has(name)) throw usage(url, `has the unknown parameter "${name}" (known: ${[...S3_PARAMS].join(', ')})`);
+    if (!S3_PARAMS.has(name))
+      throw usage(url, `has the unknown parameter "${name}" (known: ${[...S3_PARAMS].join(', ')})`);
   }
   const q = (name: string) => {
     const all = parsed.searchParams.getAll(name);
@@ -74,9 +85,11 @@ function parseS3Url(url: string, parsed: URL): S3StoreSpec {
     return all[0] === undefined || all[0] === '' ? undefined : all[0];
   };
   const pathStyle = q('path_style');
-  if (pathStyle !== undefined && pathStyle !== 'true' && pathStyle !== 'false') throw usage(url, 'has path_style that is neither true nor false');
+  if (pathStyle !== undefined && pathStyle !== 'true' && pathStyle !== 'false')
+    throw usage(url, 'has path_style that is neither true nor false');
   const sse = q('sse');
-  if (sse !== undefined && sse !== 'aws:kms' && sse !== 'AES256') throw usage(url, 'has sse that is neither aws:kms nor AES256');
+  if (sse !== undefined && sse !== 'aws:kms' && sse !== 'AES256')
+    throw usage(url, 'has sse that is neither aws:kms nor AES256');
   const kmsKeyId = q('kms_key_id');
   if (kmsKeyId !== undefined && sse !== 'aws:kms') throw usage(url, 'gives kms_key_id without sse=aws:kms');
   const endpoint = q('endpoint');

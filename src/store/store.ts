@@ -16,7 +16,8 @@ export interface StoredDocument {
  * A conditional write. A first publish is create-only (If-None-Match: *); a replace is
  * if-match on the ETag read for this decision — never a blind overwrite.
  */
-export type Precondition = { readonly kind: 'create-only' } | { readonly kind: 'if-match'; readonly etag: string };
+export type Precondition =
+  { readonly kind: 'create-only' } | { readonly kind: 'if-match'; readonly etag: string };
 
 /** The two preconditions `baton store check` probes. */
 export type ProbeName = 'create-only' | 'replace-if-unchanged';

@@ -59,13 +59,22 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     retire: (paths) => withinBounds(bounds, (s) => transport.retire(paths, s)),
     digests: (paths) => withinBounds(bounds, (s) => transport.digests(paths, s)),
     readTexts: (paths) => withinBounds(bounds, (s) => transport.readTexts(paths, s)),
-    ...(transport.watchTexts ? { watchTexts: (paths, options, onChange, until) => untilEither(until, bounds.signal, (s) => transport.watchTexts!(paths, options, onChange, s)) } : {}),
+    ...(transport.watchTexts
+      ? {
+          watchTexts: (paths, options, onChange, until) =>
+            untilEither(until, bounds.signal, (s) => transport.watchTexts!(paths, options, onChange, s)),
+        }
+      : {}),
     ...(transport.openChannel ? { openChannel: () => openBoundChannel(transport, bounds) } : {}),
   };
 }
 
 /** Runs `op` with a signal that aborts with either parent: a watch has no timeout of its own. */
-async function untilEither<T>(until: AbortSignal, cancel: AbortSignal | undefined, op: (signal: AbortSignal) => Promise<T>): Promise<T> {
+async function untilEither<T>(
+  until: AbortSignal,
+  cancel: AbortSignal | undefined,
+  op: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   return cancel ? op(AbortSignal.any([until, cancel])) : op(until);
 }
 

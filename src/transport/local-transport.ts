@@ -10,7 +10,13 @@ import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
 import { previousPath, rolledBackPath, STAGED_SUFFIX } from '../mesh/transport.js';
-import { abortedError, TransportError, type FileDigests, type StagedFile, type Transport } from '../mesh/transport.js';
+import {
+  abortedError,
+  TransportError,
+  type FileDigests,
+  type StagedFile,
+  type Transport,
+} from '../mesh/transport.js';
 
 export function localTransport(machine: string, root: string): Transport {
   const at = (p: string) => path.join(root, p);
@@ -40,115 +46,141 @@ export function localTransport(machine: string, root: string): Transport {
     } catch (error) {
       if (error instanceof TransportError) throw error;
       const e = error as NodeJS.ErrnoException;
-      throw new TransportError(machine, `${what} failed: ${e.code ?? ''} ${e.path ? path.relative(root, e.path) : ''}`.trim());
+      throw new TransportError(
+        machine,
+        `${what} failed: ${e.code ?? ''} ${e.path ? path.relative(root, e.path) : ''}`.trim(),
+      );
     }
   };
   return {
     machine,
     resolve: (signal) => wrap('resolve', signal, async () => undefined),
-    stage: (files, signal) => wrap('staging', signal, async () => {
-      const landed = [];
-      for (const file of files) {
-        await writeAtomic(at(file.path + STAGED_SUFFIX), file);
-        landed.push(await digestOf(at(file.path + STAGED_SUFFIX)));
-      }
-      return landed;
-    }),
-    commit: (paths, signal) => wrap('commit', signal, async () => {
-      for (const p of paths) {
-        await renameDurably(at(p + STAGED_SUFFIX), at(p));
-      }
-    }),
-    unstage: (paths, signal) => wrap('unstage', signal, async () => {
-      for (const p of paths) {
-        const staged = at(p + STAGED_SUFFIX);
-        await fs.rm(staged, { force: true });
-        const dir = path.dirname(staged);
-        const base = path.basename(staged);
-        const names = await fs.readdir(dir).catch(() => [] as string[]);
-        for (const name of names) if (name.startsWith(`${base}.tmp.`)) await fs.rm(path.join(dir, name), { force: true });
-      }
-    }),
-    keepPrevious: (paths, signal) => wrap('keeping the previous file', signal, async () => {
-      const kept = [];
-      for (const p of paths) {
-        const prev = at(previousPath(p));
-        const live = await digestOf(at(p));
-        if (live === undefined) {
-          const empty = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
-          await writeExclusive(empty, Buffer.alloc(0), 0o600);
-          await renameDurably(empty, prev);
-          kept.push(undefined);
-          continue;
+    stage: (files, signal) =>
+      wrap('staging', signal, async () => {
+        const landed = [];
+        for (const file of files) {
+          await writeAtomic(at(file.path + STAGED_SUFFIX), file);
+          landed.push(await digestOf(at(file.path + STAGED_SUFFIX)));
         }
-        // A link under a temp name, then a rename: `.prev` is always whole, never a copy. Kept
-        // already (a commit retried): rename() between two links of one file does nothing.
-        const [liveStat, prevStat] = await Promise.all([fs.stat(at(p)), fs.stat(prev).catch(() => undefined)]);
-        if (prevStat?.ino !== liveStat.ino || prevStat.dev !== liveStat.dev) {
-          const temp = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
-          await fs.link(at(p), temp);
-          await renameDurably(temp, prev);
+        return landed;
+      }),
+    commit: (paths, signal) =>
+      wrap('commit', signal, async () => {
+        for (const p of paths) {
+          await renameDurably(at(p + STAGED_SUFFIX), at(p));
         }
-        kept.push(live);
-      }
-      return kept;
-    }),
-    restorePrevious: (paths, signal) => wrap('restoring the previous file', signal, async () => {
-      const restored = [];
-      for (const p of paths) {
-        const prev = at(previousPath(p));
-        const prevStat = await fs.lstat(prev).catch(() => undefined);
-        const size = prevStat?.size;
-        // The live file's password may already be in the database (set, then the provisioner
-        // died before its receipt): linked aside before `.prev` replaces it, never lost.
-        const liveStat = prevStat && (await fs.lstat(at(p)).catch(() => undefined));
-        if (liveStat && (liveStat.ino !== prevStat.ino || liveStat.dev !== prevStat.dev)) {
-          const kept = at(rolledBackPath(p));
-          const temp = `${kept}.tmp.${randomBytes(4).toString('hex')}`;
-          await fs.link(at(p), temp);
-          await fs.chmod(temp, 0o600);
-          await renameDurably(temp, kept);
+      }),
+    unstage: (paths, signal) =>
+      wrap('unstage', signal, async () => {
+        for (const p of paths) {
+          const staged = at(p + STAGED_SUFFIX);
+          await fs.rm(staged, { force: true });
+          const dir = path.dirname(staged);
+          const base = path.basename(staged);
+          const names = await fs.readdir(dir).catch(() => [] as string[]);
+          for (const name of names)
+            if (name.startsWith(`${base}.tmp.`)) await fs.rm(path.join(dir, name), { force: true });
         }
-        if (size === 0) {
-          await fs.rm(at(p), { force: true });
-          await fs.rm(prev, { force: true });
-        } else if (size !== undefined) await renameDurably(prev, at(p));
-        if (size !== undefined) await fs.rm(path.join(path.dirname(at(p)), RECEIPTS_DIR, path.basename(p)), { force: true });
-        restored.push(size !== undefined);
-      }
-      return restored;
-    }),
-    discardPrevious: (paths, signal) => wrap('removing the previous file', signal, async () => {
-      for (const p of paths) {
-        await fs.rm(at(previousPath(p)), { force: true });
-        await fs.rm(at(rolledBackPath(p)), { force: true });
-      }
-    }),
-    retire: (paths, signal) => wrap('removing the switched file', signal, async () => {
-      for (const p of paths) {
-        for (const f of [p, `${p}${STAGED_SUFFIX}`, previousPath(p), rolledBackPath(p), path.posix.join(path.posix.dirname(p), RECEIPTS_DIR, path.posix.basename(p))]) await fs.rm(at(f), { force: true });
-      }
-    }),
-    digests: (paths, signal) => wrap('reading digests', signal, async () => {
-      const out: FileDigests[] = [];
-      for (const p of paths) {
-        const modified = await fs.stat(at(p)).then((st) => st.mtimeMs, () => undefined);
-        const prev = await digestOf(at(previousPath(p)));
-        const live = await fs.readFile(at(p)).catch((error: NodeJS.ErrnoException) => {
-          if (error.code === 'ENOENT') return undefined;
-          throw error;
-        });
-        const login = live === undefined ? undefined : conninfoLogin(live.toString('utf8'));
-        out.push({
-          live: live === undefined ? undefined : secretDigest(live),
-          next: await digestOf(at(p + STAGED_SUFFIX)),
-          ...(prev ? { prev } : {}),
-          ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }),
-          ...(login ? { liveLogin: login } : {}),
-        });
-      }
-      return out;
-    }),
+      }),
+    keepPrevious: (paths, signal) =>
+      wrap('keeping the previous file', signal, async () => {
+        const kept = [];
+        for (const p of paths) {
+          const prev = at(previousPath(p));
+          const live = await digestOf(at(p));
+          if (live === undefined) {
+            const empty = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+            await writeExclusive(empty, Buffer.alloc(0), 0o600);
+            await renameDurably(empty, prev);
+            kept.push(undefined);
+            continue;
+          }
+          // A link under a temp name, then a rename: `.prev` is always whole, never a copy. Kept
+          // already (a commit retried): rename() between two links of one file does nothing.
+          const [liveStat, prevStat] = await Promise.all([
+            fs.stat(at(p)),
+            fs.stat(prev).catch(() => undefined),
+          ]);
+          if (prevStat?.ino !== liveStat.ino || prevStat.dev !== liveStat.dev) {
+            const temp = `${prev}.tmp.${randomBytes(4).toString('hex')}`;
+            await fs.link(at(p), temp);
+            await renameDurably(temp, prev);
+          }
+          kept.push(live);
+        }
+        return kept;
+      }),
+    restorePrevious: (paths, signal) =>
+      wrap('restoring the previous file', signal, async () => {
+        const restored = [];
+        for (const p of paths) {
+          const prev = at(previousPath(p));
+          const prevStat = await fs.lstat(prev).catch(() => undefined);
+          const size = prevStat?.size;
+          // The live file's password may already be in the database (set, then the provisioner
+          // died before its receipt): linked aside before `.prev` replaces it, never lost.
+          const liveStat = prevStat && (await fs.lstat(at(p)).catch(() => undefined));
+          if (liveStat && (liveStat.ino !== prevStat.ino || liveStat.dev !== prevStat.dev)) {
+            const kept = at(rolledBackPath(p));
+            const temp = `${kept}.tmp.${randomBytes(4).toString('hex')}`;
+            await fs.link(at(p), temp);
+            await fs.chmod(temp, 0o600);
+            await renameDurably(temp, kept);
+          }
+          if (size === 0) {
+            await fs.rm(at(p), { force: true });
+            await fs.rm(prev, { force: true });
+          } else if (size !== undefined) await renameDurably(prev, at(p));
+          if (size !== undefined)
+            await fs.rm(path.join(path.dirname(at(p)), RECEIPTS_DIR, path.basename(p)), { force: true });
+          restored.push(size !== undefined);
+        }
+        return restored;
+      }),
+    discardPrevious: (paths, signal) =>
+      wrap('removing the previous file', signal, async () => {
+        for (const p of paths) {
+          await fs.rm(at(previousPath(p)), { force: true });
+          await fs.rm(at(rolledBackPath(p)), { force: true });
+        }
+      }),
+    retire: (paths, signal) =>
+      wrap('removing the switched file', signal, async () => {
+        for (const p of paths) {
+          for (const f of [
+            p,
+            `${p}${STAGED_SUFFIX}`,
+            previousPath(p),
+            rolledBackPath(p),
+            path.posix.join(path.posix.dirname(p), RECEIPTS_DIR, path.posix.basename(p)),
+          ])
+            await fs.rm(at(f), { force: true });
+        }
+      }),
+    digests: (paths, signal) =>
+      wrap('reading digests', signal, async () => {
+        const out: FileDigests[] = [];
+        for (const p of paths) {
+          const modified = await fs.stat(at(p)).then(
+            (st) => st.mtimeMs,
+            () => undefined,
+          );
+          const prev = await digestOf(at(previousPath(p)));
+          const live = await fs.readFile(at(p)).catch((error: NodeJS.ErrnoException) => {
+            if (error.code === 'ENOENT') return undefined;
+            throw error;
+          });
+          const login = live === undefined ? undefined : conninfoLogin(live.toString('utf8'));
+          out.push({
+            live: live === undefined ? undefined : secretDigest(live),
+            next: await digestOf(at(p + STAGED_SUFFIX)),
+            ...(prev ? { prev } : {}),
+            ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }),
+            ...(login ? { liveLogin: login } : {}),
+          });
+        }
+        return out;
+      }),
     readTexts: (paths, signal) => wrap('reading', signal, async () => readAll(paths)),
     // The same reader as over ssh, polling this filesystem: every path first, then changes.
     watchTexts: async (paths, watch, onChange, signal) => {
@@ -157,7 +189,9 @@ export function localTransport(machine: string, root: string): Transport {
       while (!signal.aborted && Date.now() < until) {
         await reachable();
         const texts = await readAll(paths);
-        const changes = texts.flatMap((text, index) => (reported.has(index) && reported.get(index) === text ? [] : [{ index, text }]));
+        const changes = texts.flatMap((text, index) =>
+          reported.has(index) && reported.get(index) === text ? [] : [{ index, text }],
+        );
         for (const c of changes) reported.set(c.index, c.text);
         if (changes.length > 0) onChange(changes);
         await sleep(watch.intervalMs, signal);

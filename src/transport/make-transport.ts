@@ -19,7 +19,10 @@ export interface TransportOptions {
 }
 
 export function makeTransport(machine: Machine, options: TransportOptions = {}): Transport {
-  const transport = machine.transport === 'local' ? localTransport(machine.name, machine.root) : sshTransport(machine.name, machine.ssh, options.ssh);
+  const transport =
+    machine.transport === 'local'
+      ? localTransport(machine.name, machine.root)
+      : sshTransport(machine.name, machine.ssh, options.ssh);
   return options.wrap ? options.wrap(transport, machine) : transport;
 }
 
@@ -27,7 +30,11 @@ export function makeTransport(machine: Machine, options: TransportOptions = {}):
  * A memoised lookup by machine name over an inventory's machines, every operation bounded by
  * `bounds` — the command's one timeout (`--timeout`) and its cancel signal.
  */
-export function transportsFor(machines: readonly Machine[], bounds: Bounds, options: TransportOptions = {}): TransportFor {
+export function transportsFor(
+  machines: readonly Machine[],
+  bounds: Bounds,
+  options: TransportOptions = {},
+): TransportFor {
   const built = new Map<string, BoundTransport>();
   const byName = new Map(machines.map((m) => [m.name, m]));
   return (name) => {

@@ -22,7 +22,11 @@ export interface ProcessOptions {
   readonly signal: AbortSignal;
 }
 
-export type ExecFn = (file: string, args: readonly string[], options: ProcessOptions) => Promise<ProcessResult>;
+export type ExecFn = (
+  file: string,
+  args: readonly string[],
+  options: ProcessOptions,
+) => Promise<ProcessResult>;
 
 /** ssh exits on SIGTERM; one that does not is killed this long after, rather than left behind. */
 const KILL_AFTER_MS = 2_000;
@@ -75,7 +79,16 @@ export const runProcess: ExecFn = (file, args, options) =>
 
 /** The child gets only what it needs to find its tools and its user's ssh config. */
 function childEnv(): Record<string, string> {
-  return pickEnv(process.env, ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'SSH_AUTH_SOCK', 'TMPDIR']);
+  return pickEnv(process.env, [
+    'PATH',
+    'HOME',
+    'USER',
+    'LOGNAME',
+    'LANG',
+    'LC_ALL',
+    'SSH_AUTH_SOCK',
+    'TMPDIR',
+  ]);
 }
 
 function pickEnv(env: NodeJS.ProcessEnv, names: readonly string[]): Record<string, string> {
@@ -94,7 +107,11 @@ export interface LiveProcess {
   /** Closes the child's stdin: a remote loop reading it ends. */
   end(): void;
   /** Resolves once the child has exited (on its own, or stopped by the signal). */
-  readonly exited: Promise<{ readonly exitCode: number | undefined; readonly stderr: string; readonly failedToStart: string | undefined }>;
+  readonly exited: Promise<{
+    readonly exitCode: number | undefined;
+    readonly stderr: string;
+    readonly failedToStart: string | undefined;
+  }>;
 }
 
 export interface LiveOptions {
@@ -124,7 +141,11 @@ export const startProcess: StartFn = (file, args, options) => {
   });
   // A write after the child died is not an error of its own: `exited` says what happened.
   child.stdin.on('error', () => undefined);
-  const exited = new Promise<{ exitCode: number | undefined; stderr: string; failedToStart: string | undefined }>((resolve) => {
+  const exited = new Promise<{
+    exitCode: number | undefined;
+    stderr: string;
+    failedToStart: string | undefined;
+  }>((resolve) => {
     child.once('error', (error) => {
       failedToStart = error.message;
       resolve({ exitCode: undefined, stderr, failedToStart });

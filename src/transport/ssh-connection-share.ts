@@ -68,9 +68,12 @@ export function sshConnectionShare(options: ShareOptions = {}): SshConnectionSha
     return directory;
   };
   const controlOptions = (): string[] => [
-    '-o', 'ControlMaster=auto',
-    '-o', `ControlPath=${path.join(ensureDirectory(), '%C')}`,
-    '-o', `ControlPersist=${CONTROL_PERSIST_SECONDS}`,
+    '-o',
+    'ControlMaster=auto',
+    '-o',
+    `ControlPath=${path.join(ensureDirectory(), '%C')}`,
+    '-o',
+    `ControlPersist=${CONTROL_PERSIST_SECONDS}`,
   ];
   /** `ssh … -O exit -- host`: asks the target's master, if any, to end. */
   const exitArgs = (target: SshTarget): string[] => {
@@ -100,7 +103,9 @@ export function sshConnectionShare(options: ShareOptions = {}): SshConnectionSha
         await Promise.all(
           [...targets.values()].map((target) =>
             // A master that is already gone answers with an error; that is the state we want.
-            exec(options.sshPath ?? 'ssh', exitArgs(target), { signal: AbortSignal.timeout(5_000) }).catch(() => undefined),
+            exec(options.sshPath ?? 'ssh', exitArgs(target), { signal: AbortSignal.timeout(5_000) }).catch(
+              () => undefined,
+            ),
           ),
         );
         // `-O exit` is answered before the master has gone; a master unlinks its socket as it
@@ -114,7 +119,8 @@ export function sshConnectionShare(options: ShareOptions = {}): SshConnectionSha
     closeSync() {
       if (closed) return;
       if (directory) {
-        for (const target of targets.values()) spawnSync(options.sshPath ?? 'ssh', exitArgs(target), { stdio: 'ignore', timeout: 2_000 });
+        for (const target of targets.values())
+          spawnSync(options.sshPath ?? 'ssh', exitArgs(target), { stdio: 'ignore', timeout: 2_000 });
       }
       removeDirectory();
     },

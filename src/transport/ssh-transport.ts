@@ -7,10 +7,32 @@
  */
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
-import { ANSWER_PREFIX, CHANNEL, COMMIT, DIGESTS, DISCARD_PREVIOUS, KEEP_PREVIOUS, RETIRE, READ_TEXTS, RESTORE_PREVIOUS, STAGE, UNSTAGE, WATCH, remoteCommand } from './remote-scripts.js';
+import {
+  ANSWER_PREFIX,
+  CHANNEL,
+  COMMIT,
+  DIGESTS,
+  DISCARD_PREVIOUS,
+  KEEP_PREVIOUS,
+  RETIRE,
+  READ_TEXTS,
+  RESTORE_PREVIOUS,
+  STAGE,
+  UNSTAGE,
+  WATCH,
+  remoteCommand,
+} from './remote-scripts.js';
 import { runProcess, startProcess, type ExecFn, type LiveProcess, type StartFn } from './run-process.js';
 import type { SshConnectionShare } from './ssh-connection-share.js';
-import { abortedError, TransportError, type ClockOffset, type FileDigests, type RenameChannel, type TextChange, type Transport } from '../mesh/transport.js';
+import {
+  abortedError,
+  TransportError,
+  type ClockOffset,
+  type FileDigests,
+  type RenameChannel,
+  type TextChange,
+  type Transport,
+} from '../mesh/transport.js';
 
 export interface SshTransportOptions {
   /** Replaces the process runner (tests record every child's argv and environment). */
@@ -37,7 +59,11 @@ export function sshArgs(target: SshTarget, share?: SshConnectionShare): string[]
   return args;
 }
 
-export function sshTransport(machine: string, target: SshTarget, options: SshTransportOptions = {}): Transport {
+export function sshTransport(
+  machine: string,
+  target: SshTarget,
+  options: SshTransportOptions = {},
+): Transport {
   const exec = options.exec ?? runProcess;
   const start = options.start ?? startProcess;
   options.share?.use(target);
@@ -45,13 +71,21 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
   // aborted signal stops this ssh rather than leaving it to outlive the command.
   const run = async (what: string, command: string, signal: AbortSignal, input?: string): Promise<string> => {
     if (signal.aborted) throw abortedError(machine, what, signal);
-    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], { signal, ...(input === undefined ? {} : { input }) });
-    if (result.failedToStart) throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
+    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
+      signal,
+      ...(input === undefined ? {} : { input }),
+    });
+    if (result.failedToStart)
+      throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
     if (result.cancelled) throw abortedError(machine, what, signal);
     if (result.exitCode !== 0) {
       const said = lastLine(result.stderr);
-      if (result.exitCode === 255) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
-      throw new TransportError(machine, `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`);
+      if (result.exitCode === 255)
+        throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
+      throw new TransportError(
+        machine,
+        `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
+      );
     }
     return result.stdout;
   };
@@ -60,7 +94,8 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
       .split('\n')
       .filter((line) => line.startsWith(ANSWER_PREFIX))
       .map((line) => line.slice(ANSWER_PREFIX.length));
-    if (out.length !== count || out.some((l) => l === '')) throw new TransportError(machine, `${what}: the machine answered ${out.length} of ${count} lines`);
+    if (out.length !== count || out.some((l) => l === ''))
+      throw new TransportError(machine, `${what}: the machine answered ${out.length} of ${count} lines`);
     return out;
   };
   return {
@@ -71,7 +106,19 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     stage: async (files, signal) => {
       if (files.length === 0) return [];
       const input = files.map((f) => `${f.secret.reveal()}\n`).join('');
-      const out = lines(await run('staging', remoteCommand(STAGE, files.map((f) => f.path)), signal, input), files.length, 'staging');
+      const out = lines(
+        await run(
+          'staging',
+          remoteCommand(
+            STAGE,
+            files.map((f) => f.path),
+          ),
+          signal,
+          input,
+        ),
+        files.length,
+        'staging',
+      );
       return out.map(asDigest);
     },
     commit: async (paths, signal) => {
@@ -84,11 +131,19 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     },
     keepPrevious: async (paths, signal) => {
       if (paths.length === 0) return [];
-      return lines(await run('keeping the previous file', remoteCommand(KEEP_PREVIOUS, paths), signal), paths.length, 'keeping the previous file').map(asDigest);
+      return lines(
+        await run('keeping the previous file', remoteCommand(KEEP_PREVIOUS, paths), signal),
+        paths.length,
+        'keeping the previous file',
+      ).map(asDigest);
     },
     restorePrevious: async (paths, signal) => {
       if (paths.length === 0) return [];
-      return lines(await run('restoring the previous file', remoteCommand(RESTORE_PREVIOUS, paths), signal), paths.length, 'restoring the previous file').map((l) => l === 'restored');
+      return lines(
+        await run('restoring the previous file', remoteCommand(RESTORE_PREVIOUS, paths), signal),
+        paths.length,
+        'restoring the previous file',
+      ).map((l) => l === 'restored');
     },
     discardPrevious: async (paths, signal) => {
       if (paths.length === 0) return;
@@ -100,7 +155,11 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     },
     digests: async (paths, signal) => {
       if (paths.length === 0) return [];
-      const out = lines(await run('reading digests', remoteCommand(DIGESTS, paths), signal), paths.length, 'reading digests');
+      const out = lines(
+        await run('reading digests', remoteCommand(DIGESTS, paths), signal),
+        paths.length,
+        'reading digests',
+      );
       return out.map((line): FileDigests => {
         const [live, next, modified, prev, login] = line.split(' ');
         const seconds = Number(modified);
@@ -116,7 +175,11 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
     },
     readTexts: async (paths, signal) => {
       if (paths.length === 0) return [];
-      const out = lines(await run('reading', remoteCommand(READ_TEXTS, paths), signal), paths.length, 'reading');
+      const out = lines(
+        await run('reading', remoteCommand(READ_TEXTS, paths), signal),
+        paths.length,
+        'reading',
+      );
       return out.map((line) => (line.startsWith('+') ? line.slice(1) : undefined));
     },
     // One session on the shared connection for the whole wait: the machine reads the files
@@ -146,13 +209,26 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
         const m = /^(\d+) (?:\+(.*)|-)$/.exec(answer);
         if (m && Number(m[1]) < paths.length) snapshot.set(Number(m[1]), m[2]);
       };
-      const child = start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(WATCH, [interval, lifetime, ...paths])], { onLine, signal });
+      const child = start(
+        options.sshPath ?? 'ssh',
+        [...sshArgs(target, options.share), remoteCommand(WATCH, [interval, lifetime, ...paths])],
+        { onLine, signal },
+      );
       const result = await child.exited;
       if (signal.aborted) return;
       failedSession(machine, 'watching receipts', result);
     },
     openChannel: (signal) => {
-      const open = (life: AbortSignal) => openRenameChannel(machine, (onLine) => start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(CHANNEL, [])], { onLine, signal: life }), life);
+      const open = (life: AbortSignal) =>
+        openRenameChannel(
+          machine,
+          (onLine) =>
+            start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(CHANNEL, [])], {
+              onLine,
+              signal: life,
+            }),
+          life,
+        );
       return options.share ? sharedChannel(options.share, targetKey(target), open, signal) : open(signal);
     },
   };
@@ -163,13 +239,21 @@ export function sshTransport(machine: string, target: SshTarget, options: SshTra
  * allows only `MaxSessions` sessions on one (10 by default): they share one rename channel
  * (paths are absolute on that host), which ends when the last of them closes it.
  */
-const channelsByShare = new WeakMap<SshConnectionShare, Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>>();
+const channelsByShare = new WeakMap<
+  SshConnectionShare,
+  Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>
+>();
 
 function targetKey(target: SshTarget): string {
   return `${target.user ?? ''}@${target.host}:${target.port ?? ''}:${target.config ?? ''}`;
 }
 
-function sharedChannel(share: SshConnectionShare, key: string, open: (life: AbortSignal) => Promise<RenameChannel>, signal: AbortSignal): Promise<RenameChannel> {
+function sharedChannel(
+  share: SshConnectionShare,
+  key: string,
+  open: (life: AbortSignal) => Promise<RenameChannel>,
+  signal: AbortSignal,
+): Promise<RenameChannel> {
   let byKey = channelsByShare.get(share);
   if (!byKey) channelsByShare.set(share, (byKey = new Map()));
   let entry = byKey.get(key);
@@ -188,28 +272,31 @@ function sharedChannel(share: SshConnectionShare, key: string, open: (life: Abor
   }
   const used = entry;
   used.users += 1;
-  return used.channel.then((channel) => {
-    let closed = false;
-    return {
-      get clock() {
-        return channel.clock;
-      },
-      commit: (paths, opSignal) => channel.commit(paths, opSignal),
-      close: () => {
-        if (closed) return;
-        closed = true;
-        used.users -= 1;
-        if (used.users === 0) {
-          if (byKey!.get(key) === used) byKey!.delete(key);
-          channel.close();
-          used.life.abort();
-        }
-      },
-    };
-  }, (error: unknown) => {
-    used.users -= 1;
-    throw error;
-  });
+  return used.channel.then(
+    (channel) => {
+      let closed = false;
+      return {
+        get clock() {
+          return channel.clock;
+        },
+        commit: (paths, opSignal) => channel.commit(paths, opSignal),
+        close: () => {
+          if (closed) return;
+          closed = true;
+          used.users -= 1;
+          if (used.users === 0) {
+            if (byKey!.get(key) === used) byKey!.delete(key);
+            channel.close();
+            used.life.abort();
+          }
+        },
+      };
+    },
+    (error: unknown) => {
+      used.users -= 1;
+      throw error;
+    },
+  );
 }
 
 /** Clock readings after the first, taken in the background; the closest-timed one wins. */
@@ -224,7 +311,11 @@ const clockNow = () => performance.timeOrigin + performance.now();
  * The clock is read once before the channel is handed out (a remote time is useless without
  * it) and a few more times after, keeping the reading with the shortest round trip.
  */
-export function openRenameChannel(machine: string, startSession: (onLine: (line: string) => void) => LiveProcess, signal: AbortSignal): Promise<RenameChannel> {
+export function openRenameChannel(
+  machine: string,
+  startSession: (onLine: (line: string) => void) => LiveProcess,
+  signal: AbortSignal,
+): Promise<RenameChannel> {
   type Waiter = { settle: (answer: string | Error) => void };
   const waiting: Waiter[] = [];
   let ready: ((answer: string | Error) => void) | undefined;
@@ -273,7 +364,8 @@ export function openRenameChannel(machine: string, startSession: (onLine: (line:
     const answer = await request('t\n');
     const back = clockNow();
     const remote = nsToMs(answer.replace(/^t /, ''));
-    if (remote === undefined) throw new TransportError(machine, `the rename channel answered "${answer}" to a clock request`);
+    if (remote === undefined)
+      throw new TransportError(machine, `the rename channel answered "${answer}" to a clock request`);
     if (back - sent < rtt) {
       rtt = back - sent;
       clock = { offsetMs: remote - (sent + back) / 2, withinMs: rtt / 2 };
@@ -296,11 +388,20 @@ export function openRenameChannel(machine: string, startSession: (onLine: (line:
               if (opSignal.aborted) throw abortedError(machine, 'renaming', opSignal);
               if (paths.length === 0) return clockNow() + clock!.offsetMs;
               const bad = paths.find((p) => p.includes('\n'));
-              if (bad !== undefined) throw new TransportError(machine, `a path with a line break cannot be renamed: ${JSON.stringify(bad)}`);
-              const answer = await request(`c ${paths.length}\n${paths.map((p) => `${p}\n`).join('')}`, opSignal);
-              if (answer.startsWith('err ')) throw new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`);
+              if (bad !== undefined)
+                throw new TransportError(
+                  machine,
+                  `a path with a line break cannot be renamed: ${JSON.stringify(bad)}`,
+                );
+              const answer = await request(
+                `c ${paths.length}\n${paths.map((p) => `${p}\n`).join('')}`,
+                opSignal,
+              );
+              if (answer.startsWith('err '))
+                throw new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`);
               const at = nsToMs(answer.replace(/^ok /, ''));
-              if (!answer.startsWith('ok ') || at === undefined) throw new TransportError(machine, `the rename channel answered "${answer}"`);
+              if (!answer.startsWith('ok ') || at === undefined)
+                throw new TransportError(machine, `the rename channel answered "${answer}"`);
               return at;
             },
             close: () => session.end(),
@@ -325,8 +426,16 @@ function failedSession(machine: string, what: string, result: Awaited<LiveProces
   if (result.failedToStart) throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
   if (result.exitCode === 0) return;
   const said = lastLine(result.stderr);
-  if (result.exitCode === 255 || result.exitCode === undefined) throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit ${result.exitCode ?? 'by signal'})`}`, true);
-  throw new TransportError(machine, `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`);
+  if (result.exitCode === 255 || result.exitCode === undefined)
+    throw new TransportError(
+      machine,
+      `ssh failed${said ? `: ${said}` : ` (exit ${result.exitCode ?? 'by signal'})`}`,
+      true,
+    );
+  throw new TransportError(
+    machine,
+    `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
+  );
 }
 
 function asDigest(hex: string | undefined): SecretDigest | undefined {
@@ -335,5 +444,12 @@ function asDigest(hex: string | undefined): SecretDigest | undefined {
 
 /** The line that says what went wrong, without ssh's own `ssh: ` prefix. */
 function lastLine(text: string): string {
-  return (text.trim().split('\n').filter((l) => l.trim() !== '').pop()?.trim() ?? '').replace(/^ssh: /, '');
+  return (
+    text
+      .trim()
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .pop()
+      ?.trim() ?? ''
+  ).replace(/^ssh: /, '');
 }

@@ -44,7 +44,12 @@ describe('the failover as a line dialogue (TERM=dumb, 0×0)', () => {
   });
 
   it('minting asks for the deployment id: a wrong one is refused with the reason, the right one mints', async () => {
-    const { acts, text } = await talk({ ...READS.firstController(), deployment: 'payments-eu' }, ['1', 'paymentz', '1', 'payments']);
+    const { acts, text } = await talk({ ...READS.firstController(), deployment: 'payments-eu' }, [
+      '1',
+      'paymentz',
+      '1',
+      'payments',
+    ]);
     expect(text).toContain('"paymentz" is not the first 8 characters of the deployment id');
     expect(acts).toEqual(['first-controller']);
   });
@@ -61,7 +66,9 @@ describe('the failover as a line dialogue (TERM=dumb, 0×0)', () => {
   it('after going back from the force gate the safe choice is the default again, so Enter leaves', async () => {
     const reading = READS.leftBehind();
     const local = reading.verdict.kind === 'refuse' ? reading.verdict.local : '';
-    const swapped = [...local.slice(7, 15)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+    const swapped = [...local.slice(7, 15)]
+      .map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()))
+      .join('');
     const { acts, code, text } = await talk(reading, ['2', swapped, '', '']);
     expect(text).toMatch(/same letters as the LOCAL fingerprint but not the same case/);
     const menus = text.split('Choose 1-');

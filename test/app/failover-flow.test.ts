@@ -12,7 +12,10 @@ import {
 import { FP_A, FP_OLD, READS, STATE_DIR } from './status-fixtures.js';
 
 const AT = new Date('2026-11-30T10:31:02.456Z');
-const storeChanged = new BatonError('store-changed', { what: 'The store changed since you looked.', next: 'Re-read and decide again.' });
+const storeChanged = new BatonError('store-changed', {
+  what: 'The store changed since you looked.',
+  next: 'Re-read and decide again.',
+});
 
 function walk(state: FailoverState, ...events: FailoverEvent[]): FailoverState {
   return events.reduce((s, e) => failover(s, e).state, state);
@@ -31,8 +34,18 @@ function everyState(): FailoverState[] {
     forceGate(),
     walk(forceGate(), { type: 'typed', text: FP_OLD.slice(7, 15) }),
     walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }),
-    walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }, { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } }),
-    walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }, { type: 'act-failed', error: storeChanged }),
+    walk(
+      adoptDeciding,
+      { type: 'select', at: AT },
+      { type: 'confirm' },
+      { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } },
+    ),
+    walk(
+      adoptDeciding,
+      { type: 'select', at: AT },
+      { type: 'confirm' },
+      { type: 'act-failed', error: storeChanged },
+    ),
   ];
 }
 
@@ -63,7 +76,9 @@ describe('the failover walk as a reducer', () => {
       for (const event of EVERY_EVENT) {
         const { state: next, effects } = failover(state, event);
         const writes = effects.filter((e) => e.type === 'act');
-        const mayWrite = event.type === 'confirm' && (state.step === 'confirming' || (state.step === 'confirming-force' && next.step === 'acting'));
+        const mayWrite =
+          event.type === 'confirm' &&
+          (state.step === 'confirming' || (state.step === 'confirming-force' && next.step === 'acting'));
         expect(writes.length, `${state.step} × ${event.type}`).toBe(mayWrite ? 1 : 0);
       }
     }
@@ -104,12 +119,18 @@ describe('the failover walk as a reducer', () => {
     expect(confirming.step === 'confirming' && confirming.gated).toBe(true);
     const bare = failover(confirming, { type: 'confirm' });
     expect(bare.effects).toEqual([]);
-    expect(bare.state.step === 'confirming' && bare.state.refusal).toMatch(/first 8 characters of the deployment id/);
+    expect(bare.state.step === 'confirming' && bare.state.refusal).toMatch(
+      /first 8 characters of the deployment id/,
+    );
     const wrong = failover(walk(confirming, { type: 'typed', text: 'payment' }), { type: 'confirm' });
     expect(wrong.effects).toEqual([]);
-    expect(wrong.state.step === 'confirming' && wrong.state.refusal).toMatch(/expected 8 characters, you typed 7/);
+    expect(wrong.state.step === 'confirming' && wrong.state.refusal).toMatch(
+      /expected 8 characters, you typed 7/,
+    );
     const right = failover(walk(wrong.state, { type: 'typed', text: 'payments' }), { type: 'confirm' });
-    expect(right.effects).toEqual([{ type: 'act', action: 'first-controller', seen: reading.verdict, at: undefined }]);
+    expect(right.effects).toEqual([
+      { type: 'act', action: 'first-controller', seen: reading.verdict, at: undefined },
+    ]);
   });
 
   it('adopting over the lost marker is gated the same way and is never the default; a plain adopt is not gated', () => {
@@ -125,10 +146,14 @@ describe('the failover walk as a reducer', () => {
 
   it('a wrong entry at the force gate says why: the PUBLISHED prefix, or how many characters were typed', () => {
     const published = walk(forceGate(), { type: 'typed', text: FP_A.slice(7, 15) }, { type: 'confirm' });
-    expect(published.step === 'confirming-force' && published.refusal).toMatch(/That is the PUBLISHED fingerprint/);
+    expect(published.step === 'confirming-force' && published.refusal).toMatch(
+      /That is the PUBLISHED fingerprint/,
+    );
     const short = failover(walk(forceGate(), { type: 'typed', text: '0ld0' }), { type: 'confirm' });
     expect(short.effects).toEqual([]);
-    expect(short.state.step === 'confirming-force' && short.state.refusal).toMatch(/Expected 8 characters, you typed 4/);
+    expect(short.state.step === 'confirming-force' && short.state.refusal).toMatch(
+      /Expected 8 characters, you typed 4/,
+    );
     const retyped = failover(short.state, { type: 'typed', text: '0ld0l' });
     expect(retyped.state.step === 'confirming-force' && retyped.state.refusal).toBeUndefined();
   });
@@ -146,7 +171,13 @@ describe('the failover walk as a reducer', () => {
   });
 
   it('offers only "leave" while another process holds the lock', () => {
-    const busy = { ...READS.adopt(), lock: { state: 'busy' as const, error: new BatonError('lock-busy', { what: 'held', where: `${STATE_DIR}/ca.lock` }) } };
+    const busy = {
+      ...READS.adopt(),
+      lock: {
+        state: 'busy' as const,
+        error: new BatonError('lock-busy', { what: 'held', where: `${STATE_DIR}/ca.lock` }),
+      },
+    };
     expect(offeredActions(busy)).toEqual(['leave']);
   });
 
@@ -185,17 +216,23 @@ describe('the failover walk as a reducer', () => {
     const right = walk(gate, { type: 'typed', text: `  ${local} ` });
     const step = failover(right, { type: 'confirm' });
     expect(step.state.step).toBe('acting');
-    expect(step.effects).toEqual([{ type: 'act', action: 'force', seen: READS.leftBehind().verdict, at: AT }]);
+    expect(step.effects).toEqual([
+      { type: 'act', action: 'force', seen: READS.leftBehind().verdict, at: AT },
+    ]);
   });
 
   it('refuses the right characters in the wrong case, and says that is why', () => {
     const local = FP_OLD.slice(7, 15);
-    const swapped = [...local].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+    const swapped = [...local]
+      .map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()))
+      .join('');
     expect(swapped).not.toBe(local);
     const step = failover(walk(forceGate(), { type: 'typed', text: swapped }), { type: 'confirm' });
     expect(step.effects).toEqual([]);
     expect(step.state.step).toBe('confirming-force');
-    expect(step.state.step === 'confirming-force' && step.state.refusal).toMatch(/same letters .* not the same case/);
+    expect(step.state.step === 'confirming-force' && step.state.refusal).toMatch(
+      /same letters .* not the same case/,
+    );
   });
 
   it('backs out of the force gate without an effect, onto the safe choice: Enter again does not reopen the gate', () => {
@@ -204,7 +241,9 @@ describe('the failover walk as a reducer', () => {
     expect(step.state.step).toBe('deciding');
     expect(step.effects).toEqual([]);
     const first = deciding();
-    expect(step.state.step === 'deciding' && first.step === 'deciding' && step.state.cursor === first.cursor).toBe(true);
+    expect(
+      step.state.step === 'deciding' && first.step === 'deciding' && step.state.cursor === first.cursor,
+    ).toBe(true);
     const again = failover(step.state, { type: 'select', at: AT });
     expect(again.state.step).toBe('done');
     expect(again.effects).toEqual([]);
@@ -222,7 +261,12 @@ describe('the failover walk as a reducer', () => {
   });
 
   it('turns a failed act into a failure screen whose back re-reads and decides again', () => {
-    const failed = walk(deciding(READS.adopt()), { type: 'select', at: AT }, { type: 'confirm' }, { type: 'act-failed', error: storeChanged });
+    const failed = walk(
+      deciding(READS.adopt()),
+      { type: 'select', at: AT },
+      { type: 'confirm' },
+      { type: 'act-failed', error: storeChanged },
+    );
     expect(failed.step === 'failed' && failed.error.code).toBe('store-changed');
     expect(failoverExitCode(failed)).toBe(6);
     const step = failover(failed, { type: 'back' });

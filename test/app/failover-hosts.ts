@@ -28,8 +28,21 @@ export function makeHosts(): Hosts {
   mkdirSync(storeDir, { mode: 0o700 });
   const store = new DirectoryStore(storeDir);
   const storeUrl = `file://${storeDir}`;
-  const ctx = (name: string): ShareContext => ({ stateDir: path.join(dir, name), deployment: DEPLOYMENT, store, clock: systemClock, host: name, noSeal: true });
-  return { root: dir, storeUrl, ctx, ports: (name) => failoverPorts(ctx(name), storeUrl, undefined), cleanup };
+  const ctx = (name: string): ShareContext => ({
+    stateDir: path.join(dir, name),
+    deployment: DEPLOYMENT,
+    store,
+    clock: systemClock,
+    host: name,
+    noSeal: true,
+  });
+  return {
+    root: dir,
+    storeUrl,
+    ctx,
+    ports: (name) => failoverPorts(ctx(name), storeUrl, undefined),
+    cleanup,
+  };
 }
 
 /** Controller `a` publishes first; `b` is a fresh host. */

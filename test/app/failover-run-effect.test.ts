@@ -31,15 +31,32 @@ describe('the failover effect runner', () => {
       }),
     );
     expect(calls).toEqual([['force', READS.leftBehind().verdict, AT]]);
-    expect(event).toEqual({ type: 'acted', outcome: { kind: 'forced', fingerprint: FP_A, supersededDir: '/x/ca.superseded-20261130T103102Z' } });
+    expect(event).toEqual({
+      type: 'acted',
+      outcome: { kind: 'forced', fingerprint: FP_A, supersededDir: '/x/ca.superseded-20261130T103102Z' },
+    });
   });
 
   it('resolves to an event for every failure, keeping a BatonError as it is and wrapping anything else', async () => {
     const busy = new BatonError('lock-busy', { what: 'held', where: '/x/ca.lock' });
-    const kept = await runFailoverEffect({ type: 'act', action: 'adopt', seen: READS.adopt().verdict, at: undefined }, ports({ act: async () => { throw busy; } }));
+    const kept = await runFailoverEffect(
+      { type: 'act', action: 'adopt', seen: READS.adopt().verdict, at: undefined },
+      ports({
+        act: async () => {
+          throw busy;
+        },
+      }),
+    );
     expect(kept).toEqual({ type: 'act-failed', error: busy });
 
-    const wrapped = await runFailoverEffect({ type: 'act', action: 'publish', seen: READS.publish().verdict, at: undefined }, ports({ act: async () => { throw new TypeError('socket hang up'); } }));
+    const wrapped = await runFailoverEffect(
+      { type: 'act', action: 'publish', seen: READS.publish().verdict, at: undefined },
+      ports({
+        act: async () => {
+          throw new TypeError('socket hang up');
+        },
+      }),
+    );
     expect(wrapped.type).toBe('act-failed');
     expect(wrapped.type === 'act-failed' && wrapped.error.what).toContain('socket hang up');
     expect(wrapped.type === 'act-failed' && wrapped.error.next).toBeTruthy();
@@ -51,6 +68,9 @@ describe('the failover effect runner', () => {
   it('reads through the read port for both the first read and the re-read', async () => {
     const p = ports({ read: async () => READS.inSync() });
     expect(await runFailoverEffect({ type: 'read' }, p)).toEqual({ type: 'read', reading: READS.inSync() });
-    expect(await runFailoverEffect({ type: 'reread' }, p)).toEqual({ type: 'reread', reading: READS.inSync() });
+    expect(await runFailoverEffect({ type: 'reread' }, p)).toEqual({
+      type: 'reread',
+      reading: READS.inSync(),
+    });
   });
 });

@@ -3,11 +3,15 @@ import { createFlow, settle, type EffectRunner, type Step } from '../../src/app/
 
 /** A counter flow: `go` asks for the effects `a` then `b`; each effect's result event is logged. */
 type S = { readonly log: readonly string[] };
-type E = { readonly type: 'go' } | { readonly type: 'got'; readonly what: string } | { readonly type: 'broke'; readonly what: string };
+type E =
+  | { readonly type: 'go' }
+  | { readonly type: 'got'; readonly what: string }
+  | { readonly type: 'broke'; readonly what: string };
 type F = { readonly type: 'a' | 'b' | 'boom' };
 
 const reduce = (state: S, event: E): Step<S, F> => {
-  if (event.type === 'go') return { state: { log: [...state.log, 'go'] }, effects: [{ type: 'a' }, { type: 'b' }] };
+  if (event.type === 'go')
+    return { state: { log: [...state.log, 'go'] }, effects: [{ type: 'a' }, { type: 'b' }] };
   return { state: { log: [...state.log, `${event.type}:${event.what}`] }, effects: [] };
 };
 const start: Step<S, F> = { state: { log: [] }, effects: [] };
@@ -59,10 +63,17 @@ describe('createFlow', () => {
   });
 
   it('a run-effect that throws becomes its named failure event; the flow goes on', async () => {
-    const flow = createFlow(reduce, { state: { log: [] }, effects: [{ type: 'boom' }, { type: 'a' }] }, runner({}, []), { sequential: true });
+    const flow = createFlow(
+      reduce,
+      { state: { log: [] }, effects: [{ type: 'boom' }, { type: 'a' }] },
+      runner({}, []),
+      { sequential: true },
+    );
     await flow.idle();
     expect(flow.getState().log).toEqual(['broke:boom: the S3 answer broke', 'got:a']);
-    expect(await settle(runner({}, []), { type: 'boom' }, { state: { log: [] }, dispatch: () => undefined })).toEqual({ type: 'broke', what: 'boom: the S3 answer broke' });
+    expect(
+      await settle(runner({}, []), { type: 'boom' }, { state: { log: [] }, dispatch: () => undefined }),
+    ).toEqual({ type: 'broke', what: 'boom: the S3 answer broke' });
   });
 
   it('after close, a late answer is dropped: the state stays as it was and no listener is called', async () => {
@@ -92,7 +103,10 @@ describe('createFlow', () => {
   it('after stop only the effects allowed to run after stop start; the one in flight finishes', async () => {
     const a = deferred();
     const started: string[] = [];
-    const flow = createFlow(reduce, start, runner({ a: a.promise }, started), { sequential: true, runsAfterStop: (effect) => effect.type === 'a' });
+    const flow = createFlow(reduce, start, runner({ a: a.promise }, started), {
+      sequential: true,
+      runsAfterStop: (effect) => effect.type === 'a',
+    });
     flow.dispatch({ type: 'go' });
     await Promise.resolve();
     await Promise.resolve();
@@ -105,7 +119,10 @@ describe('createFlow', () => {
 
   it('finished resolves once a finished state is reached and nothing runs; a deferred start waits for start()', async () => {
     const started: string[] = [];
-    const flow = createFlow(reduce, { state: { log: [] }, effects: [{ type: 'a' }] }, runner({}, started), { deferStart: true, isFinished: (s) => s.log.includes('got:a') });
+    const flow = createFlow(reduce, { state: { log: [] }, effects: [{ type: 'a' }] }, runner({}, started), {
+      deferStart: true,
+      isFinished: (s) => s.log.includes('got:a'),
+    });
     await new Promise((r) => setImmediate(r));
     expect(started).toEqual([]);
     flow.start();

@@ -61,7 +61,11 @@ export const local = {
 
 export const published = {
   none: (): PublishedAuthority => ({ state: 'none', location: LOCATION }),
-  present: (fingerprint: Fingerprint, previous: Fingerprint | null = null, sealed = false): PublishedAuthority => ({
+  present: (
+    fingerprint: Fingerprint,
+    previous: Fingerprint | null = null,
+    sealed = false,
+  ): PublishedAuthority => ({
     state: 'present',
     location: LOCATION,
     etag: '"etag-1"',
@@ -109,7 +113,15 @@ export function report(
 
 /** One read per row of the decision table that the screens must show. */
 export const READS = {
-  inSync: () => report(local.whole(FP_A), published.present(FP_A), { storeCheck: { store: STORE_URL, enforced: true, detail: 'create-only refused a second write', checkedAt: '2026-11-30T09:45:00Z' } }),
+  inSync: () =>
+    report(local.whole(FP_A), published.present(FP_A), {
+      storeCheck: {
+        store: STORE_URL,
+        enforced: true,
+        detail: 'create-only refused a second write',
+        checkedAt: '2026-11-30T09:45:00Z',
+      },
+    }),
   firstController: () => report(local.fresh(), published.none()),
   adopt: () => report(local.fresh(), published.present(FP_A)),
   adoptLost: () => report(local.lost(), published.present(FP_A)),

@@ -27,14 +27,26 @@ function sources(overrides: Partial<StatusSources>): StatusSources {
 describe('reading the status', () => {
   it('exits 0 in sync, 3 when action is needed and 1 when a side could not be read', () => {
     expect(statusExitCode(READS.inSync())).toBe(0);
-    for (const r of [READS.adopt(), READS.publish(), READS.firstController(), READS.leftBehind(), READS.blockedHalf()]) {
+    for (const r of [
+      READS.adopt(),
+      READS.publish(),
+      READS.firstController(),
+      READS.leftBehind(),
+      READS.blockedHalf(),
+    ]) {
       expect(statusExitCode(r), r.verdict.kind).toBe(3);
     }
     expect(statusExitCode(READS.unreachable())).toBe(1);
   });
 
   it('shows a local read that throws as "could not read", never as a fresh host', async () => {
-    const r = await readStatus(sources({ readLocal: async () => { throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' }); } }));
+    const r = await readStatus(
+      sources({
+        readLocal: async () => {
+          throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+        },
+      }),
+    );
     expect(r.local.state).toBe('blocked');
     expect(r.local.state === 'blocked' && r.local.problem).toBe('unreadable');
     expect(r.verdict.kind).toBe('blocked');
@@ -42,7 +54,13 @@ describe('reading the status', () => {
   });
 
   it('keeps the local side when the store throws, and names the store', async () => {
-    const r = await readStatus(sources({ readPublished: async () => { throw new BatonError('failed', { what: 'connect ECONNREFUSED', where: 's3://b/p/authority.json' }); } }));
+    const r = await readStatus(
+      sources({
+        readPublished: async () => {
+          throw new BatonError('failed', { what: 'connect ECONNREFUSED', where: 's3://b/p/authority.json' });
+        },
+      }),
+    );
     expect(r.local.state).toBe('whole');
     expect(r.published.state).toBe('unreadable');
     expect(statusExitCode(r)).toBe(1);
@@ -57,15 +75,30 @@ describe('reading the status', () => {
     expect(statusFlow(initialStatus.state, { type: 'refresh' }).effects).toEqual([]);
   });
 
-  it('ends the screen with the last read\'s code, and 1 when no read was shown', () => {
+  it("ends the screen with the last read's code, and 1 when no read was shown", () => {
     expect(statusStateExitCode(initialStatus.state)).toBe(1);
-    expect(statusStateExitCode(statusFlow(initialStatus.state, { type: 'read', report: READS.inSync() }).state)).toBe(0);
-    expect(statusStateExitCode(statusFlow(initialStatus.state, { type: 'read', report: READS.leftBehind() }).state)).toBe(3);
-    expect(statusStateExitCode(statusFlow(initialStatus.state, { type: 'read-failed', error: new BatonError('failed', { what: 'boom' }) }).state)).toBe(1);
+    expect(
+      statusStateExitCode(statusFlow(initialStatus.state, { type: 'read', report: READS.inSync() }).state),
+    ).toBe(0);
+    expect(
+      statusStateExitCode(
+        statusFlow(initialStatus.state, { type: 'read', report: READS.leftBehind() }).state,
+      ),
+    ).toBe(3);
+    expect(
+      statusStateExitCode(
+        statusFlow(initialStatus.state, {
+          type: 'read-failed',
+          error: new BatonError('failed', { what: 'boom' }),
+        }).state,
+      ),
+    ).toBe(1);
   });
 
   it('runs the read effect to an event even when the read rejects', async () => {
-    const event = await runStatusEffect({ type: 'read' }, async () => { throw new Error('boom'); });
+    const event = await runStatusEffect({ type: 'read' }, async () => {
+      throw new Error('boom');
+    });
     expect(event.type).toBe('read-failed');
     expect(event.type === 'read-failed' && event.error.what).toContain('boom');
   });
@@ -74,7 +107,12 @@ describe('reading the status', () => {
 describe('the status rows', () => {
   it('marks exactly the characters where the two fingerprints differ', () => {
     const differs = fingerprintDiff(FP_A, FP_B);
-    expect(differs.map((i) => [FP_A[i], FP_B[i]])).toEqual([['A', 'Z'], ['7', '8'], ['3', '9'], ['4', '9']]);
+    expect(differs.map((i) => [FP_A[i], FP_B[i]])).toEqual([
+      ['A', 'Z'],
+      ['7', '8'],
+      ['3', '9'],
+      ['4', '9'],
+    ]);
     const carets = caretLine(differs);
     expect([...carets].flatMap((c, i) => (c === '^' ? [i] : []))).toEqual(differs);
     expect(caretLine(fingerprintDiff(FP_A, FP_A))).toBe('');
@@ -84,14 +122,30 @@ describe('the status rows', () => {
     const r = READS.ahead();
     const l = localRows(r);
     const p = publishedRows(r);
-    expect(l.rows).toContainEqual({ kind: 'fingerprint', label: 'fingerprint', value: { text: FP_A, differs: fingerprintDiff(FP_A, FP_OLD) } });
-    expect(l.rows).toContainEqual({ kind: 'fingerprint', label: 'previous', value: { text: FP_OLD, differs: [] } });
+    expect(l.rows).toContainEqual({
+      kind: 'fingerprint',
+      label: 'fingerprint',
+      value: { text: FP_A, differs: fingerprintDiff(FP_A, FP_OLD) },
+    });
+    expect(l.rows).toContainEqual({
+      kind: 'fingerprint',
+      label: 'previous',
+      value: { text: FP_OLD, differs: [] },
+    });
     // NotBefore (09:00) is backdated an hour: the overlap names the rotation's time and says so.
-    expect(l.rows.find((row) => row.label === 'overlap')).toMatchObject({ value: 'since about 2026-11-30 10:00 UTC (NotBefore backdated 1 h)' });
-    expect(p.rows.find((row) => row.label === 'cond. writes')).toMatchObject({ value: 'not checked: run baton store check' });
+    expect(l.rows.find((row) => row.label === 'overlap')).toMatchObject({
+      value: 'since about 2026-11-30 10:00 UTC (NotBefore backdated 1 h)',
+    });
+    expect(p.rows.find((row) => row.label === 'cond. writes')).toMatchObject({
+      value: 'not checked: run baton store check',
+    });
     const synced = publishedRows(READS.inSync());
-    expect(synced.rows.find((row) => row.label === 'cond. writes')).toMatchObject({ value: expect.stringMatching(/^enforced/) });
-    expect(publishedRows(READS.sealed()).rows.find((row) => row.label === 'sealed')).toMatchObject({ value: expect.stringMatching(/^yes/) });
+    expect(synced.rows.find((row) => row.label === 'cond. writes')).toMatchObject({
+      value: expect.stringMatching(/^enforced/),
+    });
+    expect(publishedRows(READS.sealed()).rows.find((row) => row.label === 'sealed')).toMatchObject({
+      value: expect.stringMatching(/^yes/),
+    });
   });
 });
 
@@ -102,7 +156,9 @@ describe('an interrupted local operation', () => {
     if (whole.state !== 'whole') throw new Error('fixture');
     const read = { ...inSync, local: { ...whole, pending: 'rotate' as const } };
     const state = localRows(read).rows.find((row) => row.label === 'state');
-    expect(state).toMatchObject({ value: expect.stringContaining('an interrupted ca rotate: run baton ca rotate to finish it') });
+    expect(state).toMatchObject({
+      value: expect.stringContaining('an interrupted ca rotate: run baton ca rotate to finish it'),
+    });
     expect(statusJson(read)).toMatchObject({ local: { pending: 'rotate' } });
     expect(statusJson(inSync)).toMatchObject({ local: { pending: null } });
   });
@@ -116,7 +172,9 @@ describe('status without a terminal', () => {
     expect(text).toMatch(/\^.*differs from the other side/);
     expect(text).toContain('✗ refused');
     // The fixture's rotation carries no handover signature: a claim, never "left behind".
-    expect(text).toContain("The published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.");
+    expect(text).toContain(
+      "The published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.",
+    );
     expect(text).not.toContain('left behind');
     expect(text).toContain('Next: baton --state-dir /x failover');
     // No escape sequences: a log or a pipe gets exactly this.
@@ -131,22 +189,49 @@ describe('status without a terminal', () => {
       exit_code: 3,
       verdict: { kind: 'refuse', lineage: 'left-behind' },
       local: { state: 'whole', fingerprint: FP_OLD, previous_fingerprint: null },
-      published: { state: 'present', fingerprint: FP_A, previous_fingerprint: FP_OLD, sealed: false, published_by: 'ctl-a' },
+      published: {
+        state: 'present',
+        fingerprint: FP_A,
+        previous_fingerprint: FP_OLD,
+        sealed: false,
+        published_by: 'ctl-a',
+      },
       store_check: null,
     });
     expect(JSON.stringify(json)).not.toMatch(/PRIVATE KEY|files/);
     const unreachable = statusJson(READS.unreachable());
-    expect(unreachable).toMatchObject({ exit_code: 1, could_not_read: true, published: { state: 'unreadable', error: { code: 'failed', reason: 'unreachable' } } });
+    expect(unreachable).toMatchObject({
+      exit_code: 1,
+      could_not_read: true,
+      published: { state: 'unreadable', error: { code: 'failed', reason: 'unreachable' } },
+    });
   });
 
   it('gives every error object its reason, null where the error carries none', () => {
-    expect(statusErrorJson(new BatonError('usage', { what: '--interval "x" is not a number of seconds.' }))).toEqual({
+    expect(
+      statusErrorJson(new BatonError('usage', { what: '--interval "x" is not a number of seconds.' })),
+    ).toEqual({
       format: 'baton.status/1',
       exit_code: 2,
-      error: { code: 'usage', reason: null, what: '--interval "x" is not a number of seconds.', where: null, next: null, next_steps: [] },
+      error: {
+        code: 'usage',
+        reason: null,
+        what: '--interval "x" is not a number of seconds.',
+        where: null,
+        next: null,
+        next_steps: [],
+      },
     });
-    const denied = new BatonError('failed', { what: 'Access to the store was denied.', where: 's3://b/p/authority.json', reason: 'denied' });
-    expect(statusErrorJson(denied).error).toMatchObject({ code: 'failed', reason: 'denied', where: 's3://b/p/authority.json' });
+    const denied = new BatonError('failed', {
+      what: 'Access to the store was denied.',
+      where: 's3://b/p/authority.json',
+      reason: 'denied',
+    });
+    expect(statusErrorJson(denied).error).toMatchObject({
+      code: 'failed',
+      reason: 'denied',
+      where: 's3://b/p/authority.json',
+    });
   });
 
   it('words every verdict with a mark and a next step', () => {

@@ -25,7 +25,9 @@ const UI_PACKAGE = /^(ink|react|@inkjs\/ui|ink-[\w-]+)(\/|$)/;
 describe('the import graph of src/ and components/', () => {
   it('reads the sources it should (a guard against a walk that finds nothing)', () => {
     expect(graph.files.size).toBeGreaterThan(100);
-    expect(graph.files.get(path.join('src', 'commands', 'mesh.ts'))).toContain(path.join('src', 'commands', 'rotation-cli.ts'));
+    expect(graph.files.get(path.join('src', 'commands', 'mesh.ts'))).toContain(
+      path.join('src', 'commands', 'rotation-cli.ts'),
+    );
   });
 
   it('has no cycle between files, type-only imports included', () => {
@@ -37,7 +39,9 @@ describe('the import graph of src/ and components/', () => {
   });
 
   it('has no import of ink or react below the views and the commands', () => {
-    expect(mayDraw(path.join('components', 'StatusApp.tsx')) && mayDraw(path.join('src', 'commands', 'status.ts'))).toBe(true);
+    expect(
+      mayDraw(path.join('components', 'StatusApp.tsx')) && mayDraw(path.join('src', 'commands', 'status.ts')),
+    ).toBe(true);
     const wrongWay: string[] = [];
     for (const [from, names] of graph.packages) {
       if (mayDraw(from)) continue;

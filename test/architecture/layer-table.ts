@@ -23,7 +23,12 @@ export function parseLayerTable(markdown: string): Layer[] {
   const rows = section
     .split('\n')
     .filter((line) => line.startsWith('|'))
-    .map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
   if (rows.length < 3 || rows[0]!.join('|') !== 'folder|holds|may import') {
     throw new Error('the Layers table must start with the header | folder | holds | may import |');
   }
@@ -35,7 +40,9 @@ export function parseLayerTable(markdown: string): Layer[] {
     const mayImport = ticked(allowed);
     const rest = allowed.replace(TICKED, '').replace(/[,\s]/g, '');
     if (!(mayImport.length > 0 && rest === '') && !(mayImport.length === 0 && allowed === 'nothing')) {
-      throw new Error(`Layers table row ${i + 1} (${names.join(', ')}): "may import" must be backticked folders or "nothing", not "${allowed}"`);
+      throw new Error(
+        `Layers table row ${i + 1} (${names.join(', ')}): "may import" must be backticked folders or "nothing", not "${allowed}"`,
+      );
     }
     return names.map((folder) => ({ folder, mayImport }));
   });

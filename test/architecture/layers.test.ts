@@ -28,8 +28,11 @@ function violations(layers: readonly Layer[], files: Map<string, readonly string
       const target = layerOf(layers, to);
       if (target === own) continue;
       if (target !== undefined && own.mayImport.includes(target.folder)) continue;
-      const allowed = own.mayImport.length === 0 ? 'nothing' : own.mayImport.map((f) => `\`${f}\``).join(', ');
-      found.push(`${posix(from)} imports ${posix(to)}: \`${own.folder}\` may import ${allowed}, not \`${target?.folder ?? posix(to)}\``);
+      const allowed =
+        own.mayImport.length === 0 ? 'nothing' : own.mayImport.map((f) => `\`${f}\``).join(', ');
+      found.push(
+        `${posix(from)} imports ${posix(to)}: \`${own.folder}\` may import ${allowed}, not \`${target?.folder ?? posix(to)}\``,
+      );
     }
   }
   return found.sort();
@@ -49,13 +52,19 @@ describe('the Layers table of docs/architecture.md', () => {
   });
 
   it('lets a row import only folders the table declares', () => {
-    const unknown = layers.flatMap((l) => l.mayImport.filter((to) => !declared.has(to)).map((to) => `${l.folder} → ${to}`));
+    const unknown = layers.flatMap((l) =>
+      l.mayImport.filter((to) => !declared.has(to)).map((to) => `${l.folder} → ${to}`),
+    );
     expect(unknown).toEqual([]);
   });
 
   it('reads top to bottom: a row may import only rows below it', () => {
     const rank = new Map(layers.map((l, i) => [l.folder, i]));
-    const upward = layers.flatMap((l) => l.mayImport.filter((to) => (rank.get(to) ?? Infinity) <= rank.get(l.folder)!).map((to) => `${l.folder} → ${to}`));
+    const upward = layers.flatMap((l) =>
+      l.mayImport
+        .filter((to) => (rank.get(to) ?? Infinity) <= rank.get(l.folder)!)
+        .map((to) => `${l.folder} → ${to}`),
+    );
     expect(upward).toEqual([]);
   });
 
@@ -89,7 +98,10 @@ describe('the layer check itself', () => {
 
   it('names the file, the import and the rule for an upward import, and passes an allowed one', () => {
     const files = new Map([
-      [at('src', 'mesh', 'a.ts'), [at('src', 'commands', 'b.ts'), at('src', 'errors.ts'), at('src', 'mesh', 'c.ts')]],
+      [
+        at('src', 'mesh', 'a.ts'),
+        [at('src', 'commands', 'b.ts'), at('src', 'errors.ts'), at('src', 'mesh', 'c.ts')],
+      ],
       [at('src', 'commands', 'b.ts'), [at('src', 'mesh', 'a.ts')]],
       [at('src', 'mesh', 'deep', 'd.ts'), [at('src', 'mesh', 'a.ts')]],
       [at('src', 'other', 'e.ts'), []],
@@ -101,6 +113,10 @@ describe('the layer check itself', () => {
   });
 
   it('refuses a "may import" cell it cannot read', () => {
-    expect(() => parseLayerTable(table.replace('`src/errors.ts` |\n| `src/mesh/deep/`', 'the ports |\n| `src/mesh/deep/`'))).toThrow(/must be backticked folders or "nothing", not "the ports"/);
+    expect(() =>
+      parseLayerTable(
+        table.replace('`src/errors.ts` |\n| `src/mesh/deep/`', 'the ports |\n| `src/mesh/deep/`'),
+      ),
+    ).toThrow(/must be backticked folders or "nothing", not "the ports"/);
   });
 });

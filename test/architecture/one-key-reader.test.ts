@@ -18,10 +18,12 @@ function sources(dir: string): string[] {
 }
 
 describe('keys', () => {
-  it('reach components only through useKeyStream: no other file calls Ink\'s useInput', () => {
+  it("reach components only through useKeyStream: no other file calls Ink's useInput", () => {
     const files = [...sources(path.join(REPO, 'components')), ...sources(path.join(REPO, 'src'))];
     expect(files.length).toBeGreaterThan(50);
-    const callers = files.filter((file) => /\buseInput\s*\(/.test(readFileSync(file, 'utf8'))).map((file) => path.relative(REPO, file));
+    const callers = files
+      .filter((file) => /\buseInput\s*\(/.test(readFileSync(file, 'utf8')))
+      .map((file) => path.relative(REPO, file));
     expect(callers).toEqual([path.join('components', 'hooks', 'use-key-stream.ts')]);
   });
 });

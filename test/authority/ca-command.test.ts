@@ -16,7 +16,8 @@ const bin = path.join(repo, 'bin/baton.js');
 afterEach(cleanupAll);
 
 beforeAll(() => {
-  if (!existsSync(path.join(repo, 'dist/app.cjs'))) throw new Error('dist/app.cjs is missing: run `npm run build` (npm test does).');
+  if (!existsSync(path.join(repo, 'dist/app.cjs')))
+    throw new Error('dist/app.cjs is missing: run `npm run build` (npm test does).');
 });
 
 interface Run {
@@ -37,7 +38,8 @@ function batonWith(globals: string[], stateDir: string, ...args: string[]): Prom
       process.execPath,
       [bin, '--deployment', DEP, '--state-dir', stateDir, ...globals, ...args],
       { cwd, env: { PATH: process.env.PATH, HOME: cwd, XDG_CONFIG_HOME: cwd, NO_COLOR: '1' } },
-      (error, stdout, stderr) => resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -55,7 +57,9 @@ describe('baton ca', () => {
     expect(init.code).toBe(0);
     const fingerprint = /Fingerprint: (SHA256:\S{43})/.exec(init.stdout)?.[1];
     expect(fingerprint).toBeDefined();
-    expect(init.stdout).toContain(`Minted a new authority for deployment ${DEP} in ${path.join(stateDir, 'ca')}.`);
+    expect(init.stdout).toContain(
+      `Minted a new authority for deployment ${DEP} in ${path.join(stateDir, 'ca')}.`,
+    );
     expectNoKeyMaterial(init);
     const snap = snapshotDir(stateDir);
     expect(snap['ca/ca.key']).toMatch(/^file 600 /);
@@ -81,7 +85,9 @@ describe('baton ca', () => {
     const run = await baton(stateDir, 'ca', 'init');
     expect(run.code).toBe(3);
     expect(run.stderr).toContain(`the marker ${path.join(stateDir, 'authority-created')} is present`);
-    expect(run.stderr).toMatch(/Adopt the published authority with `baton (?:--\S+ \S+ )*--state-dir \S+ (?:--\S+ \S+ )*sync`, or restore ca\/ from a backup\./);
+    expect(run.stderr).toMatch(
+      /Adopt the published authority with `baton (?:--\S+ \S+ )*--state-dir \S+ (?:--\S+ \S+ )*sync`, or restore ca\/ from a backup\./,
+    );
     expect(run.stderr).toContain('Nothing was written.');
     expect(snapshotDir(stateDir)).toEqual(before);
   });
@@ -95,13 +101,15 @@ describe('baton ca', () => {
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 
-  it('init refuses half an authority with the reader\'s words, and writes nothing', async () => {
+  it("init refuses half an authority with the reader's words, and writes nothing", async () => {
     const { stateDir } = await authorityDir();
     unlinkSync(ca(stateDir, 'ca.crt'));
     const before = snapshotDir(stateDir);
     const run = await baton(stateDir, 'ca', 'init');
     expect(run.code).toBe(3);
-    expect(run.stderr).toContain('The authority is half-initialised: ca/ca.key is present but ca/ca.crt is missing.');
+    expect(run.stderr).toContain(
+      'The authority is half-initialised: ca/ca.key is present but ca/ca.crt is missing.',
+    );
     expect(run.stderr).toContain(`Where: ${path.join(stateDir, 'ca')}`);
     expect(snapshotDir(stateDir)).toEqual(before);
   });
@@ -115,10 +123,16 @@ describe('baton ca', () => {
     unlinkSync(ca(stateDir, 'ca.key'));
     const json = await baton(stateDir, 'ca', 'show', '--json');
     expect(json.code).toBe(3);
-    expect(JSON.parse(json.stdout)).toMatchObject({ state: 'blocked', problem: 'half-initialised', error: { where: path.join(stateDir, 'ca') } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      state: 'blocked',
+      problem: 'half-initialised',
+      error: { where: path.join(stateDir, 'ca') },
+    });
     // The reader's way out is a step object, rendered with the flags given; the text shows the same command.
     const command = `baton --deployment ${DEP} --state-dir ${stateDir} sync`;
-    expect(JSON.parse(json.stdout).error.next_steps).toEqual([{ command, args: ['sync'], placeholders: [], host: null }]);
+    expect(JSON.parse(json.stdout).error.next_steps).toEqual([
+      { command, args: ['sync'], placeholders: [], host: null },
+    ]);
     expect((await baton(stateDir, 'ca', 'show')).stdout).toContain(`\`${command}\``);
   });
 
@@ -141,7 +155,10 @@ describe('baton ca', () => {
     expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} sync --push\``);
     expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} ca retire\``);
     expectNoKeyMaterial(rotate);
-    const shown = JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout) as Record<string, unknown>;
+    const shown = JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout) as Record<
+      string,
+      unknown
+    >;
     expect(shown).toMatchObject({ previous_fingerprint: old, replaces: old });
 
     const before = snapshotDir(stateDir);
@@ -153,7 +170,10 @@ describe('baton ca', () => {
     const retire = await baton(stateDir, 'ca', 'retire');
     expect(retire.code).toBe(0);
     expect(retire.stdout).toContain(`Retired the previous authority ${old}`);
-    expect(JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout)).toMatchObject({ previous_fingerprint: null, fingerprint: shown.fingerprint });
+    expect(JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout)).toMatchObject({
+      previous_fingerprint: null,
+      fingerprint: shown.fingerprint,
+    });
   });
 
   it('retire of an unproved predecessor (an older billet rotated without the claim) is refused without --yes, naming it and the way on, and done with --yes', async () => {
@@ -168,16 +188,22 @@ describe('baton ca', () => {
     const refused = await baton(stateDir, 'ca', 'retire');
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain(`The current certificate ${current.fingerprint} names no predecessor`);
-    expect(refused.stderr).toContain(`so ${old.fingerprint} in ca-previous.* cannot be proved to be the authority it replaced.`);
+    expect(refused.stderr).toContain(
+      `so ${old.fingerprint} in ca-previous.* cannot be proved to be the authority it replaced.`,
+    );
     // The suggested commands keep the global flags this run was given (the one builder).
-    expect(refused.stderr).toMatch(/`baton (?:--\S+ \S+ )*ca retire --yes` \(or `baton (?:--\S+ \S+ )*ca retire` on a terminal, typing the first 8 characters of the previous fingerprint\) deletes ca-previous\.key and ca-previous\.crt on your word\./);
+    expect(refused.stderr).toMatch(
+      /`baton (?:--\S+ \S+ )*ca retire --yes` \(or `baton (?:--\S+ \S+ )*ca retire` on a terminal, typing the first 8 characters of the previous fingerprint\) deletes ca-previous\.key and ca-previous\.crt on your word\./,
+    );
     expect(refused.stderr).toContain('Nothing was written.');
     expect(snapshotDir(stateDir)).toEqual(before);
 
     const done = await baton(stateDir, 'ca', 'retire', '--yes');
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
-    expect(done.stdout).toContain(`Retired the previous authority ${old.fingerprint} from ${path.join(stateDir, 'ca')} on your word (the current certificate names no predecessor).`);
+    expect(done.stdout).toContain(
+      `Retired the previous authority ${old.fingerprint} from ${path.join(stateDir, 'ca')} on your word (the current certificate names no predecessor).`,
+    );
     expect(existsSync(ca(stateDir, 'ca-previous.key'))).toBe(false);
     expect(existsSync(ca(stateDir, 'ca-previous.crt'))).toBe(false);
     expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(Buffer.from(current.keyPem));
@@ -190,13 +216,22 @@ describe('baton ca', () => {
     const old = billetPair(work, DEP);
     const stranger = billetPair(work, DEP);
     const files = await mintAuthority(DEP, { replaces: stranger.fingerprint });
-    const current = { keyPem: files['ca.key']!, certPem: files['ca.crt']!, fingerprint: await fingerprintOfFiles(files) };
+    const current = {
+      keyPem: files['ca.key']!,
+      certPem: files['ca.crt']!,
+      fingerprint: await fingerprintOfFiles(files),
+    };
     writeBilletState(stateDir, DEP, current, old);
     const before = snapshotDir(stateDir);
-    for (const args of [['ca', 'retire'], ['ca', 'retire', '--yes']]) {
+    for (const args of [
+      ['ca', 'retire'],
+      ['ca', 'retire', '--yes'],
+    ]) {
       const run = await baton(stateDir, ...args);
       expect(run.code).toBe(3);
-      expect(run.stderr).toContain(`The current certificate says it replaces ${stranger.fingerprint}, not the previous authority ${old.fingerprint}`);
+      expect(run.stderr).toContain(
+        `The current certificate says it replaces ${stranger.fingerprint}, not the previous authority ${old.fingerprint}`,
+      );
       expect(run.stderr).toContain('no confirmation (--yes) overrides that');
       expect(snapshotDir(stateDir)).toEqual(before);
     }
@@ -205,7 +240,10 @@ describe('baton ca', () => {
   it('a writing command while another holds ca.lock exits 5 naming the lock file, and writes nothing', async () => {
     const { stateDir } = await authorityDir();
     const before = snapshotDir(stateDir);
-    const runs = await withAuthorityLock(stateDir, async () => [await baton(stateDir, 'ca', 'rotate'), await baton(stateDir, 'ca', 'retire')]);
+    const runs = await withAuthorityLock(stateDir, async () => [
+      await baton(stateDir, 'ca', 'rotate'),
+      await baton(stateDir, 'ca', 'retire'),
+    ]);
     for (const run of runs) {
       expect(run.code).toBe(5);
       expect(run.stderr).toContain(path.join(stateDir, 'ca.lock'));
@@ -217,7 +255,14 @@ describe('baton ca', () => {
     const work = path.dirname(await emptyStateDir());
     const storeUrl = `file://${path.join(work, 'store')}`;
     const firstStateDir = await emptyStateDir();
-    const outcome = await firstController({ stateDir: firstStateDir, deployment: DEP, store: await openStore(storeUrl), clock: fixedClock(), host: 'ctl-a', noSeal: true });
+    const outcome = await firstController({
+      stateDir: firstStateDir,
+      deployment: DEP,
+      store: await openStore(storeUrl),
+      clock: fixedClock(),
+      host: 'ctl-a',
+      noSeal: true,
+    });
     expect(outcome.kind).toBe('first-controller');
     const published = (outcome as { fingerprint: string }).fingerprint;
     const storeBefore = snapshotDir(path.join(work, 'store'));
@@ -235,7 +280,9 @@ describe('baton ca', () => {
     const stateDir = path.join(path.dirname(await emptyStateDir()), 'no-store');
     const run = await baton(stateDir, 'ca', 'init');
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain('No store is configured, so no store was asked whether this deployment already has an authority.');
+    expect(run.stdout).toContain(
+      'No store is configured, so no store was asked whether this deployment already has an authority.',
+    );
     expect(existsSync(ca(stateDir, 'ca.key'))).toBe(true);
   });
 
@@ -243,12 +290,23 @@ describe('baton ca', () => {
     const work = path.dirname(await emptyStateDir());
     const stateDir = path.join(work, 'first-controller');
     const storeDir = path.join(work, 'empty-store');
-    const run = await batonWith(['--store', `file://${storeDir}`, '--no-seal'], stateDir, 'ca', 'init', '--yes');
+    const run = await batonWith(
+      ['--store', `file://${storeDir}`, '--no-seal'],
+      stateDir,
+      'ca',
+      'init',
+      '--yes',
+    );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`);
+    expect(run.stdout).toContain(
+      `published it create-only to ${path.join(storeDir, 'authority.json')}, then installed it in ${path.join(stateDir, 'ca')}.`,
+    );
     const fingerprint = /Fingerprint: (SHA256:\S{43})/.exec(run.stdout)?.[1];
-    const document = JSON.parse(readFileSync(path.join(storeDir, 'authority.json'), 'utf8')) as { fingerprint: string; files: Record<string, string> };
+    const document = JSON.parse(readFileSync(path.join(storeDir, 'authority.json'), 'utf8')) as {
+      fingerprint: string;
+      files: Record<string, string>;
+    };
     expect(document.fingerprint).toBe(fingerprint);
     expect(Buffer.from(document.files['ca.key']!, 'base64')).toEqual(readFileSync(ca(stateDir, 'ca.key')));
   });

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { readLocalAuthority, retireAuthority, rotateAuthority, snapshotLocalAuthority, type LocalAuthority } from '../../src/authority/index.js';
+import {
+  readLocalAuthority,
+  retireAuthority,
+  rotateAuthority,
+  snapshotLocalAuthority,
+  type LocalAuthority,
+} from '../../src/authority/index.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { authorityDir, cleanupAll, DEP } from './support.js';
 

@@ -20,7 +20,17 @@ import { parseCertificate } from '../../src/pki/inspect-pair.js';
 import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
-import { authorityDir, ca, cleanupAll, DEP, emptyStateDir, expectBlocked, expectEveryWriterRefuses, expectWhole, privateKeysBelow } from './support.js';
+import {
+  authorityDir,
+  ca,
+  cleanupAll,
+  DEP,
+  emptyStateDir,
+  expectBlocked,
+  expectEveryWriterRefuses,
+  expectWhole,
+  privateKeysBelow,
+} from './support.js';
 
 afterEach(cleanupAll);
 
@@ -64,7 +74,14 @@ function newCertFingerprint(stateDir: string): Fingerprint | undefined {
   }
 }
 
-const ROTATE_STEPS = ['wrote ca.key.new', 'wrote ca.crt.new', 'wrote ca-previous.crt', 'wrote ca-previous.key', 'renamed ca.key.new', 'renamed ca.crt.new'];
+const ROTATE_STEPS = [
+  'wrote ca.key.new',
+  'wrote ca.crt.new',
+  'wrote ca-previous.crt',
+  'wrote ca-previous.key',
+  'renamed ca.key.new',
+  'renamed ca.crt.new',
+];
 
 describe('rotate, stopped after each durable step', () => {
   it('takes the steps of docs/authority-on-disk.md in order', async () => {
@@ -88,8 +105,12 @@ describe('rotate, stopped after each durable step', () => {
       expect(local.repairedTear).toBe(step === 'renamed ca.key.new');
       expect(local.unexpected).toEqual([]);
       expectKeysKept(keysBefore, stateDir);
-      await expect(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP))).rejects.toThrow('Finish it with `baton ca rotate`');
-      await expect(retireAuthority(stateDir, DEP)).rejects.toThrow('Finish the rotation with `baton ca rotate` first.');
+      await expect(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP))).rejects.toThrow(
+        'Finish it with `baton ca rotate`',
+      );
+      await expect(retireAuthority(stateDir, DEP)).rejects.toThrow(
+        'Finish the rotation with `baton ca rotate` first.',
+      );
 
       const aside = newCertFingerprint(stateDir);
       const result = await rotateAuthority(stateDir, DEP);
@@ -106,32 +127,38 @@ describe('rotate, stopped after each durable step', () => {
     },
   );
 
-  it.each(ROTATE_STEPS.slice(0, -1))('a rotation stopped after "%s" and stopped AGAIN while finishing still reads right and finishes on the next try', async (step) => {
-    const { stateDir, fingerprint: old } = await authorityDir();
-    const keysBefore = privateKeysBelow(stateDir);
-    await crashAt(step, (onStep) => rotateAuthority(stateDir, DEP, { onStep }));
-    const secondSteps: string[] = [];
-    await expect(
-      rotateAuthority(stateDir, DEP, {
-        onStep: (s) => {
-          secondSteps.push(s);
-          throw new Stop(s);
-        },
-      }),
-    ).rejects.toBeInstanceOf(Stop);
-    expect(secondSteps).toHaveLength(1);
-    const between = expectWhole(await bothReaders(stateDir));
-    expectKeysKept(keysBefore, stateDir);
-    if (secondSteps[0] === 'renamed ca.crt.new') {
-      // The step it stopped after was the last one: the rotation is complete.
-      expect(between.previous?.fingerprint).toBe(old);
-    } else {
-      expect(between).toMatchObject({ current: { fingerprint: old }, pending: 'rotate' });
-      expect((await rotateAuthority(stateDir, DEP)).previous).toBe(old);
-    }
-    expect(expectWhole(await bothReaders(stateDir))).toMatchObject({ previous: { fingerprint: old }, current: { replaces: old } });
-    expectKeysKept(keysBefore, stateDir);
-  });
+  it.each(ROTATE_STEPS.slice(0, -1))(
+    'a rotation stopped after "%s" and stopped AGAIN while finishing still reads right and finishes on the next try',
+    async (step) => {
+      const { stateDir, fingerprint: old } = await authorityDir();
+      const keysBefore = privateKeysBelow(stateDir);
+      await crashAt(step, (onStep) => rotateAuthority(stateDir, DEP, { onStep }));
+      const secondSteps: string[] = [];
+      await expect(
+        rotateAuthority(stateDir, DEP, {
+          onStep: (s) => {
+            secondSteps.push(s);
+            throw new Stop(s);
+          },
+        }),
+      ).rejects.toBeInstanceOf(Stop);
+      expect(secondSteps).toHaveLength(1);
+      const between = expectWhole(await bothReaders(stateDir));
+      expectKeysKept(keysBefore, stateDir);
+      if (secondSteps[0] === 'renamed ca.crt.new') {
+        // The step it stopped after was the last one: the rotation is complete.
+        expect(between.previous?.fingerprint).toBe(old);
+      } else {
+        expect(between).toMatchObject({ current: { fingerprint: old }, pending: 'rotate' });
+        expect((await rotateAuthority(stateDir, DEP)).previous).toBe(old);
+      }
+      expect(expectWhole(await bothReaders(stateDir))).toMatchObject({
+        previous: { fingerprint: old },
+        current: { replaces: old },
+      });
+      expectKeysKept(keysBefore, stateDir);
+    },
+  );
 
   it('after the last rename the overlap is in place: new current, old previous', async () => {
     const { stateDir, fingerprint: old } = await authorityDir();
@@ -162,13 +189,20 @@ describe('mint (fresh install), stopped after each durable step', () => {
     const files = await mintAuthority(DEP);
     const fp = await fingerprintOfFiles(files);
     const expectations: Record<string, (l: LocalAuthority) => void> = {
-      'installed ca.key': (l) => expect(expectBlocked(l, 'half-initialised').error.what).toContain('ca/ca.key is present but ca/ca.crt is missing'),
-      'installed ca.crt': (l) => expect(expectWhole(l)).toMatchObject({ markerMissing: true, current: { fingerprint: fp } }),
-      'installed authority-created': (l) => expect(expectWhole(l)).toMatchObject({ markerMissing: false, current: { fingerprint: fp } }),
+      'installed ca.key': (l) =>
+        expect(expectBlocked(l, 'half-initialised').error.what).toContain(
+          'ca/ca.key is present but ca/ca.crt is missing',
+        ),
+      'installed ca.crt': (l) =>
+        expect(expectWhole(l)).toMatchObject({ markerMissing: true, current: { fingerprint: fp } }),
+      'installed authority-created': (l) =>
+        expect(expectWhole(l)).toMatchObject({ markerMissing: false, current: { fingerprint: fp } }),
     };
     for (const [step, check] of Object.entries(expectations)) {
       const stateDir = await emptyStateDir();
-      const seen = await crashAt(step, (onStep) => withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, files, fp, { onStep })));
+      const seen = await crashAt(step, (onStep) =>
+        withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, files, fp, { onStep })),
+      );
       expect(seen).toEqual(Object.keys(expectations).slice(0, seen.length));
       check(await bothReaders(stateDir));
       expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(Buffer.from(files['ca.key']!));
@@ -189,14 +223,26 @@ describe('install (adopt into a lost host, with an overlap), stopped after each 
   it('the previous pair first, then key, then certificate — every intermediate state is refused until the certificate lands', async () => {
     const source = await authorityDir({ rotated: true });
     const files = await withAuthorityLock(source.stateDir, () => readAuthorityFiles(source.stateDir, DEP));
-    const steps = ['installed ca-previous.crt', 'installed ca-previous.key', 'installed ca.key', 'installed ca.crt'];
+    const steps = [
+      'installed ca-previous.crt',
+      'installed ca-previous.key',
+      'installed ca.key',
+      'installed ca.crt',
+    ];
     for (const step of steps) {
       const { stateDir } = await authorityDir();
       rmSync(path.join(stateDir, 'ca'), { recursive: true }); // lost: the marker stays
-      await crashAt(step, (onStep) => withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, files, source.fingerprint, { onStep })));
+      await crashAt(step, (onStep) =>
+        withAuthorityLock(stateDir, () =>
+          installAuthority(stateDir, DEP, files, source.fingerprint, { onStep }),
+        ),
+      );
       const local = await bothReaders(stateDir);
       if (step === 'installed ca.crt') {
-        expect(expectWhole(local)).toMatchObject({ current: { fingerprint: source.fingerprint }, previous: { fingerprint: source.previous } });
+        expect(expectWhole(local)).toMatchObject({
+          current: { fingerprint: source.fingerprint },
+          previous: { fingerprint: source.previous },
+        });
       } else {
         expectBlocked(local, 'half-initialised');
       }
@@ -217,8 +263,12 @@ describe('retire, stopped after each durable step', () => {
     await crashAt('removed ca-previous.key', (onStep) => retireAuthority(stateDir, DEP, { onStep }));
     const local = expectWhole(await bothReaders(stateDir));
     expect(local).toMatchObject({ current: { fingerprint }, previous: undefined, pending: 'retire' });
-    await expect(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP))).rejects.toThrow('Finish it with `baton ca retire`');
-    await expect(rotateAuthority(stateDir, DEP)).rejects.toThrow('Finish it with `baton ca retire`, then rotate.');
+    await expect(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP))).rejects.toThrow(
+      'Finish it with `baton ca retire`',
+    );
+    await expect(rotateAuthority(stateDir, DEP)).rejects.toThrow(
+      'Finish it with `baton ca retire`, then rotate.',
+    );
     expect(await retireAuthority(stateDir, DEP)).toEqual({ kind: 'finished', current: fingerprint });
     const done = expectWhole(await bothReaders(stateDir));
     expect(done.pending).toBeUndefined();
@@ -229,29 +279,53 @@ describe('retire, stopped after each durable step', () => {
   it('after the certificate is removed the overlap is over', async () => {
     const { stateDir, fingerprint } = await authorityDir({ rotated: true });
     await crashAt('removed ca-previous.crt', (onStep) => retireAuthority(stateDir, DEP, { onStep }));
-    expect(expectWhole(await bothReaders(stateDir))).toMatchObject({ current: { fingerprint }, previous: undefined });
+    expect(expectWhole(await bothReaders(stateDir))).toMatchObject({
+      current: { fingerprint },
+      previous: undefined,
+    });
   });
 });
 
 describe('an OS failure part-way through rotate or retire', () => {
   /** What a full disk looks like to the code: an errno error from a named call. */
-  const diskFull = (file: string) => Object.assign(new Error(`ENOSPC: no space left on device, write '${file}'`), { code: 'ENOSPC', syscall: 'write', path: file });
+  const diskFull = (file: string) =>
+    Object.assign(new Error(`ENOSPC: no space left on device, write '${file}'`), {
+      code: 'ENOSPC',
+      syscall: 'write',
+      path: file,
+    });
 
   it('is a "failed" error naming the call, the file and its code, and the command that finishes it; no key is lost', async () => {
     const { stateDir, fingerprint: old } = await authorityDir();
     const keysBefore = privateKeysBelow(stateDir);
-    const rotating = await batonErrorOf(rotateAuthority(stateDir, DEP, { onStep: (s) => { if (s === 'wrote ca.crt.new') throw diskFull(ca(stateDir, 'ca-previous.crt')); } }));
+    const rotating = await batonErrorOf(
+      rotateAuthority(stateDir, DEP, {
+        onStep: (s) => {
+          if (s === 'wrote ca.crt.new') throw diskFull(ca(stateDir, 'ca-previous.crt'));
+        },
+      }),
+    );
     expect(rotating.code).toBe('failed');
-    expect(rotating.what).toBe(`The rotation stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`);
+    expect(rotating.what).toBe(
+      `The rotation stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`,
+    );
     expect(rotating.where).toBe(path.dirname(ca(stateDir, 'ca.key')));
     expect(rotating.next).toContain('run `baton ca rotate` again');
     expect(expectWhole(await bothReaders(stateDir)).current.fingerprint).toBe(old);
     expectKeysKept(keysBefore, stateDir);
     await rotateAuthority(stateDir, DEP);
 
-    const retiring = await batonErrorOf(retireAuthority(stateDir, DEP, { onStep: () => { throw diskFull(ca(stateDir, 'ca-previous.crt')); } }));
+    const retiring = await batonErrorOf(
+      retireAuthority(stateDir, DEP, {
+        onStep: () => {
+          throw diskFull(ca(stateDir, 'ca-previous.crt'));
+        },
+      }),
+    );
     expect(retiring.code).toBe('failed');
-    expect(retiring.what).toBe(`The retire stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`);
+    expect(retiring.what).toBe(
+      `The retire stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`,
+    );
     expect(retiring.next).toContain('run `baton ca retire` again');
     expect(retiring.changed).toBe('The current authority is untouched.');
   });
@@ -262,7 +336,9 @@ describe('set aside, stopped after each durable step', () => {
     for (const step of ['set aside ca/', 'set aside the marker']) {
       const { stateDir } = await authorityDir({ rotated: true });
       const keysBefore = privateKeysBelow(stateDir);
-      await crashAt(step, (onStep) => withAuthorityLock(stateDir, () => setAsideAuthority(stateDir, fixedClock(), { onStep })));
+      await crashAt(step, (onStep) =>
+        withAuthorityLock(stateDir, () => setAsideAuthority(stateDir, fixedClock(), { onStep })),
+      );
       expect((await bothReaders(stateDir)).state).toBe(step === 'set aside ca/' ? 'lost' : 'fresh');
       expect(privateKeysBelow(stateDir)).toEqual(keysBefore);
     }
@@ -273,14 +349,24 @@ describe('set aside, stopped after each durable step', () => {
  * Runs an operation in a child process that SIGKILLs itself right after `step`: no finally
  * block, no flush, no lock release but the kernel's.
  */
-async function runChild(op: 'rotate' | 'mint', stateDir: string, step: string): Promise<string | number | null> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures/kill-at-step.ts'), op, stateDir, DEP, step], {
-    cwd: path.resolve(here, '../..'),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+async function runChild(
+  op: 'rotate' | 'mint',
+  stateDir: string,
+  step: string,
+): Promise<string | number | null> {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(here, 'fixtures/kill-at-step.ts'), op, stateDir, DEP, step],
+    {
+      cwd: path.resolve(here, '../..'),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.once('exit', (c, s) => resolve([c, s])),
+  );
   if (signal !== 'SIGKILL') throw new Error(`child exited ${code}: ${err}`);
   return signal;
 }

@@ -45,7 +45,11 @@ describe('ca.lock', () => {
 
   it('is created 0600 in a state dir created 0700, and released when the function throws', async () => {
     const dir = stateDir();
-    await expect(withAuthorityLock(dir, async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(
+      withAuthorityLock(dir, async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     const snap = snapshotDir(dir);
     expect(snap['.']).toBe('dir 700');
     expect(snap['ca.lock']).toMatch(/^file 600 /);
@@ -58,7 +62,9 @@ describe('ca.lock', () => {
       throw new BatonError('refused', { what: 'no', changed: 'Nothing was written.', reason: 'diverged' });
     }).catch((e: unknown) => e as BatonError);
     expect(refused).toMatchObject({ code: 'refused', reason: 'diverged', what: 'no' });
-    expect(refused.changed).toBe(`Nothing was written. (Taking the lock created the state dir ${fresh} and its lock file ca.lock; they hold nothing.)`);
+    expect(refused.changed).toBe(
+      `Nothing was written. (Taking the lock created the state dir ${fresh} and its lock file ca.lock; they hold nothing.)`,
+    );
     // A second error on the same host: the lock file exists now, so nothing is added.
     const again = await withAuthorityLock(fresh, async () => {
       throw new BatonError('failed', { what: 'disk', changed: 'ca/ was set aside.' });
@@ -69,13 +75,21 @@ describe('ca.lock', () => {
     const silent = await withAuthorityLock(other, async () => {
       throw new BatonError('failed', { what: 'disk' });
     }).catch((e: unknown) => e as BatonError);
-    expect(silent.changed).toBe(`Taking the lock created the state dir ${other} and its lock file ca.lock; they hold nothing.`);
+    expect(silent.changed).toBe(
+      `Taking the lock created the state dir ${other} and its lock file ca.lock; they hold nothing.`,
+    );
   });
 
   it('a bounded wait gets the lock once the holder lets go', async () => {
     const dir = stateDir();
     let release!: () => void;
-    const held = withAuthorityLock(dir, () => new Promise<void>((resolve) => { release = resolve; }));
+    const held = withAuthorityLock(
+      dir,
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+    );
     await expect.poll(() => release !== undefined, { timeout: 30_000 }).toBe(true);
     const waiting = withAuthorityLock(dir, async () => 'got it', { waitMs: 60_000 });
     release();
@@ -85,10 +99,14 @@ describe('ca.lock', () => {
 
   it('a holder in another process refuses this one, and its SIGKILL frees the lock at once', async () => {
     const dir = stateDir();
-    const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.join(here, 'fixtures/hold-lock.ts'), dir], {
-      cwd: repo,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ['--import', 'tsx', path.join(here, 'fixtures/hold-lock.ts'), dir],
+      {
+        cwd: repo,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     cleanups.push(() => child.kill('SIGKILL'));
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -16,7 +16,17 @@ import { fingerprintOfFiles } from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
 import type { BatonError } from '../../src/errors.js';
-import { authorityDir, ca, cleanupAll, copy, DEP, emptyStateDir, expectBlocked, expectEveryWriterRefuses, expectWhole } from './support.js';
+import {
+  authorityDir,
+  ca,
+  cleanupAll,
+  copy,
+  DEP,
+  emptyStateDir,
+  expectBlocked,
+  expectEveryWriterRefuses,
+  expectWhole,
+} from './support.js';
 
 afterEach(cleanupAll);
 
@@ -24,7 +34,9 @@ describe('the states a host can be in', () => {
   it('a host with no files and no marker is fresh', async () => {
     const stateDir = await emptyStateDir();
     expect(await readLocalAuthority(stateDir, DEP)).toEqual({ state: 'fresh', stateDir, unexpected: [] });
-    expect(await readLocalAuthority(path.join(stateDir, 'never-created'), DEP)).toMatchObject({ state: 'fresh' });
+    expect(await readLocalAuthority(path.join(stateDir, 'never-created'), DEP)).toMatchObject({
+      state: 'fresh',
+    });
   });
 
   it('a marker without key or certificate is lost, and reading it changes nothing', async () => {
@@ -41,7 +53,12 @@ describe('the states a host can be in', () => {
     const local = expectWhole(await readLocalAuthority(stateDir, DEP));
     expect(local.current.fingerprint).toBe(fingerprint);
     expect(local.current.notAfter.toISOString()).toBe('2036-11-30T10:00:00.000Z');
-    expect(local).toMatchObject({ previous: undefined, markerMissing: false, repairedTear: false, unexpected: [] });
+    expect(local).toMatchObject({
+      previous: undefined,
+      markerMissing: false,
+      repairedTear: false,
+      unexpected: [],
+    });
     expect(local.pending).toBeUndefined();
   });
 
@@ -77,7 +94,13 @@ describe('the states a host can be in', () => {
   it('the published files are exactly the bytes on disk, the previous pair included during an overlap', async () => {
     const { stateDir } = await authorityDir({ rotated: true });
     const files = await withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP));
-    expect(Object.keys(files).sort()).toEqual(['authority-created', 'ca-previous.crt', 'ca-previous.key', 'ca.crt', 'ca.key']);
+    expect(Object.keys(files).sort()).toEqual([
+      'authority-created',
+      'ca-previous.crt',
+      'ca-previous.key',
+      'ca.crt',
+      'ca.key',
+    ]);
     for (const name of ['ca.crt', 'ca.key', 'ca-previous.crt', 'ca-previous.key'] as const) {
       expect(Buffer.from(files[name]!).equals(readFileSync(ca(stateDir, name))), name).toBe(true);
     }
@@ -89,10 +112,16 @@ describe('states that block every action, and nothing on disk changes', () => {
     const { stateDir } = await authorityDir();
     unlinkSync(ca(stateDir, 'ca.crt'));
     const b = expectBlocked(await readLocalAuthority(stateDir, DEP), 'half-initialised');
-    expect(b.error.what).toBe('The authority is half-initialised: ca/ca.key is present but ca/ca.crt is missing.');
+    expect(b.error.what).toBe(
+      'The authority is half-initialised: ca/ca.key is present but ca/ca.crt is missing.',
+    );
     expect(b.error.where).toBe(path.join(stateDir, 'ca'));
     expect(b.error.next).toContain('never repairs half an authority by minting');
-    await expectEveryWriterRefuses(stateDir, ['half-initialised', 'ca/ca.crt is missing', path.join(stateDir, 'ca')]);
+    await expectEveryWriterRefuses(stateDir, [
+      'half-initialised',
+      'ca/ca.crt is missing',
+      path.join(stateDir, 'ca'),
+    ]);
     // The way out names `sync` as data, and a writer's refusal carries it on unchanged.
     expect(b.error.said).toContainEqual(nextStep('sync'));
     const writer = await batonErrorOf(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP)));
@@ -129,7 +158,9 @@ describe('states that block every action, and nothing on disk changes', () => {
     unlinkSync(ca(stateDir, 'ca.crt'));
     unlinkSync(ca(stateDir, 'ca.key'));
     const b = expectBlocked(await readLocalAuthority(stateDir, DEP), 'half-initialised');
-    expect(b.error.what).toContain('ca/ca.crt and ca/ca.key are missing but ca/ca-previous.crt and ca/ca-previous.key are present');
+    expect(b.error.what).toContain(
+      'ca/ca.crt and ca/ca.key are missing but ca/ca-previous.crt and ca/ca-previous.key are present',
+    );
     await expectEveryWriterRefuses(stateDir, ['half-initialised']);
   });
 
@@ -150,11 +181,13 @@ describe('states that block every action, and nothing on disk changes', () => {
     await expectEveryWriterRefuses(stateDir, ['ca/ca-previous.key']);
   });
 
-  it('another deployment\'s authority is foreign, naming both deployment ids', async () => {
+  it("another deployment's authority is foreign, naming both deployment ids", async () => {
     const { stateDir } = await authorityDir({ deployment: 'another-deployment' });
     unlinkSync(path.join(stateDir, 'authority-created'));
     const b = expectBlocked(await readLocalAuthority(stateDir, DEP), 'foreign');
-    expect(b.error.what).toBe(`ca/ca.crt belongs to another deployment: its Organization is "another-deployment", not "${DEP}".`);
+    expect(b.error.what).toBe(
+      `ca/ca.crt belongs to another deployment: its Organization is "another-deployment", not "${DEP}".`,
+    );
     await expectEveryWriterRefuses(stateDir, ['"another-deployment"', `"${DEP}"`]);
   });
 
@@ -168,8 +201,29 @@ describe('states that block every action, and nothing on disk changes', () => {
 
   it('a self-signed certificate that is not a CA is refused as not-ca', async () => {
     const { stateDir } = await authorityDir();
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', ca(stateDir, 'leaf.key'), '-out', ca(stateDir, 'leaf.crt'), '-days', '30',
-      '-subj', `/CN=baton node wire CA/O=${DEP}`, '-addext', 'basicConstraints=critical,CA:FALSE'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        ca(stateDir, 'leaf.key'),
+        '-out',
+        ca(stateDir, 'leaf.crt'),
+        '-days',
+        '30',
+        '-subj',
+        `/CN=baton node wire CA/O=${DEP}`,
+        '-addext',
+        'basicConstraints=critical,CA:FALSE',
+      ],
+      { stdio: 'ignore' },
+    );
     copy(ca(stateDir, 'leaf.key'), ca(stateDir, 'ca.key'), 0o600);
     copy(ca(stateDir, 'leaf.crt'), ca(stateDir, 'ca.crt'));
     unlinkSync(ca(stateDir, 'leaf.key'));
@@ -183,10 +237,59 @@ describe('states that block every action, and nothing on disk changes', () => {
     const { stateDir } = await authorityDir();
     const work = path.dirname(stateDir);
     const run = (args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-    run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(work, 'root.key'), '-out', path.join(work, 'root.crt'), '-days', '30', '-subj', '/CN=other root']);
-    writeFileSync(path.join(work, 'ext'), 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n');
-    run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', path.join(work, 'sub.key'), '-out', path.join(work, 'sub.csr'), '-subj', `/CN=baton node wire CA/O=${DEP}`]);
-    run(['x509', '-req', '-in', path.join(work, 'sub.csr'), '-CA', path.join(work, 'root.crt'), '-CAkey', path.join(work, 'root.key'), '-CAcreateserial', '-out', path.join(work, 'sub.crt'), '-days', '30', '-extfile', path.join(work, 'ext')]);
+    run([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      path.join(work, 'root.key'),
+      '-out',
+      path.join(work, 'root.crt'),
+      '-days',
+      '30',
+      '-subj',
+      '/CN=other root',
+    ]);
+    writeFileSync(
+      path.join(work, 'ext'),
+      'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n',
+    );
+    run([
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      path.join(work, 'sub.key'),
+      '-out',
+      path.join(work, 'sub.csr'),
+      '-subj',
+      `/CN=baton node wire CA/O=${DEP}`,
+    ]);
+    run([
+      'x509',
+      '-req',
+      '-in',
+      path.join(work, 'sub.csr'),
+      '-CA',
+      path.join(work, 'root.crt'),
+      '-CAkey',
+      path.join(work, 'root.key'),
+      '-CAcreateserial',
+      '-out',
+      path.join(work, 'sub.crt'),
+      '-days',
+      '30',
+      '-extfile',
+      path.join(work, 'ext'),
+    ]);
     copy(path.join(work, 'sub.key'), ca(stateDir, 'ca.key'), 0o600);
     copy(path.join(work, 'sub.crt'), ca(stateDir, 'ca.crt'));
     const b = expectBlocked(await readLocalAuthority(stateDir, DEP), 'not-ca');
@@ -203,23 +306,48 @@ describe('states that block every action, and nothing on disk changes', () => {
   });
 
   it.each([
-    ['readable by group', (key: string) => chmodSync(key, 0o640), 'is readable or writable by group or others (mode 0640)'],
-    ['readable by others', (key: string) => chmodSync(key, 0o604), 'is readable or writable by group or others (mode 0604)'],
-    ['a symbolic link', (key: string) => {
-      const real = `${key}.real`;
-      copy(key, real, 0o600);
-      unlinkSync(key);
-      symlinkSync(real, key);
-    }, 'is a symbolic link'],
-    ['a directory', (key: string) => {
-      unlinkSync(key);
-      mkdirSync(key);
-    }, 'is not a regular file'],
-    ['a FIFO', (key: string) => {
-      unlinkSync(key);
-      execFileSync('mkfifo', ['-m', '600', key]);
-    }, 'is not a regular file'],
-    ['larger than 1 MiB', (key: string) => writeFileSync(key, Buffer.concat([readFileSync(key), Buffer.alloc(1024 * 1024, 0x0a)])), 'is larger than 1 MiB'],
+    [
+      'readable by group',
+      (key: string) => chmodSync(key, 0o640),
+      'is readable or writable by group or others (mode 0640)',
+    ],
+    [
+      'readable by others',
+      (key: string) => chmodSync(key, 0o604),
+      'is readable or writable by group or others (mode 0604)',
+    ],
+    [
+      'a symbolic link',
+      (key: string) => {
+        const real = `${key}.real`;
+        copy(key, real, 0o600);
+        unlinkSync(key);
+        symlinkSync(real, key);
+      },
+      'is a symbolic link',
+    ],
+    [
+      'a directory',
+      (key: string) => {
+        unlinkSync(key);
+        mkdirSync(key);
+      },
+      'is not a regular file',
+    ],
+    [
+      'a FIFO',
+      (key: string) => {
+        unlinkSync(key);
+        execFileSync('mkfifo', ['-m', '600', key]);
+      },
+      'is not a regular file',
+    ],
+    [
+      'larger than 1 MiB',
+      (key: string) =>
+        writeFileSync(key, Buffer.concat([readFileSync(key), Buffer.alloc(1024 * 1024, 0x0a)])),
+      'is larger than 1 MiB',
+    ],
   ])('a key file that is %s is unsafe and blocks everything', async (_what, spoil, reason) => {
     const { stateDir } = await authorityDir({ rotated: true });
     for (const name of ['ca.key', 'ca-previous.key']) {
@@ -268,7 +396,10 @@ describe('the torn read', () => {
   it('is repaired only when ca-previous.crt is byte-for-byte the ca.crt read — otherwise the pair is mismatched', async () => {
     const { stateDir } = await authorityDir({ rotated: true });
     copy(ca(stateDir, 'ca-previous.crt'), ca(stateDir, 'ca.crt'));
-    writeFileSync(ca(stateDir, 'ca-previous.crt'), Buffer.concat([readFileSync(ca(stateDir, 'ca.crt')), Buffer.from('\n')]));
+    writeFileSync(
+      ca(stateDir, 'ca-previous.crt'),
+      Buffer.concat([readFileSync(ca(stateDir, 'ca.crt')), Buffer.from('\n')]),
+    );
     expectBlocked(await readLocalAuthority(stateDir, DEP), 'mismatched');
   });
 });
@@ -294,7 +425,9 @@ describe('the unlocked snapshot reader', () => {
     const a = await authorityDir();
     const b = await authorityDir();
     const sequence = [b.stateDir, a.stateDir, a.stateDir, a.stateDir];
-    const local = await snapshotLocalAuthority(a.stateDir, DEP, { readPass: async () => readRaw(sequence.shift()!) });
+    const local = await snapshotLocalAuthority(a.stateDir, DEP, {
+      readPass: async () => readRaw(sequence.shift()!),
+    });
     expect(expectWhole(local).current.fingerprint).toBe(a.fingerprint);
     expect(sequence).toEqual([]);
   });
@@ -318,7 +451,14 @@ describe('install', () => {
     expect(snap['ca/ca.crt']).toMatch(/^file 644 /);
     expect(snap['authority-created']).toMatch(/^file 644 /);
     expect(snap['ca.lock']).toMatch(/^file 600 /);
-    expect(Object.keys(snap).sort()).toEqual(['.', 'authority-created', 'ca', 'ca.lock', 'ca/ca.crt', 'ca/ca.key']);
+    expect(Object.keys(snap).sort()).toEqual([
+      '.',
+      'authority-created',
+      'ca',
+      'ca.lock',
+      'ca/ca.crt',
+      'ca/ca.key',
+    ]);
     expect(expectWhole(await readLocalAuthority(stateDir, DEP)).current.fingerprint).toBe(fp);
   });
 
@@ -348,7 +488,9 @@ describe('install', () => {
     const files = await mintAuthority(DEP);
     const fp = await fingerprintOfFiles(files);
     const before = snapshotDir(stateDir);
-    await expect(withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, files, fp))).rejects.toThrow(
+    await expect(
+      withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, files, fp)),
+    ).rejects.toThrow(
       `This host already holds an authority (${fingerprint}); baton never installs over one.`,
     );
     expect(snapshotDir(stateDir)).toEqual(before);
@@ -361,12 +503,17 @@ describe('install', () => {
     const otherFp = await fingerprintOfFiles(other);
     const foreign = await mintAuthority('another-deployment');
     const before = snapshotDir(stateDir);
-    const attempt = (f: typeof files, fp: typeof otherFp) => withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, f, fp));
+    const attempt = (f: typeof files, fp: typeof otherFp) =>
+      withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, f, fp));
     await expect(attempt(files, otherFp)).rejects.toThrow(`not the ${otherFp} that was decided on`);
-    await expect(attempt({ 'ca.crt': files['ca.crt']!, 'ca.key': other['ca.key']! }, otherFp)).rejects.toThrow('The key does not pair');
+    await expect(
+      attempt({ 'ca.crt': files['ca.crt']!, 'ca.key': other['ca.key']! }, otherFp),
+    ).rejects.toThrow('The key does not pair');
     await expect(attempt(foreign, otherFp)).rejects.toThrow('its Organization is "another-deployment"');
     await expect(attempt({ 'ca.crt': files['ca.crt']! }, otherFp)).rejects.toThrow('ca.key is missing');
-    await expect(attempt({ ...other, 'ca-previous.crt': files['ca.crt']! }, otherFp)).rejects.toThrow('half a previous pair');
+    await expect(attempt({ ...other, 'ca-previous.crt': files['ca.crt']! }, otherFp)).rejects.toThrow(
+      'half a previous pair',
+    );
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 });
@@ -380,13 +527,18 @@ describe('writes never clobber', () => {
     const error = await withAuthorityLock(stateDir, () =>
       installAuthority(stateDir, DEP, files, source.fingerprint, {
         onStep: (step) => {
-          if (step === 'installed ca-previous.key') writeFileSync(ca(stateDir, 'ca.key'), intruder, { mode: 0o600 });
+          if (step === 'installed ca-previous.key')
+            writeFileSync(ca(stateDir, 'ca.key'), intruder, { mode: 0o600 });
         },
       }),
     ).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'failed' });
-    expect((error as BatonError).what).toContain('Installing the authority failed while writing ca/ca.key (EEXIST).');
-    expect((error as BatonError).changed).toContain('Written before the failure: ca/ca-previous.crt, ca/ca-previous.key.');
+    expect((error as BatonError).what).toContain(
+      'Installing the authority failed while writing ca/ca.key (EEXIST).',
+    );
+    expect((error as BatonError).changed).toContain(
+      'Written before the failure: ca/ca-previous.crt, ca/ca-previous.key.',
+    );
     expect(readFileSync(ca(stateDir, 'ca.key'), 'utf8')).toBe(intruder);
   });
 });

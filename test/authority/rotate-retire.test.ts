@@ -14,13 +14,30 @@ import {
 import { BatonError } from '../../src/errors.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
-import { authorityDir, ca, cleanupAll, copy, DEP, emptyStateDir, expectBlocked, expectWhole, privateKeysBelow } from './support.js';
+import {
+  authorityDir,
+  ca,
+  cleanupAll,
+  copy,
+  DEP,
+  emptyStateDir,
+  expectBlocked,
+  expectWhole,
+  privateKeysBelow,
+} from './support.js';
 
 afterEach(cleanupAll);
 
-async function refusedUnchanged(stateDir: string, run: () => Promise<unknown>, ...mentions: string[]): Promise<BatonError> {
+async function refusedUnchanged(
+  stateDir: string,
+  run: () => Promise<unknown>,
+  ...mentions: string[]
+): Promise<BatonError> {
   const before = snapshotDir(stateDir);
-  const error = await run().then(() => undefined, (e: unknown) => e);
+  const error = await run().then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(BatonError);
   expect((error as BatonError).code, (error as Error).message).toBe('refused');
   for (const m of mentions) expect((error as BatonError).message).toContain(m);
@@ -40,7 +57,11 @@ describe('rotate', () => {
     expect(readFileSync(ca(stateDir, 'ca-previous.key'))).toEqual(oldKey);
     expect(readFileSync(ca(stateDir, 'ca-previous.crt'))).toEqual(oldCert);
     const snap = snapshotDir(stateDir);
-    expect(Object.keys(snap).filter((k) => k.startsWith('ca/')).sort()).toEqual(['ca/ca-previous.crt', 'ca/ca-previous.key', 'ca/ca.crt', 'ca/ca.key']);
+    expect(
+      Object.keys(snap)
+        .filter((k) => k.startsWith('ca/'))
+        .sort(),
+    ).toEqual(['ca/ca-previous.crt', 'ca/ca-previous.key', 'ca/ca.crt', 'ca/ca.key']);
     expect(snap['ca/ca.key']).toMatch(/^file 600 /);
     expect(snap['ca/ca-previous.key']).toMatch(/^file 600 /);
     expect(snap['ca/ca.crt']).toMatch(/^file 644 /);
@@ -51,15 +72,30 @@ describe('rotate', () => {
 
   it('refuses while an overlap is in progress, saying to retire first, and changes nothing', async () => {
     const { stateDir, previous } = await authorityDir({ rotated: true });
-    await refusedUnchanged(stateDir, () => rotateAuthority(stateDir, DEP), `A rotation overlap is already in progress: ${previous}`, '`baton ca retire`');
+    await refusedUnchanged(
+      stateDir,
+      () => rotateAuthority(stateDir, DEP),
+      `A rotation overlap is already in progress: ${previous}`,
+      '`baton ca retire`',
+    );
   });
 
   it('refuses on a fresh host and on a lost one, saying what to do, and changes nothing', async () => {
     const fresh = await emptyStateDir();
-    await refusedUnchanged(fresh, () => rotateAuthority(fresh, DEP), 'this host holds none (fresh)', '`baton ca init`');
+    await refusedUnchanged(
+      fresh,
+      () => rotateAuthority(fresh, DEP),
+      'this host holds none (fresh)',
+      '`baton ca init`',
+    );
     const { stateDir: lost } = await authorityDir();
     rmSync(path.join(lost, 'ca'), { recursive: true });
-    await refusedUnchanged(lost, () => rotateAuthority(lost, DEP), 'this host holds none (lost)', '`baton sync`');
+    await refusedUnchanged(
+      lost,
+      () => rotateAuthority(lost, DEP),
+      'this host holds none (lost)',
+      '`baton sync`',
+    );
   });
 
   it('writes back a missing marker (a locked operation backfills it)', async () => {
@@ -105,7 +141,12 @@ describe('the retire guard', () => {
     copy(ca(stranger.stateDir, 'ca.key'), ca(stateDir, 'ca-previous.key'), 0o600);
     const local = expectWhole(await readLocalAuthority(stateDir, DEP));
     expect(local.previous?.fingerprint).toBe(stranger.fingerprint);
-    const error = await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP), stranger.fingerprint, 'not the previous authority');
+    const error = await refusedUnchanged(
+      stateDir,
+      () => retireAuthority(stateDir, DEP),
+      stranger.fingerprint,
+      'not the previous authority',
+    );
     expect(error.what).toContain(local.current.replaces!);
     expect(error.where).toBe(ca(stateDir, 'ca-previous.key'));
     expect(fingerprint).toBe(local.current.fingerprint);
@@ -117,19 +158,36 @@ describe('the retire guard', () => {
     const current = await mintAuthority(DEP); // minted without `replaces`
     const fp = await fingerprintOfFiles(current);
     await withAuthorityLock(stateDir, () =>
-      installAuthority(stateDir, DEP, { ...current, 'ca-previous.crt': previous['ca.crt']!, 'ca-previous.key': previous['ca.key']! }, fp),
+      installAuthority(
+        stateDir,
+        DEP,
+        { ...current, 'ca-previous.crt': previous['ca.crt']!, 'ca-previous.key': previous['ca.key']! },
+        fp,
+      ),
     );
     await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP), 'names no predecessor');
     const previousFp = await fingerprintOfFiles(previous);
     // A confirmation given for another previous authority than the one under the lock is no confirmation.
-    await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP, { acceptUnproved: fp }), `the confirmation was for ${fp}`);
-    expect(await retireAuthority(stateDir, DEP, { acceptUnproved: previousFp })).toEqual({ kind: 'retired', previous: previousFp, current: fp, unproved: true });
+    await refusedUnchanged(
+      stateDir,
+      () => retireAuthority(stateDir, DEP, { acceptUnproved: fp }),
+      `the confirmation was for ${fp}`,
+    );
+    expect(await retireAuthority(stateDir, DEP, { acceptUnproved: previousFp })).toEqual({
+      kind: 'retired',
+      previous: previousFp,
+      current: fp,
+      unproved: true,
+    });
   });
 
   it('"could not read" never counts as absent: an unsafe or unreadable previous key blocks the retire', async () => {
     for (const spoil of [
       (key: string) => chmodSync(key, 0o644),
-      (key: string) => { unlinkSync(key); mkdirSync(key); },
+      (key: string) => {
+        unlinkSync(key);
+        mkdirSync(key);
+      },
     ]) {
       const { stateDir } = await authorityDir({ rotated: true });
       spoil(ca(stateDir, 'ca-previous.key'));
@@ -142,7 +200,11 @@ describe('the retire guard', () => {
     const { stateDir } = await authorityDir({ rotated: true });
     copy(ca(stateDir, 'ca-previous.crt'), ca(stateDir, 'ca.crt'));
     writeFileSync(ca(stateDir, 'ca.crt.new'), 'not what a rotation wrote');
-    await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP), 'Finish the rotation with `baton ca rotate` first.');
+    await refusedUnchanged(
+      stateDir,
+      () => retireAuthority(stateDir, DEP),
+      'Finish the rotation with `baton ca rotate` first.',
+    );
   });
 
   it('refuses over a half-there previous pair of an unrelated authority', async () => {
@@ -159,7 +221,12 @@ describe('an interrupted rotation that cannot be finished', () => {
     const { stateDir } = await authorityDir({ rotated: true });
     copy(ca(stateDir, 'ca-previous.crt'), ca(stateDir, 'ca.crt')); // tear, with no ca.crt.new to finish it
     const keys = privateKeysBelow(stateDir);
-    await refusedUnchanged(stateDir, () => rotateAuthority(stateDir, DEP), 'cannot be finished', 'ca.crt.new is missing');
+    await refusedUnchanged(
+      stateDir,
+      () => rotateAuthority(stateDir, DEP),
+      'cannot be finished',
+      'ca.crt.new is missing',
+    );
     expect(privateKeysBelow(stateDir)).toEqual(keys);
   });
 });
@@ -173,7 +240,8 @@ describe('set aside', () => {
     expect(target).toBe(path.join(stateDir, 'ca.superseded-20261130T030405Z'));
     const after = snapshotDir(stateDir);
     for (const [name, entry] of Object.entries(before)) {
-      if (name.startsWith('ca/')) expect(after[name.replace(/^ca\//, 'ca.superseded-20261130T030405Z/')]).toBe(entry);
+      if (name.startsWith('ca/'))
+        expect(after[name.replace(/^ca\//, 'ca.superseded-20261130T030405Z/')]).toBe(entry);
     }
     expect(after['ca.superseded-20261130T030405Z.authority-created']).toBe(before['authority-created']);
     expect((await readLocalAuthority(stateDir, DEP)).state).toBe('fresh');
@@ -190,13 +258,21 @@ describe('set aside', () => {
 
   it('refuses when there is nothing to set aside, and changes nothing', async () => {
     const stateDir = await emptyStateDir();
-    await refusedUnchanged(stateDir, () => withAuthorityLock(stateDir, () => setAsideAuthority(stateDir)), 'no local authority to set aside');
+    await refusedUnchanged(
+      stateDir,
+      () => withAuthorityLock(stateDir, () => setAsideAuthority(stateDir)),
+      'no local authority to set aside',
+    );
   });
 });
 
 describe('readAuthorityFiles', () => {
   it('refuses a host that holds nothing, and changes nothing', async () => {
     const stateDir = await emptyStateDir();
-    await refusedUnchanged(stateDir, () => withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP)), 'this host holds no authority (fresh)');
+    await refusedUnchanged(
+      stateDir,
+      () => withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP)),
+      'this host holds no authority (fresh)',
+    );
   });
 });

@@ -11,7 +11,12 @@ import {
   type LocalAuthority,
 } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
-import { authorityTempDir, fingerprintOfFiles, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
+import {
+  authorityTempDir,
+  fingerprintOfFiles,
+  makeAuthority,
+  TEST_DEPLOYMENT,
+} from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 
 export const DEP = TEST_DEPLOYMENT;
@@ -50,7 +55,10 @@ export function copy(from: string, to: string, mode?: number): void {
  * Every operation that writes, run against `stateDir`: each must refuse with BatonError
  * ('refused'), say `mentions` in its message, and leave the state dir byte-for-byte as it was.
  */
-export async function expectEveryWriterRefuses(stateDir: string, mentions: Array<string | RegExp>): Promise<void> {
+export async function expectEveryWriterRefuses(
+  stateDir: string,
+  mentions: Array<string | RegExp>,
+): Promise<void> {
   const files = await mintAuthority(DEP);
   const fingerprint = await fingerprintOfFiles(files);
   const writers: Record<string, () => Promise<unknown>> = {
@@ -76,7 +84,10 @@ export async function expectEveryWriterRefuses(stateDir: string, mentions: Array
   }
 }
 
-export function expectBlocked(local: LocalAuthority, problem: string): Extract<LocalAuthority, { state: 'blocked' }> {
+export function expectBlocked(
+  local: LocalAuthority,
+  problem: string,
+): Extract<LocalAuthority, { state: 'blocked' }> {
   expect(local.state, local.state === 'blocked' ? local.error.message : '').toBe('blocked');
   const b = local as Extract<LocalAuthority, { state: 'blocked' }>;
   expect(b.problem, b.error.message).toBe(problem);

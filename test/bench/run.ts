@@ -31,7 +31,21 @@ import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 import { sshWindowCase } from './cases/ssh-window.bench-case.js';
 import { alternatingWindowCase } from './cases/alternating-window.bench-case.js';
 
-const CASES: readonly BenchCase[] = [startupCase, s3StatusCase, firstFrameCase, fanOutCase, planCase, inventoryCase, provisionerCase, terminalBytesCase, rotationWindowCase, rotationRollbackCase, sshHandshakesCase, sshWindowCase, alternatingWindowCase];
+const CASES: readonly BenchCase[] = [
+  startupCase,
+  s3StatusCase,
+  firstFrameCase,
+  fanOutCase,
+  planCase,
+  inventoryCase,
+  provisionerCase,
+  terminalBytesCase,
+  rotationWindowCase,
+  rotationRollbackCase,
+  sshHandshakesCase,
+  sshWindowCase,
+  alternatingWindowCase,
+];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
 
@@ -57,7 +71,13 @@ function machine(): Machine {
   } catch {
     // not Linux: the model Node reports
   }
-  return { cpus, cpuModel, node: process.version, platform: `${os.type()} ${os.release()}`, loadAverage: os.loadavg()[0]! };
+  return {
+    cpus,
+    cpuModel,
+    node: process.version,
+    platform: `${os.type()} ${os.release()}`,
+    loadAverage: os.loadavg()[0]!,
+  };
 }
 
 async function main(): Promise<number> {
@@ -65,10 +85,15 @@ async function main(): Promise<number> {
     options: { only: { type: 'string' }, runs: { type: 'string', default: '15' } },
     allowPositionals: false,
   });
-  const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = values.only
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = only?.filter((name) => !CASES.some((c) => c.name === name)) ?? [];
   if (unknown.length > 0) {
-    process.stderr.write(`bench: unknown case ${unknown.join(', ')}; known: ${CASES.map((c) => c.name).join(', ')}\n`);
+    process.stderr.write(
+      `bench: unknown case ${unknown.join(', ')}; known: ${CASES.map((c) => c.name).join(', ')}\n`,
+    );
     return 2;
   }
   const runs = Number(values.runs);
@@ -83,7 +108,9 @@ async function main(): Promise<number> {
     process.exit(130);
   });
   const host = machine();
-  process.stderr.write(`bench: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}, load ${host.loadAverage.toFixed(2)}\n`);
+  process.stderr.write(
+    `bench: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}, load ${host.loadAverage.toFixed(2)}\n`,
+  );
   const figures: Figure[] = [];
   const skipped: Skipped[] = [];
   const failed: { name: string; error: string }[] = [];
@@ -115,7 +142,9 @@ async function main(): Promise<number> {
   };
   process.stdout.write(renderTable(figures, skipped, failed));
   writeFileSync(RESULTS_FILE, `${JSON.stringify(summary, null, 2)}\n`);
-  process.stdout.write(`\nMachine: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}; load average ${host.loadAverage.toFixed(2)} → ${os.loadavg()[0]!.toFixed(2)}\n`);
+  process.stdout.write(
+    `\nMachine: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}; load average ${host.loadAverage.toFixed(2)} → ${os.loadavg()[0]!.toFixed(2)}\n`,
+  );
   process.stdout.write(`JSON summary: ${RESULTS_FILE}\n`);
   return failed.length > 0 ? 1 : 0;
 }

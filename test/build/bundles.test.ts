@@ -19,12 +19,16 @@ type Outputs = Record<string, { inputs: Record<string, unknown>; imports: { path
 let outputs: Outputs;
 beforeAll(() => {
   assertBuilt();
-  outputs = (JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Outputs }).outputs;
+  outputs = (JSON.parse(readFileSync(path.join(DIST, 'build-meta.json'), 'utf8')) as { outputs: Outputs })
+    .outputs;
 });
 
 /** Runs `script` (CommonJS) in a fresh Node with `nodeArgs`; its stdout parsed as JSON. */
 async function inNode(script: string, nodeArgs: readonly string[] = []): Promise<Record<string, unknown>> {
-  const run = await execa(process.execPath, [...nodeArgs, '-e', script], { reject: false, env: { FORCE_COLOR: '0' } });
+  const run = await execa(process.execPath, [...nodeArgs, '-e', script], {
+    reject: false,
+    env: { FORCE_COLOR: '0' },
+  });
   expect(run.exitCode, run.stderr).toBe(0);
   return JSON.parse(run.stdout) as Record<string, unknown>;
 }
@@ -49,12 +53,16 @@ describe('the app and its code cache', () => {
 
   it('is never offered the cache for content of the same length that is not what it was made from', async () => {
     const source = readFileSync(path.join(DIST, 'app.cjs'), 'utf8');
-    const changedBin = copyWith((app) => app.replace('the authority lock is busy', 'the authority lock is BUSY'));
+    const changedBin = copyWith((app) =>
+      app.replace('the authority lock is busy', 'the authority lock is BUSY'),
+    );
     const changed = readFileSync(path.join(path.dirname(changedBin), '..', 'dist', 'app.cjs'), 'utf8');
     expect(changed.length).toBe(source.length);
     expect(changed).not.toBe(source);
     // The old cache is still there under its name; the runtime looks for the new content's.
-    const cache = readdirSync(path.join(path.dirname(changedBin), '..', 'dist')).filter((name) => name.endsWith('.cache'));
+    const cache = readdirSync(path.join(path.dirname(changedBin), '..', 'dist')).filter((name) =>
+      name.endsWith('.cache'),
+    );
     expect(cache).toHaveLength(1);
     expect(await inNode(loadApp(changedBin))).toEqual({ cacheUsed: false, main: 'function' });
   });
@@ -71,7 +79,9 @@ describe('the app and its code cache', () => {
 describe('what each output holds', () => {
   const holders = (name: string) =>
     Object.entries(outputs)
-      .filter(([, output]) => Object.keys(output.inputs).some((input) => input.startsWith(`node_modules/${name}/`)))
+      .filter(([, output]) =>
+        Object.keys(output.inputs).some((input) => input.startsWith(`node_modules/${name}/`)),
+      )
       .map(([file]) => file)
       .filter((file) => !/\/devtools-\w+\.mjs$/.test(file)); // Ink's devtools bridge: its own chunk (below)
 
@@ -116,7 +126,9 @@ describe('the UI bundle', () => {
 
   it('leaves Ink’s devtools bridge (a package baton does not install) to a chunk loaded only under DEV=true', () => {
     const ui = outputs['dist/ui/ui.mjs']!;
-    const bridge = Object.keys(outputs).filter((file) => outputs[file]!.imports.some((i) => i.path === 'react-devtools-core'));
+    const bridge = Object.keys(outputs).filter((file) =>
+      outputs[file]!.imports.some((i) => i.path === 'react-devtools-core'),
+    );
     expect(bridge).toHaveLength(1);
     expect(ui.imports.find((i) => i.path === bridge[0])?.kind).toBe('dynamic-import');
   });

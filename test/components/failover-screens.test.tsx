@@ -10,7 +10,14 @@ import { failoverPorts } from '../../src/app/failover-ports.js';
 import { firstController } from '../../src/share/actions.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
-import { DEPLOYMENT, leftBehindB, makeHosts, publishedByA, rotateAndPublishA, type Hosts } from '../app/failover-hosts.js';
+import {
+  DEPLOYMENT,
+  leftBehindB,
+  makeHosts,
+  publishedByA,
+  rotateAndPublishA,
+  type Hosts,
+} from '../app/failover-hosts.js';
 import { FP_A, READS } from '../app/status-fixtures.js';
 import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
 
@@ -28,7 +35,8 @@ function flat(frame: string): string {
 
 function expectFits(frame: string, columns: number) {
   expect(linesFit(frame, columns), `lines wider than ${columns}:\n${frame}`).toEqual([]);
-  if (columns <= 80) expect(frame.split('\n').length, `taller than 24 rows:\n${frame}`).toBeLessThanOrEqual(24);
+  if (columns <= 80)
+    expect(frame.split('\n').length, `taller than 24 rows:\n${frame}`).toBeLessThanOrEqual(24);
 }
 
 describe.each([80, 120])('the failover walk at %i columns', (columns) => {
@@ -48,7 +56,13 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
 
   const mount = (ports: FailoverPorts) => {
     view = renderAt(
-      <FailoverApp ports={ports} columns={columns} baton="baton" now={() => AT} onExit={(code) => (exitCode = code)} />,
+      <FailoverApp
+        ports={ports}
+        columns={columns}
+        baton="baton"
+        now={() => AT}
+        onExit={(code) => (exitCode = code)}
+      />,
       columns,
     );
     return view;
@@ -77,7 +91,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press(KEY.enter);
     await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm screen again');
     await v.press(KEY.enter);
-    const done = await v.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result, read again');
+    const done = await v.waitFor(
+      (f) => f.includes('Read again:') && f.includes('in sync'),
+      'the result, read again',
+    );
     expectFits(done, columns);
     expect(done).toContain('Installed the published authority');
     expect(await fingerprintOf(b)).toBe(await fingerprintOf(hosts.ctx('a').stateDir));
@@ -88,7 +105,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
 
   it('makes a fresh host the first controller when nothing is published, then publishes from a whole one', async () => {
     const first = mount(hosts.ports('a'));
-    const offer = await first.waitFor((f) => f.includes('Become the first controller'), 'the first-controller offer');
+    const offer = await first.waitFor(
+      (f) => f.includes('Become the first controller'),
+      'the first-controller offer',
+    );
     expectFits(offer, columns);
     expect(flat(offer)).toContain('publishes it create-only');
     // Minting is never the default: the cursor starts on "leave", and the confirm asks for the deployment id.
@@ -96,7 +116,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await first.press(KEY.up);
     await first.waitFor((f) => f.includes('› Become the first controller'), 'the cursor on minting');
     await first.press(KEY.enter);
-    const confirm = await first.waitFor((f) => f.includes('Confirm: Become the first controller'), 'the confirm');
+    const confirm = await first.waitFor(
+      (f) => f.includes('Confirm: Become the first controller'),
+      'the confirm',
+    );
     expect(flat(confirm)).toContain('first 2 characters of the deployment id');
     await first.press(KEY.enter);
     const refused = await first.waitFor((f) => f.includes('not accepted'), 'the refusal of a bare Enter');
@@ -118,7 +141,12 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await firstController(c);
     await rm(path.join(hosts.root, 'store-c', 'authority.json'));
     view = renderAt(
-      <FailoverApp ports={failoverPorts(c, `file://${path.join(hosts.root, 'store-c')}`, undefined)} columns={columns} baton="baton" onExit={(code) => (exitCode = code)} />,
+      <FailoverApp
+        ports={failoverPorts(c, `file://${path.join(hosts.root, 'store-c')}`, undefined)}
+        columns={columns}
+        baton="baton"
+        onExit={(code) => (exitCode = code)}
+      />,
       columns,
     );
     const v = view;
@@ -126,7 +154,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press(KEY.enter);
     await v.waitFor((f) => f.includes('Confirm: Publish'), 'the confirm');
     await v.press(KEY.enter);
-    const published = await v.waitFor((f) => f.includes('Read again:') && f.includes('in sync'), 'the result');
+    const published = await v.waitFor(
+      (f) => f.includes('Read again:') && f.includes('in sync'),
+      'the result',
+    );
     expectFits(published, columns);
     expect(published).toContain('Published');
     expect(existsSync(path.join(hosts.root, 'store-c', 'authority.json'))).toBe(true);
@@ -143,7 +174,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     // console ("Maximum update depth exceeded") while the frame still looked right.
     const consoleErrors = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const v = mount(hosts.ports('b'));
-    const deciding = await v.waitFor((f) => f.includes('Replace the local authority (force)'), 'the action list');
+    const deciding = await v.waitFor(
+      (f) => f.includes('Replace the local authority (force)'),
+      'the action list',
+    );
     expectFits(deciding, columns);
     expect(flat(deciding)).toContain('left behind by a rotation');
     expect(deciding).not.toContain('Adopt');
@@ -172,7 +206,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(stillShut).toContain('[ Replace ] disabled');
     expect(flat(stillShut)).toContain('That is the PUBLISHED fingerprint');
     await v.press('q');
-    const typedQ = await v.waitFor((f) => f.includes(`> ${publishedFp.slice(7, 15)}q`), 'q typed into the field after the refused Enter');
+    const typedQ = await v.waitFor(
+      (f) => f.includes(`> ${publishedFp.slice(7, 15)}q`),
+      'q typed into the field after the refused Enter',
+    );
     expect(typedQ).toContain('[ Replace ] disabled');
     expect(exitCode).toBeUndefined();
 
@@ -277,7 +314,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     let finish!: () => void;
     const ports: FailoverPorts = {
       read: async () => READS.publish(),
-      act: () => new Promise((resolve) => (finish = () => resolve({ kind: 'published', fingerprint: FP_A, etag: '"e1"' }))),
+      act: () =>
+        new Promise(
+          (resolve) => (finish = () => resolve({ kind: 'published', fingerprint: FP_A, etag: '"e1"' })),
+        ),
     };
     const v = mount(ports);
     const reading = v.lastFrame();
@@ -286,7 +326,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press(KEY.enter);
     await v.waitFor((f) => f.includes('Confirm: Publish'), 'the confirm');
     await v.press(KEY.enter);
-    const acting = await v.waitFor((f) => f.includes('taking the lock, reading again, then writing'), 'the acting screen');
+    const acting = await v.waitFor(
+      (f) => f.includes('taking the lock, reading again, then writing'),
+      'the acting screen',
+    );
     expectFits(acting, columns);
     await v.press('q');
     expect(exitCode).toBeUndefined();
@@ -300,7 +343,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     let finish!: () => void;
     const ports: FailoverPorts = {
       read: async () => READS.publish(),
-      act: () => new Promise((resolve) => (finish = () => resolve({ kind: 'published', fingerprint: FP_A, etag: '"e1"' }))),
+      act: () =>
+        new Promise(
+          (resolve) => (finish = () => resolve({ kind: 'published', fingerprint: FP_A, etag: '"e1"' })),
+        ),
     };
     const v = mount(ports);
     await v.waitFor((f) => f.includes('Publish this host'), 'the action list');
@@ -340,11 +386,20 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
 });
 
 it('a refusal from the operation keeps its own words and exit code', async () => {
-  const refusal = new BatonError('lock-busy', { what: 'The authority lock is held by another baton.', where: '/x/ca.lock', next: 'Wait and try again.' });
+  const refusal = new BatonError('lock-busy', {
+    what: 'The authority lock is held by another baton.',
+    where: '/x/ca.lock',
+    next: 'Wait and try again.',
+  });
   let code: number | undefined;
   const v = renderAt(
     <FailoverApp
-      ports={{ read: async () => READS.adopt(), act: async () => { throw refusal; } }}
+      ports={{
+        read: async () => READS.adopt(),
+        act: async () => {
+          throw refusal;
+        },
+      }}
       columns={80}
       baton="baton"
       onExit={(c) => (code = c)}

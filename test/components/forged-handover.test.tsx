@@ -13,7 +13,8 @@ import { DEPLOYMENT, makeHosts, type Hosts } from '../app/failover-hosts.js';
 import { KEY, renderAt, type Rendered } from './render-at.js';
 
 const flat = (frame: string) => frame.replace(/\s+/g, ' ');
-const CLAIMED = "claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.";
+const CLAIMED =
+  "claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.";
 
 /**
  * A forged document — a new CA whose OU names this host's fingerprint, with no handover
@@ -33,13 +34,26 @@ describe('a forged "left behind" in the failover walk', () => {
     const b = hosts.ctx('b');
     const mine = ((await firstController(b)) as { fingerprint: Fingerprint }).fingerprint;
     const forged = await mintAuthority(DEPLOYMENT, { replaces: mine });
-    const header = { format: DOCUMENT_FORMAT, deployment: DEPLOYMENT, fingerprint: await fingerprintOfFiles(forged, DEPLOYMENT), previousFingerprint: null, publishedAt: new Date().toISOString(), publishedBy: 'ctl-a' } as const;
+    const header = {
+      format: DOCUMENT_FORMAT,
+      deployment: DEPLOYMENT,
+      fingerprint: await fingerprintOfFiles(forged, DEPLOYMENT),
+      previousFingerprint: null,
+      publishedAt: new Date().toISOString(),
+      publishedBy: 'ctl-a',
+    } as const;
     writeFileSync(path.join(hosts.root, 'store', 'authority.json'), await encodeDocument(header, forged));
     const before = snapshotDir(hosts.root);
 
-    view = renderAt(<FailoverApp ports={hosts.ports('b')} columns={80} baton="baton" onExit={() => undefined} />, 80);
+    view = renderAt(
+      <FailoverApp ports={hosts.ports('b')} columns={80} baton="baton" onExit={() => undefined} />,
+      80,
+    );
     const v = view;
-    const deciding = await v.waitFor((f) => f.includes('Replace the local authority (force)'), 'the action list');
+    const deciding = await v.waitFor(
+      (f) => f.includes('Replace the local authority (force)'),
+      'the action list',
+    );
     expect(flat(deciding)).toContain(CLAIMED);
     expect(flat(deciding)).not.toContain('PROVED: signed');
     await v.press('j');

@@ -26,7 +26,8 @@ import { KEY, renderAt, type Rendered } from './render-at.js';
 const AT = new Date('2026-11-30T10:31:02.000Z');
 const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 const PASTE = (text: string) => `\u001b[200~${text}\u001b[201~`;
-const swapCase = (s: string) => [...s].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+const swapCase = (s: string) =>
+  [...s].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
 
 const mounted: Rendered[] = [];
 afterEach(() => {
@@ -47,7 +48,16 @@ describe('the failover walk, keys in one read', () => {
 
   function mount() {
     const exits: number[] = [];
-    const view = renderAt(<FailoverApp ports={hosts.ports('b')} columns={80} baton="baton" now={() => AT} onExit={(code) => exits.push(code)} />, 80);
+    const view = renderAt(
+      <FailoverApp
+        ports={hosts.ports('b')}
+        columns={80}
+        baton="baton"
+        now={() => AT}
+        onExit={(code) => exits.push(code)}
+      />,
+      80,
+    );
     mounted.push(view);
     return { view, exits };
   }
@@ -75,7 +85,10 @@ describe('the failover walk, keys in one read', () => {
     const { view, exits } = mount();
     await view.waitFor((f) => f.includes('› Leave it as it is'), 'the list');
     await view.press('jj');
-    await view.waitFor((f) => f.includes('› Replace the local authority'), 'the cursor on force (the list has two entries: jj stops at the last)');
+    await view.waitFor(
+      (f) => f.includes('› Replace the local authority'),
+      'the cursor on force (the list has two entries: jj stops at the last)',
+    );
     // Enter, then the prefix and Enter in the same read: the gate opens EMPTY, nothing is forced.
     await view.press(`\r${prefix}\r`);
     let frame = await view.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
@@ -84,12 +97,17 @@ describe('the failover walk, keys in one read', () => {
 
     await view.press(`${swapCase(prefix)}\r`);
     frame = await view.waitFor((f) => f.includes('not accepted'), 'the refusal');
-    expect(strip(frame).replace(/\s+/g, ' ')).toContain('same letters as the LOCAL fingerprint but not the same case');
+    expect(strip(frame).replace(/\s+/g, ' ')).toContain(
+      'same letters as the LOCAL fingerprint but not the same case',
+    );
     expect(snapshotDir(hosts.root)).toEqual(before);
 
     // Ctrl-U clears; a bracketed paste types the prefix and does not submit.
     await view.press(`\u0015${PASTE(prefix)}`);
-    frame = await view.waitFor((f) => f.includes(`> ${prefix}`) && f.includes('[ Replace ] enabled'), 'the pasted prefix');
+    frame = await view.waitFor(
+      (f) => f.includes(`> ${prefix}`) && f.includes('[ Replace ] enabled'),
+      'the pasted prefix',
+    );
     expect(snapshotDir(hosts.root)).toEqual(before);
 
     await view.press(KEY.escape);
@@ -113,13 +131,24 @@ describe('the rotation gate, keys in one read', () => {
   function mount() {
     const inv = meshInventory(2);
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-    const mesh = fakeMesh(inv.machines.map((m) => m.name), plan);
+    const mesh = fakeMesh(
+      inv.machines.map((m) => m.name),
+      plan,
+    );
     provisionerOn(mesh.machines.db1!);
     const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-keys-'));
     dirs.push(journalDir);
     const flow = rotationFlow(
       startRotation('20261130T000000Z-abc123', plan),
-      rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
+      rotationRunner({
+        transportFor: mesh.transportFor,
+        journalDir,
+        operator: 't',
+        resolve: { concurrency: 8 },
+        concurrency: 8,
+        waitMs: 2000,
+        pollMs: 10,
+      }),
     );
     flows.push(flow);
     const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80);
@@ -156,12 +185,23 @@ describe('the mesh status filter, keys in one read', () => {
     let code: number | undefined;
     const plan = planRotation(meshInventory(12), { by: 'all' });
     const view = renderAt(
-      <MeshStatusApp selectorText="every pair" machines={14} read={async () => []} columns={80} rows={24} color={false} onExit={(c) => (code = c)} />,
+      <MeshStatusApp
+        selectorText="every pair"
+        machines={14}
+        read={async () => []}
+        columns={80}
+        rows={24}
+        color={false}
+        onExit={(c) => (code = c)}
+      />,
       80,
     );
     mounted.push(view);
     expect(plan.pairs.length).toBeGreaterThan(0);
-    await view.waitFor((f) => strip(f).includes('0 pairs') || strip(f).includes('pairs'), 'the first reading');
+    await view.waitFor(
+      (f) => strip(f).includes('0 pairs') || strip(f).includes('pairs'),
+      'the first reading',
+    );
     await view.press('/web1q');
     await view.waitFor((f) => strip(f).includes('filter: web1q'), 'the typed filter');
     expect(code).toBeUndefined();
@@ -171,8 +211,14 @@ describe('the mesh status filter, keys in one read', () => {
 describe('the drill rail, keys in one read', () => {
   it('takes the keys up to the first Enter; the Enter after it (a double press) is dropped, the next read is taken', async () => {
     const seen: DrillIntent[] = [];
-    const state = [{ type: 'progress', text: 'starting…' } as const, { type: 'ready' } as const].reduce((s, e) => drillFlow(s, e).state, initialDrillState(1));
-    const view = renderAt(<DrillRoot state={state} columns={80} onIntent={(intent) => seen.push(intent)} />, 80);
+    const state = [{ type: 'progress', text: 'starting…' } as const, { type: 'ready' } as const].reduce(
+      (s, e) => drillFlow(s, e).state,
+      initialDrillState(1),
+    );
+    const view = renderAt(
+      <DrillRoot state={state} columns={80} onIntent={(intent) => seen.push(intent)} />,
+      80,
+    );
     mounted.push(view);
     await view.waitFor((f) => f.includes('Enter begins the step'), 'the drill screen');
     await view.press('??\r\r?');

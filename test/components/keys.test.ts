@@ -56,7 +56,13 @@ describe('the key reader: one read, several keys', () => {
   });
 
   it('delivers arrows sent several at once (one Ink event each) in order', () => {
-    expect(readOnce([['', { downArrow: true }], ['', { downArrow: true }], ['', { upArrow: true }]])).toEqual(['↓', '↓', '↑']);
+    expect(
+      readOnce([
+        ['', { downArrow: true }],
+        ['', { downArrow: true }],
+        ['', { upArrow: true }],
+      ]),
+    ).toEqual(['↓', '↓', '↑']);
   });
 
   it('drops the keys after an Enter or an Esc in the same read, across Ink events, and takes the next read whole', () => {

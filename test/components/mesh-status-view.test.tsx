@@ -3,7 +3,14 @@ import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
 import { summaryLines, visibleRows } from '../../components/mesh-status/MeshStatusView.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
-import { meshStatusExitCode, PAIR_STATES, pairStatus, type EndReading, type PairReading, type PairStatus } from '../../src/mesh/mesh-status.js';
+import {
+  meshStatusExitCode,
+  PAIR_STATES,
+  pairStatus,
+  type EndReading,
+  type PairReading,
+  type PairStatus,
+} from '../../src/mesh/mesh-status.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { suggester, type Suggester } from '../../src/suggest-command.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
@@ -16,19 +23,49 @@ afterEach(() => {
 const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const d = (n: number) => secretDigest(`secret-${n}`) as SecretDigest;
-const end = (live: SecretDigest | undefined, next?: SecretDigest): EndReading => ({ read: true, live, next, liveModifiedMs: NOW - 86_400_000 * 3 });
+const end = (live: SecretDigest | undefined, next?: SecretDigest): EndReading => ({
+  read: true,
+  live,
+  next,
+  liveModifiedMs: NOW - 86_400_000 * 3,
+});
 
 /** 31 pairs (15 web consumers of two providers, plus backup); every sixth in each state. */
 function statuses(): PairStatus[] {
   const plan = planRotation(meshInventory(15), { by: 'all' });
   return plan.pairs.map((pair, i) => {
     const readings: PairReading[] = [
-      { provider: end(d(i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
+      {
+        provider: end(d(i)),
+        consumer: end(d(i)),
+        receipt: { role: pair.role, digest: d(i), applied_at: '' },
+      },
       { provider: end(d(i)), consumer: end(d(i)), receipt: undefined },
-      { provider: end(d(i)), consumer: end(d(1000 + i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
-      { provider: end(d(i), d(2000 + i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '' } },
-      { provider: { read: false, reason: 'ssh failed: No route to host' }, consumer: end(d(i)), receipt: undefined },
-      { provider: end(d(i)), consumer: end(d(i)), receipt: { role: pair.role, digest: d(i), applied_at: '', database: { found: 'nologin', since: '2026-11-30T11:59:00.000Z' } } },
+      {
+        provider: end(d(i)),
+        consumer: end(d(1000 + i)),
+        receipt: { role: pair.role, digest: d(i), applied_at: '' },
+      },
+      {
+        provider: end(d(i), d(2000 + i)),
+        consumer: end(d(i)),
+        receipt: { role: pair.role, digest: d(i), applied_at: '' },
+      },
+      {
+        provider: { read: false, reason: 'ssh failed: No route to host' },
+        consumer: end(d(i)),
+        receipt: undefined,
+      },
+      {
+        provider: end(d(i)),
+        consumer: end(d(i)),
+        receipt: {
+          role: pair.role,
+          digest: d(i),
+          applied_at: '',
+          database: { found: 'nologin', since: '2026-11-30T11:59:00.000Z' },
+        },
+      },
     ];
     return pairStatus(pair, readings[i % 6]!, journalHistory([]), NOW, undefined);
   });
@@ -38,7 +75,16 @@ function mount(columns = 80, rows = 24, suggester?: Suggester) {
   let code: number | undefined;
   const all = statuses();
   const view = renderAt(
-    <MeshStatusApp selectorText="every pair" machines={17} read={async () => all} columns={columns} rows={rows} color={false} {...(suggester ? { suggester } : {})} onExit={(c) => (code = c)} />,
+    <MeshStatusApp
+      selectorText="every pair"
+      machines={17}
+      read={async () => all}
+      columns={columns}
+      rows={rows}
+      color={false}
+      {...(suggester ? { suggester } : {})}
+      onExit={(c) => (code = c)}
+    />,
     columns,
   );
   mounted.push(view);
@@ -49,7 +95,8 @@ describe('the mesh status table', () => {
   it('a summary that fits keeps one line and the table every row; a longer one wraps onto a second line, which the table gives up, and never a third', () => {
     expect(summaryLines('2 pairs: 2 applied.', 79)).toEqual(['2 pairs: 2 applied.']);
     expect(visibleRows(24, 1)).toBe(16);
-    const long = '131 pairs: 25 unreachable, 25 drifted, 25 changed-in-db, 25 staged, 25 pending, 6 applied; 12 older than --max-age.';
+    const long =
+      '131 pairs: 25 unreachable, 25 drifted, 25 changed-in-db, 25 staged, 25 pending, 6 applied; 12 older than --max-age.';
     const wrapped = summaryLines(long, 79);
     expect(wrapped).toHaveLength(2);
     expect(wrapped.join(' ')).toBe(long);
@@ -74,7 +121,11 @@ describe('the mesh status table', () => {
     const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
     // With all six states at once the summary is longer than 80 columns: it wraps (never cut),
     // and the table gives up one row for it.
-    const summary = frame.split('\n').slice(1, 3).map((l) => l.trim()).join(' ');
+    const summary = frame
+      .split('\n')
+      .slice(1, 3)
+      .map((l) => l.trim())
+      .join(' ');
     expect(summary).toBe(`31 pairs: ${counts}.`);
     expect(frame).toContain('rows 1–14 of 31');
     expect(frame).toContain('3d 0h (mtime)');
@@ -89,10 +140,23 @@ describe('the mesh status table', () => {
       if (calls === 1) throw new Error('the inventory changed while reading');
       return all;
     };
-    const view = renderAt(<MeshStatusApp selectorText="every pair" machines={17} read={read} columns={80} rows={24} color={false} onExit={(c) => (code = c)} />, 80);
+    const view = renderAt(
+      <MeshStatusApp
+        selectorText="every pair"
+        machines={17}
+        read={read}
+        columns={80}
+        rows={24}
+        color={false}
+        onExit={(c) => (code = c)}
+      />,
+      80,
+    );
     mounted.push(view);
     const failed = strip(await view.waitFor((f) => strip(f).includes('Reading failed'), 'the failure'));
-    expect(failed).toContain('✗ Reading failed (r reads again, q quits): the inventory changed while reading');
+    expect(failed).toContain(
+      '✗ Reading failed (r reads again, q quits): the inventory changed while reading',
+    );
     expect(linesFit(failed, 80)).toEqual([]);
     await view.press('r');
     await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the second reading');
@@ -106,12 +170,18 @@ describe('the mesh status table', () => {
     const { view } = mount(160, 24, flags);
     // Worst first: the selected row is an unreachable pair, then a drifted one further down.
     let frame = strip(await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading'));
-    expect(frame).toContain("then run baton --state-dir '/srv/baton state' mesh status --inventory /etc/baton/mesh.yaml again");
+    expect(frame).toContain(
+      "then run baton --state-dir '/srv/baton state' mesh status --inventory /etc/baton/mesh.yaml again",
+    );
     await view.press('/');
     await view.press('drifted');
     await view.press(KEY.enter);
-    frame = strip(await view.waitFor((f) => strip(f).includes('next: rotate it:'), 'a drifted pair selected'));
-    expect(frame).toMatch(/next: rotate it: baton --state-dir '\/srv\/baton state' mesh rotate --pair [a-z0-9-]+:[a-z0-9-]+ --inventory \/etc\/baton\/mesh\.yaml$/m);
+    frame = strip(
+      await view.waitFor((f) => strip(f).includes('next: rotate it:'), 'a drifted pair selected'),
+    );
+    expect(frame).toMatch(
+      /next: rotate it: baton --state-dir '\/srv\/baton state' mesh rotate --pair [a-z0-9-]+:[a-z0-9-]+ --inventory \/etc\/baton\/mesh\.yaml$/m,
+    );
   });
 
   it('scrolls with the arrow keys, filters with /, shows help on ?, and Esc never quits', async () => {
@@ -122,23 +192,38 @@ describe('the mesh status table', () => {
     // wrapped detail), and the window says how many rows are hidden.
     const followed = (f: string) => {
       const m = /rows (\d+)–(\d+) of 31, (\d+) hidden/.exec(strip(f));
-      return m !== null && Number(m[1]) <= 21 && Number(m[2]) >= 21 && Number(m[3]) === 31 - (Number(m[2]) - Number(m[1]) + 1);
+      return (
+        m !== null &&
+        Number(m[1]) <= 21 &&
+        Number(m[2]) >= 21 &&
+        Number(m[3]) === 31 - (Number(m[2]) - Number(m[1]) + 1)
+      );
     };
     let frame = strip(await view.waitFor(followed, 'the window to follow the selection'));
     const selected = /^(\S+ \(\S+\)) \S+ → /m.exec(frame)?.[1];
     expect(selected).toBeDefined();
-    expect(frame.split('\n').filter((line) => /^[✓!✗…] /.test(line)).some((line) => line.includes(selected!.split(' ')[0]!))).toBe(true);
+    expect(
+      frame
+        .split('\n')
+        .filter((line) => /^[✓!✗…] /.test(line))
+        .some((line) => line.includes(selected!.split(' ')[0]!)),
+    ).toBe(true);
     await view.press('/');
     await view.waitFor((f) => strip(f).includes('filter: ▏ 31 of 31 match'), 'the filter field');
     await view.press('web12 ');
     await view.press('q'); // typed into the filter, never a quit
     await view.press('\u007f');
-    frame = strip(await view.waitFor((f) => strip(f).includes('filter: web12 ▏ 2 of 31 match'), 'the filtered rows'));
+    frame = strip(
+      await view.waitFor((f) => strip(f).includes('filter: web12 ▏ 2 of 31 match'), 'the filtered rows'),
+    );
     expect(exitCode()).toBeUndefined();
     const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
     expect(rows.map((r) => r.includes('web12-app'))).toEqual([true, true]);
     await view.press(KEY.enter);
-    await view.waitFor((f) => strip(f).includes('filter "web12 ": 2 of 31 match (Esc clears)'), 'Enter to end typing');
+    await view.waitFor(
+      (f) => strip(f).includes('filter "web12 ": 2 of 31 match (Esc clears)'),
+      'Enter to end typing',
+    );
     await view.press(KEY.escape);
     await view.waitFor((f) => strip(f).includes('rows 1–14 of 31'), 'Esc to clear the filter');
     await view.press('?');
@@ -148,7 +233,10 @@ describe('the mesh status table', () => {
     expect(linesFit(frame, 80)).toEqual([]);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     await view.press(KEY.escape);
-    await view.waitFor((f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–14'), 'Esc to close the help');
+    await view.waitFor(
+      (f) => !strip(f).includes('Keys') && strip(f).includes('rows 1–14'),
+      'Esc to close the help',
+    );
     expect(exitCode()).toBeUndefined();
     await view.press('q');
     await view.waitFor(() => exitCode() !== undefined, 'q to quit');

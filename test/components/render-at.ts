@@ -12,7 +12,10 @@ import { vi } from 'vitest';
 class Stdout extends EventEmitter {
   readonly frames: string[] = [];
   isTTY = true;
-  constructor(readonly columns: number, readonly rows = 24) {
+  constructor(
+    readonly columns: number,
+    readonly rows = 24,
+  ) {
     super();
   }
   write = (frame: string) => {
@@ -20,7 +23,8 @@ class Stdout extends EventEmitter {
     return true;
   };
   /** The last frame with something visible (Ink writes a bare cursor-show escape on exit). */
-  lastFrame = () => this.frames.findLast((frame) => frame.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').trim() !== '');
+  lastFrame = () =>
+    this.frames.findLast((frame) => frame.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').trim() !== '');
 }
 
 class Stdin extends EventEmitter {
@@ -54,7 +58,13 @@ export interface Rendered {
   press(key: string): Promise<void>;
 }
 
-export const KEY = { enter: '\r', escape: '\u001b', up: '\u001b[A', down: '\u001b[B', ctrlC: '\u0003' } as const;
+export const KEY = {
+  enter: '\r',
+  escape: '\u001b',
+  up: '\u001b[A',
+  down: '\u001b[B',
+  ctrlC: '\u0003',
+} as const;
 
 /** `rows`: the terminal's height as views read it (useTerminalSize); 24 when not given. */
 export function renderAt(tree: ReactElement, columns: number, rows = 24): Rendered {

@@ -5,7 +5,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { render as renderLib } from 'ink-testing-library';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
 import { RotationView } from '../../components/rotation/RotationView.js';
-import { rotationFlow, startRotation, type RotationFlow, type RotationState } from '../../src/app/rotation-flow.js';
+import {
+  rotationFlow,
+  startRotation,
+  type RotationFlow,
+  type RotationState,
+} from '../../src/app/rotation-flow.js';
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { emptyLog } from '../../src/app/rotation-log.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -28,24 +33,31 @@ const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 function appFor(columns: number, consumers: number, unreachable?: string) {
   const inv = meshInventory(consumers);
   const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-  const mesh = fakeMesh(inv.machines.map((m) => m.name), plan);
-  if (unreachable) mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
+  const mesh = fakeMesh(
+    inv.machines.map((m) => m.name),
+    plan,
+  );
+  if (unreachable)
+    mesh.machines[unreachable]!.unreachable = 'ssh: connect to host web2.internal port 22: No route to host';
   provisionerOn(mesh.machines.db1!);
   const journalDir = mkdtempSync(path.join(os.tmpdir(), 'baton-view-'));
   dirs.push(journalDir);
   const store = rotationFlow(
     startRotation('20261130T000000Z-abc123', plan),
-    rotationRunner({ transportFor: mesh.transportFor, journalDir, operator: 't', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 2000, pollMs: 10 }),
+    rotationRunner({
+      transportFor: mesh.transportFor,
+      journalDir,
+      operator: 't',
+      resolve: { concurrency: 8 },
+      concurrency: 8,
+      waitMs: 2000,
+      pollMs: 10,
+    }),
   );
   stores.push(store);
   const exits: number[] = [];
   const element = (
-    <RotationApp
-      flow={store}
-      columns={columns}
-      color={false}
-      onExit={(code) => exits.push(code)}
-    />
+    <RotationApp flow={store} columns={columns} color={false} onExit={(code) => exits.push(code)} />
   );
   return { element, mesh, exits, plan };
 }
@@ -118,10 +130,16 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     // Esc changes nothing here; the help that ? opens after it shows it was handled.
     await view.press(KEY.escape);
     await view.press('?');
-    await view.waitFor((f) => f.includes('Esc or ? closes this help.'), 'the help (so the Esc before it was handled)');
+    await view.waitFor(
+      (f) => f.includes('Esc or ? closes this help.'),
+      'the help (so the Esc before it was handled)',
+    );
     expect(exits).toEqual([]);
     await view.press('?');
-    await view.waitFor((f) => f.includes('Gate closed') && !f.includes('Esc or ? closes this help.'), 'the gate again');
+    await view.waitFor(
+      (f) => f.includes('Gate closed') && !f.includes('Esc or ? closes this help.'),
+      'the gate again',
+    );
     await view.press('q');
     await view.waitFor(() => exits.length === 1, 'the exit');
     expect(exits).toEqual([4]);
@@ -153,7 +171,10 @@ describe('the rotation view', () => {
     expect(help).toContain('type the number of credentials');
     expect(help).not.toContain('read again');
     await view.press(KEY.escape);
-    const back = await view.waitFor((f) => f.includes('Gate open') && !f.includes('Keys on this screen'), 'the gate again, the help gone');
+    const back = await view.waitFor(
+      (f) => f.includes('Gate open') && !f.includes('Keys on this screen'),
+      'the gate again, the help gone',
+    );
     expect(back).toContain(`Type ${plan.pairs.length} (the number of credentials)`);
     expect(back).not.toContain('Cancelled');
     expect(exits).toEqual([]);
@@ -174,28 +195,36 @@ describe('the rotation view', () => {
 describe('the rotation view after a failure', () => {
   const inv = meshInventory(12);
   const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-  const resolutions = Object.fromEntries(plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]));
+  const resolutions = Object.fromEntries(
+    plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]),
+  );
   const base = { id: 'rot-9', plan, resolutions };
 
-  it.each([80, 120])('at %i columns, an interrupted commit says which files are live, which are staged, and the resume command', async (columns) => {
-    const state: RotationState = {
-      ...base,
-      step: 'commit-failed',
-      digests: {},
-      committed: plan.holders[0]!.receives.map((d) => `db1\0${d.path}`),
-      failures: [{ machine: 'web3', reason: 'ssh failed: Connection reset by peer' }],
-      applied: [],
-      windows: {},
-    };
-    const view = renderAt(<RotationView state={state} columns={columns} offset={0} color={false} tick={0} />, columns);
-    mounted.push(view);
-    const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
-    fits(frame, columns);
-    expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(13 roles\).* replaced/);
-    expect(frame).toMatch(/· web1 +ssh +consumes\/pg-main\/web1_app +still staged \(1\)/);
-    expect(frame).toMatch(/✗ web3 +ssh +consumes\/pg-main\/web3_app +ssh failed: Connection reset/);
-    expect(frame).toContain('Next: fix the machine, then run: baton mesh resume rot-9');
-  });
+  it.each([80, 120])(
+    'at %i columns, an interrupted commit says which files are live, which are staged, and the resume command',
+    async (columns) => {
+      const state: RotationState = {
+        ...base,
+        step: 'commit-failed',
+        digests: {},
+        committed: plan.holders[0]!.receives.map((d) => `db1\0${d.path}`),
+        failures: [{ machine: 'web3', reason: 'ssh failed: Connection reset by peer' }],
+        applied: [],
+        windows: {},
+      };
+      const view = renderAt(
+        <RotationView state={state} columns={columns} offset={0} color={false} tick={0} />,
+        columns,
+      );
+      mounted.push(view);
+      const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
+      fits(frame, columns);
+      expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(13 roles\).* replaced/);
+      expect(frame).toMatch(/· web1 +ssh +consumes\/pg-main\/web1_app +still staged \(1\)/);
+      expect(frame).toMatch(/✗ web3 +ssh +consumes\/pg-main\/web3_app +ssh failed: Connection reset/);
+      expect(frame).toContain('Next: fix the machine, then run: baton mesh resume rot-9');
+    },
+  );
 
   it('the resume command the view prints is the one the command built, with its flags, wrapped and never cut', async () => {
     const state: RotationState = {
@@ -208,7 +237,10 @@ describe('the rotation view after a failure', () => {
       windows: {},
     };
     const resume = 'baton --state-dir /srv/baton/state mesh resume rot-9 --inventory /etc/baton/mesh.yaml';
-    const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} resumeCommand={resume} />, 80);
+    const view = renderAt(
+      <RotationView state={state} columns={80} offset={0} color={false} tick={0} resumeCommand={resume} />,
+      80,
+    );
     mounted.push(view);
     const frame = await view.waitFor((f) => f.includes('Commit interrupted'), 'the failure');
     fits(frame, 80);
@@ -217,20 +249,42 @@ describe('the rotation view after a failure', () => {
     const lines = frame.split('\n').map((l) => l.trimEnd());
     const first = lines.findIndex((l) => l.includes('baton --state-dir'));
     expect(lines[first]).toMatch(/ \\$/);
-    expect(lines.slice(first).join('\n').replace(/ \\\n\s*/g, ' ')).toContain(resume);
-    expect(frame.replace(/ \\\n\s*/g, ' ').replace(/\s+/g, ' ')).toContain(`Next: fix the machine, then run: ${resume}`);
+    expect(
+      lines
+        .slice(first)
+        .join('\n')
+        .replace(/ \\\n\s*/g, ' '),
+    ).toContain(resume);
+    expect(frame.replace(/ \\\n\s*/g, ' ').replace(/\s+/g, ' ')).toContain(
+      `Next: fix the machine, then run: ${resume}`,
+    );
   });
 
   it('a journal that failed after prepare: the view names the journal, says every staged file was removed, and what to do next', async () => {
-    const journal = { what: 'The rotation journal could not be written (EACCES).', where: '/var/lib/baton/mesh-journal.jsonl', next: 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.' };
+    const journal = {
+      what: 'The rotation journal could not be written (EACCES).',
+      where: '/var/lib/baton/mesh-journal.jsonl',
+      next: 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.',
+    };
     const before: RotationState = { ...base, step: 'committing', digests: {}, committed: emptyLog() };
     const unstaging: RotationState = { ...base, step: 'unstaging', phase: 'prepared', journal, before };
-    const busy = renderAt(<RotationView state={unstaging} columns={80} offset={0} color={false} tick={0} />, 80);
+    const busy = renderAt(
+      <RotationView state={unstaging} columns={80} offset={0} color={false} tick={0} />,
+      80,
+    );
     mounted.push(busy);
     const removing = await busy.waitFor((f) => f.includes('removing every staged file'), 'the taking back');
     fits(removing, 80);
     expect(removing).toContain('removing staged files… · Ctrl-C interrupts');
-    const state: RotationState = { ...base, step: 'journal-failed', phase: 'prepared', journal, before, files: 'unstaged', unstageFailures: [] };
+    const state: RotationState = {
+      ...base,
+      step: 'journal-failed',
+      phase: 'prepared',
+      journal,
+      before,
+      files: 'unstaged',
+      unstageFailures: [],
+    };
     const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} />, 80);
     mounted.push(view);
     const frame = await view.waitFor((f) => f.includes('could not be written'), 'the failure');
@@ -238,13 +292,22 @@ describe('the rotation view after a failure', () => {
     const text = frame.replace(/\s+/g, ' ');
     expect(text).toContain('✗ The rotation journal could not be written (EACCES).');
     expect(text).toContain('Journal: /var/lib/baton/mesh-journal.jsonl');
-    expect(text).toContain('Every staged file was removed: nothing took effect, the old credentials keep working.');
-    expect(text).toContain('Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.');
+    expect(text).toContain(
+      'Every staged file was removed: nothing took effect, the old credentials keep working.',
+    );
+    expect(text).toContain(
+      'Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.',
+    );
     expect(frame).toMatch(/· web1 +ssh +consumes\/pg-main\/web1_app +staged files removed/);
   });
 
   it('a failed prepare says nothing took effect and that every staged file was removed', async () => {
-    const state: RotationState = { ...base, step: 'prepare-failed', failures: [{ machine: 'web2', reason: 'staging failed: ENOSPC' }], unstageFailures: [] };
+    const state: RotationState = {
+      ...base,
+      step: 'prepare-failed',
+      failures: [{ machine: 'web2', reason: 'staging failed: ENOSPC' }],
+      unstageFailures: [],
+    };
     const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} />, 80);
     mounted.push(view);
     const frame = await view.waitFor((f) => f.includes('Prepare failed'), 'the failure');
@@ -256,16 +319,33 @@ describe('the rotation view after a failure', () => {
 });
 
 describe('the rotation view with --revoke-previous', () => {
-  it.each([1, 12])('the gate says what will be revoked, and still fits 80×24 (%i consumers)', async (consumers) => {
-    const inv = meshInventory(consumers);
-    const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
-    const resolutions = Object.fromEntries(plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]));
-    const state: RotationState = { id: 'rot-r', plan, resolutions, step: 'confirming', typed: '' };
-    const view = renderAt(<RotationView state={state} columns={80} offset={0} color={false} tick={0} revoke={{ endSessions: false }} />, 80);
-    mounted.push(view);
-    const frame = await view.waitFor((f) => f.includes('Gate open'), 'the gate');
-    fits(frame, 80);
-    expect(strip(frame).replace(/\s+/g, ' ')).toContain('Revoke: once every consumer end is committed, each login an alternating consumer leaves gets a fresh password delivered nowhere; its open sessions are named (ended only with --end-sessions).');
-    expect(frame).toContain('Type ');
-  });
+  it.each([1, 12])(
+    'the gate says what will be revoked, and still fits 80×24 (%i consumers)',
+    async (consumers) => {
+      const inv = meshInventory(consumers);
+      const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
+      const resolutions = Object.fromEntries(
+        plan.holders.map((h) => [h.machine, { status: 'resolved' as const }]),
+      );
+      const state: RotationState = { id: 'rot-r', plan, resolutions, step: 'confirming', typed: '' };
+      const view = renderAt(
+        <RotationView
+          state={state}
+          columns={80}
+          offset={0}
+          color={false}
+          tick={0}
+          revoke={{ endSessions: false }}
+        />,
+        80,
+      );
+      mounted.push(view);
+      const frame = await view.waitFor((f) => f.includes('Gate open'), 'the gate');
+      fits(frame, 80);
+      expect(strip(frame).replace(/\s+/g, ' ')).toContain(
+        'Revoke: once every consumer end is committed, each login an alternating consumer leaves gets a fresh password delivered nowhere; its open sessions are named (ended only with --end-sessions).',
+      );
+      expect(frame).toContain('Type ');
+    },
+  );
 });

@@ -12,7 +12,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ColorContext } from '../../components/color-context.js';
 import { DrillScreen } from '../../components/drill/DrillScreen.js';
 import { RotationApp } from '../../components/rotation/RotationApp.js';
-import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill/drill-flow.js';
+import {
+  drillFlow,
+  initialDrillState,
+  type DrillEvent,
+  type DrillState,
+} from '../../src/app/drill/drill-flow.js';
 import { rotationFlow, startRotation } from '../../src/app/rotation-flow.js';
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { openCommandTransports } from '../../src/commands/command-transports.js';
@@ -56,23 +61,25 @@ function normalised(frame: string): string {
     .split('\n')
     .map((line) => line.trimEnd());
   while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
-  return lines
-    .join('\n')
-    .replace(/\d{8}T\d{6}Z-[0-9a-f]{6}/g, '<rotation id>')
-    .replace(/\d{8}T\d+…/g, '<rotation id>…')
-    .replace(/\d{8}T\d{6}Z/g, '<stamp>')
-    // The 8 characters typed at the force gate are the made-up fingerprint's.
-    .replace(/^> [A-Za-z0-9+/]{8}$/m, '> <prefix>')
-    .replace(/SHA256:[A-Za-z0-9+/]{43}/g, 'SHA256:<fingerprint>')
-    .replace(/\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC/g, '<time>')
-    .replace(/baton-shots-[A-Za-z0-9]{6}/g, '<tmp>')
-    // Which characters of two made-up fingerprints differ is chance: the caret line under them.
-    .replace(/^( *)\^[ ^]*$/gm, '$1<carets>')
-    // The host that published (its name, and the padding after it inside a panel).
-    .replace(/ by [A-Za-z0-9._-]+ *(│|$)/gm, ' by <host> $1')
-    // A pair's age ("0s (mtime)", "1s (mtime)") is how long the run took; its padding with it.
-    .replace(/\d+[smhd](?: \d+[smhd])? \(mtime\) +/g, '<age> (mtime) ')
-    .replace(/\b\d+:\d\d\b/g, '<m:ss>');
+  return (
+    lines
+      .join('\n')
+      .replace(/\d{8}T\d{6}Z-[0-9a-f]{6}/g, '<rotation id>')
+      .replace(/\d{8}T\d+…/g, '<rotation id>…')
+      .replace(/\d{8}T\d{6}Z/g, '<stamp>')
+      // The 8 characters typed at the force gate are the made-up fingerprint's.
+      .replace(/^> [A-Za-z0-9+/]{8}$/m, '> <prefix>')
+      .replace(/SHA256:[A-Za-z0-9+/]{43}/g, 'SHA256:<fingerprint>')
+      .replace(/\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC/g, '<time>')
+      .replace(/baton-shots-[A-Za-z0-9]{6}/g, '<tmp>')
+      // Which characters of two made-up fingerprints differ is chance: the caret line under them.
+      .replace(/^( *)\^[ ^]*$/gm, '$1<carets>')
+      // The host that published (its name, and the padding after it inside a panel).
+      .replace(/ by [A-Za-z0-9._-]+ *(│|$)/gm, ' by <host> $1')
+      // A pair's age ("0s (mtime)", "1s (mtime)") is how long the run took; its padding with it.
+      .replace(/\d+[smhd](?: \d+[smhd])? \(mtime\) +/g, '<age> (mtime) ')
+      .replace(/\b\d+:\d\d\b/g, '<m:ss>')
+  );
 }
 
 function shot(name: string): string {
@@ -123,11 +130,28 @@ describe('the screenshots show what the code prints (80×24)', () => {
         if (error.code !== 3) throw error;
       });
     const { deployment, storeUrl, a, b } = await shotHosts(tmp, baton);
-    const sourcesOf = async (dir: string) => statusSources({ deployment, stateDir: path.join(dir, 'state'), storeUrl, store: await openStore(storeUrl), sealKeyFile: undefined });
+    const sourcesOf = async (dir: string) =>
+      statusSources({
+        deployment,
+        stateDir: path.join(dir, 'state'),
+        storeUrl,
+        store: await openStore(storeUrl),
+        sealKeyFile: undefined,
+      });
     const printed = async (dir: string, columns: number) => {
       const sources = await sourcesOf(dir);
       let code: number | undefined;
-      const view = renderAt(<StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={undefined} interactive={false} onExit={(c) => (code = c)} />, columns, 24);
+      const view = renderAt(
+        <StatusApp
+          read={() => readStatus(sources)}
+          baton="baton"
+          watchSeconds={undefined}
+          interactive={false}
+          onExit={(c) => (code = c)}
+        />,
+        columns,
+        24,
+      );
       mounted.push(view);
       await view.waitFor(() => code !== undefined, 'the one read');
       return normalised(view.lastFrame());
@@ -142,8 +166,19 @@ describe('the screenshots show what the code prints (80×24)', () => {
     const local = (await readStatus(await sourcesOf(b))).local;
     expect(local.state).toBe('whole');
     const fingerprint = local.state === 'whole' ? local.current.fingerprint : '';
-    const share = { deployment, stateDir: path.join(b, 'state'), store: await openStore(storeUrl), clock: systemClock, host: os.hostname(), noSeal: true };
-    const walk = renderAt(<FailoverApp ports={failoverPorts(share, storeUrl, undefined)} baton="baton" onExit={() => {}} />, 80, 24);
+    const share = {
+      deployment,
+      stateDir: path.join(b, 'state'),
+      store: await openStore(storeUrl),
+      clock: systemClock,
+      host: os.hostname(),
+      noSeal: true,
+    };
+    const walk = renderAt(
+      <FailoverApp ports={failoverPorts(share, storeUrl, undefined)} baton="baton" onExit={() => {}} />,
+      80,
+      24,
+    );
     mounted.push(walk);
     await walk.waitFor((f) => f.includes('Replace the local authority (force)'), 'the choices');
     await walk.press('j');
@@ -151,9 +186,13 @@ describe('the screenshots show what the code prints (80×24)', () => {
     await walk.press(KEY.enter);
     await walk.waitFor((f) => f.includes('marked "type these"'), 'the force gate');
     await walk.press(fingerprint.slice(7, 15));
-    expect(normalised(await walk.waitFor((f) => f.includes('[ Replace ] enabled'), 'the gate open'))).toBe(shot('failover-force'));
+    expect(normalised(await walk.waitFor((f) => f.includes('[ Replace ] enabled'), 'the gate open'))).toBe(
+      shot('failover-force'),
+    );
     await walk.press(KEY.enter);
-    expect(normalised(await walk.waitFor((f) => f.includes('Read again:'), 'the result'))).toBe(shot('failover-result'));
+    expect(normalised(await walk.waitFor((f) => f.includes('Read again:'), 'the result'))).toBe(
+      shot('failover-result'),
+    );
   });
 
   it('mesh-status: two seeded pairs, one receipted by the provisioner, one pending', async () => {
@@ -161,12 +200,15 @@ describe('the screenshots show what the code prints (80×24)', () => {
     // The screenshot's mesh, seeded the same way: `mesh seed` for both pairs, a receipt for web1-app's.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-status-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    for (const name of ['db1', 'web1', 'web2']) mkdirSync(path.join(dir, 'machines', name), { recursive: true });
+    for (const name of ['db1', 'web1', 'web2'])
+      mkdirSync(path.join(dir, 'machines', name), { recursive: true });
     writeFileSync(
       path.join(dir, 'mesh.yaml'),
       [
         'machines:',
-        ...['db1', 'web1', 'web2'].map((name) => `  - { name: ${name}, address: machines/${name}, transport: local }`),
+        ...['db1', 'web1', 'web2'].map(
+          (name) => `  - { name: ${name}, address: machines/${name}, transport: local }`,
+        ),
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
@@ -178,20 +220,62 @@ describe('the screenshots show what the code prints (80×24)', () => {
     const state = path.join(dir, 'state');
     for (const consumer of ['web1-app', 'web2-app']) {
       const secretFile = path.join(dir, `${consumer}.password`);
-      writeFileSync(secretFile, `password-of-${consumer}-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
-      await promisify(execFile)(process.execPath, [BIN, '--state-dir', state, 'mesh', 'seed', '--pair', `pg-main:${consumer}`, '--from-file', secretFile, '--inventory', 'mesh.yaml'], { cwd: dir });
+      writeFileSync(secretFile, `password-of-${consumer}-${Math.random().toString(16).slice(2)}`, {
+        mode: 0o600,
+      });
+      await promisify(execFile)(
+        process.execPath,
+        [
+          BIN,
+          '--state-dir',
+          state,
+          'mesh',
+          'seed',
+          '--pair',
+          `pg-main:${consumer}`,
+          '--from-file',
+          secretFile,
+          '--inventory',
+          'mesh.yaml',
+        ],
+        { cwd: dir },
+      );
     }
     const provides = path.join(dir, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main');
     mkdirSync(path.join(provides, RECEIPTS_DIR), { recursive: true, mode: 0o700 });
-    writeFileSync(path.join(provides, RECEIPTS_DIR, 'web1_app'), formatReceipt({ role: 'web1_app', digest: secretDigest(readFileSync(path.join(provides, 'web1_app'))), applied_at: new Date().toISOString() }), { mode: 0o600 });
+    writeFileSync(
+      path.join(provides, RECEIPTS_DIR, 'web1_app'),
+      formatReceipt({
+        role: 'web1_app',
+        digest: secretDigest(readFileSync(path.join(provides, 'web1_app'))),
+        applied_at: new Date().toISOString(),
+      }),
+      { mode: 0o600 },
+    );
 
     const inventory = loadInventory(path.join(dir, 'mesh.yaml'));
     const plan = planRotation(inventory, { by: 'all' });
     const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });
     cleanups.push(() => transports.close());
     const history = await readJournalHistory(state, meshIdentity(inventory));
-    const read = (onMachine: (machine: string, ok: boolean) => void) => readMeshStatus(plan, transports.transportFor, history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined, onMachine });
-    const view = renderAt(<MeshStatusApp selectorText={plan.selectorText} machines={plan.holders.length} read={read} color={false} onExit={() => {}} />, 80, 24);
+    const read = (onMachine: (machine: string, ok: boolean) => void) =>
+      readMeshStatus(plan, transports.transportFor, history, {
+        concurrency: 4,
+        nowMs: Date.now(),
+        maxAgeMs: undefined,
+        onMachine,
+      });
+    const view = renderAt(
+      <MeshStatusApp
+        selectorText={plan.selectorText}
+        machines={plan.holders.length}
+        read={read}
+        color={false}
+        onExit={() => {}}
+      />,
+      80,
+      24,
+    );
     mounted.push(view);
     const frame = await view.waitFor((f) => f.includes('next:'), 'the pairs read');
     expect(normalised(frame)).toBe(shot('mesh-status'));
@@ -208,7 +292,15 @@ describe('the screenshots show what the code prints (80×24)', () => {
     cleanups.push(() => transports.close());
     const flow = rotationFlow(
       startRotation('20261201T000000Z-000000', plan),
-      rotationRunner({ transportFor: transports.transportFor, journalDir: path.join(dir, 'state'), operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 }),
+      rotationRunner({
+        transportFor: transports.transportFor,
+        journalDir: path.join(dir, 'state'),
+        operator: 't',
+        resolve: { concurrency: 4 },
+        concurrency: 4,
+        waitMs: 0,
+        pollMs: 10,
+      }),
     );
     const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80, 24);
     mounted.push(view);
@@ -224,12 +316,15 @@ describe('the screenshots show what the code prints (80×24)', () => {
     assertBuilt();
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-alt-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    for (const name of ['db1', 'web1', 'web2', 'web3']) mkdirSync(path.join(dir, 'machines', name), { recursive: true });
+    for (const name of ['db1', 'web1', 'web2', 'web3'])
+      mkdirSync(path.join(dir, 'machines', name), { recursive: true });
     writeFileSync(
       path.join(dir, 'mesh-alt.yaml'),
       [
         'machines:',
-        ...['db1', 'web1', 'web2', 'web3'].map((name) => `  - { name: ${name}, address: machines/${name}, transport: local }`),
+        ...['db1', 'web1', 'web2', 'web3'].map(
+          (name) => `  - { name: ${name}, address: machines/${name}, transport: local }`,
+        ),
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
@@ -240,17 +335,47 @@ describe('the screenshots show what the code prints (80×24)', () => {
     const state = path.join(dir, 'state');
     const secretFile = path.join(dir, 'web3-app.password');
     writeFileSync(secretFile, `password-of-web3-app-${Math.random().toString(16).slice(2)}`, { mode: 0o600 });
-    await promisify(execFile)(process.execPath, [BIN, '--state-dir', state, 'mesh', 'seed', '--pair', 'pg-main:web3-app', '--from-file', secretFile, '--inventory', 'mesh-alt.yaml'], { cwd: dir });
+    await promisify(execFile)(
+      process.execPath,
+      [
+        BIN,
+        '--state-dir',
+        state,
+        'mesh',
+        'seed',
+        '--pair',
+        'pg-main:web3-app',
+        '--from-file',
+        secretFile,
+        '--inventory',
+        'mesh-alt.yaml',
+      ],
+      { cwd: dir },
+    );
     const inventory = loadInventory(path.join(dir, 'mesh-alt.yaml'));
     const transports = openCommandTransports(inventory.machines, { timeoutMs: 5_000 });
     cleanups.push(() => transports.close());
     // Settled as mesh rotate settles it: the consumer end names login a, so the rotation targets b.
     const history = await readJournalHistory(state, meshIdentity(inventory));
-    const { plan } = await inspectPlan(planRotation(inventory, { by: 'consumer', name: 'web3-app' }), transports.transportFor, history, 4, (name) => findMachine(inventory, name));
+    const { plan } = await inspectPlan(
+      planRotation(inventory, { by: 'consumer', name: 'web3-app' }),
+      transports.transportFor,
+      history,
+      4,
+      (name) => findMachine(inventory, name),
+    );
     expect(plan.pairs[0]!.login).toMatchObject({ role: 'web3_app_b', left: { role: 'web3_app_a' } });
     const flow = rotationFlow(
       startRotation('20261201T000000Z-000000', plan),
-      rotationRunner({ transportFor: transports.transportFor, journalDir: state, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 }),
+      rotationRunner({
+        transportFor: transports.transportFor,
+        journalDir: state,
+        operator: 't',
+        resolve: { concurrency: 4 },
+        concurrency: 4,
+        waitMs: 0,
+        pollMs: 10,
+      }),
     );
     const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80, 24);
     mounted.push(view);

@@ -67,12 +67,18 @@ describe('at 60×20 under the drill rail', () => {
       20,
     );
     mounted.push(view);
-    let frame = await view.waitFor((f) => f.includes('Choose:') || f.includes('› Leave it as it is'), 'the choices');
+    let frame = await view.waitFor(
+      (f) => f.includes('Choose:') || f.includes('› Leave it as it is'),
+      'the choices',
+    );
     expectWithin(frame, 60, 20);
     expect(frame).toContain('baton drill');
     expect(frame).toContain('› Leave it as it is');
     await view.press(KEY.down);
-    frame = await view.waitFor((f) => f.includes('› Replace the local authority (force)'), 'the selection scrolled into view');
+    frame = await view.waitFor(
+      (f) => f.includes('› Replace the local authority (force)'),
+      'the selection scrolled into view',
+    );
     expectWithin(frame, 60, 20);
     expect(frame.split('\n')[0]).toContain('baton drill');
 
@@ -96,16 +102,36 @@ describe('at 60×20 under the drill rail', () => {
 });
 
 describe('the task line above a real view', () => {
-  const afterOneCheck = () => drillFlow(drillFlow(drillFlow(drillAtForce(), { type: 'opened' }).state, { type: 'enter', at: 2 }).state, { type: 'task-finished' }).state;
+  const afterOneCheck = () =>
+    drillFlow(
+      drillFlow(drillFlow(drillAtForce(), { type: 'opened' }).state, { type: 'enter', at: 2 }).state,
+      { type: 'task-finished' },
+    ).state;
 
   it('says the last task passed its one check in words that count, and leaves it out where it would be cut', async () => {
-    const state = drillFlow(afterOneCheck(), { type: 'checks-done', results: [{ label: 'ok', ok: true }], at: 3 }).state;
-    const wide = renderAt(<DrillTaskFrame state={state} columns={120} onWrongTurn={() => {}} onInterrupt={() => {}}><></></DrillTaskFrame>, 120, 40);
+    const state = drillFlow(afterOneCheck(), {
+      type: 'checks-done',
+      results: [{ label: 'ok', ok: true }],
+      at: 3,
+    }).state;
+    const wide = renderAt(
+      <DrillTaskFrame state={state} columns={120} onWrongTurn={() => {}} onInterrupt={() => {}}>
+        <></>
+      </DrillTaskFrame>,
+      120,
+      40,
+    );
     mounted.push(wide);
     const frame = await wide.waitFor((f) => f.includes('▸ '), 'the task line');
     expect(frame).toContain('✓ the last task passed its check');
     expect(frame).not.toContain('1 checks');
-    const narrow = renderAt(<DrillTaskFrame state={state} columns={60} onWrongTurn={() => {}} onInterrupt={() => {}}><></></DrillTaskFrame>, 60, 20);
+    const narrow = renderAt(
+      <DrillTaskFrame state={state} columns={60} onWrongTurn={() => {}} onInterrupt={() => {}}>
+        <></>
+      </DrillTaskFrame>,
+      60,
+      20,
+    );
     mounted.push(narrow);
     const cut = await narrow.waitFor((f) => f.includes('▸ '), 'the task line');
     expect(cut).not.toMatch(/the last…|✓ the l/);
@@ -115,7 +141,18 @@ describe('the task line above a real view', () => {
 describe('the status view at 60×20', () => {
   it('shows the whole read time, ? help over it, and Esc closes the help, then the view where it may', async () => {
     let code: number | undefined;
-    const view = renderAt(<StatusApp read={async () => READS.adopt()} baton="baton" watchSeconds={3600} interactive escCloses onExit={(c) => (code = c)} />, 60, 20);
+    const view = renderAt(
+      <StatusApp
+        read={async () => READS.adopt()}
+        baton="baton"
+        watchSeconds={3600}
+        interactive
+        escCloses
+        onExit={(c) => (code = c)}
+      />,
+      60,
+      20,
+    );
     mounted.push(view);
     let frame = await view.waitFor((f) => f.includes('action needed'), 'the read');
     expectWithin(frame, 60, 20);
@@ -126,7 +163,10 @@ describe('the status view at 60×20', () => {
     expectWithin(frame, 60, 20);
     expect(frame).toContain('read both sides again now');
     await view.press(KEY.escape);
-    await view.waitFor((f) => f.includes('action needed') && !f.includes('Keys on this screen'), 'the help closed');
+    await view.waitFor(
+      (f) => f.includes('action needed') && !f.includes('Keys on this screen'),
+      'the help closed',
+    );
     expect(code).toBeUndefined();
     await view.press(KEY.escape);
     await view.waitFor(() => code !== undefined, 'Esc to close the view');
@@ -135,7 +175,17 @@ describe('the status view at 60×20', () => {
 
   it('outside the drill Esc never quits', async () => {
     let code: number | undefined;
-    const view = renderAt(<StatusApp read={async () => READS.adopt()} baton="baton" watchSeconds={3600} interactive onExit={(c) => (code = c)} />, 60, 20);
+    const view = renderAt(
+      <StatusApp
+        read={async () => READS.adopt()}
+        baton="baton"
+        watchSeconds={3600}
+        interactive
+        onExit={(c) => (code = c)}
+      />,
+      60,
+      20,
+    );
     mounted.push(view);
     await view.waitFor((f) => f.includes('action needed'), 'the read');
     await view.press(KEY.escape);
@@ -152,9 +202,31 @@ describe('mesh status', () => {
 
   function staged(): PairStatus[] {
     const plan = planRotation(meshInventory(3), { by: 'all' });
-    const records: JournalRecord[] = plan.pairs.map((pair, i) => ({ id: ID, at: '2026-12-01T14:51:00Z', operator: 'op', phase: 'prepared', selector: 'all', holders: [], results: [], pairs: [{ ...pair, digest: d(2000 + i) }] }) as unknown as JournalRecord);
+    const records: JournalRecord[] = plan.pairs.map(
+      (pair, i) =>
+        ({
+          id: ID,
+          at: '2026-12-01T14:51:00Z',
+          operator: 'op',
+          phase: 'prepared',
+          selector: 'all',
+          holders: [],
+          results: [],
+          pairs: [{ ...pair, digest: d(2000 + i) }],
+        }) as unknown as JournalRecord,
+    );
     return plan.pairs.map((pair, i) =>
-      pairStatus(pair, { provider: { read: true, live: d(i), next: d(2000 + i), liveModifiedMs: NOW }, consumer: { read: true, live: d(i), next: undefined, liveModifiedMs: NOW }, receipt: { role: pair.role, digest: d(i), applied_at: '' } }, journalHistory(records), NOW, undefined),
+      pairStatus(
+        pair,
+        {
+          provider: { read: true, live: d(i), next: d(2000 + i), liveModifiedMs: NOW },
+          consumer: { read: true, live: d(i), next: undefined, liveModifiedMs: NOW },
+          receipt: { role: pair.role, digest: d(i), applied_at: '' },
+        },
+        journalHistory(records),
+        NOW,
+        undefined,
+      ),
     );
   }
 
@@ -166,27 +238,54 @@ describe('mesh status', () => {
     expect(statuses[0]!.resumeId).toBe(ID);
     const s = suggester({ stateDir: '/var/lib/baton/state' }, true);
     const inventory = { ...s, inventory: '/etc/baton/mesh-inventory.yaml' };
-    const view = renderAt(<MeshStatusApp selectorText="every pair" machines={5} read={async () => statuses} color={false} suggester={inventory} onExit={() => {}} />, columns, rows);
+    const view = renderAt(
+      <MeshStatusApp
+        selectorText="every pair"
+        machines={5}
+        read={async () => statuses}
+        color={false}
+        suggester={inventory}
+        onExit={() => {}}
+      />,
+      columns,
+      rows,
+    );
     mounted.push(view);
-    const frame = strip(await view.waitFor((f) => strip(f).includes('next: finish it:'), 'the selected pair'));
+    const frame = strip(
+      await view.waitFor((f) => strip(f).includes('next: finish it:'), 'the selected pair'),
+    );
     expectWithin(frame, columns, rows);
-    expect(joined(frame)).toContain(`baton --state-dir /var/lib/baton/state mesh resume ${ID} --inventory /etc/baton/mesh-inventory.yaml`);
+    expect(joined(frame)).toContain(
+      `baton --state-dir /var/lib/baton/state mesh resume ${ID} --inventory /etc/baton/mesh-inventory.yaml`,
+    );
     expect(frame).not.toMatch(/resume 2026\S*…/);
   });
 });
 
 describe('text laid out for a narrow terminal', () => {
   it('wraps at words with no line opening on a space, and carries a long path on rather than cutting it', () => {
-    const lines = wrapWords('ctl-a minted the node-wire authority and published it to the S3 store; ctl-b has never held it.', 60);
-    expect(lines).toEqual(['ctl-a minted the node-wire authority and published it to the', 'S3 store; ctl-b has never held it.']);
+    const lines = wrapWords(
+      'ctl-a minted the node-wire authority and published it to the S3 store; ctl-b has never held it.',
+      60,
+    );
+    expect(lines).toEqual([
+      'ctl-a minted the node-wire authority and published it to the',
+      'S3 store; ctl-b has never held it.',
+    ]);
     const path = '/tmp/baton-drill-QsgYFA/ctl-a/ca.superseded-20261201T145100Z';
     const wrapped = wrapWords(`${path} and its marker`, 30, 2);
     expect(wrapped.every((line) => line.length <= 30 && !line.startsWith('   '))).toBe(true);
-    expect(wrapped.map((line) => line.trim()).join('').replace(/andits/, ' and its ')).toContain(path);
+    expect(
+      wrapped
+        .map((line) => line.trim())
+        .join('')
+        .replace(/andits/, ' and its '),
+    ).toContain(path);
   });
 
   it('breaks a command only between arguments, each continued line ending in a backslash', () => {
-    const command = "baton --state-dir '/srv/baton state' mesh resume 20261201T145100Z-4f3a --inventory /etc/baton/mesh.yaml";
+    const command =
+      "baton --state-dir '/srv/baton state' mesh resume 20261201T145100Z-4f3a --inventory /etc/baton/mesh.yaml";
     const lines = commandLines(command, 50);
     expect(lines.length).toBeGreaterThan(1);
     expect(lines.slice(0, -1).every((line) => line.endsWith(' \\'))).toBe(true);
@@ -196,18 +295,27 @@ describe('text laid out for a narrow terminal', () => {
   });
 
   it('ends a command where a placeholder\'s note begins ("; <ETAG 8>: …"), so the note is never continued with a backslash', () => {
-    const text = 'Run baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>; <ETAG 8>: the first 8 characters of the etag in the PUBLISHED panel';
-    expect(commandSpans(text).map((span) => text.slice(span.start, span.end))).toEqual(['baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>']);
+    const text =
+      'Run baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>; <ETAG 8>: the first 8 characters of the etag in the PUBLISHED panel';
+    expect(commandSpans(text).map((span) => text.slice(span.start, span.end))).toEqual([
+      'baton --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>',
+    ]);
     const lines = layoutWithCommands(text, 50);
-    expect(lines.filter((line) => line.endsWith(' \\')).every((line) => !line.includes('characters'))).toBe(true);
+    expect(lines.filter((line) => line.endsWith(' \\')).every((line) => !line.includes('characters'))).toBe(
+      true,
+    );
   });
 
   it('finds the commands in a sentence and keeps the prose around them', () => {
     const text = 'make worker1 reachable, then run baton mesh status --inventory /tmp/inventory.yaml again';
-    expect(commandSpans(text).map((span) => text.slice(span.start, span.end))).toEqual(['baton mesh status --inventory /tmp/inventory.yaml']);
+    expect(commandSpans(text).map((span) => text.slice(span.start, span.end))).toEqual([
+      'baton mesh status --inventory /tmp/inventory.yaml',
+    ]);
     const lines = layoutWithCommands(text, 40);
     expect(lines.every((line) => line.length <= 40)).toBe(true);
-    expect(lines.join('\n').replace(/ \\\n\s*/g, ' ')).toContain('baton mesh status --inventory /tmp/inventory.yaml');
+    expect(lines.join('\n').replace(/ \\\n\s*/g, ' ')).toContain(
+      'baton mesh status --inventory /tmp/inventory.yaml',
+    );
     // Only a command's continuation is indented; no prose line opens on a space.
     expect(lines.filter((line, i) => line.startsWith(' ') && !lines[i - 1]?.endsWith('\\'))).toEqual([]);
   });

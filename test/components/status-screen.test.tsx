@@ -27,7 +27,12 @@ afterEach(() => {
 function show(report: StatusReport, columns: number, color = true): string {
   view = renderAt(
     <ColorContext.Provider value={color}>
-      <StatusScreen state={{ step: 'showing', report, refreshing: false }} columns={columns} baton="baton" watchSeconds={5} />
+      <StatusScreen
+        state={{ step: 'showing', report, refreshing: false }}
+        columns={columns}
+        baton="baton"
+        watchSeconds={5}
+      />
     </ColorContext.Provider>,
     columns,
   );
@@ -56,7 +61,9 @@ describe.each([80, 120])('the status screen at %i columns', (columns) => {
     const lines = frame.split('\n');
     const at = locate(frame, FP_B);
     const carets = lines[at.row + 1]!;
-    const marked = [...carets].flatMap((c, i) => (c === '^' && i >= at.col && i < at.col + FP_B.length ? [i - at.col] : []));
+    const marked = [...carets].flatMap((c, i) =>
+      c === '^' && i >= at.col && i < at.col + FP_B.length ? [i - at.col] : [],
+    );
     const differing = [...FP_B].flatMap((c, i) => (c !== FP_A[i] ? [i] : []));
     expect(marked).toEqual(differing);
   });
@@ -111,7 +118,17 @@ describe.each([80, 120])('the status screen at %i columns', (columns) => {
 describe('the status app', () => {
   it('reads once and exits with the status code when not watching', async () => {
     let code: number | undefined;
-    view = renderAt(<StatusApp read={async () => READS.adopt()} columns={80} baton="baton" watchSeconds={undefined} interactive onExit={(c) => (code = c)} />, 80);
+    view = renderAt(
+      <StatusApp
+        read={async () => READS.adopt()}
+        columns={80}
+        baton="baton"
+        watchSeconds={undefined}
+        interactive
+        onExit={(c) => (code = c)}
+      />,
+      80,
+    );
     await vi.waitFor(() => expect(code).toBe(3));
     expect(view.lastFrame()).toContain('action needed');
   });
@@ -121,7 +138,17 @@ describe('the status app', () => {
     const reads = [READS.adopt(), READS.inSync(), READS.adopt()];
     let calls = 0;
     const read = vi.fn(async () => reads[Math.min(calls++, reads.length - 1)]!);
-    view = renderAt(<StatusApp read={read} columns={80} baton="baton" watchSeconds={3600} interactive onExit={(c) => (code = c)} />, 80);
+    view = renderAt(
+      <StatusApp
+        read={read}
+        columns={80}
+        baton="baton"
+        watchSeconds={3600}
+        interactive
+        onExit={(c) => (code = c)}
+      />,
+      80,
+    );
     await view.waitFor((f) => f.includes('action needed'), 'the first read');
     await view.press('r');
     await view.waitFor((f) => f.includes('in sync'), 'the second read');
@@ -130,7 +157,10 @@ describe('the status app', () => {
     // Esc never quits: the r after it still reads, and its different answer shows (keys are
     // handled in order, so this frame comes after Esc was handled).
     await view.press('r');
-    await view.waitFor((f) => f.includes('action needed') && !f.includes('in sync'), 'the third read, after Esc');
+    await view.waitFor(
+      (f) => f.includes('action needed') && !f.includes('in sync'),
+      'the third read, after Esc',
+    );
     expect(read).toHaveBeenCalledTimes(3);
     expect(code).toBeUndefined();
     await view.press('q');
@@ -140,7 +170,16 @@ describe('the status app', () => {
 
   it('shows a read that failed as its three parts, never a stack trace', async () => {
     view = renderAt(
-      <StatusApp read={async () => { throw new Error('EIO: i/o error'); }} columns={80} baton="baton" watchSeconds={3600} interactive onExit={() => {}} />,
+      <StatusApp
+        read={async () => {
+          throw new Error('EIO: i/o error');
+        }}
+        columns={80}
+        baton="baton"
+        watchSeconds={3600}
+        interactive
+        onExit={() => {}}
+      />,
       80,
     );
     const frame = await view.waitFor((f) => f.includes('failed'), 'the failure');
@@ -164,7 +203,14 @@ describe('the failover screens without colour', () => {
         view?.unmount();
         view = renderAt(
           <ColorContext.Provider value={color}>
-            <FailoverScreen state={step} columns={80} baton="baton" help={false} onTyped={() => {}} onConfirm={() => {}} />
+            <FailoverScreen
+              state={step}
+              columns={80}
+              baton="baton"
+              help={false}
+              onTyped={() => {}}
+              onConfirm={() => {}}
+            />
           </ColorContext.Provider>,
           80,
         );
@@ -178,19 +224,41 @@ describe('the failover screens without colour', () => {
 });
 
 describe('the failover choice at 80×24', () => {
-  it.each(Object.keys(READS) as (keyof typeof READS)[])('fits for the "%s" read, lock busy or not', (name) => {
-    for (const busy of [false, true]) {
-      const reading = busy
-        ? { ...READS[name](), lock: { state: 'busy' as const, error: new BatonError('lock-busy', { what: 'The authority lock is held by another baton (or another operation in this one).', where: '/var/lib/baton/d1/ca.lock' }) } }
-        : READS[name]();
-      const state = failover(initialFailover.state, { type: 'read', reading }).state;
-      view?.unmount();
-      view = renderAt(<FailoverScreen state={state} columns={80} baton="baton" help={false} onTyped={() => {}} onConfirm={() => {}} />, 80);
-      const frame = strip(view.lastFrame());
-      expect(linesFit(frame, 80), frame).toEqual([]);
-      expect(frame.split('\n').length, frame).toBeLessThanOrEqual(24);
-    }
-  });
+  it.each(Object.keys(READS) as (keyof typeof READS)[])(
+    'fits for the "%s" read, lock busy or not',
+    (name) => {
+      for (const busy of [false, true]) {
+        const reading = busy
+          ? {
+              ...READS[name](),
+              lock: {
+                state: 'busy' as const,
+                error: new BatonError('lock-busy', {
+                  what: 'The authority lock is held by another baton (or another operation in this one).',
+                  where: '/var/lib/baton/d1/ca.lock',
+                }),
+              },
+            }
+          : READS[name]();
+        const state = failover(initialFailover.state, { type: 'read', reading }).state;
+        view?.unmount();
+        view = renderAt(
+          <FailoverScreen
+            state={state}
+            columns={80}
+            baton="baton"
+            help={false}
+            onTyped={() => {}}
+            onConfirm={() => {}}
+          />,
+          80,
+        );
+        const frame = strip(view.lastFrame());
+        expect(linesFit(frame, 80), frame).toEqual([]);
+        expect(frame.split('\n').length, frame).toBeLessThanOrEqual(24);
+      }
+    },
+  );
 });
 
 describe('the hanging indent of a marked line', () => {
@@ -199,7 +267,10 @@ describe('the hanging indent of a marked line', () => {
     expect(wrapWords('one two three four', 9)).toEqual(['one two', 'three', 'four']);
     expect(wrapWords('a /very/long/path/name b', 6)).toEqual(['a', '/very/', 'long/p', 'ath/na', 'me b']);
     expect(wrapWords('', 10)).toEqual(['']);
-    for (const line of wrapWords('The local and published authorities differ. This host was left behind by a rotation.', 20)) {
+    for (const line of wrapWords(
+      'The local and published authorities differ. This host was left behind by a rotation.',
+      20,
+    )) {
       expect(line.length).toBeLessThanOrEqual(20);
       expect(line.startsWith(' ')).toBe(false);
     }

@@ -10,7 +10,10 @@ type E = { readonly type: 'answer' };
 type F = { readonly type: 'ask' };
 
 /** Each answer asks again: a flow that would go on reading as long as it is mounted. */
-const reduce = (state: S): Step<S, F> => ({ state: { answers: state.answers + 1 }, effects: [{ type: 'ask' }] });
+const reduce = (state: S): Step<S, F> => ({
+  state: { answers: state.answers + 1 },
+  effects: [{ type: 'ask' }],
+});
 const initial: Step<S, F> = { state: { answers: 0 }, effects: [{ type: 'ask' }] };
 
 function Probe({ runner }: { runner: EffectRunner<S, E, F> }) {
@@ -43,7 +46,10 @@ describe('useFlow', () => {
     type Ev = { readonly type: 'tick' } | { readonly type: 'done' };
     type Counted = { readonly ticks: number; readonly done: boolean };
     const flow: Flow<Counted, Ev> = createFlow<Counted, Ev, never>(
-      (state, event) => ({ state: event.type === 'tick' ? { ...state, ticks: state.ticks + 1 } : { ...state, done: true }, effects: [] }),
+      (state, event) => ({
+        state: event.type === 'tick' ? { ...state, ticks: state.ticks + 1 } : { ...state, done: true },
+        effects: [],
+      }),
       { state: { ticks: 0, done: false }, effects: [] },
       { run: async () => undefined, failed: () => ({ type: 'done' }) },
     );
@@ -52,7 +58,11 @@ describe('useFlow', () => {
       const state = useFlowState(flow, { events: (e) => e.type === 'tick', frameMs: 60_000 });
       const [, setOther] = useState(0);
       redraw = () => setOther((n) => n + 1);
-      return <Text>ticks {state.ticks} {state.done ? 'done' : 'busy'}</Text>;
+      return (
+        <Text>
+          ticks {state.ticks} {state.done ? 'done' : 'busy'}
+        </Text>
+      );
     }
     const view = render(<Coalesced />);
     await new Promise((r) => setImmediate(r));

@@ -41,7 +41,11 @@ const REFERENCE = z
     state_dir: z.string().min(1).optional(),
     store: z.string().min(1).optional(),
     seal_key_file: z.string().min(1).optional(),
-    seal: z.literal('none', { error: 'the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file' }).optional(),
+    seal: z
+      .literal('none', {
+        error: 'the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file',
+      })
+      .optional(),
     inventory: z.string().min(1).optional(),
     journal_dir: z.string().min(1).optional(),
   })
@@ -51,7 +55,8 @@ function referenceVerdict(raw: unknown): string | undefined {
   const parsed = REFERENCE.safeParse(raw);
   if (parsed.success) return undefined;
   const issue = parsed.error.issues[0]!;
-  const field = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : '(top level)');
+  const field =
+    issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : '(top level)');
   return issue.code === 'unrecognized_keys'
     ? `Unknown config field "${issue.keys.join('", "')}".`
     : `Config field "${field}" is invalid: ${issue.message}.`;
@@ -90,11 +95,18 @@ describe('the config file', () => {
   });
 
   it('a deployment id that is not 32 lowercase hex is refused naming the field and the file', () => {
-    for (const id of ['"../etc"', '3f9a0c1e', '0123456789ABCDEF0123456789ABCDEF', '0123456789abcdef0123456789abcdef0']) {
+    for (const id of [
+      '"../etc"',
+      '3f9a0c1e',
+      '0123456789ABCDEF0123456789ABCDEF',
+      '0123456789abcdef0123456789abcdef0',
+    ]) {
       const file = configFile(`deployment: ${id}\n`);
       const error = refusal(file);
       expect(error.code).toBe('config');
-      expect(error.what).toBe('Config field "deployment" is invalid: 32 lowercase hex characters (0-9, a-f).');
+      expect(error.what).toBe(
+        'Config field "deployment" is invalid: 32 lowercase hex characters (0-9, a-f).',
+      );
       expect(error.where).toBe(file);
     }
   });
@@ -113,7 +125,10 @@ describe('the config file', () => {
   it('sealing is stated one way: seal: none or --no-seal, a key file, or neither; never both', () => {
     expect(loadConfig({ config: configFile('seal: none\n') }, {}, '/').seal).toBe('none');
     expect(loadConfig({ seal: false }, {}, temp.dir).seal).toBe('none');
-    expect(loadConfig({ sealKeyFile: 'k.key' }, {}, temp.dir)).toMatchObject({ seal: 'key', sealKeyFile: path.join(temp.dir, 'k.key') });
+    expect(loadConfig({ sealKeyFile: 'k.key' }, {}, temp.dir)).toMatchObject({
+      seal: 'key',
+      sealKeyFile: path.join(temp.dir, 'k.key'),
+    });
     expect(loadConfig({}, {}, temp.dir).seal).toBe('unstated');
     expect(refusal(configFile('seal: off\n')).what).toBe(
       'Config field "seal" is invalid: the only value is "none" (publish unsealed on purpose); to seal, set seal_key_file.',
@@ -123,17 +138,29 @@ describe('the config file', () => {
   });
 
   it('a field that is not a string, or is empty, is refused naming the field', () => {
-    expect(refusal(configFile('store: 12\n')).what).toBe('Config field "store" is invalid: Invalid input: expected string, received number.');
-    expect(refusal(configFile('journal_dir: .nan\n')).what).toBe('Config field "journal_dir" is invalid: Invalid input: expected string, received NaN.');
-    expect(refusal(configFile('state_dir: -.inf\n')).what).toBe('Config field "state_dir" is invalid: Invalid input: expected string, received -Infinity.');
-    expect(refusal(configFile('inventory: ""\n')).what).toBe('Config field "inventory" is invalid: Too small: expected string to have >=1 characters.');
-    expect(refusal(configFile('- a\n- b\n')).what).toBe('Config field "(top level)" is invalid: Invalid input: expected object, received array.');
+    expect(refusal(configFile('store: 12\n')).what).toBe(
+      'Config field "store" is invalid: Invalid input: expected string, received number.',
+    );
+    expect(refusal(configFile('journal_dir: .nan\n')).what).toBe(
+      'Config field "journal_dir" is invalid: Invalid input: expected string, received NaN.',
+    );
+    expect(refusal(configFile('state_dir: -.inf\n')).what).toBe(
+      'Config field "state_dir" is invalid: Invalid input: expected string, received -Infinity.',
+    );
+    expect(refusal(configFile('inventory: ""\n')).what).toBe(
+      'Config field "inventory" is invalid: Too small: expected string to have >=1 characters.',
+    );
+    expect(refusal(configFile('- a\n- b\n')).what).toBe(
+      'Config field "(top level)" is invalid: Invalid input: expected object, received array.',
+    );
   });
 
   it('a YAML 1.1 set or ordered map is refused naming its tag, and a date-like value is the string YAML 1.2 reads', () => {
     const omap = configFile('%YAML 1.1\n---\n!!omap [ store: file:///srv ]\n');
     expect(refusal(omap).what).toMatch(/^The config file is not valid YAML: unknown tag .*omap/);
-    expect(refusal(configFile('%YAML 1.1\n---\n!!set { store }\n')).what).toMatch(/^The config file is not valid YAML: unknown tag .*set/);
+    expect(refusal(configFile('%YAML 1.1\n---\n!!set { store }\n')).what).toMatch(
+      /^The config file is not valid YAML: unknown tag .*set/,
+    );
     expect(readConfigFile(configFile('store: 2001-12-14\n'))).toEqual({ store: '2001-12-14' });
   });
 
@@ -146,7 +173,19 @@ describe('the config file', () => {
 
   it('says for any mapping exactly what the zod schema it replaces said', () => {
     const fieldValue = fc.oneof(
-      fc.constantFrom('', 'abc', '0123abcd', '0123456789abcdef0123456789abcdef', '0123456789ABCDEF0123456789ABCDEF', 'none', 'a b', '../x', '.hidden', 'x'.repeat(64), 'x'.repeat(65)),
+      fc.constantFrom(
+        '',
+        'abc',
+        '0123abcd',
+        '0123456789abcdef0123456789abcdef',
+        '0123456789ABCDEF0123456789ABCDEF',
+        'none',
+        'a b',
+        '../x',
+        '.hidden',
+        'x'.repeat(64),
+        'x'.repeat(65),
+      ),
       fc.string({ maxLength: 8 }),
       fc.integer(),
       fc.double(),
@@ -157,10 +196,22 @@ describe('the config file', () => {
       fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), { maxKeys: 2 }),
     );
     const known = fc.record(
-      { deployment: fieldValue, state_dir: fieldValue, store: fieldValue, seal_key_file: fieldValue, seal: fieldValue, inventory: fieldValue, journal_dir: fieldValue },
+      {
+        deployment: fieldValue,
+        state_dir: fieldValue,
+        store: fieldValue,
+        seal_key_file: fieldValue,
+        seal: fieldValue,
+        inventory: fieldValue,
+        journal_dir: fieldValue,
+      },
       { requiredKeys: [] },
     );
-    const unknown = fc.dictionary(fc.oneof(fc.constantFrom('deploymnet', 'foo', '__proto__', 'Store', ''), fc.string({ maxLength: 6 })), fieldValue, { maxKeys: 2 });
+    const unknown = fc.dictionary(
+      fc.oneof(fc.constantFrom('deploymnet', 'foo', '__proto__', 'Store', ''), fc.string({ maxLength: 6 })),
+      fieldValue,
+      { maxKeys: 2 },
+    );
     const document = fc.oneof(
       { weight: 6, arbitrary: fc.tuple(known, unknown).map(([k, u]) => ({ ...u, ...k })) },
       { weight: 1, arbitrary: fieldValue },
@@ -190,7 +241,9 @@ describe('the CLI with a bad config file', () => {
   it('exits 2 naming the unknown field and the file, and writes nothing', async () => {
     const state = makeTempDir('baton-config-state-');
     try {
-      const file = configFile(`deployment: 0123456789abcdef0123456789abcdef\nstate_dir: ${state.dir}\nstore: file://${state.dir}/store\nstroe: typo\n`);
+      const file = configFile(
+        `deployment: 0123456789abcdef0123456789abcdef\nstate_dir: ${state.dir}\nstore: file://${state.dir}/store\nstroe: typo\n`,
+      );
       const before = snapshotDir(state.dir);
       const run = await runBaton(['--config', file, 'status', '--json'], { cwd: temp.dir });
       expect(run.exitCode).toBe(2);

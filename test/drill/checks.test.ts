@@ -37,7 +37,7 @@ afterAll(async () => {
 
 const failed = (results: readonly CheckResult[]) => results.filter((r) => !r.ok).map((r) => r.label);
 
-describe('the drill\'s checks on a real sandbox', () => {
+describe("the drill's checks on a real sandbox", () => {
   it('start with ctl-a holding and having published, ctl-b empty, and every pair logging in', async () => {
     const before = await noteBefore(sandbox, notebook);
     expect(failed(await runChecks(sandbox, before, 1, 0))).toEqual([]);
@@ -50,8 +50,10 @@ describe('the drill\'s checks on a real sandbox', () => {
     expect(consumerLoginOf('web2_app', before.secrets.web2_app!).login).toBe('web2_app_a');
   });
 
-  it('reaches its s3rver with the emulator\'s keys handed over in-process: none in the environment or the store URL', async () => {
-    const keys = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'].filter((name) => process.env[name] === 'S3RVER');
+  it("reaches its s3rver with the emulator's keys handed over in-process: none in the environment or the store URL", async () => {
+    const keys = ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'].filter(
+      (name) => process.env[name] === 'S3RVER',
+    );
     expect(keys).toEqual([]);
     expect(sandbox.storeUrl).not.toContain('S3RVER');
     expect((await sandbox.store.get())?.etag).toMatch(/^"/);
@@ -66,10 +68,13 @@ describe('the drill\'s checks on a real sandbox', () => {
     expect(snapshotDir(sandbox.stateDir('ctl-b'))).toEqual(ctlB);
   });
 
-  it('step 3\'s force check does not pass when ctl-a was never refused and nothing was set aside', async () => {
+  it("step 3's force check does not pass when ctl-a was never refused and nothing was set aside", async () => {
     const before = await noteBefore(sandbox, notebook);
     const results = await runChecks(sandbox, before, 3, 2);
-    expect(failed(results)).toEqual(['ctl-a was REFUSED: left behind by a rotation', 'the old authority was set aside, not deleted (ca.superseded-*)']);
+    expect(failed(results)).toEqual([
+      'ctl-a was REFUSED: left behind by a rotation',
+      'the old authority was set aside, not deleted (ca.superseded-*)',
+    ]);
   });
 
   it('steps 2 and 3 pass once performed, then step 4 catches a rotation that touched more than web1-app', async () => {
@@ -77,13 +82,21 @@ describe('the drill\'s checks on a real sandbox', () => {
       for (const [index, task] of step.tasks.entries()) {
         const before = await noteBefore(sandbox, notebook);
         await performScripted(sandbox, task);
-        expect(failed(await runChecks(sandbox, before, step.number, index)), `step ${step.number} task ${index + 1}`).toEqual([]);
+        expect(
+          failed(await runChecks(sandbox, before, step.number, index)),
+          `step ${step.number} task ${index + 1}`,
+        ).toEqual([]);
       }
     }
     const before = await noteBefore(sandbox, notebook);
     // Cancelled at the count: the checks agree that nothing rotated — none says the (old)
     // password that still logs in is the new one.
-    const { state: cancelled } = await rotateScripted(sandbox, { by: 'consumer', name: 'web1-app' }, () => {}, async () => undefined);
+    const { state: cancelled } = await rotateScripted(
+      sandbox,
+      { by: 'consumer', name: 'web1-app' },
+      () => {},
+      async () => undefined,
+    );
     expect(cancelled.step).toBe('cancelled');
     const afterCancel = await runChecks(sandbox, before, 4, 0);
     expect(failed(afterCancel)).toEqual([
@@ -94,18 +107,27 @@ describe('the drill\'s checks on a real sandbox', () => {
       'the old password of web1_app is refused',
       'the rotation of web1-app was applied',
     ]);
-    expect(afterCancel.find((r) => r.label === 'web1 holds a new password for web1_app')?.detail).toContain('cancelled');
+    expect(afterCancel.find((r) => r.label === 'web1 holds a new password for web1_app')?.detail).toContain(
+      'cancelled',
+    );
     // The wrong selection: every pair of pg-main instead of web1-app alone.
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
     const results = await runChecks(sandbox, before, 4, 0);
     // web2-app is alternating: it moved too, but the login it left still logs in (no window).
-    expect(failed(results)).toEqual(['exactly db1 and web1 received files', 'web2_app was not touched', 'worker1_jobs was not touched', 'worker1_jobs still logs in with its password']);
+    expect(failed(results)).toEqual([
+      'exactly db1 and web1 received files',
+      'web2_app was not touched',
+      'worker1_jobs was not touched',
+      'worker1_jobs still logs in with its password',
+    ]);
   });
 
   it('step 5 catches a gate that was never tried, and proves nothing was sent when it closes', async () => {
     await performAction(sandbox, 'unplug-worker1');
     let before = await noteBefore(sandbox, notebook);
-    expect(failed(await runChecks(sandbox, before, 5, 1))).toEqual(['the rotation was tried and the gate closed, naming worker1']);
+    expect(failed(await runChecks(sandbox, before, 5, 1))).toEqual([
+      'the rotation was tried and the gate closed, naming worker1',
+    ]);
 
     before = await noteBefore(sandbox, notebook);
     const { state } = await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
@@ -113,10 +135,12 @@ describe('the drill\'s checks on a real sandbox', () => {
     expect(failed(await runChecks(sandbox, before, 5, 1))).toEqual([]);
   });
 
-  it('step 5\'s gate check fails when the rotation went through (worker1 was reachable)', async () => {
+  it("step 5's gate check fails when the rotation went through (worker1 was reachable)", async () => {
     await performAction(sandbox, 'plug-worker1');
     const before = await noteBefore(sandbox, notebook);
-    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' }, () => {}, undefined, { endSessions: false });
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' }, () => {}, undefined, {
+      endSessions: false,
+    });
     const results = failed(await runChecks(sandbox, before, 5, 1));
     expect(results).toContain('nothing was sent: every file on every machine is as it was');
     expect(results).toContain('the old password of web1_app still logs in');
@@ -125,7 +149,7 @@ describe('the drill\'s checks on a real sandbox', () => {
     expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
   });
 
-  it('step 5\'s last check fails on a rotation without --revoke-previous: the login web2 left still logs in', async () => {
+  it("step 5's last check fails on a rotation without --revoke-previous: the login web2 left still logs in", async () => {
     const before = await noteBefore(sandbox, notebook);
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
     const bad = failed(await runChecks(sandbox, before, 5, 3));

@@ -13,7 +13,11 @@ import { DRILL_STEPS, listSteps } from '../../src/app/drill/scenario.js';
 import type { CheckResult } from '../../src/app/drill/check.js';
 
 const ok: CheckResult = { label: 'ctl-b holds the published authority', ok: true };
-const bad: CheckResult = { label: 'ctl-b holds the published authority', ok: false, detail: 'ctl-b is still empty' };
+const bad: CheckResult = {
+  label: 'ctl-b holds the published authority',
+  ok: false,
+  detail: 'ctl-b is still empty',
+};
 
 /** Applies events in order and returns the last state with every effect emitted. */
 function run(state: DrillState, events: readonly DrillEvent[]) {
@@ -29,7 +33,7 @@ function run(state: DrillState, events: readonly DrillEvent[]) {
 const ready = (first: 1 | 2 | 3 | 4 | 5 = 1) => run(initialDrillState(first), [{ type: 'ready' }]).state;
 
 describe('the drill flow', () => {
-  it('shows start-up progress and waits in the first step\'s explanation once the sandbox is ready', () => {
+  it("shows start-up progress and waits in the first step's explanation once the sandbox is ready", () => {
     const { state, effects } = run(initialDrillState(), [
       { type: 'progress', text: 'starting S3…' },
       { type: 'progress', text: 'starting PostgreSQL…' },
@@ -42,7 +46,9 @@ describe('the drill flow', () => {
   });
 
   it('a failed set-up shows the error and only q leaves, with the quit effect that tears the sandbox down', () => {
-    let { state } = run(initialDrillState(), [{ type: 'setup-failed', lines: ['PostgreSQL could not start.', 'Next: install it'] }]);
+    let { state } = run(initialDrillState(), [
+      { type: 'setup-failed', lines: ['PostgreSQL could not start.', 'Next: install it'] },
+    ]);
     expect(state.phase).toBe('setup-failed');
     expect(state.error).toEqual(['PostgreSQL could not start.', 'Next: install it']);
     expect(drillFlow(state, { type: 'enter', at: 1 })).toEqual({ state, effects: [] });
@@ -65,9 +71,16 @@ describe('the drill flow', () => {
   });
 
   it('a view that closes has its task checked, and passing checks open the next task', () => {
-    const { state, effects } = run(ready(), [{ type: 'enter', at: 1000 }, { type: 'opened' }, { type: 'task-finished' }]);
+    const { state, effects } = run(ready(), [
+      { type: 'enter', at: 1000 },
+      { type: 'opened' },
+      { type: 'task-finished' },
+    ]);
     expect(state.phase).toBe('checking');
-    expect(effects).toEqual([{ type: 'open', step: 1, task: 0 }, { type: 'check', step: 1, task: 0 }]);
+    expect(effects).toEqual([
+      { type: 'open', step: 1, task: 0 },
+      { type: 'check', step: 1, task: 0 },
+    ]);
     const next = drillFlow(state, { type: 'checks-done', results: [ok], at: 2000 });
     expect(next.state.phase).toBe('opening');
     expect(next.state.task).toBe(1);
@@ -75,20 +88,36 @@ describe('the drill flow', () => {
   });
 
   it('checks that could not read the sandbox at all are shown and offered again, never left "checking", and are no wrong turn', () => {
-    const { state } = run(ready(), [{ type: 'enter', at: 1000 }, { type: 'opened' }, { type: 'task-finished' }]);
+    const { state } = run(ready(), [
+      { type: 'enter', at: 1000 },
+      { type: 'opened' },
+      { type: 'task-finished' },
+    ]);
     expect(state.phase).toBe('checking');
-    const failed = drillFlow(state, { type: 'task-failed', lines: ['Checking the sandbox failed (ECONNREFUSED)'] });
+    const failed = drillFlow(state, {
+      type: 'task-failed',
+      lines: ['Checking the sandbox failed (ECONNREFUSED)'],
+    });
     expect(failed.state.phase).toBe('check-failed');
     expect(failed.state.error).toEqual(['Checking the sandbox failed (ECONNREFUSED)']);
     expect(failed.state.wrongTurns).toEqual([]);
-    expect(drillFlow(failed.state, { type: 'enter', at: 2000 }).effects).toEqual([{ type: 'open', step: 1, task: 0 }]);
+    expect(drillFlow(failed.state, { type: 'enter', at: 2000 }).effects).toEqual([
+      { type: 'open', step: 1, task: 0 },
+    ]);
   });
 
   it('a failed check is shown, recorded as a wrong turn, and Enter opens the same task again', () => {
-    const { state } = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'opened' }, { type: 'task-finished' }, { type: 'checks-done', results: [ok, bad], at: 5 }]);
+    const { state } = run(ready(2), [
+      { type: 'enter', at: 0 },
+      { type: 'opened' },
+      { type: 'task-finished' },
+      { type: 'checks-done', results: [ok, bad], at: 5 },
+    ]);
     expect(state.phase).toBe('check-failed');
     expect(state.checks).toEqual([ok, bad]);
-    expect(state.wrongTurns).toEqual([{ step: 2, what: expect.stringContaining('ctl-b holds the published authority') }]);
+    expect(state.wrongTurns).toEqual([
+      { step: 2, what: expect.stringContaining('ctl-b holds the published authority') },
+    ]);
     const again = drillFlow(state, { type: 'enter', at: 6 });
     expect(again.state.phase).toBe('opening');
     expect(again.effects).toEqual([{ type: 'open', step: 2, task: 0 }]);
@@ -108,25 +137,39 @@ describe('the drill flow', () => {
     for (const event of [{ type: 'quit' }, { type: 'enter', at: 2 }, { type: 'escape' }] as const) {
       expect(drillFlow(state, event)).toEqual({ state, effects: [] });
     }
-    expect(drillFlow(state, { type: 'task-finished' }).effects).toEqual([{ type: 'check', step: 3, task: 0 }]);
+    expect(drillFlow(state, { type: 'task-finished' }).effects).toEqual([
+      { type: 'check', step: 3, task: 0 },
+    ]);
   });
 
-  it('a failed action is shown with its message; it is the machinery\'s failure, not a wrong turn', () => {
-    const state = run(ready(3), [{ type: 'enter', at: 0 }, { type: 'opened' }, { type: 'enter', at: 1 }, { type: 'task-failed', lines: ['lock busy', 'Where: ca.lock'] }]).state;
+  it("a failed action is shown with its message; it is the machinery's failure, not a wrong turn", () => {
+    const state = run(ready(3), [
+      { type: 'enter', at: 0 },
+      { type: 'opened' },
+      { type: 'enter', at: 1 },
+      { type: 'task-failed', lines: ['lock busy', 'Where: ca.lock'] },
+    ]).state;
     expect(state.phase).toBe('check-failed');
     expect(state.error).toEqual(['lock busy', 'Where: ca.lock']);
     expect(state.wrongTurns).toEqual([]);
   });
 
   it('a sandbox that cannot be noted before a task is shown as a failure, and Enter tries the task again', () => {
-    const { state } = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'task-failed', lines: ['Noting the sandbox failed (EACCES)'] }]);
+    const { state } = run(ready(2), [
+      { type: 'enter', at: 0 },
+      { type: 'task-failed', lines: ['Noting the sandbox failed (EACCES)'] },
+    ]);
     expect(state.phase).toBe('check-failed');
     expect(state.error).toEqual(['Noting the sandbox failed (EACCES)']);
     expect(drillFlow(state, { type: 'enter', at: 1 }).effects).toEqual([{ type: 'open', step: 2, task: 0 }]);
   });
 
   it('a view that cannot be opened is shown as a failure of its task, which Enter opens again', () => {
-    const { state } = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'opened' }, { type: 'task-failed', lines: ['The view could not be opened (EIO)'] }]);
+    const { state } = run(ready(2), [
+      { type: 'enter', at: 0 },
+      { type: 'opened' },
+      { type: 'task-failed', lines: ['The view could not be opened (EIO)'] },
+    ]);
     expect(state.phase).toBe('check-failed');
     expect(state.error).toEqual(['The view could not be opened (EIO)']);
     expect(state.wrongTurns).toEqual([]);
@@ -151,7 +194,7 @@ describe('the drill flow', () => {
     expect(drillFlow(withHelp, { type: 'escape' }).state.help).toBe(false);
   });
 
-  it('q quits from the drill\'s own screens, and the quit is an effect (so the sandbox is torn down)', () => {
+  it("q quits from the drill's own screens, and the quit is an effect (so the sandbox is torn down)", () => {
     expect(drillFlow(ready(), { type: 'quit' }).effects).toEqual([{ type: 'quit' }]);
   });
 
@@ -170,7 +213,9 @@ describe('the drill flow', () => {
       state = drillFlow(state, { type: 'enter', at: clock }).state;
     }
     expect(state.phase).toBe('summary');
-    expect(DRILL_STEPS.map((_, i) => stepDuration(state, i))).toEqual(DRILL_STEPS.map((step) => step.tasks.length * 500));
+    expect(DRILL_STEPS.map((_, i) => stepDuration(state, i))).toEqual(
+      DRILL_STEPS.map((step) => step.tasks.length * 500),
+    );
     expect(railMarks(state)).toEqual(['passed', 'passed', 'passed', 'passed', 'passed']);
     expect(state.wrongTurns).toEqual([]);
     expect(drillFlow(state, { type: 'enter', at: clock }).effects).toEqual([{ type: 'quit' }]);
@@ -178,23 +223,30 @@ describe('the drill flow', () => {
 
   it('wrong turns reported by a view are recorded against the step only while its task is open', () => {
     const open = run(ready(), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
-    expect(drillFlow(open, { type: 'wrong-turn', what: 'Esc backed out of the failover' }).state.wrongTurns).toEqual([
-      { step: 1, what: 'Esc backed out of the failover' },
-    ]);
+    expect(
+      drillFlow(open, { type: 'wrong-turn', what: 'Esc backed out of the failover' }).state.wrongTurns,
+    ).toEqual([{ step: 1, what: 'Esc backed out of the failover' }]);
     const intro = ready();
     expect(drillFlow(intro, { type: 'wrong-turn', what: 'x' }).state).toEqual(intro);
   });
 
   it('a back-out the view reports counts in a failover or a rotation, never in the read-only status', () => {
-    const openAt = (first: 1 | 2 | 4) => run(ready(first), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
+    const openAt = (first: 1 | 2 | 4) =>
+      run(ready(first), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
     expect(turnWords(openAt(1), { kind: 'backed-out' })).toBeUndefined();
-    expect(turnWords(openAt(2), { kind: 'backed-out' })).toBe('Esc backed out of a confirm in the failover on ctl-b');
-    expect(turnWords(openAt(4), { kind: 'backed-out' })).toBe('Esc backed out of the rotation\'s typed confirm');
+    expect(turnWords(openAt(2), { kind: 'backed-out' })).toBe(
+      'Esc backed out of a confirm in the failover on ctl-b',
+    );
+    expect(turnWords(openAt(4), { kind: 'backed-out' })).toBe(
+      "Esc backed out of the rotation's typed confirm",
+    );
   });
 
   it('a refused entry at the force gate is a wrong turn; a stray Enter on under 4 characters is not', () => {
     const open = run(ready(2), [{ type: 'enter', at: 0 }, { type: 'opened' }]).state;
-    expect(turnWords(open, { kind: 'refused-entry', typed: 'zzzzzzzz' })).toBe('typed a wrong prefix "zzzzzzzz" at the force gate');
+    expect(turnWords(open, { kind: 'refused-entry', typed: 'zzzzzzzz' })).toBe(
+      'typed a wrong prefix "zzzzzzzz" at the force gate',
+    );
     expect(turnWords(open, { kind: 'refused-entry', typed: 'zzz' })).toBeUndefined();
   });
 
@@ -206,7 +258,12 @@ describe('the drill flow', () => {
   });
 
   it('--step N practises that one step: after it passes, Enter shows the summary', () => {
-    let state = run(initialDrillState(2, 2), [{ type: 'ready' }, { type: 'enter', at: 0 }, { type: 'opened' }, { type: 'task-finished' }]).state;
+    let state = run(initialDrillState(2, 2), [
+      { type: 'ready' },
+      { type: 'enter', at: 0 },
+      { type: 'opened' },
+      { type: 'task-finished' },
+    ]).state;
     state = drillFlow(state, { type: 'checks-done', results: [ok], at: 9000 }).state;
     expect(state.phase).toBe('step-passed');
     state = drillFlow(state, { type: 'enter', at: 9000 }).state;

@@ -1,6 +1,11 @@
 import { render } from 'ink-testing-library';
 import { describe, expect, it, vi } from 'vitest';
-import { drillFlow, initialDrillState, type DrillEvent, type DrillState } from '../../src/app/drill/drill-flow.js';
+import {
+  drillFlow,
+  initialDrillState,
+  type DrillEvent,
+  type DrillState,
+} from '../../src/app/drill/drill-flow.js';
 import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { ColorContext } from '../../components/color-context.js';
 import { DrillScreen } from '../../components/drill/DrillScreen.js';
@@ -16,7 +21,8 @@ function walk(events: readonly DrillEvent[], first: 1 | 2 | 3 | 4 | 5 = 1): Dril
   return events.reduce((state, event) => drillFlow(state, event).state, initialDrillState(first));
 }
 
-const ready = (first: 1 | 2 | 3 | 4 | 5 = 1) => walk([{ type: 'progress', text: 'starting S3 (s3rver on 127.0.0.1)…' }, { type: 'ready' }], first);
+const ready = (first: 1 | 2 | 3 | 4 | 5 = 1) =>
+  walk([{ type: 'progress', text: 'starting S3 (s3rver on 127.0.0.1)…' }, { type: 'ready' }], first);
 
 function frame(state: DrillState, columns: number, color = false): string {
   const { lastFrame, unmount } = render(
@@ -34,11 +40,15 @@ function fitsIn(text: string, columns: number): void {
 }
 
 /** A walk through every task of every step, each passing: the summary at the end. */
-const completed = (wrongTurns: readonly string[] = []): DrillState => passEveryTask(ready(), { checksMs: 65_000, wrongTurns });
+const completed = (wrongTurns: readonly string[] = []): DrillState =>
+  passEveryTask(ready(), { checksMs: 65_000, wrongTurns });
 
 describe('the drill screens', () => {
   it('start-up shows each part as it starts, the current one marked busy', () => {
-    const state = walk([{ type: 'progress', text: 'starting S3 (s3rver on 127.0.0.1)…' }, { type: 'progress', text: 'starting PostgreSQL (embedded, scram-sha-256)…' }]);
+    const state = walk([
+      { type: 'progress', text: 'starting S3 (s3rver on 127.0.0.1)…' },
+      { type: 'progress', text: 'starting PostgreSQL (embedded, scram-sha-256)…' },
+    ]);
     const out = frame(state, 80);
     expect(out).toContain('✓ starting S3');
     expect(out).toContain('… starting PostgreSQL');
@@ -48,7 +58,14 @@ describe('the drill screens', () => {
   it('a failed start-up shows the three-part message and says q quits', () => {
     const state = walk([
       { type: 'progress', text: 'starting PostgreSQL (embedded, scram-sha-256)…' },
-      { type: 'setup-failed', lines: ['The drill\'s PostgreSQL could not start: Permission denied', 'Where: /tmp/x', 'Next: make $TMPDIR traversable'] },
+      {
+        type: 'setup-failed',
+        lines: [
+          "The drill's PostgreSQL could not start: Permission denied",
+          'Where: /tmp/x',
+          'Next: make $TMPDIR traversable',
+        ],
+      },
     ]);
     const out = frame(state, 80);
     expect(out).toContain('✗ starting PostgreSQL');
@@ -57,16 +74,21 @@ describe('the drill screens', () => {
     expect(out).toContain('q quits');
   });
 
-  it.each([80, 120])('a step\'s explanation, its tasks and the rail fit %i columns, in words without colour', (columns) => {
-    const out = frame(ready(), columns);
-    expect(out).toContain('baton drill  ▸1 ·2 ·3 ·4 ·5');
-    expect(out).toContain('Step 1 of 5: status: ctl-a holds and has published; ctl-b is empty');
-    expect(out.replace(/\s+/g, ' ')).toContain('The status view compares this host\'s authority with the published one and changes nothing.');
-    expect(out).toContain('Read the status on ctl-a');
-    expect(out).toContain('Enter begins the step');
-    expect(out).not.toMatch(/\u001b\[/);
-    fitsIn(out, columns);
-  });
+  it.each([80, 120])(
+    "a step's explanation, its tasks and the rail fit %i columns, in words without colour",
+    (columns) => {
+      const out = frame(ready(), columns);
+      expect(out).toContain('baton drill  ▸1 ·2 ·3 ·4 ·5');
+      expect(out).toContain('Step 1 of 5: status: ctl-a holds and has published; ctl-b is empty');
+      expect(out.replace(/\s+/g, ' ')).toContain(
+        "The status view compares this host's authority with the published one and changes nothing.",
+      );
+      expect(out).toContain('Read the status on ctl-a');
+      expect(out).toContain('Enter begins the step');
+      expect(out).not.toMatch(/\u001b\[/);
+      fitsIn(out, columns);
+    },
+  );
 
   it('an action task says what Enter will do and the command it stands for', () => {
     const out = frame(walk([{ type: 'ready' }, { type: 'enter', at: 0 }, { type: 'opened' }], 3), 80);
@@ -82,7 +104,11 @@ describe('the drill screens', () => {
         { type: 'enter', at: 0 },
         { type: 'opened' },
         { type: 'task-finished' },
-        { type: 'checks-done', at: 1, results: [{ label: 'ctl-b now holds a whole authority', ok: false, detail: 'ctl-b is fresh' }] },
+        {
+          type: 'checks-done',
+          at: 1,
+          results: [{ label: 'ctl-b now holds a whole authority', ok: false, detail: 'ctl-b is fresh' }],
+        },
       ],
       2,
     );
@@ -93,7 +119,7 @@ describe('the drill screens', () => {
     fitsIn(out, 80);
   });
 
-  it('? shows the step\'s explanation, the drill\'s keys and the rail\'s marks; Esc is named as never quitting', () => {
+  it("? shows the step's explanation, the drill's keys and the rail's marks; Esc is named as never quitting", () => {
     const state = drillFlow(ready(), { type: 'help' }).state;
     const out = frame(state, 80);
     expect(out).toContain('Step 1: status');
@@ -103,13 +129,16 @@ describe('the drill screens', () => {
     fitsIn(out, 80);
   });
 
-  it('after step 5\'s rotation the check screen shows mesh status with the checks, cut to 80×24', () => {
+  it("after step 5's rotation the check screen shows mesh status with the checks, cut to 80×24", () => {
     let state = ready(5);
     let at = 0;
     const step = DRILL_STEPS[4]!;
     const meshStatus = [
       'Mesh status (--provider pg-main), read-only: digests only, no secret was read.',
-      ...['web1-app', 'web2-app', 'worker1-jobs'].map((c) => `✓ applied       pg-main:${c} (role ${c.replace('-', '_')}, db1 → ${c.split('-')[0]}) rotated 1s ago; last rotation 20261130T175500Z-abc123 done`),
+      ...['web1-app', 'web2-app', 'worker1-jobs'].map(
+        (c) =>
+          `✓ applied       pg-main:${c} (role ${c.replace('-', '_')}, db1 → ${c.split('-')[0]}) rotated 1s ago; last rotation 20261130T175500Z-abc123 done`,
+      ),
       '3 pairs: 3 applied.',
     ];
     state = drillFlow(state, { type: 'enter', at: (at += 1000) }).state;
@@ -118,8 +147,16 @@ describe('the drill screens', () => {
       if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at }).state;
       state = drillFlow(state, { type: 'task-finished' }).state;
       const last = index === step.tasks.length - 1;
-      const results = Array.from({ length: 6 }, (_, i) => ({ label: `check ${i} of the rotation`, ok: true }));
-      state = drillFlow(state, { type: 'checks-done', results, at: (at += 1000), ...(last ? { meshStatus } : {}) }).state;
+      const results = Array.from({ length: 6 }, (_, i) => ({
+        label: `check ${i} of the rotation`,
+        ok: true,
+      }));
+      state = drillFlow(state, {
+        type: 'checks-done',
+        results,
+        at: (at += 1000),
+        ...(last ? { meshStatus } : {}),
+      }).state;
     }
     expect(state.phase).toBe('step-passed');
     const out = frame(state, 80);
@@ -149,10 +186,12 @@ describe('the drill screens', () => {
   });
 });
 
-describe('the drill\'s keys', () => {
+describe("the drill's keys", () => {
   async function press(keys: readonly string[]): Promise<DrillIntent[]> {
     const seen: DrillIntent[] = [];
-    const { stdin, lastFrame, unmount } = render(<DrillRoot state={ready()} columns={80} onIntent={(intent) => seen.push(intent)} />);
+    const { stdin, lastFrame, unmount } = render(
+      <DrillRoot state={ready()} columns={80} onIntent={(intent) => seen.push(intent)} />,
+    );
     await vi.waitFor(() => expect(lastFrame()).toContain('Enter begins the step'));
     for (let i = 0; i < 3; i += 1) await new Promise((resolve) => setImmediate(resolve));
     for (const key of keys) {
@@ -164,8 +203,14 @@ describe('the drill\'s keys', () => {
     return seen;
   }
 
-  it('Enter, ?, Esc and q become the drill\'s intents; Ctrl-C quits through the drill', async () => {
-    expect(await press(['\r', '?', '\u001b', 'q', '\u0003'])).toEqual(['enter', 'help', 'escape', 'quit', 'quit']);
+  it("Enter, ?, Esc and q become the drill's intents; Ctrl-C quits through the drill", async () => {
+    expect(await press(['\r', '?', '\u001b', 'q', '\u0003'])).toEqual([
+      'enter',
+      'help',
+      'escape',
+      'quit',
+      'quit',
+    ]);
   });
 });
 
@@ -184,17 +229,33 @@ function ReportingView() {
 
 describe('the frame around a real view', () => {
   /** Step 3's last task: the failover on ctl-a, where the force gate asks for a prefix. */
-  const atForce = () => walk(
-    [{ type: 'ready' }, { type: 'enter', at: 0 }, { type: 'opened' }, { type: 'enter', at: 0 }, { type: 'task-finished' },
-      { type: 'checks-done', results: [], at: 1 }, { type: 'opened' }, { type: 'task-finished' }, { type: 'checks-done', results: [], at: 2 }, { type: 'opened' }],
-    3,
-  );
+  const atForce = () =>
+    walk(
+      [
+        { type: 'ready' },
+        { type: 'enter', at: 0 },
+        { type: 'opened' },
+        { type: 'enter', at: 0 },
+        { type: 'task-finished' },
+        { type: 'checks-done', results: [], at: 1 },
+        { type: 'opened' },
+        { type: 'task-finished' },
+        { type: 'checks-done', results: [], at: 2 },
+        { type: 'opened' },
+      ],
+      3,
+    );
 
   async function drive(keys: readonly string[]) {
     const wrong: string[] = [];
     let interrupted = false;
     const { stdin, lastFrame, unmount } = render(
-      <DrillTaskFrame state={atForce()} columns={80} onWrongTurn={(what) => wrong.push(what)} onInterrupt={() => (interrupted = true)}>
+      <DrillTaskFrame
+        state={atForce()}
+        columns={80}
+        onWrongTurn={(what) => wrong.push(what)}
+        onInterrupt={() => (interrupted = true)}
+      >
         <ReportingView />
       </DrillTaskFrame>,
     );
@@ -212,13 +273,16 @@ describe('the frame around a real view', () => {
 
   it('shows the rail and the task above the view, and says the view has the keys', async () => {
     const { frameText } = await drive([]);
-    expect(frameText).toContain('the view\'s keys apply · q closes it');
+    expect(frameText).toContain("the view's keys apply · q closes it");
     expect(frameText).toContain('▸ ctl-a returns: walk its failover, read the refusal, then force.');
   });
 
   it('counts what the view reports as a back-out or a refused entry, and nothing for Esc that closed its help', async () => {
     const { wrong } = await drive(['?', '\u001b', '\u001b', 'x', '\r']);
-    expect(wrong).toEqual(['Esc backed out of a confirm in the failover on ctl-a', 'typed a wrong prefix "zzzzzzzz" at the force gate']);
+    expect(wrong).toEqual([
+      'Esc backed out of a confirm in the failover on ctl-a',
+      'typed a wrong prefix "zzzzzzzz" at the force gate',
+    ]);
   });
 
   it('Ctrl-C asks the drill to quit (the view alone would only close itself)', async () => {

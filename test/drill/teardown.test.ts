@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { makeTeardown } from '../../src/sandbox/teardown.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
-describe('the sandbox\'s undo list', () => {
+describe("the sandbox's undo list", () => {
   it('undoes newest first and removes the temp dir last, after the servers that write into it', async () => {
     const { dir, cleanup } = makeTempDir('baton-teardown-');
     try {
@@ -31,9 +31,13 @@ describe('the sandbox\'s undo list', () => {
     teardown.add('first', () => {
       ran.push('first');
     });
-    teardown.add('broken', () => {
-      throw new Error('port still bound');
-    }, () => ran.push('broken: last resort'));
+    teardown.add(
+      'broken',
+      () => {
+        throw new Error('port still bound');
+      },
+      () => ran.push('broken: last resort'),
+    );
     expect(await teardown.run()).toEqual(['broken: port still bound']);
     expect(ran).toEqual(['broken: last resort', 'first']);
   });

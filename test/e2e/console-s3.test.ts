@@ -26,7 +26,16 @@ afterAll(async () => {
   root?.cleanup();
 });
 
-const host = (name: string) => ['--deployment', 'e2e53e2e53e2e53e2e53e2e53e2e53e2', '--no-seal', '--state-dir', path.join(root.dir, name), '--store', s3.url, ...unenforcedStoreFlags(s3.url)];
+const host = (name: string) => [
+  '--deployment',
+  'e2e53e2e53e2e53e2e53e2e53e2e53e2',
+  '--no-seal',
+  '--state-dir',
+  path.join(root.dir, name),
+  '--store',
+  s3.url,
+  ...unenforcedStoreFlags(s3.url),
+];
 
 async function baton(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const run = await runBaton(args, { env: S3_TEST_ENV });
@@ -44,7 +53,11 @@ describe('the console over S3 (s3rver)', () => {
     const json = await baton([...a, 'status', '--json']);
     expect(json.code).toBe(0);
     const report = JSON.parse(json.stdout);
-    expect(report).toMatchObject({ verdict: { kind: 'in-sync' }, published: { state: 'present', sealed: false }, store_check: { enforced: false } });
+    expect(report).toMatchObject({
+      verdict: { kind: 'in-sync' },
+      published: { state: 'present', sealed: false },
+      store_check: { enforced: false },
+    });
     expect(report.published.location).toContain('s3://');
     const plain = await baton([...a, 'status']);
     expect(plain.stdout).toContain('NOT enforced');

@@ -41,11 +41,26 @@ function deploymentId(name: string): string {
   return createHash('md5').update(name).digest('hex');
 }
 
-function newHost(deployment: string, store = `store-${deployment}`): { stateDir: string; store: string; args: string[] } {
+function newHost(
+  deployment: string,
+  store = `store-${deployment}`,
+): { stateDir: string; store: string; args: string[] } {
   const stateDir = path.join(root.dir, `host-${++hostCount}`);
   const dir = path.join(root.dir, store);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return { stateDir, store: dir, args: ['--deployment', deploymentId(deployment), '--no-seal', '--state-dir', stateDir, '--store', `file://${dir}`] };
+  return {
+    stateDir,
+    store: dir,
+    args: [
+      '--deployment',
+      deploymentId(deployment),
+      '--no-seal',
+      '--state-dir',
+      stateDir,
+      '--store',
+      `file://${dir}`,
+    ],
+  };
 }
 
 async function fingerprint(args: string[]): Promise<string> {
@@ -63,9 +78,17 @@ async function diverged(deployment: string) {
   return { a, b: { ...b, store: a.store, args: [...b.args.slice(0, -1), `file://${a.store}`] } };
 }
 
-async function inTmux(args: string[], options: { env?: Record<string, string>; columns?: number; rows?: number } = {}): Promise<TmuxSession> {
+async function inTmux(
+  args: string[],
+  options: { env?: Record<string, string>; columns?: number; rows?: number } = {},
+): Promise<TmuxSession> {
   const command = ['node', BIN, ...args].map(shellQuote).join(' ');
-  const session = await TmuxSession.start({ command, env: { NO_COLOR: '', ...options.env }, columns: options.columns, rows: options.rows });
+  const session = await TmuxSession.start({
+    command,
+    env: { NO_COLOR: '', ...options.env },
+    columns: options.columns,
+    rows: options.rows,
+  });
   sessions.push(session);
   return session;
 }
@@ -134,9 +157,20 @@ describe('layout follows the terminal, live', () => {
     const s = await inTmux([...b.args, 'status', '--watch', '--interval', '3600']);
     await s.waitFor('refused');
     await s.record(raw);
-    for (const [columns, rows] of [[60, 20], [120, 40], [80, 24]] as const) {
+    for (const [columns, rows] of [
+      [60, 20],
+      [120, 40],
+      [80, 24],
+    ] as const) {
       await s.resize(columns, rows);
-      const screen = await s.waitFor((x) => x.includes('r read now · ? help · q quit') && count(x, 'baton status') === 1 && x.split('\n').every((line) => [...line].length <= columns) && (columns < 100 || (x.includes(local.slice(7)) && x.includes(published.slice(7)))), `one frame at ${columns}×${rows}`);
+      const screen = await s.waitFor(
+        (x) =>
+          x.includes('r read now · ? help · q quit') &&
+          count(x, 'baton status') === 1 &&
+          x.split('\n').every((line) => [...line].length <= columns) &&
+          (columns < 100 || (x.includes(local.slice(7)) && x.includes(published.slice(7)))),
+        `one frame at ${columns}×${rows}`,
+      );
       expect(count(screen, 'baton status'), screen).toBe(1);
       // The verdict survives narrowing; the key hints stay on the last line of the frame.
       expect(screen).toContain('✗ refused');
@@ -160,9 +194,16 @@ describe('layout follows the terminal, live', () => {
     await s.waitFor('Choose:');
     await pressUntil(s, 'j', '› Replace the local authority');
     await pressUntil(s, 'Enter', 'marked "type these"');
-    for (const [columns, rows] of [[60, 20], [120, 40], [80, 24]] as const) {
+    for (const [columns, rows] of [
+      [60, 20],
+      [120, 40],
+      [80, 24],
+    ] as const) {
       await s.resize(columns, rows);
-      const screen = await s.waitFor((x) => count(x, 'baton failover') === 1 && x.includes('type these') && x.includes(local.slice(7)), `the gate at ${columns}×${rows}`);
+      const screen = await s.waitFor(
+        (x) => count(x, 'baton failover') === 1 && x.includes('type these') && x.includes(local.slice(7)),
+        `the gate at ${columns}×${rows}`,
+      );
       expect(rowsUsed(screen)).toBeLessThanOrEqual(rows);
       // Wrapped, never cut: the body after SHA256: is whole on one line.
       expect(screen.split('\n').some((line) => line.includes(local.slice(7)))).toBe(true);
@@ -185,7 +226,10 @@ describe('the force gate edits like a shell and says why it refuses', () => {
     await typeUntilEchoed(s, 'abcdefgh', '> abcdefgh');
     // Three DEL bytes in ONE write: what a held Backspace sends over SSH.
     await s.bytes('7f', '7f', '7f');
-    await s.waitFor((x) => x.includes('> abcde') && !x.includes('> abcdef'), 'three characters erased by one burst');
+    await s.waitFor(
+      (x) => x.includes('> abcde') && !x.includes('> abcdef'),
+      'three characters erased by one burst',
+    );
     await s.type(' xyz');
     await s.waitFor('> abcde xyz');
     await s.keys('C-w');
@@ -236,12 +280,19 @@ describe('terminals without cursor addressing get the plain renderer', () => {
     const env: NodeJS.ProcessEnv = { ...process.env, TERM: 'xterm-256color', NO_COLOR: '' };
     delete env.CI;
     delete env.CONTINUOUS_INTEGRATION;
-    const status = await run('script', ['-qc', quoted([...host.args, 'status']), '/dev/null'], { env }).catch((error: { stdout: string }) => error);
+    const status = await run('script', ['-qc', quoted([...host.args, 'status']), '/dev/null'], { env }).catch(
+      (error: { stdout: string }) => error,
+    );
     expect(status.stdout).toContain('it can be the first controller');
     expect(status.stdout).not.toMatch(CURSOR_CODES);
 
     const walk = await new Promise<string>((resolve, reject) => {
-      const child = execFile('script', ['-qc', quoted([...host.args, 'failover']), '/dev/null'], { env }, (error, stdout) => (stdout ? resolve(stdout) : reject(error)));
+      const child = execFile(
+        'script',
+        ['-qc', quoted([...host.args, 'failover']), '/dev/null'],
+        { env },
+        (error, stdout) => (stdout ? resolve(stdout) : reject(error)),
+      );
       child.stdin!.end('\n\n\n');
     });
     expect(walk).toContain('(default)');
@@ -258,7 +309,11 @@ describe('what a script reads', () => {
     const result = await runBaton(['--config', missing, 'status', '--json']);
     expect(result.exitCode).toBe(2);
     const json = JSON.parse(result.stdout);
-    expect(json).toMatchObject({ format: 'baton.status/1', exit_code: 2, error: { code: 'config', where: missing } });
+    expect(json).toMatchObject({
+      format: 'baton.status/1',
+      exit_code: 2,
+      error: { code: 'config', where: missing },
+    });
     expect(result.stderr).toContain('does not exist');
   });
 

@@ -31,10 +31,24 @@ afterAll(() => root?.cleanup());
 function newHost(deployment: string): { stateDir: string; args: string[] } {
   const stateDir = path.join(root.dir, `host-${++hostCount}`);
   const id = createHash('md5').update(deployment).digest('hex');
-  return { stateDir, args: ['--deployment', id, '--no-seal', '--state-dir', stateDir, '--store', `file://${path.join(root.dir, `store-${deployment}`)}`] };
+  return {
+    stateDir,
+    args: [
+      '--deployment',
+      id,
+      '--no-seal',
+      '--state-dir',
+      stateDir,
+      '--store',
+      `file://${path.join(root.dir, `store-${deployment}`)}`,
+    ],
+  };
 }
 
-async function baton(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function baton(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const run = await runBaton(args, { env: env });
   return { code: run.exitCode, stdout: run.stdout, stderr: run.stderr };
 }
@@ -83,7 +97,9 @@ async function diverged(deployment: string) {
   const { a, b } = await onePublished(deployment);
   const elsewhere = path.join(root.dir, `store-${deployment}-elsewhere`);
   mkdirSync(elsewhere, { mode: 0o700 });
-  expect((await baton([...b.args.slice(0, -2), '--store', `file://${elsewhere}`, 'ca', 'init', '--yes'])).code).toBe(0);
+  expect(
+    (await baton([...b.args.slice(0, -2), '--store', `file://${elsewhere}`, 'ca', 'init', '--yes'])).code,
+  ).toBe(0);
   return { a, b };
 }
 
@@ -117,7 +133,11 @@ describe('baton status in a real terminal', () => {
     const noColor = await baton([...a.args, 'status'], { NO_COLOR: '1', FORCE_COLOR: '1' });
     expect(noColor.stdout).not.toMatch(/\u001b/);
     const json = await baton([...a.args, 'status', '--json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ format: 'baton.status/1', exit_code: 0, verdict: { kind: 'in-sync' } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      format: 'baton.status/1',
+      exit_code: 0,
+      verdict: { kind: 'in-sync' },
+    });
   });
 });
 
@@ -150,7 +170,11 @@ describe('baton status when the store cannot be reached', () => {
     const port = await closedPort();
     const store = `s3://baton-e2e/prefix?endpoint=http://127.0.0.1:${port}&path_style=true&region=us-east-1`;
     const args = [...a.args.slice(0, -2), '--store', store];
-    const env = { AWS_ACCESS_KEY_ID: 'e2e', AWS_SECRET_ACCESS_KEY: 'e2e-secret', AWS_EC2_METADATA_DISABLED: 'true' };
+    const env = {
+      AWS_ACCESS_KEY_ID: 'e2e',
+      AWS_SECRET_ACCESS_KEY: 'e2e-secret',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    };
     const plain = await baton([...args, 'status'], env);
     expect(plain.code).toBe(1);
     expect(plain.stdout).toContain(await fingerprint(a.args));
@@ -160,12 +184,16 @@ describe('baton status when the store cannot be reached', () => {
     const json = await baton([...args, 'status', '--json'], env);
     expect(json.code).toBe(1);
     // A monitor tells "cannot reach" from "denied" or "no bucket" by the reason, not the words.
-    expect(JSON.parse(json.stdout)).toMatchObject({ exit_code: 1, could_not_read: true, published: { state: 'unreadable', error: { code: 'failed', reason: 'unreachable' } } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      exit_code: 1,
+      could_not_read: true,
+      published: { state: 'unreadable', error: { code: 'failed', reason: 'unreachable' } },
+    });
   });
 });
 
 describe('baton status --watch in a real terminal', () => {
-  it('re-reads on r without clearing the screen, ignores Esc, and q quits with the last read\'s code', async () => {
+  it("re-reads on r without clearing the screen, ignores Esc, and q quits with the last read's code", async () => {
     const { a, b } = await onePublished('status-watch');
     const raw = path.join(root.dir, 'watch.raw');
     const s = await inTmux([...b.args, 'status', '--watch', '--interval', '3600']);
@@ -185,7 +213,10 @@ describe('baton status --watch in a real terminal', () => {
     expect(expected).not.toBe(0);
     await s.keys('Escape');
     await s.keys('r');
-    await s.waitFor((x) => x.includes(rotated.slice(0, 20)) && !x.includes('✓ in sync'), 'the read after Esc, showing the pushed authority');
+    await s.waitFor(
+      (x) => x.includes(rotated.slice(0, 20)) && !x.includes('✓ in sync'),
+      'the read after Esc, showing the pushed authority',
+    );
     expect(await s.capture()).not.toMatch(/\[exit \d+\]/);
     await s.keys('q');
     expect(await s.exitCode()).toBe(expected);

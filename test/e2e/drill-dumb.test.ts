@@ -35,14 +35,20 @@ afterAll(async () => {
 /** At a failover choice: the number of `title`, then the confirmation (yes, or `gate`'s own prompt). */
 async function chooseAndConfirm(s: TmuxSession, title: string, gate?: string, also = title): Promise<string> {
   // The prompt must be the last line, unanswered: an earlier choice may still be on screen.
-  const waiting = (x: string) => /Choose 1-\d \(Enter = \d, q quits\):\s*$/.test(x.trimEnd() + ' ') && x.includes(title) && x.includes(also);
+  const waiting = (x: string) =>
+    /Choose 1-\d \(Enter = \d, q quits\):\s*$/.test(x.trimEnd() + ' ') &&
+    x.includes(title) &&
+    x.includes(also);
   const screen = await s.waitFor(waiting, `the choice "${title}"`, 60_000);
   const number = new RegExp(`(\\d)\\. ${title.replace(/[()]/g, '\\$&')}`).exec(screen)?.[1];
   expect(number).toBeDefined();
   await s.type(number!);
   await s.keys('Enter');
   if (gate) return s.waitFor(gate, 'the force gate');
-  const confirm = await s.waitFor((x) => /Type yes to confirm, Enter alone goes back:\s*$/.test(x.trimEnd() + ' '), `confirming "${title}"`);
+  const confirm = await s.waitFor(
+    (x) => /Type yes to confirm, Enter alone goes back:\s*$/.test(x.trimEnd() + ' '),
+    `confirming "${title}"`,
+  );
   await s.type('yes');
   await s.keys('Enter');
   return confirm;
@@ -50,7 +56,11 @@ async function chooseAndConfirm(s: TmuxSession, title: string, gate?: string, al
 
 describe('the drill with TERM=dumb', () => {
   it('performs steps 1–3 through prompts (force gate: LOCAL prefix), refuses a wrong rotation count, prints passing checks, writes no cursor code, and q removes the sandbox', async () => {
-    session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TERM: 'dumb', TMPDIR: tmp.dir, NO_COLOR: '' } });
+    session = await TmuxSession.start({
+      command: `node ${shellQuote(BIN)} drill`,
+      cwd: REPO,
+      env: { TERM: 'dumb', TMPDIR: tmp.dir, NO_COLOR: '' },
+    });
     const s = session;
     const raw = path.join(recording.dir, 'drill.raw');
     await s.record(raw);
@@ -62,12 +72,18 @@ describe('the drill with TERM=dumb', () => {
     await s.keys('Enter');
 
     // Step 2: the failover dialogue on ctl-b; the operator picks adopt by its number.
-    let screen = await s.waitFor((x) => x.includes('Choose 1-') && x.includes('Adopt the published authority'), 'the failover choice');
+    let screen = await s.waitFor(
+      (x) => x.includes('Choose 1-') && x.includes('Adopt the published authority'),
+      'the failover choice',
+    );
     const number = /(\d)\. Adopt the published authority/.exec(screen)?.[1];
     expect(number).toBeDefined();
     await s.type(number!);
     await s.keys('Enter');
-    screen = await s.waitFor((x) => /Type yes to confirm|Type the first \d+ characters/.test(x), 'the confirmation');
+    screen = await s.waitFor(
+      (x) => /Type yes to confirm|Type the first \d+ characters/.test(x),
+      'the confirmation',
+    );
     const prefix = /deployment id \(([^)]+)\)/.exec(screen)?.[1];
     await s.type(prefix ?? 'yes');
     await s.keys('Enter');
@@ -76,7 +92,12 @@ describe('the drill with TERM=dumb', () => {
     await s.waitFor('Press Enter to do it, q leaves the drill', 'step 3', 60_000);
     await s.keys('Enter');
     await chooseAndConfirm(s, "Publish this host's authority");
-    screen = await chooseAndConfirm(s, 'Replace the local authority (force)', 'characters after SHA256:', 'ctl-a/ca aside');
+    screen = await chooseAndConfirm(
+      s,
+      'Replace the local authority (force)',
+      'characters after SHA256:',
+      'ctl-a/ca aside',
+    );
     const local = /type these\s+(\S{8})/.exec(screen)?.[1];
     expect(local).toBeDefined();
     await s.type('00000000');
@@ -95,7 +116,10 @@ describe('the drill with TERM=dumb', () => {
     await s.keys('Enter');
     expect(await s.exitCode(60_000)).toBe(0);
 
-    await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), {
+      timeout: 15_000,
+      interval: 100,
+    });
     expect(leftoversIn(tmp.dir)).toEqual([]);
     const written = readFileSync(raw, 'latin1');
     const text = Buffer.from(written, 'latin1').toString('utf8');

@@ -47,7 +47,10 @@ beforeAll(() => assertBuilt());
 describe('baton drill --plain (the built CLI)', () => {
   it('performs all five steps end to end, every check passes, exits 0, shows no secret and keeps only what --keep asked for', async () => {
     const tmp = privateTmp();
-    const result = await runBaton(['drill', '--plain', '--keep'], { env: { TMPDIR: tmp }, timeoutMs: 170_000 });
+    const result = await runBaton(['drill', '--plain', '--keep'], {
+      env: { TMPDIR: tmp },
+      timeoutMs: 170_000,
+    });
     expect(result.all).toContain('✓ every check passed');
     expect(result.exitCode).toBe(0);
     for (let step = 1; step <= 5; step += 1) expect(result.stdout).toContain(`Step ${step} of 5:`);
@@ -76,11 +79,15 @@ describe('baton drill --plain (the built CLI)', () => {
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
     expect(path.dirname(kept!)).toBe(tmp);
     // Every password the mesh delivered is in the kept sandbox; none may be in the output or a log.
-    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file));
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) =>
+      /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file),
+    );
     // web2-app is alternating: its logins' files (web2_app+a, +b) hold its passwords.
     expect(delivered.length).toBeGreaterThanOrEqual(8);
     expect(delivered.filter((file) => /\/provides\/pg-main\/web2_app\+[ab]$/.test(file))).toHaveLength(2);
-    const logs = ['provisioner.log', 'journal/mesh-journal.jsonl'].map((name) => readFileSync(path.join(kept!, name), 'utf8'));
+    const logs = ['provisioner.log', 'journal/mesh-journal.jsonl'].map((name) =>
+      readFileSync(path.join(kept!, name), 'utf8'),
+    );
     expect(logs[0]).toContain('web1_app sha256:');
     for (const file of delivered) {
       const secret = readFileSync(file, 'utf8');
@@ -93,7 +100,10 @@ describe('baton drill --plain (the built CLI)', () => {
 
   it('--step 4 prepares steps 1–3 by script, checks them, then practises step 4 alone, showing web1-app pending then applied and no secret', async () => {
     const tmp = privateTmp();
-    const result = await runBaton(['drill', '--plain', '--step', '4', '--keep'], { env: { TMPDIR: tmp }, timeoutMs: 170_000 });
+    const result = await runBaton(['drill', '--plain', '--step', '4', '--keep'], {
+      env: { TMPDIR: tmp },
+      timeoutMs: 170_000,
+    });
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain('Preparing the sandbox for step 4');
     expect(result.stdout).not.toContain('Step 3 of 5:');
@@ -101,12 +111,21 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).not.toContain('Step 5 of 5:');
     expect(result.stdout).toMatch(/step 4 .*✓ rotate web1-app: a window; alternating web2-app: none/);
     // The same rotation twice, one after the other: a measured window, then none.
-    expect(result.stdout).toMatch(/✓ web1-app's window was measured: \d+ ms when new connections with the OLD password could fail/);
-    expect(result.stdout).toMatch(/✓ web2-app had no window: it moved from web2_app_[ab] to web2_app_[ab], and web2_app_[ab] kept its password/);
-    expect(result.stdout).toMatch(/✓ the login web2 left, web2_app_[ab], still logs in with its password \(no window\)/);
+    expect(result.stdout).toMatch(
+      /✓ web1-app's window was measured: \d+ ms when new connections with the OLD password could fail/,
+    );
+    expect(result.stdout).toMatch(
+      /✓ web2-app had no window: it moved from web2_app_[ab] to web2_app_[ab], and web2_app_[ab] kept its password/,
+    );
+    expect(result.stdout).toMatch(
+      /✓ the login web2 left, web2_app_[ab], still logs in with its password \(no window\)/,
+    );
 
     // mesh status before, while the provisioner is held (pending by construction), and after.
-    const step4 = result.stdout.slice(result.stdout.indexOf('Step 4 of 5:'), result.stdout.indexOf('\nSummary'));
+    const step4 = result.stdout.slice(
+      result.stdout.indexOf('Step 4 of 5:'),
+      result.stdout.indexOf('\nSummary'),
+    );
     const pair = 'pg-main:web1-app (role web1_app, db1 → web1)';
     const reading = (when: string) => {
       const at = step4.indexOf(`$ baton mesh status --consumer web1-app   (${when}`);
@@ -125,10 +144,17 @@ describe('baton drill --plain (the built CLI)', () => {
     const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
     expect(kept).toBeDefined();
     cleanups.push(() => rmSync(kept!, { recursive: true, force: true }));
-    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) => /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file));
+    const delivered = filesBelow(path.join(kept!, 'machines')).filter((file) =>
+      /\/(provides|consumes)\/pg-main\/[a-z0-9_]+(\+[ab])?$/.test(file),
+    );
     expect(delivered.some((file) => file.endsWith('/consumes/pg-main/web1_app'))).toBe(true);
-    const secrets = delivered.map((file) => ({ name: path.relative(kept!, file), value: readFileSync(file, 'utf8') }));
-    expect(scanForSecrets([{ name: 'drill --plain --step 4 output', data: result.all }], secrets)).toEqual([]);
+    const secrets = delivered.map((file) => ({
+      name: path.relative(kept!, file),
+      value: readFileSync(file, 'utf8'),
+    }));
+    expect(scanForSecrets([{ name: 'drill --plain --step 4 output', data: result.all }], secrets)).toEqual(
+      [],
+    );
     await expectNothingLeft(tmp, [path.basename(kept!)]);
   }, 180_000);
 
@@ -140,7 +166,10 @@ describe('baton drill --plain (the built CLI)', () => {
       seen += chunk.toString('utf8');
     });
     // PostgreSQL and the provisioner are running once the first passwords are being given.
-    await vi.waitFor(() => expect(seen).toContain('giving every pair of pg-main its first password'), { timeout: 60_000, interval: 50 });
+    await vi.waitFor(() => expect(seen).toContain('giving every pair of pg-main its first password'), {
+      timeout: 60_000,
+      interval: 50,
+    });
     expect(seen).toContain('no terminal here, so running the plain walk-through (--plain)');
     expect(processesMentioning(tmp).length).toBeGreaterThan(0);
     child.kill('SIGTERM');
@@ -156,7 +185,7 @@ describe('baton drill --plain (the built CLI)', () => {
     const result = await runBaton(['drill', '--plain'], { env: { TMPDIR: tmp }, timeoutMs: 120_000 });
     expect(result.exitCode).toBe(1);
     expect(result.stdout).toContain('starting PostgreSQL');
-    expect(result.stdout).toContain('The drill\'s PostgreSQL could not start');
+    expect(result.stdout).toContain("The drill's PostgreSQL could not start");
     // Which part fails first depends on where the project lives (the binaries may need copying too).
     expect(result.stdout).toMatch(/Permission denied|not traversable/);
     expect(result.stdout).toContain('make $TMPDIR (and the directories above it) traversable');

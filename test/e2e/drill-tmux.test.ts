@@ -42,7 +42,13 @@ function fits(screen: string): boolean {
 
 describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
   it('walks steps 1 to 4 with real keys at 60×20, checks each step, and q removes the sandbox', async () => {
-    session = await TmuxSession.start({ command: `node ${shellQuote(BIN)} drill`, cwd: REPO, env: { TMPDIR: tmp.dir }, columns: COLUMNS, rows: ROWS });
+    session = await TmuxSession.start({
+      command: `node ${shellQuote(BIN)} drill`,
+      cwd: REPO,
+      env: { TMPDIR: tmp.dir },
+      columns: COLUMNS,
+      rows: ROWS,
+    });
     const s = session;
     /** The screen fits, and no frame so far was taller than the pane (one would have scrolled lines into the history). */
     const inPane = async (screen: string) => {
@@ -59,17 +65,27 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     await s.type('?');
     await inPane(await s.waitFor('Esc or ? closes this', 'the help overlay'));
     await s.keys('Escape');
-    await s.waitFor((x) => x.includes('Enter begins the step') && !x.includes('Esc or ? closes this'), 'help closed');
+    await s.waitFor(
+      (x) => x.includes('Enter begins the step') && !x.includes('Esc or ? closes this'),
+      'help closed',
+    );
     await s.keys('Escape');
 
     // Step 1: the status view on ctl-a, then on ctl-b. Under load the Enter can land in the
     // Escape's read, where it is dropped by design: pressed again only if nothing changed.
-    screen = await pressUntil(s, 'Enter', (x) => x.includes('Read the status on ctl-a') && x.includes('in sync:'));
+    screen = await pressUntil(
+      s,
+      'Enter',
+      (x) => x.includes('Read the status on ctl-a') && x.includes('in sync:'),
+    );
     expect(screen).toContain('PUBLISHED');
     expect(screen).toMatch(/read \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
     await inPane(screen);
     await s.type('q');
-    screen = await s.waitFor((x) => x.includes('Read the status on ctl-b') && x.includes('action needed'), 'status on ctl-b');
+    screen = await s.waitFor(
+      (x) => x.includes('Read the status on ctl-b') && x.includes('action needed'),
+      'status on ctl-b',
+    );
     expect(screen).toContain('fresh: no authority');
     await s.type('q');
     screen = await s.waitFor('Step 1 passed every check', 'the checks of step 1');
@@ -95,13 +111,16 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     await s.keys('Enter');
     await s.waitFor('Enter: rotate the authority on ctl-b', 'the rotate action');
     await s.keys('Enter');
-    await inPane(await s.waitFor('› Publish this host\'s authority', 'the failover on ctl-b, ahead'));
+    await inPane(await s.waitFor("› Publish this host's authority", 'the failover on ctl-b, ahead'));
     await s.keys('Enter');
     await inPane(await s.waitFor('Enter confirms', 'the publish confirmation'));
     await s.keys('Enter');
     await inPane(await s.waitFor('done: Published', 'the publish'));
     await s.type('q');
-    screen = await s.waitFor((x) => x.includes('left behind') && x.includes('› Leave it as it is'), 'ctl-a refused');
+    screen = await s.waitFor(
+      (x) => x.includes('left behind') && x.includes('› Leave it as it is'),
+      'ctl-a refused',
+    );
     expect(screen).toContain('refused');
     await inPane(screen);
     await s.type('j');
@@ -126,7 +145,10 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     expect(screen.replace(/\s+/g, ' ')).toContain('does not match the LOCAL fingerprint');
     await s.keys('Escape');
     // Back on the safe choice: Enter again would leave, so force is chosen again on purpose.
-    screen = await s.waitFor((x) => x.includes('› Leave it as it is') && !x.includes('type these'), 'back at the choice, on the safe one');
+    screen = await s.waitFor(
+      (x) => x.includes('› Leave it as it is') && !x.includes('type these'),
+      'back at the choice, on the safe one',
+    );
     await inPane(screen);
     const sandbox = readdirSync(tmp.dir).find((name) => name.startsWith('baton-drill-'));
     expect(sandbox).toBeDefined();
@@ -137,7 +159,10 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     await s.keys('Enter');
     await s.waitFor('marked "type these"', 'the force gate again');
     await typeUntilEchoed(s, local!, `> ${local}`);
-    screen = await s.waitFor((x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'), 'the gate open');
+    screen = await s.waitFor(
+      (x) => x.includes(`> ${local}`) && x.includes('[ Replace ] enabled'),
+      'the gate open',
+    );
     expect(screen).toContain('type these');
     await inPane(screen);
     await s.keys('Enter');
@@ -155,7 +180,11 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     await s.waitFor((x) => x.includes('Step 4 of 5') && x.includes('Enter begins the step'), 'step 4');
     await s.keys('Enter');
     for (const consumer of ['web1-app', 'web2-app']) {
-      screen = await s.waitFor((x) => x.includes('(the number of credentials)') && x.includes(consumer), `the rotation gate of ${consumer}`, 60_000);
+      screen = await s.waitFor(
+        (x) => x.includes('(the number of credentials)') && x.includes(consumer),
+        `the rotation gate of ${consumer}`,
+        60_000,
+      );
       await inPane(screen);
       const count = /Type (\d+) \(the number of credentials\)/.exec(screen)![1]!;
       await typeUntilEchoed(s, count, `> ${count}`);
@@ -163,7 +192,13 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
       expect(screen).toContain('(the number of credentials)');
       await inPane(screen);
       await s.keys('Enter');
-      await inPane(await s.waitFor('q closes the view; the drill then checks', `the rotation of ${consumer} done`, 60_000));
+      await inPane(
+        await s.waitFor(
+          'q closes the view; the drill then checks',
+          `the rotation of ${consumer} done`,
+          60_000,
+        ),
+      );
       await s.type('q');
     }
     await inPane(await s.waitFor('Step 4 passed every check', 'the checks of step 4', 60_000));
@@ -172,7 +207,10 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     await s.type('q');
     expect(await s.exitCode(60_000)).toBe(3);
     expect(existsSync(path.join(tmp.dir, sandbox!))).toBe(false);
-    await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), { timeout: 15_000, interval: 100 });
+    await vi.waitFor(() => expect(processesMentioning(tmp.dir)).toEqual([]), {
+      timeout: 15_000,
+      interval: 100,
+    });
     expect(leftoversIn(tmp.dir)).toEqual([]);
     // Every frame was redrawn in place: Ink's full clear (it flickers over SSH and wipes the
     // scrollback) was never written, not even for step 3's tallest views.

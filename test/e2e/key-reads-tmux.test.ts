@@ -32,7 +32,8 @@ afterEach(async () => {
 });
 afterAll(() => tmp?.cleanup());
 
-const swapCase = (s: string) => [...s].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+const swapCase = (s: string) =>
+  [...s].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
 
 async function fingerprintOf(stateDir: string): Promise<string | undefined> {
   const local = await readLocalAuthority(stateDir, DEPLOYMENT);
@@ -44,7 +45,15 @@ async function aheadHost(): Promise<{ args: string[]; stateDir: string; publishe
   const store = path.join(tmp.dir, `store-${(hosts += 1)}`);
   mkdirSync(store, { mode: 0o700 });
   const stateDir = path.join(tmp.dir, `host-${hosts}`);
-  const args = ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', `file://${store}`, '--no-seal'];
+  const args = [
+    '--deployment',
+    DEPLOYMENT,
+    '--state-dir',
+    stateDir,
+    '--store',
+    `file://${store}`,
+    '--no-seal',
+  ];
   expect((await runBaton([...args, 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
   const published = (await fingerprintOf(stateDir))!;
   expect((await runBaton([...args, 'ca', 'rotate'])).exitCode).toBe(0);
@@ -80,7 +89,10 @@ describe('keys in one read at 80×24', () => {
     const host = await aheadHost();
     const before = snapshotDir(host.stateDir);
     const prefix = host.local.slice(7, 15);
-    const session = await TmuxSession.start({ command: ['node', BIN, ...host.args, 'failover'].map(shellQuote).join(' '), env: { NO_COLOR: '1' } });
+    const session = await TmuxSession.start({
+      command: ['node', BIN, ...host.args, 'failover'].map(shellQuote).join(' '),
+      env: { NO_COLOR: '1' },
+    });
     sessions.push(session);
 
     await forceGateAndBack(session);
@@ -95,13 +107,18 @@ describe('keys in one read at 80×24', () => {
     await session.waitFor('marked "type these"', 'the force gate');
     await session.type(`${swapCase(prefix)}\r`);
     const refused = await session.waitFor('not accepted', 'the wrong case refused');
-    expect(refused.replace(/\s+/g, ' ')).toContain('same letters as the LOCAL fingerprint but not the same case');
+    expect(refused.replace(/\s+/g, ' ')).toContain(
+      'same letters as the LOCAL fingerprint but not the same case',
+    );
     expect(snapshotDir(host.stateDir)).toEqual(before);
 
     await session.keys('C-u');
     await session.waitFor((s) => /^>\s*$/m.test(s), 'the field cleared');
     await session.type(`\u001b[200~${prefix}\u001b[201~`);
-    await session.waitFor((s) => s.includes(`> ${prefix}`) && s.includes('[ Replace ] enabled'), 'the pasted prefix, not submitted');
+    await session.waitFor(
+      (s) => s.includes(`> ${prefix}`) && s.includes('[ Replace ] enabled'),
+      'the pasted prefix, not submitted',
+    );
     expect(snapshotDir(host.stateDir)).toEqual(before);
 
     await session.keys('C-u');
@@ -121,11 +138,30 @@ describe('keys in one read at 80×24', () => {
     const dir = path.join(tmp.dir, 'mesh');
     mkdirSync(dir);
     writeLocalMesh(dir);
-    const provisioner = startReceiptWriter(path.join(dir, 'machines/db1/var/lib/baton/mesh/provides/pg-main'));
+    const provisioner = startReceiptWriter(
+      path.join(dir, 'machines/db1/var/lib/baton/mesh/provides/pg-main'),
+    );
     try {
       const secretFile = path.join(dir, 'machines/web1/var/lib/baton/mesh/consumes/pg-main/web1_app');
-      const command = ['node', BIN, '--state-dir', path.join(dir, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', path.join(dir, 'mesh.yaml'), '--wait', '10'];
-      const session = await TmuxSession.start({ command: command.map(shellQuote).join(' '), cwd: dir, env: { NO_COLOR: '1' } });
+      const command = [
+        'node',
+        BIN,
+        '--state-dir',
+        path.join(dir, 'state'),
+        'mesh',
+        'rotate',
+        '--provider',
+        'pg-main',
+        '--inventory',
+        path.join(dir, 'mesh.yaml'),
+        '--wait',
+        '10',
+      ];
+      const session = await TmuxSession.start({
+        command: command.map(shellQuote).join(' '),
+        cwd: dir,
+        env: { NO_COLOR: '1' },
+      });
       sessions.push(session);
       await session.waitFor('Type 2 (the number of credentials)', 'the confirm prompt');
       // The field takes keys once it echoes one: a digit, erased again.

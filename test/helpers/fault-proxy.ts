@@ -114,12 +114,21 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const server = http.createServer((req, res) => {
     const rule = take(req);
     const fault = rule?.fault;
-    requests.push({ method: req.method ?? '?', url: req.url ?? '/', outcome: fault ?? 'forwarded', headers: { ...req.headers } });
+    requests.push({
+      method: req.method ?? '?',
+      url: req.url ?? '/',
+      outcome: fault ?? 'forwarded',
+      headers: { ...req.headers },
+    });
     switch (fault) {
       case 'http-500':
-        return drainThen(req, () => s3Error(res, 500, 'InternalError', 'We encountered an internal error. Please try again.', req.url));
+        return drainThen(req, () =>
+          s3Error(res, 500, 'InternalError', 'We encountered an internal error. Please try again.', req.url),
+        );
       case 'slow-down':
-        return drainThen(req, () => s3Error(res, 503, 'SlowDown', 'Please reduce your request rate.', req.url));
+        return drainThen(req, () =>
+          s3Error(res, 503, 'SlowDown', 'Please reduce your request rate.', req.url),
+        );
       case 'reset':
         req.socket.resetAndDestroy();
         return;
@@ -233,13 +242,20 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     url: `http://127.0.0.1:${port}`,
     requests,
     arm(rule) {
-      rules.push({ fault: rule.fault, delayMs: rule.delayMs ?? 500, method: rule.method, path: rule.path, remaining: rule.count ?? 1 });
+      rules.push({
+        fault: rule.fault,
+        delayMs: rule.delayMs ?? 500,
+        method: rule.method,
+        path: rule.path,
+        remaining: rule.count ?? 1,
+      });
     },
     clear() {
       rules.length = 0;
     },
     count(outcome) {
-      if (outcome === undefined || outcome === 'fault') return requests.filter((r) => r.outcome !== 'forwarded').length;
+      if (outcome === undefined || outcome === 'fault')
+        return requests.filter((r) => r.outcome !== 'forwarded').length;
       return requests.filter((r) => r.outcome === outcome).length;
     },
     close: async () => {
@@ -256,7 +272,13 @@ function drainThen(req: http.IncomingMessage, answer: () => void): void {
   req.on('error', () => req.socket.destroy());
 }
 
-function s3Error(res: http.ServerResponse, status: number, code: string, message: string, resource: string | undefined): void {
+function s3Error(
+  res: http.ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  resource: string | undefined,
+): void {
   const body = Buffer.from(
     `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message>` +
       `<Resource>${escapeXml(resource ?? '/')}</Resource><RequestId>fault-proxy</RequestId></Error>`,

@@ -28,12 +28,22 @@ export interface MotoS3 {
   /** A new bucket (versioned when asked); DNS-valid, unique per call. */
   bucket(options?: { readonly versioned?: boolean }): Promise<string>;
   /** `s3://bucket/prefix?…` for baton, through `endpoint` (a proxy's, when given). */
-  storeUrl(bucket: string, prefix: string, options?: { readonly endpoint?: string; readonly query?: string }): string;
-  getObject(bucket: string, key: string): Promise<{ body: Uint8Array; etag: string; sse?: string } | undefined>;
+  storeUrl(
+    bucket: string,
+    prefix: string,
+    options?: { readonly endpoint?: string; readonly query?: string },
+  ): string;
+  getObject(
+    bucket: string,
+    key: string,
+  ): Promise<{ body: Uint8Array; etag: string; sse?: string } | undefined>;
   putObject(bucket: string, key: string, body: Uint8Array): Promise<string>;
   deleteObject(bucket: string, key: string): Promise<void>;
   /** Every version (and delete marker) of every key under `prefix`. */
-  versions(bucket: string, prefix?: string): Promise<{ key: string; versionId: string; deleteMarker: boolean }[]>;
+  versions(
+    bucket: string,
+    prefix?: string,
+  ): Promise<{ key: string; versionId: string; deleteMarker: boolean }[]>;
   close(): Promise<void>;
 }
 
@@ -55,10 +65,10 @@ export function requireMoto(): void {
   }
 }
 
-
 async function waitForPort(port: number, child: ChildProcess, deadline: number): Promise<void> {
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`moto_server exited with ${child.exitCode} before it listened on ${port}`);
+    if (child.exitCode !== null)
+      throw new Error(`moto_server exited with ${child.exitCode} before it listened on ${port}`);
     const up = await new Promise<boolean>((resolve) => {
       const socket = net.connect(port, '127.0.0.1');
       socket.once('connect', () => (socket.destroy(), resolve(true)));
@@ -76,7 +86,9 @@ export async function startMoto(): Promise<MotoS3> {
   requireMoto();
   Object.assign(process.env, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
   const port = await freePort();
-  const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
@@ -104,7 +116,9 @@ export async function startMoto(): Promise<MotoS3> {
       const name = `baton-${process.pid}-${++bucketSeq}-${Date.now().toString(36)}`;
       await client.send(new CreateBucketCommand({ Bucket: name }));
       if (options.versioned) {
-        await client.send(new PutBucketVersioningCommand({ Bucket: name, VersioningConfiguration: { Status: 'Enabled' } }));
+        await client.send(
+          new PutBucketVersioningCommand({ Bucket: name, VersioningConfiguration: { Status: 'Enabled' } }),
+        );
       }
       return name;
     },
@@ -126,17 +140,29 @@ export async function startMoto(): Promise<MotoS3> {
       }
     },
     async putObject(bucket, key, body) {
-      const answer = await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length }));
+      const answer = await client.send(
+        new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length }),
+      );
       return answer.ETag ?? '';
     },
     async deleteObject(bucket, key) {
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     },
     async versions(bucket, prefix) {
-      const answer = await client.send(new ListObjectVersionsCommand({ Bucket: bucket, ...(prefix ? { Prefix: prefix } : {}) }));
+      const answer = await client.send(
+        new ListObjectVersionsCommand({ Bucket: bucket, ...(prefix ? { Prefix: prefix } : {}) }),
+      );
       return [
-        ...(answer.Versions ?? []).map((v) => ({ key: v.Key!, versionId: v.VersionId!, deleteMarker: false })),
-        ...(answer.DeleteMarkers ?? []).map((v) => ({ key: v.Key!, versionId: v.VersionId!, deleteMarker: true })),
+        ...(answer.Versions ?? []).map((v) => ({
+          key: v.Key!,
+          versionId: v.VersionId!,
+          deleteMarker: false,
+        })),
+        ...(answer.DeleteMarkers ?? []).map((v) => ({
+          key: v.Key!,
+          versionId: v.VersionId!,
+          deleteMarker: true,
+        })),
       ];
     },
     async close() {

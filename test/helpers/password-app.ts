@@ -65,7 +65,13 @@ export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, r
       }
       if (text !== undefined) {
         const { user, password } = consumerLogin(text, role);
-        const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user, password });
+        const client = new pg.Client({
+          host: sandbox.host,
+          port: sandbox.port,
+          database: 'postgres',
+          user,
+          password,
+        });
         client.on('error', () => undefined);
         try {
           await client.connect();
@@ -82,7 +88,10 @@ export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, r
   })();
   return {
     attempts,
-    failures: () => attempts.filter((a) => !a.ok).map((a) => `${a.user} ${a.code ?? 'no code'} at ${new Date(a.at).toISOString()}`),
+    failures: () =>
+      attempts
+        .filter((a) => !a.ok)
+        .map((a) => `${a.user} ${a.code ?? 'no code'} at ${new Date(a.at).toISOString()}`),
     async stop() {
       running = false;
       await loop;

@@ -18,7 +18,9 @@ export const PSQL = PSQL_CANDIDATES.find((p) => existsSync(p)) ?? PSQL_CANDIDATE
 
 /** Why psql cannot run here, for test/helpers/real-part.ts; undefined when it can. */
 export function psqlMissing(): string | undefined {
-  return existsSync(PSQL) ? undefined : `psql is not installed (none of ${PSQL_CANDIDATES.join(', ')}; apt-get install postgresql-client-15)`;
+  return existsSync(PSQL)
+    ? undefined
+    : `psql is not installed (none of ${PSQL_CANDIDATES.join(', ')}; apt-get install postgresql-client-15)`;
 }
 
 export interface PsqlRun {
@@ -41,7 +43,11 @@ export function psqlWithConsumerFile(sandbox: PostgresSandbox, consumerFile: str
   try {
     const passfile = path.join(dir, 'pgpass');
     const superuserPassword = readFileSync(sandbox.superuserPasswordFile, 'utf8');
-    writeFileSync(passfile, `${sandbox.host}:${sandbox.port}:*:${sandbox.superuser}:${superuserPassword.replace(/[\\:]/g, (c) => `\\${c}`)}\n`, { mode: 0o600 });
+    writeFileSync(
+      passfile,
+      `${sandbox.host}:${sandbox.port}:*:${sandbox.superuser}:${superuserPassword.replace(/[\\:]/g, (c) => `\\${c}`)}\n`,
+      { mode: 0o600 },
+    );
     // `:ci` unquoted: psql hands the variable to \connect as one argument, untouched; `:'ci'`
     // would turn it into an SQL literal (E'…') that libpq cannot read.
     const script = [
@@ -50,10 +56,27 @@ export function psqlWithConsumerFile(sandbox: PostgresSandbox, consumerFile: str
       sql,
       '',
     ].join('\n');
-    const argv = ['-X', '-w', '-q', '-A', '-t', '-v', 'ON_ERROR_STOP=1', '-d', `host=${sandbox.host} port=${sandbox.port} dbname=postgres user=${sandbox.superuser}`];
+    const argv = [
+      '-X',
+      '-w',
+      '-q',
+      '-A',
+      '-t',
+      '-v',
+      'ON_ERROR_STOP=1',
+      '-d',
+      `host=${sandbox.host} port=${sandbox.port} dbname=postgres user=${sandbox.superuser}`,
+    ];
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', PGPASSFILE: passfile, PGCONNECT_TIMEOUT: '5' };
     const result = spawnSync(PSQL, argv, { input: script, encoding: 'utf8', env, timeout: 15_000 });
-    return { status: result.status, stdout: result.stdout ?? '', stderr: result.stderr ?? '', argv, env, script };
+    return {
+      status: result.status,
+      stdout: result.stdout ?? '',
+      stderr: result.stderr ?? '',
+      argv,
+      env,
+      script,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -10,9 +10,16 @@ export function isCI(env: NodeJS.ProcessEnv = process.env): boolean {
 }
 
 /** Throws under CI when `missing` names a part; true when the part is there. */
-export function partPresent(name: string, missing: string | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+export function partPresent(
+  name: string,
+  missing: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): boolean {
   if (missing === undefined) return true;
-  if (isCI(env)) throw new Error(`${name} cannot run: ${missing}. Under CI=true a missing part fails the run instead of skipping it.`);
+  if (isCI(env))
+    throw new Error(
+      `${name} cannot run: ${missing}. Under CI=true a missing part fails the run instead of skipping it.`,
+    );
   return false;
 }
 
@@ -23,7 +30,12 @@ export function describeWithPart(missing: string | undefined, name: string, body
 }
 
 /** `it` for a test that needs a real part. */
-export function itWithPart(missing: string | undefined, name: string, body: () => Promise<void> | void, timeout?: number): void {
+export function itWithPart(
+  missing: string | undefined,
+  name: string,
+  body: () => Promise<void> | void,
+  timeout?: number,
+): void {
   if (partPresent(name, missing)) it(name, body, timeout);
   else it.todo(`${name} — not run here: ${missing}`);
 }

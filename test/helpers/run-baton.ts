@@ -52,7 +52,10 @@ export function assertBuilt(): void {
 }
 
 /** Starts the CLI; await the result, or use the child (pid, kill) while it runs. */
-export function startBaton(args: readonly string[], options: RunOptions = {}): ResultPromise<{ reject: false; all: true }> {
+export function startBaton(
+  args: readonly string[],
+  options: RunOptions = {},
+): ResultPromise<{ reject: false; all: true }> {
   return execa('node', [...(options.nodeArgs ?? []), BIN, ...args], {
     reject: false,
     all: true,

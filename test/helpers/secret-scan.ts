@@ -39,10 +39,12 @@ export function scanForSecrets(haystacks: readonly Haystack[], secrets: readonly
     // PEM and wrapped base64 break lines every 64/76 characters: search a copy without any
     // whitespace as well, so a secret split across lines is still found.
     const squeezed = text.replace(/[\s\0]+/g, '');
-    if (PEM_PRIVATE.test(text)) hits.push({ haystack: haystack.name, secret: 'PEM private key', encoding: 'pem header' });
+    if (PEM_PRIVATE.test(text))
+      hits.push({ haystack: haystack.name, secret: 'PEM private key', encoding: 'pem header' });
     for (const needle of needles) {
       const found = needle.caseInsensitive
-        ? text.toLowerCase().includes(needle.text.toLowerCase()) || squeezed.toLowerCase().includes(needle.text.toLowerCase())
+        ? text.toLowerCase().includes(needle.text.toLowerCase()) ||
+          squeezed.toLowerCase().includes(needle.text.toLowerCase())
         : text.includes(needle.text) || squeezed.includes(needle.text);
       if (found) hits.push({ haystack: haystack.name, secret: needle.secret, encoding: needle.encoding });
     }
@@ -60,7 +62,8 @@ export function keyMaterial(name: string, pem: string | Uint8Array): Secret[] {
   const der = Buffer.from(body, 'base64');
   const out: Secret[] = [{ name: `${name} (DER)`, value: der }];
   const jwk = createPrivateKey({ key: text, format: 'pem' }).export({ format: 'jwk' });
-  if (typeof jwk.d === 'string') out.push({ name: `${name} (private scalar)`, value: Buffer.from(jwk.d, 'base64url') });
+  if (typeof jwk.d === 'string')
+    out.push({ name: `${name} (private scalar)`, value: Buffer.from(jwk.d, 'base64url') });
   return out;
 }
 
@@ -150,7 +153,10 @@ export function procHaystacks(pid: number): Haystack[] {
  * distinct text seen. Polling can miss a process that lives shorter than the interval: pair it
  * with a PATH wrapper (see `recordingWrapper`) for the commands that must be seen every time.
  */
-export function watchProcesses(roots: () => readonly number[], intervalMs = 5): {
+export function watchProcesses(
+  roots: () => readonly number[],
+  intervalMs = 5,
+): {
   stop(): Haystack[];
   readonly seenPids: Set<number>;
 } {

@@ -33,7 +33,8 @@ export interface Sshd {
 
 /** Why the sshd suite cannot run here, or undefined when it can. */
 export function sshdUnavailable(): string | undefined {
-  if (!existsSync(SSHD_PATH)) return `${SSHD_PATH} is not installed (apt-get install openssh-server; .ci/run installs it)`;
+  if (!existsSync(SSHD_PATH))
+    return `${SSHD_PATH} is not installed (apt-get install openssh-server; .ci/run installs it)`;
   if (process.getuid?.() !== 0) return 'the test sshd needs root (it runs as root in CI)';
   for (const tool of ['ssh', 'ssh-keygen']) {
     try {
@@ -44,7 +45,6 @@ export function sshdUnavailable(): string | undefined {
   }
   return undefined;
 }
-
 
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -68,10 +68,15 @@ export interface SshdOptions {
 
 export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-sshd-'));
-  const keygen = (file: string) => execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'baton-test', '-f', file], { stdio: 'ignore' });
+  const keygen = (file: string) =>
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'baton-test', '-f', file], {
+      stdio: 'ignore',
+    });
   keygen(path.join(dir, 'host_key'));
   keygen(path.join(dir, 'user_key'));
-  writeFileSync(path.join(dir, 'authorized_keys'), readFileSync(path.join(dir, 'user_key.pub')), { mode: 0o600 });
+  writeFileSync(path.join(dir, 'authorized_keys'), readFileSync(path.join(dir, 'user_key.pub')), {
+    mode: 0o600,
+  });
   // sshd refuses to start without its privilege-separation directory.
   mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   const user = os.userInfo().username;
@@ -105,7 +110,9 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
         '',
       ].join('\n'),
     );
-    const child: ChildProcess = spawn(SSHD_PATH, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child: ChildProcess = spawn(SSHD_PATH, ['-D', '-e', '-f', config], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     const accepted: number[] = [];
     let partial = '';
@@ -123,7 +130,11 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
     child.once('exit', () => (exited = true));
     for (let i = 0; i < 100 && !exited; i++) {
       if (await accepts(port)) {
-        const hostKey = readFileSync(path.join(dir, 'host_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
+        const hostKey = readFileSync(path.join(dir, 'host_key.pub'), 'utf8')
+          .trim()
+          .split(' ')
+          .slice(0, 2)
+          .join(' ');
         const knownHosts = path.join(dir, 'known_hosts');
         writeFileSync(knownHosts, ports.map((p) => `[127.0.0.1]:${p} ${hostKey}\n`).join(''));
         return {

@@ -55,10 +55,19 @@ export async function startTestS3(dir: string, bucket: string): Promise<TestS3> 
       }
     },
     async putObject(key, body) {
-      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length }));
+      await client.send(
+        new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.length }),
+      );
     },
     async putStream(key, bytes, chunks) {
-      await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: Readable.from(chunks()), ContentLength: bytes }));
+      await client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: Readable.from(chunks()),
+          ContentLength: bytes,
+        }),
+      );
     },
     async deleteObject(key) {
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));

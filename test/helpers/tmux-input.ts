@@ -8,7 +8,12 @@
 import type { TmuxSession } from './tmux.js';
 
 /** Presses `key` until `expected` shows (the key is re-sent only while nothing changed). */
-export async function pressUntil(session: TmuxSession, key: string, expected: string | ((screen: string) => boolean), attempts = 3): Promise<string> {
+export async function pressUntil(
+  session: TmuxSession,
+  key: string,
+  expected: string | ((screen: string) => boolean),
+  attempts = 3,
+): Promise<string> {
   for (let attempt = 1; ; attempt += 1) {
     const before = await session.capture();
     await session.keys(key);
@@ -17,14 +22,20 @@ export async function pressUntil(session: TmuxSession, key: string, expected: st
     } catch (error) {
       // A screen that changed means the key WAS taken: pressing again could act twice, so
       // keep waiting for the result instead.
-      if ((await session.capture()) !== before) return session.waitFor(expected, `${key} to lead to ${String(expected)}`, 20_000);
+      if ((await session.capture()) !== before)
+        return session.waitFor(expected, `${key} to lead to ${String(expected)}`, 20_000);
       if (attempt >= attempts) throw error;
     }
   }
 }
 
 /** Types `text` into a field until `echoed` shows; a half-taken attempt is erased first. */
-export async function typeUntilEchoed(session: TmuxSession, text: string, echoed: string, attempts = 3): Promise<string> {
+export async function typeUntilEchoed(
+  session: TmuxSession,
+  text: string,
+  echoed: string,
+  attempts = 3,
+): Promise<string> {
   for (let attempt = 1; ; attempt += 1) {
     await session.type(text);
     try {

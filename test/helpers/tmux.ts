@@ -38,7 +38,18 @@ export class TmuxSession {
       .join(' ');
     // CI=true makes Ink draw only the final frame at exit: unset it for the child.
     const inner = `env -u CI -u CONTINUOUS_INTEGRATION ${env} ${options.command}; printf '\\n[exit %d]\\n' $?; exec sleep 600`;
-    const args = ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', String(options.columns ?? 80), '-y', String(options.rows ?? 24)];
+    const args = [
+      '-L',
+      socket,
+      '-f',
+      '/dev/null',
+      'new-session',
+      '-d',
+      '-x',
+      String(options.columns ?? 80),
+      '-y',
+      String(options.rows ?? 24),
+    ];
     if (options.cwd) args.push('-c', options.cwd);
     args.push(`sh -c ${shellQuote(inner)}`);
     await run('tmux', args);
@@ -55,12 +66,24 @@ export class TmuxSession {
 
   /** Lines scrolled off the top of the pane into its history: frames taller than the pane pile up there. */
   async historySize(): Promise<number> {
-    const { stdout } = await run('tmux', ['-L', this.socket, 'display-message', '-p', '-t', '0', '#{history_size}']);
+    const { stdout } = await run('tmux', [
+      '-L',
+      this.socket,
+      'display-message',
+      '-p',
+      '-t',
+      '0',
+      '#{history_size}',
+    ]);
     return Number(stdout.trim());
   }
 
   /** Polls the pane until `predicate` holds; the error shows the last screen. */
-  async waitFor(predicate: string | ((screen: string) => boolean), what?: string, timeout = 20_000): Promise<string> {
+  async waitFor(
+    predicate: string | ((screen: string) => boolean),
+    what?: string,
+    timeout = 20_000,
+  ): Promise<string> {
     const test = typeof predicate === 'string' ? (s: string) => s.includes(predicate) : predicate;
     let screen = '';
     await vi.waitFor(
@@ -90,7 +113,17 @@ export class TmuxSession {
 
   /** Resizes the window, as an operator dragging the terminal does: the program gets SIGWINCH. */
   async resize(columns: number, rows: number): Promise<void> {
-    await run('tmux', ['-L', this.socket, 'resize-window', '-t', '0', '-x', String(columns), '-y', String(rows)]);
+    await run('tmux', [
+      '-L',
+      this.socket,
+      'resize-window',
+      '-t',
+      '0',
+      '-x',
+      String(columns),
+      '-y',
+      String(rows),
+    ]);
   }
 
   /** Raw bytes in ONE write (e.g. three DEL bytes: a held Backspace arriving over SSH). */
@@ -122,12 +155,30 @@ export function shellQuote(word: string): string {
  * The shell command for a pane that reaches the built CLI over `ssh -tt` to the test sshd (a real
  * remote terminal: the keys cross the network in the reads ssh makes of them).
  */
-export function batonOverSsh(sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>, batonArgs: readonly string[]): string {
+export function batonOverSsh(
+  sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>,
+  batonArgs: readonly string[],
+): string {
   const remote = `cd ${shellQuote(REPO)} && exec node ${[BIN, ...batonArgs].map(shellQuote).join(' ')}`;
   const ssh = [
-    'ssh', '-tt', '-F', '/dev/null', '-i', sshd.identity, '-p', String(sshd.port),
-    '-o', `UserKnownHostsFile=${sshd.knownHosts}`, '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-o', 'LogLevel=ERROR',
-    `${sshd.user}@127.0.0.1`, remote,
+    'ssh',
+    '-tt',
+    '-F',
+    '/dev/null',
+    '-i',
+    sshd.identity,
+    '-p',
+    String(sshd.port),
+    '-o',
+    `UserKnownHostsFile=${sshd.knownHosts}`,
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'LogLevel=ERROR',
+    `${sshd.user}@127.0.0.1`,
+    remote,
   ];
   return ssh.map(shellQuote).join(' ');
 }

@@ -23,12 +23,35 @@ describe('ca init racing on a fresh deployment', () => {
       const store = `file://${path.join(work, 'store')}`;
       const hosts = ['ctl-a', 'ctl-b'].map((name) => path.join(work, name));
       const runs = await Promise.all(
-        hosts.map((stateDir) => startBaton(['--deployment', DEP, '--no-seal', '--state-dir', stateDir, '--store', store, 'ca', 'init', '--yes'], { env: { NO_COLOR: '1' } })),
+        hosts.map((stateDir) =>
+          startBaton(
+            [
+              '--deployment',
+              DEP,
+              '--no-seal',
+              '--state-dir',
+              stateDir,
+              '--store',
+              store,
+              'ca',
+              'init',
+              '--yes',
+            ],
+            { env: { NO_COLOR: '1' } },
+          ),
+        ),
       );
-      for (const run of runs) expect({ race, code: run.exitCode, stderr: run.stderr }).toEqual({ race, code: 0, stderr: '' });
+      for (const run of runs)
+        expect({ race, code: run.exitCode, stderr: run.stderr }).toEqual({ race, code: 0, stderr: '' });
       const held = await Promise.all(hosts.map((stateDir) => readLocalAuthority(stateDir, DEP)));
-      const fingerprints = held.map((local) => (local.state === 'whole' ? local.current.fingerprint : local.state));
-      const published = (JSON.parse(readFileSync(path.join(work, 'store', 'authority.json'), 'utf8')) as { fingerprint: string }).fingerprint;
+      const fingerprints = held.map((local) =>
+        local.state === 'whole' ? local.current.fingerprint : local.state,
+      );
+      const published = (
+        JSON.parse(readFileSync(path.join(work, 'store', 'authority.json'), 'utf8')) as {
+          fingerprint: string;
+        }
+      ).fingerprint;
       expect({ race, fingerprints }).toEqual({ race, fingerprints: [published, published] });
       // Exactly one of the two minted and published; the other adopted (its own mint never touched disk).
       const said = runs.map((run) => String(run.stdout));

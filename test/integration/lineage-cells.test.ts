@@ -42,11 +42,30 @@ function world(): World {
     return d;
   };
   const run = (name: string, store: string, args: string[]) =>
-    runBaton(['--deployment', DEP, '--no-seal', '--state-dir', path.join(dir, name), '--store', `file://${storeDir(store)}`, ...args], { env: { NO_COLOR: '1' } });
+    runBaton(
+      [
+        '--deployment',
+        DEP,
+        '--no-seal',
+        '--state-dir',
+        path.join(dir, name),
+        '--store',
+        `file://${storeDir(store)}`,
+        ...args,
+      ],
+      { env: { NO_COLOR: '1' } },
+    );
   return {
     root: dir,
     storeDir,
-    ctx: (name, store = 'store') => ({ stateDir: path.join(dir, name), deployment: DEP, store: new DirectoryStore(storeDir(store)), clock: systemClock, host: name, noSeal: true }),
+    ctx: (name, store = 'store') => ({
+      stateDir: path.join(dir, name),
+      deployment: DEP,
+      store: new DirectoryStore(storeDir(store)),
+      clock: systemClock,
+      host: name,
+      noSeal: true,
+    }),
     sync: (name, ...flags) => run(name, 'store', ['sync', ...flags]),
     status: (name) => run(name, 'store', ['status']),
   };
@@ -93,12 +112,17 @@ describe('the lineage cells, each said and each changing nothing', () => {
     await rotateAuthority(a.stateDir, DEP);
     const refused = await unchanged(w, () => w.sync('a'));
     expect(refused.exitCode).toBe(3);
-    expect(flat(refused.stderr)).toContain('this host is ahead (it rotated away from the published authority by 2 rotations its own certificates record');
+    expect(flat(refused.stderr)).toContain(
+      'this host is ahead (it rotated away from the published authority by 2 rotations its own certificates record',
+    );
     expect(refused.stderr).not.toContain('nothing links');
     const pushed = await w.sync('a', '--push');
     expect(pushed.stderr).toBe('');
     expect(pushed.exitCode).toBe(0);
-    expect((JSON.parse(readFileSync(path.join(w.storeDir(), 'authority.json'), 'utf8')) as { fingerprint: string }).fingerprint).toBe(await current(a));
+    expect(
+      (JSON.parse(readFileSync(path.join(w.storeDir(), 'authority.json'), 'utf8')) as { fingerprint: string })
+        .fingerprint,
+    ).toBe(await current(a));
   });
 
   it('SIBLINGS (both rotated from one parent): said as such, neither newer; neither sync nor an unbound sync --push changes anything', async () => {
@@ -110,21 +134,26 @@ describe('the lineage cells, each said and each changing nothing', () => {
       // An unbound --push over a sibling: another controller published its rotation of the same
       // parent, which is the race for the publish lost (exit 6), and the verdict is still named.
       expect(run.exitCode).toBe(flags.length === 0 ? 3 : 6);
-      if (flags.length > 0) expect(flat(run.stderr)).toContain('Another controller published its own rotation');
-      expect(flat(run.stderr).toLowerCase()).toContain(`this host and the published authority are siblings: both rotated from ${parent}, so neither is newer; one of the two must be chosen on purpose`.toLowerCase());
+      if (flags.length > 0)
+        expect(flat(run.stderr)).toContain('Another controller published its own rotation');
+      expect(flat(run.stderr).toLowerCase()).toContain(
+        `this host and the published authority are siblings: both rotated from ${parent}, so neither is newer; one of the two must be chosen on purpose`.toLowerCase(),
+      );
     }
   });
 
-  it('LEFT BEHIND, PROVED: the handover is signed by this host\'s own authority key, and sync and status say so', async () => {
+  it("LEFT BEHIND, PROVED: the handover is signed by this host's own authority key, and sync and status say so", async () => {
     const w = world();
     await leaveBBehind(w);
     const run = await unchanged(w, () => w.sync('b'));
     expect(run.exitCode).toBe(3);
-    expect(flat(run.stderr)).toContain('this host was left behind by a rotation (the published authority replaced the one this host holds, and is newer). PROVED: signed by this host\'s own authority key.');
+    expect(flat(run.stderr)).toContain(
+      "this host was left behind by a rotation (the published authority replaced the one this host holds, and is newer). PROVED: signed by this host's own authority key.",
+    );
     expect(run.stderr).not.toContain('only claimed');
     const status = await unchanged(w, () => w.status('b'));
     expect(status.exitCode).toBe(3);
-    expect(flat(status.stdout)).toContain('PROVED: signed by this host\'s own authority key.');
+    expect(flat(status.stdout)).toContain("PROVED: signed by this host's own authority key.");
   });
 
   it('LEFT BEHIND, CLAIMED: a forged document (a new CA whose OU names this host, no signature) says NOT PROVED — never "left behind" — in sync, status, JSON and the force refusal, and changes nothing', async () => {
@@ -133,9 +162,17 @@ describe('the lineage cells, each said and each changing nothing', () => {
     const mine = ((await firstController(b)) as { fingerprint: Fingerprint }).fingerprint;
     // Whoever can write the bucket mints a CA naming this host's fingerprint as its predecessor.
     const forged = await mintAuthority(DEP, { replaces: mine });
-    const header = { format: DOCUMENT_FORMAT, deployment: DEP, fingerprint: await fingerprintOfFiles(forged, DEP), previousFingerprint: null, publishedAt: new Date().toISOString(), publishedBy: 'ctl-a' } as const;
+    const header = {
+      format: DOCUMENT_FORMAT,
+      deployment: DEP,
+      fingerprint: await fingerprintOfFiles(forged, DEP),
+      previousFingerprint: null,
+      publishedAt: new Date().toISOString(),
+      publishedBy: 'ctl-a',
+    } as const;
     writeFileSync(path.join(w.storeDir(), 'authority.json'), await encodeDocument(header, forged));
-    const words = "published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.";
+    const words =
+      "published authority claims to replace this host's (by a rotation) — NOT PROVED: the document carries no handover signature.";
 
     const sync = await unchanged(w, () => w.sync('b'));
     expect(sync.exitCode).toBe(3);
@@ -144,8 +181,21 @@ describe('the lineage cells, each said and each changing nothing', () => {
     expect(flat(sync.stderr)).toContain('publishing over it would roll the fleet back');
     const status = await unchanged(w, () => w.status('b'));
     expect(flat(status.stdout)).toContain(words);
-    const json = await unchanged(w, () => runBaton(['--deployment', DEP, '--state-dir', b.stateDir, '--store', `file://${w.storeDir()}`, 'status', '--json']));
-    expect(JSON.parse(json.stdout)).toMatchObject({ verdict: { lineage: 'left-behind', handover: 'claimed' } });
+    const json = await unchanged(w, () =>
+      runBaton([
+        '--deployment',
+        DEP,
+        '--state-dir',
+        b.stateDir,
+        '--store',
+        `file://${w.storeDir()}`,
+        'status',
+        '--json',
+      ]),
+    );
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      verdict: { lineage: 'left-behind', handover: 'claimed' },
+    });
     // The force without a terminal or its bound value: refused, showing the claim unproved.
     const force = await unchanged(w, () => w.sync('b', '--force'));
     expect(force.exitCode).toBe(2);
@@ -158,7 +208,9 @@ describe('the lineage cells, each said and each changing nothing', () => {
     await firstController(w.ctx('b', 'other-store'));
     const run = await unchanged(w, () => w.sync('b'));
     expect(run.exitCode).toBe(3);
-    expect(flat(run.stderr)).toContain('nothing links the two authorities, so neither is newer (this host may be pointed at the wrong deployment or store).');
+    expect(flat(run.stderr)).toContain(
+      'nothing links the two authorities, so neither is newer (this host may be pointed at the wrong deployment or store).',
+    );
   });
 
   it('a handover signature that does not verify is tampering: the document is refused and nothing is installed, even forced', async () => {

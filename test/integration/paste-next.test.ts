@@ -85,19 +85,36 @@ function world(): World {
     writeDocument: (body) => writeFileSync(file, body),
     async next(name) {
       const { verdict } = await look(ctx(name));
-      const s = suggester({ deployment: DEP, stateDir: path.join(root, name), store: url, seal: false }, false);
+      const s = suggester(
+        { deployment: DEP, stateDir: path.join(root, name), store: url, seal: false },
+        false,
+      );
       return { next: describeVerdict(verdict, s).next, verdict };
     },
-    baton: (name, args) => runBaton(['--deployment', DEP, '--no-seal', '--state-dir', path.join(root, name), '--store', url, ...args], { env: { NO_COLOR: '1' } }),
+    baton: (name, args) =>
+      runBaton(
+        ['--deployment', DEP, '--no-seal', '--state-dir', path.join(root, name), '--store', url, ...args],
+        { env: { NO_COLOR: '1' } },
+      ),
   };
 }
 
 async function paste(w: World, next: string) {
-  return execa('sh', ['-c', next], { reject: false, cwd: w.root, env: { PATH: `${binDir}:${process.env.PATH ?? ''}`, NO_COLOR: '1' }, extendEnv: false, stdin: 'ignore', timeout: 60_000 });
+  return execa('sh', ['-c', next], {
+    reject: false,
+    cwd: w.root,
+    env: { PATH: `${binDir}:${process.env.PATH ?? ''}`, NO_COLOR: '1' },
+    extendEnv: false,
+    stdin: 'ignore',
+    timeout: 60_000,
+  });
 }
 
 const storeFiles = (w: World) => JSON.stringify(snapshotDir(w.storeDir));
-const caFiles = (w: World, name: string) => (existsSync(layoutOf(path.join(w.root, name)).caDir) ? JSON.stringify(snapshotDir(layoutOf(path.join(w.root, name)).caDir)) : 'none');
+const caFiles = (w: World, name: string) =>
+  existsSync(layoutOf(path.join(w.root, name)).caDir)
+    ? JSON.stringify(snapshotDir(layoutOf(path.join(w.root, name)).caDir))
+    : 'none';
 
 async function leaveBBehind(w: World): Promise<{ readonly a: ShareContext; readonly b: ShareContext }> {
   const a = w.ctx('a');
@@ -112,7 +129,14 @@ async function leaveBBehind(w: World): Promise<{ readonly a: ShareContext; reado
 /** A CA whose certificate claims to replace `replaces`, published with no handover signature: a forgery. */
 async function forge(w: World, replaces: Fingerprint | undefined, deployment = DEP): Promise<void> {
   const files = await mintAuthority(deployment, replaces ? { replaces } : {});
-  const header = { format: DOCUMENT_FORMAT, deployment, fingerprint: await fingerprintOfFiles(files, deployment), previousFingerprint: null, publishedAt: new Date().toISOString(), publishedBy: 'ctl-x' } as const;
+  const header = {
+    format: DOCUMENT_FORMAT,
+    deployment,
+    fingerprint: await fingerprintOfFiles(files, deployment),
+    previousFingerprint: null,
+    publishedAt: new Date().toISOString(),
+    publishedBy: 'ctl-x',
+  } as const;
   w.writeDocument(await encodeDocument(header, files));
 }
 
@@ -132,7 +156,11 @@ interface Case {
 }
 
 const CASES: readonly Case[] = [
-  { name: 'fresh (nothing published)', build: async () => 'b', verdict: (v) => v.kind === 'first-controller' },
+  {
+    name: 'fresh (nothing published)',
+    build: async () => 'b',
+    verdict: (v) => v.kind === 'first-controller',
+  },
   {
     name: 'lost (the marker without ca/)',
     build: async (w) => {
@@ -154,7 +182,11 @@ const CASES: readonly Case[] = [
     verdict: (v) => v.kind === 'publish',
     writesStore: true,
   },
-  { name: 'in sync', build: async (w) => (await firstController(w.ctx('a')), 'a'), verdict: (v) => v.kind === 'in-sync' },
+  {
+    name: 'in sync',
+    build: async (w) => (await firstController(w.ctx('a')), 'a'),
+    verdict: (v) => v.kind === 'in-sync',
+  },
   {
     name: 'ahead (this host rotated)',
     build: async (w) => {
@@ -165,7 +197,12 @@ const CASES: readonly Case[] = [
     verdict: (v) => v.kind === 'refuse' && v.lineage.kind === 'ahead',
     writesStore: true,
   },
-  { name: 'left behind, proved', build: async (w) => (await leaveBBehind(w), 'b'), verdict: (v) => v.kind === 'refuse' && v.lineage.kind === 'left-behind' && v.lineage.proof.kind === 'proved' },
+  {
+    name: 'left behind, proved',
+    build: async (w) => (await leaveBBehind(w), 'b'),
+    verdict: (v) =>
+      v.kind === 'refuse' && v.lineage.kind === 'left-behind' && v.lineage.proof.kind === 'proved',
+  },
   {
     name: 'left behind, claimed (forged)',
     build: async (w) => {
@@ -173,7 +210,8 @@ const CASES: readonly Case[] = [
       await forge(w, mine);
       return 'b';
     },
-    verdict: (v) => v.kind === 'refuse' && v.lineage.kind === 'left-behind' && v.lineage.proof.kind === 'claimed',
+    verdict: (v) =>
+      v.kind === 'refuse' && v.lineage.kind === 'left-behind' && v.lineage.proof.kind === 'claimed',
   },
   {
     name: 'siblings',
@@ -200,7 +238,11 @@ const CASES: readonly Case[] = [
   },
   {
     name: 'oversize',
-    build: async (w) => (await firstController(w.ctx('a')), w.writeDocument(Buffer.alloc(1024 * 1024 + 1, 0x20)), 'a'),
+    build: async (w) => (
+      await firstController(w.ctx('a')),
+      w.writeDocument(Buffer.alloc(1024 * 1024 + 1, 0x20)),
+      'a'
+    ),
     verdict: (v) => v.kind === 'blocked' && v.unreadable === 'unusable',
   },
   {
@@ -224,37 +266,50 @@ const CASES: readonly Case[] = [
   },
   {
     name: 'newer format',
-    build: async (w) => (await firstController(w.ctx('a')), w.writeDocument(JSON.stringify({ format: 'baton.authority/2', deployment: DEP })), 'a'),
+    build: async (w) => (
+      await firstController(w.ctx('a')),
+      w.writeDocument(JSON.stringify({ format: 'baton.authority/2', deployment: DEP })),
+      'a'
+    ),
     verdict: (v) => v.kind === 'blocked' && v.unreadable === 'newer-format',
   },
 ];
 
 describe("pasting status's Next, exactly as printed", () => {
-  it.each(CASES)('$name: changes no local authority, and writes the store only for a plain step', async (c) => {
-    const w = world();
-    const host = await c.build(w);
-    const { next, verdict } = await w.next(host);
-    expect(c.verdict(verdict), JSON.stringify(verdict)).toBe(true);
-    const store = storeFiles(w);
-    const ca = caFiles(w, host);
-    const held = ca !== 'none';
-    await paste(w, next);
-    if (held) expect(caFiles(w, host), next).toBe(ca);
-    if (!c.writesStore) expect(storeFiles(w), next).toBe(store);
-    // Nothing minted: a host that held nothing holds nothing unless it adopted.
-    if (!held && !(verdict.kind === 'adopt')) expect(caFiles(w, host), next).toBe('none');
-    // A step that mints or replaces shows its value as a placeholder, never the value.
-    if (verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead') {
-      expect(next).toContain('--confirm <LOCAL 8>');
-      expect(next).not.toContain(verdict.local.slice(7, 15));
-      expect(next).not.toContain(verdict.published.slice(7, 15));
-    }
-  });
+  it.each(CASES)(
+    '$name: changes no local authority, and writes the store only for a plain step',
+    async (c) => {
+      const w = world();
+      const host = await c.build(w);
+      const { next, verdict } = await w.next(host);
+      expect(c.verdict(verdict), JSON.stringify(verdict)).toBe(true);
+      const store = storeFiles(w);
+      const ca = caFiles(w, host);
+      const held = ca !== 'none';
+      await paste(w, next);
+      if (held) expect(caFiles(w, host), next).toBe(ca);
+      if (!c.writesStore) expect(storeFiles(w), next).toBe(store);
+      // Nothing minted: a host that held nothing holds nothing unless it adopted.
+      if (!held && !(verdict.kind === 'adopt')) expect(caFiles(w, host), next).toBe('none');
+      // A step that mints or replaces shows its value as a placeholder, never the value.
+      if (verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead') {
+        expect(next).toContain('--confirm <LOCAL 8>');
+        expect(next).not.toContain(verdict.local.slice(7, 15));
+        expect(next).not.toContain(verdict.published.slice(7, 15));
+      }
+    },
+  );
 });
 
 describe('each way out: refused without its bound value (exit 2, nothing changed), done with it', () => {
   // `unbound`: how a run without any --confirm is refused, when not "needs --confirm" (exit 2).
-  const refusedThenDone = async (w: World, host: string, args: readonly string[], value: string, unbound = { exitCode: 2, says: 'needs --confirm with' }) => {
+  const refusedThenDone = async (
+    w: World,
+    host: string,
+    args: readonly string[],
+    value: string,
+    unbound = { exitCode: 2, says: 'needs --confirm with' },
+  ) => {
     const store = storeFiles(w);
     const ca = caFiles(w, host);
     for (const confirm of [[], ['--confirm', 'wrongval'], ['--yes']]) {
@@ -263,7 +318,9 @@ describe('each way out: refused without its bound value (exit 2, nothing changed
       expect(run.exitCode, run.all).toBe(given ? 2 : unbound.exitCode);
       expect(run.stderr.replace(/\s+/g, ' ')).toContain(given ? 'needs --confirm with' : unbound.says);
       // Where to read the value, as a command with the flags given.
-      expect(run.stderr).toContain(`--state-dir ${path.join(w.root, host)} --store ${w.url} --no-seal status\``);
+      expect(run.stderr).toContain(
+        `--state-dir ${path.join(w.root, host)} --store ${w.url} --no-seal status\``,
+      );
       // The sides are shown (that is where the value is read), but no command carries it.
       expect(run.stderr).not.toContain(`--confirm ${value}`);
     }
@@ -274,12 +331,16 @@ describe('each way out: refused without its bound value (exit 2, nothing changed
     return done;
   };
 
-  it('oversize and edited-deployment: --replace-unreadable --confirm <ETAG 8> replaces the document with this host\'s', async () => {
+  it("oversize and edited-deployment: --replace-unreadable --confirm <ETAG 8> replaces the document with this host's", async () => {
     for (const body of ['oversize', 'edited'] as const) {
       const w = world();
       const a = w.ctx('a');
       await firstController(a);
-      w.writeDocument(body === 'oversize' ? Buffer.alloc(1024 * 1024 + 1, 0x20) : JSON.stringify({ ...JSON.parse(w.document()), deployment: OTHER }));
+      w.writeDocument(
+        body === 'oversize'
+          ? Buffer.alloc(1024 * 1024 + 1, 0x20)
+          : JSON.stringify({ ...JSON.parse(w.document()), deployment: OTHER }),
+      );
       const seen = await look(a);
       if (seen.published.state !== 'unreadable' || !seen.published.etag) throw new Error('fixture');
       const status = await w.baton('a', ['status']);
@@ -290,7 +351,7 @@ describe('each way out: refused without its bound value (exit 2, nothing changed
     }
   });
 
-  it('siblings and unrelated: --push --confirm <PUBLISHED 8> publishes this host\'s over it, and says neither was newer', async () => {
+  it("siblings and unrelated: --push --confirm <PUBLISHED 8> publishes this host's over it, and says neither was newer", async () => {
     for (const kind of ['siblings', 'unrelated'] as const) {
       const w = world();
       let b: ShareContext;
@@ -309,7 +370,10 @@ describe('each way out: refused without its bound value (exit 2, nothing changed
       expect(refused.exitCode).toBe(3);
       expect(refused.stderr.replace(/\s+/g, ' ')).toContain('neither is newer');
       // A push without the bound value over a sibling is the race for the publish lost (exit 6).
-      const unbound = kind === 'siblings' ? { exitCode: 6, says: 'Another controller published its own rotation' } : undefined;
+      const unbound =
+        kind === 'siblings'
+          ? { exitCode: 6, says: 'Another controller published its own rotation' }
+          : undefined;
       await refusedThenDone(w, 'b', ['sync', '--push'], seen.verdict.published.slice(7, 15), unbound);
       expect(JSON.parse(w.document())).toMatchObject({ fingerprint: await whole(b) });
     }
@@ -332,29 +396,48 @@ describe('minting is said, never inferred (moto)', () => {
   }, 120_000);
   afterAll(async () => moto?.close());
 
-  it('sync, ca init and status against an empty prefix mint nothing, create nothing, and name the neighbouring prefix\'s document', async () => {
+  it("sync, ca init and status against an empty prefix mint nothing, create nothing, and name the neighbouring prefix's document", async () => {
     const bucket = await moto.bucket();
     const root = path.join(tmp.dir, 'moto');
     const run = (name: string, prefix: string, args: readonly string[]) =>
-      runBaton(['--deployment', DEP, '--no-seal', '--state-dir', path.join(root, name), '--store', moto.storeUrl(bucket, prefix), ...args], { env: moto.env });
+      runBaton(
+        [
+          '--deployment',
+          DEP,
+          '--no-seal',
+          '--state-dir',
+          path.join(root, name),
+          '--store',
+          moto.storeUrl(bucket, prefix),
+          ...args,
+        ],
+        { env: moto.env },
+      );
     const first = await run('a', 's6/wire', ['sync', '--first-controller', '--yes']);
     expect(first.exitCode, first.all).toBe(0);
     for (const args of [['sync'], ['ca', 'init'], ['sync', '--first-controller']]) {
       const typo = await run('b', 's6/wier', args);
       expect(typo.exitCode, typo.all).toBe(args.length === 1 ? 3 : 2);
       expect(typo.stderr).toContain(`Nothing is published at s3://${bucket}/s6/wier/authority.json`);
-      expect(typo.stderr).toContain(`s3://${bucket}/s6/wire/authority.json (deployment ${DEP}, THIS deployment)`);
+      expect(typo.stderr).toContain(
+        `s3://${bucket}/s6/wire/authority.json (deployment ${DEP}, THIS deployment)`,
+      );
       expect(typo.stderr).toContain('Nothing was minted or written.');
     }
     const status = await run('b', 's6/wier', ['status', '--json']);
     expect(status.exitCode, status.all).toBe(3);
     expect(JSON.parse(status.stdout)).toMatchObject({
       verdict: { kind: 'first-controller', next_step: { args: ['sync', '--first-controller'] } },
-      published: { state: 'none', neighbours: [{ location: `s3://${bucket}/s6/wire/authority.json`, deployment: DEP }] },
+      published: {
+        state: 'none',
+        neighbours: [{ location: `s3://${bucket}/s6/wire/authority.json`, deployment: DEP }],
+      },
     });
     const plain = await run('b', 's6/wier', ['status']);
     expect(plain.stdout).toContain(`nothing is published at s3://${bucket}/s6/wier/authority.json`);
-    expect(plain.stdout).toContain(`nearby       s3://${bucket}/s6/wire/authority.json (deployment ${DEP}, THIS deployment: is --store mistyped?)`);
+    expect(plain.stdout).toContain(
+      `nearby       s3://${bucket}/s6/wire/authority.json (deployment ${DEP}, THIS deployment: is --store mistyped?)`,
+    );
     expect(existsSync(path.join(root, 'b'))).toBe(false);
     expect((await moto.versions(bucket)).map((v) => v.key)).toEqual(['s6/wire/authority.json']);
   });

@@ -59,11 +59,21 @@ function stateDir(name: string): string {
 }
 
 function host(store: S3Store, name: string, extra: Partial<ShareContext> = {}): ShareContext {
-  return { stateDir: stateDir(name), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra, noSeal: extra.noSeal ?? true };
+  return {
+    stateDir: stateDir(name),
+    deployment: DEPLOYMENT,
+    store,
+    clock: systemClock,
+    host: name,
+    ...extra,
+    noSeal: extra.noSeal ?? true,
+  };
 }
 
 /** Two hosts that both rotated away from the same published authority: both ahead of it. */
-async function twoAheadHosts(store: S3Store): Promise<{ a: ShareContext; b: ShareContext; origin: Fingerprint }> {
+async function twoAheadHosts(
+  store: S3Store,
+): Promise<{ a: ShareContext; b: ShareContext; origin: Fingerprint }> {
   const origin = host(store, 'origin');
   const made = await makeAuthority({ deployment: DEPLOYMENT, stateDir: origin.stateDir, clock: systemClock });
   await publish(origin);
@@ -82,10 +92,16 @@ describe('the S3 adapter against moto (preconditions enforced)', () => {
     const store = s3(moto.storeUrl(bucket, 'adapter'));
     expect(await store.get()).toBeUndefined();
     const { etag: first } = await store.put(bytes('{"v":1}'), { kind: 'create-only' });
-    expect(await batonErrorOf(store.put(bytes('{"v":1}'), { kind: 'create-only' }))).toMatchObject({ code: 'store-changed', reason: 'published-meanwhile' });
+    expect(await batonErrorOf(store.put(bytes('{"v":1}'), { kind: 'create-only' }))).toMatchObject({
+      code: 'store-changed',
+      reason: 'published-meanwhile',
+    });
     const { etag: second } = await store.put(bytes('{"v":2}'), { kind: 'if-match', etag: first });
     expect(second).not.toBe(first);
-    expect(await batonErrorOf(store.put(bytes('{"v":3}'), { kind: 'if-match', etag: first }))).toMatchObject({ code: 'store-changed', reason: 'replaced' });
+    expect(await batonErrorOf(store.put(bytes('{"v":3}'), { kind: 'if-match', etag: first }))).toMatchObject({
+      code: 'store-changed',
+      reason: 'replaced',
+    });
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('{"v":2}');
   });
 
@@ -138,7 +154,10 @@ describe('"absent" means S3 said absent', () => {
   afterAll(() => new Promise<void>((resolve) => web.close(() => resolve())));
 
   it('a 404 without S3\'s NoSuchKey is "could not read", naming the endpoint and the endpoint/path_style checks — never "nothing published"', async () => {
-    const store = s3(`s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(webUrl)}&path_style=true`, { maxAttempts: 1 });
+    const store = s3(
+      `s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(webUrl)}&path_style=true`,
+      { maxAttempts: 1 },
+    );
     const error = await batonErrorOf(store.get());
     expect(error).toMatchObject({ code: 'failed', reason: 'not-s3' });
     expect(error.what).toContain(webUrl);
@@ -150,7 +169,10 @@ describe('"absent" means S3 said absent', () => {
   });
 
   it('https:// against a plain-HTTP endpoint says exactly that', async () => {
-    const store = s3(`s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(moto.endpoint.replace('http:', 'https:'))}&path_style=true`, { maxAttempts: 1 });
+    const store = s3(
+      `s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(moto.endpoint.replace('http:', 'https:'))}&path_style=true`,
+      { maxAttempts: 1 },
+    );
     const error = await batonErrorOf(store.get());
     expect(error).toMatchObject({ code: 'failed', reason: 'plain-http' });
     expect(error.what).toContain('answered in plain HTTP');
@@ -158,7 +180,10 @@ describe('"absent" means S3 said absent', () => {
   });
 
   it('a failure through a virtual-host endpoint mentions path_style=true', async () => {
-    const store = s3(`s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(webUrl.replace('127.0.0.1', 'localhost'))}`, { maxAttempts: 1 });
+    const store = s3(
+      `s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(webUrl.replace('127.0.0.1', 'localhost'))}`,
+      { maxAttempts: 1 },
+    );
     const error = await batonErrorOf(store.get());
     expect(error.code).toBe('failed');
     expect(error.next).toContain('path_style=true');
@@ -175,8 +200,13 @@ describe('two controllers on moto', () => {
       const b = host(store, 'ctl-b');
       const outcomes = await Promise.all([firstController(a), firstController(b)]);
       const won = outcomes.filter((o) => o.kind === 'first-controller' && o.wonRace).length;
-      const [la, lb] = await Promise.all([readLocalAuthority(a.stateDir, DEPLOYMENT), readLocalAuthority(b.stateDir, DEPLOYMENT)]);
-      expect(la.state === 'whole' && lb.state === 'whole' && la.current.fingerprint === lb.current.fingerprint).toBe(true);
+      const [la, lb] = await Promise.all([
+        readLocalAuthority(a.stateDir, DEPLOYMENT),
+        readLocalAuthority(b.stateDir, DEPLOYMENT),
+      ]);
+      expect(
+        la.state === 'whole' && lb.state === 'whole' && la.current.fingerprint === lb.current.fingerprint,
+      ).toBe(true);
       expect((await moto.versions(bucket, `race-${trial}/`)).length).toBe(1);
       if (won === 1) oneWinner++;
     }
@@ -192,15 +222,21 @@ describe('two controllers on moto', () => {
       const { a, b } = await twoAheadHosts(store);
       const [sa, sb] = await Promise.all([look(a), look(b)]);
       expect(sa.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'ahead' } });
-      const settled = await Promise.allSettled([publish(a, { seen: sa.verdict }), publish(b, { seen: sb.verdict })]);
+      const settled = await Promise.allSettled([
+        publish(a, { seen: sa.verdict }),
+        publish(b, { seen: sb.verdict }),
+      ]);
       const ok = settled.filter((r) => r.status === 'fulfilled').length;
-      for (const r of settled) if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
+      for (const r of settled)
+        if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
       const versions = await moto.versions(bucket, `push-${trial}/`);
       // One version is the origin's publish; each further one must be a reported success.
       expect(versions.length - 1).toBeLessThanOrEqual(ok);
       successes.push(ok);
     }
-    console.log(`concurrent pushes: successes per trial ${successes.join(',')}; trials with two successes: ${successes.filter((n) => n > 1).length}/10`);
+    console.log(
+      `concurrent pushes: successes per trial ${successes.join(',')}; trials with two successes: ${successes.filter((n) => n > 1).length}/10`,
+    );
     expect(successes.every((n) => n <= 1)).toBe(true);
   });
 });
@@ -218,14 +254,20 @@ describe('sealed and unsealed controllers on moto', () => {
     const fresh = host(store, 'keyless-fresh');
     const seen = await look(fresh);
     expect(seen.verdict).toMatchObject({ kind: 'blocked', sealedWithoutKey: true });
-    expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain('sealed; this host has no seal key; adopting needs it');
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain(
+      'sealed; this host has no seal key; adopting needs it',
+    );
 
     // A keyless controller that rotated (ahead) must not downgrade the seal.
     const ahead = host(store, 'keyless-ahead');
     cpSync(sealed.stateDir, ahead.stateDir, { recursive: true });
     await rotateAuthority(ahead.stateDir, DEPLOYMENT, { clock: systemClock });
     const aheadLook = await look(ahead);
-    expect(aheadLook.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'ahead' }, sealedWithoutKey: true });
+    expect(aheadLook.verdict).toMatchObject({
+      kind: 'refuse',
+      lineage: { kind: 'ahead' },
+      sealedWithoutKey: true,
+    });
     const error = await batonErrorOf(publish(ahead, { seen: aheadLook.verdict }));
     expect(error).toMatchObject({ code: 'refused', reason: 'would-unseal' });
     expect(error.what).toContain('in the clear');
@@ -235,7 +277,9 @@ describe('sealed and unsealed controllers on moto', () => {
 
     // Unsealing on purpose is possible, and says what it did: the document is now in the clear.
     await publish(ahead, { seen: aheadLook.verdict, unseal: true });
-    expect(new TextDecoder().decode((await moto.getObject(bucket, 'sealed/authority.json'))!.body)).toContain('"files"');
+    expect(new TextDecoder().decode((await moto.getObject(bucket, 'sealed/authority.json'))!.body)).toContain(
+      '"files"',
+    );
   });
 
   it('a sealed controller replaces a sealed document with a sealed one', async () => {
@@ -254,7 +298,7 @@ describe('sealed and unsealed controllers on moto', () => {
   });
 });
 
-describe('a lost response (a proxy drops the first PUT\'s answer; the SDK retries and meets its own write)', () => {
+describe("a lost response (a proxy drops the first PUT's answer; the SDK retries and meets its own write)", () => {
   let proxy: FaultProxy;
   beforeAll(async () => {
     proxy = await startFaultProxy({ upstream: moto.endpoint });
@@ -267,14 +311,20 @@ describe('a lost response (a proxy drops the first PUT\'s answer; the SDK retrie
     const bucket = await moto.bucket({ versioned: true });
     const direct = s3(moto.storeUrl(bucket, 'lost'));
     const { a } = await twoAheadHosts(direct);
-    const viaProxy = host(s3(moto.storeUrl(bucket, 'lost', { endpoint: proxy.url })), 'ctl-a', { stateDir: a.stateDir });
+    const viaProxy = host(s3(moto.storeUrl(bucket, 'lost', { endpoint: proxy.url })), 'ctl-a', {
+      stateDir: a.stateDir,
+    });
     proxy.arm({ fault: 'drop-response', method: 'PUT' });
     const dropped = proxy.count('drop-response');
     const outcome = await publish(viaProxy, { seen: (await look(viaProxy)).verdict });
     expect(proxy.count('drop-response')).toBe(dropped + 1);
     expect(outcome.kind).toBe('published');
     const local = await readLocalAuthority(a.stateDir, DEPLOYMENT);
-    expect(outcome.kind === 'published' && local.state === 'whole' && outcome.fingerprint === local.current.fingerprint).toBe(true);
+    expect(
+      outcome.kind === 'published' &&
+        local.state === 'whole' &&
+        outcome.fingerprint === local.current.fingerprint,
+    ).toBe(true);
   });
 
   it('on the first-controller path it is a won race with this host\'s own authority, not "another controller published first"', async () => {
@@ -289,15 +339,21 @@ describe('a lost response (a proxy drops the first PUT\'s answer; the SDK retrie
 });
 
 describe('sync --replace-unreadable on moto', () => {
-  it('replaces a corrupt document with this host\'s whole authority', async () => {
+  it("replaces a corrupt document with this host's whole authority", async () => {
     const bucket = await moto.bucket();
     const store = s3(moto.storeUrl(bucket, 'corrupt'));
     const ctx = host(store, 'ctl-a');
     await makeAuthority({ deployment: DEPLOYMENT, stateDir: ctx.stateDir, clock: systemClock });
-    await moto.putObject(bucket, 'corrupt/authority.json', bytes('{"format": "baton.authority/1", "deployment": '));
+    await moto.putObject(
+      bucket,
+      'corrupt/authority.json',
+      bytes('{"format": "baton.authority/1", "deployment": '),
+    );
     const seen = await look(ctx);
     expect(seen.verdict).toMatchObject({ kind: 'blocked', unreadable: 'unusable' });
-    expect(seen.verdict.kind === 'blocked' && seen.verdict.step).toMatchObject({ args: ['sync', '--replace-unreadable', '--confirm', { placeholder: 'ETAG 8' }] });
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.step).toMatchObject({
+      args: ['sync', '--replace-unreadable', '--confirm', { placeholder: 'ETAG 8' }],
+    });
     const outcome = await replaceUnreadable(ctx, { seen: seen.verdict });
     expect(outcome.kind).toBe('published');
     expect((await look(ctx)).verdict.kind).toBe('in-sync');
@@ -316,14 +372,24 @@ describe('sync --replace-unreadable on moto', () => {
     expect(foreign).toMatchObject({ code: 'refused', reason: 'foreign-deployment', where: store.location });
     expect(foreign?.exitCode).toBe(3);
     expect(foreign?.what).toContain('another deployment');
-    expect(await batonErrorOf(replaceUnreadable(ctx))).toMatchObject({ code: 'refused', reason: 'foreign-deployment' });
+    expect(await batonErrorOf(replaceUnreadable(ctx))).toMatchObject({
+      code: 'refused',
+      reason: 'foreign-deployment',
+    });
 
-    await moto.putObject(bucket, 'other/authority.json', bytes(JSON.stringify({ format: 'baton.authority/2', deployment: DEPLOYMENT })));
+    await moto.putObject(
+      bucket,
+      'other/authority.json',
+      bytes(JSON.stringify({ format: 'baton.authority/2', deployment: DEPLOYMENT })),
+    );
     const newer = await batonErrorOf(replaceUnreadable(ctx));
     expect(newer).toMatchObject({ code: 'refused', reason: 'newer-format' });
     expect(newer.exitCode).toBe(3);
     expect(newer.next).toContain('Upgrade baton');
-    expect(JSON.parse(new TextDecoder().decode((await moto.getObject(bucket, 'other/authority.json'))!.body)).format).toBe('baton.authority/2');
+    expect(
+      JSON.parse(new TextDecoder().decode((await moto.getObject(bucket, 'other/authority.json'))!.body))
+        .format,
+    ).toBe('baton.authority/2');
     expect(before).toBeDefined();
     // The lock file is the only thing replaceUnreadable may have created; ca/ is untouched.
     const { ['ca.lock']: _lock, ...rest } = snapshotDir(ctx.stateDir);

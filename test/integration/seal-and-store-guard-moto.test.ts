@@ -59,7 +59,15 @@ function s3(url: string): S3Store {
 }
 
 function host(store: S3Store, name: string, extra: Partial<ShareContext> = {}): ShareContext {
-  return { stateDir: path.join(tmp.dir, 'hosts', `${name}-${++seq}`), deployment: DEPLOYMENT, store, clock: systemClock, host: name, noSeal: false, ...extra };
+  return {
+    stateDir: path.join(tmp.dir, 'hosts', `${name}-${++seq}`),
+    deployment: DEPLOYMENT,
+    store,
+    clock: systemClock,
+    host: name,
+    noSeal: false,
+    ...extra,
+  };
 }
 
 /** Every decoding of every stored version of every key under `prefix` that holds a private key. */
@@ -67,10 +75,17 @@ async function privateKeysIn(bucket: string, prefix: string): Promise<number> {
   let found = 0;
   for (const version of await moto.versions(bucket, prefix)) {
     if (version.deleteMarker) continue;
-    const answer = await moto.client.send(new GetObjectCommand({ Bucket: bucket, Key: version.key, VersionId: version.versionId }));
+    const answer = await moto.client.send(
+      new GetObjectCommand({ Bucket: bucket, Key: version.key, VersionId: version.versionId }),
+    );
     const raw = Buffer.from(await answer.Body!.transformToByteArray());
     // The raw bytes, then every JSON string base64-decoded: the scan does not trust the format.
-    const decodings = [raw.toString('utf8'), ...[...raw.toString('utf8').matchAll(/"([A-Za-z0-9+/=]{16,})"/g)].map((m) => Buffer.from(m[1]!, 'base64').toString('latin1'))];
+    const decodings = [
+      raw.toString('utf8'),
+      ...[...raw.toString('utf8').matchAll(/"([A-Za-z0-9+/=]{16,})"/g)].map((m) =>
+        Buffer.from(m[1]!, 'base64').toString('latin1'),
+      ),
+    ];
     found += decodings.filter((text) => text.includes('PRIVATE KEY')).length;
   }
   return found;
@@ -79,7 +94,8 @@ async function privateKeysIn(bucket: string, prefix: string): Promise<number> {
 function expectNamesBothWays(error: BatonError): void {
   expect(error).toMatchObject({ code: 'refused', reason: 'seal-unstated' });
   expect(error.what).toContain('anyone who can write it can corrupt or delete a sealed document');
-  for (const way of ['seal_key_file', '--seal-key-file', 'seal: none', '--no-seal']) expect(error.next).toContain(way);
+  for (const way of ['seal_key_file', '--seal-key-file', 'seal: none', '--no-seal'])
+    expect(error.next).toContain(way);
 }
 
 describe('a host without the seal key, sealing not stated (versioned bucket)', () => {
@@ -94,10 +110,15 @@ describe('a host without the seal key, sealing not stated (versioned bucket)', (
     const keyless = host(store, 'keyless');
     cpSync(sealed.stateDir, keyless.stateDir, { recursive: true });
     const refusals: BatonError[] = [];
-    const corruptions = [original.slice(0, Math.floor(original.length / 2)), new Uint8Array(), new TextEncoder().encode('{"format":"overwritten"}')];
+    const corruptions = [
+      original.slice(0, Math.floor(original.length / 2)),
+      new Uint8Array(),
+      new TextEncoder().encode('{"format":"overwritten"}'),
+    ];
     for (const body of corruptions) {
       await moto.putObject(bucket, `${prefix}/authority.json`, body);
-      for (const unseal of [false, true]) refusals.push(await batonErrorOf(replaceUnreadable(keyless, { unseal })));
+      for (const unseal of [false, true])
+        refusals.push(await batonErrorOf(replaceUnreadable(keyless, { unseal })));
     }
     await moto.deleteObject(bucket, `${prefix}/authority.json`);
     refusals.push(await batonErrorOf(publish(keyless)));
@@ -126,7 +147,9 @@ describe('a host without the seal key, sealing not stated (versioned bucket)', (
     // store check's listing finds both versions in the clear.
     const versions = await store.documentVersions();
     expect(versions.listed).toBe(true);
-    const clear = versions.listed ? versions.versions.filter((v) => v.body && clearKeyMaterial(v.body).includes('ca.key')) : [];
+    const clear = versions.listed
+      ? versions.versions.filter((v) => v.body && clearKeyMaterial(v.body).includes('ca.key'))
+      : [];
     expect(clear).toHaveLength(2);
   });
 });
@@ -148,7 +171,11 @@ describe('the store guard', () => {
       const [a, b] = ['a', 'b'].map((name) => {
         const stateDir = path.join(root, `${name}-${race}`);
         cpSync(origin.stateDir, stateDir, { recursive: true });
-        return host(store, name, { noSeal: true, stateDir, beforeWrite: storeWriteGuard({ stateDir, storeUrl: url, store }) });
+        return host(store, name, {
+          noSeal: true,
+          stateDir,
+          beforeWrite: storeWriteGuard({ stateDir, storeUrl: url, store }),
+        });
       }) as [ShareContext, ShareContext];
       await rotateAuthority(a.stateDir, DEPLOYMENT, { clock: systemClock });
       await rotateAuthority(b.stateDir, DEPLOYMENT, { clock: systemClock });
@@ -164,7 +191,10 @@ describe('the store guard', () => {
     expect(bothPublished).toBe(0);
     expect(refusedForStore).toBe(40);
     // One record, shared by every state dir beside the first: the check ran once or twice, not 40 times.
-    expect(await readStoreCheck(path.join(root, 'a-19'), url)).toMatchObject({ enforced: false, failed: ['replace-if-unchanged'] });
+    expect(await readStoreCheck(path.join(root, 'a-19'), url)).toMatchObject({
+      enforced: false,
+      failed: ['replace-if-unchanged'],
+    });
     expect(storeCheckFile(path.join(root, 'a-0'), url)).toBe(storeCheckFile(path.join(root, 'b-19'), url));
     const probes = proxy.requests.filter((r) => r.url.includes('.baton-probe-') && r.method === 'PUT').length;
     expect(probes).toBeLessThanOrEqual(8);
@@ -178,13 +208,25 @@ describe('the store guard', () => {
     const url = moto.storeUrl(bucket, 'override', { endpoint: proxy.url });
     const store = s3(url);
     const stateDir = path.join(tmp.dir, 'override-root', 'host');
-    const wrong = host(store, 'h', { noSeal: true, stateDir, beforeWrite: storeWriteGuard({ stateDir, storeUrl: url, store, override: 'deadbeef' }) });
+    const wrong = host(store, 'h', {
+      noSeal: true,
+      stateDir,
+      beforeWrite: storeWriteGuard({ stateDir, storeUrl: url, store, override: 'deadbeef' }),
+    });
     const error = await batonErrorOf(firstController(wrong));
     expect(error.code).toBe('usage');
     expect(error.what).toContain('override value');
     expect(error.what).not.toContain(unenforcedOverrideValue(url));
     expect(await moto.getObject(bucket, 'override/authority.json')).toBeUndefined();
-    const right = { ...wrong, beforeWrite: storeWriteGuard({ stateDir, storeUrl: url, store, override: unenforcedOverrideValue(url) }) };
+    const right = {
+      ...wrong,
+      beforeWrite: storeWriteGuard({
+        stateDir,
+        storeUrl: url,
+        store,
+        override: unenforcedOverrideValue(url),
+      }),
+    };
     expect((await firstController(right)).kind).toBe('first-controller');
     expect(await moto.getObject(bucket, 'override/authority.json')).toBeDefined();
   });
@@ -237,7 +279,19 @@ describe('a race loser', () => {
     const url = moto.storeUrl(bucket, 'cli');
     const root = path.join(tmp.dir, 'cli');
     const baton = (name: string, ...args: string[]) =>
-      runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', path.join(root, name), '--store', url, ...args], { env: moto.env });
+      runBaton(
+        [
+          '--deployment',
+          DEPLOYMENT,
+          '--no-seal',
+          '--state-dir',
+          path.join(root, name),
+          '--store',
+          url,
+          ...args,
+        ],
+        { env: moto.env },
+      );
     expect((await baton('a', 'sync', '--first-controller', '--yes')).exitCode).toBe(0);
     cpSync(path.join(root, 'a'), path.join(root, 'b'), { recursive: true });
     await rotateAuthority(path.join(root, 'a'), DEPLOYMENT, { clock: systemClock });
@@ -250,6 +304,8 @@ describe('a race loser', () => {
     const check = await baton('a', 'store', 'check');
     expect(check.exitCode, check.all).toBe(0);
     expect(check.stdout).toContain('2 stored version(s)');
-    expect(check.stdout).toContain(`aws s3api delete-object --bucket ${bucket} --key cli/authority.json --version-id <VERSION>`);
+    expect(check.stdout).toContain(
+      `aws s3api delete-object --bucket ${bucket} --key cli/authority.json --version-id <VERSION>`,
+    );
   }, 120_000);
 });

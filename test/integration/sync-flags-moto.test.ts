@@ -52,7 +52,19 @@ async function world(): Promise<World> {
     url,
     dir: (name) => path.join(tmp.dir, `${prefix}-${name}`),
     baton: (stateDir, args, extra = []) =>
-      runBaton([...(extra.length > 0 ? extra : ['--no-seal']), '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...args], { env: moto.env }),
+      runBaton(
+        [
+          ...(extra.length > 0 ? extra : ['--no-seal']),
+          '--deployment',
+          DEPLOYMENT,
+          '--state-dir',
+          stateDir,
+          '--store',
+          url,
+          ...args,
+        ],
+        { env: moto.env },
+      ),
   };
 }
 
@@ -78,7 +90,9 @@ describe('flags mean one thing (exit 2 elsewhere, naming the verdict and what sy
     const stateDir = w.dir('fresh');
     const run = await w.baton(stateDir, ['sync', '--push']);
     expect(run.exitCode, run.all).toBe(2);
-    expect(run.stderr).toContain('--push applies only when this host holds a different authority than the published one and is not proved behind it');
+    expect(run.stderr).toContain(
+      '--push applies only when this host holds a different authority than the published one and is not proved behind it',
+    );
     expect(run.stderr).toMatch(/sync would adopt the published SHA256:/);
     expect(existsSync(stateDir)).toBe(false);
     expect(await objectOf(w)).toBe(etag);
@@ -111,8 +125,13 @@ describe('a way out of an unusable document', () => {
 
     const status = await w.baton(stateDir, ['status', '--json']);
     expect(status.exitCode, status.all).toBe(3);
-    const json = JSON.parse(status.stdout) as { verdict: { next: string; next_step: { args: string[] } }; published: { etag: string } };
-    expect(json.verdict.next).toContain(`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' --no-seal sync --replace-unreadable --confirm <ETAG 8>`);
+    const json = JSON.parse(status.stdout) as {
+      verdict: { next: string; next_step: { args: string[] } };
+      published: { etag: string };
+    };
+    expect(json.verdict.next).toContain(
+      `baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' --no-seal sync --replace-unreadable --confirm <ETAG 8>`,
+    );
     expect(json.verdict.next_step.args).toEqual(['sync', '--replace-unreadable', '--confirm', '<ETAG 8>']);
     expect(json.published.etag).toBe(etag!.replace(/"/g, ''));
 
@@ -125,11 +144,18 @@ describe('a way out of an unusable document', () => {
     for (const extra of [[], ['--yes']]) {
       const unconfirmed = await w.baton(stateDir, ['sync', '--replace-unreadable', ...extra]);
       expect(unconfirmed.exitCode, unconfirmed.all).toBe(2);
-      expect(unconfirmed.stderr).toContain("--replace-unreadable needs --confirm with the first 8 characters of the bad object's ETag");
+      expect(unconfirmed.stderr).toContain(
+        "--replace-unreadable needs --confirm with the first 8 characters of the bad object's ETag",
+      );
     }
     expect(await objectOf(w)).toBe(etag);
 
-    const replaced = await w.baton(stateDir, ['sync', '--replace-unreadable', '--confirm', json.published.etag.slice(0, 8)]);
+    const replaced = await w.baton(stateDir, [
+      'sync',
+      '--replace-unreadable',
+      '--confirm',
+      json.published.etag.slice(0, 8),
+    ]);
     expect(replaced.exitCode, replaced.all).toBe(0);
     expect((await w.baton(stateDir, ['status', '--json'])).exitCode).toBe(0);
   });
@@ -138,20 +164,64 @@ describe('a way out of an unusable document', () => {
     const w = await world();
     const stateDir = w.dir('a');
     expect((await w.baton(stateDir, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
-    const other = await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other'), '--store', w.url, 'sync'], { env: moto.env });
+    const other = await runBaton(
+      [
+        '--deployment',
+        '12341234123412341234123412341234',
+        '--no-seal',
+        '--state-dir',
+        w.dir('other'),
+        '--store',
+        w.url,
+        'sync',
+      ],
+      { env: moto.env },
+    );
     expect(other.exitCode, other.all).toBe(3);
     // Plant another fleet's document the way a misconfigured controller would have.
     await moto.deleteObject(w.bucket, w.key);
-    expect((await runBaton(['--deployment', '12341234123412341234123412341234', '--no-seal', '--state-dir', w.dir('other2'), '--store', w.url, 'sync', '--first-controller', '--yes'], { env: moto.env })).exitCode).toBe(0);
+    expect(
+      (
+        await runBaton(
+          [
+            '--deployment',
+            '12341234123412341234123412341234',
+            '--no-seal',
+            '--state-dir',
+            w.dir('other2'),
+            '--store',
+            w.url,
+            'sync',
+            '--first-controller',
+            '--yes',
+          ],
+          { env: moto.env },
+        )
+      ).exitCode,
+    ).toBe(0);
     const foreignEtag = await objectOf(w);
-    const foreign = await w.baton(stateDir, ['sync', '--replace-unreadable', '--confirm', foreignEtag!.replace(/"/g, '').slice(0, 8)]);
+    const foreign = await w.baton(stateDir, [
+      'sync',
+      '--replace-unreadable',
+      '--confirm',
+      foreignEtag!.replace(/"/g, '').slice(0, 8),
+    ]);
     expect(foreign.exitCode, foreign.all).toBe(3);
     expect(foreign.stderr).toContain('another deployment');
     expect(await objectOf(w)).toBe(foreignEtag);
 
-    await moto.putObject(w.bucket, w.key, bytes(JSON.stringify({ format: 'baton.authority/2', deployment: DEPLOYMENT })));
+    await moto.putObject(
+      w.bucket,
+      w.key,
+      bytes(JSON.stringify({ format: 'baton.authority/2', deployment: DEPLOYMENT })),
+    );
     const newerEtag = await objectOf(w);
-    const newer = await w.baton(stateDir, ['sync', '--replace-unreadable', '--confirm', newerEtag!.replace(/"/g, '').slice(0, 8)]);
+    const newer = await w.baton(stateDir, [
+      'sync',
+      '--replace-unreadable',
+      '--confirm',
+      newerEtag!.replace(/"/g, '').slice(0, 8),
+    ]);
     expect(newer.exitCode, newer.all).toBe(3);
     expect(newer.stderr).toContain('Upgrade baton');
     expect(await objectOf(w)).toBe(newerEtag);
@@ -165,7 +235,9 @@ describe('status and sync agree, and say what is true', () => {
     const status = await w.baton(stateDir, ['status', '--json'], ['--no-color']);
     expect(status.exitCode, status.all).toBe(3);
     const next = (JSON.parse(status.stdout) as { verdict: { next: string } }).verdict.next;
-    expect(next).toBe(`baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' sync --first-controller`);
+    expect(next).toBe(
+      `baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' sync --first-controller`,
+    );
     expect(existsSync(stateDir)).toBe(false);
   });
 
@@ -175,7 +247,10 @@ describe('status and sync agree, and say what is true', () => {
     writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
     const config = path.join(tmp.dir, `sealed-${seq}.yaml`);
     writeFileSync(config, `seal_key_file: ${keyFile}\n`);
-    expect((await w.baton(w.dir('sealed'), ['sync', '--first-controller', '--yes'], ['--config', config])).exitCode).toBe(0);
+    expect(
+      (await w.baton(w.dir('sealed'), ['sync', '--first-controller', '--yes'], ['--config', config]))
+        .exitCode,
+    ).toBe(0);
     const emptyConfig = path.join(tmp.dir, `plain-${seq}.yaml`);
     writeFileSync(emptyConfig, 'journal_dir: /tmp\n');
     const stateDir = w.dir('keyless');
@@ -199,11 +274,17 @@ describe('status and sync agree, and say what is true', () => {
       const endpoint = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
       const stateDir = path.join(tmp.dir, 'web404');
       const url = `s3://bucket/p?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`;
-      const status = await runBaton(['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, 'status'], { env: moto.env });
+      const status = await runBaton(
+        ['--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, 'status'],
+        { env: moto.env },
+      );
       expect(status.exitCode, status.all).toBe(1);
       expect(status.all).not.toContain('first controller');
       expect(status.all).toContain(endpoint);
-      const sync = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, 'sync'], { env: moto.env });
+      const sync = await runBaton(
+        ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, 'sync'],
+        { env: moto.env },
+      );
       expect(sync.exitCode, sync.all).toBe(1);
       expect(sync.stderr).toContain('path_style');
       expect(existsSync(stateDir)).toBe(false);
@@ -226,12 +307,33 @@ describe('store check through a proxy that drops If-Match (the built CLI)', () =
     const bucket = await moto.bucket({ versioned: true });
     proxy.arm({ fault: 'drop-if-match', count: Infinity });
     const url = moto.storeUrl(bucket, 'checked', { endpoint: proxy.url });
-    const run = await runBaton(['--deployment', DEPLOYMENT, '--state-dir', path.join(tmp.dir, 'check'), '--store', url, 'store', 'check'], { env: moto.env });
+    const run = await runBaton(
+      [
+        '--deployment',
+        DEPLOYMENT,
+        '--state-dir',
+        path.join(tmp.dir, 'check'),
+        '--store',
+        url,
+        'store',
+        'check',
+      ],
+      { env: moto.env },
+    );
     expect(run.exitCode, run.all).toBe(3);
     expect(run.stdout).toContain('NOT enforced (failed: replace-if-unchanged)');
     expect(await moto.versions(bucket)).toEqual([]);
     const direct = await runBaton(
-      ['--deployment', DEPLOYMENT, '--state-dir', path.join(tmp.dir, 'check2'), '--store', moto.storeUrl(bucket, 'checked'), 'store', 'check'],
+      [
+        '--deployment',
+        DEPLOYMENT,
+        '--state-dir',
+        path.join(tmp.dir, 'check2'),
+        '--store',
+        moto.storeUrl(bucket, 'checked'),
+        'store',
+        'check',
+      ],
       { env: moto.env },
     );
     expect(direct.exitCode, direct.all).toBe(0);

@@ -47,7 +47,14 @@ describe('a replace on the directory store', () => {
         return inner.put(body, precondition);
       },
     };
-    const ctx: ShareContext = { stateDir: path.join(root, 'ctl-a'), deployment, store, clock: systemClock, host: 'ctl-a', noSeal: true };
+    const ctx: ShareContext = {
+      stateDir: path.join(root, 'ctl-a'),
+      deployment,
+      store,
+      clock: systemClock,
+      host: 'ctl-a',
+      noSeal: true,
+    };
     await firstController(ctx);
     await rotateAuthority(ctx.stateDir, deployment);
     interleave = true;
@@ -67,7 +74,18 @@ describe('the authority lock', () => {
     const store = `file://${path.join(root, 'store')}`;
     const run = await withAuthorityLock(stateDir, async () => {
       const before = snapshotDir(stateDir);
-      const result = await runBaton(['--deployment', 'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0', '--no-seal', '--state-dir', stateDir, '--store', store, 'sync', '--first-controller', '--yes']);
+      const result = await runBaton([
+        '--deployment',
+        'b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0',
+        '--no-seal',
+        '--state-dir',
+        stateDir,
+        '--store',
+        store,
+        'sync',
+        '--first-controller',
+        '--yes',
+      ]);
       expect(snapshotDir(stateDir)).toEqual(before);
       return result;
     });
@@ -84,14 +102,35 @@ describe('the next step `baton sync` prints', () => {
     const deployment = '4e475e4e475e4e475e4e475e4e475e4e';
     const store = `file://${path.join(root, 'store')}`;
     const stateDir = path.join(root, 'ctl-b');
-    const first = await runBaton(['--deployment', deployment, '--no-seal', '--state-dir', path.join(root, 'ctl-a'), '--store', store, 'sync', '--first-controller', '--yes']);
+    const first = await runBaton([
+      '--deployment',
+      deployment,
+      '--no-seal',
+      '--state-dir',
+      path.join(root, 'ctl-a'),
+      '--store',
+      store,
+      'sync',
+      '--first-controller',
+      '--yes',
+    ]);
     expect(first.exitCode, first.all).toBe(0);
     const init = await runBaton(['--deployment', deployment, '--state-dir', stateDir, 'ca', 'init']);
     expect(init.exitCode, init.all).toBe(0);
     const before = snapshotDir(stateDir);
-    const run = await runBaton(['sync', '--deployment', deployment, '--state-dir', stateDir, '--store', store]);
+    const run = await runBaton([
+      'sync',
+      '--deployment',
+      deployment,
+      '--state-dir',
+      stateDir,
+      '--store',
+      store,
+    ]);
     expect(run.exitCode, run.all).toBe(3);
-    expect(run.stderr).toContain(`baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force --confirm <LOCAL 8>`);
+    expect(run.stderr).toContain(
+      `baton --deployment ${deployment} --state-dir ${stateDir} --store ${store} sync --force --confirm <LOCAL 8>`,
+    );
     expect(snapshotDir(stateDir)).toEqual(before);
   });
 });

@@ -52,14 +52,28 @@ afterAll(async () => {
 });
 
 function baton(stateDir: string, ...args: string[]): Promise<BatonRun> {
-  return runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', s3.url, ...unenforcedStoreFlags(s3.url), ...args], {
-    env: { ...S3_TEST_ENV },
-  });
+  return runBaton(
+    [
+      '--deployment',
+      DEPLOYMENT,
+      '--no-seal',
+      '--state-dir',
+      stateDir,
+      '--store',
+      s3.url,
+      ...unenforcedStoreFlags(s3.url),
+      ...args,
+    ],
+    {
+      env: { ...S3_TEST_ENV },
+    },
+  );
 }
 
 async function fingerprintOf(stateDir: string): Promise<Fingerprint> {
   const local = await readLocalAuthority(stateDir, DEPLOYMENT);
-  if (local.state !== 'whole') throw new Error(`expected a whole authority in ${stateDir}, got ${local.state}`);
+  if (local.state !== 'whole')
+    throw new Error(`expected a whole authority in ${stateDir}, got ${local.state}`);
   return local.current.fingerprint;
 }
 
@@ -94,10 +108,12 @@ function forceOnTerminal(stateDir: string, session: string) {
   // and the next test's new-session could reach the dying server and fail at once.
   const socket = `${TMUX_SOCKET}-${session}`;
   tmuxSockets.add(socket);
-  const tmux = (...args: string[]) => execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
+  const tmux = (...args: string[]) =>
+    execFileSync('tmux', ['-L', socket, '-f', '/dev/null', ...args], { encoding: 'utf8' });
   tmux('new-session', '-d', '-s', session, '-x', '80', '-y', '24', `sh '${script}'`);
   const screen = () => tmux('capture-pane', '-p', '-J', '-t', session);
-  const waitFor = (text: string) => vi.waitFor(() => expect(screen()).toContain(text), { timeout: 30_000, interval: 100 });
+  const waitFor = (text: string) =>
+    vi.waitFor(() => expect(screen()).toContain(text), { timeout: 30_000, interval: 100 });
   return {
     screen,
     waitFor,
@@ -135,7 +151,9 @@ describe('two controllers through S3 with `baton sync`', () => {
     expect(run.stdout).toContain(`adopted ${first}`);
     expect(await fingerprintOf(hostB)).toBe(first);
     expect(modeOf(path.join(hostB, 'ca', 'ca.key'))).toBe(0o600);
-    expect(readFileSync(path.join(hostB, 'ca', 'ca.key'))).toEqual(readFileSync(path.join(hostA, 'ca', 'ca.key')));
+    expect(readFileSync(path.join(hostB, 'ca', 'ca.key'))).toEqual(
+      readFileSync(path.join(hostA, 'ca', 'ca.key')),
+    );
     expect((await baton(hostC, 'sync')).exitCode).toBe(0);
     expect(await fingerprintOf(hostC)).toBe(first);
   });
@@ -167,7 +185,9 @@ describe('two controllers through S3 with `baton sync`', () => {
     expect(doc.header.fingerprint).toBe(rotated);
     expect(doc.header.previousFingerprint).toBe(first);
     expect(doc.previous?.fingerprint).toBe(first);
-    expect(doc.files['ca-previous.key']).toEqual(new Uint8Array(readFileSync(path.join(hostA, 'ca', 'ca-previous.key'))));
+    expect(doc.files['ca-previous.key']).toEqual(
+      new Uint8Array(readFileSync(path.join(hostA, 'ca', 'ca-previous.key'))),
+    );
   });
 
   it('the second controller is refused (exit 3) naming both fingerprints, the left-behind diagnosis and its ca/, and nothing changes', async () => {
@@ -199,8 +219,12 @@ describe('two controllers through S3 with `baton sync`', () => {
     for (const extra of [[], ['--yes'], ['--confirm', rotated.slice(7, 15)]]) {
       const run = await baton(hostB, 'sync', '--force', ...extra);
       expect(run.exitCode).toBe(2);
-      expect(run.stderr).toContain('--force needs --confirm with the 8 characters after "SHA256:" of the LOCAL fingerprint');
-      expect(run.stderr).toMatch(/baton --deployment \S+ (?:--\S+ )*--state-dir \S+ --store '[^']*'(?: \S+)* status`/);
+      expect(run.stderr).toContain(
+        '--force needs --confirm with the 8 characters after "SHA256:" of the LOCAL fingerprint',
+      );
+      expect(run.stderr).toMatch(
+        /baton --deployment \S+ (?:--\S+ )*--state-dir \S+ --store '[^']*'(?: \S+)* status`/,
+      );
       expect(run.stderr).not.toContain(`--confirm ${first.slice(7, 15)}`);
     }
     expect(snapshotDir(hostB)).toEqual(before);
@@ -210,7 +234,9 @@ describe('two controllers through S3 with `baton sync`', () => {
     const oldKey = readFileSync(path.join(hostB, 'ca', 'ca.key'));
     const run = await baton(hostB, 'sync', '--force', '--confirm', first.slice(7, 15));
     expect(run.exitCode, run.all).toBe(0);
-    const aside = readdirSync(hostB).filter((name) => /^ca\.superseded-\d{8}T\d{6}Z/.test(name) && !name.endsWith('.authority-created'));
+    const aside = readdirSync(hostB).filter(
+      (name) => /^ca\.superseded-\d{8}T\d{6}Z/.test(name) && !name.endsWith('.authority-created'),
+    );
     expect(aside).toHaveLength(1);
     const asideDir = path.join(hostB, aside[0]!);
     expect(run.stdout).toContain(asideDir);
@@ -235,7 +261,9 @@ describe('two controllers through S3 with `baton sync`', () => {
       // The PUBLISHED fingerprint's characters are the tempting wrong answer.
       await term.answer(rotated.slice(7, 15));
       await term.waitFor('EXIT=');
-      expect(term.screen()).toContain('do not match: expected the 8 characters after "SHA256:" of the LOCAL fingerprint');
+      expect(term.screen()).toContain(
+        'do not match: expected the 8 characters after "SHA256:" of the LOCAL fingerprint',
+      );
       expect(term.screen()).toContain('EXIT=3');
     } finally {
       term.close();

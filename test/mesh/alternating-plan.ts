@@ -17,7 +17,11 @@ import { loginFilePaths } from '../../src/mesh/rotation-plan.js';
 const loginPaths = loginFilePaths;
 
 /** Every pair alternating, its consumer live on `live` (null: a single pair being switched): the rotation moves it to the other login. */
-export function asAlternating(inventory: Inventory, plan: RotationPlan, live: LoginSlot | null = 'a'): RotationPlan {
+export function asAlternating(
+  inventory: Inventory,
+  plan: RotationPlan,
+  live: LoginSlot | null = 'a',
+): RotationPlan {
   const pairs: PlannedPair[] = plan.pairs.map((p) => {
     const slot = live ? otherSlot(live) : 'a';
     const target = loginPaths(p, slot);
@@ -25,7 +29,11 @@ export function asAlternating(inventory: Inventory, plan: RotationPlan, live: Lo
       ...p,
       credential: 'alternating',
       ...target,
-      login: { slot, role: loginRole(p.role, slot), ...(live ? { left: { slot: live, role: loginRole(p.role, live), ...loginPaths(p, live) } } : {}) },
+      login: {
+        slot,
+        role: loginRole(p.role, slot),
+        ...(live ? { left: { slot: live, role: loginRole(p.role, live), ...loginPaths(p, live) } } : {}),
+      },
     };
   });
   return { ...plan, pairs, holders: holdersOf(pairs, (name) => findMachine(inventory, name)) };
@@ -36,7 +44,12 @@ export function leftPaths(plan: RotationPlan): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const p of plan.pairs) {
     const left = p.login?.left;
-    if (left) (out[p.providerMachine] ??= []).push(left.providerPath, left.receiptPath, endSessionsPath(left.providerPath));
+    if (left)
+      (out[p.providerMachine] ??= []).push(
+        left.providerPath,
+        left.receiptPath,
+        endSessionsPath(left.providerPath),
+      );
   }
   return out;
 }
@@ -46,7 +59,11 @@ export function leftPaths(plan: RotationPlan): Record<string, string[]> {
  * its receipt at once, listing `sessions` open for the login; a matching end-sessions request
  * ends them (`ended_sessions`) and is removed. `applies` picks the files it applies (default all).
  */
-export function loginProvisionerOn(machine: FakeMachine, sessions: readonly OpenSession[], applies: (file: string) => boolean = () => true): void {
+export function loginProvisionerOn(
+  machine: FakeMachine,
+  sessions: readonly OpenSession[],
+  applies: (file: string) => boolean = () => true,
+): void {
   machine.afterCommit = (paths, files) => {
     for (const p of paths) {
       if (path.basename(path.dirname(p)) === '.end-sessions' || !applies(p)) continue;
@@ -55,7 +72,12 @@ export function loginProvisionerOn(machine: FakeMachine, sessions: readonly Open
       const request = endSessionsPath(p);
       const ended = files.get(request) === digest;
       if (ended) files.delete(request);
-      const receipt = { ...JSON.parse(formatReceipt({ role: name, digest, applied_at: new Date().toISOString() })), login: name.replace('+', '_'), sessions: ended ? [] : sessions, ...(ended ? { ended_sessions: sessions.length } : {}) };
+      const receipt = {
+        ...JSON.parse(formatReceipt({ role: name, digest, applied_at: new Date().toISOString() })),
+        login: name.replace('+', '_'),
+        sessions: ended ? [] : sessions,
+        ...(ended ? { ended_sessions: sessions.length } : {}),
+      };
       files.set(path.join(path.dirname(p), '.applied', name), JSON.stringify(receipt));
     }
   };

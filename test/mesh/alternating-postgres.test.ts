@@ -46,16 +46,31 @@ const providerFile = (name: string) => path.join(meshDirOn('db1'), 'provides', P
 const WEB1 = () => consumerFile('web1', 'web1_app');
 const WEB2 = () => consumerFile('web2', 'web2_app');
 
-const baton = (...args: string[]) => runBaton(['--state-dir', state(), ...args], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 30_000 });
-const rotate = (pair: string, wait = '10', ...extra: string[]) => baton('mesh', 'rotate', '--pair', `${PROVIDER}:${pair}`, '--inventory', inventory(), '--yes', '--wait', wait, ...extra);
+const baton = (...args: string[]) =>
+  runBaton(['--state-dir', state(), ...args], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 30_000 });
+const rotate = (pair: string, wait = '10', ...extra: string[]) =>
+  baton(
+    'mesh',
+    'rotate',
+    '--pair',
+    `${PROVIDER}:${pair}`,
+    '--inventory',
+    inventory(),
+    '--yes',
+    '--wait',
+    wait,
+    ...extra,
+  );
 
 /** Sets a consumer's `credential:` in the inventory (or removes it: the default, single). */
 function setCredential(consumer: string, credential: 'alternating' | undefined): void {
-  const lines = readFileSync(inventory(), 'utf8').split('\n').map((line) => {
-    if (!line.includes(`name: ${consumer},`)) return line;
-    const bare = line.replace(/, credential: \w+/, '');
-    return credential ? bare.replace(/ }$/, `, credential: ${credential} }`) : bare;
-  });
+  const lines = readFileSync(inventory(), 'utf8')
+    .split('\n')
+    .map((line) => {
+      if (!line.includes(`name: ${consumer},`)) return line;
+      const bare = line.replace(/, credential: \w+/, '');
+      return credential ? bare.replace(/ }$/, `, credential: ${credential} }`) : bare;
+    });
   writeFileSync(inventory(), lines.join('\n'));
 }
 
@@ -67,9 +82,28 @@ interface Provisioner {
 
 /** The real provisioner, as the README's unit runs it, cycling every 100 ms. */
 function startProvisioner(): Provisioner {
-  const child = spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDirOn('db1'), '--provider', PROVIDER,
-    '--pg-host', sandbox.host, '--pg-port', String(sandbox.port), '--superuser', superuser, '--watch', '--interval', '0.1'],
-  { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'provision',
+      'postgres',
+      '--mesh-dir',
+      meshDirOn('db1'),
+      '--provider',
+      PROVIDER,
+      '--pg-host',
+      sandbox.host,
+      '--pg-port',
+      String(sandbox.port),
+      '--superuser',
+      superuser,
+      '--watch',
+      '--interval',
+      '0.1',
+    ],
+    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
+  );
   children.push(child);
   let text = '';
   child.stdout!.on('data', (c: Buffer) => (text += c.toString('utf8')));
@@ -87,12 +121,18 @@ async function killProvisioner(): Promise<void> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const journalLines = () => (existsSync(path.join(state(), 'mesh-journal.jsonl')) ? readFileSync(path.join(state(), 'mesh-journal.jsonl'), 'utf8').trim().split('\n') : []);
+const journalLines = () =>
+  existsSync(path.join(state(), 'mesh-journal.jsonl'))
+    ? readFileSync(path.join(state(), 'mesh-journal.jsonl'), 'utf8').trim().split('\n')
+    : [];
 
 interface StatusPair {
   readonly consumer: string;
   readonly state: string;
-  readonly next_steps: readonly { readonly args: readonly string[]; readonly placeholders: readonly unknown[] }[];
+  readonly next_steps: readonly {
+    readonly args: readonly string[];
+    readonly placeholders: readonly unknown[];
+  }[];
 }
 
 /**
@@ -103,11 +143,26 @@ async function followStatus(pair: string, choose: () => 'resume' | 'rollback'): 
   const ran: string[] = [];
   let last = '';
   for (let round = 0; round < 30; round++) {
-    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:${pair}`, '--json', '--inventory', inventory());
+    const status = await baton(
+      'mesh',
+      'status',
+      '--pair',
+      `${PROVIDER}:${pair}`,
+      '--json',
+      '--inventory',
+      inventory(),
+    );
     if (status.exitCode === 0) return ran;
     last = status.all;
     const doc = JSON.parse(status.stdout) as { pairs: StatusPair[] };
-    const steps = doc.pairs.flatMap((p) => p.next_steps).filter((s) => s.placeholders.length === 0 && s.args[0] === 'mesh' && ['resume', 'rollback', 'rotate'].includes(s.args[1]!));
+    const steps = doc.pairs
+      .flatMap((p) => p.next_steps)
+      .filter(
+        (s) =>
+          s.placeholders.length === 0 &&
+          s.args[0] === 'mesh' &&
+          ['resume', 'rollback', 'rotate'].includes(s.args[1]!),
+      );
     const wanted = choose();
     const step = steps.find((s) => s.args[1] === wanted) ?? steps[0];
     if (!step) {
@@ -116,12 +171,19 @@ async function followStatus(pair: string, choose: () => 'resume' | 'rollback'): 
     }
     // `args` run as they are after `baton` and the global flags: they carry the inventory given.
     expect(step.args).toContain('--inventory');
-    const args = [...step.args, ...(step.args.includes('--wait') ? [] : ['--wait', '10']), ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes'])];
+    const args = [
+      ...step.args,
+      ...(step.args.includes('--wait') ? [] : ['--wait', '10']),
+      ...(step.args.includes('--yes') || step.args[1] !== 'rotate' ? [] : ['--yes']),
+    ];
     ran.push(args.slice(0, 3).join(' '));
     const done = await baton(...args);
-    if (process.env.BATON_ALTERNATING_DEBUG) console.log(`${args.join(' ')} → exit ${done.exitCode}\n${done.all}`);
+    if (process.env.BATON_ALTERNATING_DEBUG)
+      console.log(`${args.join(' ')} → exit ${done.exitCode}\n${done.all}`);
   }
-  throw new Error(`mesh status did not reach exit 0 after following it (ran: ${ran.join('; ') || 'nothing'}): ${last}`);
+  throw new Error(
+    `mesh status did not reach exit 0 after following it (ran: ${ran.join('; ') || 'nothing'}): ${last}`,
+  );
 }
 
 /** Each test can run alone (-t): a pair an earlier test would have rotated is rotated once here. */
@@ -138,15 +200,31 @@ beforeAll(async () => {
   writeLocalMesh(tmp.dir, { provisionerRole: superuser });
   setCredential('web1-app', 'alternating');
   const first = randomBytes(24).toString('base64url');
-  await asSuperuser(sandbox, async (c) => c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`));
+  await asSuperuser(sandbox, async (c) =>
+    c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`),
+  );
   const file = path.join(tmp.dir, 'superuser.password');
   writeFileSync(file, first, { mode: 0o600 });
-  expect((await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', inventory())).exitCode).toBe(0);
+  expect(
+    (
+      await baton(
+        'mesh',
+        'seed',
+        '--pair',
+        `${PROVIDER}:provisioner`,
+        '--from-file',
+        file,
+        '--inventory',
+        inventory(),
+      )
+    ).exitCode,
+  ).toBe(0);
   provisioner = startProvisioner();
 }, 60_000);
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await sandbox?.destroy();
   if (process.env.BATON_ALTERNATING_DEBUG) console.log(`kept ${tmp.dir}`);
   else tmp?.cleanup();
@@ -178,18 +256,37 @@ describe('alternating credentials against a real PostgreSQL', () => {
     // The grants belong to the group (an operator's GRANT, as for any pair's role).
     await asSuperuser(sandbox, (c) => c.query('GRANT CREATE ON SCHEMA public TO web1_app'));
     const tables: string[] = [];
-    for (const [file, login] of [[left, logins[0]!], [WEB1(), logins[1]!]] as const) {
+    for (const [file, login] of [
+      [left, logins[0]!],
+      [WEB1(), logins[1]!],
+    ] as const) {
       const table = `t_${login}`;
       tables.push(table);
-      const made = psqlWithConsumerFile(sandbox, file, `CREATE TABLE ${table} (x int); INSERT INTO ${table} VALUES (1);`);
+      const made = psqlWithConsumerFile(
+        sandbox,
+        file,
+        `CREATE TABLE ${table} (x int); INSERT INTO ${table} VALUES (1);`,
+      );
       expect(made.stderr).toBe('');
       expect(made.status).toBe(0);
     }
-    const owners = await asSuperuser(sandbox, async (c) => (await c.query<{ tablename: string; tableowner: string }>(
-      'SELECT tablename, tableowner FROM pg_tables WHERE tablename = ANY($1) ORDER BY tablename', [tables])).rows);
+    const owners = await asSuperuser(
+      sandbox,
+      async (c) =>
+        (
+          await c.query<{ tablename: string; tableowner: string }>(
+            'SELECT tablename, tableowner FROM pg_tables WHERE tablename = ANY($1) ORDER BY tablename',
+            [tables],
+          )
+        ).rows,
+    );
     expect(owners).toEqual(tables.sort().map((tablename) => ({ tablename, tableowner: 'web1_app' })));
     for (const file of [left, WEB1()]) {
-      const read = psqlWithConsumerFile(sandbox, file, tables.map((t) => `SELECT count(*) FROM ${t};`).join(' '));
+      const read = psqlWithConsumerFile(
+        sandbox,
+        file,
+        tables.map((t) => `SELECT count(*) FROM ${t};`).join(' '),
+      );
       expect(read.status, read.stderr).toBe(0);
       expect(read.stdout.trim().split('\n')).toEqual(['1', '1']);
     }
@@ -197,17 +294,43 @@ describe('alternating credentials against a real PostgreSQL', () => {
 
   it(`${ROTATIONS} alternating rotations with baton and the provisioner SIGKILLed and the provisioner stopped: the app sees 0 failed logins`, async () => {
     const random = prng(SEED);
-    const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     // Every kind at least twice, in a seeded order.
-    const ops = ['plain', 'plain', 'plain', 'plain', 'plain', 'plain',
-      'kill-baton', 'kill-baton', 'kill-baton', 'kill-baton',
-      'kill-baton-after-commit', 'kill-baton-after-commit', 'kill-baton-after-commit',
-      'kill-provisioner', 'kill-provisioner', 'kill-provisioner',
-      'stop-provisioner', 'stop-provisioner', 'provisioner-down', 'provisioner-down'] as const;
-    const order = ops.map((op) => ({ op, key: random() })).sort((x, y) => x.key - y.key).map((x) => x.op);
+    const ops = [
+      'plain',
+      'plain',
+      'plain',
+      'plain',
+      'plain',
+      'plain',
+      'kill-baton',
+      'kill-baton',
+      'kill-baton',
+      'kill-baton',
+      'kill-baton-after-commit',
+      'kill-baton-after-commit',
+      'kill-baton-after-commit',
+      'kill-provisioner',
+      'kill-provisioner',
+      'kill-provisioner',
+      'stop-provisioner',
+      'stop-provisioner',
+      'provisioner-down',
+      'provisioner-down',
+    ] as const;
+    const order = ops
+      .map((op) => ({ op, key: random() }))
+      .sort((x, y) => x.key - y.key)
+      .map((x) => x.op);
     await deliveredOnce('web1-app', WEB1());
     const app = startPasswordApp(sandbox, WEB1, 'web1_app');
-    const counts = { batonKills: 0, provisionerKills: 0, provisionerStops: 0, moved: 0, followed: [] as string[] };
+    const counts = {
+      batonKills: 0,
+      provisionerKills: 0,
+      provisionerStops: 0,
+      moved: 0,
+      followed: [] as string[],
+    };
     const started = Date.now();
     try {
       for (const op of order) {
@@ -219,7 +342,22 @@ describe('alternating credentials against a real PostgreSQL', () => {
             expect((await rotate('web1-app')).exitCode).toBe(0);
             break;
           case 'kill-baton': {
-            const child = startBaton(['--state-dir', state(), 'mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory(), '--yes', '--wait', '10'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+            const child = startBaton(
+              [
+                '--state-dir',
+                state(),
+                'mesh',
+                'rotate',
+                '--pair',
+                `${PROVIDER}:web1-app`,
+                '--inventory',
+                inventory(),
+                '--yes',
+                '--wait',
+                '10',
+              ],
+              { cwd: tmp.dir, env: { NO_COLOR: '1' } },
+            );
             await sleep(30 + random() * 300);
             child.kill('SIGKILL');
             await child;
@@ -231,10 +369,31 @@ describe('alternating credentials against a real PostgreSQL', () => {
             // The provisioner held still, so the kill lands between the provider's commit and the consumer's.
             provisioner!.child.kill('SIGSTOP');
             const committed = journalLines().filter((l) => l.includes('"phase":"committed"')).length;
-            const child = startBaton(['--state-dir', state(), 'mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory(), '--yes', '--wait', '10'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+            const child = startBaton(
+              [
+                '--state-dir',
+                state(),
+                'mesh',
+                'rotate',
+                '--pair',
+                `${PROVIDER}:web1-app`,
+                '--inventory',
+                inventory(),
+                '--yes',
+                '--wait',
+                '10',
+              ],
+              { cwd: tmp.dir, env: { NO_COLOR: '1' } },
+            );
             const gone = child.then((r) => `baton exited ${r.exitCode} before its provider commit: ${r.all}`);
             await Promise.race([
-              vi.waitFor(() => expect(journalLines().filter((l) => l.includes('"phase":"committed"')).length).toBeGreaterThan(committed), { timeout: 10_000, interval: 10 }),
+              vi.waitFor(
+                () =>
+                  expect(
+                    journalLines().filter((l) => l.includes('"phase":"committed"')).length,
+                  ).toBeGreaterThan(committed),
+                { timeout: 10_000, interval: 10 },
+              ),
               gone.then((why) => Promise.reject(new Error(why))),
             ]);
             child.kill('SIGKILL');
@@ -277,23 +436,43 @@ describe('alternating credentials against a real PostgreSQL', () => {
           }
         }
         if (!provisioner || provisioner.child.exitCode !== null) provisioner = startProvisioner();
-        if (process.env.BATON_ALTERNATING_DEBUG) console.log(`op ${op}: ${JSON.stringify(journalLines().slice(-3).map((l) => JSON.parse(l).phase))}`);
-        if (follow) counts.followed.push(...(await followStatus('web1-app', () => pick(['resume', 'rollback'] as const))));
+        if (process.env.BATON_ALTERNATING_DEBUG)
+          console.log(
+            `op ${op}: ${JSON.stringify(
+              journalLines()
+                .slice(-3)
+                .map((l) => JSON.parse(l).phase),
+            )}`,
+          );
+        if (follow)
+          counts.followed.push(
+            ...(await followStatus('web1-app', () => pick(['resume', 'rollback'] as const))),
+          );
         if (readFileSync(WEB1(), 'utf8') !== before) counts.moved++;
       }
       // The app must have logged in after the last rotation too.
       const last = readFileSync(WEB1(), 'utf8');
-      await vi.waitFor(() => expect(app.attempts.some((a) => a.ok && a.password === consumerLogin(last, 'web1_app').password)).toBe(true), { timeout: 5_000 });
+      await vi.waitFor(
+        () =>
+          expect(
+            app.attempts.some((a) => a.ok && a.password === consumerLogin(last, 'web1_app').password),
+          ).toBe(true),
+        { timeout: 5_000 },
+      );
     } finally {
       provisioner?.child.kill('SIGCONT');
       await app.stop();
     }
     const failed = app.failures();
-    console.log(`alternating rotations: ${ROTATIONS} (seed ${SEED}; ${counts.moved} moved the consumer) in ${((Date.now() - started) / 1000).toFixed(1)} s; baton SIGKILLs: ${counts.batonKills}, provisioner SIGKILLs: ${counts.provisionerKills}, provisioner stopped: ${counts.provisionerStops}; followed mesh status: ${counts.followed.length} (${[...new Set(counts.followed)].join(', ')}); app logins: ${app.attempts.length}, failed logins: ${failed.length}`);
+    console.log(
+      `alternating rotations: ${ROTATIONS} (seed ${SEED}; ${counts.moved} moved the consumer) in ${((Date.now() - started) / 1000).toFixed(1)} s; baton SIGKILLs: ${counts.batonKills}, provisioner SIGKILLs: ${counts.provisionerKills}, provisioner stopped: ${counts.provisionerStops}; followed mesh status: ${counts.followed.length} (${[...new Set(counts.followed)].join(', ')}); app logins: ${app.attempts.length}, failed logins: ${failed.length}`,
+    );
     expect(failed).toEqual([]);
     expect(app.attempts.length).toBeGreaterThan(50);
     // Both logins were used, and the consumer moved on most rotations.
-    expect(new Set(app.attempts.filter((a) => a.ok).map((a) => a.user))).toEqual(new Set(['web1_app_a', 'web1_app_b']));
+    expect(new Set(app.attempts.filter((a) => a.ok).map((a) => a.user))).toEqual(
+      new Set(['web1_app_a', 'web1_app_b']),
+    );
     expect(counts.moved).toBeGreaterThanOrEqual(ROTATIONS / 2);
     expect(counts.followed.length).toBeGreaterThan(0);
   }, 120_000);
@@ -304,12 +483,21 @@ describe('alternating credentials against a real PostgreSQL', () => {
     const left = consumerLogin(before, 'web1_app');
     expect(left.format).toBe('conninfo');
     // A session of the login about to be left, still open when it is revoked.
-    const session = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: left.user, password: left.password, application_name: 'revoke-test' });
+    const session = new pg.Client({
+      host: sandbox.host,
+      port: sandbox.port,
+      database: 'postgres',
+      user: left.user,
+      password: left.password,
+      application_name: 'revoke-test',
+    });
     session.on('error', () => undefined);
     await session.connect();
     const app = startPasswordApp(sandbox, WEB1, 'web1_app');
     try {
-      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), { timeout: 5_000 });
+      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), {
+        timeout: 5_000,
+      });
       const r = await rotate('web1-app', '10', '--revoke-previous');
       expect(r.stderr).toBe('');
       expect(r.exitCode).toBe(0);
@@ -328,15 +516,29 @@ describe('alternating credentials against a real PostgreSQL', () => {
     }
     expect(app.failures()).toEqual([]);
     expect(app.attempts.length).toBeGreaterThan(5);
-    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory());
+    const status = await baton(
+      'mesh',
+      'status',
+      '--pair',
+      `${PROVIDER}:web1-app`,
+      '--inventory',
+      inventory(),
+    );
     expect(status.exitCode, status.stdout).toBe(0);
     expect(status.stdout).toContain('revoked');
   });
 
-  it('--revoke-previous --end-sessions: the provisioner ends the left login\'s open session once its fresh password is applied, and the summary says how many', async () => {
+  it("--revoke-previous --end-sessions: the provisioner ends the left login's open session once its fresh password is applied, and the summary says how many", async () => {
     await deliveredOnce('web1-app', WEB1());
     const left = consumerLogin(readFileSync(WEB1(), 'utf8'), 'web1_app');
-    const session = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: left.user, password: left.password, application_name: 'end-sessions-test' });
+    const session = new pg.Client({
+      host: sandbox.host,
+      port: sandbox.port,
+      database: 'postgres',
+      user: left.user,
+      password: left.password,
+      application_name: 'end-sessions-test',
+    });
     session.on('error', () => undefined);
     await session.connect();
     try {
@@ -346,10 +548,23 @@ describe('alternating credentials against a real PostgreSQL', () => {
       expect(r.stdout).toContain(`ended 1 open session(s) of ${left.user}.`);
       expect(await loginRefusal(sandbox, left.user, left.password)).toBe('28P01');
       await expect(session.query('SELECT 1')).rejects.toThrow();
-      const open = await asSuperuser(sandbox, async (c) => (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [left.user])).rows[0].n as number);
+      const open = await asSuperuser(
+        sandbox,
+        async (c) =>
+          (await c.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = $1', [left.user]))
+            .rows[0].n as number,
+      );
       expect(open).toBe(0);
       // The request was consumed: nothing is left under .end-sessions.
-      expect(existsSync(path.join(path.dirname(providerFile('web1_app')), '.end-sessions', `web1_app+${left.user.slice(-1)}`))).toBe(false);
+      expect(
+        existsSync(
+          path.join(
+            path.dirname(providerFile('web1_app')),
+            '.end-sessions',
+            `web1_app+${left.user.slice(-1)}`,
+          ),
+        ),
+      ).toBe(false);
     } finally {
       await session.end().catch(() => undefined);
     }
@@ -361,7 +576,9 @@ describe('alternating credentials against a real PostgreSQL', () => {
     expect(consumerLogin(single, 'web2_app').format).toBe('bare');
     const app = startPasswordApp(sandbox, WEB2, 'web2_app');
     try {
-      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), { timeout: 5_000 });
+      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), {
+        timeout: 5_000,
+      });
 
       setCredential('web2-app', 'alternating');
       const on = await rotate('web2-app');
@@ -373,11 +590,25 @@ describe('alternating credentials against a real PostgreSQL', () => {
       expect(await canLogin(sandbox, loginRole('web2_app', 'b'), single)).toBe(true);
       // Once the consumer's file changed format, the plain role's file goes and the group stops logging in.
       expect(existsSync(providerFile('web2_app'))).toBe(false);
-      await vi.waitFor(async () => expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, 'web2_app', single)), { timeout: 5_000, interval: 50 });
+      await vi.waitFor(
+        async () => expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, 'web2_app', single)),
+        { timeout: 5_000, interval: 50 },
+      );
       // What status says of a pair just switched: live a; b has no file of its own yet, and holds the copied password (checked above).
-      const switched = await baton('mesh', 'status', '--pair', `${PROVIDER}:web2-app`, '--json', '--inventory', inventory());
+      const switched = await baton(
+        'mesh',
+        'status',
+        '--pair',
+        `${PROVIDER}:web2-app`,
+        '--json',
+        '--inventory',
+        inventory(),
+      );
       expect(switched.exitCode, switched.all).toBe(0);
-      expect(JSON.parse(switched.stdout).pairs[0].logins).toEqual({ live: 'web2_app_a', other: { login: 'web2_app_b', state: 'copied' } });
+      expect(JSON.parse(switched.stdout).pairs[0].logins).toEqual({
+        live: 'web2_app_a',
+        other: { login: 'web2_app_b', state: 'copied' },
+      });
       expect((await rotate('web2-app')).exitCode).toBe(0);
       const second = consumerLogin(readFileSync(WEB2(), 'utf8'), 'web2_app');
       expect(second.user).toBe(loginRole('web2_app', 'b'));
@@ -393,7 +624,11 @@ describe('alternating credentials against a real PostgreSQL', () => {
       // The logins' files go once the consumer reads the bare secret again; the provisioner stops them logging in.
       expect(existsSync(providerFile('web2_app+a'))).toBe(false);
       expect(existsSync(providerFile('web2_app+b'))).toBe(false);
-      await vi.waitFor(async () => expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, second.user, second.password)), { timeout: 5_000, interval: 50 });
+      await vi.waitFor(
+        async () =>
+          expect(['28000', '28P01']).toContain(await loginRefusal(sandbox, second.user, second.password)),
+        { timeout: 5_000, interval: 50 },
+      );
       await sleep(300);
     } finally {
       await app.stop();

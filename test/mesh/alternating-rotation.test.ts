@@ -57,20 +57,42 @@ const C1 = '/m/consumes/pg-main/web1_app';
 const machines = ['db1', 'web1', 'web2'];
 
 function deps(transportFor: TransportFor, dir: string, waitMs: number): RotationDeps {
-  return { transportFor, journalDir: dir, operator: 'tester', resolve: { concurrency: 3 }, concurrency: 3, waitMs, pollMs: 5 };
+  return {
+    transportFor,
+    journalDir: dir,
+    operator: 'tester',
+    resolve: { concurrency: 3 },
+    concurrency: 3,
+    waitMs,
+    pollMs: 5,
+  };
 }
 
 /** What `mesh rotate` does before the flow: read the ends (one batch per machine), fix the logins, refuse leftovers. */
-async function inspect(inv: Inventory, selector: Parameters<typeof planRotation>[1], mesh: FakeMesh, dir: string): Promise<RotationPlan> {
+async function inspect(
+  inv: Inventory,
+  selector: Parameters<typeof planRotation>[1],
+  mesh: FakeMesh,
+  dir: string,
+): Promise<RotationPlan> {
   const records = await readJournalAll(dir);
-  const { plan, leftovers } = await inspectPlan(planRotation(inv, selector), mesh.transportFor, journalHistory(records), 2, (name) => findMachine(inv, name));
+  const { plan, leftovers } = await inspectPlan(
+    planRotation(inv, selector),
+    mesh.transportFor,
+    journalHistory(records),
+    2,
+    (name) => findMachine(inv, name),
+  );
   expect(leftovers).toEqual([]);
   return plan;
 }
 
 async function readJournalAll(dir: string) {
   try {
-    return readFileSync(path.join(dir, JOURNAL_FILE), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    return readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
   } catch {
     return [];
   }
@@ -78,7 +100,13 @@ async function readJournalAll(dir: string) {
 
 async function rotate(plan: RotationPlan, transportFor: TransportFor, dir: string, id: string, waitMs = 500) {
   const lines: string[] = [];
-  const result = await runRotationPlain({ id, plan, deps: deps(transportFor, dir, waitMs), yes: true, write: (l) => lines.push(l) });
+  const result = await runRotationPlain({
+    id,
+    plan,
+    deps: deps(transportFor, dir, waitMs),
+    yes: true,
+    write: (l) => lines.push(l),
+  });
   return { ...result, text: lines.join('\n') };
 }
 
@@ -92,7 +120,7 @@ function mesh(): FakeMesh {
 const files = (m: FakeMesh, machine: string) => m.machines[machine]!.files;
 
 describe('an alternating rotation', () => {
-  it('first rotation: slot a; the provider end is the raw secret, the consumer end names the login with it; each end checked by its own digest; the receipt awaited is the secret\'s', async () => {
+  it("first rotation: slot a; the provider end is the raw secret, the consumer end names the login with it; each end checked by its own digest; the receipt awaited is the secret's", async () => {
     const m = mesh();
     const dir = journalDir();
     const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
@@ -108,7 +136,12 @@ describe('an alternating rotation', () => {
     expect(text).toContain('window pg-main:web1-app: none (alternating): web1-app moves to web1_app_a');
     expect(text).toContain('No window for 1 alternating pair');
     const prepared = (await readJournal(dir, 'r1')).find((r) => r.phase === 'prepared')!;
-    expect(prepared.pairs[0]).toMatchObject({ credential: 'alternating', login: 'web1_app_a', digest: secretDigest(secret), consumer_digest: secretDigest(files(m, 'web1').get(C1)!) });
+    expect(prepared.pairs[0]).toMatchObject({
+      credential: 'alternating',
+      login: 'web1_app_a',
+      digest: secretDigest(secret),
+      consumer_digest: secretDigest(files(m, 'web1').get(C1)!),
+    });
     expect(prepared.pairs[0]!.left).toBeUndefined();
     expect(readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')).not.toContain(secret);
   });
@@ -116,10 +149,24 @@ describe('an alternating rotation', () => {
   it('second rotation: the consumer on web1_app_a moves to b; a keeps its file (and password) untouched; the journal says which was left', async () => {
     const m = mesh();
     const dir = journalDir();
-    await rotate(await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, 'r1');
+    await rotate(
+      await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir),
+      m.transportFor,
+      dir,
+      'r1',
+    );
     const a = files(m, 'db1').get(`${P}/web1_app+a`)!;
     const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
-    expect(plan.pairs[0]!.login).toEqual({ slot: 'b', role: 'web1_app_b', left: { slot: 'a', role: 'web1_app_a', providerPath: `${P}/web1_app+a`, receiptPath: `${P}/.applied/web1_app+a` } });
+    expect(plan.pairs[0]!.login).toEqual({
+      slot: 'b',
+      role: 'web1_app_b',
+      left: {
+        slot: 'a',
+        role: 'web1_app_a',
+        providerPath: `${P}/web1_app+a`,
+        receiptPath: `${P}/.applied/web1_app+a`,
+      },
+    });
     const { code, text } = await rotate(plan, m.transportFor, dir, 'r2');
     expect(code).toBe(0);
     expect(text).toContain('none (alternating): web1-app moves from web1_app_a to web1_app_b');
@@ -127,9 +174,14 @@ describe('an alternating rotation', () => {
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     expect(conninfoLogin(files(m, 'web1').get(C1)!)).toBe('web1_app_b');
     expect(parseConninfo(files(m, 'web1').get(C1)!)?.password).toBe(files(m, 'db1').get(`${P}/web1_app+b`));
-    expect((await readJournal(dir, 'r2')).find((r) => r.phase === 'applied')!.pairs[0]).toMatchObject({ login: 'web1_app_b', left: 'web1_app_a' });
+    expect((await readJournal(dir, 'r2')).find((r) => r.phase === 'applied')!.pairs[0]).toMatchObject({
+      login: 'web1_app_b',
+      left: 'web1_app_a',
+    });
     // A third goes back to a.
-    expect((await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir)).pairs[0]!.login?.slot).toBe('a');
+    expect(
+      (await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir)).pairs[0]!.login?.slot,
+    ).toBe('a');
   });
 
   it('a single pair in the same rotation is delivered exactly as before: the same raw secret on both ends, its window stated', async () => {
@@ -144,7 +196,9 @@ describe('an alternating rotation', () => {
     expect(code).toBe(0);
     expect(files(m, 'web2').get('/m/consumes/pg-main/web2_app')).toBe(files(m, 'db1').get(`${P}/web2_app`));
     expect(text).toContain('window pg-main:web2-app: from pg-main applying the new password for web2_app');
-    const journal = (await readJournal(dir, 'r1')).find((r) => r.phase === 'applied')!.pairs.find((p) => p.consumer === 'web2-app')!;
+    const journal = (await readJournal(dir, 'r1'))
+      .find((r) => r.phase === 'applied')!
+      .pairs.find((p) => p.consumer === 'web2-app')!;
     expect(Object.keys(journal)).not.toContain('credential');
     expect(Object.keys(journal)).not.toContain('consumer_digest');
   });
@@ -154,7 +208,12 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
   async function onA() {
     const m = mesh();
     const dir = journalDir();
-    await rotate(await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, 'r1');
+    await rotate(
+      await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir),
+      m.transportFor,
+      dir,
+      'r1',
+    );
     return { m, dir, a: files(m, 'db1').get(`${P}/web1_app+a`)!, consumer: files(m, 'web1').get(C1)! };
   }
 
@@ -177,7 +236,9 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     const dying = dyingAfterProviderCommit(m.transportFor);
     void rotate(plan, dying.transportFor, dir, 'r2', 1000);
     await dying.dead;
-    await vi.waitFor(async () => expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'));
+    await vi.waitFor(async () =>
+      expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'),
+    );
   };
 
   it('baton killed between the commits: the consumer still names web1_app_a (unchanged); mesh resume from the journal moves it to b', async () => {
@@ -186,7 +247,15 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     const records = await readJournal(dir, 'r2');
-    const result = await resumeRotation('r2', records, inventory(), m.transportFor, { concurrency: 2, waitMs: 500, pollMs: 5 }, async () => undefined, dir);
+    const result = await resumeRotation(
+      'r2',
+      records,
+      inventory(),
+      m.transportFor,
+      { concurrency: 2, waitMs: 500, pollMs: 5 },
+      async () => undefined,
+      dir,
+    );
     expect([...result.applied]).toEqual(['pg-main:web1-app']);
     expect(result.pairs[0]!.credential).toBe('alternating');
     expect(result.pairs[0]!.login?.left?.role).toBe('web1_app_a');
@@ -201,7 +270,11 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     const records = await readJournal(dir, 'r2');
     const { pairs, digests } = resumablePlan('r2', records, inventory(), dir);
     expect(pairs[0]!.providerPath).toBe(`${P}/web1_app+b`);
-    const results = await rollBackPairs(pairs, digests, previousInJournal(records), m.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 });
+    const results = await rollBackPairs(pairs, digests, previousInJournal(records), m.transportFor, {
+      concurrency: 2,
+      waitMs: 0,
+      pollMs: 5,
+    });
     expect(results[0]).toMatchObject({ result: 'rolled-back' });
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
@@ -214,16 +287,38 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     const records = await readJournal(dir, 'r2');
     const { pairs, digests } = resumablePlan('r2', records, inventory(), dir);
     // The provisioner applied b's new secret: taking it back would be pointless, so the pair finishes.
-    await vi.waitFor(() => expect(files(m, 'db1').get(`${P}/.applied/web1_app+b`)).toContain(digests['pg-main:web1-app']!));
-    const results = await rollBackPairs(pairs, digests, previousInJournal(records), m.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 });
+    await vi.waitFor(() =>
+      expect(files(m, 'db1').get(`${P}/.applied/web1_app+b`)).toContain(digests['pg-main:web1-app']!),
+    );
+    const results = await rollBackPairs(pairs, digests, previousInJournal(records), m.transportFor, {
+      concurrency: 2,
+      waitMs: 0,
+      pollMs: 5,
+    });
     expect(results[0]).toMatchObject({ result: 'finished' });
     expect(conninfoLogin(files(m, 'web1').get(C1)!)).toBe('web1_app_b');
     expect(files(m, 'db1').has(`${P}/.web1_app+b.prev`)).toBe(false);
     // The record `mesh rollback` appends, closing r2.
     const last = records.find((r) => r.phase === 'prepared')!;
-    await appendJournal(dir, { ...last, at: new Date().toISOString(), phase: 'rolled-back', applied: ['pg-main:web1-app'], rolled_back: [{ pair: 'pg-main:web1-app', result: 'finished' }] });
+    await appendJournal(dir, {
+      ...last,
+      at: new Date().toISOString(),
+      phase: 'rolled-back',
+      applied: ['pg-main:web1-app'],
+      rolled_back: [{ pair: 'pg-main:web1-app', result: 'finished' }],
+    });
     // Two rotations later the target is b again: no leftover is found on it.
-    for (const id of ['r3', 'r4']) expect((await rotate(await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, id)).code).toBe(0);
+    for (const id of ['r3', 'r4'])
+      expect(
+        (
+          await rotate(
+            await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir),
+            m.transportFor,
+            dir,
+            id,
+          )
+        ).code,
+      ).toBe(0);
     expect(conninfoLogin(files(m, 'web1').get(C1)!)).toBe('web1_app_b');
   });
 });
@@ -232,15 +327,35 @@ describe('the words of a finished rotation', () => {
   it('the status line says window: none (alternating) unless a single pair applied, whose measured window it gives; an unconfirmed alternating pair says its consumer stays on what works', async () => {
     const m = mesh();
     const plan = await inspect(inventory(), { by: 'provider', name: 'pg-main' }, m, journalDir());
-    const done = (applied: string[], windows: Record<string, number>) => ({ step: 'done', id: 'r', plan, resolutions: {}, digests: {}, applied, windows }) as unknown as Extract<RotationState, { step: 'done' }>;
-    expect(windowBadge(done(['pg-main:web1-app'], { 'pg-main:web1-app': 900 }))).toBe(' · window: none (alternating)');
-    expect(windowBadge(done(['pg-main:web1-app', 'pg-main:web2-app'], { 'pg-main:web1-app': 900, 'pg-main:web2-app': 30 }))).toBe(' · window ≤ 30 ms');
+    const done = (applied: string[], windows: Record<string, number>) =>
+      ({ step: 'done', id: 'r', plan, resolutions: {}, digests: {}, applied, windows }) as unknown as Extract<
+        RotationState,
+        { step: 'done' }
+      >;
+    expect(windowBadge(done(['pg-main:web1-app'], { 'pg-main:web1-app': 900 }))).toBe(
+      ' · window: none (alternating)',
+    );
+    expect(
+      windowBadge(
+        done(['pg-main:web1-app', 'pg-main:web2-app'], { 'pg-main:web1-app': 900, 'pg-main:web2-app': 30 }),
+      ),
+    ).toBe(' · window ≤ 30 ms');
     const alt = plan.pairs.find((p) => p.consumer === 'web1-app')!;
     const single = plan.pairs.find((p) => p.consumer === 'web2-app')!;
-    expect(notConfirmedText(alt)).toBe("pg-main has not confirmed web1_app_a: web1-app's new file is still staged; web1-app kept its current file, which works (pg-main still has its password).");
-    const cancelled = { step: 'cancelled', id: 'r', plan, resolutions: {} } as unknown as Extract<RotationState, { step: 'cancelled' }>;
-    expect(summaryLines(cancelled)).toEqual(['Cancelled before anything was generated. Nothing was sent.', "  · pg-main:web1-app: web1-app kept its current file, which works (pg-main still has its password)."]);
-    expect(notConfirmedText(single)).toBe("pg-main has not confirmed web2_app: web2-app's file is still staged; its old password still works.");
+    expect(notConfirmedText(alt)).toBe(
+      "pg-main has not confirmed web1_app_a: web1-app's new file is still staged; web1-app kept its current file, which works (pg-main still has its password).",
+    );
+    const cancelled = { step: 'cancelled', id: 'r', plan, resolutions: {} } as unknown as Extract<
+      RotationState,
+      { step: 'cancelled' }
+    >;
+    expect(summaryLines(cancelled)).toEqual([
+      'Cancelled before anything was generated. Nothing was sent.',
+      '  · pg-main:web1-app: web1-app kept its current file, which works (pg-main still has its password).',
+    ]);
+    expect(notConfirmedText(single)).toBe(
+      "pg-main has not confirmed web2_app: web2-app's file is still staged; its old password still works.",
+    );
   });
 });
 
@@ -249,12 +364,26 @@ describe('an unknown live login', () => {
     const m = mesh();
     const inv = inventory();
     m.machines.web1!.unreachable = 'ssh: connect to host web1.internal port 22: Connection timed out';
-    const inspected = await inspectPlan(planRotation(inv, { by: 'provider', name: 'pg-main' }), m.transportFor, journalHistory([]), 2, (name) => findMachine(inv, name));
-    expect(inspected.unknownLogins).toEqual([{ pair: 'pg-main:web1-app', machine: 'web1', reason: 'ssh: connect to host web1.internal port 22: Connection timed out' }]);
+    const inspected = await inspectPlan(
+      planRotation(inv, { by: 'provider', name: 'pg-main' }),
+      m.transportFor,
+      journalHistory([]),
+      2,
+      (name) => findMachine(inv, name),
+    );
+    expect(inspected.unknownLogins).toEqual([
+      {
+        pair: 'pg-main:web1-app',
+        machine: 'web1',
+        reason: 'ssh: connect to host web1.internal port 22: Connection timed out',
+      },
+    ]);
     const refusal = unknownLoginsRefusal(inspected.unknownLogins);
     expect(refusal.code).toBe('gate-closed');
     expect(refusal.what).toContain('pg-main:web1-app');
-    expect(refusal.where).toContain('web1 (ssh: connect to host web1.internal port 22: Connection timed out)');
+    expect(refusal.where).toContain(
+      'web1 (ssh: connect to host web1.internal port 22: Connection timed out)',
+    );
     expect(refusal.changed).toBe('Nothing was generated and nothing was sent.');
     expect(m.writes()).toBe(0);
   });
@@ -266,7 +395,14 @@ describe('switching a pair', () => {
     const dir = journalDir();
     // A single pair, live: the bare secret on both ends, and its receipt.
     files(m, 'db1').set(`${P}/web1_app`, 'old-secret');
-    files(m, 'db1').set(`${P}/.applied/web1_app`, formatReceipt({ role: 'web1_app', digest: secretDigest('old-secret'), applied_at: new Date().toISOString() }));
+    files(m, 'db1').set(
+      `${P}/.applied/web1_app`,
+      formatReceipt({
+        role: 'web1_app',
+        digest: secretDigest('old-secret'),
+        applied_at: new Date().toISOString(),
+      }),
+    );
     files(m, 'web1').set(C1, 'old-secret');
     const plan = await inspect(inventory('alternating'), { by: 'consumer', name: 'web1-app' }, m, dir);
     expect(plan.pairs[0]!.login).toEqual({ slot: 'a', role: 'web1_app_a' });
@@ -299,7 +435,12 @@ describe('switching a pair', () => {
   it('a switch whose removal a crash cut short: the next rotation removes the plain file', async () => {
     const m = mesh();
     const dir = journalDir();
-    await rotate(await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, 'r1');
+    await rotate(
+      await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir),
+      m.transportFor,
+      dir,
+      'r1',
+    );
     files(m, 'db1').set(`${P}/web1_app`, 'old-secret'); // left behind
     const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
     expect(plan.pairs[0]!.login?.slot).toBe('b');
@@ -311,8 +452,18 @@ describe('switching a pair', () => {
   it('alternating → single: a single rotation of the role, then both login files go', async () => {
     const m = mesh();
     const dir = journalDir();
-    await rotate(await inspect(inventory('alternating'), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, 'r1');
-    await rotate(await inspect(inventory('alternating'), { by: 'consumer', name: 'web1-app' }, m, dir), m.transportFor, dir, 'r2');
+    await rotate(
+      await inspect(inventory('alternating'), { by: 'consumer', name: 'web1-app' }, m, dir),
+      m.transportFor,
+      dir,
+      'r1',
+    );
+    await rotate(
+      await inspect(inventory('alternating'), { by: 'consumer', name: 'web1-app' }, m, dir),
+      m.transportFor,
+      dir,
+      'r2',
+    );
     expect(files(m, 'db1').has(`${P}/web1_app+b`)).toBe(true);
     const plan = await inspect(inventory('single'), { by: 'consumer', name: 'web1-app' }, m, dir);
     expect(plan.pairs[0]!.login).toBeUndefined();
@@ -322,18 +473,28 @@ describe('switching a pair', () => {
     expect(plan.pairs[0]!.leaves).toBe('web1_app_b');
     const { code, text } = await rotate(plan, m.transportFor, dir, 'r3');
     expect(code).toBe(0);
-    expect(text).toContain('none (switching to one role): web1-app keeps using web1_app_b until its file names web1_app, whose new password pg-main has applied by then');
-    expect(text).toContain("then baton removes web1_app+a and web1_app+b (the alternating logins' files, switched to single)");
-    expect(text).toContain("pg-main applied web1_app; web1-app's file names it now (no window: it used web1_app_b until then)");
+    expect(text).toContain(
+      'none (switching to one role): web1-app keeps using web1_app_b until its file names web1_app, whose new password pg-main has applied by then',
+    );
+    expect(text).toContain(
+      "then baton removes web1_app+a and web1_app+b (the alternating logins' files, switched to single)",
+    );
+    expect(text).toContain(
+      "pg-main applied web1_app; web1-app's file names it now (no window: it used web1_app_b until then)",
+    );
     expect(text).not.toContain('the OLD password could fail');
     // The journal keeps the login left, so a resume of this rotation says the same.
-    expect((await readJournal(dir, 'r3')).find((r) => r.phase === 'prepared')!.pairs[0]).toMatchObject({ left: 'web1_app_b', retire: [`${P}/web1_app+a`, `${P}/web1_app+b`] });
+    expect((await readJournal(dir, 'r3')).find((r) => r.phase === 'prepared')!.pairs[0]).toMatchObject({
+      left: 'web1_app_b',
+      retire: [`${P}/web1_app+a`, `${P}/web1_app+b`],
+    });
     // The next rotation of the pair, one role throughout, has its window again.
     const after = await inspect(inventory('single'), { by: 'consumer', name: 'web1-app' }, m, dir);
     expect(after.pairs[0]!.leaves).toBeUndefined();
     expect(after.pairs[0]!.window).toContain('that still use the OLD password fail');
     expect(files(m, 'web1').get(C1)).toBe(files(m, 'db1').get(`${P}/web1_app`));
-    for (const f of ['web1_app+a', 'web1_app+b', '.applied/web1_app+a', '.applied/web1_app+b']) expect(files(m, 'db1').has(`${P}/${f}`)).toBe(false);
+    for (const f of ['web1_app+a', 'web1_app+b', '.applied/web1_app+a', '.applied/web1_app+b'])
+      expect(files(m, 'db1').has(`${P}/${f}`)).toBe(false);
   });
 });
 
@@ -344,6 +505,9 @@ describe('mesh seed of an alternating pair', () => {
     const result = await seedPair(plan, Secret.fromText('seeded-pw'), m.transportFor, { concurrency: 2 });
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe('seeded-pw');
     expect(files(m, 'web1').get(C1)).toBe("user=web1_app_a password='seeded-pw'");
-    expect(result).toEqual({ digest: secretDigest('seeded-pw'), consumerDigest: secretDigest("user=web1_app_a password='seeded-pw'") });
+    expect(result).toEqual({
+      digest: secretDigest('seeded-pw'),
+      consumerDigest: secretDigest("user=web1_app_a password='seeded-pw'"),
+    });
   });
 });

@@ -12,7 +12,11 @@ import {
 } from '../../src/mesh/alternating.js';
 import { parseInventory } from '../../src/mesh/inventory.js';
 
-import { INVENTORY_FILE as FILE, INVENTORY_HEAD as base, inventoryRefusal as refusal } from './mesh-fixture.js';
+import {
+  INVENTORY_FILE as FILE,
+  INVENTORY_HEAD as base,
+  inventoryRefusal as refusal,
+} from './mesh-fixture.js';
 
 describe('alternating names', () => {
   it('names the two logins of a group and the provider-end file of each', () => {
@@ -45,11 +49,16 @@ describe('the consumer end of an alternating pair', () => {
   });
 
   it('accepts libpq spellings: spaces around =, bare values, escapes in bare values', () => {
-    expect(parseConninfo("  user = web1_app_b   password=a\\ b host='db 1'")).toEqual({ user: 'web1_app_b', password: 'a b', host: 'db 1' });
+    expect(parseConninfo("  user = web1_app_b   password=a\\ b host='db 1'")).toEqual({
+      user: 'web1_app_b',
+      password: 'a b',
+      host: 'db 1',
+    });
   });
 
   it('does not take a single role file (the bare secret) or a broken string for a login', () => {
-    for (const text of ['Zk3J-8aQ_base64url', "user=x password='open", 'user=x', '=x', '']) expect(conninfoLogin(text), text).toBeUndefined();
+    for (const text of ['Zk3J-8aQ_base64url', "user=x password='open", 'user=x', '=x', ''])
+      expect(conninfoLogin(text), text).toBeUndefined();
   });
 });
 
@@ -79,7 +88,9 @@ consumers:
   });
 
   it('refuses a role too long for its logins, naming the consumer and the file (exit 2)', () => {
-    const error = refusal(`${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating, role: ${'r'.repeat(62)} }\n`);
+    const error = refusal(
+      `${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating, role: ${'r'.repeat(62)} }\n`,
+    );
     expect(error.exitCode).toBe(2);
     expect(error.what).toContain('consumer "web1-app"');
     expect(error.what).toContain('longer than 63 bytes');
@@ -91,7 +102,9 @@ consumers:
       `${base}consumers:\n  - { name: web1, machine: web1, uses: [pg-main], credential: alternating }\n  - { name: web1_a, machine: web1, uses: [pg-main] }\n`,
     );
     expect(error.exitCode).toBe(2);
-    expect(error.what).toBe('consumers "web1" and "web1_a" both map to role "web1_a" on provider "pg-main" (an alternating login of "web1", consumer "web1").');
+    expect(error.what).toBe(
+      'consumers "web1" and "web1_a" both map to role "web1_a" on provider "pg-main" (an alternating login of "web1", consumer "web1").',
+    );
     // The same names on two providers are two databases' roles: no collision.
     expect(() =>
       parseInventory(
@@ -102,7 +115,9 @@ consumers:
   });
 
   it('refuses an unknown mode by name', () => {
-    const error = refusal(`${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], credential: both }\n`);
+    const error = refusal(
+      `${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], credential: both }\n`,
+    );
     expect(error.what).toMatch(/credential/);
   });
 });

@@ -13,7 +13,10 @@ export interface DyingBaton {
   readonly dead: Promise<void>;
 }
 
-export function dyingAfterProviderCommit(transportFor: TransportFor, isProviderPath: (path: string) => boolean = (p) => p.includes('/provides/')): DyingBaton {
+export function dyingAfterProviderCommit(
+  transportFor: TransportFor,
+  isProviderPath: (path: string) => boolean = (p) => p.includes('/provides/'),
+): DyingBaton {
   let dead = false;
   let died: () => void = () => undefined;
   const deadPromise = new Promise<void>((resolve) => {
@@ -21,7 +24,10 @@ export function dyingAfterProviderCommit(transportFor: TransportFor, isProviderP
   });
   const never = new Promise<never>(() => undefined);
   const wrapped = new Map<string, BoundTransport>();
-  const gate = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => (dead ? never : fn(...args));
+  const gate =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> =>
+      dead ? never : fn(...args);
   return {
     dead: deadPromise,
     transportFor: (machine) => {

@@ -14,10 +14,14 @@ describe('the fake transport is strict', () => {
   it('throws on a path the plan does not deliver to that holder, and writes nothing', async () => {
     const mesh = fakeMesh(names, plan);
     const stray = `${holder.receives[0]!.path}-elsewhere`;
-    await expect(mesh.transportFor(holder.machine).stage([{ path: stray, secret: Secret.fromText('x') }])).rejects.toBeInstanceOf(UnarrangedCall);
+    await expect(
+      mesh.transportFor(holder.machine).stage([{ path: stray, secret: Secret.fromText('x') }]),
+    ).rejects.toBeInstanceOf(UnarrangedCall);
     expect(mesh.writes()).toBe(0);
     expect(mesh.machines[holder.machine]!.files.size).toBe(0);
-    expect(mesh.unarranged).toEqual([`stage of ${stray} on ${holder.machine}, which the plan does not deliver there`]);
+    expect(mesh.unarranged).toEqual([
+      `stage of ${stray} on ${holder.machine}, which the plan does not deliver there`,
+    ]);
   });
 
   it('throws on any call to a machine the plan does not name as a holder, and on a machine that does not exist', async () => {
@@ -31,7 +35,9 @@ describe('the fake transport is strict', () => {
     const mesh = fakeMesh(names, plan);
     const paths = holder.receives.map((d) => d.path);
     await mesh.transportFor(holder.machine).resolve();
-    await mesh.transportFor(holder.machine).stage(paths.map((path) => ({ path, secret: Secret.fromText('s') })));
+    await mesh
+      .transportFor(holder.machine)
+      .stage(paths.map((path) => ({ path, secret: Secret.fromText('s') })));
     await mesh.transportFor(holder.machine).commit(paths);
     expect(mesh.machines[holder.machine]!.calls).toEqual(['resolve', 'stage', 'commit']);
     expect(mesh.unarranged).toEqual([]);

@@ -8,7 +8,12 @@
 import { conninfoLogin } from '../../src/mesh/alternating.js';
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
-import { previousPath, rolledBackPath, TransportError, type BoundTransport } from '../../src/mesh/transport.js';
+import {
+  previousPath,
+  rolledBackPath,
+  TransportError,
+  type BoundTransport,
+} from '../../src/mesh/transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { providerFilesOf, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 
@@ -39,7 +44,11 @@ export interface FakeMesh {
  * `plan` arranges what each holder may be asked about: the paths it receives, and for a
  * provider end the receipt the provisioner writes; `also`, per machine, any further paths.
  */
-export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Readonly<Record<string, readonly string[]>> = {}): FakeMesh {
+export function fakeMesh(
+  names: readonly string[],
+  plan: RotationPlan,
+  also: Readonly<Record<string, readonly string[]>> = {},
+): FakeMesh {
   const machines: Record<string, FakeMachine> = {};
   for (const name of names) machines[name] = { files: new Map(), calls: [] };
   const arranged = new Map<string, Set<string>>();
@@ -50,12 +59,14 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Rea
       paths.add(pair.receiptPath);
       // Every provider-end file the pair may have (either mode, either login) and its receipt:
       // a rotation reads them all, and a switch removes the other mode's.
-      for (const p of providerFilesOf(pair)) paths.add(p).add(path.join(path.dirname(p), '.applied', path.basename(p)));
+      for (const p of providerFilesOf(pair))
+        paths.add(p).add(path.join(path.dirname(p), '.applied', path.basename(p)));
     }
     arranged.set(holder.machine, paths);
   }
   // Paths outside the plan a test arranges too (a revoke's left login files, on a provider machine).
-  for (const [machine, paths] of Object.entries(also)) arranged.set(machine, new Set([...(arranged.get(machine) ?? []), ...paths]));
+  for (const [machine, paths] of Object.entries(also))
+    arranged.set(machine, new Set([...(arranged.get(machine) ?? []), ...paths]));
   const unarranged: string[] = [];
   const refuse = (what: string): never => {
     unarranged.push(what);
@@ -68,7 +79,8 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Rea
     const gate = (op: string, paths: readonly string[] = []) => {
       const allowed = arranged.get(name);
       if (!allowed) refuse(`${op} on ${name}, which the plan does not name as a holder`);
-      for (const p of paths) if (!allowed!.has(p)) refuse(`${op} of ${p} on ${name}, which the plan does not deliver there`);
+      for (const p of paths)
+        if (!allowed!.has(p)) refuse(`${op} of ${p} on ${name}, which the plan does not deliver there`);
       m.calls.push(op);
       if (m.unreachable) throw new TransportError(name, m.unreachable);
       if (m.failOn === op) throw new TransportError(name, `${op} failed (injected)`);
@@ -77,7 +89,10 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Rea
       machine: name,
       resolve: async () => gate('resolve'),
       stage: async (files) => {
-        gate('stage', files.map((f) => f.path));
+        gate(
+          'stage',
+          files.map((f) => f.path),
+        );
         for (const f of files) {
           writes++;
           m.files.set(`${f.path}.next`, f.secret.reveal());
@@ -127,7 +142,14 @@ export function fakeMesh(names: readonly string[], plan: RotationPlan, also: Rea
       retire: async (paths) => {
         gate('retire', paths);
         for (const p of paths) {
-          for (const f of [p, `${p}.next`, previousPath(p), rolledBackPath(p), path.join(path.dirname(p), '.applied', path.basename(p))]) m.files.delete(f);
+          for (const f of [
+            p,
+            `${p}.next`,
+            previousPath(p),
+            rolledBackPath(p),
+            path.join(path.dirname(p), '.applied', path.basename(p)),
+          ])
+            m.files.delete(f);
         }
       },
       digests: async (paths) => {
@@ -161,7 +183,10 @@ export function provisionerOn(machine: FakeMachine): void {
     for (const p of paths) {
       if (!p.includes('/provides/')) continue;
       const role = path.basename(p);
-      files.set(path.join(path.dirname(p), '.applied', role), formatReceipt({ role, digest: secretDigest(files.get(p)!), applied_at: new Date().toISOString() }));
+      files.set(
+        path.join(path.dirname(p), '.applied', role),
+        formatReceipt({ role, digest: secretDigest(files.get(p)!), applied_at: new Date().toISOString() }),
+      );
     }
   };
 }

@@ -13,24 +13,81 @@ const plan = planRotation(inventory, { by: 'consumer', name: 'web1-app' });
 const pair = plan.pairs[0]!;
 const d = (x: string) => `sha256:${x.repeat(64).slice(0, 64)}` as SecretDigest;
 
-function record(id: string, phase: JournalRecord['phase'], extra: Partial<JournalRecord> = {}): JournalRecord {
-  return { id, at: '2026-12-01T00:00:00Z', operator: 't', phase, selector: '', holders: [], results: [], pairs: [{ key: pair.key, provider: pair.provider, consumer: pair.consumer, role: pair.role, provider_machine: pair.providerMachine, consumer_machine: pair.consumerMachine, provider_path: pair.providerPath, consumer_path: pair.consumerPath, receipt_path: pair.receiptPath, digest: d('b') }], ...extra };
+function record(
+  id: string,
+  phase: JournalRecord['phase'],
+  extra: Partial<JournalRecord> = {},
+): JournalRecord {
+  return {
+    id,
+    at: '2026-12-01T00:00:00Z',
+    operator: 't',
+    phase,
+    selector: '',
+    holders: [],
+    results: [],
+    pairs: [
+      {
+        key: pair.key,
+        provider: pair.provider,
+        consumer: pair.consumer,
+        role: pair.role,
+        provider_machine: pair.providerMachine,
+        consumer_machine: pair.consumerMachine,
+        provider_path: pair.providerPath,
+        consumer_path: pair.consumerPath,
+        receipt_path: pair.receiptPath,
+        digest: d('b'),
+      },
+    ],
+    ...extra,
+  };
 }
 
 describe('leftovers: what a rotation or seed must not start over', () => {
   const clean = journalHistory([]);
   it('a clean pair, and a finished pair with a previous file left beside it, are not leftovers', () => {
-    expect(leftoverOf(pair, { live: d('a'), next: undefined }, { live: d('a'), next: undefined }, clean)).toBeUndefined();
-    expect(leftoverOf(pair, { live: d('a'), next: undefined, prev: d('9') }, { live: d('a'), next: undefined }, clean)).toBeUndefined();
+    expect(
+      leftoverOf(pair, { live: d('a'), next: undefined }, { live: d('a'), next: undefined }, clean),
+    ).toBeUndefined();
+    expect(
+      leftoverOf(
+        pair,
+        { live: d('a'), next: undefined, prev: d('9') },
+        { live: d('a'), next: undefined },
+        clean,
+      ),
+    ).toBeUndefined();
   });
 
   it('a staged end, a kept previous file of an unfinished pair, or an open rotation is one, named with its rotation', () => {
     const open = journalHistory([record('r1', 'prepared'), record('r1', 'committed')]);
-    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: d('b') }, open)).toMatchObject({ rotation: 'r1', what: expect.stringContaining('.next staged') });
-    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: undefined }, clean)?.what).toContain('keeps the previous provider file');
-    expect(leftoverOf(pair, { live: d('a'), next: undefined }, { live: d('a'), next: undefined }, open)?.what).toBe('rotation r1 has not finished it');
-    const refusal = leftoversRefusal('rotate', [leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: d('b') }, open)!]);
-    expect([refusal.exitCode, refusal.next]).toEqual([3, `${pair.key}: finish it with baton mesh resume r1 or roll it back with baton mesh rollback r1`]);
+    expect(
+      leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: d('b') }, open),
+    ).toMatchObject({ rotation: 'r1', what: expect.stringContaining('.next staged') });
+    expect(
+      leftoverOf(
+        pair,
+        { live: d('b'), next: undefined, prev: d('a') },
+        { live: d('a'), next: undefined },
+        clean,
+      )?.what,
+    ).toContain('keeps the previous provider file');
+    expect(
+      leftoverOf(pair, { live: d('a'), next: undefined }, { live: d('a'), next: undefined }, open)?.what,
+    ).toBe('rotation r1 has not finished it');
+    const refusal = leftoversRefusal('rotate', [
+      leftoverOf(
+        pair,
+        { live: d('b'), next: undefined, prev: d('a') },
+        { live: d('a'), next: d('b') },
+        open,
+      )!,
+    ]);
+    expect([refusal.exitCode, refusal.next]).toEqual([
+      3,
+      `${pair.key}: finish it with baton mesh resume r1 or roll it back with baton mesh rollback r1`,
+    ]);
     expect(refusal.changed).toBe('Nothing was generated and nothing was sent.');
   });
 
@@ -41,30 +98,83 @@ describe('leftovers: what a rotation or seed must not start over', () => {
     const consumer = { live: d('c'), next: undefined, liveLogin: 'web1_app_a' };
     expect(leftoverOf(alternating, provider, consumer, clean)).toBeUndefined();
     const open = journalHistory([record('r1', 'prepared'), record('r1', 'committed')]);
-    expect(leftoverOf(alternating, provider, consumer, open)?.what).toContain('keeps the previous provider file');
+    expect(leftoverOf(alternating, provider, consumer, open)?.what).toContain(
+      'keeps the previous provider file',
+    );
   });
 
   it('baton killed after the consumer commit, before the journal said applied: the consumer holds what that rotation prepared, so the pair is finished', () => {
     const open = journalHistory([record('r1', 'prepared'), record('r1', 'committed')]);
     // Single: both ends hold r1's digest (b); the kept .prev was not yet removed.
-    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('b'), next: undefined }, open)).toBeUndefined();
+    expect(
+      leftoverOf(
+        pair,
+        { live: d('b'), next: undefined, prev: d('a') },
+        { live: d('b'), next: undefined },
+        open,
+      ),
+    ).toBeUndefined();
     // Not yet moved: the consumer still holds a, so r1 is open and named.
-    expect(leftoverOf(pair, { live: d('b'), next: undefined, prev: d('a') }, { live: d('a'), next: undefined }, open)?.rotation).toBe('r1');
+    expect(
+      leftoverOf(
+        pair,
+        { live: d('b'), next: undefined, prev: d('a') },
+        { live: d('a'), next: undefined },
+        open,
+      )?.rotation,
+    ).toBe('r1');
     // Alternating: the consumer end's own digest is the one r1 prepared for it.
     const alternating = { ...pair, credential: 'alternating' as const };
     const base = record('r1', 'prepared');
-    const altOpen = journalHistory([{ ...base, pairs: [{ ...base.pairs[0]!, credential: 'alternating', consumer_digest: d('c') }] }, record('r1', 'committed')]);
-    expect(leftoverOf(alternating, { live: d('e'), next: undefined }, { live: d('c'), next: undefined, liveLogin: 'web1_app_b' }, altOpen)).toBeUndefined();
-    expect(leftoverOf(alternating, { live: d('e'), next: undefined }, { live: d('f'), next: undefined, liveLogin: 'web1_app_a' }, altOpen)?.what).toBe('rotation r1 has not finished it');
+    const altOpen = journalHistory([
+      { ...base, pairs: [{ ...base.pairs[0]!, credential: 'alternating', consumer_digest: d('c') }] },
+      record('r1', 'committed'),
+    ]);
+    expect(
+      leftoverOf(
+        alternating,
+        { live: d('e'), next: undefined },
+        { live: d('c'), next: undefined, liveLogin: 'web1_app_b' },
+        altOpen,
+      ),
+    ).toBeUndefined();
+    expect(
+      leftoverOf(
+        alternating,
+        { live: d('e'), next: undefined },
+        { live: d('f'), next: undefined, liveLogin: 'web1_app_a' },
+        altOpen,
+      )?.what,
+    ).toBe('rotation r1 has not finished it');
   });
 
   it('a rotation is closed for a pair once it applied or rolled it back; its age changes only when it applied it', () => {
-    const rolled = journalHistory([record('r1', 'prepared'), record('r1', 'committed'), record('r1', 'rolled-back', { rolled_back: [{ pair: pair.key, result: 'rolled-back', receipt: 'old' }] })]);
-    expect([rolled.unfinished(pair.key), rolled.pair(pair.key).lastRotatedAt]).toEqual([undefined, undefined]);
-    const unknown = journalHistory([record('r2', 'prepared'), record('r2', 'rolled-back', { rolled_back: [{ pair: pair.key, result: 'provider-unknown', reason: 'x' }] })]);
+    const rolled = journalHistory([
+      record('r1', 'prepared'),
+      record('r1', 'committed'),
+      record('r1', 'rolled-back', {
+        rolled_back: [{ pair: pair.key, result: 'rolled-back', receipt: 'old' }],
+      }),
+    ]);
+    expect([rolled.unfinished(pair.key), rolled.pair(pair.key).lastRotatedAt]).toEqual([
+      undefined,
+      undefined,
+    ]);
+    const unknown = journalHistory([
+      record('r2', 'prepared'),
+      record('r2', 'rolled-back', {
+        rolled_back: [{ pair: pair.key, result: 'provider-unknown', reason: 'x' }],
+      }),
+    ]);
     expect(unknown.unfinished(pair.key)).toBe('r2');
-    const applied = journalHistory([record('r3', 'prepared'), record('r3', 'applied', { applied: [pair.key], at: '2026-12-02T00:00:00Z' })]);
-    expect([applied.unfinished(pair.key), applied.pair(pair.key).lastRotatedAt]).toEqual([undefined, '2026-12-02T00:00:00Z']);
+    const applied = journalHistory([
+      record('r3', 'prepared'),
+      record('r3', 'applied', { applied: [pair.key], at: '2026-12-02T00:00:00Z' }),
+    ]);
+    expect([applied.unfinished(pair.key), applied.pair(pair.key).lastRotatedAt]).toEqual([
+      undefined,
+      '2026-12-02T00:00:00Z',
+    ]);
   });
 });
 
@@ -72,14 +182,21 @@ describe('selectors and the mesh identity', () => {
   it('a repeated flag selects the union, each pair once, in inventory order', () => {
     const selector = parseSelector({ pair: ['pg-audit:web2-app', 'pg-main:web1-app', 'pg-main:web1-app'] });
     expect(selector.by).toBe('union');
-    expect(selectPairs(inventory, selector).map((p) => `${p.provider}:${p.consumer}`)).toEqual(['pg-main:web1-app', 'pg-audit:web2-app']);
-    expect(() => parseSelector({ pair: ['pg-main:web1-app'], consumer: 'web1-app' })).toThrow(/Only one selector/);
+    expect(selectPairs(inventory, selector).map((p) => `${p.provider}:${p.consumer}`)).toEqual([
+      'pg-main:web1-app',
+      'pg-audit:web2-app',
+    ]);
+    expect(() => parseSelector({ pair: ['pg-main:web1-app'], consumer: 'web1-app' })).toThrow(
+      /Only one selector/,
+    );
   });
 
   it('the id: field names the mesh; otherwise it is derived from mesh_dir and the machines', () => {
     expect(meshIdentity({ ...inventory, id: 'prod-eu' })).toBe('prod-eu');
     expect(meshIdentity(inventory)).toMatch(/^mesh-[0-9a-f]{12}$/);
     expect(meshIdentity({ ...inventory, meshDir: '/srv/other' })).not.toBe(meshIdentity(inventory));
-    expect(meshIdentity({ ...inventory, machines: inventory.machines.slice(1) })).not.toBe(meshIdentity(inventory));
+    expect(meshIdentity({ ...inventory, machines: inventory.machines.slice(1) })).not.toBe(
+      meshIdentity(inventory),
+    );
   });
 });

@@ -1,5 +1,13 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -40,7 +48,8 @@ function baton(...args: string[]): Promise<{ code: number | null; stdout: string
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
-const live = (machine: string, file: string) => path.join(tmp.dir, 'machines', machine, '/var/lib/baton/mesh', file);
+const live = (machine: string, file: string) =>
+  path.join(tmp.dir, 'machines', machine, '/var/lib/baton/mesh', file);
 
 describe('baton mesh (the built CLI, local transport)', async () => {
   it('plan lists every holder, what it receives and each window, and changes nothing', async () => {
@@ -49,24 +58,48 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.code).toBe(0);
     const plan = JSON.parse(r.stdout);
     expect(plan.gate).toBe('open');
-    expect(plan.holders.map((h: { machine: string; receives: { path: string }[] }) => [h.machine, h.receives.map((d) => d.path)])).toEqual([
-      ['db1', ['/var/lib/baton/mesh/provides/pg-main/web1_app', '/var/lib/baton/mesh/provides/pg-main/web2_app']],
+    expect(
+      plan.holders.map((h: { machine: string; receives: { path: string }[] }) => [
+        h.machine,
+        h.receives.map((d) => d.path),
+      ]),
+    ).toEqual([
+      [
+        'db1',
+        ['/var/lib/baton/mesh/provides/pg-main/web1_app', '/var/lib/baton/mesh/provides/pg-main/web2_app'],
+      ],
       ['web1', ['/var/lib/baton/mesh/consumes/pg-main/web1_app']],
       ['web2', ['/var/lib/baton/mesh/consumes/pg-main/web2_app']],
     ]);
-    expect(plan.pairs[1].window).toBe("from pg-main applying the new password for web2_app until web2-app's file is replaced (right after the receipt is read), new connections from web2-app that still use the OLD password fail");
+    expect(plan.pairs[1].window).toBe(
+      "from pg-main applying the new password for web2_app until web2-app's file is replaced (right after the receipt is read), new connections from web2-app that still use the OLD password fail",
+    );
     expect(snapshotDir(tmp.dir)).toEqual(before);
     const text = await baton('mesh', 'plan', '--consumer', 'web1-app', '--inventory', inventory);
     expect(text.stdout).toContain('✓ web1 (local machines/web1) receives consumes/pg-main/web1_app');
-    expect(text.stdout).toContain("Order: provider ends first; each consumer end only after its provider's receipt shows the database has the new password.");
+    expect(text.stdout).toContain(
+      "Order: provider ends first; each consumer end only after its provider's receipt shows the database has the new password.",
+    );
     // The suggested command keeps the global flags and the inventory this run was given.
-    expect(text.stdout).toMatch(/Gate open: all 2 machines resolved; `baton (?:--\S+ \S+ )*mesh rotate --consumer web1-app --inventory \S+` would rotate 1 credential\./);
+    expect(text.stdout).toMatch(
+      /Gate open: all 2 machines resolved; `baton (?:--\S+ \S+ )*mesh rotate --consumer web1-app --inventory \S+` would rotate 1 credential\./,
+    );
     expect(text.stdout).toContain('Nothing was changed.');
   });
 
   it('rotate --yes delivers one secret per pair to both ends, journals digests and each measured window, and prints no secret', async () => {
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
-    const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '10').finally(() => provisioner.stop());
+    const r = await baton(
+      'mesh',
+      'rotate',
+      '--provider',
+      'pg-main',
+      '--inventory',
+      inventory,
+      '--yes',
+      '--wait',
+      '10',
+    ).finally(() => provisioner.stop());
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const s1 = readFileSync(live('db1', 'provides/pg-main/web1_app'), 'utf8');
@@ -78,15 +111,24 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const journalText = readFileSync(journalFile, 'utf8');
     expect(statSync(journalFile).mode & 0o777).toBe(0o600);
     expect(statSync(path.dirname(journalFile)).mode & 0o777).toBe(0o700);
-    expect(journalText.trim().split('\n').map((l) => JSON.parse(l).phase)).toEqual(['resolved', 'prepared', 'committed', 'applied']);
+    expect(
+      journalText
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).phase),
+    ).toEqual(['resolved', 'prepared', 'committed', 'applied']);
     for (const secret of [s1, s2]) {
       expect(r.stdout).not.toContain(secret);
       expect(journalText).not.toContain(secret);
       expect(journalText).toContain(secretDigest(secret));
     }
     expect(r.stdout).toMatch(/Rotated 2 credentials \(rotation \S+\)\./);
-    expect(r.stdout).toContain(`db1: /var/lib/baton/mesh/provides/pg-main/web1_app replaced (${secretDigest(s1).slice(0, 19)})`);
-    expect(r.stdout).toMatch(/✓ pg-main applied web1_app; web1-app's file replaced \d+ ms later \(the window\)/);
+    expect(r.stdout).toContain(
+      `db1: /var/lib/baton/mesh/provides/pg-main/web1_app replaced (${secretDigest(s1).slice(0, 19)})`,
+    );
+    expect(r.stdout).toMatch(
+      /✓ pg-main applied web1_app; web1-app's file replaced \d+ ms later \(the window\)/,
+    );
     const applied = JSON.parse(journalText.trim().split('\n').at(-1)!);
     expect(Object.keys(applied.windows_ms).sort()).toEqual(['pg-main:web1-app', 'pg-main:web2-app']);
     for (const ms of Object.values(applied.windows_ms)) expect(ms).toEqual(expect.any(Number));
@@ -101,20 +143,41 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       }
     }
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
-    const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '1');
+    const r = await baton(
+      'mesh',
+      'rotate',
+      '--provider',
+      'pg-main',
+      '--inventory',
+      inventory,
+      '--yes',
+      '--wait',
+      '1',
+    );
     expect(r.code).toBe(3);
     expect(r.stderr).toBe('');
     const id = /Rotation (\S+):/.exec(r.stdout)![1]!;
-    expect(r.stdout).toContain(`Rotation ${id} rolled back (not every provider confirmed in time): 0 of 2 credentials finished, 2 rolled back.`);
+    expect(r.stdout).toContain(
+      `Rotation ${id} rolled back (not every provider confirmed in time): 0 of 2 credentials finished, 2 rolled back.`,
+    );
     expect(r.stdout).toContain('holds what it held before this rotation');
     expect(r.stdout).not.toContain('still works');
-    expect(r.stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate (?:--pair pg-main:\S+ )+--inventory \S+$/);
+    expect(r.stdout.trim().split('\n').at(-1)).toMatch(
+      /^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate (?:--pair pg-main:\S+ )+--inventory \S+$/,
+    );
     // Every file exactly as before: no .next, no kept previous file; the passwords taken away
     // are kept aside, owner-only, in case the database already holds them.
     const after = snapshotDir(path.join(tmp.dir, 'machines'));
     expect(withoutRolledBack(after)).toEqual(before);
-    expect(Object.entries(after).filter(([k]) => k.endsWith('.rolled-back')).map(([k, v]) => [path.basename(k), v.split(' ')[1]]).sort())
-      .toEqual([['.web1_app.rolled-back', '600'], ['.web2_app.rolled-back', '600']]);
+    expect(
+      Object.entries(after)
+        .filter(([k]) => k.endsWith('.rolled-back'))
+        .map(([k, v]) => [path.basename(k), v.split(' ')[1]])
+        .sort(),
+    ).toEqual([
+      ['.web1_app.rolled-back', '600'],
+      ['.web2_app.rolled-back', '600'],
+    ]);
     const records = await readJournal(path.join(tmp.dir, 'state'), id);
     expect(records.map((x) => x.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
     expect(records.at(-1)!.rolled_back?.map((x) => x.result)).toEqual(['rolled-back', 'rolled-back']);
@@ -122,10 +185,24 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(status.stdout).toContain(`last rotation ${id} rolled-back`);
     expect(status.stdout).not.toMatch(/rotated \d+s ago;/); // a pair's age changes only when it was applied (the journal's age has no "(file mtime)")
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
-    const again = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '10').finally(() => provisioner.stop());
+    const again = await baton(
+      'mesh',
+      'rotate',
+      '--provider',
+      'pg-main',
+      '--inventory',
+      inventory,
+      '--yes',
+      '--wait',
+      '10',
+    ).finally(() => provisioner.stop());
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('Rotated 2 credentials');
-    expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev') || n.endsWith('.rolled-back'))).toEqual([]);
+    expect(
+      readdirSync(live('db1', 'provides/pg-main')).filter(
+        (n) => n.endsWith('.prev') || n.endsWith('.rolled-back'),
+      ),
+    ).toEqual([]);
   });
 
   for (const signal of ['SIGHUP'] as const) {
@@ -137,11 +214,28 @@ describe('baton mesh (the built CLI, local transport)', async () => {
         }
       }
       const before = snapshotDir(path.join(tmp.dir, 'machines'));
-      const child = spawn(process.execPath, [BATON, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '60'], {
-        cwd: tmp.dir,
-        env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = spawn(
+        process.execPath,
+        [
+          BATON,
+          '--state-dir',
+          path.join(tmp.dir, 'state'),
+          'mesh',
+          'rotate',
+          '--provider',
+          'pg-main',
+          '--inventory',
+          inventory,
+          '--yes',
+          '--wait',
+          '60',
+        ],
+        {
+          cwd: tmp.dir,
+          env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
       let stdout = '';
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
@@ -159,7 +253,9 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       expect(Date.now() - started).toBeLessThan(6_000);
       expect(stderr).toBe('');
       expect(code).toBe(3);
-      expect(stdout).toContain(`rolled back (interrupted by ${signal}): 0 of 2 credentials finished, 2 rolled back.`);
+      expect(stdout).toContain(
+        `rolled back (interrupted by ${signal}): 0 of 2 credentials finished, 2 rolled back.`,
+      );
       expect(stdout).not.toContain('committed 0/');
       expect(stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do/);
       expect(withoutRolledBack(snapshotDir(path.join(tmp.dir, 'machines')))).toEqual(before);
@@ -167,16 +263,34 @@ describe('baton mesh (the built CLI, local transport)', async () => {
   }
 
   it('a repeated --pair selects the union of the pairs, and the preview names each', async () => {
-    const r = await baton('mesh', 'plan', '--pair', 'pg-main:web1-app', '--pair', 'pg-main:web2-app', '--inventory', inventory);
+    const r = await baton(
+      'mesh',
+      'plan',
+      '--pair',
+      'pg-main:web1-app',
+      '--pair',
+      'pg-main:web2-app',
+      '--inventory',
+      inventory,
+    );
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('Plan --pair pg-main:web1-app --pair pg-main:web2-app: 2 credentials on 3 machines');
+    expect(r.stdout).toContain(
+      'Plan --pair pg-main:web1-app --pair pg-main:web2-app: 2 credentials on 3 machines',
+    );
   });
 
   it('plan into a closed pipe ends quietly: no stack trace', async () => {
-    const child = spawn('sh', ['-c', `"${process.execPath}" "${BATON}" --state-dir "${path.join(tmp.dir, 'state')}" mesh plan --provider pg-main --inventory "${inventory}" | head -1`], {
-      cwd: tmp.dir,
-      env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
-    });
+    const child = spawn(
+      'sh',
+      [
+        '-c',
+        `"${process.execPath}" "${BATON}" --state-dir "${path.join(tmp.dir, 'state')}" mesh plan --provider pg-main --inventory "${inventory}" | head -1`,
+      ],
+      {
+        cwd: tmp.dir,
+        env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+      },
+    );
     let stderr = '';
     let stdout = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
@@ -189,10 +303,22 @@ describe('baton mesh (the built CLI, local transport)', async () => {
   it('seed installs one password into both ends of a pair (0600), journals its digest, and never prints it', async () => {
     const secretFile = path.join(tmp.dir, 'superuser.password');
     writeFileSync(secretFile, 'Seeded-Password-123\n', { mode: 0o600 });
-    const r = await baton('mesh', 'seed', '--pair', 'pg-main:web1-app', '--from-file', secretFile, '--inventory', inventory);
+    const r = await baton(
+      'mesh',
+      'seed',
+      '--pair',
+      'pg-main:web1-app',
+      '--from-file',
+      secretFile,
+      '--inventory',
+      inventory,
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    for (const file of [live('db1', 'provides/pg-main/web1_app'), live('web1', 'consumes/pg-main/web1_app')]) {
+    for (const file of [
+      live('db1', 'provides/pg-main/web1_app'),
+      live('web1', 'consumes/pg-main/web1_app'),
+    ]) {
       expect(readFileSync(file, 'utf8')).toBe('Seeded-Password-123');
       expect(statSync(file).mode & 0o777).toBe(0o600);
     }
@@ -208,7 +334,16 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const secretFile = path.join(tmp.dir, 'two-lines.password');
     writeFileSync(secretFile, 'first-line\nsecond-line\n', { mode: 0o600 });
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
-    const r = await baton('mesh', 'seed', '--pair', 'pg-main:web1-app', '--from-file', secretFile, '--inventory', inventory);
+    const r = await baton(
+      'mesh',
+      'seed',
+      '--pair',
+      'pg-main:web1-app',
+      '--from-file',
+      secretFile,
+      '--inventory',
+      inventory,
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('The secret file contains a line break');
     expect(r.stderr).toContain(secretFile);
@@ -217,21 +352,50 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
   });
 
-  it.each(['public', 'none', 'current_user', 'session_user', 'current_role', 'pg_monitor'])('an inventory giving a consumer the reserved role %s is refused at load (exit 2, naming consumer and file), and nothing is delivered', async (role) => {
-    writeFileSync(inventory, readFileSync(inventory, 'utf8').replace('{ name: web2-app, machine: web2, uses: [pg-main] }', `{ name: web2-app, machine: web2, uses: [pg-main], role: ${role} }`));
-    const before = snapshotDir(path.join(tmp.dir, 'machines'));
-    const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '0');
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`consumer "web2-app": role name "${role}" is reserved by PostgreSQL`);
-    expect(r.stderr).toContain(inventory);
-    expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
-  });
+  it.each(['public', 'none', 'current_user', 'session_user', 'current_role', 'pg_monitor'])(
+    'an inventory giving a consumer the reserved role %s is refused at load (exit 2, naming consumer and file), and nothing is delivered',
+    async (role) => {
+      writeFileSync(
+        inventory,
+        readFileSync(inventory, 'utf8').replace(
+          '{ name: web2-app, machine: web2, uses: [pg-main] }',
+          `{ name: web2-app, machine: web2, uses: [pg-main], role: ${role} }`,
+        ),
+      );
+      const before = snapshotDir(path.join(tmp.dir, 'machines'));
+      const r = await baton(
+        'mesh',
+        'rotate',
+        '--provider',
+        'pg-main',
+        '--inventory',
+        inventory,
+        '--yes',
+        '--wait',
+        '0',
+      );
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`consumer "web2-app": role name "${role}" is reserved by PostgreSQL`);
+      expect(r.stderr).toContain(inventory);
+      expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
+    },
+  );
 
   it('rotate stops at the gate with exit 4 when one machine is unreachable, naming it, and nothing changes on disk', async () => {
     // web2's directory is gone: the local transport's "machine off the network".
     renameSync(path.join(tmp.dir, 'machines/web2'), path.join(tmp.dir, 'web2-unplugged'));
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
-    const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '0');
+    const r = await baton(
+      'mesh',
+      'rotate',
+      '--provider',
+      'pg-main',
+      '--inventory',
+      inventory,
+      '--yes',
+      '--wait',
+      '0',
+    );
     expect(r.code).toBe(4);
     expect(r.stdout).toContain('Gate closed: 1 of 3 machines could not be resolved.');
     expect(r.stdout).toContain(`web2: its directory ${path.join(tmp.dir, 'machines/web2')} does not exist`);
@@ -247,7 +411,9 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('The rotation journal could not be read (EISDIR).');
     expect(r.stderr).toContain(journalFile);
-    expect(r.stderr).toContain('Set journal_dir in baton.yaml'.slice(0, 0) + 'Pass the --state-dir / journal_dir the rotations use');
+    expect(r.stderr).toContain(
+      'Set journal_dir in baton.yaml'.slice(0, 0) + 'Pass the --state-dir / journal_dir the rotations use',
+    );
     expect(r.stderr).toContain('Nothing was generated and nothing was sent.');
     expect(snapshotDir(machines)).toEqual(before);
   });
@@ -262,7 +428,10 @@ describe('baton mesh (the built CLI, local transport)', async () => {
   });
 
   it('two selectors, or an unknown consumer, are usage errors (exit 2)', async () => {
-    expect((await baton('mesh', 'plan', '--consumer', 'web1-app', '--machine', 'db1', '--inventory', inventory)).code).toBe(2);
+    expect(
+      (await baton('mesh', 'plan', '--consumer', 'web1-app', '--machine', 'db1', '--inventory', inventory))
+        .code,
+    ).toBe(2);
     const r = await baton('mesh', 'plan', '--consumer', 'web9-app', '--inventory', inventory);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('The inventory has no consumer named "web9-app".');
@@ -274,28 +443,65 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const journalDir = path.join(tmp.dir, 'state');
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
     void runRotationPlain({
-      id: 'rot-int', plan, yes: true, write: () => undefined,
-      deps: { transportFor: dying.transportFor, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 60_000, pollMs: 10, mesh: meshIdentity(inv) },
+      id: 'rot-int',
+      plan,
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir,
+        operator: 't',
+        resolve: { concurrency: 2 },
+        concurrency: 2,
+        waitMs: 60_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
     });
     await dying.dead;
-    await waitUntil(async () => (await readJournal(journalDir, 'rot-int')).some((x) => x.phase === 'committed'));
+    await waitUntil(async () =>
+      (await readJournal(journalDir, 'rot-int')).some((x) => x.phase === 'committed'),
+    );
     expect(existsSync(`${live('web2', 'consumes/pg-main/web2_app')}.next`)).toBe(true);
     expect(existsSync(live('db1', 'provides/pg-main/.web2_app.prev'))).toBe(true);
     const status = await baton('mesh', 'status', '--inventory', inventory);
     expect(status.code).toBe(3);
     expect(status.stdout).toMatch(/staged +pg-main:web2-app/);
     expect(status.stdout).toContain('a rotation stopped between the provider commit and the consumer commit');
-    expect(status.stdout).toMatch(/finish it: baton (?:--\S+ \S+ )*mesh resume rot-int --inventory \S+, or roll it back: baton (?:--\S+ \S+ )*mesh rollback rot-int/);
+    expect(status.stdout).toMatch(
+      /finish it: baton (?:--\S+ \S+ )*mesh resume rot-int --inventory \S+, or roll it back: baton (?:--\S+ \S+ )*mesh rollback rot-int/,
+    );
     const machines = path.join(tmp.dir, 'machines');
     const before = snapshotDir(machines);
     const journalBefore = readFileSync(path.join(journalDir, JOURNAL_FILE), 'utf8');
-    const refused = await baton('mesh', 'rotate', '--pair', 'pg-main:web1-app', '--inventory', inventory, '--yes');
+    const refused = await baton(
+      'mesh',
+      'rotate',
+      '--pair',
+      'pg-main:web1-app',
+      '--inventory',
+      inventory,
+      '--yes',
+    );
     expect(refused.code).toBe(3);
-    expect(refused.stderr).toContain('mesh rotate refused: 1 pair has a rotation that did not finish — pg-main:web1-app (rotation rot-int)');
-    expect(refused.stderr).toMatch(/finish it with baton (?:--\S+ \S+ )*mesh resume rot-int --inventory \S+ or roll it back with baton (?:--\S+ \S+ )*mesh rollback rot-int/);
+    expect(refused.stderr).toContain(
+      'mesh rotate refused: 1 pair has a rotation that did not finish — pg-main:web1-app (rotation rot-int)',
+    );
+    expect(refused.stderr).toMatch(
+      /finish it with baton (?:--\S+ \S+ )*mesh resume rot-int --inventory \S+ or roll it back with baton (?:--\S+ \S+ )*mesh rollback rot-int/,
+    );
     const secretFile = path.join(tmp.dir, 'pw');
     writeFileSync(secretFile, 'Seeded-Password-123\n', { mode: 0o600 });
-    const seed = await baton('mesh', 'seed', '--pair', 'pg-main:web2-app', '--from-file', secretFile, '--inventory', inventory);
+    const seed = await baton(
+      'mesh',
+      'seed',
+      '--pair',
+      'pg-main:web2-app',
+      '--from-file',
+      secretFile,
+      '--inventory',
+      inventory,
+    );
     expect(seed.code).toBe(3);
     expect(seed.stderr).toContain('mesh seed refused');
     expect(snapshotDir(machines)).toEqual(before);
@@ -305,9 +511,14 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       const r = await baton('mesh', 'resume', 'rot-int', '--inventory', inventory, '--wait', '5');
       expect(r.stderr).toBe('');
       expect(r.code).toBe(0);
-      expect(r.stdout).toContain('Resumed rotation rot-int: all 2 credentials applied; 2 files renamed now, 2 already live. No secret was generated.');
+      expect(r.stdout).toContain(
+        'Resumed rotation rot-int: all 2 credentials applied; 2 files renamed now, 2 already live. No secret was generated.',
+      );
       const prepared = (await readJournal(journalDir, 'rot-int')).find((x) => x.phase === 'prepared')!;
-      for (const p of prepared.pairs) expect(secretDigest(readFileSync(live(p.consumer_machine, `consumes/pg-main/${p.role}`)))).toBe(p.digest);
+      for (const p of prepared.pairs)
+        expect(secretDigest(readFileSync(live(p.consumer_machine, `consumes/pg-main/${p.role}`)))).toBe(
+          p.digest,
+        );
       expect(readdirSync(live('db1', 'provides/pg-main')).filter((n) => n.endsWith('.prev'))).toEqual([]);
       const after = await baton('mesh', 'status', '--inventory', inventory);
       expect(after.code).toBe(0);
@@ -327,22 +538,41 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
     await waitUntil(async () => existsSync(live('db1', 'provides/pg-main/.applied/web2_app')));
     provisioner.stop();
-    const files = (snap: Record<string, string>) => Object.fromEntries(Object.entries(withoutRolledBack(snap)).filter(([k]) => !k.includes('.applied')));
+    const files = (snap: Record<string, string>) =>
+      Object.fromEntries(Object.entries(withoutRolledBack(snap)).filter(([k]) => !k.includes('.applied')));
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
     const inv = loadInventory(inventory);
     const journalDir = path.join(tmp.dir, 'state');
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
     void runRotationPlain({
-      id: 'rot-kill', plan: planRotation(inv, { by: 'provider', name: 'pg-main' }), yes: true, write: () => undefined,
-      deps: { transportFor: dying.transportFor, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 60_000, pollMs: 10, mesh: meshIdentity(inv) },
+      id: 'rot-kill',
+      plan: planRotation(inv, { by: 'provider', name: 'pg-main' }),
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir,
+        operator: 't',
+        resolve: { concurrency: 2 },
+        concurrency: 2,
+        waitMs: 60_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
     });
     await dying.dead;
-    await waitUntil(async () => (await readJournal(journalDir, 'rot-kill')).some((x) => x.phase === 'committed'));
+    await waitUntil(async () =>
+      (await readJournal(journalDir, 'rot-kill')).some((x) => x.phase === 'committed'),
+    );
     const r = await baton('mesh', 'rollback', 'rot-kill', '--inventory', inventory, '--wait', '0.2');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('Rotation rot-kill rolled back (mesh rollback): 0 of 2 credentials finished, 2 rolled back.');
-    expect(r.stdout).toContain('no receipt confirms the old password yet: the provisioner sets it again on its next cycle');
+    expect(r.stdout).toContain(
+      'Rotation rot-kill rolled back (mesh rollback): 0 of 2 credentials finished, 2 rolled back.',
+    );
+    expect(r.stdout).toContain(
+      'no receipt confirms the old password yet: the provisioner sets it again on its next cycle',
+    );
     expect(r.stdout).toContain('Nothing is left to do');
     // Every file as before (the receipts were removed, so the provisioner confirms the old passwords again).
     expect(files(snapshotDir(path.join(tmp.dir, 'machines')))).toEqual(files(before));
@@ -365,15 +595,22 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let locked: () => void = () => undefined;
     const isLocked = new Promise<void>((resolve) => (locked = resolve));
-    const holder = withMeshLock(journalDir, meshIdentity(inv), 'mesh rotate --pair pg-main:web1-app', async () => {
-      locked();
-      await held;
-    });
+    const holder = withMeshLock(
+      journalDir,
+      meshIdentity(inv),
+      'mesh rotate --pair pg-main:web1-app',
+      async () => {
+        locked();
+        await held;
+      },
+    );
     await isLocked;
     const before = snapshotDir(tmp.dir);
     const r = await baton('mesh', 'rotate', '--pair', 'pg-main:web1-app', '--inventory', inventory, '--yes');
     expect(r.code).toBe(5);
-    expect(r.stderr).toContain(`Another baton is working on this mesh: mesh rotate --pair pg-main:web1-app, pid ${process.pid} on ${os.hostname()} since`);
+    expect(r.stderr).toContain(
+      `Another baton is working on this mesh: mesh rotate --pair pg-main:web1-app, pid ${process.pid} on ${os.hostname()} since`,
+    );
     expect(snapshotDir(tmp.dir)).toEqual(before);
     release();
     await holder;
@@ -382,7 +619,17 @@ describe('baton mesh (the built CLI, local transport)', async () => {
   it('two inventories sharing one journal directory: each status shows only its own history, and prints where the journal is', async () => {
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
     try {
-      const r = await baton('mesh', 'rotate', '--provider', 'pg-main', '--inventory', inventory, '--yes', '--wait', '10');
+      const r = await baton(
+        'mesh',
+        'rotate',
+        '--provider',
+        'pg-main',
+        '--inventory',
+        inventory,
+        '--yes',
+        '--wait',
+        '10',
+      );
       expect(r.code).toBe(0);
     } finally {
       provisioner.stop();
@@ -394,13 +641,28 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       const theirs = await baton('mesh', 'status', '--inventory', otherInventory);
       expect(mine.stdout).toMatch(/last rotation \S+ applied/);
       expect(theirs.stdout).not.toContain('last rotation');
-      expect(theirs.stdout).toContain(`Journal: ${path.join(tmp.dir, 'state', JOURNAL_FILE)} (mesh ${meshIdentity(loadInventory(otherInventory))}; only its records are read).`);
+      expect(theirs.stdout).toContain(
+        `Journal: ${path.join(tmp.dir, 'state', JOURNAL_FILE)} (mesh ${meshIdentity(loadInventory(otherInventory))}; only its records are read).`,
+      );
       // Never delivered: status suggests seeding it, not rotating.
-      expect(theirs.stdout).toMatch(/next: seed it with the password the database has: baton (?:--\S+ \S+ )*mesh seed --pair pg-main:web1-app --from-file <FILE>/);
+      expect(theirs.stdout).toMatch(
+        /next: seed it with the password the database has: baton (?:--\S+ \S+ )*mesh seed --pair pg-main:web1-app --from-file <FILE>/,
+      );
       // As data: FILE is a placeholder the operator fills in, and the args carry the inventory.
-      const json = JSON.parse((await baton('mesh', 'status', '--inventory', otherInventory, '--json')).stdout) as { pairs: { next_steps?: { args: string[]; placeholders: { name: string }[] }[] }[] };
+      const json = JSON.parse(
+        (await baton('mesh', 'status', '--inventory', otherInventory, '--json')).stdout,
+      ) as { pairs: { next_steps?: { args: string[]; placeholders: { name: string }[] }[] }[] };
       const seed = json.pairs.flatMap((p) => p.next_steps ?? []).find((n) => n.args[1] === 'seed')!;
-      expect(seed.args).toEqual(['mesh', 'seed', '--pair', 'pg-main:web1-app', '--from-file', '<FILE>', '--inventory', otherInventory]);
+      expect(seed.args).toEqual([
+        'mesh',
+        'seed',
+        '--pair',
+        'pg-main:web1-app',
+        '--from-file',
+        '<FILE>',
+        '--inventory',
+        otherInventory,
+      ]);
       expect(seed.placeholders.map((p) => p.name)).toEqual(['FILE']);
     } finally {
       other.cleanup();

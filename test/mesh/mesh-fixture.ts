@@ -14,12 +14,18 @@ export function meshInventory(consumers = 3, transport: 'ssh' | 'local' = 'ssh',
   const lines = [
     'mesh_dir: /var/lib/baton/mesh',
     'machines:',
-    ...machines.map((m) => `  - { name: ${m}, address: ${transport === 'local' ? `${root}/${m}` : `${m}.internal`}, transport: ${transport} }`),
+    ...machines.map(
+      (m) =>
+        `  - { name: ${m}, address: ${transport === 'local' ? `${root}/${m}` : `${m}.internal`}, transport: ${transport} }`,
+    ),
     'providers:',
     '  - { name: pg-main, machine: db1, kind: postgres }',
     '  - { name: pg-audit, machine: db2, kind: postgres }',
     'consumers:',
-    ...Array.from({ length: consumers }, (_, i) => `  - { name: web${i + 1}-app, machine: web${i + 1}, uses: [pg-main, pg-audit] }`),
+    ...Array.from(
+      { length: consumers },
+      (_, i) => `  - { name: web${i + 1}-app, machine: web${i + 1}, uses: [pg-main, pg-audit] }`,
+    ),
     '  - { name: backup, machine: db1, uses: [pg-main] }',
   ];
   return parseInventory(`${lines.join('\n')}\n`, `${root}/mesh.yaml`);
@@ -31,7 +37,10 @@ export function meshInventory(consumers = 3, transport: 'ssh' | 'local' = 'ssh',
  * every holder resolves. With `provisionerRole`, the provisioner's own pair on db1 logs in as that
  * role (the superuser it creates roles with). Returns the file's path.
  */
-export function writeLocalMesh(dir: string, options: { webs?: number; file?: string; provisionerRole?: string } = {}): string {
+export function writeLocalMesh(
+  dir: string,
+  options: { webs?: number; file?: string; provisionerRole?: string } = {},
+): string {
   const webs = Array.from({ length: options.webs ?? 2 }, (_, i) => `web${i + 1}`);
   const machines = ['db1', ...webs];
   for (const m of machines) mkdirSync(path.join(dir, 'machines', m), { recursive: true });
@@ -45,7 +54,9 @@ export function writeLocalMesh(dir: string, options: { webs?: number; file?: str
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
       ...webs.map((m) => `  - { name: ${m}-app, machine: ${m}, uses: [pg-main] }`),
-      ...(options.provisionerRole === undefined ? [] : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
+      ...(options.provisionerRole === undefined
+        ? []
+        : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
       '',
     ].join('\n'),
   );
@@ -56,8 +67,13 @@ export function writeLocalMesh(dir: string, options: { webs?: number; file?: str
  * Two ssh "machines" on one test sshd (db1 provides pg-main; web1 consumes it twice), each with
  * its own mesh_dir under `base`. `ports` points a machine elsewhere (a closed port: unreachable).
  */
-export function sshMeshInventory(sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>, base: string, ports: { db1?: number; web1?: number } = {}): Inventory {
-  const machine = (name: string, port: number) => `  - { name: ${name}, address: "${sshd.user}@127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name}/mesh }`;
+export function sshMeshInventory(
+  sshd: Pick<Sshd, 'user' | 'port' | 'identity' | 'knownHosts'>,
+  base: string,
+  ports: { db1?: number; web1?: number } = {},
+): Inventory {
+  const machine = (name: string, port: number) =>
+    `  - { name: ${name}, address: "${sshd.user}@127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name}/mesh }`;
   return parseInventory(
     [
       `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 3 }`,
@@ -93,12 +109,17 @@ export function writeSshPair(
     [
       `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: ${options.config}, connect_timeout: 10 }`,
       'machines:',
-      ...['db1', 'web1'].map((m) => `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${portOf(m)}", transport: ssh, mesh_dir: ${path.join(dir, m, 'mesh')} }`),
+      ...['db1', 'web1'].map(
+        (m) =>
+          `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${portOf(m)}", transport: ssh, mesh_dir: ${path.join(dir, m, 'mesh')} }`,
+      ),
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
       '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-      ...(options.provisionerRole === undefined ? [] : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
+      ...(options.provisionerRole === undefined
+        ? []
+        : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
       '',
     ].join('\n'),
   );

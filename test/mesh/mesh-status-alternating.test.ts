@@ -34,12 +34,15 @@ const inventory = parseInventory(
 const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
 const alt = plan.pairs.find((p) => p.consumer === 'web1-app')!;
 const single = plan.pairs.find((p) => p.consumer === 'web1-worker')!;
-const receipt = (role: string, secret: string) => formatReceipt({ role, digest: secretDigest(secret), applied_at: '2026-12-01T17:00:00.000Z' });
+const receipt = (role: string, secret: string) =>
+  formatReceipt({ role, digest: secretDigest(secret), applied_at: '2026-12-01T17:00:00.000Z' });
 
 /** Both pairs applied; the alternating consumer on login `live`; the other login's file and receipt as `other` says. */
 function mesh(live: LoginSlot | 'switching', other: 'both' | 'no-file' | 'no-receipt' = 'both') {
   const slots = (['a', 'b'] as const).map((slot) => loginFilePaths(alt, slot));
-  const fake = fakeMesh(['db1', 'web1'], plan, { db1: slots.flatMap((s) => [s.providerPath, s.receiptPath]) });
+  const fake = fakeMesh(['db1', 'web1'], plan, {
+    db1: slots.flatMap((s) => [s.providerPath, s.receiptPath]),
+  });
   const db1 = fake.machines.db1!.files;
   const web1 = fake.machines.web1!.files;
   db1.set(single.providerPath, 'single-secret');
@@ -69,12 +72,29 @@ const finished = (id: string, revoked: boolean): JournalRecord => ({
   selector: '--pair pg-main:web1-app',
   holders: [],
   results: [],
-  pairs: [{ key: alt.key, provider: 'pg-main', consumer: 'web1-app', role: 'web1_app', provider_machine: 'db1', consumer_machine: 'web1', provider_path: '', consumer_path: '', receipt_path: '', ...(revoked ? { revoked: true } : {}) }],
+  pairs: [
+    {
+      key: alt.key,
+      provider: 'pg-main',
+      consumer: 'web1-app',
+      role: 'web1_app',
+      provider_machine: 'db1',
+      consumer_machine: 'web1',
+      provider_path: '',
+      consumer_path: '',
+      receipt_path: '',
+      ...(revoked ? { revoked: true } : {}),
+    },
+  ],
   applied: [alt.key],
 });
 
 const read = (fake: ReturnType<typeof mesh>, records: JournalRecord[] = []) =>
-  readMeshStatus(plan, fake.transportFor, journalHistory(records), { concurrency: 2, nowMs: Date.parse('2026-12-02T00:00:00Z'), maxAgeMs: undefined });
+  readMeshStatus(plan, fake.transportFor, journalHistory(records), {
+    concurrency: 2,
+    nowMs: Date.parse('2026-12-02T00:00:00Z'),
+    maxAgeMs: undefined,
+  });
 
 describe('mesh status of an alternating pair', () => {
   it('reads the live login file: applied, the live login and the other valid', async () => {
@@ -84,7 +104,9 @@ describe('mesh status of an alternating pair', () => {
     expect(status.state).toBe('applied');
     expect(status.pair.providerPath).toBe('/m/provides/pg-main/web1_app+b');
     expect(status.logins).toEqual({ live: 'web1_app_b', other: { login: 'web1_app_a', state: 'valid' } });
-    expect(meshStatusLines(statuses, plan.selectorText)).toContain('    logins: live web1_app_b; other web1_app_a valid');
+    expect(meshStatusLines(statuses, plan.selectorText)).toContain(
+      '    logins: live web1_app_b; other web1_app_a valid',
+    );
     expect(fake.unarranged).toEqual([]);
     // Status reads only: one digests and one readTexts per machine, nothing written.
     expect(fake.writes()).toBe(0);
@@ -95,41 +117,79 @@ describe('mesh status of an alternating pair', () => {
     const delivered: JournalRecord = {
       ...base,
       phase: 'prepared',
-      pairs: [{ ...base.pairs[0]!, credential: 'alternating', login: 'web1_app_b', digest: secretDigest('live-secret'), consumer_digest: secretDigest(formatConsumerConninfo('web1_app_b', 'live-secret')) }],
+      pairs: [
+        {
+          ...base.pairs[0]!,
+          credential: 'alternating',
+          login: 'web1_app_b',
+          digest: secretDigest('live-secret'),
+          consumer_digest: secretDigest(formatConsumerConninfo('web1_app_b', 'live-secret')),
+        },
+      ],
     };
     // As delivered: applied.
-    expect((await read(mesh('b'), [delivered, base])).find((s) => s.pair.key === alt.key)!.state).toBe('applied');
+    expect((await read(mesh('b'), [delivered, base])).find((s) => s.pair.key === alt.key)!.state).toBe(
+      'applied',
+    );
     // Edited by hand: the same login, another password.
     const edited = mesh('b');
     edited.machines.web1!.files.set(alt.consumerPath, formatConsumerConninfo('web1_app_b', 'typed-by-hand'));
     const status = (await read(edited, [delivered, base])).find((s) => s.pair.key === alt.key)!;
     expect(status.state).toBe('drifted');
-    expect(status.detail).toContain('names web1_app_b but is not the file delivered with db1\'s /m/provides/pg-main/web1_app+b');
+    expect(status.detail).toContain(
+      "names web1_app_b but is not the file delivered with db1's /m/provides/pg-main/web1_app+b",
+    );
     // Without a journal that knows the provider file, the pair reads as before: nothing to compare with.
     expect((await read(edited, [])).find((s) => s.pair.key === alt.key)!.state).toBe('applied');
   });
 
   it('the other login is revoked after a finished rotation that revoked it, and valid again after one that did not', async () => {
-    expect((await read(mesh('a'), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'revoked' });
-    expect((await read(mesh('a'), [finished('r1', true), finished('r2', false)])).find((s) => s.pair.key === alt.key)!.logins!.other!.state).toBe('valid');
+    expect(
+      (await read(mesh('a'), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!.other,
+    ).toEqual({ login: 'web1_app_b', state: 'revoked' });
+    expect(
+      (await read(mesh('a'), [finished('r1', true), finished('r2', false)])).find(
+        (s) => s.pair.key === alt.key,
+      )!.logins!.other!.state,
+    ).toBe('valid');
   });
 
   it('the other login is missing without its provider file or its receipt', async () => {
     for (const other of ['no-file', 'no-receipt'] as const) {
-      expect((await read(mesh('a', other), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'missing' });
+      expect(
+        (await read(mesh('a', other), [finished('r1', true)])).find((s) => s.pair.key === alt.key)!.logins!
+          .other,
+      ).toEqual({ login: 'web1_app_b', state: 'missing' });
     }
   });
 
   it('right after a switch from one role the other login, with no file of its own, is copied (valid), and says whose password it holds', async () => {
     const base = finished('r1', false);
-    const switched: JournalRecord = { ...base, pairs: [{ ...base.pairs[0]!, credential: 'alternating', login: 'web1_app_a', retire: ['/m/provides/pg-main/web1_app'] }] };
+    const switched: JournalRecord = {
+      ...base,
+      pairs: [
+        {
+          ...base.pairs[0]!,
+          credential: 'alternating',
+          login: 'web1_app_a',
+          retire: ['/m/provides/pg-main/web1_app'],
+        },
+      ],
+    };
     const statuses = await read(mesh('a', 'no-file'), [switched]);
-    expect(statuses.find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({ login: 'web1_app_b', state: 'copied' });
+    expect(statuses.find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({
+      login: 'web1_app_b',
+      state: 'copied',
+    });
     expect(meshStatusLines(statuses, plan.selectorText)).toContain(
       "    logins: live web1_app_a; other web1_app_b valid (no file of its own yet: it holds web1_app's password from before the switch, copied by the provisioner; the next rotation gives it its own)",
     );
     // A later rotation that was not a switch: a login without a file is missing again.
-    expect((await read(mesh('a', 'no-file'), [switched, finished('r2', false)])).find((s) => s.pair.key === alt.key)!.logins!.other!.state).toBe('missing');
+    expect(
+      (await read(mesh('a', 'no-file'), [switched, finished('r2', false)])).find(
+        (s) => s.pair.key === alt.key,
+      )!.logins!.other!.state,
+    ).toBe('missing');
   });
 
   it('a machine that cannot be read: the other login is unknown, or the live one when the consumer is not read', async () => {
@@ -141,7 +201,9 @@ describe('mesh status of an alternating pair', () => {
     const consumerDown = mesh('a');
     consumerDown.machines.web1!.unreachable = 'ssh: connect to host web1.internal port 22: No route to host';
     const statuses = await read(consumerDown);
-    expect(meshStatusLines(statuses, plan.selectorText)).toContain('    logins: unknown: web1 could not be read');
+    expect(meshStatusLines(statuses, plan.selectorText)).toContain(
+      '    logins: unknown: web1 could not be read',
+    );
   });
 
   it('a rotation left on the other login: staged (or pending while it runs), saying the live login still works', async () => {
@@ -149,19 +211,37 @@ describe('mesh status of an alternating pair', () => {
     const leftNext = mesh('a');
     leftNext.machines.db1!.files.set(`${other}.next`, 'new-secret');
     const staged = (await read(leftNext)).find((s) => s.pair.key === alt.key)!;
-    expect([staged.state, staged.detail]).toEqual(['staged', `db1 has ${other}.next left from a rotation that did not finish; web1-app still uses web1_app_a, which works`]);
+    expect([staged.state, staged.detail]).toEqual([
+      'staged',
+      `db1 has ${other}.next left from a rotation that did not finish; web1-app still uses web1_app_a, which works`,
+    ]);
 
     const between = () => {
       const fake = mesh('a');
       fake.machines.db1!.files.set(previousPath(other), 'other-secret');
-      fake.machines.web1!.files.set(`${alt.consumerPath}.next`, formatConsumerConninfo('web1_app_b', 'new-secret'));
+      fake.machines.web1!.files.set(
+        `${alt.consumerPath}.next`,
+        formatConsumerConninfo('web1_app_b', 'new-secret'),
+      );
       return fake;
     };
     const stopped = (await read(between())).find((s) => s.pair.key === alt.key)!;
-    expect([stopped.state, stopped.detail]).toEqual(['staged', 'a rotation stopped between the provider commit and the consumer commit: web1-app still uses web1_app_a, which works']);
-    const running = (await readMeshStatus(plan, between().transportFor, journalHistory([]), { concurrency: 2, nowMs: 0, maxAgeMs: undefined, running: 'mesh rotate (pid 42)' })).find((s) => s.pair.key === alt.key)!;
+    expect([stopped.state, stopped.detail]).toEqual([
+      'staged',
+      'a rotation stopped between the provider commit and the consumer commit: web1-app still uses web1_app_a, which works',
+    ]);
+    const running = (
+      await readMeshStatus(plan, between().transportFor, journalHistory([]), {
+        concurrency: 2,
+        nowMs: 0,
+        maxAgeMs: undefined,
+        running: 'mesh rotate (pid 42)',
+      })
+    ).find((s) => s.pair.key === alt.key)!;
     expect(running.state).toBe('pending');
-    expect(running.detail).toContain("web1-app's end for web1_app_b waits staged for pg-main's receipt (mesh rotate (pid 42) is running)");
+    expect(running.detail).toContain(
+      "web1-app's end for web1_app_b waits staged for pg-main's receipt (mesh rotate (pid 42) is running)",
+    );
   });
 
   it('a pair being switched (its consumer still holds a bare secret) reads as one role, and says so', async () => {
@@ -169,19 +249,42 @@ describe('mesh status of an alternating pair', () => {
     const status = statuses.find((s) => s.pair.key === alt.key)!;
     expect(status.state).toBe('applied');
     expect(status.logins).toEqual({ live: undefined, other: undefined });
-    expect(meshStatusLines(statuses, plan.selectorText).join('\n')).toContain('logins: the consumer end names no login yet (a pair being switched to alternating): it uses web1_app');
+    expect(meshStatusLines(statuses, plan.selectorText).join('\n')).toContain(
+      'logins: the consumer end names no login yet (a pair being switched to alternating): it uses web1_app',
+    );
   });
 
   it('--json: credential and logins for the alternating pair only, no digest; the single pair keeps its keys', async () => {
     const statuses = await read(mesh('a'), [finished('r1', true)]);
-    const json = meshStatusJson(statuses, plan.selectorText, Date.parse('2026-12-02T00:00:00Z'), undefined, 0) as { pairs: Record<string, unknown>[] };
+    const json = meshStatusJson(
+      statuses,
+      plan.selectorText,
+      Date.parse('2026-12-02T00:00:00Z'),
+      undefined,
+      0,
+    ) as { pairs: Record<string, unknown>[] };
     const altJson = json.pairs.find((p) => p.consumer === 'web1-app')!;
     const singleJson = json.pairs.find((p) => p.consumer === 'web1-worker')!;
     expect(altJson.credential).toBe('alternating');
     expect(altJson.logins).toEqual({ live: 'web1_app_a', other: { login: 'web1_app_b', state: 'revoked' } });
     expect(Object.keys(singleJson)).toEqual([
-      'provider', 'consumer', 'role', 'provider_machine', 'consumer_machine', 'state', 'detail', 'last_rotated', 'last_rotated_source', 'age_seconds',
-      'older_than_max_age', 'last_rotation', 'resume_id', 'unreadable', 'database', 'next', 'next_steps',
+      'provider',
+      'consumer',
+      'role',
+      'provider_machine',
+      'consumer_machine',
+      'state',
+      'detail',
+      'last_rotated',
+      'last_rotated_source',
+      'age_seconds',
+      'older_than_max_age',
+      'last_rotation',
+      'resume_id',
+      'unreadable',
+      'database',
+      'next',
+      'next_steps',
     ]);
     expect(JSON.stringify(json)).not.toMatch(/sha256:|secret/);
     // The single pair's line is as before: no logins line follows it.

@@ -11,10 +11,19 @@ describe('mesh status: an unreadable holder', () => {
 
   it('names a machine holding both ends once', () => {
     expect(onDb1.providerMachine).toBe(onDb1.consumerMachine);
-    expect(classifyPair(onDb1, { provider: down, consumer: down, receipt: undefined })).toEqual({ state: 'unreachable', detail: 'could not read db1 (ssh failed: Connection timed out)' });
+    expect(classifyPair(onDb1, { provider: down, consumer: down, receipt: undefined })).toEqual({
+      state: 'unreachable',
+      detail: 'could not read db1 (ssh failed: Connection timed out)',
+    });
   });
 
   it('names each of two machines', () => {
-    expect(classifyPair(toWeb1, { provider: down, consumer: { ...down, reason: 'no answer within 15 s' }, receipt: undefined }).detail).toBe('could not read db1 (ssh failed: Connection timed out) and web1 (no answer within 15 s)');
+    expect(
+      classifyPair(toWeb1, {
+        provider: down,
+        consumer: { ...down, reason: 'no answer within 15 s' },
+        receipt: undefined,
+      }).detail,
+    ).toBe('could not read db1 (ssh failed: Connection timed out) and web1 (no answer within 15 s)');
   });
 });

@@ -57,21 +57,45 @@ describe('baton mesh status in a real terminal', () => {
     const inventory = ['--inventory', path.join(tmp.dir, 'mesh.yaml')];
     // baton killed (SIGKILL) between the provider commit and the consumer commit, with no
     // provisioner answering: the one leftover a rotation can leave, shown with the id to resume.
-    const child = spawn(process.execPath, [BATON, ...flags, 'mesh', 'rotate', '--provider', 'pg-main', ...inventory, '--yes', '--wait', '60'], { stdio: 'ignore' });
+    const child = spawn(
+      process.execPath,
+      [BATON, ...flags, 'mesh', 'rotate', '--provider', 'pg-main', ...inventory, '--yes', '--wait', '60'],
+      { stdio: 'ignore' },
+    );
     const journal = path.join(tmp.dir, 'state', 'mesh-journal.jsonl');
-    const committed = () => (existsSync(journal) ? readFileSync(journal, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as { id: string; phase: string }).find((r) => r.phase === 'committed') : undefined);
-    await vi.waitFor(() => {
-      if (!committed()) throw new Error('waiting for the provider commit');
-    }, { timeout: 20_000, interval: 20 });
+    const committed = () =>
+      existsSync(journal)
+        ? readFileSync(journal, 'utf8')
+            .split('\n')
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as { id: string; phase: string })
+            .find((r) => r.phase === 'committed')
+        : undefined;
+    await vi.waitFor(
+      () => {
+        if (!committed()) throw new Error('waiting for the provider commit');
+      },
+      { timeout: 20_000, interval: 20 },
+    );
     child.kill('SIGKILL');
     await new Promise((resolve) => child.once('exit', resolve));
     const resumeId = committed()!.id;
     expect(resumeId).toMatch(/^\d{8}T\d{6}Z-\w+$/);
-    const command = [process.execPath, BATON, ...flags, 'mesh', 'status', ...inventory].map(shellQuote).join(' ');
-    session = await TmuxSession.start({ command, cwd: tmp.dir, env: { NO_COLOR: '1' }, columns: 80, rows: 24 });
+    const command = [process.execPath, BATON, ...flags, 'mesh', 'status', ...inventory]
+      .map(shellQuote)
+      .join(' ');
+    session = await TmuxSession.start({
+      command,
+      cwd: tmp.dir,
+      env: { NO_COLOR: '1' },
+      columns: 80,
+      rows: 24,
+    });
     const s = session;
     let screen = await s.waitFor('next: finish it', 'the leftover pair');
-    expect(pasted(screen)).toContain(`baton --state-dir ${path.join(tmp.dir, 'state')} mesh resume ${resumeId} --inventory ${path.join(tmp.dir, 'mesh.yaml')}`);
+    expect(pasted(screen)).toContain(
+      `baton --state-dir ${path.join(tmp.dir, 'state')} mesh resume ${resumeId} --inventory ${path.join(tmp.dir, 'mesh.yaml')}`,
+    );
     expect(screen).not.toMatch(/resume \S*…/);
 
     for (const [columns, rows] of [
@@ -80,10 +104,19 @@ describe('baton mesh status in a real terminal', () => {
       [80, 24],
     ] as const) {
       await s.resize(columns, rows);
-      screen = await s.waitFor((x) => x.split('\n').every((line) => [...line].length <= columns) && x.includes('q quit') && x.includes('next:'), `the frame at ${columns}×${rows}`);
+      screen = await s.waitFor(
+        (x) =>
+          x.split('\n').every((line) => [...line].length <= columns) &&
+          x.includes('q quit') &&
+          x.includes('next:'),
+        `the frame at ${columns}×${rows}`,
+      );
       // Counted once the pane has stopped changing: a late redraw lands first.
       screen = await settled(s);
-      expect(screen.match(/Mesh status — /g), `after resizing to ${columns}×${rows}:\n${screen}`).toHaveLength(1);
+      expect(
+        screen.match(/Mesh status — /g),
+        `after resizing to ${columns}×${rows}:\n${screen}`,
+      ).toHaveLength(1);
       expect(screen).not.toContain('Reading holders');
       expect(pasted(screen)).toContain(`mesh resume ${resumeId} --inventory`);
     }

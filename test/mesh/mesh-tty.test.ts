@@ -25,7 +25,21 @@ afterEach(async () => {
 });
 
 const command = (...args: string[]) =>
-  [process.execPath, BATON, '--state-dir', path.join(tmp.dir, 'state'), 'mesh', 'rotate', '--provider', 'pg-main', '--inventory', path.join(tmp.dir, 'mesh.yaml'), '--wait', '10', ...args]
+  [
+    process.execPath,
+    BATON,
+    '--state-dir',
+    path.join(tmp.dir, 'state'),
+    'mesh',
+    'rotate',
+    '--provider',
+    'pg-main',
+    '--inventory',
+    path.join(tmp.dir, 'mesh.yaml'),
+    '--wait',
+    '10',
+    ...args,
+  ]
     .map(shellQuote)
     .join(' ');
 
@@ -44,7 +58,10 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     expect(await session.exitCode()).toBe(0);
     screen = await session.capture();
     expect(screen).toContain('Rotated 2 credentials (rotation');
-    const secret = readFileSync(path.join(tmp.dir, 'machines/web1/var/lib/baton/mesh/consumes/pg-main/web1_app'), 'utf8');
+    const secret = readFileSync(
+      path.join(tmp.dir, 'machines/web1/var/lib/baton/mesh/consumes/pg-main/web1_app'),
+      'utf8',
+    );
     expect(secret).toHaveLength(43);
     expect(screen).not.toContain(secret);
   });
@@ -60,7 +77,10 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     expect(screen.replace(/\s+/g, ' ')).toContain('Expected 2, you typed 3');
     expect(snapshotDir(path.join(tmp.dir, 'machines'))).toEqual(before);
     await session.keys('C-u');
-    await session.waitFor((x) => /^>\s*$/m.test(x) && !x.includes('not accepted'), 'the field cleared by Ctrl-U');
+    await session.waitFor(
+      (x) => /^>\s*$/m.test(x) && !x.includes('not accepted'),
+      'the field cleared by Ctrl-U',
+    );
     await session.keys('Escape');
     await session.waitFor('Cancelled before anything was generated', 'the cancel');
     await session.type('q');
@@ -82,7 +102,12 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
   it('a journal that fails after prepare: every staged file is taken back, the screen names the journal, q exits 1', async () => {
     const machines = path.join(tmp.dir, 'machines');
     // Old credentials at both ends of both pairs: they must be exactly as they were afterwards.
-    const old = ['db1/var/lib/baton/mesh/provides/pg-main/web1_app', 'db1/var/lib/baton/mesh/provides/pg-main/web2_app', 'web1/var/lib/baton/mesh/consumes/pg-main/web1_app', 'web2/var/lib/baton/mesh/consumes/pg-main/web2_app'].map((f) => path.join(machines, f));
+    const old = [
+      'db1/var/lib/baton/mesh/provides/pg-main/web1_app',
+      'db1/var/lib/baton/mesh/provides/pg-main/web2_app',
+      'web1/var/lib/baton/mesh/consumes/pg-main/web1_app',
+      'web2/var/lib/baton/mesh/consumes/pg-main/web2_app',
+    ].map((f) => path.join(machines, f));
     for (const file of old) {
       mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       writeFileSync(file, `old ${path.basename(file)}\n`, { mode: 0o600 });
@@ -90,16 +115,24 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     const state = path.join(tmp.dir, 'state');
     session = await TmuxSession.start({ command: command(), cwd: tmp.dir, env: { NO_COLOR: '1' } });
     await session.waitFor('Type 2 (the number of credentials)', 'the confirm prompt');
-    await vi.waitFor(() => expect(readFileSync(path.join(state, JOURNAL_FILE), 'utf8')).toContain('"phase":"resolved"'), { timeout: 10_000 });
+    await vi.waitFor(
+      () => expect(readFileSync(path.join(state, JOURNAL_FILE), 'utf8')).toContain('"phase":"resolved"'),
+      { timeout: 10_000 },
+    );
     // The journal's directory becomes a file: the 'prepared' record after staging cannot be written.
     renameSync(state, `${state}.moved`);
     writeFileSync(state, 'not a directory\n');
     await session.type('2');
     await session.waitFor('> 2  (Enter rotates)', 'the typed count');
     await session.keys('Enter');
-    const screen = await session.waitFor((x) => x.includes('could not be written') && x.includes('Every staged file was removed'), 'the journal failure');
+    const screen = await session.waitFor(
+      (x) => x.includes('could not be written') && x.includes('Every staged file was removed'),
+      'the journal failure',
+    );
     expect(screen.replace(/\s+/g, ' ')).toContain(`Journal: ${path.join(state, JOURNAL_FILE)}`);
-    expect((readdirSync(machines, { recursive: true }) as string[]).filter((f) => f.endsWith('.next'))).toEqual([]);
+    expect(
+      (readdirSync(machines, { recursive: true }) as string[]).filter((f) => f.endsWith('.next')),
+    ).toEqual([]);
     for (const file of old) expect(readFileSync(file, 'utf8')).toBe(`old ${path.basename(file)}\n`);
     await session.type('q');
     expect(await session.exitCode()).toBe(1);

@@ -24,9 +24,23 @@ function machines(receiptAgoMs = 40) {
   const unused = async (): Promise<never> => {
     throw new Error('not used by the receipt wait');
   };
-  const base = { resolve: unused, stage: unused, unstage: unused, digests: unused, commit: unused, keepPrevious: unused, restorePrevious: unused, discardPrevious: unused, retire: unused };
+  const base = {
+    resolve: unused,
+    stage: unused,
+    unstage: unused,
+    digests: unused,
+    commit: unused,
+    keepPrevious: unused,
+    restorePrevious: unused,
+    discardPrevious: unused,
+    retire: unused,
+  };
   const writeReceipt = () => {
-    receipt = formatReceipt({ role: pair.role, digest, applied_at: new Date(Date.now() - receiptAgoMs + DB1_OFFSET).toISOString() });
+    receipt = formatReceipt({
+      role: pair.role,
+      digest,
+      applied_at: new Date(Date.now() - receiptAgoMs + DB1_OFFSET).toISOString(),
+    });
   };
   const db1: BoundTransport = {
     ...base,
@@ -39,7 +53,11 @@ function machines(receiptAgoMs = 40) {
         await new Promise((r) => setTimeout(r, 5));
       }
     },
-    openChannel: async () => ({ clock: { offsetMs: DB1_OFFSET, withinMs: 1 }, commit: unused, close: () => undefined }),
+    openChannel: async () => ({
+      clock: { offsetMs: DB1_OFFSET, withinMs: 1 },
+      commit: unused,
+      close: () => undefined,
+    }),
   };
   const web1: BoundTransport = {
     ...base,
@@ -54,7 +72,8 @@ function machines(receiptAgoMs = 40) {
       close: () => undefined,
     }),
   };
-  const transportFor: TransportFor = (name) => (name === 'db1' ? db1 : name === 'web1' ? web1 : (undefined as never));
+  const transportFor: TransportFor = (name) =>
+    name === 'db1' ? db1 : name === 'web1' ? web1 : (undefined as never);
   return { transportFor, renamed, writeReceipt };
 }
 
@@ -64,7 +83,13 @@ describe('the receipt wait over a reader and a rename channel', () => {
   it('measures the window from the provider clock to the consumer clock, each corrected by its offset', async () => {
     const { transportFor, renamed, writeReceipt } = machines(40);
     writeReceipt();
-    const result = await commitConsumersOnReceipt([pair], { [pair.key]: digest }, transportFor, wait, () => undefined);
+    const result = await commitConsumersOnReceipt(
+      [pair],
+      { [pair.key]: digest },
+      transportFor,
+      wait,
+      () => undefined,
+    );
     expect(renamed).toEqual([pair.consumerPath]);
     expect(result.failures).toEqual([]);
     // Without the offsets it would read 8,040 ms.
@@ -80,7 +105,14 @@ describe('the receipt wait over a reader and a rename channel', () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(renamed).toEqual([]);
     const started = Date.now();
-    const result = await commitConsumersOnReceipt([pair], { [pair.key]: digest }, transportFor, wait, () => undefined, begun);
+    const result = await commitConsumersOnReceipt(
+      [pair],
+      { [pair.key]: digest },
+      transportFor,
+      wait,
+      () => undefined,
+      begun,
+    );
     expect(Date.now() - started).toBeLessThan(500);
     expect(renamed).toEqual([pair.consumerPath]);
     expect(result.applied.map((a) => a.pair)).toEqual([pair.key]);
@@ -88,13 +120,30 @@ describe('the receipt wait over a reader and a rename channel', () => {
 
   it('a receipt with another digest is "not yet": the consumer end stays staged until the wait ends', async () => {
     const { transportFor, renamed } = machines();
-    const other = formatReceipt({ role: pair.role, digest: secretDigest('old'), applied_at: new Date().toISOString() });
+    const other = formatReceipt({
+      role: pair.role,
+      digest: secretDigest('old'),
+      applied_at: new Date().toISOString(),
+    });
     const db1 = transportFor('db1');
-    const fooled: TransportFor = (name) => (name === 'db1' ? { ...db1, readTexts: async () => [other], watchTexts: async (_p, _o, onChange, until) => {
-      onChange([{ index: 0, text: other }]);
-      await new Promise((r) => until.addEventListener('abort', r, { once: true }));
-    } } : transportFor(name));
-    const result = await commitConsumersOnReceipt([pair], { [pair.key]: digest }, fooled, { ...wait, waitMs: 200 }, () => undefined);
+    const fooled: TransportFor = (name) =>
+      name === 'db1'
+        ? {
+            ...db1,
+            readTexts: async () => [other],
+            watchTexts: async (_p, _o, onChange, until) => {
+              onChange([{ index: 0, text: other }]);
+              await new Promise((r) => until.addEventListener('abort', r, { once: true }));
+            },
+          }
+        : transportFor(name);
+    const result = await commitConsumersOnReceipt(
+      [pair],
+      { [pair.key]: digest },
+      fooled,
+      { ...wait, waitMs: 200 },
+      () => undefined,
+    );
     expect(result.applied).toEqual([]);
     expect(renamed).toEqual([]);
   });

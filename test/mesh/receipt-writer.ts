@@ -31,7 +31,9 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
       }
       if (current === digest) continue;
       mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
-      writeFileSync(receipt, formatReceipt({ role, digest, applied_at: new Date().toISOString() }), { mode: 0o600 });
+      writeFileSync(receipt, formatReceipt({ role, digest, applied_at: new Date().toISOString() }), {
+        mode: 0o600,
+      });
     }
   };
   const timer = setInterval(tick, 20);
@@ -43,7 +45,10 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
  * provider end is committed, each provider file live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
  * part-way leaves receipts for exactly what became live — as a real provisioner would.
  */
-export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine: string) => string): TransportFor {
+export function withLiveProvisioner(
+  transportFor: TransportFor,
+  rootOf: (machine: string) => string,
+): TransportFor {
   return (name) => {
     const transport = transportFor(name);
     const provision = (paths: readonly string[]) => {
@@ -58,7 +63,11 @@ export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine
           continue;
         }
         mkdirSync(path.dirname(receipt), { recursive: true, mode: 0o700 });
-        writeFileSync(receipt, formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }), { mode: 0o600 });
+        writeFileSync(
+          receipt,
+          formatReceipt({ role, digest: secretDigest(secret), applied_at: new Date().toISOString() }),
+          { mode: 0o600 },
+        );
       }
     };
     const wrapped: BoundTransport = {
@@ -71,7 +80,11 @@ export function withLiveProvisioner(transportFor: TransportFor, rootOf: (machine
       // place gets its receipt at once, as a provisioner that has always just run would write.
       async commit(paths) {
         await transport.commit(paths);
-        provision(paths.filter((p) => p.includes('/provides/')).map((p) => path.join(path.dirname(p), RECEIPTS_DIR, path.basename(p))));
+        provision(
+          paths
+            .filter((p) => p.includes('/provides/'))
+            .map((p) => path.join(path.dirname(p), RECEIPTS_DIR, path.basename(p))),
+        );
       },
     };
     return wrapped;

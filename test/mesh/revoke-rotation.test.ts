@@ -21,7 +21,12 @@ import { fakeMesh } from './fake-transport.js';
 import { meshInventory, writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
 
-const SESSION = { pid: 77, application_name: 'web1', client_addr: null, backend_start: '2026-12-01T17:00:00Z' };
+const SESSION = {
+  pid: 77,
+  application_name: 'web1',
+  client_addr: null,
+  backend_start: '2026-12-01T17:00:00Z',
+};
 const temps: { cleanup: () => void }[] = [];
 afterEach(() => temps.splice(0).forEach((t) => t.cleanup()));
 
@@ -34,13 +39,18 @@ function temp(): string {
 const inventory = meshInventory(1);
 
 /** pg-main's two pairs (web1-app, backup) alternating, their consumers live on login a. */
-function rotation(options: { applies?: (file: string) => boolean; endSessions?: boolean; waitMs?: number } = {}) {
+function rotation(
+  options: { applies?: (file: string) => boolean; endSessions?: boolean; waitMs?: number } = {},
+) {
   const plan = asAlternating(inventory, planRotation(inventory, { by: 'provider', name: 'pg-main' }), 'a');
   const fake = fakeMesh(['db1', 'db2', 'web1'], plan, leftPaths(plan));
   const db1 = fake.machines.db1!;
   for (const p of plan.pairs) {
     db1.files.set(p.login!.left!.providerPath, 'old-password');
-    fake.machines[p.consumerMachine]!.files.set(p.consumerPath, formatConsumerConninfo(p.login!.left!.role, 'old-password'));
+    fake.machines[p.consumerMachine]!.files.set(
+      p.consumerPath,
+      formatConsumerConninfo(p.login!.left!.role, 'old-password'),
+    );
   }
   loginProvisionerOn(db1, [SESSION], options.applies);
   const journalDir = temp();
@@ -55,8 +65,19 @@ function rotation(options: { applies?: (file: string) => boolean; endSessions?: 
     revoke: { endSessions: options.endSessions ?? false },
   };
   const lines: string[] = [];
-  const run = (stop?: AbortController) => runRotationPlain({ id: 'r-test', plan, deps: stop ? { ...deps, stop } : deps, yes: true, write: (line) => lines.push(line) });
-  const journal = () => readFileSync(path.join(journalDir, JOURNAL_FILE), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as JournalRecord);
+  const run = (stop?: AbortController) =>
+    runRotationPlain({
+      id: 'r-test',
+      plan,
+      deps: stop ? { ...deps, stop } : deps,
+      yes: true,
+      write: (line) => lines.push(line),
+    });
+  const journal = () =>
+    readFileSync(path.join(journalDir, JOURNAL_FILE), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as JournalRecord);
   return { plan, fake, db1, run, lines, journal };
 }
 
@@ -69,11 +90,17 @@ describe('mesh rotate --revoke-previous', () => {
     expect(outcome).toBe('rotated');
     expect(code).toBe(0);
     const text = lines.join('\n');
-    expect(text).toContain('  revoke pg-main:web1-app: once every consumer end is committed, web1_app_a (the login web1-app leaves) gets a fresh password delivered nowhere; its open sessions are named, not ended (--end-sessions ends them).');
-    expect(text).toContain('  ✓ revoked web1_app_a (pg-main:web1-app): its provisioner applied a fresh password delivered nowhere; its old password is refused.');
+    expect(text).toContain(
+      '  revoke pg-main:web1-app: once every consumer end is committed, web1_app_a (the login web1-app leaves) gets a fresh password delivered nowhere; its open sessions are named, not ended (--end-sessions ends them).',
+    );
+    expect(text).toContain(
+      '  ✓ revoked web1_app_a (pg-main:web1-app): its provisioner applied a fresh password delivered nowhere; its old password is refused.',
+    );
     expect(text).toContain('moved to it (no window: web1_app_a, which it left, is revoked (below))');
     expect(text).not.toContain('web1_app_a, which it left, keeps working');
-    expect(text).toContain('      open sessions of web1_app_a (not ended; --end-sessions ends them): pid 77 "web1" (local socket) since 2026-12-01T17:00:00Z.');
+    expect(text).toContain(
+      '      open sessions of web1_app_a (not ended; --end-sessions ends them): pid 77 "web1" (local socket) since 2026-12-01T17:00:00Z.',
+    );
     // The preview comes before anything is written, the revoke after the rotation's summary.
     expect(text.indexOf('revoke pg-main:web1-app')).toBeLessThan(text.indexOf('prepared'));
     for (const i of [0, 1]) {
@@ -98,12 +125,21 @@ describe('mesh rotate --revoke-previous', () => {
 
   it('a rotation that is rolled back revokes nothing, and says so', async () => {
     // The provisioner never applies backup's new login: that pair is rolled back.
-    const { plan, db1, run, lines, journal } = rotation({ applies: (file) => !file.endsWith('/backup+b'), waitMs: 200 });
+    const { plan, db1, run, lines, journal } = rotation({
+      applies: (file) => !file.endsWith('/backup+b'),
+      waitMs: 200,
+    });
     const { outcome } = await run();
     expect(outcome).toBe('taken-back');
-    expect(lines.join('\n')).toContain("Nothing was revoked: the rotation did not commit every consumer end, so each consumer's previous login keeps its password.");
+    expect(lines.join('\n')).toContain(
+      "Nothing was revoked: the rotation did not commit every consumer end, so each consumer's previous login keeps its password.",
+    );
     for (const i of [0, 1]) expect(db1.files.get(leftFile(plan, i))).toBe('old-password');
-    expect(journal().flatMap((r) => r.pairs).some((p) => p.revoked)).toBe(false);
+    expect(
+      journal()
+        .flatMap((r) => r.pairs)
+        .some((p) => p.revoked),
+    ).toBe(false);
   });
 
   it('a revoke its provisioner does not confirm: exit 3, the old password may still work, and the next step', async () => {
@@ -113,25 +149,50 @@ describe('mesh rotate --revoke-previous', () => {
     expect(outcome).toBe('revoke-unconfirmed');
     expect(code).toBe(3);
     const text = lines.join('\n');
-    expect(text).toContain("  ! NOT revoked web1_app_a (pg-main:web1-app): pg-main's provisioner did not confirm web1_app_a's fresh password within 200 ms: the old password of web1_app_a MAY STILL WORK.");
-    expect(text).toContain('Next: once pg-main\'s provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: baton mesh rotate --pair pg-main:web1-app --revoke-previous');
-    expect(journal().flatMap((r) => r.pairs).some((p) => p.revoked)).toBe(false);
+    expect(text).toContain(
+      "  ! NOT revoked web1_app_a (pg-main:web1-app): pg-main's provisioner did not confirm web1_app_a's fresh password within 200 ms: the old password of web1_app_a MAY STILL WORK.",
+    );
+    expect(text).toContain(
+      "Next: once pg-main's provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: baton mesh rotate --pair pg-main:web1-app --revoke-previous",
+    );
+    expect(
+      journal()
+        .flatMap((r) => r.pairs)
+        .some((p) => p.revoked),
+    ).toBe(false);
   });
 });
 
 describe('mesh rotate --revoke-previous / --end-sessions refused', () => {
   const context = (dir: string) => capturingContext(path.join(dir, 'state'));
 
-
-  async function refused(extra: Partial<MeshFlags>, alternating = false): Promise<{ code: number; message: string }> {
+  async function refused(
+    extra: Partial<MeshFlags>,
+    alternating = false,
+  ): Promise<{ code: number; message: string }> {
     const dir = temp();
     const file = writeLocalMesh(dir);
-    if (alternating) writeFileSync(file, readFileSync(file, 'utf8').replace('kind: postgres }', 'kind: postgres, credential: alternating }'));
+    if (alternating)
+      writeFileSync(
+        file,
+        readFileSync(file, 'utf8').replace('kind: postgres }', 'kind: postgres, credential: alternating }'),
+      );
     const before = snapshotDir(dir);
     const { ctx } = context(dir);
     let result: { code: number; message: string };
     try {
-      result = { code: await runMeshRotate(ctx, { inventory: file, concurrency: '2', timeout: '2', wait: '1', yes: true, provider: 'pg-main', ...extra }), message: '' };
+      result = {
+        code: await runMeshRotate(ctx, {
+          inventory: file,
+          concurrency: '2',
+          timeout: '2',
+          wait: '1',
+          yes: true,
+          provider: 'pg-main',
+          ...extra,
+        }),
+        message: '',
+      };
     } catch (error) {
       result = { code: exitCodeOf(error), message: (error as Error).message };
     }
@@ -143,7 +204,9 @@ describe('mesh rotate --revoke-previous / --end-sessions refused', () => {
   it('--end-sessions without --revoke-previous: exit 2, nothing changed', async () => {
     const { code, message } = await refused({ endSessions: true }, true);
     expect(code).toBe(2);
-    expect(message).toContain('--end-sessions ends the open sessions of the login a rotation revokes, and is only meaningful with --revoke-previous.');
+    expect(message).toContain(
+      '--end-sessions ends the open sessions of the login a rotation revokes, and is only meaningful with --revoke-previous.',
+    );
     expect(message).toContain('Nothing was generated and nothing was sent.');
   });
 
@@ -151,7 +214,9 @@ describe('mesh rotate --revoke-previous / --end-sessions refused', () => {
     for (const extra of [{ revokePrevious: true }, { revokePrevious: true, endSessions: true }]) {
       const { code, message } = await refused(extra);
       expect(code).toBe(2);
-      expect(message).toContain('--revoke-previous revokes the login an alternating pair\'s consumer leaves, and none of the 2 pair(s) of --provider pg-main is "credential: alternating"');
+      expect(message).toContain(
+        '--revoke-previous revokes the login an alternating pair\'s consumer leaves, and none of the 2 pair(s) of --provider pg-main is "credential: alternating"',
+      );
       expect(message).toMatch(/mesh\.yaml/);
       expect(message).toContain('Nothing was generated and nothing was sent.');
     }
@@ -167,7 +232,9 @@ describe('mesh rotate --revoke-previous stopped', () => {
     web1.afterCommit = () => stop.abort(new Error('interrupted by SIGINT'));
     const { outcome } = await run(stop);
     expect(outcome).toBe('rotated');
-    expect(lines.join('\n')).toContain("Nothing was revoked: the rotation was stopped before the revoke began, so each consumer's previous login keeps its password.");
+    expect(lines.join('\n')).toContain(
+      "Nothing was revoked: the rotation was stopped before the revoke began, so each consumer's previous login keeps its password.",
+    );
     for (const i of [0, 1]) expect(db1.files.get(leftFile(plan, i))).toBe('old-password');
   });
 });
@@ -176,14 +243,30 @@ describe('mesh rotate --revoke-previous from the command line', () => {
   it('an alternating selection passes the refusals; a pair whose consumer was on no login yet has nothing to revoke, and the summary says so', async () => {
     const dir = temp();
     const file = writeLocalMesh(dir, { webs: 1 });
-    writeFileSync(file, readFileSync(file, 'utf8').replace('kind: postgres }', 'kind: postgres, credential: alternating }'));
-    const writer = startReceiptWriter(path.join(dir, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main'));
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace('kind: postgres }', 'kind: postgres, credential: alternating }'),
+    );
+    const writer = startReceiptWriter(
+      path.join(dir, 'machines', 'db1', 'var/lib/baton/mesh/provides/pg-main'),
+    );
     const { ctx, output } = capturingContext(path.join(dir, 'state'));
     try {
-      const code = await runMeshRotate(ctx, { inventory: file, concurrency: '2', timeout: '5', wait: '5', yes: true, pair: 'pg-main:web1-app', revokePrevious: true, endSessions: true });
+      const code = await runMeshRotate(ctx, {
+        inventory: file,
+        concurrency: '2',
+        timeout: '5',
+        wait: '5',
+        yes: true,
+        pair: 'pg-main:web1-app',
+        revokePrevious: true,
+        endSessions: true,
+      });
       expect(output()).toContain('  revoke pg-main:web1-app: once every consumer end is committed,');
       expect(output()).toContain('its open sessions are named and ended.');
-      expect(output()).toContain('Nothing was revoked: no pair of the rotation had a previous login to revoke.');
+      expect(output()).toContain(
+        'Nothing was revoked: no pair of the rotation had a previous login to revoke.',
+      );
       expect(code).toBe(0);
     } finally {
       writer.stop();

@@ -22,7 +22,12 @@ import { meshInventory, writeLocalMesh } from './mesh-fixture.js';
 
 const inventory = meshInventory(2);
 const plan = asAlternating(inventory, planRotation(inventory, { by: 'provider', name: 'pg-main' }), 'a');
-const SESSION = { pid: 4242, application_name: 'web1', client_addr: '10.0.0.5', backend_start: '2026-12-01T17:00:00Z' };
+const SESSION = {
+  pid: 4242,
+  application_name: 'web1',
+  client_addr: '10.0.0.5',
+  backend_start: '2026-12-01T17:00:00Z',
+};
 const wait = { concurrency: 4, waitMs: 2_000, pollMs: 5 };
 
 const provisioner = (machine: FakeMachine) => loginProvisionerOn(machine, [SESSION]);
@@ -48,13 +53,22 @@ describe('revokePrevious', () => {
       expect(fresh).not.toBe('the-old-password');
       // Never in the result, never anywhere else on any machine.
       expect(JSON.stringify(results)).not.toContain(fresh);
-      const holding = Object.entries(fake.machines).flatMap(([name, m]) => [...m.files].filter(([, v]) => v === fresh).map(([p]) => `${name}:${p}`));
+      const holding = Object.entries(fake.machines).flatMap(([name, m]) =>
+        [...m.files].filter(([, v]) => v === fresh).map(([p]) => `${name}:${p}`),
+      );
       expect(holding).toEqual([`db1:${login.providerPath}`]);
       expect(db1.files.has(previousPath(login.providerPath))).toBe(false);
       expect(db1.files.has(endSessionsPath(login.providerPath))).toBe(false);
     }
     // One batch per provider machine; the target logins and the consumer ends untouched.
-    expect(db1.calls).toEqual(['stage', 'keepPrevious', 'commit', 'readTexts', 'readTexts', 'discardPrevious']);
+    expect(db1.calls).toEqual([
+      'stage',
+      'keepPrevious',
+      'commit',
+      'readTexts',
+      'readTexts',
+      'discardPrevious',
+    ]);
     for (const m of ['db2', 'web1', 'web2']) expect(fake.machines[m]!.calls).toEqual([]);
     for (const p of plan.pairs) expect(db1.files.has(p.providerPath)).toBe(false);
     expect(fake.unarranged).toEqual([]);
@@ -69,22 +83,31 @@ describe('revokePrevious', () => {
     db1.afterCommit = (paths, files) => {
       committed.push([...paths]);
       // The request is live when the secret is: its content is the digest of the secret it is for.
-      for (const l of logins) expect(files.get(endSessionsPath(l.providerPath))).toBe(secretDigest(files.get(l.providerPath)!));
+      for (const l of logins)
+        expect(files.get(endSessionsPath(l.providerPath))).toBe(secretDigest(files.get(l.providerPath)!));
       apply(paths, files);
     };
     const results = await revokePrevious(logins, fake.transportFor, { ...wait, endSessions: true });
     expect(results.every((r) => r.revoked && r.endedSessions === 1 && r.sessions.length === 0)).toBe(true);
-    expect(committed).toEqual([[...logins.map((l) => endSessionsPath(l.providerPath)), ...logins.map((l) => l.providerPath)]]);
+    expect(committed).toEqual([
+      [...logins.map((l) => endSessionsPath(l.providerPath)), ...logins.map((l) => l.providerPath)],
+    ]);
     expect(JSON.stringify(results)).not.toMatch(/sha256:/);
   });
 
   it('no receipt in time: not revoked, says the old password may still work, and names the next step as data', async () => {
     const { fake, db1, logins } = mesh();
-    const results = await revokePrevious(logins.slice(0, 1), fake.transportFor, { ...wait, waitMs: 60, endSessions: false });
+    const results = await revokePrevious(logins.slice(0, 1), fake.transportFor, {
+      ...wait,
+      waitMs: 60,
+      endSessions: false,
+    });
     const [result] = results;
     expect(result).toMatchObject({ pair: 'pg-main:web1-app', login: 'web1_app_a', revoked: false });
     if (result!.revoked) throw new Error('unreachable');
-    expect(result!.reason).toBe("pg-main's provisioner did not confirm web1_app_a's fresh password within 60 ms: the old password of web1_app_a MAY STILL WORK");
+    expect(result!.reason).toBe(
+      "pg-main's provisioner did not confirm web1_app_a's fresh password within 60 ms: the old password of web1_app_a MAY STILL WORK",
+    );
     expect(saidText(result!.next)).toContain('`baton mesh rotate --pair pg-main:web1-app --revoke-previous`');
     // The fresh secret is live for the provisioner to apply later; nothing kept beside it.
     expect(db1.files.get(logins[0]!.providerPath)).not.toBe('the-old-password');
@@ -97,13 +120,20 @@ describe('revokePrevious', () => {
     const results = await revokePrevious(logins, fake.transportFor, { ...wait, endSessions: true });
     for (const r of results) {
       expect(r.revoked).toBe(false);
-      if (!r.revoked) expect(r.reason).toMatch(/^db1 failed while committing the fresh secret \(commit failed \(injected\)\): the old password of \w+ MAY STILL WORK$/);
+      if (!r.revoked)
+        expect(r.reason).toMatch(
+          /^db1 failed while committing the fresh secret \(commit failed \(injected\)\): the old password of \w+ MAY STILL WORK$/,
+        );
     }
     for (const l of logins) expect(db1.files.get(l.providerPath)).toBe('the-old-password');
   });
 
   it('a pair without a left login (a single pair being switched) has nothing to revoke', () => {
-    expect(leftLogins(asAlternating(inventory, planRotation(inventory, { by: 'provider', name: 'pg-main' }), null).pairs)).toEqual([]);
+    expect(
+      leftLogins(
+        asAlternating(inventory, planRotation(inventory, { by: 'provider', name: 'pg-main' }), null).pairs,
+      ),
+    ).toEqual([]);
     expect(leftLogins(planRotation(inventory, { by: 'provider', name: 'pg-main' }).pairs)).toEqual([]);
   });
 });
@@ -114,9 +144,18 @@ describe('revokePrevious stopped', () => {
     const stop = new AbortController();
     setTimeout(() => stop.abort(new Error('interrupted by SIGINT')), 20);
     const started = Date.now();
-    const [result] = await revokePrevious(logins.slice(0, 1), fake.transportFor, { ...wait, waitMs: 5_000, stop: stop.signal, endSessions: false });
+    const [result] = await revokePrevious(logins.slice(0, 1), fake.transportFor, {
+      ...wait,
+      waitMs: 5_000,
+      stop: stop.signal,
+      endSessions: false,
+    });
     expect(Date.now() - started).toBeLessThan(2_000);
-    expect(result).toMatchObject({ revoked: false, reason: "the wait for pg-main's receipt was stopped before it confirmed web1_app_a's fresh password: the old password of web1_app_a MAY STILL WORK" });
+    expect(result).toMatchObject({
+      revoked: false,
+      reason:
+        "the wait for pg-main's receipt was stopped before it confirmed web1_app_a's fresh password: the old password of web1_app_a MAY STILL WORK",
+    });
   });
 });
 
@@ -126,15 +165,27 @@ describe('revokePrevious on the local transport, with a receipt writer', () => {
     try {
       const dir = tmp.dir;
       const local = loadInventory(writeLocalMesh(dir));
-      const localPlan = asAlternating(local, planRotation(local, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }), 'b');
+      const localPlan = asAlternating(
+        local,
+        planRotation(local, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
+        'b',
+      );
       const [login] = leftLogins(localPlan.pairs);
       const onDisk = (p: string) => path.join(dir, 'machines', 'db1', p);
       mkdirSync(path.dirname(onDisk(login!.providerPath)), { recursive: true });
       writeFileSync(onDisk(login!.providerPath), 'the-old-password', { mode: 0o600 });
       const writer = startReceiptWriter(path.dirname(onDisk(login!.providerPath)));
       try {
-        const [result] = await revokePrevious([login!], transportsFor(local.machines, TEST_BOUNDS), { ...wait, endSessions: true });
-        expect(result).toMatchObject({ pair: 'pg-main:web1-app', login: 'web1_app_b', revoked: true, sessions: [] });
+        const [result] = await revokePrevious([login!], transportsFor(local.machines, TEST_BOUNDS), {
+          ...wait,
+          endSessions: true,
+        });
+        expect(result).toMatchObject({
+          pair: 'pg-main:web1-app',
+          login: 'web1_app_b',
+          revoked: true,
+          sessions: [],
+        });
       } finally {
         writer.stop();
       }

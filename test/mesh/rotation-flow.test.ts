@@ -1,12 +1,29 @@
 import { describe, expect, it, vi } from 'vitest';
-import { canQuit, isWorking, isWritingFiles, rotationExitCode, exitCodeOnLeave, isTerminal, outcomeOnLeave, rotation, rotationOutcome, ROTATION_EXIT, startRotation, type RotationEvent, type RotationState } from '../../src/app/rotation-flow.js';
+import {
+  canQuit,
+  isWorking,
+  isWritingFiles,
+  rotationExitCode,
+  exitCodeOnLeave,
+  isTerminal,
+  outcomeOnLeave,
+  rotation,
+  rotationOutcome,
+  ROTATION_EXIT,
+  startRotation,
+  type RotationEvent,
+  type RotationState,
+} from '../../src/app/rotation-flow.js';
 import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
 
 const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' }); // 2 pairs, 3 holders
-const digests = { 'pg-main:web1-app': 'sha256:aa', 'pg-audit:web1-app': 'sha256:bb' } as unknown as Record<string, SecretDigest>;
+const digests = { 'pg-main:web1-app': 'sha256:aa', 'pg-audit:web1-app': 'sha256:bb' } as unknown as Record<
+  string,
+  SecretDigest
+>;
 
 function walk(events: RotationEvent[]) {
   let step = startRotation('r1', plan);
@@ -18,7 +35,11 @@ function walk(events: RotationEvent[]) {
   return { state: step.state, last: step.effects, effects };
 }
 
-const resolved = (m: string): RotationEvent => ({ type: 'holder-resolved', machine: m, resolution: { status: 'resolved' } });
+const resolved = (m: string): RotationEvent => ({
+  type: 'holder-resolved',
+  machine: m,
+  resolution: { status: 'resolved' },
+});
 const allResolved = plan.holders.map((h) => resolved(h.machine));
 
 const everyEvent: RotationEvent[] = [
@@ -45,7 +66,11 @@ describe('the rotation flow', () => {
   });
 
   it('closes the gate when the last answer is in and one holder is unresolved; no prepare ever follows', () => {
-    const { state, effects } = walk([resolved('db1'), { type: 'holder-resolved', machine: 'web1', resolution: { status: 'unresolved', reason: 'refused' } }, resolved('db2')]);
+    const { state, effects } = walk([
+      resolved('db1'),
+      { type: 'holder-resolved', machine: 'web1', resolution: { status: 'unresolved', reason: 'refused' } },
+      resolved('db2'),
+    ]);
     expect(state.step).toBe('gate-closed');
     expect(effects.map((e) => e.type)).toEqual(['resolve', 'journal']);
     for (const e of everyEvent) expect(rotation(state, e)).toEqual({ state, effects: [] });
@@ -72,7 +97,13 @@ describe('the rotation flow', () => {
 
   it('the views read one rule for working, writing files and quitting: the spinner turns unless the operator is asked or it ended; q waits for a phase that writes files', () => {
     const seen: Record<string, [boolean, boolean, boolean]> = {};
-    const steps: RotationEvent[] = [...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'staged', machine: 'db1' }, { type: 'prepared', digests }];
+    const steps: RotationEvent[] = [
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'staged', machine: 'db1' },
+      { type: 'prepared', digests },
+    ];
     let state = startRotation('r1', plan).state;
     seen[state.step] = [isWorking(state), isWritingFiles(state), canQuit(state)];
     for (const event of steps) {
@@ -92,39 +123,81 @@ describe('the rotation flow', () => {
 
   it('walks prepare → provider commit → receipts and consumer commits, journaling each phase and each window, and ignores events out of turn', () => {
     const { state, effects } = walk([
-      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' },
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
       { type: 'committed' }, // out of turn: ignored
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 5 }, // out of turn: ignored
-      { type: 'staged', machine: 'db1' }, { type: 'prepared', digests },
+      { type: 'staged', machine: 'db1' },
+      { type: 'prepared', digests },
       { type: 'journaled', phase: 'prepared' }, // the commit starts only once the 'prepared' record is on disk
-      { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] }, { type: 'committed' },
+      { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] },
+      { type: 'committed' },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 42 },
       { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 99 }, // the first report of a pair counts
       { type: 'apply-finished', failures: [] },
     ]);
     // One of two providers confirmed within the wait: the other pair is rolled back, never left waiting.
     expect(state.step).toBe('rolling-back');
-    expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual(['resolve', 'prepare', 'commit', 'wait-applied', 'roll-back']);
+    expect(effects.filter((e) => e.type !== 'journal').map((e) => e.type)).toEqual([
+      'resolve',
+      'prepare',
+      'commit',
+      'wait-applied',
+      'roll-back',
+    ]);
     expect(effects.at(-1)).toEqual({ type: 'roll-back', pairs: ['pg-audit:web1-app'] });
-    const rolled = rotation(state, { type: 'rolled-back', results: [{ pair: 'pg-audit:web1-app', result: 'rolled-back', receipt: 'old' }] });
-    expect(rolled.effects.map((e) => (e.type === 'journal' ? e.phase : e.type))).toEqual(['rolled-back', 'discard-previous']);
+    const rolled = rotation(state, {
+      type: 'rolled-back',
+      results: [{ pair: 'pg-audit:web1-app', result: 'rolled-back', receipt: 'old' }],
+    });
+    expect(rolled.effects.map((e) => (e.type === 'journal' ? e.phase : e.type))).toEqual([
+      'rolled-back',
+      'discard-previous',
+    ]);
     expect(rolled.effects[1]).toEqual({ type: 'discard-previous', pairs: ['pg-main:web1-app'] });
-    expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual(['resolved', 'prepared', 'committed']);
-    expect(rolled.state.step === 'rolled-back' && [rolled.state.applied, rolled.state.windows]).toEqual([['pg-main:web1-app'], { 'pg-main:web1-app': 42 }]);
-    expect(isTerminal(rolled.state) && [rotationOutcome(rolled.state), rotationExitCode(rolled.state)]).toEqual(['taken-back', 3]);
+    expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual([
+      'resolved',
+      'prepared',
+      'committed',
+    ]);
+    expect(rolled.state.step === 'rolled-back' && [rolled.state.applied, rolled.state.windows]).toEqual([
+      ['pg-main:web1-app'],
+      { 'pg-main:web1-app': 42 },
+    ]);
+    expect(
+      isTerminal(rolled.state) && [rotationOutcome(rolled.state), rotationExitCode(rolled.state)],
+    ).toEqual(['taken-back', 3]);
     expect(JSON.stringify(state)).not.toMatch(/secret/i);
     const all = walk([
-      ...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' },
-      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 }, { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepared', digests },
+      { type: 'journaled', phase: 'prepared' },
+      { type: 'committed' },
+      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 },
+      { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
       { type: 'apply-finished', failures: [] },
     ]).state;
     expect(isTerminal(all) && rotationExitCode(all)).toBe(0);
   });
 
   it('a pair that could not be rolled back (a machine unreachable) ends as unfinished, exit 3', () => {
-    const applying = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed', previous: { 'pg-main:web1-app': 'sha256:old' as SecretDigest } }]).state;
+    const applying = walk([
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepared', digests },
+      { type: 'journaled', phase: 'prepared' },
+      { type: 'committed', previous: { 'pg-main:web1-app': 'sha256:old' as SecretDigest } },
+    ]).state;
     expect(applying.step === 'applying' && applying.previous).toEqual({ 'pg-main:web1-app': 'sha256:old' });
-    const rolling = rotation(applying, { type: 'apply-finished', failures: [], stopped: 'interrupted by SIGHUP' }).state;
+    const rolling = rotation(applying, {
+      type: 'apply-finished',
+      failures: [],
+      stopped: 'interrupted by SIGHUP',
+    }).state;
     expect(rolling.step === 'rolling-back' && rolling.stopped).toBe('interrupted by SIGHUP');
     const ended = rotation(rolling, {
       type: 'rolled-back',
@@ -137,27 +210,58 @@ describe('the rotation flow', () => {
   });
 
   it('a failed prepare ends at exit 4 and a failed commit is rolled back, each journaled', () => {
-    const prep = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] }]);
+    const prep = walk([
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepare-failed', failures: [{ machine: 'db2', reason: 'disk full' }], unstageFailures: [] },
+    ]);
     expect(prep.state.step).toBe('prepare-failed');
     expect(isTerminal(prep.state) && rotationExitCode(prep.state)).toBe(4);
     // A provider end that could not be renamed: the other pairs still wait for their receipts.
-    const commit = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'commit-failed', failures: [{ machine: 'db2', reason: 'gone' }] }]);
+    const commit = walk([
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepared', digests },
+      { type: 'commit-failed', failures: [{ machine: 'db2', reason: 'gone' }] },
+    ]);
     expect(commit.state.step).toBe('applying');
     expect(commit.last.map((e) => e.type)).toEqual(['journal', 'wait-applied']);
     const ended = rotation(commit.state, { type: 'apply-finished', failures: [] });
     expect(ended.state.step).toBe('rolling-back');
     expect(ended.effects).toEqual([{ type: 'roll-back', pairs: ['pg-main:web1-app', 'pg-audit:web1-app'] }]);
     // A consumer end that could not be renamed after its receipt: the same.
-    const applying = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }, { type: 'committed' }]).state;
-    const consumerFailed = rotation(applying, { type: 'apply-finished', failures: [{ machine: 'web1', reason: 'gone' }] }).state;
-    expect(consumerFailed.step === 'rolling-back' && consumerFailed.failures).toEqual([{ machine: 'web1', reason: 'gone' }]);
+    const applying = walk([
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepared', digests },
+      { type: 'committed' },
+    ]).state;
+    const consumerFailed = rotation(applying, {
+      type: 'apply-finished',
+      failures: [{ machine: 'web1', reason: 'gone' }],
+    }).state;
+    expect(consumerFailed.step === 'rolling-back' && consumerFailed.failures).toEqual([
+      { machine: 'web1', reason: 'gone' },
+    ]);
   });
 
   it('leaving mid-commit exits 1 (something may be left to resume), leaving earlier exits 3, a finished rotation keeps its own code', () => {
     const confirming = walk([...allResolved]).state;
     const preparing = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }]).state;
-    const committing = walk([...allResolved, { type: 'typed', text: '2' }, { type: 'confirmed' }, { type: 'prepared', digests }]).state;
-    const closed = walk([resolved('db1'), { type: 'holder-resolved', machine: 'web1', resolution: { status: 'unresolved', reason: 'refused' } }, resolved('db2')]).state;
+    const committing = walk([
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepared', digests },
+    ]).state;
+    const closed = walk([
+      resolved('db1'),
+      { type: 'holder-resolved', machine: 'web1', resolution: { status: 'unresolved', reason: 'refused' } },
+      resolved('db2'),
+    ]).state;
     expect([confirming, preparing, committing, closed].map((s) => [s.step, exitCodeOnLeave(s)])).toEqual([
       ['confirming', 3],
       ['preparing', 3],
@@ -173,12 +277,30 @@ describe('rotation outcomes', () => {
     const ends = [
       walk([...allResolved, { type: 'back' }]).state,
       walk([...confirmed, { type: 'prepare-failed', failures: [], unstageFailures: [] }]).state,
-      walk([...confirmed, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' }, { type: 'apply-finished', failures: [] }, { type: 'rolled-back', results: [] }]).state,
+      walk([
+        ...confirmed,
+        { type: 'prepared', digests },
+        { type: 'journaled', phase: 'prepared' },
+        { type: 'committed' },
+        { type: 'apply-finished', failures: [] },
+        { type: 'rolled-back', results: [] },
+      ]).state,
     ];
-    expect(ends.map((s) => (isTerminal(s) ? rotationOutcome(s) : s.step))).toEqual(['cancelled', 'rolled-back', 'taken-back']);
-    expect(ends.map((s) => isTerminal(s) && rotationExitCode(s))).toEqual([EXIT_CODES.aborted, EXIT_CODES['gate-closed'], EXIT_CODES['action-needed']]);
+    expect(ends.map((s) => (isTerminal(s) ? rotationOutcome(s) : s.step))).toEqual([
+      'cancelled',
+      'rolled-back',
+      'taken-back',
+    ]);
+    expect(ends.map((s) => isTerminal(s) && rotationExitCode(s))).toEqual([
+      EXIT_CODES.aborted,
+      EXIT_CODES['gate-closed'],
+      EXIT_CODES['action-needed'],
+    ]);
     const committing = walk([...confirmed, { type: 'prepared', digests }]).state;
-    expect([outcomeOnLeave(walk(confirmed).state), outcomeOnLeave(committing)]).toEqual(['left', 'left-during-commit']);
+    expect([outcomeOnLeave(walk(confirmed).state), outcomeOnLeave(committing)]).toEqual([
+      'left',
+      'left-during-commit',
+    ]);
     expect(ROTATION_EXIT.rotated).toBe(EXIT_OK);
     expect(ROTATION_EXIT['journal-failed']).toBe(EXIT_CODES.failed);
   });

@@ -8,7 +8,14 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { EXIT_CODES } from '../../src/errors.js';
-import { isTerminal, rotation, rotationExitCode, rotationFlow, startRotation, type RotationState } from '../../src/app/rotation-flow.js';
+import {
+  isTerminal,
+  rotation,
+  rotationExitCode,
+  rotationFlow,
+  startRotation,
+  type RotationState,
+} from '../../src/app/rotation-flow.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { summaryLines } from '../../src/app/rotation-text.js';
@@ -28,7 +35,15 @@ import { meshInventory, sshMeshInventory } from './mesh-fixture.js';
 const SELECTOR = { by: 'provider', name: 'pg-main' } as const;
 
 function deps(transportFor: TransportFor, journalDir: string): RotationDeps {
-  return { transportFor, journalDir, operator: 'tester', resolve: { concurrency: 3 }, concurrency: 3, waitMs: 0, pollMs: 5 };
+  return {
+    transportFor,
+    journalDir,
+    operator: 'tester',
+    resolve: { concurrency: 3 },
+    concurrency: 3,
+    waitMs: 0,
+    pollMs: 5,
+  };
 }
 
 /** A path under a file: `mkdir -p` and every append there fail, for root too (chmod would not stop root). */
@@ -42,7 +57,12 @@ function breakJournal(dir: string): void {
  * stages every file, and the 'prepared' record fails. `stagedAtFailure` lists the staged files
  * there were when the flow turned to taking them back (so the test is never vacuous).
  */
-async function rotateWithJournalBrokenAfterResolve(plan: RotationPlan, transportFor: TransportFor, journalDir: string, staged: () => readonly string[]) {
+async function rotateWithJournalBrokenAfterResolve(
+  plan: RotationPlan,
+  transportFor: TransportFor,
+  journalDir: string,
+  staged: () => readonly string[],
+) {
   const flow = rotationFlow(startRotation('rot-jf', plan), rotationRunner(deps(transportFor, journalDir)));
   let stagedAtFailure: readonly string[] | undefined;
   flow.subscribe((state) => {
@@ -56,16 +76,30 @@ async function rotateWithJournalBrokenAfterResolve(plan: RotationPlan, transport
   flow.dispatch({ type: 'confirmed' });
   const state = await flow.finished();
   if (!isTerminal(state)) throw new Error(`not terminal: ${state.step}`);
-  return { state, stagedAtFailure, code: rotationExitCode(state), lines: summaryLines(state, 0, { full: true }) };
+  return {
+    state,
+    stagedAtFailure,
+    code: rotationExitCode(state),
+    lines: summaryLines(state, 0, { full: true }),
+  };
 }
 
-function expectJournalFailureReport(lines: readonly string[], journalDir: string, files: 'unstaged' | 'nothing-staged') {
+function expectJournalFailureReport(
+  lines: readonly string[],
+  journalDir: string,
+  files: 'unstaged' | 'nothing-staged',
+) {
   const text = lines.join('\n');
   expect(text).toContain('The rotation journal could not be written');
   expect(text).toContain(`Journal: ${path.join(journalDir, JOURNAL_FILE)}`);
-  if (files === 'unstaged') expect(text).toContain('Every staged file was removed: nothing took effect, the old credentials keep working.');
+  if (files === 'unstaged')
+    expect(text).toContain(
+      'Every staged file was removed: nothing took effect, the old credentials keep working.',
+    );
   else expect(text).toContain('No new credential took effect.');
-  expect(lines[lines.length - 1]).toBe('Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.');
+  expect(lines[lines.length - 1]).toBe(
+    'Next: Set journal_dir in baton.yaml to a writable directory, or pass --state-dir. Then run the rotation again.',
+  );
 }
 
 describe('a journal failure, as the flow decides it', () => {
@@ -76,9 +110,21 @@ describe('a journal failure, as the flow decides it', () => {
     for (const event of events) step = rotation(step.state, event);
     return step;
   };
-  const resolvedAll = plan.holders.map((h) => ({ type: 'holder-resolved' as const, machine: h.machine, resolution: { status: 'resolved' as const } }));
-  const confirmed = [...resolvedAll, { type: 'typed' as const, text: String(plan.pairs.length) }, { type: 'confirmed' as const }];
-  const journal = { what: 'The rotation journal could not be written (EEXIST).', where: '/j/mesh-journal.jsonl', next: 'Fix it.' };
+  const resolvedAll = plan.holders.map((h) => ({
+    type: 'holder-resolved' as const,
+    machine: h.machine,
+    resolution: { status: 'resolved' as const },
+  }));
+  const confirmed = [
+    ...resolvedAll,
+    { type: 'typed' as const, text: String(plan.pairs.length) },
+    { type: 'confirmed' as const },
+  ];
+  const journal = {
+    what: 'The rotation journal could not be written (EEXIST).',
+    where: '/j/mesh-journal.jsonl',
+    next: 'Fix it.',
+  };
 
   it('the commit waits for the prepared record; when that record fails, every staged file is taken back and nothing commits', () => {
     const prepared = walk([...confirmed, { type: 'prepared', digests }]);
@@ -98,27 +144,44 @@ describe('a journal failure, as the flow decides it', () => {
     const early = walk([...confirmed, { type: 'journal-failed', phase: 'resolved', journal }]);
     expect(early.state.step === 'journal-failed' && early.state.files).toBe('nothing-staged');
     expect(early.effects).toEqual([]);
-    const live = walk([...confirmed, { type: 'prepared', digests }, { type: 'journaled', phase: 'prepared' }, { type: 'committed' }, { type: 'journal-failed', phase: 'committed', journal }]);
+    const live = walk([
+      ...confirmed,
+      { type: 'prepared', digests },
+      { type: 'journaled', phase: 'prepared' },
+      { type: 'committed' },
+      { type: 'journal-failed', phase: 'committed', journal },
+    ]);
     expect(live.state.step === 'journal-failed' && live.state.files).toBe('live');
     expect(live.effects).toEqual([]);
-    expect(summaryLines(live.state as Extract<RotationState, { step: 'journal-failed' }>).at(-1)).toBe('Next: Fix it. Then run: baton mesh resume r');
+    expect(summaryLines(live.state as Extract<RotationState, { step: 'journal-failed' }>).at(-1)).toBe(
+      'Next: Fix it. Then run: baton mesh resume r',
+    );
   });
 });
 
 describe('the rotation run-effect never rejects', () => {
   it('each effect that throws becomes its own named failure event; a broken resolve closes the gate before a secret exists', () => {
     const plan = planRotation(meshInventory(1), SELECTOR);
-    const runner = rotationRunner(deps(() => {
-      throw new Error('unused');
-    }, '/nonexistent/journal'));
+    const runner = rotationRunner(
+      deps(() => {
+        throw new Error('unused');
+      }, '/nonexistent/journal'),
+    );
     const boom = new Error('connection pool exhausted');
     const journalState = startRotation('r', plan).state;
     expect(runner.failed({ type: 'journal', phase: 'prepared', state: journalState }, boom)).toMatchObject({
       type: 'journal-failed',
       phase: 'prepared',
-      journal: { where: path.join('/nonexistent/journal', JOURNAL_FILE), what: expect.stringContaining('connection pool exhausted') },
+      journal: {
+        where: path.join('/nonexistent/journal', JOURNAL_FILE),
+        what: expect.stringContaining('connection pool exhausted'),
+      },
     });
-    expect(runner.failed({ type: 'prepare' }, boom)).toEqual({ type: 'prepare-failed', failures: [{ machine: '(all)', reason: expect.stringContaining('connection pool exhausted') }], unstageFailures: [] });
+    expect(runner.failed({ type: 'prepare' }, boom)).toEqual({
+      type: 'prepare-failed',
+      failures: [{ machine: '(all)', reason: expect.stringContaining('connection pool exhausted') }],
+      unstageFailures: [],
+    });
     expect(runner.failed({ type: 'commit' }, boom).type).toBe('commit-failed');
     expect(runner.failed({ type: 'unstage' }, boom).type).toBe('unstaged');
     const resolveFailed = runner.failed({ type: 'resolve' }, boom);
@@ -134,11 +197,20 @@ describe('a journal failure after prepare, on the strict fake transport', () => 
     try {
       const plan = planRotation(meshInventory(2), SELECTOR);
       const mesh = fakeMesh(['db1', 'db2', 'web1', 'web2'], plan);
-      for (const h of plan.holders) for (const d of h.receives) mesh.machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
+      for (const h of plan.holders)
+        for (const d of h.receives) mesh.machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
       const before = JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]));
       const journalDir = path.join(tmp.dir, 'journal');
-      const stagedNow = () => Object.values(mesh.machines).flatMap((m) => [...m.files.keys()].filter((k) => k.endsWith(STAGED_SUFFIX)));
-      const result = await rotateWithJournalBrokenAfterResolve(plan, mesh.transportFor, journalDir, stagedNow);
+      const stagedNow = () =>
+        Object.values(mesh.machines).flatMap((m) =>
+          [...m.files.keys()].filter((k) => k.endsWith(STAGED_SUFFIX)),
+        );
+      const result = await rotateWithJournalBrokenAfterResolve(
+        plan,
+        mesh.transportFor,
+        journalDir,
+        stagedNow,
+      );
       expect(result.stagedAtFailure?.length).toBe(plan.holders.reduce((n, h) => n + h.receives.length, 0));
       expect(result.state.step).toBe('journal-failed');
       expect(result.code).toBe(EXIT_CODES.failed);
@@ -160,11 +232,18 @@ describe('a journal failure after prepare, on the strict fake transport', () => 
       const journalDir = path.join(tmp.dir, 'journal');
       writeFileSync(journalDir, 'a file, not a directory\n');
       const lines: string[] = [];
-      const { code, state } = await runRotationPlain({ id: 'rot-p', plan, deps: deps(mesh.transportFor, journalDir), yes: true, write: (l) => lines.push(l) });
+      const { code, state } = await runRotationPlain({
+        id: 'rot-p',
+        plan,
+        deps: deps(mesh.transportFor, journalDir),
+        yes: true,
+        write: (l) => lines.push(l),
+      });
       expect(state.step === 'journal-failed' && state.files).toBe('nothing-staged');
       expect(code).toBe(EXIT_CODES.failed);
       expectJournalFailureReport(lines, journalDir, 'nothing-staged');
-      for (const m of Object.values(mesh.machines)) expect(m.calls.filter((c) => c !== 'resolve')).toEqual([]);
+      for (const m of Object.values(mesh.machines))
+        expect(m.calls.filter((c) => c !== 'resolve')).toEqual([]);
     } finally {
       tmp.cleanup();
     }
@@ -189,7 +268,9 @@ async function expectUnstagedEverywhere(inventory: Inventory, machinesDir: strin
   const transportFor = transportsFor(inventory.machines, TEST_BOUNDS);
   await seedOld(plan, transportFor);
   const before = snapshotDir(machinesDir);
-  const result = await rotateWithJournalBrokenAfterResolve(plan, transportFor, journalDir, () => stagedUnder(machinesDir));
+  const result = await rotateWithJournalBrokenAfterResolve(plan, transportFor, journalDir, () =>
+    stagedUnder(machinesDir),
+  );
   expect(result.stagedAtFailure?.length).toBe(plan.holders.reduce((n, h) => n + h.receives.length, 0));
   expect(result.state.step === 'journal-failed' && result.state.files).toBe('unstaged');
   expect(result.code).toBe(EXIT_CODES.failed);
@@ -203,8 +284,13 @@ describe('a journal failure after prepare, on the real local transport', () => {
     const tmp = makeTempDir('baton-jf-local-');
     try {
       const machinesDir = path.join(tmp.dir, 'machines');
-      for (const m of ['db1', 'db2', 'web1', 'web2']) mkdirSync(path.join(machinesDir, m), { recursive: true });
-      await expectUnstagedEverywhere(meshInventory(2, 'local', machinesDir), machinesDir, path.join(tmp.dir, 'journal'));
+      for (const m of ['db1', 'db2', 'web1', 'web2'])
+        mkdirSync(path.join(machinesDir, m), { recursive: true });
+      await expectUnstagedEverywhere(
+        meshInventory(2, 'local', machinesDir),
+        machinesDir,
+        path.join(tmp.dir, 'journal'),
+      );
     } finally {
       tmp.cleanup();
     }

@@ -10,7 +10,10 @@ describe('affected holders', () => {
     expect(plan.pairs.map((p) => p.key)).toEqual(['pg-main:web1-app', 'pg-audit:web1-app']);
     expect(plan.holders.map((h) => [h.machine, h.receives.map((d) => d.path)])).toEqual([
       ['db1', ['/var/lib/baton/mesh/provides/pg-main/web1_app']],
-      ['web1', ['/var/lib/baton/mesh/consumes/pg-main/web1_app', '/var/lib/baton/mesh/consumes/pg-audit/web1_app']],
+      [
+        'web1',
+        ['/var/lib/baton/mesh/consumes/pg-main/web1_app', '/var/lib/baton/mesh/consumes/pg-audit/web1_app'],
+      ],
       ['db2', ['/var/lib/baton/mesh/provides/pg-audit/web1_app']],
     ]);
   });
@@ -21,15 +24,25 @@ describe('affected holders', () => {
     expect(plan.holders.map((h) => h.machine)).toEqual(['db1', 'web1', 'web2', 'web3']);
     // db1 is the provider of all four AND the consumer machine of "backup": five files, one holder.
     expect(plan.holders[0]!.receives.map((d) => `${d.end}/${d.role}`)).toEqual([
-      'provides/web1_app', 'provides/web2_app', 'provides/web3_app', 'provides/backup', 'consumes/backup',
+      'provides/web1_app',
+      'provides/web2_app',
+      'provides/web3_app',
+      'provides/backup',
+      'consumes/backup',
     ]);
   });
 
   it('selecting a machine takes every pair with an end on it, from either side', () => {
     const byDb2 = selectPairs(meshInventory(2), { by: 'machine', name: 'db2' });
-    expect(byDb2.map((p) => `${p.provider}:${p.consumer}`)).toEqual(['pg-audit:web1-app', 'pg-audit:web2-app']);
+    expect(byDb2.map((p) => `${p.provider}:${p.consumer}`)).toEqual([
+      'pg-audit:web1-app',
+      'pg-audit:web2-app',
+    ]);
     const byWeb2 = selectPairs(meshInventory(2), { by: 'machine', name: 'web2' });
-    expect(byWeb2.map((p) => `${p.provider}:${p.consumer}`)).toEqual(['pg-main:web2-app', 'pg-audit:web2-app']);
+    expect(byWeb2.map((p) => `${p.provider}:${p.consumer}`)).toEqual([
+      'pg-main:web2-app',
+      'pg-audit:web2-app',
+    ]);
   });
 
   it('a pair selector takes exactly one pair', () => {
@@ -43,7 +56,16 @@ describe('affected holders', () => {
     expect(plan.pairs[0]!.window).toBe(
       "from pg-main applying the new password for web1_app until web1-app's file is replaced (right after the receipt is read), new connections from web1-app that still use the OLD password fail",
     );
-    expect(windowText({ provider: 'p', consumer: 'c', role: 'r', providerMachine: 'a', consumerMachine: 'b', credential: 'single' })).toContain('from c that still use the OLD password fail');
+    expect(
+      windowText({
+        provider: 'p',
+        consumer: 'c',
+        role: 'r',
+        providerMachine: 'a',
+        consumerMachine: 'b',
+        credential: 'single',
+      }),
+    ).toContain('from c that still use the OLD password fail');
   });
 
   it('refuses no selector, two selectors and a malformed pair as usage errors (exit 2)', () => {

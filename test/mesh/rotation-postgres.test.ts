@@ -52,10 +52,24 @@ const read = (file: string) => {
 };
 
 function baton(...args: string[]) {
-  return runBaton(['--state-dir', path.join(tmp.dir, 'state'), ...args], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 90_000 });
+  return runBaton(['--state-dir', path.join(tmp.dir, 'state'), ...args], {
+    cwd: tmp.dir,
+    env: { NO_COLOR: '1' },
+    timeoutMs: 90_000,
+  });
 }
 
-const rotate = (selector: string[], wait = '20') => baton('mesh', 'rotate', ...selector, '--inventory', path.join(tmp.dir, 'mesh.yaml'), '--yes', '--wait', wait);
+const rotate = (selector: string[], wait = '20') =>
+  baton(
+    'mesh',
+    'rotate',
+    ...selector,
+    '--inventory',
+    path.join(tmp.dir, 'mesh.yaml'),
+    '--yes',
+    '--wait',
+    wait,
+  );
 
 interface Provisioner {
   readonly child: ChildProcess;
@@ -64,7 +78,11 @@ interface Provisioner {
 }
 
 function spawnLogged(command: string, args: string[]): Provisioner {
-  const child = spawn(command, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  const child = spawn(command, args, {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1' },
+  });
   children.push(child);
   let text = '';
   child.stdout!.on('data', (c: Buffer) => (text += c.toString('utf8')));
@@ -82,17 +100,39 @@ function spawnLogged(command: string, args: string[]): Provisioner {
 
 /** The real provisioner, as the README's unit runs it, at `--interval 2`. */
 function startProvisioner(): Provisioner {
-  return spawnLogged(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDirOn('db1'), '--provider', PROVIDER,
-    '--pg-host', sandbox.host, '--pg-port', String(sandbox.port), '--superuser', superuser, '--watch', '--interval', '2']);
+  return spawnLogged(process.execPath, [
+    BIN,
+    'provision',
+    'postgres',
+    '--mesh-dir',
+    meshDirOn('db1'),
+    '--provider',
+    PROVIDER,
+    '--pg-host',
+    sandbox.host,
+    '--pg-port',
+    String(sandbox.port),
+    '--superuser',
+    superuser,
+    '--watch',
+    '--interval',
+    '2',
+  ]);
 }
 
-const startApp = (machine: string, role: string) => startPasswordApp(sandbox, () => consumerFile(machine, role), role);
+const startApp = (machine: string, role: string) =>
+  startPasswordApp(sandbox, () => consumerFile(machine, role), role);
 
 async function waitForReceipt(role: string, digest: string): Promise<void> {
-  await vi.waitFor(() => {
-    const receipt = parseReceipt(readFileSync(path.join(meshDirOn('db1'), 'provides', PROVIDER, '.applied', role), 'utf8'));
-    if (receipt?.digest !== digest) throw new Error(`no receipt for ${role} with ${digest} yet`);
-  }, { timeout: 20_000, interval: 50 });
+  await vi.waitFor(
+    () => {
+      const receipt = parseReceipt(
+        readFileSync(path.join(meshDirOn('db1'), 'provides', PROVIDER, '.applied', role), 'utf8'),
+      );
+      if (receipt?.digest !== digest) throw new Error(`no receipt for ${role} with ${digest} yet`);
+    },
+    { timeout: 20_000, interval: 50 },
+  );
 }
 
 beforeAll(async () => {
@@ -102,7 +142,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await sandbox?.destroy();
 });
 
@@ -115,17 +156,29 @@ beforeEach(async () => {
   const first = randomBytes(24).toString('base64url');
   seen.add(first);
   const verifier = await scramVerifier(Buffer.from(first));
-  await asSuperuser(sandbox, (c) => c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${verifier}'`));
+  await asSuperuser(sandbox, (c) =>
+    c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${verifier}'`),
+  );
   const file = path.join(tmp.dir, 'superuser.password');
   writeFileSync(file, `${first}\n`, { mode: 0o600 });
-  const seeded = await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', path.join(tmp.dir, 'mesh.yaml'));
+  const seeded = await baton(
+    'mesh',
+    'seed',
+    '--pair',
+    `${PROVIDER}:provisioner`,
+    '--from-file',
+    file,
+    '--inventory',
+    path.join(tmp.dir, 'mesh.yaml'),
+  );
   expect(seeded.all).not.toContain(first);
   expect(seeded.exitCode).toBe(0);
   expect(read(consumerFile('db1', superuser))).toBe(first);
 });
 
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children.splice(0))
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   tmp.cleanup();
 });
 
@@ -134,7 +187,9 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     const provisioner = startProvisioner();
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0); // creates the role
     const app = startApp('web1', 'web1_app');
-    await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(3), { timeout: 10_000 });
+    await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(3), {
+      timeout: 10_000,
+    });
     // Each rotation's attempts are those from its start to a few successes with its new password.
     const rotations: { old: string; fresh: string; summary: string; from: number; to: number }[] = [];
     for (let i = 0; i < 3; i++) {
@@ -146,7 +201,10 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
       const fresh = read(consumerFile('web1', 'web1_app'));
       expect(fresh).not.toBe(old);
       // Let the app connect a few times with the new password before the next rotation.
-      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok && a.password === fresh).length).toBeGreaterThan(2), { timeout: 10_000 });
+      await vi.waitFor(
+        () => expect(app.attempts.filter((a) => a.ok && a.password === fresh).length).toBeGreaterThan(2),
+        { timeout: 10_000 },
+      );
       rotations.push({ old, fresh, summary: r.stdout, from, to: app.attempts.length });
     }
     await app.stop();
@@ -161,13 +219,20 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
       expect(failedOld.length).toBeLessThanOrEqual(2);
       for (const a of failedOld) expect(a.code).toBe('28P01');
       expect(summary).toContain('Rotated 1 credential (rotation');
-      expect(summary).toMatch(/✓ pg-main applied web1_app; web1-app's file replaced \d+ ms later \(the window\)/);
-      expect(summary).toMatch(/Window: new connections that still used the OLD password could fail .* — \d+ ms\./);
+      expect(summary).toMatch(
+        /✓ pg-main applied web1_app; web1-app's file replaced \d+ ms later \(the window\)/,
+      );
+      expect(summary).toMatch(
+        /Window: new connections that still used the OLD password could fail .* — \d+ ms\./,
+      );
     }
     // Outside the rotations, no login failed at all.
     const inside = new Set(rotations.flatMap((r) => app.attempts.slice(r.from, r.to)));
     expect(app.attempts.filter((a) => !a.ok && !inside.has(a))).toEqual([]);
-    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const applied = records.filter((r) => r.phase === 'applied');
     expect(applied).toHaveLength(4);
     for (const record of applied) expect(record.windows_ms['pg-main:web1-app']).toEqual(expect.any(Number));
@@ -197,13 +262,21 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     expect(r.exitCode).toBe(0);
     expect(r.stdout).toContain('Rotated 3 credentials (rotation');
     expect(r.stdout).toContain('applied 3/3');
-    for (const [machine, role] of [['web1', 'web1_app'], ['web2', 'web2_app'], ['db1', superuser]] as const) {
+    for (const [machine, role] of [
+      ['web1', 'web1_app'],
+      ['web2', 'web2_app'],
+      ['db1', superuser],
+    ] as const) {
       expect(await canLogin(sandbox, role, read(consumerFile(machine, role)))).toBe(true);
     }
     // And again: the provisioner still logs in with what its consumer end now holds.
     const again = await rotate(['--provider', PROVIDER]);
     expect(again.exitCode).toBe(0);
-    for (const [machine, role] of [['web1', 'web1_app'], ['web2', 'web2_app'], ['db1', superuser]] as const) {
+    for (const [machine, role] of [
+      ['web1', 'web1_app'],
+      ['web2', 'web2_app'],
+      ['db1', superuser],
+    ] as const) {
       expect(await canLogin(sandbox, role, read(consumerFile(machine, role)))).toBe(true);
     }
     await provisioner.stop();
@@ -214,8 +287,18 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
     await provisioner.stop();
     const marker = path.join(tmp.dir, 'paused');
-    const pausing = spawnLogged(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'fixtures/pausing-provisioner.ts'),
-      meshDirOn('db1'), PROVIDER, sandbox.host, String(sandbox.port), superuser, 'web1_app', marker]);
+    const pausing = spawnLogged(process.execPath, [
+      '--import',
+      'tsx',
+      path.join(import.meta.dirname, 'fixtures/pausing-provisioner.ts'),
+      meshDirOn('db1'),
+      PROVIDER,
+      sandbox.host,
+      String(sandbox.port),
+      superuser,
+      'web1_app',
+      marker,
+    ]);
     const before = read(consumerFile('web1', 'web1_app'));
     const r = await rotate(['--pair', `${PROVIDER}:web1-app`], '3');
     await vi.waitFor(() => expect(existsSync(marker)).toBe(true), { timeout: 20_000 });
@@ -234,7 +317,14 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     const restarted = startProvisioner();
     await waitForReceipt('web1_app', secretDigest(before));
     expect(await canLogin(sandbox, 'web1_app', before)).toBe(true);
-    const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--inventory', path.join(tmp.dir, 'mesh.yaml'));
+    const status = await baton(
+      'mesh',
+      'status',
+      '--pair',
+      `${PROVIDER}:web1-app`,
+      '--inventory',
+      path.join(tmp.dir, 'mesh.yaml'),
+    );
     expect(status.exitCode, status.stdout).toBe(0);
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
     expect(await canLogin(sandbox, 'web1_app', read(consumerFile('web1', 'web1_app')))).toBe(true);
@@ -245,12 +335,18 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     const provisioner = startProvisioner();
     expect((await rotate(['--provider', PROVIDER])).exitCode).toBe(0);
     await provisioner.stop();
-    const pairs = [['web1', 'web1_app'], ['web2', 'web2_app'], ['db1', superuser]] as const;
+    const pairs = [
+      ['web1', 'web1_app'],
+      ['web2', 'web2_app'],
+      ['db1', superuser],
+    ] as const;
     const olds = pairs.map(([m, role]) => read(consumerFile(m, role)));
 
     const r = await rotate(['--provider', PROVIDER], '1');
     expect(r.exitCode).toBe(3);
-    expect(r.stdout).toContain('rolled back (not every provider confirmed in time): 0 of 3 credentials finished, 3 rolled back.');
+    expect(r.stdout).toContain(
+      'rolled back (not every provider confirmed in time): 0 of 3 credentials finished, 3 rolled back.',
+    );
     expect(r.stdout).toContain('Nothing is left to do');
     expect(r.stdout).not.toContain('still works');
     for (const [i, [m, role]] of pairs.entries()) {
@@ -279,8 +375,22 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
 
   it("the superuser's new password applied, then the provisioner died and baton rolled the pair back: the provisioner logs in with the rolled-back password and puts the old one back", async () => {
     const provisionOnce = async () => {
-      const once = spawnLogged(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshDirOn('db1'), '--provider', PROVIDER,
-        '--pg-host', sandbox.host, '--pg-port', String(sandbox.port), '--superuser', superuser, '--once']);
+      const once = spawnLogged(process.execPath, [
+        BIN,
+        'provision',
+        'postgres',
+        '--mesh-dir',
+        meshDirOn('db1'),
+        '--provider',
+        PROVIDER,
+        '--pg-host',
+        sandbox.host,
+        '--pg-port',
+        String(sandbox.port),
+        '--superuser',
+        superuser,
+        '--once',
+      ]);
       const code = await new Promise<number | null>((resolve) => once.child.once('close', resolve));
       expect(code, once.output()).toBe(0);
       return once.output();
@@ -291,10 +401,13 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     // Stand-in for "the provisioner applied the new password, then was killed before its receipt".
     const rotation = rotate(['--pair', `${PROVIDER}:provisioner`], '1');
     let fresh = old;
-    await vi.waitFor(() => {
-      fresh = readFileSync(providerFile(superuser), 'utf8');
-      if (fresh === old) throw new Error('no provider commit yet');
-    }, { timeout: 20_000, interval: 5 });
+    await vi.waitFor(
+      () => {
+        fresh = readFileSync(providerFile(superuser), 'utf8');
+        if (fresh === old) throw new Error('no provider commit yet');
+      },
+      { timeout: 20_000, interval: 5 },
+    );
     seen.add(fresh);
     const verifier = await scramVerifier(Buffer.from(fresh));
     await asSuperuser(sandbox, (c) => c.query(`ALTER ROLE ${superuser} PASSWORD '${verifier}'`));
@@ -309,11 +422,15 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     expect(statSync(kept).mode & 0o777).toBe(0o600);
 
     const first = await provisionOnce();
-    expect(first).toContain(`logged in as ${superuser} with the rolled-back password (${kept}); putting the previous one back`);
+    expect(first).toContain(
+      `logged in as ${superuser} with the rolled-back password (${kept}); putting the previous one back`,
+    );
     expect(first).not.toContain(fresh);
     expect(first).not.toContain(old);
     expect(await canLogin(sandbox, superuser, old)).toBe(true);
-    const receipt = parseReceipt(readFileSync(path.join(meshDirOn('db1'), 'provides', PROVIDER, '.applied', superuser), 'utf8'));
+    const receipt = parseReceipt(
+      readFileSync(path.join(meshDirOn('db1'), 'provides', PROVIDER, '.applied', superuser), 'utf8'),
+    );
     expect(receipt?.digest).toBe(secretDigest(old));
     // The next cycle logs in with its own file again and forgets the rolled-back password.
     expect(await provisionOnce()).not.toContain('rolled-back');
@@ -328,27 +445,60 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     const journalDir = path.join(tmp.dir, 'state');
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
     void runRotationPlain({
-      id: 'rot-kill', plan: planRotation(inv, { by: 'provider', name: PROVIDER }), yes: true, write: () => undefined,
-      deps: { transportFor: dying.transportFor, journalDir, operator: 't', resolve: { concurrency: 2 }, concurrency: 2, waitMs: 600_000, pollMs: 10, mesh: meshIdentity(inv) },
+      id: 'rot-kill',
+      plan: planRotation(inv, { by: 'provider', name: PROVIDER }),
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir,
+        operator: 't',
+        resolve: { concurrency: 2 },
+        concurrency: 2,
+        waitMs: 600_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
     });
     await dying.dead;
-    await vi.waitFor(async () => expect((await readJournal(journalDir, 'rot-kill')).map((x) => x.phase)).toContain('committed'), { timeout: 10_000 });
+    await vi.waitFor(
+      async () =>
+        expect((await readJournal(journalDir, 'rot-kill')).map((x) => x.phase)).toContain('committed'),
+      { timeout: 10_000 },
+    );
     const status = await baton('mesh', 'status', '--inventory', path.join(tmp.dir, 'mesh.yaml'));
     expect(status.exitCode).toBe(3);
     expect(status.stdout).toMatch(/staged +pg-main:web1-app/);
-    expect(status.stdout).toMatch(/finish it: baton (?:--\S+ \S+ )*mesh resume rot-kill --inventory \S+, or roll it back: baton (?:--\S+ \S+ )*mesh rollback rot-kill/);
+    expect(status.stdout).toMatch(
+      /finish it: baton (?:--\S+ \S+ )*mesh resume rot-kill --inventory \S+, or roll it back: baton (?:--\S+ \S+ )*mesh rollback rot-kill/,
+    );
     const journalBefore = readFileSync(path.join(journalDir, 'mesh-journal.jsonl'), 'utf8');
     const fileBefore = read(`${consumerFile('web1', 'web1_app')}.next`);
     const refused = await rotate(['--pair', `${PROVIDER}:web1-app`]);
     expect(refused.exitCode).toBe(3);
-    expect(refused.stderr).toContain('mesh rotate refused: 1 pair has a rotation that did not finish — pg-main:web1-app (rotation rot-kill)');
+    expect(refused.stderr).toContain(
+      'mesh rotate refused: 1 pair has a rotation that did not finish — pg-main:web1-app (rotation rot-kill)',
+    );
     expect(readFileSync(path.join(journalDir, 'mesh-journal.jsonl'), 'utf8')).toBe(journalBefore);
     expect(read(`${consumerFile('web1', 'web1_app')}.next`)).toBe(fileBefore);
     const restarted = startProvisioner();
-    const resumed = await baton('mesh', 'resume', 'rot-kill', '--inventory', path.join(tmp.dir, 'mesh.yaml'), '--wait', '20');
+    const resumed = await baton(
+      'mesh',
+      'resume',
+      'rot-kill',
+      '--inventory',
+      path.join(tmp.dir, 'mesh.yaml'),
+      '--wait',
+      '20',
+    );
     expect(resumed.stderr).toBe('');
     expect(resumed.exitCode).toBe(0);
-    for (const [m, role] of [['web1', 'web1_app'], ['web2', 'web2_app'], ['db1', superuser]] as const) expect(await canLogin(sandbox, role, read(consumerFile(m, role)))).toBe(true);
+    for (const [m, role] of [
+      ['web1', 'web1_app'],
+      ['web2', 'web2_app'],
+      ['db1', superuser],
+    ] as const)
+      expect(await canLogin(sandbox, role, read(consumerFile(m, role)))).toBe(true);
     expect((await baton('mesh', 'status', '--inventory', path.join(tmp.dir, 'mesh.yaml'))).exitCode).toBe(0);
     await restarted.stop();
   });
@@ -356,12 +506,22 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   it('rotate --yes | head -1 with the provisioner running: the pair ends applied or rolled back, the journal says which, and the app logs in', async () => {
     const provisioner = startProvisioner();
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
-    const child = spawn('sh', ['-c', `"${process.execPath}" "${BIN}" --state-dir "${path.join(tmp.dir, 'state')}" mesh rotate --pair ${PROVIDER}:web1-app --inventory "${path.join(tmp.dir, 'mesh.yaml')}" --yes --wait 20 | head -1`], { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(
+      'sh',
+      [
+        '-c',
+        `"${process.execPath}" "${BIN}" --state-dir "${path.join(tmp.dir, 'state')}" mesh rotate --pair ${PROVIDER}:web1-app --inventory "${path.join(tmp.dir, 'mesh.yaml')}" --yes --wait 20 | head -1`,
+      ],
+      { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1' } },
+    );
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     await new Promise((resolve) => child.on('close', resolve));
     expect(stderr).toBe('');
-    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; phase: string });
+    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; phase: string });
     const last = records.at(-1)!;
     expect(['applied', 'rolled-back']).toContain(last.phase);
     expect(await canLogin(sandbox, 'web1_app', read(consumerFile('web1', 'web1_app')))).toBe(true);

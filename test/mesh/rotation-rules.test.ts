@@ -31,18 +31,33 @@ function journalDir(): string {
 }
 
 function deps(transportFor: TransportFor, dir: string, waitMs = 0): RotationDeps {
-  return { transportFor, journalDir: dir, operator: 'tester', resolve: { concurrency: 3 }, concurrency: 3, waitMs, pollMs: 5 };
+  return {
+    transportFor,
+    journalDir: dir,
+    operator: 'tester',
+    resolve: { concurrency: 3 },
+    concurrency: 3,
+    waitMs,
+    pollMs: 5,
+  };
 }
 
 async function rotate(plan: RotationPlan, transportFor: TransportFor, dir: string, waitMs = 0) {
   const lines: string[] = [];
-  const result = await runRotationPlain({ id: 'rot-1', plan, deps: deps(transportFor, dir, waitMs), yes: true, write: (l) => lines.push(l) });
+  const result = await runRotationPlain({
+    id: 'rot-1',
+    plan,
+    deps: deps(transportFor, dir, waitMs),
+    yes: true,
+    write: (l) => lines.push(l),
+  });
   return { ...result, lines };
 }
 
 /** Every holder starts with an old secret in each file it will receive. */
 function seedOld(plan: RotationPlan, machines: ReturnType<typeof fakeMesh>['machines']) {
-  for (const h of plan.holders) for (const d of h.receives) machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
+  for (const h of plan.holders)
+    for (const d of h.receives) machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
 }
 
 const allMachines = ['db1', 'db2', 'web1', 'web2', 'web3'];
@@ -60,13 +75,18 @@ describe('the all-or-nothing gate', () => {
       const { code, lines } = await rotate(plan, mesh.transportFor, dir);
       expect(code).toBe(4);
       expect(mesh.writes()).toBe(0);
-      for (const m of Object.values(mesh.machines)) expect(m.calls.filter((c) => c !== 'resolve')).toEqual([]);
+      for (const m of Object.values(mesh.machines))
+        expect(m.calls.filter((c) => c !== 'resolve')).toEqual([]);
       expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
       expect(lines.join('\n')).toContain(`${down}: ssh: connect to host port 22: Connection refused`);
       expect(lines.join('\n')).toContain('Nothing was generated and nothing was sent');
       const records = await readJournal(dir, 'rot-1');
       expect(records.map((r) => r.phase)).toEqual(['gate-closed']);
-      expect(records[0]!.results.find((r) => r.machine === down)).toEqual({ machine: down, ok: false, reason: 'ssh: connect to host port 22: Connection refused' });
+      expect(records[0]!.results.find((r) => r.machine === down)).toEqual({
+        machine: down,
+        ok: false,
+        reason: 'ssh: connect to host port 22: Connection refused',
+      });
     }
   });
 
@@ -74,11 +94,20 @@ describe('the all-or-nothing gate', () => {
     const plan = planRotation(meshInventory(1), { by: 'consumer', name: 'web1-app' });
     const mesh = fakeMesh(allMachines, plan);
     // db2 answers nothing; only the bound (the command's --timeout, here 0.1 s) ends its resolve.
-    const never = (signal: AbortSignal) => new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(abortedError('db2', 'resolve', signal))));
-    const hanging: TransportFor = (name) => (name === 'db2' ? { ...mesh.transportFor(name), resolve: () => withinBounds({ timeoutMs: 100 }, never) } : mesh.transportFor(name));
+    const never = (signal: AbortSignal) =>
+      new Promise<void>((_, reject) =>
+        signal.addEventListener('abort', () => reject(abortedError('db2', 'resolve', signal))),
+      );
+    const hanging: TransportFor = (name) =>
+      name === 'db2'
+        ? { ...mesh.transportFor(name), resolve: () => withinBounds({ timeoutMs: 100 }, never) }
+        : mesh.transportFor(name);
     const lines: string[] = [];
     const { code } = await runRotationPlain({
-      id: 'rot-1', plan, yes: true, write: (l) => lines.push(l),
+      id: 'rot-1',
+      plan,
+      yes: true,
+      write: (l) => lines.push(l),
       deps: { ...deps(hanging, journalDir()), resolve: { concurrency: 2 } },
     });
     expect(code).toBe(4);
@@ -119,16 +148,24 @@ describe('prepare', () => {
           asked.push(name);
           return real.unstage(paths);
         },
-        ...(name === 'web3' ? { stage: async () => Promise.reject(new TransportError('web3', 'staging: no answer within 15 s', true)) } : {}),
+        ...(name === 'web3'
+          ? {
+              stage: async () =>
+                Promise.reject(new TransportError('web3', 'staging: no answer within 15 s', true)),
+            }
+          : {}),
       };
     };
     const { code, lines } = await rotate(plan, transportFor, journalDir());
     expect(code).toBe(4);
     expect(asked).not.toContain('web3');
     expect(new Set(asked)).toEqual(new Set(plan.holders.map((h) => h.machine).filter((m) => m !== 'web3')));
-    for (const h of plan.holders) expect([...mesh.machines[h.machine]!.files.keys()].filter((k) => k.endsWith('.next'))).toEqual([]);
+    for (const h of plan.holders)
+      expect([...mesh.machines[h.machine]!.files.keys()].filter((k) => k.endsWith('.next'))).toEqual([]);
     const text = lines.join('\n');
-    expect(text).toContain('web3: staging: no answer within 15 s — not asked again to remove what it staged: it holds nothing new if staging failed before writing');
+    expect(text).toContain(
+      'web3: staging: no answer within 15 s — not asked again to remove what it staged: it holds nothing new if staging failed before writing',
+    );
     const outcome = text.slice(text.indexOf('Prepare failed'));
     expect(outcome.match(/web3/g)).toHaveLength(1);
     expect(text).toContain('Every staged file was removed.');
@@ -139,7 +176,10 @@ describe('prepare', () => {
  * Wraps every consumer machine's commit to record, per renamed path, whether its provider's
  * receipt already carried the staged digest at that moment.
  */
-function watchConsumerCommits(plan: RotationPlan, mesh: ReturnType<typeof fakeMesh>): { transportFor: TransportFor; seen: { path: string; receipted: boolean }[] } {
+function watchConsumerCommits(
+  plan: RotationPlan,
+  mesh: ReturnType<typeof fakeMesh>,
+): { transportFor: TransportFor; seen: { path: string; receipted: boolean }[] } {
   const seen: { path: string; receipted: boolean }[] = [];
   const transportFor: TransportFor = (name) => {
     const real = mesh.transportFor(name);
@@ -151,7 +191,11 @@ function watchConsumerCommits(plan: RotationPlan, mesh: ReturnType<typeof fakeMe
           if (!pair) continue;
           const staged = mesh.machines[name]!.files.get(`${p}.next`);
           const receipt = mesh.machines[pair.providerMachine]!.files.get(pair.receiptPath);
-          seen.push({ path: p, receipted: staged !== undefined && receipt !== undefined && receipt.includes(secretDigest(staged)) });
+          seen.push({
+            path: p,
+            receipted:
+              staged !== undefined && receipt !== undefined && receipt.includes(secretDigest(staged)),
+          });
         }
         return real.commit(paths);
       },
@@ -168,7 +212,14 @@ describe('commit and resume', () => {
     provisionerOn(mesh.machines.db1!); // pg-main's provisioner runs; pg-audit's (db2) is stopped
     const audit = plan.pairs.find((p) => p.provider === 'pg-audit')!;
     // pg-audit's receipt still shows the old password: its provisioner never applied the new one.
-    mesh.machines.db2!.files.set(audit.receiptPath, formatReceipt({ role: audit.role, digest: secretDigest(`old-${audit.key}`), applied_at: '2026-11-30T00:00:00Z' }));
+    mesh.machines.db2!.files.set(
+      audit.receiptPath,
+      formatReceipt({
+        role: audit.role,
+        digest: secretDigest(`old-${audit.key}`),
+        applied_at: '2026-11-30T00:00:00Z',
+      }),
+    );
     const watched = watchConsumerCommits(plan, mesh);
     const dir = journalDir();
     const { code, lines, state } = await rotate(plan, watched.transportFor, dir, 150);
@@ -176,24 +227,47 @@ describe('commit and resume', () => {
     expect(state.step === 'rolled-back' && state.applied).toEqual(['pg-main:web2-app']);
     expect(state.step === 'rolled-back' && state.windows['pg-main:web2-app']).toBeGreaterThanOrEqual(0);
     const text = lines.join('\n');
-    expect(text).toContain('Rotation rot-1 rolled back (not every provider confirmed in time): 1 of 2 credentials finished, 1 rolled back.');
-    expect(text).toContain("pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds what it held before this rotation (no file, if it had none) and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.");
-    expect(lines.at(-1)).toBe('Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --pair pg-audit:web2-app');
+    expect(text).toContain(
+      'Rotation rot-1 rolled back (not every provider confirmed in time): 1 of 2 credentials finished, 1 rolled back.',
+    );
+    expect(text).toContain(
+      "pg-audit:web2-app: rolled back; db2:/var/lib/baton/mesh/provides/pg-audit/web2_app holds what it held before this rotation (no file, if it had none) and web2-app's staged file was removed; no receipt confirms the old password yet: the provisioner sets it again on its next cycle; if it had applied the new one, new connections of web2-app fail until then.",
+    );
+    expect(lines.at(-1)).toBe(
+      'Nothing is left to do: every pair is finished or rolled back. Once the provisioner runs, rotate again with baton mesh rotate --pair pg-audit:web2-app',
+    );
     expect(text).not.toContain('mesh resume');
-    expect(watched.seen).toEqual([{ path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true }]);
+    expect(watched.seen).toEqual([
+      { path: plan.pairs.find((p) => p.provider === 'pg-main')!.consumerPath, receipted: true },
+    ]);
     const records = await readJournal(dir, 'rot-1');
     expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
     expect(records.at(-1)!.applied).toEqual(['pg-main:web2-app']);
-    expect(records.at(-1)!.rolled_back).toEqual([{ pair: 'pg-audit:web2-app', result: 'rolled-back', receipt: 'unknown' }]);
+    expect(records.at(-1)!.rolled_back).toEqual([
+      { pair: 'pg-audit:web2-app', result: 'rolled-back', receipt: 'unknown' },
+    ]);
     // The receipt is removed with the roll-back: the provisioner sets the old password again and confirms it.
     expect(mesh.machines.db2!.files.has(audit.receiptPath)).toBe(false);
-    expect(records[2]!.pairs.find((p) => p.key === audit.key)!.previous).toBe(secretDigest(`old-${audit.key}`));
+    expect(records[2]!.pairs.find((p) => p.key === audit.key)!.previous).toBe(
+      secretDigest(`old-${audit.key}`),
+    );
     // Every end as it was for pg-audit, no staged or kept file anywhere; pg-main's pair finished.
     expect(mesh.machines.db2!.files.get(audit.providerPath)).toBe(`old-${audit.key}`);
     expect(mesh.machines.web2!.files.get(audit.consumerPath)).toBe(`old-${audit.key}`);
-    for (const m of Object.values(mesh.machines)) expect([...m.files.keys()].filter((k) => k.endsWith('.next') || k.endsWith('.prev'))).toEqual([]);
+    for (const m of Object.values(mesh.machines))
+      expect([...m.files.keys()].filter((k) => k.endsWith('.next') || k.endsWith('.prev'))).toEqual([]);
     // Resume has nothing to finish from: it refuses and renames nothing.
-    await expect(resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir)).rejects.toMatchObject({ code: 'refused' });
+    await expect(
+      resumeRotation(
+        'rot-1',
+        records,
+        meshInventory(2),
+        mesh.transportFor,
+        { concurrency: 2, waitMs: 0, pollMs: 5 },
+        async () => undefined,
+        dir,
+      ),
+    ).rejects.toMatchObject({ code: 'refused' });
   });
 
   it('a consumer end that cannot be renamed after its receipt is never rolled back (the database has the new password): its live password is said to be refused, exit 3, resume or rollback named', async () => {
@@ -208,9 +282,13 @@ describe('commit and resume', () => {
     expect(code).toBe(3);
     const text = lines.join('\n');
     expect(text).toContain('web2: commit failed (injected)');
-    expect(text).toContain("web2 could not be reached (commit failed (injected)); its provider end stays live with the new password, so if pg-main applied it, web2-app's live password is now refused");
+    expect(text).toContain(
+      "web2 could not be reached (commit failed (injected)); its provider end stays live with the new password, so if pg-main applied it, web2-app's live password is now refused",
+    );
     expect(text).not.toContain('still works');
-    expect(lines.at(-1)).toBe('Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1');
+    expect(lines.at(-1)).toBe(
+      'Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1',
+    );
     const records = await readJournal(dir, 'rot-1');
     expect(records.map((r) => r.phase)).toEqual(['resolved', 'prepared', 'committed', 'rolled-back']);
     // The providers stay live with the new passwords; the consumer's new end waits staged for resume.
@@ -220,7 +298,15 @@ describe('commit and resume', () => {
       expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
     }
     mesh.machines.web2!.failOn = undefined;
-    const result = await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 100, pollMs: 5 }, async () => undefined, dir);
+    const result = await resumeRotation(
+      'rot-1',
+      records,
+      meshInventory(2),
+      mesh.transportFor,
+      { concurrency: 2, waitMs: 100, pollMs: 5 },
+      async () => undefined,
+      dir,
+    );
     expect([...result.applied].sort()).toEqual(['pg-audit:web2-app', 'pg-main:web2-app']);
   });
 
@@ -233,16 +319,27 @@ describe('commit and resume', () => {
       if (machine !== 'db1') return t;
       // db1 answers the commit, then drops off the network.
       let committed = false;
-      return { ...t, commit: async (paths) => (await t.commit(paths), (committed = true), undefined), readTexts: async (p) => (committed ? Promise.reject(new Error('db1: no route to host')) : t.readTexts(p)), digests: async (p) => (committed ? Promise.reject(new Error('db1: no route to host')) : t.digests(p)) };
+      return {
+        ...t,
+        commit: async (paths) => (await t.commit(paths), (committed = true), undefined),
+        readTexts: async (p) =>
+          committed ? Promise.reject(new Error('db1: no route to host')) : t.readTexts(p),
+        digests: async (p) => (committed ? Promise.reject(new Error('db1: no route to host')) : t.digests(p)),
+      };
     };
     const cached = new Map<string, ReturnType<TransportFor>>();
-    const transportFor: TransportFor = (m) => cached.get(m) ?? (cached.set(m, partitioned(m)), cached.get(m)!);
+    const transportFor: TransportFor = (m) =>
+      cached.get(m) ?? (cached.set(m, partitioned(m)), cached.get(m)!);
     const { code, lines } = await rotate(plan, transportFor, journalDir(), 50);
     expect(code).toBe(3);
     const text = lines.join('\n');
-    expect(text).toContain('pg-main:web1-app: db1 could not be rolled back (db1: no route to host): whether pg-main took the new password is unknown; if it did, new connections of web1-app');
+    expect(text).toContain(
+      'pg-main:web1-app: db1 could not be rolled back (db1: no route to host): whether pg-main took the new password is unknown; if it did, new connections of web1-app',
+    );
     expect(text).not.toMatch(/old password still works/);
-    expect(lines.at(-1)).toBe('Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1');
+    expect(lines.at(-1)).toBe(
+      'Next: once the machines are reachable, finish with baton mesh resume rot-1 or take it back with baton mesh rollback rot-1',
+    );
     // web1's new end stays staged: both ways out remain possible.
     const main = plan.pairs.find((p) => p.provider === 'pg-main')!;
     expect(mesh.machines.web1!.files.has(`${main.consumerPath}.next`)).toBe(true);
@@ -255,7 +352,9 @@ describe('commit and resume', () => {
     const dying = dyingAfterProviderCommit(mesh.transportFor);
     void rotate(plan, dying.transportFor, dir, 1000);
     await dying.dead;
-    await vi.waitFor(async () => expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toContain('committed'));
+    await vi.waitFor(async () =>
+      expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toContain('committed'),
+    );
     const staged = [...mesh.machines.web1!.files.keys()].find((k) => k.endsWith('.next'))!;
     mesh.machines.web1!.files.delete(staged);
     const snapshot = JSON.stringify([...mesh.machines.web1!.files]);
@@ -263,7 +362,15 @@ describe('commit and resume', () => {
     const callsBefore = mesh.machines.web1!.calls.length;
     let error: BatonError | undefined;
     try {
-      await resumeRotation('rot-1', records, meshInventory(2), mesh.transportFor, { concurrency: 2, waitMs: 0, pollMs: 5 }, async () => undefined, dir);
+      await resumeRotation(
+        'rot-1',
+        records,
+        meshInventory(2),
+        mesh.transportFor,
+        { concurrency: 2, waitMs: 0, pollMs: 5 },
+        async () => undefined,
+        dir,
+      );
     } catch (e) {
       error = e as BatonError;
     }
@@ -284,7 +391,10 @@ describe('applied', () => {
       for (const p of paths) {
         const role = path.basename(p);
         const digest = role === 'web1_app' ? secretDigest(files.get(p)!) : secretDigest('stale');
-        files.set(path.join(path.dirname(p), '.applied', role), formatReceipt({ role, digest, applied_at: '2026-11-30T00:00:00Z' }));
+        files.set(
+          path.join(path.dirname(p), '.applied', role),
+          formatReceipt({ role, digest, applied_at: '2026-11-30T00:00:00Z' }),
+        );
       }
     };
     const dir = journalDir();
@@ -306,7 +416,12 @@ describe('leaving an interactive rotation', () => {
     const mesh = fakeMesh(allMachines, plan);
     seedOld(plan, mesh.machines);
     // No provisioner answers: the provider ends are live and every consumer end waits staged.
-    const rotationDeps = { ...deps(mesh.transportFor, journalDir(), 60_000), rollbackWaitMs: 50, stop: new AbortController(), suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true) };
+    const rotationDeps = {
+      ...deps(mesh.transportFor, journalDir(), 60_000),
+      rollbackWaitMs: 50,
+      stop: new AbortController(),
+      suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true),
+    };
     const flow = rotationFlow(startRotation('rot-1', plan), rotationRunner(rotationDeps));
     await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'));
     flow.dispatch({ type: 'typed', text: confirmationText(plan) });
@@ -319,8 +434,11 @@ describe('leaving an interactive rotation', () => {
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(code).toBe(3);
     expect(lines.join('\n')).toContain('rolled back (cancelled by the operator)');
-    expect(lines.at(-1)).toContain("baton --state-dir '/srv/ctl a' mesh rotate --pair pg-main:web1-app --pair pg-main:web2-app --pair pg-main:backup --inventory /etc/baton/mesh.yaml");
-    for (const p of plan.pairs) expect(mesh.machines[p.providerMachine]!.files.get(p.providerPath)).toBe(`old-${p.key}`);
+    expect(lines.at(-1)).toContain(
+      "baton --state-dir '/srv/ctl a' mesh rotate --pair pg-main:web1-app --pair pg-main:web2-app --pair pg-main:backup --inventory /etc/baton/mesh.yaml",
+    );
+    for (const p of plan.pairs)
+      expect(mesh.machines[p.providerMachine]!.files.get(p.providerPath)).toBe(`old-${p.key}`);
   });
 
   it('a prepare the operator left before its commit started is taken back: every staged file removed, nothing live changed, exit 3', async () => {
@@ -352,7 +470,9 @@ describe('leaving an interactive rotation', () => {
     const code = finishAfterLeaving(store, rotationDeps, undefined, (line) => lines.push(line));
     release();
     expect(await code).toBe(3);
-    expect(lines).toEqual(['Interrupted before the commit: every staged file was removed; nothing took effect.']);
+    expect(lines).toEqual([
+      'Interrupted before the commit: every staged file was removed; nothing took effect.',
+    ]);
     for (const m of Object.values(mesh.machines)) expect(m.calls).not.toContain('commit');
     expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
   });

@@ -96,12 +96,22 @@ class Provisioner {
 
 const context = () => capturingContext(stateDir());
 
-const flags = (extra: Partial<MeshFlags>): MeshFlags => ({ inventory: inventoryFile(), concurrency: '4', timeout: '5', wait: '1', yes: true, ...extra });
+const flags = (extra: Partial<MeshFlags>): MeshFlags => ({
+  inventory: inventoryFile(),
+  concurrency: '4',
+  timeout: '5',
+  wait: '1',
+  yes: true,
+  ...extra,
+});
 
 /** Commands that did not end within their bound (each is bounded by --timeout and --wait): named in the failure. */
 const hung: string[] = [];
 
-async function command(run: (ctx: CliContext) => Promise<number>, what = run.toString().slice(0, 120)): Promise<{ code: number; out: string }> {
+async function command(
+  run: (ctx: CliContext) => Promise<number>,
+  what = run.toString().slice(0, 120),
+): Promise<{ code: number; out: string }> {
   const { ctx, output } = context();
   const ran = (async () => {
     try {
@@ -128,27 +138,67 @@ async function command(run: (ctx: CliContext) => Promise<number>, what = run.toS
 async function unfinishedIds(): Promise<string[]> {
   const inv = loadInventory(inventoryFile());
   const history = await readJournalHistory(stateDir(), meshIdentity(inv));
-  return [...new Set(inv.pairs.map((p) => history.unfinished(`${p.provider}:${p.consumer}`)).filter((id): id is string => id !== undefined))];
+  return [
+    ...new Set(
+      inv.pairs
+        .map((p) => history.unfinished(`${p.provider}:${p.consumer}`))
+        .filter((id): id is string => id !== undefined),
+    ),
+  ];
 }
 
-const SELECTORS: Partial<MeshFlags>[] = [{ pair: `${PROVIDER}:web1-app` }, { pair: `${PROVIDER}:web2-app` }, { pair: `${PROVIDER}:provisioner` }, { provider: PROVIDER }];
+const SELECTORS: Partial<MeshFlags>[] = [
+  { pair: `${PROVIDER}:web1-app` },
+  { pair: `${PROVIDER}:web2-app` },
+  { pair: `${PROVIDER}:provisioner` },
+  { provider: PROVIDER },
+];
 
 /** Rotation killed right after its provider commit, as the CLI would start it (no leftover, the lock free). */
 async function killedRotation(selector: Partial<MeshFlags>, id: string): Promise<boolean> {
   const inv = loadInventory(inventoryFile());
-  const plan = planRotation(inv, selector.provider ? { by: 'provider', name: PROVIDER } : { by: 'pair', provider: PROVIDER, consumer: String(selector.pair).split(':')[1]! });
+  const plan = planRotation(
+    inv,
+    selector.provider
+      ? { by: 'provider', name: PROVIDER }
+      : { by: 'pair', provider: PROVIDER, consumer: String(selector.pair).split(':')[1]! },
+  );
   const transportFor = transportsFor(inv.machines, TEST_BOUNDS);
   const history = await readJournalHistory(stateDir(), meshIdentity(inv));
   if ((await findLeftovers(plan, transportFor, history, 4)).length > 0) return false;
   const dying = dyingAfterProviderCommit(transportFor);
   void runRotationPlain({
-    id, plan, yes: true, write: () => undefined,
-    deps: { transportFor: dying.transportFor, journalDir: stateDir(), operator: 'sequence', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 600_000, pollMs: 10, mesh: meshIdentity(inv) },
+    id,
+    plan,
+    yes: true,
+    write: () => undefined,
+    deps: {
+      transportFor: dying.transportFor,
+      journalDir: stateDir(),
+      operator: 'sequence',
+      resolve: { concurrency: 4 },
+      concurrency: 4,
+      waitMs: 600_000,
+      pollMs: 10,
+      mesh: meshIdentity(inv),
+    },
   });
   // Bounded: a rotation that never reached its commit (a refusal) is no kill to follow.
-  if (!(await Promise.race([dying.dead.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 15_000))]))) return false;
+  if (
+    !(await Promise.race([
+      dying.dead.then(() => true),
+      new Promise<false>((r) => setTimeout(() => r(false), 15_000)),
+    ]))
+  )
+    return false;
   // The "committed" record follows the provider commit at once; then baton is gone.
-  for (let i = 0; i < 100 && !readFileSync(path.join(stateDir(), 'mesh-journal.jsonl'), 'utf8').includes(`"id":"${id}","at"`); i++) await new Promise((r) => setTimeout(r, 10));
+  for (
+    let i = 0;
+    i < 100 &&
+    !readFileSync(path.join(stateDir(), 'mesh-journal.jsonl'), 'utf8').includes(`"id":"${id}","at"`);
+    i++
+  )
+    await new Promise((r) => setTimeout(r, 10));
   await new Promise((r) => setTimeout(r, 30));
   return true;
 }
@@ -159,11 +209,24 @@ beforeAll(async () => {
   superuser = `su_${randomBytes(3).toString('hex')}`;
   writeLocalMesh(tmp.dir, { provisionerRole: superuser });
   const first = randomBytes(24).toString('base64url');
-  await asSuperuser(sandbox, async (c) => c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`));
+  await asSuperuser(sandbox, async (c) =>
+    c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`),
+  );
   const seedFile = path.join(tmp.dir, 'su.password');
   writeFileSync(seedFile, first, { mode: 0o600 });
   const { runMeshSeed } = await import('../../src/commands/rotation-cli.js');
-  expect((await command((ctx) => runMeshSeed(ctx, { pair: `${PROVIDER}:provisioner`, fromFile: seedFile, inventory: inventoryFile(), timeout: '5' }))).code).toBe(0);
+  expect(
+    (
+      await command((ctx) =>
+        runMeshSeed(ctx, {
+          pair: `${PROVIDER}:provisioner`,
+          fromFile: seedFile,
+          inventory: inventoryFile(),
+          timeout: '5',
+        }),
+      )
+    ).code,
+  ).toBe(0);
 }, 120_000);
 
 afterAll(async () => {
@@ -174,10 +237,12 @@ afterAll(async () => {
 describe('random sequences against a real PostgreSQL', () => {
   it(`after each of ${SEQUENCES} seeded sequences, following mesh status leaves every consumer and the provisioner logging in`, async () => {
     const random = prng(SEED);
-    const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const provisioner = new Provisioner();
     provisioner.start();
-    expect((await command((ctx) => runMeshRotate(ctx, flags({ provider: PROVIDER, wait: '20' })))).code).toBe(0);
+    expect((await command((ctx) => runMeshRotate(ctx, flags({ provider: PROVIDER, wait: '20' })))).code).toBe(
+      0,
+    );
     let stranded = 0;
     let restarts = 0;
     const stopped: string[] = [];
@@ -186,12 +251,25 @@ describe('random sequences against a real PostgreSQL', () => {
       const steps = 2 + Math.floor(random() * 3);
       const done: string[] = [];
       for (let s = 0; s < steps; s++) {
-        const op = pick(['rotate', 'rotate', 'kill-baton', 'resume', 'rollback', 'provisioner-stop', 'provisioner-start', 'provisioner-kill', 'postgres-restart'] as const);
+        const op = pick([
+          'rotate',
+          'rotate',
+          'kill-baton',
+          'resume',
+          'rollback',
+          'provisioner-stop',
+          'provisioner-start',
+          'provisioner-kill',
+          'postgres-restart',
+        ] as const);
         done.push(op);
-        if (process.env.BATON_SEQUENCE_DEBUG) console.log(`${new Date().toISOString()} sequence ${n} step ${s}: ${op}`);
+        if (process.env.BATON_SEQUENCE_DEBUG)
+          console.log(`${new Date().toISOString()} sequence ${n} step ${s}: ${op}`);
         switch (op) {
           case 'rotate':
-            await command((ctx) => runMeshRotate(ctx, flags({ ...pick(SELECTORS), wait: pick(['0.3', '1']) })));
+            await command((ctx) =>
+              runMeshRotate(ctx, flags({ ...pick(SELECTORS), wait: pick(['0.3', '1']) })),
+            );
             break;
           case 'kill-baton':
             await killedRotation(pick(SELECTORS), `seq-${n}-${s}`);
@@ -199,7 +277,12 @@ describe('random sequences against a real PostgreSQL', () => {
           case 'resume':
           case 'rollback': {
             const id = (await unfinishedIds())[0];
-            if (id) await command((ctx) => (op === 'resume' ? runMeshResume(ctx, id, flags({ wait: '0.5' })) : runMeshRollback(ctx, id, flags({ wait: '0.5' }))));
+            if (id)
+              await command((ctx) =>
+                op === 'resume'
+                  ? runMeshResume(ctx, id, flags({ wait: '0.5' }))
+                  : runMeshRollback(ctx, id, flags({ wait: '0.5' })),
+              );
             break;
           }
           case 'provisioner-stop':
@@ -233,9 +316,16 @@ describe('random sequences against a real PostgreSQL', () => {
         code = status.code;
         last = status.out;
         if (code === 0) break;
-        const doc = JSON.parse(status.out.slice(0, status.out.lastIndexOf('}') + 1)) as { pairs: { state: string; next?: string | null }[] };
-        const next = doc.pairs.map((p) => p.next ?? '').find((text) => /mesh (resume|rollback|rotate) /.test(text));
-        if (process.env.BATON_SEQUENCE_DEBUG) console.log(`${new Date().toISOString()} follow ${round}: exit ${code}; ${doc.pairs.map((p) => `${p.state}: ${p.next ?? ''}`).join(' | ')}`);
+        const doc = JSON.parse(status.out.slice(0, status.out.lastIndexOf('}') + 1)) as {
+          pairs: { state: string; next?: string | null }[];
+        };
+        const next = doc.pairs
+          .map((p) => p.next ?? '')
+          .find((text) => /mesh (resume|rollback|rotate) /.test(text));
+        if (process.env.BATON_SEQUENCE_DEBUG)
+          console.log(
+            `${new Date().toISOString()} follow ${round}: exit ${code}; ${doc.pairs.map((p) => `${p.state}: ${p.next ?? ''}`).join(' | ')}`,
+          );
         const resume = next && /mesh resume ([^\s,]+)/.exec(next);
         const rotate = next && /mesh rotate --pair ([^\s,)]+)/.exec(next);
         if (resume) await command((ctx) => runMeshResume(ctx, resume[1]!, flags({ wait: '2' })));
@@ -243,15 +333,26 @@ describe('random sequences against a real PostgreSQL', () => {
         else await new Promise((r) => setTimeout(r, 100)); // pending: the provisioner's next cycle
       }
       const logins = await Promise.all(
-        ([['web1', 'web1_app'], ['web2', 'web2_app'], ['db1', superuser]] as const).map(async ([m, role]) => canLogin(sandbox, role, readFileSync(consumerFile(m, role), 'utf8'))),
+        (
+          [
+            ['web1', 'web1_app'],
+            ['web2', 'web2_app'],
+            ['db1', superuser],
+          ] as const
+        ).map(async ([m, role]) => canLogin(sandbox, role, readFileSync(consumerFile(m, role), 'utf8'))),
       );
       const bad = logins.filter((ok) => !ok).length;
-      if (code !== 0 || bad > 0) stopped.push(`sequence ${n} [${done.join(', ')}]: status exit ${code}, ${bad} consumer(s) refused${process.env.BATON_SEQUENCE_DEBUG ? `\n${last}` : ''}`);
+      if (code !== 0 || bad > 0)
+        stopped.push(
+          `sequence ${n} [${done.join(', ')}]: status exit ${code}, ${bad} consumer(s) refused${process.env.BATON_SEQUENCE_DEBUG ? `\n${last}` : ''}`,
+        );
       stranded += bad;
     }
     await provisioner.stop();
     // The figures the acceptance asks for, in the test's output.
-    console.log(`rotation sequences: ${SEQUENCES} (seed ${SEED}) in ${((Date.now() - started) / 1000).toFixed(1)} s, ${restarts} PostgreSQL restarts; stranded consumers: ${stranded}`);
+    console.log(
+      `rotation sequences: ${SEQUENCES} (seed ${SEED}) in ${((Date.now() - started) / 1000).toFixed(1)} s, ${restarts} PostgreSQL restarts; stranded consumers: ${stranded}`,
+    );
     expect(hung).toEqual([]);
     expect(stopped).toEqual([]);
     expect(stranded).toBe(0);

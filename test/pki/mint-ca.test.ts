@@ -32,7 +32,11 @@ async function mintedFiles(name: string, replaces?: Parameters<typeof mintCa>[0]
 describe('a minted authority, as openssl sees it', () => {
   it('has the fingerprint openssl computes over the DER SubjectPublicKeyInfo', async () => {
     const { minted, cert } = await mintedFiles('fp');
-    const expected = sh(`openssl x509 -in '${cert}' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64`).trim().replace(/=+$/, '');
+    const expected = sh(
+      `openssl x509 -in '${cert}' -pubkey -noout | openssl pkey -pubin -outform DER | openssl dgst -sha256 -binary | base64`,
+    )
+      .trim()
+      .replace(/=+$/, '');
     const facts = parseCertificate(minted.certPem)!;
     expect(facts.fingerprint).toBe(`SHA256:${expected}`);
     expect(facts.fingerprint).toMatch(/^SHA256:[A-Za-z0-9+/]{43}$/);
@@ -45,8 +49,12 @@ describe('a minted authority, as openssl sees it', () => {
 
   it('carries a SEC1 "EC PRIVATE KEY" (what Go\'s x509.ParseECPrivateKey reads) that openssl ec checks and that pairs with the certificate', async () => {
     const { key, cert, minted } = await mintedFiles('pair');
-    expect(Buffer.from(minted.keyPem).toString()).toMatch(/^-----BEGIN EC PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END EC PRIVATE KEY-----\n$/);
-    expect(execFileSync('/bin/sh', ['-c', `openssl ec -in '${key}' -check -noout 2>&1`], { encoding: 'utf8' })).toContain('EC Key valid.');
+    expect(Buffer.from(minted.keyPem).toString()).toMatch(
+      /^-----BEGIN EC PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END EC PRIVATE KEY-----\n$/,
+    );
+    expect(
+      execFileSync('/bin/sh', ['-c', `openssl ec -in '${key}' -check -noout 2>&1`], { encoding: 'utf8' }),
+    ).toContain('EC Key valid.');
     // The DER inside is SEC1 itself (openssl re-encodes it byte for byte), not PKCS#8 relabelled.
     expect(openssl(['ec', '-in', key])).toBe(Buffer.from(minted.keyPem).toString());
     const fromKey = openssl(['pkey', '-in', key, '-pubout']);
@@ -61,8 +69,12 @@ describe('a minted authority, as openssl sees it', () => {
     expect(text).toMatch(/X509v3 Basic Constraints: critical\s+CA:TRUE, pathlen:0/);
     expect(text).toMatch(/X509v3 Key Usage: critical\s+Digital Signature, Certificate Sign, CRL Sign/);
     expect(text).toContain('NIST CURVE: P-256');
-    expect(openssl(['x509', '-in', cert, '-noout', '-subject', '-nameopt', 'RFC2253']).trim()).toBe(`subject=O=${DEPLOYMENT},CN=billet node wire CA`);
-    expect(openssl(['x509', '-in', cert, '-noout', '-issuer', '-nameopt', 'RFC2253']).trim()).toBe(`issuer=O=${DEPLOYMENT},CN=billet node wire CA`);
+    expect(openssl(['x509', '-in', cert, '-noout', '-subject', '-nameopt', 'RFC2253']).trim()).toBe(
+      `subject=O=${DEPLOYMENT},CN=billet node wire CA`,
+    );
+    expect(openssl(['x509', '-in', cert, '-noout', '-issuer', '-nameopt', 'RFC2253']).trim()).toBe(
+      `issuer=O=${DEPLOYMENT},CN=billet node wire CA`,
+    );
   });
 
   it('is valid from an hour before now for ten years', async () => {
@@ -88,7 +100,11 @@ describe('a minted authority, as openssl sees it', () => {
     const old = parseCertificate(first.minted.certPem)!.fingerprint;
     const next = await mintedFiles('next', old);
     expect(parseCertificate(next.minted.certPem)!.replaces).toBe(old);
-    expect(openssl(['x509', '-in', next.cert, '-noout', '-subject', '-nameopt', 'sep_multiline,utf8']).split('\n').map((l) => l.trim())).toContain(`OU=billet-replaces:${old}`);
+    expect(
+      openssl(['x509', '-in', next.cert, '-noout', '-subject', '-nameopt', 'sep_multiline,utf8'])
+        .split('\n')
+        .map((l) => l.trim()),
+    ).toContain(`OU=billet-replaces:${old}`);
     expect(parseCertificate(first.minted.certPem)!.replaces).toBeUndefined();
   });
 });
@@ -100,22 +116,47 @@ describe('inspectPair, the one check of an authority pair', () => {
     expect(inspection.ok).toBe(true);
   });
 
-  it('refuses a key that is not the certificate\'s as mismatched', async () => {
+  it("refuses a key that is not the certificate's as mismatched", async () => {
     const a = await mintCa({ deployment: DEPLOYMENT, now: NOW });
     const b = await mintCa({ deployment: DEPLOYMENT, now: NOW });
-    expect(await inspectPair(b.keyPem, a.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'mismatched' } });
+    expect(await inspectPair(b.keyPem, a.certPem, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'mismatched' },
+    });
   });
 
-  it('refuses another deployment\'s authority as foreign, naming its Organization', async () => {
+  it("refuses another deployment's authority as foreign, naming its Organization", async () => {
     const a = await mintCa({ deployment: 'another-deployment', now: NOW });
-    expect(await inspectPair(a.keyPem, a.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'foreign', organization: 'another-deployment' } });
+    expect(await inspectPair(a.keyPem, a.certPem, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'foreign', organization: 'another-deployment' },
+    });
   });
 
   it('refuses a self-signed certificate that is not a CA', async () => {
     const key = path.join(temp.dir, 'leaf.key');
     const cert = path.join(temp.dir, 'leaf.crt');
-    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '30',
-      '-subj', `/CN=baton node wire CA/O=${DEPLOYMENT}`, '-addext', 'basicConstraints=critical,CA:FALSE', '-addext', 'keyUsage=critical,digitalSignature']);
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '30',
+      '-subj',
+      `/CN=baton node wire CA/O=${DEPLOYMENT}`,
+      '-addext',
+      'basicConstraints=critical,CA:FALSE',
+      '-addext',
+      'keyUsage=critical,digitalSignature',
+    ]);
     const inspection = await inspectPair(readBytes(key), readBytes(cert), DEPLOYMENT);
     expect(inspection).toMatchObject({ ok: false, fault: { kind: 'not-ca' } });
   });
@@ -123,14 +164,63 @@ describe('inspectPair, the one check of an authority pair', () => {
   it('refuses a CA certificate that another CA signed as not self-signed', async () => {
     const rootKey = path.join(temp.dir, 'root.key');
     const rootCert = path.join(temp.dir, 'root.crt');
-    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', rootKey, '-out', rootCert, '-days', '30', '-subj', '/CN=other root']);
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      rootKey,
+      '-out',
+      rootCert,
+      '-days',
+      '30',
+      '-subj',
+      '/CN=other root',
+    ]);
     const key = path.join(temp.dir, 'sub.key');
     const csr = path.join(temp.dir, 'sub.csr');
     const cert = path.join(temp.dir, 'sub.crt');
     const ext = path.join(temp.dir, 'sub.ext');
-    writeFileSync(ext, 'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n');
-    openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', csr, '-subj', `/CN=baton node wire CA/O=${DEPLOYMENT}`]);
-    openssl(['x509', '-req', '-in', csr, '-CA', rootCert, '-CAkey', rootKey, '-CAcreateserial', '-out', cert, '-days', '30', '-extfile', ext]);
+    writeFileSync(
+      ext,
+      'basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign,digitalSignature\n',
+    );
+    openssl([
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      csr,
+      '-subj',
+      `/CN=baton node wire CA/O=${DEPLOYMENT}`,
+    ]);
+    openssl([
+      'x509',
+      '-req',
+      '-in',
+      csr,
+      '-CA',
+      rootCert,
+      '-CAkey',
+      rootKey,
+      '-CAcreateserial',
+      '-out',
+      cert,
+      '-days',
+      '30',
+      '-extfile',
+      ext,
+    ]);
     const inspection = await inspectPair(readBytes(key), readBytes(cert), DEPLOYMENT);
     expect(inspection).toMatchObject({ ok: false, fault: { kind: 'not-self-signed' } });
   });
@@ -149,9 +239,21 @@ describe('inspectPair, the one check of an authority pair', () => {
   it('refuses a certificate file with two PEM blocks, or junk, as unparsable', async () => {
     const a = await mintCa({ deployment: DEPLOYMENT, now: NOW });
     const twice = Buffer.concat([Buffer.from(a.certPem), Buffer.from(a.certPem)]);
-    expect(await inspectPair(a.keyPem, twice, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'unparsable', file: 'certificate' } });
-    expect(await inspectPair(a.keyPem, Buffer.from('not a certificate'), DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'unparsable', file: 'certificate' } });
-    expect(await inspectPair(Buffer.from('-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n'), a.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'unparsable', file: 'key' } });
+    expect(await inspectPair(a.keyPem, twice, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'unparsable', file: 'certificate' },
+    });
+    expect(await inspectPair(a.keyPem, Buffer.from('not a certificate'), DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'unparsable', file: 'certificate' },
+    });
+    expect(
+      await inspectPair(
+        Buffer.from('-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n'),
+        a.certPem,
+        DEPLOYMENT,
+      ),
+    ).toMatchObject({ ok: false, fault: { kind: 'unparsable', file: 'key' } });
   });
 });
 

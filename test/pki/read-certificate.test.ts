@@ -75,10 +75,16 @@ interface Shape {
 }
 
 const ourName = () => seq(rdn(CN, utf8('baton node wire CA')), rdn(O, utf8(DEPLOYMENT)));
-const ourExtensions = () => [basicConstraints(bool(0xff)), keyUsage(KEY_CERT_SIGN_CRL_SIGN_DIGITAL_SIGNATURE)];
+const ourExtensions = () => [
+  basicConstraints(bool(0xff)),
+  keyUsage(KEY_CERT_SIGN_CRL_SIGN_DIGITAL_SIGNATURE),
+];
 
 /** A self-signed ECDSA P-256 certificate of `shape`, signed by node:crypto over the TBS DER. */
-function build(shape: Shape = {}, key = generateKeyPairSync('ec', { namedCurve: 'P-256' })): { certDer: Buffer; certBody: Buffer; certPem: Uint8Array; keyPem: Uint8Array; key: KeyObject } {
+function build(
+  shape: Shape = {},
+  key = generateKeyPairSync('ec', { namedCurve: 'P-256' }),
+): { certDer: Buffer; certBody: Buffer; certPem: Uint8Array; keyPem: Uint8Array; key: KeyObject } {
   const ecdsaWithSha256 = seq(oid('1.2.840.10045.4.3.2'));
   const subject = shape.subject ?? ourName();
   const extensions = shape.extensions === undefined ? ourExtensions() : shape.extensions;
@@ -115,7 +121,7 @@ function onDisk(certPem: Uint8Array): string {
 }
 const pemOf = (der: Buffer) => new TextEncoder().encode(pemEncode('CERTIFICATE', der));
 
-describe('the test\'s own certificate builder', () => {
+describe("the test's own certificate builder", () => {
   it('makes certificates openssl verifies as self-signed CAs', () => {
     const file = onDisk(build().certPem);
     expect(openssl(['verify', '-CAfile', file, file]).trim()).toBe(`${file}: OK`);
@@ -132,9 +138,27 @@ describe('reading a certificate exactly', () => {
     });
     const file = onDisk(cert.certPem);
     const facts = parseCertificate(cert.certPem)!;
-    expect(facts.serialHex).toBe(openssl(['x509', '-in', file, '-noout', '-serial']).trim().replace(/^serial=/, '').toLowerCase().padStart(8, '0'));
-    expect(facts.notBefore.getTime()).toBe(Date.parse(openssl(['x509', '-in', file, '-noout', '-startdate']).trim().replace(/^notBefore=/, '')));
-    expect(facts.notAfter.getTime()).toBe(Date.parse(openssl(['x509', '-in', file, '-noout', '-enddate']).trim().replace(/^notAfter=/, '')));
+    expect(facts.serialHex).toBe(
+      openssl(['x509', '-in', file, '-noout', '-serial'])
+        .trim()
+        .replace(/^serial=/, '')
+        .toLowerCase()
+        .padStart(8, '0'),
+    );
+    expect(facts.notBefore.getTime()).toBe(
+      Date.parse(
+        openssl(['x509', '-in', file, '-noout', '-startdate'])
+          .trim()
+          .replace(/^notBefore=/, ''),
+      ),
+    );
+    expect(facts.notAfter.getTime()).toBe(
+      Date.parse(
+        openssl(['x509', '-in', file, '-noout', '-enddate'])
+          .trim()
+          .replace(/^notAfter=/, ''),
+      ),
+    );
     expect(facts.notBefore.toISOString()).toBe('2049-12-31T23:59:59.000Z');
     expect(facts.notAfter.toISOString()).toBe('2060-01-01T00:00:00.000Z');
     expect(facts.organization).toBe(DEPLOYMENT);
@@ -142,19 +166,41 @@ describe('reading a certificate exactly', () => {
     expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: true });
   });
 
-  it('reads billet\'s claim as Go writes it (PrintableString OU billet-replaces:), and keeps a malformed one as text, never as no claim', async () => {
+  it("reads billet's claim as Go writes it (PrintableString OU billet-replaces:), and keeps a malformed one as text, never as no claim", async () => {
     const fp = 'SHA256:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
-    const goLike = build({ subject: seq(rdn(O, printable(DEPLOYMENT)), rdn(OU, printable(`billet-replaces:${fp}`)), rdn(CN, printable('billet node wire CA'))) });
+    const goLike = build({
+      subject: seq(
+        rdn(O, printable(DEPLOYMENT)),
+        rdn(OU, printable(`billet-replaces:${fp}`)),
+        rdn(CN, printable('billet node wire CA')),
+      ),
+    });
     expect(parseCertificate(goLike.certPem)).toMatchObject({ replaces: fp, claim: fp, claimCount: 1 });
     expect(await inspectPair(goLike.keyPem, goLike.certPem, DEPLOYMENT)).toMatchObject({ ok: true });
-    const malformed = build({ subject: seq(rdn(O, utf8(DEPLOYMENT)), rdn(OU, utf8('billet-replaces:SHA256:short'))) });
-    expect(parseCertificate(malformed.certPem)).toMatchObject({ replaces: undefined, claim: 'SHA256:short', claimCount: 1 });
+    const malformed = build({
+      subject: seq(rdn(O, utf8(DEPLOYMENT)), rdn(OU, utf8('billet-replaces:SHA256:short'))),
+    });
+    expect(parseCertificate(malformed.certPem)).toMatchObject({
+      replaces: undefined,
+      claim: 'SHA256:short',
+      claimCount: 1,
+    });
   });
 
   it('refuses a certificate that names two predecessors (billet-replaces: and baton-replaces:) as edited', async () => {
     const fp = 'SHA256:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
-    const cert = build({ subject: seq(rdn(CN, utf8('billet node wire CA')), rdn(O, utf8(DEPLOYMENT)), rdn(OU, utf8(`billet-replaces:${fp}`)), rdn(OU, utf8(CLAIM))) });
-    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'ambiguous-claim', count: 2 } });
+    const cert = build({
+      subject: seq(
+        rdn(CN, utf8('billet node wire CA')),
+        rdn(O, utf8(DEPLOYMENT)),
+        rdn(OU, utf8(`billet-replaces:${fp}`)),
+        rdn(OU, utf8(CLAIM)),
+      ),
+    });
+    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'ambiguous-claim', count: 2 },
+    });
   });
 
   it('reads a UTCTime year of 50 as 1950, as RFC 5280 says', () => {
@@ -162,7 +208,7 @@ describe('reading a certificate exactly', () => {
     expect(facts.notBefore.toISOString()).toBe('1950-01-01T00:00:00.000Z');
   });
 
-  it('hashes the certificate\'s SubjectPublicKeyInfo as encoded for the fingerprint', () => {
+  it("hashes the certificate's SubjectPublicKeyInfo as encoded for the fingerprint", () => {
     const cert = build();
     const spki = createPublicKey(cert.key).export({ type: 'spki', format: 'der' });
     const expected = `SHA256:${execFileSync('openssl', ['dgst', '-sha256', '-binary'], { input: spki }).toString('base64').replace(/=+$/, '')}`;
@@ -170,15 +216,28 @@ describe('reading a certificate exactly', () => {
   });
 
   it('reads an Organization that prints like two attributes as the one value it is', async () => {
-    for (const value of ['b, O=0123456789abcdef0123456789abcdef', `x\nO=${DEPLOYMENT}`, `x+O=${DEPLOYMENT}`]) {
+    for (const value of [
+      'b, O=0123456789abcdef0123456789abcdef',
+      `x\nO=${DEPLOYMENT}`,
+      `x+O=${DEPLOYMENT}`,
+    ]) {
       const cert = build({ subject: seq(rdn(CN, utf8('baton node wire CA')), rdn(O, utf8(value))) });
       expect(parseCertificate(cert.certPem)!.organization).toBe(value);
-      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'foreign', organization: value } });
+      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+        ok: false,
+        fault: { kind: 'foreign', organization: value },
+      });
     }
   });
 
   it('does not take a replaces claim printed inside another value', () => {
-    const cert = build({ subject: seq(rdn(O, utf8(DEPLOYMENT)), rdn(OU, utf8(`x\nOU=${CLAIM}`)), rdn(CN, utf8(`y, OU=${CLAIM}`))) });
+    const cert = build({
+      subject: seq(
+        rdn(O, utf8(DEPLOYMENT)),
+        rdn(OU, utf8(`x\nOU=${CLAIM}`)),
+        rdn(CN, utf8(`y, OU=${CLAIM}`)),
+      ),
+    });
     expect(parseCertificate(cert.certPem)!.replaces).toBeUndefined();
   });
 
@@ -190,14 +249,23 @@ describe('reading a certificate exactly', () => {
     ];
     for (const subject of shapes) {
       const cert = build({ subject });
-      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: true, facts: { organization: DEPLOYMENT } });
+      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+        ok: true,
+        facts: { organization: DEPLOYMENT },
+      });
     }
   });
 
   it('refuses two Organizations, in one RDN or two, as belonging to no deployment', async () => {
-    for (const subject of [seq(rdn(O, utf8(DEPLOYMENT)), rdn(O, utf8(DEPLOYMENT))), seq(set(atv(O, utf8(DEPLOYMENT)), atv(O, utf8('other'))))]) {
+    for (const subject of [
+      seq(rdn(O, utf8(DEPLOYMENT)), rdn(O, utf8(DEPLOYMENT))),
+      seq(set(atv(O, utf8(DEPLOYMENT)), atv(O, utf8('other')))),
+    ]) {
       const cert = build({ subject });
-      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'foreign', organization: undefined } });
+      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+        ok: false,
+        fault: { kind: 'foreign', organization: undefined },
+      });
     }
   });
 });
@@ -205,7 +273,9 @@ describe('reading a certificate exactly', () => {
 describe('the CA checks', () => {
   it('refuses a CA whose keyUsage lacks keyCertSign, naming keyUsage', async () => {
     const cert = build({ extensions: [basicConstraints(bool(0xff)), keyUsage(DIGITAL_SIGNATURE_CRL_SIGN)] });
-    expect(openssl(['x509', '-in', onDisk(cert.certPem), '-noout', '-ext', 'keyUsage'])).not.toContain('Certificate Sign');
+    expect(openssl(['x509', '-in', onDisk(cert.certPem), '-noout', '-ext', 'keyUsage'])).not.toContain(
+      'Certificate Sign',
+    );
     expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
       ok: false,
       fault: { kind: 'not-ca', detail: 'its keyUsage does not include keyCertSign' },
@@ -216,9 +286,39 @@ describe('the CA checks', () => {
     const key = path.join(temp.dir, 'no-kcs.key');
     const cert = path.join(temp.dir, 'no-kcs.crt');
     const conf = path.join(temp.dir, 'no-kcs.cnf');
-    writeFileSync(conf, ['[req]', 'distinguished_name = dn', 'x509_extensions = ext', 'prompt = no', '[dn]', 'CN = baton node wire CA', `O = ${DEPLOYMENT}`,
-      '[ext]', 'basicConstraints = critical,CA:TRUE,pathlen:0', 'keyUsage = critical,digitalSignature,cRLSign', ''].join('\n'));
-    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '30', '-config', conf]);
+    writeFileSync(
+      conf,
+      [
+        '[req]',
+        'distinguished_name = dn',
+        'x509_extensions = ext',
+        'prompt = no',
+        '[dn]',
+        'CN = baton node wire CA',
+        `O = ${DEPLOYMENT}`,
+        '[ext]',
+        'basicConstraints = critical,CA:TRUE,pathlen:0',
+        'keyUsage = critical,digitalSignature,cRLSign',
+        '',
+      ].join('\n'),
+    );
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      key,
+      '-out',
+      cert,
+      '-days',
+      '30',
+      '-config',
+      conf,
+    ]);
     expect(openssl(['x509', '-in', cert, '-noout', '-text'])).toMatch(/CA:TRUE/);
     expect(await inspectPair(readFileSync(key), readFileSync(cert), DEPLOYMENT)).toMatchObject({
       ok: false,
@@ -228,7 +328,10 @@ describe('the CA checks', () => {
 
   it('refuses a CA without keyUsage, naming keyUsage', async () => {
     const cert = build({ extensions: [basicConstraints(bool(0xff))] });
-    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'not-ca', detail: 'its keyUsage does not include keyCertSign' } });
+    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'not-ca', detail: 'its keyUsage does not include keyCertSign' },
+    });
   });
 
   it('refuses a certificate whose basicConstraints are absent, say cA false, or encode TRUE other than as DER does', async () => {
@@ -241,19 +344,37 @@ describe('the CA checks', () => {
     ];
     for (const extensions of cases) {
       const cert = build({ extensions });
-      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'not-ca', detail: 'its basicConstraints do not say cA' } });
+      expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+        ok: false,
+        fault: { kind: 'not-ca', detail: 'its basicConstraints do not say cA' },
+      });
     }
   });
 
   it('refuses a certificate carrying basicConstraints twice as unparsable', async () => {
-    const cert = build({ extensions: [basicConstraints(bool(0xff)), basicConstraints(bool(0x00)), keyUsage(KEY_CERT_SIGN_CRL_SIGN_DIGITAL_SIGNATURE)] });
+    const cert = build({
+      extensions: [
+        basicConstraints(bool(0xff)),
+        basicConstraints(bool(0x00)),
+        keyUsage(KEY_CERT_SIGN_CRL_SIGN_DIGITAL_SIGNATURE),
+      ],
+    });
     expect(parseCertificate(cert.certPem)).toBeUndefined();
-    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'unparsable', file: 'certificate' } });
+    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'unparsable', file: 'certificate' },
+    });
   });
 
   it('refuses an issuer that names the subject in another string type as not self-issued', async () => {
-    const cert = build({ subject: seq(rdn(O, utf8(DEPLOYMENT))), issuer: seq(rdn(O, printable(DEPLOYMENT))) });
-    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'not-self-signed', detail: 'its issuer is not its subject' } });
+    const cert = build({
+      subject: seq(rdn(O, utf8(DEPLOYMENT))),
+      issuer: seq(rdn(O, printable(DEPLOYMENT))),
+    });
+    expect(await inspectPair(cert.keyPem, cert.certPem, DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'not-self-signed', detail: 'its issuer is not its subject' },
+    });
   });
 
   it('refuses a certificate signed by another key as not self-signed', async () => {
@@ -261,8 +382,15 @@ describe('the CA checks', () => {
     const cert = build();
     // The same TBS, signed by another key: the certificate names one key and carries another's signature.
     const parts = derChildren(derRead(cert.certDer)!)!;
-    const forged = seq(Buffer.from(parts[0]!.bytes), Buffer.from(parts[1]!.bytes), tlv(0x03, Buffer.from([0]), sign('sha256', Buffer.from(parts[0]!.bytes), other.privateKey)));
-    expect(await inspectPair(cert.keyPem, pemOf(forged), DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'not-self-signed', detail: 'its signature does not verify under its own key' } });
+    const forged = seq(
+      Buffer.from(parts[0]!.bytes),
+      Buffer.from(parts[1]!.bytes),
+      tlv(0x03, Buffer.from([0]), sign('sha256', Buffer.from(parts[0]!.bytes), other.privateKey)),
+    );
+    expect(await inspectPair(cert.keyPem, pemOf(forged), DEPLOYMENT)).toMatchObject({
+      ok: false,
+      fault: { kind: 'not-self-signed', detail: 'its signature does not verify under its own key' },
+    });
   });
 });
 
@@ -271,18 +399,36 @@ describe('strict DER', () => {
     const cert = build();
     const der = cert.certDer;
     const body = cert.certBody;
-    const longForm = Buffer.concat([Buffer.from([0x30, 0x84]), Buffer.from([0, 0, body.length >> 8, body.length & 0xff]), body]);
+    const longForm = Buffer.concat([
+      Buffer.from([0x30, 0x84]),
+      Buffer.from([0, 0, body.length >> 8, body.length & 0xff]),
+      body,
+    ]);
     const indefinite = Buffer.concat([Buffer.from([0x30, 0x80]), body, Buffer.from([0, 0])]);
-    for (const bad of [Buffer.concat([der, Buffer.from([0])]), der.subarray(0, der.length - 1), longForm, indefinite]) {
+    for (const bad of [
+      Buffer.concat([der, Buffer.from([0])]),
+      der.subarray(0, der.length - 1),
+      longForm,
+      indefinite,
+    ]) {
       expect(parseCertificate(pemOf(bad))).toBeUndefined();
-      expect(await inspectPair(cert.keyPem, pemOf(bad), DEPLOYMENT)).toMatchObject({ ok: false, fault: { kind: 'unparsable', file: 'certificate' } });
+      expect(await inspectPair(cert.keyPem, pemOf(bad), DEPLOYMENT)).toMatchObject({
+        ok: false,
+        fault: { kind: 'unparsable', file: 'certificate' },
+      });
     }
     // The same body with its minimal header is the certificate again.
     expect(parseCertificate(pemOf(seq(body)))).toBeDefined();
   });
 
   it('refuses a validity date that is not one RFC 5280 allows', () => {
-    for (const notAfter of [utcTime('3611301000Z'), utcTime('361130100000+0100'), generalizedTime('20361130100000.5Z'), utcTime('360231100000Z'), generalizedTime('20361330100000Z')]) {
+    for (const notAfter of [
+      utcTime('3611301000Z'),
+      utcTime('361130100000+0100'),
+      generalizedTime('20361130100000.5Z'),
+      utcTime('360231100000Z'),
+      generalizedTime('20361330100000Z'),
+    ]) {
       expect(parseCertificate(build({ notAfter }).certPem)).toBeUndefined();
     }
   });

@@ -18,9 +18,18 @@ afterAll(() => temp.cleanup());
 let flags: string[];
 beforeAll(async () => {
   assertBuilt();
-  flags = ['--deployment', DEPLOYMENT, '--state-dir', path.join(temp.dir, 'state'), '--store', `file://${path.join(temp.dir, 'store')}`];
+  flags = [
+    '--deployment',
+    DEPLOYMENT,
+    '--state-dir',
+    path.join(temp.dir, 'state'),
+    '--store',
+    `file://${path.join(temp.dir, 'store')}`,
+  ];
   // A first controller: mints, publishes and installs, so status reads two certificates.
-  const sync = await runBaton([...flags, '--no-seal', 'sync', '--first-controller', '--yes'], { cwd: temp.dir });
+  const sync = await runBaton([...flags, '--no-seal', 'sync', '--first-controller', '--yes'], {
+    cwd: temp.dir,
+  });
   expect(sync.exitCode, sync.all).toBe(0);
 });
 
@@ -29,9 +38,15 @@ const packagesOf = (stderr: string) => packagesLoaded(traceFromLog(stderr));
 
 describe('what status --json loads', () => {
   it('reads both certificates of an in-sync host without loading pkijs, asn1js, zod or yaml', async () => {
-    const run = await runBaton([...flags, 'status', '--json'], { cwd: temp.dir, nodeArgs: ['--import', REGISTER] });
+    const run = await runBaton([...flags, 'status', '--json'], {
+      cwd: temp.dir,
+      nodeArgs: ['--import', REGISTER],
+    });
     expect(run.exitCode, run.all).toBe(0);
-    const report = JSON.parse(run.stdout) as { local: { fingerprint?: string }; published: { fingerprint?: string } };
+    const report = JSON.parse(run.stdout) as {
+      local: { fingerprint?: string };
+      published: { fingerprint?: string };
+    };
     expect(report.local.fingerprint).toMatch(/^SHA256:/);
     expect(report.published.fingerprint).toBe(report.local.fingerprint);
     const packages = packagesOf(run.stderr);
@@ -43,7 +58,10 @@ describe('what status --json loads', () => {
   it('loads the YAML parser, and still not zod, when a config file is read', async () => {
     const config = path.join(temp.dir, 'baton.yaml');
     writeFileSync(config, `deployment: ${DEPLOYMENT}\n`);
-    const run = await runBaton(['--config', config, ...flags.slice(2), 'status', '--json'], { cwd: temp.dir, nodeArgs: ['--import', REGISTER] });
+    const run = await runBaton(['--config', config, ...flags.slice(2), 'status', '--json'], {
+      cwd: temp.dir,
+      nodeArgs: ['--import', REGISTER],
+    });
     expect(run.exitCode, run.all).toBe(0);
     const packages = packagesOf(run.stderr);
     expect(packages).toContain('js-yaml');

@@ -31,7 +31,13 @@ function provisioner(): PostgresProvisioner {
   return new PostgresProvisioner({
     meshDir: temp.dir,
     provider: PROVIDER,
-    connect: postgresRoles({ host: pg_.host, port: pg_.port, database: 'postgres', superuser: pg_.superuser, superuserFile }),
+    connect: postgresRoles({
+      host: pg_.host,
+      port: pg_.port,
+      database: 'postgres',
+      superuser: pg_.superuser,
+      superuserFile,
+    }),
     log: (line) => lines.push(line),
   });
 }
@@ -46,7 +52,14 @@ function receiptOf(name: string): Receipt | undefined {
 
 /** A session logged in as `user`, kept open until the test ends (or the server ends it). */
 async function session(user: string, password: string, applicationName = 'alt-test'): Promise<pg.Client> {
-  const client = new pg.Client({ host: pg_.host, port: pg_.port, database: 'postgres', user, password, application_name: applicationName });
+  const client = new pg.Client({
+    host: pg_.host,
+    port: pg_.port,
+    database: 'postgres',
+    user,
+    password,
+    application_name: applicationName,
+  });
   client.on('error', () => undefined);
   await client.connect();
   opened.push(client);
@@ -87,28 +100,46 @@ describe('alternating logins in a real PostgreSQL', () => {
     expect(report.failed).toEqual([]);
     expect(report.applied.map((r) => r.role).sort()).toEqual([`${role}+a`, `${role}+b`]);
     // The group owns the grants and never logs in itself.
-    const group = await asSuperuser(pg_, (c) => c.query<{ rolcanlogin: boolean }>('SELECT rolcanlogin FROM pg_roles WHERE rolname = $1', [role]));
+    const group = await asSuperuser(pg_, (c) =>
+      c.query<{ rolcanlogin: boolean }>('SELECT rolcanlogin FROM pg_roles WHERE rolname = $1', [role]),
+    );
     expect(group.rows).toEqual([{ rolcanlogin: false }]);
     await asSuperuser(pg_, (c) => c.query(`GRANT CREATE ON SCHEMA public TO ${c.escapeIdentifier(role)}`));
 
     const viaA = await session(a, secretA);
     const viaB = await session(b, secretB);
-    expect((await viaA.query('SELECT current_user AS u, session_user AS s')).rows).toEqual([{ u: role, s: a }]);
+    expect((await viaA.query('SELECT current_user AS u, session_user AS s')).rows).toEqual([
+      { u: role, s: a },
+    ]);
     await viaA.query(`CREATE TABLE ${role}_t_a (x int)`);
     await viaA.query(`INSERT INTO ${role}_t_a VALUES (1)`);
     await viaB.query(`CREATE TABLE ${role}_t_b (x int)`);
     await viaB.query(`INSERT INTO ${role}_t_b VALUES (2)`);
 
-    const owners = await asSuperuser(pg_, (c) => c.query<{ tablename: string; tableowner: string }>(
-      'SELECT tablename, tableowner FROM pg_tables WHERE tablename = ANY($1) ORDER BY tablename', [[`${role}_t_a`, `${role}_t_b`]]));
-    expect(owners.rows).toEqual([{ tablename: `${role}_t_a`, tableowner: role }, { tablename: `${role}_t_b`, tableowner: role }]);
+    const owners = await asSuperuser(pg_, (c) =>
+      c.query<{ tablename: string; tableowner: string }>(
+        'SELECT tablename, tableowner FROM pg_tables WHERE tablename = ANY($1) ORDER BY tablename',
+        [[`${role}_t_a`, `${role}_t_b`]],
+      ),
+    );
+    expect(owners.rows).toEqual([
+      { tablename: `${role}_t_a`, tableowner: role },
+      { tablename: `${role}_t_b`, tableowner: role },
+    ]);
     for (const client of [viaA, viaB]) {
-      expect((await client.query(`SELECT x FROM ${role}_t_a UNION ALL SELECT x FROM ${role}_t_b ORDER BY x`)).rows).toEqual([{ x: 1 }, { x: 2 }]);
+      expect(
+        (await client.query(`SELECT x FROM ${role}_t_a UNION ALL SELECT x FROM ${role}_t_b ORDER BY x`)).rows,
+      ).toEqual([{ x: 1 }, { x: 2 }]);
     }
-    expect(receiptOf(`${role}+a`)).toMatchObject({ role: `${role}+a`, login: a, digest: secretDigest(secretA), database: { found: 'as-set' } });
+    expect(receiptOf(`${role}+a`)).toMatchObject({
+      role: `${role}+a`,
+      login: a,
+      digest: secretDigest(secretA),
+      database: { found: 'as-set' },
+    });
   });
 
-  it('switching: R+a for a LOGIN role R gives R_b R\'s verifier; R logs in until its file is gone; a gone R+a makes R_a refused', async () => {
+  it("switching: R+a for a LOGIN role R gives R_b R's verifier; R logs in until its file is gone; a gone R+a makes R_a refused", async () => {
     const role = uniqueRole('web2_app');
     const [a, b] = [loginRole(role, 'a'), loginRole(role, 'b')];
     const [password, fresh] = [secret(), secret()];
@@ -125,7 +156,9 @@ describe('alternating logins in a real PostgreSQL', () => {
     expect(await canLogin(pg_, b, password)).toBe(true);
     expect(await canLogin(pg_, b, fresh)).toBe(false);
     expect(await canLogin(pg_, role, password)).toBe(true);
-    expect(lines).toContain(`${b} created with ${role}'s stored verifier: it accepts the password ${role}'s consumer holds`);
+    expect(lines).toContain(
+      `${b} created with ${role}'s stored verifier: it accepts the password ${role}'s consumer holds`,
+    );
 
     rmSync(path.join(provides, role));
     await service.runCycle();
@@ -141,7 +174,7 @@ describe('alternating logins in a real PostgreSQL', () => {
     expect(lines).toContain(`${a} set NOLOGIN: its file ${role}+a is gone`);
   });
 
-  it('lists a login\'s open sessions in its receipt; an end-sessions request for the applied digest ends them and says how many', async () => {
+  it("lists a login's open sessions in its receipt; an end-sessions request for the applied digest ends them and says how many", async () => {
     const role = uniqueRole('web3_app');
     const a = loginRole(role, 'a');
     const name = loginFileName(role, 'a');
@@ -156,7 +189,9 @@ describe('alternating logins in a real PostgreSQL', () => {
     deliver(name, second);
     await service.runCycle();
     expect((await held.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
-    expect(receiptOf(name)?.sessions).toEqual([expect.objectContaining({ pid, application_name: 'web3-worker' })]);
+    expect(receiptOf(name)?.sessions).toEqual([
+      expect.objectContaining({ pid, application_name: 'web3-worker' }),
+    ]);
     expect(receiptOf(name)?.ended_sessions).toBeUndefined();
 
     const request = path.join(provides, END_SESSIONS_DIR, name);
@@ -166,7 +201,9 @@ describe('alternating logins in a real PostgreSQL', () => {
 
     expect(receiptOf(name)).toMatchObject({ digest: secretDigest(second), ended_sessions: 1, sessions: [] });
     await vi.waitFor(async () => {
-      const left = await asSuperuser(pg_, (c) => c.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]));
+      const left = await asSuperuser(pg_, (c) =>
+        c.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]),
+      );
       expect(left.rowCount).toBe(0);
     });
     await expect(held.query('SELECT 1')).rejects.toThrow();
@@ -183,7 +220,9 @@ describe('alternating logins in a real PostgreSQL', () => {
     deliver(name, password);
     await service.runCycle();
 
-    await asSuperuser(pg_, (c) => c.query(`REVOKE ${c.escapeIdentifier(role)} FROM ${c.escapeIdentifier(a)}`));
+    await asSuperuser(pg_, (c) =>
+      c.query(`REVOKE ${c.escapeIdentifier(role)} FROM ${c.escapeIdentifier(a)}`),
+    );
     expect((await service.runCycle()).changed).toEqual([{ role: name, found: 'not-member' }]);
     expect((await service.runCycle()).applied).toMatchObject([{ role: name, restored: 'not-member' }]);
     const viaA = await session(a, password);
@@ -198,14 +237,22 @@ describe('alternating logins in a real PostgreSQL', () => {
   it("the provisioner's own superuser pair switched to alternating: once its role is NOLOGIN it logs in through the login its file names, and applies as before", async () => {
     const su = uniqueRole('su');
     const old = secret();
-    await asSuperuser(pg_, async (c) => c.query(`CREATE ROLE ${su} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(old))}'`));
+    await asSuperuser(pg_, async (c) =>
+      c.query(`CREATE ROLE ${su} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(old))}'`),
+    );
     const consumerFile = path.join(temp.dir, 'consumes', PROVIDER, su);
     writeFileSync(consumerFile, old, { mode: 0o600 });
     deliver(su, old);
     const service = new PostgresProvisioner({
       meshDir: temp.dir,
       provider: PROVIDER,
-      connect: postgresRoles({ host: pg_.host, port: pg_.port, database: 'postgres', superuser: su, superuserFile: consumerFile }),
+      connect: postgresRoles({
+        host: pg_.host,
+        port: pg_.port,
+        database: 'postgres',
+        superuser: su,
+        superuserFile: consumerFile,
+      }),
       log: (line) => lines.push(line),
     });
     expect((await service.runCycle()).blocked).toBeUndefined();

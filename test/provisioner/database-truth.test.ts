@@ -17,7 +17,13 @@ import { postgresRoles, providerLock, type PostgresTarget } from '../../src/prov
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
-import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing, superuserPassword } from '../helpers/postgres.js';
+import {
+  asSuperuser,
+  canLogin,
+  DEBIAN_POSTGRES_BIN,
+  debianPostgresMissing,
+  superuserPassword,
+} from '../helpers/postgres.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
@@ -38,10 +44,19 @@ const provides = () => path.join(meshOf('db1'), 'provides', PROVIDER);
 
 /** The sandbox's own superuser file, outside the mesh: the local mesh holds exactly the inventory's two pairs. */
 function target(): PostgresTarget {
-  return { host: sandbox.host, port: sandbox.port, database: 'postgres', superuser: sandbox.superuser, superuserFile: sandbox.superuserPasswordFile };
+  return {
+    host: sandbox.host,
+    port: sandbox.port,
+    database: 'postgres',
+    superuser: sandbox.superuser,
+    superuserFile: sandbox.superuserPasswordFile,
+  };
 }
 
-function provisioner(log: (line: string) => void = (line) => lines.push(line), lock?: ReturnType<typeof providerLock>): PostgresProvisioner {
+function provisioner(
+  log: (line: string) => void = (line) => lines.push(line),
+  lock?: ReturnType<typeof providerLock>,
+): PostgresProvisioner {
   return new PostgresProvisioner({
     meshDir: meshOf('db1'),
     provider: PROVIDER,
@@ -65,27 +80,47 @@ interface PairJson {
   readonly state: string;
   readonly detail: string;
   readonly next: string | null;
-  readonly database: { finding: string; since: string; restored: string | null; problem: string | null } | null;
+  readonly database: {
+    finding: string;
+    since: string;
+    restored: string | null;
+    problem: string | null;
+  } | null;
 }
 
 /** `baton mesh status --json` of the local mesh: its exit code and each pair's state, detail, next step and database check. */
 function meshStatus(): { code: number | null; stdout: string; pairs: Record<string, PairJson> } {
-  const result = spawnSync(process.execPath, [BIN, '--state-dir', path.join(temp.dir, 'state'), 'mesh', 'status', '--inventory', inventory, '--json'], {
-    encoding: 'utf8',
-    cwd: temp.dir,
-    env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
-  });
+  const result = spawnSync(
+    process.execPath,
+    [BIN, '--state-dir', path.join(temp.dir, 'state'), 'mesh', 'status', '--inventory', inventory, '--json'],
+    {
+      encoding: 'utf8',
+      cwd: temp.dir,
+      env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+    },
+  );
   const doc = JSON.parse(result.stdout) as { pairs: (PairJson & { consumer: string })[] };
   return {
     code: result.status,
     stdout: result.stdout,
-    pairs: Object.fromEntries(doc.pairs.map((p) => [p.consumer, { state: p.state, detail: p.detail, next: p.next, database: p.database }])),
+    pairs: Object.fromEntries(
+      doc.pairs.map((p) => [
+        p.consumer,
+        { state: p.state, detail: p.detail, next: p.next, database: p.database },
+      ]),
+    ),
   };
 }
 
 /** A transaction left open on its own connection (what an operator's forgotten psql does). */
 async function holdOpen(sql: string): Promise<pg.Client> {
-  const client = new pg.Client({ host: sandbox.host, port: sandbox.port, database: 'postgres', user: sandbox.superuser, password: superuserPassword(sandbox) });
+  const client = new pg.Client({
+    host: sandbox.host,
+    port: sandbox.port,
+    database: 'postgres',
+    user: sandbox.superuser,
+    password: superuserPassword(sandbox),
+  });
   client.on('error', () => undefined);
   await client.connect();
   blockers.push(client);
@@ -128,55 +163,81 @@ afterEach(async () => {
  */
 function changedByHand(): void {
   it.each([
-    ['password-changed', "ALTER ROLE web1_app PASSWORD 'set-by-hand'", 'its password was changed in the database'],
+    [
+      'password-changed',
+      "ALTER ROLE web1_app PASSWORD 'set-by-hand'",
+      'its password was changed in the database',
+    ],
     ['dropped', 'DROP ROLE web1_app', 'the role was dropped'],
     ['nologin', 'ALTER ROLE web1_app NOLOGIN', 'the role was set NOLOGIN'],
-  ] as const)('%s by hand: the cycle that finds it makes mesh status exit 3 (changed-in-db, what to do); the next puts it back, exit 0, the consumer logs in', async (found, change, words) => {
-    const web1 = secret();
-    const web2 = secret();
-    deliverPair('web1', web1);
-    deliverPair('web2', web2);
-    const service = provisioner();
-    expect((await service.runCycle()).applied.map((a) => a.role).sort()).toEqual(['web1_app', 'web2_app']);
-    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
+  ] as const)(
+    '%s by hand: the cycle that finds it makes mesh status exit 3 (changed-in-db, what to do); the next puts it back, exit 0, the consumer logs in',
+    async (found, change, words) => {
+      const web1 = secret();
+      const web2 = secret();
+      deliverPair('web1', web1);
+      deliverPair('web2', web2);
+      const service = provisioner();
+      expect((await service.runCycle()).applied.map((a) => a.role).sort()).toEqual(['web1_app', 'web2_app']);
+      expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
 
-    await asSuperuser(sandbox, (client) => client.query(change));
-    const finding = await service.runCycle();
+      await asSuperuser(sandbox, (client) => client.query(change));
+      const finding = await service.runCycle();
 
-    expect(finding).toMatchObject({ changed: [{ role: 'web1_app', found }], applied: [], failed: [], databaseDown: false });
-    const during = meshStatus();
-    expect(during.code).toBe(3);
-    expect(during.pairs['web1-app']).toMatchObject({
-      state: 'changed-in-db',
-      next: 'nothing by hand: the provisioner on db1 puts the delivered password back; if this stays, check its log',
-      database: { finding: found, restored: null, problem: null },
-    });
-    expect(during.pairs['web1-app']?.detail).toContain(`${words} (found ${during.pairs['web1-app']?.database?.since})`);
-    expect(during.pairs['web1-app']?.detail).toContain('the provisioner puts the delivered password back on its next cycle');
-    expect(during.pairs['web2-app']).toMatchObject({ state: 'applied', database: { finding: 'as-set', restored: null, problem: null } });
-    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
-    expect(lines).toContain(`web1_app changed in the database: ${words}; the delivered password is put back on the next cycle`);
+      expect(finding).toMatchObject({
+        changed: [{ role: 'web1_app', found }],
+        applied: [],
+        failed: [],
+        databaseDown: false,
+      });
+      const during = meshStatus();
+      expect(during.code).toBe(3);
+      expect(during.pairs['web1-app']).toMatchObject({
+        state: 'changed-in-db',
+        next: 'nothing by hand: the provisioner on db1 puts the delivered password back; if this stays, check its log',
+        database: { finding: found, restored: null, problem: null },
+      });
+      expect(during.pairs['web1-app']?.detail).toContain(
+        `${words} (found ${during.pairs['web1-app']?.database?.since})`,
+      );
+      expect(during.pairs['web1-app']?.detail).toContain(
+        'the provisioner puts the delivered password back on its next cycle',
+      );
+      expect(during.pairs['web2-app']).toMatchObject({
+        state: 'applied',
+        database: { finding: 'as-set', restored: null, problem: null },
+      });
+      expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
+      expect(lines).toContain(
+        `web1_app changed in the database: ${words}; the delivered password is put back on the next cycle`,
+      );
 
-    const next = await service.runCycle();
+      const next = await service.runCycle();
 
-    expect(next).toMatchObject({ changed: [], failed: [] });
-    expect(next.applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: found })]);
-    expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
-    expect(await canLogin(sandbox, 'web2_app', web2)).toBe(true);
-    const after = meshStatus();
-    expect(after.code).toBe(0);
-    const since = after.pairs['web1-app']?.database?.since ?? '';
-    expect(Date.parse(since)).toBeGreaterThanOrEqual(Date.parse(during.pairs['web1-app']!.database!.since));
-    expect(after.pairs['web1-app']).toMatchObject({ state: 'applied', database: { finding: 'as-set', restored: found, problem: null } });
-    expect(after.pairs['web1-app']?.detail).toBe(`both ends equal; pg-main applied it (put back at ${since}: ${words})`);
-    for (const text of [lines.join('\n'), during.stdout, after.stdout]) {
-      expect(text).not.toContain(web1);
-      expect(text).not.toContain('SCRAM-SHA-256$');
-    }
-  });
+      expect(next).toMatchObject({ changed: [], failed: [] });
+      expect(next.applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: found })]);
+      expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
+      expect(await canLogin(sandbox, 'web2_app', web2)).toBe(true);
+      const after = meshStatus();
+      expect(after.code).toBe(0);
+      const since = after.pairs['web1-app']?.database?.since ?? '';
+      expect(Date.parse(since)).toBeGreaterThanOrEqual(Date.parse(during.pairs['web1-app']!.database!.since));
+      expect(after.pairs['web1-app']).toMatchObject({
+        state: 'applied',
+        database: { finding: 'as-set', restored: found, problem: null },
+      });
+      expect(after.pairs['web1-app']?.detail).toBe(
+        `both ends equal; pg-main applied it (put back at ${since}: ${words})`,
+      );
+      for (const text of [lines.join('\n'), during.stdout, after.stdout]) {
+        expect(text).not.toContain(web1);
+        expect(text).not.toContain('SCRAM-SHA-256$');
+      }
+    },
+  );
 }
 
-describe('the database\'s own truth (embedded PostgreSQL, mesh status of the built CLI)', () => {
+describe("the database's own truth (embedded PostgreSQL, mesh status of the built CLI)", () => {
   changedByHand();
 
   it('a change it cannot put back (the role is held by an open transaction) stays changed-in-db naming why; once released, the next cycle puts it back', async () => {
@@ -199,13 +260,22 @@ describe('the database\'s own truth (embedded PostgreSQL, mesh status of the bui
     expect(cycleMs).toBeLessThan(5_000);
     const during = meshStatus();
     expect(during.code).toBe(3);
-    expect(during.pairs['web1-app']).toMatchObject({ state: 'changed-in-db', database: { finding: 'nologin', problem: reason } });
-    expect(during.pairs['web1-app']?.detail).toContain(`could not put the delivered password back: ${reason}`);
-    expect(during.pairs['web1-app']?.next).toContain('fix what keeps the provisioner on db1 from putting it back');
+    expect(during.pairs['web1-app']).toMatchObject({
+      state: 'changed-in-db',
+      database: { finding: 'nologin', problem: reason },
+    });
+    expect(during.pairs['web1-app']?.detail).toContain(
+      `could not put the delivered password back: ${reason}`,
+    );
+    expect(during.pairs['web1-app']?.next).toContain(
+      'fix what keeps the provisioner on db1 from putting it back',
+    );
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
 
     await release(blocker);
-    expect((await service.runCycle()).applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: 'nologin' })]);
+    expect((await service.runCycle()).applied).toEqual([
+      expect.objectContaining({ role: 'web1_app', restored: 'nologin' }),
+    ]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     expect(meshStatus().code).toBe(0);
   });
@@ -222,15 +292,21 @@ describe('the database\'s own truth (embedded PostgreSQL, mesh status of the bui
     expect(await provisioner().runCycle()).toMatchObject({ changed: [], applied: [], unchanged: 2 });
 
     await set("ALTER ROLE web1_app PASSWORD 'set-by-hand'");
-    expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'password-changed' }]);
+    expect((await provisioner().runCycle()).changed).toEqual([
+      { role: 'web1_app', found: 'password-changed' },
+    ]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(false);
-    expect((await provisioner().runCycle()).applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: 'password-changed' })]);
+    expect((await provisioner().runCycle()).applied).toEqual([
+      expect.objectContaining({ role: 'web1_app', restored: 'password-changed' }),
+    ]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
 
     await set("ALTER ROLE web1_app VALID UNTIL '2001-01-01'");
     expect((await provisioner().runCycle()).changed).toEqual([{ role: 'web1_app', found: 'expired' }]);
     expect(meshStatus().code).toBe(3);
-    expect((await provisioner().runCycle()).applied).toEqual([expect.objectContaining({ role: 'web1_app', restored: 'expired' })]);
+    expect((await provisioner().runCycle()).applied).toEqual([
+      expect.objectContaining({ role: 'web1_app', restored: 'expired' }),
+    ]);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     expect(meshStatus().code).toBe(0);
   });
@@ -253,13 +329,25 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
     const cycleMs = performance.now() - started;
 
     expect(report.applied.map((a) => a.role)).toEqual(['web1_app']);
-    expect(report.failed).toEqual([expect.objectContaining({ role: 'web2_app', scope: 'role', reason: `skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms)` })]);
+    expect(report.failed).toEqual([
+      expect.objectContaining({
+        role: 'web2_app',
+        scope: 'role',
+        reason: `skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms)`,
+      }),
+    ]);
     expect(report.databaseDown).toBe(false);
     expect(cycleMs).toBeLessThan(5_000);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     const during = meshStatus();
-    expect([during.code, during.pairs['web1-app']?.state, during.pairs['web2-app']?.state]).toEqual([3, 'applied', 'pending']);
-    expect(lines).toContain(`web2_app skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms); the other roles go on`);
+    expect([during.code, during.pairs['web1-app']?.state, during.pairs['web2-app']?.state]).toEqual([
+      3,
+      'applied',
+      'pending',
+    ]);
+    expect(lines).toContain(
+      `web2_app skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms); the other roles go on`,
+    );
 
     await release(blocker);
     expect((await service.runCycle()).applied.map((a) => a.role)).toEqual(['web2_app']);
@@ -274,13 +362,29 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
     const stopSecond = new AbortController();
     const lockA = providerLock(target(), PROVIDER);
     const lockB = providerLock(target(), PROVIDER);
-    const watchA = watchProvisioner(provisioner((l) => first.push(l), lockA), { intervalMs: 30, signal: stopFirst.signal, log: (l) => first.push(l) }).finally(() => lockA.release());
+    const watchA = watchProvisioner(
+      provisioner((l) => first.push(l), lockA),
+      { intervalMs: 30, signal: stopFirst.signal, log: (l) => first.push(l) },
+    ).finally(() => lockA.release());
     const v1 = secret();
     deliverPair('web1', v1);
-    await vi.waitFor(() => expect(first.some((l) => l.startsWith('web1_app ') && (l.endsWith(' created') || l.endsWith(' updated')))).toBe(true), { timeout: 10_000, interval: 20 });
-    const watchB = watchProvisioner(provisioner((l) => second.push(l), lockB), { intervalMs: 30, signal: stopSecond.signal, log: (l) => second.push(l) }).finally(() => lockB.release());
+    await vi.waitFor(
+      () =>
+        expect(
+          first.some((l) => l.startsWith('web1_app ') && (l.endsWith(' created') || l.endsWith(' updated'))),
+        ).toBe(true),
+      { timeout: 10_000, interval: 20 },
+    );
+    const watchB = watchProvisioner(
+      provisioner((l) => second.push(l), lockB),
+      { intervalMs: 30, signal: stopSecond.signal, log: (l) => second.push(l) },
+    ).finally(() => lockB.release());
     try {
-      await vi.waitFor(() => expect(second.some((l) => l.startsWith('another provisioner for pg-main is running: '))).toBe(true), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(
+        () =>
+          expect(second.some((l) => l.startsWith('another provisioner for pg-main is running: '))).toBe(true),
+        { timeout: 10_000, interval: 20 },
+      );
       const waiting = second.find((l) => l.startsWith('another provisioner for pg-main is running: '))!;
       expect(waiting).toContain(`"baton-provision pg-main pid ${process.pid} on `);
       expect(waiting).toContain('server pid ');
@@ -288,7 +392,10 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
       for (let i = 0; i < 5; i++) {
         const value = secret();
         deliverPair('web1', value);
-        await vi.waitFor(async () => expect(await canLogin(sandbox, 'web1_app', value)).toBe(true), { timeout: 10_000, interval: 20 });
+        await vi.waitFor(async () => expect(await canLogin(sandbox, 'web1_app', value)).toBe(true), {
+          timeout: 10_000,
+          interval: 20,
+        });
       }
       expect(second.filter((l) => l.startsWith('web1_app '))).toEqual([]);
 
@@ -296,8 +403,17 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
       await watchA;
       const last = secret();
       deliverPair('web1', last);
-      await vi.waitFor(() => expect(second).toContain('the other provisioner for pg-main stopped: this one holds the provider now'), { timeout: 10_000, interval: 20 });
-      await vi.waitFor(async () => expect(await canLogin(sandbox, 'web1_app', last)).toBe(true), { timeout: 10_000, interval: 20 });
+      await vi.waitFor(
+        () =>
+          expect(second).toContain(
+            'the other provisioner for pg-main stopped: this one holds the provider now',
+          ),
+        { timeout: 10_000, interval: 20 },
+      );
+      await vi.waitFor(async () => expect(await canLogin(sandbox, 'web1_app', last)).toBe(true), {
+        timeout: 10_000,
+        interval: 20,
+      });
       for (const line of [...first, ...second]) expect(line).not.toContain('tuple concurrently updated');
       expect(second.filter((l) => l.startsWith('another provisioner'))).toHaveLength(1);
     } finally {
@@ -308,21 +424,27 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
   });
 });
 
-describeWithPart(debianPostgresMissing(), 'the database\'s own truth (Debian\'s PostgreSQL 15, mesh status of the built CLI)', () => {
-  let debian: PostgresSandbox | undefined;
-  beforeAll(async () => {
-    debian = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
-    sandbox = debian;
-  });
-  afterAll(async () => {
-    sandbox = embedded;
-    await debian?.destroy();
-  });
+describeWithPart(
+  debianPostgresMissing(),
+  "the database's own truth (Debian's PostgreSQL 15, mesh status of the built CLI)",
+  () => {
+    let debian: PostgresSandbox | undefined;
+    beforeAll(async () => {
+      debian = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
+      sandbox = debian;
+    });
+    afterAll(async () => {
+      sandbox = embedded;
+      await debian?.destroy();
+    });
 
-  it('is Debian\'s server', async () => {
-    const version = await asSuperuser(sandbox, (client) => client.query<{ v: string }>('SELECT version() AS v'));
-    expect(version.rows[0]?.v).toMatch(/^PostgreSQL 15\.\d+ \(Debian /);
-  });
+    it("is Debian's server", async () => {
+      const version = await asSuperuser(sandbox, (client) =>
+        client.query<{ v: string }>('SELECT version() AS v'),
+      );
+      expect(version.rows[0]?.v).toMatch(/^PostgreSQL 15\.\d+ \(Debian /);
+    });
 
-  changedByHand();
-});
+    changedByHand();
+  },
+);

@@ -11,7 +11,13 @@ import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.
 import { postgresRoles } from '../../src/provisioner/postgres-roles.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
-import { asSuperuser, canLogin, loggedStatements, serverLogSoFar, superuserPassword } from '../helpers/postgres.js';
+import {
+  asSuperuser,
+  canLogin,
+  loggedStatements,
+  serverLogSoFar,
+  superuserPassword,
+} from '../helpers/postgres.js';
 import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
 
 const PROVIDER = 'pg-main';
@@ -30,7 +36,13 @@ function provisioner(overrides: { superuserFile?: string } = {}): PostgresProvis
     meshDir,
     provider: PROVIDER,
     connect: postgresRoles(
-      { host: pg.host, port: pg.port, database: 'postgres', superuser: pg.superuser, superuserFile: overrides.superuserFile ?? superuserFile },
+      {
+        host: pg.host,
+        port: pg.port,
+        database: 'postgres',
+        superuser: pg.superuser,
+        superuserFile: overrides.superuserFile ?? superuserFile,
+      },
       { onStatement: (sql) => statements.push(sql) },
     ),
     log: (line) => lines.push(line),
@@ -65,7 +77,11 @@ describe('the provisioner against a real PostgreSQL', () => {
     expect(statSync(pg.superuserPasswordFile).mode & 0o777).toBe(0o600);
     expect(await canLogin(pg, pg.superuser, 'wrong-password')).toBe(false);
     expect(await canLogin(pg, pg.superuser, superuserPassword(pg))).toBe(true);
-    const method = await asSuperuser(pg, (client) => client.query<{ auth_method: string }>("SELECT DISTINCT auth_method FROM pg_hba_file_rules WHERE type = 'host'"));
+    const method = await asSuperuser(pg, (client) =>
+      client.query<{ auth_method: string }>(
+        "SELECT DISTINCT auth_method FROM pg_hba_file_rules WHERE type = 'host'",
+      ),
+    );
     expect(method.rows).toEqual([{ auth_method: 'scram-sha-256' }]);
   });
 
@@ -79,7 +95,10 @@ describe('the provisioner against a real PostgreSQL', () => {
     expect(report.applied).toEqual([{ role, digest: secretDigest(password), outcome: 'created' }]);
     expect(await canLogin(pg, role, password)).toBe(true);
     const receiptFile = path.join(provides, '.applied', role);
-    expect(parseReceipt(readFileSync(receiptFile, 'utf8'))).toMatchObject({ role, digest: secretDigest(password) });
+    expect(parseReceipt(readFileSync(receiptFile, 'utf8'))).toMatchObject({
+      role,
+      digest: secretDigest(password),
+    });
     expect(readFileSync(receiptFile, 'utf8')).not.toContain(password);
     expect(statSync(receiptFile).mode & 0o777).toBe(0o600);
     expect(statSync(path.dirname(receiptFile)).mode & 0o777).toBe(0o700);
@@ -116,7 +135,9 @@ describe('the provisioner against a real PostgreSQL', () => {
     const second = await sameProcess.runCycle();
 
     const after = await serverLogSoFar(pg);
-    const between = loggedStatements(after.slice(before.length)).filter((s) => !s.includes('baton-log-marker-'));
+    const between = loggedStatements(after.slice(before.length)).filter(
+      (s) => !s.includes('baton-log-marker-'),
+    );
     expect(first).toMatchObject({ applied: [], failed: [], unchanged: 3, changed: [] });
     expect(second).toMatchObject({ applied: [], failed: [], unchanged: 3, changed: [] });
     expect(statements.length).toBe(2);
@@ -139,8 +160,14 @@ describe('the provisioner against a real PostgreSQL', () => {
     const log = await serverLogSoFar(pg);
     const roleStatements = loggedStatements(log).filter((s) => s.includes(created) || s.includes(updated));
     // The log did record the statements (so this test can fail), with verifiers in them.
-    expect(roleStatements.some((s) => s.startsWith(`CREATE ROLE "${created}" LOGIN PASSWORD 'SCRAM-SHA-256$4096:`))).toBe(true);
-    expect(roleStatements.some((s) => s.startsWith(`ALTER ROLE "${updated}" LOGIN PASSWORD 'SCRAM-SHA-256$4096:`))).toBe(true);
+    expect(
+      roleStatements.some((s) =>
+        s.startsWith(`CREATE ROLE "${created}" LOGIN PASSWORD 'SCRAM-SHA-256$4096:`),
+      ),
+    ).toBe(true);
+    expect(
+      roleStatements.some((s) => s.startsWith(`ALTER ROLE "${updated}" LOGIN PASSWORD 'SCRAM-SHA-256$4096:`)),
+    ).toBe(true);
     for (const password of passwords) expect(log).not.toContain(password);
     for (const password of passwords) expect(lines.join('\n')).not.toContain(password);
     expect(await canLogin(pg, updated, passwords[2]!)).toBe(true);
@@ -154,7 +181,11 @@ describe('the provisioner against a real PostgreSQL', () => {
 
     const rotated = secret();
     const original = superuserPassword(pg);
-    await asSuperuser(pg, (client) => client.query(`ALTER ROLE ${client.escapeIdentifier(pg.superuser)} PASSWORD ${client.escapeLiteral(rotated)}`));
+    await asSuperuser(pg, (client) =>
+      client.query(
+        `ALTER ROLE ${client.escapeIdentifier(pg.superuser)} PASSWORD ${client.escapeLiteral(rotated)}`,
+      ),
+    );
     try {
       writeFileSync(superuserFile, rotated, { mode: 0o600 });
       const second = uniqueRole('after_su');
@@ -167,7 +198,14 @@ describe('the provisioner against a real PostgreSQL', () => {
       expect(report.applied.map((a) => a.role)).toEqual([second]);
       expect(await canLogin(pg, second, password)).toBe(true);
     } finally {
-      await asSuperuser(pg, (client) => client.query(`ALTER ROLE ${client.escapeIdentifier(pg.superuser)} PASSWORD ${client.escapeLiteral(original)}`), rotated);
+      await asSuperuser(
+        pg,
+        (client) =>
+          client.query(
+            `ALTER ROLE ${client.escapeIdentifier(pg.superuser)} PASSWORD ${client.escapeLiteral(original)}`,
+          ),
+        rotated,
+      );
     }
   });
 
@@ -223,7 +261,11 @@ describe('the provisioner against a real PostgreSQL', () => {
       expect(existsSync(path.join(provides, '.applied', name))).toBe(false);
     }
     expect(existsSync(path.join(provides, '.applied', 'staged_role'))).toBe(false);
-    const roles = await asSuperuser(pg, (client) => client.query<{ rolname: string }>("SELECT rolname FROM pg_roles WHERE rolname IN ('empty_role','dir_role','dangling_role','newline_role','staged_role')"));
+    const roles = await asSuperuser(pg, (client) =>
+      client.query<{ rolname: string }>(
+        "SELECT rolname FROM pg_roles WHERE rolname IN ('empty_role','dir_role','dangling_role','newline_role','staged_role')",
+      ),
+    );
     expect(roles.rows).toEqual([]);
   });
 
@@ -254,6 +296,8 @@ describe('the provisioner against a real PostgreSQL', () => {
     const up = await service.runCycle();
     expect(up.applied.map((a) => a.role)).toEqual([role]);
     expect(await canLogin(pg, role, password)).toBe(true);
-    expect(parseReceipt(readFileSync(path.join(provides, '.applied', role), 'utf8'))?.digest).toBe(secretDigest(password));
+    expect(parseReceipt(readFileSync(path.join(provides, '.applied', role), 'utf8'))?.digest).toBe(
+      secretDigest(password),
+    );
   });
 });

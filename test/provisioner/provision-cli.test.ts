@@ -35,10 +35,24 @@ interface Run {
  * consulted (the password comes from the delivered file, everything else from flags).
  */
 function baton(...args: string[]): Run {
-  const child = startBaton(['provision', 'postgres', '--mesh-dir', temp.dir, '--provider', PROVIDER,
-    '--pg-host', pg.host, '--pg-port', String(pg.port), ...args], {
-    env: { PGPASSWORD: 'not-the-password', PGUSER: 'nobody', PGDATABASE: 'nowhere', NO_COLOR: '1' },
-  });
+  const child = startBaton(
+    [
+      'provision',
+      'postgres',
+      '--mesh-dir',
+      temp.dir,
+      '--provider',
+      PROVIDER,
+      '--pg-host',
+      pg.host,
+      '--pg-port',
+      String(pg.port),
+      ...args,
+    ],
+    {
+      env: { PGPASSWORD: 'not-the-password', PGUSER: 'nobody', PGDATABASE: 'nowhere', NO_COLOR: '1' },
+    },
+  );
   children.push(child);
   let text = '';
   child.all?.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
@@ -51,9 +65,13 @@ async function waitForOutput(run: Run, text: string): Promise<void> {
   const exited = run.exit.then(({ code }) => {
     throw new Error(`baton exited (${code}) before printing ${JSON.stringify(text)}:\n${run.output()}`);
   });
-  const shown = vi.waitFor(() => {
-    if (!run.output().includes(text)) throw new Error(`waiting for ${JSON.stringify(text)} in:\n${run.output()}`);
-  }, { timeout: 30_000, interval: 50 });
+  const shown = vi.waitFor(
+    () => {
+      if (!run.output().includes(text))
+        throw new Error(`waiting for ${JSON.stringify(text)} in:\n${run.output()}`);
+    },
+    { timeout: 30_000, interval: 50 },
+  );
   await Promise.race([shown, exited]);
   exited.catch(() => undefined);
 }
@@ -97,7 +115,9 @@ describe('baton provision postgres (built CLI)', () => {
     await waitForOutput(run, `${role} ${secretDigest(second).slice(0, 19)} updated`);
     expect(await canLogin(pg, role, second)).toBe(true);
     expect(await canLogin(pg, role, first)).toBe(false);
-    expect(parseReceipt(readFileSync(path.join(provides, '.applied', role), 'utf8'))?.digest).toBe(secretDigest(second));
+    expect(parseReceipt(readFileSync(path.join(provides, '.applied', role), 'utf8'))?.digest).toBe(
+      secretDigest(second),
+    );
 
     run.child.kill('SIGTERM');
     expect(await run.exit).toEqual({ code: 0, signal: undefined });
@@ -174,20 +194,46 @@ describe('baton provision postgres (built CLI)', () => {
     const asRoot = process.getuid?.() === 0;
     if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o000);
     const user = asRoot ? userInfoOf('postgres') : undefined;
-    if (asRoot && !user) throw new Error('the postgres OS user is missing (the sandbox PostgreSQL creates it): cannot run the provisioner as a service user');
-    const args = [BIN, 'provision', 'postgres', '--mesh-dir', temp.dir, '--provider', PROVIDER, '--pg-host', pg.host, '--pg-port', String(pg.port)];
+    if (asRoot && !user)
+      throw new Error(
+        'the postgres OS user is missing (the sandbox PostgreSQL creates it): cannot run the provisioner as a service user',
+      );
+    const args = [
+      BIN,
+      'provision',
+      'postgres',
+      '--mesh-dir',
+      temp.dir,
+      '--provider',
+      PROVIDER,
+      '--pg-host',
+      pg.host,
+      '--pg-port',
+      String(pg.port),
+    ];
     const options: SpawnSyncOptions = {
       cwd: '/',
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NO_COLOR: '1', XDG_CONFIG_HOME: '/nonexistent-baton-test-config' },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        NO_COLOR: '1',
+        XDG_CONFIG_HOME: '/nonexistent-baton-test-config',
+      },
       ...(user ? { uid: user.uid, gid: user.gid } : {}),
     };
     const once = spawnSync(process.execPath, args, { ...options, encoding: 'utf8' });
-    const watched = await firstOutputOf(process.execPath, [...args, '--watch', '--interval', '0.05'], options, 'cannot be listed');
+    const watched = await firstOutputOf(
+      process.execPath,
+      [...args, '--watch', '--interval', '0.05'],
+      options,
+      'cannot be listed',
+    );
     if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o700);
 
     expect(once.status).toBe(1);
     const what = `The delivered credentials for provider "${PROVIDER}" cannot be listed: permission denied.`;
-    const next = /The provisioner runs as uid \d+ and cannot read it: .*? as the user it runs as\./.exec(once.stderr)?.[0];
+    const next = /The provisioner runs as uid \d+ and cannot read it: .*? as the user it runs as\./.exec(
+      once.stderr,
+    )?.[0];
     expect(once.stderr).toContain(what);
     expect(next).toContain(`runs as uid ${user?.uid ?? process.getuid?.()}`);
     expect(next).toContain('Run the provisioner as root (User=root');
@@ -201,12 +247,23 @@ describe('baton provision postgres (built CLI)', () => {
     const role = uniqueRole('held');
     const password = secret();
     deliver(role, password);
-    const lock = providerLock({ host: pg.host, port: pg.port, database: 'postgres', superuser: pg.superuser, superuserFile: pg.superuserPasswordFile }, PROVIDER);
+    const lock = providerLock(
+      {
+        host: pg.host,
+        port: pg.port,
+        database: 'postgres',
+        superuser: pg.superuser,
+        superuserFile: pg.superuserPasswordFile,
+      },
+      PROVIDER,
+    );
     try {
       expect(await lock.acquire()).toEqual({ held: true });
       const run = baton('--once');
       expect((await run.exit).code).toBe(5);
-      expect(run.output()).toContain(`Another provisioner for provider "${PROVIDER}" is running: "baton-provision ${PROVIDER} pid ${process.pid} on `);
+      expect(run.output()).toContain(
+        `Another provisioner for provider "${PROVIDER}" is running: "baton-provision ${PROVIDER} pid ${process.pid} on `,
+      );
       expect(run.output()).toContain('Nothing was applied.');
       expect(existsSync(path.join(provides, '.applied'))).toBe(false);
       expect(await canLogin(pg, role, password)).toBe(false);
@@ -229,8 +286,19 @@ describe('baton provision postgres (built CLI)', () => {
 });
 
 /** Runs a command until its output shows `text`, then stops it; its output so far. */
-function firstOutputOf(command: string, args: readonly string[], options: SpawnSyncOptions, text: string): Promise<string> {
-  const child = spawn(command, args, { cwd: options.cwd, env: options.env, uid: options.uid, gid: options.gid, stdio: ['ignore', 'pipe', 'pipe'] });
+function firstOutputOf(
+  command: string,
+  args: readonly string[],
+  options: SpawnSyncOptions,
+  text: string,
+): Promise<string> {
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    uid: options.uid,
+    gid: options.gid,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -253,7 +321,9 @@ function firstOutputOf(command: string, args: readonly string[], options: SpawnS
 
 /** uid/gid of an OS user from /etc/passwd, or undefined when there is none. */
 function userInfoOf(name: string): { uid: number; gid: number } | undefined {
-  const line = readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith(`${name}:`));
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${name}:`));
   if (!line) return undefined;
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };

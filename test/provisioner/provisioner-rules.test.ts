@@ -6,9 +6,20 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { formatReceipt, parseReceipt, secretDigest, type LoginSession, type Receipt } from '../../src/mesh/digest.js';
+import {
+  formatReceipt,
+  parseReceipt,
+  secretDigest,
+  type LoginSession,
+  type Receipt,
+} from '../../src/mesh/digest.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
-import { ConnectionLost, RoleSkipped, type RoleDatabase, type RoleOutcome } from '../../src/provisioner/postgres-roles.js';
+import {
+  ConnectionLost,
+  RoleSkipped,
+  type RoleDatabase,
+  type RoleOutcome,
+} from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { deliverFile, secret } from './delivered-fixture.js';
@@ -70,7 +81,11 @@ class FakeDatabase {
           this.nologin.add(group);
         }
         const groupVerifier = this.roles.get(group)!;
-        const copied = !this.roles.has(login) && !this.roles.has(other) && !this.nologin.has(group) && groupVerifier.startsWith('SCRAM-SHA-256$');
+        const copied =
+          !this.roles.has(login) &&
+          !this.roles.has(other) &&
+          !this.nologin.has(group) &&
+          groupVerifier.startsWith('SCRAM-SHA-256$');
         if (copied) {
           this.roles.set(other, groupVerifier);
           this.members.set(other, group);
@@ -97,9 +112,19 @@ class FakeDatabase {
       },
       inspect: async (roles: readonly string[]) => {
         this.inspected.push([...roles]);
-        return new Map(roles.filter((r) => this.roles.has(r)).map((r) => [r, {
-          canLogin: !this.nologin.has(r), expired: this.expired.has(r), verifier: this.roles.get(r)!, memberOf: this.members.has(r) ? [this.members.get(r)!] : [],
-        }]));
+        return new Map(
+          roles
+            .filter((r) => this.roles.has(r))
+            .map((r) => [
+              r,
+              {
+                canLogin: !this.nologin.has(r),
+                expired: this.expired.has(r),
+                verifier: this.roles.get(r)!,
+                memberOf: this.members.has(r) ? [this.members.get(r)!] : [],
+              },
+            ]),
+        );
       },
       close: async () => {
         this.closes += 1;
@@ -108,8 +133,19 @@ class FakeDatabase {
   };
 }
 
-function makeProvisioner(db: FakeDatabase, clock?: () => Date, lock?: ConstructorParameters<typeof PostgresProvisioner>[0]['lock']): PostgresProvisioner {
-  return new PostgresProvisioner({ meshDir: temp.dir, provider: 'pg-main', connect: db.connect, log: (line) => lines.push(line), ...(clock ? { clock } : {}), ...(lock ? { lock } : {}) });
+function makeProvisioner(
+  db: FakeDatabase,
+  clock?: () => Date,
+  lock?: ConstructorParameters<typeof PostgresProvisioner>[0]['lock'],
+): PostgresProvisioner {
+  return new PostgresProvisioner({
+    meshDir: temp.dir,
+    provider: 'pg-main',
+    connect: db.connect,
+    log: (line) => lines.push(line),
+    ...(clock ? { clock } : {}),
+    ...(lock ? { lock } : {}),
+  });
 }
 
 function receiptOf(role: string): Receipt | undefined {
@@ -149,7 +185,13 @@ describe('a provisioner cycle', () => {
     const db = new FakeDatabase();
     db.allowConnect = false;
     const report = await makeProvisioner(db).runCycle();
-    expect(report).toMatchObject({ applied: [], failed: [], unchanged: 0, blocked: undefined, databaseDown: false });
+    expect(report).toMatchObject({
+      applied: [],
+      failed: [],
+      unchanged: 0,
+      blocked: undefined,
+      databaseDown: false,
+    });
   });
 
   it('notices an in-place rewrite of the same size even when the mtime is put back (the ctime moves)', async () => {
@@ -180,10 +222,17 @@ describe('a provisioner cycle', () => {
     const report = await service.runCycle();
 
     expect(report.applied.map((a) => a.role)).toEqual(['a']);
-    expect(report.failed.map((f) => [f.role, f.inFile])).toEqual([['b', false], ['c', false]]);
+    expect(report.failed.map((f) => [f.role, f.inFile])).toEqual([
+      ['b', false],
+      ['c', false],
+    ]);
     expect(report.blocked?.what).toContain('connection was lost');
     expect(db.closes).toBe(1);
-    expect([receiptDigest('a'), receiptDigest('b'), receiptDigest('c')]).toEqual([secretDigest(values.a), undefined, undefined]);
+    expect([receiptDigest('a'), receiptDigest('b'), receiptDigest('c')]).toEqual([
+      secretDigest(values.a),
+      undefined,
+      undefined,
+    ]);
 
     db.onSetPassword = () => undefined;
     const next = await service.runCycle();
@@ -204,8 +253,18 @@ describe('a provisioner cycle', () => {
     const report = await service.runCycle();
 
     expect(report.applied.map((a) => a.role)).toEqual(['b']);
-    expect(report.failed).toEqual([{ role: 'a', file: path.join(provides, 'a'), reason: 'the database refused it (permission denied to alter role)', inFile: false, scope: 'role' }]);
-    expect(lines).toContain('a failed: the database refused it (permission denied to alter role); skipped (retried in 5 s or when its file changes), the other roles go on');
+    expect(report.failed).toEqual([
+      {
+        role: 'a',
+        file: path.join(provides, 'a'),
+        reason: 'the database refused it (permission denied to alter role)',
+        inFile: false,
+        scope: 'role',
+      },
+    ]);
+    expect(lines).toContain(
+      'a failed: the database refused it (permission denied to alter role); skipped (retried in 5 s or when its file changes), the other roles go on',
+    );
     expect(receiptDigest('a')).toBeUndefined();
     // The next cycle, 1 s later, does not send a statement for it; a new delivery of b is applied.
     now += 1000;
@@ -289,47 +348,67 @@ describe('a provisioner cycle', () => {
   });
 });
 
-describe('the database\'s own truth', () => {
+describe("the database's own truth", () => {
   it.each([
-    ['password-changed', (db: FakeDatabase, role: string) => db.roles.set(role, 'SCRAM-SHA-256$4096:c2FsdA==$aGFuZA==:aGFuZA==')],
+    [
+      'password-changed',
+      (db: FakeDatabase, role: string) => db.roles.set(role, 'SCRAM-SHA-256$4096:c2FsdA==$aGFuZA==:aGFuZA=='),
+    ],
     ['dropped', (db: FakeDatabase, role: string) => db.roles.delete(role)],
     ['nologin', (db: FakeDatabase, role: string) => db.nologin.add(role)],
     ['expired', (db: FakeDatabase, role: string) => db.expired.add(role)],
-  ] as const)('a role %s by hand is written in its receipt by the cycle that finds it and put back by the next one; the others are untouched', async (found, change) => {
-    const db = new FakeDatabase();
-    const value = secret();
-    deliver('a', value);
-    deliver('b', secret());
-    let now = Date.parse('2026-12-01T10:00:00.000Z');
-    const clock = () => new Date(now);
-    const service = makeProvisioner(db, clock);
-    await service.runCycle();
-    change(db, 'a');
+  ] as const)(
+    'a role %s by hand is written in its receipt by the cycle that finds it and put back by the next one; the others are untouched',
+    async (found, change) => {
+      const db = new FakeDatabase();
+      const value = secret();
+      deliver('a', value);
+      deliver('b', secret());
+      let now = Date.parse('2026-12-01T10:00:00.000Z');
+      const clock = () => new Date(now);
+      const service = makeProvisioner(db, clock);
+      await service.runCycle();
+      change(db, 'a');
 
-    now += 2_000;
-    const finding = await service.runCycle();
+      now += 2_000;
+      const finding = await service.runCycle();
 
-    // For one interval the receipt says what the database holds, and nothing is set.
-    expect(finding).toMatchObject({ changed: [{ role: 'a', found }], applied: [], failed: [], unchanged: 1 });
-    expect(db.calls).toEqual(['a', 'b']);
-    expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found, since: '2026-12-01T10:00:02.000Z' } });
-    expect(receiptOf('a')?.database?.restored).toBeUndefined();
+      // For one interval the receipt says what the database holds, and nothing is set.
+      expect(finding).toMatchObject({
+        changed: [{ role: 'a', found }],
+        applied: [],
+        failed: [],
+        unchanged: 1,
+      });
+      expect(db.calls).toEqual(['a', 'b']);
+      expect(receiptOf('a')).toMatchObject({
+        digest: secretDigest(value),
+        database: { found, since: '2026-12-01T10:00:02.000Z' },
+      });
+      expect(receiptOf('a')?.database?.restored).toBeUndefined();
 
-    now += 2_000;
-    const repair = await makeProvisioner(db, clock).runCycle();
+      now += 2_000;
+      const repair = await makeProvisioner(db, clock).runCycle();
 
-    // A restarted provisioner repairs from the receipt alone, without checking again first.
-    expect(repair).toMatchObject({ changed: [], unchanged: 1 });
-    expect(repair.applied).toEqual([expect.objectContaining({ role: 'a', restored: found })]);
-    expect(db.calls).toEqual(['a', 'b', 'a']);
-    expect(receiptOf('a')?.database).toMatchObject({ found: 'as-set', restored: found, since: '2026-12-01T10:00:04.000Z' });
-    expect(lines.filter((l) => l.startsWith('a '))).toEqual([
-      expect.stringMatching(/ created$/),
-      expect.stringMatching(/^a changed in the database: .*; the delivered password is put back on the next cycle$/),
-      expect.stringMatching(/^a sha256:[0-9a-f]{12} restored \(/),
-    ]);
-    expect(lines.join('\n')).not.toContain(value);
-  });
+      // A restarted provisioner repairs from the receipt alone, without checking again first.
+      expect(repair).toMatchObject({ changed: [], unchanged: 1 });
+      expect(repair.applied).toEqual([expect.objectContaining({ role: 'a', restored: found })]);
+      expect(db.calls).toEqual(['a', 'b', 'a']);
+      expect(receiptOf('a')?.database).toMatchObject({
+        found: 'as-set',
+        restored: found,
+        since: '2026-12-01T10:00:04.000Z',
+      });
+      expect(lines.filter((l) => l.startsWith('a '))).toEqual([
+        expect.stringMatching(/ created$/),
+        expect.stringMatching(
+          /^a changed in the database: .*; the delivered password is put back on the next cycle$/,
+        ),
+        expect.stringMatching(/^a sha256:[0-9a-f]{12} restored \(/),
+      ]);
+      expect(lines.join('\n')).not.toContain(value);
+    },
+  );
 
   it('a role it cannot put back keeps its finding and the reason in the receipt; after a restart the receipt alone makes it try again', async () => {
     const db = new FakeDatabase();
@@ -345,9 +424,20 @@ describe('the database\'s own truth', () => {
     const report = await makeProvisioner(db).runCycle();
 
     expect(report.changed).toEqual([]);
-    expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: 'the database refused it (permission denied to alter role)' })]);
-    expect(receiptOf('a')).toMatchObject({ digest: secretDigest(value), database: { found: 'nologin', problem: 'the database refused it (permission denied to alter role)' } });
-    expect(lines).toContain('a changed in the database (the role was set NOLOGIN) and could not be put back: the database refused it (permission denied to alter role)');
+    expect(report.failed).toEqual([
+      expect.objectContaining({
+        role: 'a',
+        scope: 'role',
+        reason: 'the database refused it (permission denied to alter role)',
+      }),
+    ]);
+    expect(receiptOf('a')).toMatchObject({
+      digest: secretDigest(value),
+      database: { found: 'nologin', problem: 'the database refused it (permission denied to alter role)' },
+    });
+    expect(lines).toContain(
+      'a changed in the database (the role was set NOLOGIN) and could not be put back: the database refused it (permission denied to alter role)',
+    );
     // A lasting problem is logged once, not on every poll (its retry is later than these cycles).
     const again = makeProvisioner(db);
     await again.runCycle();
@@ -377,9 +467,19 @@ describe('the database\'s own truth', () => {
     expect(report.changed).toEqual([{ role: 'a', found: 'nologin' }]);
     expect(db.calls).toEqual(['a', 'a']);
     expect(db.nologin.has('a')).toBe(false);
-    expect(report.failed).toEqual([expect.objectContaining({ role: 'a', scope: 'role', reason: expect.stringContaining('its receipt could not be written') })]);
-    expect(lines).toContain('a changed in the database: the role was set NOLOGIN; putting the delivered password back now');
-    expect(lines.some((l) => l.startsWith('a: its receipt could not be updated with the database check ('))).toBe(true);
+    expect(report.failed).toEqual([
+      expect.objectContaining({
+        role: 'a',
+        scope: 'role',
+        reason: expect.stringContaining('its receipt could not be written'),
+      }),
+    ]);
+    expect(lines).toContain(
+      'a changed in the database: the role was set NOLOGIN; putting the delivered password back now',
+    );
+    expect(
+      lines.some((l) => l.startsWith('a: its receipt could not be updated with the database check (')),
+    ).toBe(true);
   });
 
   it('an old receipt without a database check still reads as applied, and gets its first check written', async () => {
@@ -411,7 +511,15 @@ describe('a provisioner that keeps going', () => {
     const report = await service.runCycle();
 
     expect(report.applied.map((a) => a.role)).toEqual(['a', 'c']);
-    expect(report.failed).toEqual([{ role: 'b', file: path.join(provides, 'b'), reason: 'skipped this cycle: another transaction holds a lock on it (waited 50 ms)', inFile: false, scope: 'role' }]);
+    expect(report.failed).toEqual([
+      {
+        role: 'b',
+        file: path.join(provides, 'b'),
+        reason: 'skipped this cycle: another transaction holds a lock on it (waited 50 ms)',
+        inFile: false,
+        scope: 'role',
+      },
+    ]);
     expect(report.databaseDown).toBe(false);
     expect(receiptDigest('b')).toBeUndefined();
     db.onSetPassword = () => undefined;
@@ -421,8 +529,11 @@ describe('a provisioner that keeps going', () => {
   it('while another provisioner holds the provider it connects to nothing and applies nothing, says who holds it once, and takes over when it can', async () => {
     const db = new FakeDatabase();
     deliver('a', secret());
-    let holder: string | undefined = '"baton-provision pg-main pid 4242 on db1" (server pid 77, from 10.0.0.5)';
-    const lock = { acquire: async () => (holder ? { held: false as const, holder } : { held: true as const }) };
+    let holder: string | undefined =
+      '"baton-provision pg-main pid 4242 on db1" (server pid 77, from 10.0.0.5)';
+    const lock = {
+      acquire: async () => (holder ? { held: false as const, holder } : { held: true as const }),
+    };
     const service = makeProvisioner(db, undefined, lock);
     const before = snapshotDir(temp.dir);
 
@@ -432,7 +543,9 @@ describe('a provisioner that keeps going', () => {
     expect(first).toMatchObject({ applied: [], failed: [], busy: holder, databaseDown: false });
     expect(db.connections).toBe(0);
     expect(snapshotDir(temp.dir)).toEqual(before);
-    expect(lines).toEqual([`another provisioner for pg-main is running: ${holder}; this one waits and applies nothing until it stops`]);
+    expect(lines).toEqual([
+      `another provisioner for pg-main is running: ${holder}; this one waits and applies nothing until it stops`,
+    ]);
     holder = undefined;
     expect((await service.runCycle()).applied.map((a) => a.role)).toEqual(['a']);
     expect(lines[1]).toBe('the other provisioner for pg-main stopped: this one holds the provider now');
@@ -453,7 +566,9 @@ describe('a provisioner that keeps going', () => {
 
     expect(existsSync(stale)).toBe(false);
     expect(existsSync(fresh)).toBe(true);
-    expect(lines).toEqual([`removed ${stale}, a temp receipt left by a provisioner that was stopped mid-write`]);
+    expect(lines).toEqual([
+      `removed ${stale}, a temp receipt left by a provisioner that was stopped mid-write`,
+    ]);
   });
 });
 
@@ -462,8 +577,14 @@ describe('watchProvisioner', () => {
     const db = new FakeDatabase();
     rmSync(provides, { recursive: true });
     const controller = new AbortController();
-    const watching = watchProvisioner(makeProvisioner(db), { intervalMs: 5, signal: controller.signal, log: (line) => lines.push(line) });
-    await vi.waitFor(() => expect(lines.some((l) => l.startsWith('nothing to apply yet:') && l.includes(provides))).toBe(true));
+    const watching = watchProvisioner(makeProvisioner(db), {
+      intervalMs: 5,
+      signal: controller.signal,
+      log: (line) => lines.push(line),
+    });
+    await vi.waitFor(() =>
+      expect(lines.some((l) => l.startsWith('nothing to apply yet:') && l.includes(provides))).toBe(true),
+    );
 
     mkdirSync(provides, { recursive: true });
     deliver('late', secret());
@@ -483,17 +604,30 @@ describe('watchProvisioner', () => {
       },
     } as unknown as PostgresProvisioner;
 
-    const watching = watchProvisioner(throwing, { intervalMs: 1, maxBackoffMs: 4, signal: controller.signal, log: (line) => lines.push(line) });
+    const watching = watchProvisioner(throwing, {
+      intervalMs: 1,
+      maxBackoffMs: 4,
+      signal: controller.signal,
+      log: (line) => lines.push(line),
+    });
     await vi.waitFor(() => expect(cycles).toBeGreaterThanOrEqual(3));
     controller.abort();
 
     await expect(watching).resolves.toBeUndefined();
-    expect(lines.slice(0, 2)).toEqual(['cycle failed unexpectedly: boom 1', 'cycle failed unexpectedly: boom 2']);
+    expect(lines.slice(0, 2)).toEqual([
+      'cycle failed unexpectedly: boom 1',
+      'cycle failed unexpectedly: boom 2',
+    ]);
   });
 });
 
 describe('alternating login files (R+a, R+b)', () => {
-  const session = (pid: number): LoginSession => ({ pid, application_name: 'web1', client_addr: '10.0.0.5', backend_start: '2026-12-01T00:00:00.000Z' });
+  const session = (pid: number): LoginSession => ({
+    pid,
+    application_name: 'web1',
+    client_addr: '10.0.0.5',
+    backend_start: '2026-12-01T00:00:00.000Z',
+  });
   const receiptPath = (name: string) => path.join(provides, '.applied', name);
 
   it('applies R+a in one call: group R NOLOGIN, R_a a LOGIN member of R; the receipt is named after the file and names the login and its sessions', async () => {
@@ -505,13 +639,22 @@ describe('alternating login files (R+a, R+b)', () => {
 
     const report = await service.runCycle();
 
-    expect(report).toMatchObject({ applied: [{ role: 'web1_app+a', digest: secretDigest(password), outcome: 'created' }], failed: [] });
+    expect(report).toMatchObject({
+      applied: [{ role: 'web1_app+a', digest: secretDigest(password), outcome: 'created' }],
+      failed: [],
+    });
     expect(db.calls).toEqual(['web1_app_a']);
     expect(db.nologin.has('web1_app')).toBe(true);
     expect(db.nologin.has('web1_app_a')).toBe(false);
     expect(db.members.get('web1_app_a')).toBe('web1_app');
     expect(db.roles.has('web1_app_b')).toBe(false);
-    expect(receiptOf('web1_app+a')).toMatchObject({ role: 'web1_app+a', login: 'web1_app_a', digest: secretDigest(password), sessions: [session(101)], database: { found: 'as-set' } });
+    expect(receiptOf('web1_app+a')).toMatchObject({
+      role: 'web1_app+a',
+      login: 'web1_app_a',
+      digest: secretDigest(password),
+      sessions: [session(101)],
+      database: { found: 'as-set' },
+    });
     expect(existsSync(receiptPath('web1_app_a'))).toBe(false);
 
     const again = await service.runCycle();
@@ -521,7 +664,7 @@ describe('alternating login files (R+a, R+b)', () => {
     expect(db.inspected.slice(-2)).toEqual([['web1_app_a'], ['web1_app']]);
   });
 
-  it('switching a single pair: the other login gets R\'s stored verifier; R stays LOGIN while its file is delivered, then becomes NOLOGIN and loses its receipt', async () => {
+  it("switching a single pair: the other login gets R's stored verifier; R stays LOGIN while its file is delivered, then becomes NOLOGIN and loses its receipt", async () => {
     const db = new FakeDatabase();
     const service = makeProvisioner(db);
     deliver('web1_app', secret());
@@ -535,7 +678,9 @@ describe('alternating login files (R+a, R+b)', () => {
     expect(db.roles.get('web1_app_b')).toBe(groupVerifier);
     expect(db.members.get('web1_app_b')).toBe('web1_app');
     expect(db.nologin.has('web1_app')).toBe(false);
-    expect(lines).toContain('web1_app_b created with web1_app\'s stored verifier: it accepts the password web1_app\'s consumer holds');
+    expect(lines).toContain(
+      "web1_app_b created with web1_app's stored verifier: it accepts the password web1_app's consumer holds",
+    );
     expect(existsSync(receiptPath('web1_app'))).toBe(true);
 
     rmSync(path.join(provides, 'web1_app'));
@@ -598,7 +743,7 @@ describe('alternating login files (R+a, R+b)', () => {
     expect(receiptOf('web1_app+a')?.database).toMatchObject({ found: 'as-set', restored: 'not-member' });
   });
 
-  it('ends a login\'s sessions only once the digest its request names is applied, records how many, and removes the request', async () => {
+  it("ends a login's sessions only once the digest its request names is applied, records how many, and removes the request", async () => {
     const db = new FakeDatabase();
     db.openSessions.set('web1_app_a', [session(101), session(102)]);
     const service = makeProvisioner(db);
@@ -623,24 +768,52 @@ describe('alternating login files (R+a, R+b)', () => {
     deliver('web1_app+a', fresh);
     await service.runCycle();
     expect(db.openSessions.has('web1_app_a')).toBe(false);
-    expect(receiptOf('web1_app+a')).toMatchObject({ digest: secretDigest(fresh), ended_sessions: 2, sessions: [] });
+    expect(receiptOf('web1_app+a')).toMatchObject({
+      digest: secretDigest(fresh),
+      ended_sessions: 2,
+      sessions: [],
+    });
     expect(existsSync(request)).toBe(false);
     expect(lines.some((l) => l.startsWith('web1_app_a: ended 2 sessions on request'))).toBe(true);
   });
 });
 
-describe('a login\'s receipt', () => {
+describe("a login's receipt", () => {
   it('reads back its login, sessions and ended count; a session of an unknown shape is dropped, at most 20 are kept, and an old receipt reads without them', () => {
     const digest = secretDigest('x');
-    const sessions = Array.from({ length: 25 }, (_, i) => ({ pid: 100 + i, application_name: 'web1', client_addr: i === 0 ? null : '10.0.0.5', backend_start: '2026-12-01T00:00:00.000Z' }));
-    const text = formatReceipt({ role: 'web1_app+a', digest, applied_at: 't', login: 'web1_app_a', sessions, ended_sessions: 3 });
+    const sessions = Array.from({ length: 25 }, (_, i) => ({
+      pid: 100 + i,
+      application_name: 'web1',
+      client_addr: i === 0 ? null : '10.0.0.5',
+      backend_start: '2026-12-01T00:00:00.000Z',
+    }));
+    const text = formatReceipt({
+      role: 'web1_app+a',
+      digest,
+      applied_at: 't',
+      login: 'web1_app_a',
+      sessions,
+      ended_sessions: 3,
+    });
     const read = parseReceipt(text)!;
     expect(read).toMatchObject({ role: 'web1_app+a', login: 'web1_app_a', ended_sessions: 3 });
     expect(read.sessions).toEqual(sessions.slice(0, 20));
 
-    const odd = parseReceipt(JSON.stringify({ role: 'web1_app+a', digest, applied_at: 't', sessions: [{ pid: 'x' }, sessions[1]], ended_sessions: -1 }))!;
+    const odd = parseReceipt(
+      JSON.stringify({
+        role: 'web1_app+a',
+        digest,
+        applied_at: 't',
+        sessions: [{ pid: 'x' }, sessions[1]],
+        ended_sessions: -1,
+      }),
+    )!;
     expect(odd.sessions).toEqual([sessions[1]]);
     expect(odd.ended_sessions).toBeUndefined();
-    expect(parseReceipt(JSON.stringify({ role: 'web1_app', digest, applied_at: 't' }))).toEqual({ role: 'web1_app', digest, applied_at: 't' });
+    expect(parseReceipt(JSON.stringify({ role: 'web1_app', digest, applied_at: 't' }))).toEqual({
+      role: 'web1_app',
+      digest,
+      applied_at: 't',
+    });
   });
 });

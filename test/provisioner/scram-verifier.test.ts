@@ -18,21 +18,32 @@ const RFC = {
 };
 
 function parseVerifier(verifier: string) {
-  const match = /^SCRAM-SHA-256\$(\d+):([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+):([A-Za-z0-9+/=]+)$/.exec(verifier);
+  const match = /^SCRAM-SHA-256\$(\d+):([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+):([A-Za-z0-9+/=]+)$/.exec(
+    verifier,
+  );
   if (!match) throw new Error(`not a verifier: ${verifier}`);
-  return { iterations: Number(match[1]), salt: match[2]!, storedKey: Buffer.from(match[3]!, 'base64'), serverKey: Buffer.from(match[4]!, 'base64') };
+  return {
+    iterations: Number(match[1]),
+    salt: match[2]!,
+    storedKey: Buffer.from(match[3]!, 'base64'),
+    serverKey: Buffer.from(match[4]!, 'base64'),
+  };
 }
 
 describe('scramVerifier', () => {
-  it('yields the keys that verify RFC 7677\'s client proof and reproduce its server signature', async () => {
+  it("yields the keys that verify RFC 7677's client proof and reproduce its server signature", async () => {
     const verifier = await scramVerifier(Buffer.from(RFC.password), Buffer.from(RFC.salt, 'base64'));
     const { iterations, salt, storedKey, serverKey } = parseVerifier(verifier);
     expect({ iterations, salt }).toEqual({ iterations: 4096, salt: RFC.salt });
     // The server's check: ClientKey = proof XOR HMAC(StoredKey, AuthMessage); SHA-256(ClientKey) = StoredKey.
     const clientSignature = createHmac('sha256', storedKey).update(RFC.authMessage).digest();
-    const clientKey = Buffer.from(Buffer.from(RFC.clientProof, 'base64').map((byte, i) => byte ^ clientSignature[i]!));
+    const clientKey = Buffer.from(
+      Buffer.from(RFC.clientProof, 'base64').map((byte, i) => byte ^ clientSignature[i]!),
+    );
     expect(createHash('sha256').update(clientKey).digest().equals(storedKey)).toBe(true);
-    expect(createHmac('sha256', serverKey).update(RFC.authMessage).digest('base64')).toBe(RFC.serverSignature);
+    expect(createHmac('sha256', serverKey).update(RFC.authMessage).digest('base64')).toBe(
+      RFC.serverSignature,
+    );
   });
 
   it('salts every verifier afresh and never contains the secret', async () => {
@@ -50,7 +61,9 @@ describe('scramMatches', () => {
     const secret = Buffer.from('correct-horse-battery-staple');
     const verifier = await scramVerifier(secret);
     expect(await scramMatches(verifier, secret)).toBe(true);
-    expect(await scramMatches(await scramVerifier(secret, Buffer.from(RFC.salt, 'base64'), 1024), secret)).toBe(true);
+    expect(
+      await scramMatches(await scramVerifier(secret, Buffer.from(RFC.salt, 'base64'), 1024), secret),
+    ).toBe(true);
     expect(await scramMatches(verifier, Buffer.from('correct-horse-battery-stapler'))).toBe(false);
     expect(await scramMatches('md5' + 'a'.repeat(32), secret)).toBe(false);
     expect(await scramMatches(verifier.slice(0, -4), secret)).toBe(false);
@@ -65,9 +78,12 @@ describe('scramMatches', () => {
 });
 
 describe('role names and SQL quoting', () => {
-  it.each(['web1_app', '_x', 'postgres', 'x'.repeat(63), 'web1_app+a', 'web1_app+b'])('accepts %s as a delivered role or login file', (name) => {
-    expect(deliveredRoleProblem(name)).toBeUndefined();
-  });
+  it.each(['web1_app', '_x', 'postgres', 'x'.repeat(63), 'web1_app+a', 'web1_app+b'])(
+    'accepts %s as a delivered role or login file',
+    (name) => {
+      expect(deliveredRoleProblem(name)).toBeUndefined();
+    },
+  );
 
   it.each([
     ['', 'not a PostgreSQL identifier'],
@@ -86,9 +102,15 @@ describe('role names and SQL quoting', () => {
   });
 
   it('quotes identifiers and literals by doubling their quotes, and refuses a backslash or NUL in a literal', () => {
-    expect(passwordStatement('alter', 'we"b', "SCRAM'x", pg)).toBe(`ALTER ROLE "we""b" LOGIN PASSWORD 'SCRAM''x'`);
-    expect(passwordStatement('alter', 'web1_app', 'SCRAM-SHA-256$x', pg, { clearExpiry: true })).toBe(`ALTER ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x' VALID UNTIL 'infinity'`);
-    expect(passwordStatement('create', 'web1_app', 'SCRAM-SHA-256$x', pg)).toBe(`CREATE ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x'`);
+    expect(passwordStatement('alter', 'we"b', "SCRAM'x", pg)).toBe(
+      `ALTER ROLE "we""b" LOGIN PASSWORD 'SCRAM''x'`,
+    );
+    expect(passwordStatement('alter', 'web1_app', 'SCRAM-SHA-256$x', pg, { clearExpiry: true })).toBe(
+      `ALTER ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x' VALID UNTIL 'infinity'`,
+    );
+    expect(passwordStatement('create', 'web1_app', 'SCRAM-SHA-256$x', pg)).toBe(
+      `CREATE ROLE "web1_app" LOGIN PASSWORD 'SCRAM-SHA-256$x'`,
+    );
     expect(() => passwordStatement('alter', 'web1_app', 'a\\b', pg)).toThrow(/backslash/);
     expect(() => passwordStatement('alter', 'web1_app', 'a\0b', pg)).toThrow(/NUL/);
   });

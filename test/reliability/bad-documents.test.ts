@@ -43,7 +43,11 @@ beforeAll(async () => {
   writeFileSync(sealConfig, `seal_key_file: ${keyFile}\n`);
   wholeTemplate = path.join(tmp.dir, 'whole-template');
   mkdirSync(path.join(tmp.dir, 'template-store'), { mode: 0o700 });
-  const first = await baton(wholeTemplate, `file://${path.join(tmp.dir, 'template-store')}`, ['sync', '--first-controller', '--yes']);
+  const first = await baton(wholeTemplate, `file://${path.join(tmp.dir, 'template-store')}`, [
+    'sync',
+    '--first-controller',
+    '--yes',
+  ]);
   expect(first.exitCode, first.all).toBe(0);
   // Records the child's peak resident memory at exit: how "refused without buffering
   // everything" is measured from outside. VmHWM, not getrusage's maxRSS: Linux carries
@@ -77,7 +81,10 @@ interface Placed {
   readonly digest: () => Promise<string>;
 }
 
-async function place(kind: StoreKind, doc: { body?: Uint8Array; oversize?: BadDocument['oversize'] }): Promise<Placed> {
+async function place(
+  kind: StoreKind,
+  doc: { body?: Uint8Array; oversize?: BadDocument['oversize'] },
+): Promise<Placed> {
   slot += 1;
   if (kind === 'directory') {
     const dir = path.join(tmp.dir, `store-${slot}`);
@@ -102,7 +109,8 @@ async function place(kind: StoreKind, doc: { body?: Uint8Array; oversize?: BadDo
 
 async function writeChunks(file: string, chunks: Iterable<Uint8Array>): Promise<void> {
   const out = createWriteStream(file, { mode: 0o600 });
-  for (const chunk of chunks) if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+  for (const chunk of chunks)
+    if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
   out.end();
   await finished(out);
 }
@@ -119,10 +127,25 @@ async function host(kind: HostKind): Promise<string> {
   return stateDir;
 }
 
-async function baton(stateDir: string, url: string, args: string[], extra: { config?: string; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<BatonRun> {
+async function baton(
+  stateDir: string,
+  url: string,
+  args: string[],
+  extra: { config?: string; env?: Record<string, string>; nodeArgs?: string[] } = {},
+): Promise<BatonRun> {
   figures.runs += 1;
   return runBaton(
-    [...(extra.config ? ['--config', extra.config] : ['--no-seal']), '--deployment', DEPLOYMENT, '--state-dir', stateDir, '--store', url, ...unenforcedStoreFlags(url), ...args],
+    [
+      ...(extra.config ? ['--config', extra.config] : ['--no-seal']),
+      '--deployment',
+      DEPLOYMENT,
+      '--state-dir',
+      stateDir,
+      '--store',
+      url,
+      ...unenforcedStoreFlags(url),
+      ...args,
+    ],
     { env: { ...S3_TEST_ENV, ...extra.env }, ...(extra.nodeArgs ? { nodeArgs: extra.nodeArgs } : {}) },
   );
 }
@@ -133,13 +156,16 @@ describe('the corpus itself', () => {
     expect(new Set(corpus.documents.map((d) => d.name)).size).toBe(corpus.documents.length);
   });
 
-  it.each(['directory', 's3'] as const)('its valid document IS adopted from a %s store (the positive control)', async (kind) => {
-    const store = await place(kind, { body: corpus.valid });
-    const stateDir = await host('fresh');
-    const sync = await baton(stateDir, store.url, ['sync']);
-    expect(sync.exitCode, sync.all).toBe(0);
-    expect(sync.stdout).toContain(corpus.fingerprint);
-  });
+  it.each(['directory', 's3'] as const)(
+    'its valid document IS adopted from a %s store (the positive control)',
+    async (kind) => {
+      const store = await place(kind, { body: corpus.valid });
+      const stateDir = await host('fresh');
+      const sync = await baton(stateDir, store.url, ['sync']);
+      expect(sync.exitCode, sync.all).toBe(0);
+      expect(sync.stdout).toContain(corpus.fingerprint);
+    },
+  );
 
   it('its valid sealed document IS adopted with the seal key', async () => {
     const store = await place('directory', { body: corpus.validSealed! });
@@ -156,20 +182,38 @@ describe('the corpus itself', () => {
  * state dir nor the store changes. The CLI runs below take one document per class.
  */
 describe('every crafted document is refused in process, naming why, and nothing changes', () => {
-  const inProcess = corpus.documents.filter((doc) => !doc.oversize).flatMap((doc) => (['fresh', 'whole'] as const).map((hostKind): [string, HostKind, BadDocument] => [doc.name, hostKind, doc]));
+  const inProcess = corpus.documents
+    .filter((doc) => !doc.oversize)
+    .flatMap((doc) =>
+      (['fresh', 'whole'] as const).map((hostKind): [string, HostKind, BadDocument] => [
+        doc.name,
+        hostKind,
+        doc,
+      ]),
+    );
   it.each(inProcess)('%s, on a %s host', async (_name, hostKind, doc) => {
     const stateDir = await host(hostKind);
     const before = snapshotDir(stateDir);
     const store = new MemoryStore({ document: doc.body! });
     const stored = store.snapshot();
-    const share = { stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: 'corpus', noSeal: !doc.needsSealKey, ...(doc.needsSealKey ? { sealKey: corpus.sealKey } : {}) };
+    const share = {
+      stateDir,
+      deployment: DEPLOYMENT,
+      store,
+      clock: systemClock,
+      host: 'corpus',
+      noSeal: !doc.needsSealKey,
+      ...(doc.needsSealKey ? { sealKey: corpus.sealKey } : {}),
+    };
     const refused = await adopt(share).then(
       (outcome) => `accepted: ${JSON.stringify(outcome)}`,
       (error: unknown) => error,
     );
     const context = `${doc.name} (${hostKind})`;
     expect(isBatonError(refused), `${context}: ${String(refused)}`).toBe(true);
-    expect((refused as BatonError).message, context).toMatch(hostKind === 'whole' && doc.reasonOnWhole ? doc.reasonOnWhole : doc.reason);
+    expect((refused as BatonError).message, context).toMatch(
+      hostKind === 'whole' && doc.reasonOnWhole ? doc.reasonOnWhole : doc.reason,
+    );
     expect(snapshotDir(stateDir), context).toEqual(before);
     expect(store.snapshot(), context).toEqual(stored);
     figures.refusedNamingWhy += 1;
@@ -181,48 +225,82 @@ describe('every crafted document is refused in process, naming why, and nothing 
  * screen: the decoder, the install step, a sealed document with the key and without it), in
  * both stores and on both hosts.
  */
-const classOf = (doc: BadDocument) => (doc.refusedAt === 'install' ? 'install' : doc.needsSealKey ? 'sealed, with the key' : doc.reasonOnWhole ? 'sealed, without the key' : 'decoder');
-const representatives = corpus.documents.filter((doc, i, all) => !doc.oversize && all.findIndex((other) => !other.oversize && classOf(other) === classOf(doc)) === i);
+const classOf = (doc: BadDocument) =>
+  doc.refusedAt === 'install'
+    ? 'install'
+    : doc.needsSealKey
+      ? 'sealed, with the key'
+      : doc.reasonOnWhole
+        ? 'sealed, without the key'
+        : 'decoder';
+const representatives = corpus.documents.filter(
+  (doc, i, all) =>
+    !doc.oversize && all.findIndex((other) => !other.oversize && classOf(other) === classOf(doc)) === i,
+);
 const cases: Array<[string, string, StoreKind, HostKind, BadDocument]> = representatives.flatMap((doc) =>
-  (['directory', 's3'] as const).flatMap((store) => (['fresh', 'whole'] as const).map((host): [string, string, StoreKind, HostKind, BadDocument] => [classOf(doc), doc.name, store, host, doc])),
+  (['directory', 's3'] as const).flatMap((store) =>
+    (['fresh', 'whole'] as const).map((host): [string, string, StoreKind, HostKind, BadDocument] => [
+      classOf(doc),
+      doc.name,
+      store,
+      host,
+      doc,
+    ]),
+  ),
 );
 
 describe('a crafted document of each class is refused by sync, naming why, and nothing changes', () => {
   it('takes one document of each of the four classes', () => {
-    expect(new Set(representatives.map(classOf))).toEqual(new Set(['decoder', 'install', 'sealed, with the key', 'sealed, without the key']));
+    expect(new Set(representatives.map(classOf))).toEqual(
+      new Set(['decoder', 'install', 'sealed, with the key', 'sealed, without the key']),
+    );
   });
 
-  it.concurrent.each(cases)('%s: %s, in a %s store, on a %s host', async (_class, _name, storeKind, hostKind, doc) => {
-    const store = await place(storeKind, doc);
-    const stateDir = await host(hostKind);
-    const before = snapshotDir(stateDir);
-    const storeBefore = await store.digest();
-    const sync = await baton(stateDir, store.url, ['sync'], doc.needsSealKey ? { config: sealConfig } : {});
-    const context = `${doc.name} (${storeKind}, ${hostKind})\n${sync.all}`;
-    expect(sync.exitCode, context).toBe(3);
-    expect(sync.all, context).toMatch(hostKind === 'whole' && doc.reasonOnWhole ? doc.reasonOnWhole : doc.reason);
-    expect(sync.all, context).not.toMatch(/\n\s+at .*:\d+:\d+/);
-    expect(snapshotDir(stateDir), context).toEqual(before);
-    expect(await store.digest(), context).toBe(storeBefore);
-    figures.refusedNamingWhy += 1;
-  }, 120_000);
+  it.concurrent.each(cases)(
+    '%s: %s, in a %s store, on a %s host',
+    async (_class, _name, storeKind, hostKind, doc) => {
+      const store = await place(storeKind, doc);
+      const stateDir = await host(hostKind);
+      const before = snapshotDir(stateDir);
+      const storeBefore = await store.digest();
+      const sync = await baton(stateDir, store.url, ['sync'], doc.needsSealKey ? { config: sealConfig } : {});
+      const context = `${doc.name} (${storeKind}, ${hostKind})\n${sync.all}`;
+      expect(sync.exitCode, context).toBe(3);
+      expect(sync.all, context).toMatch(
+        hostKind === 'whole' && doc.reasonOnWhole ? doc.reasonOnWhole : doc.reason,
+      );
+      expect(sync.all, context).not.toMatch(/\n\s+at .*:\d+:\d+/);
+      expect(snapshotDir(stateDir), context).toEqual(before);
+      expect(await store.digest(), context).toBe(storeBefore);
+      figures.refusedNamingWhy += 1;
+    },
+    120_000,
+  );
 });
 
 describe('force does not get a bad document past the refusal', () => {
-  it.each(['directory', 's3'] as const)('`sync --force --confirm <LOCAL 8>` on a whole host with an expired published authority is refused naming the expiry (%s store)', async (storeKind) => {
-    const expired = corpus.documents.find((d) => /expired/.test(d.name))!;
-    const store = await place(storeKind, expired);
-    const stateDir = await host('whole');
-    const before = snapshotDir(stateDir);
-    const storeBefore = await store.digest();
-    const local = await readLocalAuthority(stateDir, DEPLOYMENT);
-    if (local.state !== 'whole') throw new Error('fixture');
-    const force = await baton(stateDir, store.url, ['sync', '--force', '--confirm', local.current.fingerprint.slice(7, 15)]);
-    expect(force.exitCode, force.all).toBe(3);
-    expect(force.all).toMatch(/expired/i);
-    expect(snapshotDir(stateDir)).toEqual(before);
-    expect(await store.digest()).toBe(storeBefore);
-  });
+  it.each(['directory', 's3'] as const)(
+    '`sync --force --confirm <LOCAL 8>` on a whole host with an expired published authority is refused naming the expiry (%s store)',
+    async (storeKind) => {
+      const expired = corpus.documents.find((d) => /expired/.test(d.name))!;
+      const store = await place(storeKind, expired);
+      const stateDir = await host('whole');
+      const before = snapshotDir(stateDir);
+      const storeBefore = await store.digest();
+      const local = await readLocalAuthority(stateDir, DEPLOYMENT);
+      if (local.state !== 'whole') throw new Error('fixture');
+      const force = await baton(stateDir, store.url, [
+        'sync',
+        '--force',
+        '--confirm',
+        local.current.fingerprint.slice(7, 15),
+      ]);
+      expect(force.exitCode, force.all).toBe(3);
+      expect(force.all).toMatch(/expired/i);
+      expect(snapshotDir(stateDir)).toEqual(before);
+      expect(await store.digest()).toBe(storeBefore);
+    },
+  );
 });
 
 describe('the 100 MB document is refused by its size, without being read into memory', () => {
@@ -230,30 +308,39 @@ describe('the 100 MB document is refused by its size, without being read into me
   async function peakOf(stateDir: string, url: string): Promise<{ run: BatonRun; peakKiB: number }> {
     slot += 1;
     const rssOut = path.join(tmp.dir, `rss-${slot}`);
-    const run = await baton(stateDir, url, ['sync'], { nodeArgs: ['--import', rssProbe], env: { RSS_OUT: rssOut } });
+    const run = await baton(stateDir, url, ['sync'], {
+      nodeArgs: ['--import', rssProbe],
+      env: { RSS_OUT: rssOut },
+    });
     return { run, peakKiB: Number(readFileSync(rssOut, 'utf8')) };
   }
 
-  it.each(['directory', 's3'] as const)('from a %s store, on a fresh and on a whole host', async (storeKind) => {
-    const oversize = corpus.documents.find((d) => d.oversize)!;
-    // The same command on a valid document is the baseline: buffering 100 MiB would add ~100 MiB.
-    const baselineStore = await place(storeKind, { body: corpus.valid });
-    const baseline = await peakOf(await host('fresh'), baselineStore.url);
-    expect(baseline.run.exitCode, baseline.run.all).toBe(0);
-    const store = await place(storeKind, oversize);
-    for (const hostKind of ['fresh', 'whole'] as const) {
-      const stateDir = await host(hostKind);
-      const before = snapshotDir(stateDir);
-      const storeBefore = await store.digest();
-      const { run, peakKiB } = await peakOf(stateDir, store.url);
-      const context = `${oversize.name} (${storeKind}, ${hostKind}): peak ${peakKiB} KiB, baseline ${baseline.peakKiB} KiB\n${run.all}`;
-      console.log(`oversize ${storeKind}/${hostKind}: peak RSS ${peakKiB} KiB (baseline ${baseline.peakKiB} KiB)`);
-      expect(run.exitCode, context).toBe(3);
-      expect(run.all, context).toMatch(oversize.reason);
-      expect(snapshotDir(stateDir), context).toEqual(before);
-      expect(await store.digest(), context).toBe(storeBefore);
-      expect(peakKiB, context).toBeLessThan(baseline.peakKiB + 40 * 1024);
-      figures.refusedNamingWhy += 1;
-    }
-  }, 180_000);
+  it.each(['directory', 's3'] as const)(
+    'from a %s store, on a fresh and on a whole host',
+    async (storeKind) => {
+      const oversize = corpus.documents.find((d) => d.oversize)!;
+      // The same command on a valid document is the baseline: buffering 100 MiB would add ~100 MiB.
+      const baselineStore = await place(storeKind, { body: corpus.valid });
+      const baseline = await peakOf(await host('fresh'), baselineStore.url);
+      expect(baseline.run.exitCode, baseline.run.all).toBe(0);
+      const store = await place(storeKind, oversize);
+      for (const hostKind of ['fresh', 'whole'] as const) {
+        const stateDir = await host(hostKind);
+        const before = snapshotDir(stateDir);
+        const storeBefore = await store.digest();
+        const { run, peakKiB } = await peakOf(stateDir, store.url);
+        const context = `${oversize.name} (${storeKind}, ${hostKind}): peak ${peakKiB} KiB, baseline ${baseline.peakKiB} KiB\n${run.all}`;
+        console.log(
+          `oversize ${storeKind}/${hostKind}: peak RSS ${peakKiB} KiB (baseline ${baseline.peakKiB} KiB)`,
+        );
+        expect(run.exitCode, context).toBe(3);
+        expect(run.all, context).toMatch(oversize.reason);
+        expect(snapshotDir(stateDir), context).toEqual(before);
+        expect(await store.digest(), context).toBe(storeBefore);
+        expect(peakKiB, context).toBeLessThan(baseline.peakKiB + 40 * 1024);
+        figures.refusedNamingWhy += 1;
+      }
+    },
+    180_000,
+  );
 });

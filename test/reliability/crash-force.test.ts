@@ -49,7 +49,18 @@ async function divergedHost(name: string): Promise<{ host: string; store: string
   mkdirSync(store, { recursive: true });
   mkdirSync(ownStore, { recursive: true });
   const sync = (stateDir: string, storeDir: string) =>
-    runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`, 'sync', '--first-controller', '--yes']);
+    runBaton([
+      '--deployment',
+      DEPLOYMENT,
+      '--no-seal',
+      '--state-dir',
+      stateDir,
+      '--store',
+      `file://${storeDir}`,
+      'sync',
+      '--first-controller',
+      '--yes',
+    ]);
   expect((await sync(path.join(dir, 'other'), store)).exitCode).toBe(0);
   const host = path.join(dir, 'host');
   expect((await sync(host, ownStore)).exitCode).toBe(0);
@@ -69,10 +80,18 @@ async function forceAndKillAt(step: string, host: string, store: string): Promis
       if (stderr.includes(`STOPPED ${step}`)) resolve();
     });
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.on('exit', (code) => reject(new Error(`the child exited (${code}) before "${step}":\n${stdout}\n${stderr}`)));
+    child.on('exit', (code) =>
+      reject(new Error(`the child exited (${code}) before "${step}":\n${stdout}\n${stderr}`)),
+    );
   });
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  const job: ShareJob = { id: 'force', op: 'force', stateDir: host, store: `file://${store}`, deployment: DEPLOYMENT };
+  const job: ShareJob = {
+    id: 'force',
+    op: 'force',
+    stateDir: host,
+    store: `file://${store}`,
+    deployment: DEPLOYMENT,
+  };
   child.stdin.write(`${JSON.stringify(job)}\n`);
   await stopped;
   child.kill('SIGKILL');
@@ -92,39 +111,52 @@ describe('SIGKILL during a forced replace, then the CLI again', () => {
     ['installed ca.crt', 'the new pair in ca/ without its marker', 'completes'],
   ];
 
-  it.each(steps)('killed at "%s" (%s): the superseded dir is intact and the rerun %s', async (at, _left, rerun) => {
-    const { host, store, published } = await divergedHost(at.replace(/[^a-z]+/g, '-'));
-    const original = snapshotDir(path.join(host, 'ca'));
-    const originalMarker = snapshotDir(path.join(host, 'authority-created'));
+  it.each(steps)(
+    'killed at "%s" (%s): the superseded dir is intact and the rerun %s',
+    async (at, _left, rerun) => {
+      const { host, store, published } = await divergedHost(at.replace(/[^a-z]+/g, '-'));
+      const original = snapshotDir(path.join(host, 'ca'));
+      const originalMarker = snapshotDir(path.join(host, 'authority-created'));
 
-    await forceAndKillAt(at, host, store);
+      await forceAndKillAt(at, host, store);
 
-    const [superseded, ...more] = supersededDirs(host);
-    expect(more).toEqual([]);
-    expect(superseded).toBeDefined();
-    expect(snapshotDir(path.join(host, superseded!))).toEqual(original);
-    const markerAside = path.join(host, `${superseded}.authority-created`);
-    const markerHome = path.join(host, 'authority-created');
-    // The marker is in exactly one of the two places, unchanged.
-    expect(existsSync(markerAside) !== existsSync(markerHome)).toBe(true);
-    expect(snapshotDir(existsSync(markerAside) ? markerAside : markerHome)).toEqual(originalMarker);
+      const [superseded, ...more] = supersededDirs(host);
+      expect(more).toEqual([]);
+      expect(superseded).toBeDefined();
+      expect(snapshotDir(path.join(host, superseded!))).toEqual(original);
+      const markerAside = path.join(host, `${superseded}.authority-created`);
+      const markerHome = path.join(host, 'authority-created');
+      // The marker is in exactly one of the two places, unchanged.
+      expect(existsSync(markerAside) !== existsSync(markerHome)).toBe(true);
+      expect(snapshotDir(existsSync(markerAside) ? markerAside : markerHome)).toEqual(originalMarker);
 
-    const again = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', host, '--store', `file://${store}`, 'sync']);
-    // The kernel released the dead holder's flock.
-    expect(again.exitCode, again.all).not.toBe(5);
-    if (rerun === 'completes') {
-      expect(again.exitCode, again.all).toBe(0);
-      const local = await readLocalAuthority(host, DEPLOYMENT);
-      expect(local.state === 'whole' && local.current.fingerprint).toBe(published);
-      figures.rerunsCompleted += 1;
-    } else {
-      expect(again.exitCode, again.all).toBe(3);
-      expect(again.all).toMatch(/half/i);
-      expect(again.all).toContain(path.join(host, 'ca'));
-      figures.rerunsRefusedNamingIt += 1;
-    }
-    // Whatever the rerun did, it never touched what was set aside.
-    expect(supersededDirs(host)).toEqual([superseded]);
-    expect(snapshotDir(path.join(host, superseded!))).toEqual(original);
-  }, 60_000);
+      const again = await runBaton([
+        '--deployment',
+        DEPLOYMENT,
+        '--no-seal',
+        '--state-dir',
+        host,
+        '--store',
+        `file://${store}`,
+        'sync',
+      ]);
+      // The kernel released the dead holder's flock.
+      expect(again.exitCode, again.all).not.toBe(5);
+      if (rerun === 'completes') {
+        expect(again.exitCode, again.all).toBe(0);
+        const local = await readLocalAuthority(host, DEPLOYMENT);
+        expect(local.state === 'whole' && local.current.fingerprint).toBe(published);
+        figures.rerunsCompleted += 1;
+      } else {
+        expect(again.exitCode, again.all).toBe(3);
+        expect(again.all).toMatch(/half/i);
+        expect(again.all).toContain(path.join(host, 'ca'));
+        figures.rerunsRefusedNamingIt += 1;
+      }
+      // Whatever the rerun did, it never touched what was set aside.
+      expect(supersededDirs(host)).toEqual([superseded]);
+      expect(snapshotDir(path.join(host, superseded!))).toEqual(original);
+    },
+    60_000,
+  );
 });

@@ -25,7 +25,14 @@ const WHERE = 'memory://property/authority.json';
 let corpus: Corpus;
 let sealed: Uint8Array;
 let tmp: { dir: string; cleanup: () => void };
-const figures = { byteMutations: 0, jsonMutations: 0, sealedMutations: 0, adoptTrials: 0, accepted: 0, refused: 0 };
+const figures = {
+  byteMutations: 0,
+  jsonMutations: 0,
+  sealedMutations: 0,
+  adoptTrials: 0,
+  accepted: 0,
+  refused: 0,
+};
 
 beforeAll(async () => {
   corpus = await makeBadDocuments(DEPLOYMENT);
@@ -60,7 +67,8 @@ async function decodesToOriginalOrRefuses(body: Uint8Array, sealKey?: Uint8Array
   try {
     opened = await decodeDocument(body, { deployment: DEPLOYMENT, where: WHERE, sealKey });
   } catch (error) {
-    if (!isBatonError(error)) throw new Error(`the decoder threw a non-BatonError: ${String(error)}`, { cause: error });
+    if (!isBatonError(error))
+      throw new Error(`the decoder threw a non-BatonError: ${String(error)}`, { cause: error });
     expect(error).toMatchObject({ code: 'refused', reason: 'document-refused' });
     expect(error.what.length).toBeGreaterThan(0);
     figures.refused += 1;
@@ -76,12 +84,27 @@ async function decodesToOriginalOrRefuses(body: Uint8Array, sealKey?: Uint8Array
 
 const byteMutation = (length: number) =>
   fc.oneof(
-    fc.record({ kind: fc.constant('flip' as const), at: fc.nat({ max: length - 1 }), xor: fc.integer({ min: 1, max: 255 }) }),
-    fc.record({ kind: fc.constant('cut' as const), at: fc.nat({ max: length - 1 }), len: fc.integer({ min: 1, max: 64 }) }),
-    fc.record({ kind: fc.constant('insert' as const), at: fc.nat({ max: length }), bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }),
+    fc.record({
+      kind: fc.constant('flip' as const),
+      at: fc.nat({ max: length - 1 }),
+      xor: fc.integer({ min: 1, max: 255 }),
+    }),
+    fc.record({
+      kind: fc.constant('cut' as const),
+      at: fc.nat({ max: length - 1 }),
+      len: fc.integer({ min: 1, max: 64 }),
+    }),
+    fc.record({
+      kind: fc.constant('insert' as const),
+      at: fc.nat({ max: length }),
+      bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+    }),
   );
 
-type ByteMutation = { kind: 'flip'; at: number; xor: number } | { kind: 'cut'; at: number; len: number } | { kind: 'insert'; at: number; bytes: Uint8Array };
+type ByteMutation =
+  | { kind: 'flip'; at: number; xor: number }
+  | { kind: 'cut'; at: number; len: number }
+  | { kind: 'insert'; at: number; bytes: Uint8Array };
 
 function applyBytes(body: Uint8Array, mutations: readonly ByteMutation[]): Uint8Array {
   let out = Buffer.from(body);
@@ -89,7 +112,8 @@ function applyBytes(body: Uint8Array, mutations: readonly ByteMutation[]): Uint8
     const at = Math.min(m.at, out.length);
     if (m.kind === 'flip' && at < out.length) out[at]! ^= m.xor;
     else if (m.kind === 'cut') out = Buffer.concat([out.subarray(0, at), out.subarray(at + m.len)]);
-    else if (m.kind === 'insert') out = Buffer.concat([out.subarray(0, at), Buffer.from(m.bytes), out.subarray(at)]);
+    else if (m.kind === 'insert')
+      out = Buffer.concat([out.subarray(0, at), Buffer.from(m.bytes), out.subarray(at)]);
   }
   return new Uint8Array(out);
 }
@@ -98,7 +122,8 @@ function applyBytes(body: Uint8Array, mutations: readonly ByteMutation[]): Uint8
 function pathsOf(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
   const out: (string | number)[][] = [prefix];
   if (Array.isArray(value)) value.forEach((v, i) => out.push(...pathsOf(v, [...prefix, i])));
-  else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
+  else if (value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
   return out;
 }
 
@@ -114,10 +139,18 @@ const jsonMutation = fc.oneof(
   fc.record({
     kind: fc.constant('add' as const),
     pick: fc.nat(),
-    key: fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('files', 'sealed', 'ca.key', 'ca-previous.key', 'fingerprint', 'format', '__proto__')),
+    key: fc.oneof(
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom('files', 'sealed', 'ca.key', 'ca-previous.key', 'fingerprint', 'format', '__proto__'),
+    ),
     value: fc.jsonValue({ maxDepth: 2 }),
   }),
-  fc.record({ kind: fc.constant('string-edit' as const), pick: fc.nat(), at: fc.nat(), char: fc.string({ minLength: 1, maxLength: 1 }) }),
+  fc.record({
+    kind: fc.constant('string-edit' as const),
+    pick: fc.nat(),
+    at: fc.nat(),
+    char: fc.string({ minLength: 1, maxLength: 1 }),
+  }),
 );
 
 function applyJson(body: Uint8Array, mutation: JsonMutation): Uint8Array {
@@ -128,7 +161,13 @@ function applyJson(body: Uint8Array, mutation: JsonMutation): Uint8Array {
   let next: unknown = root;
   if (target.length === 0) {
     if (mutation.kind === 'replace') next = mutation.value;
-    else if (mutation.kind === 'add' && root && typeof root === 'object') Object.defineProperty(root, mutation.key, { value: mutation.value, enumerable: true, writable: true, configurable: true });
+    else if (mutation.kind === 'add' && root && typeof root === 'object')
+      Object.defineProperty(root, mutation.key, {
+        value: mutation.value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   } else {
     const parent = parentOf(target);
     const key = target[target.length - 1]!;
@@ -138,7 +177,12 @@ function applyJson(body: Uint8Array, mutation: JsonMutation): Uint8Array {
       if (Array.isArray(parent)) parent.splice(key as number, 1);
       else delete parent[key];
     } else if (mutation.kind === 'add' && current && typeof current === 'object' && !Array.isArray(current)) {
-      Object.defineProperty(current, mutation.key, { value: mutation.value, enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(current, mutation.key, {
+        value: mutation.value,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     } else if (mutation.kind === 'string-edit' && typeof current === 'string' && current.length > 0) {
       const at = mutation.at % current.length;
       parent[key] = current.slice(0, at) + mutation.char + current.slice(at + 1);
@@ -150,10 +194,13 @@ function applyJson(body: Uint8Array, mutation: JsonMutation): Uint8Array {
 describe('the decoder under random mutation', () => {
   it('byte-level mutations of a valid document are refused or decode to the original authority', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(byteMutation(corpus.valid.length), { minLength: 1, maxLength: 4 }), async (mutations) => {
-        figures.byteMutations += 1;
-        await decodesToOriginalOrRefuses(applyBytes(corpus.valid, mutations as ByteMutation[]));
-      }),
+      fc.asyncProperty(
+        fc.array(byteMutation(corpus.valid.length), { minLength: 1, maxLength: 4 }),
+        async (mutations) => {
+          figures.byteMutations += 1;
+          await decodesToOriginalOrRefuses(applyBytes(corpus.valid, mutations as ByteMutation[]));
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -174,7 +221,9 @@ describe('the decoder under random mutation', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
-          fc.array(byteMutation(sealed.length), { minLength: 1, maxLength: 3 }).map((m) => ({ bytes: m as ByteMutation[] })),
+          fc
+            .array(byteMutation(sealed.length), { minLength: 1, maxLength: 3 })
+            .map((m) => ({ bytes: m as ByteMutation[] })),
           fc.array(jsonMutation, { minLength: 1, maxLength: 2 }).map((m) => ({ json: m as JsonMutation[] })),
         ),
         async (mutation) => {
@@ -194,28 +243,40 @@ describe('adopt under random mutation', () => {
   it('a fresh host adopting a mutated document installs the original authority or nothing', async () => {
     let trial = 0;
     await fc.assert(
-      fc.asyncProperty(fc.array(jsonMutation, { minLength: 1, maxLength: 2 }), fc.array(byteMutation(corpus.valid.length), { maxLength: 2 }), async (json, bytes) => {
-        figures.adoptTrials += 1;
-        let body = corpus.valid;
-        for (const m of json) body = applyJson(body, m as JsonMutation);
-        body = applyBytes(body, bytes as ByteMutation[]);
-        const stateDir = path.join(tmp.dir, `host-${(trial += 1)}`);
-        mkdirSync(stateDir, { mode: 0o700 });
-        const before = snapshotDir(stateDir);
-        const store = new MemoryStore({ document: body });
-        let outcome;
-        try {
-          outcome = await adopt({ stateDir, deployment: DEPLOYMENT, store, clock: systemClock, host: 'property', noSeal: true });
-        } catch (error) {
-          if (!isBatonError(error)) throw new Error(`adopt threw a non-BatonError: ${String(error)}`, { cause: error });
-          // Refused: nothing of the authority is on disk (the lock file is the only thing adopt may create).
-          const after = snapshotDir(stateDir);
-          delete after['ca.lock'];
-          expect(after).toEqual(before);
-          return;
-        }
-        expect(outcome).toEqual({ kind: 'installed', fingerprint: corpus.fingerprint as Fingerprint });
-      }),
+      fc.asyncProperty(
+        fc.array(jsonMutation, { minLength: 1, maxLength: 2 }),
+        fc.array(byteMutation(corpus.valid.length), { maxLength: 2 }),
+        async (json, bytes) => {
+          figures.adoptTrials += 1;
+          let body = corpus.valid;
+          for (const m of json) body = applyJson(body, m as JsonMutation);
+          body = applyBytes(body, bytes as ByteMutation[]);
+          const stateDir = path.join(tmp.dir, `host-${(trial += 1)}`);
+          mkdirSync(stateDir, { mode: 0o700 });
+          const before = snapshotDir(stateDir);
+          const store = new MemoryStore({ document: body });
+          let outcome;
+          try {
+            outcome = await adopt({
+              stateDir,
+              deployment: DEPLOYMENT,
+              store,
+              clock: systemClock,
+              host: 'property',
+              noSeal: true,
+            });
+          } catch (error) {
+            if (!isBatonError(error))
+              throw new Error(`adopt threw a non-BatonError: ${String(error)}`, { cause: error });
+            // Refused: nothing of the authority is on disk (the lock file is the only thing adopt may create).
+            const after = snapshotDir(stateDir);
+            delete after['ca.lock'];
+            expect(after).toEqual(before);
+            return;
+          }
+          expect(outcome).toEqual({ kind: 'installed', fingerprint: corpus.fingerprint as Fingerprint });
+        },
+      ),
       { numRuns: 150 },
     );
   });

@@ -26,7 +26,10 @@ describe('fault proxy', () => {
       });
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    proxy = await startFaultProxy({ upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, maxStallMs: 5_000 });
+    proxy = await startFaultProxy({
+      upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+      maxStallMs: 5_000,
+    });
   });
   afterAll(async () => {
     await proxy.close();
@@ -48,7 +51,10 @@ describe('fault proxy', () => {
 
   it('forwards untouched requests to the upstream', async () => {
     const answer = await get('/bucket/key');
-    expect(answer).toEqual({ status: 200, body: 'hello from upstream, a body long enough to be cut in half' });
+    expect(answer).toEqual({
+      status: 200,
+      body: 'hello from upstream, a body long enough to be cut in half',
+    });
     expect(received.at(-1)).toBe('GET /bucket/key ');
   });
 
@@ -102,17 +108,25 @@ describe('secret scan', () => {
     for (let pad = 0; pad < 3; pad += 1) {
       const wrapped = Buffer.concat([randomBytes(pad + 5), secret, randomBytes(7)]).toString('base64');
       const lines = wrapped.replace(/(.{16})/g, '$1\n');
-      expect(scanForSecrets([{ name: `b64-${pad}`, data: lines }], secrets).map((h) => h.secret)).toContain('mesh secret');
+      expect(scanForSecrets([{ name: `b64-${pad}`, data: lines }], secrets).map((h) => h.secret)).toContain(
+        'mesh secret',
+      );
     }
-    expect(scanForSecrets([{ name: 'hex', data: `x=${secret.toString('hex').toUpperCase()}` }], secrets)).toHaveLength(1);
-    expect(scanForSecrets([{ name: 'raw', data: Buffer.concat([Buffer.from('PW='), secret]) }], secrets).length).toBeGreaterThan(0);
+    expect(
+      scanForSecrets([{ name: 'hex', data: `x=${secret.toString('hex').toUpperCase()}` }], secrets),
+    ).toHaveLength(1);
+    expect(
+      scanForSecrets([{ name: 'raw', data: Buffer.concat([Buffer.from('PW='), secret]) }], secrets).length,
+    ).toBeGreaterThan(0);
   });
 
   it('finds key material by its PEM header, its DER bytes and its private scalar', () => {
     const hits = scanForSecrets([{ name: 'log', data: `oops ${pem}` }], secrets);
     expect(hits.map((h) => h.secret)).toEqual(expect.arrayContaining(['PEM private key', 'ca.key (DER)']));
     const d = privateKey.export({ format: 'jwk' }).d!;
-    expect(scanForSecrets([{ name: 'jwk', data: `{"d":"${d}"}` }], secrets).map((h) => h.secret)).toContain('ca.key (private scalar)');
+    expect(scanForSecrets([{ name: 'jwk', data: `{"d":"${d}"}` }], secrets).map((h) => h.secret)).toContain(
+      'ca.key (private scalar)',
+    );
   });
 
   it('reports nothing for text that holds no secret', () => {

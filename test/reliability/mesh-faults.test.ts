@@ -114,7 +114,10 @@ function faulty(base: TransportFor, machine: string, op: 'stage' | 'commit', kee
 }
 
 /** Every pair's live digest on both ends, plus every staged/temp file anywhere. */
-async function meshState(): Promise<{ pairs: Map<string, { provider?: SecretDigest; consumer?: SecretDigest }>; staged: string[] }> {
+async function meshState(): Promise<{
+  pairs: Map<string, { provider?: SecretDigest; consumer?: SecretDigest }>;
+  staged: string[];
+}> {
   const transports = transportsFor(inventory.machines, TEST_BOUNDS);
   const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
   const planAux = planRotation(inventory, { by: 'provider', name: 'pg-aux' });
@@ -163,7 +166,10 @@ async function resume(id: string): Promise<void> {
         at: new Date().toISOString(),
         operator: 'mesh-faults',
         phase,
-        results: last.holders.map((h) => ({ machine: h.machine, ok: !failures.some((f) => f.machine === h.machine) })),
+        results: last.holders.map((h) => ({
+          machine: h.machine,
+          ok: !failures.some((f) => f.machine === h.machine),
+        })),
       });
     },
     path.join(journalDir, 'mesh-journal.jsonl'),
@@ -173,7 +179,7 @@ async function resume(id: string): Promise<void> {
 describe('random failure injection over rotations on the local transport', () => {
   it(`leaves every pair wholly old or wholly new after each of ${ROTATIONS} rotations (once resume has run)`, async () => {
     const random = prng(SEED);
-    const pick = <T,>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     const selectors: Selector[] = [
       ...inventory.consumers.map((c) => ({ by: 'consumer' as const, name: c.name })),
       ...inventory.providers.map((p) => ({ by: 'provider' as const, name: p.name })),
@@ -185,7 +191,13 @@ describe('random failure injection over rotations on the local transport', () =>
     // Generation 0: every pair delivered once, cleanly, so "old" is a real secret everywhere.
     for (const provider of inventory.providers) {
       const plan = planRotation(inventory, { by: 'provider', name: provider.name });
-      const { code } = await runRotationPlain({ id: `init-${provider.name}`, plan, deps: deps(transportsFor(inventory.machines, TEST_BOUNDS)), yes: true, write: () => undefined });
+      const { code } = await runRotationPlain({
+        id: `init-${provider.name}`,
+        plan,
+        deps: deps(transportsFor(inventory.machines, TEST_BOUNDS)),
+        yes: true,
+        write: () => undefined,
+      });
       expect(code).toBe(0);
     }
 
@@ -198,14 +210,32 @@ describe('random failure injection over rotations on the local transport', () =>
       const context = `rotation ${n} (seed 0x${SEED.toString(16)}): ${plan.selectorText}, fault ${fault}`;
       const victim = pick(plan.holders);
       let transportFor = transportsFor(inventory.machines, TEST_BOUNDS, { wrap: unpluggable });
-      if (fault === 'unresolvable') writeFileSync(path.join(machineRoot(victim.machine), UNPLUGGED_MARKER), '');
-      if (fault === 'prepare-fails') transportFor = faulty(transportFor, victim.machine, 'stage', Math.floor(random() * victim.receives.length));
+      if (fault === 'unresolvable')
+        writeFileSync(path.join(machineRoot(victim.machine), UNPLUGGED_MARKER), '');
+      if (fault === 'prepare-fails')
+        transportFor = faulty(
+          transportFor,
+          victim.machine,
+          'stage',
+          Math.floor(random() * victim.receives.length),
+        );
       if (fault === 'commit-interrupted') {
         // Only a provider-end or consumer-end commit step exists per holder; cut it part-way.
-        transportFor = faulty(transportFor, victim.machine, 'commit', Math.floor(random() * victim.receives.length));
+        transportFor = faulty(
+          transportFor,
+          victim.machine,
+          'commit',
+          Math.floor(random() * victim.receives.length),
+        );
       }
 
-      const { code, state } = await runRotationPlain({ id, plan, deps: deps(transportFor), yes: true, write: () => undefined });
+      const { code, state } = await runRotationPlain({
+        id,
+        plan,
+        deps: deps(transportFor),
+        yes: true,
+        write: () => undefined,
+      });
       rmSync(path.join(machineRoot(victim.machine), UNPLUGGED_MARKER), { force: true });
 
       if (fault === 'none') expect(state.step, context).toBe('done');
@@ -213,7 +243,9 @@ describe('random failure injection over rotations on the local transport', () =>
       if (fault === 'prepare-fails') expect(state.step, context).toBe('prepare-failed');
       // A pair past its commit is finished or rolled back; only one whose machine could not be
       // reached again is left, for resume.
-      const unfinished = state.step === 'rolled-back' && state.results.some((r) => r.result === 'provider-unknown' || r.result === 'consumer-unknown');
+      const unfinished =
+        state.step === 'rolled-back' &&
+        state.results.some((r) => r.result === 'provider-unknown' || r.result === 'consumer-unknown');
       if (unfinished) {
         // The fault really bit: before resume the mesh is NOT settled (staged files, or a
         // pair whose ends differ) — proof the check below can see a half-rotation.
@@ -236,9 +268,12 @@ describe('random failure injection over rotations on the local transport', () =>
         const whole = ends.provider !== undefined && ends.provider === ends.consumer;
         if (!whole) figures.halfRotatedPairs += 1;
         expect(whole, `${context}: pair ${key} ends differ ${JSON.stringify(ends)}`).toBe(true);
-        const rolledBack = state.step === 'rolled-back' && state.results.some((r) => r.pair === key && r.result === 'rolled-back');
+        const rolledBack =
+          state.step === 'rolled-back' &&
+          state.results.some((r) => r.pair === key && r.result === 'rolled-back');
         const rotated = state.step === 'done' || (state.step === 'rolled-back' && !rolledBack);
-        if (selected.has(key) && rotated) expect(ends.provider, `${context}: ${key} should be new`).toBe(newDigest.get(key));
+        if (selected.has(key) && rotated)
+          expect(ends.provider, `${context}: ${key} should be new`).toBe(newDigest.get(key));
         else expect(ends.provider, `${context}: ${key} should be unchanged`).toBe(old.provider);
       }
       figures.leftoverStagedFiles += after.staged.length;
@@ -256,6 +291,8 @@ describe('random failure injection over rotations on the local transport', () =>
     expect(figures.unsettledBeforeResume).toBeLessThanOrEqual(figures.resumed);
     expect(figures.halfPairsBeforeResume).toBeGreaterThan(0);
     // Every kind of fault was drawn at least once.
-    expect(Math.min(figures.none, figures.unresolvable, figures.prepareFails, figures.commitInterrupted)).toBeGreaterThan(0);
+    expect(
+      Math.min(figures.none, figures.unresolvable, figures.prepareFails, figures.commitInterrupted),
+    ).toBeGreaterThan(0);
   }, 240_000);
 });

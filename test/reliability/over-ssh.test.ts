@@ -42,7 +42,15 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     console.log(`over-ssh figures: ${JSON.stringify(figures)}`);
   });
 
-  const args = (stateDir: string, store: string) => ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${store}`];
+  const args = (stateDir: string, store: string) => [
+    '--deployment',
+    DEPLOYMENT,
+    '--no-seal',
+    '--state-dir',
+    stateDir,
+    '--store',
+    `file://${store}`,
+  ];
 
   /** Controller a published; b is fresh (or, with `diverge`, holds an unrelated authority). */
   async function controllers(name: string, diverge = false) {
@@ -54,7 +62,9 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     if (diverge) {
       const elsewhere = path.join(tmp.dir, `${name}-elsewhere`);
       mkdirSync(elsewhere, { mode: 0o700 });
-      expect((await runBaton([...args(b, elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
+      expect((await runBaton([...args(b, elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(
+        0,
+      );
     }
     return { a, b, store };
   }
@@ -73,7 +83,11 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
   }
 
   /** A key that must be taken (re-sent only if the screen did not change; see tmux-input). */
-  async function press(session: TmuxSession, key: string, expected: string | ((screen: string) => boolean)): Promise<string> {
+  async function press(
+    session: TmuxSession,
+    key: string,
+    expected: string | ((screen: string) => boolean),
+  ): Promise<string> {
     figures.keysSent += 1;
     return pressUntil(session, key, expected);
   }
@@ -148,7 +162,15 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
       ...keyMaterial('host key', readFileSync(path.join(b, 'ca', 'ca.key'))),
       ...keyMaterial('published key', readFileSync(path.join(a, 'ca', 'ca.key'))),
     ];
-    expect(scanForSecrets([{ name: 'pane bytes', data: readFileSync(raw) }, { name: 'screen', data: await s.capture() }], keyFiles)).toEqual([]);
+    expect(
+      scanForSecrets(
+        [
+          { name: 'pane bytes', data: readFileSync(raw) },
+          { name: 'screen', data: await s.capture() },
+        ],
+        keyFiles,
+      ),
+    ).toEqual([]);
 
     // The operator's link dies: the ssh client is killed outright, mid-walk.
     const remoteBefore = processesMentioning(b).filter((p) => p.argv.includes('failover'));

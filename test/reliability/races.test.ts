@@ -89,7 +89,9 @@ class ShareChild {
 function storeState(storeDir: string): { fingerprint: string | undefined; names: string[] } {
   const names = readdirSync(storeDir).sort();
   if (!names.includes('authority.json')) return { fingerprint: undefined, names };
-  const doc = JSON.parse(readFileSync(path.join(storeDir, 'authority.json'), 'utf8')) as { fingerprint: string };
+  const doc = JSON.parse(readFileSync(path.join(storeDir, 'authority.json'), 'utf8')) as {
+    fingerprint: string;
+  };
   return { fingerprint: doc.fingerprint, names };
 }
 
@@ -119,14 +121,19 @@ describe('two controllers of a fresh deployment syncing at the same instant', ()
         const [ra, rb] = await Promise.all([a.run(job('a')), b.run(job('b'))]);
         const context = `trial ${trial}: ${JSON.stringify([ra, rb])}\n${a.stderr}${b.stderr}`;
         expect(ra.ok && rb.ok, context).toBe(true);
-        const outcomes = [ra, rb].map((r) => (r.ok ? (r.outcome as { kind: string; wonRace?: boolean; fingerprint: string }) : undefined));
+        const outcomes = [ra, rb].map((r) =>
+          r.ok ? (r.outcome as { kind: string; wonRace?: boolean; fingerprint: string }) : undefined,
+        );
         const winners = outcomes.filter((o) => o?.kind === 'first-controller' && o.wonRace === true);
         expect(winners, context).toHaveLength(1);
         const loser = outcomes.find((o) => o !== winners[0])!;
         if (loser.kind === 'first-controller') figures.lostAtThePublish += 1;
         else figures.adoptedAfterLooking += 1;
         const { fingerprint, names } = storeState(storeDir);
-        expect(names.filter((n) => !n.startsWith('.authority.lock')), context).toEqual(['authority.json']);
+        expect(
+          names.filter((n) => !n.startsWith('.authority.lock')),
+          context,
+        ).toEqual(['authority.json']);
         expect(fingerprint, context).toBe(winners[0]!.fingerprint);
         expect(await heldBy(path.join(dir, 'a')), context).toBe(fingerprint);
         expect(await heldBy(path.join(dir, 'b')), context).toBe(fingerprint);
@@ -146,16 +153,33 @@ describe('two controllers of a fresh deployment syncing at the same instant', ()
       const storeDir = path.join(dir, 'store');
       mkdirSync(storeDir, { recursive: true, mode: 0o700 });
       const sync = (host: string) =>
-        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', path.join(dir, host), '--store', `file://${storeDir}`, 'sync', '--first-controller', '--yes']);
+        runBaton([
+          '--deployment',
+          DEPLOYMENT,
+          '--no-seal',
+          '--state-dir',
+          path.join(dir, host),
+          '--store',
+          `file://${storeDir}`,
+          'sync',
+          '--first-controller',
+          '--yes',
+        ]);
       const [ra, rb] = await Promise.all([sync('a'), sync('b')]);
       const context = `cli trial ${trial}:\n${ra.all}\n${rb.all}`;
       expect([ra.exitCode, rb.exitCode], context).toEqual([0, 0]);
       const { fingerprint, names } = storeState(storeDir);
-      expect(names.filter((n) => !n.startsWith('.authority.lock')), context).toEqual(['authority.json']);
+      expect(
+        names.filter((n) => !n.startsWith('.authority.lock')),
+        context,
+      ).toEqual(['authority.json']);
       expect(await heldBy(path.join(dir, 'a')), context).toBe(fingerprint);
       expect(await heldBy(path.join(dir, 'b')), context).toBe(fingerprint);
       // Exactly one of the two says it minted; the other says it adopted.
-      expect([ra.stdout, rb.stdout].filter((out) => /first controller/i.test(out)), context).toHaveLength(1);
+      expect(
+        [ra.stdout, rb.stdout].filter((out) => /first controller/i.test(out)),
+        context,
+      ).toHaveLength(1);
       figures.cliTrials += 1;
     }
   }, 240_000);
@@ -182,14 +206,38 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
       const url = (endpoint: string) => `s3://baton-races/${prefix}?endpoint=${endpoint}&path_style=true`;
       const dir = path.join(tmp.dir, prefix);
       const baton = (stateDir: string, args: string[], endpoint = s3.endpoint) =>
-        runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(endpoint), ...unenforcedStoreFlags(url(endpoint)), ...args], { env: S3_TEST_ENV });
+        runBaton(
+          [
+            '--deployment',
+            DEPLOYMENT,
+            '--no-seal',
+            '--state-dir',
+            stateDir,
+            '--store',
+            url(endpoint),
+            ...unenforcedStoreFlags(url(endpoint)),
+            ...args,
+          ],
+          { env: S3_TEST_ENV },
+        );
       // The published authority comes from controller "other"; this host minted its own.
       const other = path.join(dir, 'other');
       const host = path.join(dir, 'host');
       expect((await baton(other, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
       const ownStore = path.join(dir, 'own-store');
       mkdirSync(ownStore, { recursive: true });
-      const own = await runBaton(['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', host, '--store', `file://${ownStore}`, 'sync', '--first-controller', '--yes']);
+      const own = await runBaton([
+        '--deployment',
+        DEPLOYMENT,
+        '--no-seal',
+        '--state-dir',
+        host,
+        '--store',
+        `file://${ownStore}`,
+        'sync',
+        '--first-controller',
+        '--yes',
+      ]);
       expect(own.exitCode, own.all).toBe(0);
       const originalCa = snapshotDir(path.join(host, 'ca'));
       const published = await heldBy(other);
@@ -214,7 +262,10 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
       } else {
         // They did not overlap: the second found the host already in sync.
         expect(codes, context).toEqual([0, 0]);
-        expect(runs.some((r) => /in sync|nothing to push or force/i.test(r.all)), context).toBe(true);
+        expect(
+          runs.some((r) => /in sync|nothing to push or force/i.test(r.all)),
+          context,
+        ).toBe(true);
       }
 
       // Nothing corrupted: the reader says whole and in sync; exactly one superseded dir,
@@ -230,7 +281,6 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
     expect(figures.forceLockBusy).toBeGreaterThanOrEqual(1);
   }, 180_000);
 });
-
 
 describe('a failover walk and a `sync --force` at once on one host', () => {
   let paused: Bundle;
@@ -256,22 +306,38 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
     mkdirSync(store, { recursive: true });
     mkdirSync(elsewhere, { recursive: true });
     const host = path.join(dir, 'host');
-    const args = (storeDir: string, stateDir = host) => ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', `file://${storeDir}`];
-    expect((await runBaton([...args(store, path.join(dir, 'other')), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
+    const args = (storeDir: string, stateDir = host) => [
+      '--deployment',
+      DEPLOYMENT,
+      '--no-seal',
+      '--state-dir',
+      stateDir,
+      '--store',
+      `file://${storeDir}`,
+    ];
+    expect(
+      (await runBaton([...args(store, path.join(dir, 'other')), 'sync', '--first-controller', '--yes']))
+        .exitCode,
+    ).toBe(0);
     expect((await runBaton([...args(elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     const local = (await heldBy(host))!;
     const published = await heldBy(path.join(dir, 'other'));
     const originalCa = snapshotDir(path.join(host, 'ca'));
 
     // The operator walks to the force gate and types the prefix; nothing is written yet.
-    session = await TmuxSession.start({ command: ['node', BIN, ...args(store), 'failover'].map(shellQuote).join(' ') });
+    session = await TmuxSession.start({
+      command: ['node', BIN, ...args(store), 'failover'].map(shellQuote).join(' '),
+    });
     await session.waitFor('Replace the local authority (force)');
     await pressUntil(session, 'j', '› Replace the local authority');
     await pressUntil(session, 'Enter', 'marked "type these"');
     await typeUntilEchoed(session, local.slice(7, 15), '[ Replace ] enabled');
 
     // Meanwhile a script's `sync --force --confirm` takes ca.lock and is held mid-replace.
-    const child = spawn('node', [paused.file], { stdio: 'pipe', env: { ...process.env, CRASH_AT: 'between set-aside and install', CRASH_MODE: 'pause' } });
+    const child = spawn('node', [paused.file], {
+      stdio: 'pipe',
+      env: { ...process.env, CRASH_AT: 'between set-aside and install', CRASH_MODE: 'pause' },
+    });
     let stderr = '';
     let stdout = '';
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
@@ -281,7 +347,13 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
         if (stderr.includes('STOPPED')) resolve();
       }),
     );
-    const job: ShareJob = { id: 'force', op: 'force', stateDir: host, store: `file://${store}`, deployment: DEPLOYMENT };
+    const job: ShareJob = {
+      id: 'force',
+      op: 'force',
+      stateDir: host,
+      store: `file://${store}`,
+      deployment: DEPLOYMENT,
+    };
     child.stdin.write(`${JSON.stringify(job)}\n`);
     await stopped;
 
@@ -291,9 +363,12 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
 
     // The script carries on and finishes its replace.
     child.kill('SIGUSR1');
-    await vi.waitFor(() => {
-      if (!stdout.includes('"id":"force"')) throw new Error(`no answer yet: ${stderr}`);
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      () => {
+        if (!stdout.includes('"id":"force"')) throw new Error(`no answer yet: ${stderr}`);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
     child.stdin.end();
     await once(child, 'exit');
     const answer = JSON.parse(stdout.trim()) as ShareAnswer;

@@ -53,10 +53,24 @@ async function world() {
     const stateDir = path.join(tmp.dir, `${prefix}-${name}`);
     return stateDir;
   };
-  const baton = async (stateDir: string, args: string[], via: 'proxy' | 'direct' = 'proxy'): Promise<BatonRun> => {
+  const baton = async (
+    stateDir: string,
+    args: string[],
+    via: 'proxy' | 'direct' = 'proxy',
+  ): Promise<BatonRun> => {
     figures.commands += 1;
     return runBaton(
-      ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url(via === 'proxy' ? proxy.url : s3.endpoint), ...unenforcedStoreFlags(url(via === 'proxy' ? proxy.url : s3.endpoint)), ...args],
+      [
+        '--deployment',
+        DEPLOYMENT,
+        '--no-seal',
+        '--state-dir',
+        stateDir,
+        '--store',
+        url(via === 'proxy' ? proxy.url : s3.endpoint),
+        ...unenforcedStoreFlags(url(via === 'proxy' ? proxy.url : s3.endpoint)),
+        ...args,
+      ],
       { env: S3_TEST_ENV, timeoutMs: 120_000 },
     );
   };
@@ -92,57 +106,72 @@ async function wholeInSync(w: Awaited<ReturnType<typeof world>>): Promise<string
 const FAULTS: readonly Fault[] = ['http-500', 'slow-down', 'reset', 'truncate'];
 
 describe('a transient S3 fault is retried within bounds and the command succeeds', () => {
-  it.concurrent.each(FAULTS)('status reads through one %s and reports in sync', async (fault) => {
-    const w = await world();
-    const stateDir = await wholeInSync(w);
-    w.proxy.arm({ fault, method: 'GET', count: 1 });
-    const status = await w.baton(stateDir, ['status', '--json']);
-    expect(status.exitCode, status.all).toBe(0);
-    expect(w.proxy.count(fault)).toBe(1);
-    expect(w.proxy.count('forwarded')).toBeGreaterThanOrEqual(1);
-    expect(w.proxy.requests.length).toBeLessThanOrEqual(6);
-  }, 120_000);
+  it.concurrent.each(FAULTS)(
+    'status reads through one %s and reports in sync',
+    async (fault) => {
+      const w = await world();
+      const stateDir = await wholeInSync(w);
+      w.proxy.arm({ fault, method: 'GET', count: 1 });
+      const status = await w.baton(stateDir, ['status', '--json']);
+      expect(status.exitCode, status.all).toBe(0);
+      expect(w.proxy.count(fault)).toBe(1);
+      expect(w.proxy.count('forwarded')).toBeGreaterThanOrEqual(1);
+      expect(w.proxy.requests.length).toBeLessThanOrEqual(6);
+    },
+    120_000,
+  );
 
-  it.concurrent.each(FAULTS)('sync on a fresh host becomes first controller through one %s on the publish', async (fault) => {
-    const w = await world();
-    const stateDir = freshHost(w.host('fresh'));
-    w.proxy.arm({ fault, method: 'PUT', count: 1 });
-    const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
-    // A truncated answer to a PUT that DID land upstream may surface as "someone published
-    // first" on a store that enforces create-only; either way the host ends holding the one
-    // published authority.
-    expect(sync.exitCode, sync.all).toBe(0);
-    expect(w.proxy.count(fault)).toBe(1);
-    const published = await publishedFingerprint(w.key);
-    expect(published).toBeDefined();
-    const status = await w.baton(stateDir, ['status', '--json'], 'direct');
-    expect(status.exitCode, status.all).toBe(0);
-    expect(fingerprintIn(status.stdout)).toBe(published);
-  }, 120_000);
+  it.concurrent.each(FAULTS)(
+    'sync on a fresh host becomes first controller through one %s on the publish',
+    async (fault) => {
+      const w = await world();
+      const stateDir = freshHost(w.host('fresh'));
+      w.proxy.arm({ fault, method: 'PUT', count: 1 });
+      const sync = await w.baton(stateDir, ['sync', '--first-controller', '--yes']);
+      // A truncated answer to a PUT that DID land upstream may surface as "someone published
+      // first" on a store that enforces create-only; either way the host ends holding the one
+      // published authority.
+      expect(sync.exitCode, sync.all).toBe(0);
+      expect(w.proxy.count(fault)).toBe(1);
+      const published = await publishedFingerprint(w.key);
+      expect(published).toBeDefined();
+      const status = await w.baton(stateDir, ['status', '--json'], 'direct');
+      expect(status.exitCode, status.all).toBe(0);
+      expect(fingerprintIn(status.stdout)).toBe(published);
+    },
+    120_000,
+  );
 
-  it.concurrent.each(FAULTS)('sync adopts on a fresh host through one %s on the read', async (fault) => {
-    const w = await world();
-    await wholeInSync(w);
-    const published = await publishedFingerprint(w.key);
-    const stateDir = freshHost(w.host('second'));
-    w.proxy.arm({ fault, method: 'GET', count: 1 });
-    const sync = await w.baton(stateDir, ['sync']);
-    expect(sync.exitCode, sync.all).toBe(0);
-    expect(sync.stdout).toContain(published!);
-    expect(w.proxy.count(fault)).toBe(1);
-  }, 120_000);
+  it.concurrent.each(FAULTS)(
+    'sync adopts on a fresh host through one %s on the read',
+    async (fault) => {
+      const w = await world();
+      await wholeInSync(w);
+      const published = await publishedFingerprint(w.key);
+      const stateDir = freshHost(w.host('second'));
+      w.proxy.arm({ fault, method: 'GET', count: 1 });
+      const sync = await w.baton(stateDir, ['sync']);
+      expect(sync.exitCode, sync.all).toBe(0);
+      expect(sync.stdout).toContain(published!);
+      expect(w.proxy.count(fault)).toBe(1);
+    },
+    120_000,
+  );
 
-  it.concurrent.each(['http-500', 'slow-down', 'reset'] as const)('sync publishes a whole host over one %s', async (fault) => {
-    const w = await world();
-    const stateDir = await wholeInSync(w);
-    // Point the same whole host at an empty prefix: the verdict is PUBLISH.
-    const empty = await world();
-    empty.proxy.arm({ fault, method: 'PUT', count: 1 });
-    const sync = await empty.baton(stateDir, ['sync']);
-    expect(sync.exitCode, sync.all).toBe(0);
-    expect(await publishedFingerprint(empty.key)).toBe(await publishedFingerprint(w.key));
-  }, 120_000);
-
+  it.concurrent.each(['http-500', 'slow-down', 'reset'] as const)(
+    'sync publishes a whole host over one %s',
+    async (fault) => {
+      const w = await world();
+      const stateDir = await wholeInSync(w);
+      // Point the same whole host at an empty prefix: the verdict is PUBLISH.
+      const empty = await world();
+      empty.proxy.arm({ fault, method: 'PUT', count: 1 });
+      const sync = await empty.baton(stateDir, ['sync']);
+      expect(sync.exitCode, sync.all).toBe(0);
+      expect(await publishedFingerprint(empty.key)).toBe(await publishedFingerprint(w.key));
+    },
+    120_000,
+  );
 });
 
 describe('a persistent S3 fault ends in a clear error naming the bucket and key, and changes nothing', () => {
@@ -151,32 +180,40 @@ describe('a persistent S3 fault ends in a clear error naming the bucket and key,
     expect(run.all).not.toMatch(/\n\s+at .*\(.*:\d+:\d+\)/); // no stack trace
   };
 
-  it.concurrent.each(FAULTS)('status under a persistent %s exits 1 and writes nothing', async (fault) => {
-    const w = await world();
-    const stateDir = await wholeInSync(w);
-    const before = snapshotDir(stateDir);
-    w.proxy.arm({ fault, method: 'GET', count: Infinity });
-    const status = await w.baton(stateDir, ['status']);
-    expect(status.exitCode, status.all).toBe(1);
-    namesObject(status, w.key);
-    expect(snapshotDir(stateDir)).toEqual(before);
-    // Retried, but within bounds.
-    expect(w.proxy.count(fault)).toBeGreaterThanOrEqual(2);
-    expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
-  }, 120_000);
+  it.concurrent.each(FAULTS)(
+    'status under a persistent %s exits 1 and writes nothing',
+    async (fault) => {
+      const w = await world();
+      const stateDir = await wholeInSync(w);
+      const before = snapshotDir(stateDir);
+      w.proxy.arm({ fault, method: 'GET', count: Infinity });
+      const status = await w.baton(stateDir, ['status']);
+      expect(status.exitCode, status.all).toBe(1);
+      namesObject(status, w.key);
+      expect(snapshotDir(stateDir)).toEqual(before);
+      // Retried, but within bounds.
+      expect(w.proxy.count(fault)).toBeGreaterThanOrEqual(2);
+      expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
+    },
+    120_000,
+  );
 
-  it.concurrent.each(FAULTS)('sync on a fresh host under a persistent %s on reads installs nothing', async (fault) => {
-    const w = await world();
-    await wholeInSync(w);
-    const stateDir = freshHost(w.host('fresh'));
-    const before = snapshotDir(stateDir);
-    w.proxy.arm({ fault, method: 'GET', count: Infinity });
-    const sync = await w.baton(stateDir, ['sync']);
-    expect(sync.exitCode, sync.all).toBe(1);
-    namesObject(sync, w.key);
-    expect(snapshotDir(stateDir)).toEqual(before);
-    expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
-  }, 120_000);
+  it.concurrent.each(FAULTS)(
+    'sync on a fresh host under a persistent %s on reads installs nothing',
+    async (fault) => {
+      const w = await world();
+      await wholeInSync(w);
+      const stateDir = freshHost(w.host('fresh'));
+      const before = snapshotDir(stateDir);
+      w.proxy.arm({ fault, method: 'GET', count: Infinity });
+      const sync = await w.baton(stateDir, ['sync']);
+      expect(sync.exitCode, sync.all).toBe(1);
+      namesObject(sync, w.key);
+      expect(snapshotDir(stateDir)).toEqual(before);
+      expect(w.proxy.count(fault)).toBeLessThanOrEqual(10);
+    },
+    120_000,
+  );
 
   it.concurrent.each(['http-500', 'slow-down', 'reset'] as const)(
     'a first controller whose publish meets a persistent %s installs nothing and publishes nothing',

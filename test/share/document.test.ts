@@ -23,7 +23,12 @@ beforeAll(async () => {
   foreign = await mintAuthority('another-deployment');
   fp = fingerprintOfPem(files['ca.crt']!);
   const next = await mintAuthority(DEPLOYMENT, { replaces: fp });
-  rotated = { ...next, 'ca-previous.crt': files['ca.crt']!, 'ca-previous.key': files['ca.key']!, 'authority-created': files['authority-created']! };
+  rotated = {
+    ...next,
+    'ca-previous.crt': files['ca.crt']!,
+    'ca-previous.key': files['ca.key']!,
+    'authority-created': files['authority-created']!,
+  };
 });
 
 function headerFor(carried: AuthorityFiles, overrides: Partial<DocumentHeader> = {}): DocumentHeader {
@@ -67,16 +72,33 @@ function expectRefused(error: BatonError, reason: RegExp | string): void {
 describe('the published document', () => {
   it('encodes exactly the fields of docs/publishing.md, in order, with files in allowlist order', async () => {
     const json = await validJson(rotated);
-    expect(Object.keys(json)).toEqual(['format', 'deployment', 'fingerprint', 'previous_fingerprint', 'published_at', 'published_by', 'files']);
+    expect(Object.keys(json)).toEqual([
+      'format',
+      'deployment',
+      'fingerprint',
+      'previous_fingerprint',
+      'published_at',
+      'published_by',
+      'files',
+    ]);
     expect(json.format).toBe('baton.authority/1');
     expect(json.previous_fingerprint).toBe(fp);
-    expect(Object.keys(json.files as object)).toEqual(['ca.crt', 'ca.key', 'ca-previous.crt', 'ca-previous.key', 'authority-created']);
+    expect(Object.keys(json.files as object)).toEqual([
+      'ca.crt',
+      'ca.key',
+      'ca-previous.crt',
+      'ca-previous.key',
+      'authority-created',
+    ]);
     expect((json.files as Record<string, string>)['ca.key']).toBe(b64(rotated['ca.key']!));
   });
 
   it('decodes what it encodes: the same files, header and checked pairs', async () => {
     const header = headerFor(rotated);
-    const decoded = await decodeDocument(await encodeDocument(header, rotated), { deployment: DEPLOYMENT, where: WHERE });
+    const decoded = await decodeDocument(await encodeDocument(header, rotated), {
+      deployment: DEPLOYMENT,
+      where: WHERE,
+    });
     expect(decoded.header).toEqual(header);
     expect(decoded.sealed).toBe(false);
     expect(decoded.files).toEqual(rotated);
@@ -99,13 +121,17 @@ describe('the published document', () => {
 
   it('refuses a duplicate top-level key, which JSON.parse would silently resolve to the last', async () => {
     const text = JSON.stringify(await validJson());
-    const body = enc(`${text.slice(0, -1)},"fingerprint":${JSON.stringify(fingerprintOfPem(other['ca.crt']!))}}`);
+    const body = enc(
+      `${text.slice(0, -1)},"fingerprint":${JSON.stringify(fingerprintOfPem(other['ca.crt']!))}}`,
+    );
     expectRefused(await refusal(body), 'the key "fingerprint" appears twice');
   });
 
   it('refuses a duplicate file name inside files', async () => {
     const text = JSON.stringify(await validJson());
-    const body = enc(text.replace('"files":{', `"files":{"ca.key":${JSON.stringify(b64(other['ca.key']!))},`));
+    const body = enc(
+      text.replace('"files":{', `"files":{"ca.key":${JSON.stringify(b64(other['ca.key']!))},`),
+    );
     expectRefused(await refusal(body), 'the key "ca.key" appears twice');
   });
 
@@ -126,7 +152,10 @@ describe('the published document', () => {
   });
 
   it('refuses an extra top-level field, naming it', async () => {
-    expectRefused(await refusal(bodyOf({ ...(await validJson()), signed_by: 'x' })), 'unknown field "signed_by"');
+    expectRefused(
+      await refusal(bodyOf({ ...(await validJson()), signed_by: 'x' })),
+      'unknown field "signed_by"',
+    );
   });
 
   it('refuses a document that carries both files and sealed', async () => {
@@ -135,13 +164,21 @@ describe('the published document', () => {
   });
 
   it('refuses a header field of the wrong type', async () => {
-    expectRefused(await refusal(bodyOf({ ...(await validJson()), published_at: 12 })), 'the field "published_at" is not a non-empty string');
-    expectRefused(await refusal(bodyOf({ ...(await validJson()), fingerprint: 'SHA256:short' })), 'the field "fingerprint" is not a fingerprint');
+    expectRefused(
+      await refusal(bodyOf({ ...(await validJson()), published_at: 12 })),
+      'the field "published_at" is not a non-empty string',
+    );
+    expectRefused(
+      await refusal(bodyOf({ ...(await validJson()), fingerprint: 'SHA256:short' })),
+      'the field "fingerprint" is not a fingerprint',
+    );
   });
 
   it('refuses an unknown file name, naming it and saying a newer baton may have written it', async () => {
     const json = await validJson();
-    const error = await refusal(bodyOf({ ...json, files: { ...(json.files as object), 'ca-next.key': b64(other['ca.key']!) } }));
+    const error = await refusal(
+      bodyOf({ ...json, files: { ...(json.files as object), 'ca-next.key': b64(other['ca.key']!) } }),
+    );
     expectRefused(error, 'unknown file name "ca-next.key"');
     expect(error.what).toContain('newer baton');
   });
@@ -149,7 +186,10 @@ describe('the published document', () => {
   it.each(['ca.crt', 'ca.key'])('refuses a document without the required file %s', async (name) => {
     const json = await validJson();
     const { [name]: _dropped, ...rest } = json.files as Record<string, string>;
-    expectRefused(await refusal(bodyOf({ ...json, files: rest })), `does not carry the required file "${name}"`);
+    expectRefused(
+      await refusal(bodyOf({ ...json, files: rest })),
+      `does not carry the required file "${name}"`,
+    );
   });
 
   it('refuses base64 outside the standard alphabet', async () => {
@@ -166,7 +206,10 @@ describe('the published document', () => {
     expect(strictBase64('QQ==\n')).toBeUndefined();
     const json = await validJson();
     const files_ = { ...(json.files as object), 'authority-created': b64(enc('x')).replace(/=+$/, '') };
-    expectRefused(await refusal(bodyOf({ ...json, files: files_ })), 'the file "authority-created" is not valid base64');
+    expectRefused(
+      await refusal(bodyOf({ ...json, files: files_ })),
+      'the file "authority-created" is not valid base64',
+    );
   });
 
   it('refuses a document for another deployment, naming both', async () => {
@@ -177,23 +220,39 @@ describe('the published document', () => {
   it('refuses a fingerprint that is not the fingerprint of the carried ca.crt, naming both', async () => {
     const claimed = fingerprintOfPem(other['ca.crt']!);
     const error = await refusal(await encodeDocument(headerFor(files, { fingerprint: claimed }), files));
-    expectRefused(error, `its fingerprint ${claimed} is not the fingerprint of the ca.crt it carries (${fp})`);
+    expectRefused(
+      error,
+      `its fingerprint ${claimed} is not the fingerprint of the ca.crt it carries (${fp})`,
+    );
   });
 
   it('refuses a previous_fingerprint that does not match the carried ca-previous.crt', async () => {
     const claimed = fingerprintOfPem(other['ca.crt']!);
-    const error = await refusal(await encodeDocument(headerFor(rotated, { previousFingerprint: claimed }), rotated));
-    expectRefused(error, `previous_fingerprint ${claimed} is not the fingerprint of the ca-previous.crt it carries`);
+    const error = await refusal(
+      await encodeDocument(headerFor(rotated, { previousFingerprint: claimed }), rotated),
+    );
+    expectRefused(
+      error,
+      `previous_fingerprint ${claimed} is not the fingerprint of the ca-previous.crt it carries`,
+    );
   });
 
   it('refuses a previous_fingerprint when no ca-previous.crt is carried', async () => {
-    const error = await refusal(await encodeDocument(headerFor(files, { previousFingerprint: fingerprintOfPem(other['ca.crt']!) }), files));
+    const error = await refusal(
+      await encodeDocument(
+        headerFor(files, { previousFingerprint: fingerprintOfPem(other['ca.crt']!) }),
+        files,
+      ),
+    );
     expectRefused(error, 'it carries no ca-previous.crt');
   });
 
   it('refuses half of the previous pair', async () => {
     const { 'ca-previous.key': _key, ...half } = rotated;
-    expectRefused(await refusal(await encodeDocument(headerFor(half), half)), 'half of the previous pair ("ca-previous.key" is missing)');
+    expectRefused(
+      await refusal(await encodeDocument(headerFor(half), half)),
+      'half of the previous pair ("ca-previous.key" is missing)',
+    );
   });
 
   it('refuses a key that does not pair with the certificate', async () => {
@@ -234,7 +293,10 @@ describe('the published document', () => {
 
   it('refuses a marker that names another deployment', async () => {
     const carried = { ...files, 'authority-created': enc('another-deployment\n') };
-    expectRefused(await refusal(await encodeDocument(headerFor(carried), carried)), '"authority-created" marker does not name');
+    expectRefused(
+      await refusal(await encodeDocument(headerFor(carried), carried)),
+      '"authority-created" marker does not name',
+    );
   });
 
   it('refuses a body over 1 MiB, naming its size', async () => {

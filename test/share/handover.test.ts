@@ -27,7 +27,15 @@ async function host(store: MemoryStore, name: string, sealKey?: Uint8Array): Pro
   cleanups.push(cleanup);
   const stateDir = path.join(dir, 'state');
   await withAuthorityLock(stateDir, async () => undefined);
-  return { stateDir, deployment: DEP, store, clock: fixedClock(), host: name, noSeal: true, ...(sealKey ? { sealKey } : {}) };
+  return {
+    stateDir,
+    deployment: DEP,
+    store,
+    clock: fixedClock(),
+    host: name,
+    noSeal: true,
+    ...(sealKey ? { sealKey } : {}),
+  };
 }
 
 /** a published, b adopted, a rotated and published (sealed with `key`): b is left behind. */
@@ -55,27 +63,46 @@ describe('the handover proof on a sealed document', () => {
     const doc = await decodeDocument(store.document!.body, { deployment: DEP, where: 'test', sealKey: key });
     expect(doc.header.handover?.length).toBeGreaterThan(60);
     expect(new TextDecoder().decode(handoverMessage(doc.header))).toBe(
-      JSON.stringify(['baton.handover/1', DEP, doc.header.fingerprint, doc.header.previousFingerprint, doc.header.publishedAt]),
+      JSON.stringify([
+        'baton.handover/1',
+        DEP,
+        doc.header.fingerprint,
+        doc.header.previousFingerprint,
+        doc.header.publishedAt,
+      ]),
     );
     const seen = await look(b);
-    expect(seen.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'left-behind', proof: { kind: 'proved' } } });
+    expect(seen.verdict).toMatchObject({
+      kind: 'refuse',
+      lineage: { kind: 'left-behind', proof: { kind: 'proved' } },
+    });
   });
 
   it('is PROVED by the host it names even without the seal key: its own public key verifies the readable header', async () => {
     const { bWithoutKey } = await sealedLeftBehind();
     const seen = await look(bWithoutKey);
     expect(seen.published).toMatchObject({ state: 'present', sealed: true, current: undefined });
-    expect(seen.verdict).toMatchObject({ kind: 'refuse', lineage: { kind: 'left-behind', proof: { kind: 'proved' } } });
+    expect(seen.verdict).toMatchObject({
+      kind: 'refuse',
+      lineage: { kind: 'left-behind', proof: { kind: 'proved' } },
+    });
   });
 
   it('a header altered after signing is refused as tampered by the named host with no seal key, and a force installs nothing', async () => {
     const { store, bWithoutKey, b } = await sealedLeftBehind();
     edit(store, (doc) => (doc.published_at = '2020-01-01T00:00:00.000Z'));
     const seen = await look(bWithoutKey);
-    expect(seen.published).toMatchObject({ state: 'unreadable', error: { code: 'refused', reason: 'tampered' } });
+    expect(seen.published).toMatchObject({
+      state: 'unreadable',
+      error: { code: 'refused', reason: 'tampered' },
+    });
     expect(seen.verdict).toMatchObject({ kind: 'blocked' });
-    expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain('refused as tampered: its handover signature does not verify under');
-    expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain('(this host\'s own authority key). CLAIMED, NOT PROVED: a bad signature.');
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain(
+      'refused as tampered: its handover signature does not verify under',
+    );
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.why).toContain(
+      "(this host's own authority key). CLAIMED, NOT PROVED: a bad signature.",
+    );
     const before = snapshotDir(b.stateDir);
     const error = await batonErrorOf(force(b));
     expect(error).toMatchObject({ code: 'refused', reason: 'blocked' });
@@ -85,7 +112,9 @@ describe('the handover proof on a sealed document', () => {
   it('the signature is part of the associated data: stripping it from a sealed document makes it refuse to open', async () => {
     const { store, key } = await sealedLeftBehind();
     edit(store, (doc) => delete doc.handover_signature);
-    await expect(decodeDocument(store.document!.body, { deployment: DEP, where: 'test', sealKey: key })).rejects.toMatchObject({
+    await expect(
+      decodeDocument(store.document!.body, { deployment: DEP, where: 'test', sealKey: key }),
+    ).rejects.toMatchObject({
       code: 'refused',
       what: expect.stringContaining('does not open with this seal key'),
     });
@@ -94,7 +123,9 @@ describe('the handover proof on a sealed document', () => {
   it('a signature on a document that names no previous authority is refused: no key could have signed a handover', async () => {
     const { store, key } = await sealedLeftBehind();
     edit(store, (doc) => (doc.previous_fingerprint = null));
-    await expect(decodeDocument(store.document!.body, { deployment: DEP, where: 'test', sealKey: key })).rejects.toMatchObject({
+    await expect(
+      decodeDocument(store.document!.body, { deployment: DEP, where: 'test', sealKey: key }),
+    ).rejects.toMatchObject({
       what: expect.stringContaining('carries a "handover_signature" but no previous_fingerprint'),
     });
   });

@@ -17,14 +17,18 @@ vi.mock('../../src/authority/index.js', async (importOriginal) => {
     installAuthority: async (...args: Parameters<typeof real.installAuthority>) => {
       if (failInstall.next) {
         failInstall.next = false;
-        throw new BatonError('failed', { what: 'No space left on device while writing ca.key.', where: args[0] });
+        throw new BatonError('failed', {
+          what: 'No space left on device while writing ca.key.',
+          where: args[0],
+        });
       }
       return real.installAuthority(...args);
     },
   };
 });
 
-const { readLocalAuthority, rotateAuthority, systemClock, withAuthorityLock } = await import('../../src/authority/index.js');
+const { readLocalAuthority, rotateAuthority, systemClock, withAuthorityLock } =
+  await import('../../src/authority/index.js');
 const { adopt, firstController, force, look, publish } = await import('../../src/share/actions.js');
 const { MemoryStore } = await import('../helpers/memory-store.js');
 const { makeTempDir } = await import('../helpers/fs-snapshot.js');

@@ -57,7 +57,10 @@ async function fingerprintOf(ctx: ShareContext): Promise<Fingerprint> {
 }
 
 /** A controller that is the first of its deployment on `store`. */
-async function firstOn(store: MemoryStore, name: string): Promise<{ ctx: ShareContext; fingerprint: Fingerprint }> {
+async function firstOn(
+  store: MemoryStore,
+  name: string,
+): Promise<{ ctx: ShareContext; fingerprint: Fingerprint }> {
   const ctx = await host(store, name);
   const outcome = await firstController(ctx);
   if (outcome.kind !== 'first-controller') throw new Error(outcome.kind);
@@ -65,7 +68,11 @@ async function firstOn(store: MemoryStore, name: string): Promise<{ ctx: ShareCo
 }
 
 /** Runs `fn`, expecting a BatonError, and asserts neither the state dir nor the store changed. */
-async function refusedWithoutChange(ctx: ShareContext, store: MemoryStore, fn: () => Promise<unknown>): Promise<BatonError> {
+async function refusedWithoutChange(
+  ctx: ShareContext,
+  store: MemoryStore,
+  fn: () => Promise<unknown>,
+): Promise<BatonError> {
   const diskBefore = snapshotDir(ctx.stateDir);
   const storeBefore = store.snapshot();
   const bodyBefore = store.document?.body;
@@ -95,8 +102,15 @@ describe('first controller', () => {
     const outcome = await firstController(ctx);
     expect(outcome).toMatchObject({ kind: 'first-controller', wonRace: true });
     if (outcome.kind !== 'first-controller') return;
-    expect(store.calls.filter((c) => c.op === 'put')).toEqual([{ op: 'put', precondition: { kind: 'create-only' } }]);
-    expect(documentOf(store)).toMatchObject({ fingerprint: outcome.fingerprint, previous_fingerprint: null, deployment: DEPLOYMENT, published_by: 'ctl-a' });
+    expect(store.calls.filter((c) => c.op === 'put')).toEqual([
+      { op: 'put', precondition: { kind: 'create-only' } },
+    ]);
+    expect(documentOf(store)).toMatchObject({
+      fingerprint: outcome.fingerprint,
+      previous_fingerprint: null,
+      deployment: DEPLOYMENT,
+      published_by: 'ctl-a',
+    });
     expect(await fingerprintOf(ctx)).toBe(outcome.fingerprint);
     expect(statSync(path.join(ctx.stateDir, 'ca', 'ca.key')).mode & 0o777).toBe(0o600);
   });
@@ -104,7 +118,10 @@ describe('first controller', () => {
   it('installs nothing when the publish fails: the host stays fresh and can try again', async () => {
     const store = new MemoryStore();
     const ctx = await host(store, 'ctl-a');
-    store.failNext('put', new BatonError('failed', { what: 'The store is unreachable.', where: store.location }));
+    store.failNext(
+      'put',
+      new BatonError('failed', { what: 'The store is unreachable.', where: store.location }),
+    );
     const error = await firstController(ctx).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'failed' });
     expect((await local(ctx)).state).toBe('fresh');
@@ -147,7 +164,12 @@ describe('first controller', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     const error = await refusedWithoutChange(ctx, store, () => firstController(ctx));
-    expect(error).toMatchObject({ code: 'refused', reason: 'not-allowed', changed: 'Nothing was written.', where: path.join(ctx.stateDir, 'ca') });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'not-allowed',
+      changed: 'Nothing was written.',
+      where: path.join(ctx.stateDir, 'ca'),
+    });
     expect(error.what).toContain('in sync');
   });
 });
@@ -215,19 +237,29 @@ describe('adopt: three outcomes, never two', () => {
     expect(outcome.kind).toBe('first-controller');
     const fresh = await host(store, 'ctl-new');
     const error = await refusedWithoutChange(fresh, store, () => adopt(fresh));
-    expect(error).toMatchObject({ code: 'refused', reason: 'expired', where: store.location, changed: 'Nothing was written.' });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'expired',
+      where: store.location,
+      changed: 'Nothing was written.',
+    });
     expect(error.what).toContain('expired on 2025-11-');
     expect(error.next).toContain('baton ca rotate');
     expect((await local(fresh)).state).toBe('fresh');
   });
 
-  it('a published authority that is not valid yet (the publisher\'s clock runs a day ahead) is refused naming both times, and nothing changes', async () => {
+  it("a published authority that is not valid yet (the publisher's clock runs a day ahead) is refused naming both times, and nothing changes", async () => {
     const store = new MemoryStore();
     const ahead = await host(store, 'ctl-ahead');
     await firstController({ ...ahead, clock: steppingClock(Date.UTC(2026, 11, 1, 10, 0, 0)) });
     const fresh = await host(store, 'ctl-now');
     const error = await refusedWithoutChange(fresh, store, () => adopt(fresh));
-    expect(error).toMatchObject({ code: 'refused', reason: 'not-yet-valid', where: store.location, changed: 'Nothing was written.' });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'not-yet-valid',
+      where: store.location,
+      changed: 'Nothing was written.',
+    });
     expect(error.what).toContain('is not valid until 2026-12-01T09:00');
     expect(error.what).toContain("this host's clock says 2026-11-30T10:00");
     expect((await local(fresh)).state).toBe('fresh');
@@ -255,7 +287,12 @@ describe('re-deciding inside the lock', () => {
     expect(seen).toEqual({ kind: 'adopt', published: fingerprint, lostMarker: false });
     await adopt(b); // another process on this host adopted first
     const error = await refusedWithoutChange(b, store, () => adopt(b, { seen }));
-    expect(error).toMatchObject({ code: 'refused', reason: 'local-changed', where: path.join(b.stateDir, 'ca'), changed: 'Nothing was overwritten.' });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'local-changed',
+      where: path.join(b.stateDir, 'ca'),
+      changed: 'Nothing was overwritten.',
+    });
     expect(error.what).toContain(`Now: This host holds the published authority ${fingerprint}`);
   });
 });
@@ -273,7 +310,10 @@ describe('a sealed document', () => {
     expect(error).toMatchObject({ code: 'refused', reason: 'blocked' });
     expect(error.what).toContain('sealed');
     const withKey = { ...keyless, sealKey };
-    expect(await adopt(withKey)).toEqual({ kind: 'installed', fingerprint: (first as { fingerprint: Fingerprint }).fingerprint });
+    expect(await adopt(withKey)).toEqual({
+      kind: 'installed',
+      fingerprint: (first as { fingerprint: Fingerprint }).fingerprint,
+    });
   });
 });
 
@@ -292,7 +332,11 @@ describe('publish', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     const error = await refusedWithoutChange(ctx, store, () => publish(ctx));
-    expect(error).toMatchObject({ code: 'refused', reason: 'not-allowed', where: path.join(ctx.stateDir, 'ca') });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'not-allowed',
+      where: path.join(ctx.stateDir, 'ca'),
+    });
     expect(error.what).toContain('publish');
     expect(error.what).toContain('in sync');
   });
@@ -310,7 +354,13 @@ describe('publish', () => {
     const doc = await decodeDocument(store.document!.body, { deployment: DEPLOYMENT, where: store.location });
     expect(doc.header.fingerprint).toBe(rotated);
     expect(doc.header.previousFingerprint).toBe(old);
-    expect(Object.keys(doc.files ?? {}).sort()).toEqual(['authority-created', 'ca-previous.crt', 'ca-previous.key', 'ca.crt', 'ca.key']);
+    expect(Object.keys(doc.files ?? {}).sort()).toEqual([
+      'authority-created',
+      'ca-previous.crt',
+      'ca-previous.key',
+      'ca.crt',
+      'ca.key',
+    ]);
   });
 
   it('a stale ETag surfaces as store-changed (exit 6) and overwrites nothing', async () => {
@@ -324,7 +374,12 @@ describe('publish', () => {
     });
     const diskBefore = snapshotDir(ctx.stateDir);
     const error = await batonErrorOf(publish(ctx));
-    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', where: store.location, changed: 'Nothing was overwritten.' });
+    expect(error).toMatchObject({
+      code: 'store-changed',
+      reason: 'replaced',
+      where: store.location,
+      changed: 'Nothing was overwritten.',
+    });
     expect(error.exitCode).toBe(6);
     expect(error.what).toContain('the published document is not the one that was read');
     expect(store.document!.body).toEqual(theirs);
@@ -369,7 +424,11 @@ describe('refuse: a host whose authority differs is never replaced without force
     const a = await firstOn(storeA, 'ctl-a');
     const b = await firstOn(storeB, 'ctl-b');
     const pointedWrong: ShareContext = { ...b.ctx, store: storeA };
-    for (const act of [() => adopt(pointedWrong), () => publish(pointedWrong), () => firstController(pointedWrong)]) {
+    for (const act of [
+      () => adopt(pointedWrong),
+      () => publish(pointedWrong),
+      () => firstController(pointedWrong),
+    ]) {
       const error = await refusedWithoutChange(pointedWrong, storeA, act);
       expect(error.code).toBe('refused');
       expect(['diverged', 'not-ahead']).toContain(error.reason);
@@ -404,7 +463,11 @@ describe('force: set aside, never delete, then install', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     const error = await refusedWithoutChange(ctx, store, () => force(ctx));
-    expect(error).toMatchObject({ code: 'refused', reason: 'not-allowed', where: path.join(ctx.stateDir, 'ca') });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'not-allowed',
+      where: path.join(ctx.stateDir, 'ca'),
+    });
     expect(error.what).toContain('replace the local authority');
     expect(error.what).toContain('in sync');
   });
@@ -422,7 +485,12 @@ describe('force: set aside, never delete, then install', () => {
     await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
     await publish(a.ctx);
     const error = await refusedWithoutChange(b, store, () => force(b, { seen }));
-    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', where: store.location, changed: 'Nothing was overwritten.' });
+    expect(error).toMatchObject({
+      code: 'store-changed',
+      reason: 'replaced',
+      where: store.location,
+      changed: 'Nothing was overwritten.',
+    });
     expect(error.what).toContain(await fingerprintOf(a.ctx));
   });
 });
@@ -452,7 +520,11 @@ describe('blocked and busy', () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
     for (const act of [() => adopt(ctx), () => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
-      const slowDown = new BatonError('failed', { what: 'The bucket answered 503 Slow Down.', where: store.location, reason: 'throttled' });
+      const slowDown = new BatonError('failed', {
+        what: 'The bucket answered 503 Slow Down.',
+        where: store.location,
+        reason: 'throttled',
+      });
       store.failNext('get', slowDown);
       const error = await refusedWithoutChange(ctx, store, act);
       // The store's own error, unchanged: its reason and its words, not a refusal by the table.

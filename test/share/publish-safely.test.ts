@@ -26,7 +26,15 @@ afterEach(() => {
 function host(store: MemoryStore, name: string, extra: Partial<ShareContext> = {}): ShareContext {
   const { dir, cleanup } = makeTempDir(`baton-safe-${name}-`);
   cleanups.push(cleanup);
-  return { stateDir: path.join(dir, 'state'), deployment: DEPLOYMENT, store, clock: systemClock, host: name, ...extra, noSeal: extra.noSeal ?? true };
+  return {
+    stateDir: path.join(dir, 'state'),
+    deployment: DEPLOYMENT,
+    store,
+    clock: systemClock,
+    host: name,
+    ...extra,
+    noSeal: extra.noSeal ?? true,
+  };
 }
 
 describe('replace-unreadable', () => {
@@ -36,7 +44,9 @@ describe('replace-unreadable', () => {
     await makeAuthority({ deployment: DEPLOYMENT, stateDir: ctx.stateDir, clock: systemClock });
     const bad = store.setDocument(new TextEncoder().encode('{"format":"baton.authority/1","deployment":"'));
     await replaceUnreadable(ctx);
-    expect(store.calls.filter((c) => c.op === 'put')).toEqual([{ op: 'put', precondition: { kind: 'if-match', etag: bad } }]);
+    expect(store.calls.filter((c) => c.op === 'put')).toEqual([
+      { op: 'put', precondition: { kind: 'if-match', etag: bad } },
+    ]);
   });
 
   it('never overwrites a document another controller put there after the bad one was read', async () => {
@@ -47,7 +57,11 @@ describe('replace-unreadable', () => {
     const repaired = new TextEncoder().encode('repaired by someone else');
     store.beforeNext('put', (s) => void s.setDocument(repaired));
     const error = await batonErrorOf(replaceUnreadable(ctx));
-    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was overwritten.' });
+    expect(error).toMatchObject({
+      code: 'store-changed',
+      reason: 'replaced',
+      changed: 'Nothing was overwritten.',
+    });
     expect(new TextDecoder().decode(store.document!.body)).toBe('repaired by someone else');
   });
 
@@ -56,10 +70,16 @@ describe('replace-unreadable', () => {
     const ctx = host(store, 'fresh');
     store.setDocument(new TextEncoder().encode('garbage'));
     const seen = await look(ctx);
-    expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain('No baton command fixes it from this host');
+    expect(seen.verdict.kind === 'blocked' && seen.verdict.next).toContain(
+      'No baton command fixes it from this host',
+    );
     const before = store.snapshot();
     const error = await batonErrorOf(replaceUnreadable(ctx));
-    expect(error).toMatchObject({ code: 'refused', reason: 'nothing-to-publish', changed: expect.stringContaining('Nothing was written.') });
+    expect(error).toMatchObject({
+      code: 'refused',
+      reason: 'nothing-to-publish',
+      changed: expect.stringContaining('Nothing was written.'),
+    });
     expect(error.next).toContain('No baton command fixes it from this host');
     expect(store.snapshot()).toEqual(before);
   });
@@ -70,7 +90,9 @@ describe('replace-unreadable', () => {
     const sealedHost = host(store, 'sealed', { sealKey: key });
     await firstController(sealedHost);
     // Damage the sealed part's structure (a nonce that is not base64): unusable for every host.
-    const damaged = new TextDecoder().decode(store.document!.body).replace(/"nonce": "[^"]+"/, '"nonce": "!!!"');
+    const damaged = new TextDecoder()
+      .decode(store.document!.body)
+      .replace(/"nonce": "[^"]+"/, '"nonce": "!!!"');
     store.setDocument(new TextEncoder().encode(damaged));
     const keyless = host(store, 'keyless');
     cpSync(sealedHost.stateDir, keyless.stateDir, { recursive: true });
@@ -93,7 +115,11 @@ describe('replace-unreadable', () => {
     const store = new MemoryStore();
     const sealedHost = host(store, 'sealed', { sealKey: new Uint8Array(randomBytes(32)) });
     await firstController(sealedHost);
-    store.setDocument(new TextEncoder().encode(new TextDecoder().decode(store.document!.body).replace(/"nonce": "[^"]+"/, '"nonce": "!!!"')));
+    store.setDocument(
+      new TextEncoder().encode(
+        new TextDecoder().decode(store.document!.body).replace(/"nonce": "[^"]+"/, '"nonce": "!!!"'),
+      ),
+    );
     const keyless = host(store, 'keyless');
     cpSync(sealedHost.stateDir, keyless.stateDir, { recursive: true });
     await replaceUnreadable(keyless, { unseal: true });
@@ -122,7 +148,7 @@ describe('once sealed, stays sealed', () => {
 });
 
 describe('a lost response', () => {
-  it('a 412 from the retry of this host\'s own create-only write is success on the first-controller path', async () => {
+  it("a 412 from the retry of this host's own create-only write is success on the first-controller path", async () => {
     const store = new MemoryStore();
     const ctx = host(store, 'a');
     // The write lands, then its answer is lost and the retry meets it: play that as a put
@@ -162,7 +188,11 @@ describe('a lost response', () => {
     const ctx = host(store, 'a');
     await firstController(ctx);
     await rotateAuthority(ctx.stateDir, DEPLOYMENT, { clock: systemClock });
-    const denied = new BatonError('failed', { what: 'The connection closed before the answer; access was denied.', where: store.location, reason: 'denied' });
+    const denied = new BatonError('failed', {
+      what: 'The connection closed before the answer; access was denied.',
+      where: store.location,
+      reason: 'denied',
+    });
     store.failNext('put', denied);
     const before = store.snapshot();
     const calls = store.calls.length;

@@ -51,7 +51,13 @@ describe('reading what is published', () => {
     const rotatedBody = await encodeDocument(headerFor(rotated), rotated);
     const etag = store.setDocument(rotatedBody);
     const read = await readPublished(store, DEPLOYMENT);
-    expect(read).toMatchObject({ state: 'present', location: store.location, etag, header: headerFor(rotated), sealed: false });
+    expect(read).toMatchObject({
+      state: 'present',
+      location: store.location,
+      etag,
+      header: headerFor(rotated),
+      sealed: false,
+    });
     if (read.state !== 'present') throw new Error('unreachable');
     expect(read.current?.fingerprint).toBe(headerFor(rotated).fingerprint);
     expect(read.current?.replaces).toBe(header.fingerprint);
@@ -85,7 +91,13 @@ describe('reading what is published', () => {
   it('returns the header of a sealed document without the key, with no pairs and no files', async () => {
     const store = new MemoryStore({ document: await encodeDocument(header, files, sealKey) });
     const read = await readPublished(store, DEPLOYMENT);
-    expect(read).toMatchObject({ state: 'present', sealed: true, header, current: undefined, previous: undefined });
+    expect(read).toMatchObject({
+      state: 'present',
+      sealed: true,
+      header,
+      current: undefined,
+      previous: undefined,
+    });
     if (read.state === 'present') expect(read.files).toBeUndefined();
   });
 
@@ -112,9 +124,15 @@ describe('reading what is published', () => {
   });
 
   it('reports a store that cannot be read as unreadable, never throwing', async () => {
-    const store = new MemoryStore().failNext('get', new BatonError('failed', { what: 'The bucket does not exist.', where: 's3://b/k' }));
+    const store = new MemoryStore().failNext(
+      'get',
+      new BatonError('failed', { what: 'The bucket does not exist.', where: 's3://b/k' }),
+    );
     const read = await readPublished(store, DEPLOYMENT);
-    expect(read).toMatchObject({ state: 'unreadable', error: { code: 'failed', what: 'The bucket does not exist.' } });
+    expect(read).toMatchObject({
+      state: 'unreadable',
+      error: { code: 'failed', what: 'The bucket does not exist.' },
+    });
   });
 
   it('wraps an unexpected error from a store as a failure naming the location', async () => {
@@ -143,7 +161,10 @@ describe('opening the files of what was read', () => {
     const store = new MemoryStore({ document: await encodeDocument(header, files, sealKey) });
     const read = await readPublished(store, DEPLOYMENT);
     if (read.state !== 'present') throw new Error('unreachable');
-    await expect(openPublished(store, DEPLOYMENT, undefined, read)).rejects.toMatchObject({ code: 'refused', what: expect.stringContaining('no seal key') });
+    await expect(openPublished(store, DEPLOYMENT, undefined, read)).rejects.toMatchObject({
+      code: 'refused',
+      what: expect.stringContaining('no seal key'),
+    });
   });
 
   it('says store-changed when the document changed since the read it is asked to open', async () => {
@@ -151,7 +172,11 @@ describe('opening the files of what was read', () => {
     const read = await readPublished(store, DEPLOYMENT);
     if (read.state !== 'present') throw new Error('unreachable');
     store.setDocument(await encodeDocument(headerFor(rotated), rotated, sealKey));
-    await expect(openPublished(store, DEPLOYMENT, sealKey, read)).rejects.toMatchObject({ code: 'store-changed', reason: 'replaced', where: store.location });
+    await expect(openPublished(store, DEPLOYMENT, sealKey, read)).rejects.toMatchObject({
+      code: 'store-changed',
+      reason: 'replaced',
+      where: store.location,
+    });
   });
 });
 

@@ -28,7 +28,8 @@ describe('a host without a seal key publishes in the clear only when sealing is 
     const error = await batonErrorOf(firstController(ctx));
     expect(error).toMatchObject({ code: 'refused', reason: 'seal-unstated' });
     expect(error.changed).toMatch(/^Nothing was written./);
-    for (const way of ['seal_key_file', '--seal-key-file', 'seal: none', '--no-seal']) expect(error.next).toContain(way);
+    for (const way of ['seal_key_file', '--seal-key-file', 'seal: none', '--no-seal'])
+      expect(error.next).toContain(way);
     expect(store.snapshot()).toEqual({});
     expect(existsSync(path.join(ctx.stateDir, 'ca'))).toBe(false);
   });

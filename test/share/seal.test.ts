@@ -55,7 +55,15 @@ describe('sealed documents', () => {
   it('round-trip: the files come back with the key, and no file content is readable in the document', async () => {
     const body = await encodeDocument(headerFor(files), files, sealKey);
     const doc = json(body);
-    expect(Object.keys(doc)).toEqual(['format', 'deployment', 'fingerprint', 'previous_fingerprint', 'published_at', 'published_by', 'sealed']);
+    expect(Object.keys(doc)).toEqual([
+      'format',
+      'deployment',
+      'fingerprint',
+      'previous_fingerprint',
+      'published_at',
+      'published_by',
+      'sealed',
+    ]);
     expect(Object.keys(doc.sealed as object)).toEqual(['alg', 'nonce', 'ciphertext', 'tag']);
     expect((doc.sealed as { alg: string }).alg).toBe('AES-256-GCM');
     const text = new TextDecoder().decode(body);
@@ -68,8 +76,14 @@ describe('sealed documents', () => {
   });
 
   it('uses a fresh nonce for every seal of the same files', async () => {
-    const a = json(await encodeDocument(headerFor(files), files, sealKey)).sealed as { nonce: string; ciphertext: string };
-    const b = json(await encodeDocument(headerFor(files), files, sealKey)).sealed as { nonce: string; ciphertext: string };
+    const a = json(await encodeDocument(headerFor(files), files, sealKey)).sealed as {
+      nonce: string;
+      ciphertext: string;
+    };
+    const b = json(await encodeDocument(headerFor(files), files, sealKey)).sealed as {
+      nonce: string;
+      ciphertext: string;
+    };
     expect(a.nonce).not.toBe(b.nonce);
     expect(a.ciphertext).not.toBe(b.ciphertext);
   });
@@ -94,16 +108,19 @@ describe('sealed documents', () => {
     expect(error.where).toBe(WHERE);
   });
 
-  it.each(['ciphertext', 'tag', 'nonce'] as const)('refuses a document whose %s was tampered with', async (field) => {
-    const doc = json(await encodeDocument(headerFor(files), files, sealKey));
-    const sealed = doc.sealed as Record<string, string>;
-    const bytes = Buffer.from(sealed[field]!, 'base64');
-    bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
-    sealed[field] = bytes.toString('base64');
-    expect((await refusal(bodyOf(doc), sealKey)).what).toContain('does not open with this seal key');
-  });
+  it.each(['ciphertext', 'tag', 'nonce'] as const)(
+    'refuses a document whose %s was tampered with',
+    async (field) => {
+      const doc = json(await encodeDocument(headerFor(files), files, sealKey));
+      const sealed = doc.sealed as Record<string, string>;
+      const bytes = Buffer.from(sealed[field]!, 'base64');
+      bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
+      sealed[field] = bytes.toString('base64');
+      expect((await refusal(bodyOf(doc), sealKey)).what).toContain('does not open with this seal key');
+    },
+  );
 
-  it('refuses a sealed payload moved under another sealed document\'s header', async () => {
+  it("refuses a sealed payload moved under another sealed document's header", async () => {
     const mine = json(await encodeDocument(headerFor(files), files, sealKey));
     const theirs = json(await encodeDocument(headerFor(second, 'ctl-b'), second, sealKey));
     const swapped = { ...theirs, sealed: mine.sealed };
@@ -113,7 +130,9 @@ describe('sealed documents', () => {
 
   it('refuses a header whose diagnostic field was edited, because the header is the associated data', async () => {
     const doc = json(await encodeDocument(headerFor(files), files, sealKey));
-    expect((await refusal(bodyOf({ ...doc, published_by: 'mallory' }), sealKey)).what).toContain('does not open with this seal key');
+    expect((await refusal(bodyOf({ ...doc, published_by: 'mallory' }), sealKey)).what).toContain(
+      'does not open with this seal key',
+    );
   });
 
   it('refuses an unsealed document when this host has a seal key', async () => {
@@ -124,9 +143,15 @@ describe('sealed documents', () => {
   it('refuses an unknown sealing algorithm and malformed sealed fields', async () => {
     const doc = json(await encodeDocument(headerFor(files), files, sealKey));
     const sealed = doc.sealed as Record<string, string>;
-    expect((await refusal(bodyOf({ ...doc, sealed: { ...sealed, alg: 'ChaCha20-Poly1305' } }), sealKey)).what).toContain('sealed with "ChaCha20-Poly1305"');
-    expect((await refusal(bodyOf({ ...doc, sealed: { ...sealed, tag: 'not base64!' } }), sealKey)).what).toContain('sealed "tag" is not valid base64');
-    expect((await refusal(bodyOf({ ...doc, sealed: { ...sealed, extra: 'x' } }), sealKey)).what).toContain('unknown field "extra"');
+    expect(
+      (await refusal(bodyOf({ ...doc, sealed: { ...sealed, alg: 'ChaCha20-Poly1305' } }), sealKey)).what,
+    ).toContain('sealed with "ChaCha20-Poly1305"');
+    expect(
+      (await refusal(bodyOf({ ...doc, sealed: { ...sealed, tag: 'not base64!' } }), sealKey)).what,
+    ).toContain('sealed "tag" is not valid base64');
+    expect((await refusal(bodyOf({ ...doc, sealed: { ...sealed, extra: 'x' } }), sealKey)).what).toContain(
+      'unknown field "extra"',
+    );
   });
 
   it('binds every header field, in a fixed order, into the associated data', () => {

@@ -1,4 +1,13 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
@@ -20,7 +29,6 @@ function tempStore(): { dir: string; store: DirectoryStore } {
   const dir = path.join(temp.dir, 'store');
   return { dir, store: new DirectoryStore(dir) };
 }
-
 
 describe('the directory store', () => {
   it('is opened from a file:/// URL and keeps the document at <dir>/authority.json', async () => {
@@ -57,7 +65,11 @@ describe('the directory store', () => {
     await store.put(bytes('another controller'), { kind: 'if-match', etag: read.etag });
     const before = snapshotDir(dir);
     const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }));
-    expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced', changed: 'Nothing was overwritten.' });
+    expect(error).toMatchObject({
+      code: 'store-changed',
+      reason: 'replaced',
+      changed: 'Nothing was overwritten.',
+    });
     expect(snapshotDir(dir)).toEqual(before);
     expect(readFileSync(path.join(dir, 'authority.json'), 'utf8')).toBe('another controller');
   });
@@ -65,7 +77,9 @@ describe('the directory store', () => {
   it('refuses an if-match write on an ETag that names no document it holds', async () => {
     const { dir, store } = tempStore();
     await store.put(bytes('first'));
-    const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: contentEtag(bytes('first')).replace('a', 'b') }));
+    const error = await batonErrorOf(
+      store.put(bytes('mine'), { kind: 'if-match', etag: contentEtag(bytes('first')).replace('a', 'b') }),
+    );
     expect(error).toMatchObject({ code: 'store-changed', reason: 'replaced' });
     expect(readFileSync(path.join(dir, 'authority.json'), 'utf8')).toBe('first');
   });
@@ -76,7 +90,11 @@ describe('the directory store', () => {
     rmSync(path.join(dir, 'authority.json'));
     const before = snapshotDir(dir);
     const error = await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }));
-    expect(error).toMatchObject({ code: 'store-changed', reason: 'removed', where: path.join(dir, 'authority.json') });
+    expect(error).toMatchObject({
+      code: 'store-changed',
+      reason: 'removed',
+      where: path.join(dir, 'authority.json'),
+    });
     expect(error.what).toContain('removed');
     expect(snapshotDir(dir)).toEqual(before);
   });
@@ -90,22 +108,28 @@ describe('the directory store', () => {
 
   it('lets exactly one of many concurrent create-only writers win', async () => {
     const { store } = tempStore();
-    const results = await Promise.allSettled(Array.from({ length: 8 }, (_, i) => store.put(bytes(`writer ${i}`), { kind: 'create-only' })));
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => store.put(bytes(`writer ${i}`), { kind: 'create-only' })),
+    );
     const won = results.filter((r) => r.status === 'fulfilled');
     expect(won).toHaveLength(1);
-    for (const r of results) if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
+    for (const r of results)
+      if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
   });
 
   it('lets exactly one of many concurrent if-match writers with the same ETag win (compare and replace under the lock)', async () => {
     const { store } = tempStore();
     const read = await store.put(bytes('first'), { kind: 'create-only' });
     const results = await Promise.allSettled(
-      Array.from({ length: 8 }, (_, i) => store.put(bytes(`replace ${i}`), { kind: 'if-match', etag: read.etag })),
+      Array.from({ length: 8 }, (_, i) =>
+        store.put(bytes(`replace ${i}`), { kind: 'if-match', etag: read.etag }),
+      ),
     );
     const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
     expect(won).toHaveLength(1);
     expect(new TextDecoder().decode((await store.get())!.body)).toBe(`replace ${won[0]}`);
-    for (const r of results) if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
+    for (const r of results)
+      if (r.status === 'rejected') expect((r.reason as BatonError).code).toBe('store-changed');
   });
 
   it('leaves no temp files behind after writes and refusals', async () => {
@@ -120,7 +144,11 @@ describe('the directory store', () => {
     await store.put(bytes('doc'));
     const before = snapshotDir(dir);
     const check = await store.checkConditionalWrites();
-    expect(check).toEqual({ enforced: true, failed: [], detail: expect.stringContaining('refused a second create-only write') });
+    expect(check).toEqual({
+      enforced: true,
+      failed: [],
+      detail: expect.stringContaining('refused a second create-only write'),
+    });
     expect(snapshotDir(dir)).toEqual(before);
   });
 

@@ -20,7 +20,10 @@ describe('the in-memory store', () => {
   it('refuses a second create-only put as store-changed and keeps the first document', async () => {
     const store = new MemoryStore({ document: bytes('first') });
     const before = store.snapshot();
-    expect(await batonErrorOf(store.put(bytes('second'), { kind: 'create-only' }))).toMatchObject({ code: 'store-changed', reason: 'published-meanwhile' });
+    expect(await batonErrorOf(store.put(bytes('second'), { kind: 'create-only' }))).toMatchObject({
+      code: 'store-changed',
+      reason: 'published-meanwhile',
+    });
     expect(store.snapshot()).toEqual(before);
   });
 
@@ -29,7 +32,9 @@ describe('the in-memory store', () => {
     const read = (await store.get())!;
     store.setDocument(bytes('someone else'));
     const before = store.snapshot();
-    expect(await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toMatchObject({ code: 'store-changed', reason: 'replaced' });
+    expect(await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toMatchObject(
+      { code: 'store-changed', reason: 'replaced' },
+    );
     expect(store.snapshot()).toEqual(before);
     const fresh = (await store.get())!;
     await store.put(bytes('mine'), { kind: 'if-match', etag: fresh.etag });
@@ -40,7 +45,9 @@ describe('the in-memory store', () => {
     const store = new MemoryStore({ document: bytes('first') });
     const read = (await store.get())!;
     store.deleteDocument();
-    expect(await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toMatchObject({ code: 'store-changed', reason: 'removed' });
+    expect(await batonErrorOf(store.put(bytes('mine'), { kind: 'if-match', etag: read.etag }))).toMatchObject(
+      { code: 'store-changed', reason: 'removed' },
+    );
     expect(store.document).toBeUndefined();
   });
 
@@ -74,7 +81,10 @@ describe('the in-memory store', () => {
     const store = new MemoryStore();
     expect(await store.get()).toBeUndefined();
     store.beforeNext('put', (s) => void s.setDocument(bytes('the winner')));
-    expect(await batonErrorOf(store.put(bytes('the loser'), { kind: 'create-only' }))).toMatchObject({ code: 'store-changed', reason: 'published-meanwhile' });
+    expect(await batonErrorOf(store.put(bytes('the loser'), { kind: 'create-only' }))).toMatchObject({
+      code: 'store-changed',
+      reason: 'published-meanwhile',
+    });
     expect(new TextDecoder().decode(store.document!.body)).toBe('the winner');
     expect(store.calls.map((c) => c.op)).toEqual(['get', 'put']);
     expect(store.calls[1]!.precondition).toEqual({ kind: 'create-only' });

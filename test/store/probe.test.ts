@@ -11,8 +11,10 @@ describe('the conditional-write probe', () => {
       location: 'test://store',
       write: async (name, _body, precondition) => {
         const current = etags.get(name);
-        if (precondition.kind === 'create-only' && current) throw new BatonError('store-changed', { what: 'exists' });
-        if (precondition.kind === 'if-match' && current !== precondition.etag) throw new BatonError('store-changed', { what: 'stale' });
+        if (precondition.kind === 'create-only' && current)
+          throw new BatonError('store-changed', { what: 'exists' });
+        if (precondition.kind === 'if-match' && current !== precondition.etag)
+          throw new BatonError('store-changed', { what: 'stale' });
         const etag = `"${++n}"`;
         etags.set(name, etag);
         return { etag };

@@ -10,7 +10,6 @@ import { batonErrorOf } from '../helpers/baton-error.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
-
 describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   let s3: S3Sandbox;
   beforeAll(async () => {
@@ -33,7 +32,9 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('keeps the object under the prefix as prefix/authority.json, and at the bucket root without one', async () => {
-    const store = await s3.openStore(`s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const store = await s3.openStore(
+      `s3://${s3.bucket}?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`,
+    );
     expect(store.location).toBe(`s3://${s3.bucket}/authority.json`);
     await store.put(bytes('root'));
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('root');
@@ -41,7 +42,9 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
   });
 
   it('says the bucket does not exist, naming bucket and key, for a missing bucket', async () => {
-    const store = await s3.openStore(`s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`);
+    const store = await s3.openStore(
+      `s3://no-such-bucket/p?region=us-east-1&endpoint=${encodeURIComponent(s3.endpoint)}&path_style=true`,
+    );
     const error = await batonErrorOf(store.get());
     expect(error).toMatchObject({ code: 'failed', reason: 'no-bucket' });
     expect(error.where).toContain('s3://no-such-bucket/p/authority.json');
@@ -66,7 +69,9 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
     expect(error.where).toContain(`s3://${s3.bucket}/keys/authority.json`);
     (store as S3Store).destroy();
     // The same URL with the emulator's keys handed over by its composer reaches the server.
-    const composed = await openStore(s3.url.replace('/authority?', '/keys?'), { credentials: s3.credentials });
+    const composed = await openStore(s3.url.replace('/authority?', '/keys?'), {
+      credentials: s3.credentials,
+    });
     await composed.put(bytes('composed'));
     expect(new TextDecoder().decode((await composed.get())!.body)).toBe('composed');
     (composed as S3Store).destroy();
@@ -78,7 +83,15 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
  * standard chain, so nothing but what the composer passes can authenticate a request.
  */
 async function withoutAwsChain<T>(fn: () => Promise<T>): Promise<T> {
-  for (const name of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE', 'AWS_CONTAINER_CREDENTIALS_FULL_URI', 'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI', 'AWS_WEB_IDENTITY_TOKEN_FILE']) {
+  for (const name of [
+    'AWS_ACCESS_KEY_ID',
+    'AWS_SECRET_ACCESS_KEY',
+    'AWS_SESSION_TOKEN',
+    'AWS_PROFILE',
+    'AWS_CONTAINER_CREDENTIALS_FULL_URI',
+    'AWS_CONTAINER_CREDENTIALS_RELATIVE_URI',
+    'AWS_WEB_IDENTITY_TOKEN_FILE',
+  ]) {
     vi.stubEnv(name, undefined);
   }
   vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', '/dev/null');
@@ -94,9 +107,12 @@ async function withoutAwsChain<T>(fn: () => Promise<T>): Promise<T> {
 describe('the S3 adapter when the endpoint is down', () => {
   it('fails with a clear message naming the bucket/key and the endpoint for a closed port', async () => {
     const port = await closedPort();
-    const store = await openStore(`s3://some-bucket/p?region=us-east-1&endpoint=http://127.0.0.1:${port}&path_style=true`, {
-      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
-    });
+    const store = await openStore(
+      `s3://some-bucket/p?region=us-east-1&endpoint=http://127.0.0.1:${port}&path_style=true`,
+      {
+        credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+      },
+    );
     const error = await batonErrorOf(store.get());
     expect(error).toMatchObject({ code: 'failed', reason: 'unreachable' });
     expect(error.where).toBe(`s3://some-bucket/p/authority.json via http://127.0.0.1:${port}`);
@@ -158,7 +174,9 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
         }
         res
           .writeHead(answer.status, { 'Content-Type': 'application/xml' })
-          .end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>${answer.message ?? 'm'}</Message><RequestId>r</RequestId></Error>`);
+          .end(
+            `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${answer.code}</Code><Message>${answer.message ?? 'm'}</Message><RequestId>r</RequestId></Error>`,
+          );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -170,11 +188,17 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   });
 
   const storeFor = (prefix: string) =>
-    new S3Store(parseStoreUrl(`s3://bucket-x/${prefix}?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
-      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
-      maxAttempts: 1,
-    });
-  const lastPut = (key: string) => requests.filter((r) => r.method === 'PUT' && r.url.startsWith(`/bucket-x/${key}`)).at(-1)!;
+    new S3Store(
+      parseStoreUrl(
+        `s3://bucket-x/${prefix}?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`,
+      ) as S3StoreSpec,
+      {
+        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+        maxAttempts: 1,
+      },
+    );
+  const lastPut = (key: string) =>
+    requests.filter((r) => r.method === 'PUT' && r.url.startsWith(`/bucket-x/${key}`)).at(-1)!;
 
   it('sends If-None-Match: * for a create-only put and no If-Match', async () => {
     answer = { status: 200, code: '' };
@@ -208,8 +232,13 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
 
   it('asks for KMS encryption with the key named in the URL when sse=aws:kms', async () => {
     answer = { status: 200, code: '' };
-    const spec = parseStoreUrl(`s3://bucket-x/kms?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true&sse=aws:kms&kms_key_id=alias/baton`);
-    const store = new S3Store(spec as S3StoreSpec, { credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' }, maxAttempts: 1 });
+    const spec = parseStoreUrl(
+      `s3://bucket-x/kms?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true&sse=aws:kms&kms_key_id=alias/baton`,
+    );
+    const store = new S3Store(spec as S3StoreSpec, {
+      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+      maxAttempts: 1,
+    });
     await store.put(bytes('doc'), { kind: 'create-only' });
     const put = lastPut('kms/authority.json');
     expect(put.headers['x-amz-server-side-encryption']).toBe('aws:kms');
@@ -222,17 +251,20 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
     [412, 'PreconditionFailed', { kind: 'if-match', etag: '"e"' } as const, 'replaced'],
     [409, 'ConditionalRequestConflict', { kind: 'if-match', etag: '"e"' } as const, 'write-in-progress'],
     [404, 'NoSuchKey', { kind: 'if-match', etag: '"e"' } as const, 'removed'],
-  ])('maps HTTP %i %s on a conditional put to store-changed, saying nothing was overwritten', async (status, code, precondition, reason) => {
-    answer = { status, code };
-    const store = storeFor(`cond-${status}`);
-    const error = await batonErrorOf(store.put(bytes('doc'), precondition));
-    expect(error).toMatchObject({ code: 'store-changed', reason });
-    expect(error.exitCode).toBe(6);
-    expect(error.where).toContain(`s3://bucket-x/cond-${status}/authority.json`);
-    expect(error.changed).toBe('Nothing was overwritten.');
-    expect(error.next).toContain('Re-read');
-    store.destroy();
-  });
+  ])(
+    'maps HTTP %i %s on a conditional put to store-changed, saying nothing was overwritten',
+    async (status, code, precondition, reason) => {
+      answer = { status, code };
+      const store = storeFor(`cond-${status}`);
+      const error = await batonErrorOf(store.put(bytes('doc'), precondition));
+      expect(error).toMatchObject({ code: 'store-changed', reason });
+      expect(error.exitCode).toBe(6);
+      expect(error.where).toContain(`s3://bucket-x/cond-${status}/authority.json`);
+      expect(error.changed).toBe('Nothing was overwritten.');
+      expect(error.next).toContain('Re-read');
+      store.destroy();
+    },
+  );
 
   it('maps 403 AccessDenied to a failure that says to check credentials and policy', async () => {
     answer = { status: 403, code: 'AccessDenied' };
@@ -265,10 +297,15 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('reads again when a body is cut short after its headers, and returns the whole document', async () => {
     answer = { status: 200, code: '' };
     cutBodies = 1;
-    const store = new S3Store(parseStoreUrl(`s3://bucket-x/cut?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
-      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
-      maxAttempts: 2,
-    });
+    const store = new S3Store(
+      parseStoreUrl(
+        `s3://bucket-x/cut?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`,
+      ) as S3StoreSpec,
+      {
+        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+        maxAttempts: 2,
+      },
+    );
     const before = requests.length;
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('{"ok":42}');
     expect(requests.length - before).toBe(2);
@@ -278,10 +315,15 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('fails saying the connection closed before the whole answer arrived when every attempt is cut, never handing back a partial document', async () => {
     answer = { status: 200, code: '' };
     cutBodies = 2;
-    const store = new S3Store(parseStoreUrl(`s3://bucket-x/cut2?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
-      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
-      maxAttempts: 2,
-    });
+    const store = new S3Store(
+      parseStoreUrl(
+        `s3://bucket-x/cut2?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`,
+      ) as S3StoreSpec,
+      {
+        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+        maxAttempts: 2,
+      },
+    );
     const error = await batonErrorOf(store.get());
     expect(error).toMatchObject({ code: 'failed', reason: 'cut-short' });
     expect(error.where).toContain('s3://bucket-x/cut2/authority.json');
@@ -301,7 +343,11 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   });
 
   it('classifies by fields, not words: a 400 whose message says "timeout" is not a timeout', async () => {
-    answer = { status: 400, code: 'InvalidArgument', message: 'x-amz-timeout header: request timeout value is invalid' };
+    answer = {
+      status: 400,
+      code: 'InvalidArgument',
+      message: 'x-amz-timeout header: request timeout value is invalid',
+    };
     const store = storeFor('words');
     const error = await batonErrorOf(store.get());
     expect(error.reason).toBe('other');
@@ -311,11 +357,16 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('a stalled answer fails as timed out within the timeout its composer injected', async () => {
     answer = { status: 200, code: '' };
     stallNext = 2;
-    const store = new S3Store(parseStoreUrl(`s3://bucket-x/stalled?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
-      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
-      maxAttempts: 2,
-      requestTimeoutMs: 150,
-    });
+    const store = new S3Store(
+      parseStoreUrl(
+        `s3://bucket-x/stalled?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`,
+      ) as S3StoreSpec,
+      {
+        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+        maxAttempts: 2,
+        requestTimeoutMs: 150,
+      },
+    );
     const started = Date.now();
     const error = await batonErrorOf(store.get());
     expect(error).toMatchObject({ code: 'failed', reason: 'timed-out' });
@@ -327,11 +378,16 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   it('outlasts one stalled answer: the injected request timeout fires and the retry reads the document', async () => {
     answer = { status: 200, code: '' };
     stallNext = 1;
-    const store = new S3Store(parseStoreUrl(`s3://bucket-x/stalled-once?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
-      credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
-      maxAttempts: 2,
-      requestTimeoutMs: 150,
-    });
+    const store = new S3Store(
+      parseStoreUrl(
+        `s3://bucket-x/stalled-once?region=us-east-1&endpoint=${encodeURIComponent(endpoint)}&path_style=true`,
+      ) as S3StoreSpec,
+      {
+        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+        maxAttempts: 2,
+        requestTimeoutMs: 150,
+      },
+    );
     const before = requests.length;
     expect(new TextDecoder().decode((await store.get())!.body)).toBe('{"ok":42}');
     expect(requests.length - before).toBe(2);
@@ -339,22 +395,35 @@ describe('the S3 adapter at the request level (a recording server on 127.0.0.1)'
   });
 
   it('a missing region is said as such, before any request is sent', async () => {
-    const saved = { region: process.env.AWS_REGION, fallback: process.env.AWS_DEFAULT_REGION, config: process.env.AWS_CONFIG_FILE };
+    const saved = {
+      region: process.env.AWS_REGION,
+      fallback: process.env.AWS_DEFAULT_REGION,
+      config: process.env.AWS_CONFIG_FILE,
+    };
     delete process.env.AWS_REGION;
     delete process.env.AWS_DEFAULT_REGION;
     process.env.AWS_CONFIG_FILE = '/nonexistent-baton-aws-config';
     try {
       const before = requests.length;
-      const store = new S3Store(parseStoreUrl(`s3://bucket-x/noregion?endpoint=${encodeURIComponent(endpoint)}&path_style=true`) as S3StoreSpec, {
-        credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
-        maxAttempts: 1,
-      });
+      const store = new S3Store(
+        parseStoreUrl(
+          `s3://bucket-x/noregion?endpoint=${encodeURIComponent(endpoint)}&path_style=true`,
+        ) as S3StoreSpec,
+        {
+          credentials: { accessKeyId: 'AKIDTEST', secretAccessKey: 'not-a-secret' },
+          maxAttempts: 1,
+        },
+      );
       const error = await batonErrorOf(store.get());
       expect(error).toMatchObject({ code: 'failed', reason: 'no-region' });
       expect(requests.length).toBe(before);
       store.destroy();
     } finally {
-      for (const [name, value] of [['AWS_REGION', saved.region], ['AWS_DEFAULT_REGION', saved.fallback], ['AWS_CONFIG_FILE', saved.config]] as const) {
+      for (const [name, value] of [
+        ['AWS_REGION', saved.region],
+        ['AWS_DEFAULT_REGION', saved.fallback],
+        ['AWS_CONFIG_FILE', saved.config],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

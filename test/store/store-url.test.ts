@@ -17,7 +17,9 @@ function usage(url: string): BatonError {
 describe('store URLs', () => {
   it('puts the document of s3://bucket/prefix at prefix/authority.json, with the query overrides', () => {
     expect(
-      parseStoreUrl('s3://my-bucket/team/prod/?region=eu-west-1&endpoint=https://s3.example.net&path_style=true&sse=aws:kms&kms_key_id=alias/baton'),
+      parseStoreUrl(
+        's3://my-bucket/team/prod/?region=eu-west-1&endpoint=https://s3.example.net&path_style=true&sse=aws:kms&kms_key_id=alias/baton',
+      ),
     ).toEqual({
       kind: 's3',
       bucket: 'my-bucket',
@@ -32,11 +34,20 @@ describe('store URLs', () => {
   });
 
   it('puts the document at the bucket root when there is no prefix', () => {
-    expect(parseStoreUrl('s3://my-bucket')).toMatchObject({ bucket: 'my-bucket', prefix: '', key: 'authority.json', region: undefined, pathStyle: false });
+    expect(parseStoreUrl('s3://my-bucket')).toMatchObject({
+      bucket: 'my-bucket',
+      prefix: '',
+      key: 'authority.json',
+      region: undefined,
+      pathStyle: false,
+    });
   });
 
   it('maps file:///dir to a directory store', () => {
-    expect(parseStoreUrl('file:///var/lib/baton/store/')).toEqual({ kind: 'file', dir: '/var/lib/baton/store' });
+    expect(parseStoreUrl('file:///var/lib/baton/store/')).toEqual({
+      kind: 'file',
+      dir: '/var/lib/baton/store',
+    });
   });
 
   it.each([

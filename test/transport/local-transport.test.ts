@@ -52,10 +52,17 @@ describe('the local transport', () => {
     const staged = path.join(root, `${LIVE}.next`);
     expect(readFileSync(staged, 'utf8')).toBe(secret.reveal());
     expect(statSync(staged).mode & 0o777).toBe(0o600);
-    for (const d of ['var', 'var/lib/baton/mesh', 'var/lib/baton/mesh/provides/pg-main']) expect(statSync(path.join(root, d)).mode & 0o777).toBe(0o700);
+    for (const d of ['var', 'var/lib/baton/mesh', 'var/lib/baton/mesh/provides/pg-main'])
+      expect(statSync(path.join(root, d)).mode & 0o777).toBe(0o700);
     await t.commit([LIVE]);
     expect(readFileSync(path.join(root, LIVE), 'utf8')).toBe(secret.reveal());
-    expect(await t.digests([LIVE])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined, liveModifiedMs: Math.floor(statSync(path.join(root, LIVE)).mtimeMs) }]);
+    expect(await t.digests([LIVE])).toEqual([
+      {
+        live: secretDigest(secret.reveal()),
+        next: undefined,
+        liveModifiedMs: Math.floor(statSync(path.join(root, LIVE)).mtimeMs),
+      },
+    ]);
   });
 
   it('names the login of an alternating consumer end among the digests', async () => {
@@ -64,7 +71,10 @@ describe('the local transport', () => {
     mkdirSync(path.dirname(path.join(root, consumer)), { recursive: true });
     writeFileSync(path.join(root, consumer), formatConsumerConninfo('web1_app_a', 'pw'), { mode: 0o600 });
     const t = bindTransport(localTransport('web1', root), TEST_BOUNDS);
-    expect((await t.digests([consumer]))[0]).toMatchObject({ liveLogin: 'web1_app_a', live: secretDigest("user=web1_app_a password='pw'") });
+    expect((await t.digests([consumer]))[0]).toMatchObject({
+      liveLogin: 'web1_app_a',
+      live: secretDigest("user=web1_app_a password='pw'"),
+    });
     writeFileSync(path.join(root, consumer), 'bare-secret');
     expect((await t.digests([consumer]))[0]).not.toHaveProperty('liveLogin');
   });
@@ -110,11 +120,20 @@ describe('the local transport', () => {
     expect(readdirSync(dir)).toEqual(['web1_app']);
   });
 
-  it('retire removes a switched pair\'s file with its staged, kept and rolled-back copies and its receipt, and nothing beside it', async () => {
+  it("retire removes a switched pair's file with its staged, kept and rolled-back copies and its receipt, and nothing beside it", async () => {
     const root = path.join(tmp.dir, 'db1');
     const dir = path.dirname(path.join(root, LIVE));
     mkdirSync(path.join(dir, '.applied'), { recursive: true });
-    for (const f of ['web1_app', 'web1_app.next', '.web1_app.prev', '.web1_app.rolled-back', '.applied/web1_app', 'web1_app+a', '.applied/web1_app+a']) writeFileSync(path.join(dir, f), 'x', { mode: 0o600 });
+    for (const f of [
+      'web1_app',
+      'web1_app.next',
+      '.web1_app.prev',
+      '.web1_app.rolled-back',
+      '.applied/web1_app',
+      'web1_app+a',
+      '.applied/web1_app+a',
+    ])
+      writeFileSync(path.join(dir, f), 'x', { mode: 0o600 });
     const t = bindTransport(localTransport('db1', root), TEST_BOUNDS);
     await t.retire([LIVE, `${path.dirname(LIVE)}/absent`]);
     expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app+a']);
@@ -122,7 +141,9 @@ describe('the local transport', () => {
   });
 
   it('a machine whose directory is missing, or that the drill unplugged, does not resolve and says why', async () => {
-    const missing = await bindTransport(localTransport('web1', path.join(tmp.dir, 'nope')), TEST_BOUNDS).resolve().catch((e: unknown) => e);
+    const missing = await bindTransport(localTransport('web1', path.join(tmp.dir, 'nope')), TEST_BOUNDS)
+      .resolve()
+      .catch((e: unknown) => e);
     expect((missing as TransportError).reason).toContain('does not exist');
     const root = path.join(tmp.dir, 'web2');
     mkdirSync(root);
@@ -131,7 +152,9 @@ describe('the local transport', () => {
     // The production adapter ignores the drill's marker; only the drill's wrapper honours it.
     await bindTransport(localTransport('web2', root), TEST_BOUNDS).resolve();
     const machine = { name: 'web2', transport: 'local' as const, address: root, meshDir: '/m', root };
-    const marked = await bindTransport(unpluggable(localTransport('web2', root), machine), TEST_BOUNDS).resolve().catch((e: unknown) => e);
+    const marked = await bindTransport(unpluggable(localTransport('web2', root), machine), TEST_BOUNDS)
+      .resolve()
+      .catch((e: unknown) => e);
     expect((marked as TransportError).reason).toContain('unplugged by the drill');
   });
 
@@ -139,9 +162,17 @@ describe('the local transport', () => {
     const inv = machines(['db1', 'db2', 'web1']); // web2 has no directory
     const before = snapshotDir(tmp.dir);
     const lines: string[] = [];
-    const { code } = await runRotationPlain({ id: 'r', plan: planRotation(inv, { by: 'machine', name: 'db1' }), deps: deps(inv), yes: true, write: (l) => lines.push(l) });
+    const { code } = await runRotationPlain({
+      id: 'r',
+      plan: planRotation(inv, { by: 'machine', name: 'db1' }),
+      deps: deps(inv),
+      yes: true,
+      write: (l) => lines.push(l),
+    });
     expect(code).toBe(4);
-    expect(lines.join('\n')).toContain(`web2: its directory ${path.join(tmp.dir, 'machines', 'web2')} does not exist`);
+    expect(lines.join('\n')).toContain(
+      `web2: its directory ${path.join(tmp.dir, 'machines', 'web2')} does not exist`,
+    );
     const after = snapshotDir(tmp.dir);
     for (const k of Object.keys(after)) if (k.startsWith('journal')) delete after[k];
     expect(after).toEqual(before);
@@ -151,18 +182,30 @@ describe('the local transport', () => {
     const inv = machines(['db1', 'db2', 'web1', 'web2']);
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
     // Old credentials everywhere, and web2 cannot hold a consumes/ directory (a file is in the way).
-    for (const h of plan.holders) for (const d of h.receives) {
-      const file = path.join(tmp.dir, 'machines', h.machine, d.path);
-      mkdirSync(path.dirname(file), { recursive: true });
-      writeFileSync(file, `old-${d.pair}`, { mode: 0o600 });
-    }
+    for (const h of plan.holders)
+      for (const d of h.receives) {
+        const file = path.join(tmp.dir, 'machines', h.machine, d.path);
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, `old-${d.pair}`, { mode: 0o600 });
+      }
     const web2Consumes = path.join(tmp.dir, 'machines/web2/var/lib/baton/mesh/consumes/pg-main');
     rmSync(web2Consumes, { recursive: true });
     writeFileSync(web2Consumes, 'in the way');
-    const files = () => Object.fromEntries(Object.entries(snapshotDir(tmp.dir)).filter(([k, v]) => v.startsWith('file') && !k.startsWith('journal')));
+    const files = () =>
+      Object.fromEntries(
+        Object.entries(snapshotDir(tmp.dir)).filter(
+          ([k, v]) => v.startsWith('file') && !k.startsWith('journal'),
+        ),
+      );
     const before = files();
     const lines: string[] = [];
-    const { code } = await runRotationPlain({ id: 'r', plan, deps: deps(inv), yes: true, write: (l) => lines.push(l) });
+    const { code } = await runRotationPlain({
+      id: 'r',
+      plan,
+      deps: deps(inv),
+      yes: true,
+      write: (l) => lines.push(l),
+    });
     expect(code).toBe(4);
     expect(lines.join('\n')).toMatch(/web2: staging failed: (ENOTDIR|EEXIST)/);
     expect(files()).toEqual(before);
@@ -184,20 +227,39 @@ describe('waiting for receipts on local machines', () => {
       while (!stop) {
         if (existsSync(liveFile) && !existsSync(receiptFile)) {
           mkdirSync(path.dirname(receiptFile), { recursive: true });
-          writeFileSync(receiptFile, formatReceipt({ role: pair.role, digest: secretDigest(readFileSync(liveFile)), applied_at: new Date().toISOString() }));
+          writeFileSync(
+            receiptFile,
+            formatReceipt({
+              role: pair.role,
+              digest: secretDigest(readFileSync(liveFile)),
+              applied_at: new Date().toISOString(),
+            }),
+          );
         }
         await new Promise((r) => setImmediate(r));
       }
     })();
     const lines: string[] = [];
-    const { code, state } = await runRotationPlain({ id: 'r', plan, deps: { ...deps(inv), waitMs: 20_000, pollMs: 20 }, yes: true, write: (l) => lines.push(l) });
+    const { code, state } = await runRotationPlain({
+      id: 'r',
+      plan,
+      deps: { ...deps(inv), waitMs: 20_000, pollMs: 20 },
+      yes: true,
+      write: (l) => lines.push(l),
+    });
     stop = true;
     await provisioner;
     expect(code).toBe(0);
     expect(state.step === 'done' && state.applied).toEqual(['pg-audit:web2-app']);
     expect(lines).toContain('applied 1/1 (provider receipts, then consumer ends)');
-    expect(lines.some((l) => /^ {2}✓ pg-audit applied web2_app; web2-app's file replaced \d+ ms later \(the window\)$/.test(l))).toBe(true);
-    expect(readFileSync(path.join(tmp.dir, 'machines/web2', pair.consumerPath), 'utf8')).toBe(readFileSync(liveFile, 'utf8'));
+    expect(
+      lines.some((l) =>
+        /^ {2}✓ pg-audit applied web2_app; web2-app's file replaced \d+ ms later \(the window\)$/.test(l),
+      ),
+    ).toBe(true);
+    expect(readFileSync(path.join(tmp.dir, 'machines/web2', pair.consumerPath), 'utf8')).toBe(
+      readFileSync(liveFile, 'utf8'),
+    );
   });
 });
 
@@ -214,14 +276,25 @@ describe('the local transport as a receipt reader and a rename channel', () => {
     writeFileSync(path.join(dir.dir, 'r/a'), 'first');
     const reports: (readonly { index: number; text: string | undefined }[])[] = [];
     const stop = new AbortController();
-    const watching = transport.watchTexts!(['/r/a', '/r/b'], { intervalMs: 5, forMs: 10_000 }, (changes) => reports.push(changes), stop.signal);
+    const watching = transport.watchTexts!(
+      ['/r/a', '/r/b'],
+      { intervalMs: 5, forMs: 10_000 },
+      (changes) => reports.push(changes),
+      stop.signal,
+    );
     await new Promise((r) => setTimeout(r, 30));
     writeFileSync(path.join(dir.dir, 'r/b'), 'second');
     const until = Date.now() + 5_000;
     while (reports.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     stop.abort();
     await watching;
-    expect(reports).toEqual([[{ index: 0, text: 'first' }, { index: 1, text: undefined }], [{ index: 1, text: 'second' }]]);
+    expect(reports).toEqual([
+      [
+        { index: 0, text: 'first' },
+        { index: 1, text: undefined },
+      ],
+      [{ index: 1, text: 'second' }],
+    ]);
 
     const secret = Secret.generate();
     await transport.stage([{ path: '/r/x', secret }], new AbortController().signal);

@@ -7,32 +7,68 @@ import { bindTransport } from '../../src/transport/bound-transport.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 
 const target: SshTarget = {
-  host: 'db1.internal', user: 'deploy', port: 2222, identity: '/k/id', knownHosts: '/k/known_hosts',
-  strictHostKeyChecking: 'yes', config: undefined, connectTimeout: 5,
+  host: 'db1.internal',
+  user: 'deploy',
+  port: 2222,
+  identity: '/k/id',
+  knownHosts: '/k/known_hosts',
+  strictHostKeyChecking: 'yes',
+  config: undefined,
+  connectTimeout: 5,
 };
 
 /** A scripted ssh: answers what a test says; the real one is exercised in ssh-transport.test.ts. */
-function scripted(answer: { stdout?: string; stderr?: string; exitCode?: number }): { exec: ExecFn; calls: { args: readonly string[]; input?: string }[] } {
+function scripted(answer: { stdout?: string; stderr?: string; exitCode?: number }): {
+  exec: ExecFn;
+  calls: { args: readonly string[]; input?: string }[];
+} {
   const calls: { args: readonly string[]; input?: string }[] = [];
   const exec: ExecFn = async (_file, args, options) => {
     calls.push({ args, ...(options.input === undefined ? {} : { input: options.input }) });
-    return { exitCode: answer.exitCode ?? 0, stdout: answer.stdout ?? '', stderr: answer.stderr ?? '', cancelled: false, failedToStart: undefined };
+    return {
+      exitCode: answer.exitCode ?? 0,
+      stdout: answer.stdout ?? '',
+      stderr: answer.stderr ?? '',
+      cancelled: false,
+      failedToStart: undefined,
+    };
   };
   return { exec, calls };
 }
 
 describe('the ssh transport', () => {
-  it('runs ssh in batch mode with the inventory\'s port, key and host-key policy', () => {
+  it("runs ssh in batch mode with the inventory's port, key and host-key policy", () => {
     expect(sshArgs(target)).toEqual([
-      '-o', 'BatchMode=yes', '-o', 'ConnectTimeout=5', '-T', '-p', '2222', '-i', '/k/id', '-o', 'IdentitiesOnly=yes',
-      '-o', 'UserKnownHostsFile=/k/known_hosts', '-o', 'StrictHostKeyChecking=yes', '-l', 'deploy', '--', 'db1.internal',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'ConnectTimeout=5',
+      '-T',
+      '-p',
+      '2222',
+      '-i',
+      '/k/id',
+      '-o',
+      'IdentitiesOnly=yes',
+      '-o',
+      'UserKnownHostsFile=/k/known_hosts',
+      '-o',
+      'StrictHostKeyChecking=yes',
+      '-l',
+      'deploy',
+      '--',
+      'db1.internal',
     ]);
   });
 
   it('sends secrets on stdin only, one per line, and never in the arguments', async () => {
     const secret = Secret.generate();
     const { exec, calls } = scripted({ stdout: `@baton ${secret.digest.slice(7)}\n` });
-    expect(await bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).stage([{ path: '/m/provides/p/r', secret }])).toEqual([secret.digest]);
+    expect(
+      await bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).stage([
+        { path: '/m/provides/p/r', secret },
+      ]),
+    ).toEqual([secret.digest]);
     expect(calls[0]!.input).toBe(`${secret.reveal()}\n`);
     expect(calls[0]!.args.join(' ')).not.toContain(secret.reveal());
     expect(calls[0]!.args.at(-1)).toContain(`'/m/provides/p/r'`);
@@ -41,12 +77,19 @@ describe('the ssh transport', () => {
   it('ignores what a chatty login shell prints around its answer', async () => {
     const hex = 'a'.repeat(64);
     const { exec } = scripted({ stdout: `Welcome to db1!\n@baton ${hex} -\nlast login: never\n` });
-    expect(await bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).digests(['/m/x'])).toEqual([{ live: `sha256:${hex}`, next: undefined }]);
+    expect(await bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).digests(['/m/x'])).toEqual(
+      [{ live: `sha256:${hex}`, next: undefined }],
+    );
   });
 
-  it('names the machine and ssh\'s own reason when the connection fails', async () => {
-    const { exec } = scripted({ exitCode: 255, stderr: 'ssh: Could not resolve hostname db1.internal: Name or service not known\n' });
-    await expect(bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).resolve()).rejects.toMatchObject({
+  it("names the machine and ssh's own reason when the connection fails", async () => {
+    const { exec } = scripted({
+      exitCode: 255,
+      stderr: 'ssh: Could not resolve hostname db1.internal: Name or service not known\n',
+    });
+    await expect(
+      bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).resolve(),
+    ).rejects.toMatchObject({
       machine: 'db1',
       reason: 'ssh failed: Could not resolve hostname db1.internal: Name or service not known',
     });
@@ -54,6 +97,8 @@ describe('the ssh transport', () => {
 
   it('treats a short answer as a failure rather than guessing', async () => {
     const { exec } = scripted({ stdout: '@baton -\n' });
-    await expect(bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).readTexts(['/a', '/b'])).rejects.toMatchObject({ reason: 'reading: the machine answered 1 of 2 lines' });
+    await expect(
+      bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).readTexts(['/a', '/b']),
+    ).rejects.toMatchObject({ reason: 'reading: the machine answered 1 of 2 lines' });
   });
 });

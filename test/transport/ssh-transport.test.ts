@@ -37,12 +37,19 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
   });
 
   const target = (port = sshd.port) => ({
-    host: '127.0.0.1', user: sshd.user, port, identity: sshd.identity, knownHosts: sshd.knownHosts,
-    strictHostKeyChecking: 'yes' as const, config: '/dev/null', connectTimeout: 5,
+    host: '127.0.0.1',
+    user: sshd.user,
+    port,
+    identity: sshd.identity,
+    knownHosts: sshd.knownHosts,
+    strictHostKeyChecking: 'yes' as const,
+    config: '/dev/null',
+    connectTimeout: 5,
   });
 
   /** Two ssh machines on the one sshd, each with its own mesh_dir, and a consumer on each. */
-  const inventory = (base: string, ports: { db1?: number; web1?: number } = {}): Inventory => sshMeshInventory(sshd, base, ports);
+  const inventory = (base: string, ports: { db1?: number; web1?: number } = {}): Inventory =>
+    sshMeshInventory(sshd, base, ports);
 
   it('names the login of an alternating consumer end without sending its password back, and none for a bare secret', async () => {
     const dir = path.join(tmp.dir, 'login');
@@ -53,7 +60,10 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     writeFileSync(bare, 'user=looks-like-but-is-a-secret', { mode: 0o600 });
     const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
     const [alternating, single] = await transport.digests([conninfo, bare]);
-    expect(alternating).toMatchObject({ live: secretDigest(readFileSync(conninfo, 'utf8')), liveLogin: 'web1_app_b' });
+    expect(alternating).toMatchObject({
+      live: secretDigest(readFileSync(conninfo, 'utf8')),
+      liveLogin: 'web1_app_b',
+    });
     expect(single).not.toHaveProperty('liveLogin');
     expect(JSON.stringify([alternating, single])).not.toContain('pw-must-not-travel');
   });
@@ -67,13 +77,20 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     await transport.stage([{ path: live, secret }]);
     expect(readFileSync(`${live}.next`, 'utf8')).toBe(secret.reveal());
     expect(statSync(`${live}.next`).mode & 0o777).toBe(0o600);
-    for (const d of ['mesh', 'mesh/provides', 'mesh/provides/pg-main']) expect(statSync(path.join(dir, d)).mode & 0o777).toBe(0o700);
+    for (const d of ['mesh', 'mesh/provides', 'mesh/provides/pg-main'])
+      expect(statSync(path.join(dir, d)).mode & 0o777).toBe(0o700);
     expect(await transport.digests([live])).toEqual([{ live: undefined, next: secret.digest }]);
     await transport.commit([live]);
     expect(readFileSync(live, 'utf8')).toBe(secret.reveal());
     expect(statSync(live).mode & 0o777).toBe(0o600);
     expect(existsSync(`${live}.next`)).toBe(false);
-    expect(await transport.digests([live])).toEqual([{ live: secretDigest(secret.reveal()), next: undefined, liveModifiedMs: Math.floor(statSync(live).mtimeMs / 1000) * 1000 }]);
+    expect(await transport.digests([live])).toEqual([
+      {
+        live: secretDigest(secret.reveal()),
+        next: undefined,
+        liveModifiedMs: Math.floor(statSync(live).mtimeMs / 1000) * 1000,
+      },
+    ]);
   });
 
   it('replaces a live file atomically: a new inode renamed over the old, no temp file left behind', async () => {
@@ -118,7 +135,10 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     expect(readdirSync(dir).sort()).toEqual(['.web1_app.prev', 'web1_app']);
     expect((await transport.digests([live]))[0]).toMatchObject({ live: fresh.digest, prev: old.digest });
     mkdirSync(path.join(dir, '.applied'), { recursive: true });
-    writeFileSync(path.join(dir, '.applied/web1_app'), formatReceipt({ role: 'web1_app', digest: fresh.digest, applied_at: '2026-11-30T00:00:00Z' }));
+    writeFileSync(
+      path.join(dir, '.applied/web1_app'),
+      formatReceipt({ role: 'web1_app', digest: fresh.digest, applied_at: '2026-11-30T00:00:00Z' }),
+    );
     expect(await transport.restorePrevious([live, path.join(dir, 'nobody')])).toEqual([true, false]);
     expect(readFileSync(live, 'utf8')).toBe(old.reveal());
     // The new password (maybe already in the database) is kept aside, owner-only.
@@ -140,10 +160,19 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app']);
   });
 
-  it('retire removes a switched pair\'s file with its staged, kept and rolled-back copies and its receipt, and nothing beside it', async () => {
+  it("retire removes a switched pair's file with its staged, kept and rolled-back copies and its receipt, and nothing beside it", async () => {
     const dir = path.join(tmp.dir, 'retire/provides/pg-main');
     mkdirSync(path.join(dir, '.applied'), { recursive: true });
-    for (const f of ['web1_app', 'web1_app.next', '.web1_app.prev', '.web1_app.rolled-back', '.applied/web1_app', 'web1_app+a', '.applied/web1_app+a']) writeFileSync(path.join(dir, f), 'x', { mode: 0o600 });
+    for (const f of [
+      'web1_app',
+      'web1_app.next',
+      '.web1_app.prev',
+      '.web1_app.rolled-back',
+      '.applied/web1_app',
+      'web1_app+a',
+      '.applied/web1_app+a',
+    ])
+      writeFileSync(path.join(dir, f), 'x', { mode: 0o600 });
     const transport = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
     await transport.retire([path.join(dir, 'web1_app'), path.join(dir, 'absent')]);
     expect(readdirSync(dir).sort()).toEqual(['.applied', 'web1_app+a']);
@@ -153,9 +182,16 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
   it('reads receipts as text, and an absent one as absent', async () => {
     const dir = path.join(tmp.dir, 'receipts/.applied');
     mkdirSync(dir, { recursive: true });
-    const receipt = formatReceipt({ role: 'web1_app', digest: secretDigest('x'), applied_at: '2026-11-30T00:00:00Z' });
+    const receipt = formatReceipt({
+      role: 'web1_app',
+      digest: secretDigest('x'),
+      applied_at: '2026-11-30T00:00:00Z',
+    });
     writeFileSync(path.join(dir, 'web1_app'), receipt);
-    const texts = await bindTransport(sshTransport('db1', target()), TEST_BOUNDS).readTexts([path.join(dir, 'web1_app'), path.join(dir, 'nobody')]);
+    const texts = await bindTransport(sshTransport('db1', target()), TEST_BOUNDS).readTexts([
+      path.join(dir, 'web1_app'),
+      path.join(dir, 'nobody'),
+    ]);
     expect(texts).toEqual([receipt.trimEnd(), undefined]);
     expect(parseReceipt(texts[0]!)?.digest).toBe(secretDigest('x'));
   });
@@ -168,9 +204,17 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const transport = sshTransport('db1', target());
     const reports: { at: number; changes: readonly { index: number; text: string | undefined }[] }[] = [];
     const stop = new AbortController();
-    const watching = transport.watchTexts!([a, b], { intervalMs: 10, forMs: 20_000 }, (changes) => reports.push({ at: Date.now(), changes }), stop.signal);
+    const watching = transport.watchTexts!(
+      [a, b],
+      { intervalMs: 10, forMs: 20_000 },
+      (changes) => reports.push({ at: Date.now(), changes }),
+      stop.signal,
+    );
     await vi.waitFor(() => expect(reports).toHaveLength(1), { timeout: 10_000, interval: 10 });
-    expect(reports[0]!.changes).toEqual([{ index: 0, text: 'first' }, { index: 1, text: undefined }]);
+    expect(reports[0]!.changes).toEqual([
+      { index: 0, text: 'first' },
+      { index: 1, text: undefined },
+    ]);
     const written = Date.now();
     writeFileSync(b, 'second\n');
     await vi.waitFor(() => expect(reports).toHaveLength(2), { timeout: 10_000, interval: 5 });
@@ -192,15 +236,21 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     expect(at).toBeGreaterThanOrEqual(before - 5);
     expect(at).toBeLessThanOrEqual(Date.now() + 5);
     expect(readFileSync(live, 'utf8')).toBe(staged.reveal());
-    await expect(channel.commit([path.join(tmp.dir, 'channel/none')], life.signal)).rejects.toThrow(`no staged file ${path.join(tmp.dir, 'channel/none')}.next`);
-    await expect(channel.commit(['/a\nb'], life.signal)).rejects.toThrow('a path with a line break cannot be renamed');
+    await expect(channel.commit([path.join(tmp.dir, 'channel/none')], life.signal)).rejects.toThrow(
+      `no staged file ${path.join(tmp.dir, 'channel/none')}.next`,
+    );
+    await expect(channel.commit(['/a\nb'], life.signal)).rejects.toThrow(
+      'a path with a line break cannot be renamed',
+    );
     channel.close();
     life.abort();
   });
 
   it('commit fails, naming the file, when nothing is staged', async () => {
     const live = path.join(tmp.dir, 'nothing/y');
-    await expect(bindTransport(sshTransport('db1', target()), TEST_BOUNDS).commit([live])).rejects.toThrow(`no staged file ${live}.next`);
+    await expect(bindTransport(sshTransport('db1', target()), TEST_BOUNDS).commit([live])).rejects.toThrow(
+      `no staged file ${live}.next`,
+    );
   });
 
   it('a machine on a port nobody listens on does not resolve, and says why', async () => {
@@ -210,7 +260,9 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
         s.close(() => resolve(port));
       });
     });
-    const error = await bindTransport(sshTransport('web1', target(closed)), TEST_BOUNDS).resolve().catch((e: unknown) => e);
+    const error = await bindTransport(sshTransport('web1', target(closed)), TEST_BOUNDS)
+      .resolve()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);
     expect((error as TransportError).reason).toMatch(/Connection refused/);
   });
@@ -224,11 +276,24 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const closedPlan = planRotation(inventory(base, { web1: 1 }), { by: 'provider', name: 'pg-main' });
     const closedLines: string[] = [];
     const closed = await runRotationPlain({
-      id: 'rot-gate', plan: closedPlan, yes: true, write: (l) => closedLines.push(l),
-      deps: { transportFor: transportsFor(inventory(base, { web1: 1 }).machines, TEST_BOUNDS), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 0, pollMs: 10 },
+      id: 'rot-gate',
+      plan: closedPlan,
+      yes: true,
+      write: (l) => closedLines.push(l),
+      deps: {
+        transportFor: transportsFor(inventory(base, { web1: 1 }).machines, TEST_BOUNDS),
+        journalDir: journal,
+        operator: 't',
+        resolve: { concurrency: 4 },
+        concurrency: 4,
+        waitMs: 0,
+        pollMs: 10,
+      },
     });
     expect(closed.code).toBe(4);
-    expect(closedLines.join('\n')).toMatch(/web1: ssh failed: connect to host 127\.0\.0\.1 port 1: Connection refused/);
+    expect(closedLines.join('\n')).toMatch(
+      /web1: ssh failed: connect to host 127\.0\.0\.1 port 1: Connection refused/,
+    );
     const after = snapshotDir(base);
     delete after.journal;
     delete after['journal/mesh-journal.jsonl'];
@@ -237,10 +302,21 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const inv = inventory(base);
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
     const { code, state } = await runRotationPlain({
-      id: 'rot-ok', plan, yes: true, write: () => undefined,
+      id: 'rot-ok',
+      plan,
+      yes: true,
+      write: () => undefined,
       // The machines' mesh dirs are on this filesystem (sshd on localhost): pg-main's provisioner
       // stands in from here, so each consumer end follows its receipt.
-      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
+      deps: {
+        transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS), () => '/'),
+        journalDir: journal,
+        operator: 't',
+        resolve: { concurrency: 4 },
+        concurrency: 4,
+        waitMs: 10_000,
+        pollMs: 10,
+      },
     });
     expect(code).toBe(0);
     expect(state.step).toBe('done');
@@ -251,7 +327,9 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
       expect(provider).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(secretDigest(provider)).toBe(p.digest);
     }
-    expect(readFileSync(path.join(journal, JOURNAL_FILE), 'utf8')).not.toContain(readFileSync(prepared.pairs[0]!.provider_path, 'utf8'));
+    expect(readFileSync(path.join(journal, JOURNAL_FILE), 'utf8')).not.toContain(
+      readFileSync(prepared.pairs[0]!.provider_path, 'utf8'),
+    );
   });
 
   it('never puts a secret in the argv or environment of any process, the journal or the output', async () => {
@@ -286,8 +364,22 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     const plan = planRotation(inv, { by: 'consumer', name: 'web1-app' });
     const out: string[] = [];
     const { code } = await runRotationPlain({
-      id: 'rot-leak', plan, yes: true, write: (l) => out.push(l),
-      deps: { transportFor: withLiveProvisioner(transportsFor(inv.machines, TEST_BOUNDS, { ssh: { exec: recording } }), () => '/'), journalDir: journal, operator: 't', resolve: { concurrency: 4 }, concurrency: 4, waitMs: 10_000, pollMs: 10 },
+      id: 'rot-leak',
+      plan,
+      yes: true,
+      write: (l) => out.push(l),
+      deps: {
+        transportFor: withLiveProvisioner(
+          transportsFor(inv.machines, TEST_BOUNDS, { ssh: { exec: recording } }),
+          () => '/',
+        ),
+        journalDir: journal,
+        operator: 't',
+        resolve: { concurrency: 4 },
+        concurrency: 4,
+        waitMs: 10_000,
+        pollMs: 10,
+      },
     });
     scanning = false;
     await scanner;

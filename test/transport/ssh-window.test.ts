@@ -40,55 +40,107 @@ describeWithPart(unavailable, 'the rotation window over ssh at a 50 ms round tri
     tmp?.cleanup();
   });
 
-  itWithPart(unavailable, `${ROTATIONS} rotations of one pair: window median ≤ 100 ms, ≤ 2 failed logins per rotation, none with a new password`, async () => {
-    const relayLog = path.join(tmp.dir, 'relay.log');
-    const meshOf = (m: string) => path.join(tmp.dir, m, 'mesh');
-    const superuser = `su_${randomBytes(3).toString('hex')}`;
-    const inventory = writeSshPair(tmp.dir, sshd, { config: delayedSshConfig(tmp.dir, 25, relayLog), provisionerRole: superuser });
-    const state = path.join(tmp.dir, 'state');
-    const baton = (...args: string[]) => runBaton(['--state-dir', state, ...args, '--inventory', inventory], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 60_000 });
+  itWithPart(
+    unavailable,
+    `${ROTATIONS} rotations of one pair: window median ≤ 100 ms, ≤ 2 failed logins per rotation, none with a new password`,
+    async () => {
+      const relayLog = path.join(tmp.dir, 'relay.log');
+      const meshOf = (m: string) => path.join(tmp.dir, m, 'mesh');
+      const superuser = `su_${randomBytes(3).toString('hex')}`;
+      const inventory = writeSshPair(tmp.dir, sshd, {
+        config: delayedSshConfig(tmp.dir, 25, relayLog),
+        provisionerRole: superuser,
+      });
+      const state = path.join(tmp.dir, 'state');
+      const baton = (...args: string[]) =>
+        runBaton(['--state-dir', state, ...args, '--inventory', inventory], {
+          cwd: tmp.dir,
+          env: { NO_COLOR: '1' },
+          timeoutMs: 60_000,
+        });
 
-    // The provisioner's superuser, seeded into the mesh over ssh; only its verifier goes to the server.
-    const first = randomBytes(24).toString('base64url');
-    const verifier = await scramVerifier(Buffer.from(first));
-    await asSuperuser(sandbox, (c) => c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${verifier}'`));
-    const file = path.join(tmp.dir, 'superuser.password');
-    writeFileSync(file, first, { mode: 0o600 });
-    expect((await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file)).exitCode).toBe(0);
-    mkdirSync(meshOf('db1'), { recursive: true });
-    provisioner = spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', meshOf('db1'), '--provider', PROVIDER, '--pg-host', sandbox.host,
-      '--pg-port', String(sandbox.port), '--superuser', superuser, '--watch', '--interval', '0.5'], { stdio: 'ignore' });
+      // The provisioner's superuser, seeded into the mesh over ssh; only its verifier goes to the server.
+      const first = randomBytes(24).toString('base64url');
+      const verifier = await scramVerifier(Buffer.from(first));
+      await asSuperuser(sandbox, (c) =>
+        c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${verifier}'`),
+      );
+      const file = path.join(tmp.dir, 'superuser.password');
+      writeFileSync(file, first, { mode: 0o600 });
+      expect(
+        (await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file)).exitCode,
+      ).toBe(0);
+      mkdirSync(meshOf('db1'), { recursive: true });
+      provisioner = spawn(
+        process.execPath,
+        [
+          BIN,
+          'provision',
+          'postgres',
+          '--mesh-dir',
+          meshOf('db1'),
+          '--provider',
+          PROVIDER,
+          '--pg-host',
+          sandbox.host,
+          '--pg-port',
+          String(sandbox.port),
+          '--superuser',
+          superuser,
+          '--watch',
+          '--interval',
+          '0.5',
+        ],
+        { stdio: 'ignore' },
+      );
 
-    const rotate = () => baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--yes', '--wait', '20');
-    expect((await rotate()).exitCode).toBe(0); // creates the role
-    const consumerFile = path.join(meshOf('web1'), 'consumes', PROVIDER, 'web1_app');
-    const app = startPasswordApp(sandbox, () => consumerFile, 'web1_app');
-    await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), { timeout: 10_000 });
-    const rotations: { old: string; fresh: string; from: number; to: number; window: number }[] = [];
-    for (let i = 0; i < ROTATIONS; i++) {
-      const old = readFileSync(consumerFile, 'utf8');
-      const from = app.attempts.length;
-      const r = await rotate();
-      expect(r.stderr).toBe('');
-      expect(r.exitCode).toBe(0);
-      const fresh = readFileSync(consumerFile, 'utf8');
-      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok && a.password === fresh).length).toBeGreaterThan(1), { timeout: 10_000 });
-      const id = /Rotation (\S+):/.exec(r.stdout)?.[1] ?? /\(rotation (\S+?)\)/.exec(r.stdout)?.[1];
-      const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; phase: string; windows_ms?: Record<string, number> });
-      const window = records.find((rec) => rec.id === id && rec.phase === 'applied')?.windows_ms?.[`${PROVIDER}:web1-app`];
-      expect(window, r.stdout).toEqual(expect.any(Number));
-      rotations.push({ old, fresh, from, to: app.attempts.length, window: window! });
-    }
-    await app.stop();
+      const rotate = () => baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--yes', '--wait', '20');
+      expect((await rotate()).exitCode).toBe(0); // creates the role
+      const consumerFile = path.join(meshOf('web1'), 'consumes', PROVIDER, 'web1_app');
+      const app = startPasswordApp(sandbox, () => consumerFile, 'web1_app');
+      await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(2), {
+        timeout: 10_000,
+      });
+      const rotations: { old: string; fresh: string; from: number; to: number; window: number }[] = [];
+      for (let i = 0; i < ROTATIONS; i++) {
+        const old = readFileSync(consumerFile, 'utf8');
+        const from = app.attempts.length;
+        const r = await rotate();
+        expect(r.stderr).toBe('');
+        expect(r.exitCode).toBe(0);
+        const fresh = readFileSync(consumerFile, 'utf8');
+        await vi.waitFor(
+          () => expect(app.attempts.filter((a) => a.ok && a.password === fresh).length).toBeGreaterThan(1),
+          { timeout: 10_000 },
+        );
+        const id = /Rotation (\S+):/.exec(r.stdout)?.[1] ?? /\(rotation (\S+?)\)/.exec(r.stdout)?.[1];
+        const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { id: string; phase: string; windows_ms?: Record<string, number> });
+        const window = records.find((rec) => rec.id === id && rec.phase === 'applied')?.windows_ms?.[
+          `${PROVIDER}:web1-app`
+        ];
+        expect(window, r.stdout).toEqual(expect.any(Number));
+        rotations.push({ old, fresh, from, to: app.attempts.length, window: window! });
+      }
+      await app.stop();
 
-    expect(existsSync(relayLog)).toBe(true);
-    expect(readFileSync(relayLog, 'utf8')).toContain(`127.0.0.1:${sshd.port} +25 ms`);
-    const windows = rotations.map((r) => r.window).sort((a, b) => a - b);
-    expect(windows[Math.floor(windows.length / 2)], `windows ${windows.join(', ')} ms`).toBeLessThanOrEqual(100);
-    for (const { old, fresh, from, to } of rotations) {
-      const during = app.attempts.slice(from, to);
-      expect(during.filter((a) => !a.ok && a.password === fresh)).toEqual([]);
-      expect(during.filter((a) => !a.ok && a.password === old).length, `failed logins, windows ${windows.join(', ')} ms`).toBeLessThanOrEqual(2);
-    }
-  }, 180_000);
+      expect(existsSync(relayLog)).toBe(true);
+      expect(readFileSync(relayLog, 'utf8')).toContain(`127.0.0.1:${sshd.port} +25 ms`);
+      const windows = rotations.map((r) => r.window).sort((a, b) => a - b);
+      expect(windows[Math.floor(windows.length / 2)], `windows ${windows.join(', ')} ms`).toBeLessThanOrEqual(
+        100,
+      );
+      for (const { old, fresh, from, to } of rotations) {
+        const during = app.attempts.slice(from, to);
+        expect(during.filter((a) => !a.ok && a.password === fresh)).toEqual([]);
+        expect(
+          during.filter((a) => !a.ok && a.password === old).length,
+          `failed logins, windows ${windows.join(', ')} ms`,
+        ).toBeLessThanOrEqual(2);
+      }
+    },
+    180_000,
+  );
 });

@@ -26,15 +26,27 @@ import type { StepNumber } from './scenario.js';
 /** How long the provisioner gets to apply a committed password before the check fails. */
 const APPLY_WAIT_MS = 20_000;
 
-export async function runChecks(sandbox: DrillSandbox, before: Before, step: StepNumber, task: number): Promise<CheckResult[]> {
+export async function runChecks(
+  sandbox: DrillSandbox,
+  before: Before,
+  step: StepNumber,
+  task: number,
+): Promise<CheckResult[]> {
   try {
     return await checksFor(sandbox, before, step, task);
   } catch (error) {
-    return [fail('the checks could read the sandbox', error instanceof Error ? error.message : String(error))];
+    return [
+      fail('the checks could read the sandbox', error instanceof Error ? error.message : String(error)),
+    ];
   }
 }
 
-async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber, task: number): Promise<CheckResult[]> {
+async function checksFor(
+  sandbox: DrillSandbox,
+  before: Before,
+  step: StepNumber,
+  task: number,
+): Promise<CheckResult[]> {
   const key = `${step}.${task}`;
   switch (key) {
     case '1.0':
@@ -49,9 +61,17 @@ async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber
     case '3.2':
       return forcedChecks(sandbox, before);
     case '4.0':
-      return [planChecks(sandbox, { by: 'consumer', name: 'web1-app' }, ['db1', 'web1']), ...(await rotatedPairsChecks(sandbox, before, ['web1_app'])), windowCheck(sandbox, before, 'web1-app')];
+      return [
+        planChecks(sandbox, { by: 'consumer', name: 'web1-app' }, ['db1', 'web1']),
+        ...(await rotatedPairsChecks(sandbox, before, ['web1_app'])),
+        windowCheck(sandbox, before, 'web1-app'),
+      ];
     case '4.1':
-      return [planChecks(sandbox, { by: 'consumer', name: 'web2-app' }, ['db1', 'web2']), ...(await rotatedPairsChecks(sandbox, before, ['web2_app'])), windowCheck(sandbox, before, 'web2-app')];
+      return [
+        planChecks(sandbox, { by: 'consumer', name: 'web2-app' }, ['db1', 'web2']),
+        ...(await rotatedPairsChecks(sandbox, before, ['web2_app'])),
+        windowCheck(sandbox, before, 'web2-app'),
+      ];
     case '5.0':
       return reachabilityChecks(sandbox, false);
     case '5.1':
@@ -59,29 +79,59 @@ async function checksFor(sandbox: DrillSandbox, before: Before, step: StepNumber
     case '5.2':
       return reachabilityChecks(sandbox, true);
     case '5.3':
-      return rotatedPairsChecks(sandbox, before, DRILL_CONSUMERS.map((c) => c.role), { revokedPrevious: true });
+      return rotatedPairsChecks(
+        sandbox,
+        before,
+        DRILL_CONSUMERS.map((c) => c.role),
+        { revokedPrevious: true },
+      );
     default:
-      return [fail(`step ${step} has checks for task ${task + 1}`, 'no checks are defined for it (a bug in the drill)')];
+      return [
+        fail(
+          `step ${step} has checks for task ${task + 1}`,
+          'no checks are defined for it (a bug in the drill)',
+        ),
+      ];
   }
 }
 
 // --- the authority ----------------------------------------------------------------------
 
-async function statusChecks(sandbox: DrillSandbox, before: Before, controller: 'ctl-a' | 'ctl-b'): Promise<CheckResult[]> {
+async function statusChecks(
+  sandbox: DrillSandbox,
+  before: Before,
+  controller: 'ctl-a' | 'ctl-b',
+): Promise<CheckResult[]> {
   const now = await look(sandbox.share(controller));
   const unchanged = sameTree(before.controllerFiles[controller], digestTree(sandbox.stateDir(controller)));
-  const readOnly = check(`reading the status changed nothing on ${controller}`, unchanged, unchanged ? undefined : `files under ${sandbox.stateDir(controller)} changed`);
+  const readOnly = check(
+    `reading the status changed nothing on ${controller}`,
+    unchanged,
+    unchanged ? undefined : `files under ${sandbox.stateDir(controller)} changed`,
+  );
   if (controller === 'ctl-a') {
     return [
       check('ctl-a holds a whole authority', now.local.state === 'whole', `ctl-a is ${now.local.state}`),
-      check('ctl-a has published it: the status says in sync', now.verdict.kind === 'in-sync', `verdict: ${now.verdict.kind}`),
-      check('the published document was written by ctl-a', publishedBy(now) === 'ctl-a', `published by ${publishedBy(now) ?? 'nobody'}`),
+      check(
+        'ctl-a has published it: the status says in sync',
+        now.verdict.kind === 'in-sync',
+        `verdict: ${now.verdict.kind}`,
+      ),
+      check(
+        'the published document was written by ctl-a',
+        publishedBy(now) === 'ctl-a',
+        `published by ${publishedBy(now) ?? 'nobody'}`,
+      ),
       readOnly,
     ];
   }
   return [
     check('ctl-b holds nothing (a fresh host)', now.local.state === 'fresh', `ctl-b is ${now.local.state}`),
-    check('the decision table says ctl-b should ADOPT', now.verdict.kind === 'adopt', `verdict: ${now.verdict.kind}`),
+    check(
+      'the decision table says ctl-b should ADOPT',
+      now.verdict.kind === 'adopt',
+      `verdict: ${now.verdict.kind}`,
+    ),
     readOnly,
   ];
 }
@@ -93,9 +143,17 @@ async function adoptChecks(sandbox: DrillSandbox, before: Before): Promise<Check
   const published = publishedFingerprint(b);
   return [
     check('ctl-b now holds a whole authority', b.local.state === 'whole', `ctl-b is ${b.local.state}`),
-    check('ctl-b adopted the published authority (fingerprints equal)', fb !== undefined && fb === published, `ctl-b ${fb ?? 'none'}, published ${published ?? 'none'}`),
+    check(
+      'ctl-b adopted the published authority (fingerprints equal)',
+      fb !== undefined && fb === published,
+      `ctl-b ${fb ?? 'none'}, published ${published ?? 'none'}`,
+    ),
     check('ctl-a and ctl-b hold the same authority', fa !== undefined && fa === fb, `ctl-a ${fa ?? 'none'}`),
-    check('nothing was minted: the published authority is the one ctl-a had', published === fingerprintOf(before.looks['ctl-a']), `published ${published ?? 'none'}`),
+    check(
+      'nothing was minted: the published authority is the one ctl-a had',
+      published === fingerprintOf(before.looks['ctl-a']),
+      `published ${published ?? 'none'}`,
+    ),
   ];
 }
 
@@ -105,9 +163,21 @@ async function rotatedChecks(sandbox: DrillSandbox, before: Before): Promise<Che
   const current = fingerprintOf(b);
   const previous = b.local.state === 'whole' ? b.local.previous?.fingerprint : undefined;
   return [
-    check('ctl-b holds a new authority', current !== undefined && current !== old, `now ${current ?? 'none'}, before ${old ?? 'none'}`),
-    check('ctl-b keeps the old one as the previous pair (the overlap)', previous !== undefined && previous === old, `previous ${previous ?? 'none'}`),
-    check('ctl-b is AHEAD of the store: it rotated and has not published', b.verdict.kind === 'refuse' && b.verdict.lineage.kind === 'ahead', verdictWords(b)),
+    check(
+      'ctl-b holds a new authority',
+      current !== undefined && current !== old,
+      `now ${current ?? 'none'}, before ${old ?? 'none'}`,
+    ),
+    check(
+      'ctl-b keeps the old one as the previous pair (the overlap)',
+      previous !== undefined && previous === old,
+      `previous ${previous ?? 'none'}`,
+    ),
+    check(
+      'ctl-b is AHEAD of the store: it rotated and has not published',
+      b.verdict.kind === 'refuse' && b.verdict.lineage.kind === 'ahead',
+      verdictWords(b),
+    ),
   ];
 }
 
@@ -116,8 +186,16 @@ async function publishedRotationChecks(sandbox: DrillSandbox, before: Before): P
   const published = b.published.state === 'present' ? b.published.header : undefined;
   const old = publishedFingerprint(before.looks['ctl-b']);
   return [
-    check('the store holds ctl-b\'s new authority', published !== undefined && published.fingerprint === fingerprintOf(b), `published ${published?.fingerprint ?? 'none'}`),
-    check('the document names the authority it replaced', published?.previousFingerprint === old, `previous_fingerprint ${published?.previousFingerprint ?? 'none'}`),
+    check(
+      "the store holds ctl-b's new authority",
+      published !== undefined && published.fingerprint === fingerprintOf(b),
+      `published ${published?.fingerprint ?? 'none'}`,
+    ),
+    check(
+      'the document names the authority it replaced',
+      published?.previousFingerprint === old,
+      `previous_fingerprint ${published?.previousFingerprint ?? 'none'}`,
+    ),
     check('ctl-b is in sync', b.verdict.kind === 'in-sync', verdictWords(b)),
   ];
 }
@@ -137,7 +215,9 @@ async function forcedChecks(sandbox: DrillSandbox, before: Before): Promise<Chec
     check(
       'the old authority was set aside, not deleted (ca.superseded-*)',
       oldFingerprint !== undefined && superseded.includes(oldFingerprint),
-      superseded.length === 0 ? 'no ca.superseded-* directory holds a readable authority' : `set aside: ${superseded.join(', ')}`,
+      superseded.length === 0
+        ? 'no ca.superseded-* directory holds a readable authority'
+        : `set aside: ${superseded.join(', ')}`,
     ),
   ];
 }
@@ -146,10 +226,17 @@ async function forcedChecks(sandbox: DrillSandbox, before: Before): Promise<Chec
 async function supersededFingerprints(sandbox: DrillSandbox): Promise<string[]> {
   const stateDir = sandbox.stateDir('ctl-a');
   const out: string[] = [];
-  for (const name of readdirSync(stateDir).filter((n) => n.startsWith('ca.superseded-') && !n.endsWith('.authority-created'))) {
+  for (const name of readdirSync(stateDir).filter(
+    (n) => n.startsWith('ca.superseded-') && !n.endsWith('.authority-created'),
+  )) {
     const dir = path.join(stateDir, name);
     try {
-      const pair = await checkPair(readFileSync(path.join(dir, 'ca.key')), readFileSync(path.join(dir, 'ca.crt')), sandbox.deployment, dir);
+      const pair = await checkPair(
+        readFileSync(path.join(dir, 'ca.key')),
+        readFileSync(path.join(dir, 'ca.crt')),
+        sandbox.deployment,
+        dir,
+      );
       out.push(pair.fingerprint);
     } catch {
       // Not a readable authority: not the one the check looks for.
@@ -167,15 +254,27 @@ function reachabilityChecks(sandbox: DrillSandbox, reachable: boolean): Promise<
   return bindTransport(unpluggable(localTransport('worker1', root), machine), { timeoutMs: 5_000 })
     .resolve()
     .then(
-      () => [check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', reachable, 'it answered')],
-      (error: unknown) => [check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', !reachable, error instanceof Error ? error.message : String(error))],
+      () => [
+        check(reachable ? 'worker1 resolves again' : 'worker1 does not resolve', reachable, 'it answered'),
+      ],
+      (error: unknown) => [
+        check(
+          reachable ? 'worker1 resolves again' : 'worker1 does not resolve',
+          !reachable,
+          error instanceof Error ? error.message : String(error),
+        ),
+      ],
     );
 }
 
 /** The preview is a query: the holders the planner lists for a selection, in order. */
 function planChecks(sandbox: DrillSandbox, selector: Selector, expected: readonly string[]): CheckResult {
   const holders = planRotation(loadInventory(sandbox.inventoryPath), selector).holders.map((h) => h.machine);
-  return check(`the preview lists exactly ${expected.join(' and ')}`, sameList([...holders].sort(), [...expected].sort()), `holders: ${holders.join(', ')}`);
+  return check(
+    `the preview lists exactly ${expected.join(' and ')}`,
+    sameList([...holders].sort(), [...expected].sort()),
+    `holders: ${holders.join(', ')}`,
+  );
 }
 
 async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<CheckResult[]> {
@@ -183,24 +282,43 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
   const closed = readJournalRecords(sandbox)
     .slice(before.journalRecords)
     .filter((record) => record.phase === 'gate-closed');
-  const worker1 = closed.flatMap((record) => record.results).find((result) => result.machine === 'worker1' && !result.ok);
+  const worker1 = closed
+    .flatMap((record) => record.results)
+    .find((result) => result.machine === 'worker1' && !result.ok);
   const results: CheckResult[] = [
     check(
       'the rotation was tried and the gate closed, naming worker1',
       worker1 !== undefined,
-      worker1 ? `worker1: ${worker1.reason ?? 'unresolved'}` : 'the journal has no closed gate since the task opened: try the rotation',
+      worker1
+        ? `worker1: ${worker1.reason ?? 'unresolved'}`
+        : 'the journal has no closed gate since the task opened: try the rotation',
     ),
-    check('nothing was sent: every file on every machine is as it was', changed.length === 0, changed.length ? `changed: ${changed.join(', ')}` : 'no file changed, none staged'),
+    check(
+      'nothing was sent: every file on every machine is as it was',
+      changed.length === 0,
+      changed.length ? `changed: ${changed.join(', ')}` : 'no file changed, none staged',
+    ),
   ];
   for (const consumer of DRILL_CONSUMERS) {
     const old = before.secrets[consumer.role];
     if (!old) {
-      results.push(fail(`the old password of ${consumer.role} still logs in`, `${consumer.machine} had no password to try`));
+      results.push(
+        fail(
+          `the old password of ${consumer.role} still logs in`,
+          `${consumer.machine} had no password to try`,
+        ),
+      );
       continue;
     }
     const was = consumerLoginOf(consumer.role, old);
     const login = await tryLogin(sandbox.postgres, was.login, was.password);
-    results.push(check(`the old password of ${was.login} still logs in`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+    results.push(
+      check(
+        `the old password of ${was.login} still logs in`,
+        login.ok,
+        login.ok ? 'PostgreSQL accepted it' : login.reason,
+      ),
+    );
   }
   return results;
 }
@@ -210,12 +328,18 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
  * (its receipt carries the new digest), the new password logs in, the old one is refused,
  * and every other pair is untouched and still logs in.
  */
-async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: readonly Role[], options: { readonly revokedPrevious?: boolean } = {}): Promise<CheckResult[]> {
+async function rotatedPairsChecks(
+  sandbox: DrillSandbox,
+  before: Before,
+  roles: readonly Role[],
+  options: { readonly revokedPrevious?: boolean } = {},
+): Promise<CheckResult[]> {
   const rotated = DRILL_CONSUMERS.filter((c) => roles.includes(c.role));
   const others = DRILL_CONSUMERS.filter((c) => !roles.includes(c.role));
   const expectedMachines = [...new Set(['db1', ...rotated.map((c) => c.machine)])].sort();
   const now = readConsumerSecrets(sandbox);
-  const isRenewed = (role: Role) => now[role] !== undefined && now[role].digest !== before.secrets[role]?.digest;
+  const isRenewed = (role: Role) =>
+    now[role] !== undefined && now[role].digest !== before.secrets[role]?.digest;
   // The provider-end file each new consumer file depends on: the role's own, or the login's it names.
   const providerFileOf = (role: Role) => consumerLoginOf(role, now[role]!).providerFile;
   // Only a new password has a receipt to wait for: the seeded receipts already match the old
@@ -225,53 +349,113 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
   const changed = changedFiles(before.meshFiles, readMeshFiles(sandbox));
   const touched = machinesOf(changed);
   const results: CheckResult[] = [
-    check(`exactly ${expectedMachines.join(' and ')} received files`, sameList(touched, expectedMachines), `changed on: ${touched.join(', ') || 'nothing'}`),
+    check(
+      `exactly ${expectedMachines.join(' and ')} received files`,
+      sameList(touched, expectedMachines),
+      `changed on: ${touched.join(', ') || 'nothing'}`,
+    ),
   ];
   // A rotation cancelled at the confirm (or never run) left every password as it was: the
   // checks must say so, not log in with the OLD password and call it the new one.
   const cancelled = readJournalRecords(sandbox)
     .slice(before.journalRecords)
     .some((record) => record.phase === 'cancelled');
-  const unchanged = cancelled ? 'the rotation was cancelled at the confirm: nothing was generated' : 'it is still the password it had before the task';
+  const unchanged = cancelled
+    ? 'the rotation was cancelled at the confirm: nothing was generated'
+    : 'it is still the password it had before the task';
   for (const consumer of rotated) {
     const old = before.secrets[consumer.role];
     const fresh = now[consumer.role];
     const renewed = isRenewed(consumer.role);
-    results.push(check(`${consumer.machine} holds a new password for ${consumer.role}`, renewed, !fresh ? 'no file' : renewed ? `digest ${fresh.digest.slice(0, 19)}` : unchanged));
-    const appliedWhy = applied.includes(consumer.role) ? 'its receipt carries the new digest' : renewed ? `no matching receipt after ${APPLY_WAIT_MS / 1000} s` : 'there is no new password to apply';
-    results.push(check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), appliedWhy));
+    results.push(
+      check(
+        `${consumer.machine} holds a new password for ${consumer.role}`,
+        renewed,
+        !fresh ? 'no file' : renewed ? `digest ${fresh.digest.slice(0, 19)}` : unchanged,
+      ),
+    );
+    const appliedWhy = applied.includes(consumer.role)
+      ? 'its receipt carries the new digest'
+      : renewed
+        ? `no matching receipt after ${APPLY_WAIT_MS / 1000} s`
+        : 'there is no new password to apply';
+    results.push(
+      check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), appliedWhy),
+    );
     const is = fresh && consumerLoginOf(consumer.role, fresh);
     if (is && !renewed) {
       results.push(fail(`${is.login} logs in with the new password`, 'there is no new password to try'));
     } else if (is) {
       const login = await tryLogin(sandbox.postgres, is.login, is.password);
-      results.push(check(`${is.login} logs in with the new password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+      results.push(
+        check(
+          `${is.login} logs in with the new password`,
+          login.ok,
+          login.ok ? 'PostgreSQL accepted it' : login.reason,
+        ),
+      );
     }
     if (old) {
       const was = consumerLoginOf(consumer.role, old);
       const login = await tryLogin(sandbox.postgres, was.login, was.password);
       if (was.alternating && renewed) {
-        results.push(check(`${consumer.machine} moved from ${was.login} to the other login`, is !== undefined && is.alternating && is.login !== was.login, `now ${is ? is.login : 'no file'}`));
+        results.push(
+          check(
+            `${consumer.machine} moved from ${was.login} to the other login`,
+            is !== undefined && is.alternating && is.login !== was.login,
+            `now ${is ? is.login : 'no file'}`,
+          ),
+        );
         if (options.revokedPrevious) {
           // --revoke-previous: the login it left got a password never delivered.
-          results.push(check(`the login ${consumer.machine} left, ${was.login}, is revoked: its old password is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+          results.push(
+            check(
+              `the login ${consumer.machine} left, ${was.login}, is revoked: its old password is refused`,
+              !login.ok && login.refused,
+              login.ok ? 'PostgreSQL still accepts it' : login.reason,
+            ),
+          );
         } else {
           // No window: the login the consumer left keeps its password until the next rotation.
-          results.push(check(`the login ${consumer.machine} left, ${was.login}, still logs in with its password (no window)`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+          results.push(
+            check(
+              `the login ${consumer.machine} left, ${was.login}, still logs in with its password (no window)`,
+              login.ok,
+              login.ok ? 'PostgreSQL accepted it' : login.reason,
+            ),
+          );
         }
       } else {
-        results.push(check(`the old password of ${was.login} is refused`, !login.ok && login.refused, login.ok ? 'PostgreSQL still accepts it' : login.reason));
+        results.push(
+          check(
+            `the old password of ${was.login} is refused`,
+            !login.ok && login.refused,
+            login.ok ? 'PostgreSQL still accepts it' : login.reason,
+          ),
+        );
       }
     }
   }
   for (const consumer of others) {
     const old = before.secrets[consumer.role];
     const fresh = now[consumer.role];
-    results.push(check(`${consumer.role} was not touched`, old !== undefined && fresh?.digest === old.digest, 'its delivered file is the same'));
+    results.push(
+      check(
+        `${consumer.role} was not touched`,
+        old !== undefined && fresh?.digest === old.digest,
+        'its delivered file is the same',
+      ),
+    );
     if (old) {
       const was = consumerLoginOf(consumer.role, old);
       const login = await tryLogin(sandbox.postgres, was.login, was.password);
-      results.push(check(`${was.login} still logs in with its password`, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason));
+      results.push(
+        check(
+          `${was.login} still logs in with its password`,
+          login.ok,
+          login.ok ? 'PostgreSQL accepted it' : login.reason,
+        ),
+      );
     }
   }
   return results;
@@ -284,24 +468,46 @@ async function rotatedPairsChecks(sandbox: DrillSandbox, before: Before, roles: 
  */
 function windowCheck(sandbox: DrillSandbox, before: Before, consumer: string): CheckResult {
   const key = `${DRILL_PROVIDER}:${consumer}`;
-  const applied = readJournalRecords(sandbox).slice(before.journalRecords).filter((record) => record.phase === 'applied' && (record.applied ?? []).includes(key));
-  if (applied.length === 0) return fail(`the rotation of ${consumer} was applied`, 'the journal has no applied rotation of it since the task opened');
+  const applied = readJournalRecords(sandbox)
+    .slice(before.journalRecords)
+    .filter((record) => record.phase === 'applied' && (record.applied ?? []).includes(key));
+  if (applied.length === 0)
+    return fail(
+      `the rotation of ${consumer} was applied`,
+      'the journal has no applied rotation of it since the task opened',
+    );
   const pair = applied[0]!.pairs.find((p) => p.key === key);
   if (pair?.credential === 'alternating') {
-    return check(`${consumer} had no window: it moved from ${pair.left ?? 'no login'} to ${pair.login ?? '?'}, and ${pair.left ?? 'the login it left'} kept its password`, pair.login !== undefined && pair.login !== pair.left, 'from the journal (credential: alternating)');
+    return check(
+      `${consumer} had no window: it moved from ${pair.left ?? 'no login'} to ${pair.login ?? '?'}, and ${pair.left ?? 'the login it left'} kept its password`,
+      pair.login !== undefined && pair.login !== pair.left,
+      'from the journal (credential: alternating)',
+    );
   }
   const ms = applied[0]!.windows_ms?.[key];
-  return check(`${consumer}'s window was measured: ${ms === undefined ? '?' : Math.round(ms)} ms when new connections with the OLD password could fail`, ms !== undefined, ms === undefined ? 'the journal records no window' : 'from the journal, as the summary printed it');
+  return check(
+    `${consumer}'s window was measured: ${ms === undefined ? '?' : Math.round(ms)} ms when new connections with the OLD password could fail`,
+    ms !== undefined,
+    ms === undefined ? 'the journal records no window' : 'from the journal, as the summary printed it',
+  );
 }
 
 /** The provider-end files (a role's, or a login's) whose receipt digest equals the delivered file's, after waiting a bounded time. */
-export async function waitForReceipts(sandbox: DrillSandbox, roles: readonly string[], waitMs = APPLY_WAIT_MS): Promise<string[]> {
+export async function waitForReceipts(
+  sandbox: DrillSandbox,
+  roles: readonly string[],
+  waitMs = APPLY_WAIT_MS,
+): Promise<string[]> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     const applied = roles.filter((role) => {
       try {
-        const delivered = secretDigest(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, role)));
-        const receipt = parseReceipt(readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, RECEIPTS_DIR, role), 'utf8'));
+        const delivered = secretDigest(
+          readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, role)),
+        );
+        const receipt = parseReceipt(
+          readFileSync(sandbox.meshPath('db1', 'provides', DRILL_PROVIDER, RECEIPTS_DIR, role), 'utf8'),
+        );
         return receipt?.digest === delivered;
       } catch {
         return false;

@@ -18,7 +18,14 @@ export interface ConsumerLogin {
 
 export function consumerLoginOf(role: string, file: Secret): ConsumerLogin {
   const fields = parseConninfo(file.reveal());
-  const slot = fields?.user !== undefined && fields.password !== undefined ? slotOfLogin(role, fields.user) : undefined;
-  if (fields && slot) return { login: fields.user!, password: Secret.fromText(fields.password!), providerFile: loginFileName(role, slot), alternating: true };
+  const slot =
+    fields?.user !== undefined && fields.password !== undefined ? slotOfLogin(role, fields.user) : undefined;
+  if (fields && slot)
+    return {
+      login: fields.user!,
+      password: Secret.fromText(fields.password!),
+      providerFile: loginFileName(role, slot),
+      alternating: true,
+    };
   return { login: role, password: file, providerFile: role, alternating: false };
 }

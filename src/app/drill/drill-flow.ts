@@ -78,7 +78,12 @@ export type DrillEvent =
   | { readonly type: 'task-finished' }
   /** The task's action failed (the sandbox is unchanged or the checks will say what is). */
   | { readonly type: 'task-failed'; readonly lines: readonly string[] }
-  | { readonly type: 'checks-done'; readonly results: readonly CheckResult[]; readonly at: number; readonly meshStatus?: readonly string[] }
+  | {
+      readonly type: 'checks-done';
+      readonly results: readonly CheckResult[];
+      readonly at: number;
+      readonly meshStatus?: readonly string[];
+    }
   /** Something the operator did that a real night would punish (Esc back-out, wrong prefix). */
   | { readonly type: 'wrong-turn'; readonly what: string };
 
@@ -138,13 +143,18 @@ export function viewIsOpen(state: DrillState): boolean {
  * Esc that closes a help box is reported by no view), and a refused entry at the force gate
  * of fewer than 4 characters is not yet an attempt, so a stray Enter is not counted.
  */
-export function turnWords(state: DrillState, turn: { readonly kind: 'backed-out' } | { readonly kind: 'refused-entry'; readonly typed: string }): string | undefined {
+export function turnWords(
+  state: DrillState,
+  turn: { readonly kind: 'backed-out' } | { readonly kind: 'refused-entry'; readonly typed: string },
+): string | undefined {
   const where = currentTask(state).where;
   if (turn.kind === 'refused-entry') {
-    return turn.typed.trim().length < 4 ? undefined : `typed a wrong prefix "${turn.typed.trim()}" at the force gate`;
+    return turn.typed.trim().length < 4
+      ? undefined
+      : `typed a wrong prefix "${turn.typed.trim()}" at the force gate`;
   }
   if (where.kind === 'failover') return `Esc backed out of a confirm in the failover on ${where.controller}`;
-  if (where.kind === 'rotation') return 'Esc backed out of the rotation\'s typed confirm';
+  if (where.kind === 'rotation') return "Esc backed out of the rotation's typed confirm";
   return undefined;
 }
 
@@ -152,10 +162,13 @@ const to = (state: DrillState, ...effects: DrillEffect[]): DrillStep => ({ state
 
 export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
   // Keys that belong to the drill's own screens; a view that is open handles its own keys.
-  if (event.type === 'quit') return busy(state) || viewIsOpen(state) ? to(state) : to(state, { type: 'quit' });
-  if (event.type === 'help') return viewIsOpen(state) || state.phase === 'starting' ? to(state) : to({ ...state, help: !state.help });
+  if (event.type === 'quit')
+    return busy(state) || viewIsOpen(state) ? to(state) : to(state, { type: 'quit' });
+  if (event.type === 'help')
+    return viewIsOpen(state) || state.phase === 'starting' ? to(state) : to({ ...state, help: !state.help });
   if (event.type === 'escape') return state.help ? to({ ...state, help: false }) : to(state); // ESC NEVER QUITS.
-  if (event.type === 'wrong-turn') return state.phase === 'task' ? to(withWrongTurn(state, event.what)) : to(state);
+  if (event.type === 'wrong-turn')
+    return state.phase === 'task' ? to(withWrongTurn(state, event.what)) : to(state);
 
   switch (state.phase) {
     case 'starting':
@@ -166,7 +179,8 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
     case 'setup-failed':
       return to(state);
     case 'intro':
-      if (event.type === 'enter') return toOpening(startTimer({ ...state, task: 0, checks: [], meshStatus: [] }, event.at));
+      if (event.type === 'enter')
+        return toOpening(startTimer({ ...state, task: 0, checks: [], meshStatus: [] }, event.at));
       return to(state);
     case 'opening':
       if (event.type === 'opened') return to({ ...state, phase: 'task' });
@@ -174,7 +188,10 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       return to(state);
     case 'task':
       if (event.type === 'enter' && currentTask(state).where.kind === 'action') {
-        return to({ ...state, phase: 'running', help: false }, { type: 'perform', step: currentStep(state).number, task: state.task });
+        return to(
+          { ...state, phase: 'running', help: false },
+          { type: 'perform', step: currentStep(state).number, task: state.task },
+        );
       }
       if (event.type === 'task-finished') return toChecking(state);
       // The view could not be opened (a read failed before it drew): say why, offer it again.
@@ -190,8 +207,19 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       if (event.type !== 'checks-done') return to(state);
       if (event.results.every((result) => result.ok)) {
         const step = currentStep(state);
-        if (state.task + 1 < step.tasks.length) return toOpening({ ...state, task: state.task + 1, checks: event.results, meshStatus: event.meshStatus ?? [] });
-        return to(stopTimer({ ...state, phase: 'step-passed', checks: event.results, meshStatus: event.meshStatus ?? [] }, event.at));
+        if (state.task + 1 < step.tasks.length)
+          return toOpening({
+            ...state,
+            task: state.task + 1,
+            checks: event.results,
+            meshStatus: event.meshStatus ?? [],
+          });
+        return to(
+          stopTimer(
+            { ...state, phase: 'step-passed', checks: event.results, meshStatus: event.meshStatus ?? [] },
+            event.at,
+          ),
+        );
       }
       return to(
         withWrongTurn(
@@ -205,7 +233,15 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
     case 'step-passed':
       if (event.type !== 'enter') return to(state);
       if (currentStep(state).number < state.last) {
-        return to({ ...state, phase: 'intro', current: state.current + 1, task: 0, help: false, checks: [], meshStatus: [] });
+        return to({
+          ...state,
+          phase: 'intro',
+          current: state.current + 1,
+          task: 0,
+          help: false,
+          checks: [],
+          meshStatus: [],
+        });
       }
       return to({ ...state, phase: 'summary', help: false });
     case 'summary':
@@ -219,7 +255,10 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
 }
 
 function toOpening(state: DrillState): DrillStep {
-  return to({ ...state, phase: 'opening', help: false, error: undefined }, { type: 'open', step: currentStep(state).number, task: state.task });
+  return to(
+    { ...state, phase: 'opening', help: false, error: undefined },
+    { type: 'open', step: currentStep(state).number, task: state.task },
+  );
 }
 
 /** The machinery failed (an action, a read): shown and offered again, but not the operator's wrong turn. */
@@ -228,7 +267,10 @@ function toFailed(state: DrillState, lines: readonly string[]): DrillStep {
 }
 
 function toChecking(state: DrillState): DrillStep {
-  return to({ ...state, phase: 'checking', help: false, error: undefined }, { type: 'check', step: currentStep(state).number, task: state.task });
+  return to(
+    { ...state, phase: 'checking', help: false, error: undefined },
+    { type: 'check', step: currentStep(state).number, task: state.task },
+  );
 }
 
 function withWrongTurn(state: DrillState, what: string): DrillState {
@@ -236,11 +278,19 @@ function withWrongTurn(state: DrillState, what: string): DrillState {
 }
 
 function startTimer(state: DrillState, at: number): DrillState {
-  return { ...state, timings: state.timings.map((t, i) => (i === state.current && t.startedAt === undefined ? { ...t, startedAt: at } : t)) };
+  return {
+    ...state,
+    timings: state.timings.map((t, i) =>
+      i === state.current && t.startedAt === undefined ? { ...t, startedAt: at } : t,
+    ),
+  };
 }
 
 function stopTimer(state: DrillState, at: number): DrillState {
-  return { ...state, timings: state.timings.map((t, i) => (i === state.current ? { ...t, finishedAt: at } : t)) };
+  return {
+    ...state,
+    timings: state.timings.map((t, i) => (i === state.current ? { ...t, finishedAt: at } : t)),
+  };
 }
 
 /** Milliseconds a step took, or undefined when it was not practised (or not finished). */
@@ -256,7 +306,11 @@ export function railMarks(state: DrillState): readonly RailMark[] {
   const firstIndex = DRILL_STEPS.findIndex((step) => step.number === state.first);
   return DRILL_STEPS.map((_, i) => {
     if (i < firstIndex) return 'prepared';
-    if (i < state.current || (i === state.current && (state.phase === 'step-passed' || state.phase === 'summary'))) return 'passed';
+    if (
+      i < state.current ||
+      (i === state.current && (state.phase === 'step-passed' || state.phase === 'summary'))
+    )
+      return 'passed';
     if (i === state.current) return 'current';
     return 'pending';
   });
@@ -266,7 +320,11 @@ export function railMarks(state: DrillState): readonly RailMark[] {
 export type DrillOutcome = 'walked' | 'setup-failed' | 'left';
 
 /** 0 after the whole walk, 1 when the sandbox never came up, 3 when left part-way. */
-export const DRILL_EXIT: Readonly<Record<DrillOutcome, number>> = { walked: EXIT_OK, 'setup-failed': EXIT_CODES.failed, left: EXIT_CODES.aborted };
+export const DRILL_EXIT: Readonly<Record<DrillOutcome, number>> = {
+  walked: EXIT_OK,
+  'setup-failed': EXIT_CODES.failed,
+  left: EXIT_CODES.aborted,
+};
 
 export function drillOutcome(state: DrillState): DrillOutcome {
   return state.phase === 'summary' ? 'walked' : state.phase === 'setup-failed' ? 'setup-failed' : 'left';

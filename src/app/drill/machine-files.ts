@@ -14,7 +14,8 @@ export type MeshFiles = Readonly<Record<string, string>>;
 export function readMeshFiles(sandbox: DrillSandbox): MeshFiles {
   const out: Record<string, string> = {};
   for (const machine of DRILL_MACHINES) {
-    for (const [rel, entry] of Object.entries(digestTree(sandbox.meshPath(machine)))) out[`${machine}:${rel}`] = entry;
+    for (const [rel, entry] of Object.entries(digestTree(sandbox.meshPath(machine))))
+      out[`${machine}:${rel}`] = entry;
   }
   return out;
 }
@@ -33,7 +34,9 @@ export function digestTree(root: string): Record<string, string> {
       const abs = path.join(dir, name);
       const st = lstatSync(abs);
       if (st.isDirectory()) walk(abs);
-      else out[path.relative(root, abs)] = `${(st.mode & 0o777).toString(8)} ${st.isFile() ? secretDigest(readFileSync(abs)) : 'not-a-file'}`;
+      else
+        out[path.relative(root, abs)] =
+          `${(st.mode & 0o777).toString(8)} ${st.isFile() ? secretDigest(readFileSync(abs)) : 'not-a-file'}`;
     }
   };
   walk(root);

@@ -39,7 +39,10 @@ export async function noteBefore(sandbox: DrillSandbox, notebook: Notebook): Pro
   const [a, b] = await Promise.all([look(sandbox.share('ctl-a')), look(sandbox.share('ctl-b'))]);
   const before: Before = {
     looks: { 'ctl-a': a, 'ctl-b': b },
-    controllerFiles: { 'ctl-a': digestTree(sandbox.stateDir('ctl-a')), 'ctl-b': digestTree(sandbox.stateDir('ctl-b')) },
+    controllerFiles: {
+      'ctl-a': digestTree(sandbox.stateDir('ctl-a')),
+      'ctl-b': digestTree(sandbox.stateDir('ctl-b')),
+    },
     meshFiles: readMeshFiles(sandbox),
     secrets: readConsumerSecrets(sandbox),
     journalRecords: readJournalRecords(sandbox).length,
@@ -53,7 +56,9 @@ export function readConsumerSecrets(sandbox: DrillSandbox): Partial<Record<Role,
   const out: Partial<Record<Role, Secret>> = {};
   for (const consumer of DRILL_CONSUMERS) {
     try {
-      out[consumer.role] = Secret.fromText(readFileSync(sandbox.meshPath(consumer.machine, 'consumes', DRILL_PROVIDER, consumer.role), 'utf8'));
+      out[consumer.role] = Secret.fromText(
+        readFileSync(sandbox.meshPath(consumer.machine, 'consumes', DRILL_PROVIDER, consumer.role), 'utf8'),
+      );
     } catch {
       // No copy yet: the checks say so by name.
     }

@@ -23,8 +23,7 @@ export type TaskKind =
 export type { Controller };
 
 export type DrillSelector =
-  | { readonly by: 'consumer'; readonly name: string }
-  | { readonly by: 'provider'; readonly name: string };
+  { readonly by: 'consumer'; readonly name: string } | { readonly by: 'provider'; readonly name: string };
 
 export type DrillAction =
   /** `baton ca rotate` on ctl-b: a new authority, the old one kept as the previous pair. */
@@ -58,10 +57,18 @@ export const DRILL_STEPS: readonly StepSpec[] = [
     explanation:
       'Two controllers, ctl-a and ctl-b, serve one deployment. ctl-a minted the node-wire ' +
       'authority and published it to the S3 store; ctl-b has never held it. The status view ' +
-      'compares this host\'s authority with the published one and changes nothing.',
+      "compares this host's authority with the published one and changes nothing.",
     tasks: [
-      { label: 'Read the status on ctl-a (q closes the view).', command: 'baton status', where: { kind: 'status', controller: 'ctl-a' } },
-      { label: 'Read the status on ctl-b (q closes the view).', command: 'baton status', where: { kind: 'status', controller: 'ctl-b' } },
+      {
+        label: 'Read the status on ctl-a (q closes the view).',
+        command: 'baton status',
+        where: { kind: 'status', controller: 'ctl-a' },
+      },
+      {
+        label: 'Read the status on ctl-b (q closes the view).',
+        command: 'baton status',
+        where: { kind: 'status', controller: 'ctl-b' },
+      },
     ],
   },
   {
@@ -72,7 +79,11 @@ export const DRILL_STEPS: readonly StepSpec[] = [
       'published authority, never mint its own: a new authority would drop every node of the ' +
       'fleet at once while the control plane looks healthy.',
     tasks: [
-      { label: 'On ctl-b, walk the failover and choose adopt.', command: 'baton failover', where: { kind: 'failover', controller: 'ctl-b' } },
+      {
+        label: 'On ctl-b, walk the failover and choose adopt.',
+        command: 'baton failover',
+        where: { kind: 'failover', controller: 'ctl-b' },
+      },
     ],
   },
   {
@@ -83,9 +94,21 @@ export const DRILL_STEPS: readonly StepSpec[] = [
       'holds the old authority: baton refuses to replace it and says it was left behind by a ' +
       'rotation. Replacing it needs force, confirmed by typing the start of its fingerprint.',
     tasks: [
-      { label: 'Press Enter to rotate the authority on ctl-b.', command: 'baton ca rotate', where: { kind: 'action', action: 'rotate-authority-ctl-b' } },
-      { label: 'On ctl-b, walk the failover and publish the new authority.', command: 'baton failover', where: { kind: 'failover', controller: 'ctl-b' } },
-      { label: 'ctl-a returns: walk its failover, read the refusal, then force.', command: 'baton failover', where: { kind: 'failover', controller: 'ctl-a' } },
+      {
+        label: 'Press Enter to rotate the authority on ctl-b.',
+        command: 'baton ca rotate',
+        where: { kind: 'action', action: 'rotate-authority-ctl-b' },
+      },
+      {
+        label: 'On ctl-b, walk the failover and publish the new authority.',
+        command: 'baton failover',
+        where: { kind: 'failover', controller: 'ctl-b' },
+      },
+      {
+        label: 'ctl-a returns: walk its failover, read the refusal, then force.',
+        command: 'baton failover',
+        where: { kind: 'failover', controller: 'ctl-a' },
+      },
     ],
   },
   {
@@ -93,14 +116,22 @@ export const DRILL_STEPS: readonly StepSpec[] = [
     title: 'rotate web1-app: a window; alternating web2-app: none',
     explanation:
       'Every pair has its own database role, so rotating one consumer touches one role on two ' +
-      'machines: the preview lists exactly db1 and that consumer\'s machine. With one login role ' +
+      "machines: the preview lists exactly db1 and that consumer's machine. With one login role " +
       '(web1-app), new connections with the OLD password fail from the provisioner applying the ' +
-      'new one until web1\'s file changes; the summary measures it. An alternating pair (web2-app) ' +
+      "new one until web1's file changes; the summary measures it. An alternating pair (web2-app) " +
       'gets the new password on the login it is NOT using and moves to it only once the database ' +
       'has it: no window at all.',
     tasks: [
-      { label: 'Preview and rotate web1-app (type the count to confirm).', command: 'baton mesh rotate --consumer web1-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web1-app' } } },
-      { label: 'Now the same for web2-app, alternating: window none.', command: 'baton mesh rotate --consumer web2-app', where: { kind: 'rotation', selector: { by: 'consumer', name: 'web2-app' } } },
+      {
+        label: 'Preview and rotate web1-app (type the count to confirm).',
+        command: 'baton mesh rotate --consumer web1-app',
+        where: { kind: 'rotation', selector: { by: 'consumer', name: 'web1-app' } },
+      },
+      {
+        label: 'Now the same for web2-app, alternating: window none.',
+        command: 'baton mesh rotate --consumer web2-app',
+        where: { kind: 'rotation', selector: { by: 'consumer', name: 'web2-app' } },
+      },
     ],
   },
   {
@@ -112,10 +143,26 @@ export const DRILL_STEPS: readonly StepSpec[] = [
       'working. Bring worker1 back and rotate again with --revoke-previous: all pairs move, and ' +
       'the login web2-app leaves is revoked too.',
     tasks: [
-      { label: 'Press Enter to unplug worker1.', command: '(fault injected by the drill)', where: { kind: 'action', action: 'unplug-worker1' } },
-      { label: 'Try to rotate every pair of pg-main: watch the gate close.', command: 'baton mesh rotate --provider pg-main', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' } } },
-      { label: 'Press Enter to bring worker1 back.', command: '(fault removed by the drill)', where: { kind: 'action', action: 'plug-worker1' } },
-      { label: 'Rotate every pair of pg-main again, revoking the login web2-app leaves (type the count).', command: 'baton mesh rotate --provider pg-main --revoke-previous', where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' }, revokePrevious: true } },
+      {
+        label: 'Press Enter to unplug worker1.',
+        command: '(fault injected by the drill)',
+        where: { kind: 'action', action: 'unplug-worker1' },
+      },
+      {
+        label: 'Try to rotate every pair of pg-main: watch the gate close.',
+        command: 'baton mesh rotate --provider pg-main',
+        where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' } },
+      },
+      {
+        label: 'Press Enter to bring worker1 back.',
+        command: '(fault removed by the drill)',
+        where: { kind: 'action', action: 'plug-worker1' },
+      },
+      {
+        label: 'Rotate every pair of pg-main again, revoking the login web2-app leaves (type the count).',
+        command: 'baton mesh rotate --provider pg-main --revoke-previous',
+        where: { kind: 'rotation', selector: { by: 'provider', name: 'pg-main' }, revokePrevious: true },
+      },
     ],
   },
 ];

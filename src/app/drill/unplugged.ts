@@ -15,7 +15,10 @@ export function unpluggable(transport: Transport, machine: Machine): Transport {
   if (machine.transport !== 'local') return transport;
   const marker = path.join(machine.root, UNPLUGGED_MARKER);
   const gate = async () => {
-    const marked = await lstat(marker).then(() => true, () => false);
+    const marked = await lstat(marker).then(
+      () => true,
+      () => false,
+    );
     if (marked) throw new TransportError(machine.name, `unplugged by the drill (${marker})`);
   };
   return {

@@ -9,7 +9,17 @@
  */
 
 import type { Instance } from 'ink';
-import { drillFlow, drillExitCode, initialDrillState, currentTask, currentStep, viewIsOpen, type DrillEffect, type DrillEvent, type DrillState } from '../../app/drill/drill-flow.js';
+import {
+  drillFlow,
+  drillExitCode,
+  initialDrillState,
+  currentTask,
+  currentStep,
+  viewIsOpen,
+  type DrillEffect,
+  type DrillEvent,
+  type DrillState,
+} from '../../app/drill/drill-flow.js';
 import { createFlow, type EffectRunner } from '../../app/flow.js';
 import { asBatonError } from '../../errors.js';
 import { runChecks } from '../../app/drill/checks.js';
@@ -92,7 +102,12 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
           const results = await runChecks(sandbox, notebook.before!, effect.step, effect.task);
           // After a rotation the check screen shows `mesh status` too: the pairs' states are the lesson of steps 4 and 5.
           const where = currentTask(state).where;
-          const meshStatus = where.kind === 'rotation' ? await meshStatusNow(sandbox, where.selector).catch((error: unknown) => [`mesh status could not be read: ${asBatonError(error, { what: 'mesh status' }).what}`]) : [];
+          const meshStatus =
+            where.kind === 'rotation'
+              ? await meshStatusNow(sandbox, where.selector).catch((error: unknown) => [
+                  `mesh status could not be read: ${asBatonError(error, { what: 'mesh status' }).what}`,
+                ])
+              : [];
           return { type: 'checks-done', results, meshStatus, at: Date.now() };
         }
         default: {
@@ -103,11 +118,20 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
     },
     // Whatever broke (noting, the action, the checks' own reading) is shown and offered again.
     failed(effect, error) {
-      const what = effect.type === 'open' ? 'Noting the sandbox failed' : effect.type === 'check' ? 'Checking the sandbox failed' : `${currentTask(flow.getState()).label} failed`;
+      const what =
+        effect.type === 'open'
+          ? 'Noting the sandbox failed'
+          : effect.type === 'check'
+            ? 'Checking the sandbox failed'
+            : `${currentTask(flow.getState()).label} failed`;
       return { type: 'task-failed', lines: asBatonError(error, { what }).lines() };
     },
   };
-  const flow = createFlow(drillFlow, { state: initialDrillState(options.first, options.last), effects: [] }, runner);
+  const flow = createFlow(
+    drillFlow,
+    { state: initialDrillState(options.first, options.last), effects: [] },
+    runner,
+  );
   const dispatch = flow.dispatch;
   // After the current key handler returns: a render must not be unmounted from inside its own input callback.
   flow.subscribe(() => setImmediate(show));
@@ -132,7 +156,12 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
         },
         (error: unknown) => {
           viewOpen = false;
-          dispatch({ type: 'task-failed', lines: asBatonError(error, { what: `The view for "${currentTask(flow.getState()).label}" could not be opened` }).lines() });
+          dispatch({
+            type: 'task-failed',
+            lines: asBatonError(error, {
+              what: `The view for "${currentTask(flow.getState()).label}" could not be opened`,
+            }).lines(),
+          });
         },
       );
       return;
@@ -166,14 +195,26 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   const stopStarting = new AbortController();
   const start = async () => {
     try {
-      ({ sandbox } = await startSandbox({ keep: options.keep, teardown, seed: seedPasswords, signal: stopStarting.signal, onProgress: (text) => dispatch({ type: 'progress', text }) }));
+      ({ sandbox } = await startSandbox({
+        keep: options.keep,
+        teardown,
+        seed: seedPasswords,
+        signal: stopStarting.signal,
+        onProgress: (text) => dispatch({ type: 'progress', text }),
+      }));
       if (options.first > 1) {
-        dispatch({ type: 'progress', text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…` });
+        dispatch({
+          type: 'progress',
+          text: `performing steps 1–${options.first - 1} to prepare step ${options.first}…`,
+        });
         await prepareForStep(sandbox, options.first, stopStarting.signal);
       }
       dispatch({ type: 'ready' });
     } catch (error) {
-      dispatch({ type: 'setup-failed', lines: asBatonError(error, { what: 'The sandbox could not be set up' }).lines() });
+      dispatch({
+        type: 'setup-failed',
+        lines: asBatonError(error, { what: 'The sandbox could not be set up' }).lines(),
+      });
     }
   };
   show();
@@ -203,18 +244,41 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       const sources = statusSourcesFor(sandbox, where.controller);
       return {
         ...settled,
-        element: <StatusApp read={() => readStatus(sources)} baton="baton" watchSeconds={5} interactive escCloses onExit={() => {}} />,
+        element: (
+          <StatusApp
+            read={() => readStatus(sources)}
+            baton="baton"
+            watchSeconds={5}
+            interactive
+            escCloses
+            onExit={() => {}}
+          />
+        ),
       };
     }
     case 'failover': {
-      const [{ FailoverApp }, { failoverPorts }] = await Promise.all([import('../../../components/FailoverApp.js'), import('../../app/failover-ports.js')]);
+      const [{ FailoverApp }, { failoverPorts }] = await Promise.all([
+        import('../../../components/FailoverApp.js'),
+        import('../../app/failover-ports.js'),
+      ]);
       return {
         ...settled,
-        element: <FailoverApp ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)} baton="baton" onExit={() => {}} />,
+        element: (
+          <FailoverApp
+            ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)}
+            baton="baton"
+            onExit={() => {}}
+          />
+        ),
       };
     }
     case 'rotation': {
-      const [{ RotationApp }, { startRotation, rotationFlow }, { rotationRunner }, { settledDrillPlan, drillRotationDeps, newDrillRotationId }] = await Promise.all([
+      const [
+        { RotationApp },
+        { startRotation, rotationFlow },
+        { rotationRunner },
+        { settledDrillPlan, drillRotationDeps, newDrillRotationId },
+      ] = await Promise.all([
         import('../../../components/rotation/RotationApp.js'),
         import('../../app/rotation-flow.js'),
         import('../../app/rotation-run-effect.js'),
@@ -222,12 +286,18 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
       ]);
       const revoke = where.revokePrevious ? { endSessions: false } : undefined;
       const deps = drillRotationDeps(sandbox, revoke);
-      const flow = rotationFlow(startRotation(newDrillRotationId(), await settledDrillPlan(sandbox, where.selector, deps)), rotationRunner(deps));
+      const flow = rotationFlow(
+        startRotation(newDrillRotationId(), await settledDrillPlan(sandbox, where.selector, deps)),
+        rotationRunner(deps),
+      );
       return {
         // A rotation left mid-way (Ctrl-C) finishes the phase it is in before the checks read the machines.
         finished: () =>
           new Promise<void>((resolve) => {
-            const settledNow = () => !['resolving', 'preparing', 'committing', 'applying', 'unstaging'].includes(flow.getState().step);
+            const settledNow = () =>
+              !['resolving', 'preparing', 'committing', 'applying', 'unstaging'].includes(
+                flow.getState().step,
+              );
             if (settledNow()) return resolve();
             const unsubscribe = flow.subscribe(() => {
               if (!settledNow()) return;
@@ -235,7 +305,9 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
               resolve();
             });
           }),
-        element: <RotationApp flow={flow} color={!noColor} summaryOnQuit={false} revoke={revoke} onExit={() => {}} />,
+        element: (
+          <RotationApp flow={flow} color={!noColor} summaryOnQuit={false} revoke={revoke} onExit={() => {}} />
+        ),
       };
     }
     case 'action':

@@ -21,6 +21,11 @@ export async function meshStatusNow(sandbox: DrillSandbox, selector: Selector): 
   const plan = planRotation(inventory, selector);
   const history = await readJournalHistory(sandbox.journalDir, meshIdentity(inventory));
   const holder = meshLockHolder(sandbox.journalDir, meshIdentity(inventory));
-  const statuses = await readMeshStatus(plan, drillTransports(sandbox), history, { concurrency: 4, nowMs: Date.now(), maxAgeMs: undefined, ...(holder ? { running: holder.command } : {}) });
+  const statuses = await readMeshStatus(plan, drillTransports(sandbox), history, {
+    concurrency: 4,
+    nowMs: Date.now(),
+    maxAgeMs: undefined,
+    ...(holder ? { running: holder.command } : {}),
+  });
   return meshStatusLines(statuses, plan.selectorText);
 }

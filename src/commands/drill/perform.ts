@@ -37,16 +37,24 @@ export type Say = (line: string) => void;
 export type Ask = (question: string) => Promise<string | undefined>;
 
 /** The drill's own actions (faults and the CLI-only rotation); the interactive drill runs these too. */
-export async function performAction(sandbox: DrillSandbox, action: DrillAction, say: Say = () => {}): Promise<void> {
+export async function performAction(
+  sandbox: DrillSandbox,
+  action: DrillAction,
+  say: Say = () => {},
+): Promise<void> {
   switch (action) {
     case 'rotate-authority-ctl-b': {
       const result = await rotateAuthority(sandbox.stateDir('ctl-b'), sandbox.deployment);
-      say(`ctl-b rotated its authority: ${result.previous} → ${result.current} (the old pair stays as ca-previous.* during the overlap).`);
+      say(
+        `ctl-b rotated its authority: ${result.previous} → ${result.current} (the old pair stays as ca-previous.* during the overlap).`,
+      );
       return;
     }
     case 'unplug-worker1':
-      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), 'unplugged by the drill\n', { mode: 0o644 });
-      say('worker1 is unplugged: the drill\'s transports no longer resolve it.');
+      writeFileSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), 'unplugged by the drill\n', {
+        mode: 0o644,
+      });
+      say("worker1 is unplugged: the drill's transports no longer resolve it.");
       return;
     case 'plug-worker1':
       rmSync(path.join(sandbox.machineRoot('worker1'), UNPLUGGED_MARKER), { force: true });
@@ -64,19 +72,35 @@ export async function performAction(sandbox: DrillSandbox, action: DrillAction, 
  * dialogue on TERM=dumb) the operator answers: the failover is the plain failover dialogue
  * with its typed gates, a rotation asks for the count; without it, the script answers.
  */
-export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say: Say = () => {}, ask?: Ask): Promise<void> {
+export async function performScripted(
+  sandbox: DrillSandbox,
+  task: TaskSpec,
+  say: Say = () => {},
+  ask?: Ask,
+): Promise<void> {
   const where = task.where;
   switch (where.kind) {
     case 'action':
       if (ask && (await ask('Press Enter to do it, q leaves the drill: ')) === undefined) return;
       return performAction(sandbox, where.action, say);
     case 'status':
-      if (ask && (await ask(`Press Enter to run \`${renderStep(PLAIN_SUGGESTER, nextStep('status', { host: where.controller }))}\` on ${where.controller}, q leaves the drill: `)) === undefined) return;
+      if (
+        ask &&
+        (await ask(
+          `Press Enter to run \`${renderStep(PLAIN_SUGGESTER, nextStep('status', { host: where.controller }))}\` on ${where.controller}, q leaves the drill: `,
+        )) === undefined
+      )
+        return;
       return statusScripted(sandbox, where.controller, say);
     case 'failover':
       if (ask) {
         say(`${where.controller}$ baton failover`);
-        await runFailoverDialogue({ ports: failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined), baton: 'baton', ask, write: say });
+        await runFailoverDialogue({
+          ports: failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined),
+          baton: 'baton',
+          ask,
+          write: say,
+        });
         return;
       }
       return failoverScripted(sandbox, where.controller, say);
@@ -87,7 +111,9 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
         for (const line of await lines) say(`  ${line}`);
       };
       await status('before', meshStatusNow(sandbox, where.selector));
-      say(`$ baton mesh rotate ${selectorText}${where.revokePrevious ? ' --revoke-previous' : ''}${ask ? '' : ' --yes'}`);
+      say(
+        `$ baton mesh rotate ${selectorText}${where.revokePrevious ? ' --revoke-previous' : ''}${ask ? '' : ' --yes'}`,
+      );
       // The provisioner is held until the provider ends are committed and read, so the middle
       // reading shows `pending` by construction, not by luck; released, it applies and the
       // rotation's wait for receipts goes on as usual.
@@ -99,7 +125,8 @@ export async function performScripted(sandbox: DrillSandbox, task: TaskSpec, say
           where.selector,
           (line) => {
             say(`  ${line}`);
-            if (!midway && line.startsWith('committed ')) midway = meshStatusNow(sandbox, where.selector).finally(release);
+            if (!midway && line.startsWith('committed '))
+              midway = meshStatusNow(sandbox, where.selector).finally(release);
           },
           ask,
           where.revokePrevious ? { endSessions: false } : undefined,
@@ -123,16 +150,27 @@ const GLYPHS = { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.
 /** What `baton status` reads on a controller of the sandbox (no lock probe: status never takes it). */
 export function statusSourcesFor(sandbox: DrillSandbox, controller: Controller) {
   const ctx = sandbox.share(controller);
-  return statusSources({ deployment: ctx.deployment, stateDir: ctx.stateDir, storeUrl: sandbox.storeUrl, store: ctx.store, sealKeyFile: undefined });
+  return statusSources({
+    deployment: ctx.deployment,
+    stateDir: ctx.stateDir,
+    storeUrl: sandbox.storeUrl,
+    store: ctx.store,
+    sealKeyFile: undefined,
+  });
 }
 
 async function statusScripted(sandbox: DrillSandbox, controller: Controller, say: Say): Promise<void> {
   // The status flow the screen runs: one read, then the state it ends in.
   const sources = statusSourcesFor(sandbox, controller);
-  const flow = createFlow(statusFlow, initialStatus, statusRunner(() => readStatus(sources)));
+  const flow = createFlow(
+    statusFlow,
+    initialStatus,
+    statusRunner(() => readStatus(sources)),
+  );
   await flow.idle();
   const state = flow.getState();
-  if (state.step !== 'showing') throw state.step === 'failed' ? state.error : new Error('the status read did not finish');
+  if (state.step !== 'showing')
+    throw state.step === 'failed' ? state.error : new Error('the status read did not finish');
   const report = state.report;
   say(`${controller}$ baton status`);
   for (const line of statusText(report, GLYPHS).trimEnd().split('\n')) say(`  ${line}`);
@@ -158,7 +196,12 @@ async function failoverScripted(sandbox: DrillSandbox, controller: Controller, s
         const words = describeVerdict(s.reading.verdict);
         say(`  ${GLYPHS[words.tone]} ${words.label}: ${words.headline}`);
         const choice = choose(s.actions);
-        if (choice === undefined) throw new BatonError('failed', { what: `The failover on ${controller} offered only: ${s.actions.join(', ')}.`, where: sandbox.stateDir(controller), next: 'Run the drill again; the sandbox is not in the state this step expects.' });
+        if (choice === undefined)
+          throw new BatonError('failed', {
+            what: `The failover on ${controller} offered only: ${s.actions.join(', ')}.`,
+            where: sandbox.stateDir(controller),
+            next: 'Run the drill again; the sandbox is not in the state this step expects.',
+          });
         say(`  chose: ${choice}`);
         for (let i = s.cursor; i < s.actions.indexOf(choice); i += 1) dispatch({ type: 'move', by: 1 });
         for (let i = s.cursor; i > s.actions.indexOf(choice); i -= 1) dispatch({ type: 'move', by: -1 });
@@ -174,7 +217,9 @@ async function failoverScripted(sandbox: DrillSandbox, controller: Controller, s
           dispatch({ type: 'typed', text: '00000000' });
           dispatch({ type: 'confirm' });
           const held = flow.getState().step === 'confirming-force';
-          say(`  typed a wrong prefix "00000000": ${held ? 'the gate stays shut, nothing written' : 'THE GATE OPENED (a bug)'}`);
+          say(
+            `  typed a wrong prefix "00000000": ${held ? 'the gate stays shut, nothing written' : 'THE GATE OPENED (a bug)'}`,
+          );
           continue;
         }
         const prefix = forcePrefix(s.verdict);

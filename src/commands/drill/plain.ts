@@ -41,7 +41,9 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     options.write(line);
   };
   const teardown = makeTeardown();
-  const release = teardownOnSignals(teardown, (signal) => write(`baton drill: ${signal}: removing the sandbox…`));
+  const release = teardownOnSignals(teardown, (signal) =>
+    write(`baton drill: ${signal}: removing the sandbox…`),
+  );
   let sandbox: DrillSandbox | undefined;
   let failed = 0;
   let passed = 0;
@@ -49,20 +51,31 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   // q or end of input anywhere leaves: every later question then answers "leave" too, so an
   // open dialogue backs out (nothing written) instead of asking again.
   let left = false;
-  const ask: Ask | undefined = options.ask && (async (question) => {
-    if (left) return undefined;
-    const answer = await options.ask!(question);
-    if (answer === undefined || answer.trim() === 'q') left = true;
-    return left ? undefined : answer;
-  });
+  const ask: Ask | undefined =
+    options.ask &&
+    (async (question) => {
+      if (left) return undefined;
+      const answer = await options.ask!(question);
+      if (answer === undefined || answer.trim() === 'q') left = true;
+      return left ? undefined : answer;
+    });
   try {
-    write(ask
-      ? 'baton drill (line by line): a rehearsal in a sandbox; each step is explained, you perform it by answering, then it is checked. q leaves.'
-      : 'baton drill --plain: a rehearsal in a sandbox, every step performed and checked.');
-    ({ sandbox } = await startSandbox({ keep: options.keep, teardown, seed: seedPasswords, onProgress: (text) => write(`  ${MARKS.busy.glyph} ${text}`) }));
+    write(
+      ask
+        ? 'baton drill (line by line): a rehearsal in a sandbox; each step is explained, you perform it by answering, then it is checked. q leaves.'
+        : 'baton drill --plain: a rehearsal in a sandbox, every step performed and checked.',
+    );
+    ({ sandbox } = await startSandbox({
+      keep: options.keep,
+      teardown,
+      seed: seedPasswords,
+      onProgress: (text) => write(`  ${MARKS.busy.glyph} ${text}`),
+    }));
     write(`  ${MARKS.ok.glyph} sandbox ready: ${sandbox.dir} (deployment ${sandbox.deployment})`);
     if (options.first > 1) {
-      write(`Preparing the sandbox for step ${options.first} (performing steps 1–${options.first - 1} quietly)…`);
+      write(
+        `Preparing the sandbox for step ${options.first} (performing steps 1–${options.first - 1} quietly)…`,
+      );
       await prepareForStep(sandbox, options.first);
     }
     const notebook = newNotebook();
@@ -79,7 +92,9 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
         try {
           await performScripted(sandbox, task, (line) => write(`    ${line}`), ask);
         } catch (error) {
-          write(`    ${MARKS.refused.glyph} it failed: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`);
+          write(
+            `    ${MARKS.refused.glyph} it failed: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`,
+          );
         }
         if (left) {
           write(`  you left the drill during step ${step.number}.`);
@@ -93,7 +108,9 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
         if (bad > 0) stepOk = false;
       }
       if (left) break;
-      times.push(`  step ${step.number}  ${formatDuration(Date.now() - started).padStart(5)}  ${stepOk ? MARKS.ok.glyph : MARKS.refused.glyph} ${step.title}`);
+      times.push(
+        `  step ${step.number}  ${formatDuration(Date.now() - started).padStart(5)}  ${stepOk ? MARKS.ok.glyph : MARKS.refused.glyph} ${step.title}`,
+      );
       // Later steps stand on this one: after a failed check their results would mislead.
       if (!stepOk) {
         write(`  ${MARKS.refused.glyph} step ${step.number} did not pass; the walk-through stops here.`);
@@ -102,7 +119,9 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     }
   } catch (error) {
     failed += 1;
-    write(`${MARKS.refused.glyph} ${error instanceof Error ? error.message.split('\n').join('\n  ') : String(error)}`);
+    write(
+      `${MARKS.refused.glyph} ${error instanceof Error ? error.message.split('\n').join('\n  ') : String(error)}`,
+    );
   } finally {
     const problems = await teardown.run();
     release();
@@ -111,22 +130,37 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     for (const line of times) write(line);
     write(`  checks: ${passed} passed, ${failed} failed`);
     if (options.ask) {
-      write(wrongTurns.length === 0 ? '  wrong turns: none' : `  wrong turns (${wrongTurns.length}), each refused with nothing written:`);
+      write(
+        wrongTurns.length === 0
+          ? '  wrong turns: none'
+          : `  wrong turns (${wrongTurns.length}), each refused with nothing written:`,
+      );
       for (const turn of wrongTurns) write(`    ${MARKS.refused.glyph} ${turn}`);
     }
     for (const problem of problems) write(`  ${MARKS.action.glyph} cleaning up: ${problem}`);
-    if (sandbox) write(options.keep ? `  the sandbox is kept in ${sandbox.dir}` : '  the sandbox was removed (servers stopped, temp dir deleted)');
+    if (sandbox)
+      write(
+        options.keep
+          ? `  the sandbox is kept in ${sandbox.dir}`
+          : '  the sandbox was removed (servers stopped, temp dir deleted)',
+      );
   }
   if (left) {
     write(`you left the drill; ${failed === 0 ? 'every check so far passed' : `${failed} check(s) failed`}`);
     return failed === 0 ? EXIT_OK : EXIT_CODES.failed;
   }
-  write(failed === 0 ? `${MARKS.ok.glyph} every check passed` : `${MARKS.refused.glyph} ${failed} check(s) failed`);
+  write(
+    failed === 0
+      ? `${MARKS.ok.glyph} every check passed`
+      : `${MARKS.refused.glyph} ${failed} check(s) failed`,
+  );
   return failed === 0 ? EXIT_OK : EXIT_CODES.failed;
 }
 
 export function checkLines(results: readonly CheckResult[]): string[] {
-  return results.map((r) => `${r.ok ? MARKS.ok.glyph : MARKS.refused.glyph} ${r.label}${r.detail ? ` — ${r.detail}` : ''}`);
+  return results.map(
+    (r) => `${r.ok ? MARKS.ok.glyph : MARKS.refused.glyph} ${r.label}${r.detail ? ` — ${r.detail}` : ''}`,
+  );
 }
 
 /**
@@ -134,7 +168,11 @@ export function checkLines(results: readonly CheckResult[]): string[] {
  * steps by script AND checking them — a preparation that silently went wrong would make the
  * practised step teach the wrong thing.
  */
-export async function prepareForStep(sandbox: DrillSandbox, first: StepNumber, signal?: AbortSignal): Promise<void> {
+export async function prepareForStep(
+  sandbox: DrillSandbox,
+  first: StepNumber,
+  signal?: AbortSignal,
+): Promise<void> {
   const notebook = newNotebook();
   for (const step of DRILL_STEPS.filter((s) => s.number < first)) {
     for (const [index, task] of step.tasks.entries()) {
@@ -143,7 +181,9 @@ export async function prepareForStep(sandbox: DrillSandbox, first: StepNumber, s
       await performScripted(sandbox, task);
       const bad = (await runChecks(sandbox, before, step.number, index)).filter((r) => !r.ok);
       if (bad.length > 0) {
-        throw new Error(`Preparing step ${first} failed at step ${step.number}: ${bad.map((r) => `${r.label} (${r.detail ?? ''})`).join('; ')}`);
+        throw new Error(
+          `Preparing step ${first} failed at step ${step.number}: ${bad.map((r) => `${r.label} (${r.detail ?? ''})`).join('; ')}`,
+        );
       }
     }
   }

@@ -27,7 +27,11 @@ export const DRILL_TIMEOUT_MS = 5_000;
 
 /** The sandbox's machines as the drill reaches them: bounded, and unpluggable. */
 export function drillTransports(sandbox: DrillSandbox): TransportFor {
-  return transportsFor(loadInventory(sandbox.inventoryPath).machines, { timeoutMs: DRILL_TIMEOUT_MS }, { wrap: unpluggable });
+  return transportsFor(
+    loadInventory(sandbox.inventoryPath).machines,
+    { timeoutMs: DRILL_TIMEOUT_MS },
+    { wrap: unpluggable },
+  );
 }
 
 /** What the drill's rotations need: the sandbox inventory and journal, a bounded wait for receipts (and `--revoke-previous`, when asked). */
@@ -66,7 +70,14 @@ export async function rotateScripted(
   const deps = drillRotationDeps(sandbox, revoke);
   return withMeshLock(sandbox.journalDir, deps.mesh!, 'baton drill rotation', async () => {
     const plan = await settledDrillPlan(sandbox, selector, deps);
-    return runRotationPlain({ id: newDrillRotationId(), plan, deps, yes: askCount === undefined, write, ...(askCount ? { askCount } : {}) });
+    return runRotationPlain({
+      id: newDrillRotationId(),
+      plan,
+      deps,
+      yes: askCount === undefined,
+      write,
+      ...(askCount ? { askCount } : {}),
+    });
   });
 }
 
@@ -76,9 +87,19 @@ export async function rotateScripted(
  * the live login would refuse the password its consumer holds). The interactive drill's view
  * and the scripted rotation both start from it.
  */
-export async function settledDrillPlan(sandbox: DrillSandbox, selector: Selector, deps: RotationDeps): Promise<RotationPlan> {
+export async function settledDrillPlan(
+  sandbox: DrillSandbox,
+  selector: Selector,
+  deps: RotationDeps,
+): Promise<RotationPlan> {
   const inventory = loadInventory(sandbox.inventoryPath);
-  const inspected = await inspectPlan(drillPlan(sandbox, selector), deps.transportFor, journalHistory([]), deps.concurrency, (name) => findMachine(inventory, name));
+  const inspected = await inspectPlan(
+    drillPlan(sandbox, selector),
+    deps.transportFor,
+    journalHistory([]),
+    deps.concurrency,
+    (name) => findMachine(inventory, name),
+  );
   if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
   return inspected.plan;
 }

@@ -32,7 +32,11 @@ export function phaseCalls(mesh: DisjointMesh): number[] {
   return [holders, holders, providerEnds, providerEnds, consumerEnds];
 }
 
-export function latencyFloorMs(calls: readonly number[], concurrency: number, latencyMs = LATENCY_MS): number {
+export function latencyFloorMs(
+  calls: readonly number[],
+  concurrency: number,
+  latencyMs = LATENCY_MS,
+): number {
   return calls.reduce((sum, n) => sum + latencyMs * Math.ceil(n / concurrency), 0);
 }
 
@@ -40,16 +44,28 @@ export function latencyFloorMs(calls: readonly number[], concurrency: number, la
 async function sleepOnlyMs(calls: readonly number[], concurrency: number): Promise<number> {
   const started = performance.now();
   for (const n of calls) {
-    await mapBounded(Array.from({ length: n }), concurrency, () => new Promise<void>((resolve) => setTimeout(resolve, LATENCY_MS)));
+    await mapBounded(
+      Array.from({ length: n }),
+      concurrency,
+      () => new Promise<void>((resolve) => setTimeout(resolve, LATENCY_MS)),
+    );
   }
   return performance.now() - started;
 }
 
 /** One whole rotation; returns its wall time after checking every holder holds its pair's secret. */
-export async function rotateOnce(ctx: BenchContext, mesh: DisjointMesh, concurrency: number, tag: string): Promise<number> {
+export async function rotateOnce(
+  ctx: BenchContext,
+  mesh: DisjointMesh,
+  concurrency: number,
+  tag: string,
+): Promise<number> {
   const journalDir = ctx.tempDir(`journal-${tag}`);
   const deps = {
-    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }), (m) => path.join(mesh.root, 'machines', m)),
+    transportFor: withLiveProvisioner(
+      transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }),
+      (m) => path.join(mesh.root, 'machines', m),
+    ),
     journalDir,
     operator: 'bench',
     resolve: { concurrency },
@@ -59,7 +75,13 @@ export async function rotateOnce(ctx: BenchContext, mesh: DisjointMesh, concurre
   };
   let lines = 0;
   const started = performance.now();
-  const { code, state } = await runRotationPlain({ id: `bench-${tag}`, plan: mesh.plan, deps, yes: true, write: () => void lines++ });
+  const { code, state } = await runRotationPlain({
+    id: `bench-${tag}`,
+    plan: mesh.plan,
+    deps,
+    yes: true,
+    write: () => void lines++,
+  });
   const wall = performance.now() - started;
   if (code !== 0 || state.step !== 'done') throw new Error(`the rotation ended ${state.step} (exit ${code})`);
   verifyDelivered(mesh);
@@ -72,7 +94,8 @@ export function verifyDelivered(mesh: DisjointMesh): void {
     const machineRoot = (name: string) => path.join(mesh.root, 'machines', name);
     const provider = readFileSync(path.join(machineRoot(pair.providerMachine), pair.providerPath), 'utf8');
     const consumer = readFileSync(path.join(machineRoot(pair.consumerMachine), pair.consumerPath), 'utf8');
-    if (provider !== consumer || provider.length < 32) throw new Error(`pair ${pair.key}: the two ends do not hold the same secret`);
+    if (provider !== consumer || provider.length < 32)
+      throw new Error(`pair ${pair.key}: the two ends do not hold the same secret`);
   }
 }
 
@@ -98,7 +121,12 @@ export const fanOutCase: BenchCase = {
         figure({
           id: `fan-out.rotate.c${concurrency}`,
           title: `Fan-out: rotate 500 pairs / ${mesh.plan.holders.length} holders, 20 ms per call, concurrency ${concurrency}`,
-          measured: { label: 'mesh rotate --yes (in-process)', value: wall.median, unit: 'ms', summary: wall },
+          measured: {
+            label: 'mesh rotate --yes (in-process)',
+            value: wall.median,
+            unit: 'ms',
+            summary: wall,
+          },
           baseline: { label: `floor 20 ms × Σ⌈calls ÷ ${concurrency}⌉`, value: floor, unit: 'ms' },
           goal: { kind: 'ratio', max: 1.5 },
           notes: [

@@ -23,17 +23,42 @@ function shellQuote(word: string): string {
 }
 
 /** Milliseconds from new-session until the pane shows `expect`; the server is killed after. */
-async function timeToText(command: string, expect: string, env: NodeJS.ProcessEnv, cwd: string, timeoutMs = 30_000): Promise<number> {
+async function timeToText(
+  command: string,
+  expect: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  timeoutMs = 30_000,
+): Promise<number> {
   const socket = `baton-bench-${process.pid}-${randomBytes(4).toString('hex')}`;
   // CI=true makes Ink draw only the final frame at exit; the pane is kept after the command.
   const inner = `env -u CI -u CONTINUOUS_INTEGRATION ${command}; exec sleep 600`;
   const started = process.hrtime.bigint();
   try {
-    await run('tmux', ['-L', socket, '-f', '/dev/null', 'new-session', '-d', '-x', '80', '-y', '24', '-c', cwd, `sh -c ${shellQuote(inner)}`], { env });
+    await run(
+      'tmux',
+      [
+        '-L',
+        socket,
+        '-f',
+        '/dev/null',
+        'new-session',
+        '-d',
+        '-x',
+        '80',
+        '-y',
+        '24',
+        '-c',
+        cwd,
+        `sh -c ${shellQuote(inner)}`,
+      ],
+      { env },
+    );
     for (;;) {
       const { stdout } = await run('tmux', ['-L', socket, 'capture-pane', '-p', '-t', '0'], { env });
       if (stdout.includes(expect)) return Number(process.hrtime.bigint() - started) / 1e6;
-      if (Number(process.hrtime.bigint() - started) / 1e6 > timeoutMs) throw new Error(`the pane never showed ${expect}; last screen:\n${stdout}`);
+      if (Number(process.hrtime.bigint() - started) / 1e6 > timeoutMs)
+        throw new Error(`the pane never showed ${expect}; last screen:\n${stdout}`);
     }
   } finally {
     await run('tmux', ['-L', socket, 'kill-server'], { env }).catch(() => undefined);
@@ -44,12 +69,23 @@ export const firstFrameCase: BenchCase = {
   name: 'first-frame',
   async run(ctx) {
     if (spawnSync('tmux', ['-V']).status !== 0) {
-      return { figures: [], skipped: [{ id: 'first-frame.status', title: 'Time to first frame', reason: 'tmux is not installed (apt-get install tmux)' }] };
+      return {
+        figures: [],
+        skipped: [
+          {
+            id: 'first-frame.status',
+            title: 'Time to first frame',
+            reason: 'tmux is not installed (apt-get install tmux)',
+          },
+        ],
+      };
     }
     const published = await publishAuthority(ctx, undefined);
     const env = childEnv({ TERM: 'xterm-256color' });
     const baton = [process.execPath, BIN, ...published.flags, 'status'].map(shellQuote).join(' ');
-    const floor = [process.execPath, '-e', `console.log(${JSON.stringify(MARKER)})`].map(shellQuote).join(' ');
+    const floor = [process.execPath, '-e', `console.log(${JSON.stringify(MARKER)})`]
+      .map(shellQuote)
+      .join(' ');
     const runs = Math.max(5, Math.ceil(ctx.runs / 2));
     ctx.log(`first frame: ${runs} interleaved tmux sessions each`);
     // One unrecorded round of each: the first tmux server start on a machine pays for loading tmux.
@@ -69,7 +105,9 @@ export const firstFrameCase: BenchCase = {
     // What the TTY path loads (the UI bundles and the view on top of the status read): once more,
     // with the load hook and stderr to a file (the pane is the terminal, so not a pipe).
     const loadLog = path.join(ctx.tempDir('first-frame-loads'), 'loads.log');
-    const traced = [process.execPath, '--import', REGISTER, BIN, ...published.flags, 'status'].map(shellQuote).join(' ');
+    const traced = [process.execPath, '--import', REGISTER, BIN, ...published.flags, 'status']
+      .map(shellQuote)
+      .join(' ');
     await timeToText(`${traced} 2>${shellQuote(loadLog)}`, published.fingerprint, env, published.cwd);
     const trace = traceFromLog(readFileSync(loadLog, 'utf8'));
     const s = summarize(subject);
@@ -82,7 +120,10 @@ export const firstFrameCase: BenchCase = {
           measured: { label: 'baton status (TTY)', value: s.median, unit: 'ms', summary: s },
           baseline: { label: 'node -e console.log(marker)', value: b.median, unit: 'ms', summary: b },
           goal: { kind: 'ratio', max: 2 }, // the first-frame goal in docs/benchmarks.md
-          notes: [`${runs} sessions each, interleaved; until capture-pane shows the local fingerprint / the marker`, `TTY path ${describeTrace(trace)}`],
+          notes: [
+            `${runs} sessions each, interleaved; until capture-pane shows the local fingerprint / the marker`,
+            `TTY path ${describeTrace(trace)}`,
+          ],
         }),
       ],
       skipped: [],

@@ -21,9 +21,20 @@ export const inventoryCase: BenchCase = {
     const yaml = starInventoryYaml(PAIRS);
     writeFileSync(file, yaml);
     const json = JSON.stringify({
-      machines: [{ name: 'db', address: 'machines/db', transport: 'local' }, ...Array.from({ length: PAIRS }, (_, i) => ({ name: `app${i}`, address: `machines/app${i}`, transport: 'local' }))],
+      machines: [
+        { name: 'db', address: 'machines/db', transport: 'local' },
+        ...Array.from({ length: PAIRS }, (_, i) => ({
+          name: `app${i}`,
+          address: `machines/app${i}`,
+          transport: 'local',
+        })),
+      ],
       providers: [{ name: 'pg', machine: 'db', kind: 'postgres' }],
-      consumers: Array.from({ length: PAIRS }, (_, i) => ({ name: `app${i}`, machine: `app${i}`, uses: ['pg'] })),
+      consumers: Array.from({ length: PAIRS }, (_, i) => ({
+        name: `app${i}`,
+        machine: `app${i}`,
+        uses: ['pg'],
+      })),
     });
     const runs = Math.max(5, Math.min(ctx.runs, 15));
     ctx.log(`inventory: ${runs} loads of ${PAIRS.toLocaleString('en')} pairs after one warm-up`);
@@ -33,7 +44,8 @@ export const inventoryCase: BenchCase = {
       let started = performance.now();
       const inventory = loadInventory(file);
       const loadMs = performance.now() - started;
-      if (inventory.pairs.length !== PAIRS) throw new Error(`loaded ${inventory.pairs.length} pairs, not ${PAIRS}`);
+      if (inventory.pairs.length !== PAIRS)
+        throw new Error(`loaded ${inventory.pairs.length} pairs, not ${PAIRS}`);
       started = performance.now();
       JSON.parse(json);
       const floorMs = performance.now() - started;
@@ -52,7 +64,9 @@ export const inventoryCase: BenchCase = {
           measured: { label: 'loadInventory, 10,000 pairs', value: s.median, unit: 'ms', summary: s },
           baseline: { label: 'JSON.parse of the same document', value: f.median, unit: 'ms', summary: f },
           goal: { kind: 'absolute', max: 150, unit: 'ms' },
-          notes: [`${runs} loads, median; ${Math.round(yaml.length / 1024)} KB of YAML; p90 ${s.p90.toFixed(0)} ms`],
+          notes: [
+            `${runs} loads, median; ${Math.round(yaml.length / 1024)} KB of YAML; p90 ${s.p90.toFixed(0)} ms`,
+          ],
         }),
       ],
       skipped: [],

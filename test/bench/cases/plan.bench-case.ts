@@ -32,7 +32,8 @@ function planTimes(inventory: Inventory, runs: number, expectPairs: number, perB
     const started = performance.now();
     for (let j = 0; j < perBlock; j++) {
       const plan = planRotation(inventory, { by: 'provider', name: 'pg' });
-      if (plan.pairs.length !== expectPairs || plan.holders.length !== expectPairs + 1) throw new Error(`planned ${plan.pairs.length} pairs on ${plan.holders.length} holders`);
+      if (plan.pairs.length !== expectPairs || plan.holders.length !== expectPairs + 1)
+        throw new Error(`planned ${plan.pairs.length} pairs on ${plan.holders.length} holders`);
     }
     times.push(performance.now() - started);
   }
@@ -56,7 +57,11 @@ export const planCase: BenchCase = {
           id: 'plan.10000-pairs',
           title: 'mesh plan: planning 10,000 pairs (in-process, no resolution)',
           measured: { label: 'planRotation, 10,000 pairs', value: s.median, unit: 'ms', summary: s },
-          baseline: { label: 'planning 1,000 pairs 10 times in a row', value: median(smallBlocks), unit: 'ms' },
+          baseline: {
+            label: 'planning 1,000 pairs 10 times in a row',
+            value: median(smallBlocks),
+            unit: 'ms',
+          },
           goal: { kind: 'ratio', max: 1.5 },
           notes: [
             'one provider, 10,000 consumers on 10,000 machines, --provider pg',

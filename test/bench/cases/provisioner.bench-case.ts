@@ -49,7 +49,13 @@ export const provisionerCase: BenchCase = {
         new PostgresProvisioner({
           meshDir,
           provider: PROVIDER,
-          connect: postgresRoles({ host: pg.host, port: pg.port, database: 'postgres', superuser: pg.superuser, superuserFile: pg.superuserPasswordFile }),
+          connect: postgresRoles({
+            host: pg.host,
+            port: pg.port,
+            database: 'postgres',
+            superuser: pg.superuser,
+            superuserFile: pg.superuserPasswordFile,
+          }),
           log: (line) => lines.push(line),
         });
 
@@ -58,7 +64,10 @@ export const provisionerCase: BenchCase = {
       const setupStarted = performance.now();
       const first = await provisioner.runCycle();
       const setupMs = performance.now() - setupStarted;
-      if (first.applied.length !== ROLES) throw new Error(`the first cycle applied ${first.applied.length} of ${ROLES}: ${first.failed[0]?.reason ?? first.blocked?.what ?? ''}`);
+      if (first.applied.length !== ROLES)
+        throw new Error(
+          `the first cycle applied ${first.applied.length} of ${ROLES}: ${first.failed[0]?.reason ?? first.blocked?.what ?? ''}`,
+        );
       // One more pass settles the stat cache for files that were "racy" (changed within the
       // timestamp granularity) at the first scan: what follows is the steady state of --watch.
       await provisioner.runCycle();
@@ -66,19 +75,28 @@ export const provisionerCase: BenchCase = {
       const idle: number[] = [];
       for (let i = 0; i < 20; i++) {
         const { ms, result } = await cpuMs(() => provisioner.runCycle());
-        if (result.unchanged !== ROLES || result.applied.length > 0) throw new Error(`an idle cycle did work: ${result.applied.length} applied, ${result.unchanged} unchanged`);
+        if (result.unchanged !== ROLES || result.applied.length > 0)
+          throw new Error(
+            `an idle cycle did work: ${result.applied.length} applied, ${result.unchanged} unchanged`,
+          );
         idle.push(ms);
       }
       const floor: number[] = [];
       for (let i = 0; i < 20; i++) {
         floor.push(
-          (await cpuMs(() => {
-            for (const name of readdirSync(provides)) if (!name.startsWith('.')) statSync(path.join(provides, name));
-          })).ms,
+          (
+            await cpuMs(() => {
+              for (const name of readdirSync(provides))
+                if (!name.startsWith('.')) statSync(path.join(provides, name));
+            })
+          ).ms,
         );
       }
       const fresh = await cpuMs(() => make().runCycle());
-      if (fresh.result.unchanged !== ROLES) throw new Error(`a fresh provisioner did not recognise the receipts: ${fresh.result.unchanged} unchanged`);
+      if (fresh.result.unchanged !== ROLES)
+        throw new Error(
+          `a fresh provisioner did not recognise the receipts: ${fresh.result.unchanged} unchanged`,
+        );
 
       const changed: number[] = [];
       const changedWall: number[] = [];
@@ -88,7 +106,8 @@ export const provisionerCase: BenchCase = {
         const started = performance.now();
         const { ms, result } = await cpuMs(() => provisioner.runCycle());
         changedWall.push(performance.now() - started);
-        if (result.applied.length !== CHANGED) throw new Error(`the cycle after ${CHANGED} changes applied ${result.applied.length}`);
+        if (result.applied.length !== CHANGED)
+          throw new Error(`the cycle after ${CHANGED} changes applied ${result.applied.length}`);
         changed.push(ms);
       }
       const idleS = summarize(idle);
@@ -99,8 +118,18 @@ export const provisionerCase: BenchCase = {
           figure({
             id: 'provisioner.idle-cycle',
             title: `Provisioner: one idle poll cycle over ${ROLES} applied roles (CPU, median)`,
-            measured: { label: 'runCycle, nothing changed', value: idleS.median, unit: 'ms CPU', summary: idleS },
-            baseline: { label: `readdir + ${ROLES} stats`, value: floorS.median, unit: 'ms CPU', summary: floorS },
+            measured: {
+              label: 'runCycle, nothing changed',
+              value: idleS.median,
+              unit: 'ms CPU',
+              summary: idleS,
+            },
+            baseline: {
+              label: `readdir + ${ROLES} stats`,
+              value: floorS.median,
+              unit: 'ms CPU',
+              summary: floorS,
+            },
             goal: { kind: 'absolute', max: 20, unit: 'ms CPU' },
             notes: [
               `median of 20 cycles; a fresh provisioner's first cycle (receipts read, every file hashed) cost ${fresh.ms.toFixed(0)} ms CPU`,
@@ -111,7 +140,12 @@ export const provisionerCase: BenchCase = {
           figure({
             id: 'provisioner.changed-cycle',
             title: `Provisioner: one cycle where ${CHANGED} of ${ROLES} changed (CPU, median)`,
-            measured: { label: `runCycle, ${CHANGED} changed`, value: changedS.median, unit: 'ms CPU', summary: changedS },
+            measured: {
+              label: `runCycle, ${CHANGED} changed`,
+              value: changedS.median,
+              unit: 'ms CPU',
+              summary: changedS,
+            },
             baseline: { label: 'idle cycle', value: idleS.median, unit: 'ms CPU' },
             goal: { kind: 'none' },
             notes: [

@@ -21,7 +21,11 @@ const ROLLBACKS = 5;
 export const rotationRollbackCase: BenchCase = {
   name: 'rotation-rollback',
   async run(ctx) {
-    const { inventory, state, meshDb1, baton, provisioner, stop } = await startRotationMesh(ctx, 'rotation-rollback', 2);
+    const { inventory, state, meshDb1, baton, provisioner, stop } = await startRotationMesh(
+      ctx,
+      'rotation-rollback',
+      2,
+    );
     try {
       await baton('mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', '20'); // creates the role
       const providerFile = path.join(meshDb1, 'provides', PROVIDER, 'web1_app');
@@ -32,10 +36,27 @@ export const rotationRollbackCase: BenchCase = {
         ctx.log(`rotation-rollback: roll-back ${i + 1} of ${ROLLBACKS}`);
         const old = secretDigest(readFileSync(providerFile, 'utf8'));
         provisioner.kill('SIGSTOP');
-        const child = spawn(process.execPath, [BIN, '--state-dir', state, 'mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', '1'], {
-          env: { ...process.env, NO_COLOR: '1' },
-          stdio: ['ignore', 'pipe', 'ignore'],
-        });
+        const child = spawn(
+          process.execPath,
+          [
+            BIN,
+            '--state-dir',
+            state,
+            'mesh',
+            'rotate',
+            '--pair',
+            PAIR,
+            '--inventory',
+            inventory,
+            '--yes',
+            '--wait',
+            '1',
+          ],
+          {
+            env: { ...process.env, NO_COLOR: '1' },
+            stdio: ['ignore', 'pipe', 'ignore'],
+          },
+        );
         let stdout = '';
         let waitEnded: number | undefined;
         child.stdout.on('data', (c: Buffer) => {
@@ -50,7 +71,9 @@ export const rotationRollbackCase: BenchCase = {
         provisioner.kill('SIGCONT');
         const receipt = parseReceipt(readFileSync(receiptFile, 'utf8'));
         if (code !== 3 || waitEnded === undefined || receipt?.digest !== old) {
-          throw new Error(`roll-back ${i + 1} did not end with the old receipt (exit ${code}, receipt ${receipt?.digest ?? 'none'}, old ${old}): ${stdout}`);
+          throw new Error(
+            `roll-back ${i + 1} did not end with the old receipt (exit ${code}, receipt ${receipt?.digest ?? 'none'}, old ${old}): ${stdout}`,
+          );
         }
         toReceipt.push(Date.parse(receipt.applied_at) - waitEnded);
         toExit.push(exited - waitEnded);
@@ -62,8 +85,18 @@ export const rotationRollbackCase: BenchCase = {
           figure({
             id: 'rotation.rollback',
             title: 'Rotation: roll-back, timeout → old receipt (median of 5 roll-backs)',
-            measured: { label: 'mesh rotate --wait 1, provisioner resumed at the timeout', value: r.median, unit: 'ms', summary: r },
-            baseline: { label: 'timeout → baton exits (roll-back done)', value: e.median, unit: 'ms', summary: e },
+            measured: {
+              label: 'mesh rotate --wait 1, provisioner resumed at the timeout',
+              value: r.median,
+              unit: 'ms',
+              summary: r,
+            },
+            baseline: {
+              label: 'timeout → baton exits (roll-back done)',
+              value: e.median,
+              unit: 'ms',
+              summary: e,
+            },
             goal: { kind: 'none' },
             notes: [
               `to old receipt ${toReceipt.map((x) => x.toFixed(0)).join(', ')} ms; to exit ${toExit.map((x) => x.toFixed(0)).join(', ')} ms`,

@@ -26,18 +26,44 @@ export const rotationWindowCase: BenchCase = {
     try {
       const windows: number[] = [];
       const receiptDelays: number[] = [];
-      await baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory, '--yes', '--wait', '20'); // creates the role
+      await baton(
+        'mesh',
+        'rotate',
+        '--pair',
+        `${PROVIDER}:web1-app`,
+        '--inventory',
+        inventory,
+        '--yes',
+        '--wait',
+        '20',
+      ); // creates the role
       for (let i = 0; i < ROTATIONS; i++) {
         ctx.log(`rotation-window: rotation ${i + 1} of ${ROTATIONS}`);
-        const { stdout } = await baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inventory, '--yes', '--wait', '20');
+        const { stdout } = await baton(
+          'mesh',
+          'rotate',
+          '--pair',
+          `${PROVIDER}:web1-app`,
+          '--inventory',
+          inventory,
+          '--yes',
+          '--wait',
+          '20',
+        );
         const id = /Rotation (\S+):/.exec(stdout)![1]!;
-        const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((r) => r.id === id);
+        const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
+          .filter((r) => r.id === id);
         const applied = records.find((r) => r.phase === 'applied');
         const committed = records.find((r) => r.phase === 'committed');
         const ms = applied?.windows_ms?.[`${PROVIDER}:web1-app`];
         if (typeof ms !== 'number') throw new Error(`rotation ${id} recorded no window: ${stdout}`);
         windows.push(ms);
-        const receipt = parseReceipt(readFileSync(path.join(meshDb1, 'provides', PROVIDER, '.applied', 'web1_app'), 'utf8'));
+        const receipt = parseReceipt(
+          readFileSync(path.join(meshDb1, 'provides', PROVIDER, '.applied', 'web1_app'), 'utf8'),
+        );
         receiptDelays.push(Date.parse(receipt!.applied_at) - Date.parse(committed.at));
       }
       const w = summarize(windows);
@@ -47,8 +73,18 @@ export const rotationWindowCase: BenchCase = {
           figure({
             id: 'rotation.window',
             title: 'Rotation: window per pair, receipt → consumer commit (median of 5 rotations)',
-            measured: { label: 'mesh rotate --pair, local transport', value: w.median, unit: 'ms', summary: w },
-            baseline: { label: 'provider commit → receipt (old order: consumer held an unknown password)', value: r.median, unit: 'ms', summary: r },
+            measured: {
+              label: 'mesh rotate --pair, local transport',
+              value: w.median,
+              unit: 'ms',
+              summary: w,
+            },
+            baseline: {
+              label: 'provider commit → receipt (old order: consumer held an unknown password)',
+              value: r.median,
+              unit: 'ms',
+              summary: r,
+            },
             goal: { kind: 'absolute', max: 100, unit: 'ms' },
             notes: [
               `windows ${windows.map((x) => x.toFixed(0)).join(', ')} ms; real PostgreSQL (embedded), provisioner --interval 2, receipts read every 50 ms`,

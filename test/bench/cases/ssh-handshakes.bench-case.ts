@@ -31,7 +31,13 @@ export const sshHandshakesCase: BenchCase = {
     const sshd = await startSshd({ extraPorts: MACHINES });
     try {
       const ports = sshd.ports.slice(1);
-      const rotate = async (tag: string, transportFor: (machines: ReturnType<typeof loadInventory>['machines']) => { transportFor: TransportFor; close: () => Promise<void> }) => {
+      const rotate = async (
+        tag: string,
+        transportFor: (machines: ReturnType<typeof loadInventory>['machines']) => {
+          transportFor: TransportFor;
+          close: () => Promise<void>;
+        },
+      ) => {
         const base = ctx.tempDir(`handshakes-${tag}`);
         const file = path.join(base, 'mesh.yaml');
         const name = (i: number) => `m${String(i + 1).padStart(2, '0')}`;
@@ -41,7 +47,10 @@ export const sshHandshakesCase: BenchCase = {
           [
             `ssh: { user: ${sshd.user}, identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 60 }`,
             'machines:',
-            ...ports.map((port, i) => `  - { name: ${name(i)}, address: "127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name(i)}/mesh }`),
+            ...ports.map(
+              (port, i) =>
+                `  - { name: ${name(i)}, address: "127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name(i)}/mesh }`,
+            ),
             'providers:',
             '  - { name: pg, machine: m01, kind: postgres }',
             'consumers:',
@@ -54,8 +63,19 @@ export const sshHandshakesCase: BenchCase = {
         const before = sshd.connections(ports);
         try {
           const { code } = await runRotationPlain({
-            id: `bench-${tag}`, plan: planRotation(inventory, { by: 'provider', name: 'pg' }), yes: true, write: () => undefined,
-            deps: { transportFor: withLiveProvisioner(transports.transportFor, () => '/'), journalDir: path.join(base, 'journal'), operator: 'bench', resolve: { concurrency: 8 }, concurrency: 8, waitMs: 0, pollMs: 100 },
+            id: `bench-${tag}`,
+            plan: planRotation(inventory, { by: 'provider', name: 'pg' }),
+            yes: true,
+            write: () => undefined,
+            deps: {
+              transportFor: withLiveProvisioner(transports.transportFor, () => '/'),
+              journalDir: path.join(base, 'journal'),
+              operator: 'bench',
+              resolve: { concurrency: 8 },
+              concurrency: 8,
+              waitMs: 0,
+              pollMs: 100,
+            },
           });
           if (code !== 0) throw new Error(`the ${tag} rotation exited ${code}`);
         } finally {
@@ -66,17 +86,32 @@ export const sshHandshakesCase: BenchCase = {
         return (sshd.connections(ports) - before) / MACHINES;
       };
       ctx.log(`ssh-handshakes: a rotation to ${MACHINES} machines on a real sshd, shared and unshared`);
-      const shared = await rotate('shared', (machines) => openCommandTransports(machines, { timeoutMs: 120_000, noSignalHandlers: true }));
-      const unshared = await rotate('unshared', (machines) => ({ transportFor: transportsFor(machines, { timeoutMs: 120_000 }), close: async () => undefined }));
+      const shared = await rotate('shared', (machines) =>
+        openCommandTransports(machines, { timeoutMs: 120_000, noSignalHandlers: true }),
+      );
+      const unshared = await rotate('unshared', (machines) => ({
+        transportFor: transportsFor(machines, { timeoutMs: 120_000 }),
+        close: async () => undefined,
+      }));
       return {
         figures: [
           figure({
             id,
             title,
-            measured: { label: `rotation with one shared connection per machine (${MACHINES} machines)`, value: shared, unit: 'handshakes/machine' },
-            baseline: { label: 'the same rotation, one connection per operation', value: unshared, unit: 'handshakes/machine' },
+            measured: {
+              label: `rotation with one shared connection per machine (${MACHINES} machines)`,
+              value: shared,
+              unit: 'handshakes/machine',
+            },
+            baseline: {
+              label: 'the same rotation, one connection per operation',
+              value: unshared,
+              unit: 'handshakes/machine',
+            },
             goal: { kind: 'absolute', max: 1, unit: 'handshakes/machine' },
-            notes: ['counted from sshd "Connection from" log lines (LogLevel VERBOSE); resolve + prepare + commit, --wait 0'],
+            notes: [
+              'counted from sshd "Connection from" log lines (LogLevel VERBOSE); resolve + prepare + commit, --wait 0',
+            ],
           }),
         ],
         skipped: [],

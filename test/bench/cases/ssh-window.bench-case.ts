@@ -37,7 +37,9 @@ export const sshWindowCase: BenchCase = {
     const title = `Rotation window per pair over ssh at ${2 * ONE_WAY_MS} ms RTT`;
     const unavailable = sshdUnavailable();
     if (unavailable) return { figures: [], skipped: [{ id, title, reason: unavailable }] };
-    ctx.log('ssh-window: starting two sshd (10 ports each: sshd listens on at most 16) and the sandbox PostgreSQL');
+    ctx.log(
+      'ssh-window: starting two sshd (10 ports each: sshd listens on at most 16) and the sandbox PostgreSQL',
+    );
     const servers: Sshd[] = [];
     const pg = await startPostgres();
     const root = ctx.tempDir('ssh-window');
@@ -48,40 +50,76 @@ export const sshWindowCase: BenchCase = {
       const config = delayedSshConfig(root, ONE_WAY_MS, path.join(root, 'relay.log'));
       const meshOf = (m: string) => path.join(root, 'machines', m, 'mesh');
       const superuser = `su_${randomBytes(3).toString('hex')}`;
-      const names = ['db1', 'web1', ...Array.from({ length: MACHINES - 2 }, (_, i) => `m${String(i + 3).padStart(2, '0')}`)];
+      const names = [
+        'db1',
+        'web1',
+        ...Array.from({ length: MACHINES - 2 }, (_, i) => `m${String(i + 3).padStart(2, '0')}`),
+      ];
       const consumerOf = (m: string) => (m === 'web1' ? 'web1-app' : `app-${m}`);
       const inventory = (file: string, transport: 'ssh' | 'local', machines: readonly string[]) => {
-        writeFileSync(path.join(root, file), [
-          `ssh: { strict_host_key_checking: "yes", config: ${config}, connect_timeout: 30 }`,
-          'machines:',
-          ...machines.map((m, i) => transport === 'ssh'
-            ? `  - { name: ${m}, address: "${targets[i]!.sshd.user}@127.0.0.1:${targets[i]!.port}", transport: ssh, mesh_dir: ${meshOf(m)}, identity: ${targets[i]!.sshd.identity}, known_hosts: ${targets[i]!.sshd.knownHosts} }`
-            : `  - { name: ${m}, address: /, transport: local, mesh_dir: ${meshOf(m)} }`),
-          'providers:',
-          `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-          'consumers:',
-          `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
-          ...machines.slice(1).map((m) => `  - { name: ${consumerOf(m)}, machine: ${m}, uses: [${PROVIDER}] }`),
-          '',
-        ].join('\n'));
+        writeFileSync(
+          path.join(root, file),
+          [
+            `ssh: { strict_host_key_checking: "yes", config: ${config}, connect_timeout: 30 }`,
+            'machines:',
+            ...machines.map((m, i) =>
+              transport === 'ssh'
+                ? `  - { name: ${m}, address: "${targets[i]!.sshd.user}@127.0.0.1:${targets[i]!.port}", transport: ssh, mesh_dir: ${meshOf(m)}, identity: ${targets[i]!.sshd.identity}, known_hosts: ${targets[i]!.sshd.knownHosts} }`
+                : `  - { name: ${m}, address: /, transport: local, mesh_dir: ${meshOf(m)} }`,
+            ),
+            'providers:',
+            `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
+            'consumers:',
+            `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
+            ...machines
+              .slice(1)
+              .map((m) => `  - { name: ${consumerOf(m)}, machine: ${m}, uses: [${PROVIDER}] }`),
+            '',
+          ].join('\n'),
+        );
         return path.join(root, file);
       };
       const pairSsh = inventory('pair-ssh.yaml', 'ssh', names.slice(0, 2));
       const pairLocal = inventory('pair-local.yaml', 'local', names.slice(0, 2));
       const wide = inventory('wide.yaml', 'ssh', names);
       const state = path.join(root, 'state');
-      const baton = (...args: string[]) => run(process.execPath, [BIN, '--state-dir', state, ...args], { cwd: root, env: { ...process.env, NO_COLOR: '1' }, maxBuffer: 16 * 1024 * 1024 });
+      const baton = (...args: string[]) =>
+        run(process.execPath, [BIN, '--state-dir', state, ...args], {
+          cwd: root,
+          env: { ...process.env, NO_COLOR: '1' },
+          maxBuffer: 16 * 1024 * 1024,
+        });
 
       // The provisioner's superuser, seeded into the mesh (`baton mesh seed`), and the provisioner watching db1.
-      provisioner = await seedAndWatch(pg, { root, superuser, inventory: pairSsh, meshDb1: meshOf('db1'), intervalSeconds: 0.5, baton });
+      provisioner = await seedAndWatch(pg, {
+        root,
+        superuser,
+        inventory: pairSsh,
+        meshDb1: meshOf('db1'),
+        intervalSeconds: 0.5,
+        baton,
+      });
 
       const windowOf = (stdout: string) => {
         const rotation = /\(rotation (\S+?)\)/.exec(stdout)?.[1];
-        const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; phase: string; windows_ms?: Record<string, number> });
+        const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { id: string; phase: string; windows_ms?: Record<string, number> });
         return records.find((r) => r.id === rotation && r.phase === 'applied')?.windows_ms ?? {};
       };
       const rotatePair = async (inv: string) => {
-        const { stdout } = await baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--inventory', inv, '--yes', '--wait', '20');
+        const { stdout } = await baton(
+          'mesh',
+          'rotate',
+          '--pair',
+          `${PROVIDER}:web1-app`,
+          '--inventory',
+          inv,
+          '--yes',
+          '--wait',
+          '20',
+        );
         const ms = windowOf(stdout)[`${PROVIDER}:web1-app`];
         if (typeof ms !== 'number') throw new Error(`the rotation recorded no window: ${stdout}`);
         return ms;
@@ -98,7 +136,8 @@ export const sshWindowCase: BenchCase = {
         sshWindows.push(await rotatePair(pairSsh));
         // The app's attempts up to its first success with the new password belong to this rotation.
         const fresh = readFileSync(consumerFile, 'utf8');
-        while (!app.attempts.slice(from).some((a) => a.ok && a.password === fresh)) await new Promise((r) => setTimeout(r, 50));
+        while (!app.attempts.slice(from).some((a) => a.ok && a.password === fresh))
+          await new Promise((r) => setTimeout(r, 50));
         failedLogins.push(app.attempts.slice(from).filter((a) => !a.ok).length);
       }
       const localWindows: number[] = [];
@@ -120,10 +159,23 @@ export const sshWindowCase: BenchCase = {
       }
       ctx.log(`ssh-window: a provider-wide rotation over ${MACHINES} machines`);
       const started = performance.now();
-      const { stdout } = await baton('mesh', 'rotate', '--provider', PROVIDER, '--inventory', wide, '--yes', '--wait', '30');
+      const { stdout } = await baton(
+        'mesh',
+        'rotate',
+        '--provider',
+        PROVIDER,
+        '--inventory',
+        wide,
+        '--yes',
+        '--wait',
+        '30',
+      );
       const wideMs = performance.now() - started;
       const wideWindows = Object.values(windowOf(stdout));
-      if (wideWindows.length !== MACHINES) throw new Error(`the provider-wide rotation applied ${wideWindows.length} of ${MACHINES} pairs: ${stdout}`);
+      if (wideWindows.length !== MACHINES)
+        throw new Error(
+          `the provider-wide rotation applied ${wideWindows.length} of ${MACHINES} pairs: ${stdout}`,
+        );
 
       const s = summarize(sshWindows);
       const l = summarize(localWindows);
@@ -135,8 +187,18 @@ export const sshWindowCase: BenchCase = {
           figure({
             id,
             title: `${title} (median of ${SSH_ROTATIONS} rotations)`,
-            measured: { label: `mesh rotate --pair over ssh, ${rtt}`, value: s.median, unit: 'ms', summary: s },
-            baseline: { label: `the same pair on the local transport (median of ${LOCAL_ROTATIONS})`, value: l.median, unit: 'ms', summary: l },
+            measured: {
+              label: `mesh rotate --pair over ssh, ${rtt}`,
+              value: s.median,
+              unit: 'ms',
+              summary: s,
+            },
+            baseline: {
+              label: `the same pair on the local transport (median of ${LOCAL_ROTATIONS})`,
+              value: l.median,
+              unit: 'ms',
+              summary: l,
+            },
             goal: { kind: 'absolute', max: 100, unit: 'ms' },
             notes: [
               `ssh windows ${sshWindows.map((x) => x.toFixed(0)).join(', ')} ms; local ${localWindows.map((x) => x.toFixed(0)).join(', ')} ms`,
@@ -147,16 +209,28 @@ export const sshWindowCase: BenchCase = {
           figure({
             id: 'mesh.status-ssh-20',
             title: `mesh status over ${MACHINES} ssh machines at ${2 * ONE_WAY_MS} ms RTT (median of 3, whole CLI)`,
-            measured: { label: `baton mesh status, ${MACHINES} machines, ${MACHINES} pairs`, value: st.median, unit: 'ms', summary: st },
+            measured: {
+              label: `baton mesh status, ${MACHINES} machines, ${MACHINES} pairs`,
+              value: st.median,
+              unit: 'ms',
+              summary: st,
+            },
             goal: { kind: 'none' },
             notes: [`each machine its own sshd port and connection; ${rtt}`],
           }),
           figure({
             id: 'rotation.provider-wide-ssh-20',
             title: `Provider-wide rotation over ${MACHINES} ssh machines at ${2 * ONE_WAY_MS} ms RTT (whole CLI)`,
-            measured: { label: `baton mesh rotate --provider --yes, ${MACHINES} pairs`, value: wideMs, unit: 'ms' },
+            measured: {
+              label: `baton mesh rotate --provider --yes, ${MACHINES} pairs`,
+              value: wideMs,
+              unit: 'ms',
+            },
             goal: { kind: 'none' },
-            notes: [`its windows: median ${w.median.toFixed(0)} ms, max ${w.max.toFixed(0)} ms over ${MACHINES} pairs`, 'includes the provisioner applying 20 roles at --interval 0.5'],
+            notes: [
+              `its windows: median ${w.median.toFixed(0)} ms, max ${w.max.toFixed(0)} ms over ${MACHINES} pairs`,
+              'includes the provisioner applying 20 roles at --interval 0.5',
+            ],
           }),
         ],
         skipped: [],

@@ -19,11 +19,27 @@ export const startupCase: BenchCase = {
     ctx.log(`start-up: ${runs} interleaved runs of status --json and node -e 0`);
     const env = childEnv();
     const result = await interleaved(
-      { file: process.execPath, args: [BIN, ...published.flags, 'status', '--json'], env, cwd: published.cwd },
+      {
+        file: process.execPath,
+        args: [BIN, ...published.flags, 'status', '--json'],
+        env,
+        cwd: published.cwd,
+      },
       { file: process.execPath, args: ['-e', '0'], env },
-      { runs, check: (run) => (run.exitCode === 0 && run.stdout.includes(published.fingerprint) ? undefined : `exit ${run.exitCode}, fingerprint ${run.stdout.includes(published.fingerprint) ? 'shown' : 'missing'}`) },
+      {
+        runs,
+        check: (run) =>
+          run.exitCode === 0 && run.stdout.includes(published.fingerprint)
+            ? undefined
+            : `exit ${run.exitCode}, fingerprint ${run.stdout.includes(published.fingerprint) ? 'shown' : 'missing'}`,
+      },
     );
-    const trace = await traceLoads(process.execPath, [BIN, ...published.flags, 'status', '--json'], env, published.cwd);
+    const trace = await traceLoads(
+      process.execPath,
+      [BIN, ...published.flags, 'status', '--json'],
+      env,
+      published.cwd,
+    );
     const wall = summarize(result.subject.map((r) => r.wallMs));
     const floor = summarize(result.baseline.map((r) => r.wallMs));
     const figures: Figure[] = [
@@ -33,7 +49,11 @@ export const startupCase: BenchCase = {
         measured: { label: 'baton status --json', value: wall.median, unit: 'ms', summary: wall },
         baseline: { label: 'node -e 0', value: floor.median, unit: 'ms', summary: floor },
         goal: { kind: 'ratio', max: 1.5 }, // the goal in docs/benchmarks.md (it was 2×)
-        notes: [`${runs} runs each, interleaved`, `p90 ${wall.p90.toFixed(0)} ms vs ${floor.p90.toFixed(0)} ms`, describeTrace(trace)],
+        notes: [
+          `${runs} runs each, interleaved`,
+          `p90 ${wall.p90.toFixed(0)} ms vs ${floor.p90.toFixed(0)} ms`,
+          describeTrace(trace),
+        ],
       }),
     ];
     const skipped: Skipped[] = [];
@@ -55,17 +75,29 @@ export const startupCase: BenchCase = {
       );
     } else {
       ctx.log('memory: no GNU time; reading VmHWM through a preloaded hook');
-      const hook = ['--import', pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), '../lib/vmhwm-hook.mjs')).href];
+      const hook = [
+        '--import',
+        pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), '../lib/vmhwm-hook.mjs')).href,
+      ];
       const peak = (run: Run) => Number(/BATON_BENCH_VMHWM (\d+)/.exec(run.stderr)?.[1] ?? Number.NaN) / 1024;
       const hooked = await interleaved(
-        { file: process.execPath, args: [...hook, BIN, ...published.flags, 'status', '--json'], env, cwd: published.cwd },
+        {
+          file: process.execPath,
+          args: [...hook, BIN, ...published.flags, 'status', '--json'],
+          env,
+          cwd: published.cwd,
+        },
         { file: process.execPath, args: [...hook, '-e', '0'], env },
         { runs: 5, warmup: 0 },
       );
       const rss = summarize(hooked.subject.map(peak));
       const rssFloor = summarize(hooked.baseline.map(peak));
       figures.push(
-        peakRssFigure(rss, rssFloor, 'VmHWM read by a preloaded exit hook (no GNU time on this machine); 5 runs each'),
+        peakRssFigure(
+          rss,
+          rssFloor,
+          'VmHWM read by a preloaded exit hook (no GNU time on this machine); 5 runs each',
+        ),
       );
     }
     return { figures, skipped };
@@ -73,7 +105,11 @@ export const startupCase: BenchCase = {
 };
 
 /** The memory figure, whichever way the peak was read (GNU time or the exit hook). */
-function peakRssFigure(rss: ReturnType<typeof summarize>, rssFloor: ReturnType<typeof summarize>, how: string) {
+function peakRssFigure(
+  rss: ReturnType<typeof summarize>,
+  rssFloor: ReturnType<typeof summarize>,
+  how: string,
+) {
   return figure({
     id: 'memory.status-json.peak-rss',
     title: 'Memory: peak RSS of status --json (median)',

@@ -10,7 +10,13 @@
 import path from 'node:path';
 import { runRotationPlain } from '../../../src/app/rotation-plain.js';
 import { rotationRunner } from '../../../src/app/rotation-run-effect.js';
-import { confirmationText, isTerminal, rotationFlow, startRotation, type RotationState } from '../../../src/app/rotation-flow.js';
+import {
+  confirmationText,
+  isTerminal,
+  rotationFlow,
+  startRotation,
+  type RotationState,
+} from '../../../src/app/rotation-flow.js';
 import { summaryLines } from '../../../src/app/rotation-text.js';
 import { transportsFor } from '../../../src/transport/make-transport.js';
 import { withLatency } from '../lib/slow-transport.js';
@@ -25,7 +31,10 @@ const CONCURRENCY = 8;
 
 function deps(ctx: BenchContext, mesh: DisjointMesh, tag: string) {
   return {
-    transportFor: withLiveProvisioner(transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }), (m) => path.join(mesh.root, 'machines', m)),
+    transportFor: withLiveProvisioner(
+      transportsFor(mesh.inventory.machines, { timeoutMs: 60_000 }, { wrap: withLatency(LATENCY_MS) }),
+      (m) => path.join(mesh.root, 'machines', m),
+    ),
     journalDir: ctx.tempDir(`journal-${tag}`),
     operator: 'bench',
     resolve: { concurrency: CONCURRENCY },
@@ -36,7 +45,11 @@ function deps(ctx: BenchContext, mesh: DisjointMesh, tag: string) {
 }
 
 /** Resolves once `predicate` holds for the store's state (checked on every change). */
-function until(subscribe: (l: (s: RotationState) => void) => () => void, current: () => RotationState, predicate: (s: RotationState) => boolean): Promise<void> {
+function until(
+  subscribe: (l: (s: RotationState) => void) => () => void,
+  current: () => RotationState,
+  predicate: (s: RotationState) => boolean,
+): Promise<void> {
   return new Promise((resolve) => {
     if (predicate(current())) return resolve();
     const off = subscribe((state) => {
@@ -55,31 +68,52 @@ function until(subscribe: (l: (s: RotationState) => void) => () => void, current
 async function shows(terminal: CountingTerminal, text: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (!terminal.recent.includes(text)) {
-    if (Date.now() > deadline) throw new Error(`the view never showed "${text}"; last output:\n${terminal.recent}`);
+    if (Date.now() > deadline)
+      throw new Error(`the view never showed "${text}"; last output:\n${terminal.recent}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   // Then a few turns for Ink to run the effects that come with the frame (its input handler).
   for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
 }
 
-async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes: number; writes: number; summaryBytes: number }> {
+async function viewBytes(
+  ctx: BenchContext,
+  mesh: DisjointMesh,
+): Promise<{ bytes: number; writes: number; summaryBytes: number }> {
   // Ink draws only the last frame when it believes it runs in CI, and chalk decides on colour
   // when first loaded: a real terminal has colour and no CI, so the bench sets both before
   // Ink comes in.
-  for (const name of Object.keys(process.env)) if (name === 'CI' || name === 'CONTINUOUS_INTEGRATION' || name.startsWith('CI_')) delete process.env[name];
+  for (const name of Object.keys(process.env))
+    if (name === 'CI' || name === 'CONTINUOUS_INTEGRATION' || name.startsWith('CI_'))
+      delete process.env[name];
   process.env.FORCE_COLOR = '1';
-  const [{ render }, React, { RotationApp }] = await Promise.all([import('ink'), import('react'), import('../../../components/rotation/RotationApp.js')]);
+  const [{ render }, React, { RotationApp }] = await Promise.all([
+    import('ink'),
+    import('react'),
+    import('../../../components/rotation/RotationApp.js'),
+  ]);
   const terminal = new CountingTerminal(80, 24);
   const stdin = new TypingStdin();
   const store = rotationFlow(startRotation('bench-view', mesh.plan), rotationRunner(deps(ctx, mesh, 'view')));
   const subscribe = store.subscribe;
   let exitState: RotationState | undefined;
   const instance = render(
-    React.createElement(RotationApp, { flow: store, columns: 80, color: true, onExit: (_code: number, state: RotationState) => (exitState = state) }),
-    { stdout: terminal as unknown as NodeJS.WriteStream, stdin: stdin as unknown as NodeJS.ReadStream, exitOnCtrlC: false, patchConsole: false },
+    React.createElement(RotationApp, {
+      flow: store,
+      columns: 80,
+      color: true,
+      onExit: (_code: number, state: RotationState) => (exitState = state),
+    }),
+    {
+      stdout: terminal as unknown as NodeJS.WriteStream,
+      stdin: stdin as unknown as NodeJS.ReadStream,
+      exitOnCtrlC: false,
+      patchConsole: false,
+    },
   );
   await until(subscribe, store.getState, (s) => s.step !== 'resolving');
-  if (store.getState().step !== 'confirming') throw new Error(`the gate did not open: ${store.getState().step}`);
+  if (store.getState().step !== 'confirming')
+    throw new Error(`the gate did not open: ${store.getState().step}`);
   const count = confirmationText(mesh.plan);
   await shows(terminal, `Type ${count}`);
   for (let i = 1; i <= count.length; i++) {
@@ -95,13 +129,25 @@ async function viewBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<{ bytes
   const state = store.getState();
   if (!exitState || state.step !== 'done') throw new Error(`the view ended at ${state.step}`);
   verifyDelivered(mesh);
-  const summary = summaryLines(state, 0).map((line) => `${line}\n`).join('');
-  return { bytes: terminal.bytes + Buffer.byteLength(summary), writes: terminal.writes, summaryBytes: Buffer.byteLength(summary) };
+  const summary = summaryLines(state, 0)
+    .map((line) => `${line}\n`)
+    .join('');
+  return {
+    bytes: terminal.bytes + Buffer.byteLength(summary),
+    writes: terminal.writes,
+    summaryBytes: Buffer.byteLength(summary),
+  };
 }
 
 async function plainBytes(ctx: BenchContext, mesh: DisjointMesh): Promise<number> {
   let bytes = 0;
-  const { code } = await runRotationPlain({ id: 'bench-plain', plan: mesh.plan, deps: deps(ctx, mesh, 'plain'), yes: true, write: (line) => (bytes += Buffer.byteLength(`${line}\n`)) });
+  const { code } = await runRotationPlain({
+    id: 'bench-plain',
+    plan: mesh.plan,
+    deps: deps(ctx, mesh, 'plain'),
+    yes: true,
+    write: (line) => (bytes += Buffer.byteLength(`${line}\n`)),
+  });
   if (code !== 0) throw new Error(`the plain rotation exited ${code}`);
   return bytes;
 }

@@ -24,22 +24,45 @@ export interface Published {
   readonly fingerprint: string;
 }
 
-export async function publishAuthority(ctx: BenchContext, storeUrl: string | undefined, env: Readonly<Record<string, string>> = {}): Promise<Published> {
+export async function publishAuthority(
+  ctx: BenchContext,
+  storeUrl: string | undefined,
+  env: Readonly<Record<string, string>> = {},
+): Promise<Published> {
   const root = ctx.tempDir('authority');
   const stateDir = path.join(root, 'state');
   const url = storeUrl ?? `file://${path.join(root, 'store')}`;
   // The S3 figure serves s3rver, which does not enforce conditional writes: said on purpose.
-  const flags = ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', url, ...(url.startsWith('s3://') ? unenforcedStoreFlags(url) : [])];
+  const flags = [
+    '--deployment',
+    DEPLOYMENT,
+    '--no-seal',
+    '--state-dir',
+    stateDir,
+    '--store',
+    url,
+    ...(url.startsWith('s3://') ? unenforcedStoreFlags(url) : []),
+  ];
   const baton = async (...args: string[]) => {
     try {
-      return (await run(process.execPath, [BIN, ...flags, ...args], { cwd: root, env: childEnv(env), encoding: 'utf8' })).stdout;
+      return (
+        await run(process.execPath, [BIN, ...flags, ...args], {
+          cwd: root,
+          env: childEnv(env),
+          encoding: 'utf8',
+        })
+      ).stdout;
     } catch (error) {
       const e = error as { code?: number; stdout?: string; stderr?: string };
       throw new Error(`baton ${args.join(' ')} failed (exit ${e.code}): ${e.stderr || e.stdout}`);
     }
   };
   await baton('sync', '--first-controller', '--yes');
-  const status = JSON.parse(await baton('status', '--json')) as { exit_code: number; local: { fingerprint: string } };
-  if (status.exit_code !== 0) throw new Error(`baton status --json after sync is not in sync: ${JSON.stringify(status)}`);
+  const status = JSON.parse(await baton('status', '--json')) as {
+    exit_code: number;
+    local: { fingerprint: string };
+  };
+  if (status.exit_code !== 0)
+    throw new Error(`baton status --json after sync is not in sync: ${JSON.stringify(status)}`);
   return { cwd: root, stateDir, storeUrl: url, flags, fingerprint: status.local.fingerprint };
 }

@@ -68,7 +68,13 @@ export function makeContext(runs: number): BenchContext & { cleanup(): void } {
 export function childEnv(extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || /^(AWS_|BATON_|CI_)/.test(name) || name === 'CI' || name === 'CONTINUOUS_INTEGRATION') continue;
+    if (
+      value === undefined ||
+      /^(AWS_|BATON_|CI_)/.test(name) ||
+      name === 'CI' ||
+      name === 'CONTINUOUS_INTEGRATION'
+    )
+      continue;
     env[name] = value;
   }
   env.XDG_CONFIG_HOME = '/nonexistent-baton-bench-config';

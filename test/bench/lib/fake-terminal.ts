@@ -20,7 +20,11 @@ export class CountingTerminal extends Writable {
     this.rows = rows;
   }
 
-  override _write(chunk: Buffer | string, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+  override _write(
+    chunk: Buffer | string,
+    _encoding: BufferEncoding,
+    done: (error?: Error | null) => void,
+  ): void {
     this.bytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
     this.writes += 1;
     this.recent = (this.recent + String(chunk)).slice(-16_384);

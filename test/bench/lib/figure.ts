@@ -22,7 +22,10 @@ export interface Measured {
  * `ratio`: value ÷ baseline must stay ≤ max. `absolute`: the value itself must stay ≤ max
  * (the baseline is then context, e.g. the raw cost of the syscalls a poll cannot avoid).
  */
-export type Goal = { readonly kind: 'ratio'; readonly max: number } | { readonly kind: 'absolute'; readonly max: number; readonly unit: Unit } | { readonly kind: 'none' };
+export type Goal =
+  | { readonly kind: 'ratio'; readonly max: number }
+  | { readonly kind: 'absolute'; readonly max: number; readonly unit: Unit }
+  | { readonly kind: 'none' };
 
 export interface Figure {
   /** Stable id, the key in bench-results.json. */
@@ -46,7 +49,8 @@ export function figure(input: {
   readonly goal: Goal;
   readonly notes?: readonly string[];
 }): Figure {
-  const ratio = input.baseline && input.baseline.value > 0 ? input.measured.value / input.baseline.value : undefined;
+  const ratio =
+    input.baseline && input.baseline.value > 0 ? input.measured.value / input.baseline.value : undefined;
   let met: boolean | undefined;
   if (input.goal.kind === 'ratio') met = ratio !== undefined && ratio <= input.goal.max;
   if (input.goal.kind === 'absolute') met = input.measured.value <= input.goal.max;

@@ -19,12 +19,16 @@ function onPath(name: string): string | undefined {
 }
 
 function versionOf(file: string): string | undefined {
-  const run = spawnSync(file, ['--version'], { encoding: 'utf8', env: { ...process.env, AWS_CONFIG_FILE: '/dev/null' } });
+  const run = spawnSync(file, ['--version'], {
+    encoding: 'utf8',
+    env: { ...process.env, AWS_CONFIG_FILE: '/dev/null' },
+  });
   return run.status === 0 ? `${run.stdout}${run.stderr}`.trim().split(/\s+/)[0] : undefined;
 }
 
 export function findAwsCli(log: (line: string) => void): AwsCli | { readonly missing: string } {
-  let candidate = onPath('aws') ?? (existsSync('/root/.pyenv/shims/aws') ? '/root/.pyenv/shims/aws' : undefined);
+  let candidate =
+    onPath('aws') ?? (existsSync('/root/.pyenv/shims/aws') ? '/root/.pyenv/shims/aws' : undefined);
   let how = 'on PATH';
   if (candidate?.includes('/.pyenv/shims/')) {
     try {
@@ -36,13 +40,17 @@ export function findAwsCli(log: (line: string) => void): AwsCli | { readonly mis
   }
   if (!candidate && process.getuid?.() === 0 && onPath('apt-get')) {
     log('aws CLI missing: apt-get install -y awscli');
-    const install = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'awscli'], { encoding: 'utf8', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    const install = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'awscli'], {
+      encoding: 'utf8',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
     if (install.status === 0) {
       candidate = onPath('aws');
       how = "Debian's awscli, installed by the bench";
     }
   }
-  if (!candidate) return { missing: 'no aws CLI on PATH and it could not be installed (apt-get install awscli, as root)' };
+  if (!candidate)
+    return { missing: 'no aws CLI on PATH and it could not be installed (apt-get install awscli, as root)' };
   const version = versionOf(candidate);
   if (!version) return { missing: `${candidate} --version failed` };
   return { path: candidate, version, how };

@@ -27,19 +27,30 @@ export interface LoadTrace {
  * `node --import REGISTER …` reports every file the process loads on its stderr: ES modules,
  * CommonJS modules and the build's bundles (which run as vm.Scripts).
  */
-export const REGISTER = pathToFileURL(path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-register.mjs')).href;
+export const REGISTER = pathToFileURL(
+  path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-register.mjs'),
+).href;
 
 type Outputs = Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
 
 /** The inputs of each output of the build that wrote `file` (dist/build-meta.json, in its directory or the one above). */
 const metaOf = new Map<string, Map<string, Record<string, { bytesInOutput: number }>>>();
 function bundleInputs(file: string): Record<string, { bytesInOutput: number }> {
-  const dist = [path.dirname(file), path.dirname(path.dirname(file))].find((dir) => existsSync(path.join(dir, 'build-meta.json')));
+  const dist = [path.dirname(file), path.dirname(path.dirname(file))].find((dir) =>
+    existsSync(path.join(dir, 'build-meta.json')),
+  );
   if (dist === undefined) return {};
   if (!metaOf.has(dist)) {
-    const outputs = (JSON.parse(readFileSync(path.join(dist, 'build-meta.json'), 'utf8')) as { outputs: Outputs }).outputs;
+    const outputs = (
+      JSON.parse(readFileSync(path.join(dist, 'build-meta.json'), 'utf8')) as { outputs: Outputs }
+    ).outputs;
     // Output paths are relative to the project root, the directory above dist/.
-    metaOf.set(dist, new Map(Object.entries(outputs).map(([output, { inputs }]) => [path.resolve(dist, '..', output), inputs])));
+    metaOf.set(
+      dist,
+      new Map(
+        Object.entries(outputs).map(([output, { inputs }]) => [path.resolve(dist, '..', output), inputs]),
+      ),
+    );
   }
   return metaOf.get(dist)!.get(file) ?? {};
 }
@@ -52,11 +63,23 @@ function largestOrigins(inputs: Record<string, { bytesInOutput: number }>): stri
     const origin = packageOf(input) ?? input.split('/').slice(0, 2).join('/');
     byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + bytesInOutput);
   }
-  return [...byOrigin].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([origin, bytes]) => `${origin} ${Math.round(bytes / 1024)} KB`);
+  return [...byOrigin]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([origin, bytes]) => `${origin} ${Math.round(bytes / 1024)} KB`);
 }
 
-export async function traceLoads(file: string, args: readonly string[], env: NodeJS.ProcessEnv, cwd?: string): Promise<LoadTrace> {
-  const child = spawn(file, ['--import', REGISTER, ...args], { env, cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+export async function traceLoads(
+  file: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd?: string,
+): Promise<LoadTrace> {
+  const child = spawn(file, ['--import', REGISTER, ...args], {
+    env,
+    cwd,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   await new Promise((resolve, reject) => {
@@ -75,7 +98,12 @@ export function traceFromLog(stderr: string): LoadTrace {
     if (seen.has(loaded)) continue; // an ES module the hook saw, listed again from the require cache
     seen.add(loaded);
     const inputs = bundleInputs(loaded);
-    files.push({ file: loaded, bytes: statSync(loaded).size, inputs: Object.keys(inputs), contains: largestOrigins(inputs) });
+    files.push({
+      file: loaded,
+      bytes: statSync(loaded).size,
+      inputs: Object.keys(inputs),
+      contains: largestOrigins(inputs),
+    });
   }
   return { files, totalBytes: files.reduce((n, f) => n + f.bytes, 0) };
 }
@@ -96,6 +124,9 @@ export function packagesLoaded(trace: LoadTrace): Set<string> {
 export function describeTrace(trace: LoadTrace): string {
   const largest = [...trace.files].sort((a, b) => b.bytes - a.bytes).slice(0, 3);
   // Its directory too: dist/ui/ui.mjs and a chunk beside it, bin/baton.js and a package's index.js.
-  const named = largest.map((f) => `${path.join(path.basename(path.dirname(f.file)), path.basename(f.file))} ${Math.round(f.bytes / 1024)} KB${f.contains.length > 0 ? ` (${f.contains.join(', ')})` : ''}`);
+  const named = largest.map(
+    (f) =>
+      `${path.join(path.basename(path.dirname(f.file)), path.basename(f.file))} ${Math.round(f.bytes / 1024)} KB${f.contains.length > 0 ? ` (${f.contains.join(', ')})` : ''}`,
+  );
   return `loads ${trace.files.length} JavaScript files, ${Math.round(trace.totalBytes / 1024)} KB; largest: ${named.join('; ')}`;
 }

@@ -27,14 +27,20 @@ export function disjointMesh(root: string, pairs: number): DisjointMesh {
   const providers: string[] = [];
   const consumers: string[] = [];
   for (let i = 0; i < pairs; i++) {
-    machines.push(`  - { name: db${i}, address: machines/db${i}, transport: local }`, `  - { name: app${i}, address: machines/app${i}, transport: local }`);
+    machines.push(
+      `  - { name: db${i}, address: machines/db${i}, transport: local }`,
+      `  - { name: app${i}, address: machines/app${i}, transport: local }`,
+    );
     providers.push(`  - { name: pg${i}, machine: db${i}, kind: postgres }`);
     consumers.push(`  - { name: app${i}, machine: app${i}, uses: [pg${i}] }`);
     mkdirSync(path.join(root, 'machines', `db${i}`), { recursive: true });
     mkdirSync(path.join(root, 'machines', `app${i}`), { recursive: true });
   }
   const file = path.join(root, 'mesh.yaml');
-  writeFileSync(file, ['machines:', ...machines, 'providers:', ...providers, 'consumers:', ...consumers, ''].join('\n'));
+  writeFileSync(
+    file,
+    ['machines:', ...machines, 'providers:', ...providers, 'consumers:', ...consumers, ''].join('\n'),
+  );
   const inventory = loadInventory(file);
   const parts = inventory.providers.map((p) => planRotation(inventory, { by: 'provider', name: p.name }));
   const plan: RotationPlan = {
@@ -49,9 +55,9 @@ export function disjointMesh(root: string, pairs: number): DisjointMesh {
 /** One provider used by `consumers` consumers, each on its own machine (`--provider pg` selects them all). */
 export function starInventoryYaml(consumers: number): string {
   const lines = ['machines:', '  - { name: db, address: machines/db, transport: local }'];
-  for (let i = 0; i < consumers; i++) lines.push(`  - { name: app${i}, address: machines/app${i}, transport: local }`);
+  for (let i = 0; i < consumers; i++)
+    lines.push(`  - { name: app${i}, address: machines/app${i}, transport: local }`);
   lines.push('providers:', '  - { name: pg, machine: db, kind: postgres }', 'consumers:');
   for (let i = 0; i < consumers; i++) lines.push(`  - { name: app${i}, machine: app${i}, uses: [pg] }`);
   return `${lines.join('\n')}\n`;
 }
-

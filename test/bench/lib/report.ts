@@ -1,7 +1,11 @@
 /** The table `npm run bench` prints: one row per figure, with baseline, ratio and goal. */
 import { formatValue, goalText, type Figure, type Skipped } from './figure.js';
 
-export function renderTable(figures: readonly Figure[], skipped: readonly Skipped[], failed: readonly { name: string; error: string }[]): string {
+export function renderTable(
+  figures: readonly Figure[],
+  skipped: readonly Skipped[],
+  failed: readonly { name: string; error: string }[],
+): string {
   const rows = figures.map((f) => [
     f.title,
     formatValue(f.measured.value, f.measured.unit),
@@ -12,7 +16,11 @@ export function renderTable(figures: readonly Figure[], skipped: readonly Skippe
   ]);
   const head = ['figure', 'value', 'baseline (same run)', 'ratio', 'goal', ''];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   const out = [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
   const notes = figures.filter((f) => f.notes.length > 0).map((f) => `  ${f.id}: ${f.notes.join('; ')}`);
   if (notes.length > 0) out.push('', 'Notes:', ...notes);

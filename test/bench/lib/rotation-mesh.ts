@@ -31,7 +31,11 @@ export interface RotationMesh {
   stop(): Promise<void>;
 }
 
-export async function startRotationMesh(ctx: BenchContext, name: string, intervalSeconds: number): Promise<RotationMesh> {
+export async function startRotationMesh(
+  ctx: BenchContext,
+  name: string,
+  intervalSeconds: number,
+): Promise<RotationMesh> {
   ctx.log(`${name}: starting the sandbox PostgreSQL`);
   const pg = await startPostgres();
   let provisioner: ChildProcess | undefined;
@@ -41,7 +45,11 @@ export async function startRotationMesh(ctx: BenchContext, name: string, interva
     const meshDb1 = path.join(root, 'machines/db1', MESH);
     const inventory = writeLocalMesh(root, { webs: 1, provisionerRole: superuser });
     const state = path.join(root, 'state');
-    const baton = (...args: string[]) => run(process.execPath, [BIN, '--state-dir', state, ...args], { cwd: root, env: { ...process.env, NO_COLOR: '1' } });
+    const baton = (...args: string[]) =>
+      run(process.execPath, [BIN, '--state-dir', state, ...args], {
+        cwd: root,
+        env: { ...process.env, NO_COLOR: '1' },
+      });
     provisioner = await seedAndWatch(pg, { root, superuser, inventory, meshDb1, intervalSeconds, baton });
     const child = provisioner;
     return {
@@ -69,24 +77,64 @@ export async function startRotationMesh(ctx: BenchContext, name: string, interva
  * way an operator does it (`baton mesh seed` from a 0600 file under `root`), then the provisioner
  * started watching db1's mesh directory. Returns the provisioner's process.
  */
-export async function seedAndWatch(pg: PostgresSandbox, o: {
-  readonly root: string;
-  readonly superuser: string;
-  readonly inventory: string;
-  readonly meshDb1: string;
-  readonly intervalSeconds: number;
-  readonly baton: (...args: string[]) => Promise<unknown>;
-}): Promise<ChildProcess> {
+export async function seedAndWatch(
+  pg: PostgresSandbox,
+  o: {
+    readonly root: string;
+    readonly superuser: string;
+    readonly inventory: string;
+    readonly meshDb1: string;
+    readonly intervalSeconds: number;
+    readonly baton: (...args: string[]) => Promise<unknown>;
+  },
+): Promise<ChildProcess> {
   const password = randomBytes(24).toString('base64url');
   const { default: pgClient } = await import('pg');
-  const admin = new pgClient.Client({ host: pg.host, port: pg.port, database: 'postgres', user: pg.superuser, password: readFileSync(pg.superuserPasswordFile, 'utf8') });
+  const admin = new pgClient.Client({
+    host: pg.host,
+    port: pg.port,
+    database: 'postgres',
+    user: pg.superuser,
+    password: readFileSync(pg.superuserPasswordFile, 'utf8'),
+  });
   await admin.connect();
-  await admin.query(`CREATE ROLE ${o.superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`);
+  await admin.query(
+    `CREATE ROLE ${o.superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`,
+  );
   await admin.end();
   const file = path.join(o.root, 'su.password');
   writeFileSync(file, password, { mode: 0o600 });
-  await o.baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file, '--inventory', o.inventory);
+  await o.baton(
+    'mesh',
+    'seed',
+    '--pair',
+    `${PROVIDER}:provisioner`,
+    '--from-file',
+    file,
+    '--inventory',
+    o.inventory,
+  );
   mkdirSync(o.meshDb1, { recursive: true });
-  return spawn(process.execPath, [BIN, 'provision', 'postgres', '--mesh-dir', o.meshDb1, '--provider', PROVIDER, '--pg-host', pg.host,
-    '--pg-port', String(pg.port), '--superuser', o.superuser, '--watch', '--interval', String(o.intervalSeconds)], { stdio: 'ignore' });
+  return spawn(
+    process.execPath,
+    [
+      BIN,
+      'provision',
+      'postgres',
+      '--mesh-dir',
+      o.meshDb1,
+      '--provider',
+      PROVIDER,
+      '--pg-host',
+      pg.host,
+      '--pg-port',
+      String(pg.port),
+      '--superuser',
+      o.superuser,
+      '--watch',
+      '--interval',
+      String(o.intervalSeconds),
+    ],
+    { stdio: 'ignore' },
+  );
 }

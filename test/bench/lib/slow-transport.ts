@@ -9,7 +9,9 @@ export function withLatency(latencyMs: number): (transport: Transport) => Transp
   const delay = (signal: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, latencyMs);
-      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason as Error)), { once: true });
+      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason as Error)), {
+        once: true,
+      });
     });
   return (transport) => ({
     machine: transport.machine,

@@ -43,7 +43,11 @@ export async function timedRun(command: Command, options: { readonly gnuTime?: b
   const file = useTime ? GNU_TIME : command.file;
   const args = useTime ? ['-f', '%M %U %S', '-o', report, command.file, ...command.args] : [...command.args];
   const started = process.hrtime.bigint();
-  const child = spawn(file, args, { env: command.env ?? process.env, cwd: command.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(file, args, {
+    env: command.env ?? process.env,
+    cwd: command.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -73,12 +77,17 @@ export async function timedRun(command: Command, options: { readonly gnuTime?: b
 export async function interleaved(
   subject: Command,
   baseline: Command,
-  options: { readonly runs: number; readonly warmup?: number; readonly check?: (run: Run) => string | undefined },
+  options: {
+    readonly runs: number;
+    readonly warmup?: number;
+    readonly check?: (run: Run) => string | undefined;
+  },
 ): Promise<{ readonly subject: Run[]; readonly baseline: Run[] }> {
   const out = { subject: [] as Run[], baseline: [] as Run[] };
   const check = (run: Run, what: string) => {
     const problem = options.check?.(run) ?? (run.exitCode === 0 ? undefined : `exit ${run.exitCode}`);
-    if (problem) throw new Error(`${what} failed (${problem}): ${run.stderr.trim().split('\n').slice(-3).join(' | ')}`);
+    if (problem)
+      throw new Error(`${what} failed (${problem}): ${run.stderr.trim().split('\n').slice(-3).join(' | ')}`);
   };
   for (let i = 0; i < (options.warmup ?? 2); i++) {
     check(await timedRun(subject), 'warm-up run');

@@ -35,6 +35,11 @@ export async function setAsideAuthority(stateDir: string, clock?: Clock): Promis
   return target;
 }
 
-export async function installAuthority(stateDir: string, deployment: string, files: AuthorityFiles, expected: Fingerprint): Promise<void> {
+export async function installAuthority(
+  stateDir: string,
+  deployment: string,
+  files: AuthorityFiles,
+  expected: Fingerprint,
+): Promise<void> {
   return realInstall(stateDir, deployment, files, expected, { onStep: step });
 }
