@@ -101,6 +101,11 @@ export type Verdict =
       readonly fingerprint: Fingerprint;
       /** A rotation overlap is open here: the previous authority, still trusted until `ca retire`. */
       readonly previous?: Fingerprint;
+      /**
+       * This host holds no previous pair but the published document still carries one (this
+       * host retired it and the store did not follow): `ca retire` re-publishes without it.
+       */
+      readonly storeCarriesRetired?: Fingerprint;
     }
   | {
       readonly kind: 'refuse';
