@@ -221,15 +221,24 @@ async function confirmRetireOnTerminal(ctx: CliContext, stateDir: string, deploy
     ctx.stdout,
     'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ',
   );
-  if (typed === undefined) {
-    ctx.stdout.write('\n');
+  const { confirmationPrefix, typedMatch } = await import('../pki/fingerprint-type.js');
+  const match = typed === undefined ? undefined : typedMatch(typed, confirmationPrefix(previous));
+  if (typed === undefined || match !== 'match') {
+    if (typed === undefined) ctx.stdout.write('\n');
+    const { wrongCase } = await import('../app/typed-gate.js');
     throw new BatonError('aborted', {
-      what: 'The confirmation was not given (Ctrl-C or end of input).',
+      what:
+        typed === undefined
+          ? 'The confirmation was not given (Ctrl-C or end of input).'
+          : match === 'wrong-case'
+            ? wrongCase(typed, 'the previous fingerprint')
+            : 'The typed characters do not match the previous fingerprint.',
       where: layoutOf(stateDir).previousKey,
       changed: 'Nothing was written.',
       next: ['Run ', retireStep(), ' when every node trusts the current authority.'],
     });
   }
+  // Compared again under the lock with what is on disk then.
   return typed;
 }
 
