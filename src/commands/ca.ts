@@ -1,3 +1,4 @@
+import { jsonForTerminal } from '../outside-text.js';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
@@ -73,7 +74,7 @@ export const registerCa: Register = (program, ctx) => {
         const local = await snapshotLocalAuthority(stateDir, deployment);
         ctx.stdout.write(
           options.json
-            ? `${JSON.stringify(authorityJson(local, deployment, ctx.suggester()), null, 2)}\n`
+            ? `${jsonForTerminal(authorityJson(local, deployment, ctx.suggester()), 2)}\n`
             : authorityText(local, deployment, ctx.suggester()),
         );
         return showExitCode(local);

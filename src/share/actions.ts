@@ -25,6 +25,7 @@ import {
   type LocalAuthority,
 } from '../authority/index.js';
 import { isBatonError } from '../errors.js';
+import { OutsideText } from '../outside-text.js';
 import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
 import { decide } from './decide.js';
@@ -169,8 +170,8 @@ async function encodeLocalAuthority(
       // During a rotation overlap the previous pair travels with the document, so a
       // controller left behind can be diagnosed as such and nodes keep verifying.
       previousFingerprint: local.previous?.fingerprint ?? null,
-      publishedAt: ctx.clock.now().toISOString(),
-      publishedBy: ctx.host,
+      publishedAt: new OutsideText(ctx.clock.now().toISOString()),
+      publishedBy: new OutsideText(ctx.host),
     };
     // The previous key signs the handover, so the host it replaced can PROVE it was left behind.
     const handover = signHandover(header, files['ca-previous.key']);
@@ -315,8 +316,8 @@ export async function firstController(
         deployment: ctx.deployment,
         fingerprint,
         previousFingerprint: null,
-        publishedAt: ctx.clock.now().toISOString(),
-        publishedBy: ctx.host,
+        publishedAt: new OutsideText(ctx.clock.now().toISOString()),
+        publishedBy: new OutsideText(ctx.host),
       },
       files,
       ctx.sealKey,

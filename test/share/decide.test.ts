@@ -1,3 +1,4 @@
+import { outside } from '../../src/outside-text.js';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
@@ -75,8 +76,8 @@ function present(opts: {
       deployment: 'd1',
       fingerprint: opts.fingerprint,
       previousFingerprint: opts.previous ?? null,
-      publishedAt: '2026-01-01T00:00:00Z',
-      publishedBy: 'ctl-a',
+      publishedAt: outside('2026-01-01T00:00:00Z'),
+      publishedBy: outside('ctl-a'),
     },
     // A sealed document read without the key only has its header.
     current: sealed ? undefined : pair(opts.fingerprint, opts.replaces),
