@@ -38,7 +38,6 @@ import { renderAt } from '../components/render-at.js';
 
 /** Anything a terminal obeys: C0 but the newline baton itself writes, DEL, C1, bidi, separators, BOM. */
 const OBEYED =
-  // eslint-disable-next-line no-control-regex -- finding control characters is the point
   /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/u;
 const GLYPHS = { ok: MARKS.ok.glyph, action: MARKS.action.glyph, refused: MARKS.refused.glyph };
 

@@ -13,6 +13,7 @@ import { readLocalAuthority } from '../../src/authority/index.js';
 import { confirmationPrefix, type Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { parseDocument } from '../../src/share/document.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { ifSet } from '../helpers/if-set.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { assertBuilt, runBaton, type BatonRun } from '../helpers/run-baton.js';
 
@@ -28,8 +29,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await moto?.close();
-  tmp?.cleanup();
+  await ifSet(moto)?.close();
+  ifSet(tmp)?.cleanup();
 });
 
 async function world() {
