@@ -25,6 +25,20 @@ export const ETAG_8: Placeholder = {
   readFrom: 'the first 8 characters of the etag in the PUBLISHED panel status shows',
 };
 
+/** The previous authority's fingerprint, which `ca retire` is bound to (it deletes that key). */
+export const PREVIOUS_8: Placeholder = {
+  placeholder: 'PREVIOUS 8',
+  readFrom: 'the 8 characters after "SHA256:" of the previous fingerprint `ca show` (or status) shows',
+};
+
+/**
+ * `ca retire`, bound: deleting the previous key cannot be undone, so a suggestion carries the
+ * placeholder and never a command that runs as pasted.
+ */
+export function retireStep(): NextStep {
+  return nextStep('ca retire --confirm', { placeholders: [PREVIOUS_8] });
+}
+
 /** `sync --replace-unreadable`, run where the authority is held (this host may hold none). */
 export function replaceElsewhere(): NextStep {
   return nextStep('sync --replace-unreadable --confirm', {

@@ -85,8 +85,9 @@ export function statusJson(report: StatusReport, baton: string | Suggester = 'ba
       fingerprint: published.state === 'present' ? published.header.fingerprint : null,
       previous_fingerprint: published.state === 'present' ? published.header.previousFingerprint : null,
       not_after: published.state === 'present' ? (published.current?.notAfter.toISOString() ?? null) : null,
-      published_at: published.state === 'present' ? published.header.publishedAt : null,
-      published_by: published.state === 'present' ? published.header.publishedBy : null,
+      published_at: published.state === 'present' ? published.header.publishedAt.raw : null,
+      // Raw: JSON stays JSON (a terminal gets it through jsonForTerminal, which escapes the rest).
+      published_by: published.state === 'present' ? published.header.publishedBy.raw : null,
       sealed: published.state === 'present' ? published.sealed : null,
       // The bad object's ETag, which `sync --replace-unreadable --confirm <ETAG 8>` is bound to.
       etag: published.state === 'unreadable' && published.etag ? etagShown(published.etag) : null,

@@ -8,7 +8,7 @@ import { nextStep } from '../next-step.js';
 import type { BatonError } from '../errors.js';
 import { EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
 import { refuseTamperedHandover } from '../share/handover.js';
-import { decide } from '../share/decide.js';
+import { decide, isInSync } from '../share/decide.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority, Verdict } from '../share/types.js';
 
@@ -108,7 +108,7 @@ export async function readStatus(sources: StatusSources): Promise<StatusReport> 
  */
 export function statusExitCode(report: StatusReport): number {
   if (couldNotRead(report)) return EXIT_CODES.failed;
-  return report.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
+  return isInSync(report.verdict) ? EXIT_OK : EXIT_CODES['action-needed'];
 }
 
 export function couldNotRead(report: StatusReport): boolean {

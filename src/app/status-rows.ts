@@ -8,6 +8,7 @@ import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
 import { etagShown } from '../share/confirm-binding.js';
 import { nextStep, renderStep } from '../next-step.js';
+import { OutsideText } from '../outside-text.js';
 import type { Suggester } from '../suggest-command.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
@@ -58,9 +59,11 @@ export function formatReadTime(date: Date): string {
 }
 
 /** A stored RFC 3339 time in the screen format; text that is not a time is shown as it is. */
-export function formatStoredTime(text: string): string {
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? text : formatTime(new Date(at));
+export function formatStoredTime(stored: OutsideText | string): string {
+  // A time read from a file or the store: parsed, or else shown as outside text, never raw.
+  const text = typeof stored === 'string' ? new OutsideText(stored) : stored;
+  const at = Date.parse(text.raw);
+  return Number.isNaN(at) ? text.shown(40) : formatTime(new Date(at));
 }
 
 /**
@@ -226,7 +229,7 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
           {
             kind: 'text',
             label: 'published',
-            value: `${formatStoredTime(header.publishedAt)} by ${header.publishedBy}`,
+            value: `${formatStoredTime(header.publishedAt)} by ${header.publishedBy.shown()}`,
           },
           {
             kind: 'text',

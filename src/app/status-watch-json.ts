@@ -3,6 +3,7 @@
  * interrupted — what `tail -f`-style monitors and `jq -c` expect. A read that fails is a line
  * too (the error object), and the loop goes on: a monitor must see a store that came back.
  */
+import { jsonForTerminal } from '../outside-text.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { asBatonError } from '../errors.js';
 import { statusExitCode, type StatusReport } from './status-report.js';
@@ -24,11 +25,11 @@ export async function watchStatusJson({ read, json, write, intervalMs, signal }:
   while (!signal.aborted) {
     try {
       const report = await read();
-      write(`${JSON.stringify(json(report))}\n`);
+      write(`${jsonForTerminal(json(report))}\n`);
       code = statusExitCode(report);
     } catch (error) {
       const batonError = asBatonError(error, { what: 'baton status failed' });
-      write(`${JSON.stringify(statusErrorJson(batonError))}\n`);
+      write(`${jsonForTerminal(statusErrorJson(batonError))}\n`);
       code = batonError.exitCode;
     }
     await sleep(intervalMs, undefined, { signal }).catch(() => undefined);

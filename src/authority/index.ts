@@ -29,3 +29,4 @@ export { rotateAuthority, type RotateResult } from './rotate-authority.js';
 export { retireAuthority, unprovedRefusal, type RetireResult } from './retire-authority.js';
 export { layoutOf, type AuthorityLayout } from './layout.js';
 export type { StepHook } from '../fs/durable-write.js';
+export { interruptedOf, type Interrupted } from './interrupted.js';

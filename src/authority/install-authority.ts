@@ -10,22 +10,29 @@ import { readLocalAuthority } from './read-local-authority.js';
 import type { AuthorityFileName, AuthorityFiles } from './types.js';
 import { markerDeployment, writeMarker } from './write-marker.js';
 
-/** Install order: the previous pair (if any) first, then key → cert, then the marker. */
+/**
+ * Install order, after the marker: the previous pair (if any), then key → cert. The previous
+ * pair's key before its certificate: billet's ServingCA reads ca-previous.crt and then NEEDS its
+ * key, so a certificate alone would stop billet from starting while a key alone is ignored.
+ */
 const INSTALL_ORDER: ReadonlyArray<readonly [AuthorityFileName, number]> = [
-  ['ca-previous.crt', CERT_MODE],
   ['ca-previous.key', KEY_MODE],
+  ['ca-previous.crt', CERT_MODE],
   ['ca.key', KEY_MODE],
   ['ca.crt', CERT_MODE],
 ];
 
 /**
- * Installs `files` into a ca/ that holds no authority (fresh or lost), each file created with
- * O_EXCL so nothing that appeared meanwhile is overwritten, then the marker, then RE-READS and
+ * Installs `files` into a ca/ that holds no authority (fresh or lost): the marker FIRST, then each
+ * file created with O_EXCL so nothing that appeared meanwhile is overwritten, then RE-READS and
  * checks the fingerprint equals `expected`. Caller holds the lock.
  *
- * The previous pair goes first and the current certificate last: a crash part-way leaves a
- * half-initialised ca/ that every reader refuses, never a current pair that looks whole but
- * lacks its overlap.
+ * THE MARKER FIRST: billet's LoadOrCreateCA reads "no ca.crt, no ca.key, no marker" as day one
+ * and mints, whatever else is in ca/. With the marker written before any file, a crash (ENOSPC,
+ * SIGKILL) part-way leaves a dir billet refuses ("lost" or half-initialised) and baton reads as
+ * lost or half, whose way out is the same adopt again — never a second authority.
+ * The previous pair goes before the current one and the current certificate last: a crash
+ * part-way never leaves a current pair that looks whole but lacks its overlap.
  */
 export async function installAuthority(
   stateDir: string,
@@ -97,6 +104,13 @@ export async function installAuthority(
   const written: string[] = [];
   let writing = 'ca/';
   try {
+    if (before.state === 'fresh') {
+      writing = 'authority-created';
+      await writeMarker(stateDir, deployment);
+      written.push(writing);
+      await opts?.onStep?.('installed authority-created');
+    }
+    writing = 'ca/';
     await mkdir(l.caDir, { recursive: true, mode: DIR_MODE });
     await fsyncDir(stateDir);
     for (const [name, mode] of INSTALL_ORDER) {
@@ -106,12 +120,6 @@ export async function installAuthority(
       await createFileDurably(l.caDir, name, bytes, mode);
       written.push(writing);
       await opts?.onStep?.(`installed ${name}`);
-    }
-    if (before.state === 'fresh') {
-      writing = 'authority-created';
-      await writeMarker(stateDir, deployment);
-      written.push(writing);
-      await opts?.onStep?.('installed authority-created');
     }
   } catch (error) {
     if (!isSystemError(error)) throw error;

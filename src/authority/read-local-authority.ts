@@ -2,12 +2,18 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { nextStep, type Said } from '../next-step.js';
-import { inspectPair, parseCertificate, type PairFault } from '../pki/inspect-pair.js';
+import { inspectPair, keyFingerprint, parseCertificate, type PairFault } from '../pki/inspect-pair.js';
+import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { faultText, problemOf, summaryOf } from './check-pair.js';
 import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
 import { readStrict, type FileRead } from './read-strict.js';
 import { AUTHORITY_FILES, type LocalAuthority, type LocalProblem, type PairSummary } from './types.js';
 import { markerDeployment } from './write-marker.js';
+
+type RetireLeftover = {
+  readonly file: 'ca-previous.crt' | 'ca-previous.key';
+  readonly fingerprint: Fingerprint;
+};
 
 /** Everything one pass over the state dir saw, before any of it is interpreted. */
 export interface RawAuthority {
@@ -281,6 +287,7 @@ export async function classify(
   const asideFiles = ROTATION_FILES.filter((n) => entries.includes(n));
   let pending: 'rotate' | 'retire' | undefined = repairedTear || asideFiles.length > 0 ? 'rotate' : undefined;
   let previous: PairSummary | undefined;
+  let leftover: RetireLeftover | undefined;
   if (repairedTear) {
     previous = undefined; // ca-previous.* IS the current pair until the rotation finishes
   } else if (previousCert && previousKey) {
@@ -303,9 +310,10 @@ export async function classify(
     const facts = parseCertificate(previousCert);
     if (sameBytes(previousCert, cert))
       pending = 'rotate'; // the copy of ca.crt, before the copy of the key
-    else if (facts && current.replaces !== undefined && facts.fingerprint === current.replaces)
+    else if (facts && current.replaces !== undefined && facts.fingerprint === current.replaces) {
       pending = 'retire';
-    else {
+      leftover = { file: 'ca-previous.crt', fingerprint: facts.fingerprint };
+    } else {
       return refuse(
         'half-initialised',
         'The rotation overlap is half there: ca/ca-previous.crt is present but ca/ca-previous.key is missing.',
@@ -314,12 +322,25 @@ export async function classify(
       );
     }
   } else if (previousKey) {
-    return refuse(
-      'half-initialised',
-      'The rotation overlap is half there: ca/ca-previous.key is present but ca/ca-previous.crt is missing.',
-      l.caDir,
-      HALF_PREVIOUS_NEXT,
-    );
+    // The key alone: a rotation's copy of ca.key before the copy of the certificate (written in
+    // that order because billet cannot start with a previous certificate and no key), or what a
+    // retire left after removing the certificate first (billet's order). Anything else is half.
+    const fingerprint = keyFingerprint(previousKey);
+    if (sameBytes(previousKey, key)) pending = 'rotate';
+    else if (
+      fingerprint !== undefined &&
+      current.replaces !== undefined &&
+      fingerprint === current.replaces
+    ) {
+      pending = 'retire';
+      leftover = { file: 'ca-previous.key', fingerprint };
+    } else
+      return refuse(
+        'half-initialised',
+        'The rotation overlap is half there: ca/ca-previous.key is present but ca/ca-previous.crt is missing.',
+        l.caDir,
+        HALF_PREVIOUS_NEXT,
+      );
   }
 
   return {
@@ -333,6 +354,10 @@ export async function classify(
       markerMissing: markerText === undefined,
       repairedTear,
       ...(pending ? { pending } : {}),
+      ...(leftover ? { leftover } : {}),
+      ...(!repairedTear && !previousCert !== !previousKey
+        ? { alone: previousCert ? ('ca-previous.crt' as const) : ('ca-previous.key' as const) }
+        : {}),
       unexpected: extraUnexpected.length > 0 ? [...unexpected, ...extraUnexpected].sort() : unexpected,
     },
   };

@@ -1,6 +1,6 @@
 import { BatonError } from '../errors.js';
-import { nextStep } from '../next-step.js';
-import type { Fingerprint } from '../pki/fingerprint-type.js';
+import { nextStep, retireStep } from '../next-step.js';
+import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import { withAuthorityLock } from './authority-lock.js';
 import { removeDurably, type StepHook } from '../fs/durable-write.js';
 import { layoutOf } from './layout.js';
@@ -16,25 +16,30 @@ export type RetireResult =
       readonly current: Fingerprint;
       readonly unproved?: true;
     }
-  /** An earlier retire had removed the key; this one removed the certificate it left. */
-  | { readonly kind: 'finished'; readonly current: Fingerprint }
+  /** An earlier retire stopped part-way; this one removed the file of the previous pair it left. */
+  | {
+      readonly kind: 'finished';
+      readonly current: Fingerprint;
+      readonly removed: 'ca-previous.crt' | 'ca-previous.key';
+    }
   | { readonly kind: 'nothing-to-retire'; readonly current: Fingerprint };
 
 /**
- * Ends a rotation overlap under ca.lock: remove ca-previous.key → fsync → remove
- * ca-previous.crt → fsync.
+ * Ends a rotation overlap under ca.lock, in BILLET'S ORDER: remove ca-previous.crt → fsync →
+ * remove ca-previous.key → fsync. billet's ServingCA reads ca-previous.crt and then needs its
+ * key: a certificate left without its key stops billet from starting, while a key left without
+ * its certificate is ignored by billet (and read here as a retire to finish).
  *
- * THE RETIRE GUARD. ca-previous.key is deleted only when the previous pair is provably this
- * deployment's predecessor — the current certificate's OU claim `baton-replaces:<fp>` equals
- * the previous fingerprint EXACTLY — and the current pair is whole, matching and ours (the
- * reader's 'whole', not repaired, nothing pending). Anything the reader could not read blocks:
- * "could not read" never counts as "absent", because the key deleted here may be the one half
- * the fleet still verifies against.
+ * BOUND TO THE DATA. Deleting the previous key cannot be undone, so it happens only when
+ * `confirm` is the 8 characters after `SHA256:` of the fingerprint being deleted, compared here,
+ * under the lock, with what is on disk now (a confirmation read before another rotation does
+ * not carry over). The same value is the operator's word when the current certificate names no
+ * predecessor.
  *
- * A current certificate that names NO predecessor (an older billet rotated without writing
- * the claim) is no proof, and no reason to refuse for ever either: the delete then happens
- * only on the operator's word (`acceptUnproved`: the previous fingerprint they confirmed, or
- * 'any' for --yes). A claim naming ANOTHER authority is refused whatever the operator says.
+ * THE RETIRE GUARD. A claim naming ANOTHER authority is refused whatever is confirmed; the
+ * current pair must be whole, matching and ours (the reader's 'whole', not repaired, no rotation
+ * pending). Anything the reader could not read blocks: "could not read" never counts as
+ * "absent", because the key deleted here may be the one half the fleet still verifies against.
  */
 export async function retireAuthority(
   stateDir: string,
@@ -42,19 +47,16 @@ export async function retireAuthority(
   opts?: {
     readonly onStep?: StepHook;
     readonly waitMs?: number;
-    readonly acceptUnproved?: Fingerprint | 'any';
+    /** The typed (or --confirm) 8 characters after `SHA256:` of the previous fingerprint. */
+    readonly confirm?: string | undefined;
   },
 ): Promise<RetireResult> {
   return withAuthorityLock(
     stateDir,
     () =>
-      retireLocked(stateDir, deployment, opts?.onStep, opts?.acceptUnproved).catch(
+      retireLocked(stateDir, deployment, opts?.onStep, opts?.confirm).catch(
         stoppedPartWay('retire', layoutOf(stateDir).caDir, {
-          next: [
-            'Fix the cause, then run ',
-            nextStep('ca retire'),
-            ' again: it finishes a retire left part-way.',
-          ],
+          next: ['Fix the cause, then run ', retireStep(), ' again: it finishes a retire left part-way.'],
           changed: 'The current authority is untouched.',
         }),
       ),
@@ -66,7 +68,7 @@ async function retireLocked(
   stateDir: string,
   deployment: string,
   onStep: StepHook | undefined,
-  acceptUnproved: Fingerprint | 'any' | undefined,
+  confirm: string | undefined,
 ): Promise<RetireResult> {
   const l = layoutOf(stateDir);
   const local = (await readAuthority(stateDir, deployment)).local;
@@ -87,35 +89,40 @@ async function retireLocked(
       changed: 'Nothing was written.',
     });
   }
-  if (local.markerMissing) await writeMarker(stateDir, deployment);
   const current = local.current;
-  if (local.pending === 'retire') {
-    // The key is already gone and the reader proved ca-previous.crt is the predecessor the
-    // current certificate names: removing it deletes no key.
-    await removeDurably(l.previousCert);
-    await onStep?.('removed ca-previous.crt');
-    return { kind: 'finished', current: current.fingerprint };
+  if (local.pending === 'retire' && local.leftover) {
+    // The reader proved the file left is of the predecessor the current certificate names.
+    const { file, fingerprint } = local.leftover;
+    if (file === 'ca-previous.key') requireConfirmed(l.previousKey, fingerprint, confirm);
+    if (local.markerMissing) await writeMarker(stateDir, deployment);
+    await removeDurably(file === 'ca-previous.key' ? l.previousKey : l.previousCert);
+    await onStep?.(`removed ${file}`);
+    return { kind: 'finished', current: current.fingerprint, removed: file };
   }
   const previous = local.previous;
   if (!previous) return { kind: 'nothing-to-retire', current: current.fingerprint };
   // The claim's TEXT is compared, exactly: a malformed claim names another authority, not none.
   const claim = current.claim ?? current.replaces;
   const unproved = claim === undefined;
-  if (unproved && acceptUnproved !== 'any' && acceptUnproved !== previous.fingerprint) {
-    throw unprovedRefusal(l.previousKey, previous.fingerprint, current.fingerprint, acceptUnproved);
-  }
   if (!unproved && claim !== previous.fingerprint) {
     throw new BatonError('refused', {
-      what: `The current certificate says it replaces ${claim}, not the previous authority ${previous.fingerprint}: ca-previous.* is not its predecessor, and no confirmation (--yes) overrides that.`,
+      what: `The current certificate says it replaces ${claim}, not the previous authority ${previous.fingerprint}: ca-previous.* is not its predecessor, and no confirmation overrides that.`,
       where: l.previousKey,
       next: 'Keep ca-previous.* until you know which nodes trust it; remove them by hand only when none do.',
       changed: 'Nothing was written.',
     });
   }
-  await removeDurably(l.previousKey);
-  await onStep?.('removed ca-previous.key');
+  if (
+    unproved &&
+    (confirm === undefined || typedMatch(confirm, confirmationPrefix(previous.fingerprint)) !== 'match')
+  )
+    throw unprovedRefusal(l.previousKey, previous.fingerprint, current.fingerprint, confirm !== undefined);
+  requireConfirmed(l.previousKey, previous.fingerprint, confirm);
+  if (local.markerMissing) await writeMarker(stateDir, deployment);
   await removeDurably(l.previousCert);
   await onStep?.('removed ca-previous.crt');
+  await removeDurably(l.previousKey);
+  await onStep?.('removed ca-previous.key');
   return {
     kind: 'retired',
     previous: previous.fingerprint,
@@ -124,26 +131,43 @@ async function retireLocked(
   };
 }
 
+/**
+ * Usage (exit 2) unless `confirm` is the 8 characters after `SHA256:` of `previous`. The
+ * refusal names where to read the value, never the value.
+ */
+function requireConfirmed(where: string, previous: Fingerprint, confirm: string | undefined): void {
+  const match = confirm === undefined ? undefined : typedMatch(confirm, confirmationPrefix(previous));
+  if (match === 'match') return;
+  throw new BatonError('usage', {
+    what: `Retiring deletes the previous key for good, so it needs --confirm with the 8 characters after "SHA256:" of the previous fingerprint. ${
+      confirm === undefined
+        ? 'No --confirm was given.'
+        : match === 'wrong-case'
+          ? 'The --confirm given has the right characters but not the same case: case counts (base64).'
+          : 'The --confirm given does not match the previous authority on this host now.'
+    }`,
+    where,
+    next: ['Read the previous fingerprint (', nextStep('ca show'), '), then run ', retireStep(), '.'],
+    changed: 'Nothing was written.',
+  });
+}
+
 /** The words of an unproved predecessor: what is missing, and that the operator's word is the way on. */
 export function unprovedRefusal(
   where: string,
   previous: Fingerprint,
   current: Fingerprint,
-  confirmed?: Fingerprint | 'any',
+  mismatched = false,
 ): BatonError {
-  const moved =
-    confirmed !== undefined && confirmed !== 'any'
-      ? ` (the confirmation was for ${confirmed}, and ca-previous.* is now ${previous})`
-      : '';
-  return new BatonError('refused', {
-    what: `The current certificate ${current} names no predecessor (no billet-replaces: claim in its OU; an older billet minted it), so ${previous} in ca-previous.* cannot be proved to be the authority it replaced${moved}.`,
+  return new BatonError(mismatched ? 'usage' : 'refused', {
+    what: `The current certificate ${current} names no predecessor (no billet-replaces: claim in its OU; an older billet minted it), so ${previous} in ca-previous.* cannot be proved to be the authority it replaced${mismatched ? ', and the --confirm given does not match it' : ''}.`,
     where,
     next: [
       `If every node already trusts ${current}, `,
-      nextStep('ca retire --yes'),
+      retireStep(),
       ' (or ',
       nextStep('ca retire'),
-      ' on a terminal, typing the first 8 characters of the previous fingerprint) deletes ca-previous.key and ca-previous.crt on your word.',
+      ' on a terminal, typing the same 8 characters) deletes ca-previous.crt and ca-previous.key on your word.',
     ],
     changed: 'Nothing was written.',
   });

@@ -1,6 +1,6 @@
 import { unlink } from 'node:fs/promises';
 import { BatonError } from '../errors.js';
-import { nextStep } from '../next-step.js';
+import { nextStep, retireStep } from '../next-step.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { inspectPair } from '../pki/inspect-pair.js';
 import { withAuthorityLock } from './authority-lock.js';
@@ -28,7 +28,7 @@ export interface RotateResult {
 
 /**
  * Rotates the local authority under ca.lock, in docs/authority-on-disk.md's order: the new pair aside
- * (`*.new`) → ca-previous.crt → ca-previous.key → rename the new key → rename the new cert. The
+ * (`*.new`) → ca-previous.key → ca-previous.crt → rename the new key → rename the new cert. The
  * old pair is durable as ca-previous.* before anything current changes, and the key is renamed
  * before the certificate, so every instant leaves a state the reader answers correctly: the old
  * authority, "new key beside old cert" (repaired from ca-previous.key), or the new one.
@@ -92,19 +92,19 @@ async function rotateLocked(
     throw new BatonError('refused', {
       what: `A rotation overlap is already in progress: ${local.previous.fingerprint} is still the previous authority.`,
       where: l.previousKey,
-      next: [
-        'Once every node trusts the current authority, run ',
-        nextStep('ca retire'),
-        ', then rotate again.',
-      ],
+      next: ['Once every node trusts the current authority, run ', retireStep(), ', then rotate again.'],
       changed: 'Nothing was written.',
     });
   }
   if (local.pending === 'retire') {
     throw new BatonError('refused', {
-      what: 'A retire was interrupted: ca-previous.crt is still there without its key.',
-      where: l.previousCert,
-      next: ['Finish it with ', nextStep('ca retire'), ', then rotate.'],
+      what: `A retire was interrupted: ${local.leftover?.file ?? 'ca-previous.crt'} is still there without its other half.`,
+      where: local.leftover?.file === 'ca-previous.key' ? l.previousKey : l.previousCert,
+      next: [
+        'Finish it with ',
+        local.leftover?.file === 'ca-previous.key' ? retireStep() : nextStep('ca retire'),
+        ', then rotate.',
+      ],
       changed: 'Nothing was written.',
     });
   }
@@ -132,16 +132,19 @@ async function rotateLocked(
     await onStep?.('wrote ca.crt.new');
   }
 
-  // 2–3. The old pair, durable as ca-previous.* before anything current changes.
+  // 2–3. The old pair, durable as ca-previous.* before anything current changes. The KEY
+  // first: billet's ServingCA reads ca-previous.crt and then needs its key, so a certificate
+  // alone stops billet from starting, while a key alone is ignored by billet and read here as
+  // this rotation's copy.
+  if (read.raw.previousKey.kind !== 'bytes') {
+    await createFileDurably(l.caDir, 'ca-previous.key', oldKey, KEY_MODE);
+    await onStep?.('wrote ca-previous.key');
+  }
   if (read.raw.previousCert.kind !== 'bytes') {
     await createFileDurably(l.caDir, 'ca-previous.crt', oldCert, CERT_MODE);
     await onStep?.('wrote ca-previous.crt');
   } else if (!sameBytes(read.raw.previousCert.bytes, oldCert)) {
     throw new Error('rotate: ca-previous.crt is not the current certificate'); // the reader refuses this state
-  }
-  if (read.raw.previousKey.kind !== 'bytes') {
-    await createFileDurably(l.caDir, 'ca-previous.key', oldKey, KEY_MODE);
-    await onStep?.('wrote ca-previous.key');
   }
 
   // 4–5. The key is renamed before the certificate: a crash between the two leaves "new key

@@ -71,6 +71,16 @@ export type LocalAuthority =
        * and nothing is published until it has.
        */
       readonly pending?: 'rotate' | 'retire' | undefined;
+      /**
+       * With pending 'retire': the one file of the previous pair an interrupted retire left, and
+       * its fingerprint (proved to be the predecessor the current certificate names). A key left
+       * is still a key: finishing deletes it, bound to this fingerprint like any retire.
+       */
+      /** Exactly one file of the previous pair is present (no torn read): which one. */
+      readonly alone?: 'ca-previous.crt' | 'ca-previous.key' | undefined;
+      readonly leftover?:
+        | { readonly file: 'ca-previous.crt' | 'ca-previous.key'; readonly fingerprint: Fingerprint }
+        | undefined;
       readonly unexpected: readonly string[];
     }
   | {

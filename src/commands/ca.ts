@@ -1,9 +1,12 @@
+import { jsonForTerminal } from '../outside-text.js';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
+import { Option } from 'commander';
 import { action, type CliContext, type Register } from './context.js';
-import { nextStep, renderSaid, renderStep, saidSteps } from '../next-step.js';
+import { nextStep, renderSaid, renderStep, retireStep, saidSteps, type NextStep } from '../next-step.js';
+import { interruptedOf } from '../authority/interrupted.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 
 /**
@@ -71,7 +74,7 @@ export const registerCa: Register = (program, ctx) => {
         const local = await snapshotLocalAuthority(stateDir, deployment);
         ctx.stdout.write(
           options.json
-            ? `${JSON.stringify(authorityJson(local, deployment, ctx.suggester()), null, 2)}\n`
+            ? `${jsonForTerminal(authorityJson(local, deployment, ctx.suggester()), 2)}\n`
             : authorityText(local, deployment, ctx.suggester()),
         );
         return showExitCode(local);
@@ -89,79 +92,137 @@ export const registerCa: Register = (program, ctx) => {
           `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
             `Current:  ${result.current}\n` +
             `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
-            `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run ${run('ca retire')} once every node trusts the current authority.\n`,
+            `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run \`${renderStep(ctx.suggester(), retireStep())}\` once every node trusts the current authority (<PREVIOUS 8>: the 8 characters after "SHA256:" of the previous fingerprint above).\n`,
         );
       }),
     );
 
   ca.command('retire')
     .description(
-      'end a rotation overlap: remove ca-previous.* once provably the predecessor (--yes: on your word, when the current certificate names none)',
+      'end a rotation overlap: delete ca-previous.* (bound: --confirm with the 8 characters after "SHA256:" of the PREVIOUS fingerprint, or typed on a terminal); with a store, the published document drops it too',
     )
     .option(
-      '--yes',
-      'delete ca-previous.* even though the current certificate names no predecessor (an older billet minted it); a claim naming another authority is refused regardless',
+      '--confirm <PREVIOUS 8>',
+      'the 8 characters after "SHA256:" of the previous fingerprint `ca show` prints (the key deleted)',
     )
+    .addOption(new Option('--yes').hideHelp())
     .action(
-      action(ctx, async (options: { readonly yes?: boolean }) => {
+      action(ctx, async (options: { readonly confirm?: string; readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
+        if (options.yes && options.confirm === undefined) throw yesIsNotAConfirmation(stateDir);
         const { retireAuthority } = await import('../authority/index.js');
-        const acceptUnproved = options.yes
-          ? ('any' as const)
-          : await confirmUnprovedOnTerminal(ctx, stateDir, deployment);
-        const result = await retireAuthority(
-          stateDir,
-          deployment,
-          acceptUnproved ? { acceptUnproved } : undefined,
-        );
+        const confirm = options.confirm ?? (await confirmRetireOnTerminal(ctx, stateDir, deployment));
+        const result = await retireAuthority(stateDir, deployment, { confirm });
         const { caDir } = layoutOf(stateDir);
         switch (result.kind) {
           case 'retired':
             ctx.stdout.write(
               `Retired the previous authority ${result.previous} from ${caDir}${result.unproved ? ' on your word (the current certificate names no predecessor)' : ''}.\n` +
-                `The current authority ${result.current} is the only one now on this host. The published document may still carry the previous pair until the next rotation is published; a host that adopts it retires it the same way.\n`,
+                `The current authority ${result.current} is the only one now on this host.\n`,
             );
             break;
           case 'finished':
             ctx.stdout.write(
-              `Finished an interrupted retire in ${caDir}: ca-previous.crt is removed. The current authority is ${result.current}.\n`,
+              `Finished an interrupted retire in ${caDir}: ${result.removed} is removed. The current authority is ${result.current}.\n`,
             );
             break;
           case 'nothing-to-retire':
             ctx.stdout.write(
-              `There is no previous authority to retire in ${caDir}. The current authority is ${result.current}. Nothing was changed.\n`,
+              `There is no previous authority to retire in ${caDir}. The current authority is ${result.current}.\n`,
             );
             break;
         }
+        const config = ctx.config();
+        if (config.store) ctx.stdout.write(`${await retireInStore(ctx, config, confirm)}\n`);
+        else if (result.kind !== 'nothing-to-retire')
+          ctx.stdout.write(
+            'No store is configured: a published document that still carries the previous pair keeps it until this host publishes (configure the store, then retire again).\n',
+          );
       }),
     );
 };
 
 /**
- * THE TYPED SCREEN of an unproved retire: on a terminal, when the current certificate names no
- * predecessor, the operator types the first 8 characters after `SHA256:` of the PREVIOUS
- * fingerprint — the key being deleted. Returns that fingerprint (retire re-checks it under the
- * lock), or undefined when there is nothing to confirm or no terminal (retire then refuses,
- * naming --yes).
+ * The store's copy follows the retire (retirePublished): said in one line, and a store that
+ * cannot be written is a failure that says the local retire is done and how to finish.
  */
-async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, deployment: string) {
+async function retireInStore(
+  ctx: CliContext,
+  config: ResolvedConfig,
+  confirm: string | undefined,
+): Promise<string> {
+  const [{ openShareContext }, { retirePublished }] = await Promise.all([
+    import('../share/share-context.js'),
+    import('../share/actions.js'),
+  ]);
+  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
+  let outcome;
+  try {
+    outcome = await retirePublished(share, confirm);
+  } catch (error) {
+    if (!(error instanceof BatonError) || error.code === 'usage') throw error;
+    throw new BatonError(error.code, {
+      what: `This host's retire is done, but the published document could not be updated: ${error.what}`,
+      where: share.store.location,
+      next: [
+        'Until it is, a host that adopts installs the retired pair. When the store answers, run ',
+        retireStep(),
+        ' again (',
+        nextStep('status'),
+        ' says whether the store still carries it).',
+      ],
+      changed: 'ca-previous.* are removed on this host; the store is unchanged.',
+      cause: error,
+    });
+  }
+  switch (outcome.kind) {
+    case 'dropped':
+      return `The published document at ${share.store.location} no longer carries the previous authority ${outcome.previous}: re-published with this host's one pair.`;
+    case 'clean':
+      return `The published document at ${share.store.location} carries no previous pair.`;
+    case 'left':
+      return `The published document at ${share.store.location} was left as it is: ${outcome.why}`;
+  }
+}
+
+/** `--yes` once retired on the operator's word; now the word is bound to the data. */
+function yesIsNotAConfirmation(stateDir: string): BatonError {
+  return new BatonError('usage', {
+    what: 'ca retire takes no --yes: deleting the previous key is bound to the data, --confirm with the 8 characters after "SHA256:" of the previous fingerprint.',
+    where: layoutOf(stateDir).previousKey,
+    next: ['Read the previous fingerprint (', nextStep('ca show'), '), then run ', retireStep(), '.'],
+    changed: 'Nothing was written.',
+  });
+}
+
+/**
+ * THE TYPED SCREEN of a retire: on a terminal without --confirm, the operator reads the
+ * fingerprint whose key is deleted and types its first 8 characters after `SHA256:`. Returns
+ * what was typed (retire compares it under the lock with what is on disk then), or undefined
+ * without a terminal or with nothing to delete (retire then refuses, exit 2, or has nothing to do).
+ */
+async function confirmRetireOnTerminal(ctx: CliContext, stateDir: string, deployment: string) {
   if (!process.stdin.isTTY) return undefined;
-  const { snapshotLocalAuthority } = await import('../authority/index.js');
+  const { snapshotLocalAuthority, unprovedRefusal } = await import('../authority/index.js');
   const local = await snapshotLocalAuthority(stateDir, deployment);
-  if (local.state !== 'whole' || !local.previous || local.pending || local.repairedTear) return undefined;
-  if ((local.current.claim ?? local.current.replaces) !== undefined) return undefined;
-  const { confirmationPrefix, typedMatch } = await import('../pki/fingerprint-type.js');
-  const { askTyped } = await import('./typed-confirm.js');
-  const { unprovedRefusal } = await import('../authority/index.js');
-  const previous = local.previous.fingerprint;
+  if (local.state !== 'whole' || local.repairedTear || local.pending === 'rotate') return undefined;
+  const previous =
+    local.previous?.fingerprint ??
+    (local.leftover?.file === 'ca-previous.key' ? local.leftover.fingerprint : undefined);
+  if (previous === undefined) return undefined;
+  if (local.previous && (local.current.claim ?? local.current.replaces) === undefined)
+    ctx.stdout.write(
+      `${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`,
+    );
   ctx.stdout.write(
-    `${unprovedRefusal(layoutOf(stateDir).previousKey, previous, local.current.fingerprint).what}\n`,
+    `Retiring deletes the previous key ${previous} (ca-previous.*) for good; nodes that trust only it stop verifying this controller.\n`,
   );
-  ctx.stdout.write(`Retiring deletes ca-previous.key and ca-previous.crt (${previous}) on your word.\n`);
+  const { askTyped } = await import('./typed-confirm.js');
   const typed = await askTyped(
     ctx.stdout,
     'Type the first 8 characters after "SHA256:" of the PREVIOUS fingerprint to delete it: ',
   );
+  const { confirmationPrefix, typedMatch } = await import('../pki/fingerprint-type.js');
   const match = typed === undefined ? undefined : typedMatch(typed, confirmationPrefix(previous));
   if (typed === undefined || match !== 'match') {
     if (typed === undefined) ctx.stdout.write('\n');
@@ -175,16 +236,11 @@ async function confirmUnprovedOnTerminal(ctx: CliContext, stateDir: string, depl
             : 'The typed characters do not match the previous fingerprint.',
       where: layoutOf(stateDir).previousKey,
       changed: 'Nothing was written.',
-      next: [
-        'Run ',
-        nextStep('ca retire'),
-        ` again and type the 8 characters after "SHA256:" of ${previous}, or `,
-        nextStep('ca retire --yes'),
-        '.',
-      ],
+      next: ['Run ', retireStep(), ' when every node trusts the current authority.'],
     });
   }
-  return previous;
+  // Compared again under the lock with what is on disk then.
+  return typed;
 }
 
 /**
@@ -319,6 +375,7 @@ export function authorityText(
   s: Suggester = PLAIN_SUGGESTER,
 ): string {
   const run = (words: string) => `\`${renderStep(s, nextStep(words))}\``;
+  const step = (next: NextStep) => `\`${renderStep(s, next)}\``;
   const { caDir, marker } = layoutOf(local.stateDir);
   const lines: string[] = [];
   switch (local.state) {
@@ -338,33 +395,34 @@ export function authorityText(
         `Next: adopt the published one with ${run('sync')}, or restore ca/ from a backup. baton will not mint over a loss.`,
       );
       break;
-    case 'whole':
-      lines.push(`The authority of deployment ${deployment} in ${caDir} is whole.`);
+    case 'whole': {
+      const interrupted = interruptedOf(local);
+      lines.push(
+        interrupted
+          ? `The authority of deployment ${deployment} in ${caDir} is INTERRUPTED (the current pair below is intact): ${interrupted.what}${interrupted.billetStops ? " billet's control plane will not start on it until it is finished." : ''}`
+          : `The authority of deployment ${deployment} in ${caDir} is whole.`,
+      );
       lines.push(`Fingerprint: ${local.current.fingerprint}`);
       lines.push(`Not after:   ${local.current.notAfter.toISOString()}`);
       lines.push(
         local.previous
-          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run ${run('ca retire')} once every node trusts the current one.`
+          ? `Previous:    ${local.previous.fingerprint} (rotation overlap; not after ${local.previous.notAfter.toISOString()}). Run ${step(retireStep())} once every node trusts the current one (<PREVIOUS 8>: the 8 characters after "SHA256:" above).`
           : 'Previous:    none (no rotation overlap).',
       );
       if (local.previous && (local.current.claim ?? local.current.replaces) === undefined) {
         lines.push(
-          `The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: ${run('ca retire --yes')} retires it on your word.`,
+          `The current certificate names no predecessor (an older billet minted it), so the previous one cannot be proved its predecessor: ${step(retireStep())} retires it on your word.`,
         );
       }
-      if (local.repairedTear || local.pending === 'rotate')
-        lines.push(
-          `A rotation was interrupted part-way; the authority above is still the one in use. Finish it with ${run('ca rotate')}.`,
-        );
-      if (local.pending === 'retire')
-        lines.push(
-          `A retire was interrupted: ca-previous.crt remains without its key. Finish it with ${run('ca retire')}.`,
-        );
+      if (local.leftover?.file === 'ca-previous.key')
+        lines.push(`Previous:    ${local.leftover.fingerprint} (its key only, left by the retire).`);
+      if (interrupted) lines.push(`Next: finish it with ${step(interrupted.step)}.`);
       if (local.markerMissing)
         lines.push(
           `The marker ${layoutOf(local.stateDir).marker} is missing; the next writing command (rotate, retire, sync) writes it back.`,
         );
       break;
+    }
     case 'blocked':
       lines.push(`The authority of deployment ${deployment} cannot be used (${local.problem}).`);
       lines.push(...local.error.lines(s));
@@ -377,7 +435,7 @@ export function authorityText(
 
 /** As `status`: a side that could not be read is exit 1 (unknown), never 3 (known to need action). */
 function showExitCode(local: LocalAuthority): number {
-  if (local.state === 'whole') return EXIT_OK;
+  if (local.state === 'whole') return interruptedOf(local) ? EXIT_CODES['action-needed'] : EXIT_OK;
   if (local.state === 'blocked' && (local.problem === 'unreadable' || local.problem === 'changing'))
     return EXIT_CODES.failed;
   return EXIT_CODES['action-needed'];

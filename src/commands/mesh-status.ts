@@ -3,6 +3,7 @@
  * command's transports (one connection per machine), then the table on a terminal, plain lines
  * in a pipe, or JSON. Read-only: it never writes to a holder or the journal.
  */
+import { jsonForTerminal } from '../outside-text.js';
 import { EXIT_CODES } from '../errors.js';
 import { hasTerminal, mountView } from './mount-view.js';
 import { inventoryFrom, meshHistory, meshJournal, resolveOptions } from './rotation-cli.js';
@@ -70,7 +71,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
     const code = meshStatusExitCode(statuses);
     if (flags.json)
       ctx.stdout.write(
-        `${JSON.stringify({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, null, 2)}\n`,
+        `${jsonForTerminal({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, 2)}\n`,
       );
     else {
       for (const line of meshStatusLines(statuses, plan.selectorText, suggester))

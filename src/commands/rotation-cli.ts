@@ -2,6 +2,7 @@
  * The composition root of `baton mesh`: reads the inventory, builds transports and the
  * journal, then runs the rotation flow in a view (terminal) or as plain lines (--yes, pipes).
  */
+import { jsonForTerminal } from '../outside-text.js';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
@@ -164,7 +165,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const unresolved = plan.holders.filter((h) => resolutions.get(h.machine)?.status !== 'resolved');
   if (flags.json) {
     ctx.stdout.write(
-      `${JSON.stringify(
+      `${jsonForTerminal(
         {
           selector: plan.selectorText,
           gate: unresolved.length === 0 ? 'open' : 'closed',
@@ -193,7 +194,6 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
             resolution: resolutions.get(h.machine),
           })),
         },
-        null,
         2,
       )}\n`,
     );

@@ -1,3 +1,4 @@
+import { jsonForTerminal } from '../outside-text.js';
 import { BatonError, EXIT_OK } from '../errors.js';
 import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
 import { action, type Register } from './context.js';
@@ -39,7 +40,7 @@ export const registerStatus: Register = (program, ctx) => {
               import('../errors.js'),
             ]);
             const batonError = asBatonError(error, { what: 'baton status failed' });
-            ctx.stdout.write(`${JSON.stringify(statusErrorJson(batonError), null, 2)}\n`);
+            ctx.stdout.write(`${jsonForTerminal(statusErrorJson(batonError), 2)}\n`);
             throw batonError;
           }
           throw error;
@@ -99,7 +100,7 @@ export const registerStatus: Register = (program, ctx) => {
       return watchJson(read, (report) => statusJson(report, suggester), interval);
     if (options.json) {
       const report = await read();
-      ctx.stdout.write(`${JSON.stringify(statusJson(report, suggester), null, 2)}\n`);
+      ctx.stdout.write(`${jsonForTerminal(statusJson(report, suggester), 2)}\n`);
       return statusExitCode(report);
     }
     if (!cursorAddressable(ctx.stdout, ctx.env)) {

@@ -29,7 +29,14 @@ export async function createFileDurably(
   mode: number,
 ): Promise<void> {
   const temp = path.join(dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
-  await writeExclusive(temp, bytes, mode);
+  try {
+    await writeExclusive(temp, bytes, mode);
+  } catch (error) {
+    // A full disk (ENOSPC) fails the write after the create: the short temp is this call's own
+    // litter, and a secret's, so it goes; the error is the caller's to report.
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
   try {
     await link(temp, path.join(dir, name));
   } finally {

@@ -138,6 +138,18 @@ export function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
 }
 
 /**
+ * The fingerprint of a private key's public half (SPKI, as a certificate's fingerprint), or
+ * undefined when it is no key baton reads. Derived from the private scalar, never from a public
+ * copy the file may carry: it names the key a retire left behind, to be proved a predecessor.
+ */
+export function keyFingerprint(pem: Uint8Array): Fingerprint | undefined {
+  const key = parsePrivateKey(pem);
+  if (!key) return undefined;
+  const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
+  return fingerprintOfSpki(new Uint8Array(spki));
+}
+
+/**
  * Pairing is proved by a signature, not by comparing the public half a PKCS#8 file may carry:
  * that copy is not checked against the private scalar, so a doctored file could match on it.
  */

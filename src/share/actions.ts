@@ -25,7 +25,8 @@ import {
   type LocalAuthority,
 } from '../authority/index.js';
 import { isBatonError } from '../errors.js';
-import type { Fingerprint } from '../pki/fingerprint-type.js';
+import { OutsideText } from '../outside-text.js';
+import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
@@ -50,6 +51,7 @@ import {
   refuseOutsideValidity,
   replaceNotAllowed,
   replaceUnreadableRefusal,
+  retireInStoreUnconfirmed,
   storeFailure,
 } from './refusals.js';
 import type { ShareContext } from './share-context.js';
@@ -168,8 +170,8 @@ async function encodeLocalAuthority(
       // During a rotation overlap the previous pair travels with the document, so a
       // controller left behind can be diagnosed as such and nodes keep verifying.
       previousFingerprint: local.previous?.fingerprint ?? null,
-      publishedAt: ctx.clock.now().toISOString(),
-      publishedBy: ctx.host,
+      publishedAt: new OutsideText(ctx.clock.now().toISOString()),
+      publishedBy: new OutsideText(ctx.host),
     };
     // The previous key signs the handover, so the host it replaced can PROVE it was left behind.
     const handover = signHandover(header, files['ca-previous.key']);
@@ -270,7 +272,9 @@ export async function force(ctx: ShareContext, options: ForceOptions = {}): Prom
     refuseOutsideValidity(ctx, published);
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     const at = options.at;
-    const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock);
+    const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock, {
+      deployment: ctx.deployment,
+    });
     try {
       await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
     } catch (error) {
@@ -312,8 +316,8 @@ export async function firstController(
         deployment: ctx.deployment,
         fingerprint,
         previousFingerprint: null,
-        publishedAt: ctx.clock.now().toISOString(),
-        publishedBy: ctx.host,
+        publishedAt: new OutsideText(ctx.clock.now().toISOString()),
+        publishedBy: new OutsideText(ctx.host),
       },
       files,
       ctx.sealKey,
@@ -345,6 +349,49 @@ async function adoptWinner(ctx: ShareContext, now: Look): Promise<Outcome> {
   const adopted = await adoptLocked(ctx, now);
   if (adopted.kind !== 'installed') throw notAllowedError(ctx, 'adopt', now.verdict);
   return { kind: 'first-controller', fingerprint: adopted.fingerprint, wonRace: false };
+}
+
+// ---------------------------------------------------------------------------------------
+// retire in the store
+
+export type RetirePublishedOutcome =
+  /** The published document carried the retired pair; it now carries this host's one pair. */
+  | { readonly kind: 'dropped'; readonly previous: Fingerprint; readonly etag: string }
+  /** The published document already carries no previous pair. */
+  | { readonly kind: 'clean' }
+  /** The document is not this host's current authority (or this host is mid-operation): left alone. */
+  | { readonly kind: 'left'; readonly why: string };
+
+/**
+ * THE STORE'S COPY FOLLOWS RETIRE. After `ca retire`, a document that still carries the retired
+ * pair would hand it to the next host that adopts (billet then serves with a key retired
+ * perhaps because it leaked). When the document is this host's current authority (in sync)
+ * and this host holds no previous pair any more, it is re-published with the one pair,
+ * if-match on the ETag read under the lock. Anything else is left as it is and said.
+ */
+export async function retirePublished(
+  ctx: ShareContext,
+  /** The 8 characters after `SHA256:` of the previous fingerprint the operator confirmed. */
+  confirm: string | undefined,
+): Promise<RetirePublishedOutcome> {
+  return underLock(ctx, undefined, async ({ local, published, verdict }) => {
+    if (published.state !== 'present' || verdict.kind !== 'in-sync' || local.state !== 'whole')
+      return { kind: 'left', why: verdictSentence(verdict) };
+    const retired = published.header.previousFingerprint;
+    if (retired === null) return { kind: 'clean' };
+    if (local.previous !== undefined)
+      return { kind: 'left', why: `This host still holds the previous authority ${retired}.` };
+    // Bound like the local delete: the value names the pair dropped from the store, read now.
+    if (confirm === undefined || typedMatch(confirm, confirmationPrefix(retired)) !== 'match')
+      throw retireInStoreUnconfirmed(ctx.store.location, retired, confirm);
+    if (publishedSealedWithoutKey(published, ctx.sealKey))
+      throw unsealRefusal(ctx.store.location, 'ca retire');
+    refuseUnstatedSeal(ctx);
+    const { body } = await encodeLocalAuthority(ctx, local);
+    await ctx.beforeWrite?.();
+    const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
+    return { kind: 'dropped', previous: retired, etag };
+  });
 }
 
 // ---------------------------------------------------------------------------------------

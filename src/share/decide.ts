@@ -3,6 +3,7 @@
  * does it. Fingerprints are compared EXACTLY here — this answer can authorise setting an
  * authority aside, and a tolerant comparison would let a look-alike through.
  */
+import { interruptedOf } from '../authority/interrupted.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import { refuseTamperedHandover } from './handover.js';
@@ -24,6 +25,17 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       why: withWhere(local.error.what, local.error.where),
       next: local.error.next ?? 'Repair the local authority by hand, then look again.',
       ...(local.error.said ? { said: local.error.said } : {}),
+    };
+  }
+  // An interrupted rotate or retire is not "whole ✓ in sync": billet may not start on it, and
+  // nothing is published or adopted over it until the one command that finishes it has run.
+  const interrupted = interruptedOf(local);
+  if (interrupted) {
+    return {
+      kind: 'blocked',
+      why: `${interrupted.what}${interrupted.billetStops ? " billet's control plane will not start on this ca/ until it is finished." : ''}`,
+      next: `Finish the ${interrupted.op === 'rotate' ? 'rotation' : 'retire'} on this host, then look again:`,
+      step: interrupted.step,
     };
   }
   if (published.state === 'unreadable') return blockedByDocument(local, published);
@@ -62,12 +74,20 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
       const theirs = published.header.fingerprint;
       // In sync with an overlap open is not "nothing to do": the next `ca rotate` refuses until
       // the previous authority is retired, and the words must say so before the operator finds out.
-      if (mine === theirs)
+      if (mine === theirs) {
+        // The store still carries a previous pair this host has retired: the next host to adopt
+        // would install it, and billet would serve with it.
+        const retired =
+          !local.previous && published.header.previousFingerprint !== null
+            ? published.header.previousFingerprint
+            : undefined;
         return {
           kind: 'in-sync',
           fingerprint: mine,
           ...(local.previous ? { previous: local.previous.fingerprint } : {}),
+          ...(retired ? { storeCarriesRetired: retired } : {}),
         };
+      }
       return {
         kind: 'refuse',
         local: mine,
@@ -186,5 +206,5 @@ export function allowedActions(verdict: Verdict): readonly Action[] {
 
 /** True when the verdict means "nothing to do" (status exit 0). */
 export function isInSync(verdict: Verdict): boolean {
-  return verdict.kind === 'in-sync';
+  return verdict.kind === 'in-sync' && verdict.storeCarriesRetired === undefined;
 }

@@ -16,6 +16,7 @@
  */
 import { ETAG_8, nextStep, replaceElsewhere, type Said } from '../next-step.js';
 import { BatonError } from '../errors.js';
+import { OutsideText } from '../outside-text.js';
 import { checkPair, markerDeployment } from '../authority/index.js';
 import {
   AUTHORITY_FILES,
@@ -89,8 +90,8 @@ export async function encodeDocument(
     deployment: header.deployment,
     fingerprint: header.fingerprint,
     previous_fingerprint: header.previousFingerprint,
-    published_at: header.publishedAt,
-    published_by: header.publishedBy,
+    published_at: header.publishedAt.raw,
+    published_by: header.publishedBy.raw,
     ...(header.handover ? { [HANDOVER_FIELD]: b64(header.handover) } : {}),
   };
   let document: Record<string, unknown>;
@@ -362,8 +363,8 @@ function parseHeaderFields(value: Record<string, unknown>, refuse: Refuse): Docu
     deployment: text('deployment'),
     fingerprint: fingerprint('fingerprint'),
     previousFingerprint: value.previous_fingerprint === null ? null : fingerprint('previous_fingerprint'),
-    publishedAt: text('published_at'),
-    publishedBy: text('published_by'),
+    publishedAt: new OutsideText(text('published_at')),
+    publishedBy: new OutsideText(text('published_by')),
   };
 }
 

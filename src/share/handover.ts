@@ -24,7 +24,7 @@ export function handoverMessage(
       header.deployment,
       header.fingerprint,
       header.previousFingerprint,
-      header.publishedAt,
+      header.publishedAt.raw,
     ]),
   );
 }

@@ -4,7 +4,7 @@
  * these say WHAT, so the same refusal reads the same from sync, failover and the drill. A
  * caller that acts on the kind of store failure reads its `reason` field, never these words.
  */
-import { nextStep } from '../next-step.js';
+import { nextStep, retireStep } from '../next-step.js';
 import { layoutOf } from '../authority/layout.js';
 import { BatonError, isBatonError, type StoreChangedReason } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
@@ -283,8 +283,8 @@ export function installAfterSetAsideFailed(
   return new BatonError('failed', {
     what: `The old authority ${verdict.local} was set aside, but installing the published ${verdict.published} failed: ${causeOf(error)}`,
     where: verdict.caDir,
-    changed: `The old authority is intact in ${supersededDir} (with its marker); ${verdict.caDir} may hold a partial install.`,
-    next: `Look at ${verdict.caDir}; to go back, move it away and rename ${supersededDir} to ${verdict.caDir} (and its .authority-created to authority-created).`,
+    changed: `The old authority is intact in ${supersededDir} (with a copy of its marker; the marker itself stays in place); ${verdict.caDir} may hold a partial install.`,
+    next: `Look at ${verdict.caDir}; to go back, move it away and rename ${supersededDir} to ${verdict.caDir}.`,
     cause: error,
   });
 }
@@ -310,4 +310,18 @@ export function installAfterPublishFailed(
 
 function causeOf(error: unknown): string {
   return isBatonError(error) ? error.what : error instanceof Error ? error.message : String(error);
+}
+
+/** The store still carries a retired pair and the --confirm for it is missing or is another's. */
+export function retireInStoreUnconfirmed(
+  location: string,
+  retired: Fingerprint,
+  confirm: string | undefined,
+): BatonError {
+  return new BatonError('usage', {
+    what: `The published document still carries the previous authority ${retired}, which this host has retired; dropping it from the store needs --confirm with the 8 characters after "SHA256:" of that fingerprint. ${confirm === undefined ? 'No --confirm was given.' : 'The --confirm given is for another authority.'}`,
+    where: location,
+    next: ['Run ', retireStep(), ' with the characters of the previous fingerprint status shows.'],
+    changed: 'Nothing was written to the store.',
+  });
 }

@@ -40,8 +40,8 @@ export function associatedData(header: DocumentHeader): Uint8Array {
       header.deployment,
       header.fingerprint,
       header.previousFingerprint,
-      header.publishedAt,
-      header.publishedBy,
+      header.publishedAt.raw,
+      header.publishedBy.raw,
       ...(header.handover ? [Buffer.from(header.handover).toString('base64')] : []),
     ]),
   );

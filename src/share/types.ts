@@ -3,6 +3,7 @@
  */
 import type { BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
+import type { OutsideText } from '../outside-text.js';
 import type { LocalAuthority, PairSummary } from '../authority/types.js';
 import type { NextStep, Said } from '../next-step.js';
 
@@ -14,9 +15,12 @@ export interface DocumentHeader {
   readonly deployment: string;
   readonly fingerprint: Fingerprint;
   readonly previousFingerprint: Fingerprint | null;
-  /** Diagnostic only: never used in a decision. */
-  readonly publishedAt: string;
-  readonly publishedBy: string;
+  /**
+   * Diagnostic only: never used in a decision. Written by whoever can write the store, so
+   * OUTSIDE TEXT: drawn only through `shown` (its toString), serialized raw (toJSON).
+   */
+  readonly publishedAt: OutsideText;
+  readonly publishedBy: OutsideText;
   /**
    * The handover signature (`handover_signature`): the PREVIOUS key's signature over
    * (deployment, fingerprint, previous_fingerprint, published_at). Present only on a rotation
@@ -101,6 +105,11 @@ export type Verdict =
       readonly fingerprint: Fingerprint;
       /** A rotation overlap is open here: the previous authority, still trusted until `ca retire`. */
       readonly previous?: Fingerprint;
+      /**
+       * This host holds no previous pair but the published document still carries one (this
+       * host retired it and the store did not follow): `ca retire` re-publishes without it.
+       */
+      readonly storeCarriesRetired?: Fingerprint;
     }
   | {
       readonly kind: 'refuse';

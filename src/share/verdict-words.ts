@@ -7,7 +7,14 @@
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { lineageWords } from './lineage.js';
 import type { Lineage, Verdict } from './types.js';
-import { nextStep, renderSaid, renderStep, renderStepSentence, type NextStep } from '../next-step.js';
+import {
+  nextStep,
+  renderSaid,
+  renderStep,
+  renderStepSentence,
+  retireStep,
+  type NextStep,
+} from '../next-step.js';
 import type { Suggester } from '../suggest-command.js';
 import { forceBinding, pushOverBinding, UNSEAL_BINDING } from './confirm-binding.js';
 
@@ -53,6 +60,17 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
   const fp = (fingerprint: Fingerprint) => (options.fingerprints ? ` ${fingerprint}` : '');
   switch (verdict.kind) {
     case 'in-sync':
+      if (verdict.storeCarriesRetired !== undefined) {
+        // Bound like a retire: the value names the pair dropped from the store.
+        const step = retireStep();
+        return {
+          tone: 'action',
+          label: 'action needed',
+          headline: `This host holds the published authority${fp(verdict.fingerprint)}, but the store still carries the previous key ${verdict.storeCarriesRetired}, which this host has retired: a host that adopts now would install it.`,
+          next: `Re-publish without it: ${renderStepSentence(s, step)}`,
+          step,
+        };
+      }
       if (verdict.previous === undefined) {
         return {
           tone: 'ok',
@@ -62,12 +80,12 @@ export function verdictWords(verdict: Verdict, options: VerdictWordsOptions = {}
         };
       }
       {
-        const step = nextStep('ca retire');
+        const step = retireStep();
         return {
           tone: 'ok',
           label: 'in sync',
           headline: `This host holds the published authority${fp(verdict.fingerprint)}.`,
-          next: `A rotation overlap is open (the previous authority${fp(verdict.previous)} is still trusted): \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${renderStep(s, step)}`,
+          next: `A rotation overlap is open (the previous authority${fp(verdict.previous)} is still trusted): \`ca rotate\` refuses until it ends. Once every node trusts the current authority: ${renderStepSentence(s, step)}`,
           step,
         };
       }

@@ -3,6 +3,7 @@
  * fingerprints in the real shape. The rules that produce these are proven elsewhere (and the
  * end-to-end tests run the real readers); here they only feed the flows and screens.
  */
+import { outside } from '../../src/outside-text.js';
 import { BatonError } from '../../src/errors.js';
 import { asFingerprint, type Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decide } from '../../src/share/decide.js';
@@ -74,8 +75,8 @@ export const published = {
       deployment: 'd1',
       fingerprint,
       previousFingerprint: previous,
-      publishedAt: '2026-11-30T09:30:00Z',
-      publishedBy: 'ctl-a',
+      publishedAt: outside('2026-11-30T09:30:00Z'),
+      publishedBy: outside('ctl-a'),
     },
     sealed,
     current: sealed ? undefined : pair(fingerprint, previous ?? undefined),

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mintAuthority, withAuthorityLock } from '../../src/authority/index.js';
 import { firstController } from '../../src/share/actions.js';
@@ -153,7 +154,10 @@ describe('baton ca', () => {
     expect(rotate.stdout).toContain(`Previous: ${old}`);
     // The commands it names carry the global flags given, built where they are written.
     expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} sync --push\``);
-    expect(rotate.stdout).toContain(`\`baton --deployment ${DEP} --state-dir ${stateDir} ca retire\``);
+    // Retiring deletes a key: the command named is bound, and as printed it runs nothing.
+    expect(rotate.stdout).toContain(
+      `\`baton --deployment ${DEP} --state-dir ${stateDir} ca retire --confirm <PREVIOUS 8>\``,
+    );
     expectNoKeyMaterial(rotate);
     const shown = JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout) as Record<
       string,
@@ -167,7 +171,15 @@ describe('baton ca', () => {
     expect(again.stderr).toContain('A rotation overlap is already in progress');
     expect(snapshotDir(stateDir)).toEqual(before);
 
-    const retire = await baton(stateDir, 'ca', 'retire');
+    const unbound = await baton(stateDir, 'ca', 'retire');
+    expect(unbound.code).toBe(2);
+    expect(unbound.stderr).toContain('No --confirm was given.');
+    expect(unbound.stderr).toContain('ca retire --confirm <PREVIOUS 8>');
+    const wrong = await baton(stateDir, 'ca', 'retire', '--confirm', 'AAAAAAAA');
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('does not match the previous authority on this host now');
+    expect(snapshotDir(stateDir)).toEqual(before);
+    const retire = await baton(stateDir, 'ca', 'retire', '--confirm', confirmationPrefix(old));
     expect(retire.code).toBe(0);
     expect(retire.stdout).toContain(`Retired the previous authority ${old}`);
     expect(JSON.parse((await baton(stateDir, 'ca', 'show', '--json')).stdout)).toMatchObject({
@@ -176,7 +188,7 @@ describe('baton ca', () => {
     });
   });
 
-  it('retire of an unproved predecessor (an older billet rotated without the claim) is refused without --yes, naming it and the way on, and done with --yes', async () => {
+  it('retire of an unproved predecessor (an older billet rotated without the claim) is refused without its --confirm, naming it and the way on, and done with it; --yes is no confirmation', async () => {
     requireOpenssl();
     const stateDir = await emptyStateDir();
     const work = path.dirname(stateDir);
@@ -193,12 +205,17 @@ describe('baton ca', () => {
     );
     // The suggested commands keep the global flags this run was given (the one builder).
     expect(refused.stderr).toMatch(
-      /`baton (?:--\S+ \S+ )*ca retire --yes` \(or `baton (?:--\S+ \S+ )*ca retire` on a terminal, typing the first 8 characters of the previous fingerprint\) deletes ca-previous\.key and ca-previous\.crt on your word\./,
+      /`baton (?:--\S+ \S+ )*ca retire --confirm <PREVIOUS 8>` \(or `baton (?:--\S+ \S+ )*ca retire` on a terminal, typing the same 8 characters\) deletes ca-previous\.crt and ca-previous\.key on your word\./,
     );
     expect(refused.stderr).toContain('Nothing was written.');
     expect(snapshotDir(stateDir)).toEqual(before);
 
-    const done = await baton(stateDir, 'ca', 'retire', '--yes');
+    const yes = await baton(stateDir, 'ca', 'retire', '--yes');
+    expect(yes.code).toBe(2);
+    expect(yes.stderr).toContain('ca retire takes no --yes');
+    expect(snapshotDir(stateDir)).toEqual(before);
+
+    const done = await baton(stateDir, 'ca', 'retire', '--confirm', confirmationPrefix(old.fingerprint));
     expect(done.stderr).toBe('');
     expect(done.code).toBe(0);
     expect(done.stdout).toContain(
@@ -225,14 +242,14 @@ describe('baton ca', () => {
     const before = snapshotDir(stateDir);
     for (const args of [
       ['ca', 'retire'],
-      ['ca', 'retire', '--yes'],
+      ['ca', 'retire', '--confirm', confirmationPrefix(old.fingerprint)],
     ]) {
       const run = await baton(stateDir, ...args);
       expect(run.code).toBe(3);
       expect(run.stderr).toContain(
         `The current certificate says it replaces ${stranger.fingerprint}, not the previous authority ${old.fingerprint}`,
       );
-      expect(run.stderr).toContain('no confirmation (--yes) overrides that');
+      expect(run.stderr).toContain('no confirmation overrides that');
       expect(snapshotDir(stateDir)).toEqual(before);
     }
   });

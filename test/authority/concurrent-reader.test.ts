@@ -6,7 +6,7 @@ import {
   snapshotLocalAuthority,
   type LocalAuthority,
 } from '../../src/authority/index.js';
-import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { confirmationPrefix, type Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { authorityDir, cleanupAll, DEP } from './support.js';
 
 afterEach(cleanupAll);
@@ -24,7 +24,7 @@ describe('the unlocked reader racing rotations and retires', () => {
     for (let i = 0; i < 6; i++) {
       const rotated = await rotateAuthority(stateDir, DEP);
       held.add(rotated.current);
-      await retireAuthority(stateDir, DEP);
+      await retireAuthority(stateDir, DEP, { confirm: confirmationPrefix(rotated.previous) });
     }
     writing = false;
     await reader;

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   installAuthority,
+  interruptedOf,
   mintAuthority,
   readAuthorityFiles,
   readLocalAuthority,
@@ -17,7 +18,7 @@ import {
   type StepHook,
 } from '../../src/authority/index.js';
 import { parseCertificate } from '../../src/pki/inspect-pair.js';
-import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { confirmationPrefix, type Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
 import {
@@ -77,8 +78,8 @@ function newCertFingerprint(stateDir: string): Fingerprint | undefined {
 const ROTATE_STEPS = [
   'wrote ca.key.new',
   'wrote ca.crt.new',
-  'wrote ca-previous.crt',
   'wrote ca-previous.key',
+  'wrote ca-previous.crt',
   'renamed ca.key.new',
   'renamed ca.crt.new',
 ];
@@ -185,17 +186,17 @@ describe('rotate, stopped after each durable step', () => {
 });
 
 describe('mint (fresh install), stopped after each durable step', () => {
-  it('key first, then certificate, then marker — each intermediate state reads right and the key is never lost', async () => {
+  it('marker first, then key, then certificate — each intermediate state reads right (never fresh again) and the key is never lost', async () => {
     const files = await mintAuthority(DEP);
     const fp = await fingerprintOfFiles(files);
     const expectations: Record<string, (l: LocalAuthority) => void> = {
+      // The marker first: billet's LoadOrCreateCA reads an empty ca/ WITH it as lost, not day one.
+      'installed authority-created': (l) => expect(l.state).toBe('lost'),
       'installed ca.key': (l) =>
         expect(expectBlocked(l, 'half-initialised').error.what).toContain(
           'ca/ca.key is present but ca/ca.crt is missing',
         ),
       'installed ca.crt': (l) =>
-        expect(expectWhole(l)).toMatchObject({ markerMissing: true, current: { fingerprint: fp } }),
-      'installed authority-created': (l) =>
         expect(expectWhole(l)).toMatchObject({ markerMissing: false, current: { fingerprint: fp } }),
     };
     for (const [step, check] of Object.entries(expectations)) {
@@ -205,7 +206,8 @@ describe('mint (fresh install), stopped after each durable step', () => {
       );
       expect(seen).toEqual(Object.keys(expectations).slice(0, seen.length));
       check(await bothReaders(stateDir));
-      expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(Buffer.from(files['ca.key']!));
+      if (step !== 'installed authority-created')
+        expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(Buffer.from(files['ca.key']!));
     }
   });
 
@@ -220,12 +222,12 @@ describe('mint (fresh install), stopped after each durable step', () => {
 });
 
 describe('install (adopt into a lost host, with an overlap), stopped after each durable step', () => {
-  it('the previous pair first, then key, then certificate — every intermediate state is refused until the certificate lands', async () => {
+  it('the previous pair first (its key before its certificate), then key, then certificate — every intermediate state is refused until the certificate lands', async () => {
     const source = await authorityDir({ rotated: true });
     const files = await withAuthorityLock(source.stateDir, () => readAuthorityFiles(source.stateDir, DEP));
     const steps = [
-      'installed ca-previous.crt',
       'installed ca-previous.key',
+      'installed ca-previous.crt',
       'installed ca.key',
       'installed ca.crt',
     ];
@@ -256,33 +258,61 @@ describe('install (adopt into a lost host, with an overlap), stopped after each 
   });
 });
 
-describe('retire, stopped after each durable step', () => {
-  it('after the key is removed the reader answers the current authority with a retire pending, and retiring again finishes it', async () => {
-    const { stateDir, fingerprint } = await authorityDir({ rotated: true });
+describe("retire, stopped after each durable step (billet's order: the certificate first)", () => {
+  it('after the certificate is removed the reader names a retire to finish (billet serves the current one), and retiring again deletes the key only when confirmed', async () => {
+    const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
+    const confirm = confirmationPrefix(previous!);
     const currentKey = readFileSync(ca(stateDir, 'ca.key'));
-    await crashAt('removed ca-previous.key', (onStep) => retireAuthority(stateDir, DEP, { onStep }));
+    await crashAt('removed ca-previous.crt', (onStep) => retireAuthority(stateDir, DEP, { onStep, confirm }));
     const local = expectWhole(await bothReaders(stateDir));
-    expect(local).toMatchObject({ current: { fingerprint }, previous: undefined, pending: 'retire' });
+    expect(local).toMatchObject({
+      current: { fingerprint },
+      previous: undefined,
+      pending: 'retire',
+      leftover: { file: 'ca-previous.key', fingerprint: previous },
+    });
     await expect(withAuthorityLock(stateDir, () => readAuthorityFiles(stateDir, DEP))).rejects.toThrow(
       'Finish it with `baton ca retire`',
     );
     await expect(rotateAuthority(stateDir, DEP)).rejects.toThrow(
-      'Finish it with `baton ca retire`, then rotate.',
+      'Finish it with `baton ca retire --confirm <PREVIOUS 8>`, then rotate.',
     );
-    expect(await retireAuthority(stateDir, DEP)).toEqual({ kind: 'finished', current: fingerprint });
+    const unconfirmed = await batonErrorOf(retireAuthority(stateDir, DEP));
+    expect(unconfirmed.code).toBe('usage');
+    expect(existsSync(ca(stateDir, 'ca-previous.key'))).toBe(true);
+    expect(await retireAuthority(stateDir, DEP, { confirm })).toEqual({
+      kind: 'finished',
+      current: fingerprint,
+      removed: 'ca-previous.key',
+    });
     const done = expectWhole(await bothReaders(stateDir));
     expect(done.pending).toBeUndefined();
     expect(done.previous).toBeUndefined();
     expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(currentKey);
   });
 
-  it('after the certificate is removed the overlap is over', async () => {
-    const { stateDir, fingerprint } = await authorityDir({ rotated: true });
-    await crashAt('removed ca-previous.crt', (onStep) => retireAuthority(stateDir, DEP, { onStep }));
+  it('after the key is removed the overlap is over', async () => {
+    const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
+    await crashAt('removed ca-previous.key', (onStep) =>
+      retireAuthority(stateDir, DEP, { onStep, confirm: confirmationPrefix(previous!) }),
+    );
     expect(expectWhole(await bothReaders(stateDir))).toMatchObject({
       current: { fingerprint },
       previous: undefined,
     });
+  });
+
+  it('a certificate left without its key (the order of an older baton) is never "whole ✓": it is an interrupted retire that billet cannot start on', async () => {
+    const { stateDir, fingerprint } = await authorityDir({ rotated: true });
+    rmSync(ca(stateDir, 'ca-previous.key'));
+    const local = expectWhole(await bothReaders(stateDir));
+    expect(interruptedOf(local)).toMatchObject({ op: 'retire', billetStops: true });
+    expect(await retireAuthority(stateDir, DEP)).toEqual({
+      kind: 'finished',
+      current: fingerprint,
+      removed: 'ca-previous.crt',
+    });
+    expect(interruptedOf(await bothReaders(stateDir))).toBeUndefined();
   });
 });
 
@@ -317,6 +347,7 @@ describe('an OS failure part-way through rotate or retire', () => {
 
     const retiring = await batonErrorOf(
       retireAuthority(stateDir, DEP, {
+        confirm: confirmationPrefix(old),
         onStep: () => {
           throw diskFull(ca(stateDir, 'ca-previous.crt'));
         },
@@ -326,20 +357,20 @@ describe('an OS failure part-way through rotate or retire', () => {
     expect(retiring.what).toBe(
       `The retire stopped: write ${ca(stateDir, 'ca-previous.crt')} failed (ENOSPC).`,
     );
-    expect(retiring.next).toContain('run `baton ca retire` again');
+    expect(retiring.next).toContain('run `baton ca retire --confirm <PREVIOUS 8>` again');
     expect(retiring.changed).toBe('The current authority is untouched.');
   });
 });
 
 describe('set aside, stopped after each durable step', () => {
-  it('after ca/ is moved the host reads lost (adopt is allowed), after the marker it reads fresh, and no key is ever deleted', async () => {
-    for (const step of ['set aside ca/', 'set aside the marker']) {
+  it('the marker is copied aside and stays: after the copy the host reads as before, after ca/ is moved it reads lost (adopt is allowed, billet refuses to mint), and no key is ever deleted', async () => {
+    for (const step of ['copied the marker aside', 'set aside ca/']) {
       const { stateDir } = await authorityDir({ rotated: true });
       const keysBefore = privateKeysBelow(stateDir);
       await crashAt(step, (onStep) =>
         withAuthorityLock(stateDir, () => setAsideAuthority(stateDir, fixedClock(), { onStep })),
       );
-      expect((await bothReaders(stateDir)).state).toBe(step === 'set aside ca/' ? 'lost' : 'fresh');
+      expect((await bothReaders(stateDir)).state).toBe(step === 'set aside ca/' ? 'lost' : 'whole');
       expect(privateKeysBelow(stateDir)).toEqual(keysBefore);
     }
   });

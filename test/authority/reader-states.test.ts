@@ -136,9 +136,12 @@ describe('states that block every action, and nothing on disk changes', () => {
     await expectEveryWriterRefuses(stateDir, ['ca/ca.key is missing']);
   });
 
-  it('a previous key without its certificate is half an overlap', async () => {
+  it('a previous key without its certificate, that is neither a copy of ca.key nor the predecessor the current certificate names, is half an overlap', async () => {
     const { stateDir } = await authorityDir({ rotated: true });
+    const other = await authorityDir();
     unlinkSync(ca(stateDir, 'ca-previous.crt'));
+    unlinkSync(ca(stateDir, 'ca-previous.key'));
+    copy(ca(other.stateDir, 'ca.key'), ca(stateDir, 'ca-previous.key'), 0o600);
     const b = expectBlocked(await readLocalAuthority(stateDir, DEP), 'half-initialised');
     expect(b.error.what).toContain('ca/ca-previous.key is present but ca/ca-previous.crt is missing');
     await expectEveryWriterRefuses(stateDir, ['ca-previous.crt is missing']);
@@ -440,7 +443,7 @@ describe('the unlocked snapshot reader', () => {
 });
 
 describe('install', () => {
-  it('installs into a fresh host with O_EXCL, writes the marker last, and the modes are 0600 for keys and 0644 for certificates', async () => {
+  it('installs into a fresh host with O_EXCL, writes the marker first, and the modes are 0600 for keys and 0644 for certificates', async () => {
     const stateDir = await emptyStateDir();
     const files = await mintAuthority(DEP);
     const fp = await fingerprintOfFiles(files);
@@ -527,7 +530,7 @@ describe('writes never clobber', () => {
     const error = await withAuthorityLock(stateDir, () =>
       installAuthority(stateDir, DEP, files, source.fingerprint, {
         onStep: (step) => {
-          if (step === 'installed ca-previous.key')
+          if (step === 'installed ca-previous.crt')
             writeFileSync(ca(stateDir, 'ca.key'), intruder, { mode: 0o600 });
         },
       }),
@@ -537,7 +540,7 @@ describe('writes never clobber', () => {
       'Installing the authority failed while writing ca/ca.key (EEXIST).',
     );
     expect((error as BatonError).changed).toContain(
-      'Written before the failure: ca/ca-previous.crt, ca/ca-previous.key.',
+      'Written before the failure: authority-created, ca/ca-previous.key, ca/ca-previous.crt.',
     );
     expect(readFileSync(ca(stateDir, 'ca.key'), 'utf8')).toBe(intruder);
   });

@@ -12,6 +12,7 @@ import {
   withAuthorityLock,
 } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
+import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import {
@@ -76,7 +77,7 @@ describe('rotate', () => {
       stateDir,
       () => rotateAuthority(stateDir, DEP),
       `A rotation overlap is already in progress: ${previous}`,
-      '`baton ca retire`',
+      '`baton ca retire --confirm <PREVIOUS 8>`',
     );
   });
 
@@ -118,7 +119,16 @@ describe('the retire guard', () => {
   it('retires a provable predecessor: ca-previous.* are removed and the current pair is untouched', async () => {
     const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
     const current = snapshotDir(stateDir);
-    expect(await retireAuthority(stateDir, DEP)).toEqual({ kind: 'retired', previous, current: fingerprint });
+    // Bound to the data: without the previous fingerprint's 8 characters nothing is deleted.
+    const unconfirmed = await retireAuthority(stateDir, DEP).catch((e: unknown) => e);
+    expect(unconfirmed).toMatchObject({ code: 'usage' });
+    expect((unconfirmed as BatonError).what).toContain('No --confirm was given.');
+    expect(snapshotDir(stateDir)).toEqual(current);
+    expect(await retireAuthority(stateDir, DEP, { confirm: confirmationPrefix(previous!) })).toEqual({
+      kind: 'retired',
+      previous,
+      current: fingerprint,
+    });
     const after = snapshotDir(stateDir);
     expect(after['ca/ca-previous.key']).toBeUndefined();
     expect(after['ca/ca-previous.crt']).toBeUndefined();
@@ -168,12 +178,14 @@ describe('the retire guard', () => {
     await refusedUnchanged(stateDir, () => retireAuthority(stateDir, DEP), 'names no predecessor');
     const previousFp = await fingerprintOfFiles(previous);
     // A confirmation given for another previous authority than the one under the lock is no confirmation.
-    await refusedUnchanged(
-      stateDir,
-      () => retireAuthority(stateDir, DEP, { acceptUnproved: fp }),
-      `the confirmation was for ${fp}`,
+    const before = snapshotDir(stateDir);
+    const mismatch = await retireAuthority(stateDir, DEP, { confirm: confirmationPrefix(fp) }).catch(
+      (e: unknown) => e,
     );
-    expect(await retireAuthority(stateDir, DEP, { acceptUnproved: previousFp })).toEqual({
+    expect(mismatch).toMatchObject({ code: 'usage' });
+    expect((mismatch as BatonError).what).toContain('the --confirm given does not match it');
+    expect(snapshotDir(stateDir)).toEqual(before);
+    expect(await retireAuthority(stateDir, DEP, { confirm: confirmationPrefix(previousFp) })).toEqual({
       kind: 'retired',
       previous: previousFp,
       current: fp,
@@ -232,7 +244,7 @@ describe('an interrupted rotation that cannot be finished', () => {
 });
 
 describe('set aside', () => {
-  it('moves ca/ and the marker to ca.superseded-<UTC stamp>, deleting nothing, and a second one the same second gets a suffix', async () => {
+  it('moves ca/ to ca.superseded-<UTC stamp> with a copy of the marker (which stays), deleting nothing, and a second one the same second gets a suffix', async () => {
     const { stateDir } = await authorityDir({ rotated: true });
     const before = snapshotDir(stateDir);
     const clock = fixedClock(new Date(Date.UTC(2026, 10, 30, 3, 4, 5)));
@@ -244,7 +256,9 @@ describe('set aside', () => {
         expect(after[name.replace(/^ca\//, 'ca.superseded-20261130T030405Z/')]).toBe(entry);
     }
     expect(after['ca.superseded-20261130T030405Z.authority-created']).toBe(before['authority-created']);
-    expect((await readLocalAuthority(stateDir, DEP)).state).toBe('fresh');
+    // The marker stays: without it billet would read the emptied dir as day one and mint.
+    expect(after['authority-created']).toBe(before['authority-created']);
+    expect((await readLocalAuthority(stateDir, DEP)).state).toBe('lost');
 
     const files = await mintAuthority(DEP);
     const fp = await fingerprintOfFiles(files);

@@ -1,3 +1,4 @@
+import { outside } from '../../src/outside-text.js';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -39,8 +40,8 @@ describe('a forged "left behind" in the failover walk', () => {
       deployment: DEPLOYMENT,
       fingerprint: await fingerprintOfFiles(forged, DEPLOYMENT),
       previousFingerprint: null,
-      publishedAt: new Date().toISOString(),
-      publishedBy: 'ctl-a',
+      publishedAt: outside(new Date().toISOString()),
+      publishedBy: outside('ctl-a'),
     } as const;
     writeFileSync(path.join(hosts.root, 'store', 'authority.json'), await encodeDocument(header, forged));
     const before = snapshotDir(hosts.root);

@@ -4,6 +4,7 @@
  * mint: not a CA, not self-signed). Pasted certificates would expire and hide which field a
  * test is about; every entry here says what is wrong and what a refusal must name.
  */
+import { outside } from '../../src/outside-text.js';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -495,8 +496,8 @@ export const projectSealing: SealFunctions = {
       deployment: doc.deployment as string,
       fingerprint: doc.fingerprint as Fingerprint,
       previousFingerprint: (doc.previous_fingerprint as Fingerprint | null) ?? null,
-      publishedAt: doc.published_at as string,
-      publishedBy: doc.published_by as string,
+      publishedAt: outside(doc.published_at as string),
+      publishedBy: outside(doc.published_by as string),
     };
     const files: AuthorityFiles = {};
     for (const [name, b64] of Object.entries(doc.files as Record<string, string>)) {

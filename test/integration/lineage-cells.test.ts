@@ -3,6 +3,7 @@
  * through the built CLI: what `baton sync` / `baton status` say, and that saying it changed
  * nothing — not a file in any state dir, not a byte in the store.
  */
+import { outside } from '../../src/outside-text.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -167,8 +168,8 @@ describe('the lineage cells, each said and each changing nothing', () => {
       deployment: DEP,
       fingerprint: await fingerprintOfFiles(forged, DEP),
       previousFingerprint: null,
-      publishedAt: new Date().toISOString(),
-      publishedBy: 'ctl-a',
+      publishedAt: outside(new Date().toISOString()),
+      publishedBy: outside('ctl-a'),
     } as const;
     writeFileSync(path.join(w.storeDir(), 'authority.json'), await encodeDocument(header, forged));
     const words =

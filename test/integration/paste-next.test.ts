@@ -11,6 +11,7 @@
  * and the ways out. One part runs on moto: minting is never inferred from an empty prefix, and
  * a neighbouring prefix's document is named.
  */
+import { outside } from '../../src/outside-text.js';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -135,8 +136,8 @@ async function forge(w: World, replaces: Fingerprint | undefined, deployment = D
     deployment,
     fingerprint: await fingerprintOfFiles(files, deployment),
     previousFingerprint: null,
-    publishedAt: new Date().toISOString(),
-    publishedBy: 'ctl-x',
+    publishedAt: outside(new Date().toISOString()),
+    publishedBy: outside('ctl-x'),
   } as const;
   w.writeDocument(await encodeDocument(header, files));
 }

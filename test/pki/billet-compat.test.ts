@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
 import {
   mintAuthority,
   readLocalAuthority,
@@ -116,7 +117,9 @@ describe("a billet controller's own files (openssl-made, as Go's x509 writes the
     ] as const) {
       expect(Buffer.from(onDisk(fresh.stateDir, name))).toEqual(Buffer.from(bytes));
     }
-    expect(await retireAuthority(fresh.stateDir, DEP)).toEqual({
+    expect(
+      await retireAuthority(fresh.stateDir, DEP, { confirm: confirmationPrefix(old.fingerprint) }),
+    ).toEqual({
       kind: 'retired',
       previous: old.fingerprint,
       current: next.fingerprint,
@@ -173,7 +176,7 @@ describe('what baton writes, as openssl reads it', () => {
       current: { fingerprint: next.fingerprint, replaces: old.fingerprint },
       previous: { fingerprint: old.fingerprint },
     });
-    expect(await retireAuthority(stateDir, DEP)).toEqual({
+    expect(await retireAuthority(stateDir, DEP, { confirm: confirmationPrefix(old.fingerprint) })).toEqual({
       kind: 'retired',
       previous: old.fingerprint,
       current: next.fingerprint,

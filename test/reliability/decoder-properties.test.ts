@@ -5,6 +5,7 @@
  * original authority, and never throw anything but a BatonError. Then the same through
  * `adopt` on a real state dir: a mutated document installs the original or nothing.
  */
+import { outside } from '../../src/outside-text.js';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -48,8 +49,8 @@ beforeAll(async () => {
       deployment: DEPLOYMENT,
       fingerprint: corpus.fingerprint,
       previousFingerprint: null,
-      publishedAt: json.published_at as string,
-      publishedBy: json.published_by as string,
+      publishedAt: outside(json.published_at as string),
+      publishedBy: outside(json.published_by as string),
     },
     files,
     corpus.sealKey,

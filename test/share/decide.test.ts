@@ -1,3 +1,4 @@
+import { outside } from '../../src/outside-text.js';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
@@ -75,8 +76,8 @@ function present(opts: {
       deployment: 'd1',
       fingerprint: opts.fingerprint,
       previousFingerprint: opts.previous ?? null,
-      publishedAt: '2026-01-01T00:00:00Z',
-      publishedBy: 'ctl-a',
+      publishedAt: outside('2026-01-01T00:00:00Z'),
+      publishedBy: outside('ctl-a'),
     },
     // A sealed document read without the key only has its header.
     current: sealed ? undefined : pair(opts.fingerprint, opts.replaces),
@@ -191,7 +192,9 @@ describe('decide: the whole row', () => {
       `the previous authority ${A} is still trusted`,
     );
     expect(words.next).toContain('`ca rotate` refuses');
-    expect(words.next).toMatch(/baton --deployment d1 ca retire$/);
+    // Retiring deletes a key: the suggestion is bound, and pasted as printed it runs nothing.
+    expect(words.next).toContain('baton --deployment d1 ca retire --confirm <PREVIOUS 8>');
+    expect(words.next).not.toMatch(/ca retire$/);
     expect(verdictWords(decide(whole(pair(A)), present({ fingerprint: A }))).next).toBe('Nothing to do.');
   });
   it('a whole host facing an unreadable document is blocked', () => {

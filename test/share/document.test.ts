@@ -1,3 +1,4 @@
+import { outside } from '../../src/outside-text.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { mintAuthority, type AuthorityFiles } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
@@ -37,8 +38,8 @@ function headerFor(carried: AuthorityFiles, overrides: Partial<DocumentHeader> =
     deployment: DEPLOYMENT,
     fingerprint: fingerprintOfPem(carried['ca.crt']!),
     previousFingerprint: carried['ca-previous.crt'] ? fingerprintOfPem(carried['ca-previous.crt']) : null,
-    publishedAt: '2026-11-30T10:00:00.000Z',
-    publishedBy: 'ctl-a',
+    publishedAt: outside('2026-11-30T10:00:00.000Z'),
+    publishedBy: outside('ctl-a'),
     ...overrides,
   };
 }

@@ -11,7 +11,7 @@ import {
   type LocalAuthority,
 } from '../../src/authority/index.js';
 import { BatonError, isBatonError } from '../../src/errors.js';
-import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
+import { confirmationPrefix, type Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { decodeDocument } from '../../src/share/document.js';
 import { adopt, firstController, force, leave, look, publish } from '../../src/share/actions.js';
 import type { ShareContext } from '../../src/share/share-context.js';
@@ -481,7 +481,11 @@ describe('force: set aside, never delete, then install', () => {
     await publish(a.ctx);
     const seen = (await look(b)).verdict;
     // A retires, rotates again and publishes while B's operator is typing the confirmation.
-    await retireAuthority(a.ctx.stateDir, DEPLOYMENT);
+    const overlap = await readLocalAuthority(a.ctx.stateDir, DEPLOYMENT);
+    if (overlap.state !== 'whole' || !overlap.previous) throw new Error('expected an overlap on ctl-a');
+    await retireAuthority(a.ctx.stateDir, DEPLOYMENT, {
+      confirm: confirmationPrefix(overlap.previous.fingerprint),
+    });
     await rotateAuthority(a.ctx.stateDir, DEPLOYMENT, { clock: a.ctx.clock });
     await publish(a.ctx);
     const error = await refusedWithoutChange(b, store, () => force(b, { seen }));

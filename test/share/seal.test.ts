@@ -1,3 +1,4 @@
+import { outside } from '../../src/outside-text.js';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -31,8 +32,8 @@ function headerFor(carried: AuthorityFiles, publishedBy = 'ctl-a'): DocumentHead
     deployment: DEPLOYMENT,
     fingerprint: fingerprintOfPem(carried['ca.crt']!),
     previousFingerprint: null,
-    publishedAt: '2026-11-30T10:00:00.000Z',
-    publishedBy,
+    publishedAt: outside('2026-11-30T10:00:00.000Z'),
+    publishedBy: outside(publishedBy),
   };
 }
 
@@ -161,8 +162,8 @@ describe('sealed documents', () => {
       { deployment: 'x' },
       { fingerprint: headerFor(second).fingerprint },
       { previousFingerprint: headerFor(second).fingerprint },
-      { publishedAt: 'later' },
-      { publishedBy: 'ctl-b' },
+      { publishedAt: outside('later') },
+      { publishedBy: outside('ctl-b') },
     ]) {
       expect(ad({ ...base, ...change })).not.toBe(ad(base));
     }

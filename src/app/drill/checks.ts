@@ -529,7 +529,7 @@ function publishedFingerprint(seen: Look): string | undefined {
 }
 
 function publishedBy(seen: Look): string | undefined {
-  return seen.published.state === 'present' ? seen.published.header.publishedBy : undefined;
+  return seen.published.state === 'present' ? seen.published.header.publishedBy.raw : undefined;
 }
 
 function verdictWords(seen: Look): string {
