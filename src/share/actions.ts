@@ -24,18 +24,14 @@ import {
   type AuthorityFiles,
   type LocalAuthority,
 } from '../authority/index.js';
-import { isBatonError } from '../errors.js';
+import { isBatonError, type BatonError } from '../errors.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
-import {
-  isOurOwnWrite,
-  publishedSealedWithoutKey,
-  refuseUnstatedSeal,
-  unsealRefusal,
-} from './publish-guards.js';
+import { answerLost, lostAnswerError, reread } from './lost-answer.js';
+import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
 import { openPublished, readPublished } from './published.js';
 import {
   blockedError,
@@ -149,7 +145,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
  * This host's whole authority as a document: the files read under the lock, checked to be
  * the pair that was decided on, sealed when this host has the seal key.
  */
-async function encodeLocalAuthority(
+export async function encodeLocalAuthority(
   ctx: ShareContext,
   local: Extract<LocalAuthority, { state: 'whole' }>,
 ): Promise<{ readonly body: Uint8Array; readonly fingerprint: Fingerprint }> {
@@ -324,8 +320,13 @@ export async function firstController(
     } catch (error) {
       // The SDK retried a write whose answer was lost and met its own object (412): that is
       // this host's publish, not a race lost — adopting "the winner" would adopt itself.
-      const ours = mayHaveBeenApplied(error) ? await isOurOwnWrite(ctx.store, body) : undefined;
-      if (!ours) {
+      const found = mayHaveBeenApplied(error) ? await reread(ctx.store, body) : undefined;
+      if (found?.kind !== 'ours') {
+        if (found && answerLost(error)) {
+          // Another controller's document is there: the race was lost while the answer was; adopt it.
+          if (found.kind === 'other') return adoptWinner(ctx, await lookLocked(ctx));
+          throw lostAnswerError(ctx.store.location, error as BatonError, found);
+        }
         if (!(isBatonError(error) && error.code === 'store-changed')) throw publishFailed(ctx, error);
         // Lost the race: the mint is dropped here and never touched disk.
         return adoptWinner(ctx, await lookLocked(ctx));
@@ -375,8 +376,9 @@ async function putDocument(
     return await ctx.store.put(body, precondition);
   } catch (error) {
     if (mayHaveBeenApplied(error)) {
-      const ours = await isOurOwnWrite(ctx.store, body);
-      if (ours) return ours;
+      const found = await reread(ctx.store, body);
+      if (found.kind === 'ours') return { etag: found.etag };
+      if (answerLost(error)) throw lostAnswerError(ctx.store.location, error as BatonError, found);
     }
     throw publishFailed(ctx, error);
   }

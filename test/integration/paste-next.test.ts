@@ -369,10 +369,10 @@ describe('each way out: refused without its bound value (exit 2, nothing changed
       const refused = await w.baton('b', ['sync']);
       expect(refused.exitCode).toBe(3);
       expect(refused.stderr.replace(/\s+/g, ' ')).toContain('neither is newer');
-      // A push without the bound value over a sibling is the race for the publish lost (exit 6).
+      // A push without the bound value over a sibling is a usage error (exit 2), never "retry".
       const unbound =
         kind === 'siblings'
-          ? { exitCode: 6, says: 'Another controller published its own rotation' }
+          ? { exitCode: 2, says: 'Another controller published its own rotation' }
           : undefined;
       await refusedThenDone(w, 'b', ['sync', '--push'], seen.verdict.published.slice(7, 15), unbound);
       expect(JSON.parse(w.document())).toMatchObject({ fingerprint: await whole(b) });
