@@ -1,0 +1,203 @@
+/**
+ * The authority against a store that is wrong in the ways an operator meets (issue 34, items 4,
+ * 5, 8), through the BUILT CLI on moto_server (an S3 that enforces preconditions and keeps
+ * versions), run as a script runs it:
+ *
+ * - a host whose seal key differs from the fleet's is told so, is offered no replace, and a
+ *   replace it tries anyway changes nothing in the store;
+ * - a mistyped prefix next to this deployment's document, and a deleted document over earlier
+ *   versions, refuse `--first-controller` (exit 3) and mint nothing;
+ * - with the store down, the refusal names the offline route, and following it a fresh host
+ *   adopts the fleet's authority byte-identically.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
+import { assertBuilt, runBaton, type BatonRun } from '../helpers/run-baton.js';
+
+const DEPLOYMENT = '34a34a34a34a34a34a34a34a34a34a34';
+
+let moto: MotoS3;
+let tmp: { dir: string; cleanup: () => void };
+let seq = 0;
+
+beforeAll(async () => {
+  assertBuilt();
+  moto = await startMoto();
+  tmp = makeTempDir('baton-authority-store-');
+}, 120_000);
+
+afterAll(async () => {
+  await moto?.close();
+  tmp?.cleanup();
+});
+
+function sealKeyFile(name: string): string {
+  const file = path.join(tmp.dir, `${name}-${++seq}.key`);
+  writeFileSync(file, randomBytes(32), { mode: 0o600 });
+  return file;
+}
+
+function stateDir(name: string): string {
+  return path.join(tmp.dir, `${name}-${++seq}`);
+}
+
+function baton(
+  m: MotoS3,
+  url: string,
+  dir: string,
+  seal: readonly string[],
+  args: readonly string[],
+): Promise<BatonRun> {
+  return runBaton([...seal, '--deployment', DEPLOYMENT, '--state-dir', dir, '--store', url, ...args], {
+    env: m.env,
+  });
+}
+
+const flat = (text: string) => text.replace(/\s+/g, ' ');
+
+describe('a host whose seal key differs from the fleet’s', () => {
+  it('is told its key differs, is offered no replace and no --unseal, and a replace it tries leaves the store unchanged', async () => {
+    const bucket = await moto.bucket({ versioned: true });
+    const url = moto.storeUrl(bucket, 'fleet');
+    const fleetKey = sealKeyFile('fleet');
+    const first = await baton(
+      moto,
+      url,
+      stateDir('a'),
+      ['--seal-key-file', fleetKey],
+      ['sync', '--first-controller', '--yes'],
+    );
+    expect(first.exitCode, first.all).toBe(0);
+    const before = await moto.getObject(bucket, 'fleet/authority.json');
+    const versionsBefore = await moto.versions(bucket, 'fleet');
+
+    const otherKey = ['--seal-key-file', sealKeyFile('other')];
+    // A fresh host and a whole host (a copy of the fleet's authority), each with the wrong key.
+    const fresh = stateDir('fresh');
+    const whole = stateDir('whole');
+    const copied = await baton(moto, url, whole, ['--seal-key-file', fleetKey], ['sync']);
+    expect(copied.exitCode, copied.all).toBe(0);
+    for (const dir of [fresh, whole]) {
+      const local = existsSync(dir) ? snapshotDir(dir) : undefined;
+      for (const args of [['status'], ['sync']]) {
+        const run = await baton(moto, url, dir, otherKey, args);
+        const said = flat(run.all);
+        expect(run.exitCode, run.all).toBe(3);
+        expect(said).toContain('sealed with another key');
+        expect(said).toContain("This host's seal key differs from the fleet's");
+        expect(said).not.toContain('--replace-unreadable');
+        expect(said).not.toContain('--unseal');
+      }
+      // Tried anyway, with the bad object's ETag: refused, exit 3.
+      const etag8 = before!.etag.replace(/"/g, '').slice(0, 8);
+      const replace = await baton(moto, url, dir, otherKey, [
+        'sync',
+        '--replace-unreadable',
+        '--confirm',
+        etag8,
+      ]);
+      expect(replace.exitCode, replace.all).toBe(3);
+      expect(flat(replace.all)).toContain('sealed with another key');
+      if (local) expect(snapshotDir(dir)).toEqual(local);
+      else expect(existsSync(path.join(dir, 'ca'))).toBe(false);
+    }
+    const after = await moto.getObject(bucket, 'fleet/authority.json');
+    expect(after!.etag).toBe(before!.etag);
+    expect(Buffer.from(after!.body).equals(Buffer.from(before!.body))).toBe(true);
+    expect(await moto.versions(bucket, 'fleet')).toEqual(versionsBefore);
+  }, 120_000);
+});
+
+describe('minting over a near miss is refused', () => {
+  it('a typo’d prefix next to this deployment’s document: status says to fix the store URL, `sync --first-controller --yes` exits 3 and mints nothing', async () => {
+    const bucket = await moto.bucket();
+    const right = moto.storeUrl(bucket, 'fleet/wire');
+    const typo = moto.storeUrl(bucket, 'fleet/wier');
+    const a = await baton(moto, right, stateDir('a'), ['--no-seal'], ['sync', '--first-controller', '--yes']);
+    expect(a.exitCode, a.all).toBe(0);
+
+    const b = stateDir('b');
+    const status = await baton(moto, typo, b, ['--no-seal'], ['status']);
+    expect(status.exitCode, status.all).toBe(3);
+    expect(flat(status.all)).toContain('a document of THIS deployment is at a neighbouring prefix');
+    expect(flat(status.all)).toContain('Fix the store URL');
+    expect(status.all).not.toContain('--first-controller');
+
+    const mint = await baton(moto, typo, b, ['--no-seal'], ['sync', '--first-controller', '--yes']);
+    expect(mint.exitCode, mint.all).toBe(3);
+    expect(flat(mint.all)).toContain('--first-controller is refused');
+    expect(flat(mint.all)).toContain(`${bucket}/fleet/wire/authority.json`);
+    expect(await moto.getObject(bucket, 'fleet/wier/authority.json')).toBeUndefined();
+    expect(existsSync(path.join(b, 'ca'))).toBe(false);
+  }, 120_000);
+
+  it('a deleted document in a versioned bucket (a delete marker over earlier versions) is not "nothing published"', async () => {
+    const bucket = await moto.bucket({ versioned: true });
+    const url = moto.storeUrl(bucket, 'fleet');
+    const a = await baton(moto, url, stateDir('a'), ['--no-seal'], ['sync', '--first-controller', '--yes']);
+    expect(a.exitCode, a.all).toBe(0);
+    await moto.deleteObject(bucket, 'fleet/authority.json');
+    const versions = await moto.versions(bucket, 'fleet');
+
+    const b = stateDir('b');
+    const mint = await baton(moto, url, b, ['--no-seal'], ['sync', '--first-controller', '--yes']);
+    expect(mint.exitCode, mint.all).toBe(3);
+    expect(flat(mint.all)).toContain('1 earlier version(s)');
+    expect(flat(mint.all)).toContain('the document was deleted');
+    expect(await moto.versions(bucket, 'fleet')).toEqual(versions);
+    expect(existsSync(path.join(b, 'ca'))).toBe(false);
+  }, 120_000);
+});
+
+describe('in an outage, the offline route', () => {
+  it('moto stopped: the refusal names the route; following it, a fresh host adopts the fleet’s authority byte-identically', async () => {
+    const own = await startMoto();
+    let stopped = false;
+    try {
+      const bucket = await own.bucket();
+      const url = own.storeUrl(bucket, 'fleet');
+      const sealKey = ['--seal-key-file', sealKeyFile('fleet')];
+      const a = stateDir('a');
+      const first = await baton(own, url, a, sealKey, ['sync', '--first-controller', '--yes']);
+      expect(first.exitCode, first.all).toBe(0);
+      await own.close();
+      stopped = true;
+
+      const b = stateDir('b');
+      const down = await baton(own, url, b, sealKey, ['sync']);
+      expect(down.exitCode, down.all).toBe(1);
+      const said = flat(down.stderr);
+      expect(said).toContain('the offline route');
+      expect(said).toContain('ca export --to <DIR>');
+      expect(said).toContain('sync --store <file:///DIR>');
+      expect(existsSync(path.join(b, 'ca'))).toBe(false);
+
+      // On the host that holds the authority: the export, sealed as it is published.
+      const exportDir = path.join(tmp.dir, `export-${++seq}`);
+      const exported = await baton(own, url, a, sealKey, ['ca', 'export', '--to', exportDir]);
+      expect(exported.exitCode, exported.all).toBe(0);
+      const document = JSON.parse(readFileSync(path.join(exportDir, 'authority.json'), 'utf8')) as object;
+      expect(document).toHaveProperty('sealed');
+      expect(document).not.toHaveProperty('files');
+      // A second export into the same directory never overwrites the first.
+      const again = await baton(own, url, a, sealKey, ['ca', 'export', '--to', exportDir]);
+      expect(again.exitCode, again.all).toBe(3);
+
+      // On the promoted host, the suggested command as printed: the global --store, then sync's own.
+      mkdirSync(path.dirname(exportDir), { recursive: true });
+      const adopted = await baton(own, url, b, sealKey, ['sync', '--store', `file://${exportDir}`]);
+      expect(adopted.exitCode, adopted.all).toBe(0);
+      expect(adopted.stdout).toContain('adopted');
+      for (const name of ['ca.key', 'ca.crt'])
+        expect(readFileSync(path.join(b, 'ca', name)).equals(readFileSync(path.join(a, 'ca', name)))).toBe(
+          true,
+        );
+    } finally {
+      if (!stopped) await own.close();
+    }
+  }, 180_000);
+});
