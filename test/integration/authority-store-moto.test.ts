@@ -14,9 +14,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
-import { assertBuilt, runBaton, type BatonRun } from '../helpers/run-baton.js';
+import { assertBuilt, BIN, runBaton, type BatonRun } from '../helpers/run-baton.js';
 
 const DEPLOYMENT = '34a34a34a34a34a34a34a34a34a34a34';
 
@@ -151,6 +152,39 @@ describe('minting over a near miss is refused', () => {
     expect(await moto.versions(bucket, 'fleet')).toEqual(versions);
     expect(existsSync(path.join(b, 'ca'))).toBe(false);
   }, 120_000);
+});
+
+describe('the terminal gate for minting', () => {
+  it('shows the store URL it will publish to and never prints the answer it asks for', async () => {
+    const dir = path.join(tmp.dir, `gate-${++seq}`);
+    mkdirSync(dir, { recursive: true });
+    // The deployment comes from the config file, so nothing the operator typed shows the id.
+    const config = path.join(dir, 'baton.yaml');
+    writeFileSync(
+      config,
+      `deployment: ${DEPLOYMENT}\nstate_dir: ${dir}/state\nstore: file://${dir}/store\nseal: none\n`,
+    );
+    const command = `node ${BIN} --config ${config} sync --first-controller`;
+    // A real pty (script), fed a wrong answer once the question is up.
+    const child = execa('script', ['-qec', command, '/dev/null'], {
+      reject: false,
+      all: true,
+      timeout: 60_000,
+    });
+    let shown = '';
+    child.all?.on('data', (chunk: Buffer) => {
+      shown += chunk.toString();
+      if (shown.includes('then Enter:') && child.stdin?.writable) child.stdin.end('wrongans\n');
+    });
+    const run = await child;
+    const beforeAnswer = shown.slice(0, shown.indexOf('then Enter:') + 'then Enter:'.length);
+    expect(beforeAnswer, shown).toContain(`publishes it to ${dir}/store/authority.json`);
+    expect(beforeAnswer).toContain('not shown here');
+    expect(shown).not.toContain(DEPLOYMENT.slice(0, 8));
+    expect(run.exitCode, shown).toBe(3);
+    expect(existsSync(path.join(dir, 'store', 'authority.json'))).toBe(false);
+    expect(existsSync(path.join(dir, 'state', 'ca'))).toBe(false);
+  }, 90_000);
 });
 
 describe('in an outage, the offline route', () => {
