@@ -36,7 +36,7 @@ export function isIrreversible(action: Action, verdict: Verdict): boolean {
  * last thing that can notice it (the console once printed the 8 characters it asked for).
  */
 export function mintGateQuestion(length: number): string {
-  return `Type the first ${length} characters of this deployment's id (from baton.yaml or --deployment; not shown here), then Enter:`;
+  return `Type the first ${length} characters of the deployment id (from baton.yaml or --deployment; not shown here), then Enter:`;
 }
 
 /** Why a typed deployment prefix was not accepted, or undefined when it matches. */

@@ -31,6 +31,8 @@ import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
 import { answerLost, lostAnswerError, reread } from './lost-answer.js';
+import { refuseReplay } from './replay.js';
+import { refuseClockOff } from './clock-check.js';
 import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
 import { openPublished, readPublished } from './published.js';
 import {
@@ -228,6 +230,7 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
     case 'adopt': {
       if (published.state !== 'present') throw notAllowedError(ctx, 'adopt', verdict);
       refuseOutsideValidity(ctx, published);
+      await refuseReplay(ctx.store, published);
       const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
       await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
       return { kind: 'installed', fingerprint: verdict.published };
@@ -264,6 +267,7 @@ export async function force(ctx: ShareContext, options: ForceOptions = {}): Prom
     if (verdict.kind !== 'refuse' || published.state !== 'present')
       throw notAllowedError(ctx, 'force', verdict);
     refuseOutsideValidity(ctx, published);
+    await refuseReplay(ctx.store, published);
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     const at = options.at;
     const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock);
@@ -300,6 +304,7 @@ export async function firstController(
       throw changedError(ctx, options.seen, now.verdict);
     if (now.verdict.kind !== 'first-controller') throw notAllowedError(ctx, 'first-controller', now.verdict);
     refuseUnstatedSeal(ctx);
+    refuseClockOff(ctx.store, ctx.clock);
     const files = await mintAuthority(ctx.deployment, { clock: ctx.clock });
     const fingerprint = await fingerprintOf(files, ctx.deployment);
     const body = await encodeDocument(

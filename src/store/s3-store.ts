@@ -26,6 +26,7 @@ import { storeChangedError } from './store-changed.js';
 import {
   NEIGHBOUR_LIMIT,
   NEIGHBOUR_MAX_BYTES,
+  type ClockReading,
   type ConditionalWriteCheck,
   type DocumentVersion,
   type DocumentVersions,
@@ -99,6 +100,7 @@ export class S3Store implements Store {
   /** The timeouts every request runs under (docs/publishing.md "Timeouts"). */
   readonly bounds: S3Bounds;
   #regionChecked: Promise<void> | undefined;
+  #clock: ClockReading | undefined;
 
   constructor(
     readonly spec: S3StoreSpec,
@@ -127,10 +129,30 @@ export class S3Store implements Store {
     };
     if (options.credentials) config.credentials = { ...options.credentials };
     this.#client = new S3Client(config);
+    // Inside the deserializer, so every answer (a 404 or a 412 too) is seen with its headers:
+    // the store's Date is the clock a mint is checked against.
+    this.#client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        this.#noteDate((out.response as { headers?: Record<string, string | undefined> }).headers);
+        return out;
+      },
+      { step: 'deserialize', name: 'batonStoreDate', priority: 'low' },
+    );
   }
 
   async get(): Promise<StoredDocument | undefined> {
     return this.#get(this.spec.key);
+  }
+
+  lastClockReading(): ClockReading | undefined {
+    return this.#clock;
+  }
+
+  #noteDate(headers: Record<string, string | undefined> | undefined): void {
+    const date = headers?.date ?? headers?.Date;
+    const at = date ? new Date(date) : undefined;
+    if (at && !Number.isNaN(at.getTime())) this.#clock = { store: at, local: new Date() };
   }
 
   async put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }> {

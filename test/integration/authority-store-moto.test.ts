@@ -15,6 +15,12 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
+import { rotateAuthority, systemClock, type Clock } from '../../src/authority/index.js';
+import { adopt, firstController, publish } from '../../src/share/actions.js';
+import type { ShareContext } from '../../src/share/share-context.js';
+import { S3Store } from '../../src/store/s3-store.js';
+import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
+import { batonErrorOf } from '../helpers/baton-error.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { assertBuilt, BIN, runBaton, type BatonRun } from '../helpers/run-baton.js';
@@ -151,6 +157,63 @@ describe('minting over a near miss is refused', () => {
     expect(flat(mint.all)).toContain('the document was deleted');
     expect(await moto.versions(bucket, 'fleet')).toEqual(versions);
     expect(existsSync(path.join(b, 'ca'))).toBe(false);
+  }, 120_000);
+});
+
+const stores: S3Store[] = [];
+afterAll(() => stores.forEach((store) => store.destroy()));
+
+function host(url: string, name: string, clock: Clock = systemClock): ShareContext {
+  const store = new S3Store(parseStoreUrl(url) as S3StoreSpec, {
+    credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
+    maxAttempts: 2,
+  });
+  stores.push(store);
+  return { stateDir: stateDir(name), deployment: DEPLOYMENT, store, clock, host: name, noSeal: true };
+}
+
+describe('where the store keeps versions', () => {
+  it('a replayed older version is refused on adopt, naming both authorities, and nothing is installed', async () => {
+    const bucket = await moto.bucket({ versioned: true });
+    const url = moto.storeUrl(bucket, 'fleet');
+    const a = host(url, 'a');
+    const first = await firstController(a);
+    if (first.kind !== 'first-controller') throw new Error('fixture');
+    const old = (await moto.getObject(bucket, 'fleet/authority.json'))!.body;
+    // The fleet rotates and publishes the rotation; then someone puts the old bytes back.
+    await new Promise((r) => setTimeout(r, 1100));
+    const rotated = await rotateAuthority(a.stateDir, DEPLOYMENT, { clock: systemClock });
+    expect((await publish(a)).kind).toBe('published');
+    await moto.putObject(bucket, 'fleet/authority.json', old);
+
+    const b = host(url, 'b');
+    const refused = await batonErrorOf(adopt(b));
+    expect(refused).toMatchObject({ code: 'refused', reason: 'replayed' });
+    expect(refused.what).toContain(first.fingerprint);
+    expect(refused.what).toContain(rotated.current);
+    expect(refused.what).toContain('a later rotation of it');
+    expect(existsSync(path.join(b.stateDir, 'ca'))).toBe(false);
+
+    // The real rotation back on top: adopting it is fine.
+    expect((await publish(a, {})).kind).toBe('published');
+    expect((await adopt(host(url, 'c'))).kind).toBe('installed');
+  }, 120_000);
+});
+
+describe('a clock more than a minute from the store’s', () => {
+  it('refuses to mint, saying by how much, and nothing reaches the store or the disk', async () => {
+    const bucket = await moto.bucket();
+    const url = moto.storeUrl(bucket, 'fleet');
+    const ahead: Clock = { now: () => new Date(Date.now() + 3 * 3_600_000) };
+    const c = host(url, 'c', ahead);
+    const refused = await batonErrorOf(firstController(c));
+    expect(refused).toMatchObject({ code: 'refused', reason: 'clock-off' });
+    expect(refused.what).toContain('about 3 hours ahead of');
+    expect(refused.changed).toBe('Nothing was minted or written.');
+    expect(await moto.getObject(bucket, 'fleet/authority.json')).toBeUndefined();
+    expect(existsSync(path.join(c.stateDir, 'ca'))).toBe(false);
+    // On time, the same host mints.
+    expect((await firstController({ ...c, clock: systemClock })).kind).toBe('first-controller');
   }, 120_000);
 });
 
