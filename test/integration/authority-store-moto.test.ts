@@ -209,7 +209,7 @@ describe('a clock more than a minute from the store’s', () => {
     const refused = await batonErrorOf(firstController(c));
     expect(refused).toMatchObject({ code: 'refused', reason: 'clock-off' });
     expect(refused.what).toContain('about 3 hours ahead of');
-    expect(refused.changed).toBe('Nothing was minted or written.');
+    expect(refused.changed).toMatch(/^Nothing was minted or written\./);
     expect(await moto.getObject(bucket, 'fleet/authority.json')).toBeUndefined();
     expect(existsSync(path.join(c.stateDir, 'ca'))).toBe(false);
     // On time, the same host mints.

@@ -37,7 +37,9 @@ function world(): World {
   const { dir, cleanup } = makeTempDir('baton-lineage-');
   cleanups.push(cleanup);
   const storeDir = (name = 'store') => {
-    const d = path.join(dir, name);
+    // Every store but the first under a parent of its own: a sibling store of one deployment
+    // is a near miss, and minting there is refused (src/share/near-miss.ts).
+    const d = name === 'store' ? path.join(dir, name) : path.join(dir, name, 'store');
     mkdirSync(d, { recursive: true, mode: 0o700 });
     return d;
   };

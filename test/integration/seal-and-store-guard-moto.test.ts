@@ -127,7 +127,7 @@ describe('a host without the seal key, sealing not stated (versioned bucket)', (
     await rotateAuthority(keyless.stateDir, DEPLOYMENT, { clock: systemClock });
     refusals.push(await batonErrorOf(publish(keyless, { unseal: true })));
     // A first publish of a fresh deployment from a key-less host.
-    const fresh = host(s3(moto.storeUrl(bucket, 'fresh-fleet')), 'fresh');
+    const fresh = host(s3(moto.storeUrl(bucket, 'fresh/fleet')), 'fresh');
     refusals.push(await batonErrorOf(firstController(fresh)));
 
     expect(refusals).toHaveLength(9);
@@ -249,7 +249,7 @@ describe('a race loser', () => {
     const bucket = await moto.bucket();
     const codes: number[] = [];
     for (let race = 0; race < 20; race++) {
-      const store = s3(moto.storeUrl(bucket, `race-${race}`));
+      const store = s3(moto.storeUrl(bucket, `race-${race}/fleet`));
       const origin = host(store, 'origin', { noSeal: true });
       await firstController(origin);
       const [a, b] = ['a', 'b'].map((name) => {

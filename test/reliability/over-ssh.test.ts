@@ -60,8 +60,9 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     const b = path.join(tmp.dir, `${name}-b-${(hosts += 1)}`);
     expect((await runBaton([...args(a, store), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     if (diverge) {
-      const elsewhere = path.join(tmp.dir, `${name}-elsewhere`);
-      mkdirSync(elsewhere, { mode: 0o700 });
+      // A parent of its own: a sibling store of this deployment would be a near miss (minting refused).
+      const elsewhere = path.join(tmp.dir, `${name}-elsewhere`, 'store');
+      mkdirSync(elsewhere, { recursive: true, mode: 0o700 });
       expect((await runBaton([...args(b, elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(
         0,
       );

@@ -224,7 +224,8 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
       const other = path.join(dir, 'other');
       const host = path.join(dir, 'host');
       expect((await baton(other, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
-      const ownStore = path.join(dir, 'own-store');
+      // A parent of its own: a sibling of the fleet's store would be a near miss (minting refused).
+      const ownStore = path.join(dir, 'own', 'store');
       mkdirSync(ownStore, { recursive: true });
       const own = await runBaton([
         '--deployment',
@@ -302,7 +303,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
   it('the walk confirmed while the force holds ca.lock is refused naming the lock (exit 5); the force completes; nothing is corrupted', async () => {
     const dir = path.join(tmp.dir, 'walk-vs-force');
     const store = path.join(dir, 'store');
-    const elsewhere = path.join(dir, 'elsewhere');
+    const elsewhere = path.join(dir, 'elsewhere', 'store');
     mkdirSync(store, { recursive: true });
     mkdirSync(elsewhere, { recursive: true });
     const host = path.join(dir, 'host');
