@@ -134,8 +134,8 @@ describe('the lineage cells, each said and each changing nothing', () => {
     for (const flags of [[], ['--push']]) {
       const run = await unchanged(w, () => w.sync('b', ...flags));
       // An unbound --push over a sibling: another controller published its rotation of the same
-      // parent, which is the race for the publish lost (exit 6), and the verdict is still named.
-      expect(run.exitCode).toBe(flags.length === 0 ? 3 : 6);
+      // parent; without --confirm it is a usage error (exit 2, never "retry"), the verdict named.
+      expect(run.exitCode).toBe(flags.length === 0 ? 3 : 2);
       if (flags.length > 0)
         expect(flat(run.stderr)).toContain('Another controller published its own rotation');
       expect(flat(run.stderr).toLowerCase()).toContain(
