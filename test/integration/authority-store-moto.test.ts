@@ -22,6 +22,7 @@ import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { ifSet } from '../helpers/if-set.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { assertBuilt, BIN, runBaton, type BatonRun } from '../helpers/run-baton.js';
 
@@ -38,8 +39,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await moto?.close();
-  tmp?.cleanup();
+  await ifSet(moto)?.close();
+  ifSet(tmp)?.cleanup();
 });
 
 function sealKeyFile(name: string): string {
@@ -235,9 +236,9 @@ describe('the terminal gate for minting', () => {
       timeout: 60_000,
     });
     let shown = '';
-    child.all?.on('data', (chunk: Buffer) => {
+    child.all.on('data', (chunk: Buffer) => {
       shown += chunk.toString();
-      if (shown.includes('then Enter:') && child.stdin?.writable) child.stdin.end('wrongans\n');
+      if (shown.includes('then Enter:') && child.stdin.writable) child.stdin.end('wrongans\n');
     });
     const run = await child;
     const beforeAnswer = shown.slice(0, shown.indexOf('then Enter:') + 'then Enter:'.length);
