@@ -125,7 +125,7 @@ describe('sealed documents', () => {
     const theirs = json(await encodeDocument(headerFor(second, 'ctl-b'), second, sealKey));
     const swapped = { ...theirs, sealed: mine.sealed };
     const error = await refusal(bodyOf(swapped), sealKey);
-    expect(error.what).toContain('the document was altered (its files or its header)');
+    expect(error.what).toContain('or the document was altered, its files or its header');
   });
 
   it('refuses a header whose diagnostic field was edited, because the header is the associated data', async () => {
