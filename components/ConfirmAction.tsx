@@ -3,7 +3,7 @@ import { Prose } from './Prose.js';
 import { Focused } from './Frame.js';
 import type { FailoverState } from '../src/app/failover-flow.js';
 import { actionWords } from '../src/app/failover-actions.js';
-import { deploymentPrefix } from '../src/app/typed-gate.js';
+import { deploymentPrefix, mintGateQuestion } from '../src/app/typed-gate.js';
 import { useColor } from './hooks/use-color.js';
 import { GateField } from './GateField.js';
 
@@ -50,9 +50,14 @@ export function ConfirmAction({ state, columns, onTyped, onConfirm, isActive }: 
             <Prose
               width={columns}
               spans={[
-                { text: `Type the first ${prefix.length} characters of the deployment id (` },
-                { text: prefix, bold: true, underline: true },
-                { text: `${reading.deployment.length > prefix.length ? '…' : ''}), then Enter:` },
+                ...(action === 'first-controller'
+                  ? [
+                      { text: 'Publishes to: ' },
+                      { text: reading.published.location, bold: true },
+                      { text: '. ' },
+                    ]
+                  : []),
+                { text: mintGateQuestion(prefix.length) },
               ]}
             />
             <GateField

@@ -171,7 +171,18 @@ export type RefusalReason =
    * The decoder refused the published document (damaged, another deployment's, a newer
    * format, a seal that does not open); the read's `problem` says which way out applies.
    */
-  | 'document-refused';
+  | 'document-refused'
+  /**
+   * The document is a valid one of this deployment by its header, sealed, and does not open
+   * with this host's seal key: the key differs from the fleet's (or the document was altered).
+   */
+  | 'sealed-with-another-key'
+  /** A document of this deployment sits at a neighbouring prefix, or the store keeps earlier versions of it. */
+  | 'near-miss'
+  /** The published document is an older version replayed over a later rotation of it. */
+  | 'replayed'
+  /** This host's clock is too far from the store's to mint a certificate. */
+  | 'clock-off';
 
 /** The structured why of an error: a store's failure or a rule's refusal. */
 export type ErrorReason = StoreReason | RefusalReason;

@@ -72,6 +72,12 @@ export function buildProgram(args?: readonly string[]): Command {
         'write to a store known not to enforce conditional writes; VALUE is the "override value" that store check prints',
       ),
     )
+    .addOption(
+      new Option(
+        '--store-timeout <seconds>',
+        'S3: how long one attempt waits for the store to answer (default 5; 3 attempts, each also up to 3 s to connect; overrides store_timeout)',
+      ),
+    )
     .addOption(new Option('--no-color', 'no colour (also NO_COLOR, TERM=dumb)'))
     .addOption(new Option('-V, --version', 'print the version and exit'))
     .showHelpAfterError(false)

@@ -86,8 +86,9 @@ describe('the CLI manners', () => {
 
 describe('status with a rotation overlap open', () => {
   it('is in sync but says the overlap is open and names ca retire, the step without which ca rotate refuses', async () => {
-    const store = path.join(root.dir, 'store-overlap');
-    mkdirSync(store);
+    // A parent of its own: a sibling store of one deployment would be a near miss (minting refused).
+    const store = path.join(root.dir, 'overlap', 'store');
+    mkdirSync(store, { recursive: true });
     const args = [
       '--deployment',
       'd1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1',

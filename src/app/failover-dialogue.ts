@@ -22,7 +22,7 @@ import { createFlow } from './flow.js';
 import { MARKS } from './marks.js';
 import { statusText } from './status-text.js';
 import { lineageSentence } from './status-verdict.js';
-import { deploymentPrefix, NOT_ACCEPTED } from './typed-gate.js';
+import { deploymentPrefix, mintGateQuestion, NOT_ACCEPTED } from './typed-gate.js';
 
 export interface FailoverDialogue {
   readonly ports: FailoverPorts;
@@ -83,9 +83,8 @@ export async function runFailoverDialogue({
         if (state.gated) {
           const prefix = deploymentPrefix(state.reading.deployment);
           write('This cannot be undone.');
-          const typed = await ask(
-            `Type the first ${prefix.length} characters of the deployment id (${prefix}) to confirm, Enter alone goes back: `,
-          );
+          if (state.action === 'first-controller') write(`Publishes to: ${state.reading.published.location}`);
+          const typed = await ask(`${mintGateQuestion(prefix.length)} (Enter alone goes back) `);
           if (typed === undefined || typed.trim() === '') {
             await apply({ type: 'back' });
             continue;

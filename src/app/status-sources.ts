@@ -8,10 +8,9 @@ import { existsSync } from 'node:fs';
 import { layoutOf, snapshotLocalAuthority, withAuthorityLock } from '../authority/index.js';
 import { isBatonError } from '../errors.js';
 import { readSealKey } from '../share/seal.js';
-import { findNeighbours } from '../share/neighbours.js';
 import { readPublished } from '../share/published.js';
 import type { Store } from '../store/store.js';
-import { readStoreCheck } from '../store/store-check-record.js';
+import { readStoreCheck, STORE_CHECK_MAX_AGE_WORDS, storeCheckExpired } from '../store/store-check-record.js';
 import type { LockProbe, StatusSources, StoreCheckRecord } from './status-report.js';
 
 export interface StatusSourceConfig {
@@ -37,11 +36,8 @@ export function statusSources(
       const sealKey = config.sealKeyFile
         ? await readSealKey(config.sealKeyFile).catch(() => undefined)
         : undefined;
-      const read = await readPublished(config.store, config.deployment, sealKey);
-      if (read.state !== 'none') return read;
-      // Nothing here: name what sits at neighbouring prefixes, the typo case.
-      const neighbours = await findNeighbours(config.store);
-      return neighbours.length > 0 ? { ...read, neighbours } : read;
+      // Nothing here: the read itself names what sits at neighbouring prefixes (the typo case).
+      return readPublished(config.store, config.deployment, sealKey);
     },
     readStoreCheck: () => lastStoreCheck(config.stateDir, config.storeUrl),
     ...(options.probeLock ? { probeLock: () => probeLock(config.stateDir) } : {}),
@@ -56,7 +52,9 @@ async function lastStoreCheck(stateDir: string, storeUrl: string): Promise<Store
     record && {
       store: record.store,
       enforced: record.enforced,
-      detail: record.detail,
+      detail: storeCheckExpired(record, new Date())
+        ? `${record.detail} (older than ${STORE_CHECK_MAX_AGE_WORDS}: no longer trusted; the next write probes the store again)`.trim()
+        : record.detail,
       checkedAt: record.checked_at,
     }
   );

@@ -30,6 +30,15 @@ export function isIrreversible(action: Action, verdict: Verdict): boolean {
   return action === 'force' || needsDeploymentGate(action, verdict);
 }
 
+/**
+ * The mint gate's question. IT NEVER SHOWS THE ANSWER: an id printed beside the field is copied,
+ * not recalled, and on a mistyped store the operator's own knowledge of the deployment is the
+ * last thing that can notice it (the console once printed the 8 characters it asked for).
+ */
+export function mintGateQuestion(length: number): string {
+  return `Type the first ${length} characters of the deployment id (from baton.yaml or --deployment; not shown here), then Enter:`;
+}
+
 /** Why a typed deployment prefix was not accepted, or undefined when it matches. */
 export function deploymentRefusal(typed: string, deployment: string): string | undefined {
   const expected = deploymentPrefix(deployment);

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { jsonForTerminal } from '../outside-text.js';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
@@ -58,6 +59,43 @@ export const registerCa: Register = (program, ctx) => {
             `Fingerprint: ${fingerprint}\n` +
             'No store is configured, so no store was asked whether this deployment already has an authority. ' +
             `Publish it (configure the store, then ${run('sync')}) so the other controller adopts it rather than minting its own.\n`,
+        );
+      }),
+    );
+
+  ca.command('export')
+    .description(
+      "the offline route when the store is down: write this host's authority as the document it would publish (sealed with its key, if it has one) into an empty directory; copy that to the promoted host and run sync --store file:///DIR there",
+    )
+    .requiredOption('--to <dir>', 'an empty directory (created if missing) that becomes a file:// store')
+    .action(
+      action(ctx, async (options: { readonly to: string }) => {
+        const { deployment, stateDir } = where();
+        const config = ctx.config();
+        const [{ exportAuthority, adoptFromExportStep }, { readSealKey }, os, { systemClock }] =
+          await Promise.all([
+            import('../share/offline-route.js'),
+            import('../share/seal.js'),
+            import('node:os'),
+            import('../authority/index.js'),
+          ]);
+        const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile) : undefined;
+        const dir = options.to.startsWith('file://') ? new URL(options.to).pathname : options.to;
+        const exported = await exportAuthority(
+          {
+            stateDir,
+            deployment,
+            ...(sealKey ? { sealKey } : {}),
+            noSeal: config.seal === 'none',
+            clock: systemClock,
+            host: os.hostname(),
+          },
+          dir,
+        );
+        const url = `file://${path.dirname(exported.location)}`;
+        ctx.stdout.write(
+          `Exported this host's authority ${exported.fingerprint} (${exported.sealed ? "sealed with this host's seal key" : 'in the clear, as stated'}) to ${exported.location}.\n` +
+            `On the promoted host: copy ${path.dirname(exported.location)} there (e.g. scp -r), then run ${renderStep(ctx.suggester(), adoptFromExportStep())} with <file:///DIR> = ${url} (if copied to the same path).\n`,
         );
       }),
     );

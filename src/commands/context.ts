@@ -3,6 +3,7 @@ import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
 import { loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
 import { suggester, type Suggester } from '../suggest-command.js';
 import { hasTerminal } from './mount-view.js';
+import { fileSystemError } from '../fs/file-system-error.js';
 
 /**
  * What every command gets from the composition root. Commands import heavy modules (ink,
@@ -53,7 +54,9 @@ export function action<A extends unknown[]>(
     try {
       const code = await handler(...args);
       process.exitCode = code ?? EXIT_OK;
-    } catch (error) {
+    } catch (thrown) {
+      // A file-system failure is said with its code, path and way out, never as a bug.
+      const error = fileSystemError(thrown) ?? thrown;
       printError(ctx.stderr, error, ctx.suggester(inventoryOf(args)));
       process.exitCode = exitCodeOf(error);
     }

@@ -1,6 +1,12 @@
 import { jsonForTerminal } from '../outside-text.js';
 import { BatonError, EXIT_OK } from '../errors.js';
-import { requireDeployment, requireStore, stateDirFor, type GlobalFlags } from '../config/config.js';
+import {
+  requireDeployment,
+  requireStore,
+  stateDirFor,
+  storeOptionsOf,
+  type GlobalFlags,
+} from '../config/config.js';
 import { action, type Register } from './context.js';
 import { cursorAddressable } from './terminal-kind.js';
 import type { StatusReport } from '../app/status-report.js';
@@ -92,7 +98,7 @@ export const registerStatus: Register = (program, ctx) => {
     const baton = batonInvocation(program.opts<GlobalFlags>());
     // Printed next steps (JSON, plain) are run where `failover` may not be possible.
     const suggester = ctx.suggester();
-    const store = await openStore(storeUrl);
+    const store = await openStore(storeUrl, storeOptionsOf(config));
     const sources = statusSources({ deployment, stateDir, storeUrl, store, sealKeyFile: config.sealKeyFile });
     const read = () => readStatus(sources);
 

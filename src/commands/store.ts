@@ -9,7 +9,7 @@
  * in the clear, with the command that removes each one.
  */
 import { asBatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
-import { requireStore, stateDirFor } from '../config/config.js';
+import { requireStore, stateDirFor, storeOptionsOf } from '../config/config.js';
 import { clearKeyMaterial } from '../share/clear-key-scan.js';
 import type { DocumentVersions } from '../store/store.js';
 import { action, type Register } from './context.js';
@@ -31,7 +31,7 @@ export const registerStore: Register = (program, ctx) => {
           import('../store/store-check-record.js'),
           import('../share/store-guard.js'),
         ]);
-        const target = await openStore(url);
+        const target = await openStore(url, storeOptionsOf(config));
         const check = await target.checkConditionalWrites();
         let recorded: string;
         try {

@@ -101,7 +101,7 @@ export async function confirmMint(
   },
 ): Promise<void> {
   const command = `\`${renderStep(ctx.suggester(), options.command)}\``;
-  const { deploymentPrefix, deploymentRefusal } = await import('../app/typed-gate.js');
+  const { deploymentPrefix, deploymentRefusal, mintGateQuestion } = await import('../app/typed-gate.js');
   const prefix = deploymentPrefix(options.deployment);
   if (!stdinIsTerminal()) {
     if (options.yes) return;
@@ -112,13 +112,11 @@ export async function confirmMint(
       next: `Check that ${options.location} is the deployment's store (nothing is published there), then run the command again with --yes.`,
     });
   }
+  // The gate names the store it publishes to and never the answer (typed-gate.ts).
   ctx.stdout.write(
-    `Nothing is published at ${options.location}. This mints a NEW authority for deployment ${options.deployment}: every node must then trust it.${options.note ?? ''}\n`,
+    `Nothing is published at ${options.location}. This mints a NEW authority and publishes it to ${options.location}: every node must then trust it.${options.note ?? ''}\n`,
   );
-  const typed = await ask(
-    ctx,
-    `Type the first ${prefix.length} characters of the deployment id (${prefix}) to mint: `,
-  );
+  const typed = await ask(ctx, `${mintGateQuestion(prefix.length)} `);
   const refusal =
     typed === undefined
       ? 'The confirmation was not given (Ctrl-C or end of input).'

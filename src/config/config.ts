@@ -26,6 +26,8 @@ export interface ConfigFile {
   readonly seal?: string;
   readonly inventory?: string;
   readonly journal_dir?: string;
+  /** Seconds one S3 attempt waits for an answer (a number, or a string of one). */
+  readonly store_timeout?: string | number;
 }
 
 const CONFIG_FIELDS = [
@@ -36,6 +38,7 @@ const CONFIG_FIELDS = [
   'seal',
   'inventory',
   'journal_dir',
+  'store_timeout',
 ] as const;
 
 /**
@@ -63,6 +66,8 @@ export interface GlobalFlags {
   readonly seal?: boolean;
   /** --store-unenforced VALUE: the bound override for a store that does not enforce conditional writes. */
   readonly storeUnenforced?: string;
+  /** --store-timeout SECONDS: overrides store_timeout. */
+  readonly storeTimeout?: string;
 }
 
 export interface ResolvedConfig {
@@ -85,6 +90,8 @@ export interface ResolvedConfig {
   readonly storeUnenforced: string | undefined;
   /** True when colour must not be used (flag, NO_COLOR, TERM=dumb). */
   readonly noColor: boolean;
+  /** How long one S3 attempt waits for an answer (store_timeout, --store-timeout); undefined: the default. */
+  readonly storeTimeoutMs: number | undefined;
 }
 
 export type SealChoice = 'key' | 'none' | 'unstated';
@@ -155,6 +162,12 @@ export function loadConfig(
       next: 'Keep one: the seal key to publish sealed, or `seal: none` / --no-seal to publish in the clear on purpose.',
     });
   }
+  const storeTimeoutMs =
+    flags.storeTimeout !== undefined
+      ? timeoutMs(flags.storeTimeout, 'the --store-timeout flag', 'usage')
+      : file.store_timeout !== undefined
+        ? timeoutMs(file.store_timeout, source ?? 'the config file', 'config')
+        : undefined;
   const noColor =
     flags.color === false || (env.NO_COLOR !== undefined && env.NO_COLOR !== '') || env.TERM === 'dumb';
   return {
@@ -168,7 +181,30 @@ export function loadConfig(
     journalDir: relative(file.journal_dir),
     storeUnenforced: flags.storeUnenforced,
     noColor,
+    storeTimeoutMs,
   };
+}
+
+/** Seconds between 1 and 300, as a number of milliseconds; anything else is refused, never clamped. */
+const STORE_TIMEOUT_MAX_S = 300;
+function timeoutMs(value: string | number, where: string, code: 'usage' | 'config'): number {
+  const seconds =
+    typeof value === 'number' ? value : /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : NaN;
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds > STORE_TIMEOUT_MAX_S) {
+    throw new BatonError(code, {
+      what: `The store timeout "${String(value)}" is not a number of seconds between 1 and ${STORE_TIMEOUT_MAX_S}.`,
+      where,
+      next: 'Give seconds, e.g. store_timeout: 10 in baton.yaml or --store-timeout 10; leave it out for the default 5.',
+    });
+  }
+  return Math.round(seconds * 1000);
+}
+
+/** The S3 adapter's options from the config: only what the operator set, the rest the adapter's defaults. */
+export function storeOptionsOf(config: Pick<ResolvedConfig, 'storeTimeoutMs'>): {
+  readonly requestTimeoutMs?: number;
+} {
+  return config.storeTimeoutMs === undefined ? {} : { requestTimeoutMs: config.storeTimeoutMs };
 }
 
 export function readConfigFile(file: string): ConfigFile {
@@ -234,6 +270,7 @@ function isConfigFile(raw: unknown): boolean {
     ([field, value]) =>
       (CONFIG_FIELDS as readonly string[]).includes(field) &&
       (value === undefined ||
+        (field === 'store_timeout' && typeof value === 'number') ||
         (typeof value === 'string' &&
           value.length > 0 &&
           (field !== 'deployment' || DEPLOYMENT_ID.test(value)) &&
@@ -258,6 +295,7 @@ function zodFault(raw: unknown): string {
         .optional(),
       inventory: text(),
       journal_dir: text(),
+      store_timeout: z.union([z.number(), z.string().min(1)]).optional(),
     })
     .strict()
     .safeParse(raw);

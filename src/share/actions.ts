@@ -24,19 +24,17 @@ import {
   type AuthorityFiles,
   type LocalAuthority,
 } from '../authority/index.js';
-import { isBatonError } from '../errors.js';
+import { isBatonError, type BatonError } from '../errors.js';
 import { OutsideText } from '../outside-text.js';
 import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
 import { decide } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
-import {
-  isOurOwnWrite,
-  publishedSealedWithoutKey,
-  refuseUnstatedSeal,
-  unsealRefusal,
-} from './publish-guards.js';
+import { answerLost, lostAnswerError, reread } from './lost-answer.js';
+import { refuseReplay } from './replay.js';
+import { refuseClockOff } from './clock-check.js';
+import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
 import { openPublished, readPublished } from './published.js';
 import {
   blockedError,
@@ -151,7 +149,7 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
  * This host's whole authority as a document: the files read under the lock, checked to be
  * the pair that was decided on, sealed when this host has the seal key.
  */
-async function encodeLocalAuthority(
+export async function encodeLocalAuthority(
   ctx: ShareContext,
   local: Extract<LocalAuthority, { state: 'whole' }>,
 ): Promise<{ readonly body: Uint8Array; readonly fingerprint: Fingerprint }> {
@@ -234,6 +232,7 @@ async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Pro
     case 'adopt': {
       if (published.state !== 'present') throw notAllowedError(ctx, 'adopt', verdict);
       refuseOutsideValidity(ctx, published);
+      await refuseReplay(ctx.store, published);
       const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
       await installAuthority(ctx.stateDir, ctx.deployment, files, verdict.published);
       return { kind: 'installed', fingerprint: verdict.published };
@@ -270,6 +269,7 @@ export async function force(ctx: ShareContext, options: ForceOptions = {}): Prom
     if (verdict.kind !== 'refuse' || published.state !== 'present')
       throw notAllowedError(ctx, 'force', verdict);
     refuseOutsideValidity(ctx, published);
+    await refuseReplay(ctx.store, published);
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     const at = options.at;
     const supersededDir = await setAsideAuthority(ctx.stateDir, at ? { now: () => at } : ctx.clock, {
@@ -308,6 +308,7 @@ export async function firstController(
       throw changedError(ctx, options.seen, now.verdict);
     if (now.verdict.kind !== 'first-controller') throw notAllowedError(ctx, 'first-controller', now.verdict);
     refuseUnstatedSeal(ctx);
+    refuseClockOff(ctx.store, ctx.clock);
     const files = await mintAuthority(ctx.deployment, { clock: ctx.clock });
     const fingerprint = await fingerprintOf(files, ctx.deployment);
     const body = await encodeDocument(
@@ -328,8 +329,13 @@ export async function firstController(
     } catch (error) {
       // The SDK retried a write whose answer was lost and met its own object (412): that is
       // this host's publish, not a race lost — adopting "the winner" would adopt itself.
-      const ours = mayHaveBeenApplied(error) ? await isOurOwnWrite(ctx.store, body) : undefined;
-      if (!ours) {
+      const found = mayHaveBeenApplied(error) ? await reread(ctx.store, body) : undefined;
+      if (found?.kind !== 'ours') {
+        if (found && answerLost(error)) {
+          // Another controller's document is there: the race was lost while the answer was; adopt it.
+          if (found.kind === 'other') return adoptWinner(ctx, await lookLocked(ctx));
+          throw lostAnswerError(ctx.store.location, error as BatonError, found);
+        }
         if (!(isBatonError(error) && error.code === 'store-changed')) throw publishFailed(ctx, error);
         // Lost the race: the mint is dropped here and never touched disk.
         return adoptWinner(ctx, await lookLocked(ctx));
@@ -422,8 +428,9 @@ async function putDocument(
     return await ctx.store.put(body, precondition);
   } catch (error) {
     if (mayHaveBeenApplied(error)) {
-      const ours = await isOurOwnWrite(ctx.store, body);
-      if (ours) return ours;
+      const found = await reread(ctx.store, body);
+      if (found.kind === 'ours') return { etag: found.etag };
+      if (answerLost(error)) throw lostAnswerError(ctx.store.location, error as BatonError, found);
     }
     throw publishFailed(ctx, error);
   }

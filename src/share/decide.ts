@@ -11,6 +11,7 @@ import { lineageOf } from './lineage.js';
 import type { Action, PublishedAuthority, Verdict } from './types.js';
 import { ETAG_8, nextStep } from '../next-step.js';
 import { replaceBinding, UNSEAL_BINDING } from './confirm-binding.js';
+import { shown } from '../outside-text.js';
 
 export { lineageOf };
 
@@ -55,6 +56,7 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
   }
   switch (local.state) {
     case 'fresh':
+      if (published.state === 'none' && published.nearMiss) return nearMissVerdict(published);
       return published.state === 'none'
         ? { kind: 'first-controller' }
         : { kind: 'adopt', published: published.header.fingerprint, lostMarker: false };
@@ -134,6 +136,8 @@ function blockedByDocument(
       return blocked(
         `No baton command replaces it from this host: it is a valid document of another deployment, so this host is pointed at the wrong store or deployment. Check --store and --deployment (and baton.yaml).`,
       );
+    case 'other-seal-key':
+      return sealedWithAnotherKey(published, why);
     case 'newer-format':
       return blocked(
         'Upgrade baton on this host: a newer baton wrote this document, and no command of this version replaces it.',
@@ -141,7 +145,8 @@ function blockedByDocument(
     case 'unusable': {
       const replace = published.etag === undefined ? undefined : replaceBinding(published.etag);
       if (local.state === 'whole' && replace) {
-        const sealedHere = published.sealed === true;
+        // --unseal only where there is no key: a host with one seals its replacement itself.
+        const sealedHere = published.sealed === true && published.sealKeyHere !== true;
         const words = sealedHere
           ? 'sync --replace-unreadable --unseal --confirm'
           : 'sync --replace-unreadable --confirm';
@@ -176,6 +181,50 @@ function blockedByDocument(
       };
     }
   }
+}
+
+/**
+ * Nothing at this store URL, but the store says this deployment lives nearby or lived here:
+ * the way out is the store URL (or the deleted document), NEVER a mint (./near-miss.ts).
+ */
+function nearMissVerdict(published: Extract<PublishedAuthority, { state: 'none' }>): Verdict {
+  const { neighbours, earlierVersions } = published.nearMiss!;
+  const where = shown(published.location);
+  if (neighbours.length > 0) {
+    return {
+      kind: 'blocked',
+      why: `Nothing is published at ${where}, but a document of THIS deployment is at a neighbouring prefix: ${neighbours.map((n) => shown(n)).join('; ')}. The store URL is probably mistyped.`,
+      next: "Fix the store URL (--store, or store: in baton.yaml) to name the deployment's document, then look again. Minting here would give the fleet a second authority, so no mint is offered.",
+      nearMiss: true,
+    };
+  }
+  return {
+    kind: 'blocked',
+    why: `Nothing is published at ${where}, but the store keeps ${earlierVersions} earlier version(s) of it: the document was deleted (a delete marker hides them), so this deployment has published here before.`,
+    next: "Find out who deleted it; restore its latest version from the store's history (aws s3api list-object-versions, then copy-object with --version-id), or publish again from a controller that holds the authority (sync there). Minting here would give the fleet a second authority, so no mint is offered.",
+    nearMiss: true,
+  };
+}
+
+/**
+ * A document of THIS deployment (its readable header says so) that does not open with this
+ * host's seal key: the key here is what differs. No replace is offered — the replacement would
+ * be sealed with a key no other controller has, and the real controllers would be locked out.
+ */
+function sealedWithAnotherKey(
+  published: Extract<PublishedAuthority, { state: 'unreadable' }>,
+  fallback: string,
+): Verdict {
+  const header = published.header;
+  const why = header
+    ? `The published authority ${header.fingerprint} (published by ${shown(header.publishedBy)} at ${shown(header.publishedAt)}) is sealed with another key: it does not open with this host's seal key (${published.location}).`
+    : fallback;
+  return {
+    kind: 'blocked',
+    why,
+    next: "This host's seal key differs from the fleet's: copy seal_key_file from a controller that opens the document (the same 32-byte file on every controller), then look again. No replace is offered here: it would seal the fleet's authority with a key the other controllers do not have. If no controller opens it, it was altered: restore an earlier version from the store's history.",
+    unreadable: 'other-seal-key',
+  };
 }
 
 /** A verdict carries one sentence for why: it names the file or object, once. */

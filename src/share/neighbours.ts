@@ -3,6 +3,7 @@
  * for `…/wire`). Named with its deployment id, read loosely from the header — it is shown, never
  * trusted or installed.
  */
+import { shown } from '../outside-text.js';
 import type { Store } from '../store/store.js';
 
 export interface Neighbour {
@@ -20,9 +21,10 @@ export async function findNeighbours(store: Store): Promise<readonly Neighbour[]
 export async function neighbourWords(store: Store, deployment: string): Promise<string> {
   const neighbours = await findNeighbours(store);
   if (neighbours.length === 0) return '';
+  // Locations and deployment fields come from the store: shown, never printed raw.
   const named = neighbours.map(
     (n) =>
-      `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === deployment ? ', THIS deployment' : ''})`,
+      `${shown(n.location)} (deployment ${n.deployment === undefined ? 'unreadable' : shown(n.deployment)}${n.deployment === deployment ? ', THIS deployment' : ''})`,
   );
   return ` Documents at neighbouring prefixes: ${named.join('; ')}. If one of them is this deployment's store, --store is mistyped.`;
 }

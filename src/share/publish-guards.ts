@@ -7,7 +7,8 @@
  *
  * A LOST RESPONSE IS NOT A LOST RACE. When a write's answer may have been lost (the SDK retried
  * and met its own write as a 412), the object is re-read: the exact bytes this host wrote mean
- * the write happened — success, not "the store changed".
+ * the write happened — success, not "the store changed" (./lost-answer.ts, which also words
+ * what the re-read shows when they are not there).
  */
 import { nextStep } from '../next-step.js';
 import { UNSEAL_BINDING } from './confirm-binding.js';
@@ -67,23 +68,4 @@ export function unsealRefusal(location: string, retry: string): BatonError {
     ],
     reason: 'would-unseal',
   });
-}
-
-/**
- * True when the store holds exactly `body` now: a write whose response was lost (or whose
- * retry met a 412 from the write itself) did happen. Never throws: a failed re-read is "not
- * known", and the caller reports the original failure.
- */
-export async function isOurOwnWrite(
-  store: Store,
-  body: Uint8Array,
-): Promise<{ readonly etag: string } | undefined> {
-  try {
-    const stored = await store.get();
-    if (stored && stored.body.length === body.length && Buffer.from(stored.body).equals(Buffer.from(body)))
-      return { etag: stored.etag };
-  } catch {
-    // fall through: unknown is not success
-  }
-  return undefined;
 }

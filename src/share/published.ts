@@ -10,8 +10,9 @@ import type { AuthorityFiles } from '../authority/types.js';
 import type { Store } from '../store/store.js';
 import { openDocument, parseDocument, type DecodeOptions } from './document.js';
 import { storeChangedError } from '../store/store-changed.js';
-import type { PublishedAuthority } from './types.js';
+import type { DocumentHeader, PublishedAuthority, UnreadableProblem } from './types.js';
 import { OversizeError } from '../store/body-limit.js';
+import { lookAroundEmptyStore } from './near-miss.js';
 import {
   claimedPrevious,
   classifyRefusedDocument,
@@ -63,10 +64,21 @@ export async function readPublished(
       error: asBatonError(error, { what: 'The store could not be read', where: location, reason: 'other' }),
     };
   }
-  if (!stored) return { state: 'none', location };
+  if (!stored) {
+    // Nothing here: look around before anyone reads this as a fresh deployment (near-miss.ts).
+    const around = await lookAroundEmptyStore(store, deployment);
+    return {
+      state: 'none',
+      location,
+      ...(around.neighbours.length > 0 ? { neighbours: around.neighbours } : {}),
+      ...(around.nearMiss ? { nearMiss: around.nearMiss } : {}),
+    };
+  }
   const options: DecodeOptions = { deployment, where: location, sealKey };
+  let header: DocumentHeader | undefined;
   try {
     const parsed = parseDocument(stored.body, options);
+    header = parsed.header;
     const canOpen = !parsed.sealed || sealKey !== undefined;
     const opened = canOpen ? await openDocument(parsed, options) : undefined;
     const present = {
@@ -89,9 +101,15 @@ export async function readPublished(
       where: location,
     });
     // A decoder failure that is not a refusal (an I/O error inside it) says nothing about the
-    // document: it is "could not read", never something to replace.
-    const problem =
-      decoded.code === 'refused' ? classifyRefusedDocument(stored.body, deployment) : 'could-not-read';
+    // document: it is "could not read", never something to replace. A header valid for this
+    // deployment whose seal does not open with this host's key is "sealed with another key":
+    // this host's key is what differs, and its replacement would lock the fleet out.
+    const problem: UnreadableProblem =
+      decoded.code !== 'refused'
+        ? 'could-not-read'
+        : decoded.reason === 'sealed-with-another-key' && header !== undefined
+          ? 'other-seal-key'
+          : classifyRefusedDocument(stored.body, deployment);
     const said =
       decoded.code === 'refused' && problem === 'unusable' && editedDeployment(stored.body, deployment)
         ? editedDeploymentError(location, deployment)
@@ -105,6 +123,8 @@ export async function readPublished(
       etag: stored.etag,
       sealed: looksSealed(stored.body),
       ...(claims ? { claimedPrevious: claims } : {}),
+      ...(sealKey ? { sealKeyHere: true as const } : {}),
+      ...(problem === 'other-seal-key' && header ? { header } : {}),
     };
   }
 }

@@ -55,6 +55,15 @@ export function replaceNotAllowed(ctx: ShareContext, { local, published, verdict
       reason: 'foreign-deployment',
     });
   }
+  if (published.state === 'unreadable' && published.problem === 'other-seal-key') {
+    return new BatonError('refused', {
+      what: `The published document is sealed with another key: it is this deployment's by its header, and it does not open with this host's seal key. Replacing it would seal the fleet's authority with a key the other controllers do not have. ${verdict.kind === 'blocked' ? verdict.why : published.error.what}`,
+      where: published.location,
+      changed: NOTHING_WRITTEN,
+      next: "This host's seal key differs from the fleet's: copy seal_key_file from a controller that opens the document, then look again.",
+      reason: 'sealed-with-another-key',
+    });
+  }
   if (published.state === 'unreadable' && published.problem === 'newer-format') {
     return new BatonError('refused', {
       what: `The published document was written by a newer baton; replacing it would downgrade the fleet. ${published.error.what}`,

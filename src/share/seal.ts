@@ -59,7 +59,9 @@ export function seal(plaintext: Uint8Array, key: Uint8Array, header: DocumentHea
 
 /**
  * Opens sealed files, or refuses: a wrong key, a tampered byte and a swapped header are the
- * same failure to GCM, and all three mean "install nothing".
+ * same failure to GCM, and all three mean "install nothing". The refusal is "sealed with another
+ * key" (reason 'sealed-with-another-key'), never "unusable": offering to replace it would let
+ * a host whose key differs seal the fleet's authority with a key nobody else has.
  */
 export function unseal(
   sealed: SealedBytes,
@@ -77,15 +79,18 @@ export function unseal(
     decipher.setAuthTag(sealed.tag);
     return new Uint8Array(Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]));
   } catch (error) {
-    throw unsealRefused(
+    throw new BatonError('refused', {
+      what: "The published document is sealed with another key: it does not open with this host's seal key. This host's key differs from the fleet's (or the document was altered, its files or its header).",
       where,
-      'it does not open with this seal key: the key is not the one it was sealed with, or the document was altered (its files or its header)',
-      error,
-    );
+      next: "Copy seal_key_file from a controller that opens the document (the same 32-byte file on every controller), then look again. No replace is offered: replacing it would seal the fleet's authority with a key the other controllers do not have. If no controller opens it, it was altered: restore an earlier version from the store's history.",
+      changed: 'Nothing was installed.',
+      reason: 'sealed-with-another-key',
+      cause: error,
+    });
   }
 }
 
-function unsealRefused(where: string, why: string, cause?: unknown): BatonError {
+function unsealRefused(where: string, why: string): BatonError {
   return new BatonError('refused', {
     what: `The published document was refused: it is sealed and ${why}.`,
     where,
@@ -96,7 +101,6 @@ function unsealRefused(where: string, why: string, cause?: unknown): BatonError 
     ],
     changed: 'Nothing was installed.',
     reason: 'document-refused',
-    ...(cause === undefined ? {} : { cause }),
   });
 }
 

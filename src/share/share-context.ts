@@ -5,7 +5,13 @@
  */
 import os from 'node:os';
 import { systemClock, type Clock } from '../authority/index.js';
-import { requireDeployment, requireStore, stateDirFor, type ResolvedConfig } from '../config/config.js';
+import {
+  requireDeployment,
+  requireStore,
+  stateDirFor,
+  storeOptionsOf,
+  type ResolvedConfig,
+} from '../config/config.js';
 import { openStore } from '../store/open-store.js';
 import type { S3StoreOptions } from '../store/s3-store.js';
 import type { Store } from '../store/store.js';
@@ -55,7 +61,7 @@ export async function openShareContext(
 ): Promise<ShareContext> {
   const deployment = requireDeployment(config);
   const storeUrl = requireStore(config);
-  const store = await openStore(storeUrl, options.storeOptions);
+  const store = await openStore(storeUrl, options.storeOptions ?? storeOptionsOf(config));
   const stateDir = stateDirFor(config);
   const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile) : undefined;
   return {

@@ -11,6 +11,7 @@ import { nextStep } from '../next-step.js';
 import type { ProbeName, Store } from '../store/store.js';
 import {
   readStoreCheck,
+  storeCheckExpired,
   storeId,
   writeStoreCheck,
   type StoreCheckJson,
@@ -67,10 +68,10 @@ export function storeWriteGuard(options: StoreGuardOptions): () => Promise<void>
     const where = options.store.location;
     // Checked first: a wrong value is refused even where the store turns out to enforce.
     if (checkUnenforcedOverride(options.override, options.storeUrl, where)) return;
-    let record: Pick<StoreCheckJson, 'enforced' | 'failed' | 'detail'> | undefined = await readStoreCheck(
-      options.stateDir,
-      options.storeUrl,
-    );
+    const kept = await readStoreCheck(options.stateDir, options.storeUrl);
+    // An expired record is probed again: a store can stop enforcing after it was checked.
+    let record: Pick<StoreCheckJson, 'enforced' | 'failed' | 'detail'> | undefined =
+      kept && !storeCheckExpired(kept, now()) ? kept : undefined;
     if (!record) {
       const check = await options.store.checkConditionalWrites();
       record = check;

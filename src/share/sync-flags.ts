@@ -29,7 +29,7 @@ export interface SyncActionFlags {
   readonly force?: boolean;
   readonly replaceUnreadable?: boolean;
   readonly unseal?: boolean;
-  /** The `--confirm` values given: a push over a sibling without one is the race lost (exit 6). */
+  /** The `--confirm` values given: a push over a sibling without one is a usage error (exit 2). */
   readonly confirm?: readonly string[];
 }
 
@@ -91,6 +91,10 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
   // Another controller publishing first is the race a first controller can lose: it adopts
   // the winner, exactly as the action does when it loses at the create-only write.
   const raceLost = verdict.kind === 'adopt' && !verdict.lostMarker;
+  // A near miss is the rule refusing the mint (exit 3), not a flag out of place: the store URL
+  // is what is wrong, and saying "usage" would invite a retry with the same typo.
+  if (flags.firstController && verdict.kind === 'blocked' && verdict.nearMiss)
+    throw nearMissRefusal(verdict, share.store.location);
   if (flags.firstController && verdict.kind !== 'first-controller' && !raceLost) {
     throw misuse('firstController', 'when nothing is published and this host holds no authority');
   }
@@ -103,17 +107,18 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
     (flags.confirm ?? []).length === 0
   ) {
     // This host rotated from the parent, and meanwhile another controller published ITS
-    // rotation of the same parent: a push without the bound value is the race for the publish
-    // lost, which is the store changing underneath (exit 6), never an overwrite. Keeping this
-    // host's rotation instead is a decision of its own, bound to the published fingerprint.
+    // rotation of the same parent. A push without the bound value is a usage error (exit 2):
+    // "the store changed, re-read" (exit 6) would send a script round the same refusal for
+    // ever. Keeping this host's rotation instead is a decision of its own, bound to the
+    // published fingerprint.
     const pushOver = nextStep('sync --push --confirm', {
       placeholders: [pushOverBinding(verdict.published).placeholder],
     });
     const force = nextStep('sync --force --confirm', {
       placeholders: [forceBinding(verdict.local).placeholder],
     });
-    throw new BatonError('store-changed', {
-      what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation. ${verdictSentence(verdict)}`,
+    throw new BatonError('usage', {
+      what: `Another controller published its own rotation (${verdict.published}) of ${verdict.lineage.parent}, the authority this host rotated from: the store changed since this host's rotation. ${verdictSentence(verdict)} A push over it needs --confirm with ${pushOverBinding(verdict.published).describe}; none was given.`,
       where: share.store.location,
       changed: 'Nothing was written.',
       next: [
@@ -125,7 +130,6 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
         pushOver,
         '.',
       ],
-      reason: 'replaced',
     });
   }
   if (flags.push && !(verdict.kind === 'refuse' && !provedBehind(verdict))) {
@@ -164,6 +168,17 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
         'with --push or --replace-unreadable, when the published document is sealed and this host has no seal key',
       );
   }
+}
+
+/** `--first-controller` on a near miss: refused naming where this deployment's document is. */
+function nearMissRefusal(verdict: Extract<Verdict, { kind: 'blocked' }>, where: string): BatonError {
+  return new BatonError('refused', {
+    what: `--first-controller is refused: ${verdict.why}`,
+    where,
+    changed: 'Nothing was minted or written.',
+    next: verdict.next,
+    reason: 'near-miss',
+  });
 }
 
 /** The published authority PROVABLY replaced this host's: the one case a push must never undo. */

@@ -29,6 +29,14 @@ export interface DocumentHeader {
   readonly handover?: Uint8Array;
 }
 
+/** Why an empty store is not "nothing published" (src/share/near-miss.ts). */
+export interface NearMiss {
+  /** Locations of documents of THIS deployment at neighbouring prefixes (a mistyped --store). */
+  readonly neighbours: readonly string[];
+  /** How many earlier versions of this key a versioned store keeps (the document was deleted). */
+  readonly earlierVersions: number;
+}
+
 export type PublishedAuthority =
   /** The store holds nothing for this deployment — an ordinary state, not a fault. */
   | {
@@ -39,6 +47,12 @@ export type PublishedAuthority =
        * names; read only by status and failover, shown and never trusted.
        */
       readonly neighbours?: readonly { readonly location: string; readonly deployment: string | undefined }[];
+      /**
+       * Evidence that "nothing" here is a near miss, not a fresh deployment (./near-miss.ts): a
+       * document of THIS deployment at a neighbouring prefix, or earlier versions of this very
+       * key (a delete marker over them). Minting on it would give the fleet a second authority.
+       */
+      readonly nearMiss?: NearMiss;
     }
   | {
       readonly state: 'present';
@@ -64,6 +78,13 @@ export type PublishedAuthority =
       readonly sealed?: boolean;
       /** The previous_fingerprint the bad object's header names, when it names one: a claim, never checked. */
       readonly claimedPrevious?: string;
+      /** This host has a seal key: a replacement would be sealed, so `--unseal` never applies here. */
+      readonly sealKeyHere?: true;
+      /**
+       * The header, when the document parsed as a valid one of this deployment but its files
+       * could not be opened ('other-seal-key'): shown (through src/outside-text.ts), never trusted.
+       */
+      readonly header?: DocumentHeader;
     };
 
 /**
@@ -133,6 +154,8 @@ export type Verdict =
       readonly unreadable?: UnreadableProblem;
       /** Set when the published authority is sealed and this host, holding none, has no key to adopt it. */
       readonly sealedWithoutKey?: true;
+      /** Set when nothing is published here but the store URL is probably wrong: never mint (near-miss.ts). */
+      readonly nearMiss?: true;
     };
 
 /** What an operator can ask for; only those `allowedActions(verdict)` lists are offered. */
@@ -151,7 +174,8 @@ export type Outcome =
 export type { LocalAuthority };
 
 /** Why a published document cannot be used; each has its own way out (see unreadable.ts). */
-export type UnreadableProblem = 'unusable' | 'foreign-deployment' | 'newer-format' | 'could-not-read';
+export type UnreadableProblem =
+  'unusable' | 'other-seal-key' | 'foreign-deployment' | 'newer-format' | 'could-not-read';
 
 /** Both sides as read, and the verdict of the table on them. */
 export interface Look {

@@ -20,11 +20,13 @@ import {
 } from '@aws-sdk/client-s3';
 import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
+import { offlineRoute } from './offline-route-steps.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
 import {
   NEIGHBOUR_LIMIT,
   NEIGHBOUR_MAX_BYTES,
+  type ClockReading,
   type ConditionalWriteCheck,
   type DocumentVersion,
   type DocumentVersions,
@@ -58,18 +60,55 @@ export interface S3StoreOptions {
 
 type Operation = 'read' | 'write' | 'delete';
 
+export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+export const DEFAULT_ATTEMPTS = 3;
+/** What the SDK's standard retry waits between attempts, at most, with 3 attempts (0.2 s + 0.4 s), rounded up. */
+const RETRY_PAUSE_ALLOWANCE_MS = 1_000;
+
+/** Each request's bounds, and the total it can never exceed, in one place (status and errors say them). */
+export interface S3Bounds {
+  readonly connectMs: number;
+  readonly requestMs: number;
+  readonly attempts: number;
+  /** attempts × (connect + request) + the retries' pauses: the most one request can take. */
+  readonly totalMs: number;
+}
+
+export function s3Bounds(options: S3StoreOptions = {}): S3Bounds {
+  const connectMs = options.connectionTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const requestMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const attempts = options.maxAttempts ?? DEFAULT_ATTEMPTS;
+  return {
+    connectMs,
+    requestMs,
+    attempts,
+    totalMs: attempts * (connectMs + requestMs) + RETRY_PAUSE_ALLOWANCE_MS,
+  };
+}
+
+/** The bounds in words: "3 attempts of at most 3 s to connect and 5 s to answer, 25 s in all". */
+export function boundsWords(bounds: S3Bounds): string {
+  const s = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+  return `${bounds.attempts} attempt(s) of at most ${s(bounds.connectMs)} to connect and ${s(bounds.requestMs)} to answer, ${s(bounds.totalMs)} in all`;
+}
+
 export class S3Store implements Store {
   readonly location: string;
   readonly #client: S3Client;
   readonly #maxAttempts: number;
+  /** The timeouts every request runs under (docs/publishing.md "Timeouts"). */
+  readonly bounds: S3Bounds;
   #regionChecked: Promise<void> | undefined;
+  #clock: ClockReading | undefined;
 
   constructor(
     readonly spec: S3StoreSpec,
     options: S3StoreOptions = {},
   ) {
     this.location = `s3://${spec.bucket}/${spec.key}`;
-    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.bounds = s3Bounds(options);
+    this.#maxAttempts = this.bounds.attempts;
     // The SDK warns about Node 20 on stderr, which would tear a full-screen view.
     process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     const config: S3ClientConfig = {
@@ -80,8 +119,8 @@ export class S3Store implements Store {
       maxAttempts: this.#maxAttempts,
       retryMode: 'standard',
       requestHandler: {
-        connectionTimeout: options.connectionTimeoutMs ?? 3_000,
-        requestTimeout: options.requestTimeoutMs ?? 5_000,
+        connectionTimeout: this.bounds.connectMs,
+        requestTimeout: this.bounds.requestMs,
         throwOnRequestTimeout: true,
       },
       ...(spec.region ? { region: spec.region } : {}),
@@ -90,10 +129,30 @@ export class S3Store implements Store {
     };
     if (options.credentials) config.credentials = { ...options.credentials };
     this.#client = new S3Client(config);
+    // Inside the deserializer, so every answer (a 404 or a 412 too) is seen with its headers:
+    // the store's Date is the clock a mint is checked against.
+    this.#client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        this.#noteDate((out.response as { headers?: Record<string, string | undefined> }).headers);
+        return out;
+      },
+      { step: 'deserialize', name: 'batonStoreDate', priority: 'low' },
+    );
   }
 
   async get(): Promise<StoredDocument | undefined> {
     return this.#get(this.spec.key);
+  }
+
+  lastClockReading(): ClockReading | undefined {
+    return this.#clock;
+  }
+
+  #noteDate(headers: Record<string, string | undefined> | undefined): void {
+    const date = headers?.date ?? headers?.Date;
+    const at = date ? new Date(date) : undefined;
+    if (at && !Number.isNaN(at.getTime())) this.#clock = { store: at, local: new Date() };
   }
 
   async put(body: Uint8Array, precondition?: Precondition): Promise<{ readonly etag: string }> {
@@ -116,7 +175,7 @@ export class S3Store implements Store {
     let versionMarker: string | undefined;
     try {
       for (let page = 0; page < 100; page++) {
-        const listed = await this.#send(() =>
+        const listed = await this.#send((abortSignal) =>
           this.#client.send(
             new ListObjectVersionsCommand({
               Bucket: this.spec.bucket,
@@ -124,6 +183,7 @@ export class S3Store implements Store {
               KeyMarker: keyMarker,
               VersionIdMarker: versionMarker,
             }),
+            { abortSignal },
           ),
         );
         for (const v of listed.Versions ?? []) {
@@ -139,16 +199,17 @@ export class S3Store implements Store {
         versionMarker = listed.NextVersionIdMarker;
       }
     } catch (error) {
-      const failure = classifyS3Error(error, this.#where(key), 'read', this.spec);
+      const failure = classifyS3Error(error, this.#where(key), 'read', this.spec, this.bounds);
       return { listed: false, why: failure.what };
     }
     const versions: DocumentVersion[] = [];
     for (const v of found) {
       let body: Uint8Array | undefined;
       try {
-        const response = await this.#send(() =>
+        const response = await this.#send((abortSignal) =>
           this.#client.send(
             new GetObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: v.versionId }),
+            { abortSignal },
           ),
         );
         if (response.ContentLength === undefined || response.ContentLength <= MAX_DOCUMENT_BYTES) {
@@ -173,8 +234,10 @@ export class S3Store implements Store {
     const where = this.#where(key);
     let versions: { VersionId?: string | undefined; Key?: string | undefined }[] | undefined;
     try {
-      const listed = await this.#send(() =>
-        this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key })),
+      const listed = await this.#send((abortSignal) =>
+        this.#client.send(new ListObjectVersionsCommand({ Bucket: this.spec.bucket, Prefix: key }), {
+          abortSignal,
+        }),
       );
       versions = [...(listed.Versions ?? []), ...(listed.DeleteMarkers ?? [])].filter(
         (v) => v.Key === key && v.VersionId,
@@ -185,20 +248,21 @@ export class S3Store implements Store {
     }
     try {
       for (const version of versions ?? []) {
-        await this.#send(() =>
+        await this.#send((abortSignal) =>
           this.#client.send(
             new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: version.VersionId! }),
+            { abortSignal },
           ),
         );
       }
       // Unversioned buckets list their object with VersionId "null" (deleted above) or not at
       // all; a plain delete then is harmless, and whole where nothing was listed.
       if (!versions || versions.length === 0)
-        await this.#send(() =>
-          this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key })),
+        await this.#send((abortSignal) =>
+          this.#client.send(new DeleteObjectCommand({ Bucket: this.spec.bucket, Key: key }), { abortSignal }),
         );
     } catch (error) {
-      throw classifyS3Error(error, where, 'delete', this.spec);
+      throw classifyS3Error(error, where, 'delete', this.spec, this.bounds);
     }
   }
 
@@ -206,7 +270,7 @@ export class S3Store implements Store {
    * Every request goes through here: the region is resolved first, once, so a missing region
    * is known by where it failed rather than by the SDK's words for it.
    */
-  async #send<T>(request: () => Promise<T>): Promise<T> {
+  async #send<T>(request: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
     this.#regionChecked ??= this.#client.config.region().then(
       () => undefined,
       (error: unknown) => {
@@ -214,7 +278,18 @@ export class S3Store implements Store {
       },
     );
     await this.#regionChecked;
-    return request();
+    // THE TOTAL BOUND: the SDK's timeouts are per attempt (and its request timeout is an idle
+    // timer), so a store that trickles could hold a failover for minutes; this one cannot.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.bounds.totalMs);
+    try {
+      return await request(deadline.signal);
+    } catch (error) {
+      if (deadline.signal.aborted) throw new TotalBoundReached(error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** One page of ListObjectsV2 under the parent prefix; any failure (no s3:ListBucket) is []. */
@@ -223,9 +298,10 @@ export class S3Store implements Store {
     const cut = this.spec.prefix.lastIndexOf('/');
     const parent = cut < 0 ? '' : this.spec.prefix.slice(0, cut + 1);
     try {
-      const listed = await this.#send(() =>
+      const listed = await this.#send((abortSignal) =>
         this.#client.send(
           new ListObjectsV2Command({ Bucket: this.spec.bucket, Prefix: parent, MaxKeys: 1000 }),
+          { abortSignal },
         ),
       );
       const keys = (listed.Contents ?? [])
@@ -280,8 +356,8 @@ export class S3Store implements Store {
     const where = this.#where(key);
     let response;
     try {
-      response = await this.#send(() =>
-        this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key })),
+      response = await this.#send((abortSignal) =>
+        this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key }), { abortSignal }),
       );
     } catch (error) {
       // "ABSENT" MEANS S3 SAID ABSENT: only NoSuchKey (S3's own error, parsed from its XML).
@@ -289,7 +365,7 @@ export class S3Store implements Store {
       // that lands on another site — would otherwise read as "nothing published" and invite
       // this host to mint a second authority for the fleet.
       if (isNoSuchKey(error)) return undefined;
-      throw classifyS3Error(error, where, 'read', this.spec);
+      throw classifyS3Error(error, where, 'read', this.spec, this.bounds);
     }
     const stream = response.Body as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
     if (response.ContentLength !== undefined && response.ContentLength > MAX_DOCUMENT_BYTES) {
@@ -352,7 +428,9 @@ export class S3Store implements Store {
       ...(this.spec.kmsKeyId ? { SSEKMSKeyId: this.spec.kmsKeyId } : {}),
     };
     try {
-      const response = await this.#send(() => this.#client.send(new PutObjectCommand(input)));
+      const response = await this.#send((abortSignal) =>
+        this.#client.send(new PutObjectCommand(input), { abortSignal }),
+      );
       return { etag: response.ETag ?? '' };
     } catch (error) {
       const { status, name } = fieldsOf(error);
@@ -369,13 +447,21 @@ export class S3Store implements Store {
       if (precondition?.kind === 'if-match' && status === 404 && name !== 'NoSuchBucket') {
         throw storeChangedError(where, 'removed', error);
       }
-      throw classifyS3Error(error, where, 'write', this.spec);
+      throw classifyS3Error(error, where, 'write', this.spec, this.bounds);
     }
   }
 
   #where(key: string): string {
     const via = this.spec.endpoint ? ` via ${this.spec.endpoint}` : '';
     return `s3://${this.spec.bucket}/${key}${via}`;
+  }
+}
+
+/** The request ran past the total bound and was aborted. */
+class TotalBoundReached extends Error {
+  override readonly name = 'TimeoutError';
+  constructor(override readonly cause: unknown) {
+    super('the total time bound of the request was reached');
   }
 }
 
@@ -479,6 +565,7 @@ function classifyS3Error(
   where: string,
   operation: Operation,
   spec?: S3StoreSpec,
+  bounds: S3Bounds = s3Bounds(),
   now: () => Date = () => new Date(),
 ): BatonError {
   const { status, name, code, causeCode, serverDate } = fieldsOf(error);
@@ -493,8 +580,29 @@ function classifyS3Error(
   const pathStyleHint = virtualHost
     ? ` The request used virtual-host addressing (${spec.bucket}.${hostOf(spec.endpoint)}); if the store only answers path-style, add path_style=true to the store URL.`
     : '';
+  // A write whose answer was lost (timed out, cut short) may have landed: "Nothing was written"
+  // would be a guess. The caller re-reads and says what is there (src/share/lost-answer.ts).
+  const changedFor = (reason: StoreFailureReason) =>
+    operation === 'write' && (reason === 'timed-out' || reason === 'cut-short')
+      ? 'It is not known whether the write reached the store: re-read it before deciding.'
+      : changed;
+  // An outage is not the end of a failover: every "could not reach the store" names the
+  // offline route (src/store/offline-route-steps.ts).
+  const outage = (reason: StoreFailureReason) =>
+    reason === 'unreachable' ||
+    reason === 'timed-out' ||
+    reason === 'cut-short' ||
+    reason === 'server-error' ||
+    reason === 'throttled';
   const fail = (reason: StoreFailureReason, what: string, next: string) =>
-    new BatonError('failed', { what, where, next: next + pathStyleHint, changed, reason, cause: error });
+    new BatonError('failed', {
+      what,
+      where,
+      next: outage(reason) ? [next + pathStyleHint, ...offlineRoute()] : next + pathStyleHint,
+      changed: changedFor(reason),
+      reason,
+      cause: error,
+    });
   const verb = { read: 'read', write: 'write', delete: 'delete' }[operation];
 
   if (error instanceof RegionMissing) {
@@ -534,7 +642,7 @@ function classifyS3Error(
   // Before "denied": a skewed clock is refused with 403 too, and no credential fixes it.
   const skewMs = serverDate ? Math.abs(now().getTime() - serverDate.getTime()) : undefined;
   if (CLOCK_SKEW_NAMES.has(name) || (status === 403 && skewMs !== undefined && skewMs > SKEW_LIMIT_MS)) {
-    const by = skewMs !== undefined ? ` by about ${Math.round(skewMs / 60_000)} minutes` : '';
+    const by = skewMs !== undefined ? ` by ${skewWords(skewMs)}` : '';
     return fail(
       'clock-skew',
       `The store refused the request because this host's clock differs from the store's${by} (clock skew, ${name || status}).`,
@@ -576,8 +684,8 @@ function classifyS3Error(
   ) {
     return fail(
       'timed-out',
-      'The store did not answer in time.',
-      'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint).',
+      `The store did not answer in time (${boundsWords(bounds)}).`,
+      'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint); on a slow path, raise store_timeout in baton.yaml or --store-timeout SECONDS.',
     );
   }
   if (hasCode(UNRESOLVED_CODES) || hasCode(UNREACHABLE_CODES)) {
@@ -602,6 +710,16 @@ function classifyS3Error(
     `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}${codes.length ? `, ${codes.join('/')}` : ''}: ${message}).`,
     'Check the store URL, credentials and region.',
   );
+}
+
+/** A clock difference in words an operator reads at a glance: never "about 0 minutes". */
+export function skewWords(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 90) return `about ${seconds} second${seconds === 1 ? '' : 's'}`;
+  const minutes = Math.round(ms / 60_000);
+  if (minutes < 90) return `about ${minutes} minutes`;
+  const hours = Math.round((ms / 3_600_000) * 10) / 10;
+  return `about ${hours} hours`;
 }
 
 /** The SDK could not resolve a region: raised by the adapter itself, before any request. */

@@ -28,6 +28,24 @@ export interface StoreCheckJson {
   readonly checked_at: string;
 }
 
+/**
+ * A CHECK EXPIRES. A store that enforced conditional writes when it was checked can stop (a
+ * proxy put in front of it, an emulator swapped in, a bucket moved): a result kept for good let
+ * two pushes both win on such a store. After this long the record no longer vouches for the
+ * store, and the next write probes it again (src/share/store-guard.ts).
+ */
+export const STORE_CHECK_MAX_AGE_MS = 24 * 60 * 60 * 1000;
+export const STORE_CHECK_MAX_AGE_WORDS = '24 hours';
+
+/** True when the record is older than STORE_CHECK_MAX_AGE_MS (or its time cannot be read, or lies ahead). */
+export function storeCheckExpired(record: Pick<StoreCheckJson, 'checked_at'>, now: Date): boolean {
+  const at = Date.parse(record.checked_at);
+  if (Number.isNaN(at)) return true;
+  const age = now.getTime() - at;
+  // A record from the future (a clock set back since) vouches for nothing either.
+  return age > STORE_CHECK_MAX_AGE_MS || age < -5 * 60_000;
+}
+
 /** The store's id: the hex SHA-256 of its URL. Its first 8 characters bind the unenforced-store override. */
 export function storeId(storeUrl: string): string {
   return createHash('sha256').update(storeUrl).digest('hex');

@@ -64,6 +64,19 @@ export interface Store {
    * that keep no versions.
    */
   documentVersions?(): Promise<DocumentVersions>;
+  /**
+   * The store's clock as its last answer's `Date` header gave it, beside this host's clock at
+   * that moment; undefined before any answer, or for a store on this host's own clock (a
+   * directory). Minting compares the two (src/share/clock-check.ts).
+   */
+  lastClockReading?(): ClockReading | undefined;
+}
+
+export interface ClockReading {
+  /** The store's `Date` (one-second precision). */
+  readonly store: Date;
+  /** This host's clock when the answer arrived. */
+  readonly local: Date;
 }
 
 export type DocumentVersions =

@@ -121,6 +121,10 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
       'the confirm',
     );
     expect(flat(confirm)).toContain('first 2 characters of the deployment id');
+    // The gate names where it publishes and never prints the answer it asks for.
+    expect(flat(confirm)).toContain('Publishes to:');
+    expect(flat(confirm)).toContain('not shown here');
+    expect(flat(confirm)).not.toContain('(d1');
     await first.press(KEY.enter);
     const refused = await first.waitFor((f) => f.includes('not accepted'), 'the refusal of a bare Enter');
     expect(flat(refused)).toContain('Type the first 2 characters of the deployment id first.');
@@ -136,13 +140,13 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
 
     // c holds a whole authority and its store is empty (the document removed behind its back):
     // publish is what the table offers.
-    mkdirSync(path.join(hosts.root, 'store-c'), { mode: 0o700 });
-    const c = { ...hosts.ctx('c'), store: new DirectoryStore(path.join(hosts.root, 'store-c')) };
+    mkdirSync(path.join(hosts.root, 'c-parent', 'store'), { recursive: true, mode: 0o700 });
+    const c = { ...hosts.ctx('c'), store: new DirectoryStore(path.join(hosts.root, 'c-parent', 'store')) };
     await firstController(c);
-    await rm(path.join(hosts.root, 'store-c', 'authority.json'));
+    await rm(path.join(hosts.root, 'c-parent', 'store', 'authority.json'));
     view = renderAt(
       <FailoverApp
-        ports={failoverPorts(c, `file://${path.join(hosts.root, 'store-c')}`, undefined)}
+        ports={failoverPorts(c, `file://${path.join(hosts.root, 'c-parent', 'store')}`, undefined)}
         columns={columns}
         baton="baton"
         onExit={(code) => (exitCode = code)}
@@ -160,7 +164,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     );
     expectFits(published, columns);
     expect(published).toContain('Published');
-    expect(existsSync(path.join(hosts.root, 'store-c', 'authority.json'))).toBe(true);
+    expect(existsSync(path.join(hosts.root, 'c-parent', 'store', 'authority.json'))).toBe(true);
   });
 
   it('keeps the force gate disabled for a wrong prefix and leaves the disk untouched on Esc', async () => {

@@ -72,7 +72,8 @@ async function fingerprint(args: string[]): Promise<string> {
 /** b minted against a store of its own, then points at a's: refused, unrelated. */
 async function diverged(deployment: string) {
   const a = newHost(deployment);
-  const b = newHost(deployment, `store-${deployment}-elsewhere`);
+  // A parent of its own: a sibling of a's store would be a near miss, and minting there is refused.
+  const b = newHost(deployment, `elsewhere-${deployment}/store`);
   expect((await runBaton([...a.args, 'ca', 'init', '--yes'])).exitCode).toBe(0);
   expect((await runBaton([...a.args, 'sync'])).exitCode).toBe(0);
   expect((await runBaton([...b.args, 'ca', 'init', '--yes'])).exitCode).toBe(0);

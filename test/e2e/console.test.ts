@@ -96,8 +96,9 @@ async function onePublished(deployment: string) {
  */
 async function diverged(deployment: string) {
   const { a, b } = await onePublished(deployment);
-  const elsewhere = path.join(root.dir, `store-${deployment}-elsewhere`);
-  mkdirSync(elsewhere, { mode: 0o700 });
+  // A parent of its own: a sibling of a's store would be a near miss (a typo'd store), and minting there is refused.
+  const elsewhere = path.join(root.dir, `elsewhere-${deployment}`, 'store');
+  mkdirSync(elsewhere, { recursive: true, mode: 0o700 });
   expect(
     (await baton([...b.args.slice(0, -2), '--store', `file://${elsewhere}`, 'ca', 'init', '--yes'])).code,
   ).toBe(0);

@@ -128,7 +128,7 @@ describe('a host without the seal key, sealing not stated (versioned bucket)', (
     await rotateAuthority(keyless.stateDir, DEPLOYMENT, { clock: systemClock });
     refusals.push(await batonErrorOf(publish(keyless, { unseal: true })));
     // A first publish of a fresh deployment from a key-less host.
-    const fresh = host(s3(moto.storeUrl(bucket, 'fresh-fleet')), 'fresh');
+    const fresh = host(s3(moto.storeUrl(bucket, 'fresh/fleet')), 'fresh');
     refusals.push(await batonErrorOf(firstController(fresh)));
 
     expect(refusals).toHaveLength(9);
@@ -250,7 +250,7 @@ describe('a race loser', () => {
     const bucket = await moto.bucket();
     const codes: number[] = [];
     for (let race = 0; race < 20; race++) {
-      const store = s3(moto.storeUrl(bucket, `race-${race}`));
+      const store = s3(moto.storeUrl(bucket, `race-${race}/fleet`));
       const origin = host(store, 'origin', { noSeal: true });
       await firstController(origin);
       const [a, b] = ['a', 'b'].map((name) => {
@@ -274,7 +274,7 @@ describe('a race loser', () => {
     expect(codes.every((code) => code === 6)).toBe(true);
   }, 120_000);
 
-  it('through the CLI: a `sync --push` that finds a sibling rotation already published exits 6, and `store check` lists versions in the clear', async () => {
+  it('through the CLI: a `sync --push` without --confirm that finds a sibling rotation already published exits 2, and `store check` lists versions in the clear', async () => {
     assertBuilt();
     const bucket = await moto.bucket({ versioned: true });
     const url = moto.storeUrl(bucket, 'cli');
@@ -300,8 +300,9 @@ describe('a race loser', () => {
     const won = await baton('a', 'sync', '--push');
     expect(won.exitCode, won.all).toBe(0);
     const lost = await baton('b', 'sync', '--push');
-    expect(lost.exitCode, lost.all).toBe(6);
+    expect(lost.exitCode, lost.all).toBe(2);
     expect(lost.stderr).toContain('Another controller published its own rotation');
+    expect(lost.stderr).toContain('needs --confirm');
     const check = await baton('a', 'store', 'check');
     expect(check.exitCode, check.all).toBe(0);
     expect(check.stdout).toContain('2 stored version(s)');

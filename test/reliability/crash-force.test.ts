@@ -46,7 +46,8 @@ afterAll(() => {
 async function divergedHost(name: string): Promise<{ host: string; store: string; published: string }> {
   const dir = path.join(tmp.dir, name);
   const store = path.join(dir, 'store');
-  const ownStore = path.join(dir, 'own-store');
+  // A parent of its own: a sibling of the fleet's store would be a near miss (minting refused).
+  const ownStore = path.join(dir, 'own', 'store');
   mkdirSync(store, { recursive: true });
   mkdirSync(ownStore, { recursive: true });
   const sync = (stateDir: string, storeDir: string) =>

@@ -55,14 +55,16 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
 
   /** Controller a published; b is fresh (or, with `diverge`, holds an unrelated authority). */
   async function controllers(name: string, diverge = false) {
-    const store = path.join(tmp.dir, `${name}-store`);
+    // Under a parent of its own: sibling stores of one deployment are a near miss (minting refused).
+    const store = path.join(tmp.dir, name, 'store');
     mkdirSync(store, { recursive: true, mode: 0o700 });
     const a = path.join(tmp.dir, `${name}-a-${(hosts += 1)}`);
     const b = path.join(tmp.dir, `${name}-b-${(hosts += 1)}`);
     expect((await runBaton([...args(a, store), 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
     if (diverge) {
-      const elsewhere = path.join(tmp.dir, `${name}-elsewhere`);
-      mkdirSync(elsewhere, { mode: 0o700 });
+      // A parent of its own: a sibling store of this deployment would be a near miss (minting refused).
+      const elsewhere = path.join(tmp.dir, `${name}-elsewhere`, 'store');
+      mkdirSync(elsewhere, { recursive: true, mode: 0o700 });
       expect((await runBaton([...args(b, elsewhere), 'sync', '--first-controller', '--yes'])).exitCode).toBe(
         0,
       );

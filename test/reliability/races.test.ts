@@ -204,7 +204,9 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
     // runs, and a trial where they did not overlap must still leave a correct host.
     for (let trial = 0; trial < 4 && figures.forceLockBusy < 2; trial += 1) {
       const prefix = `force-${trial}`;
-      const url = (endpoint: string) => `s3://baton-races/${prefix}?endpoint=${endpoint}&path_style=true`;
+      // Under a parent of its own: sibling prefixes of one deployment are a near miss (minting refused).
+      const url = (endpoint: string) =>
+        `s3://baton-races/${prefix}/fleet?endpoint=${endpoint}&path_style=true`;
       const dir = path.join(tmp.dir, prefix);
       const baton = (stateDir: string, args: string[], endpoint = s3.endpoint) =>
         runBaton(
@@ -225,7 +227,8 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
       const other = path.join(dir, 'other');
       const host = path.join(dir, 'host');
       expect((await baton(other, ['sync', '--first-controller', '--yes'])).exitCode).toBe(0);
-      const ownStore = path.join(dir, 'own-store');
+      // A parent of its own: a sibling of the fleet's store would be a near miss (minting refused).
+      const ownStore = path.join(dir, 'own', 'store');
       mkdirSync(ownStore, { recursive: true });
       const own = await runBaton([
         '--deployment',
@@ -303,7 +306,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
   it('the walk confirmed while the force holds ca.lock is refused naming the lock (exit 5); the force completes; nothing is corrupted', async () => {
     const dir = path.join(tmp.dir, 'walk-vs-force');
     const store = path.join(dir, 'store');
-    const elsewhere = path.join(dir, 'elsewhere');
+    const elsewhere = path.join(dir, 'elsewhere', 'store');
     mkdirSync(store, { recursive: true });
     mkdirSync(elsewhere, { recursive: true });
     const host = path.join(dir, 'host');

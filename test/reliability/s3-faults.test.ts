@@ -47,11 +47,14 @@ afterAll(async () => {
 async function world() {
   const proxy = await startFaultProxy({ upstream: s3.endpoint, maxStallMs: 60_000 });
   proxies.push(proxy);
-  const prefix = `p${(prefixes += 1)}`;
+  // Each world's prefix under a parent of its own: sibling prefixes of one deployment are a near
+  // miss (a typo'd store), and minting there is refused (src/share/near-miss.ts).
+  const n = (prefixes += 1);
+  const prefix = `p${n}/fleet`;
   const url = (endpoint: string) => `s3://${BUCKET}/${prefix}?endpoint=${endpoint}&path_style=true`;
   const key = `${prefix}/authority.json`;
   const host = (name: string) => {
-    const stateDir = path.join(tmp.dir, `${prefix}-${name}`);
+    const stateDir = path.join(tmp.dir, `p${n}-${name}`);
     return stateDir;
   };
   const baton = async (

@@ -116,7 +116,7 @@ describe('the handover proof on a sealed document', () => {
       decodeDocument(store.document!.body, { deployment: DEP, where: 'test', sealKey: key }),
     ).rejects.toMatchObject({
       code: 'refused',
-      what: expect.stringContaining('does not open with this seal key'),
+      what: expect.stringContaining("does not open with this host's seal key"),
     });
   });
 

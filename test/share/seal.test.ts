@@ -105,7 +105,7 @@ describe('sealed documents', () => {
 
   it('refuses a document sealed with another key', async () => {
     const error = await refusal(await encodeDocument(headerFor(files), files, key()), sealKey);
-    expect(error.what).toContain('does not open with this seal key');
+    expect(error.what).toContain("does not open with this host's seal key");
     expect(error.where).toBe(WHERE);
   });
 
@@ -117,7 +117,7 @@ describe('sealed documents', () => {
       const bytes = Buffer.from(sealed[field]!, 'base64');
       bytes[Math.floor(bytes.length / 2)]! ^= 0x01;
       sealed[field] = bytes.toString('base64');
-      expect((await refusal(bodyOf(doc), sealKey)).what).toContain('does not open with this seal key');
+      expect((await refusal(bodyOf(doc), sealKey)).what).toContain("does not open with this host's seal key");
     },
   );
 
@@ -126,13 +126,13 @@ describe('sealed documents', () => {
     const theirs = json(await encodeDocument(headerFor(second, 'ctl-b'), second, sealKey));
     const swapped = { ...theirs, sealed: mine.sealed };
     const error = await refusal(bodyOf(swapped), sealKey);
-    expect(error.what).toContain('the document was altered (its files or its header)');
+    expect(error.what).toContain('or the document was altered, its files or its header');
   });
 
   it('refuses a header whose diagnostic field was edited, because the header is the associated data', async () => {
     const doc = json(await encodeDocument(headerFor(files), files, sealKey));
     expect((await refusal(bodyOf({ ...doc, published_by: 'mallory' }), sealKey)).what).toContain(
-      'does not open with this seal key',
+      "does not open with this host's seal key",
     );
   });
 

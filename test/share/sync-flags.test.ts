@@ -105,15 +105,14 @@ describe('sync flags', () => {
     expect(force.what).toContain('--force applies only when sync refuses');
     expect(force.next).toContain(`Without --force, sync would adopt the published ${THEIRS}`);
 
-    // Over a sibling, an unbound --push lost the race to publish a rotation of the same parent:
-    // exit 6, never an overwrite; the bound one (checked against PUBLISHED 8 next) is a choice.
+    // Over a sibling, an unbound --push is a usage error (exit 2): "re-read and decide again"
+    // (exit 6) would send a script round the same refusal for ever; the bound one (checked
+    // against PUBLISHED 8 next) is a choice.
     const sibling = await misuse('refuse, siblings', { push: true });
-    expect(sibling).toMatchObject({
-      code: 'store-changed',
-      reason: 'replaced',
-      changed: 'Nothing was written.',
-    });
+    expect(sibling).toMatchObject({ code: 'usage', changed: 'Nothing was written.' });
+    expect(sibling.exitCode).toBe(2);
     expect(sibling.what).toContain('Another controller published its own rotation');
+    expect(sibling.what).toContain('needs --confirm');
     expect(JSON.stringify(sibling.next)).toContain('PUBLISHED 8');
     // Publishing over an authority PROVED to have replaced this host's would roll the fleet back.
     const push = await misuse('refuse, left behind proved', { push: true });
