@@ -217,7 +217,7 @@ function sealedWithAnotherKey(
 ): Verdict {
   const header = published.header;
   const why = header
-    ? `The published authority ${header.fingerprint} (published by ${shown(header.publishedBy)} at ${shown(header.publishedAt)}) is sealed with another key: it does not open with this host's seal key (${published.location}).`
+    ? `The published authority ${header.fingerprint} (published by ${header.publishedBy.shown()} at ${header.publishedAt.shown()}) is sealed with another key: it does not open with this host's seal key (${published.location}).`
     : fallback;
   return {
     kind: 'blocked',

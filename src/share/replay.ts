@@ -30,7 +30,7 @@ export async function refuseReplay(
   const listed = await store.documentVersions().catch(() => undefined);
   if (!listed?.listed) return;
   const adopted = published.header.fingerprint;
-  const adoptedAt = Date.parse(published.header.publishedAt);
+  const adoptedAt = Date.parse(published.header.publishedAt.raw);
   for (const version of listed.versions) {
     const header = version.body ? looseHeader(version.body) : undefined;
     if (!header || header.previous !== adopted || header.fingerprint === adopted) continue;
@@ -38,7 +38,7 @@ export async function refuseReplay(
     if (Number.isFinite(adoptedAt) && Number.isFinite(header.publishedAt) && adoptedAt > header.publishedAt)
       continue;
     throw new BatonError('refused', {
-      what: `The published authority ${adopted} (published_at ${shown(published.header.publishedAt)}) looks replayed: the store's history holds ${shown(header.fingerprint)}, a later rotation of it (its previous_fingerprint is ${adopted}), published by ${shown(header.publishedBy)} at ${new Date(header.publishedAt).toISOString()}. Adopting ${adopted} would install an authority the fleet rotated away from.`,
+      what: `The published authority ${adopted} (published_at ${published.header.publishedAt.shown()}) looks replayed: the store's history holds ${shown(header.fingerprint)}, a later rotation of it (its previous_fingerprint is ${adopted}), published by ${shown(header.publishedBy)} at ${new Date(header.publishedAt).toISOString()}. Adopting ${adopted} would install an authority the fleet rotated away from.`,
       where: `${store.location} (version ${shown(version.versionId)} holds the rotation)`,
       changed: 'Nothing was installed.',
       next: [
