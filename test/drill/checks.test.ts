@@ -116,7 +116,7 @@ describe("the drill's checks on a real sandbox", () => {
       sandbox,
       { by: 'consumer', name: 'web2-app' },
       () => {},
-      async () => undefined,
+      () => Promise.resolve(undefined),
     );
     expect(cancelledAlternating.step).toBe('cancelled');
     const alternating = failed(await runChecks(sandbox, before, 4, 1));
