@@ -54,6 +54,11 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.all).toContain('✓ every check passed');
     expect(result.exitCode).toBe(0);
     for (let step = 1; step <= 5; step += 1) expect(result.stdout).toContain(`Step ${step} of 5:`);
+    // The store check a real night needs is run, and what the drill does about its answer is said.
+    expect(result.all).toContain(
+      's3rver does NOT enforce conditional writes: the drill publishes anyway, one controller at a time',
+    );
+    expect(result.all).not.toContain('not checked: run');
     // The checks that carry the lessons, by name.
     for (const check of [
       '✓ ctl-b holds nothing (a fresh host)',
