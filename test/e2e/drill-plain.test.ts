@@ -145,6 +145,10 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(reading('after')).toMatch(new RegExp(`✓ applied +${escape(pair)}`));
     expect(step4.indexOf('(before)')).toBeLessThan(step4.indexOf('(read right after the commit'));
     expect(step4.indexOf('(read right after the commit')).toBeLessThan(step4.indexOf('(after)'));
+    // Printed where it was read, before the rotation's summary: never a stale reading after it.
+    const summaryAt = step4.indexOf('Rotated 1 credential');
+    expect(summaryAt).toBeGreaterThan(0);
+    expect(step4.indexOf('(read right after the commit')).toBeLessThan(summaryAt);
 
     const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
     expect(kept).toBeDefined();
