@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { Prose } from './Prose.js';
 import type { FailoverState } from '../src/app/failover-flow.js';
-import { actionWords } from '../src/app/failover-actions.js';
+import { actionWords, byCommandChoices } from '../src/app/failover-actions.js';
 import { assertNever } from '../src/app/status-verdict.js';
 import { ReadSummary } from './ReadSummary.js';
 import { VerdictBlock } from './VerdictBlock.js';
@@ -105,6 +105,9 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
             cursor={state.cursor}
             columns={columns}
           />
+          {byCommandChoices(state.reading, baton).map((text) => (
+            <Prose key={text} width={columns} text={text} commands={baton} />
+          ))}
         </Box>
       );
     case 'confirming':

@@ -526,10 +526,16 @@ async function main(): Promise<void> {
       await drill.waitFor('Enter begins the step');
       await drill.keys('Enter');
     };
+    // A task before its step's last shows its own checks; Enter opens the next task.
+    const nextTask = async () => {
+      await drill.waitFor('Enter: next task', 60_000);
+      await drill.keys('Enter');
+    };
     // Step 1: both status views.
     await drill.keys('Enter');
     await drill.waitFor('in sync:');
     await drill.type('q');
+    await nextTask();
     await drill.waitFor('action needed');
     await drill.type('q');
     await goOn();
@@ -546,12 +552,14 @@ async function main(): Promise<void> {
     await begin();
     await drill.waitFor('Enter: rotate the authority on ctl-b');
     await drill.keys('Enter');
+    await nextTask();
     await drill.waitFor("› Publish this host's authority");
     await drill.keys('Enter');
     await drill.waitFor('Enter confirms');
     await drill.keys('Enter');
     await drill.waitFor('Published SHA256:');
     await drill.type('q');
+    await nextTask();
     await drill.waitFor('› Leave it as it is');
     const prefix = await drill.read(/LOCAL\s+SHA256:(\S{8})/);
     await drill.type('j');
@@ -576,16 +584,20 @@ async function main(): Promise<void> {
       await drill.keys('Enter');
       await drill.waitFor('q closes the view', 60_000);
       await drill.type('q');
+      if (consumer === 'web1-app') await nextTask();
     }
     await goOn();
     // Step 5: the gate closes on an unplugged machine, then opens once it is back.
     await begin();
     await drill.waitFor('Enter: unplug worker1');
     await drill.keys('Enter');
+    await nextTask();
     await drill.waitFor('Gate closed', 60_000);
     await drill.type('q');
+    await nextTask();
     await drill.waitFor('Enter: bring worker1 back', 60_000);
     await drill.keys('Enter');
+    await nextTask();
     const all = await drill.read(/Type (\d+) \(the number of credentials\)/, 60_000);
     await drill.type(all);
     await drill.waitFor('(Enter rotates)');

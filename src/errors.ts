@@ -51,23 +51,30 @@ export const EXIT_CODES: Record<ErrorCode, number> = {
 export const EXIT_OK = 0;
 
 /**
- * What each exit code means, for `--help`: a script's author reads the codes there, not in
- * the source. Built from EXIT_CODES so the help can never name a code the CLI does not use.
+ * What each exit code means: `--help` prints it and docs/cli.md's table is generated from it
+ * (`npm run docs:tables`; test/docs/tables.test.ts fails when they differ). Every code
+ * EXIT_CODES uses must have its words here, or the help would say "see the docs".
  */
-export function exitCodeHelp(): string {
-  const meaning: Record<number, string> = {
-    [EXIT_OK]: 'ok (status: in sync)',
-    [EXIT_CODES.failed]: 'failed (status: could not read)',
-    [EXIT_CODES.usage]: 'usage or config error',
-    [EXIT_CODES.refused]: 'refused, or action needed',
-    [EXIT_CODES['gate-closed']]: 'aborted by the all-or-nothing gate (nothing sent)',
-    [EXIT_CODES['lock-busy']]: 'the authority lock is busy',
-    [EXIT_CODES['store-changed']]: 'the store changed underneath (precondition failed)',
-  };
+export const EXIT_CODE_MEANINGS: Readonly<Record<number, string>> = {
+  [EXIT_OK]: 'ok (status: in sync)',
+  [EXIT_CODES.failed]: 'failed (status: could not read)',
+  [EXIT_CODES.usage]: 'usage or config error',
+  [EXIT_CODES.refused]:
+    'refused, action needed, or backed out (a typed confirm not given, Ctrl-C, q part-way)',
+  [EXIT_CODES['gate-closed']]: 'aborted by the all-or-nothing gate (nothing sent)',
+  [EXIT_CODES['lock-busy']]: 'a lock is busy (the authority lock, the mesh lock)',
+  [EXIT_CODES['store-changed']]: 'the store changed underneath (precondition failed)',
+};
+
+/** Every exit code the CLI uses, in order, with its words. */
+export function exitCodeRows(): { readonly code: number; readonly meaning: string }[] {
   const codes = [...new Set([EXIT_OK, ...Object.values(EXIT_CODES)])].sort((a, b) => a - b);
-  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see docs/cli.md'}`)].join(
-    '\n',
-  );
+  return codes.map((code) => ({ code, meaning: EXIT_CODE_MEANINGS[code] ?? 'see docs/cli.md' }));
+}
+
+/** The exit codes for `--help`: a script's author reads them there, not in the source. */
+export function exitCodeHelp(): string {
+  return ['Exit codes:', ...exitCodeRows().map(({ code, meaning }) => `  ${code}  ${meaning}`)].join('\n');
 }
 
 /**

@@ -82,6 +82,8 @@ function footerText(state: DrillState): string {
       return `Enter: ${currentTask(state).label.replace(/^Press Enter to /, '')} · q quits`;
     case 'check-failed':
       return 'Enter tries this task again · ? explains · q quits';
+    case 'task-passed':
+      return `Enter: next task, ${nextTaskLabel(state)} · q quits`;
     case 'step-passed':
       return 'Enter goes on · q quits';
     case 'summary':
@@ -89,6 +91,14 @@ function footerText(state: DrillState): string {
     default:
       return '? explains · q quits';
   }
+}
+
+/** The next task's label, as the footer names it (lower-case first word, no "Press Enter to"). */
+function nextTaskLabel(state: DrillState): string {
+  const next = currentStep(state).tasks[state.task + 1];
+  if (!next) return 'the step';
+  const label = next.label.replace(/^Press Enter to /, '').replace(/\.$/, '');
+  return label.charAt(0).toLowerCase() + label.slice(1);
 }
 
 function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
@@ -130,6 +140,16 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
           tone="refused"
           title={`Not yet: ${currentTask(state).label}`}
           error={state.error ?? []}
+          state={state}
+          columns={columns}
+        />
+      );
+    case 'task-passed':
+      return (
+        <Checked
+          tone="ok"
+          title={`Task ${state.task + 1} of ${step.tasks.length} passed every check: ${currentTask(state).label}`}
+          error={[]}
           state={state}
           columns={columns}
         />

@@ -7,7 +7,7 @@ import { HelpOverlay } from '../HelpOverlay.js';
 import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
 import { layoutWithCommands, wrapWords } from '../layout.js';
-import { MeshStatusTable } from './MeshStatusTable.js';
+import { lastRotationCut, lastRotationText, MeshStatusTable } from './MeshStatusTable.js';
 
 export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   { keys: '↑ ↓  k j', does: 'move (the table scrolls)' },
@@ -82,6 +82,10 @@ export function meshStatusLayout(
           ),
           // An alternating pair: which login is live and the other's state (a single pair has no such line).
           ...(loginsText(current) ? wrapWords(`logins: ${loginsText(current)}`, width) : []),
+          // The id the table's column had no room for, whole (unless the next step already names it).
+          ...(lastRotationCut(current, columns) && !(next ?? '').includes(current.lastRotation?.id ?? '')
+            ? wrapWords(`last rotation: ${lastRotationText(current)}`, width)
+            : []),
           ...(next
             ? layoutWithCommands(`next: ${next}`, width, suggester.prefix)
             : current.resumeId

@@ -45,6 +45,8 @@ export interface RotationAppProps {
   readonly onExit: (code: number, state: RotationState) => void;
   /** `--revoke-previous`: shown at the gate. */
   readonly revoke?: RevokeRequest | undefined;
+  /** The `mesh plan` listing every pair of the selection, with the operator's flags. */
+  readonly planCommand?: string;
 }
 
 /**
@@ -58,6 +60,7 @@ export function RotationApp({
   onExit,
   summaryOnQuit = true,
   resumeCommand,
+  planCommand,
   revoke,
 }: RotationAppProps) {
   const { exit } = useApp();
@@ -161,6 +164,7 @@ export function RotationApp({
       refusal={state.step === 'confirming' ? refusal : undefined}
       summaryOnQuit={summaryOnQuit}
       {...(resumeCommand ? { resumeCommand } : {})}
+      {...(planCommand ? { planCommand } : {})}
       revoke={revoke}
     />
   );

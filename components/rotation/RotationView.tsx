@@ -24,7 +24,14 @@ import {
 import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../../src/next-step.js';
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
-import { revokePreviewSentence, type RevokeRequest } from '../../src/app/rotation-revoke.js';
+import type { RevokeRequest } from '../../src/app/rotation-revoke.js';
+import {
+  foldedPairsLine,
+  pairPreviewLines,
+  planWords,
+  revokeGateLine,
+} from '../../src/app/rotation-preview.js';
+import { layoutWithCommands, wrapWords } from '../layout.js';
 import { HolderTable } from './HolderTable.js';
 import { clip } from './fit.js';
 import { Focused, Frame } from '../Frame.js';
@@ -47,6 +54,8 @@ export interface RotationViewProps {
   readonly summaryOnQuit?: boolean;
   /** The `mesh resume` to print, built by the command with the flags it was given. */
   readonly resumeCommand?: string;
+  /** The `mesh plan` that lists every pair of the selection, built the same way (named when the preview folds). */
+  readonly planCommand?: string;
 }
 
 /** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
@@ -70,9 +79,11 @@ export function RotationView({
   refusal,
   summaryOnQuit = true,
   resumeCommand,
+  planCommand,
   revoke,
 }: RotationViewProps) {
   const resume = resumeCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
+  const plan = planCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(planWords(state.plan.selector)));
   const pageSize = holderPage(rows);
   const width = columns - 1;
   const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) =>
@@ -111,7 +122,13 @@ export function RotationView({
         tick={tick}
       />
       <Box flexDirection="column" marginTop={1}>
-        {focusGroups(panel(state, refusal, summaryOnQuit, resume, revoke)).map((group, g) => {
+        {focusGroups(
+          panel(state, refusal, summaryOnQuit, resume, revoke, {
+            width,
+            plan,
+            room: previewRoom(state, rows ?? 24, pageSize, width),
+          }),
+        ).map((group, g) => {
           const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap));
           return group.focus ? <Focused key={`focus-${g}`}>{lines}</Focused> : lines;
         })}
@@ -146,12 +163,61 @@ function limited(lines: readonly string[], max: number, more: (n: number) => str
   return lines.length <= max ? [...lines] : [...lines.slice(0, max - 1), more(lines.length - max + 1)];
 }
 
+/** How the gate's preview is laid out: its width, the rows it may take, where the rest is listed. */
+interface PreviewFit {
+  readonly width: number;
+  readonly room: number;
+  readonly plan: string;
+}
+
+/**
+ * Rows left for the gate's preview lines at `rows`: what the header, the holder table, the
+ * gate line, the prompt, the field and the keys take comes off first, so the prompt and the
+ * field stay on screen. Never under 3 (a tiny terminal scrolls instead).
+ */
+function previewRoom(state: RotationState, rows: number, pageSize: number, width: number): number {
+  const holders = state.plan.holders.length;
+  const table = 1 + Math.min(holders, pageSize) + (holders > pageSize ? 1 : 0);
+  const ages = state.plan.ages ? wrapWords(agesText(state.plan, state.plan.ages), width).length : 0;
+  const prompt = wrapWords(confirmPrompt(state.plan), width).length;
+  // header, headline, margin, gate line, field, keys line, and the row Ink keeps below a frame.
+  return Math.max(3, rows - (7 + table + ages + prompt));
+}
+
+/**
+ * The gate's preview: the revoke line, then one line per pair, as many as fit `room`; the
+ * pairs that do not fit are counted by kind on a last line that names where each is listed.
+ */
+function previewLines(plan: RotationPlan, revoke: RevokeRequest | undefined, fit: PreviewFit): string[] {
+  const revokeLine = revokeGateLine(plan, revoke);
+  const pairs = pairPreviewLines(plan, revoke);
+  // Counted as Prose lays them out: a command is broken only between arguments, with ` \`.
+  const tall = (text: string) => layoutWithCommands(text, fit.width).length;
+  const all = [...(revokeLine ? [revokeLine] : []), ...pairs];
+  if (all.reduce((n, text) => n + tall(text), 0) <= fit.room) return all;
+  const shown: string[] = revokeLine ? [revokeLine] : [];
+  let used = shown.reduce((n, text) => n + tall(text), 0);
+  let listed = 0;
+  for (const text of pairs) {
+    const rest = plan.pairs.slice(listed + 1);
+    const foldAfter = rest.length > 0 ? tall(foldedPairsLine(rest, revoke, fit.plan)) : 0;
+    if (listed > 0 && used + tall(text) + foldAfter > fit.room) break;
+    shown.push(text);
+    used += tall(text);
+    listed += 1;
+  }
+  return listed === pairs.length
+    ? shown
+    : [...shown, foldedPairsLine(plan.pairs.slice(listed), revoke, fit.plan)];
+}
+
 function panel(
   state: RotationState,
   refusal: string | undefined,
   summaryOnQuit: boolean,
   resume: string,
-  revoke?: RevokeRequest,
+  revoke: RevokeRequest | undefined,
+  fit: PreviewFit,
 ): PanelLine[] {
   const p = progress(state);
   switch (state.step) {
@@ -179,15 +245,8 @@ function panel(
     case 'confirming':
       return [
         { text: `${MARKS.ok.glyph} Gate open: ${allOf(p.holders, 'machine')} resolved.`, tone: 'ok' },
-        ...limited(
-          // --revoke-previous first, inside the same budget of lines as the windows.
-          [
-            ...(revokePreviewSentence(revoke) ? [revokePreviewSentence(revoke)!] : []),
-            ...state.plan.pairs.map((pair) => `Window: ${pair.window}.`),
-          ],
-          2,
-          (n) => `…and ${n} more windows like it (baton mesh plan lists each)`,
-        ).map((text) => ({ text, wrap: true })),
+        // --revoke-previous first, then each pair (its window, or none), within the rows there are.
+        ...previewLines(state.plan, revoke, fit).map((text) => ({ text, wrap: true })),
         ...(state.plan.ages ? [{ text: agesText(state.plan, state.plan.ages), wrap: true }] : []),
         { text: confirmPrompt(state.plan), tone: 'action', focus: true, wrap: true },
         {

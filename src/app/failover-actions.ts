@@ -3,6 +3,9 @@
  * operator reads what will be written where before choosing, not after.
  */
 import { layoutOf } from '../authority/index.js';
+import { nextStep, renderStepSentence } from '../next-step.js';
+import { pushOverBinding } from '../share/confirm-binding.js';
+import type { Suggester } from '../suggest-command.js';
 import type { Action } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
@@ -45,4 +48,23 @@ export function actionWords(action: Action, reading: StatusReport): ActionWords 
     default:
       return assertNever(action);
   }
+}
+
+/**
+ * The choices the decision table allows that the walk does not perform itself, each with the
+ * command and its bound value: for siblings (this host and the published document each rotated
+ * the same parent) keeping THIS host's rotation is `sync --push --confirm <PUBLISHED 8>`, the
+ * third of the three the table names. Offering only Leave and Replace hid it.
+ */
+export function byCommandChoices(reading: StatusReport, baton: string | Suggester): string[] {
+  const s: Suggester =
+    typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
+  const verdict = reading.verdict;
+  if (verdict.kind !== 'refuse' || verdict.lineage.kind !== 'siblings' || verdict.sealedWithoutKey) return [];
+  const step = nextStep('sync --push --confirm', {
+    placeholders: [pushOverBinding(verdict.published).placeholder],
+  });
+  return [
+    `Or keep this host's rotation (${verdict.local}) and replace the published one, by command: ${renderStepSentence(s, step)}.`,
+  ];
 }

@@ -6,7 +6,7 @@
  * An empty answer is the safe one everywhere: at the choice it leaves, at a gate it goes back.
  * So Enter, Enter, Enter never writes anything.
  */
-import { actionWords } from './failover-actions.js';
+import { actionWords, byCommandChoices } from './failover-actions.js';
 import {
   failover,
   failoverExitCode,
@@ -63,6 +63,7 @@ export async function runFailoverDialogue({
           write(`  ${i + 1}. ${words.title}${i === cursor ? '  (default)' : ''}`);
           write(`     ${words.consequence}`);
         });
+        for (const line of byCommandChoices(reading, baton)) write(`  ${line}`);
         const answer = await ask(`Choose 1-${actions.length} (Enter = ${cursor + 1}, q quits): `);
         if (answer === undefined || answer.trim() === 'q') return failoverExitCode(state);
         const picked = answer.trim() === '' ? cursor : Number(answer.trim()) - 1;

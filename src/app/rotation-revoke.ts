@@ -61,12 +61,6 @@ export function revokePreviewLines(plan: RotationPlan, request: RevokeRequest | 
   });
 }
 
-/** The same in one sentence, for the view's gate (which has room for a line or two). */
-export function revokePreviewSentence(request: RevokeRequest | undefined): string | undefined {
-  if (!request) return undefined;
-  return `Revoke: once every consumer end is committed, each login an alternating consumer leaves gets a fresh password delivered nowhere; its open sessions are named${request.endSessions ? ' and ended' : ' (ended only with --end-sessions)'}.`;
-}
-
 /** The summary's revoke lines, after the rotation's own; nothing when no revoke was asked for. */
 export function revokeSummaryLines(
   state: Terminal,

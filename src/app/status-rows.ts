@@ -67,13 +67,14 @@ export function formatStoredTime(stored: OutsideText | string): string {
 }
 
 /**
- * The overlap, honestly: the new certificate's NotBefore is backdated (src/pki/backdate.ts), so
- * "since 14:05" for a rotation made at 15:05 read as a wrong clock. The rotation's time is shown,
- * and that NotBefore is earlier on purpose.
+ * The overlap, honestly, and one time for it on the screen and in JSON: the new certificate's
+ * NotBefore, which `--json` gives as `overlap_since`. It is backdated (src/pki/backdate.ts), so
+ * a bare "since 14:05" for a rotation made at 15:05 read as a wrong clock, and showing the
+ * rotation's time instead made the screen and JSON an hour apart: both times are named.
  */
 function overlapText(notBefore: Date): string {
   const rotated = new Date(notBefore.getTime() + NOT_BEFORE_BACKDATE_MS);
-  return `since about ${formatTime(rotated)} (NotBefore backdated ${NOT_BEFORE_BACKDATE_MS / 3_600_000} h)`;
+  return `since ${formatTime(notBefore)} (the NotBefore, backdated ${NOT_BEFORE_BACKDATE_MS / 3_600_000} h: rotated about ${formatTime(rotated).slice(11)})`;
 }
 
 function localFingerprint(local: LocalAuthority): string | undefined {

@@ -46,7 +46,20 @@ export function deploymentRefusal(typed: string, deployment: string): string | u
   if (match === 'match') return undefined;
   if (typed.trim() === '') return `Type the first ${expected.length} characters of the deployment id first.`;
   if (match === 'wrong-case') return wrongCase(typed, 'the deployment id');
-  return `"${typed.trim()}" is not the first ${expected.length} characters of the deployment id; expected ${expected.length} characters, you typed ${typed.trim().length}.`;
+  return `"${typed.trim()}" is not the first ${expected.length} characters of the deployment id: ${whatDiffers(typed.trim(), expected)}.`;
+}
+
+/**
+ * What differs between a typed value and the expected one: the count when it is not the same,
+ * else which positions (1-based). "Expected 8 characters, you typed 8" said nothing.
+ */
+export function whatDiffers(typed: string, expected: string): string {
+  const got = [...typed];
+  const want = [...expected];
+  if (got.length !== want.length) return `expected ${want.length} characters, you typed ${got.length}`;
+  const at = want.flatMap((c, i) => (got[i] === c ? [] : [i + 1]));
+  const list = at.length === 1 ? `${at[0]}` : `${at.slice(0, -1).join(', ')} and ${at[at.length - 1]!}`;
+  return `the right number of characters, but character${at.length === 1 ? '' : 's'} ${list} ${at.length === 1 ? 'differs' : 'differ'}`;
 }
 
 /**
@@ -65,7 +78,7 @@ export function forceRefusal(typed: string, local: Fingerprint, published: Finge
   const n = typed.replace(/\s+/g, '').length;
   if (n !== expected.length)
     return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the LOCAL fingerprint.`;
-  return `"${typed.trim()}" does not match the LOCAL fingerprint: compare it with the 8 characters marked "type these".`;
+  return `"${typed.trim()}" does not match the LOCAL fingerprint: ${whatDiffers(typed.replace(/\s+/g, ''), expected)}; compare it with the 8 characters marked "type these".`;
 }
 
 /** The refusal of the right characters in the wrong case: the one mistake "does not match" would hide. */

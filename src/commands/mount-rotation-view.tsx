@@ -3,6 +3,7 @@
  * printed after the view is gone, so what changed where stays in the scrollback (brief for a
  * large rotation: the journal it names has every file).
  */
+import { planWords } from '../app/rotation-preview.js';
 import { rotationFlow, startRotation, type RotationState } from '../app/rotation-flow.js';
 import { finishAfterLeaving } from '../app/rotation-leave.js';
 import { rotationRunner, type RotationDeps } from '../app/rotation-run-effect.js';
@@ -32,6 +33,10 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
       resumeCommand={renderStep(
         options.deps.suggester ?? PLAIN_SUGGESTER,
         nextStep(`mesh resume ${options.id}`),
+      )}
+      planCommand={renderStep(
+        options.deps.suggester ?? PLAIN_SUGGESTER,
+        nextStep(planWords(options.plan.selector)),
       )}
       revoke={options.deps.revoke}
       onExit={(code, state) => {

@@ -1,5 +1,6 @@
 import type { Instance } from 'ink';
 import type { ComponentType, ReactElement } from 'react';
+import { holdBracketedPaste } from './bracketed-paste.js';
 
 /**
  * The one place a command decides it has a terminal and mounts Ink: colour, the colour
@@ -53,8 +54,12 @@ export async function openInk(streams: ViewStreams, noColor: boolean): Promise<I
   // Every view (and every view the drill mounts in turn) draws on one fitted stream: 0×0 laid
   // out as 80×24, Ink's full clear unreachable, a resize redrawn from a clean screen.
   const stdout = fitTerminal(streams.stdout);
+  const interactive = Boolean(process.stdin.isTTY);
+  // Asked once per process, undone on every way out: a view's typed field (the force gate, the
+  // rotation count) must get a paste wrapped, or its line break presses Enter.
+  if (interactive) holdBracketedPaste(streams.stdout);
   return {
-    interactive: Boolean(process.stdin.isTTY),
+    interactive,
     mount: (element, options = {}) => {
       // A render after another (the drill's views in turn) draws where the last one ended.
       eraseLastFrame(stdout);

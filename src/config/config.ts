@@ -30,16 +30,24 @@ export interface ConfigFile {
   readonly store_timeout?: string | number;
 }
 
-const CONFIG_FIELDS = [
-  'deployment',
-  'state_dir',
-  'store',
-  'seal_key_file',
-  'seal',
-  'inventory',
-  'journal_dir',
-  'store_timeout',
-] as const;
+/**
+ * The fields, in the order docs/cli.md lists them, each with its words: the config error's
+ * "Known fields" and docs/cli.md's table are built from here (`npm run docs:tables`), so the
+ * docs cannot say six fields while the loader takes seven. A Record: a field added to
+ * ConfigFile without words fails to compile.
+ */
+export const CONFIG_FIELD_HELP: Readonly<Record<keyof ConfigFile, string>> = {
+  deployment: `the deployment id: ${DEPLOYMENT_ID_RULE} (\`--deployment\`)`,
+  state_dir: "this host's state dir (`--state-dir`; default `/var/lib/baton/<deployment>`)",
+  store: 'where the authority is published: `s3://bucket/prefix?…` or `file:///dir` (`--store`)',
+  seal_key_file: 'the key that seals `ca.key` in the published document (`--seal-key-file`)',
+  seal: '`none`: publish `ca.key` unsealed, on purpose (`--no-seal`); never beside `seal_key_file`',
+  inventory: 'the mesh inventory, for `mesh` commands (`--inventory`)',
+  journal_dir: 'where `mesh-journal.jsonl` is appended (default: the state dir)',
+  store_timeout: 'seconds one S3 attempt waits for an answer (`--store-timeout`; default 5)',
+};
+
+export const CONFIG_FIELDS = Object.keys(CONFIG_FIELD_HELP) as readonly (keyof ConfigFile)[];
 
 /**
  * The YAML parser is required only when a config file is actually read: every command starts

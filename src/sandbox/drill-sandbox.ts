@@ -115,6 +115,21 @@ async function build(
   // environment, where the real AWS chain of this process (or a child) would pick them up.
   const store = await s3.openStore();
 
+  // The drill runs the store check a real night needs, so its status views show the answer
+  // ("NOT enforced") rather than a `store check` that cannot be run inside the sandbox. s3rver
+  // ignores If-None-Match / If-Match; the drill publishes anyway, and says so: its controllers
+  // take turns, one script drives both, so no two publishes can race.
+  progress('checking whether the store enforces conditional writes (baton store check)…');
+  const { writeStoreCheck } = await import('../store/store-check-record.js');
+  const check = await store.checkConditionalWrites();
+  for (const stateDir of Object.values(stateDirs))
+    await writeStoreCheck(stateDir, s3.url, check, systemClock.now());
+  progress(
+    check.enforced
+      ? 'the store enforces conditional writes'
+      : 's3rver does NOT enforce conditional writes: the drill publishes anyway, one controller at a time (a real store must pass baton store check)',
+  );
+
   const share = (controller: Controller): ShareContext => ({
     stateDir: stateDirs[controller],
     deployment,

@@ -127,6 +127,12 @@ describe('the failover walk as a reducer', () => {
     expect(wrong.state.step === 'confirming' && wrong.state.refusal).toMatch(
       /expected 8 characters, you typed 7/,
     );
+    // Eight characters, two of them wrong: the refusal says which, not "expected 8, you typed 8".
+    const sameCount = failover(walk(confirming, { type: 'typed', text: 'paymXnts' }), { type: 'confirm' });
+    expect(sameCount.effects).toEqual([]);
+    const said = sameCount.state.step === 'confirming' ? sameCount.state.refusal : undefined;
+    expect(said).toContain('the right number of characters, but character 5 differs');
+    expect(said).not.toMatch(/you typed 8/);
     const right = failover(walk(wrong.state, { type: 'typed', text: 'payments' }), { type: 'confirm' });
     expect(right.effects).toEqual([
       { type: 'act', action: 'first-controller', seen: reading.verdict, at: undefined },

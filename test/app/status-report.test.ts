@@ -132,10 +132,13 @@ describe('the status rows', () => {
       label: 'previous',
       value: { text: FP_OLD, differs: [] },
     });
-    // NotBefore (09:00) is backdated an hour: the overlap names the rotation's time and says so.
+    // NotBefore (09:00) is backdated an hour: the overlap gives the one time JSON gives
+    // (overlap_since, the NotBefore), says which it is, and when the rotation was.
     expect(l.rows.find((row) => row.label === 'overlap')).toMatchObject({
-      value: 'since about 2026-11-30 10:00 UTC (NotBefore backdated 1 h)',
+      value: 'since 2026-11-30 09:00 UTC (the NotBefore, backdated 1 h: rotated about 10:00 UTC)',
     });
+    // …the same instant as --json's overlap_since, for the same read.
+    expect(statusJson(r).local.overlap_since).toBe('2026-11-30T09:00:00.000Z');
     expect(p.rows.find((row) => row.label === 'cond. writes')).toMatchObject({
       value: 'not checked: run baton store check',
     });

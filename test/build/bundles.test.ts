@@ -54,7 +54,7 @@ describe('the app and its code cache', () => {
   it('is never offered the cache for content of the same length that is not what it was made from', async () => {
     const source = readFileSync(path.join(DIST, 'app.cjs'), 'utf8');
     const changedBin = copyWith((app) =>
-      app.replace('the authority lock is busy', 'the authority lock is BUSY'),
+      app.replace('a lock is busy (the authority lock', 'a lock is BUSY (the authority lock'),
     );
     const changed = readFileSync(path.join(path.dirname(changedBin), '..', 'dist', 'app.cjs'), 'utf8');
     expect(changed.length).toBe(source.length);

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
-import { summaryLines, visibleRows } from '../../components/mesh-status/MeshStatusView.js';
+import { meshStatusLayout, summaryLines, visibleRows } from '../../components/mesh-status/MeshStatusView.js';
+import { lastRotationCell } from '../../components/mesh-status/MeshStatusTable.js';
+import { initialMeshStatusView } from '../../src/app/mesh-status-view-state.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import {
@@ -92,6 +94,19 @@ function mount(columns = 80, rows = 24, suggester?: Suggester) {
 }
 
 describe('the mesh status table', () => {
+  it("a rotation id is never cut in the middle: the cell keeps the outcome, the selected row's detail the whole id", () => {
+    const id = '20261201T195012Z-1a2b3c';
+    const row = { ...statuses()[0]!, lastRotation: { id, outcome: 'rolled-back' } };
+    expect(lastRotationCell(row, 80)).toBe('rolled-back');
+    expect(lastRotationCell(row, 200)).toBe(`rolled-back ${id}`);
+    for (const columns of [60, 80]) {
+      const { detail } = meshStatusLayout({ ...initialMeshStatusView, statuses: [row] }, columns, 24);
+      expect(detail.join('\n')).toContain(`last rotation: rolled-back ${id}`);
+    }
+    const { detail: wide } = meshStatusLayout({ ...initialMeshStatusView, statuses: [row] }, 200, 24);
+    expect(wide.join('\n')).not.toContain('last rotation:');
+  });
+
   it('a summary that fits keeps one line and the table every row; a longer one wraps onto a second line, which the table gives up, and never a third', () => {
     expect(summaryLines('2 pairs: 2 applied.', 79)).toEqual(['2 pairs: 2 applied.']);
     expect(visibleRows(24, 1)).toBe(16);
@@ -112,10 +127,12 @@ describe('the mesh status table', () => {
     const frame = strip(await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading'));
     expect(linesFit(frame, 80)).toEqual([]);
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
-    const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
+    const rows = frame.split('\n').filter((l) => /^(› | {2})[✓!✗…] /.test(l));
     // 24 rows less title, a two-line summary, header, the selected pair's three-line detail, the window line and the keys.
     expect(rows.length).toBe(14);
-    const order = rows.map((r) => PAIR_STATES.indexOf(r.split(/\s+/)[1] as (typeof PAIR_STATES)[number]));
+    const order = rows.map((r) =>
+      PAIR_STATES.indexOf(r.slice(2).split(/\s+/)[1] as (typeof PAIR_STATES)[number]),
+    );
     expect(order[0]).toBe(0);
     expect(order.every((rank, i) => rank >= 0 && (i === 0 || rank >= order[i - 1]!))).toBe(true);
     const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
@@ -202,12 +219,10 @@ describe('the mesh status table', () => {
     let frame = strip(await view.waitFor(followed, 'the window to follow the selection'));
     const selected = /^(\S+ \(\S+\)) \S+ → /m.exec(frame)?.[1];
     expect(selected).toBeDefined();
-    expect(
-      frame
-        .split('\n')
-        .filter((line) => /^[✓!✗…] /.test(line))
-        .some((line) => line.includes(selected!.split(' ')[0]!)),
-    ).toBe(true);
+    // The selection is marked by a `›` column, not by inverse video alone (NO_COLOR keeps it).
+    const marked = frame.split('\n').filter((line) => /^› [✓!✗…] /.test(line));
+    expect(marked).toHaveLength(1);
+    expect(marked[0]).toContain(selected!.split(' ')[0]!.slice(0, 20));
     await view.press('/');
     await view.waitFor((f) => strip(f).includes('filter: ▏ 31 of 31 match'), 'the filter field');
     await view.press('web12 ');
@@ -217,7 +232,7 @@ describe('the mesh status table', () => {
       await view.waitFor((f) => strip(f).includes('filter: web12 ▏ 2 of 31 match'), 'the filtered rows'),
     );
     expect(exitCode()).toBeUndefined();
-    const rows = frame.split('\n').filter((l) => /^[✓!✗…] /.test(l));
+    const rows = frame.split('\n').filter((l) => /^(› | {2})[✓!✗…] /.test(l));
     expect(rows.map((r) => r.includes('web12-app'))).toEqual([true, true]);
     await view.press(KEY.enter);
     await view.waitFor(

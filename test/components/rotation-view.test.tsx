@@ -84,7 +84,12 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     expect(frame).toContain(`--provider pg-main: ${n} credentials on 31 machines`);
     expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(31 roles\)/);
     expect(frame).toContain('24 more hidden · rows 1–7 of 31');
-    expect(frame).toContain('Window: from pg-main applying the new password for');
+    expect(frame).toContain('pg-main:web1-app: window from pg-main applying the new password');
+    expect(
+      strip(frame)
+        .replace(/ \\\n\s*/g, ' ')
+        .replace(/\s+/g, ' '),
+    ).toMatch(/…and \d+ more pairs \(\d+ with a window\), each listed by baton mesh plan --provider pg-main/);
     expect(frame).toContain(`Type ${n} (the number of credentials)`);
 
     await view.press('j');
@@ -343,7 +348,7 @@ describe('the rotation view with --revoke-previous', () => {
       const frame = await view.waitFor((f) => f.includes('Gate open'), 'the gate');
       fits(frame, 80);
       expect(strip(frame).replace(/\s+/g, ' ')).toContain(
-        'Revoke: once every consumer end is committed, each login an alternating consumer leaves gets a fresh password delivered nowhere; its open sessions are named (ended only with --end-sessions).',
+        'Revoke: no pair of this selection alternates, so nothing is revoked.',
       );
       expect(frame).toContain('Type ');
     },

@@ -281,7 +281,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
     expect(normalised(frame)).toBe(shot('mesh-status'));
   });
 
-  it('rotation-preview: three pairs, the windows folded after the first, the count typed', async () => {
+  it('rotation-preview: three pairs, each listed (the first window whole), the count typed', async () => {
     // The screenshot's mesh: db1 provides pg-main to web1-app, web2-app and web3-app, each on its own machine, reached locally.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-mesh-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));

@@ -93,7 +93,8 @@ describe.each([80, 120])('the status screen at %i columns', (columns) => {
 
   it('shows the rotation overlap with its previous fingerprint, and a sealed document', () => {
     const frame = strip(show(READS.ahead(), columns)).replace(/\s+/g, ' ');
-    expect(frame).toContain('since about 2026-11-30 10:00 UTC');
+    // The time `--json` gives as overlap_since (side by side the sentence wraps inside its panel).
+    expect(frame).toContain('since 2026-11-30 09:00 UTC (the NotBefore,');
     expect(frame).toContain('backdated 1 h');
     // Ahead is this host's own rotation, not yet pushed: an action, with the push as the next step.
     expect(frame).toContain('! not published yet');

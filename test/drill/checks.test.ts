@@ -111,6 +111,26 @@ describe("the drill's checks on a real sandbox", () => {
     expect(afterCancel.find((r) => r.label === 'web1 holds a new password for web1_app')?.detail).toContain(
       'cancelled',
     );
+    // Esc at web2-app's confirm: the checks say what an ALTERNATING pair should have done (moved
+    // to its other login), never the single-login "the old password … is refused".
+    const { state: cancelledAlternating } = await rotateScripted(
+      sandbox,
+      { by: 'consumer', name: 'web2-app' },
+      () => {},
+      () => Promise.resolve(undefined),
+    );
+    expect(cancelledAlternating.step).toBe('cancelled');
+    const alternating = failed(await runChecks(sandbox, before, 4, 1));
+    expect(alternating).toHaveLength(6);
+    expect(alternating.slice(0, 3)).toEqual([
+      'exactly db1 and web2 received files',
+      'web2 holds a new password for web2_app',
+      'the provisioner on db1 applied web2_app',
+    ]);
+    expect(alternating[3]).toMatch(/^web2 moved from web2_app_([ab]) to web2_app_(?!\1)[ab]$/);
+    expect(alternating[4]).toMatch(/^web2_app_[ab] logs in with the new password$/);
+    expect(alternating[5]).toBe('the rotation of web2-app was applied');
+    expect(alternating.join('\n')).not.toContain('is refused');
     // The wrong selection: every pair of pg-main instead of web1-app alone.
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
     const results = await runChecks(sandbox, before, 4, 0);

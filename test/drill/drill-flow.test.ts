@@ -70,7 +70,7 @@ describe('the drill flow', () => {
     expect(drillFlow(state, { type: 'help' })).toEqual({ state, effects: [] });
   });
 
-  it('a view that closes has its task checked, and passing checks open the next task', () => {
+  it('a view that closes has its task checked; passing checks are shown on a screen of their own, and Enter opens the next task', () => {
     const { state, effects } = run(ready(), [
       { type: 'enter', at: 1000 },
       { type: 'opened' },
@@ -81,7 +81,14 @@ describe('the drill flow', () => {
       { type: 'open', step: 1, task: 0 },
       { type: 'check', step: 1, task: 0 },
     ]);
-    const next = drillFlow(state, { type: 'checks-done', results: [ok], at: 2000 });
+    const passed = drillFlow(state, { type: 'checks-done', results: [ok], at: 2000 });
+    expect(passed.state.phase).toBe('task-passed');
+    expect(passed.state.task).toBe(0);
+    expect(passed.state.checks).toEqual([ok]);
+    expect(passed.effects).toEqual([]);
+    // Keys that do not apply change nothing; Esc never leaves the screen.
+    expect(drillFlow(passed.state, { type: 'escape' })).toEqual({ state: passed.state, effects: [] });
+    const next = drillFlow(passed.state, { type: 'enter', at: 2500 });
     expect(next.state.phase).toBe('opening');
     expect(next.state.task).toBe(1);
     expect(next.effects).toEqual([{ type: 'open', step: 1, task: 1 }]);
@@ -208,6 +215,10 @@ describe('the drill flow', () => {
         if (task.where.kind === 'action') state = drillFlow(state, { type: 'enter', at: clock }).state;
         state = drillFlow(state, { type: 'task-finished' }).state;
         state = drillFlow(state, { type: 'checks-done', results: [ok], at: (clock += 500) }).state;
+        if (task !== step.tasks[step.tasks.length - 1]) {
+          expect(state.phase).toBe('task-passed');
+          state = drillFlow(state, { type: 'enter', at: clock }).state;
+        }
       }
       expect(state.phase).toBe('step-passed');
       state = drillFlow(state, { type: 'enter', at: clock }).state;

@@ -157,6 +157,7 @@ describe('the drill screens', () => {
         at: (at += 1000),
         ...(last ? { meshStatus } : {}),
       }).state;
+      if (!last) state = drillFlow(state, { type: 'enter', at }).state;
     }
     expect(state.phase).toBe('step-passed');
     const out = frame(state, 80);
@@ -166,6 +167,36 @@ describe('the drill screens', () => {
     expect(out).toContain('3 pairs: 3 applied.');
     fitsIn(out, 80);
     expect(out.split('\n').length).toBeLessThanOrEqual(24);
+  });
+
+  it("step 4's first task shows its own checks (the web1-app window) before the next task opens", () => {
+    const state = walk(
+      [
+        { type: 'ready' },
+        { type: 'enter', at: 0 },
+        { type: 'opened' },
+        { type: 'task-finished' },
+        {
+          type: 'checks-done',
+          at: 1,
+          results: [
+            { label: 'the preview lists exactly db1 and web1', ok: true },
+            {
+              label:
+                "web1-app's window was measured: 23 ms when new connections with the OLD password could fail",
+              ok: true,
+            },
+          ],
+        },
+      ],
+      4,
+    );
+    expect(state.phase).toBe('task-passed');
+    const out = frame(state, 80);
+    expect(out).toContain('✓ Task 1 of 2 passed every check: Preview and rotate web1-app');
+    expect(out.replace(/\s+/g, ' ')).toContain("✓ web1-app's window was measured: 23 ms");
+    expect(out).toContain('Enter: next task, now the same for web2-app');
+    fitsIn(out, 80);
   });
 
   it('the summary shows time per step and every wrong turn, within 80×24', () => {
@@ -238,9 +269,11 @@ describe('the frame around a real view', () => {
         { type: 'enter', at: 0 },
         { type: 'task-finished' },
         { type: 'checks-done', results: [], at: 1 },
+        { type: 'enter', at: 1 },
         { type: 'opened' },
         { type: 'task-finished' },
         { type: 'checks-done', results: [], at: 2 },
+        { type: 'enter', at: 2 },
         { type: 'opened' },
       ],
       3,

@@ -54,6 +54,11 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.all).toContain('✓ every check passed');
     expect(result.exitCode).toBe(0);
     for (let step = 1; step <= 5; step += 1) expect(result.stdout).toContain(`Step ${step} of 5:`);
+    // The store check a real night needs is run, and what the drill does about its answer is said.
+    expect(result.all).toContain(
+      's3rver does NOT enforce conditional writes: the drill publishes anyway, one controller at a time',
+    );
+    expect(result.all).not.toContain('not checked: run');
     // The checks that carry the lessons, by name.
     for (const check of [
       '✓ ctl-b holds nothing (a fresh host)',
@@ -140,6 +145,10 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(reading('after')).toMatch(new RegExp(`✓ applied +${escape(pair)}`));
     expect(step4.indexOf('(before)')).toBeLessThan(step4.indexOf('(read right after the commit'));
     expect(step4.indexOf('(read right after the commit')).toBeLessThan(step4.indexOf('(after)'));
+    // Printed where it was read, before the rotation's summary: never a stale reading after it.
+    const summaryAt = step4.indexOf('Rotated 1 credential');
+    expect(summaryAt).toBeGreaterThan(0);
+    expect(step4.indexOf('(read right after the commit')).toBeLessThan(summaryAt);
 
     const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
     expect(kept).toBeDefined();

@@ -82,6 +82,11 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     expect(screen).toMatch(/read \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
     await inPane(screen);
     await s.type('q');
+    // Each task's checks on a screen of their own, before the next task opens.
+    screen = await s.waitFor('Task 1 of 2 passed every check', 'the checks of the status on ctl-a');
+    expect(screen).toContain('✓ ctl-a holds a whole authority');
+    await inPane(screen);
+    await s.keys('Enter');
     screen = await s.waitFor(
       (x) => x.includes('Read the status on ctl-b') && x.includes('action needed'),
       'status on ctl-b',
@@ -111,12 +116,18 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     await s.keys('Enter');
     await s.waitFor('Enter: rotate the authority on ctl-b', 'the rotate action');
     await s.keys('Enter');
+    screen = await s.waitFor('Task 1 of 3 passed every check', 'the checks of the rotate');
+    expect(screen).toContain('✓ ctl-b holds a new authority');
+    await inPane(screen);
+    await s.keys('Enter');
     await inPane(await s.waitFor("› Publish this host's authority", 'the failover on ctl-b, ahead'));
     await s.keys('Enter');
     await inPane(await s.waitFor('Enter confirms', 'the publish confirmation'));
     await s.keys('Enter');
     await inPane(await s.waitFor('done: Published', 'the publish'));
     await s.type('q');
+    await inPane(await s.waitFor('Task 2 of 3 passed every check', 'the checks of the publish'));
+    await s.keys('Enter');
     screen = await s.waitFor(
       (x) => x.includes('left behind') && x.includes('› Leave it as it is'),
       'ctl-a refused',
@@ -200,6 +211,13 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
         ),
       );
       await s.type('q');
+      if (consumer === 'web1-app') {
+        // web1-app's own check screen: the window the step is about, measured.
+        screen = await s.waitFor('Task 1 of 2 passed every check', 'the checks of web1-app', 60_000);
+        expect(screen.replace(/\s+/g, ' ')).toMatch(/✓ web1-app's window was measured: \d+ ms/);
+        await inPane(screen);
+        await s.keys('Enter');
+      }
     }
     await inPane(await s.waitFor('Step 4 passed every check', 'the checks of step 4', 60_000));
 

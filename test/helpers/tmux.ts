@@ -131,6 +131,37 @@ export class TmuxSession {
     await run('tmux', ['-L', this.socket, 'send-keys', '-t', '0', '-H', ...hex]);
   }
 
+  /**
+   * Pastes `text` as a terminal does: tmux wraps it in ESC[200~ … ESC[201~ (`paste-buffer -p`)
+   * only while the program has asked for bracketed paste, and sends each line break as Enter (CR).
+   */
+  async paste(text: string): Promise<void> {
+    const buffer = `baton-paste-${randomBytes(3).toString('hex')}`;
+    await run('tmux', ['-L', this.socket, 'set-buffer', '-b', buffer, '--', text]);
+    await run('tmux', ['-L', this.socket, 'paste-buffer', '-p', '-d', '-b', buffer, '-t', '0']);
+  }
+
+  /** The pid of the command the pane runs (the child of the pane's `sh -c`). */
+  async commandPid(): Promise<number> {
+    const { stdout } = await run('tmux', [
+      '-L',
+      this.socket,
+      'display-message',
+      '-p',
+      '-t',
+      '0',
+      '#{pane_pid}',
+    ]);
+    const { stdout: children } = await run('ps', ['-o', 'pid=', '--ppid', stdout.trim()]);
+    const pids = children
+      .split('\n')
+      .map((line) => Number(line.trim()))
+      .filter((pid) => pid > 0);
+    if (pids.length !== 1)
+      throw new Error(`expected one command under the pane's shell, found ${pids.length}`);
+    return pids[0]!;
+  }
+
   /** Waits for the command to end and returns its exit code. */
   async exitCode(timeout = 20_000): Promise<number> {
     const screen = await this.waitFor((s) => EXIT_MARK.test(s), 'the command to exit', timeout);
@@ -181,4 +212,16 @@ export function batonOverSsh(
     remote,
   ];
   return ssh.map(shellQuote).join(' ');
+}
+
+/**
+ * Whether bracketed paste was left on by what a pane recorded (`record()` from before the
+ * program started): the last of ESC[?2004h / ESC[?2004l wins, undefined when neither was sent.
+ * (tmux 3.3 has no `#{pane_bracket_paste}` to ask.)
+ */
+export function bracketedPasteLeftOn(recorded: string): boolean | undefined {
+  const on = recorded.lastIndexOf('\u001b[?2004h');
+  const off = recorded.lastIndexOf('\u001b[?2004l');
+  if (on < 0 && off < 0) return undefined;
+  return on > off;
 }

@@ -119,8 +119,44 @@ describe('baton mesh status in a real terminal', () => {
       ).toHaveLength(1);
       expect(screen).not.toContain('Reading holders');
       expect(pasted(screen)).toContain(`mesh resume ${resumeId} --inventory`);
+      // A rotation id is never cut in the middle: the table leaves it out, the detail has it whole.
+      expect(screen).not.toMatch(/\d{8}T\d*…/);
     }
     await s.type('q');
     expect(await s.exitCode()).toBe(3);
+  }, 60_000);
+
+  it('NO_COLOR keeps the selection visible: a › column marks the selected row, and it follows j', async () => {
+    const command = [
+      process.execPath,
+      BATON,
+      '--state-dir',
+      path.join(tmp.dir, 'state'),
+      'mesh',
+      'status',
+      '--inventory',
+      path.join(tmp.dir, 'mesh.yaml'),
+    ]
+      .map(shellQuote)
+      .join(' ');
+    session = await TmuxSession.start({
+      command,
+      cwd: tmp.dir,
+      env: { NO_COLOR: '1' },
+      columns: 80,
+      rows: 24,
+    });
+    const s = session;
+    const rowsOf = (screen: string) => screen.split('\n').filter((line) => /^(› | {2})[✓!✗…] /.test(line));
+    let screen = await s.waitFor((x) => rowsOf(x).length === 2, 'both pairs');
+    // No escapes reach a NO_COLOR screen, so inverse video cannot be what marks the row.
+    expect(await s.capture(true)).not.toContain('\u001b[7m');
+    expect(rowsOf(screen).map((line) => line.startsWith('› '))).toEqual([true, false]);
+    const first = rowsOf(screen)[0]!;
+    await s.type('j');
+    screen = await s.waitFor((x) => rowsOf(x)[1]?.startsWith('› ') === true, 'the marker on the second row');
+    expect(rowsOf(screen)[0]).toBe(`  ${first.slice(2)}`);
+    await s.type('q');
+    await s.exitCode();
   }, 60_000);
 });

@@ -19,7 +19,8 @@ import { loadInventory } from '../../mesh/inventory.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
-import { consumerLoginOf } from './consumer-login.js';
+import { consumerLoginOf, type ConsumerLogin } from './consumer-login.js';
+import { loginRole, otherSlot, slotOfLogin } from '../../mesh/alternating.js';
 import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
 import type { StepNumber } from './scenario.js';
 
@@ -383,58 +384,22 @@ async function rotatedPairsChecks(
       check(`the provisioner on db1 applied ${consumer.role}`, applied.includes(consumer.role), appliedWhy),
     );
     const is = fresh && consumerLoginOf(consumer.role, fresh);
-    if (is && !renewed) {
-      results.push(fail(`${is.login} logs in with the new password`, 'there is no new password to try'));
-    } else if (is) {
-      const login = await tryLogin(sandbox.postgres, is.login, is.password);
+    const was = old && consumerLoginOf(consumer.role, old);
+    // The pair's credential mode comes from the inventory, not from what the files hold: a
+    // rotation that did not happen must still be judged by what it should have done.
+    if (consumer.credential === 'alternating')
       results.push(
-        check(
-          `${is.login} logs in with the new password`,
-          login.ok,
-          login.ok ? 'PostgreSQL accepted it' : login.reason,
-        ),
+        ...(await alternatingChecks(
+          sandbox,
+          consumer.machine,
+          consumer.role,
+          was,
+          renewed ? is : undefined,
+          unchanged,
+          options,
+        )),
       );
-    }
-    if (old) {
-      const was = consumerLoginOf(consumer.role, old);
-      const login = await tryLogin(sandbox.postgres, was.login, was.password);
-      if (was.alternating && renewed) {
-        results.push(
-          check(
-            `${consumer.machine} moved from ${was.login} to the other login`,
-            is !== undefined && is.alternating && is.login !== was.login,
-            `now ${is ? is.login : 'no file'}`,
-          ),
-        );
-        if (options.revokedPrevious) {
-          // --revoke-previous: the login it left got a password never delivered.
-          results.push(
-            check(
-              `the login ${consumer.machine} left, ${was.login}, is revoked: its old password is refused`,
-              !login.ok && login.refused,
-              login.ok ? 'PostgreSQL still accepts it' : login.reason,
-            ),
-          );
-        } else {
-          // No window: the login the consumer left keeps its password until the next rotation.
-          results.push(
-            check(
-              `the login ${consumer.machine} left, ${was.login}, still logs in with its password (no window)`,
-              login.ok,
-              login.ok ? 'PostgreSQL accepted it' : login.reason,
-            ),
-          );
-        }
-      } else {
-        results.push(
-          check(
-            `the old password of ${was.login} is refused`,
-            !login.ok && login.refused,
-            login.ok ? 'PostgreSQL still accepts it' : login.reason,
-          ),
-        );
-      }
-    }
+    else results.push(...(await singleChecks(sandbox, consumer.role, was, renewed ? is : undefined)));
   }
   for (const consumer of others) {
     const old = before.secrets[consumer.role];
@@ -458,6 +423,92 @@ async function rotatedPairsChecks(
       );
     }
   }
+  return results;
+}
+
+/** A one-login pair after its rotation: the new password logs in, the old one is refused. */
+async function singleChecks(
+  sandbox: DrillSandbox,
+  role: Role,
+  was: ConsumerLogin | undefined,
+  now: ConsumerLogin | undefined,
+): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  if (!now) results.push(fail(`${role} logs in with the new password`, 'there is no new password to try'));
+  else {
+    const login = await tryLogin(sandbox.postgres, now.login, now.password);
+    results.push(
+      check(
+        `${now.login} logs in with the new password`,
+        login.ok,
+        login.ok ? 'PostgreSQL accepted it' : login.reason,
+      ),
+    );
+  }
+  if (was) {
+    const login = await tryLogin(sandbox.postgres, was.login, was.password);
+    results.push(
+      check(
+        `the old password of ${was.login} is refused`,
+        !login.ok && login.refused,
+        login.ok ? 'PostgreSQL still accepts it' : login.reason,
+      ),
+    );
+  }
+  return results;
+}
+
+/**
+ * An alternating pair after its rotation: the consumer moved to its other login, which logs in
+ * with the new password, and the login it left still logs in (no window) or, with
+ * `--revoke-previous`, is refused. Said in those words even when the rotation did not happen.
+ */
+async function alternatingChecks(
+  sandbox: DrillSandbox,
+  machine: string,
+  role: Role,
+  was: ConsumerLogin | undefined,
+  now: ConsumerLogin | undefined,
+  unchanged: string,
+  options: { readonly revokedPrevious?: boolean },
+): Promise<CheckResult[]> {
+  const fromSlot = was?.alternating ? slotOfLogin(role, was.login) : undefined;
+  const other = fromSlot ? loginRole(role, otherSlot(fromSlot)) : 'its other login';
+  const results: CheckResult[] = [
+    check(
+      `${machine} moved from ${was?.login ?? 'its login'} to ${other}`,
+      now !== undefined && now.alternating && now.login !== was?.login,
+      now ? `now ${now.login}` : unchanged,
+    ),
+  ];
+  if (!now) results.push(fail(`${other} logs in with the new password`, 'there is no new password to try'));
+  else {
+    const login = await tryLogin(sandbox.postgres, now.login, now.password);
+    results.push(
+      check(
+        `${now.login} logs in with the new password`,
+        login.ok,
+        login.ok ? 'PostgreSQL accepted it' : login.reason,
+      ),
+    );
+  }
+  if (!was) return results;
+  const login = await tryLogin(sandbox.postgres, was.login, was.password);
+  results.push(
+    options.revokedPrevious
+      ? // --revoke-previous: the login it left got a password never delivered.
+        check(
+          `the login ${machine} left, ${was.login}, is revoked: its old password is refused`,
+          now !== undefined && !login.ok && login.refused,
+          login.ok ? 'PostgreSQL still accepts it' : login.reason,
+        )
+      : // No window: the login the consumer left keeps its password until the next rotation.
+        check(
+          `the login ${machine} left, ${was.login}, still logs in with its password (no window)`,
+          login.ok,
+          login.ok ? 'PostgreSQL accepted it' : login.reason,
+        ),
+  );
   return results;
 }
 

@@ -26,6 +26,12 @@ export type DrillPhase =
   | 'checking'
   /** A check failed: what was found; Enter opens the task again. */
   | 'check-failed'
+  /**
+   * A task that is not the step's last passed its checks: they are shown on a screen of their
+   * own (as `--plain` prints them); Enter opens the next task. Going straight on showed only the
+   * step's last task's checks: the web1-app window the step is about was never seen.
+   */
+  | 'task-passed'
   /** Every task of the step passed its checks; Enter goes to the next step. */
   | 'step-passed'
   /** Time per step and the wrong turns. */
@@ -208,9 +214,9 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       if (event.results.every((result) => result.ok)) {
         const step = currentStep(state);
         if (state.task + 1 < step.tasks.length)
-          return toOpening({
+          return to({
             ...state,
-            task: state.task + 1,
+            phase: 'task-passed',
             checks: event.results,
             meshStatus: event.meshStatus ?? [],
           });
@@ -229,6 +235,9 @@ export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
       );
     case 'check-failed':
       if (event.type === 'enter') return toOpening(state);
+      return to(state);
+    case 'task-passed':
+      if (event.type === 'enter') return toOpening({ ...state, task: state.task + 1 });
       return to(state);
     case 'step-passed':
       if (event.type !== 'enter') return to(state);

@@ -106,10 +106,11 @@ export async function performScripted(
       return failoverScripted(sandbox, where.controller, say);
     case 'rotation': {
       const selectorText = drillPlan(sandbox, where.selector).selectorText;
-      const status = async (when: string, lines: Promise<string[]>) => {
+      const printStatus = (when: string, lines: readonly string[]) => {
         say(`$ baton mesh status ${selectorText}   (${when})`);
-        for (const line of await lines) say(`  ${line}`);
+        for (const line of lines) say(`  ${line}`);
       };
+      const status = async (when: string, lines: Promise<string[]>) => printStatus(when, await lines);
       await status('before', meshStatusNow(sandbox, where.selector));
       say(
         `$ baton mesh rotate ${selectorText}${where.revokePrevious ? ' --revoke-previous' : ''}${ask ? '' : ' --yes'}`,
@@ -125,8 +126,15 @@ export async function performScripted(
           where.selector,
           (line) => {
             say(`  ${line}`);
+            // Printed where it was read, right after the commit line: printed after the summary it
+            // read as the state the rotation ended in ("pending" under "Rotated 1 credential").
             if (!midway && line.startsWith('committed '))
-              midway = meshStatusNow(sandbox, where.selector).finally(release);
+              midway = meshStatusNow(sandbox, where.selector)
+                .then((lines) => {
+                  printStatus('read right after the commit, the provisioner held: not applied yet', lines);
+                  return lines;
+                })
+                .finally(release);
           },
           ask,
           where.revokePrevious ? { endSessions: false } : undefined,
@@ -134,7 +142,7 @@ export async function performScripted(
       } finally {
         release();
       }
-      if (midway) await status('read right after the commit, the provisioner held: not applied yet', midway);
+      if (midway) await midway;
       await status('after', meshStatusNow(sandbox, where.selector));
       return;
     }
