@@ -9,7 +9,9 @@ import { conninfoLogin } from '../../src/mesh/alternating.js';
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import {
+  lockPath,
   previousPath,
+  recordPath,
   rolledBackPath,
   TransportError,
   type BoundTransport,
@@ -62,6 +64,10 @@ export function fakeMesh(
       for (const p of providerFilesOf(pair))
         paths.add(p).add(path.join(path.dirname(p), '.applied', path.basename(p)));
     }
+    // Each arranged path's rotation record, and the lock of each provider directory.
+    for (const p of [...paths]) paths.add(recordPath(p));
+    for (const pair of plan.pairs)
+      if (pair.providerMachine === holder.machine) paths.add(lockPath(path.dirname(pair.providerPath)));
     arranged.set(holder.machine, paths);
   }
   // Paths outside the plan a test arranges too (a revoke's left login files, on a provider machine).
@@ -73,6 +79,8 @@ export function fakeMesh(
     throw new UnarrangedCall(`fake transport: unarranged call: ${what}`);
   };
   let writes = 0;
+  /** Held provider locks, `machine\0dir` → the holder's words (shared by every transport of this mesh). */
+  const locks = new Map<string, string>();
   const transportFor: TransportFor = (name) => {
     const m = machines[name];
     if (!m) return refuse(`no machine named ${name}`);
@@ -164,8 +172,34 @@ export function fakeMesh(
             next: next === undefined ? undefined : secretDigest(next),
             ...(prev === undefined ? {} : { prev: secretDigest(prev) }),
             ...(login ? { liveLogin: login } : {}),
+            ...(m.files.has(recordPath(p)) ? { record: m.files.get(recordPath(p))! } : {}),
+            ...(locks.has(`${name}\0${path.dirname(p)}`)
+              ? { lockedBy: locks.get(`${name}\0${path.dirname(p)}`)! }
+              : {}),
           };
         });
+      },
+      writeRecords: async (records) => {
+        gate(
+          'writeRecords',
+          records.map((r) => r.path),
+        );
+        for (const r of records) m.files.set(r.path, r.text);
+      },
+      lock: async (dir, holder) => {
+        gate('lock', [lockPath(dir)]);
+        const key = `${name}\0${dir}`;
+        if (locks.has(key)) return { taken: false, holder: locks.get(key) };
+        locks.set(key, holder);
+        let released = false;
+        return {
+          taken: true,
+          release: async () => {
+            if (released) return;
+            released = true;
+            locks.delete(key);
+          },
+        };
       },
       readTexts: async (paths) => {
         gate('readTexts', paths);
