@@ -224,3 +224,22 @@ export function provisionerOn(machine: FakeMachine): void {
     }
   };
 }
+
+/** Every machine's files but the rotation records, as one string: "nothing else changed". */
+export function filesWithoutRecords(mesh: FakeMesh): string {
+  return JSON.stringify(
+    Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files].filter(([p]) => !p.endsWith('.rotation'))]),
+  );
+}
+
+/** The phase each provider intent on the fake machines says: pair → phase. */
+export function intentPhasesOf(mesh: FakeMesh): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const m of Object.values(mesh.machines))
+    for (const [p, text] of m.files)
+      if (p.endsWith('.rotation')) {
+        const r = JSON.parse(text) as Record<string, unknown>;
+        if (r.end === 'provides') out[String(r.pair)] = r.phase;
+      }
+  return out;
+}
