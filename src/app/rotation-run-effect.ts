@@ -23,7 +23,7 @@ import {
   recordTakenBack as recordPairsTakenBack,
 } from '../mesh/intent.js';
 import type { PlannedPair } from '../mesh/rotation-plan.js';
-import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
+import { resolveHolders, type Resolution, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
@@ -55,6 +55,11 @@ export interface RotationDeps {
   readonly journalDir: string;
   readonly operator: string;
   readonly resolve: ResolveOptions;
+  /**
+   * The gate's answers when the operation already read every machine (the leftover read is the
+   * resolve: one pass per machine); without them the flow resolves each holder itself.
+   */
+  readonly resolved?: ReadonlyMap<string, Resolution>;
   /** How many holders are written to at once. */
   readonly concurrency: number;
   /**
@@ -117,6 +122,15 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       switch (effect.type) {
         case 'resolve':
           if (state.step !== 'resolving') return undefined;
+          if (deps.resolved) {
+            for (const holder of state.plan.holders)
+              dispatch({
+                type: 'holder-resolved',
+                machine: holder.machine,
+                resolution: deps.resolved.get(holder.machine) ?? { status: 'unresolved', reason: 'not read' },
+              });
+            return undefined;
+          }
           await resolveHolders(state.plan.holders, deps.transportFor, deps.resolve, (machine, resolution) =>
             dispatch({ type: 'holder-resolved', machine, resolution }),
           );
@@ -134,7 +148,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.transportFor,
             deps.concurrency,
           );
-          if (unwritten.length > 0) return { type: 'prepare-failed', failures: unwritten, unstageFailures: [] };
+          if (unwritten.length > 0)
+            return { type: 'prepare-failed', failures: unwritten, unstageFailures: [] };
           const result = await prepareAll(
             state.plan.pairs,
             state.plan.holders,
@@ -143,7 +158,10 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             (machine) => dispatch({ type: 'staged', machine }),
           );
           if (!result.ok) {
-            await recordTakenBack(state.id, state.plan.pairs, [...result.failures, ...result.unstageFailures]);
+            await recordTakenBack(state.id, state.plan.pairs, [
+              ...result.failures,
+              ...result.unstageFailures,
+            ]);
             return {
               type: 'prepare-failed',
               failures: result.failures,

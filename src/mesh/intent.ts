@@ -104,13 +104,14 @@ export interface PairOnMachines {
 }
 
 /** A pair's records and lock, from ends read with their records (readPlanEnds, read-mesh-status). */
-export function pairOnMachines(pair: PlannedPair, ends: EndsRead): PairOnMachines {
+export function pairOnMachines(pair: PlannedPair, ends: EndsRead, self?: string): PairOnMachines {
   const single = ends.get(`${pair.providerMachine}\0${providerDir(pair)}/${pair.role}`);
   const live = ends.get(`${pair.providerMachine}\0${pair.providerPath}`);
   const consumerEnd = ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`);
   const intent = parseRecord(single?.record);
   const consumer = parseRecord(consumerEnd?.record);
-  const lockedBy = live?.lockedBy ?? single?.lockedBy;
+  const held = live?.lockedBy ?? single?.lockedBy;
+  const lockedBy = held === undefined || held === self ? undefined : held;
   return {
     intent: intent?.end === 'provides' && intent.pair === pair.key ? intent : undefined,
     consumer: consumer?.end === 'consumes' && consumer.pair === pair.key ? consumer : undefined,

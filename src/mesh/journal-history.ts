@@ -75,6 +75,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const lastRotatedAt = new Map<string, string>();
   const lastId = new Map<string, string>();
   const outcome = new Map<string, { phase: JournalPhase; at: string }>();
+  const pairOutcome = new Map<string, JournalPhase>();
   const prepared = new Map<string, string>();
   const preparedPairs = new Map<string, JournalPair>();
   const consumerWith = new Map<string, SecretDigest>();
@@ -87,6 +88,9 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     if (!record || typeof record.id !== 'string' || !Array.isArray(record.pairs)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
     outcome.set(record.id, { phase: record.phase, at: record.at });
+    // A roll-back that found a pair finished finished it: that pair's outcome is `finished`, not `rolled-back`.
+    for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : [])
+      pairOutcome.set(`${record.id}\0${r.pair}`, r.result === 'finished' ? 'finished' : record.phase);
     const done = closed.get(record.id) ?? new Set<string>();
     closed.set(record.id, done);
     // A pair's age changes only when it was applied: its consumer end went live after its receipt.
@@ -118,7 +122,10 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       const last = id === undefined ? undefined : outcome.get(id);
       return {
         lastRotatedAt: lastRotatedAt.get(key),
-        lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined,
+        lastRotation:
+          id !== undefined && last
+            ? { id, outcome: pairOutcome.get(`${id}\0${key}`) ?? last.phase, at: last.at }
+            : undefined,
       };
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),

@@ -120,8 +120,14 @@ export async function readPlanEnds(
  * each (intent.ts), the journal only where a machine holds none. A pair whose provider lock is
  * held now is another controller's rotation under way: `running` names it.
  */
-export function leftoversIn(plan: RotationPlan, ends: EndsRead, history: JournalHistory): Leftover[] {
-  const byKey = new Map(plan.pairs.map((p) => [p.key, pairOnMachines(p, ends)]));
+export function leftoversIn(
+  plan: RotationPlan,
+  ends: EndsRead,
+  history: JournalHistory,
+  /** The lock words of the operation reading (its own locks are not another's rotation). */
+  self?: string,
+): Leftover[] {
+  const byKey = new Map(plan.pairs.map((p) => [p.key, pairOnMachines(p, ends, self)]));
   const truth = withMachineTruth(history, (key) => byKey.get(key));
   return plan.pairs.flatMap((pair) => {
     const found = leftoverOf(
@@ -132,7 +138,9 @@ export function leftoversIn(plan: RotationPlan, ends: EndsRead, history: Journal
     );
     const running = byKey.get(pair.key)?.lockedBy;
     if (found) return [running === undefined ? found : { ...found, running }];
-    return running === undefined ? [] : [{ pair, rotation: undefined, what: 'a rotation is running', running }];
+    return running === undefined
+      ? []
+      : [{ pair, rotation: undefined, what: 'a rotation is running', running }];
   });
 }
 
@@ -146,10 +154,13 @@ export async function inspectPlan(
   history: JournalHistory,
   concurrency: number,
   machineOf: (name: string) => Machine,
+  self?: string,
 ): Promise<{
   plan: RotationPlan;
   leftovers: Leftover[];
   unknownLogins: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[];
+  /** Machines that could not be read, with why: this read is the gate's resolve (one pass per machine). */
+  unread: ReadonlyMap<string, string>;
 }> {
   const unread = new Map<string, string>();
   const ends = await readPlanEnds(plan, transportFor, concurrency, unread);
@@ -157,7 +168,7 @@ export async function inspectPlan(
   const unknownLogins = settled.pairs
     .filter((p) => p.credential === 'alternating' && unread.has(p.consumerMachine))
     .map((p) => ({ pair: p.key, machine: p.consumerMachine, reason: unread.get(p.consumerMachine)! }));
-  return { plan: settled, leftovers: leftoversIn(settled, ends, history), unknownLogins };
+  return { plan: settled, leftovers: leftoversIn(settled, ends, history, self), unknownLogins, unread };
 }
 
 /**
@@ -182,8 +193,9 @@ export async function findLeftovers(
   transportFor: TransportFor,
   history: JournalHistory,
   concurrency: number,
+  self?: string,
 ): Promise<Leftover[]> {
-  return leftoversIn(plan, await readPlanEnds(plan, transportFor, concurrency), history);
+  return leftoversIn(plan, await readPlanEnds(plan, transportFor, concurrency), history, self);
 }
 
 /** The two ways out of a leftover, as suggested commands. */

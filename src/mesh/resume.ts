@@ -52,7 +52,12 @@ export interface ResumeResult {
 export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
   const out = new Set<string>();
   for (const record of records)
-    if (record.phase === 'applied' || record.phase === 'resumed' || record.phase === 'rolled-back')
+    if (
+      record.phase === 'applied' ||
+      record.phase === 'resumed' ||
+      record.phase === 'rolled-back' ||
+      record.phase === 'finished'
+    )
       for (const key of record.applied ?? []) out.add(key);
   return out;
 }

@@ -48,12 +48,14 @@ export function recordPath(live: string): string {
 }
 
 /**
- * The lock of a provider directory (`<dir>/.baton.lock`): every controller that rotates,
- * resumes, rolls back or seeds a pair of that provider holds it ON the machine for its whole
- * run; the holder's words are in `<dir>/.baton.lock.holder`, read only while the lock is held.
+ * The lock of a provider directory is a flock on the DIRECTORY itself (nothing is created for
+ * it, and a lock file that is unlinked while another holder has it open would let two hold two
+ * files): every controller that rotates, resumes, rolls back or seeds a pair of that provider
+ * holds it ON the machine for its whole run. The holder's words are in `lockHolderPath`,
+ * written once it is held, removed (still held) when it is let go, and read only while it is held.
  */
-export function lockPath(dir: string): string {
-  return `${dir}/.baton.lock`;
+export function lockHolderPath(dir: string): string {
+  return `${dir}/.baton.lock.holder`;
 }
 
 /** A small non-secret text file a rotation writes on a machine (its records); atomic, 0600. */
@@ -93,7 +95,7 @@ export interface FileDigests {
   /** The text of the path's rotation record (`recordPath`), when there is one. */
   readonly record?: string;
   /**
-   * Set while the lock of the path's directory (`lockPath`) is held by someone, now: the
+   * Set while the lock of the path's directory (`lockHolderPath`) is held by someone, now: the
    * holder's words ('' when it has not said). A lock whose holder died is free (the kernel
    * released it), whatever words are left.
    */
@@ -141,7 +143,7 @@ export interface Transport {
   /** Writes each record atomically (temp → fsync → rename, 0600, parents 0700); all or an error. */
   writeRecords(records: readonly MachineRecord[], signal: AbortSignal): Promise<void>;
   /**
-   * Takes the lock of `dir` (`lockPath`) on the machine, non-blocking but for a short grace,
+   * Takes the lock of `dir` (a flock on the directory, `lockHolderPath`) on the machine, non-blocking but for a short grace,
    * and holds it until released or until this process or its connection dies (then the
    * machine's kernel releases it). `holder` is written beside it for a second controller to read.
    */

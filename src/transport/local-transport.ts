@@ -10,7 +10,13 @@ import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
 import { flockExclusive } from '../fs/flock.js';
-import { lockPath, previousPath, recordPath, rolledBackPath, STAGED_SUFFIX } from '../mesh/transport.js';
+import {
+  lockHolderPath,
+  previousPath,
+  recordPath,
+  rolledBackPath,
+  STAGED_SUFFIX,
+} from '../mesh/transport.js';
 import {
   abortedError,
   TransportError,
@@ -174,7 +180,7 @@ export function localTransport(machine: string, root: string): Transport {
           });
           const login = live === undefined ? undefined : conninfoLogin(live.toString('utf8'));
           const record = await fs.readFile(at(recordPath(p)), 'utf8').catch(() => undefined);
-          const lockedBy = await lockHolderNow(at(lockPath(path.posix.dirname(p))));
+          const lockedBy = await lockHolderNow(at(path.posix.dirname(p)));
           out.push({
             live: live === undefined ? undefined : secretDigest(live),
             next: await digestOf(at(p + STAGED_SUFFIX)),
@@ -246,7 +252,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * The provider lock on this machine: a kernel flock on `<dir>/.baton.lock` held by this
+ * The provider lock on this machine: a kernel flock on the directory `<dir>` held by this
  * process's descriptor (released by the kernel if baton dies), taken within a short grace so
  * a status's probe of the same lock is not mistaken for a holder.
  */
@@ -254,8 +260,8 @@ export const LOCK_GRACE_MS = 500;
 
 async function takeLock(dir: string, holder: string, signal: AbortSignal): Promise<MachineLock> {
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const file = path.join(dir, '.baton.lock');
-  const handle = await fs.open(file, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  const words = lockHolderPath(dir);
+  const handle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   let taken;
   try {
     taken = await flockExclusive(handle.fd, LOCK_GRACE_MS);
@@ -265,16 +271,16 @@ async function takeLock(dir: string, holder: string, signal: AbortSignal): Promi
   }
   if (taken === 'busy') {
     await handle.close();
-    const words = await fs.readFile(`${file}.holder`, 'utf8').catch(() => undefined);
-    return { taken: false, holder: words?.split('\n')[0] };
+    const said = await fs.readFile(words, 'utf8').catch(() => undefined);
+    return { taken: false, holder: said?.split('\n')[0] };
   }
-  await writeTextAtomic(`${file}.holder`, holder);
+  await writeTextAtomic(words, holder);
   let released: Promise<void> | undefined;
   const release = () =>
     (released ??= (async () => {
       signal.removeEventListener('abort', onAbort);
       // Removed while still held: a later holder's words are never the ones removed.
-      await fs.rm(`${file}.holder`, { force: true });
+      await fs.rm(words, { force: true });
       await handle.close();
     })());
   const onAbort = () => void release().catch(() => undefined);
@@ -283,17 +289,19 @@ async function takeLock(dir: string, holder: string, signal: AbortSignal): Promi
   return { taken: true, release };
 }
 
-/** Who holds the lock at `file` now ('' unsaid), or undefined when it is free or was never made. */
-async function lockHolderNow(file: string): Promise<string | undefined> {
-  const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => undefined);
+/** Who holds the lock of `dir` now ('' unsaid), or undefined when it is free (or there is no such directory). */
+async function lockHolderNow(dir: string): Promise<string | undefined> {
+  const handle = await fs
+    .open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+    .catch(() => undefined);
   if (!handle) return undefined;
   try {
     if ((await flockExclusive(handle.fd, 0)) === 'taken') return undefined;
   } finally {
     await handle.close();
   }
-  const words = await fs.readFile(`${file}.holder`, 'utf8').catch(() => '');
-  return words.split('\n')[0]!;
+  const said = await fs.readFile(lockHolderPath(dir), 'utf8').catch(() => '');
+  return said.split('\n')[0]!;
 }
 
 /** A record's text, whole or not at all: temp (0600) → fsync → rename → fsync dir. */

@@ -91,17 +91,17 @@ h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
 m() { if [ -f "$1" ]; then stat -c %Y "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo -; else echo -; fi; }
 u() { l=; [ -f "$1" ] && l=$(sed -n '1s/^user=\\([a-z_][a-z0-9_]*\\) .*/\\1/p' "$1" 2>/dev/null); echo "\${l:--}"; }
 # Then the path's rotation record (\`.<name>.rotation\`, its first line) and whether its directory's
-# lock is held now: a probe that takes it for an instant (the holders wait LOCK_GRACE for it).
+# lock (a flock on the directory) is held now: a probe that takes it for an instant (a holder waits 0.5 s for it).
 r() { if [ -f "$1" ]; then printf '@baton +%s\\n' "$(head -n 1 "$1" | tr -d '\\n')"; else echo '@baton -'; fi; }
 k() {
-  if [ -f "$1" ] && command -v flock >/dev/null 2>&1 && ! flock -n "$1" true 2>/dev/null; then
-    printf '@baton +%s\\n' "$(head -n 1 "$1.holder" 2>/dev/null | tr -d '\\n')"
+  if [ -d "$1" ] && command -v flock >/dev/null 2>&1 && ! flock -n "$1" true 2>/dev/null; then
+    printf '@baton +%s\\n' "$(head -n 1 "$1/.baton.lock.holder" 2>/dev/null | tr -d '\\n')"
   else echo '@baton -'; fi
 }
 for f in "$@"; do
   printf '@baton %s %s %s %s %s\\n' "$(h "$f")" "$(h "$f.next")" "$(m "$f")" "$(h "\${f%/*}/.\${f##*/}.prev")" "$(u "$f")"
   r "\${f%/*}/.\${f##*/}.rotation"
-  k "\${f%/*}/.baton.lock"
+  k "\${f%/*}"
 done`;
 
 // Records arrive on stdin, one line each, for the paths in "$@" (non-secret: rotation ids,
@@ -127,16 +127,16 @@ exit 0`;
  */
 export const LOCK = `umask 077
 command -v flock >/dev/null 2>&1 || { echo "flock is not installed on the machine (util-linux)" >&2; exit 3; }
-d=$1; l="$d/.baton.lock"
+d=$1; w="$d/.baton.lock.holder"
 mkdir -p "$d" || exit 3
-exec 9>>"$l" || exit 3
+exec 9<"$d" || exit 3
 if flock -w 0.5 9; then
-  printf '%s\\n' "$2" > "$l.holder.tmp.$$" && mv -f "$l.holder.tmp.$$" "$l.holder" || exit 3
+  printf '%s\\n' "$2" > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3
   echo '@baton locked'
   cat >/dev/null
-  rm -f "$l.holder"
+  rm -f "$w"
 else
-  printf '@baton busy %s\\n' "$(head -n 1 "$l.holder" 2>/dev/null | tr -d '\\n')"
+  printf '@baton busy %s\\n' "$(head -n 1 "$w" 2>/dev/null | tr -d '\\n')"
 fi
 exit 0`;
 

@@ -226,6 +226,7 @@ export function sshTransport(
               }
             },
             signal,
+            ownGroup: true,
           },
         );
         void child.exited.then((result) => {

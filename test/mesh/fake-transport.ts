@@ -9,7 +9,6 @@ import { conninfoLogin } from '../../src/mesh/alternating.js';
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import {
-  lockPath,
   previousPath,
   recordPath,
   rolledBackPath,
@@ -67,7 +66,7 @@ export function fakeMesh(
     // Each arranged path's rotation record, and the lock of each provider directory.
     for (const p of [...paths]) paths.add(recordPath(p));
     for (const pair of plan.pairs)
-      if (pair.providerMachine === holder.machine) paths.add(lockPath(path.dirname(pair.providerPath)));
+      if (pair.providerMachine === holder.machine) paths.add(path.dirname(pair.providerPath));
     arranged.set(holder.machine, paths);
   }
   // Paths outside the plan a test arranges too (a revoke's left login files, on a provider machine).
@@ -187,7 +186,7 @@ export function fakeMesh(
         for (const r of records) m.files.set(r.path, r.text);
       },
       lock: async (dir, holder) => {
-        gate('lock', [lockPath(dir)]);
+        gate('lock', [dir]);
         const key = `${name}\0${dir}`;
         if (locks.has(key)) return { taken: false, holder: locks.get(key) };
         locks.set(key, holder);
@@ -228,7 +227,10 @@ export function provisionerOn(machine: FakeMachine): void {
 /** Every machine's files but the rotation records, as one string: "nothing else changed". */
 export function filesWithoutRecords(mesh: FakeMesh): string {
   return JSON.stringify(
-    Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files].filter(([p]) => !p.endsWith('.rotation'))]),
+    Object.entries(mesh.machines).map(([n, m]) => [
+      n,
+      [...m.files].filter(([p]) => !p.endsWith('.rotation')),
+    ]),
   );
 }
 

@@ -272,7 +272,10 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       expect(withoutRotationRecords(withoutRolledBack(snapshotDir(path.join(tmp.dir, 'machines'))))).toEqual(
         before,
       );
-      expect(Object.values(intentPhases(path.join(tmp.dir, 'machines')))).toEqual(['rolled-back', 'rolled-back']);
+      expect(Object.values(intentPhases(path.join(tmp.dir, 'machines')))).toEqual([
+        'rolled-back',
+        'rolled-back',
+      ]);
     });
   }
 
@@ -554,7 +557,9 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     provisioner.stop();
     const files = (snap: Record<string, string>) =>
       Object.fromEntries(
-        Object.entries(withoutRotationRecords(withoutRolledBack(snap))).filter(([k]) => !k.includes('.applied')),
+        Object.entries(withoutRotationRecords(withoutRolledBack(snap))).filter(
+          ([k]) => !k.includes('.applied'),
+        ),
       );
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
     const inv = loadInventory(inventory);
