@@ -7,7 +7,7 @@
  * the rotation asked to, then say per pair where it stands.
  */
 import path from 'node:path';
-import { EXIT_CODES, EXIT_OK } from '../errors.js';
+import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { endDigest } from '../mesh/delivery.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { recordIntent, recordOutcome } from '../mesh/intent.js';
@@ -69,17 +69,29 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
         const records = withoutSettled(truth.records, truth.settled);
         const last = records.find((r) => r.phase === 'prepared');
         const finishedBefore = appliedInJournal(records);
-        const open = resumablePlan(id, records, inventory, where).pairs.filter(
-          (p) => !finishedBefore.has(p.key),
-        );
         const prepared = new Map((last?.pairs ?? []).map((p) => [p.key, p]));
-        await recordIntent(id, open, 'committing', transportFor, concurrency, (p) => prepared.get(p.key));
         const result = await resumeRotation(
           id,
           records,
           inventory,
           transportFor,
-          { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
+          {
+            concurrency,
+            waitMs,
+            pollMs: RECEIPT_POLL_MS,
+            beforeCommit: async (pairs) => {
+              const open = pairs.filter((p) => !finishedBefore.has(p.key));
+              const unwritten = await recordIntent(id, open, 'committing', transportFor, concurrency, (p) =>
+                prepared.get(p.key),
+              );
+              if (unwritten.length > 0)
+                throw new BatonError('gate-closed', {
+                  what: `Rotation ${id} cannot be resumed: its intent could not be recorded on ${unwritten.map((u) => `${u.machine} (${u.reason})`).join(', ')}.`,
+                  changed: 'Nothing was renamed.',
+                  next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
+                });
+            },
+          },
           async (phase, failures, applied) => {
             if (!last) return;
             await appendJournal(journal.dir, {

@@ -258,8 +258,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 export const LOCK_GRACE_MS = 500;
 
-async function takeLock(dir: string, holder: string, signal: AbortSignal): Promise<MachineLock> {
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+async function takeLock(wanted: string, holder: string, signal: AbortSignal): Promise<MachineLock> {
+  const dir = await nearestDirectory(wanted);
   const words = lockHolderPath(dir);
   const handle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   let taken;
@@ -287,6 +287,17 @@ async function takeLock(dir: string, holder: string, signal: AbortSignal): Promi
   signal.addEventListener('abort', onAbort, { once: true });
   if (signal.aborted) onAbort();
   return { taken: true, release };
+}
+
+/**
+ * The provider's directory, or (never delivered to yet) its nearest ancestor that exists: taking
+ * the lock creates nothing, so a refused rotation leaves the machine exactly as it was.
+ */
+async function nearestDirectory(dir: string): Promise<string> {
+  for (let d = dir; ; d = path.dirname(d)) {
+    const st = await fs.stat(d).catch(() => undefined);
+    if (st?.isDirectory() || d === path.dirname(d)) return d;
+  }
 }
 
 /** Who holds the lock of `dir` now ('' unsaid), or undefined when it is free (or there is no such directory). */

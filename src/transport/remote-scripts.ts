@@ -120,15 +120,18 @@ done
 exit 0`;
 
 /**
- * The provider lock, held by this shell for the session's life: \`$1\` the directory, \`$2\` the
+ * The provider lock, held by this shell for the session's life: \`$1\` the directory (or, never
+ * delivered to yet, its nearest ancestor that exists: the lock creates nothing), \`$2\` the
  * holder's words. It answers \`locked\` or \`busy <words>\`, then reads stdin until the controller
  * ends the session — or dies, or its connection does: stdin ends, the shell exits and the
  * kernel releases the lock. Nobody has to remove a stale lock by hand.
  */
 export const LOCK = `umask 077
 command -v flock >/dev/null 2>&1 || { echo "flock is not installed on the machine (util-linux)" >&2; exit 3; }
-d=$1; w="$d/.baton.lock.holder"
-mkdir -p "$d" || exit 3
+d=$1
+while [ ! -d "$d" ] && [ -n "$d" ]; do d=\${d%/*}; done
+[ -n "$d" ] || d=/
+w="$d/.baton.lock.holder"
 exec 9<"$d" || exit 3
 if flock -w 0.5 9; then
   printf '%s\\n' "$2" > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3

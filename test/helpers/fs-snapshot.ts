@@ -70,3 +70,8 @@ export function intentPhases(dir: string): Record<string, unknown> {
       .map((r) => [r.pair, r.phase]),
   );
 }
+
+/** A snapshot without the provider lock's holder words (`.baton.lock.holder`), there while a rotation holds the lock. */
+export function withoutLockHolder(snapshot: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(snapshot).filter(([rel]) => !rel.endsWith('.baton.lock.holder')));
+}
