@@ -30,6 +30,8 @@ export interface Leftover {
   readonly what: string;
   /** The provider's lock is held now: the holder's words (then the way out is to wait). */
   readonly running?: string;
+  /** Its rotation never finished preparing: `mesh rollback` takes it back; `mesh resume` would be refused. */
+  readonly takeBackOnly?: boolean;
 }
 
 /** One pair's leftover, from what its two ends hold and the journal; undefined when it is clean. */
@@ -136,8 +138,21 @@ export function leftoversIn(
       ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`),
       truth,
     );
-    const running = byKey.get(pair.key)?.lockedBy;
-    if (found) return [running === undefined ? found : { ...found, running }];
+    const on = byKey.get(pair.key);
+    const running = on?.lockedBy;
+    // Never prepared whole: only a roll-back can end it (resume would be refused).
+    const takeBackOnly =
+      found?.rotation !== undefined &&
+      on?.intent?.rotation === found.rotation &&
+      on.intent.phase === 'preparing';
+    if (found)
+      return [
+        {
+          ...found,
+          ...(running === undefined ? {} : { running }),
+          ...(takeBackOnly ? { takeBackOnly } : {}),
+        },
+      ];
     return running === undefined
       ? []
       : [{ pair, rotation: undefined, what: 'a rotation is running', running }];
@@ -202,6 +217,8 @@ export async function findLeftovers(
 export function waysOut(leftover: Leftover, s: Suggester = PLAIN_SUGGESTER): string {
   if (leftover.running !== undefined)
     return `wait for it: ${holderWords(leftover.running)} holds ${leftover.pair.provider}'s lock on ${leftover.pair.providerMachine}, then run ${renderStep(s, nextStep('mesh status'))}`;
+  if (leftover.takeBackOnly && leftover.rotation)
+    return `take it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))} (it never finished preparing: nothing of it took effect)`;
   return leftover.rotation
     ? `finish it with ${renderStep(s, nextStep(`mesh resume ${leftover.rotation}`))} or roll it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))}`
     : `no rotation in this mesh's journal left it: remove the staged or kept file on the machine by hand (it is never read), then run ${renderStep(s, nextStep('mesh status'))}`;

@@ -8,7 +8,13 @@
  */
 import path from 'node:path';
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
-import { recordOutcome } from '../mesh/intent.js';
+import { unstageAll } from '../mesh/delivery.js';
+import { recordOutcome, recordTakenBack } from '../mesh/intent.js';
+import { findMachine } from '../mesh/inventory.js';
+import { holdersOf, providerFilesOf, type PlannedPair } from '../mesh/rotation-plan.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { MARKS } from '../app/marks.js';
+import { plural } from '../app/rotation-text.js';
 import { appendJournal, JOURNAL_FILE } from '../mesh/journal.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { appliedInJournal, resumablePlan } from '../mesh/resume.js';
@@ -35,6 +41,7 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
     withMeshLock(journal.dir, journal.mesh, command, async () => {
       const transportFor = transports.transportFor;
       const first = await rotationOnMachines(id, 'rollback', inventory, journal, transportFor, concurrency);
+      if (first.preparing.length > 0) return takeBackPreparing(ports, id, first.preparing, concurrency);
       const locks = await holdProviderLocks(
         resumablePlan(id, first.records, inventory, where).pairs,
         transportFor,
@@ -125,4 +132,44 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
       }
     }),
   );
+}
+
+/**
+ * A rotation killed while it prepared: no record anywhere says what it staged, but its providers
+ * hold its intent. Its staged ends are removed (nothing of it was ever live) and each provider
+ * records it taken back.
+ */
+async function takeBackPreparing(
+  ports: OperationPorts,
+  id: string,
+  pairs: readonly PlannedPair[],
+  concurrency: number,
+): Promise<number> {
+  const transportFor = ports.transports.transportFor;
+  const locks = await holdProviderLocks(pairs, transportFor, `mesh rollback ${id}`);
+  try {
+    const holders = holdersOf(pairs, (name) => findMachine(ports.inventory, name));
+    // Every provider-end file the pair may have: an alternating pair stages beside either login.
+    const extra = holdersOf(
+      pairs.flatMap((p) =>
+        providerFilesOf(p).map((providerPath) => ({ ...p, providerPath, consumerPath: p.consumerPath })),
+      ),
+      (name) => findMachine(ports.inventory, name),
+    );
+    const failures = await unstageAll([...holders, ...extra], transportFor, concurrency);
+    await recordTakenBack(id, pairs, failures, transportFor, concurrency);
+    if (failures.length > 0) {
+      for (const f of failures) ports.out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+      ports.out(
+        `Rotation ${id} never finished preparing; its staged files could not all be removed. Make the machines reachable, then run ${renderStep(ports.suggester, nextStep(`mesh rollback ${id}`))} again.`,
+      );
+      return EXIT_CODES.failed;
+    }
+    ports.out(
+      `Rotation ${id} never finished preparing: its staged files were removed on ${plural(pairs.length, 'pair')} (${pairs.map((p) => p.key).join(', ')}); nothing of it took effect. Nothing is left to do.`,
+    );
+    return EXIT_OK;
+  } finally {
+    await locks.release();
+  }
 }

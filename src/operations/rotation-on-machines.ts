@@ -12,7 +12,7 @@ import { isUnfinished, pairOnMachines, type PairOnMachines } from '../mesh/inten
 import type { Inventory } from '../mesh/inventory.js';
 import { readJournal, type JournalRecord } from '../mesh/journal.js';
 import { readPlanEnds } from '../mesh/leftovers.js';
-import { planRotation } from '../mesh/rotation-plan.js';
+import { planRotation, type PlannedPair } from '../mesh/rotation-plan.js';
 import type { TransportFor } from '../mesh/transport.js';
 import type { OperationJournal } from './operation-ports.js';
 
@@ -23,6 +23,8 @@ export interface RotationOnMachines {
   readonly settled: ReadonlySet<string>;
   /** Pairs of X whose provider holds X's intent unfinished. */
   readonly unfinished: ReadonlySet<string>;
+  /** With no record of what X prepared anywhere: the pairs whose providers say X was still preparing them. */
+  readonly preparing: readonly PlannedPair[];
 }
 
 /** The journal's records of `id` (none when there is no journal: the machines may still know it). */
@@ -77,7 +79,13 @@ export async function rotationOnMachines(
       changed: 'Nothing was sent.',
     });
   }
-  return { records, settled, unfinished };
+  const preparing = prepared
+    ? []
+    : everything.pairs.filter((p) => {
+        const intent = on.get(p.key)?.intent;
+        return intent?.rotation === id && isUnfinished(intent.phase);
+      });
+  return { records, settled, unfinished, preparing };
 }
 
 /** The records the machines' intents of `id` amount to: what it prepared, and which pairs it finished. */

@@ -253,10 +253,11 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /**
  * The provider lock on this machine: a kernel flock on the directory `<dir>` held by this
- * process's descriptor (released by the kernel if baton dies), taken within a short grace so
- * a status's probe of the same lock is not mistaken for a holder.
+ * process's descriptor (released by the kernel if baton dies), taken within a short grace (100 ms)
+ * so a status's probe of the same lock (an instant) is not mistaken for a holder, and short
+ * enough that a second controller is refused, not queued behind the first.
  */
-export const LOCK_GRACE_MS = 500;
+export const LOCK_GRACE_MS = 100;
 
 async function takeLock(wanted: string, holder: string, signal: AbortSignal): Promise<MachineLock> {
   const dir = await nearestDirectory(wanted);

@@ -91,7 +91,7 @@ h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
 m() { if [ -f "$1" ]; then stat -c %Y "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo -; else echo -; fi; }
 u() { l=; [ -f "$1" ] && l=$(sed -n '1s/^user=\\([a-z_][a-z0-9_]*\\) .*/\\1/p' "$1" 2>/dev/null); echo "\${l:--}"; }
 # Then the path's rotation record (\`.<name>.rotation\`, its first line) and whether its directory's
-# lock (a flock on the directory) is held now: a probe that takes it for an instant (a holder waits 0.5 s for it).
+# lock (a flock on the directory) is held now: a probe that takes it for an instant (a holder waits 0.1 s for it).
 r() { if [ -f "$1" ]; then printf '@baton +%s\\n' "$(head -n 1 "$1" | tr -d '\\n')"; else echo '@baton -'; fi; }
 k() {
   if [ -d "$1" ] && command -v flock >/dev/null 2>&1 && ! flock -n "$1" true 2>/dev/null; then
@@ -133,7 +133,7 @@ while [ ! -d "$d" ] && [ -n "$d" ]; do d=\${d%/*}; done
 [ -n "$d" ] || d=/
 w="$d/.baton.lock.holder"
 exec 9<"$d" || exit 3
-if flock -w 0.5 9; then
+if flock -w 0.1 9; then
   printf '%s\\n' "$2" > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3
   echo '@baton locked'
   cat >/dev/null
