@@ -87,7 +87,7 @@ async function followStatus(stateDir: string, limit = 6): Promise<string[]> {
     const status = await baton(stateDir, 'mesh', 'status', '--inventory', inventory, '--json');
     if (status.code === 0) return ran;
     const doc = JSON.parse(status.stdout) as {
-      pairs: { pair: string; state: string; next_steps: { command: string }[] }[];
+      pairs: { consumer: string; state: string; next_steps: { command: string }[] }[];
     };
     const step = doc.pairs.find((p) => p.next_steps.length > 0)?.next_steps[0];
     if (!step) throw new Error(`status exits ${status.code} and suggests nothing: ${status.stdout}`);
@@ -282,7 +282,7 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
       JSON.parse(status.stdout) as {
         pairs: { pair: string; resume_id: string | null; next_steps: { command: string }[] }[];
       }
-    ).pairs.find((p) => p.pair === PAIR)!;
+    ).pairs.find((p) => p.consumer === 'web1-app')!;
     expect(pair.resume_id).toBe('rot-p');
     // Only the way out that works now: resume would be refused (nothing of it was prepared whole).
     expect(pair.next_steps.map((s) => s.command)).toEqual([expect.stringMatching(/mesh rollback rot-p/)]);
