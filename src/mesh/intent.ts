@@ -141,7 +141,7 @@ export function withMachineTruth(
       const on = onMachines(key);
       const prepared = on?.intent?.prepared;
       if (prepared && (prepared.digest === digest || prepared.consumer_digest === digest))
-        return on.intent!.rotation;
+        return on.intent.rotation;
       return history.preparedBy(key, digest) ?? on?.consumer?.rotation;
     },
     preparedPair(key, id) {

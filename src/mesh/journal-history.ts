@@ -7,7 +7,13 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SecretDigest } from './digest.js';
-import { JOURNAL_FILE, type JournalPair, type JournalPhase, type JournalRecord } from './journal.js';
+import {
+  JOURNAL_FILE,
+  type JournalPair,
+  type JournalPhase,
+  type JournalRecord,
+  type JournalRollback,
+} from './journal.js';
 
 /** A rotation whose latest record is one of these has provider ends that may be live and is not finished. */
 const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>([
@@ -101,7 +107,10 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     // Records of one rotation are appended in order: the latest one is its outcome so far.
     outcome.set(record.id, { phase: record.phase, at: record.at });
     // A roll-back that found a pair finished finished it: that pair's outcome is `finished`, not `rolled-back`.
-    for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : [])
+    const rolledBack: readonly JournalRollback[] = Array.isArray(record.rolled_back)
+      ? record.rolled_back
+      : [];
+    for (const r of rolledBack)
       pairOutcome.set(`${record.id}\0${r.pair}`, r.result === 'finished' ? 'finished' : record.phase);
     const done = closed.get(record.id) ?? new Set<string>();
     closed.set(record.id, done);

@@ -6,7 +6,7 @@
  */
 import { reasonOf } from './transport.js';
 import type { FileDigests, TransportFor } from './transport.js';
-import { intentPath, pairOnMachines, providerDir, withMachineTruth, type PairOnMachines } from './intent.js';
+import { pairOnMachines, providerDir, withMachineTruth, type PairOnMachines } from './intent.js';
 import { holderWords } from './leftovers.js';
 import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js';
 import { parseReceipt, type Receipt } from './digest.js';

@@ -237,7 +237,7 @@ export function sshTransport(
             failedSession(machine, 'taking the provider lock', result);
             reject(new TransportError(machine, 'taking the provider lock: the machine did not answer'));
           } catch (error) {
-            reject(error as Error);
+            reject(error);
           }
         });
       });

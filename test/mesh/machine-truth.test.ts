@@ -280,7 +280,7 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     expect(status.code).toBe(3);
     const pair = (
       JSON.parse(status.stdout) as {
-        pairs: { pair: string; resume_id: string | null; next_steps: { command: string }[] }[];
+        pairs: { consumer: string; resume_id: string | null; next_steps: { command: string }[] }[];
       }
     ).pairs.find((p) => p.consumer === 'web1-app')!;
     expect(pair.resume_id).toBe('rot-p');
