@@ -40,6 +40,9 @@ export function pairNext(status: PairStatus): Said | undefined {
   const recheck = step('mesh status');
   const resume = status.resumeId === undefined ? undefined : step(`mesh resume ${status.resumeId}`);
   const rollback = status.resumeId === undefined ? undefined : step(`mesh rollback ${status.resumeId}`);
+  // A rotation under way: anything else suggested now would be refused (exit 5).
+  if (status.running !== undefined) return [`running — wait for it (${status.running}), then `, recheck];
+  if (status.takeBackOnly && rollback) return ['it never finished preparing; take it back: ', rollback];
   switch (status.state) {
     case 'unreachable':
       return [

@@ -7,6 +7,7 @@
 import { EXIT_CODES } from '../errors.js';
 import path from 'node:path';
 import { unstageAll } from '../mesh/delivery.js';
+import { recordTakenBack } from '../mesh/intent.js';
 import { JOURNAL_FILE } from '../mesh/journal.js';
 import { rotationExitCode, isTerminal, type RotationFlow, type RotationState } from './rotation-flow.js';
 import type { RotationDeps } from './rotation-run-effect.js';
@@ -46,6 +47,7 @@ export async function finishAfterLeaving(
   if (state.step === 'committing') {
     // Prepared but the operator left before the commit started: take the staged files back.
     const failures = await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency);
+    await recordTakenBack(state.id, state.plan.pairs, failures, deps.transportFor, deps.concurrency);
     write(
       failures.length === 0
         ? 'Interrupted before the commit: every staged file was removed; nothing took effect.'

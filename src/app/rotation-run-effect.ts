@@ -17,7 +17,13 @@ import {
   type ReceiptWait,
 } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
-import { resolveHolders, type ResolveOptions } from '../mesh/resolve-holders.js';
+import {
+  recordIntent,
+  recordOutcome as recordPairOutcome,
+  recordTakenBack as recordPairsTakenBack,
+} from '../mesh/intent.js';
+import type { PlannedPair } from '../mesh/rotation-plan.js';
+import { resolveHolders, type Resolution, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { rollBackPairs } from '../mesh/rollback.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
@@ -49,6 +55,11 @@ export interface RotationDeps {
   readonly journalDir: string;
   readonly operator: string;
   readonly resolve: ResolveOptions;
+  /**
+   * The gate's answers when the operation already read every machine (the leftover read is the
+   * resolve: one pass per machine); without them the flow resolves each holder itself.
+   */
+  readonly resolved?: ReadonlyMap<string, Resolution>;
   /** How many holders are written to at once. */
   readonly concurrency: number;
   /**
@@ -100,6 +111,10 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
     concurrency: deps.concurrency,
     ...(deps.stop ? { stop: deps.stop.signal } : {}),
   };
+  const recordOutcome = (id: string, pairs: readonly PlannedPair[], phase: 'finished' | 'rolled-back') =>
+    recordPairOutcome(id, pairs, phase, deps.transportFor, deps.concurrency);
+  const recordTakenBack = (id: string, pairs: readonly PlannedPair[], failures: readonly MachineFailure[]) =>
+    recordPairsTakenBack(id, pairs, failures, deps.transportFor, deps.concurrency);
   /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
   let receiptWait: ReceiptWait | undefined;
   return {
@@ -107,6 +122,15 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       switch (effect.type) {
         case 'resolve':
           if (state.step !== 'resolving') return undefined;
+          if (deps.resolved) {
+            for (const holder of state.plan.holders)
+              dispatch({
+                type: 'holder-resolved',
+                machine: holder.machine,
+                resolution: deps.resolved.get(holder.machine) ?? { status: 'unresolved', reason: 'not read' },
+              });
+            return undefined;
+          }
           await resolveHolders(state.plan.holders, deps.transportFor, deps.resolve, (machine, resolution) =>
             dispatch({ type: 'holder-resolved', machine, resolution }),
           );
@@ -116,6 +140,16 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           return { type: 'journaled', phase: effect.phase };
         case 'prepare': {
           if (state.step !== 'preparing') return undefined;
+          // Intent before action: no file of this rotation is written until its providers hold its intent.
+          const unwritten = await recordIntent(
+            state.id,
+            state.plan.pairs,
+            'preparing',
+            deps.transportFor,
+            deps.concurrency,
+          );
+          if (unwritten.length > 0)
+            return { type: 'prepare-failed', failures: unwritten, unstageFailures: [] };
           const result = await prepareAll(
             state.plan.pairs,
             state.plan.holders,
@@ -123,9 +157,32 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.concurrency,
             (machine) => dispatch({ type: 'staged', machine }),
           );
-          return result.ok
-            ? { type: 'prepared', digests: result.digests }
-            : { type: 'prepare-failed', failures: result.failures, unstageFailures: result.unstageFailures };
+          if (!result.ok) {
+            await recordTakenBack(state.id, state.plan.pairs, [
+              ...result.failures,
+              ...result.unstageFailures,
+            ]);
+            return {
+              type: 'prepare-failed',
+              failures: result.failures,
+              unstageFailures: result.unstageFailures,
+            };
+          }
+          // What finishes or takes back each pair now lives beside it on its provider.
+          const notPrepared = await recordIntent(
+            state.id,
+            state.plan.pairs,
+            'prepared',
+            deps.transportFor,
+            deps.concurrency,
+            (p) => journalPair(p, result.digests[p.key], undefined, result.digests[consumerDigestKey(p.key)]),
+          );
+          if (notPrepared.length > 0) {
+            const unstageFailures = await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency);
+            await recordTakenBack(state.id, state.plan.pairs, unstageFailures);
+            return { type: 'prepare-failed', failures: notPrepared, unstageFailures };
+          }
+          return { type: 'prepared', digests: result.digests };
         }
         case 'commit': {
           if (state.step !== 'committing') return undefined;
@@ -137,6 +194,20 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
               ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions)
               : undefined;
           await receiptWait?.ready;
+          // Before any provider end goes live, its provider says so: `committing` is what resume and rollback finish.
+          const notCommitting = await recordIntent(
+            state.id,
+            state.plan.pairs,
+            'committing',
+            deps.transportFor,
+            deps.concurrency,
+            (p) => journalPair(p, state.digests[p.key], undefined, state.digests[consumerDigestKey(p.key)]),
+          );
+          if (notCommitting.length > 0) {
+            receiptWait?.close();
+            receiptWait = undefined;
+            return { type: 'commit-failed', failures: notCommitting };
+          }
           const result = await commitProviderEnds(
             providerCommitSteps(state.plan.holders),
             deps.transportFor,
@@ -167,6 +238,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             waitOptions,
             (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
             begun,
+          );
+          await recordOutcome(
+            state.id,
+            pairs.filter((p) => result.applied.some((a) => a.pair === p.key)),
+            'finished',
           );
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
           const revoked = await revokeAfterCommit(
@@ -205,6 +281,17 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
               pollMs: deps.pollMs,
             },
           );
+          const took = (r: (typeof results)[number]) => r.result === 'rolled-back' && !r.leftover;
+          await recordOutcome(
+            state.id,
+            state.plan.pairs.filter((p) => results.some((r) => r.pair === p.key && r.result === 'finished')),
+            'finished',
+          );
+          await recordOutcome(
+            state.id,
+            state.plan.pairs.filter((p) => results.some((r) => r.pair === p.key && took(r))),
+            'rolled-back',
+          );
           return { type: 'rolled-back', results };
         }
         case 'discard-previous': {
@@ -227,10 +314,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
         }
         case 'unstage':
           if (state.step !== 'unstaging') return undefined;
-          return {
-            type: 'unstaged',
-            failures: await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency),
-          };
+          {
+            const failures = await unstageAll(state.plan.holders, deps.transportFor, deps.concurrency);
+            await recordTakenBack(state.id, state.plan.pairs, failures);
+            return { type: 'unstaged', failures };
+          }
         default:
           return assertNever(effect);
       }

@@ -7,7 +7,13 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SecretDigest } from './digest.js';
-import { JOURNAL_FILE, type JournalPair, type JournalPhase, type JournalRecord } from './journal.js';
+import {
+  JOURNAL_FILE,
+  type JournalPair,
+  type JournalPhase,
+  type JournalRecord,
+  type JournalRollback,
+} from './journal.js';
 
 /** A rotation whose latest record is one of these has provider ends that may be live and is not finished. */
 const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>([
@@ -87,6 +93,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const lastRotatedAt = new Map<string, string>();
   const lastId = new Map<string, string>();
   const outcome = new Map<string, { phase: JournalPhase; at: string }>();
+  const pairOutcome = new Map<string, JournalPhase>();
   const prepared = new Map<string, string>();
   const preparedPairs = new Map<string, JournalPair>();
   const consumerWith = new Map<string, SecretDigest>();
@@ -99,6 +106,12 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     if (!wellFormed(record)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
     outcome.set(record.id, { phase: record.phase, at: record.at });
+    // A roll-back that found a pair finished finished it: that pair's outcome is `finished`, not `rolled-back`.
+    const rolledBack: readonly JournalRollback[] = Array.isArray(record.rolled_back)
+      ? record.rolled_back
+      : [];
+    for (const r of rolledBack)
+      pairOutcome.set(`${record.id}\0${r.pair}`, r.result === 'finished' ? 'finished' : record.phase);
     const done = closed.get(record.id) ?? new Set<string>();
     closed.set(record.id, done);
     // A pair's age changes only when it was applied: its consumer end went live after its receipt.
@@ -129,7 +142,10 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       const last = id === undefined ? undefined : outcome.get(id);
       return {
         lastRotatedAt: lastRotatedAt.get(key),
-        lastRotation: id !== undefined && last ? { id, outcome: last.phase, at: last.at } : undefined,
+        lastRotation:
+          id !== undefined && last
+            ? { id, outcome: pairOutcome.get(`${id}\0${key}`) ?? last.phase, at: last.at }
+            : undefined,
       };
     },
     preparedBy: (key, digest) => prepared.get(`${key}\0${digest}`),

@@ -28,6 +28,8 @@ export type JournalPhase =
   | 'resume-failed'
   /** The unfinished pairs were taken back (`rolled_back` says how each ended). */
   | 'rolled-back'
+  /** A `mesh rollback` that found every pair it touched finished (consumer live after its receipt): one word per outcome. */
+  | 'finished'
   | 'seeded';
 
 export interface JournalHolder {

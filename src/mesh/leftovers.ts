@@ -6,10 +6,12 @@
  * (`mesh resume`) or take it back (`mesh rollback`). Pure but for the reading.
  */
 import { BatonError } from '../errors.js';
+import { shown } from '../outside-text.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { JournalHistory } from './journal-history.js';
 import type { JournalPair } from './journal.js';
+import { pairOnMachines, withMachineTruth } from './intent.js';
 import { mapBounded } from './map-bounded.js';
 import {
   providerFilesOf,
@@ -26,6 +28,10 @@ export interface Leftover {
   /** The rotation that left it, when the journal knows. */
   readonly rotation: string | undefined;
   readonly what: string;
+  /** The provider's lock is held now: the holder's words (then the way out is to wait). */
+  readonly running?: string;
+  /** Its rotation never finished preparing: `mesh rollback` takes it back; `mesh resume` would be refused. */
+  readonly takeBackOnly?: boolean;
 }
 
 /** One pair's leftover, from what its two ends hold and the journal; undefined when it is clean. */
@@ -111,16 +117,45 @@ export async function readPlanEnds(
   return ends;
 }
 
-/** The leftovers of a plan whose ends were read. */
-export function leftoversIn(plan: RotationPlan, ends: EndsRead, history: JournalHistory): Leftover[] {
+/**
+ * The leftovers of a plan whose ends were read: the machines' records say which rotation left
+ * each (intent.ts), the journal only where a machine holds none. A pair whose provider lock is
+ * held now is another controller's rotation under way: `running` names it.
+ */
+export function leftoversIn(
+  plan: RotationPlan,
+  ends: EndsRead,
+  history: JournalHistory,
+  /** The lock words of the operation reading (its own locks are not another's rotation). */
+  self?: string,
+): Leftover[] {
+  const byKey = new Map(plan.pairs.map((p) => [p.key, pairOnMachines(p, ends, self)]));
+  const truth = withMachineTruth(history, (key) => byKey.get(key));
   return plan.pairs.flatMap((pair) => {
     const found = leftoverOf(
       pair,
       ends.get(`${pair.providerMachine}\0${pair.providerPath}`),
       ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`),
-      history,
+      truth,
     );
-    return found ? [found] : [];
+    const on = byKey.get(pair.key);
+    const running = on?.lockedBy;
+    // Never prepared whole: only a roll-back can end it (resume would be refused).
+    const takeBackOnly =
+      found?.rotation !== undefined &&
+      on?.intent?.rotation === found.rotation &&
+      on.intent.phase === 'preparing';
+    if (found)
+      return [
+        {
+          ...found,
+          ...(running === undefined ? {} : { running }),
+          ...(takeBackOnly ? { takeBackOnly } : {}),
+        },
+      ];
+    return running === undefined
+      ? []
+      : [{ pair, rotation: undefined, what: 'a rotation is running', running }];
   });
 }
 
@@ -134,10 +169,13 @@ export async function inspectPlan(
   history: JournalHistory,
   concurrency: number,
   machineOf: (name: string) => Machine,
+  self?: string,
 ): Promise<{
   plan: RotationPlan;
   leftovers: Leftover[];
   unknownLogins: readonly { readonly pair: string; readonly machine: string; readonly reason: string }[];
+  /** Machines that could not be read, with why: this read is the gate's resolve (one pass per machine). */
+  unread: ReadonlyMap<string, string>;
 }> {
   const unread = new Map<string, string>();
   const ends = await readPlanEnds(plan, transportFor, concurrency, unread);
@@ -145,7 +183,7 @@ export async function inspectPlan(
   const unknownLogins = settled.pairs
     .filter((p) => p.credential === 'alternating' && unread.has(p.consumerMachine))
     .map((p) => ({ pair: p.key, machine: p.consumerMachine, reason: unread.get(p.consumerMachine)! }));
-  return { plan: settled, leftovers: leftoversIn(settled, ends, history), unknownLogins };
+  return { plan: settled, leftovers: leftoversIn(settled, ends, history, self), unknownLogins, unread };
 }
 
 /**
@@ -170,12 +208,17 @@ export async function findLeftovers(
   transportFor: TransportFor,
   history: JournalHistory,
   concurrency: number,
+  self?: string,
 ): Promise<Leftover[]> {
-  return leftoversIn(plan, await readPlanEnds(plan, transportFor, concurrency), history);
+  return leftoversIn(plan, await readPlanEnds(plan, transportFor, concurrency), history, self);
 }
 
 /** The two ways out of a leftover, as suggested commands. */
 export function waysOut(leftover: Leftover, s: Suggester = PLAIN_SUGGESTER): string {
+  if (leftover.running !== undefined)
+    return `wait for it: ${holderWords(leftover.running)} holds ${leftover.pair.provider}'s lock on ${leftover.pair.providerMachine}, then run ${renderStep(s, nextStep('mesh status'))}`;
+  if (leftover.takeBackOnly && leftover.rotation)
+    return `take it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))} (it never finished preparing: nothing of it took effect)`;
   return leftover.rotation
     ? `finish it with ${renderStep(s, nextStep(`mesh resume ${leftover.rotation}`))} or roll it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))}`
     : `no rotation in this mesh's journal left it: remove the staged or kept file on the machine by hand (it is never read), then run ${renderStep(s, nextStep('mesh status'))}`;
@@ -187,9 +230,30 @@ export function leftoversRefusal(
   leftovers: readonly Leftover[],
   s: Suggester = PLAIN_SUGGESTER,
 ): BatonError {
+  // Another controller's rotation under way is not a leftover to clear: it is a busy lock (exit 5).
+  const running = leftovers.filter((l) => l.running !== undefined);
+  if (running.length > 0)
+    return new BatonError('lock-busy', {
+      what: `mesh ${command} refused: ${running.map((l) => `${l.pair.key} is being rotated by ${holderWords(l.running!)}`).join('; ')}.`,
+      where: [...new Set(running.map((l) => l.pair.providerMachine))].join(', '),
+      next: ['Wait for it to finish, then run ', nextStep('mesh status'), ' to see where the pairs stand.'],
+      changed: 'Nothing was generated and nothing was sent.',
+    });
   return new BatonError('refused', {
     what: `mesh ${command} refused: ${leftovers.length === 1 ? '1 pair has' : `${leftovers.length} pairs have`} a rotation that did not finish — ${leftovers.map((l) => `${l.pair.key}${l.rotation ? ` (rotation ${l.rotation})` : ''}: ${l.what}`).join('; ')}.`,
     next: leftovers.map((l) => `${l.pair.key}: ${waysOut(l, s)}`).join('; '),
     changed: 'Nothing was generated and nothing was sent.',
   });
+}
+
+/** A lock holder's words (a JSON object from lockHolderText, or whatever an older writer left) in a sentence. */
+export function holderWords(text: string): string {
+  try {
+    const h = JSON.parse(text) as { command?: unknown; pid?: unknown; host?: unknown; since?: unknown };
+    if (typeof h.command === 'string' && typeof h.pid === 'number' && typeof h.host === 'string')
+      return `${shown(h.command)} (pid ${h.pid} on ${shown(h.host)}${typeof h.since === 'string' ? ` since ${shown(h.since)}` : ''})`;
+  } catch {
+    // not ours: shown as it is, below
+  }
+  return text === '' ? 'another baton (it has not said who)' : `another baton (${shown(text)})`;
 }

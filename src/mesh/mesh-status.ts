@@ -12,6 +12,7 @@ import {
   type SecretDigest,
 } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
+import type { ProviderIntent } from './intent.js';
 import type { PlannedPair } from './rotation-plan.js';
 
 /** Worst first: the order a screen sorts by and the order the summary counts in. */
@@ -91,6 +92,10 @@ export interface PairStatus {
   readonly lastRotation: { readonly id: string; readonly outcome: string } | undefined;
   /** The `mesh resume` / `mesh rollback` id of a staged leftover, when the journal knows it. */
   readonly resumeId: string | undefined;
+  /** A rotation holds the pair's provider lock now (its words): the way out is to wait for it. */
+  readonly running?: string;
+  /** The leftover's rotation never finished preparing: `mesh rollback` takes it back; resume would be refused. */
+  readonly takeBackOnly?: boolean;
   /** Neither end holds a credential: the pair was never seeded. */
   readonly neverDelivered: boolean;
   /** Machines that could not be read, with why. */
@@ -266,6 +271,8 @@ export function pairStatus(
   nowMs: number,
   maxAgeMs: number | undefined,
   running?: string,
+  /** The pair's intent on its provider (intent.ts), when it holds one. */
+  intent?: ProviderIntent,
 ): PairStatus {
   const deliveredConsumer =
     reading.logins?.live !== undefined && reading.provider.read && reading.provider.live
@@ -308,6 +315,11 @@ export function pairStatus(
       ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome }
       : undefined,
     resumeId,
+    ...(running !== undefined && (state === 'staged' || state === 'pending') ? { running } : {}),
+    // Never prepared whole: nothing of it can be finished, only taken back.
+    ...(resumeId !== undefined && intent?.rotation === resumeId && intent.phase === 'preparing'
+      ? { takeBackOnly: true }
+      : {}),
     neverDelivered:
       reading.provider.read &&
       reading.consumer.read &&

@@ -5,7 +5,9 @@
  * share a machine costs one handshake however many pairs it holds.
  */
 import { reasonOf } from './transport.js';
-import type { TransportFor } from './transport.js';
+import type { FileDigests, TransportFor } from './transport.js';
+import { pairOnMachines, providerDir, withMachineTruth, type PairOnMachines } from './intent.js';
+import { holderWords } from './leftovers.js';
 import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js';
 import { parseReceipt, type Receipt } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
@@ -32,6 +34,8 @@ export async function readMeshStatus(
   const ends = new Map<string, EndReading>();
   const liveLogins = new Map<string, string>();
   const receipts = new Map<string, Receipt | undefined>();
+  /** Every path's reading as the holder gave it (records and lock too): the machines' word on each pair. */
+  const raw = new Map<string, FileDigests>();
   const endKey = (machine: string, file: string) => `${machine}\0${file}`;
   const byKey = new Map(plan.pairs.map((p) => [p.key, p]));
   // An alternating pair's provider end is the file of the login its consumer is on: both are read, with their receipts.
@@ -40,14 +44,19 @@ export async function readMeshStatus(
   await mapBounded(plan.holders, options.concurrency, async (holder) => {
     const provided = holder.receives.filter((d) => d.end === 'provides').map((d) => byKey.get(d.pair)!);
     const paths = [
-      ...holder.receives.map((d) => d.path),
-      ...provided.flatMap((p) => loginFiles(p).map((f) => f.providerPath)),
+      ...new Set([
+        ...holder.receives.map((d) => d.path),
+        ...provided.flatMap((p) => loginFiles(p).map((f) => f.providerPath)),
+        // Where the pair's intent lives, whatever its mode (intent.ts).
+        ...provided.map((p) => `${providerDir(p)}/${p.role}`),
+      ]),
     ];
     try {
       const transport = transportFor(holder.machine);
       const digests = await transport.digests(paths);
       paths.forEach((file, i) => {
         const got = digests[i];
+        if (got) raw.set(endKey(holder.machine, file), got);
         ends.set(endKey(holder.machine, file), {
           read: true,
           live: got?.live,
@@ -78,7 +87,12 @@ export async function readMeshStatus(
     }
   });
   const unread: EndReading = { read: false, reason: 'not read' };
+  const onMachines = new Map<string, PairOnMachines>(plan.pairs.map((p) => [p.key, pairOnMachines(p, raw)]));
+  // The machines' records first: another controller's journal, or none, changes nothing here.
+  const truth = withMachineTruth(history, (key) => onMachines.get(key));
   return plan.pairs.map((planned) => {
+    const on = onMachines.get(planned.key)!;
+    const running = on.lockedBy !== undefined ? holderWords(on.lockedBy) : options.running;
     let pair = planned;
     let logins: LoginsReading | undefined;
     if (planned.credential === 'alternating') {
@@ -111,10 +125,11 @@ export async function readMeshStatus(
         receipt: receipts.get(endKey(pair.providerMachine, pair.receiptPath)),
         ...(logins ? { logins } : {}),
       },
-      history,
+      truth,
       options.nowMs,
       options.maxAgeMs,
-      options.running,
+      running,
+      on.intent,
     );
   });
 }

@@ -26,6 +26,8 @@ import { mapBounded } from './map-bounded.js';
 import { holdersOf, loginFilePaths, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
 
 export interface ResumeOptions {
+  /** Runs once every end was read and holds what was prepared, before the first rename (the providers' intent). */
+  readonly beforeCommit?: (pairs: readonly PlannedPair[]) => Promise<void>;
   readonly concurrency: number;
   readonly waitMs: number;
   readonly pollMs: number;
@@ -52,7 +54,12 @@ export interface ResumeResult {
 export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
   const out = new Set<string>();
   for (const record of records)
-    if (record.phase === 'applied' || record.phase === 'resumed' || record.phase === 'rolled-back')
+    if (
+      record.phase === 'applied' ||
+      record.phase === 'resumed' ||
+      record.phase === 'rolled-back' ||
+      record.phase === 'finished'
+    )
       for (const key of record.applied ?? []) out.add(key);
   return out;
 }
@@ -227,6 +234,8 @@ export async function resumeRotation(
       next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,
     });
   }
+  // Every end read and right: the providers say so before anything is renamed (intent before action).
+  await options.beforeCommit?.(pairs);
   const steps = providerCommitSteps(holders, toCommit);
   const wait = { waitMs: options.waitMs, pollMs: options.pollMs, concurrency: options.concurrency };
   // Receipt readers and rename channels first, so a quick provisioner's receipt does not wait for them.

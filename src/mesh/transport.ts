@@ -35,6 +35,44 @@ export function rolledBackPath(live: string): string {
   return `${live.slice(0, slash + 1)}.${live.slice(slash + 1)}.rolled-back`;
 }
 
+/**
+ * The record beside a live path that says which rotation its staged and kept files belong to
+ * (`.<name>.rotation`, a dotfile the provisioner never reads as a role). On the provider's end
+ * of a pair it is the rotation's intent (src/mesh/intent.ts): written before any file of the
+ * rotation is, and advanced there before each later step acts, so a leftover names its rotation
+ * whoever reads it — another controller, a lost journal, an edited inventory.
+ */
+export function recordPath(live: string): string {
+  const slash = live.lastIndexOf('/');
+  return `${live.slice(0, slash + 1)}.${live.slice(slash + 1)}.rotation`;
+}
+
+/**
+ * The lock of a provider directory is a flock on the DIRECTORY itself (nothing is created for
+ * it, and a lock file that is unlinked while another holder has it open would let two hold two
+ * files): every controller that rotates, resumes, rolls back or seeds a pair of that provider
+ * holds it ON the machine for its whole run. The holder's words are in `lockHolderPath`,
+ * written once it is held, removed (still held) when it is let go, and read only while it is held.
+ */
+export function lockHolderPath(dir: string): string {
+  return `${dir}/.baton.lock.holder`;
+}
+
+/** A small non-secret text file a rotation writes on a machine (its records); atomic, 0600. */
+export interface MachineRecord {
+  readonly path: string;
+  readonly text: string;
+}
+
+/** The provider lock as `Transport.lock` answers: held until released, or busy with the holder's words. */
+export type MachineLock =
+  | {
+      readonly taken: true;
+      /** Resolves once the machine has let the lock go. Safe to call twice. */
+      release(): Promise<void>;
+    }
+  | { readonly taken: false; readonly holder: string | undefined };
+
 export interface StagedFile {
   /** The LIVE path; the transport writes `<path>.next`. */
   readonly path: string;
@@ -54,6 +92,14 @@ export interface FileDigests {
    * alternating.ts), read on the holder without reading the password; absent otherwise.
    */
   readonly liveLogin?: string;
+  /** The text of the path's rotation record (`recordPath`), when there is one. */
+  readonly record?: string;
+  /**
+   * Set while the lock of the path's directory (`lockHolderPath`) is held by someone, now: the
+   * holder's words ('' when it has not said). A lock whose holder died is free (the kernel
+   * released it), whatever words are left.
+   */
+  readonly lockedBy?: string;
 }
 
 /**
@@ -92,8 +138,16 @@ export interface Transport {
    * it left, its `.next`, `previousPath`, `rolledBackPath` and its receipt; absent is fine.
    */
   retire(paths: readonly string[], signal: AbortSignal): Promise<void>;
-  /** Digests of the live and staged files (never their content), and the live file's mtime. */
+  /** Digests of the live and staged files (never their content), the live file's mtime, its rotation record and its directory's lock. */
   digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;
+  /** Writes each record atomically (temp → fsync → rename, 0600, parents 0700); all or an error. */
+  writeRecords(records: readonly MachineRecord[], signal: AbortSignal): Promise<void>;
+  /**
+   * Takes the lock of `dir` (a flock on the directory, `lockHolderPath`) on the machine, non-blocking but for a short grace,
+   * and holds it until released or until this process or its connection dies (then the
+   * machine's kernel releases it). `holder` is written beside it for a second controller to read.
+   */
+  lock(dir: string, holder: string, signal: AbortSignal): Promise<MachineLock>;
   /** The text of small non-secret files (receipts); undefined where absent. */
   readTexts(paths: readonly string[], signal: AbortSignal): Promise<readonly (string | undefined)[]>;
   /**
@@ -170,6 +224,9 @@ export interface BoundTransport {
   discardPrevious(paths: readonly string[]): Promise<void>;
   retire(paths: readonly string[]): Promise<void>;
   digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
+  writeRecords(records: readonly MachineRecord[]): Promise<void>;
+  /** As Transport.lock: taking it bounded by the timeout; holding it lasts until release or the command is cancelled. */
+  lock(dir: string, holder: string): Promise<MachineLock>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
   /**
    * As Transport.watchTexts, until `until` aborts (the caller's deadline) or the command is

@@ -5,7 +5,13 @@
  * the slot but left the ssh running; a signal kills it.
  */
 import { setMaxListeners } from 'node:events';
-import type { BoundRenameChannel, BoundTransport, RenameChannel, Transport } from '../mesh/transport.js';
+import type {
+  BoundRenameChannel,
+  BoundTransport,
+  MachineLock,
+  RenameChannel,
+  Transport,
+} from '../mesh/transport.js';
 
 export interface Bounds {
   /** Per operation, per holder: the only timeout baton applies to a transport. */
@@ -59,6 +65,8 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     retire: (paths) => withinBounds(bounds, (s) => transport.retire(paths, s)),
     digests: (paths) => withinBounds(bounds, (s) => transport.digests(paths, s)),
     readTexts: (paths) => withinBounds(bounds, (s) => transport.readTexts(paths, s)),
+    writeRecords: (records) => withinBounds(bounds, (s) => transport.writeRecords(records, s)),
+    lock: (dir, holder) => holdBoundLock(transport, dir, holder, bounds),
     ...(transport.watchTexts
       ? {
           watchTexts: (paths, options, onChange, until) =>
@@ -76,6 +84,52 @@ async function untilEither<T>(
   op: (signal: AbortSignal) => Promise<T>,
 ): Promise<T> {
   return cancel ? op(AbortSignal.any([until, cancel])) : op(until);
+}
+
+/**
+ * Taking the lock is bounded by the timeout; once taken it is held until released or the
+ * command is cancelled (which ends its session: the machine lets it go).
+ */
+async function holdBoundLock(
+  transport: Transport,
+  dir: string,
+  holder: string,
+  bounds: Bounds,
+): Promise<MachineLock> {
+  const life = new AbortController();
+  const parent = bounds.signal;
+  const onParent = () => life.abort(parent?.reason);
+  if (parent?.aborted) onParent();
+  else parent?.addEventListener('abort', onParent, { once: true });
+  const end = () => {
+    parent?.removeEventListener('abort', onParent);
+    life.abort();
+  };
+  const timer = setTimeout(() => life.abort(new NoAnswer(bounds.timeoutMs)), bounds.timeoutMs);
+  let lock: MachineLock;
+  try {
+    lock = await transport.lock(dir, holder, life.signal);
+  } catch (error) {
+    end();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!lock.taken) {
+    end();
+    return lock;
+  }
+  const taken = lock;
+  return {
+    taken: true,
+    release: async () => {
+      try {
+        await taken.release();
+      } finally {
+        end();
+      }
+    },
+  };
 }
 
 /**

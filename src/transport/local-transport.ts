@@ -9,11 +9,19 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
-import { previousPath, rolledBackPath, STAGED_SUFFIX } from '../mesh/transport.js';
+import { flockExclusive } from '../fs/flock.js';
+import {
+  lockHolderPath,
+  previousPath,
+  recordPath,
+  rolledBackPath,
+  STAGED_SUFFIX,
+} from '../mesh/transport.js';
 import {
   abortedError,
   TransportError,
   type FileDigests,
+  type MachineLock,
   type StagedFile,
   type Transport,
 } from '../mesh/transport.js';
@@ -172,17 +180,27 @@ export function localTransport(machine: string, root: string): Transport {
             throw error;
           });
           const login = live === undefined ? undefined : conninfoLogin(live.toString('utf8'));
+          const record = await fs.readFile(at(recordPath(p)), 'utf8').catch(() => undefined);
+          const lockedBy = await lockHolderNow(at(path.posix.dirname(p)));
           out.push({
             live: live === undefined ? undefined : secretDigest(live),
             next: await digestOf(at(p + STAGED_SUFFIX)),
             ...(prev ? { prev } : {}),
             ...(modified === undefined ? {} : { liveModifiedMs: Math.floor(modified) }),
             ...(login ? { liveLogin: login } : {}),
+            ...(record === undefined ? {} : { record: record.split('\n')[0]! }),
+            ...(lockedBy === undefined ? {} : { lockedBy }),
           });
         }
         return out;
       }),
     readTexts: (paths, signal) => wrap('reading', signal, async () => readAll(paths)),
+    writeRecords: (records, signal) =>
+      wrap('writing the rotation record', signal, async () => {
+        for (const r of records) await writeTextAtomic(at(r.path), r.text);
+      }),
+    lock: (dir, holder, signal) =>
+      wrap('taking the provider lock', signal, () => takeLock(at(dir), holder, signal)),
     // The same reader as over ssh, polling this filesystem: every path first, then changes.
     watchTexts: async (paths, watch, onChange, signal) => {
       const reported = new Map<number, string | undefined>();
@@ -232,6 +250,84 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/**
+ * The provider lock on this machine: a kernel flock on the directory `<dir>` held by this
+ * process's descriptor (released by the kernel if baton dies), taken within a short grace (100 ms)
+ * so a status's probe of the same lock (an instant) is not mistaken for a holder, and short
+ * enough that a second controller is refused, not queued behind the first.
+ */
+export const LOCK_GRACE_MS = 100;
+
+async function takeLock(wanted: string, holder: string, signal: AbortSignal): Promise<MachineLock> {
+  const dir = await nearestDirectory(wanted);
+  const words = lockHolderPath(dir);
+  const handle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  let taken;
+  try {
+    taken = await flockExclusive(handle.fd, LOCK_GRACE_MS);
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  if (taken === 'busy') {
+    await handle.close();
+    const said = await fs.readFile(words, 'utf8').catch(() => undefined);
+    return { taken: false, holder: said?.split('\n')[0] };
+  }
+  await writeTextAtomic(words, holder);
+  let released: Promise<void> | undefined;
+  const release = () =>
+    (released ??= (async () => {
+      signal.removeEventListener('abort', onAbort);
+      // Removed while still held: a later holder's words are never the ones removed.
+      await fs.rm(words, { force: true });
+      await handle.close();
+    })());
+  const onAbort = () => void release().catch(() => undefined);
+  signal.addEventListener('abort', onAbort, { once: true });
+  if (signal.aborted) onAbort();
+  return { taken: true, release };
+}
+
+/**
+ * The provider's directory, or (never delivered to yet) its nearest ancestor that exists: taking
+ * the lock creates nothing, so a refused rotation leaves the machine exactly as it was.
+ */
+async function nearestDirectory(dir: string): Promise<string> {
+  for (let d = dir; ; d = path.dirname(d)) {
+    const st = await fs.stat(d).catch(() => undefined);
+    if (st?.isDirectory() || d === path.dirname(d)) return d;
+  }
+}
+
+/** Who holds the lock of `dir` now ('' unsaid), or undefined when it is free (or there is no such directory). */
+async function lockHolderNow(dir: string): Promise<string | undefined> {
+  const handle = await fs
+    .open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
+    .catch(() => undefined);
+  if (!handle) return undefined;
+  try {
+    if ((await flockExclusive(handle.fd, 0)) === 'taken') return undefined;
+  } finally {
+    await handle.close();
+  }
+  const said = await fs.readFile(lockHolderPath(dir), 'utf8').catch(() => '');
+  return said.split('\n')[0]!;
+}
+
+/** A record's text, whole or not at all: temp (0600) → fsync → rename → fsync dir. */
+async function writeTextAtomic(target: string, text: string): Promise<void> {
+  await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+  const temp = `${target}.tmp.${randomBytes(4).toString('hex')}`;
+  await writeExclusive(temp, Buffer.from(`${text}\n`), 0o600);
+  try {
+    await renameDurably(temp, target);
+  } catch (error) {
+    await fs.rm(temp, { force: true });
+    throw error;
+  }
 }
 
 /** temp (O_EXCL, 0600) → write → fsync → rename → fsync dir; parents created 0700. */

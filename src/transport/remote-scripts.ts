@@ -90,9 +90,58 @@ export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256su
 h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
 m() { if [ -f "$1" ]; then stat -c %Y "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo -; else echo -; fi; }
 u() { l=; [ -f "$1" ] && l=$(sed -n '1s/^user=\\([a-z_][a-z0-9_]*\\) .*/\\1/p' "$1" 2>/dev/null); echo "\${l:--}"; }
+# Then the path's rotation record (\`.<name>.rotation\`, its first line) and whether its directory's
+# lock (a flock on the directory) is held now: a probe that takes it for an instant (a holder waits 0.1 s for it).
+r() { if [ -f "$1" ]; then printf '@baton +%s\\n' "$(head -n 1 "$1" | tr -d '\\n')"; else echo '@baton -'; fi; }
+k() {
+  if [ -d "$1" ] && command -v flock >/dev/null 2>&1 && ! flock -n "$1" true 2>/dev/null; then
+    printf '@baton +%s\\n' "$(head -n 1 "$1/.baton.lock.holder" 2>/dev/null | tr -d '\\n')"
+  else echo '@baton -'; fi
+}
 for f in "$@"; do
   printf '@baton %s %s %s %s %s\\n' "$(h "$f")" "$(h "$f.next")" "$(m "$f")" "$(h "\${f%/*}/.\${f##*/}.prev")" "$(u "$f")"
+  r "\${f%/*}/.\${f##*/}.rotation"
+  k "\${f%/*}"
 done`;
+
+// Records arrive on stdin, one line each, for the paths in "$@" (non-secret: rotation ids,
+// pairs, phases and digests); each written whole (temp, sync, rename).
+export const WRITE_RECORDS = `umask 077
+for f in "$@"; do
+  IFS= read -r s || { echo "stdin ended before $f" >&2; exit 3; }
+  d=\${f%/*}
+  mkdir -p "$d" || exit 3
+  t="$f.tmp.$$"
+  printf '%s\\n' "$s" > "$t" || { rm -f "$t"; exit 3; }
+  sync "$t" 2>/dev/null
+  mv -f "$t" "$f" || { rm -f "$t"; exit 3; }
+  sync "$d" 2>/dev/null
+done
+exit 0`;
+
+/**
+ * The provider lock, held by this shell for the session's life: \`$1\` the directory (or, never
+ * delivered to yet, its nearest ancestor that exists: the lock creates nothing), \`$2\` the
+ * holder's words. It answers \`locked\` or \`busy <words>\`, then reads stdin until the controller
+ * ends the session — or dies, or its connection does: stdin ends, the shell exits and the
+ * kernel releases the lock. Nobody has to remove a stale lock by hand.
+ */
+export const LOCK = `umask 077
+command -v flock >/dev/null 2>&1 || { echo "flock is not installed on the machine (util-linux)" >&2; exit 3; }
+d=$1
+while [ ! -d "$d" ] && [ -n "$d" ]; do d=\${d%/*}; done
+[ -n "$d" ] || d=/
+w="$d/.baton.lock.holder"
+exec 9<"$d" || exit 3
+if flock -w 0.1 9; then
+  printf '%s\\n' "$2" > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3
+  echo '@baton locked'
+  cat >/dev/null
+  rm -f "$w"
+else
+  printf '@baton busy %s\\n' "$(head -n 1 "$w" 2>/dev/null | tr -d '\\n')"
+fi
+exit 0`;
 
 export const READ_TEXTS = `for f in "$@"; do
   if [ -f "$f" ]; then printf '@baton +%s\\n' "$(tr -d '\\n' < "$f")"; else echo '@baton -'; fi

@@ -119,6 +119,12 @@ export interface LiveOptions {
   readonly onLine: (line: string) => void;
   /** Stops the child when it aborts (SIGTERM, then SIGKILL). */
   readonly signal: AbortSignal;
+  /**
+   * Its own process group: a Ctrl-C at the terminal reaches baton, not this child. The provider
+   * lock's session must outlive the first signal (the roll-back runs under it); it still ends
+   * when baton dies, since its stdin closes with baton.
+   */
+  readonly ownGroup?: boolean;
 }
 
 export type StartFn = (file: string, args: readonly string[], options: LiveOptions) => LiveProcess;
@@ -127,6 +133,7 @@ export const startProcess: StartFn = (file, args, options) => {
   const child = spawn(file, [...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: childEnv(),
+    ...(options.ownGroup ? { detached: true } : {}),
   });
   let stderr = '';
   let partial = '';

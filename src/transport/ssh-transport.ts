@@ -12,6 +12,8 @@ import {
   CHANNEL,
   COMMIT,
   DIGESTS,
+  LOCK,
+  WRITE_RECORDS,
   DISCARD_PREVIOUS,
   KEEP_PREVIOUS,
   RETIRE,
@@ -29,6 +31,7 @@ import {
   TransportError,
   type ClockOffset,
   type FileDigests,
+  type MachineLock,
   type RenameChannel,
   type TextChange,
   type Transport,
@@ -155,13 +158,16 @@ export function sshTransport(
     },
     digests: async (paths, signal) => {
       if (paths.length === 0) return [];
+      // Three lines a path: its digests, its rotation record, its directory's lock.
       const out = lines(
         await run('reading digests', remoteCommand(DIGESTS, paths), signal),
-        paths.length,
+        paths.length * 3,
         'reading digests',
       );
-      return out.map((line): FileDigests => {
-        const [live, next, modified, prev, login] = line.split(' ');
+      return paths.map((_, i): FileDigests => {
+        const [live, next, modified, prev, login] = out[i * 3]!.split(' ');
+        const record = out[i * 3 + 1]!;
+        const lock = out[i * 3 + 2]!;
         const seconds = Number(modified);
         const kept = asDigest(prev);
         return {
@@ -170,7 +176,70 @@ export function sshTransport(
           ...(kept ? { prev: kept } : {}),
           ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}),
           ...(login && login !== '-' ? { liveLogin: login } : {}),
+          ...(record.startsWith('+') ? { record: record.slice(1) } : {}),
+          ...(lock.startsWith('+') ? { lockedBy: lock.slice(1) } : {}),
         };
+      });
+    },
+    writeRecords: async (records, signal) => {
+      if (records.length === 0) return;
+      const bad = records.find((r) => r.text.includes('\n'));
+      if (bad) throw new TransportError(machine, `a record with a line break cannot be written: ${bad.path}`);
+      await run(
+        'writing the rotation record',
+        remoteCommand(
+          WRITE_RECORDS,
+          records.map((r) => r.path),
+        ),
+        signal,
+        records.map((r) => `${r.text}\n`).join(''),
+      );
+    },
+    // A session of its own on the shared connection, for the rotation's whole life: the remote
+    // shell holds the flock, and ending the session (or losing it) lets the lock go.
+    lock: (dir, holder, signal) => {
+      if (signal.aborted) return Promise.reject(abortedError(machine, 'taking the provider lock', signal));
+      return new Promise<MachineLock>((resolve, reject) => {
+        let answered = false;
+        const child = start(
+          options.sshPath ?? 'ssh',
+          [...sshArgs(target, options.share), remoteCommand(LOCK, [dir, holder.replace(/\n/g, ' ')])],
+          {
+            onLine: (line) => {
+              if (answered || !line.startsWith(ANSWER_PREFIX)) return;
+              const answer = line.slice(ANSWER_PREFIX.length);
+              if (answer === 'locked') {
+                answered = true;
+                let released: Promise<void> | undefined;
+                resolve({
+                  taken: true,
+                  release: () =>
+                    (released ??= (async () => {
+                      child.end();
+                      await child.exited;
+                    })()),
+                });
+              } else if (answer.startsWith('busy')) {
+                answered = true;
+                const words = answer.slice(5).trim();
+                resolve({ taken: false, holder: words === '' ? undefined : words });
+              }
+            },
+            signal,
+            ownGroup: true,
+          },
+        );
+        void child.exited.then((result) => {
+          if (answered) return;
+          answered = true;
+          if (signal.aborted) return reject(abortedError(machine, 'taking the provider lock', signal));
+          try {
+            failedSession(machine, 'taking the provider lock', result);
+            reject(new TransportError(machine, 'taking the provider lock: the machine did not answer'));
+          } catch (error) {
+            reject(error);
+          }
+        });
       });
     },
     readTexts: async (paths, signal) => {

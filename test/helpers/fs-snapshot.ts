@@ -43,3 +43,35 @@ export function makeTempDir(prefix = 'baton-test-'): { dir: string; cleanup: () 
 export function withoutRolledBack(snapshot: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(snapshot).filter(([rel]) => !rel.endsWith('.rolled-back')));
 }
+
+/**
+ * A snapshot without the `.<name>.rotation` records a rotation leaves on the machines (its
+ * intent and ownership, src/mesh/intent.ts): "as before" apart from the rotation's own word on
+ * what became of it, which the caller checks with `rotationRecords`.
+ */
+export function withoutRotationRecords(snapshot: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(snapshot).filter(([rel]) => !rel.endsWith('.rotation')));
+}
+
+/** Every rotation record below `dir`, parsed: relative path → its JSON. */
+export function rotationRecords(dir: string): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const rel of Object.keys(snapshotDir(dir)))
+    if (rel.endsWith('.rotation'))
+      out[rel] = JSON.parse(readFileSync(path.join(dir, rel), 'utf8')) as Record<string, unknown>;
+  return out;
+}
+
+/** The phase of each provider intent below `dir` (consumer records have none): pair → phase. */
+export function intentPhases(dir: string): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.values(rotationRecords(dir))
+      .filter((r) => r.end === 'provides')
+      .map((r) => [r.pair, r.phase]),
+  );
+}
+
+/** A snapshot without the provider lock's holder words (`.baton.lock.holder`), there while a rotation holds the lock. */
+export function withoutLockHolder(snapshot: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(snapshot).filter(([rel]) => !rel.endsWith('.baton.lock.holder')));
+}

@@ -52,6 +52,9 @@ export function dyingAfterProviderCommit(
           retire: gate((paths) => inner.retire(paths)),
           digests: gate((paths) => inner.digests(paths)),
           readTexts: gate((paths) => inner.readTexts(paths)),
+          writeRecords: gate((records) => inner.writeRecords(records)),
+          // A baton that died holds no lock: the machine let it go with the connection.
+          lock: (dir, holder) => inner.lock(dir, holder),
         };
         wrapped.set(machine, t);
       }

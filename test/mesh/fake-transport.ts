@@ -10,6 +10,7 @@ import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import {
   previousPath,
+  recordPath,
   rolledBackPath,
   TransportError,
   type BoundTransport,
@@ -62,6 +63,10 @@ export function fakeMesh(
       for (const p of providerFilesOf(pair))
         paths.add(p).add(path.join(path.dirname(p), '.applied', path.basename(p)));
     }
+    // Each arranged path's rotation record, and the lock of each provider directory.
+    for (const p of [...paths]) paths.add(recordPath(p));
+    for (const pair of plan.pairs)
+      if (pair.providerMachine === holder.machine) paths.add(path.dirname(pair.providerPath));
     arranged.set(holder.machine, paths);
   }
   // Paths outside the plan a test arranges too (a revoke's left login files, on a provider machine).
@@ -73,6 +78,8 @@ export function fakeMesh(
     throw new UnarrangedCall(`fake transport: unarranged call: ${what}`);
   };
   let writes = 0;
+  /** Held provider locks, `machine\0dir` → the holder's words (shared by every transport of this mesh). */
+  const locks = new Map<string, string>();
   const transportFor: TransportFor = (name) => {
     const m = machines[name];
     if (!m) return refuse(`no machine named ${name}`);
@@ -164,8 +171,34 @@ export function fakeMesh(
             next: next === undefined ? undefined : secretDigest(next),
             ...(prev === undefined ? {} : { prev: secretDigest(prev) }),
             ...(login ? { liveLogin: login } : {}),
+            ...(m.files.has(recordPath(p)) ? { record: m.files.get(recordPath(p))! } : {}),
+            ...(locks.has(`${name}\0${path.dirname(p)}`)
+              ? { lockedBy: locks.get(`${name}\0${path.dirname(p)}`)! }
+              : {}),
           };
         });
+      },
+      writeRecords: async (records) => {
+        gate(
+          'writeRecords',
+          records.map((r) => r.path),
+        );
+        for (const r of records) m.files.set(r.path, r.text);
+      },
+      lock: async (dir, holder) => {
+        gate('lock', [dir]);
+        const key = `${name}\0${dir}`;
+        if (locks.has(key)) return { taken: false, holder: locks.get(key) };
+        locks.set(key, holder);
+        let released = false;
+        return {
+          taken: true,
+          release: async () => {
+            if (released) return;
+            released = true;
+            locks.delete(key);
+          },
+        };
       },
       readTexts: async (paths) => {
         gate('readTexts', paths);
@@ -189,4 +222,26 @@ export function provisionerOn(machine: FakeMachine): void {
       );
     }
   };
+}
+
+/** Every machine's files but the rotation records, as one string: "nothing else changed". */
+export function filesWithoutRecords(mesh: FakeMesh): string {
+  return JSON.stringify(
+    Object.entries(mesh.machines).map(([n, m]) => [
+      n,
+      [...m.files].filter(([p]) => !p.endsWith('.rotation')),
+    ]),
+  );
+}
+
+/** The phase each provider intent on the fake machines says: pair → phase. */
+export function intentPhasesOf(mesh: FakeMesh): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const m of Object.values(mesh.machines))
+    for (const [p, text] of m.files)
+      if (p.endsWith('.rotation')) {
+        const r = JSON.parse(text) as Record<string, unknown>;
+        if (r.end === 'provides') out[String(r.pair)] = r.phase;
+      }
+  return out;
 }

@@ -19,7 +19,13 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
-import { makeTempDir, snapshotDir, withoutRolledBack } from '../helpers/fs-snapshot.js';
+import {
+  intentPhases,
+  makeTempDir,
+  snapshotDir,
+  withoutRolledBack,
+  withoutRotationRecords,
+} from '../helpers/fs-snapshot.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { startReceiptWriter } from './receipt-writer.js';
@@ -168,7 +174,12 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     // Every file exactly as before: no .next, no kept previous file; the passwords taken away
     // are kept aside, owner-only, in case the database already holds them.
     const after = snapshotDir(path.join(tmp.dir, 'machines'));
-    expect(withoutRolledBack(after)).toEqual(before);
+    expect(withoutRotationRecords(withoutRolledBack(after))).toEqual(before);
+    // The provider keeps the rotation's last word: taken back, under its id.
+    expect(intentPhases(path.join(tmp.dir, 'machines'))).toEqual({
+      'pg-main:web1-app': 'rolled-back',
+      'pg-main:web2-app': 'rolled-back',
+    });
     expect(
       Object.entries(after)
         .filter(([k]) => k.endsWith('.rolled-back'))
@@ -258,7 +269,13 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       );
       expect(stdout).not.toContain('committed 0/');
       expect(stdout.trim().split('\n').at(-1)).toMatch(/^Nothing is left to do/);
-      expect(withoutRolledBack(snapshotDir(path.join(tmp.dir, 'machines')))).toEqual(before);
+      expect(withoutRotationRecords(withoutRolledBack(snapshotDir(path.join(tmp.dir, 'machines'))))).toEqual(
+        before,
+      );
+      expect(Object.values(intentPhases(path.join(tmp.dir, 'machines')))).toEqual([
+        'rolled-back',
+        'rolled-back',
+      ]);
     });
   }
 
@@ -539,7 +556,11 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     await waitUntil(async () => existsSync(live('db1', 'provides/pg-main/.applied/web2_app')));
     provisioner.stop();
     const files = (snap: Record<string, string>) =>
-      Object.fromEntries(Object.entries(withoutRolledBack(snap)).filter(([k]) => !k.includes('.applied')));
+      Object.fromEntries(
+        Object.entries(withoutRotationRecords(withoutRolledBack(snap))).filter(
+          ([k]) => !k.includes('.applied'),
+        ),
+      );
     const before = snapshotDir(path.join(tmp.dir, 'machines'));
     const inv = loadInventory(inventory);
     const journalDir = path.join(tmp.dir, 'state');
@@ -576,6 +597,10 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.stdout).toContain('Nothing is left to do');
     // Every file as before (the receipts were removed, so the provisioner confirms the old passwords again).
     expect(files(snapshotDir(path.join(tmp.dir, 'machines')))).toEqual(files(before));
+    expect(intentPhases(path.join(tmp.dir, 'machines'))).toEqual({
+      'pg-main:web1-app': 'rolled-back',
+      'pg-main:web2-app': 'rolled-back',
+    });
     const restarted = startReceiptWriter(live('db1', 'provides/pg-main'));
     try {
       await waitUntil(async () => existsSync(live('db1', 'provides/pg-main/.applied/web2_app')));

@@ -34,6 +34,8 @@ function machines(receiptAgoMs = 40) {
     restorePrevious: unused,
     discardPrevious: unused,
     retire: unused,
+    writeRecords: unused,
+    lock: unused,
   };
   const writeReceipt = () => {
     receipt = formatReceipt({

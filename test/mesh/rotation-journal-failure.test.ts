@@ -25,11 +25,11 @@ import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js
 import { Secret } from '../../src/mesh/secret.js';
 import { STAGED_SUFFIX, type TransportFor } from '../../src/mesh/transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { intentPhases, makeTempDir, snapshotDir, withoutRotationRecords } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { fakeMesh } from './fake-transport.js';
+import { fakeMesh, filesWithoutRecords, intentPhasesOf } from './fake-transport.js';
 import { meshInventory, sshMeshInventory } from './mesh-fixture.js';
 import { ifSet } from '../helpers/if-set.js';
 
@@ -217,7 +217,8 @@ describe('a journal failure after prepare, on the strict fake transport', () => 
       expect(result.code).toBe(EXIT_CODES.failed);
       expectJournalFailureReport(result.lines, journalDir, 'unstaged');
       expect(stagedNow()).toEqual([]);
-      expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
+      expect(filesWithoutRecords(mesh)).toBe(before);
+      expect(new Set(Object.values(intentPhasesOf(mesh)))).toEqual(new Set(['rolled-back']));
       for (const m of Object.values(mesh.machines)) expect(m.calls).not.toContain('commit');
       expect(mesh.unarranged).toEqual([]);
     } finally {
@@ -277,7 +278,9 @@ async function expectUnstagedEverywhere(inventory: Inventory, machinesDir: strin
   expect(result.code).toBe(EXIT_CODES.failed);
   expectJournalFailureReport(result.lines, journalDir, 'unstaged');
   expect(stagedUnder(machinesDir)).toEqual([]);
-  expect(snapshotDir(machinesDir)).toEqual(before);
+  expect(withoutRotationRecords(snapshotDir(machinesDir))).toEqual(before);
+  // Each provider's last word on the rotation: taken back.
+  expect(new Set(Object.values(intentPhases(machinesDir)))).toEqual(new Set(['rolled-back']));
 }
 
 describe('a journal failure after prepare, on the real local transport', () => {

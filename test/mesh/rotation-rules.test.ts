@@ -12,7 +12,7 @@ import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import type { BatonError } from '../../src/errors.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
-import { fakeMesh, provisionerOn } from './fake-transport.js';
+import { fakeMesh, provisionerOn, filesWithoutRecords, intentPhasesOf } from './fake-transport.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
 import { meshInventory } from './mesh-fixture.js';
 import { withinBounds } from '../../src/transport/bound-transport.js';
@@ -77,7 +77,9 @@ describe('the all-or-nothing gate', () => {
       expect(mesh.writes()).toBe(0);
       for (const m of Object.values(mesh.machines))
         expect(m.calls.filter((c) => c !== 'resolve')).toEqual([]);
-      expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
+      expect(filesWithoutRecords(mesh)).toBe(before);
+      // Nothing was prepared: not even an intent was written.
+      expect(intentPhasesOf(mesh)).toEqual({});
       expect(lines.join('\n')).toContain(`${down}: ssh: connect to host port 22: Connection refused`);
       expect(lines.join('\n')).toContain('Nothing was generated and nothing was sent');
       const records = await readJournal(dir, 'rot-1');
@@ -474,6 +476,7 @@ describe('leaving an interactive rotation', () => {
       'Interrupted before the commit: every staged file was removed; nothing took effect.',
     ]);
     for (const m of Object.values(mesh.machines)) expect(m.calls).not.toContain('commit');
-    expect(JSON.stringify(Object.entries(mesh.machines).map(([n, m]) => [n, [...m.files]]))).toBe(before);
+    expect(filesWithoutRecords(mesh)).toBe(before);
+    expect(new Set(Object.values(intentPhasesOf(mesh)))).toEqual(new Set(['rolled-back']));
   });
 });

@@ -33,5 +33,7 @@ export function unpluggable(transport: Transport, machine: Machine): Transport {
     retire: async (paths, signal) => (await gate(), transport.retire(paths, signal)),
     digests: async (paths, signal) => (await gate(), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await gate(), transport.readTexts(paths, signal)),
+    writeRecords: async (records, signal) => (await gate(), transport.writeRecords(records, signal)),
+    lock: async (dir, holder, signal) => (await gate(), transport.lock(dir, holder, signal)),
   };
 }

@@ -25,5 +25,7 @@ export function withLatency(latencyMs: number): (transport: Transport) => Transp
     retire: async (paths, signal) => (await delay(signal), transport.retire(paths, signal)),
     digests: async (paths, signal) => (await delay(signal), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await delay(signal), transport.readTexts(paths, signal)),
+    writeRecords: async (records, signal) => (await delay(signal), transport.writeRecords(records, signal)),
+    lock: async (dir, holder, signal) => (await delay(signal), transport.lock(dir, holder, signal)),
   });
 }

@@ -1,0 +1,221 @@
+/**
+ * `mesh resume <id>`, in order: take this journal's lock and the providers' locks, read every
+ * machine once for the rotation's records (rotation-on-machines.ts: a pair now another
+ * rotation's refuses), advance each open pair's intent to `committing`, rename what is staged
+ * (providers first, each consumer after its receipt: src/mesh/resume.ts), record `finished`
+ * where it finished, drop the kept previous files, retire a switched mode's files, revoke what
+ * the rotation asked to, then say per pair where it stands.
+ */
+import path from 'node:path';
+import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
+import { endDigest } from '../mesh/delivery.js';
+import { digestPrefix } from '../mesh/digest.js';
+import { recordIntent, recordOutcome } from '../mesh/intent.js';
+import { appendJournal, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
+import { withMeshLock } from '../mesh/mesh-lock.js';
+import { appliedInJournal, resumablePlan, resumeRotation } from '../mesh/resume.js';
+import { deliveryLabel, type PlannedPair } from '../mesh/rotation-plan.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { MARKS } from '../app/marks.js';
+import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
+import { journalRevoked, revokeAfterCommit, revokeResultLines } from '../app/rotation-revoke.js';
+import { appliedCount, formatWindow, plural, staysOn, switchedLines } from '../app/rotation-text.js';
+import { closingAfter, type OperationPorts } from './operation-ports.js';
+import { holdProviderLocks } from './provider-locks.js';
+import { rotationOnMachines } from './rotation-on-machines.js';
+
+export interface ResumeInputs {
+  readonly id: string;
+  readonly concurrency: number;
+  readonly waitMs: number;
+}
+
+/**
+ * The records with the pairs no longer the rotation's on the machines left out; all of them
+ * settled, the records as they are (resumablePlan then says there is nothing to resume).
+ */
+export function withoutSettled(
+  records: readonly JournalRecord[],
+  settled: ReadonlySet<string>,
+): JournalRecord[] {
+  const prepared = records.find((r) => r.phase === 'prepared');
+  if (!prepared || prepared.pairs.every((p) => settled.has(p.key))) return [...records];
+  return records.map((r) => ({ ...r, pairs: r.pairs.filter((p) => !settled.has(p.key)) }));
+}
+
+export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promise<number> {
+  const { inventory, journal, transports } = ports;
+  const { id, concurrency, waitMs } = inputs;
+  const command = `mesh resume ${id}`;
+  const where = path.join(journal.dir, JOURNAL_FILE);
+  return closingAfter(transports, () =>
+    withMeshLock(journal.dir, journal.mesh, command, async () => {
+      const transportFor = transports.transportFor;
+      // Which pairs to lock comes from the machines or the journal: read once without, then lock and read again.
+      const first = await rotationOnMachines(id, 'resume', inventory, journal, transportFor, concurrency);
+      const planned = resumablePlan(id, withoutSettled(first.records, first.settled), inventory, where);
+      const locks = await holdProviderLocks(planned.pairs, transportFor, command);
+      try {
+        const truth = await rotationOnMachines(
+          id,
+          'resume',
+          inventory,
+          journal,
+          transportFor,
+          concurrency,
+          locks.holder,
+        );
+        const records = withoutSettled(truth.records, truth.settled);
+        const last = records.find((r) => r.phase === 'prepared');
+        const finishedBefore = appliedInJournal(records);
+        const prepared = new Map((last?.pairs ?? []).map((p) => [p.key, p]));
+        const result = await resumeRotation(
+          id,
+          records,
+          inventory,
+          transportFor,
+          {
+            concurrency,
+            waitMs,
+            pollMs: RECEIPT_POLL_MS,
+            beforeCommit: async (pairs) => {
+              const open = pairs.filter((p) => !finishedBefore.has(p.key));
+              const unwritten = await recordIntent(id, open, 'committing', transportFor, concurrency, (p) =>
+                prepared.get(p.key),
+              );
+              if (unwritten.length > 0)
+                throw new BatonError('gate-closed', {
+                  what: `Rotation ${id} cannot be resumed: its intent could not be recorded on ${unwritten.map((u) => `${u.machine} (${u.reason})`).join(', ')}.`,
+                  changed: 'Nothing was renamed.',
+                  next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
+                });
+            },
+          },
+          async (phase, failures, applied) => {
+            if (!last) return;
+            await appendJournal(journal.dir, {
+              ...last,
+              mesh: journal.mesh,
+              at: new Date().toISOString(),
+              operator: ports.operator,
+              phase,
+              results: last.holders.map((h) => {
+                const f = failures.find((x) => x.machine === h.machine);
+                return f
+                  ? { machine: h.machine, ok: false, reason: f.reason }
+                  : { machine: h.machine, ok: phase === 'resumed' };
+              }),
+              ...(applied ? { applied: applied.keys, windows_ms: applied.windows } : {}),
+            });
+          },
+          where,
+        );
+        const done = result.pairs.filter((p) => result.applied.has(p.key));
+        await recordOutcome(id, done, 'finished', transportFor, concurrency);
+        // Finished pairs no longer need the provider's previous file.
+        const byMachine = new Map<string, string[]>();
+        for (const p of done)
+          byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
+        await Promise.all(
+          [...byMachine].map(([machine, paths]) =>
+            transportFor(machine)
+              .discardPrevious(paths)
+              .catch(() => undefined),
+          ),
+        );
+        await retireSwitched(done, transportFor);
+        // The rotation asked for --revoke-previous: finishing it finishes that too, under the same rule (every consumer end live).
+        const request = last?.revoke_previous
+          ? { endSessions: last.revoke_previous.end_sessions }
+          : undefined;
+        const revoked = request
+          ? await revokeAfterCommit(
+              request,
+              result,
+              result.failures,
+              { applied: [...result.applied].map((pair) => ({ pair, windowMs: 0 })), failures: [] },
+              transportFor,
+              { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
+            )
+          : undefined;
+        if (revoked?.some((x) => x.revoked) && last) {
+          await appendJournal(journal.dir, {
+            ...last,
+            mesh: journal.mesh,
+            at: new Date().toISOString(),
+            operator: ports.operator,
+            phase: 'resumed',
+            pairs: last.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })),
+            applied: [...result.applied],
+          });
+        }
+        return report(ports, inputs, { ...result, request, revoked });
+      } finally {
+        await locks.release();
+      }
+    }),
+  );
+}
+
+type Resumed = Awaited<ReturnType<typeof resumeRotation>> & {
+  readonly request: { readonly endSessions: boolean } | undefined;
+  readonly revoked: Awaited<ReturnType<typeof revokeAfterCommit>>;
+};
+
+function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): number {
+  const { id, waitMs } = inputs;
+  const out = ports.out;
+  const renamed =
+    result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
+  const n = result.pairs.length;
+  const pending = result.pairs.filter((p) => !result.applied.has(p.key));
+  out(
+    `${pending.length === 0 ? `Resumed rotation ${id}: all ${plural(n, 'credential')} applied` : `Resumed rotation ${id}: ${appliedCount(result.applied.size, n)}, ${pending.length} pending`}; ${plural(renamed, 'file')} renamed now, ${result.alreadyLive} already live. No secret was generated.`,
+  );
+  for (const holder of result.holders) {
+    for (const d of holder.receives) {
+      const live =
+        d.end === 'provides'
+          ? !result.failures.some((f) => f.machine === holder.machine)
+          : result.applied.has(d.pair);
+      out(
+        `  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(result.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`,
+      );
+    }
+  }
+  for (const pair of result.pairs) {
+    const ms = result.windows[pair.key];
+    if (pair.login) out(resumedAlternatingLine(pair, result.applied.has(pair.key), waitMs));
+    else if (result.applied.has(pair.key))
+      out(
+        `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`,
+      );
+    else
+      out(
+        `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`,
+      );
+  }
+  for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
+  for (const line of revokeResultLines(result.request, result.revoked, ports.suggester)) out(line);
+  for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+  if (result.failures.length > 0) {
+    out(`Next: fix the machine, then run: ${renderStep(ports.suggester, nextStep(`mesh resume ${id}`))}`);
+    return EXIT_CODES.failed;
+  }
+  if (pending.length > 0) {
+    out(
+      `Next: once the provisioner has applied them (its receipt), run ${renderStep(ports.suggester, nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ports.suggester, nextStep(`mesh rollback ${id}`))}`,
+    );
+    return EXIT_CODES['action-needed'];
+  }
+  if (result.revoked?.some((x) => !x.revoked)) return EXIT_CODES['action-needed'];
+  return EXIT_OK;
+}
+
+/** A resumed alternating pair: moved to its login, or still on the one it was on, which works. */
+function resumedAlternatingLine(pair: PlannedPair, applied: boolean, waitMs: number): string {
+  if (applied)
+    return `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.login!.role}; ${pair.consumer} moved to it (no window)`;
+  return `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.login!.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; ${staysOn(pair)}.`;
+}

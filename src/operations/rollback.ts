@@ -1,0 +1,175 @@
+/**
+ * `mesh rollback <id>`, in order: take this journal's lock and the providers' locks, read
+ * every machine once for the rotation's records (a pair whose provider names another
+ * unfinished rotation refuses X, naming it; a pair X no longer holds is left alone), take back
+ * each open pair (its consumer first: one already live is finished, never taken back —
+ * src/mesh/rollback.ts), record `finished` or `rolled-back` on each provider and in the journal,
+ * and say per pair how it ended. Generates nothing.
+ */
+import path from 'node:path';
+import { EXIT_CODES, EXIT_OK } from '../errors.js';
+import { unstageAll } from '../mesh/delivery.js';
+import { recordOutcome, recordTakenBack } from '../mesh/intent.js';
+import { findMachine } from '../mesh/inventory.js';
+import { holdersOf, providerFilesOf, type PlannedPair } from '../mesh/rotation-plan.js';
+import { nextStep, renderStep } from '../next-step.js';
+import { MARKS } from '../app/marks.js';
+import { plural } from '../app/rotation-text.js';
+import { appendJournal, JOURNAL_FILE } from '../mesh/journal.js';
+import { withMeshLock } from '../mesh/mesh-lock.js';
+import { appliedInJournal, resumablePlan } from '../mesh/resume.js';
+import { previousInJournal, rollBackPairs } from '../mesh/rollback.js';
+import { retireSwitched } from '../mesh/switch-mode.js';
+import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
+import { rolledBackLines } from '../app/rotation-text.js';
+import { closingAfter, type OperationPorts } from './operation-ports.js';
+import { holdProviderLocks } from './provider-locks.js';
+import { rotationOnMachines } from './rotation-on-machines.js';
+
+export interface RollbackInputs {
+  readonly id: string;
+  readonly concurrency: number;
+  readonly waitMs: number;
+}
+
+export async function rollback(ports: OperationPorts, inputs: RollbackInputs): Promise<number> {
+  const { inventory, journal, transports } = ports;
+  const { id, concurrency, waitMs } = inputs;
+  const command = `mesh rollback ${id}`;
+  const where = path.join(journal.dir, JOURNAL_FILE);
+  return closingAfter(transports, () =>
+    withMeshLock(journal.dir, journal.mesh, command, async () => {
+      const transportFor = transports.transportFor;
+      const first = await rotationOnMachines(id, 'rollback', inventory, journal, transportFor, concurrency);
+      if (first.preparing.length > 0) return takeBackPreparing(ports, id, first.preparing, concurrency);
+      const locks = await holdProviderLocks(
+        resumablePlan(id, first.records, inventory, where).pairs,
+        transportFor,
+        command,
+      );
+      try {
+        const { records, settled } = await rotationOnMachines(
+          id,
+          'rollback',
+          inventory,
+          journal,
+          transportFor,
+          concurrency,
+          locks.holder,
+        );
+        const { pairs, digests } = resumablePlan(id, records, inventory, where);
+        const finished = appliedInJournal(records);
+        // Only what is still rotation X's on the machines is touched: never a later rotation's files.
+        const open = pairs.filter((p) => !finished.has(p.key) && !settled.has(p.key));
+        const results = await rollBackPairs(open, digests, previousInJournal(records), transportFor, {
+          concurrency,
+          waitMs,
+          pollMs: RECEIPT_POLL_MS,
+        });
+        const done = new Set(results.filter((x) => x.result === 'finished').map((x) => x.pair));
+        const takenBack = new Set(
+          results.filter((x) => x.result === 'rolled-back' && !x.leftover).map((x) => x.pair),
+        );
+        await recordOutcome(
+          id,
+          open.filter((p) => done.has(p.key)),
+          'finished',
+          transportFor,
+          concurrency,
+        );
+        await recordOutcome(
+          id,
+          open.filter((p) => takenBack.has(p.key)),
+          'rolled-back',
+          transportFor,
+          concurrency,
+        );
+        // A pair the roll-back found finished is a finished switch too.
+        await retireSwitched(
+          open.filter((p) => done.has(p.key)),
+          transportFor,
+        );
+        const last = records.find((r) => r.phase === 'prepared')!;
+        // One word per outcome: a roll-back that finished every pair it touched finished the rotation.
+        const allFinished = results.length > 0 && results.every((r) => r.result === 'finished');
+        await appendJournal(journal.dir, {
+          ...last,
+          mesh: journal.mesh,
+          at: new Date().toISOString(),
+          operator: ports.operator,
+          phase: allFinished ? 'finished' : 'rolled-back',
+          results: last.holders.map((h) => ({ machine: h.machine, ok: true })),
+          applied: [...finished, ...done],
+          rolled_back: results.map((r) => ({
+            pair: r.pair,
+            result: r.result,
+            ...('receipt' in r ? { receipt: r.receipt } : {}),
+            ...('reason' in r
+              ? { reason: r.reason }
+              : 'leftover' in r && r.leftover
+                ? { reason: r.leftover }
+                : {}),
+          })),
+        });
+        const lines = rolledBackLines(
+          {
+            id,
+            plan: { pairs, selectorText: last.selector },
+            applied: [...finished],
+            windows: {},
+            failures: [],
+            stopped: 'mesh rollback',
+            results,
+          },
+          ports.suggester,
+        );
+        for (const line of lines) ports.out(line);
+        return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover))
+          ? EXIT_OK
+          : EXIT_CODES['action-needed'];
+      } finally {
+        await locks.release();
+      }
+    }),
+  );
+}
+
+/**
+ * A rotation killed while it prepared: no record anywhere says what it staged, but its providers
+ * hold its intent. Its staged ends are removed (nothing of it was ever live) and each provider
+ * records it taken back.
+ */
+async function takeBackPreparing(
+  ports: OperationPorts,
+  id: string,
+  pairs: readonly PlannedPair[],
+  concurrency: number,
+): Promise<number> {
+  const transportFor = ports.transports.transportFor;
+  const locks = await holdProviderLocks(pairs, transportFor, `mesh rollback ${id}`);
+  try {
+    const holders = holdersOf(pairs, (name) => findMachine(ports.inventory, name));
+    // Every provider-end file the pair may have: an alternating pair stages beside either login.
+    const extra = holdersOf(
+      pairs.flatMap((p) =>
+        providerFilesOf(p).map((providerPath) => ({ ...p, providerPath, consumerPath: p.consumerPath })),
+      ),
+      (name) => findMachine(ports.inventory, name),
+    );
+    const failures = await unstageAll([...holders, ...extra], transportFor, concurrency);
+    await recordTakenBack(id, pairs, failures, transportFor, concurrency);
+    if (failures.length > 0) {
+      for (const f of failures) ports.out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+      ports.out(
+        `Rotation ${id} never finished preparing; its staged files could not all be removed. Make the machines reachable, then run ${renderStep(ports.suggester, nextStep(`mesh rollback ${id}`))} again.`,
+      );
+      return EXIT_CODES.failed;
+    }
+    ports.out(
+      `Rotation ${id} never finished preparing: its staged files were removed on ${plural(pairs.length, 'pair')} (${pairs.map((p) => p.key).join(', ')}); nothing of it took effect. Nothing is left to do.`,
+    );
+    return EXIT_OK;
+  } finally {
+    await locks.release();
+  }
+}

@@ -1,0 +1,296 @@
+/**
+ * A rotation's truth lives on the machines (docs/mesh-rotation.md, "The records on the
+ * machines" and "The provider lock"): the built CLI against real directories, two controllers
+ * with two state dirs, rotations killed at the worst moments, and the operator following what
+ * `mesh status --json` suggests, pasted as printed, until it says exit 0.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import { loadInventory } from '../../src/mesh/inventory.js';
+import { readJournal } from '../../src/mesh/journal.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
+import { makeTempDir, rotationRecords, snapshotDir } from '../helpers/fs-snapshot.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { dyingAfterProviderCommit } from './dying-baton.js';
+import { writeLocalMesh } from './mesh-fixture.js';
+import { startReceiptWriter } from './receipt-writer.js';
+
+const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
+const PAIR = 'pg-main:web1-app';
+
+let tmp: { dir: string; cleanup: () => void };
+let inventory: string;
+beforeEach(() => {
+  tmp = makeTempDir('baton-machine-truth-');
+  inventory = writeLocalMesh(tmp.dir);
+});
+afterEach(() => tmp.cleanup());
+
+type Run = { code: number | null; stdout: string; stderr: string };
+
+/** The built CLI with the given words after `baton` (global flags included), run from the test's dir. */
+function batonWords(words: readonly string[]): Promise<Run> {
+  const child = spawn(process.execPath, [BATON, ...words], {
+    cwd: tmp.dir,
+    env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+}
+
+const baton = (stateDir: string, ...args: string[]) => batonWords(['--state-dir', stateDir, ...args]);
+const live = (machine: string, file: string) =>
+  path.join(tmp.dir, 'machines', machine, '/var/lib/baton/mesh', file);
+const providerEnd = () => live('db1', 'provides/pg-main/web1_app');
+const consumerEnd = () => live('web1', 'consumes/pg-main/web1_app');
+
+function seedOld(): void {
+  for (const m of ['web1', 'web2'])
+    for (const file of [live(m, `consumes/pg-main/${m}_app`), live('db1', `provides/pg-main/${m}_app`)]) {
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, `old-${m}`, { mode: 0o600 });
+    }
+}
+
+/** Both ends of the pair hold one password and nothing is staged: a consumer logs in. */
+function expectPairWhole(): void {
+  expect(readFileSync(consumerEnd(), 'utf8')).toBe(readFileSync(providerEnd(), 'utf8'));
+  expect(existsSync(`${providerEnd()}.next`)).toBe(false);
+  expect(existsSync(`${consumerEnd()}.next`)).toBe(false);
+}
+
+async function waitUntil(check: () => boolean | Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * Follows `mesh status --json`'s first next step, pasted exactly as printed (its `command`),
+ * until status exits 0; returns what was run. A suggestion that is refused fails the test.
+ */
+async function followStatus(stateDir: string, limit = 6): Promise<string[]> {
+  const ran: string[] = [];
+  for (let i = 0; i < limit; i++) {
+    const status = await baton(stateDir, 'mesh', 'status', '--inventory', inventory, '--json');
+    if (status.code === 0) return ran;
+    const doc = JSON.parse(status.stdout) as {
+      pairs: { consumer: string; state: string; next_steps: { command: string }[] }[];
+    };
+    const step = doc.pairs.find((p) => p.next_steps.length > 0)?.next_steps[0];
+    if (!step) throw new Error(`status exits ${status.code} and suggests nothing: ${status.stdout}`);
+    const words = step.command.split(' ').slice(1);
+    const r = await batonWords(words);
+    ran.push(`${step.command} → ${r.code}`);
+    if (r.code !== 0 && r.code !== 3) throw new Error(`${step.command} exited ${r.code}: ${r.stderr}`);
+  }
+  throw new Error(`status never reached exit 0: ${ran.join('; ')}`);
+}
+
+/** A transport under which baton "dies" (every call hangs) once the provider end is staged, before the consumer's is. */
+function dyingDuringPrepare(transportFor: TransportFor): { transportFor: TransportFor; dead: Promise<void> } {
+  let dead = false;
+  let died: () => void = () => undefined;
+  const deadPromise = new Promise<void>((resolve) => (died = resolve));
+  const never = new Promise<never>(() => undefined);
+  const wrapped = new Map<string, BoundTransport>();
+  return {
+    dead: deadPromise,
+    transportFor: (machine) => {
+      let t = wrapped.get(machine);
+      if (!t) {
+        const inner = transportFor(machine);
+        t = new Proxy(inner, {
+          get(target, key, receiver) {
+            const value = Reflect.get(target, key, receiver) as unknown;
+            if (typeof value !== 'function') return value;
+            return async (...args: unknown[]) => {
+              if (dead) return never;
+              if (key === 'stage' && machine !== 'db1') {
+                dead = true;
+                died();
+                return never;
+              }
+              return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+            };
+          },
+        });
+        wrapped.set(machine, t);
+      }
+      return t;
+    },
+  };
+}
+
+describe('a rotation whose truth lives on the machines (the built CLI, local transport)', () => {
+  it('two state dirs rotating one pair at once, 6 races: in every race one is exit 5 naming the holder, and the pair ends whole', async () => {
+    seedOld();
+    const outcomes: string[] = [];
+    for (let race = 0; race < 6; race++) {
+      // The provisioner answers only after both have started, so the first holds its lock while the second arrives.
+      let writer: { stop(): void } | undefined;
+      const late = setTimeout(() => (writer = startReceiptWriter(live('db1', 'provides/pg-main'))), 1500);
+      const args = ['mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', '10'];
+      const [a, b] = await Promise.all([
+        baton(path.join(tmp.dir, 'state-a'), ...args),
+        baton(path.join(tmp.dir, 'state-b'), ...args),
+      ]);
+      clearTimeout(late);
+      writer?.stop();
+      const codes = [a.code, b.code].sort();
+      outcomes.push(codes.join('/'));
+      expect(codes).toEqual([0, 5]);
+      const refused = a.code === 5 ? a : b;
+      expect(refused.stderr).toMatch(/mesh rotate --pair pg-main:web1-app \(pid \d+ on \S+ since \S+\)/);
+      expect(refused.stderr).toContain('Nothing was generated and nothing was sent.');
+      expectPairWhole();
+    }
+    console.log(`two controllers, 6 races: ${outcomes.join(', ')} (exit codes; one 5 in each)`);
+  }, 120_000);
+
+  it('rotation X stalls and rolls back, rotation Y is killed between its commits: mesh rollback X leaves Y untouched, and status --json, followed as printed, ends at exit 0', async () => {
+    seedOld();
+    const stateDir = path.join(tmp.dir, 'state');
+    // X: no provisioner answers within its wait, so it rolls back (exit 3).
+    const x = await baton(
+      stateDir,
+      'mesh',
+      'rotate',
+      '--pair',
+      PAIR,
+      '--inventory',
+      inventory,
+      '--yes',
+      '--wait',
+      '0.3',
+    );
+    expect(x.code).toBe(3);
+    const idX = /Rotation (\S+):/.exec(x.stdout)![1]!;
+    // Y: the provisioner applies, and baton dies right after the provider commit.
+    const writer = startReceiptWriter(live('db1', 'provides/pg-main'));
+    const inv = loadInventory(inventory);
+    const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
+      id: 'rot-y',
+      plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir: stateDir,
+        operator: 't',
+        resolve: { concurrency: 2 },
+        concurrency: 2,
+        waitMs: 60_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
+    });
+    await dying.dead;
+    await waitUntil(async () => (await readJournal(stateDir, 'rot-y')).some((r) => r.phase === 'committed'));
+    writer.stop();
+    const machines = path.join(tmp.dir, 'machines');
+    const before = snapshotDir(machines);
+    // Pasted from scrollback: the older id. Refused, naming the unfinished one; nothing touched.
+    const rollbackX = await baton(
+      stateDir,
+      'mesh',
+      'rollback',
+      idX,
+      '--inventory',
+      inventory,
+      '--wait',
+      '0.2',
+    );
+    expect(rollbackX.code).toBe(2);
+    expect(rollbackX.stderr).toContain(`${PAIR} belongs to rotation rot-y, which has not finished`);
+    expect(rollbackX.stderr).toMatch(/mesh resume rot-y/);
+    expect(snapshotDir(machines)).toEqual(before);
+    expect(existsSync(`${consumerEnd()}.next`)).toBe(true);
+    // The provider's intent names Y, committing.
+    const intent = Object.values(rotationRecords(machines)).find(
+      (r) => r.pair === PAIR && r.end === 'provides',
+    )!;
+    expect([intent.rotation, intent.phase]).toEqual(['rot-y', 'committing']);
+    // The operator now follows status, as printed.
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      const ran = await followStatus(stateDir);
+      expect(ran.length).toBeGreaterThan(0);
+      expect(ran[0]).toMatch(/mesh resume rot-y/);
+      console.log(`followed status: ${ran.join(' ; ')}`);
+    } finally {
+      provisioner.stop();
+    }
+    expectPairWhole();
+  }, 60_000);
+
+  it('baton killed during prepare: the leftover names that rotation (not an older finished one), rotate refuses naming it, and its rollback takes it back', async () => {
+    seedOld();
+    const stateDir = path.join(tmp.dir, 'state');
+    // An older rotation that finished.
+    const writer = startReceiptWriter(live('db1', 'provides/pg-main'));
+    const first = await baton(
+      stateDir,
+      'mesh',
+      'rotate',
+      '--pair',
+      PAIR,
+      '--inventory',
+      inventory,
+      '--yes',
+      '--wait',
+      '5',
+    );
+    writer.stop();
+    expect(first.code).toBe(0);
+    const inv = loadInventory(inventory);
+    const dying = dyingDuringPrepare(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
+      id: 'rot-p',
+      plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir: stateDir,
+        operator: 't',
+        resolve: { concurrency: 2 },
+        concurrency: 2,
+        waitMs: 5_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
+    });
+    await dying.dead;
+    await waitUntil(() => existsSync(`${providerEnd()}.next`) || existsSync(`${consumerEnd()}.next`));
+    const status = await baton(stateDir, 'mesh', 'status', '--inventory', inventory, '--json');
+    expect(status.code).toBe(3);
+    const pair = (
+      JSON.parse(status.stdout) as {
+        pairs: { consumer: string; resume_id: string | null; next_steps: { command: string }[] }[];
+      }
+    ).pairs.find((p) => p.consumer === 'web1-app')!;
+    expect(pair.resume_id).toBe('rot-p');
+    // Only the way out that works now: resume would be refused (nothing of it was prepared whole).
+    expect(pair.next_steps.map((s) => s.command)).toEqual([expect.stringMatching(/mesh rollback rot-p/)]);
+    const rotate = await baton(stateDir, 'mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes');
+    expect(rotate.code).toBe(3);
+    expect(rotate.stderr).toContain('rotation rot-p');
+    const ran = await followStatus(stateDir);
+    expect(ran).toEqual([expect.stringMatching(/mesh rollback rot-p .*→ 0$/)]);
+    expectPairWhole();
+  }, 60_000);
+});
