@@ -149,7 +149,10 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const planned = planRotation(inventory, selector);
   const journal = meshJournal(ctx, inventory);
   const history = await meshHistory(journal);
-  const transports = openCommandTransports(inventory.machines, { timeoutMs: options.timeoutMs });
+  const transports = openCommandTransports(inventory.machines, {
+    timeoutMs: options.timeoutMs,
+    concurrency: options.concurrency,
+  });
   let resolutions: Awaited<ReturnType<typeof resolveHolders>>;
   let inspected: Awaited<ReturnType<typeof inspectPlan>>;
   try {
@@ -281,6 +284,7 @@ async function rotateLocked(
   // The rotation handles its own signals (stopOnSignals): the transports must outlive the first one to roll back.
   const transports = openCommandTransports(inventory.machines, {
     timeoutMs: resolve.timeoutMs,
+    concurrency: resolve.concurrency,
     noSignalHandlers: true,
   });
   let plan = planRotation(inventory, selector);
@@ -393,7 +397,7 @@ async function resumeLocked(
   const records = await readJournal(journalDir, id);
   const operator = operatorName(ctx.env);
   const last = records.find((r) => r.phase === 'prepared');
-  const transports = openCommandTransports(inventory.machines, { timeoutMs });
+  const transports = openCommandTransports(inventory.machines, { timeoutMs, concurrency });
   const result = await resumeRotation(
     id,
     records,
@@ -616,7 +620,7 @@ export async function runMeshRollback(
     const { pairs, digests } = resumablePlan(id, records, inventory, where);
     const finished = appliedInJournal(records);
     const open = pairs.filter((p) => !finished.has(p.key));
-    const transports = openCommandTransports(inventory.machines, { timeoutMs });
+    const transports = openCommandTransports(inventory.machines, { timeoutMs, concurrency });
     const results = await rollBackPairs(open, digests, previousInJournal(records), transports.transportFor, {
       concurrency,
       waitMs,
