@@ -30,6 +30,7 @@ import { rotationRollbackCase } from './cases/rotation-rollback.bench-case.js';
 import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 import { sshWindowCase } from './cases/ssh-window.bench-case.js';
 import { alternatingWindowCase } from './cases/alternating-window.bench-case.js';
+import { fleetCase } from './cases/fleet.bench-case.js';
 
 const CASES: readonly BenchCase[] = [
   startupCase,
@@ -45,6 +46,7 @@ const CASES: readonly BenchCase[] = [
   sshHandshakesCase,
   sshWindowCase,
   alternatingWindowCase,
+  fleetCase,
 ];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
