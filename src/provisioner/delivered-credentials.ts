@@ -65,8 +65,15 @@ const RACY_MS = 25;
 
 export class DeliveredCredentials {
   private readonly cache = new Map<string, { readonly stat: string; readonly result: DeliveredCredential }>();
+  /** Every name the last scan listed, dotfiles included (a rolled-back file is one). */
+  private names: ReadonlySet<string> = new Set();
 
   constructor(readonly dir: string) {}
+
+  /** Whether the last scan listed `name` (any entry of the directory). */
+  listed(name: string): boolean {
+    return this.names.has(name);
+  }
 
   scan(): DeliveredScan {
     let names: string[];
@@ -75,6 +82,7 @@ export class DeliveredCredentials {
     } catch (error) {
       return { ok: false, problem: describeFsError(error) };
     }
+    this.names = new Set(names);
     const credentials: DeliveredCredential[] = [];
     const seen = new Set<string>();
     for (const name of names.sort()) {

@@ -31,6 +31,7 @@ import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 import { sshWindowCase } from './cases/ssh-window.bench-case.js';
 import { alternatingWindowCase } from './cases/alternating-window.bench-case.js';
 import { fleetCase } from './cases/fleet.bench-case.js';
+import { provisioner5000Case } from './cases/provisioner-5000.bench-case.js';
 
 const CASES: readonly BenchCase[] = [
   startupCase,
@@ -47,6 +48,7 @@ const CASES: readonly BenchCase[] = [
   sshWindowCase,
   alternatingWindowCase,
   fleetCase,
+  provisioner5000Case,
 ];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');
