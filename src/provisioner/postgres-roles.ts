@@ -317,14 +317,14 @@ export function postgresRoles(
           const rows = await rolesNamed(roles.map((r) => r.role));
           for (const { role, verifier } of roles) {
             const row = rows.get(role);
-            await query('SAVEPOINT baton_role');
             try {
+              // One round trip per role: the savepoint, the statement and its release in one
+              // simple query (no parameters: passwordStatement quotes everything itself).
               await query(
-                passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
+                `SAVEPOINT baton_role; ${passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
                   clearExpiry: row?.expired === true,
-                }),
+                })}; RELEASE SAVEPOINT baton_role`,
               );
-              await query('RELEASE SAVEPOINT baton_role');
               outcomes.set(role, row ? 'updated' : 'created');
             } catch (error) {
               if (error instanceof ConnectionLost) throw error;
