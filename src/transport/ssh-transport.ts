@@ -275,6 +275,7 @@ export function sshTransport(
         },
       );
       const result = await child.exited.finally(session.done);
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- aborted while the session ran
       if (signal.aborted) return;
       failedSession(machine, 'watching receipts', result);
     },
@@ -335,7 +336,11 @@ function sharedChannel(
   signal: AbortSignal,
 ): Promise<RenameChannel> {
   let byKey = channelsByShare.get(share);
-  if (!byKey) channelsByShare.set(share, (byKey = new Map()));
+  if (!byKey)
+    channelsByShare.set(
+      share,
+      (byKey = new Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>()),
+    );
   let entry = byKey.get(key);
   if (!entry) {
     const life = new AbortController();
@@ -347,7 +352,7 @@ function sharedChannel(
     byKey.set(key, entry);
     const opened = entry;
     channel.catch(() => {
-      if (byKey!.get(key) === opened) byKey!.delete(key);
+      if (byKey.get(key) === opened) byKey.delete(key);
     });
   }
   const used = entry;
@@ -365,7 +370,7 @@ function sharedChannel(
           closed = true;
           used.users -= 1;
           if (used.users === 0) {
-            if (byKey!.get(key) === used) byKey!.delete(key);
+            if (byKey.get(key) === used) byKey.delete(key);
             channel.close();
             used.life.abort();
           }
