@@ -6,24 +6,53 @@
 // Start-up is mostly compiling. Node ≥ 22.1 keeps compiled code itself
 // (module.enableCompileCache); Node 20 does not, so the app runs as a vm.Script from the V8
 // code cache the build wrote. V8 checks a cache against the source's length only, so the
-// cache is named after the content's hash and offered only to that content; a cache V8
-// refuses (another Node, other flags) costs time, never a start. Nothing here writes.
+// cache is named after what the build wrote (the file's size and mtime), the Node version and
+// the V8 flags, and offered only to that: hashing the app at every start cost more than the
+// cache saved a monitor loop, and a cache of another Node is not even read. A cache V8 still
+// refuses costs time, never a start. Nothing here writes.
 'use strict';
-const { createHash } = require('node:crypto');
-const { readFileSync } = require('node:fs');
+const { readFileSync, statSync } = require('node:fs');
 const Module = require('node:module');
 const path = require('node:path');
 const vm = require('node:vm');
 
 const APP = path.join(__dirname, '..', 'dist', 'app.cjs');
 
-/** Compiles dist/app.cjs (from its cache when `useCache` and one was made from this content). */
+/** The flags V8 compiles under: this process's own (not `-e`'s script) and NODE_OPTIONS. */
+function v8Flags() {
+  const flags = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    if (['-e', '--eval', '-p', '--print'].includes(argv[i])) i++;
+    else if (!/^(-e|--eval|-p|--print)=/.test(argv[i])) flags.push(argv[i]);
+  }
+  return [...flags, process.env.NODE_OPTIONS ?? ''].join(' ').trim();
+}
+
+/** FNV-1a of a short string: a file-name-safe digest of the flags without loading node:crypto. */
+function fnv1a(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, '0');
+}
+
+/**
+ * What a cache is made for: the app file as the build wrote it (a rebuild, an edit or a copy
+ * changes its mtime), the Node version and the V8 flags.
+ */
+function cacheKey() {
+  const stat = statSync(APP);
+  const flags = v8Flags();
+  return `${stat.size}-${Math.round(stat.mtimeMs)}-${process.version}${flags ? `-${fnv1a(flags)}` : ''}`;
+}
+
+/** Compiles dist/app.cjs (from its cache when `useCache` and one was made for this file, Node and flags). */
 function loadApp({ useCache = true, ui } = {}) {
+  const key = cacheKey();
   const source = readFileSync(APP);
-  const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
   let cachedData;
   try {
-    if (useCache) cachedData = readFileSync(`${APP}.${hash}.cache`);
+    if (useCache) cachedData = readFileSync(`${APP}.${key}.cache`);
   } catch {
     cachedData = undefined; // none: compile
   }
@@ -42,7 +71,7 @@ function loadApp({ useCache = true, ui } = {}) {
   return {
     exports: module.exports,
     script,
-    hash,
+    key,
     cacheUsed: cachedData !== undefined && !script.cachedDataRejected,
   };
 }

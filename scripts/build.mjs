@@ -204,7 +204,8 @@ writeFileSync(
 // The code cache: V8's compiled code after the app has read a published authority with
 // `status --json` (what a monitor runs every minute), in a scratch deployment that sees no
 // operator config; `sync` publishes one there first, in a process of its own (its code would
-// only make every start deserialize more). Named after the content's hash (bin/baton.js).
+// only make every start deserialize more). Named after the file's size and mtime, the Node
+// version and the V8 flags (bin/baton.js, cacheKey): nothing is hashed at start.
 const scratch = mkdtempSync(path.join(tmpdir(), 'baton-build-'));
 try {
   const flags = [
@@ -225,7 +226,7 @@ try {
       `const app = require(${JSON.stringify(path.join(root, 'bin/baton.js'))}).loadApp({ useCache: false });`,
       `app.exports.main(['node', 'baton', ...${JSON.stringify([...flags, ...args])}]).then(() => {`,
       '  if (process.exitCode) throw new Error(`exit ${process.exitCode}`);',
-      `  if (${args[0] === 'status'}) require('node:fs').writeFileSync(\`${path.join(dist, 'app.cjs')}.\${app.hash}.cache\`, app.script.createCachedData());`,
+      `  if (${args[0] === 'status'}) require('node:fs').writeFileSync(\`${path.join(dist, 'app.cjs')}.\${app.key}.cache\`, app.script.createCachedData());`,
       '});',
     ].join('\n');
     const run = spawnSync(process.execPath, ['-e', script], {

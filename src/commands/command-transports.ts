@@ -14,6 +14,8 @@ import { sshConnectionShare, type SshConnectionShare } from '../transport/ssh-co
 export interface CommandTransportOptions {
   /** `--timeout`: per operation, per holder. */
   readonly timeoutMs: number;
+  /** `--concurrency`: what the ssh transport names when sshd's limits refuse a connection. */
+  readonly concurrency?: number;
   readonly exec?: ExecFn;
   readonly sshPath?: string;
   readonly wrap?: TransportOptions['wrap'];
@@ -66,6 +68,7 @@ export function openCommandTransports(
     }
   }
   const ssh = {
+    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
     ...(options.exec ? { exec: options.exec } : {}),
     ...(options.sshPath ? { sshPath: options.sshPath } : {}),
     ...(share ? { share } : {}),

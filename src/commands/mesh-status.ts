@@ -35,7 +35,7 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const holder = meshLockHolder(journal.dir, journal.mesh);
   const running = holder ? `${holder.command} (pid ${holder.pid} on ${holder.host})` : undefined;
   const suggester = ctx.suggester(flags.inventory);
-  const transports = openCommandTransports(inventory.machines, { timeoutMs });
+  const transports = openCommandTransports(inventory.machines, { timeoutMs, concurrency });
   try {
     if (hasTerminal(ctx) && !flags.json) {
       const read = (onMachine: (machine: string, ok: boolean) => void) =>

@@ -88,14 +88,15 @@ function portsFor(
   ctx: CliContext,
   flags: Pick<MeshFlags, 'inventory'>,
   inventory: Inventory,
-  timeoutMs: number,
+  limits: { readonly timeoutMs: number; readonly concurrency?: number },
   options: { readonly noSignalHandlers?: boolean; readonly out?: (line: string) => void } = {},
 ): OperationPorts {
   return {
     inventory,
     journal: meshJournal(ctx, inventory),
     transports: openCommandTransports(inventory.machines, {
-      timeoutMs,
+      timeoutMs: limits.timeoutMs,
+      ...(limits.concurrency === undefined ? {} : { concurrency: limits.concurrency }),
       ...(options.noSignalHandlers ? { noSignalHandlers: true } : {}),
     }),
     operator: operatorName(ctx.env),
@@ -109,7 +110,7 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
   const selector = parseSelector(flags);
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const inventory = inventoryFrom(ctx, flags);
-  return plan(portsFor(ctx, flags, inventory, timeoutMs), {
+  return plan(portsFor(ctx, flags, inventory, { timeoutMs, concurrency }), {
     selector,
     concurrency,
     json: flags.json === true,
@@ -136,7 +137,13 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   const write = (line: string) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`));
   const config = ctx.config();
   // The rotation handles its own signals (stopOnSignals): the transports must outlive the first one to roll back.
-  const ports = portsFor(ctx, flags, inventory, timeoutMs, { noSignalHandlers: true, out: write });
+  const ports = portsFor(
+    ctx,
+    flags,
+    inventory,
+    { timeoutMs, concurrency },
+    { noSignalHandlers: true, out: write },
+  );
   const stop = new AbortController();
   const present: PresentRotation = async ({ id, plan: planned, deps }) => {
     const unhook = stopOnSignals(stop);
@@ -183,7 +190,7 @@ export async function runMeshResume(
   const inventory = inventoryFrom(ctx, flags);
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  return resume(portsFor(ctx, flags, inventory, timeoutMs), { id, concurrency, waitMs });
+  return resume(portsFor(ctx, flags, inventory, { timeoutMs, concurrency }), { id, concurrency, waitMs });
 }
 
 /**
@@ -197,7 +204,7 @@ export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promis
   const fromFile = path.resolve(flags.fromFile);
   // Read (and refused if it is not one password) before any machine is touched.
   const secret = readSeedSecret(fromFile);
-  return seed(portsFor(ctx, flags, inventory, timeoutMs), {
+  return seed(portsFor(ctx, flags, inventory, { timeoutMs }), {
     selector,
     pairText: flags.pair,
     fromFile,
@@ -218,5 +225,5 @@ export async function runMeshRollback(
   const inventory = inventoryFrom(ctx, flags);
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  return rollback(portsFor(ctx, flags, inventory, timeoutMs), { id, concurrency, waitMs });
+  return rollback(portsFor(ctx, flags, inventory, { timeoutMs, concurrency }), { id, concurrency, waitMs });
 }

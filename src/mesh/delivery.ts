@@ -434,13 +434,17 @@ export function beginReceiptWait(
           try {
             const channel = await channelOf(machine);
             const paths = batch.map((p) => p.consumerPath);
+            // A rename on a channel already open is one line on its session: no connection and
+            // no process to bound, so it does not queue behind `concurrency` — queued, the
+            // two-hundredth consumer's window would be 25 renames long.
             const renamedAt = !renames
               ? now()
-              : await slots.run(async () => {
-                  if (channel) return (await channel.commit(paths)) - channel.clock.offsetMs;
-                  await transportFor(machine).commit(paths);
-                  return now();
-                });
+              : channel
+                ? (await channel.commit(paths)) - channel.clock.offsetMs
+                : await slots.run(async () => {
+                    await transportFor(machine).commit(paths);
+                    return now();
+                  });
             failures.delete(machine);
             for (const pair of batch) {
               const receipt = receipted.get(pair.key)!;

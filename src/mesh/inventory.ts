@@ -6,7 +6,8 @@
  * ssh machines: `address` is `host`, `user@host`, `host:port`, `user@host:port` or
  * `user@[v6]:port`; the fields `user`, `port`, `identity`, `known_hosts`,
  * `strict_host_key_checking` (yes | no | accept-new), `config` (an ssh_config file; /dev/null
- * ignores the operator's) and `connect_timeout` (seconds) may be set per machine or once under a
+ * ignores the operator's), `connect_timeout` (seconds) and `max_sessions` (the host's sshd
+ * MaxSessions: sessions kept on one shared connection, default 10) may be set per machine or once under a
  * top-level `ssh:`; per machine wins, then the address, then `ssh:`. Relative paths are relative
  * to the inventory file. Any machine may set its own `mesh_dir`.
  */
@@ -34,6 +35,8 @@ const SshOptions = z
     strict_host_key_checking: z.enum(['yes', 'no', 'accept-new']).optional(),
     config: z.string().min(1).optional(),
     connect_timeout: z.number().int().min(1).max(120).optional(),
+    /** The host's sshd MaxSessions: sessions baton keeps on one shared connection (default 10). */
+    max_sessions: z.number().int().min(1).max(1000).optional(),
   })
   .strict();
 
@@ -88,6 +91,8 @@ export interface SshTarget {
   readonly strictHostKeyChecking: 'yes' | 'no' | 'accept-new' | undefined;
   readonly config: string | undefined;
   readonly connectTimeout: number;
+  /** The host's sshd MaxSessions (`max_sessions`); unset: sshd's default, 10. */
+  readonly maxSessions?: number;
 }
 
 export type Machine =
@@ -284,6 +289,9 @@ export function parseInventory(text: string, source: string): Inventory {
       strictHostKeyChecking: m.strict_host_key_checking ?? defaults.strict_host_key_checking,
       config: resolvePath(m.config ?? defaults.config),
       connectTimeout: m.connect_timeout ?? defaults.connect_timeout ?? 5,
+      ...(m.max_sessions !== undefined || defaults.max_sessions !== undefined
+        ? { maxSessions: m.max_sessions ?? defaults.max_sessions }
+        : {}),
     };
     return { name: m.name, transport: 'ssh', address: m.address, meshDir: machineMeshDir, ssh };
   });

@@ -64,9 +64,27 @@ export { secretProblem };
 const RACY_MS = 25;
 
 export class DeliveredCredentials {
-  private readonly cache = new Map<string, { readonly stat: string; readonly result: DeliveredCredential }>();
+  private readonly cache = new Map<
+    string,
+    {
+      readonly stat: {
+        readonly ino: number;
+        readonly size: number;
+        readonly mtimeMs: number;
+        readonly ctimeMs: number;
+      };
+      readonly result: DeliveredCredential;
+    }
+  >();
+  /** Every name the last scan listed, dotfiles included (a rolled-back file is one). */
+  private names: ReadonlySet<string> = new Set();
 
   constructor(readonly dir: string) {}
+
+  /** Whether the last scan listed `name` (any entry of the directory). */
+  listed(name: string): boolean {
+    return this.names.has(name);
+  }
 
   scan(): DeliveredScan {
     let names: string[];
@@ -75,6 +93,7 @@ export class DeliveredCredentials {
     } catch (error) {
       return { ok: false, problem: describeFsError(error) };
     }
+    this.names = new Set(names);
     const credentials: DeliveredCredential[] = [];
     const seen = new Set<string>();
     for (const name of names.sort()) {
@@ -88,7 +107,9 @@ export class DeliveredCredentials {
 
   private examine(role: string): DeliveredCredential {
     const file = path.join(this.dir, role);
-    const nameProblem = deliveredRoleProblem(role);
+    const cached = this.cache.get(role);
+    // A name once found good stays good: only a new name is checked against the rules.
+    const nameProblem = cached ? undefined : deliveredRoleProblem(role);
     if (nameProblem) return { role, file, problem: `the file name is ${nameProblem}` };
     let st;
     try {
@@ -103,14 +124,24 @@ export class DeliveredCredentials {
         file,
         problem: `is not a regular file (${st.isDirectory() ? 'a directory' : 'a special file'})`,
       };
-    const stat = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-    const cached = this.cache.get(role);
-    if (cached?.stat === stat) return cached.result;
+    // Compared field by field: building a string of four numbers per file per poll was most
+    // of an idle poll's own cost at thousands of roles.
+    if (
+      cached?.stat.ino === st.ino &&
+      cached.stat.size === st.size &&
+      cached.stat.mtimeMs === st.mtimeMs &&
+      cached.stat.ctimeMs === st.ctimeMs
+    )
+      return cached.result;
     const result = readDelivered(role, file);
     // "Racy clean" (as git calls it): file times come from a coarse clock, so a same-size
     // rewrite in the same tick as the change just read would keep every stat field. A file
     // changed that recently is read again next time instead of being trusted from the cache.
-    if (Date.now() - st.ctimeMs > RACY_MS) this.cache.set(role, { stat, result });
+    if (Date.now() - st.ctimeMs > RACY_MS)
+      this.cache.set(role, {
+        stat: { ino: st.ino, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs },
+        result,
+      });
     else this.cache.delete(role);
     return result;
   }

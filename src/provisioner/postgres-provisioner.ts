@@ -11,7 +11,7 @@
  * file only while a verifier is computed or checked, and dropped right after.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import {
@@ -42,7 +42,9 @@ import {
   type RoleOutcome,
   type StoredRole,
 } from './postgres-roles.js';
-import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { mapBounded } from '../mesh/map-bounded.js';
+import { ReceiptIndex } from './receipt-index.js';
+import { isTempReceipt, receiptsDir, writeReceipt } from './receipts.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
 
 export interface ProvisionerOptions {
@@ -121,6 +123,26 @@ const ROLE_BACKOFF_MAX_MS = 300_000;
  */
 const STALE_TEMP_MS = 30_000;
 
+/**
+ * Every applied role is checked in the database at least this often, even when the roles'
+ * fingerprint did not move: an expiry (VALID UNTIL) passes without changing any row.
+ */
+const FULL_CHECK_MS = 60_000;
+
+/** The result of applying one role: applied, a problem with its file, or what the database (or the receipt) threw. */
+type ApplyResult = AppliedRole | { readonly problem: string } | { readonly error: unknown };
+
+/** A role's secret read and turned into what the database stores; the secret itself is gone. */
+type Ready = { readonly digest: SecretDigest; readonly verifier: string };
+type Prepared = Ready | { readonly problem: string };
+
+/** Roles per transaction when applying many: one commit for them all, row locks held no longer than a chunk. */
+const BATCH_ROLES = 250;
+/** PBKDF2 verifiers computed at once (libuv's four threads). */
+const VERIFIERS_AT_ONCE = 4;
+/** Receipts written at once (each an fsync'd temp file and a rename). */
+const RECEIPTS_AT_ONCE = 16;
+
 interface Pending {
   /** The delivered file's name: the role, or an alternating pair's login file (`R+a`). */
   readonly role: string;
@@ -135,8 +157,13 @@ interface Pending {
 export class PostgresProvisioner {
   readonly deliveredDir: string;
   private readonly delivered: DeliveredCredentials;
-  /** role → its receipt as last written or read (null = none): what the database last accepted and what the check found. */
-  private readonly receipts = new Map<string, Receipt | null>();
+  /** The receipts: what the database last accepted and what the check found, re-read only when changed. */
+  private readonly receiptIndex: ReceiptIndex;
+  /** The connection kept between cycles under --watch (keepConnectionOpen), re-opened after a failure. */
+  private db: RoleDatabase | undefined;
+  private keepOpen = false;
+  /** What the database's roles looked like (RoleDatabase.fingerprint) when every role was last checked, and when. */
+  private checked: { readonly fingerprint: string | undefined; readonly at: number } | undefined;
   /**
    * role → `<digest of the stored verifier>|<digest of the secret>` last seen to match, so an
    * idle cycle checks a role with one comparison instead of a key derivation. A digest of
@@ -166,6 +193,60 @@ export class PostgresProvisioner {
   constructor(private readonly options: ProvisionerOptions) {
     this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
     this.delivered = new DeliveredCredentials(this.deliveredDir);
+    this.receiptIndex = new ReceiptIndex(this.deliveredDir);
+  }
+
+  /**
+   * Keeps the PostgreSQL connection open between cycles (the watch loop): a new connection
+   * per poll is a TCP and SCRAM handshake every few seconds for as long as the machine is up.
+   * A connection that failed is closed and the next cycle opens another. closeConnection()
+   * ends it.
+   */
+  keepConnectionOpen(): void {
+    this.keepOpen = true;
+  }
+
+  async closeConnection(): Promise<void> {
+    this.keepOpen = false;
+    const db = this.db;
+    this.db = undefined;
+    await db?.close();
+  }
+
+  private async database(signal: AbortSignal | undefined): Promise<RoleDatabase> {
+    this.db ??= await this.options.connect(signal);
+    return this.db;
+  }
+
+  /** After a cycle: kept for the next one, or closed (one-shot, or the connection failed). */
+  private async endOfCycle(failed: boolean): Promise<void> {
+    if (this.keepOpen && !failed) return;
+    const db = this.db;
+    this.db = undefined;
+    await db?.close();
+  }
+
+  /**
+   * Whether this cycle checks every applied role in the database: when the roles' fingerprint
+   * (one short query; every role's state, verifier and memberships) moved since the last full
+   * check, or FULL_CHECK_MS after it (an expiry passes without a row changing), or when the
+   * database cannot give one. Otherwise nothing could have changed any of them.
+   */
+  private async fullCheckDue(db: RoleDatabase): Promise<boolean> {
+    const fingerprint = db.fingerprint ? await db.fingerprint() : undefined;
+    const now = this.now();
+    const due =
+      fingerprint === undefined ||
+      this.checked?.fingerprint !== fingerprint ||
+      now - this.checked.at >= FULL_CHECK_MS;
+    if (due) this.checked = { fingerprint, at: now };
+    return due;
+  }
+
+  /** The roles' fingerprint after this cycle's own statements: what the next cycle compares with. */
+  private async noteOwnChanges(db: RoleDatabase): Promise<void> {
+    if (!this.checked || !db.fingerprint) return;
+    this.checked = { fingerprint: await db.fingerprint(), at: this.checked.at };
   }
 
   async runCycle(signal?: AbortSignal): Promise<CycleReport> {
@@ -185,6 +266,7 @@ export class PostgresProvisioner {
       databaseDown: extra.databaseDown ?? false,
       ...(extra.busy !== undefined ? { busy: extra.busy } : {}),
     });
+    this.receiptIndex.refresh();
     this.removeStaleTemps();
     const scan = this.delivered.scan();
     if (!scan.ok) {
@@ -231,7 +313,8 @@ export class PostgresProvisioner {
         ...(login ? { login } : {}),
       };
       if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
-        this.forgetRolledBack(credential.file, receipt.digest);
+        if (this.delivered.listed(rolledBackName(credential.role)))
+          this.forgetRolledBack(credential.file, receipt.digest);
         unchanged += 1;
         toCheck.push(entry);
         continue;
@@ -247,7 +330,6 @@ export class PostgresProvisioner {
     }
     this.present = present;
     const groupsAlone = this.alternatingChanges(present);
-    for (const role of this.receipts.keys()) if (!present.has(role)) this.receipts.delete(role);
     for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
     // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
@@ -273,7 +355,7 @@ export class PostgresProvisioner {
           `the other provisioner for ${this.options.provider} stopped: this one holds the provider now`,
         );
       }
-      db = await this.options.connect(signal);
+      db = await this.database(signal);
     } catch (error) {
       const blocked =
         error instanceof BatonError
@@ -310,7 +392,8 @@ export class PostgresProvisioner {
     try {
       if (toCheck.length > 0) {
         try {
-          for (const { drift, recorded } of await this.checkRoles(db, toCheck)) {
+          const due = await this.fullCheckDue(db);
+          for (const { drift, recorded } of due ? await this.checkRoles(db, toCheck) : []) {
             changed.push({ role: drift.role, found: drift.repair! });
             unchanged -= 1;
             if (!recorded && !this.waitsForRetry(drift, now, failed)) pending.push(drift);
@@ -321,65 +404,33 @@ export class PostgresProvisioner {
           return done({ blocked, databaseDown: true });
         }
       }
-      for (const [index, item] of pending.entries()) {
-        const { role, file, digest, repair } = item;
+      // Plain roles go in batches (one transaction, a savepoint per role: one commit for many
+      // instead of one each); login files, with their group and sessions, one by one.
+      let single = db.setPasswords ? pending.filter((p) => p.login) : pending;
+      const batched = db.setPasswords ? pending.filter((p) => !p.login) : [];
+      if (batched.length > 0 && !signal?.aborted) {
+        const batch = await this.applyBatch(db, batched);
+        for (const [item, result] of batch.results) await this.settle(item, result, applied, failed);
+        if (batch.lost) lost(batch.lost, [...batch.rest, ...single]);
+        else if (batch.rest.length > 0) single = [...batch.rest, ...single];
+      }
+      for (const [index, item] of single.entries()) {
+        if (blocked) break;
         if (signal?.aborted) {
           aborted = true;
           break;
         }
+        let result: ApplyResult;
         try {
-          const outcome = await this.applyOne(db, item);
-          if ('problem' in outcome) {
-            failed.push({ role, file, reason: outcome.problem, inFile: true });
-            this.report(role, `${role} failed: ${file} ${outcome.problem}`);
-            continue;
-          }
-          applied.push(outcome);
-          this.refused.delete(role);
-          this.clear(role);
-          this.clear(`${role}*repair`);
-          this.options.log(
-            `${role} ${digestPrefix(outcome.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : outcome.outcome}`,
-          );
-          if (outcome.copied) {
-            const { group, slot } = item.login!;
-            this.options.log(
-              `${loginRole(group, otherSlot(slot))} created with ${group}'s stored verifier: it accepts the password ${group}'s consumer holds`,
-            );
-          }
+          result = await this.applyOne(db, item);
         } catch (error) {
           if (error instanceof ConnectionLost) {
-            lost(error, pending.slice(index));
+            lost(error, single.slice(index));
             break;
           }
-          if (error instanceof BatonError) {
-            // The receipt could not be written: retried next cycle (same password, harmless).
-            failed.push({ role, file, reason: sentence(error.what), inFile: false, scope: 'role' });
-            this.report(role, `${role} failed: ${sentence(error.what)}`);
-            continue;
-          }
-          if (error instanceof RoleSkipped) {
-            // Not the role's fault and not the database's: tried again next cycle, no backoff.
-            const reason = `skipped this cycle: ${error.message}`;
-            failed.push({ role, file, reason, inFile: false, scope: 'role' });
-            this.report(role, `${role} ${reason}; the other roles go on`);
-            if (repair) await this.recordProblem(role, reason);
-            continue;
-          }
-          const reason = `the database refused it (${messageOf(error)})`;
-          const before = this.refused.get(role);
-          const delayMs =
-            before?.digest === digest
-              ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2)
-              : ROLE_BACKOFF_FIRST_MS;
-          this.refused.set(role, { digest, retryAt: this.now() + delayMs, delayMs });
-          failed.push({ role, file, reason, inFile: false, scope: 'role' });
-          this.report(
-            role,
-            `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`,
-          );
-          if (repair) await this.recordProblem(role, reason);
+          result = { error };
         }
+        await this.settle(item, result, applied, failed);
       }
       if (!blocked && !aborted) {
         try {
@@ -391,8 +442,12 @@ export class PostgresProvisioner {
           lost(error, []);
         }
       }
+      if (!blocked && applied.length + changed.length > 0)
+        await this.noteOwnChanges(db).catch(() => {
+          this.checked = undefined; // checked in full next cycle
+        });
     } finally {
-      await db.close();
+      await this.endOfCycle(blocked !== undefined);
     }
     return done({ blocked, aborted, databaseDown: blocked !== undefined });
   }
@@ -409,14 +464,7 @@ export class PostgresProvisioner {
    * longer holds).
    */
   private alternatingChanges(present: ReadonlySet<string>): string[] {
-    for (const [name, receipt] of this.receipts)
-      if (receipt && parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
-    let receipts: string[] = [];
-    try {
-      receipts = readdirSync(receiptsDir(this.deliveredDir));
-    } catch {
-      // No receipts yet.
-    }
+    const receipts = this.receiptIndex.listed();
     for (const name of receipts) if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
     for (const name of this.leaving) if (present.has(name)) this.leaving.delete(name);
     const groups = new Set<string>();
@@ -425,10 +473,10 @@ export class PostgresProvisioner {
       if (login && !present.has(login.group)) groups.add(login.group);
     }
     for (const group of groups) {
-      if (!receipts.includes(group)) continue;
+      if (!receipts.has(group)) continue;
       try {
         rmSync(path.join(receiptsDir(this.deliveredDir), group), { force: true });
-        this.receipts.delete(group);
+        this.receiptIndex.removed(group);
         this.options.log(`${group}: its file is gone and its logins carry the pair; removed its receipt`);
       } catch (error) {
         this.report(
@@ -461,6 +509,7 @@ export class PostgresProvisioner {
       if (!(await this.disable(db, login, `${login} set NOLOGIN: its file ${name} is gone`, true))) continue;
       try {
         rmSync(path.join(receiptsDir(this.deliveredDir), name), { force: true });
+        this.receiptIndex.removed(name);
         this.leaving.delete(name);
         this.clear(`*receipt*${name}`);
       } catch (error) {
@@ -662,7 +711,7 @@ export class PostgresProvisioner {
   private async rewriteReceipt(receipt: Receipt): Promise<boolean> {
     try {
       await writeReceipt(this.deliveredDir, receipt);
-      this.receipts.set(receipt.role, receipt);
+      this.receiptIndex.wrote(receipt);
       this.clear(`${receipt.role}*receipt`);
       return true;
     } catch (error) {
@@ -679,24 +728,138 @@ export class PostgresProvisioner {
    * renaming one: nothing reads them, and nothing else would ever remove them.
    */
   private removeStaleTemps(): void {
-    const dir = receiptsDir(this.deliveredDir);
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      return;
-    }
+    const dir = this.receiptIndex.dir;
     const now = Date.now();
-    for (const name of names) {
+    for (const name of this.receiptIndex.listed()) {
       if (!isTempReceipt(name)) continue;
       const file = path.join(dir, name);
       try {
-        if (now - statSync(file).mtimeMs < STALE_TEMP_MS) continue;
+        const st = statSync(file, { throwIfNoEntry: false });
+        if (!st) {
+          this.receiptIndex.removed(name);
+          continue;
+        }
+        if (now - st.mtimeMs < STALE_TEMP_MS) continue;
         rmSync(file, { force: true });
+        this.receiptIndex.removed(name);
         this.options.log(`removed ${file}, a temp receipt left by a provisioner that was stopped mid-write`);
       } catch {
-        // Gone already, or not removable: tried again next cycle.
+        // Not removable: tried again next cycle.
       }
+    }
+  }
+
+  /** What one role's application came to, in the report and the log. */
+  private async settle(item: Pending, result: ApplyResult, applied: AppliedRole[], failed: FailedRole[]) {
+    const { role, file, digest, repair } = item;
+    if ('problem' in result) {
+      failed.push({ role, file, reason: result.problem, inFile: true });
+      this.report(role, `${role} failed: ${file} ${result.problem}`);
+      return;
+    }
+    if ('error' in result) {
+      const { error } = result;
+      if (error instanceof BatonError) {
+        // The receipt could not be written: retried next cycle (same password, harmless).
+        failed.push({ role, file, reason: sentence(error.what), inFile: false, scope: 'role' });
+        this.report(role, `${role} failed: ${sentence(error.what)}`);
+        return;
+      }
+      if (error instanceof RoleSkipped) {
+        // Not the role's fault and not the database's: tried again next cycle, no backoff.
+        const reason = `skipped this cycle: ${error.message}`;
+        failed.push({ role, file, reason, inFile: false, scope: 'role' });
+        this.report(role, `${role} ${reason}; the other roles go on`);
+        if (repair) await this.recordProblem(role, reason);
+        return;
+      }
+      const reason = `the database refused it (${messageOf(error)})`;
+      const before = this.refused.get(role);
+      const delayMs =
+        before?.digest === digest ? Math.min(ROLE_BACKOFF_MAX_MS, before.delayMs * 2) : ROLE_BACKOFF_FIRST_MS;
+      this.refused.set(role, { digest, retryAt: this.now() + delayMs, delayMs });
+      failed.push({ role, file, reason, inFile: false, scope: 'role' });
+      this.report(
+        role,
+        `${role} failed: ${reason}; skipped (retried in ${Math.round(delayMs / 1000)} s or when its file changes), the other roles go on`,
+      );
+      if (repair) await this.recordProblem(role, reason);
+      return;
+    }
+    applied.push(result);
+    this.refused.delete(role);
+    this.clear(role);
+    this.clear(`${role}*repair`);
+    this.options.log(
+      `${role} ${digestPrefix(result.digest)} ${repair ? `restored (${DATABASE_FINDING_WORDS[repair]})` : result.outcome}`,
+    );
+    if (result.copied) {
+      const { group, slot } = item.login!;
+      this.options.log(
+        `${loginRole(group, otherSlot(slot))} created with ${group}'s stored verifier: it accepts the password ${group}'s consumer holds`,
+      );
+    }
+  }
+
+  /**
+   * Plain roles in chunks of BATCH_ROLES: the verifiers computed a few at a time (PBKDF2 runs
+   * on libuv's threads), each chunk set in one transaction (RoleDatabase.setPasswords), then
+   * its receipts written. A connection lost mid-way returns what was applied before it, and
+   * the rest; a chunk the database refused as a whole (its COMMIT failed) goes back to the
+   * caller to be applied one by one.
+   */
+  private async applyBatch(
+    db: RoleDatabase,
+    items: readonly Pending[],
+  ): Promise<{ results: [Pending, ApplyResult][]; rest: Pending[]; lost?: ConnectionLost }> {
+    const results: [Pending, ApplyResult][] = [];
+    for (let at = 0; at < items.length; at += BATCH_ROLES) {
+      const chunk = items.slice(at, at + BATCH_ROLES);
+      const prepared = await mapBounded(chunk, VERIFIERS_AT_ONCE, (item) => this.prepare(item));
+      const send: { item: Pending; ready: Ready }[] = [];
+      chunk.forEach((item, i) => {
+        const ready = prepared[i]!;
+        if ('problem' in ready) results.push([item, ready]);
+        else send.push({ item, ready });
+      });
+      if (send.length === 0) continue;
+      let outcomes: ReadonlyMap<string, RoleOutcome | Error>;
+      try {
+        outcomes = await db.setPasswords!(
+          send.map(({ item, ready }) => ({ role: item.role, verifier: ready.verifier })),
+        );
+      } catch (error) {
+        const rest = [...send.map((s) => s.item), ...items.slice(at + BATCH_ROLES)];
+        if (error instanceof ConnectionLost) return { results, rest, lost: error };
+        return { results, rest };
+      }
+      const finished = await mapBounded(
+        send,
+        RECEIPTS_AT_ONCE,
+        async ({ item, ready }): Promise<ApplyResult> => {
+          const outcome = outcomes.get(item.role);
+          if (outcome === undefined) return { error: new Error('the database gave no answer for it') };
+          if (outcome instanceof Error) return { error: outcome };
+          try {
+            return await this.finish(db, item, ready, outcome, false);
+          } catch (error) {
+            return { error };
+          }
+        },
+      );
+      send.forEach(({ item }, i) => results.push([item, finished[i]!]));
+    }
+    return { results, rest: [] };
+  }
+
+  /** Reads the secret (again: it may have been replaced since the scan): its digest and verifier, the secret dropped. */
+  private async prepare(item: Pending): Promise<Prepared> {
+    const read = readSecretFile(item.file);
+    if (read.problem !== undefined) return { problem: read.problem };
+    try {
+      return { digest: secretDigest(read.secret), verifier: await scramVerifier(read.secret) };
+    } finally {
+      read.secret.fill(0);
     }
   }
 
@@ -705,17 +868,9 @@ export class PostgresProvisioner {
    * password from it, and writes the receipt of exactly what was applied.
    */
   private async applyOne(db: RoleDatabase, item: Pending): Promise<AppliedRole | { problem: string }> {
-    const { role, file, repair, login } = item;
-    const read = readSecretFile(file);
-    if (read.problem !== undefined) return { problem: read.problem };
-    let digest: SecretDigest;
-    let verifier: string;
-    try {
-      digest = secretDigest(read.secret);
-      verifier = await scramVerifier(read.secret);
-    } finally {
-      read.secret.fill(0);
-    }
+    const { role, login } = item;
+    const ready = await this.prepare(item);
+    if ('problem' in ready) return ready;
     let outcome: RoleOutcome;
     let copied = false;
     if (login) {
@@ -724,12 +879,25 @@ export class PostgresProvisioner {
         group,
         login: login.login,
         other: loginRole(group, otherSlot(slot)),
-        verifier,
+        verifier: ready.verifier,
         groupLogin: this.plainDelivered(group),
       }));
     } else {
-      outcome = await db.setPassword(role, verifier);
+      outcome = await db.setPassword(role, ready.verifier);
     }
+    return this.finish(db, item, ready, outcome, copied);
+  }
+
+  /** After the database took it: the end-sessions request (a login), then the receipt of exactly what was applied. */
+  private async finish(
+    db: RoleDatabase,
+    item: Pending,
+    ready: Ready,
+    outcome: RoleOutcome,
+    copied: boolean,
+  ): Promise<AppliedRole> {
+    const { role, repair, login } = item;
+    const { digest, verifier } = ready;
     const verifierDigest = storedDigest(verifier);
     this.verified.set(role, `${verifierDigest}|${digest}`);
     const at = this.isoNow();
@@ -777,7 +945,7 @@ export class PostgresProvisioner {
         where: path.join(receiptsDir(this.deliveredDir), role),
       });
     }
-    this.receipts.set(role, receipt);
+    this.receiptIndex.wrote(receipt);
     if (request && ended !== undefined) {
       this.options.log(
         `${login!.login}: ended ${ended} session${ended === 1 ? '' : 's'} on request (${digestPrefix(digest)} applied)`,
@@ -801,7 +969,6 @@ export class PostgresProvisioner {
    */
   private forgetRolledBack(file: string, applied: SecretDigest): void {
     const kept = rolledBackPath(file);
-    if (!existsSync(kept)) return;
     const read = readSecretFile(kept);
     if (read.problem === undefined) {
       const same = secretDigest(read.secret) === applied;
@@ -823,18 +990,13 @@ export class PostgresProvisioner {
     return (this.options.clock?.() ?? new Date()).toISOString();
   }
 
-  /** The role's receipt, read once and then kept up to date by this process (the only writer). */
+  /**
+   * The role's receipt, re-read only when the receipts directory changed (ReceiptIndex). A
+   * receipt removed under a running provisioner (a mesh roll-back does so) asks for the role to
+   * be set again: the database may hold another password than the one last set here.
+   */
   private receiptOf(role: string): Receipt | null {
-    let receipt = this.receipts.get(role);
-    // A receipt removed under a running provisioner (a mesh roll-back does so) asks for the role
-    // to be set again: the database may hold another password than the one last set here. Only
-    // an absent file counts: one that cannot be read or written is reported, not taken as removed.
-    if (receipt && !existsSync(path.join(receiptsDir(this.deliveredDir), role))) receipt = undefined;
-    if (receipt === undefined) {
-      receipt = readReceipt(this.deliveredDir, role) ?? null;
-      this.receipts.set(role, receipt);
-    }
-    return receipt;
+    return this.receiptIndex.get(role) ?? null;
   }
 
   private report(key: string, line: string): void {
@@ -846,6 +1008,14 @@ export class PostgresProvisioner {
   private clear(key: string): void {
     this.reported.delete(key);
   }
+}
+
+/**
+ * The name rolledBackPath gives a role's rolled-back file in the delivered directory: looked up
+ * in the scan's listing instead of an `exists` per role per poll.
+ */
+export function rolledBackName(role: string): string {
+  return `.${role}.rolled-back`;
 }
 
 /** The role a delivered file sets in the database: the login of a login file, else the role itself. */

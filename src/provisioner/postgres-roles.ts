@@ -46,6 +46,17 @@ export function passwordStatement(
     : `ALTER ROLE ${sql.escapeIdentifier(role)} LOGIN ${password}${options.clearExpiry ? " VALID UNTIL 'infinity'" : ''}`;
 }
 
+/** One role's error inside a batch, as setPassword would have thrown it. */
+function roleError(error: unknown, lockMs: number, statementMs: number): Error {
+  const code = (error as { code?: string }).code;
+  if (code === '55P03')
+    return new RoleSkipped(`another transaction holds a lock on it (waited ${lockMs} ms)`);
+  if (code === '57014') return new RoleSkipped(`its statement ran longer than ${statementMs} ms`);
+  // 42710 duplicate_object: created by someone else since the check; set next cycle.
+  if (code === '42710') return new RoleSkipped('it was created by someone else meanwhile');
+  return error instanceof Error ? error : new Error(String(error));
+}
+
 /** How long ending one session may wait for its backend to exit (below the statement's own timeout). */
 const END_SESSION_WAIT_MS = 2_000;
 
@@ -113,6 +124,15 @@ export interface RoleDatabase {
    */
   setPassword(role: string, verifier: string): Promise<RoleOutcome>;
   /**
+   * Many roles' passwords in ONE transaction (one commit), a savepoint per role with the same
+   * timeouts: a role refused or skipped is rolled back to its savepoint and answered with its
+   * error (RoleSkipped for a timeout), the others still go in. Rejects (nothing applied) when
+   * the transaction itself fails. Absent: the provisioner sets them one by one.
+   */
+  setPasswords?(
+    roles: readonly { readonly role: string; readonly verifier: string }[],
+  ): Promise<ReadonlyMap<string, RoleOutcome | Error>>;
+  /**
    * In one transaction, with the same timeouts: the group exists (NOLOGIN unless
    * `groupLogin`), the login exists with LOGIN and `verifier`, is a member of the group and
    * has `SET role` to it at login. When neither login existed and the group is a LOGIN role
@@ -127,6 +147,12 @@ export interface RoleDatabase {
   endSessions(login: string): Promise<number>;
   /** The roles among `roles` that exist, with what the database holds for each. */
   inspect(roles: readonly string[]): Promise<ReadonlyMap<string, StoredRole>>;
+  /**
+   * A digest, computed by the server, of every role's state, verifier and memberships: equal
+   * between two calls only if no role changed in between. Lets an idle poll skip the check of
+   * every role (thousands of rows) when nothing changed. Absent: every cycle checks all.
+   */
+  fingerprint?(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -282,6 +308,38 @@ export function postgresRoles(
           return row ? 'updated' : 'created';
         });
       },
+      async setPasswords(roles) {
+        const outcomes = new Map<string, RoleOutcome | Error>();
+        if (roles.length === 0) return outcomes;
+        await query('BEGIN');
+        try {
+          await query(`SET LOCAL lock_timeout = ${lockMs}`);
+          await query(`SET LOCAL statement_timeout = ${statementMs}`);
+          const rows = await rolesNamed(roles.map((r) => r.role));
+          for (const { role, verifier } of roles) {
+            const row = rows.get(role);
+            try {
+              // One round trip per role: the savepoint, the statement and its release in one
+              // simple query (no parameters: passwordStatement quotes everything itself).
+              await query(
+                `SAVEPOINT baton_role; ${passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
+                  clearExpiry: row?.expired === true,
+                })}; RELEASE SAVEPOINT baton_role`,
+              );
+              outcomes.set(role, row ? 'updated' : 'created');
+            } catch (error) {
+              if (error instanceof ConnectionLost) throw error;
+              await query('ROLLBACK TO SAVEPOINT baton_role');
+              outcomes.set(role, roleError(error, lockMs, statementMs));
+            }
+          }
+          await query('COMMIT');
+          return outcomes;
+        } catch (error) {
+          if (!(error instanceof ConnectionLost)) await query('ROLLBACK').catch(() => undefined);
+          throw error;
+        }
+      },
       async setLogin({ group, login, other, verifier, groupLogin }) {
         return inTransaction(async () => {
           const rows = await rolesNamed([group, login, other]);
@@ -352,6 +410,13 @@ export function postgresRoles(
             { canLogin: r.rolcanlogin, expired: r.expired, verifier: r.rolpassword, memberOf: r.member_of },
           ]),
         );
+      },
+      async fingerprint() {
+        const result = await query(
+          `SELECT md5(coalesce((SELECT string_agg(oid::text || ':' || rolname || ':' || rolcanlogin::text || ':' || coalesce(rolpassword, '') || ':' || coalesce(rolvaliduntil::text, ''), ',' ORDER BY oid) FROM pg_catalog.pg_authid), ''))
+               || md5(coalesce((SELECT string_agg(roleid::text || ':' || member::text, ',' ORDER BY roleid, member) FROM pg_catalog.pg_auth_members), '')) AS fingerprint`,
+        );
+        return (result.rows[0] as { fingerprint: string }).fingerprint;
       },
       async close() {
         signal?.removeEventListener('abort', abort);

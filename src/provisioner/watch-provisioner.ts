@@ -27,6 +27,20 @@ export interface WatchOptions {
  * provisioner applies nothing ever again.
  */
 export async function watchProvisioner(
+  provisioner: Pick<PostgresProvisioner, 'runCycle'> &
+    Partial<Pick<PostgresProvisioner, 'keepConnectionOpen' | 'closeConnection'>>,
+  options: WatchOptions,
+): Promise<void> {
+  // One connection for the whole watch, re-opened by a cycle after one that lost it.
+  provisioner.keepConnectionOpen?.();
+  try {
+    await watchLoop(provisioner, options);
+  } finally {
+    await provisioner.closeConnection?.().catch(() => undefined);
+  }
+}
+
+async function watchLoop(
   provisioner: Pick<PostgresProvisioner, 'runCycle'>,
   options: WatchOptions,
 ): Promise<void> {

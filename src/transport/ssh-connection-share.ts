@@ -6,6 +6,7 @@
  * user who could reach a socket could run commands on the holder as us.
  */
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
@@ -21,8 +22,8 @@ import { runProcess, type ExecFn } from './run-process.js';
 export const CONTROL_PERSIST_SECONDS = 600;
 
 export interface SshConnectionShare {
-  /** The `-o` options that route an ssh through this share. */
-  options(): string[];
+  /** The `-o` options that route an ssh to `target` through this share. */
+  options(target: SshTarget): string[];
   /** Records a target so `close()` ends its master. */
   use(target: SshTarget): void;
   /** Ends every master and removes the socket directory; safe to call twice. */
@@ -51,8 +52,23 @@ function socketsLeft(directory: string): number {
   }
 }
 
-// A unix socket path is at most 108 bytes; %C is 40 hex characters.
+// A unix socket path is at most 108 bytes; a socket's name is 40 hex characters.
 const MAX_SOCKET_DIR = 60;
+
+/** What one shared connection is: the inventory's host, port, user and ssh config. */
+export function connectionKey(target: SshTarget): string {
+  return `${target.user ?? ''}@${target.host}:${target.port ?? ''}:${target.config ?? ''}`;
+}
+
+/**
+ * The socket's name: the connection key's digest rather than ssh's %C (local host, HostName,
+ * port, user). With %C, ssh_config aliases of one HostName would ride one connection that
+ * baton counts as several — past that host's MaxSessions, where sshd refuses sessions and
+ * ssh falls back to connections of its own (ssh-start-limits.ts).
+ */
+function socketName(target: SshTarget): string {
+  return createHash('sha256').update(connectionKey(target)).digest('hex').slice(0, 40);
+}
 
 export function sshConnectionShare(options: ShareOptions = {}): SshConnectionShare {
   let directory: string | undefined;
@@ -67,17 +83,17 @@ export function sshConnectionShare(options: ShareOptions = {}): SshConnectionSha
     }
     return directory;
   };
-  const controlOptions = (): string[] => [
+  const controlOptions = (target: SshTarget): string[] => [
     '-o',
     'ControlMaster=auto',
     '-o',
-    `ControlPath=${path.join(ensureDirectory(), '%C')}`,
+    `ControlPath=${path.join(ensureDirectory(), socketName(target))}`,
     '-o',
     `ControlPersist=${CONTROL_PERSIST_SECONDS}`,
   ];
   /** `ssh … -O exit -- host`: asks the target's master, if any, to end. */
   const exitArgs = (target: SshTarget): string[] => {
-    const args = ['-o', 'BatchMode=yes', ...controlOptions(), '-O', 'exit'];
+    const args = ['-o', 'BatchMode=yes', ...controlOptions(target), '-O', 'exit'];
     if (target.config) args.push('-F', target.config);
     if (target.port !== undefined) args.push('-p', String(target.port));
     if (target.user) args.push('-l', target.user);
@@ -94,7 +110,7 @@ export function sshConnectionShare(options: ShareOptions = {}): SshConnectionSha
     },
     options: controlOptions,
     use(target) {
-      targets.set(`${target.user ?? ''}@${target.host}:${target.port ?? ''}:${target.config ?? ''}`, target);
+      targets.set(connectionKey(target), target);
     },
     async close() {
       if (closed) return;

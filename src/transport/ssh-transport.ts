@@ -25,7 +25,17 @@ import {
   remoteCommand,
 } from './remote-scripts.js';
 import { runProcess, startProcess, type ExecFn, type LiveProcess, type StartFn } from './run-process.js';
-import type { SshConnectionShare } from './ssh-connection-share.js';
+import { connectionKey, type SshConnectionShare } from './ssh-connection-share.js';
+import {
+  backoffMs,
+  DEFAULT_MAX_SESSIONS,
+  pause,
+  refusedWords,
+  sessionGate,
+  startRefusal,
+  type Refused,
+  type SessionGate,
+} from './ssh-start-limits.js';
 import {
   abortedError,
   TransportError,
@@ -46,12 +56,16 @@ export interface SshTransportOptions {
   readonly share?: SshConnectionShare;
   /** Replaces the starter of long-lived sessions (the receipt reader, the rename channel). */
   readonly start?: StartFn;
+  /** The command's `--concurrency`: named when sshd's limits refuse a connection. */
+  readonly concurrency?: number;
+  /** Replaces the jitter of the retry backoff (tests). */
+  readonly random?: () => number;
 }
 
 /** The ssh argv up to and including the destination; the remote command is appended. */
 export function sshArgs(target: SshTarget, share?: SshConnectionShare): string[] {
   const args = ['-o', 'BatchMode=yes', '-o', `ConnectTimeout=${target.connectTimeout}`, '-T'];
-  if (share) args.push(...share.options());
+  if (share) args.push(...share.options(target));
   if (target.config) args.push('-F', target.config);
   if (target.port !== undefined) args.push('-p', String(target.port));
   if (target.identity) args.push('-i', target.identity, '-o', 'IdentitiesOnly=yes');
@@ -70,27 +84,69 @@ export function sshTransport(
   const exec = options.exec ?? runProcess;
   const start = options.start ?? startProcess;
   options.share?.use(target);
+  const gate = options.share ? gateFor(options.share, target) : undefined;
   // No timeout of its own: the caller's signal is the one bound (bound-transport.ts), and an
-  // aborted signal stops this ssh rather than leaving it to outlive the command.
+  // aborted signal stops this ssh rather than leaving it to outlive the command. A connection
+  // sshd dropped before authentication ran nothing, so it is tried again within that bound.
   const run = async (what: string, command: string, signal: AbortSignal, input?: string): Promise<string> => {
-    if (signal.aborted) throw abortedError(machine, what, signal);
-    const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
-      signal,
-      ...(input === undefined ? {} : { input }),
-    });
-    if (result.failedToStart)
-      throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
-    if (result.cancelled) throw abortedError(machine, what, signal);
-    if (result.exitCode !== 0) {
-      const said = lastLine(result.stderr);
-      if (result.exitCode === 255)
-        throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
-      throw new TransportError(
-        machine,
-        `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
+    let refused: Refused | undefined;
+    const firstAt = Date.now();
+    const stillRefused = (answer?: string) =>
+      new TransportError(machine, refusedWords(target, refused!, options.concurrency, answer), true);
+    for (let attempt = 1; ; attempt++) {
+      if (signal.aborted) {
+        if (refused && timedOut(signal)) throw stillRefused();
+        throw abortedError(machine, what, signal);
+      }
+      let release: ((ok: boolean) => void) | undefined;
+      try {
+        release = gate ? await gate.acquire(signal) : undefined;
+      } catch {
+        if (refused && timedOut(signal)) throw stillRefused();
+        throw abortedError(machine, what, signal);
+      }
+      const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
+        signal,
+        ...(input === undefined ? {} : { input }),
+      });
+      const refusal = result.exitCode === 255 ? startRefusal(result.stderr) : undefined;
+      release?.(
+        !result.cancelled &&
+          result.failedToStart === undefined &&
+          refusal === undefined &&
+          result.exitCode !== 255,
       );
+      if (result.failedToStart)
+        throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
+      if (result.cancelled) {
+        if (refused && timedOut(signal)) throw stillRefused(abortedError(machine, what, signal).reason);
+        throw abortedError(machine, what, signal);
+      }
+      if (refusal) {
+        refused = { refusal, attempts: attempt, overMs: Date.now() - firstAt, said: lastLine(result.stderr) };
+        await pause(backoffMs(attempt, options.random), signal);
+        continue;
+      }
+      if (result.exitCode !== 0) {
+        const said = lastLine(result.stderr);
+        if (result.exitCode === 255)
+          throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
+        throw new TransportError(
+          machine,
+          `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
+        );
+      }
+      return result.stdout;
     }
-    return result.stdout;
+  };
+  /**
+   * The argv of a long-lived session: on the shared connection while a place can be spared
+   * there, else on a connection of its own (ssh-start-limits.ts, SessionGate).
+   */
+  const longLived = (): { args: string[]; done: () => void } => {
+    const held = gate?.tryHold();
+    if (gate && !held) return { args: sshArgs(target), done: () => undefined };
+    return { args: sshArgs(target, options.share), done: held ?? (() => undefined) };
   };
   const lines = (text: string, count: number, what: string): string[] => {
     const out = text
@@ -278,12 +334,16 @@ export function sshTransport(
         const m = /^(\d+) (?:\+(.*)|-)$/.exec(answer);
         if (m && Number(m[1]) < paths.length) snapshot.set(Number(m[1]), m[2]);
       };
+      const session = longLived();
       const child = start(
         options.sshPath ?? 'ssh',
-        [...sshArgs(target, options.share), remoteCommand(WATCH, [interval, lifetime, ...paths])],
-        { onLine, signal },
+        [...session.args, remoteCommand(WATCH, [interval, lifetime, ...paths])],
+        {
+          onLine,
+          signal,
+        },
       );
-      const result = await child.exited;
+      const result = await child.exited.finally(session.done);
       // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- aborted while the session ran
       if (signal.aborted) return;
       failedSession(machine, 'watching receipts', result);
@@ -292,11 +352,15 @@ export function sshTransport(
       const open = (life: AbortSignal) =>
         openRenameChannel(
           machine,
-          (onLine) =>
-            start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), remoteCommand(CHANNEL, [])], {
+          (onLine) => {
+            const session = longLived();
+            const child = start(options.sshPath ?? 'ssh', [...session.args, remoteCommand(CHANNEL, [])], {
               onLine,
               signal: life,
-            }),
+            });
+            void child.exited.finally(session.done);
+            return child;
+          },
           life,
         );
       return options.share ? sharedChannel(options.share, targetKey(target), open, signal) : open(signal);
@@ -314,9 +378,25 @@ const channelsByShare = new WeakMap<
   Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>
 >();
 
-function targetKey(target: SshTarget): string {
-  return `${target.user ?? ''}@${target.host}:${target.port ?? ''}:${target.config ?? ''}`;
+/** Each shared connection's sessions, kept under its host's MaxSessions. */
+const gatesByShare = new WeakMap<SshConnectionShare, Map<string, SessionGate>>();
+
+function gateFor(share: SshConnectionShare, target: SshTarget): SessionGate {
+  let byKey = gatesByShare.get(share);
+  if (!byKey) gatesByShare.set(share, (byKey = new Map<string, SessionGate>()));
+  const key = targetKey(target);
+  let gate = byKey.get(key);
+  if (!gate) byKey.set(key, (gate = sessionGate(target.maxSessions ?? DEFAULT_MAX_SESSIONS)));
+  return gate;
 }
+
+/** The operation's bound ran out (bound-transport.ts NoAnswer), as opposed to a cancel. */
+function timedOut(signal: AbortSignal): boolean {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === 'NoAnswer';
+}
+
+const targetKey = connectionKey;
 
 function sharedChannel(
   share: SshConnectionShare,

@@ -30,6 +30,8 @@ import { rotationRollbackCase } from './cases/rotation-rollback.bench-case.js';
 import { sshHandshakesCase } from './cases/ssh-handshakes.bench-case.js';
 import { sshWindowCase } from './cases/ssh-window.bench-case.js';
 import { alternatingWindowCase } from './cases/alternating-window.bench-case.js';
+import { fleetCase } from './cases/fleet.bench-case.js';
+import { provisioner5000Case } from './cases/provisioner-5000.bench-case.js';
 
 const CASES: readonly BenchCase[] = [
   startupCase,
@@ -45,6 +47,8 @@ const CASES: readonly BenchCase[] = [
   sshHandshakesCase,
   sshWindowCase,
   alternatingWindowCase,
+  fleetCase,
+  provisioner5000Case,
 ];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');

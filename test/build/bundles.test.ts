@@ -3,7 +3,7 @@
  * cache made for that very content, the libraries in dist/lib/, Ink and React in dist/ui/ui.mjs.
  * A cache must NEVER be offered to other content: V8 itself compares only lengths.
  */
-import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,6 +65,38 @@ describe('the app and its code cache', () => {
     );
     expect(cache).toHaveLength(1);
     expect(await inNode(loadApp(changedBin))).toEqual({ cacheUsed: false, main: 'function' });
+  });
+
+  it('is offered to this Node version only: the cache is named after it, and renamed for another it is not read', async () => {
+    const names = readdirSync(DIST).filter((name) => name.endsWith('.cache'));
+    expect(names).toHaveLength(1);
+    expect(names[0]).toContain(`-${process.version}`);
+    const bin = copyWith((app) => app);
+    const dist = path.join(path.dirname(bin), '..', 'dist');
+    const key = `${statSync(path.join(dist, 'app.cjs')).size}-${Math.round(statSync(path.join(dist, 'app.cjs')).mtimeMs)}`;
+    // The copy's own key, with another Node's version: what a cache made under Node 22 would be called.
+    writeFileSync(path.join(dist, `app.cjs.${key}-v22.0.0.cache`), readFileSync(path.join(DIST, names[0]!)));
+    expect(await inNode(loadApp(bin))).toEqual({ cacheUsed: false, main: 'function' });
+    renameSync(
+      path.join(dist, `app.cjs.${key}-v22.0.0.cache`),
+      path.join(dist, `app.cjs.${key}-${process.version}.cache`),
+    );
+    expect(await inNode(loadApp(bin))).toEqual({ cacheUsed: true, main: 'function' });
+  });
+
+  it('starts without node:crypto: nothing is hashed to find the cache', async () => {
+    const script = `process.argv = ['node', 'baton', '--help'];
+const out = process.stdout.write.bind(process.stdout);
+process.stdout.write = () => true;
+require(${JSON.stringify(BIN)}).loadApp().exports.main(process.argv).then(() => {
+  out(JSON.stringify({ crypto: process.moduleLoadList.filter((m) => /crypto/.test(m)) }));
+});`;
+    // A file, not `node -e`: Node's eval path loads node:crypto itself.
+    const file = path.join(temp.dir, 'start-without-crypto.cjs');
+    writeFileSync(file, script);
+    const run = await execa(process.execPath, [file], { reject: false, env: { FORCE_COLOR: '0' } });
+    expect(run.exitCode, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ crypto: [] });
   });
 
   it('compiles without the cache when V8 refuses it (other V8 flags), and the bin still answers', async () => {

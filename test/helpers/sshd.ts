@@ -64,7 +64,18 @@ function accepts(port: number): Promise<boolean> {
 export interface SshdOptions {
   /** Listen on this many more ports, each its own known_hosts entry. */
   readonly extraPorts?: number;
+  /**
+   * sshd_config settings that replace this helper's (e.g. `{ MaxStartups: '2:100:2' }`, or
+   * `{ MaxStartups: undefined }` for sshd's own default 10:30:100) or are added to them
+   * (`MaxSessions: '2'`): how a test meets sshd's limits as a fleet does.
+   */
+  readonly settings?: Readonly<Record<string, string | undefined>>;
+  /** Called with each line sshd logs (e.g. to see "drop connection #N … past MaxStartups"). */
+  readonly onLog?: (line: string) => void;
 }
+
+/** This helper's settings that a test may replace (SshdOptions.settings). */
+const DEFAULT_SETTINGS: Readonly<Record<string, string>> = { MaxStartups: '100:30:200' };
 
 export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-sshd-'));
@@ -103,7 +114,9 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
         'StrictModes no',
         'PrintMotd no',
         'AcceptEnv none',
-        'MaxStartups 100:30:200',
+        ...Object.entries({ ...DEFAULT_SETTINGS, ...options.settings }).flatMap(([name, value]) =>
+          value === undefined ? [] : [`${name} ${value}`],
+        ),
         // VERBOSE logs one "Connection from" line per accepted TCP connection: the count the
         // connection-sharing tests read.
         'LogLevel VERBOSE',
@@ -121,6 +134,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
       const lines = (partial + text).split('\n');
       partial = lines.pop() ?? '';
       for (const line of lines) {
+        options.onLog?.(line);
         const m = /Connection from \S+ port \d+ on \S+ port (\d+)/.exec(line);
         if (m) accepted.push(Number(m[1]));
       }

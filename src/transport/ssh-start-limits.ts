@@ -1,0 +1,158 @@
+/**
+ * sshd's own limits, as the ssh transport meets them in a fleet. Two settings of every sshd
+ * turn "too much at once" into what looks like a dead machine:
+ *
+ * - `MaxStartups` (default 10:30:100): past 10 connections that have not yet authenticated,
+ *   sshd drops new ones at random (`kex_exchange_identification: Connection closed by remote
+ *   host`, `Connection reset by … port …`, through a ProxyCommand `Connection closed by UNKNOWN
+ *   port 65535`). A command contacting more machines at once than that on one sshd meets it.
+ * - `MaxSessions` (default 10): sessions on one connection. Machines behind one host, port
+ *   and user ride one shared connection (ssh-connection-share.ts); past the limit sshd refuses
+ *   the session (`no more sessions`) and ssh opens a connection of its own, which then meets
+ *   MaxStartups.
+ *
+ * A connection dropped before authentication ran nothing on the machine, so it is tried again
+ * with backoff within the operation's bound; one still refused at the end says which limit is
+ * the likely cause, what `--concurrency` was in force and the way out.
+ */
+import type { SshTarget } from '../mesh/inventory.js';
+
+/** sshd's default MaxSessions, and the inventory's `max_sessions` when it sets none. */
+export const DEFAULT_MAX_SESSIONS = 10;
+
+/** sshd's default MaxStartups start: `--concurrency` up to this stays inside it. */
+export const DEFAULT_MAX_STARTUPS_START = 10;
+
+export type StartRefusal = 'startups' | 'sessions';
+
+/**
+ * What ssh's stderr says about a connection refused before anything ran, or undefined when it
+ * says something else (a refused port, an authentication failure, a command's own failure).
+ */
+export function startRefusal(stderr: string): StartRefusal | undefined {
+  if (/no more sessions|Session open refused by peer/i.test(stderr)) return 'sessions';
+  if (
+    /kex_exchange_identification|ssh_exchange_identification|Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|Connection timed out during banner exchange/i.test(
+      stderr,
+    )
+  )
+    return 'startups';
+  return undefined;
+}
+
+/** The wait before attempt `attempt + 1` (attempt ≥ 1): doubling from 100 ms to 2 s, jittered ±50%. */
+export function backoffMs(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(2_000, 100 * 2 ** Math.max(0, attempt - 1));
+  return Math.round(base * (0.5 + random()));
+}
+
+/** Waits `ms` unless the signal aborts first; resolves either way. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+export interface Refused {
+  readonly refusal: StartRefusal;
+  /** How many attempts were refused. */
+  readonly attempts: number;
+  /** From the first attempt to the last refusal. */
+  readonly overMs: number;
+  /** ssh's own last words. */
+  readonly said: string;
+}
+
+function hostOf(target: SshTarget): string {
+  const host = target.host.includes(':') ? `[${target.host}]` : target.host;
+  return `${target.user ? `${target.user}@` : ''}${host}${target.port === undefined ? '' : `:${target.port}`}`;
+}
+
+/**
+ * The words for a machine still refused: the likely limit on that host, the `--concurrency`
+ * in force and the way out. `answer` is set when the bound ran out on a later attempt.
+ */
+export function refusedWords(
+  target: SshTarget,
+  refused: Refused,
+  concurrency: number | undefined,
+  answer?: string,
+): string {
+  const seconds = (refused.overMs / 1000).toFixed(1);
+  const head = `ssh failed: ${refused.said} — sshd on ${hostOf(target)} refused ${refused.attempts} connection start${refused.attempts === 1 ? '' : 's'} in ${seconds} s${answer ? ` (then ${answer})` : ''}`;
+  const running = concurrency === undefined ? 'baton' : `baton at --concurrency ${concurrency}`;
+  if (refused.refusal === 'sessions') {
+    const limit = target.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    return `${head}: the likely limit is MaxSessions on that host (sessions on one connection; baton keeps at most ${limit}, the inventory's max_sessions${target.maxSessions === undefined ? ', default 10' : ''}, and ${running} contacts machines at once). Set max_sessions for that host in the inventory to its sshd's MaxSessions, or lower --concurrency.`;
+  }
+  return `${head}: the likely limit is MaxStartups on that host (sshd drops new connections past its limit of unauthenticated ones; default 10:30:100), and ${running} opens that many at once. Lower --concurrency (the default 8 stays inside sshd's defaults), or raise MaxStartups in that host's sshd_config.`;
+}
+
+/**
+ * Sessions on one shared connection, kept under that host's MaxSessions. Until the first
+ * session has succeeded there is no master yet, so one at a time: machines behind one host
+ * would otherwise each open a connection of their own and race to become the master — N
+ * handshakes at once on one sshd, which is MaxStartups again. A long-lived session (a receipt
+ * reader, a rename channel) takes a place only while one stays free for short operations;
+ * otherwise it gets a connection of its own, so a fleet of readers never starves the renames
+ * and commits that end their wait.
+ */
+export interface SessionGate {
+  /** Waits for a place; the returned function gives it back, saying whether the session got through. */
+  acquire(signal: AbortSignal): Promise<(ok: boolean) => void>;
+  /** A place for a long-lived session if one can be spared now; undefined: ride a connection of its own. */
+  tryHold(): (() => void) | undefined;
+}
+
+export function sessionGate(limit: number): SessionGate {
+  const full = Math.max(1, limit);
+  let size = 1;
+  let used = 0;
+  const queue: (() => void)[] = [];
+  const admit = () => {
+    while (used < size && queue.length > 0) {
+      used++;
+      queue.shift()!();
+    }
+  };
+  const release = () => {
+    let given = false;
+    return (ok: boolean) => {
+      if (given) return;
+      given = true;
+      used--;
+      if (ok) size = full;
+      admit();
+    };
+  };
+  return {
+    acquire: (signal) =>
+      new Promise((resolve, reject) => {
+        const take = () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(release());
+        };
+        const onAbort = () => {
+          const at = queue.indexOf(take);
+          if (at >= 0) queue.splice(at, 1);
+          reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+        };
+        queue.push(take);
+        signal.addEventListener('abort', onAbort, { once: true });
+        admit();
+      }),
+    tryHold: () => {
+      if (size < full || used + 1 >= size || queue.length > 0) return undefined;
+      used++;
+      const give = release();
+      return () => give(true);
+    },
+  };
+}
