@@ -63,6 +63,7 @@ import {
 } from '../mesh/leftovers.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { stopOnSignals } from './rotation-signals.js';
 import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
@@ -89,24 +90,6 @@ export function meshJournal(
   inventory: Inventory,
 ): { readonly dir: string; readonly mesh: string } {
   return { dir: journalDirFor(ctx.config()), mesh: meshIdentity(inventory) };
-}
-
-/**
- * The rotation's own signal handling: the first SIGINT, SIGTERM or SIGHUP stops it safely (a
- * commit not started does not start; past the commit the unfinished pairs are rolled back),
- * and the summary is still printed. A second one ends baton at once (the ssh masters still go,
- * on exit); what it leaves is found by `mesh status`.
- */
-function stopOnSignals(stop: AbortController): () => void {
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stop.signal.aborted) process.exit(EXIT_CODES.aborted);
-    stop.abort(new Error(`interrupted by ${signal}`));
-  };
-  for (const signal of signals) process.on(signal, onSignal);
-  return () => {
-    for (const signal of signals) process.off(signal, onSignal);
-  };
 }
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
@@ -339,7 +322,10 @@ async function rotateLocked(
     mesh: journal.mesh,
     ...(options.revoke ? { revoke: options.revoke } : {}),
   };
-  const unhook = stopOnSignals(stop);
+  const unhook = stopOnSignals(
+    stop,
+    (line) => void (output.closed() ? undefined : ctx.stderr.write(`${line}\n`)),
+  );
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
   if (interactive) {
     // Ink first (it fixes the colour setting), then the view that imports it.
