@@ -11,9 +11,9 @@
  * so baton ends on its own; only SIGKILL cuts it, which `mesh status` then names.
  */
 
-/** The first signal's words, for the summary: a SIGHUP is a lost terminal to an operator. */
+/** The first signal's words, for the summary ("rolled back (interrupted by SIGHUP)"). */
 export function signalReason(signal: NodeJS.Signals): string {
-  return signal === 'SIGHUP' ? 'interrupted by SIGHUP (the terminal went away)' : `interrupted by ${signal}`;
+  return `interrupted by ${signal}`;
 }
 
 export function stopOnSignals(
