@@ -72,7 +72,11 @@ describe('the heartbeat as status judges it', () => {
     expect(
       h.next.some(
         (part) =>
-          typeof part !== 'string' && part.args.join(' ').startsWith('mesh seed --pair pg-main:provisioner'),
+          typeof part !== 'string' &&
+          part.args
+            .filter((w) => typeof w === 'string')
+            .join(' ')
+            .startsWith('mesh seed --pair pg-main:provisioner'),
       ),
     ).toBe(true);
   });
