@@ -43,6 +43,7 @@ import {
   type StoredRole,
 } from './postgres-roles.js';
 import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { closeSwitchedBackLogins, singleGroups } from './switched-back-logins.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
 
 export interface ProvisionerOptions {
@@ -162,6 +163,8 @@ export class PostgresProvisioner {
   private readonly leaving = new Set<string>();
   /** The names delivered at this cycle's scan. */
   private present: ReadonlySet<string> = new Set();
+  /** Single groups whose logins were found NOLOGIN (switched-back-logins.ts): not asked again until the pair goes alternating. */
+  private readonly loginsClosed = new Set<string>();
 
   constructor(private readonly options: ProvisionerOptions) {
     this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
@@ -385,6 +388,7 @@ export class PostgresProvisioner {
         try {
           await this.closeGroups(db, groupsAlone);
           await this.disableLeaving(db);
+          await this.closeSwitchedBack(db, present);
           await this.endRequestedSessions(db, present);
         } catch (error) {
           if (!(error instanceof ConnectionLost)) throw error;
@@ -438,6 +442,19 @@ export class PostgresProvisioner {
       }
     }
     return [...groups];
+  }
+
+  /** A pair switched back to a single role keeps neither login (switched-back-logins.ts). */
+  private async closeSwitchedBack(db: RoleDatabase, present: ReadonlySet<string>): Promise<void> {
+    const single = new Set(singleGroups(present));
+    for (const group of this.loginsClosed) if (!single.has(group)) this.loginsClosed.delete(group);
+    const settled = await closeSwitchedBackLogins(
+      db,
+      [...single].filter((group) => !this.loginsClosed.has(group)),
+      present,
+      (login, line) => this.disable(db, login, line, true),
+    );
+    for (const group of settled) this.loginsClosed.add(group);
   }
 
   /** A group whose logins carry the pair alone is NOLOGIN: the consumer's file names a login now. */

@@ -336,8 +336,21 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'exit_code',
       'summary',
       'pairs',
+      'provisioners',
       'journal',
       'mesh',
+    ]);
+    // No provisioner ran here: no heartbeat, nothing claimed (src/mesh/provisioner-heartbeat.ts).
+    expect(doc.provisioners).toEqual([
+      {
+        provider: 'pg-main',
+        machine: 'db1',
+        state: 'none',
+        healthy: true,
+        detail: null,
+        next: null,
+        next_steps: [],
+      },
     ]);
     expect(doc.journal).toBe(path.join(state(), JOURNAL_FILE));
     expect(doc.mesh).toMatch(/^mesh-[0-9a-f]{12}$/);
