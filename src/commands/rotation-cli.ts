@@ -52,7 +52,7 @@ import {
   rolledBackLines,
 } from '../app/rotation-text.js';
 import { nextStep, renderStep } from '../next-step.js';
-import { meshIdentity } from '../mesh/mesh-identity.js';
+import { meshIdentities } from '../mesh/mesh-identity.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import {
   findLeftovers,
@@ -70,9 +70,10 @@ import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 export async function meshHistory(journal: {
   readonly dir: string;
   readonly mesh: string;
+  readonly aliases?: readonly string[];
 }): Promise<JournalHistory> {
   try {
-    return await readJournalHistory(journal.dir, journal.mesh);
+    return await readJournalHistory(journal.dir, [journal.mesh, ...(journal.aliases ?? [])]);
   } catch (error) {
     throw new BatonError('failed', {
       what: `The rotation journal could not be read (${errorCode(error)}).`,
@@ -88,8 +89,10 @@ export async function meshHistory(journal: {
 export function meshJournal(
   ctx: CliContext,
   inventory: Inventory,
-): { readonly dir: string; readonly mesh: string } {
-  return { dir: journalDirFor(ctx.config()), mesh: meshIdentity(inventory) };
+): { readonly dir: string; readonly mesh: string; readonly aliases: readonly string[] } {
+  // Records an older baton wrote under its machine-derived id are this mesh's too (mesh-identity.ts).
+  const [mesh, ...aliases] = meshIdentities(inventory);
+  return { dir: journalDirFor(ctx.config()), mesh: mesh!, aliases };
 }
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {

@@ -6,9 +6,10 @@
  * accepting the pre-switch password: a back door, while status said ✓ applied.
  *
  * So the rule is stated on what is delivered, not on what went away: a group delivered as a
- * plain file with neither login file beside it has no login, whatever each had. It is checked
- * once per group per provisioner run (one query for all of them, after a restart too — a crash
- * mid-switch is covered) and again whenever the pair goes alternating and back.
+ * plain file with neither login file beside it has no login, whatever each had. It is asked for
+ * every single group on the first cycle of a provisioner's run (the switch's `retire` removed
+ * the login files and their receipts, so after a crash or restart only the database remembers),
+ * then whenever one of a group's login files leaves: one query each time, none on an idle cycle.
  */
 import { LOGIN_SLOTS, loginFileName, loginRole, parseLoginFileName } from '../mesh/alternating.js';
 import type { RoleDatabase } from './postgres-roles.js';

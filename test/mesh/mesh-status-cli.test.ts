@@ -244,17 +244,17 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'rot-int',
       `finish it: ${resume}, or roll it back: ${rollback}`,
     ]);
-    // The same two commands as objects: argv after the global flags (with the inventory given), rendered with them.
+    // The same two commands as objects: argv after `baton`, the global flags and the inventory given, as rendered.
     expect(web2.next_steps).toEqual([
       {
         command: resume,
-        args: ['mesh', 'resume', 'rot-int', '--inventory', inventory],
+        args: ['--state-dir', state(), 'mesh', 'resume', 'rot-int', '--inventory', inventory],
         placeholders: [],
         host: null,
       },
       {
         command: rollback,
-        args: ['mesh', 'rollback', 'rot-int', '--inventory', inventory],
+        args: ['--state-dir', state(), 'mesh', 'rollback', 'rot-int', '--inventory', inventory],
         placeholders: [],
         host: null,
       },

@@ -35,6 +35,8 @@ describeWithPart(
     let tmp: { dir: string; cleanup: () => void };
     let superuser: string;
     const children: ChildProcess[] = [];
+    /** What the provisioners logged, for a failure's message. */
+    const logs: string[] = [];
     const inventory = () => path.join(tmp.dir, 'mesh.yaml');
     const consumerFile = () => path.join(tmp.dir, 'machines', 'web1', MESH, 'consumes', PROVIDER, 'web1_app');
     const baton = (...args: string[]) =>
