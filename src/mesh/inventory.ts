@@ -422,8 +422,7 @@ function describePath(raw: unknown, at: readonly PropertyKey[]): string {
   for (const key of at) {
     if (typeof key === 'number') {
       node = Array.isArray(node) ? node[key] : undefined;
-      const name =
-        node && typeof node === 'object' && 'name' in node ? (node as { name: unknown }).name : undefined;
+      const name = node && typeof node === 'object' && 'name' in node ? node.name : undefined;
       parts[parts.length - 1] += `[${key}]${typeof name === 'string' ? ` ("${name}")` : ''}`;
     } else {
       node = node && typeof node === 'object' ? (node as Record<string, unknown>)[String(key)] : undefined;

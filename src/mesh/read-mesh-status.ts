@@ -66,7 +66,7 @@ export async function readMeshStatus(
         receiptPaths.forEach((file, i) =>
           receipts.set(
             endKey(holder.machine, file),
-            texts[i] === undefined ? undefined : parseReceipt(texts[i]!),
+            texts[i] === undefined ? undefined : parseReceipt(texts[i]),
           ),
         );
       }

@@ -142,8 +142,8 @@ export async function startPostgres(options: PostgresSandboxOptions = {}): Promi
         seen = (seen + text).slice(-4096);
         if (seen.includes('database system is ready to accept connections')) resolve();
       };
-      proc.stdout?.on('data', onData);
-      proc.stderr?.on('data', onData);
+      proc.stdout.on('data', onData);
+      proc.stderr.on('data', onData);
       proc.once('error', reject);
       proc.once('exit', (code, signal) => {
         if (child === proc) child = undefined;
