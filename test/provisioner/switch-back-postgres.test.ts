@@ -157,8 +157,8 @@ describeWithPart(
     async function noLoginLeft(passwords: { preSwitch: string; a: string; single: string }): Promise<void> {
       await vi.waitFor(
         async () => {
-          expect(await stored(A)).toEqual({ rolcanlogin: false, member: true });
-          expect(await stored(B)).toEqual({ rolcanlogin: false, member: true });
+          expect(await stored(A), logs.join('')).toEqual({ rolcanlogin: false, member: true });
+          expect(await stored(B), logs.join('')).toEqual({ rolcanlogin: false, member: true });
         },
         { timeout: 10_000, interval: 100 },
       );
