@@ -153,7 +153,10 @@ export function saidSteps(s: Suggester, said: Said): readonly NextStepJson[] {
 export interface NextStepJson {
   /** The command as rendered (placeholders as `<…>`). */
   readonly command: string;
-  /** argv after `baton` and the global flags (with --inventory on a mesh command, as rendered); a placeholder is `<NAME>`. */
+  /**
+   * argv after `baton`: the global flags given, then the command's words (with --inventory on a
+   * mesh command), exactly the words `command` renders; a placeholder is `<NAME>`.
+   */
   readonly args: readonly string[];
   readonly placeholders: readonly { readonly name: string; readonly read_from: string }[];
   readonly host: string | null;
@@ -162,7 +165,10 @@ export interface NextStepJson {
 export function stepJson(s: Suggester, step: NextStep): NextStepJson {
   return {
     command: renderStep(s, step),
-    args: withInventory(s, step).map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : w)),
+    args: [
+      ...((step.host ? (s.prefixElsewhereArgs ?? s.prefixArgs) : s.prefixArgs) ?? []),
+      ...withInventory(s, step).map((w) => (isPlaceholder(w) ? `<${w.placeholder}>` : w)),
+    ],
     placeholders: placeholdersOf(step).map((p) => ({ name: p.placeholder, read_from: p.readFrom })),
     host: step.host ?? null,
   };

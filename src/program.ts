@@ -14,6 +14,7 @@ import { registerFailover } from './commands/failover.js';
 import { registerMesh } from './commands/mesh.js';
 import { registerProvision } from './commands/provision.js';
 import { registerDrill } from './commands/drill.js';
+import { surviveLostTerminal } from './commands/closed-output.js';
 import { readFileSync } from 'node:fs';
 
 // The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
@@ -145,6 +146,8 @@ export function namesNothing(program: Command, args: readonly string[]): boolean
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // Before anything writes: a terminal or pipe that goes away mid-command is never fatal.
+  surviveLostTerminal();
   const program = buildProgram(argv.slice(2));
   if (namesNothing(program, argv.slice(2))) {
     program.outputHelp();

@@ -26,6 +26,13 @@ export interface Suggester {
   readonly prefix: string;
   /** The same without --state-dir: for a command to run on another host, whose state dir is its own. */
   readonly prefixElsewhere?: string;
+  /**
+   * The global flags of `prefix` as argv words, unquoted (and of `prefixElsewhere`): JSON's
+   * `next_steps[].args` start with them, so a script that runs `baton` with `args` runs exactly
+   * the command printed — the same state dir, config and deployment. Absent: none given.
+   */
+  readonly prefixArgs?: readonly string[];
+  readonly prefixElsewhereArgs?: readonly string[];
   /** --inventory as given, added to mesh commands. */
   readonly inventory: string | undefined;
   /** True when the operator has a terminal (stdin and stdout): `failover` can run. */
@@ -36,20 +43,23 @@ export interface Suggester {
 export const PLAIN_SUGGESTER: Suggester = { prefix: 'baton', inventory: undefined, terminal: true };
 
 export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
-  const build = (withStateDir: boolean) => {
-    const parts = ['baton'];
-    if (flags.config) parts.push('--config', shellWord(flags.config));
-    if (flags.deployment) parts.push('--deployment', shellWord(flags.deployment));
-    if (flags.stateDir && withStateDir) parts.push('--state-dir', shellWord(flags.stateDir));
-    if (flags.store) parts.push('--store', shellWord(flags.store));
+  const words = (withStateDir: boolean) => {
+    const parts: string[] = [];
+    if (flags.config) parts.push('--config', flags.config);
+    if (flags.deployment) parts.push('--deployment', flags.deployment);
+    if (flags.stateDir && withStateDir) parts.push('--state-dir', flags.stateDir);
+    if (flags.store) parts.push('--store', flags.store);
     // The seal key file is a path on this host, like --state-dir; --no-seal states the deployment's choice.
-    if (flags.sealKeyFile && withStateDir) parts.push('--seal-key-file', shellWord(flags.sealKeyFile));
+    if (flags.sealKeyFile && withStateDir) parts.push('--seal-key-file', flags.sealKeyFile);
     if (flags.seal === false) parts.push('--no-seal');
-    return parts.join(' ');
+    return parts;
   };
+  const build = (withStateDir: boolean) => ['baton', ...words(withStateDir).map(shellWord)].join(' ');
   return {
     prefix: build(true),
     prefixElsewhere: build(false),
+    prefixArgs: words(true),
+    prefixElsewhereArgs: words(false),
     inventory: flags.inventory || undefined,
     terminal,
   };

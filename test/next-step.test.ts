@@ -22,7 +22,8 @@ import {
 } from '../src/next-step.js';
 import { decide } from '../src/share/decide.js';
 import { unsealRefusal } from '../src/share/publish-guards.js';
-import { suggester } from '../src/suggest-command.js';
+import { shellWord, suggester } from '../src/suggest-command.js';
+import fc from 'fast-check';
 import type { Fingerprint } from '../src/pki/fingerprint-type.js';
 import type { LocalAuthority, PublishedAuthority } from '../src/share/types.js';
 
@@ -69,11 +70,43 @@ describe('a next step is a structure', () => {
     );
     expect(stepJson(s, replaceElsewhere())).toEqual({
       command: 'baton --deployment d1 --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>',
-      args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'],
+      args: [
+        '--deployment',
+        'd1',
+        '--store',
+        's3://b/p',
+        'sync',
+        '--replace-unreadable',
+        '--confirm',
+        '<ETAG 8>',
+      ],
       placeholders: [{ name: 'ETAG 8', read_from: expect.stringContaining('etag') }],
       host: "a controller that holds this deployment's authority",
     });
     expect(saidText(['Run ', nextStep('status'), '.'])).toBe('Run `baton status`.');
+  });
+
+  it("JSON's args are the rendered command's words, whatever the flags hold (property)", () => {
+    const word = fc.oneof(
+      fc.constantFrom('/srv/state dir', "it's", 'a b', '$HOME', 'plain', '--x', ''),
+      fc.string({ minLength: 1, maxLength: 12 }).filter((w) => !/[\0\n]/.test(w)),
+    );
+    fc.assert(
+      fc.property(
+        fc.record(
+          { config: word, deployment: word, stateDir: word, store: word, inventory: word },
+          { requiredKeys: [] },
+        ),
+        fc.boolean(),
+        fc.constantFrom('mesh resume r1', 'mesh status', 'sync --push', 'status'),
+        (flags, elsewhere, words) => {
+          const given = suggester(flags, true);
+          const step = nextStep(words, elsewhere ? { host: 'another controller' } : {});
+          const json = stepJson(given, step);
+          expect(json.command).toBe(['baton', ...json.args.map(shellWord)].join(' '));
+        },
+      ),
+    );
   });
 });
 
@@ -106,13 +139,15 @@ describe('rendered once, at the edge', () => {
     );
     // JSON's args are what a script runs after `baton` and the global flags: the same inventory.
     expect(stepJson(mesh, nextStep('mesh resume r1')).args).toEqual([
+      '--state-dir',
+      '/s',
       'mesh',
       'resume',
       'r1',
       '--inventory',
       '/etc/mesh.yaml',
     ]);
-    expect(stepJson(mesh, nextStep('status')).args).toEqual(['status']);
+    expect(stepJson(mesh, nextStep('status')).args).toEqual(['--state-dir', '/s', 'status']);
   });
 
   it('JSON: the verdict and every error carry their steps as objects', () => {
@@ -140,7 +175,19 @@ describe('rendered once, at the edge', () => {
     expect(json.verdict.next_step).toEqual({
       command:
         "baton --deployment d1 --state-dir '/srv/state dir' --store s3://b/p sync --replace-unreadable --confirm <ETAG 8>",
-      args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'],
+      // The rendered command's words exactly: the global flags (unquoted), then the step's own.
+      args: [
+        '--deployment',
+        'd1',
+        '--state-dir',
+        '/srv/state dir',
+        '--store',
+        's3://b/p',
+        'sync',
+        '--replace-unreadable',
+        '--confirm',
+        '<ETAG 8>',
+      ],
       placeholders: [{ name: 'ETAG 8', read_from: expect.any(String) }],
       host: null,
     });
@@ -148,7 +195,16 @@ describe('rendered once, at the edge', () => {
     expect(json.published.error?.next_steps).toEqual([
       expect.objectContaining({
         host: "a controller that holds this deployment's authority",
-        args: ['sync', '--replace-unreadable', '--confirm', '<ETAG 8>'],
+        args: [
+          '--deployment',
+          'd1',
+          '--store',
+          's3://b/p',
+          'sync',
+          '--replace-unreadable',
+          '--confirm',
+          '<ETAG 8>',
+        ],
       }),
     ]);
     expect(json.published.error?.next).toContain(

@@ -266,7 +266,8 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
     state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
   const left = n - finished - rolled;
   const lines = [
-    `Rotation ${state.id} ${rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`,
+    // The headline says what the counts say: every pair found finished is "finished", not "rolled back".
+    `Rotation ${state.id} ${rolled === 0 && left === 0 ? 'finished' : rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`,
   ];
   for (const f of state.failures) lines.push(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   const applied = setOf(state.applied);

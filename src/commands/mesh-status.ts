@@ -20,6 +20,8 @@ import { openCommandTransports } from './command-transports.js';
 import type { CliContext } from './context.js';
 import type { MeshFlags } from './mesh-flags.js';
 import path from 'node:path';
+import { readProvisionerHealth, withProvisionerHealth } from '../mesh/read-provisioner-health.js';
+import { provisionerHealthJson, provisionerHealthLines } from '../app/provisioner-health-text.js';
 
 export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<number> {
   const selector = parseSelector(flags, true);
@@ -38,14 +40,21 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const transports = openCommandTransports(inventory.machines, { timeoutMs, concurrency });
   try {
     if (hasTerminal(ctx) && !flags.json) {
-      const read = (onMachine: (machine: string, ok: boolean) => void) =>
-        readMeshStatus(plan, transports.transportFor, history, {
-          concurrency,
-          nowMs: Date.now(),
-          maxAgeMs,
-          onMachine,
-          ...(running ? { running } : {}),
-        });
+      // Each reading takes the ✓ from the pairs of a provisioner that cannot apply (its heartbeat).
+      const read = async (onMachine: (machine: string, ok: boolean) => void) => {
+        const nowMs = Date.now();
+        const [pairs, health] = await Promise.all([
+          readMeshStatus(plan, transports.transportFor, history, {
+            concurrency,
+            nowMs,
+            maxAgeMs,
+            onMachine,
+            ...(running ? { running } : {}),
+          }),
+          readProvisionerHealth(plan, inventory, transports.transportFor, { concurrency, nowMs }),
+        ]);
+        return withProvisionerHealth(pairs, health);
+      };
       return await mountView(
         ctx,
         // Quitting before the first reading finished is "could not read", never "all well".
@@ -62,20 +71,25 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
       );
     }
     const nowMs = Date.now();
-    const statuses = await readMeshStatus(plan, transports.transportFor, history, {
-      concurrency,
-      nowMs,
-      maxAgeMs,
-      ...(running ? { running } : {}),
-    });
+    const [pairs, health] = await Promise.all([
+      readMeshStatus(plan, transports.transportFor, history, {
+        concurrency,
+        nowMs,
+        maxAgeMs,
+        ...(running ? { running } : {}),
+      }),
+      readProvisionerHealth(plan, inventory, transports.transportFor, { concurrency, nowMs }),
+    ]);
+    const statuses = withProvisionerHealth(pairs, health);
     const code = meshStatusExitCode(statuses);
     if (flags.json)
       ctx.stdout.write(
-        `${jsonForTerminal({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), journal: journalFile, mesh: journal.mesh }, 2)}\n`,
+        `${jsonForTerminal({ ...meshStatusJson(statuses, plan.selectorText, nowMs, maxAgeMs, code, suggester), provisioners: provisionerHealthJson(health, suggester), journal: journalFile, mesh: journal.mesh }, 2)}\n`,
       );
     else {
       for (const line of meshStatusLines(statuses, plan.selectorText, suggester))
         ctx.stdout.write(`${line}\n`);
+      for (const line of provisionerHealthLines(health, suggester)) ctx.stdout.write(`${line}\n`);
       ctx.stdout.write(`Journal: ${journalFile} (mesh ${journal.mesh}; only its records are read).\n`);
     }
     return code;

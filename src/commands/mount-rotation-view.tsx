@@ -12,6 +12,7 @@ import { RotationApp } from '../../components/rotation/RotationApp.js';
 import type { InkSession } from './mount-view.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER } from '../suggest-command.js';
+import { keepGoingWhenOutputCloses } from './closed-output.js';
 
 export interface MountOptions {
   readonly id: string;
@@ -44,6 +45,19 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
       }}
     />,
   );
+  // Nobody will press q on a terminal that went away, nor after a signal stopped the rotation:
+  // the view goes, and what finishes the phase under way (the roll-back) runs to its end.
+  const stop = options.deps.stop;
+  const leave = () => instance.unmount();
+  const lost = () => {
+    stop?.abort(new Error('the terminal went away'));
+    leave();
+  };
+  stop?.signal.addEventListener('abort', leave, { once: true });
+  keepGoingWhenOutputCloses(stdout, lost);
+  keepGoingWhenOutputCloses(process.stdin, lost);
+  if (stop?.signal.aborted) leave();
   await instance.waitUntilExit();
+  stop?.signal.removeEventListener('abort', leave);
   return finishAfterLeaving(flow, options.deps, result, (line) => stdout.write(`${line}\n`));
 }

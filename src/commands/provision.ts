@@ -96,12 +96,25 @@ export const registerProvision: Register = (program, ctx) => {
           log(
             `watching ${provisioner.deliveredDir} every ${settings.intervalMs / 1000} s (superuser password from ${settings.target.superuserFile})`,
           );
+          const { heartbeatWriter } = await import('../provisioner/heartbeat.js');
+          const heartbeat = heartbeatWriter({
+            deliveredDir: provisioner.deliveredDir,
+            provider: settings.provider,
+            superuser: settings.target.superuser,
+            intervalMs: settings.intervalMs,
+            log,
+          });
+          let beat = Promise.resolve();
           try {
             await watchProvisioner(provisioner, {
               intervalMs: settings.intervalMs,
               signal: controller.signal,
               log,
+              // In order, one at a time: a slow disk never lets an older cycle's beat land last.
+              onCycle: (report) => void (beat = beat.then(() => heartbeat.cycle(report))),
             });
+            await beat;
+            await heartbeat.stopped();
           } finally {
             await lock.release();
             process.removeListener('SIGTERM', stop);

@@ -14,10 +14,11 @@ import { readSeedSecret } from '../mesh/seed.js';
 import { parseSelector } from '../mesh/selector.js';
 import { parseAge } from '../mesh/credential-age.js';
 import { planRotation } from '../mesh/rotation-plan.js';
-import { meshIdentity } from '../mesh/mesh-identity.js';
+import { meshIdentities } from '../mesh/mesh-identity.js';
 import { openCommandTransports } from './command-transports.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
+import { stopOnSignals } from './rotation-signals.js';
 import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 import type { OperationJournal, OperationPorts } from '../operations/operation-ports.js';
 import { rotate, type PresentRotation } from '../operations/rotate.js';
@@ -30,25 +31,9 @@ export { meshHistory } from '../operations/operation-ports.js';
 
 /** The journal directory and this mesh's identity in it. */
 export function meshJournal(ctx: CliContext, inventory: Inventory): OperationJournal {
-  return { dir: journalDirFor(ctx.config()), mesh: meshIdentity(inventory) };
-}
-
-/**
- * The rotation's own signal handling: the first SIGINT, SIGTERM or SIGHUP stops it safely (a
- * commit not started does not start; past the commit the unfinished pairs are rolled back),
- * and the summary is still printed. A second one ends baton at once (the ssh masters still go,
- * on exit); what it leaves is found by `mesh status`.
- */
-function stopOnSignals(stop: AbortController): () => void {
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stop.signal.aborted) process.exit(EXIT_CODES.aborted);
-    stop.abort(new Error(`interrupted by ${signal}`));
-  };
-  for (const signal of signals) process.on(signal, onSignal);
-  return () => {
-    for (const signal of signals) process.off(signal, onSignal);
-  };
+  // Records an older baton wrote under its machine-derived id are this mesh's too (mesh-identity.ts).
+  const [mesh, ...aliases] = meshIdentities(inventory);
+  return { dir: journalDirFor(ctx.config()), mesh: mesh!, aliases };
 }
 
 export function inventoryFrom(ctx: CliContext, flags: Pick<MeshFlags, 'inventory'>): Inventory {
@@ -146,7 +131,10 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   );
   const stop = new AbortController();
   const present: PresentRotation = async ({ id, plan: planned, deps }) => {
-    const unhook = stopOnSignals(stop);
+    const unhook = stopOnSignals(
+      stop,
+      (line) => void (output.closed() ? undefined : ctx.stderr.write(`${line}\n`)),
+    );
     try {
       if (interactive) {
         // Ink first (it fixes the colour setting), then the view that imports it.

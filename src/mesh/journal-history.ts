@@ -54,10 +54,15 @@ export interface JournalHistory {
 }
 
 /**
- * Reads the records of mesh `mesh` (meshIdentity); a missing journal is an empty history, an
- * unparsable line is skipped, and another mesh's record (or one that names no mesh) is not this one's.
+ * Reads the records of mesh `mesh` (meshIdentity, or every id it goes by: meshIdentities); a
+ * missing journal is an empty history, an unparsable line is skipped, and another mesh's record
+ * (or one that names no mesh) is not this one's.
  */
-export async function readJournalHistory(dir: string, mesh: string): Promise<JournalHistory> {
+export async function readJournalHistory(
+  dir: string,
+  mesh: string | readonly string[],
+): Promise<JournalHistory> {
+  const ids = new Set(typeof mesh === 'string' ? [mesh] : mesh);
   let text = '';
   try {
     text = await fs.readFile(path.join(dir, JOURNAL_FILE), 'utf8');
@@ -69,7 +74,7 @@ export async function readJournalHistory(dir: string, mesh: string): Promise<Jou
     if (!line.trim()) continue;
     try {
       const record = JSON.parse(line) as JournalRecord | null;
-      if (record?.mesh === mesh) records.push(record);
+      if (typeof record?.mesh === 'string' && ids.has(record.mesh)) records.push(record);
     } catch {
       continue;
     }

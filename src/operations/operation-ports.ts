@@ -15,8 +15,10 @@ import type { Suggester } from '../suggest-command.js';
 
 export interface OperationJournal {
   readonly dir: string;
-  /** The mesh's identity in it (meshIdentity). */
+  /** The mesh's identity in it (meshIdentities' first). */
   readonly mesh: string;
+  /** Ids an older baton wrote this mesh's records under (derived from the machine list). */
+  readonly aliases?: readonly string[];
 }
 
 export interface OperationTransports {
@@ -39,7 +41,7 @@ export interface OperationPorts {
 /** This mesh's history in the journal, or a refusal naming the journal (nothing is read from any holder). */
 export async function meshHistory(journal: OperationJournal): Promise<JournalHistory> {
   try {
-    return await readJournalHistory(journal.dir, journal.mesh);
+    return await readJournalHistory(journal.dir, [journal.mesh, ...(journal.aliases ?? [])]);
   } catch (error) {
     throw new BatonError('failed', {
       what: `The rotation journal could not be read (${errorCode(error)}).`,

@@ -44,7 +44,8 @@ import {
 } from './postgres-roles.js';
 import { mapBounded } from '../mesh/map-bounded.js';
 import { ReceiptIndex } from './receipt-index.js';
-import { isTempReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { closeSwitchedBackLogins, singleGroups } from './switched-back-logins.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
 
 export interface ProvisionerOptions {
@@ -189,6 +190,10 @@ export class PostgresProvisioner {
   private readonly leaving = new Set<string>();
   /** The names delivered at this cycle's scan. */
   private present: ReadonlySet<string> = new Set();
+  /** Groups switched back to a single role whose logins are not known NOLOGIN yet (switched-back-logins.ts). */
+  private readonly switchedBack = new Set<string>();
+  /** Whether this run has looked at every single group's logins once (closeSwitchedBack). */
+  private switchedBackLooked = false;
 
   constructor(private readonly options: ProvisionerOptions) {
     this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
@@ -335,7 +340,13 @@ export class PostgresProvisioner {
     // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
     for (const key of this.reported.keys())
       if (!key.startsWith('*') && !present.has(key.split('*')[0]!)) this.reported.delete(key);
-    if (pending.length === 0 && toCheck.length === 0 && groupsAlone.length === 0 && this.leaving.size === 0)
+    if (
+      pending.length === 0 &&
+      toCheck.length === 0 &&
+      groupsAlone.length === 0 &&
+      this.leaving.size === 0 &&
+      this.switchedBack.size === 0
+    )
       return done();
 
     let db: RoleDatabase;
@@ -435,6 +446,7 @@ export class PostgresProvisioner {
       if (!blocked && !aborted) {
         try {
           await this.closeGroups(db, groupsAlone);
+          await this.closeSwitchedBack(db, present);
           await this.disableLeaving(db);
           await this.endRequestedSessions(db, present);
         } catch (error) {
@@ -486,6 +498,28 @@ export class PostgresProvisioner {
       }
     }
     return [...groups];
+  }
+
+  /**
+   * A pair switched back to a single role keeps neither login (switched-back-logins.ts). Asked
+   * for every single group once per run — the first cycle that connects, since the switch's
+   * `retire` took the login files AND their receipts, so after a restart nothing on disk says a
+   * group was ever alternating — and then for a group one of whose login files is leaving. An
+   * idle cycle sends nothing more.
+   */
+  private async closeSwitchedBack(db: RoleDatabase, present: ReadonlySet<string>): Promise<void> {
+    const single = new Set(singleGroups(present));
+    if (!this.switchedBackLooked) for (const group of single) this.switchedBack.add(group);
+    for (const name of this.leaving) {
+      const group = parseLoginFileName(name)!.group;
+      if (single.has(group)) this.switchedBack.add(group);
+    }
+    for (const group of this.switchedBack) if (!single.has(group)) this.switchedBack.delete(group);
+    const settled = await closeSwitchedBackLogins(db, [...this.switchedBack], present, (login, line) =>
+      this.disable(db, login, line, true),
+    );
+    for (const group of settled) this.switchedBack.delete(group);
+    this.switchedBackLooked = true;
   }
 
   /** A group whose logins carry the pair alone is NOLOGIN: the consumer's file names a login now. */

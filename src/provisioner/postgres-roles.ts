@@ -646,6 +646,8 @@ function connectError(error: unknown, target: PostgresTarget, where: string): Ba
       where: `${where} with the password from ${target.superuserFile}${target.providerEndFile ? ` (and from ${target.providerEndFile})` : ''}`,
       next: "Check that the file holds the role's current password exactly (no trailing newline), or name the right one with --superuser/--superuser-file.",
       changed: 'Nothing was applied; the provisioner will try again.',
+      // What the heartbeat tells a lock-out from a database that is down by (heartbeat.ts).
+      reason: 'denied',
     });
   }
   return new BatonError('failed', {

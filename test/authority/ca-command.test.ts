@@ -132,7 +132,7 @@ describe('baton ca', () => {
     // The reader's way out is a step object, rendered with the flags given; the text shows the same command.
     const command = `baton --deployment ${DEP} --state-dir ${stateDir} sync`;
     expect(JSON.parse(json.stdout).error.next_steps).toEqual([
-      { command, args: ['sync'], placeholders: [], host: null },
+      { command, args: ['--deployment', DEP, '--state-dir', stateDir, 'sync'], placeholders: [], host: null },
     ]);
     expect((await baton(stateDir, 'ca', 'show')).stdout).toContain(`\`${command}\``);
   });

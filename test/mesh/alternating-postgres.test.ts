@@ -156,8 +156,10 @@ async function followStatus(pair: string, choose: () => 'resume' | 'rollback'): 
     if (status.exitCode === 0) return ran;
     last = status.all;
     const doc = JSON.parse(status.stdout) as { pairs: StatusPair[] };
+    // `args` start with the global flags given (--state-dir): the command's own words follow them.
     const steps = doc.pairs
       .flatMap((p) => p.next_steps)
+      .map((s) => ({ ...s, args: s.args.slice(s.args.indexOf('mesh')) }))
       .filter(
         (s) =>
           s.placeholders.length === 0 &&

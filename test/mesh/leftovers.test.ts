@@ -3,7 +3,7 @@ import type { SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import type { JournalRecord } from '../../src/mesh/journal.js';
 import { leftoverOf, leftoversRefusal } from '../../src/mesh/leftovers.js';
-import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { legacyMeshIdentity, meshIdentities, meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { parseSelector, selectPairs } from '../../src/mesh/selector.js';
 import { meshInventory } from './mesh-fixture.js';
@@ -191,12 +191,19 @@ describe('selectors and the mesh identity', () => {
     );
   });
 
-  it('the id: field names the mesh; otherwise it is derived from mesh_dir and the machines', () => {
+  it('the id: field names the mesh; otherwise it is derived from the inventory file and mesh_dir, never from its machines', () => {
     expect(meshIdentity({ ...inventory, id: 'prod-eu' })).toBe('prod-eu');
     expect(meshIdentity(inventory)).toMatch(/^mesh-[0-9a-f]{12}$/);
     expect(meshIdentity({ ...inventory, meshDir: '/srv/other' })).not.toBe(meshIdentity(inventory));
-    expect(meshIdentity({ ...inventory, machines: inventory.machines.slice(1) })).not.toBe(
-      meshIdentity(inventory),
-    );
+    expect(meshIdentity({ ...inventory, source: '/srv/other.yaml' })).not.toBe(meshIdentity(inventory));
+    // An edited machine list (a machine added, one removed) is the same mesh.
+    const edited = { ...inventory, machines: inventory.machines.slice(1) };
+    expect(meshIdentity(edited)).toBe(meshIdentity(inventory));
+    // The id an older baton derived stays readable, and still depends on the machines as it did.
+    const [own, legacy] = meshIdentities(inventory);
+    expect(own).toBe(meshIdentity(inventory));
+    expect(legacy).toBe(legacyMeshIdentity(inventory));
+    expect(legacyMeshIdentity(edited)).not.toBe(legacy);
+    expect(meshIdentities({ ...inventory, id: 'prod-eu' })).toEqual(['prod-eu']);
   });
 });

@@ -677,8 +677,10 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       const json = JSON.parse(
         (await baton('mesh', 'status', '--inventory', otherInventory, '--json')).stdout,
       ) as { pairs: { next_steps?: { args: string[]; placeholders: { name: string }[] }[] }[] };
-      const seed = json.pairs.flatMap((p) => p.next_steps ?? []).find((n) => n.args[1] === 'seed')!;
+      const seed = json.pairs.flatMap((p) => p.next_steps ?? []).find((n) => n.args.includes('seed'))!;
       expect(seed.args).toEqual([
+        '--state-dir',
+        path.join(tmp.dir, 'state'),
         'mesh',
         'seed',
         '--pair',

@@ -244,17 +244,17 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'rot-int',
       `finish it: ${resume}, or roll it back: ${rollback}`,
     ]);
-    // The same two commands as objects: argv after the global flags (with the inventory given), rendered with them.
+    // The same two commands as objects: argv after `baton`, the global flags and the inventory given, as rendered.
     expect(web2.next_steps).toEqual([
       {
         command: resume,
-        args: ['mesh', 'resume', 'rot-int', '--inventory', inventory],
+        args: ['--state-dir', state(), 'mesh', 'resume', 'rot-int', '--inventory', inventory],
         placeholders: [],
         host: null,
       },
       {
         command: rollback,
-        args: ['mesh', 'rollback', 'rot-int', '--inventory', inventory],
+        args: ['--state-dir', state(), 'mesh', 'rollback', 'rot-int', '--inventory', inventory],
         placeholders: [],
         host: null,
       },
@@ -336,8 +336,21 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'exit_code',
       'summary',
       'pairs',
+      'provisioners',
       'journal',
       'mesh',
+    ]);
+    // No provisioner ran here: no heartbeat, nothing claimed (src/mesh/provisioner-heartbeat.ts).
+    expect(doc.provisioners).toEqual([
+      {
+        provider: 'pg-main',
+        machine: 'db1',
+        state: 'none',
+        healthy: true,
+        detail: null,
+        next: null,
+        next_steps: [],
+      },
     ]);
     expect(doc.journal).toBe(path.join(state(), JOURNAL_FILE));
     expect(doc.mesh).toMatch(/^mesh-[0-9a-f]{12}$/);

@@ -1,0 +1,206 @@
+/**
+ * The provisioner's heartbeat, `<mesh_dir>/provides/<provider>/.heartbeat`: what its last cycle
+ * found — when it ran, whether it could log in to PostgreSQL, and why not. A receipt says what
+ * the database accepted ONCE; only the heartbeat says the provisioner can still apply anything.
+ * Without it a provisioner locked out by a password changed by hand (or a database that is
+ * down) left every pair `✓ applied` while each later rotation stalled waiting for a receipt.
+ *
+ * The file is written by `baton provision postgres --watch` (src/provisioner/heartbeat.ts) and
+ * read by `mesh status` through the transport, like a receipt. Its text is outside text: it is
+ * parsed strictly and every string in it reaches a terminal only through `shown`.
+ */
+import { nextStep, type Said } from '../next-step.js';
+import { shown } from '../outside-text.js';
+
+export const HEARTBEAT_FILE = '.heartbeat';
+export const HEARTBEAT_FORMAT = 'baton.provisioner-heartbeat/1';
+
+/**
+ * `ok`: it logged in this cycle; `refused`: PostgreSQL refused its superuser login; `unreachable`:
+ * PostgreSQL could not be reached; `stopped`: it was stopped (SIGTERM) and said so.
+ */
+export type HeartbeatLogin = 'ok' | 'refused' | 'unreachable' | 'stopped';
+
+export interface Heartbeat {
+  readonly format: typeof HEARTBEAT_FORMAT;
+  readonly provider: string;
+  /** When the cycle ended, on the provider machine's clock. */
+  readonly at: string;
+  /** The `--interval` it cycles at: the reader's measure of "too long ago". */
+  readonly interval_ms: number;
+  readonly login: HeartbeatLogin;
+  /** Why it could not log in (PostgreSQL's own words, outside text), when it could not. */
+  readonly reason?: string;
+  /** The role it logs in as (`--superuser`): status names the pair that delivers its password. */
+  readonly superuser: string;
+  /** The last cycle that logged in, if any since it started. */
+  readonly last_ok_at?: string;
+  readonly host: string;
+  readonly pid: number;
+}
+
+/** The heartbeat beside a provider's delivered files (`dir` is `<mesh_dir>/provides/<provider>`). */
+export function heartbeatPath(providerDir: string): string {
+  return `${providerDir.replace(/\/+$/, '')}/${HEARTBEAT_FILE}`;
+}
+
+export function formatHeartbeat(heartbeat: Heartbeat): string {
+  return `${JSON.stringify(heartbeat)}\n`;
+}
+
+const PASSWORD_FILE = {
+  placeholder: 'FILE',
+  readFrom: "a file (0600) holding the superuser's current password, exactly",
+};
+
+const LOGINS = new Set<string>(['ok', 'refused', 'unreachable', 'stopped']);
+const MAX_TEXT = 4096;
+
+/** A heartbeat, or undefined when the text is not one (damaged, another format, absurd sizes). */
+export function parseHeartbeat(text: string): Heartbeat | undefined {
+  if (text.length > MAX_TEXT) return undefined;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const r = raw as Record<string, unknown>;
+  const isText = (v: unknown): v is string => typeof v === 'string' && v.length <= 1024;
+  const isTime = (v: unknown): v is string => isText(v) && !Number.isNaN(Date.parse(v));
+  if (r.format !== HEARTBEAT_FORMAT || !isText(r.provider) || !isTime(r.at)) return undefined;
+  if (typeof r.interval_ms !== 'number' || !(r.interval_ms > 0)) return undefined;
+  if (typeof r.login !== 'string' || !LOGINS.has(r.login)) return undefined;
+  if (r.reason !== undefined && !isText(r.reason)) return undefined;
+  if (r.last_ok_at !== undefined && !isTime(r.last_ok_at)) return undefined;
+  if (!isText(r.host) || typeof r.pid !== 'number' || !isText(r.superuser)) return undefined;
+  return {
+    format: HEARTBEAT_FORMAT,
+    provider: r.provider,
+    at: r.at,
+    interval_ms: r.interval_ms,
+    login: r.login as HeartbeatLogin,
+    ...(r.reason !== undefined ? { reason: r.reason } : {}),
+    superuser: r.superuser,
+    ...(r.last_ok_at !== undefined ? { last_ok_at: r.last_ok_at } : {}),
+    host: r.host,
+    pid: r.pid,
+  };
+}
+
+/**
+ * A heartbeat older than this is a provisioner that stopped cycling (killed, hung, its machine
+ * asleep): five intervals, and never under a minute, so the watch loop's backoff while the
+ * database is down (at most 30 s) and a few seconds of clock skew between the provider machine
+ * and this one are not mistaken for it.
+ */
+export function staleAfterMs(heartbeat: Pick<Heartbeat, 'interval_ms'>): number {
+  return Math.max(60_000, 5 * heartbeat.interval_ms);
+}
+
+/**
+ * What `mesh status` makes of a provider's heartbeat. `none`: no heartbeat (a provisioner that
+ * predates it, or run `--once` by hand): nothing is claimed either way. `unread`: the machine
+ * could not be read (the pairs say so already).
+ */
+export type ProvisionerHealth =
+  | { readonly state: 'ok' | 'none' | 'unread'; readonly provider: string; readonly machine: string }
+  | {
+      readonly state: 'locked-out' | 'database-down' | 'stopped' | 'silent' | 'unreadable';
+      readonly provider: string;
+      readonly machine: string;
+      /** One sentence: what is wrong, naming the provisioner and the file. */
+      readonly detail: string;
+      /** The way out (a sentence that may name a command). */
+      readonly next: Said;
+    };
+
+/**
+ * `superuserPair` finds the pair of the mesh that delivers a role's password (the provisioner's
+ * own, `provider:consumer`), so a lock-out names the seed that mends it.
+ */
+export function provisionerHealth(
+  provider: string,
+  machine: string,
+  file: string,
+  text: string | undefined,
+  nowMs: number,
+  superuserPair: (role: string) => string | undefined = () => undefined,
+): ProvisionerHealth {
+  if (text === undefined) return { state: 'none', provider, machine };
+  const heartbeat = parseHeartbeat(text);
+  const who = `the provisioner of ${provider} on ${machine}`;
+  if (!heartbeat)
+    return {
+      state: 'unreadable',
+      provider,
+      machine,
+      detail: `${who}: its heartbeat ${file} is not one baton can read`,
+      next: [
+        `Check the provisioner's log on ${machine}; it rewrites the file on its next cycle (remove it if it was left by something else).`,
+      ],
+    };
+  const ageMs = nowMs - Date.parse(heartbeat.at);
+  const ago = `${Math.max(0, Math.round(ageMs / 1000))} s ago`;
+  // Re-rendered from the parsed time: the file's own text never reaches the terminal.
+  const iso = (time: string) => new Date(Date.parse(time)).toISOString();
+  const lastOk = heartbeat.last_ok_at ? `; it last logged in at ${iso(heartbeat.last_ok_at)}` : '';
+  const why = heartbeat.reason === undefined ? '' : ` (${shown(heartbeat.reason)})`;
+  if (heartbeat.login === 'stopped')
+    return {
+      state: 'stopped',
+      provider,
+      machine,
+      detail: `${who} was stopped at ${iso(heartbeat.at)}: nothing delivered since is applied`,
+      next: [
+        `Start it again on ${machine} (its unit runs `,
+        nextStep('provision postgres --watch'),
+        '); a rotation until then stalls waiting for its receipt.',
+      ],
+    };
+  if (ageMs > staleAfterMs(heartbeat))
+    return {
+      state: 'silent',
+      provider,
+      machine,
+      detail: `${who} last reported ${ago} (it cycles every ${heartbeat.interval_ms / 1000} s): it is not running, or hangs`,
+      next: [
+        `Check it on ${machine} (its unit's status and log) and start it; a rotation until then stalls waiting for its receipt.`,
+      ],
+    };
+  if (heartbeat.login === 'refused') {
+    const pair = superuserPair(heartbeat.superuser);
+    return {
+      state: 'locked-out',
+      provider,
+      machine,
+      detail: `${who} cannot log in: PostgreSQL refused its superuser login as ${shown(heartbeat.superuser)} ${ago}${why}${lastOk}`,
+      next: pair
+        ? [
+            "If its password was changed by hand, set it back; or deliver the role's current password to both ends of its pair with ",
+            nextStep(`mesh seed --pair ${pair} --from-file`, { placeholders: [PASSWORD_FILE] }),
+            '. Nothing is applied until it logs in.',
+          ]
+        : [
+            `If its password was changed by hand, set it back; or give the provisioner the role's current password (--superuser-file on ${machine}). Nothing is applied until it logs in.`,
+          ],
+    };
+  }
+  if (heartbeat.login === 'unreachable')
+    return {
+      state: 'database-down',
+      provider,
+      machine,
+      detail: `${who} cannot reach PostgreSQL (${ago})${why}${lastOk}`,
+      next: [
+        "Start the database (or fix the provisioner's --pg-host/--pg-port); it retries on its own. Nothing is applied until then.",
+      ],
+    };
+  return { state: 'ok', provider, machine };
+}
+
+/** Whether `mesh status` may still say ✓ for this provider's pairs. */
+export function provisionerHealthy(health: ProvisionerHealth): boolean {
+  return health.state === 'ok' || health.state === 'none' || health.state === 'unread';
+}

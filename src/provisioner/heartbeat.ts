@@ -1,0 +1,93 @@
+/**
+ * Writes the provisioner's heartbeat after every `--watch` cycle (src/mesh/provisioner-heartbeat.ts
+ * says what it holds and who reads it). Atomic like a receipt (temp file → fsync → rename), so
+ * `mesh status` reads the last cycle's or the one before, never half of one. A failure to write
+ * is logged once and never stops the provisioner: applying passwords matters more than saying so.
+ */
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { renameDurably, writeExclusive } from '../fs/durable-write.js';
+import {
+  formatHeartbeat,
+  HEARTBEAT_FILE,
+  HEARTBEAT_FORMAT,
+  type Heartbeat,
+  type HeartbeatLogin,
+} from '../mesh/provisioner-heartbeat.js';
+import type { CycleReport } from './postgres-provisioner.js';
+import { messageOf } from './postgres-roles.js';
+
+/**
+ * Whether the cycle logged in: a connection refused for its password (reason `denied`, SQLSTATE
+ * 28P01/28000) is a lock-out, any other failure to connect an unreachable database; a cycle that
+ * connected — or had nothing to connect for — is `ok`. Undefined: another provisioner holds the
+ * provider, whose own heartbeat is the one that counts.
+ */
+export function loginOf(report: CycleReport): { login: HeartbeatLogin; reason?: string } | undefined {
+  if (report.busy !== undefined) return undefined;
+  if (!report.databaseDown) return { login: 'ok' };
+  const blocked = report.blocked;
+  const reason = blocked?.what;
+  const login = blocked?.reason === 'denied' ? 'refused' : 'unreachable';
+  return reason === undefined ? { login } : { login, reason };
+}
+
+export interface HeartbeatWriter {
+  /** After each cycle. */
+  cycle(report: CycleReport): Promise<void>;
+  /** When the watch ends (SIGTERM): says it stopped, rather than going silent. */
+  stopped(): Promise<void>;
+}
+
+export function heartbeatWriter(options: {
+  readonly deliveredDir: string;
+  readonly provider: string;
+  readonly superuser: string;
+  readonly intervalMs: number;
+  readonly log: (line: string) => void;
+  readonly clock?: () => Date;
+}): HeartbeatWriter {
+  const clock = options.clock ?? (() => new Date());
+  let lastOkAt: string | undefined;
+  let failing = false;
+  const write = async (login: HeartbeatLogin, reason?: string) => {
+    const at = clock().toISOString();
+    if (login === 'ok') lastOkAt = at;
+    const heartbeat: Heartbeat = {
+      format: HEARTBEAT_FORMAT,
+      provider: options.provider,
+      at,
+      interval_ms: options.intervalMs,
+      login,
+      ...(reason !== undefined ? { reason } : {}),
+      superuser: options.superuser,
+      ...(lastOkAt !== undefined ? { last_ok_at: lastOkAt } : {}),
+      host: os.hostname(),
+      pid: process.pid,
+    };
+    const temp = path.join(options.deliveredDir, `${HEARTBEAT_FILE}.tmp-${randomBytes(6).toString('hex')}`);
+    try {
+      await writeExclusive(temp, Buffer.from(formatHeartbeat(heartbeat)), 0o600);
+      await renameDurably(temp, path.join(options.deliveredDir, HEARTBEAT_FILE));
+      if (failing) options.log('the heartbeat is written again');
+      failing = false;
+    } catch (error) {
+      await rm(temp, { force: true }).catch(() => undefined);
+      // Before the first rotation the directory may not exist yet: nothing to say then.
+      if (!failing && (error as NodeJS.ErrnoException).code !== 'ENOENT')
+        options.log(
+          `the heartbeat could not be written (${messageOf(error)}); mesh status cannot see this provisioner`,
+        );
+      failing = true;
+    }
+  };
+  return {
+    async cycle(report) {
+      const login = loginOf(report);
+      if (login) await write(login.login, login.reason);
+    },
+    stopped: () => write('stopped'),
+  };
+}
