@@ -33,6 +33,8 @@ import {
 } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
 import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
+import { appGate, journalApp } from './rotation-app.js';
+import type { AppHooks } from '../mesh/reload.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
@@ -73,6 +75,8 @@ export interface RotationDeps {
   readonly mesh?: string;
   /** `--revoke-previous` (and `--end-sessions`): revoke each left login once every consumer end is committed. */
   readonly revoke?: RevokeRequest;
+  /** app-truth: the consumers' `reload:` and the providers' `connect:` (rotation-app.ts). */
+  readonly app?: AppHooks;
 }
 
 /** The longest a roll-back waits for the receipt to show the old password again. */
@@ -102,6 +106,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
   };
   /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
   let receiptWait: ReceiptWait | undefined;
+  // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
+  const app = appGate(deps);
   return {
     async run(effect, { state, dispatch }) {
       switch (effect.type) {
@@ -122,6 +128,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.transportFor,
             deps.concurrency,
             (machine) => dispatch({ type: 'staged', machine }),
+            app.keep(state.plan),
           );
           return result.ok
             ? { type: 'prepared', digests: result.digests }
@@ -134,7 +141,13 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           receiptWait?.close();
           receiptWait =
             deps.waitMs > 0
-              ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions)
+              ? beginReceiptWait(
+                  state.plan.pairs,
+                  state.digests,
+                  deps.transportFor,
+                  waitOptions,
+                  app.gateOption(),
+                )
               : undefined;
           await receiptWait?.ready;
           const result = await commitProviderEnds(
@@ -165,9 +178,15 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             effect.digests,
             deps.transportFor,
             waitOptions,
-            (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
+            (applied) => {
+              dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs });
+              app.committed(state.id, applied.pair, state.plan);
+            },
             begun,
+            app.gateOption().gate,
           );
+          // app-truth: every reload has ended before a left login is revoked (its app may still be on it).
+          const appResults = await app.finish();
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
           const revoked = await revokeAfterCommit(
             deps.revoke,
@@ -182,6 +201,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             failures: result.failures,
             ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}),
             ...(revoked ? { revoked } : {}),
+            ...(appResults ? { app: appResults } : {}),
           };
         }
         case 'roll-back': {
@@ -236,6 +256,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       }
     },
     failed(effect, error) {
+      if (effect.type === 'wait-applied') app.forget();
       // Whatever failed, no receipt wait follows this one: its readers and channels end.
       receiptWait?.close();
       receiptWait = undefined;
@@ -324,6 +345,7 @@ export function journalRecord(
     ),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(deps.revoke ? { revoke_previous: { end_sessions: deps.revoke.endSessions } } : {}),
+    ...journalApp(state),
     ...(state.step === 'rolled-back'
       ? {
           applied: [

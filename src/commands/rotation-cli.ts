@@ -9,6 +9,7 @@ import type { CliContext } from './context.js';
 import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 import { findMachine, loadInventory, type Inventory } from '../mesh/inventory.js';
+import { appHooks } from '../mesh/reload.js';
 import {
   appendJournal,
   journalDirFor,
@@ -338,6 +339,7 @@ async function rotateLocked(
     stop,
     mesh: journal.mesh,
     ...(options.revoke ? { revoke: options.revoke } : {}),
+    app: appHooks(inventory), // app-truth: reload: and connect: (src/app/rotation-app.ts)
   };
   const unhook = stopOnSignals(stop);
   const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
