@@ -223,6 +223,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
                   deps.stop?.signal.aborted ? STOPPED_RECEIPT_WAIT_MS : ROLLBACK_RECEIPT_WAIT_MS,
                 ),
               pollMs: deps.pollMs,
+              // app-truth: a pair refused from its consumer's machine is rolled back, never finished.
+              refused: new Set(state.app?.testLogins.filter((t) => !t.ok).map((t) => t.pair) ?? []),
             },
           );
           return { type: 'rolled-back', results };

@@ -262,6 +262,7 @@ export interface RolledBack {
   readonly windows: Readonly<Record<string, number>>;
   readonly failures: readonly { readonly machine: string; readonly reason: string }[];
   readonly stopped: string | undefined;
+  readonly app?: { readonly testLogins: readonly { readonly ok: boolean }[] };
   readonly results: readonly PairRollback[];
 }
 
@@ -271,7 +272,13 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   const finished = state.applied.length + state.results.filter((r) => r.result === 'finished').length;
   const rolled = state.results.filter((r) => r.result === 'rolled-back').length;
   const why =
-    state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
+    state.stopped ??
+    (state.failures.length > 0
+      ? 'a rename failed'
+      : // app-truth: a test login refused from a consumer's machine left its pair unfinished on purpose.
+        state.app?.testLogins.some((t) => !t.ok)
+        ? "the new credential was refused from a consumer's machine"
+        : 'not every provider confirmed in time');
   const left = n - finished - rolled;
   const lines = [
     `Rotation ${state.id} ${rolled > 0 || left === 0 ? 'rolled back' : 'did not finish'} (${why}): ${finished} of ${plural(n, 'credential')} finished, ${rolled} rolled back${left > 0 ? `, ${left} left` : ''}.`,

@@ -10,6 +10,7 @@ import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 import { findMachine, loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appHooks } from '../mesh/reload.js';
+import { appBehindRefusal, behindPairs } from '../mesh/app-behind-guard.js';
 import {
   appendJournal,
   journalDirFor,
@@ -325,6 +326,13 @@ async function rotateLocked(
   if (leftovers.length > 0) {
     await transports.close();
     throw leftoversRefusal('rotate', leftovers, ctx.suggester(flags.inventory));
+  }
+  // app-truth: a pair whose app still uses the login this rotation would change is refused (app-behind-guard.ts).
+  const behind = await behindPairs(plan, transports.transportFor, history, resolve.concurrency);
+  const behindRefusal = appBehindRefusal(behind, flags.appBehind ?? []);
+  if (behindRefusal) {
+    await transports.close();
+    throw behindRefusal;
   }
   const stop = new AbortController();
   const deps: RotationDeps = {

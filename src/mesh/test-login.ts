@@ -11,6 +11,7 @@
  * listener could replay.
  */
 import type { ProviderConnect } from './inventory.js';
+import { TEST_LOGIN_APPLICATION } from './session-record.js';
 import type { BoundTransport } from './transport.js';
 import { reasonOf } from './transport.js';
 
@@ -65,7 +66,7 @@ export async function testLogin(
       stream: () => stream,
       ssl: false,
       connectionTimeoutMillis: timeoutMs,
-      application_name: 'baton test login',
+      application_name: TEST_LOGIN_APPLICATION,
     });
     // Registered before connect(), so before the client's own handlers: the method is known first.
     const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;

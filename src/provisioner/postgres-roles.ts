@@ -8,6 +8,7 @@
  * print those (mesh seed) — and because it is always passed explicitly, pg never falls back to
  * PGPASSWORD or a .pgpass file.
  */
+import { CENSUS_SQL, type ActiveSession } from './session-census.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -127,6 +128,8 @@ export interface RoleDatabase {
   endSessions(login: string): Promise<number>;
   /** The roles among `roles` that exist, with what the database holds for each. */
   inspect(roles: readonly string[]): Promise<ReadonlyMap<string, StoredRole>>;
+  /** app-truth: every client session of these logins now (session-census.ts). */
+  activity?(logins: readonly string[]): Promise<ActiveSession[]>;
   close(): Promise<void>;
 }
 
@@ -320,6 +323,25 @@ export function postgresRoles(
         });
       },
       sessions: sessionsOf,
+      // app-truth: the session census's one query (session-census.ts).
+      async activity(logins) {
+        const result = await query(CENSUS_SQL, [logins]);
+        return (
+          result.rows as {
+            login: string;
+            pid: number;
+            backend_start: Date | null;
+            client_addr: string | null;
+            application_name: string | null;
+          }[]
+        ).map((r) => ({
+          login: r.login,
+          pid: r.pid,
+          backendStart: r.backend_start ? r.backend_start.toISOString() : '',
+          clientAddr: r.client_addr,
+          applicationName: r.application_name ?? '',
+        }));
+      },
       async endSessions(login) {
         // Never this session: the provisioner logs in as the superuser, and the filter says so.
         // With a timeout the call waits until each backend is gone (PostgreSQL 14+), so the

@@ -299,8 +299,76 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     expect(scanForSecrets([{ name: 'status', data: s.all }], [{ name: 'web1', value: secret }])).toEqual([]);
     // Fixed, a rotation reloads again and the pair is clear.
     writeInventory(CONSUMERS);
-    expect((await rotate('web1-app')).exitCode).toBe(0);
+    const running = await app('web1', 'web1_app', consumerFile('web1', 'web1_app'));
+    const fixed = await rotate('web1-app');
+    expect(fixed.exitCode, fixed.all).toBe(0);
     expect((await status('web1-app')).exitCode).toBe(0);
+    await running.stop();
+  }, 120_000);
+
+  it('app behind: an alternating app started on one login, rotated once without reload: mesh status exits 3 naming that login; mesh rotate exits 3 with the file unchanged and the app 0 failed logins; the override is bound to the evidence', async () => {
+    expect(partsHere).toBe(true);
+    writeInventory(
+      CONSUMERS.map((c) => (c.name === 'web2-app' ? { ...c, extra: 'credential: alternating' } : c)),
+    );
+    const file = consumerFile('web2', 'web2_app');
+    const started = conninfoLogin(readFileSync(file, 'utf8'))!;
+    const running = await app('web2', 'web2_app', file);
+    await sleep(300);
+    const moved = await rotate('web2-app');
+    expect(moved.exitCode, moved.all).toBe(0);
+    const after = readFileSync(file, 'utf8');
+    expect(conninfoLogin(after)).not.toBe(started);
+    const movedAt = Date.now();
+    let s = await status('web2-app');
+    const firstExit = s.exitCode;
+    for (let i = 0; i < 10 && s.exitCode !== 3; i++) s = await status('web2-app');
+    const seenAfterMs = Date.now() - movedAt;
+    expect(s.exitCode, s.all).toBe(3);
+    const doc = JSON.parse(s.stdout) as {
+      pairs: {
+        state: string;
+        detail: string;
+        app: {
+          takes: string;
+          behind: { login: string; sessions_since_move: number; clients: string[]; override_code: string };
+        };
+        next: string;
+      }[];
+    };
+    const pair = doc.pairs[0]!;
+    expect(pair.state).toBe('app-behind');
+    expect(pair.app.takes).toBe('behind');
+    expect(pair.app.behind.login).toBe(started);
+    expect(pair.app.behind.sessions_since_move).toBeGreaterThan(0);
+    expect(pair.app.behind.clients).toContain('127.0.0.1');
+    expect(pair.detail).toContain(started);
+    expect(pair.next).toContain('--app-behind');
+    const plain = await baton('mesh', 'status', '--pair', `${PROVIDER}:web2-app`, '--inventory', inventory());
+    expect(plain.exitCode).toBe(3);
+    expect(plain.all).toMatch(new RegExp(`app-behind\\s+${PROVIDER}:web2-app`));
+    expect(plain.all).toContain(`on ${started}, the login its file left`);
+    // The rotation that would change the password the app still uses is refused before anything is generated.
+    const refused = await rotate('web2-app');
+    expect(refused.exitCode, refused.all).toBe(3);
+    expect(refused.all).toContain('mesh rotate refused');
+    expect(refused.all).toContain(started);
+    expect(refused.all).toContain('Nothing was generated and nothing was sent.');
+    expect(readFileSync(file, 'utf8')).toBe(after);
+    // A code that is not the evidence's is refused as well.
+    const wrong = await rotate('web2-app', '--app-behind', '00000000');
+    expect(wrong.exitCode, wrong.all).toBe(3);
+    expect(readFileSync(file, 'utf8')).toBe(after);
+    await sleep(300);
+    await running.stop();
+    expect(running.failures()).toEqual([]);
+    if (process.env.BATON_APP_TRUTH_DEBUG)
+      console.log(`app behind: first status exit ${firstExit}, exit 3 seen ${seenAfterMs} ms after the move`);
+    // The app is gone; an override with the code read now rotates (bound to the evidence as it stands).
+    const now = JSON.parse((await status('web2-app')).stdout) as typeof doc;
+    const forced = await rotate('web2-app', '--app-behind', now.pairs[0]!.app.behind.override_code);
+    expect(forced.exitCode, forced.all).toBe(0);
+    writeInventory(CONSUMERS);
   }, 120_000);
 
   it("connect: with pg_hba.conf rejecting the login the pair would move to: the rotation exits non-zero with the server's reason, the file is unchanged, the app 0 failed logins", async () => {
@@ -315,6 +383,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
       const r = await rotate('web2-app');
       expect(r.exitCode, r.all).not.toBe(0);
       expect(r.all).toMatch(/REFUSED from web2.*pg_hba\.conf rejects connection/);
+      if (process.env.BATON_APP_TRUTH_DEBUG) console.log(r.all);
       expect(r.all).toContain(`web2-app was NOT moved: web2-app stays on ${from}, which works`);
       expect(readFileSync(file, 'utf8')).toBe(before);
     } finally {
