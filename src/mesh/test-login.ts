@@ -11,6 +11,7 @@
  * listener could replay.
  */
 import type { ProviderConnect } from './inventory.js';
+import type { ReloadOutcome } from './reload.js';
 import { TEST_LOGIN_APPLICATION } from './session-record.js';
 import type { BoundTransport } from './transport.js';
 import { reasonOf } from './transport.js';
@@ -115,5 +116,5 @@ export interface TestLoginRecord {
 /** What a rotation learned about its consumers' apps: their test logins and reloads. */
 export interface AppResults {
   readonly testLogins: readonly TestLoginRecord[];
-  readonly reloads: readonly import('./reload.js').ReloadOutcome[];
+  readonly reloads: readonly ReloadOutcome[];
 }

@@ -113,7 +113,8 @@ export async function runLocalCommand(
       stdio: ['ignore', 'ignore', fd],
       detached: true,
     });
-    let timedOut = false;
+    // An object, not a let: the bound sets it from a timer callback.
+    const ended = { byTime: false };
     const killGroup = (sig: NodeJS.Signals) => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, sig);
@@ -123,7 +124,7 @@ export async function runLocalCommand(
     };
     let grace: NodeJS.Timeout | undefined;
     const end = (why: 'time' | 'cancel') => {
-      if (why === 'time') timedOut = true;
+      if (why === 'time') ended.byTime = true;
       killGroup('SIGTERM');
       grace = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_S * 1000);
     };
@@ -137,6 +138,7 @@ export async function runLocalCommand(
     clearTimeout(timer);
     clearTimeout(grace);
     signal.removeEventListener('abort', onAbort);
+    const timedOut = ended.byTime;
     if (signal.aborted && !timedOut) throw abortedError(machine, 'running the command', signal);
     const stat = await fs.stat(errFile);
     const handle = await fs.open(errFile, 'r');
