@@ -48,7 +48,7 @@ export function Focused({ children }: { readonly children: ReactNode }) {
 /** The element's top, in rows, inside `ancestor` (Ink lays out with yoga; offsets are per parent). */
 function topWithin(element: DOMElement, ancestor: DOMElement): number | undefined {
   let top = 0;
-  for (let node: DOMElement | undefined = element; node && node !== ancestor; node = node.parentNode) {
+  for (let node: DOMElement = element; node !== ancestor; node = node.parentNode) {
     if (!node.yogaNode) return undefined;
     top += node.yogaNode.getComputedTop();
     if (!node.parentNode) return undefined;

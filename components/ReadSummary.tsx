@@ -1,7 +1,7 @@
 import { Box, Text } from 'ink';
 import { Prose } from './Prose.js';
 import type { StatusReport } from '../src/app/status-report.js';
-import { localRows, publishedRows, type PanelRows } from '../src/app/status-rows.js';
+import { localRows, publishedRows, type PanelRow, type PanelRows } from '../src/app/status-rows.js';
 import { FingerprintText } from './FingerprintText.js';
 
 const LABEL_WIDTH = 11;
@@ -42,8 +42,8 @@ export function ReadSummary({ reading, columns }: ReadSummaryProps) {
 function Side({ panel, columns }: { readonly panel: PanelRows; readonly columns: number }) {
   const fingerprint = panel.rows.find((row) => row.kind === 'fingerprint' && row.label === 'fingerprint');
   const words = panel.rows
-    .filter((row) => row.kind === 'text' && SUMMARY_LABELS.has(row.label))
-    .map((row) => (row.label === 'state' ? row.value : `${row.label} ${row.value as string}`))
+    .filter((row): row is PanelRow & { kind: 'text' } => row.kind === 'text' && SUMMARY_LABELS.has(row.label))
+    .map((row) => (row.label === 'state' ? row.value : `${row.label} ${row.value}`))
     .join(' · ');
   return (
     <Row label={panel.title} columns={columns}>

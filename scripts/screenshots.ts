@@ -301,7 +301,9 @@ async function baton(cwd: string, args: string[]): Promise<string> {
   } catch (error) {
     const e = error as { code?: number; stdout?: string; stderr?: string };
     if (e.code === 3) return e.stdout ?? '';
-    throw new Error(`screenshots: baton ${args.join(' ')} failed (${e.code}): ${e.stderr ?? ''}`);
+    throw new Error(`screenshots: baton ${args.join(' ')} failed (${e.code}): ${e.stderr ?? ''}`, {
+      cause: error,
+    });
   }
 }
 
@@ -332,7 +334,8 @@ async function main(): Promise<void> {
     await diverged.waitFor('Next:');
     await diverged.shoot('status-diverged', 'baton status: left behind by a rotation (80×24)');
 
-    const local = JSON.parse(await baton(b, ['status', '--json'])).local.fingerprint as string;
+    const local = (JSON.parse(await baton(b, ['status', '--json'])) as { local: { fingerprint: string } })
+      .local.fingerprint;
     const walk = await pane(b, ['failover']);
     await walk.waitFor('Replace the local authority (force)');
     await walk.keys('j');

@@ -79,7 +79,9 @@ export function renderStep(s: Suggester, step: NextStep): string {
  */
 function withInventory(s: Suggester, step: NextStep): readonly StepWord[] {
   const mesh =
-    step.args[0] === 'mesh' && /^(plan|rotate|resume|rollback|status|seed)$/.test(String(step.args[1]));
+    step.args[0] === 'mesh' &&
+    typeof step.args[1] === 'string' &&
+    /^(plan|rotate|resume|rollback|status|seed)$/.test(step.args[1]);
   return mesh && s.inventory && !step.args.includes('--inventory')
     ? [...step.args, '--inventory', s.inventory]
     : step.args;

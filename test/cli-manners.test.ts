@@ -12,13 +12,14 @@ import { READS } from './app/status-fixtures.js';
 import { makeTempDir } from './helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, startBaton } from './helpers/run-baton.js';
 import { REPO } from './helpers/bundle-script.js';
+import { ifSet } from './helpers/if-set.js';
 
 let root: { dir: string; cleanup: () => void };
 beforeAll(() => {
   assertBuilt();
   root = makeTempDir('baton-cli-');
 });
-afterAll(() => root?.cleanup());
+afterAll(() => ifSet(root)?.cleanup());
 
 describe('the CLI manners', () => {
   it('`--version` prints the version of package.json and exits 0', async () => {
@@ -63,7 +64,7 @@ describe('the CLI manners', () => {
     const lines: string[] = [];
     await new Promise<void>((resolve) => {
       let buffer = '';
-      child.stdout!.on('data', (chunk: Buffer) => {
+      child.stdout.on('data', (chunk: Buffer) => {
         buffer += chunk.toString();
         lines.push(...buffer.split('\n').slice(0, -1));
         buffer = buffer.slice(buffer.lastIndexOf('\n') + 1);

@@ -1,4 +1,4 @@
-import { Box, Text } from 'ink';
+import { Box } from 'ink';
 import { Prose } from '../Prose.js';
 import type { CheckResult } from '../../src/app/drill/check.js';
 import { MARKS } from '../../src/app/marks.js';

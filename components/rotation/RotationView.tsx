@@ -12,7 +12,6 @@ import {
   appliedCount,
   capitalise,
   confirmPrompt,
-  formatWindow,
   gateClosedLines,
   notConfirmedText,
   windowBadge,

@@ -70,7 +70,8 @@ export async function runFailoverDialogue({
           write(`${MARKS.refused.glyph} "${answer.trim()}" is not one of 1-${actions.length}.`);
           continue;
         }
-        while (state.step === 'deciding' && state.cursor !== picked)
+        // `state` is reassigned by apply(): TS would keep the switch's narrowing across the await.
+        while ((state as FailoverState).step === 'deciding' && state.cursor !== picked)
           await apply({ type: 'move', by: state.cursor < picked ? 1 : -1 });
         await apply({ type: 'select', at: now() });
         continue;
@@ -98,7 +99,7 @@ export async function runFailoverDialogue({
           }
         }
         await apply({ type: 'confirm' });
-        if (state.step === 'confirming' && state.refusal)
+        if ((state as FailoverState).step === 'confirming' && state.refusal)
           write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }
@@ -119,7 +120,7 @@ export async function runFailoverDialogue({
         }
         await apply({ type: 'typed', text: typed });
         await apply({ type: 'confirm' });
-        if (state.step === 'confirming-force' && state.refusal)
+        if ((state as FailoverState).step === 'confirming-force' && state.refusal)
           write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }

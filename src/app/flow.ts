@@ -76,10 +76,10 @@ export interface FlowOptions<S, F> {
 export type FlowListener<S, E> = (state: S, event: E | undefined) => void;
 
 export interface Flow<S, E> {
-  getState(): S;
+  readonly getState: () => S;
   /** Called on every change of state, with the event that caused it; returns the unsubscribe. */
   subscribe(listener: FlowListener<S, E>): () => void;
-  dispatch(event: E): void;
+  readonly dispatch: (event: E) => void;
   /** Runs the initial effects, once (only needed with `deferStart`). */
   start(): void;
   /**

@@ -4,7 +4,7 @@
  * staged files nobody will commit must not linger on the holders. Then the summary of what
  * changed where, which stays in the scrollback.
  */
-import { EXIT_CODES, EXIT_OK } from '../errors.js';
+import { EXIT_CODES } from '../errors.js';
 import path from 'node:path';
 import { unstageAll } from '../mesh/delivery.js';
 import { JOURNAL_FILE } from '../mesh/journal.js';

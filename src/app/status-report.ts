@@ -5,7 +5,8 @@
  * change nothing read twice instead).
  */
 import { nextStep } from '../next-step.js';
-import { BatonError, EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
+import type { BatonError } from '../errors.js';
+import { EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
 import { refuseTamperedHandover } from '../share/handover.js';
 import { decide } from '../share/decide.js';
 import type { LocalAuthority } from '../authority/types.js';

@@ -294,7 +294,7 @@ export async function classify(
       previous = summaryOf(prior.facts);
       // No rotation starts during an overlap, so *.new files beside one are no rotation's:
       // named as unexpected rather than sending the operator to a rotate that would refuse.
-      if (!repairedTear && asideFiles.length > 0) {
+      if (asideFiles.length > 0) {
         pending = undefined;
         extraUnexpected.push(...asideFiles.map((n) => `ca/${n}`));
       }

@@ -45,7 +45,7 @@ export async function setAsideAuthority(
     });
   }
   const at = clock.now();
-  let target = '';
+  let target: string;
   for (let n = 1; ; n++) {
     target = supersededDirFor(stateDir, at, n);
     if (!(await exists(target)) && !(await exists(`${target}.${MARKER_FILE}`))) break;

@@ -1,6 +1,8 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import type * as JsYaml from 'js-yaml';
+import type * as Zod from 'zod';
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import { errorCode } from '../fs/system-error.js';
@@ -44,7 +46,7 @@ const CONFIG_FIELDS = [
 const requireLazily = createRequire(import.meta.url);
 function parseYaml(text: string): unknown {
   // The inventory's parser and schema: one YAML dialect for every file an operator writes.
-  const { load, CORE_SCHEMA } = requireLazily('js-yaml') as typeof import('js-yaml');
+  const { load, CORE_SCHEMA } = requireLazily('js-yaml') as typeof JsYaml;
   return load(text, { schema: CORE_SCHEMA });
 }
 
@@ -220,7 +222,7 @@ function configFault(raw: unknown): string | undefined {
     !Array.isArray(raw) &&
     Object.getPrototypeOf(raw) !== Object.prototype
   ) {
-    return `The config file holds a ${raw.constructor?.name ?? 'value'}, not a mapping of fields: write "field: value" lines without a %YAML 1.1 tag.`;
+    return `The config file holds a ${(raw as { constructor?: { name?: string } }).constructor?.name ?? 'value'}, not a mapping of fields: write "field: value" lines without a %YAML 1.1 tag.`;
   }
   if (isConfigFile(raw)) return undefined;
   return zodFault(raw);
@@ -241,7 +243,7 @@ function isConfigFile(raw: unknown): boolean {
 
 /** The first issue zod finds, as one sentence naming the field (or the unknown fields). */
 function zodFault(raw: unknown): string {
-  const { z } = requireLazily('zod') as typeof import('zod');
+  const { z } = requireLazily('zod') as typeof Zod;
   const text = () => z.string().min(1).optional();
   const parsed = z
     .object({

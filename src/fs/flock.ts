@@ -9,7 +9,9 @@ export type FlockResult = 'taken' | 'busy';
 /** Takes the lock on `fd`; 'busy' once `waitMs` has passed; other errors (no flock support) throw. */
 export async function flockExclusive(fd: number, waitMs: number, retryMs = 25): Promise<FlockResult> {
   const fsExt = await import('fs-ext');
-  const flockSync = fsExt.flockSync ?? (fsExt as unknown as { default: typeof fsExt }).default.flockSync;
+  const flockSync =
+    (fsExt as Partial<typeof fsExt>).flockSync ??
+    (fsExt as unknown as { default: typeof fsExt }).default.flockSync;
   const deadline = Date.now() + Math.max(0, waitMs);
   for (;;) {
     try {

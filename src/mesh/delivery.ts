@@ -377,10 +377,13 @@ export function beginReceiptWait(
               AbortSignal.any([closed.signal, allSeen.signal]),
             );
             // A reader that ended by itself (its run time was up) is started again, not in a tight loop.
+            // Either signal may have been aborted while the reader ran (TS keeps the loop's narrowing).
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
             if (!closed.signal.aborted && !allSeen.signal.aborted) await sleep(WATCH_RETRY_MS);
           } catch {
             // The reader failed (the machine dropped, the session ended): try again shortly.
             settle();
+            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- aborted while the reader ran
             if (closed.signal.aborted) break;
             await sleep(WATCH_RETRY_MS);
           }

@@ -116,7 +116,7 @@ export function parseReceipt(text: string): Receipt | undefined {
       const sessions = parseSessions(value.sessions);
       return {
         role: value.role,
-        digest: value.digest as SecretDigest,
+        digest: value.digest,
         applied_at: String(value.applied_at ?? ''),
         ...(database ? { database } : {}),
         ...(typeof value.login === 'string' ? { login: value.login } : {}),

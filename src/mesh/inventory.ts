@@ -261,10 +261,7 @@ export function parseInventory(text: string, source: string): Inventory {
       issue.code === 'unrecognized_keys'
         ? `Unknown field "${issue.keys.join('", "')}" in ${at}.`
         : `${at} is invalid: ${issue.message}.`;
-    return fail(
-      what,
-      'The README\'s "The mesh inventory" (under Configuration) shows the format: mesh_dir, machines, providers, consumers.',
-    );
+    return fail(what, 'docs/inventory.md shows the format: mesh_dir, machines, providers, consumers.');
   }
   const data = parsed.data;
   const base = path.dirname(path.resolve(source));
@@ -479,8 +476,7 @@ function describePath(raw: unknown, at: readonly PropertyKey[]): string {
   for (const key of at) {
     if (typeof key === 'number') {
       node = Array.isArray(node) ? node[key] : undefined;
-      const name =
-        node && typeof node === 'object' && 'name' in node ? (node as { name: unknown }).name : undefined;
+      const name = node && typeof node === 'object' && 'name' in node ? node.name : undefined;
       parts[parts.length - 1] += `[${key}]${typeof name === 'string' ? ` ("${name}")` : ''}`;
     } else {
       node = node && typeof node === 'object' ? (node as Record<string, unknown>)[String(key)] : undefined;

@@ -65,13 +65,25 @@ export async function readJournalHistory(dir: string, mesh: string): Promise<Jou
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
     try {
-      const record = JSON.parse(line) as JournalRecord;
+      const record = JSON.parse(line) as JournalRecord | null;
       if (record?.mesh === mesh) records.push(record);
     } catch {
       continue;
     }
   }
   return journalHistory(records);
+}
+
+/** The journal is read from disk: a record without an id or a pairs list is skipped, not trusted. */
+function wellFormed(record: unknown): record is JournalRecord {
+  if (typeof record !== 'object' || record === null) return false;
+  const fields = record as Record<string, unknown>;
+  return typeof fields.id === 'string' && Array.isArray(fields.pairs);
+}
+
+/** A list field of a record from disk; anything but an array reads as none. */
+function listOf<T>(value: readonly T[] | undefined): readonly T[] {
+  return Array.isArray(value) ? (value as readonly T[]) : [];
 }
 
 export function journalHistory(records: readonly JournalRecord[]): JournalHistory {
@@ -88,26 +100,23 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const switchedIn = new Map<string, boolean>();
   const reloads = new Map<string, ReloadOutcome | undefined>();
   for (const record of records) {
-    if (!record || typeof record.id !== 'string' || !Array.isArray(record.pairs)) continue;
+    if (!wellFormed(record)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
     outcome.set(record.id, { phase: record.phase, at: record.at });
     const done = closed.get(record.id) ?? new Set<string>();
     closed.set(record.id, done);
     // A pair's age changes only when it was applied: its consumer end went live after its receipt.
-    for (const key of Array.isArray(record.applied) ? record.applied : []) {
+    for (const key of listOf(record.applied)) {
       lastRotatedAt.set(key, record.at);
       done.add(key);
     }
-    for (const r of Array.isArray(record.rolled_back) ? record.rolled_back : [])
-      if (r.result === 'rolled-back') done.add(r.pair);
-    const finished = new Set(Array.isArray(record.applied) ? record.applied : []);
+    for (const r of listOf(record.rolled_back)) if (r.result === 'rolled-back') done.add(r.pair);
+    const finished = new Set(listOf(record.applied));
     // app-truth: a pair finished by this record took this record's reload (or none).
     for (const key of finished)
       reloads.set(
         key,
-        (Array.isArray(record.reloads) ? record.reloads : []).find(
-          (r) => Array.isArray(r.pairs) && r.pairs.includes(key),
-        ),
+        listOf(record.reloads).find((r) => Array.isArray(r.pairs) && r.pairs.includes(key)),
       );
     for (const pair of record.pairs) {
       if (finished.has(pair.key)) {

@@ -59,7 +59,7 @@ export async function withMeshLock<T>(
       });
     }
     if (taken === 'busy') {
-      const holder = parseHolder((await handle.readFile('utf8').catch(() => '')) as string);
+      const holder = parseHolder(await handle.readFile('utf8').catch(() => ''));
       throw new BatonError('lock-busy', {
         what: holder
           ? `Another baton is working on this mesh: ${holder.command}, pid ${holder.pid} on ${holder.host} since ${holder.since}.`

@@ -208,9 +208,9 @@ export function classifyPair(
     };
   }
   return (
-    databaseTruth(pair, receipt!) ?? {
+    databaseTruth(pair, receipt) ?? {
       state: 'applied',
-      detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt!)}`,
+      detail: `both ends equal; ${pair.provider} applied it${restoredNote(receipt)}`,
     }
   );
 }
@@ -270,7 +270,7 @@ function databaseTruth(
 
 function restoredNote(receipt: Receipt): string {
   const restored = receipt.database?.restored;
-  return restored ? ` (put back at ${receipt.database!.since}: ${DATABASE_FINDING_WORDS[restored]})` : '';
+  return restored ? ` (put back at ${receipt.database.since}: ${DATABASE_FINDING_WORDS[restored]})` : '';
 }
 
 /** `running`: who holds the mesh lock now, when someone does: a staged consumer end is then that rotation's wait, not a leftover. */

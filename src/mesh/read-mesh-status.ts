@@ -71,7 +71,7 @@ export async function readMeshStatus(
         receiptPaths.forEach((file, i) =>
           receipts.set(
             endKey(holder.machine, file),
-            read[i] === undefined ? undefined : parseReceipt(read[i]!),
+            read[i] === undefined ? undefined : parseReceipt(read[i]),
           ),
         );
       }

@@ -207,7 +207,7 @@ async function receiptedNew(
       try {
         const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
         machinePairs.forEach((p, i) => {
-          if (texts[i] !== undefined && parseReceipt(texts[i]!)?.digest === digests[p.key]) out.add(p.key);
+          if (texts[i] !== undefined && parseReceipt(texts[i])?.digest === digests[p.key]) out.add(p.key);
         });
       } catch {
         // Unreadable: the provider step below finds out and says so.
@@ -257,7 +257,7 @@ async function waitForReceipts(
         try {
           const texts = await transportFor(machine).readTexts(machinePairs.map((p) => p.receiptPath));
           machinePairs.forEach((p, i) => {
-            const digest = texts[i] === undefined ? undefined : parseReceipt(texts[i]!)?.digest;
+            const digest = texts[i] === undefined ? undefined : parseReceipt(texts[i])?.digest;
             seen.set(
               p.key,
               digest !== undefined && digest === previous[p.key]

@@ -223,7 +223,7 @@ export function settleLogins(
   ends: EndsRead,
   machineOf: (name: string) => Machine,
 ): RotationPlan {
-  let changed = false;
+  let changed = false as boolean; // set inside the map below
   const pairs = plan.pairs.map((pair): PlannedPair => {
     const { dir } = providerDirs(pair);
     const consumer = ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`);

@@ -34,7 +34,7 @@ const ECDSA_P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
  */
 export async function mintCa(options: MintCaOptions): Promise<MintedCa> {
   const crypto = pkiEngine();
-  const keys = (await webcrypto.subtle.generateKey(ECDSA_P256, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = await webcrypto.subtle.generateKey(ECDSA_P256, true, ['sign', 'verify']);
   const certificate = new pkijs.Certificate();
   certificate.version = 2;
   certificate.serialNumber = new asn1js.Integer({ valueHex: randomSerial() });

@@ -206,7 +206,8 @@ export function postgresRoles(
       try {
         return await client.query(sql, values);
       } catch (error) {
-        if (isConnectionError(error) || lost)
+        // `lost` is set by the client's error callback while the query awaited.
+        if (isConnectionError(error) || (lost as Error | undefined))
           throw new ConnectionLost(`the connection was lost (${messageOf(error)})`);
         throw error;
       }

@@ -71,7 +71,7 @@ export async function startS3Sandbox(options: S3SandboxOptions = {}): Promise<S3
       if (closed) return;
       closed = true;
       // Keep-alive sockets from an SDK client would hold close() open until they time out.
-      (server as unknown as { httpServer?: Server }).httpServer?.closeAllConnections?.();
+      (server as unknown as { httpServer?: Server }).httpServer?.closeAllConnections();
       await server.close();
       // close() removes the logger's transports; a response still being logged (a stream the
       // client abandoned) would then make winston complain on stderr, over a drill's screen.

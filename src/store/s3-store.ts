@@ -405,14 +405,17 @@ interface ErrorFields {
 }
 
 function fieldsOf(error: unknown): ErrorFields {
-  const e = error as {
-    $metadata?: { httpStatusCode?: number };
-    $response?: { headers?: Record<string, string | undefined> };
-    name?: string;
-    Code?: string;
-    code?: string;
-    cause?: { code?: string };
-  };
+  const e = error as
+    | {
+        $metadata?: { httpStatusCode?: number };
+        $response?: { headers?: Record<string, string | undefined> };
+        name?: string;
+        Code?: string;
+        code?: string;
+        cause?: { code?: string };
+      }
+    | null
+    | undefined;
   const date = e?.$response?.headers?.date ?? e?.$response?.headers?.Date;
   const serverDate = date ? new Date(date) : undefined;
   return {
@@ -488,7 +491,7 @@ function classifyS3Error(
   // custom endpoint without path_style says so.
   const virtualHost = spec?.endpoint !== undefined && !spec.pathStyle;
   const pathStyleHint = virtualHost
-    ? ` The request used virtual-host addressing (${spec!.bucket}.${hostOf(spec!.endpoint!)}); if the store only answers path-style, add path_style=true to the store URL.`
+    ? ` The request used virtual-host addressing (${spec.bucket}.${hostOf(spec.endpoint)}); if the store only answers path-style, add path_style=true to the store URL.`
     : '';
   const fail = (reason: StoreFailureReason, what: string, next: string) =>
     new BatonError('failed', { what, where, next: next + pathStyleHint, changed, reason, cause: error });

@@ -109,7 +109,7 @@ function parseS3Url(url: string, parsed: URL): S3StoreSpec {
     region: q('region'),
     endpoint,
     pathStyle: pathStyle === 'true',
-    sse: sse as S3StoreSpec['sse'],
+    sse: sse,
     kmsKeyId,
   };
 }

@@ -23,7 +23,7 @@ import {
 export function localTransport(machine: string, root: string): Transport {
   const at = (p: string) => path.join(root, p);
   const reachable = async () => {
-    let isDir = false;
+    let isDir: boolean;
     try {
       isDir = (await fs.stat(root)).isDirectory();
     } catch {
@@ -43,6 +43,7 @@ export function localTransport(machine: string, root: string): Transport {
     await reachable();
     try {
       const out = await fn();
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- aborted while fn ran
       if (signal.aborted) throw abortedError(machine, what, signal);
       return out;
     } catch (error) {

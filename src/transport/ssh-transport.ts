@@ -217,6 +217,7 @@ export function sshTransport(
         { onLine, signal },
       );
       const result = await child.exited;
+      // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- aborted while the session ran
       if (signal.aborted) return;
       failedSession(machine, 'watching receipts', result);
     },
@@ -266,7 +267,11 @@ function sharedChannel(
   signal: AbortSignal,
 ): Promise<RenameChannel> {
   let byKey = channelsByShare.get(share);
-  if (!byKey) channelsByShare.set(share, (byKey = new Map()));
+  if (!byKey)
+    channelsByShare.set(
+      share,
+      (byKey = new Map<string, { channel: Promise<RenameChannel>; users: number; life: AbortController }>()),
+    );
   let entry = byKey.get(key);
   if (!entry) {
     const life = new AbortController();
@@ -278,7 +283,7 @@ function sharedChannel(
     byKey.set(key, entry);
     const opened = entry;
     channel.catch(() => {
-      if (byKey!.get(key) === opened) byKey!.delete(key);
+      if (byKey.get(key) === opened) byKey.delete(key);
     });
   }
   const used = entry;
@@ -296,7 +301,7 @@ function sharedChannel(
           closed = true;
           used.users -= 1;
           if (used.users === 0) {
-            if (byKey!.get(key) === used) byKey!.delete(key);
+            if (byKey.get(key) === used) byKey.delete(key);
             channel.close();
             used.life.abort();
           }

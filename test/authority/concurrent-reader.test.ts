@@ -16,7 +16,7 @@ describe('the unlocked reader racing rotations and retires', () => {
     const { stateDir, fingerprint } = await authorityDir();
     const held = new Set<Fingerprint>([fingerprint]);
     const answers: LocalAuthority[] = [];
-    let writing = true;
+    let writing = true as boolean; // set false by the writer below
 
     const reader = (async () => {
       while (writing) answers.push(await snapshotLocalAuthority(stateDir, DEP));

@@ -90,7 +90,9 @@ describe('ca.lock', () => {
           release = resolve;
         }),
     );
-    await expect.poll(() => release !== undefined, { timeout: 30_000 }).toBe(true);
+    await expect
+      .poll(() => (release as (() => void) | undefined) !== undefined, { timeout: 30_000 })
+      .toBe(true);
     const waiting = withAuthorityLock(dir, async () => 'got it', { waitMs: 60_000 });
     release();
     await held;

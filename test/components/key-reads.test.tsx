@@ -3,7 +3,7 @@
  * those keys in order. Every write below is one `stdin.write`, and each test asserts what the
  * keys did — files on disk, the flow's state — not only the frame.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -104,7 +104,7 @@ describe('the failover walk, keys in one read', () => {
 
     // Ctrl-U clears; a bracketed paste types the prefix and does not submit.
     await view.press(`\u0015${PASTE(prefix)}`);
-    frame = await view.waitFor(
+    await view.waitFor(
       (f) => f.includes(`> ${prefix}`) && f.includes('[ Replace ] enabled'),
       'the pasted prefix',
     );

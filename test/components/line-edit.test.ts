@@ -25,7 +25,7 @@ const NO_KEY: Key = {
   hyper: false,
   capsLock: false,
   numLock: false,
-} as Key;
+};
 const key = (over: Partial<Key> = {}): Key => ({ ...NO_KEY, ...over });
 
 describe('a gate field edits like a shell line', () => {

@@ -22,7 +22,7 @@ afterEach(() => {
 });
 const strip = (s: string) => s.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
 const NOW = Date.parse('2026-11-30T12:00:00Z');
-const d = (n: number) => secretDigest(`secret-${n}`) as SecretDigest;
+const d = (n: number) => secretDigest(`secret-${n}`);
 const end = (live: SecretDigest | undefined, next?: SecretDigest): EndReading => ({
   read: true,
   live,

@@ -12,7 +12,7 @@ import { DrillTaskFrame } from '../../components/drill/DrillTaskFrame.js';
 import { commandLines, commandSpans, layoutWithCommands, wrapWords } from '../../components/layout.js';
 import { drillFlow, initialDrillState, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { utcStamp } from '../../src/authority/index.js';
-import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
+import { secretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import type { JournalRecord } from '../../src/mesh/journal.js';
 import { pairStatus, type PairStatus } from '../../src/mesh/mesh-status.js';
@@ -198,7 +198,7 @@ describe('the status view at 60×20', () => {
 describe('mesh status', () => {
   const ID = '20261201T145100Z-4f3a9c';
   const NOW = Date.parse('2026-12-01T15:00:00Z');
-  const d = (n: number) => secretDigest(`secret-${n}`) as SecretDigest;
+  const d = (n: number) => secretDigest(`secret-${n}`);
 
   function staged(): PairStatus[] {
     const plan = planRotation(meshInventory(3), { by: 'all' });

@@ -18,6 +18,7 @@ import { tryLogin } from '../../src/app/drill/pg-login.js';
 import type { Teardown } from '../../src/sandbox/teardown.js';
 import type { CheckResult } from '../../src/app/drill/check.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
+import { ifSet } from '../helpers/if-set.js';
 
 let sandbox: DrillSandbox;
 let teardown: Teardown;
@@ -28,9 +29,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const dir = sandbox?.dir;
-  const pgRoot = sandbox ? path.dirname(sandbox.postgres.dataDir) : undefined;
-  expect(await teardown?.run()).toEqual([]);
+  const dir = ifSet(sandbox)?.dir;
+  const pgRoot = ifSet(sandbox) ? path.dirname(sandbox.postgres.dataDir) : undefined;
+  expect(await ifSet(teardown)?.run()).toEqual([]);
   if (dir) expect(existsSync(dir)).toBe(false);
   if (pgRoot) expect(existsSync(pgRoot)).toBe(false);
 });

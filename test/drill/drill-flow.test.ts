@@ -46,7 +46,7 @@ describe('the drill flow', () => {
   });
 
   it('a failed set-up shows the error and only q leaves, with the quit effect that tears the sandbox down', () => {
-    let { state } = run(initialDrillState(), [
+    const { state } = run(initialDrillState(), [
       { type: 'setup-failed', lines: ['PostgreSQL could not start.', 'Next: install it'] },
     ]);
     expect(state.phase).toBe('setup-failed');

@@ -10,6 +10,7 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
 import { unenforcedStoreFlags } from '../helpers/test-s3.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { ifSet } from '../helpers/if-set.js';
 
 let s3: S3Sandbox;
 let root: { dir: string; cleanup: () => void };
@@ -22,8 +23,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(sessions.map((s) => s.kill()));
-  await s3?.close();
-  root?.cleanup();
+  await ifSet(s3)?.close();
+  ifSet(root)?.cleanup();
 });
 
 const host = (name: string) => [

@@ -13,6 +13,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const run = promisify(execFile);
 let root: { dir: string; cleanup: () => void };
@@ -34,7 +35,7 @@ afterEach(async () => {
   await Promise.all(sessions.map((s) => s.kill()));
   sessions = [];
 });
-afterAll(() => root?.cleanup());
+afterAll(() => ifSet(root)?.cleanup());
 
 /** Each test has its own deployment: 32 hex characters derived from its name. */
 function deploymentId(name: string): string {
@@ -128,13 +129,13 @@ describe('the walk never mints by default', () => {
     await pressUntil(s, 'Up', '› Become the first controller');
     await pressUntil(s, 'Enter', 'Confirm: Become the first controller');
     await s.keys('Enter');
-    let screen = await s.waitFor('not accepted');
+    const screen = await s.waitFor('not accepted');
     expect(screen.replace(/\s+/g, ' ')).toContain('Type the first 8 characters of the deployment id first.');
     const prefix = deploymentId('payments-eu').slice(0, 8);
     const wrong = `${prefix.slice(0, 7)}${prefix[7] === '0' ? '1' : '0'}`;
     await typeUntilEchoed(s, wrong, `> ${wrong}`);
     await s.keys('Enter');
-    screen = await s.waitFor(`"${wrong}" is not the first 8`);
+    await s.waitFor(`"${wrong}" is not the first 8`);
     expect(existsSync(path.join(host.stateDir, 'ca'))).toBe(false);
     expect(readdirSync(host.store)).toEqual([]);
     await s.keys('C-u');
@@ -291,7 +292,7 @@ describe('terminals without cursor addressing get the plain renderer', () => {
         'script',
         ['-qc', quoted([...host.args, 'failover']), '/dev/null'],
         { env },
-        (error, stdout) => (stdout ? resolve(stdout) : reject(error)),
+        (error, stdout) => (stdout ? resolve(stdout) : reject(error ?? new Error('script printed nothing'))),
       );
       child.stdin!.end('\n\n\n');
     });

@@ -12,6 +12,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
+import { ifSet } from '../helpers/if-set.js';
 
 let root: { dir: string; cleanup: () => void };
 let sessions: TmuxSession[] = [];
@@ -25,7 +26,7 @@ afterEach(async () => {
   await Promise.all(sessions.map((s) => s.kill()));
   sessions = [];
 });
-afterAll(() => root?.cleanup());
+afterAll(() => ifSet(root)?.cleanup());
 
 /** A fresh state dir; each test has its own deployment (32 hex, from its name) and its own directory store. */
 function newHost(deployment: string): { stateDir: string; args: string[] } {

@@ -162,7 +162,7 @@ describe('baton drill --plain (the built CLI)', () => {
     const tmp = privateTmp();
     const child = startBaton(['drill'], { env: { TMPDIR: tmp }, timeoutMs: 120_000 });
     let seen = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       seen += chunk.toString('utf8');
     });
     // PostgreSQL and the provisioner are running once the first passwords are being given.

@@ -16,6 +16,7 @@ import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { batonOverSsh, shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil } from '../helpers/tmux-input.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = '6b6579726561647300000000000000a1';
 let tmp: { dir: string; cleanup: () => void };
@@ -30,7 +31,7 @@ afterEach(async () => {
   await Promise.all(sessions.map((s) => s.kill()));
   sessions = [];
 });
-afterAll(() => tmp?.cleanup());
+afterAll(() => ifSet(tmp)?.cleanup());
 
 const swapCase = (s: string) =>
   [...s].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
@@ -185,7 +186,7 @@ describeWithPart(noSshd, 'keys in one read through a real ssh -t', () => {
     sshd = await startSshd();
   });
   afterAll(async () => {
-    await sshd?.stop();
+    await ifSet(sshd)?.stop();
   });
 
   it('jj on the failover list moves twice, and the Enter after it opens the force gate', async () => {

@@ -69,7 +69,8 @@ export function documentJson(
   overrides: DocumentJson = {},
 ): DocumentJson {
   const carried: Record<string, string> = {};
-  for (const [name, bytes] of Object.entries(files)) if (bytes) carried[name] = b64(bytes);
+  for (const [name, bytes] of Object.entries(files))
+    if (bytes as Uint8Array | undefined) carried[name] = b64(bytes);
   return {
     format: 'baton.authority/1',
     deployment,

@@ -90,14 +90,14 @@ export async function startMoto(): Promise<MotoS3> {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
   });
   try {
     await waitForPort(port, child, Date.now() + 90_000);
   } catch (error) {
     child.kill('SIGTERM');
-    throw new Error(`${(error as Error).message}\n${stderr}`);
+    throw new Error(`${(error as Error).message}\n${stderr}`, { cause: error });
   }
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
@@ -171,7 +171,7 @@ export async function startMoto(): Promise<MotoS3> {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-        if (child.exitCode === null) child.kill('SIGKILL');
+        if ((child.exitCode as number | null) === null) child.kill('SIGKILL');
       }
     },
   };

@@ -55,7 +55,7 @@ export interface PasswordApp {
  */
 export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, role: string): PasswordApp {
   const attempts: AppAttempt[] = [];
-  let running = true;
+  let running = true as boolean; // set false by stop()
   const loop = (async () => {
     while (running) {
       const started = Date.now();

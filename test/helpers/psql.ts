@@ -71,8 +71,9 @@ export function psqlWithConsumerFile(sandbox: PostgresSandbox, consumerFile: str
     const result = spawnSync(PSQL, argv, { input: script, encoding: 'utf8', env, timeout: 15_000 });
     return {
       status: result.status,
-      stdout: result.stdout ?? '',
-      stderr: result.stderr ?? '',
+      // `||`: null, not the types' string, when psql could not be started at all
+      stdout: result.stdout || '',
+      stderr: result.stderr || '',
       argv,
       env,
       script,

@@ -126,7 +126,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
       }
       if (stderr.length < 65_536) stderr += text;
     });
-    let exited = false;
+    let exited = false as boolean; // set by the exit listener
     child.once('exit', () => (exited = true));
     for (let i = 0; i < 100 && !exited; i++) {
       if (await accepts(port)) {

@@ -30,6 +30,7 @@ import { fingerprintOfFiles } from '../helpers/authority.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { assertBuilt, BIN, runBaton, type BatonRun } from '../helpers/run-baton.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEP = '0123456789abcdef0123456789abcdef';
 const OTHER = 'fedcba9876543210fedcba9876543210';
@@ -47,7 +48,7 @@ beforeAll(() => {
   writeFileSync(path.join(binDir, 'baton'), `#!/bin/sh\nexec node ${JSON.stringify(BIN)} "$@"\n`);
   chmodSync(path.join(binDir, 'baton'), 0o755);
 });
-afterAll(() => tmp?.cleanup());
+afterAll(() => ifSet(tmp)?.cleanup());
 
 interface World {
   readonly root: string;
@@ -394,7 +395,7 @@ describe('minting is said, never inferred (moto)', () => {
   beforeAll(async () => {
     moto = await startMoto();
   }, 120_000);
-  afterAll(async () => moto?.close());
+  afterAll(async () => ifSet(moto)?.close());
 
   it("sync, ca init and status against an empty prefix mint nothing, create nothing, and name the neighbouring prefix's document", async () => {
     const bucket = await moto.bucket();

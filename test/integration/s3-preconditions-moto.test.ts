@@ -18,13 +18,14 @@ import { firstController, look, publish, replaceUnreadable } from '../../src/sha
 import { replaceUnreadableRefusal } from '../../src/share/refusals.js';
 import type { ShareContext } from '../../src/share/share-context.js';
 import { S3Store } from '../../src/store/s3-store.js';
-import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
+import { parseStoreUrl } from '../../src/store/store-url.js';
 import { makeAuthority } from '../helpers/authority.js';
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { randomBytes } from 'node:crypto';
 import { batonErrorOf } from '../helpers/baton-error.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'ab12ab12ab12ab12ab12ab12ab12ab12';
 const CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
@@ -42,14 +43,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const store of stores) store.destroy();
-  await moto?.close();
-  tmp?.cleanup();
+  await ifSet(moto)?.close();
+  ifSet(tmp)?.cleanup();
 });
 
 function s3(url: string, options: { maxAttempts?: number } = {}): S3Store {
   const spec = parseStoreUrl(url);
   if (spec.kind !== 's3') throw new Error(url);
-  const store = new S3Store(spec as S3StoreSpec, { credentials: CREDENTIALS, ...options });
+  const store = new S3Store(spec, { credentials: CREDENTIALS, ...options });
   stores.push(store);
   return store;
 }
@@ -304,7 +305,7 @@ describe("a lost response (a proxy drops the first PUT's answer; the SDK retries
     proxy = await startFaultProxy({ upstream: moto.endpoint });
   });
   afterAll(async () => {
-    await proxy?.close();
+    await ifSet(proxy)?.close();
   });
 
   it('a replace is reported as published, not as "the store changed"', async () => {

@@ -30,6 +30,7 @@ import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { assertBuilt, runBaton } from '../helpers/run-baton.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = '5ea15ea15ea15ea15ea15ea15ea15ea1';
 const CREDENTIALS = { accessKeyId: 'testing', secretAccessKey: 'testing' };
@@ -48,8 +49,8 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const store of stores) store.destroy();
   for (const proxy of proxies) await proxy.close();
-  await moto?.close();
-  tmp?.cleanup();
+  await ifSet(moto)?.close();
+  ifSet(tmp)?.cleanup();
 });
 
 function s3(url: string): S3Store {

@@ -13,6 +13,7 @@ import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { startMoto, type MotoS3 } from '../helpers/moto-s3.js';
 import { assertBuilt, runBaton, type BatonRun } from '../helpers/run-baton.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'ef56ef56ef56ef56ef56ef56ef56ef56';
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -28,8 +29,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await moto?.close();
-  tmp?.cleanup();
+  await ifSet(moto)?.close();
+  ifSet(tmp)?.cleanup();
 });
 
 interface World {
@@ -300,7 +301,7 @@ describe('store check through a proxy that drops If-Match (the built CLI)', () =
     proxy = await startFaultProxy({ upstream: moto.endpoint });
   });
   afterAll(async () => {
-    await proxy?.close();
+    await ifSet(proxy)?.close();
   });
 
   it('exits 3 naming the replace-if-unchanged probe, and leaves no probe object', async () => {

@@ -18,6 +18,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { assertBuilt, BIN, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
 import { unenforcedStoreFlags } from '../helpers/test-s3.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'fedcba9876543210fedcba9876543210';
 
@@ -47,8 +48,8 @@ afterAll(async () => {
       // already closed by its test
     }
   }
-  await s3?.close();
-  tmp?.cleanup();
+  await ifSet(s3)?.close();
+  ifSet(tmp)?.cleanup();
 });
 
 function baton(stateDir: string, ...args: string[]): Promise<BatonRun> {

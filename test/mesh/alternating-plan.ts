@@ -8,7 +8,7 @@ import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import type { OpenSession } from '../../src/mesh/revoke.js';
 import type { FakeMachine } from './fake-transport.js';
-import { loginFileName, loginRole, otherSlot, type LoginSlot } from '../../src/mesh/alternating.js';
+import { loginRole, otherSlot, type LoginSlot } from '../../src/mesh/alternating.js';
 import { findMachine, type Inventory } from '../../src/mesh/inventory.js';
 import { holdersOf, type PlannedPair, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { endSessionsPath } from '../../src/mesh/revoke.js';

@@ -19,13 +19,14 @@ import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { REPO } from '../helpers/bundle-script.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
-import { consumerLogin, startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
+import { consumerLogin, startPasswordApp } from '../helpers/password-app.js';
 import { asSuperuser, canLogin, loginRefusal } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
 import { psqlMissing, psqlWithConsumerFile } from '../helpers/psql.js';
 import { partPresent } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton, startBaton } from '../helpers/run-baton.js';
 import { writeLocalMesh } from './mesh-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 const MESH = '/var/lib/baton/mesh';
@@ -80,7 +81,7 @@ interface Provisioner {
   readonly exited: Promise<void>;
 }
 
-/** The real provisioner, as the README's unit runs it, cycling every 100 ms. */
+/** The real provisioner, as the unit of docs/provisioner-service.md runs it, cycling every 100 ms. */
 function startProvisioner(): Provisioner {
   const child = spawn(
     process.execPath,
@@ -106,8 +107,8 @@ function startProvisioner(): Provisioner {
   );
   children.push(child);
   let text = '';
-  child.stdout!.on('data', (c: Buffer) => (text += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (text += c.toString('utf8')));
+  child.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return { child, output: () => text, exited };
 }
@@ -225,9 +226,9 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await sandbox?.destroy();
+  await ifSet(sandbox)?.destroy();
   if (process.env.BATON_ALTERNATING_DEBUG) console.log(`kept ${tmp.dir}`);
-  else tmp?.cleanup();
+  else ifSet(tmp)?.cleanup();
 });
 
 describe('alternating credentials against a real PostgreSQL', () => {

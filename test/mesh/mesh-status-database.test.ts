@@ -5,20 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { meshStatusJson, meshStatusLines, nextStep, pairNext } from '../../src/app/mesh-status-text.js';
 import { suggester } from '../../src/suggest-command.js';
-import {
-  formatReceipt,
-  parseReceipt,
-  secretDigest,
-  type Receipt,
-  type SecretDigest,
-} from '../../src/mesh/digest.js';
+import { formatReceipt, parseReceipt, secretDigest, type Receipt } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import { classifyPair, meshStatusExitCode, pairStatus, type EndReading } from '../../src/mesh/mesh-status.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
 
 const pair = planRotation(meshInventory(1), { by: 'all' }).pairs.find((p) => p.key === 'pg-main:web1-app')!;
-const digest = secretDigest('the-secret') as SecretDigest;
+const digest = secretDigest('the-secret');
 const end: EndReading = { read: true, live: digest, next: undefined, liveModifiedMs: 0 };
 const receipt = (extra: Partial<Receipt> = {}): Receipt => ({
   role: pair.role,
@@ -109,7 +103,7 @@ describe('mesh status of a pair the database changed', () => {
 
   it('a check in a receipt for another credential does not decide: that pair is pending', () => {
     const other = receipt({
-      digest: secretDigest('older') as SecretDigest,
+      digest: secretDigest('older'),
       database: { found: 'dropped', since: 'x' },
     });
     expect(classifyPair(pair, { provider: end, consumer: end, receipt: other }).state).toBe('pending');
@@ -164,7 +158,7 @@ describe('what mesh status prints of the database check', () => {
 
   it('the plain rows stay aligned with changed-in-db among them', () => {
     const rows = meshStatusLines(
-      [changed, repaired, status(receipt({ digest: secretDigest('other') as SecretDigest }))],
+      [changed, repaired, status(receipt({ digest: secretDigest('other') }))],
       'every pair',
     ).filter((l) => / pg-main:/.test(l));
     expect(rows.map((r) => r.split(' pg-main:')[0])).toEqual([

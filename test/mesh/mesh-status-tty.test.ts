@@ -104,7 +104,7 @@ describe('baton mesh status in a real terminal', () => {
       [80, 24],
     ] as const) {
       await s.resize(columns, rows);
-      screen = await s.waitFor(
+      await s.waitFor(
         (x) =>
           x.split('\n').every((line) => [...line].length <= columns) &&
           x.includes('q quit') &&

@@ -53,7 +53,7 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     await session.type('2');
     await session.waitFor('> 2  (Enter rotates)', 'the typed count');
     await session.keys('Enter');
-    screen = await session.waitFor('Rotated 2 credentials:', 'the summary');
+    await session.waitFor('Rotated 2 credentials:', 'the summary');
     await session.type('q');
     expect(await session.exitCode()).toBe(0);
     screen = await session.capture();

@@ -156,7 +156,7 @@ describe('the rotation flow', () => {
       'discard-previous',
     ]);
     expect(rolled.effects[1]).toEqual({ type: 'discard-previous', pairs: ['pg-main:web1-app'] });
-    expect(effects.filter((e) => e.type === 'journal').map((e) => e.type === 'journal' && e.phase)).toEqual([
+    expect(effects.filter((e) => e.type === 'journal').map((e) => e.phase)).toEqual([
       'resolved',
       'prepared',
       'committed',

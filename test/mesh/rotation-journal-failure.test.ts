@@ -31,6 +31,7 @@ import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { fakeMesh } from './fake-transport.js';
 import { meshInventory, sshMeshInventory } from './mesh-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const SELECTOR = { by: 'provider', name: 'pg-main' } as const;
 
@@ -307,8 +308,8 @@ describeWithPart(unavailable, 'a journal failure after prepare, over a real sshd
     tmp = makeTempDir('baton-jf-ssh-');
   });
   afterAll(async () => {
-    await sshd?.stop();
-    tmp?.cleanup();
+    await ifSet(sshd)?.stop();
+    ifSet(tmp)?.cleanup();
   });
 
   it('removes every staged file over ssh; the old credentials are byte-for-byte as before', async () => {

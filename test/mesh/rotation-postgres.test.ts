@@ -10,9 +10,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { readJournal } from '../../src/mesh/journal.js';
@@ -31,6 +30,7 @@ import { asSuperuser, canLogin, serverLogSoFar } from '../helpers/postgres.js';
 import { startPasswordApp } from '../helpers/password-app.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { REPO } from '../helpers/bundle-script.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 const MESH = '/var/lib/baton/mesh';
@@ -85,8 +85,8 @@ function spawnLogged(command: string, args: string[]): Provisioner {
   });
   children.push(child);
   let text = '';
-  child.stdout!.on('data', (c: Buffer) => (text += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (text += c.toString('utf8')));
+  child.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
+  child.stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     child,
@@ -98,7 +98,7 @@ function spawnLogged(command: string, args: string[]): Provisioner {
   };
 }
 
-/** The real provisioner, as the README's unit runs it, at `--interval 2`. */
+/** The real provisioner, as the unit of docs/provisioner-service.md runs it, at `--interval 2`. */
 function startProvisioner(): Provisioner {
   return spawnLogged(process.execPath, [
     BIN,
@@ -144,7 +144,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await sandbox?.destroy();
+  await ifSet(sandbox)?.destroy();
 });
 
 beforeEach(async () => {

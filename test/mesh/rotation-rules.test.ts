@@ -10,7 +10,7 @@ import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
-import { BatonError } from '../../src/errors.js';
+import type { BatonError } from '../../src/errors.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh, provisionerOn } from './fake-transport.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';

@@ -231,14 +231,12 @@ describe('the rotation flow over hundreds of holders', () => {
     );
     expect(progress(staged).staged).toBe(plan.holders.slice(0, 3).reduce((n, h) => n + h.receives.length, 0));
     const committing = rotation(staged, { type: 'prepared', digests }).state;
-    const steps = plan.holders
-      .slice(0, 5)
-      .map((h): RotationEvent => ({
-        type: 'committed-step',
-        machine: h.machine,
-        end: 'provides',
-        paths: h.receives.map((d) => d.path),
-      }));
+    const steps = plan.holders.slice(0, 5).map((h): RotationEvent => ({
+      type: 'committed-step',
+      machine: h.machine,
+      end: 'provides',
+      paths: h.receives.map((d) => d.path),
+    }));
     const partly = run({ state: committing, effects: [] }, [...steps, steps[1]!]);
     const filesCommitted = plan.holders.slice(0, 5).reduce((n, h) => n + h.receives.length, 0);
     expect(progress(partly).committed).toBe(filesCommitted);

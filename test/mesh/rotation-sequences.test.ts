@@ -11,7 +11,7 @@
  * BATON_SEQUENCES (default 50); the seed is BATON_SEQUENCE_SEED.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -38,6 +38,7 @@ import { asSuperuser, canLogin } from '../helpers/postgres.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const SEQUENCES = Number(process.env.BATON_SEQUENCES ?? 50);
 const SEED = Number(process.env.BATON_SEQUENCE_SEED ?? 20261201);
@@ -230,8 +231,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await sandbox?.destroy();
-  tmp?.cleanup();
+  await ifSet(sandbox)?.destroy();
+  ifSet(tmp)?.cleanup();
 });
 
 describe('random sequences against a real PostgreSQL', () => {

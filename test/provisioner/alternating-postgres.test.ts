@@ -16,6 +16,7 @@ import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { asSuperuser, canLogin, superuserPassword } from '../helpers/postgres.js';
 import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 let pg_: PostgresSandbox;
@@ -72,12 +73,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const client of opened) await client.end().catch(() => undefined);
-  await pg_?.destroy();
-  temp?.cleanup();
+  await ifSet(pg_)?.destroy();
+  ifSet(temp)?.cleanup();
 });
 
 beforeEach(() => {
-  temp?.cleanup();
+  ifSet(temp)?.cleanup();
   temp = makeTempDir('baton-prov-alt-');
   provides = path.join(temp.dir, 'provides', PROVIDER);
   mkdirSync(provides, { recursive: true, mode: 0o700 });

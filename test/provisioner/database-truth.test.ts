@@ -28,6 +28,7 @@ import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 import { deliverFile, secret } from './delivered-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 const LOCK_TIMEOUT_MS = 150;
@@ -142,7 +143,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await embedded?.destroy();
+  await ifSet(embedded)?.destroy();
 });
 
 beforeEach(() => {

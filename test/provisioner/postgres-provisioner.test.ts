@@ -19,6 +19,7 @@ import {
   superuserPassword,
 } from '../helpers/postgres.js';
 import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 let pg: PostgresSandbox;
@@ -54,11 +55,11 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await pg?.destroy();
+  await ifSet(pg)?.destroy();
 });
 
 beforeEach(() => {
-  temp?.cleanup();
+  ifSet(temp)?.cleanup();
   temp = makeTempDir('baton-prov-');
   meshDir = temp.dir;
   provides = path.join(meshDir, 'provides', PROVIDER);
@@ -70,7 +71,7 @@ beforeEach(() => {
   statements = [];
 });
 
-afterAll(() => temp?.cleanup());
+afterAll(() => ifSet(temp)?.cleanup());
 
 describe('the provisioner against a real PostgreSQL', () => {
   it('runs on a sandbox that demands scram-sha-256: a wrong superuser password is refused, the right one (from a 0600 file) logs in', async () => {

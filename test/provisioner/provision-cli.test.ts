@@ -15,6 +15,7 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { canLogin, superuserPassword } from '../helpers/postgres.js';
 import { assertBuilt, BIN, startBaton } from '../helpers/run-baton.js';
 import { deliverFile, secret, uniqueRole } from './delivered-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 let pg: PostgresSandbox;
@@ -55,7 +56,7 @@ function baton(...args: string[]): Run {
   );
   children.push(child);
   let text = '';
-  child.all?.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+  child.all.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
   const exit = child.then((result) => ({ code: result.exitCode, signal: result.signal }));
   return { child, output: () => text, exit };
 }
@@ -82,12 +83,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await pg?.destroy();
-  temp?.cleanup();
+  await ifSet(pg)?.destroy();
+  ifSet(temp)?.cleanup();
 });
 
 beforeEach(() => {
-  temp?.cleanup();
+  ifSet(temp)?.cleanup();
   temp = makeTempDir('baton-prov-cli-');
   provides = path.join(temp.dir, 'provides', PROVIDER);
   mkdirSync(provides, { recursive: true, mode: 0o700 });
@@ -189,7 +190,7 @@ describe('baton provision postgres (built CLI)', () => {
   it('run as a user that cannot read the root-owned 0700 mesh dir, --once and --watch both say permission denied, the uid, and what to change (not that the dir is missing)', async () => {
     deliver(uniqueRole('unreadable'), secret());
     chmodSync(temp.dir, 0o700);
-    // As root (CI's containers, this machine): the service user the README warns about. As
+    // As root (CI's containers, this machine): the service user docs/provisioner-service.md warns about. As
     // anyone else: a mesh dir that user cannot read either.
     const asRoot = process.getuid?.() === 0;
     if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o000);

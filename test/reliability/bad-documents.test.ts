@@ -18,6 +18,7 @@ import { makeBadDocuments, projectSealing, type BadDocument, type Corpus } from 
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
 import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-s3.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'c0bb05c0bb05c0bb05c0bb05c0bb05aa';
 const BUCKET = 'baton-corpus';
@@ -67,8 +68,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await s3?.close();
-  tmp?.cleanup();
+  await ifSet(s3)?.close();
+  ifSet(tmp)?.cleanup();
   console.log(`bad-documents figures: ${JSON.stringify(figures)}`);
 });
 

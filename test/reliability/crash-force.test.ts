@@ -16,6 +16,7 @@ import { bundleScript, REPO, type Bundle } from '../helpers/bundle-script.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton } from '../helpers/run-baton.js';
 import type { ShareJob } from './scripts/share-child.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'c4a500c4a500c4a500c4a500c4a500ab';
 
@@ -36,8 +37,8 @@ beforeAll(async () => {
 });
 
 afterAll(() => {
-  bundle?.remove();
-  tmp?.cleanup();
+  ifSet(bundle)?.remove();
+  ifSet(tmp)?.cleanup();
   console.log(`crash-force figures: ${JSON.stringify(figures)}`);
 });
 

@@ -15,9 +15,9 @@ import { adopt } from '../../src/share/actions.js';
 import { MemoryStore } from '../helpers/memory-store.js';
 import { systemClock, type AuthorityFiles } from '../../src/authority/index.js';
 import { DOCUMENT_FORMAT } from '../../src/share/types.js';
-import type { Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { makeBadDocuments, type Corpus } from '../helpers/bad-documents.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'pr0pertyt3stpr0pertyt3stpr0pert';
 const WHERE = 'memory://property/authority.json';
@@ -57,7 +57,7 @@ beforeAll(async () => {
 });
 
 afterAll(() => {
-  tmp?.cleanup();
+  ifSet(tmp)?.cleanup();
   console.log(`decoder-properties figures: ${JSON.stringify(figures)}`);
 });
 
@@ -157,6 +157,7 @@ function applyJson(body: Uint8Array, mutation: JsonMutation): Uint8Array {
   const root = JSON.parse(Buffer.from(body).toString('utf8')) as unknown;
   const paths = pathsOf(root);
   const target = paths[mutation.pick % paths.length]!;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- walks whatever JSON the mutation reached
   const parentOf = (p: (string | number)[]) => p.slice(0, -1).reduce<any>((node, k) => node[k], root);
   let next: unknown = root;
   if (target.length === 0) {
@@ -198,7 +199,7 @@ describe('the decoder under random mutation', () => {
         fc.array(byteMutation(corpus.valid.length), { minLength: 1, maxLength: 4 }),
         async (mutations) => {
           figures.byteMutations += 1;
-          await decodesToOriginalOrRefuses(applyBytes(corpus.valid, mutations as ByteMutation[]));
+          await decodesToOriginalOrRefuses(applyBytes(corpus.valid, mutations));
         },
       ),
       { numRuns: 400 },
@@ -210,7 +211,7 @@ describe('the decoder under random mutation', () => {
       fc.asyncProperty(fc.array(jsonMutation, { minLength: 1, maxLength: 3 }), async (mutations) => {
         figures.jsonMutations += 1;
         let body = corpus.valid;
-        for (const m of mutations) body = applyJson(body, m as JsonMutation);
+        for (const m of mutations) body = applyJson(body, m);
         await decodesToOriginalOrRefuses(body);
       }),
       { numRuns: 400 },
@@ -221,10 +222,8 @@ describe('the decoder under random mutation', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
-          fc
-            .array(byteMutation(sealed.length), { minLength: 1, maxLength: 3 })
-            .map((m) => ({ bytes: m as ByteMutation[] })),
-          fc.array(jsonMutation, { minLength: 1, maxLength: 2 }).map((m) => ({ json: m as JsonMutation[] })),
+          fc.array(byteMutation(sealed.length), { minLength: 1, maxLength: 3 }).map((m) => ({ bytes: m })),
+          fc.array(jsonMutation, { minLength: 1, maxLength: 2 }).map((m) => ({ json: m })),
         ),
         async (mutation) => {
           figures.sealedMutations += 1;
@@ -249,8 +248,8 @@ describe('adopt under random mutation', () => {
         async (json, bytes) => {
           figures.adoptTrials += 1;
           let body = corpus.valid;
-          for (const m of json) body = applyJson(body, m as JsonMutation);
-          body = applyBytes(body, bytes as ByteMutation[]);
+          for (const m of json) body = applyJson(body, m);
+          body = applyBytes(body, bytes);
           const stateDir = path.join(tmp.dir, `host-${(trial += 1)}`);
           mkdirSync(stateDir, { mode: 0o700 });
           const before = snapshotDir(stateDir);
@@ -274,7 +273,7 @@ describe('adopt under random mutation', () => {
             expect(after).toEqual(before);
             return;
           }
-          expect(outcome).toEqual({ kind: 'installed', fingerprint: corpus.fingerprint as Fingerprint });
+          expect(outcome).toEqual({ kind: 'installed', fingerprint: corpus.fingerprint });
         },
       ),
       { numRuns: 150 },

@@ -25,6 +25,7 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { prng } from '../helpers/prng.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const ROTATIONS = 100;
 const SEED = Number(process.env.BATON_MESH_SEED ?? 0x5eed_2026);
@@ -77,7 +78,7 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  tmp?.cleanup();
+  ifSet(tmp)?.cleanup();
   console.log(`mesh-faults figures: ${JSON.stringify(figures)}`);
 });
 

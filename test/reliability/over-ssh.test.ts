@@ -7,15 +7,16 @@
  */
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { readLocalAuthority } from '../../src/authority/index.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { keyMaterial, scanForSecrets } from '../helpers/secret-scan.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
+import { assertBuilt, runBaton } from '../helpers/run-baton.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
-import { batonOverSsh, shellQuote, TmuxSession } from '../helpers/tmux.js';
+import { batonOverSsh, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const unavailable = sshdUnavailable();
 const DEPLOYMENT = '0be55be50be55be50be55be50be55b01';
@@ -37,8 +38,8 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     sessions = [];
   });
   afterAll(async () => {
-    await sshd?.stop();
-    tmp?.cleanup();
+    await ifSet(sshd)?.stop();
+    ifSet(tmp)?.cleanup();
     console.log(`over-ssh figures: ${JSON.stringify(figures)}`);
   });
 

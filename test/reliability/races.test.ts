@@ -22,6 +22,7 @@ import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-
 import { shellQuote, TmuxSession } from '../helpers/tmux.js';
 import { pressUntil, typeUntilEchoed } from '../helpers/tmux-input.js';
 import type { ShareAnswer, ShareJob } from './scripts/share-child.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = '4ace04ace04ace04ace04ace04ace0ab';
 const TRIALS = 200;
@@ -47,8 +48,8 @@ beforeAll(async () => {
 });
 
 afterAll(() => {
-  bundle?.remove();
-  tmp?.cleanup();
+  ifSet(bundle)?.remove();
+  ifSet(tmp)?.cleanup();
   console.log(`races figures: ${JSON.stringify(figures)}`);
 });
 
@@ -194,8 +195,8 @@ describe('two `sync --force --confirm <LOCAL 8>` at once on one host', () => {
     proxy = await startFaultProxy({ upstream: s3.endpoint });
   });
   afterAll(async () => {
-    await proxy?.close();
-    await s3?.close();
+    await ifSet(proxy)?.close();
+    await ifSet(s3)?.close();
   });
 
   it('one wins, the other gets exit 5 naming the lock, and the host is whole with one superseded dir intact', async () => {
@@ -296,7 +297,7 @@ describe('a failover walk and a `sync --force` at once on one host', () => {
   });
   afterAll(async () => {
     await session?.kill();
-    paused?.remove();
+    ifSet(paused)?.remove();
   });
 
   it('the walk confirmed while the force holds ca.lock is refused naming the lock (exit 5); the force completes; nothing is corrupted', async () => {

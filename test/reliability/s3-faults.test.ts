@@ -14,6 +14,7 @@ import { startFaultProxy, type Fault, type FaultProxy } from '../helpers/fault-p
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV, type BatonRun } from '../helpers/run-baton.js';
 import { startTestS3, type TestS3, unenforcedStoreFlags } from '../helpers/test-s3.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'f00dfeedf00dfeedf00dfeedf00dfeed';
 const BUCKET = 'baton-faults';
@@ -37,8 +38,8 @@ afterAll(async () => {
     figures.requests += proxy.requests.length;
     await proxy.close();
   }
-  await s3?.close();
-  tmp?.cleanup();
+  await ifSet(s3)?.close();
+  ifSet(tmp)?.cleanup();
   console.log(`s3-faults figures: ${JSON.stringify(figures)}`);
 });
 

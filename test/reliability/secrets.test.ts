@@ -32,6 +32,7 @@ import {
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { startReceiptWriter } from '../mesh/receipt-writer.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const unavailable = sshdUnavailable();
 
@@ -64,9 +65,9 @@ async function watched(
   return {
     run: {
       exitCode: result.exitCode ?? -1,
-      stdout: String(result.stdout ?? ''),
-      stderr: String(result.stderr ?? ''),
-      all: String(result.all ?? ''),
+      stdout: String(result.stdout),
+      stderr: String(result.stderr),
+      all: String(result.all),
     },
     proc,
   };
@@ -97,8 +98,8 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
     tmp = makeTempDir('baton-secrets-');
   });
   afterAll(async () => {
-    await sshd?.stop();
-    tmp?.cleanup();
+    await ifSet(sshd)?.stop();
+    ifSet(tmp)?.cleanup();
   });
 
   it('argv and environment of every child, the journal and the output hold none of the delivered secrets', async () => {

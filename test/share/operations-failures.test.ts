@@ -4,6 +4,7 @@
  * layer): the failure is a disk that fills up after ca/ was set aside or after the publish.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import type * as AuthorityModule from '../../src/authority/index.js';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BatonError } from '../../src/errors.js';
@@ -11,7 +12,7 @@ import { BatonError } from '../../src/errors.js';
 const failInstall = vi.hoisted(() => ({ next: false }));
 
 vi.mock('../../src/authority/index.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../src/authority/index.js')>();
+  const real = await importOriginal<typeof AuthorityModule>();
   return {
     ...real,
     installAuthority: async (...args: Parameters<typeof real.installAuthority>) => {

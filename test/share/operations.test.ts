@@ -354,7 +354,7 @@ describe('publish', () => {
     const doc = await decodeDocument(store.document!.body, { deployment: DEPLOYMENT, where: store.location });
     expect(doc.header.fingerprint).toBe(rotated);
     expect(doc.header.previousFingerprint).toBe(old);
-    expect(Object.keys(doc.files ?? {}).sort()).toEqual([
+    expect(Object.keys(doc.files).sort()).toEqual([
       'authority-created',
       'ca-previous.crt',
       'ca-previous.key',

@@ -8,9 +8,9 @@ import { DOCUMENT_FORMAT, type DocumentHeader } from '../../src/share/types.js';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { MemoryStore } from '../helpers/memory-store.js';
-import { openStore } from '../../src/store/open-store.js';
 import { fingerprintOfPem } from '../helpers/bad-documents.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const DEPLOYMENT = 'dep-published';
 const enc = (text: string) => new TextEncoder().encode(text);
@@ -70,7 +70,7 @@ describe('reading what is published', () => {
     const read = await readPublished(store, DEPLOYMENT);
     if (read.state !== 'present') throw new Error('unreachable');
     expect(read.files?.['ca.key']).toEqual(files['ca.key']);
-    const keyText = new TextDecoder().decode(files['ca.key']!);
+    const keyText = new TextDecoder().decode(files['ca.key']);
     const { inspect } = await import('node:util');
     for (const shown of [JSON.stringify(read), inspect(read, { depth: 10 })]) {
       expect(shown).not.toContain('PRIVATE KEY');
@@ -188,8 +188,8 @@ describe('reading through the real adapters', () => {
     s3 = await startS3Sandbox({ dir: path.join(temp.dir, 's3') });
   });
   afterAll(async () => {
-    await s3?.close();
-    temp?.cleanup();
+    await ifSet(s3)?.close();
+    ifSet(temp)?.cleanup();
   });
 
   it('reads none, then the published document with its ETag, from s3rver', async () => {

@@ -68,7 +68,7 @@ const verdicts: Record<string, Verdict> = {
     caDir: '/state/ca',
   },
   'first-controller': { kind: 'first-controller' },
-} as Record<string, Verdict>;
+};
 
 /** The refusal of `flags` on `verdict` (fails the test when there is none). */
 function misuse(verdict: string, flags: SyncActionFlags): Promise<BatonError> {

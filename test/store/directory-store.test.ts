@@ -10,7 +10,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BatonError } from '../../src/errors.js';
+import type { BatonError } from '../../src/errors.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { contentEtag } from '../../src/store/etag.js';
 import { openStore } from '../../src/store/open-store.js';

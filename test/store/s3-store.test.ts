@@ -7,6 +7,7 @@ import { S3Store } from '../../src/store/s3-store.js';
 import { parseStoreUrl, type S3StoreSpec } from '../../src/store/store-url.js';
 import { startS3Sandbox, type S3Sandbox } from '../../src/sandbox/s3.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -16,7 +17,7 @@ describe('the S3 adapter against s3rver on 127.0.0.1', () => {
     s3 = await startS3Sandbox();
   });
   afterAll(async () => {
-    await s3?.close();
+    await ifSet(s3)?.close();
   });
 
   it('reads nothing published, then the document and the ETag it was written with', async () => {

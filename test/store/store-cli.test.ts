@@ -6,6 +6,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, S3_TEST_ENV } from '../helpers/run-baton.js';
 import { storeCheckFile } from '../../src/store/store-check-record.js';
 import { packagesLoaded, REGISTER, traceFromLog } from '../bench/lib/load-trace.js';
+import { ifSet } from '../helpers/if-set.js';
 
 describe('baton store check and baton key generate (the built CLI)', () => {
   let s3: S3Sandbox;
@@ -16,8 +17,8 @@ describe('baton store check and baton key generate (the built CLI)', () => {
     s3 = await startS3Sandbox({ dir: path.join(temp.dir, 's3') });
   });
   afterAll(async () => {
-    await s3?.close();
-    temp?.cleanup();
+    await ifSet(s3)?.close();
+    ifSet(temp)?.cleanup();
   });
 
   it('reports s3rver as NOT enforcing conditional writes, says why it matters, exits 3 and records it for status', async () => {

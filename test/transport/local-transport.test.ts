@@ -9,7 +9,7 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { localTransport } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { TransportError } from '../../src/mesh/transport.js';
+import type { TransportError } from '../../src/mesh/transport.js';
 import { UNPLUGGED_MARKER, unpluggable } from '../../src/app/drill/unplugged.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
@@ -222,7 +222,7 @@ describe('waiting for receipts on local machines', () => {
     const liveFile = path.join(tmp.dir, 'machines/db2', pair.providerPath);
     const receiptFile = path.join(tmp.dir, 'machines/db2', pair.receiptPath);
     // A stand-in provisioner: once the provider file is live, it writes its receipt.
-    let stop = false;
+    let stop = false as boolean; // set by the other task
     const provisioner = (async () => {
       while (!stop) {
         if (existsSync(liveFile) && !existsSync(receiptFile)) {

@@ -22,6 +22,7 @@ import { scanForSecrets } from '../helpers/secret-scan.js';
 import { startReceiptWriter } from '../mesh/receipt-writer.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { watchedExec } from '../helpers/watched-exec.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 const MACHINES = 20;
@@ -68,7 +69,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
   });
   afterAll(async () => {
     for (const s of sshds) await s.stop();
-    tmp?.cleanup();
+    ifSet(tmp)?.cleanup();
   });
 
   /** The 20 machines' endpoints: each its own port (the readiness probe's port is not one of them). */

@@ -14,6 +14,7 @@ import { describeWithPart, itWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { DELAY_RELAY, delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { writeSshPair } from '../mesh/mesh-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 const PAIR = `${PROVIDER}:web1-app`;
@@ -47,7 +48,7 @@ describeWithPart(
       sshd = await startSshd({ extraPorts: 1 });
     }, 60_000);
     afterAll(async () => {
-      await sshd?.stop();
+      await ifSet(sshd)?.stop();
     });
     beforeEach(() => {
       tmp = makeTempDir('baton-drop-');

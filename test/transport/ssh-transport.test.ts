@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync, statSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { formatConsumerConninfo } from '../../src/mesh/alternating.js';
@@ -21,6 +21,7 @@ import { watchedExec } from '../helpers/watched-exec.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { withLiveProvisioner } from '../mesh/receipt-writer.js';
 import { sshMeshInventory } from '../mesh/mesh-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const unavailable = sshdUnavailable();
 
@@ -32,8 +33,8 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     tmp = makeTempDir('baton-ssh-');
   });
   afterAll(async () => {
-    await sshd?.stop();
-    tmp?.cleanup();
+    await ifSet(sshd)?.stop();
+    ifSet(tmp)?.cleanup();
   });
 
   const target = (port = sshd.port) => ({
@@ -353,7 +354,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
       return watched(file, args, options);
     };
     // And every process on the machine (sshd's sessions, the remote sh) while the rotation runs.
-    let scanning = true;
+    let scanning = true as boolean; // set false by the other task
     const scanner = (async () => {
       while (scanning) {
         for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) readProc(pid);

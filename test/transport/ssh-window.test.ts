@@ -19,6 +19,7 @@ import { describeWithPart, itWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { writeSshPair } from '../mesh/mesh-fixture.js';
+import { ifSet } from '../helpers/if-set.js';
 
 const PROVIDER = 'pg-main';
 const ROTATIONS = 5;
@@ -36,8 +37,8 @@ describeWithPart(unavailable, 'the rotation window over ssh at a 50 ms round tri
   }, 120_000);
   afterAll(async () => {
     provisioner?.kill('SIGTERM');
-    await Promise.all([sshd?.stop(), sandbox?.destroy()]);
-    tmp?.cleanup();
+    await Promise.all([ifSet(sshd)?.stop(), ifSet(sandbox)?.destroy()]);
+    ifSet(tmp)?.cleanup();
   });
 
   itWithPart(

@@ -173,7 +173,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   /** Mounts the task's real view under the rail; resolves when the operator closes it. */
   const openView = async () => {
     const box = sandbox!;
-    let interrupted = false;
+    let interrupted = false as boolean; // set by onInterrupt while ink runs
     const view = await taskView(box, flow.getState(), options.noColor);
     const frame = (
       <DrillTaskFrame

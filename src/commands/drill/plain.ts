@@ -50,7 +50,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   const times: string[] = [];
   // q or end of input anywhere leaves: every later question then answers "leave" too, so an
   // open dialogue backs out (nothing written) instead of asking again.
-  let left = false;
+  let left = false as boolean; // set inside ask(), across the awaits below
   const ask: Ask | undefined =
     options.ask &&
     (async (question) => {
@@ -96,7 +96,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
             `    ${MARKS.refused.glyph} it failed: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`,
           );
         }
-        if (left) {
+        if (left as boolean) {
           write(`  you left the drill during step ${step.number}.`);
           break;
         }

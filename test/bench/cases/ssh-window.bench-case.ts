@@ -10,7 +10,8 @@
  * - `mesh status` and a provider-wide rotation over 20 machines, each its own sshd port (its
  *   own connection; two sshd of 10 ports) behind the same relay, each its own mesh_dir.
  */
-import { execFile, spawn } from 'node:child_process';
+import type { spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -54,7 +54,9 @@ export async function publishAuthority(
       ).stdout;
     } catch (error) {
       const e = error as { code?: number; stdout?: string; stderr?: string };
-      throw new Error(`baton ${args.join(' ')} failed (exit ${e.code}): ${e.stderr || e.stdout}`);
+      throw new Error(`baton ${args.join(' ')} failed (exit ${e.code}): ${e.stderr || e.stdout}`, {
+        cause: error,
+      });
     }
   };
   await baton('sync', '--first-controller', '--yes');
