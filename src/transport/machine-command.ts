@@ -114,7 +114,7 @@ export async function runLocalCommand(
       detached: true,
     });
     // An object, not a let: the bound sets it from a timer callback.
-    const ended = { byTime: false };
+    const ended = { byTime: false, byCancel: false };
     const killGroup = (sig: NodeJS.Signals) => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, sig);
@@ -125,6 +125,7 @@ export async function runLocalCommand(
     let grace: NodeJS.Timeout | undefined;
     const end = (why: 'time' | 'cancel') => {
       if (why === 'time') ended.byTime = true;
+      else ended.byCancel = true;
       killGroup('SIGTERM');
       grace = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_S * 1000);
     };
@@ -139,7 +140,7 @@ export async function runLocalCommand(
     clearTimeout(grace);
     signal.removeEventListener('abort', onAbort);
     const timedOut = ended.byTime;
-    if (signal.aborted && !timedOut) throw abortedError(machine, 'running the command', signal);
+    if (ended.byCancel && !timedOut) throw abortedError(machine, 'running the command', signal);
     const stat = await fs.stat(errFile);
     const handle = await fs.open(errFile, 'r');
     const length = Math.min(stat.size, STDERR_TAIL_BYTES);

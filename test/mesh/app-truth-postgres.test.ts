@@ -189,10 +189,12 @@ afterAll(async () => {
   for (const a of apps) await a.stop().catch(() => undefined);
   for (const child of children)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await sshd?.stop();
-  await sandbox?.destroy();
-  if (process.env.BATON_APP_TRUTH_DEBUG) console.log(`kept ${tmp?.dir}`);
-  else tmp?.cleanup();
+  // Any of them may be missing when beforeAll stopped half-way.
+  const started = { sshd, sandbox, tmp } as { sshd?: Sshd; sandbox?: PostgresSandbox; tmp?: typeof tmp };
+  await started.sshd?.stop();
+  await started.sandbox?.destroy();
+  if (process.env.BATON_APP_TRUTH_DEBUG) console.log(`kept ${started.tmp?.dir ?? '(none)'}`);
+  else started.tmp?.cleanup();
 });
 
 describe("the consumer's app against Debian's PostgreSQL 15", () => {
