@@ -10,6 +10,7 @@ import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 import { findMachine, loadInventory, type Inventory } from '../mesh/inventory.js';
 import { appHooks } from '../mesh/reload.js';
+import { appPreviewLines } from '../app/rotation-app-text.js';
 import { appBehindRefusal, behindPairs } from '../mesh/app-behind-guard.js';
 import {
   appendJournal,
@@ -213,6 +214,10 @@ export async function runMeshPlan(ctx: CliContext, flags: MeshFlags): Promise<nu
     );
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
+    // app-truth: whether the new credential is tried from each consumer, and how each app takes it.
+    const appLines = appPreviewLines(plan, appHooks(inventory));
+    if (appLines.length > 0) out('The apps:');
+    for (const line of appLines) out(line);
     for (const u of inspected.unknownLogins)
       out(
         `${MARKS.refused.glyph} ${u.pair}: its live login could not be read on ${u.machine} (${u.reason}); a rotation would be refused.`,

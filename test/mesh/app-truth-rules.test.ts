@@ -18,6 +18,9 @@ import { SessionCensus } from '../../src/provisioner/session-census.js';
 import { parseRunAnswer, remoteRunCommand, runLocalCommand } from '../../src/transport/machine-command.js';
 import type { PlannedPair } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
+import { appPreviewLines } from '../../src/app/rotation-app-text.js';
+import { appHooks } from '../../src/mesh/reload.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
 
 const dirs: string[] = [];
 const tempDir = () => {
@@ -284,5 +287,31 @@ describe('the override of an app behind', () => {
     const old = appBehindCode(pair.key, { ...behind, newest: at(1000) });
     expect(appBehindRefusal([b], [old])).toBeInstanceOf(BatonError);
     expect(appBehindRefusal([b], [b.code])).toBeUndefined();
+  });
+});
+
+describe("the preview's app lines", () => {
+  it('say, per pair, whether the new credential is tried from the consumer, and per consumer whether it is reloaded', () => {
+    const inv = parseInventory(
+      [
+        'machines:',
+        '  - { name: db1, address: /srv/db1, transport: local }',
+        '  - { name: db2, address: /srv/db2, transport: local }',
+        '  - { name: web1, address: /srv/web1, transport: local }',
+        'providers:',
+        '  - { name: pg-main, machine: db1, kind: postgres, connect: { host: db1.internal, database: app } }',
+        '  - { name: pg-audit, machine: db2, kind: postgres }',
+        'consumers:',
+        "  - { name: web1-app, machine: web1, uses: [pg-main, pg-audit], reload: 'systemctl restart web1-app', reload_timeout: 12 }",
+        '',
+      ].join('\n'),
+      '/srv/mesh.yaml',
+    );
+    const lines = appPreviewLines(planRotation(inv, { by: 'consumer', name: 'web1-app' }), appHooks(inv));
+    expect(lines).toEqual([
+      '  test login pg-main:web1-app: as web1_app to db1.internal:5432/app, from web1, before web1-app moves; refused = not moved',
+      '  test login pg-audit:web1-app: none — pg-audit has no connect:, so the new credential will NOT be tried from web1 before web1-app moves',
+      '  reload web1-app: `systemctl restart web1-app` on web1 once its end is committed (at most 12 s)',
+    ]);
   });
 });
