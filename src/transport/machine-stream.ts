@@ -1,5 +1,5 @@
 /**
- * A TCP stream opened FROM a holder (docs/mesh-rotation.md "Testing the new credential"): over
+ * A TCP stream opened FROM a holder (docs/mesh-rotation.md "Testing the new credential from the consumer"): over
  * ssh, `ssh -W host:port` on the command's shared connection — a `direct-tcpip` channel, so
  * nothing runs or is installed on the machine and what flows through it (a database login)
  * never leaves baton's process except inside that channel. Shaped like a net.Socket for the
