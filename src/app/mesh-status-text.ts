@@ -14,6 +14,8 @@ import {
 import { nextStep as step, renderSaidBare, saidSteps, type Placeholder, type Said } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
+import { shown } from '../outside-text.js';
+import { APP_BEHIND_CODE, appBehindCode } from '../mesh/app-behind-guard.js';
 
 /** What `mesh seed --from-file` reads: the operator names the file, so it is a placeholder, never a word to paste. */
 const PASSWORD_FILE: Placeholder = {
@@ -28,6 +30,7 @@ export const STATE_MARKS: Record<PairState, Mark> = {
   unreachable: MARKS.refused,
   drifted: MARKS.refused,
   'changed-in-db': MARKS.refused,
+  'app-behind': MARKS.refused,
   staged: MARKS.action,
   pending: MARKS.busy,
   applied: MARKS.ok,
@@ -66,6 +69,14 @@ export function pairNext(status: PairStatus): Said | undefined {
         : [
             `nothing by hand: the provisioner on ${status.pair.providerMachine} puts the delivered password back; if this stays, check its log`,
           ];
+    case 'app-behind':
+      return [
+        `restart ${status.pair.consumer}'s app on ${status.pair.consumerMachine} (or give it a reload: in the inventory and restart it once); a rotation of the pair is refused until the app is seen on ${status.logins?.live ?? 'the live login'} — check again with `,
+        recheck,
+        '; to rotate anyway, breaking that app: ',
+        step(`mesh rotate --pair ${pairKey} --app-behind`, { placeholders: [APP_BEHIND_CODE] }),
+        status.app?.behind ? ` (code ${appBehindCode(pairKey, status.app.behind)})` : '',
+      ];
     case 'staged':
       return resume && rollback
         ? ['finish it: ', resume, ', or roll it back: ', rollback]
@@ -85,6 +96,12 @@ export function pairNext(status: PairStatus): Said | undefined {
           ]
         : [`check the provisioner on ${status.pair.providerMachine}`];
     case 'applied':
+      if (status.app?.takes === 'reload-failed')
+        return [
+          `restart ${status.pair.consumer}'s app on ${status.pair.consumerMachine} by hand and fix its reload: in the inventory; the next rotation reloads it again (`,
+          rotate,
+          ')',
+        ];
       return status.tooOld ? ['older than the limit: ', rotate] : undefined;
     default: {
       const never: never = status.state;
@@ -133,6 +150,8 @@ export function meshStatusLines(
     if (status.state !== 'applied') lines.push(`    ${status.detail}`);
     const logins = loginsText(status);
     if (logins) lines.push(`    logins: ${logins}`);
+    // app-truth: how the app takes it; never a mark of its own unless there is evidence.
+    if (status.app && status.state !== 'app-behind') lines.push(`    app: ${appText(status)}`);
     const next = nextStep(status, s);
     if (next) lines.push(`    next: ${next}`);
   }
@@ -155,6 +174,54 @@ export function loginsText(status: PairStatus): string | undefined {
     return `live ${logins.live}; other ${logins.other.login} valid (no file of its own yet: it holds ${status.pair.role}'s password from before the switch, copied by the provisioner; the next rotation gives it its own)`;
   }
   return `live ${logins.live}; other ${logins.other ? `${logins.other.login} ${logins.other.state}` : 'unknown'}`;
+}
+
+/** app-truth: the app's part in words: `reloaded at …`, `re-reads per connection (seen …)`, `not known (…)`. */
+export function appText(status: PairStatus): string {
+  const app = status.app;
+  if (!app) return 'not known';
+  switch (app.takes) {
+    case 'reloaded':
+      return `reloaded at ${app.reloadedAt ?? '?'} (exit 0)`;
+    case 're-reads':
+      return `re-reads per connection (seen: a session on ${status.logins?.live ?? status.pair.role} at ${app.seenAt ?? '?'}, after the move)`;
+    case 'reload-failed':
+      return `${MARKS.refused.glyph} RELOAD FAILED — ${app.detail}`;
+    case 'behind':
+      return `${MARKS.refused.glyph} BEHIND — ${app.detail}`;
+    case 'not-known':
+      return `not known (no reload: configured, and no new session on ${status.logins?.live ?? status.pair.role} seen since the move)`;
+  }
+}
+
+/** app-truth: the app's part for the JSON (names, times and counts; never a secret). */
+function appJson(status: PairStatus): object | null {
+  const app = status.app;
+  if (!app) return null;
+  return {
+    takes: app.takes,
+    detail: app.detail,
+    reloaded_at: app.reloadedAt ?? null,
+    seen_at: app.seenAt ?? null,
+    behind: app.behind
+      ? {
+          login: app.behind.login,
+          sessions_since_move: app.behind.sessions,
+          newest: app.behind.newest,
+          clients: app.behind.clients,
+          override_code: appBehindCode(`${status.pair.provider}:${status.pair.consumer}`, app.behind),
+        }
+      : null,
+    reload: app.reload
+      ? {
+          result: app.reload.result,
+          exit_code: app.reload.exitCode ?? null,
+          duration_ms: app.reload.durationMs,
+          at: app.reload.at,
+          stderr: app.reload.stderr.map((line) => shown(line)),
+        }
+      : null,
+  };
 }
 
 /** An alternating pair's `credential` and `logins` for the JSON (names and states only, never a digest); nothing for a single pair. */
@@ -218,6 +285,7 @@ export function meshStatusJson(
       resume_id: s.resumeId ?? null,
       unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
       database: databaseJson(s),
+      app: appJson(s),
       next: nextStep(s, suggester) ?? null,
       // The same commands as objects, for a script that runs one: `next` stays the sentence.
       next_steps: saidSteps(suggester, pairNext(s) ?? []),

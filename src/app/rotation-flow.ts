@@ -13,6 +13,7 @@ import type { PairRollback } from '../mesh/rollback.js';
 import type { PairRevoke } from '../mesh/revoke.js';
 import type { JournalPhase } from '../mesh/journal.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
+import type { AppResults } from '../mesh/test-login.js';
 import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
 import { createFlow, type EffectRunner, type Flow } from './flow.js';
 import { emptyLog, logAdd, logGet, logHas, logKeys, type KeyedLog } from './rotation-log.js';
@@ -75,6 +76,8 @@ export type RotationState =
       readonly windows: Windows;
       readonly failures: readonly MachineFailure[];
       readonly stopped: string | undefined;
+      /** app-truth: test logins and reloads of this rotation. */
+      readonly app?: AppResults;
     })
   /** Every pair is finished (`applied`) or has its roll-back result in `results`. */
   | (Resolved & {
@@ -85,6 +88,7 @@ export type RotationState =
       readonly failures: readonly MachineFailure[];
       readonly stopped: string | undefined;
       readonly results: readonly PairRollback[];
+      readonly app?: AppResults;
     })
   /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
   | (Resolved & {
@@ -105,6 +109,7 @@ export type RotationState =
       readonly applied: readonly string[];
       readonly windows: Windows;
       readonly revoked?: readonly PairRevoke[];
+      readonly app?: AppResults;
     })
   /** A journal record failed while ends were staged and none live: every staged file is being removed. */
   | (Resolved & {
@@ -177,6 +182,8 @@ export type RotationEvent =
       readonly failures: readonly MachineFailure[];
       readonly stopped?: string;
       readonly revoked?: readonly PairRevoke[];
+      /** app-truth: test logins (a refused one left its pair unfinished: rolled back) and reloads. */
+      readonly app?: AppResults;
     }
   /** The unfinished pairs were rolled back (or could not be, each result says why). */
   | { readonly type: 'rolled-back'; readonly results: readonly PairRollback[] }
@@ -366,6 +373,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
             applied,
             windows,
             ...(event.revoked ? { revoked: event.revoked } : {}),
+            ...(event.app ? { app: event.app } : {}),
           };
           return to(done, [
             { type: 'journal', phase: 'applied', state: done },
@@ -384,6 +392,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           windows,
           failures,
           stopped: event.stopped,
+          ...(event.app ? { app: event.app } : {}),
         };
         return to(rolling, [{ type: 'roll-back', pairs: open }]);
       }
@@ -400,6 +409,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           failures: state.failures,
           stopped: state.stopped,
           results: event.results,
+          ...(state.app ? { app: state.app } : {}),
         };
         const done = [...state.applied, ...finishedNow];
         return to(rolled, [
@@ -521,6 +531,10 @@ export function isTerminal(state: RotationState): state is Terminal {
  */
 export type RotationOutcome =
   | 'rotated'
+  /** app-truth: rotated, but a consumer's reload failed or timed out: its app may still hold the old credential. */
+  | 'reload-failed'
+  /** app-truth: the new credential was refused from a consumer's machine (test login): that pair was rolled back. */
+  | 'login-refused'
   /** Rotated, but a left login's revoke (--revoke-previous) was not confirmed: its old password may still work. */
   | 'revoke-unconfirmed'
   /** Some provider has not confirmed in time: its consumer end is staged, its old password still works. */
@@ -544,6 +558,8 @@ export type RotationOutcome =
 /** 4 when nothing took effect by the gate's rule, 1 when something failed, 3 when cancelled or something waits for the operator. */
 export const ROTATION_EXIT: Readonly<Record<RotationOutcome, number>> = {
   rotated: EXIT_OK,
+  'reload-failed': EXIT_CODES['action-needed'],
+  'login-refused': EXIT_CODES['action-needed'],
   'revoke-unconfirmed': EXIT_CODES['action-needed'],
   'receipts-pending': EXIT_CODES['action-needed'],
   'gate-closed': EXIT_CODES['gate-closed'],
@@ -566,23 +582,30 @@ export function rotationOutcome(state: Terminal): RotationOutcome {
     case 'commit-failed':
       return 'commit-interrupted';
     case 'rolled-back':
-      return state.results.every(
-        (r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover),
-      )
-        ? 'taken-back'
-        : 'unfinished';
+      if (!state.results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover)))
+        return 'unfinished';
+      return appOutcome(state.app) ?? 'taken-back';
     case 'journal-failed':
       return 'journal-failed';
     case 'cancelled':
       return 'cancelled';
     case 'done':
       if (state.applied.length < state.plan.pairs.length) return 'receipts-pending';
-      return state.revoked?.some((r) => !r.revoked) ? 'revoke-unconfirmed' : 'rotated';
+      if (state.revoked?.some((r) => !r.revoked)) return 'revoke-unconfirmed';
+      return appOutcome(state.app) ?? 'rotated';
     default: {
       const never: never = state;
       throw new Error(`unknown terminal ${String(never)}`);
     }
   }
+}
+
+/** app-truth: a refused test login first (its pair did not move), then a failed reload. */
+function appOutcome(app: AppResults | undefined): RotationOutcome | undefined {
+  if (!app) return undefined;
+  if (app.testLogins.some((t) => !t.ok)) return 'login-refused';
+  if (app.reloads.some((r) => r.result !== 'ok')) return 'reload-failed';
+  return undefined;
 }
 
 export function rotationExitCode(state: Terminal): number {

@@ -19,6 +19,7 @@ import {
 import { rotationRunner, type RotationDeps } from './rotation-run-effect.js';
 import { allOf, planHeadline, plural, summaryLines } from './rotation-text.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
+import { appPreviewLines } from './rotation-app-text.js';
 import { revokePreviewLines, revokeSummaryLines } from './rotation-revoke.js';
 
 export interface PlainRotation {
@@ -58,6 +59,7 @@ export async function runRotationPlain(
       write(`Gate open: ${allOf(plan.holders.length, 'machine')} resolved.`);
       for (const pair of plan.pairs) write(`  window ${pair.key}: ${pair.window}.`);
       for (const line of revokePreviewLines(state.plan, options.deps.revoke)) write(line);
+      for (const line of appPreviewLines(state.plan, options.deps.app)) write(line); // app-truth
       if (plan.ages)
         for (const pair of plan.pairs) write(`  age ${pair.key}: ${plan.ages.get(pair.key) ?? 'unknown'}`);
       if (options.yes && !confirmed) {

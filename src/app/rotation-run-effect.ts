@@ -39,6 +39,8 @@ import {
 } from './rotation-flow.js';
 import { logKeys } from './rotation-log.js';
 import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
+import { appGate, journalApp } from './rotation-app.js';
+import type { AppHooks } from '../mesh/reload.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
@@ -84,6 +86,8 @@ export interface RotationDeps {
   readonly mesh?: string;
   /** `--revoke-previous` (and `--end-sessions`): revoke each left login once every consumer end is committed. */
   readonly revoke?: RevokeRequest;
+  /** app-truth: the consumers' `reload:` and the providers' `connect:` (rotation-app.ts). */
+  readonly app?: AppHooks;
 }
 
 /** The longest a roll-back waits for the receipt to show the old password again. */
@@ -117,6 +121,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
     recordPairsTakenBack(id, pairs, failures, deps.transportFor, deps.concurrency);
   /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
   let receiptWait: ReceiptWait | undefined;
+  // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
+  const app = appGate(deps);
   return {
     async run(effect, { state, dispatch }) {
       switch (effect.type) {
@@ -156,6 +162,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.transportFor,
             deps.concurrency,
             (machine) => dispatch({ type: 'staged', machine }),
+            app.keep(state.plan),
           );
           if (!result.ok) {
             await recordTakenBack(state.id, state.plan.pairs, [
@@ -191,7 +198,13 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           receiptWait?.close();
           receiptWait =
             deps.waitMs > 0
-              ? beginReceiptWait(state.plan.pairs, state.digests, deps.transportFor, waitOptions)
+              ? beginReceiptWait(
+                  state.plan.pairs,
+                  state.digests,
+                  deps.transportFor,
+                  waitOptions,
+                  app.gateOption(),
+                )
               : undefined;
           await receiptWait?.ready;
           // Before any provider end goes live, its provider says so: `committing` is what resume and rollback finish.
@@ -236,14 +249,20 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             effect.digests,
             deps.transportFor,
             waitOptions,
-            (applied) => dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs }),
+            (applied) => {
+              dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs });
+              app.committed(state.id, applied.pair, state.plan);
+            },
             begun,
+            app.gateOption().gate,
           );
           await recordOutcome(
             state.id,
             pairs.filter((p) => result.applied.some((a) => a.pair === p.key)),
             'finished',
           );
+          // app-truth: every reload has ended before a left login is revoked (its app may still be on it).
+          const appResults = await app.finish();
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
           const revoked = await revokeAfterCommit(
             deps.revoke,
@@ -258,6 +277,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             failures: result.failures,
             ...(deps.stop?.signal.aborted ? { stopped: stopReason(deps.stop.signal) } : {}),
             ...(revoked ? { revoked } : {}),
+            ...(appResults ? { app: appResults } : {}),
           };
         }
         case 'roll-back': {
@@ -279,6 +299,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
                   deps.stop?.signal.aborted ? STOPPED_RECEIPT_WAIT_MS : ROLLBACK_RECEIPT_WAIT_MS,
                 ),
               pollMs: deps.pollMs,
+              // app-truth: a pair refused from its consumer's machine is rolled back, never finished.
+              refused: new Set(state.app?.testLogins.filter((t) => !t.ok).map((t) => t.pair) ?? []),
             },
           );
           const took = (r: (typeof results)[number]) => r.result === 'rolled-back' && !r.leftover;
@@ -324,6 +346,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       }
     },
     failed(effect, error) {
+      if (effect.type === 'wait-applied') app.forget();
       // Whatever failed, no receipt wait follows this one: its readers and channels end.
       receiptWait?.close();
       receiptWait = undefined;
@@ -412,6 +435,7 @@ export function journalRecord(
     ),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(deps.revoke ? { revoke_previous: { end_sessions: deps.revoke.endSessions } } : {}),
+    ...journalApp(state),
     ...(state.step === 'rolled-back'
       ? {
           applied: [

@@ -2,6 +2,7 @@
  * The rotation's words, shared by the Ink view and plain line output so a script's log and
  * the screen say the same thing. Digests appear as short prefixes; secrets never reach here.
  */
+import { appSummaryLines } from './rotation-app-text.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { digestPrefix } from '../mesh/digest.js';
@@ -124,6 +125,13 @@ export interface SummaryOptions {
  * each unresolved or failed machine is named, since each one is something to fix.
  */
 export function summaryLines(state: Terminal, waitSeconds?: number, options: SummaryOptions = {}): string[] {
+  // app-truth: the test logins and reloads follow the rotation's own summary (rotation-app-text.ts).
+  const app = appSummaryLines(state);
+  const base = rotationSummaryLines(state, waitSeconds, options);
+  return app.length === 0 ? base : [...base, ...app];
+}
+
+function rotationSummaryLines(state: Terminal, waitSeconds?: number, options: SummaryOptions = {}): string[] {
   const files = progress(state).files;
   const brief = !options.full && files > SUMMARY_FULL_FILES;
   const s = options.suggester ?? PLAIN_SUGGESTER;
@@ -254,6 +262,7 @@ export interface RolledBack {
   readonly windows: Readonly<Record<string, number>>;
   readonly failures: readonly { readonly machine: string; readonly reason: string }[];
   readonly stopped: string | undefined;
+  readonly app?: { readonly testLogins: readonly { readonly ok: boolean }[] };
   readonly results: readonly PairRollback[];
 }
 
@@ -263,7 +272,13 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   const finished = state.applied.length + state.results.filter((r) => r.result === 'finished').length;
   const rolled = state.results.filter((r) => r.result === 'rolled-back').length;
   const why =
-    state.stopped ?? (state.failures.length > 0 ? 'a rename failed' : 'not every provider confirmed in time');
+    state.stopped ??
+    (state.failures.length > 0
+      ? 'a rename failed'
+      : // app-truth: a test login refused from a consumer's machine left its pair unfinished on purpose.
+        state.app?.testLogins.some((t) => !t.ok)
+        ? "the new credential was refused from a consumer's machine"
+        : 'not every provider confirmed in time');
   const left = n - finished - rolled;
   const lines = [
     // The headline says what the counts say: every pair found finished is "finished", not "rolled back".

@@ -20,6 +20,8 @@ export interface MeshFlags {
   readonly revokePrevious?: boolean;
   /** `mesh rotate --end-sessions` (only with --revoke-previous): end those logins' sessions too. */
   readonly endSessions?: boolean;
+  /** app-truth: `mesh rotate --app-behind CODE` (repeatable): the override codes of pairs whose app is behind. */
+  readonly appBehind?: readonly string[];
 }
 
 /** The flags of `baton mesh seed`. */

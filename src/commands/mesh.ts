@@ -83,6 +83,12 @@ export const registerMesh: Register = (program, ctx) => {
     .addOption(
       new Option('--end-sessions', "with --revoke-previous: also end the left logins' open sessions"),
     )
+    .addOption(
+      new Option(
+        '--app-behind <code>',
+        "rotate a pair whose app is behind anyway, breaking it: the pair's override code from mesh status (repeat per pair)",
+      ).argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]),
+    )
     .action(
       action(ctx, async (flags: MeshFlags) => {
         const { runMeshRotate } = await import('./rotation-cli.js');

@@ -164,6 +164,7 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
       waitMs,
       ...(revoke ? { revoke } : {}),
       stop,
+      ...(flags.appBehind ? { appBehind: flags.appBehind } : {}),
     },
     present,
   );

@@ -71,8 +71,11 @@ export async function prepareAll(
   transportFor: TransportFor,
   concurrency: number,
   onStaged: (machine: string, files: number) => void,
+  /** app-truth: handed each pair's provider-end secret before the rest leave scope (the test login needs it). */
+  keep?: (pair: string, secret: Secret) => void,
 ): Promise<PrepareResult> {
   const secrets = new Map(pairs.map((p) => [p.key, endSecrets(p, Secret.generate())] as const));
+  if (keep) for (const [key, secret] of secrets) keep(key, secret.provides);
   const digests: Record<string, SecretDigest> = {};
   for (const [key, secret] of secrets) {
     digests[key] = secret.provides.digest;
@@ -219,7 +222,22 @@ export interface ConsumerCommitResult {
   readonly applied: readonly AppliedPair[];
   /** Consumer machines whose rename failed; their pairs' consumer ends are still staged. */
   readonly failures: readonly MachineFailure[];
+  /** app-truth: pairs the gate (the test login) refused to move; their consumer ends are still staged. */
+  readonly refused?: readonly GateRefusal[];
 }
+
+/** A pair whose consumer end the gate would not commit, with the reason (raw outside text). */
+export interface GateRefusal {
+  readonly pair: string;
+  readonly reason: string;
+  readonly code?: string;
+}
+
+/**
+ * app-truth: asked, after a batch's receipts and before its consumer ends are renamed, which of
+ * them must NOT move (test-login.ts); the others are renamed as before.
+ */
+export type ConsumerGate = (batch: readonly PlannedPair[]) => Promise<readonly GateRefusal[]>;
 
 /**
  * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT. Watches each provider's receipts and, as
@@ -244,8 +262,9 @@ export async function commitConsumersOnReceipt(
   onApplied: (applied: AppliedPair) => void,
   /** Begun before the provider ends went live (beginReceiptWait); else begun here. */
   begun?: ReceiptWait,
+  gate?: ConsumerGate,
 ): Promise<ConsumerCommitResult> {
-  const receiptWait = begun ?? beginReceiptWait(pairs, digests, transportFor, wait);
+  const receiptWait = begun ?? beginReceiptWait(pairs, digests, transportFor, wait, gate ? { gate } : {});
   try {
     return await receiptWait.run(pairs, onApplied);
   } finally {
@@ -278,7 +297,7 @@ export function beginReceiptWait(
   transportFor: TransportFor,
   wait: ApplyWait,
   /** `rename: false`: a receipt alone finishes a pair (awaitReceipts); no consumer end is touched. */
-  options: { readonly rename?: boolean } = {},
+  options: { readonly rename?: boolean; readonly gate?: ConsumerGate } = {},
 ): ReceiptWait {
   const renames = options.rename !== false;
   const now = wait.now ?? Date.now;
@@ -399,6 +418,9 @@ export function beginReceiptWait(
     const live = new Set(livePairs.map((p) => p.key));
     const applied: AppliedPair[] = [];
     const failures = new Map<string, MachineFailure>();
+    // app-truth: what the gate refused, and what it let through (not asked twice on a retried rename).
+    const refused: GateRefusal[] = [];
+    const passed = new Set<string>();
     const finished = new AbortController();
     const everyPairDone = () => livePairs.every((p) => done.has(p.key));
     const finish = () => finished.abort();
@@ -427,9 +449,22 @@ export function beginReceiptWait(
       void (async () => {
         do {
           again.delete(machine);
-          const batch = (byConsumer.get(machine) ?? []).filter(
-            (p) => live.has(p.key) && receipted.has(p.key),
-          );
+          let batch = (byConsumer.get(machine) ?? []).filter((p) => live.has(p.key) && receipted.has(p.key));
+          // app-truth: the gate (a test login from this machine) keeps a refused pair where it is.
+          const untested = batch.filter((p) => !passed.has(p.key));
+          if (options.gate && untested.length > 0) {
+            const no = await options
+              .gate(untested)
+              .catch((error: unknown) => untested.map((p) => ({ pair: p.key, reason: reasonOf(error) })));
+            const refusedNow = new Set(no.map((r) => r.pair));
+            for (const r of no) {
+              refused.push(r);
+              receipted.delete(r.pair);
+              done.add(r.pair);
+            }
+            for (const p of untested) if (!refusedNow.has(p.key)) passed.add(p.key);
+            batch = batch.filter((p) => !refusedNow.has(p.key));
+          }
           if (batch.length === 0) break;
           try {
             const channel = await channelOf(machine);
@@ -540,7 +575,7 @@ export function beginReceiptWait(
       wait.stop?.removeEventListener('abort', finish);
       onReceipted = undefined;
     }
-    return { applied, failures: [...failures.values()] };
+    return { applied, failures: [...failures.values()], ...(refused.length > 0 ? { refused } : {}) };
   };
 
   return { ready, run, close };

@@ -47,6 +47,15 @@ const MachineSchema = SshOptions.extend({
   mesh_dir: z.string().min(1).optional(),
 }).strict();
 
+/** The address a provider's consumers use, as they use it: tried from each consumer's machine. */
+const ConnectSchema = z
+  .object({
+    host: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}$/, 'a host name or an IP address'),
+    port: z.number().int().min(1).max(65535).default(5432),
+    database: z.string().min(1).max(63).default('postgres'),
+  })
+  .strict();
+
 /** `single` (the default): one login role per pair; `alternating`: a group and two logins that take turns. */
 const CredentialField = z.enum(['single', 'alternating']).optional();
 
@@ -56,6 +65,8 @@ const ProviderSchema = z
     machine: z.string().min(1),
     kind: z.literal('postgres'),
     credential: CredentialField,
+    // app-truth: where this provider's consumers connect (test-login.ts tries the new credential there).
+    connect: ConnectSchema.optional(),
   })
   .strict();
 
@@ -66,6 +77,9 @@ const ConsumerSchema = z
     uses: z.array(z.string().min(1)).min(1),
     role: z.string().min(1).optional(),
     credential: CredentialField,
+    // app-truth: run on the consumer's machine after its end is committed (reload.ts).
+    reload: z.string().min(1).max(4096).optional(),
+    reload_timeout: z.number().positive().max(3600).optional(),
   })
   .strict();
 
@@ -118,7 +132,24 @@ export interface Provider {
   readonly kind: 'postgres';
   /** The mode for every consumer of this provider that does not set its own. */
   readonly credential: CredentialMode | undefined;
+  /** Where its consumers connect (`connect:`): a new credential is tried there before a consumer moves. */
+  readonly connect?: ProviderConnect;
 }
+
+export interface ProviderConnect {
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+}
+
+/** A consumer's `reload:`: a shell command run on its machine once its end is committed. */
+export interface ConsumerReload {
+  readonly command: string;
+  readonly timeoutMs: number;
+}
+
+/** `reload_timeout:` when the inventory gives none, in seconds. */
+export const DEFAULT_RELOAD_TIMEOUT_S = 30;
 
 export interface Consumer {
   readonly name: string;
@@ -127,6 +158,7 @@ export interface Consumer {
   readonly role: string | undefined;
   /** As written; the pair's mode is this, else its provider's, else `single`. */
   readonly credential: CredentialMode | undefined;
+  readonly reload?: ConsumerReload;
 }
 
 /** One (provider, consumer) link, with its own role and its own credential. */
@@ -307,7 +339,13 @@ export function parseInventory(text: string, source: string): Inventory {
   const providers: Provider[] = data.providers.map((p) => {
     unique('provider', p.name);
     knownMachine(`provider "${p.name}"`, p.machine);
-    return { name: p.name, machine: p.machine, kind: p.kind, credential: p.credential };
+    return {
+      name: p.name,
+      machine: p.machine,
+      kind: p.kind,
+      credential: p.credential,
+      ...(p.connect ? { connect: p.connect } : {}),
+    };
   });
   const providerByName = new Map(providers.map((p) => [p.name, p]));
 
@@ -334,7 +372,26 @@ export function parseInventory(text: string, source: string): Inventory {
       );
     }
     roleOf.set(c.name, role);
-    return { name: c.name, machine: c.machine, uses: c.uses, role: c.role, credential: c.credential };
+    if (c.reload_timeout !== undefined && c.reload === undefined)
+      fail(
+        `consumer "${c.name}" sets reload_timeout: without reload:.`,
+        'Add reload:, or remove reload_timeout:.',
+      );
+    return {
+      name: c.name,
+      machine: c.machine,
+      uses: c.uses,
+      role: c.role,
+      credential: c.credential,
+      ...(c.reload !== undefined
+        ? {
+            reload: {
+              command: c.reload,
+              timeoutMs: Math.round((c.reload_timeout ?? DEFAULT_RELOAD_TIMEOUT_S) * 1000),
+            },
+          }
+        : {}),
+    };
   });
 
   const pairs: Pair[] = [];

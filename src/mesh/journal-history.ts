@@ -7,6 +7,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SecretDigest } from './digest.js';
+import type { ReloadOutcome } from './reload.js';
 import {
   JOURNAL_FILE,
   type JournalPair,
@@ -51,6 +52,8 @@ export interface JournalHistory {
    * its other login then holds the single role's last password, copied by the provisioner.
    */
   switchedIn(key: string): boolean;
+  /** app-truth: the reload that followed the pair's last finished rotation, if its consumer had one. */
+  lastReload(key: string): ReloadOutcome | undefined;
 }
 
 /**
@@ -107,6 +110,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   /** pair → whether the last record that finished it marked it revoked. */
   const revoked = new Map<string, boolean>();
   const switchedIn = new Map<string, boolean>();
+  const reloads = new Map<string, ReloadOutcome | undefined>();
   for (const record of records) {
     if (!wellFormed(record)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
@@ -126,6 +130,12 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     }
     for (const r of listOf(record.rolled_back)) if (r.result === 'rolled-back') done.add(r.pair);
     const finished = new Set(listOf(record.applied));
+    // app-truth: a pair finished by this record took this record's reload (or none).
+    for (const key of finished)
+      reloads.set(
+        key,
+        listOf(record.reloads).find((r) => Array.isArray(r.pairs) && r.pairs.includes(key)),
+      );
     for (const pair of record.pairs) {
       if (finished.has(pair.key)) {
         revoked.set(pair.key, pair.revoked === true);
@@ -158,6 +168,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     consumerDeliveredWith: (key, digest) => consumerWith.get(`${key}\0${digest}`),
     revoked: (key) => revoked.get(key) ?? false,
     switchedIn: (key) => switchedIn.get(key) ?? false,
+    lastReload: (key) => reloads.get(key),
     unfinished(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);

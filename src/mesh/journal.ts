@@ -4,6 +4,8 @@
  * from, so it records digests — NEVER a secret: a journal is read, copied and backed up by
  * people and tools that must never be able to log in with what they find there.
  */
+import type { ReloadOutcome } from './reload.js';
+import type { TestLoginRecord } from './test-login.js';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -102,6 +104,10 @@ export interface JournalRecord {
    * the rotation, so a `mesh resume` that finishes it also revokes what the operator asked.
    */
   readonly revoke_previous?: { readonly end_sessions: boolean };
+  /** app-truth: each test login from a consumer's machine (test-login.ts): never a secret. */
+  readonly test_logins?: readonly TestLoginRecord[];
+  /** app-truth: each consumer reload's outcome (reload.ts): stderr redacted and bounded. */
+  readonly reloads?: readonly ReloadOutcome[];
 }
 
 export function journalPair(

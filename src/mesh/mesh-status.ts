@@ -13,6 +13,7 @@ import {
 } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import type { ProviderIntent } from './intent.js';
+import { appNeedsAction, type PairApp } from './app-status.js';
 import type { PlannedPair } from './rotation-plan.js';
 
 /** Worst first: the order a screen sorts by and the order the summary counts in. */
@@ -20,6 +21,8 @@ export const PAIR_STATES = [
   'unreachable',
   'drifted',
   'changed-in-db',
+  // app-truth: files and database agree, but the app keeps using the login its file left (app-status.ts).
+  'app-behind',
   'staged',
   'pending',
   'applied',
@@ -104,6 +107,18 @@ export interface PairStatus {
   readonly database?: DatabaseCheck;
   /** An alternating pair: its live login and the other one's state. */
   readonly logins?: PairLogins;
+  /** app-truth: how its app takes the credential (app-status.ts). */
+  readonly app?: PairApp;
+}
+
+/**
+ * app-truth: the app's part beside the files' state. An applied pair whose app keeps using the
+ * login its file left is `app-behind`, its own state; the rest only adds `app`.
+ */
+export function withApp(status: PairStatus, app: PairApp): PairStatus {
+  if (status.state === 'applied' && app.takes === 'behind')
+    return { ...status, state: 'app-behind', detail: app.detail, app };
+  return { ...status, app };
 }
 
 /**
@@ -387,5 +402,7 @@ export function countStates(statuses: readonly PairStatus[]): Record<PairState, 
 export function meshStatusExitCode(statuses: readonly PairStatus[]): number {
   if (statuses.some((s) => s.state === 'unreachable')) return EXIT_CODES.failed;
   if (statuses.some((s) => s.state !== 'applied' || s.tooOld)) return EXIT_CODES['action-needed'];
+  // app-truth: only evidence counts (a failed reload, an app behind), never "not known".
+  if (statuses.some((s) => appNeedsAction(s.app))) return EXIT_CODES['action-needed'];
   return EXIT_OK;
 }

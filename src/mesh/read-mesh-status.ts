@@ -12,7 +12,9 @@ import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js
 import { parseReceipt, type Receipt } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
-import { pairStatus, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
+import { appStatus } from './app-status.js';
+import { parseCensus, sessionsPath } from './session-record.js';
+import { pairStatus, withApp, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
 import { loginFilePaths, type PlannedPair, type RotationPlan } from './rotation-plan.js';
 
 export interface MeshStatusOptions {
@@ -36,6 +38,7 @@ export async function readMeshStatus(
   const receipts = new Map<string, Receipt | undefined>();
   /** Every path's reading as the holder gave it (records and lock too): the machines' word on each pair. */
   const raw = new Map<string, FileDigests>();
+  const texts = new Map<string, string | undefined>();
   const endKey = (machine: string, file: string) => `${machine}\0${file}`;
   const byKey = new Map(plan.pairs.map((p) => [p.key, p]));
   // An alternating pair's provider end is the file of the login its consumer is on: both are read, with their receipts.
@@ -69,13 +72,15 @@ export async function readMeshStatus(
       const receiptPaths = provided.flatMap((p) => [
         p.receiptPath,
         ...loginFiles(p).map((f) => f.receiptPath),
+        ...censusPaths(p), // app-truth: the session census (app-status.ts)
       ]);
       if (receiptPaths.length > 0) {
-        const texts = await transport.readTexts(receiptPaths);
+        const read = await transport.readTexts(receiptPaths);
+        receiptPaths.forEach((file, i) => texts.set(endKey(holder.machine, file), read[i]));
         receiptPaths.forEach((file, i) =>
           receipts.set(
             endKey(holder.machine, file),
-            texts[i] === undefined ? undefined : parseReceipt(texts[i]),
+            read[i] === undefined ? undefined : parseReceipt(read[i]),
           ),
         );
       }
@@ -90,6 +95,10 @@ export async function readMeshStatus(
   const onMachines = new Map<string, PairOnMachines>(plan.pairs.map((p) => [p.key, pairOnMachines(p, raw)]));
   // The machines' records first: another controller's journal, or none, changes nothing here.
   const truth = withMachineTruth(history, (key) => onMachines.get(key));
+  const census = (planned: PlannedPair, login: string) => {
+    const text = texts.get(endKey(planned.providerMachine, sessionsPath(planned.receiptPath, login)));
+    return text === undefined ? undefined : parseCensus(text);
+  };
   return plan.pairs.map((planned) => {
     const on = onMachines.get(planned.key)!;
     const running = on.lockedBy !== undefined ? holderWords(on.lockedBy) : options.running;
@@ -117,7 +126,7 @@ export async function readMeshStatus(
         };
       } else logins = { live: undefined, other: undefined };
     }
-    return pairStatus(
+    const status = pairStatus(
       pair,
       {
         provider: ends.get(endKey(pair.providerMachine, pair.providerPath)) ?? unread,
@@ -131,5 +140,37 @@ export async function readMeshStatus(
       running,
       on.intent,
     );
+    // app-truth: how the app takes the credential, beside `applied` (app-status.ts).
+    const consumerEnd = ends.get(endKey(pair.consumerMachine, pair.consumerPath));
+    const journalAt = history.pair(planned.key).lastRotatedAt;
+    const mtime = consumerEnd?.read ? consumerEnd.liveModifiedMs : undefined;
+    const live = logins?.live ?? planned.role;
+    const left = logins?.other?.login;
+    return withApp(
+      status,
+      appStatus({
+        consumer: planned.consumer,
+        live,
+        ...(left ? { left } : {}),
+        movedAtMs: journalAt
+          ? Date.parse(journalAt)
+          : mtime === undefined
+            ? undefined
+            : mtime + MTIME_SLACK_MS,
+        lastReload: history.lastReload(planned.key),
+        liveCensus: census(planned, live),
+        leftCensus: left ? census(planned, left) : undefined,
+      }),
+    );
   });
+}
+
+/** A file's mtime is when it was staged, before its rename (and whole seconds over ssh): later, to be safe. */
+const MTIME_SLACK_MS = 2_000;
+
+/** The census records a pair's logins have: its role, or both alternating logins. */
+function censusPaths(p: PlannedPair): string[] {
+  const logins =
+    p.credential === 'alternating' ? LOGIN_SLOTS.map((slot) => loginRole(p.role, slot)) : [p.role];
+  return logins.map((login) => sessionsPath(p.receiptPath, login));
 }

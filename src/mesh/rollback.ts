@@ -47,7 +47,13 @@ export type PairRollback =
   | { readonly pair: string; readonly result: 'consumer-unknown'; readonly reason: string };
 
 /** A rollback waits for each receipt to show the old password again, as an apply waits for the new one. */
-export type RollbackOptions = ReceiptPolling;
+export type RollbackOptions = ReceiptPolling & {
+  /**
+   * app-truth: pairs whose new credential was refused from the consumer's machine (test-login.ts):
+   * rolled back even when the database already took it — finishing would move the consumer onto it.
+   */
+  readonly refused?: ReadonlySet<string>;
+};
 
 /**
  * Rolls back `pairs`: `digests` are the rotation's new digests, `previous` each pair's provider
@@ -81,7 +87,7 @@ export async function rollBackPairs(
   await mapBounded(
     [
       ...groupBy(
-        open.filter((p) => receipted.has(p.key)),
+        open.filter((p) => receipted.has(p.key) && !options.refused?.has(p.key)),
         (p) => p.consumerMachine,
       ),
     ],

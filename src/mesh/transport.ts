@@ -5,6 +5,7 @@
  * Writes are atomic (temp file → fsync → rename) with umask 077: a reader of `<role>` sees
  * the old secret or the new one, never half of one, and never a file others can read.
  */
+import type { Duplex } from 'node:stream';
 import type { SecretDigest } from './digest.js';
 import type { Secret } from './secret.js';
 
@@ -168,6 +169,41 @@ export interface Transport {
    * the consumer commit uses commit() and the controller's clock.
    */
   openChannel?(signal: AbortSignal): Promise<RenameChannel>;
+  // app-truth (docs/mesh-rotation.md, "The app, not only its file"): both optional; a transport
+  // without them makes a reload fail by name and a test login refuse, never pass silently.
+  /** Runs `sh -c command` on the machine, stdin closed, bounded by `timeoutMs` on the machine itself. */
+  runCommand?(request: CommandRequest, signal: AbortSignal): Promise<CommandResult>;
+  /**
+   * A TCP stream opened FROM the machine to `host:port` (over ssh a `direct-tcpip` channel on
+   * the shared connection, `ssh -W`), not yet connected: the client calls `connect()` as on a socket.
+   */
+  openStream?(host: string, port: number, signal: AbortSignal): Promise<MachineStream>;
+}
+
+/** A command to run on a machine; nothing in it is a secret (a reload reads the file itself). */
+export interface CommandRequest {
+  readonly command: string;
+  /** Names `[A-Z_][A-Z0-9_]*`, values without NUL or newline; never a secret. */
+  readonly env: Readonly<Record<string, string>>;
+  readonly timeoutMs: number;
+}
+
+export interface CommandResult {
+  /** undefined when it was killed (its time was up, or the command was cancelled). */
+  readonly exitCode: number | undefined;
+  readonly timedOut: boolean;
+  readonly durationMs: number;
+  /** The end of what it wrote to stderr, raw and at most a few KiB: the caller bounds and redacts it. */
+  readonly stderrTail: string;
+}
+
+/** What a database client speaks to: a Duplex with a socket's connect and options (node:net's shape). */
+export interface MachineStream extends Duplex {
+  connect(port: number, host: string): this;
+  setNoDelay(noDelay?: boolean): this;
+  setKeepAlive(enable?: boolean, initialDelay?: number): this;
+  ref(): this;
+  unref(): this;
 }
 
 export interface WatchOptions {
@@ -240,6 +276,10 @@ export interface BoundTransport {
   ): Promise<void>;
   /** As Transport.openChannel: the opening and each rename bounded by the timeout. */
   openChannel?(): Promise<BoundRenameChannel>;
+  /** As Transport.runCommand, bounded by its own `timeoutMs` plus the command's timeout. */
+  runCommand?(request: CommandRequest): Promise<CommandResult>;
+  /** As Transport.openStream; `until` ends the stream (the caller's deadline). */
+  openStream?(host: string, port: number, until: AbortSignal): Promise<MachineStream>;
 }
 
 /** The transport of a machine, by inventory name (built by the commands, passed down). */

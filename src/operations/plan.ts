@@ -13,6 +13,8 @@ import { MARKS } from '../app/marks.js';
 import { allOf, planHeadline, plural, receivesText } from '../app/rotation-text.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { answersOf } from './rotate.js';
+import { appHooks } from '../mesh/reload.js';
+import { appPreviewLines } from '../app/rotation-app-text.js';
 import { jsonForTerminal } from '../outside-text.js';
 
 export interface PlanInputs {
@@ -89,6 +91,10 @@ export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<n
     );
     out('Windows:');
     for (const p of plan.pairs) out(`  ${p.key} (role ${p.role}): ${p.window}.`);
+    // Whether the new credential is tried from each consumer, and how each app takes it.
+    const appLines = appPreviewLines(plan, appHooks(ports.inventory));
+    if (appLines.length > 0) out('The apps:');
+    for (const line of appLines) out(line);
     for (const u of inspected.unknownLogins)
       out(
         `${MARKS.refused.glyph} ${u.pair}: its live login could not be read on ${u.machine} (${u.reason}); a rotation would be refused.`,

@@ -20,6 +20,8 @@ import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.j
 import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { withProviderLocks } from './provider-locks.js';
+import { appHooks } from '../mesh/reload.js';
+import { appBehindRefusal, behindPairs } from '../mesh/app-behind-guard.js';
 
 export interface RotateInputs {
   readonly selector: Selector;
@@ -30,6 +32,8 @@ export interface RotateInputs {
   readonly revoke?: RevokeRequest;
   /** Aborted by the operator or a signal: the flow stops safely (rotation-run-effect.ts). */
   readonly stop: AbortController;
+  /** `--app-behind CODE`s: pairs whose app is behind, rotated anyway (bound to the evidence). */
+  readonly appBehind?: readonly string[];
 }
 
 /** How the command shows the rotation: a view on a terminal, or plain lines. Resolves with the exit code. */
@@ -86,6 +90,10 @@ export async function rotate(
         if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
         if (inspected.leftovers.length > 0)
           throw leftoversRefusal('rotate', inspected.leftovers, ports.suggester);
+        // A pair whose app still uses the login this rotation would change is refused (app-behind-guard.ts).
+        const behind = await behindPairs(plan, transports.transportFor, history, inputs.concurrency);
+        const behindRefusal = appBehindRefusal(behind, inputs.appBehind ?? []);
+        if (behindRefusal) throw behindRefusal;
         const deps: RotationDeps = {
           transportFor: transports.transportFor,
           journalDir: journal.dir,
@@ -99,6 +107,7 @@ export async function rotate(
           stop: inputs.stop,
           mesh: journal.mesh,
           ...(inputs.revoke ? { revoke: inputs.revoke } : {}),
+          app: appHooks(inventory), // reload: and connect: (src/app/rotation-app.ts)
         };
         const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
         return present({ id, plan, deps });

@@ -10,6 +10,7 @@
  * not what it once accepted, and an operator who changed a role by hand gets to see it. Between cycles it keeps DIGESTS, never secrets: the secret is read from its
  * file only while a verifier is computed or checked, and dropped right after.
  */
+import { loginOfFile, SessionCensus } from './session-census.js';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -199,6 +200,7 @@ export class PostgresProvisioner {
     this.deliveredDir = path.join(options.meshDir, 'provides', options.provider);
     this.delivered = new DeliveredCredentials(this.deliveredDir);
     this.receiptIndex = new ReceiptIndex(this.deliveredDir);
+    this.census = new SessionCensus(this.deliveredDir, options.clock);
   }
 
   /**
@@ -253,6 +255,8 @@ export class PostgresProvisioner {
     if (!this.checked || !db.fingerprint) return;
     this.checked = { fingerprint: await db.fingerprint(), at: this.checked.at };
   }
+  /** app-truth: which logins the apps really use (session-census.ts), folded in after each check. */
+  private readonly census: SessionCensus;
 
   async runCycle(signal?: AbortSignal): Promise<CycleReport> {
     const applied: AppliedRole[] = [];
@@ -414,6 +418,15 @@ export class PostgresProvisioner {
           lost(error, pending);
           return done({ blocked, databaseDown: true });
         }
+      }
+      // app-truth: the session census, on the cycle's own connection; never a reason to fail the cycle.
+      if (db.activity) {
+        const logins = [...present].map(loginOfFile);
+        await db
+          .activity(logins)
+          .then((sessions) => this.census.observe(logins, sessions))
+          // A lost connection shows at the next statement; the census only waits for the next cycle.
+          .catch(() => undefined);
       }
       // Plain roles go in batches (one transaction, a savepoint per role: one commit for many
       // instead of one each); login files, with their group and sessions, one by one.

@@ -8,6 +8,7 @@
  * print those (mesh seed) — and because it is always passed explicitly, pg never falls back to
  * PGPASSWORD or a .pgpass file.
  */
+import { CENSUS_SQL, type ActiveSession } from './session-census.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -153,6 +154,8 @@ export interface RoleDatabase {
    * every role (thousands of rows) when nothing changed. Absent: every cycle checks all.
    */
   fingerprint?(): Promise<string>;
+  /** app-truth: every client session of these logins now (session-census.ts). */
+  activity?(logins: readonly string[]): Promise<ActiveSession[]>;
   close(): Promise<void>;
 }
 
@@ -379,6 +382,25 @@ export function postgresRoles(
         });
       },
       sessions: sessionsOf,
+      // app-truth: the session census's one query (session-census.ts).
+      async activity(logins) {
+        const result = await query(CENSUS_SQL, [logins]);
+        return (
+          result.rows as {
+            login: string;
+            pid: number;
+            backend_start: Date | null;
+            client_addr: string | null;
+            application_name: string | null;
+          }[]
+        ).map((r) => ({
+          login: r.login,
+          pid: r.pid,
+          backendStart: r.backend_start ? r.backend_start.toISOString() : '',
+          clientAddr: r.client_addr,
+          applicationName: r.application_name ?? '',
+        }));
+      },
       async endSessions(login) {
         // Never this session: the provisioner logs in as the superuser, and the filter says so.
         // With a timeout the call waits until each backend is gone (PostgreSQL 14+), so the

@@ -74,6 +74,21 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
         }
       : {}),
     ...(transport.openChannel ? { openChannel: () => openBoundChannel(transport, bounds) } : {}),
+    // app-truth: a reload has its own bound on the machine; this one only keeps ssh from outliving it.
+    ...(transport.runCommand
+      ? {
+          runCommand: (request) =>
+            withinBounds({ ...bounds, timeoutMs: request.timeoutMs + bounds.timeoutMs }, (s) =>
+              transport.runCommand!(request, s),
+            ),
+        }
+      : {}),
+    ...(transport.openStream
+      ? {
+          openStream: (host, port, until) =>
+            untilEither(until, bounds.signal, (s) => transport.openStream!(host, port, s)),
+        }
+      : {}),
   };
 }
 

@@ -8,6 +8,8 @@ import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
+import { runLocalCommand } from './machine-command.js';
+import { openLocalStream } from './machine-stream.js';
 import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
 import { flockExclusive } from '../fs/flock.js';
 import {
@@ -229,6 +231,15 @@ export function localTransport(machine: string, root: string): Transport {
         },
         close: () => undefined,
       };
+    },
+    // app-truth: this host is the machine; the command runs in the directory that plays its root.
+    runCommand: async (request, signal) => {
+      await reachable();
+      return runLocalCommand(machine, root, request, signal);
+    },
+    openStream: async (_host, _port, signal) => {
+      await reachable();
+      return openLocalStream(signal);
     },
   };
   async function readAll(paths: readonly string[]): Promise<(string | undefined)[]> {

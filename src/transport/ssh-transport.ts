@@ -36,6 +36,8 @@ import {
   type Refused,
   type SessionGate,
 } from './ssh-start-limits.js';
+import { checkCommandRequest, parseRunAnswer, remoteRunCommand } from './machine-command.js';
+import { openSshStream } from './machine-stream.js';
 import {
   abortedError,
   TransportError,
@@ -365,6 +367,15 @@ export function sshTransport(
         );
       return options.share ? sharedChannel(options.share, targetKey(target), open, signal) : open(signal);
     },
+    // app-truth: a consumer's reload, and a test login's stream, both on the shared connection.
+    runCommand: async (request, signal) => {
+      checkCommandRequest(machine, request);
+      const started = performance.now();
+      const out = await run('running the command', remoteRunCommand(request), signal);
+      return parseRunAnswer(machine, out, Math.round(performance.now() - started));
+    },
+    openStream: (host, port, signal) =>
+      openSshStream(machine, options.sshPath ?? 'ssh', sshArgs(target, options.share), host, port, signal),
   };
 }
 

@@ -8,7 +8,9 @@
  * the password (docs/mesh-rotation.md, "Alternating credentials"). The app never guesses past
  * that: whatever else the file holds is sent as a bare password and fails visibly.
  */
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { conninfoLogin, parseConninfo } from '../../src/mesh/alternating.js';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
@@ -95,6 +97,83 @@ export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, r
     async stop() {
       running = false;
       await loop;
+    },
+  };
+}
+
+/** One attempt of a caching app, from its log. */
+export interface CachingAttempt {
+  readonly user: string;
+  readonly ok: boolean;
+  readonly code?: string | null;
+  readonly at: number;
+}
+
+export interface CachingApp {
+  /** The pid file a `reload:` signals (`kill -HUP "$(cat …)"`). */
+  readonly pidFile: string;
+  attempts(): CachingAttempt[];
+  failures(): string[];
+  /** Attempts since `fromMs` (ms since the epoch). */
+  since(fromMs: number): CachingAttempt[];
+  stop(): Promise<void>;
+}
+
+export const CACHING_APP = path.join(path.dirname(new URL(import.meta.url).pathname), 'caching-app.mjs');
+
+/**
+ * An app as most apps are: a separate process that reads its consumer file ONCE at start (and
+ * on SIGHUP: what its `reload:` sends), then opens a new connection every `intervalMs` and holds
+ * each `holdMs` (test/helpers/caching-app.mjs). Its log is `dir/<name>.log`, its pid `dir/<name>.pid`.
+ */
+export async function startCachingApp(
+  sandbox: PostgresSandbox,
+  options: {
+    readonly file: string;
+    readonly role: string;
+    readonly dir: string;
+    readonly name: string;
+    readonly intervalMs?: number;
+    readonly holdMs?: number;
+  },
+): Promise<CachingApp> {
+  const log = path.join(options.dir, `${options.name}.log`);
+  const pidFile = path.join(options.dir, `${options.name}.pid`);
+  writeFileSync(log, '');
+  rmSync(pidFile, { force: true });
+  const child = spawn(
+    process.execPath,
+    [
+      CACHING_APP,
+      options.file,
+      options.role,
+      sandbox.host,
+      String(sandbox.port),
+      log,
+      pidFile,
+      String(options.intervalMs ?? 100),
+      String(options.holdMs ?? 400),
+    ],
+    { stdio: 'ignore', cwd: path.dirname(CACHING_APP) },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  for (let i = 0; i < 200 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 20));
+  const attempts = (): CachingAttempt[] =>
+    readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l) as CachingAttempt);
+  return {
+    pidFile,
+    attempts,
+    failures: () =>
+      attempts()
+        .filter((a) => !a.ok)
+        .map((a) => `${a.user} ${a.code ?? 'no code'} at ${new Date(a.at).toISOString()}`),
+    since: (fromMs) => attempts().filter((a) => a.at >= fromMs),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
     },
   };
 }

@@ -5,7 +5,8 @@
  * touched a file it should not have fails its test instead of passing on a forgiving fake.
  * Faults are opt-in per machine and operation.
  */
-import { conninfoLogin } from '../../src/mesh/alternating.js';
+import { sessionsPath } from '../../src/mesh/session-record.js';
+import { conninfoLogin, LOGIN_SLOTS, loginRole } from '../../src/mesh/alternating.js';
 import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import {
@@ -62,6 +63,9 @@ export function fakeMesh(
       // a rotation reads them all, and a switch removes the other mode's.
       for (const p of providerFilesOf(pair))
         paths.add(p).add(path.join(path.dirname(p), '.applied', path.basename(p)));
+      // The session census of each login the pair has (mesh status reads it beside the receipts).
+      for (const login of [pair.role, ...LOGIN_SLOTS.map((slot) => loginRole(pair.role, slot))])
+        paths.add(sessionsPath(pair.receiptPath, login));
     }
     // Each arranged path's rotation record, and the lock of each provider directory.
     for (const p of [...paths]) paths.add(recordPath(p));

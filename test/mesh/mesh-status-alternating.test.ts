@@ -283,6 +283,7 @@ describe('mesh status of an alternating pair', () => {
       'resume_id',
       'unreadable',
       'database',
+      'app',
       'next',
       'next_steps',
     ]);

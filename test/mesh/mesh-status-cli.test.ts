@@ -361,6 +361,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       unreachable: 0,
       drifted: 0,
       'changed-in-db': 0,
+      'app-behind': 0,
       staged: 0,
       pending: 2,
       applied: 0,
@@ -382,6 +383,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'resume_id',
       'unreadable',
       'database',
+      'app',
       'next',
       'next_steps',
     ]);
@@ -396,6 +398,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       resume_id: null,
       unreadable: [],
       database: null,
+      // Nothing known of its app: no reload: and no session seen since the move.
+      app: { takes: 'not-known', behind: null, reload: null },
     });
     expect(typeof doc.pairs[0].age_seconds).toBe('number');
     expect(Date.parse(doc.pairs[0].last_rotated)).not.toBeNaN();

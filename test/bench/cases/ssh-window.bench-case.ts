@@ -27,6 +27,7 @@ import { summarize } from '../lib/stats.js';
 const PROVIDER = 'pg-main';
 const SSH_ROTATIONS = 10;
 const LOCAL_ROTATIONS = 5;
+const CONNECT_ROTATIONS = 5;
 const MACHINES = 20;
 const ONE_WAY_MS = 25;
 const run = promisify(execFile);
@@ -57,7 +58,13 @@ export const sshWindowCase: BenchCase = {
         ...Array.from({ length: MACHINES - 2 }, (_, i) => `m${String(i + 3).padStart(2, '0')}`),
       ];
       const consumerOf = (m: string) => (m === 'web1' ? 'web1-app' : `app-${m}`);
-      const inventory = (file: string, transport: 'ssh' | 'local', machines: readonly string[]) => {
+      /** app-truth: `connect:` on the provider and a `reload:` (a no-op) on web1-app, for the app's part. */
+      const inventory = (
+        file: string,
+        transport: 'ssh' | 'local',
+        machines: readonly string[],
+        app: { readonly connect?: boolean; readonly reload?: boolean } = {},
+      ) => {
         writeFileSync(
           path.join(root, file),
           [
@@ -69,12 +76,15 @@ export const sshWindowCase: BenchCase = {
                 : `  - { name: ${m}, address: /, transport: local, mesh_dir: ${meshOf(m)} }`,
             ),
             'providers:',
-            `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
+            `  - { name: ${PROVIDER}, machine: db1, kind: postgres${app.connect ? `, connect: { host: ${pg.host}, port: ${pg.port}, database: postgres }` : ''} }`,
             'consumers:',
             `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
             ...machines
               .slice(1)
-              .map((m) => `  - { name: ${consumerOf(m)}, machine: ${m}, uses: [${PROVIDER}] }`),
+              .map(
+                (m) =>
+                  `  - { name: ${consumerOf(m)}, machine: ${m}, uses: [${PROVIDER}]${app.reload && m === 'web1' ? ", reload: 'true'" : ''} }`,
+              ),
             '',
           ].join('\n'),
         );
@@ -82,6 +92,10 @@ export const sshWindowCase: BenchCase = {
       };
       const pairSsh = inventory('pair-ssh.yaml', 'ssh', names.slice(0, 2));
       const pairLocal = inventory('pair-local.yaml', 'local', names.slice(0, 2));
+      const pairConnect = inventory('pair-ssh-connect.yaml', 'ssh', names.slice(0, 2), {
+        connect: true,
+        reload: true,
+      });
       const wide = inventory('wide.yaml', 'ssh', names);
       const state = path.join(root, 'state');
       const baton = (...args: string[]) =>
@@ -109,7 +123,9 @@ export const sshWindowCase: BenchCase = {
           .map((l) => JSON.parse(l) as { id: string; phase: string; windows_ms?: Record<string, number> });
         return records.find((r) => r.id === rotation && r.phase === 'applied')?.windows_ms ?? {};
       };
+      let lastRotationMs = 0;
       const rotatePair = async (inv: string) => {
+        const began = performance.now();
         const { stdout } = await baton(
           'mesh',
           'rotate',
@@ -121,6 +137,7 @@ export const sshWindowCase: BenchCase = {
           '--wait',
           '20',
         );
+        lastRotationMs = performance.now() - began;
         const ms = windowOf(stdout)[`${PROVIDER}:web1-app`];
         if (typeof ms !== 'number') throw new Error(`the rotation recorded no window: ${stdout}`);
         return ms;
@@ -130,16 +147,27 @@ export const sshWindowCase: BenchCase = {
       const consumerFile = path.join(meshOf('web1'), 'consumes', PROVIDER, 'web1_app');
       const app = startPasswordApp(pg, () => consumerFile, 'web1_app');
       const sshWindows: number[] = [];
+      const sshWalls: number[] = [];
       const failedLogins: number[] = [];
       for (let i = 0; i < SSH_ROTATIONS; i++) {
         ctx.log(`ssh-window: ssh rotation ${i + 1} of ${SSH_ROTATIONS}`);
         const from = app.attempts.length;
         sshWindows.push(await rotatePair(pairSsh));
+        sshWalls.push(lastRotationMs);
         // The app's attempts up to its first success with the new password belong to this rotation.
         const fresh = readFileSync(consumerFile, 'utf8');
         while (!app.attempts.slice(from).some((a) => a.ok && a.password === fresh))
           await new Promise((r) => setTimeout(r, 50));
         failedLogins.push(app.attempts.slice(from).filter((a) => !a.ok).length);
+      }
+      // app-truth: the same pair with `connect:` (a test login from web1 through its ssh connection,
+      // inside a single pair's window) and a `reload:` on web1 (after the window).
+      const connectWindows: number[] = [];
+      const connectWalls: number[] = [];
+      for (let i = 0; i < CONNECT_ROTATIONS; i++) {
+        ctx.log(`ssh-window: ssh rotation with connect: and reload: ${i + 1} of ${CONNECT_ROTATIONS}`);
+        connectWindows.push(await rotatePair(pairConnect));
+        connectWalls.push(lastRotationMs);
       }
       const localWindows: number[] = [];
       for (let i = 0; i < LOCAL_ROTATIONS; i++) {
@@ -179,6 +207,9 @@ export const sshWindowCase: BenchCase = {
         );
 
       const s = summarize(sshWindows);
+      const c = summarize(connectWindows);
+      const sw = summarize(sshWalls);
+      const cw = summarize(connectWalls);
       const l = summarize(localWindows);
       const st = summarize(statusMs);
       const w = summarize(wideWindows);
@@ -205,6 +236,28 @@ export const sshWindowCase: BenchCase = {
               `ssh windows ${sshWindows.map((x) => x.toFixed(0)).join(', ')} ms; local ${localWindows.map((x) => x.toFixed(0)).join(', ')} ms`,
               `an app connecting every 50 ms, re-reading its file: failed logins per rotation ${failedLogins.join(', ')} (goal ≤ 2)`,
               'real PostgreSQL (embedded), provisioner --interval 0.5, receipts read on the provider every 10 ms',
+            ],
+          }),
+          figure({
+            id: 'rotation.window-ssh-connect',
+            title: `Rotation window per pair over ssh at ${2 * ONE_WAY_MS} ms RTT with connect: and reload: (median of ${CONNECT_ROTATIONS})`,
+            measured: {
+              label: `mesh rotate --pair over ssh, a test login from web1 (ssh -W) before the rename, reload: true after`,
+              value: c.median,
+              unit: 'ms',
+              summary: c,
+            },
+            baseline: {
+              label: `the same pair over ssh without connect: or reload: (median of ${SSH_ROTATIONS})`,
+              value: s.median,
+              unit: 'ms',
+              summary: s,
+            },
+            goal: { kind: 'absolute', max: s.median + 4 * 2 * ONE_WAY_MS, unit: 'ms' },
+            notes: [
+              `windows with connect: ${connectWindows.map((x) => x.toFixed(0)).join(', ')} ms`,
+              `whole rotation (CLI, wall): without ${sw.median.toFixed(0)} ms, with connect: and reload: ${cw.median.toFixed(0)} ms (median)`,
+              'the test login is a stream on the shared connection (one channel open) plus the PostgreSQL startup and SCRAM exchange (3 round trips) through it; the reload is one ssh session after the window',
             ],
           }),
           figure({

@@ -1,0 +1,84 @@
+/**
+ * The words of the app's part of a rotation (rotation-app.ts): the preview says, per pair,
+ * whether the new credential will be tried from the consumer's machine and how its app will
+ * take it; the summary says how each test login and reload went. A server's refusal, a
+ * reload's command and its stderr come from outside: they reach the terminal through shown().
+ */
+import { shown } from '../outside-text.js';
+import type { AppHooks, ReloadOutcome } from '../mesh/reload.js';
+import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
+import type { AppResults } from '../mesh/test-login.js';
+import { MARKS } from './marks.js';
+import type { Terminal } from './rotation-flow.js';
+
+export function appPreviewLines(plan: RotationPlan, hooks: AppHooks | undefined): string[] {
+  if (!hooks) return [];
+  const lines: string[] = [];
+  for (const pair of plan.pairs) {
+    const connect = hooks.connectOf(pair.provider);
+    const login = pair.login?.role ?? pair.role;
+    lines.push(
+      connect
+        ? `  test login ${pair.key}: as ${login} to ${shown(connect.host)}:${connect.port}/${shown(connect.database)}, from ${pair.consumerMachine}, before ${pair.consumer} moves; refused = not moved`
+        : `  test login ${pair.key}: none — ${pair.provider} has no connect:, so the new credential will NOT be tried from ${pair.consumerMachine} before ${pair.consumer} moves`,
+    );
+  }
+  const consumers = new Map<string, PlannedPair>();
+  for (const pair of plan.pairs) if (!consumers.has(pair.consumer)) consumers.set(pair.consumer, pair);
+  for (const [consumer, pair] of consumers) {
+    const reload = hooks.reloadOf(consumer);
+    lines.push(
+      reload
+        ? `  reload ${consumer}: \`${shown(reload.command, 120)}\` on ${pair.consumerMachine} once its end is committed (at most ${Math.round(reload.timeoutMs / 1000)} s)`
+        : `  reload ${consumer}: none — an app that reads its credential once keeps the old one until it is restarted`,
+    );
+  }
+  return lines;
+}
+
+function reloadLine(outcome: ReloadOutcome, pairs: readonly PlannedPair[]): string[] {
+  const took = `${(outcome.durationMs / 1000).toFixed(1)} s`;
+  const who = `reload of ${outcome.consumer} on ${outcome.machine}`;
+  if (outcome.result === 'ok') return [`  ${MARKS.ok.glyph} ${who}: exit 0 after ${took}`];
+  const how =
+    outcome.result === 'timed-out'
+      ? `TIMED OUT after ${took} (ended)`
+      : outcome.reason
+        ? `FAILED: ${shown(outcome.reason)}`
+        : `FAILED: exit ${outcome.exitCode ?? '?'} after ${took}`;
+  const alternating = pairs.filter((p) => outcome.pairs.includes(p.key) && p.login?.left);
+  const consequence =
+    alternating.length === outcome.pairs.length && alternating.length > 0
+      ? `its app may still use ${alternating.map((p) => p.login!.left!.role).join(', ')}, which keeps working until the pair's next rotation`
+      : `its app may still hold the OLD password, which the database no longer accepts for new connections`;
+  return [
+    `  ${MARKS.refused.glyph} ${who}: ${how}; the pair stays rotated (database and file agree), but ${consequence}.`,
+    ...outcome.stderr.map((line) => `      stderr: ${shown(line)}`),
+    `    Next: restart ${outcome.consumer}'s app on ${outcome.machine} by hand, and fix its reload: in the inventory; mesh status shows the pair until a reload succeeds.`,
+  ];
+}
+
+export function appSummaryLines(state: Terminal): string[] {
+  const app: AppResults | undefined = 'app' in state ? state.app : undefined;
+  if (!app) return [];
+  const byKey = new Map(state.plan.pairs.map((p) => [p.key, p]));
+  const lines: string[] = [];
+  for (const t of app.testLogins) {
+    const pair = byKey.get(t.pair);
+    if (t.ok) {
+      lines.push(
+        `  ${MARKS.ok.glyph} test login ${t.pair}: ${t.login} accepted from ${t.machine} (${t.ms} ms)`,
+      );
+      continue;
+    }
+    const stays = pair?.login?.left
+      ? `${pair.consumer} stays on ${pair.login.left.role}, which works`
+      : `${pair?.consumer ?? t.pair} keeps its old password: the pair was rolled back and the provisioner puts the old password back`;
+    lines.push(
+      `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${t.code})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
+      `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: let ${t.login} connect from ${t.machine} (pg_hba.conf, CONNECTION LIMIT, the network), then rotate the pair again.`,
+    );
+  }
+  for (const r of app.reloads) lines.push(...reloadLine(r, state.plan.pairs));
+  return lines;
+}

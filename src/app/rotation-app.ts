@@ -1,0 +1,104 @@
+/**
+ * The app's part of a rotation (docs/mesh-rotation.md "The app, not only its file"), kept out of
+ * the rotation's own sequence so it can be re-applied after that sequence moves: the test login
+ * from each consumer's machine before its end is committed (the gate of the receipt wait), and
+ * the consumer's `reload:` right after. The new secrets of pairs whose provider has `connect:`
+ * stay in this closure's memory until the wait ends — never in the flow's state, never on disk.
+ */
+import type { ConsumerGate, GateRefusal } from '../mesh/delivery.js';
+import { reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
+import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
+import type { Secret } from '../mesh/secret.js';
+import { testLogin, type AppResults, type TestLoginRecord } from '../mesh/test-login.js';
+import type { TransportFor } from '../mesh/transport.js';
+import type { RotationState } from './rotation-flow.js';
+
+export interface AppGate {
+  /** For prepareAll: which secrets to keep (only pairs whose provider has `connect:`; none without hooks). */
+  keep(plan: RotationPlan): ((pair: string, secret: Secret) => void) | undefined;
+  gateOption(): { gate?: ConsumerGate };
+  /** A pair's consumer end was committed: its consumer's reload, if it has one. */
+  committed(rotation: string, pair: string, plan: RotationPlan): void;
+  /** Waits for the reloads; drops the kept secrets. Undefined when nothing of the app was done. */
+  finish(): Promise<AppResults | undefined>;
+  /** Drops the kept secrets (the wait failed). */
+  forget(): void;
+}
+
+export function appGate(deps: { readonly transportFor: TransportFor; readonly app?: AppHooks }): AppGate {
+  const hooks = deps.app;
+  const kept = new Map<string, Secret>();
+  const testLogins: TestLoginRecord[] = [];
+  let reloads: Reloader | undefined;
+  const gate: ConsumerGate | undefined = hooks
+    ? async (batch: readonly PlannedPair[]) => {
+        const refusals = await Promise.all(
+          batch.map(async (pair): Promise<GateRefusal | undefined> => {
+            const connect = hooks.connectOf(pair.provider);
+            if (!connect) return undefined;
+            const login = pair.login?.role ?? pair.role;
+            const secret = kept.get(pair.key);
+            const result = secret
+              ? await testLogin(deps.transportFor(pair.consumerMachine), connect, login, secret.reveal())
+              : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
+            testLogins.push({
+              pair: pair.key,
+              machine: pair.consumerMachine,
+              login,
+              ok: result.ok,
+              ms: result.ms,
+              ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
+            });
+            return result.ok
+              ? undefined
+              : { pair: pair.key, reason: result.reason, ...(result.code ? { code: result.code } : {}) };
+          }),
+        );
+        return refusals.filter((r): r is GateRefusal => r !== undefined);
+      }
+    : undefined;
+  return {
+    keep(plan) {
+      if (!hooks || !plan.pairs.some((p) => hooks.connectOf(p.provider))) return undefined;
+      // Loaded now, not inside a single pair's window where the test login runs.
+      void import('pg').catch(() => undefined);
+      const wanted = new Set(plan.pairs.filter((p) => hooks.connectOf(p.provider)).map((p) => p.key));
+      return (pair, secret) => {
+        if (wanted.has(pair)) kept.set(pair, secret);
+      };
+    },
+    gateOption: () => (gate ? { gate } : {}),
+    committed(rotation, key, plan) {
+      if (!hooks) return;
+      const pair = plan.pairs.find((p) => p.key === key);
+      if (!pair || !hooks.reloadOf(pair.consumer)) return;
+      reloads ??= reloader({
+        transportFor: deps.transportFor,
+        hooks,
+        rotation,
+        secrets: () => [...kept.values()].map((s) => s.reveal()),
+      });
+      reloads.committed(pair);
+    },
+    async finish() {
+      const outcomes = reloads ? await reloads.settled() : [];
+      kept.clear();
+      if (testLogins.length === 0 && outcomes.length === 0) return undefined;
+      return { testLogins: [...testLogins], reloads: outcomes };
+    },
+    forget: () => kept.clear(),
+  };
+}
+
+/** The journal's part: each test login and reload, names and the server's or the command's words only. */
+export function journalApp(state: RotationState): {
+  test_logins?: readonly TestLoginRecord[];
+  reloads?: AppResults['reloads'];
+} {
+  const app = 'app' in state ? state.app : undefined;
+  if (!app) return {};
+  return {
+    ...(app.testLogins.length > 0 ? { test_logins: app.testLogins } : {}),
+    ...(app.reloads.length > 0 ? { reloads: app.reloads } : {}),
+  };
+}
