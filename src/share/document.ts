@@ -16,7 +16,7 @@
  */
 import { ETAG_8, nextStep, replaceElsewhere, type Said } from '../next-step.js';
 import { BatonError } from '../errors.js';
-import { OutsideText } from '../outside-text.js';
+import { OutsideText, shown } from '../outside-text.js';
 import { checkPair, markerDeployment } from '../authority/index.js';
 import {
   AUTHORITY_FILES,
@@ -162,7 +162,7 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
   if (!('format' in value)) throw refuse('it has no "format" field', REPUBLISH);
   if (value.format !== DOCUMENT_FORMAT) {
     throw refuse(
-      `its format is ${JSON.stringify(value.format)}, not "${DOCUMENT_FORMAT}"`,
+      `its format is ${typeof value.format === 'string' ? `"${shown(value.format, 80)}"` : shown(String(JSON.stringify(value.format)), 80)}, not "${DOCUMENT_FORMAT}"`,
       'A newer baton may have written it: upgrade baton on this host, or publish again from a controller running this version.',
     );
   }
@@ -178,14 +178,14 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
         field === 'files' || field === 'sealed'
           ? 'a document carries "files" or "sealed", never both'
           : 'a newer baton may have written it';
-      throw refuse(`it has the unknown field "${field}" (${why})`, REPUBLISH);
+      throw refuse(`it has the unknown field "${shown(field, 80)}" (${why})`, REPUBLISH);
     }
   }
 
   const header = parseHeader(value, refuse);
   if (header.deployment !== options.deployment) {
     throw refuse(
-      `it is for the deployment "${header.deployment}", and this host is "${options.deployment}"`,
+      `it is for the deployment "${shown(header.deployment, 80)}", and this host is "${options.deployment}"`,
       "Check --deployment and the store URL: this host may be pointed at another fleet's store.",
     );
   }
@@ -374,7 +374,7 @@ function parseFiles(value: unknown, what: string, refuse: Refuse): AuthorityFile
   for (const [name, content] of Object.entries(value)) {
     if (!(AUTHORITY_FILES as readonly string[]).includes(name)) {
       throw refuse(
-        `it carries the unknown file name ${JSON.stringify(name)} (a newer baton may have written it; known: ${AUTHORITY_FILES.join(', ')})`,
+        `it carries the unknown file name "${shown(name, 80)}" (a newer baton may have written it; known: ${AUTHORITY_FILES.join(', ')})`,
         'Upgrade baton on this host, or publish again from a controller running this version.',
       );
     }
@@ -394,7 +394,7 @@ function parseSealed(value: unknown, refuse: Refuse): SealedBytes {
   }
   for (const field of Object.keys(value)) {
     if (!(SEALED_FIELDS as readonly string[]).includes(field))
-      throw refuse(`its "sealed" field has the unknown field "${field}"`, REPUBLISH);
+      throw refuse(`its "sealed" field has the unknown field "${shown(field, 80)}"`, REPUBLISH);
   }
   if (value.alg !== SEAL_ALGORITHM) {
     throw refuse(

@@ -18,6 +18,7 @@ import {
   type StepHook,
 } from '../../src/authority/index.js';
 import { parseCertificate } from '../../src/pki/inspect-pair.js';
+import { decide } from '../../src/share/decide.js';
 import { confirmationPrefix, type Fingerprint } from '../../src/pki/fingerprint-type.js';
 import { fingerprintOfFiles, fixedClock } from '../helpers/authority.js';
 import { batonErrorOf } from '../helpers/baton-error.js';
@@ -307,6 +308,10 @@ describe("retire, stopped after each durable step (billet's order: the certifica
     rmSync(ca(stateDir, 'ca-previous.key'));
     const local = expectWhole(await bothReaders(stateDir));
     expect(interruptedOf(local)).toMatchObject({ op: 'retire', billetStops: true });
+    // Not "whole ✓ in sync, nothing to do": the verdict is blocked and names the finishing step.
+    const verdict = decide(local, { state: 'none', location: 'file:///store' });
+    expect(verdict).toMatchObject({ kind: 'blocked', step: { args: ['ca', 'retire'] } });
+    expect((verdict as { why: string }).why).toContain("billet's control plane will not start");
     expect(await retireAuthority(stateDir, DEP)).toEqual({
       kind: 'finished',
       current: fingerprint,
