@@ -65,7 +65,7 @@ export function exitCodeHelp(): string {
     [EXIT_CODES['store-changed']]: 'the store changed underneath (precondition failed)',
   };
   const codes = [...new Set([EXIT_OK, ...Object.values(EXIT_CODES)])].sort((a, b) => a - b);
-  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see the README'}`)].join(
+  return ['Exit codes:', ...codes.map((code) => `  ${code}  ${meaning[code] ?? 'see docs/cli.md'}`)].join(
     '\n',
   );
 }

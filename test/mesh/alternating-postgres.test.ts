@@ -81,7 +81,7 @@ interface Provisioner {
   readonly exited: Promise<void>;
 }
 
-/** The real provisioner, as the README's unit runs it, cycling every 100 ms. */
+/** The real provisioner, as the unit of docs/provisioner-service.md runs it, cycling every 100 ms. */
 function startProvisioner(): Provisioner {
   const child = spawn(
     process.execPath,

@@ -98,7 +98,7 @@ function spawnLogged(command: string, args: string[]): Provisioner {
   };
 }
 
-/** The real provisioner, as the README's unit runs it, at `--interval 2`. */
+/** The real provisioner, as the unit of docs/provisioner-service.md runs it, at `--interval 2`. */
 function startProvisioner(): Provisioner {
   return spawnLogged(process.execPath, [
     BIN,

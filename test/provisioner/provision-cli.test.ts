@@ -190,7 +190,7 @@ describe('baton provision postgres (built CLI)', () => {
   it('run as a user that cannot read the root-owned 0700 mesh dir, --once and --watch both say permission denied, the uid, and what to change (not that the dir is missing)', async () => {
     deliver(uniqueRole('unreadable'), secret());
     chmodSync(temp.dir, 0o700);
-    // As root (CI's containers, this machine): the service user the README warns about. As
+    // As root (CI's containers, this machine): the service user docs/provisioner-service.md warns about. As
     // anyone else: a mesh dir that user cannot read either.
     const asRoot = process.getuid?.() === 0;
     if (!asRoot) chmodSync(path.join(temp.dir, 'provides'), 0o000);
