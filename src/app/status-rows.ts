@@ -12,6 +12,10 @@ import { OutsideText } from '../outside-text.js';
 import type { Suggester } from '../suggest-command.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
+/** What status says of a PKCS#8 key (src/pki/inspect-pair.ts `isPkcs8Key`). */
+const BILLET_CANNOT_PARSE =
+  'PKCS#8 ("PRIVATE KEY"): billet cannot parse it (it reads SEC1 "EC PRIVATE KEY", x509.ParseECPrivateKey); convert it with openssl ec -in ca.key -out ca.key.sec1, check, then move it into place';
+
 export interface FingerprintValue {
   readonly text: string;
   /** Positions (in `text`) that differ from the other side's fingerprint; empty when equal. */
@@ -139,6 +143,10 @@ export function localRows(report: StatusReport): PanelRows {
           value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}${local.pending ? ` (an interrupted ca ${local.pending}: run baton ca ${local.pending} to finish it)` : ''}`,
         },
         { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
+        // baton reads PKCS#8; billet does not: a host that looks whole here would not start billet.
+        ...(local.current.keyFormat === 'pkcs8' || local.previous?.keyFormat === 'pkcs8'
+          ? [{ kind: 'text' as const, label: 'key format', value: BILLET_CANNOT_PARSE }]
+          : []),
       ];
       if (local.previous) {
         rows.push({ kind: 'text', label: 'overlap', value: overlapText(local.current.notBefore) });

@@ -1,5 +1,5 @@
 import { BatonError } from '../errors.js';
-import { inspectPair, type CertificateFacts, type PairFault } from '../pki/inspect-pair.js';
+import { inspectPair, isPkcs8Key, type CertificateFacts, type PairFault } from '../pki/inspect-pair.js';
 import type { LocalProblem, PairSummary } from './types.js';
 
 /** The problem a pair fault is filed under in LocalAuthority. */
@@ -64,6 +64,11 @@ export function summaryOf(facts: CertificateFacts): PairSummary {
   };
 }
 
+/** The summary, marked when its key is one billet cannot parse. */
+export function withKeyFormat(summary: PairSummary, key: Uint8Array): PairSummary {
+  return isPkcs8Key(key) ? { ...summary, keyFormat: 'pkcs8' } : summary;
+}
+
 /**
  * Checks a key+certificate pair exactly as the reader does (pairs, self-signed CA, O =
  * deployment) — the one implementation used for files on disk AND files in a published
@@ -76,7 +81,7 @@ export async function checkPair(
   where: string,
 ): Promise<PairSummary> {
   const inspection = await inspectPair(key, cert, deployment);
-  if (inspection.ok) return summaryOf(inspection.facts);
+  if (inspection.ok) return withKeyFormat(summaryOf(inspection.facts), key);
   throw new BatonError('refused', {
     what: faultText(inspection.fault, { key: 'the key', cert: 'the certificate' }, deployment),
     where,

@@ -4,7 +4,7 @@ import { BatonError } from '../errors.js';
 import { nextStep, type Said } from '../next-step.js';
 import { inspectPair, keyFingerprint, parseCertificate, type PairFault } from '../pki/inspect-pair.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
-import { faultText, problemOf, summaryOf } from './check-pair.js';
+import { faultText, problemOf, summaryOf, withKeyFormat } from './check-pair.js';
 import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
 import { readStrict, type FileRead } from './read-strict.js';
 import { AUTHORITY_FILES, type LocalAuthority, type LocalProblem, type PairSummary } from './types.js';
@@ -279,7 +279,7 @@ export async function classify(
   if (!inspection.ok) {
     return refusePair(inspection.fault, { key: 'ca/ca.key', cert: 'ca/ca.crt' });
   }
-  const current = summaryOf(inspection.facts);
+  const current = withKeyFormat(summaryOf(inspection.facts), currentKey);
   const extraUnexpected: string[] = [];
 
   // The previous pair: an overlap, a rotation's copies, a retire's remainder, or half a pair.
@@ -298,7 +298,7 @@ export async function classify(
     if (prior.facts.fingerprint === current.fingerprint)
       pending = 'rotate'; // copies made, renames not yet
     else {
-      previous = summaryOf(prior.facts);
+      previous = withKeyFormat(summaryOf(prior.facts), previousKey);
       // No rotation starts during an overlap, so *.new files beside one are no rotation's:
       // named as unexpected rather than sending the operator to a rotate that would refuse.
       if (asideFiles.length > 0) {

@@ -30,6 +30,8 @@ export interface PairSummary {
   /** The DER SubjectPublicKeyInfo: what verifies a handover signature made with this pair's key. */
   readonly publicKey?: Uint8Array | undefined;
   readonly serialHex: string;
+  /** Set only when the key is PKCS#8 (`PRIVATE KEY`), which billet cannot parse (pki/inspect-pair.ts). */
+  readonly keyFormat?: 'pkcs8';
 }
 
 /** Why a local authority cannot be used as it is. Every one of these blocks every action. */

@@ -119,6 +119,15 @@ const KEY_SHAPE =
   'not one PEM "EC PRIVATE KEY" (SEC1) or "PRIVATE KEY" (PKCS#8) block holding an ECDSA P-256 key';
 
 /**
+ * True when the key is PKCS#8 (`PRIVATE KEY`): baton reads it, but billet's wirecert reads a
+ * key with x509.ParseECPrivateKey, which takes SEC1 `EC PRIVATE KEY` only — a host holding one
+ * looks whole to baton and fails to start billet, so status says so.
+ */
+export function isPkcs8Key(pem: Uint8Array): boolean {
+  return pemDecode('EC PRIVATE KEY', pem) === undefined && pemDecode('PRIVATE KEY', pem) !== undefined;
+}
+
+/**
  * The private key of a PEM file: SEC1 `EC PRIVATE KEY` (what billet's wirecert and openssl
  * ecparam write) or PKCS#8 `PRIVATE KEY` (what baton wrote before it matched billet). Both,
  * because a published document carries the bytes its minter wrote.

@@ -10,7 +10,7 @@
  * - with the store down, the refusal names the offline route, and following it a fresh host
  *   adopts the fleet's authority byte-identically.
  */
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -249,6 +249,31 @@ describe('the terminal gate for minting', () => {
     expect(existsSync(path.join(dir, 'store', 'authority.json'))).toBe(false);
     expect(existsSync(path.join(dir, 'state', 'ca'))).toBe(false);
   }, 90_000);
+});
+
+describe('a key billet cannot parse', () => {
+  it('a PKCS#8 ca.key reads whole to baton, and status says billet cannot parse it', async () => {
+    const dir = path.join(tmp.dir, `pkcs8-${++seq}`);
+    const args = [
+      '--no-seal',
+      '--deployment',
+      DEPLOYMENT,
+      '--state-dir',
+      `${dir}/state`,
+      '--store',
+      `file://${dir}/store`,
+    ];
+    mkdirSync(`${dir}/store`, { recursive: true });
+    expect((await runBaton([...args, 'sync', '--first-controller', '--yes'])).exitCode).toBe(0);
+    const before = await runBaton([...args, 'status']);
+    expect(before.stdout).not.toContain('billet cannot parse');
+    // The same key, re-encoded as PKCS#8 ("PRIVATE KEY"): what baton wrote before it matched billet.
+    const keyFile = path.join(dir, 'state', 'ca', 'ca.key');
+    const pkcs8 = createPrivateKey(readFileSync(keyFile)).export({ type: 'pkcs8', format: 'pem' });
+    writeFileSync(keyFile, pkcs8, { mode: 0o600 });
+    const status = await runBaton([...args, 'status']);
+    expect(flat(status.stdout)).toContain('PKCS#8 ("PRIVATE KEY"): billet cannot parse it');
+  }, 60_000);
 });
 
 describe('in an outage, the offline route', () => {
