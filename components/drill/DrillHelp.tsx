@@ -23,7 +23,7 @@ export function DrillHelp({ step, columns }: DrillHelpProps) {
   const width = Math.min(columns, 78);
   return (
     <Box flexDirection="column" borderStyle="round" paddingX={1} width={width}>
-      <Text bold wrap="truncate-end">{`Step ${step.number}: ${step.title}`}</Text>
+      <Text bold wrap="wrap">{`Step ${step.number}: ${step.title}`}</Text>
       <Prose width={width - 4} text={step.explanation} />
       <Prose
         width={width - 4}
@@ -32,7 +32,7 @@ export function DrillHelp({ step, columns }: DrillHelpProps) {
       <Box marginTop={1}>
         <KeyRows keys={DRILL_KEYS} keyWidth={9} wrap="truncate-end" />
       </Box>
-      <Text wrap="truncate-end">
+      <Text wrap="wrap">
         {`Rail: ${RAIL_GLYPHS.passed} passed  ${RAIL_GLYPHS.current} current  ${RAIL_GLYPHS.pending} to do  ${RAIL_GLYPHS.prepared} prepared (--step)`}
       </Text>
     </Box>

@@ -27,7 +27,10 @@ export const RAIL_COLORS: Record<RailMark, 'green' | 'cyan' | 'gray'> = {
   prepared: 'gray',
 };
 
-/** The progress rail: one line of step marks, then the current step's title (cut to fit, never wrapped). */
+/**
+ * The progress rail: one line of step marks, then the current step's title (cut to fit, never
+ * wrapped: the rail is two rows); `?` shows the title whole with the step's explanation.
+ */
 export function DrillRail({ state, columns, hint = '? explains · q quits' }: DrillRailProps) {
   const paint = useColor();
   const marks = railMarks(state);
@@ -36,7 +39,9 @@ export function DrillRail({ state, columns, hint = '? explains · q quits' }: Dr
   // Cut to what is left beside the marks: a row that wraps makes the rail three lines, and
   // a frame one line taller than the terminal scrolls the rail away.
   const beside = columns - 'baton drill '.length - marks.length * 3;
-  const keys = beside > 6 ? clip(`   ${hint}`, beside) : '';
+  // Whole or not at all: a hint cut to `q clo…` said neither what q does nor how to read the
+  // rest. The footer carries the keys, and ? explains them.
+  const keys = [`   ${hint}`, '   ? explains'].find((k) => [...k].length <= beside) ?? '';
   return (
     <Box flexDirection="column" width={columns}>
       <Box flexShrink={0}>

@@ -83,7 +83,8 @@ function footerText(state: DrillState): string {
     case 'check-failed':
       return 'Enter tries this task again · ? explains · q quits';
     case 'task-passed':
-      return `Enter: next task, ${nextTaskLabel(state)} · q quits`;
+      // The next task is named whole in the body: a footer is one line and would cut it.
+      return 'Enter: next task · q quits';
     case 'step-passed':
       return 'Enter goes on · q quits';
     case 'summary':
@@ -146,13 +147,18 @@ function Body({ state, columns }: Omit<DrillScreenProps, 'rows'>) {
       );
     case 'task-passed':
       return (
-        <Checked
-          tone="ok"
-          title={`Task ${state.task + 1} of ${step.tasks.length} passed every check: ${currentTask(state).label}`}
-          error={[]}
-          state={state}
-          columns={columns}
-        />
+        <Box flexDirection="column">
+          <Checked
+            tone="ok"
+            title={`Task ${state.task + 1} of ${step.tasks.length} passed every check: ${currentTask(state).label}`}
+            error={[]}
+            state={state}
+            columns={columns}
+          />
+          <Box marginTop={1}>
+            <Prose width={columns} text={`Next (Enter): ${nextTaskLabel(state)}.`} />
+          </Box>
+        </Box>
       );
     case 'step-passed':
       return (

@@ -32,7 +32,8 @@ export function DrillSummary({ state, columns }: DrillSummaryProps) {
               <Box width={10} flexShrink={0}>
                 <Text>{time}</Text>
               </Box>
-              <Text wrap="truncate-end">{step.title}</Text>
+              {/* Wrapped, never cut: the summary is the screen an operator reads last, and its frame scrolls. */}
+              <Text wrap="wrap">{step.title}</Text>
             </Box>
           );
         })}
@@ -44,7 +45,7 @@ export function DrillSummary({ state, columns }: DrillSummaryProps) {
           <>
             <Text bold>{`Wrong turns (${state.wrongTurns.length}):`}</Text>
             {state.wrongTurns.slice(-6).map((turn, i) => (
-              <Text key={i} wrap="truncate-end">
+              <Text key={i} wrap="wrap">
                 <Text color={paint(MARKS.action.color)}>{MARKS.action.glyph}</Text>
                 {` step ${turn.step}: ${turn.what}`}
               </Text>

@@ -35,7 +35,7 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
                 ]}
               />
               {current ? (
-                <Text wrap="truncate-end" color={paint('gray')}>
+                <Text wrap="wrap" color={paint('gray')}>
                   {`    the real night: ${spec.command}`}
                 </Text>
               ) : null}

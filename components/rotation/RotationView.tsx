@@ -109,7 +109,7 @@ export function RotationView({
       columns={columns}
       rows={rows ?? 24}
       header={line(`baton mesh rotate · rotation ${state.id}`)}
-      footer={line(keysLine(state, pageSize))}
+      footer={line(fittedKeys(keysLine(state, pageSize), width))}
       scrollKeys={false}
     >
       {line(planHeadline(state.plan))}
@@ -324,7 +324,8 @@ function panel(
               tone: 'action',
               wrap: true,
             },
-        { text: `  ${progressText(state)}${windowBadge(state)}` },
+        // Wrapped: cut at 60 columns it read "window ≤ 51…".
+        { text: `  ${progressText(state)}${windowBadge(state)}`, wrap: true },
         ...limited(
           missing.map((pair) => `${MARKS.action.glyph} ${notConfirmedText(pair)}`),
           2,
@@ -381,6 +382,19 @@ function panel(
       throw new Error(`unknown step ${String(never)}`);
     }
   }
+}
+
+/**
+ * The keys line at `width`: whole, or with the least needed words shortened ("digits type" →
+ * "digits", "Ctrl-C quit" → "Ctrl-C quits"), never cut mid-hint (`Ctrl-C…` at 60 columns).
+ */
+function fittedKeys(keys: string, width: number): string {
+  const shorter = [
+    keys,
+    keys.replace('digits type', 'digits'),
+    keys.replace('digits type', 'digits').replace(' · ? help', ''),
+  ];
+  return shorter.find((k) => [...k].length <= width) ?? keys;
 }
 
 function keysLine(state: RotationState, pageSize: number): string {

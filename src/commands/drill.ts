@@ -26,6 +26,12 @@ export const registerDrill: Register = (program, ctx) => {
       'no screen: perform every step with scripted answers, print each check (exit 0 only if all pass)',
     )
     .option('--keep', 'keep the sandbox directory after the drill (its path is printed)')
+    .addHelpText(
+      'after',
+      '\nExits: 0 after the whole walk; 1 when the sandbox could not start or (--plain) a check failed;\n' +
+        "3 when left part-way: q on the drill's own screen or in the line-by-line drill, Ctrl-C, or the end\n" +
+        'of input. Every way out stops the servers and removes the sandbox (unless --keep).',
+    )
     .action(
       action(ctx, async (options: DrillOptions) => {
         const { listSteps, isStepNumber, DRILL_STEPS } = await import('../app/drill/scenario.js');

@@ -62,6 +62,18 @@ describe('the docs and --help agree with the code', () => {
     expect(listed.find((r) => r.code === EXIT_CODES['lock-busy'])?.meaning).toContain('mesh lock');
   });
 
+  it('`baton drill --help` states the one rule of its exits, with the codes of the table', async () => {
+    assertBuilt();
+    const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'drill', '--help']);
+    const flat = stdout.replace(/\s+/g, ' ');
+    expect(flat).toContain(
+      `${EXIT_CODES.aborted} when left part-way: q on the drill's own screen or in the line-by-line drill, Ctrl-C`,
+    );
+    expect(flat).toContain(
+      `Exits: 0 after the whole walk; ${EXIT_CODES.failed} when the sandbox could not start`,
+    );
+  });
+
   it('every time format prints as its pattern says', () => {
     const sample = new Date(Date.UTC(2026, 11, 1, 9, 5, 7, 42));
     for (const t of TIME_FORMATS) expect(t.format(sample), t.where).toMatch(timePatternRegExp(t.pattern));

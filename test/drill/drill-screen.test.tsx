@@ -195,7 +195,8 @@ describe('the drill screens', () => {
     const out = frame(state, 80);
     expect(out).toContain('✓ Task 1 of 2 passed every check: Preview and rotate web1-app');
     expect(out.replace(/\s+/g, ' ')).toContain("✓ web1-app's window was measured: 23 ms");
-    expect(out).toContain('Enter: next task, now the same for web2-app');
+    expect(out).toContain('Next (Enter): now the same for web2-app, alternating: window none.');
+    expect(out).toContain('Enter: next task · q quits');
     fitsIn(out, 80);
   });
 

@@ -53,6 +53,18 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     /** The screen fits, and no frame so far was taller than the pane (one would have scrolled lines into the history). */
     const inPane = async (screen: string) => {
       expect(fits(screen), screen).toBe(true);
+      // Nothing cut that cannot be opened: the rail's title (line 2) is the one line cut on
+      // purpose, and ? shows it whole. Key hints and sentences wrap or shorten, never end in `…`.
+      // (Still cut at 60 columns, with no key to open them: the task line above an open view
+      // and the rotation's RECEIVES column; see the report of issue 35.)
+      const cut = screen
+        .split('\n')
+        .slice(2)
+        // (A line opening with the busy mark ends with a progress ellipsis, not a cut.)
+        .filter(
+          (line) => /\S…\s*$/.test(line) && !/^(▸|…) /.test(line) && !/^[✓✗…!] +\S+ +local +/.test(line),
+        );
+      expect(cut, screen).toEqual([]);
       expect(await s.historySize(), `lines scrolled off the pane; screen:\n${screen}`).toBe(0);
     };
     const raw = path.join(recording.dir, 'drill.raw');
@@ -63,7 +75,12 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
 
     // ? explains the step; Esc closes the explanation and never quits.
     await s.type('?');
-    await inPane(await s.waitFor('Esc or ? closes this', 'the help overlay'));
+    const help = await s.waitFor('Esc or ? closes this', 'the help overlay');
+    await inPane(help);
+    // The title the rail cuts at 60 columns, whole.
+    expect(help.replace(/[│╭╮╰╯─]/g, ' ').replace(/\s+/g, ' ')).toContain(
+      'Step 1: status: ctl-a holds and has published; ctl-b is empty',
+    );
     await s.keys('Escape');
     await s.waitFor(
       (x) => x.includes('Enter begins the step') && !x.includes('Esc or ? closes this'),

@@ -5,6 +5,7 @@
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
 import { EXIT_CODES, EXIT_OK } from '../../errors.js';
+import { DRILL_EXIT } from '../../app/drill/drill-flow.js';
 import { NOT_ACCEPTED } from '../../app/typed-gate.js';
 import { MARKS } from '../../app/marks.js';
 import type { CheckResult } from '../../app/drill/check.js';
@@ -147,7 +148,8 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   }
   if (left) {
     write(`you left the drill; ${failed === 0 ? 'every check so far passed' : `${failed} check(s) failed`}`);
-    return failed === 0 ? EXIT_OK : EXIT_CODES.failed;
+    // One rule for every way of leaving part-way (q here, q or Ctrl-C on the screen): exit 3.
+    return DRILL_EXIT.left;
   }
   write(
     failed === 0
