@@ -142,7 +142,8 @@ export function withMachineTruth(
       const prepared = on?.intent?.prepared;
       if (prepared && (prepared.digest === digest || prepared.consumer_digest === digest))
         return on.intent.rotation;
-      return history.preparedBy(key, digest) ?? on?.consumer?.rotation;
+      // A finished rotation's record never claims a stray staged file: only a digest it prepared.
+      return history.preparedBy(key, digest);
     },
     preparedPair(key, id) {
       const intent = onMachines(key)?.intent;

@@ -139,15 +139,20 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     seedOld();
     const outcomes: string[] = [];
     for (let race = 0; race < 6; race++) {
-      // The provisioner answers only after both have started, so the first holds its lock while the second arrives.
+      // The provisioner answers only once one of the two has ended: the refused one ends at once,
+      // so the other is still waiting for its receipt, holding the lock. Without a lock neither
+      // ends before the fallback, and both rotate (the test then fails).
       let writer: { stop(): void } | undefined;
-      const late = setTimeout(() => (writer = startReceiptWriter(live('db1', 'provides/pg-main'))), 1500);
-      const args = ['mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', '10'];
-      const [a, b] = await Promise.all([
+      const answer = () => (writer ??= startReceiptWriter(live('db1', 'provides/pg-main')));
+      const fallback = setTimeout(answer, 8000);
+      const args = ['mesh', 'rotate', '--pair', PAIR, '--inventory', inventory, '--yes', '--wait', '20'];
+      const runs: [Promise<Run>, Promise<Run>] = [
         baton(path.join(tmp.dir, 'state-a'), ...args),
         baton(path.join(tmp.dir, 'state-b'), ...args),
-      ]);
-      clearTimeout(late);
+      ];
+      void Promise.race(runs).then(answer);
+      const [a, b] = await Promise.all(runs);
+      clearTimeout(fallback);
       writer?.stop();
       const codes = [a.code, b.code].sort();
       outcomes.push(codes.join('/'));

@@ -76,10 +76,26 @@ describe('the ssh transport', () => {
 
   it('ignores what a chatty login shell prints around its answer', async () => {
     const hex = 'a'.repeat(64);
-    const { exec } = scripted({ stdout: `Welcome to db1!\n@baton ${hex} -\nlast login: never\n` });
+    const { exec } = scripted({
+      stdout: `Welcome to db1!\n@baton ${hex} -\n@baton -\n@baton -\nlast login: never\n`,
+    });
     expect(await bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).digests(['/m/x'])).toEqual(
       [{ live: `sha256:${hex}`, next: undefined }],
     );
+  });
+
+  it("reads each path's rotation record and whether its directory's lock is held, in the same answer", async () => {
+    const hex = 'b'.repeat(64);
+    const record = '{"v":1,"end":"provides","rotation":"r-1","pair":"p:c","phase":"committing"}';
+    const { exec } = scripted({
+      stdout: `@baton ${hex} - - - -\n@baton +${record}\n@baton +{"command":"mesh rotate","pid":7}\n@baton - - - - -\n@baton -\n@baton -\n`,
+    });
+    expect(
+      await bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).digests(['/m/p/x', '/m/c/y']),
+    ).toEqual([
+      { live: `sha256:${hex}`, next: undefined, record, lockedBy: '{"command":"mesh rotate","pid":7}' },
+      { live: undefined, next: undefined },
+    ]);
   });
 
   it("names the machine and ssh's own reason when the connection fails", async () => {

@@ -9,7 +9,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, vi } from 'vitest';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
-import { makeTempDir, snapshotDir, withoutRolledBack } from '../helpers/fs-snapshot.js';
+import {
+  intentPhases,
+  makeTempDir,
+  snapshotDir,
+  withoutRolledBack,
+  withoutRotationRecords,
+} from '../helpers/fs-snapshot.js';
 import { describeWithPart, itWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { DELAY_RELAY, delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
@@ -179,9 +185,11 @@ describeWithPart(
         expect(last.rolled_back?.map((p) => [p.pair, p.result])).toEqual([[PAIR, 'rolled-back']]);
         // Both ends hold what they held before the rotation: nothing staged, nothing kept.
         expect({
-          db1: withoutRolledBack(snapshotDir(meshOf('db1'))),
-          web1: snapshotDir(meshOf('web1')),
+          db1: withoutRotationRecords(withoutRolledBack(snapshotDir(meshOf('db1')))),
+          web1: withoutRotationRecords(snapshotDir(meshOf('web1'))),
         }).toEqual(before);
+        // Over ssh too, the provider keeps the rotation's last word: taken back.
+        expect(Object.values(intentPhases(meshOf('db1')))).toEqual(['rolled-back']);
         // After the roll-back the pair is described as before it, plus the rotation that was taken back.
         const after = await status();
         expect(after.exitCode, after.all).toBe(3);
