@@ -4,7 +4,7 @@
  * screen or plain lines, then calls ONE operation (src/operations/), where the sequence lives.
  */
 import path from 'node:path';
-import { BatonError, EXIT_CODES } from '../errors.js';
+import { BatonError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { hasTerminal, openInk } from './mount-view.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';

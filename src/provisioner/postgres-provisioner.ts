@@ -45,7 +45,7 @@ import {
 } from './postgres-roles.js';
 import { mapBounded } from '../mesh/map-bounded.js';
 import { ReceiptIndex } from './receipt-index.js';
-import { isTempReceipt, readReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { isTempReceipt, receiptsDir, writeReceipt } from './receipts.js';
 import { closeSwitchedBackLogins, singleGroups } from './switched-back-logins.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
 
