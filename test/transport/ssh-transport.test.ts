@@ -52,6 +52,39 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
   const inventory = (base: string, ports: { db1?: number; web1?: number } = {}): Inventory =>
     sshMeshInventory(sshd, base, ports);
 
+  it("holds a provider's lock in a remote shell: a second controller is told who holds it, a probe sees it, and the machine lets it go when the holder's ssh dies", async () => {
+    const dir = path.join(tmp.dir, 'lock', 'provides', 'pg-main');
+    mkdirSync(dir, { recursive: true });
+    const before = snapshotDir(path.join(tmp.dir, 'lock'));
+    const first = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
+    const second = bindTransport(sshTransport('db1', target()), TEST_BOUNDS);
+    const held = await first.lock(dir, '{"command":"mesh rotate --pair pg-main:web1-app","pid":1}');
+    expect(held.taken).toBe(true);
+    expect(await second.lock(dir, '{"command":"other"}')).toEqual({
+      taken: false,
+      holder: '{"command":"mesh rotate --pair pg-main:web1-app","pid":1}',
+    });
+    // The one read of a path beside it says the lock is held, and by whom.
+    const [read] = await second.digests([path.join(dir, 'web1_app')]);
+    expect(read?.lockedBy).toBe('{"command":"mesh rotate --pair pg-main:web1-app","pid":1}');
+    if (held.taken) await held.release();
+    // Let go: free for the next, and the holder's words are gone (nothing left on the machine).
+    expect((await second.digests([path.join(dir, 'web1_app')]))[0]?.lockedBy).toBeUndefined();
+    expect(snapshotDir(path.join(tmp.dir, 'lock'))).toEqual(before);
+    // A holder whose ssh is killed (baton SIGKILLed): the remote shell's stdin ends, the kernel lets the lock go.
+    const killer = new AbortController();
+    const dying = bindTransport(sshTransport('db1', target()), { timeoutMs: 10_000, signal: killer.signal });
+    expect((await dying.lock(dir, '{"command":"dies"}')).taken).toBe(true);
+    killer.abort(new Error('killed'));
+    await vi.waitFor(
+      async () => expect((await second.digests([path.join(dir, 'web1_app')]))[0]?.lockedBy).toBeUndefined(),
+      { timeout: 10_000, interval: 100 },
+    );
+    const again = await second.lock(dir, '{"command":"next"}');
+    expect(again.taken).toBe(true);
+    if (again.taken) await again.release();
+  });
+
   it('names the login of an alternating consumer end without sending its password back, and none for a bare secret', async () => {
     const dir = path.join(tmp.dir, 'login');
     mkdirSync(dir, { recursive: true });
