@@ -7,7 +7,7 @@ export interface Interrupted {
   readonly what: string;
   /**
    * True when billet's control plane cannot start on this dir as it is (its LoadOrCreateCA or
-   * ServingCA refuses it; docs/authority-on-disk.md, "billet's reading"): said, so that "whole"
+   * ServingCA refuses it; docs/authority-on-disk.md, "billet's reading of a state dir"): said, so that "whole"
    * is never shown for a dir billet will not serve from.
    */
   readonly billetStops: boolean;

@@ -135,7 +135,11 @@ describe('the mesh status table', () => {
     );
     expect(order[0]).toBe(0);
     expect(order.every((rank, i) => rank >= 0 && (i === 0 || rank >= order[i - 1]!))).toBe(true);
-    const counts = PAIR_STATES.map((s) => `${all.filter((x) => x.state === s).length} ${s}`).join(', ');
+    // States no pair is in are not named (app-behind here).
+    const counts = PAIR_STATES.map((s) => [s, all.filter((x) => x.state === s).length] as const)
+      .filter(([, n]) => n > 0)
+      .map(([s, n]) => `${n} ${s}`)
+      .join(', ');
     // With all six states at once the summary is longer than 80 columns: it wraps (never cut),
     // and the table gives up one row for it.
     const summary = frame

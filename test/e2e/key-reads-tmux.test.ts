@@ -43,8 +43,10 @@ async function fingerprintOf(stateDir: string): Promise<string | undefined> {
 
 /** A controller that published, then rotated without pushing: the walk offers publish, leave, force. */
 async function aheadHost(): Promise<{ args: string[]; stateDir: string; published: string; local: string }> {
-  const store = path.join(tmp.dir, `store-${(hosts += 1)}`);
-  mkdirSync(store, { mode: 0o700 });
+  // Each store under a parent of its own: a sibling holding this deployment's document is a near
+  // miss, where minting is refused (docs/publishing.md).
+  const store = path.join(tmp.dir, `store-${(hosts += 1)}`, 'store');
+  mkdirSync(store, { recursive: true, mode: 0o700 });
   const stateDir = path.join(tmp.dir, `host-${hosts}`);
   const args = [
     '--deployment',

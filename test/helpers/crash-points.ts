@@ -5,7 +5,7 @@
  * every subset of the operations not yet made durable by an fsync (an fsync of a file makes its
  * writes durable, an fsync of a directory its entries) — and read by baton's reader and by
  * billet's reading of a state dir, encoded below as data from billet's source
- * (internal/wirecert LoadOrCreateCA and ServingCA; docs/authority-on-disk.md, "billet's reading").
+ * (internal/wirecert LoadOrCreateCA and ServingCA; docs/authority-on-disk.md, "billet's reading of a state dir").
  *
  * Uses only node:fs (sync) itself, so that recording never records its own work.
  */

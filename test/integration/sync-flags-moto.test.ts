@@ -133,7 +133,20 @@ describe('a way out of an unusable document', () => {
     expect(json.verdict.next).toContain(
       `baton --deployment ${DEPLOYMENT} --state-dir ${stateDir} --store '${w.url}' --no-seal sync --replace-unreadable --confirm <ETAG 8>`,
     );
-    expect(json.verdict.next_step.args).toEqual(['sync', '--replace-unreadable', '--confirm', '<ETAG 8>']);
+    // args are the rendered command's words after `baton`: the global flags first, then the command.
+    expect(json.verdict.next_step.args).toEqual([
+      '--deployment',
+      DEPLOYMENT,
+      '--state-dir',
+      stateDir,
+      '--store',
+      w.url,
+      '--no-seal',
+      'sync',
+      '--replace-unreadable',
+      '--confirm',
+      '<ETAG 8>',
+    ]);
     expect(json.published.etag).toBe(etag!.replace(/"/g, ''));
 
     const refused = await w.baton(stateDir, ['sync']);

@@ -70,7 +70,10 @@ async function decodesToOriginalOrRefuses(body: Uint8Array, sealKey?: Uint8Array
   } catch (error) {
     if (!isBatonError(error))
       throw new Error(`the decoder threw a non-BatonError: ${String(error)}`, { cause: error });
-    expect(error).toMatchObject({ code: 'refused', reason: 'document-refused' });
+    // A seal that does not open under a readable, valid header cannot be told from another key's
+    // (GCM): 'sealed-with-another-key' is a refusal too, and never opens anything.
+    expect(error.code).toBe('refused');
+    expect(['document-refused', 'sealed-with-another-key']).toContain(error.reason);
     expect(error.what.length).toBeGreaterThan(0);
     figures.refused += 1;
     return;
