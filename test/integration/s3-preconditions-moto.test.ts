@@ -207,6 +207,7 @@ describe('two controllers on moto', () => {
       ]);
       expect(
         la.state === 'whole' && lb.state === 'whole' && la.current.fingerprint === lb.current.fingerprint,
+        JSON.stringify({ outcomes, a: la.state, b: lb.state }),
       ).toBe(true);
       expect((await moto.versions(bucket, `race-${trial}/`)).length).toBe(1);
       if (won === 1) oneWinner++;

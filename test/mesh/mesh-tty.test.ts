@@ -48,7 +48,7 @@ describe('baton mesh rotate in a real 80×24 terminal', () => {
     session = await TmuxSession.start({ command: command(), cwd: tmp.dir, env: { NO_COLOR: '1' } });
     let screen = await session.waitFor('Type 2 (the number of credentials)', 'the confirm prompt');
     expect(screen).toContain('✓ db1');
-    expect(screen).toContain('Window: from pg-main applying the new password for web1_app');
+    expect(screen).toContain('pg-main:web1-app: window from pg-main applying the new password for web1_app');
     for (const line of screen.split('\n')) expect([...line].length).toBeLessThanOrEqual(80);
     await session.type('2');
     await session.waitFor('> 2  (Enter rotates)', 'the typed count');
