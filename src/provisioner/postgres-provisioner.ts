@@ -275,6 +275,9 @@ export class PostgresProvisioner {
       databaseDown: extra.databaseDown ?? false,
       ...(extra.busy !== undefined ? { busy: extra.busy } : {}),
     });
+    // The receipts known before this poll: a switch back to single removes a login file AND its
+    // receipt between two polls, and only this listing still names the login to set NOLOGIN.
+    const knownBefore = this.receiptIndex.listed();
     this.receiptIndex.refresh();
     this.removeStaleTemps();
     const scan = this.delivered.scan();
@@ -338,7 +341,7 @@ export class PostgresProvisioner {
       pending.push(repair ? { ...entry, repair } : entry);
     }
     this.present = present;
-    const groupsAlone = this.alternatingChanges(present);
+    const groupsAlone = this.alternatingChanges(present, knownBefore);
     for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
     // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
@@ -488,9 +491,10 @@ export class PostgresProvisioner {
    * plain file — returned, to be kept NOLOGIN, their plain receipt removed (what it said no
    * longer holds).
    */
-  private alternatingChanges(present: ReadonlySet<string>): string[] {
+  private alternatingChanges(present: ReadonlySet<string>, knownBefore: ReadonlySet<string>): string[] {
     const receipts = this.receiptIndex.listed();
-    for (const name of receipts) if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    for (const name of [...knownBefore, ...receipts])
+      if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
     for (const name of this.leaving) if (present.has(name)) this.leaving.delete(name);
     const groups = new Set<string>();
     for (const name of present) {
