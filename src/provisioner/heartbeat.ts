@@ -21,12 +21,19 @@ import { messageOf } from './postgres-roles.js';
 
 /**
  * Whether the cycle logged in: a connection refused for its password (reason `denied`, SQLSTATE
- * 28P01/28000) is a lock-out, any other failure to connect an unreachable database; a cycle that
+ * 28P01/28000) is a lock-out — so is a fresh login refused while the kept connection still works
+ * (CycleReport.loginRefused) —, any other failure to connect an unreachable database; a cycle that
  * connected — or had nothing to connect for — is `ok`. Undefined: another provisioner holds the
  * provider, whose own heartbeat is the one that counts.
  */
 export function loginOf(report: CycleReport): { login: HeartbeatLogin; reason?: string } | undefined {
   if (report.busy !== undefined) return undefined;
+  // Still applying on the session kept open, but refused at the next reconnect: a lock-out waiting to happen.
+  if (report.loginRefused)
+    return {
+      login: 'refused',
+      reason: `${report.loginRefused.what} The connection it kept open still applies until it drops.`,
+    };
   if (!report.databaseDown) return { login: 'ok' };
   const blocked = report.blocked;
   const reason = blocked?.what;

@@ -113,6 +113,12 @@ export interface CycleReport {
   readonly databaseDown: boolean;
   /** Another provisioner holds this provider (who, as far as the database can tell): this one did nothing. */
   readonly busy?: string;
+  /**
+   * The connection kept open still applies, but a NEW login with the superuser's credential was
+   * refused (its password changed by hand): the next reconnect is a lock-out, and the heartbeat
+   * says so now rather than after the connection drops.
+   */
+  readonly loginRefused?: BatonError;
 }
 
 /** A refused role is retried after this, doubling up to the ceiling, or at once when its file changes. */
@@ -130,6 +136,13 @@ const STALE_TEMP_MS = 30_000;
  * fingerprint did not move: an expiry (VALID UNTIL) passes without changing any row.
  */
 const FULL_CHECK_MS = 60_000;
+
+/**
+ * While a connection is kept open (--watch), a fresh login is tried at least this often: a
+ * superuser password changed under a live session locks the provisioner out only at its next
+ * reconnect, which may be days later. One handshake per 10 s instead of one per poll.
+ */
+const LOGIN_RECHECK_MS = 10_000;
 
 /** The result of applying one role: applied, a problem with its file, or what the database (or the receipt) threw. */
 type ApplyResult = AppliedRole | { readonly problem: string } | { readonly error: unknown };
@@ -164,6 +177,9 @@ export class PostgresProvisioner {
   /** The connection kept between cycles under --watch (keepConnectionOpen), re-opened after a failure. */
   private db: RoleDatabase | undefined;
   private keepOpen = false;
+  /** When this provisioner last logged in afresh (a connection opened or a re-check), and a refusal since. */
+  private loggedInAt = Number.NEGATIVE_INFINITY;
+  private loginRefused: BatonError | undefined;
   /** What the database's roles looked like (RoleDatabase.fingerprint) when every role was last checked, and when. */
   private checked: { readonly fingerprint: string | undefined; readonly at: number } | undefined;
   /**
@@ -221,8 +237,46 @@ export class PostgresProvisioner {
   }
 
   private async database(signal: AbortSignal | undefined): Promise<RoleDatabase> {
-    this.db ??= await this.options.connect(signal);
+    if (!this.db) {
+      this.db = await this.options.connect(signal);
+      this.loggedInAt = this.now();
+      this.loginIsAccepted();
+    } else await this.recheckLogin(signal);
     return this.db;
+  }
+
+  /**
+   * A kept connection proves only that the login WAS accepted: every LOGIN_RECHECK_MS a fresh
+   * connection is opened (the same credential files, in the same order, as a reconnect) and
+   * closed at once. Refused, the cycle still applies on the open session and reports
+   * `loginRefused`; any other failure says nothing about the credential and is retried later.
+   */
+  private async recheckLogin(signal: AbortSignal | undefined): Promise<void> {
+    const now = this.now();
+    if (now - this.loggedInAt < LOGIN_RECHECK_MS) return;
+    this.loggedInAt = now;
+    let fresh: RoleDatabase;
+    try {
+      fresh = await this.options.connect(signal);
+    } catch (error) {
+      if (error instanceof BatonError && error.reason === 'denied') {
+        this.loginRefused = error;
+        this.report(
+          '*relogin*',
+          `a new login is refused (${error.what}) — the open connection still applies, but the next reconnect is a lock-out`,
+        );
+      }
+      return;
+    }
+    await fresh.close().catch(() => undefined);
+    this.loginIsAccepted();
+  }
+
+  private loginIsAccepted(): void {
+    if (this.loginRefused && this.reported.has('*relogin*'))
+      this.options.log('a new login is accepted again');
+    this.loginRefused = undefined;
+    this.clear('*relogin*');
   }
 
   /** After a cycle: kept for the next one, or closed (one-shot, or the connection failed). */
@@ -274,7 +328,11 @@ export class PostgresProvisioner {
       aborted: extra.aborted ?? false,
       databaseDown: extra.databaseDown ?? false,
       ...(extra.busy !== undefined ? { busy: extra.busy } : {}),
+      ...(this.loginRefused && this.db ? { loginRefused: this.loginRefused } : {}),
     });
+    // The receipts known before this poll: a switch back to single removes a login file AND its
+    // receipt between two polls, and only this listing still names the login to set NOLOGIN.
+    const knownBefore = this.receiptIndex.listed();
     this.receiptIndex.refresh();
     this.removeStaleTemps();
     const scan = this.delivered.scan();
@@ -338,7 +396,7 @@ export class PostgresProvisioner {
       pending.push(repair ? { ...entry, repair } : entry);
     }
     this.present = present;
-    const groupsAlone = this.alternatingChanges(present);
+    const groupsAlone = this.alternatingChanges(present, knownBefore);
     for (const role of this.verified.keys()) if (!present.has(role)) this.verified.delete(role);
     for (const role of this.refused.keys()) if (!present.has(role)) this.refused.delete(role);
     // Keys are a role, `*<what>` for the provider, or `<role>*<what>`.
@@ -467,6 +525,8 @@ export class PostgresProvisioner {
           lost(error, []);
         }
       }
+      // A role applied may be this provisioner's own login: the next cycle logs in afresh to know.
+      if (applied.length > 0) this.loggedInAt = Number.NEGATIVE_INFINITY;
       if (!blocked && applied.length + changed.length > 0)
         await this.noteOwnChanges(db).catch(() => {
           this.checked = undefined; // checked in full next cycle
@@ -488,9 +548,10 @@ export class PostgresProvisioner {
    * plain file — returned, to be kept NOLOGIN, their plain receipt removed (what it said no
    * longer holds).
    */
-  private alternatingChanges(present: ReadonlySet<string>): string[] {
+  private alternatingChanges(present: ReadonlySet<string>, knownBefore: ReadonlySet<string>): string[] {
     const receipts = this.receiptIndex.listed();
-    for (const name of receipts) if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    for (const name of [...knownBefore, ...receipts])
+      if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
     for (const name of this.leaving) if (present.has(name)) this.leaving.delete(name);
     const groups = new Set<string>();
     for (const name of present) {

@@ -209,11 +209,17 @@ describeWithPart(
           expect.objectContaining({ provider: PROVIDER, machine: 'db1', state: 'ok', healthy: true }),
         ]);
 
-        // Someone changes the provisioner's superuser password in the database by hand.
+        // Someone changes the provisioner's superuser password in the database by hand and ends its
+        // session, as a DBA would. (While its session lives, the provisioner's check finds its own
+        // role changed and puts the delivered password back: no lock-out then, and `ok` is true.)
         const other = randomBytes(24).toString('base64url');
-        await asSuperuser(sandbox, async (c) =>
-          c.query(`ALTER ROLE ${superuser} PASSWORD '${await scramVerifier(Buffer.from(other))}'`),
-        );
+        await asSuperuser(sandbox, async (c) => {
+          await c.query(`ALTER ROLE ${superuser} PASSWORD '${await scramVerifier(Buffer.from(other))}'`);
+          await c.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1 AND application_name = 'baton-provision'`,
+            [superuser],
+          );
+        });
         expect(
           await canLogin(
             sandbox,

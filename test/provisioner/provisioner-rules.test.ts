@@ -13,6 +13,8 @@ import {
   type LoginSession,
   type Receipt,
 } from '../../src/mesh/digest.js';
+import { BatonError } from '../../src/errors.js';
+import { loginOf } from '../../src/provisioner/heartbeat.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import {
   ConnectionLost,
@@ -819,5 +821,51 @@ describe("a login's receipt", () => {
       digest,
       applied_at: 't',
     });
+  });
+});
+
+describe('a connection kept open (--watch) and a login refused since', () => {
+  it('a fresh login refused while the kept session still applies is reported (heartbeat: refused); accepted again, it clears', async () => {
+    const db = new FakeDatabase();
+    let now = Date.parse('2026-12-01T12:00:00Z');
+    let refuse = false;
+    const provisioner = new PostgresProvisioner({
+      meshDir: temp.dir,
+      provider: 'pg-main',
+      connect: async () => {
+        if (refuse)
+          throw new BatonError('failed', {
+            what: 'PostgreSQL refused the superuser login for "su" (password authentication failed).',
+            reason: 'denied',
+          });
+        return db.connect();
+      },
+      log: (line) => lines.push(line),
+      clock: () => new Date(now),
+    });
+    provisioner.keepConnectionOpen();
+    deliver('app', secret());
+    expect((await provisioner.runCycle()).applied).toHaveLength(1);
+    // The cycle after an application logs in afresh (the role applied may be its own login).
+    refuse = true;
+    now += 1_000;
+    const refused = await provisioner.runCycle();
+    expect(refused.databaseDown).toBe(false);
+    expect(refused.loginRefused?.reason).toBe('denied');
+    expect(loginOf(refused)).toEqual({ login: 'refused', reason: expect.stringContaining('still applies') });
+    expect(lines.filter((l) => l.startsWith('a new login is refused'))).toHaveLength(1);
+    // Within LOGIN_RECHECK_MS no handshake is tried: the verdict stands, on the one connection.
+    now += 5_000;
+    expect((await provisioner.runCycle()).loginRefused).toBeDefined();
+    expect(db.connections).toBe(1);
+    refuse = false;
+    now += 10_000;
+    const accepted = await provisioner.runCycle();
+    expect(accepted.loginRefused).toBeUndefined();
+    expect(loginOf(accepted)).toEqual({ login: 'ok' });
+    expect(db.connections).toBe(2);
+    expect(db.closes).toBe(1); // the fresh one, closed at once; the kept one stays open
+    expect(lines).toContain('a new login is accepted again');
+    await provisioner.closeConnection();
   });
 });
