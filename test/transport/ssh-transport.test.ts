@@ -1,4 +1,12 @@
-import { readFileSync, readdirSync, statSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import {
+  readFileSync,
+  readdirSync,
+  renameSync,
+  statSync,
+  existsSync,
+  mkdirSync,
+  writeFileSync,
+} from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -250,7 +258,10 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
       { index: 1, text: undefined },
     ]);
     const written = Date.now();
-    writeFileSync(b, 'second\n');
+    // Written as the provisioner writes a receipt (a temp file renamed into place): a file written
+    // in place can be read empty between its creation and its write, which is a change too.
+    writeFileSync(`${b}.tmp`, 'second\n');
+    renameSync(`${b}.tmp`, b);
     await vi.waitFor(() => expect(reports).toHaveLength(2), { timeout: 10_000, interval: 5 });
     // Only what changed, and soon: a poll on the machine, not an ssh call per poll.
     expect(reports[1]!.changes).toEqual([{ index: 1, text: 'second' }]);
