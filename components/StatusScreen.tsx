@@ -90,14 +90,14 @@ export function StatusScreen({
       {state.step === 'showing' ? (
         rows === undefined ? (
           <>
-            <AuthorityPanels report={state.report} columns={columns} />
+            <AuthorityPanels report={state.report} columns={columns} baton={baton} />
             <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
           </>
         ) : (
           // Redrawn within the rows: the verdict first, so narrowing never scrolls it away.
           <>
             <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
-            <AuthorityPanels report={state.report} columns={columns} />
+            <AuthorityPanels report={state.report} columns={columns} baton={baton} />
           </>
         )
       ) : null}
