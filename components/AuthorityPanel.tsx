@@ -21,10 +21,16 @@ export interface AuthorityPanelProps {
 /** One side (LOCAL or PUBLISHED): where it lives, then its rows. */
 export function AuthorityPanel({ panel, width, ruled = false }: AuthorityPanelProps) {
   const inner = Math.max(width - (ruled ? 0 : CHROME), 20);
+  // Stacked, the title rides on the rule when it fits there whole: one line per panel saved,
+  // which is what lets the left-behind status --watch show `sealed` and `cond. writes` at
+  // 80×24 without PgDn. A title that does not fit keeps a line of its own (never cut).
+  const titled = `── ${panel.title}  ${panel.where} `;
+  const onRule = ruled && [...titled].length + 2 <= width;
   return (
     <Box
       flexDirection="column"
       borderStyle={ruled ? 'single' : 'round'}
+      borderTop={!onRule}
       borderLeft={!ruled}
       borderRight={!ruled}
       borderBottom={!ruled}
@@ -32,7 +38,15 @@ export function AuthorityPanel({ panel, width, ruled = false }: AuthorityPanelPr
       width={width}
       flexShrink={0}
     >
-      <Prose width={inner} spans={[{ text: panel.title, bold: true }, { text: `  ${panel.where}` }]} />
+      {onRule ? (
+        <Text>
+          {'── '}
+          <Text bold>{panel.title}</Text>
+          {`  ${panel.where} ${'─'.repeat(width - [...titled].length)}`}
+        </Text>
+      ) : (
+        <Prose width={inner} spans={[{ text: panel.title, bold: true }, { text: `  ${panel.where}` }]} />
+      )}
       {panel.rows.map((row) => {
         if (row.kind === 'fingerprint') {
           const inline = inner >= LABEL_WIDTH + row.value.text.length;

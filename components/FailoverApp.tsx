@@ -24,6 +24,8 @@ export interface FailoverAppProps {
   readonly onExit: (code: number) => void;
   /** Clock for the force gate's set-aside stamp (tests pass a fixed one). */
   readonly now?: () => Date;
+  /** q closes this view (the drill opened it) rather than quitting baton: the keys say so. */
+  readonly closes?: boolean;
 }
 
 /** The failover walk wired to its flow and keys. Only `act` effects write, after a confirm. */
@@ -33,6 +35,7 @@ export function FailoverApp({
   baton,
   onExit,
   now = () => new Date(),
+  closes = false,
 }: FailoverAppProps) {
   const { exit } = useApp();
   const size = useTerminalSize();
@@ -121,6 +124,7 @@ export function FailoverApp({
       help={help}
       onTyped={onTyped}
       onConfirm={onConfirm}
+      closes={closes}
     />
   );
 }

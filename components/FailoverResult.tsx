@@ -36,7 +36,7 @@ export function FailoverResult({ state, columns, baton }: FailoverResultProps) {
           {isNarrow(columns) ? (
             <ReadSummary reading={state.after} columns={columns} />
           ) : (
-            <AuthorityPanels report={state.after} columns={columns} />
+            <AuthorityPanels report={state.after} columns={columns} baton={baton} />
           )}
           <VerdictBlock verdict={state.after.verdict} baton={baton} columns={columns} />
         </>

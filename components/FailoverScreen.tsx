@@ -14,6 +14,7 @@ import { HelpOverlay } from './HelpOverlay.js';
 import { MARKS } from '../src/app/marks.js';
 import { Frame } from './Frame.js';
 import { failoverKeys, HELP_ABOUT } from './failover-help.js';
+import { qWords } from './keys.js';
 
 export interface FailoverScreenProps {
   readonly state: FailoverState;
@@ -24,6 +25,8 @@ export interface FailoverScreenProps {
   readonly help: boolean;
   readonly onTyped: (text: string) => void;
   readonly onConfirm: () => void;
+  /** q closes this view (the drill opened it) rather than quitting baton: the keys say so. */
+  readonly closes?: boolean;
 }
 
 const FOOTERS: Record<FailoverState['step'], string> = {
@@ -45,6 +48,7 @@ export function FailoverScreen({
   help,
   onTyped,
   onConfirm,
+  closes = false,
 }: FailoverScreenProps) {
   const header = (
     <Text bold wrap="truncate-end">
@@ -59,11 +63,14 @@ export function FailoverScreen({
   );
   const footer = (
     <Text dimColor wrap="truncate-end">
-      {help
-        ? 'Esc or ? closes this help · q quit'
-        : state.step === 'confirming' && state.gated
-          ? FOOTERS['confirming-force'].replace('8 chars', 'the id')
-          : FOOTERS[state.step]}
+      {qWords(
+        help
+          ? 'Esc or ? closes this help · q quit'
+          : state.step === 'confirming' && state.gated
+            ? FOOTERS['confirming-force'].replace('8 chars', 'the id')
+            : FOOTERS[state.step],
+        closes,
+      )}
     </Text>
   );
   return (
@@ -76,7 +83,7 @@ export function FailoverScreen({
       footer={footer}
     >
       {help ? (
-        <HelpOverlay columns={columns} keys={failoverKeys(state)} about={HELP_ABOUT[state.step]} />
+        <HelpOverlay columns={columns} keys={failoverKeys(state, closes)} about={HELP_ABOUT[state.step]} />
       ) : (
         <Body state={state} columns={columns} baton={baton} onTyped={onTyped} onConfirm={onConfirm} />
       )}

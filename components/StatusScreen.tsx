@@ -6,7 +6,7 @@ import { ErrorMessage } from './ErrorMessage.js';
 import { HelpOverlay } from './HelpOverlay.js';
 import { MARKS } from '../src/app/marks.js';
 import { formatReadTime } from '../src/app/status-rows.js';
-import { QUIT_KEY, type KeyHelp } from './keys.js';
+import { CLOSE_KEY, QUIT_KEY, type KeyHelp } from './keys.js';
 import { Frame } from './Frame.js';
 import { Prose } from './Prose.js';
 
@@ -31,7 +31,7 @@ export function statusKeys(escCloses: boolean): KeyHelp[] {
     { keys: 'PgUp PgDn', does: 'scroll when the screen is taller than the terminal' },
     { keys: '?', does: 'this help' },
     { keys: 'Esc', does: escCloses ? 'close this help, or the view' : 'close this help (never quits)' },
-    QUIT_KEY,
+    escCloses ? CLOSE_KEY : QUIT_KEY,
   ];
 }
 
@@ -69,7 +69,7 @@ export function StatusScreen({
     watchSeconds !== undefined ? (
       <Text dimColor wrap="truncate-end">
         {help
-          ? `Esc or ? closes this help · q quit`
+          ? `Esc or ? closes this help · ${escCloses ? 'q close' : 'q quit'}`
           : `every ${watchSeconds} s · r read now · ? help · ${escCloses ? 'Esc or q close' : 'q quit'}`}
       </Text>
     ) : null;
@@ -90,14 +90,14 @@ export function StatusScreen({
       {state.step === 'showing' ? (
         rows === undefined ? (
           <>
-            <AuthorityPanels report={state.report} columns={columns} />
+            <AuthorityPanels report={state.report} columns={columns} baton={baton} />
             <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
           </>
         ) : (
           // Redrawn within the rows: the verdict first, so narrowing never scrolls it away.
           <>
             <VerdictBlock verdict={state.report.verdict} baton={baton} columns={columns} />
-            <AuthorityPanels report={state.report} columns={columns} />
+            <AuthorityPanels report={state.report} columns={columns} baton={baton} />
           </>
         )
       ) : null}

@@ -3,7 +3,7 @@
  * screen ignores teaches the operator to distrust it) and one sentence of what it is for.
  */
 import type { FailoverState } from '../src/app/failover-flow.js';
-import { CTRL_C_KEY as CTRL_C, QUIT_KEY as QUIT, type KeyHelp } from './keys.js';
+import { CLOSE_KEY, CTRL_C_KEY as CTRL_C, QUIT_KEY, type KeyHelp } from './keys.js';
 
 const HELP: KeyHelp = { keys: '?', does: 'this help (Esc or ? closes it)' };
 const TYPING: readonly KeyHelp[] = [
@@ -19,8 +19,10 @@ function typingGate(state: FailoverState): boolean {
   return state.step === 'confirming-force' || (state.step === 'confirming' && state.gated);
 }
 
-export function failoverKeys(state: FailoverState): readonly KeyHelp[] {
+/** This screen's keys; `closes` when q closes the view (the drill's failover task) rather than quitting. */
+export function failoverKeys(state: FailoverState, closes = false): readonly KeyHelp[] {
   if (typingGate(state)) return TYPING;
+  const QUIT = closes ? CLOSE_KEY : QUIT_KEY;
   switch (state.step) {
     case 'reading':
     case 'acting':

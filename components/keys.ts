@@ -15,6 +15,16 @@ export interface KeyHelp {
 /** The same two keys on every screen that has them, in the same words. */
 export const QUIT_KEY: KeyHelp = { keys: 'q', does: 'quit (not while typing)' };
 export const CTRL_C_KEY: KeyHelp = { keys: 'Ctrl-C', does: 'quit' };
+/**
+ * `q` inside a view the drill opened: it closes that view and the drill goes on. Saying "quit"
+ * there makes the operator fear losing the walk, or expect q to end it and be surprised.
+ */
+export const CLOSE_KEY: KeyHelp = { keys: 'q', does: 'close this view (not while typing)' };
+
+/** A footer's words for `q`: `q quit` becomes `q close` in a closing view. */
+export function qWords(text: string, closes: boolean): string {
+  return closes ? text.replace(/\bq quit\b/g, 'q close') : text;
+}
 
 export function keyIntent(input: string, key: Key): KeyIntent | undefined {
   if (key.escape) return 'back';

@@ -19,7 +19,15 @@ export interface GivenFlags {
   /** false when --no-seal was given (commander's negated option). */
   readonly seal?: boolean | undefined;
   readonly inventory?: string | undefined;
+  /**
+   * Flags whose value was refused (a malformed --deployment): the suggestion carries a
+   * placeholder for them. Repeating the value just refused makes a Next that fails the same way.
+   */
+  readonly refused?: readonly 'deployment'[] | undefined;
 }
+
+/** What a suggestion says in place of a refused flag's value. */
+export const REFUSED_PLACEHOLDER = { deployment: '<DEPLOYMENT ID>' } as const;
 
 export interface Suggester {
   /** `baton` plus the global flags given, shell-quoted. */
@@ -46,7 +54,9 @@ export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
   const words = (withStateDir: boolean) => {
     const parts: string[] = [];
     if (flags.config) parts.push('--config', flags.config);
-    if (flags.deployment) parts.push('--deployment', flags.deployment);
+    const refused = flags.refused?.includes('deployment') === true;
+    if (flags.deployment)
+      parts.push('--deployment', refused ? REFUSED_PLACEHOLDER.deployment : flags.deployment);
     if (flags.stateDir && withStateDir) parts.push('--state-dir', flags.stateDir);
     if (flags.store) parts.push('--store', flags.store);
     // The seal key file is a path on this host, like --state-dir; --no-seal states the deployment's choice.
@@ -54,7 +64,9 @@ export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
     if (flags.seal === false) parts.push('--no-seal');
     return parts;
   };
-  const build = (withStateDir: boolean) => ['baton', ...words(withStateDir).map(shellWord)].join(' ');
+  // The placeholder is shown as it is (quoted, it would read as a value to paste).
+  const shown = (w: string) => (w === REFUSED_PLACEHOLDER.deployment ? w : shellWord(w));
+  const build = (withStateDir: boolean) => ['baton', ...words(withStateDir).map(shown)].join(' ');
   return {
     prefix: build(true),
     prefixElsewhere: build(false),

@@ -239,12 +239,16 @@ function deciding(reading: StatusReport): FailoverState {
 }
 
 /**
- * Back to the list (Esc, an empty answer, a gate left): the cursor starts again on the safe
- * choice, never where it was — it was on the action just backed out of, and Enter again would
- * reopen a gate the operator has just refused to pass.
+ * Back to the list (Esc, an empty answer, a gate left): the cursor lands on Leave, the one
+ * choice that writes nothing — never where it was (the action just backed out of), nor on the
+ * fresh read's start (Adopt or Publish, which is where the operator just said no): Enter again
+ * would reopen a confirm the operator has just refused to pass.
  */
 function backTo(state: { readonly reading: StatusReport }): FailoverState {
-  return deciding(state.reading);
+  const list = deciding(state.reading);
+  if (list.step !== 'deciding') return list;
+  const leave = list.actions.indexOf('leave');
+  return leave < 0 ? list : { ...list, cursor: leave };
 }
 
 function select(state: Extract<FailoverState, { step: 'deciding' }>, at: Date): FailoverStep {

@@ -54,10 +54,16 @@ export function pairNext(status: PairStatus): Said | undefined {
         ' again',
       ];
     case 'drifted':
+      // Never delivered, nothing tells whether the role exists: no receipt was ever written.
+      // Seeding is right only for a role that does; a role that does not exist yet is created
+      // by the provisioner when a rotation delivers it a password.
       return status.neverDelivered
         ? [
-            'seed it with the password the database has: ',
+            'if the role exists in the database, seed it with the password it has: ',
             step(`mesh seed --pair ${pairKey} --from-file`, { placeholders: [PASSWORD_FILE] }),
+            `; if it does not exist yet, create it: `,
+            rotate,
+            ` (the provisioner on ${status.pair.providerMachine} creates the role it is delivered)`,
           ]
         : ['rotate it: ', rotate];
     case 'changed-in-db':

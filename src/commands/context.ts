@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
-import { loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
+import { DEPLOYMENT_ID, loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
 import { suggester, type Suggester } from '../suggest-command.js';
 import { hasTerminal } from './mount-view.js';
 import { fileSystemError } from '../fs/file-system-error.js';
@@ -36,7 +36,13 @@ export function makeContext(program: Command): CliContext {
     stderr: process.stderr,
     env: process.env,
     suggester(inventory?: string) {
-      return suggester({ ...program.opts<GlobalFlags>(), inventory }, hasTerminal(process));
+      const flags = program.opts<GlobalFlags>();
+      // A malformed --deployment is refused by loadConfig; a Next must not repeat it.
+      const refused =
+        flags.deployment !== undefined && !DEPLOYMENT_ID.test(flags.deployment)
+          ? (['deployment'] as const)
+          : [];
+      return suggester({ ...flags, inventory, refused }, hasTerminal(process));
     },
   };
 }

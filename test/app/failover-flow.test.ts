@@ -202,12 +202,26 @@ describe('the failover walk as a reducer', () => {
     expect(failoverExitCode(after.state)).toBe(0);
   });
 
-  it('backs out of a confirm to the same choice, having written nothing', () => {
-    const confirming = walk(deciding(READS.adopt()), { type: 'select', at: AT });
-    const step = failover(confirming, { type: 'back' });
-    expect(step.state.step).toBe('deciding');
-    expect(step.effects).toEqual([]);
-  });
+  it.each([
+    ['adopt', READS.adopt],
+    ['publish', READS.publish],
+    ['publish (ahead)', READS.ahead],
+    ['first-controller', READS.firstController],
+  ] as const)(
+    'backs out of the %s confirm onto Leave, having written nothing: Enter again leaves',
+    (_, read) => {
+      // The confirm's action is first in the list; the cursor may start on Leave (a mint).
+      const confirming = walk(deciding(read()), { type: 'move', by: -1 }, { type: 'select', at: AT });
+      expect(confirming.step).toBe('confirming');
+      const step = failover(confirming, { type: 'back' });
+      expect(step.state.step).toBe('deciding');
+      expect(step.effects).toEqual([]);
+      expect(step.state.step === 'deciding' && step.state.actions[step.state.cursor]).toBe('leave');
+      const again = failover(step.state, { type: 'select', at: AT });
+      expect(again.state.step === 'done' && again.state.outcome.kind).toBe('left');
+      expect(again.effects).toEqual([]);
+    },
+  );
 
   it('keeps the force gate closed until the first 8 characters after SHA256: of the LOCAL fingerprint are typed', () => {
     const gate = forceGate();

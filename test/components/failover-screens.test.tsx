@@ -85,9 +85,12 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(existsSync(path.join(b, 'ca'))).toBe(false);
 
     await v.press(KEY.escape);
-    await v.waitFor((f) => f.includes('Choose:'), 'back at the choice');
+    // Back lands on the safe choice (Leave), not on the Adopt just backed out of.
+    await v.waitFor((f) => f.includes('Choose:') && f.includes('› Leave it as it is'), 'back on Leave');
     expect(existsSync(path.join(b, 'ca'))).toBe(false);
 
+    await v.press(KEY.up);
+    await v.waitFor((f) => f.includes('› Adopt the published authority'), 'up onto Adopt');
     await v.press(KEY.enter);
     await v.waitFor((f) => f.includes('Confirm: Adopt'), 'the confirm screen again');
     await v.press(KEY.enter);

@@ -72,13 +72,16 @@ async function listTakesKeys(session: TmuxSession): Promise<void> {
   await pressUntil(session, 'Escape', '› Publish this host');
 }
 
-/** jj moves onto the force choice and Enter opens its gate; Esc backs out onto the safe choice. */
+/** jj moves onto the force choice and Enter opens its gate; Esc backs out onto Leave, the safe choice. */
 async function forceGateAndBack(session: TmuxSession): Promise<void> {
   await moveTwice(session);
   await session.type('\r');
   await session.waitFor('marked "type these"', 'the force gate');
   await session.keys('Escape');
-  await session.waitFor('› Publish this host', 'back on the safe choice');
+  await session.waitFor(
+    (s) => s.includes('› Leave it as it is') && !s.includes('type these'),
+    'back on the safe choice, Leave',
+  );
 }
 
 async function moveTwice(session: TmuxSession): Promise<void> {
@@ -88,7 +91,7 @@ async function moveTwice(session: TmuxSession): Promise<void> {
 }
 
 describe('keys in one read at 80×24', () => {
-  it('the failover walk: jj moves twice; Esc at the force gate then Enter does not reopen it; a wrong case is refused; a paste types; <prefix>⏎ forces', async () => {
+  it('the failover walk: jj moves twice; Esc at the force gate and at the Publish confirm lands on Leave; a wrong case is refused; a paste types; <prefix>⏎ forces', async () => {
     const host = await aheadHost();
     const before = snapshotDir(host.stateDir);
     const prefix = host.local.slice(7, 15);
@@ -99,13 +102,20 @@ describe('keys in one read at 80×24', () => {
     sessions.push(session);
 
     await forceGateAndBack(session);
+    // Not on force: one move up is Publish, and Esc from its confirm lands on Leave again.
+    await session.type('k');
+    await session.waitFor('› Publish this host', 'k: leave → publish');
     await session.type('\r');
-    await session.waitFor('Confirm: Publish', 'Enter picks the safe choice, not the force gate');
+    await session.waitFor('Confirm: Publish', 'Enter on Publish opens its confirm, not the force gate');
     await session.keys('Escape');
-    await session.waitFor('› Publish this host', 'back again');
+    await session.waitFor(
+      (s) => s.includes('› Leave it as it is') && !s.includes('Confirm: Publish'),
+      'back again, on Leave',
+    );
     expect(snapshotDir(host.stateDir)).toEqual(before);
 
-    await moveTwice(session);
+    await session.type('j');
+    await session.waitFor('› Replace the local authority (force)', 'j: leave → force');
     await session.type('\r');
     await session.waitFor('marked "type these"', 'the force gate');
     await session.type(`${swapCase(prefix)}\r`);

@@ -267,6 +267,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
           <FailoverApp
             ports={failoverPorts(sandbox.share(where.controller), sandbox.storeUrl, undefined)}
             baton="baton"
+            closes
             onExit={() => {}}
           />
         ),
