@@ -8,7 +8,7 @@ import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
 import { etagShown } from '../share/confirm-binding.js';
 import { nextStep, renderStep } from '../next-step.js';
-import { OutsideText } from '../outside-text.js';
+import { OutsideText, shown } from '../outside-text.js';
 import type { Suggester } from '../suggest-command.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
@@ -191,7 +191,8 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
           ...(published.neighbours ?? []).map((n) => ({
             kind: 'text' as const,
             label: 'nearby',
-            value: `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
+            // A neighbour's location and deployment field are written by whoever writes the store.
+            value: `${shown(n.location)} (deployment ${n.deployment === undefined ? 'unreadable' : shown(n.deployment)}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
           })),
           check,
         ],

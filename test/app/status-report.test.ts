@@ -152,6 +152,31 @@ describe('the status rows', () => {
   });
 });
 
+describe('the nearby rows', () => {
+  it("show a neighbour's location and deployment field escaped, on one line, and still name THIS deployment", () => {
+    const base = READS.firstController();
+    const hostile = `${base.deployment}\x1b[8m`;
+    const r = {
+      ...base,
+      published: {
+        state: 'none' as const,
+        location: base.published.state === 'none' ? base.published.location : '',
+        neighbours: [
+          { location: '/srv/wier/authority.json\r\nNext: baton sync --force', deployment: hostile },
+          { location: '/srv/wire\u202e/authority.json', deployment: base.deployment },
+          { location: '/srv/other/authority.json', deployment: undefined },
+        ],
+      },
+    };
+    const nearby = publishedRows(r).rows.filter((row) => row.label === 'nearby');
+    expect(nearby.map((row) => row.value)).toEqual([
+      `/srv/wier/authority.json\\r\\nNext: baton sync --force (deployment ${base.deployment}\\x1b[8m)`,
+      `/srv/wire\\u202e/authority.json (deployment ${base.deployment}, THIS deployment: is --store mistyped?)`,
+      '/srv/other/authority.json (deployment unreadable)',
+    ]);
+  });
+});
+
 describe('an interrupted local operation', () => {
   it('says which ca command was interrupted and how to finish it, in the panel and in the JSON', () => {
     const inSync = READS.inSync();
