@@ -171,7 +171,8 @@ function unexpectedRows(unexpected: readonly string[]): PanelRow[] {
         {
           kind: 'text',
           label: 'not ours',
-          value: `${unexpected.join(', ')} (in ca/, never read or published)`,
+          // File names in ca/ are whatever was written there: shown, never printed raw.
+          value: `${unexpected.map((name) => shown(name)).join(', ')} (in ca/, never read or published)`,
         },
       ];
 }
