@@ -8,7 +8,7 @@ import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority } from '../share/types.js';
 import { etagShown } from '../share/confirm-binding.js';
 import { nextStep, renderStep } from '../next-step.js';
-import { OutsideText } from '../outside-text.js';
+import { OutsideText, shown } from '../outside-text.js';
 import type { Suggester } from '../suggest-command.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
@@ -171,7 +171,8 @@ function unexpectedRows(unexpected: readonly string[]): PanelRow[] {
         {
           kind: 'text',
           label: 'not ours',
-          value: `${unexpected.join(', ')} (in ca/, never read or published)`,
+          // File names in ca/ are whatever was written there: shown, never printed raw.
+          value: `${unexpected.map((name) => shown(name)).join(', ')} (in ca/, never read or published)`,
         },
       ];
 }
@@ -191,7 +192,8 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
           ...(published.neighbours ?? []).map((n) => ({
             kind: 'text' as const,
             label: 'nearby',
-            value: `${n.location} (deployment ${n.deployment ?? 'unreadable'}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
+            // A neighbour's location and deployment field are written by whoever writes the store.
+            value: `${shown(n.location)} (deployment ${n.deployment === undefined ? 'unreadable' : shown(n.deployment)}${n.deployment === report.deployment ? ', THIS deployment: is --store mistyped?' : ''})`,
           })),
           check,
         ],

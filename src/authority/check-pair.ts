@@ -1,4 +1,5 @@
 import { BatonError } from '../errors.js';
+import { shown } from '../outside-text.js';
 import { inspectPair, isPkcs8Key, type CertificateFacts, type PairFault } from '../pki/inspect-pair.js';
 import type { LocalProblem, PairSummary } from './types.js';
 
@@ -40,7 +41,7 @@ export function faultText(
     case 'foreign':
       return fault.organization === undefined
         ? `${labels.cert} belongs to no deployment: it has no single Organization, and this deployment is "${deployment}".`
-        : `${labels.cert} belongs to another deployment: its Organization is "${fault.organization}", not "${deployment}".`;
+        : `${labels.cert} belongs to another deployment: its Organization is "${shown(fault.organization)}", not "${deployment}".`;
     case 'ambiguous-claim':
       return `${labels.cert} names ${fault.count} predecessors in its OU (billet-replaces:); one certificate replaces at most one authority, so it was edited and is not trusted.`;
     case 'mismatched':

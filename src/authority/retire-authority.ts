@@ -1,4 +1,5 @@
 import { BatonError } from '../errors.js';
+import { shown } from '../outside-text.js';
 import { nextStep, retireStep } from '../next-step.js';
 import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import { withAuthorityLock } from './authority-lock.js';
@@ -106,7 +107,7 @@ async function retireLocked(
   const unproved = claim === undefined;
   if (!unproved && claim !== previous.fingerprint) {
     throw new BatonError('refused', {
-      what: `The current certificate says it replaces ${claim}, not the previous authority ${previous.fingerprint}: ca-previous.* is not its predecessor, and no confirmation overrides that.`,
+      what: `The current certificate says it replaces ${shown(claim)}, not the previous authority ${previous.fingerprint}: ca-previous.* is not its predecessor, and no confirmation overrides that.`,
       where: l.previousKey,
       next: 'Keep ca-previous.* until you know which nodes trust it; remove them by hand only when none do.',
       changed: 'Nothing was written.',

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { jsonForTerminal } from '../outside-text.js';
+import { jsonForTerminal, shown } from '../outside-text.js';
 import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { requireDeployment, stateDirFor, type ResolvedConfig } from '../config/config.js';
 import { layoutOf } from '../authority/layout.js';
@@ -467,7 +467,9 @@ export function authorityText(
       break;
   }
   if (local.unexpected.length > 0)
-    lines.push(`Unexpected files (never read, never published): ${local.unexpected.join(', ')}`);
+    lines.push(
+      `Unexpected files (never read, never published): ${local.unexpected.map((name) => shown(name)).join(', ')}`,
+    );
   return `${lines.join('\n')}\n`;
 }
 

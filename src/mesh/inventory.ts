@@ -16,6 +16,7 @@ import path from 'node:path';
 import { CORE_SCHEMA, load as loadYaml } from 'js-yaml';
 import { z } from 'zod';
 import { BatonError } from '../errors.js';
+import { shown } from '../outside-text.js';
 import { deriveRoleName, roleNameProblem } from './role-name.js';
 import { alternatingRoleProblem, LOGIN_SLOTS, loginRole, type CredentialMode } from './alternating.js';
 import { errorCode } from '../fs/system-error.js';
@@ -243,6 +244,8 @@ export function loadInventory(file: string): Inventory {
 
 /** Parses and validates; `source` names the file in errors and anchors relative paths. */
 export function parseInventory(text: string, source: string): Inventory {
+  // Every value from the file quoted in a refusal goes through shown(): a machine reference, a
+  // path or an unknown key can hold a line break or ESC that would draw a forged line.
   const fail = (what: string, next: string): never => {
     throw new BatonError('config', { what, where: source, next, changed: 'Nothing was sent.' });
   };
@@ -254,7 +257,7 @@ export function parseInventory(text: string, source: string): Inventory {
     raw = loadYaml(text, { schema: CORE_SCHEMA });
   } catch (error) {
     return fail(
-      `The inventory is not valid YAML: ${(error as Error).message.split('\n')[0]}`,
+      `The inventory is not valid YAML: ${shown((error as Error).message.split('\n')[0] ?? '')}`,
       'Fix the syntax.',
     );
   }
@@ -264,8 +267,8 @@ export function parseInventory(text: string, source: string): Inventory {
     const at = describePath(raw, issue.path);
     const what =
       issue.code === 'unrecognized_keys'
-        ? `Unknown field "${issue.keys.join('", "')}" in ${at}.`
-        : `${at} is invalid: ${issue.message}.`;
+        ? `Unknown field "${issue.keys.map((k) => shown(k)).join('", "')}" in ${at}.`
+        : `${at} is invalid: ${shown(issue.message)}.`;
     return fail(what, 'docs/inventory.md shows the format: mesh_dir, machines, providers, consumers.');
   }
   const data = parsed.data;
@@ -274,7 +277,7 @@ export function parseInventory(text: string, source: string): Inventory {
   const meshDir = data.mesh_dir ?? DEFAULT_MESH_DIR;
   if (!path.isAbsolute(meshDir))
     fail(
-      `mesh_dir "${meshDir}" is not an absolute path.`,
+      `mesh_dir "${shown(meshDir)}" is not an absolute path.`,
       'mesh_dir is a path on each machine: make it absolute.',
     );
 
@@ -294,7 +297,10 @@ export function parseInventory(text: string, source: string): Inventory {
     unique('machine', m.name);
     const machineMeshDir = m.mesh_dir ?? meshDir;
     if (!path.isAbsolute(machineMeshDir))
-      fail(`machine "${m.name}": mesh_dir "${machineMeshDir}" is not an absolute path.`, 'Make it absolute.');
+      fail(
+        `machine "${m.name}": mesh_dir "${shown(machineMeshDir)}" is not an absolute path.`,
+        'Make it absolute.',
+      );
     if (m.transport === 'local') {
       return {
         name: m.name,
@@ -307,7 +313,7 @@ export function parseInventory(text: string, source: string): Inventory {
     const address = parseSshAddress(m.address);
     if (typeof address === 'string') {
       return fail(
-        `machine "${m.name}": address "${m.address}" ${address}.`,
+        `machine "${m.name}": address "${shown(m.address)}" ${address}.`,
         'Use host, user@host, host:port or user@[v6]:port.',
       );
     }
@@ -330,7 +336,7 @@ export function parseInventory(text: string, source: string): Inventory {
   const knownMachine = (who: string, machine: string) => {
     if (!seen.machine.has(machine)) {
       fail(
-        `${who} is on machine "${machine}", which the inventory does not list.`,
+        `${who} is on machine "${shown(machine)}", which the inventory does not list.`,
         `Add it under machines:, or use one of: ${[...seen.machine].join(', ')}.`,
       );
     }
@@ -356,7 +362,7 @@ export function parseInventory(text: string, source: string): Inventory {
     for (const used of c.uses) {
       if (!providerByName.has(used)) {
         fail(
-          `consumer "${c.name}" uses provider "${used}", which the inventory does not list.`,
+          `consumer "${c.name}" uses provider "${shown(used)}", which the inventory does not list.`,
           `Add it under providers:, or use one of: ${[...providerByName.keys()].join(', ') || '(none listed)'}.`,
         );
       }
@@ -367,7 +373,7 @@ export function parseInventory(text: string, source: string): Inventory {
     const problem = roleNameProblem(role);
     if (problem) {
       fail(
-        `consumer "${c.name}": role name "${role}" is ${problem}.`,
+        `consumer "${c.name}": role name "${shown(role)}" is ${problem}.`,
         c.role ? 'Choose another role: name.' : 'Set an explicit role: for this consumer.',
       );
     }
@@ -403,7 +409,7 @@ export function parseInventory(text: string, source: string): Inventory {
     const owner = roleOwner.get(`${provider}\0${name}`);
     if (owner !== undefined && owner.consumer !== consumer) {
       fail(
-        `consumers "${owner.consumer}" and "${consumer}" both map to role "${name}" on provider "${provider}"${owner.what || what}.`,
+        `consumers "${owner.consumer}" and "${consumer}" both map to role "${shown(name)}" on provider "${provider}"${owner.what || what}.`,
         'Every pair needs its own role names: set an explicit role: on one of them.',
       );
     }
@@ -418,7 +424,7 @@ export function parseInventory(text: string, source: string): Inventory {
         const problem = alternatingRoleProblem(role);
         if (problem) {
           fail(
-            `consumer "${c.name}" (credential: alternating, provider "${used}"): role name "${role}" is ${problem}.`,
+            `consumer "${c.name}" (credential: alternating, provider "${used}"): role name "${shown(role)}" is ${problem}.`,
             'Set a shorter role: for this consumer, or leave it on credential: single.',
           );
         }
@@ -485,7 +491,7 @@ function describePath(raw: unknown, at: readonly PropertyKey[]): string {
     if (typeof key === 'number') {
       node = Array.isArray(node) ? node[key] : undefined;
       const name = node && typeof node === 'object' && 'name' in node ? node.name : undefined;
-      parts[parts.length - 1] += `[${key}]${typeof name === 'string' ? ` ("${name}")` : ''}`;
+      parts[parts.length - 1] += `[${key}]${typeof name === 'string' ? ` ("${shown(name)}")` : ''}`;
     } else {
       node = node && typeof node === 'object' ? (node as Record<string, unknown>)[String(key)] : undefined;
       parts.push(String(key));

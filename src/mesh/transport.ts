@@ -8,6 +8,7 @@
 import type { Duplex } from 'node:stream';
 import type { SecretDigest } from './digest.js';
 import type { Secret } from './secret.js';
+import { shown } from '../outside-text.js';
 
 /** Where a transport stages a file beside its live path; the commit renames it into place. */
 export const STAGED_SUFFIX = '.next';
@@ -315,6 +316,7 @@ export function abortedError(machine: string, what: string, signal: AbortSignal)
 
 export function reasonOf(error: unknown): string {
   if (error instanceof TransportError) return error.reason;
-  if (error instanceof Error) return error.message;
-  return String(error);
+  // A PostgreSQL or ssh error's message is written by the other side: shown, never printed raw.
+  if (error instanceof Error) return shown(error.message);
+  return shown(String(error));
 }

@@ -16,6 +16,7 @@ import { secretProblem } from '../mesh/secret.js';
 import { alternatingRoleProblem, parseLoginFileName } from '../mesh/alternating.js';
 import { roleNameProblem } from '../mesh/role-name.js';
 import { STAGED_SUFFIX } from '../mesh/transport.js';
+import { shown } from '../outside-text.js';
 
 /** One delivered file: a digest to apply, or the problem that keeps it from being applied. */
 export type DeliveredCredential =
@@ -189,6 +190,7 @@ export function describeFsError(error: unknown): string {
     case 'ELOOP':
       return 'too many levels of symbolic links';
     default:
-      return error instanceof Error ? error.message : String(error);
+      // Node's message names the path, a file name from outside: shown, never printed raw.
+      return shown(error instanceof Error ? error.message : String(error));
   }
 }

@@ -14,6 +14,7 @@ import { loginOfFile, SessionCensus } from './session-census.js';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { shown } from '../outside-text.js';
 import { BatonError } from '../errors.js';
 import {
   changedInDatabase,
@@ -368,7 +369,11 @@ export class PostgresProvisioner {
           reason: credential.problem,
           inFile: true,
         });
-        this.report(credential.role, `${credential.role} failed: ${credential.file} ${credential.problem}`);
+        // The role is a file name found in the mesh dir, whatever was written there: shown, never raw.
+        this.report(
+          credential.role,
+          `${shown(credential.role)} failed: ${shown(credential.file, 400)} ${credential.problem}`,
+        );
         continue;
       }
       const receipt = this.receiptOf(credential.role);

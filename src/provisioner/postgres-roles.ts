@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Client as PgClient } from 'pg';
 import { BatonError } from '../errors.js';
+import { shown } from '../outside-text.js';
 import { RECEIPT_SESSIONS_MAX, type LoginSession } from '../mesh/digest.js';
 import { conninfoLogin, parseConninfo } from '../mesh/alternating.js';
 import { describeFsError } from './delivered-credentials.js';
@@ -227,7 +228,7 @@ export function postgresRoles(
     signal?.addEventListener('abort', abort, { once: true });
     if (signal?.aborted) abort();
     const query = async (sql: string, values?: unknown[]) => {
-      if (lost) throw new ConnectionLost(`the connection was lost (${lost.message})`);
+      if (lost) throw new ConnectionLost(`the connection was lost (${messageOf(lost)})`);
       options.onStatement?.(sql);
       try {
         return await client.query(sql, values);
@@ -693,6 +694,7 @@ function isConnectionError(error: unknown): boolean {
   );
 }
 
+/** A PostgreSQL or system error's message as a log line may carry it: the server writes it (names, quoted values). */
 export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return shown(error instanceof Error ? error.message : String(error));
 }

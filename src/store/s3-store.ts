@@ -19,6 +19,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { BatonError, type StoreFailureReason } from '../errors.js';
+import { shown } from '../outside-text.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { offlineRoute } from './offline-route-steps.js';
 import { probeConditionalWrites } from './probe.js';
@@ -571,7 +572,11 @@ function classifyS3Error(
   const { status, name, code, causeCode, serverDate } = fieldsOf(error);
   const codes = [code, causeCode].filter((c): c is string => c !== undefined);
   const hasCode = (set: ReadonlySet<string>) => codes.some((c) => set.has(c));
-  const message = error instanceof Error ? error.message : String(error);
+  // The SDK's name, code and message come from the server's answer: shown, never printed raw
+  // (a hostile or broken endpoint could otherwise write on the operator's screen).
+  const message = shown(error instanceof Error ? error.message : String(error));
+  const nameShown = shown(name);
+  const codesShown = codes.map((c) => shown(c));
   const changed = operation === 'read' ? 'Nothing was changed.' : 'Nothing was written.';
   // Virtual-host addressing puts the bucket in the host name (bucket.endpoint): most S3
   // emulators and many private endpoints only answer path-style, so every failure through a
@@ -645,14 +650,14 @@ function classifyS3Error(
     const by = skewMs !== undefined ? ` by ${skewWords(skewMs)}` : '';
     return fail(
       'clock-skew',
-      `The store refused the request because this host's clock differs from the store's${by} (clock skew, ${name || status}).`,
+      `The store refused the request because this host's clock differs from the store's${by} (clock skew, ${nameShown || status}).`,
       "Fix this host's clock (enable NTP: timedatectl set-ntp true, or chronyc makestep), then try again. Credentials are not the problem.",
     );
   }
   if (status === 403 || DENIED_NAMES.has(name)) {
     return fail(
       'denied',
-      `Access was denied (${name || status}) when trying to ${verb} the published document.`,
+      `Access was denied (${nameShown || status}) when trying to ${verb} the published document.`,
       'Check the credentials baton runs with (AWS_PROFILE, instance role), the bucket policy, and with sse=aws:kms the KMS key policy.',
     );
   }
@@ -701,13 +706,13 @@ function classifyS3Error(
   if (status !== undefined && status >= 500) {
     return fail(
       'server-error',
-      `The store failed with HTTP ${status} (${name}).`,
+      `The store failed with HTTP ${status} (${nameShown}).`,
       "Try again; if it persists, check the store's health.",
     );
   }
   return fail(
     'other',
-    `The store could not ${verb} the published document (${name || 'error'}${status ? `, HTTP ${status}` : ''}${codes.length ? `, ${codes.join('/')}` : ''}: ${message}).`,
+    `The store could not ${verb} the published document (${nameShown || 'error'}${status ? `, HTTP ${status}` : ''}${codesShown.length ? `, ${codesShown.join('/')}` : ''}: ${message}).`,
     'Check the store URL, credentials and region.',
   );
 }

@@ -7,6 +7,7 @@ import { statusErrorJson, statusJson } from '../../src/app/status-json.js';
 import { statusText } from '../../src/app/status-text.js';
 import { caretLine, fingerprintDiff, localRows, publishedRows } from '../../src/app/status-rows.js';
 import { describeVerdict } from '../../src/app/status-verdict.js';
+import { authorityText } from '../../src/commands/ca.js';
 import { FP_A, FP_B, FP_OLD, READS, STATE_DIR, STORE_URL, local, published } from './status-fixtures.js';
 
 const GLYPHS = { ok: '✓', action: '!', refused: '✗' };
@@ -149,6 +150,48 @@ describe('the status rows', () => {
     expect(publishedRows(READS.sealed()).rows.find((row) => row.label === 'sealed')).toMatchObject({
       value: expect.stringMatching(/^yes/),
     });
+  });
+});
+
+describe('the nearby rows', () => {
+  it("show a neighbour's location and deployment field escaped, on one line, and still name THIS deployment", () => {
+    const base = READS.firstController();
+    const hostile = `${base.deployment}\x1b[8m`;
+    const r = {
+      ...base,
+      published: {
+        state: 'none' as const,
+        location: base.published.state === 'none' ? base.published.location : '',
+        neighbours: [
+          { location: '/srv/wier/authority.json\r\nNext: baton sync --force', deployment: hostile },
+          { location: '/srv/wire\u202e/authority.json', deployment: base.deployment },
+          { location: '/srv/other/authority.json', deployment: undefined },
+        ],
+      },
+    };
+    const nearby = publishedRows(r).rows.filter((row) => row.label === 'nearby');
+    expect(nearby.map((row) => row.value)).toEqual([
+      `/srv/wier/authority.json\\r\\nNext: baton sync --force (deployment ${base.deployment}\\x1b[8m)`,
+      `/srv/wire\\u202e/authority.json (deployment ${base.deployment}, THIS deployment: is --store mistyped?)`,
+      '/srv/other/authority.json (deployment unreadable)',
+    ]);
+  });
+});
+
+describe('file names found in ca/', () => {
+  it('are listed escaped: a name with a line break or ESC never draws a line of its own', () => {
+    const base = READS.inSync();
+    const r = {
+      ...base,
+      local: { ...base.local, unexpected: ['ca.crt.bak\nNext: baton sync --force', 'x\x1b[8m'] },
+    };
+    expect(localRows(r).rows.find((row) => row.label === 'not ours')).toMatchObject({
+      value: 'ca.crt.bak\\nNext: baton sync --force, x\\x1b[8m (in ca/, never read or published)',
+    });
+    // `ca show` lists the same names the same way.
+    expect(authorityText(r.local, r.deployment)).toContain(
+      'Unexpected files (never read, never published): ca.crt.bak\\nNext: baton sync --force, x\\x1b[8m\n',
+    );
   });
 });
 

@@ -8,10 +8,13 @@
  * isolates, line and paragraph separators, 10 KB strings) is published as a real document and
  * read back through the real reader; no character of them reaches the output unescaped in the
  * plain text (status, and the line-by-line failover dialogue, which prints the same text), the
- * Ink status screen, or JSON (which stays JSON and decodes to the raw value). Then the forged
+ * Ink status screen, or JSON (which stays JSON and decodes to the raw value); nor the failover
+ * Ink view, the built `sync`'s plain output, or the views of a host with no seal key reading a
+ * sealed document (its header is readable, its files are not). Then the forged
  * document through the BUILT CLI: the real verdict, one Next (baton's, with its placeholder),
  * and that Next pasted refuses and changes nothing.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
@@ -19,6 +22,8 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ColorContext } from '../../components/color-context.js';
 import { StatusScreen } from '../../components/StatusScreen.js';
+import { FailoverApp } from '../../components/FailoverApp.js';
+import { failoverPorts } from '../../src/app/failover-ports.js';
 import { mintAuthority, systemClock, type AuthorityFiles } from '../../src/authority/index.js';
 import { MARKS } from '../../src/app/marks.js';
 import { statusJson } from '../../src/app/status-json.js';
@@ -108,7 +113,7 @@ beforeAll(async () => {
 });
 afterAll(() => root.cleanup());
 
-async function publishWith(publishedBy: string, publishedAt: string): Promise<void> {
+async function publishWith(publishedBy: string, publishedAt: string, sealKey?: Uint8Array): Promise<void> {
   const header = {
     format: DOCUMENT_FORMAT,
     deployment: DEPLOYMENT,
@@ -117,11 +122,11 @@ async function publishWith(publishedBy: string, publishedAt: string): Promise<vo
     publishedAt: new OutsideText(publishedAt),
     publishedBy: new OutsideText(publishedBy),
   } as const;
-  writeFileSync(path.join(storeDir, 'authority.json'), await encodeDocument(header, attacker));
+  writeFileSync(path.join(storeDir, 'authority.json'), await encodeDocument(header, attacker, sealKey));
 }
 
-async function report(): Promise<StatusReport> {
-  const seen = await look(ctx());
+async function report(context: ShareContext = ctx()): Promise<StatusReport> {
+  const seen = await look(context);
   return {
     deployment: DEPLOYMENT,
     stateDir: ctx().stateDir,
@@ -179,6 +184,77 @@ describe('hostile header fields in every view', () => {
       { numRuns: 60 },
     );
     console.log(`hostile header fields: ${checked} documents, each in plain text, the Ink screen and JSON`);
+  }, 120_000);
+});
+
+describe('hostile header fields in the failover walk, sync and a key-less host', () => {
+  const sample = (runs: number) => fc.sample(fc.tuple(hostile, hostile), { numRuns: runs, seed: 34 });
+
+  it('never reach the failover Ink views unescaped', async () => {
+    let checked = 0;
+    for (const [by, at] of sample(8)) {
+      await publishWith(by, at);
+      const view = renderAt(
+        <ColorContext.Provider value={false}>
+          <FailoverApp
+            ports={failoverPorts(ctx(), storeUrl, undefined)}
+            columns={80}
+            baton="baton"
+            onExit={() => undefined}
+          />
+        </ColorContext.Provider>,
+        80,
+      );
+      try {
+        const frame = await view.waitFor((f) => f.includes('Choose:'), 'the failover choice');
+        // The published row is drawn, the header in it: what is checked is really on screen.
+        expect(frame).toMatch(/not after .* · published/);
+        expect(frame).not.toMatch(OBEYED);
+        expect(frame.split('\n').length).toBeLessThanOrEqual(24);
+        checked++;
+      } finally {
+        view.unmount();
+      }
+    }
+    console.log(`hostile header fields: ${checked} documents in the failover Ink view`);
+  }, 120_000);
+
+  it('never reach the plain output of sync through the built CLI; the store and the state dir are unchanged', async () => {
+    assertBuilt();
+    const stateDir = ctx().stateDir;
+    const args = ['--deployment', DEPLOYMENT, '--no-seal', '--state-dir', stateDir, '--store', storeUrl];
+    let checked = 0;
+    for (const [by, at] of sample(4)) {
+      await publishWith(by, at);
+      const before = snapshotDir(root.dir);
+      const sync = await runBaton([...args, 'sync'], { env: { NO_COLOR: '1' } });
+      expect(sync.exitCode, sync.all).not.toBe(0);
+      expect(sync.stdout).not.toMatch(OBEYED);
+      expect(sync.stderr).not.toMatch(OBEYED);
+      expect(snapshotDir(root.dir)).toEqual(before);
+      checked++;
+    }
+    console.log(`hostile header fields: ${checked} documents through the built sync`);
+  }, 120_000);
+
+  it('never reach the views of a host without a seal key reading a sealed document', async () => {
+    const sealKey = new Uint8Array(randomBytes(32));
+    const keyless: ShareContext = { ...ctx(), noSeal: false };
+    let checked = 0;
+    for (const [by, at] of sample(10)) {
+      await publishWith(by, at, sealKey);
+      const r = await report(keyless);
+      expect(r.published).toMatchObject({ state: 'present', sealed: true });
+      const plain = statusText(r, GLYPHS, 'baton');
+      expect(plain).toContain('this host has no seal key');
+      expect(plain).not.toMatch(OBEYED);
+      expect(inkFrame(r)).not.toMatch(OBEYED);
+      const json = jsonForTerminal(statusJson(r, 'baton'), 2);
+      expect(json).not.toMatch(OBEYED);
+      expect((JSON.parse(json) as { published: { published_by: string } }).published.published_by).toBe(by);
+      checked++;
+    }
+    console.log(`hostile header fields: ${checked} sealed documents read by a key-less host`);
   }, 120_000);
 });
 

@@ -115,3 +115,36 @@ describe('inventory', () => {
     });
   });
 });
+
+describe('values from the inventory quoted in a refusal', () => {
+  const OBEYED = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/u;
+  const refusal = (yaml: string): string => {
+    try {
+      parseInventory(yaml, '/srv/mesh.yaml');
+    } catch (error) {
+      return (error as Error & { what: string }).what;
+    }
+    throw new Error('the inventory was accepted');
+  };
+
+  it('are shown escaped: a machine reference, a path, an unknown key or a name never draws a line', () => {
+    const machines = 'machines:\n  - { name: db1, address: machines/db1, transport: local }\n';
+    const cases: readonly [string, string][] = [
+      [
+        `${machines}providers:\n  - { name: pg, machine: "db1\\r\\nNext: baton sync --force\\e[8m", kind: postgres }\nconsumers: []\n`,
+        'provider "pg" is on machine "db1\\r\\nNext: baton sync --force\\x1b[8m", which the inventory does not list.',
+      ],
+      [`mesh_dir: "rel\\u202eative"\n${machines}`, 'mesh_dir "rel\\u202eative" is not an absolute path.'],
+      [`${machines}"evil\\nkey": 1\n`, 'Unknown field "evil\\nkey" in the inventory.'],
+      [
+        'machines:\n  - { name: "db\\e[2J", address: x, transport: local }\n',
+        'machines[0] ("db\\x1b[2J").name is invalid',
+      ],
+    ];
+    for (const [yaml, words] of cases) {
+      const what = refusal(yaml);
+      expect(what).not.toMatch(OBEYED);
+      expect(what).toContain(words);
+    }
+  });
+});

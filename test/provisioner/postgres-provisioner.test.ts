@@ -252,6 +252,7 @@ describe('the provisioner against a real PostgreSQL', () => {
     mkdirSync(path.join(provides, 'dir_role'));
     symlinkSync(path.join(meshDir, 'nowhere'), path.join(provides, 'dangling_role'));
     writeFileSync(path.join(provides, 'newline_role'), `${secret()}\n`, { mode: 0o600 });
+    writeFileSync(path.join(provides, 'evil\x1b[8m\nrole'), secret(), { mode: 0o600 });
     writeFileSync(path.join(provides, 'staged_role.next'), secret(), { mode: 0o600 });
     writeFileSync(path.join(provides, 'staged_role.next.tmp.1a2b3c4d'), secret(), { mode: 0o600 });
 
@@ -266,7 +267,11 @@ describe('the provisioner against a real PostgreSQL', () => {
       dir_role: expect.stringContaining('not a regular file (a directory)'),
       dangling_role: expect.stringContaining('cannot be read'),
       newline_role: expect.stringContaining('line break'),
+      'evil\x1b[8m\nrole': expect.stringContaining('the file name is'),
     });
+    // A file name is shown in the log escaped, on one line: it never draws a line of its own.
+    expect(lines.some((line) => line.includes('evil\\x1b[8m\\nrole failed: '))).toBe(true);
+    expect(lines.every((line) => !/[\u0000-\u001f]/u.test(line))).toBe(true);
     for (const name of ['bad;name', 'empty_role', 'dir_role', 'dangling_role', 'newline_role']) {
       expect(lines.some((line) => line.includes(path.join(provides, name)))).toBe(true);
       expect(existsSync(path.join(provides, '.applied', name))).toBe(false);

@@ -4,6 +4,7 @@
  * not a file on disk saying so.
  */
 import { isBatonError } from '../../errors.js';
+import { shown } from '../../outside-text.js';
 import type { Secret } from '../../mesh/secret.js';
 
 export type LoginResult =
@@ -35,8 +36,11 @@ export async function tryLogin(address: PgAddress, role: string, password: Secre
     return { ok: true };
   } catch (error) {
     const code = (error as { code?: string }).code;
-    const reason = isBatonError(error) ? error.what : error instanceof Error ? error.message : String(error);
-    return { ok: false, refused: code === '28P01', reason: code ? `${code}: ${reason}` : reason };
+    // The server writes the message and the code: shown, never printed raw.
+    const reason = isBatonError(error)
+      ? error.what
+      : shown(error instanceof Error ? error.message : String(error));
+    return { ok: false, refused: code === '28P01', reason: code ? `${shown(code)}: ${reason}` : reason };
   } finally {
     await client.end().catch(() => {});
   }
