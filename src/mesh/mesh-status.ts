@@ -12,7 +12,7 @@ import {
   type SecretDigest,
 } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
-import type { ProviderIntent } from './intent.js';
+import type { Leftover } from './leftovers.js';
 import { appNeedsAction, type PairApp } from './app-status.js';
 import type { PlannedPair } from './rotation-plan.js';
 
@@ -286,14 +286,22 @@ export function pairStatus(
   nowMs: number,
   maxAgeMs: number | undefined,
   running?: string,
-  /** The pair's intent on its provider (intent.ts), when it holds one. */
-  intent?: ProviderIntent,
+  /**
+   * What `mesh rotate` would refuse the pair for now (leftoversIn, from the same reading): THE
+   * answer to "what is unfinished, which rotation, what finishes it". The state and the ids
+   * status suggests derive from it, so status never calls a pair healthy that rotate refuses,
+   * nor offers a resume/rollback that would be refused.
+   */
+  leftover?: Leftover,
 ): PairStatus {
   const deliveredConsumer =
     reading.logins?.live !== undefined && reading.provider.read && reading.provider.live
       ? history.consumerDeliveredWith(pair.key, reading.provider.live)
       : undefined;
-  const { state, detail } = classifyPair(pair, reading, running, deliveredConsumer);
+  const { state, detail } = unfinishedFirst(
+    classifyPair(pair, reading, running, deliveredConsumer),
+    leftover,
+  );
   const remembered = history.pair(pair.key);
   const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
   // Without a journal entry, the provider end's mtime is the best evidence of when it changed;
@@ -305,14 +313,8 @@ export function pairStatus(
       ? { atMs: mtime, source: 'file-mtime' as const }
       : undefined;
   const ageMs = lastRotated ? Math.max(0, nowMs - lastRotated.atMs) : undefined;
-  const staged = [reading.provider, reading.consumer].flatMap((end) =>
-    end.read && end.next ? [end.next] : [],
-  );
-  const resumeId =
-    state === 'staged' || state === 'pending'
-      ? (history.unfinished(pair.key) ??
-        staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined))
-      : undefined;
+  const resumeId = state === 'staged' || state === 'pending' ? leftover?.rotation : undefined;
+  const busy = leftover?.running ?? running;
   const unreadable = [
     ...(reading.provider.read ? [] : [{ machine: pair.providerMachine, reason: reading.provider.reason }]),
     ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine
@@ -330,11 +332,9 @@ export function pairStatus(
       ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome }
       : undefined,
     resumeId,
-    ...(running !== undefined && (state === 'staged' || state === 'pending') ? { running } : {}),
+    ...(busy !== undefined && (state === 'staged' || state === 'pending') ? { running: busy } : {}),
     // Never prepared whole: nothing of it can be finished, only taken back.
-    ...(resumeId !== undefined && intent?.rotation === resumeId && intent.phase === 'preparing'
-      ? { takeBackOnly: true }
-      : {}),
+    ...(resumeId !== undefined && leftover?.takeBackOnly ? { takeBackOnly: true } : {}),
     neverDelivered:
       reading.provider.read &&
       reading.consumer.read &&
@@ -348,6 +348,34 @@ export function pairStatus(
       ? { logins: loginsOf(reading.logins, history.revoked(pair.key), history.switchedIn(pair.key)) }
       : {}),
   };
+}
+
+/**
+ * A pair rotate refuses is never `applied`, `drifted` or `changed-in-db` (whose ways out are a
+ * rotation): its leftover makes it `staged`, in the leftover's words. A state that already
+ * says "unfinished" (staged, pending) or hides the rest (unreachable) keeps its detail.
+ */
+function unfinishedFirst(
+  classified: { state: PairState; detail: string },
+  leftover: Leftover | undefined,
+): { state: PairState; detail: string } {
+  if (!leftover) return classified;
+  switch (classified.state) {
+    case 'unreachable':
+    case 'staged':
+    case 'pending':
+      return classified;
+    case 'drifted':
+    case 'changed-in-db':
+    case 'app-behind':
+    case 'applied':
+      return {
+        state: 'staged',
+        detail: leftover.rotation
+          ? `rotation ${leftover.rotation} did not finish: ${leftover.what}`
+          : `${leftover.what}; no rotation it names is unfinished`,
+      };
+  }
 }
 
 /**
