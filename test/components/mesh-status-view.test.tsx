@@ -5,6 +5,7 @@ import { lastRotationCell } from '../../components/mesh-status/MeshStatusTable.j
 import { initialMeshStatusView } from '../../src/app/mesh-status-view-state.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
+import { leftoverOfReading } from '../../src/mesh/leftovers.js';
 import {
   meshStatusExitCode,
   PAIR_STATES,
@@ -69,7 +70,17 @@ function statuses(): PairStatus[] {
         },
       },
     ];
-    return pairStatus(pair, readings[i % 6]!, journalHistory([]), NOW, undefined);
+    const reading = readings[i % 6]!;
+    const history = journalHistory([]);
+    return pairStatus(
+      pair,
+      reading,
+      history,
+      NOW,
+      undefined,
+      undefined,
+      leftoverOfReading(pair, reading, history),
+    );
   });
 }
 
