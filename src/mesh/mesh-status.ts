@@ -62,6 +62,8 @@ export interface LoginsReading {
         readonly read: boolean;
         readonly file: boolean;
         readonly receipt: boolean;
+        /** Its receipt's digest: a revoke the provisioner confirmed after baton exited shows there (revokeTarget). */
+        readonly receiptDigest?: SecretDigest;
         /** A staged `.next` beside it, and the previous file a provider commit keeps until the pair finishes. */
         readonly next: boolean;
         readonly prev: boolean;
@@ -345,7 +347,14 @@ export function pairStatus(
     unreadable,
     ...databaseOf(reading),
     ...(reading.logins
-      ? { logins: loginsOf(reading.logins, history.revoked(pair.key), history.switchedIn(pair.key)) }
+      ? {
+          logins: loginsOf(
+            reading.logins,
+            history.revoked(pair.key),
+            history.switchedIn(pair.key),
+            history.revokeTarget(pair.key),
+          ),
+        }
       : {}),
   };
 }
@@ -382,7 +391,13 @@ function unfinishedFirst(
  * The other login: without its file or receipt, copied right after a switch, else missing;
  * revoked if the last finished rotation said so; otherwise valid.
  */
-export function loginsOf(reading: LoginsReading, revoked: boolean, switchedIn = false): PairLogins {
+export function loginsOf(
+  reading: LoginsReading,
+  revoked: boolean,
+  switchedIn = false,
+  /** An unconfirmed revoke's target (digest prefix): the other login's receipt for it confirms it now. */
+  revokeTarget?: string,
+): PairLogins {
   const other = reading.other;
   if (!other) return { live: reading.live, other: undefined };
   const state: OtherLoginState = !other.read
@@ -391,7 +406,7 @@ export function loginsOf(reading: LoginsReading, revoked: boolean, switchedIn = 
       ? switchedIn && !other.file
         ? 'copied'
         : 'missing'
-      : revoked
+      : revoked || (revokeTarget !== undefined && other.receiptDigest?.startsWith(revokeTarget) === true)
         ? 'revoked'
         : 'valid';
   return { live: reading.live, other: { login: other.login, state } };

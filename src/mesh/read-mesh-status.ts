@@ -9,7 +9,7 @@ import type { FileDigests, TransportFor } from './transport.js';
 import { pairOnMachines, providerDir, withMachineTruth, type PairOnMachines } from './intent.js';
 import { holderWords, leftoversIn } from './leftovers.js';
 import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js';
-import { parseReceipt, type Receipt } from './digest.js';
+import { parseReceipt, type Receipt, type SecretDigest } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
 import { appStatus } from './app-status.js';
@@ -126,6 +126,7 @@ export async function readMeshStatus(
             prev: otherEnd?.read === true && otherEnd.prev !== undefined,
             file: otherEnd?.read === true && otherEnd.live !== undefined,
             receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined,
+            ...receiptDigestOf(receipts.get(endKey(planned.providerMachine, other.receiptPath))),
           },
         };
       } else logins = { live: undefined, other: undefined };
@@ -177,4 +178,8 @@ function censusPaths(p: PlannedPair): string[] {
   const logins =
     p.credential === 'alternating' ? LOGIN_SLOTS.map((slot) => loginRole(p.role, slot)) : [p.role];
   return logins.map((login) => sessionsPath(p.receiptPath, login));
+}
+
+function receiptDigestOf(receipt: Receipt | undefined): { receiptDigest?: SecretDigest } {
+  return receipt ? { receiptDigest: receipt.digest } : {};
 }
