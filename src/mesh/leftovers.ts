@@ -21,7 +21,6 @@ import {
   type RotationPlan,
 } from './rotation-plan.js';
 import type { Machine } from './inventory.js';
-import type { EndReading, PairReading } from './mesh-status.js';
 import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
 export interface Leftover {
@@ -262,15 +261,4 @@ export function holderWords(text: string): string {
     // not ours: shown as it is, below
   }
   return text === '' ? 'another baton (it has not said who)' : `another baton (${shown(text)})`;
-}
-
-/** leftoverOf over what `mesh status` read of one pair (an unread end is unknown, as in readPlanEnds). */
-export function leftoverOfReading(
-  pair: PlannedPair,
-  reading: Pick<PairReading, 'provider' | 'consumer'>,
-  history: JournalHistory,
-): Leftover | undefined {
-  const digests = (end: EndReading): FileDigests | undefined =>
-    end.read ? { live: end.live, next: end.next, ...(end.prev ? { prev: end.prev } : {}) } : undefined;
-  return leftoverOf(pair, digests(reading.provider), digests(reading.consumer), history);
 }

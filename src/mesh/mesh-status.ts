@@ -12,7 +12,8 @@ import {
   type SecretDigest,
 } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
-import type { Leftover } from './leftovers.js';
+import { leftoverOf, type Leftover } from './leftovers.js';
+import type { FileDigests } from './transport.js';
 import { appNeedsAction, type PairApp } from './app-status.js';
 import type { PlannedPair } from './rotation-plan.js';
 
@@ -448,4 +449,15 @@ export function meshStatusExitCode(statuses: readonly PairStatus[]): number {
   // app-truth: only evidence counts (a failed reload, an app behind), never "not known".
   if (statuses.some((s) => appNeedsAction(s.app))) return EXIT_CODES['action-needed'];
   return EXIT_OK;
+}
+
+/** leftoverOf over what `mesh status` read of one pair (an unread end is unknown, as in readPlanEnds). */
+export function leftoverOfReading(
+  pair: PlannedPair,
+  reading: Pick<PairReading, 'provider' | 'consumer'>,
+  history: JournalHistory,
+): Leftover | undefined {
+  const digests = (end: EndReading): FileDigests | undefined =>
+    end.read ? { live: end.live, next: end.next, ...(end.prev ? { prev: end.prev } : {}) } : undefined;
+  return leftoverOf(pair, digests(reading.provider), digests(reading.consumer), history);
 }

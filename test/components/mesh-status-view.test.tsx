@@ -5,8 +5,8 @@ import { lastRotationCell } from '../../components/mesh-status/MeshStatusTable.j
 import { initialMeshStatusView } from '../../src/app/mesh-status-view-state.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
-import { leftoverOfReading } from '../../src/mesh/leftovers.js';
 import {
+  leftoverOfReading,
   meshStatusExitCode,
   PAIR_STATES,
   pairStatus,
