@@ -123,5 +123,7 @@ export function journalRevoked(
   pair: JournalPair,
   state: { readonly step: string; readonly revoked?: readonly PairRevoke[] },
 ): JournalPair {
-  return state.revoked?.some((r) => r.pair === pair.key && r.revoked) ? { ...pair, revoked: true } : pair;
+  const mine = state.revoked?.find((r) => r.pair === pair.key);
+  if (mine?.revoked) return { ...pair, revoked: true };
+  return mine?.target === undefined ? pair : { ...pair, revoke_target: mine.target };
 }

@@ -18,7 +18,7 @@ import { meshIdentities } from '../mesh/mesh-identity.js';
 import { openCommandTransports } from './command-transports.js';
 import { runRotationPlain } from '../app/rotation-plain.js';
 import { keepGoingWhenOutputCloses } from './closed-output.js';
-import { stopOnSignals } from './rotation-signals.js';
+import { finishingThroughSignals, stopOnSignals } from './rotation-signals.js';
 import { revokeRequest, revokeSelectionRefusal } from './revoke-flags.js';
 import type { OperationJournal, OperationPorts } from '../operations/operation-ports.js';
 import { rotate, type PresentRotation } from '../operations/rotate.js';
@@ -175,11 +175,24 @@ export async function runMeshResume(
   id: string,
   flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
 ): Promise<number> {
-  keepGoingWhenOutputCloses(ctx.stdout);
   const inventory = inventoryFrom(ctx, flags);
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  return resume(portsFor(ctx, flags, inventory, { timeoutMs, concurrency }), { id, concurrency, waitMs });
+  const output = keepGoingWhenOutputCloses(ctx.stdout);
+  const write = (line: string) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`));
+  // Like a rotation's roll-back, it owns its signals (finishingThroughSignals): the transports must outlive them.
+  const ports = portsFor(
+    ctx,
+    flags,
+    inventory,
+    { timeoutMs, concurrency },
+    { noSignalHandlers: true, out: write },
+  );
+  return finishingThroughSignals(
+    `mesh resume ${id}`,
+    (line) => void (output.closed() ? undefined : ctx.stderr.write(`${line}\n`)),
+    () => resume(ports, { id, concurrency, waitMs }),
+  );
 }
 
 /**
@@ -210,9 +223,22 @@ export async function runMeshRollback(
   id: string,
   flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
 ): Promise<number> {
-  keepGoingWhenOutputCloses(ctx.stdout);
   const inventory = inventoryFrom(ctx, flags);
   const { concurrency, timeoutMs } = resolveOptions(flags);
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  return rollback(portsFor(ctx, flags, inventory, { timeoutMs, concurrency }), { id, concurrency, waitMs });
+  const output = keepGoingWhenOutputCloses(ctx.stdout);
+  const write = (line: string) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`));
+  // Like a rotation's roll-back, it owns its signals (finishingThroughSignals): the transports must outlive them.
+  const ports = portsFor(
+    ctx,
+    flags,
+    inventory,
+    { timeoutMs, concurrency },
+    { noSignalHandlers: true, out: write },
+  );
+  return finishingThroughSignals(
+    `mesh rollback ${id}`,
+    (line) => void (output.closed() ? undefined : ctx.stderr.write(`${line}\n`)),
+    () => rollback(ports, { id, concurrency, waitMs }),
+  );
 }

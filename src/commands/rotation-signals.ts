@@ -36,3 +36,30 @@ export function stopOnSignals(
     for (const signal of signals) proc.off(signal, onSignal);
   };
 }
+
+/**
+ * `mesh resume` and `mesh rollback` under a signal: they are already the way out of an
+ * unfinished rotation, and each step is bounded (`--wait`, `--timeout`), so no signal cuts them
+ * — a Ctrl-C, a SIGHUP from a dropped terminal or a unit's SIGTERM is answered with a line and
+ * the operation ends by itself. Left to the default (or to the transports' exit), a signal
+ * would stop a roll-back between a provider's rename and its consumer's: the stranding these
+ * commands exist to undo.
+ */
+export async function finishingThroughSignals<T>(
+  command: string,
+  say: (line: string) => void,
+  run: () => Promise<T>,
+  proc: Pick<NodeJS.Process, 'on' | 'off'> = process,
+): Promise<T> {
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  const onSignal = (signal: NodeJS.Signals) =>
+    say(
+      `${signal}: ${command} goes on to the end (each step is bounded by --wait and --timeout); stopping it half-way would leave the pairs it is putting right half-way.`,
+    );
+  for (const signal of signals) proc.on(signal, onSignal);
+  try {
+    return await run();
+  } finally {
+    for (const signal of signals) proc.off(signal, onSignal);
+  }
+}

@@ -47,6 +47,8 @@ export interface JournalHistory {
   consumerDeliveredWith(key: string, providerDigest: SecretDigest): SecretDigest | undefined;
   /** Whether the last rotation that finished this pair revoked the login its consumer left (`--revoke-previous`). */
   revoked(key: string): boolean;
+  /** The last finishing rotation's unconfirmed revoke: the fresh secret's digest prefix (journal.ts `revoke_target`). */
+  revokeTarget(key: string): string | undefined;
   /**
    * Whether the last rotation that finished this pair switched it from one role to alternating:
    * its other login then holds the single role's last password, copied by the provisioner.
@@ -109,6 +111,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const closed = new Map<string, Set<string>>();
   /** pair → whether the last record that finished it marked it revoked. */
   const revoked = new Map<string, boolean>();
+  const revokeTargets = new Map<string, string | undefined>();
   const switchedIn = new Map<string, boolean>();
   const reloads = new Map<string, ReloadOutcome | undefined>();
   for (const record of records) {
@@ -139,6 +142,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     for (const pair of record.pairs) {
       if (finished.has(pair.key)) {
         revoked.set(pair.key, pair.revoked === true);
+        revokeTargets.set(pair.key, typeof pair.revoke_target === 'string' ? pair.revoke_target : undefined);
         switchedIn.set(
           pair.key,
           pair.credential === 'alternating' && Array.isArray(pair.retire) && pair.retire.length > 0,
@@ -167,6 +171,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     preparedPair: (key, id) => preparedPairs.get(`${id}\0${key}`),
     consumerDeliveredWith: (key, digest) => consumerWith.get(`${key}\0${digest}`),
     revoked: (key) => revoked.get(key) ?? false,
+    revokeTarget: (key) => revokeTargets.get(key),
     switchedIn: (key) => switchedIn.get(key) ?? false,
     lastReload: (key) => reloads.get(key),
     unfinished(key) {

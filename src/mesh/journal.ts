@@ -68,6 +68,12 @@ export interface JournalPair {
   readonly left?: string;
   /** Set when the left login was given a password never delivered (revoked on purpose). */
   readonly revoked?: boolean;
+  /**
+   * A revoke committed but not confirmed before baton stopped waiting: the fresh secret's digest
+   * prefix (digestPrefix, never the secret). A provisioner that confirms it later shows it in the
+   * left login's receipt, and `mesh status` then says `revoked`.
+   */
+  readonly revoke_target?: string;
   /** Alternating: the consumer end's own digest (it names the login beside the secret). */
   readonly consumer_digest?: SecretDigest;
   /** Provider-end files of the other mode, removed once the consumer end is live (a pair being switched). */

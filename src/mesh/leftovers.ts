@@ -43,10 +43,15 @@ export function leftoverOf(
 ): Leftover | undefined {
   const open = history.unfinished(pair.key);
   const staged = provider?.next ?? consumer?.next;
+  // A staged file no rotation prepared is nobody's: naming the rotation that prepared the live
+  // file instead would offer a resume of a finished rotation, which is refused.
   const rotation =
     open ??
-    (staged ? history.preparedBy(pair.key, staged) : undefined) ??
-    (provider?.live ? history.preparedBy(pair.key, provider.live) : undefined);
+    (staged
+      ? history.preparedBy(pair.key, staged)
+      : provider?.live
+        ? history.preparedBy(pair.key, provider.live)
+        : undefined);
   if (provider?.next)
     return { pair, rotation, what: `${pair.providerMachine} has ${pair.providerPath}.next staged` };
   if (consumer?.next)

@@ -12,7 +12,8 @@ import {
   type SecretDigest,
 } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
-import type { ProviderIntent } from './intent.js';
+import { leftoverOf, type Leftover } from './leftovers.js';
+import type { FileDigests } from './transport.js';
 import { appNeedsAction, type PairApp } from './app-status.js';
 import type { PlannedPair } from './rotation-plan.js';
 
@@ -62,6 +63,8 @@ export interface LoginsReading {
         readonly read: boolean;
         readonly file: boolean;
         readonly receipt: boolean;
+        /** Its receipt's digest: a revoke the provisioner confirmed after baton exited shows there (revokeTarget). */
+        readonly receiptDigest?: SecretDigest;
         /** A staged `.next` beside it, and the previous file a provider commit keeps until the pair finishes. */
         readonly next: boolean;
         readonly prev: boolean;
@@ -286,14 +289,22 @@ export function pairStatus(
   nowMs: number,
   maxAgeMs: number | undefined,
   running?: string,
-  /** The pair's intent on its provider (intent.ts), when it holds one. */
-  intent?: ProviderIntent,
+  /**
+   * What `mesh rotate` would refuse the pair for now (leftoversIn, from the same reading): THE
+   * answer to "what is unfinished, which rotation, what finishes it". The state and the ids
+   * status suggests derive from it, so status never calls a pair healthy that rotate refuses,
+   * nor offers a resume/rollback that would be refused.
+   */
+  leftover?: Leftover,
 ): PairStatus {
   const deliveredConsumer =
     reading.logins?.live !== undefined && reading.provider.read && reading.provider.live
       ? history.consumerDeliveredWith(pair.key, reading.provider.live)
       : undefined;
-  const { state, detail } = classifyPair(pair, reading, running, deliveredConsumer);
+  const { state, detail } = unfinishedFirst(
+    classifyPair(pair, reading, running, deliveredConsumer),
+    leftover,
+  );
   const remembered = history.pair(pair.key);
   const fromJournal = remembered.lastRotatedAt ? Date.parse(remembered.lastRotatedAt) : NaN;
   // Without a journal entry, the provider end's mtime is the best evidence of when it changed;
@@ -305,14 +316,8 @@ export function pairStatus(
       ? { atMs: mtime, source: 'file-mtime' as const }
       : undefined;
   const ageMs = lastRotated ? Math.max(0, nowMs - lastRotated.atMs) : undefined;
-  const staged = [reading.provider, reading.consumer].flatMap((end) =>
-    end.read && end.next ? [end.next] : [],
-  );
-  const resumeId =
-    state === 'staged' || state === 'pending'
-      ? (history.unfinished(pair.key) ??
-        staged.map((d) => history.preparedBy(pair.key, d)).find((id) => id !== undefined))
-      : undefined;
+  const resumeId = state === 'staged' || state === 'pending' ? leftover?.rotation : undefined;
+  const busy = leftover?.running ?? running;
   const unreadable = [
     ...(reading.provider.read ? [] : [{ machine: pair.providerMachine, reason: reading.provider.reason }]),
     ...(reading.consumer.read || pair.consumerMachine === pair.providerMachine
@@ -330,11 +335,9 @@ export function pairStatus(
       ? { id: remembered.lastRotation.id, outcome: remembered.lastRotation.outcome }
       : undefined,
     resumeId,
-    ...(running !== undefined && (state === 'staged' || state === 'pending') ? { running } : {}),
+    ...(busy !== undefined && (state === 'staged' || state === 'pending') ? { running: busy } : {}),
     // Never prepared whole: nothing of it can be finished, only taken back.
-    ...(resumeId !== undefined && intent?.rotation === resumeId && intent.phase === 'preparing'
-      ? { takeBackOnly: true }
-      : {}),
+    ...(resumeId !== undefined && leftover?.takeBackOnly ? { takeBackOnly: true } : {}),
     neverDelivered:
       reading.provider.read &&
       reading.consumer.read &&
@@ -345,16 +348,57 @@ export function pairStatus(
     unreadable,
     ...databaseOf(reading),
     ...(reading.logins
-      ? { logins: loginsOf(reading.logins, history.revoked(pair.key), history.switchedIn(pair.key)) }
+      ? {
+          logins: loginsOf(
+            reading.logins,
+            history.revoked(pair.key),
+            history.switchedIn(pair.key),
+            history.revokeTarget(pair.key),
+          ),
+        }
       : {}),
   };
+}
+
+/**
+ * A pair rotate refuses is never `applied`, `drifted` or `changed-in-db` (whose ways out are a
+ * rotation): its leftover makes it `staged`, in the leftover's words. A state that already
+ * says "unfinished" (staged, pending) or hides the rest (unreachable) keeps its detail.
+ */
+function unfinishedFirst(
+  classified: { state: PairState; detail: string },
+  leftover: Leftover | undefined,
+): { state: PairState; detail: string } {
+  if (!leftover) return classified;
+  switch (classified.state) {
+    case 'unreachable':
+    case 'staged':
+    case 'pending':
+      return classified;
+    case 'drifted':
+    case 'changed-in-db':
+    case 'app-behind':
+    case 'applied':
+      return {
+        state: 'staged',
+        detail: leftover.rotation
+          ? `rotation ${leftover.rotation} did not finish: ${leftover.what}`
+          : `${leftover.what}; no rotation it names is unfinished`,
+      };
+  }
 }
 
 /**
  * The other login: without its file or receipt, copied right after a switch, else missing;
  * revoked if the last finished rotation said so; otherwise valid.
  */
-export function loginsOf(reading: LoginsReading, revoked: boolean, switchedIn = false): PairLogins {
+export function loginsOf(
+  reading: LoginsReading,
+  revoked: boolean,
+  switchedIn = false,
+  /** An unconfirmed revoke's target (digest prefix): the other login's receipt for it confirms it now. */
+  revokeTarget?: string,
+): PairLogins {
   const other = reading.other;
   if (!other) return { live: reading.live, other: undefined };
   const state: OtherLoginState = !other.read
@@ -363,7 +407,7 @@ export function loginsOf(reading: LoginsReading, revoked: boolean, switchedIn = 
       ? switchedIn && !other.file
         ? 'copied'
         : 'missing'
-      : revoked
+      : revoked || (revokeTarget !== undefined && other.receiptDigest?.startsWith(revokeTarget) === true)
         ? 'revoked'
         : 'valid';
   return { live: reading.live, other: { login: other.login, state } };
@@ -405,4 +449,15 @@ export function meshStatusExitCode(statuses: readonly PairStatus[]): number {
   // app-truth: only evidence counts (a failed reload, an app behind), never "not known".
   if (statuses.some((s) => appNeedsAction(s.app))) return EXIT_CODES['action-needed'];
   return EXIT_OK;
+}
+
+/** leftoverOf over what `mesh status` read of one pair (an unread end is unknown, as in readPlanEnds). */
+export function leftoverOfReading(
+  pair: PlannedPair,
+  reading: Pick<PairReading, 'provider' | 'consumer'>,
+  history: JournalHistory,
+): Leftover | undefined {
+  const digests = (end: EndReading): FileDigests | undefined =>
+    end.read ? { live: end.live, next: end.next, ...(end.prev ? { prev: end.prev } : {}) } : undefined;
+  return leftoverOf(pair, digests(reading.provider), digests(reading.consumer), history);
 }

@@ -7,15 +7,15 @@
 import { reasonOf } from './transport.js';
 import type { FileDigests, TransportFor } from './transport.js';
 import { pairOnMachines, providerDir, withMachineTruth, type PairOnMachines } from './intent.js';
-import { holderWords } from './leftovers.js';
+import { holderWords, leftoversIn } from './leftovers.js';
 import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js';
-import { parseReceipt, type Receipt } from './digest.js';
+import { parseReceipt, type Receipt, type SecretDigest } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
 import { appStatus } from './app-status.js';
 import { parseCensus, sessionsPath } from './session-record.js';
 import { pairStatus, withApp, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
-import { loginFilePaths, type PlannedPair, type RotationPlan } from './rotation-plan.js';
+import { loginFilePaths, settledPairs, type PlannedPair, type RotationPlan } from './rotation-plan.js';
 
 export interface MeshStatusOptions {
   readonly concurrency: number;
@@ -95,6 +95,10 @@ export async function readMeshStatus(
   const onMachines = new Map<string, PairOnMachines>(plan.pairs.map((p) => [p.key, pairOnMachines(p, raw)]));
   // The machines' records first: another controller's journal, or none, changes nothing here.
   const truth = withMachineTruth(history, (key) => onMachines.get(key));
+  // What rotate would refuse, read by the function rotate reads it with, over pairs settled as rotate settles them.
+  const leftovers = new Map(
+    leftoversIn({ ...plan, pairs: settledPairs(plan.pairs, raw) }, raw, history).map((l) => [l.pair.key, l]),
+  );
   const census = (planned: PlannedPair, login: string) => {
     const text = texts.get(endKey(planned.providerMachine, sessionsPath(planned.receiptPath, login)));
     return text === undefined ? undefined : parseCensus(text);
@@ -122,6 +126,7 @@ export async function readMeshStatus(
             prev: otherEnd?.read === true && otherEnd.prev !== undefined,
             file: otherEnd?.read === true && otherEnd.live !== undefined,
             receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined,
+            ...receiptDigestOf(receipts.get(endKey(planned.providerMachine, other.receiptPath))),
           },
         };
       } else logins = { live: undefined, other: undefined };
@@ -138,7 +143,7 @@ export async function readMeshStatus(
       options.nowMs,
       options.maxAgeMs,
       running,
-      on.intent,
+      leftovers.get(planned.key),
     );
     // app-truth: how the app takes the credential, beside `applied` (app-status.ts).
     const consumerEnd = ends.get(endKey(pair.consumerMachine, pair.consumerPath));
@@ -173,4 +178,8 @@ function censusPaths(p: PlannedPair): string[] {
   const logins =
     p.credential === 'alternating' ? LOGIN_SLOTS.map((slot) => loginRole(p.role, slot)) : [p.role];
   return logins.map((login) => sessionsPath(p.receiptPath, login));
+}
+
+function receiptDigestOf(receipt: Receipt | undefined): { receiptDigest?: SecretDigest } {
+  return receipt ? { receiptDigest: receipt.digest } : {};
 }

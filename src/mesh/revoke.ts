@@ -13,7 +13,13 @@
 import path from 'node:path';
 import { nextStep, type Said } from '../next-step.js';
 import { awaitReceipts, groupBy, type ApplyWait } from './delivery.js';
-import { END_SESSIONS_DIR, parseReceipt, type LoginSession, type SecretDigest } from './digest.js';
+import {
+  digestPrefix,
+  END_SESSIONS_DIR,
+  parseReceipt,
+  type LoginSession,
+  type SecretDigest,
+} from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
@@ -83,6 +89,8 @@ export type PairRevoke =
       readonly revoked: false;
       readonly reason: string;
       readonly next: Said;
+      /** Committed, not confirmed: the fresh secret's digest prefix, for the journal (a later receipt confirms it). */
+      readonly target?: string;
     };
 
 export interface RevokeOptions extends ApplyWait {
@@ -176,7 +184,7 @@ export async function revokePrevious(
         const why = options.stop?.aborted
           ? `the wait for ${l.provider}'s receipt was stopped before it confirmed ${l.login}'s fresh password`
           : `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`;
-        results.set(l.pair, notRevoked(l, why));
+        results.set(l.pair, { ...notRevoked(l, why), target: digestPrefix(digests[l.pair]!) });
       }
       await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
     },
@@ -185,7 +193,7 @@ export async function revokePrevious(
 }
 
 /** A revoke that did not happen (or is not confirmed), `why` in words, with what to do next. */
-export function notRevoked(l: LeftLogin, why: string): PairRevoke {
+export function notRevoked(l: LeftLogin, why: string): Extract<PairRevoke, { revoked: false }> {
   return {
     pair: l.pair,
     login: l.login,

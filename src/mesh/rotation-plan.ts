@@ -223,8 +223,18 @@ export function settleLogins(
   ends: EndsRead,
   machineOf: (name: string) => Machine,
 ): RotationPlan {
+  const pairs = settledPairs(plan.pairs, ends);
+  if (pairs === plan.pairs) return plan;
+  return { ...plan, pairs, holders: holdersOf(pairs, machineOf) };
+}
+
+/**
+ * settleLogins' pairs alone (the same array when nothing changed): `mesh status` settles its
+ * pairs exactly as a rotation would, so it reads the same leftovers (pair-state.ts).
+ */
+export function settledPairs(planned: readonly PlannedPair[], ends: EndsRead): readonly PlannedPair[] {
   let changed = false as boolean; // set inside the map below
-  const pairs = plan.pairs.map((pair): PlannedPair => {
+  const pairs = planned.map((pair): PlannedPair => {
     const { dir } = providerDirs(pair);
     const consumer = ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`);
     const has = (file: string) => ends.get(`${pair.providerMachine}\0${dir}/${file}`)?.live !== undefined;
@@ -265,8 +275,7 @@ export function settleLogins(
       window: windowText(pair, login, retire),
     };
   });
-  if (!changed) return plan;
-  return { ...plan, pairs, holders: holdersOf(pairs, machineOf) };
+  return changed ? pairs : planned;
 }
 
 /**

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { isGoneEndError, keepGoingWhenOutputCloses } from '../../src/commands/closed-output.js';
-import { signalReason, stopOnSignals } from '../../src/commands/rotation-signals.js';
+import { finishingThroughSignals, signalReason, stopOnSignals } from '../../src/commands/rotation-signals.js';
 
 const errno = (code: string) => Object.assign(new Error(`write ${code}`), { code });
 
@@ -59,5 +59,40 @@ describe("a rotation's signals", () => {
     expect(proc.listenerCount('SIGINT') + proc.listenerCount('SIGTERM') + proc.listenerCount('SIGHUP')).toBe(
       0,
     );
+  });
+
+  it('mesh resume and mesh rollback go on through SIGHUP, SIGTERM and a second Ctrl-C, saying so, and unhook after', async () => {
+    const proc = new EventEmitter() as unknown as NodeJS.Process;
+    const said: string[] = [];
+    let finish!: (code: number) => void;
+    const running = finishingThroughSignals(
+      'mesh rollback rot-x',
+      (line) => said.push(line),
+      () => new Promise<number>((resolve) => (finish = resolve)),
+      proc,
+    );
+    // Every signal is answered; none has a default to fall back on while the operation runs.
+    for (const signal of ['SIGHUP', 'SIGINT', 'SIGINT', 'SIGTERM'] as const) {
+      expect(proc.listenerCount(signal)).toBe(1);
+      proc.emit(signal, signal);
+    }
+    expect(said).toHaveLength(4);
+    expect(said[0]).toMatch(/^SIGHUP: mesh rollback rot-x goes on to the end/);
+    expect(said[2]).toMatch(/^SIGINT: mesh rollback rot-x goes on/);
+    finish(0);
+    await expect(running).resolves.toBe(0);
+    expect(proc.listenerCount('SIGINT') + proc.listenerCount('SIGTERM') + proc.listenerCount('SIGHUP')).toBe(
+      0,
+    );
+    // A failure unhooks too.
+    await expect(
+      finishingThroughSignals(
+        'mesh resume rot-x',
+        () => undefined,
+        () => Promise.reject(new Error('no')),
+        proc,
+      ),
+    ).rejects.toThrow('no');
+    expect(proc.listenerCount('SIGINT')).toBe(0);
   });
 });

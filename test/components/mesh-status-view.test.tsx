@@ -6,6 +6,7 @@ import { initialMeshStatusView } from '../../src/app/mesh-status-view-state.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import {
+  leftoverOfReading,
   meshStatusExitCode,
   PAIR_STATES,
   pairStatus,
@@ -69,7 +70,17 @@ function statuses(): PairStatus[] {
         },
       },
     ];
-    return pairStatus(pair, readings[i % 6]!, journalHistory([]), NOW, undefined);
+    const reading = readings[i % 6]!;
+    const history = journalHistory([]);
+    return pairStatus(
+      pair,
+      reading,
+      history,
+      NOW,
+      undefined,
+      undefined,
+      leftoverOfReading(pair, reading, history),
+    );
   });
 }
 

@@ -15,7 +15,7 @@ import { utcStamp } from '../../src/authority/index.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import type { JournalRecord } from '../../src/mesh/journal.js';
-import { pairStatus, type PairStatus } from '../../src/mesh/mesh-status.js';
+import { leftoverOfReading, pairStatus, type PairStatus } from '../../src/mesh/mesh-status.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { suggester } from '../../src/suggest-command.js';
 import { leftBehindB, makeHosts, type Hosts } from '../app/failover-hosts.js';
@@ -215,19 +215,23 @@ describe('mesh status', () => {
           pairs: [{ ...pair, digest: d(2000 + i) }],
         }) as unknown as JournalRecord,
     );
-    return plan.pairs.map((pair, i) =>
-      pairStatus(
+    const history = journalHistory(records);
+    return plan.pairs.map((pair, i) => {
+      const reading = {
+        provider: { read: true, live: d(i), next: d(2000 + i), liveModifiedMs: NOW },
+        consumer: { read: true, live: d(i), next: undefined, liveModifiedMs: NOW },
+        receipt: { role: pair.role, digest: d(i), applied_at: '' },
+      } as const;
+      return pairStatus(
         pair,
-        {
-          provider: { read: true, live: d(i), next: d(2000 + i), liveModifiedMs: NOW },
-          consumer: { read: true, live: d(i), next: undefined, liveModifiedMs: NOW },
-          receipt: { role: pair.role, digest: d(i), applied_at: '' },
-        },
-        journalHistory(records),
+        reading,
+        history,
         NOW,
         undefined,
-      ),
-    );
+        undefined,
+        leftoverOfReading(pair, reading, history),
+      );
+    });
   }
 
   it.each([

@@ -242,6 +242,74 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     expectPairWhole();
   }, 60_000);
 
+  it('mesh rollback under SIGHUP and a double Ctrl-C, while it waits for the provisioner: it goes on, says so, and the pair ends whole', async () => {
+    seedOld();
+    const stateDir = path.join(tmp.dir, 'state');
+    // Y is killed between its commits with no provisioner running: the provider is on the new
+    // password, no receipt names the old one, so taking Y back waits for the provisioner.
+    const inv = loadInventory(inventory);
+    const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
+    void runRotationPlain({
+      id: 'rot-y',
+      plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir: stateDir,
+        operator: 't',
+        resolve: { concurrency: 2 },
+        concurrency: 2,
+        waitMs: 60_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
+    });
+    await dying.dead;
+    await waitUntil(async () => (await readJournal(stateDir, 'rot-y')).some((r) => r.phase === 'committed'));
+    const child = spawn(
+      process.execPath,
+      [BATON, '--state-dir', stateDir, 'mesh', 'rollback', 'rot-y', '--inventory', inventory, '--wait', '20'],
+      {
+        cwd: tmp.dir,
+        env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (code, signal) => resolve({ code, signal })),
+    );
+    // Signalled only once it holds the provider's lock (it is taking Y back), never before its handlers are on.
+    const holder = path.join(path.dirname(providerEnd()), '.baton.lock.holder');
+    await waitUntil(() => existsSync(holder) && readFileSync(holder, 'utf8').includes('mesh rollback rot-y'));
+    let told = 0;
+    for (const signal of ['SIGHUP', 'SIGINT', 'SIGINT'] as const) {
+      child.kill(signal);
+      told += 1;
+      await waitUntil(
+        () =>
+          stderr.split('goes on to the end').length > told ||
+          child.exitCode !== null ||
+          child.signalCode !== null,
+      );
+    }
+    expect(child.signalCode).toBeNull();
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      const { code, signal } = await ended;
+      expect(signal).toBeNull();
+      expect([0, 3]).toContain(code);
+      expect(stderr).toContain('SIGINT: mesh rollback rot-y goes on to the end');
+      expect(await followStatus(stateDir)).toEqual([]);
+    } finally {
+      provisioner.stop();
+    }
+    expectPairWhole();
+    expect(readFileSync(consumerEnd(), 'utf8')).toBe('old-web1');
+  }, 60_000);
+
   it('baton killed during prepare: the leftover names that rotation (not an older finished one), rotate refuses naming it, and its rollback takes it back', async () => {
     seedOld();
     const stateDir = path.join(tmp.dir, 'state');

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { meshStatusJson, meshStatusLines } from '../../src/app/mesh-status-text.js';
 import { formatConsumerConninfo, type LoginSlot } from '../../src/mesh/alternating.js';
-import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
+import { digestPrefix, formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { parseInventory } from '../../src/mesh/inventory.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import type { JournalRecord } from '../../src/mesh/journal.js';
@@ -149,6 +149,26 @@ describe('mesh status of an alternating pair', () => {
     ).toEqual({ login: 'web1_app_b', state: 'revoked' });
     expect(
       (await read(mesh('a'), [finished('r1', true), finished('r2', false)])).find(
+        (s) => s.pair.key === alt.key,
+      )!.logins!.other!.state,
+    ).toBe('valid');
+  });
+
+  it('a revoke the provisioner confirmed after baton exited is revoked: the journal kept its target (a digest prefix), the receipt now shows it', async () => {
+    const unconfirmed = (target: string): JournalRecord => {
+      const base = finished('r1', false);
+      return { ...base, pairs: [{ ...base.pairs[0]!, revoke_target: target }] };
+    };
+    // The other login's receipt is for 'other-secret' (mesh()): the revoke's fresh secret, applied later.
+    const confirmed = unconfirmed(digestPrefix(secretDigest('other-secret')));
+    expect(confirmed.pairs[0]!.revoke_target).not.toContain(secretDigest('other-secret').slice(-20));
+    expect((await read(mesh('a'), [confirmed])).find((s) => s.pair.key === alt.key)!.logins!.other).toEqual({
+      login: 'web1_app_b',
+      state: 'revoked',
+    });
+    // Not applied yet (the receipt is for another secret): still valid, as the old password may work.
+    expect(
+      (await read(mesh('a'), [unconfirmed(digestPrefix(secretDigest('not-yet')))])).find(
         (s) => s.pair.key === alt.key,
       )!.logins!.other!.state,
     ).toBe('valid');

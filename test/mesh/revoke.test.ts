@@ -11,8 +11,16 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { startReceiptWriter } from './receipt-writer.js';
-import { secretDigest } from '../../src/mesh/digest.js';
-import { endSessionsPath, leftLogins, revokePrevious, sessionText } from '../../src/mesh/revoke.js';
+import { digestPrefix, secretDigest } from '../../src/mesh/digest.js';
+import {
+  endSessionsPath,
+  leftLogins,
+  notRevoked,
+  revokePrevious,
+  sessionText,
+} from '../../src/mesh/revoke.js';
+import { journalRevoked } from '../../src/app/rotation-revoke.js';
+import type { JournalPair } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { previousPath } from '../../src/mesh/transport.js';
 import { saidText } from '../../src/next-step.js';
@@ -111,7 +119,30 @@ describe('revokePrevious', () => {
     expect(saidText(result!.next)).toContain('`baton mesh rotate --pair pg-main:web1-app --revoke-previous`');
     // The fresh secret is live for the provisioner to apply later; nothing kept beside it.
     expect(db1.files.get(logins[0]!.providerPath)).not.toBe('the-old-password');
+    // Its target, for the journal: a digest prefix (digestPrefix: not a secret, nothing to brute-force), never the whole digest.
+    const fresh = secretDigest(db1.files.get(logins[0]!.providerPath)!);
+    expect(result!.target).toBe(digestPrefix(fresh));
+    expect(JSON.stringify(results)).not.toContain(fresh);
     expect(db1.files.has(previousPath(logins[0]!.providerPath))).toBe(false);
+  });
+
+  it('the journal records a confirmed revoke as revoked and an unconfirmed one by its target only', () => {
+    const pair = { key: 'pg-main:web1-app' } as JournalPair;
+    const login = leftLogins(plan.pairs)[0]!;
+    const target = digestPrefix(secretDigest('fresh'));
+    const late = { ...notRevoked(login, 'not yet'), target };
+    expect(journalRevoked(pair, { step: 'done', revoked: [late] })).toEqual({
+      ...pair,
+      revoke_target: target,
+    });
+    expect(
+      journalRevoked(pair, {
+        step: 'done',
+        revoked: [{ pair: pair.key, login: login.login, revoked: true, sessions: [] }],
+      }),
+    ).toEqual({ ...pair, revoked: true });
+    // A revoke that never committed has no target: nothing for a later receipt to confirm.
+    expect(journalRevoked(pair, { step: 'done', revoked: [notRevoked(login, 'failed')] })).toEqual(pair);
   });
 
   it('a provider machine that fails the commit: not revoked, naming the machine and the step', async () => {
