@@ -4,6 +4,7 @@
  * task did and every check's result, and exits 0 only if every check passed — this is the
  * drill CI runs, so a rehearsal that would teach a wrong lesson fails the build.
  */
+import { shown } from '../../outside-text.js';
 import { EXIT_CODES, EXIT_OK } from '../../errors.js';
 import { DRILL_EXIT } from '../../app/drill/drill-flow.js';
 import { NOT_ACCEPTED } from '../../app/typed-gate.js';
@@ -18,6 +19,9 @@ import { startSandbox } from '../../sandbox/drill-sandbox.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import { DRILL_STEPS, type StepNumber } from '../../app/drill/scenario.js';
 import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
+
+/** A failure's message may quote a server's or the store's words: escaped, but kept whole (baton's own sentences run long). */
+const FAILURE_SHOWN_MAX = 2_000;
 
 export interface PlainOptions {
   readonly first: StepNumber;
@@ -94,7 +98,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
           await performScripted(sandbox, task, (line) => write(`    ${line}`), ask);
         } catch (error) {
           write(
-            `    ${MARKS.refused.glyph} it failed: ${error instanceof Error ? error.message.split('\n').join(' ') : String(error)}`,
+            `    ${MARKS.refused.glyph} it failed: ${shown(error instanceof Error ? error.message.split('\n').join(' ') : String(error), FAILURE_SHOWN_MAX)}`,
           );
         }
         if (left as boolean) {
@@ -121,7 +125,10 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   } catch (error) {
     failed += 1;
     write(
-      `${MARKS.refused.glyph} ${error instanceof Error ? error.message.split('\n').join('\n  ') : String(error)}`,
+      `${MARKS.refused.glyph} ${(error instanceof Error ? error.message : String(error))
+        .split('\n')
+        .map((line) => shown(line, FAILURE_SHOWN_MAX))
+        .join('\n  ')}`,
     );
   } finally {
     const problems = await teardown.run();
