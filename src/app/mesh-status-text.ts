@@ -46,6 +46,8 @@ export function pairNext(status: PairStatus): Said | undefined {
   // A rotation under way: anything else suggested now would be refused (exit 5).
   if (status.running !== undefined) return [`running — wait for it (${status.running}), then `, recheck];
   if (status.takeBackOnly && rollback) return ['it never finished preparing; take it back: ', rollback];
+  if (status.finishOnly && resume)
+    return ['the switch back to single did not finish (its logins still log in); finish it: ', resume];
   switch (status.state) {
     case 'unreachable':
       return [

@@ -12,6 +12,7 @@ import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { JournalHistory } from './journal-history.js';
 import type { JournalPair } from './journal.js';
 import { pairOnMachines, withMachineTruth } from './intent.js';
+import { switchBackLeftBehind, switchBackWhat } from './switch-back.js';
 import { mapBounded } from './map-bounded.js';
 import {
   providerFilesOf,
@@ -32,6 +33,8 @@ export interface Leftover {
   readonly running?: string;
   /** Its rotation never finished preparing: `mesh rollback` takes it back; `mesh resume` would be refused. */
   readonly takeBackOnly?: boolean;
+  /** A switch back to single cut short after its consumer commit (switch-back.ts): only `mesh resume` finishes it. */
+  readonly finishOnly?: boolean;
 }
 
 /** One pair's leftover, from what its two ends hold and the journal; undefined when it is clean. */
@@ -158,9 +161,18 @@ export function leftoversIn(
           ...(takeBackOnly ? { takeBackOnly } : {}),
         },
       ];
-    return running === undefined
-      ? []
-      : [{ pair, rotation: undefined, what: 'a rotation is running', running }];
+    if (running !== undefined) return [{ pair, rotation: undefined, what: 'a rotation is running', running }];
+    // Only when the machines name the rotation that switched: its resume finishes it. Without
+    // a record (a switch made before records existed) the next rotation's retire removes them.
+    const leftBehind = switchBackLeftBehind(
+      pair,
+      ends.get(`${pair.providerMachine}\0${pair.providerPath}`),
+      ends.get(`${pair.consumerMachine}\0${pair.consumerPath}`),
+    );
+    const switched = on?.intent?.rotation;
+    return leftBehind && switched
+      ? [{ pair, rotation: switched, what: switchBackWhat(pair, leftBehind), finishOnly: true }]
+      : [];
   });
 }
 
@@ -224,6 +236,8 @@ export function waysOut(leftover: Leftover, s: Suggester = PLAIN_SUGGESTER): str
     return `wait for it: ${holderWords(leftover.running)} holds ${leftover.pair.provider}'s lock on ${leftover.pair.providerMachine}, then run ${renderStep(s, nextStep('mesh status'))}`;
   if (leftover.takeBackOnly && leftover.rotation)
     return `take it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))} (it never finished preparing: nothing of it took effect)`;
+  if (leftover.finishOnly && leftover.rotation)
+    return `finish it with ${renderStep(s, nextStep(`mesh resume ${leftover.rotation}`))} (it removes the logins' files; the provisioner then sets both logins NOLOGIN)`;
   return leftover.rotation
     ? `finish it with ${renderStep(s, nextStep(`mesh resume ${leftover.rotation}`))} or roll it back with ${renderStep(s, nextStep(`mesh rollback ${leftover.rotation}`))}`
     : `no rotation in this mesh's journal left it: remove the staged or kept file on the machine by hand (it is never read), then run ${renderStep(s, nextStep('mesh status'))}`;

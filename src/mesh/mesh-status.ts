@@ -102,6 +102,8 @@ export interface PairStatus {
   readonly running?: string;
   /** The leftover's rotation never finished preparing: `mesh rollback` takes it back; resume would be refused. */
   readonly takeBackOnly?: boolean;
+  /** The leftover is a switch back to single cut short: `mesh resume` finishes it; a rollback has nothing to take back. */
+  readonly finishOnly?: boolean;
   /** Neither end holds a credential: the pair was never seeded. */
   readonly neverDelivered: boolean;
   /** Machines that could not be read, with why. */
@@ -338,6 +340,8 @@ export function pairStatus(
     ...(busy !== undefined && (state === 'staged' || state === 'pending') ? { running: busy } : {}),
     // Never prepared whole: nothing of it can be finished, only taken back.
     ...(resumeId !== undefined && leftover?.takeBackOnly ? { takeBackOnly: true } : {}),
+    // A switch back cut short after its consumer commit: only resume removes what it left.
+    ...(resumeId !== undefined && leftover?.finishOnly ? { finishOnly: true } : {}),
     neverDelivered:
       reading.provider.read &&
       reading.consumer.read &&

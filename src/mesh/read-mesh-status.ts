@@ -6,7 +6,7 @@
  */
 import { reasonOf } from './transport.js';
 import type { FileDigests, TransportFor } from './transport.js';
-import { pairOnMachines, providerDir, withMachineTruth, type PairOnMachines } from './intent.js';
+import { pairOnMachines, withMachineTruth, type PairOnMachines } from './intent.js';
 import { holderWords, leftoversIn } from './leftovers.js';
 import { LOGIN_SLOTS, loginRole, otherSlot, slotOfLogin } from './alternating.js';
 import { parseReceipt, type Receipt, type SecretDigest } from './digest.js';
@@ -15,7 +15,13 @@ import { mapBounded } from './map-bounded.js';
 import { appStatus } from './app-status.js';
 import { parseCensus, sessionsPath } from './session-record.js';
 import { pairStatus, withApp, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
-import { loginFilePaths, settledPairs, type PlannedPair, type RotationPlan } from './rotation-plan.js';
+import {
+  loginFilePaths,
+  providerFilesOf,
+  settledPairs,
+  type PlannedPair,
+  type RotationPlan,
+} from './rotation-plan.js';
 
 export interface MeshStatusOptions {
   readonly concurrency: number;
@@ -50,8 +56,9 @@ export async function readMeshStatus(
       ...new Set([
         ...holder.receives.map((d) => d.path),
         ...provided.flatMap((p) => loginFiles(p).map((f) => f.providerPath)),
-        // Where the pair's intent lives, whatever its mode (intent.ts).
-        ...provided.map((p) => `${providerDir(p)}/${p.role}`),
+        // Where the pair's intent lives, whatever its mode (intent.ts), and the other mode's
+        // files: settled as rotate settles (a single pair's login files a switch back left).
+        ...provided.flatMap((p) => providerFilesOf(p)),
       ]),
     ];
     try {

@@ -22,6 +22,7 @@ import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
 import { journalRevoked, revokeAfterCommit, revokeResultLines } from '../app/rotation-revoke.js';
 import { appliedCount, formatWindow, plural, staysOn, switchedLines } from '../app/rotation-text.js';
 import { closingAfter, type OperationPorts } from './operation-ports.js';
+import { finishSwitchBacks, switchBacksLeftBy } from './finish-switch-back.js';
 import { holdProviderLocks } from './provider-locks.js';
 import { rotationOnMachines } from './rotation-on-machines.js';
 
@@ -54,6 +55,15 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
       const transportFor = transports.transportFor;
       // Which pairs to lock comes from the machines or the journal: read once without, then lock and read again.
       const first = await rotationOnMachines(id, 'resume', inventory, journal, transportFor, concurrency);
+      // All X left is a switch back cut short after its consumer commit: only its logins' files remain to go.
+      const switchBacks = await switchBacksLeftBy(id, inventory, transportFor, concurrency);
+      if (
+        switchBacks.length > 0 &&
+        [...first.unfinished].every((k) => switchBacks.some((p) => p.key === k))
+      ) {
+        const code = await finishSwitchBacks(ports, id, switchBacks, concurrency);
+        if (code !== undefined) return code;
+      }
       const planned = resumablePlan(id, withoutSettled(first.records, first.settled), inventory, where);
       const locks = await holdProviderLocks(planned.pairs, transportFor, command);
       try {

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import type { JournalRecord } from '../../src/mesh/journal.js';
-import { leftoverOf, leftoversRefusal } from '../../src/mesh/leftovers.js';
+import { leftoverOf, leftoversIn, leftoversRefusal } from '../../src/mesh/leftovers.js';
 import { legacyMeshIdentity, meshIdentities, meshIdentity } from '../../src/mesh/mesh-identity.js';
-import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { planRotation, settledPairs } from '../../src/mesh/rotation-plan.js';
 import { parseSelector, selectPairs } from '../../src/mesh/selector.js';
 import { meshInventory } from './mesh-fixture.js';
 
@@ -205,5 +205,76 @@ describe('selectors and the mesh identity', () => {
     expect(legacy).toBe(legacyMeshIdentity(inventory));
     expect(legacyMeshIdentity(edited)).not.toBe(legacy);
     expect(meshIdentities({ ...inventory, id: 'prod-eu' })).toEqual(['prod-eu']);
+  });
+});
+
+describe('a switch back to single cut short after its consumer commit (switch-back.ts)', () => {
+  const single = planRotation(meshInventory(1, 'local'), { by: 'consumer', name: 'web1-app' }).pairs.find(
+    (p) => p.provider === 'pg-main',
+  )!;
+  const dir = single.providerPath.slice(0, single.providerPath.lastIndexOf('/'));
+  const at = (machine: string, file: string) => `${machine}\0${file}`;
+  const intent = (phase: string) =>
+    JSON.stringify({
+      v: 1,
+      end: 'provides',
+      rotation: 'r-off',
+      pair: single.key,
+      phase,
+      at: '2026-12-01T00:00:00Z',
+      by: { host: 'h', pid: 1 },
+      // What it prepared: the consumer holds it, so the commit itself is done.
+      prepared: { ...record('r-off', 'prepared').pairs[0], key: single.key, digest: d('b') },
+    });
+  /** The machines after the crash: bare consumer, plain R live, R+a live beside it, the intent `phase`. */
+  function ends(options: { phase?: string; consumerLogin?: string; loginFile?: boolean } = {}) {
+    const m = new Map([
+      [
+        at(single.providerMachine, single.providerPath),
+        {
+          live: d('b'),
+          next: undefined,
+          ...(options.phase ? { record: intent(options.phase) } : {}),
+        },
+      ],
+      [
+        at(single.consumerMachine, single.consumerPath),
+        {
+          live: d('b'),
+          next: undefined,
+          ...(options.consumerLogin ? { liveLogin: options.consumerLogin } : {}),
+        },
+      ],
+    ]);
+    if (options.loginFile !== false)
+      m.set(at(single.providerMachine, `${dir}/web1_app+a`), { live: d('c'), next: undefined });
+    return m;
+  }
+  const leftovers = (e: ReturnType<typeof ends>) =>
+    leftoversIn({ ...plan, pairs: settledPairs([single], e), holders: [] }, e, journalHistory([]));
+
+  it.each(['committing', 'finished'])(
+    'intent %s: a leftover only resume finishes, naming the rotation and the file still delivered; rotate refuses it',
+    (phase) => {
+      const found = leftovers(ends({ phase }));
+      expect(found).toMatchObject([
+        {
+          rotation: 'r-off',
+          finishOnly: true,
+          what: 'db1 still delivers web1_app+a beside web1_app: the switch back to single did not finish, and that login still logs in',
+        },
+      ]);
+      const refusal = leftoversRefusal('rotate', found);
+      expect(refusal.next).toContain('mesh resume r-off');
+      expect(refusal.next).not.toContain('mesh rollback');
+    },
+  );
+
+  it('none without a login file, while the consumer is still on a login (a switch yet to rotate), or with no intent naming a rotation', () => {
+    expect(leftovers(ends({ phase: 'finished', loginFile: false }))).toEqual([]);
+    expect(
+      leftovers(ends({ phase: 'finished', consumerLogin: 'web1_app_a' })).filter((l) => l.finishOnly),
+    ).toEqual([]);
+    expect(leftovers(ends())).toEqual([]);
   });
 });

@@ -12,15 +12,23 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { loginRole } from '../../src/mesh/alternating.js';
+import { loadInventory } from '../../src/mesh/inventory.js';
+import { readPlanEnds } from '../../src/mesh/leftovers.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import { planRotation, settleLogins } from '../../src/mesh/rotation-plan.js';
+import { transportsFor } from '../../src/transport/make-transport.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { makeTempDir, rotationRecords } from '../helpers/fs-snapshot.js';
 import { consumerLogin } from '../helpers/password-app.js';
 import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { REPO } from '../helpers/bundle-script.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { dyingAfterConsumerCommit, type AfterConsumerCommit } from '../mesh/dying-baton.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
@@ -135,6 +143,40 @@ describeWithPart(
       tmp.cleanup();
     });
 
+    const providerDir = () => path.join(tmp.dir, 'machines', 'db1', MESH, 'provides', PROVIDER);
+
+    /**
+     * The switch back to single (the inventory already says single), run in this process
+     * under a transport that "dies" at `point`, after the consumer's commit: what a baton
+     * SIGKILLed there leaves on the machines. Resolves with the rotation's id once it is dead.
+     */
+    async function switchBackDying(point: AfterConsumerCommit): Promise<string> {
+      const id = `rot-off-${point}`;
+      const inv = loadInventory(inventory());
+      const machineOf = (name: string) => inv.machines.find((m) => m.name === name)!;
+      const dying = dyingAfterConsumerCommit(transportsFor(inv.machines, TEST_BOUNDS), point);
+      const planned = planRotation(inv, { by: 'pair', provider: PROVIDER, consumer: 'web1-app' });
+      const ends = await readPlanEnds(planned, dying.transportFor, 2);
+      void runRotationPlain({
+        id,
+        plan: settleLogins(planned, ends, machineOf),
+        yes: true,
+        write: () => undefined,
+        deps: {
+          transportFor: dying.transportFor,
+          journalDir: path.join(tmp.dir, 'state'),
+          operator: 't',
+          resolve: { concurrency: 2 },
+          concurrency: 2,
+          waitMs: 20_000,
+          pollMs: 20,
+          mesh: meshIdentity(inv),
+        },
+      });
+      await dying.dead;
+      return id;
+    }
+
     /** single → alternating → single; returns the passwords each login last accepted. */
     async function switchAndBack(): Promise<{ preSwitch: string; a: string; single: string }> {
       expect((await rotate()).exitCode).toBe(0);
@@ -177,6 +219,65 @@ describeWithPart(
         await provisioner.kill();
       }
     }, 120_000);
+
+    it.each(['after-consumer-commit', 'at-retire'] as const)(
+      'baton killed %s of the switch back: status is not ✓ and names mesh resume; following it, neither _a nor _b can log in',
+      async (point) => {
+        const provisioner = startProvisioner();
+        try {
+          expect((await rotate()).exitCode).toBe(0);
+          const preSwitch = readFileSync(consumerFile(), 'utf8');
+          setAlternating(true);
+          const on = await rotate();
+          expect(on.exitCode, on.all).toBe(0);
+          const a = consumerLogin(readFileSync(consumerFile(), 'utf8'), 'web1_app');
+          setAlternating(false);
+          const id = await switchBackDying(point);
+          const single = readFileSync(consumerFile(), 'utf8');
+          expect(consumerLogin(single, 'web1_app').format).toBe('bare');
+          // What the crash leaves: a's file beside the plain one (b, copied at the switch, never had one), and its intent.
+          for (const file of ['web1_app', 'web1_app+a'])
+            expect(readFileSync(path.join(providerDir(), file), 'utf8').length).toBeGreaterThan(0);
+          const intent = Object.values(rotationRecords(providerDir())).find((r) => r.end === 'provides')!;
+          expect([intent.rotation, intent.phase]).toEqual([
+            id,
+            point === 'at-retire' ? 'finished' : 'committing',
+          ]);
+          // The back door that is left: the login made at the switch still takes the pre-switch password.
+          await new Promise((r) => setTimeout(r, 2_500)); // two provisioner cycles
+          expect(await canLogin(sandbox, B, preSwitch)).toBe(true);
+
+          const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--json');
+          expect(status.exitCode, status.all).toBe(3);
+          const pair = (
+            JSON.parse(status.stdout) as {
+              pairs: { state: string; detail: string; next_steps: { command: string }[] }[];
+            }
+          ).pairs[0]!;
+          expect(pair.detail).toContain('still delivers web1_app+a beside web1_app');
+          expect(pair.next_steps.map((s) => s.command)).toEqual([expect.stringMatching(`mesh resume ${id}`)]);
+          // rotate agrees with status: refused, naming the same way out, nothing changed.
+          const before = readFileSync(path.join(providerDir(), 'web1_app'), 'utf8');
+          const refused = await rotate();
+          expect(refused.exitCode, refused.all).toBe(3);
+          expect(refused.stderr).toContain(`mesh resume ${id}`);
+          expect(readFileSync(path.join(providerDir(), 'web1_app'), 'utf8')).toBe(before);
+
+          // Pasted as printed.
+          const resumed = await runBaton(pair.next_steps[0]!.command.split(' ').slice(1), {
+            cwd: tmp.dir,
+            env: { NO_COLOR: '1' },
+            timeoutMs: 60_000,
+          });
+          expect(resumed.exitCode, resumed.all).toBe(0);
+          expect(resumed.stdout).toContain('web1_app_a and web1_app_b NOLOGIN');
+          await noLoginLeft({ preSwitch, a: a.password, single });
+        } finally {
+          await provisioner.kill();
+        }
+      },
+      120_000,
+    );
 
     it('the provisioner killed right after the switch back: the next one closes both logins', async () => {
       const first = startProvisioner();
