@@ -6,6 +6,7 @@ import {
   forceUnlocked,
   failoverExitCode,
   initialFailover,
+  pushUnlocked,
 } from '../src/app/failover-flow.js';
 import { failoverRunner, type FailoverPorts } from '../src/app/failover-run-effect.js';
 import type { KeyIntent } from './keys.js';
@@ -50,7 +51,10 @@ export function FailoverApp({
     setHelpState(open);
   }, []);
   const report = useTurnReport();
-  const typing = state.step === 'confirming-force' || (state.step === 'confirming' && state.gated);
+  const typing =
+    state.step === 'confirming-force' ||
+    state.step === 'confirming-push' ||
+    (state.step === 'confirming' && state.gated);
 
   // Ctrl-C ends the app without a `q`: the exit code is still the one of where the walk stood.
   const latest = useRef(state);
@@ -80,7 +84,11 @@ export function FailoverApp({
           return;
         case 'back':
           // Leaving a confirm or the force gate is a back-out; Esc where it changes nothing is not.
-          if (state.step === 'confirming' || state.step === 'confirming-force')
+          if (
+            state.step === 'confirming' ||
+            state.step === 'confirming-force' ||
+            state.step === 'confirming-push'
+          )
             report({ kind: 'backed-out' });
           dispatch({ type: 'back' });
           return;
@@ -110,7 +118,10 @@ export function FailoverApp({
   const onTyped = useCallback((text: string) => dispatch({ type: 'typed', text }), [dispatch]);
   const onConfirm = useCallback(() => {
     const before = current();
-    if (before.step === 'confirming-force' && !forceUnlocked(before))
+    if (
+      (before.step === 'confirming-force' && !forceUnlocked(before)) ||
+      (before.step === 'confirming-push' && !pushUnlocked(before))
+    )
       report({ kind: 'refused-entry', typed: before.typed });
     dispatch({ type: 'confirm' });
   }, [dispatch, current, report]);

@@ -1,13 +1,14 @@
 import { Box, Text } from 'ink';
 import { Prose } from './Prose.js';
 import type { FailoverState } from '../src/app/failover-flow.js';
-import { actionWords, byCommandChoices } from '../src/app/failover-actions.js';
+import { actionWords } from '../src/app/failover-actions.js';
 import { assertNever } from '../src/app/status-verdict.js';
 import { ReadSummary } from './ReadSummary.js';
 import { VerdictBlock } from './VerdictBlock.js';
 import { ActionMenu } from './ActionMenu.js';
 import { ConfirmAction } from './ConfirmAction.js';
 import { ForceGate } from './ForceGate.js';
+import { PushGate } from './PushGate.js';
 import { FailoverResult } from './FailoverResult.js';
 import { ErrorMessage } from './ErrorMessage.js';
 import { HelpOverlay } from './HelpOverlay.js';
@@ -34,6 +35,7 @@ const FOOTERS: Record<FailoverState['step'], string> = {
   deciding: '↑↓ j k move · Enter select · r read again · ? help · q quit',
   confirming: 'Enter confirm · Esc back · ? help · q quit',
   'confirming-force': 'type 8 chars · Enter confirm · Esc back · Ctrl-C quit',
+  'confirming-push': 'type 8 chars · Enter confirm · Esc back · Ctrl-C quit',
   acting: 'working… Ctrl-C quits',
   done: 'r read again · q quit',
   failed: 'Esc read again and decide again · q quit',
@@ -56,6 +58,7 @@ export function FailoverScreen({
       {state.step === 'deciding' ||
       state.step === 'confirming' ||
       state.step === 'confirming-force' ||
+      state.step === 'confirming-push' ||
       state.step === 'acting'
         ? `  deployment ${state.reading.deployment}`
         : ''}
@@ -112,9 +115,6 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
             cursor={state.cursor}
             columns={columns}
           />
-          {byCommandChoices(state.reading, baton).map((text) => (
-            <Prose key={text} width={columns} text={text} commands={baton} />
-          ))}
         </Box>
       );
     case 'confirming':
@@ -123,6 +123,17 @@ function Body({ state, columns, baton, onTyped, onConfirm }: Omit<FailoverScreen
       );
     case 'confirming-force':
       return <ForceGate state={state} columns={columns} onTyped={onTyped} onConfirm={onConfirm} isActive />;
+    case 'confirming-push':
+      return (
+        <PushGate
+          state={state}
+          columns={columns}
+          baton={baton}
+          onTyped={onTyped}
+          onConfirm={onConfirm}
+          isActive
+        />
+      );
     case 'acting':
       return (
         <Prose

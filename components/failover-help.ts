@@ -16,7 +16,11 @@ const TYPING: readonly KeyHelp[] = [
 ];
 
 function typingGate(state: FailoverState): boolean {
-  return state.step === 'confirming-force' || (state.step === 'confirming' && state.gated);
+  return (
+    state.step === 'confirming-force' ||
+    state.step === 'confirming-push' ||
+    (state.step === 'confirming' && state.gated)
+  );
 }
 
 /** This screen's keys; `closes` when q closes the view (the drill's failover task) rather than quitting. */
@@ -61,6 +65,8 @@ export const HELP_ABOUT: Record<FailoverState['step'], string> = {
     'The last stop before a write. A step that cannot be undone asks for the first 8 characters of the deployment id.',
   'confirming-force':
     'Type the 8 characters marked "type these" (the LOCAL fingerprint, the one set aside). The PUBLISHED one is not accepted.',
+  'confirming-push':
+    'Type the 8 characters marked "type these" (the PUBLISHED fingerprint, the one the store stops holding). The LOCAL one is not accepted.',
   acting: 'baton takes the lock, reads both sides again and writes only if nothing changed.',
   done: 'What was done, and the re-read that shows how the host stands now.',
   failed: 'What went wrong, where, and what to do. Esc reads again; nothing is repeated blind.',

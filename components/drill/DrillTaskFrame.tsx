@@ -6,10 +6,11 @@ import { useColor } from '../hooks/use-color.js';
 import { ReservedRows, useTerminalSize } from '../hooks/use-columns.js';
 import { TurnReport, type Turn } from '../hooks/use-turn-report.js';
 import { MARKS } from '../../src/app/marks.js';
+import { wrapWords } from '../layout.js';
 import { DrillRail } from './DrillRail.js';
 
-/** The rail (two lines) and the task line above the view. */
-const FRAME_ROWS = 3;
+/** The rail's two lines above the task line(s). */
+const RAIL_ROWS = 2;
 
 export interface DrillTaskFrameProps {
   readonly state: DrillState;
@@ -64,16 +65,21 @@ export function DrillTaskFrame({
     state.checks.length > 0 && state.checks.every((check) => check.ok)
       ? `  ${MARKS.ok.glyph} the last task passed ${state.checks.length === 1 ? 'its check' : `all ${state.checks.length} checks`}`
       : '';
+  // The task is WRAPPED, never cut: inside a view `?` opens the view's help, not the drill's,
+  // so a cut task line ("Rotate every pair of pg-main again, revoking the login web2-a…") had
+  // no key to read it whole. The view is given the rows the wrapped line leaves.
+  const taskLines = wrapWords(`▸ ${task.label}`, columns, 2);
+  const withPassed = taskLines.length === 1 && [...`${taskLines[0]!}${passed}`].length <= columns;
   return (
     <Box flexDirection="column" width={columns}>
       <DrillRail state={state} columns={columns} hint="the view's keys apply · q closes it" />
-      <Text wrap="truncate-end">
-        <Text color={paint('cyan')}>{`▸ ${task.label}`}</Text>
-        {passed && [...`▸ ${task.label}${passed}`].length <= columns ? (
-          <Text color={paint(MARKS.ok.color)}>{passed}</Text>
-        ) : null}
-      </Text>
-      <ReservedRows.Provider value={FRAME_ROWS}>
+      {taskLines.map((line, i) => (
+        <Text key={i}>
+          <Text color={paint('cyan')}>{line}</Text>
+          {withPassed && passed ? <Text color={paint(MARKS.ok.color)}>{passed}</Text> : null}
+        </Text>
+      ))}
+      <ReservedRows.Provider value={RAIL_ROWS + taskLines.length}>
         <TurnReport.Provider value={report}>{children}</TurnReport.Provider>
       </ReservedRows.Provider>
     </Box>

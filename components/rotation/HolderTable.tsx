@@ -3,14 +3,16 @@ import { MARKS } from '../../src/app/marks.js';
 import { holderStatus, receivesShort } from '../../src/app/rotation-text.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
 import { planIndex } from '../../src/mesh/rotation-plan.js';
-import { fit } from './fit.js';
+import { fit, wrapCell } from './fit.js';
+import type { Holder } from '../../src/mesh/rotation-plan.js';
+import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 
 export interface HolderTableProps {
   readonly state: RotationState;
   readonly columns: number;
   /** First visible row. */
   readonly offset: number;
-  /** How many rows fit. */
+  /** How many lines the holders may take (a holder whose cells wrap takes more than one). */
   readonly pageSize: number;
   readonly color: boolean;
   /** Frame of the busy mark, so a pending row visibly moves. */
@@ -19,16 +21,92 @@ export interface HolderTableProps {
 
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-/** The affected holders, one row each, scrolled to `offset`: hundreds of them fit 24 rows. */
-export function HolderTable({ state, columns, offset, pageSize, color, tick }: HolderTableProps) {
-  const holders = state.plan.holders;
-  const machineWidth = Math.min(18, Math.max(8, planIndex(state.plan).longestMachine));
+/** The table's columns at `columns`: MACHINE and RECEIVES wrap inside theirs, STATUS is cut to its own. */
+function columnsOf(plan: RotationPlan, columns: number) {
+  const machineWidth = Math.min(18, Math.max(8, planIndex(plan).longestMachine));
   // One column spare: a row that fills the last column makes some terminals wrap.
   const width = columns - 1;
   const rest = width - 2 - machineWidth - 1 - 6 - 1;
   const receivesWidth = Math.floor(rest * 0.5);
   const statusWidth = rest - receivesWidth - 1;
-  const visible = holders.slice(offset, offset + pageSize);
+  return { width, machineWidth, receivesWidth, statusWidth };
+}
+
+/**
+ * A holder's MACHINE and RECEIVES cells, each on as many lines as it takes: a machine name or
+ * a delivery path is an id, and an id cut in the middle (`consumes/pg-main/web…`) cannot be
+ * read anywhere else on this screen.
+ */
+function cellLines(holder: Holder, machineWidth: number, receivesWidth: number) {
+  const machine = wrapCell(holder.machine, machineWidth);
+  const receives = wrapCell(receivesShort(holder), receivesWidth);
+  return { machine, receives, height: Math.max(machine.length, receives.length) };
+}
+
+/** How many lines each holder's row takes at `columns`. */
+function rowHeights(plan: RotationPlan, columns: number): number[] {
+  const { machineWidth, receivesWidth } = columnsOf(plan, columns);
+  return plan.holders.map((holder) => cellLines(holder, machineWidth, receivesWidth).height);
+}
+
+/**
+ * The holders shown from `offset`: as many whole rows as fit `pageSize` lines, never none. The
+ * page is counted in LINES, so a wrapped row never pushes the table past the rows the screen
+ * gave it (the gate's prompt under it stays in view).
+ */
+export function visibleHolders(
+  plan: RotationPlan,
+  columns: number,
+  offset: number,
+  pageSize: number,
+): number {
+  const heights = rowHeights(plan, columns).slice(offset);
+  let used = 0;
+  let shown = 0;
+  for (const height of heights) {
+    if (shown > 0 && used + height > pageSize) break;
+    used += height;
+    shown += 1;
+  }
+  return shown;
+}
+
+/** The last offset worth scrolling to: from it every remaining row fits the page. */
+export function lastHolderOffset(plan: RotationPlan, columns: number, pageSize: number): number {
+  const heights = rowHeights(plan, columns);
+  let used = 0;
+  let offset = heights.length;
+  while (offset > 0 && (offset === heights.length || used + heights[offset - 1]! <= pageSize)) {
+    used += heights[offset - 1]!;
+    offset -= 1;
+  }
+  return offset;
+}
+
+/** Whether the table scrolls at all: some holder is off the page from the top. */
+export function holdersScroll(plan: RotationPlan, columns: number, pageSize: number): boolean {
+  return visibleHolders(plan, columns, 0, pageSize) < plan.holders.length;
+}
+
+/** Lines the table takes at `columns` for the page at `offset`: its header, the rows shown, the "more" line. */
+export function holderTableHeight(
+  plan: RotationPlan,
+  columns: number,
+  offset: number,
+  pageSize: number,
+): number {
+  const shown = visibleHolders(plan, columns, offset, pageSize);
+  const rows = rowHeights(plan, columns)
+    .slice(offset, offset + shown)
+    .reduce((n, height) => n + height, 0);
+  return 1 + rows + (holdersScroll(plan, columns, pageSize) ? 1 : 0);
+}
+
+/** The affected holders, one row each (more lines where a cell wraps), scrolled to `offset`: hundreds of them fit 24 rows. */
+export function HolderTable({ state, columns, offset, pageSize, color, tick }: HolderTableProps) {
+  const holders = state.plan.holders;
+  const { width, machineWidth, receivesWidth, statusWidth } = columnsOf(state.plan, columns);
+  const visible = holders.slice(offset, offset + visibleHolders(state.plan, columns, offset, pageSize));
   return (
     <Box flexDirection="column" width={columns}>
       <Text bold>
@@ -41,15 +119,23 @@ export function HolderTable({ state, columns, offset, pageSize, color, tick }: H
         const status = holderStatus(state, holder);
         const mark = MARKS[status.tone];
         const glyph = status.tone === 'busy' ? SPINNER[tick % SPINNER.length]! : mark.glyph;
+        const cells = cellLines(holder, machineWidth, receivesWidth);
         return (
-          <Text key={holder.machine} wrap="truncate-end">
-            {color ? <Text color={mark.color}>{glyph}</Text> : glyph} {fit(holder.machine, machineWidth)}{' '}
-            {fit(holder.transport, 6)} {fit(receivesShort(holder), receivesWidth)}{' '}
-            {fit(status.text, statusWidth)}
-          </Text>
+          <Box key={holder.machine} flexDirection="column">
+            <Text wrap="truncate-end">
+              {color ? <Text color={mark.color}>{glyph}</Text> : glyph} {fit(cells.machine[0]!, machineWidth)}{' '}
+              {fit(holder.transport, 6)} {fit(cells.receives[0]!, receivesWidth)}{' '}
+              {fit(status.text, statusWidth)}
+            </Text>
+            {Array.from({ length: cells.height - 1 }, (_, i) => (
+              <Text key={i} wrap="truncate-end">
+                {`  ${fit(cells.machine[i + 1] ?? '', machineWidth)} ${fit('', 6)} ${cells.receives[i + 1] ?? ''}`.trimEnd()}
+              </Text>
+            ))}
+          </Box>
         );
       })}
-      {holders.length > pageSize ? (
+      {holdersScroll(state.plan, columns, pageSize) ? (
         // How many are out of sight and how to see them first: a narrow terminal cuts the end.
         <Text dimColor={color}>
           {fit(

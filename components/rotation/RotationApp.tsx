@@ -19,6 +19,7 @@ import { useFlowState, type Coalesce } from '../hooks/use-flow.js';
 import type { KeyHelp } from '../keys.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { holderPage, RotationView } from './RotationView.js';
+import { lastHolderOffset } from './HolderTable.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 
 /** Progress events that can arrive by the hundred are batched (with the spinner, under 10 frames a second). */
@@ -131,7 +132,7 @@ export function RotationApp({
           setOffset((o) =>
             Math.max(
               0,
-              Math.min(o + intent.by, Math.max(0, current.plan.holders.length - holderPage(size.rows))),
+              Math.min(o + intent.by, lastHolderOffset(current.plan, columns, holderPage(size.rows))),
             ),
           );
           return;
@@ -147,7 +148,7 @@ export function RotationApp({
         }
       }
     },
-    [flow, leave, setHelp, size.rows, report],
+    [flow, leave, setHelp, size.rows, columns, report],
   );
 
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });

@@ -32,7 +32,7 @@ import {
   revokeGateLine,
 } from '../../src/app/rotation-preview.js';
 import { layoutWithCommands, wrapWords } from '../layout.js';
-import { HolderTable } from './HolderTable.js';
+import { HolderTable, holdersScroll, holderTableHeight } from './HolderTable.js';
 import { clip } from './fit.js';
 import { Focused, Frame } from '../Frame.js';
 import { Prose } from '../Prose.js';
@@ -109,7 +109,7 @@ export function RotationView({
       columns={columns}
       rows={rows ?? 24}
       header={line(`baton mesh rotate · rotation ${state.id}`)}
-      footer={line(fittedKeys(keysLine(state, pageSize), width))}
+      footer={line(fittedKeys(keysLine(state, holdersScroll(state.plan, columns, pageSize)), width))}
       scrollKeys={false}
     >
       {line(planHeadline(state.plan))}
@@ -126,7 +126,7 @@ export function RotationView({
           panel(state, refusal, summaryOnQuit, resume, revoke, {
             width,
             plan,
-            room: previewRoom(state, rows ?? 24, pageSize, width),
+            room: previewRoom(state, rows ?? 24, pageSize, width, offset),
           }),
         ).map((group, g) => {
           const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap));
@@ -175,9 +175,15 @@ interface PreviewFit {
  * gate line, the prompt, the field and the keys take comes off first, so the prompt and the
  * field stay on screen. Never under 3 (a tiny terminal scrolls instead).
  */
-function previewRoom(state: RotationState, rows: number, pageSize: number, width: number): number {
-  const holders = state.plan.holders.length;
-  const table = 1 + Math.min(holders, pageSize) + (holders > pageSize ? 1 : 0);
+function previewRoom(
+  state: RotationState,
+  rows: number,
+  pageSize: number,
+  width: number,
+  offset: number,
+): number {
+  // The table as drawn: a row whose RECEIVES wraps takes more than one line.
+  const table = holderTableHeight(state.plan, width + 1, offset, pageSize);
   const ages = state.plan.ages ? wrapWords(agesText(state.plan, state.plan.ages), width).length : 0;
   const prompt = wrapWords(confirmPrompt(state.plan), width).length;
   // header, headline, margin, gate line, field, keys line, and the row Ink keeps below a frame.
@@ -397,8 +403,8 @@ function fittedKeys(keys: string, width: number): string {
   return shorter.find((k) => [...k].length <= width) ?? keys;
 }
 
-function keysLine(state: RotationState, pageSize: number): string {
-  const scroll = state.plan.holders.length > pageSize ? 'j/k scroll · ' : '';
+function keysLine(state: RotationState, scrolls: boolean): string {
+  const scroll = scrolls ? 'j/k scroll · ' : '';
   if (state.step === 'confirming')
     return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
   if (state.step === 'preparing' || state.step === 'committing')

@@ -6,7 +6,7 @@ import { layoutOf } from '../authority/index.js';
 import { nextStep, renderStepSentence } from '../next-step.js';
 import { pushOverBinding } from '../share/confirm-binding.js';
 import type { Suggester } from '../suggest-command.js';
-import type { Action } from '../share/types.js';
+import type { Action, Verdict } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
 
@@ -38,6 +38,11 @@ export function actionWords(action: Action, reading: StatusReport): ActionWords 
             ? `Replaces the document at ${location}, only if it is unchanged since this read.`
             : `Writes this host's authority to ${location}, create-only.`,
       };
+    case 'push-over':
+      return {
+        title: "Keep this host's authority (push over the store's)",
+        consequence: `Publishes this host's authority to ${location} in place of ${published ?? 'the published one'}, only if it is unchanged since this read; ${caDir} is not touched. Asks you to type the PUBLISHED fingerprint first.`,
+      };
     case 'force':
       return {
         title: 'Replace the local authority (force)',
@@ -51,20 +56,30 @@ export function actionWords(action: Action, reading: StatusReport): ActionWords 
 }
 
 /**
- * The choices the decision table allows that the walk does not perform itself, each with the
- * command and its bound value: for siblings (this host and the published document each rotated
- * the same parent) keeping THIS host's rotation is `sync --push --confirm <PUBLISHED 8>`, the
- * third of the three the table names. Offering only Leave and Replace hid it.
+ * What keeping this host's authority does, said on its gate before anything is typed: what the
+ * store will hold, what this host keeps, and what the other side is left with. The operator
+ * choosing between two rotations must read the cost of each, not only its name.
  */
-export function byCommandChoices(reading: StatusReport, baton: string | Suggester): string[] {
+export function pushOverConsequences(
+  verdict: Extract<Verdict, { kind: 'refuse' }>,
+  reading: StatusReport,
+): string[] {
+  return [
+    `Writes LOCAL to ${reading.published.location} in place of PUBLISHED, only if the document is unchanged since this read (else nothing is written).`,
+    `Nothing on this host changes: ${verdict.caDir} stays as it is.`,
+    'Hosts that hold PUBLISHED are then refused by sync until each is forced onto LOCAL.',
+  ];
+}
+
+/** The command that does the same without a screen, its value a placeholder (never the value). */
+export function pushOverCommand(
+  verdict: Extract<Verdict, { kind: 'refuse' }>,
+  baton: string | Suggester,
+): string {
   const s: Suggester =
     typeof baton === 'string' ? { prefix: baton, inventory: undefined, terminal: true } : baton;
-  const verdict = reading.verdict;
-  if (verdict.kind !== 'refuse' || verdict.lineage.kind !== 'siblings' || verdict.sealedWithoutKey) return [];
   const step = nextStep('sync --push --confirm', {
     placeholders: [pushOverBinding(verdict.published).placeholder],
   });
-  return [
-    `Or keep this host's rotation (${verdict.local}) and replace the published one, by command: ${renderStepSentence(s, step)}.`,
-  ];
+  return `The same without a screen: ${renderStepSentence(s, step)}.`;
 }

@@ -6,12 +6,13 @@
  * An empty answer is the safe one everywhere: at the choice it leaves, at a gate it goes back.
  * So Enter, Enter, Enter never writes anything.
  */
-import { actionWords, byCommandChoices } from './failover-actions.js';
+import { actionWords, pushOverCommand, pushOverConsequences } from './failover-actions.js';
 import {
   failover,
   failoverExitCode,
   forcePrefix,
   forceTarget,
+  pushPrefix,
   initialFailover,
   type FailoverEvent,
   type FailoverState,
@@ -63,7 +64,6 @@ export async function runFailoverDialogue({
           write(`  ${i + 1}. ${words.title}${i === cursor ? '  (default)' : ''}`);
           write(`     ${words.consequence}`);
         });
-        for (const line of byCommandChoices(reading, baton)) write(`  ${line}`);
         const answer = await ask(`Choose 1-${actions.length} (Enter = ${cursor + 1}, q quits): `);
         if (answer === undefined || answer.trim() === 'q') return failoverExitCode(state);
         const picked = answer.trim() === '' ? cursor : Number(answer.trim()) - 1;
@@ -121,6 +121,28 @@ export async function runFailoverDialogue({
         await apply({ type: 'typed', text: typed });
         await apply({ type: 'confirm' });
         if ((state as FailoverState).step === 'confirming-force' && state.refusal)
+          write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
+        continue;
+      }
+      case 'confirming-push': {
+        const { verdict } = state;
+        write("Keep this host's authority: publish it over the store's");
+        write(`  LOCAL      ${verdict.local}   (published in its place, kept here as it is)`);
+        write(`  PUBLISHED  ${verdict.published}   (replaced in the store)`);
+        write(`  type these        ${pushPrefix(verdict)}`);
+        write(`  Diagnosis: ${lineageSentence(verdict.lineage)}`);
+        for (const line of pushOverConsequences(verdict, state.reading)) write(`  ${line}`);
+        write(`  ${pushOverCommand(verdict, baton)}`);
+        const typed = await ask(
+          'Type the 8 characters after SHA256: of the PUBLISHED fingerprint, Enter alone goes back: ',
+        );
+        if (typed === undefined || typed.trim() === '') {
+          await apply({ type: 'back' });
+          continue;
+        }
+        await apply({ type: 'typed', text: typed });
+        await apply({ type: 'confirm' });
+        if ((state as FailoverState).step === 'confirming-push' && state.refusal)
           write(`${MARKS.refused.glyph} ${NOT_ACCEPTED}${state.refusal}`);
         continue;
       }

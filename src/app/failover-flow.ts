@@ -1,23 +1,31 @@
 /**
  * The failover walk (docs/cli.md) as a reducer: reading → deciding → confirming (or the
- * force gate) → acting → done, with 'failed' reachable from every read and act.
+ * force gate, or the push-over gate) → acting → done, with 'failed' reachable from every read
+ * and act.
  *
  * NOTHING IS WRITTEN BEFORE THE FINAL CONFIRM: the only effect that writes is 'act', and it is
- * produced in exactly two places — a confirm on the confirming screen, and a confirm on the
- * force gate once the typed prefix matches. Every other (state × event) pair that does not
+ * produced in exactly three places — a confirm on the confirming screen, and a confirm on the
+ * force or the push-over gate once the typed prefix matches. Every other (state × event) pair that does not
  * apply returns the state unchanged with `effects: []`.
  */
 import { EXIT_CODES, EXIT_OK, type BatonError } from '../errors.js';
 import { confirmationPrefix, typedMatch } from '../pki/fingerprint-type.js';
+import { pushOverBinding } from '../share/confirm-binding.js';
 import { allowedActions } from '../share/decide.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
 import { supersededDirFor } from '../authority/index.js';
-import { deploymentRefusal, forceRefusal, isIrreversible, needsDeploymentGate } from './typed-gate.js';
+import {
+  deploymentRefusal,
+  forceRefusal,
+  isIrreversible,
+  needsDeploymentGate,
+  pushRefusal,
+} from './typed-gate.js';
 
-/** Actions confirmed with Enter on a confirm screen; force has its own typed gate. */
-export type PlainAction = Exclude<Action, 'force' | 'leave'>;
+/** Actions confirmed with Enter on a confirm screen; force and push-over have their own typed gates. */
+export type PlainAction = Exclude<Action, 'force' | 'push-over' | 'leave'>;
 
 export type FailoverState =
   | { readonly step: 'reading' }
@@ -49,6 +57,17 @@ export type FailoverState =
       readonly typed: string;
       /** When the gate opened: the set-aside stamp the screen shows and the act uses. */
       readonly at: Date;
+      /** Why the last Enter was not accepted; cleared by typing. */
+      readonly refusal: string | undefined;
+    }
+  | {
+      /** Keep THIS host's authority: publish it over the published one, bound to PUBLISHED 8. */
+      readonly step: 'confirming-push';
+      readonly reading: StatusReport;
+      readonly actions: readonly Action[];
+      readonly cursor: number;
+      readonly verdict: Extract<Verdict, { kind: 'refuse' }>;
+      readonly typed: string;
       /** Why the last Enter was not accepted; cleared by typing. */
       readonly refusal: string | undefined;
     }
@@ -127,6 +146,19 @@ export function forceUnlocked(state: Extract<FailoverState, { step: 'confirming-
   return typedMatch(state.typed, forcePrefix(state.verdict)) === 'match';
 }
 
+/**
+ * The value the push-over gate asks for: the one `sync --push --confirm` takes (the first 8
+ * after `SHA256:` of the PUBLISHED fingerprint), from the same binding, so the two never differ.
+ */
+export function pushPrefix(verdict: Extract<Verdict, { kind: 'refuse' }>): string {
+  return pushOverBinding(verdict.published).expected;
+}
+
+/** Whether what was typed is the PUBLISHED prefix, exactly (spaces aside; case counts). */
+export function pushUnlocked(state: Extract<FailoverState, { step: 'confirming-push' }>): boolean {
+  return typedMatch(state.typed, pushPrefix(state.verdict)) === 'match';
+}
+
 /** Where a force will move ca/, as the gate shows it. */
 export function forceTarget(state: Extract<FailoverState, { step: 'confirming-force' }>): string {
   return supersededDirFor(state.reading.stateDir, state.at);
@@ -185,6 +217,18 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
         return stay({
           ...state,
           refusal: forceRefusal(state.typed, state.verdict.local, state.verdict.published),
+        });
+      if (event.type === 'back') return stay(backTo(state));
+      return stay(state);
+
+    case 'confirming-push':
+      if (event.type === 'typed')
+        return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
+      if (event.type === 'confirm' && pushUnlocked(state)) return act(state.reading, 'push-over', undefined);
+      if (event.type === 'confirm')
+        return stay({
+          ...state,
+          refusal: pushRefusal(state.typed, state.verdict.local, state.verdict.published),
         });
       if (event.type === 'back') return stay(backTo(state));
       return stay(state);
@@ -279,6 +323,17 @@ function select(state: Extract<FailoverState, { step: 'deciding' }>, at: Date): 
         at,
         refusal: undefined,
       });
+    case 'push-over':
+      if (reading.verdict.kind !== 'refuse') return stay(state);
+      return stay({
+        step: 'confirming-push',
+        reading,
+        actions,
+        cursor,
+        verdict: reading.verdict,
+        typed: '',
+        refusal: undefined,
+      });
     case 'adopt':
     case 'publish':
     case 'first-controller':
@@ -327,6 +382,7 @@ export function failoverExitCode(state: FailoverState): number {
     case 'deciding':
     case 'confirming':
     case 'confirming-force':
+    case 'confirming-push':
     case 'acting':
       return state.reading.verdict.kind === 'in-sync' ? EXIT_OK : EXIT_CODES['action-needed'];
     default:

@@ -3,7 +3,7 @@
  * through the operations `baton sync` uses — each takes ca.lock and re-decides against the
  * verdict the operator confirmed before it writes.
  */
-import { adopt, firstController, force, publish } from '../share/actions.js';
+import { adopt, firstController, force, publish, push } from '../share/actions.js';
 import type { ShareContext } from '../share/share-context.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { FailoverPorts } from './failover-run-effect.js';
@@ -30,6 +30,10 @@ export function failoverPorts(
           return publish(ctx, { seen });
         case 'first-controller':
           return firstController(ctx, { seen });
+        case 'push-over':
+          // Exactly `sync --push --confirm <PUBLISHED 8>`: the gate checked the value, the one
+          // push re-decides under the lock against what the operator saw.
+          return push(ctx, { seen });
         case 'force':
           // The gate showed ca.superseded-<stamp of `at`>: the set-aside uses that instant (and
           // only the set-aside: validity is judged by the host's own clock).

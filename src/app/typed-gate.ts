@@ -17,8 +17,9 @@ export function deploymentPrefix(deployment: string): string {
 /**
  * Whether an action of the walk cannot be undone and so sits behind typing: minting a first
  * authority (a second one, on a typo'd store, would split the fleet) and adopting over the
- * lost marker (this host held an authority; what it held is gone for good). Force has its
- * own gate (the LOCAL fingerprint). Such an action is never the default selection.
+ * lost marker (this host held an authority; what it held is gone for good). Force and
+ * push-over have their own gates (the LOCAL and the PUBLISHED fingerprint). Such an action is
+ * never the default selection.
  */
 export function needsDeploymentGate(action: Action, verdict: Verdict): boolean {
   if (action === 'first-controller') return true;
@@ -27,7 +28,7 @@ export function needsDeploymentGate(action: Action, verdict: Verdict): boolean {
 
 /** An action that is never where the cursor starts. */
 export function isIrreversible(action: Action, verdict: Verdict): boolean {
-  return action === 'force' || needsDeploymentGate(action, verdict);
+  return action === 'force' || action === 'push-over' || needsDeploymentGate(action, verdict);
 }
 
 /**
@@ -67,18 +68,48 @@ export function whatDiffers(typed: string, expected: string): string {
  * PUBLISHED prefix is the mistake the first tester made (it was the one in red): say so.
  */
 export function forceRefusal(typed: string, local: Fingerprint, published: Fingerprint): string | undefined {
-  const expected = confirmationPrefix(local);
+  return sideRefusal(
+    typed,
+    { side: 'LOCAL', fingerprint: local },
+    published,
+    'the authority being set aside',
+  );
+}
+
+/**
+ * Why a typed push-over value was not accepted, or undefined when it is the PUBLISHED prefix —
+ * the value `sync --push --confirm` takes (confirm-binding.ts). The LOCAL one is the mistake the
+ * force gate teaches (it asks for LOCAL): say so.
+ */
+export function pushRefusal(typed: string, local: Fingerprint, published: Fingerprint): string | undefined {
+  return sideRefusal(
+    typed,
+    { side: 'PUBLISHED', fingerprint: published },
+    local,
+    'the authority replaced in the store',
+  );
+}
+
+/** A gate bound to one side's fingerprint: the refusal names what differs, and the other side when typed. */
+function sideRefusal(
+  typed: string,
+  want: { readonly side: 'LOCAL' | 'PUBLISHED'; readonly fingerprint: Fingerprint },
+  other: Fingerprint,
+  role: string,
+): string | undefined {
+  const expected = confirmationPrefix(want.fingerprint);
   const match = typedMatch(typed, expected);
   if (match === 'match') return undefined;
-  if (typed.trim() === '') return 'Type the 8 characters marked "type these" (LOCAL) first.';
-  if (match === 'wrong-case') return wrongCase(typed, 'the LOCAL fingerprint');
-  if (typedMatch(typed, confirmationPrefix(published)) !== 'different') {
-    return 'That is the PUBLISHED fingerprint. Type the LOCAL one: the authority being set aside.';
+  if (typed.trim() === '') return `Type the 8 characters marked "type these" (${want.side}) first.`;
+  if (match === 'wrong-case') return wrongCase(typed, `the ${want.side} fingerprint`);
+  if (typedMatch(typed, confirmationPrefix(other)) !== 'different') {
+    const otherSide = want.side === 'LOCAL' ? 'PUBLISHED' : 'LOCAL';
+    return `That is the ${otherSide} fingerprint. Type the ${want.side} one: ${role}.`;
   }
   const n = typed.replace(/\s+/g, '').length;
   if (n !== expected.length)
-    return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the LOCAL fingerprint.`;
-  return `"${typed.trim()}" does not match the LOCAL fingerprint: ${whatDiffers(typed.replace(/\s+/g, ''), expected)}; compare it with the 8 characters marked "type these".`;
+    return `Expected ${expected.length} characters, you typed ${n}: the first 8 after SHA256: of the ${want.side} fingerprint.`;
+  return `"${typed.trim()}" does not match the ${want.side} fingerprint: ${whatDiffers(typed.replace(/\s+/g, ''), expected)}; compare it with the 8 characters marked "type these".`;
 }
 
 /** The refusal of the right characters in the wrong case: the one mistake "does not match" would hide. */

@@ -74,8 +74,7 @@ async function loadOps() {
 }
 
 async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
-  const { conflictingFlags, checkSyncFlags, syncBindings, pushesOver } =
-    await import('../share/sync-flags.js');
+  const { conflictingFlags, checkSyncFlags, syncBindings } = await import('../share/sync-flags.js');
   const conflict = conflictingFlags(flags);
   if (conflict) throw conflict;
   const [{ openShareContext }, ops, { confirmBound, confirmMint }] = await Promise.all([
@@ -153,14 +152,7 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
     case 'refuse':
       if (flags.push) {
         say(
-          ops.describeOutcome(
-            share,
-            await ops.publish(share, {
-              seen: verdict,
-              unseal: Boolean(flags.unseal),
-              over: pushesOver(verdict),
-            }),
-          ),
+          ops.describeOutcome(share, await ops.push(share, { seen: verdict, unseal: Boolean(flags.unseal) })),
         );
         return EXIT_OK;
       }

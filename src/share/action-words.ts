@@ -18,6 +18,7 @@ export const ACTION_WORDS: Record<Action, string> = {
   'first-controller': 'become the first controller',
   adopt: 'adopt the published authority',
   publish: 'publish',
+  'push-over': "publish this host's authority over the published one",
   force: 'replace the local authority',
   leave: 'leave things as they are',
 };

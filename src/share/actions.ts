@@ -28,7 +28,7 @@ import { isBatonError, type BatonError } from '../errors.js';
 import { OutsideText } from '../outside-text.js';
 import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 import type { Store } from '../store/store.js';
-import { decide } from './decide.js';
+import { decide, pushesOver } from './decide.js';
 import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
 import { answerLost, lostAnswerError, reread } from './lost-answer.js';
@@ -53,7 +53,6 @@ import {
   storeFailure,
 } from './refusals.js';
 import type { ShareContext } from './share-context.js';
-import { pushesOver } from './sync-flags.js';
 import { DOCUMENT_FORMAT, type DocumentHeader, type Look, type Outcome, type Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
 
@@ -142,6 +141,24 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
     await ctx.beforeWrite?.();
     const { etag } = await putDocument(ctx, body, precondition);
     return { kind: 'published', fingerprint, etag };
+  });
+}
+
+/**
+ * THE PUSH ON A REFUSAL, one piece of code for `sync --push [--confirm <PUBLISHED 8>]` and the
+ * failover walk's "keep this host's authority": publish against the verdict the operator saw,
+ * over the published document when this host is not proved behind it (its value already
+ * checked by the caller: --confirm, or the walk's typed gate). Two copies would drift, and a
+ * screen that skipped a guard the command keeps would be a way around it.
+ */
+export async function push(
+  ctx: ShareContext,
+  options: { readonly seen: Verdict; readonly unseal?: boolean },
+): Promise<Outcome> {
+  return publish(ctx, {
+    seen: options.seen,
+    unseal: Boolean(options.unseal),
+    over: pushesOver(options.seen),
   });
 }
 

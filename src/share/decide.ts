@@ -247,10 +247,23 @@ export function allowedActions(verdict: Verdict): readonly Action[] {
       // Sealed without the key here: force cannot open the published files, and publishing
       // would unseal — neither is offered (sync --push --unseal is the deliberate way).
       if (verdict.sealedWithoutKey) return ['leave'];
-      return verdict.lineage.kind === 'ahead' ? ['publish', 'leave', 'force'] : ['leave', 'force'];
+      if (verdict.lineage.kind === 'ahead') return ['publish', 'leave', 'force'];
+      // Not proved behind (siblings, unrelated, a claimed "left behind"): either side may be
+      // kept, each on purpose and bound — the published one by force, this host's by push-over.
+      return pushesOver(verdict) ? ['leave', 'force', 'push-over'] : ['leave', 'force'];
     case 'blocked':
       return ['leave'];
   }
+}
+
+/** The published authority PROVABLY replaced this host's: the one case a push must never undo. */
+export function provedBehind(verdict: Extract<Verdict, { kind: 'refuse' }>): boolean {
+  return verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'proved';
+}
+
+/** True when a push would publish over an authority this host is not proved ahead of (bound to PUBLISHED 8). */
+export function pushesOver(verdict: Verdict): boolean {
+  return verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead' && !provedBehind(verdict);
 }
 
 /** True when the verdict means "nothing to do" (status exit 0). */

@@ -19,6 +19,7 @@ import {
 } from './confirm-binding.js';
 import { unsealRefusal } from './publish-guards.js';
 import { replaceUnreadableRefusal } from './refusals.js';
+import { provedBehind, pushesOver } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Look, Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
@@ -181,15 +182,8 @@ function nearMissRefusal(verdict: Extract<Verdict, { kind: 'blocked' }>, where: 
   });
 }
 
-/** The published authority PROVABLY replaced this host's: the one case a push must never undo. */
-function provedBehind(verdict: Extract<Verdict, { kind: 'refuse' }>): boolean {
-  return verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'proved';
-}
-
-/** True when --push would publish over an authority this host is not proved ahead of. */
-export function pushesOver(verdict: Verdict): boolean {
-  return verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead' && !provedBehind(verdict);
-}
+// Beside the decision table, which offers the push over on the same condition (failover).
+export { pushesOver };
 
 /**
  * The values the flags' irreversible steps are bound to, on this look (checkSyncFlags has

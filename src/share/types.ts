@@ -158,8 +158,12 @@ export type Verdict =
       readonly nearMiss?: true;
     };
 
-/** What an operator can ask for; only those `allowedActions(verdict)` lists are offered. */
-export type Action = 'first-controller' | 'adopt' | 'publish' | 'force' | 'leave';
+/**
+ * What an operator can ask for; only those `allowedActions(verdict)` lists are offered.
+ * 'push-over' keeps THIS host's authority over a published one it is not proved ahead of
+ * (`sync --push --confirm <PUBLISHED 8>`); 'publish' is the plain push of a host that is.
+ */
+export type Action = 'first-controller' | 'adopt' | 'publish' | 'push-over' | 'force' | 'leave';
 
 /** The three outcomes of adopt (seed: "three answers and not two"), plus the other actions'. */
 export type Outcome =

@@ -63,6 +63,18 @@ describe('the failover as a line dialogue (TERM=dumb, 0×0)', () => {
     expect(acts).toEqual([]);
   });
 
+  it("keeping this host's authority asks for the PUBLISHED prefix: the LOCAL one is refused by name, the right one acts", async () => {
+    const reading = READS.leftBehind();
+    if (reading.verdict.kind !== 'refuse') throw new Error('fixture');
+    const { local, published } = reading.verdict;
+    const { acts, text } = await talk(reading, ['3', local.slice(7, 15), published.slice(7, 15)]);
+    expect(text).toContain("3. Keep this host's authority (push over the store's)");
+    expect(text).toContain('Nothing on this host changes');
+    expect(text).toContain('The same without a screen: baton sync --push --confirm <PUBLISHED 8>');
+    expect(text).toContain('That is the LOCAL fingerprint. Type the PUBLISHED one');
+    expect(acts).toEqual(['push-over']);
+  });
+
   it('after going back from the force gate the safe choice is the default again, so Enter leaves', async () => {
     const reading = READS.leftBehind();
     const local = reading.verdict.kind === 'refuse' ? reading.verdict.local : '';

@@ -23,6 +23,9 @@ function walk(state: FailoverState, ...events: FailoverEvent[]): FailoverState {
 
 const deciding = (reading = READS.leftBehind()) => walk(initialFailover.state, { type: 'read', reading });
 const forceGate = () => walk(deciding(), { type: 'move', by: 1 }, { type: 'select', at: AT });
+/** READS.leftBehind is a CLAIMED left-behind (no handover signature): either side may be kept. */
+const pushGate = () =>
+  walk(deciding(), { type: 'move', by: 1 }, { type: 'move', by: 1 }, { type: 'select', at: AT });
 
 /** A sample of every step, so the table below covers each (state × event) pair. */
 function everyState(): FailoverState[] {
@@ -33,6 +36,8 @@ function everyState(): FailoverState[] {
     walk(adoptDeciding, { type: 'select', at: AT }),
     forceGate(),
     walk(forceGate(), { type: 'typed', text: FP_OLD.slice(7, 15) }),
+    pushGate(),
+    walk(pushGate(), { type: 'typed', text: FP_A.slice(7, 15) }),
     walk(adoptDeciding, { type: 'select', at: AT }, { type: 'confirm' }),
     walk(
       adoptDeciding,
@@ -71,14 +76,16 @@ describe('the failover walk as a reducer', () => {
     expect(initialFailover.effects).toEqual([{ type: 'read' }]);
   });
 
-  it('writes only from a confirm on the confirm screen or on an unlocked force gate, across every state and event', () => {
+  it('writes only from a confirm on the confirm screen or on an unlocked force or push-over gate, across every state and event', () => {
     for (const state of everyState()) {
       for (const event of EVERY_EVENT) {
         const { state: next, effects } = failover(state, event);
         const writes = effects.filter((e) => e.type === 'act');
         const mayWrite =
           event.type === 'confirm' &&
-          (state.step === 'confirming' || (state.step === 'confirming-force' && next.step === 'acting'));
+          (state.step === 'confirming' ||
+            ((state.step === 'confirming-force' || state.step === 'confirming-push') &&
+              next.step === 'acting'));
         expect(writes.length, `${state.step} × ${event.type}`).toBe(mayWrite ? 1 : 0);
       }
     }
@@ -93,6 +100,8 @@ describe('the failover walk as a reducer', () => {
       [deciding(), { type: 'typed', text: 'abc' }],
       [forceGate(), { type: 'select', at: AT }],
       [forceGate(), { type: 'acted', outcome: { kind: 'installed', fingerprint: FP_A } }],
+      [pushGate(), { type: 'select', at: AT }],
+      [pushGate(), { type: 'refresh' }],
     ];
     for (const [state, event] of refusals) {
       const step = failover(state, event);
@@ -166,14 +175,42 @@ describe('the failover walk as a reducer', () => {
 
   it('offers only the actions the decision table allows, with the cursor kept inside them', () => {
     const s = deciding(READS.leftBehind());
-    expect(s.step === 'deciding' && s.actions).toEqual(['leave', 'force']);
+    expect(s.step === 'deciding' && s.actions).toEqual(['leave', 'force', 'push-over']);
     const moved = walk(s, { type: 'move', by: 1 }, { type: 'move', by: 1 }, { type: 'move', by: 1 });
-    expect(moved.step === 'deciding' && moved.cursor).toBe(1);
-    const back = walk(moved, { type: 'move', by: -1 }, { type: 'move', by: -1 });
+    expect(moved.step === 'deciding' && moved.cursor).toBe(2);
+    const back = walk(moved, { type: 'move', by: -1 }, { type: 'move', by: -1 }, { type: 'move', by: -1 });
     expect(back.step === 'deciding' && back.cursor).toBe(0);
     expect(offeredActions(READS.ahead())).toEqual(['publish', 'leave', 'force']);
     expect(offeredActions(READS.inSync())).toEqual(['leave']);
     expect(offeredActions(READS.firstController())).toEqual(['first-controller', 'leave']);
+  });
+
+  it('keeps the push-over gate closed until the PUBLISHED prefix is typed, the one `sync --push --confirm` takes', () => {
+    const gate = pushGate();
+    expect(gate.step).toBe('confirming-push');
+    // The LOCAL prefix (the force gate's) is refused by name; a bare Enter asks for the value.
+    const local = failover(walk(gate, { type: 'typed', text: FP_OLD.slice(7, 15) }), { type: 'confirm' });
+    expect(local.effects).toEqual([]);
+    expect(local.state.step === 'confirming-push' && local.state.refusal).toContain(
+      'That is the LOCAL fingerprint',
+    );
+    const bare = failover(gate, { type: 'confirm' });
+    expect(bare.state.step === 'confirming-push' && bare.state.refusal).toBe(
+      'Type the 8 characters marked "type these" (PUBLISHED) first.',
+    );
+    const open = failover(walk(gate, { type: 'typed', text: ` ${FP_A.slice(7, 15)} ` }), { type: 'confirm' });
+    expect(open.state.step).toBe('acting');
+    expect(open.effects).toEqual([
+      { type: 'act', action: 'push-over', seen: READS.leftBehind().verdict, at: undefined },
+    ]);
+  });
+
+  it('backs out of the push-over gate onto Leave with no effect: Enter again leaves', () => {
+    const back = failover(walk(pushGate(), { type: 'typed', text: FP_A.slice(7, 15) }), { type: 'back' });
+    expect(back.effects).toEqual([]);
+    expect(back.state.step === 'deciding' && back.state.actions[back.state.cursor]).toBe('leave');
+    const again = failover(back.state, { type: 'select', at: AT });
+    expect(again.state.step === 'done' && again.state.outcome.kind).toBe('left');
   });
 
   it('offers only "leave" while another process holds the lock', () => {

@@ -61,3 +61,14 @@ export async function rotateAndPublishA(hosts: Hosts): Promise<void> {
   await rotateAuthority(hosts.ctx('a').stateDir, DEPLOYMENT);
   await publish(hosts.ctx('a'));
 }
+
+/**
+ * Siblings: `b` adopted, then each rotated on its own and `a` published its rotation first —
+ * neither is newer, and the table lets either be kept on purpose.
+ */
+export async function siblingsB(hosts: Hosts): Promise<void> {
+  await firstController(hosts.ctx('a'));
+  await adopt(hosts.ctx('b'));
+  await rotateAndPublishA(hosts);
+  await rotateAuthority(hosts.ctx('b').stateDir, DEPLOYMENT);
+}

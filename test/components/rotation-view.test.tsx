@@ -82,8 +82,11 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     let frame = await view.waitFor((f) => f.includes('Gate open'), 'the gate');
     fits(frame, columns);
     expect(frame).toContain(`--provider pg-main: ${n} credentials on 31 machines`);
-    expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(31 roles\)/);
-    expect(frame).toContain('24 more hidden · rows 1–7 of 31');
+    // db1's deliveries are wider than the cell: its row continues on a second line, whole.
+    expect(frame).toMatch(/✓ db1 +ssh +provides\/pg-main \(31 roles\), .*resolved\n {18}\S/);
+    expect(frame).toContain('backup');
+    // The page is counted in lines: the two db1 takes leave room for 5 more holders in 7.
+    expect(frame).toContain('25 more hidden · rows 1–6 of 31');
     expect(frame).toContain('pg-main:web1-app: window from pg-main applying the new password');
     expect(
       strip(frame)
@@ -95,6 +98,7 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     await view.press('j');
     await view.press(KEY.down);
     frame = await view.waitFor((f) => f.includes('rows 3–9 of 31'), 'scrolling down two rows');
+    expect(frame).toContain('24 more hidden');
     expect(frame).not.toMatch(/✓ db1 /);
 
     // q is not a digit and does nothing while typing; Enter with the wrong count says why and sends nothing.
@@ -149,6 +153,37 @@ describe.each([80, 120])('the rotation view at %i columns', (columns) => {
     await view.waitFor(() => exits.length === 1, 'the exit');
     expect(exits).toEqual([4]);
     expect(mesh.writes()).toBe(0);
+  });
+});
+
+describe('the rotation view at 60 columns', () => {
+  it('wraps a RECEIVES cell that does not fit, between the names of its path, and cuts none', async () => {
+    const { view, plan } = mount(60, 3);
+    const frame = strip(await view.waitFor((f) => f.includes('Gate open'), 'the gate'));
+    fits(frame, 60);
+    const lines = frame.split('\n');
+    const header = lines.findIndex((line) => line.includes('RECEIVES'));
+    const table = lines
+      .slice(
+        header + 1,
+        lines.findIndex((line) => line.includes('Gate open')),
+      )
+      .filter((line) => line.trim() !== '');
+    expect(table.filter((line) => /\S…\s*$/.test(line))).toEqual([]);
+    // web1's delivery, too wide for its cell, continues on the next line under RECEIVES.
+    const row = table.findIndex((line) => /^✓ web1 +ssh +consumes\/pg-main\/ /.test(line));
+    expect(row, frame).toBeGreaterThanOrEqual(0);
+    const column = lines[header]!.indexOf('RECEIVES');
+    expect(table[row + 1]!.indexOf('web1_app')).toBe(column);
+    expect(table[row + 1]!.trim()).toBe('web1_app');
+    // The holders shown are shown whole (db1's three lines among them), within the page's 7 lines.
+    expect(table.join('\n')).toMatch(
+      /provides\/pg-main \(4 +resolved\n +roles\), consumes\/\n +pg-main\/backup\n/,
+    );
+    expect(table.join('\n')).toContain('web2_app');
+    expect(table.at(-1)).toBe(
+      `  ${plan.holders.length - 3} more hidden · rows 1–3 of ${plan.holders.length} · j/k or ↑/↓ to scroll`,
+    );
   });
 });
 

@@ -11,6 +11,9 @@ import { MeshStatusApp } from '../../components/mesh-status/MeshStatusApp.js';
 import { DrillTaskFrame } from '../../components/drill/DrillTaskFrame.js';
 import { commandLines, commandSpans, layoutWithCommands, wrapWords } from '../../components/layout.js';
 import { drillFlow, initialDrillState, type DrillState } from '../../src/app/drill/drill-flow.js';
+import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
+import { useTerminalSize } from '../../components/hooks/use-columns.js';
+import { Text } from 'ink';
 import { utcStamp } from '../../src/authority/index.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
@@ -101,7 +104,44 @@ describe('at 60×20 under the drill rail', () => {
   });
 });
 
+/** A view that says the rows it was given under the drill's frame. */
+function RowsProbe() {
+  const { rows } = useTerminalSize();
+  return <Text>{`view rows ${rows}`}</Text>;
+}
+
 describe('the task line above a real view', () => {
+  it('wraps the longest task whole at 60 columns (no `…`), and the view below is given the rows it leaves', async () => {
+    const longest = DRILL_STEPS.flatMap((step) =>
+      step.tasks.map((task, index) => ({ step: step.number, index, label: task.label })),
+    ).reduce((a, b) => (b.label.length > a.label.length ? b : a));
+    expect(`▸ ${longest.label}`.length).toBeGreaterThan(60);
+    const opened = [{ type: 'ready' }, { type: 'enter', at: 1 }] as const;
+    const state: DrillState = {
+      ...opened.reduce((s, event) => drillFlow(s, event).state, initialDrillState(longest.step)),
+      task: longest.index,
+    };
+    const view = renderAt(
+      <DrillTaskFrame state={state} columns={60} onWrongTurn={() => {}} onInterrupt={() => {}}>
+        <RowsProbe />
+      </DrillTaskFrame>,
+      60,
+      20,
+    );
+    mounted.push(view);
+    const frame = strip(await view.waitFor((f) => f.includes('view rows'), 'the view under the frame'));
+    expectWithin(frame, 60, 20);
+    const lines = frame.split('\n');
+    const first = lines.findIndex((line) => line.startsWith('▸ '));
+    const probe = lines.findIndex((line) => line.startsWith('view rows'));
+    const task = lines.slice(first, probe);
+    expect(task.length).toBeGreaterThan(1);
+    expect(task.some((line) => /\S…\s*$/.test(line))).toBe(false);
+    expect(task.map((line) => line.trim()).join(' ')).toBe(`▸ ${longest.label}`);
+    // The rail's two lines and the task's own: what is left is the view's.
+    expect(lines[probe]).toBe(`view rows ${20 - 2 - task.length}`);
+  });
+
   const afterOneCheck = () =>
     drillFlow(
       drillFlow(drillFlow(drillAtForce(), { type: 'opened' }).state, { type: 'enter', at: 2 }).state,

@@ -333,7 +333,7 @@ describe('allowedActions offers only what the table allows', () => {
     expect(allowedActions({ kind: 'in-sync', fingerprint: A })).toEqual(['leave']);
     expect(allowedActions({ kind: 'blocked', why: 'x', next: 'y' })).toEqual(['leave']);
   });
-  it('offers publish over a different document only to a host that is AHEAD; force is offered for every refusal', () => {
+  it('offers publish over a different document only to a host that is AHEAD, push-over where it is not proved behind; force is offered for every refusal', () => {
     const lineages = {
       ahead: { kind: 'ahead', chain: [A, B] },
       'left-behind': { kind: 'left-behind', chain: [B, A], proof: { kind: 'proved' } },
@@ -347,11 +347,15 @@ describe('allowedActions offers only what the table allows', () => {
       lineage: lineages[lineage],
       caDir: `${STATE_DIR}/ca`,
     });
-    expect(allowedActions(refuse('siblings'))).toEqual(['leave', 'force']);
+    // Either side may be kept where this host is not proved behind: force, or push-over (bound).
+    expect(allowedActions(refuse('siblings'))).toEqual(['leave', 'force', 'push-over']);
     expect(allowedActions(refuse('ahead'))).toEqual(expect.arrayContaining(['publish', 'force', 'leave']));
+    expect(allowedActions(refuse('ahead'))).not.toContain('push-over');
     expect(allowedActions(refuse('left-behind'))).not.toContain('publish');
-    expect(allowedActions(refuse('left-behind'))).toEqual(expect.arrayContaining(['force', 'leave']));
+    // PROVED left behind: pushing over it would roll the fleet back.
+    expect(allowedActions(refuse('left-behind'))).toEqual(['leave', 'force']);
     expect(allowedActions(refuse('unrelated'))).not.toContain('publish');
-    expect(allowedActions(refuse('unrelated'))).toEqual(expect.arrayContaining(['force', 'leave']));
+    expect(allowedActions(refuse('unrelated'))).toEqual(['leave', 'force', 'push-over']);
+    expect(allowedActions({ ...refuse('siblings'), sealedWithoutKey: true } as Verdict)).toEqual(['leave']);
   });
 });

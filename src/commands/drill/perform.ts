@@ -236,6 +236,9 @@ async function failoverScripted(sandbox: DrillSandbox, controller: Controller, s
         dispatch({ type: 'confirm' });
         continue;
       }
+      case 'confirming-push':
+        // choose() never picks push-over: no drill step keeps a sibling over the store's.
+        throw new Error('the scripted failover opened the push-over gate, which no step asks for');
       case 'done':
         if (s.after === undefined && s.afterError === undefined) continue;
         say(`  ${outcomeWords(s.outcome)}`);
