@@ -17,7 +17,7 @@ import {
   type PreopenedStream,
   type TestLoginRecord,
 } from '../mesh/test-login.js';
-import type { TransportFor } from '../mesh/transport.js';
+import type { PreparedCommand, TransportFor } from '../mesh/transport.js';
 import type { RotationState } from './rotation-flow.js';
 
 export interface AppGate {
@@ -46,6 +46,12 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
   const closeStreams = () => {
     for (const stream of streams.values()) stream.close();
     streams.clear();
+  };
+  /** app-truth: each reloading consumer's session, opened by preopen() and taken by its first reload. */
+  const sessions = new Map<string, Promise<PreparedCommand | undefined>>();
+  const closeSessions = () => {
+    for (const session of sessions.values()) void session.then((s) => s?.close());
+    sessions.clear();
   };
   let reloads: Reloader | undefined;
   const gate: ConsumerGate | undefined = hooks
@@ -99,9 +105,17 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
     preopen(plan) {
       if (!hooks) return;
       closeStreams();
+      closeSessions();
       for (const pair of plan.pairs) {
         const connect = hooks.connectOf(pair.provider);
         if (connect) streams.set(pair.key, preopenStream(deps.transportFor(pair.consumerMachine), connect));
+        const reload = hooks.reloadOf(pair.consumer);
+        const transport = deps.transportFor(pair.consumerMachine);
+        if (reload && transport.prepareCommand && !sessions.has(pair.consumer))
+          sessions.set(
+            pair.consumer,
+            transport.prepareCommand(reload.command, reload.timeoutMs).catch(() => undefined),
+          );
       }
     },
     gateOption: () => (gate ? { gate } : {}),
@@ -114,18 +128,25 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
         hooks,
         rotation,
         secrets: () => [...kept.values()].map((s) => s.reveal()),
+        prepared: (consumer) => {
+          const session = sessions.get(consumer);
+          sessions.delete(consumer);
+          return session;
+        },
       });
       reloads.committed(pair);
     },
     async finish() {
       closeStreams();
       const outcomes = reloads ? await reloads.settled() : [];
+      closeSessions();
       kept.clear();
       if (testLogins.length === 0 && outcomes.length === 0) return undefined;
       return { testLogins: [...testLogins], reloads: outcomes };
     },
     forget: () => {
       closeStreams();
+      closeSessions();
       kept.clear();
     },
   };

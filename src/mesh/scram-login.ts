@@ -175,6 +175,8 @@ export async function scramLogin(
   signal: AbortSignal,
 ): Promise<WireLoginResult> {
   const scram = await scramStart();
+  // It may have failed while nobody read it (a refused connect while the nonce was drawn).
+  if (stream.destroyed) throw stream.errored ?? new Error('the connection closed before the login');
   let roundTrips = 1;
   let buffered = Buffer.alloc(0);
   let authenticated = false;
