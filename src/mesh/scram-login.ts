@@ -1,6 +1,6 @@
 /**
  * baton's own PostgreSQL login for the test login (test-login.ts), cut to the round trips the
- * protocol requires (docs/mesh-rotation.md "What the test login costs"). A general client
+ * protocol requires (docs/mesh-rotation.md "What the test login and the reload cost"). A general client
  * (pg) waits for each answer before it speaks: startup → the server's SASL offer, client-first
  * → server-first, client-final → ok — three round trips. Here the StartupMessage and the
  * SASLInitialResponse leave together (the client-first message carries no password, only a
