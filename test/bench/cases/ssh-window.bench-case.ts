@@ -217,6 +217,13 @@ export const sshWindowCase: BenchCase = {
           if (lastApp.reloadMs !== undefined) r.reloadMs.push(lastApp.reloadMs);
         }
       }
+      // In the log as soon as measured: the 20-machine part below may fail under load.
+      for (const v of variants) {
+        const r = runs.get(v.name)!;
+        ctx.log(
+          `ssh-window: ${v.name} windows ${r.windows.map((x) => x.toFixed(0)).join(',')} (plain ${plainWindows.map((x) => x.toFixed(0)).join(',')}); walls ${r.walls.map((x) => x.toFixed(0)).join(',')} (plain ${plainWalls.map((x) => x.toFixed(0)).join(',')}); login ms ${r.loginMs.join(',')} trips ${r.loginTrips.join(',')}; reload ms ${r.reloadMs.join(',')}`,
+        );
+      }
       const localWindows: number[] = [];
       for (let i = 0; i < LOCAL_ROTATIONS; i++) {
         ctx.log(`ssh-window: local rotation ${i + 1} of ${LOCAL_ROTATIONS}`);
