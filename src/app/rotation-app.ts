@@ -9,19 +9,31 @@ import type { ConsumerGate, GateRefusal } from '../mesh/delivery.js';
 import { reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
 import type { Secret } from '../mesh/secret.js';
-import { testLogin, type AppResults, type TestLoginRecord } from '../mesh/test-login.js';
-import type { TransportFor } from '../mesh/transport.js';
+import {
+  preopenStream,
+  testLogin,
+  TEST_LOGIN_TIMEOUT_MS,
+  type AppResults,
+  type PreopenedStream,
+  type TestLoginRecord,
+} from '../mesh/test-login.js';
+import type { PreparedCommand, TransportFor } from '../mesh/transport.js';
 import type { RotationState } from './rotation-flow.js';
 
 export interface AppGate {
   /** For prepareAll: which secrets to keep (only pairs whose provider has `connect:`; none without hooks). */
   keep(plan: RotationPlan): ((pair: string, secret: Secret) => void) | undefined;
+  /**
+   * The receipt wait begins: a stream from each such pair's consumer machine to its `connect:`
+   * is opened now, so the test login after the receipt costs only its own round trips.
+   */
+  preopen(plan: RotationPlan): void;
   gateOption(): { gate?: ConsumerGate };
   /** A pair's consumer end was committed: its consumer's reload, if it has one. */
   committed(rotation: string, pair: string, plan: RotationPlan): void;
   /** Waits for the reloads; drops the kept secrets. Undefined when nothing of the app was done. */
   finish(): Promise<AppResults | undefined>;
-  /** Drops the kept secrets (the wait failed). */
+  /** Drops the kept secrets and ends the pre-opened streams (the wait failed or never began). */
   forget(): void;
 }
 
@@ -29,6 +41,18 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
   const hooks = deps.app;
   const kept = new Map<string, Secret>();
   const testLogins: TestLoginRecord[] = [];
+  /** One per pair with `connect:`, from preopen() until its test login takes it or the wait ends. */
+  const streams = new Map<string, PreopenedStream>();
+  const closeStreams = () => {
+    for (const stream of streams.values()) stream.close();
+    streams.clear();
+  };
+  /** app-truth: each reloading consumer's session, opened by preopen() and taken by its first reload. */
+  const sessions = new Map<string, Promise<PreparedCommand | undefined>>();
+  const closeSessions = () => {
+    for (const session of sessions.values()) void session.then((s) => s?.close());
+    sessions.clear();
+  };
   let reloads: Reloader | undefined;
   const gate: ConsumerGate | undefined = hooks
     ? async (batch: readonly PlannedPair[]) => {
@@ -38,15 +62,26 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
             if (!connect) return undefined;
             const login = pair.login?.role ?? pair.role;
             const secret = kept.get(pair.key);
+            const preopened = streams.get(pair.key);
+            streams.delete(pair.key);
             const result = secret
-              ? await testLogin(deps.transportFor(pair.consumerMachine), connect, login, secret.reveal())
+              ? await testLogin(
+                  deps.transportFor(pair.consumerMachine),
+                  connect,
+                  login,
+                  secret.reveal(),
+                  TEST_LOGIN_TIMEOUT_MS,
+                  preopened,
+                )
               : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
+            preopened?.close();
             testLogins.push({
               pair: pair.key,
               machine: pair.consumerMachine,
               login,
               ok: result.ok,
               ms: result.ms,
+              ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
               ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
             });
             return result.ok
@@ -67,6 +102,22 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
         if (wanted.has(pair)) kept.set(pair, secret);
       };
     },
+    preopen(plan) {
+      if (!hooks) return;
+      closeStreams();
+      closeSessions();
+      for (const pair of plan.pairs) {
+        const connect = hooks.connectOf(pair.provider);
+        if (connect) streams.set(pair.key, preopenStream(deps.transportFor(pair.consumerMachine), connect));
+        const reload = hooks.reloadOf(pair.consumer);
+        const transport = deps.transportFor(pair.consumerMachine);
+        if (reload && transport.prepareCommand && !sessions.has(pair.consumer))
+          sessions.set(
+            pair.consumer,
+            transport.prepareCommand(reload.command, reload.timeoutMs).catch(() => undefined),
+          );
+      }
+    },
     gateOption: () => (gate ? { gate } : {}),
     committed(rotation, key, plan) {
       if (!hooks) return;
@@ -77,16 +128,27 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
         hooks,
         rotation,
         secrets: () => [...kept.values()].map((s) => s.reveal()),
+        prepared: (consumer) => {
+          const session = sessions.get(consumer);
+          sessions.delete(consumer);
+          return session;
+        },
       });
       reloads.committed(pair);
     },
     async finish() {
+      closeStreams();
       const outcomes = reloads ? await reloads.settled() : [];
+      closeSessions();
       kept.clear();
       if (testLogins.length === 0 && outcomes.length === 0) return undefined;
       return { testLogins: [...testLogins], reloads: outcomes };
     },
-    forget: () => kept.clear(),
+    forget: () => {
+      closeStreams();
+      closeSessions();
+      kept.clear();
+    },
   };
 }
 

@@ -196,6 +196,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           // Stopped before anything is live: commit nothing; the roll-back removes the staged ends.
           if (deps.stop?.signal.aborted) return { type: 'commit-failed', failures: [] };
           receiptWait?.close();
+          // app-truth: the test logins' streams open while the provider ends go live and the receipts are awaited.
+          if (deps.waitMs > 0) app.preopen(state.plan);
           receiptWait =
             deps.waitMs > 0
               ? beginReceiptWait(
@@ -346,7 +348,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       }
     },
     failed(effect, error) {
-      if (effect.type === 'wait-applied') app.forget();
+      if (effect.type === 'wait-applied' || effect.type === 'commit') app.forget();
       // Whatever failed, no receipt wait follows this one: its readers and channels end.
       receiptWait?.close();
       receiptWait = undefined;

@@ -15,7 +15,7 @@
 import type { ConsumerReload, Inventory, ProviderConnect } from './inventory.js';
 import { inventoryIndex } from './inventory.js';
 import type { PlannedPair } from './rotation-plan.js';
-import { reasonOf, type TransportFor } from './transport.js';
+import { reasonOf, type PreparedCommand, type TransportFor } from './transport.js';
 
 /** How many lines of stderr a reload's outcome keeps, and how long each may be. */
 export const RELOAD_STDERR_LINES = 5;
@@ -90,6 +90,11 @@ export interface ReloaderOptions {
   /** The secrets delivered so far (for redaction only); may be empty. */
   readonly secrets?: () => readonly string[];
   readonly now?: () => Date;
+  /**
+   * The consumer's session opened ahead (Transport.prepareCommand), taken by its first reload:
+   * the reload then costs one round trip and the command, not a session's set-up as well.
+   */
+  readonly prepared?: (consumer: string) => Promise<PreparedCommand | undefined> | undefined;
 }
 
 /**
@@ -132,17 +137,18 @@ export function reloader(options: ReloaderOptions): Reloader {
         });
         return;
       }
-      const result = await transport.runCommand({
-        command: reload.command,
-        timeoutMs: reload.timeoutMs,
-        env: {
-          BATON_CONSUMER: first.consumer,
-          BATON_PROVIDERS: [...new Set(pairs.map((p) => p.provider))].join(','),
-          BATON_CONSUMER_FILE: first.consumerPath,
-          BATON_CONSUMER_FILES: pairs.map((p) => p.consumerPath).join(':'),
-          BATON_ROTATION: options.rotation,
-        },
-      });
+      const env = {
+        BATON_CONSUMER: first.consumer,
+        BATON_PROVIDERS: [...new Set(pairs.map((p) => p.provider))].join(','),
+        BATON_CONSUMER_FILE: first.consumerPath,
+        BATON_CONSUMER_FILES: pairs.map((p) => p.consumerPath).join(':'),
+        BATON_ROTATION: options.rotation,
+      };
+      // The session opened while the receipt was awaited, if there is one and it is still up.
+      const prepared = await options.prepared?.(first.consumer);
+      const result =
+        (await prepared?.run(env)) ??
+        (await transport.runCommand({ command: reload.command, timeoutMs: reload.timeoutMs, env }));
       outcomes.push({
         ...base,
         result: result.timedOut ? 'timed-out' : result.exitCode === 0 ? 'ok' : 'failed',

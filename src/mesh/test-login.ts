@@ -6,18 +6,20 @@
  * client. So a `pg_hba.conf` line, a CONNECTION LIMIT or a firewall that would refuse the
  * consumer refuses baton first, and the consumer is not moved onto a login it cannot use.
  *
- * Only SCRAM is spoken: a server that asks for the password in clear or as MD5 is refused
- * before the password is handed over, so the secret never leaves this process in any form a
- * listener could replay.
+ * Only SCRAM is spoken (scram-login.ts): a server that asks for the password in clear or as
+ * MD5 is refused before the password is handed over, so the secret never leaves this process
+ * in any form a listener could replay. The stream is opened while the receipt is awaited
+ * (preopenStream), so after the receipt the login costs SCRAM's two round trips and nothing more.
  */
 import type { ProviderConnect } from './inventory.js';
 import type { ReloadOutcome } from './reload.js';
+import { scramLogin } from './scram-login.js';
 import { TEST_LOGIN_APPLICATION } from './session-record.js';
-import type { BoundTransport } from './transport.js';
+import type { BoundTransport, MachineStream } from './transport.js';
 import { reasonOf } from './transport.js';
 
 export type TestLoginResult =
-  | { readonly ok: true; readonly ms: number }
+  | { readonly ok: true; readonly ms: number; readonly roundTrips?: number }
   | {
       readonly ok: false;
       readonly ms: number;
@@ -25,17 +27,68 @@ export type TestLoginResult =
       readonly reason: string;
       /** PostgreSQL's SQLSTATE when the server refused (28000: pg_hba or NOLOGIN, 28P01, 53300…). */
       readonly code?: string;
+      readonly roundTrips?: number;
     };
 
 /** How long a test login may take, start to end, when the caller gives no bound. */
 export const TEST_LOGIN_TIMEOUT_MS = 10_000;
 
+/**
+ * A stream from the consumer's machine to `connect:`, opened while baton waits for the receipt
+ * so that no channel set-up (an `ssh -W` process, the channel's open on the shared connection,
+ * the far side's TCP handshake) is left between the receipt and the consumer's move. It carries
+ * nothing until the receipt: PostgreSQL says nothing before the client's startup, and an unused
+ * connection closed without a byte leaves no line in its log. close() ends it (and its ssh).
+ */
+export interface PreopenedStream {
+  /** The stream, once; undefined when it could not be opened or was already taken or closed. */
+  take(): Promise<MachineStream | undefined>;
+  /** Ends the stream if nobody took it; safe to call twice. */
+  close(): void;
+}
+
+export function preopenStream(transport: BoundTransport, connect: ProviderConnect): PreopenedStream {
+  const life = new AbortController();
+  let taken = false;
+  const opening: Promise<MachineStream | undefined> = transport.openStream
+    ? transport.openStream(connect.host, connect.port, life.signal).then(
+        (stream) => {
+          // Until it is used, a failure on it is only "not usable": the login opens another.
+          stream.on('error', () => undefined);
+          stream.connect(connect.port, connect.host);
+          if (life.signal.aborted) stream.destroy();
+          return stream;
+        },
+        () => undefined,
+      )
+    : Promise.resolve(undefined);
+  return {
+    async take() {
+      if (taken || life.signal.aborted) return undefined;
+      taken = true;
+      const stream = await opening;
+      return stream && !stream.destroyed && stream.writable ? stream : undefined;
+    },
+    close() {
+      if (life.signal.aborted) return;
+      life.abort(new Error('the pre-opened stream was not needed'));
+      void opening.then((stream) => (taken ? undefined : stream?.destroy()));
+    },
+  };
+}
+
+/**
+ * Logs in as `user` with `password` from the transport's machine. With `preopened`, on that
+ * stream (the login then costs only its two SCRAM round trips); if that stream turns out dead
+ * (closed while it waited), once more on a new one.
+ */
 export async function testLogin(
   transport: BoundTransport,
   connect: ProviderConnect,
   user: string,
   password: string,
   timeoutMs = TEST_LOGIN_TIMEOUT_MS,
+  preopened?: PreopenedStream,
 ): Promise<TestLoginResult> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
@@ -47,46 +100,47 @@ export async function testLogin(
     };
   const until = new AbortController();
   const timer = setTimeout(() => until.abort(new Error(`no login within ${timeoutMs / 1000} s`)), timeoutMs);
-  try {
-    const stream = await transport.openStream(connect.host, connect.port, until.signal);
-    const { default: pg } = await import('pg');
-    let method: 'sasl' | 'other' | undefined;
-    const client = new pg.Client({
-      host: connect.host,
-      port: connect.port,
-      database: connect.database,
-      user,
-      // A function, asked only once the server says how it wants the password: SCRAM or nothing.
-      password: () => {
-        if (method !== 'sasl')
-          throw new Error(
-            'the server asked for the password in clear or as MD5; baton tries logins only with SCRAM',
-          );
-        return password;
-      },
-      stream: () => stream,
-      ssl: false,
-      connectionTimeoutMillis: timeoutMs,
-      application_name: TEST_LOGIN_APPLICATION,
-    });
-    // Registered before connect(), so before the client's own handlers: the method is known first.
-    const connection = (client as unknown as { connection: NodeJS.EventEmitter }).connection;
-    connection.on('authenticationSASL', () => (method ??= 'sasl'));
-    connection.on('authenticationCleartextPassword', () => (method = 'other'));
-    connection.on('authenticationMD5Password', () => (method = 'other'));
-    client.on('error', () => undefined);
+  const request = {
+    user,
+    database: connect.database,
+    applicationName: TEST_LOGIN_APPLICATION,
+    password,
+  };
+  const fresh = async () => {
+    const stream = await transport.openStream!(connect.host, connect.port, until.signal);
+    // The login listens from its first step; until then a failure is kept on the stream (errored).
+    stream.on('error', () => undefined);
+    stream.connect(connect.port, connect.host);
+    return stream;
+  };
+  const loginOn = async (stream: MachineStream): Promise<TestLoginResult> => {
     try {
-      await Promise.race([
-        client.connect(),
-        new Promise((_, reject) =>
-          until.signal.addEventListener('abort', () => reject(until.signal.reason as Error), { once: true }),
-        ),
-      ]);
-      return { ok: true, ms: ms() };
+      const result = await scramLogin(stream, request, until.signal);
+      return result.ok
+        ? { ok: true, ms: ms(), roundTrips: result.roundTrips }
+        : {
+            ok: false,
+            ms: ms(),
+            reason: result.reason,
+            ...(result.code ? { code: result.code } : {}),
+            roundTrips: result.roundTrips,
+          };
     } finally {
-      await client.end().catch(() => undefined);
       stream.destroy();
     }
+  };
+  try {
+    const ready = await preopened?.take();
+    if (ready) {
+      try {
+        return await loginOn(ready);
+      } catch (error) {
+        // The waiting stream had died (the server's authentication_timeout, the machine's network):
+        // not a verdict on the credential, so it is tried once on a new stream.
+        if (until.signal.aborted) throw error;
+      }
+    }
+    return await loginOn(await fresh());
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     return {
@@ -111,6 +165,8 @@ export interface TestLoginRecord {
   readonly ms: number;
   readonly reason?: string;
   readonly code?: string;
+  /** Round trips after the receipt the login itself took (2 with SCRAM: scram-login.ts). */
+  readonly round_trips?: number;
 }
 
 /** What a rotation learned about its consumers' apps: their test logins and reloads. */

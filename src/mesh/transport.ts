@@ -179,6 +179,24 @@ export interface Transport {
    * the shared connection, `ssh -W`), not yet connected: the client calls `connect()` as on a socket.
    */
   openStream?(host: string, port: number, signal: AbortSignal): Promise<MachineStream>;
+  /**
+   * Opens ahead, on the shared connection, a session that runs `command` (as runCommand) when
+   * asked: a reload then costs no session set-up after the commit. Undefined when the machine
+   * has no session to spare (the reload then opens its own when it runs).
+   */
+  prepareCommand?(
+    command: string,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<PreparedCommand | undefined>;
+}
+
+/** A session opened ahead for one run of a command (Transport.prepareCommand). */
+export interface PreparedCommand {
+  /** Runs it with `env` (never a secret); undefined when the session had ended before (nothing ran). */
+  run(env: Readonly<Record<string, string>>): Promise<CommandResult | undefined>;
+  /** Ends the session if it was not run; safe to call twice. */
+  close(): void;
 }
 
 /** A command to run on a machine; nothing in it is a secret (a reload reads the file itself). */
@@ -281,6 +299,8 @@ export interface BoundTransport {
   runCommand?(request: CommandRequest): Promise<CommandResult>;
   /** As Transport.openStream; `until` ends the stream (the caller's deadline). */
   openStream?(host: string, port: number, until: AbortSignal): Promise<MachineStream>;
+  /** As Transport.prepareCommand; the session lasts until run or closed, or the command is cancelled. */
+  prepareCommand?(command: string, timeoutMs: number): Promise<PreparedCommand | undefined>;
 }
 
 /** The transport of a machine, by inventory name (built by the commands, passed down). */

@@ -89,6 +89,12 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
             untilEither(until, bounds.signal, (s) => transport.openStream!(host, port, s)),
         }
       : {}),
+    ...(transport.prepareCommand
+      ? {
+          prepareCommand: (command, timeoutMs) =>
+            transport.prepareCommand!(command, timeoutMs, bounds.signal ?? new AbortController().signal),
+        }
+      : {}),
   };
 }
 

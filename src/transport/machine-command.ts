@@ -65,6 +65,38 @@ export function remoteRunCommand(request: CommandRequest): string {
   ].join(' ');
 }
 
+/**
+ * A run prepared ahead (Transport.prepareCommand): the session waits on stdin for `go`, then
+ * `NAME=value` lines up to an empty one, and runs RUN_COMMAND with them; stdin closing first
+ * (the reload was not needed) ends it having run nothing.
+ */
+export const PREPARED_RUN = `IFS= read -r go || exit 0
+[ "$go" = go ] || exit 0
+t=$1; c=$2; r=$3; set --
+while IFS= read -r kv && [ -n "$kv" ]; do set -- "$@" "$kv"; done
+exec sh -c "$r" baton-run "$t" "$c" "$@"`;
+
+/** What ssh hands the remote login shell for a prepared run: the command, but no environment yet. */
+export function remotePreparedRun(command: string, timeoutMs: number): string {
+  const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+  return [
+    'sh',
+    '-c',
+    shQuote(PREPARED_RUN),
+    'baton-prepared',
+    String(seconds),
+    shQuote(command),
+    shQuote(RUN_COMMAND),
+  ].join(' ');
+}
+
+/** The lines that start a prepared run (checked as a request's environment is). */
+export function preparedRunInput(env: Readonly<Record<string, string>>): string {
+  return `go\n${Object.entries(env)
+    .map(([k, v]) => `${k}=${v}\n`)
+    .join('')}\n`;
+}
+
 /** Reads the remote script's answer; throws when it is not one. */
 export function parseRunAnswer(machine: string, stdout: string, durationMs: number): CommandResult {
   let exitCode: number | undefined;

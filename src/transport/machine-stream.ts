@@ -102,7 +102,14 @@ export function openSshStream(
   signal.addEventListener('abort', onAbort, { once: true });
   child.once('exit', () => signal.removeEventListener('abort', onAbort));
   return new Promise((resolve, reject) => {
-    child.once('spawn', () => resolve(stream));
+    // Ended before it was handed out (a stream opened ahead and closed at once): the opener
+    // hears it, and nobody else has a listener the error could miss.
+    const early = (error: Error) => reject(error);
+    stream.once('error', early);
+    child.once('spawn', () => {
+      stream.off('error', early);
+      resolve(stream);
+    });
     child.once('error', (error) =>
       reject(new TransportError(machine, `could not start ssh: ${error.message}`)),
     );

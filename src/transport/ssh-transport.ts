@@ -36,7 +36,13 @@ import {
   type Refused,
   type SessionGate,
 } from './ssh-start-limits.js';
-import { checkCommandRequest, parseRunAnswer, remoteRunCommand } from './machine-command.js';
+import {
+  checkCommandRequest,
+  parseRunAnswer,
+  preparedRunInput,
+  remotePreparedRun,
+  remoteRunCommand,
+} from './machine-command.js';
 import { openSshStream } from './machine-stream.js';
 import {
   abortedError,
@@ -376,6 +382,57 @@ export function sshTransport(
     },
     openStream: (host, port, signal) =>
       openSshStream(machine, options.sshPath ?? 'ssh', sshArgs(target, options.share), host, port, signal),
+    // app-truth: a reload's session opened while the receipt is awaited, only on the shared
+    // connection and only with a session to spare (a second connection would cost more than it saves).
+    prepareCommand: (command, timeoutMs, signal) => {
+      checkCommandRequest(machine, { command, env: {}, timeoutMs });
+      const held = options.share ? gate?.tryHold() : undefined;
+      if (!held || signal.aborted) {
+        held?.();
+        return Promise.resolve(undefined);
+      }
+      const life = new AbortController();
+      const onAbort = () => life.abort(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      let out = '';
+      const child = start(
+        options.sshPath ?? 'ssh',
+        [...sshArgs(target, options.share), remotePreparedRun(command, timeoutMs)],
+        { onLine: (line) => (out += `${line}\n`), signal: life.signal },
+      );
+      let ended = false;
+      const exited = child.exited.finally(() => {
+        ended = true;
+        held();
+        signal.removeEventListener('abort', onAbort);
+      });
+      let used = false;
+      return Promise.resolve({
+        run: async (env) => {
+          if (used || ended) return undefined;
+          used = true;
+          checkCommandRequest(machine, { command, env, timeoutMs });
+          const started = performance.now();
+          // The command is bounded on the machine; this bounds a machine that stops answering.
+          const timer = setTimeout(
+            () => life.abort(new Error(`no answer within ${Math.ceil(timeoutMs / 1000) + 15} s`)),
+            timeoutMs + 15_000,
+          );
+          child.write(preparedRunInput(env));
+          child.end();
+          const result = await exited.finally(() => clearTimeout(timer));
+          if (life.signal.aborted) throw abortedError(machine, 'running the command', life.signal);
+          failedSession(machine, 'running the command', result);
+          return parseRunAnswer(machine, out, Math.round(performance.now() - started));
+        },
+        close: () => {
+          if (used) return;
+          used = true;
+          child.end();
+          life.abort(new Error('the prepared command was not needed'));
+        },
+      });
+    },
   };
 }
 

@@ -25,6 +25,10 @@ import { partPresent } from '../helpers/real-part.js';
 import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
+import { preopenStream, testLogin } from '../../src/mesh/test-login.js';
+import { bindTransport } from '../../src/transport/bound-transport.js';
+import { sshTransport } from '../../src/transport/ssh-transport.js';
 
 const PROVIDER = 'pg-main';
 const MESH = '/var/lib/baton/mesh';
@@ -417,6 +421,121 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
       expect(sshd.connections() - connections).toBe(1);
     } finally {
       await hba(undefined);
+    }
+  }, 120_000);
+
+  /** The `ssh -W` processes streaming to this test's PostgreSQL, with their parents. */
+  const streamProcesses = async (): Promise<{ pid: number; ppid: number }[]> => {
+    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) => {
+      const ps = spawn('ps', ['-eo', 'pid=,ppid=,args='], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      ps.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      ps.once('error', reject);
+      ps.once('close', () => resolve({ stdout: out }));
+    });
+    return stdout
+      .split('\n')
+      .filter((l) => l.includes(`-W 127.0.0.1:${sandbox.port}`) && !l.includes(' ps '))
+      .map((l) => l.trim().split(/\s+/))
+      .map(([pid, ppid]) => ({ pid: Number(pid), ppid: Number(ppid) }));
+  };
+
+  it('the test login in-process over the real sshd: on a stream opened before (the receipt), SCRAM in two round trips; a wrong password gets the server its own words; no ssh -W is left', async () => {
+    expect(partsHere).toBe(true);
+    const role = `wire_${randomBytes(3).toString('hex')}`;
+    const password = randomBytes(24).toString('base64url');
+    await asSuperuser(sandbox, async (c) =>
+      c.query(`CREATE ROLE ${role} LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`),
+    );
+    const transport = bindTransport(
+      sshTransport('web3', {
+        host: '127.0.0.1',
+        user: sshd.user,
+        port: sshd.port,
+        identity: sshd.identity,
+        knownHosts: sshd.knownHosts,
+        strictHostKeyChecking: 'yes',
+        config: '/dev/null',
+        connectTimeout: 10,
+      }),
+      TEST_BOUNDS,
+    );
+    const connect = { host: '127.0.0.1', port: sandbox.port, database: 'postgres' };
+    const preopened = preopenStream(transport, connect);
+    await sleep(500);
+    expect((await streamProcesses()).filter((p) => p.ppid === process.pid)).toHaveLength(1);
+    const ok = await testLogin(transport, connect, role, password, 10_000, preopened);
+    expect(ok).toMatchObject({ ok: true, roundTrips: 2 });
+    const wrong = await testLogin(
+      transport,
+      connect,
+      role,
+      `${password}x`,
+      10_000,
+      preopenStream(transport, connect),
+    );
+    expect(wrong).toMatchObject({
+      ok: false,
+      code: '28P01',
+      reason: `password authentication failed for user "${role}"`,
+      roundTrips: 2,
+    });
+    // A stream opened and never used is ended by close(), its ssh with it.
+    preopenStream(transport, connect).close();
+    const unused = preopenStream(transport, connect);
+    await sleep(500);
+    expect((await streamProcesses()).filter((p) => p.ppid === process.pid)).toHaveLength(1);
+    unused.close();
+    await sleep(300);
+    expect((await streamProcesses()).filter((p) => p.ppid === process.pid)).toEqual([]);
+  }, 60_000);
+
+  it('a pre-opened stream is closed when the receipt never comes (rolled back) and when the rotation is interrupted: no ssh -W process outlives baton', async () => {
+    expect(partsHere).toBe(true);
+    // No provisioner: no receipt comes, so the stream opened for the test login is never used.
+    const provisioner = children.at(-1)!;
+    provisioner.kill('SIGTERM');
+    await new Promise((r) => (provisioner.exitCode === null ? provisioner.once('exit', r) : r(undefined)));
+    const before = readFileSync(WEB3(), 'utf8');
+    try {
+      for (const how of ['rolled back', 'interrupted'] as const) {
+        const child = spawn(
+          process.execPath,
+          [
+            BIN,
+            '--state-dir',
+            state(),
+            'mesh',
+            'rotate',
+            '--pair',
+            `${PROVIDER}:web3-app`,
+            '--inventory',
+            inventory(),
+            '--yes',
+            '--wait',
+            how === 'rolled back' ? '3' : '30',
+          ],
+          { cwd: tmp.dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
+        );
+        let output = '';
+        child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+        const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+        // The stream is opened while the receipt is awaited: an ssh -W of this baton.
+        let seen = false;
+        for (let i = 0; i < 100 && !seen && child.exitCode === null; i++) {
+          seen = (await streamProcesses()).some((p) => p.ppid === child.pid);
+          if (!seen) await sleep(50);
+        }
+        expect(seen, output).toBe(true);
+        if (how === 'interrupted') child.kill('SIGINT');
+        const code = await exited;
+        expect(code, output).not.toBe(0);
+        expect(await streamProcesses(), `${how}: ${output}`).toEqual([]);
+        expect(readFileSync(WEB3(), 'utf8')).toBe(before);
+      }
+    } finally {
+      startProvisioner();
     }
   }, 120_000);
 });

@@ -15,7 +15,13 @@ import { parseInventory } from '../../src/mesh/inventory.js';
 import { redactStderr, RELOAD_STDERR_LINES, type ReloadOutcome } from '../../src/mesh/reload.js';
 import { CENSUS_STARTS, parseCensus } from '../../src/mesh/session-record.js';
 import { SessionCensus } from '../../src/provisioner/session-census.js';
-import { parseRunAnswer, remoteRunCommand, runLocalCommand } from '../../src/transport/machine-command.js';
+import {
+  parseRunAnswer,
+  preparedRunInput,
+  remotePreparedRun,
+  remoteRunCommand,
+  runLocalCommand,
+} from '../../src/transport/machine-command.js';
 import type { PlannedPair } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
 import { appPreviewLines } from '../../src/app/rotation-app-text.js';
@@ -266,6 +272,30 @@ describe("a reload's runner", () => {
       stderrTail: 'for web1-app',
     });
     expect(run('sleep 5', 1_000)).toMatchObject({ timedOut: true, exitCode: undefined });
+  });
+
+  it('the prepared run (a session opened while the receipt is awaited) runs only on go, with the environment sent then; closed unused it runs nothing', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-prepared-'));
+    try {
+      const mark = path.join(dir, 'ran');
+      const command = `echo "$BATON_CONSUMER_FILE" > ${mark}; echo "for $BATON_CONSUMER" >&2; exit 4`;
+      const answer = execFileSync('sh', ['-c', remotePreparedRun(command, 5_000)], {
+        input: preparedRunInput({ BATON_CONSUMER: 'web1-app', BATON_CONSUMER_FILE: '/a file/with spaces' }),
+      }).toString();
+      expect(parseRunAnswer('web1', answer, 1)).toMatchObject({
+        exitCode: 4,
+        timedOut: false,
+        stderrTail: 'for web1-app',
+      });
+      expect(readFileSync(mark, 'utf8')).toBe('/a file/with spaces\n');
+      rmSync(mark);
+      // stdin closed without `go` (the rotation ended first): nothing ran, nothing answered.
+      const unused = execFileSync('sh', ['-c', remotePreparedRun(`: > ${mark}`, 5_000)], { input: '' });
+      expect(unused.toString()).toBe('');
+      expect(() => readFileSync(mark)).toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
