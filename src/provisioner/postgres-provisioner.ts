@@ -232,6 +232,8 @@ export class PostgresProvisioner {
 
   async closeConnection(): Promise<void> {
     this.keepOpen = false;
+    this.delivered.close(); // its directory watch (dir-changes.ts) goes with the service
+
     const db = this.db;
     this.db = undefined;
     await db?.close();
@@ -334,6 +336,7 @@ export class PostgresProvisioner {
     // The receipts known before this poll: a switch back to single removes a login file AND its
     // receipt between two polls, and only this listing still names the login to set NOLOGIN.
     const knownBefore = this.receiptIndex.listed();
+    await this.delivered.settled();
     this.receiptIndex.refresh();
     this.removeStaleTemps();
     const scan = this.delivered.scan();
@@ -385,7 +388,7 @@ export class PostgresProvisioner {
         ...(login ? { login } : {}),
       };
       if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
-        if (this.delivered.listed(rolledBackName(credential.role)))
+        if (this.delivered.hasRolledBack(credential.role))
           this.forgetRolledBack(credential.file, receipt.digest);
         unchanged += 1;
         toCheck.push(entry);
@@ -555,12 +558,14 @@ export class PostgresProvisioner {
    */
   private alternatingChanges(present: ReadonlySet<string>, knownBefore: ReadonlySet<string>): string[] {
     const receipts = this.receiptIndex.listed();
-    for (const name of [...knownBefore, ...receipts])
-      if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    // Only a name ending in +a/+b can be a login file: the regex is not run on thousands of roles per poll.
+    for (const names of [knownBefore, receipts])
+      for (const name of names)
+        if (isLoginShaped(name) && parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
     for (const name of this.leaving) if (present.has(name)) this.leaving.delete(name);
     const groups = new Set<string>();
     for (const name of present) {
-      const login = parseLoginFileName(name);
+      const login = isLoginShaped(name) ? parseLoginFileName(name) : undefined;
       if (login && !present.has(login.group)) groups.add(login.group);
     }
     for (const group of groups) {
@@ -587,6 +592,8 @@ export class PostgresProvisioner {
    * idle cycle sends nothing more.
    */
   private async closeSwitchedBack(db: RoleDatabase, present: ReadonlySet<string>): Promise<void> {
+    // Looked once already, nothing leaving and nothing pending: an idle cycle has nothing to ask.
+    if (this.switchedBackLooked && this.leaving.size === 0 && this.switchedBack.size === 0) return;
     const single = new Set(singleGroups(present));
     if (!this.switchedBackLooked) for (const group of single) this.switchedBack.add(group);
     for (const name of this.leaving) {
@@ -1123,12 +1130,9 @@ export class PostgresProvisioner {
   }
 }
 
-/**
- * The name rolledBackPath gives a role's rolled-back file in the delivered directory: looked up
- * in the scan's listing instead of an `exists` per role per poll.
- */
-export function rolledBackName(role: string): string {
-  return `.${role}.rolled-back`;
+/** Whether `name` ends like a login file (`+a`/`+b`): a cheap test before parseLoginFileName's. */
+function isLoginShaped(name: string): boolean {
+  return name.length > 2 && name.charCodeAt(name.length - 2) === 0x2b; /* + */
 }
 
 /** The role a delivered file sets in the database: the login of a login file, else the role itself. */

@@ -315,20 +315,40 @@ export function postgresRoles(
       async setPasswords(roles) {
         const outcomes = new Map<string, RoleOutcome | Error>();
         if (roles.length === 0) return outcomes;
-        await query('BEGIN');
+        const begin = () =>
+          query(`BEGIN; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`);
+        const statementOf = (row: { expired: boolean } | undefined, role: string, verifier: string) =>
+          passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
+            clearExpiry: row?.expired === true,
+          });
+        // First every role's statement and the COMMIT in ONE simple query: three round trips for
+        // the whole batch. PostgreSQL (≥ 13) applies statement_timeout to each statement of it,
+        // and the first error aborts the rest with the COMMIT, so nothing is half-applied.
+        await begin();
         try {
-          await query(`SET LOCAL lock_timeout = ${lockMs}`);
-          await query(`SET LOCAL statement_timeout = ${statementMs}`);
           const rows = await rolesNamed(roles.map((r) => r.role));
+          try {
+            await query(
+              `${roles.map(({ role, verifier }) => statementOf(rows.get(role), role, verifier)).join('; ')}; COMMIT`,
+            );
+            for (const { role } of roles) outcomes.set(role, rows.has(role) ? 'updated' : 'created');
+            return outcomes;
+          } catch (error) {
+            if (error instanceof ConnectionLost) throw error;
+            // One role was refused (or the COMMIT): nothing was applied. Each role goes again
+            // behind its own savepoint, so the one refused is answered with its error and the
+            // others still go in.
+            await query('ROLLBACK');
+          }
+          await begin();
+          const again = await rolesNamed(roles.map((r) => r.role));
           for (const { role, verifier } of roles) {
-            const row = rows.get(role);
+            const row = again.get(role);
             try {
               // One round trip per role: the savepoint, the statement and its release in one
               // simple query (no parameters: passwordStatement quotes everything itself).
               await query(
-                `SAVEPOINT baton_role; ${passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
-                  clearExpiry: row?.expired === true,
-                })}; RELEASE SAVEPOINT baton_role`,
+                `SAVEPOINT baton_role; ${statementOf(row, role, verifier)}; RELEASE SAVEPOINT baton_role`,
               );
               outcomes.set(role, row ? 'updated' : 'created');
             } catch (error) {
