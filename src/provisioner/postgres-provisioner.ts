@@ -935,7 +935,22 @@ export class PostgresProvisioner {
     const results: [Pending, ApplyResult][] = [];
     for (let at = 0; at < items.length; at += BATCH_ROLES) {
       const chunk = items.slice(at, at + BATCH_ROLES);
-      const prepared = await mapBounded(chunk, VERIFIERS_AT_ONCE, (item) => this.prepare(item));
+      // The verifiers are derived a few at a time while the transaction opens and the first
+      // statements run (setPasswords takes them as they come): the two overlap instead of adding up.
+      const preparing = inTurn(chunk, VERIFIERS_AT_ONCE, (item) => this.prepare(item));
+      let outcomes: ReadonlyMap<string, RoleOutcome | Error> | undefined;
+      let failure: unknown;
+      try {
+        outcomes = await db.setPasswords!(
+          chunk.map((item, i) => ({
+            role: item.role,
+            verifier: preparing[i]!.then((ready) => ('problem' in ready ? undefined : ready.verifier)),
+          })),
+        );
+      } catch (error) {
+        failure = error;
+      }
+      const prepared = await Promise.all(preparing);
       const send: { item: Pending; ready: Ready }[] = [];
       chunk.forEach((item, i) => {
         const ready = prepared[i]!;
@@ -943,21 +958,17 @@ export class PostgresProvisioner {
         else send.push({ item, ready });
       });
       if (send.length === 0) continue;
-      let outcomes: ReadonlyMap<string, RoleOutcome | Error>;
-      try {
-        outcomes = await db.setPasswords!(
-          send.map(({ item, ready }) => ({ role: item.role, verifier: ready.verifier })),
-        );
-      } catch (error) {
+      if (outcomes === undefined) {
         const rest = [...send.map((s) => s.item), ...items.slice(at + BATCH_ROLES)];
-        if (error instanceof ConnectionLost) return { results, rest, lost: error };
+        if (failure instanceof ConnectionLost) return { results, rest, lost: failure };
         return { results, rest };
       }
+      const answered = outcomes;
       const finished = await mapBounded(
         send,
         RECEIPTS_AT_ONCE,
         async ({ item, ready }): Promise<ApplyResult> => {
-          const outcome = outcomes.get(item.role);
+          const outcome = answered.get(item.role);
           if (outcome === undefined) return { error: new Error('the database gave no answer for it') };
           if (outcome instanceof Error) return { error: outcome };
           try {
@@ -972,12 +983,14 @@ export class PostgresProvisioner {
     return { results, rest: [] };
   }
 
-  /** Reads the secret (again: it may have been replaced since the scan): its digest and verifier, the secret dropped. */
+  /** Reads the secret (again: it may have been replaced since the scan): its digest and verifier, the secret dropped. Never rejects. */
   private async prepare(item: Pending): Promise<Prepared> {
     const read = readSecretFile(item.file);
     if (read.problem !== undefined) return { problem: read.problem };
     try {
       return { digest: secretDigest(read.secret), verifier: await scramVerifier(read.secret) };
+    } catch (error) {
+      return { problem: `its verifier could not be computed (${messageOf(error)})` };
     } finally {
       read.secret.fill(0);
     }
@@ -1128,6 +1141,18 @@ export class PostgresProvisioner {
   private clear(key: string): void {
     this.reported.delete(key);
   }
+}
+
+/**
+ * `fn` over `items`, at most `limit` running, item i starting when item i - limit is done; one
+ * promise per item, in order, so a caller can use each result as soon as it is there. `fn` must
+ * not reject.
+ */
+function inTurn<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R>[] {
+  const started: Promise<R>[] = [];
+  for (const [i, item] of items.entries())
+    started.push(i < limit ? fn(item) : started[i - limit]!.then(() => fn(item)));
+  return started;
 }
 
 /** Whether `name` ends like a login file (`+a`/`+b`): a cheap test before parseLoginFileName's. */
