@@ -1,7 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { link, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
+
+/**
+ * Random hex for a temp name. node:crypto is loaded on the first write, not with this module:
+ * `status --json` imports the stores and writes nothing.
+ */
+export function randomHex(bytes: number): string {
+  return process.getBuiltinModule('node:crypto').randomBytes(bytes).toString('hex');
+}
 
 /** Called after each durable step; crash tests stop an operation here. */
 export type StepHook = (step: string) => void | Promise<void>;
@@ -28,7 +35,7 @@ export async function createFileDurably(
   bytes: Uint8Array,
   mode: number,
 ): Promise<void> {
-  const temp = path.join(dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
+  const temp = path.join(dir, `.${name}.tmp-${randomHex(6)}`);
   try {
     await writeExclusive(temp, bytes, mode);
   } catch (error) {

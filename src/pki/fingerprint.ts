@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { sha256Base64 } from '../sha256.js';
 import type { Fingerprint } from './fingerprint-type.js';
 
 /**
@@ -8,5 +8,6 @@ import type { Fingerprint } from './fingerprint-type.js';
  * `x509 -pubkey | pkey -pubin -outform DER` gives the same bytes; test/pki proves it).
  */
 export function fingerprintOfSpki(spkiDer: Uint8Array): Fingerprint {
-  return `SHA256:${createHash('sha256').update(spkiDer).digest('base64').replace(/=+$/, '')}` as Fingerprint;
+  // In JavaScript (src/sha256.ts): status reads fingerprints without loading node:crypto.
+  return `SHA256:${sha256Base64(spkiDer).replace(/=+$/, '')}` as Fingerprint;
 }

@@ -1,9 +1,19 @@
-import { createPrivateKey, createPublicKey, sign, verify, randomBytes, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { rememberChecked, wasChecked } from './checked-pairs.js';
 import { pemDecode } from './pem.js';
 import { fingerprintOfSpki } from './fingerprint.js';
 import { asFingerprint, type Fingerprint } from './fingerprint-type.js';
 import { LEGACY_REPLACES_PREFIX, OID, REPLACES_PREFIX } from './names.js';
-import { allowsKeyCertSign, isCa, readCertificate, type ReadCertificate } from './read-certificate.js';
+import {
+  allowsKeyCertSign,
+  isCa,
+  opensslCertificate,
+  readCertificate,
+  type ReadCertificate,
+} from './read-certificate.js';
+
+/** node:crypto, loaded when a key is parsed or a signature checked, not when this module is. */
+const nodeCrypto = () => process.getBuiltinModule('node:crypto');
 
 /** What a certificate says about itself, once parsed. */
 export interface CertificateFacts {
@@ -44,9 +54,12 @@ export function parseCertificate(pem: Uint8Array): CertificateFacts | undefined 
 
 function parsed(
   pem: Uint8Array,
-): { readonly certificate: ReadCertificate; readonly facts: CertificateFacts } | undefined {
+  options: { readonly openssl?: boolean } = {},
+):
+  | { readonly certificate: ReadCertificate; readonly der: Uint8Array; readonly facts: CertificateFacts }
+  | undefined {
   const der = pemDecode('CERTIFICATE', pem);
-  const certificate = der ? readCertificate(der) : undefined;
+  const certificate = der ? readCertificate(der, options) : undefined;
   if (!certificate) return undefined;
   // Read from the RDNs themselves, never from a printed subject: a value holding
   // "\nOU=billet-replaces:…" must stay one Organization, not become a claim.
@@ -59,6 +72,7 @@ function parsed(
   const organizations = values(OID.organization);
   return {
     certificate,
+    der: der!,
     facts: {
       fingerprint: fingerprintOfSpki(certificate.spkiDer),
       notBefore: certificate.notBefore,
@@ -86,6 +100,18 @@ export async function inspectPair(
   certPem: Uint8Array,
   deployment: string,
 ): Promise<PairInspection> {
+  // Exactly these bytes passed this whole check before: the fields are read again (they are
+  // the answer's facts), the key and signatures are not proved again (checked-pairs.ts).
+  if (wasChecked(keyPem, certPem, deployment)) {
+    const known = parsed(certPem, { openssl: false });
+    if (known) return { ok: true, facts: known.facts };
+  }
+  const inspection = inspectPairInFull(keyPem, certPem, deployment);
+  if (inspection.ok) rememberChecked(keyPem, certPem, deployment);
+  return inspection;
+}
+
+function inspectPairInFull(keyPem: Uint8Array, certPem: Uint8Array, deployment: string): PairInspection {
   const read = parsed(certPem);
   if (!read)
     return {
@@ -97,13 +123,13 @@ export async function inspectPair(
       },
       facts: undefined,
     };
-  const { certificate, facts } = read;
+  const { certificate, der, facts } = read;
   const key = parsePrivateKey(keyPem);
   if (!key) return { ok: false, fault: { kind: 'unparsable', file: 'key', detail: KEY_SHAPE }, facts };
 
   const caFault = caFaultOf(certificate);
   if (caFault) return { ok: false, fault: { kind: 'not-ca', detail: caFault }, facts };
-  const selfSigned = selfSignatureFault(certificate);
+  const selfSigned = selfSignatureFault(certificate, der);
   if (selfSigned) return { ok: false, fault: { kind: 'not-self-signed', detail: selfSigned }, facts };
   if (facts.organization !== deployment)
     return { ok: false, fault: { kind: 'foreign', organization: facts.organization }, facts };
@@ -137,7 +163,11 @@ export function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
   const der = sec1 ?? pemDecode('PRIVATE KEY', pem);
   if (!der) return undefined;
   try {
-    const key = createPrivateKey({ key: Buffer.from(der), format: 'der', type: sec1 ? 'sec1' : 'pkcs8' });
+    const key = nodeCrypto().createPrivateKey({
+      key: Buffer.from(der),
+      format: 'der',
+      type: sec1 ? 'sec1' : 'pkcs8',
+    });
     if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
       return undefined;
     return key;
@@ -154,7 +184,7 @@ export function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
 export function keyFingerprint(pem: Uint8Array): Fingerprint | undefined {
   const key = parsePrivateKey(pem);
   if (!key) return undefined;
-  const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
+  const spki = nodeCrypto().createPublicKey(key).export({ format: 'der', type: 'spki' });
   return fingerprintOfSpki(new Uint8Array(spki));
 }
 
@@ -164,6 +194,7 @@ export function keyFingerprint(pem: Uint8Array): Fingerprint | undefined {
  */
 function keyPairsWith(key: KeyObject, certificate: ReadCertificate): boolean {
   try {
+    const { createPublicKey, randomBytes, sign, verify } = nodeCrypto();
     const publicKey = createPublicKey({ key: Buffer.from(certificate.spkiDer), format: 'der', type: 'spki' });
     const challenge = randomBytes(32);
     return verify('sha256', challenge, publicKey, sign('sha256', challenge, key));
@@ -184,13 +215,14 @@ function caFaultOf(certificate: ReadCertificate): string | undefined {
  * verifying the signature (and that the outer algorithm matches the signed one) under the
  * certificate's own key.
  */
-function selfSignatureFault(certificate: ReadCertificate): string | undefined {
+function selfSignatureFault(certificate: ReadCertificate, der: Uint8Array): string | undefined {
   if (Buffer.compare(certificate.issuerDer, certificate.subjectDer) !== 0)
     return 'its issuer is not its subject';
   try {
+    // readCertificate had OpenSSL accept these bytes: it is asked again, now to verify.
     if (
-      certificate.x509.verify(
-        createPublicKey({ key: Buffer.from(certificate.spkiDer), format: 'der', type: 'spki' }),
+      opensslCertificate(der)?.verify(
+        nodeCrypto().createPublicKey({ key: Buffer.from(certificate.spkiDer), format: 'der', type: 'spki' }),
       )
     )
       return undefined;

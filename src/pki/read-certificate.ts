@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import {
   derBitString,
   derBoolean,
@@ -26,8 +26,6 @@ export interface CertificateExtension {
 
 /** The fields of an X.509 certificate baton decides on, read from its DER exactly. */
 export interface ReadCertificate {
-  /** OpenSSL's view of the same bytes: it checks the signature. */
-  readonly x509: X509Certificate;
   /** The serial's content octets, as encoded. */
   readonly serial: Uint8Array;
   /** The issuer and subject Names as encoded: "self-issued" compares these bytes. */
@@ -42,12 +40,29 @@ export interface ReadCertificate {
 }
 
 /**
+ * OpenSSL's view of a DER certificate (it checks the signature), or undefined when OpenSSL
+ * refuses it. node:crypto is loaded here, on first use, never by reading the fields: a status
+ * whose pair was proved before (checked-pairs.ts) reads its certificates without OpenSSL.
+ */
+export function opensslCertificate(der: Uint8Array): X509Certificate | undefined {
+  try {
+    return new (process.getBuiltinModule('node:crypto').X509Certificate)(Buffer.from(der));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Reads a DER certificate, or undefined when it is not exactly one well-formed certificate.
  * Node (OpenSSL) must accept it too: the fields baton decides on come from this strict walk
  * (Node exposes no keyUsage, and its subject text is escaped prose, not the RDNs), the
- * signature from OpenSSL — and both must be reading one and the same structure.
+ * signature from OpenSSL — and both must be reading one and the same structure. `openssl:
+ * false` only for bytes OpenSSL already accepted (a pair in checked-pairs.ts).
  */
-export function readCertificate(der: Uint8Array): ReadCertificate | undefined {
+export function readCertificate(
+  der: Uint8Array,
+  { openssl = true }: { readonly openssl?: boolean } = {},
+): ReadCertificate | undefined {
   const certificate = derRead(der);
   if (certificate?.tag !== TAG.sequence) return undefined;
   const parts = derChildren(certificate);
@@ -88,14 +103,8 @@ export function readCertificate(der: Uint8Array): ReadCertificate | undefined {
   if (!serial || !notBefore || !notAfter || !subjectAttributes || !nameAttributes(issuer) || !extensions)
     return undefined;
 
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(Buffer.from(der));
-  } catch {
-    return undefined;
-  }
+  if (openssl && !opensslCertificate(der)) return undefined;
   return {
-    x509,
     serial,
     issuerDer: issuer.bytes,
     subjectDer: subject.bytes,

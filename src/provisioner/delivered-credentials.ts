@@ -7,9 +7,11 @@
  * stat-first: a file is read and hashed only when its inode, size, mtime or ctime changed
  * since the last scan (an atomic replacement always brings a new inode). Only digests are
  * kept between scans — a secret does not belong in a long-lived variable when a hash answers
- * the same question (mesh seed).
+ * the same question (mesh seed). Between full scans it is change-first (dir-changes.ts): while
+ * neither the directory's stat nor its inotify watch saw a change, a poll stats nothing but the
+ * directory and reuses the last result; after a rename only the names that changed are stat'd.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { secretDigest, type SecretDigest } from '../mesh/digest.js';
 import { secretProblem } from '../mesh/secret.js';
@@ -17,6 +19,7 @@ import { alternatingRoleProblem, parseLoginFileName } from '../mesh/alternating.
 import { roleNameProblem } from '../mesh/role-name.js';
 import { STAGED_SUFFIX } from '../mesh/transport.js';
 import { shown } from '../outside-text.js';
+import { DirChanges, type ScanPlan } from './dir-changes.js';
 
 /** One delivered file: a digest to apply, or the problem that keeps it from being applied. */
 export type DeliveredCredential =
@@ -64,6 +67,9 @@ export { secretProblem };
  */
 const RACY_MS = 25;
 
+/** The suffix rolledBackPath (src/mesh/transport.ts) gives a role's rolled-back file, after a leading dot. */
+const ROLLED_BACK_SUFFIX = '.rolled-back';
+
 export class DeliveredCredentials {
   private readonly cache = new Map<
     string,
@@ -79,30 +85,92 @@ export class DeliveredCredentials {
   >();
   /** Every name the last scan listed, dotfiles included (a rolled-back file is one). */
   private names: ReadonlySet<string> = new Set();
+  private readonly changes: DirChanges;
+  /** The last scan's result, and whether every credential in it came from the cache (none to look at again). */
+  private last:
+    { readonly credentials: readonly DeliveredCredential[]; readonly settledAll: boolean } | undefined;
 
-  constructor(readonly dir: string) {}
+  constructor(readonly dir: string) {
+    this.changes = new DirChanges(dir, isDeliveredName);
+  }
+
+  /**
+   * The roles whose rolled-back file (`.<role>.rolled-back`, rolledBackPath) the last listing
+   * held: looked up by role, so an idle poll builds no name per role to ask about it.
+   */
+  private rolledBack: ReadonlySet<string> = new Set();
 
   /** Whether the last scan listed `name` (any entry of the directory). */
   listed(name: string): boolean {
     return this.names.has(name);
   }
 
-  scan(): DeliveredScan {
+  /** Whether the last scan listed a rolled-back file for `role`. */
+  hasRolledBack(role: string): boolean {
+    return this.rolledBack.size > 0 && this.rolledBack.has(role);
+  }
+
+  /** Before a scan: lets the watch hear of every write made before this call (DirChanges.settled). */
+  settled(): Promise<void> {
+    return this.changes.settled();
+  }
+
+  /** Stops watching the directory (a provisioner that stops); a later scan starts again in full. */
+  close(): void {
+    this.changes.lost();
+  }
+
+  scan(now: number = Date.now()): DeliveredScan {
+    let st: Stats | undefined;
+    try {
+      st = statSync(this.dir);
+    } catch {
+      st = undefined; // readdir below says why, in the words a listing failure always had
+    }
+    // Planned before the listing, so the watch (started by the first plan) misses nothing after it.
+    const planned = st ? this.changes.plan(st, now) : undefined;
+    const plan: ScanPlan = planned && this.last ? planned : { kind: 'full' };
+    if (plan.kind === 'none' && this.last?.settledAll) {
+      this.changes.scanned(plan, st!, now);
+      return { ok: true, credentials: this.last.credentials };
+    }
     let names: string[];
     try {
       names = readdirSync(this.dir);
     } catch (error) {
+      this.changes.lost();
+      this.last = undefined;
       return { ok: false, problem: describeFsError(error) };
     }
     this.names = new Set(names);
+    this.rolledBack = new Set(
+      names
+        .filter((n) => n.startsWith('.') && n.endsWith(ROLLED_BACK_SUFFIX))
+        .map((n) => n.slice(1, -ROLLED_BACK_SUFFIX.length)),
+    );
     const credentials: DeliveredCredential[] = [];
     const seen = new Set<string>();
+    let settledAll = true;
+    // `none` with a credential left to look at again (racy, or unreadable last time): only those.
+    const changed =
+      plan.kind === 'names' ? plan.changed : plan.kind === 'none' ? new Set<string>() : undefined;
     for (const name of names.sort()) {
       if (!isDeliveredName(name)) continue;
       seen.add(name);
-      credentials.push(this.examine(name));
+      // Between full scans a name neither witness saw change keeps its cached result, unstat'd.
+      const cached = changed && !changed.has(name) ? this.cache.get(name) : undefined;
+      if (cached) {
+        credentials.push(cached.result);
+        continue;
+      }
+      const credential = this.examine(name);
+      if (!this.cache.has(name)) settledAll = false;
+      credentials.push(credential);
     }
     for (const name of this.cache.keys()) if (!seen.has(name)) this.cache.delete(name);
+    if (st)
+      this.changes.scanned(plan.kind === 'none' ? { kind: 'names', changed: new Set() } : plan, st, now);
+    this.last = { credentials, settledAll };
     return { ok: true, credentials };
   }
 

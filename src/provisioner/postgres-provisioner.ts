@@ -232,6 +232,8 @@ export class PostgresProvisioner {
 
   async closeConnection(): Promise<void> {
     this.keepOpen = false;
+    this.delivered.close(); // its directory watch (dir-changes.ts) goes with the service
+
     const db = this.db;
     this.db = undefined;
     await db?.close();
@@ -334,6 +336,7 @@ export class PostgresProvisioner {
     // The receipts known before this poll: a switch back to single removes a login file AND its
     // receipt between two polls, and only this listing still names the login to set NOLOGIN.
     const knownBefore = this.receiptIndex.listed();
+    await this.delivered.settled();
     this.receiptIndex.refresh();
     this.removeStaleTemps();
     const scan = this.delivered.scan();
@@ -385,7 +388,7 @@ export class PostgresProvisioner {
         ...(login ? { login } : {}),
       };
       if (receipt?.digest === credential.digest && !changedInDatabase(receipt)) {
-        if (this.delivered.listed(rolledBackName(credential.role)))
+        if (this.delivered.hasRolledBack(credential.role))
           this.forgetRolledBack(credential.file, receipt.digest);
         unchanged += 1;
         toCheck.push(entry);
@@ -555,12 +558,14 @@ export class PostgresProvisioner {
    */
   private alternatingChanges(present: ReadonlySet<string>, knownBefore: ReadonlySet<string>): string[] {
     const receipts = this.receiptIndex.listed();
-    for (const name of [...knownBefore, ...receipts])
-      if (parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
+    // Only a name ending in +a/+b can be a login file: the regex is not run on thousands of roles per poll.
+    for (const names of [knownBefore, receipts])
+      for (const name of names)
+        if (isLoginShaped(name) && parseLoginFileName(name) && !present.has(name)) this.leaving.add(name);
     for (const name of this.leaving) if (present.has(name)) this.leaving.delete(name);
     const groups = new Set<string>();
     for (const name of present) {
-      const login = parseLoginFileName(name);
+      const login = isLoginShaped(name) ? parseLoginFileName(name) : undefined;
       if (login && !present.has(login.group)) groups.add(login.group);
     }
     for (const group of groups) {
@@ -587,6 +592,8 @@ export class PostgresProvisioner {
    * idle cycle sends nothing more.
    */
   private async closeSwitchedBack(db: RoleDatabase, present: ReadonlySet<string>): Promise<void> {
+    // Looked once already, nothing leaving and nothing pending: an idle cycle has nothing to ask.
+    if (this.switchedBackLooked && this.leaving.size === 0 && this.switchedBack.size === 0) return;
     const single = new Set(singleGroups(present));
     if (!this.switchedBackLooked) for (const group of single) this.switchedBack.add(group);
     for (const name of this.leaving) {
@@ -928,7 +935,22 @@ export class PostgresProvisioner {
     const results: [Pending, ApplyResult][] = [];
     for (let at = 0; at < items.length; at += BATCH_ROLES) {
       const chunk = items.slice(at, at + BATCH_ROLES);
-      const prepared = await mapBounded(chunk, VERIFIERS_AT_ONCE, (item) => this.prepare(item));
+      // The verifiers are derived a few at a time while the transaction opens and the first
+      // statements run (setPasswords takes them as they come): the two overlap instead of adding up.
+      const preparing = inTurn(chunk, VERIFIERS_AT_ONCE, (item) => this.prepare(item));
+      let outcomes: ReadonlyMap<string, RoleOutcome | Error> | undefined;
+      let failure: unknown;
+      try {
+        outcomes = await db.setPasswords!(
+          chunk.map((item, i) => ({
+            role: item.role,
+            verifier: preparing[i]!.then((ready) => ('problem' in ready ? undefined : ready.verifier)),
+          })),
+        );
+      } catch (error) {
+        failure = error;
+      }
+      const prepared = await Promise.all(preparing);
       const send: { item: Pending; ready: Ready }[] = [];
       chunk.forEach((item, i) => {
         const ready = prepared[i]!;
@@ -936,21 +958,17 @@ export class PostgresProvisioner {
         else send.push({ item, ready });
       });
       if (send.length === 0) continue;
-      let outcomes: ReadonlyMap<string, RoleOutcome | Error>;
-      try {
-        outcomes = await db.setPasswords!(
-          send.map(({ item, ready }) => ({ role: item.role, verifier: ready.verifier })),
-        );
-      } catch (error) {
+      if (outcomes === undefined) {
         const rest = [...send.map((s) => s.item), ...items.slice(at + BATCH_ROLES)];
-        if (error instanceof ConnectionLost) return { results, rest, lost: error };
+        if (failure instanceof ConnectionLost) return { results, rest, lost: failure };
         return { results, rest };
       }
+      const answered = outcomes;
       const finished = await mapBounded(
         send,
         RECEIPTS_AT_ONCE,
         async ({ item, ready }): Promise<ApplyResult> => {
-          const outcome = outcomes.get(item.role);
+          const outcome = answered.get(item.role);
           if (outcome === undefined) return { error: new Error('the database gave no answer for it') };
           if (outcome instanceof Error) return { error: outcome };
           try {
@@ -965,12 +983,14 @@ export class PostgresProvisioner {
     return { results, rest: [] };
   }
 
-  /** Reads the secret (again: it may have been replaced since the scan): its digest and verifier, the secret dropped. */
+  /** Reads the secret (again: it may have been replaced since the scan): its digest and verifier, the secret dropped. Never rejects. */
   private async prepare(item: Pending): Promise<Prepared> {
     const read = readSecretFile(item.file);
     if (read.problem !== undefined) return { problem: read.problem };
     try {
       return { digest: secretDigest(read.secret), verifier: await scramVerifier(read.secret) };
+    } catch (error) {
+      return { problem: `its verifier could not be computed (${messageOf(error)})` };
     } finally {
       read.secret.fill(0);
     }
@@ -1124,11 +1144,20 @@ export class PostgresProvisioner {
 }
 
 /**
- * The name rolledBackPath gives a role's rolled-back file in the delivered directory: looked up
- * in the scan's listing instead of an `exists` per role per poll.
+ * `fn` over `items`, at most `limit` running, item i starting when item i - limit is done; one
+ * promise per item, in order, so a caller can use each result as soon as it is there. `fn` must
+ * not reject.
  */
-export function rolledBackName(role: string): string {
-  return `.${role}.rolled-back`;
+function inTurn<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R>[] {
+  const started: Promise<R>[] = [];
+  for (const [i, item] of items.entries())
+    started.push(i < limit ? fn(item) : started[i - limit]!.then(() => fn(item)));
+  return started;
+}
+
+/** Whether `name` ends like a login file (`+a`/`+b`): a cheap test before parseLoginFileName's. */
+function isLoginShaped(name: string): boolean {
+  return name.length > 2 && name.charCodeAt(name.length - 2) === 0x2b; /* + */
 }
 
 /** The role a delivered file sets in the database: the login of a login file, else the role itself. */

@@ -59,6 +59,12 @@ function roleError(error: unknown, lockMs: number, statementMs: number): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
+/**
+ * Roles' statements per simple query in a batch: small enough that the first go in while later
+ * verifiers are still being derived, large enough that 100 roles are a handful of round trips.
+ */
+const STATEMENTS_PER_QUERY = 20;
+
 /** How long ending one session may wait for its backend to exit (below the statement's own timeout). */
 const END_SESSION_WAIT_MS = 2_000;
 
@@ -129,10 +135,12 @@ export interface RoleDatabase {
    * Many roles' passwords in ONE transaction (one commit), a savepoint per role with the same
    * timeouts: a role refused or skipped is rolled back to its savepoint and answered with its
    * error (RoleSkipped for a timeout), the others still go in. Rejects (nothing applied) when
-   * the transaction itself fails. Absent: the provisioner sets them one by one.
+   * the transaction itself fails. Absent: the provisioner sets them one by one. A verifier may
+   * still be computing (a promise): the transaction opens and the first roles go in while the
+   * rest are derived; one that resolves to undefined is not sent (its file had a problem).
    */
   setPasswords?(
-    roles: readonly { readonly role: string; readonly verifier: string }[],
+    roles: readonly { readonly role: string; readonly verifier: string | Promise<string | undefined> }[],
   ): Promise<ReadonlyMap<string, RoleOutcome | Error>>;
   /**
    * In one transaction, with the same timeouts: the group exists (NOLOGIN unless
@@ -315,20 +323,58 @@ export function postgresRoles(
       async setPasswords(roles) {
         const outcomes = new Map<string, RoleOutcome | Error>();
         if (roles.length === 0) return outcomes;
-        await query('BEGIN');
+        const begin = () =>
+          query(`BEGIN; SET LOCAL lock_timeout = ${lockMs}; SET LOCAL statement_timeout = ${statementMs}`);
+        const statementOf = (row: { expired: boolean } | undefined, role: string, verifier: string) =>
+          passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
+            clearExpiry: row?.expired === true,
+          });
+        // Settled even if the batch fails half-way: no verifier's rejection goes unhandled.
+        const ready = Promise.all(roles.map(async ({ verifier }) => verifier));
+        ready.catch(() => undefined);
+        // First the roles' statements in a few simple queries, sent as their verifiers are ready
+        // (the key derivations overlap the database's work), the last with the COMMIT. PostgreSQL
+        // (≥ 13) applies statement_timeout to each statement of a query, and the first error
+        // aborts the transaction, so nothing is half-applied.
+        await begin();
         try {
-          await query(`SET LOCAL lock_timeout = ${lockMs}`);
-          await query(`SET LOCAL statement_timeout = ${statementMs}`);
           const rows = await rolesNamed(roles.map((r) => r.role));
-          for (const { role, verifier } of roles) {
-            const row = rows.get(role);
+          try {
+            for (let at = 0; at < roles.length; at += STATEMENTS_PER_QUERY) {
+              const group = roles.slice(at, at + STATEMENTS_PER_QUERY);
+              const verifiers = await Promise.all(group.map(async ({ verifier }) => verifier));
+              const statements = group.flatMap(({ role }, i) => {
+                const verifier = verifiers[i];
+                return verifier === undefined ? [] : [statementOf(rows.get(role), role, verifier)];
+              });
+              if (at + STATEMENTS_PER_QUERY >= roles.length) statements.push('COMMIT');
+              if (statements.length > 0) await query(statements.join('; '));
+            }
+            for (const { role } of roles) outcomes.set(role, rows.has(role) ? 'updated' : 'created');
+            const verifiers = await ready;
+            roles.forEach(({ role }, i) => {
+              if (verifiers[i] === undefined) outcomes.delete(role);
+            });
+            return outcomes;
+          } catch (error) {
+            if (error instanceof ConnectionLost) throw error;
+            // One role was refused (or the COMMIT): nothing was applied. Each role goes again
+            // behind its own savepoint, so the one refused is answered with its error and the
+            // others still go in.
+            await query('ROLLBACK');
+          }
+          const verifiers = await ready;
+          await begin();
+          const again = await rolesNamed(roles.map((r) => r.role));
+          for (const [i, { role }] of roles.entries()) {
+            const verifier = verifiers[i];
+            if (verifier === undefined) continue;
+            const row = again.get(role);
             try {
               // One round trip per role: the savepoint, the statement and its release in one
               // simple query (no parameters: passwordStatement quotes everything itself).
               await query(
-                `SAVEPOINT baton_role; ${passwordStatement(row ? 'alter' : 'create', role, verifier, client, {
-                  clearExpiry: row?.expired === true,
-                })}; RELEASE SAVEPOINT baton_role`,
+                `SAVEPOINT baton_role; ${statementOf(row, role, verifier)}; RELEASE SAVEPOINT baton_role`,
               );
               outcomes.set(role, row ? 'updated' : 'created');
             } catch (error) {

@@ -5,7 +5,6 @@
  * can mint a CA that names any fingerprint — so "left behind by a rotation" becomes a PROOF only
  * for a host that verifies this signature with its own authority's public key.
  */
-import { createPublicKey, sign, verify } from 'node:crypto';
 import { BatonError } from '../errors.js';
 import type { LocalAuthority, PairSummary } from '../authority/types.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
@@ -37,12 +36,14 @@ export function signHandover(
   if (!previousKeyPem || header.previousFingerprint === null) return undefined;
   const key = parsePrivateKey(previousKeyPem);
   if (!key) throw new Error('handover: ca-previous.key cannot be parsed (the reader checked it whole)');
+  const { sign } = process.getBuiltinModule('node:crypto'); // loaded when used: status imports this module
   return new Uint8Array(sign('sha256', handoverMessage(header), { key, dsaEncoding: 'der' }));
 }
 
 /** True only when `signature` is the handover signature over `header` by the key of `spki`. */
 export function handoverVerifies(header: DocumentHeader, signature: Uint8Array, spki: Uint8Array): boolean {
   try {
+    const { createPublicKey, verify } = process.getBuiltinModule('node:crypto');
     const key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
     return verify('sha256', handoverMessage(header), { key, dsaEncoding: 'der' }, signature);
   } catch {

@@ -5,7 +5,6 @@
  * to the ciphertext, so a header moved onto another sealed document fails to open instead of
  * vouching for files it does not describe.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import { BatonError } from '../errors.js';
 import type { DocumentHeader } from './types.js';
@@ -50,6 +49,8 @@ export function associatedData(header: DocumentHeader): Uint8Array {
 export function seal(plaintext: Uint8Array, key: Uint8Array, header: DocumentHeader): SealedBytes {
   assertKeySize(key);
   // A fresh random 96-bit nonce per seal: a nonce reused under one key breaks GCM entirely.
+  // node:crypto when a seal is made or opened, not when status imports this module.
+  const { createCipheriv, randomBytes } = process.getBuiltinModule('node:crypto');
   const nonce = new Uint8Array(randomBytes(NONCE_BYTES));
   const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
   cipher.setAAD(associatedData(header));
@@ -74,6 +75,7 @@ export function unseal(
     throw unsealRefused(where, `the nonce must be ${NONCE_BYTES} bytes and the tag ${TAG_BYTES}`);
   }
   try {
+    const { createDecipheriv } = process.getBuiltinModule('node:crypto');
     const decipher = createDecipheriv('aes-256-gcm', key, sealed.nonce, { authTagLength: TAG_BYTES });
     decipher.setAAD(associatedData(header));
     decipher.setAuthTag(sealed.tag);

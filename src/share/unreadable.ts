@@ -14,7 +14,6 @@
  * - 'could-not-read'    the store itself failed: nothing is known about the document.
  */
 import { replaceElsewhere } from '../next-step.js';
-import { X509Certificate } from 'node:crypto';
 import { BatonError } from '../errors.js';
 import { DOCUMENT_FORMAT, type UnreadableProblem } from './types.js';
 
@@ -66,7 +65,9 @@ function certificateDeployment(value: Record<string, unknown>): string | undefin
   const cert = (files as Record<string, unknown>)['ca.crt'];
   if (typeof cert !== 'string') return undefined;
   try {
-    const subject = new X509Certificate(Buffer.from(cert, 'base64')).subject;
+    // node:crypto only for a refused document's certificate, not when status imports this module.
+    const subject = new (process.getBuiltinModule('node:crypto').X509Certificate)(Buffer.from(cert, 'base64'))
+      .subject;
     return /^O=(.*)$/m.exec(subject)?.[1];
   } catch {
     return undefined;

@@ -5,10 +5,9 @@
  * — so two controllers sharing a directory cannot overwrite each other blind, exactly as
  * against S3 with conditional writes.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, writeExclusive } from '../fs/durable-write.js';
+import { fsyncDir, randomHex, writeExclusive } from '../fs/durable-write.js';
 import { BatonError, type StoreFailureReason } from '../errors.js';
 import { MAX_DOCUMENT_BYTES, OversizeError, oversizeError } from './body-limit.js';
 import { contentEtag } from './etag.js';
@@ -125,7 +124,7 @@ export class DirectoryStore implements Store {
           throw storeChangedError(target, current ? 'replaced' : 'removed');
         }
       }
-      const temp = path.join(this.dir, `.${name}.tmp-${randomBytes(6).toString('hex')}`);
+      const temp = path.join(this.dir, `.${name}.tmp-${randomHex(6)}`);
       try {
         await writeExclusive(temp, body, 0o600);
         if (precondition?.kind === 'create-only') {
@@ -210,7 +209,7 @@ function errnoOf(error: unknown): string {
 
 /** The content ETag of a file too large to buffer, hashed in chunks: the way out writes if-match on it. */
 async function streamedEtag(handle: fs.FileHandle): Promise<string> {
-  const hash = createHash('sha256');
+  const hash = process.getBuiltinModule('node:crypto').createHash('sha256');
   const chunk = Buffer.alloc(64 * 1024);
   let position = 0;
   for (;;) {

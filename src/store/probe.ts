@@ -9,8 +9,8 @@
  *
  * Everything it wrote is removed afterwards — every version of it on a versioned bucket.
  */
-import { randomBytes } from 'node:crypto';
 import { isBatonError } from '../errors.js';
+import { randomHex } from '../fs/durable-write.js';
 import type { ConditionalWriteCheck, Precondition, ProbeName } from './store.js';
 
 export interface ProbeTarget {
@@ -23,7 +23,7 @@ export interface ProbeTarget {
 }
 
 export function probeName(): string {
-  return `.baton-probe-${randomBytes(8).toString('hex')}`;
+  return `.baton-probe-${randomHex(8)}`;
 }
 
 export async function probeConditionalWrites(target: ProbeTarget): Promise<ConditionalWriteCheck> {
@@ -51,9 +51,7 @@ async function probe(target: ProbeTarget, name: string): Promise<ConditionalWrit
   // Three different bodies: S3's ETag is a digest of the content, so a "stale" ETag of
   // identical bytes would still match and prove nothing.
   const body = (n: number) =>
-    new TextEncoder().encode(
-      `baton store check ${n} ${new Date().toISOString()} ${randomBytes(4).toString('hex')}\n`,
-    );
+    new TextEncoder().encode(`baton store check ${n} ${new Date().toISOString()} ${randomHex(4)}\n`);
   // The duplicate create-only write repeats v1's exact bytes: when a store wrongly accepts it,
   // the object's ETag is still v1's, so the If-Match probes below test If-Match alone and a
   // store that drops only If-None-Match is not blamed for If-Match too.

@@ -7,10 +7,10 @@
  * wanting. Replaced atomically (temp → fsync → rename → fsync dir): a reader never sees half
  * a record. docs/configuration.md#store-check describes the file.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { sha256Hex } from '../sha256.js';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { renameDurably, writeExclusive } from '../fs/durable-write.js';
+import { randomHex, renameDurably, writeExclusive } from '../fs/durable-write.js';
 import type { ConditionalWriteCheck, ProbeName } from './store.js';
 
 /** The record older versions kept inside the state dir; still read when no shared one exists. */
@@ -48,7 +48,7 @@ export function storeCheckExpired(record: Pick<StoreCheckJson, 'checked_at'>, no
 
 /** The store's id: the hex SHA-256 of its URL. Its first 8 characters bind the unenforced-store override. */
 export function storeId(storeUrl: string): string {
-  return createHash('sha256').update(storeUrl).digest('hex');
+  return sha256Hex(storeUrl); // in JavaScript: status finds the record without node:crypto
 }
 
 /** Where the shared record of `storeUrl` lives for the state dir `stateDir`. */
@@ -76,7 +76,7 @@ export async function writeStoreCheck(
     detail: check.detail,
     checked_at: now.toISOString(),
   };
-  const temp = path.join(dir, `.${path.basename(file)}.tmp-${randomBytes(6).toString('hex')}`);
+  const temp = path.join(dir, `.${path.basename(file)}.tmp-${randomHex(6)}`);
   try {
     await writeExclusive(temp, new TextEncoder().encode(`${JSON.stringify(record, null, 2)}\n`), 0o644);
     await renameDurably(temp, file);

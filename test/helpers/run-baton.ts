@@ -95,6 +95,9 @@ function cleanEnv(): Record<string, string> {
   }
   // No ./baton.yaml or ~/.config/baton/baton.yaml of the machine may leak into a test.
   env.XDG_CONFIG_HOME = '/nonexistent-baton-test-config';
+  // Nor a pair this user proved before (src/pki/checked-pairs.ts): every run checks in full
+  // unless a test gives it a cache of its own.
+  env.XDG_CACHE_HOME = '/nonexistent-baton-test-cache';
   env.HOME = env.HOME ?? '/root';
   return env;
 }
