@@ -34,7 +34,11 @@ import { figure, type Figure } from '../lib/figure.js';
 import { summarize } from '../lib/stats.js';
 
 const PROVIDER = 'pg-main';
-const SIZES = [10, 50, 200] as const;
+// BATON_BENCH_FLEET_SIZES=200 (comma-separated) measures only those sizes: a probe of one N
+// without the half hour of the others.
+const SIZES: readonly number[] = process.env['BATON_BENCH_FLEET_SIZES']
+  ? process.env['BATON_BENCH_FLEET_SIZES'].split(',').map(Number)
+  : [10, 50, 200];
 const CONCURRENCY = 8;
 const run = promisify(execFile);
 
