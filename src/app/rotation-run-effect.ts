@@ -229,6 +229,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.concurrency,
             (step) =>
               dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
+            receiptWait ? (machine) => receiptWait!.channel(machine) : undefined,
           );
           const previous: Record<string, SecretDigest> = {};
           for (const p of state.plan.pairs) {

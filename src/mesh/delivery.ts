@@ -171,6 +171,8 @@ export async function commitProviderEnds(
   transportFor: TransportFor,
   concurrency: number,
   onCommitted: (step: CommitStep, previous: readonly (SecretDigest | undefined)[]) => void,
+  /** The receipt wait's rename channels (ReceiptWait.channel): a provider's renames go on its open one. */
+  channelFor?: (machine: string) => Promise<BoundRenameChannel | undefined>,
 ): Promise<CommitResult> {
   const committed: CommitStep[] = [];
   const previous: Record<string, SecretDigest> = {};
@@ -179,7 +181,12 @@ export async function commitProviderEnds(
     try {
       const transport = transportFor(step.machine);
       const kept = await transport.keepPrevious(step.paths);
-      await transport.commit(step.paths);
+      // On the channel already open to the machine the renames are one request to a process
+      // that is running, answered once they are done and synced: no session winds down after
+      // the last rename while the receipts of the first ones (their consumers' windows) wait.
+      const channel = await channelFor?.(step.machine);
+      if (channel) await channel.commit(step.paths);
+      else await transport.commit(step.paths);
       step.paths.forEach((p, i) => {
         if (kept[i]) previous[`${step.machine}\0${p}`] = kept[i]!;
       });
@@ -289,6 +296,8 @@ export interface ReceiptWait {
   ): Promise<ConsumerCommitResult>;
   /** Ends the readers and the channels; safe to call twice. */
   close(): void;
+  /** The rename channel opened to `machine` (undefined: none, or it failed to open). */
+  channel(machine: string): Promise<BoundRenameChannel | undefined>;
 }
 
 export function beginReceiptWait(
@@ -578,7 +587,7 @@ export function beginReceiptWait(
     return { applied, failures: [...failures.values()], ...(refused.length > 0 ? { refused } : {}) };
   };
 
-  return { ready, run, close };
+  return { ready, run, close, channel: async (machine) => channels.get(machine) };
 }
 
 /**

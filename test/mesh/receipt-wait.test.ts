@@ -5,7 +5,12 @@
  * once when it does.
  */
 import { describe, expect, it } from 'vitest';
-import { beginReceiptWait, commitConsumersOnReceipt } from '../../src/mesh/delivery.js';
+import {
+  beginReceiptWait,
+  commitConsumersOnReceipt,
+  commitProviderEnds,
+  providerCommitSteps,
+} from '../../src/mesh/delivery.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
@@ -148,5 +153,46 @@ describe('the receipt wait over a reader and a rename channel', () => {
     );
     expect(result.applied).toEqual([]);
     expect(renamed).toEqual([]);
+  });
+
+  it("the provider ends go live on the provider's open rename channel, not in a session of their own", async () => {
+    const { transportFor } = machines();
+    const db1 = transportFor('db1');
+    const sessions: string[] = [];
+    const channelled: string[][] = [];
+    const provider: TransportFor = (name) =>
+      name === 'db1'
+        ? {
+            ...db1,
+            keepPrevious: async (paths) => paths.map(() => undefined),
+            commit: async (paths) => void sessions.push(...paths),
+            openChannel: async () => ({
+              clock: { offsetMs: DB1_OFFSET, withinMs: 1 },
+              commit: async (paths) => {
+                channelled.push([...paths]);
+                return Date.now() + DB1_OFFSET;
+              },
+              close: () => undefined,
+            }),
+          }
+        : transportFor(name);
+    const begun = beginReceiptWait([pair], { [pair.key]: digest }, provider, wait);
+    await begun.ready;
+    const steps = providerCommitSteps(plan.holders);
+    const result = await commitProviderEnds(
+      steps,
+      provider,
+      4,
+      () => undefined,
+      (m) => begun.channel(m),
+    );
+    begun.close();
+    expect(result.failures).toEqual([]);
+    expect(channelled).toEqual([[pair.providerPath]]);
+    expect(sessions).toEqual([]);
+    // Without a receipt wait (no channel), the same step is a session's commit.
+    const plain = await commitProviderEnds(steps, provider, 4, () => undefined);
+    expect(plain.failures).toEqual([]);
+    expect(sessions).toEqual([pair.providerPath]);
   });
 });

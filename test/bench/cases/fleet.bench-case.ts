@@ -34,7 +34,11 @@ import { figure, type Figure } from '../lib/figure.js';
 import { summarize } from '../lib/stats.js';
 
 const PROVIDER = 'pg-main';
-const SIZES = [10, 50, 200] as const;
+// BATON_BENCH_FLEET_SIZES=200 (comma-separated) measures only those sizes: a probe of one N
+// without the half hour of the others.
+const SIZES: readonly number[] = process.env['BATON_BENCH_FLEET_SIZES']
+  ? process.env['BATON_BENCH_FLEET_SIZES'].split(',').map(Number)
+  : [10, 50, 200];
 const CONCURRENCY = 8;
 const run = promisify(execFile);
 
@@ -321,7 +325,12 @@ export const fleetCase: BenchCase = {
               summary: rf,
             },
             goal: { kind: 'ratio', max: 1.3 },
-            notes: ['the stand-in provisioner writes every receipt as soon as the provider files change'],
+            notes: [
+              'the stand-in provisioner writes every receipt as soon as the provider files change',
+              // What the rotation costs each machine in ssh (src/operations/rotate.ts, rotation-run-effect.ts):
+              // the protocol's minimum — one read (the resolve), one write, one channel for the rename.
+              'ssh per consumer machine: 1 handshake, 3 sessions (the digest/leftover read that is the resolve, the stage, the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the stage, 4 record writes (preparing, prepared, committing, finished), the keep, the discard, the receipt watcher and the channel (its clock, then the provider renames)',
+            ],
           }),
           figure({
             id: `fleet.window-${n}`,
