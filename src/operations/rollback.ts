@@ -14,6 +14,7 @@ import { findMachine } from '../mesh/inventory.js';
 import { holdersOf, providerFilesOf, type PlannedPair } from '../mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { MARKS } from '../app/marks.js';
+import { shown } from '../outside-text.js';
 import { plural } from '../app/rotation-text.js';
 import { appendJournal, JOURNAL_FILE } from '../mesh/journal.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
@@ -111,18 +112,25 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
                 : {}),
           })),
         });
-        const lines = rolledBackLines(
-          {
-            id,
-            plan: { pairs, selectorText: last.selector },
-            applied: [...finished],
-            windows: {},
-            failures: [],
-            stopped: 'mesh rollback',
-            results,
-          },
-          ports.suggester,
-        );
+        // Nothing of X was still X's (an older id pasted from scrollback): the counts of a roll-back
+        // ("0 of 1 finished, 1 left") would contradict "nothing is left to do"; say what was found.
+        const lines =
+          open.length === 0
+            ? [
+                `Rotation ${id} has nothing left to take back: ${pairs.map((p) => shown(p.key)).join(', ')} ${pairs.length === 1 ? 'is' : 'are'} no longer its own on the machines (finished, taken back or rotated since). Nothing on the machines was changed.`,
+              ]
+            : rolledBackLines(
+                {
+                  id,
+                  plan: { pairs, selectorText: last.selector },
+                  applied: [...finished],
+                  windows: {},
+                  failures: [],
+                  stopped: 'mesh rollback',
+                  results,
+                },
+                ports.suggester,
+              );
         for (const line of lines) ports.out(line);
         return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover))
           ? EXIT_OK
