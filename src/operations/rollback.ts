@@ -14,6 +14,7 @@ import { findMachine } from '../mesh/inventory.js';
 import { holdersOf, providerFilesOf, type PlannedPair } from '../mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { MARKS } from '../app/marks.js';
+import { shown } from '../outside-text.js';
 import { plural } from '../app/rotation-text.js';
 import { appendJournal, JOURNAL_FILE } from '../mesh/journal.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
@@ -48,7 +49,7 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
         command,
       );
       try {
-        const { records, settled } = await rotationOnMachines(
+        const { records, settled, strays } = await rotationOnMachines(
           id,
           'rollback',
           inventory,
@@ -66,6 +67,8 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
           waitMs,
           pollMs: RECEIPT_POLL_MS,
         });
+        const strayFailures =
+          strays.length > 0 ? await unstageNeverPrepared(ports, id, strays, concurrency) : [];
         const done = new Set(results.filter((x) => x.result === 'finished').map((x) => x.pair));
         const takenBack = new Set(
           results.filter((x) => x.result === 'rolled-back' && !x.leftover).map((x) => x.pair),
@@ -111,19 +114,32 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
                 : {}),
           })),
         });
-        const lines = rolledBackLines(
-          {
-            id,
-            plan: { pairs, selectorText: last.selector },
-            applied: [...finished],
-            windows: {},
-            failures: [],
-            stopped: 'mesh rollback',
-            results,
-          },
-          ports.suggester,
+        // Nothing of X was still X's (an older id pasted from scrollback): the counts of a roll-back
+        // ("0 of 1 finished, 1 left") would contradict "nothing is left to do"; say what was found.
+        const strayLines = strays.map((p) =>
+          strayFailures.length === 0
+            ? `  ${MARKS.info.glyph} ${shown(p.key)}: never finished preparing; its staged files were removed (nothing of it took effect).`
+            : `  ${MARKS.refused.glyph} ${shown(p.key)}: never finished preparing; its staged files could not all be removed (${strayFailures.map((f) => `${f.machine}: ${f.reason}`).join('; ')}).`,
         );
-        for (const line of lines) ports.out(line);
+        const lines =
+          open.length === 0 && strays.length === 0
+            ? [
+                `Rotation ${id} has nothing left to take back: ${pairs.map((p) => shown(p.key)).join(', ')} ${pairs.length === 1 ? 'is' : 'are'} no longer its own on the machines (finished, taken back or rotated since). Nothing on the machines was changed.`,
+              ]
+            : rolledBackLines(
+                {
+                  id,
+                  plan: { pairs, selectorText: last.selector },
+                  applied: [...finished],
+                  windows: {},
+                  failures: [],
+                  stopped: 'mesh rollback',
+                  results,
+                },
+                ports.suggester,
+              );
+        for (const line of [...strayLines, ...lines]) ports.out(line);
+        if (strayFailures.length > 0) return EXIT_CODES.failed;
         return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover))
           ? EXIT_OK
           : EXIT_CODES['action-needed'];
@@ -148,16 +164,7 @@ async function takeBackPreparing(
   const transportFor = ports.transports.transportFor;
   const locks = await holdProviderLocks(pairs, transportFor, `mesh rollback ${id}`);
   try {
-    const holders = holdersOf(pairs, (name) => findMachine(ports.inventory, name));
-    // Every provider-end file the pair may have: an alternating pair stages beside either login.
-    const extra = holdersOf(
-      pairs.flatMap((p) =>
-        providerFilesOf(p).map((providerPath) => ({ ...p, providerPath, consumerPath: p.consumerPath })),
-      ),
-      (name) => findMachine(ports.inventory, name),
-    );
-    const failures = await unstageAll([...holders, ...extra], transportFor, concurrency);
-    await recordTakenBack(id, pairs, failures, transportFor, concurrency);
+    const failures = await unstageNeverPrepared(ports, id, pairs, concurrency);
     if (failures.length > 0) {
       for (const f of failures) ports.out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
       ports.out(
@@ -172,4 +179,25 @@ async function takeBackPreparing(
   } finally {
     await locks.release();
   }
+}
+
+/** Removes every staged end of pairs X never finished preparing, and records them taken back where all answered. */
+async function unstageNeverPrepared(
+  ports: OperationPorts,
+  id: string,
+  pairs: readonly PlannedPair[],
+  concurrency: number,
+) {
+  const transportFor = ports.transports.transportFor;
+  const holders = holdersOf(pairs, (name) => findMachine(ports.inventory, name));
+  // Every provider-end file the pair may have: an alternating pair stages beside either login.
+  const extra = holdersOf(
+    pairs.flatMap((p) =>
+      providerFilesOf(p).map((providerPath) => ({ ...p, providerPath, consumerPath: p.consumerPath })),
+    ),
+    (name) => findMachine(ports.inventory, name),
+  );
+  const failures = await unstageAll([...holders, ...extra], transportFor, concurrency);
+  await recordTakenBack(id, pairs, failures, transportFor, concurrency);
+  return failures;
 }

@@ -25,6 +25,14 @@ export interface RotationOnMachines {
   readonly unfinished: ReadonlySet<string>;
   /** With no record of what X prepared anywhere: the pairs whose providers say X was still preparing them. */
   readonly preparing: readonly PlannedPair[];
+  /**
+   * With a record of what X prepared: pairs it does not list whose providers still say X was
+   * preparing them. Baton died while writing the `prepared` intents (one machine's records are
+   * written one after another), so their ends are staged and nothing of them is live: taking
+   * them back is all that finishes them. Left out, a roll-back said "nothing is left to do" over
+   * a staged pair, and status named the same roll-back again.
+   */
+  readonly strays: readonly PlannedPair[];
 }
 
 /** The journal's records of `id` (none when there is no journal: the machines may still know it). */
@@ -85,7 +93,14 @@ export async function rotationOnMachines(
         const intent = on.get(p.key)?.intent;
         return intent?.rotation === id && isUnfinished(intent.phase);
       });
-  return { records, settled, unfinished, preparing };
+  const listed = new Set((prepared?.pairs ?? []).map((p) => p.key));
+  const strays = prepared
+    ? everything.pairs.filter((p) => {
+        const intent = on.get(p.key)?.intent;
+        return intent?.rotation === id && intent.phase === 'preparing' && !listed.has(p.key);
+      })
+    : [];
+  return { records, settled, unfinished, preparing, strays };
 }
 
 /** The records the machines' intents of `id` amount to: what it prepared, and which pairs it finished. */

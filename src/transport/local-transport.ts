@@ -284,8 +284,7 @@ async function takeLock(wanted: string, holder: string, signal: AbortSignal): Pr
   }
   if (taken === 'busy') {
     await handle.close();
-    const said = await fs.readFile(words, 'utf8').catch(() => undefined);
-    return { taken: false, holder: said?.split('\n')[0] };
+    return { taken: false, holder: (await holderWords(words))?.split('\n')[0] };
   }
   await writeTextAtomic(words, holder);
   let released: Promise<void> | undefined;
@@ -301,6 +300,21 @@ async function takeLock(wanted: string, holder: string, signal: AbortSignal): Pr
   if (signal.aborted) onAbort();
   return { taken: true, release };
 }
+
+/**
+ * A holder writes its words right after its flock (a durable write: under load it can take
+ * longer than our grace), so words not there yet are waited for, briefly: else the refusal
+ * says "it has not said who" of a holder that is about to. Bounded: a status's instant probe
+ * never writes any.
+ */
+async function holderWords(words: string): Promise<string | undefined> {
+  for (let i = 0; ; i++) {
+    const said = await fs.readFile(words, 'utf8').catch(() => undefined);
+    if (said !== undefined || i >= HOLDER_WORDS_TRIES) return said;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+const HOLDER_WORDS_TRIES = 20;
 
 /**
  * The provider's directory, or (never delivered to yet) its nearest ancestor that exists: taking

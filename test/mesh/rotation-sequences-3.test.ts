@@ -1,0 +1,7 @@
+/**
+ * File 3 of 4 of the seeded rotation sequences (test/mesh/rotation-sequence-runner.ts): its own
+ * PostgreSQL and seed, so vitest runs the four in parallel. It prints its own line of figures.
+ */
+import { describeSequences } from './rotation-sequence-runner.js';
+
+describeSequences(3, 4);
