@@ -13,6 +13,7 @@ import {
 } from '../../src/app/rotation-flow.js';
 import { countRefusal } from '../../src/app/typed-gate.js';
 import type { RevokeRequest } from '../../src/app/rotation-revoke.js';
+import type { AppHooks } from '../../src/mesh/reload.js';
 import { useTerminalSize } from '../hooks/use-columns.js';
 import { useTurnReport } from '../hooks/use-turn-report.js';
 import { useFlowState, type Coalesce } from '../hooks/use-flow.js';
@@ -46,6 +47,8 @@ export interface RotationAppProps {
   readonly onExit: (code: number, state: RotationState) => void;
   /** `--revoke-previous`: shown at the gate. */
   readonly revoke?: RevokeRequest | undefined;
+  /** The consumers' `reload:` and the providers' `connect:`: the gate says each pair's test login and reload. */
+  readonly app?: AppHooks | undefined;
   /** The `mesh plan` listing every pair of the selection, with the operator's flags. */
   readonly planCommand?: string;
 }
@@ -63,6 +66,7 @@ export function RotationApp({
   resumeCommand,
   planCommand,
   revoke,
+  app,
 }: RotationAppProps) {
   const { exit } = useApp();
   const state = useFlowState(flow, COALESCE);
@@ -167,6 +171,7 @@ export function RotationApp({
       {...(resumeCommand ? { resumeCommand } : {})}
       {...(planCommand ? { planCommand } : {})}
       revoke={revoke}
+      app={app}
     />
   );
 }

@@ -21,16 +21,19 @@ import {
   progressText,
   rolledBackLines,
 } from '../../src/app/rotation-text.js';
-import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
+import type { PlannedPair, RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../../src/next-step.js';
 import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
 import type { RevokeRequest } from '../../src/app/rotation-revoke.js';
 import {
+  appsFoldedLine,
   foldedPairsLine,
   pairPreviewLines,
   planWords,
   revokeGateLine,
 } from '../../src/app/rotation-preview.js';
+import { appPreviewByPair } from '../../src/app/rotation-app-text.js';
+import type { AppHooks } from '../../src/mesh/reload.js';
 import { layoutWithCommands, wrapWords } from '../layout.js';
 import { HolderTable, holdersScroll, holderTableHeight } from './HolderTable.js';
 import { clip } from './fit.js';
@@ -56,6 +59,8 @@ export interface RotationViewProps {
   readonly resumeCommand?: string;
   /** The `mesh plan` that lists every pair of the selection, built the same way (named when the preview folds). */
   readonly planCommand?: string;
+  /** The consumers' `reload:` and the providers' `connect:`: each pair's preview says its test login and reload. */
+  readonly app?: AppHooks | undefined;
 }
 
 /** Rows of the holder table: with the header, panel and keys line the screen stays within 24. */
@@ -81,21 +86,23 @@ export function RotationView({
   resumeCommand,
   planCommand,
   revoke,
+  app,
 }: RotationViewProps) {
   const resume = resumeCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(`mesh resume ${state.id}`));
   const plan = planCommand ?? renderStep(PLAIN_SUGGESTER, nextStep(planWords(state.plan.selector)));
   const pageSize = holderPage(rows);
   const width = columns - 1;
-  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean) =>
+  const line = (text: string, key?: string, tone?: keyof typeof MARKS, wrap?: boolean, indent = 0) =>
     wrap ? (
       // Wrapped at words, and a `baton mesh resume …` in it kept whole to copy.
-      <Prose
-        key={key ?? text}
-        width={width}
-        text={text}
-        commands="baton"
-        {...(color && tone ? { color: MARKS[tone].color } : {})}
-      />
+      <Box key={key ?? text} marginLeft={indent} width={width - indent}>
+        <Prose
+          width={width - indent}
+          text={text}
+          commands="baton"
+          {...(color && tone ? { color: MARKS[tone].color } : {})}
+        />
+      </Box>
     ) : (
       <Box key={key ?? text} width={width}>
         <Text {...(color && tone ? { color: MARKS[tone].color } : {})} wrap="truncate-end">
@@ -127,9 +134,10 @@ export function RotationView({
             width,
             plan,
             room: previewRoom(state, rows ?? 24, pageSize, width, offset),
+            app,
           }),
         ).map((group, g) => {
-          const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap));
+          const lines = group.lines.map(({ p, i }) => line(p.text, `${i}`, p.tone, p.wrap, p.indent));
           return group.focus ? <Focused key={`focus-${g}`}>{lines}</Focused> : lines;
         })}
       </Box>
@@ -144,6 +152,8 @@ interface PanelLine {
   readonly wrap?: boolean;
   /** What the operator acts on (the count prompt and what was typed): the frame keeps it in view. */
   readonly focus?: boolean;
+  /** Columns the whole line (each wrapped row) is set in by: a pair's test login and reload under its line. */
+  readonly indent?: number;
 }
 
 /** Neighbouring lines grouped by whether they are focused, each keeping its index. */
@@ -168,7 +178,11 @@ interface PreviewFit {
   readonly width: number;
   readonly room: number;
   readonly plan: string;
+  readonly app: AppHooks | undefined;
 }
+
+/** How far a pair's app lines (its test login, its consumer's reload) are set in under the pair's line. */
+const APP_INDENT = 2;
 
 /**
  * Rows left for the gate's preview lines at `rows`: what the header, the holder table, the
@@ -191,30 +205,51 @@ function previewRoom(
 }
 
 /**
- * The gate's preview: the revoke line, then one line per pair, as many as fit `room`; the
- * pairs that do not fit are counted by kind on a last line that names where each is listed.
+ * The gate's preview: the revoke line, then each pair's block — its line, and under it its test
+ * login and its consumer's reload (the words the plain preview and `mesh plan` print) — as many
+ * whole blocks as fit `room`; the pairs that do not fit are counted by kind on a last line that
+ * names the `mesh plan` listing each, with its test login and reload.
  */
-function previewLines(plan: RotationPlan, revoke: RevokeRequest | undefined, fit: PreviewFit): string[] {
+function previewLines(plan: RotationPlan, revoke: RevokeRequest | undefined, fit: PreviewFit): PanelLine[] {
   const revokeLine = revokeGateLine(plan, revoke);
-  const pairs = pairPreviewLines(plan, revoke);
+  const apps = appPreviewByPair(plan, fit.app);
+  const blocks: PanelLine[][] = pairPreviewLines(plan, revoke).map((text, i) => [
+    { text, wrap: true },
+    ...(apps[i] ?? []).map((app) => ({ text: app, wrap: true, indent: APP_INDENT })),
+  ]);
   // Counted as Prose lays them out: a command is broken only between arguments, with ` \`.
-  const tall = (text: string) => layoutWithCommands(text, fit.width).length;
-  const all = [...(revokeLine ? [revokeLine] : []), ...pairs];
-  if (all.reduce((n, text) => n + tall(text), 0) <= fit.room) return all;
-  const shown: string[] = revokeLine ? [revokeLine] : [];
-  let used = shown.reduce((n, text) => n + tall(text), 0);
-  let listed = 0;
-  for (const text of pairs) {
-    const rest = plan.pairs.slice(listed + 1);
-    const foldAfter = rest.length > 0 ? tall(foldedPairsLine(rest, revoke, fit.plan)) : 0;
-    if (listed > 0 && used + tall(text) + foldAfter > fit.room) break;
-    shown.push(text);
-    used += tall(text);
-    listed += 1;
-  }
-  return listed === pairs.length
-    ? shown
-    : [...shown, foldedPairsLine(plan.pairs.slice(listed), revoke, fit.plan)];
+  const tall = (line: PanelLine) => layoutWithCommands(line.text, fit.width - (line.indent ?? 0)).length;
+  const height = (lines: readonly PanelLine[]) => lines.reduce((n, l) => n + tall(l), 0);
+  const head: PanelLine[] = revokeLine ? [{ text: revokeLine, wrap: true }] : [];
+  const all = [...head, ...blocks.flat()];
+  if (height(all) <= fit.room) return all;
+  const folded = (rest: readonly PlannedPair[]): PanelLine => ({
+    text: foldedPairsLine(rest, revoke, fit.plan),
+    wrap: true,
+  });
+  // Whole blocks while they fit, the rest folded; with no app lines these are the pairs' lines.
+  const fill = (units: readonly (readonly PanelLine[])[], room: number): PanelLine[] => {
+    const shown = [...head];
+    let used = height(shown);
+    let listed = 0;
+    for (const unit of units) {
+      const rest = plan.pairs.slice(listed + 1);
+      const foldAfter = rest.length > 0 ? height([folded(rest)]) : 0;
+      if (listed > 0 && used + height(unit) + foldAfter > room) break;
+      shown.push(...unit);
+      used += height(unit);
+      listed += 1;
+    }
+    return listed === units.length ? shown : [...shown, folded(plan.pairs.slice(listed))];
+  };
+  const withApps = fill(blocks, fit.room);
+  if (height(withApps) <= fit.room || !fit.app) return withApps;
+  // Not even one pair's block fits: every pair's line, and one line saying where their test
+  // logins and reloads are; when the pairs' lines fold too, their fold line names that place.
+  const lines = blocks.map((block) => block.slice(0, 1));
+  const appsLine: PanelLine = { text: appsFoldedLine(fit.plan), wrap: true };
+  const pairsOnly = fill(lines, fit.room - height([appsLine]));
+  return pairsOnly.length === head.length + lines.length ? [...pairsOnly, appsLine] : fill(lines, fit.room);
 }
 
 function panel(
@@ -252,7 +287,7 @@ function panel(
       return [
         { text: `${MARKS.ok.glyph} Gate open: ${allOf(p.holders, 'machine')} resolved.`, tone: 'ok' },
         // --revoke-previous first, then each pair (its window, or none), within the rows there are.
-        ...previewLines(state.plan, revoke, fit).map((text) => ({ text, wrap: true })),
+        ...previewLines(state.plan, revoke, fit),
         ...(state.plan.ages ? [{ text: agesText(state.plan, state.plan.ages), wrap: true }] : []),
         { text: confirmPrompt(state.plan), tone: 'action', focus: true, wrap: true },
         {

@@ -13,27 +13,47 @@ import type { Terminal } from './rotation-flow.js';
 
 export function appPreviewLines(plan: RotationPlan, hooks: AppHooks | undefined): string[] {
   if (!hooks) return [];
-  const lines: string[] = [];
-  for (const pair of plan.pairs) {
-    const connect = hooks.connectOf(pair.provider);
-    const login = pair.login?.role ?? pair.role;
-    lines.push(
-      connect
-        ? `  test login ${pair.key}: as ${login} to ${shown(connect.host)}:${connect.port}/${shown(connect.database)}, from ${pair.consumerMachine}, before ${pair.consumer} moves; refused = not moved`
-        : `  test login ${pair.key}: none — ${pair.provider} has no connect:, so the new credential will NOT be tried from ${pair.consumerMachine} before ${pair.consumer} moves`,
-    );
-  }
+  const lines = plan.pairs.map((pair) => `  test login ${pair.key}: ${testLoginWords(pair, hooks)}`);
+  for (const pair of firstPairOfEachConsumer(plan)) lines.push(`  ${reloadText(pair, hooks)}`);
+  return lines;
+}
+
+/**
+ * Per pair, in the plan's order: its test login, and its consumer's reload on the consumer's
+ * first pair (a consumer of two providers is reloaded once). The Ink preview shows these under
+ * each pair's line; the plain preview and `mesh plan` list the same words (appPreviewLines).
+ */
+export function appPreviewByPair(plan: RotationPlan, hooks: AppHooks | undefined): string[][] {
+  if (!hooks) return plan.pairs.map(() => []);
+  const first = new Set(firstPairOfEachConsumer(plan));
+  // Under the pair's own line, so the pair's key is not said again.
+  return plan.pairs.map((pair) => [
+    `test login: ${testLoginWords(pair, hooks)}`,
+    ...(first.has(pair) ? [reloadText(pair, hooks)] : []),
+  ]);
+}
+
+/** Whether the new credential is tried from the consumer's machine before it moves (`connect:`). */
+export function testLoginWords(pair: PlannedPair, hooks: AppHooks): string {
+  const connect = hooks.connectOf(pair.provider);
+  const login = pair.login?.role ?? pair.role;
+  return connect
+    ? `as ${login} to ${shown(connect.host)}:${connect.port}/${shown(connect.database)}, from ${pair.consumerMachine}, before ${pair.consumer} moves; refused = not moved`
+    : `none — ${pair.provider} has no connect:, so the new credential will NOT be tried from ${pair.consumerMachine} before ${pair.consumer} moves`;
+}
+
+/** How the pair's consumer's app will take the new credential: its `reload:`, or none. */
+export function reloadText(pair: PlannedPair, hooks: AppHooks): string {
+  const reload = hooks.reloadOf(pair.consumer);
+  return reload
+    ? `reload ${pair.consumer}: \`${shown(reload.command, 120)}\` on ${pair.consumerMachine} once its end is committed (at most ${Math.round(reload.timeoutMs / 1000)} s)`
+    : `reload ${pair.consumer}: none — an app that reads its credential once keeps the old one until it is restarted`;
+}
+
+function firstPairOfEachConsumer(plan: RotationPlan): PlannedPair[] {
   const consumers = new Map<string, PlannedPair>();
   for (const pair of plan.pairs) if (!consumers.has(pair.consumer)) consumers.set(pair.consumer, pair);
-  for (const [consumer, pair] of consumers) {
-    const reload = hooks.reloadOf(consumer);
-    lines.push(
-      reload
-        ? `  reload ${consumer}: \`${shown(reload.command, 120)}\` on ${pair.consumerMachine} once its end is committed (at most ${Math.round(reload.timeoutMs / 1000)} s)`
-        : `  reload ${consumer}: none — an app that reads its credential once keeps the old one until it is restarted`,
-    );
-  }
-  return lines;
+  return [...consumers.values()];
 }
 
 function reloadLine(outcome: ReloadOutcome, pairs: readonly PlannedPair[]): string[] {

@@ -90,6 +90,14 @@ export function foldedPairsLine(
   return `…and ${rest.length} more pair${rest.length === 1 ? '' : 's'} (${kinds.join(', ')}), each listed by ${where}`;
 }
 
+/**
+ * When not even one pair's test login and reload fit beside the pairs' lines: where they are
+ * listed. The command ends the sentence, as in foldedPairsLine.
+ */
+export function appsFoldedLine(where: string): string {
+  return `Each pair's test login (connect:) and reload (reload:) are listed by ${where}`;
+}
+
 function listed(items: readonly string[]): string {
   if (items.length <= 1) return items.join('');
   return `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]!}`;

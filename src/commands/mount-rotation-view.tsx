@@ -40,6 +40,7 @@ export async function mountRotationView(ink: InkSession, options: MountOptions):
         nextStep(planWords(options.plan.selector)),
       )}
       revoke={options.deps.revoke}
+      app={options.deps.app}
       onExit={(code, state) => {
         result = { code, state };
       }}

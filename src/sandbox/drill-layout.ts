@@ -22,6 +22,29 @@ export const DRILL_CONSUMERS = [
   { name: 'worker1-jobs', machine: 'worker1', role: 'worker1_jobs', credential: 'single' },
 ] as const;
 
+/**
+ * The consumers whose app caches its password, as most apps do: it reads its consumer file once,
+ * at start, then opens a connection every few hundred ms. Its `reload:` restarts it (a command
+ * run on its machine, from the machine's root), so the drill shows a rotation the app follows.
+ * Its files, under the machine's root: the app and its restart script in `opt/<consumer>/`,
+ * its pid in `run/`, one JSON line per login attempt in `var/log/` (names and results, never
+ * a password).
+ */
+export const DRILL_APPS = [{ consumer: 'web2-app', machine: 'web2', role: 'web2_app' }] as const;
+export type DrillApp = (typeof DRILL_APPS)[number];
+/** `reload:` of an app's consumer: the restart script, relative to the machine's root (where the local transport runs it). */
+export const appReloadCommand = (app: DrillApp): string => `sh opt/${app.consumer}/restart`;
+/** `reload_timeout:` of the drill's apps, in seconds: a restart is well under one, so a hung one is said soon. */
+export const DRILL_APP_RELOAD_TIMEOUT_S = 10;
+/** An app's files, relative to its machine's root. */
+export const appFiles = (app: DrillApp) => ({
+  script: `opt/${app.consumer}/app.cjs`,
+  restart: `opt/${app.consumer}/restart`,
+  pid: `run/${app.consumer}.pid`,
+  log: `var/log/${app.consumer}.log`,
+  errors: `var/log/${app.consumer}.err`,
+});
+
 export interface DrillSandbox {
   readonly dir: string;
   readonly deployment: string;

@@ -20,6 +20,9 @@ import { systemClock } from '../authority/index.js';
 import { asBatonError, BatonError } from '../errors.js';
 import type { ShareContext } from '../share/share-context.js';
 import {
+  appReloadCommand,
+  DRILL_APP_RELOAD_TIMEOUT_S,
+  DRILL_APPS,
   DRILL_CONSUMERS,
   DRILL_MACHINES,
   DRILL_MESH_DIR,
@@ -184,7 +187,17 @@ async function build(
     appendFileSync(provisionerLog, `${new Date().toISOString()} ${line}\n`, { mode: 0o600 }),
   );
   teardown.add('stop the provisioner', () => provisioner.stop());
-  progress('giving every pair of pg-main its first password…');
+  // Installed before the first passwords: the reload that follows web2-app's first delivery starts its app.
+  const { installDrillApps, killDrillApps, stopDrillApps } = await import('./drill-apps.js');
+  installDrillApps(machineRoot, postgres.port);
+  teardown.add(
+    'stop the apps',
+    () => stopDrillApps(machineRoot),
+    () => killDrillApps(machineRoot),
+  );
+  progress(
+    `giving every pair of pg-main its first password (the reload: of ${DRILL_APPS.map((a) => a.consumer).join(', ')} starts its app)…`,
+  );
   await seed(sandbox);
   return sandbox;
 }
@@ -199,8 +212,15 @@ function inventoryYaml(machineRoot: (machine: DrillMachine) => string): string {
       machine: c.machine,
       uses: [DRILL_PROVIDER],
       ...(c.credential === 'alternating' ? { credential: c.credential } : {}),
+      ...appReload(c.name),
     })),
   });
+}
+
+/** A consumer with a caching app gets the `reload:` that restarts it. */
+function appReload(consumer: string): { reload?: string; reload_timeout?: number } {
+  const app = DRILL_APPS.find((a) => a.consumer === consumer);
+  return app ? { reload: appReloadCommand(app), reload_timeout: DRILL_APP_RELOAD_TIMEOUT_S } : {};
 }
 
 /** PostgreSQL is the part most likely not to run on a newcomer's machine: say why and what to do. */

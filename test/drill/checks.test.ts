@@ -3,7 +3,7 @@
  * provisioner): they pass only when the step was really performed, and they catch the wrong
  * turns an operator takes — a check that cannot fail would let a rehearsal teach nothing.
  */
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runChecks } from '../../src/app/drill/checks.js';
@@ -11,7 +11,8 @@ import { newNotebook, noteBefore } from '../../src/app/drill/notebook.js';
 import { performAction, performScripted } from '../../src/commands/drill/perform.js';
 import { rotateScripted, seedPasswords } from '../../src/commands/drill/rotate.js';
 import { startSandbox } from '../../src/sandbox/drill-sandbox.js';
-import type { DrillSandbox } from '../../src/sandbox/drill-layout.js';
+import { appFiles, DRILL_APPS, type DrillSandbox } from '../../src/sandbox/drill-layout.js';
+import { readConsumerSecrets } from '../../src/app/drill/notebook.js';
 import { DRILL_STEPS } from '../../src/app/drill/scenario.js';
 import { consumerLoginOf } from '../../src/app/drill/consumer-login.js';
 import { tryLogin } from '../../src/app/drill/pg-login.js';
@@ -121,7 +122,7 @@ describe("the drill's checks on a real sandbox", () => {
     );
     expect(cancelledAlternating.step).toBe('cancelled');
     const alternating = failed(await runChecks(sandbox, before, 4, 1));
-    expect(alternating).toHaveLength(6);
+    expect(alternating).toHaveLength(8);
     expect(alternating.slice(0, 3)).toEqual([
       'exactly db1 and web2 received files',
       'web2 holds a new password for web2_app',
@@ -130,6 +131,11 @@ describe("the drill's checks on a real sandbox", () => {
     expect(alternating[3]).toMatch(/^web2 moved from web2_app_([ab]) to web2_app_(?!\1)[ab]$/);
     expect(alternating[4]).toMatch(/^web2_app_[ab] logs in with the new password$/);
     expect(alternating[5]).toBe('the rotation of web2-app was applied');
+    // Its caching app: no reload ran, so nothing restarted it onto a new login.
+    expect(alternating[6]).toBe("web2-app's reload: ran on web2 once its file changed, and exited 0");
+    expect(alternating[7]).toMatch(
+      /^web2-app's app, restarted by its reload:, logs in as web2_app_[ab] with the new password$/,
+    );
     expect(alternating.join('\n')).not.toContain('is refused');
     // The wrong selection: every pair of pg-main instead of web1-app alone.
     await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' });
@@ -166,6 +172,7 @@ describe("the drill's checks on a real sandbox", () => {
     expect(results).toContain('nothing was sent: every file on every machine is as it was');
     expect(results).toContain('the old password of web1_app still logs in');
     expect(results).toContain('the old password of worker1_jobs still logs in');
+    expect(results).toContain("web2-app's app kept logging in, not restarted: nothing was sent to it");
     // …and the same rotation is exactly what the last task of step 5 asks for.
     expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
   });
@@ -176,5 +183,34 @@ describe("the drill's checks on a real sandbox", () => {
     const bad = failed(await runChecks(sandbox, before, 5, 3));
     expect(bad).toHaveLength(1);
     expect(bad[0]).toMatch(/^the login web2 left, web2_app_[ab], is revoked: its old password is refused$/);
+  });
+
+  it("the app's checks catch a failed login and an app that started on the login its file left", async () => {
+    const before = await noteBefore(sandbox, notebook);
+    await rotateScripted(sandbox, { by: 'provider', name: 'pg-main' }, () => {}, undefined, {
+      endSessions: false,
+    });
+    expect(failed(await runChecks(sandbox, before, 5, 3))).toEqual([]);
+    // What an app that never took the new login writes: a start on the other login, a refusal.
+    const app = DRILL_APPS[0];
+    const now = consumerLoginOf(app.role, readConsumerSecrets(sandbox)[app.role]!).login;
+    const other = now.endsWith('_a') ? now.replace(/_a$/, '_b') : now.replace(/_b$/, '_a');
+    const at = Date.now();
+    appendFileSync(
+      path.join(sandbox.machineRoot(app.machine), appFiles(app).log),
+      `${JSON.stringify({ pid: 1, event: 'start', user: other, at })}\n${JSON.stringify({ pid: 1, user: other, ok: false, code: '28P01', at })}\n`,
+    );
+    const results = await runChecks(sandbox, before, 5, 3);
+    const bad = results.filter((r) => !r.ok);
+    expect(bad.map((r) => [r.label, r.detail])).toEqual([
+      [
+        `web2-app's app, restarted by its reload:, logs in as ${now} with the new password`,
+        `it started on ${other}, its file names ${now}`,
+      ],
+      [
+        "web2-app's app had 0 failed logins through the rotation (alternating: no window)",
+        `1 failed login(s) as ${other} (28P01)`,
+      ],
+    ]);
   });
 });

@@ -71,6 +71,10 @@ describe('baton drill --plain (the built CLI)', () => {
       '✓ nothing was sent: every file on every machine is as it was',
       '✓ the old password of worker1_jobs still logs in',
       '✓ worker1_jobs logs in with the new password',
+      // web2-app's caching app, restarted by its reload: after each move, never refused.
+      "✓ web2-app's reload: ran on web2 once its file changed, and exited 0",
+      "✓ web2-app's app had 0 failed logins through the rotation (alternating: no window)",
+      "✓ web2-app's app kept logging in, not restarted: nothing was sent to it",
     ]) {
       expect(result.stdout).toContain(check);
     }
@@ -78,6 +82,12 @@ describe('baton drill --plain (the built CLI)', () => {
     expect(result.stdout).not.toMatch(/^ {4}✗/m);
     expect(result.stdout).toMatch(/checks: \d+ passed, 0 failed/);
     expect(result.stdout).toContain('typed a wrong prefix "00000000": the gate stays shut, nothing written');
+    // The reload's outcome in the rotation's own summary, and in mesh status after it.
+    expect(result.stdout).toMatch(/✓ reload of web2-app on web2: exit 0 after \d+\.\d s/);
+    expect(result.stdout).toMatch(/app: reloaded at \S+ \(exit 0\)/);
+    expect(result.stdout).toMatch(
+      /✓ web2-app's app, restarted by its reload:, logs in as web2_app_[ab] with the new password — (\d+) of \1 logins since the restart accepted/,
+    );
 
     const kept = /the sandbox is kept in (\S+)/.exec(result.stdout)?.[1];
     expect(kept).toBeDefined();
@@ -90,8 +100,8 @@ describe('baton drill --plain (the built CLI)', () => {
     // web2-app is alternating: its logins' files (web2_app+a, +b) hold its passwords.
     expect(delivered.length).toBeGreaterThanOrEqual(8);
     expect(delivered.filter((file) => /\/provides\/pg-main\/web2_app\+[ab]$/.test(file))).toHaveLength(2);
-    const logs = ['provisioner.log', 'journal/mesh-journal.jsonl'].map((name) =>
-      readFileSync(path.join(kept!, name), 'utf8'),
+    const logs = ['provisioner.log', 'journal/mesh-journal.jsonl', 'machines/web2/var/log/web2-app.log'].map(
+      (name) => readFileSync(path.join(kept!, name), 'utf8'),
     );
     expect(logs[0]).toContain('web1_app sha256:');
     for (const file of delivered) {

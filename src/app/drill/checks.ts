@@ -21,7 +21,13 @@ import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
 import { consumerLoginOf, type ConsumerLogin } from './consumer-login.js';
 import { loginRole, otherSlot, slotOfLogin } from '../../mesh/alternating.js';
-import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
+import {
+  DRILL_APPS,
+  DRILL_CONSUMERS,
+  DRILL_PROVIDER,
+  type DrillSandbox,
+} from '../../sandbox/drill-layout.js';
+import { appRotatedChecks, appUntouchedCheck } from './app-checks.js';
 import type { StepNumber } from './scenario.js';
 
 /** How long the provisioner gets to apply a committed password before the check fails. */
@@ -72,20 +78,31 @@ async function checksFor(
         planChecks(sandbox, { by: 'consumer', name: 'web2-app' }, ['db1', 'web2']),
         ...(await rotatedPairsChecks(sandbox, before, ['web2_app'])),
         windowCheck(sandbox, before, 'web2-app'),
+        ...(await appsRotatedChecks(sandbox, before, ['web2-app'])),
       ];
     case '5.0':
       return reachabilityChecks(sandbox, false);
     case '5.1':
-      return gateClosedChecks(sandbox, before);
+      return [
+        ...(await gateClosedChecks(sandbox, before)),
+        ...(await Promise.all(DRILL_APPS.map((app) => appUntouchedCheck(sandbox, before, app)))),
+      ];
     case '5.2':
       return reachabilityChecks(sandbox, true);
     case '5.3':
-      return rotatedPairsChecks(
-        sandbox,
-        before,
-        DRILL_CONSUMERS.map((c) => c.role),
-        { revokedPrevious: true },
-      );
+      return [
+        ...(await rotatedPairsChecks(
+          sandbox,
+          before,
+          DRILL_CONSUMERS.map((c) => c.role),
+          { revokedPrevious: true },
+        )),
+        ...(await appsRotatedChecks(
+          sandbox,
+          before,
+          DRILL_CONSUMERS.map((c) => c.name),
+        )),
+      ];
     default:
       return [
         fail(
@@ -94,6 +111,18 @@ async function checksFor(
         ),
       ];
   }
+}
+
+/** The caching apps of the consumers a rotation moved (app-checks.ts). */
+async function appsRotatedChecks(
+  sandbox: DrillSandbox,
+  before: Before,
+  consumers: readonly string[],
+): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (const app of DRILL_APPS.filter((a) => consumers.includes(a.consumer)))
+    results.push(...(await appRotatedChecks(sandbox, before, app)));
+  return results;
 }
 
 // --- the authority ----------------------------------------------------------------------

@@ -24,6 +24,8 @@ export interface Before {
   readonly secrets: Readonly<Partial<Record<Role, Secret>>>;
   /** Records in the rotation journal, so a check can find the ones this task added. */
   readonly journalRecords: number;
+  /** When the task opened (ms): the apps' log lines after it are the task's (app-checks.ts). */
+  readonly at: number;
 }
 
 export interface Notebook {
@@ -46,6 +48,7 @@ export async function noteBefore(sandbox: DrillSandbox, notebook: Notebook): Pro
     meshFiles: readMeshFiles(sandbox),
     secrets: readConsumerSecrets(sandbox),
     journalRecords: readJournalRecords(sandbox).length,
+    at: Date.now(),
   };
   notebook.before = before;
   return before;

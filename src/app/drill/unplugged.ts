@@ -21,7 +21,17 @@ export function unpluggable(transport: Transport, machine: Machine): Transport {
     );
     if (marked) throw new TransportError(machine.name, `unplugged by the drill (${marker})`);
   };
+  // The app's part (a consumer's reload:, a test login) goes through the same gate: a wrapper
+  // that left them out made every reload in the drill fail with "cannot run commands".
   return {
+    ...(transport.runCommand
+      ? { runCommand: async (request, signal) => (await gate(), transport.runCommand!(request, signal)) }
+      : {}),
+    ...(transport.openStream
+      ? {
+          openStream: async (host, port, signal) => (await gate(), transport.openStream!(host, port, signal)),
+        }
+      : {}),
     machine: transport.machine,
     resolve: async (signal) => (await gate(), transport.resolve(signal)),
     stage: async (files, signal) => (await gate(), transport.stage(files, signal)),

@@ -307,7 +307,14 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
             });
           }),
         element: (
-          <RotationApp flow={flow} color={!noColor} summaryOnQuit={false} revoke={revoke} onExit={() => {}} />
+          <RotationApp
+            flow={flow}
+            color={!noColor}
+            summaryOnQuit={false}
+            revoke={revoke}
+            app={deps.app}
+            onExit={() => {}}
+          />
         ),
       };
     }

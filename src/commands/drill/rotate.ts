@@ -10,6 +10,7 @@ import { RECEIPT_POLL_MS, type RotationDeps } from '../../app/rotation-run-effec
 import type { RevokeRequest } from '../../app/rotation-revoke.js';
 import { findMachine, loadInventory } from '../../mesh/inventory.js';
 import { journalHistory } from '../../mesh/journal-history.js';
+import { appHooks } from '../../mesh/reload.js';
 import { inspectPlan, unknownLoginsRefusal } from '../../mesh/leftovers.js';
 import { newRotationId } from '../../mesh/journal.js';
 import { planRotation, type RotationPlan } from '../../mesh/rotation-plan.js';
@@ -36,6 +37,7 @@ export function drillTransports(sandbox: DrillSandbox): TransportFor {
 
 /** What the drill's rotations need: the sandbox inventory and journal, a bounded wait for receipts (and `--revoke-previous`, when asked). */
 export function drillRotationDeps(sandbox: DrillSandbox, revoke?: RevokeRequest): RotationDeps {
+  const inventory = loadInventory(sandbox.inventoryPath);
   return {
     ...(revoke ? { revoke } : {}),
     transportFor: drillTransports(sandbox),
@@ -45,7 +47,9 @@ export function drillRotationDeps(sandbox: DrillSandbox, revoke?: RevokeRequest)
     concurrency: 4,
     waitMs: 20_000,
     pollMs: RECEIPT_POLL_MS,
-    mesh: meshIdentity(loadInventory(sandbox.inventoryPath)),
+    mesh: meshIdentity(inventory),
+    // web2-app's reload: restarts its caching app after each delivery (src/sandbox/drill-apps.ts).
+    app: appHooks(inventory),
   };
 }
 
