@@ -205,12 +205,12 @@ describeWithPart(
           startBaton(rotateArgs(stateDir('state-a'), '90'), {
             cwd: tmp.dir,
             env: { NO_COLOR: '1' },
-            timeoutMs: 90_000,
+            timeoutMs: 150_000,
           }),
           startBaton(rotateArgs(stateDir('state-b'), '90'), {
             cwd: tmp.dir,
             env: { NO_COLOR: '1' },
-            timeoutMs: 90_000,
+            timeoutMs: 150_000,
           }),
         ];
         void Promise.race(runs).then(answer);
