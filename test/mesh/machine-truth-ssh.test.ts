@@ -63,6 +63,9 @@ describeWithPart(
       '--yes',
       '--wait',
       wait,
+      // Every ssh step's bound, raised: a loaded CI machine's handshake is not what is tested here.
+      '--timeout',
+      '60',
     ];
 
     /** The real provisioner, as its unit runs it, cycling every 200 ms. */
@@ -121,6 +124,8 @@ describeWithPart(
           '--inventory',
           inventory,
           '--json',
+          '--timeout',
+          '60',
         ]);
         if (status.exitCode === 0) return ran;
         const doc = JSON.parse(status.stdout) as { pairs: { next_steps: { command: string }[] }[] };
@@ -168,7 +173,7 @@ describeWithPart(
       const r = await batonWords(rotateArgs(stateDir(), '20'));
       expect(r.exitCode, r.all).toBe(0);
       await consumerLogsIn();
-    }, 120_000);
+    }, 180_000);
 
     afterAll(async () => {
       for (const child of children)
@@ -195,17 +200,17 @@ describeWithPart(
           if (!answered) carryOn();
           answered = true;
         };
-        const fallback = setTimeout(answer, 25_000);
+        const fallback = setTimeout(answer, 60_000);
         const runs: [ReturnType<typeof startBaton>, ReturnType<typeof startBaton>] = [
-          startBaton(rotateArgs(stateDir('state-a'), '40'), {
+          startBaton(rotateArgs(stateDir('state-a'), '90'), {
             cwd: tmp.dir,
             env: { NO_COLOR: '1' },
-            timeoutMs: 90_000,
+            timeoutMs: 150_000,
           }),
-          startBaton(rotateArgs(stateDir('state-b'), '40'), {
+          startBaton(rotateArgs(stateDir('state-b'), '90'), {
             cwd: tmp.dir,
             env: { NO_COLOR: '1' },
-            timeoutMs: 90_000,
+            timeoutMs: 150_000,
           }),
         ];
         void Promise.race(runs).then(answer);
@@ -224,7 +229,7 @@ describeWithPart(
         await consumerLogsIn();
       }
       console.log(`two controllers over ssh, 6 races: ${outcomes.join(', ')} (exit codes; one 5 in each)`);
-    }, 240_000);
+    }, 420_000);
 
     it('over ssh: rotation X stalls and rolls back, rotation Y is SIGKILLed between its commits; mesh rollback X leaves Y untouched and is refused naming Y; status --json followed as printed ends at exit 0', async () => {
       const state = stateDir();
@@ -270,6 +275,8 @@ describeWithPart(
         inventory,
         '--wait',
         '0.2',
+        '--timeout',
+        '60',
       ]);
       expect(rollbackX.exitCode, rollbackX.all).toBe(2);
       expect(rollbackX.stderr).toContain(`${PAIR} belongs to rotation ${idY}, which has not finished`);
