@@ -32,6 +32,7 @@ import { passEveryTask } from '../helpers/drill-walk.js';
 import { BIN, assertBuilt } from '../helpers/run-baton.js';
 import { FailoverApp } from '../../components/FailoverApp.js';
 import { failoverPorts } from '../../src/app/failover-ports.js';
+import { appHooks } from '../../src/mesh/reload.js';
 import { systemClock } from '../../src/authority/clock.js';
 import { StatusApp } from '../../components/StatusApp.js';
 import { readStatus } from '../../src/app/status-report.js';
@@ -71,6 +72,8 @@ function normalised(frame: string): string {
       .replace(/^> [A-Za-z0-9+/]{8}$/m, '> <prefix>')
       .replace(/SHA256:[A-Za-z0-9+/]{43}/g, 'SHA256:<fingerprint>')
       .replace(/\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)? UTC/g, '<time>')
+      // The date an overlap began, cut from its time by the wrap: the day the shot was taken.
+      .replace(/overlap since \d{4}-\d\d-\d\d$/gm, 'overlap since <date>')
       .replace(/baton-shots-[A-Za-z0-9]{6}/g, '<tmp>')
       // Which characters of two made-up fingerprints differ is chance: the caret line under them.
       .replace(/^( *)\^[ ^]*$/gm, '$1<carets>')
@@ -281,7 +284,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
     expect(normalised(frame)).toBe(shot('mesh-status'));
   });
 
-  it('rotation-preview: three pairs, each listed (the first window whole), the count typed', async () => {
+  it('rotation-preview: three pairs, the first with its window whole, its test login and reload, the rest folded; the count typed', async () => {
     // The screenshot's mesh: db1 provides pg-main to web1-app, web2-app and web3-app, each on its own machine, reached locally.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-mesh-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -302,7 +305,19 @@ describe('the screenshots show what the code prints (80×24)', () => {
         pollMs: 10,
       }),
     );
-    const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80, 24);
+    // As mesh rotate mounts it: the inventory's reload: and connect:, and the mesh plan with the shot's flags.
+    const view = renderAt(
+      <RotationApp
+        flow={flow}
+        columns={80}
+        color={false}
+        app={appHooks(inventory)}
+        planCommand="baton --state-dir /tmp/baton-shots-XXXXXX/mesh/state mesh plan --provider pg-main --inventory mesh-3.yaml"
+        onExit={() => {}}
+      />,
+      80,
+      24,
+    );
     mounted.push(view);
     cleanups.push(async () => {
       await flow.idle();
@@ -377,7 +392,11 @@ describe('the screenshots show what the code prints (80×24)', () => {
         pollMs: 10,
       }),
     );
-    const view = renderAt(<RotationApp flow={flow} columns={80} color={false} onExit={() => {}} />, 80, 24);
+    const view = renderAt(
+      <RotationApp flow={flow} columns={80} color={false} app={appHooks(inventory)} onExit={() => {}} />,
+      80,
+      24,
+    );
     mounted.push(view);
     cleanups.push(async () => {
       await flow.idle();
