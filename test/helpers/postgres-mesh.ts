@@ -81,7 +81,7 @@ export interface PostgresMeshOptions {
   /** Writes the inventory at `<dir>/mesh.yaml`; default writeLocalMesh (db1, web1, web2, the provisioner pair). */
   readonly writeInventory?: (dir: string, superuser: string) => void;
   /** Runs after the inventory is written and the superuser made, before the seed. */
-  readonly beforeSeed?: (mesh: PostgresMesh) => void | Promise<void>;
+  readonly beforeSeed?: (mesh: Omit<PostgresMesh, 'seeded'>) => void | Promise<void>;
   /** The seeded file's text; default the password as it is. */
   readonly seedFileText?: (password: string) => string;
   /** The bound on each baton run (default 60 s). */
@@ -205,9 +205,7 @@ export async function startPostgresMesh(
     await asSuperuser(sandbox, (c) =>
       c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${verifier}'`),
     );
-    // The seed's `seeded` is filled in below; beforeSeed sees everything else.
-    const mesh = { ...partial, seeded: undefined as unknown as BatonRun };
-    await options.beforeSeed?.(mesh);
+    await options.beforeSeed?.(partial);
     const file = path.join(tmp.dir, 'superuser.password');
     writeFileSync(file, options.seedFileText?.(seededPassword) ?? seededPassword, { mode: 0o600 });
     const seeded = await baton(
@@ -221,7 +219,7 @@ export async function startPostgresMesh(
       inventory,
     );
     expect(seeded.exitCode, seeded.all).toBe(0);
-    return { ...mesh, seeded };
+    return { ...partial, seeded };
   } catch (error) {
     partial.cleanup();
     throw error;
