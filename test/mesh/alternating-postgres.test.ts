@@ -8,47 +8,48 @@
  *
  * Run `npm run build` before running this file alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { conninfoLogin, loginRole, parseConninfo } from '../../src/mesh/alternating.js';
-import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
-import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { REPO } from '../helpers/bundle-script.js';
-import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
 import { consumerLogin, startPasswordApp } from '../helpers/password-app.js';
 import { asSuperuser, canLogin, loginRefusal } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
 import { psqlMissing, psqlWithConsumerFile } from '../helpers/psql.js';
 import { partPresent } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton, startBaton } from '../helpers/run-baton.js';
-import { writeLocalMesh } from './mesh-fixture.js';
-import { ifSet } from '../helpers/if-set.js';
+import { startBaton } from '../helpers/run-baton.js';
 
 const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
 const SEED = Number(process.env.BATON_ALTERNATING_SEED ?? 20261201);
 const ROTATIONS = 20;
 
-let sandbox: PostgresSandbox;
-let tmp: { dir: string; cleanup: () => void };
-let superuser: string;
-let provisioner: Provisioner | undefined;
-const children: ChildProcess[] = [];
+let provisioner: MeshProvisioner | undefined;
 
-const inventory = () => path.join(tmp.dir, 'mesh.yaml');
-const state = () => path.join(tmp.dir, 'state');
-const meshDirOn = (m: string) => path.join(tmp.dir, 'machines', m, MESH);
-const consumerFile = (m: string, role: string) => path.join(meshDirOn(m), 'consumes', PROVIDER, role);
-const providerFile = (name: string) => path.join(meshDirOn('db1'), 'provides', PROVIDER, name);
+beforeAll(() => {
+  partPresent('psql', psqlMissing());
+});
+// One mesh for the file, web1-app alternating from the start; the provisioner cycles every 100 ms.
+const suite = usePostgresMesh({
+  per: 'file',
+  prefix: 'baton-alt-pg-',
+  batonTimeoutMs: 30_000,
+  beforeSeed: (mesh) => setCredential('web1-app', 'alternating', mesh.inventory),
+  keepDir: Boolean(process.env.BATON_ALTERNATING_DEBUG),
+});
+beforeAll(() => {
+  provisioner = startProvisioner();
+});
+
+const inventory = () => suite.mesh.inventory;
+const state = () => suite.mesh.stateDir;
+const consumerFile = (m: string, role: string) => suite.mesh.consumerFile(m, role);
+const providerFile = (name: string) => suite.mesh.providerFile(name);
 const WEB1 = () => consumerFile('web1', 'web1_app');
 const WEB2 = () => consumerFile('web2', 'web2_app');
 
-const baton = (...args: string[]) =>
-  runBaton(['--state-dir', state(), ...args], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 30_000 });
+const baton = (...args: string[]) => suite.mesh.baton(...args);
 const rotate = (pair: string, wait = '10', ...extra: string[]) =>
   baton(
     'mesh',
@@ -64,60 +65,23 @@ const rotate = (pair: string, wait = '10', ...extra: string[]) =>
   );
 
 /** Sets a consumer's `credential:` in the inventory (or removes it: the default, single). */
-function setCredential(consumer: string, credential: 'alternating' | undefined): void {
-  const lines = readFileSync(inventory(), 'utf8')
+function setCredential(consumer: string, credential: 'alternating' | undefined, file = inventory()): void {
+  const lines = readFileSync(file, 'utf8')
     .split('\n')
     .map((line) => {
       if (!line.includes(`name: ${consumer},`)) return line;
       const bare = line.replace(/, credential: \w+/, '');
       return credential ? bare.replace(/ }$/, `, credential: ${credential} }`) : bare;
     });
-  writeFileSync(inventory(), lines.join('\n'));
-}
-
-interface Provisioner {
-  readonly child: ChildProcess;
-  output(): string;
-  readonly exited: Promise<void>;
+  writeFileSync(file, lines.join('\n'));
 }
 
 /** The real provisioner, as the unit of docs/provisioner-service.md runs it, cycling every 100 ms. */
-function startProvisioner(): Provisioner {
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      'provision',
-      'postgres',
-      '--mesh-dir',
-      meshDirOn('db1'),
-      '--provider',
-      PROVIDER,
-      '--pg-host',
-      sandbox.host,
-      '--pg-port',
-      String(sandbox.port),
-      '--superuser',
-      superuser,
-      '--watch',
-      '--interval',
-      '0.1',
-    ],
-    { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
-  );
-  children.push(child);
-  let text = '';
-  child.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return { child, output: () => text, exited };
-}
+const startProvisioner = () => suite.mesh.startProvisioner(0.1);
 
 async function killProvisioner(): Promise<void> {
   if (!provisioner) return;
-  provisioner.child.kill('SIGCONT');
-  provisioner.child.kill('SIGKILL');
-  await provisioner.exited;
+  await provisioner.kill();
   provisioner = undefined;
 }
 
@@ -194,47 +158,9 @@ async function deliveredOnce(consumer: string, file: string): Promise<void> {
   if (!existsSync(file)) expect((await rotate(consumer)).exitCode).toBe(0);
 }
 
-beforeAll(async () => {
-  assertBuilt();
-  partPresent('psql', psqlMissing());
-  sandbox = await startPostgres();
-  tmp = makeTempDir('baton-alt-pg-');
-  superuser = `su_${randomBytes(3).toString('hex')}`;
-  writeLocalMesh(tmp.dir, { provisionerRole: superuser });
-  setCredential('web1-app', 'alternating');
-  const first = randomBytes(24).toString('base64url');
-  await asSuperuser(sandbox, async (c) =>
-    c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`),
-  );
-  const file = path.join(tmp.dir, 'superuser.password');
-  writeFileSync(file, first, { mode: 0o600 });
-  expect(
-    (
-      await baton(
-        'mesh',
-        'seed',
-        '--pair',
-        `${PROVIDER}:provisioner`,
-        '--from-file',
-        file,
-        '--inventory',
-        inventory(),
-      )
-    ).exitCode,
-  ).toBe(0);
-  provisioner = startProvisioner();
-}, 60_000);
-
-afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await ifSet(sandbox)?.destroy();
-  if (process.env.BATON_ALTERNATING_DEBUG) console.log(`kept ${tmp.dir}`);
-  else ifSet(tmp)?.cleanup();
-});
-
 describe('alternating credentials against a real PostgreSQL', () => {
   it('libpq reads the consumer file as it is (psql, no password in argv or env); a table made through either login is owned by the group, and both logins read both', async () => {
+    const { sandbox } = suite;
     expect((await rotate('web1-app')).exitCode).toBe(0);
     const first = readFileSync(WEB1(), 'utf8');
     const r = await rotate('web1-app');
@@ -243,7 +169,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
     const logins = [conninfoLogin(first), conninfoLogin(second)];
     expect(new Set(logins)).toEqual(new Set(['web1_app_a', 'web1_app_b']));
     // The login the consumer left still holds the password it had: keep both files for psql.
-    const left = path.join(tmp.dir, 'left.conninfo');
+    const left = path.join(suite.mesh.dir, 'left.conninfo');
     writeFileSync(left, first, { mode: 0o600 });
 
     const live = psqlWithConsumerFile(sandbox, WEB1(), 'SELECT session_user, current_user, current_role;');
@@ -296,6 +222,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
   });
 
   it(`${ROTATIONS} alternating rotations with baton and the provisioner SIGKILLed and the provisioner stopped: the app sees 0 failed logins`, async () => {
+    const { sandbox } = suite;
     const random = prng(SEED);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
     // Every kind at least twice, in a seeded order.
@@ -359,7 +286,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
                 '--wait',
                 '10',
               ],
-              { cwd: tmp.dir, env: { NO_COLOR: '1' } },
+              { cwd: suite.mesh.dir, env: { NO_COLOR: '1' } },
             );
             await sleep(30 + random() * 300);
             child.kill('SIGKILL');
@@ -386,7 +313,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
                 '--wait',
                 '10',
               ],
-              { cwd: tmp.dir, env: { NO_COLOR: '1' } },
+              { cwd: suite.mesh.dir, env: { NO_COLOR: '1' } },
             );
             const gone = child.then((r) => `baton exited ${r.exitCode} before its provider commit: ${r.all}`);
             await Promise.race([
@@ -481,6 +408,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
   }, 120_000);
 
   it('--revoke-previous: the login the consumer left is refused afterwards (28P01) with its old password, its open session is named, and the app saw 0 failures', async () => {
+    const { sandbox } = suite;
     await deliveredOnce('web1-app', WEB1());
     const before = readFileSync(WEB1(), 'utf8');
     const left = consumerLogin(before, 'web1_app');
@@ -532,6 +460,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
   });
 
   it("--revoke-previous --end-sessions: the provisioner ends the left login's open session once its fresh password is applied, and the summary says how many", async () => {
+    const { sandbox } = suite;
     await deliveredOnce('web1-app', WEB1());
     const left = consumerLogin(readFileSync(WEB1(), 'utf8'), 'web1_app');
     const session = new pg.Client({
@@ -574,6 +503,7 @@ describe('alternating credentials against a real PostgreSQL', () => {
   });
 
   it('switching a live pair to alternating and back: the app, reading the bare secret before and the keyword/value file after, sees 0 failed logins', async () => {
+    const { sandbox } = suite;
     expect((await rotate('web2-app')).exitCode).toBe(0);
     const single = readFileSync(WEB2(), 'utf8');
     expect(consumerLogin(single, 'web2_app').format).toBe('bare');

@@ -9,7 +9,7 @@
  *
  * Run `npm run build` before running this file alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -17,12 +17,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conninfoLogin } from '../../src/mesh/alternating.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { REPO } from '../helpers/bundle-script.js';
-import { makeTempDir } from '../helpers/fs-snapshot.js';
+import {
+  MESH_DIR,
+  startPostgresMesh,
+  type MeshProvisioner,
+  type PostgresMesh,
+} from '../helpers/postgres-mesh.js';
 import { startCachingApp, type CachingApp } from '../helpers/password-app.js';
 import { asSuperuser, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
 import { partPresent } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
+import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
@@ -31,26 +35,25 @@ import { bindTransport } from '../../src/transport/bound-transport.js';
 import { sshTransport } from '../../src/transport/ssh-transport.js';
 
 const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
 const RELOAD = `kill -HUP "$(cat "$BATON_ROOT/app.pid")"`;
 
 let sandbox: PostgresSandbox;
 let sshd: Sshd;
-let tmp: { dir: string; cleanup: () => void };
+let mesh: PostgresMesh;
+/** The provisioner watching db1 (a test that stops it starts the next). */
+let provisioner: MeshProvisioner;
+/** The mesh's dir and its provisioner's superuser, known from the inventory's writing on. */
+let dir: string;
 let superuser: string;
-const children: ChildProcess[] = [];
 const apps: CachingApp[] = [];
 
-const inventory = () => path.join(tmp.dir, 'mesh.yaml');
-const state = () => path.join(tmp.dir, 'state');
-const root = (m: string) => path.join(tmp.dir, 'machines', m);
-const meshDirOn = (m: string) => path.join(root(m), MESH);
-const consumerFile = (m: string, role: string) => path.join(meshDirOn(m), 'consumes', PROVIDER, role);
-const sshMeshDir = () => path.join(tmp.dir, 'web3', 'mesh');
+const inventory = () => path.join(dir, 'mesh.yaml');
+const root = (m: string) => path.join(dir, 'machines', m);
+const consumerFile = (m: string, role: string) => path.join(root(m), MESH_DIR, 'consumes', PROVIDER, role);
+const sshMeshDir = () => path.join(dir, 'web3', 'mesh');
 const WEB3 = () => path.join(sshMeshDir(), 'consumes', PROVIDER, 'web3_app');
 
-const baton = (...args: string[]) =>
-  runBaton(['--state-dir', state(), ...args], { cwd: tmp.dir, env: { NO_COLOR: '1' }, timeoutMs: 60_000 });
+const baton = (...args: string[]) => mesh.baton(...args);
 const rotate = (consumer: string, ...extra: string[]) =>
   baton(
     'mesh',
@@ -102,36 +105,9 @@ const CONSUMERS: Consumer[] = [
   { name: 'web3-app', machine: 'web3', extra: 'credential: alternating' },
 ];
 
-function startProvisioner(): ChildProcess {
-  const child = spawn(
-    process.execPath,
-    [
-      BIN,
-      'provision',
-      'postgres',
-      '--mesh-dir',
-      meshDirOn('db1'),
-      '--provider',
-      PROVIDER,
-      '--pg-host',
-      sandbox.host,
-      '--pg-port',
-      String(sandbox.port),
-      '--superuser',
-      superuser,
-      '--watch',
-      '--interval',
-      '0.1',
-    ],
-    { cwd: REPO, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } },
-  );
-  children.push(child);
-  return child;
-}
-
 const journal = () =>
-  existsSync(path.join(state(), 'mesh-journal.jsonl'))
-    ? readFileSync(path.join(state(), 'mesh-journal.jsonl'), 'utf8')
+  existsSync(path.join(mesh.stateDir, 'mesh-journal.jsonl'))
+    ? readFileSync(path.join(mesh.stateDir, 'mesh-journal.jsonl'), 'utf8')
     : '';
 const journalRecords = () =>
   journal()
@@ -164,41 +140,27 @@ beforeAll(async () => {
   if (!partsHere) return;
   sandbox = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
   sshd = await startSshd();
-  tmp = makeTempDir('baton-app-truth-');
-  for (const m of ['db1', 'web1', 'web2']) mkdirSync(root(m), { recursive: true });
-  mkdirSync(sshMeshDir(), { recursive: true });
-  superuser = `su_${randomBytes(3).toString('hex')}`;
-  writeInventory(CONSUMERS);
-  const first = randomBytes(24).toString('base64url');
-  await asSuperuser(sandbox, async (c) =>
-    c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`),
-  );
-  const file = path.join(tmp.dir, 'superuser.password');
-  writeFileSync(file, first, { mode: 0o600 });
-  const seeded = await baton(
-    'mesh',
-    'seed',
-    '--pair',
-    `${PROVIDER}:provisioner`,
-    '--from-file',
-    file,
-    '--inventory',
-    inventory(),
-  );
-  expect(seeded.exitCode, seeded.all).toBe(0);
-  startProvisioner();
+  mesh = await startPostgresMesh(sandbox, {
+    prefix: 'baton-app-truth-',
+    writeInventory: (meshDir, role) => {
+      dir = meshDir;
+      superuser = role;
+      for (const m of ['db1', 'web1', 'web2']) mkdirSync(root(m), { recursive: true });
+      mkdirSync(sshMeshDir(), { recursive: true });
+      writeInventory(CONSUMERS);
+    },
+    keepDir: Boolean(process.env.BATON_APP_TRUTH_DEBUG),
+  });
+  provisioner = mesh.startProvisioner(0.1);
 }, 90_000);
 
 afterAll(async () => {
   for (const a of apps) await a.stop().catch(() => undefined);
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  // Any of them may be missing when beforeAll stopped half-way.
-  const started = { sshd, sandbox, tmp } as { sshd?: Sshd; sandbox?: PostgresSandbox; tmp?: typeof tmp };
+  // Any of them may be missing when beforeAll stopped half-way; the mesh's clean-up kills its provisioner.
+  const started = { sshd, sandbox, mesh } as { sshd?: Sshd; sandbox?: PostgresSandbox; mesh?: PostgresMesh };
+  started.mesh?.cleanup();
   await started.sshd?.stop();
   await started.sandbox?.destroy();
-  if (process.env.BATON_APP_TRUTH_DEBUG) console.log(`kept ${started.tmp?.dir ?? '(none)'}`);
-  else started.tmp?.cleanup();
 });
 
 describe("the consumer's app against Debian's PostgreSQL 15", () => {
@@ -493,9 +455,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
   it('a pre-opened stream is closed when the receipt never comes (rolled back) and when the rotation is interrupted: no ssh -W process outlives baton', async () => {
     expect(partsHere).toBe(true);
     // No provisioner: no receipt comes, so the stream opened for the test login is never used.
-    const provisioner = children.at(-1)!;
-    provisioner.kill('SIGTERM');
-    await new Promise((r) => (provisioner.exitCode === null ? provisioner.once('exit', r) : r(undefined)));
+    await provisioner.stop();
     const before = readFileSync(WEB3(), 'utf8');
     try {
       for (const how of ['rolled back', 'interrupted'] as const) {
@@ -504,7 +464,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
           [
             BIN,
             '--state-dir',
-            state(),
+            mesh.stateDir,
             'mesh',
             'rotate',
             '--pair',
@@ -515,7 +475,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
             '--wait',
             how === 'rolled back' ? '3' : '30',
           ],
-          { cwd: tmp.dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
+          { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
         );
         let output = '';
         child.stdout.on('data', (c: Buffer) => (output += c.toString()));
@@ -535,7 +495,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
         expect(readFileSync(WEB3(), 'utf8')).toBe(before);
       }
     } finally {
-      startProvisioner();
+      provisioner = mesh.startProvisioner(0.1);
     }
   }, 120_000);
 });

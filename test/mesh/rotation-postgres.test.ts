@@ -1,18 +1,19 @@
 /**
  * The rotation against a REAL PostgreSQL (the embedded one), end to end through the built CLI:
  * `baton mesh seed | rotate | resume` on a local-transport mesh, the real provisioner
- * (`baton provision postgres --watch --interval 2`) on "db1", and an app-like client that
- * re-reads its consumer file for every new connection, every 50 ms.
+ * (`baton provision postgres --watch`) on "db1", and an app-like client that re-reads its
+ * consumer file for every new connection, every 50 ms. The window is measured at `--interval 2`,
+ * as the unit runs it; the other tests, which assert what ends where rather than how long it took,
+ * cycle every 250 ms so that each rotation waits a quarter of a second for its receipt, not two.
  *
  * The provisioner logs in as a superuser role made for each test (`su_…`, a pair of the mesh
  * like any other), so rotating it never touches the sandbox's own superuser. Run
  * `npm run build` before running this file alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { readJournal } from '../../src/mesh/journal.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
@@ -21,107 +22,50 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { writeLocalMesh } from './mesh-fixture.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
-import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { usePostgresMesh } from '../helpers/postgres-mesh.js';
 import { asSuperuser, canLogin, serverLogSoFar } from '../helpers/postgres.js';
 import { startPasswordApp } from '../helpers/password-app.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
-import { REPO } from '../helpers/bundle-script.js';
-import { ifSet } from '../helpers/if-set.js';
+import { BIN } from '../helpers/run-baton.js';
 
 const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
-let sandbox: PostgresSandbox;
-let tmp: { dir: string; cleanup: () => void };
-let superuser: string;
 /** Every password any test saw: none may ever appear in the server's statement log. */
 const seen = new Set<string>();
 const children: ChildProcess[] = [];
 
-const machineDir = (m: string) => path.join(tmp.dir, 'machines', m);
-const meshDirOn = (m: string) => path.join(machineDir(m), MESH);
-const consumerFile = (m: string, role: string) => path.join(meshDirOn(m), 'consumes', PROVIDER, role);
-const providerFile = (role: string) => path.join(meshDirOn('db1'), 'provides', PROVIDER, role);
+beforeAll(() => {
+  if (!existsSync(BIN)) throw new Error('bin/baton.js is missing: run `npm run build`.');
+});
+// The provisioner logs in as a superuser made for each test, seeded from a file that ends in a
+// newline (the seed takes the password without it).
+const suite = usePostgresMesh({
+  logStatements: true,
+  prefix: 'baton-mesh-pg-',
+  seedFileText: (password) => `${password}\n`,
+  batonTimeoutMs: 90_000,
+});
+
+const meshDirOn = (m: string) => suite.mesh.meshDirOn(m);
+const consumerFile = (m: string, role: string) => suite.mesh.consumerFile(m, role);
+const providerFile = (role: string) => suite.mesh.providerFile(role);
+const inventory = () => suite.mesh.inventory;
 const read = (file: string) => {
   const text = readFileSync(file, 'utf8');
   seen.add(text);
   return text;
 };
 
-function baton(...args: string[]) {
-  return runBaton(['--state-dir', path.join(tmp.dir, 'state'), ...args], {
-    cwd: tmp.dir,
-    env: { NO_COLOR: '1' },
-    timeoutMs: 90_000,
-  });
-}
+const baton = (...args: string[]) => suite.mesh.baton(...args);
 
 const rotate = (selector: string[], wait = '20') =>
-  baton(
-    'mesh',
-    'rotate',
-    ...selector,
-    '--inventory',
-    path.join(tmp.dir, 'mesh.yaml'),
-    '--yes',
-    '--wait',
-    wait,
-  );
+  baton('mesh', 'rotate', ...selector, '--inventory', inventory(), '--yes', '--wait', wait);
 
-interface Provisioner {
-  readonly child: ChildProcess;
-  output(): string;
-  stop(): Promise<void>;
-}
-
-function spawnLogged(command: string, args: string[]): Provisioner {
-  const child = spawn(command, args, {
-    cwd: REPO,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, NO_COLOR: '1' },
-  });
-  children.push(child);
-  let text = '';
-  child.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
-  child.stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  return {
-    child,
-    output: () => text,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-/** The real provisioner, as the unit of docs/provisioner-service.md runs it, at `--interval 2`. */
-function startProvisioner(): Provisioner {
-  return spawnLogged(process.execPath, [
-    BIN,
-    'provision',
-    'postgres',
-    '--mesh-dir',
-    meshDirOn('db1'),
-    '--provider',
-    PROVIDER,
-    '--pg-host',
-    sandbox.host,
-    '--pg-port',
-    String(sandbox.port),
-    '--superuser',
-    superuser,
-    '--watch',
-    '--interval',
-    '2',
-  ]);
-}
+/** The real provisioner, as the unit of docs/provisioner-service.md runs it (there at `--interval 2`). */
+const startProvisioner = (intervalSeconds = 0.25) => suite.mesh.startProvisioner(intervalSeconds);
 
 const startApp = (machine: string, role: string) =>
-  startPasswordApp(sandbox, () => consumerFile(machine, role), role);
+  startPasswordApp(suite.sandbox, () => consumerFile(machine, role), role);
 
 async function waitForReceipt(role: string, digest: string): Promise<void> {
   await vi.waitFor(
@@ -135,56 +79,21 @@ async function waitForReceipt(role: string, digest: string): Promise<void> {
   );
 }
 
-beforeAll(async () => {
-  if (!existsSync(BIN)) throw new Error('bin/baton.js is missing: run `npm run build`.');
-  assertBuilt();
-  sandbox = await startPostgres({ logStatements: true });
+beforeEach(() => {
+  const { seeded, seededPassword, superuser } = suite.mesh;
+  seen.add(seededPassword);
+  expect(seeded.all).not.toContain(seededPassword);
+  expect(read(consumerFile('db1', superuser))).toBe(seededPassword);
 });
 
-afterAll(async () => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  await ifSet(sandbox)?.destroy();
-});
-
-beforeEach(async () => {
-  tmp = makeTempDir('baton-mesh-pg-');
-  superuser = `su_${randomBytes(3).toString('hex')}`;
-  writeLocalMesh(tmp.dir, { provisionerRole: superuser });
-  // The provisioner's superuser exists with a password the database has; only its verifier is
-  // sent (the statement log must never show a password), then the mesh is seeded with it.
-  const first = randomBytes(24).toString('base64url');
-  seen.add(first);
-  const verifier = await scramVerifier(Buffer.from(first));
-  await asSuperuser(sandbox, (c) =>
-    c.query(`CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${verifier}'`),
-  );
-  const file = path.join(tmp.dir, 'superuser.password');
-  writeFileSync(file, `${first}\n`, { mode: 0o600 });
-  const seeded = await baton(
-    'mesh',
-    'seed',
-    '--pair',
-    `${PROVIDER}:provisioner`,
-    '--from-file',
-    file,
-    '--inventory',
-    path.join(tmp.dir, 'mesh.yaml'),
-  );
-  expect(seeded.all).not.toContain(first);
-  expect(seeded.exitCode).toBe(0);
-  expect(read(consumerFile('db1', superuser))).toBe(first);
-});
-
-afterEach(async () => {
+afterEach(() => {
   for (const child of children.splice(0))
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  tmp.cleanup();
 });
 
 describe('a rotation against a real PostgreSQL, with an app re-reading its file every 50 ms', () => {
   it('the app sees at most 2 failed logins per rotation at --interval 2, and never one with a NEW password', async () => {
-    const provisioner = startProvisioner();
+    const provisioner = startProvisioner(2);
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0); // creates the role
     const app = startApp('web1', 'web1_app');
     await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(3), {
@@ -229,7 +138,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     // Outside the rotations, no login failed at all.
     const inside = new Set(rotations.flatMap((r) => app.attempts.slice(r.from, r.to)));
     expect(app.attempts.filter((a) => !a.ok && !inside.has(a))).toEqual([]);
-    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8')
+    const records = readFileSync(path.join(suite.mesh.dir, 'state', 'mesh-journal.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l));
@@ -239,6 +148,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   });
 
   it("rotating the provisioner's own superuser pair alone, then an ordinary pair: both exit 0 and both log in", async () => {
+    const { sandbox, superuser } = suite.mesh;
     const provisioner = startProvisioner();
     const before = read(consumerFile('db1', superuser));
     const r = await rotate(['--pair', `${PROVIDER}:provisioner`]);
@@ -256,6 +166,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   });
 
   it('rotating the whole provider, its superuser pair included, exits 0 with every pair applied, and every login works', async () => {
+    const { sandbox, superuser } = suite.mesh;
     const provisioner = startProvisioner();
     const r = await rotate(['--provider', PROVIDER]);
     expect(r.stderr).toBe('');
@@ -283,11 +194,12 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   });
 
   it('a provisioner SIGKILLed between ALTER ROLE and its receipt: the rotation rolls back and removes the receipt, and the restarted provisioner sets the old password again', async () => {
+    const { sandbox, superuser } = suite.mesh;
     const provisioner = startProvisioner();
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
     await provisioner.stop();
-    const marker = path.join(tmp.dir, 'paused');
-    const pausing = spawnLogged(process.execPath, [
+    const marker = path.join(suite.mesh.dir, 'paused');
+    const pausing = suite.mesh.spawnTracked(process.execPath, [
       '--import',
       'tsx',
       path.join(import.meta.dirname, 'fixtures/pausing-provisioner.ts'),
@@ -323,7 +235,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
       '--pair',
       `${PROVIDER}:web1-app`,
       '--inventory',
-      path.join(tmp.dir, 'mesh.yaml'),
+      inventory(),
     );
     expect(status.exitCode, status.stdout).toBe(0);
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
@@ -332,6 +244,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   });
 
   it('with the provisioner stopped, --wait 1 rolls every pair back (exit 3, superuser pair included); the provisioner started afterwards: 0 failed logins, and it still logs in', async () => {
+    const { sandbox, superuser } = suite.mesh;
     const provisioner = startProvisioner();
     expect((await rotate(['--provider', PROVIDER])).exitCode).toBe(0);
     await provisioner.stop();
@@ -374,23 +287,9 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   });
 
   it("the superuser's new password applied, then the provisioner died and baton rolled the pair back: the provisioner logs in with the rolled-back password and puts the old one back", async () => {
+    const { sandbox, superuser } = suite.mesh;
     const provisionOnce = async () => {
-      const once = spawnLogged(process.execPath, [
-        BIN,
-        'provision',
-        'postgres',
-        '--mesh-dir',
-        meshDirOn('db1'),
-        '--provider',
-        PROVIDER,
-        '--pg-host',
-        sandbox.host,
-        '--pg-port',
-        String(sandbox.port),
-        '--superuser',
-        superuser,
-        '--once',
-      ]);
+      const once = suite.mesh.spawnTracked(process.execPath, [...suite.mesh.provisionerArgs(), '--once']);
       const code = await new Promise<number | null>((resolve) => once.child.once('close', resolve));
       expect(code, once.output()).toBe(0);
       return once.output();
@@ -438,11 +337,12 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
   });
 
   it('baton killed between the provider commit and the consumer commit (provisioner stopped): status exit 3 names the pair and the command, rotate refuses with nothing generated, resume finishes it and every consumer logs in', async () => {
+    const { sandbox, superuser } = suite.mesh;
     const provisioner = startProvisioner();
     expect((await rotate(['--provider', PROVIDER])).exitCode).toBe(0);
     await provisioner.stop();
-    const inv = loadInventory(path.join(tmp.dir, 'mesh.yaml'));
-    const journalDir = path.join(tmp.dir, 'state');
+    const inv = loadInventory(inventory());
+    const journalDir = suite.mesh.stateDir;
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
     void runRotationPlain({
       id: 'rot-kill',
@@ -466,7 +366,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
         expect((await readJournal(journalDir, 'rot-kill')).map((x) => x.phase)).toContain('committed'),
       { timeout: 10_000 },
     );
-    const status = await baton('mesh', 'status', '--inventory', path.join(tmp.dir, 'mesh.yaml'));
+    const status = await baton('mesh', 'status', '--inventory', inventory());
     expect(status.exitCode).toBe(3);
     expect(status.stdout).toMatch(/staged +pg-main:web1-app/);
     expect(status.stdout).toMatch(
@@ -482,15 +382,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     expect(readFileSync(path.join(journalDir, 'mesh-journal.jsonl'), 'utf8')).toBe(journalBefore);
     expect(read(`${consumerFile('web1', 'web1_app')}.next`)).toBe(fileBefore);
     const restarted = startProvisioner();
-    const resumed = await baton(
-      'mesh',
-      'resume',
-      'rot-kill',
-      '--inventory',
-      path.join(tmp.dir, 'mesh.yaml'),
-      '--wait',
-      '20',
-    );
+    const resumed = await baton('mesh', 'resume', 'rot-kill', '--inventory', inventory(), '--wait', '20');
     expect(resumed.stderr).toBe('');
     expect(resumed.exitCode).toBe(0);
     for (const [m, role] of [
@@ -499,26 +391,27 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
       ['db1', superuser],
     ] as const)
       expect(await canLogin(sandbox, role, read(consumerFile(m, role)))).toBe(true);
-    expect((await baton('mesh', 'status', '--inventory', path.join(tmp.dir, 'mesh.yaml'))).exitCode).toBe(0);
+    expect((await baton('mesh', 'status', '--inventory', inventory())).exitCode).toBe(0);
     await restarted.stop();
   });
 
   it('rotate --yes | head -1 with the provisioner running: the pair ends applied or rolled back, the journal says which, and the app logs in', async () => {
+    const { sandbox } = suite.mesh;
     const provisioner = startProvisioner();
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0);
     const child = spawn(
       'sh',
       [
         '-c',
-        `"${process.execPath}" "${BIN}" --state-dir "${path.join(tmp.dir, 'state')}" mesh rotate --pair ${PROVIDER}:web1-app --inventory "${path.join(tmp.dir, 'mesh.yaml')}" --yes --wait 20 | head -1`,
+        `"${process.execPath}" "${BIN}" --state-dir "${suite.mesh.stateDir}" mesh rotate --pair ${PROVIDER}:web1-app --inventory "${inventory()}" --yes --wait 20 | head -1`,
       ],
-      { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1' } },
+      { cwd: suite.mesh.dir, env: { ...process.env, NO_COLOR: '1' } },
     );
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     await new Promise((resolve) => child.on('close', resolve));
     expect(stderr).toBe('');
-    const records = readFileSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'), 'utf8')
+    const records = readFileSync(path.join(suite.mesh.dir, 'state', 'mesh-journal.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .map((l) => JSON.parse(l) as { id: string; phase: string });
@@ -533,7 +426,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
 describe('the server log (log_statement = all)', () => {
   it('never shows a password any of these rotations delivered', async () => {
     expect(seen.size).toBeGreaterThan(10);
-    const log = await serverLogSoFar(sandbox);
+    const log = await serverLogSoFar(suite.sandbox);
     expect(log).toContain('ALTER ROLE');
     for (const password of seen) expect(log).not.toContain(password);
   });

@@ -6,11 +6,10 @@
  * parsing and judgement (hostile text, a silent provisioner) are unit-tested below.
  * Run `npm run build` before running this file alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   formatHeartbeat,
   HEARTBEAT_FORMAT,
@@ -19,16 +18,11 @@ import {
   type Heartbeat,
 } from '../../src/mesh/provisioner-heartbeat.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
-import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { makeTempDir } from '../helpers/fs-snapshot.js';
-import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
+import { usePostgresMesh } from '../helpers/postgres-mesh.js';
+import { asSuperuser, canLogin, debianPostgresMissing } from '../helpers/postgres.js';
 import { describeWithPart } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
-import { REPO } from '../helpers/bundle-script.js';
-import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
 const NOW = Date.parse('2026-12-01T12:00:00Z');
 
 const beat = (over: Partial<Heartbeat> = {}): Heartbeat => ({
@@ -112,91 +106,15 @@ describeWithPart(
   debianPostgresMissing(),
   "the provisioner's health in mesh status (Debian's PostgreSQL)",
   () => {
-    let sandbox: PostgresSandbox;
-    let tmp: { dir: string; cleanup: () => void };
-    let superuser: string;
-    const children: ChildProcess[] = [];
-    const meshDirOn = (m: string) => path.join(tmp.dir, 'machines', m, MESH);
-    const heartbeatFile = () => path.join(meshDirOn('db1'), 'provides', PROVIDER, '.heartbeat');
-    const baton = (...args: string[]) =>
-      runBaton(
-        ['--state-dir', path.join(tmp.dir, 'state'), ...args, '--inventory', path.join(tmp.dir, 'mesh.yaml')],
-        {
-          cwd: tmp.dir,
-          env: { NO_COLOR: '1' },
-          timeoutMs: 60_000,
-        },
-      );
-
-    function startProvisioner(): { stop(): Promise<void> } {
-      const child = spawn(
-        process.execPath,
-        [
-          BIN,
-          'provision',
-          'postgres',
-          '--mesh-dir',
-          meshDirOn('db1'),
-          '--provider',
-          PROVIDER,
-          '--pg-host',
-          sandbox.host,
-          '--pg-port',
-          String(sandbox.port),
-          '--superuser',
-          superuser,
-          '--watch',
-          '--interval',
-          '1',
-        ],
-        { cwd: REPO, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } },
-      );
-      children.push(child);
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      return {
-        async stop() {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-          await exited;
-        },
-      };
-    }
-
+    const suite = usePostgresMesh({ server: 'debian', prefix: 'baton-heartbeat-' });
+    const heartbeatFile = () => path.join(suite.mesh.meshDirOn('db1'), 'provides', PROVIDER, '.heartbeat');
+    const baton = (...args: string[]) => suite.mesh.baton(...args, '--inventory', suite.mesh.inventory);
     const heartbeat = () =>
       existsSync(heartbeatFile()) ? parseHeartbeat(readFileSync(heartbeatFile(), 'utf8')) : undefined;
 
-    beforeAll(async () => {
-      assertBuilt();
-      sandbox = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
-    }, 120_000);
-    afterAll(async () => {
-      for (const child of children)
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await (async () => sandbox.destroy())().catch(() => undefined);
-    });
-    beforeEach(async () => {
-      tmp = makeTempDir('baton-heartbeat-');
-      superuser = `su_${randomBytes(3).toString('hex')}`;
-      writeLocalMesh(tmp.dir, { provisionerRole: superuser });
-      const first = randomBytes(24).toString('base64url');
-      await asSuperuser(sandbox, async (c) =>
-        c.query(
-          `CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`,
-        ),
-      );
-      const file = path.join(tmp.dir, 'su.password');
-      writeFileSync(file, first, { mode: 0o600 });
-      expect(
-        (await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file)).exitCode,
-      ).toBe(0);
-    }, 60_000);
-    afterEach(() => {
-      for (const child of children.splice(0))
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      tmp.cleanup();
-    });
-
     it("its superuser's password changed by hand: status exits 3 naming the provisioner, and no pair keeps its ✓", async () => {
-      const provisioner = startProvisioner();
+      const { sandbox, superuser } = suite.mesh;
+      const provisioner = suite.mesh.startProvisioner(1);
       try {
         expect(
           (await baton('mesh', 'rotate', '--provider', PROVIDER, '--yes', '--wait', '20')).exitCode,
@@ -221,11 +139,7 @@ describeWithPart(
           );
         });
         expect(
-          await canLogin(
-            sandbox,
-            superuser,
-            readFileSync(path.join(meshDirOn('db1'), 'consumes', PROVIDER, superuser), 'utf8'),
-          ),
+          await canLogin(sandbox, superuser, readFileSync(suite.mesh.consumerFile('db1', superuser), 'utf8')),
         ).toBe(false);
         await vi.waitFor(() => expect(heartbeat()?.login).toBe('refused'), {
           timeout: 15_000,

@@ -7,11 +7,9 @@
  * again, also when the provisioner that saw the switch is killed and a new one starts.
  * Run `npm run build` before running this file alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { loginRole } from '../../src/mesh/alternating.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
@@ -19,41 +17,39 @@ import { readPlanEnds } from '../../src/mesh/leftovers.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation, settleLogins } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
-import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
-import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { makeTempDir, rotationRecords } from '../helpers/fs-snapshot.js';
+import { rotationRecords } from '../helpers/fs-snapshot.js';
+import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
 import { consumerLogin } from '../helpers/password-app.js';
-import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
+import { asSuperuser, canLogin, debianPostgresMissing } from '../helpers/postgres.js';
 import { describeWithPart } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
-import { REPO } from '../helpers/bundle-script.js';
+import { runBaton } from '../helpers/run-baton.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { dyingAfterConsumerCommit, type AfterConsumerCommit } from '../mesh/dying-baton.js';
-import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
 const [A, B] = [loginRole('web1_app', 'a'), loginRole('web1_app', 'b')];
 
 describeWithPart(
   debianPostgresMissing(),
   "switching back to a single role leaves no login (Debian's PostgreSQL)",
   () => {
-    let sandbox: PostgresSandbox;
-    let tmp: { dir: string; cleanup: () => void };
-    let superuser: string;
-    const children: ChildProcess[] = [];
-    /** What the provisioners logged, for a failure's message. */
-    const logs: string[] = [];
-    const inventory = () => path.join(tmp.dir, 'mesh.yaml');
-    const consumerFile = () => path.join(tmp.dir, 'machines', 'web1', MESH, 'consumes', PROVIDER, 'web1_app');
-    const baton = (...args: string[]) =>
-      runBaton(['--state-dir', path.join(tmp.dir, 'state'), ...args, '--inventory', inventory()], {
-        cwd: tmp.dir,
-        env: { NO_COLOR: '1' },
-        timeoutMs: 60_000,
-      });
+    const suite = usePostgresMesh({
+      server: 'debian',
+      prefix: 'baton-switch-back-',
+      // One database for the file: each test starts from a pair that never existed.
+      beforeSeed: ({ sandbox }) =>
+        asSuperuser(sandbox, async (c) => {
+          for (const role of [A, B, 'web1_app']) await c.query(`DROP ROLE IF EXISTS ${role}`);
+        }),
+    });
+    /** The provisioners started: what they logged goes into a failure's message. */
+    const provisioners: MeshProvisioner[] = [];
+    const logs = () => provisioners.map((p) => p.output()).join('');
+    const inventory = () => suite.mesh.inventory;
+    const consumerFile = () => suite.mesh.consumerFile('web1', 'web1_app');
+    const baton = (...args: string[]) => suite.mesh.baton(...args, '--inventory', inventory());
     const rotate = () => baton('mesh', 'rotate', '--pair', `${PROVIDER}:web1-app`, '--yes', '--wait', '20');
+    const canLoginHere = (role: string, password: string) => canLogin(suite.sandbox, role, password);
 
     function setAlternating(on: boolean): void {
       const lines = readFileSync(inventory(), 'utf8')
@@ -66,43 +62,15 @@ describeWithPart(
       writeFileSync(inventory(), lines.join('\n'));
     }
 
-    function startProvisioner(): { kill(): Promise<void> } {
-      const meshDir = path.join(tmp.dir, 'machines', 'db1', MESH);
-      const child = spawn(
-        process.execPath,
-        [
-          BIN,
-          'provision',
-          'postgres',
-          '--mesh-dir',
-          meshDir,
-          '--provider',
-          PROVIDER,
-          '--pg-host',
-          sandbox.host,
-          '--pg-port',
-          String(sandbox.port),
-          '--superuser',
-          superuser,
-          '--watch',
-          '--interval',
-          '1',
-        ],
-        { cwd: REPO, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } },
-      );
-      children.push(child);
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-      return {
-        async kill() {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-          await exited;
-        },
-      };
+    function startProvisioner(): MeshProvisioner {
+      const started = suite.mesh.startProvisioner(1);
+      provisioners.push(started);
+      return started;
     }
 
     /** What the database says of a role: whether it may log in, and whether it is in the group. */
     const stored = (role: string) =>
-      asSuperuser(sandbox, async (c) => {
+      asSuperuser(suite.sandbox, async (c) => {
         const r = await c.query<{ rolcanlogin: boolean; member: boolean }>(
           `SELECT rolcanlogin, pg_has_role(oid, 'web1_app', 'MEMBER') AS member FROM pg_roles WHERE rolname = $1`,
           [role],
@@ -110,40 +78,7 @@ describeWithPart(
         return r.rows[0];
       });
 
-    beforeAll(async () => {
-      assertBuilt();
-      sandbox = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
-    }, 120_000);
-    afterAll(async () => {
-      for (const child of children)
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await (async () => sandbox.destroy())().catch(() => undefined);
-    });
-    beforeEach(async () => {
-      tmp = makeTempDir('baton-switch-back-');
-      superuser = `su_${randomBytes(3).toString('hex')}`;
-      writeLocalMesh(tmp.dir, { provisionerRole: superuser });
-      const first = randomBytes(24).toString('base64url');
-      await asSuperuser(sandbox, async (c) => {
-        await c.query(
-          `CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`,
-        );
-        // One database for the file: each test starts from a pair that never existed.
-        for (const role of [A, B, 'web1_app']) await c.query(`DROP ROLE IF EXISTS ${role}`);
-      });
-      const file = path.join(tmp.dir, 'su.password');
-      writeFileSync(file, first, { mode: 0o600 });
-      expect(
-        (await baton('mesh', 'seed', '--pair', `${PROVIDER}:provisioner`, '--from-file', file)).exitCode,
-      ).toBe(0);
-    }, 60_000);
-    afterEach(() => {
-      for (const child of children.splice(0))
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      tmp.cleanup();
-    });
-
-    const providerDir = () => path.join(tmp.dir, 'machines', 'db1', MESH, 'provides', PROVIDER);
+    const providerDir = () => path.dirname(suite.mesh.providerFile('web1_app'));
 
     /**
      * The switch back to single (the inventory already says single), run in this process
@@ -164,7 +99,7 @@ describeWithPart(
         write: () => undefined,
         deps: {
           transportFor: dying.transportFor,
-          journalDir: path.join(tmp.dir, 'state'),
+          journalDir: suite.mesh.stateDir,
           operator: 't',
           resolve: { concurrency: 2 },
           concurrency: 2,
@@ -187,7 +122,7 @@ describeWithPart(
       const a = consumerLogin(readFileSync(consumerFile(), 'utf8'), 'web1_app');
       expect(a.user).toBe(A);
       // The other login, made at the switch with the single role's verifier: the pre-switch password works there.
-      expect(await canLogin(sandbox, B, preSwitch)).toBe(true);
+      expect(await canLoginHere(B, preSwitch)).toBe(true);
       setAlternating(false);
       const off = await rotate();
       expect(off.exitCode, off.all).toBe(0);
@@ -199,14 +134,14 @@ describeWithPart(
     async function noLoginLeft(passwords: { preSwitch: string; a: string; single: string }): Promise<void> {
       await vi.waitFor(
         async () => {
-          expect(await stored(A), logs.join('')).toEqual({ rolcanlogin: false, member: true });
-          expect(await stored(B), logs.join('')).toEqual({ rolcanlogin: false, member: true });
+          expect(await stored(A), logs()).toEqual({ rolcanlogin: false, member: true });
+          expect(await stored(B), logs()).toEqual({ rolcanlogin: false, member: true });
         },
         { timeout: 10_000, interval: 100 },
       );
-      expect(await canLogin(sandbox, A, passwords.a)).toBe(false);
-      expect(await canLogin(sandbox, B, passwords.preSwitch)).toBe(false);
-      expect(await canLogin(sandbox, 'web1_app', passwords.single)).toBe(true);
+      expect(await canLoginHere(A, passwords.a)).toBe(false);
+      expect(await canLoginHere(B, passwords.preSwitch)).toBe(false);
+      expect(await canLoginHere('web1_app', passwords.single)).toBe(true);
       const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`);
       expect(status.exitCode, status.all).toBe(0);
     }
@@ -217,6 +152,18 @@ describeWithPart(
         await noLoginLeft(await switchAndBack());
       } finally {
         await provisioner.kill();
+      }
+    }, 120_000);
+
+    it('the provisioner killed right after the switch back: the next one closes both logins', async () => {
+      const first = startProvisioner();
+      const passwords = await switchAndBack();
+      await first.kill();
+      const next = startProvisioner();
+      try {
+        await noLoginLeft(passwords);
+      } finally {
+        await next.kill();
       }
     }, 120_000);
 
@@ -245,7 +192,7 @@ describeWithPart(
           ]);
           // The back door that is left: the login made at the switch still takes the pre-switch password.
           await new Promise((r) => setTimeout(r, 2_500)); // two provisioner cycles
-          expect(await canLogin(sandbox, B, preSwitch)).toBe(true);
+          expect(await canLoginHere(B, preSwitch)).toBe(true);
 
           const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--json');
           expect(status.exitCode, status.all).toBe(3);
@@ -265,7 +212,7 @@ describeWithPart(
 
           // Pasted as printed.
           const resumed = await runBaton(pair.next_steps[0]!.command.split(' ').slice(1), {
-            cwd: tmp.dir,
+            cwd: suite.mesh.dir,
             env: { NO_COLOR: '1' },
             timeoutMs: 60_000,
           });
@@ -278,17 +225,5 @@ describeWithPart(
       },
       120_000,
     );
-
-    it('the provisioner killed right after the switch back: the next one closes both logins', async () => {
-      const first = startProvisioner();
-      const passwords = await switchAndBack();
-      await first.kill();
-      const next = startProvisioner();
-      try {
-        await noLoginLeft(passwords);
-      } finally {
-        await next.kill();
-      }
-    }, 120_000);
   },
 );

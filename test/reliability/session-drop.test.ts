@@ -11,81 +11,36 @@
  * no staged file is left and the journal says `rolled-back`. Run `npm run build` first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it, vi } from 'vitest';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
-import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
-import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
-import { makeTempDir } from '../helpers/fs-snapshot.js';
+import { usePostgresMesh } from '../helpers/postgres-mesh.js';
+import { ifSet } from '../helpers/if-set.js';
 import { startPasswordApp } from '../helpers/password-app.js';
-import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
+import { canLogin, debianPostgresMissing } from '../helpers/postgres.js';
 import { describeWithPart } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
-import { REPO } from '../helpers/bundle-script.js';
+import { BIN } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { batonOverSsh, shellQuote, TmuxSession } from '../helpers/tmux.js';
-import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
-const MESH = '/var/lib/baton/mesh';
 const missing = debianPostgresMissing() ?? sshdUnavailable();
 
 describeWithPart(missing, "the operator's session drops while a rotation waits (Debian's PostgreSQL)", () => {
-  let sandbox: PostgresSandbox;
+  const suite = usePostgresMesh({ server: 'debian', prefix: 'baton-session-drop-', batonTimeoutMs: 90_000 });
   let sshd: Sshd;
-  let tmp: { dir: string; cleanup: () => void };
-  let superuser: string;
   let session: TmuxSession | undefined;
   const children: ChildProcess[] = [];
   const figures = { cases: 0, stranded: 0, stagedLeft: 0, appFailures: 0 };
 
-  const meshDirOn = (m: string) => path.join(tmp.dir, 'machines', m, MESH);
-  const consumerFile = (m: string, role: string) => path.join(meshDirOn(m), 'consumes', PROVIDER, role);
-  const stateDir = () => path.join(tmp.dir, 'state');
-  const inventory = () => path.join(tmp.dir, 'mesh.yaml');
+  const consumerFile = (m: string, role: string) => suite.mesh.consumerFile(m, role);
+  const stateDir = () => suite.mesh.stateDir;
+  const inventory = () => suite.mesh.inventory;
+  const baton = (...args: string[]) => suite.mesh.baton(...args);
 
-  const baton = (...args: string[]) =>
-    runBaton(['--state-dir', stateDir(), ...args], {
-      cwd: tmp.dir,
-      env: { NO_COLOR: '1' },
-      timeoutMs: 90_000,
-    });
-
-  /** The real provisioner, as its unit runs it; stopped with SIGTERM. */
-  function startProvisioner(): { stop(): Promise<void> } {
-    const child = spawn(
-      process.execPath,
-      [
-        BIN,
-        'provision',
-        'postgres',
-        '--mesh-dir',
-        meshDirOn('db1'),
-        '--provider',
-        PROVIDER,
-        '--pg-host',
-        sandbox.host,
-        '--pg-port',
-        String(sandbox.port),
-        '--superuser',
-        superuser,
-        '--watch',
-        '--interval',
-        '1',
-      ],
-      { cwd: REPO, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } },
-    );
-    children.push(child);
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    return {
-      async stop() {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-        await exited;
-      },
-    };
-  }
+  /** The real provisioner, as its unit runs it (cycling every 250 ms); stopped with SIGTERM. */
+  const startProvisioner = () => suite.mesh.startProvisioner(0.25);
 
   /** The rotation the operator runs: one pair, waiting long for its receipt. */
   const rotateArgs = (...extra: string[]) => [
@@ -130,7 +85,7 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
     });
 
   const stagedFiles = () =>
-    (readdirSync(path.join(tmp.dir, 'machines'), { recursive: true }) as string[]).filter((f) =>
+    (readdirSync(path.join(suite.mesh.dir, 'machines'), { recursive: true }) as string[]).filter((f) =>
       f.endsWith('.next'),
     );
 
@@ -162,10 +117,10 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
     expect(staged).toEqual([]);
     expect(readFileSync(consumerFile('web1', 'web1_app'), 'utf8')).toBe(old);
     const provisioner = startProvisioner();
-    const app = startPasswordApp(sandbox, () => consumerFile('web1', 'web1_app'), 'web1_app');
+    const app = startPasswordApp(suite.sandbox, () => consumerFile('web1', 'web1_app'), 'web1_app');
     try {
-      // Three provisioner cycles: long enough for it to have applied whatever the provider end says.
-      await new Promise((r) => setTimeout(r, 3_500));
+      // Three provisioner cycles (its heartbeats say so): it has applied whatever the provider end says.
+      await suite.mesh.cyclesOf(provisioner, 3);
       await vi.waitFor(() => expect(app.attempts.filter((a) => a.ok).length).toBeGreaterThan(3), {
         timeout: 10_000,
       });
@@ -176,7 +131,7 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
     figures.appFailures += app.failures().length;
     expect(app.failures()).toEqual([]);
     const logsIn = await canLogin(
-      sandbox,
+      suite.sandbox,
       'web1_app',
       readFileSync(consumerFile('web1', 'web1_app'), 'utf8'),
     );
@@ -186,42 +141,20 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
   }
 
   beforeAll(async () => {
-    assertBuilt();
-    sandbox = await startPostgres({ binDir: DEBIAN_POSTGRES_BIN });
     sshd = await startSshd();
   }, 120_000);
 
   afterAll(async () => {
     for (const child of children)
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    // Each stops even if the other (or beforeAll) failed.
-    await Promise.allSettled([(async () => sshd.stop())(), (async () => sandbox.destroy())()]);
+    // The sandbox is destroyed by usePostgresMesh's own afterAll, even if this stop fails.
+    await ifSet(sshd)
+      ?.stop()
+      .catch(() => undefined);
     console.log(`session-drop figures: ${JSON.stringify(figures)}`);
   });
 
   beforeEach(async () => {
-    tmp = makeTempDir('baton-session-drop-');
-    superuser = `su_${randomBytes(3).toString('hex')}`;
-    writeLocalMesh(tmp.dir, { provisionerRole: superuser });
-    const first = randomBytes(24).toString('base64url');
-    await asSuperuser(sandbox, async (c) =>
-      c.query(
-        `CREATE ROLE ${superuser} SUPERUSER LOGIN PASSWORD '${await scramVerifier(Buffer.from(first))}'`,
-      ),
-    );
-    const file = path.join(tmp.dir, 'superuser.password');
-    writeFileSync(file, first, { mode: 0o600 });
-    const seeded = await baton(
-      'mesh',
-      'seed',
-      '--pair',
-      `${PROVIDER}:provisioner`,
-      '--from-file',
-      file,
-      '--inventory',
-      inventory(),
-    );
-    expect(seeded.exitCode, seeded.all).toBe(0);
     // A first rotation with the provisioner running creates web1_app; then it is stopped.
     const provisioner = startProvisioner();
     const r = await baton(
@@ -242,14 +175,13 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
     session = undefined;
     for (const child of children.splice(0))
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    tmp.cleanup();
   });
 
   it('tmux killed while `mesh rotate --yes` waits for the stopped provisioner: rolled back, the consumer logs in', async () => {
     const old = readFileSync(consumerFile('web1', 'web1_app'), 'utf8');
     session = await TmuxSession.start({
       command: local(rotateArgs('--yes')),
-      cwd: tmp.dir,
+      cwd: suite.mesh.dir,
       env: { NO_COLOR: '1' },
     });
     await session.waitFor('committed 1/1 provider ends', 'the wait for the receipt');
@@ -261,7 +193,11 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
 
   it('tmux killed while the rotation view waits: the view goes, the rotation rolls back, the consumer logs in', async () => {
     const old = readFileSync(consumerFile('web1', 'web1_app'), 'utf8');
-    session = await TmuxSession.start({ command: local(rotateArgs()), cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    session = await TmuxSession.start({
+      command: local(rotateArgs()),
+      cwd: suite.mesh.dir,
+      env: { NO_COLOR: '1' },
+    });
     await session.waitFor('Type 1 (the number of credentials)', 'the confirm prompt');
     await session.type('1');
     await session.waitFor('(Enter rotates)', 'the typed count');
@@ -274,7 +210,10 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
 
   it('the `ssh -tt` session dropped while the rotation waits: the remote baton rolls back, the consumer logs in', async () => {
     const old = readFileSync(consumerFile('web1', 'web1_app'), 'utf8');
-    session = await TmuxSession.start({ command: batonOverSsh(sshd, rotateArgs('--yes')), cwd: tmp.dir });
+    session = await TmuxSession.start({
+      command: batonOverSsh(sshd, rotateArgs('--yes')),
+      cwd: suite.mesh.dir,
+    });
     await session.waitFor('committed 1/1 provider ends', 'the wait for the receipt');
     const clients = sshClients();
     expect(clients).toHaveLength(1);
@@ -286,7 +225,7 @@ describeWithPart(missing, "the operator's session drops while a rotation waits (
     const old = readFileSync(consumerFile('web1', 'web1_app'), 'utf8');
     // A script's baton (no terminal): the pane's shell would itself die of a Ctrl-C and hang the pty up.
     const child = spawn(process.execPath, [BIN, ...rotateArgs('--yes')], {
-      cwd: tmp.dir,
+      cwd: suite.mesh.dir,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, NO_COLOR: '1' },
     });
