@@ -231,7 +231,7 @@ try {
     ].join('\n');
     const run = spawnSync(process.execPath, ['-e', script], {
       cwd: scratch,
-      env: { ...env, XDG_CONFIG_HOME: scratch },
+      env: { ...env, XDG_CONFIG_HOME: scratch, XDG_CACHE_HOME: scratch },
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -68,10 +68,10 @@ export class DirChanges {
   /**
    * Resolves after the event loop has polled once, so an event the kernel queued for a write
    * made before this call has reached the watch: two immediates always have a poll phase
-   * between them, wherever in the loop this is called from.
+   * between them, wherever in the loop this is called from. Every watch of the process hears
+   * its events in that poll, not only this one's.
    */
   async settled(): Promise<void> {
-    if (!this.watcher) return;
     await new Promise<void>((resolve) => setImmediate(resolve));
     await new Promise<void>((resolve) => setImmediate(resolve));
   }

@@ -232,7 +232,9 @@ export class PostgresProvisioner {
 
   async closeConnection(): Promise<void> {
     this.keepOpen = false;
-    this.delivered.close(); // its directory watch (dir-changes.ts) goes with the service
+    // The directory watches (dir-changes.ts) go with the service.
+    this.delivered.close();
+    this.receiptIndex.close();
 
     const db = this.db;
     this.db = undefined;

@@ -4,19 +4,16 @@
  * roll-back removes a receipt and a stray hand may replace one — both change the directory —
  * so the listing is re-read only when the directory's own stat moved, and then a receipt is
  * re-read only when its own stat moved. At 5,000 roles an idle poll then costs no `exists`
- * per role (there were up to three) and no receipt read at all.
+ * per role (there were up to three) and no receipt read at all. When the directory did change —
+ * this provisioner's own receipts after an apply, mostly — only the receipts an inotify watch
+ * named are stat'd again (dir-changes.ts: the same two witnesses as the delivered files, and a
+ * full pass when either cannot vouch), not every receipt of the provider.
  */
 import { readdirSync, statSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import type { Receipt } from '../mesh/digest.js';
 import { readReceipt, receiptsDir } from './receipts.js';
-
-/**
- * Above any kernel's timestamp granularity: a directory changed this recently is listed again
- * next poll, since a second change in the same tick would leave its stat as it was ("racy
- * clean", as in delivered-credentials.ts).
- */
-const RACY_MS = 25;
+import { DirChanges } from './dir-changes.js';
 
 function stampOf(st: Stats): string {
   return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
@@ -25,7 +22,9 @@ function stampOf(st: Stats): string {
 export class ReceiptIndex {
   readonly dir: string;
   private names = new Set<string>();
-  private dirStamp: string | undefined;
+  /** Whether the directory was listed since it (re)appeared: the first listing stats every receipt. */
+  private listedOnce = false;
+  private readonly changes: DirChanges;
   /**
    * role → its receipt (null: unreadable) and the file's stamp when read or written; `stale`
    * once the file's stamp moved (read again on the next get).
@@ -37,6 +36,14 @@ export class ReceiptIndex {
 
   constructor(private readonly deliveredDir: string) {
     this.dir = receiptsDir(deliveredDir);
+    // Temp receipts are dotfiles: listed, never read as receipts.
+    this.changes = new DirChanges(this.dir, (name) => !name.startsWith('.'));
+  }
+
+  /** Stops watching the directory; a later refresh starts again in full. */
+  close(): void {
+    this.changes.lost();
+    this.listedOnce = false;
   }
 
   /** Once per poll: lists the directory again only if it changed since the last listing. */
@@ -49,30 +56,37 @@ export class ReceiptIndex {
     }
     if (!st) {
       this.names = new Set();
-      this.dirStamp = undefined;
+      this.listedOnce = false;
       this.content.clear();
+      this.changes.lost();
       return;
     }
-    const stamp = stampOf(st);
-    if (stamp === this.dirStamp) return;
+    const now = Date.now();
+    const planned = this.changes.plan(st, now);
+    const plan = this.listedOnce ? planned : ({ kind: 'full' } as const);
+    if (plan.kind === 'none') {
+      this.changes.scanned(plan, st, now);
+      return;
+    }
     try {
       this.names = new Set(readdirSync(this.dir));
     } catch {
       this.names = new Set();
     }
-    // A listing taken in the same tick as a change is not trusted next time.
-    this.dirStamp = Date.now() - st.mtimeMs > RACY_MS ? stamp : undefined;
     for (const role of this.content.keys()) {
       if (!this.names.has(role)) {
         this.content.delete(role);
         continue;
       }
-      // The directory changed: a receipt replaced by another hand has a stamp of its own.
+      if (plan.kind === 'names' && !plan.changed.has(role)) continue;
+      // A receipt replaced by another hand has a stamp of its own.
       const cached = this.content.get(role)!;
       const file = statSync(path.join(this.dir, role), { throwIfNoEntry: false });
       if (!file) this.content.delete(role);
       else if (stampOf(file) !== cached.stamp) this.content.set(role, { ...cached, stale: true });
     }
+    this.changes.scanned(plan, st, now);
+    this.listedOnce = true;
   }
 
   /** Every name in the directory at the last listing (receipts and temp files). */

@@ -2,8 +2,11 @@
  * Start-up and memory: `baton status --json` against a directory store holding a published
  * authority, as a cold process, against `node -e 0` — the floor no Node program starts under.
  */
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { publishAuthority } from '../lib/authority-fixture.js';
 import { describeTrace, traceLoads } from '../lib/load-trace.js';
 import { BIN, childEnv, type BenchCase } from '../lib/context.js';
@@ -14,10 +17,13 @@ import { hasGnuTime, interleaved, type Run } from '../lib/timed-process.js';
 export const startupCase: BenchCase = {
   name: 'startup',
   async run(ctx) {
-    const published = await publishAuthority(ctx, undefined);
+    // The host's own cache of proved pairs (src/pki/checked-pairs.ts), filled by the sync that
+    // published, as on an operator's host: the runs measured are a monitor's, every minute.
+    const cache = { XDG_CACHE_HOME: ctx.tempDir('startup-cache') };
+    const published = await publishAuthority(ctx, undefined, cache);
     const runs = Math.max(10, ctx.runs);
     ctx.log(`start-up: ${runs} interleaved runs of status --json and node -e 0`);
-    const env = childEnv();
+    const env = childEnv(cache);
     const result = await interleaved(
       {
         file: process.execPath,
@@ -40,6 +46,12 @@ export const startupCase: BenchCase = {
       env,
       published.cwd,
     );
+    const crypto = await cryptoModules(
+      ctx.tempDir('startup-crypto'),
+      [BIN, ...published.flags, 'status', '--json'],
+      env,
+      published.cwd,
+    );
     const wall = summarize(result.subject.map((r) => r.wallMs));
     const floor = summarize(result.baseline.map((r) => r.wallMs));
     const figures: Figure[] = [
@@ -56,6 +68,19 @@ export const startupCase: BenchCase = {
         ],
       }),
     ];
+    figures.push(
+      figure({
+        id: 'startup.status-json.crypto-modules',
+        title: 'Start-up: crypto modules status --json loads (process.moduleLoadList)',
+        measured: { label: 'baton status --json', value: crypto.length, unit: 'modules' },
+        goal: { kind: 'absolute', max: 0, unit: 'modules' },
+        notes: [
+          crypto.length === 0
+            ? 'none: no node:crypto, no OpenSSL binding (its pair was proved by the sync, src/pki/checked-pairs.ts)'
+            : `loaded: ${crypto.join(', ')}`,
+        ],
+      }),
+    );
     const skipped: Skipped[] = [];
     if (hasGnuTime()) {
       const rss = summarize(result.subject.map((r) => (r.maxRssKb ?? 0) / 1024));
@@ -103,6 +128,24 @@ export const startupCase: BenchCase = {
     return { figures, skipped };
   },
 };
+
+/** The modules whose name says crypto that one run of `args` loaded, read from process.moduleLoadList at its exit. */
+async function cryptoModules(
+  dir: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<string[]> {
+  const hook = path.join(dir, 'crypto-at-exit.cjs');
+  writeFileSync(
+    hook,
+    "process.on('exit', () => process.stderr.write(`\\nBATON_BENCH_CRYPTO ${JSON.stringify(process.moduleLoadList.filter((m) => /crypto/i.test(m)))}\\n`));\n",
+  );
+  const { stderr } = await promisify(execFile)(process.execPath, ['--require', hook, ...args], { env, cwd });
+  const listed = /BATON_BENCH_CRYPTO (\[.*\])/.exec(stderr)?.[1];
+  if (listed === undefined) throw new Error(`status --json printed no module list: ${stderr}`);
+  return JSON.parse(listed) as string[];
+}
 
 /** The memory figure, whichever way the peak was read (GNU time or the exit hook). */
 function peakRssFigure(

@@ -6,7 +6,7 @@
  */
 import type { Summary } from './stats.js';
 
-export type Unit = 'ms' | 'MB' | 'KB' | 'bytes' | 'ms CPU' | 'handshakes/machine';
+export type Unit = 'ms' | 'MB' | 'KB' | 'bytes' | 'ms CPU' | 'handshakes/machine' | 'modules';
 
 export interface Measured {
   /** What was run, in words. */
