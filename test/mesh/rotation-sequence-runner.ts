@@ -206,6 +206,8 @@ function sequenceLane(lane: number, dir: string, server: () => PostgresSandbox, 
   const fault = (what: string) => faults.push(what);
   /** Second-controller races, and those in which one controller was refused by the provider lock (exit 5). */
   const lockRaces = { races: 0, refused: 0 };
+  /** Outcomes that show an event reached the path it is for: a session gone mid-wait, an older id refused naming the unfinished one. */
+  const reached = { operatorGoneMidWait: 0, olderIdRefused: 0 };
 
   async function command(
     run: (ctx: CliContext) => Promise<number>,
@@ -666,6 +668,9 @@ function sequenceLane(lane: number, dir: string, server: () => PostgresSandbox, 
               break;
           }
         });
+        if ((op === 'terminal-drop' || op === 'double-sigint') && said.startsWith('exit'))
+          reached.operatorGoneMidWait += 1;
+        if (op === 'rollback-older' && said.includes('refused naming')) reached.olderIdRefused += 1;
         done.push(said ? `${op} (${said})` : op);
         if (DEBUG)
           console.log(
@@ -723,6 +728,7 @@ function sequenceLane(lane: number, dir: string, server: () => PostgresSandbox, 
       stopped,
       events,
       lockRaces,
+      reached,
       spent,
       hung,
       faults,
@@ -825,7 +831,7 @@ export function describeSequences(part: number, parts: number, lanes = 2): void 
         .join(', ');
       // The figures the acceptance asks for, in the test's output: this file's share of the total.
       console.log(
-        `rotation sequences, file ${part} of ${parts}: ${count} of ${total} (${lanes} lanes, seeds ${results.map((r) => r.seed).join(', ')}) in ${((Date.now() - started) / 1000).toFixed(1)} s; ${restarts.done} PostgreSQL restarts; second controller refused by the lock in ${sum((r) => r.lockRaces.refused)} of ${sum((r) => r.lockRaces.races)} races; events ${[...events.entries()].map(([op, k]) => `${op} ${k}`).join(', ')}; lane time by event: ${where}; stranded consumers: ${sum((r) => r.stranded)}`,
+        `rotation sequences, file ${part} of ${parts}: ${count} of ${total} (${lanes} lanes, seeds ${results.map((r) => r.seed).join(', ')}) in ${((Date.now() - started) / 1000).toFixed(1)} s; ${restarts.done} PostgreSQL restarts; second controller refused by the lock in ${sum((r) => r.lockRaces.refused)} of ${sum((r) => r.lockRaces.races)} races; operator gone mid-wait ${sum((r) => r.reached.operatorGoneMidWait)}; older id refused naming the unfinished one ${sum((r) => r.reached.olderIdRefused)}; events ${[...events.entries()].map(([op, k]) => `${op} ${k}`).join(', ')}; lane time by event: ${where}; stranded consumers: ${sum((r) => r.stranded)}`,
       );
       expect(results.flatMap((r) => r.hung)).toEqual([]);
       expect(results.flatMap((r) => r.faults)).toEqual([]);
