@@ -5,6 +5,7 @@
  *
  * Scenes: status in sync (side by side at 120 columns, and at 80), status of a host left
  * behind by a rotation, the force screen with the prefix typed, and the failover result; the
+ * gate that keeps this host's authority over a sibling's, its PUBLISHED prefix typed; the
  * rotation preview (affected holders, the window, the typed count) and the closed gate; the
  * drill's rail and its summary.
  */
@@ -349,6 +350,32 @@ async function main(): Promise<void> {
     await walk.waitFor('Read again:');
     await walk.shoot('failover-result', 'baton failover: the result, read again (80×24)');
     await walk.keys('q');
+
+    // Both retire, then each rotates on its own and ctl-a publishes first: ctl-b and the store
+    // are siblings. The push-over gate, the PUBLISHED prefix typed; left with Esc, nothing written.
+    const previous = (
+      JSON.parse(await baton(a, ['status', '--json'])) as { local: { previous_fingerprint: string } }
+    ).local.previous_fingerprint;
+    for (const host of [a, b]) await baton(host, ['ca', 'retire', '--confirm', previous.slice(7, 15)]);
+    await baton(a, ['ca', 'rotate']);
+    await baton(a, ['sync', '--push']);
+    await baton(b, ['ca', 'rotate']);
+    const theirs = (
+      JSON.parse(await baton(b, ['status', '--json'])) as { published: { fingerprint: string } }
+    ).published.fingerprint;
+    const keep = await pane(b, ['failover']);
+    await keep.waitFor('› Leave it as it is');
+    await keep.keys('j');
+    await keep.keys('j');
+    await keep.waitFor("› Keep this host's authority");
+    await keep.keys('Enter');
+    await keep.waitFor('[ Publish ] disabled');
+    await keep.type(theirs.slice(7, 15));
+    await keep.waitFor('[ Publish ] enabled');
+    await keep.shoot('failover-push', "baton failover: keeping this host's authority over a sibling (80×24)");
+    await keep.keys('Escape');
+    await keep.waitFor('› Leave it as it is');
+    await keep.keys('q');
 
     // A mesh of three machines reached through the local transport: the rotation preview.
     const mesh = path.join(tmp, 'mesh');

@@ -41,7 +41,7 @@ export function actionWords(action: Action, reading: StatusReport): ActionWords 
     case 'push-over':
       return {
         title: "Keep this host's authority (push over the store's)",
-        consequence: `Publishes this host's authority to ${location} in place of ${published ?? 'the published one'}, only if it is unchanged since this read; ${caDir} is not touched. Asks you to type the PUBLISHED fingerprint first.`,
+        consequence: "Publishes this host's over the store's, if unchanged; asks for the PUBLISHED 8 first.",
       };
     case 'force':
       return {

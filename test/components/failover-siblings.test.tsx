@@ -53,7 +53,7 @@ describe('failover with siblings: the choices', () => {
       expect(frame).toContain('› Leave it as it is');
       expect(frame).toContain('Replace the local authority (force)');
       expect(frame).toContain("Keep this host's authority (push over the store's)");
-      expect(flat(frame)).toContain('Asks you to type the PUBLISHED fingerprint first.');
+      expect(flat(frame)).toContain('asks for the PUBLISHED 8 first.');
     }
   });
 

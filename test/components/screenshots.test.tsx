@@ -196,6 +196,41 @@ describe('the screenshots show what the code prints (80×24)', () => {
     expect(normalised(await walk.waitFor((f) => f.includes('Read again:'), 'the result'))).toBe(
       shot('failover-result'),
     );
+
+    // Both retire, each rotates on its own, ctl-a publishes first: the push-over gate on ctl-b.
+    const status = async (dir: string) =>
+      JSON.parse(
+        (
+          await run(process.execPath, [BIN, 'status', '--json'], { cwd: dir }).catch(
+            (e: { stdout: string }) => e,
+          )
+        ).stdout,
+      ) as {
+        local: { previous_fingerprint: string };
+        published: { fingerprint: string };
+      };
+    const previous = (await status(a)).local.previous_fingerprint;
+    for (const host of [a, b]) await baton(host, ['ca', 'retire', '--confirm', previous.slice(7, 15)]);
+    await baton(a, ['ca', 'rotate']);
+    await baton(a, ['sync', '--push']);
+    await baton(b, ['ca', 'rotate']);
+    const theirs = (await status(b)).published.fingerprint;
+    const keep = renderAt(
+      <FailoverApp ports={failoverPorts(share, storeUrl, undefined)} baton="baton" onExit={() => {}} />,
+      80,
+      24,
+    );
+    mounted.push(keep);
+    await keep.waitFor((f) => f.includes('refused') && f.includes('› Leave it as it is'), 'the choices');
+    await keep.press('j');
+    await keep.press('j');
+    await keep.waitFor((f) => f.includes("› Keep this host's authority"), 'push-over selected');
+    await keep.press(KEY.enter);
+    await keep.waitFor((f) => f.includes('[ Publish ] disabled'), 'the push-over gate');
+    await keep.press(theirs.slice(7, 15));
+    expect(normalised(await keep.waitFor((f) => f.includes('[ Publish ] enabled'), 'the gate open'))).toBe(
+      shot('failover-push'),
+    );
   });
 
   it('mesh-status: two seeded pairs, one receipted by the provisioner, one pending', async () => {
