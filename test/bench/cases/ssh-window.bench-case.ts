@@ -175,15 +175,25 @@ export const sshWindowCase: BenchCase = {
         localWindows.push(await rotatePair(pairLocal));
       }
       await app.stop();
+      // In the log as soon as they are known: a later part of the case that fails keeps them.
+      ctx.log(
+        `ssh-window: windows over ssh ${sshWindows.map((x) => x.toFixed(0)).join(', ')} ms; with connect: ${connectWindows.map((x) => x.toFixed(0)).join(', ')} ms; local ${localWindows.map((x) => x.toFixed(0)).join(', ')} ms; failed logins ${failedLogins.join(', ')}`,
+      );
 
       ctx.log(`ssh-window: mesh status over ${MACHINES} machines`);
       const statusMs: number[] = [];
       for (let i = 0; i < 3; i++) {
         const started = performance.now();
-        await baton('mesh', 'status', '--inventory', wide).catch((error: { code?: number }) => {
-          // Exit 3 (pending, or never rotated) is an answer; anything else is not.
-          if (error.code !== 3) throw error;
-        });
+        await baton('mesh', 'status', '--inventory', wide).catch(
+          (error: { code?: number; stdout?: string; stderr?: string }) => {
+            // Exit 3 (pending, or never rotated) is an answer; anything else is not — and says
+            // why in its own last lines (a machine unreachable under load), kept in the error.
+            if (error.code !== 3)
+              throw new Error(
+                `mesh status over ${MACHINES} machines exited ${error.code}: ${`${error.stdout ?? ''}${error.stderr ?? ''}`.trim().split('\n').slice(-6).join(' | ')}`,
+              );
+          },
+        );
         statusMs.push(performance.now() - started);
       }
       ctx.log(`ssh-window: a provider-wide rotation over ${MACHINES} machines`);
