@@ -230,6 +230,7 @@ export const sshWindowCase: BenchCase = {
         localWindows.push(await rotatePair(pairLocal));
       }
       await app.stop();
+      ctx.log(`ssh-window: local windows ${localWindows.map((x) => x.toFixed(0)).join(', ')} ms`);
 
       // The 20-machine part fails on its own (status timing out at a load of 30+) without losing the pair's figures.
       const fleetPart = await (async () => {
@@ -237,10 +238,16 @@ export const sshWindowCase: BenchCase = {
         const statusMs: number[] = [];
         for (let i = 0; i < 3; i++) {
           const started = performance.now();
-          await baton('mesh', 'status', '--inventory', wide).catch((error: { code?: number }) => {
-            // Exit 3 (pending, or never rotated) is an answer; anything else is not.
-            if (error.code !== 3) throw error;
-          });
+          await baton('mesh', 'status', '--inventory', wide).catch(
+            (error: { code?: number; stdout?: string; stderr?: string }) => {
+              // Exit 3 (pending, or never rotated) is an answer; anything else is not — and says
+              // why in its own last lines (a machine unreachable under load), kept in the error.
+              if (error.code !== 3)
+                throw new Error(
+                  `mesh status over ${MACHINES} machines exited ${error.code}: ${`${error.stdout ?? ''}${error.stderr ?? ''}`.trim().split('\n').slice(-6).join(' | ')}`,
+                );
+            },
+          );
           statusMs.push(performance.now() - started);
         }
         ctx.log(`ssh-window: a provider-wide rotation over ${MACHINES} machines`);
