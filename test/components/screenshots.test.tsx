@@ -75,8 +75,9 @@ function normalised(frame: string): string {
       // The date an overlap began, cut from its time by the wrap: the day the shot was taken.
       .replace(/overlap since \d{4}-\d\d-\d\d$/gm, 'overlap since <date>')
       .replace(/baton-shots-[A-Za-z0-9]{6}/g, '<tmp>')
-      // Which characters of two made-up fingerprints differ is chance: the caret line under them.
-      .replace(/^( *)\^[ ^]*$/gm, '$1<carets>')
+      // Which characters of two made-up fingerprints differ is chance, so is where the caret line
+      // under them starts (two made-up fingerprints share their first character 1 time in 64).
+      .replace(/^ *\^[ ^]*$/gm, '<carets>')
       // The host that published (its name, and the padding after it inside a panel).
       .replace(/ by [A-Za-z0-9._-]+ *(│|$)/gm, ' by <host> $1')
       // A pair's age ("0s (mtime)", "1s (mtime)") is how long the run took; its padding with it.

@@ -70,6 +70,12 @@ export function withLiveProvisioner(
         );
       }
     };
+    const provisionCommitted = (paths: readonly string[]) =>
+      provision(
+        paths
+          .filter((p) => p.includes('/provides/'))
+          .map((p) => path.join(path.dirname(p), RECEIPTS_DIR, path.basename(p))),
+      );
     const wrapped: BoundTransport = {
       ...transport,
       async readTexts(paths) {
@@ -80,12 +86,26 @@ export function withLiveProvisioner(
       // place gets its receipt at once, as a provisioner that has always just run would write.
       async commit(paths) {
         await transport.commit(paths);
-        provision(
-          paths
-            .filter((p) => p.includes('/provides/'))
-            .map((p) => path.join(path.dirname(p), RECEIPTS_DIR, path.basename(p))),
-        );
+        provisionCommitted(paths);
       },
+      // The provider ends may go live over the receipt wait's rename channel instead of commit():
+      // the same provisioner follows them there.
+      ...(transport.openChannel && {
+        async openChannel() {
+          const channel = await transport.openChannel!();
+          return {
+            get clock() {
+              return channel.clock; // refined after opening: read through, never copied
+            },
+            close: () => channel.close(),
+            async commit(paths: readonly string[]) {
+              const at = await channel.commit(paths);
+              provisionCommitted(paths);
+              return at;
+            },
+          };
+        },
+      }),
     };
     return wrapped;
   };
