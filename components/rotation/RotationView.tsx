@@ -206,9 +206,10 @@ function previewRoom(
 
 /**
  * The gate's preview: the revoke line, then each pair's block — its line, and under it its test
- * login and its consumer's reload (the words the plain preview and `mesh plan` print) — as many
- * whole blocks as fit `room`; the pairs that do not fit are counted by kind on a last line that
- * names the `mesh plan` listing each, with its test login and reload.
+ * login and its consumer's reload (the words the plain preview and `mesh plan` print). When the
+ * blocks do not all fit `room`: every pair's line and one line naming the `mesh plan` that lists
+ * the test logins and reloads; failing that, whole blocks while they fit and the pairs that do
+ * not counted by kind on a last line that names the same `mesh plan`.
  */
 function previewLines(plan: RotationPlan, revoke: RevokeRequest | undefined, fit: PreviewFit): PanelLine[] {
   const revokeLine = revokeGateLine(plan, revoke);
@@ -242,14 +243,17 @@ function previewLines(plan: RotationPlan, revoke: RevokeRequest | undefined, fit
     }
     return listed === units.length ? shown : [...shown, folded(plan.pairs.slice(listed))];
   };
-  const withApps = fill(blocks, fit.room);
-  if (height(withApps) <= fit.room || !fit.app) return withApps;
-  // Not even one pair's block fits: every pair's line, and one line saying where their test
-  // logins and reloads are; when the pairs' lines fold too, their fold line names that place.
+  // Every pair named comes before any pair's detail: when the blocks do not all fit, each pair's
+  // line and one line saying where their test logins and reloads are, if that fits — a preview
+  // that showed one pair's reload and folded the other pairs hid what is about to be rotated.
   const lines = blocks.map((block) => block.slice(0, 1));
   const appsLine: PanelLine = { text: appsFoldedLine(fit.plan), wrap: true };
-  const pairsOnly = fill(lines, fit.room - height([appsLine]));
-  return pairsOnly.length === head.length + lines.length ? [...pairsOnly, appsLine] : fill(lines, fit.room);
+  if (fit.app && height([...head, ...lines.flat(), appsLine]) <= fit.room)
+    return [...head, ...lines.flat(), appsLine];
+  const withApps = fill(blocks, fit.room);
+  if (height(withApps) <= fit.room || !fit.app) return withApps;
+  // Not even one pair's block fits: the pairs' lines, folded, whose fold line names `mesh plan`.
+  return fill(lines, fit.room);
 }
 
 function panel(

@@ -91,8 +91,8 @@ export function foldedPairsLine(
 }
 
 /**
- * When not even one pair's test login and reload fit beside the pairs' lines: where they are
- * listed. The command ends the sentence, as in foldedPairsLine.
+ * When the pairs' test logins and reloads do not all fit beside every pair's line: where they
+ * are listed. The command ends the sentence, as in foldedPairsLine.
  */
 export function appsFoldedLine(where: string): string {
   return `Each pair's test login (connect:) and reload (reload:) are listed by ${where}`;

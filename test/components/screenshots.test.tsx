@@ -320,7 +320,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
     expect(normalised(frame)).toBe(shot('mesh-status'));
   });
 
-  it('rotation-preview: three pairs, the first with its window whole, its test login and reload, the rest folded; the count typed', async () => {
+  it('rotation-preview: three pairs, each named (the first with its window whole), one line naming where their test logins and reloads are listed; the count typed', async () => {
     // The screenshot's mesh: db1 provides pg-main to web1-app, web2-app and web3-app, each on its own machine, reached locally.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-shot-mesh-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
