@@ -1,5 +1,5 @@
 /**
- * Seconds each of the slowest test files took in a clean-clone CI run (the round-5 merge, `CI=true npx vitest run`,
+ * Seconds each of the slowest test files took in a full run of the suite (the round-5 merge, `CI=true npx vitest run`,
  * 2 workers, a quiet machine), for test/longest-first.ts. Files below 3 s are not listed: they run after these, in
  * vitest's own order. Refresh after a test file got much slower or faster (docs/testing.md).
  */
