@@ -662,6 +662,10 @@ function sequenceLane(lane: number, dir: string, server: () => PostgresSandbox, 
               }
               break;
             case 'rollback-older':
+              // Half the time with a later rotation killed between its commits first: the id pasted
+              // from scrollback is then NOT the unfinished one, and must be refused naming it.
+              if ((await unfinishedIds()).length === 0 && pick([true, false]))
+                await killedRotation(pick(selectors()), `seq-${tag}-${n}-${s}-later`);
               said = await rollbackOlder(pick);
               break;
             default:
