@@ -108,7 +108,12 @@ export function openSshStream(
     stream.once('error', early);
     child.once('spawn', () => {
       stream.off('error', early);
-      resolve(stream);
+      // An abort just before the spawn is emitted on the next tick, before the opener's own
+      // listener is attached (promise callbacks run after ticks): unheard, it would be an
+      // uncaught exception that ends baton mid-rotation. Readers still hear it with their own.
+      stream.on('error', () => undefined);
+      if (signal.aborted) reject(abortedError(machine, `the stream to ${target}`, signal));
+      else resolve(stream);
     });
     child.once('error', (error) =>
       reject(new TransportError(machine, `could not start ssh: ${error.message}`)),
