@@ -4,10 +4,8 @@ import { forceTarget, forceUnlocked } from '../src/app/failover-flow.js';
 import { fingerprintDiff } from '../src/app/status-rows.js';
 import { lineageSentence } from '../src/app/status-verdict.js';
 import { FingerprintText } from './FingerprintText.js';
-import { GateField } from './GateField.js';
-import { MARKS } from '../src/app/marks.js';
+import { TypedGatePrompt } from './TypedGatePrompt.js';
 import { useColor } from './hooks/use-color.js';
-import { Focused } from './Frame.js';
 import { Prose } from './Prose.js';
 
 /** "PUBLISHED" and a space: at 60 columns a whole fingerprint (50) still fits on one line beside it. */
@@ -71,34 +69,18 @@ export function ForceGate({ state, columns, onTyped, onConfirm, isActive }: Forc
           <Text>installed in its place</Text>
         </Box>
       </Box>
-      {/* The field right under the marks it asks for: on a short terminal both stay in view. */}
-      <Focused>
-        <Prose
-          width={columns}
-          text={'Type the 8 characters marked "type these" (LOCAL, after SHA256:), then Enter:'}
-        />
-        <GateField
-          value={state.typed}
-          onChange={onTyped}
-          onSubmit={onConfirm}
-          isActive={isActive}
-          refusal={state.refusal}
-          columns={columns}
-        />
-        {unlocked ? (
-          <Prose
-            width={columns}
-            bold
-            color={paint(MARKS.action.color)}
-            text="[ Replace ] enabled: Enter replaces the local authority"
-          />
-        ) : (
-          <Prose
-            width={columns}
-            text="[ Replace ] disabled until the 8 characters match · nothing written yet"
-          />
-        )}
-      </Focused>
+      <TypedGatePrompt
+        side="LOCAL"
+        button="Replace"
+        enabled="replaces the local authority"
+        typed={state.typed}
+        refusal={state.refusal}
+        unlocked={unlocked}
+        columns={columns}
+        onTyped={onTyped}
+        onConfirm={onConfirm}
+        isActive={isActive}
+      />
       <Prose width={columns} text={`Diagnosis: ${lineageSentence(verdict.lineage)}`} />
       <Prose width={columns} text={`${verdict.caDir} and its marker are moved to:`} />
       <Prose width={columns} indent={2} text={target} />

@@ -5,10 +5,8 @@ import { pushOverCommand, pushOverConsequences } from '../src/app/failover-actio
 import { fingerprintDiff } from '../src/app/status-rows.js';
 import { lineageSentence } from '../src/app/status-verdict.js';
 import { FingerprintText } from './FingerprintText.js';
-import { GateField } from './GateField.js';
-import { MARKS } from '../src/app/marks.js';
+import { TypedGatePrompt } from './TypedGatePrompt.js';
 import { useColor } from './hooks/use-color.js';
-import { Focused } from './Frame.js';
 import { Prose } from './Prose.js';
 
 /** "PUBLISHED" and a space, as on the force gate: both gates read the same way. */
@@ -73,34 +71,18 @@ export function PushGate({ state, columns, baton, onTyped, onConfirm, isActive }
           <Text wrap="wrap">{`${'^'.repeat(8).padStart(width >= verdict.published.length ? 15 : 8)} replaced in the store`}</Text>
         </Box>
       </Box>
-      {/* The field right under the marks it asks for: on a short terminal both stay in view. */}
-      <Focused>
-        <Prose
-          width={columns}
-          text={'Type the 8 characters marked "type these" (PUBLISHED, after SHA256:), then Enter:'}
-        />
-        <GateField
-          value={state.typed}
-          onChange={onTyped}
-          onSubmit={onConfirm}
-          isActive={isActive}
-          refusal={state.refusal}
-          columns={columns}
-        />
-        {unlocked ? (
-          <Prose
-            width={columns}
-            bold
-            color={paint(MARKS.action.color)}
-            text="[ Publish ] enabled: Enter publishes this host's authority over the store's"
-          />
-        ) : (
-          <Prose
-            width={columns}
-            text="[ Publish ] disabled until the 8 characters match · nothing written yet"
-          />
-        )}
-      </Focused>
+      <TypedGatePrompt
+        side="PUBLISHED"
+        button="Publish"
+        enabled="publishes this host's authority over the store's"
+        typed={state.typed}
+        refusal={state.refusal}
+        unlocked={unlocked}
+        columns={columns}
+        onTyped={onTyped}
+        onConfirm={onConfirm}
+        isActive={isActive}
+      />
       <Prose width={columns} text={`Diagnosis: ${lineageSentence(verdict.lineage)}`} />
       {pushOverConsequences(verdict, state.reading).map((text) => (
         <Prose key={text} width={columns} text={text} />
