@@ -38,7 +38,10 @@ async function countEarlierVersions(store: Store): Promise<number> {
   if (!store.documentVersions) return 0;
   try {
     const listed = await store.documentVersions();
-    return listed.listed ? listed.versions.length : 0;
+    // A version that is the LATEST is hidden by no delete marker: it was published between the
+    // empty read and this listing (a second controller winning the first-controller race), not
+    // deleted. Counting it blocked the loser with "the document was deleted" (seen on moto).
+    return listed.listed && !listed.versions.some((v) => v.isLatest) ? listed.versions.length : 0;
   } catch {
     return 0;
   }
