@@ -95,7 +95,7 @@ export function appSummaryLines(state: Terminal): string[] {
       ? `${pair.consumer} stays on ${pair.login.left.role}, which works`
       : `${pair?.consumer ?? t.pair} keeps its old password: the pair was rolled back and the provisioner puts the old password back`;
     lines.push(
-      `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${t.code})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
+      `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${shown(t.code)})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
       `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: let ${t.login} connect from ${t.machine} (pg_hba.conf, CONNECTION LIMIT, the network), then rotate the pair again.`,
     );
   }
