@@ -90,6 +90,34 @@ export interface PostgresMeshOptions {
   readonly keepDir?: boolean;
 }
 
+/**
+ * `provision postgres` for `provider` (default pg-main) on the mesh dir `meshDir`, logging in as
+ * `superuser` (argv after node, before `--watch`/`--once`): the provisioner as its unit runs it,
+ * spelled once for every suite that starts one.
+ */
+export function provisionerArgv(
+  meshDir: string,
+  sandbox: Pick<PostgresSandbox, 'host' | 'port'>,
+  superuser: string,
+  provider = MESH_PROVIDER,
+): string[] {
+  return [
+    BIN,
+    'provision',
+    'postgres',
+    '--mesh-dir',
+    meshDir,
+    '--provider',
+    provider,
+    '--pg-host',
+    sandbox.host,
+    '--pg-port',
+    String(sandbox.port),
+    '--superuser',
+    superuser,
+  ];
+}
+
 /** Makes the mesh on `sandbox` and seeds its provisioner's pair; nothing runs yet. */
 export async function startPostgresMesh(
   sandbox: PostgresSandbox,
@@ -134,21 +162,7 @@ export async function startPostgresMesh(
       },
     };
   };
-  const provisionerArgs = () => [
-    BIN,
-    'provision',
-    'postgres',
-    '--mesh-dir',
-    meshDirOn('db1'),
-    '--provider',
-    MESH_PROVIDER,
-    '--pg-host',
-    sandbox.host,
-    '--pg-port',
-    String(sandbox.port),
-    '--superuser',
-    superuser,
-  ];
+  const provisionerArgs = () => provisionerArgv(meshDirOn('db1'), sandbox, superuser);
   const baton = (...args: string[]) =>
     runBaton(['--state-dir', stateDir, ...args], {
       cwd: tmp.dir,

@@ -8,6 +8,7 @@
  * (SIGSTOP) where a rotation must wait for it, so every race is decided by the lock, never by
  * timing. The tests share one database and one mesh and run in order. Run `npm run build` first.
  */
+import { provisionerArgv } from '../helpers/postgres-mesh.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { makeTempDir, rotationRecords, snapshotDir } from '../helpers/fs-snapsho
 import { ifSet } from '../helpers/if-set.js';
 import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
 import { describeWithPart } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton, startBaton, type BatonRun } from '../helpers/run-baton.js';
+import { assertBuilt, runBaton, startBaton, type BatonRun } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { writeSshPair } from './mesh-fixture.js';
 
@@ -72,24 +73,7 @@ describeWithPart(
     function startProvisioner(superuser: string): ChildProcess {
       const child = spawn(
         process.execPath,
-        [
-          BIN,
-          'provision',
-          'postgres',
-          '--mesh-dir',
-          meshDirOn('db1'),
-          '--provider',
-          PROVIDER,
-          '--pg-host',
-          sandbox.host,
-          '--pg-port',
-          String(sandbox.port),
-          '--superuser',
-          superuser,
-          '--watch',
-          '--interval',
-          '0.2',
-        ],
+        [...provisionerArgv(meshDirOn('db1'), sandbox, superuser, PROVIDER), '--watch', '--interval', '0.2'],
         { cwd: REPO, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } },
       );
       children.push(child);

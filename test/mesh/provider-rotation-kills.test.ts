@@ -11,6 +11,7 @@
  * fall before, during and after each of its steps (intent, prepare, commit, receipts, consumer
  * commits, records). Run `npm run build` first.
  */
+import { provisionerArgv } from '../helpers/postgres-mesh.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ import {
 } from '../helpers/postgres.js';
 import { prng } from '../helpers/prng.js';
 import { describeWithPart } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton, startBaton } from '../helpers/run-baton.js';
+import { assertBuilt, runBaton, startBaton } from '../helpers/run-baton.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
@@ -76,24 +77,7 @@ describeWithPart(
     function startProvisioner(): ChildProcess {
       const child = spawn(
         process.execPath,
-        [
-          BIN,
-          'provision',
-          'postgres',
-          '--mesh-dir',
-          meshDirOn('db1'),
-          '--provider',
-          PROVIDER,
-          '--pg-host',
-          sandbox.host,
-          '--pg-port',
-          String(sandbox.port),
-          '--superuser',
-          superuser,
-          '--watch',
-          '--interval',
-          '0.1',
-        ],
+        [...provisionerArgv(meshDirOn('db1'), sandbox, superuser, PROVIDER), '--watch', '--interval', '0.1'],
         { cwd: REPO, stdio: 'ignore', env: { ...process.env, NO_COLOR: '1' } },
       );
       return child;

@@ -9,6 +9,7 @@
  * this test, which failed under load at 101–126 ms while the behaviour was right. Run
  * `npm run build` first.
  */
+import { provisionerArgv } from '../helpers/postgres-mesh.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { asSuperuser } from '../helpers/postgres.js';
 import { startPasswordApp } from '../helpers/password-app.js';
 import { describeWithPart, itWithPart } from '../helpers/real-part.js';
-import { assertBuilt, BIN, runBaton } from '../helpers/run-baton.js';
+import { assertBuilt, runBaton } from '../helpers/run-baton.js';
 import { delayedSshConfig, sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { writeSshPair } from '../mesh/mesh-fixture.js';
 import { ifSet } from '../helpers/if-set.js';
@@ -78,24 +79,7 @@ describeWithPart(unavailable, 'the rotation window over ssh at a 50 ms round tri
       mkdirSync(meshOf('db1'), { recursive: true });
       provisioner = spawn(
         process.execPath,
-        [
-          BIN,
-          'provision',
-          'postgres',
-          '--mesh-dir',
-          meshOf('db1'),
-          '--provider',
-          PROVIDER,
-          '--pg-host',
-          sandbox.host,
-          '--pg-port',
-          String(sandbox.port),
-          '--superuser',
-          superuser,
-          '--watch',
-          '--interval',
-          '0.5',
-        ],
+        [...provisionerArgv(meshOf('db1'), sandbox, superuser, PROVIDER), '--watch', '--interval', '0.5'],
         { stdio: 'ignore' },
       );
 
