@@ -351,6 +351,8 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           applied: emptyLog(),
         };
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
+        // The consumer renames do not wait for it: the commit effect began them as the provider
+        // ends answered (their intents say `committing` on the machines), and wait-applied takes them over.
         return to(applying, [
           { type: 'journal', phase: 'committed', state: applying },
           { type: 'wait-applied', digests: state.digests },
@@ -698,7 +700,9 @@ export type RotationFlow = Flow<RotationState, RotationEvent>;
 /**
  * The rotation on the flow runtime, the same for the view, plain lines and the drill. ONE
  * QUEUE for every effect of every step: a phase's record is on disk before the next phase's
- * first transport call, whichever event started it. After `stop()` only records and the
+ * first transport call, whichever event started it — but for the consumer renames, which the
+ * commit effect begins before the 'committed' record (the machines' `committing` intents are
+ * their record; rotation-run-effect.ts `ConsumerRun`). After `stop()` only records and the
  * taking back of staged files still run.
  */
 export function rotationFlow(

@@ -14,6 +14,8 @@ import {
   prepareAll,
   providerCommitSteps,
   unstageAll,
+  type AppliedPair,
+  type ConsumerCommitResult,
   type ReceiptWait,
 } from '../mesh/delivery.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
@@ -104,6 +106,22 @@ export function stopReason(stop: AbortSignal): string {
 export type RotationRunner = EffectRunner<RotationState, RotationEvent, RotationEffect>;
 
 /**
+ * The consumer renames of a rotation, begun by the commit effect the moment its provider ends
+ * answered and taken over by `wait-applied` once the flow has written the 'committed' record.
+ * The machines already say what is live (each provider's intent reads `committing` before its
+ * end goes live), so a receipt that arrives while that record is being synced is renamed at
+ * once instead of waiting for it: the wait for the fsync was inside every pair's window.
+ */
+interface ConsumerRun {
+  readonly pairs: readonly PlannedPair[];
+  readonly wait: ReceiptWait;
+  readonly result: Promise<ConsumerCommitResult>;
+  /** Pairs renamed before `wait-applied` took over, in order; it reports them first. */
+  readonly early: AppliedPair[];
+  report?: (applied: AppliedPair) => void;
+}
+
+/**
  * Each effect runs only in the step that asked for it (`state` is the flow's state when the
  * queue reaches it): a prepare queued behind a record that then failed never stages anything.
  */
@@ -121,6 +139,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
     recordPairsTakenBack(id, pairs, failures, deps.transportFor, deps.concurrency);
   /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
   let receiptWait: ReceiptWait | undefined;
+  let consumerRun: ConsumerRun | undefined;
   // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
   const app = appGate(deps);
   return {
@@ -236,29 +255,75 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             const kept = result.previous[`${p.providerMachine}\0${p.providerPath}`];
             if (kept) previous[p.key] = kept;
           }
+          if (receiptWait) {
+            const live = new Set(result.committed.flatMap((c) => c.paths.map((p) => `${c.machine}\0${p}`)));
+            const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
+            const { id, plan } = state;
+            const early: AppliedPair[] = [];
+            const run: ConsumerRun = {
+              pairs,
+              wait: receiptWait,
+              early,
+              result: receiptWait.run(pairs, (applied) => {
+                app.committed(id, applied.pair, plan);
+                if (run.report) run.report(applied);
+                else early.push(applied);
+              }),
+            };
+            // Awaited by wait-applied; until then a rejection must not count as unhandled.
+            run.result.catch(() => undefined);
+            consumerRun = run;
+          }
           return result.failures.length === 0
             ? { type: 'committed', previous }
             : { type: 'commit-failed', failures: result.failures, previous };
         }
         case 'wait-applied': {
-          if (state.step !== 'applying') return undefined;
-          // Only pairs whose provider end is live can be applied; the others wait for resume.
-          const live = new Set(state.committed);
-          const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
-          const begun = receiptWait;
-          receiptWait = undefined;
-          const result = await commitConsumersOnReceipt(
-            pairs,
-            effect.digests,
-            deps.transportFor,
-            waitOptions,
-            (applied) => {
-              dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs });
-              app.committed(state.id, applied.pair, state.plan);
-            },
-            begun,
-            app.gateOption().gate,
-          );
+          const started = consumerRun;
+          consumerRun = undefined;
+          if (state.step !== 'applying') {
+            // The 'committed' record failed (journal-failed, and failed() closed the wait): what
+            // was renamed stays, its intent says so, and `mesh resume` finishes the rest.
+            if (started) {
+              const ended = await started.result.finally(() => started.wait.close());
+              await recordOutcome(
+                state.id,
+                started.pairs.filter((p) => ended.applied.some((a) => a.pair === p.key)),
+                'finished',
+              );
+              await app.finish();
+            }
+            return undefined;
+          }
+          const report = (applied: AppliedPair) =>
+            dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs });
+          let pairs: readonly PlannedPair[];
+          let result: ConsumerCommitResult;
+          if (started) {
+            pairs = started.pairs;
+            receiptWait = undefined;
+            for (const applied of started.early.splice(0)) report(applied);
+            started.report = report;
+            result = await started.result.finally(() => started.wait.close());
+          } else {
+            // Only pairs whose provider end is live can be applied; the others wait for resume.
+            const live = new Set(state.committed);
+            pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
+            const begun = receiptWait;
+            receiptWait = undefined;
+            result = await commitConsumersOnReceipt(
+              pairs,
+              effect.digests,
+              deps.transportFor,
+              waitOptions,
+              (applied) => {
+                report(applied);
+                app.committed(state.id, applied.pair, state.plan);
+              },
+              begun,
+              app.gateOption().gate,
+            );
+          }
           await recordOutcome(
             state.id,
             pairs.filter((p) => result.applied.some((a) => a.pair === p.key)),

@@ -294,7 +294,7 @@ export interface ReceiptWait {
     pairs: readonly PlannedPair[],
     onApplied: (applied: AppliedPair) => void,
   ): Promise<ConsumerCommitResult>;
-  /** Ends the readers and the channels; safe to call twice. */
+  /** Ends the readers and the channels, and a `run` in progress (no rename starts after it); safe to call twice. */
   close(): void;
   /** The rename channel opened to `machine` (undefined: none, or it failed to open). */
   channel(machine: string): Promise<BoundRenameChannel | undefined>;
@@ -448,6 +448,8 @@ export function beginReceiptWait(
     const flushing = new Map<string, Promise<void>>();
     const again = new Set<string>();
     const flush = (machine: string): void => {
+      // A closed wait starts no rename (a run begun before its 'committed' record, which failed).
+      if (closed.signal.aborted) return;
       if (flushing.has(machine)) {
         again.add(machine);
         return;
@@ -562,6 +564,8 @@ export function beginReceiptWait(
     // A signal or the operator's cancel ends the wait at once: what is not committed by then is rolled back.
     if (wait.stop?.aborted) finish();
     else wait.stop?.addEventListener('abort', finish, { once: true });
+    if (closed.signal.aborted) finish();
+    else closed.signal.addEventListener('abort', finish, { once: true });
     try {
       await Promise.all([
         pollProviders(),
@@ -582,6 +586,7 @@ export function beginReceiptWait(
     } finally {
       clearTimeout(timer);
       wait.stop?.removeEventListener('abort', finish);
+      closed.signal.removeEventListener('abort', finish);
       onReceipted = undefined;
     }
     return { applied, failures: [...failures.values()], ...(refused.length > 0 ? { refused } : {}) };

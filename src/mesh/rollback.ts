@@ -126,6 +126,9 @@ export async function rollBackPairs(
       });
       const live = readable.filter((p) => (providerEnds.get(p.key) as FileDigests).live === digests[p.key]);
       const staged = readable.filter((p) => !live.includes(p));
+      // The kept file is what the restore brings back, so it is the old receipt to wait for even
+      // when no 'committed' record names it (baton died before that record reached the disk).
+      for (const p of live) old[p.key] ??= (providerEnds.get(p.key) as FileDigests).prev;
       for (const p of staged) old[p.key] ??= (providerEnds.get(p.key) as FileDigests).live;
       try {
         const transport = transportFor(machine);

@@ -10,19 +10,21 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
-import { readJournal } from '../../src/mesh/journal.js';
+import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
+import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir, rotationRecords, snapshotDir } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterConsumerCommit, dyingAfterProviderCommit } from './dying-baton.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
 const PAIR = 'pg-main:web1-app';
+const PAIRS = ['web1', 'web2'] as const;
 
 let tmp: { dir: string; cleanup: () => void };
 let inventory: string;
@@ -308,6 +310,152 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     }
     expectPairWhole();
     expect(readFileSync(consumerEnd(), 'utf8')).toBe('old-web1');
+  }, 60_000);
+
+  /**
+   * Rotation rot-z of both pairs, killed in the gap the consumer renames now run in: one
+   * consumer end renamed after its receipt, the other still staged, and the journal's
+   * 'committed' record not on disk (the renames no longer wait for its fsync; a kill during
+   * that write leaves the journal at 'prepared'). The machines hold the truth: both providers'
+   * intents say `committing`. Returns the pair that was renamed and the one that was not.
+   */
+  async function killedBeforeCommittedRecord(stateDir: string): Promise<{ moved: string; staged: string }> {
+    seedOld();
+    const writer = startReceiptWriter(live('db1', 'provides/pg-main'));
+    const inv = loadInventory(inventory);
+    const dying = dyingAfterConsumerCommit(transportsFor(inv.machines, TEST_BOUNDS), 'after-consumer-commit');
+    void runRotationPlain({
+      id: 'rot-z',
+      plan: planRotation(inv, { by: 'provider', name: 'pg-main' }),
+      yes: true,
+      write: () => undefined,
+      deps: {
+        transportFor: dying.transportFor,
+        journalDir: stateDir,
+        operator: 't',
+        resolve: { concurrency: 1 },
+        // One rename at a time: the second consumer's waits for the first, which is where baton dies.
+        concurrency: 1,
+        waitMs: 60_000,
+        pollMs: 10,
+        mesh: meshIdentity(inv),
+      },
+    });
+    await dying.dead;
+    writer.stop();
+    await waitUntil(async () => (await readJournal(stateDir, 'rot-z')).some((r) => r.phase === 'committed'));
+    const journal = path.join(stateDir, JOURNAL_FILE);
+    const lines = readFileSync(journal, 'utf8').trim().split('\n');
+    writeFileSync(
+      journal,
+      lines
+        .filter((l) => {
+          const r = JSON.parse(l) as { id: string; phase: string };
+          return !(r.id === 'rot-z' && r.phase === 'committed');
+        })
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
+    expect((await readJournal(stateDir, 'rot-z')).map((r) => r.phase)).toEqual(['resolved', 'prepared']);
+    const intents = Object.values(rotationRecords(path.join(tmp.dir, 'machines'))).filter(
+      (r) => r.end === 'provides',
+    );
+    expect(intents.map((r) => [r.rotation, r.phase])).toEqual([
+      ['rot-z', 'committing'],
+      ['rot-z', 'committing'],
+    ]);
+    const movedNow = PAIRS.filter(
+      (m) =>
+        readFileSync(live(m, `consumes/pg-main/${m}_app`), 'utf8') ===
+        readFileSync(live('db1', `provides/pg-main/${m}_app`), 'utf8'),
+    );
+    expect(movedNow).toHaveLength(1);
+    const moved = movedNow[0]!;
+    const staged = PAIRS.find((m) => m !== moved)!;
+    expect(existsSync(live(staged, `consumes/pg-main/${staged}_app.next`))).toBe(true);
+    return { moved, staged };
+  }
+
+  it('baton killed after a consumer rename, before the committed record reached the disk: status changes nothing and names the resume; followed as printed it ends at exit 0 with both pairs whole', async () => {
+    const stateDir = path.join(tmp.dir, 'state');
+    const { moved, staged } = await killedBeforeCommittedRecord(stateDir);
+    const machines = path.join(tmp.dir, 'machines');
+    const before = snapshotDir(machines);
+    const status = await baton(stateDir, 'mesh', 'status', '--inventory', inventory, '--json');
+    expect(status.code).toBe(3);
+    expect(snapshotDir(machines)).toEqual(before);
+    const pairs = (
+      JSON.parse(status.stdout) as {
+        pairs: {
+          consumer: string;
+          state: string;
+          resume_id: string | null;
+          next_steps: { command: string }[];
+        }[];
+      }
+    ).pairs;
+    const movedPair = pairs.find((p) => p.consumer === `${moved}-app`)!;
+    const stagedPair = pairs.find((p) => p.consumer === `${staged}-app`)!;
+    // The renamed pair is finished on the machines, whatever the journal's last word.
+    expect([movedPair.state, movedPair.resume_id, movedPair.next_steps]).toEqual(['applied', null, []]);
+    expect(stagedPair.resume_id).toBe('rot-z');
+    expect(stagedPair.next_steps.map((s) => s.command)).toContainEqual(
+      expect.stringMatching(/mesh resume rot-z/),
+    );
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      const ran = await followStatus(stateDir);
+      expect(ran).toEqual([expect.stringMatching(/mesh resume rot-z .*→ 0$/)]);
+    } finally {
+      provisioner.stop();
+    }
+    for (const m of PAIRS) {
+      expect(readFileSync(live(m, `consumes/pg-main/${m}_app`), 'utf8')).toBe(
+        readFileSync(live('db1', `provides/pg-main/${m}_app`), 'utf8'),
+      );
+      expect(readFileSync(live(m, `consumes/pg-main/${m}_app`), 'utf8')).not.toBe(`old-${m}`);
+    }
+    expect(
+      Object.keys(snapshotDir(machines)).filter((f) => f.endsWith('.next') || f.endsWith('.prev')),
+    ).toEqual([]);
+  }, 60_000);
+
+  it('the same kill before the provisioner applied the other pair, taken back with mesh rollback: the renamed pair stays finished, the other is back on its old password and the old receipt is recognised, though no committed record named the kept file', async () => {
+    const stateDir = path.join(tmp.dir, 'state');
+    const { moved, staged } = await killedBeforeCommittedRecord(stateDir);
+    // The provisioner had not applied the staged pair yet: its receipt still shows the old password.
+    const receipt = live('db1', `provides/pg-main/${RECEIPTS_DIR}/${staged}_app`);
+    writeFileSync(
+      receipt,
+      formatReceipt({
+        role: `${staged}_app`,
+        digest: secretDigest(Buffer.from(`old-${staged}`)),
+        applied_at: new Date().toISOString(),
+      }),
+    );
+    const rollback = baton(stateDir, 'mesh', 'rollback', 'rot-z', '--inventory', inventory, '--wait', '10');
+    // It follows the files: once the kept file is live again, the old password gets its receipt.
+    await waitUntil(
+      () => readFileSync(live('db1', `provides/pg-main/${staged}_app`), 'utf8') === `old-${staged}`,
+    );
+    const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
+    try {
+      const r = await rollback;
+      expect([0, 3]).toContain(r.code);
+      const last = (await readJournal(stateDir, 'rot-z')).at(-1)!;
+      const results = Object.fromEntries((last.rolled_back ?? []).map((x) => [x.pair, x]));
+      expect(results[`pg-main:${moved}-app`]).toMatchObject({ result: 'finished' });
+      expect(results[`pg-main:${staged}-app`]).toMatchObject({ result: 'rolled-back', receipt: 'old' });
+      expect(await followStatus(stateDir)).toEqual([]);
+    } finally {
+      provisioner.stop();
+    }
+    expect(readFileSync(live(staged, `consumes/pg-main/${staged}_app`), 'utf8')).toBe(`old-${staged}`);
+    expect(existsSync(live(staged, `consumes/pg-main/${staged}_app.next`))).toBe(false);
+    expect(readFileSync(live(moved, `consumes/pg-main/${moved}_app`), 'utf8')).toBe(
+      readFileSync(live('db1', `provides/pg-main/${moved}_app`), 'utf8'),
+    );
+    expect(readFileSync(live(moved, `consumes/pg-main/${moved}_app`), 'utf8')).not.toBe(`old-${moved}`);
   }, 60_000);
 
   it('baton killed during prepare: the leftover names that rotation (not an older finished one), rotate refuses naming it, and its rollback takes it back', async () => {
