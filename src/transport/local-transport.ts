@@ -5,13 +5,14 @@
  */
 import { conninfoLogin } from '../mesh/alternating.js';
 import { constants, promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import { runLocalCommand } from './machine-command.js';
 import { openLocalStream } from './machine-stream.js';
 import { RECEIPTS_DIR, secretDigest } from '../mesh/digest.js';
-import { flockExclusive } from '../fs/flock.js';
+import { flockExclusive, flockHeldElsewhere, flockRelease } from '../fs/flock.js';
 import {
   lockHolderPath,
   previousPath,
@@ -183,7 +184,7 @@ export function localTransport(machine: string, root: string): Transport {
           });
           const login = live === undefined ? undefined : conninfoLogin(live.toString('utf8'));
           const record = await fs.readFile(at(recordPath(p)), 'utf8').catch(() => undefined);
-          const lockedBy = await lockHolderNow(at(path.posix.dirname(p)));
+          const lockedBy = await lockHolderNow(at(path.posix.dirname(p)), root);
           out.push({
             live: live === undefined ? undefined : secretDigest(live),
             next: await digestOf(at(p + STAGED_SUFFIX)),
@@ -202,7 +203,7 @@ export function localTransport(machine: string, root: string): Transport {
         for (const r of records) await writeTextAtomic(at(r.path), r.text);
       }),
     lock: (dir, holder, signal) =>
-      wrap('taking the provider lock', signal, () => takeLock(at(dir), holder, signal)),
+      wrap('taking the provider lock', signal, () => takeLock(at(dir), root, holder, signal)),
     // The same reader as over ssh, polling this filesystem: every path first, then changes.
     watchTexts: async (paths, watch, onChange, signal) => {
       const reported = new Map<number, string | undefined>();
@@ -271,75 +272,177 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  */
 export const LOCK_GRACE_MS = 100;
 
-async function takeLock(wanted: string, holder: string, signal: AbortSignal): Promise<MachineLock> {
-  const dir = await nearestDirectory(wanted);
-  const words = lockHolderPath(dir);
+/**
+ * A directory never delivered to is locked on its nearest existing ancestor (taking the lock
+ * creates nothing), so once its holder's staging creates it, a second controller finds the
+ * directory itself — another inode, free. That second taker therefore also probes every
+ * ancestor up to the machine's root that carries a holder's words naming its directory (the
+ * words' later lines: the directories below that holder's lock it stands for), and is refused
+ * with them while one is held. Probing, not creating the directory under the ancestor's lock:
+ * a rotation refused after taking its lock still leaves the machine as it was. The holder of an
+ * ancestor, once its words are down, looks again: a directory someone created between its look
+ * and its words (a second taker could have flocked it and found no words above) is taken anew.
+ */
+async function takeLock(
+  wanted: string,
+  top: string,
+  holder: string,
+  signal: AbortSignal,
+): Promise<MachineLock> {
+  for (let attempt = 0; ; attempt++) {
+    const dir = await nearestDirectory(wanted, top);
+    const got = await flockDir(dir, path.relative(dir, wanted), holder);
+    if (got.kind === 'busy') return { taken: false, holder: got.words?.split('\n')[0] };
+    if (got.kind === 'ours') return { taken: true, release: () => Promise.resolve() };
+    const { handle } = got;
+    const above = await heldAbove(dir, wanted, top, holder).catch(async (error: unknown) => {
+      await closeLock(handle);
+      throw error;
+    });
+    if (above !== undefined) {
+      await closeLock(handle);
+      return { taken: false, holder: above.split('\n')[0] };
+    }
+    const words = lockHolderPath(dir);
+    try {
+      await writeTextAtomic(words, dir === wanted ? holder : `${holder}\n${path.relative(dir, wanted)}`);
+    } catch (error) {
+      // Not held unsaid until the descriptor is collected: a second controller would wait on it.
+      await closeLock(handle);
+      throw error;
+    }
+    let released: Promise<void> | undefined;
+    const release = () =>
+      (released ??= (async () => {
+        signal.removeEventListener('abort', onAbort);
+        // Removed while still held: a later holder's words are never the ones removed.
+        await fs.rm(words, { force: true });
+        await closeLock(handle);
+      })());
+    const onAbort = () => void release().catch(() => undefined);
+    if (dir !== wanted && attempt < NEARER_TRIES && (await nearestDirectory(wanted, top)) !== dir) {
+      await release();
+      continue;
+    }
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    return { taken: true, release };
+  }
+}
+/** A directory that keeps appearing nearer is taken as it stands after this many looks (a taker never loops for ever). */
+const NEARER_TRIES = 4;
+
+type Flocked =
+  | { readonly kind: 'taken'; readonly handle: FileHandle }
+  | { readonly kind: 'busy'; readonly words: string | undefined }
+  | { readonly kind: 'ours' };
+
+/**
+ * The flock of `dir`, within the grace. Busy: the holder's words, waited for briefly — a holder
+ * writes them right after its flock (a durable write: under load it can take longer than the
+ * grace), and meanwhile the lock is tried again, so a holder that lets go unsaid (a probe, a
+ * holder closing after removing its words) is outlasted rather than named "has not said who".
+ * Bounded (HOLDER_WORDS_TRIES × 50 ms). Words that are this taker's own (one operation taking
+ * two directories under one ancestor) are its lock already: `below` is added to them.
+ */
+async function flockDir(dir: string, below: string, holder: string): Promise<Flocked> {
   const handle = await fs.open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  let taken;
+  let words: string | undefined;
   try {
-    taken = await flockExclusive(handle.fd, LOCK_GRACE_MS);
+    let taken = await flockExclusive(handle.fd, LOCK_GRACE_MS);
+    for (let i = 0; taken === 'busy'; i++) {
+      words = await fs.readFile(lockHolderPath(dir), 'utf8').catch(() => undefined);
+      if (words !== undefined || i >= HOLDER_WORDS_TRIES) break;
+      taken = await flockExclusive(handle.fd, 50);
+    }
+    if (taken === 'taken') return { kind: 'taken', handle };
   } catch (error) {
     await handle.close();
     throw error;
   }
-  if (taken === 'busy') {
-    await handle.close();
-    return { taken: false, holder: (await holderWords(words))?.split('\n')[0] };
-  }
-  await writeTextAtomic(words, holder);
-  let released: Promise<void> | undefined;
-  const release = () =>
-    (released ??= (async () => {
-      signal.removeEventListener('abort', onAbort);
-      // Removed while still held: a later holder's words are never the ones removed.
-      await fs.rm(words, { force: true });
-      await handle.close();
-    })());
-  const onAbort = () => void release().catch(() => undefined);
-  signal.addEventListener('abort', onAbort, { once: true });
-  if (signal.aborted) onAbort();
-  return { taken: true, release };
-}
-
-/**
- * A holder writes its words right after its flock (a durable write: under load it can take
- * longer than our grace), so words not there yet are waited for, briefly: else the refusal
- * says "it has not said who" of a holder that is about to. Bounded: a status's instant probe
- * never writes any.
- */
-async function holderWords(words: string): Promise<string | undefined> {
-  for (let i = 0; ; i++) {
-    const said = await fs.readFile(words, 'utf8').catch(() => undefined);
-    if (said !== undefined || i >= HOLDER_WORDS_TRIES) return said;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await handle.close();
+  const lines = words?.trimEnd().split('\n');
+  if (lines?.[0] !== holder) return { kind: 'busy', words };
+  if (below !== '' && !lines.slice(1).includes(below))
+    await writeTextAtomic(lockHolderPath(dir), [...lines, below].join('\n'));
+  return { kind: 'ours' };
 }
 const HOLDER_WORDS_TRIES = 20;
 
 /**
- * The provider's directory, or (never delivered to yet) its nearest ancestor that exists: taking
- * the lock creates nothing, so a refused rotation leaves the machine exactly as it was.
+ * The words of a holder of an ancestor of `dir` (up to `top`, the machine's root) that stands
+ * for `wanted` — its words' later lines name it, or it has none (an older baton: any) — while
+ * that lock is held by another than `self`; undefined when there is none.
  */
-async function nearestDirectory(dir: string): Promise<string> {
-  for (let d = dir; ; d = path.dirname(d)) {
-    const st = await fs.stat(d).catch(() => undefined);
-    if (st?.isDirectory() || d === path.dirname(d)) return d;
+async function heldAbove(
+  dir: string,
+  wanted: string,
+  top: string,
+  self: string | undefined,
+): Promise<string | undefined> {
+  for (let a = dir; a !== top && isWithin(path.dirname(a), top);) {
+    a = path.dirname(a);
+    // Only words this user or root wrote (remote-scripts.ts, HELD_ABOVE, says why).
+    const owner = await fs.stat(lockHolderPath(a)).then(
+      (st) => (st.isFile() ? st.uid : -1),
+      () => -1,
+    );
+    if (owner !== process.getuid?.() && owner !== 0) continue;
+    const said = await fs.readFile(lockHolderPath(a), 'utf8').catch(() => undefined);
+    if (said === undefined) continue;
+    const [first = '', ...below] = said.trimEnd().split('\n');
+    if (first === self || (below.length > 0 && !below.includes(path.relative(a, wanted)))) continue;
+    if ((await heldNow(a)) !== undefined) return said;
+  }
+  return undefined;
+}
+
+const isWithin = (p: string, top: string) => p === top || p.startsWith(`${top}${path.sep}`);
+
+/** Lets the flock go at once (see flockHeldElsewhere), then closes. */
+async function closeLock(handle: FileHandle): Promise<void> {
+  try {
+    await flockRelease(handle.fd);
+  } finally {
+    await handle.close();
   }
 }
 
-/** Who holds the lock of `dir` now ('' unsaid), or undefined when it is free (or there is no such directory). */
-async function lockHolderNow(dir: string): Promise<string | undefined> {
+/**
+ * The provider's directory, or (never delivered to yet) its nearest ancestor that exists, no
+ * higher than the machine's root: taking the lock creates nothing, so a refused rotation leaves
+ * the machine exactly as it was.
+ */
+async function nearestDirectory(dir: string, top: string): Promise<string> {
+  for (let d = dir; ; d = path.dirname(d)) {
+    const st = await fs.stat(d).catch(() => undefined);
+    if (st?.isDirectory() || d === top || !isWithin(path.dirname(d), top)) return d;
+  }
+}
+
+/** '' when the flock of `dir` is held by another description now (its words are read by the caller), undefined when free or no such directory. */
+async function heldNow(dir: string): Promise<'' | undefined> {
   const handle = await fs
     .open(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW)
     .catch(() => undefined);
   if (!handle) return undefined;
   try {
-    if ((await flockExclusive(handle.fd, 0)) === 'taken') return undefined;
+    return (await flockHeldElsewhere(handle.fd)) ? '' : undefined;
   } finally {
     await handle.close();
   }
-  const said = await fs.readFile(lockHolderPath(dir), 'utf8').catch(() => '');
-  return said.split('\n')[0]!;
+}
+
+/**
+ * Who holds the lock of `dir` now ('' unsaid), or undefined when it is free: its own flock, or
+ * an ancestor's held for it (a holder that took the lock before `dir` existed; see takeLock).
+ */
+async function lockHolderNow(dir: string, top: string): Promise<string | undefined> {
+  if ((await heldNow(dir)) !== undefined) {
+    const said = await fs.readFile(lockHolderPath(dir), 'utf8').catch(() => '');
+    return said.split('\n')[0]!;
+  }
+  return (await heldAbove(dir, dir, top, undefined))?.split('\n')[0];
 }
 
 /** A record's text, whole or not at all: temp (0600) → fsync → rename → fsync dir. */

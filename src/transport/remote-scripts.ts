@@ -41,6 +41,22 @@ sub hashes {
   for my $i (0 .. $#have) { $h{$have[$i]} = $1 if defined $lines[$i] && $lines[$i] =~ /^\\?([0-9a-f]{64}) /; }
   return map { exists $h{$_} ? $h{$_} : '-' } @_;
 }
+# The words of a held lock of an ancestor of $_[0] (up to /) standing for $_[1]: its words' later
+# lines name it (or it has none), as the LOCK script below leaves them; undef when none is held.
+sub above {
+  my ($up, $want) = @_;
+  while ($up ne '/' && $up =~ m{^/}) {
+    $up = dirof($up);
+    my $f = ($up eq '/' ? '' : $up) . '/.baton.lock.holder';
+    next unless -f $f && ((stat _)[4] == $> || (stat _)[4] == 0) && open(my $fh, '<', $f);
+    my @l = <$fh>; close $fh; chomp @l;
+    my $first = shift(@l) // '';
+    my $rest = $up eq '/' ? substr($want, 1) : substr($want, length($up) + 1);
+    next if @l && !grep { $_ eq $rest } @l;
+    if (open(my $dh, '<', $up)) { my $free = flock($dh, 6); flock($dh, 8) if $free; close $dh; return "+$first" unless $free; }
+  }
+  return undef;
+}
 sub input { my $in; open($in, '<&=', 3) or fail('no input'); return $in; }
 sub line { my ($in, $f) = @_; my $s = <$in>; fail("stdin ended before $f") unless defined $s && $s =~ s/\n\z//; return $s; }
 sub put {
@@ -67,6 +83,7 @@ if ($op eq 'digests') {
         if (open(my $dh, '<', $d)) { if (flock($dh, 6)) { $held = 0; flock($dh, 8); } close $dh; }
         $lock{$d} = '+' . (firstline("$d/.baton.lock.holder") // '') if $held;
       }
+      $lock{$d} = above($d, $d) // '-' if $lock{$d} eq '-';
     }
     $out .= "\@baton $lock{$d}\n";
   }
@@ -213,6 +230,40 @@ export const RETIRE = `for f in "$@"; do
 done
 exit 0`;
 
+/**
+ * `stands <words file> <dir below>`: the words' first line in `$us`; true when its later lines
+ * name the directory or it has none. `above <dir> <wanted> [<self>]`: whether a lock of an ancestor of `<dir>` (up to /) is held
+ * for `<wanted>` by another than `<self>`, its holder's words then in `$said`. A holder that took
+ * the lock of a directory's nearest ancestor (the directory did not exist yet) names it on its
+ * words' later lines; a holder of an ancestor whose words have no later lines (an older baton)
+ * stands for everything below it. Only ancestors with words are probed (an instant each), and
+ * only words this user or root wrote: words anyone could leave in a world-writable ancestor
+ * (/tmp) would let them refuse every rotation below it by holding a flock there.
+ */
+const HELD_ABOVE = `stands() {
+  us=; ul=0; uok=
+  while IFS= read -r l || [ -n "$l" ]; do
+    ul=$((ul+1)); if [ $ul = 1 ]; then us=$l; elif [ "$l" = "$2" ]; then uok=1; fi
+  done < "$1"
+  [ $ul -le 1 ] || [ -n "$uok" ]
+}
+above() {
+  ua=$1
+  while [ "$ua" != / ] && [ -n "$ua" ]; do
+    ua=\${ua%/*}; [ -n "$ua" ] || ua=/
+    uf="\${ua%/}/.baton.lock.holder"
+    [ -f "$uf" ] && { [ -O "$uf" ] || [ "$(stat -c %u "$uf" 2>/dev/null)" = 0 ]; } || continue
+    if [ "$ua" = / ]; then ub=\${2#/}; else ub=\${2#"$ua"/}; fi
+    stands "$uf" "$ub" || continue
+    [ -n "$3" ] && [ "$us" = "$3" ] && continue
+    flock -n "$ua" true 2>/dev/null && continue
+    said=$us
+    return 0
+  done
+  return 1
+}
+`;
+
 // The holder hashes its own files and prints digests and the live file's mtime (epoch
 // seconds; "-" where stat cannot say): the content never crosses the wire.
 export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
@@ -222,9 +273,11 @@ u() { l=; [ -f "$1" ] && l=$(sed -n '1s/^user=\\([a-z_][a-z0-9_]*\\) .*/\\1/p' "
 # Then the path's rotation record (\`.<name>.rotation\`, its first line) and whether its directory's
 # lock (a flock on the directory) is held now: a probe that takes it for an instant (a holder waits 0.1 s for it).
 r() { if [ -f "$1" ]; then printf '@baton +%s\\n' "$(head -n 1 "$1" | tr -d '\\n')"; else echo '@baton -'; fi; }
-k() {
-  if [ -d "$1" ] && command -v flock >/dev/null 2>&1 && ! flock -n "$1" true 2>/dev/null; then
+${HELD_ABOVE}k() {
+  if ! command -v flock >/dev/null 2>&1; then echo '@baton -'
+  elif [ -d "$1" ] && ! flock -n "$1" true 2>/dev/null; then
     printf '@baton +%s\\n' "$(head -n 1 "$1/.baton.lock.holder" 2>/dev/null | tr -d '\\n')"
+  elif above "$1" "$1"; then printf '@baton +%s\\n' "$said"
   else echo '@baton -'; fi
 }
 for f in "$@"; do
@@ -254,23 +307,54 @@ exit 0`;
  * holder's words. It answers \`locked\` or \`busy <words>\`, then reads stdin until the controller
  * ends the session — or dies, or its connection does: stdin ends, the shell exits and the
  * kernel releases the lock. Nobody has to remove a stale lock by hand.
+ *
+ * As the local transport's takeLock (its comments say why), in this one request: a busy lock's
+ * words are waited for (20 × 0.05 s, trying the lock again meanwhile, so a holder that lets go
+ * unsaid is outlasted); the taker's own words there mean its own operation holds that ancestor
+ * (it adds its directory to them); a held ancestor standing for the directory refuses; and the
+ * holder of an ancestor looks again once its words are down, for a directory created meanwhile.
  */
 export const LOCK = `umask 077
 command -v flock >/dev/null 2>&1 || { echo "flock is not installed on the machine (util-linux)" >&2; exit 3; }
-d=$1
-while [ ! -d "$d" ] && [ -n "$d" ]; do d=\${d%/*}; done
-[ -n "$d" ] || d=/
-w="$d/.baton.lock.holder"
-exec 9<"$d" || exit 3
-if flock -w 0.1 9; then
-  printf '%s\\n' "$2" > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3
+${HELD_ABOVE}near() { n=$1; while [ ! -d "$n" ] && [ -n "$n" ]; do n=\${n%/*}; done; [ -n "$n" ] || n=/; }
+i=0
+while :; do
+  near "$1"; d=$n
+  if [ "$d" = "$1" ]; then b=; elif [ "$d" = / ]; then b=\${1#/}; else b=\${1#"$d"/}; fi
+  w="\${d%/}/.baton.lock.holder"
+  exec 9<"$d" || exit 3
+  if ! flock -w 0.1 9; then
+    k=0; got=; said=
+    while :; do
+      if [ -f "$w" ]; then said=$(head -n 1 "$w" 2>/dev/null | tr -d '\\n'); break; fi
+      [ $k -lt 20 ] || break
+      if flock -w 0.05 9; then got=1; break; fi
+      k=$((k+1))
+    done
+    if [ -z "$got" ]; then
+      exec 9<&-
+      if [ -n "$said" ] && [ "$said" = "$2" ]; then
+        stands "$w" "$b"
+        if [ -n "$b" ] && [ -z "$uok" ]; then
+          { cat "$w" && printf '%s\\n' "$b"; } > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3
+        fi
+        echo '@baton locked'
+        cat >/dev/null
+        exit 0
+      fi
+      printf '@baton busy %s\\n' "$said"
+      exit 0
+    fi
+  fi
+  if above "$d" "$1" "$2"; then printf '@baton busy %s\\n' "$said"; exit 0; fi
+  { printf '%s\\n' "$2"; [ -z "$b" ] || printf '%s\\n' "$b"; } > "$w.tmp.$$" && mv -f "$w.tmp.$$" "$w" || exit 3
+  near "$1"
+  if [ "$n" != "$d" ] && [ $i -lt 4 ]; then rm -f "$w"; flock -u 9; exec 9<&-; i=$((i+1)); continue; fi
   echo '@baton locked'
   cat >/dev/null
   rm -f "$w"
-else
-  printf '@baton busy %s\\n' "$(head -n 1 "$w" 2>/dev/null | tr -d '\\n')"
-fi
-exit 0`;
+  exit 0
+done`;
 
 export const READ_TEXTS = `${perlFirst('texts')}for f in "$@"; do
   if [ -f "$f" ]; then printf '@baton +%s\\n' "$(tr -d '\\n' < "$f")"; else echo '@baton -'; fi
