@@ -490,8 +490,9 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     writeFileSync(`${live}.next`, 'new');
     const marker = path.join(dir, 'armed', 'reloaded');
     const child = spawn(
-      path.join(process.cwd(), 'node_modules', '.bin', 'tsx'),
-      [path.join(process.cwd(), 'test', 'mesh', 'armed-kill-child.ts')],
+      // One process (tsx as a loader, not its CLI's wrapper): the SIGKILL is its own.
+      process.execPath,
+      ['--import', 'tsx', path.join(process.cwd(), 'test', 'mesh', 'armed-kill-child.ts')],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
     let output = '';
