@@ -5,11 +5,18 @@
  * the consumer's `reload:` right after. The new secrets of pairs whose provider has `connect:`
  * stay in this closure's memory until the wait ends — never in the flow's state, never on disk.
  */
-import type { ConsumerGate, GateRefusal } from '../mesh/delivery.js';
-import { reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
+import {
+  groupBy,
+  type AlongReload,
+  type ConsumerAlong,
+  type ConsumerGate,
+  type GateRefusal,
+} from '../mesh/delivery.js';
+import { reloadEnv, reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
 import type { Secret } from '../mesh/secret.js';
 import {
+  isRelayed,
   preopenStream,
   testLogin,
   TEST_LOGIN_TIMEOUT_MS,
@@ -17,7 +24,14 @@ import {
   type PreopenedStream,
   type TestLoginRecord,
 } from '../mesh/test-login.js';
-import type { PreparedCommand, TransportFor } from '../mesh/transport.js';
+import type {
+  ArmResult,
+  BoundRenameChannel,
+  CommandResult,
+  MachineStream,
+  PreparedCommand,
+  TransportFor,
+} from '../mesh/transport.js';
 import type { RotationState } from './rotation-flow.js';
 
 export interface AppGate {
@@ -25,10 +39,15 @@ export interface AppGate {
   keep(plan: RotationPlan): ((pair: string, secret: Secret) => void) | undefined;
   /**
    * The receipt wait begins: a stream from each such pair's consumer machine to its `connect:`
-   * is opened now, so the test login after the receipt costs only its own round trips.
+   * is opened now, so the test login after the receipt costs only its own round trips. With
+   * `channelOf` (the wait's rename channels), on the channel where it relays (app-rtt).
    */
-  preopen(plan: RotationPlan): void;
-  gateOption(): { gate?: ConsumerGate };
+  preopen(
+    plan: RotationPlan,
+    rotation: string,
+    channelOf?: (machine: string) => Promise<BoundRenameChannel | undefined>,
+  ): void;
+  gateOption(): { gate?: ConsumerGate; along?: ConsumerAlong };
   /** A pair's consumer end was committed: its consumer's reload, if it has one. */
   committed(rotation: string, pair: string, plan: RotationPlan): void;
   /** Waits for the reloads; drops the kept secrets. Undefined when nothing of the app was done. */
@@ -54,8 +73,48 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
     sessions.clear();
   };
   let reloads: Reloader | undefined;
+  let rotationId: string | undefined;
+  const reloaderFor = (rotation: string) =>
+    (reloads ??= reloader({
+      transportFor: deps.transportFor,
+      hooks: hooks!,
+      rotation,
+      secrets: () => [...kept.values()].map((s) => s.reveal()),
+      prepared: (consumer) => {
+        const session = sessions.get(consumer);
+        sessions.delete(consumer);
+        return session;
+      },
+    }));
+  /** app-rtt: consumers whose reload was already handed to a machine (or ran) in this rotation. */
+  const reloading = new Set<string>();
+  /**
+   * app-rtt: the reload `pairs` (one consumer's, all in this commit) can carry on the machine's
+   * commit: only the consumer's first in this rotation and only when none of its pairs is left
+   * out of that commit (a second run would be needed for those anyway, as before).
+   */
+  const foldable = (pairs: readonly PlannedPair[], batch: readonly PlannedPair[]) => {
+    const consumer = pairs[0]!.consumer;
+    const reload = hooks?.reloadOf(consumer);
+    if (!reload || rotationId === undefined || reloading.has(consumer)) return undefined;
+    if (batch.filter((p) => p.consumer === consumer).length !== pairs.length) return undefined;
+    return { command: reload.command, timeoutMs: reload.timeoutMs, env: reloadEnv(rotationId, pairs) };
+  };
+  const fold = (pairs: readonly PlannedPair[], outcome: Promise<CommandResult | undefined>) => {
+    const consumer = pairs[0]!.consumer;
+    reloading.add(consumer);
+    reloaderFor(rotationId!).folded(
+      consumer,
+      pairs.map((p) => p.key),
+      outcome,
+    );
+    // Its prepared session is not needed: the machine runs the reload itself.
+    void sessions.get(consumer)?.then((s) => s?.close());
+    sessions.delete(consumer);
+  };
   const gate: ConsumerGate | undefined = hooks
-    ? async (batch: readonly PlannedPair[]) => {
+    ? async (batch, channel) => {
+        const moved = new Map<string, number>();
         const refusals = await Promise.all(
           batch.map(async (pair): Promise<GateRefusal | undefined> => {
             const connect = hooks.connectOf(pair.provider);
@@ -64,6 +123,17 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
             const secret = kept.get(pair.key);
             const preopened = streams.get(pair.key);
             streams.delete(pair.key);
+            // app-rtt: on a relayed socket the rename (and the reload) is armed before the login's
+            // first byte, so the machine moves the consumer on the login's own ReadyForQuery.
+            let armed: { done: Promise<ArmResult | undefined>; reload: boolean } | undefined;
+            const arm = (stream: MachineStream) => {
+              if (!channel?.relay || !isRelayed(stream) || armed) return;
+              const reload = foldable([pair], batch);
+              armed = {
+                done: stream.arm([pair.consumerPath], reload ? [reload] : []).catch(() => undefined),
+                reload: reload !== undefined,
+              };
+            };
             const result = secret
               ? await testLogin(
                   deps.transportFor(pair.consumerMachine),
@@ -72,9 +142,16 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
                   secret.reveal(),
                   TEST_LOGIN_TIMEOUT_MS,
                   preopened,
+                  arm,
                 )
               : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
             preopened?.close();
+            // What the machine did is the truth about the file; the login's verdict is the record's.
+            const machine = armed ? await armed.done : undefined;
+            if (machine?.moved) {
+              moved.set(pair.key, machine.at);
+              if (armed!.reload) fold([pair], machine.reloads[0] ?? Promise.resolve(undefined));
+            }
             testLogins.push({
               pair: pair.key,
               machine: pair.consumerMachine,
@@ -82,14 +159,35 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
               ok: result.ok,
               ms: result.ms,
               ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
+              ...(machine?.moved ? { renamed_with_login: true } : {}),
               ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
             });
-            return result.ok
+            // A file the machine moved is not refused whatever the controller read (see docs).
+            return result.ok || machine?.moved
               ? undefined
               : { pair: pair.key, reason: result.reason, ...(result.code ? { code: result.code } : {}) };
           }),
         );
-        return refusals.filter((r): r is GateRefusal => r !== undefined);
+        return { refused: refusals.filter((r): r is GateRefusal => r !== undefined), moved };
+      }
+    : undefined;
+  // app-rtt: a reload rides the consumer's plain rename (no `connect:`) on a relaying channel.
+  const along: ConsumerAlong | undefined = hooks
+    ? (batch) => {
+        const out: AlongReload[] = [];
+        for (const [, pairs] of groupBy(batch, (p) => p.consumer)) {
+          const request = foldable(pairs, batch);
+          if (!request) continue;
+          reloading.add(pairs[0]!.consumer);
+          out.push({
+            request,
+            settle: (outcome) => {
+              if (outcome) fold(pairs, outcome);
+              else reloading.delete(pairs[0]!.consumer);
+            },
+          });
+        }
+        return out;
       }
     : undefined;
   return {
@@ -102,39 +200,37 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
         if (wanted.has(pair)) kept.set(pair, secret);
       };
     },
-    preopen(plan) {
+    preopen(plan, rotation, channelOf) {
       if (!hooks) return;
       closeStreams();
       closeSessions();
+      rotationId = rotation;
+      reloading.clear();
       for (const pair of plan.pairs) {
         const connect = hooks.connectOf(pair.provider);
-        if (connect) streams.set(pair.key, preopenStream(deps.transportFor(pair.consumerMachine), connect));
+        const channel = channelOf?.(pair.consumerMachine);
+        if (connect)
+          streams.set(pair.key, preopenStream(deps.transportFor(pair.consumerMachine), connect, channel));
         const reload = hooks.reloadOf(pair.consumer);
         const transport = deps.transportFor(pair.consumerMachine);
+        // A channel that relays runs the reload itself; a session is prepared only where it cannot.
         if (reload && transport.prepareCommand && !sessions.has(pair.consumer))
           sessions.set(
             pair.consumer,
-            transport.prepareCommand(reload.command, reload.timeoutMs).catch(() => undefined),
+            (async () =>
+              (await channel)?.relay
+                ? undefined
+                : transport.prepareCommand!(reload.command, reload.timeoutMs))().catch(() => undefined),
           );
       }
     },
-    gateOption: () => (gate ? { gate } : {}),
+    gateOption: () => ({ ...(gate ? { gate } : {}), ...(along ? { along } : {}) }),
     committed(rotation, key, plan) {
       if (!hooks) return;
       const pair = plan.pairs.find((p) => p.key === key);
       if (!pair || !hooks.reloadOf(pair.consumer)) return;
-      reloads ??= reloader({
-        transportFor: deps.transportFor,
-        hooks,
-        rotation,
-        secrets: () => [...kept.values()].map((s) => s.reveal()),
-        prepared: (consumer) => {
-          const session = sessions.get(consumer);
-          sessions.delete(consumer);
-          return session;
-        },
-      });
-      reloads.committed(pair);
+      reloading.add(pair.consumer);
+      reloaderFor(rotation).committed(pair);
     },
     async finish() {
       closeStreams();

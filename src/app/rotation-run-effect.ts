@@ -216,7 +216,6 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           if (deps.stop?.signal.aborted) return { type: 'commit-failed', failures: [] };
           receiptWait?.close();
           // app-truth: the test logins' streams open while the provider ends go live and the receipts are awaited.
-          if (deps.waitMs > 0) app.preopen(state.plan);
           receiptWait =
             deps.waitMs > 0
               ? beginReceiptWait(
@@ -227,6 +226,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
                   app.gateOption(),
                 )
               : undefined;
+          // After the wait's channels are asked for: a test login's stream is one of their sockets where they relay.
+          if (receiptWait) {
+            const wait = receiptWait;
+            app.preopen(state.plan, state.id, (machine) => wait.channel(machine));
+          }
           await receiptWait?.ready;
           // Before any provider end goes live, its provider says so: `committing` is what resume and rollback finish.
           const notCommitting = await recordIntent(
@@ -322,6 +326,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
               },
               begun,
               app.gateOption().gate,
+              app.gateOption().along,
             );
           }
           await recordOutcome(

@@ -10,6 +10,8 @@ import {
   STAGED_SUFFIX,
   TransportError,
   type BoundRenameChannel,
+  type CommandRequest,
+  type CommandResult,
   type TransportFor,
 } from './transport.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
@@ -240,11 +242,37 @@ export interface GateRefusal {
   readonly code?: string;
 }
 
+/** What the gate decided for a batch. */
+export interface GateVerdict {
+  readonly refused: readonly GateRefusal[];
+  /**
+   * app-rtt: pairs whose consumer end the machine already renamed itself (a commit armed on the
+   * test login's relayed connection, ChannelRelay): when, ms since the epoch by the MACHINE's clock.
+   */
+  readonly moved?: ReadonlyMap<string, number>;
+}
+
 /**
  * app-truth: asked, after a batch's receipts and before its consumer ends are renamed, which of
- * them must NOT move (test-login.ts); the others are renamed as before.
+ * them must NOT move (test-login.ts); the others are renamed as before. It is handed the consumer
+ * machine's rename channel, on which it may move a pair itself (GateVerdict.moved).
  */
-export type ConsumerGate = (batch: readonly PlannedPair[]) => Promise<readonly GateRefusal[]>;
+export type ConsumerGate = (
+  batch: readonly PlannedPair[],
+  channel: BoundRenameChannel | undefined,
+) => Promise<GateVerdict>;
+
+/**
+ * app-rtt: the reloads to start on the consumer machine right after a batch's renames, in the
+ * same request (ChannelRelay.commitThen); each is told its outcome, or undefined when it was not
+ * carried (no relay, the commit failed) and must be run as before.
+ */
+export type ConsumerAlong = (batch: readonly PlannedPair[]) => readonly AlongReload[];
+
+export interface AlongReload {
+  readonly request: CommandRequest;
+  settle(outcome: Promise<CommandResult | undefined> | undefined): void;
+}
 
 /**
  * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT. Watches each provider's receipts and, as
@@ -270,8 +298,14 @@ export async function commitConsumersOnReceipt(
   /** Begun before the provider ends went live (beginReceiptWait); else begun here. */
   begun?: ReceiptWait,
   gate?: ConsumerGate,
+  along?: ConsumerAlong,
 ): Promise<ConsumerCommitResult> {
-  const receiptWait = begun ?? beginReceiptWait(pairs, digests, transportFor, wait, gate ? { gate } : {});
+  const receiptWait =
+    begun ??
+    beginReceiptWait(pairs, digests, transportFor, wait, {
+      ...(gate ? { gate } : {}),
+      ...(along ? { along } : {}),
+    });
   try {
     return await receiptWait.run(pairs, onApplied);
   } finally {
@@ -306,7 +340,7 @@ export function beginReceiptWait(
   transportFor: TransportFor,
   wait: ApplyWait,
   /** `rename: false`: a receipt alone finishes a pair (awaitReceipts); no consumer end is touched. */
-  options: { readonly rename?: boolean; readonly gate?: ConsumerGate } = {},
+  options: { readonly rename?: boolean; readonly gate?: ConsumerGate; readonly along?: ConsumerAlong } = {},
 ): ReceiptWait {
   const renames = options.rename !== false;
   const now = wait.now ?? Date.now;
@@ -444,6 +478,20 @@ export function beginReceiptWait(
       return channel ? appliedAt - channel.clock.offsetMs : appliedAt;
     };
 
+    /** A pair whose consumer end went live at `renamedAt` (the controller's clock): applied, its window kept. */
+    const finishPair = async (pair: PlannedPair, renamedAt: number) => {
+      const receipt = receipted.get(pair.key)!;
+      const appliedAt =
+        receipt.appliedAt === undefined
+          ? receipt.seenAt
+          : Math.min(await receiptTime(receipt.appliedAt, pair), receipt.seenAt);
+      const result = { pair: pair.key, windowMs: Math.max(0, Math.round(renamedAt - appliedAt)) };
+      receipted.delete(pair.key);
+      done.add(pair.key);
+      applied.push(result);
+      onApplied(result);
+    };
+
     /** One rename batch per consumer machine at a time; receipts arriving meanwhile go in the next. */
     const flushing = new Map<string, Promise<void>>();
     const again = new Set<string>();
@@ -464,46 +512,62 @@ export function beginReceiptWait(
           // app-truth: the gate (a test login from this machine) keeps a refused pair where it is.
           const untested = batch.filter((p) => !passed.has(p.key));
           if (options.gate && untested.length > 0) {
-            const no = await options
-              .gate(untested)
-              .catch((error: unknown) => untested.map((p) => ({ pair: p.key, reason: reasonOf(error) })));
-            const refusedNow = new Set(no.map((r) => r.pair));
-            for (const r of no) {
+            const verdict = await options
+              .gate(untested, renames ? await channelOf(machine) : undefined)
+              .catch((error: unknown): GateVerdict => ({
+                refused: untested.map((p) => ({ pair: p.key, reason: reasonOf(error) })),
+              }));
+            const refusedNow = new Set(verdict.refused.map((r) => r.pair));
+            for (const r of verdict.refused) {
               refused.push(r);
               receipted.delete(r.pair);
               done.add(r.pair);
             }
             for (const p of untested) if (!refusedNow.has(p.key)) passed.add(p.key);
             batch = batch.filter((p) => !refusedNow.has(p.key));
+            // app-rtt: moved on the machine by the login's own verdict (an armed commit).
+            const channel = await channelOf(machine);
+            for (const [key, at] of verdict.moved ?? []) {
+              const pair = batch.find((p) => p.key === key);
+              if (pair) await finishPair(pair, channel ? at - channel.clock.offsetMs : at);
+            }
+            batch = batch.filter((p) => !verdict.moved?.has(p.key));
           }
           if (batch.length === 0) break;
           try {
             const channel = await channelOf(machine);
             const paths = batch.map((p) => p.consumerPath);
+            // app-rtt: a consumer's reload rides the rename's own request where the channel relays.
+            const along = renames && channel?.relay && options.along ? options.along(batch) : [];
             // A rename on a channel already open is one line on its session: no connection and
             // no process to bound, so it does not queue behind `concurrency` — queued, the
             // two-hundredth consumer's window would be 25 renames long.
             const renamedAt = !renames
               ? now()
-              : channel
-                ? (await channel.commit(paths)) - channel.clock.offsetMs
-                : await slots.run(async () => {
-                    await transportFor(machine).commit(paths);
-                    return now();
-                  });
+              : channel?.relay && along.length > 0
+                ? await channel.relay
+                    .commitThen(
+                      paths,
+                      along.map((a) => a.request),
+                    )
+                    .then(
+                      (then) => {
+                        along.forEach((a, i) => a.settle(then.reloads[i]));
+                        return then.at - channel.clock.offsetMs;
+                      },
+                      (error: unknown) => {
+                        for (const a of along) a.settle(undefined);
+                        throw error;
+                      },
+                    )
+                : channel
+                  ? (await channel.commit(paths)) - channel.clock.offsetMs
+                  : await slots.run(async () => {
+                      await transportFor(machine).commit(paths);
+                      return now();
+                    });
             failures.delete(machine);
-            for (const pair of batch) {
-              const receipt = receipted.get(pair.key)!;
-              const appliedAt =
-                receipt.appliedAt === undefined
-                  ? receipt.seenAt
-                  : Math.min(await receiptTime(receipt.appliedAt, pair), receipt.seenAt);
-              const result = { pair: pair.key, windowMs: Math.max(0, Math.round(renamedAt - appliedAt)) };
-              receipted.delete(pair.key);
-              done.add(pair.key);
-              applied.push(result);
-              onApplied(result);
-            }
+            for (const pair of batch) await finishPair(pair, renamedAt);
           } catch (error) {
             failures.set(machine, { machine, reason: reasonOf(error) });
             // A channel that failed is not trusted again: the retry is a plain commit().

@@ -15,7 +15,7 @@
 import type { ConsumerReload, Inventory, ProviderConnect } from './inventory.js';
 import { inventoryIndex } from './inventory.js';
 import type { PlannedPair } from './rotation-plan.js';
-import { reasonOf, type PreparedCommand, type TransportFor } from './transport.js';
+import { reasonOf, type CommandResult, type PreparedCommand, type TransportFor } from './transport.js';
 
 /** How many lines of stderr a reload's outcome keeps, and how long each may be. */
 export const RELOAD_STDERR_LINES = 5;
@@ -75,9 +75,27 @@ export function redactStderr(text: string, secrets: readonly string[] = []): str
     );
 }
 
+/** The reload's environment for the pairs whose committed ends it follows (one consumer's): never a secret. */
+export function reloadEnv(rotation: string, pairs: readonly PlannedPair[]): Record<string, string> {
+  const first = pairs[0]!;
+  return {
+    BATON_CONSUMER: first.consumer,
+    BATON_PROVIDERS: [...new Set(pairs.map((p) => p.provider))].join(','),
+    BATON_CONSUMER_FILE: first.consumerPath,
+    BATON_CONSUMER_FILES: pairs.map((p) => p.consumerPath).join(':'),
+    BATON_ROTATION: rotation,
+  };
+}
+
 export interface Reloader {
   /** A pair's consumer end was committed: reload its consumer (once more if one is running). */
   committed(pair: PlannedPair): void;
+  /**
+   * app-rtt: the machine started this consumer's reload itself, right after the renames of
+   * `pairs` (ChannelRelay): their commits are covered by `outcome` (undefined: it did not run,
+   * so their commits reload as before). Said before those pairs' committed().
+   */
+  folded(consumer: string, pairs: readonly string[], outcome: Promise<CommandResult | undefined>): void;
   /** Resolves when every reload asked for has ended: one outcome per run. */
   settled(): Promise<ReloadOutcome[]>;
 }
@@ -118,7 +136,17 @@ export function reloader(options: ReloaderOptions): Reloader {
       else held.free++;
     };
   };
-  const runOnce = async (pairs: readonly PlannedPair[], reload: ConsumerReload) => {
+  /** app-rtt: reloads the machine started with a commit, by consumer, until their first commit takes them. */
+  const folds = new Map<
+    string,
+    { pairs: Set<string>; outcome: Promise<CommandResult | undefined>; taken?: boolean }
+  >();
+  const alongNext = new Map<string, Promise<CommandResult | undefined>>();
+  const runOnce = async (
+    pairs: readonly PlannedPair[],
+    reload: ConsumerReload,
+    folded?: Promise<CommandResult | undefined>,
+  ) => {
     const first = pairs[0]!;
     const release = await slot(first.consumerMachine);
     const started = performance.now();
@@ -137,16 +165,13 @@ export function reloader(options: ReloaderOptions): Reloader {
         });
         return;
       }
-      const env = {
-        BATON_CONSUMER: first.consumer,
-        BATON_PROVIDERS: [...new Set(pairs.map((p) => p.provider))].join(','),
-        BATON_CONSUMER_FILE: first.consumerPath,
-        BATON_CONSUMER_FILES: pairs.map((p) => p.consumerPath).join(':'),
-        BATON_ROTATION: options.rotation,
-      };
-      // The session opened while the receipt was awaited, if there is one and it is still up.
-      const prepared = await options.prepared?.(first.consumer);
+      const env = reloadEnv(options.rotation, pairs);
+      // Started by the machine with the commit (app-rtt), else on the session opened while the
+      // receipt was awaited, if there is one and it is still up, else on a session of its own.
+      const ranAlong = folded ? await folded : undefined;
+      const prepared = ranAlong ? undefined : await options.prepared?.(first.consumer);
       const result =
+        ranAlong ??
         (await prepared?.run(env)) ??
         (await transport.runCommand({ command: reload.command, timeoutMs: reload.timeoutMs, env }));
       outcomes.push({
@@ -170,22 +195,50 @@ export function reloader(options: ReloaderOptions): Reloader {
       release();
     }
   };
-  const start = (consumer: string, pairs: PlannedPair[], reload: ConsumerReload) => {
+  const start = (
+    consumer: string,
+    pairs: PlannedPair[],
+    reload: ConsumerReload,
+    folded?: Promise<CommandResult | undefined>,
+  ) => {
     const run = (async () => {
       let batch: PlannedPair[] | undefined = pairs;
+      let along = folded;
       while (batch) {
-        await runOnce(batch, reload);
+        await runOnce(batch, reload, along);
         batch = again.get(consumer);
         again.delete(consumer);
+        along = alongNext.get(consumer);
+        alongNext.delete(consumer);
       }
       running.delete(consumer);
     })();
     running.set(consumer, run);
   };
   return {
+    folded(consumer, pairs, outcome) {
+      folds.set(consumer, { pairs: new Set(pairs), outcome });
+    },
     committed(pair) {
       const reload = options.hooks.reloadOf(pair.consumer);
       if (!reload) return;
+      const fold = folds.get(pair.consumer);
+      if (fold?.pairs.has(pair.key)) {
+        // The first of its pairs takes the outcome; the others were covered by the same run.
+        fold.pairs.delete(pair.key);
+        if (fold.pairs.size === 0) folds.delete(pair.consumer);
+        if (!fold.taken) {
+          fold.taken = true;
+          if (running.has(pair.consumer)) {
+            // A run of its own is still going: the machine's run is its next outcome.
+            const waiting = again.get(pair.consumer) ?? [];
+            if (!waiting.some((p) => p.key === pair.key)) waiting.push(pair);
+            again.set(pair.consumer, waiting);
+            alongNext.set(pair.consumer, fold.outcome);
+          } else start(pair.consumer, [pair], reload, fold.outcome);
+        }
+        return;
+      }
       if (running.has(pair.consumer)) {
         const waiting = again.get(pair.consumer) ?? [];
         if (!waiting.some((p) => p.key === pair.key)) waiting.push(pair);

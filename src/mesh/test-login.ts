@@ -15,7 +15,7 @@ import type { ProviderConnect } from './inventory.js';
 import type { ReloadOutcome } from './reload.js';
 import { scramLogin } from './scram-login.js';
 import { TEST_LOGIN_APPLICATION } from './session-record.js';
-import type { BoundTransport, MachineStream } from './transport.js';
+import type { BoundRenameChannel, BoundTransport, MachineStream, RelayedSocket } from './transport.js';
 import { reasonOf } from './transport.js';
 
 export type TestLoginResult =
@@ -47,21 +47,39 @@ export interface PreopenedStream {
   close(): void;
 }
 
-export function preopenStream(transport: BoundTransport, connect: ProviderConnect): PreopenedStream {
+export function preopenStream(
+  transport: BoundTransport,
+  connect: ProviderConnect,
+  /** app-rtt: the machine's rename channel; where it relays, the stream is one of its sockets (no `ssh -W`). */
+  channel?: Promise<BoundRenameChannel | undefined>,
+): PreopenedStream {
   const life = new AbortController();
   let taken = false;
-  const opening: Promise<MachineStream | undefined> = transport.openStream
-    ? transport.openStream(connect.host, connect.port, life.signal).then(
-        (stream) => {
-          // Until it is used, a failure on it is only "not usable": the login opens another.
-          stream.on('error', () => undefined);
-          stream.connect(connect.port, connect.host);
-          if (life.signal.aborted) stream.destroy();
-          return stream;
-        },
-        () => undefined,
-      )
-    : Promise.resolve(undefined);
+  const viaSsh = (): Promise<MachineStream | undefined> =>
+    transport.openStream
+      ? transport.openStream(connect.host, connect.port, life.signal).then(
+          (stream) => {
+            // Until it is used, a failure on it is only "not usable": the login opens another.
+            stream.on('error', () => undefined);
+            stream.connect(connect.port, connect.host);
+            if (life.signal.aborted) stream.destroy();
+            return stream;
+          },
+          () => undefined,
+        )
+      : Promise.resolve(undefined);
+  const opening: Promise<MachineStream | undefined> = (async () => {
+    const relay = (await channel)?.relay;
+    if (relay && !life.signal.aborted) {
+      const socket = await relay.openSocket(connect.host, connect.port, life.signal).catch(() => undefined);
+      if (socket) {
+        socket.on('error', () => undefined);
+        return socket;
+      }
+    }
+    // No relay on the machine (no perl, the local transport) or it could not connect: as before.
+    return life.signal.aborted ? undefined : viaSsh();
+  })();
   return {
     async take() {
       if (taken || life.signal.aborted) return undefined;
@@ -89,6 +107,8 @@ export async function testLogin(
   password: string,
   timeoutMs = TEST_LOGIN_TIMEOUT_MS,
   preopened?: PreopenedStream,
+  /** app-rtt: called with each stream just before the login's first byte (the gate arms a commit on a relayed one). */
+  beforeLogin?: (stream: MachineStream) => void,
 ): Promise<TestLoginResult> {
   const started = performance.now();
   const ms = () => Math.round(performance.now() - started);
@@ -115,6 +135,7 @@ export async function testLogin(
   };
   const loginOn = async (stream: MachineStream): Promise<TestLoginResult> => {
     try {
+      beforeLogin?.(stream);
       const result = await scramLogin(stream, request, until.signal);
       return result.ok
         ? { ok: true, ms: ms(), roundTrips: result.roundTrips }
@@ -167,6 +188,16 @@ export interface TestLoginRecord {
   readonly code?: string;
   /** Round trips after the receipt the login itself took (2 with SCRAM: scram-login.ts). */
   readonly round_trips?: number;
+  /**
+   * app-rtt: true when the consumer end was renamed by the machine on this login's own
+   * ReadyForQuery (a commit armed on the relayed connection): the rename cost no round trip.
+   */
+  readonly renamed_with_login?: boolean;
+}
+
+/** A stream that is a socket of a rename channel's relay (and can carry an armed commit). */
+export function isRelayed(stream: MachineStream): stream is RelayedSocket {
+  return typeof (stream as Partial<RelayedSocket>).arm === 'function';
 }
 
 /** What a rotation learned about its consumers' apps: their test logins and reloads. */

@@ -253,7 +253,58 @@ export interface RenameChannel {
   commit(paths: readonly string[], signal: AbortSignal): Promise<number>;
   /** Ends the channel; safe to call twice. */
   close(): void;
+  /** app-rtt: where the machine's end can (perl on it), TCP relayed from the machine and commits that carry their reloads. */
+  readonly relay?: ChannelRelay;
+  /**
+   * app-rtt: settles once no reload the channel started is still to answer. close() ends the
+   * requests; whoever owns the session ends it only after this, or the outcome would be lost.
+   */
+  whenIdle?(): Promise<void>;
 }
+
+/**
+ * app-rtt (docs/mesh-rotation.md "What the test login and the reload cost"): the rename channel's
+ * process on the machine opens TCP connections from there and relays their bytes, and runs a
+ * consumer's reload right after its renames, so neither costs a round trip of its own.
+ */
+export interface ChannelRelay {
+  /** A TCP connection FROM the machine to `host:port`, its bytes relayed on the channel; resolves once connected. */
+  openSocket(host: string, port: number, signal: AbortSignal): Promise<RelayedSocket>;
+  /**
+   * Renames like commit(), then starts each reload on the machine (stdin closed, bounded there):
+   * `at` as commit() says it; each reload's outcome as it ends (undefined: not started, nothing ran).
+   */
+  commitThen(
+    paths: readonly string[],
+    reloads: readonly CommandRequest[],
+    signal: AbortSignal,
+  ): Promise<CommitThen>;
+}
+
+export interface CommitThen {
+  readonly at: number;
+  readonly reloads: readonly Promise<CommandResult | undefined>[];
+}
+
+/** A PostgreSQL connection relayed by the channel (ChannelRelay.openSocket). */
+export interface RelayedSocket extends MachineStream {
+  /**
+   * The ARMED commit: when the server on this socket says ReadyForQuery after AuthenticationOk,
+   * the MACHINE renames `paths` (as commit()) and starts `reloads`; an ErrorResponse, a close or
+   * the socket's end first renames nothing. Sent before the login's first byte, so the rename
+   * costs no round trip after the verdict. Resolves with what the machine did — the truth about
+   * the files, whatever the controller's own reading of the login (its bytes may still be in flight).
+   */
+  arm(paths: readonly string[], reloads: readonly CommandRequest[]): Promise<ArmResult>;
+}
+
+export type ArmResult =
+  | {
+      readonly moved: true;
+      readonly at: number;
+      readonly reloads: readonly Promise<CommandResult | undefined>[];
+    }
+  | { readonly moved: false; readonly reason: string };
 
 /** A RenameChannel whose every rename is bounded by the command's one timeout. */
 export interface BoundRenameChannel {
@@ -261,6 +312,13 @@ export interface BoundRenameChannel {
   readonly clock: ClockOffset;
   commit(paths: readonly string[]): Promise<number>;
   close(): void;
+  /** As RenameChannel.relay: opening a socket and commitThen bounded by the timeout (an armed commit by the login's). */
+  readonly relay?: BoundChannelRelay;
+}
+
+export interface BoundChannelRelay {
+  openSocket(host: string, port: number, until: AbortSignal): Promise<RelayedSocket>;
+  commitThen(paths: readonly string[], reloads: readonly CommandRequest[]): Promise<CommitThen>;
 }
 
 /**

@@ -6,7 +6,9 @@
  */
 import { setMaxListeners } from 'node:events';
 import type {
+  BoundChannelRelay,
   BoundRenameChannel,
+  ChannelRelay,
   BoundTransport,
   MachineLock,
   RenameChannel,
@@ -182,9 +184,20 @@ async function openBoundChannel(transport: Transport, bounds: Bounds): Promise<B
       return channel.clock;
     },
     commit: (paths) => withinBounds(bounds, (s) => channel.commit(paths, s)),
+    // A reload the channel started is still answering on it: the session ends after its outcome.
     close: () => {
       channel.close();
-      end();
+      void (channel.whenIdle?.() ?? Promise.resolve()).then(end);
     },
+    ...(channel.relay ? { relay: boundRelay(channel.relay, bounds) } : {}),
+  };
+}
+
+/** app-rtt: a socket lives until `until` or the command's cancel; a commit's answer is bounded like a rename. */
+function boundRelay(relay: ChannelRelay, bounds: Bounds): BoundChannelRelay {
+  return {
+    openSocket: (host, port, until) =>
+      untilEither(until, bounds.signal, (s) => relay.openSocket(host, port, s)),
+    commitThen: (paths, reloads) => withinBounds(bounds, (s) => relay.commitThen(paths, reloads, s)),
   };
 }

@@ -514,9 +514,28 @@ done`;
  * aarch64, else `date`), so a rename request starts no process at all. At two hundred
  * consumers renamed at once, the shell's `mv`, `date` and `sync` per request were six hundred
  * processes started in the same instant: the window of the last pair.
+ *
+ * app-rtt: it also says `ready <ns> relay` and, in a select() loop, takes requests answered
+ * out of order by id, so a consumer's test login, rename and reload share the login's two round
+ * trips (docs/mesh-rotation.md "What the test login and the reload cost"):
+ * - `o <id> <host> <port>` opens a TCP socket FROM the machine (`s <id> open` | `s <id> err …`);
+ *   `w <id> <hex>` writes to it; what it reads comes back as `s <id> d <hex>`; `x <id>` closes it
+ *   (`s <id> end` when either side did). It only relays: baton's own client speaks SCRAM.
+ * - `r <id> <seconds> <hex command> <k>` + k `NAME=value` lines declares a reload; a commit that
+ *   names it (`c <n> <id>,…`) starts it after its renames: RUN_COMMAND (`$1`), stdin /dev/null,
+ *   its own session; its lines come back as `r <id> …`, then `r <id> .` (`r <id> skip`: not run).
+ * - `a <id> <n> [<reload ids>]` + n paths ARMS a commit on socket <id>: it watches the server's
+ *   message framing and, on ReadyForQuery after AuthenticationOk, renames the paths as `c` does
+ *   (`a <id> ok <ns>`) and starts the reloads; an ErrorResponse (a CONNECTION LIMIT or a missing
+ *   database fail after AuthenticationOk), a close or a broken frame first: `a <id> refused`.
+ * When stdin ends (baton gone), an armed commit still settles on its own (30 s at most: then
+ * refused) and a running reload still ends; no other socket is kept. SIGPIPE is ignored, so
+ * an answer nobody reads any more does not kill it halfway.
  */
-const PERL_CHANNEL = String.raw`use strict; use warnings; use POSIX (); use IO::Handle;
+const PERL_CHANNEL = String.raw`use strict; use warnings; use POSIX (); use IO::Handle; use Socket ();
 $| = 1;
+$SIG{PIPE} = 'IGNORE';
+my $run = shift @ARGV;
 my %calls = (x86_64 => 228, aarch64 => 113);
 my $nr = $calls{(POSIX::uname())[4]};
 sub now {
@@ -527,32 +546,164 @@ sub now {
   my $s = qx(date +%s%N); chomp $s;
   return $s =~ /^\d{10,}$/ ? $s : time() . '000000000';
 }
+sub dirof { my ($d) = $_[0] =~ m{^(.*)/[^/]*$}; return defined $d && $d ne '' ? $d : '/'; }
+sub syncdirs { my %seen; for my $d (map { dirof($_) } @_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
+sub renames {
+  my ($err, @moved);
+  for my $f (@_) {
+    next if defined $err;
+    if (! -f "$f.next") { $err = "no staged file $f.next"; next; }
+    if (rename("$f.next", $f)) { push @moved, $f; } else { $err = "could not rename $f.next"; }
+  }
+  my $at = now();
+  syncdirs(@moved);
+  return ($err, $at);
+}
 open(my $in, '<&=', 3) or exit 3;
-print '@baton ready ', now(), "\n";
-while (defined(my $req = <$in>)) {
-  chomp $req;
-  if ($req eq 't') { print '@baton t ', now(), "\n"; next; }
-  if ($req =~ /^c (\d+)$/) {
-    my $n = $1; my ($err, @moved);
-    for (1 .. $n) {
-      my $f = <$in>; exit 3 unless defined $f; chomp $f;
-      next if defined $err;
-      if (! -f "$f.next") { $err = "no staged file $f.next"; next; }
-      if (rename("$f.next", $f)) { push @moved, $f; } else { $err = "could not rename $f.next"; }
-    }
-    my $at = now();
-    my %dirs;
-    for my $f (@moved) { my ($d) = $f =~ m{^(.*)/[^/]*$}; $dirs{defined $d && $d ne '' ? $d : '/'} = 1; }
-    for my $d (keys %dirs) { if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } }
+my (%sock, %reload, %running);
+my ($buf, $eof, $until) = ('', 0, undef);
+# A declared reload that will not run is said so: the controller waits for every one it declared.
+sub skip { for my $rid (@_) { delete $reload{$rid}; print "\@baton r $rid skip\n"; } }
+sub reloaded {
+  my ($rid) = @_; my $r = delete $reload{$rid};
+  return print "\@baton r $rid skip\n" unless $r;
+  pipe(my $rd, my $wr) or return print "\@baton r $rid fail could not make a pipe\n";
+  my $pid = fork();
+  return print "\@baton r $rid fail could not fork\n" unless defined $pid;
+  if ($pid == 0) {
+    close $rd; POSIX::setsid(); POSIX::close(3);
+    close $_->{fh} for values %sock;
+    open(STDIN, '<', '/dev/null'); open(STDOUT, '>&', $wr); open(STDERR, '>', '/dev/null');
+    exec('sh', '-c', $run, 'baton-run', $r->{secs}, $r->{cmd}, @{$r->{env}}) or POSIX::_exit(127);
+  }
+  close $wr;
+  $running{$rid} = { fh => $rd, pid => $pid, buf => '' };
+}
+sub settle {
+  my ($id, $ok) = @_; my $s = $sock{$id}; my $a = delete $s->{arm}; return unless $a;
+  unless ($ok) { print "\@baton a $id refused\n"; skip(@{$a->{rids}}); return; }
+  my ($err, $at) = renames(@{$a->{paths}});
+  print defined $err ? "\@baton a $id err $err\n" : "\@baton a $id ok $at\n";
+  if (defined $err) { skip(@{$a->{rids}}); }
+  else { reloaded($_) for @{$a->{rids}}; }
+}
+sub gone {
+  my ($id) = @_; my $s = $sock{$id} or return;
+  settle($id, 0) if $s->{arm};
+  close $s->{fh}; delete $sock{$id};
+  print "\@baton s $id end\n";
+}
+sub framing {
+  my ($id) = @_; my $s = $sock{$id};
+  while (length($s->{seen}) >= 5) {
+    my ($type, $len) = unpack('a N', $s->{seen});
+    if ($len < 4 || $len > 1 << 20) { $s->{broken} = 1; settle($id, 0); $s->{seen} = ''; return; }
+    last if length($s->{seen}) < 1 + $len;
+    my $body = substr($s->{seen}, 5, $len - 4); substr($s->{seen}, 0, 1 + $len) = '';
+    if ($type eq 'R') { $s->{authok} = 1 if length($body) >= 4 && unpack('N', $body) == 0; }
+    elsif ($type eq 'E') { $s->{failed} = 1; settle($id, 0); }
+    elsif ($type eq 'Z') { $s->{ready} = 1 if $s->{authok} && !$s->{failed}; settle($id, $s->{ready}) if $s->{arm}; }
+  }
+}
+sub request {
+  my ($req, @more) = @_;
+  if ($req eq 't') { print '@baton t ', now(), "\n"; return; }
+  if ($req =~ /^c \d+((?: \S+)?)$/) {
+    (my $r = $1) =~ s/^ //; my @rids = split /,/, $r;
+    my ($err, $at) = renames(@more);
     print defined $err ? "\@baton err $err\n" : "\@baton ok $at\n";
-    next;
+    if (defined $err) { skip(@rids); } else { reloaded($_) for @rids; }
+    return;
+  }
+  if ($req =~ /^r (\S+) (\d+) ([0-9a-f]*) \d+$/) { $reload{$1} = { secs => $2, cmd => pack('H*', $3), env => [@more] }; return; }
+  if ($req =~ /^o (\S+) (\S+) (\d+)$/) {
+    my ($id, $host, $port) = ($1, $2, $3);
+    my $addr = Socket::inet_aton($host);
+    return print "\@baton s $id err cannot resolve $host\n" unless $addr;
+    my $fh;
+    socket($fh, Socket::PF_INET(), Socket::SOCK_STREAM(), 0) or return print "\@baton s $id err socket: $!\n";
+    $fh->blocking(0);
+    unless (connect($fh, Socket::pack_sockaddr_in($port, $addr)) || $!{EINPROGRESS}) { return print "\@baton s $id err connect: $!\n"; }
+    setsockopt($fh, Socket::IPPROTO_TCP(), Socket::TCP_NODELAY(), 1);
+    $sock{$id} = { fh => $fh, connecting => 1, out => '', seen => '' };
+    return;
+  }
+  if ($req =~ /^w (\S+) ([0-9a-f]+)$/) { my $s = $sock{$1}; $s->{out} .= pack('H*', $2) if $s; return; }
+  if ($req =~ /^x (\S+)$/) { gone($1); return; }
+  if ($req =~ /^a (\S+) \d+((?: \S+)?)$/) {
+    my $id = $1; (my $r = $2) =~ s/^ //; my @rids = split /,/, $r;
+    my $s = $sock{$id};
+    unless ($s) { print "\@baton a $id refused\n"; skip(@rids); return; }
+    $s->{arm} = { paths => [@more], rids => [@rids] };
+    settle($id, 1) if $s->{ready};
+    settle($id, 0) if $s->{failed} || $s->{broken};
+    return;
   }
   print "\@baton err unknown request\n";
-}`;
+}
+# How many lines follow a request line: its paths, or its environment.
+sub following { my ($l) = @_; return $1 if $l =~ /^(?:c|a \S+|r \S+ \d+ [0-9a-f]*) (\d+)\b/; return 0; }
+print '@baton ready ', now(), " relay\n";
+while (1) {
+  if ($eof) {
+    my $armed = grep { $_->{arm} } values %sock;
+    if (!$armed || time >= $until) { settle($_, 0) for keys %sock; last unless %running; }
+  }
+  my ($rin, $win) = ('', '');
+  vec($rin, 3, 1) = 1 unless $eof;
+  for my $s (values %sock) {
+    vec($rin, fileno($s->{fh}), 1) = 1 unless $s->{connecting};
+    vec($win, fileno($s->{fh}), 1) = 1 if $s->{connecting} || $s->{out} ne '';
+  }
+  vec($rin, fileno($_->{fh}), 1) = 1 for values %running;
+  my $n = select(my $rout = $rin, my $wout = $win, undef, 1);
+  next if $n <= 0;
+  if (!$eof && vec($rout, 3, 1)) {
+    my $got = sysread($in, $buf, 65536, length $buf);
+    if (!$got) { $eof = 1; $until = time + 30; for my $id (keys %sock) { gone($id) unless $sock{$id}{arm}; } }
+    while (1) {
+      my $nl = index($buf, "\n"); last if $nl < 0;
+      my ($at, $whole, @lines) = ($nl + 1, 1);
+      for (1 .. following(substr($buf, 0, $nl))) {
+        my $e = index($buf, "\n", $at); if ($e < 0) { $whole = 0; last; }
+        push @lines, substr($buf, $at, $e - $at); $at = $e + 1;
+      }
+      last unless $whole;
+      my $line = substr($buf, 0, $nl); substr($buf, 0, $at) = '';
+      request($line, @lines);
+    }
+  }
+  for my $id (keys %sock) {
+    my $s = $sock{$id} or next; my $fd = fileno($s->{fh});
+    if ($s->{connecting} && vec($wout, $fd, 1)) {
+      my $e = unpack('i', getsockopt($s->{fh}, Socket::SOL_SOCKET(), Socket::SO_ERROR()) // pack('i', 1));
+      if ($e) { $! = $e; print "\@baton s $id err connect: $!\n"; close $s->{fh}; delete $sock{$id}; next; }
+      delete $s->{connecting}; print "\@baton s $id open\n";
+      next;
+    }
+    if ($s->{out} ne '' && vec($wout, $fd, 1)) {
+      my $w = syswrite($s->{fh}, $s->{out});
+      if (defined $w) { substr($s->{out}, 0, $w) = ''; } elsif (!$!{EAGAIN}) { gone($id); next; }
+    }
+    if (vec($rout, $fd, 1)) {
+      my $got = sysread($s->{fh}, my $data, 65536);
+      if (defined $got && $got > 0) { print "\@baton s $id d ", unpack('H*', $data), "\n"; $s->{seen} .= $data; framing($id); }
+      elsif (!defined $got && $!{EAGAIN}) { }
+      else { gone($id); }
+    }
+  }
+  for my $rid (keys %running) {
+    my $r = $running{$rid}; next unless vec($rout, fileno($r->{fh}), 1);
+    my $got = sysread($r->{fh}, $r->{buf}, 4096, length $r->{buf});
+    while ($r->{buf} =~ s/^([^\n]*)\n//) { my $l = $1; print "\@baton r $rid ", substr($l, 7), "\n" if substr($l, 0, 7) eq '@baton '; }
+    unless ($got) { close $r->{fh}; waitpid($r->{pid}, 0); delete $running{$rid}; print "\@baton r $rid .\n"; }
+  }
+}
+exit 0;`;
 
 export const CHANNEL = `if command -v perl >/dev/null 2>&1; then
 exec 3<&0
-exec perl - <<'BATON_PERL'
+exec perl - "$@" <<'BATON_PERL'
 ${PERL_CHANNEL}
 BATON_PERL
 fi

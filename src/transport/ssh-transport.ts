@@ -5,6 +5,7 @@
  * or the operator's ssh config says, never silently accepted. With a connection share
  * (ssh-connection-share.ts) every operation of one command rides the machine's one connection.
  */
+import { Duplex } from 'node:stream';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
 import {
@@ -39,6 +40,7 @@ import {
 import {
   checkCommandRequest,
   parseRunAnswer,
+  RUN_COMMAND,
   preparedRunInput,
   remotePreparedRun,
   remoteRunCommand,
@@ -47,7 +49,12 @@ import { openSshStream } from './machine-stream.js';
 import {
   abortedError,
   TransportError,
+  type ArmResult,
+  type ChannelRelay,
   type ClockOffset,
+  type CommandRequest,
+  type CommandResult,
+  type RelayedSocket,
   type FileDigests,
   type MachineLock,
   type RenameChannel,
@@ -362,10 +369,14 @@ export function sshTransport(
           machine,
           (onLine) => {
             const session = longLived();
-            const child = start(options.sshPath ?? 'ssh', [...session.args, remoteCommand(CHANNEL, [])], {
-              onLine,
-              signal: life,
-            });
+            const child = start(
+              options.sshPath ?? 'ssh',
+              [...session.args, remoteCommand(CHANNEL, [RUN_COMMAND])],
+              {
+                onLine,
+                signal: life,
+              },
+            );
             void child.exited.finally(session.done);
             return child;
           },
@@ -509,9 +520,12 @@ function sharedChannel(
           if (used.users === 0) {
             if (byKey.get(key) === used) byKey.delete(key);
             channel.close();
-            used.life.abort();
+            // A reload it started answers first (whenIdle); then its session goes.
+            void (channel.whenIdle?.() ?? Promise.resolve()).then(() => used.life.abort());
           }
         },
+        ...(channel.relay ? { relay: channel.relay } : {}),
+        ...(channel.whenIdle ? { whenIdle: () => channel.whenIdle!() } : {}),
       };
     },
     (error: unknown) => {
@@ -532,6 +546,10 @@ const clockNow = () => performance.timeOrigin + performance.now();
  * answered in order, so a rename costs one round trip on a session that is already open.
  * The clock is read once before the channel is handed out (a remote time is useless without
  * it) and a few more times after, keeping the reading with the shortest round trip.
+ *
+ * app-rtt: where the machine's end says `relay` (perl, remote-scripts.ts PERL_CHANNEL) the
+ * channel also carries, tagged by id and out of order, TCP sockets opened from the machine
+ * (`s <id> …`), armed commits (`a <id> …`) and reloads started after renames (`r <id> …`).
  */
 export function openRenameChannel(
   machine: string,
@@ -542,17 +560,54 @@ export function openRenameChannel(
   const waiting: Waiter[] = [];
   let ready: ((answer: string | Error) => void) | undefined;
   let ended: Error | undefined;
+  const sockets = new Map<string, RelaySocket>();
+  const arms = new Map<string, (answer: string | Error) => void>();
+  const reloads = new Map<string, PendingReload>();
+  let idle: (() => void) | undefined;
+  const settleIdle = () => {
+    if (reloads.size === 0) idle?.();
+  };
+  let nextId = 0;
   const onLine = (line: string) => {
     if (!line.startsWith(ANSWER_PREFIX)) return;
     const answer = line.slice(ANSWER_PREFIX.length);
+    const tagged = /^([sar]) (\S+) ?(.*)$/.exec(answer);
     if (answer.startsWith('ready ')) ready?.(answer);
-    else waiting.shift()?.settle(answer);
+    else if (tagged?.[1] === 's') sockets.get(tagged[2]!)?.answer(tagged[3]!);
+    else if (tagged?.[1] === 'a') {
+      arms.get(tagged[2]!)?.(tagged[3]!);
+      arms.delete(tagged[2]!);
+    } else if (tagged?.[1] === 'r') {
+      const pending = reloads.get(tagged[2]!);
+      if (!pending) return;
+      const rest = tagged[3]!;
+      if (rest === '.' || rest === 'skip' || rest.startsWith('fail ')) {
+        reloads.delete(tagged[2]!);
+        if (rest === 'skip') pending.settle(undefined);
+        else if (rest === '.')
+          try {
+            pending.settle(
+              parseRunAnswer(machine, pending.lines.join('\n'), Math.round(performance.now() - pending.sent)),
+            );
+          } catch (error) {
+            pending.settle(error as Error);
+          }
+        else pending.settle(new TransportError(machine, `the reload could not start: ${rest.slice(5)}`));
+        settleIdle();
+      } else pending.lines.push(`${ANSWER_PREFIX}${rest}`);
+    } else waiting.shift()?.settle(answer);
   };
   const session = startSession(onLine);
   const failAll = (error: Error) => {
     ended = error;
     ready?.(error);
     for (const w of waiting.splice(0)) w.settle(error);
+    for (const socket of sockets.values()) socket.destroy(error);
+    for (const arm of arms.values()) arm(error);
+    arms.clear();
+    for (const pending of reloads.values()) pending.settle(error);
+    reloads.clear();
+    settleIdle();
   };
   void session.exited.then((result) => {
     if (signal.aborted) return failAll(abortedError(machine, 'the rename channel', signal));
@@ -563,6 +618,9 @@ export function openRenameChannel(
       failAll(error as Error);
     }
   });
+  const send = (lines: string) => {
+    if (!ended) session.write(lines);
+  };
   const request = (lines: string, opSignal?: AbortSignal): Promise<string> => {
     if (ended) return Promise.reject(ended);
     return new Promise((resolve, reject) => {
@@ -578,6 +636,91 @@ export function openRenameChannel(
       opSignal?.addEventListener('abort', onAbort, { once: true });
       session.write(lines);
     });
+  };
+  const checkPaths = (paths: readonly string[]) => {
+    const bad = paths.find((p) => p.includes('\n'));
+    if (bad !== undefined)
+      throw new TransportError(machine, `a path with a line break cannot be renamed: ${JSON.stringify(bad)}`);
+  };
+  /** Declares each reload to the machine (started only by the commit that names it) and its outcome's promise. */
+  const declare = (requests: readonly CommandRequest[]) => {
+    const ids: string[] = [];
+    const outcomes: Promise<CommandResult | undefined>[] = [];
+    let lines = '';
+    for (const r of requests) {
+      checkCommandRequest(machine, r);
+      const id = `r${++nextId}`;
+      const env = Object.entries(r.env).map(([k, v]) => `${k}=${v}\n`);
+      lines += `r ${id} ${Math.max(1, Math.ceil(r.timeoutMs / 1000))} ${Buffer.from(r.command, 'utf8').toString('hex')} ${env.length}\n${env.join('')}`;
+      ids.push(id);
+      outcomes.push(
+        new Promise<CommandResult | undefined>((resolve, reject) =>
+          reloads.set(id, {
+            lines: [],
+            sent: performance.now(),
+            settle: (result) => (result instanceof Error ? reject(result) : resolve(result)),
+          }),
+        ),
+      );
+    }
+    // Read by whoever takes the outcome; an outcome nobody awaited must not be an unhandled rejection.
+    for (const o of outcomes) o.catch(() => undefined);
+    return { lines, tail: ids.length > 0 ? ` ${ids.join(',')}` : '', outcomes };
+  };
+  const relay: ChannelRelay = {
+    openSocket: (host, port, opSignal) => {
+      if (ended) return Promise.reject(ended);
+      if (opSignal.aborted) return Promise.reject(abortedError(machine, 'opening a connection', opSignal));
+      if (!/^[A-Za-z0-9.:_-]+$/.test(host))
+        return Promise.reject(
+          new TransportError(machine, `the host ${JSON.stringify(host)} cannot be relayed`),
+        );
+      const id = `s${++nextId}`;
+      const socket = new RelaySocket(id, send, () => sockets.delete(id));
+      sockets.set(id, socket);
+      const onAbort = () => socket.destroy(abortedError(machine, 'the relayed connection', opSignal));
+      opSignal.addEventListener('abort', onAbort, { once: true });
+      socket.once('close', () => opSignal.removeEventListener('abort', onAbort));
+      socket.armWith = (paths, requests) => {
+        checkPaths(paths);
+        if (socket.destroyed || ended)
+          return Promise.resolve({ moved: false as const, reason: 'the relayed connection had closed' });
+        const declared = declare(requests);
+        return new Promise<ArmResult>((resolve, reject) => {
+          arms.set(id, (answer) => {
+            if (answer instanceof Error) return reject(answer);
+            const at = nsToMs(answer.replace(/^ok /, ''));
+            if (answer.startsWith('ok ') && at !== undefined)
+              resolve({ moved: true, at, reloads: declared.outcomes });
+            else if (answer.startsWith('err '))
+              reject(new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`));
+            else resolve({ moved: false, reason: 'the login did not pass' });
+          });
+          send(
+            `${declared.lines}a ${id} ${paths.length}${declared.tail}\n${paths.map((p) => `${p}\n`).join('')}`,
+          );
+        });
+      };
+      return new Promise<RelayedSocket>((resolve, reject) => {
+        socket.opened = (error) => (error ? reject(error) : resolve(socket));
+        send(`o ${id} ${host} ${port}\n`);
+      });
+    },
+    commitThen: async (paths, requests, opSignal) => {
+      if (opSignal.aborted) throw abortedError(machine, 'renaming', opSignal);
+      checkPaths(paths);
+      const declared = declare(requests);
+      const answer = await request(
+        `${declared.lines}c ${paths.length}${declared.tail}\n${paths.map((p) => `${p}\n`).join('')}`,
+        opSignal,
+      );
+      if (answer.startsWith('err '))
+        throw new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`);
+      const at = nsToMs(answer.replace(/^ok /, ''));
+      if (!answer.startsWith('ok ') || at === undefined)
+        throw new TransportError(machine, `the rename channel answered "${answer}"`);
+      return { at, reloads: declared.outcomes };
+    },
   };
   let clock: ClockOffset | undefined;
   let rtt = Infinity;
@@ -597,6 +740,7 @@ export function openRenameChannel(
     ready = (answer) => {
       ready = undefined;
       if (answer instanceof Error) return reject(answer);
+      const relays = / relay$/.test(answer);
       sample().then(
         () => {
           void (async () => {
@@ -609,24 +753,11 @@ export function openRenameChannel(
             commit: async (paths, opSignal) => {
               if (opSignal.aborted) throw abortedError(machine, 'renaming', opSignal);
               if (paths.length === 0) return clockNow() + clock!.offsetMs;
-              const bad = paths.find((p) => p.includes('\n'));
-              if (bad !== undefined)
-                throw new TransportError(
-                  machine,
-                  `a path with a line break cannot be renamed: ${JSON.stringify(bad)}`,
-                );
-              const answer = await request(
-                `c ${paths.length}\n${paths.map((p) => `${p}\n`).join('')}`,
-                opSignal,
-              );
-              if (answer.startsWith('err '))
-                throw new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`);
-              const at = nsToMs(answer.replace(/^ok /, ''));
-              if (!answer.startsWith('ok ') || at === undefined)
-                throw new TransportError(machine, `the rename channel answered "${answer}"`);
-              return at;
+              return (await relay.commitThen(paths, [], opSignal)).at;
             },
             close: () => session.end(),
+            ...(relays ? { relay } : {}),
+            whenIdle: () => (reloads.size === 0 ? Promise.resolve() : new Promise<void>((r) => (idle = r))),
           });
         },
         (error: unknown) => {
@@ -637,6 +768,79 @@ export function openRenameChannel(
     };
     if (ended) ready(ended);
   });
+}
+
+interface PendingReload {
+  readonly lines: string[];
+  readonly sent: number;
+  settle(result: CommandResult | undefined | Error): void;
+}
+
+/**
+ * app-rtt: one TCP connection from the machine, relayed as hex on the rename channel. What is
+ * written goes out as `w <id> <hex>`; what the machine reads comes back as `s <id> d <hex>`.
+ * Ending it (destroy) closes the machine's socket, which also disarms a commit armed on it.
+ */
+class RelaySocket extends Duplex implements RelayedSocket {
+  opened: ((error?: Error) => void) | undefined;
+  armWith: RelayedSocket['arm'] | undefined;
+  private closedThere = false;
+  constructor(
+    private readonly id: string,
+    private readonly send: (lines: string) => void,
+    private readonly forget: () => void,
+  ) {
+    super();
+  }
+  answer(rest: string): void {
+    if (rest === 'open') {
+      this.opened?.();
+      this.opened = undefined;
+    } else if (rest.startsWith('d ')) this.push(Buffer.from(rest.slice(2), 'hex'));
+    else if (rest.startsWith('err ') || rest === 'end') {
+      this.closedThere = true;
+      const error = rest === 'end' ? undefined : new Error(rest.slice(4));
+      // Before it opened, the opening's promise is the one told; after, the stream's listeners.
+      const opening = this.opened;
+      this.opened = undefined;
+      opening?.(error ?? new Error('the connection closed'));
+      this.push(null);
+      if (error && !opening) this.destroy(error);
+      else this.destroy();
+    }
+  }
+  arm(paths: readonly string[], reloads: readonly CommandRequest[]): Promise<ArmResult> {
+    return this.armWith!(paths, reloads);
+  }
+  override _read(): void {}
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    if (this.closedThere) return callback(new Error('the connection closed'));
+    this.send(`w ${this.id} ${chunk.toString('hex')}\n`);
+    callback();
+  }
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    if (!this.closedThere) this.send(`x ${this.id}\n`);
+    this.closedThere = true;
+    this.opened?.(error ?? new Error('the connection was closed'));
+    this.opened = undefined;
+    this.forget();
+    callback(error);
+  }
+  connect(): this {
+    return this;
+  }
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
 }
 
 function nsToMs(text: string): number | undefined {

@@ -364,7 +364,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     expect(running.attempts().length).toBeGreaterThan(5);
   }, 120_000);
 
-  it('the same over a real sshd: the login is tried from the consumer machine through its own connection (ssh -W), refused, the file unchanged', async () => {
+  it('the same over a real sshd: the login is tried from the consumer machine through its own connection (a socket the rename channel relays), refused, the file unchanged', async () => {
     expect(partsHere).toBe(true);
     const first = await rotate('web3-app');
     expect(first.exitCode, first.all).toBe(0);
@@ -385,6 +385,152 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
       await hba(undefined);
     }
   }, 120_000);
+
+  /** The journal's records of the last rotation of `consumer` (its test logins and reloads). */
+  const lastApp = (consumer: string) => {
+    const records = journalRecords().filter((r) =>
+      (r.pairs as { consumer?: string }[] | undefined)?.some((p) => p.consumer === consumer),
+    );
+    const id = records.at(-1)?.id;
+    const mine = journalRecords().filter((r) => r.id === id);
+    return {
+      logins: mine.flatMap((r) => (r.test_logins ?? []) as Record<string, unknown>[]),
+      reloads: mine.flatMap((r) => (r.reloads ?? []) as Record<string, unknown>[]),
+    };
+  };
+
+  it('over a real sshd, the login, the rename and the reload in one exchange: a passing login moves the consumer on its own ReadyForQuery (journaled: 2 round trips, renamed with the login) and the reload carried by that commit runs once; a CONNECTION LIMIT 0 login (refused after AuthenticationOk) is not moved and nothing is reloaded; a carried reload that exits 7 fails the rotation and mesh status; without connect: the reload rides the rename', async () => {
+    expect(partsHere).toBe(true);
+    const runs = path.join(dir, 'web3-reloads');
+    const lines = () => (existsSync(runs) ? readFileSync(runs, 'utf8').split('\n').filter(Boolean) : []);
+    const withReload = (reload: string, connect = true) =>
+      writeInventory(
+        CONSUMERS.map((c) =>
+          c.name === 'web3-app' ? { ...c, extra: `credential: alternating, reload: '${reload}'` } : c,
+        ),
+        connect,
+      );
+    withReload(`echo "$BATON_CONSUMER_FILE" >> ${runs}`);
+    try {
+      const connections = sshd.connections();
+      const passed = await rotate('web3-app');
+      expect(passed.exitCode, passed.all).toBe(0);
+      expect(passed.all).toMatch(/reload of web3-app on web3: exit 0/);
+      // One connection for the rotation: channel, relayed socket and reload all rode it.
+      expect(sshd.connections() - connections).toBe(1);
+      expect(lines()).toEqual([WEB3()]);
+      let app = lastApp('web3-app');
+      expect(app.logins).toEqual([
+        expect.objectContaining({
+          pair: `${PROVIDER}:web3-app`,
+          ok: true,
+          round_trips: 2,
+          renamed_with_login: true,
+        }),
+      ]);
+      expect(app.reloads).toEqual([
+        expect.objectContaining({ consumer: 'web3-app', result: 'ok', exitCode: 0 }),
+      ]);
+
+      // CONNECTION LIMIT 0: the password is right, the server refuses after AuthenticationOk.
+      const before = readFileSync(WEB3(), 'utf8');
+      const to = conninfoLogin(before)!.endsWith('_a') ? 'web3_app_b' : 'web3_app_a';
+      await asSuperuser(sandbox, (c) => c.query(`ALTER ROLE ${to} CONNECTION LIMIT 0`));
+      try {
+        const limited = await rotate('web3-app');
+        expect(limited.exitCode, limited.all).not.toBe(0);
+        expect(limited.all).toMatch(
+          new RegExp(`REFUSED from web3 \\(SQLSTATE 53300\\): too many connections for role "${to}"`),
+        );
+        expect(readFileSync(WEB3(), 'utf8')).toBe(before);
+        expect(lines()).toHaveLength(1);
+        app = lastApp('web3-app');
+        expect(app.logins).toEqual([expect.objectContaining({ ok: false, code: '53300' })]);
+        expect(app.logins[0]).not.toHaveProperty('renamed_with_login');
+        expect(app.reloads).toEqual([]);
+      } finally {
+        await asSuperuser(sandbox, (c) => c.query(`ALTER ROLE ${to} CONNECTION LIMIT -1`));
+      }
+
+      // The reload carried by the armed commit exits 7: said by name, exit 3; mesh status 3.
+      withReload(`echo "$BATON_CONSUMER_FILE" >> ${runs}; echo "unit web3-app failed" >&2; exit 7`);
+      const failed = await rotate('web3-app');
+      expect(failed.exitCode, failed.all).toBe(3);
+      expect(failed.all).toContain('reload of web3-app on web3: FAILED: exit 7');
+      expect(failed.all).toContain('unit web3-app failed');
+      expect(lines()).toHaveLength(2);
+      expect(lastApp('web3-app').reloads).toEqual([
+        expect.objectContaining({ result: 'failed', exitCode: 7, stderr: ['unit web3-app failed'] }),
+      ]);
+      const st = await status('web3-app');
+      expect(st.exitCode, st.all).toBe(3);
+
+      // Without connect: the reload rides the rename's own request, once; the pair is clear again.
+      withReload(`echo "$BATON_CONSUMER_FILE" >> ${runs}`, false);
+      const plain = await rotate('web3-app');
+      expect(plain.exitCode, plain.all).toBe(0);
+      expect(lines()).toHaveLength(3);
+      expect(lastApp('web3-app').reloads).toEqual([expect.objectContaining({ result: 'ok' })]);
+      expect((await status('web3-app')).exitCode).toBe(0);
+    } finally {
+      writeInventory(CONSUMERS);
+    }
+  }, 180_000);
+
+  it("baton SIGKILLed right after arming the commit and sending its login: the machine moves the consumer on the login's ReadyForQuery by itself and runs the reload once (what resume then finds is a moved consumer)", async () => {
+    expect(partsHere).toBe(true);
+    const role = `armed_${randomBytes(3).toString('hex')}`;
+    const password = randomBytes(24).toString('base64url');
+    await asSuperuser(sandbox, async (c) =>
+      c.query(`CREATE ROLE ${role} LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`),
+    );
+    const live = path.join(dir, 'armed', 'consumes', PROVIDER, role);
+    mkdirSync(path.dirname(live), { recursive: true });
+    writeFileSync(live, 'old');
+    writeFileSync(`${live}.next`, 'new');
+    const marker = path.join(dir, 'armed', 'reloaded');
+    const child = spawn(
+      // One process (tsx as a loader, not its CLI's wrapper): the SIGKILL is its own.
+      process.execPath,
+      ['--import', 'tsx', path.join(process.cwd(), 'test', 'mesh', 'armed-kill-child.ts')],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((r) =>
+      child.once('exit', (_code, signal) => r(signal)),
+    );
+    child.stdin.end(
+      JSON.stringify({
+        target: {
+          host: '127.0.0.1',
+          user: sshd.user,
+          port: sshd.port,
+          identity: sshd.identity,
+          knownHosts: sshd.knownHosts,
+          strictHostKeyChecking: 'yes',
+          config: '/dev/null',
+          connectTimeout: 10,
+        },
+        host: '127.0.0.1',
+        port: sandbox.port,
+        path: live,
+        reload: `cat "${live}" >> "${marker}"`,
+        user: role,
+        password,
+      }),
+    );
+    expect(await exited, output).toBe('SIGKILL');
+    expect(output).toContain('armed');
+    // Nobody is left to send the rename: the machine did it on the login's own verdict.
+    for (let i = 0; i < 100 && !existsSync(marker); i++) await sleep(50);
+    expect(readFileSync(live, 'utf8')).toBe('new');
+    expect(existsSync(`${live}.next`)).toBe(false);
+    expect(readFileSync(marker, 'utf8')).toBe('new');
+    await sleep(500);
+    expect(readFileSync(marker, 'utf8')).toBe('new');
+  }, 60_000);
 
   /** The `ssh -W` processes streaming to this test's PostgreSQL, with their parents. */
   const streamProcesses = async (): Promise<{ pid: number; ppid: number }[]> => {
@@ -452,7 +598,22 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     expect((await streamProcesses()).filter((p) => p.ppid === process.pid)).toEqual([]);
   }, 60_000);
 
-  it('a pre-opened stream is closed when the receipt never comes (rolled back) and when the rotation is interrupted: no ssh -W process outlives baton', async () => {
+  /** Connections from a perl process (the rename channel's relay) to this test's PostgreSQL. */
+  const relayedSockets = async (): Promise<number> => {
+    const out = await new Promise<string>((resolve, reject) => {
+      const ss = spawn('ss', ['-tnpH', 'state', 'established'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let text = '';
+      ss.stdout.on('data', (c: Buffer) => (text += c.toString()));
+      ss.once('error', reject);
+      ss.once('close', () => resolve(text));
+    });
+    return out
+      .split('\n')
+      .filter((l) => l.includes(`127.0.0.1:${sandbox.port} `) && l.includes('"perl"'))
+      .filter((l) => l.trim().split(/\s+/)[3] === `127.0.0.1:${sandbox.port}`).length;
+  };
+
+  it('a pre-opened stream is closed when the receipt never comes (rolled back) and when the rotation is interrupted: no relayed socket or ssh -W process outlives baton', async () => {
     expect(partsHere).toBe(true);
     // No provisioner: no receipt comes, so the stream opened for the test login is never used.
     await provisioner.stop();
@@ -481,10 +642,11 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
         child.stdout.on('data', (c: Buffer) => (output += c.toString()));
         child.stderr.on('data', (c: Buffer) => (output += c.toString()));
         const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-        // The stream is opened while the receipt is awaited: an ssh -W of this baton.
+        // The stream is opened while the receipt is awaited: a socket of the machine's rename
+        // channel (perl on web3), or where that cannot be, an ssh -W of this baton.
         let seen = false;
         for (let i = 0; i < 100 && !seen && child.exitCode === null; i++) {
-          seen = (await streamProcesses()).some((p) => p.ppid === child.pid);
+          seen = (await relayedSockets()) > 0 || (await streamProcesses()).some((p) => p.ppid === child.pid);
           if (!seen) await sleep(50);
         }
         expect(seen, output).toBe(true);
@@ -492,6 +654,8 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
         const code = await exited;
         expect(code, output).not.toBe(0);
         expect(await streamProcesses(), `${how}: ${output}`).toEqual([]);
+        await sleep(300);
+        expect(await relayedSockets(), `${how}: ${output}`).toBe(0);
         expect(readFileSync(WEB3(), 'utf8')).toBe(before);
       }
     } finally {
