@@ -63,7 +63,8 @@ describeWithPart(
     }
 
     function startProvisioner(): MeshProvisioner {
-      const started = suite.mesh.startProvisioner(1);
+      // Every 250 ms: each rotation waits up to one interval for its receipt (docs/testing.md).
+      const started = suite.mesh.startProvisioner(0.25);
       provisioners.push(started);
       return started;
     }
@@ -191,7 +192,8 @@ describeWithPart(
             point === 'at-retire' ? 'finished' : 'committing',
           ]);
           // The back door that is left: the login made at the switch still takes the pre-switch password.
-          await new Promise((r) => setTimeout(r, 2_500)); // two provisioner cycles
+          // Two whole provisioner cycles after the crash (the first heartbeat seen may predate it).
+          await suite.mesh.cyclesOf(provisioner, 3);
           expect(await canLoginHere(B, preSwitch)).toBe(true);
 
           const status = await baton('mesh', 'status', '--pair', `${PROVIDER}:web1-app`, '--json');

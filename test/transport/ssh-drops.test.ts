@@ -209,12 +209,16 @@ describeWithPart(
         const inventory = writeMesh();
         // The receipt wait outlasts a dropped link (it may come back); a short one ends it here.
         const run = await rotateUntilCommitted(inventory, path.join(tmp.dir, 't'), 2);
-        // The link stays down: a new connection to db1's port fails (ssh takes the first ProxyCommand
-        // that matches), and the relay carrying db1's live connection is killed.
+        // The link stays down: a new connection to db1's port is refused (ssh takes the first
+        // ProxyCommand and HostName that match: none, and an address nothing listens on), and the
+        // relay carrying db1's live connection is killed. Refused, as a down link is, rather than
+        // closed before sshd's banner: that is how sshd's MaxStartups drops a connection, which
+        // baton retries for each operation's whole --timeout (ssh-start-limits.ts), and the
+        // roll-back would wait that out twice before saying the same words.
         const config = sshConfig();
         writeFileSync(
           config,
-          `Match exec "test %p = ${portOf('db1')}"\n  ProxyCommand false\n${readFileSync(config, 'utf8')}`,
+          `Match exec "test %p = ${portOf('db1')}"\n  ProxyCommand none\n  HostName 127.0.0.2\n${readFileSync(config, 'utf8')}`,
         );
         const relays = holding(`${DELAY_RELAY} 127.0.0.1 ${portOf('db1')}`).map((line) =>
           Number(line.split(':')[0]),
