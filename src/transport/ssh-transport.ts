@@ -563,9 +563,10 @@ export function openRenameChannel(
   const sockets = new Map<string, RelaySocket>();
   const arms = new Map<string, (answer: string | Error) => void>();
   const reloads = new Map<string, PendingReload>();
-  let idle: (() => void) | undefined;
+  /** Everyone waiting for the last reload's answer (whenIdle may be asked by each wrapper). */
+  const idle: (() => void)[] = [];
   const settleIdle = () => {
-    if (reloads.size === 0) idle?.();
+    if (reloads.size === 0) for (const resolve of idle.splice(0)) resolve();
   };
   let nextId = 0;
   const onLine = (line: string) => {
@@ -757,7 +758,7 @@ export function openRenameChannel(
             },
             close: () => session.end(),
             ...(relays ? { relay } : {}),
-            whenIdle: () => (reloads.size === 0 ? Promise.resolve() : new Promise<void>((r) => (idle = r))),
+            whenIdle: () => (reloads.size === 0 ? Promise.resolve() : new Promise<void>((r) => idle.push(r))),
           });
         },
         (error: unknown) => {
