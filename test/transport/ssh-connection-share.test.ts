@@ -22,6 +22,7 @@ import { scanForSecrets } from '../helpers/secret-scan.js';
 import { startReceiptWriter } from '../mesh/receipt-writer.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
 import { watchedExec } from '../helpers/watched-exec.js';
+import { terminateMaster } from '../../src/transport/ssh-connection-share.js';
 import { ifSet } from '../helpers/if-set.js';
 
 const BATON = path.resolve(import.meta.dirname, '../../bin/baton.js');
@@ -295,6 +296,64 @@ describe('one ssh connection per machine per command, against a real sshd', () =
         for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
       } finally {
         await silent.close();
+      }
+    },
+  );
+
+  it(
+    'a master is ended on its control socket, by this process (no `ssh -O exit`): it answers, and its process and socket are gone',
+    { timeout: 120_000 },
+    async () => {
+      const { sshd: server, port } = endpoints()[0]!;
+      const dir = mkdtempSync('/tmp/bt-mux-');
+      const socket = path.join(dir, 'm');
+      try {
+        const master = spawnSync(
+          'ssh',
+          [
+            ...['-F', '/dev/null', '-o', 'BatchMode=yes', '-o', 'ControlMaster=auto'],
+            ...['-o', `ControlPath=${socket}`, '-o', 'ControlPersist=600', '-i', server.identity],
+            ...['-o', 'IdentitiesOnly=yes', '-o', `UserKnownHostsFile=${server.knownHosts}`],
+            ...[
+              '-o',
+              'StrictHostKeyChecking=yes',
+              '-p',
+              String(port),
+              '-l',
+              server.user,
+              '127.0.0.1',
+              'true',
+            ],
+          ],
+          // Not piped: the master it leaves running would hold a pipe open, and spawnSync wait on it.
+          { stdio: 'ignore', timeout: 100_000 },
+        );
+        expect(master.status).toBe(0);
+        expect(existsSync(socket)).toBe(true);
+        expect(processesMentioning(socket).length).toBeGreaterThan(0);
+        expect(await terminateMaster(socket)).toBe('gone');
+        await expect.poll(() => processesMentioning(socket), { timeout: 10_000 }).toEqual([]);
+        expect(existsSync(socket)).toBe(false);
+        // Asked again, nobody is there: that is the state close() wants.
+        expect(await terminateMaster(socket)).toBe('gone');
+        // A socket that is not a master's: not taken for a master that went (close() then runs `ssh -O exit`).
+        const seen = new Set<net.Socket>();
+        const impostor = net.createServer((c) => {
+          seen.add(c);
+          c.write('not a master');
+        });
+        await new Promise<void>((r) => impostor.listen(socket, r));
+        try {
+          expect(await terminateMaster(socket, 2_000)).toBe('failed');
+        } finally {
+          for (const c of seen) c.destroy();
+          await new Promise<void>((r) => impostor.close(() => r()));
+        }
+      } finally {
+        spawnSync('ssh', ['-F', '/dev/null', '-o', `ControlPath=${socket}`, '-O', 'exit', 'x'], {
+          stdio: 'ignore',
+        });
+        rmSync(dir, { recursive: true, force: true });
       }
     },
   );
