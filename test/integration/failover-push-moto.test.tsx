@@ -102,7 +102,8 @@ describe('failover on S3 that enforces If-Match: keep this host over a sibling',
       await view.press(KEY.enter);
       await view.waitFor((f) => f.includes('[ Publish ] disabled'), 'the push-over gate');
       const want = theirs.slice(7, 15);
-      const wrong = `${want.slice(0, 7)}${want[7] === 'x' ? 'y' : 'x'}`;
+      // A digit, never a letter: 'x' for an 'X' there is the same-letters-another-case refusal.
+      const wrong = `${want.slice(0, 7)}${want[7] === '0' ? '1' : '0'}`;
       await view.press(wrong);
       await view.waitFor((f) => f.includes(`> ${wrong}`), 'the wrong code typed');
       await view.press(KEY.enter);
