@@ -11,7 +11,27 @@ import net from 'node:net';
 import { Duplex } from 'node:stream';
 import { TransportError, abortedError, type MachineStream } from '../mesh/transport.js';
 
-class SshStream extends Duplex implements MachineStream {
+/**
+ * A stream a database client can take for a socket: the socket options it sets are no-ops here,
+ * because the TCP connection is the machine's (ssh's, or the rename channel's), not ours.
+ */
+export abstract class SocketShapedStream extends Duplex {
+  abstract connect(port: number, host: string): this;
+  setNoDelay(): this {
+    return this;
+  }
+  setKeepAlive(): this {
+    return this;
+  }
+  ref(): this {
+    return this;
+  }
+  unref(): this {
+    return this;
+  }
+}
+
+class SshStream extends SocketShapedStream implements MachineStream {
   private stderr = '';
   constructor(
     private readonly child: ChildProcess,
@@ -61,18 +81,6 @@ class SshStream extends Duplex implements MachineStream {
   }
   connect(): this {
     queueMicrotask(() => this.emit('connect'));
-    return this;
-  }
-  setNoDelay(): this {
-    return this;
-  }
-  setKeepAlive(): this {
-    return this;
-  }
-  ref(): this {
-    return this;
-  }
-  unref(): this {
     return this;
   }
 }

@@ -5,7 +5,6 @@
  * or the operator's ssh config says, never silently accepted. With a connection share
  * (ssh-connection-share.ts) every operation of one command rides the machine's one connection.
  */
-import { Duplex } from 'node:stream';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
 import {
@@ -45,7 +44,7 @@ import {
   remotePreparedRun,
   remoteRunCommand,
 } from './machine-command.js';
-import { openSshStream } from './machine-stream.js';
+import { openSshStream, SocketShapedStream } from './machine-stream.js';
 import {
   abortedError,
   TransportError,
@@ -782,7 +781,7 @@ interface PendingReload {
  * written goes out as `w <id> <hex>`; what the machine reads comes back as `s <id> d <hex>`.
  * Ending it (destroy) closes the machine's socket, which also disarms a commit armed on it.
  */
-class RelaySocket extends Duplex implements RelayedSocket {
+class RelaySocket extends SocketShapedStream implements RelayedSocket {
   opened: ((error?: Error) => void) | undefined;
   armWith: RelayedSocket['arm'] | undefined;
   private closedThere = false;
@@ -828,18 +827,6 @@ class RelaySocket extends Duplex implements RelayedSocket {
     callback(error);
   }
   connect(): this {
-    return this;
-  }
-  setNoDelay(): this {
-    return this;
-  }
-  setKeepAlive(): this {
-    return this;
-  }
-  ref(): this {
-    return this;
-  }
-  unref(): this {
     return this;
   }
 }

@@ -10,6 +10,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/sandbox/free-port.js';
+import type { SshTarget } from '../../src/mesh/inventory.js';
 
 export const SSHD_PATH = '/usr/sbin/sshd';
 
@@ -29,6 +30,23 @@ export interface Sshd {
   readonly knownHosts: string;
   readonly dir: string;
   stop(): Promise<void>;
+}
+
+/**
+ * How a client reaches this server as the transport would: its own key and known_hosts,
+ * StrictHostKeyChecking=yes and no user ssh config, so no developer's ~/.ssh changes a result.
+ */
+export function sshTargetOf(sshd: Sshd, options: { port?: number; connectTimeout?: number } = {}): SshTarget {
+  return {
+    host: '127.0.0.1',
+    user: sshd.user,
+    port: options.port ?? sshd.port,
+    identity: sshd.identity,
+    knownHosts: sshd.knownHosts,
+    strictHostKeyChecking: 'yes',
+    config: '/dev/null',
+    connectTimeout: options.connectTimeout ?? 5,
+  };
 }
 
 /** Why the sshd suite cannot run here, or undefined when it can. */

@@ -28,7 +28,7 @@ import { asSuperuser, DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../help
 import { partPresent } from '../helpers/real-part.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
-import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { sshdUnavailable, sshTargetOf, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { preopenStream, testLogin } from '../../src/mesh/test-login.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
@@ -503,16 +503,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     );
     child.stdin.end(
       JSON.stringify({
-        target: {
-          host: '127.0.0.1',
-          user: sshd.user,
-          port: sshd.port,
-          identity: sshd.identity,
-          knownHosts: sshd.knownHosts,
-          strictHostKeyChecking: 'yes',
-          config: '/dev/null',
-          connectTimeout: 10,
-        },
+        target: sshTargetOf(sshd, { connectTimeout: 10 }),
         host: '127.0.0.1',
         port: sandbox.port,
         path: live,
@@ -556,16 +547,7 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
       c.query(`CREATE ROLE ${role} LOGIN PASSWORD '${await scramVerifier(Buffer.from(password))}'`),
     );
     const transport = bindTransport(
-      sshTransport('web3', {
-        host: '127.0.0.1',
-        user: sshd.user,
-        port: sshd.port,
-        identity: sshd.identity,
-        knownHosts: sshd.knownHosts,
-        strictHostKeyChecking: 'yes',
-        config: '/dev/null',
-        connectTimeout: 10,
-      }),
+      sshTransport('web3', sshTargetOf(sshd, { connectTimeout: 10 })),
       TEST_BOUNDS,
     );
     const connect = { host: '127.0.0.1', port: sandbox.port, database: 'postgres' };

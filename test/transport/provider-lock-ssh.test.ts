@@ -10,7 +10,7 @@ import { bindTransport } from '../../src/transport/bound-transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { ifSet } from '../helpers/if-set.js';
-import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { sshdUnavailable, sshTargetOf, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { lockContract } from './provider-lock-contract.js';
 
@@ -49,20 +49,7 @@ describeWithPart(unavailable, 'the provider lock over a real sshd on 127.0.0.1',
   });
 
   lockContract(() => ({
-    controller: () =>
-      bindTransport(
-        sshTransport('db1', {
-          host: '127.0.0.1',
-          user: sshd.user,
-          port: sshd.port,
-          identity: sshd.identity,
-          knownHosts: sshd.knownHosts,
-          strictHostKeyChecking: 'yes',
-          config: '/dev/null',
-          connectTimeout: 5,
-        }),
-        TEST_BOUNDS,
-      ),
+    controller: () => bindTransport(sshTransport('db1', sshTargetOf(sshd)), TEST_BOUNDS),
     real: (p) => p,
     freshMeshDir: () => path.join(tmp.dir, `mesh-${++meshes}`),
     waiting: (dir, asked) => Promise.race([waitingForWords(dir), asked.then(() => undefined)]),

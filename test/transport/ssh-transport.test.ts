@@ -23,7 +23,7 @@ import { sshTransport } from '../../src/transport/ssh-transport.js';
 import { TransportError } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
-import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { sshdUnavailable, sshTargetOf, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { watchedExec } from '../helpers/watched-exec.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
@@ -45,16 +45,7 @@ describeWithPart(unavailable, 'the ssh transport against a real sshd on 127.0.0.
     ifSet(tmp)?.cleanup();
   });
 
-  const target = (port = sshd.port) => ({
-    host: '127.0.0.1',
-    user: sshd.user,
-    port,
-    identity: sshd.identity,
-    knownHosts: sshd.knownHosts,
-    strictHostKeyChecking: 'yes' as const,
-    config: '/dev/null',
-    connectTimeout: 5,
-  });
+  const target = (port = sshd.port) => sshTargetOf(sshd, { port });
 
   /** Two ssh machines on the one sshd, each with its own mesh_dir, and a consumer on each. */
   const inventory = (base: string, ports: { db1?: number; web1?: number } = {}): Inventory =>
