@@ -515,7 +515,9 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     expect(await exited, output).toBe('SIGKILL');
     expect(output).toContain('armed');
     // Nobody is left to send the rename: the machine did it on the login's own verdict.
-    for (let i = 0; i < 100 && !existsSync(marker); i++) await sleep(50);
+    // The reload's `>>` creates the marker before cat writes it: wait for what it wrote, not the file.
+    const reloaded = () => (existsSync(marker) ? readFileSync(marker, 'utf8') : '');
+    for (let i = 0; i < 100 && reloaded() === ''; i++) await sleep(50);
     expect(readFileSync(live, 'utf8')).toBe('new');
     expect(existsSync(`${live}.next`)).toBe(false);
     expect(readFileSync(marker, 'utf8')).toBe('new');
