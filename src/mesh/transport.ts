@@ -364,21 +364,32 @@ export interface BoundTransport {
 /** The transport of a machine, by inventory name (built by the commands, passed down). */
 export type TransportFor = (machine: string) => BoundTransport;
 
-/** A transport failure, in words an operator can act on; never carries a secret. */
+/**
+ * A transport failure, in words an operator can act on; never carries a secret. Its reason is
+ * shown() here, once for every caller: it quotes what the machine said (ssh's last stderr line, a
+ * remote script's `err` answer, a path from the inventory), and a hostile machine's ESC or line
+ * break must not draw over the summary it lands in. shown() leaves already-shown text as it is.
+ */
 export class TransportError extends Error {
+  readonly reason: string;
   constructor(
     readonly machine: string,
-    readonly reason: string,
+    reason: string,
     /**
      * The machine could not be reached (no connection, no answer in time), as opposed to
      * answering with a failure: clean-up does not wait on it a second time.
      */
     readonly unreachable = false,
   ) {
-    super(`${machine}: ${reason}`);
+    const said = shown(reason, TRANSPORT_REASON_MAX);
+    super(`${shown(machine)}: ${said}`);
+    this.reason = said;
     this.name = 'TransportError';
   }
 }
+
+/** A reason is baton's sentence around what the machine said: longer than one outside string may be. */
+const TRANSPORT_REASON_MAX = 1000;
 
 /** The TransportError an aborted operation rejects with: the signal's reason, in words. */
 export function abortedError(machine: string, what: string, signal: AbortSignal): TransportError {
