@@ -35,6 +35,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/integration/sync-flags-moto.test.ts': 10.2,
   'test/reliability/bad-documents.test.ts': 10.1,
   'test/provisioner/database-truth.test.ts': 10.0,
+  'test/provisioner/idle-watch-reads.test.ts': 10.0,
   'test/e2e/drill-tmux.test.ts': 9.9,
   'test/e2e/console.test.ts': 9.8,
   'test/integration/seal-and-store-guard-moto.test.ts': 9.3,

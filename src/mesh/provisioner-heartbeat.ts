@@ -1,5 +1,5 @@
 /**
- * The provisioner's heartbeat, `<mesh_dir>/provides/<provider>/.heartbeat`: what its last cycle
+ * The provisioner's heartbeat, `<mesh_dir>/provides/<provider>/.provisioner/heartbeat`: what its last cycle
  * found — when it ran, whether it could log in to PostgreSQL, and why not. A receipt says what
  * the database accepted ONCE; only the heartbeat says the provisioner can still apply anything.
  * Without it a provisioner locked out by a password changed by hand (or a database that is
@@ -12,7 +12,17 @@
 import { nextStep, type Said } from '../next-step.js';
 import { shown } from '../outside-text.js';
 
-export const HEARTBEAT_FILE = '.heartbeat';
+/**
+ * Its own subdirectory, not the provider directory: a heartbeat renamed into the provider
+ * directory every cycle moved that directory's mtime, so the idle poll's change detector
+ * (src/provisioner/dir-changes.ts) never found it unchanged and listed every delivered name
+ * again each cycle. A rename inside a subdirectory moves only the subdirectory's stat, and an
+ * inotify watch on the parent hears nothing of it.
+ */
+export const HEARTBEAT_DIR = '.provisioner';
+export const HEARTBEAT_FILE = 'heartbeat';
+/** Where provisioners before round 7 wrote it (still read, so an older provisioner is not `none`). */
+export const LEGACY_HEARTBEAT_FILE = '.heartbeat';
 export const HEARTBEAT_FORMAT = 'baton.provisioner-heartbeat/1';
 
 /**
@@ -39,9 +49,14 @@ export interface Heartbeat {
   readonly pid: number;
 }
 
-/** The heartbeat beside a provider's delivered files (`dir` is `<mesh_dir>/provides/<provider>`). */
+/** The heartbeat of a provider's provisioner (`dir` is `<mesh_dir>/provides/<provider>`). */
 export function heartbeatPath(providerDir: string): string {
-  return `${providerDir.replace(/\/+$/, '')}/${HEARTBEAT_FILE}`;
+  return `${providerDir.replace(/\/+$/, '')}/${HEARTBEAT_DIR}/${HEARTBEAT_FILE}`;
+}
+
+/** Where an older provisioner (before round 7) writes it: beside the delivered files. */
+export function legacyHeartbeatPath(providerDir: string): string {
+  return `${providerDir.replace(/\/+$/, '')}/${LEGACY_HEARTBEAT_FILE}`;
 }
 
 export function formatHeartbeat(heartbeat: Heartbeat): string {

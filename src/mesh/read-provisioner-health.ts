@@ -10,6 +10,7 @@ import { mapBounded } from './map-bounded.js';
 import type { PairStatus } from './mesh-status.js';
 import {
   heartbeatPath,
+  legacyHeartbeatPath,
   provisionerHealth,
   provisionerHealthy,
   type ProvisionerHealth,
@@ -33,13 +34,17 @@ export async function readProvisionerHealth(
     return pair ? `${pair.provider}:${pair.consumer}` : undefined;
   };
   return mapBounded([...providers], options.concurrency, async ([provider, { machine, dir }]) => {
-    const file = heartbeatPath(dir);
-    let text: string | undefined;
+    // Both places in one read: a provisioner not yet upgraded still writes the old one. The new
+    // place wins (the upgraded writer removes the old file, but a copy restored from a backup may linger).
+    const current = heartbeatPath(dir);
+    const legacy = legacyHeartbeatPath(dir);
+    let texts: readonly (string | undefined)[];
     try {
-      [text] = await transportFor(machine).readTexts([file]);
+      texts = await transportFor(machine).readTexts([current, legacy]);
     } catch {
       return { state: 'unread', provider, machine } as const;
     }
+    const [text, file] = texts[0] !== undefined ? [texts[0], current] : [texts[1], legacy];
     return provisionerHealth(provider, machine, file, text, options.nowMs, superuserPair(provider));
   });
 }

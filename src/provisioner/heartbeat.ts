@@ -3,16 +3,20 @@
  * says what it holds and who reads it). Atomic like a receipt (temp file → fsync → rename), so
  * `mesh status` reads the last cycle's or the one before, never half of one. A failure to write
  * is logged once and never stops the provisioner: applying passwords matters more than saying so.
+ * It is written in `.provisioner/`, never in the provider directory itself: the idle poll trusts
+ * that directory's stat, and a rename there every cycle made every idle cycle list all names.
  */
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { chmod, mkdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import {
   formatHeartbeat,
+  HEARTBEAT_DIR,
   HEARTBEAT_FILE,
   HEARTBEAT_FORMAT,
+  LEGACY_HEARTBEAT_FILE,
   type Heartbeat,
   type HeartbeatLogin,
 } from '../mesh/provisioner-heartbeat.js';
@@ -41,6 +45,12 @@ export function loginOf(report: CycleReport): { login: HeartbeatLogin; reason?: 
   return reason === undefined ? { login } : { login, reason };
 }
 
+/** mkdir's EEXIST as a value: the directory was made by an earlier cycle (or run). */
+function exists(error: unknown): 'exists' {
+  if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'exists';
+  throw error;
+}
+
 export interface HeartbeatWriter {
   /** After each cycle. */
   cycle(report: CycleReport): Promise<void>;
@@ -59,6 +69,8 @@ export function heartbeatWriter(options: {
   const clock = options.clock ?? (() => new Date());
   let lastOkAt: string | undefined;
   let failing = false;
+  let legacyRemoved = false;
+  const dir = path.join(options.deliveredDir, HEARTBEAT_DIR);
   const write = async (login: HeartbeatLogin, reason?: string) => {
     const at = clock().toISOString();
     if (login === 'ok') lastOkAt = at;
@@ -74,10 +86,17 @@ export function heartbeatWriter(options: {
       host: os.hostname(),
       pid: process.pid,
     };
-    const temp = path.join(options.deliveredDir, `${HEARTBEAT_FILE}.tmp-${randomBytes(6).toString('hex')}`);
+    const temp = path.join(dir, `.${HEARTBEAT_FILE}.tmp-${randomBytes(6).toString('hex')}`);
     try {
+      // Not recursive: the provider directory is the mesh's to make (before the first rotation
+      // it is not there, and ENOENT below says nothing). 0700 set explicitly: mkdir's mode is umasked.
+      if ((await mkdir(dir, { mode: 0o700 }).catch(exists)) !== 'exists') await chmod(dir, 0o700);
       await writeExclusive(temp, Buffer.from(formatHeartbeat(heartbeat)), 0o600);
-      await renameDurably(temp, path.join(options.deliveredDir, HEARTBEAT_FILE));
+      await renameDurably(temp, path.join(dir, HEARTBEAT_FILE));
+      // An older provisioner's heartbeat beside the delivered files would otherwise say `stopped`
+      // or `silent` to a reader that finds no new one; removed once (one change of the directory).
+      if (!legacyRemoved) await rm(path.join(options.deliveredDir, LEGACY_HEARTBEAT_FILE), { force: true });
+      legacyRemoved = true;
       if (failing) options.log('the heartbeat is written again');
       failing = false;
     } catch (error) {

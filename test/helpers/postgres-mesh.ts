@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, vi } from 'vitest';
-import { HEARTBEAT_FILE, parseHeartbeat } from '../../src/mesh/provisioner-heartbeat.js';
+import { heartbeatPath, parseHeartbeat } from '../../src/mesh/provisioner-heartbeat.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
 import { REPO } from './bundle-script.js';
@@ -191,7 +191,7 @@ export async function startPostgresMesh(
       ]),
     spawnTracked,
     cyclesOf: async (provisioner: MeshProvisioner, cycles: number, timeoutMs = 20_000) => {
-      const file = path.join(meshDirOn('db1'), 'provides', MESH_PROVIDER, HEARTBEAT_FILE);
+      const file = heartbeatPath(path.join(meshDirOn('db1'), 'provides', MESH_PROVIDER));
       const seen = new Set<string>();
       await vi.waitFor(
         () => {

@@ -7,16 +7,22 @@
  * Run `npm run build` before running this file alone.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import {
   formatHeartbeat,
+  heartbeatPath,
   HEARTBEAT_FORMAT,
   parseHeartbeat,
   provisionerHealth,
   type Heartbeat,
 } from '../../src/mesh/provisioner-heartbeat.js';
+import { readProvisionerHealth } from '../../src/mesh/read-provisioner-health.js';
+import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
+import type { TransportFor } from '../../src/mesh/transport.js';
+import { heartbeatWriter } from '../../src/provisioner/heartbeat.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { usePostgresMesh } from '../helpers/postgres-mesh.js';
 import { asSuperuser, canLogin, debianPostgresMissing } from '../helpers/postgres.js';
@@ -107,7 +113,8 @@ describeWithPart(
   "the provisioner's health in mesh status (Debian's PostgreSQL)",
   () => {
     const suite = usePostgresMesh({ server: 'debian', prefix: 'baton-heartbeat-' });
-    const heartbeatFile = () => path.join(suite.mesh.meshDirOn('db1'), 'provides', PROVIDER, '.heartbeat');
+    const providerDir = () => path.join(suite.mesh.meshDirOn('db1'), 'provides', PROVIDER);
+    const heartbeatFile = () => heartbeatPath(providerDir());
     const baton = (...args: string[]) => suite.mesh.baton(...args, '--inventory', suite.mesh.inventory);
     const heartbeat = () =>
       existsSync(heartbeatFile()) ? parseHeartbeat(readFileSync(heartbeatFile(), 'utf8')) : undefined;
@@ -178,3 +185,69 @@ describeWithPart(
     }, 90_000);
   },
 );
+
+describe('where the heartbeat lives', () => {
+  const plan = {
+    pairs: [{ provider: PROVIDER, providerMachine: 'db1', providerPath: '/m/provides/pg-main/app' }],
+  } as unknown as RotationPlan;
+  const reading = (files: Record<string, string>) =>
+    readProvisionerHealth(
+      plan,
+      { pairs: [] },
+      (() => ({
+        readTexts: (paths: readonly string[]) => Promise.resolve(paths.map((p) => files[p])),
+      })) as unknown as TransportFor,
+      { concurrency: 4, nowMs: NOW },
+    );
+
+  it('is read from .provisioner/, and an older provisioner beside the delivered files is still read', async () => {
+    expect(heartbeatPath('/m/provides/pg-main')).toBe('/m/provides/pg-main/.provisioner/heartbeat');
+    const stopped = formatHeartbeat(beat({ login: 'stopped' }));
+    expect((await reading({ '/m/provides/pg-main/.heartbeat': stopped }))[0]!.state).toBe('stopped');
+    // The new place wins over a copy left in the old one.
+    expect(
+      (
+        await reading({
+          '/m/provides/pg-main/.heartbeat': stopped,
+          '/m/provides/pg-main/.provisioner/heartbeat': formatHeartbeat(beat()),
+        })
+      )[0]!.state,
+    ).toBe('ok');
+    expect((await reading({}))[0]!.state).toBe('none');
+  });
+
+  it('the writer renames only inside .provisioner/ (0700) and removes the old-place file once', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-heartbeat-'));
+    try {
+      writeFileSync(path.join(dir, '.heartbeat'), 'old', { mode: 0o600 });
+      const before = statSync(dir);
+      const lines: string[] = [];
+      const writer = heartbeatWriter({
+        deliveredDir: dir,
+        provider: PROVIDER,
+        superuser: 'su_x',
+        intervalMs: 2_000,
+        log: (line) => lines.push(line),
+      });
+      await writer.stopped();
+      expect(existsSync(path.join(dir, '.heartbeat'))).toBe(false);
+      expect(statSync(path.join(dir, '.provisioner')).mode & 0o777).toBe(0o700);
+      const settled = statSync(dir);
+      expect(settled.mtimeMs).toBeGreaterThanOrEqual(before.mtimeMs);
+      await writer.stopped();
+      await writer.stopped();
+      // Two more beats: the provider directory's own stat does not move (the idle poll trusts it).
+      const after = statSync(dir);
+      expect([after.ino, after.mtimeMs, after.ctimeMs]).toEqual([
+        settled.ino,
+        settled.mtimeMs,
+        settled.ctimeMs,
+      ]);
+      expect(readdirSync(dir).sort()).toEqual(['.provisioner']);
+      expect(parseHeartbeat(readFileSync(heartbeatPath(dir), 'utf8'))?.login).toBe('stopped');
+      expect(lines).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
