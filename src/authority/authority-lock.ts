@@ -3,7 +3,7 @@ import { mkdir, open, stat } from 'node:fs/promises';
 import { BatonError, isBatonError } from '../errors.js';
 import { DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { errorCode } from '../fs/system-error.js';
-import { flockExclusive, type FlockResult } from '../fs/flock.js';
+import { flockExclusive, nativeModuleProblem, type FlockResult } from '../fs/flock.js';
 
 const RETRY_MS = 25;
 
@@ -75,10 +75,14 @@ async function acquire(fd: number, lock: string, waitMs: number): Promise<void> 
     taken = await flockExclusive(fd, waitMs, RETRY_MS);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    // A native module built for another Node.js is not the file system's fault: say which.
+    const native = nativeModuleProblem(error);
     throw new BatonError('failed', {
-      what: `The authority lock cannot be taken (${code ?? String(error)}).`,
+      what: native
+        ? `The authority lock cannot be taken: ${native.what}`
+        : `The authority lock cannot be taken (${code ?? String(error)}).`,
       where: lock,
-      next: 'Check the file system that holds the state dir supports flock.',
+      next: native?.next ?? 'Check the file system that holds the state dir supports flock.',
       changed: 'Nothing was written.',
       cause: error,
     });

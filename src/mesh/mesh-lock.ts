@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
-import { flockExclusive } from '../fs/flock.js';
+import { flockExclusive, nativeModuleProblem } from '../fs/flock.js';
 import { errorCode } from '../fs/system-error.js';
 
 export interface LockHolder {
@@ -50,10 +50,14 @@ export async function withMeshLock<T>(
     try {
       taken = await flockExclusive(handle.fd, 0);
     } catch (error) {
+      // A native module built for another Node.js is not the file system's fault: say which.
+      const native = nativeModuleProblem(error);
       throw new BatonError('failed', {
-        what: `The mesh lock cannot be taken (${errorCode(error)}).`,
+        what: native
+          ? `The mesh lock cannot be taken: ${native.what}`
+          : `The mesh lock cannot be taken (${errorCode(error)}).`,
         where: lock,
-        next: 'Put journal_dir on a file system that supports flock.',
+        next: native?.next ?? 'Put journal_dir on a file system that supports flock.',
         changed: 'Nothing was generated and nothing was sent.',
         cause: error,
       });
