@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: every figure of docs/benchmarks.md with its baseline measured in the same run, the
- * ratio and the goal, as a table on stdout and a JSON summary in bench-results.json.
+ * ratio and the goal, as a table on stdout and a JSON summary in bench-results.json — both
+ * written as each case finishes, so a run cut short keeps what it measured.
  *
  * Benchmarks, not tests: nothing here fails on a slow machine. A missed goal is printed and
  * recorded; the exit code is non-zero only when the harness itself could not run a case.
@@ -10,13 +11,13 @@
  *   npm run bench -- --runs 20          more repetitions of the process figures
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { makeContext, REPO, type BenchCase } from './lib/context.js';
-import type { Figure, Skipped } from './lib/figure.js';
 import { renderTable } from './lib/report.js';
+import { runCases } from './lib/run-cases.js';
 import { startupCase } from './cases/startup.bench-case.js';
 import { s3StatusCase } from './cases/s3-status.bench-case.js';
 import { firstFrameCase } from './cases/first-frame.bench-case.js';
@@ -106,46 +107,19 @@ async function main(): Promise<number> {
     return 2;
   }
   const ctx = makeContext(runs);
-  // An interrupted run still removes its temp dirs (the servers stop with the process).
-  process.once('SIGINT', () => {
-    ctx.cleanup();
-    process.exit(130);
-  });
   const host = machine();
   process.stderr.write(
     `bench: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}, load ${host.loadAverage.toFixed(2)}\n`,
   );
-  const figures: Figure[] = [];
-  const skipped: Skipped[] = [];
-  const failed: { name: string; error: string }[] = [];
-  const started = Date.now();
-  try {
-    for (const benchCase of CASES.filter((c) => !only || only.includes(c.name))) {
-      process.stderr.write(`bench: ${benchCase.name}\n`);
-      try {
-        const result = await benchCase.run(ctx);
-        figures.push(...result.figures);
-        skipped.push(...result.skipped);
-      } catch (error) {
-        const text = error instanceof Error ? (error.stack ?? error.message) : String(error);
-        process.stderr.write(`bench: ${benchCase.name} could not run: ${text}\n`);
-        failed.push({ name: benchCase.name, error: error instanceof Error ? error.message : String(error) });
-      }
-    }
-  } finally {
-    ctx.cleanup();
-  }
-  const summary = {
-    format: 'baton.bench/1',
-    at: new Date(started).toISOString(),
-    seconds: Math.round((Date.now() - started) / 1000),
-    machine: { ...host, loadAverageAtEnd: os.loadavg()[0]! },
-    figures,
-    skipped,
-    failed,
-  };
-  process.stdout.write(renderTable(figures, skipped, failed));
-  writeFileSync(RESULTS_FILE, `${JSON.stringify(summary, null, 2)}\n`);
+  // Each case's rows are printed and the JSON rewritten as the case finishes; a signal keeps them
+  // and removes the temp dirs (lib/run-cases.ts).
+  const summary = await runCases(
+    CASES.filter((c) => !only || only.includes(c.name)),
+    ctx,
+    { resultsFile: RESULTS_FILE, machine: { ...host }, cleanup: () => ctx.cleanup() },
+  );
+  const { figures, skipped, failed } = summary;
+  process.stdout.write(`\nAll cases:\n${renderTable(figures, skipped, failed)}`);
   process.stdout.write(
     `\nMachine: ${host.cpus} CPU(s), ${host.cpuModel}, Node ${host.node}; load average ${host.loadAverage.toFixed(2)} → ${os.loadavg()[0]!.toFixed(2)}\n`,
   );
