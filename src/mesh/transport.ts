@@ -111,6 +111,12 @@ export interface FileDigests {
  */
 export interface Transport {
   readonly machine: string;
+  /**
+   * It calls deadline.ts's `sent(signal)` when a call actually leaves (the ssh process spawned):
+   * the bound's "no answer" time starts there, and a call still queued when it runs out is
+   * "not reached". Without it the time counts from the call, as before.
+   */
+  readonly reportsSent?: boolean;
   /** Resolves when the machine answers now; rejects with a TransportError saying why not. */
   resolve(signal: AbortSignal): Promise<void>;
   /**

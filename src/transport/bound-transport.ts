@@ -5,6 +5,7 @@
  * the slot but left the ssh running; a signal kills it.
  */
 import { setMaxListeners } from 'node:events';
+import { formatSeconds, NotReached, onSent } from '../mesh/deadline.js';
 import type {
   BoundChannelRelay,
   BoundRenameChannel,
@@ -30,15 +31,26 @@ export class NoAnswer extends Error {
   }
 }
 
-function formatSeconds(ms: number): string {
-  const s = ms / 1000;
-  return `${Number.isInteger(s) ? s : s.toFixed(1)} s`;
-}
-
-/** Runs `op` with a signal that aborts after `timeoutMs` or with `parent`; the timer never outlives it. */
-export async function withinBounds<T>(bounds: Bounds, op: (signal: AbortSignal) => Promise<T>): Promise<T> {
+/**
+ * Runs `op` with a signal that aborts after `timeoutMs` or with `parent`; the timer never outlives it.
+ * `whenSent`: the transport says when the call is sent (src/mesh/deadline.ts); until then the
+ * same bound runs as the controller's ("not reached"), and the machine's `timeoutMs` starts then.
+ */
+export async function withinBounds<T>(
+  bounds: Bounds,
+  op: (signal: AbortSignal) => Promise<T>,
+  whenSent = false,
+): Promise<T> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new NoAnswer(bounds.timeoutMs)), bounds.timeoutMs);
+  const answer = () => setTimeout(() => controller.abort(new NoAnswer(bounds.timeoutMs)), bounds.timeoutMs);
+  let timer = whenSent
+    ? setTimeout(() => controller.abort(new NotReached(bounds.timeoutMs)), bounds.timeoutMs)
+    : answer();
+  if (whenSent)
+    onSent(controller.signal, () => {
+      clearTimeout(timer);
+      if (!controller.signal.aborted) timer = answer();
+    });
   const parent = bounds.signal;
   const onParent = () => controller.abort(parent?.reason);
   if (parent?.aborted) onParent();
@@ -55,19 +67,21 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
   // Each machine's receipt reader and rename channel listen on the command's signal for the
   // whole wait: twenty machines are not a leak, and Node's warning would reach the operator.
   if (bounds.signal) setMaxListeners(0, bounds.signal);
+  const sentAware = transport.reportsSent === true;
+  const within = <T>(op: (signal: AbortSignal) => Promise<T>) => withinBounds(bounds, op, sentAware);
   return {
     machine: transport.machine,
-    resolve: () => withinBounds(bounds, (s) => transport.resolve(s)),
-    stage: (files) => withinBounds(bounds, (s) => transport.stage(files, s)),
-    commit: (paths) => withinBounds(bounds, (s) => transport.commit(paths, s)),
-    unstage: (paths) => withinBounds(bounds, (s) => transport.unstage(paths, s)),
-    keepPrevious: (paths) => withinBounds(bounds, (s) => transport.keepPrevious(paths, s)),
-    restorePrevious: (paths) => withinBounds(bounds, (s) => transport.restorePrevious(paths, s)),
-    discardPrevious: (paths) => withinBounds(bounds, (s) => transport.discardPrevious(paths, s)),
-    retire: (paths) => withinBounds(bounds, (s) => transport.retire(paths, s)),
-    digests: (paths) => withinBounds(bounds, (s) => transport.digests(paths, s)),
-    readTexts: (paths) => withinBounds(bounds, (s) => transport.readTexts(paths, s)),
-    writeRecords: (records) => withinBounds(bounds, (s) => transport.writeRecords(records, s)),
+    resolve: () => within((s) => transport.resolve(s)),
+    stage: (files) => within((s) => transport.stage(files, s)),
+    commit: (paths) => within((s) => transport.commit(paths, s)),
+    unstage: (paths) => within((s) => transport.unstage(paths, s)),
+    keepPrevious: (paths) => within((s) => transport.keepPrevious(paths, s)),
+    restorePrevious: (paths) => within((s) => transport.restorePrevious(paths, s)),
+    discardPrevious: (paths) => within((s) => transport.discardPrevious(paths, s)),
+    retire: (paths) => within((s) => transport.retire(paths, s)),
+    digests: (paths) => within((s) => transport.digests(paths, s)),
+    readTexts: (paths) => within((s) => transport.readTexts(paths, s)),
+    writeRecords: (records) => within((s) => transport.writeRecords(records, s)),
     lock: (dir, holder) => holdBoundLock(transport, dir, holder, bounds),
     ...(transport.watchTexts
       ? {

@@ -25,6 +25,7 @@ import {
   remoteCommand,
 } from './remote-scripts.js';
 import { runProcess, startProcess, type ExecFn, type LiveProcess, type StartFn } from './run-process.js';
+import { sent } from '../mesh/deadline.js';
 import { connectionKey, type SshConnectionShare } from './ssh-connection-share.js';
 import {
   backoffMs,
@@ -119,6 +120,8 @@ export function sshTransport(
         if (refused && timedOut(signal)) throw stillRefused();
         throw abortedError(machine, what, signal);
       }
+      // deadline.ts: a place on the connection was waited for above; the machine's time starts now.
+      sent(signal);
       const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
         signal,
         ...(input === undefined ? {} : { input }),
@@ -173,6 +176,7 @@ export function sshTransport(
   };
   return {
     machine,
+    reportsSent: true,
     resolve: async (signal) => {
       await run('resolve', 'true', signal);
     },
