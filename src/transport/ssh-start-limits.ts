@@ -23,7 +23,14 @@ export const DEFAULT_MAX_SESSIONS = 10;
 /** sshd's default MaxStartups start: `--concurrency` up to this stays inside it. */
 export const DEFAULT_MAX_STARTUPS_START = 10;
 
-export type StartRefusal = 'startups' | 'sessions';
+/**
+ * `startups`: sshd dropped the connection before its key exchange (MaxStartups, full);
+ * `sessions`: the shared connection refused one more session (MaxSessions); `banner`: sshd
+ * accepted the TCP connection and said nothing within ConnectTimeout — nothing was refused,
+ * the host is slow to answer (a loaded host, a reverse-DNS lookup), and MaxStartups advice
+ * would send the operator to the wrong setting.
+ */
+export type StartRefusal = 'startups' | 'sessions' | 'banner';
 
 /**
  * What ssh's stderr says about a connection refused before anything ran, or undefined when it
@@ -31,8 +38,9 @@ export type StartRefusal = 'startups' | 'sessions';
  */
 export function startRefusal(stderr: string): StartRefusal | undefined {
   if (/no more sessions|Session open refused by peer/i.test(stderr)) return 'sessions';
+  if (/Connection timed out during banner exchange/i.test(stderr)) return 'banner';
   if (
-    /kex_exchange_identification|ssh_exchange_identification|Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|Connection timed out during banner exchange/i.test(
+    /kex_exchange_identification|ssh_exchange_identification|Connection closed by \S+ port \d+|Connection reset by \S+ port \d+/i.test(
       stderr,
     )
   )
@@ -68,6 +76,33 @@ export interface Refused {
   readonly overMs: number;
   /** ssh's own last words. */
   readonly said: string;
+  /**
+   * baton's own connection starts to that host in flight at the last refusal (this one
+   * included): 1 means sshd was full of someone else's, and lowering --concurrency cannot help.
+   */
+  readonly starting?: number;
+}
+
+const starts = new Map<string, number>();
+
+/**
+ * Counts baton's connection starts to `target` while one is under way (the ssh process runs);
+ * the returned function ends it. What `Refused.starting` is read from.
+ */
+export function connectionStart(target: SshTarget): { now(): number; end(): void } {
+  const key = hostOf(target);
+  starts.set(key, (starts.get(key) ?? 0) + 1);
+  let ended = false;
+  return {
+    now: () => starts.get(key) ?? 0,
+    end: () => {
+      if (ended) return;
+      ended = true;
+      const left = (starts.get(key) ?? 1) - 1;
+      if (left <= 0) starts.delete(key);
+      else starts.set(key, left);
+    },
+  };
 }
 
 function hostOf(target: SshTarget): string {
@@ -86,13 +121,23 @@ export function refusedWords(
   answer?: string,
 ): string {
   const seconds = (refused.overMs / 1000).toFixed(1);
-  const head = `ssh failed: ${refused.said} — sshd on ${hostOf(target)} refused ${refused.attempts} connection start${refused.attempts === 1 ? '' : 's'} in ${seconds} s${answer ? ` (then ${answer})` : ''}`;
+  const then = answer ? ` (then ${answer})` : '';
+  const attempts = `${refused.attempts} attempt${refused.attempts === 1 ? '' : 's'} in ${seconds} s`;
+  if (refused.refusal === 'banner')
+    return `ssh failed: ${refused.said} — sshd on ${hostOf(target)} accepted the connection but sent no banner within ConnectTimeout (${target.connectTimeout} s; ${attempts})${then}: nothing was refused — that host or its sshd is slow to answer (a loaded host, a reverse-DNS lookup with UseDNS). Check that host, or raise ssh.connect_timeout in the inventory.`;
+  const head = `ssh failed: ${refused.said} — sshd on ${hostOf(target)} refused ${refused.attempts} connection start${refused.attempts === 1 ? '' : 's'} in ${seconds} s${then}`;
   const running = concurrency === undefined ? 'baton' : `baton at --concurrency ${concurrency}`;
+  if (refused.refusal === 'startups' && refused.starting !== undefined && refused.starting <= 1)
+    return `${head}: sshd there was full (MaxStartups: connections not yet authenticated) with connections that were not baton's — baton had only this one starting to that host, so lowering --concurrency will not help. Find what holds that sshd's unauthenticated connections, or raise MaxStartups in its sshd_config.`;
   if (refused.refusal === 'sessions') {
     const limit = target.maxSessions ?? DEFAULT_MAX_SESSIONS;
     return `${head}: the likely limit is MaxSessions on that host (sessions on one connection; baton keeps at most ${limit}, the inventory's max_sessions${target.maxSessions === undefined ? ', default 10' : ''}, and ${running} contacts machines at once). Set max_sessions for that host in the inventory to its sshd's MaxSessions, or lower --concurrency.`;
   }
-  return `${head}: the likely limit is MaxStartups on that host (sshd drops new connections past its limit of unauthenticated ones; default 10:30:100), and ${running} opens that many at once. Lower --concurrency (the default 8 stays inside sshd's defaults), or raise MaxStartups in that host's sshd_config.`;
+  const own =
+    refused.starting === undefined
+      ? ''
+      : ` (${refused.starting} of baton's were starting to that host at the last refusal)`;
+  return `${head}: the likely limit is MaxStartups on that host (sshd drops new connections past its limit of unauthenticated ones; default 10:30:100), and ${running} opens that many at once${own}. Lower --concurrency (the default 8 stays inside sshd's defaults), or raise MaxStartups in that host's sshd_config.`;
 }
 
 /**

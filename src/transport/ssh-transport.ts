@@ -31,6 +31,7 @@ import {
   backoffMs,
   DEFAULT_MAX_SESSIONS,
   pause,
+  connectionStart,
   refusedWords,
   sessionGate,
   startRefusal,
@@ -122,10 +123,14 @@ export function sshTransport(
       }
       // deadline.ts: a place on the connection was waited for above; the machine's time starts now.
       sent(signal);
+      // ssh-start-limits.ts: how many of baton's own starts to that host a refusal met.
+      const starting = connectionStart(target);
       const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
         signal,
         ...(input === undefined ? {} : { input }),
       });
+      const startingThen = starting.now();
+      starting.end();
       const refusal = result.exitCode === 255 ? startRefusal(result.stderr) : undefined;
       release?.(
         !result.cancelled &&
@@ -140,7 +145,13 @@ export function sshTransport(
         throw abortedError(machine, what, signal);
       }
       if (refusal) {
-        refused = { refusal, attempts: attempt, overMs: Date.now() - firstAt, said: lastLine(result.stderr) };
+        refused = {
+          refusal,
+          attempts: attempt,
+          overMs: Date.now() - firstAt,
+          said: lastLine(result.stderr),
+          starting: startingThen,
+        };
         await pause(backoffMs(attempt, options.random), signal);
         continue;
       }

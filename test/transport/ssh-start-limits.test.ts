@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import { backoffMs, refusedWords, sessionGate, startRefusal } from '../../src/transport/ssh-start-limits.js';
+import {
+  backoffMs,
+  connectionStart,
+  refusedWords,
+  sessionGate,
+  startRefusal,
+} from '../../src/transport/ssh-start-limits.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
@@ -73,6 +79,84 @@ describe('what ssh says when sshd refuses a connection start', () => {
     expect(sessions).toMatch(/MaxSessions/);
     expect(sessions).toMatch(/at most 4/);
     expect(sessions).toMatch(/max_sessions/);
+  });
+});
+
+describe("#45 item 6: a slow banner, a full sshd and baton's own starts each have their own words", () => {
+  const target = {
+    host: 'web5',
+    user: undefined,
+    port: undefined,
+    identity: undefined,
+    knownHosts: undefined,
+    strictHostKeyChecking: undefined,
+    config: undefined,
+    connectTimeout: 2,
+  };
+
+  it('a banner that does not come in time is not a refusal and not MaxStartups', () => {
+    const said = 'Connection timed out during banner exchange\r\nConnection to UNKNOWN port 65535 timed out';
+    expect(startRefusal(said)).toBe('banner');
+    const words = refusedWords(
+      target,
+      { refusal: 'banner', attempts: 1, overMs: 2100, said, starting: 1 },
+      8,
+    );
+    expect(words).toContain(
+      'sshd on web5 accepted the connection but sent no banner within ConnectTimeout (2 s',
+    );
+    expect(words).toContain('nothing was refused');
+    expect(words).toContain('raise ssh.connect_timeout');
+    expect(words).not.toMatch(/refused 1 connection start|MaxStartups|--concurrency/);
+  });
+
+  it("full with someone else's connections (baton had one starting): lowering --concurrency is not the advice", () => {
+    const words = refusedWords(
+      target,
+      {
+        refusal: 'startups',
+        attempts: 5,
+        overMs: 3000,
+        said: 'Connection closed by 10.0.0.5 port 22',
+        starting: 1,
+      },
+      8,
+    );
+    expect(words).toContain('sshd there was full');
+    expect(words).toContain('lowering --concurrency will not help');
+    expect(words).not.toContain('Lower --concurrency');
+  });
+
+  it("full with baton's own: says how many were starting, and Lower --concurrency", () => {
+    const words = refusedWords(
+      target,
+      {
+        refusal: 'startups',
+        attempts: 3,
+        overMs: 900,
+        said: 'Connection closed by 10.0.0.5 port 22',
+        starting: 12,
+      },
+      32,
+    );
+    expect(words).toContain("12 of baton's were starting to that host");
+    expect(words).toContain('Lower --concurrency');
+  });
+
+  it("connectionStart counts baton's starts per host while they run", () => {
+    const a = connectionStart(target);
+    const b = connectionStart(target);
+    const other = connectionStart({ ...target, host: 'web6' });
+    expect(a.now()).toBe(2);
+    expect(other.now()).toBe(1);
+    b.end();
+    b.end();
+    expect(a.now()).toBe(1);
+    a.end();
+    other.end();
+    const again = connectionStart(target);
+    expect(again.now()).toBe(1);
+    again.end();
   });
 });
 
