@@ -22,6 +22,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/rotation-sequences-1.test.ts': 22.3,
   'test/reliability/secrets.test.ts': 22.0,
   'test/store/s3-call-deadline-moto.test.ts': 21.8,
+  'test/integration/replay-or-race-moto.test.ts': 23.2,
   'test/reliability/session-drop.test.ts': 21.5,
   'test/mesh/rotation-sequences-4.test.ts': 20.3,
   'test/mesh/rotation-sequences-3.test.ts': 20.3,

@@ -35,7 +35,7 @@ import { answerLost, lostAnswerError, reread } from './lost-answer.js';
 import { refuseReplay } from './replay.js';
 import { refuseClockOff } from './clock-check.js';
 import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
-import { openPublished, readPublished } from './published.js';
+import { bodyReadFor, openPublished, readPublished, sameBytes } from './published.js';
 import {
   blockedError,
   changedError,
@@ -51,6 +51,7 @@ import {
   replaceUnreadableRefusal,
   retireInStoreUnconfirmed,
   storeFailure,
+  etagUnstableError,
 } from './refusals.js';
 import type { ShareContext } from './share-context.js';
 import { DOCUMENT_FORMAT, type DocumentHeader, type Look, type Outcome, type Verdict } from './types.js';
@@ -139,7 +140,12 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
         ? { kind: 'if-match' as const, etag: published.etag }
         : { kind: 'create-only' as const };
     await ctx.beforeWrite?.();
-    const { etag } = await putDocument(ctx, body, precondition);
+    const { etag } = await putDocument(
+      ctx,
+      body,
+      precondition,
+      published.state === 'present' ? bodyReadFor(published) : undefined,
+    );
     return { kind: 'published', fingerprint, etag };
   });
 }
@@ -412,7 +418,12 @@ export async function retirePublished(
     refuseUnstatedSeal(ctx);
     const { body } = await encodeLocalAuthority(ctx, local);
     await ctx.beforeWrite?.();
-    const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
+    const { etag } = await putDocument(
+      ctx,
+      body,
+      { kind: 'if-match', etag: published.etag },
+      bodyReadFor(published),
+    );
     return { kind: 'dropped', previous: retired, etag };
   });
 }
@@ -440,6 +451,8 @@ async function putDocument(
   ctx: ShareContext,
   body: Uint8Array,
   precondition: Parameters<Store['put']>[1],
+  /** The bytes the decision read (a replace): a refused If-Match over these same bytes is an unstable ETag, not a change. */
+  readBody?: Uint8Array,
 ): Promise<{ readonly etag: string }> {
   try {
     return await ctx.store.put(body, precondition);
@@ -448,6 +461,8 @@ async function putDocument(
       const found = await reread(ctx.store, body);
       if (found.kind === 'ours') return { etag: found.etag };
       if (answerLost(error)) throw lostAnswerError(ctx.store.location, error as BatonError, found);
+      if (precondition?.kind === 'if-match' && found.kind === 'other' && sameBytes(found.body, readBody))
+        throw etagUnstableError(ctx, error);
     }
     throw publishFailed(ctx, error);
   }

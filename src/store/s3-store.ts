@@ -167,6 +167,7 @@ export class S3Store implements Store {
       location: `s3://${this.spec.bucket}/${this.spec.prefix}`,
       write: (name, body, precondition) => this.#put(keyOf(name), body, precondition),
       remove: (name) => this.#removeEveryVersion(keyOf(name)),
+      readEtag: async (name) => (await this.#get(keyOf(name)))?.etag,
     });
   }
 

@@ -8,6 +8,7 @@
  * BOUNDED AND SELF-STOPPING: a stall is held at most `maxStallMs`, and the proxy closes itself
  * after `lifetimeMs`, so a test that forgets `close()` cannot hang the run.
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -31,6 +32,11 @@ export type Fault =
    * `maxStallMs`): a store or proxy that stops mid-answer.
    */
   | 'stall-body'
+  /**
+   * Forwarded untouched, but the answer's ETag header is replaced by a fresh random one: a
+   * gateway that gives the same bytes a different ETag on every answer.
+   */
+  | 'rewrite-etag'
   /** Forwarded untouched after `delayMs`: a slow store, to hold an operation mid-flight. */
   | 'delay'
   /** Forwarded WITHOUT its If-Match header: a proxy or gateway that drops the precondition. */
@@ -160,6 +166,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         return forward(req, res, true);
       case 'stall-body':
         return forward(req, res, false, false, rule!.bodyBytes ?? 'half');
+      case 'rewrite-etag':
+        return forward(req, res, false, false, undefined, true);
       case 'drop-if-match':
         delete req.headers['if-match'];
         return forward(req, res, false);
@@ -202,6 +210,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     truncate: boolean,
     drop = false,
     stallAfter?: number | 'half',
+    rewriteEtag = false,
   ) => {
     const upstreamReq = http.request(
       {
@@ -223,6 +232,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           }
           const headers = { ...upstreamRes.headers };
           delete headers['transfer-encoding'];
+          if (rewriteEtag && headers.etag !== undefined)
+            headers.etag = `"${randomBytes(16).toString('hex')}"`;
           if (stallAfter !== undefined) {
             // The whole length promised, part of it sent, then nothing: neither an end nor a reset.
             const sent =
