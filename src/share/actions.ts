@@ -18,6 +18,7 @@ import {
   mintAuthority,
   readAuthorityFiles,
   readLocalAuthority,
+  restorePreviousCertificateLocked,
   setAsideAuthority,
   snapshotLocalAuthority,
   withAuthorityLock,
@@ -33,6 +34,7 @@ import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
 import { answerLost, lostAnswerError, reread } from './lost-answer.js';
 import { refuseReplay } from './replay.js';
+import { overlapStillPublished } from './partial-install.js';
 import { refuseClockOff } from './clock-check.js';
 import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
 import { bodyReadFor, openPublished, readPublished, sameBytes } from './published.js';
@@ -245,7 +247,15 @@ export async function adopt(ctx: ShareContext, options: { readonly seen?: Verdic
   return underLock(ctx, options.seen, async (now) => adoptLocked(ctx, now));
 }
 
-async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Promise<Outcome> {
+async function adoptLocked(ctx: ShareContext, { local, published, verdict }: Look): Promise<Outcome> {
+  // THE SAME ADOPT AGAIN finishes an install that stopped after ca-previous.key.
+  const stoppedPrevious = overlapStillPublished(local, published);
+  if (verdict.kind === 'adopt' && stoppedPrevious && published.state === 'present') {
+    refuseOutsideValidity(ctx, published);
+    const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
+    await restorePreviousCertificateLocked(ctx.stateDir, ctx.deployment, files, stoppedPrevious);
+    return { kind: 'installed', fingerprint: verdict.published };
+  }
   switch (verdict.kind) {
     case 'first-controller':
     case 'publish':

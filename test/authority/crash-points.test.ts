@@ -46,6 +46,7 @@ import {
   type Op,
 } from '../helpers/crash-points.js';
 import { MemoryStore } from '../helpers/memory-store.js';
+import { wirecertReads, type WirecertReading } from '../helpers/billet/wirecert-rules.js';
 
 const DEP = TEST_DEPLOYMENT;
 const cleanups: (() => void)[] = [];
@@ -166,7 +167,12 @@ const SCENARIOS: readonly Scenario[] = [
 type BatonReading = 'whole' | 'fresh' | 'lost' | `interrupted ${'rotate' | 'retire'}` | `blocked ${string}`;
 
 /** baton's name for a state, and whether it comes with a way out (a command or what to do by hand). */
-function batonReads(local: LocalAuthority): { readonly reading: BatonReading; readonly wayOut: boolean } {
+function batonReads(local: LocalAuthority): {
+  readonly reading: BatonReading;
+  readonly wayOut: boolean;
+  /** For an interrupted state: whether baton's words say billet will not start on it. */
+  readonly saysBilletStops?: boolean;
+} {
   switch (local.state) {
     case 'fresh':
     case 'lost':
@@ -179,7 +185,11 @@ function batonReads(local: LocalAuthority): { readonly reading: BatonReading; re
     case 'whole': {
       const interrupted = interruptedOf(local);
       return interrupted
-        ? { reading: `interrupted ${interrupted.op}`, wayOut: interrupted.step.args.length > 0 }
+        ? {
+            reading: `interrupted ${interrupted.op}`,
+            wayOut: interrupted.step.args.length > 0,
+            saysBilletStops: interrupted.billetStops,
+          }
         : { reading: 'whole', wayOut: true };
     }
   }
@@ -193,6 +203,7 @@ interface Finding {
   readonly files: readonly string[];
   readonly baton: BatonReading;
   readonly billet: BilletReading;
+  readonly seed: WirecertReading;
   readonly problem: string;
 }
 
@@ -228,12 +239,16 @@ async function checkAll(
     const local = (await readAuthority(stateDir, DEP)).local;
     const baton = batonReads(local);
     const billet = await billetReads(stateDir, DEP);
-    const label = `${baton.reading} / billet ${billet.outcome}`;
+    const seed = await wirecertReads(stateDir, DEP);
+    const label = `${baton.reading} / billet ${billet.outcome} / b2b42c1a ${seed.verdict}`;
+    tally(`baton ${baton.reading}`);
+    tally(`later billet ${billet.outcome}`);
+    tally(`b2b42c1a ${seed.verdict}`);
     seen.set(key, label);
     readings.set(label, (readings.get(label) ?? 0) + 1);
     const files = [...state.files.keys()].filter((p) => state.files.get(p) !== 'dir').sort();
     const finding = (problem: string) =>
-      findings.push({ scenario, prefix: state.prefix, files, baton: baton.reading, billet, problem });
+      findings.push({ scenario, prefix: state.prefix, files, baton: baton.reading, billet, seed, problem });
     if (!baton.wayOut) finding('baton names no way out');
     // "Held or was adopting": the dir held an authority before, or this state differs from the
     // one before the operation in any authority file (the operation had begun installing).
@@ -242,15 +257,34 @@ async function checkAll(
       finding('billet mints a new authority ("day one") in a dir that held or was adopting one');
     if (billet.outcome === 'fails' && baton.reading === 'whole')
       finding('billet fails to start where baton says "whole"');
+    // THE SEED'S BILLET TOO: every state it will not start on is one baton names as needing
+    // repair (interrupted, lost or blocked, each with its way out), never "whole".
+    if (seed.verdict === 'mints' && (heldBefore || adopting))
+      finding(`billet b2b42c1a mints ("day one") in a dir that held or was adopting one (${seed.rule})`);
+    if (seed.verdict === 'refuses' && baton.reading === 'whole')
+      finding(`billet b2b42c1a refuses to start where baton says "whole" (${seed.rule})`);
+    if (seed.verdict === 'refuses' && baton.saysBilletStops === false)
+      finding(`baton's words say billet starts where billet b2b42c1a refuses (${seed.rule})`);
   }
   rmSync(work, { recursive: true, force: true });
   return { states: states.length, distinct: seen.size, readings, findings };
 }
 
 const totals = { states: 0, distinct: 0 };
+/** Each reading's verdicts over every distinct state of every scenario: the table the lead quotes. */
+const verdicts = new Map<string, number>();
+function tally(label: string): void {
+  verdicts.set(label, (verdicts.get(label) ?? 0) + 1);
+}
 afterAll(() => {
   console.log(
-    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), both readings`,
+    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a)`,
+  );
+  console.log(
+    `crash table verdicts: ${[...verdicts]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([label, count]) => `${label} ×${count}`)
+      .join('; ')}`,
   );
 });
 
