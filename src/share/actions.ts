@@ -34,7 +34,7 @@ import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
 import { answerLost, lostAnswerError, reread } from './lost-answer.js';
 import { refuseReplay } from './replay.js';
-import { overlapStillPublished } from './partial-install.js';
+import { isStoppedInstall, overlapStillPublished } from './partial-install.js';
 import { refuseClockOff } from './clock-check.js';
 import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
 import { bodyReadFor, openPublished, readPublished, sameBytes } from './published.js';
@@ -255,6 +255,17 @@ async function adoptLocked(ctx: ShareContext, { local, published, verdict }: Loo
     const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
     await restorePreviousCertificateLocked(ctx.stateDir, ctx.deployment, files, stoppedPrevious);
     return { kind: 'installed', fingerprint: verdict.published };
+  }
+  // THE SAME ADOPT (OR FORCE) AGAIN finishes an install cut short: installAuthority proves every
+  // file in ca/ is the document's, byte for byte, and writes only what is missing.
+  if (isStoppedInstall(local, published) && published.state === 'present') {
+    refuseOutsideValidity(ctx, published);
+    await refuseReplay(ctx.store, published);
+    const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
+    await installAuthority(ctx.stateDir, ctx.deployment, files, published.header.fingerprint, {
+      resume: true,
+    });
+    return { kind: 'installed', fingerprint: published.header.fingerprint };
   }
   switch (verdict.kind) {
     case 'first-controller':

@@ -23,3 +23,13 @@ export function overlapStillPublished(
     ? local.leftover.fingerprint
     : undefined;
 }
+
+/**
+ * A half-initialised ca/ beside a published document: possibly an adopt or a force cut short
+ * (their install writes the previous pair, then ca.key, then ca.crt). Only a candidate — the
+ * install proves it byte for byte under the lock (installAuthority's `resume`) and refuses
+ * anything else; the words offer the same `sync` and, failing that, the backup.
+ */
+export function isStoppedInstall(local: LocalAuthority, published: PublishedAuthority): boolean {
+  return local.state === 'blocked' && local.problem === 'half-initialised' && published.state === 'present';
+}

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAuthority } from '../../src/authority/read-local-authority.js';
 import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
-import { adopt, look, publish } from '../../src/share/actions.js';
+import { adopt, force, look, publish } from '../../src/share/actions.js';
 import type { ShareContext } from '../../src/share/share-context.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { fixedClock, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
@@ -98,5 +98,68 @@ describe('the chained crash: an adopt of an overlap stopped after ca-previous.ke
     expect(await wirecertReads(stateDir, DEP)).toMatchObject({ verdict: 'starts' });
     expect(await billetReads(stateDir, DEP)).toMatchObject({ outcome: 'serves-previous' });
     expect(readFileSync(path.join(storeDir, 'authority.json'))).toEqual(published);
+  }, 60_000);
+});
+
+/** Every `next_steps` entry anywhere in a status --json object. */
+function nextStepsIn(value: unknown): { command: string; args: string[] }[] {
+  if (Array.isArray(value)) return value.flatMap(nextStepsIn);
+  if (value === null || typeof value !== 'object') return [];
+  const found: { command: string; args: string[] }[] = [];
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === 'next_steps' && Array.isArray(inner))
+      found.push(...(inner as { command: string; args: string[] }[]));
+    else found.push(...nextStepsIn(inner));
+  }
+  return found;
+}
+
+describe('a force cut short part-way through its install', () => {
+  it('status names the same sync (and the ca.superseded-* it set aside) in its words and next_steps; that sync, run as given, finishes it', async () => {
+    const storeDir = path.join(tmp.dir, 'store-force');
+    const store = new DirectoryStore(storeDir);
+    const source = await makeAuthority({ deployment: DEP, rotated: true });
+    try {
+      await publish(share(source.stateDir, store));
+    } finally {
+      source.cleanup();
+    }
+    const published = readFileSync(path.join(storeDir, 'authority.json'));
+    const diverged = await makeAuthority({ deployment: DEP });
+    // A crash point of force the harness records: ca/ set aside, the install written up to
+    // ca.key (the previous pair and the key), ca.crt not yet.
+    const stateDir = diverged.stateDir;
+    expect((await force(share(stateDir, store))).kind).toBe('forced');
+    rmSync(path.join(stateDir, 'ca', 'ca.crt'));
+    expect((await readAuthority(stateDir, DEP)).local).toMatchObject({
+      state: 'blocked',
+      problem: 'half-initialised',
+    });
+
+    const flags = [
+      '--deployment',
+      DEP,
+      '--state-dir',
+      stateDir,
+      '--store',
+      `file://${storeDir}`,
+      '--no-seal',
+    ];
+    const status = await runBaton([...flags, 'status', '--json']);
+    expect(status.exitCode, status.all).toBe(3);
+    const json = JSON.parse(status.stdout) as unknown;
+    expect(status.stdout).toContain('ca.superseded-');
+    expect(status.stdout).not.toMatch(/^[^.]*Restore the missing file from a backup\./);
+    const steps = nextStepsIn(json).filter((step) => step.args.at(-1) === 'sync');
+    expect(steps.length).toBeGreaterThan(0);
+
+    const sync = await runBaton(steps[0]!.args);
+    expect(sync.exitCode, sync.all).toBe(0);
+    const after = (await readAuthority(stateDir, DEP)).local;
+    expect(after).toMatchObject({ state: 'whole' });
+    expect(await wirecertReads(stateDir, DEP)).toMatchObject({ verdict: 'starts' });
+    expect(await billetReads(stateDir, DEP)).toMatchObject({ outcome: 'serves-previous' });
+    expect(readFileSync(path.join(storeDir, 'authority.json'))).toEqual(published);
+    diverged.cleanup();
   }, 60_000);
 });

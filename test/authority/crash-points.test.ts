@@ -88,7 +88,12 @@ async function publishedStore(rotated: boolean): Promise<MemoryStore> {
 interface Scenario {
   readonly name: string;
   /** True when the dir held an authority before the operation (or the operation installs one). */
-  readonly setup: () => Promise<{ readonly stateDir: string; readonly run: () => Promise<unknown> }>;
+  readonly setup: () => Promise<{
+    readonly stateDir: string;
+    readonly run: () => Promise<unknown>;
+    /** The command the words name for a state this one cut short, run on that state's dir (adopt and force: `sync`, which adopts). */
+    readonly resume?: (stateDir: string) => Promise<unknown>;
+  }>;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -116,8 +121,9 @@ const SCENARIOS: readonly Scenario[] = [
     name: 'adopt into a fresh host (a document mid-overlap)',
     setup: async () => {
       const stateDir = await freshHost();
-      const ctx = share(stateDir, await publishedStore(true), 'adopter');
-      return { stateDir, run: () => adopt(ctx) };
+      const store = await publishedStore(true);
+      const ctx = share(stateDir, store, 'adopter');
+      return { stateDir, run: () => adopt(ctx), resume: (dir) => adopt(share(dir, store, 'adopter')) };
     },
   },
   {
@@ -125,16 +131,26 @@ const SCENARIOS: readonly Scenario[] = [
     setup: async () => {
       const held = await heldHost();
       rmSync(path.join(held.stateDir, 'ca'), { recursive: true });
-      const ctx = share(held.stateDir, await publishedStore(true), 'adopter');
-      return { stateDir: held.stateDir, run: () => adopt(ctx) };
+      const store = await publishedStore(true);
+      const ctx = share(held.stateDir, store, 'adopter');
+      return {
+        stateDir: held.stateDir,
+        run: () => adopt(ctx),
+        resume: (dir) => adopt(share(dir, store, 'adopter')),
+      };
     },
   },
   {
     name: 'force (sync --force over a diverged host)',
     setup: async () => {
       const held = await heldHost(true);
-      const ctx = share(held.stateDir, await publishedStore(true), 'diverged');
-      return { stateDir: held.stateDir, run: () => force(ctx) };
+      const store = await publishedStore(true);
+      const ctx = share(held.stateDir, store, 'diverged');
+      return {
+        stateDir: held.stateDir,
+        run: () => force(ctx),
+        resume: (dir) => adopt(share(dir, store, 'diverged')),
+      };
     },
   },
   {
@@ -219,6 +235,7 @@ async function checkAll(
   scenario: string,
   initial: ReturnType<typeof snapshotInitial>,
   ops: readonly Op[],
+  resume?: (stateDir: string) => Promise<unknown>,
 ): Promise<Checked> {
   const states = crashStates(initial, ops);
   const authorityFiles = (files: ReadonlyMap<string, unknown>) =>
@@ -263,6 +280,29 @@ async function checkAll(
       finding(`billet b2b42c1a mints ("day one") in a dir that held or was adopting one (${seed.rule})`);
     if (seed.verdict === 'refuses' && baton.reading === 'whole')
       finding(`billet b2b42c1a refuses to start where baton says "whole" (${seed.rule})`);
+    // RESUMABLE BY THE SAME COMMAND: a half-initialised install is finished by the `sync` its
+    // words name (adopt), reaching a whole state both billet readings start on.
+    if (resume && local.state === 'blocked' && local.problem === 'half-initialised') {
+      const said = JSON.stringify(local.error.said ?? local.error.next);
+      if (!said.includes('"sync"')) finding('the words of a half-initialised install do not name sync');
+      if (scenario.startsWith('force') && !said.includes('ca.superseded-'))
+        finding('the words of a force cut short do not name the ca.superseded-* it set aside');
+      const resumed = path.join(work, `r${n}`);
+      materialize(resumed, state.files);
+      try {
+        await resume(resumed);
+        const after = (await readAuthority(resumed, DEP)).local;
+        const seedAfter = await wirecertReads(resumed, DEP);
+        const laterAfter = await billetReads(resumed, DEP);
+        if (after.state !== 'whole' || interruptedOf(after) !== undefined)
+          finding(`sync did not finish the install: ${after.state}`);
+        else if (seedAfter.verdict !== 'starts' || laterAfter.outcome === 'fails')
+          finding(`after sync, billet does not start: ${seedAfter.rule} / ${laterAfter.why}`);
+        else resumedStates += 1;
+      } catch (error) {
+        finding(`sync refused the install it was cut short of: ${(error as Error).message}`);
+      }
+    }
     if (seed.verdict === 'refuses' && baton.saysBilletStops === false)
       finding(`baton's words say billet starts where billet b2b42c1a refuses (${seed.rule})`);
   }
@@ -271,6 +311,8 @@ async function checkAll(
 }
 
 const totals = { states: 0, distinct: 0 };
+/** Half-initialised installs the printed `sync` finished to a state both billets start on. */
+let resumedStates = 0;
 /** Each reading's verdicts over every distinct state of every scenario: the table the lead quotes. */
 const verdicts = new Map<string, number>();
 function tally(label: string): void {
@@ -278,7 +320,7 @@ function tally(label: string): void {
 }
 afterAll(() => {
   console.log(
-    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a)`,
+    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a); ${resumedStates} half-initialised installs finished by the same sync`,
   );
   console.log(
     `crash table verdicts: ${[...verdicts]
@@ -290,10 +332,10 @@ afterAll(() => {
 
 describe('every crash point of every authority write, by baton and by billet', () => {
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (name, scenario) => {
-    const { stateDir, run } = await scenario.setup();
+    const { stateDir, run, resume } = await scenario.setup();
     const initial = snapshotInitial(stateDir);
     const ops = await record(stateDir, initial, run);
-    const checked = await checkAll(name, initial, ops);
+    const checked = await checkAll(name, initial, ops, resume);
     totals.states += checked.states;
     totals.distinct += checked.distinct;
     console.log(
