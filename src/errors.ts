@@ -126,6 +126,8 @@ export type StoreFailureReason =
   | 'server-error'
   /** The store answered without an ETag: a replace could not be conditional. */
   | 'no-etag'
+  /** The store gives the same bytes a different ETag: a replace if-match is refused though nothing changed. */
+  | 'etag-unstable'
   /** The published document is over the size limit (refused before it is buffered). */
   | 'oversize'
   /** The published document is not a regular file (directory store). */

@@ -140,7 +140,10 @@ export function localRows(report: StatusReport): PanelRows {
         {
           kind: 'text',
           label: 'state',
-          value: `whole${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}${local.pending ? ` (an interrupted ca ${local.pending}: run baton ca ${local.pending} to finish it)` : ''}`,
+          // INTERRUPTED IS NOT WHOLE: billet b2b42c1a does not start on half a previous pair (a
+          // lone ca-previous.key included), and a lone key may be an install that stopped, not a
+          // retire: the verdict names the way out, which this row does not second-guess.
+          value: `${local.pending || local.repairedTear ? 'INTERRUPTED, not whole (the current pair is intact)' : 'whole'}${local.markerMissing ? ' (marker missing: the next locked operation restores it)' : ''}${local.repairedTear ? ' (torn rotation read, paired with ca-previous.key)' : ''}${local.alone === 'ca-previous.key' ? " (ca-previous.key without its certificate: billet's control plane will not start on it; the verdict below says how to finish)" : local.pending ? ` (an interrupted ca ${local.pending}: run baton ca ${local.pending} to finish it)` : ''}`,
         },
         { kind: 'text', label: 'not after', value: formatTime(local.current.notAfter) },
         // baton reads PKCS#8; billet does not: a host that looks whole here would not start billet.

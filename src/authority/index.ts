@@ -30,3 +30,4 @@ export { retireAuthority, unprovedRefusal, type RetireResult } from './retire-au
 export { layoutOf, type AuthorityLayout } from './layout.js';
 export type { StepHook } from '../fs/durable-write.js';
 export { interruptedOf, type Interrupted } from './interrupted.js';
+export { restorePreviousCertificate, restorePreviousCertificateLocked } from './restore-previous.js';

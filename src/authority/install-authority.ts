@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { lstat, mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
@@ -22,6 +23,34 @@ const INSTALL_ORDER: ReadonlyArray<readonly [AuthorityFileName, number]> = [
   ['ca.crt', CERT_MODE],
 ];
 
+async function absent(file: string): Promise<boolean> {
+  try {
+    await lstat(file);
+    return false;
+  } catch (error) {
+    if (isSystemError(error) && errorCode(error) === 'ENOENT') return true;
+    throw error;
+  }
+}
+
+/**
+ * True when every authority file present in ca/ is a regular file byte for byte equal to the
+ * one `files` carries, and the current certificate (written last) is not among them: what an
+ * install of `files` leaves when it is cut short. Never true for a file of another authority.
+ */
+async function isInstallPrefix(caDir: string, files: AuthorityFiles): Promise<boolean> {
+  if (!(await absent(path.join(caDir, 'ca.crt')))) return false;
+  for (const [name] of INSTALL_ORDER) {
+    const file = path.join(caDir, name);
+    if (await absent(file)) continue;
+    const st = await lstat(file);
+    const want = files[name];
+    if (!st.isFile() || !want) return false;
+    if (!Buffer.from(await readFile(file)).equals(Buffer.from(want))) return false;
+  }
+  return true;
+}
+
 /**
  * Installs `files` into a ca/ that holds no authority (fresh or lost): the marker FIRST, then each
  * file created with O_EXCL so nothing that appeared meanwhile is overwritten, then RE-READS and
@@ -39,7 +68,15 @@ export async function installAuthority(
   deployment: string,
   files: AuthorityFiles,
   expected: Fingerprint,
-  opts?: { readonly onStep?: StepHook },
+  opts?: {
+    readonly onStep?: StepHook;
+    /**
+     * Finish an install that stopped part-way (adopt or force cut short): a half-initialised
+     * ca/ is accepted when every file in it is byte for byte the one `files` carries, and only
+     * the missing files are written. Anything else is refused as before.
+     */
+    readonly resume?: boolean;
+  },
 ): Promise<void> {
   const l = layoutOf(stateDir);
   const where = `the authority being installed into ${l.caDir}`;
@@ -86,7 +123,21 @@ export async function installAuthority(
   }
 
   const before = await readLocalAuthority(stateDir, deployment);
-  if (before.state !== 'fresh' && before.state !== 'lost') {
+  const resuming =
+    opts?.resume === true &&
+    before.state === 'blocked' &&
+    before.problem === 'half-initialised' &&
+    (await isInstallPrefix(l.caDir, files));
+  if (before.state === 'blocked' && before.problem === 'half-initialised' && opts?.resume && !resuming) {
+    throw new BatonError('refused', {
+      what: 'ca/ holds part of an authority that is not the published one (a file in it differs from the document, byte for byte), so this is not an install to finish.',
+      where: l.caDir,
+      next: before.error.said ?? before.error.next ?? 'Restore the missing file from a backup.',
+      changed: 'Nothing was written.',
+      reason: 'blocked',
+    });
+  }
+  if (!resuming && before.state !== 'fresh' && before.state !== 'lost') {
     throw new BatonError('refused', {
       what:
         before.state === 'whole'
@@ -104,7 +155,7 @@ export async function installAuthority(
   const written: string[] = [];
   let writing = 'ca/';
   try {
-    if (before.state === 'fresh') {
+    if (before.state === 'fresh' || (resuming && (await absent(l.marker)))) {
       writing = 'authority-created';
       await writeMarker(stateDir, deployment);
       written.push(writing);
@@ -116,6 +167,8 @@ export async function installAuthority(
     for (const [name, mode] of INSTALL_ORDER) {
       const bytes = files[name];
       if (!bytes) continue;
+      // Resuming: what the cut-short install wrote is already here, proved identical.
+      if (resuming && !(await absent(path.join(l.caDir, name)))) continue;
       writing = `ca/${name}`;
       await createFileDurably(l.caDir, name, bytes, mode);
       written.push(writing);

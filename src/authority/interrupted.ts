@@ -32,16 +32,18 @@ export function interruptedOf(local: LocalAuthority): Interrupted | undefined {
     return {
       op: 'rotate',
       what: 'A rotation stopped part-way: its new pair (or copies of the current one) are in ca/; the current authority is still the one in use.',
-      // Only a ca-previous.crt without its key (billet's own rotate writes that first) stops billet.
-      billetStops: local.alone === 'ca-previous.crt',
+      // Half a previous pair, either half, stops the seed's billet (b2b42c1a: a lone
+      // ca-previous.key too); a later billet ignores a lone key, never a lone certificate.
+      billetStops: local.alone !== undefined,
       step: nextStep('ca rotate'),
     };
   if (local.pending === 'retire')
     return local.leftover?.file === 'ca-previous.key'
       ? {
           op: 'retire',
-          what: `A retire stopped part-way: ca-previous.crt is removed and the previous key ${local.leftover.fingerprint} is still in ca/ca-previous.key.`,
-          billetStops: false,
+          what: `ca-previous.crt is absent and the previous key ${local.leftover.fingerprint} is alone in ca/ca-previous.key: a retire, or an install of an authority mid-overlap (which writes the previous key first), stopped part-way.`,
+          // The seed's billet (b2b42c1a) refuses a lone ca-previous.key; only a later one ignores it.
+          billetStops: true,
           step: retireStep(),
         }
       : {

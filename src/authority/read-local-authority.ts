@@ -237,7 +237,7 @@ export async function classify(
         'half-initialised',
         `The authority is half-initialised: ca/ca.crt and ca/ca.key are missing but ${[previousCert && 'ca/ca-previous.crt', previousKey && 'ca/ca-previous.key'].filter(Boolean).join(' and ')} ${previousCert && previousKey ? 'are' : 'is'} present.`,
         l.caDir,
-        HALF_NEXT,
+        await halfNext(stateDir),
       );
     }
     const local: LocalAuthority =
@@ -251,7 +251,7 @@ export async function classify(
       'half-initialised',
       `The authority is half-initialised: ca/${cert ? 'ca.crt' : 'ca.key'} is present but ca/${cert ? 'ca.key' : 'ca.crt'} is missing.`,
       l.caDir,
-      HALF_NEXT,
+      await halfNext(stateDir),
     );
   }
 
@@ -379,11 +379,25 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 
 const CANNOT_READ_NEXT =
   'Check the permissions and the disk, then look again. baton treats a file it cannot read as present, never as absent.';
-const HALF_NEXT: Said = [
-  'Restore the missing file from a backup. If this host never served the fleet, move ca/ aside by hand and adopt the published authority with ',
-  nextStep('sync'),
-  '. baton never repairs half an authority by minting.',
-];
+/**
+ * RESUMABLE BY THE COMMAND THAT WAS CUT SHORT. An adopt or a force writes the previous pair,
+ * then ca.key, then ca.crt: cut short, it leaves exactly this, and the same sync finishes it
+ * (proving every file is the published document's, byte for byte, or refusing). A force's old
+ * authority is named where it sits, so "restore from a backup" is never the only word for it.
+ */
+async function halfNext(stateDir: string): Promise<Said> {
+  const superseded = (await readdir(stateDir).catch(() => [] as string[]))
+    .filter((name) => /^ca\.superseded-[0-9TZ-]+$/.test(name))
+    .sort();
+  const setAside = superseded.at(-1);
+  return [
+    setAside
+      ? `If a sync --force stopped part-way here (it set the old authority aside in ${path.join(stateDir, setAside)}), or an adopt did, run `
+      : 'If an adopt stopped part-way here, run ',
+    nextStep('sync'),
+    " again: it finishes the install when every file in ca/ is the published document's, byte for byte, and refuses otherwise. If not, restore the missing file from a backup; baton never repairs half an authority by minting.",
+  ];
+}
 const HALF_PREVIOUS_NEXT =
   'Restore the missing file of the previous pair from a backup: nodes may still trust the previous authority.';
 

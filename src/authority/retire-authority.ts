@@ -26,10 +26,13 @@ export type RetireResult =
   | { readonly kind: 'nothing-to-retire'; readonly current: Fingerprint };
 
 /**
- * Ends a rotation overlap under ca.lock, in BILLET'S ORDER: remove ca-previous.crt → fsync →
- * remove ca-previous.key → fsync. billet's ServingCA reads ca-previous.crt and then needs its
- * key: a certificate left without its key stops billet from starting, while a key left without
- * its certificate is ignored by billet (and read here as a retire to finish).
+ * Ends a rotation overlap under ca.lock, in BILLET'S ORDER (internal/wirecert rotation.go
+ * `Retire`: the previous certificate, then its key; at b2b42c1a `Retire(stateDir, deployment)`):
+ * remove ca-previous.crt → fsync → remove ca-previous.key → fsync. A certificate left without
+ * its key stops every billet; a key left without its certificate stops the seed's billet
+ * (b2b42c1a) too, so both read as interrupted, never whole. A lone key whose pair the published
+ * document still carries is NOT finished here by the suggestions: it is an install that stopped
+ * (src/share/partial-install.ts), and `ca retire` refuses it while the store carries the pair.
  *
  * BOUND TO THE DATA. Deleting the previous key cannot be undone, so it happens only when
  * `confirm` is the 8 characters after `SHA256:` of the fingerprint being deleted, compared here,

@@ -134,8 +134,9 @@ async function rotateLocked(
 
   // 2–3. The old pair, durable as ca-previous.* before anything current changes. The KEY
   // first: billet's ServingCA reads ca-previous.crt and then needs its key, so a certificate
-  // alone stops billet from starting, while a key alone is ignored by billet and read here as
-  // this rotation's copy.
+  // alone stops every billet from starting; a key alone is ignored by a later billet but not
+  // by the seed's (b2b42c1a), so it reads as an interrupted rotation (billet stops) until this
+  // rotation, run again, writes the certificate beside it.
   if (read.raw.previousKey.kind !== 'bytes') {
     await createFileDurably(l.caDir, 'ca-previous.key', oldKey, KEY_MODE);
     await onStep?.('wrote ca-previous.key');

@@ -149,6 +149,10 @@ export const registerCa: Register = (program, ctx) => {
         const { deployment, stateDir } = where();
         if (options.yes && options.confirm === undefined) throw yesIsNotAConfirmation(stateDir);
         const { retireAuthority } = await import('../authority/index.js');
+        const config = ctx.config();
+        // NEVER THE KEY THE PUBLISHED OVERLAP STILL CARRIES, left alone by an install that
+        // stopped: refused before anything is asked or deleted (src/share/partial-install.ts).
+        if (config.store) await refuseRetireOfPublishedOverlap(ctx, config);
         const confirm = options.confirm ?? (await confirmRetireOnTerminal(ctx, stateDir, deployment));
         const result = await retireAuthority(stateDir, deployment, { confirm });
         const { caDir } = layoutOf(stateDir);
@@ -170,7 +174,6 @@ export const registerCa: Register = (program, ctx) => {
             );
             break;
         }
-        const config = ctx.config();
         if (config.store) ctx.stdout.write(`${await retireInStore(ctx, config, confirm)}\n`);
         else if (result.kind !== 'nothing-to-retire')
           ctx.stdout.write(
@@ -179,6 +182,34 @@ export const registerCa: Register = (program, ctx) => {
       }),
     );
 };
+
+/**
+ * A lone ca-previous.key whose pair the published document still carries in an overlap is an
+ * install that stopped, not a retire: deleting it (and re-publishing without the pair) would end
+ * the overlap for the whole fleet. Refused (exit 3), naming the way out: the same adopt again.
+ */
+async function refuseRetireOfPublishedOverlap(ctx: CliContext, config: ResolvedConfig): Promise<void> {
+  const [{ openShareContext }, { look }, { overlapStillPublished }] = await Promise.all([
+    import('../share/share-context.js'),
+    import('../share/actions.js'),
+    import('../share/partial-install.js'),
+  ]);
+  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
+  const seen = await look(share);
+  const previous = overlapStillPublished(seen.local, seen.published);
+  if (previous === undefined) return;
+  throw new BatonError('refused', {
+    what: `ca-previous.key (the previous key ${previous}) is here without its certificate, and the published document still carries that previous pair in an overlap: an install of the overlap stopped part-way (it writes the previous key first). Retiring would delete a key the fleet may still verify against.`,
+    where: `${layoutOf(share.stateDir).caDir} and ${share.store.location}`,
+    next: [
+      'Finish the install: ',
+      nextStep('sync'),
+      ' writes ca-previous.crt back from the published document. Retire later, on purpose, once every node trusts the current authority.',
+    ],
+    changed: 'Nothing was deleted or published.',
+    reason: 'blocked',
+  });
+}
 
 /**
  * The store's copy follows the retire (retirePublished): said in one line, and a store that

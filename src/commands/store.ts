@@ -54,13 +54,17 @@ export const registerStore: Register = (program, ctx) => {
         const versions = target.documentVersions
           ? clearVersionLines(await target.documentVersions(), target.location, url)
           : { lines: [], found: 0 };
+        if (check.etagUnstable)
+          lines.push(
+            '! this store gives the same bytes a different ETag: every publish that replaces the document would be refused though nothing changed (see above)',
+          );
         lines.push(...versions.lines);
         ctx.stdout.write(
           `${lines.join('\n')}\nRecorded in ${recorded} (every state dir beside ${stateDir} reads it; status shows it).\n`,
         );
         // Versions in the clear are listed, not an exit code: a deployment that publishes unsealed
         // on purpose has them by design.
-        return check.enforced ? EXIT_OK : EXIT_CODES['action-needed'];
+        return check.enforced && !check.etagUnstable ? EXIT_OK : EXIT_CODES['action-needed'];
       }),
     );
 };

@@ -139,6 +139,15 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
       say(`${ops.verdictSentence(verdict)} Nothing was changed.`);
       return EXIT_OK;
     case 'blocked':
+      // An adopt or a force cut short part-way through its install: the same sync finishes it
+      // (adopt proves ca/ is the document's prefix, byte for byte, or refuses).
+      if (
+        !flags.replaceUnreadable &&
+        (await import('../share/partial-install.js')).isStoppedInstall(seen.local, seen.published)
+      ) {
+        say(ops.describeOutcome(share, await ops.adopt(share)));
+        return EXIT_OK;
+      }
       if (flags.replaceUnreadable) {
         say(
           ops.describeOutcome(

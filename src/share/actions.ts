@@ -18,6 +18,7 @@ import {
   mintAuthority,
   readAuthorityFiles,
   readLocalAuthority,
+  restorePreviousCertificateLocked,
   setAsideAuthority,
   snapshotLocalAuthority,
   withAuthorityLock,
@@ -33,9 +34,10 @@ import { encodeDocument } from './document.js';
 import { refuseTamperedHandover, signHandover } from './handover.js';
 import { answerLost, lostAnswerError, reread } from './lost-answer.js';
 import { refuseReplay } from './replay.js';
+import { isStoppedInstall, overlapStillPublished } from './partial-install.js';
 import { refuseClockOff } from './clock-check.js';
 import { publishedSealedWithoutKey, refuseUnstatedSeal, unsealRefusal } from './publish-guards.js';
-import { openPublished, readPublished } from './published.js';
+import { bodyReadFor, openPublished, readPublished, sameBytes } from './published.js';
 import {
   blockedError,
   changedError,
@@ -51,6 +53,7 @@ import {
   replaceUnreadableRefusal,
   retireInStoreUnconfirmed,
   storeFailure,
+  etagUnstableError,
 } from './refusals.js';
 import type { ShareContext } from './share-context.js';
 import { DOCUMENT_FORMAT, type DocumentHeader, type Look, type Outcome, type Verdict } from './types.js';
@@ -139,7 +142,12 @@ export async function publish(ctx: ShareContext, options: PublishOptions = {}): 
         ? { kind: 'if-match' as const, etag: published.etag }
         : { kind: 'create-only' as const };
     await ctx.beforeWrite?.();
-    const { etag } = await putDocument(ctx, body, precondition);
+    const { etag } = await putDocument(
+      ctx,
+      body,
+      precondition,
+      published.state === 'present' ? bodyReadFor(published) : undefined,
+    );
     return { kind: 'published', fingerprint, etag };
   });
 }
@@ -239,7 +247,26 @@ export async function adopt(ctx: ShareContext, options: { readonly seen?: Verdic
   return underLock(ctx, options.seen, async (now) => adoptLocked(ctx, now));
 }
 
-async function adoptLocked(ctx: ShareContext, { published, verdict }: Look): Promise<Outcome> {
+async function adoptLocked(ctx: ShareContext, { local, published, verdict }: Look): Promise<Outcome> {
+  // THE SAME ADOPT AGAIN finishes an install that stopped after ca-previous.key.
+  const stoppedPrevious = overlapStillPublished(local, published);
+  if (verdict.kind === 'adopt' && stoppedPrevious && published.state === 'present') {
+    refuseOutsideValidity(ctx, published);
+    const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
+    await restorePreviousCertificateLocked(ctx.stateDir, ctx.deployment, files, stoppedPrevious);
+    return { kind: 'installed', fingerprint: verdict.published };
+  }
+  // THE SAME ADOPT (OR FORCE) AGAIN finishes an install cut short: installAuthority proves every
+  // file in ca/ is the document's, byte for byte, and writes only what is missing.
+  if (isStoppedInstall(local, published) && published.state === 'present') {
+    refuseOutsideValidity(ctx, published);
+    await refuseReplay(ctx.store, published);
+    const files = await openPublished(ctx.store, ctx.deployment, ctx.sealKey, published);
+    await installAuthority(ctx.stateDir, ctx.deployment, files, published.header.fingerprint, {
+      resume: true,
+    });
+    return { kind: 'installed', fingerprint: published.header.fingerprint };
+  }
   switch (verdict.kind) {
     case 'first-controller':
     case 'publish':
@@ -412,7 +439,12 @@ export async function retirePublished(
     refuseUnstatedSeal(ctx);
     const { body } = await encodeLocalAuthority(ctx, local);
     await ctx.beforeWrite?.();
-    const { etag } = await putDocument(ctx, body, { kind: 'if-match', etag: published.etag });
+    const { etag } = await putDocument(
+      ctx,
+      body,
+      { kind: 'if-match', etag: published.etag },
+      bodyReadFor(published),
+    );
     return { kind: 'dropped', previous: retired, etag };
   });
 }
@@ -440,6 +472,8 @@ async function putDocument(
   ctx: ShareContext,
   body: Uint8Array,
   precondition: Parameters<Store['put']>[1],
+  /** The bytes the decision read (a replace): a refused If-Match over these same bytes is an unstable ETag, not a change. */
+  readBody?: Uint8Array,
 ): Promise<{ readonly etag: string }> {
   try {
     return await ctx.store.put(body, precondition);
@@ -448,6 +482,8 @@ async function putDocument(
       const found = await reread(ctx.store, body);
       if (found.kind === 'ours') return { etag: found.etag };
       if (answerLost(error)) throw lostAnswerError(ctx.store.location, error as BatonError, found);
+      if (precondition?.kind === 'if-match' && found.kind === 'other' && sameBytes(found.body, readBody))
+        throw etagUnstableError(ctx, error);
     }
     throw publishFailed(ctx, error);
   }

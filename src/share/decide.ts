@@ -4,6 +4,7 @@
  * authority aside, and a tolerant comparison would let a look-alike through.
  */
 import { interruptedOf } from '../authority/interrupted.js';
+import { overlapStillPublished } from './partial-install.js';
 import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import { refuseTamperedHandover } from './handover.js';
@@ -31,6 +32,10 @@ export function decide(local: LocalAuthority, read: PublishedAuthority): Verdict
   // An interrupted rotate or retire is not "whole ✓ in sync": billet may not start on it, and
   // nothing is published or adopted over it until the one command that finishes it has run.
   const interrupted = interruptedOf(local);
+  // A stopped install of the overlap that is still published: adopt finishes it (never a retire
+  // that would delete the previous key the fleet still needs; src/share/partial-install.ts).
+  if (interrupted && overlapStillPublished(local, published) && published.state === 'present')
+    return { kind: 'adopt', published: published.header.fingerprint, lostMarker: false };
   if (interrupted) {
     return {
       kind: 'blocked',

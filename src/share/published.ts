@@ -26,6 +26,17 @@ export type PresentAuthority = Extract<PublishedAuthority, { state: 'present' }>
   readonly files: AuthorityFiles | undefined;
 };
 
+/** The bytes this decision read, when they were kept (a read by `readPublished`, not a copy made by spreading). */
+export function bodyReadFor(
+  published: Extract<PublishedAuthority, { state: 'present' }>,
+): Uint8Array | undefined {
+  return (published as { body?: Uint8Array }).body;
+}
+
+export function sameBytes(a: Uint8Array, b: Uint8Array | undefined): boolean {
+  return b !== undefined && Buffer.from(a).equals(Buffer.from(b));
+}
+
 export type PublishedRead =
   | Extract<PublishedAuthority, { state: 'none' }>
   | PresentAuthority
@@ -94,6 +105,9 @@ export async function readPublished(
     // and serialised (status --json, test snapshots) — none of which may ever print a key. A
     // copy made by spreading loses them, and openPublished then re-reads, checking the ETag.
     Object.defineProperty(present, 'files', { value: opened?.files, enumerable: false });
+    // The bytes read, for the same reason not enumerable (unsealed, they hold the key): a store
+    // that gives the same bytes another ETag is told apart from one that changed by them.
+    Object.defineProperty(present, 'body', { value: stored.body, enumerable: false });
     return present as PresentAuthority;
   } catch (error) {
     const decoded = asBatonError(error, {
@@ -144,7 +158,9 @@ export async function openPublished(
   const cached = (published as Partial<PresentAuthority>).files;
   if (cached) return cached;
   const stored = await store.get();
-  if (!stored || stored.etag !== published.etag) {
+  // A new ETag on the very bytes decided on is not a change (a store or proxy that rewrites
+  // ETags): only different bytes, or none, are.
+  if (!stored || (stored.etag !== published.etag && !sameBytes(stored.body, bodyReadFor(published)))) {
     throw storeChangedError(store.location, stored ? 'replaced' : 'removed');
   }
   const options: DecodeOptions = { deployment, where: store.location, sealKey };

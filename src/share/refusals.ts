@@ -218,6 +218,26 @@ export function publishFailed(ctx: ShareContext, error: unknown): BatonError {
 }
 
 /**
+ * A refused If-Match over the very bytes this decision read: nothing changed, the store (or a
+ * proxy in front of it) gave the same bytes another ETag. "The store changed since you looked"
+ * would be untrue and "run it again" would loop for ever; the store is named for what it does.
+ */
+export function etagUnstableError(ctx: ShareContext, cause: unknown): BatonError {
+  return new BatonError('failed', {
+    what: 'The store refused the conditional replace (If-Match on the ETag read), yet it still holds byte for byte the document read for this decision: nothing changed, the store gives the same bytes a different ETag, so no replace can ever be conditional on what was read.',
+    where: ctx.store.location,
+    changed: 'Nothing was overwritten.',
+    next: [
+      'Check for a proxy or gateway that rewrites ETags between baton and the store; ',
+      nextStep('store check'),
+      ' names such a store.',
+    ],
+    reason: 'etag-unstable',
+    cause,
+  });
+}
+
+/**
  * A published authority outside its validity is refused BEFORE anything is installed or set
  * aside: every node would reject a control plane presenting it, and installing it would turn
  * that outage into a screen that says "in sync". The decoder accepts it on purpose, so a

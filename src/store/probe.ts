@@ -20,6 +20,8 @@ export interface ProbeTarget {
   write(name: string, body: Uint8Array, precondition: Precondition): Promise<{ readonly etag: string }>;
   /** Removes `name` — every version of it where the store keeps versions; missing is fine. */
   remove(name: string): Promise<void>;
+  /** The ETag a read of `name` answers with (undefined: nothing there). Absent: a store whose ETag is its content's digest. */
+  readEtag?(name: string): Promise<string | undefined>;
 }
 
 export function probeName(): string {
@@ -57,6 +59,18 @@ async function probe(target: ProbeTarget, name: string): Promise<ConditionalWrit
   // store that drops only If-None-Match is not blamed for If-Match too.
   const v1 = body(1);
   const { etag: first } = await target.write(name, v1, { kind: 'create-only' });
+  // THE SAME BYTES, THE SAME ETAG: a publish replaces if-match on the ETag it READ. A store (or a
+  // proxy) that gives the same bytes another ETag on each answer refuses every such replace
+  // though nothing changed; it is named here rather than met as "the store changed" later.
+  const etagsSeen = target.readEtag
+    ? [first, await target.readEtag(name), await target.readEtag(name)].filter(
+        (e): e is string => e !== undefined,
+      )
+    : [];
+  const etagUnstable = new Set(etagsSeen).size > 1;
+  const unstableWords = etagUnstable
+    ? ` But it gave the same bytes ${new Set(etagsSeen).size} different ETags (on the write and two reads of one unchanged object): every publish that replaces the document (If-Match on the ETag read) will be refused though nothing changed. Check for a proxy or gateway that rewrites ETags.`
+    : '';
   const createOnly = await refused(target.write(name, v1, { kind: 'create-only' }));
   const failed: ProbeName[] = [];
   const why: string[] = [];
@@ -82,13 +96,15 @@ async function probe(target: ProbeTarget, name: string): Promise<ConditionalWrit
     return {
       enforced: true,
       failed,
-      detail: `The store at ${target.location} refused a second create-only write and a replace with a stale ETag, and accepted a replace with the current ETag: conditional writes are enforced.`,
+      ...(etagUnstable ? { etagUnstable } : {}),
+      detail: `The store at ${target.location} refused a second create-only write and a replace with a stale ETag, and accepted a replace with the current ETag: conditional writes are enforced.${unstableWords}`,
     };
   }
   return {
     enforced: false,
     failed,
-    detail: `The store at ${target.location} failed the ${failed.join(' and ')} probe: ${why.join('; ')}. Two controllers publishing at once could overwrite each other.`,
+    ...(etagUnstable ? { etagUnstable } : {}),
+    detail: `The store at ${target.location} failed the ${failed.join(' and ')} probe: ${why.join('; ')}. Two controllers publishing at once could overwrite each other.${unstableWords}`,
   };
 }
 

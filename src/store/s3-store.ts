@@ -21,6 +21,7 @@ import {
 import { BatonError, type StoreFailureReason } from '../errors.js';
 import { shown } from '../outside-text.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
+import { BodyOverLimit, BodyStalled, CallDeadline, readBodyWithin, secondsWords } from './call-deadline.js';
 import { offlineRoute } from './offline-route-steps.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
@@ -166,6 +167,7 @@ export class S3Store implements Store {
       location: `s3://${this.spec.bucket}/${this.spec.prefix}`,
       write: (name, body, precondition) => this.#put(keyOf(name), body, precondition),
       remove: (name) => this.#removeEveryVersion(keyOf(name)),
+      readEtag: async (name) => (await this.#get(keyOf(name)))?.etag,
     });
   }
 
@@ -206,21 +208,32 @@ export class S3Store implements Store {
     const versions: DocumentVersion[] = [];
     for (const v of found) {
       let body: Uint8Array | undefined;
+      // Each version's read (headers and body) is one call under its own deadline: a version
+      // that stalls is read as unreadable, never waited on for ever.
+      const deadline = new CallDeadline(this.bounds.totalMs);
       try {
-        const response = await this.#send((abortSignal) =>
-          this.#client.send(
-            new GetObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: v.versionId }),
-            { abortSignal },
-          ),
+        const response = await this.#send(
+          (abortSignal) =>
+            this.#client.send(
+              new GetObjectCommand({ Bucket: this.spec.bucket, Key: key, VersionId: v.versionId }),
+              { abortSignal },
+            ),
+          deadline,
         );
         if (response.ContentLength === undefined || response.ContentLength <= MAX_DOCUMENT_BYTES) {
-          const bytes = await response.Body?.transformToByteArray();
-          body = bytes && bytes.length <= MAX_DOCUMENT_BYTES ? bytes : undefined;
+          body = await readBodyWithin(
+            bodyStreamOf(response.Body),
+            deadline,
+            MAX_DOCUMENT_BYTES,
+            response.ContentLength,
+          );
         } else {
-          (response.Body as { destroy?: () => void } | undefined)?.destroy?.();
+          bodyStreamOf(response.Body)?.destroy?.();
         }
       } catch {
         body = undefined;
+      } finally {
+        deadline.end();
       }
       versions.push({ ...v, body });
     }
@@ -271,7 +284,7 @@ export class S3Store implements Store {
    * Every request goes through here: the region is resolved first, once, so a missing region
    * is known by where it failed rather than by the SDK's words for it.
    */
-  async #send<T>(request: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+  async #send<T>(request: (abortSignal: AbortSignal) => Promise<T>, callDeadline?: CallDeadline): Promise<T> {
     this.#regionChecked ??= this.#client.config.region().then(
       () => undefined,
       (error: unknown) => {
@@ -281,15 +294,27 @@ export class S3Store implements Store {
     await this.#regionChecked;
     // THE TOTAL BOUND: the SDK's timeouts are per attempt (and its request timeout is an idle
     // timer), so a store that trickles could hold a failover for minutes; this one cannot.
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), this.bounds.totalMs);
+    // A call that reads a body after this (a GET) passes its own deadline, so the body is read
+    // under the same bound as the headers.
+    const deadline = callDeadline ?? new CallDeadline(this.bounds.totalMs);
+    // Raced against the deadline as well as handed to the SDK: an SDK that misses the abort
+    // (a body it collects itself, a socket it no longer watches) cannot outlast the bound.
+    let onAbort: (() => void) | undefined;
+    const reached = new Promise<never>((_, reject) => {
+      onAbort = () => reject(new TotalBoundReached(undefined, deadline.waitedMs()));
+      if (deadline.reached) onAbort();
+      else deadline.signal.addEventListener('abort', onAbort, { once: true });
+    });
     try {
-      return await request(deadline.signal);
+      return await Promise.race([request(deadline.signal), reached]);
     } catch (error) {
-      if (deadline.signal.aborted) throw new TotalBoundReached(error);
+      if (deadline.reached)
+        throw error instanceof TotalBoundReached ? error : new TotalBoundReached(error, deadline.waitedMs());
       throw error;
     } finally {
-      clearTimeout(timer);
+      if (onAbort) deadline.signal.removeEventListener('abort', onAbort);
+      reached.catch(() => undefined);
+      if (!callDeadline) deadline.end();
     }
   }
 
@@ -332,11 +357,21 @@ export class S3Store implements Store {
   }
 
   async #get(key: string): Promise<StoredDocument | undefined> {
+    // ONE DEADLINE for the whole read: every attempt, its headers and its body.
+    const deadline = new CallDeadline(this.bounds.totalMs);
+    try {
+      return await this.#getWithin(key, deadline);
+    } finally {
+      deadline.end();
+    }
+  }
+
+  async #getWithin(key: string, deadline: CallDeadline): Promise<StoredDocument | undefined> {
     // The SDK retries a request that failed before its headers arrived; a body cut short
     // after them is retried here, within the same bound, rather than read as a bad document.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#getOnce(key);
+        return await this.#getOnce(key, deadline);
       } catch (error) {
         if (!(error instanceof ShortBody) || attempt >= this.#maxAttempts) {
           if (!(error instanceof ShortBody)) throw error;
@@ -353,12 +388,14 @@ export class S3Store implements Store {
     }
   }
 
-  async #getOnce(key: string): Promise<StoredDocument | undefined> {
+  async #getOnce(key: string, deadline: CallDeadline): Promise<StoredDocument | undefined> {
     const where = this.#where(key);
     let response;
     try {
-      response = await this.#send((abortSignal) =>
-        this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key }), { abortSignal }),
+      response = await this.#send(
+        (abortSignal) =>
+          this.#client.send(new GetObjectCommand({ Bucket: this.spec.bucket, Key: key }), { abortSignal }),
+        deadline,
       );
     } catch (error) {
       // "ABSENT" MEANS S3 SAID ABSENT: only NoSuchKey (S3's own error, parsed from its XML).
@@ -368,36 +405,25 @@ export class S3Store implements Store {
       if (isNoSuchKey(error)) return undefined;
       throw classifyS3Error(error, where, 'read', this.spec, this.bounds);
     }
-    const stream = response.Body as (NodeJS.ReadableStream & { destroy?: () => void }) | undefined;
+    const stream = bodyStreamOf(response.Body);
     if (response.ContentLength !== undefined && response.ContentLength > MAX_DOCUMENT_BYTES) {
       stream?.destroy?.();
       throw oversizeError(where, response.ContentLength, response.ETag);
     }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
+    let body: Uint8Array;
     try {
-      for await (const chunk of (stream ?? []) as AsyncIterable<Uint8Array>) {
-        size += chunk.length;
-        if (size > MAX_DOCUMENT_BYTES) {
-          stream?.destroy?.();
-          throw oversizeError(where, undefined, response.ETag);
-        }
-        chunks.push(chunk);
-      }
+      body = await readBodyWithin(stream, deadline, MAX_DOCUMENT_BYTES, response.ContentLength);
     } catch (error) {
-      if (error instanceof BatonError) throw error;
+      if (error instanceof BodyOverLimit) throw oversizeError(where, undefined, response.ETag);
+      if (error instanceof BodyStalled)
+        throw bodyStalledError(error, where, this.bounds, deadline.waitedMs());
       throw new ShortBody(error);
     }
+    const size = body.length;
     if (response.ContentLength !== undefined && size !== response.ContentLength) {
       throw new ShortBody(
         new Error(`the body ended after ${size} of ${response.ContentLength} bytes (ECONNRESET)`),
       );
-    }
-    const body = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      body.set(chunk, offset);
-      offset += chunk.length;
     }
     if (!response.ETag) {
       throw new BatonError('failed', {
@@ -458,12 +484,47 @@ export class S3Store implements Store {
   }
 }
 
-/** The request ran past the total bound and was aborted. */
+/** The request ran past the total bound and was aborted; `waitedMs` is how long baton waited. */
 class TotalBoundReached extends Error {
   override readonly name = 'TimeoutError';
-  constructor(override readonly cause: unknown) {
+  constructor(
+    override readonly cause: unknown,
+    readonly waitedMs: number,
+  ) {
     super('the total time bound of the request was reached');
   }
+}
+
+/** The SDK's body as the stream it is in Node (an IncomingMessage): iterable and destroyable. */
+function bodyStreamOf(
+  body: unknown,
+): (AsyncIterable<Uint8Array> & { destroy?: (error?: Error) => void }) | undefined {
+  return body as (AsyncIterable<Uint8Array> & { destroy?: (error?: Error) => void }) | undefined;
+}
+
+/**
+ * The headers came and the body stopped: said as such, with the bytes that arrived and how long
+ * baton waited, because "did not answer" would send the operator looking for a dead endpoint
+ * when it is a proxy or a store that stops mid-answer.
+ */
+function bodyStalledError(
+  stalled: BodyStalled,
+  where: string,
+  bounds: S3Bounds,
+  waitedMs: number,
+): BatonError {
+  const of = stalled.expected === undefined ? '' : ` of ${stalled.expected}`;
+  return new BatonError('failed', {
+    what: `The store sent its answer's headers, then stopped sending the body after ${stalled.received}${of} bytes; baton waited ${secondsWords(waitedMs)} (${boundsWords(bounds)}) and gave up.`,
+    where,
+    next: [
+      'Check the network path to the store (proxy, load balancer) and the store itself, then try again; on a slow path, raise store_timeout in baton.yaml or --store-timeout SECONDS.',
+      ...offlineRoute(),
+    ],
+    changed: 'Nothing was changed.',
+    reason: 'timed-out',
+    cause: stalled,
+  });
 }
 
 /** A response body that ended before its Content-Length: transient, retried. */
@@ -687,9 +748,10 @@ function classifyS3Error(
     name === 'RequestTimeout' ||
     hasCode(new Set(['ETIMEDOUT', 'ESOCKETTIMEDOUT']))
   ) {
+    const waited = error instanceof TotalBoundReached ? `; baton waited ${secondsWords(error.waitedMs)}` : '';
     return fail(
       'timed-out',
-      `The store did not answer in time (${boundsWords(bounds)}).`,
+      `The store did not send its answer's headers in time (${boundsWords(bounds)})${waited}.`,
       'Check the endpoint and the network path to it (proxy, firewall, VPC endpoint); on a slow path, raise store_timeout in baton.yaml or --store-timeout SECONDS.',
     );
   }

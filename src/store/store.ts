@@ -29,6 +29,8 @@ export interface ConditionalWriteCheck {
   readonly failed: readonly ProbeName[];
   /** One sentence for status and `store check`. */
   readonly detail: string;
+  /** True when the store gave one unchanged object different ETags (a publish's replace would always be refused). */
+  readonly etagUnstable?: true;
 }
 
 export interface NeighbourDocument {

@@ -46,6 +46,7 @@ import {
   type Op,
 } from '../helpers/crash-points.js';
 import { MemoryStore } from '../helpers/memory-store.js';
+import { wirecertReads, type WirecertReading } from '../helpers/billet/wirecert-rules.js';
 
 const DEP = TEST_DEPLOYMENT;
 const cleanups: (() => void)[] = [];
@@ -87,7 +88,12 @@ async function publishedStore(rotated: boolean): Promise<MemoryStore> {
 interface Scenario {
   readonly name: string;
   /** True when the dir held an authority before the operation (or the operation installs one). */
-  readonly setup: () => Promise<{ readonly stateDir: string; readonly run: () => Promise<unknown> }>;
+  readonly setup: () => Promise<{
+    readonly stateDir: string;
+    readonly run: () => Promise<unknown>;
+    /** The command the words name for a state this one cut short, run on that state's dir (adopt and force: `sync`, which adopts). */
+    readonly resume?: (stateDir: string) => Promise<unknown>;
+  }>;
 }
 
 const SCENARIOS: readonly Scenario[] = [
@@ -115,8 +121,9 @@ const SCENARIOS: readonly Scenario[] = [
     name: 'adopt into a fresh host (a document mid-overlap)',
     setup: async () => {
       const stateDir = await freshHost();
-      const ctx = share(stateDir, await publishedStore(true), 'adopter');
-      return { stateDir, run: () => adopt(ctx) };
+      const store = await publishedStore(true);
+      const ctx = share(stateDir, store, 'adopter');
+      return { stateDir, run: () => adopt(ctx), resume: (dir) => adopt(share(dir, store, 'adopter')) };
     },
   },
   {
@@ -124,16 +131,26 @@ const SCENARIOS: readonly Scenario[] = [
     setup: async () => {
       const held = await heldHost();
       rmSync(path.join(held.stateDir, 'ca'), { recursive: true });
-      const ctx = share(held.stateDir, await publishedStore(true), 'adopter');
-      return { stateDir: held.stateDir, run: () => adopt(ctx) };
+      const store = await publishedStore(true);
+      const ctx = share(held.stateDir, store, 'adopter');
+      return {
+        stateDir: held.stateDir,
+        run: () => adopt(ctx),
+        resume: (dir) => adopt(share(dir, store, 'adopter')),
+      };
     },
   },
   {
     name: 'force (sync --force over a diverged host)',
     setup: async () => {
       const held = await heldHost(true);
-      const ctx = share(held.stateDir, await publishedStore(true), 'diverged');
-      return { stateDir: held.stateDir, run: () => force(ctx) };
+      const store = await publishedStore(true);
+      const ctx = share(held.stateDir, store, 'diverged');
+      return {
+        stateDir: held.stateDir,
+        run: () => force(ctx),
+        resume: (dir) => adopt(share(dir, store, 'diverged')),
+      };
     },
   },
   {
@@ -166,7 +183,12 @@ const SCENARIOS: readonly Scenario[] = [
 type BatonReading = 'whole' | 'fresh' | 'lost' | `interrupted ${'rotate' | 'retire'}` | `blocked ${string}`;
 
 /** baton's name for a state, and whether it comes with a way out (a command or what to do by hand). */
-function batonReads(local: LocalAuthority): { readonly reading: BatonReading; readonly wayOut: boolean } {
+function batonReads(local: LocalAuthority): {
+  readonly reading: BatonReading;
+  readonly wayOut: boolean;
+  /** For an interrupted state: whether baton's words say billet will not start on it. */
+  readonly saysBilletStops?: boolean;
+} {
   switch (local.state) {
     case 'fresh':
     case 'lost':
@@ -179,7 +201,11 @@ function batonReads(local: LocalAuthority): { readonly reading: BatonReading; re
     case 'whole': {
       const interrupted = interruptedOf(local);
       return interrupted
-        ? { reading: `interrupted ${interrupted.op}`, wayOut: interrupted.step.args.length > 0 }
+        ? {
+            reading: `interrupted ${interrupted.op}`,
+            wayOut: interrupted.step.args.length > 0,
+            saysBilletStops: interrupted.billetStops,
+          }
         : { reading: 'whole', wayOut: true };
     }
   }
@@ -193,6 +219,7 @@ interface Finding {
   readonly files: readonly string[];
   readonly baton: BatonReading;
   readonly billet: BilletReading;
+  readonly seed: WirecertReading;
   readonly problem: string;
 }
 
@@ -208,6 +235,7 @@ async function checkAll(
   scenario: string,
   initial: ReturnType<typeof snapshotInitial>,
   ops: readonly Op[],
+  resume?: (stateDir: string) => Promise<unknown>,
 ): Promise<Checked> {
   const states = crashStates(initial, ops);
   const authorityFiles = (files: ReadonlyMap<string, unknown>) =>
@@ -228,12 +256,16 @@ async function checkAll(
     const local = (await readAuthority(stateDir, DEP)).local;
     const baton = batonReads(local);
     const billet = await billetReads(stateDir, DEP);
-    const label = `${baton.reading} / billet ${billet.outcome}`;
+    const seed = await wirecertReads(stateDir, DEP);
+    const label = `${baton.reading} / billet ${billet.outcome} / b2b42c1a ${seed.verdict}`;
+    tally(`baton ${baton.reading}`);
+    tally(`later billet ${billet.outcome}`);
+    tally(`b2b42c1a ${seed.verdict}`);
     seen.set(key, label);
     readings.set(label, (readings.get(label) ?? 0) + 1);
     const files = [...state.files.keys()].filter((p) => state.files.get(p) !== 'dir').sort();
     const finding = (problem: string) =>
-      findings.push({ scenario, prefix: state.prefix, files, baton: baton.reading, billet, problem });
+      findings.push({ scenario, prefix: state.prefix, files, baton: baton.reading, billet, seed, problem });
     if (!baton.wayOut) finding('baton names no way out');
     // "Held or was adopting": the dir held an authority before, or this state differs from the
     // one before the operation in any authority file (the operation had begun installing).
@@ -242,24 +274,68 @@ async function checkAll(
       finding('billet mints a new authority ("day one") in a dir that held or was adopting one');
     if (billet.outcome === 'fails' && baton.reading === 'whole')
       finding('billet fails to start where baton says "whole"');
+    // THE SEED'S BILLET TOO: every state it will not start on is one baton names as needing
+    // repair (interrupted, lost or blocked, each with its way out), never "whole".
+    if (seed.verdict === 'mints' && (heldBefore || adopting))
+      finding(`billet b2b42c1a mints ("day one") in a dir that held or was adopting one (${seed.rule})`);
+    if (seed.verdict === 'refuses' && baton.reading === 'whole')
+      finding(`billet b2b42c1a refuses to start where baton says "whole" (${seed.rule})`);
+    // RESUMABLE BY THE SAME COMMAND: a half-initialised install is finished by the `sync` its
+    // words name (adopt), reaching a whole state both billet readings start on.
+    if (resume && local.state === 'blocked' && local.problem === 'half-initialised') {
+      const said = JSON.stringify(local.error.said ?? local.error.next);
+      if (!said.includes('"sync"')) finding('the words of a half-initialised install do not name sync');
+      if (scenario.startsWith('force') && !said.includes('ca.superseded-'))
+        finding('the words of a force cut short do not name the ca.superseded-* it set aside');
+      const resumed = path.join(work, `r${n}`);
+      materialize(resumed, state.files);
+      try {
+        await resume(resumed);
+        const after = (await readAuthority(resumed, DEP)).local;
+        const seedAfter = await wirecertReads(resumed, DEP);
+        const laterAfter = await billetReads(resumed, DEP);
+        if (after.state !== 'whole' || interruptedOf(after) !== undefined)
+          finding(`sync did not finish the install: ${after.state}`);
+        else if (seedAfter.verdict !== 'starts' || laterAfter.outcome === 'fails')
+          finding(`after sync, billet does not start: ${seedAfter.rule} / ${laterAfter.why}`);
+        else resumedStates += 1;
+      } catch (error) {
+        finding(`sync refused the install it was cut short of: ${(error as Error).message}`);
+      }
+    }
+    if (seed.verdict === 'refuses' && baton.saysBilletStops === false)
+      finding(`baton's words say billet starts where billet b2b42c1a refuses (${seed.rule})`);
   }
   rmSync(work, { recursive: true, force: true });
   return { states: states.length, distinct: seen.size, readings, findings };
 }
 
 const totals = { states: 0, distinct: 0 };
+/** Half-initialised installs the printed `sync` finished to a state both billets start on. */
+let resumedStates = 0;
+/** Each reading's verdicts over every distinct state of every scenario: the table the lead quotes. */
+const verdicts = new Map<string, number>();
+function tally(label: string): void {
+  verdicts.set(label, (verdicts.get(label) ?? 0) + 1);
+}
 afterAll(() => {
   console.log(
-    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), both readings`,
+    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a); ${resumedStates} half-initialised installs finished by the same sync`,
+  );
+  console.log(
+    `crash table verdicts: ${[...verdicts]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([label, count]) => `${label} ×${count}`)
+      .join('; ')}`,
   );
 });
 
 describe('every crash point of every authority write, by baton and by billet', () => {
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (name, scenario) => {
-    const { stateDir, run } = await scenario.setup();
+    const { stateDir, run, resume } = await scenario.setup();
     const initial = snapshotInitial(stateDir);
     const ops = await record(stateDir, initial, run);
-    const checked = await checkAll(name, initial, ops);
+    const checked = await checkAll(name, initial, ops, resume);
     totals.states += checked.states;
     totals.distinct += checked.distinct;
     console.log(

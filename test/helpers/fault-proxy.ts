@@ -8,6 +8,7 @@
  * BOUNDED AND SELF-STOPPING: a stall is held at most `maxStallMs`, and the proxy closes itself
  * after `lifetimeMs`, so a test that forgets `close()` cannot hang the run.
  */
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -25,6 +26,17 @@ export type Fault =
   | 'truncate'
   /** No answer at all until the client gives up (or `maxStallMs`); never forwarded. */
   | 'stall'
+  /**
+   * Forwarded; the upstream's headers are sent with the whole Content-Length, then the first
+   * `bodyBytes` of the body (default half of it), then silence until the client gives up (or
+   * `maxStallMs`): a store or proxy that stops mid-answer.
+   */
+  | 'stall-body'
+  /**
+   * Forwarded untouched, but the answer's ETag header is replaced by a fresh random one: a
+   * gateway that gives the same bytes a different ETag on every answer.
+   */
+  | 'rewrite-etag'
   /** Forwarded untouched after `delayMs`: a slow store, to hold an operation mid-flight. */
   | 'delay'
   /** Forwarded WITHOUT its If-Match header: a proxy or gateway that drops the precondition. */
@@ -47,6 +59,8 @@ export interface FaultRule {
   readonly count?: number;
   /** For 'delay': how long to hold the request before forwarding it. Default 500 ms. */
   readonly delayMs?: number;
+  /** For 'stall-body': how many body bytes are sent before the silence. Default half the body. */
+  readonly bodyBytes?: number;
 }
 
 export interface ProxiedRequest {
@@ -85,6 +99,7 @@ export interface FaultProxyOptions {
 interface ArmedRule {
   readonly fault: Fault;
   readonly delayMs: number;
+  readonly bodyBytes: number | undefined;
   readonly method: string | undefined;
   readonly path: RegExp | undefined;
   remaining: number;
@@ -149,6 +164,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       }
       case 'truncate':
         return forward(req, res, true);
+      case 'stall-body':
+        return forward(req, res, false, false, rule!.bodyBytes ?? 'half');
+      case 'rewrite-etag':
+        return forward(req, res, false, false, undefined, true);
       case 'drop-if-match':
         delete req.headers['if-match'];
         return forward(req, res, false);
@@ -171,7 +190,28 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
   });
 
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse, truncate: boolean, drop = false) => {
+  /** Holds `socket` open and silent, at most `maxStallMs`. */
+  const holdSilent = (socket: Socket) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      socket.destroy();
+    }, maxStallMs);
+    timer.unref();
+    timers.add(timer);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      timers.delete(timer);
+    });
+  };
+
+  const forward = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    truncate: boolean,
+    drop = false,
+    stallAfter?: number | 'half',
+    rewriteEtag = false,
+  ) => {
     const upstreamReq = http.request(
       {
         agent,
@@ -192,6 +232,19 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
           }
           const headers = { ...upstreamRes.headers };
           delete headers['transfer-encoding'];
+          if (rewriteEtag && headers.etag !== undefined)
+            headers.etag = `"${randomBytes(16).toString('hex')}"`;
+          if (stallAfter !== undefined) {
+            // The whole length promised, part of it sent, then nothing: neither an end nor a reset.
+            const sent =
+              stallAfter === 'half' ? Math.floor(body.length / 2) : Math.min(stallAfter, body.length);
+            headers['content-length'] = String(body.length);
+            res.writeHead(upstreamRes.statusCode ?? 200, headers);
+            res.flushHeaders();
+            if (sent > 0) res.write(body.subarray(0, sent));
+            if (res.socket) holdSilent(res.socket);
+            return;
+          }
           if (!truncate) {
             headers['content-length'] = String(body.length);
             res.writeHead(upstreamRes.statusCode ?? 502, headers);
@@ -245,6 +298,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       rules.push({
         fault: rule.fault,
         delayMs: rule.delayMs ?? 500,
+        bodyBytes: rule.bodyBytes,
         method: rule.method,
         path: rule.path,
         remaining: rule.count ?? 1,

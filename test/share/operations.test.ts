@@ -500,16 +500,33 @@ describe('force: set aside, never delete, then install', () => {
 });
 
 describe('blocked and busy', () => {
-  it('a half-initialised host is blocked for every action, told what to do, and nothing changes', async () => {
+  it('a half-initialised host is blocked for every action but the adopt that finishes it, told what to do, and nothing changes', async () => {
     const store = new MemoryStore();
     const { ctx } = await firstOn(store, 'ctl-a');
+    const cert = readFileSync(path.join(ctx.stateDir, 'ca', 'ca.crt'));
     unlinkSync(path.join(ctx.stateDir, 'ca', 'ca.crt'));
-    for (const act of [() => adopt(ctx), () => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
+    for (const act of [() => publish(ctx), () => force(ctx), () => firstController(ctx)]) {
       const error = await refusedWithoutChange(ctx, store, act);
       expect(error).toMatchObject({ code: 'refused', reason: 'blocked', changed: 'Nothing was written.' });
       expect(error.what).toContain('ca.crt');
       expect(error.next).toBeTruthy();
     }
+    // The key left is byte for byte the published document's: adopt finishes the install.
+    expect((await adopt(ctx)).kind).toBe('installed');
+    expect(readFileSync(path.join(ctx.stateDir, 'ca', 'ca.crt'))).toEqual(cert);
+  });
+
+  it('a half-initialised host whose key is NOT the published one is refused by adopt, and nothing changes', async () => {
+    const store = new MemoryStore();
+    const { ctx } = await firstOn(store, 'ctl-a');
+    const other = await firstOn(new MemoryStore(), 'ctl-other');
+    unlinkSync(path.join(ctx.stateDir, 'ca', 'ca.crt'));
+    rmSync(path.join(ctx.stateDir, 'ca', 'ca.key'));
+    const { copyFileSync } = await import('node:fs');
+    copyFileSync(path.join(other.ctx.stateDir, 'ca', 'ca.key'), path.join(ctx.stateDir, 'ca', 'ca.key'));
+    const error = await refusedWithoutChange(ctx, store, () => adopt(ctx));
+    expect(error).toMatchObject({ code: 'refused', reason: 'blocked', changed: 'Nothing was written.' });
+    expect(error.what).toContain('not the published one');
   });
 
   it('an unreadable published document blocks adopt on a fresh host, naming the store, and nothing changes', async () => {
