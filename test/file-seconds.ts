@@ -57,6 +57,8 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/reliability/crash-force.test.ts': 4.4,
   'test/e2e/outside-text-views.test.tsx': 4.4,
   'test/components/screenshots.test.tsx': 4.4,
+  'test/share/billet-reads-baton.test.ts': 6.5,
+  'test/share/billet-document.test.ts': 4.4,
   'test/mesh/mesh-tty.test.ts': 3.9,
   'test/components/failover-screens.test.tsx': 3.8,
   'test/integration/lineage-cells.test.ts': 3.2,
