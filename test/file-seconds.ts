@@ -59,6 +59,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/components/screenshots.test.tsx': 4.4,
   'test/share/billet-reads-baton.test.ts': 6.5,
   'test/share/billet-document.test.ts': 4.4,
+  'test/share/rotate-says-store.test.ts': 3.7,
   'test/mesh/mesh-tty.test.ts': 3.9,
   'test/components/failover-screens.test.tsx': 3.8,
   'test/integration/lineage-cells.test.ts': 3.2,

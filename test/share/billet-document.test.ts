@@ -1,5 +1,5 @@
 /**
- * billet's own document (issue #42 item 1): what billet's wireshare.Publish writes — no
+ * billet's own document: what billet's wireshare.Publish writes — no
  * `format`, `{deployment, fingerprint, published_at, files}` — is read by billet's rules and then
  * adopted, compared, forced and diagnosed like baton's own; a billet rotation is "claimed, not
  * proved" and NOTHING offered on a left-behind host publishes the authority billet retired.

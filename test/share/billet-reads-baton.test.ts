@@ -1,5 +1,5 @@
 /**
- * Issue #42 item 2, proved in CI: every unsealed document baton can publish is one billet's
+ * Proved in CI: every unsealed document baton can publish is one billet's
  * wireshare.Adopt installs and its ReadAuthority loads — run through test/helpers/billet/
  * wireshare-rules.ts, an independent model of billet's rules (node:crypto only, written from
  * billet's source at b2b42c1a). The model is shown to refuse what billet refuses first, so a
