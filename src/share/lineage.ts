@@ -104,7 +104,7 @@ export function lineageWords(lineage: Lineage): string {
       const rotations = lineage.chain.length - 1;
       // The store is behind: billet's control plane refuses to start on a host whose authority
       // differs from its identity store's, so "not published yet" is said with what it stops.
-      return `this host is ahead (it rotated away from the published authority${rotations > 1 ? ` by ${rotations} rotations its own certificates record` : ''} and has not published the new one). The store is behind this host: until it is published, another controller adopts the old authority, and billet will not start on this state dir (its identity store publishes another authority).`;
+      return `this host is ahead (it rotated away from the published authority${rotations > 1 ? ` by ${rotations} rotations its own certificates record` : ''} and has not published the new one). The store is behind this host: billet will not start here until it is published.`;
     }
     case 'siblings':
       return `this host and the published authority are siblings: both rotated from ${lineage.parent}, so neither is newer; one of the two must be chosen on purpose.`;
