@@ -132,6 +132,8 @@ export const registerCa: Register = (program, ctx) => {
             `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
             `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run \`${renderStep(ctx.suggester(), retireStep())}\` once every node trusts the current authority (<PREVIOUS 8>: the 8 characters after "SHA256:" of the previous fingerprint above).\n`,
         );
+        const config = ctx.config();
+        ctx.stdout.write(`${config.store ? await storeAfterRotate(ctx, config) : NO_STORE_AFTER_ROTATE}\n`);
       }),
     );
 
@@ -182,6 +184,40 @@ export const registerCa: Register = (program, ctx) => {
       }),
     );
 };
+
+const NO_STORE_AFTER_ROTATE =
+  'No store is configured, so none was asked. If this deployment keeps its authority in a store (billet: its identity store, e.g. SSM), the other side needs this rotation there: until it is published, billet will not start on this state dir and the other controller adopts the previous authority. Configure store: in baton.yaml and push, or run `billet ca sync --push` on this host.';
+
+/**
+ * WHAT THE OTHER SIDE NEEDS after a rotation, read from the store, never
+ * written: billet's control plane refuses to start while its identity store publishes another
+ * authority than the one on disk, and the other controller keeps adopting the old one. The
+ * rotation here is done and stands whatever the store says; a store that cannot be read is
+ * said, not fatal.
+ */
+async function storeAfterRotate(ctx: CliContext, config: ResolvedConfig): Promise<string> {
+  const [{ openShareContext }, { look }, { verdictSentence }] = await Promise.all([
+    import('../share/share-context.js'),
+    import('../share/actions.js'),
+    import('../share/verdict-words.js'),
+  ]);
+  const s = ctx.suggester();
+  const push = renderStep(s, nextStep('sync --push'));
+  let seen;
+  try {
+    seen = await look(await openShareContext(config));
+  } catch (error) {
+    if (!(error instanceof BatonError)) throw error;
+    return `The store could not be asked (${error.what}): once it answers, publish this rotation with \`${push}\`; until then billet will not start on this state dir.`;
+  }
+  const { published, verdict } = seen;
+  const where = published.location;
+  if (verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')
+    return `The store at ${where} still publishes ${verdict.published}: it is BEHIND this host. The other side needs this rotation: until it is published, billet will not start on this state dir (its identity store publishes another authority) and the other controller adopts ${verdict.published}. Publish it now: \`${push}\` (what \`billet ca sync --push\` does).`;
+  if (verdict.kind === 'publish')
+    return `Nothing is published at ${where}: publish this authority with \`${renderStep(s, nextStep('sync'))}\` so the other controller adopts it.`;
+  return `The store at ${where}: ${verdictSentence(verdict)} Look with \`${renderStep(s, nextStep('status'))}\` before publishing.`;
+}
 
 /**
  * A lone ca-previous.key whose pair the published document still carries in an overlap is an
@@ -250,7 +286,7 @@ async function retireInStore(
     case 'clean':
       return `The published document at ${share.store.location} carries no previous pair.`;
     case 'left':
-      return `The published document at ${share.store.location} was left as it is: ${outcome.why}`;
+      return `The published document at ${share.store.location} was left as it is: ${outcome.why}${outcome.storeBehind ? ` The other side needs this host's authority: publish it with \`${renderStep(ctx.suggester(), nextStep('sync --push'))}\`.` : ''}`;
   }
 }
 

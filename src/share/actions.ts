@@ -410,7 +410,12 @@ export type RetirePublishedOutcome =
   /** The published document already carries no previous pair. */
   | { readonly kind: 'clean' }
   /** The document is not this host's current authority (or this host is mid-operation): left alone. */
-  | { readonly kind: 'left'; readonly why: string };
+  | {
+      readonly kind: 'left';
+      readonly why: string;
+      /** The store is behind this host (it rotated and has not published): the push is what it needs. */
+      readonly storeBehind?: true;
+    };
 
 /**
  * THE STORE'S COPY FOLLOWS RETIRE. After `ca retire`, a document that still carries the retired
@@ -425,8 +430,14 @@ export async function retirePublished(
   confirm: string | undefined,
 ): Promise<RetirePublishedOutcome> {
   return underLock(ctx, undefined, async ({ local, published, verdict }) => {
-    if (published.state !== 'present' || verdict.kind !== 'in-sync' || local.state !== 'whole')
-      return { kind: 'left', why: verdictSentence(verdict) };
+    if (published.state !== 'present' || verdict.kind !== 'in-sync' || local.state !== 'whole') {
+      const behind = verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead';
+      return {
+        kind: 'left',
+        why: verdictSentence(verdict),
+        ...(behind ? { storeBehind: true as const } : {}),
+      };
+    }
     const retired = published.header.previousFingerprint;
     if (retired === null) return { kind: 'clean' };
     if (local.previous !== undefined)

@@ -163,14 +163,17 @@ function blockedByDocument(
         const seal = sealedHere
           ? ' It is sealed: give this host the seal key (seal_key_file) and drop --unseal so the replacement stays sealed; as shown, it stops sealing on purpose.'
           : '';
-        // The bad document's header may claim to replace this host's authority: if that is
-        // true, the published one was newer, and replacing it rolls the fleet back.
-        const rollback =
-          published.claimedPrevious === local.current.fingerprint
-            ? " Its header claims to replace this host's authority (a newer rotation, NOT PROVED): if that is true, replacing it with this host's older one rolls the fleet back."
-            : '';
+        // The bad document claims to replace this host's authority (its previous_fingerprint, its
+        // ca-previous.crt, or its certificate's billet-replaces: claim): the published one is
+        // then newer, and replacing it with this host's would publish the authority it retired —
+        // the seed's incident. No replace is offered, and replaceUnreadable refuses it.
+        if (claimsToReplace(published, local.current.fingerprint)) {
+          return blocked(
+            `Do not replace it from this host: it claims to replace this host's authority ${local.current.fingerprint} (a newer rotation, NOT PROVED), so replacing it would publish the authority the fleet rotated away from. Publish it again from the controller that rotated (billet: \`billet ca sync --push\` there; baton: sync --push there), then look again.`,
+          );
+        }
         return {
-          ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${rollback}${seal}`),
+          ...blocked(`Replace it with this host's authority ${local.current.fingerprint}.${seal}`),
           step,
         };
       }
@@ -186,6 +189,14 @@ function blockedByDocument(
       };
     }
   }
+}
+
+/** True when an unusable document claims, anywhere it can, to have replaced `fingerprint`. */
+export function claimsToReplace(
+  published: Extract<PublishedAuthority, { state: 'unreadable' }>,
+  fingerprint: string,
+): boolean {
+  return (published.claimedPrevious ?? []).includes(fingerprint);
 }
 
 /**
@@ -266,9 +277,28 @@ export function provedBehind(verdict: Extract<Verdict, { kind: 'refuse' }>): boo
   return verdict.lineage.kind === 'left-behind' && verdict.lineage.proof.kind === 'proved';
 }
 
+/**
+ * The published authority replaced this host's by billet's word (its certificate's
+ * billet-replaces: claim). billet signs no handover, so this is the strongest evidence a billet
+ * rotation can carry — and a push over it would publish the very authority billet retired (the
+ * seed's incident). Never offered, never done: the way on is to adopt the published one.
+ */
+export function billetReplaced(verdict: Extract<Verdict, { kind: 'refuse' }>): boolean {
+  return (
+    verdict.lineage.kind === 'left-behind' &&
+    verdict.lineage.proof.kind === 'claimed' &&
+    verdict.lineage.proof.reason === 'billet-signs-none'
+  );
+}
+
+/** A push must never publish this host's authority over the published one (proved, or billet's claim). */
+export function neverPushedOver(verdict: Extract<Verdict, { kind: 'refuse' }>): boolean {
+  return provedBehind(verdict) || billetReplaced(verdict);
+}
+
 /** True when a push would publish over an authority this host is not proved ahead of (bound to PUBLISHED 8). */
 export function pushesOver(verdict: Verdict): boolean {
-  return verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead' && !provedBehind(verdict);
+  return verdict.kind === 'refuse' && verdict.lineage.kind !== 'ahead' && !neverPushedOver(verdict);
 }
 
 /** True when the verdict means "nothing to do" (status exit 0). */

@@ -13,6 +13,13 @@
  * (seal.ts). Decoding is a closed set: anything the decoder does not understand is refused,
  * naming the reason, because a field it skipped could be the one that mattered — and a host
  * that installs a document it half understood gives the fleet an authority nobody checked.
+ *
+ * BILLET'S WIRE FORM is read too (docs/publishing.md, "billet's document"): billet's
+ * wireshare.Publish writes `{ "deployment", "fingerprint", "published_at", "files" }` and no
+ * `format`. A document with no `format` and exactly those fields is read by billet's rules
+ * (the same closed set of file names; ca.key, ca.crt AND authority-created required; the
+ * previous pair whole or absent), then checked like baton's own. Anything else without
+ * `format` is refused as before: guessing at a shape is how a half-read document gets installed.
  */
 import { ETAG_8, nextStep, replaceElsewhere, type Said } from '../next-step.js';
 import { BatonError } from '../errors.js';
@@ -25,6 +32,7 @@ import {
   type PairSummary,
 } from '../authority/types.js';
 import { asFingerprint, type Fingerprint } from '../pki/fingerprint-type.js';
+import { markerBytes } from '../authority/write-marker.js';
 import { MAX_DOCUMENT_BYTES } from '../store/body-limit.js';
 import { handoverVerifies, tamperedError } from './handover.js';
 import { SEAL_ALGORITHM, seal, unseal, type SealedBytes } from './seal.js';
@@ -43,6 +51,14 @@ const HANDOVER_FIELD = 'handover_signature';
 const SEALED_FIELDS = ['alg', 'nonce', 'ciphertext', 'tag'] as const;
 const REQUIRED_FILES: readonly AuthorityFileName[] = ['ca.crt', 'ca.key'];
 const MARKER = 'authority-created';
+/**
+ * billet's `document` struct (internal/wireshare, b2b42c1a), every field it writes. Its
+ * decodeFiles requires the marker as well as the pair: "not a whole one" without it.
+ */
+const BILLET_FIELDS = ['deployment', 'fingerprint', 'published_at', 'files'] as const;
+const BILLET_REQUIRED_FILES: readonly AuthorityFileName[] = ['ca.key', 'ca.crt', MARKER];
+/** billet's document names no publisher: what status shows in its place. */
+const BILLET_PUBLISHER = 'billet (its document names no host)';
 
 /** A document whose structure and header checked out; its files not yet opened. */
 export interface ParsedDocument {
@@ -74,19 +90,28 @@ export interface DecodeOptions {
 // ---------------------------------------------------------------------------------------
 // encode
 
-/** The document's bytes. Sealed when `sealKey` is given. Files are written in allowlist order. */
+/**
+ * The document's bytes. Sealed when `sealKey` is given. Files are written in allowlist order.
+ *
+ * EVERY DOCUMENT CARRIES THE MARKER: billet's decodeFiles refuses one without
+ * `authority-created` ("not a whole one"), so a first controller's document — minted aside,
+ * its marker not yet on any disk — would stop a billet controller from adopting. The header
+ * names the deployment the marker names. The format is always baton's: a header read from
+ * billet's wire form is never written back as if billet had a format.
+ */
 export async function encodeDocument(
   header: DocumentHeader,
   files: AuthorityFiles,
   sealKey?: Uint8Array,
 ): Promise<Uint8Array> {
+  const carried: AuthorityFiles = { ...files, [MARKER]: files[MARKER] ?? markerBytes(header.deployment) };
   const encoded: Record<string, string> = {};
   for (const name of AUTHORITY_FILES) {
-    const bytes = files[name];
+    const bytes = carried[name];
     if (bytes !== undefined) encoded[name] = Buffer.from(bytes).toString('base64');
   }
   const head = {
-    format: header.format,
+    format: DOCUMENT_FORMAT,
     deployment: header.deployment,
     fingerprint: header.fingerprint,
     previous_fingerprint: header.previousFingerprint,
@@ -159,7 +184,10 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
 
   // The format first: a newer format may legitimately have other fields, and "a newer baton
   // wrote this" is the useful thing to say.
-  if (!('format' in value)) throw refuse('it has no "format" field', REPUBLISH);
+  if (!('format' in value)) {
+    if (isBilletShaped(value)) return parseBilletDocument(value, options, refuse);
+    throw refuse('it has no "format" field', REPUBLISH);
+  }
   if (value.format !== DOCUMENT_FORMAT) {
     throw refuse(
       `its format is ${typeof value.format === 'string' ? `"${shown(value.format, 80)}"` : shown(String(JSON.stringify(value.format)), 80)}, not "${DOCUMENT_FORMAT}"`,
@@ -183,14 +211,54 @@ export function parseDocument(body: Uint8Array, options: DecodeOptions): ParsedD
   }
 
   const header = parseHeader(value, refuse);
+  refuseOtherDeployment(header, options, refuse);
+  if (sealedDocument) return { header, sealed: parseSealed(value.sealed, refuse), files: undefined };
+  return { header, sealed: undefined, files: parseFiles(value.files, 'files', refuse) };
+}
+
+/** A document of another deployment is never read further: this host may be pointed at another fleet's store. */
+function refuseOtherDeployment(header: DocumentHeader, options: DecodeOptions, refuse: Refuse): void {
   if (header.deployment !== options.deployment) {
     throw refuse(
       `it is for the deployment "${shown(header.deployment, 80)}", and this host is "${options.deployment}"`,
       "Check --deployment and the store URL: this host may be pointed at another fleet's store.",
     );
   }
-  if (sealedDocument) return { header, sealed: parseSealed(value.sealed, refuse), files: undefined };
-  return { header, sealed: undefined, files: parseFiles(value.files, 'files', refuse) };
+}
+
+/**
+ * billet's wire form: no `format`, and no field but billet's four, `files` among them. Only
+ * that shape is read by billet's rules; a baton document that lost its `format` still carries
+ * `published_by` and `previous_fingerprint`, and is refused as before.
+ */
+function isBilletShaped(value: Record<string, unknown>): boolean {
+  const fields = Object.keys(value);
+  return fields.includes('files') && fields.every((f) => (BILLET_FIELDS as readonly string[]).includes(f));
+}
+
+/**
+ * billet's document (wireshare.Publish) read into baton's header: no publisher, no
+ * previous_fingerprint (openDocument fills it from the ca-previous.crt carried, the only place
+ * billet records it), never sealed. `wire: 'billet'` follows it so a handover is said to be
+ * unprovable rather than missing (billet signs none).
+ */
+function parseBilletDocument(
+  value: Record<string, unknown>,
+  options: DecodeOptions,
+  refuse: Refuse,
+): ParsedDocument {
+  const billetRefuse: Refuse = (reason, next) =>
+    refuse(`it is billet's document (no "format") and ${reason}`, next);
+  for (const field of BILLET_FIELDS) {
+    if (!(field in value)) throw billetRefuse(`the field "${field}" is missing`, REPUBLISH);
+  }
+  const fields = parseHeaderFields(
+    { ...value, previous_fingerprint: null, published_by: BILLET_PUBLISHER },
+    billetRefuse,
+  );
+  const header: DocumentHeader = { ...fields, wire: 'billet' };
+  refuseOtherDeployment(header, options, refuse);
+  return { header, sealed: undefined, files: parseFiles(value.files, 'files', billetRefuse) };
 }
 
 /**
@@ -224,20 +292,33 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     files = parsed.files!;
   }
 
-  for (const name of REQUIRED_FILES) {
-    if (files[name] === undefined) throw refuse(`it does not carry the required file "${name}"`, REPUBLISH);
+  const billet = parsed.header.wire === 'billet';
+  // billet counts an empty file as absent (len(out[name]) == 0 in decodeFiles).
+  const carries = (name: AuthorityFileName) => {
+    const bytes = files[name];
+    return bytes !== undefined && (!billet || bytes.length > 0);
+  };
+  for (const name of billet ? BILLET_REQUIRED_FILES : REQUIRED_FILES) {
+    if (!carries(name)) {
+      throw refuse(
+        billet
+          ? `it is billet's document and does not carry the required file "${name}" (billet's own reader refuses it as not a whole authority)`
+          : `it does not carry the required file "${name}"`,
+        REPUBLISH,
+      );
+    }
   }
-  const header = parsed.header;
+  const parsedHeader = parsed.header;
   const current = await checkCarriedPair(files['ca.key']!, files['ca.crt']!, 'ca.key', 'ca.crt', options);
-  if (current.fingerprint !== header.fingerprint) {
+  if (current.fingerprint !== parsedHeader.fingerprint) {
     throw refuse(
-      `its fingerprint ${header.fingerprint} is not the fingerprint of the ca.crt it carries (${current.fingerprint})`,
+      `its fingerprint ${parsedHeader.fingerprint} is not the fingerprint of the ca.crt it carries (${current.fingerprint})`,
       REPUBLISH,
     );
   }
 
-  const previousKey = files['ca-previous.key'];
-  const previousCert = files['ca-previous.crt'];
+  const previousKey = carries('ca-previous.key') ? files['ca-previous.key'] : undefined;
+  const previousCert = carries('ca-previous.crt') ? files['ca-previous.crt'] : undefined;
   let previous: PairSummary | undefined;
   if ((previousKey === undefined) !== (previousCert === undefined)) {
     const missing = previousKey === undefined ? 'ca-previous.key' : 'ca-previous.crt';
@@ -252,6 +333,10 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
       options,
     );
   }
+  // billet writes no previous_fingerprint: the carried ca-previous.crt is its only record.
+  const header: DocumentHeader = billet
+    ? { ...parsedHeader, previousFingerprint: previous?.fingerprint ?? null }
+    : parsedHeader;
   if ((previous?.fingerprint ?? null) !== header.previousFingerprint) {
     throw refuse(
       previous
@@ -271,7 +356,7 @@ export async function openDocument(parsed: ParsedDocument, options: DecodeOption
     throw tamperedError(options.where, previous.fingerprint, 'the ca-previous.crt the document carries');
   }
 
-  const marker = files[MARKER];
+  const marker = carries(MARKER) ? files[MARKER] : undefined;
   if (marker !== undefined && markerDeployment(marker) !== options.deployment) {
     throw refuse(`its "${MARKER}" marker does not name the deployment "${options.deployment}"`, REPUBLISH);
   }

@@ -61,6 +61,8 @@ export function handoverProof(
   local: Extract<LocalAuthority, { state: 'whole' }>,
   header: DocumentHeader,
 ): HandoverProof {
+  // billet's wireshare signs nothing: its rotation is a claim, and says why it cannot be more.
+  if (header.wire === 'billet') return { kind: 'claimed', reason: 'billet-signs-none' };
   const signature = header.handover;
   const signer = header.previousFingerprint;
   if (!signature || signer === null) return { kind: 'claimed', reason: 'no-signature' };
@@ -112,5 +114,7 @@ export function proofWords(proof: HandoverProof): string {
       return `CLAIMED, NOT PROVED: a bad signature (it does not verify under ${proof.signer ?? 'the previous key'}).`;
     case 'other-key':
       return `CLAIMED, NOT PROVED: signed by another key (${proof.signer ?? 'unknown'}), not this host's own authority key.`;
+    case 'billet-signs-none':
+      return "CLAIMED, NOT PROVED: billet published it, and billet signs no handover (the claim is the certificate's billet-replaces: OU).";
   }
 }

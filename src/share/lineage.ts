@@ -92,6 +92,9 @@ export function lineageWords(lineage: Lineage): string {
       const by = rotations === 1 ? 'a rotation' : `${rotations} rotations`;
       // Only a signature made with this host's own key says it happened; anyone who can write
       // the store can write a document that CLAIMS to replace this host's authority.
+      if (lineage.proof.kind === 'claimed' && lineage.proof.reason === 'billet-signs-none') {
+        return `this host was left behind by ${rotations === 1 ? 'a billet rotation' : `${rotations} billet rotations`} (the published certificate's billet-replaces: claim names the authority this host holds). ${proofWords(lineage.proof)} Publishing this host's authority over it would put back the one billet retired, so that is never offered: adopt the published one.`;
+      }
       if (lineage.proof.kind === 'proved') {
         return `this host was left behind by ${by} (the published authority replaced the one this host holds, and is newer). ${proofWords(lineage.proof)}`;
       }
@@ -99,7 +102,9 @@ export function lineageWords(lineage: Lineage): string {
     }
     case 'ahead': {
       const rotations = lineage.chain.length - 1;
-      return `this host is ahead (it rotated away from the published authority${rotations > 1 ? ` by ${rotations} rotations its own certificates record` : ''} and has not published the new one).`;
+      // The store is behind: billet's control plane refuses to start on a host whose authority
+      // differs from its identity store's, so "not published yet" is said with what it stops.
+      return `this host is ahead (it rotated away from the published authority${rotations > 1 ? ` by ${rotations} rotations its own certificates record` : ''} and has not published the new one). The store is behind this host: billet will not start here until it is published.`;
     }
     case 'siblings':
       return `this host and the published authority are siblings: both rotated from ${lineage.parent}, so neither is newer; one of the two must be chosen on purpose.`;

@@ -96,7 +96,9 @@ export async function readPublished(
       state: 'present' as const,
       location,
       etag: stored.etag,
-      header: parsed.header,
+      // The opened header when there is one: billet's document records its previous authority
+      // only in the files, so its previous_fingerprint is known once they are opened.
+      header: opened?.header ?? parsed.header,
       sealed: parsed.sealed !== undefined,
       current: opened?.current,
       previous: opened?.previous,

@@ -10,7 +10,7 @@ import { BatonError, isBatonError, type StoreChangedReason } from '../errors.js'
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { isStoreChangedReason, STORE_CHANGED_WORDS } from '../store/store-changed.js';
 import { ACTION_WORDS } from './action-words.js';
-import { allowedActions } from './decide.js';
+import { allowedActions, claimsToReplace } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Action, Look, PublishedAuthority, Verdict } from './types.js';
 import { lineageWords, verdictSentence, verdictWords } from './verdict-words.js';
@@ -34,6 +34,8 @@ export function storeFailure(now: Look): BatonError | undefined {
  */
 export function replaceUnreadableRefusal(ctx: ShareContext, look: Look): BatonError | undefined {
   const { local, published } = look;
+  const rollback = replaceRollsBack(look);
+  if (rollback) return rollback;
   if (
     local.state === 'whole' &&
     published.state === 'unreadable' &&
@@ -42,6 +44,27 @@ export function replaceUnreadableRefusal(ctx: ShareContext, look: Look): BatonEr
   )
     return undefined;
   return replaceNotAllowed(ctx, look);
+}
+
+/**
+ * A document that claims to replace this host's authority is newer by its own word: replacing
+ * it with this host's would publish the authority it retired (the seed's incident, where a
+ * billet rotation was overwritten this way and a fresh billet adopted the retired key).
+ */
+function replaceRollsBack({ local, published }: Look): BatonError | undefined {
+  if (local.state !== 'whole' || published.state !== 'unreadable') return undefined;
+  if (!claimsToReplace(published, local.current.fingerprint)) return undefined;
+  return new BatonError('refused', {
+    what: `The published document claims to replace this host's authority ${local.current.fingerprint} (a newer rotation, NOT PROVED): replacing it with this host's would publish the authority the fleet rotated away from. ${published.error.what}`,
+    where: published.location,
+    changed: NOTHING_WRITTEN,
+    next: [
+      'Publish the rotation again from the controller that made it (billet: `billet ca sync --push` there; baton: ',
+      nextStep('sync --push', { host: 'that controller' }),
+      '), then look again.',
+    ],
+    reason: 'not-allowed',
+  });
 }
 
 /** The refusal of a replace on this look: the way out that applies (wrong store, upgrade, another host). */

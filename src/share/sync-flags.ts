@@ -19,7 +19,7 @@ import {
 } from './confirm-binding.js';
 import { unsealRefusal } from './publish-guards.js';
 import { replaceUnreadableRefusal } from './refusals.js';
-import { provedBehind, pushesOver } from './decide.js';
+import { neverPushedOver, provedBehind, pushesOver } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Look, Verdict } from './types.js';
 import { verdictSentence } from './verdict-words.js';
@@ -133,12 +133,14 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
       ],
     });
   }
-  if (flags.push && !(verdict.kind === 'refuse' && !provedBehind(verdict))) {
+  if (flags.push && !(verdict.kind === 'refuse' && !neverPushedOver(verdict))) {
     throw misuse(
       'push',
-      verdict.kind === 'refuse'
-        ? "when this host is not PROVED behind the published authority: the published one replaced this host's (signed with this host's own key) and is newer, so publishing over it would roll the fleet back"
-        : 'when this host holds a different authority than the published one and is not proved behind it',
+      verdict.kind === 'refuse' && !provedBehind(verdict)
+        ? "when the published authority is billet's rotation of this host's (its certificate's billet-replaces: claim; billet signs no handover): publishing over it would put back the authority billet retired"
+        : verdict.kind === 'refuse'
+          ? "when this host is not PROVED behind the published authority: the published one replaced this host's (signed with this host's own key) and is newer, so publishing over it would roll the fleet back"
+          : 'when this host holds a different authority than the published one and is not proved behind it',
     );
   }
   if (flags.replaceUnreadable) {

@@ -27,6 +27,11 @@ export interface DocumentHeader {
    * published by a host that held the previous key; part of the AEAD's associated data.
    */
   readonly handover?: Uint8Array;
+  /**
+   * 'billet' when the document was billet's wire form (no `format`; src/share/document.ts):
+   * billet signs no handover, so a rotation it published is a claim no host can prove.
+   */
+  readonly wire?: 'billet';
 }
 
 /** Why an empty store is not "nothing published" (src/share/near-miss.ts). */
@@ -76,8 +81,11 @@ export type PublishedAuthority =
       readonly etag?: string;
       /** The bad object carries sealed files: replacing it in the clear needs the seal key or --unseal. */
       readonly sealed?: boolean;
-      /** The previous_fingerprint the bad object's header names, when it names one: a claim, never checked. */
-      readonly claimedPrevious?: string;
+      /**
+       * What the bad object claims to have replaced — its previous_fingerprint, its ca-previous.crt's
+       * fingerprint, its ca.crt's billet-replaces: claim — when it names any: claims, never checked.
+       */
+      readonly claimedPrevious?: readonly string[];
       /** This host has a seal key: a replacement would be sealed, so `--unseal` never applies here. */
       readonly sealKeyHere?: true;
       /**
@@ -95,7 +103,7 @@ export type HandoverProof =
   | { readonly kind: 'proved' }
   | {
       readonly kind: 'claimed';
-      readonly reason: 'no-signature' | 'bad-signature' | 'other-key';
+      readonly reason: 'no-signature' | 'bad-signature' | 'other-key' | 'billet-signs-none';
       /** The key that signed (the published previous_fingerprint), when there is a signature. */
       readonly signer?: Fingerprint;
     };

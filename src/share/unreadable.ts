@@ -16,6 +16,7 @@
 import { replaceElsewhere } from '../next-step.js';
 import { BatonError } from '../errors.js';
 import { DOCUMENT_FORMAT, type UnreadableProblem } from './types.js';
+import { parseCertificate, type CertificateFacts } from '../pki/inspect-pair.js';
 
 /** The problem of a document the decoder refused. Never throws. */
 export function classifyRefusedDocument(
@@ -29,8 +30,9 @@ export function classifyRefusedDocument(
     return 'newer-format';
   // Only a document in this version's format can be a VALID document of another deployment;
   // one whose certificate names this deployment had its `deployment` field edited.
+  // billet's wire form has no format (document.ts): its deployment field is as valid a claim.
   if (
-    format === DOCUMENT_FORMAT &&
+    (format === DOCUMENT_FORMAT || !('format' in value)) &&
     typeof value.deployment === 'string' &&
     value.deployment !== '' &&
     value.deployment !== deployment
@@ -74,10 +76,30 @@ function certificateDeployment(value: Record<string, unknown>): string | undefin
   }
 }
 
-/** The previous_fingerprint a refused document's header names, if any: what it claims to replace. */
-export function claimedPrevious(body: Uint8Array): string | undefined {
-  const value = looseJson(body)?.previous_fingerprint;
-  return typeof value === 'string' && value !== '' ? value : undefined;
+/**
+ * Every authority a refused document claims to replace: its header's previous_fingerprint, the
+ * fingerprint of the ca-previous.crt it carries, and its ca.crt's billet-replaces: claim (billet's
+ * document records a rotation only in its files). Undefined when it names none.
+ */
+export function claimedPrevious(body: Uint8Array): readonly string[] | undefined {
+  const value = looseJson(body);
+  if (value === undefined) return undefined;
+  const claims: string[] = [];
+  if (typeof value.previous_fingerprint === 'string' && value.previous_fingerprint !== '')
+    claims.push(value.previous_fingerprint);
+  const files =
+    typeof value.files === 'object' && value.files !== null ? (value.files as Record<string, unknown>) : {};
+  const previous = certificateOf(files['ca-previous.crt']);
+  if (previous) claims.push(previous.fingerprint);
+  const replaces = certificateOf(files['ca.crt'])?.replaces;
+  if (replaces) claims.push(replaces);
+  return claims.length > 0 ? claims : undefined;
+}
+
+/** baton's own certificate reader over a refused document's file: its fingerprint and claim, or undefined. */
+function certificateOf(base64: unknown): CertificateFacts | undefined {
+  if (typeof base64 !== 'string') return undefined;
+  return parseCertificate(new Uint8Array(Buffer.from(base64, 'base64')));
 }
 
 /** True when the raw document carries sealed files (its writer had the seal key). */

@@ -17,6 +17,7 @@ import {
 } from '../next-step.js';
 import type { Suggester } from '../suggest-command.js';
 import { forceBinding, pushOverBinding, UNSEAL_BINDING } from './confirm-binding.js';
+import { billetReplaced } from './decide.js';
 
 /** How a verdict feels; views map it onto src/app/marks.ts (a subset of its tones). */
 export type VerdictTone = 'ok' | 'action' | 'refused';
@@ -191,7 +192,9 @@ function refuseNext(
     const step = nextStep('sync --push');
     return { step, next: renderStep(s, step) };
   }
-  const proved = lineage.kind === 'left-behind' && lineage.proof.kind === 'proved';
+  // billet's rotation is never proved (billet signs none), and is never pushed over either.
+  const proved =
+    (lineage.kind === 'left-behind' && lineage.proof.kind === 'proved') || billetReplaced(verdict);
   // On a terminal the walk asks for the typed value itself; the headline already says which
   // side is newer, and the screen has no room for two commands.
   if (s.terminal && !verdict.sealedWithoutKey) {

@@ -115,3 +115,38 @@ export function writeBilletState(
   put('ca.crt', current.certPem, 0o644);
   writeFileSync(path.join(stateDir, 'authority-created'), `${deployment}\n`, { mode: 0o644 });
 }
+
+/** A whole authority as billet's wirecert.AuthorityFiles names it: name → bytes. */
+export type BilletFiles = Readonly<Record<string, Uint8Array>>;
+
+/** billet's files for `current` (and `previous` during an overlap), with the marker `<deployment>\n`. */
+export function billetFiles(deployment: string, current: BilletPair, previous?: BilletPair): BilletFiles {
+  return {
+    'authority-created': new TextEncoder().encode(`${deployment}\n`),
+    'ca.crt': current.certPem,
+    'ca.key': current.keyPem,
+    ...(previous ? { 'ca-previous.crt': previous.certPem, 'ca-previous.key': previous.keyPem } : {}),
+  };
+}
+
+/**
+ * A document byte for byte as billet's wireshare.Publish writes it (b2b42c1a): Go's
+ * json.Marshal of its `document` struct — the fields in declaration order (deployment,
+ * fingerprint, published_at, files), no whitespace, no trailing newline, the `files` map's keys
+ * sorted bytewise (Go sorts map keys), each value base64.StdEncoding, published_at RFC 3339 in
+ * whole seconds. No `format`, no previous_fingerprint, no published_by.
+ */
+export function billetDocument(
+  deployment: string,
+  fingerprint: string,
+  files: BilletFiles,
+  publishedAt = '2026-12-01T09:30:00Z',
+): Uint8Array {
+  const names = Object.keys(files).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const encoded = names
+    .map((name) => `${JSON.stringify(name)}:${JSON.stringify(Buffer.from(files[name]!).toString('base64'))}`)
+    .join(',');
+  return new TextEncoder().encode(
+    `{"deployment":${JSON.stringify(deployment)},"fingerprint":${JSON.stringify(fingerprint)},"published_at":${JSON.stringify(publishedAt)},"files":{${encoded}}}`,
+  );
+}

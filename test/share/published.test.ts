@@ -63,7 +63,9 @@ describe('reading what is published', () => {
     expect(read.current?.fingerprint).toBe(headerFor(rotated).fingerprint);
     expect(read.current?.replaces).toBe(header.fingerprint);
     expect(read.previous?.fingerprint).toBe(header.fingerprint);
-    expect(read.files).toEqual(rotated);
+    // Every document baton writes carries the marker billet's reader requires, even when the
+    // files handed to the encoder lacked it.
+    expect(read.files).toEqual({ ...rotated, 'authority-created': enc(`${DEPLOYMENT}\n`) });
   });
 
   it('never shows the carried key when a read is serialised or logged', async () => {
