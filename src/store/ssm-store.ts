@@ -26,7 +26,7 @@ import {
 } from '@aws-sdk/client-ssm';
 import { BatonError, type StoreFailureReason } from '../errors.js';
 import { shown } from '../outside-text.js';
-import { oversizeError } from './body-limit.js';
+import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
 import { offlineRoute } from './offline-route-steps.js';
 import { probeConditionalWrites } from './probe.js';
 import type { S3StoreOptions } from './s3-store.js';
@@ -179,7 +179,7 @@ export class SsmStore implements Store {
             versionId: String(v.Version),
             lastModified: v.LastModifiedDate,
             isLatest: false,
-            body: bytes && bytes.length <= SSM_ADVANCED_MAX_BYTES * 4 ? bytes : undefined,
+            body: bytes && bytes.length <= MAX_DOCUMENT_BYTES ? bytes : undefined,
             atRest:
               v.Type === 'SecureString'
                 ? { encrypted: true, words: `SecureString under KMS key ${v.KeyId ?? '(not said)'}` }
@@ -272,7 +272,8 @@ export class SsmStore implements Store {
       });
     }
     const body = new TextEncoder().encode(value);
-    if (body.length > 1024 * 1024) throw oversizeError(this.#where(name), body.length, etagOf(version));
+    if (body.length > MAX_DOCUMENT_BYTES)
+      throw oversizeError(this.#where(name), body.length, etagOf(version));
     return { body, etag: etagOf(version) };
   }
 
@@ -370,7 +371,12 @@ export class SsmStore implements Store {
     const versionsWords = others.map((o) => o.version).join(', ') || 'unknown';
     const said = `Parameter Store has no compare-and-swap on a replace: baton read version ${read}, another writer wrote version ${versionsWords} before baton's write landed as version ${written}`;
     let restored: string;
-    if (theirs?.body) {
+    // Only while this host's write is still the current one: a writer after it is newer than
+    // both, and putting the older document back over it would lose it.
+    const now = theirs?.body ? await this.#currentVersion(name).catch(() => undefined) : undefined;
+    if (theirs?.body && now?.version !== written) {
+      restored = `the parameter has moved on since (version ${now?.version ?? 'unknown'}), so nothing was put back`;
+    } else if (theirs?.body) {
       try {
         const back = await this.#putParameter(name, utf8Value(theirs.body, where), theirs.body.length, true);
         restored =

@@ -166,6 +166,27 @@ describe('the SSM adapter against moto (create-only enforced, replace detected a
     }
   });
 
+  it("a replace whose answer was lost and that the SDK sent again is not another writer: the version between holds this host's bytes", async () => {
+    const prefix = ssm.prefix();
+    const name = `${prefix}/${LEAF}`;
+    const proxy = await startFaultProxy({ upstream: ssm.endpoint });
+    try {
+      const store = ssm.store(ssm.storeUrl(prefix, { endpoint: proxy.url }));
+      await store.put(bytes('{"doc":"original"}'), { kind: 'create-only' });
+      proxy.arm({ fault: 'drop-response', target: 'PutParameter' });
+      const { etag } = await store.put(bytes('{"doc":"mine"}'), { kind: 'if-match', etag: '"1"' });
+      expect(proxy.count('drop-response')).toBe(1);
+      expect(etag).toBe('"3"');
+      expect((await ssm.history(name)).map((h) => h.Value)).toEqual([
+        '{"doc":"original"}',
+        '{"doc":"mine"}',
+        '{"doc":"mine"}',
+      ]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('two first controllers racing on one prefix end with ONE authority: one publishes, the other adopts it', async () => {
     const url = ssm.storeUrl(ssm.prefix());
     const a = host(ssm.store(url), 'ctl-a');
