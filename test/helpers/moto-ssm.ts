@@ -76,7 +76,8 @@ export async function startMotoSsm(): Promise<MotoSsm> {
         credentials: { accessKeyId: 'testing', secretAccessKey: 'testing' },
         maxAttempts: options.maxAttempts ?? 2,
         connectionTimeoutMs: 2_000,
-        requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+        // moto is Python: on a loaded machine one answer has taken over 10 s.
+        requestTimeoutMs: options.requestTimeoutMs ?? 20_000,
       });
       stores.push(store);
       return store;

@@ -27,7 +27,7 @@ beforeAll(async () => {
   assertBuilt();
   ssm = await startMotoSsm();
   tmp = makeTempDir('baton-ssm-cli-');
-}, 120_000);
+}, 200_000);
 
 afterAll(async () => {
   await ifSet(ssm)?.close();
@@ -52,7 +52,7 @@ function baton(
     {
       env: { ...MOTO_ENV, ...options.env },
       ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
-      timeoutMs: 90_000,
+      timeoutMs: 150_000,
     },
   );
 }
@@ -85,7 +85,7 @@ describe('baton on an ssm:/// store (the built CLI against moto)', () => {
       Parameters: { Name: string }[];
     };
     expect(left.Parameters.map((p) => p.Name)).toEqual([name]);
-  }, 120_000);
+  }, 200_000);
 
   it('a first controller publishes a SecureString through AWS_ENDPOINT_URL_SSM (no ?endpoint=), and status says KMS seals it', async () => {
     const prefix = ssm.prefix();
@@ -95,19 +95,22 @@ describe('baton on an ssm:/// store (the built CLI against moto)', () => {
     const common = ['--store', url, '--state-dir', stateDir, '--deployment', DEPLOYMENT];
     const first = await runBaton([...common, 'sync', '--first-controller', '--yes'], {
       env: { ...MOTO_ENV, ...env },
-      timeoutMs: 90_000,
+      timeoutMs: 150_000,
     });
     expect(first.exitCode, first.all).toBe(0);
     expect(await ssm.describe(`${prefix}/${LEAF}`)).toMatchObject({
       Type: 'SecureString',
       KeyId: 'alias/aws/ssm',
     });
-    const status = await runBaton([...common, 'status'], { env: { ...MOTO_ENV, ...env }, timeoutMs: 90_000 });
+    const status = await runBaton([...common, 'status'], {
+      env: { ...MOTO_ENV, ...env },
+      timeoutMs: 150_000,
+    });
     expect(status.all).toContain(`ssm://${prefix}/${LEAF}`);
     expect(status.all).toContain(
       "not by baton; at rest by KMS: a SecureString under alias/aws/ssm (the account's default key)",
     );
-  }, 120_000);
+  }, 200_000);
 
   it("baton's own seal on SSM is refused (exit 2) naming what, where and what to do; nothing is written", async () => {
     const prefix = ssm.prefix();
@@ -118,5 +121,5 @@ describe('baton on an ssm:/// store (the built CLI against moto)', () => {
     expect(run.stderr).toContain('seal_key_file is set, but the store is SSM Parameter Store');
     expect(run.stderr).toContain('kms_key_id');
     expect(await ssm.value(`${prefix}/${LEAF}`)).toBeUndefined();
-  }, 120_000);
+  }, 200_000);
 });
