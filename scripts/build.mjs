@@ -18,7 +18,7 @@ const dist = path.join(root, 'dist');
 const FROM_UI = { ink: 'ink', react: 'react', 'react/jsx-runtime': 'jsxRuntime' };
 /**
  * The larger libraries, each in a CommonJS bundle of its own under dist/lib/, loaded when the app
- * first requires one: a command that does not mint, ssh, speak SQL or S3, or read an inventory
+ * first requires one: a command that does not mint, ssh, speak SQL, S3 or SSM, or read an inventory
  * never parses them. pkijs and asn1js share one: pkijs checks asn1js's objects with instanceof.
  */
 const LIBS = {
@@ -27,6 +27,7 @@ const LIBS = {
   zod: ['zod'],
   yaml: ['js-yaml'],
   s3: ['@aws-sdk/client-s3'],
+  ssm: ['@aws-sdk/client-ssm'],
 };
 const libOf = Object.fromEntries(
   Object.entries(LIBS).flatMap(([lib, specifiers]) => specifiers.map((s) => [s, lib])),

@@ -17,6 +17,8 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/transport/ssh-transport.test.ts': 27.2,
   'test/reliability/races.test.ts': 25.6,
   'test/mesh/provider-rotation-kills.test.ts': 25.6,
+  // Round 7, rough (measured under load, 44 s and 22 s): moto_server, and the awscli at ~4 s a call.
+  'test/integration/ssm-store-moto.test.ts': 25.0,
   'test/provisioner/switch-back-postgres.test.ts': 23.4,
   'test/integration/replay-or-race-moto.test.ts': 23.2,
   'test/mesh/rotation-sequences-2.test.ts': 23.1,
@@ -27,6 +29,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/rotation-sequences-4.test.ts': 20.3,
   'test/mesh/rotation-sequences-3.test.ts': 20.3,
   'test/reliability/s3-faults.test.ts': 19.0,
+  'test/integration/ssm-cli-moto.test.ts': 15.0,
   'test/transport/ssh-start-limits.test.ts': 12.7,
   'test/mesh/mesh-cli.test.ts': 12.6,
   'test/e2e/drill-plain.test.ts': 12.4,

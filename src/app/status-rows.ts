@@ -9,6 +9,7 @@ import type { PublishedAuthority } from '../share/types.js';
 import { etagShown } from '../share/confirm-binding.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { OutsideText, shown } from '../outside-text.js';
+import { storeAtRestSeal } from '../store/store-url.js';
 import type { Suggester } from '../suggest-command.js';
 import type { StatusReport, StoreCheckRecord } from './status-report.js';
 
@@ -249,7 +250,7 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
             kind: 'text',
             label: 'sealed',
             value: !published.sealed
-              ? 'no'
+              ? sealedAtRestWords(report.storeUrl)
               : published.current
                 ? 'yes (AES-256-GCM)'
                 : 'yes; this host has no seal key',
@@ -259,6 +260,12 @@ export function publishedRows(report: StatusReport, baton: string | Suggester = 
       };
     }
   }
+}
+
+/** Not sealed by baton: on a store that encrypts at rest (SSM), say what does. */
+function sealedAtRestWords(storeUrl: string): string {
+  const atRest = storeAtRestSeal(storeUrl);
+  return atRest ? `not by baton; at rest by ${atRest}` : 'no';
 }
 
 function storeCheckRow(check: StoreCheckRecord | undefined, baton: string | Suggester): PanelRow {

@@ -82,17 +82,34 @@ function clearVersionLines(
       ],
       found: 0,
     };
+  // A version the store encrypts at rest (an SSM SecureString under KMS) is not in the clear:
+  // on SSM baton's own seal is refused, and KMS is what seals every version.
   const found = result.versions.flatMap((version) => {
-    const names = version.body ? clearKeyMaterial(version.body) : [];
+    const names = version.body && version.atRest?.encrypted !== true ? clearKeyMaterial(version.body) : [];
     return names.length > 0 ? [{ version, names }] : [];
   });
+  const ssm = /^ssm:\/\/\//.test(url);
   if (found.length === 0)
     return {
       lines: [
-        `✓ none of the ${result.versions.length} stored version(s) of ${location} holds key material in the clear`,
+        `✓ none of the ${result.versions.length} stored version(s) of ${location} holds key material in the clear${ssm && result.versions.length > 0 ? ' (each is a SecureString under KMS)' : ''}`,
       ],
       found: 0,
     };
+  if (ssm) {
+    const name = location.replace(/^ssm:\/\//, '');
+    return {
+      lines: [
+        `! ${found.length} stored version(s) of ${location} are not SecureStrings and hold key material in the clear (anyone who can read the parameter's history has the CA key):`,
+        ...found.map(
+          ({ version, names }) =>
+            `  version ${version.versionId}${version.isLatest ? ' (current)' : ''}${version.lastModified ? ` ${version.lastModified.toISOString()}` : ''} (${version.atRest?.words ?? 'type not said'}): ${names.join(', ')}`,
+        ),
+        `Parameter Store cannot delete one version: delete the parameter with its whole history (aws ssm delete-parameter --name ${name}), then publish again from a controller that holds the authority (baton writes a SecureString). Consider the CA key exposed and rotate it.`,
+      ],
+      found: found.length,
+    };
+  }
   const bucket = /^s3:\/\/([^/?]+)/.exec(url)?.[1] ?? '<bucket>';
   const key = location.replace(/^s3:\/\/[^/]+\//, '');
   const lines = [

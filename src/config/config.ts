@@ -39,12 +39,13 @@ export interface ConfigFile {
 export const CONFIG_FIELD_HELP: Readonly<Record<keyof ConfigFile, string>> = {
   deployment: `the deployment id: ${DEPLOYMENT_ID_RULE} (\`--deployment\`)`,
   state_dir: "this host's state dir (`--state-dir`; default `/var/lib/baton/<deployment>`)",
-  store: 'where the authority is published: `s3://bucket/prefix?…` or `file:///dir` (`--store`)',
+  store:
+    "where the authority is published: `s3://bucket/prefix?…`, `ssm:///prefix?…` (billet's Parameter Store) or `file:///dir` (`--store`)",
   seal_key_file: 'the key that seals `ca.key` in the published document (`--seal-key-file`)',
   seal: '`none`: publish `ca.key` unsealed, on purpose (`--no-seal`); never beside `seal_key_file`',
   inventory: 'the mesh inventory, for `mesh` commands (`--inventory`)',
   journal_dir: 'where `mesh-journal.jsonl` is appended (default: the state dir)',
-  store_timeout: 'seconds one S3 attempt waits for an answer (`--store-timeout`; default 5)',
+  store_timeout: 'seconds one S3 or SSM attempt waits for an answer (`--store-timeout`; default 5)',
 };
 
 export const CONFIG_FIELDS = Object.keys(CONFIG_FIELD_HELP) as readonly (keyof ConfigFile)[];
@@ -334,6 +335,6 @@ export function requireStore(config: ResolvedConfig): string {
   throw new BatonError('usage', {
     what: 'No store is configured.',
     where: config.source ?? 'no config file found',
-    next: 'Pass --store s3://bucket/prefix (or file:///dir) or set "store:" in baton.yaml.',
+    next: 'Pass --store s3://bucket/prefix (or ssm:///prefix, or file:///dir) or set "store:" in baton.yaml.',
   });
 }

@@ -12,9 +12,11 @@ import {
   storeOptionsOf,
   type ResolvedConfig,
 } from '../config/config.js';
+import { BatonError } from '../errors.js';
 import { openStore } from '../store/open-store.js';
 import type { S3StoreOptions } from '../store/s3-store.js';
 import type { Store } from '../store/store.js';
+import { parseStoreUrl } from '../store/store-url.js';
 import type { Suggester } from '../suggest-command.js';
 import { readSealKey } from './seal.js';
 import { storeWriteGuard } from './store-guard.js';
@@ -61,6 +63,10 @@ export async function openShareContext(
 ): Promise<ShareContext> {
   const deployment = requireDeployment(config);
   const storeUrl = requireStore(config);
+  // ON SSM THE AT-REST SEAL IS KMS: the document is a SecureString, and billet reads it with
+  // no seal key of baton's, so a document sealed by baton could never be adopted by billet.
+  const onSsm = parseStoreUrl(storeUrl).kind === 'ssm';
+  if (onSsm && config.sealKeyFile) throw batonSealOnSsmError(config.source);
   const store = await openStore(storeUrl, options.storeOptions ?? storeOptionsOf(config));
   const stateDir = stateDirFor(config);
   const sealKey = config.sealKeyFile ? await readSealKey(config.sealKeyFile) : undefined;
@@ -70,8 +76,19 @@ export async function openShareContext(
     store,
     beforeWrite: storeWriteGuard({ stateDir, storeUrl, store, override: config.storeUnenforced }),
     ...(sealKey ? { sealKey } : {}),
-    noSeal: config.seal === 'none',
+    // Stated by the store itself: an ssm:// store keeps the document encrypted under KMS.
+    noSeal: config.seal === 'none' || onSsm,
     clock: systemClock,
     host: os.hostname(),
   };
+}
+
+/** seal_key_file with an ssm:// store: refused, because billet could not read what it seals. */
+export function batonSealOnSsmError(source: string | undefined): BatonError {
+  return new BatonError('config', {
+    what: "seal_key_file is set, but the store is SSM Parameter Store: there the document is a SecureString sealed by KMS, and billet reads it without baton's seal key, so a document sealed by baton could never be adopted by billet.",
+    where: source ?? 'the command line (--seal-key-file)',
+    next: 'Remove seal_key_file (or --seal-key-file) for this deployment; to choose the KMS key, add ?kms_key_id=<key id or alias> to the ssm:// store URL (billet: identity.aws_ssm.kms_key_id).',
+    changed: 'Nothing was read or written.',
+  });
 }

@@ -28,12 +28,34 @@ export interface DirectoryStoreSpec {
   readonly dir: string;
 }
 
-export type StoreSpec = S3StoreSpec | DirectoryStoreSpec;
+/**
+ * billet's identity store: AWS SSM Parameter Store. The document is the SecureString
+ * `<prefix>/node-wire-authority`, the name billet's `ssmAuthorityStore` reads and writes.
+ */
+export interface SsmStoreSpec {
+  readonly kind: 'ssm';
+  /** '' or `/a/b`: a leading slash, no trailing one (billet's identity.aws_ssm.prefix, normalised). */
+  readonly prefix: string;
+  /** The parameter name: `<prefix>/node-wire-authority`. */
+  readonly name: string;
+  readonly region: string | undefined;
+  readonly endpoint: string | undefined;
+  /** The KMS key the SecureString is encrypted under; undefined: the account's alias/aws/ssm. */
+  readonly kmsKeyId: string | undefined;
+}
+
+export type StoreSpec = S3StoreSpec | DirectoryStoreSpec | SsmStoreSpec;
+
+/** The leaf billet keeps its published authority under (internal/wiring: authorityParameter). */
+export const SSM_PARAMETER_LEAF = 'node-wire-authority';
 
 const S3_PARAMS = new Set(['region', 'endpoint', 'path_style', 'sse', 'kms_key_id']);
+const SSM_PARAMS = new Set(['region', 'endpoint', 'kms_key_id']);
+/** A Parameter Store path segment: letters, digits and . - _ (AWS's rule for hierarchy names). */
+const SSM_SEGMENT = /^[A-Za-z0-9._-]+$/;
 const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 const EXAMPLES =
-  'Use s3://bucket/prefix[?region=&endpoint=&path_style=true&sse=aws:kms&kms_key_id=] or file:///absolute/dir.';
+  'Use s3://bucket/prefix[?region=&endpoint=&path_style=true&sse=aws:kms&kms_key_id=], ssm:///prefix[?region=&endpoint=&kms_key_id=] or file:///absolute/dir.';
 
 export function parseStoreUrl(url: string): StoreSpec {
   let parsed: URL;
@@ -44,6 +66,7 @@ export function parseStoreUrl(url: string): StoreSpec {
   }
   if (parsed.protocol === 'file:') return parseFileUrl(url, parsed);
   if (parsed.protocol === 's3:') return parseS3Url(url, parsed);
+  if (parsed.protocol === 'ssm:') return parseSsmUrl(url, parsed);
   throw usage(url, `has the scheme "${parsed.protocol.replace(/:$/, '')}", which baton does not know`);
 }
 
@@ -92,15 +115,7 @@ function parseS3Url(url: string, parsed: URL): S3StoreSpec {
     throw usage(url, 'has sse that is neither aws:kms nor AES256');
   const kmsKeyId = q('kms_key_id');
   if (kmsKeyId !== undefined && sse !== 'aws:kms') throw usage(url, 'gives kms_key_id without sse=aws:kms');
-  const endpoint = q('endpoint');
-  if (endpoint !== undefined) {
-    try {
-      const e = new URL(endpoint);
-      if (e.protocol !== 'http:' && e.protocol !== 'https:') throw new Error('scheme');
-    } catch {
-      throw usage(url, `has the endpoint "${endpoint}", which is not an http(s) URL`);
-    }
-  }
+  const endpoint = checkedEndpoint(url, q('endpoint'));
   return {
     kind: 's3',
     bucket,
@@ -112,6 +127,77 @@ function parseS3Url(url: string, parsed: URL): S3StoreSpec {
     sse: sse,
     kmsKeyId,
   };
+}
+
+/**
+ * `ssm:///billet/prod` → the parameter `/billet/prod/node-wire-authority`. No host: Parameter
+ * Store is per account and region, which the SDK chain (or ?region=) names. The path is read
+ * raw, as for S3, so "a/../b" is refused rather than resolved to another deployment's prefix.
+ */
+function parseSsmUrl(url: string, parsed: URL): SsmStoreSpec {
+  if (!url.startsWith('ssm:///'))
+    throw usage(url, 'names a host; an SSM store is ssm:///<prefix> (three slashes), the region in ?region=');
+  if (parsed.hash) throw usage(url, 'has a fragment');
+  const rawPath = url.slice('ssm://'.length).split(/[?#]/)[0] ?? '';
+  const prefix = decodeOrRefuse(url, rawPath).replace(/^\/+|\/+$/g, '');
+  if (
+    prefix !== '' &&
+    !prefix.split('/').every((part) => SSM_SEGMENT.test(part) && part !== '.' && part !== '..')
+  )
+    throw usage(
+      url,
+      'has a prefix segment that is empty, "." or "..", or holds a character Parameter Store does not allow (letters, digits, . - _ only)',
+    );
+  if (/^(aws|ssm)/i.test(prefix))
+    throw usage(url, 'has a prefix that begins with "aws" or "ssm", which Parameter Store reserves');
+  for (const key of parsed.searchParams.keys()) {
+    if (!SSM_PARAMS.has(key))
+      throw usage(url, `has the unknown parameter "${key}" (known for ssm: ${[...SSM_PARAMS].join(', ')})`);
+  }
+  const q = (key: string) => {
+    const all = parsed.searchParams.getAll(key);
+    if (all.length > 1) throw usage(url, `gives "${key}" more than once`);
+    return all[0] === undefined || all[0] === '' ? undefined : all[0];
+  };
+  const normalised = prefix === '' ? '' : `/${prefix}`;
+  return {
+    kind: 'ssm',
+    prefix: normalised,
+    name: `${normalised}/${SSM_PARAMETER_LEAF}`,
+    region: q('region'),
+    endpoint: checkedEndpoint(url, q('endpoint')),
+    kmsKeyId: q('kms_key_id'),
+  };
+}
+
+/**
+ * What seals the document at rest when the store itself does, in words for status: on SSM a
+ * SecureString under KMS (baton's own seal is refused there). Undefined for S3 and a directory,
+ * where only baton's seal_key_file seals it. Never throws: status must show a bad URL elsewhere.
+ */
+export function storeAtRestSeal(url: string): string | undefined {
+  let spec: StoreSpec;
+  try {
+    spec = parseStoreUrl(url);
+  } catch {
+    return undefined;
+  }
+  return spec.kind === 'ssm' ? kmsSealWords(spec.kmsKeyId) : undefined;
+}
+
+export function kmsSealWords(kmsKeyId: string | undefined): string {
+  return `KMS: a SecureString under ${kmsKeyId ? `the key ${kmsKeyId}` : "alias/aws/ssm (the account's default key)"}`;
+}
+
+function checkedEndpoint(url: string, endpoint: string | undefined): string | undefined {
+  if (endpoint === undefined) return undefined;
+  try {
+    const e = new URL(endpoint);
+    if (e.protocol !== 'http:' && e.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    throw usage(url, `has the endpoint "${endpoint}", which is not an http(s) URL`);
+  }
+  return endpoint;
 }
 
 function decodeOrRefuse(url: string, text: string): string {

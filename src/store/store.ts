@@ -72,6 +72,11 @@ export interface Store {
    * directory). Minting compares the two (src/share/clock-check.ts).
    */
   lastClockReading?(): ClockReading | undefined;
+  /**
+   * What seals the document at rest when the STORE does it (SSM: a SecureString under KMS),
+   * in words for status; absent where only baton's own seal (seal_key_file) can.
+   */
+  atRestSeal?(): string;
 }
 
 export interface ClockReading {
@@ -92,4 +97,9 @@ export interface DocumentVersion {
   readonly isLatest: boolean;
   /** The version's bytes, or undefined when it is over the size limit or could not be read. */
   readonly body: Uint8Array | undefined;
+  /**
+   * How the store keeps this version at rest, where it says (SSM: SecureString under a KMS key,
+   * or a plain String). A version the store encrypts is not "in the clear" to `store check`.
+   */
+  readonly atRest?: { readonly encrypted: boolean; readonly words: string };
 }

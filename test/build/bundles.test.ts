@@ -126,6 +126,7 @@ describe('what each output holds', () => {
       zod: 'dist/lib/zod.cjs',
       'js-yaml': 'dist/lib/yaml.cjs',
       '@aws-sdk/client-s3': 'dist/lib/s3.cjs',
+      '@aws-sdk/client-ssm': 'dist/lib/ssm.cjs',
       ink: 'dist/ui/ui.mjs',
       react: 'dist/ui/ui.mjs',
       'yoga-layout': 'dist/ui/ui.mjs',

@@ -47,7 +47,12 @@ export type Fault =
    * The request IS forwarded and applied upstream; its response is dropped (the connection
    * closes with no answer): a lost response, which the SDK retries.
    */
-  | 'drop-response';
+  | 'drop-response'
+  /**
+   * An AWS JSON-protocol error (SSM, KMS): `error`'s status and `__type`; never forwarded.
+   * Match it to one action with `target` (the X-Amz-Target suffix, e.g. 'PutParameter').
+   */
+  | 'aws-json-error';
 
 export interface FaultRule {
   readonly fault: Fault;
@@ -61,6 +66,10 @@ export interface FaultRule {
   readonly delayMs?: number;
   /** For 'stall-body': how many body bytes are sent before the silence. Default half the body. */
   readonly bodyBytes?: number;
+  /** Only requests whose X-Amz-Target ends with `.<target>` (AWS JSON APIs: every call is POST /). */
+  readonly target?: string;
+  /** For 'aws-json-error': what to answer. */
+  readonly error?: { readonly status: number; readonly type: string; readonly message?: string };
 }
 
 export interface ProxiedRequest {
@@ -102,6 +111,8 @@ interface ArmedRule {
   readonly bodyBytes: number | undefined;
   readonly method: string | undefined;
   readonly path: RegExp | undefined;
+  readonly target: string | undefined;
+  readonly error: FaultRule['error'];
   remaining: number;
 }
 
@@ -120,6 +131,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       if (rule.remaining <= 0) continue;
       if (rule.method && rule.method !== req.method) continue;
       if (rule.path && !rule.path.test(pathname)) continue;
+      if (rule.target && !String(req.headers['x-amz-target'] ?? '').endsWith(`.${rule.target}`)) continue;
       rule.remaining -= 1;
       return rule;
     }
@@ -147,6 +159,19 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       case 'reset':
         req.socket.resetAndDestroy();
         return;
+      case 'aws-json-error':
+        return drainThen(req, () => {
+          const error = rule!.error ?? { status: 400, type: 'AccessDeniedException' };
+          const body = Buffer.from(
+            JSON.stringify({ __type: error.type, message: error.message ?? `${error.type} (fault-proxy)` }),
+          );
+          res.writeHead(error.status, {
+            'content-type': 'application/x-amz-json-1.1',
+            'content-length': String(body.length),
+            'x-amzn-requestid': 'fault-proxy',
+          });
+          res.end(body);
+        });
       case 'stall': {
         // Hold the socket open, read nothing more, answer nothing: the client's own timeout
         // is what must fire. Bounded so a client without one cannot hang the test run.
@@ -301,6 +326,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         bodyBytes: rule.bodyBytes,
         method: rule.method,
         path: rule.path,
+        target: rule.target,
+        error: rule.error,
         remaining: rule.count ?? 1,
       });
     },
