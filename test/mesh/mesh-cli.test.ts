@@ -375,8 +375,8 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       writeFileSync(
         inventory,
         readFileSync(inventory, 'utf8').replace(
-          '{ name: web2-app, machine: web2, uses: [pg-main] }',
-          `{ name: web2-app, machine: web2, uses: [pg-main], role: ${role} }`,
+          '{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
+          `{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main], role: ${role} }`,
         ),
       );
       const before = snapshotDir(path.join(tmp.dir, 'machines'));
