@@ -92,7 +92,8 @@ export async function rollBackPairs(
   }
   const receipted = await receiptedNew(open, digests, transportFor, options.concurrency);
   const finishing = open.filter((p) => receipted.has(p.key) && !options.refused?.has(p.key));
-  const mayNotMove = options.loginFirst && finishing.length > 0 ? await options.loginFirst(finishing) : undefined;
+  const mayNotMove =
+    options.loginFirst && finishing.length > 0 ? await options.loginFirst(finishing) : undefined;
   await mapBounded(
     [
       ...groupBy(
