@@ -96,9 +96,31 @@ function withInventory(s: Suggester, step: NextStep): readonly StepWord[] {
     step.args[0] === 'mesh' &&
     typeof step.args[1] === 'string' &&
     /^(plan|rotate|resume|rollback|status|seed)$/.test(step.args[1]);
-  return mesh && s.inventory && !step.args.includes('--inventory')
-    ? [...step.args, '--inventory', s.inventory]
-    : step.args;
+  if (!mesh) return step.args;
+  const out = [...step.args];
+  if (s.inventory && !step.args.includes('--inventory')) out.push('--inventory', s.inventory);
+  for (const [flag, value] of meshFlagsFor(s, step.args[1] as string))
+    if (!step.args.includes(flag)) out.push(flag, value);
+  return out;
+}
+
+/** Which of the mesh flags given each mesh command takes (src/commands/mesh.ts). */
+const TAKES: Readonly<Record<string, readonly ('timeout' | 'concurrency' | 'wait')[]>> = {
+  plan: ['concurrency', 'timeout'],
+  status: ['concurrency', 'timeout'],
+  rotate: ['concurrency', 'timeout', 'wait'],
+  resume: ['concurrency', 'timeout', 'wait'],
+  rollback: ['concurrency', 'timeout', 'wait'],
+  seed: ['timeout'],
+};
+
+function meshFlagsFor(s: Suggester, command: string): [string, string][] {
+  const given = s.mesh;
+  if (!given) return [];
+  return (TAKES[command] ?? []).flatMap((name): [string, string][] => {
+    const value = given[name];
+    return value === undefined ? [] : [[`--${name}`, value]];
+  });
 }
 
 /** The command with where to read each placeholder and, for another host, which host. */

@@ -24,6 +24,19 @@ export interface GivenFlags {
    * placeholder for them. Repeating the value just refused makes a Next that fails the same way.
    */
   readonly refused?: readonly 'deployment'[] | undefined;
+  /** The mesh flags the operator typed (not their defaults): kept on every mesh command suggested. */
+  readonly mesh?: MeshFlagsGiven | undefined;
+}
+
+/**
+ * `--timeout`, `--concurrency` and `--wait` as the operator gave them. A suggestion that drops
+ * them runs the next step with the defaults the operator had just overridden: a slow machine's
+ * `--timeout 60` became 15 again, and the same step timed out again (issue 45).
+ */
+export interface MeshFlagsGiven {
+  readonly timeout?: string;
+  readonly concurrency?: string;
+  readonly wait?: string;
 }
 
 /** What a suggestion says in place of a refused flag's value. */
@@ -45,6 +58,8 @@ export interface Suggester {
   readonly inventory: string | undefined;
   /** True when the operator has a terminal (stdin and stdout): `failover` can run. */
   readonly terminal: boolean;
+  /** The mesh flags given, added to the mesh commands that take each (src/next-step.ts). */
+  readonly mesh?: MeshFlagsGiven;
 }
 
 /** For callers that have no flags (tests, the drill): plain `baton`, a terminal assumed. */
@@ -74,6 +89,7 @@ export function suggester(flags: GivenFlags, terminal: boolean): Suggester {
     prefixElsewhereArgs: words(false),
     inventory: flags.inventory || undefined,
     terminal,
+    ...(flags.mesh ? { mesh: flags.mesh } : {}),
   };
 }
 

@@ -145,6 +145,8 @@ export function meshStatusLines(
   statuses: readonly PairStatus[],
   selectorText: string,
   s: Suggester = PLAIN_SUGGESTER,
+  /** Now, for the age of sessions still open on a left login. */
+  nowMs: number = Date.now(),
 ): string[] {
   const sorted = sortWorstFirst(statuses);
   const lines = [`Mesh status (${selectorText}), read-only: digests only, no secret was read.`];
@@ -160,6 +162,8 @@ export function meshStatusLines(
     if (logins) lines.push(`    logins: ${logins}`);
     // app-truth: how the app takes it; never a mark of its own unless there is evidence.
     if (status.app && status.state !== 'app-behind') lines.push(`    app: ${appText(status)}`);
+    const open = leftOpenText(status, nowMs);
+    if (open) lines.push(`    sessions: ${open}`);
     const next = nextStep(status, s);
     if (next) lines.push(`    next: ${next}`);
   }
@@ -202,6 +206,30 @@ export function appText(status: PairStatus): string {
   }
 }
 
+/**
+ * Sessions still open on the login the consumer left (or a revoked one), in words: a revoked
+ * or left password does not end a connection already open, so status names them (issue 45: two
+ * sessions on web2_app_a went unsaid). Undefined when none is open.
+ */
+export function leftOpenText(status: PairStatus, nowMs: number): string | undefined {
+  const open = status.app?.leftOpen;
+  if (!open) return undefined;
+  const state = status.logins?.other?.login === open.login ? status.logins.other.state : undefined;
+  const age =
+    open.oldest === null
+      ? ''
+      : `, the oldest started ${open.oldest} (${ageText(nowMs - Date.parse(open.oldest))} ago)`;
+  return `${open.open} still open on ${open.login}${state === 'revoked' ? ' (revoked: its password no longer opens a session, but these stay open)' : ', the login its file left'}${age}`;
+}
+
+function ageText(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86400)} d`;
+}
+
 /** app-truth: the app's part for the JSON (names, times and counts; never a secret). */
 function appJson(status: PairStatus): object | null {
   const app = status.app;
@@ -211,6 +239,9 @@ function appJson(status: PairStatus): object | null {
     detail: app.detail,
     reloaded_at: app.reloadedAt ?? null,
     seen_at: app.seenAt ?? null,
+    left_open_sessions: app.leftOpen
+      ? { login: app.leftOpen.login, open: app.leftOpen.open, oldest_start: app.leftOpen.oldest }
+      : null,
     behind: app.behind
       ? {
           login: app.behind.login,

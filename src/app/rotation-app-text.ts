@@ -7,7 +7,7 @@
 import { shown } from '../outside-text.js';
 import type { AppHooks, ReloadOutcome } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
-import type { AppResults } from '../mesh/test-login.js';
+import type { AppResults, TestLoginRecord } from '../mesh/test-login.js';
 import { MARKS } from './marks.js';
 import type { Terminal } from './rotation-flow.js';
 
@@ -78,6 +78,29 @@ function reloadLine(outcome: ReloadOutcome, pairs: readonly PlannedPair[]): stri
   ];
 }
 
+/**
+ * pgbouncer answers every failure of its own with SQLSTATE 08P01 ("SASL authentication failed",
+ * "password authentication failed", "no such user"); PostgreSQL says 28P01 for a wrong password
+ * and 08P01 only for a protocol violation. A refusal in those words came from a pooler, whose
+ * auth_file (or auth_query) still has the old verifier: advice that named only pg_hba.conf made
+ * "rotate again" fail for ever (issue 45).
+ */
+export function answeredByPooler(t: Pick<TestLoginRecord, 'code' | 'reason'>): boolean {
+  return (
+    t.code === '08P01' &&
+    /SASL authentication failed|password authentication failed|no such user|pgbouncer/i.test(t.reason ?? '')
+  );
+}
+
+/** What to do after a refused test login, naming a pooler when one answered. */
+export function refusedLoginAdvice(
+  t: Pick<TestLoginRecord, 'code' | 'reason' | 'login' | 'machine'>,
+): string {
+  if (answeredByPooler(t))
+    return `the server that answered is a pooler (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): its auth_file still holds ${t.login}'s old SCRAM verifier, or its auth_query cannot read the new one. Give the pooler ${t.login}'s new verifier (its auth_file line, then RELOAD on its admin console) or fix its auth_query user, or point connect: at PostgreSQL itself, then rotate the pair again. baton does not rotate a pooler yet (poolers: is planned: docs/inventory.md).`;
+  return `let ${t.login} connect from ${t.machine} (pg_hba.conf, CONNECTION LIMIT, the network; a pooler in front of the database: its auth_file or auth_query), then rotate the pair again.`;
+}
+
 export function appSummaryLines(state: Terminal): string[] {
   const app: AppResults | undefined = 'app' in state ? state.app : undefined;
   if (!app) return [];
@@ -96,7 +119,7 @@ export function appSummaryLines(state: Terminal): string[] {
       : `${pair?.consumer ?? t.pair} keeps its old password: the pair was rolled back and the provisioner puts the old password back`;
     lines.push(
       `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${shown(t.code)})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
-      `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: let ${t.login} connect from ${t.machine} (pg_hba.conf, CONNECTION LIMIT, the network), then rotate the pair again.`,
+      `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: ${refusedLoginAdvice(t)}`,
     );
   }
   for (const r of app.reloads) lines.push(...reloadLine(r, state.plan.pairs));

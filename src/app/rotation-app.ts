@@ -50,8 +50,19 @@ export interface AppGate {
   gateOption(): { gate?: ConsumerGate; along?: ConsumerAlong };
   /** A pair's consumer end was committed: its consumer's reload, if it has one. */
   committed(rotation: string, pair: string, plan: RotationPlan): void;
-  /** Waits for the reloads; drops the kept secrets. Undefined when nothing of the app was done. */
-  finish(): Promise<AppResults | undefined>;
+  /**
+   * Waits for the reloads; drops the kept secrets but those of `unmoved` (pairs a roll-back may
+   * still finish: their test login needs them). Undefined when nothing of the app was done.
+   */
+  finish(unmoved?: ReadonlySet<string>): Promise<AppResults | undefined>;
+  /**
+   * The roll-back is about to finish `pairs` (their receipt showed the new password): each whose
+   * provider names `connect:` is tried from its consumer's machine first. Resolves with the pairs
+   * that may not move (refused, or no credential left to try), recorded like any test login.
+   */
+  loginBeforeMove(pairs: readonly PlannedPair[]): Promise<ReadonlySet<string>>;
+  /** The test logins made since finish() (the roll-back's), for its journal record. */
+  lateLogins(): readonly TestLoginRecord[];
   /** Drops the kept secrets and ends the pre-opened streams (the wait failed or never began). */
   forget(): void;
 }
@@ -72,6 +83,8 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
     for (const session of sessions.values()) void session.then((s) => s?.close());
     sessions.clear();
   };
+  /** How many test logins finish() reported: the later ones are the roll-back's. */
+  let finishedAt = 0;
   let reloads: Reloader | undefined;
   let rotationId: string | undefined;
   const reloaderFor = (rotation: string) =>
@@ -232,14 +245,48 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
       reloading.add(pair.consumer);
       reloaderFor(rotation).committed(pair);
     },
-    async finish() {
+    async finish(unmoved) {
       closeStreams();
       const outcomes = reloads ? await reloads.settled() : [];
       closeSessions();
-      kept.clear();
+      for (const key of [...kept.keys()]) if (!unmoved?.has(key)) kept.delete(key);
+      finishedAt = testLogins.length;
       if (testLogins.length === 0 && outcomes.length === 0) return undefined;
       return { testLogins: [...testLogins], reloads: outcomes };
     },
+    async loginBeforeMove(pairs) {
+      const mayNot = new Set<string>();
+      if (!hooks) return mayNot;
+      await Promise.all(
+        pairs.map(async (pair) => {
+          const connect = hooks.connectOf(pair.provider);
+          if (!connect) return;
+          const login = pair.login?.role ?? pair.role;
+          const secret = kept.get(pair.key);
+          const result = secret
+            ? await testLogin(
+                deps.transportFor(pair.consumerMachine),
+                connect,
+                login,
+                secret.reveal(),
+                TEST_LOGIN_TIMEOUT_MS,
+              )
+            : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
+          kept.delete(pair.key);
+          testLogins.push({
+            pair: pair.key,
+            machine: pair.consumerMachine,
+            login,
+            ok: result.ok,
+            ms: result.ms,
+            ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
+          });
+          if (!result.ok) mayNot.add(pair.key);
+        }),
+      );
+      return mayNot;
+    },
+    lateLogins: () => testLogins.slice(finishedAt),
     forget: () => {
       closeStreams();
       closeSessions();

@@ -6,6 +6,7 @@
  * No secret ever enters this state: the runner generates them inside the prepare effect and
  * reports back digests only, so a view, a log of states or a test snapshot cannot show one.
  */
+import type { TestLoginRecord } from '../mesh/test-login.js';
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
@@ -186,7 +187,12 @@ export type RotationEvent =
       readonly app?: AppResults;
     }
   /** The unfinished pairs were rolled back (or could not be, each result says why). */
-  | { readonly type: 'rolled-back'; readonly results: readonly PairRollback[] }
+  | {
+      readonly type: 'rolled-back';
+      readonly results: readonly PairRollback[];
+      /** The test logins the roll-back made before finishing a pair (the journal keeps them). */
+      readonly testLogins?: readonly TestLoginRecord[];
+    }
   /** Finished pairs' previous provider files were removed (or left: a finished pair's is harmless). */
   | { readonly type: 'previous-discarded' }
   /** A phase's record is on disk (the commit starts only after the 'prepared' one is). */
@@ -411,7 +417,14 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           failures: state.failures,
           stopped: state.stopped,
           results: event.results,
-          ...(state.app ? { app: state.app } : {}),
+          ...(state.app || event.testLogins?.length
+            ? {
+                app: {
+                  testLogins: [...(state.app?.testLogins ?? []), ...(event.testLogins ?? [])],
+                  reloads: state.app?.reloads ?? [],
+                },
+              }
+            : {}),
         };
         const done = [...state.applied, ...finishedNow];
         return to(rolled, [

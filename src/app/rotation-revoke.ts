@@ -112,6 +112,12 @@ export function revokeResultLines(
       else if (r.endedSessions === undefined) lines.push(`      no open session of ${r.login}.`);
     } else {
       lines.push(`  ${MARKS.action.glyph} NOT revoked ${r.login} (${r.pair}): ${r.reason}.`);
+      // Committed, not confirmed: nothing takes it back, so the provisioner applies it later. Before,
+      // the summary said only "may still work", and a minute later the sessions were ended unannounced.
+      if (r.target !== undefined)
+        lines.push(
+          `      The request stays ARMED: the fresh password (${r.target}) is live beside ${r.login}'s provider end, and when its provisioner next applies it, ${r.login}'s old password is refused${request.endSessions ? ` and its open sessions are ENDED (--end-sessions)` : ''}; until then the old password may still work. \`mesh status\` shows ${r.login} revoked once its receipt matches.`,
+        );
       lines.push(`Next: ${renderSaidBare(s, r.next)}`);
     }
   }

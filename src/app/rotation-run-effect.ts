@@ -335,7 +335,10 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             'finished',
           );
           // app-truth: every reload has ended before a left login is revoked (its app may still be on it).
-          const appResults = await app.finish();
+          // The pairs not applied keep their kept secret: a roll-back that finishes one tries its login first.
+          const appResults = await app.finish(
+            new Set(pairs.filter((p) => !result.applied.some((a) => a.pair === p.key)).map((p) => p.key)),
+          );
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
           const revoked = await revokeAfterCommit(
             deps.revoke,
@@ -374,8 +377,10 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
               pollMs: deps.pollMs,
               // app-truth: a pair refused from its consumer's machine is rolled back, never finished.
               refused: new Set(state.app?.testLogins.filter((t) => !t.ok).map((t) => t.pair) ?? []),
+              // The test login is never skipped: a pair this roll-back finishes moves only after it passed.
+              loginFirst: (pairs) => app.loginBeforeMove(pairs),
             },
-          );
+          ).finally(() => app.forget());
           const took = (r: (typeof results)[number]) => r.result === 'rolled-back' && !r.leftover;
           await recordOutcome(
             state.id,
@@ -387,7 +392,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             state.plan.pairs.filter((p) => results.some((r) => r.pair === p.key && took(r))),
             'rolled-back',
           );
-          return { type: 'rolled-back', results };
+          const late = app.lateLogins();
+          return { type: 'rolled-back', results, ...(late.length > 0 ? { testLogins: late } : {}) };
         }
         case 'discard-previous': {
           // Best effort: a `.prev` left beside a finished pair is recognised as finished, not as a leftover.

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { BatonError, EXIT_OK, exitCodeOf, isBatonError } from '../errors.js';
 import { DEPLOYMENT_ID, loadConfig, type GlobalFlags, type ResolvedConfig } from '../config/config.js';
-import { suggester, type Suggester } from '../suggest-command.js';
+import { suggester, type MeshFlagsGiven, type Suggester } from '../suggest-command.js';
 import { hasTerminal } from './mount-view.js';
 import { fileSystemError } from '../fs/file-system-error.js';
 
@@ -21,13 +21,19 @@ export interface CliContext {
    * when the command took one), `failover` only with a terminal.
    */
   suggester(inventory?: string): Suggester;
+  /** The mesh flags the running command was given on its command line (action() notes them). */
+  noteMeshFlags?(given: MeshFlagsGiven | undefined): void;
 }
 
 export type Register = (program: Command, ctx: CliContext) => void;
 
 export function makeContext(program: Command): CliContext {
   let cached: ResolvedConfig | undefined;
+  let meshGiven: MeshFlagsGiven | undefined;
   return {
+    noteMeshFlags(given) {
+      meshGiven = given;
+    },
     config() {
       cached ??= loadConfig(program.opts<GlobalFlags>());
       return cached;
@@ -42,7 +48,7 @@ export function makeContext(program: Command): CliContext {
         flags.deployment !== undefined && !DEPLOYMENT_ID.test(flags.deployment)
           ? (['deployment'] as const)
           : [];
-      return suggester({ ...flags, inventory, refused }, hasTerminal(process));
+      return suggester({ ...flags, inventory, refused, mesh: meshGiven }, hasTerminal(process));
     },
   };
 }
@@ -57,6 +63,7 @@ export function action<A extends unknown[]>(
   handler: (...args: A) => Promise<number | void> | number | void,
 ): (...args: A) => Promise<void> {
   return async (...args: A) => {
+    ctx.noteMeshFlags?.(meshFlagsOf(args));
     try {
       const code = await handler(...args);
       process.exitCode = code ?? EXIT_OK;
@@ -67,6 +74,24 @@ export function action<A extends unknown[]>(
       process.exitCode = exitCodeOf(error);
     }
   };
+}
+
+/**
+ * The --timeout, --concurrency and --wait the operator typed (commander passes the command
+ * last; its value source says typed or default): a default is not carried into a suggestion.
+ */
+function meshFlagsOf(args: readonly unknown[]): MeshFlagsGiven | undefined {
+  const command = args.at(-1) as Partial<Command> | undefined;
+  if (typeof command?.getOptionValueSource !== 'function' || typeof command.opts !== 'function')
+    return undefined;
+  const opts = command.opts();
+  const given: Record<string, string> = {};
+  for (const name of ['timeout', 'concurrency', 'wait'] as const) {
+    const value = opts[name] as unknown;
+    // Commander keeps a typed value as the string typed (these options have no parser).
+    if (command.getOptionValueSource(name) === 'cli' && typeof value === 'string') given[name] = value;
+  }
+  return Object.keys(given).length > 0 ? given : undefined;
 }
 
 /** The --inventory a command's own options carry (commander passes them as an argument). */

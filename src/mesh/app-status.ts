@@ -29,6 +29,25 @@ export interface PairApp {
   readonly behind?: AppBehind;
   /** The last reload's outcome, when one is known. */
   readonly reload?: ReloadOutcome;
+  /**
+   * Sessions still open on the login the consumer's file left (or a revoked one): a revoked
+   * password does not end them, so they are part of the truth. Absent when none is open.
+   */
+  readonly leftOpen?: LeftOpenSessions;
+}
+
+export interface LeftOpenSessions {
+  readonly login: string;
+  readonly open: number;
+  /** When the oldest of them started, when the provisioner says (an older one does not). */
+  readonly oldest: string | null;
+}
+
+/** The open sessions on the login the file left, from its census; undefined when none is open. */
+function leftOpen(input: AppInput): LeftOpenSessions | undefined {
+  const census = input.leftCensus;
+  if (!input.left || !census || census.open <= 0) return undefined;
+  return { login: input.left, open: census.open, oldest: census.oldest_open ?? null };
 }
 
 /**
@@ -55,6 +74,12 @@ function startsAfter(record: CensusRecord | undefined, fromMs: number): string[]
 }
 
 export function appStatus(input: AppInput): PairApp {
+  const app = appTakes(input);
+  const open = leftOpen(input);
+  return open ? { ...app, leftOpen: open } : app;
+}
+
+function appTakes(input: AppInput): PairApp {
   const reload = input.lastReload;
   const reloadedAtMs = reload?.result === 'ok' ? Date.parse(reload.at) : undefined;
   const moved = input.movedAtMs;

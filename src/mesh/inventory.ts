@@ -78,6 +78,8 @@ const ConsumerSchema = z
     uses: z.array(z.string().min(1)).min(1),
     role: z.string().min(1).optional(),
     credential: CredentialField,
+    // How its app picks up a new password (app-reads.ts): said, never assumed; a rotation refuses without it.
+    reads: z.enum(['each-connection', 'once']).optional(),
     // app-truth: run on the consumer's machine after its end is committed (reload.ts).
     reload: z.string().min(1).max(4096).optional(),
     reload_timeout: z.number().positive().max(3600).optional(),
@@ -159,8 +161,13 @@ export interface Consumer {
   readonly role: string | undefined;
   /** As written; the pair's mode is this, else its provider's, else `single`. */
   readonly credential: CredentialMode | undefined;
+  /** `reads:` as written: whether its app re-reads its file for each connection or once (app-reads.ts). */
+  readonly reads?: ConsumerReads;
   readonly reload?: ConsumerReload;
 }
+
+/** How a consumer's app takes its file: for every new connection, or once (then a reload or an alternating pair). */
+export type ConsumerReads = 'each-connection' | 'once';
 
 /** One (provider, consumer) link, with its own role and its own credential. */
 export interface Pair {
@@ -389,6 +396,7 @@ export function parseInventory(text: string, source: string): Inventory {
       uses: c.uses,
       role: c.role,
       credential: c.credential,
+      ...(c.reads !== undefined ? { reads: c.reads } : {}),
       ...(c.reload !== undefined
         ? {
             reload: {

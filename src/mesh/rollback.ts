@@ -53,6 +53,13 @@ export type RollbackOptions = ReceiptPolling & {
    * rolled back even when the database already took it — finishing would move the consumer onto it.
    */
   readonly refused?: ReadonlySet<string>;
+  /**
+   * The test login before a consumer moves (issue 45: a receipt that came after `--wait` took
+   * this path, which finished the pair and moved its consumer with no test login although the
+   * preview promised one). Given the pairs this roll-back would finish, resolves with those that
+   * may NOT move (their login was refused, or could not be tried); those are rolled back.
+   */
+  readonly loginFirst?: (pairs: readonly PlannedPair[]) => Promise<ReadonlySet<string>>;
 };
 
 /**
@@ -84,10 +91,13 @@ export async function rollBackPairs(
     else open.push(pair);
   }
   const receipted = await receiptedNew(open, digests, transportFor, options.concurrency);
+  const finishing = open.filter((p) => receipted.has(p.key) && !options.refused?.has(p.key));
+  const mayNotMove =
+    options.loginFirst && finishing.length > 0 ? await options.loginFirst(finishing) : undefined;
   await mapBounded(
     [
       ...groupBy(
-        open.filter((p) => receipted.has(p.key) && !options.refused?.has(p.key)),
+        finishing.filter((p) => !mayNotMove?.has(p.key)),
         (p) => p.consumerMachine,
       ),
     ],

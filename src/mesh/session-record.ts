@@ -27,6 +27,11 @@ export interface CensusRecord {
   readonly login: string;
   /** Sessions open at the last cycle that changed the record. */
   readonly open: number;
+  /**
+   * When the oldest of the sessions open now started (RFC 3339), null when none is open. Absent in
+   * records of an older provisioner. `mesh status` gives it for a login the consumer left.
+   */
+  readonly oldest_open?: string | null;
   /** When the newest session ever seen on the login started (RFC 3339), null if none was seen. */
   readonly newest_start: string | null;
   /** The most recent session starts seen, newest first (at most CENSUS_STARTS). */

@@ -13,6 +13,7 @@ import { MARKS } from '../app/marks.js';
 import { allOf, planHeadline, plural, receivesText } from '../app/rotation-text.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { answersOf } from './rotate.js';
+import { readsRefusal } from '../mesh/app-reads.js';
 import { appHooks } from '../mesh/reload.js';
 import { appPreviewLines } from '../app/rotation-app-text.js';
 import { jsonForTerminal } from '../outside-text.js';
@@ -26,6 +27,11 @@ export interface PlanInputs {
 export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<number> {
   const { inventory, transports } = ports;
   const planned = planRotation(inventory, inputs.selector);
+  const unsaid = readsRefusal(planned.pairs, inventory);
+  if (unsaid) {
+    await transports.close();
+    throw unsaid;
+  }
   const history = await meshHistory(ports.journal).catch(async (error: unknown) => {
     await transports.close();
     throw error;

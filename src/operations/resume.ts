@@ -55,6 +55,15 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
       const transportFor = transports.transportFor;
       // Which pairs to lock comes from the machines or the journal: read once without, then lock and read again.
       const first = await rotationOnMachines(id, 'resume', inventory, journal, transportFor, concurrency);
+      // Nothing of X was ever live, and no record says what it staged: there is nothing to finish, and
+      // its providers' intents block every rotate of those pairs until it is taken back.
+      if (first.preparing.length > 0)
+        throw new BatonError('refused', {
+          what: `Rotation ${id} never finished preparing: nothing of it took effect, so there is nothing to finish; its staged files on ${plural(first.preparing.length, 'pair')} (${first.preparing.map((p) => p.key).join(', ')}) block the next rotation until they are taken back.`,
+          where: [...new Set(first.preparing.map((p) => p.providerMachine))].join(', '),
+          next: ['Take it back: ', nextStep(`mesh rollback ${id}`)],
+          changed: 'Nothing was sent.',
+        });
       // All X left is a switch back cut short after its consumer commit: only its logins' files remain to go.
       const switchBacks = await switchBacksLeftBy(id, inventory, transportFor, concurrency);
       if (

@@ -43,6 +43,14 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
       const transportFor = transports.transportFor;
       const first = await rotationOnMachines(id, 'rollback', inventory, journal, transportFor, concurrency);
       if (first.preparing.length > 0) return takeBackPreparing(ports, id, first.preparing, concurrency);
+      // X stopped before it prepared and every provider was read: none holds anything of X. Taking it
+      // back is done; a refusal here ("start a new rotation") read as one more step that fails.
+      if (first.records.length > 0 && !first.records.some((r) => r.phase === 'prepared')) {
+        ports.out(
+          `Rotation ${id} never finished preparing and no machine holds anything of it: nothing is left to take back. Nothing on the machines was changed.`,
+        );
+        return EXIT_OK;
+      }
       const locks = await holdProviderLocks(
         resumablePlan(id, first.records, inventory, where).pairs,
         transportFor,

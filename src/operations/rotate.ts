@@ -20,6 +20,7 @@ import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.j
 import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { withProviderLocks } from './provider-locks.js';
+import { readsRefusal } from '../mesh/app-reads.js';
 import { appHooks } from '../mesh/reload.js';
 import { appBehindRefusal, behindPairs } from '../mesh/app-behind-guard.js';
 
@@ -51,8 +52,11 @@ export async function rotate(
   const { inventory, journal, transports } = ports;
   const command = `mesh rotate ${describeSelector(inputs.selector)}`;
   const selected = planRotation(inventory, inputs.selector);
-  return closingAfter(transports, () =>
-    withMeshLock(journal.dir, journal.mesh, command, () =>
+  return closingAfter(transports, () => {
+    // How each app takes the new password is said before anything is locked, read or sent.
+    const unsaid = readsRefusal(selected.pairs, inventory);
+    if (unsaid) throw unsaid;
+    return withMeshLock(journal.dir, journal.mesh, command, () =>
       withProviderLocks(selected.pairs, transports.transportFor, command, async (locks) => {
         const history = await meshHistory(journal);
         let plan = selected;
@@ -112,8 +116,8 @@ export async function rotate(
         const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
         return present({ id, plan, deps });
       }),
-    ),
-  );
+    );
+  });
 }
 
 /** The gate's answers from the one read: a machine that was read (and locked, if a provider) is resolved. */

@@ -55,7 +55,8 @@ export async function rotationOnMachines(
   self?: string,
 ): Promise<RotationOnMachines> {
   const everything = planRotation(inventory, { by: 'all' });
-  const ends = await readPlanEnds(everything, transportFor, concurrency);
+  const unread = new Map<string, string>();
+  const ends = await readPlanEnds(everything, transportFor, concurrency, unread);
   const on = new Map<string, PairOnMachines>(
     everything.pairs.map((p) => [p.key, pairOnMachines(p, ends, self)]),
   );
@@ -93,6 +94,10 @@ export async function rotationOnMachines(
         const intent = on.get(p.key)?.intent;
         return intent?.rotation === id && isUnfinished(intent.phase);
       });
+  if (!prepared && preparing.length === 0) {
+    const blind = unreadProviders(id, records, everything.pairs, unread);
+    if (blind.length > 0) throw unknownOnMachines(id, command, blind);
+  }
   const listed = new Set((prepared?.pairs ?? []).map((p) => p.key));
   const strays = prepared
     ? everything.pairs.filter((p) => {
@@ -101,6 +106,48 @@ export async function rotationOnMachines(
       })
     : [];
   return { records, settled, unfinished, preparing, strays };
+}
+
+/**
+ * The provider machines of X's pairs (every provider's, with no record of X) that could not be
+ * read. With no record of what X prepared, THEIR intents are all that says what X left there:
+ * a slow machine (slower than --timeout) is not one that holds nothing.
+ */
+function unreadProviders(
+  id: string,
+  records: readonly JournalRecord[],
+  every: readonly PlannedPair[],
+  unread: ReadonlyMap<string, string>,
+): { machine: string; reason: string }[] {
+  const named = records.flatMap((r) => (r.id === id ? r.pairs.map((p) => p.provider_machine) : []));
+  const machines = new Set(named.length > 0 ? named : every.map((p) => p.providerMachine));
+  return [...machines].flatMap((machine) => {
+    const reason = unread.get(machine);
+    return reason === undefined ? [] : [{ machine, reason }];
+  });
+}
+
+/**
+ * Before, this fell through to "never finished preparing … Start a new rotation", while the
+ * unread provider held X's `preparing` intent and every rotate of the pair was refused over it:
+ * a loop with no way out. What X left there is unknown, so nothing is done, and the way out is
+ * the same command once the machine answers.
+ */
+function unknownOnMachines(
+  id: string,
+  command: 'resume' | 'rollback',
+  blind: readonly { machine: string; reason: string }[],
+): BatonError {
+  return new BatonError('action-needed', {
+    what: `mesh ${command} ${id} cannot tell what rotation ${id} left on ${blind.map((b) => `${b.machine} (${b.reason})`).join(', ')}: its provider intents could not be read.`,
+    where: blind.map((b) => b.machine).join(', '),
+    next: [
+      'Once it answers (a slow machine: give a longer --timeout), run ',
+      nextStep(`mesh ${command} ${id}`),
+      ' again.',
+    ],
+    changed: 'Nothing was changed on any machine.',
+  });
 }
 
 /** The records the machines' intents of `id` amount to: what it prepared, and which pairs it finished. */

@@ -87,6 +87,7 @@ export class SessionCensus {
         format: 'baton.sessions/1',
         login,
         open: seen.length,
+        oldest_open: seen.map((x) => x.backendStart).sort()[0] ?? null,
         newest_start: recent[0] ?? before?.newest_start ?? null,
         recent_starts: recent,
         clients: clients.slice(0, CENSUS_CLIENTS),
@@ -112,6 +113,7 @@ export class SessionCensus {
 function sameCensus(a: CensusRecord, b: CensusRecord): boolean {
   return (
     a.open === b.open &&
+    (a.oldest_open ?? null) === (b.oldest_open ?? null) &&
     a.newest_start === b.newest_start &&
     a.recent_starts.join() === b.recent_starts.join() &&
     a.clients.join() === b.clients.join()

@@ -210,6 +210,8 @@ function inventoryYaml(machineRoot: (machine: DrillMachine) => string): string {
     consumers: DRILL_CONSUMERS.map((c) => ({
       name: c.name,
       machine: c.machine,
+      // Said, never assumed (src/mesh/app-reads.ts): a caching app reads once and is reloaded.
+      reads: DRILL_APPS.some((a) => a.consumer === c.name) ? 'once' : 'each-connection',
       uses: [DRILL_PROVIDER],
       ...(c.credential === 'alternating' ? { credential: c.credential } : {}),
       ...appReload(c.name),

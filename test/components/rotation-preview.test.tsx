@@ -31,7 +31,7 @@ function planOf(singles: number, alternating: number): RotationPlan {
     'consumers:',
     ...consumers.map(
       (c) =>
-        `  - { name: ${c.name}-app, machine: ${c.name}, uses: [pg-main]${c.alternating ? ', credential: alternating' : ''} }`,
+        `  - { name: ${c.name}-app, machine: ${c.name}, reads: each-connection, uses: [pg-main]${c.alternating ? ', credential: alternating' : ''} }`,
     ),
     '',
   ].join('\n');

@@ -251,8 +251,8 @@ describe('the screenshots show what the code prints (80×24)', () => {
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
-        '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-        '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+        '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main] }',
+        '  - { name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
         '',
       ].join('\n'),
     );
@@ -379,7 +379,7 @@ describe('the screenshots show what the code prints (80×24)', () => {
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
-        '  - { name: web3-app, machine: web3, uses: [pg-main], credential: alternating }',
+        '  - { name: web3-app, machine: web3, reads: each-connection, uses: [pg-main], credential: alternating }',
         '',
       ].join('\n'),
     );

@@ -73,9 +73,9 @@ providers:
   - { name: pg-main, machine: db1, kind: postgres, credential: alternating }
   - { name: pg-two, machine: db1, kind: postgres }
 consumers:
-  - { name: web1-app, machine: web1, uses: [pg-main, pg-two] }
-  - { name: web2-app, machine: web1, uses: [pg-main], credential: single }
-  - { name: web3-app, machine: web1, uses: [pg-two], credential: alternating }
+  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main, pg-two] }
+  - { name: web2-app, machine: web1, reads: each-connection, uses: [pg-main], credential: single }
+  - { name: web3-app, machine: web1, reads: each-connection, uses: [pg-two], credential: alternating }
 `,
       FILE,
     );
@@ -89,7 +89,7 @@ consumers:
 
   it('refuses a role too long for its logins, naming the consumer and the file (exit 2)', () => {
     const error = refusal(
-      `${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating, role: ${'r'.repeat(62)} }\n`,
+      `${base}consumers:\n  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main], credential: alternating, role: ${'r'.repeat(62)} }\n`,
     );
     expect(error.exitCode).toBe(2);
     expect(error.what).toContain('consumer "web1-app"');
@@ -99,7 +99,7 @@ consumers:
 
   it('refuses a login that collides with another pair’s role on the same provider', () => {
     const error = refusal(
-      `${base}consumers:\n  - { name: web1, machine: web1, uses: [pg-main], credential: alternating }\n  - { name: web1_a, machine: web1, uses: [pg-main] }\n`,
+      `${base}consumers:\n  - { name: web1, machine: web1, reads: each-connection, uses: [pg-main], credential: alternating }\n  - { name: web1_a, machine: web1, uses: [pg-main] }\n`,
     );
     expect(error.exitCode).toBe(2);
     expect(error.what).toBe(
@@ -108,7 +108,7 @@ consumers:
     // The same names on two providers are two databases' roles: no collision.
     expect(() =>
       parseInventory(
-        `${base}  - { name: pg-two, machine: db1, kind: postgres }\nconsumers:\n  - { name: web1, machine: web1, uses: [pg-main], credential: alternating }\n  - { name: web1_a, machine: web1, uses: [pg-two] }\n`,
+        `${base}  - { name: pg-two, machine: db1, kind: postgres }\nconsumers:\n  - { name: web1, machine: web1, reads: each-connection, uses: [pg-main], credential: alternating }\n  - { name: web1_a, machine: web1, uses: [pg-two] }\n`,
         FILE,
       ),
     ).not.toThrow();
@@ -116,7 +116,7 @@ consumers:
 
   it('refuses an unknown mode by name', () => {
     const error = refusal(
-      `${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], credential: both }\n`,
+      `${base}consumers:\n  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main], credential: both }\n`,
     );
     expect(error.what).toMatch(/credential/);
   });

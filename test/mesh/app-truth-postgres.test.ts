@@ -91,9 +91,9 @@ function writeInventory(consumers: readonly Consumer[], connect = true): void {
       'consumers:',
       ...consumers.map(
         (c) =>
-          `  - { name: ${c.name}, machine: ${c.machine}, uses: [${PROVIDER}]${c.extra ? `, ${c.extra}` : ''} }`,
+          `  - { name: ${c.name}, machine: ${c.machine}, reads: each-connection, uses: [${PROVIDER}]${c.extra ? `, ${c.extra}` : ''} }`,
       ),
-      `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
+      `  - { name: provisioner, machine: db1, reads: each-connection, uses: [${PROVIDER}], role: ${superuser} }`,
       '',
     ].join('\n'),
   );

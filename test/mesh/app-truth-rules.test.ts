@@ -185,7 +185,7 @@ describe("the inventory's app fields", () => {
   ].join('\n');
   it('reads reload: (default 30 s) and connect: (defaults 5432, postgres)', () => {
     const inv = parseInventory(
-      `${head}\nproviders:\n  - { name: pg-main, machine: db1, kind: postgres, connect: { host: db1.internal } }\nconsumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], reload: 'systemctl restart web1-app' }\n`,
+      `${head}\nproviders:\n  - { name: pg-main, machine: db1, kind: postgres, connect: { host: db1.internal } }\nconsumers:\n  - { name: web1-app, machine: web1, reads: once, uses: [pg-main], reload: 'systemctl restart web1-app' }\n`,
       '/srv/mesh.yaml',
     );
     expect(inv.providers[0]!.connect).toEqual({ host: 'db1.internal', port: 5432, database: 'postgres' });
@@ -203,7 +203,7 @@ describe("the inventory's app fields", () => {
     };
     expect(
       refused(
-        `${head}\nproviders:\n  - { name: pg-main, machine: db1, kind: postgres }\nconsumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], reload_timeout: 5 }\n`,
+        `${head}\nproviders:\n  - { name: pg-main, machine: db1, kind: postgres }\nconsumers:\n  - { name: web1-app, machine: web1, reads: once, uses: [pg-main], reload_timeout: 5 }\n`,
       ),
     ).toContain('reload_timeout: without reload:');
     expect(
@@ -332,7 +332,7 @@ describe("the preview's app lines", () => {
         '  - { name: pg-main, machine: db1, kind: postgres, connect: { host: db1.internal, database: app } }',
         '  - { name: pg-audit, machine: db2, kind: postgres }',
         'consumers:',
-        "  - { name: web1-app, machine: web1, uses: [pg-main, pg-audit], reload: 'systemctl restart web1-app', reload_timeout: 12 }",
+        "  - { name: web1-app, machine: web1, reads: once, uses: [pg-main, pg-audit], reload: 'systemctl restart web1-app', reload_timeout: 12 }",
         '',
       ].join('\n'),
       '/srv/mesh.yaml',

@@ -11,7 +11,7 @@ import {
 describe('inventory', () => {
   it('derives each pair role from the consumer name, lowercased, with every other character made _', () => {
     const inv = parseInventory(
-      `${base}consumers:\n  - { name: Web1-App.v2, machine: web1, uses: [pg-main] }\n`,
+      `${base}consumers:\n  - { name: Web1-App.v2, machine: web1, reads: each-connection, uses: [pg-main] }\n`,
       FILE,
     );
     expect(inv.pairs).toEqual([
@@ -29,14 +29,16 @@ describe('inventory', () => {
 
   it('uses an explicit role instead of the derived one', () => {
     const inv = parseInventory(
-      `${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main], role: legacy_web }\n`,
+      `${base}consumers:\n  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main], role: legacy_web }\n`,
       FILE,
     );
     expect(inv.pairs[0]!.role).toBe('legacy_web');
   });
 
   it('refuses a consumer on a machine the inventory does not list, naming file, consumer and machine', () => {
-    const e = refusal(`${base}consumers:\n  - { name: web9-app, machine: web9, uses: [pg-main] }\n`);
+    const e = refusal(
+      `${base}consumers:\n  - { name: web9-app, machine: web9, reads: each-connection, uses: [pg-main] }\n`,
+    );
     expect(e.code).toBe('config');
     expect(e.where).toBe(FILE);
     expect(e.what).toContain('consumer "web9-app"');
@@ -53,14 +55,16 @@ describe('inventory', () => {
 
   it('refuses two consumers whose roles collide on one provider, naming both and the role', () => {
     const e = refusal(
-      `${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-main] }\n  - { name: web1_app, machine: web1, uses: [pg-main] }\n`,
+      `${base}consumers:\n  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main] }\n  - { name: web1_app, machine: web1, uses: [pg-main] }\n`,
     );
     expect(e.what).toContain('"web1-app" and "web1_app"');
     expect(e.what).toContain('role "web1_app" on provider "pg-main"');
   });
 
   it('refuses a consumer that uses an unknown provider', () => {
-    const e = refusal(`${base}consumers:\n  - { name: web1-app, machine: web1, uses: [pg-other] }\n`);
+    const e = refusal(
+      `${base}consumers:\n  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-other] }\n`,
+    );
     expect(e.what).toContain('uses provider "pg-other"');
   });
 
@@ -70,12 +74,15 @@ describe('inventory', () => {
   });
 
   it('refuses a role that is not a PostgreSQL identifier, and one longer than 63 bytes', () => {
-    expect(refusal(`${base}consumers:\n  - { name: 1web, machine: web1, uses: [pg-main] }\n`).what).toContain(
-      'not a PostgreSQL identifier',
-    );
     expect(
-      refusal(`${base}consumers:\n  - { name: w, machine: web1, uses: [pg-main], role: ${'a'.repeat(64)} }\n`)
-        .what,
+      refusal(
+        `${base}consumers:\n  - { name: 1web, machine: web1, reads: each-connection, uses: [pg-main] }\n`,
+      ).what,
+    ).toContain('not a PostgreSQL identifier');
+    expect(
+      refusal(
+        `${base}consumers:\n  - { name: w, machine: web1, reads: each-connection, uses: [pg-main], role: ${'a'.repeat(64)} }\n`,
+      ).what,
     ).toContain('longer than 63 bytes');
   });
 

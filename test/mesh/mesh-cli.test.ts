@@ -169,7 +169,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     expect(r.stdout).toContain('holds what it held before this rotation');
     expect(r.stdout).not.toContain('still works');
     expect(r.stdout.trim().split('\n').at(-1)).toMatch(
-      /^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate (?:--pair pg-main:\S+ )+--inventory \S+$/,
+      /^Nothing is left to do: every pair is finished or rolled back\. Once the provisioner runs, rotate again with baton (?:--\S+ \S+ )*mesh rotate (?:--pair pg-main:\S+ )+--inventory \S+ --wait 1$/,
     );
     // Every file exactly as before: no .next, no kept previous file; the passwords taken away
     // are kept aside, owner-only, in case the database already holds them.
@@ -375,8 +375,8 @@ describe('baton mesh (the built CLI, local transport)', async () => {
       writeFileSync(
         inventory,
         readFileSync(inventory, 'utf8').replace(
-          '{ name: web2-app, machine: web2, uses: [pg-main] }',
-          `{ name: web2-app, machine: web2, uses: [pg-main], role: ${role} }`,
+          '{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
+          `{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main], role: ${role} }`,
         ),
       );
       const before = snapshotDir(path.join(tmp.dir, 'machines'));

@@ -24,9 +24,10 @@ export function meshInventory(consumers = 3, transport: 'ssh' | 'local' = 'ssh',
     'consumers:',
     ...Array.from(
       { length: consumers },
-      (_, i) => `  - { name: web${i + 1}-app, machine: web${i + 1}, uses: [pg-main, pg-audit] }`,
+      (_, i) =>
+        `  - { name: web${i + 1}-app, machine: web${i + 1}, reads: each-connection, uses: [pg-main, pg-audit] }`,
     ),
-    '  - { name: backup, machine: db1, uses: [pg-main] }',
+    '  - { name: backup, machine: db1, reads: each-connection, uses: [pg-main] }',
   ];
   return parseInventory(`${lines.join('\n')}\n`, `${root}/mesh.yaml`);
 }
@@ -53,10 +54,12 @@ export function writeLocalMesh(
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
-      ...webs.map((m) => `  - { name: ${m}-app, machine: ${m}, uses: [pg-main] }`),
+      ...webs.map((m) => `  - { name: ${m}-app, machine: ${m}, reads: each-connection, uses: [pg-main] }`),
       ...(options.provisionerRole === undefined
         ? []
-        : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
+        : [
+            `  - { name: provisioner, machine: db1, reads: each-connection, uses: [pg-main], role: ${options.provisionerRole} }`,
+          ]),
       '',
     ].join('\n'),
   );
@@ -83,8 +86,8 @@ export function sshMeshInventory(
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
-      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-      '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
+      '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main] }',
+      '  - { name: web1-worker, machine: web1, reads: each-connection, uses: [pg-main] }',
       '',
     ].join('\n'),
     `${base}/mesh.yaml`,
@@ -116,10 +119,12 @@ export function writeSshPair(
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
-      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
+      '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main] }',
       ...(options.provisionerRole === undefined
         ? []
-        : [`  - { name: provisioner, machine: db1, uses: [pg-main], role: ${options.provisionerRole} }`]),
+        : [
+            `  - { name: provisioner, machine: db1, reads: each-connection, uses: [pg-main], role: ${options.provisionerRole} }`,
+          ]),
       '',
     ].join('\n'),
   );

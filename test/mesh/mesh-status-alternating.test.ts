@@ -15,6 +15,7 @@ import { loginFilePaths } from '../../src/mesh/rotation-plan.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { fakeMesh } from './fake-transport.js';
 import { previousPath } from '../../src/mesh/transport.js';
+import { sessionsPath } from '../../src/mesh/session-record.js';
 
 const inventory = parseInventory(
   [
@@ -25,8 +26,8 @@ const inventory = parseInventory(
     'providers:',
     '  - { name: pg-main, machine: db1, kind: postgres }',
     'consumers:',
-    '  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating }',
-    '  - { name: web1-worker, machine: web1, uses: [pg-main] }',
+    '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main], credential: alternating }',
+    '  - { name: web1-worker, machine: web1, reads: each-connection, uses: [pg-main] }',
     '',
   ].join('\n'),
   '/srv/mesh.yaml',
@@ -312,5 +313,76 @@ describe('mesh status of an alternating pair', () => {
     const lines = meshStatusLines(statuses, plan.selectorText);
     const at = lines.findIndex((l) => l.includes('pg-main:web1-worker'));
     expect(lines[at + 1] ?? '').not.toContain('logins:');
+  });
+});
+
+describe('sessions still open on the login the consumer left (issue 45)', () => {
+  const census = (login: string, open: number, oldest: string | null) =>
+    JSON.stringify({
+      format: 'baton.sessions/1',
+      login,
+      open,
+      oldest_open: oldest,
+      newest_start: '2026-12-01T16:00:00.000Z',
+      recent_starts: ['2026-12-01T16:00:00.000Z', '2026-12-01T15:00:00.000Z'],
+      clients: ['10.0.0.5'],
+      since: '2026-12-01T10:00:00.000Z',
+      at: '2026-12-01T17:00:00.000Z',
+    });
+
+  it('status lists them (count, oldest start and age) on screen and in --json; a revoked login says its sessions stay open', async () => {
+    for (const revoked of [false, true]) {
+      const fake = mesh('a');
+      fake.machines.db1!.files.set(
+        sessionsPath(alt.receiptPath, 'web1_app_b'),
+        census('web1_app_b', 2, '2026-12-01T15:00:00.000Z'),
+      );
+      const before = new Map(fake.machines.db1!.files);
+      const statuses = await read(fake, [finished('r1', revoked)]);
+      const status = statuses.find((s) => s.pair.key === alt.key)!;
+      expect(status.state).toBe('applied');
+      expect(status.app?.leftOpen).toEqual({
+        login: 'web1_app_b',
+        open: 2,
+        oldest: '2026-12-01T15:00:00.000Z',
+      });
+      const text = meshStatusLines(
+        statuses,
+        plan.selectorText,
+        undefined,
+        Date.parse('2026-12-02T00:00:00Z'),
+      ).join('\n');
+      expect(text).toContain(
+        `    sessions: 2 still open on web1_app_b${revoked ? ' (revoked: its password no longer opens a session, but these stay open)' : ', the login its file left'}, the oldest started 2026-12-01T15:00:00.000Z (9 h ago)`,
+      );
+      const json = meshStatusJson(
+        statuses,
+        plan.selectorText,
+        Date.parse('2026-12-02T00:00:00Z'),
+        undefined,
+        0,
+      ) as {
+        pairs: { consumer: string; app: { left_open_sessions: unknown } }[];
+      };
+      expect(json.pairs.find((p) => p.consumer === 'web1-app')!.app.left_open_sessions).toEqual({
+        login: 'web1_app_b',
+        open: 2,
+        oldest_start: '2026-12-01T15:00:00.000Z',
+      });
+      // Read-only: nothing on the machine changed.
+      expect(fake.machines.db1!.files).toEqual(before);
+    }
+    console.log('held sessions on the left login: listed (2 open, oldest 9 h), screen and --json');
+  });
+
+  it('none open: no sessions line and null in --json', async () => {
+    const fake = mesh('a');
+    fake.machines.db1!.files.set(sessionsPath(alt.receiptPath, 'web1_app_b'), census('web1_app_b', 0, null));
+    const statuses = await read(fake);
+    expect(meshStatusLines(statuses, plan.selectorText).join('\n')).not.toContain('sessions:');
+    const json = meshStatusJson(statuses, plan.selectorText, 0, undefined, 0) as {
+      pairs: { consumer: string; app: { left_open_sessions: unknown } }[];
+    };
+    expect(json.pairs.find((p) => p.consumer === 'web1-app')!.app.left_open_sessions).toBeNull();
   });
 });

@@ -188,8 +188,8 @@ describeWithPart(
       writeFileSync(
         inventory(),
         readFileSync(inventory(), 'utf8').replace(
-          '{ name: web2-app, machine: web2, uses: [pg-main] }',
-          '{ name: web2-app, machine: web2, uses: [pg-main], credential: alternating }',
+          '{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
+          '{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main], credential: alternating }',
         ),
       );
       expect(loadInventory(inventory()).pairs.map((p) => p.credential)).toContain('alternating');

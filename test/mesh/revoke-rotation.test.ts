@@ -163,6 +163,31 @@ describe('mesh rotate --revoke-previous', () => {
   });
 });
 
+describe('an --end-sessions revoke armed but not yet applied (issue 45)', () => {
+  it('says the request stays armed and that the sessions are ended when the provisioner applies it', async () => {
+    const { run, lines } = rotation({
+      endSessions: true,
+      applies: (file) => file.endsWith('+b'),
+      waitMs: 200,
+    });
+    const { code, outcome } = await run();
+    expect([code, outcome]).toEqual([3, 'revoke-unconfirmed']);
+    const text = lines.join('\n');
+    expect(text).toContain('  ! NOT revoked web1_app_a (pg-main:web1-app)');
+    expect(text).toMatch(
+      /The request stays ARMED: the fresh password \(\S+\) is live beside web1_app_a's provider end, and when its provisioner next applies it, web1_app_a's old password is refused and its open sessions are ENDED \(--end-sessions\); until then the old password may still work\./,
+    );
+  });
+
+  it('without --end-sessions the armed line says nothing of sessions', async () => {
+    const { run, lines } = rotation({ applies: (file) => file.endsWith('+b'), waitMs: 200 });
+    await run();
+    const text = lines.join('\n');
+    expect(text).toContain('The request stays ARMED');
+    expect(text).not.toContain('ENDED');
+  });
+});
+
 describe('mesh rotate --revoke-previous / --end-sessions refused', () => {
   const context = (dir: string) => capturingContext(path.join(dir, 'state'));
 

@@ -105,9 +105,9 @@ function untidyInventory(): Inventory {
     '  - { name: pg-main, machine: db1, kind: postgres }',
     '  - { name: pg.audit, machine: db2, kind: postgres }',
     'consumers:',
-    '  - { name: web1-app, machine: web1, uses: [pg-main, pg.audit] }',
-    '  - { name: Web2.App, machine: web2, uses: [pg.audit, pg-main] }',
-    '  - { name: backup, machine: db1, uses: [pg-main, pg.audit] }',
+    '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main, pg.audit] }',
+    '  - { name: Web2.App, machine: web2, reads: each-connection, uses: [pg.audit, pg-main] }',
+    '  - { name: backup, machine: db1, reads: each-connection, uses: [pg-main, pg.audit] }',
   ].join('\n');
   return parseInventory(`${yaml}\n`, '/srv/mesh.yaml');
 }

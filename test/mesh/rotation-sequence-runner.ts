@@ -764,8 +764,11 @@ function writeLaneMesh(dir: string, tag: string, webs: 2 | 3, superuser: string)
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
-      ...names.map((m) => `  - { name: ${m}-app, machine: ${m}, uses: [pg-main], role: ${m}_app_${tag} }`),
-      `  - { name: provisioner, machine: db1, uses: [pg-main], role: ${superuser} }`,
+      ...names.map(
+        (m) =>
+          `  - { name: ${m}-app, machine: ${m}, reads: each-connection, uses: [pg-main], role: ${m}_app_${tag} }`,
+      ),
+      `  - { name: provisioner, machine: db1, reads: each-connection, uses: [pg-main], role: ${superuser} }`,
       '',
     ].join('\n'),
   );

@@ -118,9 +118,9 @@ describeWithPart(unavailable, 'a full mesh rotation over ssh leaks no secret', (
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
-        '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-        '  - { name: web2-app, machine: web2, uses: [pg-main] }',
-        '  - { name: worker1-jobs, machine: worker1, uses: [pg-main] }',
+        '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main] }',
+        '  - { name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
+        '  - { name: worker1-jobs, machine: worker1, reads: each-connection, uses: [pg-main] }',
         '',
       ].join('\n'),
     );

@@ -108,7 +108,10 @@ describe('one ssh connection per machine per command, against a real sshd', () =
         'consumers:',
         ...ports
           .slice(1)
-          .map((_, i) => `  - { name: app${i + 2}, machine: ${name(i + 1)}, uses: [pg-main] }`),
+          .map(
+            (_, i) =>
+              `  - { name: app${i + 2}, machine: ${name(i + 1)}, reads: each-connection, uses: [pg-main] }`,
+          ),
         '',
       ].join('\n'),
     );
@@ -372,7 +375,7 @@ describe('one ssh connection per machine per command, against a real sshd', () =
         // mute gets a pair so the plan resolves it (and hangs there).
         const text = readFileSync(file, 'utf8').replace(
           'consumers:\n',
-          'consumers:\n  - { name: muted, machine: mute, uses: [pg-main] }\n',
+          'consumers:\n  - { name: muted, machine: mute, reads: each-connection, uses: [pg-main] }\n',
         );
         writeFileSync(file, text);
         // A short TMPDIR: control socket paths must stay under the 108-byte limit, or baton

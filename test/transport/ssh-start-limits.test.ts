@@ -260,7 +260,8 @@ describe(`mesh status --concurrency 32 over ${MACHINES} machines on one real ssh
         'consumers:',
         ...Array.from(
           { length: MACHINES - 1 },
-          (_, i) => `  - { name: app${i + 2}, machine: ${machine(i + 1)}, uses: [pg-main] }`,
+          (_, i) =>
+            `  - { name: app${i + 2}, machine: ${machine(i + 1)}, reads: each-connection, uses: [pg-main] }`,
         ),
         '',
       ].join('\n'),

@@ -55,8 +55,8 @@ export const alternatingWindowCase: BenchCase = {
       writeFileSync(
         inventory,
         readFileSync(inventory, 'utf8').replace(
-          '{ name: web2-app, machine: web2, uses: [pg-main] }',
-          '{ name: web2-app, machine: web2, uses: [pg-main], credential: alternating }',
+          '{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
+          '{ name: web2-app, machine: web2, reads: each-connection, uses: [pg-main], credential: alternating }',
         ),
       );
       const state = path.join(root, 'state');

@@ -177,7 +177,11 @@ export const fleetCase: BenchCase = {
             'providers:',
             `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
             'consumers:',
-            ...machines.slice(1).map((m) => `  - { name: app-${m}, machine: ${m}, uses: [${PROVIDER}] }`),
+            ...machines
+              .slice(1)
+              .map(
+                (m) => `  - { name: app-${m}, machine: ${m}, reads: each-connection, uses: [${PROVIDER}] }`,
+              ),
             '',
           ].join('\n'),
         );

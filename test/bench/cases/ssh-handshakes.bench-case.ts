@@ -54,7 +54,12 @@ export const sshHandshakesCase: BenchCase = {
             'providers:',
             '  - { name: pg, machine: m01, kind: postgres }',
             'consumers:',
-            ...ports.slice(1).map((_, i) => `  - { name: app${i + 2}, machine: ${name(i + 1)}, uses: [pg] }`),
+            ...ports
+              .slice(1)
+              .map(
+                (_, i) =>
+                  `  - { name: app${i + 2}, machine: ${name(i + 1)}, reads: each-connection, uses: [pg] }`,
+              ),
             '',
           ].join('\n'),
         );

@@ -78,12 +78,12 @@ export const sshWindowCase: BenchCase = {
             'providers:',
             `  - { name: ${PROVIDER}, machine: db1, kind: postgres${app.connect ? `, connect: { host: ${pg.host}, port: ${pg.port}, database: postgres }` : ''} }`,
             'consumers:',
-            `  - { name: provisioner, machine: db1, uses: [${PROVIDER}], role: ${superuser} }`,
+            `  - { name: provisioner, machine: db1, reads: each-connection, uses: [${PROVIDER}], role: ${superuser} }`,
             ...machines
               .slice(1)
               .map(
                 (m) =>
-                  `  - { name: ${consumerOf(m)}, machine: ${m}, uses: [${PROVIDER}]${app.reload && m === 'web1' ? ", reload: 'true'" : ''} }`,
+                  `  - { name: ${consumerOf(m)}, machine: ${m}, reads: once, uses: [${PROVIDER}]${app.reload && m === 'web1' ? ", reload: 'true'" : ''} }`,
               ),
             '',
           ].join('\n'),

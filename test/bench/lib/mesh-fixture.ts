@@ -32,7 +32,7 @@ export function disjointMesh(root: string, pairs: number): DisjointMesh {
       `  - { name: app${i}, address: machines/app${i}, transport: local }`,
     );
     providers.push(`  - { name: pg${i}, machine: db${i}, kind: postgres }`);
-    consumers.push(`  - { name: app${i}, machine: app${i}, uses: [pg${i}] }`);
+    consumers.push(`  - { name: app${i}, machine: app${i}, reads: each-connection, uses: [pg${i}] }`);
     mkdirSync(path.join(root, 'machines', `db${i}`), { recursive: true });
     mkdirSync(path.join(root, 'machines', `app${i}`), { recursive: true });
   }
@@ -58,6 +58,7 @@ export function starInventoryYaml(consumers: number): string {
   for (let i = 0; i < consumers; i++)
     lines.push(`  - { name: app${i}, address: machines/app${i}, transport: local }`);
   lines.push('providers:', '  - { name: pg, machine: db, kind: postgres }', 'consumers:');
-  for (let i = 0; i < consumers; i++) lines.push(`  - { name: app${i}, machine: app${i}, uses: [pg] }`);
+  for (let i = 0; i < consumers; i++)
+    lines.push(`  - { name: app${i}, machine: app${i}, reads: each-connection, uses: [pg] }`);
   return `${lines.join('\n')}\n`;
 }
