@@ -12,6 +12,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '..');
+
+/** The commit HEAD names in `dir`, or null outside a git checkout (or without git). */
+function commitOf(dir) {
+  const git = spawnSync('git', ['rev-parse', '--verify', 'HEAD'], { cwd: dir, encoding: 'utf8' });
+  return git.status === 0 && /^[0-9a-f]{40}\n?$/.test(git.stdout) ? git.stdout.trim() : null;
+}
 const dist = path.join(root, 'dist');
 
 /** What the app takes from dist/ui.mjs instead of bundling: each specifier and its export there. */
@@ -197,6 +203,8 @@ writeFileSync(path.join(dist, 'package.json'), `${JSON.stringify({ type: 'common
 writeFileSync(
   path.join(dist, 'build-meta.json'),
   JSON.stringify({
+    // `baton version` names it; null when the build ran outside a git checkout.
+    commit: commitOf(root),
     outputs: Object.assign({}, ...[ui, ...libs, app].map((result) => result.metafile.outputs)),
   }),
 );

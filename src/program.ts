@@ -15,10 +15,14 @@ import { registerMesh } from './commands/mesh.js';
 import { registerProvision } from './commands/provision.js';
 import { registerDrill } from './commands/drill.js';
 import { surviveLostTerminal } from './commands/closed-output.js';
-import { readFileSync } from 'node:fs';
+import { printUsageErrorAsJson } from './commands/json-errors.js';
+import { readBuildInfo, registerVersion } from './commands/version.js';
 
 // The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/** The package's folder: package.json and dist/ sit one level above both src/ and the built dist/. */
+const PACKAGE_ROOT = new URL('../', import.meta.url);
 
 /** Each top-level command, in the order help lists them, and the module that registers it. */
 const COMMANDS: Readonly<Record<string, Register>> = {
@@ -31,6 +35,7 @@ const COMMANDS: Readonly<Record<string, Register>> = {
   mesh: registerMesh,
   provision: registerProvision,
   drill: registerDrill,
+  version: (program, ctx) => registerVersion(program, ctx, PACKAGE_ROOT),
 };
 
 /**
@@ -85,11 +90,9 @@ export function buildProgram(args?: readonly string[]): Command {
     .addHelpText('after', `\n${exitCodeHelp()}`)
     .exitOverride();
   program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
-  // Read only when asked: package.json sits one level above both src/ and the built dist/.
+  // Read only when asked.
   program.on('option:version', () => {
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
+    const { version } = readBuildInfo(PACKAGE_ROOT);
     process.stdout.write(`${version}\n`);
     throw new CommanderError(EXIT_OK, 'commander.version', version);
   });
@@ -163,6 +166,7 @@ export async function main(argv: string[]): Promise<void> {
         error.code === 'commander.version' ||
         error.code === 'commander.help';
       process.exitCode = ok ? EXIT_OK : EXIT_CODES.usage;
+      if (!ok) await printUsageErrorAsJson(program, argv.slice(2), error, process.stdout);
       return;
     }
     throw error;
