@@ -251,3 +251,14 @@ try {
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
+
+// baton(1), from the built app's own command tree (src/commands/man-page.ts): the package's
+// `man` entry, so `man baton` works after `npm install -g`.
+{
+  const script = `require(${JSON.stringify(path.join(root, 'bin/baton.js'))}).loadApp({ useCache: false }).exports.manPage().then((page) => process.stdout.write(page));`;
+  const run = spawnSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' });
+  if (run.status !== 0 || !run.stdout.startsWith('.TH BATON 1'))
+    fail(`the built app did not print its man page (exit ${run.status}):\n${run.stderr}`);
+  mkdirSync(path.join(dist, 'man'), { recursive: true });
+  writeFileSync(path.join(dist, 'man', 'baton.1'), run.stdout);
+}

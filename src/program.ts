@@ -3,7 +3,7 @@
  * nothing heavy is imported here so start-up stays cheap.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { EXIT_CODES, EXIT_OK, exitCodeHelp } from './errors.js';
+import { EXIT_CODES, EXIT_OK, exitCodeHelp, exitCodeRows } from './errors.js';
 import { makeContext, type Register } from './commands/context.js';
 import { registerCa } from './commands/ca.js';
 import { registerStore } from './commands/store.js';
@@ -17,6 +17,7 @@ import { registerDrill } from './commands/drill.js';
 import { surviveLostTerminal } from './commands/closed-output.js';
 import { printUsageErrorAsJson } from './commands/json-errors.js';
 import { readBuildInfo, registerVersion } from './commands/version.js';
+import { registerCompletion } from './commands/completion.js';
 
 // The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
@@ -36,6 +37,7 @@ const COMMANDS: Readonly<Record<string, Register>> = {
   provision: registerProvision,
   drill: registerDrill,
   version: (program, ctx) => registerVersion(program, ctx, PACKAGE_ROOT),
+  completion: (program, ctx) => registerCompletion(program, ctx, () => buildProgram()),
 };
 
 /**
@@ -171,4 +173,16 @@ export async function main(argv: string[]): Promise<void> {
     }
     throw error;
   }
+}
+
+/** baton(1), from the whole command tree: `npm run build` writes it to dist/man/baton.1. */
+export async function manPage(): Promise<string> {
+  const [{ manPage: page }, { cliTree }] = await Promise.all([
+    import('./commands/man-page.js'),
+    import('./commands/cli-tree.js'),
+  ]);
+  return page(cliTree(buildProgram()), {
+    version: readBuildInfo(PACKAGE_ROOT).version,
+    exitCodes: exitCodeRows(),
+  });
 }

@@ -87,6 +87,7 @@ describe('the packed package', () => {
     expect(files).toEqual(expect.arrayContaining(['bin/baton.js', 'bin/package.json', 'dist/app.cjs']));
     expect(files.filter((file) => file.startsWith('dist/lib/')).length).toBeGreaterThanOrEqual(5);
     expect(files).toContain('dist/ui/ui.mjs');
+    expect(files).toContain('dist/man/baton.1');
     const outside = files.filter(
       (file) => !/^(bin|dist)\//.test(file) && !['package.json', 'README.md'].includes(file),
     );
@@ -111,6 +112,28 @@ describe('the packed package', () => {
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe(PACKAGE.version);
     expect(run.exitCode).toBe(0);
+  });
+
+  it('prints version --json with the commit the build recorded, and a bash completion script', async () => {
+    const version = await baton(['version', '--json']);
+    expect(version.exitCode, version.stderr).toBe(0);
+    const meta = JSON.parse(readFileSync(path.join(ROOT, 'dist', 'build-meta.json'), 'utf8')) as {
+      commit: string | null;
+    };
+    expect(JSON.parse(version.stdout)).toEqual({
+      format: 'baton.version/1',
+      version: PACKAGE.version,
+      commit: meta.commit,
+      node: process.version,
+    });
+    const completion = await baton(['completion', 'bash']);
+    expect(completion.exitCode, completion.stderr).toBe(0);
+    expect(completion.stdout).toContain('complete -o default -F _baton_complete baton');
+  });
+
+  it('links baton(1) where man finds it under the prefix', () => {
+    const page = readFileSync(path.join(prefix, 'share', 'man', 'man1', 'baton.1'), 'utf8');
+    expect(page).toMatch(/^\.TH BATON 1/);
   });
 
   it('takes the authority lock (sync) and reads it back with status --json against a directory store', async () => {
