@@ -13,6 +13,7 @@ import { registerStatus } from './commands/status.js';
 import { registerFailover } from './commands/failover.js';
 import { registerMesh } from './commands/mesh.js';
 import { registerProvision } from './commands/provision.js';
+import { registerProvisionUnit } from './commands/provision-unit.js';
 import { registerDrill } from './commands/drill.js';
 import { surviveLostTerminal } from './commands/closed-output.js';
 import { printUsageErrorAsJson } from './commands/json-errors.js';
@@ -34,7 +35,10 @@ const COMMANDS: Readonly<Record<string, Register>> = {
   store: registerStore,
   key: registerKey,
   mesh: registerMesh,
-  provision: registerProvision,
+  provision: (program, ctx) => {
+    registerProvision(program, ctx);
+    registerProvisionUnit(program, ctx, PACKAGE_ROOT);
+  },
   drill: registerDrill,
   version: (program, ctx) => registerVersion(program, ctx, PACKAGE_ROOT),
   completion: (program, ctx) => registerCompletion(program, ctx, () => buildProgram()),

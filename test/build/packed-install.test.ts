@@ -88,8 +88,9 @@ describe('the packed package', () => {
     expect(files.filter((file) => file.startsWith('dist/lib/')).length).toBeGreaterThanOrEqual(5);
     expect(files).toContain('dist/ui/ui.mjs');
     expect(files).toContain('dist/man/baton.1');
+    expect(files).toContain('contrib/baton-provision@.service');
     const outside = files.filter(
-      (file) => !/^(bin|dist)\//.test(file) && !['package.json', 'README.md'].includes(file),
+      (file) => !/^(bin|dist|contrib)\//.test(file) && !['package.json', 'README.md'].includes(file),
     );
     expect(outside).toEqual([]);
     // An install gives every file a new mtime, so a cache named after the build's is never offered.
@@ -129,6 +130,13 @@ describe('the packed package', () => {
     const completion = await baton(['completion', 'bash']);
     expect(completion.exitCode, completion.stderr).toBe(0);
     expect(completion.stdout).toContain('complete -o default -F _baton_complete baton');
+  });
+
+  it('prints the provisioner unit with ExecStart naming the installed bin/baton.js', async () => {
+    const unit = await baton(['provision', 'unit']);
+    expect(unit.exitCode, unit.stderr).toBe(0);
+    const bin = path.join(prefix, 'lib', 'node_modules', 'baton', 'bin', 'baton.js');
+    expect(unit.stdout).toContain(`\nExecStart=${process.execPath} ${bin} provision postgres `);
   });
 
   it('links baton(1) where man finds it under the prefix', () => {
