@@ -100,11 +100,10 @@ export const registerMesh: Register = (program, ctx) => {
       }),
     );
   withSelector(
-    mesh
-      .command('status')
-      .description(
-        'every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only',
-      ),
+    mesh.command('status').description(
+      // Each of PAIR_STATES (src/mesh/mesh-status.ts), worst first: test/docs/json-fields.test.ts checks.
+      'every pair: unreachable, drifted, changed-in-db, app-behind, staged, pending or applied, and its age; read-only, digests only',
+    ),
   )
     .addOption(new Option('--json', 'machine-readable output (see docs/mesh-status.md)'))
     .addOption(
