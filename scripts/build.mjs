@@ -12,6 +12,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '..');
+
+/** The commit HEAD names in `dir`, or null outside a git checkout (or without git). */
+function commitOf(dir) {
+  const git = spawnSync('git', ['rev-parse', '--verify', 'HEAD'], { cwd: dir, encoding: 'utf8' });
+  return git.status === 0 && /^[0-9a-f]{40}\n?$/.test(git.stdout) ? git.stdout.trim() : null;
+}
 const dist = path.join(root, 'dist');
 
 /** What the app takes from dist/ui.mjs instead of bundling: each specifier and its export there. */
@@ -198,6 +204,8 @@ writeFileSync(path.join(dist, 'package.json'), `${JSON.stringify({ type: 'common
 writeFileSync(
   path.join(dist, 'build-meta.json'),
   JSON.stringify({
+    // `baton version` names it; null when the build ran outside a git checkout.
+    commit: commitOf(root),
     outputs: Object.assign({}, ...[ui, ...libs, app].map((result) => result.metafile.outputs)),
   }),
 );
@@ -243,4 +251,15 @@ try {
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });
+}
+
+// baton(1), from the built app's own command tree (src/commands/man-page.ts): the package's
+// `man` entry, so `man baton` works after `npm install -g`.
+{
+  const script = `require(${JSON.stringify(path.join(root, 'bin/baton.js'))}).loadApp({ useCache: false }).exports.manPage().then((page) => process.stdout.write(page));`;
+  const run = spawnSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8' });
+  if (run.status !== 0 || !run.stdout.startsWith('.TH BATON 1'))
+    fail(`the built app did not print its man page (exit ${run.status}):\n${run.stderr}`);
+  mkdirSync(path.join(dist, 'man'), { recursive: true });
+  writeFileSync(path.join(dist, 'man', 'baton.1'), run.stdout);
 }

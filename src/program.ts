@@ -3,7 +3,7 @@
  * nothing heavy is imported here so start-up stays cheap.
  */
 import { Command, CommanderError, Option } from 'commander';
-import { EXIT_CODES, EXIT_OK, exitCodeHelp } from './errors.js';
+import { EXIT_CODES, EXIT_OK, exitCodeHelp, exitCodeRows } from './errors.js';
 import { makeContext, type Register } from './commands/context.js';
 import { registerCa } from './commands/ca.js';
 import { registerStore } from './commands/store.js';
@@ -13,12 +13,18 @@ import { registerStatus } from './commands/status.js';
 import { registerFailover } from './commands/failover.js';
 import { registerMesh } from './commands/mesh.js';
 import { registerProvision } from './commands/provision.js';
+import { registerProvisionUnit } from './commands/provision-unit.js';
 import { registerDrill } from './commands/drill.js';
 import { surviveLostTerminal } from './commands/closed-output.js';
-import { readFileSync } from 'node:fs';
+import { printUsageErrorAsJson } from './commands/json-errors.js';
+import { readBuildInfo, registerVersion } from './commands/version.js';
+import { registerCompletion } from './commands/completion.js';
 
 // The AWS SDK warns about Node 20 on stderr, which would tear a full-screen view.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/** The package's folder: package.json and dist/ sit one level above both src/ and the built dist/. */
+const PACKAGE_ROOT = new URL('../', import.meta.url);
 
 /** Each top-level command, in the order help lists them, and the module that registers it. */
 const COMMANDS: Readonly<Record<string, Register>> = {
@@ -29,8 +35,13 @@ const COMMANDS: Readonly<Record<string, Register>> = {
   store: registerStore,
   key: registerKey,
   mesh: registerMesh,
-  provision: registerProvision,
+  provision: (program, ctx) => {
+    registerProvision(program, ctx);
+    registerProvisionUnit(program, ctx, PACKAGE_ROOT);
+  },
   drill: registerDrill,
+  version: (program, ctx) => registerVersion(program, ctx, PACKAGE_ROOT),
+  completion: (program, ctx) => registerCompletion(program, ctx, () => buildProgram()),
 };
 
 /**
@@ -85,11 +96,9 @@ export function buildProgram(args?: readonly string[]): Command {
     .addHelpText('after', `\n${exitCodeHelp()}`)
     .exitOverride();
   program.configureOutput({ outputError: (text, write) => write(`baton: ${text.replace(/^error: /, '')}`) });
-  // Read only when asked: package.json sits one level above both src/ and the built dist/.
+  // Read only when asked.
   program.on('option:version', () => {
-    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
-      version: string;
-    };
+    const { version } = readBuildInfo(PACKAGE_ROOT);
     process.stdout.write(`${version}\n`);
     throw new CommanderError(EXIT_OK, 'commander.version', version);
   });
@@ -163,8 +172,21 @@ export async function main(argv: string[]): Promise<void> {
         error.code === 'commander.version' ||
         error.code === 'commander.help';
       process.exitCode = ok ? EXIT_OK : EXIT_CODES.usage;
+      if (!ok) await printUsageErrorAsJson(program, argv.slice(2), error, process.stdout);
       return;
     }
     throw error;
   }
+}
+
+/** baton(1), from the whole command tree: `npm run build` writes it to dist/man/baton.1. */
+export async function manPage(): Promise<string> {
+  const [{ manPage: page }, { cliTree }] = await Promise.all([
+    import('./commands/man-page.js'),
+    import('./commands/cli-tree.js'),
+  ]);
+  return page(cliTree(buildProgram()), {
+    version: readBuildInfo(PACKAGE_ROOT).version,
+    exitCodes: exitCodeRows(),
+  });
 }

@@ -5,7 +5,19 @@
 import { describe, expect, it } from 'vitest';
 import { buildProgram, commandNamed } from '../src/program.js';
 
-const ALL = ['status', 'failover', 'sync', 'ca', 'store', 'key', 'mesh', 'provision', 'drill'];
+const ALL = [
+  'status',
+  'failover',
+  'sync',
+  'ca',
+  'store',
+  'key',
+  'mesh',
+  'provision',
+  'drill',
+  'version',
+  'completion',
+];
 const names = (args?: string[]) => buildProgram(args).commands.map((command) => command.name());
 
 describe('the command a run names', () => {

@@ -6,31 +6,12 @@
 import type { BatonError } from '../errors.js';
 import { couldNotRead, statusExitCode, type StatusReport } from './status-report.js';
 import type { Suggester } from '../suggest-command.js';
-import { renderSaid, saidSteps, stepJson } from '../next-step.js';
+import { stepJson } from '../next-step.js';
+import { errorJson, failedCommandJson, JSON_FORMATS } from './error-json.js';
 import { etagShown } from '../share/confirm-binding.js';
 import { describeVerdict } from './status-verdict.js';
 
-export const STATUS_JSON_FORMAT = 'baton.status/1';
-
-/**
- * An error as JSON. `reason` is the structured why a store error or a refusal carries
- * (unreachable, denied, timed-out, …; null for the others): a monitor branches on it, never on
- * the wording of `what`.
- */
-function errorJson(error: BatonError, s?: Suggester) {
-  const next = error.next === undefined ? null : s && error.said ? renderSaid(s, error.said) : error.next;
-  const steps = error.said ? saidSteps(s ?? PLAIN, error.said) : [];
-  return {
-    code: error.code,
-    reason: error.reason ?? null,
-    what: error.what,
-    where: error.where ?? null,
-    next,
-    next_steps: steps,
-  };
-}
-
-const PLAIN: Suggester = { prefix: 'baton', inventory: undefined, terminal: true };
+export const STATUS_JSON_FORMAT = JSON_FORMATS.status;
 
 /**
  * `status --json` that could not even start (a config error, a bad flag): still ONE JSON object
@@ -38,7 +19,7 @@ const PLAIN: Suggester = { prefix: 'baton', inventory: undefined, terminal: true
  * the process ends with.
  */
 export function statusErrorJson(error: BatonError) {
-  return { format: STATUS_JSON_FORMAT, exit_code: error.exitCode, error: errorJson(error) };
+  return { format: STATUS_JSON_FORMAT, ...failedCommandJson(error) };
 }
 
 export function statusJson(report: StatusReport, baton: string | Suggester = 'baton') {

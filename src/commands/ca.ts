@@ -6,6 +6,7 @@ import { layoutOf } from '../authority/layout.js';
 import type { LocalAuthority } from '../authority/types.js';
 import { Option } from 'commander';
 import { action, type CliContext, type Register } from './context.js';
+import { printsJsonOnError } from './json-errors.js';
 import { nextStep, renderSaid, renderStep, retireStep, saidSteps, type NextStep } from '../next-step.js';
 import { interruptedOf } from '../authority/interrupted.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
@@ -106,17 +107,20 @@ export const registerCa: Register = (program, ctx) => {
     )
     .option('--json', 'print one JSON object')
     .action(
-      action(ctx, async (options: { readonly json?: boolean }) => {
-        const { deployment, stateDir } = where();
-        const { snapshotLocalAuthority } = await import('../authority/index.js');
-        const local = await snapshotLocalAuthority(stateDir, deployment);
-        ctx.stdout.write(
-          options.json
-            ? `${jsonForTerminal(authorityJson(local, deployment, ctx.suggester()), 2)}\n`
-            : authorityText(local, deployment, ctx.suggester()),
-        );
-        return showExitCode(local);
-      }),
+      action(
+        ctx,
+        printsJsonOnError(ctx, 'ca show', async (options: { readonly json?: boolean }) => {
+          const { deployment, stateDir } = where();
+          const { snapshotLocalAuthority } = await import('../authority/index.js');
+          const local = await snapshotLocalAuthority(stateDir, deployment);
+          ctx.stdout.write(
+            options.json
+              ? `${jsonForTerminal(authorityJson(local, deployment, ctx.suggester()), 2)}\n`
+              : authorityText(local, deployment, ctx.suggester()),
+          );
+          return showExitCode(local);
+        }),
+      ),
     );
 
   ca.command('rotate')

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { action, type Register } from './context.js';
+import { printsJsonOnError } from './json-errors.js';
 import type { MeshFlags, MeshSeedFlags } from './mesh-flags.js';
 
 /**
@@ -55,10 +56,13 @@ export const registerMesh: Register = (program, ctx) => {
   withSelector(mesh.command('plan').description('the affected holders, resolved; changes nothing'))
     .addOption(new Option('--json', 'machine-readable output'))
     .action(
-      action(ctx, async (flags: MeshFlags) => {
-        const { runMeshPlan } = await import('./rotation-cli.js');
-        return runMeshPlan(ctx, flags);
-      }),
+      action(
+        ctx,
+        printsJsonOnError(ctx, 'mesh plan', async (flags: MeshFlags) => {
+          const { runMeshPlan } = await import('./rotation-cli.js');
+          return runMeshPlan(ctx, flags);
+        }),
+      ),
     );
   withSelector(mesh.command('rotate').description('all-or-nothing rotation of the selected pairs'))
     .addOption(new Option('--yes', 'confirm without typing (scripts); required without a terminal'))
@@ -96,21 +100,23 @@ export const registerMesh: Register = (program, ctx) => {
       }),
     );
   withSelector(
-    mesh
-      .command('status')
-      .description(
-        'every pair: applied, pending, drifted, staged or unreachable, and its age; read-only, digests only',
-      ),
+    mesh.command('status').description(
+      // Each of PAIR_STATES (src/mesh/mesh-status.ts), worst first: test/docs/json-fields.test.ts checks.
+      'every pair: unreachable, drifted, changed-in-db, app-behind, staged, pending or applied, and its age; read-only, digests only',
+    ),
   )
     .addOption(new Option('--json', 'machine-readable output (see docs/mesh-status.md)'))
     .addOption(
       new Option('--max-age <age>', 'pairs last rotated longer ago than this need action (90d, 12h)'),
     )
     .action(
-      action(ctx, async (flags: MeshFlags) => {
-        const { runMeshStatus } = await import('./mesh-status.js');
-        return runMeshStatus(ctx, flags);
-      }),
+      action(
+        ctx,
+        printsJsonOnError(ctx, 'mesh status', async (flags: MeshFlags) => {
+          const { runMeshStatus } = await import('./mesh-status.js');
+          return runMeshStatus(ctx, flags);
+        }),
+      ),
     );
   mesh
     .command('seed')

@@ -8,6 +8,7 @@ import {
   type GlobalFlags,
 } from '../config/config.js';
 import { action, type Register } from './context.js';
+import { printsJsonOnError } from './json-errors.js';
 import { cursorAddressable } from './terminal-kind.js';
 import type { StatusReport } from '../app/status-report.js';
 
@@ -35,23 +36,11 @@ export const registerStatus: Register = (program, ctx) => {
     .option('--watch', 'keep reading every few seconds (r reads now, q quits)')
     .option('--interval <seconds>', 'seconds between reads under --watch', String(DEFAULT_WATCH_SECONDS))
     .action(
-      action(ctx, async (options: StatusOptions) => {
-        try {
-          return await status(options);
-        } catch (error) {
-          // A monitor parsing stdout sees why, not an empty read: one JSON object, the same exit code.
-          if (options.json) {
-            const [{ statusErrorJson }, { asBatonError }] = await Promise.all([
-              import('../app/status-json.js'),
-              import('../errors.js'),
-            ]);
-            const batonError = asBatonError(error, { what: 'baton status failed' });
-            ctx.stdout.write(`${jsonForTerminal(statusErrorJson(batonError), 2)}\n`);
-            throw batonError;
-          }
-          throw error;
-        }
-      }),
+      action(
+        ctx,
+        // A monitor parsing stdout sees why, not an empty read: one JSON object, the same exit code.
+        printsJsonOnError(ctx, 'status', (options: StatusOptions) => status(options)),
+      ),
     );
 
   /** NDJSON until Ctrl-C, SIGTERM or a reader that went away (`| head -1`); exit code of the last read. */
