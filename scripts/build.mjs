@@ -146,7 +146,9 @@ const uiInputs = inputsOf(ui, path.join(dist, 'ui', 'ui.mjs'));
 const fail = (what) => {
   throw new Error(`npm run build: ${what} (scripts/build.mjs)`);
 };
-const holds = (inputs, pkg) => inputs.some((input) => input.startsWith(`node_modules/${pkg}/`));
+// A worktree's node_modules may be a symlink (esbuild then names inputs `../main/node_modules/…`).
+const holds = (inputs, pkg) =>
+  inputs.some((input) => input.startsWith(`node_modules/${pkg}/`) || input.includes(`/node_modules/${pkg}/`));
 if (!holds(appInputs, 'commander')) fail('dist/app.cjs should hold commander but esbuild did not read it');
 for (const [i, [lib, specifiers]] of Object.entries(LIBS).entries()) {
   const inputs = inputsOf(libs[i], path.join(dist, 'lib', `${lib}.cjs`));

@@ -14,6 +14,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { conninfoLogin, parseConninfo } from '../../src/mesh/alternating.js';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
+import { registerChild } from './process-registry.js';
 
 export interface AppAttempt {
   /** The login the file named (the pair's role for a bare secret). */
@@ -156,6 +157,7 @@ export async function startCachingApp(
     ],
     { stdio: 'ignore', cwd: path.dirname(CACHING_APP) },
   );
+  registerChild(child, `caching app ${options.name}`);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   for (let i = 0; i < 200 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 20));
   const attempts = (): CachingAttempt[] =>

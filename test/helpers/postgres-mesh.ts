@@ -22,6 +22,7 @@ import { makeTempDir } from './fs-snapshot.js';
 import { asSuperuser, DEBIAN_POSTGRES_BIN } from './postgres.js';
 import { assertBuilt, BIN, runBaton, type BatonRun } from './run-baton.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
+import { registerChild } from './process-registry.js';
 
 export const MESH_PROVIDER = 'pg-main';
 /** The mesh directory on every local machine (the inventory's default `mesh_dir`). */
@@ -140,6 +141,7 @@ export async function startPostgresMesh(
       env: { ...process.env, NO_COLOR: '1' },
     });
     children.push(child);
+    registerChild(child, `${path.basename(command)} ${args.slice(0, 3).join(' ')}`);
     let text = '';
     child.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));

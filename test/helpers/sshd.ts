@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/sandbox/free-port.js';
 import type { SshTarget } from '../../src/mesh/inventory.js';
+import { registerChild } from './process-registry.js';
 
 export const SSHD_PATH = '/usr/sbin/sshd';
 
@@ -144,6 +145,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
     const child: ChildProcess = spawn(SSHD_PATH, ['-D', '-e', '-f', config], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    registerChild(child, 'test sshd');
     let stderr = '';
     const accepted: number[] = [];
     let partial = '';
