@@ -48,6 +48,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/integration/paste-next.test.ts': 8.9,
   'test/integration/ca-init-race.test.ts': 8.6,
   'test/mesh/machine-truth.test.ts': 6.6,
+  'test/transport/sshd-clean-login.test.ts': 6.0,
   'test/integration/retire-store-moto.test.ts': 5.8,
   'test/integration/two-controllers-s3.test.ts': 5.6,
   'test/provisioner/provisioner-heartbeat.test.ts': 5.3,

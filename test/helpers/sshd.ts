@@ -93,8 +93,17 @@ export interface SshdOptions {
   readonly onLog?: (line: string) => void;
 }
 
+/** What the test sshd sets in every session so the login shell reads no rc file. */
+export const CLEAN_LOGIN_ENV = 'SHLVL=1';
+
 /** This helper's settings that a test may replace (SshdOptions.settings). */
-const DEFAULT_SETTINGS: Readonly<Record<string, string>> = { MaxStartups: '100:30:200' };
+const DEFAULT_SETTINGS: Readonly<Record<string, string>> = {
+  MaxStartups: '100:30:200',
+  // bash run by sshd for a command sources ~/.bashrc (and /etc/bash.bashrc) only as a top-level
+  // shell (SHLVL < 2 once incremented): root's rc (a pyenv init) made every test login take
+  // 6–31 s under load. SetEnv overrides sshd's own environment; the test account stays root.
+  SetEnv: CLEAN_LOGIN_ENV,
+};
 
 export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-sshd-'));
