@@ -12,6 +12,7 @@ import {
   createRegistry,
   endAll,
   leftRunning,
+  ownWorkers,
   RUN_ENV,
   selfAndAncestors,
 } from './helpers/process-registry.js';
@@ -27,7 +28,7 @@ export default function setup(): () => Promise<void> {
   process.env.TMPDIR = runDir;
 
   return async () => {
-    const left = leftRunning(runDir, selfAndAncestors());
+    const left = leftRunning(runDir, new Set([...selfAndAncestors(), ...(await ownWorkers())]));
     const unkillable = await endAll(left);
     if (left.length === 0) {
       rmSync(runDir, { recursive: true, force: true });

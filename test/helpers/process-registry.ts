@@ -175,6 +175,21 @@ function registered(runDir: string): Registered[] {
   });
 }
 
+/**
+ * vitest's own workers, children of this (the main) process: the pool may still be closing them
+ * when the global teardown runs. Waited for a little, then left out of the check (what they
+ * started is not).
+ */
+export async function ownWorkers(waitMs = 10_000): Promise<number[]> {
+  const workers = () =>
+    processTable()
+      .filter((row) => row.ppid === process.pid && row.state !== 'Z' && row.command.includes('/vitest/dist/'))
+      .map((row) => row.pid);
+  for (const deadline = Date.now() + waitMs; workers().length > 0 && Date.now() < deadline;)
+    await new Promise((r) => setTimeout(r, 50));
+  return workers();
+}
+
 /** The pids of this process and every ancestor up to init. */
 export function selfAndAncestors(): Set<number> {
   const out = new Set<number>();
