@@ -2,6 +2,8 @@ import { Box, Text } from 'ink';
 import { Prose } from '../Prose.js';
 import { currentStep, currentTask, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { MARKS } from '../../src/app/marks.js';
+import { nextStep, renderStep } from '../../src/next-step.js';
+import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
 import { useColor } from '../hooks/use-color.js';
 import { DrillChecks } from './DrillChecks.js';
 import { DrillHelp } from './DrillHelp.js';
@@ -93,7 +95,7 @@ function LeavePrompt({ step, columns }: { readonly step: number; readonly column
       />
       <Text> </Text>
       <Text>To come back to this step later:</Text>
-      <Text wrap="wrap">{`  baton drill --step ${step}`}</Text>
+      <Text wrap="wrap">{`  ${renderStep(PLAIN_SUGGESTER, nextStep(`drill --step ${step}`))}`}</Text>
       <Text> </Text>
       <Text>q leaves · Esc or Enter stays</Text>
     </Box>

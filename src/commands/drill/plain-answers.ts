@@ -4,7 +4,14 @@
  * and `q` or the end of input leaves — after which every later question answers "leave" too,
  * so an open dialogue backs out (nothing written) instead of asking again.
  */
+import { nextStep, renderStep } from '../../next-step.js';
+import { PLAIN_SUGGESTER } from '../../suggest-command.js';
 import type { Ask } from './perform.js';
+
+/** The command that comes back to a step of the drill (data, rendered once: src/next-step.ts). */
+export function comeBack(step: number): string {
+  return renderStep(PLAIN_SUGGESTER, nextStep(`drill --step ${step}`));
+}
 
 export interface PlainAnswers {
   readonly ask: Ask;
@@ -43,6 +50,6 @@ export function plainHelp(step: {
     `  ${step.explanation}`,
     '  Enter  perform the task / go on',
     '  ?      this help',
-    `  q      leave the drill; the sandbox is removed (\`baton drill --step ${step.number}\` comes back to this step)`,
+    `  q      leave the drill; the sandbox is removed (\`${comeBack(step.number)}\` comes back to this step)`,
   ];
 }

@@ -18,7 +18,7 @@ import { seedPasswords } from './rotate.js';
 import { startSandbox } from '../../sandbox/drill-sandbox.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 import { DRILL_STEPS, type StepNumber, type StepSpec } from '../../app/drill/scenario.js';
-import { plainAnswers, plainHelp } from './plain-answers.js';
+import { comeBack, plainAnswers, plainHelp } from './plain-answers.js';
 import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
 
 /** A failure's message may quote a server's or the store's words: escaped, but kept whole (baton's own sentences run long). */
@@ -99,7 +99,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
         }
         if (isLeft()) {
           write(
-            `  you left the drill during step ${step.number}; \`baton drill --step ${step.number}\` comes back to it.`,
+            `  you left the drill during step ${step.number}; \`${comeBack(step.number)}\` comes back to it.`,
           );
           break;
         }
