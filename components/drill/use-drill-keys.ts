@@ -1,7 +1,7 @@
 import { keyIntent } from '../keys.js';
 import { useKeyStream } from '../hooks/use-key-stream.js';
 
-export type DrillIntent = 'enter' | 'help' | 'escape' | 'quit';
+export type DrillIntent = 'enter' | 'help' | 'escape' | 'quit' | 'interrupt';
 
 /**
  * The drill's own keys, from the one key table. Ctrl-C is handled here (the drill renders
@@ -15,7 +15,7 @@ export function useDrillKeys(
     (event) => {
       if (event.kind !== 'key') return undefined;
       const { input, key } = event;
-      if (key.ctrl && input === 'c') return onIntent('quit');
+      if (key.ctrl && input === 'c') return onIntent('interrupt');
       switch (keyIntent(input, key)) {
         case 'select':
           return onIntent('enter');

@@ -81,10 +81,12 @@ export function foldedPairsLine(
 ): string {
   const none = rest.filter(hasNoWindow).length;
   const single = rest.length - none;
+  // The revoked are alternating pairs, so among those with none: counted as part of them, not
+  // beside them, so the kinds add up to the pairs folded.
+  const revoked = revoke ? rest.filter((p) => leftLogin(p)).length : 0;
   const kinds = [
     single > 0 ? `${single} with a window` : '',
-    none > 0 ? `${none} with none (alternating)` : '',
-    revoke && rest.some((p) => leftLogin(p)) ? `${rest.filter((p) => leftLogin(p)).length} to revoke` : '',
+    none > 0 ? `${none} with none (alternating)${revoked > 0 ? `: ${revoked} of them to revoke` : ''}` : '',
   ].filter(Boolean);
   // The command ends the sentence: what follows a command in a line is taken as its arguments.
   return `…and ${rest.length} more pair${rest.length === 1 ? '' : 's'} (${kinds.join(', ')}), each listed by ${where}`;

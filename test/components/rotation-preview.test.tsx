@@ -124,12 +124,15 @@ describe('the rotation gate lists what it counts', () => {
     expect(frame.split('\n').length).toBeLessThanOrEqual(24);
     const text = joined(frame);
     const folded =
-      /…and (\d+) more pairs \((?:(\d+) with a window, )?(\d+) with none \(alternating\), (\d+) to revoke\), each listed by baton --inventory \/srv\/mesh\.yaml mesh plan --provider pg-main/.exec(
+      /…and (\d+) more pairs \((?:(\d+) with a window, )?(\d+) with none \(alternating\): (\d+) of them to revoke\), each listed by baton --inventory \/srv\/mesh\.yaml mesh plan --provider pg-main/.exec(
         text,
       );
     expect(folded, text).not.toBeNull();
     const listed = (text.match(/pg-main:web\d+-app: /g) ?? []).length;
     expect(listed + Number(folded![1])).toBe(15);
+    // The kinds add up to the pairs folded; those to revoke are among the alternating ones.
+    expect(Number(folded![2] ?? 0) + Number(folded![3])).toBe(Number(folded![1]));
+    expect(Number(folded![4])).toBeLessThanOrEqual(Number(folded![3]));
     // 15 logins are too many for one sentence: it counts them, each being on its pair's line.
     expect(text).toContain('the 12 logins marked "revokes" get a password delivered nowhere');
     expect(text).toContain('Type 15 (the number of credentials)');

@@ -201,8 +201,25 @@ describe('the drill flow', () => {
     expect(drillFlow(withHelp, { type: 'escape' }).state.help).toBe(false);
   });
 
-  it("q quits from the drill's own screens, and the quit is an effect (so the sandbox is torn down)", () => {
-    expect(drillFlow(ready(), { type: 'quit' }).effects).toEqual([{ type: 'quit' }]);
+  it("q on the drill's own screens asks once; a second q quits, and the quit is an effect (so the sandbox is torn down)", () => {
+    const asked = drillFlow(ready(), { type: 'quit' });
+    expect(asked.effects).toEqual([]);
+    expect(asked.state.leaving).toBe(true);
+    expect(drillFlow(asked.state, { type: 'quit' }).effects).toEqual([{ type: 'quit' }]);
+  });
+
+  it('asked to leave, Esc or Enter stays and does nothing else (Enter does not begin the step)', () => {
+    const asked = drillFlow(ready(), { type: 'quit' }).state;
+    for (const event of [{ type: 'escape' }, { type: 'enter', at: 1 }, { type: 'help' }] as const) {
+      const stayed = drillFlow(asked, event);
+      expect(stayed).toEqual({ state: { ...asked, leaving: false }, effects: [] });
+      expect(stayed.state.phase).toBe('intro');
+    }
+  });
+
+  it('Ctrl-C leaves at once, without asking; the summary and a failed set-up leave on the first q', () => {
+    expect(drillFlow(ready(), { type: 'interrupt' }).effects).toEqual([{ type: 'quit' }]);
+    expect(drillFlow({ ...ready(), phase: 'summary' }, { type: 'quit' }).effects).toEqual([{ type: 'quit' }]);
   });
 
   it('walks all five steps to the summary with time per step, only when every check passed', () => {

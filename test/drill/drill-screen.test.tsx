@@ -39,6 +39,21 @@ function fitsIn(text: string, columns: number): void {
   for (const line of text.split('\n')) expect([...line].length, line).toBeLessThanOrEqual(columns);
 }
 
+describe('leaving the drill', () => {
+  it('asks once, naming what is removed and the --step N that comes back, at 80 and 60 columns', () => {
+    const asked = walk([{ type: 'progress', text: 'x' }, { type: 'ready' }, { type: 'quit' }], 3);
+    for (const columns of [80, 60]) {
+      const text = frame(asked, columns);
+      fitsIn(text, columns);
+      expect(text).toContain('Leave the drill?');
+      expect(text).toContain('The sandbox is removed');
+      expect(text).toMatch(/^\s*baton drill --step 3\s*$/m);
+      expect(text).toContain('q leaves · Esc or Enter stays');
+    }
+    expect(frame(ready(3), 80)).not.toContain('Leave the drill?');
+  });
+});
+
 /** A walk through every task of every step, each passing: the summary at the end. */
 const completed = (wrongTurns: readonly string[] = []): DrillState =>
   passEveryTask(ready(), { checksMs: 65_000, wrongTurns });
@@ -235,13 +250,13 @@ describe("the drill's keys", () => {
     return seen;
   }
 
-  it("Enter, ?, Esc and q become the drill's intents; Ctrl-C quits through the drill", async () => {
+  it("Enter, ?, Esc and q become the drill's intents; Ctrl-C interrupts through the drill", async () => {
     expect(await press(['\r', '?', '\u001b', 'q', '\u0003'])).toEqual([
       'enter',
       'help',
       'escape',
       'quit',
-      'quit',
+      'interrupt',
     ]);
   });
 });

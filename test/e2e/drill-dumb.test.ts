@@ -38,7 +38,8 @@ async function chooseAndConfirm(s: TmuxSession, title: string, gate?: string, al
   const waiting = (x: string) =>
     /Choose 1-\d \(Enter = \d, q quits\):\s*$/.test(x.trimEnd() + ' ') &&
     x.includes(title) &&
-    x.includes(also);
+    // A path in `also` may be wrapped mid-way at the pane's width (the run's TMPDIR is deeper).
+    x.replace(/\n\s*/g, '').includes(also);
   const screen = await s.waitFor(waiting, `the choice "${title}"`, 60_000);
   const number = new RegExp(`(\\d)\\. ${title.replace(/[()]/g, '\\$&')}`).exec(screen)?.[1];
   expect(number).toBeDefined();

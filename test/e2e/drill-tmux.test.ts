@@ -235,7 +235,19 @@ describe(`the interactive drill in tmux (${COLUMNS}×${ROWS})`, () => {
     }
     await inPane(await s.waitFor('Step 4 passed every check', 'the checks of step 4', 60_000));
 
-    // q on the drill's own screen quits; the servers stop and the sandbox goes.
+    // q on the drill's own screen asks once (a q that closed a view, typed twice from habit,
+    // ended the drill without a word): it names what goes and the --step that comes back.
+    await s.type('q');
+    screen = await s.waitFor('Leave the drill?', 'the question before leaving');
+    expect(screen).toMatch(/^\s*baton drill --step 4\s*$/m);
+    expect(screen).toContain('q leaves · Esc or Enter stays');
+    await inPane(screen);
+    // Esc stays (it never quits), back on the screen it was on.
+    await s.keys('Escape');
+    await s.waitFor((x) => !x.includes('Leave the drill?') && x.includes('Step 4 passed'), 'staying');
+    // The second q of the question leaves; the servers stop and the sandbox goes.
+    await s.type('q');
+    await s.waitFor('Leave the drill?', 'the question again');
     await s.type('q');
     expect(await s.exitCode(60_000)).toBe(3);
     expect(existsSync(path.join(tmp.dir, sandbox!))).toBe(false);

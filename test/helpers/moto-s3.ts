@@ -18,6 +18,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { freePort } from '../../src/sandbox/free-port.js';
+import { registerChild } from './process-registry.js';
 
 export interface MotoS3 {
   /** http://127.0.0.1:<port> */
@@ -89,6 +90,7 @@ export async function startMoto(): Promise<MotoS3> {
   const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  registerChild(child, 'moto_server');
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);

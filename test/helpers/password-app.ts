@@ -14,6 +14,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { conninfoLogin, parseConninfo } from '../../src/mesh/alternating.js';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
+import { registerChild } from './process-registry.js';
+import { waitOn } from './wait-on.js';
 
 export interface AppAttempt {
   /** The login the file named (the pair's role for a bare secret). */
@@ -156,8 +158,16 @@ export async function startCachingApp(
     ],
     { stdio: 'ignore', cwd: path.dirname(CACHING_APP) },
   );
+  registerChild(child, `caching app ${options.name}`);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  for (let i = 0; i < 200 && !existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 20));
+  // Started when it wrote its pid, however long a loaded machine takes; at once if it died first.
+  await waitOn(
+    () => {
+      if (!existsSync(pidFile)) throw new Error(`no ${pidFile} yet`);
+    },
+    child,
+    `the caching app ${options.name} starting`,
+  ).catch(() => undefined);
   const attempts = (): CachingAttempt[] =>
     readFileSync(log, 'utf8')
       .split('\n')

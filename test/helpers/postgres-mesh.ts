@@ -22,6 +22,8 @@ import { makeTempDir } from './fs-snapshot.js';
 import { asSuperuser, DEBIAN_POSTGRES_BIN } from './postgres.js';
 import { assertBuilt, BIN, runBaton, type BatonRun } from './run-baton.js';
 import { writeLocalMesh } from '../mesh/mesh-fixture.js';
+import { registerChild } from './process-registry.js';
+import { waitOn } from './wait-on.js';
 
 export const MESH_PROVIDER = 'pg-main';
 /** The mesh directory on every local machine (the inventory's default `mesh_dir`). */
@@ -140,6 +142,7 @@ export async function startPostgresMesh(
       env: { ...process.env, NO_COLOR: '1' },
     });
     children.push(child);
+    registerChild(child, `${path.basename(command)} ${args.slice(0, 3).join(' ')}`);
     let text = '';
     child.stdout.on('data', (c: Buffer) => (text += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (text += c.toString('utf8')));
@@ -190,17 +193,18 @@ export async function startPostgresMesh(
         String(intervalSeconds),
       ]),
     spawnTracked,
-    cyclesOf: async (provisioner: MeshProvisioner, cycles: number, timeoutMs = 20_000) => {
+    cyclesOf: async (provisioner: MeshProvisioner, cycles: number, timeoutMs?: number) => {
       const file = heartbeatPath(path.join(meshDirOn('db1'), 'provides', MESH_PROVIDER));
       const seen = new Set<string>();
-      await vi.waitFor(
-        () => {
-          const beat = existsSync(file) ? parseHeartbeat(readFileSync(file, 'utf8')) : undefined;
-          if (beat !== undefined && beat.pid === provisioner.child.pid) seen.add(beat.at);
-          if (seen.size < cycles) throw new Error(`${seen.size} of ${cycles} provisioner cycles seen`);
-        },
-        { timeout: timeoutMs, interval: 20 },
-      );
+      const count = () => {
+        const beat = existsSync(file) ? parseHeartbeat(readFileSync(file, 'utf8')) : undefined;
+        if (beat !== undefined && beat.pid === provisioner.child.pid) seen.add(beat.at);
+        if (seen.size < cycles) throw new Error(`${seen.size} of ${cycles} provisioner cycles seen`);
+      };
+      // Cycles come as long as the provisioner runs: waited for while it does (a loaded machine
+      // makes them slower), `timeoutMs` only when a test bounds the cycles' time on purpose.
+      if (timeoutMs === undefined) await waitOn(count, provisioner.child, 'provisioner cycles');
+      else await vi.waitFor(count, { timeout: timeoutMs, interval: 20 });
     },
     killChildren,
     cleanup: () => {

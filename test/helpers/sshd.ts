@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/sandbox/free-port.js';
 import type { SshTarget } from '../../src/mesh/inventory.js';
+import { registerChild } from './process-registry.js';
 
 export const SSHD_PATH = '/usr/sbin/sshd';
 
@@ -92,8 +93,17 @@ export interface SshdOptions {
   readonly onLog?: (line: string) => void;
 }
 
+/** What the test sshd sets in every session so the login shell reads no rc file. */
+export const CLEAN_LOGIN_ENV = 'SHLVL=1';
+
 /** This helper's settings that a test may replace (SshdOptions.settings). */
-const DEFAULT_SETTINGS: Readonly<Record<string, string>> = { MaxStartups: '100:30:200' };
+const DEFAULT_SETTINGS: Readonly<Record<string, string>> = {
+  MaxStartups: '100:30:200',
+  // bash run by sshd for a command sources ~/.bashrc (and /etc/bash.bashrc) only as a top-level
+  // shell (SHLVL < 2 once incremented): root's rc (a pyenv init) made every test login take
+  // 6–31 s under load. SetEnv overrides sshd's own environment; the test account stays root.
+  SetEnv: CLEAN_LOGIN_ENV,
+};
 
 export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-sshd-'));
@@ -144,6 +154,7 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
     const child: ChildProcess = spawn(SSHD_PATH, ['-D', '-e', '-f', config], {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    registerChild(child, 'test sshd');
     let stderr = '';
     const accepted: number[] = [];
     let partial = '';
@@ -160,7 +171,9 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
     });
     let exited = false as boolean; // set by the exit listener
     child.once('exit', () => (exited = true));
-    for (let i = 0; i < 100 && !exited; i++) {
+    // sshd either accepts or exits (a port taken): waited for, not counted in attempts, so a
+    // loaded machine's slow start is not taken for a failure.
+    while (!exited) {
       if (await accepts(port)) {
         const hostKey = readFileSync(path.join(dir, 'host_key.pub'), 'utf8')
           .trim()
@@ -189,7 +202,6 @@ export async function startSshd(options: SshdOptions = {}): Promise<Sshd> {
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    if (!exited) child.kill('SIGKILL');
     if (!/Address already in use|Bind to port/.test(stderr)) {
       rmSync(dir, { recursive: true, force: true });
       throw new Error(`the test sshd did not start: ${stderr.trim()}`);

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { vi } from 'vitest';
 import { REPO } from './bundle-script.js';
 import { BIN } from './run-baton.js';
+import { registerProcess } from './process-registry.js';
 import type { Sshd } from './sshd.js';
 
 const run = promisify(execFile);
@@ -53,6 +54,9 @@ export class TmuxSession {
     if (options.cwd) args.push('-c', options.cwd);
     args.push(`sh -c ${shellQuote(inner)}`);
     await run('tmux', args);
+    // The tmux server detaches (parent 1): registered so a test that never kills it does not leak it.
+    const { stdout: serverPid } = await run('tmux', ['-L', socket, 'display-message', '-p', '#{pid}']);
+    registerProcess(Number(serverPid.trim()), `tmux server -L ${socket}`);
     return new TmuxSession(socket);
   }
 

@@ -28,6 +28,7 @@ import { usePostgresMesh } from '../helpers/postgres-mesh.js';
 import { asSuperuser, canLogin, serverLogSoFar } from '../helpers/postgres.js';
 import { startPasswordApp } from '../helpers/password-app.js';
 import { BIN } from '../helpers/run-baton.js';
+import { waitOn } from '../helpers/wait-on.js';
 
 const PROVIDER = 'pg-main';
 /** Every password any test saw: none may ever appear in the server's statement log. */
@@ -213,7 +214,7 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     ]);
     const before = read(consumerFile('web1', 'web1_app'));
     const r = await rotate(['--pair', `${PROVIDER}:web1-app`], '3');
-    await vi.waitFor(() => expect(existsSync(marker)).toBe(true), { timeout: 20_000 });
+    await waitOn(() => expect(existsSync(marker)).toBe(true), pausing.child, 'the pausing provisioner');
     // The database took the new password, no receipt came: the pair was rolled back, and the words do not claim the old one works.
     expect(r.exitCode).toBe(3);
     expect(r.stdout).toContain('rolled back');

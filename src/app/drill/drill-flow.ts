@@ -58,6 +58,12 @@ export interface DrillState {
   /** Index into the current step's tasks. */
   readonly task: number;
   readonly help: boolean;
+  /**
+   * q was pressed once: the screen asks whether to leave (the sandbox goes; `--step N` comes
+   * back). A second q leaves; Esc or Enter stays. q also closes a view, so a second q from
+   * habit ended the drill without a word.
+   */
+  readonly leaving: boolean;
   /** Start-up progress ("starting S3…"). */
   readonly progress: readonly string[];
   /** The last checks' results, shown after a task. */
@@ -80,6 +86,8 @@ export type DrillEvent =
   | { readonly type: 'opened' }
   | { readonly type: 'escape' }
   | { readonly type: 'quit' }
+  /** Ctrl-C: leaves at once (an interrupt is not asked about). */
+  | { readonly type: 'interrupt' }
   /** The task's view closed, or its action finished. */
   | { readonly type: 'task-finished' }
   /** The task's action failed (the sandbox is unchanged or the checks will say what is). */
@@ -116,6 +124,7 @@ export function initialDrillState(first: StepNumber = 1, last: StepNumber = 5): 
     current: DRILL_STEPS.findIndex((step) => step.number === first),
     task: 0,
     help: false,
+    leaving: false,
     progress: [],
     checks: [],
     meshStatus: [],
@@ -168,8 +177,16 @@ const to = (state: DrillState, ...effects: DrillEffect[]): DrillStep => ({ state
 
 export function drillFlow(state: DrillState, event: DrillEvent): DrillStep {
   // Keys that belong to the drill's own screens; a view that is open handles its own keys.
-  if (event.type === 'quit')
-    return busy(state) || viewIsOpen(state) ? to(state) : to(state, { type: 'quit' });
+  if (event.type === 'quit' || event.type === 'interrupt') {
+    if (busy(state) || viewIsOpen(state)) return to(state);
+    // Asked once, where leaving loses work: not when the sandbox failed or the drill is over.
+    const ask =
+      event.type === 'quit' && !state.leaving && state.phase !== 'setup-failed' && state.phase !== 'summary';
+    return ask ? to({ ...state, leaving: true, help: false }) : to(state, { type: 'quit' });
+  }
+  // Asked to leave: Esc or Enter (or any other key) stays, and does nothing else.
+  if (state.leaving && (event.type === 'enter' || event.type === 'escape' || event.type === 'help'))
+    return to({ ...state, leaving: false });
   if (event.type === 'help')
     return viewIsOpen(state) || state.phase === 'starting' ? to(state) : to({ ...state, help: !state.help });
   if (event.type === 'escape') return state.help ? to({ ...state, help: false }) : to(state); // ESC NEVER QUITS.

@@ -136,7 +136,7 @@ export async function runInteractiveDrill(options: InteractiveOptions): Promise<
   // After the current key handler returns: a render must not be unmounted from inside its own input callback.
   flow.subscribe(() => setImmediate(show));
 
-  const onIntent = (intent: 'enter' | 'help' | 'escape' | 'quit') => {
+  const onIntent = (intent: 'enter' | 'help' | 'escape' | 'quit' | 'interrupt') => {
     if (intent === 'enter') dispatch({ type: 'enter', at: Date.now() });
     else dispatch({ type: intent });
   };

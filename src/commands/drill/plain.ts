@@ -17,7 +17,8 @@ import { performScripted, type Ask } from './perform.js';
 import { seedPasswords } from './rotate.js';
 import { startSandbox } from '../../sandbox/drill-sandbox.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
-import { DRILL_STEPS, type StepNumber } from '../../app/drill/scenario.js';
+import { DRILL_STEPS, type StepNumber, type StepSpec } from '../../app/drill/scenario.js';
+import { comeBack, plainAnswers, plainHelp } from './plain-answers.js';
 import { makeTeardown, teardownOnSignals } from '../../sandbox/teardown.js';
 
 /** A failure's message may quote a server's or the store's words: escaped, but kept whole (baton's own sentences run long). */
@@ -53,21 +54,15 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
   let failed = 0;
   let passed = 0;
   const times: string[] = [];
-  // q or end of input anywhere leaves: every later question then answers "leave" too, so an
-  // open dialogue backs out (nothing written) instead of asking again.
-  let left = false as boolean; // set inside ask(), across the awaits below
-  const ask: Ask | undefined =
-    options.ask &&
-    (async (question) => {
-      if (left) return undefined;
-      const answer = await options.ask!(question);
-      if (answer === undefined || answer.trim() === 'q') left = true;
-      return left ? undefined : answer;
-    });
+  // q or end of input anywhere leaves; ? shows the current step's help (src/commands/drill/plain-answers.ts).
+  let current: StepSpec = DRILL_STEPS.find((s) => s.number === options.first)!;
+  const answers = options.ask && plainAnswers(options.ask, write, () => plainHelp(current));
+  const ask: Ask | undefined = answers?.ask;
+  const isLeft = () => answers?.left() ?? false;
   try {
     write(
       ask
-        ? 'baton drill (line by line): a rehearsal in a sandbox; each step is explained, you perform it by answering, then it is checked. q leaves.'
+        ? 'baton drill (line by line): a rehearsal in a sandbox; each step is explained, you perform it by answering, then it is checked. ? shows help, q leaves.'
         : 'baton drill --plain: a rehearsal in a sandbox, every step performed and checked.',
     );
     ({ sandbox } = await startSandbox({
@@ -86,12 +81,13 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
     const notebook = newNotebook();
     for (const step of DRILL_STEPS.filter((s) => s.number >= options.first && s.number <= options.last)) {
       write('');
+      current = step;
       write(`Step ${step.number} of ${DRILL_STEPS.length}: ${step.title}`);
       write(`  ${step.explanation}`);
       const started = Date.now();
       let stepOk = true;
       for (const task of step.tasks) {
-        if (left) break;
+        if (isLeft()) break;
         write(`  ▸ ${task.label}`);
         const before = await noteBefore(sandbox, notebook);
         try {
@@ -101,8 +97,10 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
             `    ${MARKS.refused.glyph} it failed: ${shown(error instanceof Error ? error.message.split('\n').join(' ') : String(error), FAILURE_SHOWN_MAX)}`,
           );
         }
-        if (left as boolean) {
-          write(`  you left the drill during step ${step.number}.`);
+        if (isLeft()) {
+          write(
+            `  you left the drill during step ${step.number}; \`${comeBack(step.number)}\` comes back to it.`,
+          );
           break;
         }
         const results = await runChecks(sandbox, before, step.number, step.tasks.indexOf(task));
@@ -112,7 +110,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
         failed += bad;
         if (bad > 0) stepOk = false;
       }
-      if (left) break;
+      if (isLeft()) break;
       times.push(
         `  step ${step.number}  ${formatDuration(Date.now() - started).padStart(5)}  ${stepOk ? MARKS.ok.glyph : MARKS.refused.glyph} ${step.title}`,
       );
@@ -153,7 +151,7 @@ export async function runPlainDrill(options: PlainOptions): Promise<number> {
           : '  the sandbox was removed (servers stopped, temp dir deleted)',
       );
   }
-  if (left) {
+  if (isLeft()) {
     write(`you left the drill; ${failed === 0 ? 'every check so far passed' : `${failed} check(s) failed`}`);
     // One rule for every way of leaving part-way (q here, q or Ctrl-C on the screen): exit 3.
     return DRILL_EXIT.left;

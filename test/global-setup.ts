@@ -1,0 +1,49 @@
+/**
+ * The run's global setup (vitest.config.ts `globalSetup`, in the main process): a run directory
+ * that is every worker's TMPDIR and holds the process registry (test/helpers/process-registry.ts),
+ * and a teardown that ends every process of the run still alive and FAILS the run naming them.
+ * A test that failed or timed out, or a worker killed on timeout, leaves its servers running
+ * otherwise: PostgreSQL and caching apps were found with parent 1 nearly two hours after a run.
+ */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import {
+  createRegistry,
+  endAll,
+  leftRunning,
+  ownWorkers,
+  RUN_ENV,
+  selfAndAncestors,
+} from './helpers/process-registry.js';
+
+export default function setup(): () => Promise<void> {
+  // A short name under the real temp dir: unix socket paths below it stay short enough.
+  const runDir = mkdtempSync(path.join(os.tmpdir(), 'baton-suite-'));
+  // 1777 as /tmp is: the sandbox PostgreSQL runs as `postgres` and needs its data dir reachable.
+  chmodSync(runDir, 0o1777);
+  createRegistry(runDir);
+  // Set before the workers are forked: they, and everything they spawn, inherit both.
+  process.env[RUN_ENV] = runDir;
+  process.env.TMPDIR = runDir;
+
+  return async () => {
+    const left = leftRunning(runDir, new Set([...selfAndAncestors(), ...(await ownWorkers())]));
+    const unkillable = await endAll(left);
+    if (left.length === 0) {
+      rmSync(runDir, { recursive: true, force: true });
+      return;
+    }
+    // vitest reports a teardown's error but still exits 0: the exit code is set here.
+    process.exitCode = 1;
+    // The run's files are kept when something was left: they may say why.
+    const lines = left.map(
+      (p) =>
+        `  pid ${p.pid} (${p.why}): ${p.command.slice(0, 200)}${unkillable.includes(p.pid) ? ' — STILL RUNNING after SIGKILL' : ''}`,
+    );
+    throw new Error(
+      `${left.length} process(es) the tests started were still running at the end of the run; ended now:\n${lines.join('\n')}\n` +
+        `A test must stop what it starts (afterAll / try-finally) and register servers with test/helpers/process-registry.ts. Run directory kept: ${runDir}`,
+    );
+  };
+}
