@@ -1,6 +1,6 @@
 /**
  * The remote scripts' two implementations: where the machine has perl, one perl process does
- * any number of paths (PERL_FILES); without it, the shell loops run. Both run here in a real
+ * any number of paths (the agent's `files` mode); without it, the shell loops run. Both run here in a real
  * `sh` on real files, the second with a PATH that holds the same tools minus perl, over the
  * same sequence of operations: their answers and the files they leave must be the same, and
  * the perl one must start one sha256sum per operation however many paths it is given.
