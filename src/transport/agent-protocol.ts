@@ -31,6 +31,23 @@ export function answerLines(output: string, count: number): string[] | { readonl
   return out;
 }
 
+/** What a holder must run: said when it has no perl 5 (docs/agent-protocol.md, "Mode `hello`"). */
+export const NO_PERL = 'no perl 5 — baton needs it on every holder';
+
+/** The resolve's answer: the agent's protocol and the perl running it, or no perl at all. */
+export type HelloAnswer =
+  { readonly kind: 'agent'; readonly protocol: number; readonly perl: string } | { readonly kind: 'no-perl' };
+
+/** Undefined when the output holds no hello (something else answered). */
+export function decodeHello(output: string): HelloAnswer | undefined {
+  for (const answer of output.split('\n').map(answerOf)) {
+    if (answer === 'no-perl') return { kind: 'no-perl' };
+    const hello = answer === undefined ? null : /^agent v(\d+) perl (\S+)$/.exec(answer);
+    if (hello) return { kind: 'agent', protocol: Number(hello[1]), perl: hello[2]! };
+  }
+  return undefined;
+}
+
 /** A digest answer (`<64 hex>`, or `-` for no file) as the domain's `sha256:` form. */
 export function digestOf(hex: string | undefined): SecretDigest | undefined {
   return hex && /^[0-9a-f]{64}$/.test(hex) ? (`sha256:${hex}` as SecretDigest) : undefined;

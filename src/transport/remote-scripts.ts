@@ -1,7 +1,7 @@
 /**
- * The remote side of the ssh transport: short POSIX sh scripts, one per operation, each
- * taking the LIVE paths as arguments. Secrets arrive on stdin one per line and are written
- * with the `printf` builtin, so no process on the holder ever carries one in argv.
+ * The remote side of the ssh transport: one short POSIX sh script per operation, each taking
+ * the LIVE paths as arguments; most hand them to the agent (agent/baton-agent.pl). Secrets
+ * arrive on stdin one per line, so no process on the holder ever carries one in argv.
  * umask 077 before anything is created: a staged secret is never readable by others, not
  * even for the instant between write and chmod.
  *
@@ -10,45 +10,40 @@
  */
 
 import { agentSource } from './agent-program.js';
+import { NO_PERL } from './agent-protocol.js';
 
 export { ANSWER_PREFIX } from './agent-protocol.js';
 
 /**
- * The start of a script that hands its paths to the agent's `files <op>` where the machine has perl
- * (agent/baton-agent.pl): ONE process for any number of paths, the same files written in the same
- * order, with the same answers as the shell lines after it, the fallback (and what a machine
- * without perl runs). stdin (fd 3) carries the staged secrets and the records, one per line.
+ * A script that runs the agent (agent/baton-agent.pl, docs/agent-protocol.md) in `mode` with the
+ * script's arguments: the agent's text is perl's program (the here-document), so the session's
+ * stdin moves to fd 3 first. Resolve refuses a holder without perl 5 before anything is sent; a
+ * machine that lost it since is told so here, by name, rather than with the shell's "not found".
  */
-function perlFirst(op: string): string {
-  return `if command -v perl >/dev/null 2>&1; then
+function agent(mode: string, before = ''): string {
+  return `${before}command -v perl >/dev/null 2>&1 || { echo '${NO_PERL}' >&2; exit 3; }
 exec 3<&0
-exec perl - files ${op} "$@" <<'BATON_PERL'
+exec perl - ${mode} "$@" <<'BATON_PERL'
 ${agentSource()}
-BATON_PERL
-fi
-`;
+BATON_PERL`;
 }
 
-export const STAGE = `umask 077
-command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
-${perlFirst('stage')}for f in "$@"; do
-  IFS= read -r s || { echo "stdin ended before $f" >&2; exit 3; }
-  d=\${f%/*}
-  mkdir -p "$d" || exit 3
-  t="$f.next.tmp.$$"
-  printf '%s' "$s" > "$t" || { rm -f "$t"; exit 3; }
-  sync "$t" 2>/dev/null
-  mv -f "$t" "$f.next" || { rm -f "$t"; exit 3; }
-  sync "$d" 2>/dev/null
-done
-for f in "$@"; do printf '@baton %s\\n' "$(sha256sum < "$f.next" | cut -c1-64)"; done`;
+/** The agent's digests come from one `sha256sum` over every file: without it, no digest is honest. */
+const NEEDS_SHA256SUM = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
+`;
 
-export const COMMIT = `${perlFirst('commit')}for f in "$@"; do
-  [ -f "$f.next" ] || { echo "no staged file $f.next" >&2; exit 3; }
-  mv -f "$f.next" "$f" || exit 3
-  sync "\${f%/*}" 2>/dev/null
-done
-exit 0`;
+/**
+ * Resolve: the agent's hello where the machine has perl, `no-perl` where it has none (the
+ * holder is then unresolved at plan time: the gate closes before anything is generated).
+ */
+export const RESOLVE = `command -v perl >/dev/null 2>&1 || { echo '@baton no-perl'; exit 0; }
+exec perl - hello <<'BATON_PERL'
+${agentSource()}
+BATON_PERL`;
+
+export const STAGE = agent('files stage', NEEDS_SHA256SUM);
+
+export const COMMIT = agent('files commit');
 
 export const UNSTAGE = `for f in "$@"; do
   rm -f "$f.next" "$f.next.tmp."* || exit 3
@@ -56,22 +51,7 @@ done
 exit 0`;
 
 // The previous provider file is the dotfile `.<role>.prev` beside the live one (previousPath).
-export const KEEP_PREVIOUS = `umask 077
-command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
-${perlFirst('keep')}for f in "$@"; do
-  p="\${f%/*}/.\${f##*/}.prev"
-  if [ -f "$f" ]; then
-    if [ ! "$f" -ef "$p" ]; then
-      ln -f "$f" "$p.tmp.$$" || exit 3
-      mv -f "$p.tmp.$$" "$p" || { rm -f "$p.tmp.$$"; exit 3; }
-    fi
-    printf '@baton %s\\n' "$(sha256sum < "$f" | cut -c1-64)"
-  else
-    : > "$p.tmp.$$" && mv -f "$p.tmp.$$" "$p" || exit 3
-    echo '@baton -'
-  fi
-  sync "\${f%/*}" 2>/dev/null
-done`;
+export const KEEP_PREVIOUS = agent('files keep', NEEDS_SHA256SUM);
 
 // Before `.prev` goes back, the live file is linked aside as `.<role>.rolled-back`
 // (rolledBackPath): the database may already hold its password, and nothing else does.
@@ -89,10 +69,7 @@ export const RESTORE_PREVIOUS = `for f in "$@"; do
   echo '@baton restored'
 done`;
 
-export const DISCARD_PREVIOUS = `${perlFirst('discard')}for f in "$@"; do
-  rm -f "\${f%/*}/.\${f##*/}.prev" "\${f%/*}/.\${f##*/}.rolled-back" || exit 3
-done
-exit 0`;
+export const DISCARD_PREVIOUS = agent('files discard');
 
 // A pair switched between single and alternating: the other mode's provider file goes, with
 // its staged and kept copies and its receipt (transport.ts, retire).
@@ -138,40 +115,11 @@ above() {
 
 // The holder hashes its own files and prints digests and the live file's mtime (epoch
 // seconds; "-" where stat cannot say): the content never crosses the wire.
-export const DIGESTS = `command -v sha256sum >/dev/null 2>&1 || { echo "sha256sum is not installed" >&2; exit 3; }
-${perlFirst('digests')}h() { if [ -f "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo -; fi; }
-m() { if [ -f "$1" ]; then stat -c %Y "$1" 2>/dev/null || date -r "$1" +%s 2>/dev/null || echo -; else echo -; fi; }
-u() { l=; [ -f "$1" ] && l=$(sed -n '1s/^user=\\([a-z_][a-z0-9_]*\\) .*/\\1/p' "$1" 2>/dev/null); echo "\${l:--}"; }
-# Then the path's rotation record (\`.<name>.rotation\`, its first line) and whether its directory's
-# lock (a flock on the directory) is held now: a probe that takes it for an instant (a holder waits 0.1 s for it).
-r() { if [ -f "$1" ]; then printf '@baton +%s\\n' "$(head -n 1 "$1" | tr -d '\\n')"; else echo '@baton -'; fi; }
-${HELD_ABOVE}k() {
-  if ! command -v flock >/dev/null 2>&1; then echo '@baton -'
-  elif [ -d "$1" ] && ! flock -n "$1" true 2>/dev/null; then
-    printf '@baton +%s\\n' "$(head -n 1 "$1/.baton.lock.holder" 2>/dev/null | tr -d '\\n')"
-  elif above "$1" "$1"; then printf '@baton +%s\\n' "$said"
-  else echo '@baton -'; fi
-}
-for f in "$@"; do
-  printf '@baton %s %s %s %s %s\\n' "$(h "$f")" "$(h "$f.next")" "$(m "$f")" "$(h "\${f%/*}/.\${f##*/}.prev")" "$(u "$f")"
-  r "\${f%/*}/.\${f##*/}.rotation"
-  k "\${f%/*}"
-done`;
+export const DIGESTS = agent('files digests', NEEDS_SHA256SUM);
 
 // Records arrive on stdin, one line each, for the paths in "$@" (non-secret: rotation ids,
 // pairs, phases and digests); each written whole (temp, sync, rename).
-export const WRITE_RECORDS = `umask 077
-${perlFirst('records')}for f in "$@"; do
-  IFS= read -r s || { echo "stdin ended before $f" >&2; exit 3; }
-  d=\${f%/*}
-  mkdir -p "$d" || exit 3
-  t="$f.tmp.$$"
-  printf '%s\\n' "$s" > "$t" || { rm -f "$t"; exit 3; }
-  sync "$t" 2>/dev/null
-  mv -f "$t" "$f" || { rm -f "$t"; exit 3; }
-  sync "$d" 2>/dev/null
-done
-exit 0`;
+export const WRITE_RECORDS = agent('files records');
 
 /**
  * The provider lock, held by this shell for the session's life: \`$1\` the directory (or, never
@@ -228,101 +176,25 @@ while :; do
   exit 0
 done`;
 
-export const READ_TEXTS = `${perlFirst('texts')}for f in "$@"; do
-  if [ -f "$f" ]; then printf '@baton +%s\\n' "$(tr -d '\\n' < "$f")"; else echo '@baton -'; fi
-done`;
+export const READ_TEXTS = agent('files texts');
 
 /**
- * The receipt reader: `$1` the poll interval in seconds (fractions where the machine's sleep
- * takes them, else 1 s), `$2` how many seconds it may run at most, then the paths. With perl
- * on the machine it is the agent's `watch` (inotify; no process per tick). Without, the shell reads the
- * first line of each file (a receipt is one line of JSON) with its own `read`, so a poll
- * starts no process but `sleep`, and whenever a line changed, prints every path's text
- * (`@baton <index> +<text>` or `@baton <index> -`) and `@baton .` — so a receipt is reported
- * one poll interval plus one one-way trip after it was written. A heartbeat line every
- * ~second makes a loop whose ssh session went away die on the broken pipe; the run time
- * bounds the rest.
+ * The receipt reader (docs/agent-protocol.md, "Mode `watch`"): `$1` the poll interval in
+ * seconds, `$2` how many seconds it may run at most, then the paths. inotify where the machine
+ * has it (no process per tick), else a stat per interval; a heartbeat line every ~second makes
+ * a reader whose ssh session went away die on the broken pipe; the run time bounds the rest.
  */
-export const WATCH = `iv=$1; life=$2; shift 2
-if command -v perl >/dev/null 2>&1; then
-exec 3<&0
-exec perl - watch "$iv" "$life" "$@" <<'BATON_PERL'
-${agentSource()}
-BATON_PERL
-fi
-sleep "$iv" 2>/dev/null || iv=1
-end=$(( $(date +%s) + life ))
-last=x
-n=0
-beat=$(awk "BEGIN { b = int(1 / $iv); print (b < 1 ? 1 : b) }" 2>/dev/null || echo 1)
-while :; do
-  now=
-  for f in "$@"; do
-    l=-
-    [ -f "$f" ] && { IFS= read -r l < "$f"; l="+$l"; }
-    now="$now
-$l"
-  done
-  if [ "$now" != "$last" ]; then
-    last=$now
-    i=0
-    for f in "$@"; do
-      l=-
-      [ -f "$f" ] && { IFS= read -r l < "$f"; l="+$l"; }
-      printf '@baton %s %s\\n' "$i" "$l"
-      i=$((i + 1))
-    done
-    echo '@baton .' || exit 0
-  fi
-  n=$((n + 1))
-  if [ "$n" -ge "$beat" ]; then
-    n=0
-    echo '@baton ~' || exit 0
-    [ "$(date +%s)" -lt "$end" ] || exit 0
-  fi
-  sleep "$iv"
-done`;
+export const WATCH = agent('watch');
 
 /**
  * The rename channel (docs/agent-protocol.md, "Mode `channel`": every request, answer and
  * ordering rule): the agent's `channel` where the machine has perl, with perl's own rename,
  * fsync and clock, so a rename request starts no process (at two hundred consumers renamed at
  * once, a shell's `mv`, `date` and `sync` per request were six hundred processes started in the
- * same instant: the window of the last pair), and the relay (app-rtt). Without perl, the shell
- * below answers `t` and `c` only and says `ready <ns>` without `relay`. Only paths cross this
+ * same instant: the window of the last pair), and the relay (app-rtt). Only paths cross this
  * channel, never a secret; stdin closing (the command ending) ends it.
  */
-export const CHANNEL = `if command -v perl >/dev/null 2>&1; then
-exec 3<&0
-exec perl - channel "$@" <<'BATON_PERL'
-${agentSource()}
-BATON_PERL
-fi
-t() { s=$(date +%s%N); case $s in *[!0-9]*) s=$(date +%s)000000000;; esac; printf '%s' "$s"; }
-printf '@baton ready %s\n' "$(t)"
-while IFS= read -r req; do
-  case $req in
-    t) printf '@baton t %s\n' "$(t)";;
-    'c '*)
-      n=\${req#c }; i=0; err=; moved=
-      while [ "$i" -lt "$n" ]; do
-        IFS= read -r f || exit 3
-        i=$((i + 1))
-        [ -n "$err" ] && continue
-        if [ ! -f "$f.next" ]; then err="no staged file $f.next"; continue; fi
-        mv -f "$f.next" "$f" 2>/dev/null || { err="could not rename $f.next"; continue; }
-        moved="$moved
-$f"
-      done
-      at=$(t)
-      set -f; o=$IFS; IFS='
-'
-      for f in $moved; do sync "\${f%/*}" 2>/dev/null; done
-      IFS=$o; set +f
-      if [ -n "$err" ]; then printf '@baton err %s\n' "$err"; else printf '@baton ok %s\n' "$at"; fi;;
-    *) printf '@baton err unknown request\n';;
-  esac
-done`;
+export const CHANNEL = agent('channel');
 
 /** One argument for the remote login shell, single-quoted. */
 export function shQuote(text: string): string {

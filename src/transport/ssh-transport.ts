@@ -13,6 +13,8 @@ import {
   channelRequest,
   decodeChannelAnswer,
   decodeDigests,
+  decodeHello,
+  NO_PERL,
   decodeText,
   decodeWatchAnswer,
   digestOf,
@@ -33,6 +35,7 @@ import {
   KEEP_PREVIOUS,
   RETIRE,
   READ_TEXTS,
+  RESOLVE,
   RESTORE_PREVIOUS,
   STAGE,
   UNSTAGE,
@@ -185,8 +188,18 @@ export function sshTransport(
   };
   return {
     machine,
+    // The agent's hello: a holder without perl 5, or answering another protocol, is unresolved
+    // at plan time, before anything is generated (docs/agent-protocol.md, "Mode `hello`").
     resolve: async (signal) => {
-      await run('resolve', 'true', signal);
+      const hello = decodeHello(await run('resolve', remoteCommand(RESOLVE, []), signal));
+      if (hello === undefined)
+        throw new TransportError(machine, 'resolve: the machine did not answer the hello');
+      if (hello.kind === 'no-perl' || !/^5\./.test(hello.perl)) throw new TransportError(machine, NO_PERL);
+      if (hello.protocol !== AGENT_PROTOCOL)
+        throw new TransportError(
+          machine,
+          `the agent answered in protocol v${hello.protocol}, not baton's v${AGENT_PROTOCOL}: it is not the agent this baton sent`,
+        );
     },
     stage: async (files, signal) => {
       if (files.length === 0) return [];

@@ -11,7 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AGENT_FILE, agentSource } from '../../src/transport/agent-program.js';
-import { CHANNEL, COMMIT, READ_TEXTS, WATCH } from '../../src/transport/remote-scripts.js';
+import { AGENT_PROTOCOL } from '../../src/transport/agent-protocol.js';
+import { CHANNEL, COMMIT, READ_TEXTS, RESOLVE, WATCH } from '../../src/transport/remote-scripts.js';
 
 const file = fileURLToPath(AGENT_FILE);
 
@@ -33,7 +34,8 @@ describe('the agent program', () => {
     const text = readFileSync(file, 'utf8').trimEnd();
     expect(agentSource()).toBe(text);
     expect(text.split('\n')).not.toContain('BATON_PERL');
-    for (const script of [COMMIT, WATCH, CHANNEL]) expect(script).toContain(`\n${text}\nBATON_PERL\n`);
+    for (const script of [COMMIT, WATCH, CHANNEL])
+      expect(script.endsWith(`\n${text}\nBATON_PERL`)).toBe(true);
   });
 
   it('refuses a mode it does not know, on stderr, with exit 3', () => {
@@ -55,6 +57,21 @@ describe('the agent program', () => {
       expect(out).toBe('@baton +onetwo\n@baton -\n');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('resolve: the hello on this perl, and `no-perl` from a shell whose PATH has no perl', () => {
+    const hello = execFileSync('sh', ['-c', RESOLVE, 'baton-mesh'], { encoding: 'utf8' });
+    expect(hello).toMatch(new RegExp(`^@baton agent v${AGENT_PROTOCOL} perl 5\\.\\d+\n$`));
+    const bin = mkdtempSync(path.join(tmpdir(), 'baton-noperl-'));
+    try {
+      const out = execFileSync('/bin/sh', ['-c', RESOLVE, 'baton-mesh'], {
+        encoding: 'utf8',
+        env: { PATH: bin },
+      });
+      expect(out).toBe('@baton no-perl\n');
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 });

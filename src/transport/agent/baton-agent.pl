@@ -8,6 +8,7 @@
 #   perl - files <op> <path>...        stage, commit, keep, records, discard, texts, digests
 #   perl - watch <interval> <life> <path>...   the receipt watcher
 #   perl - channel <run command>       the rename channel and its relay
+#   perl - hello                       at resolve: the protocol it speaks and the perl running it
 #
 # stdin is read on fd 3 (the caller's `exec 3<&0`: perl's own stdin is this program). Answers
 # are lines starting `@baton `, so a login shell's banner is never taken for one.
@@ -40,7 +41,7 @@ our $PROTOCOL = 1;
     return map { exists $h{$_} ? $h{$_} : '-' } @_;
   }
   # The words of a held lock of an ancestor of $_[0] (up to /) standing for $_[1]: its words' later
-  # lines name it (or it has none), as the LOCK script below leaves them; undef when none is held.
+  # lines name it (or it has none), as the LOCK script (remote-scripts.ts) leaves them; undef when none is held.
   sub above {
     my ($up, $want) = @_;
     while ($up ne '/' && $up =~ m{^/}) {
@@ -421,4 +422,5 @@ my $mode = shift(@ARGV) // '';
 if ($mode eq 'files') { Baton::Files::main(@ARGV); }
 elsif ($mode eq 'watch') { Baton::Watch::main(@ARGV); }
 elsif ($mode eq 'channel') { Baton::Channel::main(@ARGV); }
+elsif ($mode eq 'hello') { print "\@baton agent v$PROTOCOL perl $]\n"; exit 0; }
 else { print STDERR "baton-agent: unknown mode $mode\n"; exit 3; }
