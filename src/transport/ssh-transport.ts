@@ -5,10 +5,27 @@
  * or the operator's ssh config says, never silently accepted. With a connection share
  * (ssh-connection-share.ts) every operation of one command rides the machine's one connection.
  */
-import type { SecretDigest } from '../mesh/digest.js';
 import type { SshTarget } from '../mesh/inventory.js';
 import {
-  ANSWER_PREFIX,
+  AGENT_PROTOCOL,
+  answerLines,
+  answerOf,
+  channelRequest,
+  decodeChannelAnswer,
+  decodeDigests,
+  decodeHello,
+  NO_PERL,
+  decodeText,
+  decodeWatchAnswer,
+  digestOf,
+  relayableHost,
+  unsendablePath,
+  type ArmOutcome,
+  type ChannelAnswer,
+  type ReloadEvent,
+  type SocketEvent,
+} from './agent-protocol.js';
+import {
   CHANNEL,
   COMMIT,
   DIGESTS,
@@ -18,6 +35,7 @@ import {
   KEEP_PREVIOUS,
   RETIRE,
   READ_TEXTS,
+  RESOLVE,
   RESTORE_PREVIOUS,
   STAGE,
   UNSTAGE,
@@ -177,19 +195,26 @@ export function sshTransport(
     return { args: sshArgs(target, options.share), done: held ?? (() => undefined) };
   };
   const lines = (text: string, count: number, what: string): string[] => {
-    const out = text
-      .split('\n')
-      .filter((line) => line.startsWith(ANSWER_PREFIX))
-      .map((line) => line.slice(ANSWER_PREFIX.length));
-    if (out.length !== count || out.some((l) => l === ''))
-      throw new TransportError(machine, `${what}: the machine answered ${out.length} of ${count} lines`);
+    const out = answerLines(text, count);
+    if (!Array.isArray(out))
+      throw new TransportError(machine, `${what}: the machine answered ${out.got} of ${count} lines`);
     return out;
   };
   return {
     machine,
     reportsSent: true,
+    // The agent's hello: a holder without perl 5, or answering another protocol, is unresolved
+    // at plan time, before anything is generated (docs/agent-protocol.md, "Mode `hello`").
     resolve: async (signal) => {
-      await run('resolve', 'true', signal);
+      const hello = decodeHello(await run('resolve', remoteCommand(RESOLVE, []), signal));
+      if (hello === undefined)
+        throw new TransportError(machine, 'resolve: the machine did not answer the hello');
+      if (hello.kind === 'no-perl' || !/^5\./.test(hello.perl)) throw new TransportError(machine, NO_PERL);
+      if (hello.protocol !== AGENT_PROTOCOL)
+        throw new TransportError(
+          machine,
+          `the agent answered in protocol v${hello.protocol}, not baton's v${AGENT_PROTOCOL}: it is not the agent this baton sent`,
+        );
     },
     stage: async (files, signal) => {
       if (files.length === 0) return [];
@@ -207,7 +232,7 @@ export function sshTransport(
         files.length,
         'staging',
       );
-      return out.map(asDigest);
+      return out.map(digestOf);
     },
     commit: async (paths, signal) => {
       if (paths.length === 0) return;
@@ -223,7 +248,7 @@ export function sshTransport(
         await run('keeping the previous file', remoteCommand(KEEP_PREVIOUS, paths), signal),
         paths.length,
         'keeping the previous file',
-      ).map(asDigest);
+      ).map(digestOf);
     },
     restorePrevious: async (paths, signal) => {
       if (paths.length === 0) return [];
@@ -249,22 +274,15 @@ export function sshTransport(
         paths.length * 3,
         'reading digests',
       );
-      return paths.map((_, i): FileDigests => {
-        const [live, next, modified, prev, login] = out[i * 3]!.split(' ');
-        const record = out[i * 3 + 1]!;
-        const lock = out[i * 3 + 2]!;
-        const seconds = Number(modified);
-        const kept = asDigest(prev);
-        return {
-          live: asDigest(live),
-          next: asDigest(next),
-          ...(kept ? { prev: kept } : {}),
-          ...(modified && Number.isInteger(seconds) ? { liveModifiedMs: seconds * 1000 } : {}),
-          ...(login && login !== '-' ? { liveLogin: login } : {}),
-          ...(record.startsWith('+') ? { record: record.slice(1) } : {}),
-          ...(lock.startsWith('+') ? { lockedBy: lock.slice(1) } : {}),
-        };
-      });
+      return decodeDigests(out, paths.length).map((d): FileDigests => ({
+        live: d.live,
+        next: d.next,
+        ...(d.prev ? { prev: d.prev } : {}),
+        ...(d.liveModifiedMs === undefined ? {} : { liveModifiedMs: d.liveModifiedMs }),
+        ...(d.liveLogin === undefined ? {} : { liveLogin: d.liveLogin }),
+        ...(d.record === undefined ? {} : { record: d.record }),
+        ...(d.lockedBy === undefined ? {} : { lockedBy: d.lockedBy }),
+      }));
     },
     writeRecords: async (records, signal) => {
       if (records.length === 0) return;
@@ -291,8 +309,8 @@ export function sshTransport(
           [...sshArgs(target, options.share), remoteCommand(LOCK, [dir, holder.replace(/\n/g, ' ')])],
           {
             onLine: (line) => {
-              if (answered || !line.startsWith(ANSWER_PREFIX)) return;
-              const answer = line.slice(ANSWER_PREFIX.length);
+              const answer = answerOf(line);
+              if (answered || answer === undefined) return;
               if (answer === 'locked') {
                 answered = true;
                 let released: Promise<void> | undefined;
@@ -334,7 +352,7 @@ export function sshTransport(
         paths.length,
         'reading',
       );
-      return out.map((line) => (line.startsWith('+') ? line.slice(1) : undefined));
+      return out.map(decodeText);
     },
     // One session on the shared connection for the whole wait: the machine reads the files
     // itself and reports changes, so a receipt costs a poll interval and a one-way trip
@@ -347,10 +365,9 @@ export function sshTransport(
       const reported = new Map<number, string | undefined>();
       let snapshot = new Map<number, string | undefined>();
       const onLine = (line: string) => {
-        if (!line.startsWith(ANSWER_PREFIX)) return;
-        const answer = line.slice(ANSWER_PREFIX.length);
-        if (answer === '~') return;
-        if (answer === '.') {
+        const answer = decodeWatchAnswer(line, paths.length);
+        if (answer === undefined || answer.kind === 'beat') return;
+        if (answer.kind === 'reported') {
           const changes: TextChange[] = [];
           for (const [index, text] of snapshot) {
             if (!reported.has(index) || reported.get(index) !== text) changes.push({ index, text });
@@ -360,8 +377,7 @@ export function sshTransport(
           if (changes.length > 0) onChange(changes);
           return;
         }
-        const m = /^(\d+) (?:\+(.*)|-)$/.exec(answer);
-        if (m && Number(m[1]) < paths.length) snapshot.set(Number(m[1]), m[2]);
+        snapshot.set(answer.index, answer.text);
       };
       const session = longLived();
       const child = start(
@@ -561,7 +577,7 @@ const clockNow = () => performance.timeOrigin + performance.now();
  * The clock is read once before the channel is handed out (a remote time is useless without
  * it) and a few more times after, keeping the reading with the shortest round trip.
  *
- * app-rtt: where the machine's end says `relay` (perl, remote-scripts.ts PERL_CHANNEL) the
+ * app-rtt: where the machine's end says `relay` (the agent's `channel`, docs/agent-protocol.md) the
  * channel also carries, tagged by id and out of order, TCP sockets opened from the machine
  * (`s <id> …`), armed commits (`a <id> …`) and reloads started after renames (`r <id> …`).
  */
@@ -570,12 +586,13 @@ export function openRenameChannel(
   startSession: (onLine: (line: string) => void) => LiveProcess,
   signal: AbortSignal,
 ): Promise<RenameChannel> {
-  type Waiter = { settle: (answer: string | Error) => void };
+  type Untagged = Extract<ChannelAnswer, { kind: 'clock' | 'renamed' | 'failed' | 'malformed' }>;
+  type Waiter = { settle: (answer: Untagged | Error) => void };
   const waiting: Waiter[] = [];
-  let ready: ((answer: string | Error) => void) | undefined;
+  let ready: ((answer: Extract<ChannelAnswer, { kind: 'ready' }> | Error) => void) | undefined;
   let ended: Error | undefined;
   const sockets = new Map<string, RelaySocket>();
-  const arms = new Map<string, (answer: string | Error) => void>();
+  const arms = new Map<string, (answer: ArmOutcome | Error) => void>();
   const reloads = new Map<string, PendingReload>();
   /** Everyone waiting for the last reload's answer (whenIdle may be asked by each wrapper). */
   const idle: (() => void)[] = [];
@@ -584,33 +601,40 @@ export function openRenameChannel(
   };
   let nextId = 0;
   const onLine = (line: string) => {
-    if (!line.startsWith(ANSWER_PREFIX)) return;
-    const answer = line.slice(ANSWER_PREFIX.length);
-    const tagged = /^([sar]) (\S+) ?(.*)$/.exec(answer);
-    if (answer.startsWith('ready ')) ready?.(answer);
-    else if (tagged?.[1] === 's') sockets.get(tagged[2]!)?.answer(tagged[3]!);
-    else if (tagged?.[1] === 'a') {
-      arms.get(tagged[2]!)?.(tagged[3]!);
-      arms.delete(tagged[2]!);
-    } else if (tagged?.[1] === 'r') {
-      const pending = reloads.get(tagged[2]!);
-      if (!pending) return;
-      const rest = tagged[3]!;
-      if (rest === '.' || rest === 'skip' || rest.startsWith('fail ')) {
-        reloads.delete(tagged[2]!);
-        if (rest === 'skip') pending.settle(undefined);
-        else if (rest === '.')
-          try {
-            pending.settle(
-              parseRunAnswer(machine, pending.lines.join('\n'), Math.round(performance.now() - pending.sent)),
-            );
-          } catch (error) {
-            pending.settle(error as Error);
-          }
-        else pending.settle(new TransportError(machine, `the reload could not start: ${rest.slice(5)}`));
-        settleIdle();
-      } else pending.lines.push(`${ANSWER_PREFIX}${rest}`);
-    } else waiting.shift()?.settle(answer);
+    const answer = decodeChannelAnswer(line);
+    if (answer === undefined) return;
+    switch (answer.kind) {
+      case 'ready':
+        return ready?.(answer);
+      case 'socket':
+        return sockets.get(answer.id)?.answer(answer.event);
+      case 'arm':
+        arms.get(answer.id)?.(answer.outcome);
+        arms.delete(answer.id);
+        return;
+      case 'reload':
+        return reloaded(answer.id, answer.event);
+      default:
+        return waiting.shift()?.settle(answer);
+    }
+  };
+  const reloaded = (id: string, event: ReloadEvent) => {
+    const pending = reloads.get(id);
+    if (!pending) return;
+    if (event.type === 'line') return void pending.lines.push(event.answer);
+    reloads.delete(id);
+    if (event.type === 'skip') pending.settle(undefined);
+    else if (event.type === 'fail')
+      pending.settle(new TransportError(machine, `the reload could not start: ${event.why}`));
+    else
+      try {
+        pending.settle(
+          parseRunAnswer(machine, pending.lines.join('\n'), Math.round(performance.now() - pending.sent)),
+        );
+      } catch (error) {
+        pending.settle(error as Error);
+      }
+    settleIdle();
   };
   const session = startSession(onLine);
   const failAll = (error: Error) => {
@@ -636,7 +660,7 @@ export function openRenameChannel(
   const send = (lines: string) => {
     if (!ended) session.write(lines);
   };
-  const request = (lines: string, opSignal?: AbortSignal): Promise<string> => {
+  const request = (lines: string, opSignal?: AbortSignal): Promise<Untagged> => {
     if (ended) return Promise.reject(ended);
     return new Promise((resolve, reject) => {
       const onAbort = () => reject(abortedError(machine, 'renaming', opSignal!));
@@ -653,7 +677,7 @@ export function openRenameChannel(
     });
   };
   const checkPaths = (paths: readonly string[]) => {
-    const bad = paths.find((p) => p.includes('\n'));
+    const bad = unsendablePath(paths);
     if (bad !== undefined)
       throw new TransportError(machine, `a path with a line break cannot be renamed: ${JSON.stringify(bad)}`);
   };
@@ -665,8 +689,7 @@ export function openRenameChannel(
     for (const r of requests) {
       checkCommandRequest(machine, r);
       const id = `r${++nextId}`;
-      const env = Object.entries(r.env).map(([k, v]) => `${k}=${v}\n`);
-      lines += `r ${id} ${Math.max(1, Math.ceil(r.timeoutMs / 1000))} ${Buffer.from(r.command, 'utf8').toString('hex')} ${env.length}\n${env.join('')}`;
+      lines += channelRequest.reload(id, Math.max(1, Math.ceil(r.timeoutMs / 1000)), r.command, r.env);
       ids.push(id);
       outcomes.push(
         new Promise<CommandResult | undefined>((resolve, reject) =>
@@ -680,13 +703,13 @@ export function openRenameChannel(
     }
     // Read by whoever takes the outcome; an outcome nobody awaited must not be an unhandled rejection.
     for (const o of outcomes) o.catch(() => undefined);
-    return { lines, tail: ids.length > 0 ? ` ${ids.join(',')}` : '', outcomes };
+    return { lines, ids, outcomes };
   };
   const relay: ChannelRelay = {
     openSocket: (host, port, opSignal) => {
       if (ended) return Promise.reject(ended);
       if (opSignal.aborted) return Promise.reject(abortedError(machine, 'opening a connection', opSignal));
-      if (!/^[A-Za-z0-9.:_-]+$/.test(host))
+      if (!relayableHost(host))
         return Promise.reject(
           new TransportError(machine, `the host ${JSON.stringify(host)} cannot be relayed`),
         );
@@ -702,23 +725,20 @@ export function openRenameChannel(
           return Promise.resolve({ moved: false as const, reason: 'the relayed connection had closed' });
         const declared = declare(requests);
         return new Promise<ArmResult>((resolve, reject) => {
-          arms.set(id, (answer) => {
-            if (answer instanceof Error) return reject(answer);
-            const at = nsToMs(answer.replace(/^ok /, ''));
-            if (answer.startsWith('ok ') && at !== undefined)
-              resolve({ moved: true, at, reloads: declared.outcomes });
-            else if (answer.startsWith('err '))
-              reject(new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`));
+          arms.set(id, (outcome) => {
+            if (outcome instanceof Error) return reject(outcome);
+            if (outcome.type === 'renamed')
+              resolve({ moved: true, at: outcome.atMs, reloads: declared.outcomes });
+            else if (outcome.type === 'failed')
+              reject(new TransportError(machine, `commit failed on the machine: ${outcome.why}`));
             else resolve({ moved: false, reason: 'the login did not pass' });
           });
-          send(
-            `${declared.lines}a ${id} ${paths.length}${declared.tail}\n${paths.map((p) => `${p}\n`).join('')}`,
-          );
+          send(`${declared.lines}${channelRequest.arm(id, paths, declared.ids)}`);
         });
       };
       return new Promise<RelayedSocket>((resolve, reject) => {
         socket.opened = (error) => (error ? reject(error) : resolve(socket));
-        send(`o ${id} ${host} ${port}\n`);
+        send(channelRequest.open(id, host, port));
       });
     },
     commitThen: async (paths, requests, opSignal) => {
@@ -726,26 +746,25 @@ export function openRenameChannel(
       checkPaths(paths);
       const declared = declare(requests);
       const answer = await request(
-        `${declared.lines}c ${paths.length}${declared.tail}\n${paths.map((p) => `${p}\n`).join('')}`,
+        `${declared.lines}${channelRequest.commit(paths, declared.ids)}`,
         opSignal,
       );
-      if (answer.startsWith('err '))
-        throw new TransportError(machine, `commit failed on the machine: ${answer.slice(4)}`);
-      const at = nsToMs(answer.replace(/^ok /, ''));
-      if (!answer.startsWith('ok ') || at === undefined)
-        throw new TransportError(machine, `the rename channel answered "${answer}"`);
-      return { at, reloads: declared.outcomes };
+      if (answer.kind === 'failed')
+        throw new TransportError(machine, `commit failed on the machine: ${answer.why}`);
+      if (answer.kind !== 'renamed')
+        throw new TransportError(machine, `the rename channel answered ${said(answer)}`);
+      return { at: answer.atMs, reloads: declared.outcomes };
     },
   };
   let clock: ClockOffset | undefined;
   let rtt = Infinity;
   const sample = async () => {
     const sent = clockNow();
-    const answer = await request('t\n');
+    const answer = await request(channelRequest.clock());
     const back = clockNow();
-    const remote = nsToMs(answer.replace(/^t /, ''));
-    if (remote === undefined)
-      throw new TransportError(machine, `the rename channel answered "${answer}" to a clock request`);
+    if (answer.kind !== 'clock')
+      throw new TransportError(machine, `the rename channel answered ${said(answer)} to a clock request`);
+    const remote = answer.atMs;
     if (back - sent < rtt) {
       rtt = back - sent;
       clock = { offsetMs: remote - (sent + back) / 2, withinMs: rtt / 2 };
@@ -755,7 +774,18 @@ export function openRenameChannel(
     ready = (answer) => {
       ready = undefined;
       if (answer instanceof Error) return reject(answer);
-      const relays = / relay$/.test(answer);
+      // The agent is sent with this very session, so another protocol means another program
+      // answered (a wrapper on the machine, a stale copy): nothing is asked of it.
+      if (answer.relay && answer.protocol !== AGENT_PROTOCOL) {
+        session.end();
+        return reject(
+          new TransportError(
+            machine,
+            `the rename channel answered in protocol ${answer.protocol === undefined ? 'without a version' : `v${answer.protocol}`}, not baton's v${AGENT_PROTOCOL}: it is not the agent this baton sent`,
+          ),
+        );
+      }
+      const relays = answer.relay;
       sample().then(
         () => {
           void (async () => {
@@ -807,14 +837,14 @@ class RelaySocket extends SocketShapedStream implements RelayedSocket {
   ) {
     super();
   }
-  answer(rest: string): void {
-    if (rest === 'open') {
+  answer(event: SocketEvent): void {
+    if (event.type === 'open') {
       this.opened?.();
       this.opened = undefined;
-    } else if (rest.startsWith('d ')) this.push(Buffer.from(rest.slice(2), 'hex'));
-    else if (rest.startsWith('err ') || rest === 'end') {
+    } else if (event.type === 'data') this.push(event.bytes);
+    else {
       this.closedThere = true;
-      const error = rest === 'end' ? undefined : new Error(rest.slice(4));
+      const error = event.type === 'end' ? undefined : new Error(event.why);
       // Before it opened, the opening's promise is the one told; after, the stream's listeners.
       const opening = this.opened;
       this.opened = undefined;
@@ -830,11 +860,11 @@ class RelaySocket extends SocketShapedStream implements RelayedSocket {
   override _read(): void {}
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     if (this.closedThere) return callback(new Error('the connection closed'));
-    this.send(`w ${this.id} ${chunk.toString('hex')}\n`);
+    this.send(channelRequest.write(this.id, chunk));
     callback();
   }
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    if (!this.closedThere) this.send(`x ${this.id}\n`);
+    if (!this.closedThere) this.send(channelRequest.close(this.id));
     this.closedThere = true;
     this.opened?.(error ?? new Error('the connection was closed'));
     this.opened = undefined;
@@ -846,8 +876,13 @@ class RelaySocket extends SocketShapedStream implements RelayedSocket {
   }
 }
 
-function nsToMs(text: string): number | undefined {
-  return /^\d{10,}$/.test(text) ? Number(BigInt(text) / 1000n) / 1000 : undefined;
+/** An untagged answer that was not the one asked for, in words (the machine's own text quoted). */
+function said(
+  answer: Extract<ChannelAnswer, { kind: 'clock' | 'renamed' | 'failed' | 'malformed' }>,
+): string {
+  if (answer.kind === 'malformed') return JSON.stringify(answer.text);
+  if (answer.kind === 'failed') return `err ${JSON.stringify(answer.why)}`;
+  return answer.kind === 'clock' ? 'with a clock reading' : 'with a rename';
 }
 
 /** Throws the TransportError a session that ended by itself deserves; returns if it ended well. */
@@ -865,10 +900,6 @@ function failedSession(machine: string, what: string, result: Awaited<LiveProces
     machine,
     `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
   );
-}
-
-function asDigest(hex: string | undefined): SecretDigest | undefined {
-  return hex && /^[0-9a-f]{64}$/.test(hex) ? (`sha256:${hex}` as SecretDigest) : undefined;
 }
 
 /** The line that says what went wrong, without ssh's own `ssh: ` prefix. */

@@ -1,5 +1,5 @@
 /**
- * The rename channel's relay (remote-scripts.ts PERL_CHANNEL, ssh-transport.ts openRenameChannel),
+ * The rename channel's relay (the agent's `channel` mode, ssh-transport.ts openRenameChannel),
  * run here as ssh runs it on a machine (`sh -c CHANNEL baton-mesh RUN_COMMAND`, perl on this host),
  * against a local TCP server that frames its answers as PostgreSQL does. The armed commit renames
  * only on ReadyForQuery after AuthenticationOk; an ErrorResponse, a close, or a ReadyForQuery with

@@ -3,6 +3,7 @@ import { Secret } from '../../src/mesh/secret.js';
 import type { ExecFn } from '../../src/transport/run-process.js';
 import { sshArgs, sshTransport } from '../../src/transport/ssh-transport.js';
 import type { SshTarget } from '../../src/mesh/inventory.js';
+import { AGENT_PROTOCOL } from '../../src/transport/agent-protocol.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 
@@ -116,5 +117,23 @@ describe('the ssh transport', () => {
     await expect(
       bindTransport(sshTransport('db1', target, { exec }), TEST_BOUNDS).readTexts(['/a', '/b']),
     ).rejects.toMatchObject({ reason: 'reading: the machine answered 1 of 2 lines' });
+  });
+
+  it('resolves a holder only when the agent says hello on perl 5 in its protocol; no perl 5 is named', async () => {
+    const resolve = (stdout: string) =>
+      bindTransport(sshTransport('web1', target, { exec: scripted({ stdout }).exec }), TEST_BOUNDS).resolve();
+    await expect(
+      resolve(`Welcome!\n@baton agent v${AGENT_PROTOCOL} perl 5.036000\n`),
+    ).resolves.toBeUndefined();
+    await expect(resolve('@baton no-perl\n')).rejects.toThrow(
+      'web1: no perl 5 — baton needs it on every holder',
+    );
+    await expect(resolve(`@baton agent v${AGENT_PROTOCOL} perl 7.000000\n`)).rejects.toThrow(
+      'web1: no perl 5 — baton needs it on every holder',
+    );
+    await expect(resolve(`@baton agent v${AGENT_PROTOCOL + 1} perl 5.036000\n`)).rejects.toThrow(
+      `web1: the agent answered in protocol v${AGENT_PROTOCOL + 1}, not baton's v${AGENT_PROTOCOL}`,
+    );
+    await expect(resolve('ok\n')).rejects.toThrow('web1: resolve: the machine did not answer the hello');
   });
 });
