@@ -32,6 +32,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/rotation-sequences-3.test.ts': 20.3,
   'test/reliability/s3-faults.test.ts': 19.0,
   'test/integration/ssm-cli-moto.test.ts': 15.0,
+  'test/integration/billet-document-stores-moto.test.ts': 15.0,
   // Added in round 7, measured at load ~20, not in the quiet run above.
   'test/suite/left-running.test.ts': 30.0,
   'test/build/build-says.test.ts': 25.0,
