@@ -83,24 +83,27 @@ export interface Refused {
   readonly starting?: number;
 }
 
-const starts = new Map<string, number>();
+/** baton's connection starts under way, per host: each with the most that were under way beside it. */
+const starts = new Map<string, Set<{ peak: number }>>();
 
 /**
  * Counts baton's connection starts to `target` while one is under way (the ssh process runs);
- * the returned function ends it. What `Refused.starting` is read from.
+ * `now()` is the most of baton's starts that were under way to that host at once during this
+ * one — read at the end, when the others may have finished, a count of "now" would say "only
+ * this one" of a refusal that 32 of baton's own starts caused. What `Refused.starting` is read from.
  */
 export function connectionStart(target: SshTarget): { now(): number; end(): void } {
   const key = hostOf(target);
-  starts.set(key, (starts.get(key) ?? 0) + 1);
-  let ended = false;
+  const open = starts.get(key) ?? new Set<{ peak: number }>();
+  starts.set(key, open);
+  const mine = { peak: 0 };
+  open.add(mine);
+  for (const start of open) start.peak = Math.max(start.peak, open.size);
   return {
-    now: () => starts.get(key) ?? 0,
+    now: () => mine.peak,
     end: () => {
-      if (ended) return;
-      ended = true;
-      const left = (starts.get(key) ?? 1) - 1;
-      if (left <= 0) starts.delete(key);
-      else starts.set(key, left);
+      open.delete(mine);
+      if (open.size === 0 && starts.get(key) === open) starts.delete(key);
     },
   };
 }

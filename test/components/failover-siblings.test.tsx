@@ -116,11 +116,15 @@ describe.each([60, 80])("keeping this host's authority at %i columns", (columns)
     // The consequences, below the field: PgDn shows them (the frame keeps the field in view).
     await v.press('\u001b[6~');
     const below = flat(await v.waitFor((f) => f.includes('sync --push'), 'the rest of the gate'));
-    expect(below).toContain(
-      `Writes LOCAL to ${storeFile()} in place of PUBLISHED, only if the document is unchanged since this read`,
+    // A path longer than the column is broken inside it by the layout: compared without spaces.
+    const solid = (text: string) => text.replace(/\s+/g, '');
+    expect(solid(below)).toContain(
+      solid(
+        `Writes LOCAL to ${storeFile()} in place of PUBLISHED, only if the document is unchanged since this read`,
+      ),
     );
-    expect(below).toContain(
-      `Nothing on this host changes: ${path.join(hosts.ctx('b').stateDir, 'ca')} stays as it is.`,
+    expect(solid(below)).toContain(
+      solid(`Nothing on this host changes: ${path.join(hosts.ctx('b').stateDir, 'ca')} stays as it is.`),
     );
     expect(below).toContain(
       'Hosts that hold PUBLISHED are then refused by sync until each is forced onto LOCAL.',

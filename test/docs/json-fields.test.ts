@@ -167,8 +167,8 @@ describe('the JSON docs pages list exactly the fields the code prints', () => {
           'providers:',
           '  - { name: pg-main, machine: db1, kind: postgres }',
           'consumers:',
-          '  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating }',
-          '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+          '  - { name: web1-app, machine: web1, uses: [pg-main], credential: alternating, reads: once }',
+          '  - { name: web2-app, machine: web2, uses: [pg-main], reads: each-connection }',
           '',
         ].join('\n'),
       );

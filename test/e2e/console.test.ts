@@ -112,7 +112,8 @@ describe('baton status in a real terminal', () => {
     expect(fa).not.toBe(fb);
     const s = await inTmux([...b.args, 'status']);
     expect(await s.exitCode()).toBe(3);
-    const screen = await s.capture();
+    // A plain report (it exits): read whole, its top may have scrolled above a 24-row pane.
+    const screen = await s.capture(false, true);
     expect(screen).toContain(fa);
     expect(screen).toContain(fb);
     expect(screen).toContain('✗ refused');

@@ -60,10 +60,15 @@ export class TmuxSession {
     return new TmuxSession(socket);
   }
 
-  /** The visible pane; with `escapes`, colour and attribute escapes kept (for screenshots). */
-  async capture(escapes = false): Promise<string> {
+  /**
+   * The visible pane; with `escapes`, colour and attribute escapes kept (for screenshots); with
+   * `history`, from the first line the pane ever held (a plain report taller than the pane, whose
+   * top scrolled away, read whole).
+   */
+  async capture(escapes = false, history = false): Promise<string> {
     const args = ['-L', this.socket, 'capture-pane', '-p', '-t', '0'];
     if (escapes) args.push('-e');
+    if (history) args.push('-S', '-');
     const { stdout } = await run('tmux', args);
     return stdout;
   }

@@ -132,7 +132,8 @@ describeWithPart(unavailable, 'baton over ssh -tt, in a real terminal', () => {
     const { a, b, store } = await controllers('status-diverged', true);
     const s = await overSsh([...args(b, store), 'status']);
     expect(await s.exitCode()).toBe(3);
-    const screen = await s.capture();
+    // A plain report (it exits): read whole, its top may have scrolled above a 24-row pane.
+    const screen = await s.capture(false, true);
     expect(screen).toContain((await fingerprintOf(a))!);
     expect(screen).toContain((await fingerprintOf(b))!);
     for (const line of screen.split('\n')) expect(line.length).toBeLessThanOrEqual(80);
