@@ -180,6 +180,8 @@ export class PostgresProvisioner {
   private keepOpen = false;
   /** When this provisioner last logged in afresh (a connection opened or a re-check), and a refusal since. */
   private loggedInAt = Number.NEGATIVE_INFINITY;
+  /** The roles' fingerprint when a fresh login was last tried: a move means a password may have changed. */
+  private loginFingerprint: string | undefined;
   private loginRefused: BatonError | undefined;
   /** What the database's roles looked like (RoleDatabase.fingerprint) when every role was last checked, and when. */
   private checked: { readonly fingerprint: string | undefined; readonly at: number } | undefined;
@@ -245,6 +247,7 @@ export class PostgresProvisioner {
     if (!this.db) {
       this.db = await this.options.connect(signal);
       this.loggedInAt = this.now();
+      this.loginFingerprint = await this.rolesFingerprint(this.db);
       this.loginIsAccepted();
     } else await this.recheckLogin(signal);
     return this.db;
@@ -255,11 +258,17 @@ export class PostgresProvisioner {
    * connection is opened (the same credential files, in the same order, as a reconnect) and
    * closed at once. Refused, the cycle still applies on the open session and reports
    * `loginRefused`; any other failure says nothing about the credential and is retried later.
+   * Also at once when the roles' fingerprint moved since the last try: a superuser password
+   * changed by hand is then said on the very next cycle, not up to 10 s later (a status read
+   * in between said the provisioner was healthy while it could not log in).
    */
   private async recheckLogin(signal: AbortSignal | undefined): Promise<void> {
     const now = this.now();
-    if (now - this.loggedInAt < LOGIN_RECHECK_MS) return;
+    const fingerprint = this.db ? await this.rolesFingerprint(this.db) : undefined;
+    const moved = fingerprint !== undefined && fingerprint !== this.loginFingerprint;
+    if (!moved && now - this.loggedInAt < LOGIN_RECHECK_MS) return;
     this.loggedInAt = now;
+    this.loginFingerprint = fingerprint;
     let fresh: RoleDatabase;
     try {
       fresh = await this.options.connect(signal);
@@ -275,6 +284,11 @@ export class PostgresProvisioner {
     }
     await fresh.close().catch(() => undefined);
     this.loginIsAccepted();
+  }
+
+  /** The roles' fingerprint, or undefined when the database gives none (or the session failed: the cycle finds that itself). */
+  private async rolesFingerprint(db: RoleDatabase): Promise<string | undefined> {
+    return db.fingerprint ? await db.fingerprint().catch(() => undefined) : undefined;
   }
 
   private loginIsAccepted(): void {
