@@ -247,7 +247,8 @@ export class PostgresProvisioner {
     if (!this.db) {
       this.db = await this.options.connect(signal);
       this.loggedInAt = this.now();
-      this.loginFingerprint = await this.rolesFingerprint(this.db);
+      // The login just proven: the next fingerprint read is this login's (fullCheckDue).
+      this.loginFingerprint = undefined;
       this.loginIsAccepted();
     } else await this.recheckLogin(signal);
     return this.db;
@@ -258,17 +259,14 @@ export class PostgresProvisioner {
    * connection is opened (the same credential files, in the same order, as a reconnect) and
    * closed at once. Refused, the cycle still applies on the open session and reports
    * `loginRefused`; any other failure says nothing about the credential and is retried later.
-   * Also at once when the roles' fingerprint moved since the last try: a superuser password
-   * changed by hand is then said on the very next cycle, not up to 10 s later (a status read
-   * in between said the provisioner was healthy while it could not log in).
+   * Also at once when the roles' fingerprint moved (loginAfterRolesMoved).
    */
-  private async recheckLogin(signal: AbortSignal | undefined): Promise<void> {
+  private async recheckLogin(signal: AbortSignal | undefined, force = false): Promise<void> {
     const now = this.now();
-    const fingerprint = this.db ? await this.rolesFingerprint(this.db) : undefined;
-    const moved = fingerprint !== undefined && fingerprint !== this.loginFingerprint;
-    if (!moved && now - this.loggedInAt < LOGIN_RECHECK_MS) return;
+    if (!force && now - this.loggedInAt < LOGIN_RECHECK_MS) return;
     this.loggedInAt = now;
-    this.loginFingerprint = fingerprint;
+    // This try is the proof for the roles as they are now: the cycle's fingerprint read adopts them.
+    if (!force) this.loginFingerprint = undefined;
     let fresh: RoleDatabase;
     try {
       fresh = await this.options.connect(signal);
@@ -286,9 +284,17 @@ export class PostgresProvisioner {
     this.loginIsAccepted();
   }
 
-  /** The roles' fingerprint, or undefined when the database gives none (or the session failed: the cycle finds that itself). */
-  private async rolesFingerprint(db: RoleDatabase): Promise<string | undefined> {
-    return db.fingerprint ? await db.fingerprint().catch(() => undefined) : undefined;
+  /**
+   * A fresh login in the cycle whose fingerprint read (no query of its own) finds any role
+   * changed since the last login was proven: a superuser password changed by hand is then said
+   * on the very next cycle, not up to LOGIN_RECHECK_MS later (a status read four seconds after
+   * the change said the provisioner was healthy while it could not log in).
+   */
+  private async loginAfterRolesMoved(fingerprint: string | undefined, signal?: AbortSignal): Promise<void> {
+    if (fingerprint === undefined || !this.keepOpen) return;
+    const known = this.loginFingerprint;
+    this.loginFingerprint = fingerprint;
+    if (known !== undefined && known !== fingerprint) await this.recheckLogin(signal, true);
   }
 
   private loginIsAccepted(): void {
@@ -312,8 +318,9 @@ export class PostgresProvisioner {
    * check, or FULL_CHECK_MS after it (an expiry passes without a row changing), or when the
    * database cannot give one. Otherwise nothing could have changed any of them.
    */
-  private async fullCheckDue(db: RoleDatabase): Promise<boolean> {
+  private async fullCheckDue(db: RoleDatabase, signal?: AbortSignal): Promise<boolean> {
     const fingerprint = db.fingerprint ? await db.fingerprint() : undefined;
+    await this.loginAfterRolesMoved(fingerprint, signal);
     const now = this.now();
     const due =
       fingerprint === undefined ||
@@ -489,7 +496,7 @@ export class PostgresProvisioner {
     try {
       if (toCheck.length > 0) {
         try {
-          const due = await this.fullCheckDue(db);
+          const due = await this.fullCheckDue(db, signal);
           for (const { drift, recorded } of due ? await this.checkRoles(db, toCheck) : []) {
             changed.push({ role: drift.role, found: drift.repair! });
             unchanged -= 1;
