@@ -133,7 +133,8 @@ export type ProvisionerHealth =
 
 /**
  * `superuserPair` finds the pair of the mesh that delivers a role's password (the provisioner's
- * own, `provider:consumer`), so a lock-out names the seed that mends it.
+ * own, `provider:consumer`), so a lock-out names the seed that mends it; `superuserFile` the
+ * file the provisioner reads that password from by default (`<mesh_dir>/consumes/<provider>/<role>`).
  */
 export function provisionerHealth(
   provider: string,
@@ -142,6 +143,7 @@ export function provisionerHealth(
   text: string | undefined,
   nowMs: number,
   superuserPair: (role: string) => string | undefined = () => undefined,
+  superuserFile: (role: string) => string | undefined = () => undefined,
 ): ProvisionerHealth {
   if (text === undefined) return { state: 'none', provider, machine };
   const heartbeat = parseHeartbeat(text);
@@ -186,6 +188,9 @@ export function provisionerHealth(
     };
   if (heartbeat.login === 'refused') {
     const pair = superuserPair(heartbeat.superuser);
+    const suFile = superuserFile(heartbeat.superuser);
+    // The file is named, never read: what it holds is a secret, and only the provisioner compares it.
+    const mismatch = `Its superuser file ${suFile === undefined ? `on ${machine}` : `${shown(suFile)} on ${machine} (or the one its --superuser-file names)`} no longer matches the database's password for ${shown(heartbeat.superuser)}: `;
     return {
       state: 'locked-out',
       provider,
@@ -193,12 +198,12 @@ export function provisionerHealth(
       detail: `${who} cannot log in: PostgreSQL refused its superuser login as ${shown(heartbeat.superuser)} ${ago}${why}${lastOk}`,
       next: pair
         ? [
-            "If its password was changed by hand, set it back; or deliver the role's current password to both ends of its pair with ",
+            `${mismatch}restore the password in the database if it was changed by hand, or re-seed both ends of its pair with the role's current password: `,
             nextStep(`mesh seed --pair ${pair} --from-file`, { placeholders: [PASSWORD_FILE] }),
             '. Nothing is applied until it logs in.',
           ]
         : [
-            `If its password was changed by hand, set it back; or give the provisioner the role's current password (--superuser-file on ${machine}). Nothing is applied until it logs in.`,
+            `${mismatch}restore the password in the database if it was changed by hand, or write the role's current password to that file (0600). Nothing is applied until it logs in.`,
           ],
     };
   }

@@ -45,7 +45,18 @@ export async function readProvisionerHealth(
       return { state: 'unread', provider, machine } as const;
     }
     const [text, file] = texts[0] !== undefined ? [texts[0], current] : [texts[1], legacy];
-    return provisionerHealth(provider, machine, file, text, options.nowMs, superuserPair(provider));
+    // `<mesh_dir>/provides/<provider>` → `<mesh_dir>/consumes/<provider>/<role>`: the provisioner's default --superuser-file.
+    const superuserFile = (role: string) =>
+      path.posix.join(path.posix.dirname(path.posix.dirname(dir)), 'consumes', provider, role);
+    return provisionerHealth(
+      provider,
+      machine,
+      file,
+      text,
+      options.nowMs,
+      superuserPair(provider),
+      superuserFile,
+    );
   });
 }
 

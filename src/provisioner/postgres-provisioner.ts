@@ -180,6 +180,8 @@ export class PostgresProvisioner {
   private keepOpen = false;
   /** When this provisioner last logged in afresh (a connection opened or a re-check), and a refusal since. */
   private loggedInAt = Number.NEGATIVE_INFINITY;
+  /** The roles' fingerprint when a fresh login was last tried: a move means a password may have changed. */
+  private loginFingerprint: string | undefined;
   private loginRefused: BatonError | undefined;
   /** What the database's roles looked like (RoleDatabase.fingerprint) when every role was last checked, and when. */
   private checked: { readonly fingerprint: string | undefined; readonly at: number } | undefined;
@@ -245,6 +247,8 @@ export class PostgresProvisioner {
     if (!this.db) {
       this.db = await this.options.connect(signal);
       this.loggedInAt = this.now();
+      // The login just proven: the next fingerprint read is this login's (fullCheckDue).
+      this.loginFingerprint = undefined;
       this.loginIsAccepted();
     } else await this.recheckLogin(signal);
     return this.db;
@@ -255,11 +259,14 @@ export class PostgresProvisioner {
    * connection is opened (the same credential files, in the same order, as a reconnect) and
    * closed at once. Refused, the cycle still applies on the open session and reports
    * `loginRefused`; any other failure says nothing about the credential and is retried later.
+   * Also at once when the roles' fingerprint moved (loginAfterRolesMoved).
    */
-  private async recheckLogin(signal: AbortSignal | undefined): Promise<void> {
+  private async recheckLogin(signal: AbortSignal | undefined, force = false): Promise<void> {
     const now = this.now();
-    if (now - this.loggedInAt < LOGIN_RECHECK_MS) return;
+    if (!force && now - this.loggedInAt < LOGIN_RECHECK_MS) return;
     this.loggedInAt = now;
+    // This try is the proof for the roles as they are now: the cycle's fingerprint read adopts them.
+    if (!force) this.loginFingerprint = undefined;
     let fresh: RoleDatabase;
     try {
       fresh = await this.options.connect(signal);
@@ -275,6 +282,19 @@ export class PostgresProvisioner {
     }
     await fresh.close().catch(() => undefined);
     this.loginIsAccepted();
+  }
+
+  /**
+   * A fresh login in the cycle whose fingerprint read (no query of its own) finds any role
+   * changed since the last login was proven: a superuser password changed by hand is then said
+   * on the very next cycle, not up to LOGIN_RECHECK_MS later (a status read four seconds after
+   * the change said the provisioner was healthy while it could not log in).
+   */
+  private async loginAfterRolesMoved(fingerprint: string | undefined, signal?: AbortSignal): Promise<void> {
+    if (fingerprint === undefined || !this.keepOpen) return;
+    const known = this.loginFingerprint;
+    this.loginFingerprint = fingerprint;
+    if (known !== undefined && known !== fingerprint) await this.recheckLogin(signal, true);
   }
 
   private loginIsAccepted(): void {
@@ -298,8 +318,9 @@ export class PostgresProvisioner {
    * check, or FULL_CHECK_MS after it (an expiry passes without a row changing), or when the
    * database cannot give one. Otherwise nothing could have changed any of them.
    */
-  private async fullCheckDue(db: RoleDatabase): Promise<boolean> {
+  private async fullCheckDue(db: RoleDatabase, signal?: AbortSignal): Promise<boolean> {
     const fingerprint = db.fingerprint ? await db.fingerprint() : undefined;
+    await this.loginAfterRolesMoved(fingerprint, signal);
     const now = this.now();
     const due =
       fingerprint === undefined ||
@@ -475,7 +496,7 @@ export class PostgresProvisioner {
     try {
       if (toCheck.length > 0) {
         try {
-          const due = await this.fullCheckDue(db);
+          const due = await this.fullCheckDue(db, signal);
           for (const { drift, recorded } of due ? await this.checkRoles(db, toCheck) : []) {
             changed.push({ role: drift.role, found: drift.repair! });
             unchanged -= 1;

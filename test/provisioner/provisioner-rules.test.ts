@@ -868,4 +868,48 @@ describe('a connection kept open (--watch) and a login refused since', () => {
     expect(lines).toContain('a new login is accepted again');
     await provisioner.closeConnection();
   });
+
+  it("the roles' fingerprint moved (a password changed by hand): a fresh login at once, not LOGIN_RECHECK_MS later", async () => {
+    const db = new FakeDatabase();
+    let now = Date.parse('2026-12-01T12:00:00Z');
+    let fingerprint = 'f1';
+    let refuse = false;
+    const provisioner = new PostgresProvisioner({
+      meshDir: temp.dir,
+      provider: 'pg-main',
+      connect: async () => {
+        if (refuse)
+          throw new BatonError('failed', {
+            what: 'PostgreSQL refused the superuser login for "su" (password authentication failed).',
+            reason: 'denied',
+          });
+        return { ...(await db.connect()), fingerprint: async () => fingerprint };
+      },
+      log: (line) => lines.push(line),
+      clock: () => new Date(now),
+    });
+    provisioner.keepConnectionOpen();
+    deliver('app', secret());
+    expect((await provisioner.runCycle()).applied).toHaveLength(1);
+    now += 1_000;
+    await provisioner.runCycle(); // the fresh login after an application
+    now += 1_000;
+    await provisioner.runCycle();
+    expect(db.connections).toBe(2); // nothing moved, within 10 s: no handshake
+    // ALTER ROLE … PASSWORD by hand, 1 s later: the very next cycle tries and is refused.
+    refuse = true;
+    fingerprint = 'f2';
+    now += 1_000;
+    const refused = await provisioner.runCycle();
+    expect(refused.loginRefused?.reason).toBe('denied');
+    expect(loginOf(refused)?.login).toBe('refused');
+    // Restored (the fingerprint moves again): accepted on the next cycle, still within 10 s.
+    refuse = false;
+    fingerprint = 'f3';
+    now += 1_000;
+    const accepted = await provisioner.runCycle();
+    expect(accepted.loginRefused).toBeUndefined();
+    expect(lines).toContain('a new login is accepted again');
+    await provisioner.closeConnection();
+  });
 });
