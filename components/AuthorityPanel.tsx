@@ -70,7 +70,7 @@ export function AuthorityPanel({ panel, width, ruled = false }: AuthorityPanelPr
               <Text>{row.label}</Text>
             </Box>
             <Box width={inner - LABEL_WIDTH}>
-              <Prose width={inner - LABEL_WIDTH} text={row.value} />
+              <Prose width={inner - LABEL_WIDTH} text={row.value} commands="baton" />
             </Box>
           </Box>
         );

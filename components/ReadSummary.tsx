@@ -51,7 +51,7 @@ function Side({ panel, columns }: { readonly panel: PanelRows; readonly columns:
         {fingerprint && fingerprint.kind === 'fingerprint' ? (
           <FingerprintText value={fingerprint.value} width={columns - LABEL_WIDTH} />
         ) : null}
-        <Prose width={columns - LABEL_WIDTH} text={words} />
+        <Prose width={columns - LABEL_WIDTH} text={words} commands="baton" />
       </Box>
     </Row>
   );

@@ -78,8 +78,9 @@ export function wrapWords(text: string, width: number, indent = 0): string[] {
  */
 export function commandLines(command: string, width: number, lead = ''): string[] {
   if ([...`${lead}${command}`].length <= width) return [`${lead}${command}`];
-  // Arguments as the shell splits them: a quoted path with a space in it is one.
-  const words = command.match(/(?:'[^']*'|"(?:\\.|[^"])*"|[^\s'"])+/g) ?? [command];
+  // Arguments as the shell splits them: a quoted path with a space in it is one, and so is a
+  // placeholder (`<PREVIOUS 8>`): broken at its space, the operator reads two arguments.
+  const words = command.match(/(?:<[^<>\n]*>|'[^']*'|"(?:\\.|[^"])*"|[^\s'"<])+/g) ?? [command];
   const lines: string[] = [];
   let line = lead.trimEnd();
   for (const word of words) {
@@ -124,19 +125,22 @@ export function commandSpans(text: string, prefix = 'baton'): { start: number; e
  */
 export function layoutWithCommands(text: string, width: number, prefix = 'baton'): string[] {
   const spans = commandSpans(text, prefix);
-  if (spans.length === 0 || [...text].length <= width) return wrapWords(text, width);
+  if (spans.length === 0) return wrapProse(text, width);
   const lines: string[] = [];
   let at = 0;
   /** Whether the last command took lines of its own: what follows it starts on a new line. */
   let split = true;
   const addProse = (part: string) => {
-    const trimmed = part.trim();
+    // A placeholder's note ("; <PREVIOUS 8>: the 8 characters…") starts a line of its own: read
+    // on the command's line, it looked like more of the command.
+    const note = /^;\s+</.test(part);
+    const trimmed = (note ? part.replace(/^;\s+/, '') : part).trim();
     if (!trimmed) return;
     const last = lines.length - 1;
     // Prose after a command continues on the command's last line when it fits there.
-    if (last >= 0 && !split && [...`${lines[last]} ${trimmed}`].length <= width)
+    if (last >= 0 && !split && !note && [...`${lines[last]} ${trimmed}`].length <= width)
       lines[last] = `${lines[last]} ${trimmed}`;
-    else lines.push(...wrapWords(trimmed, width));
+    else lines.push(...wrapProse(trimmed, width));
   };
   for (const span of spans) {
     const before = text.slice(at, span.start);
@@ -168,6 +172,18 @@ export function layoutWithCommands(text: string, width: number, prefix = 'baton'
   }
   addProse(text.slice(at));
   return lines;
+}
+
+/**
+ * Prose word-wrapped with each short backticked name (`ca show`, `<PREVIOUS 8>`) and each
+ * placeholder kept on one line: a break inside one reads as two things. No-break spaces stand
+ * in for their spaces while wrapping (wrapRanges breaks only at ' ').
+ */
+function wrapProse(text: string, width: number): string[] {
+  const kept = text.replace(/`[^`\n]+`|<[^<>\n]+>/g, (quoted) =>
+    [...quoted].length <= width ? quoted.replace(/ /g, '\u00a0') : quoted,
+  );
+  return wrapWords(kept, width).map((line) => line.replace(/\u00a0/g, ' '));
 }
 
 /**

@@ -388,8 +388,8 @@ async function main(): Promise<void> {
       'providers:',
       '  - { name: pg-main, machine: db1, kind: postgres }',
       'consumers:',
-      '  - { name: web1-app, machine: web1, uses: [pg-main] }',
-      '  - { name: web2-app, machine: web2, uses: [pg-main] }',
+      '  - { name: web1-app, machine: web1, reads: each-connection, uses: [pg-main] }',
+      '  - { name: web2-app, machine: web2, reads: each-connection, uses: [pg-main] }',
     ];
     writeFileSync(path.join(mesh, 'mesh.yaml'), ['machines:', ...machines, ...pairs, ''].join('\n'));
     const rotate = (inventory: string) => [
@@ -412,7 +412,7 @@ async function main(): Promise<void> {
         ...machines,
         '  - { name: web3, address: machines/web3, transport: local }',
         ...pairs,
-        '  - { name: web3-app, machine: web3, uses: [pg-main] }',
+        '  - { name: web3-app, machine: web3, reads: each-connection, uses: [pg-main] }',
         '',
       ].join('\n'),
     );
@@ -437,7 +437,7 @@ async function main(): Promise<void> {
         ...machines,
         `  - { name: web3, address: 127.0.0.1, transport: ssh, port: ${closed}, connect_timeout: 2, strict_host_key_checking: 'no', config: /dev/null }`,
         ...pairs,
-        '  - { name: web3-app, machine: web3, uses: [pg-main] }',
+        '  - { name: web3-app, machine: web3, reads: each-connection, uses: [pg-main] }',
         '',
       ].join('\n'),
     );
@@ -498,7 +498,7 @@ async function main(): Promise<void> {
         'providers:',
         '  - { name: pg-main, machine: db1, kind: postgres }',
         'consumers:',
-        '  - { name: web3-app, machine: web3, uses: [pg-main], credential: alternating }',
+        '  - { name: web3-app, machine: web3, reads: each-connection, uses: [pg-main], credential: alternating }',
         '',
       ].join('\n'),
     );

@@ -39,10 +39,11 @@ export function DrillScreen({ state, columns, rows }: DrillScreenProps) {
         {state.phase === 'setup-failed' ? (
           <Box flexDirection="column" marginTop={1}>
             {(state.error ?? []).map((line, i) => (
-              <Text key={i} wrap="wrap">
+              // An error's next step may name a command: kept whole, or broken between arguments.
+              <Box key={i}>
                 {i === 0 ? <Text color={paint(MARKS.refused.color)}>{`${MARKS.refused.glyph} `}</Text> : null}
-                {line}
-              </Text>
+                <Prose width={Math.max(20, columns - (i === 0 ? 2 : 0))} text={line} commands="baton" />
+              </Box>
             ))}
             <Text>q quits.</Text>
           </Box>
@@ -95,7 +96,13 @@ function LeavePrompt({ step, columns }: { readonly step: number; readonly column
       />
       <Text> </Text>
       <Text>To come back to this step later:</Text>
-      <Text wrap="wrap">{`  ${renderStep(PLAIN_SUGGESTER, nextStep(`drill --step ${step}`))}`}</Text>
+      <Box marginLeft={2}>
+        <Prose
+          width={width - 2}
+          text={renderStep(PLAIN_SUGGESTER, nextStep(`drill --step ${step}`))}
+          commands="baton"
+        />
+      </Box>
       <Text> </Text>
       <Text>q leaves · Esc or Enter stays</Text>
     </Box>

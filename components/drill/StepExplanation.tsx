@@ -1,4 +1,4 @@
-import { Box, Text } from 'ink';
+import { Box } from 'ink';
 import { Prose } from '../Prose.js';
 import type { StepSpec } from '../../src/app/drill/scenario.js';
 import { useColor } from '../hooks/use-color.js';
@@ -35,9 +35,15 @@ export function StepExplanation({ step, task, columns }: StepExplanationProps) {
                 ]}
               />
               {current ? (
-                <Text wrap="wrap" color={paint('gray')}>
-                  {`    the real night: ${spec.command}`}
-                </Text>
+                // The command kept whole, or broken only between arguments (layout.ts).
+                <Box marginLeft={4}>
+                  <Prose
+                    width={Math.max(20, columns - 4)}
+                    text={`the real night: ${spec.command}`}
+                    commands="baton"
+                    color={paint('gray')}
+                  />
+                </Box>
               ) : null}
             </Box>
           );

@@ -85,8 +85,11 @@ export function MeshStatusApp({
           return dispatch({ type: 'back' });
         case 'filter':
           return dispatch({ type: 'start-filter' });
+        case 'detail':
+          return dispatch({ type: 'detail' });
         case 'select':
-          return now.typingFilter ? dispatch({ type: 'end-filter' }) : undefined;
+          // Enter ends the filter being typed; over the table it opens the row in full, as `d` does.
+          return dispatch({ type: now.typingFilter ? 'end-filter' : 'detail' });
         case 'refresh':
           return dispatch({ type: 'refresh' });
         default:

@@ -52,6 +52,11 @@ export function lastRotationCut(s: PairStatus, columns: number): boolean {
   return lastRotationCell(s, columns) !== lastRotationText(s);
 }
 
+/** The AGE cell: how old the credential is, `!` when too old, `(mtime)` when read from a file's time. */
+export function ageText(s: PairStatus): string {
+  return `${s.tooOld ? '! ' : ''}${s.ageMs === undefined ? 'never' : `${formatAge(s.ageMs)}${s.lastRotated?.source === 'file-mtime' ? ' (mtime)' : ''}`}`;
+}
+
 /** One line per pair: mark and state word, pair, age, last rotation; the selected row marked `›` and inverted. */
 export function MeshStatusTable({ rows, selected, top, visible, columns }: MeshStatusTableProps) {
   const paint = useColor();
@@ -69,7 +74,7 @@ export function MeshStatusTable({ rows, selected, top, visible, columns }: MeshS
         const mark = STATE_MARKS[s.state];
         const last = lastRotationCell(s, columns);
         const isSelected = top + i === selected;
-        const age = `${s.tooOld ? '! ' : ''}${s.ageMs === undefined ? 'never' : `${formatAge(s.ageMs)}${s.lastRotated?.source === 'file-mtime' ? ' (mtime)' : ''}`}`;
+        const age = ageText(s);
         const line = `${fit(`${s.pair.key} (${s.pair.role})`, w.pair)} ${fit(age, w.age)} ${fit(last, w.last)}`;
         return (
           <Box key={s.pair.key}>

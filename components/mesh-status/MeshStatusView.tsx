@@ -7,13 +7,14 @@ import { HelpOverlay } from '../HelpOverlay.js';
 import { QUIT_KEY, type KeyHelp } from '../keys.js';
 import { fit } from '../rotation/fit.js';
 import { layoutWithCommands, wrapWords } from '../layout.js';
-import { lastRotationCut, lastRotationText, MeshStatusTable } from './MeshStatusTable.js';
+import { ageText, lastRotationCut, lastRotationText, MeshStatusTable } from './MeshStatusTable.js';
+import { STATE_MARKS } from '../../src/app/mesh-status-text.js';
 
 export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
   { keys: '↑ ↓  k j', does: 'move (the table scrolls)' },
   { keys: '/', does: 'filter: provider, consumer, role, machine or state' },
-  { keys: 'Enter', does: 'end typing the filter' },
-  { keys: 'Esc', does: 'close help / clear the filter (never quits)' },
+  { keys: 'd  Enter', does: 'the selected row in full, wrapped (Enter ends a filter first)' },
+  { keys: 'Esc', does: 'close help / the row in full / clear the filter (never quits)' },
   { keys: 'r', does: 'read every holder again' },
   { keys: '?', does: 'this help' },
   QUIT_KEY,
@@ -70,10 +71,20 @@ export function meshStatusLayout(
   const width = columns - 1;
   const current = filteredRows(state)[state.selected];
   const next = current ? nextStep(current, suggester) : undefined;
+  const open = state.detail && !state.help && current !== undefined;
   const detail =
     state.help || !current
       ? []
       : [
+          // Opened (`d`): every column of the row whole, as the table would show it with room.
+          ...(open
+            ? [
+                `state: ${STATE_MARKS[current.state].glyph} ${current.state}`,
+                `pair (role): ${current.pair.key} (${current.pair.role})`,
+                `age: ${ageText(current)}`,
+                `last rotation: ${lastRotationText(current)}`,
+              ].flatMap((line) => wrapWords(line, width, 2))
+            : []),
           // The pair whole (the table cuts it to its column), then where and what.
           ...wrapWords(
             `${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`,
@@ -83,7 +94,9 @@ export function meshStatusLayout(
           // An alternating pair: which login is live and the other's state (a single pair has no such line).
           ...(loginsText(current) ? wrapWords(`logins: ${loginsText(current)}`, width) : []),
           // The id the table's column had no room for, whole (unless the next step already names it).
-          ...(lastRotationCut(current, columns) && !(next ?? '').includes(current.lastRotation?.id ?? '')
+          ...(!open &&
+          lastRotationCut(current, columns) &&
+          !(next ?? '').includes(current.lastRotation?.id ?? '')
             ? wrapWords(`last rotation: ${lastRotationText(current)}`, width)
             : []),
           ...(next
@@ -141,6 +154,10 @@ export function MeshStatusView({
           keys={MESH_STATUS_KEYS}
           about="Every pair by digest, worst first. This view only reads."
         />
+      ) : state.detail && shown[state.selected] ? (
+        <Text bold>
+          {fit(`Row ${state.selected + 1} of ${shown.length} in full (Esc back to the table):`, width)}
+        </Text>
       ) : (
         <MeshStatusTable
           rows={shown}
@@ -154,7 +171,14 @@ export function MeshStatusView({
         <Text key={i}>{fit(line, width)}</Text>
       ))}
       <Text>{fit(bottom, width)}</Text>
-      <Text dimColor>{fit('↑↓ move  / filter  r read again  ? help  q quit', width)}</Text>
+      <Text dimColor>
+        {fit(
+          state.detail
+            ? 'Esc back  ↑↓ next row  r read again  ? help  q quit'
+            : '↑↓ move  / filter  d row in full  r read again  ? help  q quit',
+          width,
+        )}
+      </Text>
     </Box>
   );
 }

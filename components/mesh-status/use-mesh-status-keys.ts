@@ -7,10 +7,10 @@ export interface FilterEdit {
   readonly edit: (filter: string) => string | undefined;
 }
 
-export type MeshStatusIntent = KeyIntent | 'filter' | FilterEdit;
+export type MeshStatusIntent = KeyIntent | 'filter' | 'detail' | FilterEdit;
 
 /**
- * The table's keys: the shared intents, plus `/` to type a filter. While the filter is being
+ * The table's keys: the shared intents, plus `/` to type a filter and `d` for the row in full. While the filter is being
  * typed every printable key (and a paste) goes into it, with the gates' line editing — so `q`
  * filters rather than quits; Enter ends it and Esc leaves it. Gated by `isActive`, like Ink's
  * own hooks.
@@ -35,6 +35,7 @@ export function useMeshStatusKeys(
         return;
       }
       if (input === '/' && !key.ctrl && !key.meta) return onIntent('filter');
+      if (input === 'd' && !key.ctrl && !key.meta) return onIntent('detail');
       const intent = keyIntent(input, key);
       if (intent !== undefined) onIntent(intent);
     },

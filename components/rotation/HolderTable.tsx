@@ -1,4 +1,5 @@
 import { Box, Text } from 'ink';
+import { Prose } from '../Prose.js';
 import { MARKS } from '../../src/app/marks.js';
 import { holderStatus, receivesShort } from '../../src/app/rotation-text.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
@@ -144,6 +145,37 @@ export function HolderTable({ state, columns, offset, pageSize, color, tick }: H
           )}
         </Text>
       ) : null}
+    </Box>
+  );
+}
+
+/**
+ * Every holder's row whole (`d`): the table cuts STATUS to its column (`ssh failed: connect to
+ * host 1…`), and this is where the rest is read. Each holder's words wrap, none cut.
+ */
+export function HoldersInFull({
+  state,
+  columns,
+}: {
+  readonly state: RotationState;
+  readonly columns: number;
+}) {
+  const width = columns - 1;
+  return (
+    <Box flexDirection="column" width={columns}>
+      <Text bold>{fit('Every holder in full (Esc back to the rotation):', width)}</Text>
+      {state.plan.holders.map((holder) => {
+        const status = holderStatus(state, holder);
+        return (
+          <Prose
+            key={holder.machine}
+            width={width}
+            indent={2}
+            text={`${MARKS[status.tone].glyph} ${holder.machine} via ${holder.transport}, receives ${receivesShort(holder)}: ${status.text}`}
+          />
+        );
+      })}
+      <Text dimColor>{fit('Esc back · ? help', width)}</Text>
     </Box>
   );
 }

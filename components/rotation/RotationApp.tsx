@@ -20,7 +20,7 @@ import { useFlowState, type Coalesce } from '../hooks/use-flow.js';
 import type { KeyHelp } from '../keys.js';
 import { HelpOverlay } from '../HelpOverlay.js';
 import { holderPage, RotationView } from './RotationView.js';
-import { lastHolderOffset } from './HolderTable.js';
+import { HoldersInFull, lastHolderOffset } from './HolderTable.js';
 import { useRotationKeys, type RotationIntent } from './use-rotation-keys.js';
 
 /** Progress events that can arrive by the hundred are batched (with the spinner, under 10 frames a second). */
@@ -79,6 +79,13 @@ export function RotationApp({
     helpNow.current = open;
     setHelpState(open);
   }, []);
+  const [detail, setDetailState] = useState(false);
+  // As with help: `d` then Esc in one read must find the holders' view open.
+  const detailNow = useRef(detail);
+  const setDetail = useCallback((open: boolean) => {
+    detailNow.current = open;
+    setDetailState(open);
+  }, []);
   const [refusal, setRefusal] = useState<string | undefined>(undefined);
   const report = useTurnReport();
   const size = useTerminalSize();
@@ -110,9 +117,21 @@ export function RotationApp({
         setHelp(false);
         return;
       }
+      // Esc or d closes the holders in full; Enter there confirms nothing (the gate is out of sight).
+      if (detailNow.current && intent.type === 'edit') return;
+      if (
+        detailNow.current &&
+        (intent.type === 'back' || intent.type === 'detail' || intent.type === 'confirm')
+      ) {
+        setDetail(false);
+        return;
+      }
       switch (intent.type) {
         case 'help':
           setHelp(true);
+          return;
+        case 'detail':
+          setDetail(true);
           return;
         case 'edit': {
           if (current.step !== 'confirming') return;
@@ -152,12 +171,13 @@ export function RotationApp({
         }
       }
     },
-    [flow, leave, setHelp, size.rows, columns, report],
+    [flow, leave, setHelp, setDetail, size.rows, columns, report],
   );
 
   useRotationKeys({ isActive: true, typing: state.step === 'confirming', onIntent });
   // The rotation goes on behind the help; the view shows where it stands once help closes.
   if (help) return <HelpOverlay columns={columns} keys={rotationKeys(state)} about={ROTATION_ABOUT} />;
+  if (detail) return <HoldersInFull state={state} columns={columns} />;
   return (
     <RotationView
       state={state}
@@ -181,7 +201,10 @@ const ROTATION_ABOUT =
 
 /** The rotation's own keys at this step: `?` never lists a key the screen ignores. */
 function rotationKeys(state: RotationState): readonly KeyHelp[] {
-  const scroll: KeyHelp[] = [{ keys: 'j k  PgUp PgDn', does: 'scroll the holder table' }];
+  const scroll: KeyHelp[] = [
+    { keys: 'j k  PgUp PgDn', does: 'scroll the holder table' },
+    { keys: 'd', does: 'every holder in full, wrapped (Esc back)' },
+  ];
   if (state.step === 'confirming') {
     return [
       ...scroll,

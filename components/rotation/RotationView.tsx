@@ -443,7 +443,8 @@ function fittedKeys(keys: string, width: number): string {
 }
 
 function keysLine(state: RotationState, scrolls: boolean): string {
-  const scroll = scrolls ? 'j/k scroll · ' : '';
+  // `d` in every step: the table cuts STATUS to its column, and `d` shows every holder whole.
+  const scroll = `${scrolls ? 'j/k scroll · ' : ''}d in full · `;
   if (state.step === 'confirming')
     return `${scroll}digits type · Enter confirm · Esc cancel · ? help · Ctrl-C quit`;
   if (state.step === 'preparing' || state.step === 'committing')

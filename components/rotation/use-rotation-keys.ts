@@ -18,6 +18,8 @@ export type RotationIntent =
   | { readonly type: 'quit' }
   | { readonly type: 'interrupt' }
   | { readonly type: 'help' }
+  /** `d`: every holder's row in full (the table cuts STATUS); not a digit, so it works while typing. */
+  | { readonly type: 'detail' }
   | { readonly type: 'scroll'; readonly by: number };
 
 const PAGE = 8;
@@ -42,6 +44,7 @@ export function useRotationKeys(options: {
       // The count takes digits only, so j/k still scroll and q is not text while typing.
       if (typing && editLine('', input, key, isDigit) !== undefined)
         return onIntent({ type: 'edit', edit: (typed) => editLine(typed, input, key, isDigit) });
+      if (input === 'd' && !key.ctrl && !key.meta) return onIntent({ type: 'detail' });
       switch (keyIntent(input, key)) {
         case 'back':
           return onIntent({ type: 'back' });

@@ -13,6 +13,11 @@ export interface MeshStatusViewState {
   readonly filter: string;
   readonly typingFilter: boolean;
   readonly help: boolean;
+  /**
+   * The selected row's every column whole, wrapped (`d` or Enter): at 80 columns the table cuts
+   * a long pair or id with `…`, and this is where it is read in full. Esc closes it.
+   */
+  readonly detail: boolean;
   /** Index into the filtered rows. */
   readonly selected: number;
   /** First filtered row shown. */
@@ -25,6 +30,7 @@ export type MeshStatusViewEvent =
   | { readonly type: 'reading' }
   | { readonly type: 'move'; readonly by: number; readonly visible: number }
   | { readonly type: 'help' }
+  | { readonly type: 'detail' }
   | { readonly type: 'back' }
   | { readonly type: 'start-filter' }
   | { readonly type: 'filter-text'; readonly text: string }
@@ -36,6 +42,7 @@ export const initialMeshStatusView: MeshStatusViewState = {
   filter: '',
   typingFilter: false,
   help: false,
+  detail: false,
   selected: 0,
   top: 0,
 };
@@ -77,13 +84,17 @@ export function meshStatusView(state: MeshStatusViewState, event: MeshStatusView
       return clampWindow({ ...state, selected: state.selected + event.by }, event.visible);
     case 'help':
       return { ...state, help: !state.help };
+    case 'detail':
+      // Only over a row to show; a reading in progress or a failure has none.
+      return filteredRows(state).length > 0 ? { ...state, detail: true, help: false } : state;
     case 'back':
-      // Esc closes what is open — help, then the filter — and never quits.
+      // Esc closes what is open — help, the detail, then the filter — and never quits.
       if (state.help) return { ...state, help: false };
+      if (state.detail) return { ...state, detail: false };
       if (state.typingFilter) return { ...state, typingFilter: false };
       return { ...state, filter: '', selected: 0, top: 0 };
     case 'start-filter':
-      return { ...state, typingFilter: true, help: false };
+      return { ...state, typingFilter: true, help: false, detail: false };
     case 'filter-text':
       return { ...state, filter: event.text, selected: 0, top: 0 };
     case 'end-filter':

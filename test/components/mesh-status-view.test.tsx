@@ -273,4 +273,36 @@ describe('the mesh status table', () => {
     // An unreachable holder: the answer is incomplete.
     expect(exitCode()).toBe(1);
   });
+  it('a row the table cuts with … is read in full with d or Enter, wrapped, and Esc goes back to the table (never quits)', async () => {
+    const { view, exitCode, all } = mount();
+    let frame = strip(await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the first reading'));
+    expect(frame).toContain('d row in full');
+    const selected = frame.split('\n').find((line) => line.startsWith('› '))!;
+    // At 80 columns the selected row's pair is cut to its column.
+    expect(selected).toContain('…');
+    const first = all.find(
+      (s) => selected.includes(s.pair.key.slice(0, 12)) && s.state === selected.slice(4).split(' ')[0],
+    )!;
+    const whole = `pair (role): ${first.pair.key} (${first.pair.role})`;
+    expect(frame).not.toContain(whole);
+    await view.press('d');
+    frame = strip(await view.waitFor((f) => strip(f).includes('in full (Esc back'), 'the row in full'));
+    expect(frame).toContain(whole);
+    expect(frame).toContain(`state: `);
+    expect(frame).toMatch(/^age: /m);
+    expect(frame).toMatch(/^last rotation: /m);
+    expect(frame).toContain('Esc back');
+    expect(frame.split('\n').filter((line) => /^(› | {2})[✓!✗…] /.test(line))).toEqual([]);
+    expect(linesFit(frame, 80)).toEqual([]);
+    expect(frame.split('\n').length).toBeLessThanOrEqual(24);
+    await view.press(KEY.escape);
+    frame = strip(await view.waitFor((f) => strip(f).includes('rows 1–14 of 31'), 'Esc back to the table'));
+    expect(frame).not.toContain('in full (Esc back');
+    expect(exitCode()).toBeUndefined();
+    await view.press(KEY.enter);
+    await view.waitFor((f) => strip(f).includes(whole), 'Enter opens the row in full too');
+    await view.press(KEY.escape);
+    await view.waitFor((f) => strip(f).includes('rows 1–14 of 31'), 'Esc back again');
+    expect(exitCode()).toBeUndefined();
+  });
 });

@@ -76,6 +76,34 @@ function fits(frame: string, columns: number) {
 }
 
 describe.each([80, 120])('the rotation view at %i columns', (columns) => {
+  it('d shows every holder in full where the table cuts STATUS with …; Esc goes back, Enter confirms nothing there', async () => {
+    const { view, exits, mesh } = mount(columns, 3, 'web2');
+    let frame = strip(await view.waitFor((f) => f.includes('Gate closed'), 'the closed gate'));
+    const whole = 'ssh: connect to host web2.internal port 22: No route to host';
+    expect(frame).toContain('d in full');
+    // At 80 columns the table's row cuts the status.
+    if (columns === 80) expect(frame).toMatch(/✗ web2 +ssh +consumes\/pg-main\/web2_app +ssh: connect.*…/);
+    await view.press('d');
+    frame = strip(
+      await view.waitFor((f) => strip(f).includes('Every holder in full'), 'the holders in full'),
+    );
+    // The status whole, its words wrapped (never cut), for the machine that failed.
+    expect(frame.replace(/\n\s*/g, ' ')).toContain(
+      `✗ web2 via ssh, receives consumes/pg-main/web2_app: ${whole}`,
+    );
+    fits(frame, columns);
+    await view.press(KEY.enter);
+    frame = strip(await view.waitFor((f) => !strip(f).includes('Every holder in full'), 'Enter closes it'));
+    expect(frame).toContain('Gate closed');
+    await view.press('d');
+    await view.waitFor((f) => strip(f).includes('Every holder in full'), 'the holders in full again');
+    await view.press(KEY.escape);
+    frame = strip(await view.waitFor((f) => strip(f).includes('Gate closed'), 'Esc back'));
+    expect(frame).not.toContain('Every holder in full');
+    expect(exits).toEqual([]);
+    expect(mesh.writes()).toBe(0);
+  });
+
   it('fills the holder table, opens the gate, takes the typed count and shows what changed where', async () => {
     const { view, mesh, exits, plan } = mount(columns, 30);
     const n = String(plan.pairs.length);
