@@ -31,7 +31,7 @@ export function answerLines(output: string, count: number): string[] | { readonl
   return out;
 }
 
-/** What a holder must run: said when it has no perl 5 (docs/agent-protocol.md, "Mode `hello`"). */
+/** What a holder must run: said when it has no perl 5 (docs/agent-protocol.md, "Mode hello"). */
 export const NO_PERL = 'no perl 5 — baton needs it on every holder';
 
 /** The resolve's answer: the agent's protocol and the perl running it, or no perl at all. */

@@ -179,7 +179,7 @@ done`;
 export const READ_TEXTS = agent('files texts');
 
 /**
- * The receipt reader (docs/agent-protocol.md, "Mode `watch`"): `$1` the poll interval in
+ * The receipt reader (docs/agent-protocol.md, "Mode watch"): `$1` the poll interval in
  * seconds, `$2` how many seconds it may run at most, then the paths. inotify where the machine
  * has it (no process per tick), else a stat per interval; a heartbeat line every ~second makes
  * a reader whose ssh session went away die on the broken pipe; the run time bounds the rest.
@@ -187,7 +187,7 @@ export const READ_TEXTS = agent('files texts');
 export const WATCH = agent('watch');
 
 /**
- * The rename channel (docs/agent-protocol.md, "Mode `channel`": every request, answer and
+ * The rename channel (docs/agent-protocol.md, "Mode channel": every request, answer and
  * ordering rule): the agent's `channel` where the machine has perl, with perl's own rename,
  * fsync and clock, so a rename request starts no process (at two hundred consumers renamed at
  * once, a shell's `mv`, `date` and `sync` per request were six hundred processes started in the

@@ -83,27 +83,40 @@ export interface Refused {
   readonly starting?: number;
 }
 
-/** baton's connection starts under way, per host: each with the most that were under way beside it. */
-const starts = new Map<string, Set<{ peak: number }>>();
+/**
+ * baton's connection starts, to every host at once: machines named by ssh_config aliases of one
+ * sshd look like several hosts here, so "none other of baton's" is said only when true of all.
+ */
+const starts = { open: new Set<{ peak: number }>(), ended: [] as number[] };
 
 /**
- * Counts baton's connection starts to `target` while one is under way (the ssh process runs);
- * `now()` is the most of baton's starts that were under way to that host at once during this
- * one — read at the end, when the others may have finished, a count of "now" would say "only
+ * sshd counts a connection against MaxStartups until it authenticates, and a refused or ended
+ * client can still be counted there for a moment: a start that ended this recently is still
+ * one of baton's in sshd's eyes.
+ */
+const STILL_COUNTED_MS = 10_000;
+
+/**
+ * Counts baton's connection starts while one is under way (the ssh process runs); `now()` is the
+ * most of baton's starts that were under way beside this one, or ended within STILL_COUNTED_MS
+ * before. Read at the end, when the others may have finished, a count of "now" would say "only
  * this one" of a refusal that 32 of baton's own starts caused. What `Refused.starting` is read from.
  */
-export function connectionStart(target: SshTarget): { now(): number; end(): void } {
-  const key = hostOf(target);
-  const open = starts.get(key) ?? new Set<{ peak: number }>();
-  starts.set(key, open);
+export function connectionStart(clock: () => number = Date.now): { now(): number; end(): void } {
+  const at = clock();
+  starts.ended = starts.ended.filter((t) => at - t < STILL_COUNTED_MS);
   const mine = { peak: 0 };
-  open.add(mine);
-  for (const start of open) start.peak = Math.max(start.peak, open.size);
+  starts.open.add(mine);
+  const counted = starts.open.size + starts.ended.length;
+  for (const start of starts.open) start.peak = Math.max(start.peak, counted);
+  let ended = false;
   return {
     now: () => mine.peak,
     end: () => {
-      open.delete(mine);
-      if (open.size === 0 && starts.get(key) === open) starts.delete(key);
+      if (ended) return;
+      ended = true;
+      starts.open.delete(mine);
+      starts.ended.push(clock());
     },
   };
 }
@@ -131,7 +144,7 @@ export function refusedWords(
   const head = `ssh failed: ${refused.said} — sshd on ${hostOf(target)} refused ${refused.attempts} connection start${refused.attempts === 1 ? '' : 's'} in ${seconds} s${then}`;
   const running = concurrency === undefined ? 'baton' : `baton at --concurrency ${concurrency}`;
   if (refused.refusal === 'startups' && refused.starting !== undefined && refused.starting <= 1)
-    return `${head}: sshd there was full (MaxStartups: connections not yet authenticated) with connections that were not baton's — baton had only this one starting to that host, so lowering --concurrency will not help. Find what holds that sshd's unauthenticated connections, or raise MaxStartups in its sshd_config.`;
+    return `${head}: sshd there was full (MaxStartups: connections not yet authenticated) with connections that were not baton's — baton had no other connection starting anywhere, so lowering --concurrency will not help. Find what holds that sshd's unauthenticated connections, or raise MaxStartups in its sshd_config.`;
   if (refused.refusal === 'sessions') {
     const limit = target.maxSessions ?? DEFAULT_MAX_SESSIONS;
     return `${head}: the likely limit is MaxSessions on that host (sessions on one connection; baton keeps at most ${limit}, the inventory's max_sessions${target.maxSessions === undefined ? ', default 10' : ''}, and ${running} contacts machines at once). Set max_sessions for that host in the inventory to its sshd's MaxSessions, or lower --concurrency.`;
@@ -139,7 +152,7 @@ export function refusedWords(
   const own =
     refused.starting === undefined
       ? ''
-      : ` (${refused.starting} of baton's were starting to that host at the last refusal)`;
+      : ` (${refused.starting} of baton's connections were starting at the last refusal)`;
   return `${head}: the likely limit is MaxStartups on that host (sshd drops new connections past its limit of unauthenticated ones; default 10:30:100), and ${running} opens that many at once${own}. Lower --concurrency (the default 8 stays inside sshd's defaults), or raise MaxStartups in that host's sshd_config.`;
 }
 

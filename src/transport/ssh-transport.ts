@@ -142,7 +142,7 @@ export function sshTransport(
       // deadline.ts: a place on the connection was waited for above; the machine's time starts now.
       sent(signal);
       // ssh-start-limits.ts: how many of baton's own starts to that host a refusal met.
-      const starting = connectionStart(target);
+      const starting = connectionStart();
       const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
         signal,
         ...(input === undefined ? {} : { input }),
@@ -204,7 +204,7 @@ export function sshTransport(
     machine,
     reportsSent: true,
     // The agent's hello: a holder without perl 5, or answering another protocol, is unresolved
-    // at plan time, before anything is generated (docs/agent-protocol.md, "Mode `hello`").
+    // at plan time, before anything is generated (docs/agent-protocol.md, "Mode hello").
     resolve: async (signal) => {
       const hello = decodeHello(await run('resolve', remoteCommand(RESOLVE, []), signal));
       if (hello === undefined)

@@ -5,7 +5,7 @@
  * link to the provider machine (its relay killed). Run `npm run build` first.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, expect, vi } from 'vitest';
 import { JOURNAL_FILE } from '../../src/mesh/journal.js';
@@ -56,9 +56,13 @@ describeWithPart(
     afterAll(async () => {
       await ifSet(sshd)?.stop();
     });
+    const afterRun: (() => void)[] = [];
     beforeEach(() => {
       tmp = makeTempDir('baton-drop-');
-      return () => tmp.cleanup();
+      return () => {
+        tmp.cleanup();
+        for (const clean of afterRun.splice(0)) clean();
+      };
     });
 
     const meshOf = (m: string) => path.join(tmp.dir, m, 'mesh');
@@ -140,7 +144,10 @@ describeWithPart(
       'SIGHUP right after the provider commit rolls the pair back (exit 3) and leaves no ssh process, no relay and no socket directory; the journal and mesh status say so',
       async () => {
         const inventory = writeMesh();
-        const tmpdir = path.join(tmp.dir, 't');
+        // Short, as an operator's TMPDIR is: under the suite's longer per-run directory baton would
+        // put its sockets in /tmp instead (a unix socket path is at most 108 bytes).
+        const tmpdir = `/tmp/bd-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+        afterRun.push(() => rmSync(tmpdir, { recursive: true, force: true }));
         const status = () =>
           runBaton(['--state-dir', state(), 'mesh', 'status', '--inventory', inventory], {
             cwd: tmp.dir,
