@@ -175,7 +175,12 @@ export function MeshStatusView({
         {fit(
           state.detail
             ? 'Esc back  ↑↓ next row  r read again  ? help  q quit'
-            : '↑↓ move  / filter  d row in full  r read again  ? help  q quit',
+            : // `q quit` must stay in view at 60 columns: `d`'s words shorten first.
+              ([
+                '↑↓ move  / filter  d row in full  r read again  ? help  q quit',
+                '↑↓ move  / filter  d full  r read again  ? help  q quit',
+              ].find((keys) => [...keys].length <= width) ??
+                '↑↓ move  / filter  d full  r read  ? help  q quit'),
           width,
         )}
       </Text>

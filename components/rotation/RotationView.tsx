@@ -438,6 +438,13 @@ function fittedKeys(keys: string, width: number): string {
     keys,
     keys.replace('digits type', 'digits'),
     keys.replace('digits type', 'digits').replace(' · ? help', ''),
+    // 60 columns: Ctrl-C is said in the help, and the keys' names stand without their verbs.
+    keys
+      .replace('digits type', 'digits')
+      .replace(' · ? help', '')
+      .replace(' · Ctrl-C quit', '')
+      .replace('j/k scroll', 'j/k')
+      .replace('d in full', 'd full'),
   ];
   return shorter.find((k) => [...k].length <= width) ?? keys;
 }

@@ -14,7 +14,11 @@ afterEach(() => {
 });
 
 /** Words only: the panels' borders and line wraps folded away. */
-const flat = (text: string) => text.replace(/[│╭╮╰╯─]/g, ' ').replace(/\s+/g, ' ');
+const flat = (text: string) =>
+  text
+    .replace(/[│╭╮╰╯─]/g, ' ')
+    .replace(/ \\\s+/g, ' ')
+    .replace(/\s+/g, ' ');
 const FLAGS = { config: '/etc/baton/prod.yaml', stateDir: '/var/lib/baton' };
 const COMMAND = 'baton --config /etc/baton/prod.yaml --state-dir /var/lib/baton store check';
 
