@@ -52,9 +52,13 @@ function leftOpen(input: AppInput): LeftOpenSessions | undefined {
 
 /**
  * Sessions that start this soon after the move are not counted against the app: an app that
- * re-reads its file per connection may have read the old one a moment before the rename.
+ * re-reads its file per connection may have read the old one a moment before the rename, and on
+ * a loaded machine its connect and SCRAM login take seconds (250 ms called a healthy app behind).
  */
-export const MOVE_GRACE_MS = 250;
+export const MOVE_GRACE_MS = 2_000;
+
+/** A session on the live login this soon after the move may predate it: not yet proof of a re-read. */
+const LIVE_GRACE_MS = 250;
 
 export interface AppInput {
   readonly consumer: string;
@@ -116,7 +120,7 @@ function appTakes(input: AppInput): PairApp {
       reload,
     };
   if (moved !== undefined) {
-    const seen = startsAfter(input.liveCensus, moved + MOVE_GRACE_MS);
+    const seen = startsAfter(input.liveCensus, moved + LIVE_GRACE_MS);
     if (seen.length > 0)
       return {
         takes: 're-reads',

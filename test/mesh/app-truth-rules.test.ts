@@ -99,7 +99,7 @@ describe("a pair's app, from the census and the journal", () => {
   it('is behind on evidence only: new sessions on the left login after the move (and its grace), naming login, count, newest and clients', () => {
     const behind = appStatus({
       ...base,
-      leftCensus: census('web2_app_a', [at(3000), at(2000), at(100), at(-500)]),
+      leftCensus: census('web2_app_a', [at(3000), at(2500), at(100), at(-500)]),
     });
     expect(behind.takes).toBe('behind');
     expect(behind.behind).toEqual({
@@ -111,16 +111,16 @@ describe("a pair's app, from the census and the journal", () => {
     expect(behind.detail).toContain('web2_app_a, the login its file left');
     expect(appNeedsAction(behind)).toBe(true);
     // Sessions from before the move, or within its grace, are no evidence.
-    expect(appStatus({ ...base, leftCensus: census('web2_app_a', [at(100), at(-500)]) }).takes).toBe(
-      'not-known',
-    );
+    expect(
+      appStatus({ ...base, leftCensus: census('web2_app_a', [at(1900), at(100), at(-500)]) }).takes,
+    ).toBe('not-known');
     // After a reload that succeeded, only sessions after the reload count.
     expect(
       appStatus({ ...base, lastReload: reload('ok', 5000), leftCensus: census('web2_app_a', [at(3000)]) })
         .takes,
     ).toBe('reloaded');
     expect(
-      appStatus({ ...base, lastReload: reload('ok', 5000), leftCensus: census('web2_app_a', [at(6000)]) })
+      appStatus({ ...base, lastReload: reload('ok', 5000), leftCensus: census('web2_app_a', [at(7500)]) })
         .takes,
     ).toBe('behind');
   });
