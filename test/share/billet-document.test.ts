@@ -4,7 +4,7 @@
  * adopted, compared, forced and diagnosed like baton's own; a billet rotation is "claimed, not
  * proved" and NOTHING offered on a left-behind host publishes the authority billet retired.
  * Fixtures: openssl SEC1 keys (billet-fixture.ts), the rotated certificate by baton's minter
- * (openssl refuses the 66-character billet-replaces: OU; /work/shared/STACK.md).
+ * (openssl refuses the 66-character billet-replaces: OU: it enforces the X.509 upper bound of 64 characters on an OU, which Go writes without complaint).
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
