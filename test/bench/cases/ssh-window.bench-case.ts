@@ -83,7 +83,7 @@ export const sshWindowCase: BenchCase = {
               .slice(1)
               .map(
                 (m) =>
-                  `  - { name: ${consumerOf(m)}, machine: ${m}, reads: once, uses: [${PROVIDER}]${app.reload && m === 'web1' ? ", reload: 'true'" : ''} }`,
+                  `  - { name: ${consumerOf(m)}, machine: ${m}, ${app.reload && m === 'web1' ? "reads: once, reload: 'true'" : 'reads: each-connection'}, uses: [${PROVIDER}] }`,
               ),
             '',
           ].join('\n'),
