@@ -12,14 +12,14 @@ import type { Look } from '../../share/types.js';
 import { localTransport } from '../../transport/local-transport.js';
 import { bindTransport } from '../../transport/bound-transport.js';
 import { unpluggable } from './unplugged.js';
-import { check, fail, type CheckResult } from './check.js';
+import { check, fail, type CheckResult } from '../../app/drill/check.js';
 import { changedFiles, digestTree, machinesOf, readMeshFiles } from './machine-files.js';
 import { readConsumerSecrets, readJournalRecords, type Before, type Role } from './notebook.js';
 import { loadInventory } from '../../mesh/inventory.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
-import { consumerLoginOf, type ConsumerLogin } from './consumer-login.js';
+import { consumerLoginOf, type ConsumerLogin } from '../../app/drill/consumer-login.js';
 import { loginRole, otherSlot, slotOfLogin } from '../../mesh/alternating.js';
 import {
   DRILL_APPS,
@@ -28,7 +28,7 @@ import {
   type DrillSandbox,
 } from '../../sandbox/drill-layout.js';
 import { appRotatedChecks, appUntouchedCheck } from './app-checks.js';
-import type { StepNumber } from './scenario.js';
+import type { StepNumber } from '../../app/drill/scenario.js';
 
 /** How long the provisioner gets to apply a committed password before the check fails. */
 const APPLY_WAIT_MS = 20_000;
