@@ -18,7 +18,7 @@ import { useTurnReport } from './hooks/use-turn-report.js';
 
 export interface FailoverAppProps {
   readonly ports: FailoverPorts;
-  /** Width; read from the terminal (useColumns) when not given. Tests pass it. */
+  /** Width; read from the terminal (useTerminalSize) when not given. Tests pass it. */
   readonly columns?: number;
   readonly baton: string;
   /** Called with the exit code when the walk ends: `q`, or Ctrl-C (on unmount). */
