@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import { nextStep, type Said } from '../next-step.js';
 import { shown } from '../outside-text.js';
+import { parseJsonRecord } from './json-record.js';
 
 /**
  * Its own subdirectory, not the provider directory: a heartbeat renamed into the provider
@@ -97,14 +98,7 @@ function schemaOfHeartbeat(): z.ZodType<Heartbeat> {
 /** A heartbeat, or undefined when the text is not one (damaged, another format, absurd sizes). */
 export function parseHeartbeat(text: string): Heartbeat | undefined {
   if (text.length > MAX_TEXT) return undefined;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const parsed = schemaOfHeartbeat().safeParse(raw);
-  return parsed.success ? parsed.data : undefined;
+  return parseJsonRecord(schemaOfHeartbeat(), text);
 }
 
 /**
