@@ -341,14 +341,7 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
       continue;
     }
     const was = consumerLoginOf(consumer.role, old);
-    const login = await tryLogin(sandbox.postgres, was.login, was.password);
-    results.push(
-      check(
-        `the old password of ${was.login} still logs in`,
-        login.ok,
-        login.ok ? 'PostgreSQL accepted it' : login.reason,
-      ),
-    );
+    results.push(await logsIn(sandbox, was, `the old password of ${was.login} still logs in`));
   }
   return results;
 }
@@ -442,17 +435,16 @@ async function rotatedPairsChecks(
     );
     if (old) {
       const was = consumerLoginOf(consumer.role, old);
-      const login = await tryLogin(sandbox.postgres, was.login, was.password);
-      results.push(
-        check(
-          `${was.login} still logs in with its password`,
-          login.ok,
-          login.ok ? 'PostgreSQL accepted it' : login.reason,
-        ),
-      );
+      results.push(await logsIn(sandbox, was, `${was.login} still logs in with its password`));
     }
   }
   return results;
+}
+
+/** `name` holds when PostgreSQL accepts `as`'s password: the check of a login that must work. */
+async function logsIn(sandbox: DrillSandbox, as: ConsumerLogin, name: string): Promise<CheckResult> {
+  const login = await tryLogin(sandbox.postgres, as.login, as.password);
+  return check(name, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason);
 }
 
 /** A one-login pair after its rotation: the new password logs in, the old one is refused. */
@@ -465,14 +457,7 @@ async function singleChecks(
   const results: CheckResult[] = [];
   if (!now) results.push(fail(`${role} logs in with the new password`, 'there is no new password to try'));
   else {
-    const login = await tryLogin(sandbox.postgres, now.login, now.password);
-    results.push(
-      check(
-        `${now.login} logs in with the new password`,
-        login.ok,
-        login.ok ? 'PostgreSQL accepted it' : login.reason,
-      ),
-    );
+    results.push(await logsIn(sandbox, now, `${now.login} logs in with the new password`));
   }
   if (was) {
     const login = await tryLogin(sandbox.postgres, was.login, was.password);
@@ -512,14 +497,7 @@ async function alternatingChecks(
   ];
   if (!now) results.push(fail(`${other} logs in with the new password`, 'there is no new password to try'));
   else {
-    const login = await tryLogin(sandbox.postgres, now.login, now.password);
-    results.push(
-      check(
-        `${now.login} logs in with the new password`,
-        login.ok,
-        login.ok ? 'PostgreSQL accepted it' : login.reason,
-      ),
-    );
+    results.push(await logsIn(sandbox, now, `${now.login} logs in with the new password`));
   }
   if (!was) return results;
   const login = await tryLogin(sandbox.postgres, was.login, was.password);
