@@ -18,7 +18,7 @@ import { useTurnReport } from './hooks/use-turn-report.js';
 
 export interface FailoverAppProps {
   readonly ports: FailoverPorts;
-  /** Width; read from the terminal (useColumns) when not given. Tests pass it. */
+  /** Width; read from the terminal (useTerminalSize) when not given. Tests pass it. */
   readonly columns?: number;
   readonly baton: string;
   /** Called with the exit code when the walk ends: `q`, or Ctrl-C (on unmount). */
@@ -112,9 +112,10 @@ export function FailoverApp({
 
   useKeys(onIntent, { isActive: true, typing: typing && !help });
 
-  // Stable identities: @inkjs/ui's TextInput reports its value from an effect that re-runs
-  // whenever onChange changes, so an inline callback re-dispatched on every render until
-  // React gave up ("Maximum update depth exceeded") after a wrong prefix was confirmed.
+  // Stable identities: the gate's props stay the same between renders, so a field that reacts
+  // to a new onChange (an effect keyed on it) cannot re-dispatch on every render — the loop
+  // ("Maximum update depth exceeded") a wrong prefix once set off. The field today
+  // (GateField → useLineEdit) calls onChange only on a key.
   const onTyped = useCallback((text: string) => dispatch({ type: 'typed', text }), [dispatch]);
   const onConfirm = useCallback(() => {
     const before = current();

@@ -10,7 +10,7 @@ import { useKeys } from './hooks/use-keys.js';
 
 export interface StatusAppProps {
   readonly read: () => Promise<StatusReport>;
-  /** Width; read from the terminal (useColumns) when not given. Tests pass it. */
+  /** Width; read from the terminal (useTerminalSize) when not given. Tests pass it. */
   readonly columns?: number;
   readonly baton: string;
   /** Re-read interval under --watch; undefined renders once and exits. */

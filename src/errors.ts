@@ -7,11 +7,10 @@
  *
  * No key material and no secret ever goes into any field of this type.
  */
-
-/** The codes a caller (a script, a test, a view) can branch on. */
 import { renderSaid, saidText, type Said } from './next-step.js';
 import type { Suggester } from './suggest-command.js';
 
+/** The codes a caller (a script, a test, a view) can branch on. */
 export type ErrorCode =
   /** Bad flag, bad config field, unknown command. */
   | 'usage'

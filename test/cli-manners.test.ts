@@ -130,7 +130,7 @@ describe('the NDJSON watch loop', () => {
       },
       json: (report) => statusJson(report),
       write: (line) => written.push(line),
-      intervalMs: 1,
+      pause: () => new Promise((resolve) => setTimeout(resolve, 1)),
       signal: stop.signal,
     });
     expect(written).toHaveLength(3);

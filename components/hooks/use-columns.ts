@@ -26,8 +26,3 @@ export function useTerminalSize(): TerminalSize {
   }, [stdout]);
   return { columns: size.columns, rows: Math.max(8, size.rows - reserved) };
 }
-
-/** The terminal width, live (see useTerminalSize). */
-export function useColumns(): number {
-  return useTerminalSize().columns;
-}

@@ -206,8 +206,6 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
   return {
     keep(plan) {
       if (!hooks || !plan.pairs.some((p) => hooks.connectOf(p.provider))) return undefined;
-      // Loaded now, not inside a single pair's window where the test login runs.
-      void import('pg').catch(() => undefined);
       const wanted = new Set(plan.pairs.filter((p) => hooks.connectOf(p.provider)).map((p) => p.key));
       return (pair, secret) => {
         if (wanted.has(pair)) kept.set(pair, secret);

@@ -5,10 +5,10 @@
  * change nothing read twice instead).
  */
 import { nextStep } from '../next-step.js';
-import type { BatonError } from '../errors.js';
 import { EXIT_CODES, EXIT_OK, asBatonError } from '../errors.js';
 import { refuseTamperedHandover } from '../share/handover.js';
 import { decide, isInSync } from '../share/decide.js';
+import type { AuthorityLockProbe } from '../authority/authority-lock.js';
 import type { LocalAuthority } from '../authority/types.js';
 import type { PublishedAuthority, Verdict } from '../share/types.js';
 
@@ -21,10 +21,7 @@ export interface StoreCheckRecord {
 }
 
 /** Whether another process holds ca.lock right now (failover probes it; status never does). */
-export type LockProbe =
-  | { readonly state: 'free' }
-  | { readonly state: 'busy'; readonly error: BatonError }
-  | { readonly state: 'not-probed' };
+export type LockProbe = AuthorityLockProbe;
 
 export interface StatusReport {
   readonly deployment: string;

@@ -4,14 +4,12 @@
  * running or polled by monitoring beside a failover without ever getting in its way. The lock
  * probe (failover only) touches ca.lock only when it already exists, and only to flock it.
  */
-import { existsSync } from 'node:fs';
-import { layoutOf, snapshotLocalAuthority, withAuthorityLock } from '../authority/index.js';
-import { isBatonError } from '../errors.js';
+import { probeAuthorityLock, snapshotLocalAuthority } from '../authority/index.js';
 import { readSealKey } from '../share/seal.js';
 import { readPublished } from '../share/published.js';
 import type { Store } from '../store/store.js';
 import { readStoreCheck, STORE_CHECK_MAX_AGE_WORDS, storeCheckExpired } from '../store/store-check-record.js';
-import type { LockProbe, StatusSources, StoreCheckRecord } from './status-report.js';
+import type { StatusSources, StoreCheckRecord } from './status-report.js';
 
 export interface StatusSourceConfig {
   readonly deployment: string;
@@ -40,7 +38,7 @@ export function statusSources(
       return readPublished(config.store, config.deployment, sealKey);
     },
     readStoreCheck: () => lastStoreCheck(config.stateDir, config.storeUrl),
-    ...(options.probeLock ? { probeLock: () => probeLock(config.stateDir) } : {}),
+    ...(options.probeLock ? { probeLock: () => probeAuthorityLock(config.stateDir) } : {}),
     now: () => new Date(),
   };
 }
@@ -58,19 +56,4 @@ async function lastStoreCheck(stateDir: string, storeUrl: string): Promise<Store
       checkedAt: record.checked_at,
     }
   );
-}
-
-/**
- * Is another process holding ca.lock? A lock file that does not exist is held by nobody, and
- * is NOT created here: the walk writes nothing before the final confirm.
- */
-export async function probeLock(stateDir: string): Promise<LockProbe> {
-  if (!existsSync(layoutOf(stateDir).lock)) return { state: 'free' };
-  try {
-    await withAuthorityLock(stateDir, async () => undefined);
-    return { state: 'free' };
-  } catch (error) {
-    if (isBatonError(error) && error.code === 'lock-busy') return { state: 'busy', error };
-    return { state: 'not-probed' };
-  }
 }

@@ -4,7 +4,6 @@
  * too (the error object), and the loop goes on: a monitor must see a store that came back.
  */
 import { jsonForTerminal } from '../outside-text.js';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { asBatonError } from '../errors.js';
 import { statusExitCode, type StatusReport } from './status-report.js';
 import { statusErrorJson } from './status-json.js';
@@ -14,13 +13,17 @@ export interface WatchJson {
   /** The JSON object of one read (statusJson with the run's suggester). */
   readonly json: (report: StatusReport) => unknown;
   readonly write: (line: string) => void;
-  readonly intervalMs: number;
+  /**
+   * Waits out the interval between reads, ending early (never rejecting) when `signal` aborts:
+   * the command's timer, so this loop stays a rule without a clock of its own.
+   */
+  readonly pause: () => Promise<void>;
   /** Aborted by SIGINT / SIGTERM or a closed stdout: the loop ends after the read under way. */
   readonly signal: AbortSignal;
 }
 
 /** Reads until `signal` aborts; the exit code is the last read's (1 when it failed). */
-export async function watchStatusJson({ read, json, write, intervalMs, signal }: WatchJson): Promise<number> {
+export async function watchStatusJson({ read, json, write, pause, signal }: WatchJson): Promise<number> {
   let code: number | undefined;
   while (!signal.aborted) {
     try {
@@ -32,7 +35,7 @@ export async function watchStatusJson({ read, json, write, intervalMs, signal }:
       write(`${jsonForTerminal(statusErrorJson(batonError))}\n`);
       code = batonError.exitCode;
     }
-    await sleep(intervalMs, undefined, { signal }).catch(() => undefined);
+    await pause();
   }
   return code ?? 0;
 }

@@ -97,3 +97,28 @@ async function acquire(fd: number, lock: string, waitMs: number): Promise<void> 
     });
   }
 }
+
+/** Whether another process holds ca.lock right now (failover probes it; status never does). */
+export type AuthorityLockProbe =
+  | { readonly state: 'free' }
+  | { readonly state: 'busy'; readonly error: BatonError }
+  | { readonly state: 'not-probed' };
+
+/**
+ * Is another process holding ca.lock? A lock file that does not exist is held by nobody, and
+ * is NOT created here: the failover walk writes nothing before the final confirm.
+ */
+export async function probeAuthorityLock(stateDir: string): Promise<AuthorityLockProbe> {
+  const exists = await stat(layoutOf(stateDir).lock).then(
+    () => true,
+    () => false,
+  );
+  if (!exists) return { state: 'free' };
+  try {
+    await withAuthorityLock(stateDir, async () => undefined);
+    return { state: 'free' };
+  } catch (error) {
+    if (isBatonError(error) && error.code === 'lock-busy') return { state: 'busy', error };
+    return { state: 'not-probed' };
+  }
+}

@@ -18,7 +18,7 @@ export type {
 export { AUTHORITY_FILES } from './types.js';
 export { systemClock, type Clock } from './clock.js';
 export { readLocalAuthority, snapshotLocalAuthority } from './read-local-authority.js';
-export { withAuthorityLock } from './authority-lock.js';
+export { probeAuthorityLock, withAuthorityLock, type AuthorityLockProbe } from './authority-lock.js';
 export { readAuthorityFiles } from './read-authority-files.js';
 export { checkPair } from './check-pair.js';
 export { mintAuthority } from './mint-authority.js';

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jsonForTerminal } from '../outside-text.js';
 import { BatonError, EXIT_OK } from '../errors.js';
 import {
@@ -60,7 +61,7 @@ export const registerStatus: Register = (program, ctx) => {
         read,
         json,
         write: (line) => ctx.stdout.write(line),
-        intervalMs: intervalSeconds * 1000,
+        pause: () => sleep(intervalSeconds * 1000, undefined, { signal: stop.signal }).catch(() => undefined),
         signal: stop.signal,
       });
     } finally {

@@ -14,6 +14,7 @@ import type { JournalPair } from './journal.js';
 import { pairOnMachines, withMachineTruth } from './intent.js';
 import { switchBackLeftBehind, switchBackWhat } from './switch-back.js';
 import { mapBounded } from './map-bounded.js';
+import { parseLockHolder } from './mesh-lock.js';
 import {
   providerFilesOf,
   settleLogins,
@@ -267,12 +268,9 @@ export function leftoversRefusal(
 
 /** A lock holder's words (a JSON object from lockHolderText, or whatever an older writer left) in a sentence. */
 export function holderWords(text: string): string {
-  try {
-    const h = JSON.parse(text) as { command?: unknown; pid?: unknown; host?: unknown; since?: unknown };
-    if (typeof h.command === 'string' && typeof h.pid === 'number' && typeof h.host === 'string')
-      return `${shown(h.command)} (pid ${h.pid} on ${shown(h.host)}${typeof h.since === 'string' ? ` since ${shown(h.since)}` : ''})`;
-  } catch {
-    // not ours: shown as it is, below
-  }
+  const h = parseLockHolder(text);
+  if (h)
+    return `${shown(h.command)} (pid ${h.pid} on ${shown(h.host)}${h.since === undefined ? '' : ` since ${shown(h.since)}`})`;
+  // not ours: shown as it is
   return text === '' ? 'another baton (it has not said who)' : `another baton (${shown(text)})`;
 }

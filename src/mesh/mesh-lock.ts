@@ -9,10 +9,12 @@ import { constants, readFileSync } from 'node:fs';
 import { mkdir, open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { z } from 'zod';
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import { flockExclusive, nativeModuleProblem } from '../fs/flock.js';
 import { errorCode } from '../fs/system-error.js';
+import { parseJsonRecord } from './json-record.js';
 
 export interface LockHolder {
   readonly pid: number;
@@ -63,10 +65,10 @@ export async function withMeshLock<T>(
       });
     }
     if (taken === 'busy') {
-      const holder = parseHolder(await handle.readFile('utf8').catch(() => ''));
+      const holder = parseLockHolder(await handle.readFile('utf8').catch(() => ''));
       throw new BatonError('lock-busy', {
         what: holder
-          ? `Another baton is working on this mesh: ${holder.command}, pid ${holder.pid} on ${holder.host} since ${holder.since}.`
+          ? `Another baton is working on this mesh: ${holder.command}, pid ${holder.pid} on ${holder.host}${holder.since === undefined ? '' : ` since ${holder.since}`}.`
           : 'Another baton is working on this mesh (it has not said who yet).',
         where: lock,
         next: ['Wait for it to finish, then run ', nextStep('mesh status'), ' to see where the pairs stand.'],
@@ -98,14 +100,14 @@ export async function withMeshLock<T>(
  * holder written in the lock file, unless it was on this host and its process is gone (a
  * baton killed while holding it; the kernel released the lock, the words stayed).
  */
-export function meshLockHolder(journalDir: string, mesh: string): LockHolder | undefined {
+export function meshLockHolder(journalDir: string, mesh: string): HolderRead | undefined {
   let text: string;
   try {
     text = readFileSync(meshLockPath(journalDir, mesh), 'utf8');
   } catch {
     return undefined;
   }
-  const holder = parseHolder(text);
+  const holder = parseLockHolder(text);
   if (!holder || holder.host !== os.hostname()) return holder;
   try {
     process.kill(holder.pid, 0);
@@ -115,11 +117,25 @@ export function meshLockHolder(journalDir: string, mesh: string): LockHolder | u
   }
 }
 
-function parseHolder(text: string): LockHolder | undefined {
-  try {
-    const h = JSON.parse(text) as LockHolder;
-    return typeof h.pid === 'number' && typeof h.host === 'string' ? h : undefined;
-  } catch {
-    return undefined;
-  }
+/** A holder as read back: `since` is absent when an older writer left none. */
+export type HolderRead = Omit<LockHolder, 'since'> & { readonly since?: string };
+
+/**
+ * What a lock's holder writes (this file's mesh lock and the provider locks of
+ * src/operations/provider-locks.ts alike), made on first use. A `since` of another type is
+ * dropped, not the holder: who holds the lock is still worth saying.
+ */
+let holderSchema: z.ZodType<HolderRead> | undefined;
+function schemaOfHolder(): z.ZodType<HolderRead> {
+  return (holderSchema ??= z.object({
+    command: z.string(),
+    pid: z.number(),
+    host: z.string(),
+    since: z.string().optional().catch(undefined),
+  }));
+}
+
+/** The holder a lock file names, or undefined when its text is not a holder baton wrote. */
+export function parseLockHolder(text: string): HolderRead | undefined {
+  return parseJsonRecord(schemaOfHolder(), text);
 }

@@ -9,8 +9,10 @@
  * read by `mesh status` through the transport, like a receipt. Its text is outside text: it is
  * parsed strictly and every string in it reaches a terminal only through `shown`.
  */
+import { z } from 'zod';
 import { nextStep, type Said } from '../next-step.js';
 import { shown } from '../outside-text.js';
+import { parseJsonRecord } from './json-record.js';
 
 /**
  * Its own subdirectory, not the provider directory: a heartbeat renamed into the provider
@@ -68,40 +70,35 @@ const PASSWORD_FILE = {
   readFrom: "a file (0600) holding the superuser's current password, exactly",
 };
 
-const LOGINS = new Set<string>(['ok', 'refused', 'unreachable', 'stopped']);
 const MAX_TEXT = 4096;
+
+/**
+ * The heartbeat's schema, made on first use. Its strings are short (1 KiB) and its times parse,
+ * so a damaged or hostile file cannot make status print pages or compare against NaN; a field
+ * of the wrong type, or a login state this baton does not know, is "not a heartbeat".
+ */
+let heartbeatSchema: z.ZodType<Heartbeat> | undefined;
+function schemaOfHeartbeat(): z.ZodType<Heartbeat> {
+  const text = z.string().max(1024);
+  const time = text.refine((v) => !Number.isNaN(Date.parse(v)));
+  return (heartbeatSchema ??= z.object({
+    format: z.literal(HEARTBEAT_FORMAT),
+    provider: text,
+    at: time,
+    interval_ms: z.number().positive(),
+    login: z.enum(['ok', 'refused', 'unreachable', 'stopped']),
+    reason: text.optional(),
+    superuser: text,
+    last_ok_at: time.optional(),
+    host: text,
+    pid: z.number(),
+  }));
+}
 
 /** A heartbeat, or undefined when the text is not one (damaged, another format, absurd sizes). */
 export function parseHeartbeat(text: string): Heartbeat | undefined {
   if (text.length > MAX_TEXT) return undefined;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const r = raw as Record<string, unknown>;
-  const isText = (v: unknown): v is string => typeof v === 'string' && v.length <= 1024;
-  const isTime = (v: unknown): v is string => isText(v) && !Number.isNaN(Date.parse(v));
-  if (r.format !== HEARTBEAT_FORMAT || !isText(r.provider) || !isTime(r.at)) return undefined;
-  if (typeof r.interval_ms !== 'number' || !(r.interval_ms > 0)) return undefined;
-  if (typeof r.login !== 'string' || !LOGINS.has(r.login)) return undefined;
-  if (r.reason !== undefined && !isText(r.reason)) return undefined;
-  if (r.last_ok_at !== undefined && !isTime(r.last_ok_at)) return undefined;
-  if (!isText(r.host) || typeof r.pid !== 'number' || !isText(r.superuser)) return undefined;
-  return {
-    format: HEARTBEAT_FORMAT,
-    provider: r.provider,
-    at: r.at,
-    interval_ms: r.interval_ms,
-    login: r.login as HeartbeatLogin,
-    ...(r.reason !== undefined ? { reason: r.reason } : {}),
-    superuser: r.superuser,
-    ...(r.last_ok_at !== undefined ? { last_ok_at: r.last_ok_at } : {}),
-    host: r.host,
-    pid: r.pid,
-  };
+  return parseJsonRecord(schemaOfHeartbeat(), text);
 }
 
 /**

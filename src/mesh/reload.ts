@@ -254,11 +254,6 @@ export function reloader(options: ReloaderOptions): Reloader {
   };
 }
 
-/** A reload that did not end with exit 0 in time. */
-export function reloadFailed(outcome: ReloadOutcome): boolean {
-  return outcome.result !== 'ok';
-}
-
 /** One line for a summary or a status detail, outside text left raw (the caller shows it). */
 export function reloadWords(outcome: ReloadOutcome): string {
   const took = `${(outcome.durationMs / 1000).toFixed(1)} s`;

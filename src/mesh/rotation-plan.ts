@@ -230,7 +230,7 @@ export function settleLogins(
 
 /**
  * settleLogins' pairs alone (the same array when nothing changed): `mesh status` settles its
- * pairs exactly as a rotation would, so it reads the same leftovers (pair-state.ts).
+ * pairs exactly as a rotation would, so it reads the same leftovers (leftovers.ts).
  */
 export function settledPairs(planned: readonly PlannedPair[], ends: EndsRead): readonly PlannedPair[] {
   let changed = false as boolean; // set inside the map below

@@ -3,6 +3,9 @@
  * provisioner (src/provisioner/session-census.ts) and read by `mesh status` (app-status.ts):
  * the shape both sides agree on. JSON, no secret, bounded.
  */
+import { z } from 'zod';
+import { parseJsonRecord } from './json-record.js';
+
 export const SESSIONS_DIR = '.sessions';
 /** How many of the most recent session starts a record keeps. */
 export const CENSUS_STARTS = 20;
@@ -44,15 +47,29 @@ export interface CensusRecord {
   readonly at: string;
 }
 
+/**
+ * The record's schema, made on first use: every field the provisioner writes, typed, so a
+ * damaged record reads as no record (status then claims nothing of the login's sessions)
+ * rather than as numbers and dates that are not. `oldest_open` is absent in records of an
+ * older provisioner.
+ */
+let censusSchema: z.ZodType<CensusRecord> | undefined;
+function schemaOfCensus(): z.ZodType<CensusRecord> {
+  return (censusSchema ??= z.object({
+    format: z.literal('baton.sessions/1'),
+    login: z.string(),
+    open: z.number(),
+    oldest_open: z.string().nullable().optional(),
+    newest_start: z.string().nullable(),
+    recent_starts: z.array(z.string()),
+    clients: z.array(z.string().nullable()),
+    since: z.string(),
+    at: z.string(),
+  }));
+}
+
 export function parseCensus(text: string): CensusRecord | undefined {
-  try {
-    const value = JSON.parse(text) as Partial<CensusRecord>;
-    if (value.format !== 'baton.sessions/1' || typeof value.login !== 'string') return undefined;
-    if (!Array.isArray(value.recent_starts) || !Array.isArray(value.clients)) return undefined;
-    return value as CensusRecord;
-  } catch {
-    return undefined;
-  }
+  return parseJsonRecord(schemaOfCensus(), text);
 }
 
 /** Where a login's record is, beside a pair's receipt (`…/provides/P/.applied/<file>`). */

@@ -77,7 +77,7 @@ export class DirChanges {
   }
 
   /**
-   * The plan for a scan about to start, given the directory's stat now; `consume` is called
+   * The plan for a scan about to start, given the directory's stat now; `scanned` is called
    * when that scan is done (its events are then accounted for).
    */
   plan(st: Stats, now: number): ScanPlan {

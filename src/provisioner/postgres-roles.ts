@@ -26,10 +26,10 @@ export type SqlEscape = Pick<PgClient, 'escapeIdentifier' | 'escapeLiteral'>;
 
 /**
  * `CREATE/ALTER ROLE … PASSWORD` is a utility statement and takes no bind parameters, so the
- * role (already validated) and the verifier (base64 and fixed characters) are quoted by pg —
- * anyway, so a validation slip can never become SQL. A backslash or NUL is refused rather than
- * sent as an E'' literal whose meaning hangs on `standard_conforming_strings`: a verifier
- * never has one.
+ * role and the verifier are quoted by pg's own escapeIdentifier / escapeLiteral even though
+ * both were validated already: a validation slip can never become SQL. A backslash in the
+ * verifier (or a NUL in either) is refused rather than sent as an E'' literal whose meaning
+ * hangs on `standard_conforming_strings`: a verifier never has one.
  */
 export function passwordStatement(
   kind: 'create' | 'alter',

@@ -1,17 +1,11 @@
 /**
- * What an action says: the action's name in a sentence, one full sentence per outcome, and
- * the command a next step suggests. The verdict's own words are the one table in
- * ./verdict-words.ts; nothing here words a verdict a second way.
+ * What an action says: the action's name in a sentence and one full sentence per outcome
+ * (a next step's command is data, src/next-step.ts). The verdict's own words are the one table
+ * in ./verdict-words.ts; nothing here words a verdict a second way.
  */
 import { layoutOf } from '../authority/layout.js';
-import { PLAIN_SUGGESTER, suggest } from '../suggest-command.js';
 import type { ShareContext } from './share-context.js';
 import type { Action, Outcome } from './types.js';
-
-/** A command to suggest, through the one builder, with the operator's global flags. */
-export function commandFor(ctx: Pick<ShareContext, 'suggester'>, args: string): string {
-  return suggest(ctx.suggester ?? PLAIN_SUGGESTER, args);
-}
 
 /** Each action as the verb phrase of "Cannot …" and "Allowed now: …". */
 export const ACTION_WORDS: Record<Action, string> = {

@@ -122,8 +122,6 @@ export type Lineage =
   /** Nothing links them: possibly the wrong deployment or store. */
   | { readonly kind: 'unrelated' };
 
-export type LineageKind = Lineage['kind'];
-
 /** docs/publishing.md decision table, as data. */
 export type Verdict =
   | { readonly kind: 'first-controller' }

@@ -6,11 +6,6 @@
  * and a body is read through `readBodyWithin`, which gives up when the deadline is reached.
  */
 
-/** Where a call was when its deadline was reached: the words name it (headers vs body). */
-export type StalledAt =
-  | { readonly part: 'headers' }
-  | { readonly part: 'body'; readonly received: number; readonly expected: number | undefined };
-
 export class CallDeadline {
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;

@@ -1,5 +1,5 @@
 /**
- * THE CHAINED CRASH (issue 44, item 4): adopting a mid-overlap document, killed after
+ * THE CHAINED CRASH: adopting a mid-overlap document, killed after
  * ca-previous.key was linked, then a billet restart whose Adopt (billet b2b42c1a, authority.go
  * InstallAuthority, in AuthorityFiles order) writes ca.key and ca.crt over what baton left and
  * stops at the ca-previous.key it finds. What is left is a whole current pair beside a lone

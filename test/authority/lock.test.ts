@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { withAuthorityLock } from '../../src/authority/index.js';
+import { probeAuthorityLock, withAuthorityLock } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 
@@ -29,6 +30,18 @@ async function refusal(dir: string): Promise<BatonError> {
 }
 
 describe('ca.lock', () => {
+  it('a probe finds a missing lock free without creating it, and names a holder as busy', async () => {
+    const dir = stateDir();
+    expect(await probeAuthorityLock(dir)).toEqual({ state: 'free' });
+    expect(existsSync(dir)).toBe(false);
+    await withAuthorityLock(dir, async () => {
+      const probe = await probeAuthorityLock(dir);
+      expect(probe.state).toBe('busy');
+      expect(probe.state === 'busy' && probe.error.code).toBe('lock-busy');
+    });
+    expect(await probeAuthorityLock(dir)).toEqual({ state: 'free' });
+  });
+
   it('a second holder in the same process is refused at once with lock-busy (exit 5), naming the lock file', async () => {
     const dir = stateDir();
     const lockFile = path.join(dir, 'ca.lock');

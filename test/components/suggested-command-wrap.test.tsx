@@ -1,5 +1,5 @@
 /**
- * A suggested command on a screen wraps only between its arguments (issue #47): a placeholder
+ * A suggested command on a screen wraps only between its arguments: a placeholder
  * like `<PREVIOUS 8>` is one argument, each broken line ends in ` \`, and the placeholder's note
  * ("<PREVIOUS 8>: the 8 characters after…") is on a line of its own, never the command's.
  */

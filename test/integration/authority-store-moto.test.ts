@@ -1,7 +1,7 @@
 /**
- * The authority against a store that is wrong in the ways an operator meets (issue 34, items 4,
- * 5, 8), through the BUILT CLI on moto_server (an S3 that enforces preconditions and keeps
- * versions), run as a script runs it:
+ * The authority against a store that is wrong in the ways an operator meets, through the BUILT
+ * CLI on moto_server (an S3 that enforces preconditions and keeps versions), run as a script
+ * runs it:
  *
  * - a host whose seal key differs from the fleet's is told so, is offered no replace, and a
  *   replace it tries anyway changes nothing in the store;

@@ -175,6 +175,28 @@ describe('the session census', () => {
     expect(last.open).toBe(1);
     expect(JSON.stringify(last)).not.toMatch(/password|secret/);
   });
+
+  it('reads a damaged record as none: a field of the wrong type, another format, or no JSON', () => {
+    const record = {
+      format: 'baton.sessions/1',
+      login: 'web1_app_a',
+      open: 1,
+      newest_start: '2026-12-01T10:00:00Z',
+      recent_starts: ['2026-12-01T10:00:00Z'],
+      clients: [null],
+      since: '2026-12-01T09:00:00Z',
+      at: '2026-12-01T10:00:00Z',
+    };
+    expect(parseCensus(JSON.stringify(record))).toEqual(record);
+    expect(parseCensus(JSON.stringify({ ...record, oldest_open: null }))).toEqual({
+      ...record,
+      oldest_open: null,
+    });
+    expect(parseCensus(JSON.stringify({ ...record, open: '1' }))).toBeUndefined();
+    expect(parseCensus(JSON.stringify({ ...record, recent_starts: [1] }))).toBeUndefined();
+    expect(parseCensus(JSON.stringify({ ...record, format: 'baton.sessions/2' }))).toBeUndefined();
+    expect(parseCensus('{"format":')).toBeUndefined();
+  });
 });
 
 describe("the inventory's app fields", () => {

@@ -1,5 +1,5 @@
 /**
- * The test login is never skipped (issue 45, item 3): a receipt that arrives after `--wait`
+ * The test login is never skipped, not even on the roll-back path: a receipt that arrives after `--wait`
  * sends the rotation down the roll-back path, which finishes a pair whose receipt shows the new
  * password. With `connect:` named, that pair's consumer moves only after its test login passed;
  * a refused login rolls it back like any refused one (before: "1 of 1 credential finished", the

@@ -316,7 +316,7 @@ describe('mesh status of an alternating pair', () => {
   });
 });
 
-describe('sessions still open on the login the consumer left (issue 45)', () => {
+describe('sessions still open on the login the consumer left', () => {
   const census = (login: string, open: number, oldest: string | null) =>
     JSON.stringify({
       format: 'baton.sessions/1',

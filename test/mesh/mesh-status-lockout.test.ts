@@ -1,5 +1,5 @@
 /**
- * Issue #45 item 7, the locked-out provisioner: its superuser's password changed by hand WHILE its
+ * The locked-out provisioner is said, with its way out: its superuser's password changed by hand WHILE its
  * session stays open (`ALTER ROLE … PASSWORD`, nothing else). Against Debian's PostgreSQL 15 and
  * the BUILT CLI (`baton provision postgres --watch`, `baton mesh status`, local transport): the
  * provisioner's next cycle says it cannot log in, and `mesh status --json` exits 3 naming the

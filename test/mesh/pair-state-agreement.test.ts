@@ -1,5 +1,5 @@
 /**
- * Issue 33 item 5: `mesh status` and `mesh rotate` read a pair's state with one function
+ * `mesh status` and `mesh rotate` read a pair's state with one function
  * (leftoversIn), so for every combination of on-machine files, intent records and journal they
  * agree: status exits 0 only for a pair rotate does not refuse, and the resume/rollback id it
  * suggests is the one rotate's refusal names.

@@ -1,5 +1,5 @@
 /**
- * A refused test login answered by a pooler names the pooler (issue 45, item 7's first part):
+ * A refused test login answered by a pooler names the pooler, not only pg_hba.conf:
  * pgbouncer says SQLSTATE 08P01 for its own authentication failures, PostgreSQL 28P01. The
  * advice then names its auth_file / auth_query and RELOAD, never only pg_hba.conf.
  */

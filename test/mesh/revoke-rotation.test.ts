@@ -163,7 +163,7 @@ describe('mesh rotate --revoke-previous', () => {
   });
 });
 
-describe('an --end-sessions revoke armed but not yet applied (issue 45)', () => {
+describe('an --end-sessions revoke armed but not yet applied', () => {
   it('says the request stays armed and that the sessions are ended when the provisioner applies it', async () => {
     const { run, lines } = rotation({
       endSessions: true,

@@ -1,5 +1,5 @@
 /**
- * Suggested commands keep every global and mesh flag the operator gave (issue 45): a status
+ * Suggested commands keep every global and mesh flag the operator gave: a status
  * read with `--timeout 40 --concurrency 3` suggests a rotate with both, and a rotate given
  * `--wait` suggests its next rotate with it; a flag left at its default is not added.
  */

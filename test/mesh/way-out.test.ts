@@ -1,7 +1,7 @@
 /**
- * Every state has a way out from this host (issue 45, case 1): a provider machine slower than
- * `--timeout` while the rotation record was written. The record LANDED (`phase: preparing`) but
- * its answer was lost, so prepare failed (exit 4). Before, rotate refused naming `mesh rollback`,
+ * Every state has a way out from this host, here after a lost answer: a provider machine slower
+ * than `--timeout` while the rotation record was written. The record LANDED (`phase: preparing`)
+ * but its answer was lost, so prepare failed (exit 4). Before, rotate refused naming `mesh rollback`,
  * and rollback and resume answered "never finished preparing … Start a new rotation": a loop.
  * Here the operator follows `mesh status --json`'s next steps, pasted as printed, to exit 0.
  */

@@ -17,7 +17,7 @@ import { appendJournal, readJournal } from '../../src/mesh/journal.js';
 import { resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { Selector } from '../../src/mesh/selector.js';
-import { UNPLUGGED_MARKER, unpluggable } from '../../src/app/drill/unplugged.js';
+import { UNPLUGGED_MARKER, unpluggable } from '../../src/commands/drill/unplugged.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';

@@ -1,5 +1,5 @@
 /**
- * Issue 34, items 7 and 8, below the CLI: the words after a lost answer come from a re-read; the
+ * A store outage's words, below the CLI: the words after a lost answer come from a re-read; the
  * S3 adapter's timeouts are configurable and bounded in total; a store check record expires and
  * is probed again; a file-system failure is said by its code and path; clock skew is never
  * "about 0 minutes".

@@ -10,7 +10,7 @@ import { Secret } from '../../src/mesh/secret.js';
 import { localTransport } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportError } from '../../src/mesh/transport.js';
-import { UNPLUGGED_MARKER, unpluggable } from '../../src/app/drill/unplugged.js';
+import { UNPLUGGED_MARKER, unpluggable } from '../../src/commands/drill/unplugged.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';

@@ -82,7 +82,7 @@ describe('what ssh says when sshd refuses a connection start', () => {
   });
 });
 
-describe("#45 item 6: a slow banner, a full sshd and baton's own starts each have their own words", () => {
+describe("a slow banner, a full sshd and baton's own starts each have their own words", () => {
   const target = {
     host: 'web5',
     user: undefined,

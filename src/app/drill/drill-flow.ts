@@ -102,11 +102,11 @@ export type DrillEvent =
   | { readonly type: 'wrong-turn'; readonly what: string };
 
 export type DrillEffect =
-  /** Note how the sandbox stands before a task (src/app/drill/notebook.ts). */
+  /** Note how the sandbox stands before a task (src/commands/drill/notebook.ts). */
   | { readonly type: 'open'; readonly step: StepNumber; readonly task: number }
   /** Perform an action task (src/commands/drill/perform.ts). */
   | { readonly type: 'perform'; readonly step: StepNumber; readonly task: number }
-  /** Run the checks of a task (src/app/drill/checks.ts). */
+  /** Run the checks of a task (src/commands/drill/checks.ts). */
   | { readonly type: 'check'; readonly step: StepNumber; readonly task: number }
   /** Leave the drill; the sandbox is torn down. */
   | { readonly type: 'quit' };

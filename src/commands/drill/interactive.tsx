@@ -22,9 +22,9 @@ import {
 } from '../../app/drill/drill-flow.js';
 import { createFlow, type EffectRunner } from '../../app/flow.js';
 import { asBatonError } from '../../errors.js';
-import { runChecks } from '../../app/drill/checks.js';
+import { runChecks } from './checks.js';
 import { meshStatusNow } from './mesh-status-scripted.js';
-import { newNotebook, noteBefore } from '../../app/drill/notebook.js';
+import { newNotebook, noteBefore } from './notebook.js';
 import { performAction } from './perform.js';
 import { seedPasswords } from './rotate.js';
 import { prepareForStep } from './plain.js';

@@ -24,7 +24,7 @@ import { BatonError } from '../../errors.js';
 import { nextStep, renderStep } from '../../next-step.js';
 import { PLAIN_SUGGESTER } from '../../suggest-command.js';
 import type { Action } from '../../share/types.js';
-import { UNPLUGGED_MARKER } from '../../app/drill/unplugged.js';
+import { UNPLUGGED_MARKER } from './unplugged.js';
 import { MARKS } from '../../app/marks.js';
 import { meshStatusNow } from './mesh-status-scripted.js';
 import { drillPlan, rotateScripted } from './rotate.js';

@@ -19,7 +19,7 @@ import type { TransportFor } from '../../mesh/transport.js';
 import { transportsFor } from '../../transport/make-transport.js';
 import { BatonError } from '../../errors.js';
 import { DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
-import { unpluggable } from '../../app/drill/unplugged.js';
+import { unpluggable } from './unplugged.js';
 import { meshIdentity } from '../../mesh/mesh-identity.js';
 import { withMeshLock } from '../../mesh/mesh-lock.js';
 

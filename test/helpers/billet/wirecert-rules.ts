@@ -18,7 +18,7 @@
  *     `ReadAuthority`.
  *   - the start path after LoadOrCreateCA (rotation.go `LoadServing` at b2b42c1a, whose source
  *     is not in the index this was written from): refuses a lone ca-previous.key — observed on
- *     that build as "ca.crt changed underneath this read 3 times running" (issue 44) — which is
+ *     that build as "ca.crt changed underneath this read 3 times running" — which is
  *     `validate`'s rule; it is modelled with `validate`'s previous-pair rule for both halves.
  *
  * A LATER billet ignores a lone ca-previous.key (test/helpers/crash-points.ts BILLET_TABLE);

@@ -9,8 +9,8 @@ import path from 'node:path';
 import { reloadWords, type ReloadOutcome } from '../../mesh/reload.js';
 import { shown } from '../../outside-text.js';
 import { appFiles, DRILL_CONSUMERS, type DrillApp, type DrillSandbox } from '../../sandbox/drill-layout.js';
-import { check, fail, type CheckResult } from './check.js';
-import { consumerLoginOf } from './consumer-login.js';
+import { check, fail, type CheckResult } from '../../app/drill/check.js';
+import { consumerLoginOf } from '../../app/drill/consumer-login.js';
 import { readConsumerSecrets, readJournalRecords, type Before } from './notebook.js';
 
 /** How long the check waits for the restarted app's first login (its first attempt is at start). */

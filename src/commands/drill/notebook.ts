@@ -12,7 +12,7 @@ import type { Look } from '../../share/types.js';
 import { Secret } from '../../mesh/secret.js';
 import { digestTree, readMeshFiles, type MeshFiles } from './machine-files.js';
 import { DRILL_CONSUMERS, DRILL_PROVIDER, type DrillSandbox } from '../../sandbox/drill-layout.js';
-import type { Controller } from './scenario.js';
+import type { Controller } from '../../app/drill/scenario.js';
 
 export type Role = (typeof DRILL_CONSUMERS)[number]['role'];
 

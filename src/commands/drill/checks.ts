@@ -12,14 +12,14 @@ import type { Look } from '../../share/types.js';
 import { localTransport } from '../../transport/local-transport.js';
 import { bindTransport } from '../../transport/bound-transport.js';
 import { unpluggable } from './unplugged.js';
-import { check, fail, type CheckResult } from './check.js';
+import { check, fail, type CheckResult } from '../../app/drill/check.js';
 import { changedFiles, digestTree, machinesOf, readMeshFiles } from './machine-files.js';
 import { readConsumerSecrets, readJournalRecords, type Before, type Role } from './notebook.js';
 import { loadInventory } from '../../mesh/inventory.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
 import { tryLogin } from './pg-login.js';
-import { consumerLoginOf, type ConsumerLogin } from './consumer-login.js';
+import { consumerLoginOf, type ConsumerLogin } from '../../app/drill/consumer-login.js';
 import { loginRole, otherSlot, slotOfLogin } from '../../mesh/alternating.js';
 import {
   DRILL_APPS,
@@ -28,7 +28,7 @@ import {
   type DrillSandbox,
 } from '../../sandbox/drill-layout.js';
 import { appRotatedChecks, appUntouchedCheck } from './app-checks.js';
-import type { StepNumber } from './scenario.js';
+import type { StepNumber } from '../../app/drill/scenario.js';
 
 /** How long the provisioner gets to apply a committed password before the check fails. */
 const APPLY_WAIT_MS = 20_000;
@@ -341,14 +341,7 @@ async function gateClosedChecks(sandbox: DrillSandbox, before: Before): Promise<
       continue;
     }
     const was = consumerLoginOf(consumer.role, old);
-    const login = await tryLogin(sandbox.postgres, was.login, was.password);
-    results.push(
-      check(
-        `the old password of ${was.login} still logs in`,
-        login.ok,
-        login.ok ? 'PostgreSQL accepted it' : login.reason,
-      ),
-    );
+    results.push(await logsIn(sandbox, was, `the old password of ${was.login} still logs in`));
   }
   return results;
 }
@@ -442,17 +435,16 @@ async function rotatedPairsChecks(
     );
     if (old) {
       const was = consumerLoginOf(consumer.role, old);
-      const login = await tryLogin(sandbox.postgres, was.login, was.password);
-      results.push(
-        check(
-          `${was.login} still logs in with its password`,
-          login.ok,
-          login.ok ? 'PostgreSQL accepted it' : login.reason,
-        ),
-      );
+      results.push(await logsIn(sandbox, was, `${was.login} still logs in with its password`));
     }
   }
   return results;
+}
+
+/** `name` holds when PostgreSQL accepts `as`'s password: the check of a login that must work. */
+async function logsIn(sandbox: DrillSandbox, as: ConsumerLogin, name: string): Promise<CheckResult> {
+  const login = await tryLogin(sandbox.postgres, as.login, as.password);
+  return check(name, login.ok, login.ok ? 'PostgreSQL accepted it' : login.reason);
 }
 
 /** A one-login pair after its rotation: the new password logs in, the old one is refused. */
@@ -465,14 +457,7 @@ async function singleChecks(
   const results: CheckResult[] = [];
   if (!now) results.push(fail(`${role} logs in with the new password`, 'there is no new password to try'));
   else {
-    const login = await tryLogin(sandbox.postgres, now.login, now.password);
-    results.push(
-      check(
-        `${now.login} logs in with the new password`,
-        login.ok,
-        login.ok ? 'PostgreSQL accepted it' : login.reason,
-      ),
-    );
+    results.push(await logsIn(sandbox, now, `${now.login} logs in with the new password`));
   }
   if (was) {
     const login = await tryLogin(sandbox.postgres, was.login, was.password);
@@ -512,14 +497,7 @@ async function alternatingChecks(
   ];
   if (!now) results.push(fail(`${other} logs in with the new password`, 'there is no new password to try'));
   else {
-    const login = await tryLogin(sandbox.postgres, now.login, now.password);
-    results.push(
-      check(
-        `${now.login} logs in with the new password`,
-        login.ok,
-        login.ok ? 'PostgreSQL accepted it' : login.reason,
-      ),
-    );
+    results.push(await logsIn(sandbox, now, `${now.login} logs in with the new password`));
   }
   if (!was) return results;
   const login = await tryLogin(sandbox.postgres, was.login, was.password);
