@@ -34,6 +34,8 @@ import { readAuthority } from '../../src/authority/read-local-authority.js';
 import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
 import { adopt, firstController, force, publish, replaceUnreadable } from '../../src/share/actions.js';
 import type { ShareContext } from '../../src/share/share-context.js';
+import { checkConfirmations } from '../../src/share/confirm-binding.js';
+import { syncOperation } from '../../src/operations/sync.js';
 import { fingerprintOfFiles, fixedClock, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
 import {
   billetReads,
@@ -91,8 +93,10 @@ interface Scenario {
   readonly setup: () => Promise<{
     readonly stateDir: string;
     readonly run: () => Promise<unknown>;
-    /** The command the words name for a state this one cut short, run on that state's dir (adopt and force: `sync`, which adopts). */
+    /** The command the words name for a state this one cut short, run on that state's dir (adopt: `sync`; force: the same force as typed). */
     readonly resume?: (stateDir: string) => Promise<unknown>;
+    /** Run `resume` on EVERY crash state, not only the half-initialised ones (force: the command as typed). */
+    readonly rerunEvery?: boolean;
   }>;
 }
 
@@ -146,11 +150,23 @@ const SCENARIOS: readonly Scenario[] = [
       const held = await heldHost(true);
       const store = await publishedStore(true);
       const ctx = share(held.stateDir, store, 'diverged');
-      return {
-        stateDir: held.stateDir,
-        run: () => force(ctx),
-        resume: (dir) => adopt(share(dir, store, 'diverged')),
+      // THE SAME COMMAND AS TYPED: `sync --force --confirm <LOCAL 8>`, through the one sync
+      // operation the CLI runs, with --confirm checked as it is without a terminal.
+      const typed = [confirmationPrefix(held.fingerprint)];
+      const rerun = async (dir: string) => {
+        const before = store.snapshot();
+        const result = await syncOperation(
+          share(dir, store, 'diverged'),
+          { force: true, confirm: typed },
+          {
+            confirmBound: (bindings) => Promise.resolve(checkConfirmations(bindings, typed, store.location)),
+            confirmMint: () => Promise.reject(new Error('a force never mints')),
+          },
+        );
+        expect(store.snapshot()).toEqual(before);
+        return result.sentence;
       };
+      return { stateDir: held.stateDir, run: () => force(ctx), resume: rerun, rerunEvery: true };
     },
   },
   {
@@ -236,6 +252,7 @@ async function checkAll(
   initial: ReturnType<typeof snapshotInitial>,
   ops: readonly Op[],
   resume?: (stateDir: string) => Promise<unknown>,
+  rerunEvery = false,
 ): Promise<Checked> {
   const states = crashStates(initial, ops);
   const authorityFiles = (files: ReadonlyMap<string, unknown>) =>
@@ -285,6 +302,11 @@ async function checkAll(
     if (resume && local.state === 'blocked' && local.problem === 'half-initialised') {
       const said = JSON.stringify(local.error.said ?? local.error.next);
       if (!said.includes('"sync"')) finding('the words of a half-initialised install do not name sync');
+      if (
+        scenario.startsWith('force') &&
+        !said.includes('["sync","--force","--confirm",{"placeholder":"LOCAL 8"')
+      )
+        finding('the words of a force cut short do not name the same force again, as typed');
       if (scenario.startsWith('force') && !said.includes('ca.superseded-'))
         finding('the words of a force cut short do not name the ca.superseded-* it set aside');
       const resumed = path.join(work, `r${n}`);
@@ -303,6 +325,13 @@ async function checkAll(
         finding(`sync refused the install it was cut short of: ${(error as Error).message}`);
       }
     }
+    // A FORCE CUT SHORT AT ANY POINT, run again exactly as typed, ends whole on the published
+    // authority with the old one set aside byte for byte, and changes nothing else.
+    if (resume && rerunEvery) {
+      const problem = await rerunEnds(work, `f${n}`, state.files, initial, resume);
+      if (problem) finding(problem);
+      else forceRerunsWhole += 1;
+    }
     if (seed.verdict === 'refuses' && baton.saysBilletStops === false)
       finding(`baton's words say billet starts where billet b2b42c1a refuses (${seed.rule})`);
   }
@@ -310,7 +339,70 @@ async function checkAll(
   return { states: states.length, distinct: seen.size, readings, findings };
 }
 
+/**
+ * Re-runs the cut-short command on a copy of `files` and says what is wrong with the result, if
+ * anything: it must end whole on the published authority (both billet readings start on it);
+ * exactly one ca.superseded-* must hold the ca/ the operation began with, byte for byte, with
+ * its marker copy; the marker stays; and no other file the crash left may change or vanish.
+ */
+async function rerunEnds(
+  work: string,
+  name: string,
+  files: ReadonlyMap<string, unknown>,
+  initial: ReturnType<typeof snapshotInitial>,
+  rerun: (stateDir: string) => Promise<unknown>,
+): Promise<string | undefined> {
+  const dir = path.join(work, name);
+  materialize(dir, files as Parameters<typeof materialize>[1]);
+  const before = snapshotInitial(dir);
+  let said: unknown;
+  try {
+    said = await rerun(dir);
+  } catch (error) {
+    return `the same force, re-run as typed, failed: ${(error as Error).message}`;
+  }
+  const after = snapshotInitial(dir);
+  const local = (await readAuthority(dir, DEP)).local;
+  if (local.state !== 'whole' || interruptedOf(local) !== undefined)
+    return `the re-run did not end whole: ${local.state}`;
+  const [seedAfter, laterAfter] = [await wirecertReads(dir, DEP), await billetReads(dir, DEP)];
+  if (seedAfter.verdict !== 'starts' || laterAfter.outcome === 'fails')
+    return `after the re-run, billet does not start: ${seedAfter.rule} / ${laterAfter.why}`;
+  const bytesAt = (snap: typeof before, p: string) => {
+    const e = snap.entries.get(p);
+    if (e?.type !== 'file') return e?.type;
+    const c = snap.contents.get(e.inode)!;
+    return `${c.mode.toString(8)}:${Buffer.from(c.bytes).toString('base64')}`;
+  };
+  const originalCa = [...initial.entries.keys()].filter((p) => p.startsWith('ca/'));
+  const holders = [...after.entries.keys()].filter(
+    (p) =>
+      /^ca\.superseded-[^/.]+$/.test(p) &&
+      originalCa.every((f) => bytesAt(after, `${p}${f.slice(2)}`) === bytesAt(initial, f)) &&
+      [...after.entries.keys()].filter((q) => q.startsWith(`${p}/`)).length === originalCa.length,
+  );
+  if (holders.length !== 1)
+    return `${holders.length} ca.superseded-* dirs hold the old ca/ byte for byte after the re-run (want 1)`;
+  if (bytesAt(after, `${holders[0]}.authority-created`) !== bytesAt(initial, 'authority-created'))
+    return 'the set-aside marker copy is not the marker';
+  if (bytesAt(after, 'authority-created') !== bytesAt(initial, 'authority-created'))
+    return 'the marker changed';
+  for (const p of before.entries.keys()) {
+    if (p === 'ca' || p.startsWith('ca/')) continue;
+    if (bytesAt(after, p) !== bytesAt(before, p)) return `the re-run changed ${p}, outside ca/`;
+  }
+  for (const p of after.entries.keys()) {
+    if (before.entries.has(p) || p === 'ca' || p.startsWith('ca/')) continue;
+    if (!p.startsWith(holders[0]!)) return `the re-run left ${p}, beyond the one set-aside authority`;
+  }
+  if (typeof said !== 'string' || !said.includes(path.join(dir, holders[0]!)))
+    return `the re-run's words do not name where the old authority went: ${String(said)}`;
+  return undefined;
+}
+
 const totals = { states: 0, distinct: 0 };
+/** Force crash states the same force, re-run as typed, ended whole with nothing else changed. */
+let forceRerunsWhole = 0;
 /** Half-initialised installs the printed `sync` finished to a state both billets start on. */
 let resumedStates = 0;
 /** Each reading's verdicts over every distinct state of every scenario: the table the lead quotes. */
@@ -320,7 +412,7 @@ function tally(label: string): void {
 }
 afterAll(() => {
   console.log(
-    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a); ${resumedStates} half-initialised installs finished by the same sync`,
+    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a); ${resumedStates} half-initialised installs finished by the same sync; ${forceRerunsWhole} force crash states ended whole by the same force re-run as typed`,
   );
   console.log(
     `crash table verdicts: ${[...verdicts]
@@ -332,10 +424,10 @@ afterAll(() => {
 
 describe('every crash point of every authority write, by baton and by billet', () => {
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (name, scenario) => {
-    const { stateDir, run, resume } = await scenario.setup();
+    const { stateDir, run, resume, rerunEvery } = await scenario.setup();
     const initial = snapshotInitial(stateDir);
     const ops = await record(stateDir, initial, run);
-    const checked = await checkAll(name, initial, ops, resume);
+    const checked = await checkAll(name, initial, ops, resume, rerunEvery);
     totals.states += checked.states;
     totals.distinct += checked.distinct;
     console.log(
