@@ -236,11 +236,7 @@ async function shareFor(ctx: CliContext, config: ResolvedConfig) {
 }
 
 /** The store's copy after a retire, in one line. */
-function storeWords(
-  ctx: CliContext,
-  location: string,
-  outcome: RetirePublishedOutcome,
-): string {
+function storeWords(ctx: CliContext, location: string, outcome: RetirePublishedOutcome): string {
   switch (outcome.kind) {
     case 'dropped':
       return `The published document at ${location} no longer carries the previous authority ${outcome.previous}: re-published with this host's one pair.`;
