@@ -39,6 +39,21 @@ export function retireStep(): NextStep {
   return nextStep('ca retire --confirm', { placeholders: [PREVIOUS_8] });
 }
 
+/**
+ * `sync --force` re-run as typed, to finish a force that stopped part-way: bound, like the
+ * force itself, to the authority it set aside — which now sits in `setAsideDir`, not in ca/.
+ */
+export function forceAgainStep(setAsideDir: string): NextStep {
+  return nextStep('sync --force --confirm', {
+    placeholders: [
+      {
+        placeholder: 'LOCAL 8',
+        readFrom: `the 8 characters after "SHA256:" of the fingerprint of the authority set aside in ${setAsideDir}, named here`,
+      },
+    ],
+  });
+}
+
 /** `sync --replace-unreadable`, run where the authority is held (this host may hold none). */
 export function replaceElsewhere(): NextStep {
   return nextStep('sync --replace-unreadable --confirm', {

@@ -9,8 +9,8 @@
  * apply returns the state unchanged with `effects: []`.
  */
 import { EXIT_CODES, EXIT_OK, type BatonError } from '../errors.js';
-import { confirmationPrefix, typedMatch } from '../pki/fingerprint-type.js';
-import { pushOverBinding } from '../share/confirm-binding.js';
+import { typedMatch } from '../pki/fingerprint-type.js';
+import { forceBinding, pushOverBinding } from '../share/confirm-binding.js';
 import { allowedActions } from '../share/decide.js';
 import type { Action, Outcome, Verdict } from '../share/types.js';
 import type { StatusReport } from './status-report.js';
@@ -136,14 +136,41 @@ export function offeredActions(reading: StatusReport): readonly Action[] {
   return reading.lock.state === 'busy' ? allowed.filter((a) => a === 'leave') : allowed;
 }
 
+type BoundGateState = Extract<FailoverState, { step: 'confirming-force' | 'confirming-push' }>;
+
+/**
+ * THE WALK'S TWO TYPED GATES ARE ONE GATE, bound to a different side: force to the LOCAL
+ * fingerprint (what it sets aside), push-over to the PUBLISHED one (what it replaces in the
+ * store). Each asks for its value from the same Binding `sync --confirm` checks
+ * (src/share/confirm-binding.ts), so a screen and a command can never ask for different things,
+ * and the reducer runs one code path for both.
+ */
+const BOUND_GATES = {
+  'confirming-force': {
+    binding: (v: Extract<Verdict, { kind: 'refuse' }>) => forceBinding(v.local),
+    refusal: forceRefusal,
+    action: 'force',
+  },
+  'confirming-push': {
+    binding: (v: Extract<Verdict, { kind: 'refuse' }>) => pushOverBinding(v.published),
+    refusal: pushRefusal,
+    action: 'push-over',
+  },
+} as const;
+
+/** Whether what was typed at a bound gate is its value, exactly (spaces aside; case counts). */
+function gateUnlocked(state: BoundGateState): boolean {
+  return typedMatch(state.typed, BOUND_GATES[state.step].binding(state.verdict).expected) === 'match';
+}
+
 /** The 8 characters after `SHA256:` of the LOCAL fingerprint: what the force gate asks for. */
 export function forcePrefix(verdict: Extract<Verdict, { kind: 'refuse' }>): string {
-  return confirmationPrefix(verdict.local);
+  return BOUND_GATES['confirming-force'].binding(verdict).expected;
 }
 
 /** Whether what was typed is the LOCAL prefix, exactly (spaces aside; case counts). */
 export function forceUnlocked(state: Extract<FailoverState, { step: 'confirming-force' }>): boolean {
-  return typedMatch(state.typed, forcePrefix(state.verdict)) === 'match';
+  return gateUnlocked(state);
 }
 
 /**
@@ -151,12 +178,30 @@ export function forceUnlocked(state: Extract<FailoverState, { step: 'confirming-
  * after `SHA256:` of the PUBLISHED fingerprint), from the same binding, so the two never differ.
  */
 export function pushPrefix(verdict: Extract<Verdict, { kind: 'refuse' }>): string {
-  return pushOverBinding(verdict.published).expected;
+  return BOUND_GATES['confirming-push'].binding(verdict).expected;
 }
 
 /** Whether what was typed is the PUBLISHED prefix, exactly (spaces aside; case counts). */
 export function pushUnlocked(state: Extract<FailoverState, { step: 'confirming-push' }>): boolean {
-  return typedMatch(state.typed, pushPrefix(state.verdict)) === 'match';
+  return gateUnlocked(state);
+}
+
+/** A bound gate's answer to an event: typing, Enter (act when unlocked, else say why not), Esc. */
+function boundGate(state: BoundGateState, event: FailoverEvent): FailoverStep {
+  // The same text again is the same state: a text field that re-reports its value must not
+  // be able to drive a render loop through this reducer.
+  if (event.type === 'typed')
+    return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
+  const gate = BOUND_GATES[state.step];
+  if (event.type === 'confirm' && gateUnlocked(state))
+    return act(state.reading, gate.action, state.step === 'confirming-force' ? state.at : undefined);
+  if (event.type === 'confirm')
+    return stay({
+      ...state,
+      refusal: gate.refusal(state.typed, state.verdict.local, state.verdict.published),
+    });
+  if (event.type === 'back') return stay(backTo(state));
+  return stay(state);
 }
 
 /** Where a force will move ca/, as the gate shows it. */
@@ -208,30 +253,8 @@ export function failover(state: FailoverState, event: FailoverEvent): FailoverSt
     }
 
     case 'confirming-force':
-      // The same text again is the same state: a text field that re-reports its value must not
-      // be able to drive a render loop through this reducer.
-      if (event.type === 'typed')
-        return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
-      if (event.type === 'confirm' && forceUnlocked(state)) return act(state.reading, 'force', state.at);
-      if (event.type === 'confirm')
-        return stay({
-          ...state,
-          refusal: forceRefusal(state.typed, state.verdict.local, state.verdict.published),
-        });
-      if (event.type === 'back') return stay(backTo(state));
-      return stay(state);
-
     case 'confirming-push':
-      if (event.type === 'typed')
-        return stay(event.text === state.typed ? state : { ...state, typed: event.text, refusal: undefined });
-      if (event.type === 'confirm' && pushUnlocked(state)) return act(state.reading, 'push-over', undefined);
-      if (event.type === 'confirm')
-        return stay({
-          ...state,
-          refusal: pushRefusal(state.typed, state.verdict.local, state.verdict.published),
-        });
-      if (event.type === 'back') return stay(backTo(state));
-      return stay(state);
+      return boundGate(state, event);
 
     case 'acting':
       if (event.type === 'acted') {

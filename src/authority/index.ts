@@ -24,6 +24,7 @@ export { checkPair } from './check-pair.js';
 export { mintAuthority } from './mint-authority.js';
 export { installAuthority } from './install-authority.js';
 export { setAsideAuthority, supersededDirFor, utcStamp } from './set-aside-authority.js';
+export { readSetAsideAuthorities, type SetAsideAuthority } from './set-aside-authorities.js';
 export { markerDeployment } from './write-marker.js';
 export { rotateAuthority, type RotateResult } from './rotate-authority.js';
 export { retireAuthority, unprovedRefusal, type RetireResult } from './retire-authority.js';

@@ -8,6 +8,7 @@ import { createFileDurably, fsyncDir, type StepHook } from '../fs/durable-write.
 import { errorCode, isSystemError } from '../fs/system-error.js';
 import { CERT_MODE, DIR_MODE, KEY_MODE, layoutOf } from './layout.js';
 import { readLocalAuthority } from './read-local-authority.js';
+import { readSetAsideAuthorities } from './set-aside-authorities.js';
 import type { AuthorityFileName, AuthorityFiles } from './types.js';
 import { markerDeployment, writeMarker } from './write-marker.js';
 
@@ -129,10 +130,12 @@ export async function installAuthority(
     before.problem === 'half-initialised' &&
     (await isInstallPrefix(l.caDir, files));
   if (before.state === 'blocked' && before.problem === 'half-initialised' && opts?.resume && !resuming) {
+    const [setAside] = await readSetAsideAuthorities(stateDir);
     throw new BatonError('refused', {
       what: 'ca/ holds part of an authority that is not the published one (a file in it differs from the document, byte for byte), so this is not an install to finish.',
       where: l.caDir,
-      next: before.error.said ?? before.error.next ?? 'Restore the missing file from a backup.',
+      // Not the words of the half-initialised state, which offer this same command again.
+      next: `Neither sync nor a force run again finishes it. Restore ca/ from a backup${setAside ? `, or move ca/ aside by hand and put back the authority a force set aside in ${setAside.dir} if that is the one this host should hold` : ''}; baton never repairs half an authority by minting.`,
       changed: 'Nothing was written.',
       reason: 'blocked',
     });

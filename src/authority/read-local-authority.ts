@@ -1,12 +1,13 @@
 import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { BatonError } from '../errors.js';
-import { nextStep, type Said } from '../next-step.js';
+import { forceAgainStep, nextStep, type Said } from '../next-step.js';
 import { inspectPair, keyFingerprint, parseCertificate, type PairFault } from '../pki/inspect-pair.js';
 import type { Fingerprint } from '../pki/fingerprint-type.js';
 import { faultText, problemOf, summaryOf, withKeyFormat } from './check-pair.js';
 import { layoutOf, MARKER_FILE, ROTATION_FILES, type AuthorityLayout } from './layout.js';
 import { readStrict, type FileRead } from './read-strict.js';
+import { readSetAsideAuthorities } from './set-aside-authorities.js';
 import { AUTHORITY_FILES, type LocalAuthority, type LocalProblem, type PairSummary } from './types.js';
 import { markerDeployment } from './write-marker.js';
 
@@ -386,16 +387,17 @@ const CANNOT_READ_NEXT =
  * authority is named where it sits, so "restore from a backup" is never the only word for it.
  */
 async function halfNext(stateDir: string): Promise<Said> {
-  const superseded = (await readdir(stateDir).catch(() => [] as string[]))
-    .filter((name) => /^ca\.superseded-[0-9TZ-]+$/.test(name))
-    .sort();
-  const setAside = superseded.at(-1);
-  return [
-    setAside
-      ? `If a sync --force stopped part-way here (it set the old authority aside in ${path.join(stateDir, setAside)}), or an adopt did, run `
-      : 'If an adopt stopped part-way here, run ',
+  const [setAside] = await readSetAsideAuthorities(stateDir);
+  const sync = [
     nextStep('sync'),
     " again: it finishes the install when every file in ca/ is the published document's, byte for byte, and refuses otherwise. If not, restore the missing file from a backup; baton never repairs half an authority by minting.",
+  ];
+  if (!setAside) return ['If an adopt stopped part-way here, run ', ...sync];
+  return [
+    `If a sync --force stopped part-way here (it set the old authority ${setAside.fingerprint ?? '(its ca.crt cannot be read)'} aside in ${setAside.dir}), run it again as typed, `,
+    forceAgainStep(setAside.dir),
+    ', or plain ',
+    ...sync,
   ];
 }
 const HALF_PREVIOUS_NEXT =

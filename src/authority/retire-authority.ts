@@ -26,11 +26,12 @@ export type RetireResult =
   | { readonly kind: 'nothing-to-retire'; readonly current: Fingerprint };
 
 /**
- * Ends a rotation overlap under ca.lock, in BILLET'S ORDER (internal/wirecert rotation.go
- * `Retire`: the previous certificate, then its key; at b2b42c1a `Retire(stateDir, deployment)`):
- * remove ca-previous.crt → fsync → remove ca-previous.key → fsync. A certificate left without
- * its key stops every billet; a key left without its certificate stops the seed's billet
- * (b2b42c1a) too, so both read as interrupted, never whole. A lone key whose pair the published
+ * Ends a rotation overlap under ca.lock, in THE SEED'S BILLET'S ORDER (b2b42c1a, internal/wirecert
+ * rotation.go `Retire`: the previous KEY first, then its certificate, each unlink synced):
+ * remove ca-previous.key → fsync → remove ca-previous.crt → fsync. A crash between leaves a
+ * lone ca-previous.crt, which b2b42c1a's start refuses with a store (ReadAuthority: half a
+ * previous pair) and a later billet fails on, so it reads as interrupted with `ca retire` (no
+ * key is left to confirm) as its way out, never whole. A lone key whose pair the published
  * document still carries is NOT finished here by the suggestions: it is an install that stopped
  * (src/share/partial-install.ts), and `ca retire` refuses it while the store carries the pair.
  *
@@ -123,10 +124,12 @@ async function retireLocked(
     throw unprovedRefusal(l.previousKey, previous.fingerprint, current.fingerprint, confirm !== undefined);
   requireConfirmed(l.previousKey, previous.fingerprint, confirm);
   if (local.markerMissing) await writeMarker(stateDir, deployment);
-  await removeDurably(l.previousCert);
-  await onStep?.('removed ca-previous.crt');
+  // THE KEY FIRST, then the certificate: billet b2b42c1a's own Retire (rotation.go), the mirror of
+  // its rotation publishing the certificate before the key.
   await removeDurably(l.previousKey);
   await onStep?.('removed ca-previous.key');
+  await removeDurably(l.previousCert);
+  await onStep?.('removed ca-previous.crt');
   return {
     kind: 'retired',
     previous: previous.fingerprint,

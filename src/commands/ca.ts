@@ -10,6 +10,7 @@ import { printsJsonOnError } from './json-errors.js';
 import { nextStep, renderSaid, renderStep, retireStep, saidSteps, type NextStep } from '../next-step.js';
 import { interruptedOf } from '../authority/interrupted.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
+import type { RetirePublishedOutcome } from '../share/actions.js';
 
 /**
  * `baton ca init | show [--json] | rotate | retire` (docs/authority-on-disk.md, docs/cli.md): the local authority on
@@ -154,33 +155,39 @@ export const registerCa: Register = (program, ctx) => {
       action(ctx, async (options: { readonly confirm?: string; readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         if (options.yes && options.confirm === undefined) throw yesIsNotAConfirmation(stateDir);
-        const { retireAuthority } = await import('../authority/index.js');
         const config = ctx.config();
-        // NEVER THE KEY THE PUBLISHED OVERLAP STILL CARRIES, left alone by an install that
-        // stopped: refused before anything is asked or deleted (src/share/partial-install.ts).
-        if (config.store) await refuseRetireOfPublishedOverlap(ctx, config);
-        const confirm = options.confirm ?? (await confirmRetireOnTerminal(ctx, stateDir, deployment));
-        const result = await retireAuthority(stateDir, deployment, { confirm });
-        const { caDir } = layoutOf(stateDir);
-        switch (result.kind) {
-          case 'retired':
-            ctx.stdout.write(
-              `Retired the previous authority ${result.previous} from ${caDir}${result.unproved ? ' on your word (the current certificate names no predecessor)' : ''}.\n` +
-                `The current authority ${result.current} is the only one now on this host.\n`,
-            );
-            break;
-          case 'finished':
-            ctx.stdout.write(
-              `Finished an interrupted retire in ${caDir}: ${result.removed} is removed. The current authority is ${result.current}.\n`,
-            );
-            break;
-          case 'nothing-to-retire':
-            ctx.stdout.write(
-              `There is no previous authority to retire in ${caDir}. The current authority is ${result.current}.\n`,
-            );
-            break;
-        }
-        if (config.store) ctx.stdout.write(`${await retireInStore(ctx, config, confirm)}\n`);
+        const [{ retireOperation }, share] = await Promise.all([
+          import('../operations/ca-retire.js'),
+          config.store ? shareFor(ctx, config) : undefined,
+        ]);
+        const { local: result, store } = await retireOperation({
+          stateDir,
+          deployment,
+          ...(share ? { share } : {}),
+          confirm: async () => options.confirm ?? (await confirmRetireOnTerminal(ctx, stateDir, deployment)),
+          localDone: (result) => {
+            const { caDir } = layoutOf(stateDir);
+            switch (result.kind) {
+              case 'retired':
+                ctx.stdout.write(
+                  `Retired the previous authority ${result.previous} from ${caDir}${result.unproved ? ' on your word (the current certificate names no predecessor)' : ''}.\n` +
+                    `The current authority ${result.current} is the only one now on this host.\n`,
+                );
+                break;
+              case 'finished':
+                ctx.stdout.write(
+                  `Finished an interrupted retire in ${caDir}: ${result.removed} is removed. The current authority is ${result.current}.\n`,
+                );
+                break;
+              case 'nothing-to-retire':
+                ctx.stdout.write(
+                  `There is no previous authority to retire in ${caDir}. The current authority is ${result.current}.\n`,
+                );
+                break;
+            }
+          },
+        });
+        if (share && store) ctx.stdout.write(`${storeWords(ctx, share.store.location, store)}\n`);
         else if (result.kind !== 'nothing-to-retire')
           ctx.stdout.write(
             'No store is configured: a published document that still carries the previous pair keeps it until this host publishes (configure the store, then retire again).\n',
@@ -223,74 +230,20 @@ async function storeAfterRotate(ctx: CliContext, config: ResolvedConfig): Promis
   return `The store at ${where}: ${verdictSentence(verdict)} Look with \`${renderStep(s, nextStep('status'))}\` before publishing.`;
 }
 
-/**
- * A lone ca-previous.key whose pair the published document still carries in an overlap is an
- * install that stopped, not a retire: deleting it (and re-publishing without the pair) would end
- * the overlap for the whole fleet. Refused (exit 3), naming the way out: the same adopt again.
- */
-async function refuseRetireOfPublishedOverlap(ctx: CliContext, config: ResolvedConfig): Promise<void> {
-  const [{ openShareContext }, { look }, { overlapStillPublished }] = await Promise.all([
-    import('../share/share-context.js'),
-    import('../share/actions.js'),
-    import('../share/partial-install.js'),
-  ]);
-  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
-  const seen = await look(share);
-  const previous = overlapStillPublished(seen.local, seen.published);
-  if (previous === undefined) return;
-  throw new BatonError('refused', {
-    what: `ca-previous.key (the previous key ${previous}) is here without its certificate, and the published document still carries that previous pair in an overlap: an install of the overlap stopped part-way (it writes the previous key first). Retiring would delete a key the fleet may still verify against.`,
-    where: `${layoutOf(share.stateDir).caDir} and ${share.store.location}`,
-    next: [
-      'Finish the install: ',
-      nextStep('sync'),
-      ' writes ca-previous.crt back from the published document. Retire later, on purpose, once every node trusts the current authority.',
-    ],
-    changed: 'Nothing was deleted or published.',
-    reason: 'blocked',
-  });
+async function shareFor(ctx: CliContext, config: ResolvedConfig) {
+  const { openShareContext } = await import('../share/share-context.js');
+  return { ...(await openShareContext(config)), suggester: ctx.suggester() };
 }
 
-/**
- * The store's copy follows the retire (retirePublished): said in one line, and a store that
- * cannot be written is a failure that says the local retire is done and how to finish.
- */
-async function retireInStore(
-  ctx: CliContext,
-  config: ResolvedConfig,
-  confirm: string | undefined,
-): Promise<string> {
-  const [{ openShareContext }, { retirePublished }] = await Promise.all([
-    import('../share/share-context.js'),
-    import('../share/actions.js'),
-  ]);
-  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
-  let outcome;
-  try {
-    outcome = await retirePublished(share, confirm);
-  } catch (error) {
-    if (!(error instanceof BatonError) || error.code === 'usage') throw error;
-    throw new BatonError(error.code, {
-      what: `This host's retire is done, but the published document could not be updated: ${error.what}`,
-      where: share.store.location,
-      next: [
-        'Until it is, a host that adopts installs the retired pair. When the store answers, run ',
-        retireStep(),
-        ' again (',
-        nextStep('status'),
-        ' says whether the store still carries it).',
-      ],
-      changed: 'ca-previous.* are removed on this host; the store is unchanged.',
-      cause: error,
-    });
-  }
+/** The store's copy after a retire, in one line. */
+function storeWords(ctx: CliContext, location: string, outcome: RetirePublishedOutcome): string {
   switch (outcome.kind) {
     case 'dropped':
-      return `The published document at ${share.store.location} no longer carries the previous authority ${outcome.previous}: re-published with this host's one pair.`;
+      return `The published document at ${location} no longer carries the previous authority ${outcome.previous}: re-published with this host's one pair.`;
     case 'clean':
-      return `The published document at ${share.store.location} carries no previous pair.`;
+      return `The published document at ${location} carries no previous pair.`;
     case 'left':
-      return `The published document at ${share.store.location} was left as it is: ${outcome.why}${outcome.storeBehind ? ` The other side needs this host's authority: publish it with \`${renderStep(ctx.suggester(), nextStep('sync --push'))}\`.` : ''}`;
+      return `The published document at ${location} was left as it is: ${outcome.why}${outcome.storeBehind ? ` The other side needs this host's authority: publish it with \`${renderStep(ctx.suggester(), nextStep('sync --push'))}\`.` : ''}`;
   }
 }
 

@@ -170,10 +170,26 @@ export function parsePrivateKey(pem: Uint8Array): KeyObject | undefined {
     });
     if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
       return undefined;
+    // THE DER AS WRITTEN: OpenSSL reads an ECPrivateKey whose version is not 1 (or a PKCS#8 whose
+    // version is not 0) as the same key, so a flipped version byte would be adopted as other
+    // bytes that still pair. SEC1 (what billet and baton write) must re-export byte for byte.
+    if (sec1 ? !sameDer(key.export({ format: 'der', type: 'sec1' }), der) : !pkcs8VersionZero(der))
+      return undefined;
     return key;
   } catch {
     return undefined;
   }
+}
+
+function sameDer(exported: Buffer | string, der: Uint8Array): boolean {
+  return Buffer.isBuffer(exported) && exported.equals(Buffer.from(der));
+}
+
+/** PrivateKeyInfo ::= SEQUENCE { version INTEGER (0), … }: the INTEGER right after the SEQUENCE's header. */
+function pkcs8VersionZero(der: Uint8Array): boolean {
+  if (der[0] !== 0x30 || der[1] === undefined) return false;
+  const header = der[1] < 0x80 ? 2 : 2 + (der[1] & 0x7f);
+  return der[header] === 0x02 && der[header + 1] === 0x01 && der[header + 2] === 0x00;
 }
 
 /**

@@ -37,6 +37,10 @@ export function describeOutcome(
         ? `This host is the first controller of deployment ${ctx.deployment}: it minted ${outcome.fingerprint}, published it to ${ctx.store.location}, then installed it in ${caDir}.`
         : `Another controller published first: this host discarded its own new authority and adopted ${outcome.fingerprint} from ${ctx.store.location} into ${caDir}.`;
     case 'forced':
+      if (outcome.finished === 'installed')
+        return `A sync --force had stopped part-way: the old authority is set aside in ${outcome.supersededDir} (nothing was deleted), and this run finished installing the published ${outcome.fingerprint} in ${caDir}.`;
+      if (outcome.finished === 'already-held')
+        return `The sync --force had already finished: the old authority is set aside in ${outcome.supersededDir} (nothing was deleted) and the published ${outcome.fingerprint} is installed in ${caDir}; nothing was changed.`;
       return `The old authority was set aside in ${outcome.supersededDir} (nothing was deleted); the published ${outcome.fingerprint} is now installed in ${caDir}.`;
     case 'left':
       return outcome.why;

@@ -15,7 +15,7 @@
  * conditional writes) adds a Binding here and is checked by the same function.
  */
 import { BatonError } from '../errors.js';
-import { ETAG_8, nextStep, type Placeholder } from '../next-step.js';
+import { ETAG_8, forceAgainStep, nextStep, type Placeholder } from '../next-step.js';
 import { confirmationPrefix, typedMatch, type Fingerprint } from '../pki/fingerprint-type.js';
 
 export type BoundStep = 'force' | 'push-over' | 'replace-unreadable' | 'unseal';
@@ -47,6 +47,23 @@ export function forceBinding(local: Fingerprint): Binding {
     placeholder: { placeholder: 'LOCAL 8', readFrom: STATUS_LOCAL },
     describe: 'the 8 characters after "SHA256:" of the LOCAL fingerprint (the authority set aside)',
     prompt: 'Type the first 8 characters after "SHA256:" of the LOCAL fingerprint to set it aside: ',
+  };
+}
+
+/**
+ * `--force` run again to finish a force cut short: the same flag and the same LOCAL 8 as typed
+ * before the cut, now read from the authority it set aside (it is no longer in ca/).
+ */
+export function forceResumeBinding(setAside: Fingerprint, setAsideDir: string): Binding {
+  const step = forceAgainStep(setAsideDir);
+  const placeholder = step.args.find((w): w is Placeholder => typeof w !== 'string')!;
+  return {
+    step: 'force',
+    flag: '--force',
+    expected: confirmationPrefix(setAside),
+    placeholder,
+    describe: `the 8 characters after "SHA256:" of the authority the cut-short force set aside in ${setAsideDir} (the LOCAL 8 it was run with)`,
+    prompt: `A sync --force stopped part-way; it set ${setAside} aside in ${setAsideDir}. Type the first 8 characters after "SHA256:" of that fingerprint to finish it: `,
   };
 }
 

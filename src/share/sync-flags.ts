@@ -12,6 +12,7 @@ import { nextStep } from '../next-step.js';
 import { BatonError } from '../errors.js';
 import {
   forceBinding,
+  forceResumeBinding,
   pushOverBinding,
   replaceBinding,
   UNSEAL_BINDING,
@@ -22,6 +23,8 @@ import { replaceUnreadableRefusal } from './refusals.js';
 import { neverPushedOver, provedBehind, pushesOver } from './decide.js';
 import type { ShareContext } from './share-context.js';
 import type { Look, Verdict } from './types.js';
+import type { ResumableForce } from './partial-install.js';
+import { confirmationPrefix } from '../pki/fingerprint-type.js';
 import { verdictSentence } from './verdict-words.js';
 
 export interface SyncActionFlags {
@@ -74,7 +77,13 @@ function withoutFlags(verdict: Verdict): string {
 }
 
 /** Exit 2 when a flag does not apply to the verdict; exit 3 for a replace that must never happen. */
-export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActionFlags): void {
+export function checkSyncFlags(
+  share: ShareContext,
+  seen: Look,
+  flags: SyncActionFlags,
+  /** The authorities a force cut short set aside, when this is its state (partial-install.ts forceResumable). */
+  resumable: readonly ResumableForce[] = [],
+): void {
   const { verdict } = seen;
   const misuse = (flag: FlagName, appliesTo: string) =>
     new BatonError('usage', {
@@ -99,8 +108,12 @@ export function checkSyncFlags(share: ShareContext, seen: Look, flags: SyncActio
   if (flags.firstController && verdict.kind !== 'first-controller' && !raceLost) {
     throw misuse('firstController', 'when nothing is published and this host holds no authority');
   }
-  if (flags.force && verdict.kind !== 'refuse')
-    throw misuse('force', 'when sync refuses (this host holds a different authority than the published one)');
+  // A force cut short, run again as typed, finishes what it began (bound to what it set aside).
+  if (flags.force && verdict.kind !== 'refuse' && resumable.length === 0)
+    throw misuse(
+      'force',
+      'when sync refuses (this host holds a different authority than the published one), or to finish a force that stopped part-way (an authority it set aside in ca.superseded-*, and ca/ holding nothing else than the published one)',
+    );
   if (
     flags.push &&
     verdict.kind === 'refuse' &&
@@ -191,14 +204,33 @@ export { pushesOver };
  * The values the flags' irreversible steps are bound to, on this look (checkSyncFlags has
  * already refused a flag outside its verdict). Empty: nothing needs --confirm.
  */
-export function syncBindings(seen: Look, flags: SyncActionFlags): readonly Binding[] {
+export function syncBindings(
+  seen: Look,
+  flags: SyncActionFlags,
+  resumable: readonly ResumableForce[] = [],
+): readonly Binding[] {
   const { verdict, published } = seen;
   const bindings: Binding[] = [];
   if (flags.force && verdict.kind === 'refuse') bindings.push(forceBinding(verdict.local));
+  const resuming =
+    flags.force && verdict.kind !== 'refuse' ? forceResumed(resumable, flags.confirm) : undefined;
+  if (resuming) bindings.push(forceResumeBinding(resuming.fingerprint, resuming.dir));
   if (flags.push && pushesOver(verdict) && verdict.kind === 'refuse')
     bindings.push(pushOverBinding(verdict.published));
   if (flags.replaceUnreadable && published.state === 'unreadable' && published.etag !== undefined)
     bindings.push(replaceBinding(published.etag));
   if (flags.unseal) bindings.push(UNSEAL_BINDING);
   return bindings;
+}
+
+/**
+ * Which set-aside authority a re-run force is bound to: the one its --confirm names (the LOCAL 8
+ * typed before the cut), else the newest — whose value a terminal then asks for, and whose
+ * absence without one is the usual exit 2.
+ */
+export function forceResumed(
+  resumable: readonly ResumableForce[],
+  confirm: readonly string[] | undefined,
+): ResumableForce | undefined {
+  return resumable.find((r) => (confirm ?? []).includes(confirmationPrefix(r.fingerprint))) ?? resumable[0];
 }

@@ -178,7 +178,16 @@ export type Outcome =
   | { readonly kind: 'already-held'; readonly fingerprint: Fingerprint }
   | { readonly kind: 'published'; readonly fingerprint: Fingerprint; readonly etag: string }
   | { readonly kind: 'first-controller'; readonly fingerprint: Fingerprint; readonly wonRace: boolean }
-  | { readonly kind: 'forced'; readonly fingerprint: Fingerprint; readonly supersededDir: string }
+  | {
+      readonly kind: 'forced';
+      readonly fingerprint: Fingerprint;
+      readonly supersededDir: string;
+      /**
+       * Set when this run FINISHED a force cut short (run again as typed): 'installed' when it
+       * wrote what was missing, 'already-held' when the cut came after the last file.
+       */
+      readonly finished?: 'installed' | 'already-held';
+    }
   | { readonly kind: 'left'; readonly why: string };
 
 export type { LocalAuthority };

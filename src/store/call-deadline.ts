@@ -6,6 +6,44 @@
  * and a body is read through `readBodyWithin`, which gives up when the deadline is reached.
  */
 
+/** The per-attempt bounds a store's SDK client is built with (every field optional: defaults below). */
+export interface CallBoundOptions {
+  readonly connectionTimeoutMs?: number;
+  readonly requestTimeoutMs?: number;
+  readonly maxAttempts?: number;
+}
+
+/** Each attempt's bounds, and the total one call can never exceed (status and errors say them). */
+export interface CallBounds {
+  readonly connectMs: number;
+  readonly requestMs: number;
+  readonly attempts: number;
+  /** attempts × (connect + request) + the retries' pauses: the most one call can take. */
+  readonly totalMs: number;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
+const DEFAULT_ATTEMPTS = 3;
+/** What the SDK's standard retry waits between attempts, at most, with 3 attempts (0.2 s + 0.4 s), rounded up. */
+const RETRY_PAUSE_ALLOWANCE_MS = 1_000;
+
+/**
+ * ONE FORMULA for every store kind (S3, SSM): the bounds each attempt gets and the deadline the
+ * whole call runs under. Two copies would let one store's words promise a bound its call
+ * does not keep.
+ */
+export function callBounds(options: CallBoundOptions = {}): CallBounds {
+  const connectMs = options.connectionTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const requestMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const attempts = options.maxAttempts ?? DEFAULT_ATTEMPTS;
+  return {
+    connectMs,
+    requestMs,
+    attempts,
+    totalMs: attempts * (connectMs + requestMs) + RETRY_PAUSE_ALLOWANCE_MS,
+  };
+}
 export class CallDeadline {
   readonly #controller = new AbortController();
   readonly #timer: NodeJS.Timeout;

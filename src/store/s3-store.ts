@@ -21,7 +21,15 @@ import {
 import { BatonError, type StoreFailureReason } from '../errors.js';
 import { shown } from '../outside-text.js';
 import { MAX_DOCUMENT_BYTES, oversizeError } from './body-limit.js';
-import { BodyOverLimit, BodyStalled, CallDeadline, readBodyWithin, secondsWords } from './call-deadline.js';
+import {
+  BodyOverLimit,
+  BodyStalled,
+  CallDeadline,
+  callBounds,
+  readBodyWithin,
+  secondsWords,
+  type CallBounds,
+} from './call-deadline.js';
 import { offlineRoute } from './offline-route-steps.js';
 import { probeConditionalWrites } from './probe.js';
 import { storeChangedError } from './store-changed.js';
@@ -62,31 +70,11 @@ export interface S3StoreOptions {
 
 type Operation = 'read' | 'write' | 'delete';
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 3_000;
-export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
-export const DEFAULT_ATTEMPTS = 3;
-/** What the SDK's standard retry waits between attempts, at most, with 3 attempts (0.2 s + 0.4 s), rounded up. */
-const RETRY_PAUSE_ALLOWANCE_MS = 1_000;
-
-/** Each request's bounds, and the total it can never exceed, in one place (status and errors say them). */
-export interface S3Bounds {
-  readonly connectMs: number;
-  readonly requestMs: number;
-  readonly attempts: number;
-  /** attempts × (connect + request) + the retries' pauses: the most one request can take. */
-  readonly totalMs: number;
-}
+/** Each request's bounds, and the total it can never exceed: the one formula of every store (call-deadline.ts). */
+export type S3Bounds = CallBounds;
 
 export function s3Bounds(options: S3StoreOptions = {}): S3Bounds {
-  const connectMs = options.connectionTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const requestMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const attempts = options.maxAttempts ?? DEFAULT_ATTEMPTS;
-  return {
-    connectMs,
-    requestMs,
-    attempts,
-    totalMs: attempts * (connectMs + requestMs) + RETRY_PAUSE_ALLOWANCE_MS,
-  };
+  return callBounds(options);
 }
 
 /** The bounds in words: "3 attempts of at most 3 s to connect and 5 s to answer, 25 s in all". */

@@ -44,6 +44,7 @@ import {
   type StoredDocument,
 } from './store.js';
 import { SSM_PARAMETER_LEAF, kmsSealWords, type SsmStoreSpec } from './store-url.js';
+import { callBounds, type CallBounds } from './call-deadline.js';
 
 /** The same choices as S3's: static keys for an emulator, and the per-attempt bounds. */
 export type SsmStoreOptions = S3StoreOptions;
@@ -52,26 +53,11 @@ export type SsmStoreOptions = S3StoreOptions;
 export const SSM_STANDARD_MAX_BYTES = 4096;
 export const SSM_ADVANCED_MAX_BYTES = 8192;
 
-const DEFAULT_CONNECT_MS = 3_000;
-const DEFAULT_REQUEST_MS = 5_000;
-const DEFAULT_ATTEMPTS = 3;
-/** The standard retry's pauses with 3 attempts (0.2 s + 0.4 s), rounded up. */
-const RETRY_PAUSES_MS = 1_000;
-
-/** The one deadline a whole store call runs under, and the per-attempt bounds it is made of. */
-export interface SsmDeadline {
-  readonly connectMs: number;
-  readonly requestMs: number;
-  readonly attempts: number;
-  /** attempts × (connect + request) + the retries' pauses. */
-  readonly totalMs: number;
-}
+/** The one deadline a whole store call runs under, and the per-attempt bounds it is made of (call-deadline.ts). */
+export type SsmDeadline = CallBounds;
 
 export function ssmDeadline(options: SsmStoreOptions = {}): SsmDeadline {
-  const connectMs = options.connectionTimeoutMs ?? DEFAULT_CONNECT_MS;
-  const requestMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_MS;
-  const attempts = options.maxAttempts ?? DEFAULT_ATTEMPTS;
-  return { connectMs, requestMs, attempts, totalMs: attempts * (connectMs + requestMs) + RETRY_PAUSES_MS };
+  return callBounds(options);
 }
 
 const seconds = (ms: number) => `${Math.round(ms / 100) / 10} s`;

@@ -115,7 +115,7 @@ function nextStepsIn(value: unknown): { command: string; args: string[] }[] {
 }
 
 describe('a force cut short part-way through its install', () => {
-  it('status names the same sync (and the ca.superseded-* it set aside) in its words and next_steps; that sync, run as given, finishes it', async () => {
+  it('status names the same force again (and the ca.superseded-* it set aside) in its words and next_steps; that force, run as typed, finishes it', async () => {
     const storeDir = path.join(tmp.dir, 'store-force');
     const store = new DirectoryStore(storeDir);
     const source = await makeAuthority({ deployment: DEP, rotated: true });
@@ -152,9 +152,23 @@ describe('a force cut short part-way through its install', () => {
     expect(status.stdout).not.toMatch(/^[^.]*Restore the missing file from a backup\./);
     const steps = nextStepsIn(json).filter((step) => step.args.at(-1) === 'sync');
     expect(steps.length).toBeGreaterThan(0);
+    // THE SAME COMMAND AS TYPED is named too, bound to the authority the force set aside.
+    const again = nextStepsIn(json).find(
+      (step) => step.args.slice(-4).join(' ') === 'sync --force --confirm <LOCAL 8>',
+    );
+    expect(again, status.stdout).toBeDefined();
+    const setAside = /ca\.superseded-\d{8}T\d{6}Z/.exec(status.stdout)![0];
+    expect(status.stdout).toContain(`${diverged.fingerprint} aside in ${path.join(stateDir, setAside)}`);
+    const disk = snapshotDir(path.join(stateDir, setAside));
 
-    const sync = await runBaton(steps[0]!.args);
+    // Run exactly as it was typed before the cut: the operator's LOCAL 8 of then.
+    const typed = again!.args.map((a) => (a === '<LOCAL 8>' ? confirmationPrefix(diverged.fingerprint) : a));
+    const sync = await runBaton(typed);
     expect(sync.exitCode, sync.all).toBe(0);
+    expect(sync.stdout.replace(/\s+/g, ' ')).toContain(
+      `A sync --force had stopped part-way: the old authority is set aside in ${path.join(stateDir, setAside)}`,
+    );
+    expect(snapshotDir(path.join(stateDir, setAside))).toEqual(disk);
     const after = (await readAuthority(stateDir, DEP)).local;
     expect(after).toMatchObject({ state: 'whole' });
     expect(await wirecertReads(stateDir, DEP)).toMatchObject({ verdict: 'starts' });

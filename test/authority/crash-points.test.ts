@@ -32,8 +32,10 @@ import {
 } from '../../src/authority/index.js';
 import { readAuthority } from '../../src/authority/read-local-authority.js';
 import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
-import { adopt, firstController, force, publish, replaceUnreadable } from '../../src/share/actions.js';
+import { adopt, firstController, force, look, publish, replaceUnreadable } from '../../src/share/actions.js';
 import type { ShareContext } from '../../src/share/share-context.js';
+import { checkConfirmations } from '../../src/share/confirm-binding.js';
+import { syncOperation } from '../../src/operations/sync.js';
 import { fingerprintOfFiles, fixedClock, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
 import {
   billetReads,
@@ -43,10 +45,15 @@ import {
   snapshotInitial,
   stateKey,
   type BilletReading,
+  type Content,
   type Op,
 } from '../helpers/crash-points.js';
 import { MemoryStore } from '../helpers/memory-store.js';
-import { wirecertReads, type WirecertReading } from '../helpers/billet/wirecert-rules.js';
+import { wirecertReads, type SeedStore, type WirecertReading } from '../helpers/billet/wirecert-rules.js';
+import { billetAdopt, billetFingerprint } from '../helpers/billet/wireshare-rules.js';
+import { retireOperation } from '../../src/operations/ca-retire.js';
+import { verdictWords } from '../../src/share/verdict-words.js';
+import { isNextStep, type NextStep } from '../../src/next-step.js';
 
 const DEP = TEST_DEPLOYMENT;
 const cleanups: (() => void)[] = [];
@@ -91,8 +98,12 @@ interface Scenario {
   readonly setup: () => Promise<{
     readonly stateDir: string;
     readonly run: () => Promise<unknown>;
-    /** The command the words name for a state this one cut short, run on that state's dir (adopt and force: `sync`, which adopts). */
+    /** The command the words name for a state this one cut short, run on that state's dir (adopt: `sync`; force: the same force as typed). */
     readonly resume?: (stateDir: string) => Promise<unknown>;
+    /** Run `resume` on EVERY crash state, not only the half-initialised ones (force: the command as typed). */
+    readonly rerunEvery?: boolean;
+    /** The deployment's store, unchanged by the operation: billet b2b42c1a starts with it (Adopt first). */
+    readonly store?: MemoryStore;
   }>;
 }
 
@@ -123,7 +134,12 @@ const SCENARIOS: readonly Scenario[] = [
       const stateDir = await freshHost();
       const store = await publishedStore(true);
       const ctx = share(stateDir, store, 'adopter');
-      return { stateDir, run: () => adopt(ctx), resume: (dir) => adopt(share(dir, store, 'adopter')) };
+      return {
+        stateDir,
+        run: () => adopt(ctx),
+        resume: (dir) => adopt(share(dir, store, 'adopter')),
+        store,
+      };
     },
   },
   {
@@ -137,6 +153,7 @@ const SCENARIOS: readonly Scenario[] = [
         stateDir: held.stateDir,
         run: () => adopt(ctx),
         resume: (dir) => adopt(share(dir, store, 'adopter')),
+        store,
       };
     },
   },
@@ -146,11 +163,23 @@ const SCENARIOS: readonly Scenario[] = [
       const held = await heldHost(true);
       const store = await publishedStore(true);
       const ctx = share(held.stateDir, store, 'diverged');
-      return {
-        stateDir: held.stateDir,
-        run: () => force(ctx),
-        resume: (dir) => adopt(share(dir, store, 'diverged')),
+      // THE SAME COMMAND AS TYPED: `sync --force --confirm <LOCAL 8>`, through the one sync
+      // operation the CLI runs, with --confirm checked as it is without a terminal.
+      const typed = [confirmationPrefix(held.fingerprint)];
+      const rerun = async (dir: string) => {
+        const before = store.snapshot();
+        const result = await syncOperation(
+          share(dir, store, 'diverged'),
+          { force: true, confirm: typed },
+          {
+            confirmBound: (bindings) => Promise.resolve(checkConfirmations(bindings, typed, store.location)),
+            confirmMint: () => Promise.reject(new Error('a force never mints')),
+          },
+        );
+        expect(store.snapshot()).toEqual(before);
+        return result.sentence;
       };
+      return { stateDir: held.stateDir, run: () => force(ctx), resume: rerun, rerunEvery: true, store };
     },
   },
   {
@@ -236,7 +265,10 @@ async function checkAll(
   initial: ReturnType<typeof snapshotInitial>,
   ops: readonly Op[],
   resume?: (stateDir: string) => Promise<unknown>,
+  rerunEvery = false,
+  store?: MemoryStore,
 ): Promise<Checked> {
+  const seedStore = store && seedStoreOf(store);
   const states = crashStates(initial, ops);
   const authorityFiles = (files: ReadonlyMap<string, unknown>) =>
     [...files.keys()].filter((p) => AUTHORITY_NAMES.test(p)).sort();
@@ -256,7 +288,16 @@ async function checkAll(
     const local = (await readAuthority(stateDir, DEP)).local;
     const baton = batonReads(local);
     const billet = await billetReads(stateDir, DEP);
-    const seed = await wirecertReads(stateDir, DEP);
+    // THE SEED'S BILLET STARTS WITH THE STORE when the deployment has one: its Adopt runs first
+    // and may write (InstallAuthority, O_EXCL), so it starts on a copy — which is then what a
+    // billet restart left, read again by baton (the chained crash).
+    let restarted: string | undefined;
+    let seed: WirecertReading;
+    if (seedStore) {
+      restarted = path.join(work, `b${n}`);
+      materialize(restarted, state.files);
+      seed = await wirecertReads(restarted, DEP, { store: seedStore, install: true });
+    } else seed = await wirecertReads(stateDir, DEP);
     const label = `${baton.reading} / billet ${billet.outcome} / b2b42c1a ${seed.verdict}`;
     tally(`baton ${baton.reading}`);
     tally(`later billet ${billet.outcome}`);
@@ -278,13 +319,23 @@ async function checkAll(
     // repair (interrupted, lost or blocked, each with its way out), never "whole".
     if (seed.verdict === 'mints' && (heldBefore || adopting))
       finding(`billet b2b42c1a mints ("day one") in a dir that held or was adopting one (${seed.rule})`);
-    if (seed.verdict === 'refuses' && baton.reading === 'whole')
+    // With a store, "whole" is what status says: whole AND in sync with the published authority
+    // (a host holding another one is a refusal, exit 3, whose ways out are force and push).
+    const saysWhole =
+      baton.reading === 'whole' &&
+      (!store || (await look(share(stateDir, store, 'host'))).verdict.kind === 'in-sync');
+    if (seed.verdict === 'refuses' && saysWhole)
       finding(`billet b2b42c1a refuses to start where baton says "whole" (${seed.rule})`);
     // RESUMABLE BY THE SAME COMMAND: a half-initialised install is finished by the `sync` its
     // words name (adopt), reaching a whole state both billet readings start on.
     if (resume && local.state === 'blocked' && local.problem === 'half-initialised') {
       const said = JSON.stringify(local.error.said ?? local.error.next);
       if (!said.includes('"sync"')) finding('the words of a half-initialised install do not name sync');
+      if (
+        scenario.startsWith('force') &&
+        !said.includes('["sync","--force","--confirm",{"placeholder":"LOCAL 8"')
+      )
+        finding('the words of a force cut short do not name the same force again, as typed');
       if (scenario.startsWith('force') && !said.includes('ca.superseded-'))
         finding('the words of a force cut short do not name the ca.superseded-* it set aside');
       const resumed = path.join(work, `r${n}`);
@@ -303,6 +354,20 @@ async function checkAll(
         finding(`sync refused the install it was cut short of: ${(error as Error).message}`);
       }
     }
+    // NO SUGGESTED COMMAND REMOVES A PREVIOUS KEY THE PUBLISHED OVERLAP STILL CARRIES: in this
+    // state, and in what a billet restart leaves of it.
+    if (store)
+      for (const dir of [stateDir, ...(restarted ? [restarted] : [])]) {
+        const problem = await retireSuggestionProblem(dir, store);
+        if (problem) finding(problem);
+      }
+    // A FORCE CUT SHORT AT ANY POINT, run again exactly as typed, ends whole on the published
+    // authority with the old one set aside byte for byte, and changes nothing else.
+    if (resume && rerunEvery) {
+      const problem = await rerunEnds(work, `f${n}`, state.files, initial, resume);
+      if (problem) finding(problem);
+      else forceRerunsWhole += 1;
+    }
     if (seed.verdict === 'refuses' && baton.saysBilletStops === false)
       finding(`baton's words say billet starts where billet b2b42c1a refuses (${seed.rule})`);
   }
@@ -310,7 +375,133 @@ async function checkAll(
   return { states: states.length, distinct: seen.size, readings, findings };
 }
 
+/**
+ * Re-runs the cut-short command on a copy of `files` and says what is wrong with the result, if
+ * anything: it must end whole on the published authority (both billet readings start on it);
+ * exactly one ca.superseded-* must hold the ca/ the operation began with, byte for byte, with
+ * its marker copy; the marker stays; and no other file the crash left may change or vanish.
+ */
+async function rerunEnds(
+  work: string,
+  name: string,
+  files: ReadonlyMap<string, unknown>,
+  initial: ReturnType<typeof snapshotInitial>,
+  rerun: (stateDir: string) => Promise<unknown>,
+): Promise<string | undefined> {
+  const dir = path.join(work, name);
+  materialize(dir, files as Parameters<typeof materialize>[1]);
+  const before = snapshotInitial(dir);
+  let said: unknown;
+  try {
+    said = await rerun(dir);
+  } catch (error) {
+    return `the same force, re-run as typed, failed: ${(error as Error).message}`;
+  }
+  const after = snapshotInitial(dir);
+  const local = (await readAuthority(dir, DEP)).local;
+  if (local.state !== 'whole' || interruptedOf(local) !== undefined)
+    return `the re-run did not end whole: ${local.state}`;
+  const [seedAfter, laterAfter] = [await wirecertReads(dir, DEP), await billetReads(dir, DEP)];
+  if (seedAfter.verdict !== 'starts' || laterAfter.outcome === 'fails')
+    return `after the re-run, billet does not start: ${seedAfter.rule} / ${laterAfter.why}`;
+  const bytesAt = (snap: typeof before, p: string) => {
+    const e = snap.entries.get(p);
+    if (e?.type !== 'file') return e?.type;
+    const c = snap.contents.get(e.inode)!;
+    return `${c.mode.toString(8)}:${Buffer.from(c.bytes).toString('base64')}`;
+  };
+  const originalCa = [...initial.entries.keys()].filter((p) => p.startsWith('ca/'));
+  const holders = [...after.entries.keys()].filter(
+    (p) =>
+      /^ca\.superseded-[^/.]+$/.test(p) &&
+      originalCa.every((f) => bytesAt(after, `${p}${f.slice(2)}`) === bytesAt(initial, f)) &&
+      [...after.entries.keys()].filter((q) => q.startsWith(`${p}/`)).length === originalCa.length,
+  );
+  if (holders.length !== 1)
+    return `${holders.length} ca.superseded-* dirs hold the old ca/ byte for byte after the re-run (want 1)`;
+  if (bytesAt(after, `${holders[0]}.authority-created`) !== bytesAt(initial, 'authority-created'))
+    return 'the set-aside marker copy is not the marker';
+  if (bytesAt(after, 'authority-created') !== bytesAt(initial, 'authority-created'))
+    return 'the marker changed';
+  for (const p of before.entries.keys()) {
+    if (p === 'ca' || p.startsWith('ca/')) continue;
+    if (bytesAt(after, p) !== bytesAt(before, p)) return `the re-run changed ${p}, outside ca/`;
+  }
+  for (const p of after.entries.keys()) {
+    if (before.entries.has(p) || p === 'ca' || p.startsWith('ca/')) continue;
+    if (!p.startsWith(holders[0]!)) return `the re-run left ${p}, beyond the one set-aside authority`;
+  }
+  if (typeof said !== 'string' || !said.includes(path.join(dir, holders[0]!)))
+    return `the re-run's words do not name where the old authority went: ${String(said)}`;
+  return undefined;
+}
+
+/** The published document as billet b2b42c1a's Adopt decodes it (test/helpers/billet/wireshare-rules.ts). */
+function seedStoreOf(store: MemoryStore): SeedStore | undefined {
+  const body = store.document?.body;
+  if (!body) return undefined;
+  const adopted = billetAdopt(body, DEP, undefined);
+  if (adopted.kind !== 'installed')
+    throw new Error(`billet would not adopt the scenario's document: ${JSON.stringify(adopted)}`);
+  return { files: adopted.files, fingerprint: billetFingerprint(adopted.files['ca.crt']!) };
+}
+
+/**
+ * Every command baton suggests for `dir` (status's verdict when it is not "ok", the local
+ * reader's way out, `ca show`'s interrupted step): when one is `ca retire` while the published
+ * document carries the very previous pair this host holds, following it — as `ca retire` with a
+ * store runs it, confirmed — must refuse and change nothing on disk or in the store. Says what
+ * went wrong, if anything.
+ */
+async function retireSuggestionProblem(dir: string, store: MemoryStore): Promise<string | undefined> {
+  const ctx = share(dir, store, 'host');
+  const seen = await look(ctx);
+  const { local, published, verdict } = seen;
+  const steps: NextStep[] = [];
+  const words = verdictWords(verdict);
+  if (words.tone !== 'ok' && words.step) steps.push(words.step);
+  if (verdict.kind === 'blocked')
+    steps.push(...(verdict.step ? [verdict.step] : []), ...(verdict.said ?? []).filter(isNextStep));
+  if (local.state === 'blocked') steps.push(...(local.error.said ?? []).filter(isNextStep));
+  const interrupted = interruptedOf(local);
+  if (interrupted) steps.push(interrupted.step);
+  if (!steps.some((step) => step.args[0] === 'ca' && step.args[1] === 'retire')) return undefined;
+  const previous =
+    local.state === 'whole' ? (local.previous?.fingerprint ?? local.leftover?.fingerprint) : undefined;
+  if (previous === undefined || published.state !== 'present') return undefined;
+  if (published.header.previousFingerprint !== previous) return undefined;
+  if (words.tone !== 'ok' && words.step?.args[1] === 'retire')
+    return `status suggests ca retire of ${previous} while the published document carries that previous pair`;
+  const [disk, kept] = [stateKey(snapshotFiles(dir)), store.snapshot()];
+  try {
+    await retireOperation({
+      stateDir: dir,
+      deployment: DEP,
+      share: ctx,
+      confirm: () => Promise.resolve(confirmationPrefix(previous)),
+    });
+    return `following a suggested ca retire deleted ${previous} while the published document carries that previous pair`;
+  } catch {
+    if (stateKey(snapshotFiles(dir)) !== disk || JSON.stringify(store.snapshot()) !== JSON.stringify(kept))
+      return 'a refused ca retire changed the state dir or the store';
+    retireRefusals += 1;
+    return undefined;
+  }
+}
+
+function snapshotFiles(dir: string): Map<string, Content | 'dir'> {
+  const snap = snapshotInitial(dir);
+  const files = new Map<string, Content | 'dir'>();
+  for (const [p, e] of snap.entries) files.set(p, e.type === 'dir' ? 'dir' : snap.contents.get(e.inode)!);
+  return files;
+}
+
+/** States where a suggested `ca retire` met a published overlap carrying that pair, and refused. */
+let retireRefusals = 0;
+
 const totals = { states: 0, distinct: 0 };
+/** Force crash states the same force, re-run as typed, ended whole with nothing else changed. */
+let forceRerunsWhole = 0;
 /** Half-initialised installs the printed `sync` finished to a state both billets start on. */
 let resumedStates = 0;
 /** Each reading's verdicts over every distinct state of every scenario: the table the lead quotes. */
@@ -320,7 +511,7 @@ function tally(label: string): void {
 }
 afterAll(() => {
   console.log(
-    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a); ${resumedStates} half-initialised installs finished by the same sync`,
+    `crash-point harness: ${totals.states} crash states checked (${totals.distinct} distinct dirs), three readings (baton, the later billet, billet b2b42c1a); ${resumedStates} half-initialised installs finished by the same sync; ${forceRerunsWhole} force crash states ended whole by the same force re-run as typed; ${retireRefusals} states (as crashed, or after a billet b2b42c1a restart) where a suggested ca retire met the published overlap and refused, changing nothing`,
   );
   console.log(
     `crash table verdicts: ${[...verdicts]
@@ -332,10 +523,10 @@ afterAll(() => {
 
 describe('every crash point of every authority write, by baton and by billet', () => {
   it.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', async (name, scenario) => {
-    const { stateDir, run, resume } = await scenario.setup();
+    const { stateDir, run, resume, rerunEvery, store } = await scenario.setup();
     const initial = snapshotInitial(stateDir);
     const ops = await record(stateDir, initial, run);
-    const checked = await checkAll(name, initial, ops, resume);
+    const checked = await checkAll(name, initial, ops, resume, rerunEvery, store);
     totals.states += checked.states;
     totals.distinct += checked.distinct;
     console.log(

@@ -259,12 +259,46 @@ describe('install (adopt into a lost host, with an overlap), stopped after each 
   });
 });
 
-describe("retire, stopped after each durable step (billet's order: the certificate first)", () => {
-  it('after the certificate is removed the reader names a retire to finish (billet serves the current one), and retiring again deletes the key only when confirmed', async () => {
+describe("retire, stopped after each durable step (billet b2b42c1a's order: the key first)", () => {
+  it('after the key is removed, the certificate left without it is never "whole ✓": an interrupted retire billet cannot start on, finished by retiring again (no key is left to confirm)', async () => {
+    const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
+    await crashAt('removed ca-previous.key', (onStep) =>
+      retireAuthority(stateDir, DEP, { onStep, confirm: confirmationPrefix(previous!) }),
+    );
+    const local = expectWhole(await bothReaders(stateDir));
+    expect(local).toMatchObject({
+      pending: 'retire',
+      leftover: { file: 'ca-previous.crt', fingerprint: previous },
+    });
+    expect(interruptedOf(local)).toMatchObject({ op: 'retire', billetStops: true });
+    // Not "whole ✓ in sync, nothing to do": the verdict is blocked and names the finishing step.
+    const verdict = decide(local, { state: 'none', location: 'file:///store' });
+    expect(verdict).toMatchObject({ kind: 'blocked', step: { args: ['ca', 'retire'] } });
+    expect((verdict as { why: string }).why).toContain("billet's control plane will not start");
+    expect(await retireAuthority(stateDir, DEP)).toEqual({
+      kind: 'finished',
+      current: fingerprint,
+      removed: 'ca-previous.crt',
+    });
+    expect(interruptedOf(await bothReaders(stateDir))).toBeUndefined();
+  });
+
+  it('after the certificate is removed too the overlap is over', async () => {
+    const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
+    await crashAt('removed ca-previous.crt', (onStep) =>
+      retireAuthority(stateDir, DEP, { onStep, confirm: confirmationPrefix(previous!) }),
+    );
+    expect(expectWhole(await bothReaders(stateDir))).toMatchObject({
+      current: { fingerprint },
+      previous: undefined,
+    });
+  });
+
+  it('a key left without its certificate (the order of an older baton) names a retire to finish, and retiring again deletes the key only when confirmed', async () => {
     const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
     const confirm = confirmationPrefix(previous!);
     const currentKey = readFileSync(ca(stateDir, 'ca.key'));
-    await crashAt('removed ca-previous.crt', (onStep) => retireAuthority(stateDir, DEP, { onStep, confirm }));
+    rmSync(ca(stateDir, 'ca-previous.crt'));
     const local = expectWhole(await bothReaders(stateDir));
     expect(local).toMatchObject({
       current: { fingerprint },
@@ -290,34 +324,6 @@ describe("retire, stopped after each durable step (billet's order: the certifica
     expect(done.pending).toBeUndefined();
     expect(done.previous).toBeUndefined();
     expect(readFileSync(ca(stateDir, 'ca.key'))).toEqual(currentKey);
-  });
-
-  it('after the key is removed the overlap is over', async () => {
-    const { stateDir, fingerprint, previous } = await authorityDir({ rotated: true });
-    await crashAt('removed ca-previous.key', (onStep) =>
-      retireAuthority(stateDir, DEP, { onStep, confirm: confirmationPrefix(previous!) }),
-    );
-    expect(expectWhole(await bothReaders(stateDir))).toMatchObject({
-      current: { fingerprint },
-      previous: undefined,
-    });
-  });
-
-  it('a certificate left without its key (the order of an older baton) is never "whole ✓": it is an interrupted retire that billet cannot start on', async () => {
-    const { stateDir, fingerprint } = await authorityDir({ rotated: true });
-    rmSync(ca(stateDir, 'ca-previous.key'));
-    const local = expectWhole(await bothReaders(stateDir));
-    expect(interruptedOf(local)).toMatchObject({ op: 'retire', billetStops: true });
-    // Not "whole ✓ in sync, nothing to do": the verdict is blocked and names the finishing step.
-    const verdict = decide(local, { state: 'none', location: 'file:///store' });
-    expect(verdict).toMatchObject({ kind: 'blocked', step: { args: ['ca', 'retire'] } });
-    expect((verdict as { why: string }).why).toContain("billet's control plane will not start");
-    expect(await retireAuthority(stateDir, DEP)).toEqual({
-      kind: 'finished',
-      current: fingerprint,
-      removed: 'ca-previous.crt',
-    });
-    expect(interruptedOf(await bothReaders(stateDir))).toBeUndefined();
   });
 });
 

@@ -170,7 +170,7 @@ function safeIsDir(dir: string): boolean {
 
 type Entry = { readonly type: 'dir' } | { readonly type: 'file'; readonly inode: number };
 
-interface Content {
+export interface Content {
   readonly bytes: Uint8Array;
   readonly mode: number;
 }

@@ -2,16 +2,17 @@
  * A crash in the middle of a forced replace — the one operation that moves the key a fleet
  * verifies against. A child process runs the project's real `force` with a stop wired to the
  * authority layer's own step hooks (test/reliability/scripts/crash-shim.ts) and is SIGKILLed
- * at that exact step, holding the lock. Then the real CLI runs again: the superseded
- * directory is intact byte for byte, the lock was released by the kernel, and the rerun
- * either completes (adopting into the host the crash left empty or lost) or refuses naming
- * what it found.
+ * at that exact step, holding the lock. Then the real CLI runs the same command again, as
+ * typed (`sync --force --confirm <LOCAL 8>`): the superseded directory is intact byte for byte,
+ * the lock was released by the kernel, and the rerun either completes (finishing the install,
+ * naming where the old authority went) or refuses naming what it found.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLocalAuthority } from '../../src/authority/index.js';
+import { confirmationPrefix } from '../../src/pki/fingerprint-type.js';
 import { bundleScript, REPO, type Bundle } from '../helpers/bundle-script.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton } from '../helpers/run-baton.js';
@@ -123,6 +124,9 @@ describe('SIGKILL during a forced replace, then the CLI again', () => {
     'killed at "%s" (%s): the superseded dir is intact and the rerun %s',
     async (at, _left, rerun) => {
       const { host, store, published } = await divergedHost(at.replace(/[^a-z]+/g, '-'));
+      const before = await readLocalAuthority(host, DEPLOYMENT);
+      if (before.state !== 'whole') throw new Error('the diverged host is not whole');
+      const local8 = confirmationPrefix(before.current.fingerprint);
       const original = snapshotDir(path.join(host, 'ca'));
       const originalMarker = snapshotDir(path.join(host, 'authority-created'));
 
@@ -139,6 +143,7 @@ describe('SIGKILL during a forced replace, then the CLI again', () => {
       expect(snapshotDir(markerHome)).toEqual(originalMarker);
       expect(snapshotDir(markerAside)).toEqual(originalMarker);
 
+      // THE SAME COMMAND AS TYPED before the cut: `sync --force --confirm <LOCAL 8>`.
       const again = await runBaton([
         '--deployment',
         DEPLOYMENT,
@@ -148,6 +153,9 @@ describe('SIGKILL during a forced replace, then the CLI again', () => {
         '--store',
         `file://${store}`,
         'sync',
+        '--force',
+        '--confirm',
+        local8,
       ]);
       // The kernel released the dead holder's flock.
       expect(again.exitCode, again.all).not.toBe(5);
@@ -155,6 +163,7 @@ describe('SIGKILL during a forced replace, then the CLI again', () => {
         expect(again.exitCode, again.all).toBe(0);
         const local = await readLocalAuthority(host, DEPLOYMENT);
         expect(local.state === 'whole' && local.current.fingerprint).toBe(published);
+        expect(again.stdout.replace(/\s+/g, ' ')).toContain(`set aside in ${path.join(host, superseded!)}`);
         figures.rerunsCompleted += 1;
       } else {
         expect(again.exitCode, again.all).toBe(3);
