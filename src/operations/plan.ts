@@ -14,6 +14,7 @@ import { allOf, planHeadline, plural, receivesText } from '../app/rotation-text.
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { answersOf } from './rotate.js';
 import { readsRefusal } from '../mesh/app-reads.js';
+import { authFileRefusal } from '../mesh/poolers.js';
 import { appHooks } from '../mesh/reload.js';
 import { appPreviewLines } from '../app/rotation-app-text.js';
 import { jsonForTerminal } from '../outside-text.js';
@@ -27,7 +28,7 @@ export interface PlanInputs {
 export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<number> {
   const { inventory, transports } = ports;
   const planned = planRotation(inventory, inputs.selector);
-  const unsaid = readsRefusal(planned.pairs, inventory);
+  const unsaid = readsRefusal(planned.pairs, inventory) ?? authFileRefusal(planned, inventory.source);
   if (unsaid) {
     await transports.close();
     throw unsaid;
