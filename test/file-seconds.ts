@@ -8,6 +8,9 @@
  * in vitest's own order. Refresh after a test file got much slower or faster (docs/testing.md).
  */
 export const FILE_SECONDS: Readonly<Record<string, number>> = {
+  // Not in that run: alone at load ~6 (round 8), Debian PostgreSQL + pgbouncer; the CLI refusals.
+  'test/mesh/pooler-pgbouncer.test.ts': 22,
+  'test/mesh/poolers.test.ts': 12,
   // Not in that run: about half of the 120 s it took alone at load ~10 (npm installs ~200 packages, builds fs-ext).
   'test/build/packed-install.test.ts': 60,
   'test/mesh/app-truth-postgres.test.ts': 43.8,
