@@ -81,6 +81,19 @@ export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<n
             })),
             resolution: resolutions.get(h.machine),
           })),
+          ...(plan.poolers
+            ? {
+                poolers: plan.poolers.map((p) => ({
+                  name: p.name,
+                  machine: p.machine,
+                  kind: p.kind,
+                  auth: p.auth.mode,
+                  ...(p.auth.mode === 'auth_file' ? { auth_file: p.auth.file } : {}),
+                  listen: p.listen,
+                  pairs: p.pairs,
+                })),
+              }
+            : {}),
         },
         2,
       ),
