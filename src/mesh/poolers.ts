@@ -8,7 +8,7 @@
  */
 import { BatonError } from '../errors.js';
 import { shown } from '../outside-text.js';
-import type { Pooler } from './inventory.js';
+import type { Inventory, Pooler } from './inventory.js';
 import type { PlannedPair, PlannedPooler, RotationPlan } from './rotation-plan.js';
 
 /** Where the pooler finds each login's verifier, in words (`auth_file /etc/…` or `auth_query`). */
@@ -17,25 +17,44 @@ export function poolerAuthWords(pooler: Pick<Pooler, 'auth'>): string {
 }
 
 /**
- * An `auth_file` pooler of a selected pair is refused before anything is locked, read or sent
- * (exit 2). Rotating it needs two things this baton does not have yet: a machine-side write of
- * a file of many lines (the agent stages one line per file: docs/agent-protocol.md), and the
- * provisioner setting the very verifier the file holds (pgbouncer logs in to PostgreSQL with an
- * auth_file verifier only when it is byte-identical to the server's, salt included; the
- * provisioner salts at random). Rotated anyway, every login through the pooler after the
- * rotation is refused (issue 45: 1,912 and 426 failed logins under `5 applied`).
+ * An `auth_file` pooler is rotated by the provisioner beside the database: after it sets a
+ * login's verifier it writes that very verifier into the pooler's auth_file and sends RELOAD,
+ * before the receipt (`provision postgres --pooler-auth-file`, src/provisioner/pooler-auth-file.ts)
+ * — pgbouncer logs in to PostgreSQL with an auth_file verifier only when it is the server's own,
+ * salt included, and baton's machine-side agent writes one-line files only. So, refused before
+ * anything is locked, read or sent (exit 2):
+ * - a pooler on another machine than a provider it serves (no provisioner there to keep it);
+ * - a provider whose `connect:` does not go through the pooler: the test login is what proves
+ *   the provisioner was told to keep the file. Without it, a provisioner started without
+ *   `--pooler-auth-file` would leave every login through the pooler refused under `applied`
+ *   (issue 45: 1,912 and 426 failed logins).
  */
-export function authFileRefusal(plan: Pick<RotationPlan, 'poolers'>, source: string): BatonError | undefined {
-  const fileBound = (plan.poolers ?? []).filter((p) => p.auth.mode === 'auth_file');
-  if (fileBound.length === 0) return undefined;
-  const named = fileBound.map(
-    (p) =>
-      `pooler "${p.name}" on ${p.machine} keeps the verifiers of ${listed(p.pairs)} in its ${poolerAuthWords(p)}`,
-  );
+export function authFileRefusal(
+  plan: Pick<RotationPlan, 'poolers' | 'pairs'>,
+  inventory: Pick<Inventory, 'source' | 'providers'>,
+): BatonError | undefined {
+  const problems: string[] = [];
+  for (const pooler of plan.poolers ?? []) {
+    if (pooler.auth.mode !== 'auth_file') continue;
+    const providers = new Set(plan.pairs.filter((p) => pooler.pairs.includes(p.key)).map((p) => p.provider));
+    for (const name of providers) {
+      const provider = inventory.providers.find((p) => p.name === name);
+      if (!provider) continue;
+      if (provider.machine !== pooler.machine)
+        problems.push(
+          `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)} on ${pooler.machine}, but ${name}'s provisioner runs on ${provider.machine}: only a provisioner on the pooler's own machine keeps its auth_file`,
+        );
+      else if (provider.connect?.pooler !== pooler.name)
+        problems.push(
+          `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)}, but ${name}'s connect: does not go through it: no test login would prove the pooler took a new verifier`,
+        );
+    }
+  }
+  if (problems.length === 0) return undefined;
   return new BatonError('config', {
-    what: `${named.join('; ')}. baton cannot rewrite a pgbouncer auth_file yet (its machine-side agent writes one-line files only, and pgbouncer logs in to PostgreSQL with an auth_file verifier only when it is the database's own, salt included): rotated, every new login through ${fileBound.length === 1 ? 'that pooler' : 'those poolers'} would be refused.`,
-    where: source,
-    next: `Switch ${fileBound.map((p) => `"${p.name}"`).join(', ')} to auth_query (pgbouncer.ini: auth_user and auth_query reading pg_authid; inventory: \`auth_query: true\` in place of auth_file:), then rotate; or leave the pairs it serves out of this selection.`,
+    what: `${problems.join('; ')}. Rotated so, a login through the pooler could be refused while the rotation says applied.`,
+    where: inventory.source,
+    next: 'Run pgbouncer beside the provider\'s database and start its provisioner with `--pooler-auth-file <the auth_file>` (docs/inventory.md, "Poolers"), set the provider\'s connect: to { pooler: <name> }; or switch the pooler to auth_query (`auth_query: true`); or leave the pairs it serves out of this selection.',
     changed: 'Nothing was read or sent.',
   });
 }
@@ -46,7 +65,7 @@ export function poolerPreviewLines(plan: Pick<RotationPlan, 'poolers'>): string[
     const does =
       p.auth.mode === 'auth_query'
         ? "asks PostgreSQL for each login's verifier as the login happens, so it holds the new one as soon as the database does: nothing is staged there and no RELOAD is needed"
-        : `holds each login's verifier in its ${poolerAuthWords(p)}`;
+        : `holds each login's verifier in its ${poolerAuthWords(p)}: ${p.machine}'s provisioner writes the new one there and sends RELOAD before the receipt, and the test login through it proves it`;
     return `pooler ${p.name} (pgbouncer on ${p.machine}, listening on ${shown(p.listen.host)}:${p.listen.port}) for ${listed(p.pairs)}: ${does}`;
   });
 }

@@ -28,7 +28,7 @@ export interface PlanInputs {
 export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<number> {
   const { inventory, transports } = ports;
   const planned = planRotation(inventory, inputs.selector);
-  const unsaid = readsRefusal(planned.pairs, inventory) ?? authFileRefusal(planned, inventory.source);
+  const unsaid = readsRefusal(planned.pairs, inventory) ?? authFileRefusal(planned, inventory);
   if (unsaid) {
     await transports.close();
     throw unsaid;

@@ -58,7 +58,7 @@ export async function rotate(
     const unsaid = readsRefusal(selected.pairs, inventory);
     if (unsaid) throw unsaid;
     // A pooler this baton cannot rotate is refused as early: rotated anyway, its logins strand.
-    const poolerRefused = authFileRefusal(selected, inventory.source);
+    const poolerRefused = authFileRefusal(selected, inventory);
     if (poolerRefused) throw poolerRefused;
     return withMeshLock(journal.dir, journal.mesh, command, () =>
       withProviderLocks(selected.pairs, transports.transportFor, command, async (locks) => {

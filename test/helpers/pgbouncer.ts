@@ -38,6 +38,8 @@ export interface PgbouncerOptions {
   readonly authQuery?: { readonly user: string; readonly password: string; readonly query: string };
   /** The auth_file's text (pgbouncer's `"login" "secret"` lines) when there is no auth_query. */
   readonly authFileText?: string;
+  /** pgbouncer.ini's admin_users (its password in the auth_file). */
+  readonly adminUser?: string;
 }
 
 export interface Pgbouncer {
@@ -78,6 +80,7 @@ export async function startPgbouncer(
       'auth_type = scram-sha-256',
       `auth_file = ${authFile}`,
       ...(q ? [`auth_user = ${q.user}`, `auth_query = ${q.query}`] : []),
+      ...(options.adminUser ? [`admin_users = ${options.adminUser}`] : []),
       // Server connections come and go within a rotation: new ones log in after each change.
       'server_lifetime = 1',
       'server_idle_timeout = 1',

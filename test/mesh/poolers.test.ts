@@ -208,19 +208,34 @@ describe('a pooler in a rotation plan', () => {
     expect(lines.at(-1)).toContain('  pooler bouncer1 (pgbouncer on pool1');
   });
 
-  it('an auth_file pooler is refused at plan time naming it, its file and the way out', () => {
+  it('an auth_file pooler on another machine than its provider is refused at plan time, naming it, its file and the way out', () => {
     const fileInventory = parseInventory(inventoryText(AUTH_FILE), SOURCE);
-    const e = authFileRefusal(planRotation(fileInventory, { by: 'all' }), SOURCE)!;
+    const e = authFileRefusal(planRotation(fileInventory, { by: 'all' }), fileInventory)!;
     expect(e.code).toBe('config');
     expect(e.what).toContain(
-      'pooler "bouncer1" on pool1 keeps the verifiers of pg-main:web1-app in its auth_file /etc/pgbouncer/userlist.txt',
+      `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
     );
-    expect(e.what).toContain('every new login through that pooler would be refused');
-    expect(String(e.next)).toContain('Switch "bouncer1" to auth_query');
+    expect(e.what).toContain('a login through the pooler could be refused while the rotation says applied');
+    expect(String(e.next)).toContain('start its provisioner with `--pooler-auth-file <the auth_file>`');
+    expect(String(e.next)).toContain('or switch the pooler to auth_query');
     expect(e.changed).toBe('Nothing was read or sent.');
     // A selection the pooler does not serve is not refused.
-    expect(authFileRefusal(planRotation(fileInventory, { by: 'consumer', name: 'web1-other' }), SOURCE)).toBe(
-      undefined,
+    expect(
+      authFileRefusal(planRotation(fileInventory, { by: 'consumer', name: 'web1-other' }), fileInventory),
+    ).toBe(undefined);
+  });
+
+  it('an auth_file pooler beside its provider: refused when connect: bypasses it, planned when the test login goes through it', () => {
+    const beside = AUTH_FILE.replace('machine: pool1', 'machine: db1');
+    const direct = parseInventory(inventoryText(beside, 'connect: { host: db1.internal }'), SOURCE);
+    expect(authFileRefusal(planRotation(direct, { by: 'all' }), direct)?.what).toContain(
+      "but pg-main's connect: does not go through it: no test login would prove the pooler took a new verifier",
+    );
+    const through = parseInventory(inventoryText(beside), SOURCE);
+    const plan = planRotation(through, { by: 'all' });
+    expect(authFileRefusal(plan, through)).toBe(undefined);
+    expect(poolerPreviewLines(plan)[0]).toContain(
+      "holds each login's verifier in its auth_file /etc/pgbouncer/userlist.txt: db1's provisioner writes the new one there and sends RELOAD before the receipt",
     );
   });
 });
@@ -284,16 +299,21 @@ describe('poolers through the built CLI', () => {
   it.each([
     ['mesh', 'plan', '--consumer', 'web1-app'],
     ['mesh', 'rotate', '--consumer', 'web1-app', '--yes'],
-  ])('an auth_file pooler: %s %s is refused at plan (exit 2); nothing read or sent', async (...words) => {
-    const inventory = write(inventoryText(AUTH_FILE));
-    const before = snapshotDir(tmp.dir);
-    const r = await baton(inventory, ...words);
-    expect(r.exitCode, r.all).toBe(2);
-    expect(r.stderr).toContain('pooler "bouncer1" on pool1 keeps the verifiers of pg-main:web1-app');
-    expect(r.stderr).toContain('Nothing was read or sent.');
-    expect(snapshotDir(tmp.dir)).toEqual(before);
-    console.log(`auth_file pooler, ${words[1]}: refused at plan (exit ${r.exitCode})`);
-  });
+  ])(
+    'an auth_file pooler away from its provider: %s %s is refused at plan (exit 2); nothing read or sent',
+    async (...words) => {
+      const inventory = write(inventoryText(AUTH_FILE));
+      const before = snapshotDir(tmp.dir);
+      const r = await baton(inventory, ...words);
+      expect(r.exitCode, r.all).toBe(2);
+      expect(r.stderr).toContain(
+        `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
+      );
+      expect(r.stderr).toContain('Nothing was read or sent.');
+      expect(snapshotDir(tmp.dir)).toEqual(before);
+      console.log(`auth_file pooler, ${words[1]}: refused at plan (exit ${r.exitCode})`);
+    },
+  );
 
   it('mesh plan lists the pooler as a holder and its line; its machine unresolved closes the gate', async () => {
     const inventory = write(inventoryText(AUTH_QUERY));
