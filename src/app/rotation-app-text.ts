@@ -110,12 +110,16 @@ export function refusedLoginAdvice(
     const fix =
       pooler.auth.mode === 'auth_query'
         ? `its auth_query could not give the new verifier: check that pgbouncer.ini's auth_user can still log in to PostgreSQL and that its auth_query reads ${t.login}'s row of pg_authid (or pg_shadow) as the database has it now`
-        : `its ${poolerAuthWords(pooler)} still holds ${t.login}'s old SCRAM verifier: give it ${t.login}'s new verifier (the database's own, salt included), then RELOAD on its admin console`;
+        : `its ${poolerAuthWords(pooler)} still holds ${t.login}'s old SCRAM verifier: start the provisioner on ${pooler.machine} with --pooler-auth-file ${shownAuthFile(pooler)} (it writes the database's own verifier there before each receipt), or give the line ${t.login}'s new verifier by hand (the database's own, salt included), then RELOAD on its admin console`;
     return `the server that answered is pooler ${pooler.name} on ${pooler.machine} (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): ${fix}; then rotate the pair again.`;
   }
   if (answeredByPooler(t))
     return `the server that answered is a pooler the inventory does not list (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): its auth_file still holds ${t.login}'s old SCRAM verifier, or its auth_query cannot read the new one. List it under poolers: (docs/inventory.md, "Poolers") with auth_query, or give it ${t.login}'s new verifier (its auth_file line, then RELOAD on its admin console), or point connect: at PostgreSQL itself, then rotate the pair again.`;
   return `let ${t.login} connect from ${t.machine} (pg_hba.conf, CONNECTION LIMIT, the network; a pooler in front of the database: its auth_file or auth_query), then rotate the pair again.`;
+}
+
+function shownAuthFile(pooler: Pick<Pooler, 'auth'>): string {
+  return pooler.auth.mode === 'auth_file' ? shown(pooler.auth.file) : '';
 }
 
 export function appSummaryLines(state: Terminal): string[] {
