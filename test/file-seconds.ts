@@ -8,6 +8,11 @@
  * in vitest's own order. Refresh after a test file got much slower or faster (docs/testing.md).
  */
 export const FILE_SECONDS: Readonly<Record<string, number>> = {
+  // Not in that run: alone at load ~6 (round 8), Debian PostgreSQL + pgbouncer; the CLI refusals.
+  'test/mesh/pooler-pgbouncer.test.ts': 22,
+  // 95 s alone at load 37; the auth_query file, alike, took 20 s at load ~6.
+  'test/mesh/pooler-auth-file-pgbouncer.test.ts': 40,
+  'test/mesh/poolers.test.ts': 12,
   // Not in that run: about half of the 120 s it took alone at load ~10 (npm installs ~200 packages, builds fs-ext).
   'test/build/packed-install.test.ts': 60,
   'test/mesh/app-truth-postgres.test.ts': 43.8,

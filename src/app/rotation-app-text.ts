@@ -9,12 +9,16 @@ import type { AppHooks, ReloadOutcome } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
 import type { AppResults, TestLoginRecord } from '../mesh/test-login.js';
 import { MARKS } from './marks.js';
+import type { Pooler } from '../mesh/inventory.js';
+import { poolerAuthWords, poolerOfPair, poolerPreviewLines } from '../mesh/poolers.js';
 import type { Terminal } from './rotation-flow.js';
 
 export function appPreviewLines(plan: RotationPlan, hooks: AppHooks | undefined): string[] {
   if (!hooks) return [];
   const lines = plan.pairs.map((pair) => `  test login ${pair.key}: ${testLoginWords(pair, hooks)}`);
   for (const pair of firstPairOfEachConsumer(plan)) lines.push(`  ${reloadText(pair, hooks)}`);
+  // A pooler is a holder: named with what it holds, wherever the apps' part is listed.
+  for (const line of poolerPreviewLines(plan)) lines.push(`  ${line}`);
   return lines;
 }
 
@@ -37,8 +41,9 @@ export function appPreviewByPair(plan: RotationPlan, hooks: AppHooks | undefined
 export function testLoginWords(pair: PlannedPair, hooks: AppHooks): string {
   const connect = hooks.connectOf(pair.provider);
   const login = pair.login?.role ?? pair.role;
+  const through = connect?.pooler === undefined ? '' : ` (pooler ${connect.pooler})`;
   return connect
-    ? `as ${login} to ${shown(connect.host)}:${connect.port}/${shown(connect.database)}, from ${pair.consumerMachine}, before ${pair.consumer} moves; refused = not moved`
+    ? `as ${login} to ${shown(connect.host)}:${connect.port}/${shown(connect.database)}${through}, from ${pair.consumerMachine}, before ${pair.consumer} moves; refused = not moved`
     : `none — ${pair.provider} has no connect:, so the new credential will NOT be tried from ${pair.consumerMachine} before ${pair.consumer} moves`;
 }
 
@@ -92,13 +97,29 @@ export function answeredByPooler(t: Pick<TestLoginRecord, 'code' | 'reason'>): b
   );
 }
 
-/** What to do after a refused test login, naming a pooler when one answered. */
+/**
+ * What to do after a refused test login, naming a pooler when one answered: the inventory's
+ * pooler (`connect: { pooler: … }`) by name, its machine and its auth_file or auth_query; else a
+ * pooler the inventory does not list, recognised by pgbouncer's words.
+ */
 export function refusedLoginAdvice(
   t: Pick<TestLoginRecord, 'code' | 'reason' | 'login' | 'machine'>,
+  pooler?: Pick<Pooler, 'name' | 'machine' | 'auth'>,
 ): string {
+  if (pooler && (answeredByPooler(t) || t.code === '08P01')) {
+    const fix =
+      pooler.auth.mode === 'auth_query'
+        ? `its auth_query could not give the new verifier: check that pgbouncer.ini's auth_user can still log in to PostgreSQL and that its auth_query reads ${t.login}'s row of pg_authid (or pg_shadow) as the database has it now`
+        : `its ${poolerAuthWords(pooler)} still holds ${t.login}'s old SCRAM verifier: start the provisioner on ${pooler.machine} with --pooler-auth-file ${shownAuthFile(pooler)} (it writes the database's own verifier there before each receipt), or give the line ${t.login}'s new verifier by hand (the database's own, salt included), then RELOAD on its admin console`;
+    return `the server that answered is pooler ${pooler.name} on ${pooler.machine} (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): ${fix}; then rotate the pair again.`;
+  }
   if (answeredByPooler(t))
-    return `the server that answered is a pooler (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): its auth_file still holds ${t.login}'s old SCRAM verifier, or its auth_query cannot read the new one. Give the pooler ${t.login}'s new verifier (its auth_file line, then RELOAD on its admin console) or fix its auth_query user, or point connect: at PostgreSQL itself, then rotate the pair again. baton does not rotate a pooler yet (poolers: is planned: docs/inventory.md).`;
+    return `the server that answered is a pooler the inventory does not list (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): its auth_file still holds ${t.login}'s old SCRAM verifier, or its auth_query cannot read the new one. List it under poolers: (docs/inventory.md, "Poolers") with auth_query, or give it ${t.login}'s new verifier (its auth_file line, then RELOAD on its admin console), or point connect: at PostgreSQL itself, then rotate the pair again.`;
   return `let ${t.login} connect from ${t.machine} (pg_hba.conf, CONNECTION LIMIT, the network; a pooler in front of the database: its auth_file or auth_query), then rotate the pair again.`;
+}
+
+function shownAuthFile(pooler: Pick<Pooler, 'auth'>): string {
+  return pooler.auth.mode === 'auth_file' ? shown(pooler.auth.file) : '';
 }
 
 export function appSummaryLines(state: Terminal): string[] {
@@ -119,7 +140,7 @@ export function appSummaryLines(state: Terminal): string[] {
       : `${pair?.consumer ?? t.pair} keeps its old password: the pair was rolled back and the provisioner puts the old password back`;
     lines.push(
       `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${shown(t.code)})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
-      `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: ${refusedLoginAdvice(t)}`,
+      `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: ${refusedLoginAdvice(t, pair ? poolerOfPair(state.plan, pair, t.pooler) : undefined)}`,
     );
   }
   for (const r of app.reloads) lines.push(...reloadLine(r, state.plan.pairs));

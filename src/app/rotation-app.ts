@@ -173,6 +173,7 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
               ms: result.ms,
               ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
               ...(machine?.moved ? { renamed_with_login: true } : {}),
+              ...(connect.pooler === undefined ? {} : { pooler: connect.pooler }),
               ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
             });
             // A file the machine moved is not refused whatever the controller read (see docs).
@@ -277,6 +278,7 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
             login,
             ok: result.ok,
             ms: result.ms,
+            ...(connect.pooler === undefined ? {} : { pooler: connect.pooler }),
             ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
           });
           if (!result.ok) mayNot.add(pair.key);

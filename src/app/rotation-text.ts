@@ -25,6 +25,8 @@ import type { PairRollback } from '../mesh/rollback.js';
 
 /** Every file a holder receives, e.g. `provides/pg-main/web1_app, consumes/pg-audit/web1_app`. */
 export function receivesText(holder: Holder): string {
+  // A pooler's machine that holds no pair's end is a holder all the same (rotation-plan.ts).
+  if (holder.receives.length === 0) return 'nothing (a pooler of the pairs: poolers:)';
   return holder.receives.map(deliveryLabel).join(', ');
 }
 
@@ -33,6 +35,7 @@ export function receivesText(holder: Holder): string {
  * `provides/pg-main (40 roles)` so a provider holder's row still fits 80 columns.
  */
 export function receivesShort(holder: Holder): string {
+  if (holder.receives.length === 0) return 'nothing (a pooler)';
   const groups = new Map<string, string[]>();
   for (const d of holder.receives) {
     const dir = `${d.end}/${d.provider}`;

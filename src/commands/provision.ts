@@ -21,6 +21,10 @@ interface ProvisionFlags {
   readonly interval: string;
   readonly lockTimeout: string;
   readonly statementTimeout: string;
+  readonly poolerAuthFile?: string;
+  readonly poolerAdmin: string;
+  readonly poolerAdminUser: string;
+  readonly poolerAdminPasswordFile?: string;
 }
 
 /** A provider name is a directory name under the mesh dir: never a path of its own. */
@@ -70,6 +74,25 @@ export const registerProvision: Register = (program, ctx) => {
         "how long one role's statement may run before that role is skipped for this cycle",
       ).default('10'),
     )
+    .addOption(
+      new Option(
+        '--pooler-auth-file <file>',
+        "a pgbouncer's auth_file on this machine (inventory poolers:): each login's line gets the verifier set, then RELOAD, before its receipt",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--pooler-admin <host:port>',
+        "that pgbouncer's admin console (host or socket dir, port)",
+      ).default('127.0.0.1:6432'),
+    )
+    .addOption(new Option('--pooler-admin-user <name>', 'the admin console user').default('pgbouncer'))
+    .addOption(
+      new Option(
+        '--pooler-admin-password-file <file>',
+        "file holding that user's password (0600; none: no password)",
+      ),
+    )
     .action(
       action(ctx, async (flags: ProvisionFlags) => {
         const settings = parseFlags(flags);
@@ -77,12 +100,21 @@ export const registerProvision: Register = (program, ctx) => {
         const { postgresRoles, providerLock } = await import('../provisioner/postgres-roles.js');
         const log = (line: string) => void ctx.stdout.write(`provision ${settings.provider}: ${line}\n`);
         const lock = providerLock(settings.target, settings.provider);
+        const pooler = settings.pooler
+          ? await (async (p) => {
+              const { PoolerAuthFile, adminConsoleReload } =
+                await import('../provisioner/pooler-auth-file.js');
+              const file = new PoolerAuthFile({ file: p.file, reload: adminConsoleReload(p.admin) });
+              return { file: p.file, set: (user: string, verifier: string) => file.set(user, verifier) };
+            })(settings.pooler)
+          : undefined;
         const provisioner = new PostgresProvisioner({
           meshDir: settings.meshDir,
           provider: settings.provider,
           connect: postgresRoles(settings.target, { ...settings.timeouts, log }),
           log,
           lock,
+          ...(pooler ? { pooler } : {}),
         });
         if (flags.watch) {
           const { watchProvisioner } = await import('../provisioner/watch-provisioner.js');
@@ -173,6 +205,10 @@ interface Settings {
   readonly provider: string;
   readonly intervalMs: number;
   readonly timeouts: { readonly lockTimeoutMs: number; readonly statementTimeoutMs: number };
+  readonly pooler?: {
+    readonly file: string;
+    readonly admin: { host: string; port: number; user: string; passwordFile?: string };
+  };
   readonly target: {
     readonly host: string;
     readonly port: number;
@@ -241,6 +277,7 @@ function parseFlags(flags: ProvisionFlags): Settings {
     provider: flags.provider,
     intervalMs: Math.round(interval * 1000),
     timeouts,
+    ...(flags.poolerAuthFile === undefined ? {} : { pooler: poolerSettings(flags, flags.poolerAuthFile) }),
     target: {
       host: flags.pgHost,
       port,
@@ -253,6 +290,33 @@ function parseFlags(flags: ProvisionFlags): Settings {
       // from ALTER ROLE until the consumer end flips after the receipt.
       providerEndFile: path.join(meshDir, 'provides', flags.provider, flags.superuser),
       rolledBackFile: rolledBackPath(path.join(meshDir, 'provides', flags.provider, flags.superuser)),
+    },
+  };
+}
+
+/** `--pooler-auth-file` and its admin console: `host:port`, the host a name, an address or a socket directory. */
+function poolerSettings(flags: ProvisionFlags, file: string): NonNullable<Settings['pooler']> {
+  const m = /^(.+):(\d{1,5})$/.exec(flags.poolerAdmin);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port < 1 || port > 65_535)
+    throw usageError(
+      `--pooler-admin "${flags.poolerAdmin}" is not host:port.`,
+      "Give the pooler's admin console as host:port (its listen address, or its unix_socket_dir), e.g. --pooler-admin 127.0.0.1:6432.",
+    );
+  if (!SUPERUSER_NAME.test(flags.poolerAdminUser))
+    throw usageError(
+      `--pooler-admin-user "${flags.poolerAdminUser}" is not a user name.`,
+      "Name one of pgbouncer.ini's admin_users, e.g. --pooler-admin-user pgbouncer.",
+    );
+  return {
+    file: path.resolve(file),
+    admin: {
+      host: m[1]!,
+      port,
+      user: flags.poolerAdminUser,
+      ...(flags.poolerAdminPasswordFile === undefined
+        ? {}
+        : { passwordFile: path.resolve(flags.poolerAdminPasswordFile) }),
     },
   };
 }

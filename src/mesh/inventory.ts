@@ -48,12 +48,45 @@ const MachineSchema = SshOptions.extend({
   mesh_dir: z.string().min(1).optional(),
 }).strict();
 
-/** The address a provider's consumers use, as they use it: tried from each consumer's machine. */
+const HostField = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}$/, 'a host name or an IP address');
+
+/**
+ * The address a provider's consumers use, as they use it: tried from each consumer's machine.
+ * `pooler:` instead of `host:` — its consumers connect through that pooler (its `listen:`).
+ */
 const ConnectSchema = z
   .object({
-    host: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.:_-]{0,252}$/, 'a host name or an IP address'),
-    port: z.number().int().min(1).max(65535).default(5432),
+    host: HostField.optional(),
+    port: z.number().int().min(1).max(65535).optional(),
+    pooler: nameField.optional(),
     database: z.string().min(1).max(63).default('postgres'),
+  })
+  .strict();
+
+/**
+ * A connection pooler in front of providers (docs/inventory.md, "Poolers"): a holder of its
+ * logins' verifiers. `auth_file:` (the file pgbouncer reads them from) or `auth_query: true`
+ * (pgbouncer asks PostgreSQL for each login's verifier): exactly one.
+ */
+const PoolerSchema = z
+  .object({
+    name: nameField,
+    machine: z.string().min(1),
+    kind: z.literal('pgbouncer'),
+    serves: z.array(z.string().min(1)).min(1),
+    /** Where the consumers reach it (pgbouncer's listen_addr / listen_port). */
+    listen: z.object({ host: HostField, port: z.number().int().min(1).max(65535).default(6432) }).strict(),
+    auth_file: z.string().min(1).optional(),
+    auth_query: z.literal(true).optional(),
+    /** Its admin console (the `pgbouncer` database): where RELOAD is sent, from the pooler's machine. */
+    admin: z
+      .object({
+        user: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'a role name'),
+        host: z.string().min(1).optional(),
+        port: z.number().int().min(1).max(65535).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -95,6 +128,7 @@ const InventorySchema = z
     machines: z.array(MachineSchema).min(1),
     providers: z.array(ProviderSchema).default([]),
     consumers: z.array(ConsumerSchema).default([]),
+    poolers: z.array(PoolerSchema).default([]),
   })
   .strict();
 
@@ -143,6 +177,24 @@ export interface ProviderConnect {
   readonly host: string;
   readonly port: number;
   readonly database: string;
+  /** `connect: { pooler: … }`: the pooler the consumers connect through (host and port are its `listen:`). */
+  readonly pooler?: string;
+}
+
+/**
+ * A pooler (`poolers:`): a holder of the logins of every pair of the providers it serves. With
+ * `authFile` it keeps their verifiers in that file; with `authQuery` it asks PostgreSQL for each
+ * login's verifier as the login happens (docs/inventory.md, "Poolers").
+ */
+export interface Pooler {
+  readonly name: string;
+  readonly machine: string;
+  readonly kind: 'pgbouncer';
+  readonly serves: readonly string[];
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly auth: { readonly mode: 'auth_file'; readonly file: string } | { readonly mode: 'auth_query' };
+  /** Its admin console, reached from the pooler's machine (host and port default to `listen:`). */
+  readonly admin?: { readonly user: string; readonly host: string; readonly port: number };
 }
 
 /** A consumer's `reload:`: a shell command run on its machine once its end is committed. */
@@ -190,6 +242,8 @@ export interface Inventory {
   readonly providers: readonly Provider[];
   readonly consumers: readonly Consumer[];
   readonly pairs: readonly Pair[];
+  /** `poolers:`; empty when the inventory lists none. */
+  readonly poolers: readonly Pooler[];
 }
 
 export function pairKey(pair: Pick<Pair, 'provider' | 'consumer'>): string {
@@ -276,7 +330,10 @@ export function parseInventory(text: string, source: string): Inventory {
       issue.code === 'unrecognized_keys'
         ? `Unknown field "${issue.keys.map((k) => shown(k)).join('", "')}" in ${at}.`
         : `${at} is invalid: ${shown(issue.message)}.`;
-    return fail(what, 'docs/inventory.md shows the format: mesh_dir, machines, providers, consumers.');
+    return fail(
+      what,
+      'docs/inventory.md shows the format: mesh_dir, machines, providers, consumers, poolers.',
+    );
   }
   const data = parsed.data;
   const base = path.dirname(path.resolve(source));
@@ -290,7 +347,12 @@ export function parseInventory(text: string, source: string): Inventory {
 
   // One set of names per kind, checked as each entry is read: an inventory of 10,000 pairs is
   // read before every mesh command says anything (npm run bench, "Inventory").
-  const seen = { machine: new Set<string>(), provider: new Set<string>(), consumer: new Set<string>() };
+  const seen = {
+    machine: new Set<string>(),
+    provider: new Set<string>(),
+    consumer: new Set<string>(),
+    pooler: new Set<string>(),
+  };
   const unique = (kind: keyof typeof seen, name: string) => {
     if (seen[kind].has(name))
       fail(
@@ -349,15 +411,19 @@ export function parseInventory(text: string, source: string): Inventory {
     }
   };
 
-  const providers: Provider[] = data.providers.map((p) => {
+  for (const p of data.providers) {
     unique('provider', p.name);
     knownMachine(`provider "${p.name}"`, p.machine);
+  }
+  const poolers = data.poolers.map((p) => parsePooler(p, fail, seen, knownMachine));
+  const providers: Provider[] = data.providers.map((p) => {
+    const connect = p.connect ? providerConnect(p.name, p.connect, poolers, fail) : undefined;
     return {
       name: p.name,
       machine: p.machine,
       kind: p.kind,
       credential: p.credential,
-      ...(p.connect ? { connect: p.connect } : {}),
+      ...(connect ? { connect } : {}),
     };
   });
   const providerByName = new Map(providers.map((p) => [p.name, p]));
@@ -456,7 +522,106 @@ export function parseInventory(text: string, source: string): Inventory {
       });
     }
   }
-  return { source, ...(data.id ? { id: data.id } : {}), meshDir, machines, providers, consumers, pairs };
+  return {
+    source,
+    ...(data.id ? { id: data.id } : {}),
+    meshDir,
+    machines,
+    providers,
+    consumers,
+    pairs,
+    poolers,
+  };
+}
+
+type Fail = (what: string, next: string) => never;
+
+/** One `poolers:` entry, checked against the machines and providers (every refusal names the pooler). */
+function parsePooler(
+  p: z.infer<typeof PoolerSchema>,
+  fail: Fail,
+  seen: { readonly pooler: Set<string>; readonly provider: ReadonlySet<string> },
+  knownMachine: (who: string, machine: string) => void,
+): Pooler {
+  if (seen.pooler.has(p.name))
+    fail(
+      `Duplicate pooler name "${p.name}".`,
+      'Every pooler needs its own name; rename or remove one of them.',
+    );
+  seen.pooler.add(p.name);
+  knownMachine(`pooler "${p.name}"`, p.machine);
+  for (const served of p.serves)
+    if (!seen.provider.has(served))
+      fail(
+        `pooler "${p.name}" serves provider "${shown(served)}", which the inventory does not list.`,
+        `List it under providers:, or use one of: ${[...seen.provider].join(', ') || '(none listed)'}.`,
+      );
+  if ((p.auth_file === undefined) === (p.auth_query === undefined))
+    fail(
+      `pooler "${p.name}" sets ${p.auth_file === undefined ? 'neither auth_file: nor auth_query:' : 'both auth_file: and auth_query:'}.`,
+      "Say where pgbouncer finds each login's verifier: auth_file: <its path on the pooler's machine> (its auth_file setting), or auth_query: true (its auth_query setting).",
+    );
+  if (p.auth_file !== undefined && !path.posix.isAbsolute(p.auth_file))
+    fail(
+      `pooler "${p.name}": auth_file "${shown(p.auth_file)}" is not an absolute path.`,
+      "Give the auth_file's absolute path on the pooler's machine, as pgbouncer.ini's auth_file says it.",
+    );
+  return {
+    name: p.name,
+    machine: p.machine,
+    kind: p.kind,
+    serves: p.serves,
+    listen: p.listen,
+    auth: p.auth_file !== undefined ? { mode: 'auth_file', file: p.auth_file } : { mode: 'auth_query' },
+    ...(p.admin
+      ? {
+          admin: {
+            user: p.admin.user,
+            host: p.admin.host ?? p.listen.host,
+            port: p.admin.port ?? p.listen.port,
+          },
+        }
+      : {}),
+  };
+}
+
+/** A provider's `connect:`: an address, or a pooler that serves it (then its `listen:` is the address). */
+function providerConnect(
+  provider: string,
+  connect: z.infer<typeof ConnectSchema>,
+  poolers: readonly Pooler[],
+  fail: Fail,
+): ProviderConnect {
+  if (connect.pooler === undefined) {
+    if (connect.host === undefined)
+      return fail(
+        `provider "${provider}": connect: names neither host: nor pooler:.`,
+        'Give the address its consumers connect to (host:, port:), or the pooler they connect through (pooler:).',
+      );
+    return { host: connect.host, port: connect.port ?? 5432, database: connect.database };
+  }
+  if (connect.host !== undefined || connect.port !== undefined)
+    fail(
+      `provider "${provider}": connect: names both pooler: and an address.`,
+      "With pooler: the address is the pooler's listen:; remove host: and port:.",
+    );
+  const pooler = poolers.find((p) => p.name === connect.pooler);
+  if (!pooler)
+    return fail(
+      `provider "${provider}": connect: names pooler "${shown(connect.pooler)}", which the inventory does not list.`,
+      `List it under poolers:, or use one of: ${poolers.map((p) => p.name).join(', ') || '(none listed)'}.`,
+    );
+  if (!pooler.serves.includes(provider))
+    fail(
+      `provider "${provider}": connect: names pooler "${pooler.name}", which does not serve it.`,
+      `Add ${provider} to pooler "${pooler.name}"'s serves:, or connect to another address.`,
+    );
+  return {
+    host: pooler.listen.host,
+    port: pooler.listen.port,
+    database: connect.database,
+    pooler: pooler.name,
+  };
 }
 
 /**

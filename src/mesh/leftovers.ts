@@ -116,6 +116,8 @@ export async function readPlanEnds(
   await mapBounded(plan.holders, concurrency, async (holder) => {
     const paths = [...new Set([...holder.receives.map((d) => d.path), ...(extra.get(holder.machine) ?? [])])];
     try {
+      // A pooler's machine that holds no pair's end has nothing to read: it is asked to answer.
+      if (paths.length === 0) return await transportFor(holder.machine).resolve();
       const read = await transportFor(holder.machine).digests(paths);
       paths.forEach((p, i) => ends.set(`${holder.machine}\0${p}`, read[i]!));
     } catch (error) {

@@ -15,7 +15,7 @@ import {
   type LoginSlot,
 } from './alternating.js';
 import type { FileDigests } from './transport.js';
-import { findMachine, pairKey, type Inventory, type Machine, type Pair } from './inventory.js';
+import { findMachine, pairKey, type Inventory, type Machine, type Pair, type Pooler } from './inventory.js';
 import { describeSelector, selectPairs, type Selector } from './selector.js';
 
 /** One file a holder receives: the live path; the staged copy is `<path>.next`. */
@@ -82,6 +82,28 @@ export interface RotationPlan {
   readonly holders: readonly Holder[];
   /** Each pair's age in words, when the selection was by age (`--older-than`): the preview shows it. */
   readonly ages?: ReadonlyMap<string, string>;
+  /**
+   * The poolers that serve a selected pair's provider (`poolers:`): holders too. Their machines
+   * are among `holders` (one that receives no file is there with none), so the gate resolves
+   * them like any holder and closes when one does not answer.
+   */
+  readonly poolers?: readonly PlannedPooler[];
+}
+
+/** A pooler in a rotation: the keys of the selected pairs whose logins it holds. */
+export interface PlannedPooler extends Pooler {
+  readonly pairs: readonly string[];
+}
+
+/** The poolers serving the providers of `pairs`, each with the keys of its pairs, in the inventory's order. */
+export function poolersOf(
+  poolers: readonly Pooler[],
+  pairs: readonly Pick<PlannedPair, 'provider' | 'key'>[],
+): PlannedPooler[] {
+  return poolers.flatMap((pooler) => {
+    const served = pairs.filter((p) => pooler.serves.includes(p.provider)).map((p) => p.key);
+    return served.length > 0 ? [{ ...pooler, pairs: served }] : [];
+  });
 }
 
 export { STAGED_SUFFIX } from './transport.js';
@@ -173,11 +195,17 @@ export function planRotation(
         : {}),
     };
   });
+  const poolers = poolersOf(inventory.poolers, planned);
   return {
     selector,
     selectorText: describeSelector(selector),
     pairs: planned,
-    holders: holdersOf(planned, (name) => findMachine(inventory, name)),
+    holders: holdersOf(
+      planned,
+      (name) => findMachine(inventory, name),
+      poolers.map((p) => p.machine),
+    ),
+    ...(poolers.length > 0 ? { poolers } : {}),
   };
 }
 
@@ -225,7 +253,15 @@ export function settleLogins(
 ): RotationPlan {
   const pairs = settledPairs(plan.pairs, ends);
   if (pairs === plan.pairs) return plan;
-  return { ...plan, pairs, holders: holdersOf(pairs, machineOf) };
+  return {
+    ...plan,
+    pairs,
+    holders: holdersOf(
+      pairs,
+      machineOf,
+      plan.poolers?.map((p) => p.machine),
+    ),
+  };
 }
 
 /**
@@ -283,7 +319,12 @@ export function settledPairs(planned: readonly PlannedPair[], ends: EndsRead): r
  * consumer's machine the consumer end. One holder per machine, in first-seen order. Planning
  * and `mesh resume` (from the journal's pairs) both ask this, so they cannot disagree on it.
  */
-export function holdersOf(pairs: readonly PlannedPair[], machineOf: (name: string) => Machine): Holder[] {
+export function holdersOf(
+  pairs: readonly PlannedPair[],
+  machineOf: (name: string) => Machine,
+  /** Pooler machines: each a holder too, with no file of its own where it holds no pair's end. */
+  poolerMachines: readonly string[] = [],
+): Holder[] {
   const holders = new Map<string, Holder & { readonly receives: Delivery[] }>();
   const receive = (name: string, delivery: Delivery) => {
     let holder = holders.get(name);
@@ -315,6 +356,16 @@ export function holdersOf(pairs: readonly PlannedPair[], machineOf: (name: strin
       path: pair.consumerPath,
     });
   }
+  for (const name of poolerMachines)
+    if (!holders.has(name)) {
+      const machine = machineOf(name);
+      holders.set(name, {
+        machine: machine.name,
+        transport: machine.transport,
+        address: machine.address,
+        receives: [],
+      });
+    }
   return [...holders.values()];
 }
 

@@ -182,6 +182,8 @@ export interface TestLoginRecord {
   /** The machine it was tried from: the consumer's. */
   readonly machine: string;
   readonly login: string;
+  /** The pooler it went through (`connect: { pooler: … }`): a refusal's advice names it. */
+  readonly pooler?: string;
   readonly ok: boolean;
   readonly ms: number;
   readonly reason?: string;

@@ -14,6 +14,7 @@ import { allOf, planHeadline, plural, receivesText } from '../app/rotation-text.
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { answersOf } from './rotate.js';
 import { readsRefusal } from '../mesh/app-reads.js';
+import { authFileRefusal } from '../mesh/poolers.js';
 import { appHooks } from '../mesh/reload.js';
 import { appPreviewLines } from '../app/rotation-app-text.js';
 import { jsonForTerminal } from '../outside-text.js';
@@ -27,7 +28,7 @@ export interface PlanInputs {
 export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<number> {
   const { inventory, transports } = ports;
   const planned = planRotation(inventory, inputs.selector);
-  const unsaid = readsRefusal(planned.pairs, inventory);
+  const unsaid = readsRefusal(planned.pairs, inventory) ?? authFileRefusal(planned, inventory);
   if (unsaid) {
     await transports.close();
     throw unsaid;
@@ -80,6 +81,19 @@ export async function plan(ports: OperationPorts, inputs: PlanInputs): Promise<n
             })),
             resolution: resolutions.get(h.machine),
           })),
+          ...(plan.poolers
+            ? {
+                poolers: plan.poolers.map((p) => ({
+                  name: p.name,
+                  machine: p.machine,
+                  kind: p.kind,
+                  auth: p.auth.mode,
+                  ...(p.auth.mode === 'auth_file' ? { auth_file: p.auth.file } : {}),
+                  listen: p.listen,
+                  pairs: p.pairs,
+                })),
+              }
+            : {}),
         },
         2,
       ),

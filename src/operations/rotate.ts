@@ -21,6 +21,7 @@ import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { withProviderLocks } from './provider-locks.js';
 import { readsRefusal } from '../mesh/app-reads.js';
+import { authFileRefusal } from '../mesh/poolers.js';
 import { appHooks } from '../mesh/reload.js';
 import { appBehindRefusal, behindPairs } from '../mesh/app-behind-guard.js';
 
@@ -56,6 +57,9 @@ export async function rotate(
     // How each app takes the new password is said before anything is locked, read or sent.
     const unsaid = readsRefusal(selected.pairs, inventory);
     if (unsaid) throw unsaid;
+    // A pooler this baton cannot rotate is refused as early: rotated anyway, its logins strand.
+    const poolerRefused = authFileRefusal(selected, inventory);
+    if (poolerRefused) throw poolerRefused;
     return withMeshLock(journal.dir, journal.mesh, command, () =>
       withProviderLocks(selected.pairs, transports.transportFor, command, async (locks) => {
         const history = await meshHistory(journal);

@@ -63,6 +63,11 @@ export interface ProvisionerOptions {
    * holds it. The caller releases it when the provisioner stops.
    */
   readonly lock?: Pick<ProviderLock, 'acquire'>;
+  /**
+   * A pgbouncer beside the database that keeps its logins in an auth_file (`--pooler-auth-file`):
+   * each login's line gets the verifier just set, and RELOAD, before its receipt is written.
+   */
+  readonly pooler?: { readonly file: string; set(user: string, verifier: string): Promise<void> };
 }
 
 export interface AppliedRole {
@@ -1091,6 +1096,17 @@ export class PostgresProvisioner {
           }
         : {}),
     };
+    if (this.options.pooler) {
+      // The pooler holds the login's verifier too: the receipt says "applied" only once it does.
+      try {
+        await this.options.pooler.set(login ? login.login : role, verifier);
+      } catch (error) {
+        throw new BatonError('failed', {
+          what: `The database accepted the credential but the pooler's auth_file could not be given it (${messageOf(error)}); its receipt is not written, and the next cycle tries again`,
+          where: this.options.pooler.file,
+        });
+      }
+    }
     try {
       await writeReceipt(this.deliveredDir, receipt);
     } catch (error) {

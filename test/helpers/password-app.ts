@@ -55,7 +55,11 @@ export interface PasswordApp {
  * what it says (see consumerLogin; `role` is the pair's role, the login of a bare secret). A
  * missing file (before the first rotation) is skipped.
  */
-export function startPasswordApp(sandbox: PostgresSandbox, file: () => string, role: string): PasswordApp {
+export function startPasswordApp(
+  sandbox: Pick<PostgresSandbox, 'host' | 'port'>,
+  file: () => string,
+  role: string,
+): PasswordApp {
   const attempts: AppAttempt[] = [];
   let running = true as boolean; // set false by stop()
   const loop = (async () => {

@@ -1,0 +1,86 @@
+/**
+ * A pooler is a holder (docs/inventory.md, "Poolers"; issue 45). pgbouncer checks a login's
+ * password against a SCRAM verifier it holds itself — in its `auth_file`, or fetched from
+ * PostgreSQL by its `auth_query` as the login happens — so a rotation that names only the
+ * provider and the consumer can say `applied` while every new login through the pooler fails.
+ * Here: what a rotation does with each pooler of its pairs, said in the preview, and the
+ * plan-time refusal of what it cannot do yet.
+ */
+import { BatonError } from '../errors.js';
+import { shown } from '../outside-text.js';
+import type { Inventory, Pooler } from './inventory.js';
+import type { PlannedPair, PlannedPooler, RotationPlan } from './rotation-plan.js';
+
+/** Where the pooler finds each login's verifier, in words (`auth_file /etc/…` or `auth_query`). */
+export function poolerAuthWords(pooler: Pick<Pooler, 'auth'>): string {
+  return pooler.auth.mode === 'auth_file' ? `auth_file ${shown(pooler.auth.file)}` : 'auth_query';
+}
+
+/**
+ * An `auth_file` pooler is rotated by the provisioner beside the database: after it sets a
+ * login's verifier it writes that very verifier into the pooler's auth_file and sends RELOAD,
+ * before the receipt (`provision postgres --pooler-auth-file`, src/provisioner/pooler-auth-file.ts)
+ * — pgbouncer logs in to PostgreSQL with an auth_file verifier only when it is the server's own,
+ * salt included, and baton's machine-side agent writes one-line files only. So, refused before
+ * anything is locked, read or sent (exit 2):
+ * - a pooler on another machine than a provider it serves (no provisioner there to keep it);
+ * - a provider whose `connect:` does not go through the pooler: the test login is what proves
+ *   the provisioner was told to keep the file. Without it, a provisioner started without
+ *   `--pooler-auth-file` would leave every login through the pooler refused under `applied`
+ *   (issue 45: 1,912 and 426 failed logins).
+ */
+export function authFileRefusal(
+  plan: Pick<RotationPlan, 'poolers' | 'pairs'>,
+  inventory: Pick<Inventory, 'source' | 'providers'>,
+): BatonError | undefined {
+  const problems: string[] = [];
+  for (const pooler of plan.poolers ?? []) {
+    if (pooler.auth.mode !== 'auth_file') continue;
+    const providers = new Set(plan.pairs.filter((p) => pooler.pairs.includes(p.key)).map((p) => p.provider));
+    for (const name of providers) {
+      const provider = inventory.providers.find((p) => p.name === name);
+      if (!provider) continue;
+      if (provider.machine !== pooler.machine)
+        problems.push(
+          `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)} on ${pooler.machine}, but ${name}'s provisioner runs on ${provider.machine}: only a provisioner on the pooler's own machine keeps its auth_file`,
+        );
+      else if (provider.connect?.pooler !== pooler.name)
+        problems.push(
+          `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)}, but ${name}'s connect: does not go through it: no test login would prove the pooler took a new verifier`,
+        );
+    }
+  }
+  if (problems.length === 0) return undefined;
+  return new BatonError('config', {
+    what: `${problems.join('; ')}. Rotated so, a login through the pooler could be refused while the rotation says applied.`,
+    where: inventory.source,
+    next: 'Run pgbouncer beside the provider\'s database and start its provisioner with `--pooler-auth-file <the auth_file>` (docs/inventory.md, "Poolers"), set the provider\'s connect: to { pooler: <name> }; or switch the pooler to auth_query (`auth_query: true`); or leave the pairs it serves out of this selection.',
+    changed: 'Nothing was read or sent.',
+  });
+}
+
+/** The preview's words for each pooler of the plan: what it holds and what the rotation does with it. */
+export function poolerPreviewLines(plan: Pick<RotationPlan, 'poolers'>): string[] {
+  return (plan.poolers ?? []).map((p) => {
+    const does =
+      p.auth.mode === 'auth_query'
+        ? "asks PostgreSQL for each login's verifier as the login happens, so it holds the new one as soon as the database does: nothing is staged there and no RELOAD is needed"
+        : `holds each login's verifier in its ${poolerAuthWords(p)}: ${p.machine}'s provisioner writes the new one there and sends RELOAD before the receipt, and the test login through it proves it`;
+    return `pooler ${p.name} (pgbouncer on ${p.machine}, listening on ${shown(p.listen.host)}:${p.listen.port}) for ${listed(p.pairs)}: ${does}`;
+  });
+}
+
+/** The pooler of the plan that holds `pair`'s logins and answers its test login, if any. */
+export function poolerOfPair(
+  plan: Pick<RotationPlan, 'poolers'>,
+  pair: Pick<PlannedPair, 'key'>,
+  through: string | undefined,
+): PlannedPooler | undefined {
+  if (through === undefined) return undefined;
+  return (plan.poolers ?? []).find((p) => p.name === through && p.pairs.includes(pair.key));
+}
+
+function listed(items: readonly string[]): string {
+  if (items.length <= 3) return items.join(', ');
+  return `${items.slice(0, 3).join(', ')} and ${items.length - 3} more pair${items.length === 4 ? '' : 's'}`;
+}

@@ -1,0 +1,343 @@
+/**
+ * A pooler is a holder (issue 45; src/mesh/poolers.ts, docs/inventory.md "Poolers"): `poolers:`
+ * is read and refused with what/where/next, a pooler of a selected pair is a holder of the plan
+ * (resolved by the gate, which closes without it), the preview names it, an auth_file pooler is
+ * refused at plan time, and a refused test login through it names the pooler and its
+ * auth_file or auth_query. The built CLI runs every command case; each refusal checks that the
+ * files are as they were.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BatonError } from '../../src/errors.js';
+import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { authFileRefusal, poolerPreviewLines } from '../../src/mesh/poolers.js';
+import { appPreviewLines, refusedLoginAdvice } from '../../src/app/rotation-app-text.js';
+import { appHooks } from '../../src/mesh/reload.js';
+import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { runBaton } from '../helpers/run-baton.js';
+
+const SOURCE = '/srv/mesh.yaml';
+
+/** A local mesh: db1 provides pg-main, web1 consumes it, `bouncer1` on `pool1` serves it. */
+function inventoryText(pooler: string, connect = 'connect: { pooler: bouncer1, database: app }'): string {
+  return [
+    'machines:',
+    '  - { name: db1, address: machines/db1, transport: local }',
+    '  - { name: web1, address: machines/web1, transport: local }',
+    '  - { name: pool1, address: machines/pool1, transport: local }',
+    'providers:',
+    `  - { name: pg-main, machine: db1, kind: postgres${connect ? `, ${connect}` : ''} }`,
+    '  - { name: pg-other, machine: db1, kind: postgres }',
+    'consumers:',
+    '  - { name: web1-app, machine: web1, uses: [pg-main], reads: each-connection }',
+    '  - { name: web1-other, machine: web1, uses: [pg-other], reads: each-connection }',
+    ...(pooler ? ['poolers:', `  - ${pooler}`] : []),
+    '',
+  ].join('\n');
+}
+
+const AUTH_QUERY =
+  '{ name: bouncer1, machine: pool1, kind: pgbouncer, serves: [pg-main], listen: { host: 127.0.0.1, port: 6432 }, auth_query: true }';
+const AUTH_FILE =
+  '{ name: bouncer1, machine: pool1, kind: pgbouncer, serves: [pg-main], listen: { host: 127.0.0.1 }, auth_file: /etc/pgbouncer/userlist.txt, admin: { user: pgbouncer } }';
+
+function refusalOf(text: string): BatonError {
+  try {
+    parseInventory(text, SOURCE);
+  } catch (error) {
+    expect(error).toBeInstanceOf(BatonError);
+    return error as BatonError;
+  }
+  throw new Error('the inventory was accepted');
+}
+
+describe('poolers: in the inventory', () => {
+  it('a pooler is read with its listen address, and connect: through it takes that address', () => {
+    const inventory = parseInventory(inventoryText(AUTH_QUERY), SOURCE);
+    expect(inventory.poolers).toEqual([
+      {
+        name: 'bouncer1',
+        machine: 'pool1',
+        kind: 'pgbouncer',
+        serves: ['pg-main'],
+        listen: { host: '127.0.0.1', port: 6432 },
+        auth: { mode: 'auth_query' },
+      },
+    ]);
+    expect(inventory.providers[0]!.connect).toEqual({
+      host: '127.0.0.1',
+      port: 6432,
+      database: 'app',
+      pooler: 'bouncer1',
+    });
+    const file = parseInventory(inventoryText(AUTH_FILE), SOURCE).poolers[0]!;
+    expect(file.auth).toEqual({ mode: 'auth_file', file: '/etc/pgbouncer/userlist.txt' });
+    expect(file.admin).toEqual({ user: 'pgbouncer', host: '127.0.0.1', port: 6432 });
+    // An inventory without poolers: reads as before.
+    expect(parseInventory(inventoryText('', ''), SOURCE).poolers).toEqual([]);
+  });
+
+  it.each([
+    [
+      'a machine the inventory does not list',
+      AUTH_QUERY.replace('machine: pool1', 'machine: pool9'),
+      'pooler "bouncer1" is on machine "pool9", which the inventory does not list.',
+      'Add it under machines:',
+    ],
+    [
+      'a provider it serves that is not listed',
+      AUTH_QUERY.replace('serves: [pg-main]', 'serves: [pg-gone]'),
+      'pooler "bouncer1" serves provider "pg-gone", which the inventory does not list.',
+      'use one of: pg-main, pg-other',
+    ],
+    [
+      'both auth_file and auth_query',
+      AUTH_QUERY.replace('auth_query: true', 'auth_query: true, auth_file: /etc/u.txt'),
+      'pooler "bouncer1" sets both auth_file: and auth_query:.',
+      'auth_query: true (its auth_query setting)',
+    ],
+    [
+      'neither auth_file nor auth_query',
+      AUTH_QUERY.replace(', auth_query: true', ''),
+      'pooler "bouncer1" sets neither auth_file: nor auth_query:.',
+      "auth_file: <its path on the pooler's machine>",
+    ],
+    [
+      'a relative auth_file',
+      AUTH_FILE.replace('/etc/pgbouncer/userlist.txt', 'userlist.txt'),
+      'pooler "bouncer1": auth_file "userlist.txt" is not an absolute path.',
+      "as pgbouncer.ini's auth_file says it",
+    ],
+    [
+      'a kind other than pgbouncer',
+      AUTH_QUERY.replace('kind: pgbouncer', 'kind: odyssey'),
+      'poolers[0] ("bouncer1").kind is invalid',
+      'docs/inventory.md shows the format',
+    ],
+    [
+      'an unknown field',
+      AUTH_QUERY.replace('auth_query: true', 'auth_query: true, password: x'),
+      'Unknown field "password" in poolers[0] ("bouncer1").',
+      'poolers',
+    ],
+  ])('a pooler with %s is refused naming it, the file and what to do', (_what, pooler, what, next) => {
+    const e = refusalOf(inventoryText(pooler, ''));
+    expect(e.code).toBe('config');
+    expect(e.what).toContain(what);
+    expect(e.where).toBe(SOURCE);
+    expect(String(e.next)).toContain(next);
+    expect(e.changed).toBe('Nothing was sent.');
+  });
+
+  it.each([
+    [
+      'a pooler the inventory does not list',
+      'connect: { pooler: bouncer9 }',
+      'provider "pg-main": connect: names pooler "bouncer9", which the inventory does not list.',
+      'use one of: bouncer1',
+    ],
+    [
+      'a pooler and an address',
+      'connect: { pooler: bouncer1, host: db1.internal }',
+      'provider "pg-main": connect: names both pooler: and an address.',
+      "the address is the pooler's listen:",
+    ],
+    [
+      'neither',
+      'connect: { database: app }',
+      'provider "pg-main": connect: names neither host: nor pooler:.',
+      'the pooler they connect through (pooler:)',
+    ],
+  ])("a provider's connect: naming %s is refused", (_what, connect, what, next) => {
+    const e = refusalOf(inventoryText(AUTH_QUERY, connect));
+    expect(e.what).toContain(what);
+    expect(String(e.next)).toContain(next);
+  });
+
+  it("a provider's connect: through a pooler that does not serve it is refused", () => {
+    const text = inventoryText(AUTH_QUERY, '').replace(
+      '{ name: pg-other, machine: db1, kind: postgres }',
+      '{ name: pg-other, machine: db1, kind: postgres, connect: { pooler: bouncer1 } }',
+    );
+    const e = refusalOf(text);
+    expect(e.what).toContain(
+      'provider "pg-other": connect: names pooler "bouncer1", which does not serve it.',
+    );
+    expect(String(e.next)).toContain('Add pg-other to pooler "bouncer1"\'s serves:');
+  });
+
+  it('two poolers of one name are refused', () => {
+    const text = inventoryText(AUTH_QUERY, '').replace(
+      `  - ${AUTH_QUERY}`,
+      `  - ${AUTH_QUERY}\n  - ${AUTH_QUERY.replace('pool1', 'db1')}`,
+    );
+    expect(refusalOf(text).what).toBe('Duplicate pooler name "bouncer1".');
+  });
+});
+
+describe('a pooler in a rotation plan', () => {
+  const inventory: Inventory = parseInventory(inventoryText(AUTH_QUERY), SOURCE);
+
+  it("is a holder of the pairs of the providers it serves: its machine is in the plan's holders, with no file", () => {
+    const plan = planRotation(inventory, { by: 'all' });
+    expect(plan.poolers?.map((p) => [p.name, p.pairs])).toEqual([['bouncer1', ['pg-main:web1-app']]]);
+    expect(plan.holders.map((h) => [h.machine, h.receives.length])).toEqual([
+      ['db1', 2],
+      ['web1', 2],
+      ['pool1', 0],
+    ]);
+  });
+
+  it('is left out of a plan whose pairs it does not serve', () => {
+    const plan = planRotation(inventory, { by: 'consumer', name: 'web1-other' });
+    expect(plan.poolers).toBeUndefined();
+    expect(plan.holders.map((h) => h.machine)).toEqual(['db1', 'web1']);
+  });
+
+  it('the preview names it with what it holds and that the test login goes through it', () => {
+    const plan = planRotation(inventory, { by: 'consumer', name: 'web1-app' });
+    expect(poolerPreviewLines(plan)).toEqual([
+      "pooler bouncer1 (pgbouncer on pool1, listening on 127.0.0.1:6432) for pg-main:web1-app: asks PostgreSQL for each login's verifier as the login happens, so it holds the new one as soon as the database does: nothing is staged there and no RELOAD is needed",
+    ]);
+    const lines = appPreviewLines(plan, appHooks(inventory));
+    expect(lines[0]).toBe(
+      '  test login pg-main:web1-app: as web1_app to 127.0.0.1:6432/app (pooler bouncer1), from web1, before web1-app moves; refused = not moved',
+    );
+    expect(lines.at(-1)).toContain('  pooler bouncer1 (pgbouncer on pool1');
+  });
+
+  it('an auth_file pooler on another machine than its provider is refused at plan time, naming it, its file and the way out', () => {
+    const fileInventory = parseInventory(inventoryText(AUTH_FILE), SOURCE);
+    const e = authFileRefusal(planRotation(fileInventory, { by: 'all' }), fileInventory)!;
+    expect(e.code).toBe('config');
+    expect(e.what).toContain(
+      `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
+    );
+    expect(e.what).toContain('a login through the pooler could be refused while the rotation says applied');
+    expect(String(e.next)).toContain('start its provisioner with `--pooler-auth-file <the auth_file>`');
+    expect(String(e.next)).toContain('or switch the pooler to auth_query');
+    expect(e.changed).toBe('Nothing was read or sent.');
+    // A selection the pooler does not serve is not refused.
+    expect(
+      authFileRefusal(planRotation(fileInventory, { by: 'consumer', name: 'web1-other' }), fileInventory),
+    ).toBe(undefined);
+  });
+
+  it('an auth_file pooler beside its provider: refused when connect: bypasses it, planned when the test login goes through it', () => {
+    const beside = AUTH_FILE.replace('machine: pool1', 'machine: db1');
+    const direct = parseInventory(inventoryText(beside, 'connect: { host: db1.internal }'), SOURCE);
+    expect(authFileRefusal(planRotation(direct, { by: 'all' }), direct)?.what).toContain(
+      "but pg-main's connect: does not go through it: no test login would prove the pooler took a new verifier",
+    );
+    const through = parseInventory(inventoryText(beside), SOURCE);
+    const plan = planRotation(through, { by: 'all' });
+    expect(authFileRefusal(plan, through)).toBe(undefined);
+    expect(poolerPreviewLines(plan)[0]).toContain(
+      "holds each login's verifier in its auth_file /etc/pgbouncer/userlist.txt: db1's provisioner writes the new one there and sends RELOAD before the receipt",
+    );
+  });
+});
+
+describe('a refused test login through a pooler names it and where it finds verifiers', () => {
+  const t = { login: 'web1_app_b', machine: 'web1', code: '08P01', reason: 'SASL authentication failed' };
+
+  it('auth_query: the pooler, its machine, its auth_query and auth_user; not pg_hba.conf', () => {
+    const advice = refusedLoginAdvice(t, {
+      name: 'bouncer1',
+      machine: 'pool1',
+      auth: { mode: 'auth_query' },
+    });
+    expect(advice).toContain('the server that answered is pooler bouncer1 on pool1');
+    expect(advice).toContain(
+      "its auth_query could not give the new verifier: check that pgbouncer.ini's auth_user",
+    );
+    expect(advice).toContain("reads web1_app_b's row of pg_authid");
+    expect(advice).not.toContain('pg_hba.conf');
+  });
+
+  it('auth_file: the pooler, its auth_file path and RELOAD', () => {
+    const advice = refusedLoginAdvice(t, {
+      name: 'bouncer1',
+      machine: 'pool1',
+      auth: { mode: 'auth_file', file: '/etc/pgbouncer/userlist.txt' },
+    });
+    expect(advice).toContain(
+      "its auth_file /etc/pgbouncer/userlist.txt still holds web1_app_b's old SCRAM verifier",
+    );
+    expect(advice).toContain('then RELOAD on its admin console');
+  });
+
+  it('a pooler the inventory does not list is still recognised by its words, and poolers: is named', () => {
+    const advice = refusedLoginAdvice(t);
+    expect(advice).toContain('a pooler the inventory does not list');
+    expect(advice).toContain('List it under poolers:');
+  });
+});
+
+describe('poolers through the built CLI', () => {
+  let tmp: { dir: string; cleanup: () => void };
+  beforeEach(() => {
+    tmp = makeTempDir('baton-poolers-');
+    for (const m of ['db1', 'web1', 'pool1'])
+      mkdirSync(path.join(tmp.dir, 'machines', m), { recursive: true });
+  });
+  afterEach(() => tmp.cleanup());
+
+  const baton = (inventory: string, ...args: string[]) =>
+    runBaton(['--state-dir', path.join(tmp.dir, 'state'), ...args, '--inventory', inventory], {
+      cwd: tmp.dir,
+      env: { NO_COLOR: '1' },
+    });
+  const write = (text: string) => {
+    const file = path.join(tmp.dir, 'mesh.yaml');
+    writeFileSync(file, text);
+    return file;
+  };
+
+  it.each([
+    ['mesh', 'plan', '--consumer', 'web1-app'],
+    ['mesh', 'rotate', '--consumer', 'web1-app', '--yes'],
+  ])(
+    'an auth_file pooler away from its provider: %s %s is refused at plan (exit 2); nothing read or sent',
+    async (...words) => {
+      const inventory = write(inventoryText(AUTH_FILE));
+      const before = snapshotDir(tmp.dir);
+      const r = await baton(inventory, ...words);
+      expect(r.exitCode, r.all).toBe(2);
+      expect(r.stderr).toContain(
+        `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
+      );
+      expect(r.stderr).toContain('Nothing was read or sent.');
+      expect(snapshotDir(tmp.dir)).toEqual(before);
+      console.log(`auth_file pooler, ${words[1]}: refused at plan (exit ${r.exitCode})`);
+    },
+  );
+
+  it('mesh plan lists the pooler as a holder and its line; its machine unresolved closes the gate', async () => {
+    const inventory = write(inventoryText(AUTH_QUERY));
+    const open = await baton(inventory, 'mesh', 'plan', '--consumer', 'web1-app');
+    expect(open.exitCode, open.all).toBe(0);
+    expect(open.stdout).toContain('pool1 (local machines/pool1) receives nothing');
+    expect(open.stdout).toContain('  pooler bouncer1 (pgbouncer on pool1, listening on 127.0.0.1:6432)');
+    expect(open.stdout).toContain('Gate open: all 3 machines resolved');
+
+    rmSync(path.join(tmp.dir, 'machines', 'pool1'), { recursive: true });
+    const before = snapshotDir(tmp.dir);
+    const closed = await baton(inventory, 'mesh', 'plan', '--consumer', 'web1-app');
+    expect(closed.exitCode, closed.all).toBe(3);
+    expect(closed.stdout).toContain('Gate closed: 1 of 3 machines unresolved (pool1)');
+    const rotated = await baton(inventory, 'mesh', 'rotate', '--consumer', 'web1-app', '--yes');
+    expect(rotated.exitCode, rotated.all).toBe(4);
+    expect(rotated.all).toContain('pool1');
+    expect(rotated.all).toContain('nothing');
+    // Only the journal's record of the closed gate was written; no machine's files changed.
+    const after = snapshotDir(tmp.dir);
+    const changed = Object.keys(after).filter((p) => after[p] !== before[p]);
+    expect(changed.filter((p) => p !== 'state' && !p.startsWith('state/'))).toEqual([]);
+    console.log(
+      `pooler machine unresolved: mesh plan exit ${closed.exitCode}, mesh rotate exit ${rotated.exitCode}`,
+    );
+  });
+});
