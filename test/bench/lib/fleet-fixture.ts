@@ -81,7 +81,18 @@ export function makeFleet(ctx: BenchContext, sshd: Sshd, n: number, prefix: stri
   const state = path.join(root, 'state');
   const providesDir = path.join(meshOf('db1'), 'provides', FLEET_PROVIDER);
   mkdirSync(providesDir, { recursive: true });
-  const batonArgv = (args: readonly string[]) => [process.execPath, BIN, '--state-dir', state, ...args];
+  // BATON_BENCH_CPU_PROF=<dir>: every baton run of the fleet writes a V8 CPU profile there
+  // (open it in Chrome's DevTools or speedscope) — where a rotation's controller CPU goes.
+  const profile = process.env['BATON_BENCH_CPU_PROF'];
+  const profiling = profile ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(profile)}`] : [];
+  const batonArgv = (args: readonly string[]) => [
+    process.execPath,
+    ...profiling,
+    BIN,
+    '--state-dir',
+    state,
+    ...args,
+  ];
   return {
     root,
     machines,

@@ -13,16 +13,16 @@ import path from 'node:path';
 import os from 'node:os';
 
 const WRAPPER = String.raw`
-use strict; use warnings; use Config; use POSIX ();
+use strict; use warnings; use Config; use POSIX (); use Time::HiRes ();
 my %prctl = (x86_64 => 157, aarch64 => 167, i386 => 172);
 my ($arch) = $Config{archname} =~ /^([^-]+)/;
 my $nr = $prctl{$arch} // die "no prctl number for $arch\n";
 syscall($nr, 36, 1, 0, 0, 0) == 0 or die "prctl(PR_SET_CHILD_SUBREAPER): $!\n";
 my $out = delete $ENV{BATON_BENCH_CPU_OUT};
 my $reap = delete $ENV{BATON_BENCH_REAP_SECONDS};
-my $pid = fork // die "fork: $!\n";
+my $t0 = Time::HiRes::time(); my $pid = fork // die "fork: $!\n";
 if (!$pid) { exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!\n" }
-waitpid($pid, 0); my $status = $?;
+waitpid($pid, 0); my $status = $?; my $wall = Time::HiRes::time() - $t0;
 my $until = time + $reap;
 while (1) {
   my $got = waitpid(-1, POSIX::WNOHANG());
@@ -32,7 +32,7 @@ while (1) {
   select(undef, undef, undef, 0.05);
 }
 my @t = times;
-open my $fh, '>', $out or die "$out: $!\n"; printf $fh "%.0f\n", 1000 * ($t[2] + $t[3]); close $fh;
+open my $fh, '>', $out or die "$out: $!\n"; printf $fh "%.0f %.3f\n", 1000 * ($t[2] + $t[3]), 1000 * $wall; close $fh;
 exit($status & 127 ? 128 + ($status & 127) : $status >> 8);
 `;
 
@@ -42,6 +42,7 @@ export interface TreeRun {
   readonly stderr: string;
   /** user + sys of the whole tree, ms (10 ms resolution). */
   readonly cpuMs: number;
+  /** From the command's start to ITS exit (not the orphans' reaping after it). */
   readonly wallMs: number;
 }
 
@@ -52,7 +53,6 @@ export function runTree(
   options: { readonly cwd?: string; readonly env?: NodeJS.ProcessEnv; readonly reapSeconds?: number } = {},
 ): Promise<TreeRun> {
   const out = path.join(os.tmpdir(), `baton-bench-cpu-${process.pid}-${counter++}`);
-  const started = performance.now();
   return new Promise((resolve, reject) => {
     execFile(
       'perl',
@@ -67,10 +67,10 @@ export function runTree(
         maxBuffer: 64 * 1024 * 1024,
       },
       (error, stdout, stderr) => {
-        const wallMs = performance.now() - started;
         let cpu: number;
+        let wallMs: number;
         try {
-          cpu = Number(readFileSync(out, 'utf8').trim());
+          [cpu, wallMs] = readFileSync(out, 'utf8').trim().split(' ').map(Number) as [number, number];
           rmSync(out, { force: true });
         } catch {
           reject(new Error(`the CPU wrapper wrote nothing: ${stderr.slice(-2000)}`));
