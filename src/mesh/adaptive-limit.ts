@@ -15,8 +15,9 @@
  *   turn cannot read the answers it is waiting for;
  * - the host's CPU pressure (Linux PSI, /proc/pressure/cpu "some avg10": the share of the last
  *   10 s in which a runnable task waited for a CPU). Whoever's work it is, our ssh children wait
- *   for the same cores: a saturated host stops the window GROWING (it does not cut it — that
- *   is for answers that actually slowed). Without PSI, the load average per core stands in.
+ *   for the same cores: a saturated host stops the window growing past its start (it does not
+ *   cut it — that is for answers that actually slowed). Without PSI, the load average per core
+ *   stands in.
  */
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
@@ -113,10 +114,14 @@ export class AdaptiveLimit {
       return;
     }
     if (hostSaturated(this.pressure)) {
-      // Answers still timely, but the cores are full: more at once would only queue. Hold.
       lastSaturatedAt = now;
-      this.credits = 0;
-      return;
+      // Answers still timely, but the cores are full: more at once would only queue. Hold —
+      // except that a window halved below the start grows back toward it, one per window: held
+      // at 2 while the host stays busy, a rotation of 50 took minutes after the slow answers had passed.
+      if (this.window >= Math.min(this.max, INITIAL_WINDOW)) {
+        this.credits = 0;
+        return;
+      }
     }
     this.credits += 1;
     if (this.credits >= this.window) {

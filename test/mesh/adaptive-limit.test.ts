@@ -4,7 +4,7 @@
  * window of timely answers up to --concurrency and never passes it, halves once per round trip
  * when answers slow down or the event loop lags, then grows back by one per window of timely
  * answers, and never goes under one. A saturated host (CPU pressure, or the load average where
- * there is no PSI) holds it where it is: it neither grows nor, by itself, cuts it.
+ * there is no PSI) holds it at its start: it grows no further and, by itself, cuts nothing.
  */
 import { describe, expect, it } from 'vitest';
 import { AdaptiveLimit, type ControllerPressure } from '../../src/mesh/adaptive-limit.js';
@@ -71,6 +71,23 @@ describe('the adaptive limit', () => {
     c.state.psi = 5;
     round(c, limiter, limiter.limit, 300);
     expect(limiter.limit).toBe(16);
+  });
+
+  it('halved on a saturated host: grows back by one per window up to its start of 8, not past it', () => {
+    const c = fakeController();
+    const limiter = c.limiter(64);
+    c.state.psi = 95;
+    round(c, limiter, 8, 300);
+    round(c, limiter, 8, 8_000);
+    round(c, limiter, 4, 8_000);
+    expect(limiter.limit).toBe(2);
+    const seen: number[] = [];
+    for (let i = 0; i < 12; i++) {
+      round(c, limiter, limiter.limit, 300);
+      seen.push(limiter.limit);
+    }
+    expect(seen.slice(0, 6)).toEqual([3, 4, 5, 6, 7, 8]);
+    expect(Math.max(...seen)).toBe(8);
   });
 
   it('without PSI, the load average per core stands in for the host: it holds, never cuts', () => {
