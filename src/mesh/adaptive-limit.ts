@@ -11,8 +11,8 @@
  * The witnesses, each cheap:
  * - answer latency against the fastest answer seen (the "base RTT" of TCP Vegas/BBR): a call
  *   taking several times as long, and seconds longer, means the calls are queueing somewhere;
- * - this process's event-loop delay (perf_hooks.monitorEventLoopDelay): a loop that cannot
- *   turn cannot read the answers it is waiting for;
+ * - this process's event-loop delay (the drift of a 100 ms timer): a loop that cannot turn
+ *   cannot read the answers it is waiting for;
  * - the host's CPU pressure (Linux PSI, /proc/pressure/cpu "some avg10": the share of the last
  *   10 s in which a runnable task waited for a CPU). Whoever's work it is, our ssh children wait
  *   for the same cores: a saturated host stops the window growing past its start (it does not
@@ -20,11 +20,10 @@
  *   stands in.
  */
 import { readFileSync } from 'node:fs';
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import os from 'node:os';
 
 export interface ControllerPressure {
-  /** The event loop's delay over the last sample, in ms (mean of the histogram). */
+  /** The event loop's mean delay since the last read, in ms. */
   eventLoopDelayMs(): number;
   /** The 1-minute load average divided by the cores. */
   loadPerCore(): number;
@@ -152,58 +151,66 @@ export function controllerBusySince(
   return hostSaturated(pressure) || pressure.eventLoopDelayMs() > LAG_MS;
 }
 
-let shared: { histogram: IntervalHistogram; pressure: ControllerPressure } | undefined;
+let shared: ControllerPressure | undefined;
+/** The event-loop probe's period. */
+const TICK_MS = 100;
 /** How often the event-loop delay and PSI are read; in between, the last reading stands. */
 const READ_EVERY_MS = 250;
 
 /**
- * This process's pressure, one monitor for every limiter: each read takes the mean delay since
- * the last one and starts the next sample, so a lag that has passed stops counting.
+ * This process's pressure, one monitor for every limiter: the event loop's delay is the drift of
+ * a TICK_MS timer (unref'd: it never keeps the process alive), and each read takes the mean
+ * drift since the last one, so a lag that has passed stops counting. Not perf_hooks'
+ * monitorEventLoopDelay: under load a 20-machine rotation's CPU profile put 3–4% of its samples
+ * in that histogram's reset(), more than anything of baton's own but spawning ssh.
  */
 export function processPressure(): ControllerPressure {
   if (!shared) {
-    const histogram = monitorEventLoopDelay({ resolution: 20 });
-    histogram.enable();
     const cores = Math.max(1, os.availableParallelism());
     let psiMissing = false;
+    let lastTick = performance.now();
+    let driftSum = 0;
+    let ticks = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      driftSum += Math.max(0, now - lastTick - TICK_MS);
+      ticks += 1;
+      lastTick = now;
+    }, TICK_MS);
+    timer.unref();
     let lastReadAt = Number.NEGATIVE_INFINITY;
     let lastDelayMs = 0;
     let psiReadAt = Number.NEGATIVE_INFINITY;
     let lastPsi: number | undefined;
     shared = {
-      histogram,
-      pressure: {
-        eventLoopDelayMs() {
-          // Read (and reset) at most every READ_EVERY_MS: every answer of a fan-out asks, and a
-          // 20-machine rotation's CPU profile put 0.25–2.8 s of samples in reset() when each did.
-          const now = performance.now();
-          if (now - lastReadAt < READ_EVERY_MS) return lastDelayMs;
-          lastReadAt = now;
-          const mean = histogram.count > 0 ? histogram.mean / 1e6 : 0;
-          histogram.reset();
-          // The monitor's own resolution is in every sample: only the delay beyond it counts.
-          lastDelayMs = Math.max(0, mean - 20);
-          return lastDelayMs;
-        },
-        loadPerCore: () => os.loadavg()[0]! / cores,
-        cpuPressure() {
-          if (psiMissing) return undefined;
-          const now = performance.now();
-          if (now - psiReadAt < READ_EVERY_MS) return lastPsi;
-          psiReadAt = now;
-          try {
-            const some = /^some avg10=([\d.]+)/m.exec(readFileSync('/proc/pressure/cpu', 'utf8'));
-            lastPsi = some ? Number(some[1]) : undefined;
-            return lastPsi;
-          } catch {
-            // Not Linux, or a kernel without PSI (CONFIG_PSI): the load average stands in.
-            psiMissing = true;
-            return undefined;
-          }
-        },
+      eventLoopDelayMs() {
+        const now = performance.now();
+        if (now - lastReadAt < READ_EVERY_MS) return lastDelayMs;
+        lastReadAt = now;
+        // A tick still overdue counts too: a loop blocked since the last tick has no tick to show it.
+        const overdue = Math.max(0, now - lastTick - TICK_MS);
+        lastDelayMs = (driftSum + overdue) / (ticks + 1);
+        driftSum = 0;
+        ticks = 0;
+        return lastDelayMs;
+      },
+      loadPerCore: () => os.loadavg()[0]! / cores,
+      cpuPressure() {
+        if (psiMissing) return undefined;
+        const now = performance.now();
+        if (now - psiReadAt < READ_EVERY_MS) return lastPsi;
+        psiReadAt = now;
+        try {
+          const some = /^some avg10=([\d.]+)/m.exec(readFileSync('/proc/pressure/cpu', 'utf8'));
+          lastPsi = some ? Number(some[1]) : undefined;
+          return lastPsi;
+        } catch {
+          // Not Linux, or a kernel without PSI (CONFIG_PSI): the load average stands in.
+          psiMissing = true;
+          return undefined;
+        }
       },
     };
-    // Never keeps the process alive: the histogram's timer is unref'd by Node.
   }
-  return shared.pressure;
+  return shared;
 }
