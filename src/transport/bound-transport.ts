@@ -69,7 +69,7 @@ export async function withinBounds<T>(
 
 /**
  * A READ (resolve, digests, read texts: nothing changes on the machine) that found the machine
- * unreachable — no answer in time, or ssh gave up — while this controller was saturated is asked
+ * silent — no answer in time, or ssh's connection timed out — while this controller was saturated is asked
  * once more, with a fresh bound: on a saturated controller the silence may be the controller's
  * own (its ssh never got the CPU to finish a handshake), and calling a healthy machine
  * "unreachable" closes a rotation's gate for a false reason. A machine silent twice is
@@ -86,17 +86,11 @@ export async function readWithinBounds<T>(
     return await withinBounds(bounds, op, whenSent);
   } catch (error) {
     const busy = bounds.controllerBusySince ?? controllerBusySince;
-    if (
-      !(error instanceof TransportError) ||
-      !error.unreachable ||
-      bounds.signal?.aborted ||
-      !busy(startedAt)
-    )
-      throw error;
+    if (!silent(error, bounds) || bounds.signal?.aborted || !busy(startedAt)) throw error;
     try {
       return await withinBounds(bounds, op, whenSent);
     } catch (again) {
-      if (!(again instanceof TransportError) || !again.unreachable) throw again;
+      if (!silent(again, bounds)) throw again;
       throw new TransportError(
         again.machine,
         `${again.reason} (asked twice: this controller was saturated during the first)`,
@@ -104,6 +98,20 @@ export async function readWithinBounds<T>(
       );
     }
   }
+}
+
+/**
+ * Silence a saturated controller can cause: its own bound ran out (NoAnswer), or ssh's
+ * ConnectTimeout did (a banner or a connection that timed out). A refusal with a reason — a name
+ * that does not resolve, a refused port, a host key — is the machine's answer, asked once.
+ */
+function silent(error: unknown, bounds: Bounds): error is TransportError {
+  return (
+    error instanceof TransportError &&
+    error.unreachable &&
+    (error.reason.includes(new NoAnswer(bounds.timeoutMs).message) ||
+      /timed out|sent no banner/i.test(error.reason))
+  );
 }
 
 export function bindTransport(transport: Transport, bounds: Bounds): BoundTransport {

@@ -95,7 +95,7 @@ describe('a read that found the machine unreachable on a saturated controller', 
     expect(calls).toBe(1);
   });
 
-  it('a machine that answered with a failure, or a cancelled command, is not asked again', async () => {
+  it('a machine that answered with a failure or a refusal, or a cancelled command, is not asked again', async () => {
     let calls = 0;
     await expect(
       readWithinBounds({ timeoutMs: 15_000, controllerBusySince: () => true }, async () => {
@@ -104,6 +104,13 @@ describe('a read that found the machine unreachable on a saturated controller', 
       }),
     ).rejects.toThrow('Permission denied');
     expect(calls).toBe(1);
+    await expect(
+      readWithinBounds({ timeoutMs: 15_000, controllerBusySince: () => true }, async () => {
+        calls += 1;
+        throw new TransportError('web1', 'ssh failed: Could not resolve hostname web1.internal', true);
+      }),
+    ).rejects.toMatchObject({ reason: 'ssh failed: Could not resolve hostname web1.internal' });
+    expect(calls).toBe(2);
     const cancel = new AbortController();
     cancel.abort();
     await expect(
@@ -115,6 +122,18 @@ describe('a read that found the machine unreachable on a saturated controller', 
         },
       ),
     ).rejects.toThrow('no answer');
+    expect(calls).toBe(3);
+  });
+
+  it("ssh's own connection timeout on a saturated controller is silence too: asked again", async () => {
+    let calls = 0;
+    const got = await readWithinBounds({ timeoutMs: 15_000, controllerBusySince: () => true }, async () => {
+      calls += 1;
+      if (calls === 1)
+        throw new TransportError('web1', 'ssh failed: Connection timed out during banner exchange', true);
+      return 'hello';
+    });
+    expect(got).toBe('hello');
     expect(calls).toBe(2);
   });
 
