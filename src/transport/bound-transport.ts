@@ -5,7 +5,9 @@
  * the slot but left the ssh running; a signal kills it.
  */
 import { setMaxListeners } from 'node:events';
+import { controllerBusySince } from '../mesh/adaptive-limit.js';
 import { formatSeconds, NotReached, onSent } from '../mesh/deadline.js';
+import { TransportError } from '../mesh/transport.js';
 import type {
   BoundChannelRelay,
   BoundRenameChannel,
@@ -21,6 +23,8 @@ export interface Bounds {
   readonly timeoutMs: number;
   /** The command's own cancellation (SIGINT, a view quitting). */
   readonly signal?: AbortSignal;
+  /** Was the controller saturated since this time (adaptive-limit.ts)? Replaced by tests. */
+  readonly controllerBusySince?: (sinceMs: number) => boolean;
 }
 
 /** "no answer within 15 s": the reason an operation's signal carries when its time is up. */
@@ -63,15 +67,63 @@ export async function withinBounds<T>(
   }
 }
 
+/**
+ * A READ (resolve, digests, read texts: nothing changes on the machine) that found the machine
+ * silent — no answer in time, or ssh's connection timed out — while this controller was saturated is asked
+ * once more, with a fresh bound: on a saturated controller the silence may be the controller's
+ * own (its ssh never got the CPU to finish a handshake), and calling a healthy machine
+ * "unreachable" closes a rotation's gate for a false reason. A machine silent twice is
+ * unreachable, and says it was asked twice. Writes are never repeated here: their retries are
+ * the protocol's (docs/mesh-rotation.md).
+ */
+export async function readWithinBounds<T>(
+  bounds: Bounds,
+  op: (signal: AbortSignal) => Promise<T>,
+  whenSent = false,
+): Promise<T> {
+  const startedAt = Date.now();
+  try {
+    return await withinBounds(bounds, op, whenSent);
+  } catch (error) {
+    const busy = bounds.controllerBusySince ?? controllerBusySince;
+    if (!silent(error, bounds) || bounds.signal?.aborted || !busy(startedAt)) throw error;
+    try {
+      return await withinBounds(bounds, op, whenSent);
+    } catch (again) {
+      if (!silent(again, bounds)) throw again;
+      throw new TransportError(
+        again.machine,
+        `${again.reason} (asked twice: this controller was saturated during the first)`,
+        true,
+      );
+    }
+  }
+}
+
+/**
+ * Silence a saturated controller can cause: its own bound ran out (NoAnswer), or ssh's
+ * ConnectTimeout did (a banner or a connection that timed out). A refusal with a reason — a name
+ * that does not resolve, a refused port, a host key — is the machine's answer, asked once.
+ */
+function silent(error: unknown, bounds: Bounds): error is TransportError {
+  return (
+    error instanceof TransportError &&
+    error.unreachable &&
+    (error.reason.includes(new NoAnswer(bounds.timeoutMs).message) ||
+      /timed out|sent no banner/i.test(error.reason))
+  );
+}
+
 export function bindTransport(transport: Transport, bounds: Bounds): BoundTransport {
   // Each machine's receipt reader and rename channel listen on the command's signal for the
   // whole wait: twenty machines are not a leak, and Node's warning would reach the operator.
   if (bounds.signal) setMaxListeners(0, bounds.signal);
   const sentAware = transport.reportsSent === true;
   const within = <T>(op: (signal: AbortSignal) => Promise<T>) => withinBounds(bounds, op, sentAware);
+  const read = <T>(op: (signal: AbortSignal) => Promise<T>) => readWithinBounds(bounds, op, sentAware);
   return {
     machine: transport.machine,
-    resolve: () => within((s) => transport.resolve(s)),
+    resolve: () => read((s) => transport.resolve(s)),
     stage: (files) => within((s) => transport.stage(files, s)),
     commit: (paths) => within((s) => transport.commit(paths, s)),
     unstage: (paths) => within((s) => transport.unstage(paths, s)),
@@ -79,8 +131,8 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     restorePrevious: (paths) => within((s) => transport.restorePrevious(paths, s)),
     discardPrevious: (paths) => within((s) => transport.discardPrevious(paths, s)),
     retire: (paths) => within((s) => transport.retire(paths, s)),
-    digests: (paths) => within((s) => transport.digests(paths, s)),
-    readTexts: (paths) => within((s) => transport.readTexts(paths, s)),
+    digests: (paths) => read((s) => transport.digests(paths, s)),
+    readTexts: (paths) => read((s) => transport.readTexts(paths, s)),
     writeRecords: (records) => within((s) => transport.writeRecords(records, s)),
     lock: (dir, holder) => holdBoundLock(transport, dir, holder, bounds),
     ...(transport.watchTexts

@@ -33,6 +33,8 @@ import { sshWindowCase } from './cases/ssh-window.bench-case.js';
 import { alternatingWindowCase } from './cases/alternating-window.bench-case.js';
 import { fleetCase } from './cases/fleet.bench-case.js';
 import { provisioner5000Case } from './cases/provisioner-5000.bench-case.js';
+import { loadedControllerCase } from './cases/loaded-controller.bench-case.js';
+import { idleWatchCase } from './cases/idle-watch.bench-case.js';
 
 const CASES: readonly BenchCase[] = [
   startupCase,
@@ -50,6 +52,8 @@ const CASES: readonly BenchCase[] = [
   alternatingWindowCase,
   fleetCase,
   provisioner5000Case,
+  loadedControllerCase,
+  idleWatchCase,
 ];
 
 export const RESULTS_FILE = path.join(REPO, 'bench-results.json');

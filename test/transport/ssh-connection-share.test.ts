@@ -287,9 +287,10 @@ describe('one ssh connection per machine per command, against a real sshd', () =
             { concurrency: 1 },
             () => undefined,
           );
-          expect(result.get('mute')).toEqual({
+          // On a saturated host the read is asked twice (bound-transport.ts), and says so after this.
+          expect(result.get('mute')).toMatchObject({
             status: 'unresolved',
-            reason: 'resolve: no answer within 1 s',
+            reason: expect.stringMatching(/^resolve: no answer within 1 s/) as unknown,
           });
         } finally {
           await transports.close();

@@ -10,88 +10,29 @@
  * - the window of every pair (receipt's applied_at → consumer rename, from the journal),
  *   median and max;
  * - the CPU of the provider's receipt watcher (its processes' utime+stime from /proc, over
- *   its lifetime), as a share of one core.
- * The provisioner is a stand-in on db1 in this process: it follows db1's provider directory
- * with fs.watch and writes each receipt as soon as a provider file changes — every pair of
- * the provider at once, the burst a real provisioner's cycle makes.
+ *   its lifetime), as a share of one core;
+ * - the CONTROLLER's CPU per machine for the rotation and its floor: user+sys of the whole
+ *   process tree (baton or xargs, every ssh, and the ControlMasters that fork away from them),
+ *   through a subreaper wrapper (lib/process-tree-cpu.ts); the loopback sshd's side is not in it.
+ * The provisioner is a stand-in on db1 in this process (lib/fleet-fixture.ts).
  */
-import { execFile } from 'node:child_process';
-import {
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  watch,
-  writeFileSync,
-  type FSWatcher,
-} from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
-import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../../src/mesh/digest.js';
+import { RECEIPTS_DIR } from '../../../src/mesh/digest.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../../helpers/sshd.js';
-import { BIN, type BenchCase } from '../lib/context.js';
+import type { BenchCase } from '../lib/context.js';
 import { figure, type Figure } from '../lib/figure.js';
+import { FLEET_PROVIDER, followProvider, makeFleet, sh, windowsOf } from '../lib/fleet-fixture.js';
+import { runTree } from '../lib/process-tree-cpu.js';
 import { summarize } from '../lib/stats.js';
 
-const PROVIDER = 'pg-main';
+const PROVIDER = FLEET_PROVIDER;
 // BATON_BENCH_FLEET_SIZES=200 (comma-separated) measures only those sizes: a probe of one N
 // without the half hour of the others.
 const SIZES: readonly number[] = process.env['BATON_BENCH_FLEET_SIZES']
   ? process.env['BATON_BENCH_FLEET_SIZES'].split(',').map(Number)
   : [10, 50, 200];
 const CONCURRENCY = 8;
-const run = promisify(execFile);
-
-/** The stand-in provisioner: a receipt for each provider file that changed, written at once. */
-function followProvider(providesDir: string): { stop(): void } {
-  const applied = path.join(providesDir, RECEIPTS_DIR);
-  mkdirSync(applied, { recursive: true, mode: 0o700 });
-  const tick = () => {
-    for (const role of readdirSync(providesDir)) {
-      if (role.startsWith('.') || role.includes('.next')) continue;
-      let secret: Buffer;
-      try {
-        secret = readFileSync(path.join(providesDir, role));
-      } catch {
-        continue;
-      }
-      const digest = secretDigest(secret);
-      const receipt = path.join(applied, role);
-      let current: string | undefined;
-      try {
-        current = parseReceipt(readFileSync(receipt, 'utf8'))?.digest;
-      } catch {
-        current = undefined;
-      }
-      if (current === digest) continue;
-      const tmp = path.join(applied, `.${role}.tmp`);
-      writeFileSync(tmp, formatReceipt({ role, digest, applied_at: new Date().toISOString() }), {
-        mode: 0o600,
-      });
-      renameSync(tmp, receipt);
-    }
-  };
-  let watcher: FSWatcher | undefined;
-  let queued = false;
-  const onChange = () => {
-    if (queued) return;
-    queued = true;
-    setImmediate(() => {
-      queued = false;
-      tick();
-    });
-  };
-  watcher = watch(providesDir, onChange);
-  // A backstop for an event fs.watch coalesced away.
-  const timer = setInterval(onChange, 200);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      watcher?.close();
-      watcher = undefined;
-    },
-  };
-}
 
 /** CPU (ms) and lifetime (ms) of the processes whose command line names `marker`, sampled from /proc. */
 function sampleWatchers(marker: string): { stop(): { cpuMs: number; lifeMs: number; processes: number } } {
@@ -150,86 +91,37 @@ export const fleetCase: BenchCase = {
       // sshd's own defaults (MaxStartups 10:30:100, MaxSessions 10): the limits a fleet meets.
       sshd = await startSshd({ settings: { MaxStartups: undefined } });
       for (const n of SIZES) {
-        const root = ctx.tempDir(`fleet-${n}`);
-        const machines = Array.from({ length: n }, (_, i) =>
-          i === 0 ? 'db1' : `m${String(i + 1).padStart(3, '0')}`,
-        );
-        const meshOf = (m: string) => path.join(root, 'machines', m, 'mesh');
-        const config = path.join(root, 'ssh_config');
-        writeFileSync(
-          config,
-          machines
-            .map(
-              (m) =>
-                `Host ${m}\n  HostName 127.0.0.1\n  Port ${sshd!.port}\n  User ${sshd!.user}\n  IdentityFile ${sshd!.identity}\n  IdentitiesOnly yes\n  UserKnownHostsFile ${sshd!.knownHosts}\n  StrictHostKeyChecking yes\n  BatchMode yes\n`,
-            )
-            .join(''),
-        );
-        const inventory = path.join(root, 'mesh.yaml');
-        writeFileSync(
-          inventory,
-          [
-            `ssh: { config: ${config}, connect_timeout: 30 }`,
-            'machines:',
-            ...machines.map(
-              (m) => `  - { name: ${m}, address: ${m}, transport: ssh, mesh_dir: ${meshOf(m)} }`,
-            ),
-            'providers:',
-            `  - { name: ${PROVIDER}, machine: db1, kind: postgres }`,
-            'consumers:',
-            ...machines
-              .slice(1)
-              .map(
-                (m) => `  - { name: app-${m}, machine: ${m}, reads: each-connection, uses: [${PROVIDER}] }`,
-              ),
-            '',
-          ].join('\n'),
-        );
-        const state = path.join(root, 'state');
-        const baton = (...args: string[]) =>
-          run(process.execPath, [BIN, '--state-dir', state, ...args], {
-            cwd: root,
-            env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
-            maxBuffer: 64 * 1024 * 1024,
-          });
-        const providesDir = path.join(meshOf('db1'), 'provides', PROVIDER);
-        mkdirSync(providesDir, { recursive: true });
+        const fleet = makeFleet(ctx, sshd, n, 'fleet');
+        const { root, machines, config, inventory, providesDir, meshOf } = fleet;
         provisioner?.stop();
         provisioner = followProvider(providesDir);
-        const windowsOf = (stdout: string) => {
-          const rotation = /\(rotation (\S+?)\)/.exec(stdout)?.[1];
-          const records = readFileSync(path.join(state, 'mesh-journal.jsonl'), 'utf8')
-            .trim()
-            .split('\n')
-            .map((l) => JSON.parse(l) as { id: string; phase: string; windows_ms?: Record<string, number> });
-          return Object.values(
-            records.find((r) => r.id === rotation && r.phase === 'applied')?.windows_ms ?? {},
-          );
-        };
+        const env = { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' };
         const rotate = async () => {
           const watcher = sampleWatchers(path.join(providesDir, RECEIPTS_DIR));
-          const started = performance.now();
-          const { stdout } = await baton(
-            'mesh',
-            'rotate',
-            '--provider',
-            PROVIDER,
-            '--inventory',
-            inventory,
-            '--yes',
-            '--wait',
-            '120',
-            '--timeout',
-            '60',
+          // The whole tree's CPU: baton, its ssh, and the masters that fork away from them.
+          const run = await runTree(
+            fleet.batonArgv([
+              'mesh',
+              'rotate',
+              '--provider',
+              PROVIDER,
+              '--inventory',
+              inventory,
+              '--yes',
+              '--wait',
+              '120',
+              '--timeout',
+              '60',
+            ]),
+            { cwd: root, env },
           );
-          const ms = performance.now() - started;
           const cpu = watcher.stop();
-          const windows = windowsOf(stdout);
+          const windows = run.exitCode === 0 ? windowsOf(fleet, run.stdout) : [];
           if (windows.length !== n - 1)
             throw new Error(
-              `fleet ${n}: the rotation applied ${windows.length} of ${n - 1} pairs: ${stdout.slice(-2000)}`,
+              `fleet ${n}: the rotation (exit ${run.exitCode}) applied ${windows.length} of ${n - 1} pairs: ${run.stdout.slice(-2000)}${run.stderr.slice(-1000)}`,
             );
-          return { ms, windows, cpu };
+          return { ms: run.wallMs, windows, cpu, controllerCpuMs: run.cpuMs };
         };
         ctx.log(`fleet: ${n} machines — a first rotation (creates every file)`);
         await rotate();
@@ -249,36 +141,50 @@ export const fleetCase: BenchCase = {
         );
         const statusFloor = async () => {
           const started = performance.now();
-          await run('sh', ['-c', `xargs -P ${CONCURRENCY} -d '\\n' -I{} sh -c '{}' < ${floorList}`]);
+          await sh(`xargs -P ${CONCURRENCY} -d '\\n' -I{} sh -c '{}' < ${floorList}`);
           return performance.now() - started;
         };
         const controlDir = path.join(root, 'cm');
         mkdirSync(controlDir, { mode: 0o700 });
         const rotationFloor = async () => {
           const mux = `-o ControlMaster=auto -o ControlPath=${controlDir}/%n -o ControlPersist=60`;
-          const started = performance.now();
-          await run('sh', [
-            '-c',
-            `xargs -P ${CONCURRENCY} -I{} sh -c 'for i in 1 2 3 4; do ssh -F ${config} ${mux} -T {} true || exit 1; done' < ${list}`,
-          ]);
-          const ms = performance.now() - started;
-          await run('sh', [
-            '-c',
-            `xargs -P ${CONCURRENCY} -I{} ssh -F ${config} ${mux} -O exit {} < ${list} 2>/dev/null || true`,
-          ]);
-          return ms;
+          // Timed inside the tree (the masters' exit after it is not the floor's time, but their CPU is).
+          const run = await runTree(
+            [
+              'sh',
+              '-c',
+              `s=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} sh -c 'for i in 1 2 3 4; do ssh -F ${config} ${mux} -T {} true || exit 1; done' < ${list}; rc=$?; e=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} ssh -F ${config} ${mux} -O exit {} < ${list} 2>/dev/null; echo $((e - s)); exit $rc`,
+            ],
+            { cwd: root },
+          );
+          if (run.exitCode !== 0)
+            throw new Error(`fleet ${n}: the rotation floor exited ${run.exitCode}: ${run.stderr}`);
+          return { ms: Number(run.stdout.trim().split('\n').pop()) / 1e6, cpuMs: run.cpuMs };
         };
         const statusRuns: number[] = [];
         const statusFloors: number[] = [];
         for (let i = 0; i < 3; i++) {
           ctx.log(`fleet: ${n} machines — mesh status ${i + 1} of 3, and its floor`);
           const started = performance.now();
-          await baton('mesh', 'status', '--provider', PROVIDER, '--inventory', inventory, '--timeout', '60');
+          const status = await fleet.baton([
+            'mesh',
+            'status',
+            '--provider',
+            PROVIDER,
+            '--inventory',
+            inventory,
+            '--timeout',
+            '60',
+          ]);
+          if (status.exitCode !== 0)
+            throw new Error(
+              `fleet ${n}: mesh status exited ${status.exitCode}: ${status.stdout.slice(-2000)}`,
+            );
           statusRuns.push(performance.now() - started);
           statusFloors.push(await statusFloor());
         }
         const rotations: Awaited<ReturnType<typeof rotate>>[] = [];
-        const rotationFloors: number[] = [];
+        const rotationFloors: { ms: number; cpuMs: number }[] = [];
         for (let i = 0; i < 2; i++) {
           ctx.log(`fleet: ${n} machines — provider-wide rotation ${i + 1} of 2, and its floor`);
           rotations.push(await rotate());
@@ -287,7 +193,10 @@ export const fleetCase: BenchCase = {
         const st = summarize(statusRuns);
         const sf = summarize(statusFloors);
         const rt = summarize(rotations.map((r) => r.ms));
-        const rf = summarize(rotationFloors);
+        const rf = summarize(rotationFloors.map((f) => f.ms));
+        // Per machine: every machine of the fleet, db1 included (the floor touches each one the same way).
+        const cpuPer = summarize(rotations.map((r) => r.controllerCpuMs / n));
+        const floorCpuPer = summarize(rotationFloors.map((f) => f.cpuMs / n));
         const windows = summarize(rotations.flatMap((r) => r.windows));
         const cpuMs = rotations.reduce((a, r) => a + r.cpu.cpuMs, 0);
         const lifeMs = rotations.reduce((a, r) => a + r.cpu.lifeMs, 0);
@@ -334,6 +243,27 @@ export const fleetCase: BenchCase = {
               // What the rotation costs each machine in ssh (src/operations/rotate.ts, rotation-run-effect.ts):
               // the protocol's minimum — one read (the resolve), one write, one channel for the rename.
               'ssh per consumer machine: 1 handshake, 3 sessions (the digest/leftover read that is the resolve, the stage, the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the stage, 4 record writes (preparing, prepared, committing, finished), the keep, the discard, the receipt watcher and the channel (its clock, then the provider renames)',
+            ],
+          }),
+          figure({
+            id: `fleet.rotation-cpu-${n}`,
+            title: `Fleet of ${n}: provider-wide rotation, the controller's CPU per machine (median of 2)`,
+            measured: {
+              label: 'baton mesh rotate: user+sys of baton, its ssh and their masters ÷ machines',
+              value: cpuPer.median,
+              unit: 'ms CPU/machine',
+              summary: cpuPer,
+            },
+            baseline: {
+              label: `the floor's xargs, ssh and masters ÷ machines`,
+              value: floorCpuPer.median,
+              unit: 'ms CPU/machine',
+              summary: floorCpuPer,
+            },
+            goal: { kind: 'none' },
+            notes: [
+              'the whole process tree through a subreaper (test/bench/lib/process-tree-cpu.ts); the loopback sshd the machines share is not in it',
+              `per rotation: ${rotations.map((r) => (r.controllerCpuMs / n).toFixed(0)).join(', ')} ms; floor: ${rotationFloors.map((f) => (f.cpuMs / n).toFixed(0)).join(', ')} ms`,
             ],
           }),
           figure({

@@ -6,7 +6,17 @@
  */
 import type { Summary } from './stats.js';
 
-export type Unit = 'ms' | 'MB' | 'KB' | 'bytes' | 'ms CPU' | 'handshakes/machine' | 'modules';
+export type Unit =
+  | 'ms'
+  | 'MB'
+  | 'KB'
+  | 'bytes'
+  | 'ms CPU'
+  | 'ms CPU/machine'
+  | 'handshakes/machine'
+  | 'modules'
+  | 'machines'
+  | 'listings/cycle';
 
 export interface Measured {
   /** What was run, in words. */
@@ -89,6 +99,6 @@ export function goalText(goal: Goal): string {
 }
 
 export function formatValue(value: number, unit: Unit): string {
-  const digits = value >= 100 ? 0 : value >= 10 ? 1 : 2;
+  const digits = Number.isInteger(value) || value >= 100 ? 0 : value >= 10 ? 1 : 2;
   return `${value.toFixed(digits)} ${unit}`;
 }
