@@ -16,6 +16,7 @@ import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
 import { shown } from '../outside-text.js';
 import { APP_BEHIND_CODE, appBehindCode } from '../mesh/app-behind-guard.js';
+import { confirmedJson, confirmedText } from './confirmed-text.js';
 
 /** What `mesh seed --from-file` reads: the operator names the file, so it is a placeholder, never a word to paste. */
 const PASSWORD_FILE: Placeholder = {
@@ -162,6 +163,9 @@ export function meshStatusLines(
     if (logins) lines.push(`    logins: ${logins}`);
     // app-truth: how the app takes it; never a mark of its own unless there is evidence.
     if (status.app && status.state !== 'app-behind') lines.push(`    app: ${appText(status)}`);
+    // `applied` says only what was confirmed: each step's own mark (confirmed.ts).
+    if (status.confirmed && (status.state === 'applied' || status.state === 'app-behind'))
+      lines.push(`    confirmed: ${confirmedText(status.confirmed)}`);
     const open = leftOpenText(status, nowMs);
     if (open) lines.push(`    sessions: ${open}`);
     const next = nextStep(status, s);
@@ -325,6 +329,7 @@ export function meshStatusJson(
       unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
       database: databaseJson(s),
       app: appJson(s),
+      confirmed: s.confirmed ? confirmedJson(s.confirmed) : null,
       next: nextStep(s, suggester) ?? null,
       // The same commands as objects, for a script that runs one: `next` stays the sentence.
       next_steps: saidSteps(suggester, pairNext(s) ?? []),

@@ -305,6 +305,7 @@ describe('mesh status of an alternating pair', () => {
       'unreadable',
       'database',
       'app',
+      'confirmed',
       'next',
       'next_steps',
     ]);

@@ -384,6 +384,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'unreadable',
       'database',
       'app',
+      'confirmed',
       'next',
       'next_steps',
     ]);
