@@ -57,6 +57,11 @@ export interface JournalHistory {
   switchedIn(key: string): boolean;
   /** app-truth: the reload that followed the pair's last finished rotation, if its consumer had one. */
   lastReload(key: string): ReloadOutcome | undefined;
+  /**
+   * The last finishing rotation's unconfirmed revoke as a request that stays armed: its target and
+   * whether `--end-sessions` was asked with it (the record's `revoke_previous`).
+   */
+  armedRevoke(key: string): { readonly target: string; readonly endSessions: boolean } | undefined;
   /** The marks the record that last finished the pair holds (confirmed.ts); `{}` when it holds none. */
   confirmed(key: string): Partial<JournalConfirmed>;
 }
@@ -115,6 +120,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   /** pair → whether the last record that finished it marked it revoked. */
   const revoked = new Map<string, boolean>();
   const revokeTargets = new Map<string, string | undefined>();
+  const endSessions = new Map<string, boolean>();
   const switchedIn = new Map<string, boolean>();
   const reloads = new Map<string, ReloadOutcome | undefined>();
   const confirmed = new Map<string, Partial<JournalConfirmed>>();
@@ -156,6 +162,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       if (finished.has(pair.key)) {
         revoked.set(pair.key, pair.revoked === true);
         revokeTargets.set(pair.key, typeof pair.revoke_target === 'string' ? pair.revoke_target : undefined);
+        endSessions.set(pair.key, record.revoke_previous?.end_sessions === true);
         switchedIn.set(
           pair.key,
           pair.credential === 'alternating' && Array.isArray(pair.retire) && pair.retire.length > 0,
@@ -185,6 +192,10 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     consumerDeliveredWith: (key, digest) => consumerWith.get(`${key}\0${digest}`),
     revoked: (key) => revoked.get(key) ?? false,
     revokeTarget: (key) => revokeTargets.get(key),
+    armedRevoke(key) {
+      const target = revokeTargets.get(key);
+      return target === undefined ? undefined : { target, endSessions: endSessions.get(key) ?? false };
+    },
     switchedIn: (key) => switchedIn.get(key) ?? false,
     lastReload: (key) => reloads.get(key),
     confirmed: (key) => confirmed.get(key) ?? {},

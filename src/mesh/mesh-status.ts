@@ -115,6 +115,11 @@ export interface PairStatus {
   readonly logins?: PairLogins;
   /** app-truth: how its app takes the credential (app-status.ts). */
   readonly app?: PairApp;
+  /**
+   * A `--revoke-previous` the provisioner has not confirmed yet: the request stays armed, and its
+   * next cycle refuses the left login's old password (and ends its sessions with `--end-sessions`).
+   */
+  readonly armedRevoke?: { readonly login: string; readonly endSessions: boolean };
   /** Which of its steps were confirmed: the file, the test login, the reload, the app's new sessions (confirmed.ts). */
   readonly confirmed?: Confirmations;
 }

@@ -175,8 +175,14 @@ export async function readMeshStatus(
       leftCensus: left ? census(planned, left) : undefined,
     });
     const withAppStatus = withApp(status, app);
+    // Revoked is said once its receipt matches (loginsOf); until then the request stays armed.
+    const armed = history.armedRevoke(planned.key);
+    const other = withAppStatus.logins?.other;
     return {
       ...withAppStatus,
+      ...(armed && other?.state === 'valid'
+        ? { armedRevoke: { login: other.login, endSessions: armed.endSessions } }
+        : {}),
       confirmed: confirmations({
         journal: history.confirmed(planned.key),
         hasConnect: options.app ? options.app.connectOf(planned.provider) !== undefined : undefined,

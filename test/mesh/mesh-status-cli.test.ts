@@ -385,6 +385,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'database',
       'app',
       'confirmed',
+      'armed_revoke',
       'next',
       'next_steps',
     ]);
