@@ -99,7 +99,13 @@ function newSessionsMark(input: AppInput): ConfirmState {
   const moved = input.movedAtMs;
   if (moved === undefined) return 'not-recorded';
   if (appTakes(input).takes === 'behind') return 'failed';
-  return startsAfter(input.liveCensus, moved + LIVE_GRACE_MS).length > 0 ? 'confirmed' : 'not-confirmed';
+  // The journal's time is when the record was written, after the reload: a pool the reload rebuilt
+  // opened its sessions before it and then keeps them. Its start follows the consumer's move, so
+  // a session since the reload began is the app's own on the new credential.
+  const reload = input.lastReload;
+  const reloadStart = reload?.result === 'ok' ? Date.parse(reload.at) - reload.durationMs : undefined;
+  const from = Math.min(moved + LIVE_GRACE_MS, reloadStart ?? Infinity);
+  return startsAfter(input.liveCensus, from).length > 0 ? 'confirmed' : 'not-confirmed';
 }
 
 function appTakes(input: AppInput): Omit<PairApp, 'newSessions'> {

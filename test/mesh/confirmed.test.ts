@@ -7,6 +7,7 @@ import { appendJournal, JOURNAL_FILE, type JournalRecord } from '../../src/mesh/
 import { journalHistory, readJournalHistory } from '../../src/mesh/journal-history.js';
 import { confirmedJson, confirmedText } from '../../src/app/confirmed-text.js';
 import { appSummaryLines } from '../../src/app/rotation-app-text.js';
+import { appStatus } from '../../src/mesh/app-status.js';
 import type { Terminal } from '../../src/app/rotation-flow.js';
 
 const record = (over: Partial<JournalRecord>): JournalRecord => ({
@@ -150,6 +151,41 @@ describe('which steps of a finished pair were confirmed (issue 45)', () => {
     } as unknown as Terminal;
     expect(appSummaryLines(state).at(-1)).toBe(
       "  · pg:web1 confirmed: ✓ file; ✓ test login; ! reload none ran; · app's new sessions not checked by the rotation (mesh status looks for them)",
+    );
+  });
+
+  it("the app's new sessions: a pool the reload rebuilt opened them before the journal's record was written, and they count; none since the move is NOT confirmed", () => {
+    const moved = Date.parse('2026-12-01T10:00:05.000Z');
+    const census = (starts: string[]) => ({
+      format: 'baton.sessions/1' as const,
+      login: 'web1_app',
+      open: starts.length,
+      newest_start: starts[0] ?? null,
+      recent_starts: starts,
+      clients: [],
+      since: '2026-12-01T09:00:00.000Z',
+      at: '2026-12-01T10:00:06.000Z',
+    });
+    const base = {
+      consumer: 'web1-app',
+      live: 'web1_app',
+      movedAtMs: moved,
+      leftCensus: undefined,
+      lastReload: { ...reload(['pg:web1'], 'ok'), at: '2026-12-01T10:00:04.500Z', durationMs: 500 },
+    };
+    // Opened at 10:00:04.2, during the reload (10:00:04.0–04.5), before the record's 10:00:05.
+    expect(appStatus({ ...base, liveCensus: census(['2026-12-01T10:00:04.200Z']) }).newSessions).toBe(
+      'confirmed',
+    );
+    // Before the reload began: an old session, not the app's own new one.
+    expect(appStatus({ ...base, liveCensus: census(['2026-12-01T10:00:03.000Z']) }).newSessions).toBe(
+      'not-confirmed',
+    );
+    expect(appStatus({ ...base, lastReload: undefined, liveCensus: census([]) }).newSessions).toBe(
+      'not-confirmed',
+    );
+    expect(appStatus({ ...base, movedAtMs: undefined, liveCensus: census([]) }).newSessions).toBe(
+      'not-recorded',
     );
   });
 });
