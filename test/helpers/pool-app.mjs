@@ -5,7 +5,7 @@
 // SQLSTATE), into `<log>` as one JSON object, rewritten every 100 ms and at SIGTERM. No secret in
 // its argv or environment: it reads the file.
 // argv: <file> <role> <host> <port> <log> <pidfile> [workers]
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 
 const [file, role, host, port, log, pidfile, workers = '2'] = process.argv.slice(2);
@@ -33,7 +33,11 @@ process.on('SIGHUP', () => {
   void old.end().catch(() => undefined);
 });
 let running = true;
-const save = () => writeFileSync(log, JSON.stringify(counts));
+// Written aside and renamed: the test reads it while it is rewritten.
+const save = () => {
+  writeFileSync(`${log}.tmp`, JSON.stringify(counts));
+  renameSync(`${log}.tmp`, log);
+};
 process.on('SIGTERM', () => (running = false));
 writeFileSync(pidfile, String(process.pid));
 const timer = setInterval(save, 100);

@@ -4,7 +4,8 @@
  * and the built CLI. Without `reload:` the plan refuses it (words, nothing changed); with
  * `reload:` (SIGHUP: the app reads its file into a new pool) 5 rotations cost it 0 failed queries,
  * and `mesh status` marks each step confirmed: the file, the test login, the reload and the app's
- * own new sessions on the role.
+ * own new sessions on the role. And a session held on the login an alternating consumer left is
+ * listed by `mesh status` (the provisioner's census, read back), in words and JSON.
  *
  * Run `npm run build` before running this file alone.
  */
@@ -13,6 +14,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { startPostgres, type PostgresSandbox } from '../../src/sandbox/postgres.js';
+import { parseConninfo } from '../../src/mesh/alternating.js';
+import pg from 'pg';
 import { MESH_DIR, startPostgresMesh, type PostgresMesh } from '../helpers/postgres-mesh.js';
 import { DEBIAN_POSTGRES_BIN, debianPostgresMissing } from '../helpers/postgres.js';
 import { registerChild } from '../helpers/process-registry.js';
@@ -46,11 +49,14 @@ describeWithPart(
         inventory(),
         [
           'machines:',
-          ...['db1', 'web1'].map((m) => `  - { name: ${m}, address: machines/${m}, transport: local }`),
+          ...['db1', 'web1', 'web2'].map(
+            (m) => `  - { name: ${m}, address: machines/${m}, transport: local }`,
+          ),
           'providers:',
           `  - { name: pg-main, machine: db1, kind: postgres, connect: { host: 127.0.0.1, port: ${sandbox.port}, database: postgres } }`,
           'consumers:',
           `  - { name: web1-app, machine: web1, uses: [pg-main], ${consumer} }`,
+          '  - { name: web2-app, machine: web2, uses: [pg-main], credential: alternating, reads: each-connection }',
           `  - { name: provisioner, machine: db1, reads: each-connection, uses: [pg-main], role: ${superuser} }`,
           '',
         ].join('\n'),
@@ -76,7 +82,8 @@ describeWithPart(
         writeInventory: (meshDir, role) => {
           dir = meshDir;
           superuser = role;
-          for (const m of ['db1', 'web1']) mkdirSync(path.join(meshDir, 'machines', m), { recursive: true });
+          for (const m of ['db1', 'web1', 'web2'])
+            mkdirSync(path.join(meshDir, 'machines', m), { recursive: true });
           writeInventory('reads: each-connection');
         },
       });
@@ -213,5 +220,85 @@ describeWithPart(
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       }
     }, 240_000);
+
+    it('a session held on the login an alternating consumer left is listed by mesh status, in words and --json', async () => {
+      const rotateWeb2 = () =>
+        mesh.baton(
+          'mesh',
+          'rotate',
+          '--pair',
+          'pg-main:web2-app',
+          '--inventory',
+          inventory(),
+          '--yes',
+          '--wait',
+          '20',
+        );
+      const first = await rotateWeb2();
+      expect(first.exitCode, first.all).toBe(0);
+      const held = parseConninfo(readFileSync(mesh.consumerFile('web2', 'web2_app'), 'utf8'))!;
+      // An app's pooled connection on the login the consumer is on now, kept open across the move.
+      const client = new pg.Client({
+        host: sandbox.host,
+        port: sandbox.port,
+        database: 'postgres',
+        user: held.user,
+        password: held.password,
+        application_name: 'held-session',
+      });
+      client.on('error', () => undefined);
+      await client.connect();
+      try {
+        const second = await rotateWeb2();
+        expect(second.exitCode, second.all).toBe(0);
+        const now = parseConninfo(readFileSync(mesh.consumerFile('web2', 'web2_app'), 'utf8'))!;
+        expect(now.user).not.toBe(held.user);
+        let json = '';
+        await vi.waitFor(
+          async () => {
+            const s = await mesh.baton(
+              'mesh',
+              'status',
+              '--pair',
+              'pg-main:web2-app',
+              '--inventory',
+              inventory(),
+              '--json',
+            );
+            json = s.stdout;
+            const pair = (
+              JSON.parse(s.stdout) as {
+                pairs: {
+                  app: {
+                    left_open_sessions: { login: string; open: number; oldest_start: string | null } | null;
+                  };
+                }[];
+              }
+            ).pairs[0]!;
+            expect(pair.app.left_open_sessions).toMatchObject({ login: held.user, open: 1 });
+            expect(typeof pair.app.left_open_sessions?.oldest_start).toBe('string');
+          },
+          { timeout: 20_000, interval: 500 },
+        );
+        const plain = await mesh.baton(
+          'mesh',
+          'status',
+          '--pair',
+          'pg-main:web2-app',
+          '--inventory',
+          inventory(),
+        );
+        expect(plain.stdout).toContain(
+          `    sessions: 1 still open on ${held.user}, the login its file left, the oldest started `,
+        );
+        expect(json).not.toContain(held.password!);
+        expect(plain.stdout).not.toContain(held.password!);
+        console.log(
+          `held session on the left login ${String(held.user)}: listed by mesh status (1 open), words and --json`,
+        );
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    }, 180_000);
   },
 );
