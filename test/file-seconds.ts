@@ -15,6 +15,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/poolers.test.ts': 12,
   // Not in that run: about half of the 120 s it took alone at load ~10 (npm installs ~200 packages, builds fs-ext).
   'test/build/packed-install.test.ts': 60,
+  'test/mesh/pooled-app-reload.test.ts': 45.0, // round 8, rough (under load: Debian PostgreSQL, 6 rotations)
   'test/mesh/app-truth-postgres.test.ts': 43.8,
   'test/transport/ssh-connection-share.test.ts': 39.7,
   'test/mesh/machine-truth-ssh.test.ts': 38.6,

@@ -1,5 +1,13 @@
 import { Box, Text } from 'ink';
-import { loginsText, nextStep, summaryText } from '../../src/app/mesh-status-text.js';
+import {
+  appText,
+  armedText,
+  leftOpenText,
+  loginsText,
+  nextStep,
+  summaryText,
+} from '../../src/app/mesh-status-text.js';
+import { confirmedText } from '../../src/app/confirmed-text.js';
 import { filteredRows, type MeshStatusViewState } from '../../src/app/mesh-status-view-state.js';
 import { MARKS } from '../../src/app/marks.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../../src/suggest-command.js';
@@ -22,6 +30,8 @@ export const MESH_STATUS_KEYS: readonly KeyHelp[] = [
 
 /** Lines the frame uses besides the table rows and the detail: title, summary, header, filter, keys, and one spare. */
 export const FRAME_LINES = 6;
+/** The table keeps at least this many rows whatever the detail (visibleRows). */
+const MIN_TABLE_ROWS = 3;
 
 /** The line under the title: the counts of each state, or how the reading goes. */
 export function summaryOf(
@@ -43,7 +53,7 @@ export function summaryLines(summary: string, width: number): string[] {
 
 /** Table rows that fit: a summary on two lines, and each line of the detail, take one from the table. */
 export function visibleRows(rows: number, summaryLineCount: number, detailLines = 2): number {
-  return Math.max(3, rows - FRAME_LINES - detailLines - (summaryLineCount - 1));
+  return Math.max(MIN_TABLE_ROWS, rows - FRAME_LINES - detailLines - (summaryLineCount - 1));
 }
 
 export interface MeshStatusViewProps {
@@ -54,6 +64,8 @@ export interface MeshStatusViewProps {
   readonly rows: number;
   /** Builds the "next" line's commands with the operator's flags (plain `baton` when absent). */
   readonly suggester?: Suggester;
+  /** Now (tests fix it): the age of sessions still open on a left login. */
+  readonly nowMs?: number;
 }
 
 /**
@@ -67,48 +79,81 @@ export function meshStatusLayout(
   rows: number,
   suggester: Suggester = PLAIN_SUGGESTER,
   progress: { readonly read: number; readonly total: number } = { read: 0, total: 0 },
+  /** Now, for the age of sessions still open on a left login. */
+  nowMs: number = Date.now(),
 ): { detail: string[]; visible: number } {
   const width = columns - 1;
   const current = filteredRows(state)[state.selected];
   const next = current ? nextStep(current, suggester) : undefined;
   const open = state.detail && !state.help && current !== undefined;
-  const detail =
-    state.help || !current
-      ? []
-      : [
-          // Opened (`d`): every column of the row whole, as the table would show it with room.
-          ...(open
-            ? [
-                `state: ${STATE_MARKS[current.state].glyph} ${current.state}`,
-                `pair (role): ${current.pair.key} (${current.pair.role})`,
-                `age: ${ageText(current)}`,
-                `last rotation: ${lastRotationText(current)}`,
-              ].flatMap((line) => wrapWords(line, width, 2))
-            : []),
-          // The pair whole (the table cuts it to its column), then where and what.
-          ...wrapWords(
-            `${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`,
-            width,
-            2,
-          ),
-          // An alternating pair: which login is live and the other's state (a single pair has no such line).
-          ...(loginsText(current) ? wrapWords(`logins: ${loginsText(current)}`, width) : []),
-          // The id the table's column had no room for, whole (unless the next step already names it).
-          ...(!open &&
-          lastRotationCut(current, columns) &&
-          !(next ?? '').includes(current.lastRotation?.id ?? '')
-            ? wrapWords(`last rotation: ${lastRotationText(current)}`, width)
-            : []),
-          ...(next
-            ? layoutWithCommands(`next: ${next}`, width, suggester.prefix)
-            : current.resumeId
-              ? wrapWords(`resume id: ${current.resumeId}`, width)
-              : []),
-        ];
-  return {
-    detail,
-    visible: visibleRows(rows, summaryLines(summaryOf(state, progress), width).length, detail.length),
-  };
+  if (state.help || !current)
+    return { detail: [], visible: visibleRows(rows, summaryCount(state, progress, width), 0) };
+  const head = [
+    // Opened (`d`): every column of the row whole, as the table would show it with room.
+    ...(open
+      ? [
+          `state: ${STATE_MARKS[current.state].glyph} ${current.state}`,
+          `pair (role): ${current.pair.key} (${current.pair.role})`,
+          `age: ${ageText(current)}`,
+          `last rotation: ${lastRotationText(current)}`,
+        ].flatMap((line) => wrapWords(line, width, 2))
+      : []),
+    // The pair whole (the table cuts it to its column), then where and what.
+    ...wrapWords(
+      `${current.pair.key} (${current.pair.role}) ${current.pair.providerMachine} → ${current.pair.consumerMachine}: ${current.detail}`,
+      width,
+      2,
+    ),
+    // An alternating pair: which login is live and the other's state (a single pair has no such line).
+    ...(loginsText(current) ? wrapWords(`logins: ${loginsText(current)}`, width) : []),
+  ];
+  const sessions = leftOpenText(current, nowMs);
+  const armed = armedText(current);
+  const extra = [
+    // Issue 45: sessions a revoke or a move left open, and a revoke still armed, are part of the truth.
+    ...(sessions ? wrapWords(`sessions: ${sessions}`, width, 2) : []),
+    ...(armed ? wrapWords(`armed: ${armed}`, width, 2) : []),
+    // Opened: which of an applied pair's steps were confirmed (the table's ✓ says only that the files agree).
+    ...(open && current.confirmed && (current.state === 'applied' || current.state === 'app-behind')
+      ? [
+          ...(current.app ? wrapWords(`app: ${appText(current)}`, width, 2) : []),
+          ...wrapWords(`confirmed: ${confirmedText(current.confirmed)}`, width, 2),
+        ]
+      : []),
+  ];
+  const tail = [
+    // The id the table's column had no room for, whole (unless the next step already names it).
+    ...(!open && lastRotationCut(current, columns) && !(next ?? '').includes(current.lastRotation?.id ?? '')
+      ? wrapWords(`last rotation: ${lastRotationText(current)}`, width)
+      : []),
+    ...(next
+      ? layoutWithCommands(`next: ${next}`, width, suggester.prefix)
+      : current.resumeId
+        ? wrapWords(`resume id: ${current.resumeId}`, width)
+        : []),
+  ];
+  // The next step is never cut; the sessions and marks give way on a small terminal, saying so.
+  // Opened, the row takes the table's place: title, summary, its heading, the window line and the keys remain.
+  const room = open
+    ? rows - 4 - summaryCount(state, progress, width)
+    : rows - FRAME_LINES - MIN_TABLE_ROWS - (summaryCount(state, progress, width) - 1);
+  const left = Math.max(1, room - head.length - tail.length);
+  const detail = [
+    ...head,
+    ...(extra.length <= left
+      ? extra
+      : [...extra.slice(0, left - 1), fit('… more than fits: widen the terminal, or run it piped', width)]),
+    ...tail,
+  ];
+  return { detail, visible: visibleRows(rows, summaryCount(state, progress, width), detail.length) };
+}
+
+function summaryCount(
+  state: MeshStatusViewState,
+  progress: { readonly read: number; readonly total: number },
+  width: number,
+): number {
+  return summaryLines(summaryOf(state, progress), width).length;
 }
 
 /** The whole screen at `columns` × `rows`: every line fits, the table scrolls inside it. */
@@ -119,9 +164,10 @@ export function MeshStatusView({
   columns,
   rows,
   suggester = PLAIN_SUGGESTER,
+  nowMs = Date.now(),
 }: MeshStatusViewProps) {
   const width = columns - 1;
-  const { detail, visible } = meshStatusLayout(state, columns, rows, suggester, progress);
+  const { detail, visible } = meshStatusLayout(state, columns, rows, suggester, progress, nowMs);
   const shown = filteredRows(state);
   // The selection always in the window, even after a resize or a taller detail shrank it.
   const top = Math.max(

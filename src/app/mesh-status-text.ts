@@ -16,6 +16,7 @@ import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import { MARKS, type Mark } from './marks.js';
 import { shown } from '../outside-text.js';
 import { APP_BEHIND_CODE, appBehindCode } from '../mesh/app-behind-guard.js';
+import { confirmedJson, confirmedText } from './confirmed-text.js';
 
 /** What `mesh seed --from-file` reads: the operator names the file, so it is a placeholder, never a word to paste. */
 const PASSWORD_FILE: Placeholder = {
@@ -162,8 +163,13 @@ export function meshStatusLines(
     if (logins) lines.push(`    logins: ${logins}`);
     // app-truth: how the app takes it; never a mark of its own unless there is evidence.
     if (status.app && status.state !== 'app-behind') lines.push(`    app: ${appText(status)}`);
+    // `applied` says only what was confirmed: each step's own mark (confirmed.ts).
+    if (status.confirmed && (status.state === 'applied' || status.state === 'app-behind'))
+      lines.push(`    confirmed: ${confirmedText(status.confirmed)}`);
     const open = leftOpenText(status, nowMs);
     if (open) lines.push(`    sessions: ${open}`);
+    const armed = armedText(status);
+    if (armed) lines.push(`    armed: ${armed}`);
     const next = nextStep(status, s);
     if (next) lines.push(`    next: ${next}`);
   }
@@ -220,6 +226,22 @@ export function leftOpenText(status: PairStatus, nowMs: number): string | undefi
       ? ''
       : `, the oldest started ${open.oldest} (${ageText(nowMs - Date.parse(open.oldest))} ago)`;
   return `${open.open} still open on ${open.login}${state === 'revoked' ? ' (revoked: its password no longer opens a session, but these stay open)' : ', the login its file left'}${age}`;
+}
+
+/**
+ * A `--revoke-previous` not yet applied, in the words the rotation's summary used ("the request
+ * stays ARMED"): what its provisioner does when it next applies, and that until then the old
+ * password may still work (issue 45: a revoke said "NOT revoked" was applied a minute later,
+ * ending two sessions nobody was told about). Undefined when none is armed.
+ */
+export function armedText(status: PairStatus): string | undefined {
+  const armed = status.armedRevoke;
+  if (!armed) return undefined;
+  const open = status.app?.leftOpen?.login === armed.login ? status.app.leftOpen.open : undefined;
+  const sessions = armed.endSessions
+    ? ` and END ${open === undefined ? 'its open sessions' : `its ${open} open session${open === 1 ? '' : 's'}`} (--end-sessions)`
+    : '';
+  return `the provisioner on ${status.pair.providerMachine} will refuse ${armed.login}'s old password${sessions} when it next applies (a --revoke-previous not applied yet); until then the old password may still work`;
 }
 
 function ageText(ms: number): string {
@@ -325,6 +347,14 @@ export function meshStatusJson(
       unreadable: s.unreadable.map((u) => ({ machine: u.machine, reason: u.reason })),
       database: databaseJson(s),
       app: appJson(s),
+      confirmed: s.confirmed ? confirmedJson(s.confirmed) : null,
+      armed_revoke: s.armedRevoke
+        ? {
+            login: s.armedRevoke.login,
+            end_sessions: s.armedRevoke.endSessions,
+            open_sessions: s.app?.leftOpen?.login === s.armedRevoke.login ? s.app.leftOpen.open : null,
+          }
+        : null,
       next: nextStep(s, suggester) ?? null,
       // The same commands as objects, for a script that runs one: `next` stays the sentence.
       next_steps: saidSteps(suggester, pairNext(s) ?? []),

@@ -11,6 +11,8 @@ import type { AppResults, TestLoginRecord } from '../mesh/test-login.js';
 import { MARKS } from './marks.js';
 import type { Pooler } from '../mesh/inventory.js';
 import { poolerAuthWords, poolerOfPair, poolerPreviewLines } from '../mesh/poolers.js';
+import { confirmations, confirmedOf } from '../mesh/confirmed.js';
+import { confirmedText } from './confirmed-text.js';
 import type { Terminal } from './rotation-flow.js';
 
 export function appPreviewLines(plan: RotationPlan, hooks: AppHooks | undefined): string[] {
@@ -144,5 +146,33 @@ export function appSummaryLines(state: Terminal): string[] {
     );
   }
   for (const r of app.reloads) lines.push(...reloadLine(r, state.plan.pairs));
+  lines.push(...confirmedLines(state, app));
   return lines;
+}
+
+/**
+ * Per pair this rotation finished, which steps were confirmed (confirmed.ts), from the same
+ * marks the journal keeps: "applied" is said with what backs it, never alone.
+ */
+function confirmedLines(state: Terminal, app: AppResults): string[] {
+  const finished = [
+    ...('applied' in state ? state.applied : []),
+    ...(state.step === 'rolled-back'
+      ? state.results.filter((r) => r.result === 'finished').map((r) => r.pair)
+      : []),
+  ];
+  const marks = confirmedOf({ applied: finished, test_logins: app.testLogins, reloads: app.reloads });
+  return finished.map(
+    (key) =>
+      `  ${MARKS.info.glyph} ${key} confirmed: ${confirmedText(
+        confirmations({
+          journal: marks?.[key] ?? {},
+          hasConnect: undefined,
+          hasReload: undefined,
+          filesAgreeNow: true,
+          sessions: 'not-recorded',
+        }),
+        'rotation',
+      )}`,
+  );
 }

@@ -8,6 +8,7 @@
  */
 import type { CensusRecord } from './session-record.js';
 import type { ReloadOutcome } from './reload.js';
+import type { ConfirmState } from './confirmed.js';
 
 export type AppTakes = 'reloaded' | 'reload-failed' | 're-reads' | 'behind' | 'not-known';
 
@@ -34,6 +35,11 @@ export interface PairApp {
    * password does not end them, so they are part of the truth. Absent when none is open.
    */
   readonly leftOpen?: LeftOpenSessions;
+  /**
+   * The fourth confirmation mark (confirmed.ts): the app's own new sessions on the login its file
+   * names, after the move. `failed` when it was seen opening them on the login its file left.
+   */
+  readonly newSessions: ConfirmState;
 }
 
 export interface LeftOpenSessions {
@@ -78,12 +84,31 @@ function startsAfter(record: CensusRecord | undefined, fromMs: number): string[]
 }
 
 export function appStatus(input: AppInput): PairApp {
-  const app = appTakes(input);
+  const app = { ...appTakes(input), newSessions: newSessionsMark(input) };
   const open = leftOpen(input);
   return open ? { ...app, leftOpen: open } : app;
 }
 
-function appTakes(input: AppInput): PairApp {
+/**
+ * Whether the app's own new sessions were seen where its file points, whatever else is known
+ * (a reload that exited 0 says the command ran, not that the app logged in): no move time, no
+ * mark; a session on the live login after the move confirms it; any after-the-move session on
+ * the left login fails it.
+ */
+function newSessionsMark(input: AppInput): ConfirmState {
+  const moved = input.movedAtMs;
+  if (moved === undefined) return 'not-recorded';
+  if (appTakes(input).takes === 'behind') return 'failed';
+  // The journal's time is when the record was written, after the reload: a pool the reload rebuilt
+  // opened its sessions before it and then keeps them. Its start follows the consumer's move, so
+  // a session since the reload began is the app's own on the new credential.
+  const reload = input.lastReload;
+  const reloadStart = reload?.result === 'ok' ? Date.parse(reload.at) - reload.durationMs : undefined;
+  const from = Math.min(moved + LIVE_GRACE_MS, reloadStart ?? Infinity);
+  return startsAfter(input.liveCensus, from).length > 0 ? 'confirmed' : 'not-confirmed';
+}
+
+function appTakes(input: AppInput): Omit<PairApp, 'newSessions'> {
   const reload = input.lastReload;
   const reloadedAtMs = reload?.result === 'ok' ? Date.parse(reload.at) : undefined;
   const moved = input.movedAtMs;

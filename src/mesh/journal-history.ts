@@ -8,6 +8,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { SecretDigest } from './digest.js';
 import type { ReloadOutcome } from './reload.js';
+import { readJournalConfirmed, type JournalConfirmed } from './confirmed.js';
 import {
   JOURNAL_FILE,
   type JournalPair,
@@ -56,6 +57,13 @@ export interface JournalHistory {
   switchedIn(key: string): boolean;
   /** app-truth: the reload that followed the pair's last finished rotation, if its consumer had one. */
   lastReload(key: string): ReloadOutcome | undefined;
+  /**
+   * The last finishing rotation's unconfirmed revoke as a request that stays armed: its target and
+   * whether `--end-sessions` was asked with it (the record's `revoke_previous`).
+   */
+  armedRevoke(key: string): { readonly target: string; readonly endSessions: boolean } | undefined;
+  /** The marks the record that last finished the pair holds (confirmed.ts); `{}` when it holds none. */
+  confirmed(key: string): Partial<JournalConfirmed>;
 }
 
 /**
@@ -112,8 +120,10 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   /** pair → whether the last record that finished it marked it revoked. */
   const revoked = new Map<string, boolean>();
   const revokeTargets = new Map<string, string | undefined>();
+  const endSessions = new Map<string, boolean>();
   const switchedIn = new Map<string, boolean>();
   const reloads = new Map<string, ReloadOutcome | undefined>();
+  const confirmed = new Map<string, Partial<JournalConfirmed>>();
   for (const record of records) {
     if (!wellFormed(record)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
@@ -134,6 +144,15 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     for (const r of listOf(record.rolled_back)) if (r.result === 'rolled-back') done.add(r.pair);
     const finished = new Set(listOf(record.applied));
     // app-truth: a pair finished by this record took this record's reload (or none).
+    // A record of an older baton holds no marks: each reads as not recorded, never as confirmed.
+    const marks: unknown = record.confirmed;
+    for (const key of finished)
+      confirmed.set(
+        key,
+        typeof marks === 'object' && marks !== null
+          ? readJournalConfirmed((marks as Record<string, unknown>)[key])
+          : {},
+      );
     for (const key of finished)
       reloads.set(
         key,
@@ -143,6 +162,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
       if (finished.has(pair.key)) {
         revoked.set(pair.key, pair.revoked === true);
         revokeTargets.set(pair.key, typeof pair.revoke_target === 'string' ? pair.revoke_target : undefined);
+        endSessions.set(pair.key, record.revoke_previous?.end_sessions === true);
         switchedIn.set(
           pair.key,
           pair.credential === 'alternating' && Array.isArray(pair.retire) && pair.retire.length > 0,
@@ -172,8 +192,13 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     consumerDeliveredWith: (key, digest) => consumerWith.get(`${key}\0${digest}`),
     revoked: (key) => revoked.get(key) ?? false,
     revokeTarget: (key) => revokeTargets.get(key),
+    armedRevoke(key) {
+      const target = revokeTargets.get(key);
+      return target === undefined ? undefined : { target, endSessions: endSessions.get(key) ?? false };
+    },
     switchedIn: (key) => switchedIn.get(key) ?? false,
     lastReload: (key) => reloads.get(key),
+    confirmed: (key) => confirmed.get(key) ?? {},
     unfinished(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);

@@ -6,6 +6,7 @@
  */
 import type { ReloadOutcome } from './reload.js';
 import type { TestLoginRecord } from './test-login.js';
+import { confirmedOf, type JournalConfirmed } from './confirmed.js';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -114,6 +115,11 @@ export interface JournalRecord {
   readonly test_logins?: readonly TestLoginRecord[];
   /** app-truth: each consumer reload's outcome (reload.ts): stderr redacted and bounded. */
   readonly reloads?: readonly ReloadOutcome[];
+  /**
+   * Per pair this record finished (`applied`): which of its steps were confirmed (confirmed.ts).
+   * Added by appendJournal from the record's own fields; absent in records of an older baton.
+   */
+  readonly confirmed?: Readonly<Record<string, JournalConfirmed>>;
 }
 
 export function journalPair(
@@ -175,11 +181,13 @@ export function newRotationId(now: Date, random: string): string {
 
 export async function appendJournal(dir: string, record: JournalRecord): Promise<void> {
   const file = path.join(dir, JOURNAL_FILE);
+  // Every record that finishes a pair says which of its steps were confirmed, whoever wrote it.
+  const confirmed = record.confirmed ?? confirmedOf(record);
   try {
     await fs.mkdir(dir, { recursive: true, mode: 0o700 });
     const handle = await fs.open(file, 'a', 0o600);
     try {
-      await handle.appendFile(`${JSON.stringify(record)}\n`);
+      await handle.appendFile(`${JSON.stringify(confirmed ? { ...record, confirmed } : record)}\n`);
       await handle.sync();
     } finally {
       await handle.close();

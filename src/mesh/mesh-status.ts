@@ -15,6 +15,7 @@ import type { JournalHistory } from './journal-history.js';
 import { leftoverOf, type Leftover } from './leftovers.js';
 import type { FileDigests } from './transport.js';
 import { appNeedsAction, type PairApp } from './app-status.js';
+import type { Confirmations } from './confirmed.js';
 import type { PlannedPair } from './rotation-plan.js';
 
 /** Worst first: the order a screen sorts by and the order the summary counts in. */
@@ -114,6 +115,13 @@ export interface PairStatus {
   readonly logins?: PairLogins;
   /** app-truth: how its app takes the credential (app-status.ts). */
   readonly app?: PairApp;
+  /**
+   * A `--revoke-previous` the provisioner has not confirmed yet: the request stays armed, and its
+   * next cycle refuses the left login's old password (and ends its sessions with `--end-sessions`).
+   */
+  readonly armedRevoke?: { readonly login: string; readonly endSessions: boolean };
+  /** Which of its steps were confirmed: the file, the test login, the reload, the app's new sessions (confirmed.ts). */
+  readonly confirmed?: Confirmations;
 }
 
 /**

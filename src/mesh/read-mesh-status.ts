@@ -13,6 +13,8 @@ import { parseReceipt, type Receipt, type SecretDigest } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import { mapBounded } from './map-bounded.js';
 import { appStatus } from './app-status.js';
+import { confirmations } from './confirmed.js';
+import type { AppHooks } from './reload.js';
 import { parseCensus, sessionsPath } from './session-record.js';
 import { pairStatus, withApp, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
 import {
@@ -31,6 +33,11 @@ export interface MeshStatusOptions {
   readonly onMachine?: (machine: string, ok: boolean) => void;
   /** Who holds the mesh lock now (meshLockHolder), in words; undefined when nobody does. */
   readonly running?: string;
+  /**
+   * The inventory's `connect:` and `reload:` (appHooks): a step it names that no record says ran
+   * is `not-confirmed`, one it does not name `not-configured`. Without them: `not-confirmed`.
+   */
+  readonly app?: AppHooks;
 }
 
 export async function readMeshStatus(
@@ -158,22 +165,32 @@ export async function readMeshStatus(
     const mtime = consumerEnd?.read ? consumerEnd.liveModifiedMs : undefined;
     const live = logins?.live ?? planned.role;
     const left = logins?.other?.login;
-    return withApp(
-      status,
-      appStatus({
-        consumer: planned.consumer,
-        live,
-        ...(left ? { left } : {}),
-        movedAtMs: journalAt
-          ? Date.parse(journalAt)
-          : mtime === undefined
-            ? undefined
-            : mtime + MTIME_SLACK_MS,
-        lastReload: history.lastReload(planned.key),
-        liveCensus: census(planned, live),
-        leftCensus: left ? census(planned, left) : undefined,
+    const app = appStatus({
+      consumer: planned.consumer,
+      live,
+      ...(left ? { left } : {}),
+      movedAtMs: journalAt ? Date.parse(journalAt) : mtime === undefined ? undefined : mtime + MTIME_SLACK_MS,
+      lastReload: history.lastReload(planned.key),
+      liveCensus: census(planned, live),
+      leftCensus: left ? census(planned, left) : undefined,
+    });
+    const withAppStatus = withApp(status, app);
+    // Revoked is said once its receipt matches (loginsOf); until then the request stays armed.
+    const armed = history.armedRevoke(planned.key);
+    const other = withAppStatus.logins?.other;
+    return {
+      ...withAppStatus,
+      ...(armed && other?.state === 'valid'
+        ? { armedRevoke: { login: other.login, endSessions: armed.endSessions } }
+        : {}),
+      confirmed: confirmations({
+        journal: history.confirmed(planned.key),
+        hasConnect: options.app ? options.app.connectOf(planned.provider) !== undefined : undefined,
+        hasReload: options.app ? options.app.reloadOf(planned.consumer) !== undefined : undefined,
+        filesAgreeNow: withAppStatus.state === 'applied' || withAppStatus.state === 'app-behind',
+        sessions: app.newSessions,
       }),
-    );
+    };
   });
 }
 

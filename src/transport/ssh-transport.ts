@@ -12,6 +12,7 @@ import {
   answerOf,
   channelRequest,
   decodeChannelAnswer,
+  ANSWER_PREFIX,
   decodeDigests,
   decodeHello,
   NO_PERL,
@@ -174,13 +175,11 @@ export function sshTransport(
         continue;
       }
       if (result.exitCode !== 0) {
-        const said = lastLine(result.stderr);
-        if (result.exitCode === 255)
+        if (result.exitCode === 255) {
+          const said = lastLine(result.stderr);
           throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
-        throw new TransportError(
-          machine,
-          `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
-        );
+        }
+        throw new TransportError(machine, `${what} failed on the machine${machineReason(result)}`);
       }
       return result.stdout;
     }
@@ -889,17 +888,31 @@ function said(
 function failedSession(machine: string, what: string, result: Awaited<LiveProcess['exited']>): void {
   if (result.failedToStart) throw new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
   if (result.exitCode === 0) return;
-  const said = lastLine(result.stderr);
-  if (result.exitCode === 255 || result.exitCode === undefined)
+  if (result.exitCode === 255 || result.exitCode === undefined) {
+    const said = lastLine(result.stderr);
     throw new TransportError(
       machine,
       `ssh failed${said ? `: ${said}` : ` (exit ${result.exitCode ?? 'by signal'})`}`,
       true,
     );
-  throw new TransportError(
-    machine,
-    `${what} failed on the machine${said ? `: ${said}` : ` (exit ${result.exitCode})`}`,
-  );
+  }
+  throw new TransportError(machine, `${what} failed on the machine${machineReason(result)}`);
+}
+
+/**
+ * Why a command failed ON the machine, as baton's own program said it: the last `@baton err …`
+ * (or `@baton …`) line on its stderr. Nothing else is quoted — a login shell's rc prints there
+ * first (issue 45: a pyenv error on root's rc was quoted as the failure reason), and ssh itself
+ * said nothing, as it connected. Without such a line only the exit status is said.
+ */
+function machineReason(result: { readonly stderr: string; readonly exitCode?: number | undefined }): string {
+  const own = result.stderr
+    .split('\n')
+    .map((line) => line.replace(/\r$/, ''))
+    .filter((line) => line.startsWith(ANSWER_PREFIX))
+    .pop();
+  const said = own?.slice(ANSWER_PREFIX.length).replace(/^err /, '').trim();
+  return said ? `: ${said}` : ` (exit ${result.exitCode ?? '?'}, with no answer line of baton's)`;
 }
 
 /** The line that says what went wrong, without ssh's own `ssh: ` prefix. */

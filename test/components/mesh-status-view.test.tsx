@@ -305,4 +305,73 @@ describe('the mesh status table', () => {
     await view.waitFor((f) => strip(f).includes('rows 1–14 of 31'), 'Esc back again');
     expect(exitCode()).toBeUndefined();
   });
+
+  it('sessions left open on the login the consumer left, and a revoke still armed, show under the selected row at 80×24 and 60×20 (NO_COLOR); d adds which steps were confirmed', async () => {
+    const base = statuses()[0]!;
+    expect(base.state).toBe('applied');
+    const oldest = new Date(Date.now() - 9 * 3_600_000).toISOString();
+    const row: PairStatus = {
+      ...base,
+      // The oldest, so worst-first selects it.
+      ageMs: (base.ageMs ?? 0) + 86_400_000,
+      logins: { live: 'web1_app_a', other: { login: 'web1_app_b', state: 'valid' } },
+      app: {
+        takes: 'not-known',
+        detail: 'not known',
+        newSessions: 'not-confirmed',
+        leftOpen: { login: 'web1_app_b', open: 2, oldest },
+      },
+      armedRevoke: { login: 'web1_app_b', endSessions: true },
+      confirmed: {
+        file: 'confirmed',
+        testLogin: 'confirmed',
+        reload: 'not-configured',
+        sessions: 'not-confirmed',
+      },
+    };
+    for (const [columns, rows] of [
+      [80, 24],
+      [60, 20],
+    ] as const) {
+      const view = renderAt(
+        <MeshStatusApp
+          selectorText="every pair"
+          machines={2}
+          read={async () => [
+            row,
+            ...statuses()
+              .filter((s) => s.state === 'applied')
+              .slice(1, 6),
+          ]}
+          columns={columns}
+          rows={rows}
+          color={false}
+          onExit={() => undefined}
+        />,
+        columns,
+        rows,
+      );
+      mounted.push(view);
+      let frame = strip(await view.waitFor((f) => strip(f).includes('armed:'), `the detail at ${columns}`));
+      expect(linesFit(frame, columns), `${columns}×${rows}`).toEqual([]);
+      expect(frame.split('\n').length, `${columns}×${rows}`).toBeLessThanOrEqual(rows);
+      const flat = frame.replace(/\s+/g, ' ');
+      expect(flat).toContain('sessions: 2 still open on web1_app_b, the login its file left');
+      expect(flat).toContain('(9 h ago)');
+      expect(flat).toContain(
+        "armed: the provisioner on db1 will refuse web1_app_b's old password and END its 2 open sessions (--end-sessions) when it next applies",
+      );
+      await view.press('d');
+      frame = strip(await view.waitFor((f) => strip(f).includes('in full'), `the row in full at ${columns}`));
+      expect(linesFit(frame, columns), `${columns}×${rows} in full`).toEqual([]);
+      expect(frame.split('\n').length, `${columns}×${rows} in full`).toBeLessThanOrEqual(rows);
+      const full = frame.replace(/\s+/g, ' ');
+      // The row in full has the table's room: the armed request is never what gives way.
+      expect(full).toContain('until then the old password may still work');
+      // At 80 columns every mark fits; at 60×20 the marks give way, saying so, and the next step stays.
+      if (columns === 80)
+        expect(full).toContain('confirmed: ✓ file; ✓ test login; · reload none (no reload:)');
+      else expect(full).toMatch(/confirmed: ✓ file|… more than fits: widen the terminal/);
+    }
+  });
 });

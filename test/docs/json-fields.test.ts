@@ -117,7 +117,9 @@ describe('the JSON docs pages list exactly the fields the code prints', () => {
           clients: ['10.0.0.12', null],
         },
         reload,
+        newSessions: 'failed',
       },
+      confirmed: { file: 'confirmed', testLogin: 'confirmed', reload: 'failed', sessions: 'failed' },
     };
     const health = provisionerHealthJson([
       { state: 'ok', provider: pair.provider, machine: pair.providerMachine },

@@ -305,6 +305,8 @@ describe('mesh status of an alternating pair', () => {
       'unreadable',
       'database',
       'app',
+      'confirmed',
+      'armed_revoke',
       'next',
       'next_steps',
     ]);
@@ -373,6 +375,51 @@ describe('sessions still open on the login the consumer left', () => {
       expect(fake.machines.db1!.files).toEqual(before);
     }
     console.log('held sessions on the left login: listed (2 open, oldest 9 h), screen and --json');
+  });
+
+  it('a --revoke-previous --end-sessions not applied yet is said to stay armed (screen and --json), and what happens when it is', async () => {
+    const fake = mesh('a');
+    fake.machines.db1!.files.set(
+      sessionsPath(alt.receiptPath, 'web1_app_b'),
+      census('web1_app_b', 2, '2026-12-01T15:00:00.000Z'),
+    );
+    const before = new Map(fake.machines.db1!.files);
+    const armedRecord = (): JournalRecord => {
+      const r = finished('r1', false);
+      return {
+        ...r,
+        pairs: r.pairs.map((p) => ({ ...p, revoke_target: 'sha256:ffffffffffff' })),
+        revoke_previous: { end_sessions: true },
+      };
+    };
+    const statuses = await read(fake, [armedRecord()]);
+    const status = statuses.find((s) => s.pair.key === alt.key)!;
+    expect(status.logins?.other).toEqual({ login: 'web1_app_b', state: 'valid' });
+    expect(status.armedRevoke).toEqual({ login: 'web1_app_b', endSessions: true });
+    const text = meshStatusLines(statuses, plan.selectorText, undefined, Date.parse('2026-12-02T00:00:00Z'));
+    expect(text).toContain(
+      "    armed: the provisioner on db1 will refuse web1_app_b's old password and END its 2 open sessions (--end-sessions) when it next applies (a --revoke-previous not applied yet); until then the old password may still work",
+    );
+    const json = meshStatusJson(statuses, plan.selectorText, 0, undefined, 0) as {
+      pairs: { consumer: string; armed_revoke: unknown }[];
+    };
+    expect(json.pairs.find((p) => p.consumer === 'web1-app')!.armed_revoke).toEqual({
+      login: 'web1_app_b',
+      end_sessions: true,
+      open_sessions: 2,
+    });
+    expect(fake.machines.db1!.files).toEqual(before);
+    // Without an armed revoke: no line, null.
+    const plain = await read(fake, [finished('r1', false)]);
+    expect(meshStatusLines(plain, plan.selectorText).join('\n')).not.toContain('armed:');
+    expect(
+      (
+        meshStatusJson(plain, plan.selectorText, 0, undefined, 0) as { pairs: { armed_revoke: unknown }[] }
+      ).pairs.map((p) => p.armed_revoke),
+    ).toEqual([null, null]);
+    console.log(
+      'armed --revoke-previous --end-sessions: said armed with 2 sessions to end, screen and --json',
+    );
   });
 
   it('none open: no sessions line and null in --json', async () => {

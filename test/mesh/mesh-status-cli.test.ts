@@ -384,6 +384,8 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'unreadable',
       'database',
       'app',
+      'confirmed',
+      'armed_revoke',
       'next',
       'next_steps',
     ]);

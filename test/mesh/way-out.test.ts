@@ -180,7 +180,8 @@ describe('every state has a way out from this host', () => {
         const step = doc.pairs.find((p) => p.next_steps.length > 0)?.next_steps[0];
         if (!step) throw new Error(`status exits ${status.code} and suggests nothing: ${status.stdout}`);
         const r = await batonWords(step.command.split(' ').slice(1));
-        ran.push(`${step.command.replace(/ --.*/, '').replace(/^baton /, '')} → ${r.code}`);
+        // The command without its global flags (the suggester puts --state-dir first): `mesh rollback <id>`.
+        ran.push(`${step.command.replace(/^baton (--\S+ \S+ )*/, '').replace(/ --.*/, '')} → ${r.code}`);
         expect(r.code, `${step.command}: ${r.stdout}${r.stderr}`).toBe(0);
       }
       console.log(`  followed status: ${ran.join(' ; ') || '(nothing to do)'}`);

@@ -41,7 +41,7 @@ describe('the agent program', () => {
   it('refuses a mode it does not know, on stderr, with exit 3', () => {
     const run = spawnSync('perl', [file, 'format-disk'], { encoding: 'utf8' });
     expect(run.status).toBe(3);
-    expect(run.stderr).toBe('baton-agent: unknown mode format-disk\n');
+    expect(run.stderr).toBe('@baton err baton-agent: unknown mode format-disk\n');
     expect(run.stdout).toBe('');
   });
 

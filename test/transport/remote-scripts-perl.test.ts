@@ -122,10 +122,10 @@ describe('the remote scripts on a holder', () => {
     );
     expect(perl.answers['digests, unlocked']).toMatch(/ MTIME - app_0\n/);
     expect(perl.answers['commit, nothing staged']).toMatch(
-      /^exit 3: no staged file ROOT\/provides\/pg-main\/app_0\.next/,
+      /^exit 3: @baton err no staged file ROOT\/provides\/pg-main\/app_0\.next/,
     );
     expect(perl.answers['stage, input short']).toMatch(
-      /^exit 3: stdin ended before ROOT\/provides\/pg-main\/app_1/,
+      /^exit 3: @baton err stdin ended before ROOT\/provides\/pg-main\/app_1/,
     );
     expect(perl.files['provides/pg-main/app_0']).toMatch(/^file 600 /);
     expect(perl.files['provides/pg-main']).toBe('dir 700');

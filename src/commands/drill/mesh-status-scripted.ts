@@ -13,6 +13,7 @@ import { readMeshStatus } from '../../mesh/read-mesh-status.js';
 import { planRotation } from '../../mesh/rotation-plan.js';
 import type { Selector } from '../../mesh/selector.js';
 import { drillTransports } from './rotate.js';
+import { appHooks } from '../../mesh/reload.js';
 import type { DrillSandbox } from '../../sandbox/drill-layout.js';
 
 /** The plain lines of `baton mesh status <selector>` in the sandbox, now. */
@@ -25,6 +26,7 @@ export async function meshStatusNow(sandbox: DrillSandbox, selector: Selector): 
     concurrency: 4,
     nowMs: Date.now(),
     maxAgeMs: undefined,
+    app: appHooks(inventory),
     ...(holder ? { running: holder.command } : {}),
   });
   return meshStatusLines(statuses, plan.selectorText);

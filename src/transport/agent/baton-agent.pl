@@ -24,7 +24,8 @@ our $PROTOCOL = 1;
 # directory synced once after its last rename), where a shell loop started processes per path.
 {
   package Baton::Files;
-  sub fail { print STDERR "$_[0]\n"; exit 3; }
+  # Tagged as baton's own: only such a line is quoted as the reason (a login shell's rc noise is not).
+  sub fail { print STDERR "\@baton err $_[0]\n"; exit 3; }
   sub dirof { my ($d) = $_[0] =~ m{^(.*)/[^/]*$}; return '.' unless defined $d; return $d eq '' ? '/' : $d; }
   sub baseof { my ($b) = $_[0] =~ m{([^/]*)$}; return $b; }
   sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
@@ -423,4 +424,4 @@ if ($mode eq 'files') { Baton::Files::main(@ARGV); }
 elsif ($mode eq 'watch') { Baton::Watch::main(@ARGV); }
 elsif ($mode eq 'channel') { Baton::Channel::main(@ARGV); }
 elsif ($mode eq 'hello') { print "\@baton agent v$PROTOCOL perl $]\n"; exit 0; }
-else { print STDERR "baton-agent: unknown mode $mode\n"; exit 3; }
+else { print STDERR "\@baton err baton-agent: unknown mode $mode\n"; exit 3; }
