@@ -64,6 +64,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/integration/two-controllers-s3.test.ts': 5.6,
   'test/provisioner/provisioner-heartbeat.test.ts': 5.3,
   'test/mesh/way-out.test.ts': 5.0, // round 7, rough (not from the quiet run)
+  'test/mesh/later-command-login.test.ts': 8.0, // round 8, rough (a Debian initdb, then 3 short cases)
   'test/provisioner/provision-cli.test.ts': 4.9,
   'test/e2e/drill-dumb.test.ts': 4.9,
   'test/mesh/rotation-journal-failure.test.ts': 4.8,

@@ -12,7 +12,7 @@ import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import type { PairRollback } from '../mesh/rollback.js';
 import type { PairRevoke } from '../mesh/revoke.js';
-import type { JournalPhase } from '../mesh/journal.js';
+import { RECORD_OF_STEP, type JournalPhase, type RecordedStep } from '../mesh/rotation-phase.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
 import type { AppResults } from '../mesh/test-login.js';
 import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
@@ -223,6 +223,11 @@ export interface Step {
 
 const to = (state: RotationState, effects: readonly RotationEffect[] = []): Step => ({ state, effects });
 
+/** The record a step writes once it is reached: its phase from the one table (rotation-phase.ts). */
+function journalOf(state: Extract<RotationState, { readonly step: RecordedStep }>): RotationEffect {
+  return { type: 'journal', phase: RECORD_OF_STEP[state.step], state };
+}
+
 const PENDING: Resolution = { status: 'pending' };
 
 export function startRotation(id: string, plan: RotationPlan): Step {
@@ -290,10 +295,10 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       // THE GATE. One unresolved holder among any number closes it before a secret exists.
       if (Object.values(resolutions).some((r) => r.status === 'unresolved')) {
         const closed: RotationState = { ...next, step: 'gate-closed' };
-        return to(closed, [{ type: 'journal', phase: 'gate-closed', state: closed }]);
+        return to(closed, [journalOf(closed)]);
       }
       const confirming: RotationState = { ...next, step: 'confirming', typed: '' };
-      return to(confirming, [{ type: 'journal', phase: 'resolved', state: confirming }]);
+      return to(confirming, [journalOf(confirming)]);
     }
     case 'confirming':
       if (event.type === 'typed') return to({ ...state, typed: event.text });
@@ -304,7 +309,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       }
       if (event.type === 'back') {
         const cancelled: RotationState = { ...base(state), step: 'cancelled' };
-        return to(cancelled, [{ type: 'journal', phase: 'cancelled', state: cancelled }]);
+        return to(cancelled, [journalOf(cancelled)]);
       }
       return to(state);
     case 'preparing':
@@ -326,7 +331,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         };
         // The commit waits for 'journaled': without the 'prepared' record `mesh resume` could
         // never find these staged files, so a failed record takes them back instead.
-        return to(committing, [{ type: 'journal', phase: 'prepared', state: committing }]);
+        return to(committing, [journalOf(committing)]);
       }
       if (event.type === 'prepare-failed') {
         const failed: RotationState = {
@@ -335,7 +340,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           failures: event.failures,
           unstageFailures: event.unstageFailures,
         };
-        return to(failed, [{ type: 'journal', phase: 'prepare-failed', state: failed }]);
+        return to(failed, [journalOf(failed)]);
       }
       return to(state);
     case 'committing':
@@ -359,10 +364,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
         // The consumer renames do not wait for it: the commit effect began them as the provider
         // ends answered (their intents say `committing` on the machines), and wait-applied takes them over.
-        return to(applying, [
-          { type: 'journal', phase: 'committed', state: applying },
-          { type: 'wait-applied', digests: state.digests },
-        ]);
+        return to(applying, [journalOf(applying), { type: 'wait-applied', digests: state.digests }]);
       }
       return to(state);
     case 'applying':
@@ -383,10 +385,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
             ...(event.revoked ? { revoked: event.revoked } : {}),
             ...(event.app ? { app: event.app } : {}),
           };
-          return to(done, [
-            { type: 'journal', phase: 'applied', state: done },
-            { type: 'discard-previous', pairs: applied },
-          ]);
+          return to(done, [journalOf(done), { type: 'discard-previous', pairs: applied }]);
         }
         // ALL OR NOTHING PAST THE COMMIT: what did not finish is rolled back now, never left waiting.
         const finished = setOf(applied);
@@ -428,7 +427,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         };
         const done = [...state.applied, ...finishedNow];
         return to(rolled, [
-          { type: 'journal', phase: 'rolled-back', state: rolled },
+          journalOf(rolled),
           ...(done.length > 0 ? [{ type: 'discard-previous' as const, pairs: done }] : []),
         ]);
       }

@@ -26,7 +26,7 @@ import {
 } from '../mesh/intent.js';
 import type { PlannedPair } from '../mesh/rotation-plan.js';
 import { resolveHolders, type Resolution, type ResolveOptions } from '../mesh/resolve-holders.js';
-import { rollBackPairs } from '../mesh/rollback.js';
+import { journalRollbacks, rollBackPairs } from '../mesh/rollback.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
@@ -522,16 +522,7 @@ export function journalRecord(
             ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair),
           ],
           windows_ms: state.windows,
-          rolled_back: state.results.map((r) => ({
-            pair: r.pair,
-            result: r.result,
-            ...('receipt' in r ? { receipt: r.receipt } : {}),
-            ...('reason' in r
-              ? { reason: r.reason }
-              : 'leftover' in r && r.leftover
-                ? { reason: r.leftover }
-                : {}),
-          })),
+          rolled_back: journalRollbacks(state.results),
         }
       : {}),
     ...(state.step === 'done' || state.step === 'commit-failed'
