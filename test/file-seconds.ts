@@ -72,6 +72,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/provisioner/provisioner-heartbeat.test.ts': 5.3,
   'test/mesh/way-out.test.ts': 5.0, // round 7, rough (not from the quiet run)
   'test/authority/chained-crash.test.ts': 5.0, // round 8, rough: 10 s at load ~8
+  'test/mesh/later-command-login.test.ts': 8.0, // round 8, rough (a Debian initdb, then 3 short cases)
   'test/provisioner/provision-cli.test.ts': 4.9,
   'test/e2e/drill-dumb.test.ts': 4.9,
   'test/mesh/rotation-journal-failure.test.ts': 4.8,

@@ -65,6 +65,12 @@ export interface FlowOptions<S, F> {
    * Without it each effect starts as soon as it is asked for.
    */
   readonly sequential?: boolean;
+  /**
+   * With `sequential`, the effects that start the moment they are asked for, beside the queue:
+   * work whose every step the reducer already ordered by events (the rotation's consumer
+   * renames, which must not wait behind a record's fsync). They report back only as events.
+   */
+  readonly concurrent?: (effect: F) => boolean;
   /** The states a flow ends in: `finished()` resolves once one is reached and nothing runs. */
   readonly isFinished?: (state: S) => boolean;
   /** After `stop()`, the effects that still run (records, taking staged files back); the rest are skipped. */
@@ -142,10 +148,9 @@ export function createFlow<S, E, F>(
       };
       // A listener that throws is a bug: it surfaces as an uncaught error instead of silently
       // stalling the queue behind it.
-      const ran = (options.sequential ? queue.then(() => runOne(effect)) : runOne(effect))
-        .catch(rethrow)
-        .finally(done);
-      if (options.sequential) queue = ran;
+      const queued = options.sequential === true && options.concurrent?.(effect) !== true;
+      const ran = (queued ? queue.then(() => runOne(effect)) : runOne(effect)).catch(rethrow).finally(done);
+      if (queued) queue = ran;
     }
   };
 

@@ -127,9 +127,34 @@ function shownAuthFile(pooler: Pick<Pooler, 'auth'>): string {
 export function appSummaryLines(state: Terminal): string[] {
   const app: AppResults | undefined = 'app' in state ? state.app : undefined;
   if (!app) return [];
-  const byKey = new Map(state.plan.pairs.map((p) => [p.key, p]));
+  const lines = testLoginLines(
+    app.testLogins,
+    state.plan.pairs,
+    (pair) =>
+      pair.login?.left
+        ? `${pair.consumer} stays on ${pair.login.left.role}, which works`
+        : `${pair.consumer} keeps its old password: the pair was rolled back and the provisioner puts the old password back`,
+    state.plan,
+  );
+  for (const r of app.reloads) lines.push(...reloadLine(r, state.plan.pairs));
+  lines.push(...confirmedLines(state, app));
+  return lines;
+}
+
+/**
+ * How each test login went, in the words of the command that tried it (a rotation, `mesh
+ * resume`, `mesh rollback`): `stays` says where a refused pair's consumer is left.
+ */
+export function testLoginLines(
+  logins: readonly TestLoginRecord[],
+  pairs: readonly PlannedPair[],
+  stays: (pair: PlannedPair) => string,
+  /** The plan's poolers, so a login refused by one names it (a later command without a plan passes none). */
+  poolers?: Pick<RotationPlan, 'poolers'>,
+): string[] {
+  const byKey = new Map(pairs.map((p) => [p.key, p]));
   const lines: string[] = [];
-  for (const t of app.testLogins) {
+  for (const t of logins) {
     const pair = byKey.get(t.pair);
     if (t.ok) {
       lines.push(
@@ -137,16 +162,11 @@ export function appSummaryLines(state: Terminal): string[] {
       );
       continue;
     }
-    const stays = pair?.login?.left
-      ? `${pair.consumer} stays on ${pair.login.left.role}, which works`
-      : `${pair?.consumer ?? t.pair} keeps its old password: the pair was rolled back and the provisioner puts the old password back`;
     lines.push(
       `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${shown(t.code)})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
-      `    ${pair?.consumer ?? t.pair} was NOT moved: ${stays}. Next: ${refusedLoginAdvice(t, pair ? poolerOfPair(state.plan, pair, t.pooler) : undefined)}`,
+      `    ${pair?.consumer ?? t.pair} was NOT moved: ${pair ? stays(pair) : 'it keeps its old password'}. Next: ${refusedLoginAdvice(t, pair && poolers ? poolerOfPair(poolers, pair, t.pooler) : undefined)}`,
     );
   }
-  for (const r of app.reloads) lines.push(...reloadLine(r, state.plan.pairs));
-  lines.push(...confirmedLines(state, app));
   return lines;
 }
 

@@ -12,7 +12,7 @@ import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import type { PairRollback } from '../mesh/rollback.js';
 import type { PairRevoke } from '../mesh/revoke.js';
-import type { JournalPhase } from '../mesh/journal.js';
+import { RECORD_OF_STEP, type JournalPhase, type RecordedStep } from '../mesh/rotation-phase.js';
 import type { Resolution } from '../mesh/resolve-holders.js';
 import type { AppResults } from '../mesh/test-login.js';
 import { planIndex, type RotationPlan } from '../mesh/rotation-plan.js';
@@ -64,6 +64,10 @@ export type RotationState =
       readonly committed: readonly string[];
       readonly failures: readonly MachineFailure[];
       readonly applied: KeyedLog<number>;
+      /** The 'committed' record is on disk. */
+      readonly recorded: boolean;
+      /** The consumer renames ended (`consumers-renamed`): the machines whose rename failed. */
+      readonly renamed?: readonly MachineFailure[];
     })
   /**
    * The wait ended with pairs unfinished (no receipt in time, a failed rename, the operator or
@@ -177,7 +181,16 @@ export type RotationEvent =
     }
   /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
   | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
-  /** The wait is over; `failures`: consumer machines whose rename failed. */
+  /**
+   * The consumer renames ended (the wait is over): `applied`, every pair renamed (each was also
+   * reported as it happened); `failures`, consumer machines whose rename failed.
+   */
+  | {
+      readonly type: 'consumers-renamed';
+      readonly applied: readonly string[];
+      readonly failures: readonly MachineFailure[];
+    }
+  /** The apply phase is closed (outcomes recorded, reloads ended, revokes run); `failures`: consumer machines whose rename failed. */
   | {
       readonly type: 'apply-finished';
       readonly failures: readonly MachineFailure[];
@@ -208,7 +221,20 @@ export type RotationEffect =
   | { readonly type: 'journal'; readonly phase: JournalPhase; readonly state: RotationState }
   | { readonly type: 'prepare' }
   | { readonly type: 'commit' }
-  | { readonly type: 'wait-applied'; readonly digests: Digests }
+  /**
+   * Rename each of these pairs' consumer end as its receipt arrives (the receipt wait opened by
+   * the commit): asked for the moment the provider ends answered and run beside the effect
+   * queue, so no receipt waits for the 'committed' record's fsync.
+   */
+  | { readonly type: 'rename-consumers'; readonly pairs: readonly string[]; readonly digests: Digests }
+  /** Both the renames and the 'committed' record are done: record outcomes, end the reloads, revoke. */
+  | {
+      readonly type: 'finish-apply';
+      readonly pairs: readonly string[];
+      readonly failures: readonly MachineFailure[];
+    }
+  /** The 'committed' record failed after renames ran: what was renamed stays, its intent says `finished`. */
+  | { readonly type: 'settle-renamed'; readonly pairs: readonly string[] }
   /** Remove every staged file of the plan (after a journal failure, before anything is live). */
   | { readonly type: 'unstage' }
   /** Roll back these pairs (keys): restore the provider's previous file, remove the consumer's staged end. */
@@ -222,6 +248,20 @@ export interface Step {
 }
 
 const to = (state: RotationState, effects: readonly RotationEffect[] = []): Step => ({ state, effects });
+
+/** The record a step writes once it is reached: its phase from the one table (rotation-phase.ts). */
+function journalOf(state: Extract<RotationState, { readonly step: RecordedStep }>): RotationEffect {
+  return { type: 'journal', phase: RECORD_OF_STEP[state.step], state };
+}
+
+/** The apply phase, once its renames ended and its record is on disk: what was applied is recorded, the rest rolled back. */
+function closeApply(state: Extract<RotationState, { readonly step: 'applying' }>): Step {
+  if (!state.recorded || state.renamed === undefined) return to(state);
+  const live = state.plan.pairs.filter((p) =>
+    setOf(state.committed).has(`${p.providerMachine}\0${p.providerPath}`),
+  );
+  return to(state, [{ type: 'finish-apply', pairs: live.map((p) => p.key), failures: state.renamed }]);
+}
 
 const PENDING: Resolution = { status: 'pending' };
 
@@ -290,10 +330,10 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       // THE GATE. One unresolved holder among any number closes it before a secret exists.
       if (Object.values(resolutions).some((r) => r.status === 'unresolved')) {
         const closed: RotationState = { ...next, step: 'gate-closed' };
-        return to(closed, [{ type: 'journal', phase: 'gate-closed', state: closed }]);
+        return to(closed, [journalOf(closed)]);
       }
       const confirming: RotationState = { ...next, step: 'confirming', typed: '' };
-      return to(confirming, [{ type: 'journal', phase: 'resolved', state: confirming }]);
+      return to(confirming, [journalOf(confirming)]);
     }
     case 'confirming':
       if (event.type === 'typed') return to({ ...state, typed: event.text });
@@ -304,7 +344,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       }
       if (event.type === 'back') {
         const cancelled: RotationState = { ...base(state), step: 'cancelled' };
-        return to(cancelled, [{ type: 'journal', phase: 'cancelled', state: cancelled }]);
+        return to(cancelled, [journalOf(cancelled)]);
       }
       return to(state);
     case 'preparing':
@@ -326,7 +366,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         };
         // The commit waits for 'journaled': without the 'prepared' record `mesh resume` could
         // never find these staged files, so a failed record takes them back instead.
-        return to(committing, [{ type: 'journal', phase: 'prepared', state: committing }]);
+        return to(committing, [journalOf(committing)]);
       }
       if (event.type === 'prepare-failed') {
         const failed: RotationState = {
@@ -335,7 +375,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           failures: event.failures,
           unstageFailures: event.unstageFailures,
         };
-        return to(failed, [{ type: 'journal', phase: 'prepare-failed', state: failed }]);
+        return to(failed, [journalOf(failed)]);
       }
       return to(state);
     case 'committing':
@@ -355,19 +395,29 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           failures: event.type === 'commit-failed' ? event.failures : [],
           previous: event.previous ?? {},
           applied: emptyLog(),
+          recorded: false,
         };
+        // Only pairs whose provider end is live can be applied; the others wait for resume.
+        const live = state.plan.pairs.filter((p) =>
+          logHas(state.committed, `${p.providerMachine}\0${p.providerPath}`),
+        );
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
-        // The consumer renames do not wait for it: the commit effect began them as the provider
-        // ends answered (their intents say `committing` on the machines), and wait-applied takes them over.
+        // The consumer renames do not wait for it (rename-consumers runs beside the queue): the
+        // providers' intents, `committing` before any end went live, already say what may be live.
         return to(applying, [
-          { type: 'journal', phase: 'committed', state: applying },
-          { type: 'wait-applied', digests: state.digests },
+          { type: 'rename-consumers', pairs: live.map((p) => p.key), digests: state.digests },
+          journalOf(applying),
         ]);
       }
       return to(state);
     case 'applying':
       if (event.type === 'applied-pair' && !logHas(state.applied, event.pair))
         return to({ ...state, applied: logAdd(state.applied, event.pair, event.windowMs) });
+      // The apply phase closes once BOTH the renames ended and the 'committed' record is on disk.
+      if (event.type === 'journaled' && event.phase === 'committed' && !state.recorded)
+        return closeApply({ ...state, recorded: true });
+      if (event.type === 'consumers-renamed' && state.renamed === undefined)
+        return closeApply({ ...state, renamed: event.failures });
       if (event.type === 'apply-finished') {
         const applied = logKeys(state.applied);
         const windows: Record<string, number> = {};
@@ -383,10 +433,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
             ...(event.revoked ? { revoked: event.revoked } : {}),
             ...(event.app ? { app: event.app } : {}),
           };
-          return to(done, [
-            { type: 'journal', phase: 'applied', state: done },
-            { type: 'discard-previous', pairs: applied },
-          ]);
+          return to(done, [journalOf(done), { type: 'discard-previous', pairs: applied }]);
         }
         // ALL OR NOTHING PAST THE COMMIT: what did not finish is rolled back now, never left waiting.
         const finished = setOf(applied);
@@ -428,7 +475,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         };
         const done = [...state.applied, ...finishedNow];
         return to(rolled, [
-          { type: 'journal', phase: 'rolled-back', state: rolled },
+          journalOf(rolled),
           ...(done.length > 0 ? [{ type: 'discard-previous' as const, pairs: done }] : []),
         ]);
       }
@@ -446,13 +493,18 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         });
       }
       return to(state);
+    case 'journal-failed':
+      // The 'committed' record failed (its failure closed the wait): what was renamed stays, and
+      // `mesh resume` finishes the rest.
+      if (event.type === 'consumers-renamed' && state.files === 'live')
+        return to(state, event.applied.length > 0 ? [{ type: 'settle-renamed', pairs: event.applied }] : []);
+      return to(state);
     case 'gate-closed':
     case 'cancelled':
     case 'prepare-failed':
     case 'commit-failed':
     case 'done':
     case 'rolled-back':
-    case 'journal-failed':
       return to(state);
     default: {
       const never: never = state;
@@ -486,12 +538,18 @@ function journalFailed(
     state.step === 'commit-failed' ||
     state.step === 'rolling-back' ||
     state.step === 'rolled-back';
-  return to({
-    ...failed,
-    step: 'journal-failed',
-    files: live ? 'live' : 'nothing-staged',
-    unstageFailures: [],
-  });
+  // Renames that ended before the record failed are settled now; a wait still running was closed
+  // by the failure and settles when it reports (consumers-renamed in journal-failed).
+  const renamed = state.step === 'applying' && state.renamed !== undefined ? logKeys(state.applied) : [];
+  return to(
+    {
+      ...failed,
+      step: 'journal-failed',
+      files: live ? 'live' : 'nothing-staged',
+      unstageFailures: [],
+    },
+    renamed.length > 0 ? [{ type: 'settle-renamed', pairs: renamed }] : [],
+  );
 }
 
 /** Every holder not yet answered becomes unresolved with `reason`: the gate closes, nothing is generated. */
@@ -724,10 +782,20 @@ export function rotationFlow(
 ): RotationFlow {
   return createFlow(rotation, start, runner, {
     sequential: true,
+    // The consumer renames follow their receipts, never the queue (rename-consumers).
+    concurrent: (effect) => effect.type === 'rename-consumers',
     isFinished: isTerminal,
     // Past the commit, leaving must still end in finished or rolled-back pairs: the wait (ended
     // at once by the stop signal) and the roll-back run after the operator left.
     runsAfterStop: (effect) =>
-      ['journal', 'unstage', 'wait-applied', 'roll-back', 'discard-previous'].includes(effect.type),
+      [
+        'journal',
+        'unstage',
+        'rename-consumers',
+        'finish-apply',
+        'settle-renamed',
+        'roll-back',
+        'discard-previous',
+      ].includes(effect.type),
   });
 }

@@ -26,7 +26,7 @@ import {
 } from '../mesh/intent.js';
 import type { PlannedPair } from '../mesh/rotation-plan.js';
 import { resolveHolders, type Resolution, type ResolveOptions } from '../mesh/resolve-holders.js';
-import { rollBackPairs } from '../mesh/rollback.js';
+import { journalRollbacks, rollBackPairs } from '../mesh/rollback.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
@@ -39,7 +39,7 @@ import {
   type RotationEvent,
   type RotationState,
 } from './rotation-flow.js';
-import { logKeys } from './rotation-log.js';
+import { logGet, logKeys } from './rotation-log.js';
 import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
 import { appGate, journalApp } from './rotation-app.js';
 import type { AppHooks } from '../mesh/reload.js';
@@ -106,22 +106,6 @@ export function stopReason(stop: AbortSignal): string {
 export type RotationRunner = EffectRunner<RotationState, RotationEvent, RotationEffect>;
 
 /**
- * The consumer renames of a rotation, begun by the commit effect the moment its provider ends
- * answered and taken over by `wait-applied` once the flow has written the 'committed' record.
- * The machines already say what is live (each provider's intent reads `committing` before its
- * end goes live), so a receipt that arrives while that record is being synced is renamed at
- * once instead of waiting for it: the wait for the fsync was inside every pair's window.
- */
-interface ConsumerRun {
-  readonly pairs: readonly PlannedPair[];
-  readonly wait: ReceiptWait;
-  readonly result: Promise<ConsumerCommitResult>;
-  /** Pairs renamed before `wait-applied` took over, in order; it reports them first. */
-  readonly early: AppliedPair[];
-  report?: (applied: AppliedPair) => void;
-}
-
-/**
  * Each effect runs only in the step that asked for it (`state` is the flow's state when the
  * queue reaches it): a prepare queued behind a record that then failed never stages anything.
  */
@@ -137,9 +121,12 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
     recordPairOutcome(id, pairs, phase, deps.transportFor, deps.concurrency);
   const recordTakenBack = (id: string, pairs: readonly PlannedPair[], failures: readonly MachineFailure[]) =>
     recordPairsTakenBack(id, pairs, failures, deps.transportFor, deps.concurrency);
-  /** Readers and rename channels, opened before the provider ends go live (see beginReceiptWait). */
+  /**
+   * The machines' side of the wait: receipt readers and rename channels, opened by the commit
+   * before the provider ends go live (see beginReceiptWait) and used by rename-consumers. It
+   * holds connections, not decisions: when renames start and what follows them is the flow's.
+   */
   let receiptWait: ReceiptWait | undefined;
-  let consumerRun: ConsumerRun | undefined;
   // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
   const app = appGate(deps);
   return {
@@ -259,85 +246,72 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             const kept = result.previous[`${p.providerMachine}\0${p.providerPath}`];
             if (kept) previous[p.key] = kept;
           }
-          if (receiptWait) {
-            const live = new Set(result.committed.flatMap((c) => c.paths.map((p) => `${c.machine}\0${p}`)));
-            const pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
-            const { id, plan } = state;
-            const early: AppliedPair[] = [];
-            const run: ConsumerRun = {
-              pairs,
-              wait: receiptWait,
-              early,
-              result: receiptWait.run(pairs, (applied) => {
-                app.committed(id, applied.pair, plan);
-                if (run.report) run.report(applied);
-                else early.push(applied);
-              }),
-            };
-            // Awaited by wait-applied; until then a rejection must not count as unhandled.
-            run.result.catch(() => undefined);
-            consumerRun = run;
-          }
           return result.failures.length === 0
             ? { type: 'committed', previous }
             : { type: 'commit-failed', failures: result.failures, previous };
         }
-        case 'wait-applied': {
-          const started = consumerRun;
-          consumerRun = undefined;
-          if (state.step !== 'applying') {
-            // The 'committed' record failed (journal-failed, and failed() closed the wait): what
-            // was renamed stays, its intent says so, and `mesh resume` finishes the rest.
-            if (started) {
-              const ended = await started.result.finally(() => started.wait.close());
-              await recordOutcome(
-                state.id,
-                started.pairs.filter((p) => ended.applied.some((a) => a.pair === p.key)),
-                'finished',
-              );
-              await app.finish();
-            }
-            return undefined;
-          }
-          const report = (applied: AppliedPair) =>
+        case 'rename-consumers': {
+          if (state.step !== 'applying') return undefined;
+          const keys = new Set(effect.pairs);
+          const pairs = state.plan.pairs.filter((p) => keys.has(p.key));
+          const { id, plan } = state;
+          const renamed = (applied: AppliedPair) => {
+            app.committed(id, applied.pair, plan);
             dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs });
-          let pairs: readonly PlannedPair[];
-          let result: ConsumerCommitResult;
-          if (started) {
-            pairs = started.pairs;
-            receiptWait = undefined;
-            for (const applied of started.early.splice(0)) report(applied);
-            started.report = report;
-            result = await started.result.finally(() => started.wait.close());
-          } else {
-            // Only pairs whose provider end is live can be applied; the others wait for resume.
-            const live = new Set(state.committed);
-            pairs = state.plan.pairs.filter((p) => live.has(`${p.providerMachine}\0${p.providerPath}`));
-            const begun = receiptWait;
-            receiptWait = undefined;
-            result = await commitConsumersOnReceipt(
-              pairs,
-              effect.digests,
-              deps.transportFor,
-              waitOptions,
-              (applied) => {
-                report(applied);
-                app.committed(state.id, applied.pair, state.plan);
-              },
-              begun,
-              app.gateOption().gate,
-              app.gateOption().along,
-            );
-          }
+          };
+          // The wait the commit opened (its channels carried the provider commit); without one
+          // (--wait 0), the receipts are looked at once here.
+          const wait = receiptWait;
+          const result = wait
+            ? await wait.run(pairs, renamed).finally(() => wait.close())
+            : await commitConsumersOnReceipt(
+                pairs,
+                effect.digests,
+                deps.transportFor,
+                waitOptions,
+                renamed,
+                undefined,
+                app.gateOption().gate,
+                app.gateOption().along,
+              );
+          return {
+            type: 'consumers-renamed',
+            applied: result.applied.map((a) => a.pair),
+            failures: result.failures,
+          };
+        }
+        case 'settle-renamed': {
+          // The 'committed' record failed after these were renamed: they stay, their intent says so.
+          const keys = new Set(effect.pairs);
           await recordOutcome(
             state.id,
-            pairs.filter((p) => result.applied.some((a) => a.pair === p.key)),
+            state.plan.pairs.filter((p) => keys.has(p.key)),
+            'finished',
+          );
+          await app.finish();
+          return undefined;
+        }
+        case 'finish-apply': {
+          if (state.step !== 'applying') return undefined;
+          receiptWait = undefined;
+          const keys = new Set(effect.pairs);
+          const pairs = state.plan.pairs.filter((p) => keys.has(p.key));
+          const applied = new Set(logKeys(state.applied));
+          const result: ConsumerCommitResult = {
+            applied: pairs
+              .filter((p) => applied.has(p.key))
+              .map((p) => ({ pair: p.key, windowMs: logGet(state.applied, p.key)! })),
+            failures: effect.failures,
+          };
+          await recordOutcome(
+            state.id,
+            pairs.filter((p) => applied.has(p.key)),
             'finished',
           );
           // app-truth: every reload has ended before a left login is revoked (its app may still be on it).
           // The pairs not applied keep their kept secret: a roll-back that finishes one tries its login first.
           const appResults = await app.finish(
-            new Set(pairs.filter((p) => !result.applied.some((a) => a.pair === p.key)).map((p) => p.key)),
+            new Set(pairs.filter((p) => !applied.has(p.key)).map((p) => p.key)),
           );
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
           const revoked = await revokeAfterCommit(
@@ -425,7 +399,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       }
     },
     failed(effect, error) {
-      if (effect.type === 'wait-applied' || effect.type === 'commit') app.forget();
+      if (effect.type === 'finish-apply' || effect.type === 'commit') app.forget();
       // Whatever failed, no receipt wait follows this one: its readers and channels end.
       receiptWait?.close();
       receiptWait = undefined;
@@ -452,8 +426,13 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           return { type: 'prepare-failed', failures: everywhere, unstageFailures: [] };
         case 'commit':
           return { type: 'commit-failed', failures: everywhere };
-        case 'wait-applied':
+        case 'rename-consumers':
+          return { type: 'consumers-renamed', applied: [], failures: everywhere };
+        case 'finish-apply':
           return { type: 'apply-finished', failures: everywhere };
+        case 'settle-renamed':
+          // Best effort, as a discard: the pairs' intents say `committing`, which status reads as finished.
+          return { type: 'previous-discarded' };
         case 'unstage':
           return { type: 'unstaged', failures: everywhere };
         case 'roll-back':
@@ -522,16 +501,7 @@ export function journalRecord(
             ...state.results.filter((r) => r.result === 'finished').map((r) => r.pair),
           ],
           windows_ms: state.windows,
-          rolled_back: state.results.map((r) => ({
-            pair: r.pair,
-            result: r.result,
-            ...('receipt' in r ? { receipt: r.receipt } : {}),
-            ...('reason' in r
-              ? { reason: r.reason }
-              : 'leftover' in r && r.leftover
-                ? { reason: r.leftover }
-                : {}),
-          })),
+          rolled_back: journalRollbacks(state.results),
         }
       : {}),
     ...(state.step === 'done' || state.step === 'commit-failed'

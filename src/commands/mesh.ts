@@ -155,8 +155,8 @@ export const registerMesh: Register = (program, ctx) => {
       action(
         ctx,
         async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
-          const { runMeshResume } = await import('./rotation-cli.js');
-          return runMeshResume(ctx, id, flags);
+          const { runMeshFinishing } = await import('./rotation-cli.js');
+          return runMeshFinishing(ctx, 'resume', id, flags);
         },
       ),
     );
@@ -178,8 +178,8 @@ export const registerMesh: Register = (program, ctx) => {
       action(
         ctx,
         async (id: string, flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>) => {
-          const { runMeshRollback } = await import('./rotation-cli.js');
-          return runMeshRollback(ctx, id, flags);
+          const { runMeshFinishing } = await import('./rotation-cli.js');
+          return runMeshFinishing(ctx, 'rollback', id, flags);
         },
       ),
     );

@@ -170,31 +170,6 @@ export async function runMeshRotate(ctx: CliContext, flags: MeshFlags): Promise<
   );
 }
 
-export async function runMeshResume(
-  ctx: CliContext,
-  id: string,
-  flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
-): Promise<number> {
-  const inventory = inventoryFrom(ctx, flags);
-  const { concurrency, timeoutMs } = resolveOptions(flags);
-  const waitMs = positive('--wait', flags.wait, 0) * 1000;
-  const output = keepGoingWhenOutputCloses(ctx.stdout);
-  const write = (line: string) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`));
-  // Like a rotation's roll-back, it owns its signals (finishingThroughSignals): the transports must outlive them.
-  const ports = portsFor(
-    ctx,
-    flags,
-    inventory,
-    { timeoutMs, concurrency },
-    { noSignalHandlers: true, out: write },
-  );
-  return finishingThroughSignals(
-    `mesh resume ${id}`,
-    (line) => void (output.closed() ? undefined : ctx.stderr.write(`${line}\n`)),
-    () => resume(ports, { id, concurrency, waitMs }),
-  );
-}
-
 /**
  * `baton mesh seed --pair P:C --from-file F`: the documented way a pair's first password (the
  * provisioner's superuser above all) reaches both ends. The journal records the digest only.
@@ -215,11 +190,14 @@ export async function runMeshSeed(ctx: CliContext, flags: MeshSeedFlags): Promis
 }
 
 /**
- * `baton mesh rollback <id>`: takes back what rotation <id> left unfinished, and only that
- * (src/operations/rollback.ts). Generates nothing.
+ * `baton mesh resume <id>` finishes what rotation <id> left unfinished (src/operations/resume.ts);
+ * `baton mesh rollback <id>` takes it back, and only that (src/operations/rollback.ts). Neither
+ * generates anything; both take the same flags and, like a rotation's roll-back, own their
+ * signals (finishingThroughSignals): the transports must outlive them.
  */
-export async function runMeshRollback(
+export async function runMeshFinishing(
   ctx: CliContext,
+  command: 'resume' | 'rollback',
   id: string,
   flags: Pick<MeshFlags, 'inventory' | 'concurrency' | 'wait' | 'timeout'>,
 ): Promise<number> {
@@ -228,7 +206,6 @@ export async function runMeshRollback(
   const waitMs = positive('--wait', flags.wait, 0) * 1000;
   const output = keepGoingWhenOutputCloses(ctx.stdout);
   const write = (line: string) => void (output.closed() ? undefined : ctx.stdout.write(`${line}\n`));
-  // Like a rotation's roll-back, it owns its signals (finishingThroughSignals): the transports must outlive them.
   const ports = portsFor(
     ctx,
     flags,
@@ -236,9 +213,16 @@ export async function runMeshRollback(
     { timeoutMs, concurrency },
     { noSignalHandlers: true, out: write },
   );
+  const operation = command === 'resume' ? resume : rollback;
   return finishingThroughSignals(
-    `mesh rollback ${id}`,
+    `mesh ${command} ${id}`,
     (line) => void (output.closed() ? undefined : ctx.stderr.write(`${line}\n`)),
-    () => rollback(ports, { id, concurrency, waitMs }),
+    () => operation(ports, { id, concurrency, waitMs }),
   );
 }
+
+type FinishingFlags = Parameters<typeof runMeshFinishing>[3];
+export const runMeshResume = (ctx: CliContext, id: string, flags: FinishingFlags) =>
+  runMeshFinishing(ctx, 'resume', id, flags);
+export const runMeshRollback = (ctx: CliContext, id: string, flags: FinishingFlags) =>
+  runMeshFinishing(ctx, 'rollback', id, flags);

@@ -9,24 +9,15 @@
  * Records carry digests and names only, never a secret.
  */
 import os from 'node:os';
+import { z } from 'zod';
 import type { JournalHistory } from './journal-history.js';
-import type { JournalPair } from './journal.js';
+import { JOURNAL_PAIR_SCHEMA, type JournalPair } from './journal.js';
 import { mapBounded } from './map-bounded.js';
 import type { EndsRead, PlannedPair } from './rotation-plan.js';
+import { INTENT_PHASES, isUnfinished, type IntentPhase } from './rotation-phase.js';
 import { reasonOf, recordPath, type MachineRecord, type TransportFor } from './transport.js';
 
-/**
- * In order: `preparing` (files may be staged on either end, nothing live), `prepared` (every
- * end staged; the digests are in the record), `committing` (the provider's end may be live;
- * its consumer goes live after the receipt), then `finished` or `rolled-back`.
- */
-export const INTENT_PHASES = ['preparing', 'prepared', 'committing', 'finished', 'rolled-back'] as const;
-export type IntentPhase = (typeof INTENT_PHASES)[number];
-
-/** The phases in which a pair's rotation has files on the machines that some step must still finish or take back. */
-export function isUnfinished(phase: IntentPhase): boolean {
-  return phase === 'preparing' || phase === 'prepared' || phase === 'committing';
-}
+export { INTENT_PHASES, isUnfinished, type IntentPhase } from './rotation-phase.js';
 
 /** Who wrote a record (the controller's host and pid), and when. */
 export interface RecordWriter {
@@ -72,6 +63,33 @@ export function consumerRecordPath(pair: Pick<PlannedPair, 'consumerPath'>): str
   return recordPath(pair.consumerPath);
 }
 
+/*
+ * A record as read from a machine is untrusted text: it is one of ours only in this shape. The
+ * rotation id is bounded to what newRotationId makes (it is shown and put into suggested
+ * commands). Objects are loose, so a later baton's additional fields are kept, not stripped.
+ */
+const writerSchema = z.looseObject({ host: z.string(), pid: z.number() });
+const recordSchema = z.discriminatedUnion('end', [
+  z.looseObject({
+    v: z.literal(1),
+    end: z.literal('provides'),
+    rotation: z.string().regex(/^[0-9A-Za-z-]{1,64}$/),
+    pair: z.string(),
+    phase: z.enum(INTENT_PHASES),
+    at: z.string(),
+    by: writerSchema,
+    prepared: JOURNAL_PAIR_SCHEMA.optional(),
+  }),
+  z.looseObject({
+    v: z.literal(1),
+    end: z.literal('consumes'),
+    rotation: z.string().regex(/^[0-9A-Za-z-]{1,64}$/),
+    pair: z.string(),
+    at: z.string(),
+    by: writerSchema,
+  }),
+]);
+
 /** A record as read from a machine; undefined for anything that is not one of ours (never trusted further). */
 export function parseRecord(text: string | undefined): MachineRecordText | undefined {
   if (text === undefined) return undefined;
@@ -81,14 +99,8 @@ export function parseRecord(text: string | undefined): MachineRecordText | undef
   } catch {
     return undefined;
   }
-  if (typeof raw !== 'object' || raw === null) return undefined;
-  const r = raw as Record<string, unknown>;
-  if (r.v !== 1 || typeof r.rotation !== 'string' || typeof r.pair !== 'string') return undefined;
-  if (!/^[0-9A-Za-z-]{1,64}$/.test(r.rotation)) return undefined;
-  if (r.end === 'consumes') return r as unknown as ConsumerRecord;
-  if (r.end === 'provides' && INTENT_PHASES.includes(r.phase as IntentPhase))
-    return r as unknown as ProviderIntent;
-  return undefined;
+  const parsed = recordSchema.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
 }
 
 function writer(): RecordWriter {

@@ -9,22 +9,8 @@ import path from 'node:path';
 import type { SecretDigest } from './digest.js';
 import type { ReloadOutcome } from './reload.js';
 import { readJournalConfirmed, type JournalConfirmed } from './confirmed.js';
-import {
-  JOURNAL_FILE,
-  type JournalPair,
-  type JournalPhase,
-  type JournalRecord,
-  type JournalRollback,
-} from './journal.js';
-
-/** A rotation whose latest record is one of these has provider ends that may be live and is not finished. */
-const OPEN_PHASES: ReadonlySet<JournalPhase> = new Set<JournalPhase>([
-  'prepared',
-  'committed',
-  'commit-failed',
-  'resume-failed',
-  'rolled-back',
-]);
+import { JOURNAL_FILE, parseJournalLine, type JournalPair, type JournalRecord } from './journal.js';
+import { PHASES, type JournalPhase } from './rotation-phase.js';
 
 export interface PairHistory {
   /** When the pair's last rotation committed (RFC 3339), if the journal saw one. */
@@ -85,26 +71,10 @@ export async function readJournalHistory(
   const records: JournalRecord[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    try {
-      const record = JSON.parse(line) as JournalRecord | null;
-      if (typeof record?.mesh === 'string' && ids.has(record.mesh)) records.push(record);
-    } catch {
-      continue;
-    }
+    const record = parseJournalLine(line);
+    if (typeof record?.mesh === 'string' && ids.has(record.mesh)) records.push(record);
   }
   return journalHistory(records);
-}
-
-/** The journal is read from disk: a record without an id or a pairs list is skipped, not trusted. */
-function wellFormed(record: unknown): record is JournalRecord {
-  if (typeof record !== 'object' || record === null) return false;
-  const fields = record as Record<string, unknown>;
-  return typeof fields.id === 'string' && Array.isArray(fields.pairs);
-}
-
-/** A list field of a record from disk; anything but an array reads as none. */
-function listOf<T>(value: readonly T[] | undefined): readonly T[] {
-  return Array.isArray(value) ? (value as readonly T[]) : [];
 }
 
 export function journalHistory(records: readonly JournalRecord[]): JournalHistory {
@@ -125,24 +95,20 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
   const reloads = new Map<string, ReloadOutcome | undefined>();
   const confirmed = new Map<string, Partial<JournalConfirmed>>();
   for (const record of records) {
-    if (!wellFormed(record)) continue;
     // Records of one rotation are appended in order: the latest one is its outcome so far.
     outcome.set(record.id, { phase: record.phase, at: record.at });
     // A roll-back that found a pair finished finished it: that pair's outcome is `finished`, not `rolled-back`.
-    const rolledBack: readonly JournalRollback[] = Array.isArray(record.rolled_back)
-      ? record.rolled_back
-      : [];
-    for (const r of rolledBack)
+    for (const r of record.rolled_back ?? [])
       pairOutcome.set(`${record.id}\0${r.pair}`, r.result === 'finished' ? 'finished' : record.phase);
     const done = closed.get(record.id) ?? new Set<string>();
     closed.set(record.id, done);
     // A pair's age changes only when it was applied: its consumer end went live after its receipt.
-    for (const key of listOf(record.applied)) {
+    for (const key of record.applied ?? []) {
       lastRotatedAt.set(key, record.at);
       done.add(key);
     }
-    for (const r of listOf(record.rolled_back)) if (r.result === 'rolled-back') done.add(r.pair);
-    const finished = new Set(listOf(record.applied));
+    for (const r of record.rolled_back ?? []) if (r.result === 'rolled-back') done.add(r.pair);
+    const finished = new Set(record.applied ?? []);
     // app-truth: a pair finished by this record took this record's reload (or none).
     // A record of an older baton holds no marks: each reads as not recorded, never as confirmed.
     const marks: unknown = record.confirmed;
@@ -156,7 +122,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     for (const key of finished)
       reloads.set(
         key,
-        listOf(record.reloads).find((r) => Array.isArray(r.pairs) && r.pairs.includes(key)),
+        (record.reloads ?? []).find((r) => Array.isArray(r.pairs) && r.pairs.includes(key)),
       );
     for (const pair of record.pairs) {
       if (finished.has(pair.key)) {
@@ -202,8 +168,7 @@ export function journalHistory(records: readonly JournalRecord[]): JournalHistor
     unfinished(key) {
       const id = lastId.get(key);
       const last = id === undefined ? undefined : outcome.get(id);
-      if (id === undefined || !last || !OPEN_PHASES.has(last.phase) || closed.get(id)?.has(key))
-        return undefined;
+      if (id === undefined || !last || !PHASES[last.phase].open || closed.get(id)?.has(key)) return undefined;
       return id;
     },
   };

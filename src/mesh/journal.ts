@@ -15,25 +15,12 @@ import { DEFAULT_STATE_ROOT, type ResolvedConfig } from '../config/config.js';
 import type { SecretDigest } from './digest.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { errorCode } from '../fs/system-error.js';
+import { z } from 'zod';
+import { JOURNAL_PHASES, type JournalPhase } from './rotation-phase.js';
 
 export const JOURNAL_FILE = 'mesh-journal.jsonl';
 
-export type JournalPhase =
-  | 'gate-closed'
-  | 'resolved'
-  | 'cancelled'
-  | 'prepared'
-  | 'prepare-failed'
-  | 'committed'
-  | 'commit-failed'
-  | 'applied'
-  | 'resumed'
-  | 'resume-failed'
-  /** The unfinished pairs were taken back (`rolled_back` says how each ended). */
-  | 'rolled-back'
-  /** A `mesh rollback` that found every pair it touched finished (consumer live after its receipt): one word per outcome. */
-  | 'finished'
-  | 'seeded';
+export type { JournalPhase } from './rotation-phase.js';
 
 export interface JournalHolder {
   readonly machine: string;
@@ -122,6 +109,82 @@ export interface JournalRecord {
   readonly confirmed?: Readonly<Record<string, JournalConfirmed>>;
 }
 
+/*
+ * The journal as read back from disk: a line is one of our records only if it has this shape.
+ * Every object is loose (a field this baton does not know is kept, not stripped), so a later
+ * baton's additional fields survive a read, and records stay additive: a field may be added,
+ * never renamed or retyped. `test_logins` and `reloads` are kept as their writers shaped them.
+ */
+const digestText = z.string() as unknown as z.ZodType<SecretDigest>;
+const journalPairSchema = z.looseObject({
+  key: z.string(),
+  provider: z.string(),
+  consumer: z.string(),
+  role: z.string(),
+  provider_machine: z.string(),
+  consumer_machine: z.string(),
+  provider_path: z.string(),
+  consumer_path: z.string(),
+  receipt_path: z.string(),
+  digest: digestText.optional(),
+  previous: digestText.optional(),
+  credential: z.enum(['single', 'alternating']).optional(),
+  login: z.string().optional(),
+  left: z.string().optional(),
+  revoked: z.boolean().optional(),
+  revoke_target: z.string().optional(),
+  consumer_digest: digestText.optional(),
+  retire: z.array(z.string()).optional(),
+});
+/** A pair as a record on a machine carries it (intent.ts `prepared`): the journal's shape. */
+export const JOURNAL_PAIR_SCHEMA: z.ZodType<JournalPair> = journalPairSchema;
+
+const journalRecordSchema = z.looseObject({
+  id: z.string(),
+  at: z.string(),
+  operator: z.string(),
+  phase: z.enum(JOURNAL_PHASES),
+  selector: z.string(),
+  holders: z.array(
+    z.looseObject({
+      machine: z.string(),
+      transport: z.string(),
+      address: z.string(),
+      receives: z.array(z.string()),
+    }),
+  ),
+  results: z.array(z.looseObject({ machine: z.string(), ok: z.boolean(), reason: z.string().optional() })),
+  pairs: z.array(journalPairSchema),
+  applied: z.array(z.string()).optional(),
+  windows_ms: z.record(z.string(), z.number()).optional(),
+  rolled_back: z
+    .array(
+      z.looseObject({
+        pair: z.string(),
+        result: z.enum(['finished', 'rolled-back', 'provider-unknown', 'consumer-unknown']),
+        receipt: z.enum(['old', 'new', 'unknown']).optional(),
+        reason: z.string().optional(),
+      }),
+    )
+    .optional(),
+  mesh: z.string().optional(),
+  revoke_previous: z.looseObject({ end_sessions: z.boolean() }).optional(),
+  test_logins: z.array(z.custom<TestLoginRecord>((v) => typeof v === 'object' && v !== null)).optional(),
+  reloads: z.array(z.custom<ReloadOutcome>((v) => typeof v === 'object' && v !== null)).optional(),
+});
+
+/** One journal line as a record, or undefined when it is not one (not JSON, or not our shape): skipped, never trusted. */
+export function parseJournalLine(line: string): JournalRecord | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const parsed = journalRecordSchema.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}
+
 export function journalPair(
   pair: PlannedPair,
   digest?: SecretDigest,
@@ -202,7 +265,7 @@ export async function appendJournal(dir: string, record: JournalRecord): Promise
   }
 }
 
-/** Every record of one rotation, in order; an unparsable line is skipped, not fatal. */
+/** Every record of one rotation, in order; a line that is not a record (parseJournalLine) is skipped, not fatal. */
 export async function readJournal(dir: string, id: string): Promise<JournalRecord[]> {
   const file = path.join(dir, JOURNAL_FILE);
   let text: string;
@@ -219,12 +282,8 @@ export async function readJournal(dir: string, id: string): Promise<JournalRecor
   const out: JournalRecord[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    try {
-      const record = JSON.parse(line) as JournalRecord;
-      if (record.id === id) out.push(record);
-    } catch {
-      continue;
-    }
+    const record = parseJournalLine(line);
+    if (record?.id === id) out.push(record);
   }
   return out;
 }

@@ -16,11 +16,14 @@ import {
   commitProviderEnds,
   providerCommitSteps,
   type CommitStep,
+  type ConsumerGate,
+  type GateRefusal,
   type MachineFailure,
 } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalPair, JournalRecord } from './journal.js';
+import { PHASES } from './rotation-phase.js';
 import { slotOfLogin } from './alternating.js';
 import { mapBounded } from './map-bounded.js';
 import { holdersOf, loginFilePaths, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
@@ -31,6 +34,8 @@ export interface ResumeOptions {
   readonly concurrency: number;
   readonly waitMs: number;
   readonly pollMs: number;
+  /** The test login before each consumer end moves (login-from-machines.ts): a pair it refuses stays staged. */
+  readonly gate?: ConsumerGate;
 }
 
 export interface ResumeResult {
@@ -48,19 +53,15 @@ export interface ResumeResult {
   readonly windows: Readonly<Record<string, number>>;
   /** Machines where a rename failed; their files are still staged. */
   readonly failures: readonly MachineFailure[];
+  /** Pairs whose test login was refused: their consumer ends are still staged, not moved. */
+  readonly refused: readonly GateRefusal[];
 }
 
 /** The pairs a rotation's records say are finished: consumer end live after a receipt. */
 export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
   const out = new Set<string>();
   for (const record of records)
-    if (
-      record.phase === 'applied' ||
-      record.phase === 'resumed' ||
-      record.phase === 'rolled-back' ||
-      record.phase === 'finished'
-    )
-      for (const key of record.applied ?? []) out.add(key);
+    if (PHASES[record.phase].finishes) for (const key of record.applied ?? []) out.add(key);
   return out;
 }
 
@@ -242,7 +243,7 @@ export async function resumeRotation(
   const notLive = pairs.filter((p) => !live.has(`${p.consumerMachine}\0${p.consumerPath}`));
   const begun =
     options.waitMs > 0 && notLive.length > 0
-      ? beginReceiptWait(notLive, digests, transportFor, wait)
+      ? beginReceiptWait(notLive, digests, transportFor, wait, options.gate ? { gate: options.gate } : {})
       : undefined;
   await begun?.ready;
   const providers = await commitProviderEnds(steps, transportFor, options.concurrency, (step) => {
@@ -265,6 +266,7 @@ export async function resumeRotation(
       windows[a.pair] = a.windowMs;
     },
     begun,
+    options.gate,
   );
   const failures = [...providers.failures, ...consumers.failures];
   await journal(failures.length === 0 ? 'resumed' : 'resume-failed', failures, {
@@ -281,5 +283,6 @@ export async function resumeRotation(
     applied,
     windows,
     failures,
+    refused: consumers.refused ?? [],
   };
 }

@@ -17,7 +17,7 @@ import { parseReceipt } from './digest.js';
 import { endDigest, groupBy, type ReceiptPolling } from './delivery.js';
 import { mapBounded } from './map-bounded.js';
 import type { PlannedPair } from './rotation-plan.js';
-import type { JournalRecord } from './journal.js';
+import type { JournalRecord, JournalRollback } from './journal.js';
 import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 
 /**
@@ -295,4 +295,14 @@ export function previousInJournal(records: readonly JournalRecord[]): Record<str
   const out: Record<string, SecretDigest> = {};
   for (const record of records) for (const p of record.pairs) if (p.previous) out[p.key] = p.previous;
   return out;
+}
+
+/** How one pair's roll-back ended, as the journal keeps it: the one mapping of rollback.ts's results. */
+export function journalRollbacks(results: readonly PairRollback[]): JournalRollback[] {
+  return results.map((r) => ({
+    pair: r.pair,
+    result: r.result,
+    ...('receipt' in r ? { receipt: r.receipt } : {}),
+    ...('reason' in r ? { reason: r.reason } : 'leftover' in r && r.leftover ? { reason: r.leftover } : {}),
+  }));
 }

@@ -21,6 +21,10 @@ import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
 import { journalRevoked, revokeAfterCommit, revokeResultLines } from '../app/rotation-revoke.js';
 import { appliedCount, formatWindow, plural, staysOn, switchedLines } from '../app/rotation-text.js';
+import { testLoginLines } from '../app/rotation-app-text.js';
+import { loginsFromMachines } from '../mesh/login-from-machines.js';
+import { appHooks } from '../mesh/reload.js';
+import type { TestLoginRecord } from '../mesh/test-login.js';
 import { closingAfter, type OperationPorts } from './operation-ports.js';
 import { finishSwitchBacks, switchBacksLeftBy } from './finish-switch-back.js';
 import { holdProviderLocks } from './provider-locks.js';
@@ -89,6 +93,13 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
         const last = records.find((r) => r.phase === 'prepared');
         const finishedBefore = appliedInJournal(records);
         const prepared = new Map((last?.pairs ?? []).map((p) => [p.key, p]));
+        // The test login is never skipped: a consumer this resume moves is tried from its machine first.
+        const logins = loginsFromMachines(
+          appHooks(inventory),
+          Object.fromEntries([...prepared].flatMap(([key, p]) => (p.digest ? [[key, p.digest]] : []))),
+          transportFor,
+          concurrency,
+        );
         const result = await resumeRotation(
           id,
           records,
@@ -98,6 +109,7 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
             concurrency,
             waitMs,
             pollMs: RECEIPT_POLL_MS,
+            gate: logins.gate,
             beforeCommit: async (pairs) => {
               const open = pairs.filter((p) => !finishedBefore.has(p.key));
               const unwritten = await recordIntent(id, open, 'committing', transportFor, concurrency, (p) =>
@@ -126,6 +138,7 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
                   : { machine: h.machine, ok: phase === 'resumed' };
               }),
               ...(applied ? { applied: applied.keys, windows_ms: applied.windows } : {}),
+              ...(logins.records().length > 0 ? { test_logins: logins.records() } : {}),
             });
           },
           where,
@@ -169,7 +182,7 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
             applied: [...result.applied],
           });
         }
-        return report(ports, inputs, { ...result, request, revoked });
+        return report(ports, inputs, { ...result, request, revoked, testLogins: logins.records() });
       } finally {
         await locks.release();
       }
@@ -180,6 +193,7 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
 type Resumed = Awaited<ReturnType<typeof resumeRotation>> & {
   readonly request: { readonly endSessions: boolean } | undefined;
   readonly revoked: Awaited<ReturnType<typeof revokeAfterCommit>>;
+  readonly testLogins: readonly TestLoginRecord[];
 };
 
 function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): number {
@@ -188,6 +202,7 @@ function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): n
   const renamed =
     result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
   const n = result.pairs.length;
+  const refused = new Set(result.refused.map((r) => r.pair));
   const pending = result.pairs.filter((p) => !result.applied.has(p.key));
   out(
     `${pending.length === 0 ? `Resumed rotation ${id}: all ${plural(n, 'credential')} applied` : `Resumed rotation ${id}: ${appliedCount(result.applied.size, n)}, ${pending.length} pending`}; ${plural(renamed, 'file')} renamed now, ${result.alreadyLive} already live. No secret was generated.`,
@@ -205,6 +220,7 @@ function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): n
   }
   for (const pair of result.pairs) {
     const ms = result.windows[pair.key];
+    if (refused.has(pair.key)) continue;
     if (pair.login) out(resumedAlternatingLine(pair, result.applied.has(pair.key), waitMs));
     else if (result.applied.has(pair.key))
       out(
@@ -215,12 +231,24 @@ function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): n
         `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`,
       );
   }
+  for (const line of testLoginLines(result.testLogins, result.pairs, (pair) =>
+    pair.login?.left
+      ? `${pair.consumer} stays on ${pair.login.left.role}, which works; its new file is still staged`
+      : `${pair.consumer}'s new file is still staged and its live password is the old one, which ${pair.provider} no longer accepts: take the pair back`,
+  ))
+    out(line);
   for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
   for (const line of revokeResultLines(result.request, result.revoked, ports.suggester)) out(line);
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
   if (result.failures.length > 0) {
     out(`Next: fix the machine, then run: ${renderStep(ports.suggester, nextStep(`mesh resume ${id}`))}`);
     return EXIT_CODES.failed;
+  }
+  if (refused.size > 0) {
+    out(
+      `Next: let the refused login connect, or take the rotation back: ${renderStep(ports.suggester, nextStep(`mesh rollback ${id}`))}`,
+    );
+    return EXIT_CODES['action-needed'];
   }
   if (pending.length > 0) {
     out(

@@ -19,10 +19,13 @@ import { plural } from '../app/rotation-text.js';
 import { appendJournal, JOURNAL_FILE } from '../mesh/journal.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { appliedInJournal, resumablePlan } from '../mesh/resume.js';
-import { previousInJournal, rollBackPairs } from '../mesh/rollback.js';
+import { journalRollbacks, previousInJournal, rollBackPairs } from '../mesh/rollback.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
 import { rolledBackLines } from '../app/rotation-text.js';
+import { testLoginLines } from '../app/rotation-app-text.js';
+import { loginsFromMachines } from '../mesh/login-from-machines.js';
+import { appHooks } from '../mesh/reload.js';
 import { closingAfter, type OperationPorts } from './operation-ports.js';
 import { holdProviderLocks } from './provider-locks.js';
 import { rotationOnMachines } from './rotation-on-machines.js';
@@ -70,10 +73,13 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
         const finished = appliedInJournal(records);
         // Only what is still rotation X's on the machines is touched: never a later rotation's files.
         const open = pairs.filter((p) => !finished.has(p.key) && !settled.has(p.key));
+        // The test login is never skipped: a pair this roll-back finishes moves only after it passed.
+        const logins = loginsFromMachines(appHooks(inventory), digests, transportFor, concurrency);
         const results = await rollBackPairs(open, digests, previousInJournal(records), transportFor, {
           concurrency,
           waitMs,
           pollMs: RECEIPT_POLL_MS,
+          loginFirst: (finishing) => logins.loginFirst(finishing),
         });
         const strayFailures =
           strays.length > 0 ? await unstageNeverPrepared(ports, id, strays, concurrency) : [];
@@ -111,16 +117,8 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
           phase: allFinished ? 'finished' : 'rolled-back',
           results: last.holders.map((h) => ({ machine: h.machine, ok: true })),
           applied: [...finished, ...done],
-          rolled_back: results.map((r) => ({
-            pair: r.pair,
-            result: r.result,
-            ...('receipt' in r ? { receipt: r.receipt } : {}),
-            ...('reason' in r
-              ? { reason: r.reason }
-              : 'leftover' in r && r.leftover
-                ? { reason: r.leftover }
-                : {}),
-          })),
+          rolled_back: journalRollbacks(results),
+          ...(logins.records().length > 0 ? { test_logins: logins.records() } : {}),
         });
         // Nothing of X was still X's (an older id pasted from scrollback): the counts of a roll-back
         // ("0 of 1 finished, 1 left") would contradict "nothing is left to do"; say what was found.
@@ -146,8 +144,15 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
                 },
                 ports.suggester,
               );
-        for (const line of [...strayLines, ...lines]) ports.out(line);
+        const loginLines = testLoginLines(logins.records(), pairs, (pair) =>
+          pair.login?.left
+            ? `${pair.consumer} stays on ${pair.login.left.role}, which works`
+            : `${pair.consumer} keeps its old password: the pair was rolled back and the provisioner puts the old password back`,
+        );
+        for (const line of [...strayLines, ...loginLines, ...lines]) ports.out(line);
         if (strayFailures.length > 0) return EXIT_CODES.failed;
+        // As a rotation whose login was refused (ROTATION_EXIT 'login-refused'): taken back, but the consumer cannot use what it was given.
+        if (logins.records().some((t) => !t.ok)) return EXIT_CODES['action-needed'];
         return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover))
           ? EXIT_OK
           : EXIT_CODES['action-needed'];

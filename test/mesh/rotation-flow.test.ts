@@ -143,7 +143,7 @@ describe('the rotation flow', () => {
       'resolve',
       'prepare',
       'commit',
-      'wait-applied',
+      'rename-consumers',
       'roll-back',
     ]);
     expect(effects.at(-1)).toEqual({ type: 'roll-back', pairs: ['pg-audit:web1-app'] });
@@ -227,7 +227,7 @@ describe('the rotation flow', () => {
       { type: 'commit-failed', failures: [{ machine: 'db2', reason: 'gone' }] },
     ]);
     expect(commit.state.step).toBe('applying');
-    expect(commit.last.map((e) => e.type)).toEqual(['journal', 'wait-applied']);
+    expect(commit.last.map((e) => e.type)).toEqual(['rename-consumers', 'journal']);
     const ended = rotation(commit.state, { type: 'apply-finished', failures: [] });
     expect(ended.state.step).toBe('rolling-back');
     expect(ended.effects).toEqual([{ type: 'roll-back', pairs: ['pg-main:web1-app', 'pg-audit:web1-app'] }]);
@@ -337,5 +337,58 @@ describe('the rotation on the flow runtime', () => {
     await store.idle();
     expect(ran).toEqual(['resolve', 'journal:resolved', 'prepare', 'journal:prepared']);
     expect(store.getState().step).toBe('committing');
+  });
+
+  it('the reducer decides when the consumer renames start and when the apply phase closes: renames at the provider commit, beside the record; the close once both the renames ended and the record is on disk, in either order', () => {
+    const upToCommit: RotationEvent[] = [
+      ...allResolved,
+      { type: 'typed', text: '2' },
+      { type: 'confirmed' },
+      { type: 'prepared', digests },
+      { type: 'journaled', phase: 'prepared' },
+      { type: 'committed-step', machine: 'db1', end: 'provides', paths: [plan.pairs[0]!.providerPath] },
+      { type: 'committed' },
+    ];
+    const committed = walk(upToCommit);
+    // Only the pair whose provider end is live is renamed; the record is asked for beside it.
+    expect(committed.last).toEqual([
+      { type: 'rename-consumers', pairs: [plan.pairs[0]!.key], digests },
+      expect.objectContaining({ type: 'journal', phase: 'committed' }),
+    ]);
+    const renamed: RotationEvent = { type: 'consumers-renamed', applied: [plan.pairs[0]!.key], failures: [] };
+    const recorded: RotationEvent = { type: 'journaled', phase: 'committed' };
+    const finish = { type: 'finish-apply', pairs: [plan.pairs[0]!.key], failures: [] };
+    for (const order of [
+      [renamed, recorded],
+      [recorded, renamed],
+    ]) {
+      const first = rotation(committed.state, order[0]!);
+      expect(first.effects).toEqual([]);
+      expect(rotation(first.state, order[1]!).effects).toEqual([finish]);
+    }
+    // The record failed after the renames ended: what was renamed is settled (its intent says finished).
+    const applied = rotation(committed.state, {
+      type: 'applied-pair',
+      pair: plan.pairs[0]!.key,
+      windowMs: 3,
+    });
+    const ended = rotation(applied.state, renamed);
+    const failed = rotation(ended.state, {
+      type: 'journal-failed',
+      phase: 'committed',
+      journal: { what: 'disk full', where: '/j', next: 'free it' },
+    });
+    expect(failed.state.step).toBe('journal-failed');
+    expect(failed.effects).toEqual([{ type: 'settle-renamed', pairs: [plan.pairs[0]!.key] }]);
+    // The record failed first: the renames, when they report, are settled then.
+    const failedFirst = rotation(committed.state, {
+      type: 'journal-failed',
+      phase: 'committed',
+      journal: { what: 'disk full', where: '/j', next: 'free it' },
+    });
+    expect(failedFirst.effects).toEqual([]);
+    expect(rotation(failedFirst.state, renamed).effects).toEqual([
+      { type: 'settle-renamed', pairs: [plan.pairs[0]!.key] },
+    ]);
   });
 });
