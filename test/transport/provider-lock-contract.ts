@@ -7,7 +7,15 @@
  * is waited for, and one that lets go meanwhile is outlasted; one operation's own locks on a
  * shared ancestor are not another's. A refusal creates nothing.
  */
-import { mkdirSync, openSync, closeSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  mkdirSync,
+  openSync,
+  closeSync,
+  writeFileSync,
+  existsSync,
+  readdirSync,
+  readlinkSync,
+} from 'node:fs';
 import { constants } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
@@ -23,6 +31,34 @@ export interface LockMachine {
   freshMeshDir(): string;
   /** Resolves once a taker of `realDir`'s lock has been refused its grace and waits for words (or `asked` settled). */
   waiting(realDir: string, asked: Promise<unknown>): Promise<void>;
+}
+
+/**
+ * Once the agent's `lock`, refused its 0.1 s grace on `dir`, waits for the holder's words: some
+ * process other than this one has the directory open (the agent's start can take longer than any
+ * fixed sleep on a loaded machine, so the test watches for that), and 0.3 s more have passed
+ * (well inside the second the agent waits).
+ */
+export async function waitingForWords(dir: string): Promise<void> {
+  for (;;) {
+    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && p !== String(process.pid))) {
+      let fds: string[];
+      try {
+        fds = readdirSync(`/proc/${pid}/fd`);
+      } catch {
+        continue; // gone, or not ours to read
+      }
+      for (const fd of fds) {
+        try {
+          if (readlinkSync(`/proc/${pid}/fd/${fd}`) === dir)
+            return await new Promise((r) => setTimeout(r, 300));
+        } catch {
+          // closed meanwhile
+        }
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 const words = (command: string) => JSON.stringify({ command, pid: 1, host: 'h', since: 's', token: command });
