@@ -20,7 +20,7 @@ function checkRequest(machine: string, request: CommandRequest): void {
       );
 }
 
-/** The agent's arguments for a run (docs/agent-protocol.md, "Mode run"): its bound in whole seconds, the command, the environment. */
+/** The agent's arguments for a run (docs/agent-protocol.md, "Modes run and prepared"): its bound in whole seconds, the command, the environment. */
 export function runArgs(request: CommandRequest): string[] {
   return [
     'run',
