@@ -306,8 +306,9 @@ describe('the local transport as a receipt reader and a rename channel', () => {
     await transport.stage([{ path: '/r/x', secret }], new AbortController().signal);
     const life = new AbortController();
     const channel = await transport.openChannel!(life.signal);
-    // The same clock, measured over the channel as on any machine: off by at most its round trip.
-    expect(Math.abs(channel.clock.offsetMs)).toBeLessThanOrEqual(channel.clock.withinMs + 5);
+    // The same clock, measured over the channel as on any machine: off by at most its round trip
+    // (and the few ms the controller's monotonic clock drifts from the realtime one).
+    expect(Math.abs(channel.clock.offsetMs)).toBeLessThanOrEqual(channel.clock.withinMs + 20);
     const before = Date.now();
     const at = await channel.commit(['/r/x'], life.signal);
     // The rename's time is read from the monotonic clock (timeOrigin + now()), which drifts a

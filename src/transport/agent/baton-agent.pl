@@ -43,13 +43,15 @@ our $PROTOCOL = 2;
   sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
   # The role's receipt (src/mesh/digest.ts RECEIPTS_DIR): `<dir>/.applied/<role>`.
   sub receipt { return dirof($_[0]) . '/.applied/' . baseof($_[0]); }
-  sub syncdirs { my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
+  # IO::Handle (for ->sync) is loaded by the operations that write, not by the reads.
+  sub syncdirs { require IO::Handle; my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
   sub mkdirp { my ($d) = @_; return 1 if -d $d; my $up = dirof($d); mkdirp($up) if $up ne $d; return mkdir($d) || -d $d; }
   sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
   sub input { my $in; open($in, '<&=', 3) or fail('no input'); return $in; }
   # A file written whole or not at all: temp, fsync, rename (the caller syncs the directory).
   sub put {
     my ($f, $text, $t) = @_;
+    require IO::Handle;
     open(my $fh, '>', $t) or fail("could not write $t: $!");
     unless ((print $fh $text) && $fh->flush && $fh->sync && close($fh)) { unlink $t; fail("could not write $t: $!"); }
     unless (rename($t, $f)) { unlink $t; fail("could not rename $t: $!"); }
@@ -302,7 +304,6 @@ our $PROTOCOL = 2;
   sub main {
     my ($op, @paths) = @_;
     my $do = $ops{$op // ''} or fail('unknown operation ' . ($op // ''));
-    require IO::Handle;
     umask 077;
     # The whole answer is printed at the end: an operation that fails midway answers nothing.
     print $do->(map { Baton::at($_) } @paths);
