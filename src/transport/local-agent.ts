@@ -45,49 +45,165 @@ const input = (child: ChildProcess) => child.stdio[3] as Writable;
 const notStarted = (error: Error & { code?: string }) => (error.code === 'ENOENT' ? NO_PERL : error.message);
 
 export function localAgent(machine: string, root: string): AgentHost {
+  const server = fileServer(machine, root);
   return {
     machine,
     via: 'perl',
     call: (what, args, signal, text) =>
-      new Promise((resolve, reject) => {
-        if (signal.aborted) return reject(abortedError(machine, what, signal));
-        const child = startAgent(root, args);
-        const out: Buffer[] = [];
-        const err: Buffer[] = [];
-        child.stdout!.on('data', (c: Buffer) => out.push(c));
-        child.stderr!.on('data', (c: Buffer) => err.push(c));
-        input(child).end(text ?? '');
-        let killer: NodeJS.Timeout | undefined;
-        const onAbort = () => {
-          child.kill('SIGTERM');
-          killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        const settle = (fn: () => void) => {
-          clearTimeout(killer);
-          signal.removeEventListener('abort', onAbort);
-          fn();
-        };
-        child.once('error', (error) =>
-          settle(() => reject(new TransportError(machine, `${what}: ${notStarted(error)}`))),
-        );
-        child.once('close', (code) =>
-          settle(() => {
-            if (signal.aborted) return reject(abortedError(machine, what, signal));
-            if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
-            const said = lastLine(Buffer.concat(err).toString('utf8'));
-            reject(
-              new TransportError(
-                machine,
-                said === NO_PERL
-                  ? NO_PERL
-                  : `${what} failed on the machine${said ? `: ${said}` : ` (exit ${code ?? 'by signal'})`}`,
-              ),
-            );
-          }),
-        );
-      }),
+      args[0] === 'files'
+        ? server.call(what, args.slice(1), signal, text)
+        : runOnce(what, args, signal, text),
     session: (args, options) => liveAgent(startAgent(root, args, options.ownGroup), options),
+  };
+
+  /** One run of the agent for one request (resolve's hello, a reload). */
+  function runOnce(
+    what: string,
+    args: readonly string[],
+    signal: AbortSignal,
+    text?: string,
+  ): Promise<string> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(abortedError(machine, what, signal));
+      const child = startAgent(root, args);
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout!.on('data', (c: Buffer) => out.push(c));
+      child.stderr!.on('data', (c: Buffer) => err.push(c));
+      input(child).end(text ?? '');
+      let killer: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        child.kill('SIGTERM');
+        killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = (fn: () => void) => {
+        clearTimeout(killer);
+        signal.removeEventListener('abort', onAbort);
+        fn();
+      };
+      child.once('error', (error) =>
+        settle(() => reject(new TransportError(machine, `${what}: ${notStarted(error)}`))),
+      );
+      child.once('close', (code) =>
+        settle(() => {
+          if (signal.aborted) return reject(abortedError(machine, what, signal));
+          if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
+          const said = lastLine(Buffer.concat(err).toString('utf8'));
+          reject(
+            new TransportError(
+              machine,
+              said === NO_PERL
+                ? NO_PERL
+                : `${what} failed on the machine${said ? `: ${said}` : ` (exit ${code ?? 'by signal'})`}`,
+            ),
+          );
+        }),
+      );
+    });
+  }
+}
+
+interface Pending {
+  readonly what: string;
+  readonly request: string;
+  readonly lines: string[];
+  settle(result: string | Error): void;
+}
+
+/**
+ * The agent's `serve` for this machine's file operations: one perl answers them in order, so an
+ * operation costs a request on a running process, not a perl start (docs/agent-protocol.md,
+ * "Mode serve"). It exits after 2 s idle; the next operation starts another. One that exited
+ * idle had read nothing of what was written since, so those requests go to the next one; one
+ * that died otherwise fails what it was asked. While nothing is asked of it, it keeps no
+ * command alive (its handles are unref'd).
+ */
+function fileServer(machine: string, root: string) {
+  let child: ChildProcess | undefined;
+  const queue: Pending[] = [];
+  const hold = (on: boolean) => {
+    if (!child) return;
+    for (const h of [child, child.stdout, child.stderr, child.stdio[3]] as (
+      { ref?: () => void; unref?: () => void } | null | undefined
+    )[])
+      if (on) h?.ref?.();
+      else h?.unref?.();
+  };
+  const start = () => {
+    const c = startAgent(root, ['serve']);
+    child = c;
+    let partial = '';
+    let stderr = '';
+    c.stdout!.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) answer(line);
+    });
+    c.stderr!.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
+    const gone = (code: number | null, error?: Error & { code?: string }) => {
+      if (child !== c) return;
+      child = undefined;
+      if (code === 0 && queue.every((p) => p.lines.length === 0)) {
+        if (queue.length > 0) resend();
+        return;
+      }
+      const why = error
+        ? notStarted(error)
+        : lastLine(stderr) || `the agent ended (exit ${code ?? 'by signal'})`;
+      for (const p of queue.splice(0))
+        p.settle(
+          new TransportError(machine, why === NO_PERL ? NO_PERL : `${p.what} failed on the machine: ${why}`),
+        );
+    };
+    c.once('error', (error) => gone(null, error));
+    c.once('exit', (code) => void new Promise((r) => c.stdout!.once('close', r)).then(() => gone(code)));
+  };
+  const answer = (line: string) => {
+    const head = queue[0];
+    if (!head) return;
+    if (line === '@baton end ok') {
+      queue.shift();
+      head.settle(head.lines.map((l) => `${l}\n`).join(''));
+    } else if (line.startsWith('@baton end err ')) {
+      queue.shift();
+      head.settle(new TransportError(machine, `${head.what} failed on the machine: ${line.slice(15)}`));
+    } else head.lines.push(line);
+    if (queue.length === 0) hold(false);
+  };
+  const resend = () => {
+    start();
+    hold(true);
+    for (const p of queue) (child!.stdio[3] as Writable).write(p.request);
+  };
+  return {
+    call(what: string, args: readonly string[], signal: AbortSignal, text?: string): Promise<string> {
+      if (signal.aborted) return Promise.reject(abortedError(machine, what, signal));
+      const [op = '', ...paths] = args;
+      const input = text ?? '';
+      const inputLines = input === '' ? 0 : input.replace(/\n$/, '').split('\n').length;
+      const request = `files ${op} ${paths.length} ${inputLines}\n${paths.map((p) => `${p}\n`).join('')}${inputLines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
+      return new Promise<string>((resolve, reject) => {
+        const onAbort = () => reject(abortedError(machine, what, signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        // An abandoned request keeps its place: answers come in order.
+        queue.push({
+          what,
+          request,
+          lines: [],
+          settle: (result) => {
+            signal.removeEventListener('abort', onAbort);
+            if (result instanceof Error) reject(result);
+            else resolve(result);
+          },
+        });
+        if (!child) start();
+        hold(true);
+        (child!.stdio[3] as Writable).write(request);
+      });
+    },
   };
 }
 

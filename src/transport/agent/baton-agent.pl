@@ -13,6 +13,7 @@
 #   perl - [--root <dir>] lock <dir> <words>     the provider lock, held until stdin ends
 #   perl - [--root <dir>] run <secs> <command> [NAME=value]...   a command, bounded here
 #   perl - [--root <dir>] prepared <secs> <command>   the same, once stdin says `go`
+#   perl - [--root <dir>] serve                  file operations, one after another (the local transport)
 #   perl - hello                                 at resolve: the protocol and the perl running it
 #
 # --root: the directory that plays the machine's root (the local transport): every path given
@@ -37,7 +38,10 @@ our $PROTOCOL = 2;
   sub at { my ($p) = @_; return $p if $ROOT eq ''; $p = "/$p" unless $p =~ m{^/}; return $ROOT . $p; }
   # Whether $d is the top or below it: a walk up stops there.
   sub within { my ($d) = @_; my $t = top(); return 1 if $t eq '/' ? $d =~ m{^/} : ($d eq $t || index($d, "$t/") == 0); return 0; }
-  sub fail { print STDERR "$_[0]\n"; exit 3; }
+  # In `serve` an operation's failure ends that operation, not the process: it dies, and serve
+  # answers its reason.
+  our $SERVING = 0;
+  sub fail { die "$_[0]\n" if $SERVING; print STDERR "$_[0]\n"; exit 3; }
   sub dirof { my ($d) = $_[0] =~ m{^(.*)/[^/]*$}; return '.' unless defined $d; return $d eq '' ? '/' : $d; }
   sub baseof { my ($b) = $_[0] =~ m{([^/]*)$}; return $b; }
   sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
@@ -47,7 +51,9 @@ our $PROTOCOL = 2;
   sub syncdirs { require IO::Handle; my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
   sub mkdirp { my ($d) = @_; return 1 if -d $d; my $up = dirof($d); mkdirp($up) if $up ne $d; return mkdir($d) || -d $d; }
   sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
-  sub input { my $in; open($in, '<&=', 3) or fail('no input'); return $in; }
+  # An operation's input: fd 3, or in `serve` the lines that came with its request.
+  our $INPUT;
+  sub input { my $in; if (defined $INPUT) { open($in, '<', \$INPUT) or fail('no input'); return $in; } open($in, '<&=', 3) or fail('no input'); return $in; }
   # A file written whole or not at all: temp, fsync, rename (the caller syncs the directory).
   sub put {
     my ($f, $text, $t) = @_;
@@ -301,6 +307,40 @@ our $PROTOCOL = 2;
 
   my %ops = (digests => \&digests, stage => \&stage, unstage => \&unstage, keep => \&keep, commit => \&commit,
              restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts);
+  # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
+  # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
+  # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
+  # Idle for $IDLE seconds (or fd 3 ending), it exits: the controller starts another when asked.
+  my $IDLE = 2;
+  sub serve {
+    umask 077;
+    $| = 1;
+    $Baton::SERVING = 1;
+    my $in = Baton::input();
+    my $buf = '';
+    while (1) {
+      my $rin = ''; vec($rin, 3, 1) = 1;
+      exit 0 unless select(my $rout = $rin, undef, undef, $IDLE) > 0;
+      exit 0 unless sysread($in, $buf, 65536, length $buf);
+      while (1) {
+        my $nl = index($buf, "\n"); last if $nl < 0;
+        my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
+        unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
+        my ($at, @lines) = ($nl + 1);
+        for (1 .. $n + $k) { my $e = index($buf, "\n", $at); last if $e < 0; push @lines, substr($buf, $at, $e - $at); $at = $e + 1; }
+        last if @lines < $n + $k;
+        substr($buf, 0, $at) = '';
+        my @paths = splice(@lines, 0, $n);
+        local $Baton::INPUT = join('', map { "$_\n" } @lines);
+        my $do = $ops{$op};
+        my $out = $do ? eval { $do->(map { Baton::at($_) } @paths) } : undef;
+        my $why = $do ? $@ : "unknown operation $op\n";
+        if (defined $out) { print $out, "\@baton end ok\n"; }
+        else { chomp $why; $why =~ tr/\n/ /; print "\@baton end err $why\n"; }
+      }
+    }
+  }
+
   sub main {
     my ($op, @paths) = @_;
     my $do = $ops{$op // ''} or fail('unknown operation ' . ($op // ''));
@@ -700,6 +740,7 @@ if ($mode eq 'files') { Baton::Files::main(@args); }
 elsif ($mode eq 'watch') { Baton::Watch::main(@args); }
 elsif ($mode eq 'channel') { Baton::Channel::main(@args); }
 elsif ($mode eq 'lock') { Baton::Lock::main(@args); }
+elsif ($mode eq 'serve') { Baton::Files::serve(@args); }
 elsif ($mode eq 'run') { Baton::Run::main(@args); }
 elsif ($mode eq 'prepared') { Baton::Run::prepared(@args); }
 elsif ($mode eq 'hello') { print "\@baton agent v$PROTOCOL perl $]\n"; exit 0; }
