@@ -50,8 +50,8 @@ export function localAgent(machine: string, root: string): AgentHost {
     machine,
     via: 'perl',
     call: (what, args, signal, text) =>
-      args[0] === 'files'
-        ? server.call(what, args.slice(1), signal, text)
+      args[0] === 'files' || args[0] === 'hello'
+        ? server.call(what, args, signal, text)
         : runOnce(what, args, signal, text),
     session: (args, options) => liveAgent(startAgent(root, args, options.ownGroup), options),
   };
@@ -181,10 +181,13 @@ function fileServer(machine: string, root: string) {
   return {
     call(what: string, args: readonly string[], signal: AbortSignal, text?: string): Promise<string> {
       if (signal.aborted) return Promise.reject(abortedError(machine, what, signal));
-      const [op = '', ...paths] = args;
+      const [mode, op = '', ...paths] = args;
       const input = text ?? '';
       const inputLines = input === '' ? 0 : input.replace(/\n$/, '').split('\n').length;
-      const request = `files ${op} ${paths.length} ${inputLines}\n${paths.map((p) => `${p}\n`).join('')}${inputLines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
+      const request =
+        mode === 'hello'
+          ? 'hello\n'
+          : `files ${op} ${paths.length} ${inputLines}\n${paths.map((p) => `${p}\n`).join('')}${inputLines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
       return new Promise<string>((resolve, reject) => {
         const onAbort = () => reject(abortedError(machine, what, signal));
         signal.addEventListener('abort', onAbort, { once: true });

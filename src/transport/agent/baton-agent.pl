@@ -324,6 +324,8 @@ our $PROTOCOL = 2;
       exit 0 unless sysread($in, $buf, 65536, length $buf);
       while (1) {
         my $nl = index($buf, "\n"); last if $nl < 0;
+        # `hello` too: a machine's resolve costs no perl start either.
+        if (substr($buf, 0, $nl) eq 'hello') { substr($buf, 0, $nl + 1) = ''; print "\@baton agent v$main::PROTOCOL perl $]\n\@baton end ok\n"; next; }
         my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
         unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
         my ($at, @lines) = ($nl + 1);
