@@ -114,11 +114,15 @@ interface Pending {
 /**
  * The agent's `serve` for this machine's file operations: one perl answers them in order, so an
  * operation costs a request on a running process, not a perl start (docs/agent-protocol.md,
- * "Mode serve"). It exits after 2 s idle; the next operation starts another. One that exited
+ * "Mode serve"). baton ends its input after 300 ms idle (it also exits by itself after 2 s idle);
+ * the next operation starts another. One that exited
  * idle had read nothing of what was written since, so those requests go to the next one; one
  * that died otherwise fails what it was asked. While nothing is asked of it, it keeps no
  * command alive (its handles are unref'd).
  */
+/** How long the serving agent waits for the next operation before baton lets it go. */
+const IDLE_MS = 300;
+
 function fileServer(machine: string, root: string) {
   let child: ChildProcess | undefined;
   const queue: Pending[] = [];
@@ -171,7 +175,18 @@ function fileServer(machine: string, root: string) {
       queue.shift();
       head.settle(new TransportError(machine, `${head.what} failed on the machine: ${line.slice(15)}`));
     } else head.lines.push(line);
-    if (queue.length === 0) hold(false);
+    if (queue.length === 0) {
+      hold(false);
+      idle = setTimeout(letGo, IDLE_MS);
+      idle.unref();
+    }
+  };
+  /** Idle: its input ends and it exits (a command's last operation leaves no agent behind it). */
+  let idle: NodeJS.Timeout | undefined;
+  const letGo = () => {
+    const c = child;
+    child = undefined;
+    if (c) (c.stdio[3] as Writable).end();
   };
   const resend = () => {
     start();
@@ -202,6 +217,7 @@ function fileServer(machine: string, root: string) {
             else resolve(result);
           },
         });
+        clearTimeout(idle);
         if (!child) start();
         hold(true);
         (child!.stdio[3] as Writable).write(request);
