@@ -117,24 +117,6 @@ export async function flockExclusive(fd: number, waitMs: number, retryMs = 25): 
   }
 }
 
-/**
- * Whether another description holds the lock of `fd`, by taking it and letting it go in the
- * same synchronous step. A probe that let go only by closing would hold the lock until its
- * close ran — a close queued behind other file work on libuv's four threads can take longer
- * than a taker's grace, and the taker was refused by a probe that never said who it was.
- */
-export async function flockHeldElsewhere(fd: number): Promise<boolean> {
-  const flockSync = await flockSyncOf();
-  if (!tryFlock(flockSync, fd)) return true;
-  flockSync(fd, 'un');
-  return false;
-}
-
-/** Lets the lock of `fd` go now, not when a queued close gets to it (see flockHeldElsewhere). */
-export async function flockRelease(fd: number): Promise<void> {
-  (await flockSyncOf())(fd, 'un');
-}
-
 function tryFlock(flockSync: FlockSync, fd: number): boolean {
   try {
     flockSync(fd, 'exnb');

@@ -8,7 +8,7 @@
 import type { SecretDigest } from '../mesh/digest.js';
 
 /** The protocol the agent speaks; its hello on the rename channel names it, and another is refused. */
-export const AGENT_PROTOCOL = 1;
+export const AGENT_PROTOCOL = 2;
 
 /**
  * Every answer line starts with this: a login shell that prints a banner or a .bashrc that echoes

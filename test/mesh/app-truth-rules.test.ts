@@ -20,8 +20,8 @@ import {
   preparedRunInput,
   remotePreparedRun,
   remoteRunCommand,
-  runLocalCommand,
 } from '../../src/transport/machine-command.js';
+import { runLocalCommand } from '../../src/transport/local-transport.js';
 import type { PlannedPair } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
 import { appPreviewLines } from '../../src/app/rotation-app-text.js';

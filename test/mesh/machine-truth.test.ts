@@ -298,6 +298,9 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
       );
     }
     expect(child.signalCode).toBeNull();
+    // The provisioner starts once the roll-back has put the old password back (each of its
+    // steps is an agent run, slower than a file call under load): it confirms the old one.
+    await waitUntil(() => readFileSync(providerEnd(), 'utf8') === 'old-web1' || child.exitCode !== null);
     const provisioner = startReceiptWriter(live('db1', 'provides/pg-main'));
     try {
       const { code, signal } = await ended;

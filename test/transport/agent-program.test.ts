@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AGENT_FILE, agentSource } from '../../src/transport/agent-program.js';
 import { AGENT_PROTOCOL } from '../../src/transport/agent-protocol.js';
-import { CHANNEL, COMMIT, READ_TEXTS, RESOLVE, WATCH } from '../../src/transport/remote-scripts.js';
+import { agentBootstrap } from '../../src/transport/remote-scripts.js';
 
 const file = fileURLToPath(AGENT_FILE);
 
@@ -34,8 +34,7 @@ describe('the agent program', () => {
     const text = readFileSync(file, 'utf8').trimEnd();
     expect(agentSource()).toBe(text);
     expect(text.split('\n')).not.toContain('BATON_PERL');
-    for (const script of [COMMIT, WATCH, CHANNEL])
-      expect(script.endsWith(`\n${text}\nBATON_PERL`)).toBe(true);
+    expect(agentBootstrap().endsWith(`\n${text}\nBATON_PERL`)).toBe(true);
   });
 
   it('refuses a mode it does not know, on stderr, with exit 3', () => {
@@ -51,7 +50,15 @@ describe('the agent program', () => {
       writeFileSync(path.join(dir, 'a'), 'one\ntwo\n');
       const out = execFileSync(
         'sh',
-        ['-c', READ_TEXTS, 'baton-mesh', path.join(dir, 'a'), path.join(dir, 'missing')],
+        [
+          '-c',
+          agentBootstrap(),
+          'baton-agent',
+          'files',
+          'texts',
+          path.join(dir, 'a'),
+          path.join(dir, 'missing'),
+        ],
         { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] },
       );
       expect(out).toBe('@baton +onetwo\n@baton -\n');
@@ -61,15 +68,17 @@ describe('the agent program', () => {
   });
 
   it('resolve: the hello on this perl, and `no-perl` from a shell whose PATH has no perl', () => {
-    const hello = execFileSync('sh', ['-c', RESOLVE, 'baton-mesh'], { encoding: 'utf8' });
+    const hello = execFileSync('sh', ['-c', agentBootstrap(), 'baton-agent', 'hello'], { encoding: 'utf8' });
     expect(hello).toMatch(new RegExp(`^@baton agent v${AGENT_PROTOCOL} perl 5\\.\\d+\n$`));
     const bin = mkdtempSync(path.join(tmpdir(), 'baton-noperl-'));
     try {
-      const out = execFileSync('/bin/sh', ['-c', RESOLVE, 'baton-mesh'], {
+      const out = spawnSync('/bin/sh', ['-c', agentBootstrap(), 'baton-agent', 'hello'], {
         encoding: 'utf8',
         env: { PATH: bin },
       });
-      expect(out).toBe('@baton no-perl\n');
+      expect(out.stdout).toBe('@baton no-perl\n');
+      expect(out.stderr).toBe('no perl 5 — baton needs it on every holder\n');
+      expect(out.status).toBe(3);
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }

@@ -19,7 +19,7 @@ import {
   nsToMs,
 } from '../../src/transport/agent-protocol.js';
 import type { LiveProcess } from '../../src/transport/run-process.js';
-import { openRenameChannel } from '../../src/transport/ssh-transport.js';
+import { openRenameChannel } from '../../src/transport/agent-channel.js';
 
 const NS = '1700000000123456789';
 const AT = nsToMs(NS)!;

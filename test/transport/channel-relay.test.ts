@@ -1,6 +1,6 @@
 /**
  * The rename channel's relay (the agent's `channel` mode, ssh-transport.ts openRenameChannel),
- * run here as ssh runs it on a machine (`sh -c CHANNEL baton-mesh RUN_COMMAND`, perl on this host),
+ * run here as ssh runs it on a machine (`sh -c <bootstrap> baton-agent channel`, perl on this host),
  * against a local TCP server that frames its answers as PostgreSQL does. The armed commit renames
  * only on ReadyForQuery after AuthenticationOk; an ErrorResponse, a close, or a ReadyForQuery with
  * no AuthenticationOk before it renames nothing. A reload named by a commit starts after its renames.
@@ -10,10 +10,9 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNEL } from '../../src/transport/remote-scripts.js';
-import { RUN_COMMAND } from '../../src/transport/machine-command.js';
+import { agentBootstrap } from '../../src/transport/remote-scripts.js';
 import { startProcess } from '../../src/transport/run-process.js';
-import { openRenameChannel } from '../../src/transport/ssh-transport.js';
+import { openRenameChannel } from '../../src/transport/agent-channel.js';
 import type { RenameChannel } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 
@@ -67,7 +66,10 @@ describe('the rename channel relays a TCP connection from the machine and commit
     channel = await openRenameChannel(
       'web1',
       (onLine) =>
-        startProcess('sh', ['-c', CHANNEL, 'baton-mesh', RUN_COMMAND], { onLine, signal: life.signal }),
+        startProcess('sh', ['-c', agentBootstrap(), 'baton-agent', 'channel'], {
+          onLine,
+          signal: life.signal,
+        }),
       life.signal,
     );
   });

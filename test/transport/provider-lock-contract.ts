@@ -7,7 +7,16 @@
  * is waited for, and one that lets go meanwhile is outlasted; one operation's own locks on a
  * shared ancestor are not another's. A refusal creates nothing.
  */
-import { mkdirSync, openSync, closeSync, writeFileSync, existsSync } from 'node:fs';
+import {
+  mkdirSync,
+  openSync,
+  closeSync,
+  writeFileSync,
+  existsSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+} from 'node:fs';
 import { constants } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
@@ -23,6 +32,34 @@ export interface LockMachine {
   freshMeshDir(): string;
   /** Resolves once a taker of `realDir`'s lock has been refused its grace and waits for words (or `asked` settled). */
   waiting(realDir: string, asked: Promise<unknown>): Promise<void>;
+}
+
+/**
+ * Once the agent's `lock`, refused its 0.1 s grace on `dir`, waits for the holder's words: some
+ * process other than this one has the directory open (the agent's start can take longer than any
+ * fixed sleep on a loaded machine, so the test watches for that), and 0.3 s more have passed
+ * (well inside the second the agent waits).
+ */
+export async function waitingForWords(dir: string): Promise<void> {
+  for (;;) {
+    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && p !== String(process.pid))) {
+      let fds: string[];
+      try {
+        fds = readdirSync(`/proc/${pid}/fd`);
+      } catch {
+        continue; // gone, or not ours to read
+      }
+      for (const fd of fds) {
+        try {
+          if (readlinkSync(`/proc/${pid}/fd/${fd}`) === dir)
+            return await new Promise((r) => setTimeout(r, 300));
+        } catch {
+          // closed meanwhile
+        }
+      }
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 const words = (command: string) => JSON.stringify({ command, pid: 1, host: 'h', since: 's', token: command });
@@ -138,4 +175,47 @@ export function lockContract(machine: () => LockMachine): void {
       holder.release();
     }
   });
+  it('words left by a holder killed -9 (its lock free) are stale: status names nobody, the next controller takes the lock and no words outlive it', async () => {
+    const m = machine();
+    const dir = `${m.freshMeshDir()}/provides/pg-main`;
+    mkdirSync(m.real(dir), { recursive: true });
+    writeFileSync(path.join(m.real(dir), '.baton.lock.holder'), `${words('killed')}\n`);
+    const controller = m.controller();
+    expect((await controller.digests([`${dir}/web1_app`]))[0]?.lockedBy).toBeUndefined();
+    const lock = await controller.lock(dir, words('next'));
+    expect(lock.taken).toBe(true);
+    expect((await m.controller().digests([`${dir}/web1_app`]))[0]?.lockedBy).toBe(words('next'));
+    await releaseAll([lock]);
+    expect(existsSync(path.join(m.real(dir), '.baton.lock.holder'))).toBe(false);
+  });
+}
+
+/**
+ * The pid of this process's child that holds a lock session on `dir` (the ssh client over ssh,
+ * the agent's perl locally), found by its argv: the agent's `lock` mode and the directory.
+ */
+export function lockSessionPid(dir: string): number | undefined {
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const ppid = Number(
+        readFileSync(`/proc/${pid}/stat`, 'utf8')
+          .replace(/^.*\) /s, '')
+          .split(' ')[1],
+      );
+      if (ppid !== process.pid) continue;
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (argv.includes('lock') && argv.includes(dir)) return Number(pid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
+/** Resolves once `file` is gone, or rejects after `ms`. */
+export async function goneWithin(file: string, ms: number): Promise<void> {
+  for (const end = Date.now() + ms; existsSync(file);) {
+    if (Date.now() > end) throw new Error(`${file} is still there after ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

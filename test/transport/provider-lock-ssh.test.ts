@@ -1,10 +1,10 @@
 /**
- * The provider lock over a real sshd (provider-lock-contract.ts): the LOCK script and the
- * digests read's probe, run by the machine's own shell, flock and perl.
+ * The provider lock over a real sshd (provider-lock-contract.ts): the agent's `lock` mode and
+ * the digests read's probe, run by the machine's own perl.
  */
-import { readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sshTransport } from '../../src/transport/ssh-transport.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
@@ -12,28 +12,9 @@ import { describeWithPart } from '../helpers/real-part.js';
 import { ifSet } from '../helpers/if-set.js';
 import { sshdUnavailable, sshTargetOf, startSshd, type Sshd } from '../helpers/sshd.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { lockContract } from './provider-lock-contract.js';
+import { goneWithin, lockContract, lockSessionPid, waitingForWords } from './provider-lock-contract.js';
 
 const unavailable = sshdUnavailable();
-
-/**
- * Once the machine's LOCK script, refused its 0.1 s grace on `dir`, waits for the holder's words:
- * its shell has the directory open (fd 9) — the session's start over ssh can take longer than
- * any fixed sleep on a loaded machine, so the test watches for that — and 0.3 s more have passed
- * (well inside the second the script waits, however slowly its processes start).
- */
-async function waitingForWords(dir: string): Promise<void> {
-  for (;;) {
-    for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && p !== String(process.pid))) {
-      try {
-        if (readlinkSync(`/proc/${pid}/fd/9`) === dir) return await new Promise((r) => setTimeout(r, 300));
-      } catch {
-        // gone, or no fd 9
-      }
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describeWithPart(unavailable, 'the provider lock over a real sshd on 127.0.0.1', () => {
   let sshd: Sshd;
@@ -54,4 +35,24 @@ describeWithPart(unavailable, 'the provider lock over a real sshd on 127.0.0.1',
     freshMeshDir: () => path.join(tmp.dir, `mesh-${++meshes}`),
     waiting: (dir, asked) => Promise.race([waitingForWords(dir), asked.then(() => undefined)]),
   }));
+
+  it('a controller whose ssh is killed -9 while it holds the lock leaves no words: the agent removes them as its session ends', async () => {
+    const dir = path.join(tmp.dir, `mesh-${++meshes}`, 'provides', 'pg-main');
+    mkdirSync(dir, { recursive: true });
+    const lock = await bindTransport(sshTransport('db1', sshTargetOf(sshd)), TEST_BOUNDS).lock(
+      dir,
+      '{"command":"killed"}',
+    );
+    expect(lock.taken).toBe(true);
+    const ssh = lockSessionPid(dir);
+    expect(ssh).toBeDefined();
+    process.kill(ssh!, 'SIGKILL');
+    await goneWithin(path.join(dir, '.baton.lock.holder'), 10_000);
+    const next = await bindTransport(sshTransport('db1', sshTargetOf(sshd)), TEST_BOUNDS).lock(
+      dir,
+      '{"command":"next"}',
+    );
+    expect(next.taken).toBe(true);
+    if (next.taken) await next.release();
+  });
 });

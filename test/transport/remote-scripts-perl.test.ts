@@ -8,15 +8,17 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  COMMIT,
-  DIGESTS,
-  DISCARD_PREVIOUS,
-  KEEP_PREVIOUS,
-  READ_TEXTS,
-  STAGE,
-  WRITE_RECORDS,
-} from '../../src/transport/remote-scripts.js';
+import { agentBootstrap } from '../../src/transport/remote-scripts.js';
+
+/** Each operation as ssh hands it to the holder's shell: the bootstrap, the mode and the op. */
+const op = (name: string) => ({ op: name });
+const COMMIT = op('commit');
+const DIGESTS = op('digests');
+const DISCARD_PREVIOUS = op('discard');
+const KEEP_PREVIOUS = op('keep');
+const READ_TEXTS = op('texts');
+const STAGE = op('stage');
+const WRITE_RECORDS = op('records');
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 
 const TOOLS = ['sh', 'cut', 'mkdir', 'mv', 'sync', 'stat', 'sed', 'head', 'tr', 'flock', 'ln', 'rm', 'true'];
@@ -41,9 +43,9 @@ function binDir(name: string, withPerl: boolean): { path: string; sha256sumCalls
   return { path: bin, sha256sumCalls: () => readFileSync(log, 'utf8').split('\n').length - 1 };
 }
 
-function runScript(bin: string, script: string, args: readonly string[], input = ''): string {
+function runScript(bin: string, script: { op: string }, args: readonly string[], input = ''): string {
   try {
-    return execFileSync('sh', ['-c', script, 'baton-mesh', ...args], {
+    return execFileSync('sh', ['-c', agentBootstrap(), 'baton-agent', 'files', script.op, ...args], {
       input,
       env: { PATH: bin, LC_ALL: 'C' },
       encoding: 'utf8',
@@ -66,7 +68,7 @@ async function sequence() {
   const records = paths.map((p) => path.join(dir, `.${path.basename(p)}.rotation`));
   const answers: Record<string, string> = {};
   const calls: Record<string, number> = {};
-  const step = (name: string, script: string, args: readonly string[], input = '') => {
+  const step = (name: string, script: { op: string }, args: readonly string[], input = '') => {
     const before = bin.sha256sumCalls();
     // The live file's mtime (seconds) differs from run to run.
     answers[name] = runScript(bin.path, script, args, input)

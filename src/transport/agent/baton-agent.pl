@@ -1,37 +1,167 @@
 #!/usr/bin/perl
 # baton-agent: the machine side of baton's mesh, the ONE program that does every file operation
 # on a holder (docs/agent-protocol.md). baton sends this file with each session (ssh: as the
-# program `perl -` reads; local: the same), so the machine never runs another version of it.
-# Perl 5 with only its core modules: perl-base is Essential on Debian and Ubuntu, so a holder
-# needs nothing installed (docs/architecture.md, "The machine side").
+# program `perl -` reads; the local transport: the same, to a perl on this host), so the machine
+# never runs another version of it. Perl 5 with only the modules of perl-base: perl-base is
+# Essential on Debian and Ubuntu, so a holder needs nothing installed (docs/architecture.md,
+# "The machine side").
 #
-#   perl - files <op> <path>...        stage, commit, keep, records, discard, texts, digests
-#   perl - watch <interval> <life> <path>...   the receipt watcher
-#   perl - channel <run command>       the rename channel and its relay
-#   perl - hello                       at resolve: the protocol it speaks and the perl running it
+#   perl - [--root <dir>] files <op> <path>...   stage, commit, keep, records, discard, texts,
+#                                                digests, unstage, restore, retire
+#   perl - [--root <dir>] watch <interval> <life> <path>...   the receipt watcher
+#   perl - [--root <dir>] channel                the rename channel and its relay
+#   perl - [--root <dir>] lock <dir> <words>     the provider lock, held until stdin ends
+#   perl - [--root <dir>] run <secs> <command> [NAME=value]...   a command, bounded here
+#   perl - [--root <dir>] prepared <secs> <command>   the same, once stdin says `go`
+#   perl - [--root <dir>] serve                  file operations, one after another (the local transport)
+#   perl - hello                                 at resolve: the protocol and the perl running it
 #
+# --root: the directory that plays the machine's root (the local transport): every path given
+# is under it, and no lock is looked for above it. Over ssh there is none: the root is /.
 # stdin is read on fd 3 (the caller's `exec 3<&0`: perl's own stdin is this program). Answers
 # are lines starting `@baton `, so a login shell's banner is never taken for one.
 use strict;
 use warnings;
 
 # The protocol this program speaks: src/transport/agent-protocol.ts AGENT_PROTOCOL is the same.
-our $PROTOCOL = 1;
+our $PROTOCOL = 2;
 # Each mode requires only the modules it uses (below): a module loaded for nothing costs every
 # operation its start-up, and a digest read is one perl start per machine.
+
+# What every mode shares: where a path is, and the small file helpers.
+{
+  package Baton;
+  our $ROOT = '';
+  # The highest directory a walk up (a lock's nearest ancestor, a lock held above) may reach.
+  sub top { return $ROOT eq '' ? '/' : $ROOT; }
+  # A machine path as this host opens it: under the root when there is one.
+  sub at { my ($p) = @_; return $p if $ROOT eq ''; $p = "/$p" unless $p =~ m{^/}; return $ROOT . $p; }
+  # Whether $d is the top or below it: a walk up stops there.
+  sub within { my ($d) = @_; my $t = top(); return 1 if $t eq '/' ? $d =~ m{^/} : ($d eq $t || index($d, "$t/") == 0); return 0; }
+  # In `serve` an operation's failure ends that operation, not the process: it dies, and serve
+  # answers its reason.
+  our $SERVING = 0;
+  # Tagged as baton's own: only such a line is quoted as the reason (a login shell's rc noise is not).
+  sub fail { die "$_[0]\n" if $SERVING; print STDERR "\@baton err $_[0]\n"; exit 3; }
+  sub dirof { my ($d) = $_[0] =~ m{^(.*)/[^/]*$}; return '.' unless defined $d; return $d eq '' ? '/' : $d; }
+  sub baseof { my ($b) = $_[0] =~ m{([^/]*)$}; return $b; }
+  sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
+  # The role's receipt (src/mesh/digest.ts RECEIPTS_DIR): `<dir>/.applied/<role>`.
+  sub receipt { return dirof($_[0]) . '/.applied/' . baseof($_[0]); }
+  # IO::Handle (for ->sync) is loaded by the operations that write, not by the reads.
+  sub syncdirs { require IO::Handle; my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
+  sub mkdirp { my ($d) = @_; return 1 if -d $d; my $up = dirof($d); mkdirp($up) if $up ne $d; return mkdir($d) || -d $d; }
+  sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
+  # An operation's input: fd 3, or in `serve` the lines that came with its request.
+  our $INPUT;
+  sub input { my $in; if (defined $INPUT) { open($in, '<', \$INPUT) or fail('no input'); return $in; } open($in, '<&=', 3) or fail('no input'); return $in; }
+  # A file written whole or not at all: temp, fsync, rename (the caller syncs the directory).
+  sub put {
+    my ($f, $text, $t) = @_;
+    require IO::Handle;
+    open(my $fh, '>', $t) or fail("could not write $t: $!");
+    unless ((print $fh $text) && $fh->flush && $fh->sync && close($fh)) { unlink $t; fail("could not write $t: $!"); }
+    unless (rename($t, $f)) { unlink $t; fail("could not rename $t: $!"); }
+  }
+  # Removes a file; absent is fine, anything else fails the operation.
+  sub remove { for my $g (@_) { unlink $g or !-e $g or fail("could not remove $g: $!"); } }
+
+  # The words of a lock of an ancestor of $start (up to the top) held for $want by another than
+  # $self: a holder that took the lock of a directory's nearest ancestor (the directory did not
+  # exist yet) names it on its words' later lines; words with no later lines (an older baton)
+  # stand for everything below. Only ancestors with words are probed (an instant each), and only
+  # words this user or root wrote: words anyone could leave in a world-writable ancestor (/tmp)
+  # would let them refuse every rotation below it by holding a flock there. Words whose lock is
+  # free are a dead holder's, and stale: never read as a holder. undef when none is held.
+  sub above {
+    my ($up, $want, $self) = @_;
+    while ($up ne top() && within(dirof($up))) {
+      $up = dirof($up);
+      my $f = ($up eq '/' ? '' : $up) . '/.baton.lock.holder';
+      next unless -f $f && ((stat _)[4] == $> || (stat _)[4] == 0) && open(my $fh, '<', $f);
+      my @l = <$fh>; close $fh; chomp @l;
+      my $first = shift(@l) // '';
+      next if defined $self && $first eq $self;
+      my $rest = $up eq '/' ? substr($want, 1) : substr($want, length($up) + 1);
+      next if @l && !grep { $_ eq $rest } @l;
+      return $first if heldnow($up);
+    }
+    return undef;
+  }
+  # Whether another holds the flock of $d now: tried and let go at once (an instant: a taker in
+  # its grace outlasts it). A directory that cannot be opened holds no lock.
+  sub heldnow {
+    my ($d) = @_;
+    open(my $dh, '<', $d) or return 0;
+    my $free = flock($dh, 6);
+    flock($dh, 8) if $free;
+    close $dh;
+    return !$free;
+  }
+
+  # A command run for the app's sake (a consumer's `reload:`): `sh -c`, stdin /dev/null, stdout
+  # dropped, stderr kept in a file of which only the end comes back, bounded HERE (ending the
+  # ssh client does not end a remote command): TERM to its process group after $secs, KILL 2 s
+  # later. The stderr file is unlinked as soon as it is open, so nothing is left behind even if
+  # this process is killed; the command's descriptors are never the session's, or an app it
+  # starts would hold the session open. Answers `rc <code> <timed-out 0|1>`, then `e <line>`.
+  sub run_command {
+    my ($secs, $cmd, @env) = @_;
+    require POSIX;
+    my $tmp = $ENV{TMPDIR} || '/tmp';
+    my $err;
+    for (1 .. 20) {
+      my $name = sprintf('%s/baton-run.%d.%06d', $tmp, $$, int(rand(1000000)));
+      # O_RDWR|O_CREAT|O_EXCL, 0600: nobody else's file, nobody else can read it.
+      if (sysopen($err, $name, 2 | 64 | 128, 0600)) { unlink $name; last; }
+      undef $err;
+    }
+    unless ($err) { print "\@baton rc 126 0\n\@baton e cannot make a temp file\n"; return; }
+    my $pid = fork();
+    unless (defined $pid) { print "\@baton rc 126 0\n\@baton e could not fork\n"; return; }
+    if ($pid == 0) {
+      POSIX::setsid();
+      open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null'); open(STDERR, '>&', $err);
+      POSIX::close(3);
+      for (@env) { $ENV{$1} = $2 if /^([A-Z_][A-Z0-9_]*)=(.*)$/s; }
+      # The local transport: the command runs in the directory that plays the machine's root,
+      # and BATON_ROOT names it, so a command finds the files under it.
+      if ($ROOT ne '') { $ENV{BATON_ROOT} = $ROOT; chdir $ROOT; }
+      exec('sh', '-c', $cmd) or POSIX::_exit(127);
+    }
+    my $to = 0;
+    {
+      local $SIG{ALRM} = sub {
+        if ($to) { kill 'KILL', -$pid; return; }
+        $to = 1; kill 'TERM', -$pid; alarm 2;
+      };
+      alarm($secs > 0 ? $secs : 1);
+      1 while waitpid($pid, 0) == 0;
+      alarm 0;
+    }
+    my $st = $?;
+    my $rc = $st & 127 ? 128 + ($st & 127) : $st >> 8;
+    print "\@baton rc $rc $to\n";
+    my $size = (stat $err)[7] // 0;
+    my $tail = '';
+    if (seek($err, $size > 4096 ? $size - 4096 : 0, 0)) { local $/; $tail = <$err> // ''; }
+    close $err;
+    print "\@baton e $_\n" for split /\n/, $tail;
+  }
+}
 
 # The file operations: any number of paths in ONE process (one sha256sum for every digest, each
 # directory synced once after its last rename), where a shell loop started processes per path.
 {
   package Baton::Files;
-  # Tagged as baton's own: only such a line is quoted as the reason (a login shell's rc noise is not).
-  sub fail { print STDERR "\@baton err $_[0]\n"; exit 3; }
-  sub dirof { my ($d) = $_[0] =~ m{^(.*)/[^/]*$}; return '.' unless defined $d; return $d eq '' ? '/' : $d; }
-  sub baseof { my ($b) = $_[0] =~ m{([^/]*)$}; return $b; }
-  sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
-  sub syncdirs { my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
-  sub mkdirp { my ($d) = @_; return 1 if -d $d; my $up = dirof($d); mkdirp($up) if $up ne $d; return mkdir($d) || -d $d; }
-  sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
+  BEGIN { *fail = \&Baton::fail; *dirof = \&Baton::dirof; *beside = \&Baton::beside; *syncdirs = \&Baton::syncdirs;
+          *mkdirp = \&Baton::mkdirp; *firstline = \&Baton::firstline; *put = \&Baton::put; *remove = \&Baton::remove; }
+  # The digests come from one `sha256sum` over every file (perl-base has no SHA module):
+  # without it no digest is honest, so the operation says so before touching anything.
+  sub need_sha256sum {
+    for my $d (split /:/, $ENV{PATH} // '') { return if $d ne '' && -x "$d/sha256sum"; }
+    fail('sha256sum is not installed');
+  }
   sub sums { return () unless @_; open(my $p, '-|', 'sha256sum', '--', @_) or return (); my @l = <$p>; close $p; return @l; }
   sub hashes {
     my %seen; my @have = grep { !$seen{$_}++ && -f $_ && -r _ } @_;
@@ -41,112 +171,292 @@ our $PROTOCOL = 1;
     for my $i (0 .. $#have) { $h{$have[$i]} = $1 if defined $lines[$i] && $lines[$i] =~ /^\\?([0-9a-f]{64}) /; }
     return map { exists $h{$_} ? $h{$_} : '-' } @_;
   }
-  # The words of a held lock of an ancestor of $_[0] (up to /) standing for $_[1]: its words' later
-  # lines name it (or it has none), as the LOCK script (remote-scripts.ts) leaves them; undef when none is held.
-  sub above {
-    my ($up, $want) = @_;
-    while ($up ne '/' && $up =~ m{^/}) {
-      $up = dirof($up);
-      my $f = ($up eq '/' ? '' : $up) . '/.baton.lock.holder';
-      next unless -f $f && ((stat _)[4] == $> || (stat _)[4] == 0) && open(my $fh, '<', $f);
-      my @l = <$fh>; close $fh; chomp @l;
-      my $first = shift(@l) // '';
-      my $rest = $up eq '/' ? substr($want, 1) : substr($want, length($up) + 1);
-      next if @l && !grep { $_ eq $rest } @l;
-      if (open(my $dh, '<', $up)) { my $free = flock($dh, 6); flock($dh, 8) if $free; close $dh; return "+$first" unless $free; }
-    }
-    return undef;
-  }
-  sub input { my $in; open($in, '<&=', 3) or fail('no input'); return $in; }
   sub line { my ($in, $f) = @_; my $s = <$in>; fail("stdin ended before $f") unless defined $s && $s =~ s/\n\z//; return $s; }
-  sub put {
-    my ($f, $text, $t) = @_;
-    open(my $fh, '>', $t) or fail("could not write $t: $!");
-    unless ((print $fh $text) && $fh->flush && $fh->sync && close($fh)) { unlink $t; fail("could not write $t: $!"); }
-    unless (rename($t, $f)) { unlink $t; fail("could not rename $t: $!"); }
+  # Two names of one file (a `.prev` already linked to the live file): nothing to do.
+  sub same { my @a = stat($_[0]); my @b = stat($_[1]); return @a && @b && $a[0] == $b[0] && $a[1] == $b[1]; }
+
+  sub digests {
+    my (@paths) = @_;
+    need_sha256sum();
+    my $out = '';
+    my @h = hashes(map { ($_, "$_.next", beside($_, '.prev')) } @paths);
+    my %lock;
+    for my $i (0 .. $#paths) {
+      my $f = $paths[$i]; my ($m, $u) = ('-', '-');
+      if (-f $f) { my @s = stat(_); $m = $s[9] if @s; my $l = firstline($f); $u = $1 if defined $l && $l =~ /^user=([a-z_][a-z0-9_]*) /; }
+      $out .= "\@baton $h[3 * $i] $h[3 * $i + 1] $m $h[3 * $i + 2] $u\n";
+      my $r = beside($f, '.rotation');
+      $out .= -f $r ? '@baton +' . (firstline($r) // '') . "\n" : "\@baton -\n";
+      # The lock: read only while held (a free lock's words are a dead holder's, stale).
+      my $d = dirof($f);
+      unless (exists $lock{$d}) {
+        $lock{$d} = '-';
+        $lock{$d} = '+' . (firstline("$d/.baton.lock.holder") // '') if -d $d && Baton::heldnow($d);
+        if ($lock{$d} eq '-') { my $a = Baton::above($d, $d); $lock{$d} = "+$a" if defined $a; }
+      }
+      $out .= "\@baton $lock{$d}\n";
+    }
+    return $out;
+  }
+  sub stage {
+    my (@paths) = @_;
+    need_sha256sum();
+    my $in = Baton::input();
+    for my $f (@paths) {
+      my $s = line($in, $f);
+      mkdirp(dirof($f)) or fail("could not create " . dirof($f) . ": $!");
+      put("$f.next", $s, "$f.next.tmp.$$");
+    }
+    syncdirs(map { dirof($_) } @paths);
+    return join('', map { "\@baton $_\n" } hashes(map { "$_.next" } @paths));
+  }
+  # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
+  sub unstage {
+    for my $f (@_) {
+      remove("$f.next");
+      my $base = Baton::baseof($f) . '.next.tmp.';
+      opendir(my $dh, dirof($f)) or next;
+      remove(map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh);
+      closedir $dh;
+    }
+    return '';
+  }
+  # Before a provider commit: the live file linked to `.prev` under a temp name, then renamed,
+  # so `.prev` is always whole and never a copy; an empty `.prev` where nothing was live.
+  sub keep {
+    my (@paths) = @_;
+    need_sha256sum();
+    my @live;
+    for my $f (@paths) {
+      my $p = beside($f, '.prev'); my $t = "$p.tmp.$$";
+      if (-f $f) {
+        unless (same($f, $p)) {
+          unlink $t;
+          link($f, $t) or fail("could not link $f: $!");
+          unless (rename($t, $p)) { unlink $t; fail("could not rename $t: $!"); }
+        }
+        push @live, $f;
+      } else {
+        put($p, '', $t);
+        push @live, undef;
+      }
+    }
+    syncdirs(map { dirof($_) } @paths);
+    my @h = hashes(grep { defined } @live);
+    return join('', map { '@baton ' . (defined $_ ? shift @h : '-') . "\n" } @live);
+  }
+  sub commit {
+    my @moved;
+    for my $f (@_) {
+      unless (-f "$f.next") { syncdirs(map { dirof($_) } @moved); fail("no staged file $f.next"); }
+      unless (rename("$f.next", $f)) { syncdirs(map { dirof($_) } @moved); fail("could not rename $f.next: $!"); }
+      push @moved, $f;
+    }
+    syncdirs(map { dirof($_) } @moved);
+    return '';
+  }
+  # A roll-back: the live file is linked aside as `.rolled-back` first (the database may
+  # already hold its password, and nothing else does), then `.prev` goes back over it (an empty
+  # one removes it), and the receipt goes, so the provisioner sets the previous password again.
+  sub restore {
+    my $out = '';
+    for my $f (@_) {
+      my $p = beside($f, '.prev'); my $r = beside($f, '.rolled-back');
+      unless (-f $p) { $out .= "\@baton none\n"; next; }
+      my $size = -s _;
+      if (-f $f && !same($f, $p)) {
+        my $t = "$r.tmp.$$";
+        unlink $t;
+        link($f, $t) or fail("could not link $f: $!");
+        unless (chmod(0600, $t) && rename($t, $r)) { unlink $t; fail("could not keep $f as $r: $!"); }
+      }
+      if ($size) { rename($p, $f) or fail("could not rename $p: $!"); }
+      else { remove($f, $p); }
+      remove(Baton::receipt($f));
+      syncdirs(dirof($f));
+      $out .= "\@baton restored\n";
+    }
+    return $out;
+  }
+  sub records {
+    my (@paths) = @_;
+    my $in = Baton::input();
+    for my $f (@paths) {
+      my $s = line($in, $f);
+      mkdirp(dirof($f)) or fail("could not create " . dirof($f) . ": $!");
+      put($f, "$s\n", "$f.tmp.$$");
+    }
+    syncdirs(map { dirof($_) } @paths);
+    return '';
+  }
+  sub discard { remove(map { (beside($_, '.prev'), beside($_, '.rolled-back')) } @_); return ''; }
+  # A pair switched between single and alternating: the other mode's provider file goes, with
+  # its staged and kept copies and its receipt.
+  sub retire {
+    for my $f (@_) { remove($f, "$f.next", beside($f, '.prev'), beside($f, '.rolled-back'), Baton::receipt($f)); }
+    syncdirs(map { dirof($_) } @_);
+    return '';
+  }
+  sub texts {
+    my $out = '';
+    for my $f (@_) {
+      if (-f $f && open(my $fh, '<', $f)) { local $/; my $t = <$fh>; $t = '' unless defined $t; $t =~ tr/\n//d; $out .= "\@baton +$t\n"; }
+      else { $out .= "\@baton -\n"; }
+    }
+    return $out;
+  }
+
+  my %ops = (digests => \&digests, stage => \&stage, unstage => \&unstage, keep => \&keep, commit => \&commit,
+             restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts);
+  # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
+  # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
+  # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
+  # Idle for $IDLE seconds (or fd 3 ending), it exits: the controller starts another when asked.
+  my $IDLE = 2;
+  sub serve {
+    umask 077;
+    $| = 1;
+    $Baton::SERVING = 1;
+    my $in = Baton::input();
+    my $buf = '';
+    while (1) {
+      my $rin = ''; vec($rin, 3, 1) = 1;
+      exit 0 unless select(my $rout = $rin, undef, undef, $IDLE) > 0;
+      exit 0 unless sysread($in, $buf, 65536, length $buf);
+      while (1) {
+        my $nl = index($buf, "\n"); last if $nl < 0;
+        # `hello` too: a machine's resolve costs no perl start either.
+        if (substr($buf, 0, $nl) eq 'hello') { substr($buf, 0, $nl + 1) = ''; print "\@baton agent v$main::PROTOCOL perl $]\n\@baton end ok\n"; next; }
+        my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
+        unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
+        my ($at, @lines) = ($nl + 1);
+        for (1 .. $n + $k) { my $e = index($buf, "\n", $at); last if $e < 0; push @lines, substr($buf, $at, $e - $at); $at = $e + 1; }
+        last if @lines < $n + $k;
+        substr($buf, 0, $at) = '';
+        my @paths = splice(@lines, 0, $n);
+        local $Baton::INPUT = join('', map { "$_\n" } @lines);
+        my $do = $ops{$op};
+        my $out = $do ? eval { $do->(map { Baton::at($_) } @paths) } : undef;
+        my $why = $do ? $@ : "unknown operation $op\n";
+        if (defined $out) { print $out, "\@baton end ok\n"; }
+        else { chomp $why; $why =~ tr/\n/ /; print "\@baton end err $why\n"; }
+      }
+    }
   }
 
   sub main {
     my ($op, @paths) = @_;
+    my $do = $ops{$op // ''} or fail('unknown operation ' . ($op // ''));
+    umask 077;
+    # The whole answer is printed at the end: an operation that fails midway answers nothing.
+    print $do->(map { Baton::at($_) } @paths);
+    exit 0;
+  }
+}
+
+# The provider lock, held by this process for the session's life: a flock on the provider's
+# directory (or, never delivered to yet, its nearest existing ancestor: taking the lock creates
+# nothing), the holder's words beside it in `.baton.lock.holder`. Answers `locked` or
+# `busy <words>`, then waits for stdin to end: the controller letting go, dying, or losing its
+# connection. Every way this process ends but SIGKILL removes the words first (while the lock is
+# still held, so a later holder's words are never the ones removed); after a SIGKILL the kernel
+# frees the lock, and words whose lock is free are read as stale by every reader.
+{
+  package Baton::Lock;
+  # A grace, not a wait: a status's probe of the same lock (an instant) is outlasted, and a
+  # second controller is refused rather than queued behind the first.
+  my $GRACE = 0.1;
+  # A holder writes its words right after its flock (a durable write: under load longer than
+  # the grace): a busy lock's words are waited for this many times 50 ms, trying the lock again
+  # meanwhile, so a holder that lets go unsaid is outlasted rather than named "has not said who".
+  my $WORDS_TRIES = 20;
+  # Words found on a busy lock are taken after the lock was tried this many more times: words
+  # left by a holder killed -9 beside a lock that is only being probed are then outlasted.
+  my $STALE_TRIES = 2;
+  # A directory that keeps appearing nearer is taken as it stands after this many looks.
+  my $NEARER_TRIES = 4;
+  my ($held, $words_file);
+
+  sub try { my ($fh, $secs) = @_; my $end = $secs; while (1) { return 1 if flock($fh, 6); return 0 if $end <= 0; select(undef, undef, undef, 0.01); $end -= 0.01; } }
+  sub near { my ($d) = @_; $d = Baton::dirof($d) while !-d $d && $d ne Baton::top() && Baton::within(Baton::dirof($d)); return $d; }
+  sub below { my ($d, $want) = @_; return '' if $d eq $want; return $d eq '/' ? substr($want, 1) : substr($want, length($d) + 1); }
+  sub wordsof { my ($d) = @_; return ($d eq '/' ? '' : $d) . '/.baton.lock.holder'; }
+  sub lines { open(my $fh, '<', $_[0]) or return (); my @l = <$fh>; close $fh; chomp @l; return @l; }
+  sub say_words { my ($f, @l) = @_; Baton::put($f, join('', map { "$_\n" } @l), "$f.tmp.$$"); }
+  # Let go: the words first, while still held.
+  sub release {
+    return unless $held;
+    unlink $words_file if defined $words_file;
+    flock($held, 8); close $held;
+    ($held, $words_file) = (undef, undef);
+  }
+  sub hold_until_eof { my $in = Baton::input(); 1 while sysread($in, my $b, 4096); }
+
+  sub main {
+    my ($want, $words) = @_;
+    Baton::fail('lock: no directory') unless defined $want && defined $words;
     require IO::Handle;
     umask 077;
-    my $out = '';
-    if ($op eq 'digests') {
-      my @h = hashes(map { ($_, "$_.next", beside($_, '.prev')) } @paths);
-      my %lock;
-      for my $i (0 .. $#paths) {
-        my $f = $paths[$i]; my ($m, $u) = ('-', '-');
-        if (-f $f) { my @s = stat(_); $m = $s[9] if @s; my $l = firstline($f); $u = $1 if defined $l && $l =~ /^user=([a-z_][a-z0-9_]*) /; }
-        $out .= "\@baton $h[3 * $i] $h[3 * $i + 1] $m $h[3 * $i + 2] $u\n";
-        my $r = beside($f, '.rotation');
-        $out .= -f $r ? '@baton +' . (firstline($r) // '') . "\n" : "\@baton -\n";
-        my $d = dirof($f);
-        unless (exists $lock{$d}) {
-          $lock{$d} = '-';
-          if (-d $d) {
-            my $held = 1;
-            if (open(my $dh, '<', $d)) { if (flock($dh, 6)) { $held = 0; flock($dh, 8); } close $dh; }
-            $lock{$d} = '+' . (firstline("$d/.baton.lock.holder") // '') if $held;
-          }
-          $lock{$d} = above($d, $d) // '-' if $lock{$d} eq '-';
-        }
-        $out .= "\@baton $lock{$d}\n";
-      }
-    } elsif ($op eq 'stage') {
-      my $in = input();
-      for my $f (@paths) {
-        my $s = line($in, $f);
-        mkdirp(dirof($f)) or fail("could not create " . dirof($f) . ": $!");
-        put("$f.next", $s, "$f.next.tmp.$$");
-      }
-      syncdirs(map { dirof($_) } @paths);
-      $out .= "\@baton $_\n" for hashes(map { "$_.next" } @paths);
-    } elsif ($op eq 'keep') {
-      my @live;
-      for my $f (@paths) {
-        my $p = beside($f, '.prev'); my $t = "$p.tmp.$$";
-        if (-f $f) {
-          my @a = stat(_); my @b = stat($p);
-          unless (@b && $a[0] == $b[0] && $a[1] == $b[1]) {
-            unlink $t;
-            link($f, $t) or fail("could not link $f: $!");
-            unless (rename($t, $p)) { unlink $t; fail("could not rename $t: $!"); }
-          }
-          push @live, $f;
-        } else {
-          put($p, '', $t);
-          push @live, undef;
+    $want = Baton::at($want); $words =~ s/\n/ /g;
+    $| = 1;
+    $SIG{$_} = sub { release(); exit 0; } for qw(TERM HUP INT PIPE);
+    for my $attempt (0 .. $NEARER_TRIES) {
+      my $d = near($want); my $b = below($d, $want); my $w = wordsof($d);
+      open(my $dh, '<', $d) or Baton::fail("could not open $d: $!");
+      my $got = try($dh, $GRACE);
+      my $said;
+      unless ($got) {
+        my $seen = 0;
+        for (1 .. $WORDS_TRIES) {
+          my @l = lines($w);
+          if (@l) { $said = $l[0]; last if ++$seen > $STALE_TRIES; }
+          if (try($dh, 0.05)) { $got = 1; last; }
         }
       }
-      syncdirs(map { dirof($_) } @paths);
-      my @h = hashes(grep { defined } @live);
-      $out .= '@baton ' . (defined $_ ? shift @h : '-') . "\n" for @live;
-    } elsif ($op eq 'commit') {
-      my @moved;
-      for my $f (@paths) {
-        unless (-f "$f.next") { syncdirs(map { dirof($_) } @moved); fail("no staged file $f.next"); }
-        unless (rename("$f.next", $f)) { syncdirs(map { dirof($_) } @moved); fail("could not rename $f.next: $!"); }
-        push @moved, $f;
+      unless ($got) {
+        close $dh;
+        # Our own words: this operation holds that ancestor already (two providers under one
+        # never-delivered directory); it stands for this directory too from now on.
+        if (defined $said && $said eq $words) {
+          my ($first, @rest) = lines($w);
+          say_words($w, $first, @rest, $b) if $b ne '' && !grep { $_ eq $b } @rest;
+          print "\@baton locked\n";
+          hold_until_eof();
+          exit 0;
+        }
+        print '@baton busy ', ($said // ''), "\n";
+        exit 0;
       }
-      syncdirs(map { dirof($_) } @moved);
-    } elsif ($op eq 'records') {
-      my $in = input();
-      for my $f (@paths) {
-        my $s = line($in, $f);
-        mkdirp(dirof($f)) or fail("could not create " . dirof($f) . ": $!");
-        put($f, "$s\n", "$f.tmp.$$");
-      }
-      syncdirs(map { dirof($_) } @paths);
-    } elsif ($op eq 'discard') {
-      for my $f (@paths) { for my $g (beside($f, '.prev'), beside($f, '.rolled-back')) { unlink $g or !-e $g or fail("could not remove $g: $!"); } }
-    } elsif ($op eq 'texts') {
-      for my $f (@paths) {
-        if (-f $f && open(my $fh, '<', $f)) { local $/; my $t = <$fh>; $t = '' unless defined $t; $t =~ tr/\n//d; $out .= "\@baton +$t\n"; }
-        else { $out .= "\@baton -\n"; }
-      }
-    } else { fail("unknown operation $op"); }
-    print $out;
-    exit 0;
+      ($held, $words_file) = ($dh, undef);
+      my $above = Baton::above($d, $want, $words);
+      if (defined $above) { release(); print "\@baton busy $above\n"; exit 0; }
+      say_words($w, $words, $b eq '' ? () : ($b));
+      $words_file = $w;
+      # A directory created between the look and the words (a second taker could have flocked
+      # it and found no words above): taken anew.
+      if ($d ne $want && $attempt < $NEARER_TRIES && near($want) ne $d) { release(); next; }
+      print "\@baton locked\n";
+      hold_until_eof();
+      release();
+      exit 0;
+    }
+  }
+}
+
+# A command for the app's sake (Baton::run_command): `run` at once; `prepared` opened ahead of
+# the renames, waiting on stdin for `go` and its NAME=value lines up to an empty one (stdin
+# ending first: the reload was not needed, nothing runs).
+{
+  package Baton::Run;
+  sub main { my ($secs, $cmd, @env) = @_; $| = 1; Baton::run_command($secs // 1, $cmd // 'false', @env); exit 0; }
+  sub prepared {
+    my ($secs, $cmd) = @_;
+    my $in = Baton::input();
+    my $go = <$in>;
+    exit 0 unless defined $go && $go eq "go\n";
+    my @env;
+    while (my $kv = <$in>) { chomp $kv; last if $kv eq ''; push @env, $kv; }
+    main($secs, $cmd, @env);
   }
 }
 
@@ -175,6 +485,7 @@ our $PROTOCOL = 1;
 
   sub main {
     ($iv, $life, @paths) = @_;
+    @paths = map { Baton::at($_) } @paths;
     require POSIX;
     $iv = 0.01 unless $iv =~ /^[0-9.]+$/ && $iv > 0;
     $| = 1;
@@ -239,7 +550,7 @@ our $PROTOCOL = 1;
 # and reloads, in one select() loop.
 {
   package Baton::Channel;
-  my ($run, $in, $nr);
+  my ($in, $nr);
   sub now {
     if (defined $nr) {
       my $ts = "\0" x 16;
@@ -252,7 +563,7 @@ our $PROTOCOL = 1;
   sub syncdirs { my %seen; for my $d (map { dirof($_) } @_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
   sub renames {
     my ($err, @moved);
-    for my $f (@_) {
+    for my $f (map { Baton::at($_) } @_) {
       next if defined $err;
       if (! -f "$f.next") { $err = "no staged file $f.next"; next; }
       if (rename("$f.next", $f)) { push @moved, $f; } else { $err = "could not rename $f.next"; }
@@ -272,10 +583,13 @@ our $PROTOCOL = 1;
     my $pid = fork();
     return print "\@baton r $rid fail could not fork\n" unless defined $pid;
     if ($pid == 0) {
-      close $rd; POSIX::setsid(); POSIX::close(3);
+      # The reload's own process: its answers go up the pipe, tagged by the channel.
+      close $rd; POSIX::close(3);
       close $_->{fh} for values %sock;
       open(STDIN, '<', '/dev/null'); open(STDOUT, '>&', $wr); open(STDERR, '>', '/dev/null');
-      exec('sh', '-c', $run, 'baton-run', $r->{secs}, $r->{cmd}, @{$r->{env}}) or POSIX::_exit(127);
+      $| = 1;
+      Baton::run_command($r->{secs}, $r->{cmd}, @{$r->{env}});
+      POSIX::_exit(0);
     }
     close $wr;
     $running{$rid} = { fh => $rd, pid => $pid, buf => '' };
@@ -346,7 +660,6 @@ our $PROTOCOL = 1;
   sub following { my ($l) = @_; return $1 if $l =~ /^(?:c|a \S+|r \S+ \d+ [0-9a-f]*) (\d+)\b/; return 0; }
 
   sub main {
-    ($run) = @_;
     require POSIX;
     require IO::Handle;
     require Socket;
@@ -419,9 +732,19 @@ our $PROTOCOL = 1;
 
 package main;
 
-my $mode = shift(@ARGV) // '';
-if ($mode eq 'files') { Baton::Files::main(@ARGV); }
-elsif ($mode eq 'watch') { Baton::Watch::main(@ARGV); }
-elsif ($mode eq 'channel') { Baton::Channel::main(@ARGV); }
+my @args = @ARGV;
+if (@args >= 2 && $args[0] eq '--root') {
+  (undef, $Baton::ROOT) = splice(@args, 0, 2);
+  $Baton::ROOT =~ s{/+\z}{};
+  Baton::fail("the machine's root $Baton::ROOT is not a directory") unless $Baton::ROOT ne '' && -d $Baton::ROOT;
+}
+my $mode = shift(@args) // '';
+if ($mode eq 'files') { Baton::Files::main(@args); }
+elsif ($mode eq 'watch') { Baton::Watch::main(@args); }
+elsif ($mode eq 'channel') { Baton::Channel::main(@args); }
+elsif ($mode eq 'lock') { Baton::Lock::main(@args); }
+elsif ($mode eq 'serve') { Baton::Files::serve(@args); }
+elsif ($mode eq 'run') { Baton::Run::main(@args); }
+elsif ($mode eq 'prepared') { Baton::Run::prepared(@args); }
 elsif ($mode eq 'hello') { print "\@baton agent v$PROTOCOL perl $]\n"; exit 0; }
 else { print STDERR "\@baton err baton-agent: unknown mode $mode\n"; exit 3; }

@@ -1,0 +1,274 @@
+/**
+ * The agent (agent/baton-agent.pl) run on THIS host for the local transport: the same program a
+ * holder runs over ssh, started as `perl - --root <root> <mode> …` with its text on perl's stdin
+ * and the session's input on fd 3, exactly as the ssh bootstrap arranges it on a machine. So
+ * there is one implementation of every file operation, and the drill and the tests that use the
+ * local transport exercise it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { agentSource } from './agent-program.js';
+import { NO_PERL } from './agent-protocol.js';
+import { lastLine, machineReason, ownLine } from './agent-channel.js';
+import type { AgentHost } from './agent-operations.js';
+import type { LiveOptions, LiveProcess } from './run-process.js';
+import { abortedError, TransportError } from '../mesh/transport.js';
+
+/** After SIGTERM, a perl that has not exited is killed this long after, rather than left behind. */
+const KILL_AFTER_MS = 2_000;
+
+/** What the agent's command runs with on this host: enough to find its tools, nothing of baton's own. */
+function agentEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME', 'USER', 'LOGNAME', 'LANG', 'LC_ALL', 'TMPDIR'])
+    if (process.env[name] !== undefined) env[name] = process.env[name];
+  return env;
+}
+
+function startAgent(root: string, args: readonly string[], ownGroup = false): ChildProcess {
+  const child = spawn('perl', ['-', '--root', root, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    env: agentEnv(),
+    ...(ownGroup ? { detached: true } : {}),
+  });
+  child.stdin.on('error', () => undefined);
+  child.stdin.end(agentSource());
+  // A write after the agent exited is not an error of its own: its exit says what happened.
+  input(child).on('error', () => undefined);
+  return child;
+}
+
+/** The agent's fd 3: requests, staged secrets and records go there, never in argv. */
+const input = (child: ChildProcess) => child.stdio[3] as Writable;
+
+/** The start failure in words: no perl on this host is the holder's "no perl 5". */
+const notStarted = (error: Error & { code?: string }) => (error.code === 'ENOENT' ? NO_PERL : error.message);
+
+export function localAgent(machine: string, root: string): AgentHost {
+  const server = fileServer(machine, root);
+  return {
+    machine,
+    via: 'perl',
+    call: (what, args, signal, text) =>
+      args[0] === 'files' || args[0] === 'hello'
+        ? server.call(what, args, signal, text)
+        : runOnce(what, args, signal, text),
+    session: (args, options) => liveAgent(startAgent(root, args, options.ownGroup), options),
+  };
+
+  /** One run of the agent for one request (resolve's hello, a reload). */
+  function runOnce(
+    what: string,
+    args: readonly string[],
+    signal: AbortSignal,
+    text?: string,
+  ): Promise<string> {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(abortedError(machine, what, signal));
+      const child = startAgent(root, args);
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout!.on('data', (c: Buffer) => out.push(c));
+      child.stderr!.on('data', (c: Buffer) => err.push(c));
+      input(child).end(text ?? '');
+      let killer: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        child.kill('SIGTERM');
+        killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      const settle = (fn: () => void) => {
+        clearTimeout(killer);
+        signal.removeEventListener('abort', onAbort);
+        fn();
+      };
+      child.once('error', (error) =>
+        settle(() => reject(new TransportError(machine, `${what}: ${notStarted(error)}`))),
+      );
+      child.once('close', (code) =>
+        settle(() => {
+          if (signal.aborted) return reject(abortedError(machine, what, signal));
+          if (code === 0) return resolve(Buffer.concat(out).toString('utf8'));
+          const said = lastLine(Buffer.concat(err).toString('utf8'));
+          reject(
+            new TransportError(
+              machine,
+              said === NO_PERL
+                ? NO_PERL
+                : `${what} failed on the machine${machineReason({ stderr: Buffer.concat(err).toString('utf8'), exitCode: code })}`,
+            ),
+          );
+        }),
+      );
+    });
+  }
+}
+
+interface Pending {
+  readonly what: string;
+  readonly request: string;
+  readonly lines: string[];
+  settle(result: string | Error): void;
+}
+
+/**
+ * The agent's `serve` for this machine's file operations: one perl answers them in order, so an
+ * operation costs a request on a running process, not a perl start (docs/agent-protocol.md,
+ * "Mode serve"). baton ends its input after 300 ms idle (it also exits by itself after 2 s idle);
+ * the next operation starts another. One that exited
+ * idle had read nothing of what was written since, so those requests go to the next one; one
+ * that died otherwise fails what it was asked. While nothing is asked of it, it keeps no
+ * command alive (its handles are unref'd).
+ */
+/** How long the serving agent waits for the next operation before baton lets it go. */
+const IDLE_MS = 300;
+
+function fileServer(machine: string, root: string) {
+  let child: ChildProcess | undefined;
+  const queue: Pending[] = [];
+  const hold = (on: boolean) => {
+    if (!child) return;
+    for (const h of [child, child.stdout, child.stderr, child.stdio[3]] as (
+      { ref?: () => void; unref?: () => void } | null | undefined
+    )[])
+      if (on) h?.ref?.();
+      else h?.unref?.();
+  };
+  const start = () => {
+    const c = startAgent(root, ['serve']);
+    child = c;
+    let partial = '';
+    let stderr = '';
+    c.stdout!.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString('utf8')).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) answer(line);
+    });
+    c.stderr!.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
+    const gone = (code: number | null, error?: Error & { code?: string }) => {
+      if (child !== c) return;
+      child = undefined;
+      if (code === 0 && queue.every((p) => p.lines.length === 0)) {
+        if (queue.length > 0) resend();
+        return;
+      }
+      const why = error
+        ? notStarted(error)
+        : lastLine(stderr) === NO_PERL
+          ? NO_PERL
+          : ownLine(stderr) || `the agent ended (exit ${code ?? 'by signal'})`;
+      for (const p of queue.splice(0))
+        p.settle(
+          new TransportError(machine, why === NO_PERL ? NO_PERL : `${p.what} failed on the machine: ${why}`),
+        );
+    };
+    c.once('error', (error) => gone(null, error));
+    c.once('exit', (code) => void new Promise((r) => c.stdout!.once('close', r)).then(() => gone(code)));
+  };
+  const answer = (line: string) => {
+    const head = queue[0];
+    if (!head) return;
+    if (line === '@baton end ok') {
+      queue.shift();
+      head.settle(head.lines.map((l) => `${l}\n`).join(''));
+    } else if (line.startsWith('@baton end err ')) {
+      queue.shift();
+      head.settle(new TransportError(machine, `${head.what} failed on the machine: ${line.slice(15)}`));
+    } else head.lines.push(line);
+    if (queue.length === 0) {
+      hold(false);
+      idle = setTimeout(letGo, IDLE_MS);
+      idle.unref();
+    }
+  };
+  /** Idle: its input ends and it exits (a command's last operation leaves no agent behind it). */
+  let idle: NodeJS.Timeout | undefined;
+  const letGo = () => {
+    const c = child;
+    child = undefined;
+    if (c) (c.stdio[3] as Writable).end();
+  };
+  const resend = () => {
+    start();
+    hold(true);
+    for (const p of queue) (child!.stdio[3] as Writable).write(p.request);
+  };
+  return {
+    call(what: string, args: readonly string[], signal: AbortSignal, text?: string): Promise<string> {
+      if (signal.aborted) return Promise.reject(abortedError(machine, what, signal));
+      const [mode, op = '', ...paths] = args;
+      const input = text ?? '';
+      const inputLines = input === '' ? 0 : input.replace(/\n$/, '').split('\n').length;
+      const request =
+        mode === 'hello'
+          ? 'hello\n'
+          : `files ${op} ${paths.length} ${inputLines}\n${paths.map((p) => `${p}\n`).join('')}${inputLines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
+      return new Promise<string>((resolve, reject) => {
+        const onAbort = () => reject(abortedError(machine, what, signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        // An abandoned request keeps its place: answers come in order.
+        queue.push({
+          what,
+          request,
+          lines: [],
+          settle: (result) => {
+            signal.removeEventListener('abort', onAbort);
+            if (result instanceof Error) reject(result);
+            else resolve(result);
+          },
+        });
+        clearTimeout(idle);
+        if (!child) start();
+        hold(true);
+        (child!.stdio[3] as Writable).write(request);
+      });
+    },
+  };
+}
+
+/** A long-lived agent as a LiveProcess: lines out as they come, requests in on fd 3. */
+function liveAgent(child: ChildProcess, options: LiveOptions): LiveProcess {
+  let stderr = '';
+  let partial = '';
+  let failedToStart: string | undefined;
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString('utf8')).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) options.onLine(line);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    if (stderr.length < 16_384) stderr += chunk.toString('utf8');
+  });
+  const exited = new Promise<Awaited<LiveProcess['exited']>>((resolve) => {
+    child.once('error', (error) => {
+      failedToStart = notStarted(error);
+      resolve({ exitCode: undefined, stderr, failedToStart });
+    });
+    // Exited, and every answer it wrote read: its stdout has closed too (fd 3 is ours to end).
+    const stdoutClosed = new Promise((r) => child.stdout!.once('close', r));
+    child.once('exit', (code) => {
+      void stdoutClosed.then(() => resolve({ exitCode: code ?? undefined, stderr, failedToStart }));
+    });
+  });
+  let killer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    child.kill('SIGTERM');
+    killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+    killer.unref();
+  };
+  if (options.signal.aborted) stop();
+  else options.signal.addEventListener('abort', stop, { once: true });
+  void exited.then(() => {
+    options.signal.removeEventListener('abort', stop);
+    clearTimeout(killer);
+  });
+  return {
+    write: (text) => {
+      if (input(child).writable) input(child).write(text);
+    },
+    end: () => input(child).end(),
+    exited,
+  };
+}
