@@ -13,7 +13,15 @@
  * session census does, and `mesh status` reads it. A mark the journal does not hold (a journal
  * written before the marks existed) is `not-recorded` — never `confirmed`. Pure.
  */
-import type { JournalRecord } from './journal.js';
+import type { ReloadOutcome } from './reload.js';
+import type { TestLoginRecord } from './test-login.js';
+
+/** The parts of a journal record the marks are made from (journal.ts imports this module: no cycle). */
+interface FinishingRecord {
+  readonly applied?: readonly string[];
+  readonly test_logins?: readonly TestLoginRecord[];
+  readonly reloads?: readonly ReloadOutcome[];
+}
 
 /**
  * `confirmed`: seen to work. `failed`: tried and it did not. `not-confirmed`: could have been
@@ -60,9 +68,7 @@ function listOf<T>(value: readonly T[] | undefined): readonly T[] {
  * same record says happened: its test logins and its reloads. Written by appendJournal, so
  * every writer (rotation, resume, roll-back) records them the same way.
  */
-export function confirmedOf(
-  record: Pick<JournalRecord, 'applied' | 'test_logins' | 'reloads'>,
-): Record<string, JournalConfirmed> | undefined {
+export function confirmedOf(record: FinishingRecord): Record<string, JournalConfirmed> | undefined {
   const applied = listOf(record.applied);
   if (applied.length === 0) return undefined;
   const out: Record<string, JournalConfirmed> = {};

@@ -33,7 +33,7 @@ const reload = (pairs: string[], result: 'ok' | 'failed') => ({
   at: '2026-12-01T10:00:01.000Z',
 });
 
-describe('which steps of a finished pair were confirmed (issue 45)', () => {
+describe('which steps of a finished pair were confirmed', () => {
   it("the journal's marks come from the record's own test logins and reloads, per finished pair", () => {
     const marks = confirmedOf({
       applied: ['pg:web1', 'pg:web2'],
@@ -77,7 +77,6 @@ describe('which steps of a finished pair were confirmed (issue 45)', () => {
         record({
           id: 'new',
           applied: ['pg:web1'],
-          pairs: [{ key: 'pg:web1' } as never],
           test_logins: [{ pair: 'pg:web1', machine: 'web1', login: 'web1_app', ok: true, ms: 4 }],
         }),
       );
