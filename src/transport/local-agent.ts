@@ -11,7 +11,7 @@ import { agentSource } from './agent-program.js';
 import { NO_PERL } from './agent-protocol.js';
 import { lastLine, machineReason, ownLine } from './agent-channel.js';
 import type { AgentHost } from './agent-operations.js';
-import type { LiveOptions, LiveProcess } from './run-process.js';
+import { stopOnAbort, type LiveOptions, type LiveProcess } from './run-process.js';
 import { abortedError, TransportError } from '../mesh/transport.js';
 
 /** After SIGTERM, a perl that has not exited is killed this long after, rather than left behind. */
@@ -252,18 +252,7 @@ function liveAgent(child: ChildProcess, options: LiveOptions): LiveProcess {
       void stdoutClosed.then(() => resolve({ exitCode: code ?? undefined, stderr, failedToStart }));
     });
   });
-  let killer: NodeJS.Timeout | undefined;
-  const stop = () => {
-    child.kill('SIGTERM');
-    killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
-    killer.unref();
-  };
-  if (options.signal.aborted) stop();
-  else options.signal.addEventListener('abort', stop, { once: true });
-  void exited.then(() => {
-    options.signal.removeEventListener('abort', stop);
-    clearTimeout(killer);
-  });
+  void exited.then(stopOnAbort(child, options.signal));
   return {
     write: (text) => {
       if (input(child).writable) input(child).write(text);

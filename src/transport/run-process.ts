@@ -3,7 +3,7 @@
  * a secret put in argv or the environment is readable by every local user in
  * /proc/<pid>/cmdline and /proc/<pid>/environ for as long as the child runs.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface ProcessResult {
   readonly exitCode: number | undefined;
@@ -170,18 +170,7 @@ export const startProcess: StartFn = (file, args, options) => {
       else setTimeout(done, 20);
     });
   });
-  let killer: NodeJS.Timeout | undefined;
-  const stop = () => {
-    child.kill('SIGTERM');
-    killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
-    killer.unref();
-  };
-  if (options.signal.aborted) stop();
-  else options.signal.addEventListener('abort', stop, { once: true });
-  void exited.then(() => {
-    options.signal.removeEventListener('abort', stop);
-    if (killer) clearTimeout(killer);
-  });
+  void exited.then(stopOnAbort(child, options.signal));
   return {
     write: (text) => {
       if (child.stdin.writable) child.stdin.write(text);
@@ -190,3 +179,23 @@ export const startProcess: StartFn = (file, args, options) => {
     exited,
   };
 };
+
+/**
+ * A live process is stopped when its operation is cancelled: SIGTERM, then SIGKILL after
+ * KILL_AFTER_MS, so one that ignores TERM cannot hold a cancelled command open. Returns what
+ * forgets the signal once the process has ended (a long command must not collect listeners).
+ */
+export function stopOnAbort(child: Pick<ChildProcess, 'kill'>, signal: AbortSignal): () => void {
+  let killer: NodeJS.Timeout | undefined;
+  const stop = () => {
+    child.kill('SIGTERM');
+    killer = setTimeout(() => child.kill('SIGKILL'), KILL_AFTER_MS);
+    killer.unref();
+  };
+  if (signal.aborted) stop();
+  else signal.addEventListener('abort', stop, { once: true });
+  return () => {
+    signal.removeEventListener('abort', stop);
+    clearTimeout(killer);
+  };
+}
