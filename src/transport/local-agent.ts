@@ -25,11 +25,16 @@ function agentEnv(): Record<string, string> {
   return env;
 }
 
-function startAgent(root: string, args: readonly string[], ownGroup = false): ChildProcess {
+/**
+ * Every local agent runs in its own process group, as a holder's agent runs on another machine:
+ * a terminal's SIGHUP or Ctrl-C reaches baton, which decides (roll back, finish), and not the
+ * program baton needs to carry that decision out. It still ends with baton: its stdin closes.
+ */
+function startAgent(root: string, args: readonly string[]): ChildProcess {
   const child = spawn('perl', ['-', '--root', root, ...args], {
     stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     env: agentEnv(),
-    ...(ownGroup ? { detached: true } : {}),
+    detached: true,
   });
   child.stdin.on('error', () => undefined);
   child.stdin.end(agentSource());
@@ -53,7 +58,7 @@ export function localAgent(machine: string, root: string): AgentHost {
       args[0] === 'files' || args[0] === 'hello'
         ? server.call(what, args, signal, text)
         : runOnce(what, args, signal, text),
-    session: (args, options) => liveAgent(startAgent(root, args, options.ownGroup), options),
+    session: (args, options) => liveAgent(startAgent(root, args), options),
   };
 
   /** One run of the agent for one request (resolve's hello, a reload). */
