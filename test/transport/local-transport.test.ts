@@ -1,4 +1,13 @@
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -289,7 +298,10 @@ describe('the local transport as a receipt reader and a rename channel', () => {
     // The agent's first report names every path; only then is one changed.
     for (let until = Date.now() + 5_000; reports.length < 1 && Date.now() < until;)
       await new Promise((r) => setTimeout(r, 5));
-    writeFileSync(path.join(dir.dir, 'r/b'), 'second');
+    // Written as a provisioner writes a receipt (whole, by rename): a plain write can be seen
+    // empty between its truncate and its write, which the watch rightly reports.
+    writeFileSync(path.join(dir.dir, 'r/.b.tmp'), 'second');
+    renameSync(path.join(dir.dir, 'r/.b.tmp'), path.join(dir.dir, 'r/b'));
     const until = Date.now() + 5_000;
     while (reports.length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     stop.abort();

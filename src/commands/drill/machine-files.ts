@@ -35,11 +35,17 @@ export function digestTree(root: string): Record<string, string> {
     }
     for (const name of names) {
       const abs = path.join(dir, name);
-      const st = lstatSync(abs);
-      if (st.isDirectory()) walk(abs);
-      else
-        out[path.relative(root, abs)] =
-          `${(st.mode & 0o777).toString(8)} ${st.isFile() ? secretDigest(readFileSync(abs)) : 'not-a-file'}`;
+      // The provisioner keeps working while the drill looks (it removes a `.prev` once the pair
+      // settles): a name that is gone by the time it is read is absent, not a failed check.
+      try {
+        const st = lstatSync(abs);
+        if (st.isDirectory()) walk(abs);
+        else
+          out[path.relative(root, abs)] =
+            `${(st.mode & 0o777).toString(8)} ${st.isFile() ? secretDigest(readFileSync(abs)) : 'not-a-file'}`;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
     }
   };
   walk(root);
