@@ -19,6 +19,7 @@ import {
   isRelayed,
   preopenStream,
   testLogin,
+  testLoginRecord,
   TEST_LOGIN_TIMEOUT_MS,
   type AppResults,
   type PreopenedStream,
@@ -165,17 +166,7 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
               moved.set(pair.key, machine.at);
               if (armed!.reload) fold([pair], machine.reloads[0] ?? Promise.resolve(undefined));
             }
-            testLogins.push({
-              pair: pair.key,
-              machine: pair.consumerMachine,
-              login,
-              ok: result.ok,
-              ms: result.ms,
-              ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
-              ...(machine?.moved ? { renamed_with_login: true } : {}),
-              ...(connect.pooler === undefined ? {} : { pooler: connect.pooler }),
-              ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
-            });
+            testLogins.push(testLoginRecord(pair, login, connect, result, machine?.moved === true));
             // A file the machine moved is not refused whatever the controller read (see docs).
             return result.ok || machine?.moved
               ? undefined
@@ -272,15 +263,7 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
               )
             : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
           kept.delete(pair.key);
-          testLogins.push({
-            pair: pair.key,
-            machine: pair.consumerMachine,
-            login,
-            ok: result.ok,
-            ms: result.ms,
-            ...(connect.pooler === undefined ? {} : { pooler: connect.pooler }),
-            ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
-          });
+          testLogins.push(testLoginRecord(pair, login, connect, result));
           if (!result.ok) mayNot.add(pair.key);
         }),
       );

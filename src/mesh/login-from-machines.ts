@@ -13,7 +13,7 @@ import { mapBounded } from './map-bounded.js';
 import type { AppHooks } from './reload.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
-import { testLogin, type TestLoginRecord } from './test-login.js';
+import { testLogin, testLoginRecord, type TestLoginRecord } from './test-login.js';
 import { reasonOf, type TransportFor } from './transport.js';
 
 export interface MachineLogins {
@@ -41,24 +41,12 @@ export function loginsFromMachines(
       withConnect.map(async (pair): Promise<TestLoginRecord> => {
         const login = pair.login?.role ?? pair.role;
         const secret = secrets.get(pair.key)!;
+        const connect = hooks.connectOf(pair.provider)!;
         const result =
           secret instanceof Secret
-            ? await testLogin(
-                transportFor(pair.consumerMachine),
-                hooks.connectOf(pair.provider)!,
-                login,
-                secret.reveal(),
-              )
+            ? await testLogin(transportFor(pair.consumerMachine), connect, login, secret.reveal())
             : { ok: false as const, ms: 0, reason: secret.reason };
-        return {
-          pair: pair.key,
-          machine: pair.consumerMachine,
-          login,
-          ok: result.ok,
-          ms: result.ms,
-          ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
-          ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
-        };
+        return testLoginRecord(pair, login, connect, result);
       }),
     );
     tried.push(...records);

@@ -197,6 +197,32 @@ export interface TestLoginRecord {
   readonly renamed_with_login?: boolean;
 }
 
+/**
+ * The one record of a test login, for every path that moves a consumer (the rotation's gate, the
+ * roll-back's login before it finishes a pair, `mesh resume` and `mesh rollback`): built in one
+ * place so that every path records the pooler the login went through, whose name a refusal's
+ * advice and `mesh status` need (a later command's copy once dropped it).
+ */
+export function testLoginRecord(
+  pair: { readonly key: string; readonly consumerMachine: string },
+  login: string,
+  connect: Pick<ProviderConnect, 'pooler'>,
+  result: TestLoginResult,
+  renamedWithLogin = false,
+): TestLoginRecord {
+  return {
+    pair: pair.key,
+    machine: pair.consumerMachine,
+    login,
+    ok: result.ok,
+    ms: result.ms,
+    ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
+    ...(renamedWithLogin ? { renamed_with_login: true } : {}),
+    ...(connect.pooler === undefined ? {} : { pooler: connect.pooler }),
+    ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
+  };
+}
+
 /** A stream that is a socket of a rename channel's relay (and can carry an armed commit). */
 export function isRelayed(stream: MachineStream): stream is RelayedSocket {
   return typeof (stream as Partial<RelayedSocket>).arm === 'function';

@@ -15,6 +15,10 @@ import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { authFileRefusal, poolerPreviewLines } from '../../src/mesh/poolers.js';
 import { appPreviewLines, refusedLoginAdvice } from '../../src/app/rotation-app-text.js';
 import { appHooks } from '../../src/mesh/reload.js';
+import { appGate } from '../../src/app/rotation-app.js';
+import { loginsFromMachines } from '../../src/mesh/login-from-machines.js';
+import { Secret } from '../../src/mesh/secret.js';
+import type { BoundTransport } from '../../src/mesh/transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { runBaton } from '../helpers/run-baton.js';
 
@@ -237,6 +241,45 @@ describe('a pooler in a rotation plan', () => {
     expect(poolerPreviewLines(plan)[0]).toContain(
       "holds each login's verifier in its auth_file /etc/pgbouncer/userlist.txt: db1's provisioner writes the new one there and sends RELOAD before the receipt",
     );
+  });
+});
+
+describe("a test login's record names the pooler it went through, on every path that moves a consumer", () => {
+  const inventory: Inventory = parseInventory(inventoryText(AUTH_QUERY), SOURCE);
+  const plan = planRotation(inventory, { by: 'consumer', name: 'web1-app' });
+  const pair = plan.pairs[0]!;
+  const secret = Secret.generate();
+  /** Machines that can read the provider end back but open no stream: every login is refused, and recorded. */
+  const transportFor = (machine: string) =>
+    ({
+      machine,
+      readTexts: (paths: readonly string[]) => Promise.resolve(paths.map(() => secret.reveal())),
+    }) as unknown as BoundTransport;
+  const expected = {
+    pair: 'pg-main:web1-app',
+    machine: 'web1',
+    login: 'web1_app',
+    pooler: 'bouncer1',
+    ok: false,
+    reason: 'the transport of web1 cannot open a stream from the machine',
+  };
+
+  it("the rotation's gate (commit) and its roll-back's login before it finishes a pair", async () => {
+    const app = appGate({ transportFor, app: appHooks(inventory) });
+    app.keep(plan)!(pair.key, secret);
+    const { gate } = app.gateOption();
+    expect((await gate!([pair], undefined)).refused.map((r) => r.pair)).toEqual([pair.key]);
+    expect((await app.finish(new Set([pair.key])))?.testLogins).toMatchObject([expected]);
+    expect([...(await app.loginBeforeMove([pair]))]).toEqual([pair.key]);
+    expect(app.lateLogins()).toMatchObject([expected]);
+  });
+
+  it('mesh resume and mesh rollback, which read the credential back from the provider end', async () => {
+    const later = loginsFromMachines(appHooks(inventory), { [pair.key]: secret.digest }, transportFor, 2);
+    expect((await later.gate([pair], undefined)).refused.map((r) => r.pair)).toEqual([pair.key]);
+    expect([...(await later.loginFirst([pair]))]).toEqual([pair.key]);
+    expect(later.records()).toMatchObject([expected, expected]);
+    expect(later.records().every((r) => r.pooler === 'bouncer1')).toBe(true);
   });
 });
 
