@@ -135,6 +135,15 @@ export const registerProvision: Register = (program, ctx) => {
             superuser: settings.target.superuser,
             intervalMs: settings.intervalMs,
             log,
+            ...(settings.pooler
+              ? {
+                  pooler: {
+                    auth_file: settings.pooler.file,
+                    admin: `${settings.pooler.admin.host}:${settings.pooler.admin.port}`,
+                    admin_user: settings.pooler.admin.user,
+                  },
+                }
+              : {}),
           });
           let beat = Promise.resolve();
           try {

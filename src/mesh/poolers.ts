@@ -6,10 +6,14 @@
  * Here: what a rotation does with each pooler of its pairs, said in the preview, and the
  * plan-time refusal of what it cannot do yet.
  */
+import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { shown } from '../outside-text.js';
 import type { Inventory, Pooler } from './inventory.js';
+import { mapBounded } from './map-bounded.js';
+import { heartbeatPath, parseHeartbeat, type HeartbeatPooler } from './provisioner-heartbeat.js';
 import type { PlannedPair, PlannedPooler, RotationPlan } from './rotation-plan.js';
+import type { TransportFor } from './transport.js';
 
 /** Where the pooler finds each login's verifier, in words (`auth_file /etc/…` or `auth_query`). */
 export function poolerAuthWords(pooler: Pick<Pooler, 'auth'>): string {
@@ -83,4 +87,94 @@ export function poolerOfPair(
 function listed(items: readonly string[]): string {
   if (items.length <= 3) return items.join(', ');
   return `${items.slice(0, 3).join(', ')} and ${items.length - 3} more pair${items.length === 4 ? '' : 's'}`;
+}
+
+/** The admin user `provision postgres --pooler-admin-user` defaults to, and so the inventory's when `admin:` names none. */
+export const DEFAULT_POOLER_ADMIN_USER = 'pgbouncer';
+
+/** What the inventory says the provisioner beside an auth_file pooler must keep: its file and admin console. */
+export function inventoryPoolerTarget(
+  pooler: Pick<Pooler, 'auth' | 'admin' | 'listen'>,
+): HeartbeatPooler | undefined {
+  if (pooler.auth.mode !== 'auth_file') return undefined;
+  const admin = pooler.admin ?? { user: DEFAULT_POOLER_ADMIN_USER, ...pooler.listen };
+  return { auth_file: pooler.auth.file, admin: `${admin.host}:${admin.port}`, admin_user: admin.user };
+}
+
+/** The heartbeat text of each provider that keeps an auth_file pooler of the plan (undefined: none, or unread). */
+export async function readPoolerKeepers(
+  plan: Pick<RotationPlan, 'poolers' | 'pairs'>,
+  transportFor: TransportFor,
+  concurrency: number,
+): Promise<Map<string, string | undefined>> {
+  const keepers = new Map<string, { machine: string; dir: string }>();
+  for (const pooler of plan.poolers ?? []) {
+    if (pooler.auth.mode !== 'auth_file') continue;
+    for (const pair of plan.pairs)
+      if (pooler.pairs.includes(pair.key) && pair.providerMachine === pooler.machine)
+        keepers.set(pair.provider, {
+          machine: pair.providerMachine,
+          dir: path.posix.dirname(pair.providerPath),
+        });
+  }
+  const out = new Map<string, string | undefined>();
+  await mapBounded([...keepers], concurrency, async ([provider, { machine, dir }]) => {
+    // An unread machine was already named by the gate's own read: nothing more to say here.
+    const [text] = await transportFor(machine)
+      .readTexts([heartbeatPath(dir)])
+      .catch(() => [undefined]);
+    out.set(provider, text);
+  });
+  return out;
+}
+
+/**
+ * The inventory's pooler and the provisioner that keeps its auth_file must name ONE pooler: the
+ * inventory says which file and admin console a rotation relies on (the preview, the advice), the
+ * provisioner's `--pooler-*` flags say where it writes and sends RELOAD. The inventory is the
+ * source; the provisioner states its flags in its heartbeat, and a rotation is refused before
+ * anything is generated when they differ (a RELOAD sent to another pgbouncer leaves this one on
+ * the old verifier: every new login through it refused). A heartbeat that states no pooler (none
+ * kept, a provisioner from before round 9, `--once`) is not compared: the test login through the
+ * pooler still refuses such a rotation and rolls it back.
+ */
+export function poolerTargetRefusal(
+  plan: Pick<RotationPlan, 'poolers' | 'pairs'>,
+  inventory: Pick<Inventory, 'source' | 'providers'>,
+  heartbeats: ReadonlyMap<string, string | undefined>,
+): BatonError | undefined {
+  const problems: string[] = [];
+  const restarts: string[] = [];
+  for (const pooler of plan.poolers ?? []) {
+    const want = inventoryPoolerTarget(pooler);
+    if (!want) continue;
+    for (const [provider, text] of heartbeats) {
+      if (!plan.pairs.some((p) => p.provider === provider && pooler.pairs.includes(p.key))) continue;
+      const stated = text === undefined ? undefined : parseHeartbeat(text)?.pooler;
+      if (!stated || samePoolerTarget(stated, want)) continue;
+      const machine = inventory.providers.find((p) => p.name === provider)?.machine ?? pooler.machine;
+      problems.push(
+        `pooler "${pooler.name}" is, by the inventory, ${targetWords(want)}, but ${provider}'s provisioner on ${machine} states (its heartbeat) that it keeps ${targetWords(stated)}`,
+      );
+      restarts.push(
+        `restart ${provider}'s provisioner on ${machine} with \`--pooler-auth-file ${shown(want.auth_file)} --pooler-admin ${shown(want.admin)} --pooler-admin-user ${shown(want.admin_user)}\` (its other flags as they are)`,
+      );
+    }
+  }
+  if (problems.length === 0) return undefined;
+  return new BatonError('config', {
+    what: `${problems.join('; ')}. Rotated so, the new verifier would go to one pooler and the test login through the other could be refused.`,
+    where: inventory.source,
+    next: `Make both name the pooler the consumers log in through: correct the pooler's auth_file: or admin: { user, host, port } in the inventory, or ${restarts.join(', and ')}. Then rotate again.`,
+    changed: 'Nothing was generated or sent.',
+  });
+}
+
+function samePoolerTarget(a: HeartbeatPooler, b: HeartbeatPooler): boolean {
+  return a.auth_file === b.auth_file && a.admin === b.admin && a.admin_user === b.admin_user;
+}
+
+/** Both sides through shown(): the heartbeat is the machine's text, the inventory the operator's file. */
+function targetWords(t: HeartbeatPooler): string {
+  return `auth_file ${shown(t.auth_file)} with RELOAD as ${shown(t.admin_user)} on ${shown(t.admin)}`;
 }

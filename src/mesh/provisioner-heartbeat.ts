@@ -49,6 +49,19 @@ export interface Heartbeat {
   readonly last_ok_at?: string;
   readonly host: string;
   readonly pid: number;
+  /**
+   * The pgbouncer auth_file it keeps and the admin console it sends RELOAD to, as its
+   * `--pooler-*` flags told it (absent: it keeps none, or it predates this field). `mesh rotate`
+   * refuses when the inventory's pooler names another (poolers.ts `poolerTargetRefusal`).
+   */
+  readonly pooler?: HeartbeatPooler;
+}
+
+/** What a provisioner keeping a pooler's auth_file was told: the file, `host:port` and the admin user. */
+export interface HeartbeatPooler {
+  readonly auth_file: string;
+  readonly admin: string;
+  readonly admin_user: string;
 }
 
 /** The heartbeat of a provider's provisioner (`dir` is `<mesh_dir>/provides/<provider>`). */
@@ -92,6 +105,7 @@ function schemaOfHeartbeat(): z.ZodType<Heartbeat> {
     last_ok_at: time.optional(),
     host: text,
     pid: z.number(),
+    pooler: z.object({ auth_file: text, admin: text, admin_user: text }).optional(),
   }));
 }
 

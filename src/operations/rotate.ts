@@ -21,7 +21,7 @@ import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
 import { withProviderLocks } from './provider-locks.js';
 import { readsRefusal } from '../mesh/app-reads.js';
-import { authFileRefusal } from '../mesh/poolers.js';
+import { authFileRefusal, poolerTargetRefusal, readPoolerKeepers } from '../mesh/poolers.js';
 import { appHooks } from '../mesh/reload.js';
 import { appBehindRefusal, behindPairs } from '../mesh/app-behind-guard.js';
 
@@ -98,6 +98,10 @@ export async function rotate(
         if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
         if (inspected.leftovers.length > 0)
           throw leftoversRefusal('rotate', inspected.leftovers, ports.suggester);
+        // The provisioner keeping an auth_file pooler must keep the one the inventory names (poolers.ts).
+        const keepers = await readPoolerKeepers(plan, transports.transportFor, inputs.concurrency);
+        const otherPooler = poolerTargetRefusal(plan, inventory, keepers);
+        if (otherPooler) throw otherPooler;
         // A pair whose app still uses the login this rotation would change is refused (app-behind-guard.ts).
         const behind = await behindPairs(plan, transports.transportFor, history, inputs.concurrency);
         const behindRefusal = appBehindRefusal(behind, inputs.appBehind ?? []);

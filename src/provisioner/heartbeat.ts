@@ -19,6 +19,7 @@ import {
   LEGACY_HEARTBEAT_FILE,
   type Heartbeat,
   type HeartbeatLogin,
+  type HeartbeatPooler,
 } from '../mesh/provisioner-heartbeat.js';
 import type { CycleReport } from './postgres-provisioner.js';
 import { messageOf } from './postgres-roles.js';
@@ -65,6 +66,8 @@ export function heartbeatWriter(options: {
   readonly intervalMs: number;
   readonly log: (line: string) => void;
   readonly clock?: () => Date;
+  /** `--pooler-auth-file` and its admin console: stated so `mesh rotate` can check the inventory agrees. */
+  readonly pooler?: HeartbeatPooler;
 }): HeartbeatWriter {
   const clock = options.clock ?? (() => new Date());
   let lastOkAt: string | undefined;
@@ -85,6 +88,7 @@ export function heartbeatWriter(options: {
       ...(lastOkAt !== undefined ? { last_ok_at: lastOkAt } : {}),
       host: os.hostname(),
       pid: process.pid,
+      ...(options.pooler ? { pooler: options.pooler } : {}),
     };
     const temp = path.join(dir, `.${HEARTBEAT_FILE}.tmp-${randomBytes(6).toString('hex')}`);
     try {

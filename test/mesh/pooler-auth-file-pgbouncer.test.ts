@@ -16,6 +16,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/sandbox/free-port.js';
 import { authLineUser } from '../../src/provisioner/pooler-auth-file.js';
+import { heartbeatPath, parseHeartbeat } from '../../src/mesh/provisioner-heartbeat.js';
 import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
 import { startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
 import { asSuperuser, debianPostgresMissing } from '../helpers/postgres.js';
@@ -143,6 +144,15 @@ describeWithPart(
       expect(first.stdout).toContain(
         "db1's provisioner writes the new one there and sends RELOAD before the receipt",
       );
+      // The provisioner states what its --pooler-* flags told it; the rotation checked it is the inventory's pooler.
+      const beat = parseHeartbeat(
+        readFileSync(heartbeatPath(path.join(mesh().meshDirOn('db1'), 'provides', 'pg-main')), 'utf8'),
+      );
+      expect(beat?.pooler).toEqual({
+        auth_file: bouncer!.authFile,
+        admin: `127.0.0.1:${bouncerPort}`,
+        admin_user: ADMIN,
+      });
       const app = startPasswordApp(through(), () => mesh().consumerFile('web1', 'web1_app'), 'web1_app');
       try {
         await loginsMore(app, 10);

@@ -6,13 +6,18 @@
  * auth_file or auth_query. The built CLI runs every command case; each refusal checks that the
  * files are as they were.
  */
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BatonError } from '../../src/errors.js';
 import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import { authFileRefusal, poolerPreviewLines } from '../../src/mesh/poolers.js';
+import { authFileRefusal, poolerPreviewLines, poolerTargetRefusal } from '../../src/mesh/poolers.js';
+import {
+  formatHeartbeat,
+  HEARTBEAT_FORMAT,
+  type HeartbeatPooler,
+} from '../../src/mesh/provisioner-heartbeat.js';
 import { appPreviewLines, refusedLoginAdvice } from '../../src/app/rotation-app-text.js';
 import { appHooks } from '../../src/mesh/reload.js';
 import { appGate } from '../../src/app/rotation-app.js';
@@ -244,6 +249,68 @@ describe('a pooler in a rotation plan', () => {
   });
 });
 
+/** A provisioner's heartbeat that states the pooler it keeps (what `provision postgres --pooler-*` writes). */
+function heartbeatStating(pooler: HeartbeatPooler | undefined): string {
+  return formatHeartbeat({
+    format: HEARTBEAT_FORMAT,
+    provider: 'pg-main',
+    at: new Date().toISOString(),
+    interval_ms: 1000,
+    login: 'ok',
+    superuser: 'postgres',
+    host: 'db1',
+    pid: 4242,
+    ...(pooler ? { pooler } : {}),
+  });
+}
+
+describe("the inventory's auth_file pooler and the provisioner that keeps it name one pooler", () => {
+  const beside = AUTH_FILE.replace('machine: pool1', 'machine: db1');
+  const inventory = parseInventory(inventoryText(beside), SOURCE);
+  const plan = planRotation(inventory, { by: 'all' });
+  const agreed: HeartbeatPooler = {
+    auth_file: '/etc/pgbouncer/userlist.txt',
+    admin: '127.0.0.1:6432',
+    admin_user: 'pgbouncer',
+  };
+
+  it("agrees when the heartbeat states the inventory's auth_file and admin console (admin: defaulting to listen:); says nothing without a statement", () => {
+    expect(poolerTargetRefusal(plan, inventory, new Map([['pg-main', heartbeatStating(agreed)]]))).toBe(
+      undefined,
+    );
+    expect(poolerTargetRefusal(plan, inventory, new Map([['pg-main', heartbeatStating(undefined)]]))).toBe(
+      undefined,
+    );
+    expect(poolerTargetRefusal(plan, inventory, new Map([['pg-main', undefined]]))).toBe(undefined);
+  });
+
+  it.each([
+    ['another admin port', { ...agreed, admin: '127.0.0.1:6433' }, 'RELOAD as pgbouncer on 127.0.0.1:6433'],
+    [
+      'another admin user',
+      { ...agreed, admin_user: 'pooler_admin' },
+      'RELOAD as pooler_admin on 127.0.0.1:6432',
+    ],
+    [
+      'another auth_file',
+      { ...agreed, auth_file: '/etc/pgbouncer/other.txt' },
+      'keeps auth_file /etc/pgbouncer/other.txt',
+    ],
+  ])('is refused naming both when the provisioner states %s', (_, stated, words) => {
+    const e = poolerTargetRefusal(plan, inventory, new Map([['pg-main', heartbeatStating(stated)]]))!;
+    expect(e.code).toBe('config');
+    expect(e.what).toContain(
+      'pooler "bouncer1" is, by the inventory, auth_file /etc/pgbouncer/userlist.txt with RELOAD as pgbouncer on 127.0.0.1:6432, but pg-main\'s provisioner on db1 states (its heartbeat) that it keeps',
+    );
+    expect(e.what).toContain(words);
+    expect(String(e.next)).toContain(
+      "restart pg-main's provisioner on db1 with `--pooler-auth-file /etc/pgbouncer/userlist.txt --pooler-admin 127.0.0.1:6432 --pooler-admin-user pgbouncer`",
+    );
+    expect(String(e.next)).toContain("correct the pooler's auth_file: or admin:");
+    expect(e.changed).toBe('Nothing was generated or sent.');
+  });
+});
+
 describe("a test login's record names the pooler it went through, on every path that moves a consumer", () => {
   const inventory: Inventory = parseInventory(inventoryText(AUTH_QUERY), SOURCE);
   const plan = planRotation(inventory, { by: 'consumer', name: 'web1-app' });
@@ -382,5 +449,34 @@ describe('poolers through the built CLI', () => {
     console.log(
       `pooler machine unresolved: mesh plan exit ${closed.exitCode}, mesh rotate exit ${rotated.exitCode}`,
     );
+  });
+
+  it("mesh rotate is refused (exit 2) when the provisioner's heartbeat states another admin console than the inventory's pooler; nothing generated or sent", async () => {
+    const inventory = write(inventoryText(AUTH_FILE.replace('machine: pool1', 'machine: db1')));
+    const heartbeat = path.join(
+      tmp.dir,
+      'machines/db1/var/lib/baton/mesh/provides/pg-main/.provisioner/heartbeat',
+    );
+    mkdirSync(path.dirname(heartbeat), { recursive: true });
+    writeFileSync(
+      heartbeat,
+      heartbeatStating({
+        auth_file: '/etc/pgbouncer/userlist.txt',
+        admin: '127.0.0.1:6433',
+        admin_user: 'pgbouncer',
+      }),
+    );
+    const machines = path.join(tmp.dir, 'machines');
+    const before = snapshotDir(machines);
+    const r = await baton(inventory, 'mesh', 'rotate', '--consumer', 'web1-app', '--yes');
+    expect(r.exitCode, r.all).toBe(2);
+    expect(r.stderr).toContain(
+      'pooler "bouncer1" is, by the inventory, auth_file /etc/pgbouncer/userlist.txt with RELOAD as pgbouncer on 127.0.0.1:6432, but pg-main\'s provisioner on db1 states (its heartbeat) that it keeps auth_file /etc/pgbouncer/userlist.txt with RELOAD as pgbouncer on 127.0.0.1:6433',
+    );
+    expect(r.stderr).toContain('Nothing was generated or sent.');
+    expect(snapshotDir(machines)).toEqual(before);
+    // No rotation was begun: the journal holds no record of one.
+    expect(existsSync(path.join(tmp.dir, 'state', 'mesh-journal.jsonl'))).toBe(false);
+    console.log(`pooler admin console disagreeing with the provisioner's: mesh rotate exit ${r.exitCode}`);
   });
 });
