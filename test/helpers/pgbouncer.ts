@@ -21,6 +21,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../src/sandbox/free-port.js';
 import type { PostgresSandbox } from '../../src/sandbox/postgres.js';
+import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
+import { asSuperuser } from './postgres.js';
 import { registerChild } from './process-registry.js';
 import { waitOn } from './wait-on.js';
 
@@ -130,4 +132,30 @@ export async function startPgbouncer(
     throw error;
   }
   return { host: '127.0.0.1', port, dir, authFile, log, stop };
+}
+
+/** The auth_query the pooler tests give pgbouncer: a SECURITY DEFINER function only its auth_user may call. */
+export const POOLER_AUTH_USER = 'pooler_auth';
+const POOLER_AUTH_PASSWORD = 'pooler-auth-only-in-this-test';
+const POOLER_AUTH_QUERY = 'SELECT usename, passwd FROM public.pooler_auth($1)';
+
+/**
+ * pgbouncer with `auth_query` in front of `sandbox`: its auth_user is made (a SCRAM verifier,
+ * never the text, in the statement) with EXECUTE on the one function that reads a login's
+ * verifier from pg_authid, and nothing else.
+ */
+export async function startAuthQueryPgbouncer(sandbox: PostgresSandbox, port: number): Promise<Pgbouncer> {
+  const verifier = await scramVerifier(Buffer.from(POOLER_AUTH_PASSWORD));
+  await asSuperuser(sandbox, async (c) => {
+    await c.query(`CREATE ROLE ${POOLER_AUTH_USER} LOGIN PASSWORD '${verifier}'`);
+    await c.query(
+      `CREATE FUNCTION public.pooler_auth(p_user text, OUT usename text, OUT passwd text) RETURNS record LANGUAGE sql SECURITY DEFINER AS $$ SELECT rolname::text, rolpassword FROM pg_authid WHERE rolname = p_user AND rolcanlogin $$`,
+    );
+    await c.query(`REVOKE ALL ON FUNCTION public.pooler_auth(text) FROM PUBLIC`);
+    await c.query(`GRANT EXECUTE ON FUNCTION public.pooler_auth(text) TO ${POOLER_AUTH_USER}`);
+  });
+  return startPgbouncer(sandbox, {
+    port,
+    authQuery: { user: POOLER_AUTH_USER, password: POOLER_AUTH_PASSWORD, query: POOLER_AUTH_QUERY },
+  });
 }

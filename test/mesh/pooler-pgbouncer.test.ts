@@ -15,17 +15,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/sandbox/free-port.js';
-import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
 import { startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
 import { asSuperuser, debianPostgresMissing } from '../helpers/postgres.js';
-import { pgbouncerMissing, startPgbouncer, type Pgbouncer } from '../helpers/pgbouncer.js';
+import { pgbouncerMissing, startAuthQueryPgbouncer, type Pgbouncer } from '../helpers/pgbouncer.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
-
-const AUTH_USER = 'pooler_auth';
-const AUTH_PASSWORD = 'pooler-auth-only-in-this-test';
-const AUTH_QUERY = 'SELECT usename, passwd FROM public.pooler_auth($1)';
 
 let bouncerPort = 0;
 let bouncer: Pgbouncer | undefined;
@@ -67,20 +62,7 @@ describeWithPart(
         );
       },
       beforeSeed: async (mesh) => {
-        // pgbouncer's auth_user: it may only call the function that reads a login's verifier.
-        const verifier = await scramVerifier(Buffer.from(AUTH_PASSWORD));
-        await asSuperuser(mesh.sandbox, async (c) => {
-          await c.query(`CREATE ROLE ${AUTH_USER} LOGIN PASSWORD '${verifier}'`);
-          await c.query(
-            `CREATE FUNCTION public.pooler_auth(p_user text, OUT usename text, OUT passwd text) RETURNS record LANGUAGE sql SECURITY DEFINER AS $$ SELECT rolname::text, rolpassword FROM pg_authid WHERE rolname = p_user AND rolcanlogin $$`,
-          );
-          await c.query(`REVOKE ALL ON FUNCTION public.pooler_auth(text) FROM PUBLIC`);
-          await c.query(`GRANT EXECUTE ON FUNCTION public.pooler_auth(text) TO ${AUTH_USER}`);
-        });
-        bouncer = await startPgbouncer(mesh.sandbox, {
-          port: bouncerPort,
-          authQuery: { user: AUTH_USER, password: AUTH_PASSWORD, query: AUTH_QUERY },
-        });
+        bouncer = await startAuthQueryPgbouncer(mesh.sandbox, bouncerPort);
       },
     });
     beforeAll(() => {
