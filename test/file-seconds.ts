@@ -13,8 +13,8 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   // 95 s alone at load 37; the auth_query file, alike, took 20 s at load ~6.
   'test/mesh/pooler-auth-file-pgbouncer.test.ts': 40,
   'test/mesh/poolers.test.ts': 12,
-  // Round 9, alone at load ~4: Debian PostgreSQL + pgbouncer + sshd, 3 rotations.
-  'test/mesh/pooler-ssh.test.ts': 45,
+  // Round 9: 56 s alone at load ~21 (Debian PostgreSQL + pgbouncer + sshd, 3 rotations); quiet, about 25.
+  'test/mesh/pooler-ssh.test.ts': 25,
   // Not in that run: about half of the 120 s it took alone at load ~10 (npm installs ~200 packages, builds fs-ext).
   'test/build/packed-install.test.ts': 60,
   'test/mesh/pooled-app-reload.test.ts': 45.0, // round 8, rough (under load: Debian PostgreSQL, 6 rotations)
