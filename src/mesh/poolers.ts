@@ -58,7 +58,7 @@ export function authFileRefusal(
   return new BatonError('config', {
     what: `${problems.join('; ')}. Rotated so, a login through the pooler could be refused while the rotation says applied.`,
     where: inventory.source,
-    next: 'Run pgbouncer beside the provider\'s database and start its provisioner with `--pooler-auth-file <the auth_file>` (docs/inventory.md, "Poolers"), set the provider\'s connect: to { pooler: <name> }; or switch the pooler to auth_query (`auth_query: true`); or leave the pairs it serves out of this selection.',
+    next: "Run pgbouncer beside the provider's database and start its provisioner with `--pooler-auth-file <the auth_file> --pooler-admin <host:port> --pooler-admin-user <user>`, the pooler's admin: as the inventory names it (docs/inventory.md, \"Poolers\"), and set the provider's connect: to { pooler: <name> }; or switch the pooler to auth_query (`auth_query: true`), which a pooler on any machine can use; or leave the pairs it serves out of this selection.",
     changed: 'Nothing was read or sent.',
   });
 }

@@ -225,7 +225,10 @@ describe('a pooler in a rotation plan', () => {
       `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
     );
     expect(e.what).toContain('a login through the pooler could be refused while the rotation says applied');
-    expect(String(e.next)).toContain('start its provisioner with `--pooler-auth-file <the auth_file>`');
+    expect(String(e.next)).toContain(
+      "start its provisioner with `--pooler-auth-file <the auth_file> --pooler-admin <host:port> --pooler-admin-user <user>`, the pooler's admin: as the inventory names it",
+    );
+    expect(String(e.next)).toContain('which a pooler on any machine can use');
     expect(String(e.next)).toContain('or switch the pooler to auth_query');
     expect(e.changed).toBe('Nothing was read or sent.');
     // A selection the pooler does not serve is not refused.
