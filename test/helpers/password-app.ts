@@ -191,3 +191,9 @@ export async function startCachingApp(
     },
   };
 }
+
+/** Resolves once `app` has tried `n` logins more than now (at its 50 ms pace, whatever the load). */
+export async function loginsMore(app: Pick<PasswordApp, 'attempts'>, n: number): Promise<void> {
+  const target = app.attempts.length + n;
+  while (app.attempts.length < target) await new Promise((r) => setTimeout(r, 50));
+}

@@ -6,6 +6,7 @@
  * the `postgres` user (pgbouncer refuses root), so its directory is that user's.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   chmodSync,
   chownSync,
@@ -158,4 +159,13 @@ export async function startAuthQueryPgbouncer(sandbox: PostgresSandbox, port: nu
     port,
     authQuery: { user: POOLER_AUTH_USER, password: POOLER_AUTH_PASSWORD, query: POOLER_AUTH_QUERY },
   });
+}
+
+/** The sha256 of pgbouncer's own files (its auth_file and pgbouncer.ini): what a rotation must leave as it found. */
+export function pgbouncerFileDigests(bouncer: Pick<Pgbouncer, 'dir'>): string[] {
+  return ['userlist.txt', 'pgbouncer.ini'].map((f) =>
+    createHash('sha256')
+      .update(readFileSync(path.join(bouncer.dir, f)))
+      .digest('hex'),
+  );
 }

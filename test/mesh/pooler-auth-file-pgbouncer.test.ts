@@ -18,7 +18,7 @@ import { freePort } from '../../src/sandbox/free-port.js';
 import { authLineUser } from '../../src/provisioner/pooler-auth-file.js';
 import { heartbeatPath, parseHeartbeat } from '../../src/mesh/provisioner-heartbeat.js';
 import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
-import { startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
+import { loginsMore, startPasswordApp } from '../helpers/password-app.js';
 import { asSuperuser, debianPostgresMissing } from '../helpers/postgres.js';
 import { pgbouncerMissing, startPgbouncer, type Pgbouncer } from '../helpers/pgbouncer.js';
 import { describeWithPart } from '../helpers/real-part.js';
@@ -132,10 +132,6 @@ describeWithPart(
         c.query<{ rolpassword: string }>('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [login]),
       );
       return { line, database: `"${login}" "${stored.rows[0]?.rolpassword ?? ''}"` };
-    };
-    const loginsMore = async (app: PasswordApp, n: number) => {
-      const target = app.attempts.length + n;
-      while (app.attempts.length < target) await new Promise((r) => setTimeout(r, 50));
     };
 
     it('an alternating pair through pgbouncer rotates 3 times with 0 failed logins; its lines are the database verifiers, the other lines untouched', async () => {

@@ -10,15 +10,19 @@
  *
  * Run `npm run build` before running this file alone.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/sandbox/free-port.js';
 import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
-import { startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
+import { loginsMore, startPasswordApp } from '../helpers/password-app.js';
 import { asSuperuser, debianPostgresMissing } from '../helpers/postgres.js';
-import { pgbouncerMissing, startAuthQueryPgbouncer, type Pgbouncer } from '../helpers/pgbouncer.js';
+import {
+  pgbouncerFileDigests,
+  pgbouncerMissing,
+  startAuthQueryPgbouncer,
+  type Pgbouncer,
+} from '../helpers/pgbouncer.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 
@@ -87,12 +91,7 @@ describeWithPart(
         '30',
       );
     const through = () => ({ host: '127.0.0.1', port: bouncerPort });
-    const bouncerFiles = () =>
-      ['userlist.txt', 'pgbouncer.ini'].map((f) =>
-        createHash('sha256')
-          .update(readFileSync(path.join(bouncer!.dir, f)))
-          .digest('hex'),
-      );
+    const bouncerFiles = () => pgbouncerFileDigests(bouncer!);
     const journal = () =>
       readFileSync(path.join(mesh().stateDir, 'mesh-journal.jsonl'), 'utf8')
         .trim()
@@ -101,12 +100,6 @@ describeWithPart(
           (l) =>
             JSON.parse(l) as { id: string; phase: string; test_logins?: { pooler?: string; ok: boolean }[] },
         );
-
-    /** Runs the app through pgbouncer until it has logged in `n` times more than now. */
-    const loginsMore = async (app: PasswordApp, n: number) => {
-      const target = app.attempts.length + n;
-      while (app.attempts.length < target) await new Promise((r) => setTimeout(r, 50));
-    };
 
     it('an alternating pair through pgbouncer rotates 3 times with 0 failed logins through the pooler', async () => {
       const pooled = bouncerFiles();

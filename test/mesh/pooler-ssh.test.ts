@@ -10,15 +10,19 @@
  *
  * Run `npm run build` before running this file alone.
  */
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/sandbox/free-port.js';
 import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
-import { startPasswordApp, type PasswordApp } from '../helpers/password-app.js';
+import { loginsMore, startPasswordApp } from '../helpers/password-app.js';
 import { debianPostgresMissing } from '../helpers/postgres.js';
-import { pgbouncerMissing, startAuthQueryPgbouncer, type Pgbouncer } from '../helpers/pgbouncer.js';
+import {
+  pgbouncerFileDigests,
+  pgbouncerMissing,
+  startAuthQueryPgbouncer,
+  type Pgbouncer,
+} from '../helpers/pgbouncer.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
@@ -97,21 +101,12 @@ describeWithPart(
         '60',
       );
     const consumerFile = () => path.join(overSsh(mesh().dir, 'web1'), 'consumes', 'pg-main', 'web1_app');
-    const bouncerFiles = () =>
-      ['userlist.txt', 'pgbouncer.ini'].map((f) =>
-        createHash('sha256')
-          .update(readFileSync(path.join(bouncer!.dir, f)))
-          .digest('hex'),
-      );
+    const bouncerFiles = () => pgbouncerFileDigests(bouncer!);
     const journal = () =>
       readFileSync(path.join(mesh().stateDir, 'mesh-journal.jsonl'), 'utf8')
         .trim()
         .split('\n')
         .map((l) => JSON.parse(l) as { phase: string; test_logins?: { pooler?: string; ok: boolean }[] });
-    const loginsMore = async (app: PasswordApp, n: number) => {
-      const target = app.attempts.length + n;
-      while (app.attempts.length < target) await new Promise((r) => setTimeout(r, 50));
-    };
 
     it('an alternating pair through pgbouncer on an ssh machine: 2 rotations, 0 failed logins through the pooler during and after; nothing else changed', async () => {
       const first = await rotate();
