@@ -24,7 +24,7 @@ import {
 } from '../share/sync-flags.js';
 import type { Look, Outcome, Verdict } from '../share/types.js';
 import { verdictSentence } from '../share/verdict-words.js';
-import { runAction, type MintGate } from './share-action.js';
+import { runAction, type ActionRequest, type MintGate } from './share-action.js';
 
 /**
  * The two gates a sync may pass through; the command decides how each is asked. Minting a first
@@ -77,10 +77,12 @@ export async function syncOperation(
   // Every write below is the one step of its action (share-action.ts), as the failover walk runs
   // it. Adopt and publish carry no `seen`: no one confirmed a look here, and the table's answer
   // under the lock is what plain sync asks for. The bound steps are held to the look.
+  const step = async (request: ActionRequest) => done(await runAction(share, request, gates));
+  const unseal = Boolean(flags.unseal);
   switch (verdict.kind) {
     case 'first-controller': {
       if (!flags.firstController) throw await nothingPublished(share);
-      return done(await runAction(share, { action: 'first-controller', seen: verdict }, gates));
+      return step({ action: 'first-controller', seen: verdict });
     }
     case 'adopt': {
       const outcome = await runAction(share, { action: 'adopt' }, gates);
@@ -98,33 +100,19 @@ export async function syncOperation(
       return done(outcome);
     }
     case 'publish':
-      return done(await runAction(share, { action: 'publish' }, gates));
+      return step({ action: 'publish' });
     case 'in-sync':
       return { look: seen, outcome: undefined, sentence: `${verdictSentence(verdict)} Nothing was changed.` };
     case 'blocked':
       // An adopt or a force cut short part-way through its install: the same sync finishes it
       // (adopt proves ca/ is the document's prefix, byte for byte, or refuses).
       if (!flags.replaceUnreadable && isStoppedInstall(seen.local, seen.published))
-        return done(await runAction(share, { action: 'adopt' }, gates));
-      if (flags.replaceUnreadable)
-        return done(
-          await runAction(
-            share,
-            { action: 'replace-unreadable', seen: verdict, unseal: Boolean(flags.unseal) },
-            gates,
-          ),
-        );
+        return step({ action: 'adopt' });
+      if (flags.replaceUnreadable) return step({ action: 'replace-unreadable', seen: verdict, unseal });
       throw blockedError(verdict, share.suggester);
     case 'refuse':
-      if (flags.push)
-        return done(
-          await runAction(
-            share,
-            { action: 'push-over', seen: verdict, unseal: Boolean(flags.unseal) },
-            gates,
-          ),
-        );
-      if (flags.force) return done(await runAction(share, { action: 'force', seen: verdict }, gates));
+      if (flags.push) return step({ action: 'push-over', seen: verdict, unseal });
+      if (flags.force) return step({ action: 'force', seen: verdict });
       throw refusalError(share, verdict);
   }
 }
