@@ -11,7 +11,7 @@ import type { FailoverEffect, FailoverEvent } from './failover-flow.js';
 import type { StatusReport } from './status-report.js';
 import { assertNever } from './status-verdict.js';
 
-/** What the walk needs from the world; the real ports are built in failover-ports.ts. */
+/** What the walk needs from the world; the real ports are built in src/operations/failover-ports.ts. */
 export interface FailoverPorts {
   /** Lock probe, local, published — without taking the lock or writing anything. */
   read(): Promise<StatusReport>;

@@ -11,11 +11,17 @@ import { nextStep, renderSaid, renderStep, retireStep, saidSteps, type NextStep 
 import { interruptedOf } from '../authority/interrupted.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
 import type { RetirePublishedOutcome } from '../share/actions.js';
+import type { ShareContext } from '../share/share-context.js';
+import type { Outcome } from '../share/types.js';
+import type { StoreAfterRotate } from '../operations/ca-rotate.js';
 
 /**
- * `baton ca init | show [--json] | rotate | retire` (docs/authority-on-disk.md, docs/cli.md): the local authority on
- * its own, no store. Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes
- * none and changes nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
+ * `baton ca init | export | show [--json] | rotate | retire` (docs/authority-on-disk.md, docs/cli.md):
+ * the local authority, and with a store what it needs there. The writing subcommands decide in
+ * src/operations/ (`ca-init.ts`, `ca-rotate.ts`, `ca-retire.ts`); this file parses the flags,
+ * supplies the gates (the typed deployment id or --yes, the PREVIOUS 8) and says the result.
+ * Every writing subcommand takes ca.lock (exit 5 when busy); `show` takes none and changes
+ * nothing (exit 0 whole, 1 could not read, 3 otherwise — as `status`).
  */
 export const registerCa: Register = (program, ctx) => {
   // Every command this group prints, built once with the global flags given.
@@ -38,27 +44,34 @@ export const registerCa: Register = (program, ctx) => {
       action(ctx, async (options: { readonly yes?: boolean }) => {
         const { deployment, stateDir } = where();
         const config = ctx.config();
-        if (config.store) {
-          ctx.stdout.write(`${await initAsFirstController(ctx, config, Boolean(options.yes))}\n`);
+        const [{ caInitOperation }, share] = await Promise.all([
+          import('../operations/ca-init.js'),
+          config.store ? shareFor(ctx, config) : undefined,
+        ]);
+        if (share) {
+          const { confirmMint } = await import('./typed-confirm.js');
+          const result = await caInitOperation({
+            share,
+            gate: {
+              confirmMint: async (note) =>
+                confirmMint(ctx, {
+                  deployment: share.deployment,
+                  location: share.store.location,
+                  yes: Boolean(options.yes),
+                  command: nextStep('ca init'),
+                  note: await note(),
+                }),
+            },
+          });
+          if (result.kind === 'shared')
+            ctx.stdout.write(`${await firstControllerWords(share, result.outcome)}\n`);
           return;
         }
-        const authority = await import('../authority/index.js');
-        const fingerprint = await authority.withAuthorityLock(stateDir, async () => {
-          const local = await authority.readLocalAuthority(stateDir, deployment);
-          refuseUnlessFresh(local, stateDir);
-          const files = await authority.mintAuthority(deployment);
-          const { fingerprint } = await authority.checkPair(
-            files['ca.key']!,
-            files['ca.crt']!,
-            deployment,
-            'the authority just minted',
-          );
-          await authority.installAuthority(stateDir, deployment, files, fingerprint);
-          return fingerprint;
-        });
+        const result = await caInitOperation({ stateDir, deployment });
+        if (result.kind !== 'minted-alone') return;
         ctx.stdout.write(
           `Minted a new authority for deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
-            `Fingerprint: ${fingerprint}\n` +
+            `Fingerprint: ${result.fingerprint}\n` +
             'No store is configured, so no store was asked whether this deployment already has an authority. ' +
             `Publish it (configure the store, then ${run('sync')}) so the other controller adopts it rather than minting its own.\n`,
         );
@@ -129,16 +142,21 @@ export const registerCa: Register = (program, ctx) => {
     .action(
       action(ctx, async () => {
         const { deployment, stateDir } = where();
-        const { rotateAuthority } = await import('../authority/index.js');
-        const result = await rotateAuthority(stateDir, deployment);
-        ctx.stdout.write(
-          `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
-            `Current:  ${result.current}\n` +
-            `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
-            `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run \`${renderStep(ctx.suggester(), retireStep())}\` once every node trusts the current authority (<PREVIOUS 8>: the 8 characters after "SHA256:" of the previous fingerprint above).\n`,
-        );
         const config = ctx.config();
-        ctx.stdout.write(`${config.store ? await storeAfterRotate(ctx, config) : NO_STORE_AFTER_ROTATE}\n`);
+        const { caRotateOperation } = await import('../operations/ca-rotate.js');
+        const { store } = await caRotateOperation({
+          stateDir,
+          deployment,
+          ...(config.store ? { openShare: () => shareFor(ctx, config) } : {}),
+          rotated: (result) =>
+            ctx.stdout.write(
+              `${result.resumed ? 'Finished an interrupted rotation' : 'Rotated the authority'} of deployment ${deployment} in ${layoutOf(stateDir).caDir}.\n` +
+                `Current:  ${result.current}\n` +
+                `Previous: ${result.previous} (kept as ca-previous.* during the overlap)\n` +
+                `Publish it with ${run('sync --push')} (this host is now ahead of the store), and run \`${renderStep(ctx.suggester(), retireStep())}\` once every node trusts the current authority (<PREVIOUS 8>: the 8 characters after "SHA256:" of the previous fingerprint above).\n`,
+            ),
+        });
+        ctx.stdout.write(`${store ? await storeAfterRotateWords(ctx, store) : NO_STORE_AFTER_ROTATE}\n`);
       }),
     );
 
@@ -199,38 +217,25 @@ export const registerCa: Register = (program, ctx) => {
 const NO_STORE_AFTER_ROTATE =
   'No store is configured, so none was asked. If this deployment keeps its authority in a store (billet: its identity store, e.g. SSM), the other side needs this rotation there: until it is published, billet will not start on this state dir and the other controller adopts the previous authority. Configure store: in baton.yaml and push, or run `billet ca sync --push` on this host.';
 
-/**
- * WHAT THE OTHER SIDE NEEDS after a rotation, read from the store, never
- * written: billet's control plane refuses to start while its identity store publishes another
- * authority than the one on disk, and the other controller keeps adopting the old one. The
- * rotation here is done and stands whatever the store says; a store that cannot be read is
- * said, not fatal.
- */
-async function storeAfterRotate(ctx: CliContext, config: ResolvedConfig): Promise<string> {
-  const [{ openShareContext }, { look }, { verdictSentence }] = await Promise.all([
-    import('../share/share-context.js'),
-    import('../share/actions.js'),
-    import('../share/verdict-words.js'),
-  ]);
+/** The store's answer after a rotation (src/operations/ca-rotate.ts), in one line. */
+async function storeAfterRotateWords(ctx: CliContext, store: StoreAfterRotate): Promise<string> {
   const s = ctx.suggester();
   const push = renderStep(s, nextStep('sync --push'));
-  let seen;
-  try {
-    seen = await look(await openShareContext(config));
-  } catch (error) {
-    if (!(error instanceof BatonError)) throw error;
-    return `The store could not be asked (${error.what}): once it answers, publish this rotation with \`${push}\`; until then billet will not start on this state dir.`;
+  switch (store.kind) {
+    case 'unasked':
+      return `The store could not be asked (${store.what}): once it answers, publish this rotation with \`${push}\`; until then billet will not start on this state dir.`;
+    case 'behind':
+      return `The store at ${store.location} still publishes ${store.published}: it is BEHIND this host. The other side needs this rotation: until it is published, billet will not start on this state dir (its identity store publishes another authority) and the other controller adopts ${store.published}. Publish it now: \`${push}\` (what \`billet ca sync --push\` does).`;
+    case 'nothing-published':
+      return `Nothing is published at ${store.location}: publish this authority with \`${renderStep(s, nextStep('sync'))}\` so the other controller adopts it.`;
+    case 'other': {
+      const { verdictSentence } = await import('../share/verdict-words.js');
+      return `The store at ${store.location}: ${verdictSentence(store.verdict)} Look with \`${renderStep(s, nextStep('status'))}\` before publishing.`;
+    }
   }
-  const { published, verdict } = seen;
-  const where = published.location;
-  if (verdict.kind === 'refuse' && verdict.lineage.kind === 'ahead')
-    return `The store at ${where} still publishes ${verdict.published}: it is BEHIND this host. The other side needs this rotation: until it is published, billet will not start on this state dir (its identity store publishes another authority) and the other controller adopts ${verdict.published}. Publish it now: \`${push}\` (what \`billet ca sync --push\` does).`;
-  if (verdict.kind === 'publish')
-    return `Nothing is published at ${where}: publish this authority with \`${renderStep(s, nextStep('sync'))}\` so the other controller adopts it.`;
-  return `The store at ${where}: ${verdictSentence(verdict)} Look with \`${renderStep(s, nextStep('status'))}\` before publishing.`;
 }
 
-async function shareFor(ctx: CliContext, config: ResolvedConfig) {
+async function shareFor(ctx: CliContext, config: ResolvedConfig): Promise<ShareContext> {
   const { openShareContext } = await import('../share/share-context.js');
   return { ...(await openShareContext(config)), suggester: ctx.suggester() };
 }
@@ -305,88 +310,16 @@ async function confirmRetireOnTerminal(ctx: CliContext, stateDir: string, deploy
   return typed;
 }
 
-/**
- * `ca init` with a store is the FIRST CONTROLLER path of the decision table (docs/publishing.md):
- * mint aside, publish create-only, install only after the publish succeeded — and when another
- * controller published first (before this look, or by winning the create-only put), adopt
- * theirs. Two hosts running `ca init` at once therefore end with ONE authority; checking the
- * store outside the lock and minting blind would give the fleet two.
- */
-async function initAsFirstController(ctx: CliContext, config: ResolvedConfig, yes: boolean): Promise<string> {
-  const [
-    { openShareContext },
-    { firstController, look },
-    { describeOutcome },
-    { blockedError, storeFailure },
-  ] = await Promise.all([
-    import('../share/share-context.js'),
-    import('../share/actions.js'),
-    import('../share/action-words.js'),
-    import('../share/refusals.js'),
-  ]);
-  const share = { ...(await openShareContext(config)), suggester: ctx.suggester() };
-  const seen = await look(share);
-  const failure = storeFailure(seen);
-  if (failure) throw failure;
-  refuseUnlessFresh(seen.local, share.stateDir);
-  const { verdict } = seen;
-  if (verdict.kind === 'blocked') throw blockedError(verdict, ctx.suggester());
-  // Minting is said, never inferred: an empty store (a mistyped --store looks the same) gets
-  // a new authority only on the typed deployment id, or --yes without a terminal.
-  if (verdict.kind === 'first-controller') {
-    const [{ confirmMint }, { neighbourWords }] = await Promise.all([
-      import('./typed-confirm.js'),
-      import('../share/neighbours.js'),
-    ]);
-    const neighbours = await neighbourWords(share.store, share.deployment);
-    await confirmMint(ctx, {
-      deployment: share.deployment,
-      location: share.store.location,
-      yes,
-      command: nextStep('ca init'),
-      note: neighbours,
-    });
+/** What `ca init` with a store did (src/operations/ca-init.ts), in the words of a first controller. */
+async function firstControllerWords(share: ShareContext, outcome: Outcome): Promise<string> {
+  if (outcome.kind !== 'first-controller') {
+    const { describeOutcome } = await import('../share/action-words.js');
+    return describeOutcome(share, outcome);
   }
-  const outcome = await firstController(share, { seen: verdict });
-  if (outcome.kind !== 'first-controller') return describeOutcome(share, outcome);
   const { caDir } = layoutOf(share.stateDir);
   return outcome.wonRace
     ? `Minted a new authority for deployment ${share.deployment}, published it create-only to ${share.store.location}, then installed it in ${caDir}.\nFingerprint: ${outcome.fingerprint}`
     : `This deployment's authority was already published by another controller: this host adopted ${outcome.fingerprint} from ${share.store.location} into ${caDir}. Any authority minted here was discarded before it touched disk; the fleet has one authority.\nFingerprint: ${outcome.fingerprint}`;
-}
-
-/** NEVER MINTED OVER A LOSS, never over anything: `ca init` writes only on a fresh host. */
-function refuseUnlessFresh(local: LocalAuthority, stateDir: string): void {
-  switch (local.state) {
-    case 'fresh':
-      return;
-    case 'lost':
-      throw new BatonError('refused', {
-        what: `This host held the authority once — the marker ${layoutOf(stateDir).marker} is present — but ca/ holds no key and no certificate. Minting now would give the fleet a second authority.`,
-        where: layoutOf(stateDir).caDir,
-        next: [
-          'Adopt the published authority with ',
-          nextStep('sync'),
-          ', or restore ca/ from a backup. Remove the marker only if this deployment really must start over.',
-        ],
-        changed: 'Nothing was written.',
-      });
-    case 'whole':
-      throw new BatonError('refused', {
-        what: `This host already holds the authority ${local.current.fingerprint}.`,
-        where: layoutOf(stateDir).caDir,
-        next: [
-          'Nothing to do: ',
-          nextStep('ca show'),
-          ' shows it, ',
-          nextStep('ca rotate'),
-          ' replaces it on purpose.',
-        ],
-        changed: 'Nothing was written.',
-      });
-    case 'blocked':
-      throw local.error;
-  }
 }
 
 export function authorityJson(

@@ -35,7 +35,7 @@ export const registerFailover: Register = (program, ctx) => {
         const storeUrl = requireStore(config);
         const [{ openShareContext }, { failoverPorts }, { batonInvocation }] = await Promise.all([
           import('../share/share-context.js'),
-          import('../app/failover-ports.js'),
+          import('../operations/failover-ports.js'),
           import('../app/status-invocation.js'),
         ]);
         // Errors the walk shows name commands through the one builder, with the flags given.

@@ -71,13 +71,13 @@ async function runSync(ctx: CliContext, flags: SyncFlags): Promise<number> {
   const { sentence } = await syncOperation(share, flags, {
     confirmBound: (bindings, explain) =>
       confirmBound(ctx, bindings, flags.confirm ?? [], share.store.location, explain),
-    confirmMint: (note) =>
+    confirmMint: async (note) =>
       confirmMint(ctx, {
         deployment: share.deployment,
         location: share.store.location,
         yes: Boolean(flags.yes),
         command: nextStep('sync --first-controller'),
-        note,
+        note: await note(),
       }),
   });
   ctx.stdout.write(`${sentence}\n`);

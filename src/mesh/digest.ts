@@ -4,6 +4,8 @@
  * function of the mesh, the journal, the provisioner and its receipts.
  */
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { parseJsonRecord } from './json-record.js';
 
 /** `sha256:<64 hex>` of the secret's exact bytes. */
 export type SecretDigest = string & { readonly __brand: 'SecretDigest' };
@@ -104,67 +106,76 @@ export interface LoginSession {
 /** A receipt names at most this many sessions: enough to find the holders, never a flood. */
 export const RECEIPT_SESSIONS_MAX = 20;
 
-export function parseReceipt(text: string): Receipt | undefined {
-  try {
-    const value = JSON.parse(text) as Partial<Receipt>;
-    if (
-      typeof value.role === 'string' &&
-      typeof value.digest === 'string' &&
-      /^sha256:[0-9a-f]{64}$/.test(value.digest)
-    ) {
-      const database = parseDatabaseCheck(value.database);
-      const sessions = parseSessions(value.sessions);
-      return {
-        role: value.role,
-        digest: value.digest,
-        applied_at: String(value.applied_at ?? ''),
-        ...(database ? { database } : {}),
-        ...(typeof value.login === 'string' ? { login: value.login } : {}),
-        ...(sessions ? { sessions } : {}),
-        ...(Number.isSafeInteger(value.ended_sessions) && value.ended_sessions! >= 0
-          ? { ended_sessions: value.ended_sessions }
-          : {}),
-      };
-    }
-  } catch {
-    // An unreadable receipt is "not applied yet", never an error that stops a rotation.
-  }
-  return undefined;
-}
+const DIGEST_TEXT = /^sha256:[0-9a-f]{64}$/;
 
-/** Sessions of an unknown shape are dropped one by one; a list that is not one is dropped whole. */
-function parseSessions(value: unknown): LoginSession[] | undefined {
-  if (!Array.isArray(value)) return undefined;
-  return value
-    .flatMap((item): LoginSession[] => {
-      if (typeof item !== 'object' || item === null) return [];
-      const { pid, application_name, client_addr, backend_start } = item as Record<string, unknown>;
-      if (
-        !Number.isSafeInteger(pid) ||
-        typeof application_name !== 'string' ||
-        typeof backend_start !== 'string'
-      )
-        return [];
-      if (client_addr !== null && typeof client_addr !== 'string') return [];
-      return [{ pid: pid as number, application_name, client_addr, backend_start }];
+/**
+ * The receipt as read back, stated once: `role` and a well-formed `digest` make a receipt; every
+ * other field a provisioner of another version may have written differently is dropped on its
+ * own (the receipt then reads as one written before that field existed), never taken half-typed:
+ * a check of an unknown shape, a session that is not one (dropped one by one; at most
+ * RECEIPT_SESSIONS_MAX kept), a count that is not a whole number. Fields this version does not
+ * know are not kept. Made on first use, as the other records' schemas.
+ */
+let receiptSchema: z.ZodType<Receipt> | undefined;
+function schemaOfReceipt(): z.ZodType<Receipt> {
+  if (receiptSchema) return receiptSchema;
+  const dropped = <T extends z.ZodType>(schema: T) => schema.optional().catch(undefined);
+  const wholeNumber = z.number().refine(Number.isSafeInteger);
+  const session = z.object({
+    pid: wholeNumber,
+    application_name: z.string(),
+    client_addr: z.string().nullable(),
+    backend_start: z.string(),
+  });
+  const database = z.object({
+    found: z.enum(DATABASE_FINDINGS),
+    since: z.string(),
+    problem: dropped(z.string()),
+    restored: dropped(z.enum(DATABASE_FINDINGS).exclude(['as-set'])),
+    verifier: dropped(z.string().regex(DIGEST_TEXT)),
+  });
+  const schema = z
+    .object({
+      role: z.string(),
+      digest: z.string().regex(DIGEST_TEXT),
+      // Diagnostic only: whatever was written is kept as text (absent: empty).
+      applied_at: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional().catch(undefined),
+      database: dropped(database),
+      login: dropped(z.string()),
+      sessions: dropped(
+        z.array(z.unknown()).transform((items) =>
+          items
+            .flatMap((item) => {
+              const read = session.safeParse(item);
+              return read.success ? [read.data] : [];
+            })
+            .slice(0, RECEIPT_SESSIONS_MAX),
+        ),
+      ),
+      ended_sessions: dropped(wholeNumber.refine((n) => n >= 0)),
     })
-    .slice(0, RECEIPT_SESSIONS_MAX);
+    // A field dropped is absent, not present as undefined: a receipt rewritten from this one
+    // (the provisioner's) says exactly what was read.
+    .transform(
+      ({ role, digest, applied_at, ...rest }) =>
+        withoutAbsent({ role, digest, applied_at: String(applied_at ?? ''), ...rest }) as Receipt,
+    );
+  return (receiptSchema = schema);
 }
 
-/** A check of a shape this version does not know is dropped (the receipt reads as an old one). */
-function parseDatabaseCheck(value: unknown): DatabaseCheck | undefined {
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { found, since, problem, restored, verifier } = value as Record<string, unknown>;
-  if (!DATABASE_FINDINGS.includes(found as DatabaseFinding) || typeof since !== 'string') return undefined;
-  return {
-    found: found as DatabaseFinding,
-    since,
-    ...(typeof problem === 'string' ? { problem } : {}),
-    ...(DATABASE_FINDINGS.includes(restored as DatabaseFinding) && restored !== 'as-set'
-      ? { restored: restored as Exclude<DatabaseFinding, 'as-set'> }
-      : {}),
-    ...(typeof verifier === 'string' && /^sha256:[0-9a-f]{64}$/.test(verifier) ? { verifier } : {}),
-  };
+function withoutAbsent<T extends object>(value: T): T {
+  const copy = { ...value } as Record<string, unknown>;
+  for (const [key, field] of Object.entries(copy)) {
+    if (field === undefined) delete copy[key];
+    else if (typeof field === 'object' && field !== null && !Array.isArray(field))
+      copy[key] = withoutAbsent(field);
+  }
+  return copy as T;
+}
+
+/** The one reader of a receipt: text that is not one is "not applied yet", never an error that stops a rotation. */
+export function parseReceipt(text: string): Receipt | undefined {
+  return parseJsonRecord(schemaOfReceipt(), text);
 }
 
 /** True when the receipt says the database no longer holds what was applied. */

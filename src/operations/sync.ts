@@ -8,7 +8,7 @@
 import { readSetAsideAuthorities } from '../authority/index.js';
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
-import { adopt, firstController, force, look, publish, push, replaceUnreadable } from '../share/actions.js';
+import { look } from '../share/actions.js';
 import { describeOutcome } from '../share/action-words.js';
 import type { Binding } from '../share/confirm-binding.js';
 import { neighbourWords } from '../share/neighbours.js';
@@ -24,13 +24,15 @@ import {
 } from '../share/sync-flags.js';
 import type { Look, Outcome, Verdict } from '../share/types.js';
 import { verdictSentence } from '../share/verdict-words.js';
+import { runAction, type ActionRequest, type MintGate } from './share-action.js';
 
-/** The two gates a sync may pass through; the command decides how each is asked. */
-export interface SyncGates {
+/**
+ * The two gates a sync may pass through; the command decides how each is asked. Minting a first
+ * authority is said, never inferred (--yes, or the typed deployment id: MintGate).
+ */
+export interface SyncGates extends MintGate {
   /** Every bound step's value (`--confirm`, or typed on a terminal); throws when not given. */
   confirmBound(bindings: readonly Binding[], explain: readonly string[]): Promise<void>;
-  /** Minting a first authority: said, never inferred (--yes, or the typed deployment id). */
-  confirmMint(note: string): Promise<void>;
 }
 
 /** What sync did, as the one sentence it prints. */
@@ -71,15 +73,19 @@ export async function syncOperation(
     sentence: describeOutcome(share, outcome),
   });
 
-  if (resuming) return done(await finishForce(share, resuming));
+  if (resuming) return done(await finishForce(share, resuming, gates));
+  // Every write below is the one step of its action (share-action.ts), as the failover walk runs
+  // it. Adopt and publish carry no `seen`: no one confirmed a look here, and the table's answer
+  // under the lock is what plain sync asks for. The bound steps are held to the look.
+  const step = async (request: ActionRequest) => done(await runAction(share, request, gates));
+  const unseal = Boolean(flags.unseal);
   switch (verdict.kind) {
     case 'first-controller': {
       if (!flags.firstController) throw await nothingPublished(share);
-      await gates.confirmMint(await neighbourWords(share.store, share.deployment));
-      return done(await firstController(share, { seen: verdict }));
+      return step({ action: 'first-controller', seen: verdict });
     }
     case 'adopt': {
-      const outcome = await adopt(share);
+      const outcome = await runAction(share, { action: 'adopt' }, gates);
       if (outcome.kind === 'nothing-published') {
         // The document went away between the look and the lock: a first controller must not
         // be decided on a look that is already stale.
@@ -94,20 +100,19 @@ export async function syncOperation(
       return done(outcome);
     }
     case 'publish':
-      return done(await publish(share));
+      return step({ action: 'publish' });
     case 'in-sync':
       return { look: seen, outcome: undefined, sentence: `${verdictSentence(verdict)} Nothing was changed.` };
     case 'blocked':
       // An adopt or a force cut short part-way through its install: the same sync finishes it
       // (adopt proves ca/ is the document's prefix, byte for byte, or refuses).
       if (!flags.replaceUnreadable && isStoppedInstall(seen.local, seen.published))
-        return done(await adopt(share));
-      if (flags.replaceUnreadable)
-        return done(await replaceUnreadable(share, { seen: verdict, unseal: Boolean(flags.unseal) }));
+        return step({ action: 'adopt' });
+      if (flags.replaceUnreadable) return step({ action: 'replace-unreadable', seen: verdict, unseal });
       throw blockedError(verdict, share.suggester);
     case 'refuse':
-      if (flags.push) return done(await push(share, { seen: verdict, unseal: Boolean(flags.unseal) }));
-      if (flags.force) return done(await force(share, { seen: verdict }));
+      if (flags.push) return step({ action: 'push-over', seen: verdict, unseal });
+      if (flags.force) return step({ action: 'force', seen: verdict });
       throw refusalError(share, verdict);
   }
 }
@@ -118,8 +123,8 @@ export async function syncOperation(
  * finished), said as the force it completes, naming where the old authority went. Nothing is
  * set aside a second time.
  */
-async function finishForce(share: ShareContext, resuming: ResumableForce): Promise<Outcome> {
-  const outcome = await adopt(share);
+async function finishForce(share: ShareContext, resuming: ResumableForce, gate: MintGate): Promise<Outcome> {
+  const outcome = await runAction(share, { action: 'adopt' }, gate);
   if (outcome.kind !== 'installed' && outcome.kind !== 'already-held') return outcome;
   return {
     kind: 'forced',

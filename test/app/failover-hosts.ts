@@ -9,7 +9,7 @@ import { rotateAuthority, systemClock } from '../../src/authority/index.js';
 import { adopt, firstController, publish } from '../../src/share/actions.js';
 import type { ShareContext } from '../../src/share/share-context.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
-import { failoverPorts } from '../../src/app/failover-ports.js';
+import { failoverPorts } from '../../src/operations/failover-ports.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 export const DEPLOYMENT = 'd1';

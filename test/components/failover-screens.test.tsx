@@ -6,7 +6,7 @@ import { FailoverApp } from '../../components/FailoverApp.js';
 import { snapshotLocalAuthority, utcStamp, withAuthorityLock } from '../../src/authority/index.js';
 import { BatonError } from '../../src/errors.js';
 import type { FailoverPorts } from '../../src/app/failover-run-effect.js';
-import { failoverPorts } from '../../src/app/failover-ports.js';
+import { failoverPorts } from '../../src/operations/failover-ports.js';
 import { firstController } from '../../src/share/actions.js';
 import { DirectoryStore } from '../../src/store/directory-store.js';
 import { snapshotDir } from '../helpers/fs-snapshot.js';

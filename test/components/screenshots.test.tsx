@@ -31,7 +31,7 @@ import { writeLocalMesh } from '../mesh/mesh-fixture.js';
 import { passEveryTask } from '../helpers/drill-walk.js';
 import { BIN, assertBuilt } from '../helpers/run-baton.js';
 import { FailoverApp } from '../../components/FailoverApp.js';
-import { failoverPorts } from '../../src/app/failover-ports.js';
+import { failoverPorts } from '../../src/operations/failover-ports.js';
 import { appHooks } from '../../src/mesh/reload.js';
 import { systemClock } from '../../src/authority/clock.js';
 import { StatusApp } from '../../components/StatusApp.js';

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ColorContext } from '../../components/color-context.js';
 import { StatusScreen } from '../../components/StatusScreen.js';
 import { FailoverApp } from '../../components/FailoverApp.js';
-import { failoverPorts } from '../../src/app/failover-ports.js';
+import { failoverPorts } from '../../src/operations/failover-ports.js';
 import { mintAuthority, systemClock, type AuthorityFiles } from '../../src/authority/index.js';
 import { MARKS } from '../../src/app/marks.js';
 import { statusJson } from '../../src/app/status-json.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FailoverApp } from '../../components/FailoverApp.js';
 import { readLocalAuthority, rotateAuthority, systemClock } from '../../src/authority/index.js';
-import { failoverPorts } from '../../src/app/failover-ports.js';
+import { failoverPorts } from '../../src/operations/failover-ports.js';
 import { adopt, firstController, look, publish } from '../../src/share/actions.js';
 import { parseDocument } from '../../src/share/document.js';
 import type { ShareContext } from '../../src/share/share-context.js';

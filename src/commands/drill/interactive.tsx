@@ -259,7 +259,7 @@ async function taskView(sandbox: DrillSandbox, state: DrillState, noColor: boole
     case 'failover': {
       const [{ FailoverApp }, { failoverPorts }] = await Promise.all([
         import('../../../components/FailoverApp.js'),
-        import('../../app/failover-ports.js'),
+        import('../../operations/failover-ports.js'),
       ]);
       return {
         ...settled,

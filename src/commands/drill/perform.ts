@@ -8,7 +8,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { failover, forcePrefix, initialFailover, type FailoverState } from '../../app/failover-flow.js';
-import { failoverPorts } from '../../app/failover-ports.js';
+import { failoverPorts } from '../../operations/failover-ports.js';
 import { failoverRunner } from '../../app/failover-run-effect.js';
 import { createFlow } from '../../app/flow.js';
 import { runFailoverDialogue } from '../../app/failover-dialogue.js';
