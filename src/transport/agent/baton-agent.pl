@@ -249,7 +249,8 @@ our $PROTOCOL = 2;
     my @moved;
     for my $f (@_) {
       unless (-f "$f.next") { syncdirs(map { dirof($_) } @moved); fail("no staged file $f.next"); }
-      unless (rename("$f.next", $f)) { syncdirs(map { dirof($_) } @moved); fail("could not rename $f.next: $!"); }
+      # The reason is read before the sync: its `require` clobbers $! in a fresh process.
+      unless (rename("$f.next", $f)) { my $why = "$!"; syncdirs(map { dirof($_) } @moved); fail("could not rename $f.next: $why"); }
       push @moved, $f;
     }
     syncdirs(map { dirof($_) } @moved);
