@@ -25,6 +25,7 @@ import {
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { formatConsumerConninfo } from '../../src/mesh/alternating.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { AGENT_PROTOCOL } from '../../src/transport/agent-protocol.js';
@@ -371,6 +372,26 @@ export function agentContract(machine: () => AgentMachine): void {
       expect(snapshotDir(m.real(dir))).toEqual(before);
     });
 
+    it('names the login of an alternating consumer end without sending its password back, and none for a bare secret', async () => {
+      const m = machine();
+      const dir = `${m.freshDir()}/consumes/pg-main`;
+      mkdirSync(m.real(dir), { recursive: true });
+      writeFileSync(m.real(`${dir}/web1_app`), formatConsumerConninfo('web1_app_b', 'pw-must-not-travel'), {
+        mode: 0o600,
+      });
+      writeFileSync(m.real(`${dir}/web2_app`), 'user=looks-like-but-is-a-secret', { mode: 0o600 });
+      const [alternating, single] = await m
+        .transport()
+        .digests([`${dir}/web1_app`, `${dir}/web2_app`], within());
+      expect(alternating).toMatchObject({
+        live: secretDigest(readFileSync(m.real(`${dir}/web1_app`))),
+        liveLogin: 'web1_app_b',
+      });
+      expect(single).toMatchObject({ live: secretDigest('user=looks-like-but-is-a-secret') });
+      expect(single).not.toHaveProperty('liveLogin');
+      expect(JSON.stringify([alternating, single])).not.toContain('pw-must-not-travel');
+    });
+
     it('hostile names (spaces, a leading dash) go through every operation as given; non-UTF-8 content is digested as its bytes; a path with a line break is refused before anything is sent', async () => {
       const m = machine();
       const t = m.transport();
@@ -447,8 +468,11 @@ export function agentContract(machine: () => AgentMachine): void {
         stop.signal,
       );
       await vi.waitFor(() => expect(reports).toHaveLength(1), { timeout: 10_000, interval: 10 });
+      const written = Date.now();
       writeByRename(m.real(`${dir}/b`), 'second\n');
-      await vi.waitFor(() => expect(reports).toHaveLength(2), { timeout: 10_000, interval: 10 });
+      await vi.waitFor(() => expect(reports).toHaveLength(2), { timeout: 10_000, interval: 5 });
+      // Soon: the machine reads the files itself, not a call per poll.
+      expect(Date.now() - written).toBeLessThan(1_000);
       writeByRename(m.real(`${dir}/a`), 'third\n');
       await vi.waitFor(() => expect(reports).toHaveLength(3), { timeout: 10_000, interval: 10 });
       stop.abort();
