@@ -22,7 +22,12 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/alternating-postgres.test.ts': 37.3,
   'test/mesh/rotation-postgres.test.ts': 33.7,
   'test/transport/ssh-window.test.ts': 32.1,
-  'test/transport/ssh-transport.test.ts': 27.2,
+  // Round 9, rough (each alone at load ~20): the agent contract over one sshd, locally, and its crash points;
+  // ssh-transport lost its file-operation cases to the contract (38 s wall at load 20, was 92 s).
+  'test/transport/agent-contract-ssh.test.ts': 20.0,
+  'test/transport/agent-contract-local.test.ts': 8.0,
+  'test/transport/agent-contract-crash.test.ts': 6.0,
+  'test/transport/ssh-transport.test.ts': 12.0,
   'test/reliability/races.test.ts': 25.6,
   'test/mesh/provider-rotation-kills.test.ts': 25.6,
   // Round 7, rough (measured under load, 44 s and 22 s): moto_server, and the awscli at ~4 s a call.

@@ -210,17 +210,17 @@ our $PROTOCOL = 2;
     syncdirs(map { dirof($_) } @paths);
     return join('', map { "\@baton $_\n" } hashes(map { "$_.next" } @paths));
   }
-  # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
-  sub unstage {
-    for my $f (@_) {
-      remove("$f.next");
-      my $base = Baton::baseof($f) . '.next.tmp.';
-      opendir(my $dh, dirof($f)) or next;
-      remove(map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh);
-      closedir $dh;
-    }
-    return '';
+  # The temp files a write to $f cut short by a kill left (`<name>.tmp.<pid>`): removed, so no
+  # copy of a secret outlives the step that owned it (test/transport/agent-contract-crash.test.ts).
+  sub sweep {
+    my ($f) = @_;
+    my $base = Baton::baseof($f) . '.tmp.';
+    opendir(my $dh, dirof($f)) or return;
+    remove(map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh);
+    closedir $dh;
   }
+  # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
+  sub unstage { for my $f (@_) { remove("$f.next"); sweep("$f.next"); } return ''; }
   # Before a provider commit: the live file linked to `.prev` under a temp name, then renamed,
   # so `.prev` is always whole and never a copy; an empty `.prev` where nothing was live.
   sub keep {
@@ -290,11 +290,16 @@ our $PROTOCOL = 2;
     syncdirs(map { dirof($_) } @paths);
     return '';
   }
-  sub discard { remove(map { (beside($_, '.prev'), beside($_, '.rolled-back')) } @_); return ''; }
+  # With the temps a cut-short keep or restore left (hard links to a password).
+  sub discard { for my $k (map { (beside($_, '.prev'), beside($_, '.rolled-back')) } @_) { remove($k); sweep($k); } return ''; }
   # A pair switched between single and alternating: the other mode's provider file goes, with
   # its staged and kept copies and its receipt.
   sub retire {
-    for my $f (@_) { remove($f, "$f.next", beside($f, '.prev'), beside($f, '.rolled-back'), Baton::receipt($f)); }
+    for my $f (@_) {
+      my @gone = ("$f.next", beside($f, '.prev'), beside($f, '.rolled-back'));
+      remove($f, @gone, Baton::receipt($f));
+      sweep($_) for @gone;
+    }
     syncdirs(map { dirof($_) } @_);
     return '';
   }
