@@ -436,6 +436,8 @@ our $PROTOCOL = 2;
       ($held, $words_file) = ($dh, undef);
       my $above = Baton::above($d, $want, $words);
       if (defined $above) { release(); print "\@baton busy $above\n"; exit 0; }
+      # Held: a temp of the words a holder killed mid-write left is nobody's now.
+      Baton::Files::sweep($w);
       say_words($w, $words, $b eq '' ? () : ($b));
       $words_file = $w;
       # A directory created between the look and the words (a second taker could have flocked
