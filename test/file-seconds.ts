@@ -25,7 +25,12 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/provider-rotation-kills.test.ts': 28.3,
   'test/transport/ssh-window.test.ts': 27.9,
   'test/mesh/machine-truth-ssh.test.ts': 27.9,
-  'test/transport/ssh-transport.test.ts': 25.3,
+  // Round 9, rough (each alone at load ~20): the agent contract over one sshd, locally, and its crash points;
+  // ssh-transport lost its file-operation cases to the contract (38 s wall at load 20, was 92 s).
+  'test/transport/agent-contract-ssh.test.ts': 20.0,
+  'test/transport/agent-contract-local.test.ts': 8.0,
+  'test/transport/agent-contract-crash.test.ts': 6.0,
+  'test/transport/ssh-transport.test.ts': 12.0,
   'test/provisioner/switch-back-postgres.test.ts': 24.4,
   'test/mesh/mesh-cli.test.ts': 22.7, // cut after that run: its roll-back case waits 0.3 s, not 1 s, twice
   'test/suite/left-running.test.ts': 8.5, // cut after that run: the fixture no longer waits out a 20 s test timeout (-14 s measured)
@@ -60,7 +65,6 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/integration/ca-init-race.test.ts': 11.4,
   'test/integration/two-controllers-s3.test.ts': 10.4,
   'test/e2e/key-reads-tmux.test.ts': 8.4,
-  'test/transport/provider-lock-ssh.test.ts': 8.4,
   'test/components/screenshots.test.tsx': 8.0,
   'test/integration/s3-preconditions-moto.test.ts': 7.9,
   'test/provisioner/provision-cli.test.ts': 7.6,

@@ -14,6 +14,7 @@ import {
   decodeWatchAnswer,
   digestOf,
   NO_PERL,
+  unsendablePath,
 } from './agent-protocol.js';
 import { failedSession } from './agent-channel.js';
 import { checkCommandRequest, parseRunAnswer, runArgs } from './machine-command.js';
@@ -68,9 +69,26 @@ export function agentOperations(host: AgentHost): AgentOperations {
       throw new TransportError(machine, `${what}: the machine answered ${out.got} of ${count} lines`);
     return out;
   };
-  /** A one-shot `files <op>` over `paths`, nothing asked for none. */
-  const files = (what: string, op: string, paths: readonly string[], signal: AbortSignal, input?: string) =>
-    host.call(what, ['files', op, ...paths], signal, input);
+  /**
+   * A one-shot `files <op>` over `paths`, nothing asked for none. A path with a line break is
+   * refused before anything is sent (docs/agent-protocol.md, "Lines"): `serve` reads one path a
+   * line, and such a path would be split, its secret staged as the path's next line.
+   */
+  const files = async (
+    what: string,
+    op: string,
+    paths: readonly string[],
+    signal: AbortSignal,
+    input?: string,
+  ) => {
+    const bad = unsendablePath(paths);
+    if (bad !== undefined)
+      throw new TransportError(
+        machine,
+        `${what}: a path with a line break cannot be sent: ${JSON.stringify(bad)}`,
+      );
+    return host.call(what, ['files', op, ...paths], signal, input);
+  };
   return {
     // The agent's hello: a holder without perl 5, or answering another protocol, is unresolved
     // at plan time, before anything is generated (docs/agent-protocol.md, "Mode hello").

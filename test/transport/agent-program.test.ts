@@ -5,7 +5,7 @@
  * instead of on a holder mid-rotation. What baton sends is that file, whole.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,29 +44,6 @@ describe('the agent program', () => {
     expect(run.stdout).toBe('');
   });
 
-  it('runs from the here-document as ssh hands it over: `files texts` answers one line per path', () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'baton-agent-'));
-    try {
-      writeFileSync(path.join(dir, 'a'), 'one\ntwo\n');
-      const out = execFileSync(
-        'sh',
-        [
-          '-c',
-          agentBootstrap(),
-          'baton-agent',
-          'files',
-          'texts',
-          path.join(dir, 'a'),
-          path.join(dir, 'missing'),
-        ],
-        { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] },
-      );
-      expect(out).toBe('@baton +onetwo\n@baton -\n');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-
   it('resolve: the hello on this perl, and `no-perl` from a shell whose PATH has no perl', () => {
     const hello = execFileSync('sh', ['-c', agentBootstrap(), 'baton-agent', 'hello'], { encoding: 'utf8' });
     expect(hello).toMatch(new RegExp(`^@baton agent v${AGENT_PROTOCOL} perl 5\\.\\d+\n$`));
@@ -79,8 +56,50 @@ describe('the agent program', () => {
       expect(out.stdout).toBe('@baton no-perl\n');
       expect(out.stderr).toBe('no perl 5 — baton needs it on every holder\n');
       expect(out.status).toBe(3);
+      // Whatever it is asked, by name, and nothing is written.
+      const root = mkdtempSync(path.join(tmpdir(), 'baton-noperl-root-'));
+      try {
+        for (const op of ['stage', 'records', 'keep', 'commit', 'restore', 'retire']) {
+          const run = spawnSync(
+            '/bin/sh',
+            ['-c', agentBootstrap(), 'baton-agent', 'files', op, path.join(root, 'provides/pg-main/app')],
+            { encoding: 'utf8', env: { PATH: bin }, input: 'secret\n' },
+          );
+          expect([run.status, run.stderr], op).toEqual([3, 'no perl 5 — baton needs it on every holder\n']);
+        }
+        expect(readdirSync(root)).toEqual([]);
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
     } finally {
       rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('reads any number of paths with ONE sha256sum an operation (a shell loop started one per path)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-sums-'));
+    try {
+      const log = path.join(dir, 'calls');
+      const sum = execFileSync('sh', ['-c', 'command -v sha256sum'], { encoding: 'utf8' }).trim();
+      mkdirSync(path.join(dir, 'bin'));
+      writeFileSync(path.join(dir, 'bin/sha256sum'), `#!/bin/sh\necho x >> '${log}'\nexec ${sum} "$@"\n`, {
+        mode: 0o755,
+      });
+      const env = { PATH: `${path.join(dir, 'bin')}:${process.env.PATH ?? ''}` };
+      const paths = Array.from({ length: 6 }, (_, i) => path.join(dir, 'pg-main', `app_${i}`));
+      const calls = (op: string, input = '') => {
+        writeFileSync(log, '');
+        // As ssh hands it over: the bootstrap moves stdin (the secrets) to the agent's fd 3.
+        execFileSync('sh', ['-c', agentBootstrap(), 'baton-agent', 'files', op, ...paths], { env, input });
+        return readFileSync(log, 'utf8').split('\n').length - 1;
+      };
+      expect(calls('digests')).toBe(0); // nothing there to sum
+      expect(calls('stage', paths.map((_, i) => `secret ${i}\n`).join(''))).toBe(1);
+      expect(calls('commit')).toBe(0);
+      expect(calls('keep')).toBe(1);
+      expect(calls('digests')).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -210,17 +210,17 @@ our $PROTOCOL = 2;
     syncdirs(map { dirof($_) } @paths);
     return join('', map { "\@baton $_\n" } hashes(map { "$_.next" } @paths));
   }
-  # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
-  sub unstage {
-    for my $f (@_) {
-      remove("$f.next");
-      my $base = Baton::baseof($f) . '.next.tmp.';
-      opendir(my $dh, dirof($f)) or next;
-      remove(map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh);
-      closedir $dh;
-    }
-    return '';
+  # The temp files a write to $f cut short by a kill left (`<name>.tmp.<pid>`): removed, so no
+  # copy of a secret outlives the step that owned it (test/transport/agent-contract-crash.test.ts).
+  sub sweep {
+    my ($f) = @_;
+    my $base = Baton::baseof($f) . '.tmp.';
+    opendir(my $dh, dirof($f)) or return;
+    remove(map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh);
+    closedir $dh;
   }
+  # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
+  sub unstage { for my $f (@_) { remove("$f.next"); sweep("$f.next"); } return ''; }
   # Before a provider commit: the live file linked to `.prev` under a temp name, then renamed,
   # so `.prev` is always whole and never a copy; an empty `.prev` where nothing was live.
   sub keep {
@@ -249,7 +249,8 @@ our $PROTOCOL = 2;
     my @moved;
     for my $f (@_) {
       unless (-f "$f.next") { syncdirs(map { dirof($_) } @moved); fail("no staged file $f.next"); }
-      unless (rename("$f.next", $f)) { syncdirs(map { dirof($_) } @moved); fail("could not rename $f.next: $!"); }
+      # The reason is read before the sync: its `require` clobbers $! in a fresh process.
+      unless (rename("$f.next", $f)) { my $why = "$!"; syncdirs(map { dirof($_) } @moved); fail("could not rename $f.next: $why"); }
       push @moved, $f;
     }
     syncdirs(map { dirof($_) } @moved);
@@ -289,11 +290,16 @@ our $PROTOCOL = 2;
     syncdirs(map { dirof($_) } @paths);
     return '';
   }
-  sub discard { remove(map { (beside($_, '.prev'), beside($_, '.rolled-back')) } @_); return ''; }
+  # With the temps a cut-short keep or restore left (hard links to a password).
+  sub discard { for my $k (map { (beside($_, '.prev'), beside($_, '.rolled-back')) } @_) { remove($k); sweep($k); } return ''; }
   # A pair switched between single and alternating: the other mode's provider file goes, with
   # its staged and kept copies and its receipt.
   sub retire {
-    for my $f (@_) { remove($f, "$f.next", beside($f, '.prev'), beside($f, '.rolled-back'), Baton::receipt($f)); }
+    for my $f (@_) {
+      my @gone = ("$f.next", beside($f, '.prev'), beside($f, '.rolled-back'));
+      remove($f, @gone, Baton::receipt($f));
+      sweep($_) for @gone;
+    }
     syncdirs(map { dirof($_) } @_);
     return '';
   }
@@ -430,6 +436,8 @@ our $PROTOCOL = 2;
       ($held, $words_file) = ($dh, undef);
       my $above = Baton::above($d, $want, $words);
       if (defined $above) { release(); print "\@baton busy $above\n"; exit 0; }
+      # Held: a temp of the words a holder killed mid-write left is nobody's now.
+      Baton::Files::sweep($w);
       say_words($w, $words, $b eq '' ? () : ($b));
       $words_file = $w;
       # A directory created between the look and the words (a second taker could have flocked
