@@ -418,3 +418,77 @@ describe('the rotation on the flow runtime', () => {
     ]);
   });
 });
+
+describe('the receipt wait inside the rotation', () => {
+  const upToPrepared: RotationEvent[] = [
+    ...allResolved,
+    { type: 'typed', text: '2' },
+    { type: 'confirmed' },
+    { type: 'prepared', digests },
+    { type: 'journaled', phase: 'prepared' },
+  ];
+  const everyProvider: RotationEvent[] = [
+    { type: 'committed-step', machine: 'db1', end: 'provides', paths: livePaths('db1') },
+    { type: 'committed-step', machine: 'db2', end: 'provides', paths: livePaths('db2') },
+  ];
+  const [A, B] = [plan.pairs[0]!.key, plan.pairs[1]!.key];
+  const seenA: RotationEvent = { type: 'receipt-seen', pair: A, digest: digests[A]!, appliedAt: 1, at: 2 };
+
+  it('a receipt seen while other providers still commit is kept, and renamed the moment the commit answers', () => {
+    const early = walk([...upToPrepared, everyProvider[0]!, seenA]);
+    expect(early.state.step).toBe('committing');
+    expect(early.last).toEqual([]);
+    const committed = rotation(rotation(early.state, everyProvider[1]!).state, { type: 'committed' });
+    expect(committed.effects.map((e) => e.type)).toEqual(['await-receipts', 'rename-consumer', 'journal']);
+    expect(committed.effects[1]).toEqual({
+      type: 'rename-consumer',
+      machine: 'web1',
+      pairs: [{ pair: A, appliedAt: 1, seenAt: 2 }],
+    });
+  });
+
+  it('a pair whose provider names connect: is tried first; refused, it stays staged and is rolled back when the phase closes', () => {
+    const applying = walk([...upToPrepared, ...everyProvider, { type: 'committed', tested: [A] }]);
+    const login = rotation(applying.state, seenA);
+    expect(login.effects).toEqual([
+      { type: 'test-login', machine: 'web1', pairs: [{ pair: A, appliedAt: 1, seenAt: 2 }] },
+    ]);
+    const refused = run(login.state, [
+      {
+        type: 'login-tested',
+        machine: 'web1',
+        pairs: [A],
+        refused: [{ pair: A, reason: 'refused' }],
+        moved: [],
+      },
+      { type: 'receipt-seen', pair: B, digest: digests[B]!, appliedAt: 1, at: 3 },
+      { type: 'consumer-renamed', machine: 'web1', applied: [{ pair: B, windowMs: 6 }] },
+    ]);
+    // Every live pair renamed or refused: the wait is over; with the record on disk the phase closes.
+    const closed = rotation(refused, { type: 'journaled', phase: 'committed' });
+    expect(closed.effects).toEqual([{ type: 'finish-apply', pairs: [A, B], failures: [] }]);
+    const finished = rotation(closed.state, { type: 'apply-finished', failures: [] });
+    expect(finished.state.step).toBe('rolling-back');
+    expect(finished.effects).toEqual([{ type: 'roll-back', pairs: [A] }]);
+    // A receipt or a rename report that comes after the wait gave up changes nothing.
+    for (const late of [
+      seenA,
+      { type: 'consumer-renamed', machine: 'web1', applied: [{ pair: A, windowMs: 1 }] },
+    ] as const)
+      expect(rotation(finished.state, late)).toEqual({ state: finished.state, effects: [] });
+  });
+
+  it('gives up at --wait: the pairs without a receipt are rolled back once the record is on disk', () => {
+    const applying = walk([...upToPrepared, ...everyProvider, { type: 'committed' }]);
+    const expired = run(applying.state, [{ type: 'journaled', phase: 'committed' }]);
+    const closed = rotation(expired, { type: 'wait-expired' });
+    expect(closed.effects).toEqual([
+      { type: 'close-wait' },
+      { type: 'finish-apply', pairs: [A, B], failures: [] },
+    ]);
+  });
+});
+
+function run(state: RotationState, events: readonly RotationEvent[]): RotationState {
+  return events.reduce((s, e) => rotation(s, e).state, state);
+}
