@@ -28,7 +28,10 @@ const BATCHED: ReadonlySet<RotationEvent['type']> = new Set([
   'holder-resolved',
   'staged',
   'committed-step',
-  'applied-pair',
+  'receipt-seen',
+  'receipt-stale',
+  'login-tested',
+  'consumer-renamed',
 ]);
 export const FRAME_MS = 150;
 const COALESCE: Coalesce<RotationEvent> = { events: (event) => BATCHED.has(event.type), frameMs: FRAME_MS };

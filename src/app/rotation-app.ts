@@ -49,6 +49,8 @@ export interface AppGate {
     channelOf?: (machine: string) => Promise<BoundRenameChannel | undefined>,
   ): void;
   gateOption(): { gate?: ConsumerGate; along?: ConsumerAlong };
+  /** The pairs whose provider names `connect:`: the rotation's reducer has each tested before its consumer moves. */
+  tested(plan: RotationPlan): string[];
   /** A pair's consumer end was committed: its consumer's reload, if it has one. */
   committed(rotation: string, pair: string, plan: RotationPlan): void;
   /**
@@ -228,6 +230,7 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
       }
     },
     gateOption: () => ({ ...(gate ? { gate } : {}), ...(along ? { along } : {}) }),
+    tested: (plan) => (hooks ? plan.pairs.filter((p) => hooks.connectOf(p.provider)).map((p) => p.key) : []),
     committed(rotation, key, plan) {
       if (!hooks) return;
       const pair = plan.pairs.find((p) => p.key === key);

@@ -10,6 +10,15 @@ import type { TestLoginRecord } from '../mesh/test-login.js';
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import type { MachineFailure } from '../mesh/delivery.js';
+import {
+  receiptWait,
+  waitBegun,
+  waitStarted,
+  type WaitCommand,
+  type WaitEvent,
+  type WaitState,
+  type WaitStep,
+} from '../mesh/receipt-wait-machine.js';
 import type { PairRollback } from '../mesh/rollback.js';
 import type { PairRevoke } from '../mesh/revoke.js';
 import { RECORD_OF_STEP, type JournalPhase, type RecordedStep } from '../mesh/rotation-phase.js';
@@ -46,11 +55,15 @@ export type RotationState =
       readonly failures: readonly MachineFailure[];
       readonly unstageFailures: readonly MachineFailure[];
     })
-  /** `committed`: `machine\0path` of every provider-end file renamed into place. */
+  /**
+   * `committed`: `machine\0path` of every provider-end file renamed into place. `wait`: the
+   * receipt wait, begun before the first provider end goes live (receipts seen now are kept).
+   */
   | (Resolved & {
       readonly step: 'committing';
       readonly digests: Digests;
       readonly committed: KeyedLog<true>;
+      readonly wait: WaitState;
     })
   /**
    * Provider ends are live (those in `committed`; `failures` names machines where the rename
@@ -64,9 +77,11 @@ export type RotationState =
       readonly committed: readonly string[];
       readonly failures: readonly MachineFailure[];
       readonly applied: KeyedLog<number>;
+      /** The receipt wait (receipt-wait-machine.ts): which consumer moves next, and when the wait is over. */
+      readonly wait: WaitState;
       /** The 'committed' record is on disk. */
       readonly recorded: boolean;
-      /** The consumer renames ended (`consumers-renamed`): the machines whose rename failed. */
+      /** The receipt wait is over: the consumer machines whose last rename failed. */
       readonly renamed?: readonly MachineFailure[];
     })
   /**
@@ -172,24 +187,17 @@ export type RotationEvent =
       readonly end: 'provides' | 'consumes';
       readonly paths: readonly string[];
     }
-  | { readonly type: 'committed'; readonly previous?: Previous }
+  /** `tested`: the pairs whose provider names `connect:` (a test login goes before their consumer moves). */
+  | { readonly type: 'committed'; readonly previous?: Previous; readonly tested?: readonly string[] }
   /** Some provider ends could not be renamed; the pairs of the others still go on. */
   | {
       readonly type: 'commit-failed';
       readonly failures: readonly MachineFailure[];
       readonly previous?: Previous;
+      readonly tested?: readonly string[];
     }
-  /** A pair's receipt matched and its consumer end is live, `windowMs` after the database took it. */
-  | { readonly type: 'applied-pair'; readonly pair: string; readonly windowMs: number }
-  /**
-   * The consumer renames ended (the wait is over): `applied`, every pair renamed (each was also
-   * reported as it happened); `failures`, consumer machines whose rename failed.
-   */
-  | {
-      readonly type: 'consumers-renamed';
-      readonly applied: readonly string[];
-      readonly failures: readonly MachineFailure[];
-    }
+  /** The receipt wait's observations and results (receipt-wait-machine.ts: who emits which). */
+  | WaitEvent
   /** The apply phase is closed (outcomes recorded, reloads ended, revokes run); `failures`: consumer machines whose rename failed. */
   | {
       readonly type: 'apply-finished';
@@ -222,11 +230,14 @@ export type RotationEffect =
   | { readonly type: 'prepare' }
   | { readonly type: 'commit' }
   /**
-   * Rename each of these pairs' consumer end as its receipt arrives (the receipt wait opened by
-   * the commit): asked for the moment the provider ends answered and run beside the effect
-   * queue, so no receipt waits for the 'committed' record's fsync.
+   * Start the receipt wait's clock for these pairs (their provider ends are live): the adapter
+   * the commit opened polls and watches, and reports receipts, the deadline or a stop as
+   * events. Asked for the moment the provider ends answered and run beside the effect queue,
+   * as are the wait's commands, so no receipt waits for the 'committed' record's fsync.
    */
-  | { readonly type: 'rename-consumers'; readonly pairs: readonly string[]; readonly digests: Digests }
+  | { readonly type: 'await-receipts'; readonly pairs: readonly string[] }
+  /** The receipt wait's commands: a test login, a consumer's rename, a pause before a retry, the end. */
+  | WaitCommand
   /** Both the renames and the 'committed' record are done: record outcomes, end the reloads, revoke. */
   | {
       readonly type: 'finish-apply';
@@ -254,8 +265,58 @@ function journalOf(state: Extract<RotationState, { readonly step: RecordedStep }
   return { type: 'journal', phase: RECORD_OF_STEP[state.step], state };
 }
 
-/** The apply phase, once its renames ended and its record is on disk: what was applied is recorded, the rest rolled back. */
-function closeApply(state: Extract<RotationState, { readonly step: 'applying' }>): Step {
+type Applying = Extract<RotationState, { readonly step: 'applying' }>;
+
+const WAIT_EVENTS: ReadonlySet<RotationEvent['type']> = new Set<WaitEvent['type']>([
+  'receipt-seen',
+  'receipt-stale',
+  'login-tested',
+  'consumer-renamed',
+  'channel-lost',
+  'rename-due',
+  'wait-expired',
+  'wait-stopped',
+]);
+
+function isWaitEvent(event: RotationEvent): event is WaitEvent {
+  return WAIT_EVENTS.has(event.type);
+}
+
+/** The wait effects that run beside the queue (they report back only as events). */
+const WAIT_EFFECTS: ReadonlySet<RotationEffect['type']> = new Set<RotationEffect['type']>([
+  'await-receipts',
+  'test-login',
+  'rename-consumer',
+  'rename-later',
+  'close-wait',
+]);
+
+/**
+ * The apply phase after a step of its receipt wait: each renamed pair's window is recorded,
+ * the wait's commands are asked for, and once the wait is over the phase may close.
+ */
+function waited(
+  state: Applying,
+  step: WaitStep,
+  first: readonly RotationEffect[] = [],
+  last: readonly RotationEffect[] = [],
+): Step {
+  if (step.state === state.wait && first.length === 0 && last.length === 0 && step.commands.length === 0)
+    return to(state);
+  let applied = state.applied;
+  for (const a of step.appliedNow) applied = logAdd(applied, a.pair, a.windowMs);
+  const next: Applying = {
+    ...state,
+    wait: step.state,
+    applied,
+    ...(step.result && state.renamed === undefined ? { renamed: step.result.failures } : {}),
+  };
+  const closed = closeApply(next);
+  return to(closed.state, [...first, ...step.commands, ...last, ...closed.effects]);
+}
+
+/** The apply phase, once its wait is over and its record is on disk: what was applied is recorded, the rest rolled back. */
+function closeApply(state: Applying): Step {
   if (!state.recorded || state.renamed === undefined) return to(state);
   const live = state.plan.pairs.filter((p) =>
     setOf(state.committed).has(`${p.providerMachine}\0${p.providerPath}`),
@@ -363,6 +424,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           step: 'committing',
           digests: event.digests,
           committed: emptyLog(),
+          wait: waitBegun(state.plan.pairs, event.digests),
         };
         // The commit waits for 'journaled': without the 'prepared' record `mesh resume` could
         // never find these staged files, so a failed record takes them back instead.
@@ -379,6 +441,11 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
       }
       return to(state);
     case 'committing':
+      // A receipt seen while other providers still commit is kept: the wait acts on it once it starts.
+      if (isWaitEvent(event)) {
+        const wait = receiptWait(state.wait, event).state;
+        return wait === state.wait ? to(state) : to({ ...state, wait });
+      }
       if (event.type === 'journaled' && event.phase === 'prepared' && state.committed.size === 0)
         return to(state, [{ type: 'commit' }]);
       if (event.type === 'committed-step') {
@@ -387,7 +454,11 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         return committed === state.committed ? to(state) : to({ ...state, committed });
       }
       if (event.type === 'committed' || event.type === 'commit-failed') {
-        const applying: RotationState = {
+        // Only pairs whose provider end is live can be applied; the others wait for resume.
+        const live = state.plan.pairs
+          .filter((p) => logHas(state.committed, `${p.providerMachine}\0${p.providerPath}`))
+          .map((p) => p.key);
+        const applying: Applying = {
           ...base(state),
           step: 'applying',
           digests: state.digests,
@@ -395,29 +466,26 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           failures: event.type === 'commit-failed' ? event.failures : [],
           previous: event.previous ?? {},
           applied: emptyLog(),
+          wait: state.wait,
           recorded: false,
         };
-        // Only pairs whose provider end is live can be applied; the others wait for resume.
-        const live = state.plan.pairs.filter((p) =>
-          logHas(state.committed, `${p.providerMachine}\0${p.providerPath}`),
-        );
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
-        // The consumer renames do not wait for it (rename-consumers runs beside the queue): the
+        // The consumer renames do not wait for it (the wait's effects run beside the queue): the
         // providers' intents, `committing` before any end went live, already say what may be live.
-        return to(applying, [
-          { type: 'rename-consumers', pairs: live.map((p) => p.key), digests: state.digests },
-          journalOf(applying),
-        ]);
+        // A receipt already seen is acted on now (its rename, or its test login first).
+        return waited(
+          applying,
+          waitStarted(state.wait, live, event.tested ?? []),
+          [{ type: 'await-receipts', pairs: live }],
+          [journalOf(applying)],
+        );
       }
       return to(state);
     case 'applying':
-      if (event.type === 'applied-pair' && !logHas(state.applied, event.pair))
-        return to({ ...state, applied: logAdd(state.applied, event.pair, event.windowMs) });
-      // The apply phase closes once BOTH the renames ended and the 'committed' record is on disk.
+      if (isWaitEvent(event)) return waited(state, receiptWait(state.wait, event));
+      // The apply phase closes once BOTH the wait is over and the 'committed' record is on disk.
       if (event.type === 'journaled' && event.phase === 'committed' && !state.recorded)
         return closeApply({ ...state, recorded: true });
-      if (event.type === 'consumers-renamed' && state.renamed === undefined)
-        return closeApply({ ...state, renamed: event.failures });
       if (event.type === 'apply-finished') {
         const applied = logKeys(state.applied);
         const windows: Record<string, number> = {};
@@ -493,12 +561,17 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         });
       }
       return to(state);
-    case 'journal-failed':
-      // The 'committed' record failed (its failure closed the wait): what was renamed stays, and
-      // `mesh resume` finishes the rest.
-      if (event.type === 'consumers-renamed' && state.files === 'live')
-        return to(state, event.applied.length > 0 ? [{ type: 'settle-renamed', pairs: event.applied }] : []);
-      return to(state);
+    case 'journal-failed': {
+      // The 'committed' record failed (its failure closed the wait): what a batch in flight
+      // renamed stays, and `mesh resume` finishes the rest.
+      if (state.files !== 'live' || (event.type !== 'consumer-renamed' && event.type !== 'login-tested'))
+        return to(state);
+      const before = state.before.step === 'applying' ? state.before : undefined;
+      const pairs = (event.type === 'consumer-renamed' ? event.applied : event.moved)
+        .map((a) => a.pair)
+        .filter((p) => before !== undefined && p in before.wait.consumerOf && !logHas(before.applied, p));
+      return to(state, pairs.length > 0 ? [{ type: 'settle-renamed', pairs }] : []);
+    }
     case 'gate-closed':
     case 'cancelled':
     case 'prepare-failed':
@@ -538,9 +611,10 @@ function journalFailed(
     state.step === 'commit-failed' ||
     state.step === 'rolling-back' ||
     state.step === 'rolled-back';
-  // Renames that ended before the record failed are settled now; a wait still running was closed
-  // by the failure and settles when it reports (consumers-renamed in journal-failed).
-  const renamed = state.step === 'applying' && state.renamed !== undefined ? logKeys(state.applied) : [];
+  // Renames that ended before the record failed are settled now; the wait, if still running, is
+  // closed, and a batch in flight settles when it reports (in journal-failed).
+  const renamed = state.step === 'applying' ? logKeys(state.applied) : [];
+  const closing = state.step === 'applying' && !state.wait.over;
   return to(
     {
       ...failed,
@@ -548,7 +622,10 @@ function journalFailed(
       files: live ? 'live' : 'nothing-staged',
       unstageFailures: [],
     },
-    renamed.length > 0 ? [{ type: 'settle-renamed', pairs: renamed }] : [],
+    [
+      ...(closing ? [{ type: 'close-wait' as const }] : []),
+      ...(renamed.length > 0 ? [{ type: 'settle-renamed' as const, pairs: renamed }] : []),
+    ],
   );
 }
 
@@ -782,20 +859,15 @@ export function rotationFlow(
 ): RotationFlow {
   return createFlow(rotation, start, runner, {
     sequential: true,
-    // The consumer renames follow their receipts, never the queue (rename-consumers).
-    concurrent: (effect) => effect.type === 'rename-consumers',
+    // The consumer renames follow their receipts, never the queue (the receipt wait's effects).
+    concurrent: (effect) => WAIT_EFFECTS.has(effect.type),
     isFinished: isTerminal,
     // Past the commit, leaving must still end in finished or rolled-back pairs: the wait (ended
     // at once by the stop signal) and the roll-back run after the operator left.
     runsAfterStop: (effect) =>
-      [
-        'journal',
-        'unstage',
-        'rename-consumers',
-        'finish-apply',
-        'settle-renamed',
-        'roll-back',
-        'discard-previous',
-      ].includes(effect.type),
+      WAIT_EFFECTS.has(effect.type) ||
+      ['journal', 'unstage', 'finish-apply', 'settle-renamed', 'roll-back', 'discard-previous'].includes(
+        effect.type,
+      ),
   });
 }

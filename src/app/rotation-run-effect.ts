@@ -8,16 +8,15 @@ import path from 'node:path';
 import { asBatonError } from '../errors.js';
 import {
   consumerDigestKey,
-  beginReceiptWait,
-  commitConsumersOnReceipt,
   commitProviderEnds,
+  openWaitConnections,
   prepareAll,
   providerCommitSteps,
   unstageAll,
-  type AppliedPair,
   type ConsumerCommitResult,
-  type ReceiptWait,
+  type WaitConnections,
 } from '../mesh/delivery.js';
+import { failedWaitCommand } from '../mesh/receipt-wait-effects.js';
 import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import {
   recordIntent,
@@ -123,10 +122,11 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
     recordPairsTakenBack(id, pairs, failures, deps.transportFor, deps.concurrency);
   /**
    * The machines' side of the wait: receipt readers and rename channels, opened by the commit
-   * before the provider ends go live (see beginReceiptWait) and used by rename-consumers. It
-   * holds connections, not decisions: when renames start and what follows them is the flow's.
+   * before the provider ends go live (openWaitConnections), whose observations arrive as events
+   * and which runs the wait's commands. It holds connections, not decisions: which consumer
+   * moves and when, and when the wait is over, is the reducer's (receipt-wait-machine.ts).
    */
-  let receiptWait: ReceiptWait | undefined;
+  let receiptWait: WaitConnections | undefined;
   // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
   const app = appGate(deps);
   return {
@@ -205,11 +205,12 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           // app-truth: the test logins' streams open while the provider ends go live and the receipts are awaited.
           receiptWait =
             deps.waitMs > 0
-              ? beginReceiptWait(
+              ? openWaitConnections(
                   state.plan.pairs,
                   state.digests,
                   deps.transportFor,
                   waitOptions,
+                  dispatch,
                   app.gateOption(),
                 )
               : undefined;
@@ -246,39 +247,46 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             const kept = result.previous[`${p.providerMachine}\0${p.providerPath}`];
             if (kept) previous[p.key] = kept;
           }
+          const tested = app.tested(state.plan);
           return result.failures.length === 0
-            ? { type: 'committed', previous }
-            : { type: 'commit-failed', failures: result.failures, previous };
+            ? { type: 'committed', previous, tested }
+            : { type: 'commit-failed', failures: result.failures, previous, tested };
         }
-        case 'rename-consumers': {
+        case 'await-receipts': {
           if (state.step !== 'applying') return undefined;
           const keys = new Set(effect.pairs);
-          const pairs = state.plan.pairs.filter((p) => keys.has(p.key));
-          const { id, plan } = state;
-          const renamed = (applied: AppliedPair) => {
-            app.committed(id, applied.pair, plan);
-            dispatch({ type: 'applied-pair', pair: applied.pair, windowMs: applied.windowMs });
-          };
           // The wait the commit opened (its channels carried the provider commit); without one
-          // (--wait 0), the receipts are looked at once here.
+          // (--wait 0), the receipts are looked at once.
+          receiptWait ??= openWaitConnections(
+            state.plan.pairs,
+            state.digests,
+            deps.transportFor,
+            waitOptions,
+            dispatch,
+            app.gateOption(),
+          );
+          // Runs until the wait's clock ends (--wait, a stop): its end is this effect's event.
+          return receiptWait.start(state.plan.pairs.filter((p) => keys.has(p.key)));
+        }
+        case 'test-login':
+        case 'rename-consumer':
+        case 'rename-later':
+        case 'close-wait': {
           const wait = receiptWait;
-          const result = wait
-            ? await wait.run(pairs, renamed).finally(() => wait.close())
-            : await commitConsumersOnReceipt(
-                pairs,
-                effect.digests,
-                deps.transportFor,
-                waitOptions,
-                renamed,
-                undefined,
-                app.gateOption().gate,
-                app.gateOption().along,
-              );
-          return {
-            type: 'consumers-renamed',
-            applied: result.applied.map((a) => a.pair),
-            failures: result.failures,
-          };
+          if (!wait)
+            return effect.type === 'close-wait'
+              ? undefined
+              : failedWaitCommand(effect, 'the wait was closed');
+          const event = await wait.run(effect);
+          // A consumer end that went live starts its reload (app-truth), before the flow hears of it.
+          const moved =
+            event?.type === 'consumer-renamed'
+              ? event.applied
+              : event?.type === 'login-tested'
+                ? event.moved
+                : [];
+          for (const a of moved) app.committed(state.id, a.pair, state.plan);
+          return event;
         }
         case 'settle-renamed': {
           // The 'committed' record failed after these were renamed: they stay, their intent says so.
@@ -426,8 +434,13 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           return { type: 'prepare-failed', failures: everywhere, unstageFailures: [] };
         case 'commit':
           return { type: 'commit-failed', failures: everywhere };
-        case 'rename-consumers':
-          return { type: 'consumers-renamed', applied: [], failures: everywhere };
+        case 'await-receipts':
+          return { type: 'wait-stopped' };
+        case 'test-login':
+        case 'rename-consumer':
+        case 'rename-later':
+        case 'close-wait':
+          return failedWaitCommand(effect, error);
         case 'finish-apply':
           return { type: 'apply-finished', failures: everywhere };
         case 'settle-renamed':

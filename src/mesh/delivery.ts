@@ -10,12 +10,36 @@ import {
   STAGED_SUFFIX,
   TransportError,
   type BoundRenameChannel,
-  type CommandRequest,
-  type CommandResult,
   type TransportFor,
 } from './transport.js';
-import { parseReceipt, type SecretDigest } from './digest.js';
+import type { SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
+import {
+  receiptWait,
+  waitBegun,
+  waitStarted,
+  type AppliedPair,
+  type MachineFailure,
+  type WaitCommand,
+  type WaitEvent,
+  type WaitResult,
+  type WaitStep,
+  type GateRefusal,
+} from './receipt-wait-machine.js';
+import {
+  failedWaitCommand,
+  runWaitCommand,
+  type ConsumerAlong,
+  type ConsumerGate,
+  type WaitLinks,
+} from './receipt-wait-effects.js';
+import {
+  channelMachines,
+  limiter,
+  openRenameChannels,
+  watchReceipts,
+  type ApplyWait,
+} from './receipt-watch.js';
 import type { Holder, PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
 import { formatConsumerConninfo } from './alternating.js';
@@ -47,11 +71,6 @@ export function endSecrets(pair: PlannedPair, secret: Secret): { provides: Secre
     provides: secret,
     consumes: pair.login ? Secret.fromText(formatConsumerConninfo(pair.login.role, secret.reveal())) : secret,
   };
-}
-
-export interface MachineFailure {
-  readonly machine: string;
-  readonly reason: string;
 }
 
 export type PrepareResult =
@@ -201,31 +220,10 @@ export async function commitProviderEnds(
   return { committed, previous, failures };
 }
 
-/** How the pairs' receipts are waited for, whether the new password is applied or the old one restored. */
-export interface ReceiptPolling {
-  readonly concurrency: number;
-  /** How long to wait for the receipt to show the expected password (0: look once). */
-  readonly waitMs: number;
-  readonly pollMs: number;
-  readonly sleep?: (ms: number) => Promise<void>;
-  readonly now?: () => number;
-}
-
-export interface ApplyWait extends ReceiptPolling {
-  /** Ends the wait early (the operator cancelled, a signal, a closed output): what is unconfirmed is then rolled back. */
-  readonly stop?: AbortSignal;
-}
-
-/** One pair whose consumer end went live after its provider's receipt. */
-export interface AppliedPair {
-  readonly pair: string;
-  /**
-   * The window this rotation actually had, in ms: from the receipt's `applied_at` (the moment
-   * the database took the new password, by the provider's clock, never later than when the
-   * controller saw the receipt) to the consumer end's rename.
-   */
-  readonly windowMs: number;
-}
+export type { ApplyWait, ReceiptPolling } from './receipt-watch.js';
+export { groupBy } from './receipt-watch.js';
+export type { AppliedPair, GateRefusal, MachineFailure } from './receipt-wait-machine.js';
+export type { AlongReload, ConsumerAlong, ConsumerGate, GateVerdict } from './receipt-wait-effects.js';
 
 export interface ConsumerCommitResult {
   readonly applied: readonly AppliedPair[];
@@ -233,45 +231,6 @@ export interface ConsumerCommitResult {
   readonly failures: readonly MachineFailure[];
   /** app-truth: pairs the gate (the test login) refused to move; their consumer ends are still staged. */
   readonly refused?: readonly GateRefusal[];
-}
-
-/** A pair whose consumer end the gate would not commit, with the reason (raw outside text). */
-export interface GateRefusal {
-  readonly pair: string;
-  readonly reason: string;
-  readonly code?: string;
-}
-
-/** What the gate decided for a batch. */
-export interface GateVerdict {
-  readonly refused: readonly GateRefusal[];
-  /**
-   * app-rtt: pairs whose consumer end the machine already renamed itself (a commit armed on the
-   * test login's relayed connection, ChannelRelay): when, ms since the epoch by the MACHINE's clock.
-   */
-  readonly moved?: ReadonlyMap<string, number>;
-}
-
-/**
- * app-truth: asked, after a batch's receipts and before its consumer ends are renamed, which of
- * them must NOT move (test-login.ts); the others are renamed as before. It is handed the consumer
- * machine's rename channel, on which it may move a pair itself (GateVerdict.moved).
- */
-export type ConsumerGate = (
-  batch: readonly PlannedPair[],
-  channel: BoundRenameChannel | undefined,
-) => Promise<GateVerdict>;
-
-/**
- * app-rtt: the reloads to start on the consumer machine right after a batch's renames, in the
- * same request (ChannelRelay.commitThen); each is told its outcome, or undefined when it was not
- * carried (no relay, the commit failed) and must be run as before.
- */
-export type ConsumerAlong = (batch: readonly PlannedPair[]) => readonly AlongReload[];
-
-export interface AlongReload {
-  readonly request: CommandRequest;
-  settle(outcome: Promise<CommandResult | undefined> | undefined): void;
 }
 
 /**
@@ -333,330 +292,121 @@ export interface ReceiptWait {
   /** The rename channel opened to `machine` (undefined: none, or it failed to open). */
   channel(machine: string): Promise<BoundRenameChannel | undefined>;
 }
+/** One receipt wait's connections (readers, channels, clock) and its command runner: no decisions. */
+export interface WaitConnections {
+  readonly ready: Promise<void>;
+  /** The adapter: starts the wait's clock for the live pairs (ReceiptWatch.start). */
+  start(live: readonly PlannedPair[]): Promise<WaitEvent>;
+  /** Runs one of the machine's commands; never rejects (a thrown error becomes its failure event). */
+  run(command: WaitCommand): Promise<WaitEvent | undefined>;
+  close(): void;
+  channel(machine: string): Promise<BoundRenameChannel | undefined>;
+}
 
+export interface WaitOptions {
+  /** `rename: false`: a receipt alone finishes a pair (awaitReceipts); no consumer end is touched. */
+  readonly rename?: boolean;
+  readonly gate?: ConsumerGate;
+  readonly along?: ConsumerAlong;
+}
+
+/**
+ * Opens what the wait for `pairs` needs, before any provider end is live: a rename channel to
+ * each consumer (and provider) machine and a reader on each provider, whose observations go to
+ * `emit` as they come.
+ */
+export function openWaitConnections(
+  pairs: readonly PlannedPair[],
+  digests: Readonly<Record<string, SecretDigest>>,
+  transportFor: TransportFor,
+  wait: ApplyWait,
+  emit: (event: WaitEvent) => void,
+  options: WaitOptions = {},
+): WaitConnections {
+  const renames = options.rename !== false;
+  const slots = limiter(wait.concurrency);
+  const channels = openRenameChannels(
+    wait.waitMs > 0 && renames ? channelMachines(pairs) : [],
+    transportFor,
+    slots,
+  );
+  const watch = watchReceipts(pairs, digests, transportFor, wait, emit, channels.opened);
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    watch.close();
+    channels.closeAll();
+  };
+  const links: WaitLinks = {
+    pairs: new Map(pairs.map((p) => [p.key, p])),
+    channels,
+    transportFor,
+    slots,
+    now: wait.now ?? Date.now,
+    sleep: wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
+    pollMs: wait.pollMs,
+    remainingMs: () => watch.remainingMs(),
+    renames,
+    isClosed: () => closed,
+    close,
+    ...(options.gate ? { gate: options.gate } : {}),
+    ...(options.along ? { along: options.along } : {}),
+  };
+  return {
+    ready: watch.ready,
+    start: (live) => watch.start(live),
+    run: (command) =>
+      runWaitCommand(command, links).catch((error: unknown) => failedWaitCommand(command, error)),
+    close,
+    channel: (machine) => channels.get(machine),
+  };
+}
+
+/**
+ * The receipt wait outside a rotation (resume, revoke, tests): the same machine
+ * (receipt-wait-machine.ts) over the same connections, driven here instead of by the
+ * rotation's flow. Receipts the readers see before `run` are kept; nothing is renamed before it.
+ */
 export function beginReceiptWait(
   pairs: readonly PlannedPair[],
   digests: Readonly<Record<string, SecretDigest>>,
   transportFor: TransportFor,
   wait: ApplyWait,
-  /** `rename: false`: a receipt alone finishes a pair (awaitReceipts); no consumer end is touched. */
-  options: { readonly rename?: boolean; readonly gate?: ConsumerGate; readonly along?: ConsumerAlong } = {},
+  options: WaitOptions = {},
 ): ReceiptWait {
-  const renames = options.rename !== false;
-  const now = wait.now ?? Date.now;
-  const sleep = wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
-  const closed = new AbortController();
-  const done = new Set<string>();
-  /** Receipted pairs whose consumer rename has not succeeded yet, with when the database took it. */
-  const receipted = new Map<string, Receipted>();
-  const byProvider = groupBy(pairs, (p) => p.providerMachine);
-  const byConsumer = groupBy(pairs, (p) => p.consumerMachine);
-  /** At most `concurrency` renames (and channel openings) in flight, as in every other phase. */
-  const slots = limiter(wait.concurrency);
-  /** Set by run(): a receipt seen from then on is renamed at once. */
-  let onReceipted: ((consumerMachine: string) => void) | undefined;
-
-  // A provider machine gets a channel too, for its clock, when its pairs' consumers are elsewhere.
-  const channels = new Map<string, Promise<BoundRenameChannel | undefined>>();
-  const wantsChannel = new Set([
-    ...byConsumer.keys(),
-    ...pairs.filter((p) => p.providerMachine !== p.consumerMachine).map((p) => p.providerMachine),
-  ]);
-  if (wait.waitMs > 0 && renames) {
-    for (const machine of wantsChannel) {
-      const transport = transportFor(machine);
-      if (transport.openChannel)
-        channels.set(
-          machine,
-          slots.run(() => transport.openChannel!()).catch(() => undefined),
-        );
-    }
-  }
-
-  const see = (pair: PlannedPair, text: string | undefined, seenAt: number) => {
-    if (done.has(pair.key) || receipted.has(pair.key)) return false;
-    const receipt = text === undefined ? undefined : parseReceipt(text);
-    if (!receipt || receipt.digest !== digests[pair.key]) return false;
-    const at = Date.parse(receipt.applied_at);
-    receipted.set(pair.key, { appliedAt: Number.isFinite(at) ? at : undefined, seenAt });
-    return true;
+  let state = waitBegun(pairs, digests);
+  let onApplied: (applied: AppliedPair) => void = () => undefined;
+  let ended: (result: WaitResult) => void = () => undefined;
+  const result = new Promise<WaitResult>((resolve) => (ended = resolve));
+  const apply = (step: WaitStep) => {
+    state = step.state;
+    for (const a of step.appliedNow) onApplied(a);
+    if (step.result) ended(step.result);
+    for (const command of step.commands)
+      void connections.run(command).then((event) => event && apply(receiptWait(state, event)));
   };
-  const unconfirmed = (machinePairs: readonly PlannedPair[]) =>
-    machinePairs.filter((p) => !done.has(p.key) && !receipted.has(p.key));
-
-  /** One reader per provider for the whole wait; restarted if it fails, until the wait ends. */
-  const readers = new Map<string, { settled: Promise<void>; readonly reported: () => boolean }>();
-  const watchLimit = 2 * wait.waitMs + 60_000;
-  if (wait.waitMs > 0) {
-    for (const [machine, machinePairs] of byProvider) {
-      const transport = transportFor(machine);
-      if (!transport.watchTexts) continue;
-      let settle: () => void = () => undefined;
-      const settled = new Promise<void>((resolve) => (settle = resolve));
-      let hasReported = false;
-      void (async () => {
-        const startedAt = now();
-        while (
-          !closed.signal.aborted &&
-          now() - startedAt < watchLimit &&
-          unconfirmed(machinePairs).length > 0
-        ) {
-          const watched = unconfirmed(machinePairs);
-          const allSeen = new AbortController();
-          try {
-            await transport.watchTexts!(
-              watched.map((p) => p.receiptPath),
-              { intervalMs: wait.pollMs, forMs: watchLimit },
-              (changes) => {
-                hasReported = true;
-                settle();
-                const seen = now();
-                for (const change of changes) {
-                  const pair = watched[change.index];
-                  if (pair && see(pair, change.text, seen)) onReceipted?.(pair.consumerMachine);
-                }
-                if (unconfirmed(watched).length === 0) allSeen.abort();
-              },
-              AbortSignal.any([closed.signal, allSeen.signal]),
-            );
-            // A reader that ended by itself (its run time was up) is started again, not in a tight loop.
-            // Either signal may have been aborted while the reader ran (TS keeps the loop's narrowing).
-            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
-            if (!closed.signal.aborted && !allSeen.signal.aborted) await sleep(WATCH_RETRY_MS);
-          } catch {
-            // The reader failed (the machine dropped, the session ended): try again shortly.
-            settle();
-            // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- aborted while the reader ran
-            if (closed.signal.aborted) break;
-            await sleep(WATCH_RETRY_MS);
-          }
-        }
-        settle();
-      })();
-      readers.set(machine, { settled, reported: () => hasReported });
-    }
-  }
-  const ready = (async () => {
-    let timer: NodeJS.Timeout | undefined;
-    const bounded = new Promise<void>((resolve) => (timer = setTimeout(resolve, wait.waitMs)));
-    await Promise.race([
-      Promise.all([...channels.values(), ...[...readers.values()].map((r) => r.settled)]),
-      bounded,
-      new Promise((r) => closed.signal.addEventListener('abort', r, { once: true })),
-    ]);
-    clearTimeout(timer);
-  })();
-
-  const close = () => {
-    if (closed.signal.aborted) return;
-    closed.abort();
-    for (const channel of channels.values()) void channel.then((c) => c?.close());
+  const connections = openWaitConnections(
+    pairs,
+    digests,
+    transportFor,
+    wait,
+    (event) => apply(receiptWait(state, event)),
+    options,
+  );
+  return {
+    ready: connections.ready,
+    async run(live, applied) {
+      onApplied = applied;
+      const keys = live.map((p) => p.key);
+      apply(waitStarted(state, keys, options.gate ? keys : []));
+      void connections.start(live).then((end) => apply(receiptWait(state, end)));
+      const { refused, ...rest } = await result;
+      return { ...rest, ...(refused.length > 0 ? { refused } : {}) };
+    },
+    close: () => connections.close(),
+    channel: (machine) => connections.channel(machine),
   };
-
-  const run = async (
-    livePairs: readonly PlannedPair[],
-    onApplied: (applied: AppliedPair) => void,
-  ): Promise<ConsumerCommitResult> => {
-    const deadline = now() + wait.waitMs;
-    const live = new Set(livePairs.map((p) => p.key));
-    const applied: AppliedPair[] = [];
-    const failures = new Map<string, MachineFailure>();
-    // app-truth: what the gate refused, and what it let through (not asked twice on a retried rename).
-    const refused: GateRefusal[] = [];
-    const passed = new Set<string>();
-    const finished = new AbortController();
-    const everyPairDone = () => livePairs.every((p) => done.has(p.key));
-    const finish = () => finished.abort();
-    const channelOf = async (machine: string) => channels.get(machine);
-
-    /**
-     * The provider's `applied_at` on the controller's clock: shifted by the provider machine's
-     * measured offset; when the consumer is on the same machine, by that same offset (one clock).
-     */
-    const receiptTime = async (appliedAt: number, pair: PlannedPair): Promise<number> => {
-      const channel = await channelOf(pair.providerMachine);
-      return channel ? appliedAt - channel.clock.offsetMs : appliedAt;
-    };
-
-    /** A pair whose consumer end went live at `renamedAt` (the controller's clock): applied, its window kept. */
-    const finishPair = async (pair: PlannedPair, renamedAt: number) => {
-      const receipt = receipted.get(pair.key)!;
-      const appliedAt =
-        receipt.appliedAt === undefined
-          ? receipt.seenAt
-          : Math.min(await receiptTime(receipt.appliedAt, pair), receipt.seenAt);
-      const result = { pair: pair.key, windowMs: Math.max(0, Math.round(renamedAt - appliedAt)) };
-      receipted.delete(pair.key);
-      done.add(pair.key);
-      applied.push(result);
-      onApplied(result);
-    };
-
-    /** One rename batch per consumer machine at a time; receipts arriving meanwhile go in the next. */
-    const flushing = new Map<string, Promise<void>>();
-    const again = new Set<string>();
-    const flush = (machine: string): void => {
-      // A closed wait starts no rename (a run begun before its 'committed' record, which failed).
-      if (closed.signal.aborted) return;
-      if (flushing.has(machine)) {
-        again.add(machine);
-        return;
-      }
-      // In the map before the first await: a batch found empty ends synchronously.
-      let release: () => void = () => undefined;
-      flushing.set(machine, new Promise<void>((resolve) => (release = resolve)));
-      void (async () => {
-        do {
-          again.delete(machine);
-          let batch = (byConsumer.get(machine) ?? []).filter((p) => live.has(p.key) && receipted.has(p.key));
-          // app-truth: the gate (a test login from this machine) keeps a refused pair where it is.
-          const untested = batch.filter((p) => !passed.has(p.key));
-          if (options.gate && untested.length > 0) {
-            const verdict = await options
-              .gate(untested, renames ? await channelOf(machine) : undefined)
-              .catch((error: unknown): GateVerdict => ({
-                refused: untested.map((p) => ({ pair: p.key, reason: reasonOf(error) })),
-              }));
-            const refusedNow = new Set(verdict.refused.map((r) => r.pair));
-            for (const r of verdict.refused) {
-              refused.push(r);
-              receipted.delete(r.pair);
-              done.add(r.pair);
-            }
-            for (const p of untested) if (!refusedNow.has(p.key)) passed.add(p.key);
-            batch = batch.filter((p) => !refusedNow.has(p.key));
-            // app-rtt: moved on the machine by the login's own verdict (an armed commit).
-            const channel = await channelOf(machine);
-            for (const [key, at] of verdict.moved ?? []) {
-              const pair = batch.find((p) => p.key === key);
-              if (pair) await finishPair(pair, channel ? at - channel.clock.offsetMs : at);
-            }
-            batch = batch.filter((p) => !verdict.moved?.has(p.key));
-          }
-          if (batch.length === 0) break;
-          try {
-            const channel = await channelOf(machine);
-            const paths = batch.map((p) => p.consumerPath);
-            // app-rtt: a consumer's reload rides the rename's own request where the channel relays.
-            const along = renames && channel?.relay && options.along ? options.along(batch) : [];
-            // A rename on a channel already open is one line on its session: no connection and
-            // no process to bound, so it does not queue behind `concurrency` — queued, the
-            // two-hundredth consumer's window would be 25 renames long.
-            const renamedAt = !renames
-              ? now()
-              : channel?.relay && along.length > 0
-                ? await channel.relay
-                    .commitThen(
-                      paths,
-                      along.map((a) => a.request),
-                    )
-                    .then(
-                      (then) => {
-                        along.forEach((a, i) => a.settle(then.reloads[i]));
-                        return then.at - channel.clock.offsetMs;
-                      },
-                      (error: unknown) => {
-                        for (const a of along) a.settle(undefined);
-                        throw error;
-                      },
-                    )
-                : channel
-                  ? (await channel.commit(paths)) - channel.clock.offsetMs
-                  : await slots.run(async () => {
-                      await transportFor(machine).commit(paths);
-                      return now();
-                    });
-            failures.delete(machine);
-            for (const pair of batch) await finishPair(pair, renamedAt);
-          } catch (error) {
-            failures.set(machine, { machine, reason: reasonOf(error) });
-            // A channel that failed is not trusted again: the retry is a plain commit().
-            const failed = channels.get(machine);
-            if (failed) {
-              channels.set(machine, Promise.resolve(undefined));
-              void failed.then((c) => c?.close());
-            }
-            // Tried again, as the poll did, until the wait is over.
-            if (finished.signal.aborted || now() >= deadline) break;
-            await sleep(Math.min(Math.max(wait.pollMs, 50), Math.max(0, deadline - now())));
-            again.add(machine);
-          }
-        } while (again.has(machine));
-        flushing.delete(machine);
-        release();
-        if (everyPairDone()) finish();
-      })();
-    };
-
-    /** Reads a provider's receipts once (the poll, and a reader that has not reported by the deadline). */
-    const readOnce = async (machine: string, machinePairs: readonly PlannedPair[]) => {
-      const waiting = unconfirmed(machinePairs);
-      if (waiting.length === 0) return;
-      try {
-        const texts = await transportFor(machine).readTexts(waiting.map((p) => p.receiptPath));
-        const seen = now();
-        waiting.forEach((pair, i) => {
-          if (see(pair, texts[i], seen)) flush(pair.consumerMachine);
-        });
-      } catch {
-        // A provider that cannot be read right now has simply not confirmed yet.
-      }
-    };
-
-    const liveByProvider = [...groupBy(livePairs, (p) => p.providerMachine)];
-    const polled = liveByProvider.filter(([machine]) => !readers.has(machine));
-    const pollProviders = async () => {
-      if (polled.length === 0) return;
-      for (;;) {
-        await mapBounded(polled, wait.concurrency, ([machine, machinePairs]) =>
-          readOnce(machine, machinePairs),
-        );
-        if (
-          finished.signal.aborted ||
-          now() >= deadline ||
-          polled.every(([, ps]) => ps.every((p) => done.has(p.key)))
-        )
-          break;
-        await sleep(Math.min(wait.pollMs, Math.max(0, deadline - now())));
-      }
-    };
-
-    onReceipted = flush;
-    for (const machine of byConsumer.keys()) flush(machine);
-    if (everyPairDone()) finish();
-    const timer = setTimeout(finish, Math.max(0, wait.waitMs));
-    // A signal or the operator's cancel ends the wait at once: what is not committed by then is rolled back.
-    if (wait.stop?.aborted) finish();
-    else wait.stop?.addEventListener('abort', finish, { once: true });
-    if (closed.signal.aborted) finish();
-    else closed.signal.addEventListener('abort', finish, { once: true });
-    try {
-      await Promise.all([
-        pollProviders(),
-        new Promise((r) =>
-          finished.signal.aborted
-            ? r(undefined)
-            : finished.signal.addEventListener('abort', r, { once: true }),
-        ),
-      ]);
-      onReceipted = undefined;
-      // A reader that never reported (slow to start) leaves its provider one plain reading.
-      await Promise.all(
-        liveByProvider
-          .filter(([machine]) => readers.has(machine) && !readers.get(machine)!.reported())
-          .map(([machine, ps]) => readOnce(machine, ps)),
-      );
-      while (flushing.size > 0) await Promise.all([...flushing.values()]);
-    } finally {
-      clearTimeout(timer);
-      wait.stop?.removeEventListener('abort', finish);
-      closed.signal.removeEventListener('abort', finish);
-      onReceipted = undefined;
-    }
-    return { applied, failures: [...failures.values()], ...(refused.length > 0 ? { refused } : {}) };
-  };
-
-  return { ready, run, close, channel: async (machine) => channels.get(machine) };
 }
 
 /**
@@ -677,43 +427,4 @@ export async function awaitReceipts(
   } finally {
     receiptWait.close();
   }
-}
-
-function limiter(size: number) {
-  let free = Math.max(1, size);
-  const queue: (() => void)[] = [];
-  return {
-    async run<T>(op: () => Promise<T>): Promise<T> {
-      if (free > 0) free--;
-      else await new Promise<void>((resolve) => queue.push(resolve));
-      try {
-        return await op();
-      } finally {
-        const next = queue.shift();
-        if (next) next();
-        else free++;
-      }
-    },
-  };
-}
-
-/** How soon a receipt reader that failed is started again. */
-const WATCH_RETRY_MS = 250;
-
-interface Receipted {
-  /** `applied_at` as the provider wrote it, by the provider machine's clock. */
-  readonly appliedAt: number | undefined;
-  /** When the controller saw the receipt, by its own clock. */
-  readonly seenAt: number;
-}
-
-export function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const list = out.get(key);
-    if (list) list.push(item);
-    else out.set(key, [item]);
-  }
-  return out;
 }

@@ -14,6 +14,7 @@ import {
 import { rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { emptyLog } from '../../src/app/rotation-log.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { waitBegun } from '../../src/mesh/receipt-wait-machine.js';
 import { fakeMesh, provisionerOn } from '../mesh/fake-transport.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
 import { KEY, linesFit, renderAt, type Rendered } from './render-at.js';
@@ -334,7 +335,13 @@ describe('the rotation view after a failure', () => {
       where: '/var/lib/baton/mesh-journal.jsonl',
       next: 'Set journal_dir in baton.yaml to a writable directory, or pass --state-dir.',
     };
-    const before: RotationState = { ...base, step: 'committing', digests: {}, committed: emptyLog() };
+    const before: RotationState = {
+      ...base,
+      step: 'committing',
+      digests: {},
+      committed: emptyLog(),
+      wait: waitBegun(base.plan.pairs, {}),
+    };
     const unstaging: RotationState = { ...base, step: 'unstaging', phase: 'prepared', journal, before };
     const busy = renderAt(
       <RotationView state={unstaging} columns={80} offset={0} color={false} tick={0} />,

@@ -42,6 +42,17 @@ const resolved = (m: string): RotationEvent => ({
 });
 const allResolved = plan.holders.map((h) => resolved(h.machine));
 
+/** A pair's receipt, then its consumer's rename reported by the wait's effect: how a pair is applied. */
+function appliedBy(pair: string, windowMs: number): RotationEvent[] {
+  const machine = plan.pairs.find((p) => p.key === pair)!.consumerMachine;
+  return [
+    { type: 'receipt-seen', pair, digest: digests[pair]!, appliedAt: 0, at: 0 },
+    { type: 'consumer-renamed', machine, applied: [{ pair, windowMs }] },
+  ];
+}
+const livePaths = (provider: string) =>
+  plan.pairs.filter((p) => p.providerMachine === provider).map((p) => p.providerPath);
+
 const everyEvent: RotationEvent[] = [
   ...allResolved,
   { type: 'holder-resolved', machine: 'db1', resolution: { status: 'unresolved', reason: 'x' } },
@@ -54,7 +65,8 @@ const everyEvent: RotationEvent[] = [
   { type: 'committed-step', machine: 'db1', end: 'provides', paths: [] },
   { type: 'committed' },
   { type: 'commit-failed', failures: [] },
-  { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 40 },
+  ...appliedBy('pg-main:web1-app', 40),
+  { type: 'wait-expired' },
   { type: 'apply-finished', failures: [] },
 ];
 
@@ -127,14 +139,15 @@ describe('the rotation flow', () => {
       { type: 'typed', text: '2' },
       { type: 'confirmed' },
       { type: 'committed' }, // out of turn: ignored
-      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 5 }, // out of turn: ignored
+      ...appliedBy('pg-main:web1-app', 5), // out of turn: ignored
       { type: 'staged', machine: 'db1' },
       { type: 'prepared', digests },
       { type: 'journaled', phase: 'prepared' }, // the commit starts only once the 'prepared' record is on disk
-      { type: 'committed-step', machine: 'db1', end: 'provides', paths: ['/p'] },
+      { type: 'committed-step', machine: 'db1', end: 'provides', paths: livePaths('db1') },
+      { type: 'committed-step', machine: 'db2', end: 'provides', paths: livePaths('db2') },
       { type: 'committed' },
-      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 42 },
-      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 99 }, // the first report of a pair counts
+      ...appliedBy('pg-main:web1-app', 42),
+      ...appliedBy('pg-main:web1-app', 99), // the first report of a pair counts
       { type: 'apply-finished', failures: [] },
     ]);
     // One of two providers confirmed within the wait: the other pair is rolled back, never left waiting.
@@ -143,7 +156,8 @@ describe('the rotation flow', () => {
       'resolve',
       'prepare',
       'commit',
-      'rename-consumers',
+      'await-receipts',
+      'rename-consumer',
       'roll-back',
     ]);
     expect(effects.at(-1)).toEqual({ type: 'roll-back', pairs: ['pg-audit:web1-app'] });
@@ -175,9 +189,11 @@ describe('the rotation flow', () => {
       { type: 'confirmed' },
       { type: 'prepared', digests },
       { type: 'journaled', phase: 'prepared' },
+      { type: 'committed-step', machine: 'db1', end: 'provides', paths: livePaths('db1') },
+      { type: 'committed-step', machine: 'db2', end: 'provides', paths: livePaths('db2') },
       { type: 'committed' },
-      { type: 'applied-pair', pair: 'pg-main:web1-app', windowMs: 1 },
-      { type: 'applied-pair', pair: 'pg-audit:web1-app', windowMs: 2 },
+      ...appliedBy('pg-main:web1-app', 1),
+      ...appliedBy('pg-audit:web1-app', 2),
       { type: 'apply-finished', failures: [] },
     ]).state;
     expect(isTerminal(all) && rotationExitCode(all)).toBe(0);
@@ -227,7 +243,8 @@ describe('the rotation flow', () => {
       { type: 'commit-failed', failures: [{ machine: 'db2', reason: 'gone' }] },
     ]);
     expect(commit.state.step).toBe('applying');
-    expect(commit.last.map((e) => e.type)).toEqual(['rename-consumers', 'journal']);
+    // No provider end is live: the wait is over as it starts.
+    expect(commit.last.map((e) => e.type)).toEqual(['await-receipts', 'close-wait', 'journal']);
     const ended = rotation(commit.state, { type: 'apply-finished', failures: [] });
     expect(ended.state.step).toBe('rolling-back');
     expect(ended.effects).toEqual([{ type: 'roll-back', pairs: ['pg-main:web1-app', 'pg-audit:web1-app'] }]);
@@ -352,10 +369,11 @@ describe('the rotation on the flow runtime', () => {
     const committed = walk(upToCommit);
     // Only the pair whose provider end is live is renamed; the record is asked for beside it.
     expect(committed.last).toEqual([
-      { type: 'rename-consumers', pairs: [plan.pairs[0]!.key], digests },
+      { type: 'await-receipts', pairs: [plan.pairs[0]!.key] },
       expect.objectContaining({ type: 'journal', phase: 'committed' }),
     ]);
-    const renamed: RotationEvent = { type: 'consumers-renamed', applied: [plan.pairs[0]!.key], failures: [] };
+    // The wait gives up at --wait with nothing renamed: the wait is over.
+    const renamed: RotationEvent = { type: 'wait-expired' };
     const recorded: RotationEvent = { type: 'journaled', phase: 'committed' };
     const finish = { type: 'finish-apply', pairs: [plan.pairs[0]!.key], failures: [] };
     for (const order of [
@@ -363,15 +381,14 @@ describe('the rotation on the flow runtime', () => {
       [recorded, renamed],
     ]) {
       const first = rotation(committed.state, order[0]!);
-      expect(first.effects).toEqual([]);
-      expect(rotation(first.state, order[1]!).effects).toEqual([finish]);
+      expect(first.effects.filter((e) => e.type !== 'close-wait')).toEqual([]);
+      expect(rotation(first.state, order[1]!).effects.filter((e) => e.type !== 'close-wait')).toEqual([
+        finish,
+      ]);
     }
-    // The record failed after the renames ended: what was renamed is settled (its intent says finished).
-    const applied = rotation(committed.state, {
-      type: 'applied-pair',
-      pair: plan.pairs[0]!.key,
-      windowMs: 3,
-    });
+    // The record failed after the wait ended: what was renamed is settled (its intent says finished).
+    const [seen, renamedOne] = appliedBy(plan.pairs[0]!.key, 3);
+    const applied = rotation(rotation(committed.state, seen!).state, renamedOne!);
     const ended = rotation(applied.state, renamed);
     const failed = rotation(ended.state, {
       type: 'journal-failed',
@@ -380,15 +397,98 @@ describe('the rotation on the flow runtime', () => {
     });
     expect(failed.state.step).toBe('journal-failed');
     expect(failed.effects).toEqual([{ type: 'settle-renamed', pairs: [plan.pairs[0]!.key] }]);
-    // The record failed first: the renames, when they report, are settled then.
-    const failedFirst = rotation(committed.state, {
+    // The record failed while a rename was in flight: the wait is closed, and the batch, when it
+    // reports, is settled then.
+    const inFlight = rotation(committed.state, seen!);
+    expect(inFlight.effects).toEqual([
+      {
+        type: 'rename-consumer',
+        machine: 'web1',
+        pairs: [{ pair: plan.pairs[0]!.key, appliedAt: 0, seenAt: 0 }],
+      },
+    ]);
+    const failedFirst = rotation(inFlight.state, {
       type: 'journal-failed',
       phase: 'committed',
       journal: { what: 'disk full', where: '/j', next: 'free it' },
     });
-    expect(failedFirst.effects).toEqual([]);
-    expect(rotation(failedFirst.state, renamed).effects).toEqual([
+    expect(failedFirst.effects).toEqual([{ type: 'close-wait' }]);
+    expect(rotation(failedFirst.state, renamedOne!).effects).toEqual([
       { type: 'settle-renamed', pairs: [plan.pairs[0]!.key] },
     ]);
   });
 });
+
+describe('the receipt wait inside the rotation', () => {
+  const upToPrepared: RotationEvent[] = [
+    ...allResolved,
+    { type: 'typed', text: '2' },
+    { type: 'confirmed' },
+    { type: 'prepared', digests },
+    { type: 'journaled', phase: 'prepared' },
+  ];
+  const everyProvider: RotationEvent[] = [
+    { type: 'committed-step', machine: 'db1', end: 'provides', paths: livePaths('db1') },
+    { type: 'committed-step', machine: 'db2', end: 'provides', paths: livePaths('db2') },
+  ];
+  const [A, B] = [plan.pairs[0]!.key, plan.pairs[1]!.key];
+  const seenA: RotationEvent = { type: 'receipt-seen', pair: A, digest: digests[A]!, appliedAt: 1, at: 2 };
+
+  it('a receipt seen while other providers still commit is kept, and renamed the moment the commit answers', () => {
+    const early = walk([...upToPrepared, everyProvider[0]!, seenA]);
+    expect(early.state.step).toBe('committing');
+    expect(early.last).toEqual([]);
+    const committed = rotation(rotation(early.state, everyProvider[1]!).state, { type: 'committed' });
+    expect(committed.effects.map((e) => e.type)).toEqual(['await-receipts', 'rename-consumer', 'journal']);
+    expect(committed.effects[1]).toEqual({
+      type: 'rename-consumer',
+      machine: 'web1',
+      pairs: [{ pair: A, appliedAt: 1, seenAt: 2 }],
+    });
+  });
+
+  it('a pair whose provider names connect: is tried first; refused, it stays staged and is rolled back when the phase closes', () => {
+    const applying = walk([...upToPrepared, ...everyProvider, { type: 'committed', tested: [A] }]);
+    const login = rotation(applying.state, seenA);
+    expect(login.effects).toEqual([
+      { type: 'test-login', machine: 'web1', pairs: [{ pair: A, appliedAt: 1, seenAt: 2 }] },
+    ]);
+    const refused = run(login.state, [
+      {
+        type: 'login-tested',
+        machine: 'web1',
+        pairs: [A],
+        refused: [{ pair: A, reason: 'refused' }],
+        moved: [],
+      },
+      { type: 'receipt-seen', pair: B, digest: digests[B]!, appliedAt: 1, at: 3 },
+      { type: 'consumer-renamed', machine: 'web1', applied: [{ pair: B, windowMs: 6 }] },
+    ]);
+    // Every live pair renamed or refused: the wait is over; with the record on disk the phase closes.
+    const closed = rotation(refused, { type: 'journaled', phase: 'committed' });
+    expect(closed.effects).toEqual([{ type: 'finish-apply', pairs: [A, B], failures: [] }]);
+    const finished = rotation(closed.state, { type: 'apply-finished', failures: [] });
+    expect(finished.state.step).toBe('rolling-back');
+    expect(finished.effects).toEqual([{ type: 'roll-back', pairs: [A] }]);
+    // A receipt or a rename report that comes after the wait gave up changes nothing.
+    for (const late of [
+      seenA,
+      { type: 'consumer-renamed', machine: 'web1', applied: [{ pair: A, windowMs: 1 }] },
+    ] as const)
+      expect(rotation(finished.state, late)).toEqual({ state: finished.state, effects: [] });
+  });
+
+  it('gives up at --wait: the pairs without a receipt are rolled back once the record is on disk', () => {
+    const applying = walk([...upToPrepared, ...everyProvider, { type: 'committed' }]);
+    const expired = run(applying.state, [{ type: 'journaled', phase: 'committed' }]);
+    const closed = rotation(expired, { type: 'wait-expired' });
+    expect(closed.effects).toEqual([
+      { type: 'close-wait' },
+      { type: 'finish-apply', pairs: [A, B], failures: [] },
+    ]);
+  });
+});
+
+function run(state: RotationState, events: readonly RotationEvent[]): RotationState {
+  return events.reduce((s, e) => rotation(s, e).state, state);
+}

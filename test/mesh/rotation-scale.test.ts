@@ -253,11 +253,30 @@ describe('the rotation flow over hundreds of holders', () => {
     expect(failed.state.step).toBe('rolling-back');
     expect(failed.effects).toEqual([{ type: 'roll-back', pairs: plan.pairs.map((p) => p.key) }]);
 
-    const applying = rotation(rotation(committing, { type: 'committed' }).state, { type: 'committed' }).state;
+    // Every provider end live: each pair's consumer moves once its receipt is seen.
+    const everyProvider = run(
+      { state: committing, effects: [] },
+      plan.holders.map((h): RotationEvent => ({
+        type: 'committed-step',
+        machine: h.machine,
+        end: 'provides',
+        paths: h.receives.filter((d) => d.end === 'provides').map((d) => d.path),
+      })),
+    );
+    const applying = rotation(rotation(everyProvider, { type: 'committed' }).state, {
+      type: 'committed',
+    }).state;
     const keys = [plan.pairs[7]!.key, plan.pairs[2]!.key, plan.pairs[7]!.key, plan.pairs[5]!.key];
     const applied = run(
       { state: applying, effects: [] },
-      keys.map((pair, i): RotationEvent => ({ type: 'applied-pair', pair, windowMs: i })),
+      keys.flatMap((pair, i): RotationEvent[] => [
+        { type: 'receipt-seen', pair, digest: digests[pair]!, appliedAt: 0, at: 0 },
+        {
+          type: 'consumer-renamed',
+          machine: plan.pairs.find((p) => p.key === pair)!.consumerMachine,
+          applied: [{ pair, windowMs: i }],
+        },
+      ]),
     );
     expect(progress(applied).applied).toBe(3);
     const rolling = rotation(applied, { type: 'apply-finished', failures: [] }).state;

@@ -1,0 +1,331 @@
+/**
+ * The receipt wait's decisions, as a pure machine (docs/mesh-rotation.md, "The receipt wait"):
+ * state + event → state + commands. The adapter (receipt-watch.ts) only reports what the
+ * machines showed — a receipt, the deadline, a stop — and the command runner
+ * (receipt-wait-effects.ts) only does what it is told and reports how it went. Which consumer
+ * is renamed, when, whether a test login goes first, when a failed rename is tried again and
+ * when the wait is over is decided here and nowhere else: the rotation's reducer embeds this
+ * machine, and `beginReceiptWait` (resume, revoke) drives the same one.
+ *
+ * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT: a pair is renamed only after a receipt
+ * carrying exactly its digest, and only once its provider end is live (`live`).
+ */
+import type { SecretDigest } from './digest.js';
+
+export interface MachineFailure {
+  readonly machine: string;
+  readonly reason: string;
+}
+
+/** One pair whose consumer end went live after its provider's receipt. */
+export interface AppliedPair {
+  readonly pair: string;
+  /**
+   * The window this rotation actually had, in ms: from the receipt's `applied_at` (the moment
+   * the database took the new password, by the provider's clock, never later than when the
+   * controller saw the receipt) to the consumer end's rename.
+   */
+  readonly windowMs: number;
+}
+
+/** A pair whose consumer end the gate would not commit, with the reason (raw outside text). */
+export interface GateRefusal {
+  readonly pair: string;
+  readonly reason: string;
+  readonly code?: string;
+}
+
+/** A matching receipt as seen: `appliedAt` by the provider's clock, `seenAt` by the controller's. */
+export interface SeenReceipt {
+  readonly appliedAt: number | undefined;
+  readonly seenAt: number;
+}
+
+/** A receipted pair handed to a command, with its receipt (the runner measures the window from it). */
+export interface ReceiptedPair extends SeenReceipt {
+  readonly pair: string;
+}
+
+export type WaitEvent =
+  /** The adapter read a receipt carrying `digest` for `pair` (the first such sighting per pair). */
+  | {
+      readonly type: 'receipt-seen';
+      readonly pair: string;
+      readonly digest: string;
+      readonly appliedAt: number | undefined;
+      readonly at: number;
+    }
+  /** A receipt with another digest (or none readable): "not yet", never "done". */
+  | { readonly type: 'receipt-stale'; readonly pair: string }
+  /** A test login ran for `pairs` from `machine`: `refused` stay staged, `moved` the machine renamed itself. */
+  | {
+      readonly type: 'login-tested';
+      readonly machine: string;
+      readonly pairs: readonly string[];
+      readonly refused: readonly GateRefusal[];
+      readonly moved: readonly AppliedPair[];
+    }
+  /** `machine` renamed these consumer ends. */
+  | { readonly type: 'consumer-renamed'; readonly machine: string; readonly applied: readonly AppliedPair[] }
+  /** A rename on `machine` failed (its channel is not trusted again): tried again until the wait ends. */
+  | { readonly type: 'channel-lost'; readonly machine: string; readonly reason: string }
+  /** The pause after a failed rename on `machine` is over. */
+  | { readonly type: 'rename-due'; readonly machine: string }
+  /** `--wait` is up: no receipt seen from now on is acted on. */
+  | { readonly type: 'wait-expired' }
+  /** A signal or the operator stopped the wait (or it was closed): the same, and at once. */
+  | { readonly type: 'wait-stopped' };
+
+export type WaitCommand =
+  /** Try the new credential from `machine` before these pairs' consumer ends move. */
+  | { readonly type: 'test-login'; readonly machine: string; readonly pairs: readonly ReceiptedPair[] }
+  /** Rename these consumer ends on `machine` (one request). */
+  | { readonly type: 'rename-consumer'; readonly machine: string; readonly pairs: readonly ReceiptedPair[] }
+  /** Pause before `machine`'s rename is tried again (answered by rename-due). */
+  | { readonly type: 'rename-later'; readonly machine: string }
+  /** The wait is over: its readers and channels end. */
+  | { readonly type: 'close-wait' };
+
+/** How the wait ended, once nothing is in flight. */
+export interface WaitResult {
+  readonly applied: readonly AppliedPair[];
+  /** Consumer machines whose last rename failed; their pairs' consumer ends are still staged. */
+  readonly failures: readonly MachineFailure[];
+  readonly refused: readonly GateRefusal[];
+}
+
+export interface WaitState {
+  /** pair → its consumer's machine (the pairs the wait watches). */
+  readonly consumerOf: Readonly<Record<string, string>>;
+  readonly digests: Readonly<Record<string, SecretDigest>>;
+  /** Pairs whose provider end is live (undefined: the wait has not started; receipts are kept, nothing renamed). */
+  readonly live: ReadonlySet<string> | undefined;
+  /** Pairs tested from their consumer's machine before they move. */
+  readonly tested: ReadonlySet<string>;
+  /** Receipted pairs not yet renamed nor refused. */
+  readonly receipted: ReadonlyMap<string, SeenReceipt>;
+  /** Pairs whose test login passed (not asked twice when a rename is tried again). */
+  readonly passed: ReadonlySet<string>;
+  /** Renamed or refused: nothing more happens to them. */
+  readonly done: ReadonlySet<string>;
+  readonly applied: readonly AppliedPair[];
+  readonly refused: readonly GateRefusal[];
+  /** Machines with a login, a rename or a pause before a retry in flight: one at a time per machine. */
+  readonly busy: ReadonlySet<string>;
+  readonly failures: ReadonlyMap<string, MachineFailure>;
+  /** Why no new receipt counts: the deadline, a stop. Batches in flight still finish. */
+  readonly ended: 'expired' | 'stopped' | undefined;
+  /** The wait is over and its result was given. */
+  readonly over: boolean;
+}
+
+export interface WaitStep {
+  readonly state: WaitState;
+  readonly commands: readonly WaitCommand[];
+  /** Pairs renamed by this event (the rotation records each window as it happens). */
+  readonly appliedNow: readonly AppliedPair[];
+  /** Set on the step that ends the wait. */
+  readonly result?: WaitResult;
+}
+
+/** The wait for these pairs, before any provider end is live: receipts seen now are kept. */
+export function waitBegun(
+  pairs: readonly { readonly key: string; readonly consumerMachine: string }[],
+  digests: Readonly<Record<string, SecretDigest>>,
+): WaitState {
+  const consumerOf: Record<string, string> = {};
+  for (const p of pairs) consumerOf[p.key] = p.consumerMachine;
+  return {
+    consumerOf,
+    digests,
+    live: undefined,
+    tested: new Set(),
+    receipted: new Map(),
+    passed: new Set(),
+    done: new Set(),
+    applied: [],
+    refused: [],
+    busy: new Set(),
+    failures: new Map(),
+    ended: undefined,
+    over: false,
+  };
+}
+
+/**
+ * The provider ends of `live` are live: from now on a receipted pair is renamed (after its test
+ * login when it is in `tested`); receipts seen before are acted on at once.
+ */
+export function waitStarted(state: WaitState, live: readonly string[], tested: readonly string[]): WaitStep {
+  if (state.live !== undefined || state.over) return { state, commands: [], appliedNow: [] };
+  const known = (k: string) => k in state.consumerOf;
+  let next: WaitState = {
+    ...state,
+    live: new Set(live.filter(known)),
+    tested: new Set(tested.filter(known)),
+  };
+  const commands: WaitCommand[] = [];
+  for (const machine of new Set([...next.live!].map((k) => state.consumerOf[k]!))) {
+    const kicked = kick(next, machine);
+    next = kicked.state;
+    commands.push(...kicked.commands);
+  }
+  return settle(next, commands, []);
+}
+
+const same = (state: WaitState): WaitStep => ({ state, commands: [], appliedNow: [] });
+
+export function receiptWait(state: WaitState, event: WaitEvent): WaitStep {
+  if (state.over) return same(state);
+  switch (event.type) {
+    case 'receipt-seen': {
+      const { pair } = event;
+      // A receipt for a pair not waited for, one already acted on, or after the wait gave up counts for nothing.
+      if (
+        state.ended ||
+        !(pair in state.consumerOf) ||
+        state.done.has(pair) ||
+        state.receipted.has(pair) ||
+        event.digest !== state.digests[pair]
+      )
+        return same(state);
+      const receipted = new Map(state.receipted).set(pair, { appliedAt: event.appliedAt, seenAt: event.at });
+      const kicked = kick({ ...state, receipted }, state.consumerOf[pair]!);
+      return settle(kicked.state, kicked.commands, []);
+    }
+    case 'receipt-stale':
+      return same(state);
+    case 'login-tested': {
+      if (!state.busy.has(event.machine)) return same(state);
+      const refusedNow = new Set(event.refused.map((r) => r.pair));
+      const receipted = new Map(state.receipted);
+      const done = new Set(state.done);
+      const passed = new Set(state.passed);
+      const refused = [...state.refused];
+      for (const r of event.refused) {
+        if (!ownPair(state, r.pair, event.machine) || done.has(r.pair)) continue;
+        refused.push(r);
+        receipted.delete(r.pair);
+        done.add(r.pair);
+      }
+      for (const key of event.pairs) if (!refusedNow.has(key)) passed.add(key);
+      const appliedNow = event.moved.filter(
+        (a) => ownPair(state, a.pair, event.machine) && !done.has(a.pair),
+      );
+      for (const a of appliedNow) {
+        receipted.delete(a.pair);
+        done.add(a.pair);
+      }
+      const busy = new Set(state.busy);
+      busy.delete(event.machine);
+      const next: WaitState = {
+        ...state,
+        receipted,
+        done,
+        passed,
+        refused,
+        busy,
+        applied: [...state.applied, ...appliedNow],
+      };
+      // The pairs that passed are renamed now; a receipt that came meanwhile gets its own login next.
+      const ready = readyOn(next, event.machine).filter((r) => passed.has(r.pair));
+      if (ready.length > 0 && next.live)
+        return settle(
+          { ...next, busy: new Set(next.busy).add(event.machine) },
+          [{ type: 'rename-consumer', machine: event.machine, pairs: ready }],
+          appliedNow,
+        );
+      const kicked = kick(next, event.machine);
+      return settle(kicked.state, kicked.commands, appliedNow);
+    }
+    case 'consumer-renamed': {
+      if (!state.busy.has(event.machine)) return same(state);
+      const receipted = new Map(state.receipted);
+      const done = new Set(state.done);
+      const appliedNow = event.applied.filter(
+        (a) => ownPair(state, a.pair, event.machine) && receipted.has(a.pair) && !done.has(a.pair),
+      );
+      for (const a of appliedNow) {
+        receipted.delete(a.pair);
+        done.add(a.pair);
+      }
+      const busy = new Set(state.busy);
+      busy.delete(event.machine);
+      const failures = new Map(state.failures);
+      failures.delete(event.machine);
+      const kicked = kick(
+        { ...state, receipted, done, busy, failures, applied: [...state.applied, ...appliedNow] },
+        event.machine,
+      );
+      return settle(kicked.state, kicked.commands, appliedNow);
+    }
+    case 'channel-lost': {
+      if (!state.busy.has(event.machine)) return same(state);
+      const failures = new Map(state.failures).set(event.machine, {
+        machine: event.machine,
+        reason: event.reason,
+      });
+      // Tried again, as the poll did, until the wait is over; past it the machine's pairs stay staged.
+      if (!state.ended)
+        return settle({ ...state, failures }, [{ type: 'rename-later', machine: event.machine }], []);
+      const busy = new Set(state.busy);
+      busy.delete(event.machine);
+      return settle({ ...state, failures, busy }, [], []);
+    }
+    case 'rename-due': {
+      if (!state.busy.has(event.machine)) return same(state);
+      const busy = new Set(state.busy);
+      busy.delete(event.machine);
+      const kicked = kick({ ...state, busy }, event.machine);
+      return settle(kicked.state, kicked.commands, []);
+    }
+    case 'wait-expired':
+    case 'wait-stopped':
+      if (state.ended) return same(state);
+      return settle({ ...state, ended: event.type === 'wait-expired' ? 'expired' : 'stopped' }, [], []);
+    default: {
+      const never: never = event;
+      throw new Error(`unknown receipt-wait event ${String(never)}`);
+    }
+  }
+}
+
+/** Whether `pair` is one of this wait's, renamed on `machine`. */
+function ownPair(state: WaitState, pair: string, machine: string): boolean {
+  return state.consumerOf[pair] === machine && (state.live?.has(pair) ?? false);
+}
+
+/** The live receipted pairs on `machine` still to move, in the order their receipts came. */
+function readyOn(state: WaitState, machine: string): ReceiptedPair[] {
+  const out: ReceiptedPair[] = [];
+  for (const [pair, seen] of state.receipted)
+    if (state.consumerOf[pair] === machine && state.live?.has(pair) && !state.done.has(pair))
+      out.push({ pair, ...seen });
+  return out;
+}
+
+/** If `machine` is idle and has receipted pairs: their test login first where one is due, else their rename. */
+function kick(state: WaitState, machine: string): { state: WaitState; commands: WaitCommand[] } {
+  if (state.live === undefined || state.busy.has(machine)) return { state, commands: [] };
+  const ready = readyOn(state, machine);
+  if (ready.length === 0) return { state, commands: [] };
+  const busy = new Set(state.busy).add(machine);
+  const untested = ready.filter((r) => state.tested.has(r.pair) && !state.passed.has(r.pair));
+  if (untested.length > 0)
+    return { state: { ...state, busy }, commands: [{ type: 'test-login', machine, pairs: untested }] };
+  return { state: { ...state, busy }, commands: [{ type: 'rename-consumer', machine, pairs: ready }] };
+}
+
+/** Ends the wait once every live pair is done, or it gave up, and nothing is in flight. */
+function settle(state: WaitState, commands: WaitCommand[], appliedNow: readonly AppliedPair[]): WaitStep {
+  if (state.live === undefined || state.busy.size > 0) return { state, commands, appliedNow };
+  const allDone = [...state.live].every((k) => state.done.has(k));
+  if (!allDone && !state.ended) return { state, commands, appliedNow };
+  const over = { ...state, over: true };
+  return {
+    state: over,
+    commands: [...commands, { type: 'close-wait' }],
+    appliedNow,
+    result: { applied: state.applied, failures: [...state.failures.values()], refused: state.refused },
+  };
+}
