@@ -5,7 +5,7 @@
  * (agent-contract-ssh.test.ts). Each case asserts what the operation answers AND what is on disk
  * afterwards, read on this host (the machine's files are here for both). A transport-specific
  * test (ssh's processes, connection sharing, drops, start limits) stays in its own file;
- * everything the agent does for every transport belongs here (docs/testing.md, "The agent contract").
+ * everything the agent does for every transport belongs here (docs/testing.md, "The agent contract: one set of cases, every transport").
  */
 import {
   existsSync,
