@@ -70,7 +70,7 @@ interface Pending {
   retried: boolean;
   resends: number;
   session: Session | undefined;
-  settle(result: string | Error): void;
+  readonly settle: (result: string | Error) => void;
 }
 
 interface Session {
@@ -91,12 +91,12 @@ export function sshServe(startServe: StartServe): SshServe {
 
   const open = (): Session | undefined => {
     const stop = new AbortController();
-    let session: Session | undefined;
-    const live = startServe((line) => (session ? onLine(session, line) : undefined), stop.signal);
+    const made: { session?: Session } = {};
+    const live = startServe((line) => (made.session ? onLine(made.session, line) : undefined), stop.signal);
     if (!live) return undefined;
-    session = { live, stop, queue: [], retired: false, heard: false, adopted: undefined };
-    const opened = session;
-    void live.exited.then((result) => ended(opened, result));
+    const session: Session = { live, stop, queue: [], retired: false, heard: false, adopted: undefined };
+    made.session = session;
+    void live.exited.then((result) => ended(session, result));
     return session;
   };
 
