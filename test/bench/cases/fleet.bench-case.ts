@@ -265,7 +265,7 @@ export const fleetCase: BenchCase = {
               'the stand-in provisioner writes every receipt as soon as the provider files change',
               // What the rotation costs each machine in ssh (src/operations/rotate.ts, rotation-run-effect.ts):
               // the protocol's minimum — one read (the resolve), one write, one channel for the rename.
-              'ssh per consumer machine: 1 handshake, 3 sessions (the digest/leftover read that is the resolve, the stage, the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the stage, 4 record writes (preparing, prepared, committing, finished), the keep, the discard, the receipt watcher and the channel (its clock, then the provider renames)',
+              'ssh per consumer machine: 1 handshake, 2 sessions (the digest/leftover read that is the resolve, which opens the connection; the agent session that stages and is then made the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the agent session (the stage, the record writes, the keep; then made the channel: its clock, the provider renames), the receipt watcher, and a second agent session for what follows the renames (the last record, the discard) — src/transport/ssh-serve.ts',
             ],
           }),
           figure({
