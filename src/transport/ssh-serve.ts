@@ -25,11 +25,17 @@ import { startRefusal } from './ssh-start-limits.js';
 import { sent } from '../mesh/deadline.js';
 import { abortedError, TransportError } from '../mesh/transport.js';
 
-/** How long baton keeps an idle session for the command's next operation (its handles unref'd meanwhile). */
-const IDLE_MS = 10_000;
+/**
+ * How long baton keeps an idle session for the command's next operation (its handles unref'd
+ * meanwhile, so it never holds a finished command open). A fleet's phases keep a machine waiting
+ * for its next operation as long as the other machines take (at N = 50 on a loaded controller,
+ * its stage to its channel took longer than 10 s): let go sooner, the channel starts a session
+ * of its own again.
+ */
+const IDLE_MS = 60_000;
 
 /** The agent's own idle bound (`serve <seconds>`): a backstop for a baton that went away without closing. */
-export const SERVE_IDLE_SECONDS = 30;
+export const SERVE_IDLE_SECONDS = 90;
 
 /** Requests that change nothing on the machine: the only ones asked again on a fresh session. */
 const READS = new Set(['hello', 'files digests', 'files texts']);

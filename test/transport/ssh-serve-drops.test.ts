@@ -42,7 +42,10 @@ function ownSsh(needle: string): number[] {
 
 /**
  * A starter that records each long-lived session's mode and every request written to it, and
- * kills the session's ssh -9 right after writing a request that `killOn` picks.
+ * kills the session's ssh -9 right after writing a request that `killOn` picks. That request is
+ * held back until the session's own ssh shows in /proc (a process that has not exec'd yet, or an
+ * earlier test's session still exiting, must not be the one killed), then written and the ssh
+ * killed at once: sent, and never answered.
  */
 function recordingStart(killOn: (request: string) => boolean) {
   const sessions: string[] = [];
@@ -51,13 +54,25 @@ function recordingStart(killOn: (request: string) => boolean) {
     const command = args[args.length - 1] ?? '';
     const mode = /baton-agent '([^']*)'/.exec(command)?.[1] ?? '?';
     sessions.push(mode);
+    const before = new Set(ownSsh("'serve'"));
     const live = startProcess(file, args, options);
+    const ownPid = async () => {
+      for (let i = 0; i < 500; i++) {
+        const mine = ownSsh("'serve'").filter((pid) => !before.has(pid));
+        if (mine.length === 1) return mine[0]!;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error("the session's ssh never showed in /proc");
+    };
     return {
       ...live,
       write: (text) => {
         requests.push(text.split('\n')[0]!);
-        live.write(text);
-        if (killOn(text)) for (const pid of ownSsh("'serve'")) process.kill(pid, 'SIGKILL');
+        if (!killOn(text)) return live.write(text);
+        void ownPid().then((pid) => {
+          live.write(text);
+          process.kill(pid, 'SIGKILL');
+        });
       },
     };
   };
