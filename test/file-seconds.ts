@@ -67,6 +67,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/authority/crash-points.test.ts': 8.0, // round 8, rough: 13 s at load ~8 (the force re-run on every state)
   'test/mesh/machine-truth.test.ts': 6.6,
   'test/transport/sshd-clean-login.test.ts': 6.0,
+  'test/transport/ssh-serve-drops.test.ts': 4.0, // round 9, rough: 2–6 s at load 10–20 (one sshd, 3 short cases)
   'test/integration/retire-store-moto.test.ts': 5.8,
   'test/integration/two-controllers-s3.test.ts': 5.6,
   'test/provisioner/provisioner-heartbeat.test.ts': 5.3,
