@@ -3,8 +3,8 @@
  * (docs/agent-protocol.md, "Mode serve"): the resolve's hello, the digest reads, the stage, the
  * records… are requests on one running agent, not an ssh process each — a process that Node
  * forks from its one thread, the largest part of a rotation's controller CPU (docs/benchmarks.md,
- * "Round 9"). The rename channel takes the session over when it opens (`adopt`), so a consumer
- * machine's whole rotation is one session.
+ * "Round 9: fewer ssh processes per machine"). The rename channel takes the session over when
+ * it opens (`adopt`), so a consumer machine's stage and renames are one session.
  *
  * The rules the one-shot run kept hold here too:
  * - a call's deadline starts when its request is written (deadline.ts `sent`);
