@@ -31,6 +31,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/transport/agent-contract-local.test.ts': 8.0,
   'test/transport/agent-contract-crash.test.ts': 6.0,
   'test/transport/ssh-transport.test.ts': 12.0,
+  'test/transport/ssh-serve-drops.test.ts': 4.0, // round 9, rough: 2–6 s at load 10–20 (one sshd, 3 short cases)
   'test/provisioner/switch-back-postgres.test.ts': 24.4,
   'test/mesh/mesh-cli.test.ts': 22.7, // cut after that run: its roll-back case waits 0.3 s, not 1 s, twice
   'test/suite/left-running.test.ts': 8.5, // cut after that run: the fixture no longer waits out a 20 s test timeout (-14 s measured)

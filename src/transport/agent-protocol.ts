@@ -221,3 +221,24 @@ function reloadEvent(rest: string): ReloadEvent {
   if (rest.startsWith('fail ')) return { type: 'fail', why: rest.slice(5) };
   return { type: 'line', answer: `${ANSWER_PREFIX}${rest}` };
 }
+
+/**
+ * A `serve` request (docs/agent-protocol.md, "Mode serve") for what a one-shot run would be
+ * asked with `args` (`hello`, or `files <op> <path>…`) and `input` on its fd 3: the request
+ * line, the paths, then the input's lines.
+ */
+export function serveRequest(args: readonly string[], input = ''): string {
+  const [mode, op = '', ...paths] = args;
+  if (mode === 'hello') return 'hello\n';
+  const lines = input === '' ? 0 : input.replace(/\n$/, '').split('\n').length;
+  return `files ${op} ${paths.length} ${lines}\n${paths.map((p) => `${p}\n`).join('')}${lines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
+}
+
+/** One line of a `serve` answer: the end of a request (ok, or its reason), or one of its answer lines. */
+export type ServeLine = { kind: 'ok' } | { kind: 'err'; why: string } | { kind: 'line'; line: string };
+
+export function decodeServeLine(line: string): ServeLine {
+  if (line === '@baton end ok') return { kind: 'ok' };
+  if (line.startsWith('@baton end err ')) return { kind: 'err', why: line.slice(15) };
+  return { kind: 'line', line };
+}

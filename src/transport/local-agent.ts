@@ -8,7 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { agentSource } from './agent-program.js';
-import { NO_PERL } from './agent-protocol.js';
+import { decodeServeLine, NO_PERL, serveRequest } from './agent-protocol.js';
 import { lastLine, machineReason, ownLine } from './agent-channel.js';
 import type { AgentHost } from './agent-operations.js';
 import { stopOnAbort, type LiveOptions, type LiveProcess } from './run-process.js';
@@ -175,12 +175,13 @@ function fileServer(machine: string, root: string) {
   const answer = (line: string) => {
     const head = queue[0];
     if (!head) return;
-    if (line === '@baton end ok') {
+    const said = decodeServeLine(line);
+    if (said.kind === 'ok') {
       queue.shift();
       head.settle(head.lines.map((l) => `${l}\n`).join(''));
-    } else if (line.startsWith('@baton end err ')) {
+    } else if (said.kind === 'err') {
       queue.shift();
-      head.settle(new TransportError(machine, `${head.what} failed on the machine: ${line.slice(15)}`));
+      head.settle(new TransportError(machine, `${head.what} failed on the machine: ${said.why}`));
     } else head.lines.push(line);
     if (queue.length === 0) {
       hold(false);
@@ -203,13 +204,7 @@ function fileServer(machine: string, root: string) {
   return {
     call(what: string, args: readonly string[], signal: AbortSignal, text?: string): Promise<string> {
       if (signal.aborted) return Promise.reject(abortedError(machine, what, signal));
-      const [mode, op = '', ...paths] = args;
-      const input = text ?? '';
-      const inputLines = input === '' ? 0 : input.replace(/\n$/, '').split('\n').length;
-      const request =
-        mode === 'hello'
-          ? 'hello\n'
-          : `files ${op} ${paths.length} ${inputLines}\n${paths.map((p) => `${p}\n`).join('')}${inputLines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
+      const request = serveRequest(args, text);
       return new Promise<string>((resolve, reject) => {
         const onAbort = () => reject(abortedError(machine, what, signal));
         signal.addEventListener('abort', onAbort, { once: true });

@@ -106,6 +106,11 @@ export interface LiveProcess {
   write(text: string): void;
   /** Closes the child's stdin: a remote loop reading it ends. */
   end(): void;
+  /**
+   * Whether the child keeps this process alive (default: it does). An idle session kept for
+   * the command's next operation is let go of (`false`) so it never holds a finished command open.
+   */
+  hold?(on: boolean): void;
   /** Resolves once the child has exited (on its own, or stopped by the signal). */
   readonly exited: Promise<{
     readonly exitCode: number | undefined;
@@ -176,6 +181,12 @@ export const startProcess: StartFn = (file, args, options) => {
       if (child.stdin.writable) child.stdin.write(text);
     },
     end: () => child.stdin.end(),
+    hold: (on) => {
+      // The pipes are sockets underneath; their types do not say so.
+      for (const h of [child, child.stdin, child.stdout, child.stderr] as { ref?(): void; unref?(): void }[])
+        if (on) h.ref?.();
+        else h.unref?.();
+    },
     exited,
   };
 };

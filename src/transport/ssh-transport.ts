@@ -39,6 +39,7 @@ import {
   remotePreparedRun,
 } from './machine-command.js';
 import { openSshStream } from './machine-stream.js';
+import { SERVE_IDLE_SECONDS, sshServe, type SshServe } from './ssh-serve.js';
 import { abortedError, TransportError, type RenameChannel, type Transport } from '../mesh/transport.js';
 
 export interface SshTransportOptions {
@@ -163,10 +164,29 @@ export function sshTransport(
     void child.exited.finally(place.done);
     return child;
   };
+  // With a connection share, the file operations are requests on the connection's one agent
+  // session (ssh-serve.ts) while a place on it can be spared; otherwise each is an ssh of its own.
+  const serve = options.share
+    ? serveFor(options.share, target, (onLine, signal) => {
+        const held = gate?.tryHold();
+        if (gate && !held) return undefined;
+        const child = start(
+          options.sshPath ?? 'ssh',
+          [...sshArgs(target, options.share), agentCommand(['serve', String(SERVE_IDLE_SECONDS)])],
+          { onLine, signal },
+        );
+        void child.exited.finally(held ?? (() => undefined));
+        return child;
+      })
+    : undefined;
   const host: AgentHost = {
     machine,
     via: 'ssh',
-    call: (what, args, signal, input) => run(what, agentCommand(args), signal, input),
+    call: (what, args, signal, input) => {
+      const oneShot = () => run(what, agentCommand(args), signal, input);
+      if (!serve || (args[0] !== 'files' && args[0] !== 'hello')) return oneShot();
+      return serve.call({ machine, what, args, signal, input, oneShot });
+    },
     session,
   };
   return {
@@ -174,8 +194,13 @@ export function sshTransport(
     reportsSent: true,
     ...agentOperations(host),
     openChannel: (signal) => {
+      // The connection's idle agent session becomes the channel (no process of its own) where there is one.
       const open = (life: AbortSignal) =>
-        openRenameChannel(machine, (onLine) => session(['channel'], { onLine, signal: life }), life);
+        openRenameChannel(
+          machine,
+          (onLine) => serve?.adopt(onLine, life) ?? session(['channel'], { onLine, signal: life }),
+          life,
+        );
       return options.share ? sharedChannel(options.share, targetKey(target), open, signal) : open(signal);
     },
     openStream: (host, port, signal) =>
@@ -254,6 +279,22 @@ function gateFor(share: SshConnectionShare, target: SshTarget): SessionGate {
   let gate = byKey.get(key);
   if (!gate) byKey.set(key, (gate = sessionGate(target.maxSessions ?? DEFAULT_MAX_SESSIONS)));
   return gate;
+}
+
+/** Each shared connection's agent session for file operations (ssh-serve.ts). */
+const servesByShare = new WeakMap<SshConnectionShare, Map<string, SshServe>>();
+
+function serveFor(
+  share: SshConnectionShare,
+  target: SshTarget,
+  start: Parameters<typeof sshServe>[0],
+): SshServe {
+  let byKey = servesByShare.get(share);
+  if (!byKey) servesByShare.set(share, (byKey = new Map<string, SshServe>()));
+  const key = targetKey(target);
+  let serve = byKey.get(key);
+  if (!serve) byKey.set(key, (serve = sshServe(start)));
+  return serve;
 }
 
 /** The operation's bound ran out (bound-transport.ts NoAnswer), as opposed to a cancel. */

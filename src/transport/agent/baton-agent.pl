@@ -317,9 +317,14 @@ our $PROTOCOL = 2;
   # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
   # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
   # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
-  # Idle for $IDLE seconds (or fd 3 ending), it exits: the controller starts another when asked.
+  # Idle for $IDLE seconds (or the seconds it was started with; or fd 3 ending), it exits: the
+  # controller starts another when asked. Over ssh the session is one per machine per command:
+  # the request `channel` makes it the rename channel (Baton::Channel) from then on, so a
+  # consumer's reads, its stage and its renames cost one process on each side.
   my $IDLE = 2;
   sub serve {
+    my ($idle) = @_;
+    $idle = $IDLE unless defined $idle && $idle =~ /^\d+$/ && $idle > 0;
     umask 077;
     $| = 1;
     $Baton::SERVING = 1;
@@ -327,12 +332,15 @@ our $PROTOCOL = 2;
     my $buf = '';
     while (1) {
       my $rin = ''; vec($rin, 3, 1) = 1;
-      exit 0 unless select(my $rout = $rin, undef, undef, $IDLE) > 0;
+      exit 0 unless select(my $rout = $rin, undef, undef, $idle) > 0;
       exit 0 unless sysread($in, $buf, 65536, length $buf);
       while (1) {
         my $nl = index($buf, "\n"); last if $nl < 0;
         # `hello` too: a machine's resolve costs no perl start either.
         if (substr($buf, 0, $nl) eq 'hello') { substr($buf, 0, $nl + 1) = ''; print "\@baton agent v$main::PROTOCOL perl $]\n\@baton end ok\n"; next; }
+        # The controller sends nothing after it until the channel's hello (`ready`), so nothing
+        # read is left in $buf for the channel to miss.
+        if (substr($buf, 0, $nl) eq 'channel') { $Baton::SERVING = 0; Baton::Channel::main(); }
         my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
         unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
         my ($at, @lines) = ($nl + 1);

@@ -25,6 +25,7 @@ import { figure, type Figure } from '../lib/figure.js';
 import { FLEET_PROVIDER, followProvider, makeFleet, sh, windowsOf } from '../lib/fleet-fixture.js';
 import { runTree } from '../lib/process-tree-cpu.js';
 import { summarize } from '../lib/stats.js';
+import { sshTally, tallyWords } from '../lib/ssh-tally.js';
 
 const PROVIDER = FLEET_PROVIDER;
 // BATON_BENCH_FLEET_SIZES=200 (comma-separated) measures only those sizes: a probe of one N
@@ -96,7 +97,7 @@ export const fleetCase: BenchCase = {
         provisioner?.stop();
         provisioner = followProvider(providesDir);
         const env = { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' };
-        const rotate = async () => {
+        const rotate = async (runEnv: NodeJS.ProcessEnv = env) => {
           const watcher = sampleWatchers(path.join(providesDir, RECEIPTS_DIR));
           // The whole tree's CPU: baton, its ssh, and the masters that fork away from them.
           const run = await runTree(
@@ -113,7 +114,7 @@ export const fleetCase: BenchCase = {
               '--timeout',
               '60',
             ]),
-            { cwd: root, env },
+            { cwd: root, env: runEnv },
           );
           const cpu = watcher.stop();
           const windows = run.exitCode === 0 ? windowsOf(fleet, run.stdout) : [];
@@ -125,6 +126,28 @@ export const fleetCase: BenchCase = {
         };
         ctx.log(`fleet: ${n} machines — a first rotation (creates every file)`);
         await rotate();
+
+        // Untimed: the ssh processes one rotation and one status start, per machine and operation.
+        ctx.log(`fleet: ${n} machines — counting the ssh processes of a rotation and a status`);
+        const tally = sshTally(ctx.tempDir(`fleet-tally-${n}`));
+        await rotate(tally.env(env));
+        const rotationTally = tallyWords(tally.take(), 'db1');
+        const tallyStatus = await runTree(
+          fleet.batonArgv([
+            'mesh',
+            'status',
+            '--provider',
+            PROVIDER,
+            '--inventory',
+            inventory,
+            '--timeout',
+            '60',
+          ]),
+          { cwd: root, env: tally.env(env) },
+        );
+        if (tallyStatus.exitCode !== 0)
+          throw new Error(`fleet ${n}: the counted mesh status exited ${tallyStatus.exitCode}`);
+        const statusTally = tallyWords(tally.take(), 'db1');
 
         // The floors: the same machines in plain ssh, `xargs -P 8`.
         const list = path.join(root, 'machines.txt');
@@ -242,7 +265,7 @@ export const fleetCase: BenchCase = {
               'the stand-in provisioner writes every receipt as soon as the provider files change',
               // What the rotation costs each machine in ssh (src/operations/rotate.ts, rotation-run-effect.ts):
               // the protocol's minimum — one read (the resolve), one write, one channel for the rename.
-              'ssh per consumer machine: 1 handshake, 3 sessions (the digest/leftover read that is the resolve, the stage, the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the stage, 4 record writes (preparing, prepared, committing, finished), the keep, the discard, the receipt watcher and the channel (its clock, then the provider renames)',
+              'ssh per consumer machine: 1 handshake, 2 sessions (the digest/leftover read that is the resolve, which opens the connection; the agent session that stages and is then made the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the agent session (the stage, the record writes, the keep; then made the channel: its clock, the provider renames), the receipt watcher, and a second agent session for what follows the renames (the last record, the discard) — src/transport/ssh-serve.ts',
             ],
           }),
           figure({
@@ -262,6 +285,7 @@ export const fleetCase: BenchCase = {
             },
             goal: { kind: 'none' },
             notes: [
+              `ssh processes started (a separate, counted run; each machine's ControlMaster is forked by its first ssh, not counted here): rotation — ${rotationTally}; mesh status — ${statusTally}; the floor: per machine 1 sh, 4 ssh, the master and 1 ssh -O exit`,
               'the whole process tree through a subreaper (test/bench/lib/process-tree-cpu.ts); the loopback sshd the machines share is not in it',
               `per rotation: ${rotations.map((r) => (r.controllerCpuMs / n).toFixed(0)).join(', ')} ms; floor: ${rotationFloors.map((f) => (f.cpuMs / n).toFixed(0)).join(', ')} ms`,
             ],

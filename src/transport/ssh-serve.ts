@@ -1,0 +1,252 @@
+/**
+ * One agent `serve` session per shared ssh connection for a command's file operations
+ * (docs/agent-protocol.md, "Mode serve"): the resolve's hello, the digest reads, the stage, the
+ * records… are requests on one running agent, not an ssh process each — a process that Node
+ * forks from its one thread, the largest part of a rotation's controller CPU (docs/benchmarks.md,
+ * "Round 9: fewer ssh processes per machine"). The rename channel takes the session over when
+ * it opens (`adopt`), so a consumer machine's stage and renames are one session.
+ *
+ * The rules the one-shot run kept hold here too:
+ * - a call's deadline starts when its request is written (deadline.ts `sent`);
+ * - a call whose bound runs out is answered "no answer within N s" and its session takes nothing
+ *   more: a machine that stalled one request would stall the next; the session is stopped once
+ *   nothing it holds is still awaited, as the one-shot's ssh was;
+ * - a session that ends with calls unanswered fails them with the one-shot's words (ssh's own
+ *   for exit 255, else "<what> failed on the machine…"), except: a READ (hello, digests, texts)
+ *   is asked once more on a fresh session; calls the agent had not read (it idled out) go to the
+ *   next session; and calls on a connection sshd refused before anything ran go to the one-shot
+ *   run, whose retries and words for MaxStartups are the ones documented. A write is never
+ *   asked twice.
+ */
+import { decodeServeLine, NO_PERL, serveRequest, unsendablePath } from './agent-protocol.js';
+import { lastLine, machineReason } from './agent-channel.js';
+import type { LiveProcess } from './run-process.js';
+import { startRefusal } from './ssh-start-limits.js';
+import { sent } from '../mesh/deadline.js';
+import { abortedError, TransportError } from '../mesh/transport.js';
+
+/**
+ * How long baton keeps an idle session for the command's next operation (its handles unref'd
+ * meanwhile, so it never holds a finished command open). A fleet's phases keep a machine waiting
+ * for its next operation as long as the other machines take (at N = 50 on a loaded controller,
+ * its stage to its channel took longer than 10 s): let go sooner, the channel starts a session
+ * of its own again.
+ */
+const IDLE_MS = 60_000;
+
+/** The agent's own idle bound (`serve <seconds>`): a backstop for a baton that went away without closing. */
+export const SERVE_IDLE_SECONDS = 90;
+
+/** Requests that change nothing on the machine: the only ones asked again on a fresh session. */
+const READS = new Set(['hello', 'files digests', 'files texts']);
+
+/** How many times a call the agent had not read is sent to the next session. */
+const UNREAD_RESENDS = 3;
+
+export interface ServeCall {
+  readonly machine: string;
+  readonly what: string;
+  /** As a one-shot run would be asked: `hello`, or `files <op> <path>…`. */
+  readonly args: readonly string[];
+  readonly signal: AbortSignal;
+  readonly input?: string | undefined;
+  /** The same call as an ssh process of its own. */
+  readonly oneShot: () => Promise<string>;
+}
+
+export interface SshServe {
+  call(call: ServeCall): Promise<string>;
+  /**
+   * The idle session, made the rename channel (the request `channel`): its lines go to `onLine`
+   * from now on, and `life` aborting stops it. Undefined when there is none idle.
+   */
+  adopt(onLine: (line: string) => void, life: AbortSignal): LiveProcess | undefined;
+}
+
+/** Starts `perl - serve` over the shared connection; undefined when no session can be spared there. */
+export type StartServe = (onLine: (line: string) => void, signal: AbortSignal) => LiveProcess | undefined;
+
+interface Pending {
+  readonly call: ServeCall;
+  readonly request: string;
+  readonly read: boolean;
+  lines: string[];
+  /** Its caller gave up (its bound ran out, or the command was cancelled): answers to it are dropped. */
+  abandoned: boolean;
+  retried: boolean;
+  resends: number;
+  session: Session | undefined;
+  readonly settle: (result: string | Error) => void;
+}
+
+interface Session {
+  readonly live: LiveProcess;
+  readonly stop: AbortController;
+  readonly queue: Pending[];
+  /** Takes no new call (one of its calls went unanswered in time, or it became the channel). */
+  retired: boolean;
+  /** Any line came from it: the connection was not refused. */
+  heard: boolean;
+  /** Set once the channel took it over. */
+  adopted: ((line: string) => void) | undefined;
+}
+
+export function sshServe(startServe: StartServe): SshServe {
+  let current: Session | undefined;
+  let idle: NodeJS.Timeout | undefined;
+
+  const open = (): Session | undefined => {
+    const stop = new AbortController();
+    const made: { session?: Session } = {};
+    const live = startServe((line) => (made.session ? onLine(made.session, line) : undefined), stop.signal);
+    if (!live) return undefined;
+    const session: Session = { live, stop, queue: [], retired: false, heard: false, adopted: undefined };
+    made.session = session;
+    void live.exited.then((result) => ended(session, result));
+    return session;
+  };
+
+  const send = (p: Pending) => {
+    let s = current;
+    if (!s || s.retired) s = current = open();
+    if (!s) {
+      // No session can be spared on the connection: the call is an ssh process of its own.
+      p.session = undefined;
+      void p.call.oneShot().then(p.settle, p.settle);
+      return;
+    }
+    clearTimeout(idle);
+    s.live.hold?.(true);
+    p.session = s;
+    s.queue.push(p);
+    sent(p.call.signal);
+    s.live.write(p.request);
+  };
+
+  const onLine = (s: Session, line: string) => {
+    s.heard = true;
+    if (s.adopted) return s.adopted(line);
+    const head = s.queue[0];
+    if (!head) return;
+    const said = decodeServeLine(line);
+    if (said.kind === 'line') return void head.lines.push(line);
+    s.queue.shift();
+    if (said.kind === 'ok') head.settle(head.lines.map((l) => `${l}\n`).join(''));
+    else
+      head.settle(
+        new TransportError(head.call.machine, `${head.call.what} failed on the machine: ${said.why}`),
+      );
+    if (s.queue.length === 0) rest(s);
+  };
+
+  /** Nothing left to answer: a retired session ends; the current one waits, idle, for the next call. */
+  const rest = (s: Session) => {
+    if (s.retired || current !== s) return s.live.end();
+    s.live.hold?.(false);
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      if (current !== s || s.queue.length > 0) return;
+      current = undefined;
+      s.live.end();
+    }, IDLE_MS);
+    idle.unref();
+  };
+
+  const ended = (s: Session, result: Awaited<LiveProcess['exited']>) => {
+    if (current === s) current = undefined;
+    const left = s.queue.splice(0).filter((p) => !p.abandoned);
+    if (left.length === 0) return;
+    // The agent exits 0 by itself only idle, having read none of these: the next session takes them.
+    if (result.exitCode === 0 && left.every((p) => p.lines.length === 0 && p.resends < UNREAD_RESENDS)) {
+      for (const p of left) {
+        p.resends += 1;
+        send(p);
+      }
+      return;
+    }
+    // sshd refused the connection before anything ran: the one-shot run retries it as documented.
+    if (!s.heard && result.exitCode === 255 && startRefusal(result.stderr)) {
+      for (const p of left) {
+        p.session = undefined;
+        void p.call.oneShot().then(p.settle, p.settle);
+      }
+      return;
+    }
+    const words = lastLine(result.stderr);
+    for (const p of left) {
+      if (p.read && !p.retried && result.failedToStart === undefined && words !== NO_PERL) {
+        p.retried = true;
+        p.lines = [];
+        send(p);
+      } else p.settle(sessionFailure(p.call.machine, p.call.what, result));
+    }
+  };
+
+  return {
+    call: (call) => {
+      const { machine, what, args, signal } = call;
+      if (signal.aborted) return Promise.reject(abortedError(machine, what, signal));
+      // A path with a line break cannot be a line of a request: its own process takes it, as before.
+      if (unsendablePath(args.slice(2)) !== undefined) return call.oneShot();
+      return new Promise<string>((resolve, reject) => {
+        let settled = false;
+        const p: Pending = {
+          call,
+          request: serveRequest(args, call.input),
+          read: READS.has(args[0] === 'files' ? `files ${args[1]}` : (args[0] ?? '')),
+          lines: [],
+          abandoned: false,
+          retried: false,
+          resends: 0,
+          session: undefined,
+          settle: (result) => {
+            if (settled) return;
+            settled = true;
+            signal.removeEventListener('abort', onAbort);
+            if (result instanceof Error) reject(result);
+            else resolve(result);
+          },
+        };
+        function onAbort() {
+          const s = p.session;
+          // A call gone to a one-shot run is stopped and answered by that run.
+          if (!s) return;
+          p.abandoned = true;
+          p.settle(abortedError(machine, what, signal));
+          s.retired = true;
+          if (current === s) current = undefined;
+          if (s.queue.every((q) => q.abandoned)) s.stop.abort(signal.reason);
+        }
+        signal.addEventListener('abort', onAbort, { once: true });
+        send(p);
+      });
+    },
+    adopt: (onChannelLine, life) => {
+      const s = current;
+      if (!s || s.retired || s.queue.length > 0 || life.aborted) return undefined;
+      current = undefined;
+      clearTimeout(idle);
+      s.retired = true;
+      s.adopted = onChannelLine;
+      s.live.hold?.(true);
+      life.addEventListener('abort', () => s.stop.abort(life.reason), { once: true });
+      s.live.write('channel\n');
+      return { write: (text) => s.live.write(text), end: () => s.live.end(), exited: s.live.exited };
+    },
+  };
+}
+
+/** What a call left unanswered by a session that ended says: the one-shot run's words for the same end. */
+function sessionFailure(
+  machine: string,
+  what: string,
+  result: Awaited<LiveProcess['exited']>,
+): TransportError {
+  if (result.failedToStart)
+    return new TransportError(machine, `could not start ssh: ${result.failedToStart}`);
+  const said = lastLine(result.stderr);
+  if (said === NO_PERL) return new TransportError(machine, NO_PERL);
+  if (result.exitCode === 255)
+    return new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);
+  return new TransportError(machine, `${what} failed on the machine${machineReason(result)}`);
+}
