@@ -50,7 +50,7 @@ const input = (child: ChildProcess) => child.stdio[3] as Writable;
 const notStarted = (error: Error & { code?: string }) => (error.code === 'ENOENT' ? NO_PERL : error.message);
 
 export function localAgent(machine: string, root: string): AgentHost {
-  const server = fileServer(machine, root);
+  const server = sharedFileServer(machine, root);
   return {
     machine,
     via: 'perl',
@@ -125,8 +125,27 @@ interface Pending {
  * that died otherwise fails what it was asked. While nothing is asked of it, it keeps no
  * command alive (its handles are unref'd).
  */
-/** How long the serving agent waits for the next operation before baton lets it go. */
-const IDLE_MS = 300;
+/**
+ * How long the serving agent waits for the next operation before baton lets it go. A command's
+ * operations come 0.3–1 s apart (a status read, then the rotation's plan and checks): at 300 ms
+ * most of them started a perl of their own (~30 CPU-ms each), the rotation sequences' largest
+ * cost. It stays under the agent's own 2 s, so baton, not the agent, ends an idle one.
+ */
+const IDLE_MS = 1_000;
+
+/**
+ * One serving agent per machine root in this process: every command makes its transports anew,
+ * and one made 100 ms after the last would otherwise start a perl beside the idle one. Every
+ * file operation is short and none waits on another (locks are sessions of their own), so
+ * answering two commands' in one queue only orders them.
+ */
+const servers = new Map<string, ReturnType<typeof fileServer>>();
+function sharedFileServer(machine: string, root: string) {
+  const key = `${machine}\0${root}`;
+  let server = servers.get(key);
+  if (!server) servers.set(key, (server = fileServer(machine, root)));
+  return server;
+}
 
 function fileServer(machine: string, root: string) {
   let child: ChildProcess | undefined;
