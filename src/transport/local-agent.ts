@@ -139,12 +139,15 @@ const IDLE_MS = 1_000;
  * file operation is short and none waits on another (locks are sessions of their own), so
  * answering two commands' in one queue only orders them.
  */
-const servers = new Map<string, ReturnType<typeof fileServer>>();
+const servers = new Map<string, { source: string; server: ReturnType<typeof fileServer> }>();
 function sharedFileServer(machine: string, root: string) {
   const key = `${machine}\0${root}`;
-  let server = servers.get(key);
-  if (!server) servers.set(key, (server = fileServer(machine, root)));
-  return server;
+  // A serving agent answers for the program it was started with: a transport that sends another
+  // (a stale copy, in the contract's version case) gets its own, so its hello is the one checked.
+  const source = agentSource();
+  let entry = servers.get(key);
+  if (entry?.source !== source) servers.set(key, (entry = { source, server: fileServer(machine, root) }));
+  return entry.server;
 }
 
 function fileServer(machine: string, root: string) {
