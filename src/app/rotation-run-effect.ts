@@ -129,6 +129,19 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
   let receiptWait: WaitConnections | undefined;
   // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
   const app = appGate(deps);
+  type WaitArgs = Parameters<typeof openWaitConnections>;
+  const openWait = (
+    state: { readonly plan: { readonly pairs: WaitArgs[0] }; readonly digests: WaitArgs[1] },
+    dispatch: WaitArgs[4],
+  ) =>
+    openWaitConnections(
+      state.plan.pairs,
+      state.digests,
+      deps.transportFor,
+      waitOptions,
+      dispatch,
+      app.gateOption(),
+    );
   return {
     async run(effect, { state, dispatch }) {
       switch (effect.type) {
@@ -203,17 +216,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           if (deps.stop?.signal.aborted) return { type: 'commit-failed', failures: [] };
           receiptWait?.close();
           // app-truth: the test logins' streams open while the provider ends go live and the receipts are awaited.
-          receiptWait =
-            deps.waitMs > 0
-              ? openWaitConnections(
-                  state.plan.pairs,
-                  state.digests,
-                  deps.transportFor,
-                  waitOptions,
-                  dispatch,
-                  app.gateOption(),
-                )
-              : undefined;
+          receiptWait = deps.waitMs > 0 ? openWait(state, dispatch) : undefined;
           // After the wait's channels are asked for: a test login's stream is one of their sockets where they relay.
           if (receiptWait) {
             const wait = receiptWait;
@@ -257,14 +260,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           const keys = new Set(effect.pairs);
           // The wait the commit opened (its channels carried the provider commit); without one
           // (--wait 0), the receipts are looked at once.
-          receiptWait ??= openWaitConnections(
-            state.plan.pairs,
-            state.digests,
-            deps.transportFor,
-            waitOptions,
-            dispatch,
-            app.gateOption(),
-          );
+          receiptWait ??= openWait(state, dispatch);
           // Runs until the wait's clock ends (--wait, a stop): its end is this effect's event.
           return receiptWait.start(state.plan.pairs.filter((p) => keys.has(p.key)));
         }
