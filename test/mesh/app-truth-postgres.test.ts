@@ -164,7 +164,7 @@ afterAll(async () => {
 });
 
 describe("the consumer's app against Debian's PostgreSQL 15", () => {
-  it('reload: restarting the app — 5 rotations of a single and of an alternating pair: the alternating app 0 failed logins, the single at most 10; each reload journaled; mesh status exit 0', async () => {
+  it('reload: restarting the app — 5 rotations of a single and of an alternating pair: the alternating app 0 failed logins, the single one only inside its own rotations; each reload journaled; mesh status exit 0', async () => {
     expect(partsHere).toBe(true);
     // First delivery, before the apps exist: nothing to reload yet.
     writeInventory(CONSUMERS.map((c) => ({ ...c, extra: c.extra?.replace(/,? ?reload: '[^']*'/, '') })));
@@ -180,9 +180,13 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     await sleep(500);
     const before = journalRecords().length;
     const outputs: string[] = [];
+    /** When each of the single pair's rotations ran: its app may fail only inside one. */
+    const singleRuns: { from: number; to: number }[] = [];
     for (let i = 0; i < 5; i++) {
       for (const c of ['web1-app', 'web2-app']) {
+        const from = Date.now();
         const r = await rotate(c);
+        if (c === 'web1-app') singleRuns.push({ from, to: Date.now() });
         outputs.push(r.all);
         expect(r.exitCode, r.all).toBe(0);
         expect(r.all).toMatch(new RegExp(`reload of ${c} on web\\d: exit 0`));
@@ -192,7 +196,14 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     await single.stop();
     await alternating.stop();
     expect(alternating.failures()).toEqual([]);
-    expect(single.failures().length).toBeLessThanOrEqual(10);
+    // A single pair's app fails between the provider's move and its reload; how long that is
+    // under load is the bench's to measure (ssh-window). What must hold whatever the load: no
+    // failure outside a rotation of that pair (250 ms for the app to act on its SIGHUP), so none
+    // after baton said applied.
+    const outside = single
+      .attempts()
+      .filter((a) => !a.ok && !singleRuns.some((r) => a.at >= r.from && a.at <= r.to + 250));
+    expect(outside).toEqual([]);
     // The apps kept working: both logged in after the last rotation with what their files say now.
     const lastUser = conninfoLogin(readFileSync(consumerFile('web2', 'web2_app'), 'utf8'));
     expect(alternating.attempts().at(-1)).toMatchObject({ ok: true, user: lastUser });
