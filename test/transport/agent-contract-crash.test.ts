@@ -295,6 +295,25 @@ describeWithPart(strace, "the agent's crash points (SIGKILL at every file-changi
     expect(result.points).toBeGreaterThanOrEqual(5);
   });
 
+  it('records: a record is the old one or the new one, whole; the next record write leaves no temp a kill left', async () => {
+    const record = (dir: string) => `${dir}/provides/pg-main/.web1_app.rotation`;
+    const result = await crashPoints({
+      setup: (dir) => put(record(dir), '{"phase":"preparing"}\n'),
+      run: (dir) => ({
+        args: ['files', 'records', record(dir), `${dir}/consumes/pg-main/.web1_app.rotation`],
+        input: '{"phase":"committing"}\n{"phase":"preparing"}\n',
+      }),
+      check: async (dir) => {
+        expect(['{"phase":"preparing"}\n', '{"phase":"committing"}\n']).toContain(textOf(record(dir)));
+        await machine.writeRecords([{ path: record(dir), text: '{"phase":"finished"}' }], within());
+        expect(textOf(record(dir))).toBe('{"phase":"finished"}\n');
+        expect(ls(`${dir}/provides/pg-main`)).toEqual(['.web1_app.rotation']);
+      },
+    });
+    report('records', result);
+    expect(result.points).toBeGreaterThanOrEqual(3);
+  });
+
   it('the provider lock: a holder killed at any step leaves the lock free; words it left are stale (named by nobody); the next holder takes it and leaves none', async () => {
     const result = await crashPoints({
       setup: (dir) => mkdirSync(real(`${dir}/provides/pg-main`), { recursive: true }),

@@ -286,6 +286,9 @@ our $PROTOCOL = 2;
       my $s = line($in, $f);
       mkdirp(dirof($f)) or fail("could not create " . dirof($f) . ": $!");
       put($f, "$s\n", "$f.tmp.$$");
+      # A record write a kill cut short left its temp; records are written under the provider's
+      # lock, so any other temp of this record is a dead writer's (no secret in it, but litter).
+      sweep($f);
     }
     syncdirs(map { dirof($_) } @paths);
     return '';
