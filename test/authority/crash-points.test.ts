@@ -22,9 +22,7 @@ vi.mock('node:fs/promises', async (importOriginal) => {
 });
 
 import {
-  installAuthority,
   interruptedOf,
-  mintAuthority,
   retireAuthority,
   rotateAuthority,
   withAuthorityLock,
@@ -36,7 +34,7 @@ import { adopt, firstController, force, look, publish, replaceUnreadable } from 
 import type { ShareContext } from '../../src/share/share-context.js';
 import { checkConfirmations } from '../../src/share/confirm-binding.js';
 import { syncOperation } from '../../src/operations/sync.js';
-import { fingerprintOfFiles, fixedClock, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
+import { fixedClock, makeAuthority, TEST_DEPLOYMENT } from '../helpers/authority.js';
 import {
   billetReads,
   crashStates,
@@ -52,6 +50,7 @@ import { MemoryStore } from '../helpers/memory-store.js';
 import { wirecertReads, type SeedStore, type WirecertReading } from '../helpers/billet/wirecert-rules.js';
 import { billetAdopt, billetFingerprint } from '../helpers/billet/wireshare-rules.js';
 import { retireOperation } from '../../src/operations/ca-retire.js';
+import { caInitOperation } from '../../src/operations/ca-init.js';
 import { verdictWords } from '../../src/share/verdict-words.js';
 import { isNextStep, type NextStep } from '../../src/next-step.js';
 
@@ -112,12 +111,8 @@ const SCENARIOS: readonly Scenario[] = [
     name: 'mint (ca init, no store)',
     setup: async () => {
       const stateDir = await freshHost();
-      const files = await mintAuthority(DEP);
-      const fp = await fingerprintOfFiles(files);
-      return {
-        stateDir,
-        run: () => withAuthorityLock(stateDir, () => installAuthority(stateDir, DEP, files, fp)),
-      };
+      // The operation `baton ca init` runs, lock, freshness check and mint included.
+      return { stateDir, run: () => caInitOperation({ stateDir, deployment: DEP }) };
     },
   },
   {
