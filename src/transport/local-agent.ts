@@ -146,11 +146,19 @@ function sharedFileServer(machine: string, root: string) {
   // (a stale copy, in the contract's version case) gets its own, so its hello is the one checked.
   const source = agentSource();
   let entry = servers.get(key);
-  if (entry?.source !== source) servers.set(key, (entry = { source, server: fileServer(machine, root) }));
+  if (entry?.source !== source) {
+    // Forgotten once it lets its agent go: a long process (`status --watch`, a test run) meets
+    // many roots, and an entry with no agent behind it is only memory.
+    const made = {
+      source,
+      server: fileServer(machine, root, () => servers.get(key) === made && servers.delete(key)),
+    };
+    servers.set(key, (entry = made));
+  }
   return entry.server;
 }
 
-function fileServer(machine: string, root: string) {
+function fileServer(machine: string, root: string, onIdle: () => void = () => undefined) {
   let child: ChildProcess | undefined;
   const queue: Pending[] = [];
   const hold = (on: boolean) => {
@@ -217,6 +225,7 @@ function fileServer(machine: string, root: string) {
     const c = child;
     child = undefined;
     if (c) (c.stdio[3] as Writable).end();
+    onIdle();
   };
   const resend = () => {
     start();
