@@ -7,7 +7,9 @@
  * finished, the restore, the look at the old receipt, the intents' outcomes), the same record
  * and the same discard of the finished pairs' previous files. A crash anywhere in a rotation
  * past its `prepared` record therefore ends where the rotation itself would have: every pair
- * finished or taken back. Pure: nothing here reads or writes.
+ * finished or taken back. `mesh resume` is not a start state yet (docs/mesh-rotation.md,
+ * "Finishing or taking back later"), but names how it ended in the rotation's outcomes
+ * (resumeOutcome). Pure: nothing here reads or writes.
  */
 import { EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
@@ -90,3 +92,28 @@ export const TAKE_BACK_EXIT: Readonly<Record<RotationOutcome, number>> = {
   ...ROTATION_EXIT,
   'taken-back': EXIT_OK,
 };
+
+/** What `mesh resume` left, counted (src/operations/resume.ts). */
+export interface ResumeEnd {
+  /** Machines where a rename failed: their files are still staged. */
+  readonly failures: number;
+  /** Pairs whose test login was refused: their consumer ends are still staged. */
+  readonly refused: number;
+  /** Pairs whose receipt did not come: their consumer ends are still staged. */
+  readonly pending: number;
+  /** A left login's revoke (--revoke-previous) was not confirmed. */
+  readonly revokeUnconfirmed: boolean;
+}
+
+/**
+ * How a `mesh resume` ended, in the rotation's words, so its exit comes from the same table
+ * (ROTATION_EXIT) as the rotation it finishes: a failed rename first (1), then what waits for
+ * the operator (3) — a refused login, a pending receipt, an unconfirmed revoke — else rotated (0).
+ */
+export function resumeOutcome(end: ResumeEnd): RotationOutcome {
+  if (end.failures > 0) return 'commit-interrupted';
+  if (end.refused > 0) return 'login-refused';
+  if (end.pending > 0) return 'receipts-pending';
+  if (end.revokeUnconfirmed) return 'revoke-unconfirmed';
+  return 'rotated';
+}

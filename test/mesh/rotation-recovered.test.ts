@@ -9,12 +9,18 @@ import { describe, expect, it } from 'vitest';
 import {
   isTerminal,
   rotation,
+  ROTATION_EXIT,
   rotationOutcome,
   type RotationEffect,
   type RotationEvent,
   type RotationState,
 } from '../../src/app/rotation-flow.js';
-import { TAKE_BACK_EXIT, takeBackStart, type TakeBackRead } from '../../src/app/rotation-recovered.js';
+import {
+  resumeOutcome,
+  TAKE_BACK_EXIT,
+  takeBackStart,
+  type TakeBackRead,
+} from '../../src/app/rotation-recovered.js';
 import { journalRecord, rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
@@ -202,5 +208,22 @@ describe("mesh rollback, entered at the rotation machine's rolling-back step", (
       { type: 'journal', phase: 'rolled-back', state },
       { type: 'discard-previous', pairs: keys },
     ]);
+  });
+});
+
+describe("mesh resume's outcome, in the rotation's words", () => {
+  it('a failed rename first (exit 1), then what waits for the operator (3), else rotated (0)', () => {
+    const none = { failures: 0, refused: 0, pending: 0, revokeUnconfirmed: false };
+    const cases = [
+      [{ ...none, failures: 1, refused: 1, pending: 1, revokeUnconfirmed: true }, 'commit-interrupted', 1],
+      [{ ...none, refused: 1, pending: 1, revokeUnconfirmed: true }, 'login-refused', 3],
+      [{ ...none, pending: 2, revokeUnconfirmed: true }, 'receipts-pending', 3],
+      [{ ...none, revokeUnconfirmed: true }, 'revoke-unconfirmed', 3],
+      [none, 'rotated', 0],
+    ] as const;
+    for (const [end, outcome, code] of cases) {
+      expect(resumeOutcome(end)).toBe(outcome);
+      expect(ROTATION_EXIT[resumeOutcome(end)]).toBe(code);
+    }
   });
 });
