@@ -8,8 +8,9 @@
  * and the same discard of the finished pairs' previous files. A crash anywhere in a rotation
  * past its `prepared` record therefore ends where the rotation itself would have: every pair
  * finished or taken back. `mesh resume` is not a start state yet (docs/mesh-rotation.md,
- * "Finishing or taking back later"), but names how it ended in the rotation's outcomes
- * (resumeOutcome). Pure: nothing here reads or writes.
+ * "Finishing or taking back later"): its start is decided from its read by resumeFromRead
+ * (src/mesh/resume.ts), and it names how it ended in the rotation's outcomes (resumeOutcome).
+ * Pure: nothing here reads or writes.
  */
 import { EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';

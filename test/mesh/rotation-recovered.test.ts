@@ -25,6 +25,9 @@ import { journalRecord, rotationRunner } from '../../src/app/rotation-run-effect
 import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
 import type { PairRollback } from '../../src/mesh/rollback.js';
+import { endDigest, type MachineFailure } from '../../src/mesh/delivery.js';
+import { resumeFromRead } from '../../src/mesh/resume.js';
+import type { FileDigests } from '../../src/mesh/transport.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { meshInventory } from './mesh-fixture.js';
 
@@ -225,5 +228,109 @@ describe("mesh resume's outcome, in the rotation's words", () => {
       expect(resumeOutcome(end)).toBe(outcome);
       expect(ROTATION_EXIT[resumeOutcome(end)]).toBe(code);
     }
+  });
+});
+
+/** How one end can be found by a resume: the prepared secret live or staged, another secret staged, nothing staged. */
+type EndFound = 'live' | 'staged' | 'other' | 'missing';
+const FOUND: readonly EndFound[] = ['live', 'staged', 'other', 'missing'];
+
+/** Every way each holder can answer a resume's read: unreadable, or each of its ends as one of FOUND. */
+function everyResumeRead(): (readonly EndFound[] | 'unreadable')[][] {
+  let out: (readonly EndFound[] | 'unreadable')[][] = [[]];
+  for (const holder of plan.holders) {
+    let ends: EndFound[][] = [[]];
+    for (let i = 0; i < holder.receives.length; i++) ends = ends.flatMap((e) => FOUND.map((f) => [...e, f]));
+    const answers = [...ends, 'unreadable' as const];
+    out = out.flatMap((r) => answers.map((a) => [...r, a]));
+  }
+  return out;
+}
+
+function digestsOf(
+  found: readonly EndFound[],
+  expected: readonly (SecretDigest | undefined)[],
+): FileDigests[] {
+  return found.map((f, i) => ({
+    live: f === 'live' ? expected[i] : ('sha256:old' as SecretDigest),
+    next: f === 'staged' ? expected[i] : f === 'other' ? ('sha256:other' as SecretDigest) : undefined,
+  }));
+}
+
+describe("mesh resume's start, decided from what it read before anything is renamed", () => {
+  it('every read refuses with its way out, or commits exactly the staged ends and never the live ones (a crash past committing can leave any of them)', () => {
+    let reads = 0;
+    let commits = 0;
+    for (const answers of everyResumeRead()) {
+      reads++;
+      const found: Record<string, readonly FileDigests[] | MachineFailure> = {};
+      const unreadable: string[] = [];
+      const wrong: string[] = [];
+      const staged = new Set<string>();
+      const live = new Set<string>();
+      plan.holders.forEach((holder, h) => {
+        const answer = answers[h]!;
+        if (answer === 'unreadable') {
+          unreadable.push(holder.machine);
+          found[holder.machine] = { machine: holder.machine, reason: 'connection refused' };
+          return;
+        }
+        const expected = holder.receives.map((d) => endDigest(digests, d.pair, d.end));
+        found[holder.machine] = digestsOf(answer, expected);
+        holder.receives.forEach((d, i) => {
+          const key = `${holder.machine}\0${d.path}`;
+          if (answer[i] === 'live') live.add(key);
+          else if (answer[i] === 'staged') staged.add(key);
+          else
+            wrong.push(
+              `${holder.machine}: ${d.path}.next is ${answer[i] === 'other' ? 'a different secret' : 'missing'}`,
+            );
+        });
+      });
+      const start = resumeFromRead({ id: 'r1', holders: plan.holders, digests, reads: found });
+      if (unreadable.length > 0) {
+        // An unread machine first: nothing is renamed, and running resume again once it answers is the way out.
+        if (start.kind !== 'refused') throw new Error(`expected a refusal for ${JSON.stringify(answers)}`);
+        expect(start.failures.map((f) => f.machine)).toEqual(unreadable);
+        expect(start.error.code).toBe('gate-closed');
+        expect(start.error.next).toBe('Make them reachable, then run `baton mesh resume r1` again.');
+        expect(start.error.changed).toBe('Nothing was renamed.');
+      } else if (wrong.length > 0) {
+        // A staged file that is not the prepared secret: resume never invents one; a new rotation is the way out.
+        if (start.kind !== 'refused') throw new Error(`expected a refusal for ${JSON.stringify(answers)}`);
+        expect(start.failures.map((f) => f.reason)).toEqual(wrong);
+        expect(start.error.code).toBe('refused');
+        expect(start.error.next).toContain('baton mesh rotate --pair PROVIDER:CONSUMER');
+        expect(start.error.changed).toBe('Nothing was renamed.');
+      } else {
+        commits++;
+        if (start.kind !== 'commit') throw new Error(`expected a commit for ${JSON.stringify(answers)}`);
+        // What is live is never renamed again; what is staged is, and nothing else.
+        expect([...start.toCommit].sort()).toEqual([...staged].sort());
+        expect([...start.live].sort()).toEqual([...live].sort());
+        expect(start.alreadyLive).toBe(live.size);
+      }
+    }
+    const ends = plan.holders.map((h) => FOUND.length ** h.receives.length + 1);
+    expect(reads).toBe(ends.reduce((a, b) => a * b, 1));
+    // Every end live or staged, in every mix: 2^6 reads that go on to the commit.
+    expect(commits).toBe(2 ** plan.holders.reduce((n, h) => n + h.receives.length, 0));
+  });
+
+  it('a holder missing from the read counts as unread, never as one with nothing staged', () => {
+    const [first, ...rest] = plan.holders;
+    const reads = Object.fromEntries(
+      rest.map((h) => [
+        h.machine,
+        digestsOf(
+          h.receives.map(() => 'staged'),
+          h.receives.map((d) => endDigest(digests, d.pair, d.end)),
+        ),
+      ]),
+    );
+    const start = resumeFromRead({ id: 'r1', holders: plan.holders, digests, reads });
+    expect(start.kind === 'refused' && start.failures).toEqual([
+      { machine: first!.machine, reason: 'not read' },
+    ]);
   });
 });
