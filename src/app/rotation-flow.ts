@@ -98,6 +98,11 @@ export type RotationState =
       readonly stopped: string | undefined;
       /** app-truth: test logins and reloads of this rotation. */
       readonly app?: AppResults;
+      /**
+       * The machine was started here from what `mesh rollback` read (rotation-recovered.ts), not
+       * reached by a rotation that ran in this process: `applied` are pairs an earlier step finished.
+       */
+      readonly recovered?: true;
     })
   /** Every pair is finished (`applied`) or has its roll-back result in `results`. */
   | (Resolved & {
@@ -109,6 +114,7 @@ export type RotationState =
       readonly stopped: string | undefined;
       readonly results: readonly PairRollback[];
       readonly app?: AppResults;
+      readonly recovered?: true;
     })
   /** A rename failed somewhere: `committed` is every file live now (both ends); the rest is staged for `mesh resume`. */
   | (Resolved & {
@@ -262,7 +268,23 @@ const to = (state: RotationState, effects: readonly RotationEffect[] = []): Step
 
 /** The record a step writes once it is reached: its phase from the one table (rotation-phase.ts). */
 function journalOf(state: Extract<RotationState, { readonly step: RecordedStep }>): RotationEffect {
-  return { type: 'journal', phase: RECORD_OF_STEP[state.step], state };
+  return { type: 'journal', phase: recordedPhase(state), state };
+}
+
+/**
+ * A `mesh rollback` that found every pair it touched finished says so in one word, `finished`
+ * (rotation-phase.ts), not `rolled-back` with nothing rolled back: status names no rotation
+ * as taken back that was finished. A rotation's own roll-back keeps `rolled-back`.
+ */
+function recordedPhase(state: Extract<RotationState, { readonly step: RecordedStep }>): JournalPhase {
+  if (
+    state.step === 'rolled-back' &&
+    state.recovered &&
+    state.results.length > 0 &&
+    state.results.every((r) => r.result === 'finished')
+  )
+    return 'finished';
+  return RECORD_OF_STEP[state.step];
 }
 
 type Applying = Extract<RotationState, { readonly step: 'applying' }>;
@@ -540,8 +562,11 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
                 },
               }
             : {}),
+          ...(state.recovered ? { recovered: true as const } : {}),
         };
-        const done = [...state.applied, ...finishedNow];
+        // A recovered machine's `applied` were finished by an earlier step, which dropped their
+        // previous files; some may be a later rotation's by now, whose kept file is not ours to drop.
+        const done = state.recovered ? finishedNow : [...state.applied, ...finishedNow];
         return to(rolled, [
           journalOf(rolled),
           ...(done.length > 0 ? [{ type: 'discard-previous' as const, pairs: done }] : []),

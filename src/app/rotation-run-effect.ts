@@ -42,6 +42,7 @@ import { logGet, logKeys } from './rotation-log.js';
 import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
 import { appGate, journalApp } from './rotation-app.js';
 import type { AppHooks } from '../mesh/reload.js';
+import type { MachineLogins } from '../mesh/login-from-machines.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
@@ -89,6 +90,12 @@ export interface RotationDeps {
   readonly revoke?: RevokeRequest;
   /** app-truth: the consumers' `reload:` and the providers' `connect:` (rotation-app.ts). */
   readonly app?: AppHooks;
+  /**
+   * A machine started from what was read (`mesh rollback`, rotation-recovered.ts) holds no new
+   * secret in memory: the test login before a roll-back finishes a pair reads the credential
+   * back from its provider's machine (login-from-machines.ts), and those are the logins recorded.
+   */
+  readonly machineLogins?: MachineLogins;
 }
 
 /** The longest a roll-back waits for the receipt to show the old password again. */
@@ -356,7 +363,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
               // app-truth: a pair refused from its consumer's machine is rolled back, never finished.
               refused: new Set(state.app?.testLogins.filter((t) => !t.ok).map((t) => t.pair) ?? []),
               // The test login is never skipped: a pair this roll-back finishes moves only after it passed.
-              loginFirst: (pairs) => app.loginBeforeMove(pairs),
+              loginFirst: (pairs) => deps.machineLogins?.loginFirst(pairs) ?? app.loginBeforeMove(pairs),
             },
           ).finally(() => app.forget());
           const took = (r: (typeof results)[number]) => r.result === 'rolled-back' && !r.leftover;
@@ -370,7 +377,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             state.plan.pairs.filter((p) => results.some((r) => r.pair === p.key && took(r))),
             'rolled-back',
           );
-          const late = app.lateLogins();
+          const late = deps.machineLogins?.records() ?? app.lateLogins();
           return { type: 'rolled-back', results, ...(late.length > 0 ? { testLogins: late } : {}) };
         }
         case 'discard-previous': {

@@ -7,7 +7,7 @@
  */
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
-import { reasonOf, type TransportFor } from './transport.js';
+import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
 import {
   consumerDigestKey,
   endDigest,
@@ -172,6 +172,87 @@ function loginFromJournal(p: JournalPair): PlannedPair['login'] {
   };
 }
 
+/** What `mesh resume` read on every holder: each end's digests in `receives` order, or why it could not be read. */
+export interface ResumeRead {
+  readonly id: string;
+  readonly holders: readonly Holder[];
+  /** The digests the rotation prepared, by pair (and consumerDigestKey). */
+  readonly digests: Readonly<Record<string, SecretDigest>>;
+  readonly reads: Readonly<Record<string, readonly FileDigests[] | MachineFailure>>;
+}
+
+/**
+ * Where a resume starts from what it read, decided before anything is renamed: a holder that
+ * could not be read, or an end holding neither the prepared secret live nor staged, refuses
+ * the whole resume with its way out (`mesh resume` again once reachable; a new rotation, since
+ * resume never invents a secret). Otherwise `toCommit` names the staged ends still to rename
+ * (`machine\0path`) and `live` those already live with the prepared secret, which are
+ * never renamed again. Pure: the read is the caller's.
+ */
+export type ResumeStart =
+  | {
+      readonly kind: 'refused';
+      /** What each machine's record says went wrong (the `resume-failed` record's results). */
+      readonly failures: readonly MachineFailure[];
+      readonly error: BatonError;
+    }
+  | {
+      readonly kind: 'commit';
+      readonly toCommit: ReadonlySet<string>;
+      readonly live: ReadonlySet<string>;
+      /** Ends already live with the prepared secret (the report's "already live"). */
+      readonly alreadyLive: number;
+    };
+
+export function resumeFromRead(read: ResumeRead): ResumeStart {
+  const { id, holders, digests, reads } = read;
+  const unreadable: MachineFailure[] = [];
+  const wrong: MachineFailure[] = [];
+  const toCommit = new Set<string>();
+  const live = new Set<string>();
+  for (const holder of holders) {
+    const answered = reads[holder.machine] ?? { machine: holder.machine, reason: 'not read' };
+    if ('reason' in answered) {
+      unreadable.push(answered);
+      continue;
+    }
+    holder.receives.forEach((d, i) => {
+      const expected = endDigest(digests, d.pair, d.end);
+      const key = `${holder.machine}\0${d.path}`;
+      if (answered[i]?.live === expected) live.add(key);
+      else if (answered[i]?.next === expected) toCommit.add(key);
+      else
+        wrong.push({
+          machine: holder.machine,
+          reason: `${holder.machine}: ${d.path}.next is ${answered[i]?.next ? 'a different secret' : 'missing'}`,
+        });
+    });
+  }
+  if (unreadable.length > 0)
+    return {
+      kind: 'refused',
+      failures: unreadable,
+      error: new BatonError('gate-closed', {
+        what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine${unreadable.length === 1 ? '' : 's'} could not be read.`,
+        where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
+        changed: 'Nothing was renamed.',
+        next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
+      }),
+    };
+  if (wrong.length > 0)
+    return {
+      kind: 'refused',
+      failures: wrong,
+      error: new BatonError('refused', {
+        what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length === 1 ? '1 file does' : `${wrong.length} files do`} not hold the prepared secret.`,
+        where: wrong.map((w) => w.reason).join('; '),
+        changed: 'Nothing was renamed.',
+        next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,
+      }),
+    };
+  return { kind: 'commit', toCommit, live, alreadyLive: live.size };
+}
+
 /**
  * Renames the staged provider ends, then each pair's consumer end once its receipt carries the
  * journal's digest — the same order as the rotation itself, so resuming never hands a consumer
@@ -192,49 +273,22 @@ export async function resumeRotation(
 ): Promise<ResumeResult> {
   const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
   // Read every holder's digests first: resume renames nothing until all of them answered.
-  const unreadable: MachineFailure[] = [];
-  const toCommit = new Set<string>();
-  const live = new Set<string>();
-  const wrong: MachineFailure[] = [];
-  let alreadyLive = 0;
+  const reads: Record<string, readonly FileDigests[] | MachineFailure> = {};
   await mapBounded(holders, options.concurrency, async (holder) => {
     try {
-      const read = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
-      holder.receives.forEach((d, i) => {
-        const expected = endDigest(digests, d.pair, d.end);
-        const key = `${holder.machine}\0${d.path}`;
-        if (read[i]?.live === expected) {
-          alreadyLive++;
-          live.add(key);
-        } else if (read[i]?.next === expected) toCommit.add(key);
-        else
-          wrong.push({
-            machine: holder.machine,
-            reason: `${holder.machine}: ${d.path}.next is ${read[i]?.next ? 'a different secret' : 'missing'}`,
-          });
-      });
+      reads[holder.machine] = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
     } catch (error) {
-      unreadable.push({ machine: holder.machine, reason: reasonOf(error) });
+      reads[holder.machine] = { machine: holder.machine, reason: reasonOf(error) };
     }
   });
-  if (unreadable.length > 0) {
-    await journal('resume-failed', unreadable);
-    throw new BatonError('gate-closed', {
-      what: `Rotation ${id} cannot be resumed: ${unreadable.length} machine${unreadable.length === 1 ? '' : 's'} could not be read.`,
-      where: unreadable.map((u) => `${u.machine} (${u.reason})`).join('; '),
-      changed: 'Nothing was renamed.',
-      next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
-    });
+  const start = resumeFromRead({ id, holders, digests, reads });
+  if (start.kind === 'refused') {
+    await journal('resume-failed', start.failures);
+    throw start.error;
   }
-  if (wrong.length > 0) {
-    await journal('resume-failed', wrong);
-    throw new BatonError('refused', {
-      what: `Rotation ${id} cannot be finished from what is staged: ${wrong.length === 1 ? '1 file does' : `${wrong.length} files do`} not hold the prepared secret.`,
-      where: wrong.map((w) => w.reason).join('; '),
-      changed: 'Nothing was renamed.',
-      next: `Rotate these pairs again (baton mesh rotate --pair PROVIDER:CONSUMER); resume never invents a secret.`,
-    });
-  }
+  const { toCommit, alreadyLive } = start;
+  // Grows as the provider ends go live below.
+  const live = new Set(start.live);
   // Every end read and right: the providers say so before anything is renamed (intent before action).
   await options.beforeCommit?.(pairs);
   const steps = providerCommitSteps(holders, toCommit);

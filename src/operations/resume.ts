@@ -7,7 +7,7 @@
  * the rotation asked to, then say per pair where it stands.
  */
 import path from 'node:path';
-import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
+import { BatonError } from '../errors.js';
 import { endDigest } from '../mesh/delivery.js';
 import { digestPrefix } from '../mesh/digest.js';
 import { recordIntent, recordOutcome } from '../mesh/intent.js';
@@ -19,6 +19,8 @@ import { retireSwitched } from '../mesh/switch-mode.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { MARKS } from '../app/marks.js';
 import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
+import { ROTATION_EXIT } from '../app/rotation-flow.js';
+import { resumeOutcome } from '../app/rotation-recovered.js';
 import { journalRevoked, revokeAfterCommit, revokeResultLines } from '../app/rotation-revoke.js';
 import { appliedCount, formatWindow, plural, staysOn, switchedLines } from '../app/rotation-text.js';
 import { testLoginLines } from '../app/rotation-app-text.js';
@@ -240,24 +242,23 @@ function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): n
   for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
   for (const line of revokeResultLines(result.request, result.revoked, ports.suggester)) out(line);
   for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
-  if (result.failures.length > 0) {
+  const outcome = resumeOutcome({
+    failures: result.failures.length,
+    refused: refused.size,
+    pending: pending.length,
+    revokeUnconfirmed: result.revoked?.some((x) => !x.revoked) === true,
+  });
+  if (outcome === 'commit-interrupted')
     out(`Next: fix the machine, then run: ${renderStep(ports.suggester, nextStep(`mesh resume ${id}`))}`);
-    return EXIT_CODES.failed;
-  }
-  if (refused.size > 0) {
+  else if (outcome === 'login-refused')
     out(
       `Next: let the refused login connect, or take the rotation back: ${renderStep(ports.suggester, nextStep(`mesh rollback ${id}`))}`,
     );
-    return EXIT_CODES['action-needed'];
-  }
-  if (pending.length > 0) {
+  else if (outcome === 'receipts-pending')
     out(
       `Next: once the provisioner has applied them (its receipt), run ${renderStep(ports.suggester, nextStep(`mesh resume ${id}`))}; or take it back: ${renderStep(ports.suggester, nextStep(`mesh rollback ${id}`))}`,
     );
-    return EXIT_CODES['action-needed'];
-  }
-  if (result.revoked?.some((x) => !x.revoked)) return EXIT_CODES['action-needed'];
-  return EXIT_OK;
+  return ROTATION_EXIT[outcome];
 }
 
 /** A resumed alternating pair: moved to its login, or still on the one it was on, which works. */

@@ -2,26 +2,29 @@
  * `mesh rollback <id>`, in order: take this journal's lock and the providers' locks, read
  * every machine once for the rotation's records (a pair whose provider names another
  * unfinished rotation refuses X, naming it; a pair X no longer holds is left alone), take back
- * each open pair (its consumer first: one already live is finished, never taken back —
- * src/mesh/rollback.ts), record `finished` or `rolled-back` on each provider and in the journal,
- * and say per pair how it ended. Generates nothing.
+ * each open pair on the rotation's own machine, entered at its `rolling-back` step
+ * (src/app/rotation-recovered.ts; the roll-back itself: each consumer first, one already live
+ * is finished, never taken back — src/mesh/rollback.ts), which records `finished` or
+ * `rolled-back` on each provider and in the journal; then say per pair how it ended.
+ * Generates nothing.
  */
 import path from 'node:path';
-import { EXIT_CODES, EXIT_OK } from '../errors.js';
+import { BatonError, EXIT_CODES, EXIT_OK } from '../errors.js';
 import { unstageAll } from '../mesh/delivery.js';
-import { recordOutcome, recordTakenBack } from '../mesh/intent.js';
+import { recordTakenBack } from '../mesh/intent.js';
 import { findMachine } from '../mesh/inventory.js';
 import { holdersOf, providerFilesOf, type PlannedPair } from '../mesh/rotation-plan.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { MARKS } from '../app/marks.js';
 import { shown } from '../outside-text.js';
 import { plural } from '../app/rotation-text.js';
-import { appendJournal, JOURNAL_FILE } from '../mesh/journal.js';
+import { JOURNAL_FILE } from '../mesh/journal.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { appliedInJournal, resumablePlan } from '../mesh/resume.js';
-import { journalRollbacks, previousInJournal, rollBackPairs } from '../mesh/rollback.js';
-import { retireSwitched } from '../mesh/switch-mode.js';
-import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
+import { previousInJournal } from '../mesh/rollback.js';
+import { RECEIPT_POLL_MS, rotationRunner } from '../app/rotation-run-effect.js';
+import { rotationFlow, rotationOutcome } from '../app/rotation-flow.js';
+import { TAKE_BACK_EXIT, takeBackStart } from '../app/rotation-recovered.js';
 import { rolledBackLines } from '../app/rotation-text.js';
 import { testLoginLines } from '../app/rotation-app-text.js';
 import { loginsFromMachines } from '../mesh/login-from-machines.js';
@@ -69,57 +72,50 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
           concurrency,
           locks.holder,
         );
-        const { pairs, digests } = resumablePlan(id, records, inventory, where);
-        const finished = appliedInJournal(records);
-        // Only what is still rotation X's on the machines is touched: never a later rotation's files.
-        const open = pairs.filter((p) => !finished.has(p.key) && !settled.has(p.key));
-        // The test login is never skipped: a pair this roll-back finishes moves only after it passed.
-        const logins = loginsFromMachines(appHooks(inventory), digests, transportFor, concurrency);
-        const results = await rollBackPairs(open, digests, previousInJournal(records), transportFor, {
-          concurrency,
-          waitMs,
-          pollMs: RECEIPT_POLL_MS,
-          loginFirst: (finishing) => logins.loginFirst(finishing),
+        const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
+        const last = records.find((r) => r.phase === 'prepared')!;
+        // The rotation's own machine, entered where a rotation's wait ends with pairs unfinished;
+        // only what is still rotation X's on the machines is touched, never a later rotation's files.
+        const start = takeBackStart({
+          id,
+          pairs,
+          holders,
+          selectorText: last.selector,
+          digests,
+          previous: previousInJournal(records),
+          finished: appliedInJournal(records),
+          settled,
         });
+        // The test login is never skipped: a pair this roll-back finishes moves only after it passed.
+        const machineLogins = loginsFromMachines(appHooks(inventory), digests, transportFor, concurrency);
+        const flow = rotationFlow(
+          start,
+          rotationRunner({
+            transportFor,
+            journalDir: journal.dir,
+            operator: ports.operator,
+            resolve: { concurrency },
+            concurrency,
+            waitMs,
+            pollMs: RECEIPT_POLL_MS,
+            rollbackWaitMs: waitMs,
+            mesh: journal.mesh,
+            ...(last.revoke_previous ? { revoke: { endSessions: last.revoke_previous.end_sessions } } : {}),
+            machineLogins,
+          }),
+        );
+        const end = await flow.finished();
+        // The record's own error, as when this command wrote it itself (appendJournal's words).
+        if (end.step === 'journal-failed')
+          throw new BatonError('failed', {
+            what: end.journal.what,
+            where: end.journal.where,
+            next: end.journal.next,
+          });
+        // From `rolling-back` the machine ends taken back, or in the failed record above.
+        if (end.step !== 'rolled-back') throw new Error(`mesh rollback ended in ${end.step}`);
         const strayFailures =
           strays.length > 0 ? await unstageNeverPrepared(ports, id, strays, concurrency) : [];
-        const done = new Set(results.filter((x) => x.result === 'finished').map((x) => x.pair));
-        const takenBack = new Set(
-          results.filter((x) => x.result === 'rolled-back' && !x.leftover).map((x) => x.pair),
-        );
-        await recordOutcome(
-          id,
-          open.filter((p) => done.has(p.key)),
-          'finished',
-          transportFor,
-          concurrency,
-        );
-        await recordOutcome(
-          id,
-          open.filter((p) => takenBack.has(p.key)),
-          'rolled-back',
-          transportFor,
-          concurrency,
-        );
-        // A pair the roll-back found finished is a finished switch too.
-        await retireSwitched(
-          open.filter((p) => done.has(p.key)),
-          transportFor,
-        );
-        const last = records.find((r) => r.phase === 'prepared')!;
-        // One word per outcome: a roll-back that finished every pair it touched finished the rotation.
-        const allFinished = results.length > 0 && results.every((r) => r.result === 'finished');
-        await appendJournal(journal.dir, {
-          ...last,
-          mesh: journal.mesh,
-          at: new Date().toISOString(),
-          operator: ports.operator,
-          phase: allFinished ? 'finished' : 'rolled-back',
-          results: last.holders.map((h) => ({ machine: h.machine, ok: true })),
-          applied: [...finished, ...done],
-          rolled_back: journalRollbacks(results),
-          ...(logins.records().length > 0 ? { test_logins: logins.records() } : {}),
-        });
         // Nothing of X was still X's (an older id pasted from scrollback): the counts of a roll-back
         // ("0 of 1 finished, 1 left") would contradict "nothing is left to do"; say what was found.
         const strayLines = strays.map((p) =>
@@ -128,34 +124,19 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
             : `  ${MARKS.refused.glyph} ${shown(p.key)}: never finished preparing; its staged files could not all be removed (${strayFailures.map((f) => `${f.machine}: ${f.reason}`).join('; ')}).`,
         );
         const lines =
-          open.length === 0 && strays.length === 0
+          end.results.length === 0 && strays.length === 0
             ? [
                 `Rotation ${id} has nothing left to take back: ${pairs.map((p) => shown(p.key)).join(', ')} ${pairs.length === 1 ? 'is' : 'are'} no longer its own on the machines (finished, taken back or rotated since). Nothing on the machines was changed.`,
               ]
-            : rolledBackLines(
-                {
-                  id,
-                  plan: { pairs, selectorText: last.selector },
-                  applied: [...finished],
-                  windows: {},
-                  failures: [],
-                  stopped: 'mesh rollback',
-                  results,
-                },
-                ports.suggester,
-              );
-        const loginLines = testLoginLines(logins.records(), pairs, (pair) =>
+            : rolledBackLines(end, ports.suggester);
+        const loginLines = testLoginLines(machineLogins.records(), pairs, (pair) =>
           pair.login?.left
             ? `${pair.consumer} stays on ${pair.login.left.role}, which works`
             : `${pair.consumer} keeps its old password: the pair was rolled back and the provisioner puts the old password back`,
         );
         for (const line of [...strayLines, ...loginLines, ...lines]) ports.out(line);
         if (strayFailures.length > 0) return EXIT_CODES.failed;
-        // As a rotation whose login was refused (ROTATION_EXIT 'login-refused'): taken back, but the consumer cannot use what it was given.
-        if (logins.records().some((t) => !t.ok)) return EXIT_CODES['action-needed'];
-        return results.every((r) => r.result === 'finished' || (r.result === 'rolled-back' && !r.leftover))
-          ? EXIT_OK
-          : EXIT_CODES['action-needed'];
+        return TAKE_BACK_EXIT[rotationOutcome(end)];
       } finally {
         await locks.release();
       }
