@@ -93,7 +93,7 @@ afterEach(() => {
 });
 
 describe('a rotation against a real PostgreSQL, with an app re-reading its file every 50 ms', () => {
-  it('the app sees at most 2 failed logins per rotation at --interval 2, and never one with a NEW password', async () => {
+  it('at --interval 2 the app fails only with the OLD password and only inside the window baton states (one attempt per 50 ms of it, plus the one in flight), never with a NEW password', async () => {
     const provisioner = startProvisioner(2);
     expect((await rotate(['--pair', `${PROVIDER}:web1-app`])).exitCode).toBe(0); // creates the role
     const app = startApp('web1', 'web1_app');
@@ -126,12 +126,15 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
       const failedNew = during.filter((a) => !a.ok && a.password === fresh);
       expect(during.filter((a) => !a.ok && a.password !== old && a.password !== fresh)).toEqual([]);
       expect(failedNew).toEqual([]);
-      expect(failedOld.length).toBeLessThanOrEqual(2);
       for (const a of failedOld) expect(a.code).toBe('28P01');
       expect(summary).toContain('Rotated 1 credential (rotation');
-      expect(summary).toMatch(
-        /✓ pg-main applied web1_app; web1-app's file replaced \d+ ms later \(the window\)/,
-      );
+      const stated =
+        /✓ pg-main applied web1_app; web1-app's file replaced (\d+) ms later \(the window\)/.exec(summary);
+      expect(stated, summary).not.toBeNull();
+      // The app starts an attempt at most every 50 ms and one at a time: an old password refused
+      // more often than that is a window longer than the one baton states. Not a fixed count: a
+      // loaded machine stretches the window (it failed round 9's CI as "at most 10" elsewhere).
+      expect(failedOld.length, summary).toBeLessThanOrEqual(Math.ceil(Number(stated![1]) / 50) + 1);
       expect(summary).toMatch(
         /Window: new connections that still used the OLD password could fail .* — \d+ ms\./,
       );
