@@ -1,10 +1,24 @@
 import { defineConfig } from 'vitest/config';
 import { LongestFirst } from './test/longest-first.js';
+import { SHARED_MODULE_FILES } from './test/shared-module-files.js';
+
+const EXCLUDE = ['test/bench/**', 'node_modules/**'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.{ts,tsx}'],
-    exclude: ['test/bench/**', 'node_modules/**'],
+    // Small files that leave nothing behind share their worker's modules (test/shared-module-files.ts);
+    // every other file gets a module graph of its own.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'isolated',
+          include: ['test/**/*.test.{ts,tsx}'],
+          exclude: [...EXCLUDE, ...SHARED_MODULE_FILES],
+        },
+      },
+      { extends: true, test: { name: 'shared', include: [...SHARED_MODULE_FILES], isolate: false } },
+    ],
     pool: 'forks',
     // A run directory (every worker's TMPDIR) and a teardown that ends every process the tests
     // started and fails the run naming any that was still running: test/global-setup.ts.

@@ -1,18 +1,20 @@
 /**
  * Seconds each of the slowest test files took in a full run of the suite, for test/longest-first.ts: the last
  * clean-clone CI run of round 8 (`bash .ci/run` on a quiet 2-core machine, 2 workers; 983 s, 1795 s summed over
- * the files), except the files marked, whose cuts came after it. A loaded run is no use here: at load 25 it ranks
- * files by how much CPU they need, not how long they take. Files below 3 s are not listed: they run after these,
- * in vitest's own order. Refresh after a test file got much slower or faster (docs/testing.md, "Suite time").
+ * the files), except the files marked, whose cuts came after it. Since round 10 a file's PostgreSQL is a copy of
+ * a template cluster, about 2 s sooner than these figures (not marked one by one). A loaded run is no use here:
+ * at load 25 it ranks files by how much CPU they need, not how long they take. Files below 3 s are not listed:
+ * they run after these, in vitest's own order. Refresh after a test file got much slower or faster (docs/testing.md, "Suite time").
  */
 export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/reliability/mesh-faults.test.ts': 25.0, // cut after that run: its checks read digests from disk, 124 -> 29 CPU-s (it was CPU-bound)
-  'test/mesh/rotation-sequences-4.test.ts': 90.6,
-  'test/mesh/rotation-sequences-2.test.ts': 87.9,
+  // Round 10 (suitetime), rough: 13 of 52 sequences a run, not 50 of 200 (file 1 alone: 24 CPU-s in 34 s at load 9, was 70 in 89).
+  'test/mesh/rotation-sequences-4.test.ts': 25,
+  'test/mesh/rotation-sequences-2.test.ts': 25,
   'test/mesh/app-truth-postgres.test.ts': 86.3,
-  'test/mesh/rotation-sequences-1.test.ts': 79.6,
+  'test/mesh/rotation-sequences-1.test.ts': 25,
   'test/e2e/drill-tmux.test.ts': 30.0, // rough: failed in that run after waiting out a 60 s wait (fixed since, c586651)
-  'test/mesh/rotation-sequences-3.test.ts': 72.0,
+  'test/mesh/rotation-sequences-3.test.ts': 25,
   'test/mesh/rotation-postgres.test.ts': 65.3,
   'test/mesh/alternating-postgres.test.ts': 61.0,
   'test/reliability/s3-faults.test.ts': 41.2,
@@ -32,6 +34,8 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/transport/agent-contract-crash.test.ts': 6.0,
   'test/transport/ssh-transport.test.ts': 12.0,
   'test/transport/ssh-serve-drops.test.ts': 4.0, // round 9, rough: 2–6 s at load 10–20 (one sshd, 3 short cases)
+  // Round 10 (suitetime), rough: three PostgreSQL servers copied from one template, 7.5 s at load 12.
+  'test/sandbox/postgres-template.test.ts': 4.0,
   'test/provisioner/switch-back-postgres.test.ts': 24.4,
   'test/mesh/mesh-cli.test.ts': 22.7, // cut after that run: its roll-back case waits 0.3 s, not 1 s, twice
   'test/suite/left-running.test.ts': 8.5, // cut after that run: the fixture no longer waits out a 20 s test timeout (-14 s measured)

@@ -8,6 +8,7 @@
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { POSTGRES_TEMPLATES_ENV } from '../src/sandbox/postgres.js';
 import {
   createRegistry,
   endAll,
@@ -17,7 +18,18 @@ import {
   selfAndAncestors,
 } from './helpers/process-registry.js';
 
+/**
+ * vitest calls the setup once for the root config and once per project (vitest.config.ts has two):
+ * the run keeps the first call's directory and registry, and the later calls do nothing. A mark on
+ * this process, not the environment: a vitest a test starts inherits the environment and must set
+ * up a run of its own (test/suite/left-running.test.ts).
+ */
+const SET_UP = Symbol.for('baton.test.global-setup');
+
 export default function setup(): () => Promise<void> {
+  const marks = globalThis as { [SET_UP]?: true };
+  if (marks[SET_UP]) return () => Promise.resolve();
+  marks[SET_UP] = true;
   // A short name under the real temp dir: unix socket paths below it stay short enough.
   const runDir = mkdtempSync(path.join(os.tmpdir(), 'baton-suite-'));
   // 1777 as /tmp is: the sandbox PostgreSQL runs as `postgres` and needs its data dir reachable.
@@ -26,6 +38,9 @@ export default function setup(): () => Promise<void> {
   // Set before the workers are forked: they, and everything they spawn, inherit both.
   process.env[RUN_ENV] = runDir;
   process.env.TMPDIR = runDir;
+  // One initdb per PostgreSQL build for the run; each server starts from a copy (src/sandbox/postgres.ts).
+  // Set to the empty string, every server runs its own initdb (how the saving was measured).
+  process.env[POSTGRES_TEMPLATES_ENV] ??= path.join(runDir, 'pg-templates');
 
   return async () => {
     const running = leftRunning(runDir, new Set([...selfAndAncestors(), ...(await ownWorkers())]));
