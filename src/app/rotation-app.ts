@@ -12,6 +12,7 @@ import {
   type ConsumerGate,
   type GateRefusal,
 } from '../mesh/delivery.js';
+import { loginThroughPooler } from '../mesh/pooler-remote.js';
 import { reloadEnv, reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
 import type { Secret } from '../mesh/secret.js';
@@ -150,15 +151,22 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
                 reload: reload !== undefined,
               };
             };
+            // A pooler the controller keeps gets the login's verifier first (pooler-remote.ts).
             const result = secret
-              ? await testLogin(
-                  deps.transportFor(pair.consumerMachine),
-                  connect,
-                  login,
-                  secret.reveal(),
-                  TEST_LOGIN_TIMEOUT_MS,
-                  preopened,
-                  arm,
+              ? await loginThroughPooler(
+                  hooks.pooler,
+                  { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
+                  () =>
+                    testLogin(
+                      deps.transportFor(pair.consumerMachine),
+                      connect,
+                      login,
+                      secret.reveal(),
+                      TEST_LOGIN_TIMEOUT_MS,
+                      preopened,
+                      arm,
+                    ),
+                  async () => (armed ? (await armed.done)?.moved === true : false),
                 )
               : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
             preopened?.close();
@@ -257,12 +265,17 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
           const login = pair.login?.role ?? pair.role;
           const secret = kept.get(pair.key);
           const result = secret
-            ? await testLogin(
-                deps.transportFor(pair.consumerMachine),
-                connect,
-                login,
-                secret.reveal(),
-                TEST_LOGIN_TIMEOUT_MS,
+            ? await loginThroughPooler(
+                hooks.pooler,
+                { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
+                () =>
+                  testLogin(
+                    deps.transportFor(pair.consumerMachine),
+                    connect,
+                    login,
+                    secret.reveal(),
+                    TEST_LOGIN_TIMEOUT_MS,
+                  ),
               )
             : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
           kept.delete(pair.key);

@@ -36,3 +36,9 @@ export function withAuthLine(text: string, user: string, verifier: string): stri
   if (!placed) out.push(line);
   return `${out.join('\n')}\n`;
 }
+
+/** The secret a line holds (its second quoted field, `""` read as `"`), or undefined for a line of another shape. */
+export function authLineSecret(line: string): string | undefined {
+  const m = /^\s*"(?:[^"]|"")*"\s+"((?:[^"]|"")*)"/.exec(line);
+  return m ? m[1]!.replace(/""/g, '"') : undefined;
+}
