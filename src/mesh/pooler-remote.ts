@@ -199,6 +199,34 @@ function adminPassword(file: string): string {
 }
 
 /**
+ * After a roll-back: each line a passed test login left whose consumer did NOT move (its commit
+ * failed, the wait ended first) is taken back — the provider is being put back on the old
+ * credential, whose verifier is the old line's. Moved or not is the consumer machine's truth:
+ * its live end names the new login (alternating) or holds the new credential (single). Best
+ * effort: an undo or a read that fails leaves the line, which the next rotation writes again.
+ */
+export async function takeBackUnmoved(
+  lines: readonly {
+    readonly pair: Pick<PlannedPair, 'consumerMachine' | 'consumerPath' | 'login'>;
+    readonly digest: SecretDigest;
+    readonly undo: () => Promise<void>;
+  }[],
+  transportFor: TransportFor,
+): Promise<void> {
+  await Promise.all(
+    lines.map(async ({ pair, digest, undo }) => {
+      try {
+        const [end] = await transportFor(pair.consumerMachine).digests([pair.consumerPath]);
+        const moved = pair.login ? end?.liveLogin === pair.login.role : end?.live === digest;
+        if (!moved) await undo();
+      } catch {
+        // Left as it is: see above.
+      }
+    }),
+  );
+}
+
+/**
  * The test login of `pair` with its pooler step around it, for every path that moves a consumer:
  * the verifier given to a pooler the controller keeps before `login` runs (a pooler that could
  * not be given it refuses the login with the reason, nothing tried), and the old line put back
@@ -214,6 +242,8 @@ export async function loginThroughPooler(
   },
   login: () => Promise<TestLoginResult>,
   moved: () => Promise<boolean> | boolean = () => false,
+  /** Called with the step's undo when the line stays (the login passed, or the consumer moved). */
+  stays?: (undo: () => Promise<void>) => void,
 ): Promise<TestLoginResult> {
   const given =
     step.digest === undefined
@@ -222,7 +252,11 @@ export async function loginThroughPooler(
   const outcome = await given;
   if (outcome && !outcome.ok) return { ok: false, ms: 0, reason: outcome.reason };
   const result = await login();
-  if (!outcome || result.ok || (await moved())) return result;
+  if (!outcome) return result;
+  if (result.ok || (await moved())) {
+    stays?.(() => outcome.undo());
+    return result;
+  }
   // Said with the refusal: a line not put back refuses the old password through the pooler too.
   const undone = await outcome.undo().then(
     () => undefined,

@@ -16,8 +16,13 @@ import {
 } from '../../src/mesh/applied-verifier.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import type { Pooler } from '../../src/mesh/inventory.js';
-import { loginThroughPooler, poolerKeeper } from '../../src/mesh/pooler-remote.js';
-import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
+import {
+  loginThroughPooler,
+  poolerKeeper,
+  takeBackUnmoved,
+  type PoolerKeeper,
+} from '../../src/mesh/pooler-remote.js';
+import type { BoundTransport, FileDigests, TransportFor } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 const V_OLD = 'SCRAM-SHA-256$4096:b2xk$T0xE:T0xE';
@@ -169,5 +174,108 @@ describe('the pooler step (an auth_file pooler on another machine than its provi
       `pooler bouncer1 on pool1: its admin password_file ${file} is readable by others (mode 644): chmod 600 it`,
     );
     expect(files.get(`pool1:${AUTH_FILE}`)).toBe(FILE_TEXT);
+  });
+});
+
+describe('a given line stays only where the consumer moved', () => {
+  /** A keeper whose step always gives the line; `undone` counts its undos. */
+  const giving = () => {
+    const state = { undone: 0 };
+    const keeper: PoolerKeeper = {
+      give: () =>
+        Promise.resolve({
+          ok: true as const,
+          undo: () => {
+            state.undone++;
+            return Promise.resolve();
+          },
+        }),
+    };
+    return { keeper, state };
+  };
+  const step = {
+    pair,
+    connect: { pooler: 'bouncer1' },
+    digest: NEW,
+    transportFor: machines(new Map()).transportFor,
+  };
+
+  it('a passed login keeps the line and hands its undo on; a refused one takes it back; a refused one whose consumer the machine moved keeps it', async () => {
+    const passed = giving();
+    let handed: (() => Promise<void>) | undefined;
+    await loginThroughPooler(
+      passed.keeper,
+      step,
+      () => Promise.resolve({ ok: true, ms: 1 }),
+      undefined,
+      (u) => {
+        handed = u;
+      },
+    );
+    expect(passed.state.undone).toBe(0);
+    await handed!();
+    expect(passed.state.undone).toBe(1);
+
+    const refused = giving();
+    const r = await loginThroughPooler(refused.keeper, step, () =>
+      Promise.resolve({ ok: false, ms: 1, reason: 'refused', code: '28P01' }),
+    );
+    expect(r).toMatchObject({ ok: false, reason: 'refused', code: '28P01' });
+    expect(refused.state.undone).toBe(1);
+
+    const moved = giving();
+    let stayed = false;
+    await loginThroughPooler(
+      moved.keeper,
+      step,
+      () => Promise.resolve({ ok: false, ms: 1, reason: 'read late' }),
+      () => true,
+      () => {
+        stayed = true;
+      },
+    );
+    expect(moved.state.undone).toBe(0);
+    expect(stayed).toBe(true);
+  });
+
+  it('after a roll-back, takes back the lines of the consumers whose live end is not the new credential (single) or login (alternating); an unread end is left', async () => {
+    const ends = new Map<string, FileDigests | Error>([
+      ['/web/single-moved', { live: NEW, next: undefined }],
+      ['/web/single-stayed', { live: OLD, next: undefined }],
+      ['/web/alt-moved', { live: OLD, next: undefined, liveLogin: 'web1_app_b' }],
+      ['/web/alt-stayed', { live: OLD, next: undefined, liveLogin: 'web1_app_a' }],
+      ['/web/unread', new Error('no answer')],
+    ]);
+    const transportFor: TransportFor = () =>
+      ({
+        digests: ([p]: readonly string[]) => {
+          const end = ends.get(p!)!;
+          return end instanceof Error ? Promise.reject(end) : Promise.resolve([end]);
+        },
+      }) as unknown as BoundTransport;
+    const undone: string[] = [];
+    const line = (consumerPath: string, alternating: boolean) => ({
+      pair: {
+        consumerMachine: 'web1',
+        consumerPath,
+        ...(alternating ? { login: { slot: 'b' as const, role: 'web1_app_b' } } : {}),
+      },
+      digest: NEW,
+      undo: () => {
+        undone.push(consumerPath);
+        return Promise.resolve();
+      },
+    });
+    await takeBackUnmoved(
+      [
+        line('/web/single-moved', false),
+        line('/web/single-stayed', false),
+        line('/web/alt-moved', true),
+        line('/web/alt-stayed', true),
+        line('/web/unread', false),
+      ],
+      transportFor,
+    );
+    expect(undone.sort()).toEqual(['/web/alt-stayed', '/web/single-stayed']);
   });
 });
