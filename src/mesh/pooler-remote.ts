@@ -250,7 +250,7 @@ export async function loginThroughPooler(
       ? undefined
       : keeper?.give(step.pair, step.connect, step.digest, step.transportFor);
   const outcome = await given;
-  if (outcome && !outcome.ok) return { ok: false, ms: 0, reason: outcome.reason };
+  if (outcome && !outcome.ok) return { ok: false, ms: 0, reason: outcome.reason, poolerStep: true };
   const result = await login();
   if (!outcome) return result;
   if (result.ok || (await moved())) {

@@ -269,6 +269,7 @@ describeWithPart(
       expect(r.all).toContain('pooler bouncer1 on pool1');
       expect(r.all).toContain(`RELOAD on its admin console ${ADMIN}@127.0.0.1:${bouncerPort} was refused`);
       expect(r.all).toContain('web1-app was NOT moved');
+      expect(r.all).toContain('Next: baton could not give pooler bouncer1 on pool1 web1_app_');
       expect(lineOf(target)).toBe(oldLine);
       expect(unrecorded(snapshotDir(web1))).toEqual(before);
       expect(app.failures()).toEqual([]);

@@ -14,7 +14,9 @@ import {
   formatAppliedVerifiers,
   parseAppliedVerifiers,
 } from '../../src/mesh/applied-verifier.js';
+import { refusedLoginAdvice } from '../../src/app/rotation-app-text.js';
 import { secretDigest } from '../../src/mesh/digest.js';
+import { testLoginRecord } from '../../src/mesh/test-login.js';
 import type { Pooler } from '../../src/mesh/inventory.js';
 import {
   loginThroughPooler,
@@ -123,7 +125,29 @@ describe('the pooler step (an auth_file pooler on another machine than its provi
       },
     );
     expect(tried).toBe(false);
-    expect(result).toMatchObject({ ok: false });
+    expect(result).toMatchObject({ ok: false, poolerStep: true });
+    // The journal's record says so, and the advice speaks of the step, not of pg_hba.conf.
+    const record = testLoginRecord(
+      { key: 'pg-main:web1-app', consumerMachine: 'web1' },
+      'web1_app',
+      { pooler: 'bouncer1' },
+      result,
+    );
+    expect(record.pooler_step).toBe(true);
+    const advice = refusedLoginAdvice(record, pooler(), 'db1');
+    expect(advice).toContain(
+      "baton could not give pooler bouncer1 on pool1 web1_app's new verifier (the reason above), so no login was tried",
+    );
+    expect(advice).toContain("that db1's provisioner records its verifiers");
+    expect(advice).not.toContain('pg_hba.conf');
+    // Refused by pgbouncer itself after baton gave it the line: not the provisioner's flags.
+    const refused = refusedLoginAdvice(
+      { ...record, pooler_step: undefined, code: '08P01', reason: 'SASL authentication failed' },
+      pooler(),
+      'db1',
+    );
+    expect(refused).toContain('although baton wrote it into its auth_file /etc/pgbouncer/userlist.txt');
+    expect(refused).not.toContain('--pooler-auth-file');
     expect(result.ok ? '' : result.reason).toBe(
       `db1's provisioner has not recorded the verifier of the new credential of web1_app (${RECORD}; a provisioner older than baton's round 10 records none), so pooler bouncer1 on pool1 was not given it and its auth_file ${AUTH_FILE} was not changed`,
     );
