@@ -22,6 +22,8 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/pooler-pgbouncer.test.ts': 35.8,
   // Round 9, not in that run: 56 s alone at load ~21 (Debian PostgreSQL + pgbouncer + sshd, 2 rotations); quiet, about 25.
   'test/mesh/pooler-ssh.test.ts': 25,
+  // Round 10: 17.7 s alone (48 s under load; Debian PostgreSQL + pgbouncer + sshd, 6 rotations).
+  'test/mesh/pooler-remote-auth-file.test.ts': 18,
   'test/reliability/races.test.ts': 34.2,
   'test/transport/ssh-connection-share.test.ts': 29.3,
   'test/mesh/provider-rotation-kills.test.ts': 28.3,

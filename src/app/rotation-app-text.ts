@@ -105,14 +105,22 @@ export function answeredByPooler(t: Pick<TestLoginRecord, 'code' | 'reason'>): b
  * pooler the inventory does not list, recognised by pgbouncer's words.
  */
 export function refusedLoginAdvice(
-  t: Pick<TestLoginRecord, 'code' | 'reason' | 'login' | 'machine'>,
+  t: Pick<TestLoginRecord, 'code' | 'reason' | 'login' | 'machine' | 'pooler_step'>,
   pooler?: Pick<Pooler, 'name' | 'machine' | 'auth'>,
+  /** The pair's provider machine: an auth_file pooler elsewhere is kept by baton, not by a provisioner. */
+  providerMachine?: string,
 ): string {
+  const keptByBaton =
+    pooler?.auth.mode === 'auth_file' && providerMachine !== undefined && pooler.machine !== providerMachine;
+  if (pooler && t.pooler_step)
+    return `baton could not give pooler ${pooler.name} on ${pooler.machine} ${t.login}'s new verifier (the reason above), so no login was tried: see that ${providerMachine ?? "the provider's machine"}'s provisioner records its verifiers (baton's round 10 or later), that ${pooler.machine} is reachable and its ${poolerAuthWords(pooler)} there, and that the pooler's admin: user and password_file log in to its admin console; then rotate the pair again.`;
   if (pooler && (answeredByPooler(t) || t.code === '08P01')) {
     const fix =
       pooler.auth.mode === 'auth_query'
         ? `its auth_query could not give the new verifier: check that pgbouncer.ini's auth_user can still log in to PostgreSQL and that its auth_query reads ${t.login}'s row of pg_authid (or pg_shadow) as the database has it now`
-        : `its ${poolerAuthWords(pooler)} still holds ${t.login}'s old SCRAM verifier: start the provisioner on ${pooler.machine} with --pooler-auth-file ${shownAuthFile(pooler)} (it writes the database's own verifier there before each receipt), or give the line ${t.login}'s new verifier by hand (the database's own, salt included), then RELOAD on its admin console`;
+        : keptByBaton
+          ? `it refused ${t.login}'s new verifier although baton wrote it into its ${poolerAuthWords(pooler)} and its admin console answered RELOAD: check that pgbouncer.ini's auth_file is that file and that the inventory's admin: reaches this pgbouncer`
+          : `its ${poolerAuthWords(pooler)} still holds ${t.login}'s old SCRAM verifier: start the provisioner on ${pooler.machine} with --pooler-auth-file ${shownAuthFile(pooler)} (it writes the database's own verifier there before each receipt), or give the line ${t.login}'s new verifier by hand (the database's own, salt included), then RELOAD on its admin console`;
     return `the server that answered is pooler ${pooler.name} on ${pooler.machine} (pgbouncer's SQLSTATE 08P01, where PostgreSQL says 28P01): ${fix}; then rotate the pair again.`;
   }
   if (answeredByPooler(t))
@@ -164,7 +172,7 @@ export function testLoginLines(
     }
     lines.push(
       `  ${MARKS.refused.glyph} test login ${t.pair}: the new credential for ${t.login} was REFUSED from ${t.machine}${t.code ? ` (SQLSTATE ${shown(t.code)})` : ''}: ${shown(t.reason ?? 'no reason given')}`,
-      `    ${pair?.consumer ?? t.pair} was NOT moved: ${pair ? stays(pair) : 'it keeps its old password'}. Next: ${refusedLoginAdvice(t, pair && poolers ? poolerOfPair(poolers, pair, t.pooler) : undefined)}`,
+      `    ${pair?.consumer ?? t.pair} was NOT moved: ${pair ? stays(pair) : 'it keeps its old password'}. Next: ${refusedLoginAdvice(t, pair && poolers ? poolerOfPair(poolers, pair, t.pooler) : undefined, pair?.providerMachine)}`,
     );
   }
   return lines;

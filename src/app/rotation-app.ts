@@ -12,6 +12,8 @@ import {
   type ConsumerGate,
   type GateRefusal,
 } from '../mesh/delivery.js';
+import type { SecretDigest } from '../mesh/digest.js';
+import { loginThroughPooler, takeBackUnmoved } from '../mesh/pooler-remote.js';
 import { reloadEnv, reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
 import type { Secret } from '../mesh/secret.js';
@@ -66,14 +68,23 @@ export interface AppGate {
   loginBeforeMove(pairs: readonly PlannedPair[]): Promise<ReadonlySet<string>>;
   /** The test logins made since finish() (the roll-back's), for its journal record. */
   lateLogins(): readonly TestLoginRecord[];
-  /** Drops the kept secrets and ends the pre-opened streams (the wait failed or never began). */
-  forget(): void;
+  /**
+   * Drops the kept secrets and ends the pre-opened streams (the wait failed or never began);
+   * resolves once a pooler line given for a pair whose consumer did not move is taken back
+   * (pooler-remote.ts `takeBackUnmoved`; the roll-back awaits it).
+   */
+  forget(): Promise<void>;
 }
 
 export function appGate(deps: { readonly transportFor: TransportFor; readonly app?: AppHooks }): AppGate {
   const hooks = deps.app;
   const kept = new Map<string, Secret>();
   const testLogins: TestLoginRecord[] = [];
+  /** Pooler lines given to pairs whose test login passed: taken back by forget() where the consumer did not move. */
+  const givenLines = new Map<
+    string,
+    { readonly pair: PlannedPair; readonly digest: SecretDigest; readonly undo: () => Promise<void> }
+  >();
   /** One per pair with `connect:`, from preopen() until its test login takes it or the wait ends. */
   const streams = new Map<string, PreopenedStream>();
   const closeStreams = () => {
@@ -150,15 +161,23 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
                 reload: reload !== undefined,
               };
             };
+            // A pooler the controller keeps gets the login's verifier first (pooler-remote.ts).
             const result = secret
-              ? await testLogin(
-                  deps.transportFor(pair.consumerMachine),
-                  connect,
-                  login,
-                  secret.reveal(),
-                  TEST_LOGIN_TIMEOUT_MS,
-                  preopened,
-                  arm,
+              ? await loginThroughPooler(
+                  hooks.pooler,
+                  { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
+                  () =>
+                    testLogin(
+                      deps.transportFor(pair.consumerMachine),
+                      connect,
+                      login,
+                      secret.reveal(),
+                      TEST_LOGIN_TIMEOUT_MS,
+                      preopened,
+                      arm,
+                    ),
+                  async () => (armed ? (await armed.done)?.moved === true : false),
+                  (undo) => givenLines.set(pair.key, { pair, digest: secret.digest, undo }),
                 )
               : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
             preopened?.close();
@@ -257,12 +276,19 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
           const login = pair.login?.role ?? pair.role;
           const secret = kept.get(pair.key);
           const result = secret
-            ? await testLogin(
-                deps.transportFor(pair.consumerMachine),
-                connect,
-                login,
-                secret.reveal(),
-                TEST_LOGIN_TIMEOUT_MS,
+            ? await loginThroughPooler(
+                hooks.pooler,
+                { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
+                () =>
+                  testLogin(
+                    deps.transportFor(pair.consumerMachine),
+                    connect,
+                    login,
+                    secret.reveal(),
+                    TEST_LOGIN_TIMEOUT_MS,
+                  ),
+                undefined,
+                (undo) => givenLines.set(pair.key, { pair, digest: secret.digest, undo }),
               )
             : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
           kept.delete(pair.key);
@@ -277,6 +303,9 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
       closeStreams();
       closeSessions();
       kept.clear();
+      const lines = [...givenLines.values()];
+      givenLines.clear();
+      return takeBackUnmoved(lines, deps.transportFor);
     },
   };
 }

@@ -410,7 +410,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
       }
     },
     failed(effect, error) {
-      if (effect.type === 'finish-apply' || effect.type === 'commit') app.forget();
+      // Not awaited: a pooler line given to a pair that did not move is taken back best effort (rotation-app.ts).
+      if (effect.type === 'finish-apply' || effect.type === 'commit') void app.forget();
       // Whatever failed, no receipt wait follows this one: its readers and channels end.
       receiptWait?.close();
       receiptWait = undefined;

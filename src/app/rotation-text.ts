@@ -58,7 +58,11 @@ export function gateClosedLines(state: RotationState): string[] {
   return [
     `Gate closed: ${unresolved.length} of ${plural(state.plan.holders.length, 'machine')} could not be resolved.`,
     'Nothing was generated and nothing was sent; the old credentials keep working.',
-    ...unresolved.map((u) => `  ${u.machine}: ${u.reason}`),
+    // A pooler's machine is named with its pooler: the operator knows pgbouncer by that name.
+    ...unresolved.map((u) => {
+      const poolers = (state.plan.poolers ?? []).filter((p) => p.machine === u.machine).map((p) => p.name);
+      return `  ${u.machine}${poolers.length > 0 ? ` (pooler ${poolers.join(', ')})` : ''}: ${u.reason}`;
+    }),
     'Next: make every machine reachable (or narrow the selection), then run the rotation again.',
   ];
 }

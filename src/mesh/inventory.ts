@@ -84,6 +84,8 @@ const PoolerSchema = z
         user: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'a role name'),
         host: z.string().min(1).optional(),
         port: z.number().int().min(1).max(65535).optional(),
+        /** A 0600 file on THIS host with the admin user's password: baton sends RELOAD itself for a pooler on another machine than its provider. */
+        password_file: z.string().min(1).optional(),
       })
       .strict()
       .optional(),
@@ -194,7 +196,13 @@ export interface Pooler {
   readonly listen: { readonly host: string; readonly port: number };
   readonly auth: { readonly mode: 'auth_file'; readonly file: string } | { readonly mode: 'auth_query' };
   /** Its admin console, reached from the pooler's machine (host and port default to `listen:`). */
-  readonly admin?: { readonly user: string; readonly host: string; readonly port: number };
+  readonly admin?: {
+    readonly user: string;
+    readonly host: string;
+    readonly port: number;
+    /** `password_file:` — on this controller's host, 0600 (pooler-remote.ts reads it for RELOAD). */
+    readonly passwordFile?: string;
+  };
 }
 
 /** A consumer's `reload:`: a shell command run on its machine once its end is committed. */
@@ -415,7 +423,7 @@ export function parseInventory(text: string, source: string): Inventory {
     unique('provider', p.name);
     knownMachine(`provider "${p.name}"`, p.machine);
   }
-  const poolers = data.poolers.map((p) => parsePooler(p, fail, seen, knownMachine));
+  const poolers = data.poolers.map((p) => parsePooler(p, fail, seen, knownMachine, resolvePath));
   const providers: Provider[] = data.providers.map((p) => {
     const connect = p.connect ? providerConnect(p.name, p.connect, poolers, fail) : undefined;
     return {
@@ -542,6 +550,8 @@ function parsePooler(
   fail: Fail,
   seen: { readonly pooler: Set<string>; readonly provider: ReadonlySet<string> },
   knownMachine: (who: string, machine: string) => void,
+  /** A path on this host, relative to the inventory's directory. */
+  resolvePath: (p: string | undefined) => string | undefined,
 ): Pooler {
   if (seen.pooler.has(p.name))
     fail(
@@ -579,6 +589,9 @@ function parsePooler(
             user: p.admin.user,
             host: p.admin.host ?? p.listen.host,
             port: p.admin.port ?? p.listen.port,
+            ...(p.admin.password_file === undefined
+              ? {}
+              : { passwordFile: resolvePath(p.admin.password_file) }),
           },
         }
       : {}),

@@ -11,6 +11,7 @@ import { groupBy, type ConsumerGate } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { AppHooks } from './reload.js';
+import { loginThroughPooler } from './pooler-remote.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { Secret } from './secret.js';
 import { testLogin, testLoginRecord, type TestLoginRecord } from './test-login.js';
@@ -44,7 +45,11 @@ export function loginsFromMachines(
         const connect = hooks.connectOf(pair.provider)!;
         const result =
           secret instanceof Secret
-            ? await testLogin(transportFor(pair.consumerMachine), connect, login, secret.reveal())
+            ? await loginThroughPooler(
+                hooks.pooler,
+                { pair, connect, digest: secret.digest, transportFor },
+                () => testLogin(transportFor(pair.consumerMachine), connect, login, secret.reveal()),
+              )
             : { ok: false as const, ms: 0, reason: secret.reason };
         return testLoginRecord(pair, login, connect, result);
       }),

@@ -21,17 +21,17 @@ export function poolerAuthWords(pooler: Pick<Pooler, 'auth'>): string {
 }
 
 /**
- * An `auth_file` pooler is rotated by the provisioner beside the database: after it sets a
- * login's verifier it writes that very verifier into the pooler's auth_file and sends RELOAD,
- * before the receipt (`provision postgres --pooler-auth-file`, src/provisioner/pooler-auth-file.ts)
- * — pgbouncer logs in to PostgreSQL with an auth_file verifier only when it is the server's own,
- * salt included, and baton's machine-side agent writes one-line files only. So, refused before
- * anything is locked, read or sent (exit 2):
- * - a pooler on another machine than a provider it serves (no provisioner there to keep it);
+ * An `auth_file` pooler beside the database is kept by the provisioner: after it sets a login's
+ * verifier it writes that very verifier into the pooler's auth_file and sends RELOAD, before the
+ * receipt (`provision postgres --pooler-auth-file`, src/provisioner/pooler-auth-file.ts) —
+ * pgbouncer logs in to PostgreSQL with an auth_file verifier only when it is the server's own,
+ * salt included. One on ANOTHER machine is kept by baton itself, in the test login's pooler step
+ * (pooler-remote.ts): the verifier the provisioner recorded, then RELOAD as the inventory's admin
+ * user. So, refused before anything is locked, read or sent (exit 2):
  * - a provider whose `connect:` does not go through the pooler: the test login is what proves
- *   the provisioner was told to keep the file. Without it, a provisioner started without
- *   `--pooler-auth-file` would leave every login through the pooler refused under `applied`
- *   (issue 45: 1,912 and 426 failed logins).
+ *   the pooler took the new verifier. Without it, a pooler left on the old one would refuse
+ *   every login through it under `applied` (issue 45: 1,912 and 426 failed logins);
+ * - a pooler on another machine whose `admin:` names no `password_file`: baton could not RELOAD it.
  */
 export function authFileRefusal(
   plan: Pick<RotationPlan, 'poolers' | 'pairs'>,
@@ -44,13 +44,13 @@ export function authFileRefusal(
     for (const name of providers) {
       const provider = inventory.providers.find((p) => p.name === name);
       if (!provider) continue;
-      if (provider.machine !== pooler.machine)
-        problems.push(
-          `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)} on ${pooler.machine}, but ${name}'s provisioner runs on ${provider.machine}: only a provisioner on the pooler's own machine keeps its auth_file`,
-        );
-      else if (provider.connect?.pooler !== pooler.name)
+      if (provider.connect?.pooler !== pooler.name)
         problems.push(
           `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)}, but ${name}'s connect: does not go through it: no test login would prove the pooler took a new verifier`,
+        );
+      else if (provider.machine !== pooler.machine && !pooler.admin?.passwordFile)
+        problems.push(
+          `pooler "${pooler.name}" keeps ${name}'s logins in its ${poolerAuthWords(pooler)} on ${pooler.machine}, away from ${name}'s provisioner on ${provider.machine}: baton gives it each new verifier itself and sends RELOAD on its admin console, but its admin: names no password_file`,
         );
     }
   }
@@ -58,18 +58,28 @@ export function authFileRefusal(
   return new BatonError('config', {
     what: `${problems.join('; ')}. Rotated so, a login through the pooler could be refused while the rotation says applied.`,
     where: inventory.source,
-    next: "Run pgbouncer beside the provider's database and start its provisioner with `--pooler-auth-file <the auth_file> --pooler-admin <host:port> --pooler-admin-user <user>`, the pooler's admin: as the inventory names it (docs/inventory.md, \"Poolers\"), and set the provider's connect: to { pooler: <name> }; or switch the pooler to auth_query (`auth_query: true`), which a pooler on any machine can use; or leave the pairs it serves out of this selection.",
+    next: "Set the provider's connect: to { pooler: <name> }, and for a pooler on another machine than its provider give its admin: { user: <its admin user>, password_file: <a 0600 file on this host with that user's password> } (docs/inventory.md, \"Poolers\"); for one beside the database start its provisioner with `--pooler-auth-file <the auth_file> --pooler-admin <host:port> --pooler-admin-user <user>`, the pooler's admin: as the inventory names it; or switch the pooler to auth_query (`auth_query: true`), which a pooler on any machine can use; or leave the pairs it serves out of this selection.",
     changed: 'Nothing was read or sent.',
   });
 }
 
 /** The preview's words for each pooler of the plan: what it holds and what the rotation does with it. */
-export function poolerPreviewLines(plan: Pick<RotationPlan, 'poolers'>): string[] {
+export function poolerPreviewLines(
+  plan: Pick<RotationPlan, 'poolers'> & Partial<Pick<RotationPlan, 'pairs'>>,
+): string[] {
   return (plan.poolers ?? []).map((p) => {
+    const providers = [
+      ...new Set(
+        (plan.pairs ?? []).filter((pair) => p.pairs.includes(pair.key)).map((pair) => pair.providerMachine),
+      ),
+    ];
+    const away = providers.filter((m) => m !== p.machine);
     const does =
       p.auth.mode === 'auth_query'
         ? "asks PostgreSQL for each login's verifier as the login happens, so it holds the new one as soon as the database does: nothing is staged there and no RELOAD is needed"
-        : `holds each login's verifier in its ${poolerAuthWords(p)}: ${p.machine}'s provisioner writes the new one there and sends RELOAD before the receipt, and the test login through it proves it`;
+        : away.length > 0
+          ? `holds each login's verifier in its ${poolerAuthWords(p)}: after the receipt baton copies there the verifier ${away.join(', ')}'s provisioner recorded (never a password) and sends RELOAD on its admin console, then the test login through it proves it; a refused login puts the old line back`
+          : `holds each login's verifier in its ${poolerAuthWords(p)}: ${p.machine}'s provisioner writes the new one there and sends RELOAD before the receipt, and the test login through it proves it`;
     return `pooler ${p.name} (pgbouncer on ${p.machine}, listening on ${shown(p.listen.host)}:${p.listen.port}) for ${listed(p.pairs)}: ${does}`;
   });
 }

@@ -14,6 +14,7 @@
  */
 import type { ConsumerReload, Inventory, ProviderConnect } from './inventory.js';
 import { inventoryIndex } from './inventory.js';
+import { poolerKeeper, type PoolerKeeper } from './pooler-remote.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { reasonOf, type CommandResult, type PreparedCommand, type TransportFor } from './transport.js';
 
@@ -43,6 +44,8 @@ export interface ReloadOutcome {
 export interface AppHooks {
   reloadOf(consumer: string): ConsumerReload | undefined;
   connectOf(provider: string): ProviderConnect | undefined;
+  /** The auth_file poolers on another machine than their provider: the test login's pooler step (pooler-remote.ts). */
+  readonly pooler?: PoolerKeeper;
 }
 
 export function appHooks(inventory: Inventory): AppHooks {
@@ -50,6 +53,7 @@ export function appHooks(inventory: Inventory): AppHooks {
   return {
     reloadOf: (consumer) => index.consumers.get(consumer)?.reload,
     connectOf: (provider) => index.providers.get(provider)?.connect,
+    ...(inventory.poolers.length > 0 ? { pooler: poolerKeeper(inventory.poolers) } : {}),
   };
 }
 

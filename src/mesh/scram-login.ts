@@ -34,6 +34,12 @@ export interface WireLoginRequest {
   readonly database: string;
   readonly applicationName: string;
   readonly password: string;
+  /**
+   * One simple query sent once logged in (pooler-remote.ts: `RELOAD` on a pgbouncer admin
+   * console); the verdict is then its answer: ReadyForQuery after it is ok, an ErrorResponse
+   * refuses with the server's words.
+   */
+  readonly query?: string;
 }
 
 const PROTOCOL_3_0 = 196608;
@@ -180,6 +186,7 @@ export async function scramLogin(
   let roundTrips = 1;
   let buffered = Buffer.alloc(0);
   let authenticated = false;
+  let queried = false;
   let serverSignature: string | undefined;
   /** `more`: data came while a message was being handled, so the buffer is read again after it. */
   const reading = { busy: false, more: false };
@@ -222,6 +229,12 @@ export async function scramLogin(
           }
           if (type === 'Z') {
             if (!authenticated) return refuse('the server was ready before it authenticated the login');
+            if (request.query !== undefined && !queried) {
+              queried = true;
+              roundTrips += 1;
+              stream.write(message('Q', cstring(request.query)));
+              continue;
+            }
             stream.end(message('X', Buffer.alloc(0)));
             return finish({ ok: true, roundTrips });
           }

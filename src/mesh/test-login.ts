@@ -28,6 +28,8 @@ export type TestLoginResult =
       /** PostgreSQL's SQLSTATE when the server refused (28000: pg_hba or NOLOGIN, 28P01, 53300…). */
       readonly code?: string;
       readonly roundTrips?: number;
+      /** Refused before the login was tried: a pooler baton keeps could not be given the verifier (pooler-remote.ts). */
+      readonly poolerStep?: true;
     };
 
 /** How long a test login may take, start to end, when the caller gives no bound. */
@@ -184,6 +186,8 @@ export interface TestLoginRecord {
   readonly login: string;
   /** The pooler it went through (`connect: { pooler: … }`): a refusal's advice names it. */
   readonly pooler?: string;
+  /** Refused by the pooler step, before the login: baton could not give the pooler the new verifier. */
+  readonly pooler_step?: true;
   readonly ok: boolean;
   readonly ms: number;
   readonly reason?: string;
@@ -219,7 +223,13 @@ export function testLoginRecord(
     ...(result.roundTrips === undefined ? {} : { round_trips: result.roundTrips }),
     ...(renamedWithLogin ? { renamed_with_login: true } : {}),
     ...(connect.pooler === undefined ? {} : { pooler: connect.pooler }),
-    ...(result.ok ? {} : { reason: result.reason, ...(result.code ? { code: result.code } : {}) }),
+    ...(result.ok
+      ? {}
+      : {
+          reason: result.reason,
+          ...(result.code ? { code: result.code } : {}),
+          ...(result.poolerStep ? { pooler_step: true as const } : {}),
+        }),
   };
 }
 

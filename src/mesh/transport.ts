@@ -159,6 +159,18 @@ export interface Transport {
   /** The text of small non-secret files (receipts); undefined where absent. */
   readTexts(paths: readonly string[], signal: AbortSignal): Promise<readonly (string | undefined)[]>;
   /**
+   * pooler-file: one small non-secret file's whole text, every byte and line break kept (a
+   * pooler's auth_file: SCRAM verifiers), with its sha256; undefined where absent. Optional:
+   * without it a pooler on that machine cannot be given a verifier, and the rotation says so.
+   */
+  readWholeText?(path: string, signal: AbortSignal): Promise<WholeText | undefined>;
+  /**
+   * pooler-file: replaces `path`'s whole text with `text` only while its content still has the
+   * sha256 `expected` (what readWholeText read), keeping its mode and owner; by rename, so a
+   * reader sees the old file or the new one. False when it changed meanwhile (nothing written).
+   */
+  swapText?(path: string, expected: string, text: string, signal: AbortSignal): Promise<boolean>;
+  /**
    * Watches small non-secret files (receipts) and reports them as they change: first every
    * path's current text, then each change, read on the machine every `intervalMs`. Resolves
    * when the signal aborts; rejects with a TransportError if the machine stops answering.
@@ -347,6 +359,10 @@ export interface BoundTransport {
   /** As Transport.lock: taking it bounded by the timeout; holding it lasts until release or the command is cancelled. */
   lock(dir: string, holder: string): Promise<MachineLock>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
+  /** As Transport.readWholeText, bounded by the timeout. */
+  readWholeText?(path: string): Promise<WholeText | undefined>;
+  /** As Transport.swapText, bounded by the timeout. */
+  swapText?(path: string, expected: string, text: string): Promise<boolean>;
   /**
    * As Transport.watchTexts, until `until` aborts (the caller's deadline) or the command is
    * cancelled: a watch is meant to outlast one operation's timeout.
@@ -365,6 +381,12 @@ export interface BoundTransport {
   openStream?(host: string, port: number, until: AbortSignal): Promise<MachineStream>;
   /** As Transport.prepareCommand; the session lasts until run or closed, or the command is cancelled. */
   prepareCommand?(command: string, timeoutMs: number): Promise<PreparedCommand | undefined>;
+}
+
+/** A file's whole text as readWholeText read it, and the sha256 (hex) of its bytes: swapText's `expected`. */
+export interface WholeText {
+  readonly text: string;
+  readonly sha256: string;
 }
 
 /** The transport of a machine, by inventory name (built by the commands, passed down). */

@@ -23,37 +23,10 @@ import {
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
+import { withAuthLine } from '../mesh/pooler-auth-line.js';
 
-/** One field as pgbouncer's auth_file reads it: in double quotes, a `"` doubled. */
-export function quoteAuthField(value: string): string {
-  return `"${value.replace(/"/g, '""')}"`;
-}
-
-/**
- * The login a line is for (its first quoted field, `""` read as `"`), or undefined for a line
- * that names none (empty, a `;` or `#` comment, or not pgbouncer's shape).
- */
-export function authLineUser(line: string): string | undefined {
-  const m = /^\s*"((?:[^"]|"")*)"/.exec(line);
-  return m ? m[1]!.replace(/""/g, '"') : undefined;
-}
-
-/** `text` with `user`'s line(s) replaced by one `"user" "verifier"` line (appended when it had none). */
-export function withAuthLine(text: string, user: string, verifier: string): string {
-  const line = `${quoteAuthField(user)} ${quoteAuthField(verifier)}`;
-  const lines = text === '' ? [] : text.replace(/\n$/, '').split('\n');
-  let placed = false;
-  const out: string[] = [];
-  for (const l of lines) {
-    if (authLineUser(l) !== user) out.push(l);
-    else if (!placed) {
-      out.push(line);
-      placed = true;
-    }
-  }
-  if (!placed) out.push(line);
-  return `${out.join('\n')}\n`;
-}
+// The line format is the mesh's too (a pooler on another machine is kept by the controller).
+export { authLineUser, quoteAuthField, withAuthLine } from '../mesh/pooler-auth-line.js';
 
 export interface PoolerAuthFileOptions {
   readonly file: string;

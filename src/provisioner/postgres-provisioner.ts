@@ -28,6 +28,7 @@ import {
 } from '../mesh/digest.js';
 import { loginRole, otherSlot, parseLoginFileName, type LoginFile } from '../mesh/alternating.js';
 import { rolledBackPath } from '../mesh/transport.js';
+import { appliedVerifierPath } from '../mesh/applied-verifier.js';
 import {
   DeliveredCredentials,
   describeFsError,
@@ -49,6 +50,7 @@ import { ReceiptIndex } from './receipt-index.js';
 import { isTempReceipt, receiptsDir, writeReceipt } from './receipts.js';
 import { closeSwitchedBackLogins, singleGroups } from './switched-back-logins.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
+import { keptVerifier, recordAppliedVerifier } from './applied-verifiers.js';
 
 export interface ProvisionerOptions {
   readonly meshDir: string;
@@ -1016,7 +1018,13 @@ export class PostgresProvisioner {
     const read = readSecretFile(item.file);
     if (read.problem !== undefined) return { problem: read.problem };
     try {
-      return { digest: secretDigest(read.secret), verifier: await scramVerifier(read.secret) };
+      const digest = secretDigest(read.secret);
+      // A credential applied before (a roll-back put it back) gets the very verifier it had, salt
+      // included: the line a pooler on another machine had put back for it matches the database again.
+      const before = await keptVerifier(this.deliveredDir, item.login?.login ?? item.role, digest);
+      if (before !== undefined && (await scramMatches(before, read.secret)))
+        return { digest, verifier: before };
+      return { digest, verifier: await scramVerifier(read.secret) };
     } catch (error) {
       return { problem: `its verifier could not be computed (${messageOf(error)})` };
     } finally {
@@ -1096,6 +1104,15 @@ export class PostgresProvisioner {
           }
         : {}),
     };
+    try {
+      // Before the receipt: a controller that saw it finds the verifier a pooler on another machine needs.
+      await recordAppliedVerifier(this.deliveredDir, login ? login.login : role, { digest, verifier });
+    } catch (error) {
+      throw new BatonError('failed', {
+        what: `The database accepted the credential but its verifier could not be recorded for a pooler (${describeFsError(error)}); its receipt is not written, and the next cycle tries again`,
+        where: appliedVerifierPath(this.deliveredDir, login ? login.login : role),
+      });
+    }
     if (this.options.pooler) {
       // The pooler holds the login's verifier too: the receipt says "applied" only once it does.
       try {

@@ -11,11 +11,15 @@ import {
   decodeDigests,
   decodeHello,
   decodeText,
+  decodeTextwrite,
+  decodeWholeText,
   decodeWatchAnswer,
   digestOf,
   NO_PERL,
+  textwriteInput,
   unsendablePath,
 } from './agent-protocol.js';
+import { createHash } from 'node:crypto';
 import { failedSession } from './agent-channel.js';
 import { checkCommandRequest, parseRunAnswer, runArgs } from './machine-command.js';
 import type { LiveOptions, LiveProcess } from './run-process.js';
@@ -57,6 +61,8 @@ export type AgentOperations = Pick<
   | 'writeRecords'
   | 'lock'
   | 'readTexts'
+  | 'readWholeText'
+  | 'swapText'
   | 'watchTexts'
   | 'runCommand'
 >;
@@ -213,6 +219,31 @@ export function agentOperations(host: AgentHost): AgentOperations {
     readTexts: async (paths, signal) => {
       if (paths.length === 0) return [];
       return lines(await files('reading', 'texts', paths, signal), paths.length, 'reading').map(decodeText);
+    },
+    // pooler-file: a whole file as hex, so its other lines come back byte for byte.
+    readWholeText: async (file, signal) => {
+      const what = 'reading the whole file';
+      const [answer] = lines(await files(what, 'textread', [file], signal), 1, what);
+      const read = decodeWholeText(answer!);
+      if ('absent' in read) return undefined;
+      if ('malformed' in read) throw new TransportError(machine, `${what}: the machine's answer is not hex`);
+      const text = read.bytes.toString('utf8');
+      // A file that is not UTF-8 would not be written back as it was read: refused, never mangled.
+      if (!Buffer.from(text, 'utf8').equals(read.bytes))
+        throw new TransportError(machine, `${what}: ${file} is not UTF-8 text`);
+      return { text, sha256: createHash('sha256').update(read.bytes).digest('hex') };
+    },
+    swapText: async (file, expected, text, signal) => {
+      const what = 'replacing the file';
+      const input = textwriteInput(expected, text);
+      const [answer] = lines(await files(what, 'textwrite', [file], signal, input), 1, what);
+      const outcome = decodeTextwrite(answer!);
+      if (outcome === undefined)
+        throw new TransportError(
+          machine,
+          `${what}: the machine answered "${answer!}", not written or changed`,
+        );
+      return outcome === 'written';
     },
     // One session for the whole wait: the machine reads the files itself and reports changes,
     // so a receipt costs a poll interval and a one-way trip instead of a call per poll.

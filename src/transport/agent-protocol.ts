@@ -87,6 +87,28 @@ export function decodeText(answer: string): string | undefined {
   return answer.startsWith('+') ? answer.slice(1) : undefined;
 }
 
+/**
+ * `textread`: `+<hex of the whole file>` or `-`. Hex that is not whole bytes is refused (an
+ * answer cut short is not a shorter file): undefined with `malformed`.
+ */
+export function decodeWholeText(answer: string): { bytes: Buffer } | { absent: true } | { malformed: true } {
+  if (answer === '-') return { absent: true };
+  const hex = answer.startsWith('+') ? answer.slice(1) : undefined;
+  if (hex === undefined || !/^(?:[0-9a-f]{2})*$/.test(hex)) return { malformed: true };
+  return { bytes: Buffer.from(hex, 'hex') };
+}
+
+/** `textwrite`'s input: the digest it must still have, then the new text as hex (one line each). */
+export function textwriteInput(expected: string, text: string): string {
+  return `${expected}\n${Buffer.from(text, 'utf8').toString('hex')}\n`;
+}
+
+/** `textwrite`'s answer: written, or changed meanwhile; undefined for anything else. */
+export function decodeTextwrite(answer: string): 'written' | 'changed' | undefined {
+  if (answer === 'written') return 'written';
+  return /^changed (?:[0-9a-f]{64}|-)$/.test(answer) ? 'changed' : undefined;
+}
+
 /** The receipt watcher's answers: a path's first line, the end of a report, or the heartbeat. */
 export type WatchAnswer =
   | { readonly kind: 'text'; readonly index: number; readonly text: string | undefined }

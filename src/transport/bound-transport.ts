@@ -133,6 +133,15 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
     retire: (paths) => within((s) => transport.retire(paths, s)),
     digests: (paths) => read((s) => transport.digests(paths, s)),
     readTexts: (paths) => read((s) => transport.readTexts(paths, s)),
+    ...(transport.readWholeText
+      ? { readWholeText: (file: string) => read((s) => transport.readWholeText!(file, s)) }
+      : {}),
+    ...(transport.swapText
+      ? {
+          swapText: (file: string, expected: string, text: string) =>
+            within((s) => transport.swapText!(file, expected, text, s)),
+        }
+      : {}),
     writeRecords: (records) => within((s) => transport.writeRecords(records, s)),
     lock: (dir, holder) => holdBoundLock(transport, dir, holder, bounds),
     ...(transport.watchTexts

@@ -217,16 +217,34 @@ describe('a pooler in a rotation plan', () => {
     expect(lines.at(-1)).toContain('  pooler bouncer1 (pgbouncer on pool1');
   });
 
-  it('an auth_file pooler on another machine than its provider is refused at plan time, naming it, its file and the way out', () => {
+  it('an auth_file pooler on another machine than its provider without an admin password_file is refused at plan time, naming it, its file and the way out; with one it is planned', () => {
     const fileInventory = parseInventory(inventoryText(AUTH_FILE), SOURCE);
     const e = authFileRefusal(planRotation(fileInventory, { by: 'all' }), fileInventory)!;
     expect(e.code).toBe('config');
     expect(e.what).toContain(
-      `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
+      `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, away from pg-main's provisioner on db1: baton gives it each new verifier itself and sends RELOAD on its admin console, but its admin: names no password_file`,
     );
     expect(e.what).toContain('a login through the pooler could be refused while the rotation says applied');
     expect(String(e.next)).toContain(
+      "give its admin: { user: <its admin user>, password_file: <a 0600 file on this host with that user's password> }",
+    );
+    expect(String(e.next)).toContain(
       "start its provisioner with `--pooler-auth-file <the auth_file> --pooler-admin <host:port> --pooler-admin-user <user>`, the pooler's admin: as the inventory names it",
+    );
+    const withPassword = parseInventory(
+      inventoryText(
+        AUTH_FILE.replace(
+          'admin: { user: pgbouncer }',
+          'admin: { user: pgbouncer, password_file: admin.pw }',
+        ),
+      ),
+      SOURCE,
+    );
+    const planned = planRotation(withPassword, { by: 'all' });
+    expect(authFileRefusal(planned, withPassword)).toBe(undefined);
+    expect(withPassword.poolers[0]?.admin?.passwordFile).toBe(path.resolve(path.dirname(SOURCE), 'admin.pw'));
+    expect(poolerPreviewLines(planned)[0]).toContain(
+      "holds each login's verifier in its auth_file /etc/pgbouncer/userlist.txt: after the receipt baton copies there the verifier db1's provisioner recorded (never a password) and sends RELOAD on its admin console",
     );
     expect(String(e.next)).toContain('which a pooler on any machine can use');
     expect(String(e.next)).toContain('or switch the pooler to auth_query');
@@ -413,15 +431,16 @@ describe('poolers through the built CLI', () => {
     ['mesh', 'plan', '--consumer', 'web1-app'],
     ['mesh', 'rotate', '--consumer', 'web1-app', '--yes'],
   ])(
-    'an auth_file pooler away from its provider: %s %s is refused at plan (exit 2); nothing read or sent',
+    'an auth_file pooler away from its provider with no admin password_file: %s %s is refused at plan (exit 2); nothing read or sent',
     async (...words) => {
       const inventory = write(inventoryText(AUTH_FILE));
       const before = snapshotDir(tmp.dir);
       const r = await baton(inventory, ...words);
       expect(r.exitCode, r.all).toBe(2);
       expect(r.stderr).toContain(
-        `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, but pg-main's provisioner runs on db1`,
+        `pooler "bouncer1" keeps pg-main's logins in its auth_file /etc/pgbouncer/userlist.txt on pool1, away from pg-main's provisioner on db1`,
       );
+      expect(r.stderr).toContain('its admin: names no password_file');
       expect(r.stderr).toContain('Nothing was read or sent.');
       expect(snapshotDir(tmp.dir)).toEqual(before);
       console.log(`auth_file pooler, ${words[1]}: refused at plan (exit ${r.exitCode})`);

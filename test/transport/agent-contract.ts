@@ -22,6 +22,7 @@ import {
   closeSync,
   constants,
 } from 'node:fs';
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -452,6 +453,42 @@ export function agentContract(machine: () => AgentMachine): void {
         'a record with a line break cannot be written',
       );
       expect(readFileSync(m.real(record), 'utf8')).toBe('{"phase":"prepared"}\n');
+    });
+
+    it('readWholeText reads a file byte for byte with its sha256; swapText replaces it only while that digest holds, keeping its mode, by rename; absent and changed are said', async () => {
+      const m = machine();
+      const t = m.transport();
+      const dir = m.freshDir();
+      const file = `${dir}/userlist.txt`;
+      mkdirSync(m.real(dir), { recursive: true });
+      const text = '"admin" "pw"\n; a comment, "quoted"\n\n"web1_app" "SCRAM-SHA-256$4096:c2FsdA==$AA:BB"\n';
+      writeFileSync(m.real(file), text, { mode: 0o640 });
+      const inodeBefore = statSync(m.real(file)).ino;
+      expect(await t.readWholeText!(`${dir}/absent`, within())).toBeUndefined();
+      const read = await t.readWholeText!(file, within());
+      expect(read).toEqual({ text, sha256: createHash('sha256').update(text).digest('hex') });
+      // A digest that no longer holds: nothing written, the file as it was.
+      const stale = createHash('sha256').update('another text').digest('hex');
+      expect(await t.swapText!(file, stale, 'lost\n', within())).toBe(false);
+      expect(readFileSync(m.real(file), 'utf8')).toBe(text);
+      const next = text.replace('$AA:BB', '$CC:DD');
+      expect(await t.swapText!(file, read!.sha256, next, within())).toBe(true);
+      expect(readFileSync(m.real(file), 'utf8')).toBe(next);
+      expect(modeOf(m.real(file))).toBe(0o640);
+      expect(statSync(m.real(file)).ino).not.toBe(inodeBefore);
+      // The first digest is spent: a second swap from it is refused, and no temp is left beside the file.
+      expect(await t.swapText!(file, read!.sha256, 'again\n', within())).toBe(false);
+      expect(readFileSync(m.real(file), 'utf8')).toBe(next);
+      expect(ls(m.real(dir))).toEqual(['userlist.txt']);
+      // An empty text is a text; a missing file cannot be swapped.
+      const now = await t.readWholeText!(file, within());
+      expect(await t.swapText!(file, now!.sha256, '', within())).toBe(true);
+      expect(await t.readWholeText!(file, within())).toEqual({
+        text: '',
+        sha256: createHash('sha256').digest('hex'),
+      });
+      expect(await failure(t.swapText!(`${dir}/absent`, now!.sha256, 'x\n', within()))).toContain('no file');
+      expect(ls(m.real(dir))).toEqual(['userlist.txt']);
     });
 
     it('watchTexts reports every path first, then each change written by rename, only what changed', async () => {

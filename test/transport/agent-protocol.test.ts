@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AGENT_FILE } from '../../src/transport/agent-program.js';
 import {
+  decodeTextwrite,
+  decodeWholeText,
+  textwriteInput,
   AGENT_PROTOCOL,
   answerLines,
   channelRequest,
@@ -276,5 +279,25 @@ describe('the agent itself', () => {
     );
     child.kill('SIGKILL');
     expect(decodeChannelAnswer(first)).toEqual({ kind: 'ready', relay: true, protocol: AGENT_PROTOCOL });
+  });
+});
+
+describe('textread and textwrite (a whole file, a compare-and-swap)', () => {
+  it('decodes a whole file from hex, absent as absent, and refuses hex that is not whole bytes', () => {
+    expect(decodeWholeText(`+${Buffer.from('"a" "b"\n\n').toString('hex')}`)).toEqual({
+      bytes: Buffer.from('"a" "b"\n\n'),
+    });
+    expect(decodeWholeText('+')).toEqual({ bytes: Buffer.alloc(0) });
+    expect(decodeWholeText('-')).toEqual({ absent: true });
+    expect(decodeWholeText('+abc')).toEqual({ malformed: true });
+    expect(decodeWholeText('+zz')).toEqual({ malformed: true });
+    expect(decodeWholeText('written')).toEqual({ malformed: true });
+  });
+  it('sends the digest and the text as two lines, and reads only `written` or `changed <digest>`', () => {
+    expect(textwriteInput('ab'.repeat(32), 'x\n')).toBe(`${'ab'.repeat(32)}\n780a\n`);
+    expect(decodeTextwrite('written')).toBe('written');
+    expect(decodeTextwrite(`changed ${'0'.repeat(64)}`)).toBe('changed');
+    expect(decodeTextwrite('changed')).toBeUndefined();
+    expect(decodeTextwrite('written now')).toBeUndefined();
   });
 });

@@ -7,7 +7,7 @@
 # "The machine side").
 #
 #   perl - [--root <dir>] files <op> <path>...   stage, commit, keep, records, discard, texts,
-#                                                digests, unstage, restore, retire
+#                                                digests, unstage, restore, retire, textread, textwrite
 #   perl - [--root <dir>] watch <interval> <life> <path>...   the receipt watcher
 #   perl - [--root <dir>] channel                the rename channel and its relay
 #   perl - [--root <dir>] lock <dir> <words>     the provider lock, held until stdin ends
@@ -315,8 +315,45 @@ our $PROTOCOL = 2;
     return $out;
   }
 
+  # Each file whole, as hex: every byte and line break kept (a pooler's auth_file, whose other
+  # lines must come back byte for byte when one login's line is replaced).
+  sub textread {
+    my $out = '';
+    for my $f (@_) {
+      if (-f $f && open(my $fh, '<:raw', $f)) { local $/; my $t = <$fh>; close $fh; $t = '' unless defined $t; $out .= '@baton +' . unpack('H*', $t) . "\n"; }
+      else { $out .= "\@baton -\n"; }
+    }
+    return $out;
+  }
+  # A compare-and-swap of one whole file: replaced only while its content still has the digest
+  # the controller read, so a line another writer added since is never lost. The new text goes
+  # to a temp beside it with the file's own mode and owner (pgbouncer runs as another user),
+  # fsync, the digest checked again, rename, the directory synced: a reader sees the old file or
+  # the new one. Answers `written`, or `changed <digest now>` with nothing written.
+  sub textwrite {
+    fail('textwrite takes one path') unless @_ == 1;
+    my ($f) = @_;
+    need_sha256sum();
+    my $in = Baton::input();
+    my $want = line($in, $f); my $hex = line($in, $f);
+    fail('textwrite: malformed input') unless $want =~ /^[0-9a-f]{64}\z/ && $hex =~ /^(?:[0-9a-f]{2})*\z/;
+    my @s = stat($f); fail("no file $f") unless @s && -f _;
+    my ($have) = hashes($f);
+    return "\@baton changed $have\n" unless $have eq $want;
+    sweep($f);
+    my $t = "$f.tmp.$$";
+    put($t, pack('H*', $hex), "$t.w");
+    unless (chown($s[4], $s[5], $t) && chmod($s[2] & 07777, $t)) { my $why = $!; unlink $t; fail("could not give $t the mode and owner of $f: $why"); }
+    ($have) = hashes($f);
+    if ($have ne $want) { unlink $t; return "\@baton changed $have\n"; }
+    unless (rename($t, $f)) { my $why = $!; unlink $t; fail("could not rename $t: $why"); }
+    syncdirs(dirof($f));
+    return "\@baton written\n";
+  }
+
   my %ops = (digests => \&digests, stage => \&stage, unstage => \&unstage, keep => \&keep, commit => \&commit,
-             restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts);
+             restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts,
+             textread => \&textread, textwrite => \&textwrite);
   # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
   # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
   # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
