@@ -19,7 +19,7 @@ import type { Pooler, ProviderConnect } from './inventory.js';
 import { authLineSecret, authLineUser, withAuthLine } from './pooler-auth-line.js';
 import type { PlannedPair } from './rotation-plan.js';
 import { scramLogin } from './scram-login.js';
-import type { TestLoginResult } from './test-login.js';
+import type { TestLoginResult } from './test-login-result.js';
 import { reasonOf, type TransportFor } from './transport.js';
 
 /** What the step did: the line given (undo() puts the old one back), or why it could not. */

@@ -17,20 +17,9 @@ import { scramLogin } from './scram-login.js';
 import { TEST_LOGIN_APPLICATION } from './session-record.js';
 import type { BoundRenameChannel, BoundTransport, MachineStream, RelayedSocket } from './transport.js';
 import { reasonOf } from './transport.js';
+import type { TestLoginResult } from './test-login-result.js';
 
-export type TestLoginResult =
-  | { readonly ok: true; readonly ms: number; readonly roundTrips?: number }
-  | {
-      readonly ok: false;
-      readonly ms: number;
-      /** The server's own words (or the network's), raw: shown only through outside-text. */
-      readonly reason: string;
-      /** PostgreSQL's SQLSTATE when the server refused (28000: pg_hba or NOLOGIN, 28P01, 53300…). */
-      readonly code?: string;
-      readonly roundTrips?: number;
-      /** Refused before the login was tried: a pooler baton keeps could not be given the verifier (pooler-remote.ts). */
-      readonly poolerStep?: true;
-    };
+export type { TestLoginResult } from './test-login-result.js';
 
 /** How long a test login may take, start to end, when the caller gives no bound. */
 export const TEST_LOGIN_TIMEOUT_MS = 10_000;
