@@ -26,6 +26,7 @@ import {
 import type { PlannedPair } from '../mesh/rotation-plan.js';
 import { resolveHolders, type Resolution, type ResolveOptions } from '../mesh/resolve-holders.js';
 import { journalRollbacks, rollBackPairs } from '../mesh/rollback.js';
+import { giveBackPrevious } from '../mesh/pooler-remote.js';
 import { retireSwitched } from '../mesh/switch-mode.js';
 import type { SecretDigest } from '../mesh/digest.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
@@ -367,6 +368,22 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             },
           ).finally(() => app.forget());
           const took = (r: (typeof results)[number]) => r.result === 'rolled-back' && !r.leftover;
+          // Started from what was read: the pooler lines a dead run gave are not known here.
+          const keeper = deps.machineLogins && deps.app?.pooler;
+          if (keeper) {
+            const hooks = deps.app;
+            await giveBackPrevious(
+              keeper,
+              state.plan.pairs
+                .filter((p) => results.some((r) => r.pair === p.key && took(r)))
+                .map((pair) => ({
+                  pair,
+                  connect: hooks.connectOf(pair.provider),
+                  previous: state.previous[pair.key],
+                })),
+              deps.transportFor,
+            ).catch(() => undefined);
+          }
           await recordOutcome(
             state.id,
             state.plan.pairs.filter((p) => results.some((r) => r.pair === p.key && r.result === 'finished')),

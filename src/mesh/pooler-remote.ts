@@ -227,6 +227,30 @@ export async function takeBackUnmoved(
 }
 
 /**
+ * A roll-back started from what was read (`mesh rollback` after baton died between a passed test
+ * login and its own roll-back): the run that gave the pooler its line is gone, and with it the
+ * undo, so each pair taken back gets its previous credential's recorded verifier again — the one
+ * its provisioner re-applies — or the pooler would refuse the old password until the next
+ * rotation. A pair with no previous credential (a first delivery) is left. Best effort, like
+ * takeBackUnmoved: what could not be given is said by the next test login through the pooler.
+ */
+export async function giveBackPrevious(
+  keeper: PoolerKeeper,
+  taken: readonly {
+    readonly pair: Pick<PlannedPair, 'providerMachine' | 'providerPath' | 'role' | 'login'>;
+    readonly connect: Pick<ProviderConnect, 'pooler'> | undefined;
+    readonly previous: SecretDigest | undefined;
+  }[],
+  transportFor: TransportFor,
+): Promise<void> {
+  await Promise.all(
+    taken.map(async ({ pair, connect, previous }) => {
+      if (connect && previous) await keeper.give(pair, connect, previous, transportFor);
+    }),
+  );
+}
+
+/**
  * The test login of `pair` with its pooler step around it, for every path that moves a consumer:
  * the verifier given to a pooler the controller keeps before `login` runs (a pooler that could
  * not be given it refuses the login with the reason, nothing tried), and the old line put back

@@ -19,6 +19,7 @@ import { secretDigest } from '../../src/mesh/digest.js';
 import { testLoginRecord } from '../../src/mesh/test-login.js';
 import type { Pooler } from '../../src/mesh/inventory.js';
 import {
+  giveBackPrevious,
   loginThroughPooler,
   poolerKeeper,
   takeBackUnmoved,
@@ -301,5 +302,28 @@ describe('a given line stays only where the consumer moved', () => {
       transportFor,
     );
     expect(undone.sort()).toEqual(['/web/alt-stayed', '/web/single-stayed']);
+  });
+});
+
+describe('a roll-back started from what was read', () => {
+  it('gives each pair taken back its previous credential through the pooler step, and leaves a first delivery and a pair without connect: alone', async () => {
+    const given: { role: string; digest: string }[] = [];
+    const keeper: PoolerKeeper = {
+      give: (p, _connect, digest) => {
+        given.push({ role: p.role, digest });
+        return Promise.resolve({ ok: true as const, undo: () => Promise.resolve() });
+      },
+    };
+    const { transportFor } = machines(new Map());
+    await giveBackPrevious(
+      keeper,
+      [
+        { pair, connect: { pooler: 'bouncer1' }, previous: OLD },
+        { pair: { ...pair, role: 'first_app' }, connect: { pooler: 'bouncer1' }, previous: undefined },
+        { pair: { ...pair, role: 'direct_app' }, connect: undefined, previous: OLD },
+      ],
+      transportFor,
+    );
+    expect(given).toEqual([{ role: 'web1_app', digest: OLD }]);
   });
 });
