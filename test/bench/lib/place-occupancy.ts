@@ -31,7 +31,7 @@ export interface Occupancy {
 }
 
 function parse(file: string): Event[] {
-  let text = '';
+  let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch {
