@@ -1,8 +1,9 @@
 /**
- * The bench's view of how full the concurrency limit is kept (docs/benchmarks.md, "Round 10"):
- * with BATON_TRACE_PLACES=<file>, every place taken and given back in mapBounded is a line
- * `<epoch ms> <+1|-1> <window> <caller>`, written when the process exits. Off (the default), it
- * costs one check per mapBounded call. A measuring aid only: nothing reads the file but the bench.
+ * The bench's view of how full the concurrency limit is kept (docs/benchmarks.md, "Round 10:
+ * places and processes"): with BATON_TRACE_PLACES=<file>, every place taken and given back in
+ * mapBounded (and the receipt wait's slots) is a line `<epoch ms> <+1|-1> <window> <caller>`,
+ * written when the process exits. Off (the default), it costs one check per mapBounded call. A
+ * measuring aid only: nothing reads the file but the bench.
  */
 import { writeFileSync } from 'node:fs';
 

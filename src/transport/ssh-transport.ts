@@ -172,7 +172,8 @@ export function sshTransport(
         const held = gate?.tryHold();
         // Nothing has opened the connection yet: this session opens it (makes the master), so a
         // machine's first read and everything after it are one ssh process (docs/benchmarks.md,
-        // "Round 10"). Until it answers it is one of baton's connection starts (refusal words).
+        // "Round 10: places and processes"). Until it answers it is one of baton's connection
+        // starts (the words for a refusal count them).
         const opening = gate && !held ? gate.tryOpen() : undefined;
         if (gate && !held && !opening) return undefined;
         const starting = opening ? connectionStart() : undefined;

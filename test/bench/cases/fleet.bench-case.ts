@@ -310,7 +310,7 @@ export const fleetCase: BenchCase = {
               ...rotations.map((r, i) => `run ${i + 1}: ${occupancyWords(r.places)}`),
               // What the rotation costs each machine in ssh (src/operations/rotate.ts, rotation-run-effect.ts):
               // the protocol's minimum — one read (the resolve), one write, one channel for the rename.
-              'ssh per consumer machine: 1 handshake, 2 sessions (the digest/leftover read that is the resolve, which opens the connection; the agent session that stages and is then made the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the agent session (the stage, the record writes, the keep; then made the channel: its clock, the provider renames), the receipt watcher, and a second agent session for what follows the renames (the last record, the discard) — src/transport/ssh-serve.ts',
+              "ssh per consumer machine (this tree's build; a BATON_BENCH_BIN build may differ, its counts are in fleet.rotation-cpu's notes): 1 handshake and 1 session, the agent session that opens the connection, carries the resolve's read, the consumer record and the stage, and is then made the rename channel (2 round trips on it: its clock, the rename); on db1: the handshake, the lock, the agent session (the read, the stage, the record writes, the keep; then made the channel: its clock, the provider renames), the receipt watcher, and a second agent session for what follows the renames (the last record, the discard) — src/transport/ssh-serve.ts",
             ],
           }),
           figure({
