@@ -9,6 +9,7 @@
  * place is free, so its transport's deadline never runs while it waits here.
  */
 import { AdaptiveLimit } from './adaptive-limit.js';
+import { placeTrace } from './place-trace.js';
 
 export async function mapBounded<T, R>(
   items: readonly T[],
@@ -18,6 +19,7 @@ export async function mapBounded<T, R>(
   const results = new Array<R>(items.length);
   if (items.length === 0) return results;
   const limiter = typeof limit === 'number' ? new AdaptiveLimit(limit) : limit;
+  const trace = placeTrace();
   return new Promise<R[]>((resolve, reject) => {
     let next = 0;
     let inFlight = 0;
@@ -28,6 +30,7 @@ export async function mapBounded<T, R>(
         const index = next++;
         inFlight += 1;
         const sample = limiter.start();
+        trace?.taken(limiter.limit);
         // fn is called synchronously here (as the old workers did), so an item starts in order.
         let running: Promise<R>;
         try {
@@ -40,6 +43,7 @@ export async function mapBounded<T, R>(
             results[index] = value;
             inFlight -= 1;
             finished += 1;
+            trace?.given(limiter.limit);
             limiter.done(sample);
             if (finished === items.length) resolve(results);
             else pump();
@@ -48,6 +52,7 @@ export async function mapBounded<T, R>(
             // As Promise.all over the old workers: the first failure rejects, nothing new starts.
             failed = true;
             inFlight -= 1;
+            trace?.given(limiter.limit);
             reject(error);
           },
         );

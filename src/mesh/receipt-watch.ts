@@ -9,6 +9,7 @@
  * and a process start; done after the commit, that cost would land inside the window of any
  * provisioner quicker than it.
  */
+import { placeTrace } from './place-trace.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { WaitEvent } from './receipt-wait-machine.js';
@@ -38,13 +39,16 @@ export interface Slots {
 export function limiter(size: number): Slots {
   let free = Math.max(1, size);
   const queue: (() => void)[] = [];
+  const trace = placeTrace('wait-slots');
   return {
     async run<T>(op: () => Promise<T>): Promise<T> {
       if (free > 0) free--;
       else await new Promise<void>((resolve) => queue.push(resolve));
+      trace?.taken(size);
       try {
         return await op();
       } finally {
+        trace?.given(size);
         const next = queue.shift();
         if (next) next();
         else free++;

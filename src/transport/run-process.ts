@@ -28,6 +28,12 @@ export type ExecFn = (
   options: ProcessOptions,
 ) => Promise<ProcessResult>;
 
+/**
+ * How long a live ssh's stderr is read after it exited 255, when it has not ended by then: a
+ * pipe an ssh master still holds (stoppedAfterAbort) must not hold the process's end open.
+ */
+const PIPES_AFTER_EXIT_MS = 500;
+
 /** ssh exits on SIGTERM; one that does not is killed this long after, rather than left behind. */
 const KILL_AFTER_MS = 2_000;
 
@@ -162,17 +168,26 @@ export const startProcess: StartFn = (file, args, options) => {
       failedToStart = error.message;
       resolve({ exitCode: undefined, stderr, failedToStart });
     });
+    const finish = (code: number | null) => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+      resolve({ exitCode: code ?? undefined, stderr, failedToStart });
+    };
     // 'exit', not 'close': with connection sharing the ssh master holds this child's pipes
     // (see stoppedAfterAbort), so they may stay open after the child is gone.
     child.once('exit', (code) => {
-      const done = () => {
-        child.stdout.destroy();
-        child.stderr.destroy();
-        resolve({ exitCode: code ?? undefined, stderr, failedToStart });
-      };
-      // Let output already in the pipe arrive first, unless the child was stopped.
-      if (options.signal.aborted) done();
-      else setTimeout(done, 20);
+      if (options.signal.aborted) return finish(code);
+      // Let output already in the pipes arrive first (20 ms). ssh's own failure (exit 255: a
+      // connection sshd refused or dropped) says why on stderr as it exits, and on a loaded
+      // controller 20 ms lost those words: a MaxStartups drop read as "ssh failed (exit 255)" and
+      // was not tried again. So then stderr is read to its end first (at most PIPES_AFTER_EXIT_MS).
+      const settle = () => setTimeout(() => finish(code), 20);
+      if (code !== 255 || child.stderr.readableEnded) return void settle();
+      const timer = setTimeout(() => finish(code), PIPES_AFTER_EXIT_MS);
+      child.stderr.once('end', () => {
+        clearTimeout(timer);
+        settle();
+      });
     });
   });
   void exited.then(stopOnAbort(child, options.signal));

@@ -173,8 +173,18 @@ export function sshServe(startServe: StartServe): SshServe {
       return;
     }
     const words = lastLine(result.stderr);
+    // ssh itself failed before the session said anything (it may be the one opening the
+    // connection): the one-shot's words at once, as its own ssh would have; asked again, an
+    // unreachable machine would be waited on twice.
+    const neverConnected = !s.heard && result.exitCode === 255;
     for (const p of left) {
-      if (p.read && !p.retried && result.failedToStart === undefined && words !== NO_PERL) {
+      if (
+        p.read &&
+        !p.retried &&
+        result.failedToStart === undefined &&
+        words !== NO_PERL &&
+        !neverConnected
+      ) {
         p.retried = true;
         p.lines = [];
         send(p);

@@ -170,6 +170,15 @@ export interface SessionGate {
   acquire(signal: AbortSignal): Promise<(ok: boolean) => void>;
   /** A place for a long-lived session if one can be spared now; undefined: ride a connection of its own. */
   tryHold(): (() => void) | undefined;
+  /**
+   * The one place of a connection nothing has opened yet, for a session that will carry the
+   * calls after it (the agent's `serve`, ssh-serve.ts) — so the read that opens a machine's
+   * connection is a request on the session its later operations use, not an ssh of its own.
+   * Undefined once a session got through (tryHold's turn) or while another holds or awaits the
+   * place. `opened()` when it has answered (the master exists: the gate opens to its limit, as
+   * a first session that got through does); `done(ok)` when it ends.
+   */
+  tryOpen(): { opened(): void; done(ok: boolean): void } | undefined;
 }
 
 export function sessionGate(limit: number): SessionGate {
@@ -214,6 +223,18 @@ export function sessionGate(limit: number): SessionGate {
       used++;
       const give = release();
       return () => give(true);
+    },
+    tryOpen: () => {
+      if (size === full || used > 0 || queue.length > 0) return undefined;
+      used++;
+      const give = release();
+      return {
+        opened: () => {
+          size = full;
+          admit();
+        },
+        done: give,
+      };
     },
   };
 }

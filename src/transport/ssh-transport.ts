@@ -10,6 +10,7 @@ import type { SshTarget } from '../mesh/inventory.js';
 import { NO_PERL } from './agent-protocol.js';
 import { agentOperations, type AgentHost } from './agent-operations.js';
 import { failedSession, lastLine, machineReason, openRenameChannel } from './agent-channel.js';
+import { agentSource } from './agent-program.js';
 import { agentCommand } from './remote-scripts.js';
 import {
   runProcess,
@@ -169,13 +170,34 @@ export function sshTransport(
   const serve = options.share
     ? serveFor(options.share, target, (onLine, signal) => {
         const held = gate?.tryHold();
-        if (gate && !held) return undefined;
+        // Nothing has opened the connection yet: this session opens it (makes the master), so a
+        // machine's first read and everything after it are one ssh process (docs/benchmarks.md,
+        // "Round 10: places and processes"). Until it answers it is one of baton's connection
+        // starts (the words for a refusal count them).
+        const opening = gate && !held ? gate.tryOpen() : undefined;
+        if (gate && !held && !opening) return undefined;
+        const starting = opening ? connectionStart() : undefined;
+        let heard = false;
         const child = start(
           options.sshPath ?? 'ssh',
           [...sshArgs(target, options.share), agentCommand(['serve', String(SERVE_IDLE_SECONDS)])],
-          { onLine, signal },
+          {
+            onLine: (line) => {
+              if (!heard) {
+                heard = true;
+                starting?.end();
+                opening?.opened();
+              }
+              onLine(line);
+            },
+            signal,
+          },
         );
-        void child.exited.finally(held ?? (() => undefined));
+        void child.exited.finally(() => {
+          starting?.end();
+          opening?.done(heard);
+          held?.();
+        });
         return child;
       })
     : undefined;
@@ -282,7 +304,7 @@ function gateFor(share: SshConnectionShare, target: SshTarget): SessionGate {
 }
 
 /** Each shared connection's agent session for file operations (ssh-serve.ts). */
-const servesByShare = new WeakMap<SshConnectionShare, Map<string, SshServe>>();
+const servesByShare = new WeakMap<SshConnectionShare, Map<string, { source: string; serve: SshServe }>>();
 
 function serveFor(
   share: SshConnectionShare,
@@ -290,11 +312,14 @@ function serveFor(
   start: Parameters<typeof sshServe>[0],
 ): SshServe {
   let byKey = servesByShare.get(share);
-  if (!byKey) servesByShare.set(share, (byKey = new Map<string, SshServe>()));
+  if (!byKey) servesByShare.set(share, (byKey = new Map<string, { source: string; serve: SshServe }>()));
   const key = targetKey(target);
-  let serve = byKey.get(key);
-  if (!serve) byKey.set(key, (serve = sshServe(start)));
-  return serve;
+  // A session answers for the program it was started with: a transport that sends another (a
+  // stale copy, in the contract's version case) gets its own, so its hello is the one checked.
+  const source = agentSource();
+  let entry = byKey.get(key);
+  if (entry?.source !== source) byKey.set(key, (entry = { source, serve: sshServe(start) }));
+  return entry.serve;
 }
 
 /** The operation's bound ran out (bound-transport.ts NoAnswer), as opposed to a cancel. */

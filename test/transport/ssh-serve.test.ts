@@ -119,6 +119,23 @@ describe('the ssh agent session', () => {
     expect(sessions).toHaveLength(1);
   });
 
+  it('a session whose ssh failed before it said anything fails a read at once in the one-shot words, not asked again', async () => {
+    const { serve, sessions } = scripted();
+    const read = serve.call(call(['files', 'digests', '/m/a']));
+    sessions[0]!.exit({
+      exitCode: 255,
+      stderr: 'ssh: connect to host 10.0.0.9 port 22: Connection timed out\n',
+    });
+    const failed = await read.catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(TransportError);
+    expect((failed as TransportError).reason).toBe(
+      'ssh failed: connect to host 10.0.0.9 port 22: Connection timed out',
+    );
+    expect((failed as TransportError).unreachable).toBe(true);
+    // One connection attempt: an unreachable machine is not waited on twice.
+    expect(sessions).toHaveLength(1);
+  });
+
   it('a session dropped after it answered fails a write in the one-shot words (ssh failed, unreachable) and never sends it again', async () => {
     const { serve, sessions } = scripted();
     const read = serve.call(call(['files', 'digests', '/m/a']));

@@ -211,6 +211,42 @@ describe('the sessions of one shared connection', () => {
     expect(short).toBeDefined();
   });
 
+  it('the session that opens a connection takes its one place: the rest wait until it has answered, then up to the limit, its own place kept', async () => {
+    const gate = sessionGate(3);
+    const opening = gate.tryOpen();
+    expect(opening).toBeDefined();
+    // Nothing else opens it meanwhile, and nothing long-lived rides it yet.
+    expect(gate.tryOpen()).toBeUndefined();
+    expect(gate.tryHold()).toBeUndefined();
+    const got: number[] = [];
+    void gate.acquire(never).then(() => got.push(1));
+    void gate.acquire(never).then(() => got.push(2));
+    void gate.acquire(never).then(() => got.push(3));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(got).toEqual([]);
+    opening!.opened();
+    await new Promise((r) => setTimeout(r, 0));
+    // Three places: the opening session keeps one.
+    expect(got).toEqual([1, 2]);
+    opening!.done(true);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(got).toEqual([1, 2, 3]);
+    // Opened: later sessions are tryHold's, never tryOpen's.
+    expect(gate.tryOpen()).toBeUndefined();
+  });
+
+  it('a session that ended before it answered leaves the connection unopened: the next is still one at a time', async () => {
+    const gate = sessionGate(3);
+    gate.tryOpen()!.done(false);
+    const got: number[] = [];
+    void gate.acquire(never).then(() => got.push(1));
+    void gate.acquire(never).then(() => got.push(2));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(got).toEqual([1]);
+    // Taken by a one-shot run (it waits, it does not open a second connection).
+    expect(gate.tryOpen()).toBeUndefined();
+  });
+
   it('a waiter whose bound runs out leaves the queue', async () => {
     const gate = sessionGate(1);
     const held = await gate.acquire(never);

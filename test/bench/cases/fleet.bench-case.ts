@@ -25,6 +25,7 @@ import { figure, type Figure } from '../lib/figure.js';
 import { FLEET_PROVIDER, followProvider, makeFleet, sh, windowsOf } from '../lib/fleet-fixture.js';
 import { runTree } from '../lib/process-tree-cpu.js';
 import { summarize } from '../lib/stats.js';
+import { occupancy, occupancyWords, type Occupancy } from '../lib/place-occupancy.js';
 import { sshTally, tallyWords } from '../lib/ssh-tally.js';
 
 const PROVIDER = FLEET_PROVIDER;
@@ -76,6 +77,26 @@ function sampleWatchers(marker: string): { stop(): { cpuMs: number; lifeMs: numb
   };
 }
 
+/**
+ * The loopback sshd's CPU so far (ms): its own and its reaped children's — every connection's
+ * sshd, the login shells and what they ran (the agent, or the floor's `cat`/`true`). On this
+ * one host the "machines" share the controller's two cores, so their side is in the wall time.
+ */
+function sshdCpuMs(sshd: Sshd): number {
+  const pid = readFileSync(path.join(sshd.dir, 'sshd.pid'), 'utf8').trim();
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+}
+
+/** Runs `run`, then waits for sshd to have reaped the run's sessions (masters exit after it): sshd's CPU in it. */
+async function withSshdCpu<T>(sshd: Sshd, run: () => Promise<T>): Promise<{ result: T; sshdMs: number }> {
+  const before = sshdCpuMs(sshd);
+  const result = await run();
+  await new Promise((r) => setTimeout(r, 500));
+  return { result, sshdMs: sshdCpuMs(sshd) - before };
+}
+
 export const fleetCase: BenchCase = {
   name: 'fleet',
   async run(ctx) {
@@ -97,8 +118,13 @@ export const fleetCase: BenchCase = {
         provisioner?.stop();
         provisioner = followProvider(providesDir);
         const env = { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' };
+        let traced = 0;
+        const traceFile = () => path.join(root, `places-${traced++}.txt`);
         const rotate = async (runEnv: NodeJS.ProcessEnv = env) => {
           const watcher = sampleWatchers(path.join(providesDir, RECEIPTS_DIR));
+          const trace = traceFile();
+          const startedAt = Date.now();
+          const before = sshdCpuMs(sshd!);
           // The whole tree's CPU: baton, its ssh, and the masters that fork away from them.
           const run = await runTree(
             fleet.batonArgv([
@@ -114,15 +140,25 @@ export const fleetCase: BenchCase = {
               '--timeout',
               '60',
             ]),
-            { cwd: root, env: runEnv },
+            { cwd: root, env: { ...runEnv, BATON_TRACE_PLACES: trace } },
           );
+          const endedAt = startedAt + run.wallMs;
+          await new Promise((r) => setTimeout(r, 500));
+          const sshdMs = sshdCpuMs(sshd!) - before;
           const cpu = watcher.stop();
           const windows = run.exitCode === 0 ? windowsOf(fleet, run.stdout) : [];
           if (windows.length !== n - 1)
             throw new Error(
               `fleet ${n}: the rotation (exit ${run.exitCode}) applied ${windows.length} of ${n - 1} pairs: ${run.stdout.slice(-2000)}${run.stderr.slice(-1000)}`,
             );
-          return { ms: run.wallMs, windows, cpu, controllerCpuMs: run.cpuMs };
+          return {
+            ms: run.wallMs,
+            windows,
+            cpu,
+            controllerCpuMs: run.cpuMs,
+            sshdMs,
+            places: occupancy(trace, startedAt, endedAt),
+          };
         };
         ctx.log(`fleet: ${n} machines — a first rotation (creates every file)`);
         await rotate();
@@ -186,32 +222,38 @@ export const fleetCase: BenchCase = {
         };
         const statusRuns: number[] = [];
         const statusFloors: number[] = [];
+        const statusSshd: number[] = [];
+        const statusFloorSshd: number[] = [];
+        const statusPlaces: (Occupancy | undefined)[] = [];
         for (let i = 0; i < 3; i++) {
           ctx.log(`fleet: ${n} machines — mesh status ${i + 1} of 3, and its floor`);
+          const trace = traceFile();
+          const startedAt = Date.now();
           const started = performance.now();
-          const status = await fleet.baton([
-            'mesh',
-            'status',
-            '--provider',
-            PROVIDER,
-            '--inventory',
-            inventory,
-            '--timeout',
-            '60',
-          ]);
+          const before = sshdCpuMs(sshd);
+          const status = await fleet.baton(
+            ['mesh', 'status', '--provider', PROVIDER, '--inventory', inventory, '--timeout', '60'],
+            { env: { BATON_TRACE_PLACES: trace } },
+          );
           if (status.exitCode !== 0)
             throw new Error(
               `fleet ${n}: mesh status exited ${status.exitCode}: ${status.stdout.slice(-2000)}`,
             );
           statusRuns.push(performance.now() - started);
-          statusFloors.push(await statusFloor());
+          statusPlaces.push(occupancy(trace, startedAt, Date.now()));
+          await new Promise((r) => setTimeout(r, 500));
+          statusSshd.push((sshdCpuMs(sshd) - before) / n);
+          const floor = await withSshdCpu(sshd, statusFloor);
+          statusFloors.push(floor.result);
+          statusFloorSshd.push(floor.sshdMs / n);
         }
         const rotations: Awaited<ReturnType<typeof rotate>>[] = [];
-        const rotationFloors: { ms: number; cpuMs: number }[] = [];
+        const rotationFloors: { ms: number; cpuMs: number; sshdMs: number }[] = [];
         for (let i = 0; i < 2; i++) {
           ctx.log(`fleet: ${n} machines — provider-wide rotation ${i + 1} of 2, and its floor`);
           rotations.push(await rotate());
-          rotationFloors.push(await rotationFloor());
+          const floor = await withSshdCpu(sshd, rotationFloor);
+          rotationFloors.push({ ...floor.result, sshdMs: floor.sshdMs });
         }
         const st = summarize(statusRuns);
         const sf = summarize(statusFloors);
@@ -243,6 +285,8 @@ export const fleetCase: BenchCase = {
             goal: { kind: 'ratio', max: 1.3 },
             notes: [
               `each machine its own ssh_config alias and connection; --concurrency ${CONCURRENCY} (default)`,
+              `the machines' side (the loopback sshd, its sessions and what they ran) per machine: ${summarize(statusSshd).median.toFixed(0)} ms CPU against the floor's ${summarize(statusFloorSshd).median.toFixed(0)} ms`,
+              ...statusPlaces.map((o, i) => `run ${i + 1}: ${occupancyWords(o)}`),
             ],
           }),
           figure({
@@ -263,9 +307,10 @@ export const fleetCase: BenchCase = {
             goal: { kind: 'ratio', max: 1.3 },
             notes: [
               'the stand-in provisioner writes every receipt as soon as the provider files change',
+              ...rotations.map((r, i) => `run ${i + 1}: ${occupancyWords(r.places)}`),
               // What the rotation costs each machine in ssh (src/operations/rotate.ts, rotation-run-effect.ts):
               // the protocol's minimum — one read (the resolve), one write, one channel for the rename.
-              'ssh per consumer machine: 1 handshake, 2 sessions (the digest/leftover read that is the resolve, which opens the connection; the agent session that stages and is then made the rename channel) and 2 round trips on the channel (its clock, the rename); on db1: the handshake, the lock, the read, the agent session (the stage, the record writes, the keep; then made the channel: its clock, the provider renames), the receipt watcher, and a second agent session for what follows the renames (the last record, the discard) — src/transport/ssh-serve.ts',
+              "ssh per consumer machine (this tree's build; a BATON_BENCH_BIN build may differ, its counts are in fleet.rotation-cpu's notes): 1 handshake and 1 session, the agent session that opens the connection, carries the resolve's read, the consumer record and the stage, and is then made the rename channel (2 round trips on it: its clock, the rename); on db1: the handshake, the lock, the agent session (the read, the stage, the record writes, the keep; then made the channel: its clock, the provider renames), the receipt watcher, and a second agent session for what follows the renames (the last record, the discard) — src/transport/ssh-serve.ts",
             ],
           }),
           figure({
@@ -288,6 +333,7 @@ export const fleetCase: BenchCase = {
               `ssh processes started (a separate, counted run; each machine's ControlMaster is forked by its first ssh, not counted here): rotation — ${rotationTally}; mesh status — ${statusTally}; the floor: per machine 1 sh, 4 ssh, the master and 1 ssh -O exit`,
               'the whole process tree through a subreaper (test/bench/lib/process-tree-cpu.ts); the loopback sshd the machines share is not in it',
               `per rotation: ${rotations.map((r) => (r.controllerCpuMs / n).toFixed(0)).join(', ')} ms; floor: ${rotationFloors.map((f) => (f.cpuMs / n).toFixed(0)).join(', ')} ms`,
+              `the machines' side (the loopback sshd, its sessions and what they ran) per machine: ${rotations.map((r) => (r.sshdMs / n).toFixed(0)).join(', ')} ms; floor: ${rotationFloors.map((f) => (f.sshdMs / n).toFixed(0)).join(', ')} ms`,
             ],
           }),
           figure({

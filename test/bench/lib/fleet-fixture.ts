@@ -39,7 +39,10 @@ export interface Fleet {
   readonly providesDir: string;
   meshOf(machine: string): string;
   /** The built CLI on this fleet's state dir; never rejects on an exit code (the caller reads it). */
-  baton(args: readonly string[], options?: { readonly onSpawn?: (pid: number) => void }): Promise<BatonRun>;
+  baton(
+    args: readonly string[],
+    options?: { readonly onSpawn?: (pid: number) => void; readonly env?: NodeJS.ProcessEnv },
+  ): Promise<BatonRun>;
   /** The same argv as `baton` would run, for a wrapper (process-tree-cpu.ts) to start. */
   batonArgv(args: readonly string[]): string[];
 }
@@ -110,7 +113,7 @@ export function makeFleet(ctx: BenchContext, sshd: Sshd, n: number, prefix: stri
           argv,
           {
             cwd: root,
-            env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+            env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '', ...options.env },
             maxBuffer: 64 * 1024 * 1024,
           },
           (error, stdout, stderr) => {
