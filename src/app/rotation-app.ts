@@ -13,6 +13,7 @@ import {
   type GateRefusal,
 } from '../mesh/delivery.js';
 import type { SecretDigest } from '../mesh/digest.js';
+import type { ProviderConnect } from '../mesh/inventory.js';
 import { loginThroughPooler, takeBackUnmoved } from '../mesh/pooler-remote.js';
 import { reloadEnv, reloader, type AppHooks, type Reloader } from '../mesh/reload.js';
 import type { PlannedPair, RotationPlan } from '../mesh/rotation-plan.js';
@@ -26,6 +27,7 @@ import {
   type AppResults,
   type PreopenedStream,
   type TestLoginRecord,
+  type TestLoginResult,
 } from '../mesh/test-login.js';
 import type {
   ArmResult,
@@ -139,6 +141,41 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
     void sessions.get(consumer)?.then((s) => s?.close());
     sessions.delete(consumer);
   };
+  /**
+   * The test login of `pair` with the new secret kept for it, its pooler step first (a pooler the
+   * controller keeps gets the login's verifier: pooler-remote.ts); a line given stays on record
+   * for forget() to take back if the consumer does not move.
+   */
+  const loginKept = (
+    appHooks: AppHooks,
+    pair: PlannedPair,
+    connect: ProviderConnect,
+    on: {
+      readonly preopened?: PreopenedStream;
+      readonly arm?: (stream: MachineStream) => void;
+      readonly moved?: () => Promise<boolean>;
+    } = {},
+  ): Promise<TestLoginResult> => {
+    const secret = kept.get(pair.key);
+    if (!secret)
+      return Promise.resolve({ ok: false, ms: 0, reason: 'baton no longer holds the new credential to try' });
+    return loginThroughPooler(
+      appHooks.pooler,
+      { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
+      () =>
+        testLogin(
+          deps.transportFor(pair.consumerMachine),
+          connect,
+          pair.login?.role ?? pair.role,
+          secret.reveal(),
+          TEST_LOGIN_TIMEOUT_MS,
+          on.preopened,
+          on.arm,
+        ),
+      on.moved,
+      (undo) => givenLines.set(pair.key, { pair, digest: secret.digest, undo }),
+    );
+  };
   const gate: ConsumerGate | undefined = hooks
     ? async (batch, channel) => {
         const moved = new Map<string, number>();
@@ -147,7 +184,6 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
             const connect = hooks.connectOf(pair.provider);
             if (!connect) return undefined;
             const login = pair.login?.role ?? pair.role;
-            const secret = kept.get(pair.key);
             const preopened = streams.get(pair.key);
             streams.delete(pair.key);
             // app-rtt: on a relayed socket the rename (and the reload) is armed before the login's
@@ -161,25 +197,11 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
                 reload: reload !== undefined,
               };
             };
-            // A pooler the controller keeps gets the login's verifier first (pooler-remote.ts).
-            const result = secret
-              ? await loginThroughPooler(
-                  hooks.pooler,
-                  { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
-                  () =>
-                    testLogin(
-                      deps.transportFor(pair.consumerMachine),
-                      connect,
-                      login,
-                      secret.reveal(),
-                      TEST_LOGIN_TIMEOUT_MS,
-                      preopened,
-                      arm,
-                    ),
-                  async () => (armed ? (await armed.done)?.moved === true : false),
-                  (undo) => givenLines.set(pair.key, { pair, digest: secret.digest, undo }),
-                )
-              : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
+            const result = await loginKept(hooks, pair, connect, {
+              preopened,
+              arm,
+              moved: async () => (armed ? (await armed.done)?.moved === true : false),
+            });
             preopened?.close();
             // What the machine did is the truth about the file; the login's verdict is the record's.
             const machine = armed ? await armed.done : undefined;
@@ -274,23 +296,7 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
           const connect = hooks.connectOf(pair.provider);
           if (!connect) return;
           const login = pair.login?.role ?? pair.role;
-          const secret = kept.get(pair.key);
-          const result = secret
-            ? await loginThroughPooler(
-                hooks.pooler,
-                { pair, connect, digest: secret.digest, transportFor: deps.transportFor },
-                () =>
-                  testLogin(
-                    deps.transportFor(pair.consumerMachine),
-                    connect,
-                    login,
-                    secret.reveal(),
-                    TEST_LOGIN_TIMEOUT_MS,
-                  ),
-                undefined,
-                (undo) => givenLines.set(pair.key, { pair, digest: secret.digest, undo }),
-              )
-            : { ok: false as const, ms: 0, reason: 'baton no longer holds the new credential to try' };
+          const result = await loginKept(hooks, pair, connect);
           kept.delete(pair.key);
           testLogins.push(testLoginRecord(pair, login, connect, result));
           if (!result.ok) mayNot.add(pair.key);
