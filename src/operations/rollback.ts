@@ -87,7 +87,8 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
           settled,
         });
         // The test login is never skipped: a pair this roll-back finishes moves only after it passed.
-        const machineLogins = loginsFromMachines(appHooks(inventory), digests, transportFor, concurrency);
+        const hooks = appHooks(inventory);
+        const machineLogins = loginsFromMachines(hooks, digests, transportFor, concurrency);
         const flow = rotationFlow(
           start,
           rotationRunner({
@@ -101,6 +102,8 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
             rollbackWaitMs: waitMs,
             mesh: journal.mesh,
             ...(last.revoke_previous ? { revoke: { endSessions: last.revoke_previous.end_sessions } } : {}),
+            // The providers' connect: and the poolers baton keeps (the roll-back gives them back their old lines).
+            app: hooks,
             machineLogins,
           }),
         );

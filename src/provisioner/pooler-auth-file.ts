@@ -25,9 +25,6 @@ import path from 'node:path';
 import pg from 'pg';
 import { withAuthLine } from '../mesh/pooler-auth-line.js';
 
-// The line format is the mesh's too (a pooler on another machine is kept by the controller).
-export { authLineUser, quoteAuthField, withAuthLine } from '../mesh/pooler-auth-line.js';
-
 export interface PoolerAuthFileOptions {
   readonly file: string;
   /** RELOAD on the pooler's admin console: resolves once the pooler has read the file again. */

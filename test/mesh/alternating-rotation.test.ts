@@ -5,7 +5,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationState } from '../../src/app/rotation-flow.js';
 import { notConfirmedText, summaryLines, windowBadge } from '../../src/app/rotation-text.js';
-import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
+import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
+import { rotationFlow } from '../../src/app/rotation-flow.js';
+import { takeBackStart } from '../../src/app/rotation-recovered.js';
+import type { PoolerKeeper } from '../../src/mesh/pooler-remote.js';
 import { conninfoLogin, formatConsumerConninfo, parseConninfo } from '../../src/mesh/alternating.js';
 import { formatReceipt, parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { findMachine, parseInventory, type Inventory } from '../../src/mesh/inventory.js';
@@ -13,7 +16,7 @@ import { journalHistory } from '../../src/mesh/journal-history.js';
 import { appendJournal, JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { inspectPlan, unknownLoginsRefusal } from '../../src/mesh/leftovers.js';
 import { previousInJournal, rollBackPairs } from '../../src/mesh/rollback.js';
-import { resumablePlan, resumeRotation } from '../../src/mesh/resume.js';
+import { appliedInJournal, resumablePlan, resumeRotation } from '../../src/mesh/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { seedPair } from '../../src/mesh/seed.js';
@@ -279,6 +282,65 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     expect(files(m, 'db1').has(`${P}/web1_app+b`)).toBe(false);
+  });
+
+  it('baton killed between the commits of a rotation back onto a, then mesh rollback on the machine: a pooler baton keeps is given back the credential a had before (the line the dead run may have left)', async () => {
+    const { m, dir } = await onA();
+    await rotate(
+      await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir),
+      m.transportFor,
+      dir,
+      'r2',
+    );
+    const a = files(m, 'db1').get(`${P}/web1_app+a`)!;
+    m.machines.db1!.afterCommit = undefined;
+    const plan = await inspect(inventory(), { by: 'consumer', name: 'web1-app' }, m, dir);
+    expect(plan.pairs[0]!.providerPath).toBe(`${P}/web1_app+a`);
+    const dying = dyingAfterProviderCommit(m.transportFor);
+    void rotate(plan, dying.transportFor, dir, 'r3', 1000);
+    await dying.dead;
+    await vi.waitFor(async () =>
+      expect((await readJournal(dir, 'r3')).map((r) => r.phase)).toContain('committed'),
+    );
+    const records = await readJournal(dir, 'r3');
+    const { pairs, holders, digests } = resumablePlan('r3', records, inventory(), dir);
+    expect(previousInJournal(records)['pg-main:web1-app']).toBe(secretDigest(a));
+    const given: { role: string; pooler: string | undefined; digest: string }[] = [];
+    const keeper: PoolerKeeper = {
+      give: (pair, connect, digest) => {
+        given.push({ role: pair.role, pooler: connect.pooler, digest });
+        return Promise.resolve({ ok: true as const, undo: () => Promise.resolve() });
+      },
+    };
+    const flow = rotationFlow(
+      takeBackStart({
+        id: 'r3',
+        pairs,
+        holders,
+        selectorText: records.find((r) => r.phase === 'prepared')!.selector,
+        digests,
+        previous: previousInJournal(records),
+        finished: appliedInJournal(records),
+        settled: new Set(),
+      }),
+      rotationRunner({
+        ...deps(m.transportFor, dir, 0),
+        app: {
+          reloadOf: () => undefined,
+          connectOf: () => ({ host: '127.0.0.1', port: 6432, database: 'app', pooler: 'bouncer1' }),
+          pooler: keeper,
+        },
+        machineLogins: {
+          gate: () => Promise.resolve({ refused: [] }),
+          loginFirst: () => Promise.resolve(new Set()),
+          records: () => [],
+        },
+      }),
+    );
+    const end = await flow.finished();
+    expect(end.step).toBe('rolled-back');
+    expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
+    expect(given).toEqual([{ role: pairs[0]!.role, pooler: 'bouncer1', digest: secretDigest(a) }]);
   });
 
   it('baton killed between the commits, the receipt already new, then mesh rollback: the pair is finished, its .prev removed, and a later rotation of that login is not refused', async () => {

@@ -15,7 +15,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../../src/sandbox/free-port.js';
-import { authLineUser } from '../../src/provisioner/pooler-auth-file.js';
+import { authLineUser } from '../../src/mesh/pooler-auth-line.js';
 import { heartbeatPath, parseHeartbeat } from '../../src/mesh/provisioner-heartbeat.js';
 import { usePostgresMesh, type MeshProvisioner } from '../helpers/postgres-mesh.js';
 import { loginsMore, startPasswordApp } from '../helpers/password-app.js';

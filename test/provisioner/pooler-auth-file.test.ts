@@ -7,12 +7,8 @@
 import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  authLineUser,
-  PoolerAuthFile,
-  quoteAuthField,
-  withAuthLine,
-} from '../../src/provisioner/pooler-auth-file.js';
+import { authLineUser, quoteAuthField, withAuthLine } from '../../src/mesh/pooler-auth-line.js';
+import { PoolerAuthFile } from '../../src/provisioner/pooler-auth-file.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 const V1 = 'SCRAM-SHA-256$4096:c2FsdDE=$c3RvcmVk:c2VydmVy';
