@@ -17,6 +17,7 @@ import {
   renameSync,
   statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
   openSync,
   closeSync,
@@ -489,6 +490,23 @@ export function agentContract(machine: () => AgentMachine): void {
       });
       expect(await failure(t.swapText!(`${dir}/absent`, now!.sha256, 'x\n', within()))).toContain('no file');
       expect(ls(m.real(dir))).toEqual(['userlist.txt']);
+    });
+
+    it("swapText removes a temp a cut-short swap left a minute ago, never a younger one (another writer's, mid-write: no lock of baton's guards a pooler's auth_file)", async () => {
+      const m = machine();
+      const t = m.transport();
+      const dir = m.freshDir();
+      const file = `${dir}/userlist.txt`;
+      mkdirSync(m.real(dir), { recursive: true });
+      writeFileSync(m.real(file), '"web1_app" "old"\n', { mode: 0o640 });
+      writeFileSync(m.real(`${file}.tmp.4242`), 'mid-write', { mode: 0o600 });
+      writeFileSync(m.real(`${file}.tmp.4343`), 'left by a kill', { mode: 0o600 });
+      const twoMinutesAgo = new Date(Date.now() - 120_000);
+      utimesSync(m.real(`${file}.tmp.4343`), twoMinutesAgo, twoMinutesAgo);
+      const read = await t.readWholeText!(file, within());
+      expect(await t.swapText!(file, read!.sha256, '"web1_app" "new"\n', within())).toBe(true);
+      expect(ls(m.real(dir))).toEqual(['userlist.txt', 'userlist.txt.tmp.4242']);
+      expect(readFileSync(m.real(`${file}.tmp.4242`), 'utf8')).toBe('mid-write');
     });
 
     it('watchTexts reports every path first, then each change written by rename, only what changed', async () => {

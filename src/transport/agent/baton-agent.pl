@@ -212,12 +212,16 @@ our $PROTOCOL = 2;
   }
   # The temp files a write to $f cut short by a kill left (`<name>.tmp.<pid>`): removed, so no
   # copy of a secret outlives the step that owned it (test/transport/agent-contract-crash.test.ts).
+  # With $older, only temps at least that many seconds old: in a directory no lock of baton's
+  # guards (a pooler's auth_file), a younger one may be another writer's, mid-write.
   sub sweep {
-    my ($f) = @_;
+    my ($f, $older) = @_;
     my $base = Baton::baseof($f) . '.tmp.';
     opendir(my $dh, dirof($f)) or return;
-    remove(map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh);
+    my @temps = map { dirof($f) . "/$_" } grep { index($_, $base) == 0 } readdir $dh;
     closedir $dh;
+    @temps = grep { my @l = lstat $_; @l && $l[9] <= time - $older } @temps if defined $older;
+    remove(@temps);
   }
   # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
   sub unstage { for my $f (@_) { remove("$f.next"); sweep("$f.next"); } return ''; }
@@ -340,7 +344,7 @@ our $PROTOCOL = 2;
     my @s = stat($f); fail("no file $f") unless @s && -f _;
     my ($have) = hashes($f);
     return "\@baton changed $have\n" unless $have eq $want;
-    sweep($f);
+    sweep($f, 60);
     my $t = "$f.tmp.$$";
     put($t, pack('H*', $hex), "$t.w");
     unless (chown($s[4], $s[5], $t) && chmod($s[2] & 07777, $t)) { my $why = $!; unlink $t; fail("could not give $t the mode and owner of $f: $why"); }
