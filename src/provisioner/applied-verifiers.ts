@@ -6,7 +6,7 @@
  * the line a pooler kept for it (or had put back) then matches the database again.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { renameDurably, writeExclusive } from '../fs/durable-write.js';
 import {
@@ -16,6 +16,7 @@ import {
   type AppliedVerifier,
 } from '../mesh/applied-verifier.js';
 import type { SecretDigest } from '../mesh/digest.js';
+import { isTempReceipt, STALE_TEMP_MS } from './receipts.js';
 
 async function kept(file: string): Promise<AppliedVerifier[]> {
   try {
@@ -57,5 +58,17 @@ export async function recordAppliedVerifier(
   } catch (error) {
     await rm(temp, { force: true }).catch(() => undefined);
     throw error;
+  }
+  await removeStaleTemps(dir, login);
+}
+
+/** `login`'s temps a provisioner killed mid-write left (a verifier each): nothing else removes them. */
+async function removeStaleTemps(dir: string, login: string): Promise<void> {
+  const now = Date.now();
+  for (const name of await readdir(dir).catch(() => [])) {
+    if (!name.startsWith(`.${login}.tmp-`) || !isTempReceipt(name)) continue;
+    const file = path.join(dir, name);
+    const st = await lstat(file).catch(() => undefined);
+    if (st && now - st.mtimeMs >= STALE_TEMP_MS) await rm(file, { force: true }).catch(() => undefined);
   }
 }

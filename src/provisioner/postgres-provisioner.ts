@@ -47,7 +47,7 @@ import {
 } from './postgres-roles.js';
 import { mapBounded } from '../mesh/map-bounded.js';
 import { ReceiptIndex } from './receipt-index.js';
-import { isTempReceipt, receiptsDir, writeReceipt } from './receipts.js';
+import { isTempReceipt, receiptsDir, STALE_TEMP_MS, writeReceipt } from './receipts.js';
 import { closeSwitchedBackLogins, singleGroups } from './switched-back-logins.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
 import { keptVerifier, recordAppliedVerifier } from './applied-verifiers.js';
@@ -132,12 +132,6 @@ export interface CycleReport {
 /** A refused role is retried after this, doubling up to the ceiling, or at once when its file changes. */
 const ROLE_BACKOFF_FIRST_MS = 5_000;
 const ROLE_BACKOFF_MAX_MS = 300_000;
-
-/**
- * A temp receipt older than this was left by a provisioner killed mid-write (a write takes
- * milliseconds, and one provisioner per provider runs): it is removed.
- */
-const STALE_TEMP_MS = 30_000;
 
 /**
  * Every applied role is checked in the database at least this often, even when the roles'

@@ -26,6 +26,12 @@ export function readReceipt(deliveredDir: string, role: string): Receipt | undef
   }
 }
 
+/**
+ * A temp (a receipt's, an applied verifier's) older than this was left by a provisioner killed
+ * mid-write (a write takes milliseconds, and one provisioner per provider runs): it is removed.
+ */
+export const STALE_TEMP_MS = 30_000;
+
 /** The name `writeReceipt` gives its temp file: `.<role>.tmp-<12 hex>`. */
 export function isTempReceipt(name: string): boolean {
   return /^\..+\.tmp-[0-9a-f]{12}$/.test(name);
