@@ -7,7 +7,9 @@
  * The test-side client reads, plants and counts object versions behind baton's back.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
+import { fileURLToPath } from 'node:url';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -66,6 +68,39 @@ export function requireMoto(): void {
   }
 }
 
+const ONE_WRITE_AT_A_TIME = fileURLToPath(new URL('./moto-one-write-at-a-time.py', import.meta.url));
+let motoPython: string | undefined;
+
+/**
+ * The Python that moto_server runs on: the interpreter its console script names (pip writes a
+ * `#!…/python` line), else the one a pyenv shim resolves to, else `python3` — the first that
+ * imports moto's server. moto runs under the launcher beside this file, which applies its
+ * state-changing requests one at a time (why: that file's doc comment).
+ */
+function pythonWithMoto(): string {
+  if (motoPython) return motoPython;
+  const candidates: string[] = [];
+  const script = spawnSync('sh', ['-c', 'command -v moto_server; pyenv which moto_server 2>/dev/null'], {
+    encoding: 'utf8',
+  }).stdout;
+  for (const path of script.split('\n').filter(Boolean)) {
+    const first = readFileSync(path, 'utf8').split('\n', 1)[0] ?? '';
+    const shebang = /^#!\s*(\S*python\S*)\s*$/.exec(first);
+    if (shebang?.[1]) candidates.push(shebang[1]);
+  }
+  candidates.push('python3');
+  for (const python of candidates) {
+    const probe = spawnSync(python, ['-c', 'import moto.moto_server.werkzeug_app, werkzeug.serving'], {
+      stdio: 'ignore',
+    });
+    if (probe.status === 0) return (motoPython = python);
+  }
+  throw new Error(
+    `moto_server is on PATH but no Python that imports moto's server was found (tried ${candidates.join(', ')}). ` +
+      "Install it with `pip install 'moto[server]'` into the Python that runs moto_server.",
+  );
+}
+
 async function waitForPort(port: number, child: ChildProcess, deadline: number): Promise<void> {
   for (;;) {
     if (child.exitCode !== null)
@@ -87,7 +122,7 @@ export async function startMoto(): Promise<MotoS3> {
   requireMoto();
   Object.assign(process.env, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
   const port = await freePort();
-  const child = spawn('moto_server', ['-H', '127.0.0.1', '-p', String(port)], {
+  const child = spawn(pythonWithMoto(), [ONE_WRITE_AT_A_TIME, '127.0.0.1', String(port)], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   registerChild(child, 'moto_server');

@@ -7,8 +7,10 @@
  */
 import { cpSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readLocalAuthority, rotateAuthority, systemClock } from '../../src/authority/index.js';
 import type { BatonError } from '../../src/errors.js';
@@ -397,5 +399,48 @@ describe('sync --replace-unreadable on moto', () => {
     const { ['ca.lock']: _lock, ...rest } = snapshotDir(ctx.stateDir);
     const { ['ca.lock']: _lockBefore, ...restBefore } = disk;
     expect(rest).toEqual(restBefore);
+  });
+});
+
+describe('the moto these suites run on (test/helpers/moto-one-write-at-a-time.py)', () => {
+  it('16 concurrent create-only PUTs of one key, 20 trials: exactly one succeeds each time, the rest are 412', async () => {
+    const bucket = await moto.bucket();
+    const winners: number[] = [];
+    for (let trial = 0; trial < 20; trial++) {
+      const settled = await Promise.allSettled(
+        Array.from({ length: 16 }, (_, i) =>
+          moto.client.send(
+            new PutObjectCommand({
+              Bucket: bucket,
+              Key: `k${trial}`,
+              Body: bytes(`v${i}`),
+              IfNoneMatch: '*',
+            }),
+          ),
+        ),
+      );
+      for (const r of settled)
+        if (r.status === 'rejected') expect((r.reason as { name?: string }).name).toBe('PreconditionFailed');
+      winners.push(settled.filter((r) => r.status === 'fulfilled').length);
+    }
+    expect(winners).toEqual(Array.from({ length: 20 }, () => 1));
+  });
+
+  it('a PUT whose body stalls holds up no other write: the body is read before the one-at-a-time turn', async () => {
+    const bucket = await moto.bucket();
+    const { port, hostname } = new URL(moto.endpoint);
+    const stalled = net.connect(Number(port), hostname);
+    await new Promise<void>((resolve) => stalled.once('connect', resolve));
+    stalled.write(
+      `PUT /${bucket}/stalled HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Length: 100\r\n\r\n0123456789`,
+    );
+    try {
+      // With the turn taken before the body is read, this write waits on the stalled one for ever.
+      const etag = await moto.putObject(bucket, 'other', bytes('other'));
+      expect(etag).not.toBe('');
+      expect(new TextDecoder().decode((await moto.getObject(bucket, 'other'))!.body)).toBe('other');
+    } finally {
+      stalled.destroy();
+    }
   });
 });
