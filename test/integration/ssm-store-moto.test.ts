@@ -392,7 +392,7 @@ describe('SSM errors, each with what to do (a fault proxy answers as Parameter S
       expect(error).toMatchObject({ code: 'failed', reason: 'timed-out' });
       expect(error.what).toContain('did not finish GetParameter within 4 s');
       expect(took).toBeGreaterThanOrEqual(3_900);
-      expect(took).toBeLessThan(8_000);
+      expect(took).toBeLessThan(20_000);
     } finally {
       for (const s of sockets) s.destroy();
       await new Promise((r) => server.close(r));

@@ -432,8 +432,8 @@ describe('leaving an interactive rotation', () => {
     const lines: string[] = [];
     const started = Date.now();
     const code = await finishAfterLeaving(flow, rotationDeps, undefined, (line) => lines.push(line));
-    // The 60 s wait ended at once.
-    expect(Date.now() - started).toBeLessThan(3_000);
+    // The 60 s wait ended at once (half of it is the bound, so a loaded machine cannot fail this).
+    expect(Date.now() - started).toBeLessThan(30_000);
     expect(code).toBe(3);
     expect(lines.join('\n')).toContain('rolled back (cancelled by the operator)');
     expect(lines.at(-1)).toContain(

@@ -258,7 +258,7 @@ describe("the database's own truth (embedded PostgreSQL, mesh status of the buil
     const reason = `skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms)`;
     expect(held.failed).toEqual([expect.objectContaining({ role: 'web1_app', scope: 'role', reason })]);
     expect(held.databaseDown).toBe(false);
-    expect(cycleMs).toBeLessThan(5_000);
+    expect(cycleMs).toBeLessThan(20_000);
     const during = meshStatus();
     expect(during.code).toBe(3);
     expect(during.pairs['web1-app']).toMatchObject({
@@ -338,7 +338,7 @@ describe('a provisioner that keeps going (real PostgreSQL)', () => {
       }),
     ]);
     expect(report.databaseDown).toBe(false);
-    expect(cycleMs).toBeLessThan(5_000);
+    expect(cycleMs).toBeLessThan(20_000);
     expect(await canLogin(sandbox, 'web1_app', web1)).toBe(true);
     const during = meshStatus();
     expect([during.code, during.pairs['web1-app']?.state, during.pairs['web2-app']?.state]).toEqual([
