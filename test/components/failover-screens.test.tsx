@@ -103,7 +103,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     expect(await fingerprintOf(b)).toBe(await fingerprintOf(hosts.ctx('a').stateDir));
 
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(0));
+    await vi.waitFor(() => expect(exitCode).toBe(0), { timeout: 10_000 });
   });
 
   it('makes a fresh host the first controller when nothing is published, then publishes from a whole one', async () => {
@@ -266,7 +266,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     // Only the lock file the operation took exists: no ca/, no marker.
     expect(Object.keys(snapshotDir(hosts.ctx('b').stateDir)).sort()).toEqual(['.', 'ca.lock']);
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(6));
+    await vi.waitFor(() => expect(exitCode).toBe(6), { timeout: 10_000 });
   });
 
   it('offers only "leave" while another process holds the lock, and says so', async () => {
@@ -276,7 +276,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const holding = withAuthorityLock(b, () => held);
-    await vi.waitFor(() => expect(existsSync(path.join(b, 'ca.lock'))).toBe(true));
+    await vi.waitFor(() => expect(existsSync(path.join(b, 'ca.lock'))).toBe(true), { timeout: 10_000 });
     try {
       const v = mount(hosts.ports('b'));
       const frame = await v.waitFor((f) => f.includes('BUSY'), 'the lock shown busy');
@@ -314,7 +314,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.waitFor((f) => f.includes('Choose:'), 'Esc at the top does not quit');
     expect(exitCode).toBeUndefined();
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(3));
+    await vi.waitFor(() => expect(exitCode).toBe(3), { timeout: 10_000 });
   });
 
   it('says what is under way while acting, and q does not walk away from a write in progress', async () => {
@@ -343,7 +343,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     finish();
     await v.waitFor((f) => f.includes('Published'), 'the result');
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(0));
+    await vi.waitFor(() => expect(exitCode).toBe(0), { timeout: 10_000 });
   });
 
   it('q on the help overlay does not walk away from a write in progress either', async () => {
@@ -369,7 +369,7 @@ describe.each([80, 120])('the failover walk at %i columns', (columns) => {
     await v.press('?');
     await v.waitFor((f) => f.includes('Published'), 'the result');
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(0));
+    await vi.waitFor(() => expect(exitCode).toBe(0), { timeout: 10_000 });
   });
 
   it('never shows a stack trace when an operation throws something that is not a BatonError', async () => {
@@ -422,7 +422,7 @@ it('a refusal from the operation keeps its own words and exit code', async () =>
     expect(frame).toContain('Where: /x/ca.lock');
     expect(frame).toContain('Next: Wait and try again.');
     await v.press('q');
-    await vi.waitFor(() => expect(code).toBe(5));
+    await vi.waitFor(() => expect(code).toBe(5), { timeout: 10_000 });
   } finally {
     v.unmount();
   }

@@ -166,7 +166,7 @@ describe.each([60, 80])("keeping this host's authority at %i columns", (columns)
     await v.press(KEY.enter);
     await v.waitFor((f) => f.includes('left as it is'), 'left');
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(3));
+    await vi.waitFor(() => expect(exitCode).toBe(3), { timeout: 10_000 });
     expect(snapshotDir(hosts.root)).toEqual(before);
   });
 
@@ -192,6 +192,6 @@ describe.each([60, 80])("keeping this host's authority at %i columns", (columns)
     expect(readFileSync(storeFile(), 'utf8')).toContain(localFp);
     expect(snapshotDir(path.join(b, 'ca'))).toEqual(caBefore);
     await v.press('q');
-    await vi.waitFor(() => expect(exitCode).toBe(0));
+    await vi.waitFor(() => expect(exitCode).toBe(0), { timeout: 10_000 });
   });
 });

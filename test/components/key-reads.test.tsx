@@ -116,7 +116,7 @@ describe('the failover walk, keys in one read', () => {
     await view.waitFor((f) => f.includes('Left as it is'), 'Enter leaves; the gate stays shut');
     expect(snapshotDir(hosts.root)).toEqual(before);
     await view.press('q');
-    await vi.waitFor(() => expect(exits[0]).toBe(3));
+    await vi.waitFor(() => expect(exits[0]).toBe(3), { timeout: 10_000 });
   });
 });
 

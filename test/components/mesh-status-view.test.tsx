@@ -194,7 +194,7 @@ describe('the mesh status table', () => {
     await view.waitFor((f) => strip(f).includes('31 pairs:'), 'the second reading');
     expect(calls).toBe(2);
     await view.press('q');
-    await vi.waitFor(() => expect(code).toBe(meshStatusExitCode(all)));
+    await vi.waitFor(() => expect(code).toBe(meshStatusExitCode(all)), { timeout: 10_000 });
   });
 
   it('suggests next commands with the flags the operator gave', async () => {

@@ -253,9 +253,12 @@ describe('the rotation view', () => {
   it('batches hundreds of resolution updates into a few frames', async () => {
     // ink-testing-library keeps every frame written (its stdout is 100 columns).
     const { stdout, lastFrame, unmount } = renderLib(appFor(100, 300).element);
-    await vi.waitFor(() => {
-      if (!lastFrame()?.includes('Gate open')) throw new Error('waiting for the gate');
-    });
+    await vi.waitFor(
+      () => {
+        if (!lastFrame()?.includes('Gate open')) throw new Error('waiting for the gate');
+      },
+      { timeout: 10_000 },
+    );
     unmount();
     expect(stdout.frames.length).toBeLessThan(40);
   });

@@ -130,7 +130,7 @@ describe('the status app', () => {
       />,
       80,
     );
-    await vi.waitFor(() => expect(code).toBe(3));
+    await vi.waitFor(() => expect(code).toBe(3), { timeout: 10_000 });
     expect(view.lastFrame()).toContain('action needed');
   });
 
@@ -165,7 +165,7 @@ describe('the status app', () => {
     expect(read).toHaveBeenCalledTimes(3);
     expect(code).toBeUndefined();
     await view.press('q');
-    await vi.waitFor(() => expect(code).toBe(statusExitCode(READS.adopt())));
+    await vi.waitFor(() => expect(code).toBe(statusExitCode(READS.adopt())), { timeout: 10_000 });
     expect(code).not.toBe(statusExitCode(READS.inSync()));
   });
 

@@ -72,7 +72,7 @@ describe('useFlow', () => {
     // The frame (60 s away) has not been drawn: the redraw for another reason still shows none of the burst.
     expect(view.lastFrame()).toBe('ticks 0 busy');
     flow.dispatch({ type: 'done' });
-    await vi.waitFor(() => expect(view.lastFrame()).toBe('ticks 100 done'));
+    await vi.waitFor(() => expect(view.lastFrame()).toBe('ticks 100 done'), { timeout: 10_000 });
     view.unmount();
   });
 });

@@ -239,12 +239,12 @@ describe("the drill's keys", () => {
     const { stdin, lastFrame, unmount } = render(
       <DrillRoot state={ready()} columns={80} onIntent={(intent) => seen.push(intent)} />,
     );
-    await vi.waitFor(() => expect(lastFrame()).toContain('Enter begins the step'));
+    await vi.waitFor(() => expect(lastFrame()).toContain('Enter begins the step'), { timeout: 10_000 });
     for (let i = 0; i < 3; i += 1) await new Promise((resolve) => setImmediate(resolve));
     for (const key of keys) {
       const before = seen.length;
       stdin.write(key);
-      await vi.waitFor(() => expect(seen.length).toBe(before + 1));
+      await vi.waitFor(() => expect(seen.length).toBe(before + 1), { timeout: 10_000 });
     }
     unmount();
     return seen;
@@ -308,7 +308,7 @@ describe('the frame around a real view', () => {
         <ReportingView />
       </DrillTaskFrame>,
     );
-    await vi.waitFor(() => expect(lastFrame()).toContain('the real view'));
+    await vi.waitFor(() => expect(lastFrame()).toContain('the real view'), { timeout: 10_000 });
     // The frame is drawn; a few turns more and the input hook's effect is committed too.
     for (let i = 0; i < 3; i += 1) await new Promise((resolve) => setImmediate(resolve));
     for (const key of keys) {

@@ -239,8 +239,9 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     const dying = dyingAfterProviderCommit(m.transportFor);
     void rotate(plan, dying.transportFor, dir, 'r2', 1000);
     await dying.dead;
-    await vi.waitFor(async () =>
-      expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'),
+    await vi.waitFor(
+      async () => expect((await readJournal(dir, 'r2')).map((r) => r.phase)).toContain('committed'),
+      { timeout: 10_000 },
     );
   };
 
@@ -299,8 +300,9 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     const dying = dyingAfterProviderCommit(m.transportFor);
     void rotate(plan, dying.transportFor, dir, 'r3', 1000);
     await dying.dead;
-    await vi.waitFor(async () =>
-      expect((await readJournal(dir, 'r3')).map((r) => r.phase)).toContain('committed'),
+    await vi.waitFor(
+      async () => expect((await readJournal(dir, 'r3')).map((r) => r.phase)).toContain('committed'),
+      { timeout: 10_000 },
     );
     const records = await readJournal(dir, 'r3');
     const { pairs, holders, digests } = resumablePlan('r3', records, inventory(), dir);
@@ -349,8 +351,9 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     const records = await readJournal(dir, 'r2');
     const { pairs, digests } = resumablePlan('r2', records, inventory(), dir);
     // The provisioner applied b's new secret: taking it back would be pointless, so the pair finishes.
-    await vi.waitFor(() =>
-      expect(files(m, 'db1').get(`${P}/.applied/web1_app+b`)).toContain(digests['pg-main:web1-app']!),
+    await vi.waitFor(
+      () => expect(files(m, 'db1').get(`${P}/.applied/web1_app+b`)).toContain(digests['pg-main:web1-app']!),
+      { timeout: 10_000 },
     );
     const results = await rollBackPairs(pairs, digests, previousInJournal(records), m.transportFor, {
       concurrency: 2,

@@ -345,10 +345,10 @@ describe('the rotation on the flow runtime', () => {
         throw error;
       },
     });
-    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'));
+    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'), { timeout: 10_000 });
     store.dispatch({ type: 'typed', text: '2' });
     store.dispatch({ type: 'confirmed' });
-    await vi.waitFor(() => expect(ran).toContain('prepare'));
+    await vi.waitFor(() => expect(ran).toContain('prepare'), { timeout: 10_000 });
     store.stop();
     finishPrepare();
     await store.idle();

@@ -354,8 +354,9 @@ describe('commit and resume', () => {
     const dying = dyingAfterProviderCommit(mesh.transportFor);
     void rotate(plan, dying.transportFor, dir, 1000);
     await dying.dead;
-    await vi.waitFor(async () =>
-      expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toContain('committed'),
+    await vi.waitFor(
+      async () => expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toContain('committed'),
+      { timeout: 10_000 },
     );
     const staged = [...mesh.machines.web1!.files.keys()].find((k) => k.endsWith('.next'))!;
     mesh.machines.web1!.files.delete(staged);
@@ -425,10 +426,10 @@ describe('leaving an interactive rotation', () => {
       suggester: suggester({ stateDir: '/srv/ctl a', inventory: '/etc/baton/mesh.yaml' }, true),
     };
     const flow = rotationFlow(startRotation('rot-1', plan), rotationRunner(rotationDeps));
-    await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'));
+    await vi.waitFor(() => expect(flow.getState().step).toBe('confirming'), { timeout: 10_000 });
     flow.dispatch({ type: 'typed', text: confirmationText(plan) });
     flow.dispatch({ type: 'confirmed' });
-    await vi.waitFor(() => expect(flow.getState().step).toBe('applying'));
+    await vi.waitFor(() => expect(flow.getState().step).toBe('applying'), { timeout: 10_000 });
     const lines: string[] = [];
     const started = Date.now();
     const code = await finishAfterLeaving(flow, rotationDeps, undefined, (line) => lines.push(line));
@@ -464,10 +465,10 @@ describe('leaving an interactive rotation', () => {
       },
       failed: run.failed,
     });
-    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'));
+    await vi.waitFor(() => expect(store.getState().step).toBe('confirming'), { timeout: 10_000 });
     store.dispatch({ type: 'typed', text: confirmationText(plan) });
     store.dispatch({ type: 'confirmed' });
-    await vi.waitFor(() => expect(store.getState().step).toBe('committing'));
+    await vi.waitFor(() => expect(store.getState().step).toBe('committing'), { timeout: 10_000 });
     const lines: string[] = [];
     const code = finishAfterLeaving(store, rotationDeps, undefined, (line) => lines.push(line));
     release();

@@ -201,12 +201,15 @@ describe('alternating logins in a real PostgreSQL', () => {
     await service.runCycle();
 
     expect(receiptOf(name)).toMatchObject({ digest: secretDigest(second), ended_sessions: 1, sessions: [] });
-    await vi.waitFor(async () => {
-      const left = await asSuperuser(pg_, (c) =>
-        c.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]),
-      );
-      expect(left.rowCount).toBe(0);
-    });
+    await vi.waitFor(
+      async () => {
+        const left = await asSuperuser(pg_, (c) =>
+          c.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [pid]),
+        );
+        expect(left.rowCount).toBe(0);
+      },
+      { timeout: 10_000 },
+    );
     await expect(held.query('SELECT 1')).rejects.toThrow();
     expect(() => readFileSync(request)).toThrow();
     expect(await canLogin(pg_, a, second)).toBe(true);

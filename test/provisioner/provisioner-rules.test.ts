@@ -588,13 +588,15 @@ describe('watchProvisioner', () => {
       signal: controller.signal,
       log: (line) => lines.push(line),
     });
-    await vi.waitFor(() =>
-      expect(lines.some((l) => l.startsWith('nothing to apply yet:') && l.includes(provides))).toBe(true),
+    await vi.waitFor(
+      () =>
+        expect(lines.some((l) => l.startsWith('nothing to apply yet:') && l.includes(provides))).toBe(true),
+      { timeout: 10_000 },
     );
 
     mkdirSync(provides, { recursive: true });
     deliver('late', secret());
-    await vi.waitFor(() => expect(db.calls).toEqual(['late']));
+    await vi.waitFor(() => expect(db.calls).toEqual(['late']), { timeout: 10_000 });
     controller.abort();
     await watching;
     expect(lines.filter((l) => l.startsWith('nothing to apply yet:'))).toHaveLength(1);
@@ -616,7 +618,7 @@ describe('watchProvisioner', () => {
       signal: controller.signal,
       log: (line) => lines.push(line),
     });
-    await vi.waitFor(() => expect(cycles).toBeGreaterThanOrEqual(3));
+    await vi.waitFor(() => expect(cycles).toBeGreaterThanOrEqual(3), { timeout: 10_000 });
     controller.abort();
 
     await expect(watching).resolves.toBeUndefined();
