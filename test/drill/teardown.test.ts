@@ -61,7 +61,7 @@ describe("the sandbox's undo list", () => {
       mkdirSync(late);
       writeFileSync(path.join(late, 'file'), 'x');
       teardown.removeDir(late);
-      await expect.poll(() => existsSync(late)).toBe(false);
+      await expect.poll(() => existsSync(late), { timeout: 10_000 }).toBe(false);
     } finally {
       cleanup();
     }
