@@ -388,6 +388,15 @@ describe('commit and resume', () => {
     expect(error?.changed).toBe('Nothing was renamed.');
     expect(JSON.stringify([...mesh.machines.web1!.files])).toBe(snapshot);
     expect(mesh.machines.web1!.calls.slice(callsBefore)).toEqual(['digests']);
+    // One record says so, naming the machine and why; nothing is applied.
+    const after = await readJournal(dir, 'rot-1');
+    expect(after.map((r) => r.phase)).toEqual([...records.map((r) => r.phase), 'resume-failed']);
+    expect(after.at(-1)!.results.find((r) => r.machine === 'web1')).toEqual({
+      machine: 'web1',
+      ok: false,
+      reason: `web1: ${staged} is missing`,
+    });
+    expect(after.at(-1)!.applied).toBeUndefined();
   });
   it('resume whose intent cannot be recorded renames nothing and writes no record: gate-closed (exit 4), resume again once reachable', async () => {
     const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' });
