@@ -9,7 +9,8 @@
 import type { TestLoginRecord } from '../mesh/test-login.js';
 import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import type { SecretDigest } from '../mesh/digest.js';
-import type { MachineFailure } from '../mesh/delivery.js';
+import type { GateRefusal, MachineFailure } from '../mesh/delivery.js';
+import type { JournalRecord } from '../mesh/journal.js';
 import {
   receiptWait,
   waitBegun,
@@ -45,7 +46,11 @@ interface Resolved extends Base {
  */
 export type RotationState =
   | (Base & { readonly step: 'resolving'; readonly answers: KeyedLog<Resolution> })
-  | (Resolved & { readonly step: 'gate-closed' })
+  /**
+   * `unrecorded`: a resume whose providers' `committing` intents could not all be written, so
+   * nothing was renamed (intent before action); a rotation's gate closes at its resolve.
+   */
+  | (Resolved & { readonly step: 'gate-closed'; readonly unrecorded?: readonly MachineFailure[] })
   | (Resolved & { readonly step: 'confirming'; readonly typed: string })
   | (Resolved & { readonly step: 'cancelled' })
   /** `staged`: machines with all their files staged; `stagedFiles`: how many files that is. */
@@ -64,6 +69,8 @@ export type RotationState =
       readonly digests: Digests;
       readonly committed: KeyedLog<true>;
       readonly wait: WaitState;
+      /** Started by `mesh resume` (resumeStart): `committed` begins with the provider ends already live. */
+      readonly resume?: Resuming;
     })
   /**
    * Provider ends are live (those in `committed`; `failures` names machines where the rename
@@ -83,6 +90,7 @@ export type RotationState =
       readonly recorded: boolean;
       /** The receipt wait is over: the consumer machines whose last rename failed. */
       readonly renamed?: readonly MachineFailure[];
+      readonly resume?: Resuming;
     })
   /**
    * The wait ended with pairs unfinished (no receipt in time, a failed rename, the operator or
@@ -136,6 +144,8 @@ export type RotationState =
       readonly windows: Windows;
       readonly revoked?: readonly PairRevoke[];
       readonly app?: AppResults;
+      /** Ended a `mesh resume`: pairs not in `applied` are still staged, never rolled back. */
+      readonly resume?: Resumed;
     })
   /** A journal record failed while ends were staged and none live: every staged file is being removed. */
   | (Resolved & {
@@ -158,6 +168,35 @@ export type RotationState =
       readonly files: 'nothing-staged' | 'unstaged' | 'live';
       readonly unstageFailures: readonly MachineFailure[];
     });
+
+/**
+ * A `mesh resume` entered at `committing` (rotation-recovered.ts resumeStart), carried through
+ * its steps: the rules where a resume is not a rotation read it — its records are `resumed` /
+ * `resume-failed` written from the rotation's `prepared` record, its intents leave alone the
+ * pairs an earlier step finished, and a pair it could not finish stays staged, never rolled back.
+ */
+export interface Resuming {
+  /** The rotation's `prepared` record (its pairs still the rotation's): every record of the resume is written from it. */
+  readonly record: JournalRecord;
+  /** Pairs an earlier step finished (the records' `applied`): their intents are not written again. */
+  readonly finishedBefore: readonly string[];
+  /** Pairs whose consumer end was live with the prepared secret when read: applied, never renamed again. */
+  readonly consumersLive: readonly string[];
+  /** Ends live with the prepared secret when read (the report's "already live"). */
+  readonly alreadyLive: number;
+  /** How many provider ends `committed` began with (live when read, not renamed now). */
+  readonly providersLive: number;
+}
+
+/** How a resume ended, beside its `done` step: what its report and its outcome read. */
+export interface Resumed extends Resuming {
+  /** Machines where a rename failed, provider ends first: their files are still staged. */
+  readonly failures: readonly MachineFailure[];
+  /** Pairs whose test login was refused: their consumer ends are still staged. */
+  readonly refused: readonly GateRefusal[];
+  /** Files this resume renamed: provider ends, then consumer ends after their receipt. */
+  readonly renamedNow: number;
+}
 
 /** Why a journal record could not be written, and where (the journal file's path). */
 export interface JournalFailure {
@@ -201,6 +240,8 @@ export type RotationEvent =
       readonly failures: readonly MachineFailure[];
       readonly previous?: Previous;
       readonly tested?: readonly string[];
+      /** The providers' `committing` intents could not all be written: nothing was renamed. */
+      readonly unrecorded?: true;
     }
   /** The receipt wait's observations and results (receipt-wait-machine.ts: who emits which). */
   | WaitEvent
@@ -284,6 +325,9 @@ function recordedPhase(state: Extract<RotationState, { readonly step: RecordedSt
     state.results.every((r) => r.result === 'finished')
   )
     return 'finished';
+  // A resume's own words: it finished what was staged, or left some of it staged (a failed rename).
+  if (state.step === 'done' && state.resume)
+    return state.resume.failures.length === 0 ? 'resumed' : 'resume-failed';
   return RECORD_OF_STEP[state.step];
 }
 
@@ -340,10 +384,82 @@ function waited(
 /** The apply phase, once its wait is over and its record is on disk: what was applied is recorded, the rest rolled back. */
 function closeApply(state: Applying): Step {
   if (!state.recorded || state.renamed === undefined) return to(state);
-  const live = state.plan.pairs.filter((p) =>
-    setOf(state.committed).has(`${p.providerMachine}\0${p.providerPath}`),
+  // A resume's pairs whose consumer end was live when read are finished too (their intents say so now).
+  const before = setOf(state.resume?.consumersLive ?? []);
+  const live = state.plan.pairs.filter(
+    (p) => setOf(state.committed).has(`${p.providerMachine}\0${p.providerPath}`) || before.has(p.key),
   );
   return to(state, [{ type: 'finish-apply', pairs: live.map((p) => p.key), failures: state.renamed }]);
+}
+
+type Committing = Extract<RotationState, { readonly step: 'committing' }>;
+
+/**
+ * A resume's provider ends answered: its wait starts for the pairs whose provider end is live
+ * and consumer end is not. No record is written between (a resume writes one when it ends;
+ * the providers' `committing` intents already say what may be live), so the phase may close
+ * as soon as the wait is over.
+ */
+function resumeApplying(
+  state: Committing,
+  resume: Resuming,
+  event: Extract<RotationEvent, { type: 'committed' | 'commit-failed' }>,
+  live: readonly string[],
+): Step {
+  const applying: Applying = {
+    ...base(state),
+    step: 'applying',
+    digests: state.digests,
+    committed: logKeys(state.committed),
+    failures: event.type === 'commit-failed' ? event.failures : [],
+    previous: event.previous ?? {},
+    applied: emptyLog(),
+    wait: state.wait,
+    recorded: true,
+    resume,
+  };
+  // With no pair to wait for, the wait is over as it starts: no reader is opened.
+  const awaits: RotationEffect[] = live.length > 0 ? [{ type: 'await-receipts', pairs: live }] : [];
+  return waited(applying, waitStarted(state.wait, live, event.tested ?? []), awaits);
+}
+
+/**
+ * A RESUME NEVER ROLLS BACK: what it could not finish (no receipt in time, a refused test
+ * login, a failed rename) stays staged for the next `mesh resume` or a `mesh rollback`, where
+ * a rotation's wait sends every unfinished pair to `rolling-back`. Its record says `resumed`,
+ * or `resume-failed` after a failed rename; once `--revoke-previous` revoked, a second
+ * `resumed` record marks the revoked logins. Its `applied` are the pairs whose consumer end is
+ * live: those it was read live, then those renamed now.
+ */
+function resumeDone(
+  state: Applying,
+  resume: Resuming,
+  event: Extract<RotationEvent, { type: 'apply-finished' }>,
+  failures: readonly MachineFailure[],
+  windows: Windows,
+): Step {
+  const applied = [...resume.consumersLive, ...logKeys(state.applied)];
+  const ended: Extract<RotationState, { step: 'done' }> = {
+    ...base(state),
+    step: 'done',
+    digests: state.digests,
+    applied,
+    windows,
+    ...(event.app ? { app: event.app } : {}),
+    resume: {
+      ...resume,
+      failures,
+      refused: state.wait.refused,
+      renamedNow: state.committed.length - resume.providersLive + Object.keys(windows).length,
+    },
+  };
+  const done = event.revoked ? { ...ended, revoked: event.revoked } : ended;
+  const revokedAny = event.revoked?.some((r) => r.revoked) === true;
+  return to(done, [
+    { type: 'journal', phase: recordedPhase(ended), state: ended },
+    ...(revokedAny ? [{ type: 'journal' as const, phase: 'resumed' as const, state: done }] : []),
+    { type: 'discard-previous', pairs: applied },
+  ]);
 }
 
 const PENDING: Resolution = { status: 'pending' };
@@ -476,10 +592,19 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         return committed === state.committed ? to(state) : to({ ...state, committed });
       }
       if (event.type === 'committed' || event.type === 'commit-failed') {
-        // Only pairs whose provider end is live can be applied; the others wait for resume.
+        // A resume whose intents could not be recorded renames nothing: the gate closes, no record (exit 4).
+        if (state.resume && event.type === 'commit-failed' && event.unrecorded)
+          return to({ ...base(state), step: 'gate-closed', unrecorded: event.failures });
+        // Only pairs whose provider end is live can be applied; the others wait for resume. A
+        // resume waits only for the pairs whose consumer end is not live yet (the wait's own).
         const live = state.plan.pairs
-          .filter((p) => logHas(state.committed, `${p.providerMachine}\0${p.providerPath}`))
+          .filter(
+            (p) =>
+              logHas(state.committed, `${p.providerMachine}\0${p.providerPath}`) &&
+              p.key in state.wait.consumerOf,
+          )
           .map((p) => p.key);
+        if (state.resume) return resumeApplying(state, state.resume, event, live);
         const applying: Applying = {
           ...base(state),
           step: 'applying',
@@ -513,6 +638,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
         const windows: Record<string, number> = {};
         for (const key of applied) windows[key] = logGet(state.applied, key)!;
         const failures = [...state.failures, ...event.failures];
+        if (state.resume) return resumeDone(state, state.resume, event, failures, windows);
         if (failures.length === 0 && applied.length === state.plan.pairs.length) {
           const done: RotationState = {
             ...base(state),
@@ -765,6 +891,13 @@ export function rotationOutcome(state: Terminal): RotationOutcome {
     case 'cancelled':
       return 'cancelled';
     case 'done':
+      if (state.resume)
+        return resumeOutcome({
+          failures: state.resume.failures.length,
+          refused: new Set(state.resume.refused.map((r) => r.pair)).size,
+          pending: state.plan.pairs.length - state.applied.length,
+          revokeUnconfirmed: state.revoked?.some((r) => !r.revoked) === true,
+        });
       if (state.applied.length < state.plan.pairs.length) return 'receipts-pending';
       if (state.revoked?.some((r) => !r.revoked)) return 'revoke-unconfirmed';
       return appOutcome(state.app) ?? 'rotated';
@@ -773,6 +906,33 @@ export function rotationOutcome(state: Terminal): RotationOutcome {
       throw new Error(`unknown terminal ${String(never)}`);
     }
   }
+}
+
+/** What `mesh resume` left, counted. */
+export interface ResumeEnd {
+  /** Machines where a rename failed: their files are still staged. */
+  readonly failures: number;
+  /** Pairs whose test login was refused: their consumer ends are still staged. */
+  readonly refused: number;
+  /** Pairs whose consumer end is not live (no receipt in time, or refused): still staged. */
+  readonly pending: number;
+  /** A left login's revoke (--revoke-previous) was not confirmed. */
+  readonly revokeUnconfirmed: boolean;
+}
+
+/**
+ * How a `mesh resume` ended, in the rotation's words, so its exit comes from the same table
+ * (ROTATION_EXIT) as the rotation it finishes: a failed rename first (1), then what waits for
+ * the operator (3) — a refused login, a pending receipt, an unconfirmed revoke — else rotated
+ * (0). A rotation's `done` names pending receipts first; a resume's refused login is one of
+ * its pending pairs, and the more specific word.
+ */
+export function resumeOutcome(end: ResumeEnd): RotationOutcome {
+  if (end.failures > 0) return 'commit-interrupted';
+  if (end.refused > 0) return 'login-refused';
+  if (end.pending > 0) return 'receipts-pending';
+  if (end.revokeUnconfirmed) return 'revoke-unconfirmed';
+  return 'rotated';
 }
 
 /** app-truth: a refused test login first (its pair did not move), then a failed reload. */

@@ -34,6 +34,7 @@ import type { EffectRunner } from './flow.js';
 import { assertNever } from './status-verdict.js';
 import type { MachineFailure } from '../mesh/delivery.js';
 import {
+  isCommitted,
   resolutionOf,
   type RotationEffect,
   type RotationEvent,
@@ -44,6 +45,9 @@ import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotatio
 import { appGate, journalApp } from './rotation-app.js';
 import type { AppHooks } from '../mesh/reload.js';
 import type { MachineLogins } from '../mesh/login-from-machines.js';
+import type { WaitState } from '../mesh/receipt-wait-machine.js';
+import type { AppResults } from '../mesh/test-login.js';
+import { resumeRecord, resumeRevokedRecord } from './rotation-recovered.js';
 
 import type { Suggester } from '../suggest-command.js';
 /**
@@ -92,9 +96,11 @@ export interface RotationDeps {
   /** app-truth: the consumers' `reload:` and the providers' `connect:` (rotation-app.ts). */
   readonly app?: AppHooks;
   /**
-   * A machine started from what was read (`mesh rollback`, rotation-recovered.ts) holds no new
-   * secret in memory: the test login before a roll-back finishes a pair reads the credential
-   * back from its provider's machine (login-from-machines.ts), and those are the logins recorded.
+   * A machine started from what was read (`mesh rollback`, `mesh resume`: rotation-recovered.ts)
+   * holds no new secret in memory: the test login before a roll-back finishes a pair, or before
+   * a resume's consumer end moves (its wait's gate), reads the credential back from its
+   * provider's machine (login-from-machines.ts), and those are the logins recorded. No reload
+   * runs with them: the rotation that would have reloaded is gone.
    */
   readonly machineLogins?: MachineLogins;
 }
@@ -138,17 +144,23 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
   // app-truth: the test login and the reloads (rotation-app.ts); holds secrets only in memory.
   const app = appGate(deps);
   type WaitArgs = Parameters<typeof openWaitConnections>;
+  // The wait's pairs (a resume's: those whose consumer end is not live yet), gated by the test
+  // logins of this rotation, or of the machines for a machine started from what was read.
   const openWait = (
-    state: { readonly plan: { readonly pairs: WaitArgs[0] }; readonly digests: WaitArgs[1] },
+    state: {
+      readonly plan: { readonly pairs: WaitArgs[0] };
+      readonly digests: WaitArgs[1];
+      readonly wait: WaitState;
+    },
     dispatch: WaitArgs[4],
   ) =>
     openWaitConnections(
-      state.plan.pairs,
+      state.plan.pairs.filter((p) => p.key in state.wait.consumerOf),
       state.digests,
       deps.transportFor,
       waitOptions,
       dispatch,
-      app.gateOption(),
+      deps.machineLogins ? { gate: deps.machineLogins.gate } : app.gateOption(),
     );
   return {
     async run(effect, { state, dispatch }) {
@@ -224,7 +236,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           if (deps.stop?.signal.aborted) return { type: 'commit-failed', failures: [] };
           receiptWait?.close();
           // app-truth: the test logins' streams open while the provider ends go live and the receipts are awaited.
-          receiptWait = deps.waitMs > 0 ? openWait(state, dispatch) : undefined;
+          const waits = Object.keys(state.wait.consumerOf).length > 0;
+          receiptWait = deps.waitMs > 0 && waits ? openWait(state, dispatch) : undefined;
           // After the wait's channels are asked for: a test login's stream is one of their sockets where they relay.
           if (receiptWait) {
             const wait = receiptWait;
@@ -232,21 +245,28 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           }
           await receiptWait?.ready;
           // Before any provider end goes live, its provider says so: `committing` is what resume and rollback finish.
+          // A resume leaves alone the intents of pairs an earlier step finished, and writes the prepared record's pairs.
+          const resume = state.resume;
+          const finishedBefore = new Set(resume?.finishedBefore);
           const notCommitting = await recordIntent(
             state.id,
-            state.plan.pairs,
+            state.plan.pairs.filter((p) => !finishedBefore.has(p.key)),
             'committing',
             deps.transportFor,
             deps.concurrency,
-            (p) => journalPair(p, state.digests[p.key], undefined, state.digests[consumerDigestKey(p.key)]),
+            resume
+              ? (p) => resume.record.pairs.find((q) => q.key === p.key)
+              : (p) =>
+                  journalPair(p, state.digests[p.key], undefined, state.digests[consumerDigestKey(p.key)]),
           );
           if (notCommitting.length > 0) {
             receiptWait?.close();
             receiptWait = undefined;
-            return { type: 'commit-failed', failures: notCommitting };
+            return { type: 'commit-failed', failures: notCommitting, unrecorded: true };
           }
+          // A provider end already live (a resume read it so) is never renamed again.
           const result = await commitProviderEnds(
-            providerCommitSteps(state.plan.holders),
+            providerCommitSteps(state.plan.holders, notCommitted(state)),
             deps.transportFor,
             deps.concurrency,
             (step) =>
@@ -258,7 +278,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             const kept = result.previous[`${p.providerMachine}\0${p.providerPath}`];
             if (kept) previous[p.key] = kept;
           }
-          const tested = app.tested(state.plan);
+          // Every pair the machines' logins gate is tested (they try only the pairs whose provider names `connect:`).
+          const tested = deps.machineLogins ? state.plan.pairs.map((p) => p.key) : app.tested(state.plan);
           return result.failures.length === 0
             ? { type: 'committed', previous, tested }
             : { type: 'commit-failed', failures: result.failures, previous, tested };
@@ -308,11 +329,12 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           receiptWait = undefined;
           const keys = new Set(effect.pairs);
           const pairs = state.plan.pairs.filter((p) => keys.has(p.key));
-          const applied = new Set(logKeys(state.applied));
+          // A resume's pairs read live count as applied: their intents say `finished` now, and the revoke counts them.
+          const applied = new Set([...logKeys(state.applied), ...(state.resume?.consumersLive ?? [])]);
           const result: ConsumerCommitResult = {
             applied: pairs
               .filter((p) => applied.has(p.key))
-              .map((p) => ({ pair: p.key, windowMs: logGet(state.applied, p.key)! })),
+              .map((p) => ({ pair: p.key, windowMs: logGet(state.applied, p.key) ?? 0 })),
             failures: effect.failures,
           };
           await recordOutcome(
@@ -322,9 +344,9 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           );
           // app-truth: every reload has ended before a left login is revoked (its app may still be on it).
           // The pairs not applied keep their kept secret: a roll-back that finishes one tries its login first.
-          const appResults = await app.finish(
-            new Set(pairs.filter((p) => !applied.has(p.key)).map((p) => p.key)),
-          );
+          const appResults = deps.machineLogins
+            ? machineResults(deps.machineLogins)
+            : await app.finish(new Set(pairs.filter((p) => !applied.has(p.key)).map((p) => p.key)));
           // --revoke-previous: after the consumer-commit phase, and only if it committed every consumer end.
           const revoked = await revokeAfterCommit(
             deps.revoke,
@@ -487,12 +509,43 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
   };
 }
 
+/** The provider ends of `state`'s plan not yet committed (`machine\0path`): at a rotation's commit, every one. */
+function notCommitted(state: Extract<RotationState, { step: 'committing' }>): ReadonlySet<string> {
+  const out = new Set<string>();
+  for (const p of state.plan.pairs) {
+    const key = `${p.providerMachine}\0${p.providerPath}`;
+    if (!isCommitted(state.committed, key)) out.add(key);
+  }
+  return out;
+}
+
+/** The test logins a machine started from what was read made (no reloads: its rotation is gone). */
+function machineResults(logins: MachineLogins): AppResults | undefined {
+  const testLogins = logins.records();
+  return testLogins.length > 0 ? { testLogins, reloads: [] } : undefined;
+}
+
 /** What one phase of a rotation leaves in the journal: names, results and digests only. */
 export function journalRecord(
   state: RotationState,
   phase: JournalRecord['phase'],
   deps: Pick<RotationDeps, 'operator' | 'now' | 'mesh' | 'revoke'>,
 ): JournalRecord {
+  // A resume's records are the rotation's `prepared` record with its own phase and results.
+  if (state.step === 'done' && state.resume) {
+    const by = { operator: deps.operator, at: (deps.now?.() ?? new Date()).toISOString(), mesh: deps.mesh };
+    const record = state.resume.record;
+    return state.revoked?.some((r) => r.revoked)
+      ? resumeRevokedRecord(record, by, state.applied, state.revoked)
+      : resumeRecord(
+          record,
+          by,
+          phase === 'resumed' ? 'resumed' : 'resume-failed',
+          state.resume.failures,
+          { keys: state.applied, windows: state.windows },
+          state.app?.testLogins,
+        );
+  }
   const digests = 'digests' in state ? state.digests : undefined;
   const previous = 'previous' in state ? state.previous : undefined;
   const failures = new Map<string, MachineFailure>();

@@ -364,7 +364,7 @@ export function openWaitConnections(
 }
 
 /**
- * The receipt wait outside a rotation (resume, revoke, tests): the same machine
+ * The receipt wait outside the rotation's reducer (the revoke's, tests): the same machine
  * (receipt-wait-machine.ts) over the same connections, driven here instead of by the
  * rotation's flow. Receipts the readers see before `run` are kept; nothing is renamed before it.
  */

@@ -5,7 +5,7 @@
  * (receipt-wait-effects.ts) only does what it is told and reports how it went. Which consumer
  * is renamed, when, whether a test login goes first, when a failed rename is tried again and
  * when the wait is over is decided here and nowhere else: the rotation's reducer embeds this
- * machine, and `beginReceiptWait` (resume, revoke) drives the same one.
+ * machine (a rotation's and a resume's), and `beginReceiptWait` (the revoke's wait) drives the same one.
  *
  * THE CONSUMER END WAITS FOR ITS PROVIDER'S RECEIPT: a pair is renamed only after a receipt
  * carrying exactly its digest, and only once its provider end is live (`live`).

@@ -3,23 +3,14 @@
  * against the digests the journal recorded at prepare: provider ends first, then each consumer
  * end whose provider's receipt has arrived. It NEVER GENERATES A SECRET: a new one
  * for a pair whose staged file exists would give its two ends different passwords, the
- * half-rotation this whole command exists to prevent.
+ * half-rotation this whole command exists to prevent. Here: what it resumes (resumablePlan)
+ * and where it starts from what it read (resumeFromRead); the renames run on the rotation's
+ * machine, entered at `committing` (src/app/rotation-recovered.ts resumeStart).
  */
 import { BatonError } from '../errors.js';
 import { nextStep } from '../next-step.js';
 import { reasonOf, type FileDigests, type TransportFor } from './transport.js';
-import {
-  consumerDigestKey,
-  endDigest,
-  beginReceiptWait,
-  commitConsumersOnReceipt,
-  commitProviderEnds,
-  providerCommitSteps,
-  type CommitStep,
-  type ConsumerGate,
-  type GateRefusal,
-  type MachineFailure,
-} from './delivery.js';
+import { consumerDigestKey, endDigest, type MachineFailure } from './delivery.js';
 import type { SecretDigest } from './digest.js';
 import { inventoryIndex, type Inventory, type Pair } from './inventory.js';
 import type { JournalPair, JournalRecord } from './journal.js';
@@ -27,35 +18,6 @@ import { PHASES } from './rotation-phase.js';
 import { slotOfLogin } from './alternating.js';
 import { mapBounded } from './map-bounded.js';
 import { holdersOf, loginFilePaths, windowText, type Holder, type PlannedPair } from './rotation-plan.js';
-
-export interface ResumeOptions {
-  /** Runs once every end was read and holds what was prepared, before the first rename (the providers' intent). */
-  readonly beforeCommit?: (pairs: readonly PlannedPair[]) => Promise<void>;
-  readonly concurrency: number;
-  readonly waitMs: number;
-  readonly pollMs: number;
-  /** The test login before each consumer end moves (login-from-machines.ts): a pair it refuses stays staged. */
-  readonly gate?: ConsumerGate;
-}
-
-export interface ResumeResult {
-  readonly id: string;
-  readonly pairs: readonly PlannedPair[];
-  readonly holders: readonly Holder[];
-  readonly digests: Readonly<Record<string, SecretDigest>>;
-  /** Provider-end files renamed now. */
-  readonly committed: readonly CommitStep[];
-  /** Files that were already live with the journal's digest. */
-  readonly alreadyLive: number;
-  /** Pairs whose consumer end is live now (renamed now after their receipt, or before). */
-  readonly applied: ReadonlySet<string>;
-  /** Windows of the pairs whose consumer end this resume renamed. */
-  readonly windows: Readonly<Record<string, number>>;
-  /** Machines where a rename failed; their files are still staged. */
-  readonly failures: readonly MachineFailure[];
-  /** Pairs whose test login was refused: their consumer ends are still staged, not moved. */
-  readonly refused: readonly GateRefusal[];
-}
 
 /** The pairs a rotation's records say are finished: consumer end live after a receipt. */
 export function appliedInJournal(records: readonly JournalRecord[]): Set<string> {
@@ -181,6 +143,23 @@ export interface ResumeRead {
   readonly reads: Readonly<Record<string, readonly FileDigests[] | MachineFailure>>;
 }
 
+/** Every holder's digests of the ends it receives, read before anything is renamed (or why it could not be read). */
+export async function readResumeEnds(
+  holders: readonly Holder[],
+  transportFor: TransportFor,
+  concurrency: number,
+): Promise<ResumeRead['reads']> {
+  const reads: Record<string, readonly FileDigests[] | MachineFailure> = {};
+  await mapBounded(holders, concurrency, async (holder) => {
+    try {
+      reads[holder.machine] = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
+    } catch (error) {
+      reads[holder.machine] = { machine: holder.machine, reason: reasonOf(error) };
+    }
+  });
+  return reads;
+}
+
 /**
  * Where a resume starts from what it read, decided before anything is renamed: a holder that
  * could not be read, or an end holding neither the prepared secret live nor staged, refuses
@@ -251,92 +230,4 @@ export function resumeFromRead(read: ResumeRead): ResumeStart {
       }),
     };
   return { kind: 'commit', toCommit, live, alreadyLive: live.size };
-}
-
-/**
- * Renames the staged provider ends, then each pair's consumer end once its receipt carries the
- * journal's digest — the same order as the rotation itself, so resuming never hands a consumer
- * a password its database does not have yet.
- */
-export async function resumeRotation(
-  id: string,
-  records: readonly JournalRecord[],
-  inventory: Inventory,
-  transportFor: TransportFor,
-  options: ResumeOptions,
-  journal: (
-    phase: 'resumed' | 'resume-failed',
-    results: readonly MachineFailure[],
-    applied?: { readonly keys: readonly string[]; readonly windows: Readonly<Record<string, number>> },
-  ) => Promise<void>,
-  where: string,
-): Promise<ResumeResult> {
-  const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
-  // Read every holder's digests first: resume renames nothing until all of them answered.
-  const reads: Record<string, readonly FileDigests[] | MachineFailure> = {};
-  await mapBounded(holders, options.concurrency, async (holder) => {
-    try {
-      reads[holder.machine] = await transportFor(holder.machine).digests(holder.receives.map((d) => d.path));
-    } catch (error) {
-      reads[holder.machine] = { machine: holder.machine, reason: reasonOf(error) };
-    }
-  });
-  const start = resumeFromRead({ id, holders, digests, reads });
-  if (start.kind === 'refused') {
-    await journal('resume-failed', start.failures);
-    throw start.error;
-  }
-  const { toCommit, alreadyLive } = start;
-  // Grows as the provider ends go live below.
-  const live = new Set(start.live);
-  // Every end read and right: the providers say so before anything is renamed (intent before action).
-  await options.beforeCommit?.(pairs);
-  const steps = providerCommitSteps(holders, toCommit);
-  const wait = { waitMs: options.waitMs, pollMs: options.pollMs, concurrency: options.concurrency };
-  // Receipt readers and rename channels first, so a quick provisioner's receipt does not wait for them.
-  const notLive = pairs.filter((p) => !live.has(`${p.consumerMachine}\0${p.consumerPath}`));
-  const begun =
-    options.waitMs > 0 && notLive.length > 0
-      ? beginReceiptWait(notLive, digests, transportFor, wait, options.gate ? { gate: options.gate } : {})
-      : undefined;
-  await begun?.ready;
-  const providers = await commitProviderEnds(steps, transportFor, options.concurrency, (step) => {
-    for (const p of step.paths) live.add(`${step.machine}\0${p}`);
-  });
-  const applied = new Set(
-    pairs.filter((p) => live.has(`${p.consumerMachine}\0${p.consumerPath}`)).map((p) => p.key),
-  );
-  const waiting = pairs.filter(
-    (p) => !applied.has(p.key) && live.has(`${p.providerMachine}\0${p.providerPath}`),
-  );
-  const windows: Record<string, number> = {};
-  const consumers = await commitConsumersOnReceipt(
-    waiting,
-    digests,
-    transportFor,
-    wait,
-    (a) => {
-      applied.add(a.pair);
-      windows[a.pair] = a.windowMs;
-    },
-    begun,
-    options.gate,
-  );
-  const failures = [...providers.failures, ...consumers.failures];
-  await journal(failures.length === 0 ? 'resumed' : 'resume-failed', failures, {
-    keys: [...applied],
-    windows,
-  });
-  return {
-    id,
-    pairs,
-    holders,
-    digests,
-    committed: providers.committed,
-    alreadyLive,
-    applied,
-    windows,
-    failures,
-    refused: consumers.refused ?? [],
-  };
 }

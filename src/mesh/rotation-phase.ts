@@ -68,6 +68,9 @@ export function isUnfinished(phase: IntentPhase): boolean {
  * The rotation flow's steps that write a record, and the phase each writes (rotation-flow.ts
  * takes its records from here): the screen's step and the journal's phase are one word apart
  * only where the step names the work in flight and the phase what is on disk once it is done.
+ * A machine started by a later command says what that command did (rotation-flow.ts
+ * `recordedPhase`): `mesh resume`'s `done` writes `resumed`, or `resume-failed` after a failed
+ * rename; `mesh rollback`'s `rolled-back` writes `finished` when every pair it touched was.
  */
 export const RECORD_OF_STEP = {
   'gate-closed': 'gate-closed',

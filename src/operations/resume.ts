@@ -1,32 +1,39 @@
 /**
  * `mesh resume <id>`, in order: take this journal's lock and the providers' locks, read every
  * machine once for the rotation's records (rotation-on-machines.ts: a pair now another
- * rotation's refuses), advance each open pair's intent to `committing`, rename what is staged
- * (providers first, each consumer after its receipt: src/mesh/resume.ts), record `finished`
- * where it finished, drop the kept previous files, retire a switched mode's files, revoke what
- * the rotation asked to, then say per pair where it stands.
+ * rotation's refuses), read every end of what is left (src/mesh/resume.ts resumeFromRead: a
+ * refusal, or where to start), then run the rotation's own machine from its `committing` step
+ * (src/app/rotation-recovered.ts resumeStart): each open pair's intent to `committing`, the
+ * provider ends still staged, each consumer after its receipt and its test login, `finished`
+ * where it finished, the kept previous files dropped, a switched mode's files retired, the
+ * revoke the rotation asked for; then say per pair where it stands.
  */
 import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { endDigest } from '../mesh/delivery.js';
 import { digestPrefix } from '../mesh/digest.js';
-import { recordIntent, recordOutcome } from '../mesh/intent.js';
+import type { Inventory } from '../mesh/inventory.js';
 import { appendJournal, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
-import { appliedInJournal, resumablePlan, resumeRotation } from '../mesh/resume.js';
+import { appliedInJournal, readResumeEnds, resumablePlan, resumeFromRead } from '../mesh/resume.js';
 import { deliveryLabel, type PlannedPair } from '../mesh/rotation-plan.js';
-import { retireSwitched } from '../mesh/switch-mode.js';
+import type { TransportFor } from '../mesh/transport.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { MARKS } from '../app/marks.js';
-import { RECEIPT_POLL_MS } from '../app/rotation-run-effect.js';
-import { ROTATION_EXIT } from '../app/rotation-flow.js';
-import { resumeOutcome } from '../app/rotation-recovered.js';
-import { journalRevoked, revokeAfterCommit, revokeResultLines } from '../app/rotation-revoke.js';
+import { RECEIPT_POLL_MS, rotationRunner } from '../app/rotation-run-effect.js';
+import {
+  ROTATION_EXIT,
+  rotationFlow,
+  rotationOutcome,
+  type RotationState,
+  type Resumed as ResumedBy,
+} from '../app/rotation-flow.js';
+import { resumeRecord, resumeStart } from '../app/rotation-recovered.js';
+import { revokeResultLines } from '../app/rotation-revoke.js';
 import { appliedCount, formatWindow, plural, staysOn, switchedLines } from '../app/rotation-text.js';
 import { testLoginLines } from '../app/rotation-app-text.js';
 import { loginsFromMachines } from '../mesh/login-from-machines.js';
 import { appHooks } from '../mesh/reload.js';
-import type { TestLoginRecord } from '../mesh/test-login.js';
 import { closingAfter, type OperationPorts } from './operation-ports.js';
 import { finishSwitchBacks, switchBacksLeftBy } from './finish-switch-back.js';
 import { holdProviderLocks } from './provider-locks.js';
@@ -91,100 +98,18 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
           concurrency,
           locks.holder,
         );
-        const records = withoutSettled(truth.records, truth.settled);
-        const last = records.find((r) => r.phase === 'prepared');
-        const finishedBefore = appliedInJournal(records);
-        const prepared = new Map((last?.pairs ?? []).map((p) => [p.key, p]));
-        // The test login is never skipped: a consumer this resume moves is tried from its machine first.
-        const logins = loginsFromMachines(
-          appHooks(inventory),
-          Object.fromEntries([...prepared].flatMap(([key, p]) => (p.digest ? [[key, p.digest]] : []))),
-          transportFor,
-          concurrency,
-        );
-        const result = await resumeRotation(
+        const end = await resumeRotation({
           id,
-          records,
+          records: withoutSettled(truth.records, truth.settled),
           inventory,
           transportFor,
-          {
-            concurrency,
-            waitMs,
-            pollMs: RECEIPT_POLL_MS,
-            gate: logins.gate,
-            beforeCommit: async (pairs) => {
-              const open = pairs.filter((p) => !finishedBefore.has(p.key));
-              const unwritten = await recordIntent(id, open, 'committing', transportFor, concurrency, (p) =>
-                prepared.get(p.key),
-              );
-              if (unwritten.length > 0)
-                throw new BatonError('gate-closed', {
-                  what: `Rotation ${id} cannot be resumed: its intent could not be recorded on ${unwritten.map((u) => `${u.machine} (${u.reason})`).join(', ')}.`,
-                  changed: 'Nothing was renamed.',
-                  next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
-                });
-            },
-          },
-          async (phase, failures, applied) => {
-            if (!last) return;
-            await appendJournal(journal.dir, {
-              ...last,
-              mesh: journal.mesh,
-              at: new Date().toISOString(),
-              operator: ports.operator,
-              phase,
-              results: last.holders.map((h) => {
-                const f = failures.find((x) => x.machine === h.machine);
-                return f
-                  ? { machine: h.machine, ok: false, reason: f.reason }
-                  : { machine: h.machine, ok: phase === 'resumed' };
-              }),
-              ...(applied ? { applied: applied.keys, windows_ms: applied.windows } : {}),
-              ...(logins.records().length > 0 ? { test_logins: logins.records() } : {}),
-            });
-          },
-          where,
-        );
-        const done = result.pairs.filter((p) => result.applied.has(p.key));
-        await recordOutcome(id, done, 'finished', transportFor, concurrency);
-        // Finished pairs no longer need the provider's previous file.
-        const byMachine = new Map<string, string[]>();
-        for (const p of done)
-          byMachine.set(p.providerMachine, [...(byMachine.get(p.providerMachine) ?? []), p.providerPath]);
-        await Promise.all(
-          [...byMachine].map(([machine, paths]) =>
-            transportFor(machine)
-              .discardPrevious(paths)
-              .catch(() => undefined),
-          ),
-        );
-        await retireSwitched(done, transportFor);
-        // The rotation asked for --revoke-previous: finishing it finishes that too, under the same rule (every consumer end live).
-        const request = last?.revoke_previous
-          ? { endSessions: last.revoke_previous.end_sessions }
-          : undefined;
-        const revoked = request
-          ? await revokeAfterCommit(
-              request,
-              result,
-              result.failures,
-              { applied: [...result.applied].map((pair) => ({ pair, windowMs: 0 })), failures: [] },
-              transportFor,
-              { concurrency, waitMs, pollMs: RECEIPT_POLL_MS },
-            )
-          : undefined;
-        if (revoked?.some((x) => x.revoked) && last) {
-          await appendJournal(journal.dir, {
-            ...last,
-            mesh: journal.mesh,
-            at: new Date().toISOString(),
-            operator: ports.operator,
-            phase: 'resumed',
-            pairs: last.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })),
-            applied: [...result.applied],
-          });
-        }
-        return report(ports, inputs, { ...result, request, revoked, testLogins: logins.records() });
+          concurrency,
+          waitMs,
+          journalDir: journal.dir,
+          operator: ports.operator,
+          mesh: journal.mesh,
+        });
+        return report(ports, inputs, end);
       } finally {
         await locks.release();
       }
@@ -192,39 +117,118 @@ export async function resume(ports: OperationPorts, inputs: ResumeInputs): Promi
   );
 }
 
-type Resumed = Awaited<ReturnType<typeof resumeRotation>> & {
-  readonly request: { readonly endSessions: boolean } | undefined;
-  readonly revoked: Awaited<ReturnType<typeof revokeAfterCommit>>;
-  readonly testLogins: readonly TestLoginRecord[];
-};
+/** What a resume is given once its locks are held: the rotation's records and where to write its own. */
+export interface ResumeRun {
+  readonly id: string;
+  /** The rotation's records, the pairs no longer its own on the machines left out (withoutSettled). */
+  readonly records: readonly JournalRecord[];
+  readonly inventory: Inventory;
+  readonly transportFor: TransportFor;
+  readonly concurrency: number;
+  readonly waitMs: number;
+  /** Between receipt reads (default RECEIPT_POLL_MS). */
+  readonly pollMs?: number;
+  readonly journalDir: string;
+  readonly operator: string;
+  /** The mesh's identity, written into its records. */
+  readonly mesh?: string;
+}
 
-function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): number {
+/** Where a resume ended: the rotation machine's `done`, with what the resume did. */
+export type ResumedEnd = Extract<RotationState, { step: 'done' }> & { readonly resume: ResumedBy };
+
+/**
+ * Reads every end of what is left of the rotation, then, unless resumeFromRead refuses (one
+ * `resume-failed` record, nothing renamed), runs the rotation's machine from its `committing`
+ * step with the test logins read back from the machines as its wait's gate. Throws what a
+ * resume refuses with: its read's refusal, an intent that could not be recorded (gate-closed,
+ * exit 4: nothing renamed), a record that could not be written.
+ */
+export async function resumeRotation(run: ResumeRun): Promise<ResumedEnd> {
+  const { id, transportFor, concurrency, journalDir } = run;
+  const where = path.join(journalDir, JOURNAL_FILE);
+  const { pairs, holders, digests } = resumablePlan(id, run.records, run.inventory, where);
+  // resumablePlan refuses records without a `prepared` one.
+  const prepared = run.records.find((r) => r.phase === 'prepared')!;
+  // Every holder is read first: resume renames nothing until all of them answered.
+  const reads = await readResumeEnds(holders, transportFor, concurrency);
+  const start = resumeFromRead({ id, holders, digests, reads });
+  if (start.kind === 'refused') {
+    const by = { operator: run.operator, at: new Date().toISOString(), mesh: run.mesh };
+    await appendJournal(journalDir, resumeRecord(prepared, by, 'resume-failed', start.failures));
+    throw start.error;
+  }
+  // The test login is never skipped: a consumer this resume moves is tried from its machine first.
+  const machineLogins = loginsFromMachines(appHooks(run.inventory), digests, transportFor, concurrency);
+  const flow = rotationFlow(
+    resumeStart({
+      id,
+      pairs,
+      holders,
+      digests,
+      record: prepared,
+      finishedBefore: appliedInJournal(run.records),
+      start,
+    }),
+    rotationRunner({
+      transportFor,
+      journalDir,
+      operator: run.operator,
+      resolve: { concurrency },
+      concurrency,
+      waitMs: run.waitMs,
+      pollMs: run.pollMs ?? RECEIPT_POLL_MS,
+      ...(run.mesh ? { mesh: run.mesh } : {}),
+      ...(prepared.revoke_previous ? { revoke: { endSessions: prepared.revoke_previous.end_sessions } } : {}),
+      machineLogins,
+    }),
+  );
+  const end = await flow.finished();
+  if (end.step === 'gate-closed')
+    throw new BatonError('gate-closed', {
+      what: `Rotation ${id} cannot be resumed: its intent could not be recorded on ${(end.unrecorded ?? []).map((u) => `${u.machine} (${u.reason})`).join(', ')}.`,
+      changed: 'Nothing was renamed.',
+      next: ['Make them reachable, then run ', nextStep(`mesh resume ${id}`), ' again.'],
+    });
+  // The record's own error, as when this command wrote it itself (appendJournal's words).
+  if (end.step === 'journal-failed')
+    throw new BatonError('failed', {
+      what: end.journal.what,
+      where: end.journal.where,
+      next: end.journal.next,
+    });
+  // From `committing` a resume ends done, or in one of the two above.
+  if (end.step !== 'done' || !end.resume) throw new Error(`mesh resume ended in ${end.step}`);
+  return { ...end, resume: end.resume };
+}
+
+/** Says per end and per pair where the resume left them, and exits by the machine's outcome. */
+function report(ports: OperationPorts, inputs: ResumeInputs, end: ResumedEnd): number {
   const { id, waitMs } = inputs;
   const out = ports.out;
-  const renamed =
-    result.committed.reduce((n, s) => n + s.paths.length, 0) + Object.keys(result.windows).length;
-  const n = result.pairs.length;
-  const refused = new Set(result.refused.map((r) => r.pair));
-  const pending = result.pairs.filter((p) => !result.applied.has(p.key));
+  const { pairs, holders } = end.plan;
+  const { failures, alreadyLive, renamedNow, record } = end.resume;
+  const applied = new Set(end.applied);
+  const n = pairs.length;
+  const refused = new Set(end.resume.refused.map((r) => r.pair));
+  const pending = pairs.filter((p) => !applied.has(p.key));
   out(
-    `${pending.length === 0 ? `Resumed rotation ${id}: all ${plural(n, 'credential')} applied` : `Resumed rotation ${id}: ${appliedCount(result.applied.size, n)}, ${pending.length} pending`}; ${plural(renamed, 'file')} renamed now, ${result.alreadyLive} already live. No secret was generated.`,
+    `${pending.length === 0 ? `Resumed rotation ${id}: all ${plural(n, 'credential')} applied` : `Resumed rotation ${id}: ${appliedCount(applied.size, n)}, ${pending.length} pending`}; ${plural(renamedNow, 'file')} renamed now, ${alreadyLive} already live. No secret was generated.`,
   );
-  for (const holder of result.holders) {
+  for (const holder of holders) {
     for (const d of holder.receives) {
       const live =
-        d.end === 'provides'
-          ? !result.failures.some((f) => f.machine === holder.machine)
-          : result.applied.has(d.pair);
+        d.end === 'provides' ? !failures.some((f) => f.machine === holder.machine) : applied.has(d.pair);
       out(
-        `  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(result.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`,
+        `  ${holder.machine}: ${d.path} ${live ? 'holds' : 'still staged with'} ${digestPrefix(endDigest(end.digests, d.pair, d.end)!)} (${deliveryLabel(d)})`,
       );
     }
   }
-  for (const pair of result.pairs) {
-    const ms = result.windows[pair.key];
+  for (const pair of pairs) {
+    const ms = end.windows[pair.key];
     if (refused.has(pair.key)) continue;
-    if (pair.login) out(resumedAlternatingLine(pair, result.applied.has(pair.key), waitMs));
-    else if (result.applied.has(pair.key))
+    if (pair.login) out(resumedAlternatingLine(pair, applied.has(pair.key), waitMs));
+    else if (applied.has(pair.key))
       out(
         `  ${MARKS.ok.glyph} ${pair.provider} applied ${pair.role}${ms === undefined ? '' : `; ${pair.consumer}'s file replaced ${formatWindow(ms)} later (the window)`}`,
       );
@@ -233,21 +237,18 @@ function report(ports: OperationPorts, inputs: ResumeInputs, result: Resumed): n
         `  ${MARKS.action.glyph} ${pair.provider} has not confirmed ${pair.role}${waitMs > 0 ? ` within ${waitMs / 1000} s` : ''}: ${pair.consumer}'s new file is still staged; if ${pair.provider} applies it, ${pair.consumer}'s live password is refused until this is finished.`,
       );
   }
-  for (const line of testLoginLines(result.testLogins, result.pairs, (pair) =>
+  for (const line of testLoginLines(end.app?.testLogins ?? [], pairs, (pair) =>
     pair.login?.left
       ? `${pair.consumer} stays on ${pair.login.left.role}, which works; its new file is still staged`
       : `${pair.consumer}'s new file is still staged and its live password is the old one, which ${pair.provider} no longer accepts: take the pair back`,
   ))
     out(line);
-  for (const line of switchedLines(result.pairs.filter((p) => result.applied.has(p.key)))) out(line);
-  for (const line of revokeResultLines(result.request, result.revoked, ports.suggester)) out(line);
-  for (const f of result.failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
-  const outcome = resumeOutcome({
-    failures: result.failures.length,
-    refused: refused.size,
-    pending: pending.length,
-    revokeUnconfirmed: result.revoked?.some((x) => !x.revoked) === true,
-  });
+  for (const line of switchedLines(pairs.filter((p) => applied.has(p.key)))) out(line);
+  const request = record.revoke_previous ? { endSessions: record.revoke_previous.end_sessions } : undefined;
+  for (const line of revokeResultLines(request, end.revoked, ports.suggester)) out(line);
+  for (const f of failures) out(`  ${MARKS.refused.glyph} ${f.machine}: ${f.reason}`);
+  // resumeOutcome: a failed rename before a refused login before a pending receipt.
+  const outcome = rotationOutcome(end);
   if (outcome === 'commit-interrupted')
     out(`Next: fix the machine, then run: ${renderStep(ports.suggester, nextStep(`mesh resume ${id}`))}`);
   else if (outcome === 'login-refused')

@@ -16,7 +16,8 @@ import { journalHistory } from '../../src/mesh/journal-history.js';
 import { appendJournal, JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { inspectPlan, unknownLoginsRefusal } from '../../src/mesh/leftovers.js';
 import { previousInJournal, rollBackPairs } from '../../src/mesh/rollback.js';
-import { appliedInJournal, resumablePlan, resumeRotation } from '../../src/mesh/resume.js';
+import { appliedInJournal, resumablePlan } from '../../src/mesh/resume.js';
+import { resumeRotation } from '../../src/operations/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { Secret } from '../../src/mesh/secret.js';
 import { seedPair } from '../../src/mesh/seed.js';
@@ -251,18 +252,21 @@ describe('an alternating pair that does not finish leaves the consumer on a logi
     expect(files(m, 'web1').get(C1)).toBe(consumer);
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
     const records = await readJournal(dir, 'r2');
-    const result = await resumeRotation(
-      'r2',
+    const result = await resumeRotation({
+      id: 'r2',
       records,
-      inventory(),
-      m.transportFor,
-      { concurrency: 2, waitMs: 500, pollMs: 5 },
-      async () => undefined,
-      dir,
-    );
-    expect([...result.applied]).toEqual(['pg-main:web1-app']);
-    expect(result.pairs[0]!.credential).toBe('alternating');
-    expect(result.pairs[0]!.login?.left?.role).toBe('web1_app_a');
+      inventory: inventory(),
+      transportFor: m.transportFor,
+      concurrency: 2,
+      waitMs: 500,
+      pollMs: 5,
+      journalDir: dir,
+      operator: 'test',
+    });
+    expect(result.applied).toEqual(['pg-main:web1-app']);
+    expect(result.plan.pairs[0]!.credential).toBe('alternating');
+    expect(result.plan.pairs[0]!.login?.left?.role).toBe('web1_app_a');
+    expect((await readJournal(dir, 'r2')).at(-1)!.phase).toBe('resumed');
     expect(conninfoLogin(files(m, 'web1').get(C1)!)).toBe('web1_app_b');
     expect(files(m, 'db1').get(`${P}/web1_app+a`)).toBe(a);
   });

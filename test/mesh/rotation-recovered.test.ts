@@ -7,16 +7,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  isCommitted,
   isTerminal,
+  resumeOutcome,
   rotation,
   ROTATION_EXIT,
+  rotationExitCode,
   rotationOutcome,
   type RotationEffect,
   type RotationEvent,
   type RotationState,
 } from '../../src/app/rotation-flow.js';
 import {
-  resumeOutcome,
+  resumeStart,
   TAKE_BACK_EXIT,
   takeBackStart,
   type TakeBackRead,
@@ -24,6 +27,7 @@ import {
 import { journalRecord, rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
+import type { JournalRecord } from '../../src/mesh/journal.js';
 import type { PairRollback } from '../../src/mesh/rollback.js';
 import { endDigest, type MachineFailure } from '../../src/mesh/delivery.js';
 import { resumeFromRead } from '../../src/mesh/resume.js';
@@ -332,5 +336,324 @@ describe("mesh resume's start, decided from what it read before anything is rena
     expect(start.kind === 'refused' && start.failures).toEqual([
       { machine: first!.machine, reason: 'not read' },
     ]);
+  });
+});
+
+/** The rotation's `prepared` record a resume writes its own from. */
+const preparedRecord: JournalRecord = {
+  id: 'r1',
+  at: '2026-12-01T00:00:00.000Z',
+  operator: 'op',
+  phase: 'prepared',
+  selector: 'every pair',
+  holders: plan.holders.map((h) => ({
+    machine: h.machine,
+    transport: h.transport,
+    address: h.address,
+    receives: h.receives.map((d) => d.path),
+  })),
+  results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
+  pairs: plan.pairs.map((p) => ({
+    key: p.key,
+    provider: p.provider,
+    consumer: p.consumer,
+    role: p.role,
+    provider_machine: p.providerMachine,
+    consumer_machine: p.consumerMachine,
+    provider_path: p.providerPath,
+    consumer_path: p.consumerPath,
+    receipt_path: p.receiptPath,
+    digest: digests[p.key],
+  })),
+};
+
+/** A resume's read with every end staged but these (`machine\0path`), read live. */
+function resumeOf(liveEnds: readonly string[] = [], finishedBefore: readonly string[] = []) {
+  const every = plan.holders.flatMap((h) => h.receives.map((d) => `${h.machine}\0${d.path}`));
+  const live = new Set(liveEnds);
+  return resumeStart({
+    id: 'r1',
+    pairs: plan.pairs,
+    holders: plan.holders,
+    digests,
+    record: preparedRecord,
+    finishedBefore: new Set(finishedBefore),
+    start: {
+      kind: 'commit',
+      toCommit: new Set(every.filter((k) => !live.has(k))),
+      live,
+      alreadyLive: live.size,
+    },
+  });
+}
+
+const providerEnd = (i: number) => `${plan.pairs[i]!.providerMachine}\0${plan.pairs[i]!.providerPath}`;
+const consumerEnd = (i: number) => `${plan.pairs[i]!.consumerMachine}\0${plan.pairs[i]!.consumerPath}`;
+
+/** What the machines do in a resume's walk: which receipts come, which logins are refused, where renames fail. */
+interface World {
+  readonly receipts: ReadonlySet<string>;
+  readonly refused?: ReadonlySet<string>;
+  /** Consumer machines whose rename fails. */
+  readonly renameFails?: ReadonlySet<string>;
+  /** Provider machines whose rename fails. */
+  readonly commitFails?: ReadonlySet<string>;
+  /** The `committing` intents could not be written here. */
+  readonly unrecorded?: readonly MachineFailure[];
+}
+
+/**
+ * Runs the reducer from `start`, answering each effect as the machines of `world` would (the
+ * runner's events, by hand), until nothing is left to answer; the wait expires once no command
+ * of it is in flight. Every effect asked for is returned, in order.
+ */
+function walkResume(start: { state: RotationState; effects: readonly RotationEffect[] }, world: World) {
+  let state = start.state;
+  const asked: RotationEffect[] = [];
+  const queue: RotationEffect[] = [...start.effects];
+  const send = (event: RotationEvent) => {
+    const step = rotation(state, event);
+    state = step.state;
+    queue.push(...step.effects);
+  };
+  let waiting = false;
+  for (;;) {
+    const effect = queue.shift();
+    if (!effect) {
+      if (waiting && state.step === 'applying' && !state.wait.over) {
+        send({ type: 'wait-expired' });
+        continue;
+      }
+      break;
+    }
+    asked.push(effect);
+    switch (effect.type) {
+      case 'commit': {
+        if (state.step !== 'committing') break;
+        if (world.unrecorded) {
+          send({ type: 'commit-failed', failures: world.unrecorded, unrecorded: true });
+          break;
+        }
+        const failures: MachineFailure[] = [];
+        for (const holder of plan.holders) {
+          const paths = holder.receives
+            .filter((d) => d.end === 'provides' && !live(state, `${holder.machine}\0${d.path}`))
+            .map((d) => d.path);
+          if (paths.length === 0) continue;
+          if (world.commitFails?.has(holder.machine))
+            failures.push({ machine: holder.machine, reason: 'commit failed' });
+          else send({ type: 'committed-step', machine: holder.machine, end: 'provides', paths });
+        }
+        send(
+          failures.length > 0
+            ? { type: 'commit-failed', failures, tested: keys }
+            : { type: 'committed', tested: keys },
+        );
+        break;
+      }
+      case 'await-receipts':
+        waiting = true;
+        for (const pair of effect.pairs)
+          if (world.receipts.has(pair))
+            send({ type: 'receipt-seen', pair, digest: digests[pair]!, appliedAt: 1000, at: 1000 });
+        break;
+      case 'test-login':
+        send({
+          type: 'login-tested',
+          machine: effect.machine,
+          pairs: effect.pairs.map((p) => p.pair),
+          refused: effect.pairs
+            .filter((p) => world.refused?.has(p.pair))
+            .map((p) => ({ pair: p.pair, reason: 'password authentication failed' })),
+          moved: [],
+        });
+        break;
+      case 'rename-consumer':
+        send(
+          world.renameFails?.has(effect.machine)
+            ? { type: 'channel-lost', machine: effect.machine, reason: 'rename failed' }
+            : {
+                type: 'consumer-renamed',
+                machine: effect.machine,
+                applied: effect.pairs.map((p) => ({ pair: p.pair, windowMs: 7 })),
+              },
+        );
+        break;
+      case 'rename-later':
+        // The wait's deadline passes during the pause: the machine's pairs stay staged.
+        send({ type: 'wait-expired' });
+        send({ type: 'rename-due', machine: effect.machine });
+        break;
+      case 'finish-apply':
+        send({ type: 'apply-finished', failures: effect.failures });
+        break;
+      case 'discard-previous':
+        send({ type: 'previous-discarded' });
+        break;
+      default:
+        break;
+    }
+  }
+  return { state, asked };
+}
+
+function live(state: RotationState, key: string): boolean {
+  return state.step === 'committing' && isCommitted(state.committed, key);
+}
+
+const journalPhases = (asked: readonly RotationEffect[]) =>
+  asked.flatMap((e) => (e.type === 'journal' ? [e.phase] : []));
+
+describe("mesh resume, entered at the rotation machine's committing step", () => {
+  it('starts committing only the provider ends not live, with the pairs read live counted applied and out of the wait', () => {
+    const start = resumeOf([providerEnd(0), consumerEnd(0), providerEnd(1)], [keys[0]!]);
+    expect(start.effects).toEqual([{ type: 'commit' }]);
+    if (start.state.step !== 'committing' || !start.state.resume) throw new Error(start.state.step);
+    expect(isCommitted(start.state.committed, providerEnd(0))).toBe(true);
+    expect(isCommitted(start.state.committed, providerEnd(1))).toBe(true);
+    expect(isCommitted(start.state.committed, providerEnd(2))).toBe(false);
+    expect(Object.keys(start.state.wait.consumerOf)).toEqual([keys[1], keys[2]]);
+    expect(start.state.resume).toMatchObject({
+      consumersLive: [keys[0]],
+      alreadyLive: 3,
+      providersLive: 2,
+      finishedBefore: [keys[0]],
+    });
+  });
+
+  it('every receipt arrives: each consumer moves after its test login, one `resumed` record, exit 0, nothing rolled back', () => {
+    const { state, asked } = walkResume(resumeOf(), { receipts: new Set(keys) });
+    if (state.step !== 'done' || !state.resume) throw new Error(state.step);
+    expect(state.applied).toEqual(expect.arrayContaining(keys));
+    expect(state.applied).toHaveLength(keys.length);
+    expect(Object.keys(state.windows).sort()).toEqual([...keys].sort());
+    // Three provider ends and three consumer ends renamed now; none was live.
+    expect(state.resume).toMatchObject({ failures: [], refused: [], renamedNow: 6, alreadyLive: 0 });
+    expect(journalPhases(asked)).toEqual(['resumed']);
+    expect(asked.some((e) => e.type === 'roll-back')).toBe(false);
+    // Each consumer end moved only after its test login passed.
+    const order = asked.map((e) => e.type);
+    expect(order.indexOf('test-login')).toBeLessThan(order.indexOf('rename-consumer'));
+    expect(asked.filter((e) => e.type === 'discard-previous')).toEqual([
+      { type: 'discard-previous', pairs: state.applied },
+    ]);
+    expect(rotationOutcome(state)).toBe('rotated');
+    expect(ROTATION_EXIT[rotationOutcome(state)]).toBe(EXIT_OK);
+    // The record is the prepared one's, in the resume's word, with what it applied.
+    const record = journalRecord(state, 'resumed', { operator: 'op2', mesh: 'm1' });
+    expect(record).toMatchObject({
+      id: 'r1',
+      phase: 'resumed',
+      operator: 'op2',
+      mesh: 'm1',
+      selector: 'every pair',
+      pairs: preparedRecord.pairs,
+      applied: state.applied,
+      windows_ms: state.windows,
+    });
+    expect(record.results.every((r) => r.ok)).toBe(true);
+  });
+
+  it('a receipt that never arrives leaves its pair staged, not rolled back: `resumed`, receipts-pending, exit 3', () => {
+    const { state, asked } = walkResume(resumeOf(), { receipts: new Set([keys[0]!, keys[2]!]) });
+    if (state.step !== 'done' || !state.resume) throw new Error(state.step);
+    expect([...state.applied].sort()).toEqual([keys[0]!, keys[2]!].sort());
+    expect(asked.some((e) => e.type === 'roll-back')).toBe(false);
+    expect(journalPhases(asked)).toEqual(['resumed']);
+    expect(rotationOutcome(state)).toBe('receipts-pending');
+    expect(ROTATION_EXIT[rotationOutcome(state)]).toBe(EXIT_CODES['action-needed']);
+  });
+
+  it('a refused test login leaves its consumer staged, not rolled back: login-refused before the pending receipt, exit 3', () => {
+    const { state, asked } = walkResume(resumeOf(), {
+      receipts: new Set([keys[0]!, keys[1]!]),
+      refused: new Set([keys[1]!]),
+    });
+    if (state.step !== 'done' || !state.resume) throw new Error(state.step);
+    expect(state.applied).toEqual([keys[0]]);
+    expect(state.resume.refused.map((r) => r.pair)).toEqual([keys[1]]);
+    expect(asked.some((e) => e.type === 'roll-back')).toBe(false);
+    // The refused pair was never asked to move.
+    for (const e of asked)
+      if (e.type === 'rename-consumer') expect(e.pairs.map((p) => p.pair)).not.toContain(keys[1]);
+    expect(rotationOutcome(state)).toBe('login-refused');
+    expect(ROTATION_EXIT[rotationOutcome(state)]).toBe(EXIT_CODES['action-needed']);
+  });
+
+  it('a rename that fails leaves its files staged: `resume-failed` naming the machine, commit-interrupted before a refused login, exit 1', () => {
+    const consumerMachine = plan.pairs[2]!.consumerMachine;
+    const { state, asked } = walkResume(resumeOf(), {
+      receipts: new Set(keys),
+      refused: new Set([keys[0]!]),
+      renameFails: new Set([consumerMachine]),
+    });
+    if (state.step !== 'done' || !state.resume) throw new Error(state.step);
+    expect(state.resume.failures).toEqual([{ machine: consumerMachine, reason: 'rename failed' }]);
+    expect(state.applied).not.toContain(keys[2]);
+    expect(asked.some((e) => e.type === 'roll-back')).toBe(false);
+    expect(journalPhases(asked)).toEqual(['resume-failed']);
+    expect(rotationOutcome(state)).toBe('commit-interrupted');
+    expect(ROTATION_EXIT[rotationOutcome(state)]).toBe(EXIT_CODES.failed);
+    const record = journalRecord(state, 'resume-failed', { operator: 'op' });
+    expect(record.results.find((r) => r.machine === consumerMachine)).toEqual({
+      machine: consumerMachine,
+      ok: false,
+      reason: 'rename failed',
+    });
+  });
+
+  it('a provider end that cannot be renamed leaves its pairs out of the wait; the others go on: `resume-failed`, exit 1', () => {
+    const { state, asked } = walkResume(resumeOf(), {
+      receipts: new Set(keys),
+      commitFails: new Set(['db2']),
+    });
+    if (state.step !== 'done' || !state.resume) throw new Error(state.step);
+    const onDb2 = plan.pairs.filter((p) => p.providerMachine === 'db2').map((p) => p.key);
+    expect(onDb2.length).toBeGreaterThan(0);
+    for (const key of onDb2) expect(state.applied).not.toContain(key);
+    expect(state.applied).toHaveLength(keys.length - onDb2.length);
+    expect(asked.some((e) => e.type === 'roll-back')).toBe(false);
+    expect(journalPhases(asked)).toEqual(['resume-failed']);
+    expect(rotationExitCode(state)).toBe(EXIT_CODES.failed);
+  });
+
+  it('an intent that cannot be recorded closes the gate: nothing renamed, no record, exit 4', () => {
+    const unrecorded = [{ machine: 'db1', reason: 'disk full' }];
+    const { state, asked } = walkResume(resumeOf([providerEnd(1)]), { receipts: new Set(keys), unrecorded });
+    expect(state.step).toBe('gate-closed');
+    if (!isTerminal(state)) throw new Error(state.step);
+    expect(state.step === 'gate-closed' && state.unrecorded).toEqual(unrecorded);
+    expect(asked.map((e) => e.type)).toEqual(['commit']);
+    expect(rotationExitCode(state)).toBe(EXIT_CODES['gate-closed']);
+  });
+
+  it('pairs read live are finished without a rename and counted already live; once --revoke-previous revoked, a second `resumed` record marks it', () => {
+    const { state, asked } = walkResume(resumeOf([providerEnd(0), consumerEnd(0)]), {
+      receipts: new Set(keys),
+    });
+    if (state.step !== 'done' || !state.resume) throw new Error(state.step);
+    expect(state.applied[0]).toBe(keys[0]);
+    expect(state.windows[keys[0]!]).toBeUndefined();
+    expect(state.resume).toMatchObject({ alreadyLive: 2, renamedNow: 4 });
+    // finish-apply counts the pair read live among those it records finished.
+    const finish = asked.find((e) => e.type === 'finish-apply');
+    expect(finish?.type === 'finish-apply' && [...finish.pairs].sort()).toEqual([...keys].sort());
+    // The same end with a revoke that took: two records, the second marking the pair.
+    const applying = rotation(resumeOf().state, { type: 'committed', tested: [] });
+    if (applying.state.step !== 'applying') throw new Error(applying.state.step);
+    const revoked = [{ pair: keys[0]!, login: 'web1_app_a', revoked: true as const, sessions: [] }];
+    const ended = rotation(
+      { ...applying.state, wait: { ...applying.state.wait, over: true } },
+      { type: 'apply-finished', failures: [], revoked },
+    );
+    expect(ended.effects.map((e) => (e.type === 'journal' ? e.phase : e.type))).toEqual([
+      'resumed',
+      'resumed',
+      'discard-previous',
+    ]);
+    const second = ended.effects[1]!;
+    if (second.type !== 'journal') throw new Error(second.type);
+    const record = journalRecord(second.state, second.phase, { operator: 'op' });
+    expect(record.pairs.find((p) => p.key === keys[0])?.revoked).toBe(true);
   });
 });

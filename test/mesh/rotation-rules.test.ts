@@ -8,9 +8,9 @@ import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { rotationRunner, type RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { JOURNAL_FILE, readJournal, type JournalRecord } from '../../src/mesh/journal.js';
-import { resumeRotation } from '../../src/mesh/resume.js';
+import { resumeRotation } from '../../src/operations/resume.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
-import type { BatonError } from '../../src/errors.js';
+import { EXIT_CODES, type BatonError } from '../../src/errors.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
 import { fakeMesh, provisionerOn, filesWithoutRecords, intentPhasesOf } from './fake-transport.js';
 import { dyingAfterProviderCommit } from './dying-baton.js';
@@ -260,15 +260,17 @@ describe('commit and resume', () => {
       expect([...m.files.keys()].filter((k) => k.endsWith('.next') || k.endsWith('.prev'))).toEqual([]);
     // Resume has nothing to finish from: it refuses and renames nothing.
     await expect(
-      resumeRotation(
-        'rot-1',
+      resumeRotation({
+        id: 'rot-1',
         records,
-        meshInventory(2),
-        mesh.transportFor,
-        { concurrency: 2, waitMs: 0, pollMs: 5 },
-        async () => undefined,
-        dir,
-      ),
+        inventory: meshInventory(2),
+        transportFor: mesh.transportFor,
+        concurrency: 2,
+        waitMs: 0,
+        pollMs: 5,
+        journalDir: dir,
+        operator: 'test',
+      }),
     ).rejects.toMatchObject({ code: 'refused' });
   });
 
@@ -300,16 +302,19 @@ describe('commit and resume', () => {
       expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
     }
     mesh.machines.web2!.failOn = undefined;
-    const result = await resumeRotation(
-      'rot-1',
+    const result = await resumeRotation({
+      id: 'rot-1',
       records,
-      meshInventory(2),
-      mesh.transportFor,
-      { concurrency: 2, waitMs: 100, pollMs: 5 },
-      async () => undefined,
-      dir,
-    );
+      inventory: meshInventory(2),
+      transportFor: mesh.transportFor,
+      concurrency: 2,
+      waitMs: 100,
+      pollMs: 5,
+      journalDir: dir,
+      operator: 'test',
+    });
     expect([...result.applied].sort()).toEqual(['pg-audit:web2-app', 'pg-main:web2-app']);
+    expect(result.resume.failures).toEqual([]);
   });
 
   it('a provider unreachable after its commit is told as unknown, never "old password still works", and names resume and rollback', async () => {
@@ -365,15 +370,17 @@ describe('commit and resume', () => {
     const callsBefore = mesh.machines.web1!.calls.length;
     let error: BatonError | undefined;
     try {
-      await resumeRotation(
-        'rot-1',
+      await resumeRotation({
+        id: 'rot-1',
         records,
-        meshInventory(2),
-        mesh.transportFor,
-        { concurrency: 2, waitMs: 0, pollMs: 5 },
-        async () => undefined,
-        dir,
-      );
+        inventory: meshInventory(2),
+        transportFor: mesh.transportFor,
+        concurrency: 2,
+        waitMs: 0,
+        pollMs: 5,
+        journalDir: dir,
+        operator: 'test',
+      });
     } catch (e) {
       error = e as BatonError;
     }
@@ -382,6 +389,57 @@ describe('commit and resume', () => {
     expect(error?.changed).toBe('Nothing was renamed.');
     expect(JSON.stringify([...mesh.machines.web1!.files])).toBe(snapshot);
     expect(mesh.machines.web1!.calls.slice(callsBefore)).toEqual(['digests']);
+    // One record says so, naming the machine and why; nothing is applied.
+    const after = await readJournal(dir, 'rot-1');
+    expect(after.map((r) => r.phase)).toEqual([...records.map((r) => r.phase), 'resume-failed']);
+    expect(after.at(-1)!.results.find((r) => r.machine === 'web1')).toEqual({
+      machine: 'web1',
+      ok: false,
+      reason: `web1: ${staged} is missing`,
+    });
+    expect(after.at(-1)!.applied).toBeUndefined();
+  });
+  it('resume whose intent cannot be recorded renames nothing and writes no record: gate-closed (exit 4), resume again once reachable', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web1-app' });
+    const mesh = fakeMesh(allMachines, plan);
+    const dir = journalDir();
+    const dying = dyingAfterProviderCommit(mesh.transportFor);
+    void rotate(plan, dying.transportFor, dir, 1000);
+    await dying.dead;
+    await vi.waitFor(async () =>
+      expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toContain('committed'),
+    );
+    const records = await readJournal(dir, 'rot-1');
+    const snapshot = JSON.stringify([...mesh.machines.web1!.files]);
+    // db2 (pg-audit's provider) takes no record: its intent cannot be written.
+    const noRecords: TransportFor = (machine) => {
+      const t = mesh.transportFor(machine);
+      return machine === 'db2'
+        ? { ...t, writeRecords: () => Promise.reject(new Error('db2: read-only file system')) }
+        : t;
+    };
+    let error: BatonError | undefined;
+    try {
+      await resumeRotation({
+        id: 'rot-1',
+        records,
+        inventory: meshInventory(2),
+        transportFor: noRecords,
+        concurrency: 2,
+        waitMs: 0,
+        pollMs: 5,
+        journalDir: dir,
+        operator: 'test',
+      });
+    } catch (e) {
+      error = e as BatonError;
+    }
+    expect(error?.code).toBe('gate-closed');
+    expect(error && EXIT_CODES[error.code]).toBe(4);
+    expect(error?.what).toContain('its intent could not be recorded on db2 (db2: read-only file system)');
+    expect(error?.changed).toBe('Nothing was renamed.');
+    expect(JSON.stringify([...mesh.machines.web1!.files])).toBe(snapshot);
+    expect((await readJournal(dir, 'rot-1')).map((r) => r.phase)).toEqual(records.map((r) => r.phase));
   });
 });
 

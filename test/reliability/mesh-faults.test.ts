@@ -13,8 +13,8 @@ import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { secretDigest, type SecretDigest } from '../../src/mesh/digest.js';
 import { loadInventory, type Inventory } from '../../src/mesh/inventory.js';
-import { appendJournal, readJournal } from '../../src/mesh/journal.js';
-import { resumeRotation } from '../../src/mesh/resume.js';
+import { readJournal } from '../../src/mesh/journal.js';
+import { resumeRotation } from '../../src/operations/resume.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { Selector } from '../../src/mesh/selector.js';
 import { UNPLUGGED_MARKER, unpluggable } from '../../src/commands/drill/unplugged.js';
@@ -167,28 +167,17 @@ function deps(transportFor: TransportFor): RotationDeps {
 }
 
 async function resume(id: string): Promise<void> {
-  const records = await readJournal(journalDir, id);
-  const last = records.find((r) => r.phase === 'prepared')!;
-  await resumeRotation(
+  await resumeRotation({
     id,
-    records,
+    records: await readJournal(journalDir, id),
     inventory,
-    withLiveProvisioner(transportsFor(inventory.machines, TEST_BOUNDS), machineRoot),
-    { concurrency: 4, waitMs: 0, pollMs: 50 },
-    async (phase, failures) => {
-      await appendJournal(journalDir, {
-        ...last,
-        at: new Date().toISOString(),
-        operator: 'mesh-faults',
-        phase,
-        results: last.holders.map((h) => ({
-          machine: h.machine,
-          ok: !failures.some((f) => f.machine === h.machine),
-        })),
-      });
-    },
-    path.join(journalDir, 'mesh-journal.jsonl'),
-  );
+    transportFor: withLiveProvisioner(transportsFor(inventory.machines, TEST_BOUNDS), machineRoot),
+    concurrency: 4,
+    waitMs: 0,
+    pollMs: 50,
+    journalDir,
+    operator: 'mesh-faults',
+  });
 }
 
 describe('random failure injection over rotations on the local transport', () => {
