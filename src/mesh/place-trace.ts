@@ -28,3 +28,33 @@ export function placeTrace(name?: string): PlaceTrace | undefined {
     given: (window) => void lines.push(`${at()} -1 ${window} ${caller}\n`),
   };
 }
+
+const windowsFile = process.env['BATON_TRACE_WINDOWS'];
+const windowLines: string[] = [];
+if (windowsFile) process.once('exit', () => writeFileSync(windowsFile, windowLines.join(''), { flag: 'a' }));
+
+/** One consumer rename's moments, each in epoch ms on the controller's clock. */
+export interface WindowMoments {
+  /** The receipt's `applied_at`, put on the controller's clock (the window's start). */
+  readonly appliedAt: number;
+  /** When the controller read the receipt off the provider's reader. */
+  readonly seenAt: number;
+  /** When the rename request was handed to the consumer's channel. */
+  readonly sentAt: number;
+  /** When the consumer machine renamed (its clock, put on the controller's). */
+  readonly renamedAt: number;
+}
+
+/**
+ * With BATON_TRACE_WINDOWS=<file>, each consumer rename's moments are a line `<pair> <applied>
+ * <seen> <sent> <renamed>` (epoch ms), written at exit: the bench splits a window into the
+ * receipt's way to the controller, the controller's turn, and the rename's way to the machine
+ * (docs/benchmarks.md, "Round 11: where a window goes"). Off (the default), one check per batch.
+ */
+export function windowTrace(): ((pair: string, moments: WindowMoments) => void) | undefined {
+  if (!windowsFile) return undefined;
+  return (pair, m) =>
+    void windowLines.push(
+      `${pair} ${m.appliedAt.toFixed(1)} ${m.seenAt.toFixed(1)} ${m.sentAt.toFixed(1)} ${m.renamedAt.toFixed(1)}\n`,
+    );
+}

@@ -10,6 +10,7 @@
  * channel's clock, put on the controller's the same way).
  */
 import type { PlannedPair } from './rotation-plan.js';
+import { windowTrace } from './place-trace.js';
 import type {
   AppliedPair,
   GateRefusal,
@@ -129,8 +130,16 @@ export function failedWaitCommand(command: WaitCommand, error: unknown): WaitEve
 const planned = (links: WaitLinks, batch: readonly ReceiptedPair[]): PlannedPair[] =>
   batch.map((r) => links.pairs.get(r.pair)!);
 
-/** The window of a pair renamed at `renamedAt` (the controller's clock). */
-async function windowOf(receipt: ReceiptedPair, renamedAt: number, links: WaitLinks): Promise<AppliedPair> {
+/** BATON_TRACE_WINDOWS: each rename's moments, for the bench (place-trace.ts). */
+const traceWindow = windowTrace();
+
+/** The window of a pair renamed at `renamedAt` (the controller's clock); `sentAt`: when its rename was sent (traced). */
+async function windowOf(
+  receipt: ReceiptedPair,
+  renamedAt: number,
+  links: WaitLinks,
+  sentAt?: number,
+): Promise<AppliedPair> {
   let appliedAt = receipt.seenAt;
   if (receipt.appliedAt !== undefined) {
     const provider = await links.channels.get(links.pairs.get(receipt.pair)!.providerMachine);
@@ -139,6 +148,8 @@ async function windowOf(receipt: ReceiptedPair, renamedAt: number, links: WaitLi
       receipt.seenAt,
     );
   }
+  if (sentAt !== undefined)
+    traceWindow?.(receipt.pair, { appliedAt, seenAt: receipt.seenAt, sentAt, renamedAt });
   return { pair: receipt.pair, windowMs: Math.max(0, Math.round(renamedAt - appliedAt)) };
 }
 
@@ -169,11 +180,15 @@ async function renameConsumers(
   links: WaitLinks,
 ): Promise<WaitEvent> {
   try {
-    const channel = await links.channels.get(machine);
+    // A channel already open is taken as it is: awaiting even a settled promise would write
+    // this rename only after every other receipt of the same reading had been through the
+    // flow (its bookkeeping is synchronous), so the batch's last rename waited for all of it.
+    const channel = links.channels.settled(machine)?.channel ?? (await links.channels.get(machine));
     const pairs = planned(links, batch);
     const paths = pairs.map((p) => p.consumerPath);
     // app-rtt: a consumer's reload rides the rename's own request where the channel relays.
     const along = links.renames && channel?.relay && links.along ? links.along(pairs) : [];
+    const sentAt = links.now();
     // A rename on a channel already open is one line on its session: no connection and no
     // process to bound, so it does not queue behind `concurrency` — queued, the two-hundredth
     // consumer's window would be 25 renames long.
@@ -202,7 +217,7 @@ async function renameConsumers(
               return links.now();
             });
     const applied: AppliedPair[] = [];
-    for (const r of batch) applied.push(await windowOf(r, renamedAt, links));
+    for (const r of batch) applied.push(await windowOf(r, renamedAt, links, sentAt));
     return { type: 'consumer-renamed', machine, applied };
   } catch (error) {
     // A channel that failed is not trusted again: the retry is a plain commit().

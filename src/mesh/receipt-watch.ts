@@ -63,6 +63,11 @@ export interface RenameChannels {
   readonly opened: Promise<unknown>;
   /** The channel opened to `machine` (undefined: none, it failed to open, or it failed since). */
   get(machine: string): Promise<BoundRenameChannel | undefined>;
+  /**
+   * The same, without waiting a turn, once its opening has settled (undefined while it has not):
+   * a rename on a channel already open is written in the very event that asked for it.
+   */
+  settled(machine: string): { readonly channel: BoundRenameChannel | undefined } | undefined;
   /** A channel whose rename failed is not trusted again: later renames there are plain commits. */
   distrust(machine: string): void;
   closeAll(): void;
@@ -74,21 +79,26 @@ export function openRenameChannels(
   slots: Slots,
 ): RenameChannels {
   const channels = new Map<string, Promise<BoundRenameChannel | undefined>>();
+  const settled = new Map<string, { readonly channel: BoundRenameChannel | undefined }>();
   for (const machine of machines) {
     const transport = transportFor(machine);
-    if (transport.openChannel)
-      channels.set(
-        machine,
-        slots.run(() => transport.openChannel!()).catch(() => undefined),
-      );
+    if (transport.openChannel) {
+      const opening = slots.run(() => transport.openChannel!()).catch(() => undefined);
+      channels.set(machine, opening);
+      void opening.then((channel) => {
+        if (channels.get(machine) === opening) settled.set(machine, { channel });
+      });
+    }
   }
   return {
     opened: Promise.all(channels.values()),
     get: async (machine) => channels.get(machine),
+    settled: (machine) => settled.get(machine),
     distrust(machine) {
       const failed = channels.get(machine);
       if (!failed) return;
       channels.set(machine, Promise.resolve(undefined));
+      settled.set(machine, { channel: undefined });
       void failed.then((c) => c?.close());
     },
     closeAll() {

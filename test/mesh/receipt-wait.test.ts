@@ -197,4 +197,59 @@ describe('the receipt wait over a reader and a rename channel', () => {
     expect(plain.failures).toEqual([]);
     expect(sessions).toEqual([pair.providerPath]);
   });
+
+  it("each consumer's rename is written during the reading that saw its receipt, not after the rest of it", async () => {
+    // Two consumers of pg-main on two machines; db1's reader reports both receipts in ONE reading.
+    const two = planRotation(meshInventory(2), { by: 'provider', name: 'pg-main' }).pairs.filter((p) =>
+      p.consumerMachine.startsWith('web'),
+    );
+    expect(two.map((p) => p.consumerMachine)).toEqual(['web1', 'web2']);
+    const digests = Object.fromEntries(two.map((p) => [p.key, secretDigest(`new ${p.key}`)]));
+    const { transportFor } = machines();
+    const order: string[] = [];
+    let report: ((changes: readonly { index: number; text: string | undefined }[]) => void) | undefined;
+    const receipts = two.map((p) =>
+      formatReceipt({ role: p.role, digest: digests[p.key]!, applied_at: new Date().toISOString() }),
+    );
+    const consumer = (machine: string): BoundTransport => ({
+      ...transportFor('web1'),
+      machine,
+      openChannel: async () => ({
+        clock: { offsetMs: 0, withinMs: 1 },
+        commit: async () => {
+          order.push(`renamed on ${machine}`);
+          return Date.now();
+        },
+        close: () => undefined,
+      }),
+    });
+    const fleet: TransportFor = (name) =>
+      name === 'db1'
+        ? {
+            ...transportFor('db1'),
+            readTexts: async () => [undefined, undefined],
+            watchTexts: async (_paths, _options, onChange, until) => {
+              report = onChange;
+              onChange([
+                { index: 0, text: undefined },
+                { index: 1, text: undefined },
+              ]);
+              await new Promise((r) => until.addEventListener('abort', r, { once: true }));
+            },
+          }
+        : consumer(name);
+    const begun = beginReceiptWait(two, digests, fleet, wait);
+    await begun.ready;
+    const finished = begun.run(two, () => undefined);
+    report!([
+      { index: 0, text: receipts[0] },
+      { index: 1, text: receipts[1] },
+    ]);
+    order.push('the reading returned');
+    const result = await finished;
+    begun.close();
+    expect(result.applied.map((a) => a.pair).sort()).toEqual(two.map((p) => p.key).sort());
+    // Both renames were handed to their open channels inside the reading: neither waited for a later turn.
+    expect(order).toEqual(['renamed on web1', 'renamed on web2', 'the reading returned']);
+  });
 });

@@ -27,6 +27,7 @@ import { runTree } from '../lib/process-tree-cpu.js';
 import { summarize } from '../lib/stats.js';
 import { occupancy, occupancyWords, type Occupancy } from '../lib/place-occupancy.js';
 import { sshTally, tallyWords } from '../lib/ssh-tally.js';
+import { windowParts, windowPartsWords } from '../lib/window-parts.js';
 
 const PROVIDER = FLEET_PROVIDER;
 // BATON_BENCH_FLEET_SIZES=200 (comma-separated) measures only those sizes: a probe of one N
@@ -123,6 +124,7 @@ export const fleetCase: BenchCase = {
         const rotate = async (runEnv: NodeJS.ProcessEnv = env) => {
           const watcher = sampleWatchers(path.join(providesDir, RECEIPTS_DIR));
           const trace = traceFile();
+          const windowsTrace = `${trace}.windows`;
           const startedAt = Date.now();
           const before = sshdCpuMs(sshd!);
           // The whole tree's CPU: baton, its ssh, and the masters that fork away from them.
@@ -140,7 +142,7 @@ export const fleetCase: BenchCase = {
               '--timeout',
               '60',
             ]),
-            { cwd: root, env: { ...runEnv, BATON_TRACE_PLACES: trace } },
+            { cwd: root, env: { ...runEnv, BATON_TRACE_PLACES: trace, BATON_TRACE_WINDOWS: windowsTrace } },
           );
           const endedAt = startedAt + run.wallMs;
           await new Promise((r) => setTimeout(r, 500));
@@ -158,6 +160,7 @@ export const fleetCase: BenchCase = {
             controllerCpuMs: run.cpuMs,
             sshdMs,
             places: occupancy(trace, startedAt, endedAt),
+            parts: windowParts(windowsTrace),
           };
         };
         ctx.log(`fleet: ${n} machines — a first rotation (creates every file)`);
@@ -348,6 +351,8 @@ export const fleetCase: BenchCase = {
             goal: { kind: 'absolute', max: 50, unit: 'ms' },
             notes: [
               `max ${windows.max.toFixed(0)} ms (goal ≤ 200 ms); windows per rotation: ${rotations.map((r) => `median ${summarize(r.windows).median.toFixed(0)} / max ${summarize(r.windows).max.toFixed(0)} ms`).join('; ')}`,
+              // Round 11: where each window went (BATON_TRACE_WINDOWS, lib/window-parts.ts).
+              ...rotations.map((r, i) => `rotation ${i + 1}: ${windowPartsWords(r.parts)}`),
             ],
           }),
           figure({
