@@ -184,7 +184,7 @@ export interface CommitResult {
  * First each live provider file is kept beside it (`previousPath`), so a pair that does not
  * finish can be rolled back by a rename on the provider's machine.
  * Consumer ends are NOT committed here — each waits for its own receipt
- * (commitConsumersOnReceipt). A machine that fails leaves its pairs staged for `mesh resume`;
+ * (ReceiptWait). A machine that fails leaves its pairs staged for `mesh resume`;
  * the other machines' pairs go on, since their provisioners may already be applying them.
  */
 export async function commitProviderEnds(
@@ -247,32 +247,7 @@ export interface ConsumerCommitResult {
  * (watchTexts) and renames go out on a channel opened before any receipt is expected
  * (openChannel), so a consumer follows its receipt within one trip plus the reader's poll
  * interval; otherwise receipts are polled every `pollMs` and renamed with commit().
- */
-export async function commitConsumersOnReceipt(
-  pairs: readonly PlannedPair[],
-  digests: Readonly<Record<string, SecretDigest>>,
-  transportFor: TransportFor,
-  wait: ApplyWait,
-  onApplied: (applied: AppliedPair) => void,
-  /** Begun before the provider ends went live (beginReceiptWait); else begun here. */
-  begun?: ReceiptWait,
-  gate?: ConsumerGate,
-  along?: ConsumerAlong,
-): Promise<ConsumerCommitResult> {
-  const receiptWait =
-    begun ??
-    beginReceiptWait(pairs, digests, transportFor, wait, {
-      ...(gate ? { gate } : {}),
-      ...(along ? { along } : {}),
-    });
-  try {
-    return await receiptWait.run(pairs, onApplied);
-  } finally {
-    receiptWait.close();
-  }
-}
-
-/**
+ *
  * What the receipt wait needs, set up BEFORE the provider ends go live: a rename channel to
  * each consumer machine (and to each provider machine, for its clock) and a receipt reader on
  * each provider. Opening an ssh session costs round trips and a process start; done after the

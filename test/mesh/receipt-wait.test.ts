@@ -5,16 +5,27 @@
  * once when it does.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  beginReceiptWait,
-  commitConsumersOnReceipt,
-  commitProviderEnds,
-  providerCommitSteps,
-} from '../../src/mesh/delivery.js';
+import { beginReceiptWait, commitProviderEnds, providerCommitSteps } from '../../src/mesh/delivery.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
 import { meshInventory } from './mesh-fixture.js';
+
+/** The wait as the rotation runs it: begun (or handed one begun earlier), run for the pairs, closed. */
+async function commitConsumersOnReceipt(
+  pairs: Parameters<typeof beginReceiptWait>[0],
+  digests: Parameters<typeof beginReceiptWait>[1],
+  transportFor: TransportFor,
+  wait: Parameters<typeof beginReceiptWait>[3],
+  onApplied: Parameters<ReturnType<typeof beginReceiptWait>['run']>[1],
+  begun = beginReceiptWait(pairs, digests, transportFor, wait),
+) {
+  try {
+    return await begun.run(pairs, onApplied);
+  } finally {
+    begun.close();
+  }
+}
 
 const plan = planRotation(meshInventory(1), { by: 'pair', provider: 'pg-main', consumer: 'web1-app' });
 const pair = plan.pairs[0]!;
