@@ -9,6 +9,7 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { POSTGRES_TEMPLATES_ENV } from '../src/sandbox/postgres.js';
+import { endRunMoto, MAIN_PID_ENV } from './helpers/moto-run.js';
 import {
   createRegistry,
   endAll,
@@ -41,8 +42,13 @@ export default function setup(): () => Promise<void> {
   // One initdb per PostgreSQL build for the run; each server starts from a copy (src/sandbox/postgres.ts).
   // Set to the empty string, every server runs its own initdb (how the saving was measured).
   process.env[POSTGRES_TEMPLATES_ENV] ??= path.join(runDir, 'pg-templates');
+  // One moto_server for the run, started by the first file that asks (test/helpers/moto-run.ts);
+  // it exits by itself once this process is gone, should the teardown below never run.
+  process.env[MAIN_PID_ENV] = String(process.pid);
 
   return async () => {
+    // The run's moto is the run's, not a leftover: stopped before the look for what a test left.
+    await endRunMoto(runDir);
     const running = leftRunning(runDir, new Set([...selfAndAncestors(), ...(await ownWorkers())]));
     const unkillable = await endAll(running);
     // An ssh master of a baton that a test SIGKILLed outlives it by design, for ControlPersist

@@ -10,6 +10,9 @@ concurrent, a request's body is read in full BEFORE the lock is taken (a client 
 sending cannot hold up anyone else), and moto's own code decides every answer.
 
 Usage: python3 moto-one-write-at-a-time.py HOST PORT
+With BATON_MOTO_EXIT_WITH_PID set, the server exits once that process is gone: the suite's one
+moto for a run (test/helpers/moto-run.ts) is detached from the worker that started it, and a run
+killed before its teardown must not leave it running.
 """
 
 import io
@@ -17,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
@@ -54,11 +58,28 @@ def one_write_at_a_time(app):
     return serve
 
 
+def exit_with(pid):
+    def watch():
+        while True:
+            time.sleep(1)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                os._exit(0)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main():
     host, port = sys.argv[1], int(sys.argv[2])
     os.environ.setdefault("MOTO_PORT", str(port))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    watched = os.environ.get("BATON_MOTO_EXIT_WITH_PID")
+    if watched:
+        exit_with(int(watched))
     app = DomainDispatcherApplication(create_backend_app)
     app.debug = True
     run_simple(host, port, one_write_at_a_time(app), threaded=True)

@@ -1,15 +1,14 @@
 /**
- * moto_server on a random free port of 127.0.0.1: a real S3 API that baton did not write and
- * that ENFORCES If-None-Match / If-Match (412), versioning and SSE-KMS headers — what s3rver
- * cannot prove (it ignores preconditions). Under CI=true a missing moto_server FAILS the suite
+ * moto_server on 127.0.0.1 (the run's one, test/helpers/moto-run.ts, or the caller's own): a real
+ * S3 API that baton did not write and that ENFORCES If-None-Match / If-Match (412), versioning and
+ * SSE-KMS headers — what s3rver cannot prove (it ignores preconditions). Under CI=true a missing moto_server FAILS the suite
  * (a skipped proof would read as a passed one); elsewhere it fails too, with the install hint.
  *
  * The test-side client reads, plants and counts object versions behind baton's back.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import net from 'node:net';
-import { fileURLToPath } from 'node:url';
 import {
   CreateBucketCommand,
   DeleteObjectCommand,
@@ -20,7 +19,8 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { freePort } from '../../src/sandbox/free-port.js';
-import { registerChild } from './process-registry.js';
+import { ONE_WRITE_AT_A_TIME, runMotoPort, waitForPort } from './moto-run.js';
+import { registerChild, RUN_ENV } from './process-registry.js';
 
 export interface MotoS3 {
   /** http://127.0.0.1:<port> */
@@ -68,7 +68,6 @@ export function requireMoto(): void {
   }
 }
 
-const ONE_WRITE_AT_A_TIME = fileURLToPath(new URL('./moto-one-write-at-a-time.py', import.meta.url));
 let motoPython: string | undefined;
 
 /**
@@ -101,26 +100,26 @@ function pythonWithMoto(): string {
   );
 }
 
-async function waitForPort(port: number, child: ChildProcess, deadline: number): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`moto_server exited with ${child.exitCode} before it listened on ${port}`);
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1');
-      socket.once('connect', () => (socket.destroy(), resolve(true)));
-      socket.once('error', () => resolve(false));
-    });
-    if (up) return;
-    if (Date.now() > deadline) throw new Error(`moto_server did not listen on 127.0.0.1:${port} within 90 s`);
-    await new Promise((r) => setTimeout(r, 150));
-  }
+let nameSeq = 0;
+
+/** A name no other file of the run (they share one moto) and no earlier test of this one uses. */
+export function uniqueName(): string {
+  return `${process.pid}-${++nameSeq}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
 }
 
-let bucketSeq = 0;
-
-export async function startMoto(): Promise<MotoS3> {
+/**
+ * Within a suite run (the global setup's run directory), the run's one moto_server
+ * (test/helpers/moto-run.ts): every file keeps to its own buckets and parameters, and close() ends
+ * only this file's client. `own: true` starts a server for this caller alone, for a test that stops
+ * it (an outage); so does a use outside a suite run, and every caller when BATON_TEST_MOTO_PER_FILE=1
+ * (how the shared server's saving is measured: docs/testing.md, "Suite time").
+ */
+export async function startMoto(options: { readonly own?: boolean } = {}): Promise<MotoS3> {
   requireMoto();
   Object.assign(process.env, { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' });
+  const run = process.env[RUN_ENV];
+  if (!options.own && run !== undefined && process.env.BATON_TEST_MOTO_PER_FILE !== '1')
+    return motoClient(await runMotoPort(run, pythonWithMoto()), () => Promise.resolve());
   const port = await freePort();
   const child = spawn(pythonWithMoto(), [ONE_WRITE_AT_A_TIME, '127.0.0.1', String(port)], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -136,6 +135,17 @@ export async function startMoto(): Promise<MotoS3> {
     child.kill('SIGTERM');
     throw new Error(`${(error as Error).message}\n${stderr}`, { cause: error });
   }
+  return motoClient(port, async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
+      if ((child.exitCode as number | null) === null) child.kill('SIGKILL');
+    }
+  });
+}
+
+function motoClient(port: number, stop: () => Promise<void>): MotoS3 {
   const endpoint = `http://127.0.0.1:${port}`;
   const client = new S3Client({
     region: 'us-east-1',
@@ -150,7 +160,7 @@ export async function startMoto(): Promise<MotoS3> {
     client,
     env: { ...MOTO_ENV },
     async bucket(options = {}) {
-      const name = `baton-${process.pid}-${++bucketSeq}-${Date.now().toString(36)}`;
+      const name = `baton-${uniqueName()}`;
       await client.send(new CreateBucketCommand({ Bucket: name }));
       if (options.versioned) {
         await client.send(
@@ -204,12 +214,7 @@ export async function startMoto(): Promise<MotoS3> {
     },
     async close() {
       client.destroy();
-      if (child.exitCode === null) {
-        const exited = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 3000))]);
-        if ((child.exitCode as number | null) === null) child.kill('SIGKILL');
-      }
+      await stop();
     },
   };
 }

@@ -15,7 +15,7 @@ import {
 } from '@aws-sdk/client-ssm';
 import { SsmStore } from '../../src/store/ssm-store.js';
 import { parseStoreUrl, type SsmStoreSpec } from '../../src/store/store-url.js';
-import { MOTO_ENV, startMoto, type MotoS3 } from './moto-s3.js';
+import { MOTO_ENV, startMoto, uniqueName, type MotoS3 } from './moto-s3.js';
 
 export interface MotoSsm {
   readonly moto: MotoS3;
@@ -44,8 +44,6 @@ export interface MotoSsm {
   close(): Promise<void>;
 }
 
-let prefixSeq = 0;
-
 export async function startMotoSsm(): Promise<MotoSsm> {
   const moto = await startMoto();
   const client = new SSMClient({
@@ -66,7 +64,7 @@ export async function startMotoSsm(): Promise<MotoSsm> {
     moto,
     endpoint: moto.endpoint,
     client,
-    prefix: () => `/baton-test/p${process.pid}-${++prefixSeq}-${Date.now().toString(36)}/deployment`,
+    prefix: () => `/baton-test/p${uniqueName()}/deployment`,
     storeUrl(prefix, options = {}) {
       const via = encodeURIComponent(options.endpoint ?? moto.endpoint);
       return `ssm://${prefix}?region=us-east-1&endpoint=${via}${options.query ? `&${options.query}` : ''}`;

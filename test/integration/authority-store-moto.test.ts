@@ -278,7 +278,8 @@ describe('a key billet cannot parse', () => {
 
 describe('in an outage, the offline route', () => {
   it('moto stopped: the refusal names the route; following it, a fresh host adopts the fleet’s authority byte-identically', async () => {
-    const own = await startMoto();
+    // A server of its own: this test stops it, and the run's moto serves the other files.
+    const own = await startMoto({ own: true });
     let stopped = false;
     try {
       const bucket = await own.bucket();

@@ -30,20 +30,19 @@ const TOTAL_MS = 4_000;
 const SLACK_MS = 3_000;
 
 let moto: MotoS3;
-let proxy: FaultProxy;
+const proxies: FaultProxy[] = [];
 let tmp: { dir: string; cleanup: () => void };
 const stores: S3Store[] = [];
 let seq = 0;
 
 beforeAll(async () => {
   moto = await startMoto();
-  proxy = await startFaultProxy({ upstream: moto.endpoint, maxStallMs: 60_000 });
   tmp = makeTempDir('baton-deadline-');
 }, 120_000);
 
 afterAll(async () => {
   for (const store of stores) store.destroy();
-  await ifSet(proxy)?.close();
+  for (const proxy of proxies) await proxy.close();
   await ifSet(moto)?.close();
   ifSet(tmp)?.cleanup();
 });
@@ -67,8 +66,13 @@ function host(store: S3Store, name: string): ShareContext {
   };
 }
 
-/** A published authority (written direct to moto) and a store that reads it through the proxy. */
+/**
+ * A published authority (written direct to moto) and a store that reads it through a proxy of its
+ * own: each case waits out a deadline of its own, so the cases run at once (their waits overlap).
+ */
 async function published(prefix: string) {
+  const proxy = await startFaultProxy({ upstream: moto.endpoint, maxStallMs: 60_000 });
+  proxies.push(proxy);
   const bucket = await moto.bucket();
   const direct = storeVia(bucket, prefix, moto.endpoint);
   const origin = host(direct, 'origin');
@@ -80,6 +84,7 @@ async function published(prefix: string) {
     key: `${prefix}/authority.json`,
     before: before!,
     origin,
+    proxy,
     proxied: storeVia(bucket, prefix, proxy.url),
   };
 }
@@ -92,10 +97,10 @@ async function timed<T>(
   return { error, ms: Date.now() - started };
 }
 
-describe('one deadline bounds a whole S3 read: headers and body', () => {
+describe.concurrent('one deadline bounds a whole S3 read: headers and body', () => {
   it('10 body bytes then silence: given up at the bound, saying the body stalled after 10 bytes and how long baton waited', async () => {
     const w = await published('ten-bytes');
-    proxy.arm({ fault: 'stall-body', method: 'GET', path: /ten-bytes/, bodyBytes: 10, count: Infinity });
+    w.proxy.arm({ fault: 'stall-body', method: 'GET', path: /ten-bytes/, bodyBytes: 10, count: Infinity });
     try {
       const { error, ms } = await timed(w.proxied.get());
       expect(ms).toBeLessThan(TOTAL_MS + SLACK_MS);
@@ -107,7 +112,7 @@ describe('one deadline bounds a whole S3 read: headers and body', () => {
       expect(error.what).toContain('4 s in all');
       expect(error.changed).toBe('Nothing was changed.');
     } finally {
-      proxy.clear();
+      w.proxy.clear();
     }
     expect(await moto.getObject(w.bucket, w.key)).toEqual(w.before);
   }, 30_000);
@@ -119,7 +124,7 @@ describe('one deadline bounds a whole S3 read: headers and body', () => {
     mkdirSync(fresh.stateDir, { recursive: true, mode: 0o700 });
     writeFileSync(path.join(fresh.stateDir, 'ca.lock'), '', { mode: 0o600 });
     const disk = snapshotDir(fresh.stateDir);
-    proxy.arm({ fault: 'stall-body', method: 'GET', path: /half-body/, count: Infinity });
+    w.proxy.arm({ fault: 'stall-body', method: 'GET', path: /half-body/, count: Infinity });
     try {
       const { error, ms } = await timed(adopt(fresh));
       expect(ms).toBeLessThan(TOTAL_MS + SLACK_MS);
@@ -128,7 +133,7 @@ describe('one deadline bounds a whole S3 read: headers and body', () => {
       expect(error.what).toContain(`after ${half} of ${w.before.body.length} bytes`);
       expect(error.what).toMatch(/baton waited \d+(\.\d)? s/);
     } finally {
-      proxy.clear();
+      w.proxy.clear();
     }
     expect(snapshotDir(fresh.stateDir)).toEqual(disk);
     expect(await moto.getObject(w.bucket, w.key)).toEqual(w.before);
@@ -136,21 +141,21 @@ describe('one deadline bounds a whole S3 read: headers and body', () => {
 
   it('no headers at all: given up at the bound, saying the headers never came and how long baton waited', async () => {
     const w = await published('no-headers');
-    proxy.arm({ fault: 'stall', method: 'GET', path: /no-headers/, count: Infinity });
+    w.proxy.arm({ fault: 'stall', method: 'GET', path: /no-headers/, count: Infinity });
     try {
       const { error, ms } = await timed(w.proxied.get());
       expect(ms).toBeLessThan(TOTAL_MS + SLACK_MS);
       expect(error).toMatchObject({ code: 'failed', reason: 'timed-out' });
       expect(error.what).toContain("did not send its answer's headers in time");
     } finally {
-      proxy.clear();
+      w.proxy.clear();
     }
     expect(await moto.getObject(w.bucket, w.key)).toEqual(w.before);
   }, 30_000);
 
   it('a body that stalls once and then comes whole is read within the same bound', async () => {
     const w = await published('stall-once');
-    proxy.arm({ fault: 'stall-body', method: 'GET', path: /stall-once/, bodyBytes: 10, count: 1 });
+    w.proxy.arm({ fault: 'stall-body', method: 'GET', path: /stall-once/, bodyBytes: 10, count: 1 });
     try {
       // The first attempt holds the body until the deadline: the call fails, it is not retried
       // past its bound. The next call (a new deadline) reads the document whole.
@@ -159,7 +164,7 @@ describe('one deadline bounds a whole S3 read: headers and body', () => {
       expect(error.reason).toBe('timed-out');
       expect((await w.proxied.get())?.body).toEqual(w.before.body);
     } finally {
-      proxy.clear();
+      w.proxy.clear();
     }
   }, 30_000);
 });
