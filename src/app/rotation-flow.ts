@@ -392,8 +392,6 @@ function closeApply(state: Applying): Step {
   return to(state, [{ type: 'finish-apply', pairs: live.map((p) => p.key), failures: state.renamed }]);
 }
 
-type Committing = Extract<RotationState, { readonly step: 'committing' }>;
-
 /**
  * A resume's provider ends answered: its wait starts for the pairs whose provider end is live
  * and consumer end is not. No record is written between (a resume writes one when it ends;
@@ -401,26 +399,15 @@ type Committing = Extract<RotationState, { readonly step: 'committing' }>;
  * as soon as the wait is over.
  */
 function resumeApplying(
-  state: Committing,
+  applying: Applying,
   resume: Resuming,
-  event: Extract<RotationEvent, { type: 'committed' | 'commit-failed' }>,
   live: readonly string[],
+  tested: readonly string[],
 ): Step {
-  const applying: Applying = {
-    ...base(state),
-    step: 'applying',
-    digests: state.digests,
-    committed: logKeys(state.committed),
-    failures: event.type === 'commit-failed' ? event.failures : [],
-    previous: event.previous ?? {},
-    applied: emptyLog(),
-    wait: state.wait,
-    recorded: true,
-    resume,
-  };
+  const resumed: Applying = { ...applying, recorded: true, resume };
   // With no pair to wait for, the wait is over as it starts: no reader is opened.
   const awaits: RotationEffect[] = live.length > 0 ? [{ type: 'await-receipts', pairs: live }] : [];
-  return waited(applying, waitStarted(state.wait, live, event.tested ?? []), awaits);
+  return waited(resumed, waitStarted(applying.wait, live, tested), awaits);
 }
 
 /**
@@ -604,7 +591,6 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
               p.key in state.wait.consumerOf,
           )
           .map((p) => p.key);
-        if (state.resume) return resumeApplying(state, state.resume, event, live);
         const applying: Applying = {
           ...base(state),
           step: 'applying',
@@ -616,6 +602,7 @@ export function rotation(state: RotationState, event: RotationEvent): Step {
           wait: state.wait,
           recorded: false,
         };
+        if (state.resume) return resumeApplying(applying, state.resume, live, event.tested ?? []);
         // The journal's 'committed' record is the provider ends; a failed machine is in its results.
         // The consumer renames do not wait for it (the wait's effects run beside the queue): the
         // providers' intents, `committing` before any end went live, already say what may be live.

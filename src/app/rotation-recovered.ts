@@ -189,11 +189,7 @@ export function resumeRecord(
   testLogins: readonly TestLoginRecord[] = [],
 ): JournalRecord {
   return {
-    ...prepared,
-    mesh: by.mesh,
-    at: by.at,
-    operator: by.operator,
-    phase,
+    ...resumedFrom(prepared, by, phase),
     results: prepared.holders.map((h) => {
       const f = failures.find((x) => x.machine === h.machine);
       return f
@@ -213,12 +209,17 @@ export function resumeRevokedRecord(
   revoked: readonly PairRevoke[],
 ): JournalRecord {
   return {
-    ...prepared,
-    mesh: by.mesh,
-    at: by.at,
-    operator: by.operator,
-    phase: 'resumed',
+    ...resumedFrom(prepared, by, 'resumed'),
     pairs: prepared.pairs.map((p) => journalRevoked(p, { step: 'done', revoked })),
     applied: [...applied],
   };
+}
+
+/** A resume's record is the rotation's `prepared` one (its pairs, holders and digests), written now, by this command. */
+function resumedFrom(
+  prepared: JournalRecord,
+  by: RecordBy,
+  phase: 'resumed' | 'resume-failed',
+): JournalRecord {
+  return { ...prepared, mesh: by.mesh, at: by.at, operator: by.operator, phase };
 }
