@@ -166,16 +166,9 @@ describeWithPart(
           timeout: 10_000,
           interval: 50,
         });
-        child.kill('SIGTERM');
-        await exited;
-        const end = counts();
-        const during = end.ok - start.ok;
-        console.log(
-          `pooled app with reload: 5 rotations, ${during} queries ok during them, ${end.failed} failed (${JSON.stringify(end.codes)}), ${end.reloads} reloads`,
-        );
-        expect(end.failed, JSON.stringify(end.codes)).toBe(0);
-        expect(end.reloads).toBe(5);
-        expect(during).toBeGreaterThan(0);
+        // Status is read while the app runs: the provisioner's census sees only the sessions open
+        // at one of its cycles, so an app stopped before the census after its last reload is rightly
+        // 'not-confirmed' (round 12's CI saw that ordering under three workers).
         // The rotation's summary said what it confirmed, and status reads the same marks back.
         expect(outputs.at(-1)).toContain('pg-main:web1-app confirmed: ✓ file; ✓ test login; ✓ reload;');
         await vi.waitFor(
@@ -213,6 +206,16 @@ describeWithPart(
         expect(plain.stdout).toContain(
           "    confirmed: ✓ file; ✓ test login; ✓ reload; ✓ app's new sessions seen on the live login after the move",
         );
+        child.kill('SIGTERM');
+        await exited;
+        const end = counts();
+        const during = end.ok - start.ok;
+        console.log(
+          `pooled app with reload: 5 rotations, ${during} queries ok during them, ${end.failed} failed (${JSON.stringify(end.codes)}), ${end.reloads} reloads`,
+        );
+        expect(end.failed, JSON.stringify(end.codes)).toBe(0);
+        expect(end.reloads).toBe(5);
+        expect(during).toBeGreaterThan(0);
         console.log(
           "mesh status after them: file, test login, reload and the app's new sessions each confirmed",
         );
