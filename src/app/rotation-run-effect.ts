@@ -17,7 +17,13 @@ import {
   type WaitConnections,
 } from '../mesh/delivery.js';
 import { failedWaitCommand } from '../mesh/receipt-wait-effects.js';
-import { appendJournal, journalPair, JOURNAL_FILE, type JournalRecord } from '../mesh/journal.js';
+import {
+  appendJournal,
+  journalHolders,
+  journalPair,
+  JOURNAL_FILE,
+  type JournalRecord,
+} from '../mesh/journal.js';
 import {
   recordIntent,
   recordOutcome as recordPairOutcome,
@@ -565,12 +571,7 @@ export function journalRecord(
     operator: deps.operator,
     phase,
     selector: state.plan.selectorText,
-    holders: state.plan.holders.map((h) => ({
-      machine: h.machine,
-      transport: h.transport,
-      address: h.address,
-      receives: h.receives.map((d) => d.path),
-    })),
+    holders: journalHolders(state.plan.holders),
     results,
     pairs: state.plan.pairs.map((p) =>
       journalRevoked(

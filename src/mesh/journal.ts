@@ -13,7 +13,7 @@ import path from 'node:path';
 import { BatonError } from '../errors.js';
 import { DEFAULT_STATE_ROOT, type ResolvedConfig } from '../config/config.js';
 import type { SecretDigest } from './digest.js';
-import type { PlannedPair } from './rotation-plan.js';
+import type { Holder, PlannedPair } from './rotation-plan.js';
 import { errorCode } from '../fs/system-error.js';
 import { z } from 'zod';
 import { JOURNAL_PHASES, type JournalPhase } from './rotation-phase.js';
@@ -183,6 +183,16 @@ export function parseJournalLine(line: string): JournalRecord | undefined {
   }
   const parsed = journalRecordSchema.safeParse(raw);
   return parsed.success ? parsed.data : undefined;
+}
+
+/** The record's holders as the plan names them: each machine, how it is reached, and the paths it receives. */
+export function journalHolders(holders: readonly Holder[]): JournalHolder[] {
+  return holders.map((h) => ({
+    machine: h.machine,
+    transport: h.transport,
+    address: h.address,
+    receives: h.receives.map((d) => d.path),
+  }));
 }
 
 export function journalPair(

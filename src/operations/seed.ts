@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { EXIT_OK } from '../errors.js';
 import { digestPrefix } from '../mesh/digest.js';
-import { appendJournal, journalPair, newRotationId } from '../mesh/journal.js';
+import { appendJournal, journalHolders, journalPair, newRotationId } from '../mesh/journal.js';
 import { findLeftovers, leftoversRefusal } from '../mesh/leftovers.js';
 import { withMeshLock } from '../mesh/mesh-lock.js';
 import { planRotation } from '../mesh/rotation-plan.js';
@@ -49,12 +49,7 @@ export async function seed(ports: OperationPorts, inputs: SeedInputs): Promise<n
           operator: ports.operator,
           phase: 'seeded',
           selector: plan.selectorText,
-          holders: plan.holders.map((h) => ({
-            machine: h.machine,
-            transport: h.transport,
-            address: h.address,
-            receives: h.receives.map((d) => d.path),
-          })),
+          holders: journalHolders(plan.holders),
           results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
           pairs: [journalPair(pair, digest, undefined, consumerDigest)],
         });

@@ -27,7 +27,7 @@ import {
 import { journalRecord, rotationRunner } from '../../src/app/rotation-run-effect.js';
 import { EXIT_CODES, EXIT_OK } from '../../src/errors.js';
 import type { SecretDigest } from '../../src/mesh/digest.js';
-import type { JournalRecord } from '../../src/mesh/journal.js';
+import { journalHolders, type JournalRecord } from '../../src/mesh/journal.js';
 import type { PairRollback } from '../../src/mesh/rollback.js';
 import { endDigest, type MachineFailure } from '../../src/mesh/delivery.js';
 import { resumeFromRead } from '../../src/mesh/resume.js';
@@ -346,12 +346,7 @@ const preparedRecord: JournalRecord = {
   operator: 'op',
   phase: 'prepared',
   selector: 'every pair',
-  holders: plan.holders.map((h) => ({
-    machine: h.machine,
-    transport: h.transport,
-    address: h.address,
-    receives: h.receives.map((d) => d.path),
-  })),
+  holders: journalHolders(plan.holders),
   results: plan.holders.map((h) => ({ machine: h.machine, ok: true })),
   pairs: plan.pairs.map((p) => ({
     key: p.key,
