@@ -55,6 +55,26 @@ async function rotate(plan: RotationPlan, transportFor: TransportFor, dir: strin
 }
 
 /** Every holder starts with an old secret in each file it will receive. */
+/** `mesh resume rot-1` on the two-consumer mesh, from the records read back. */
+function resumeRot1(
+  records: readonly JournalRecord[],
+  transportFor: TransportFor,
+  dir: string,
+  waitMs: number,
+) {
+  return resumeRotation({
+    id: 'rot-1',
+    records,
+    inventory: meshInventory(2),
+    transportFor,
+    concurrency: 2,
+    waitMs,
+    pollMs: 5,
+    journalDir: dir,
+    operator: 'test',
+  });
+}
+
 function seedOld(plan: RotationPlan, machines: ReturnType<typeof fakeMesh>['machines']) {
   for (const h of plan.holders)
     for (const d of h.receives) machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
@@ -302,17 +322,7 @@ describe('commit and resume', () => {
       expect(secretDigest(mesh.machines.web2!.files.get(`${p.consumer_path}.next`)!)).toBe(p.digest);
     }
     mesh.machines.web2!.failOn = undefined;
-    const result = await resumeRotation({
-      id: 'rot-1',
-      records,
-      inventory: meshInventory(2),
-      transportFor: mesh.transportFor,
-      concurrency: 2,
-      waitMs: 100,
-      pollMs: 5,
-      journalDir: dir,
-      operator: 'test',
-    });
+    const result = await resumeRot1(records, mesh.transportFor, dir, 100);
     expect([...result.applied].sort()).toEqual(['pg-audit:web2-app', 'pg-main:web2-app']);
     expect(result.resume.failures).toEqual([]);
   });
@@ -370,17 +380,7 @@ describe('commit and resume', () => {
     const callsBefore = mesh.machines.web1!.calls.length;
     let error: BatonError | undefined;
     try {
-      await resumeRotation({
-        id: 'rot-1',
-        records,
-        inventory: meshInventory(2),
-        transportFor: mesh.transportFor,
-        concurrency: 2,
-        waitMs: 0,
-        pollMs: 5,
-        journalDir: dir,
-        operator: 'test',
-      });
+      await resumeRot1(records, mesh.transportFor, dir, 0);
     } catch (e) {
       error = e as BatonError;
     }
@@ -420,17 +420,7 @@ describe('commit and resume', () => {
     };
     let error: BatonError | undefined;
     try {
-      await resumeRotation({
-        id: 'rot-1',
-        records,
-        inventory: meshInventory(2),
-        transportFor: noRecords,
-        concurrency: 2,
-        waitMs: 0,
-        pollMs: 5,
-        journalDir: dir,
-        operator: 'test',
-      });
+      await resumeRot1(records, noRecords, dir, 0);
     } catch (e) {
       error = e as BatonError;
     }
