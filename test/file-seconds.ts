@@ -10,6 +10,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/mesh/app-truth-postgres.test.ts': 74.4,
   'test/mesh/alternating-postgres.test.ts': 52.4,
   'test/mesh/rotation-postgres.test.ts': 47.4,
+  'test/mesh/resume-interrupted.test.ts': 41.6, // round 12, new: alone on the shared machine (load 3-5)
   'test/reliability/races.test.ts': 38.0,
   'test/mesh/provider-rotation-kills.test.ts': 32.0,
   'test/reliability/s3-faults.test.ts': 29.9,
@@ -34,6 +35,7 @@ export const FILE_SECONDS: Readonly<Record<string, number>> = {
   'test/integration/ssm-store-moto.test.ts': 17.6,
   'test/provisioner/database-truth.test.ts': 17.1,
   'test/transport/ssh-start-limits.test.ts': 17.1,
+  'test/mesh/resume-postgres.test.ts': 16.5, // round 12, new: alone on the shared machine
   'test/reliability/secrets.test.ts': 16.4,
   'test/store/s3-call-deadline-moto.test.ts': 7.0, // round 11: its cases run at once (16.4 s in that run)
   'test/mesh/pooler-auth-file-pgbouncer.test.ts': 15.5,

@@ -14,7 +14,7 @@ import type { JournalHistory } from './journal-history.js';
 import { JOURNAL_PAIR_SCHEMA, type JournalPair } from './journal.js';
 import { mapBounded } from './map-bounded.js';
 import type { EndsRead, PlannedPair } from './rotation-plan.js';
-import { INTENT_PHASES, isUnfinished, type IntentPhase } from './rotation-phase.js';
+import { INTENT_PHASES, isUnfinished, PHASES, type IntentPhase } from './rotation-phase.js';
 import { reasonOf, recordPath, type MachineRecord, type TransportFor } from './transport.js';
 
 export { INTENT_PHASES, isUnfinished, type IntentPhase } from './rotation-phase.js';
@@ -144,6 +144,23 @@ export function withMachineTruth(
 ): JournalHistory {
   return {
     ...history,
+    pair(key) {
+      const remembered = history.pair(key);
+      const last = remembered.lastRotation;
+      const intent = onMachines(key)?.intent;
+      // baton killed between a pair's `finished` intent and the record after it (finish-apply
+      // writes the intents first): the journal's last word on that rotation is still an open
+      // phase, and its age the rotation before. The machines say it finished, and when.
+      if (!last || intent?.rotation !== last.id || intent.phase !== 'finished' || !PHASES[last.outcome].open)
+        return remembered;
+      return {
+        lastRotatedAt:
+          remembered.lastRotatedAt !== undefined && remembered.lastRotatedAt > intent.at
+            ? remembered.lastRotatedAt
+            : intent.at,
+        lastRotation: { ...last, outcome: 'finished' },
+      };
+    },
     unfinished(key) {
       const intent = onMachines(key)?.intent;
       if (intent) return isUnfinished(intent.phase) ? intent.rotation : undefined;

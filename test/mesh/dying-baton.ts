@@ -5,7 +5,12 @@
  * its previous file kept, consumer end staged, journal at "committed" — which is what a killed
  * process leaves on the holders. Nothing in src knows about it.
  */
-import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
+import type {
+  BoundChannelRelay,
+  BoundRenameChannel,
+  BoundTransport,
+  TransportFor,
+} from '../../src/mesh/transport.js';
 
 export interface DyingBaton {
   readonly transportFor: TransportFor;
@@ -122,6 +127,122 @@ export function dyingAfterConsumerCommit(
           writeRecords: gate((records) => inner.writeRecords(records)),
           lock: (dir, holder) => inner.lock(dir, holder),
         };
+        wrapped.set(machine, t);
+      }
+      return t;
+    },
+  };
+}
+
+/**
+ * One call of a command's run, named by its transport method (a rename channel's `commit` is
+ * `commit` too: a rename is a rename, whichever way it went out) and what it carries.
+ */
+export interface CallPoint {
+  readonly method: string;
+  /** Whether this call is the one (its arguments: paths, records); every call of `method` if absent. */
+  readonly matches?: (args: readonly unknown[]) => boolean;
+  /** Before the machine does it, or once it did and before baton hears back. */
+  readonly when: 'before' | 'after';
+}
+
+/** A `writeRecords` call writing records of `phase` (an intent's step). */
+export const recordsAt =
+  (phase: string) =>
+  (args: readonly unknown[]): boolean =>
+    (args[0] as readonly { readonly text: string }[]).some(
+      (r) => (JSON.parse(r.text) as { phase?: string }).phase === phase,
+    );
+
+/** A call on paths of one end (`/provides/` or `/consumes/`). */
+export const pathsUnder =
+  (part: string) =>
+  (args: readonly unknown[]): boolean =>
+    Array.isArray(args[0]) && (args[0] as unknown[]).some((p) => typeof p === 'string' && p.includes(part));
+
+/**
+ * A baton interrupted at one call of its run (`at`), every other call untouched:
+ * - `killed` (SIGKILL, power): from that call on, no call returns and no receipt is heard, on
+ *   any machine, through every method (the optional ones and a rename channel's too), so the
+ *   run stops exactly there, as a dead process leaves the machines;
+ * - `timed-out` (a machine slower than `--timeout`): that one call fails with the bound's words
+ *   ("no answer within 15 s"), done on the machine or not as `when` says; the run goes on.
+ * Nothing in src knows about it; the lock passes through (a dead baton's went with its connection).
+ */
+export function interruptedAt(
+  transportFor: TransportFor,
+  at: CallPoint,
+  how: 'killed' | 'timed-out',
+): DyingBaton {
+  let dead = false;
+  let hit = false;
+  let died: () => void = () => undefined;
+  const deadPromise = new Promise<void>((resolve) => {
+    died = resolve;
+  });
+  const never = new Promise<never>(() => undefined);
+  /** Runs `call` unless baton is dead; at the point, dies or times out. */
+  const through = async (machine: string, method: string, args: unknown[], call: () => Promise<unknown>) => {
+    if (dead) return never;
+    const here = !hit && at.method === method && (at.matches?.(args) ?? true);
+    if (!here) return call();
+    hit = true;
+    if (at.when === 'after') await call();
+    if (how === 'killed') {
+      dead = true;
+      died();
+      return never;
+    }
+    died();
+    throw new Error(`${machine}: no answer within 15 s`);
+  };
+  const channelOf = (machine: string, channel: BoundRenameChannel): BoundRenameChannel => ({
+    get clock() {
+      return channel.clock;
+    },
+    commit: (paths) => through(machine, 'commit', [paths], () => channel.commit(paths)) as Promise<number>,
+    close: () => channel.close(),
+    ...(channel.relay
+      ? {
+          relay: {
+            openSocket: (host, port, until) =>
+              through(machine, 'openSocket', [host, port], () =>
+                channel.relay!.openSocket(host, port, until),
+              ) as ReturnType<BoundChannelRelay['openSocket']>,
+            commitThen: (paths, reloads) =>
+              through(machine, 'commit', [paths, reloads], () =>
+                channel.relay!.commitThen(paths, reloads),
+              ) as ReturnType<BoundChannelRelay['commitThen']>,
+          },
+        }
+      : {}),
+  });
+  const wrapped = new Map<string, BoundTransport>();
+  return {
+    dead: deadPromise,
+    transportFor: (machine) => {
+      let t = wrapped.get(machine);
+      if (!t) {
+        const inner = transportFor(machine);
+        t = new Proxy(inner, {
+          get(target, prop, receiver) {
+            const value: unknown = Reflect.get(target, prop, receiver);
+            if (typeof value !== 'function' || prop === 'lock') return value;
+            const fn = value as (...args: unknown[]) => Promise<unknown>;
+            const method = String(prop);
+            return (...args: unknown[]) => {
+              // A dead baton hears no receipt its watch was still reading.
+              if (method === 'watchTexts') {
+                const onChange = args[2] as (changes: unknown) => void;
+                args[2] = (changes: unknown) => (dead ? undefined : onChange(changes));
+              }
+              return through(machine, method, args, async () => {
+                const result = await fn.apply(target, args);
+                return method === 'openChannel' ? channelOf(machine, result as BoundRenameChannel) : result;
+              });
+            };
+          },
+        });
         wrapped.set(machine, t);
       }
       return t;

@@ -35,6 +35,7 @@ import {
 import { prng } from '../helpers/prng.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, runBaton, startBaton } from '../helpers/run-baton.js';
+import { followStatus as followFromStatus } from './follow-status.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 
 const PROVIDER = 'pg-main';
@@ -125,58 +126,13 @@ describeWithPart(
       return refused;
     }
 
-    /**
-     * Runs what `mesh status --json` suggests, each step's `args` exactly as printed (a rotate gets
-     * `--yes`, the confirmation a script gives in place of the prompt), until status exits 0.
-     * A step that is refused, a suggestion that repeats without effect, or a status that never
-     * reaches 0 fails the test. Returns what was run, with exit codes.
-     */
-    async function followStatus(): Promise<string[]> {
-      const ran: string[] = [];
-      let last = '';
-      let lastRun = '';
-      for (let round = 0; round < 12; round++) {
-        const status = await baton([
-          '--state-dir',
-          stateDir(),
-          'mesh',
-          'status',
-          '--json',
-          '--inventory',
-          inventory(),
-        ]);
-        if (status.exitCode === 0) return ran;
-        last = status.all;
-        const doc = JSON.parse(status.stdout) as {
-          pairs: { state: string; next_steps: { args: string[]; placeholders: unknown[] }[] }[];
-        };
-        const steps = doc.pairs.flatMap((p) => p.next_steps).filter((s) => s.placeholders.length === 0);
-        const states = [...new Set(doc.pairs.map((p) => p.state))].join('/');
-        const step = steps.find((s) => s.args.includes('mesh') && !s.args.includes('status'));
-        if (!step) {
-          // "running — wait for it" or the provisioner's next cycle: status is the step.
-          ran.push(`(${states}: wait)`);
-          await sleep(300);
-          continue;
-        }
-        const args = step.args.includes('rotate') ? [...step.args, '--yes'] : step.args;
-        // A command that ended at exit 0 and is suggested again did not do what status said it would.
-        if (args.join(' ') === lastRun)
-          throw new Error(
-            `status suggests again what just exited 0: ${args.join(' ')}; ran: ${ran.join('; ')}\n${last}`,
-          );
-        const r = await baton(args);
-        lastRun = r.exitCode === 0 ? args.join(' ') : '';
-        if (process.env.BATON_KILL_DEBUG)
-          console.log(`${status.stdout}\n${args.join(' ')} → ${r.exitCode}\n${r.all}`);
-        ran.push(`(${states}) ${args.slice(args.indexOf('mesh')).slice(0, 3).join(' ')} → ${r.exitCode}`);
-        if (r.exitCode !== 0 && r.exitCode !== 3)
-          throw new Error(
-            `status suggested ${args.join(' ')}, which exited ${r.exitCode}: ${r.all}\n${last}`,
-          );
-      }
-      throw new Error(`mesh status never reached exit 0 (ran: ${ran.join('; ')}): ${last}`);
-    }
+    /** What `mesh status --json` says, followed as printed until it exits 0 (follow-status.ts). */
+    const followStatus = () =>
+      followFromStatus({
+        baton,
+        statusArgs: ['--state-dir', stateDir(), 'mesh', 'status', '--json', '--inventory', inventory()],
+        debug: Boolean(process.env.BATON_KILL_DEBUG),
+      });
 
     beforeAll(async () => {
       assertBuilt();

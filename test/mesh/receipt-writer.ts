@@ -9,7 +9,11 @@ import path from 'node:path';
 import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
 
-export function startReceiptWriter(providesDir: string): { stop(): void } {
+export function startReceiptWriter(
+  providesDir: string,
+  /** Only these roles' receipts are written (every role's if absent): a provisioner that applied some. */
+  only: (role: string) => boolean = () => true,
+): { stop(): void } {
   const tick = () => {
     let names: string[];
     try {
@@ -18,7 +22,7 @@ export function startReceiptWriter(providesDir: string): { stop(): void } {
       return;
     }
     for (const role of names) {
-      if (role.startsWith('.') || role.includes('.next')) continue;
+      if (role.startsWith('.') || role.includes('.next') || !only(role)) continue;
       const file = path.join(providesDir, role);
       if (!statSync(file, { throwIfNoEntry: false })?.isFile()) continue;
       const digest = secretDigest(readFileSync(file));
