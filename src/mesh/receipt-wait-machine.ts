@@ -11,6 +11,7 @@
  * carrying exactly its digest, and only once its provider end is live (`live`).
  */
 import type { SecretDigest } from './digest.js';
+import { emptyShared, sharedDelete, sharedSet, sharedView, type SharedMap } from './shared-map.js';
 
 export interface MachineFailure {
   readonly machine: string;
@@ -102,16 +103,19 @@ export interface WaitState {
   readonly live: ReadonlySet<string> | undefined;
   /** Pairs tested from their consumer's machine before they move. */
   readonly tested: ReadonlySet<string>;
-  /** Receipted pairs not yet renamed nor refused. */
-  readonly receipted: ReadonlyMap<string, SeenReceipt>;
+  // The sets that change with every receipt and rename are shared maps (shared-map.ts): an event
+  // costs what it touches, not the size of the wait.
+  /** Per consumer machine, its receipted pairs not yet renamed nor refused, in the order their receipts came. */
+  readonly receipted: SharedMap<readonly ReceiptedPair[]>;
   /** Pairs whose test login passed (not asked twice when a rename is tried again). */
-  readonly passed: ReadonlySet<string>;
-  /** Renamed or refused: nothing more happens to them. */
-  readonly done: ReadonlySet<string>;
-  readonly applied: readonly AppliedPair[];
+  readonly passed: SharedMap<true>;
+  /** Renamed or refused: nothing more happens to them. Always live pairs. */
+  readonly done: SharedMap<true>;
+  /** By pair, in the order they were applied. */
+  readonly applied: SharedMap<AppliedPair>;
   readonly refused: readonly GateRefusal[];
   /** Machines with a login, a rename or a pause before a retry in flight: one at a time per machine. */
-  readonly busy: ReadonlySet<string>;
+  readonly busy: SharedMap<true>;
   readonly failures: ReadonlyMap<string, MachineFailure>;
   /** Why no new receipt counts: the deadline, a stop. Batches in flight still finish. */
   readonly ended: 'expired' | 'stopped' | undefined;
@@ -140,12 +144,12 @@ export function waitBegun(
     digests,
     live: undefined,
     tested: new Set(),
-    receipted: new Map(),
-    passed: new Set(),
-    done: new Set(),
-    applied: [],
+    receipted: emptyShared(),
+    passed: emptyShared(),
+    done: emptyShared(),
+    applied: emptyShared(),
     refused: [],
-    busy: new Set(),
+    busy: emptyShared(),
     failures: new Map(),
     ended: undefined,
     over: false,
@@ -180,87 +184,97 @@ export function receiptWait(state: WaitState, event: WaitEvent): WaitStep {
   switch (event.type) {
     case 'receipt-seen': {
       const { pair } = event;
+      const machine = Object.hasOwn(state.consumerOf, pair) ? state.consumerOf[pair] : undefined;
       // A receipt for a pair not waited for, one already acted on, or after the wait gave up counts for nothing.
       if (
         state.ended ||
-        !(pair in state.consumerOf) ||
-        state.done.has(pair) ||
-        state.receipted.has(pair) ||
+        machine === undefined ||
+        has(state.done, pair) ||
+        receiptedOn(state, machine).some((r) => r.pair === pair) ||
         event.digest !== state.digests[pair]
       )
         return same(state);
-      const receipted = new Map(state.receipted).set(pair, { appliedAt: event.appliedAt, seenAt: event.at });
-      const kicked = kick({ ...state, receipted }, state.consumerOf[pair]!);
+      const receipted = sharedSet(state.receipted, machine, [
+        ...receiptedOn(state, machine),
+        { pair, appliedAt: event.appliedAt, seenAt: event.at },
+      ]);
+      const kicked = kick({ ...state, receipted }, machine);
       return settle(kicked.state, kicked.commands, []);
     }
     case 'receipt-stale':
       return same(state);
     case 'login-tested': {
-      if (!state.busy.has(event.machine)) return same(state);
+      const { machine } = event;
+      if (!has(state.busy, machine)) return same(state);
       const refusedNow = new Set(event.refused.map((r) => r.pair));
-      const receipted = new Map(state.receipted);
-      const done = new Set(state.done);
-      const passed = new Set(state.passed);
-      const refused = [...state.refused];
+      let done = state.done;
+      let passed = state.passed;
+      let refused = state.refused;
       for (const r of event.refused) {
-        if (!ownPair(state, r.pair, event.machine) || done.has(r.pair)) continue;
-        refused.push(r);
-        receipted.delete(r.pair);
-        done.add(r.pair);
+        if (!ownPair(state, r.pair, machine) || has(done, r.pair)) continue;
+        refused = [...refused, r];
+        done = sharedSet(done, r.pair, true);
       }
-      for (const key of event.pairs) if (!refusedNow.has(key)) passed.add(key);
-      const appliedNow = event.moved.filter(
-        (a) => ownPair(state, a.pair, event.machine) && !done.has(a.pair),
-      );
-      for (const a of appliedNow) {
-        receipted.delete(a.pair);
-        done.add(a.pair);
-      }
-      const busy = new Set(state.busy);
-      busy.delete(event.machine);
+      for (const key of event.pairs) if (!refusedNow.has(key)) passed = sharedSet(passed, key, true);
+      const appliedNow: AppliedPair[] = [];
+      for (const a of event.moved)
+        if (ownPair(state, a.pair, machine) && !has(done, a.pair)) {
+          appliedNow.push(a);
+          done = sharedSet(done, a.pair, true);
+        }
       const next: WaitState = {
         ...state,
-        receipted,
+        receipted: withoutDone(state, machine, done),
         done,
         passed,
         refused,
-        busy,
-        applied: [...state.applied, ...appliedNow],
+        busy: sharedDelete(state.busy, machine),
+        applied: appliedNow.reduce((log, a) => sharedSet(log, a.pair, a), state.applied),
       };
       // The pairs that passed are renamed now; a receipt that came meanwhile gets its own login next.
-      const ready = readyOn(next, event.machine).filter((r) => passed.has(r.pair));
+      const ready = readyOn(next, machine).filter((r) => has(passed, r.pair));
       if (ready.length > 0 && next.live)
         return settle(
-          { ...next, busy: new Set(next.busy).add(event.machine) },
-          [{ type: 'rename-consumer', machine: event.machine, pairs: ready }],
+          { ...next, busy: sharedSet(next.busy, machine, true) },
+          [{ type: 'rename-consumer', machine, pairs: ready }],
           appliedNow,
         );
-      const kicked = kick(next, event.machine);
+      const kicked = kick(next, machine);
       return settle(kicked.state, kicked.commands, appliedNow);
     }
     case 'consumer-renamed': {
-      if (!state.busy.has(event.machine)) return same(state);
-      const receipted = new Map(state.receipted);
-      const done = new Set(state.done);
-      const appliedNow = event.applied.filter(
-        (a) => ownPair(state, a.pair, event.machine) && receipted.has(a.pair) && !done.has(a.pair),
-      );
-      for (const a of appliedNow) {
-        receipted.delete(a.pair);
-        done.add(a.pair);
+      const { machine } = event;
+      if (!has(state.busy, machine)) return same(state);
+      const waiting = new Set(receiptedOn(state, machine).map((r) => r.pair));
+      let done = state.done;
+      const appliedNow: AppliedPair[] = [];
+      for (const a of event.applied)
+        if (ownPair(state, a.pair, machine) && waiting.has(a.pair) && !has(done, a.pair)) {
+          appliedNow.push(a);
+          done = sharedSet(done, a.pair, true);
+        }
+      // Copied only when this machine had failed (a retry that worked), which is rare.
+      let failures = state.failures;
+      if (failures.has(machine)) {
+        const healed = new Map(failures);
+        healed.delete(machine);
+        failures = healed;
       }
-      const busy = new Set(state.busy);
-      busy.delete(event.machine);
-      const failures = new Map(state.failures);
-      failures.delete(event.machine);
       const kicked = kick(
-        { ...state, receipted, done, busy, failures, applied: [...state.applied, ...appliedNow] },
-        event.machine,
+        {
+          ...state,
+          receipted: withoutDone(state, machine, done),
+          done,
+          busy: sharedDelete(state.busy, machine),
+          failures,
+          applied: appliedNow.reduce((log, a) => sharedSet(log, a.pair, a), state.applied),
+        },
+        machine,
       );
       return settle(kicked.state, kicked.commands, appliedNow);
     }
     case 'channel-lost': {
-      if (!state.busy.has(event.machine)) return same(state);
+      if (!has(state.busy, event.machine)) return same(state);
       const failures = new Map(state.failures).set(event.machine, {
         machine: event.machine,
         reason: event.reason,
@@ -268,15 +282,11 @@ export function receiptWait(state: WaitState, event: WaitEvent): WaitStep {
       // Tried again, as the poll did, until the wait is over; past it the machine's pairs stay staged.
       if (!state.ended)
         return settle({ ...state, failures }, [{ type: 'rename-later', machine: event.machine }], []);
-      const busy = new Set(state.busy);
-      busy.delete(event.machine);
-      return settle({ ...state, failures, busy }, [], []);
+      return settle({ ...state, failures, busy: sharedDelete(state.busy, event.machine) }, [], []);
     }
     case 'rename-due': {
-      if (!state.busy.has(event.machine)) return same(state);
-      const busy = new Set(state.busy);
-      busy.delete(event.machine);
-      const kicked = kick({ ...state, busy }, event.machine);
+      if (!has(state.busy, event.machine)) return same(state);
+      const kicked = kick({ ...state, busy: sharedDelete(state.busy, event.machine) }, event.machine);
       return settle(kicked.state, kicked.commands, []);
     }
     case 'wait-expired':
@@ -290,6 +300,27 @@ export function receiptWait(state: WaitState, event: WaitEvent): WaitStep {
   }
 }
 
+const has = (map: SharedMap<unknown>, key: string): boolean => sharedView(map).has(key);
+
+/** `machine`'s receipted pairs still to move or refuse. */
+function receiptedOn(state: WaitState, machine: string): readonly ReceiptedPair[] {
+  return sharedView(state.receipted).get(machine) ?? [];
+}
+
+/** The receipted pairs with those now `done` on `machine` taken out. */
+function withoutDone(
+  state: WaitState,
+  machine: string,
+  done: SharedMap<true>,
+): SharedMap<readonly ReceiptedPair[]> {
+  const before = receiptedOn(state, machine);
+  const after = before.filter((r) => !has(done, r.pair));
+  if (after.length === before.length) return state.receipted;
+  return after.length > 0
+    ? sharedSet(state.receipted, machine, after)
+    : sharedDelete(state.receipted, machine);
+}
+
 /** Whether `pair` is one of this wait's, renamed on `machine`. */
 function ownPair(state: WaitState, pair: string, machine: string): boolean {
   return state.consumerOf[pair] === machine && (state.live?.has(pair) ?? false);
@@ -297,20 +328,16 @@ function ownPair(state: WaitState, pair: string, machine: string): boolean {
 
 /** The live receipted pairs on `machine` still to move, in the order their receipts came. */
 function readyOn(state: WaitState, machine: string): ReceiptedPair[] {
-  const out: ReceiptedPair[] = [];
-  for (const [pair, seen] of state.receipted)
-    if (state.consumerOf[pair] === machine && state.live?.has(pair) && !state.done.has(pair))
-      out.push({ pair, ...seen });
-  return out;
+  return receiptedOn(state, machine).filter((r) => state.live?.has(r.pair) && !has(state.done, r.pair));
 }
 
 /** If `machine` is idle and has receipted pairs: their test login first where one is due, else their rename. */
 function kick(state: WaitState, machine: string): { state: WaitState; commands: WaitCommand[] } {
-  if (state.live === undefined || state.busy.has(machine)) return { state, commands: [] };
+  if (state.live === undefined || has(state.busy, machine)) return { state, commands: [] };
   const ready = readyOn(state, machine);
   if (ready.length === 0) return { state, commands: [] };
-  const busy = new Set(state.busy).add(machine);
-  const untested = ready.filter((r) => state.tested.has(r.pair) && !state.passed.has(r.pair));
+  const busy = sharedSet(state.busy, machine, true);
+  const untested = ready.filter((r) => state.tested.has(r.pair) && !has(state.passed, r.pair));
   if (untested.length > 0)
     return { state: { ...state, busy }, commands: [{ type: 'test-login', machine, pairs: untested }] };
   return { state: { ...state, busy }, commands: [{ type: 'rename-consumer', machine, pairs: ready }] };
@@ -318,14 +345,19 @@ function kick(state: WaitState, machine: string): { state: WaitState; commands: 
 
 /** Ends the wait once every live pair is done, or it gave up, and nothing is in flight. */
 function settle(state: WaitState, commands: WaitCommand[], appliedNow: readonly AppliedPair[]): WaitStep {
-  if (state.live === undefined || state.busy.size > 0) return { state, commands, appliedNow };
-  const allDone = [...state.live].every((k) => state.done.has(k));
+  if (state.live === undefined || sharedView(state.busy).size > 0) return { state, commands, appliedNow };
+  // Only live pairs are ever done, so every one is done when the counts meet.
+  const allDone = sharedView(state.done).size === state.live.size;
   if (!allDone && !state.ended) return { state, commands, appliedNow };
   const over = { ...state, over: true };
   return {
     state: over,
     commands: [...commands, { type: 'close-wait' }],
     appliedNow,
-    result: { applied: state.applied, failures: [...state.failures.values()], refused: state.refused },
+    result: {
+      applied: [...sharedView(state.applied).values()],
+      failures: [...state.failures.values()],
+      refused: state.refused,
+    },
   };
 }
