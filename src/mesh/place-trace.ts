@@ -5,7 +5,7 @@
  * written when the process exits. Off (the default), it costs one check per mapBounded call. A
  * measuring aid only: nothing reads the file but the bench.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 
 const file = process.env['BATON_TRACE_PLACES'];
 const lines: string[] = [];
@@ -57,4 +57,27 @@ export function windowTrace(): ((pair: string, moments: WindowMoments) => void) 
     void windowLines.push(
       `${pair} ${m.appliedAt.toFixed(1)} ${m.seenAt.toFixed(1)} ${m.sentAt.toFixed(1)} ${m.renamedAt.toFixed(1)}\n`,
     );
+}
+
+const cpuLines: string[] = [];
+if (windowsFile)
+  process.once('exit', () => writeFileSync(`${windowsFile}.cpu`, cpuLines.join(''), { flag: 'a' }));
+
+/**
+ * With BATON_TRACE_WINDOWS=<file>, at each reading of a provider's receipts: how long this
+ * process's main thread had run and how long it had waited, runnable, for a core (Linux's
+ * /proc/self/schedstat, ns), a line `<epoch ms> <run ns> <wait ns>` in `<file>.cpu`. Between
+ * the first reading and the last, the bench tells a controller busy with the receipts from one
+ * waiting for the host's cores (docs/benchmarks.md, "Round 12: the receipt's way").
+ */
+export function cpuTrace(): (() => void) | undefined {
+  if (!windowsFile) return undefined;
+  return () => {
+    try {
+      const [run, wait] = readFileSync('/proc/self/schedstat', 'utf8').split(' ');
+      cpuLines.push(`${(performance.timeOrigin + performance.now()).toFixed(1)} ${run} ${wait}\n`);
+    } catch {
+      // Not Linux: no line, and the bench says nothing of it.
+    }
+  };
 }

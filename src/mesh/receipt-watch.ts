@@ -9,7 +9,7 @@
  * and a process start; done after the commit, that cost would land inside the window of any
  * provisioner quicker than it.
  */
-import { placeTrace } from './place-trace.js';
+import { cpuTrace, placeTrace } from './place-trace.js';
 import { parseReceipt, type SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
 import type { WaitEvent } from './receipt-wait-machine.js';
@@ -133,6 +133,9 @@ export interface ReceiptWatch {
 
 export type WaitEnd = Extract<WaitEvent, { type: 'wait-expired' | 'wait-stopped' }>;
 
+/** BATON_TRACE_WINDOWS: the controller's thread at each reading (place-trace.ts). */
+const traceCpu = cpuTrace();
+
 /** How soon a receipt reader that failed is started again. */
 const WATCH_RETRY_MS = 250;
 
@@ -219,6 +222,7 @@ export function watchReceipts(
           await watch(
             watched.map((p) => p.receiptPath),
             (changes) => {
+              traceCpu?.();
               hasReported = true;
               settle();
               const at = now();

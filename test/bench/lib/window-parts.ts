@@ -28,6 +28,31 @@ export interface WindowParts {
   readonly receiptsSpreadMs: number;
   /** The most renames sent and not yet done on their machines at one moment. */
   readonly maxInFlight: number;
+  /**
+   * baton's main thread from the first receipt reading to the last (`<file>.cpu`, Linux only):
+   * how long that was, how long the thread ran, and how long it waited, runnable, for a core.
+   */
+  readonly controller?: { readonly wallMs: number; readonly runMs: number; readonly waitMs: number };
+}
+
+/** The controller's thread between its first and last receipt reading, from `<file>.cpu`. */
+function controllerThread(file: string): WindowParts['controller'] {
+  let rows: number[][];
+  try {
+    rows = readFileSync(`${file}.cpu`, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => l.split(' ').map(Number));
+  } catch {
+    return undefined;
+  }
+  if (rows.length < 2) return undefined;
+  const [first, last] = [rows[0]!, rows[rows.length - 1]!];
+  return {
+    wallMs: last[0]! - first[0]!,
+    runMs: (last[1]! - first[1]!) / 1e6,
+    waitMs: (last[2]! - first[2]!) / 1e6,
+  };
 }
 
 export function windowParts(file: string): WindowParts | undefined {
@@ -60,6 +85,7 @@ export function windowParts(file: string): WindowParts | undefined {
     maxInFlight = Math.max(maxInFlight, inFlight);
   }
   const applied = moments.map((m) => m.applied);
+  const controller = controllerThread(file);
   return {
     pairs: moments.length,
     toControllerMs: median(moments.map((m) => m.seen - m.applied)),
@@ -68,11 +94,15 @@ export function windowParts(file: string): WindowParts | undefined {
     maxTurnMs: Math.max(...moments.map((m) => m.sent - m.seen)),
     receiptsSpreadMs: Math.max(...applied) - Math.min(...applied),
     maxInFlight,
+    ...(controller ? { controller } : {}),
   };
 }
 
 export function windowPartsWords(p: WindowParts | undefined): string {
   if (!p) return 'no window trace';
   const ms = (v: number) => `${v.toFixed(0)} ms`;
-  return `medians: receipt → controller ${ms(p.toControllerMs)}, controller's turn ${ms(p.turnMs)} (max ${ms(p.maxTurnMs)}), rename → machine ${ms(p.toMachineMs)}; receipts written over ${ms(p.receiptsSpreadMs)}; at most ${p.maxInFlight} renames in flight`;
+  const thread = p.controller
+    ? `; baton's thread from its first receipt reading to its last (${ms(p.controller.wallMs)}): ran ${ms(p.controller.runMs)}, waited for a core ${ms(p.controller.waitMs)}`
+    : '';
+  return `medians: receipt → controller ${ms(p.toControllerMs)}, controller's turn ${ms(p.turnMs)} (max ${ms(p.maxTurnMs)}), rename → machine ${ms(p.toMachineMs)}; receipts written over ${ms(p.receiptsSpreadMs)}; at most ${p.maxInFlight} renames in flight${thread}`;
 }
