@@ -64,20 +64,24 @@ if (windowsFile)
   process.once('exit', () => writeFileSync(`${windowsFile}.cpu`, cpuLines.join(''), { flag: 'a' }));
 
 /**
- * With BATON_TRACE_WINDOWS=<file>, at each reading of a provider's receipts: how long this
- * process's main thread had run and how long it had waited, runnable, for a core (Linux's
- * /proc/self/schedstat, ns), a line `<epoch ms> <run ns> <wait ns>` in `<file>.cpu`. Between
- * the first reading and the last, the bench tells a controller busy with the receipts from one
- * waiting for the host's cores (docs/benchmarks.md, "Round 12: the receipt's way").
+ * With BATON_TRACE_WINDOWS=<file>, at each reading of a provider's receipts that carried a
+ * receipt the wait acts on: how long this process's main thread had run and how long it had
+ * waited, runnable, for a core (Linux's /proc/self/schedstat, ns) as the reading arrived, a line
+ * `<epoch ms> <run ns> <wait ns>` in `<file>.cpu`. Between the first such reading and the last,
+ * the bench tells a controller busy with the receipts from one waiting for the host's cores
+ * (docs/benchmarks.md, "Round 12: the receipt's way"). Called as a reading arrives; what it
+ * returns keeps the line, called once the reading turned out to carry one.
  */
-export function cpuTrace(): (() => void) | undefined {
+export function cpuTrace(): (() => () => void) | undefined {
   if (!windowsFile) return undefined;
   return () => {
+    let line: string | undefined;
     try {
       const [run, wait] = readFileSync('/proc/self/schedstat', 'utf8').split(' ');
-      cpuLines.push(`${(performance.timeOrigin + performance.now()).toFixed(1)} ${run} ${wait}\n`);
+      line = `${(performance.timeOrigin + performance.now()).toFixed(1)} ${run} ${wait}\n`;
     } catch {
       // Not Linux: no line, and the bench says nothing of it.
     }
+    return () => void (line && cpuLines.push(line));
   };
 }

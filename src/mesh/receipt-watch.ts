@@ -222,7 +222,8 @@ export function watchReceipts(
           await watch(
             watched.map((p) => p.receiptPath),
             (changes) => {
-              traceCpu?.();
+              const traced = traceCpu?.();
+              const before = seen.size;
               hasReported = true;
               settle();
               const at = now();
@@ -230,6 +231,7 @@ export function watchReceipts(
                 const pair = watched[change.index];
                 if (pair) report(pair, change.text, at);
               }
+              if (seen.size > before) traced?.();
               if (unseen(watched).length === 0) allSeen.abort();
             },
             AbortSignal.any([stopped, allSeen.signal]),
