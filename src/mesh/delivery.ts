@@ -322,6 +322,7 @@ export function openWaitConnections(
     sleep: wait.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms))),
     pollMs: wait.pollMs,
     remainingMs: () => watch.remainingMs(),
+    consumerDigest: (pair) => endDigest(digests, pair, 'consumes'),
     renames,
     isClosed: () => closed,
     close,

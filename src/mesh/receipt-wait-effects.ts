@@ -24,8 +24,10 @@ import {
   type BoundRenameChannel,
   type CommandRequest,
   type CommandResult,
+  type FileDigests,
   type TransportFor,
 } from './transport.js';
+import type { SecretDigest } from './digest.js';
 
 /** What the gate decided for a batch. */
 export interface GateVerdict {
@@ -74,6 +76,8 @@ export interface WaitLinks {
   readonly renames: boolean;
   readonly gate?: ConsumerGate;
   readonly along?: ConsumerAlong;
+  /** The digest a pair's consumer end holds once live (delivery.ts endDigest). */
+  readonly consumerDigest: (pair: string) => SecretDigest | undefined;
   /** The wait was closed (a record failed, the wait is over): no rename starts after it. */
   readonly isClosed: () => boolean;
   /** Called once the wait is over. */
@@ -88,7 +92,9 @@ export async function runWaitCommand(command: WaitCommand, links: WaitLinks): Pr
       // A closed wait starts no rename (a wait begun before its 'committed' record, which failed).
       if (links.isClosed())
         return { type: 'channel-lost', machine: command.machine, reason: 'the wait was closed' };
-      return renameConsumers(command.machine, command.pairs, links);
+      return command.readBack
+        ? renameNotLanded(command.machine, command.pairs, links)
+        : renameConsumers(command.machine, command.pairs, links);
     case 'rename-later':
       // As the poll did: a pause of at least 50 ms, never past the wait's end.
       await links.sleep(Math.min(Math.max(links.pollMs, 50), links.remainingMs()));
@@ -172,6 +178,45 @@ async function testLogin(
     if (at !== undefined) moved.push(await windowOf(r, channel ? at - channel.clock.offsetMs : at, links));
   }
   return { type: 'login-tested', machine, pairs: keys, refused: verdict.refused, moved };
+}
+
+/**
+ * A rename tried again after one that failed: a rename whose ANSWER was lost (a timeout, a
+ * dropped channel) may have been done on the machine, and asked again it would fail on its
+ * missing staged file for the rest of the wait, reported as "still staged" over a live file.
+ * So the ends are read back first: one live with this rotation's digest and nothing staged was
+ * moved by the lost rename (its window counted to this reading, an upper bound); the rest are
+ * renamed as asked. A read that fails is the machine still failing.
+ */
+async function renameNotLanded(
+  machine: string,
+  batch: readonly ReceiptedPair[],
+  links: WaitLinks,
+): Promise<WaitEvent> {
+  let read: readonly FileDigests[];
+  try {
+    const paths = planned(links, batch).map((p) => p.consumerPath);
+    read = await links.slots.run(() => links.transportFor(machine).digests(paths));
+  } catch (error) {
+    return { type: 'channel-lost', machine, reason: reasonOf(error) };
+  }
+  const readAt = links.now();
+  const landed: AppliedPair[] = [];
+  const rest: ReceiptedPair[] = [];
+  for (const [i, r] of batch.entries()) {
+    const ends = read[i];
+    const expected = links.consumerDigest(r.pair);
+    if (ends && ends.next === undefined && expected !== undefined && ends.live === expected)
+      landed.push(await windowOf(r, readAt, links));
+    else rest.push(r);
+  }
+  if (rest.length === 0) return { type: 'consumer-renamed', machine, applied: landed };
+  const renamed = await renameConsumers(machine, rest, links);
+  // The rest failing again: what landed is still reported, and the machine's failure with it
+  // on the next try (consumer-renamed takes what it is given; the others stay receipted).
+  if (renamed.type !== 'consumer-renamed')
+    return landed.length > 0 ? { type: 'consumer-renamed', machine, applied: landed } : renamed;
+  return { type: 'consumer-renamed', machine, applied: [...landed, ...renamed.applied] };
 }
 
 async function renameConsumers(

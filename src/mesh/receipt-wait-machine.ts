@@ -80,8 +80,16 @@ export type WaitEvent =
 export type WaitCommand =
   /** Try the new credential from `machine` before these pairs' consumer ends move. */
   | { readonly type: 'test-login'; readonly machine: string; readonly pairs: readonly ReceiptedPair[] }
-  /** Rename these consumer ends on `machine` (one request). */
-  | { readonly type: 'rename-consumer'; readonly machine: string; readonly pairs: readonly ReceiptedPair[] }
+  /**
+   * Rename these consumer ends on `machine` (one request). `readBack`: the machine's last rename
+   * failed, and a rename whose answer was lost may have been done: read the ends back first.
+   */
+  | {
+      readonly type: 'rename-consumer';
+      readonly machine: string;
+      readonly pairs: readonly ReceiptedPair[];
+      readonly readBack?: true;
+    }
   /** Pause before `machine`'s rename is tried again (answered by rename-due). */
   | { readonly type: 'rename-later'; readonly machine: string }
   /** The wait is over: its readers and channels end. */
@@ -236,7 +244,7 @@ export function receiptWait(state: WaitState, event: WaitEvent): WaitStep {
       if (ready.length > 0 && next.live)
         return settle(
           { ...next, busy: sharedSet(next.busy, machine, true) },
-          [{ type: 'rename-consumer', machine, pairs: ready }],
+          [renameOn(state, machine, ready)],
           appliedNow,
         );
       const kicked = kick(next, machine);
@@ -340,7 +348,14 @@ function kick(state: WaitState, machine: string): { state: WaitState; commands: 
   const untested = ready.filter((r) => state.tested.has(r.pair) && !has(state.passed, r.pair));
   if (untested.length > 0)
     return { state: { ...state, busy }, commands: [{ type: 'test-login', machine, pairs: untested }] };
-  return { state: { ...state, busy }, commands: [{ type: 'rename-consumer', machine, pairs: ready }] };
+  return { state: { ...state, busy }, commands: [renameOn(state, machine, ready)] };
+}
+
+/** The rename of `pairs` on `machine`, read back first where the machine's last rename failed. */
+function renameOn(state: WaitState, machine: string, pairs: readonly ReceiptedPair[]): WaitCommand {
+  return state.failures.has(machine)
+    ? { type: 'rename-consumer', machine, pairs, readBack: true }
+    : { type: 'rename-consumer', machine, pairs };
 }
 
 /** Ends the wait once every live pair is done, or it gave up, and nothing is in flight. */

@@ -181,8 +181,14 @@ describe('the receipt wait machine', () => {
     const run = feed(started(), [seen(A), { type: 'channel-lost', machine: 'web1', reason: 'gone' }]);
     expect(run.last.commands).toEqual([{ type: 'rename-later', machine: 'web1' }]);
     const due = receiptWait(run.state, { type: 'rename-due', machine: 'web1' });
+    // The retry reads the ends back first: the lost rename may have been done (its answer lost).
     expect(due.commands).toEqual([
-      { type: 'rename-consumer', machine: 'web1', pairs: [{ pair: A, appliedAt: 5, seenAt: 10 }] },
+      {
+        type: 'rename-consumer',
+        machine: 'web1',
+        pairs: [{ pair: A, appliedAt: 5, seenAt: 10 }],
+        readBack: true,
+      },
     ]);
     // It gives up at --wait while the retry is in flight; the retry fails too: over, the machine named.
     const end = feed(due, [
@@ -193,9 +199,13 @@ describe('the receipt wait machine', () => {
     expect(end.results).toEqual([
       { applied: [], failures: [{ machine: 'web1', reason: 'still gone' }], refused: [] },
     ]);
-    // A retry that then succeeds clears the machine's failure.
+    // A retry that then succeeds clears the machine's failure, and the next rename reads nothing back.
     const healed = feed(due, [renamed('web1', [A, 30])]);
     expect(healed.state.failures.size).toBe(0);
+    const next = feed(healed, [seen(B, 40)]);
+    expect(next.last.commands).toEqual([
+      { type: 'rename-consumer', machine: 'web1', pairs: [{ pair: B, appliedAt: 35, seenAt: 40 }] },
+    ]);
     // A channel lost on a machine with nothing in flight is not this wait's.
     const idle = started();
     expect(receiptWait(idle.state, { type: 'channel-lost', machine: 'web2', reason: 'x' }).state).toBe(

@@ -54,7 +54,6 @@ async function rotate(plan: RotationPlan, transportFor: TransportFor, dir: strin
   return { ...result, lines };
 }
 
-/** Every holder starts with an old secret in each file it will receive. */
 /** `mesh resume rot-1` on the two-consumer mesh, from the records read back. */
 function resumeRot1(
   records: readonly JournalRecord[],
@@ -75,6 +74,7 @@ function resumeRot1(
   });
 }
 
+/** Every holder starts with an old secret in each file it will receive. */
 function seedOld(plan: RotationPlan, machines: ReturnType<typeof fakeMesh>['machines']) {
   for (const h of plan.holders)
     for (const d of h.receives) machines[h.machine]!.files.set(d.path, `old-${d.pair}`);
@@ -458,6 +458,45 @@ describe('applied', () => {
     expect(last.applied).toEqual(['pg-audit:web1-app']);
     expect(last.rolled_back?.map((r) => r.pair)).toEqual(['pg-audit:web2-app']);
     expect(readFileSync(path.join(dir, JOURNAL_FILE), 'utf8')).not.toContain('[secret]');
+  });
+
+  it('a consumer rename done on the machine whose answer was lost is read back on the retry: applied, not "still staged" over a live file', async () => {
+    const plan = planRotation(meshInventory(2), { by: 'consumer', name: 'web2-app' });
+    const mesh = fakeMesh(allMachines, plan);
+    seedOld(plan, mesh.machines);
+    provisionerOn(mesh.machines.db1!);
+    provisionerOn(mesh.machines.db2!);
+    // web2's first consumer rename is done, then its answer is lost.
+    let lost = false;
+    const transportFor: TransportFor = (name) => {
+      const real = mesh.transportFor(name);
+      if (name !== 'web2') return real;
+      return {
+        ...real,
+        commit: async (paths) => {
+          await real.commit(paths);
+          if (lost) return;
+          lost = true;
+          throw new TransportError('web2', 'no answer within 15 s');
+        },
+      };
+    };
+    const dir = journalDir();
+    const { code, state, lines } = await rotate(plan, transportFor, dir, 2_000);
+    expect(lost).toBe(true);
+    expect(code, lines.join('\n')).toBe(0);
+    expect(state.step).toBe('done');
+    expect([...(state.step === 'done' ? state.applied : [])].sort()).toEqual([
+      'pg-audit:web2-app',
+      'pg-main:web2-app',
+    ]);
+    expect(lines.join('\n')).not.toMatch(/still staged|no staged file/);
+    // Both consumer ends are live with what their providers hold, and nothing is left staged.
+    for (const p of plan.pairs) {
+      const web2 = mesh.machines.web2!.files;
+      expect(web2.get(p.consumerPath)).toBe(mesh.machines[p.providerMachine]!.files.get(p.providerPath));
+      expect(web2.has(`${p.consumerPath}.next`)).toBe(false);
+    }
   });
 });
 
