@@ -18,6 +18,7 @@ import { RECEIPTS_DIR } from '../../src/mesh/digest.js';
 import { startSshd } from '../helpers/sshd.js';
 import { BIN, makeContext } from './lib/context.js';
 import { FLEET_PROVIDER, followProvider, makeFleet } from './lib/fleet-fixture.js';
+import { occupancy } from './lib/place-occupancy.js';
 import { runTree } from './lib/process-tree-cpu.js';
 import { summarize } from './lib/stats.js';
 import type { Sshd } from '../helpers/sshd.js';
@@ -86,17 +87,22 @@ try {
     fleet.machines.map((m) => `ssh -F ${fleet.config} -T ${m} 'cat ${files(m)}' >/dev/null\n`).join(''),
   );
   /** A run's wall time, its own tree's CPU (baton or xargs, every ssh) and the loopback sshd's side, per machine. */
+  let traced = 0;
   const measured = async (argv: readonly string[], what: string) => {
     const before = sshdCpuMs(sshd);
+    // baton's places (mapBounded): from the last one given back to its exit is its closing.
+    const trace = path.join(fleet.root, `places-${traced++}.txt`);
+    const startedAt = Date.now();
     const r = await runTree(argv, {
       cwd: fleet.root,
-      env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' },
+      env: { ...process.env, NO_COLOR: '1', BATON_CONFIG: '', BATON_TRACE_PLACES: trace },
     });
     if (r.exitCode !== 0)
       throw new Error(`${what} exited ${r.exitCode}: ${r.stdout.slice(-1000)}${r.stderr.slice(-1000)}`);
+    const closing = occupancy(trace, startedAt, startedAt + r.wallMs)?.afterMs ?? 0;
     // sshd reaps its sessions after the client has gone.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    return { ms: r.wallMs, cpu: r.cpuMs / n, sshd: (sshdCpuMs(sshd) - before) / n };
+    return { ms: r.wallMs, cpu: r.cpuMs / n, sshd: (sshdCpuMs(sshd) - before) / n, closing };
   };
   const status = (bin: string) => () =>
     measured(
@@ -118,7 +124,7 @@ try {
       const got = await kind.go();
       kind.runs.push(got);
       said.push(
-        `${kind.name} ${(got.ms / 1000).toFixed(2)} s (${got.cpu.toFixed(0)} + ${got.sshd.toFixed(0)} ms CPU/machine)`,
+        `${kind.name} ${(got.ms / 1000).toFixed(2)} s (${got.cpu.toFixed(0)} + ${got.sshd.toFixed(0)} ms CPU/machine${kind.name === 'floor' ? '' : `, closing ${got.closing} ms`})`,
       );
     }
     process.stderr.write(`turn ${t + 1}: ${said.join(', ')}\n`);
@@ -134,6 +140,7 @@ try {
       `per turn A/floor: ${perTurn(a!)}; B/floor: ${perTurn(b!)}`,
       `controller CPU per machine (medians): A ${med(a!, 'cpu').toFixed(0)} ms, B ${med(b!, 'cpu').toFixed(0)} ms, floor ${med(f!, 'cpu').toFixed(0)} ms`,
       `machines' side (sshd, its sessions, what they ran) per machine: A ${med(a!, 'sshd').toFixed(0)} ms, B ${med(b!, 'sshd').toFixed(0)} ms, floor ${med(f!, 'sshd').toFixed(0)} ms`,
+      `closing (the last place given back → exit), medians: A ${med(a!, 'closing').toFixed(0)} ms, B ${med(b!, 'closing').toFixed(0)} ms`,
       '',
     ].join('\n'),
   );
