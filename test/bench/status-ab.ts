@@ -124,7 +124,7 @@ try {
       const got = await kind.go();
       kind.runs.push(got);
       said.push(
-        `${kind.name} ${(got.ms / 1000).toFixed(2)} s (${got.cpu.toFixed(0)} + ${got.sshd.toFixed(0)} ms CPU/machine${kind.name === 'floor' ? '' : `, closing ${got.closing} ms`})`,
+        `${kind.name} ${(got.ms / 1000).toFixed(2)} s (${got.cpu.toFixed(0)} + ${got.sshd.toFixed(0)} ms CPU/machine${kind.name === 'floor' ? '' : `, closing ${got.closing.toFixed(0)} ms`})`,
       );
     }
     process.stderr.write(`turn ${t + 1}: ${said.join(', ')}\n`);
