@@ -1,7 +1,8 @@
 /**
  * The composition root of `baton mesh status`: the inventory, the journal's history, the
- * command's transports (one connection per machine), then the table on a terminal, plain lines
- * in a pipe, or JSON. Read-only: it never writes to a holder or the journal.
+ * command's transports (one connection per machine, its reads one agent session), then the
+ * table on a terminal, plain lines in a pipe, or JSON. Read-only: it never writes to a holder
+ * or the journal.
  */
 import { jsonForTerminal } from '../outside-text.js';
 import { EXIT_CODES } from '../errors.js';
@@ -40,7 +41,12 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const holder = meshLockHolder(journal.dir, journal.mesh);
   const running = holder ? `${holder.command} (pid ${holder.pid} on ${holder.host})` : undefined;
   const suggester = ctx.suggester(flags.inventory);
-  const transports = openCommandTransports(inventory.machines, { timeoutMs, concurrency });
+  // Read-only: each machine's reads ride one plain ssh session, no master to start or end.
+  const transports = openCommandTransports(inventory.machines, {
+    timeoutMs,
+    concurrency,
+    connections: 'one-session',
+  });
   try {
     if (hasTerminal(ctx) && !flags.json) {
       // Each reading takes the ✓ from the pairs of a provisioner that cannot apply (its heartbeat).

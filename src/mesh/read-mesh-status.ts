@@ -1,8 +1,9 @@
 /**
  * Reads what `mesh status` needs from every holder: digests and mtimes of each delivered file
  * (computed ON the holder; the content never leaves it) and, on provider machines, the
- * receipts. One machine at a time per worker and its calls in sequence, so with a connection
- * share a machine costs one handshake however many pairs it holds.
+ * receipts. One machine at a time per worker and its calls asked together, so a machine costs
+ * one connection however many pairs it holds (over ssh: one agent session, or one shared
+ * connection under a rotation's selection by age).
  */
 import { reasonOf } from './transport.js';
 import type { FileDigests, TransportFor } from './transport.js';
@@ -68,9 +69,20 @@ export async function readMeshStatus(
         ...provided.flatMap((p) => providerFilesOf(p)),
       ]),
     ];
+    const receiptPaths = provided.flatMap((p) => [
+      p.receiptPath,
+      ...loginFiles(p).map((f) => f.receiptPath),
+      ...censusPaths(p), // app-truth: the session census (app-status.ts)
+    ]);
     try {
       const transport = transportFor(holder.machine);
-      const digests = await transport.digests(paths);
+      // Asked together: on the machine's one agent session the texts' request goes out behind
+      // the digests' rather than a round trip after their answer (a provider's second read).
+      const digesting = transport.digests(paths);
+      const reading = receiptPaths.length > 0 ? transport.readTexts(receiptPaths) : undefined;
+      // Its failure is the machine's, said once below: not a rejection nobody awaited meanwhile.
+      reading?.catch(() => undefined);
+      const digests = await digesting;
       paths.forEach((file, i) => {
         const got = digests[i];
         if (got) raw.set(endKey(holder.machine, file), got);
@@ -83,13 +95,8 @@ export async function readMeshStatus(
         });
         if (got?.liveLogin) liveLogins.set(endKey(holder.machine, file), got.liveLogin);
       });
-      const receiptPaths = provided.flatMap((p) => [
-        p.receiptPath,
-        ...loginFiles(p).map((f) => f.receiptPath),
-        ...censusPaths(p), // app-truth: the session census (app-status.ts)
-      ]);
-      if (receiptPaths.length > 0) {
-        const read = await transport.readTexts(receiptPaths);
+      if (reading) {
+        const read = await reading;
         receiptPaths.forEach((file, i) => texts.set(endKey(holder.machine, file), read[i]));
         receiptPaths.forEach((file, i) =>
           receipts.set(

@@ -1,5 +1,6 @@
 /**
- * One agent `serve` session per shared ssh connection for a command's file operations
+ * One agent `serve` session per shared ssh connection for a command's file operations — or,
+ * for `mesh status`, per machine over a plain ssh of its own (ServeSessions, below)
  * (docs/agent-protocol.md, "Mode serve"): the resolve's hello, the digest reads, the stage, the
  * records… are requests on one running agent, not an ssh process each — a process that Node
  * forks from its one thread, the largest part of a rotation's controller CPU (docs/benchmarks.md,
@@ -61,6 +62,12 @@ export interface SshServe {
    * from now on, and `life` aborting stops it. Undefined when there is none idle.
    */
   adopt(onLine: (line: string) => void, life: AbortSignal): LiveProcess | undefined;
+  /**
+   * Ends every session it started that is still running (their stdin: the agent reads what it
+   * was sent, answers, and exits) and resolves once they have exited. The command's close, for
+   * sessions on connections of their own (ServeSessions); a later call starts a new session.
+   */
+  close(): Promise<void>;
 }
 
 /** Starts `perl - serve` over the shared connection; undefined when no session can be spared there. */
@@ -94,6 +101,8 @@ interface Session {
 export function sshServe(startServe: StartServe): SshServe {
   let current: Session | undefined;
   let idle: NodeJS.Timeout | undefined;
+  /** Every session started and not yet exited (the channel one too): what close() ends. */
+  const running = new Set<Session>();
 
   const open = (): Session | undefined => {
     const stop = new AbortController();
@@ -102,7 +111,11 @@ export function sshServe(startServe: StartServe): SshServe {
     if (!live) return undefined;
     const session: Session = { live, stop, queue: [], retired: false, heard: false, adopted: undefined };
     made.session = session;
-    void live.exited.then((result) => ended(session, result));
+    running.add(session);
+    void live.exited.then((result) => {
+      running.delete(session);
+      ended(session, result);
+    });
     return session;
   };
 
@@ -242,6 +255,47 @@ export function sshServe(startServe: StartServe): SshServe {
       life.addEventListener('abort', () => s.stop.abort(life.reason), { once: true });
       s.live.write('channel\n');
       return { write: (text) => s.live.write(text), end: () => s.live.end(), exited: s.live.exited };
+    },
+    close: async () => {
+      clearTimeout(idle);
+      current = undefined;
+      const sessions = [...running];
+      for (const s of sessions) {
+        s.retired = true;
+        // Waited for: an idle session's handles were let go of (rest), and must count again.
+        s.live.hold?.(true);
+        s.live.end();
+      }
+      await Promise.all(sessions.map((s) => s.live.exited));
+    },
+  };
+}
+
+/**
+ * A command's agent sessions on connections of their own (no connection share): one per
+ * machine, each a plain `ssh … perl - serve` carrying every file operation of the command to that
+ * machine. Nothing else is made per machine — no master, no control socket — so closing is
+ * ending their stdin; and should baton die first, its end of their stdin closes with it.
+ */
+export interface ServeSessions {
+  /** Records a machine's sessions so close() ends them. */
+  add(serve: SshServe): void;
+  /** Ends every session and waits, at most `waitMs`, for them to exit. */
+  close(waitMs?: number): Promise<void>;
+}
+
+/** How long close() waits for the sessions it ended to exit (their agents answer EOF at once). */
+const CLOSE_WAIT_MS = 3_000;
+
+export function serveSessions(): ServeSessions {
+  const serves = new Set<SshServe>();
+  return {
+    add: (serve) => void serves.add(serve),
+    close: async (waitMs = CLOSE_WAIT_MS) => {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+      await Promise.race([Promise.all([...serves].map((serve) => serve.close())), waited]);
+      clearTimeout(timer);
     },
   };
 }

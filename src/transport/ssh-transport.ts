@@ -40,7 +40,7 @@ import {
   remotePreparedRun,
 } from './machine-command.js';
 import { openSshStream } from './machine-stream.js';
-import { SERVE_IDLE_SECONDS, sshServe, type SshServe } from './ssh-serve.js';
+import { SERVE_IDLE_SECONDS, sshServe, type ServeSessions, type SshServe } from './ssh-serve.js';
 import { abortedError, TransportError, type RenameChannel, type Transport } from '../mesh/transport.js';
 
 export interface SshTransportOptions {
@@ -50,6 +50,11 @@ export interface SshTransportOptions {
   readonly sshPath?: string;
   /** The command's connection share: one TCP connection and handshake per machine. */
   readonly share?: SshConnectionShare;
+  /**
+   * Without a share: the command's agent sessions, each machine's file operations requests on
+   * one plain `ssh … serve` of its own (ssh-serve.ts ServeSessions), ended when the command closes.
+   */
+  readonly sessions?: ServeSessions;
   /** Replaces the starter of long-lived sessions (the receipt reader, the rename channel). */
   readonly start?: StartFn;
   /** The command's `--concurrency`: named when sshd's limits refuse a connection. */
@@ -165,8 +170,11 @@ export function sshTransport(
     void child.exited.finally(place.done);
     return child;
   };
+  // The program as it is when the session starts (the contract's version case swaps it).
+  const serveArgs = () => agentCommand(['serve', String(SERVE_IDLE_SECONDS)]);
   // With a connection share, the file operations are requests on the connection's one agent
-  // session (ssh-serve.ts) while a place on it can be spared; otherwise each is an ssh of its own.
+  // session (ssh-serve.ts) while a place on it can be spared; with the command's sessions, on
+  // this machine's one session over a connection of its own; otherwise each is an ssh of its own.
   const serve = options.share
     ? serveFor(options.share, target, (onLine, signal) => {
         const held = gate?.tryHold();
@@ -178,21 +186,17 @@ export function sshTransport(
         if (gate && !held && !opening) return undefined;
         const starting = opening ? connectionStart() : undefined;
         let heard = false;
-        const child = start(
-          options.sshPath ?? 'ssh',
-          [...sshArgs(target, options.share), agentCommand(['serve', String(SERVE_IDLE_SECONDS)])],
-          {
-            onLine: (line) => {
-              if (!heard) {
-                heard = true;
-                starting?.end();
-                opening?.opened();
-              }
-              onLine(line);
-            },
-            signal,
+        const child = start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), serveArgs()], {
+          onLine: (line) => {
+            if (!heard) {
+              heard = true;
+              starting?.end();
+              opening?.opened();
+            }
+            onLine(line);
           },
-        );
+          signal,
+        });
         void child.exited.finally(() => {
           starting?.end();
           opening?.done(heard);
@@ -200,7 +204,21 @@ export function sshTransport(
         });
         return child;
       })
-    : undefined;
+    : options.sessions
+      ? ownServe(options.sessions, (onLine, signal) => {
+          // Until it answers, one of baton's connection starts (the words for a refusal count them).
+          const starting = connectionStart();
+          const child = start(options.sshPath ?? 'ssh', [...sshArgs(target), serveArgs()], {
+            onLine: (line) => {
+              starting.end();
+              onLine(line);
+            },
+            signal,
+          });
+          void child.exited.finally(() => starting.end());
+          return child;
+        })
+      : undefined;
   const host: AgentHost = {
     machine,
     via: 'ssh',
@@ -320,6 +338,13 @@ function serveFor(
   let entry = byKey.get(key);
   if (entry?.source !== source) byKey.set(key, (entry = { source, serve: sshServe(start) }));
   return entry.serve;
+}
+
+/** A machine's one session on a connection of its own, recorded so the command's close ends it. */
+function ownServe(sessions: ServeSessions, start: Parameters<typeof sshServe>[0]): SshServe {
+  const serve = sshServe(start);
+  sessions.add(serve);
+  return serve;
 }
 
 /** The operation's bound ran out (bound-transport.ts NoAnswer), as opposed to a cancel. */

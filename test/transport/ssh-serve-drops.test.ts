@@ -3,7 +3,8 @@
  * is killed -9 with a request sent and unanswered: a read is answered on a fresh session (or, if
  * that one dies too, fails with the one-shot run's words); a stage fails with those words and is
  * never sent again. Also: the file operations of one command ride ONE session, and the rename
- * channel takes it over (no process of its own).
+ * channel takes it over (no process of its own). Each on a shared connection and on a plain ssh
+ * of its own (`mesh status`).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,8 @@ import { TransportError } from '../../src/mesh/transport.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { runProcess, startProcess, type StartFn } from '../../src/transport/run-process.js';
 import { sshConnectionShare } from '../../src/transport/ssh-connection-share.js';
-import { sshTransport } from '../../src/transport/ssh-transport.js';
+import { sshTransport, type SshTransportOptions } from '../../src/transport/ssh-transport.js';
+import { serveSessions } from '../../src/transport/ssh-serve.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { ifSet } from '../helpers/if-set.js';
 import { describeWithPart } from '../helpers/real-part.js';
@@ -79,129 +81,150 @@ function recordingStart(killOn: (request: string) => boolean) {
   return { start, sessions, requests };
 }
 
-describeWithPart(unavailable, "the connection's one agent session when its ssh is killed -9", () => {
-  let sshd: Sshd;
-  let tmp: { dir: string; cleanup: () => void };
-  beforeAll(async () => {
-    sshd = await startSshd();
-    tmp = makeTempDir('baton-serve-drop-');
+/**
+ * The two ways a command's file operations ride one agent session: on the machine's shared
+ * connection (rotations), or over a plain ssh of its own (`mesh status`, ServeSessions).
+ */
+const shapes = {
+  'a shared connection': () => {
+    const share = sshConnectionShare();
+    return { options: { share } satisfies SshTransportOptions, close: () => share.close() };
+  },
+  'a plain ssh connection of its own': () => {
+    const sessions = serveSessions();
+    return { options: { sessions } satisfies SshTransportOptions, close: () => sessions.close() };
+  },
+};
+
+for (const shapeName of Object.keys(shapes) as (keyof typeof shapes)[])
+  describeWithPart(unavailable, `the one agent session on ${shapeName} when its ssh is killed -9`, () => {
+    let sshd: Sshd;
+    let tmp: { dir: string; cleanup: () => void };
+    beforeAll(async () => {
+      sshd = await startSshd();
+      tmp = makeTempDir('baton-serve-drop-');
+    });
+    afterAll(async () => {
+      await ifSet(sshd)?.stop();
+      ifSet(tmp)?.cleanup();
+    });
+
+    const fileIn = (name: string) => {
+      const dir = path.join(tmp.dir, name, 'consumes', 'pg-main');
+      mkdirSync(dir, { recursive: true });
+      const file = path.join(dir, 'web1_app');
+      writeFileSync(file, 'live-password', { mode: 0o600 });
+      return file;
+    };
+
+    it('one session carries the reads and the stage, and the rename channel takes it over', async () => {
+      const file = fileIn('one');
+      const shape = shapes[shapeName]();
+      const rec = recordingStart(() => false);
+      const exec: string[] = [];
+      try {
+        const web1 = bindTransport(
+          sshTransport('web1', sshTargetOf(sshd), {
+            ...shape.options,
+            start: rec.start,
+            exec: (...call) => {
+              exec.push(call[1].at(-1)!);
+              return runProcess(...call);
+            },
+          }),
+          TEST_BOUNDS,
+        );
+        await web1.resolve();
+        const [read] = await web1.digests([file]);
+        expect(read?.live).toBe(secretDigest(Buffer.from('live-password')));
+        const [staged] = await web1.stage([{ path: file, secret: Secret.fromText('new-password') }]);
+        expect(staged).toBe(secretDigest(Buffer.from('new-password')));
+        const channel = await web1.openChannel!();
+        await channel.commit([file]);
+        channel.close();
+        expect(readFileSync(file, 'utf8')).toBe('new-password');
+        // The resolve's hello opens the connection on the session the rest rides
+        // (ssh-start-limits.ts SessionGate.tryOpen): no ssh of its own; the session is made the channel.
+        expect(exec).toEqual([]);
+        expect(rec.sessions).toEqual(['serve']);
+        expect(rec.requests.slice(0, 4)).toEqual([
+          'hello',
+          'files digests 1 0',
+          'files stage 1 1',
+          'channel',
+        ]);
+        expect(rec.requests.filter((r) => r === 'c 1')).toHaveLength(1);
+      } finally {
+        await shape.close();
+      }
+    }, 60_000);
+
+    it('a read whose session is killed -9 is answered on a fresh session; killed twice, it fails in the one-shot words', async () => {
+      const file = fileIn('read');
+      const shape = shapes[shapeName]();
+      let kills = 1;
+      const rec = recordingStart((text) => text.startsWith('files digests') && kills-- > 0);
+      try {
+        const web1 = bindTransport(
+          sshTransport('web1', sshTargetOf(sshd), { ...shape.options, start: rec.start }),
+          TEST_BOUNDS,
+        );
+        await web1.resolve();
+        const [read] = await web1.digests([file]);
+        expect(read?.live).toBe(secretDigest(Buffer.from('live-password')));
+        expect(rec.sessions).toEqual(['serve', 'serve']);
+        expect(rec.requests).toEqual(['hello', 'files digests 1 0', 'files digests 1 0']);
+
+        kills = 2;
+        const failed = await web1.digests([file]).catch((e: unknown) => e);
+        expect(failed, JSON.stringify(rec)).toBeInstanceOf(TransportError);
+        expect((failed as TransportError).reason).toBe(
+          "reading digests failed on the machine (exit by signal, with no answer line of baton's)",
+        );
+        // Asked on exactly two sessions, never a third.
+        expect(rec.requests.filter((r) => r.startsWith('files digests'))).toHaveLength(4);
+      } finally {
+        await shape.close();
+      }
+    }, 60_000);
+
+    it('a stage whose session is killed -9 fails in the one-shot words and is never sent again; the next operation gets a fresh session', async () => {
+      const file = fileIn('stage');
+      const shape = shapes[shapeName]();
+      const rec = recordingStart((text) => text.startsWith('files stage'));
+      const oneShots: string[] = [];
+      try {
+        const web1 = bindTransport(
+          sshTransport('web1', sshTargetOf(sshd), {
+            ...shape.options,
+            start: rec.start,
+            exec: (...call) => {
+              oneShots.push(call[1].at(-1)!);
+              return runProcess(...call);
+            },
+          }),
+          TEST_BOUNDS,
+        );
+        await web1.resolve();
+        const failed = await web1
+          .stage([{ path: file, secret: Secret.fromText('new-password') }])
+          .catch((e: unknown) => e);
+        expect(failed).toBeInstanceOf(TransportError);
+        expect((failed as TransportError).reason).toBe(
+          "staging failed on the machine (exit by signal, with no answer line of baton's)",
+        );
+        expect(rec.requests.filter((r) => r.startsWith('files stage'))).toHaveLength(1);
+        // Nor as an ssh of its own (the resolve before it was a request on the same session).
+        expect(oneShots).toEqual([]);
+        // What a failed stage is followed by (the rotation's roll-back of its consumer ends) runs
+        // on a fresh session, and leaves the live file as it was.
+        await web1.unstage([file]);
+        expect(rec.sessions).toEqual(['serve', 'serve']);
+        expect(existsSync(`${file}.next`)).toBe(false);
+        expect(readFileSync(file, 'utf8')).toBe('live-password');
+        expect(rec.requests.filter((r) => r.startsWith('files stage'))).toHaveLength(1);
+      } finally {
+        await shape.close();
+      }
+    }, 60_000);
   });
-  afterAll(async () => {
-    await ifSet(sshd)?.stop();
-    ifSet(tmp)?.cleanup();
-  });
-
-  const fileIn = (name: string) => {
-    const dir = path.join(tmp.dir, name, 'consumes', 'pg-main');
-    mkdirSync(dir, { recursive: true });
-    const file = path.join(dir, 'web1_app');
-    writeFileSync(file, 'live-password', { mode: 0o600 });
-    return file;
-  };
-
-  it('one session carries the reads and the stage, and the rename channel takes it over', async () => {
-    const file = fileIn('one');
-    const share = sshConnectionShare();
-    const rec = recordingStart(() => false);
-    const exec: string[] = [];
-    try {
-      const web1 = bindTransport(
-        sshTransport('web1', sshTargetOf(sshd), {
-          share,
-          start: rec.start,
-          exec: (...call) => {
-            exec.push(call[1].at(-1)!);
-            return runProcess(...call);
-          },
-        }),
-        TEST_BOUNDS,
-      );
-      await web1.resolve();
-      const [read] = await web1.digests([file]);
-      expect(read?.live).toBe(secretDigest(Buffer.from('live-password')));
-      const [staged] = await web1.stage([{ path: file, secret: Secret.fromText('new-password') }]);
-      expect(staged).toBe(secretDigest(Buffer.from('new-password')));
-      const channel = await web1.openChannel!();
-      await channel.commit([file]);
-      channel.close();
-      expect(readFileSync(file, 'utf8')).toBe('new-password');
-      // The resolve's hello opens the connection on the session the rest rides
-      // (ssh-start-limits.ts SessionGate.tryOpen): no ssh of its own; the session is made the channel.
-      expect(exec).toEqual([]);
-      expect(rec.sessions).toEqual(['serve']);
-      expect(rec.requests.slice(0, 4)).toEqual(['hello', 'files digests 1 0', 'files stage 1 1', 'channel']);
-      expect(rec.requests.filter((r) => r === 'c 1')).toHaveLength(1);
-    } finally {
-      await share.close();
-    }
-  }, 60_000);
-
-  it('a read whose session is killed -9 is answered on a fresh session; killed twice, it fails in the one-shot words', async () => {
-    const file = fileIn('read');
-    const share = sshConnectionShare();
-    let kills = 1;
-    const rec = recordingStart((text) => text.startsWith('files digests') && kills-- > 0);
-    try {
-      const web1 = bindTransport(
-        sshTransport('web1', sshTargetOf(sshd), { share, start: rec.start }),
-        TEST_BOUNDS,
-      );
-      await web1.resolve();
-      const [read] = await web1.digests([file]);
-      expect(read?.live).toBe(secretDigest(Buffer.from('live-password')));
-      expect(rec.sessions).toEqual(['serve', 'serve']);
-      expect(rec.requests).toEqual(['hello', 'files digests 1 0', 'files digests 1 0']);
-
-      kills = 2;
-      const failed = await web1.digests([file]).catch((e: unknown) => e);
-      expect(failed, JSON.stringify(rec)).toBeInstanceOf(TransportError);
-      expect((failed as TransportError).reason).toBe(
-        "reading digests failed on the machine (exit by signal, with no answer line of baton's)",
-      );
-      // Asked on exactly two sessions, never a third.
-      expect(rec.requests.filter((r) => r.startsWith('files digests'))).toHaveLength(4);
-    } finally {
-      await share.close();
-    }
-  }, 60_000);
-
-  it('a stage whose session is killed -9 fails in the one-shot words and is never sent again; the next operation gets a fresh session', async () => {
-    const file = fileIn('stage');
-    const share = sshConnectionShare();
-    const rec = recordingStart((text) => text.startsWith('files stage'));
-    const oneShots: string[] = [];
-    try {
-      const web1 = bindTransport(
-        sshTransport('web1', sshTargetOf(sshd), {
-          share,
-          start: rec.start,
-          exec: (...call) => {
-            oneShots.push(call[1].at(-1)!);
-            return runProcess(...call);
-          },
-        }),
-        TEST_BOUNDS,
-      );
-      await web1.resolve();
-      const failed = await web1
-        .stage([{ path: file, secret: Secret.fromText('new-password') }])
-        .catch((e: unknown) => e);
-      expect(failed).toBeInstanceOf(TransportError);
-      expect((failed as TransportError).reason).toBe(
-        "staging failed on the machine (exit by signal, with no answer line of baton's)",
-      );
-      expect(rec.requests.filter((r) => r.startsWith('files stage'))).toHaveLength(1);
-      // Nor as an ssh of its own (the resolve before it was a request on the same session).
-      expect(oneShots).toEqual([]);
-      // What a failed stage is followed by (the rotation's roll-back of its consumer ends) runs
-      // on a fresh session, and leaves the live file as it was.
-      await web1.unstage([file]);
-      expect(rec.sessions).toEqual(['serve', 'serve']);
-      expect(existsSync(`${file}.next`)).toBe(false);
-      expect(readFileSync(file, 'utf8')).toBe('live-password');
-      expect(rec.requests.filter((r) => r.startsWith('files stage'))).toHaveLength(1);
-    } finally {
-      await share.close();
-    }
-  }, 60_000);
-});

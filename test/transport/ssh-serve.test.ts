@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { onSent } from '../../src/mesh/deadline.js';
 import { TransportError } from '../../src/mesh/transport.js';
 import type { LiveProcess } from '../../src/transport/run-process.js';
-import { sshServe, type ServeCall } from '../../src/transport/ssh-serve.js';
+import { serveSessions, sshServe, type ServeCall } from '../../src/transport/ssh-serve.js';
 
 type Exit = Awaited<LiveProcess['exited']>;
 
@@ -178,5 +178,38 @@ describe('the ssh agent session', () => {
     expect(sessions).toHaveLength(2);
     life.abort(new Error('done'));
     expect(sessions[0]!.stopped.aborted).toBe(true);
+  });
+
+  it('close ends the idle session (its stdin) and resolves once it has exited; the next call starts a fresh one', async () => {
+    const { serve, sessions } = scripted();
+    const sessionsOfCommand = serveSessions();
+    sessionsOfCommand.add(serve);
+    const read = serve.call(call(['files', 'digests', '/m/a']));
+    sessions[0]!.say('@baton end ok');
+    expect(await read).toBe('');
+    let closed = false;
+    const closing = sessionsOfCommand.close().then(() => (closed = true));
+    await tick();
+    expect(sessions[0]!.ended).toBe(true);
+    // Not before the session has exited.
+    expect(closed).toBe(false);
+    sessions[0]!.exit({ exitCode: 0 });
+    await closing;
+    expect(closed).toBe(true);
+    const again = serve.call(call(['files', 'digests', '/m/a']));
+    expect(sessions).toHaveLength(2);
+    sessions[1]!.say('@baton end ok');
+    expect(await again).toBe('');
+  });
+
+  it('close waits at most its bound for a session that does not exit', async () => {
+    const { serve, sessions } = scripted();
+    const sessionsOfCommand = serveSessions();
+    sessionsOfCommand.add(serve);
+    const read = serve.call(call(['files', 'digests', '/m/a']));
+    sessions[0]!.say('@baton end ok');
+    await read;
+    await sessionsOfCommand.close(50);
+    expect(sessions[0]!.ended).toBe(true);
   });
 });
