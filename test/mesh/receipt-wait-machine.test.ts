@@ -202,8 +202,8 @@ describe('the receipt wait machine', () => {
     // A retry that then succeeds clears the machine's failure, and the next rename reads nothing back.
     const healed = feed(due, [renamed('web1', [A, 30])]);
     expect(healed.state.failures.size).toBe(0);
-    const next = feed(healed, [seen(B, 40)]);
-    expect(next.last.commands).toEqual([
+    const next = receiptWait(healed.state, seen(B, 40));
+    expect(next.commands).toEqual([
       { type: 'rename-consumer', machine: 'web1', pairs: [{ pair: B, appliedAt: 35, seenAt: 40 }] },
     ]);
     // A channel lost on a machine with nothing in flight is not this wait's.
