@@ -4,7 +4,7 @@
  * changes that Map in place, while a version a newer one has passed (a test replaying from a
  * saved state) is rebuilt from the changes before it is read or changed, so every version
  * keeps reading what it held. Copying the wait's sets on every event made a wait of N pairs
- * cost O(N²): 123 ms of one thread at 1,000 pairs (docs/benchmarks.md, "Round 11").
+ * cost O(N²): 123 ms of one thread at 1,000 pairs (docs/benchmarks.md, "Round 11: where a window goes").
  * The same idea as src/app/rotation-log.ts's append-only log, with deletes.
  */
 
