@@ -25,12 +25,10 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Three on a 2-core machine: the real-part files wait (servers starting, provisioner cycles,
-    // receipts, tmux frames) as much as they compute, so two workers left the cores part idle; three
-    // were measured against two on a quiet machine (docs/testing.md, "Round 12: a third worker").
-    // Every wait in the suite is tied to what it waits for or bounded at 10 s, so contention makes
-    // a run slower, not red.
-    maxWorkers: 3,
+    // 2-core machines: real servers (sshd, PostgreSQL, moto) and tmux sessions in parallel files
+    // starve each other into timeouts. A third worker was measured against two, back to back on a
+    // quiet machine, and gained nothing (docs/testing.md, "Round 12: a third worker").
+    maxWorkers: 2,
     // In-process checks of a pair never read or fill the developer's ~/.cache
     // (src/pki/checked-pairs.ts): a test that wants the memory gives a directory of its own.
     env: { XDG_CACHE_HOME: '/nonexistent-baton-test-cache' },
