@@ -11,6 +11,11 @@ import type {
   BoundTransport,
   TransportFor,
 } from '../../src/mesh/transport.js';
+import { runRotationPlain } from '../../src/app/rotation-plain.js';
+import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
+import type { Inventory } from '../../src/mesh/inventory.js';
+import { meshIdentity } from '../../src/mesh/mesh-identity.js';
+import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 
 export interface DyingBaton {
   readonly transportFor: TransportFor;
@@ -248,4 +253,39 @@ export function interruptedAt(
       return t;
     },
   };
+}
+
+/**
+ * `mesh rotate --yes` of `plan` in this process, on `baton`'s transports, not awaited: the test
+ * awaits `baton.dead` and then reads what the machines were left with. The deps every such test
+ * gave by hand (the inventory's mesh identity, two at a time, a 10 ms poll); `deps` adds or
+ * overrides (a shorter wait, the app hooks).
+ */
+export function rotationDyingIn(
+  baton: DyingBaton,
+  rotation: {
+    readonly id: string;
+    readonly plan: RotationPlan;
+    readonly inventory: Inventory;
+    readonly journalDir: string;
+  },
+  deps: Partial<RotationDeps> = {},
+): void {
+  void runRotationPlain({
+    id: rotation.id,
+    plan: rotation.plan,
+    yes: true,
+    write: () => undefined,
+    deps: {
+      transportFor: baton.transportFor,
+      journalDir: rotation.journalDir,
+      operator: 't',
+      resolve: { concurrency: 2 },
+      concurrency: 2,
+      waitMs: 60_000,
+      pollMs: 10,
+      mesh: meshIdentity(rotation.inventory),
+      ...deps,
+    },
+  });
 }

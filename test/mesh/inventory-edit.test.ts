@@ -11,7 +11,6 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { readJournal } from '../../src/mesh/journal.js';
@@ -22,7 +21,7 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterProviderCommit, rotationDyingIn } from './dying-baton.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
 
@@ -67,21 +66,11 @@ describe('an inventory edited while a rotation is unfinished', () => {
   it('machine and consumer added after baton died between the commits: status still names mesh resume <id>, and resume finishes it', async () => {
     const before = loadInventory(inventory);
     const dying = dyingAfterProviderCommit(transportsFor(before.machines, TEST_BOUNDS));
-    void runRotationPlain({
+    rotationDyingIn(dying, {
       id: 'rot-edit',
       plan: planRotation(before, { by: 'provider', name: 'pg-main' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir: state(),
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(before),
-      },
+      inventory: before,
+      journalDir: state(),
     });
     await dying.dead;
     await vi.waitFor(

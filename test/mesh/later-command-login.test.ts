@@ -13,12 +13,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { runMeshResume, runMeshRollback } from '../../src/commands/rotation-cli.js';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { readJournal } from '../../src/mesh/journal.js';
-import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { appHooks } from '../../src/mesh/reload.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
@@ -30,7 +28,7 @@ import { asSuperuser, canLogin, DEBIAN_POSTGRES_BIN, debianPostgresMissing } fro
 import { ifSet } from '../helpers/if-set.js';
 import { partPresent } from '../helpers/real-part.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterProviderCommit, rotationDyingIn } from './dying-baton.js';
 
 const present = partPresent('Debian PostgreSQL 15', debianPostgresMissing());
 
@@ -85,23 +83,16 @@ async function leftover(consumer: string): Promise<{ inventory: string; role: st
   const inv = loadInventory(inventory);
   const id = `rot-${role.replace(/_/g, '-')}`;
   const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-  void runRotationPlain({
-    id,
-    plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer }),
-    yes: true,
-    write: () => undefined,
-    deps: {
-      transportFor: dying.transportFor,
+  rotationDyingIn(
+    dying,
+    {
+      id,
+      plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer }),
+      inventory: inv,
       journalDir: stateDir(),
-      operator: 't',
-      resolve: { concurrency: 2 },
-      concurrency: 2,
-      waitMs: 60_000,
-      pollMs: 10,
-      mesh: meshIdentity(inv),
-      app: appHooks(inv),
     },
-  });
+    { app: appHooks(inv) },
+  );
   await dying.dead;
   // The provisioner's part, by hand: the database takes the new password, the receipt says so.
   const fresh = readFileSync(live('db1', `provides/pg-main/${role}`), 'utf8');

@@ -18,7 +18,7 @@ import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir, rotationRecords, snapshotDir } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { dyingAfterConsumerCommit, dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterConsumerCommit, dyingAfterProviderCommit, rotationDyingIn } from './dying-baton.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
 
@@ -189,21 +189,11 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     const writer = startReceiptWriter(live('db1', 'provides/pg-main'));
     const inv = loadInventory(inventory);
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
+    rotationDyingIn(dying, {
       id: 'rot-y',
       plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir: stateDir,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
-      },
+      inventory: inv,
+      journalDir: stateDir,
     });
     await dying.dead;
     await waitUntil(async () => (await readJournal(stateDir, 'rot-y')).some((r) => r.phase === 'committed'));
@@ -251,21 +241,11 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     // password, no receipt names the old one, so taking Y back waits for the provisioner.
     const inv = loadInventory(inventory);
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
+    rotationDyingIn(dying, {
       id: 'rot-y',
       plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir: stateDir,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
-      },
+      inventory: inv,
+      journalDir: stateDir,
     });
     await dying.dead;
     await waitUntil(async () => (await readJournal(stateDir, 'rot-y')).some((r) => r.phase === 'committed'));
@@ -482,22 +462,16 @@ describe('a rotation whose truth lives on the machines (the built CLI, local tra
     expect(first.code).toBe(0);
     const inv = loadInventory(inventory);
     const dying = dyingDuringPrepare(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
-      id: 'rot-p',
-      plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
+    rotationDyingIn(
+      dying,
+      {
+        id: 'rot-p',
+        plan: planRotation(inv, { by: 'pair', provider: 'pg-main', consumer: 'web1-app' }),
+        inventory: inv,
         journalDir: stateDir,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 5_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
       },
-    });
+      { waitMs: 5_000 },
+    );
     await dying.dead;
     await waitUntil(() => existsSync(`${providerEnd()}.next`) || existsSync(`${consumerEnd()}.next`));
     const status = await baton(stateDir, 'mesh', 'status', '--inventory', inventory, '--json');

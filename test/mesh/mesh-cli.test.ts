@@ -11,14 +11,13 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { JOURNAL_FILE, readJournal } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
-import { dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterProviderCommit, rotationDyingIn } from './dying-baton.js';
 import {
   intentPhases,
   makeTempDir,
@@ -461,22 +460,7 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const plan = planRotation(inv, { by: 'provider', name: 'pg-main' });
     const journalDir = path.join(tmp.dir, 'state');
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
-      id: 'rot-int',
-      plan,
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
-      },
-    });
+    rotationDyingIn(dying, { id: 'rot-int', plan: plan, inventory: inv, journalDir: journalDir });
     await dying.dead;
     await waitUntil(async () =>
       (await readJournal(journalDir, 'rot-int')).some((x) => x.phase === 'committed'),
@@ -567,21 +551,11 @@ describe('baton mesh (the built CLI, local transport)', async () => {
     const inv = loadInventory(inventory);
     const journalDir = path.join(tmp.dir, 'state');
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
+    rotationDyingIn(dying, {
       id: 'rot-kill',
       plan: planRotation(inv, { by: 'provider', name: 'pg-main' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
-      },
+      inventory: inv,
+      journalDir: journalDir,
     });
     await dying.dead;
     await waitUntil(async () =>

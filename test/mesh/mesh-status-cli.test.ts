@@ -9,7 +9,7 @@ import { JOURNAL_FILE } from '../../src/mesh/journal.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
-import { dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterProviderCommit, rotationDyingIn } from './dying-baton.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { scanForSecrets } from '../helpers/secret-scan.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
@@ -195,21 +195,11 @@ describe('baton mesh status (the built CLI, local transport)', () => {
     // A rotation of web2-app whose baton died right after the provider commit (no provisioner running).
     const inv = loadInventory(inventory);
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
+    rotationDyingIn(dying, {
       id: 'rot-int',
       plan: planRotation(inv, { by: 'consumer', name: 'web2-app' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir: state(),
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
-      },
+      inventory: inv,
+      journalDir: state(),
     });
     await dying.dead;
     const committed = () =>

@@ -18,7 +18,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { BatonError } from '../../src/errors.js';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
@@ -32,7 +31,7 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton, startBaton } from '../helpers/run-baton.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { interruptedAt, pathsUnder, recordsAt, type CallPoint } from './dying-baton.js';
+import { type CallPoint, interruptedAt, pathsUnder, recordsAt, rotationDyingIn } from './dying-baton.js';
 import { followStatus } from './follow-status.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
@@ -107,21 +106,11 @@ async function cutShortRotation(): Promise<void> {
     { method: 'writeRecords', matches: recordsAt('committing'), when: 'after' },
     'killed',
   );
-  void runRotationPlain({
+  rotationDyingIn(dying, {
     id: ID,
     plan: planRotation(inv, { by: 'provider', name: 'pg-main' }),
-    yes: true,
-    write: () => undefined,
-    deps: {
-      transportFor: dying.transportFor,
-      journalDir: stateDir(),
-      operator: 't',
-      resolve: { concurrency: 2 },
-      concurrency: 2,
-      waitMs: 60_000,
-      pollMs: 10,
-      mesh: meshIdentity(inv),
-    },
+    inventory: inv,
+    journalDir: stateDir(),
   });
   await dying.dead;
   expect((await readJournal(stateDir(), ID)).map((r) => r.phase)).toEqual(['resolved', 'prepared']);

@@ -9,10 +9,8 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { runMeshRollback } from '../../src/commands/rotation-cli.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
-import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import type { BoundTransport, MachineRecord, TransportFor } from '../../src/mesh/transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
@@ -20,6 +18,7 @@ import { capturingContext } from '../helpers/cli-context.js';
 import { intentPhases, makeTempDir } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { writeLocalMesh } from './mesh-fixture.js';
+import { rotationDyingIn } from './dying-baton.js';
 
 let tmp: { dir: string; cleanup: () => void };
 let inventory: string;
@@ -79,21 +78,11 @@ describe('a rotation killed while its providers were told "prepared"', () => {
     const inv = loadInventory(inventory);
     const state = path.join(tmp.dir, 'state');
     const dying = dyingInPreparedRecords(transportsFor(inv.machines, TEST_BOUNDS), 2);
-    void runRotationPlain({
+    rotationDyingIn(dying, {
       id: 'rot-strays',
       plan: planRotation(inv, { by: 'provider', name: 'pg-main' }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir: state,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 60_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
-      },
+      inventory: inv,
+      journalDir: state,
     });
     await dying.dead;
     const machines = path.join(tmp.dir, 'machines');

@@ -17,12 +17,10 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vite
 import { parseReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { readJournal } from '../../src/mesh/journal.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
-import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { dyingAfterProviderCommit } from './dying-baton.js';
+import { dyingAfterProviderCommit, rotationDyingIn } from './dying-baton.js';
 import { scramVerifier } from '../../src/provisioner/scram-verifier.js';
 import { usePostgresMesh } from '../helpers/postgres-mesh.js';
 import { asSuperuser, canLogin, serverLogSoFar } from '../helpers/postgres.js';
@@ -355,22 +353,16 @@ describe('a rotation against a real PostgreSQL, with an app re-reading its file 
     const inv = loadInventory(inventory());
     const journalDir = suite.mesh.stateDir;
     const dying = dyingAfterProviderCommit(transportsFor(inv.machines, TEST_BOUNDS));
-    void runRotationPlain({
-      id: 'rot-kill',
-      plan: planRotation(inv, { by: 'provider', name: PROVIDER }),
-      yes: true,
-      write: () => undefined,
-      deps: {
-        transportFor: dying.transportFor,
-        journalDir,
-        operator: 't',
-        resolve: { concurrency: 2 },
-        concurrency: 2,
-        waitMs: 600_000,
-        pollMs: 10,
-        mesh: meshIdentity(inv),
+    rotationDyingIn(
+      dying,
+      {
+        id: 'rot-kill',
+        plan: planRotation(inv, { by: 'provider', name: PROVIDER }),
+        inventory: inv,
+        journalDir: journalDir,
       },
-    });
+      { waitMs: 600_000 },
+    );
     await dying.dead;
     await vi.waitFor(
       async () =>
