@@ -2,7 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { BatonError } from '../../src/errors.js';
+import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { parseInventory, type Inventory } from '../../src/mesh/inventory.js';
+import type { RotationPlan } from '../../src/mesh/rotation-plan.js';
 import type { Sshd } from '../helpers/sshd.js';
 
 /**
@@ -152,4 +154,23 @@ export function inventoryRefusal(yaml: string): BatonError {
     return error as BatonError;
   }
   throw new Error('the inventory was accepted');
+}
+
+/**
+ * Every pair of `plan` applied, written straight onto local paths (the machines' roots): the same
+ * secret at both ends (0600) and the provider's receipt for it — a fleet `mesh status` reads as whole.
+ */
+export function writeAppliedPairs(plan: RotationPlan): void {
+  for (const pair of plan.pairs) {
+    const secret = `secret-of-${pair.key}`;
+    for (const at of [pair.providerPath, pair.consumerPath]) {
+      mkdirSync(path.dirname(at), { recursive: true });
+      writeFileSync(at, secret, { mode: 0o600 });
+    }
+    mkdirSync(path.dirname(pair.receiptPath), { recursive: true });
+    writeFileSync(
+      pair.receiptPath,
+      formatReceipt({ role: pair.role, digest: secretDigest(secret), applied_at: new Date().toISOString() }),
+    );
+  }
 }

@@ -11,7 +11,6 @@ import { spawn, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
@@ -19,6 +18,7 @@ import { ifSet } from '../helpers/if-set.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { writeAppliedPairs } from '../mesh/mesh-fixture.js';
 
 const MACHINES = 5;
 const unavailable = sshdUnavailable();
@@ -100,22 +100,7 @@ describeWithPart(unavailable, 'mesh status over ssh: one plain agent session per
       ].join('\n'),
     );
     const plan = planRotation(loadInventory(file), { by: 'provider', name: 'pg-main' });
-    for (const pair of plan.pairs) {
-      const secret = `secret-of-${pair.key}`;
-      for (const at of [pair.providerPath, pair.consumerPath]) {
-        mkdirSync(path.dirname(at), { recursive: true });
-        writeFileSync(at, secret, { mode: 0o600 });
-      }
-      mkdirSync(path.dirname(pair.receiptPath), { recursive: true });
-      writeFileSync(
-        pair.receiptPath,
-        formatReceipt({
-          role: pair.role,
-          digest: secretDigest(secret),
-          applied_at: new Date().toISOString(),
-        }),
-      );
-    }
+    writeAppliedPairs(plan);
     const consumerFile = (i: number) => plan.pairs.find((p) => p.consumerMachine === name(i))!.consumerPath;
     return { file, ports, consumerFile };
   }

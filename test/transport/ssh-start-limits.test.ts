@@ -9,7 +9,6 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import {
@@ -22,6 +21,7 @@ import {
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
+import { writeAppliedPairs } from '../mesh/mesh-fixture.js';
 
 const MACHINES = 50;
 
@@ -310,22 +310,7 @@ describe(`mesh status --concurrency 32 over ${MACHINES} machines on one real ssh
     );
     // Every pair applied: the same secret at both ends and the provider's receipt for it.
     const plan = planRotation(loadInventory(file), { by: 'provider', name: 'pg-main' });
-    for (const pair of plan.pairs) {
-      const secret = `secret-of-${pair.key}`;
-      for (const at of [pair.providerPath, pair.consumerPath]) {
-        mkdirSync(path.dirname(at), { recursive: true });
-        writeFileSync(at, secret, { mode: 0o600 });
-      }
-      mkdirSync(path.dirname(pair.receiptPath), { recursive: true });
-      writeFileSync(
-        pair.receiptPath,
-        formatReceipt({
-          role: pair.role,
-          digest: secretDigest(secret),
-          applied_at: new Date().toISOString(),
-        }),
-      );
-    }
+    writeAppliedPairs(plan);
     return file;
   }
 
