@@ -109,6 +109,24 @@ for (const shapeName of Object.keys(shapes) as (keyof typeof shapes)[])
       ifSet(tmp)?.cleanup();
     });
 
+    /** web1 over `shape`, its sessions started by `rec`; each one-shot ssh's remote command logged in `oneShots`. */
+    const web1On = (
+      shape: ReturnType<(typeof shapes)[typeof shapeName]>,
+      rec: ReturnType<typeof recordingStart>,
+      oneShots: string[],
+    ) =>
+      bindTransport(
+        sshTransport('web1', sshTargetOf(sshd), {
+          ...shape.options,
+          start: rec.start,
+          exec: (...call) => {
+            oneShots.push(call[1].at(-1)!);
+            return runProcess(...call);
+          },
+        }),
+        TEST_BOUNDS,
+      );
+
     const fileIn = (name: string) => {
       const dir = path.join(tmp.dir, name, 'consumes', 'pg-main');
       mkdirSync(dir, { recursive: true });
@@ -123,17 +141,7 @@ for (const shapeName of Object.keys(shapes) as (keyof typeof shapes)[])
       const rec = recordingStart(() => false);
       const exec: string[] = [];
       try {
-        const web1 = bindTransport(
-          sshTransport('web1', sshTargetOf(sshd), {
-            ...shape.options,
-            start: rec.start,
-            exec: (...call) => {
-              exec.push(call[1].at(-1)!);
-              return runProcess(...call);
-            },
-          }),
-          TEST_BOUNDS,
-        );
+        const web1 = web1On(shape, rec, exec);
         await web1.resolve();
         const [read] = await web1.digests([file]);
         expect(read?.live).toBe(secretDigest(Buffer.from('live-password')));
@@ -194,17 +202,7 @@ for (const shapeName of Object.keys(shapes) as (keyof typeof shapes)[])
       const rec = recordingStart((text) => text.startsWith('files stage'));
       const oneShots: string[] = [];
       try {
-        const web1 = bindTransport(
-          sshTransport('web1', sshTargetOf(sshd), {
-            ...shape.options,
-            start: rec.start,
-            exec: (...call) => {
-              oneShots.push(call[1].at(-1)!);
-              return runProcess(...call);
-            },
-          }),
-          TEST_BOUNDS,
-        );
+        const web1 = web1On(shape, rec, oneShots);
         await web1.resolve();
         const failed = await web1
           .stage([{ path: file, secret: Secret.fromText('new-password') }])
