@@ -2,6 +2,7 @@ import { Box, Text } from 'ink';
 import {
   appText,
   armedText,
+  notRevokedText,
   leftOpenText,
   loginsText,
   nextStep,
@@ -109,10 +110,12 @@ export function meshStatusLayout(
   ];
   const sessions = leftOpenText(current, nowMs);
   const armed = armedText(current);
+  const notRevoked = notRevokedText(current);
   const extra = [
     // Issue 45: sessions a revoke or a move left open, and a revoke still armed, are part of the truth.
     ...(sessions ? wrapWords(`sessions: ${sessions}`, width, 2) : []),
     ...(armed ? wrapWords(`armed: ${armed}`, width, 2) : []),
+    ...(notRevoked ? wrapWords(`not revoked: ${notRevoked}`, width, 2) : []),
     // Opened: which of an applied pair's steps were confirmed (the table's ✓ says only that the files agree).
     ...(open && current.confirmed && (current.state === 'applied' || current.state === 'app-behind')
       ? [

@@ -111,6 +111,12 @@ export function pairNext(status: PairStatus): Said | undefined {
           rotate,
           ')',
         ];
+      // The revoke asked for did not take effect: the fresh passwords of another rotation are the way to it.
+      if (status.revokeNotDone)
+        return [
+          `revoke it: rotate the pair once more with --revoke-previous, which gives both logins fresh passwords and refuses ${status.revokeNotDone.login}'s old one: `,
+          step(`mesh rotate --pair ${pairKey} --revoke-previous`),
+        ];
       return status.tooOld ? ['older than the limit: ', rotate] : undefined;
     default: {
       const never: never = status.state;
@@ -170,6 +176,8 @@ export function meshStatusLines(
     if (open) lines.push(`    sessions: ${open}`);
     const armed = armedText(status);
     if (armed) lines.push(`    armed: ${armed}`);
+    const notRevoked = notRevokedText(status);
+    if (notRevoked) lines.push(`    not revoked: ${notRevoked}`);
     const next = nextStep(status, s);
     if (next) lines.push(`    next: ${next}`);
   }
@@ -242,6 +250,20 @@ export function armedText(status: PairStatus): string | undefined {
     ? ` and END ${open === undefined ? 'its open sessions' : `its ${open} open session${open === 1 ? '' : 's'}`} (--end-sessions)`
     : '';
   return `the provisioner on ${status.pair.providerMachine} will refuse ${armed.login}'s old password${sessions} when it next applies (a --revoke-previous not applied yet); until then the old password may still work`;
+}
+
+/**
+ * A `--revoke-previous` that did not take effect (revokeOf): the left login keeps its old
+ * password. Said beside `applied`, since the rotation itself finished; undefined otherwise.
+ */
+export function notRevokedText(status: PairStatus): string | undefined {
+  const not = status.revokeNotDone;
+  if (!not) return undefined;
+  const by = status.lastRotation ? ` of rotation ${status.lastRotation.id}` : '';
+  const staged = not.staged
+    ? `; the fresh password staged beside its file (.next) was delivered nowhere, and the next rotation of the pair replaces it`
+    : '';
+  return `the --revoke-previous${by} did not take effect: its fresh password never went live, so ${not.login} keeps its old password, which MAY STILL WORK${staged}`;
 }
 
 function ageText(ms: number): string {
@@ -354,6 +376,9 @@ export function meshStatusJson(
             end_sessions: s.armedRevoke.endSessions,
             open_sessions: s.app?.leftOpen?.login === s.armedRevoke.login ? s.app.leftOpen.open : null,
           }
+        : null,
+      not_revoked: s.revokeNotDone
+        ? { login: s.revokeNotDone.login, fresh_password_staged: s.revokeNotDone.staged }
         : null,
       next: nextStep(s, suggester) ?? null,
       // The same commands as objects, for a script that runs one: `next` stays the sentence.

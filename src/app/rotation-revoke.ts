@@ -7,7 +7,7 @@
  */
 import { leftLogins, notRevoked, revokePrevious, sessionText, type PairRevoke } from '../mesh/revoke.js';
 import type { ApplyWait, ConsumerCommitResult, MachineFailure } from '../mesh/delivery.js';
-import type { JournalPair } from '../mesh/journal.js';
+import type { JournalPair, JournalRecord } from '../mesh/journal.js';
 import type { RotationPlan } from '../mesh/rotation-plan.js';
 import { reasonOf, type TransportFor } from '../mesh/transport.js';
 import { renderSaidBare } from '../next-step.js';
@@ -31,6 +31,8 @@ export async function revokeAfterCommit(
   consumers: ConsumerCommitResult,
   transportFor: TransportFor,
   wait: ApplyWait,
+  /** Journals the targets before anything is staged (the `revoking` record: revokingRecord). */
+  beforeStage?: (targets: ReadonlyMap<string, string>) => Promise<void>,
 ): Promise<readonly PairRevoke[] | undefined> {
   if (!request || wait.stop?.aborted) return undefined;
   if (
@@ -42,9 +44,11 @@ export async function revokeAfterCommit(
   const logins = leftLogins(plan.pairs);
   if (logins.length === 0) return [];
   // The consumer ends are committed: whatever breaks here is a revoke not confirmed, never a rotation to roll back.
-  return revokePrevious(logins, transportFor, { ...wait, endSessions: request.endSessions }).catch(
-    (error: unknown) => logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`)),
-  );
+  return revokePrevious(logins, transportFor, {
+    ...wait,
+    endSessions: request.endSessions,
+    ...(beforeStage ? { beforeStage } : {}),
+  }).catch((error: unknown) => logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`)));
 }
 
 /** The preview: per alternating pair, what will be revoked and what happens to its sessions. */
@@ -114,7 +118,7 @@ export function revokeResultLines(
       lines.push(`  ${MARKS.action.glyph} NOT revoked ${r.login} (${r.pair}): ${r.reason}.`);
       // Committed, not confirmed: nothing takes it back, so the provisioner applies it later. Before,
       // the summary said only "may still work", and a minute later the sessions were ended unannounced.
-      if (r.target !== undefined)
+      if (r.armed)
         lines.push(
           `      The request stays ARMED: the fresh password (${r.target}) is live beside ${r.login}'s provider end, and when its provisioner next applies it, ${r.login}'s old password is refused${request.endSessions ? ` and its open sessions are ENDED (--end-sessions)` : ''}; until then the old password may still work. \`mesh status\` shows ${r.login} revoked once its receipt matches.`,
         );
@@ -132,4 +136,21 @@ export function journalRevoked(
   const mine = state.revoked?.find((r) => r.pair === pair.key);
   if (mine?.revoked) return { ...pair, revoked: true };
   return mine?.target === undefined ? pair : { ...pair, revoke_target: mine.target };
+}
+
+/**
+ * The record a revoke writes before it stages anything (phase `revoking`): the rotation's record
+ * with every pair finished — a revoke starts only then — and each left login's target, so what
+ * a baton killed during the revoke left on the provider machine is read as the revoke's own.
+ */
+export function revokingRecord(record: JournalRecord, targets: ReadonlyMap<string, string>): JournalRecord {
+  return {
+    ...record,
+    phase: 'revoking',
+    applied: record.pairs.map((p) => p.key),
+    pairs: record.pairs.map((p) => {
+      const target = targets.get(p.key);
+      return target === undefined ? p : { ...p, revoke_target: target };
+    }),
+  };
 }

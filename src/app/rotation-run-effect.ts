@@ -47,7 +47,7 @@ import {
   type RotationState,
 } from './rotation-flow.js';
 import { logGet, logKeys } from './rotation-log.js';
-import { journalRevoked, revokeAfterCommit, type RevokeRequest } from './rotation-revoke.js';
+import { journalRevoked, revokeAfterCommit, revokingRecord, type RevokeRequest } from './rotation-revoke.js';
 import { appGate, journalApp } from './rotation-app.js';
 import type { AppHooks } from '../mesh/reload.js';
 import type { MachineLogins } from '../mesh/login-from-machines.js';
@@ -361,6 +361,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             result,
             deps.transportFor,
             waitOptions,
+            (targets) =>
+              appendJournal(deps.journalDir, revokingRecord(journalRecord(state, 'revoking', deps), targets)),
           );
           return {
             type: 'apply-finished',

@@ -19,6 +19,11 @@ export function digestPrefix(digest: SecretDigest): string {
   return digest.slice(0, 'sha256:'.length + 12);
 }
 
+/** Whether `digest` is the one a journal names by its prefix (digestPrefix); nothing matches an absent one. */
+export function isDigestOf(prefix: string | undefined, digest: SecretDigest | undefined): boolean {
+  return prefix !== undefined && digest !== undefined && digest.startsWith(prefix);
+}
+
 /**
  * Where receipts live beside a provider's delivered files: the provisioner writes there and
  * `baton mesh rotate` reads there, so the name is written once.

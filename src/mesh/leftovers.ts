@@ -9,6 +9,7 @@ import { BatonError } from '../errors.js';
 import { shown } from '../outside-text.js';
 import { nextStep, renderStep } from '../next-step.js';
 import { PLAIN_SUGGESTER, type Suggester } from '../suggest-command.js';
+import { isDigestOf } from './digest.js';
 import type { JournalHistory } from './journal-history.js';
 import type { JournalPair } from './journal.js';
 import { pairOnMachines, withMachineTruth } from './intent.js';
@@ -56,7 +57,10 @@ export function leftoverOf(
       : provider?.live
         ? history.preparedBy(pair.key, provider.live)
         : undefined);
-  if (provider?.next)
+  // A `--revoke-previous` cut short staged the left login's fresh secret there, delivered nowhere:
+  // the next stage replaces it. Refusing it, with no rotation to finish, refused every way out.
+  const revokeStaged = isDigestOf(history.revokeTarget(pair.key), provider?.next);
+  if (provider?.next && !revokeStaged)
     return { pair, rotation, what: `${pair.providerMachine} has ${pair.providerPath}.next staged` };
   if (consumer?.next)
     return { pair, rotation, what: `${pair.consumerMachine} has ${pair.consumerPath}.next staged` };

@@ -7,6 +7,7 @@ import { EXIT_CODES, EXIT_OK } from '../errors.js';
 import {
   changedInDatabase,
   DATABASE_FINDING_WORDS,
+  isDigestOf,
   type DatabaseCheck,
   type Receipt,
   type SecretDigest,
@@ -69,6 +70,9 @@ export interface LoginsReading {
         /** A staged `.next` beside it, and the previous file a provider commit keeps until the pair finishes. */
         readonly next: boolean;
         readonly prev: boolean;
+        /** Its file's and its `.next`'s digests: an interrupted revoke's fresh secret is one of them (revokeOf). */
+        readonly liveDigest?: SecretDigest;
+        readonly nextDigest?: SecretDigest;
       }
     | undefined;
 }
@@ -120,6 +124,13 @@ export interface PairStatus {
    * next cycle refuses the left login's old password (and ends its sessions with `--end-sessions`).
    */
   readonly armedRevoke?: { readonly login: string; readonly endSessions: boolean };
+  /**
+   * A `--revoke-previous` whose fresh password never went live (baton stopped before its commit,
+   * or the stage or commit failed): the left login keeps its old password, which MAY STILL WORK.
+   * `staged`: the revoke's fresh secret waits in `.next`, delivered nowhere; the next rotation
+   * of the pair replaces it.
+   */
+  readonly revokeNotDone?: { readonly login: string; readonly staged: boolean };
   /** Which of its steps were confirmed: the file, the test login, the reload, the app's new sessions (confirmed.ts). */
   readonly confirmed?: Confirmations;
 }
@@ -146,6 +157,8 @@ export function classifyPair(
   running?: string,
   /** An alternating pair: the consumer end the journal says was delivered with the live login's provider file. */
   deliveredConsumer?: SecretDigest,
+  /** The pair's last revoke's target (journal `revoke_target`): its staged fresh secret is not a leftover. */
+  revokeTarget?: string,
 ): { state: PairState; detail: string } {
   const { provider, consumer, receipt } = reading;
   if (!provider.read || !consumer.read) {
@@ -160,7 +173,7 @@ export function classifyPair(
     return { state: 'unreachable', detail: `could not read ${which.join(' and ')}` };
   }
   const applied = receipt !== undefined && provider.live !== undefined && receipt.digest === provider.live;
-  const moving = alternatingLeftover(pair, reading, running);
+  const moving = alternatingLeftover(pair, reading, running, revokeTarget);
   if (moving) return moving;
   if (provider.next)
     return {
@@ -242,11 +255,13 @@ function alternatingLeftover(
   pair: PlannedPair,
   reading: PairReading,
   running: string | undefined,
+  revokeTarget: string | undefined,
 ): { state: PairState; detail: string } | undefined {
   const other = reading.logins?.other;
   const live = reading.logins?.live;
   if (!other || !live || !reading.consumer.read) return undefined;
-  if (other.next)
+  // An interrupted revoke's fresh secret, delivered nowhere: said by revokeOf, not a rotation's leftover.
+  if (other.next && !isDigestOf(revokeTarget, other.nextDigest))
     return {
       state: 'staged',
       detail: `${pair.providerMachine} has ${other.path}.next left from a rotation that did not finish; ${pair.consumer} still uses ${live}, which works`,
@@ -312,7 +327,7 @@ export function pairStatus(
       ? history.consumerDeliveredWith(pair.key, reading.provider.live)
       : undefined;
   const { state, detail } = unfinishedFirst(
-    classifyPair(pair, reading, running, deliveredConsumer),
+    classifyPair(pair, reading, running, deliveredConsumer, history.revokeTarget(pair.key)),
     leftover,
   );
   const remembered = history.pair(pair.key);
@@ -419,10 +434,27 @@ export function loginsOf(
       ? switchedIn && !other.file
         ? 'copied'
         : 'missing'
-      : revoked || (revokeTarget !== undefined && other.receiptDigest?.startsWith(revokeTarget) === true)
+      : revoked || isDigestOf(revokeTarget, other.receiptDigest)
         ? 'revoked'
         : 'valid';
   return { live: reading.live, other: { login: other.login, state } };
+}
+
+/**
+ * The last revoke of the pair's left login, read against its files: a target the other login's
+ * receipt holds is `revoked` (loginsOf); one its live file holds waits for the provisioner
+ * (armed); one that never went live was not done — the journal alone cannot tell these apart,
+ * since baton may have stopped at any step of the revoke.
+ */
+export function revokeOf(
+  other: LoginsReading['other'],
+  state: OtherLoginState | undefined,
+  armed: { readonly target: string; readonly endSessions: boolean } | undefined,
+): Pick<PairStatus, 'armedRevoke' | 'revokeNotDone'> {
+  if (!other || !armed || state !== 'valid') return {};
+  if (isDigestOf(armed.target, other.liveDigest))
+    return { armedRevoke: { login: other.login, endSessions: armed.endSessions } };
+  return { revokeNotDone: { login: other.login, staged: isDigestOf(armed.target, other.nextDigest) } };
 }
 
 /** The receipt's database check, when the receipt is for what the provider end holds. */
@@ -458,6 +490,8 @@ export function countStates(statuses: readonly PairStatus[]): Record<PairState, 
 export function meshStatusExitCode(statuses: readonly PairStatus[]): number {
   if (statuses.some((s) => s.state === 'unreachable')) return EXIT_CODES.failed;
   if (statuses.some((s) => s.state !== 'applied' || s.tooOld)) return EXIT_CODES['action-needed'];
+  // A revoke asked for and not done: the old password of a login suspected compromised may still work.
+  if (statuses.some((s) => s.revokeNotDone)) return EXIT_CODES['action-needed'];
   // app-truth: only evidence counts (a failed reload, an app behind), never "not known".
   if (statuses.some((s) => appNeedsAction(s.app))) return EXIT_CODES['action-needed'];
   return EXIT_OK;

@@ -17,7 +17,14 @@ import { appStatus } from './app-status.js';
 import { confirmations } from './confirmed.js';
 import type { AppHooks } from './reload.js';
 import { parseCensus, sessionsPath } from './session-record.js';
-import { pairStatus, withApp, type EndReading, type LoginsReading, type PairStatus } from './mesh-status.js';
+import {
+  pairStatus,
+  revokeOf,
+  withApp,
+  type EndReading,
+  type LoginsReading,
+  type PairStatus,
+} from './mesh-status.js';
 import {
   loginFilePaths,
   providerFilesOf,
@@ -145,6 +152,8 @@ export async function readMeshStatus(
             read: otherEnd?.read === true,
             next: otherEnd?.read === true && otherEnd.next !== undefined,
             prev: otherEnd?.read === true && otherEnd.prev !== undefined,
+            ...(otherEnd?.read === true && otherEnd.live ? { liveDigest: otherEnd.live } : {}),
+            ...(otherEnd?.read === true && otherEnd.next ? { nextDigest: otherEnd.next } : {}),
             file: otherEnd?.read === true && otherEnd.live !== undefined,
             receipt: receipts.get(endKey(planned.providerMachine, other.receiptPath)) !== undefined,
             ...receiptDigestOf(receipts.get(endKey(planned.providerMachine, other.receiptPath))),
@@ -182,14 +191,10 @@ export async function readMeshStatus(
       leftCensus: left ? census(planned, left) : undefined,
     });
     const withAppStatus = withApp(status, app);
-    // Revoked is said once its receipt matches (loginsOf); until then the request stays armed.
-    const armed = history.armedRevoke(planned.key);
-    const other = withAppStatus.logins?.other;
+    // Revoked is said once its receipt matches (loginsOf); until then armed, or not done (revokeOf).
     return {
       ...withAppStatus,
-      ...(armed && other?.state === 'valid'
-        ? { armedRevoke: { login: other.login, endSessions: armed.endSessions } }
-        : {}),
+      ...revokeOf(logins?.other, withAppStatus.logins?.other?.state, history.armedRevoke(planned.key)),
       confirmed: confirmations({
         journal: history.confirmed(planned.key),
         hasConnect: options.app ? options.app.connectOf(planned.provider) !== undefined : undefined,

@@ -33,6 +33,8 @@ export function resumablePlan(
   records: readonly JournalRecord[],
   inventory: Inventory,
   where: string,
+  /** The command asking, for its refusal's words. */
+  command: 'resume' | 'rollback' = 'resume',
 ) {
   if (records.length === 0) {
     throw new BatonError('usage', {
@@ -53,11 +55,18 @@ export function resumablePlan(
   }
   const finished = appliedInJournal(records);
   if (prepared.pairs.every((p) => finished.has(p.key))) {
+    // Its last word `revoking`: baton stopped during the revoke, which only status can read the truth of.
+    const revoking = records.at(-1)?.phase === 'revoking';
     throw new BatonError('refused', {
-      what: `Rotation ${id} already finished its commit: every pair was applied; there is nothing to resume.`,
+      what: `Rotation ${id} already finished its commit: every pair was applied; there is nothing to ${command === 'resume' ? 'resume' : 'roll back'}${revoking ? ', but baton stopped during its --revoke-previous' : ''}.`,
       where,
       changed: 'Nothing was sent.',
-      next: 'Start a new rotation if the credentials must change again.',
+      next: revoking
+        ? [
+            'See whether the revoke took effect (revoked, armed, or not revoked) and what to do: ',
+            nextStep('mesh status'),
+          ]
+        : 'Start a new rotation if the credentials must change again.',
     });
   }
   const machines = inventoryIndex(inventory).machines;

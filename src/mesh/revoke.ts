@@ -89,13 +89,26 @@ export type PairRevoke =
       readonly revoked: false;
       readonly reason: string;
       readonly next: Said;
-      /** Committed, not confirmed: the fresh secret's digest prefix, for the journal (a later receipt confirms it). */
+      /**
+       * The fresh secret's digest prefix, once it was named to the journal (beforeStage): the
+       * journal keeps it, and `mesh status` reads the left login's files against it — live and
+       * confirmed by a later receipt (revoked), live (armed), or not live (not revoked).
+       */
       readonly target?: string;
+      /** Its commit returned: the fresh secret is live, so the request stays armed until the provisioner applies it. */
+      readonly armed?: true;
     };
 
 export interface RevokeOptions extends ApplyWait {
   /** Also ask the provisioner to end the login's open sessions. */
   readonly endSessions: boolean;
+  /**
+   * Given each left login's target (pair key → the fresh secret's digest prefix) before anything
+   * is staged; the rotation journals them. Without that record, a baton killed during the revoke
+   * left a staged `.next` that status called a stray (its suggested rotate refused it: a loop) and
+   * a live fresh secret it called `valid`. If it throws, nothing is staged.
+   */
+  readonly beforeStage?: (targets: ReadonlyMap<string, string>) => Promise<void>;
 }
 
 /**
@@ -111,13 +124,25 @@ export async function revokePrevious(
   options: RevokeOptions,
 ): Promise<PairRevoke[]> {
   const results = new Map<string, PairRevoke>();
+  const fresh = new Map(logins.map((l) => [l.pair, Secret.generate()]));
   const digests: Record<string, SecretDigest> = {};
+  const targets = new Map([...fresh].map(([pair, secret]) => [pair, digestPrefix(secret.digest)]));
+  try {
+    await options.beforeStage?.(targets);
+  } catch (error) {
+    return logins.map((l) =>
+      notRevoked(
+        l,
+        `its fresh password was not staged: the journal could not record it (${reasonOf(error)})`,
+      ),
+    );
+  }
   const committed: LeftLogin[] = [];
   await mapBounded(
     [...groupBy(logins, (l) => l.providerMachine)],
     options.concurrency,
     async ([machine, list]) => {
-      const secrets = list.map(() => Secret.generate());
+      const secrets = list.map((l) => fresh.get(l.pair)!);
       const files: StagedFile[] = list.map((l, i) => ({ path: l.providerPath, secret: secrets[i]! }));
       // The request is the digest of the secret it is for: not a secret, carried as a one-line file.
       const requests: StagedFile[] = options.endSessions
@@ -142,11 +167,12 @@ export async function revokePrevious(
       } catch (error) {
         if (stage === 'staging')
           await transport.unstage([...requests, ...files].map((f) => f.path)).catch(() => undefined);
+        // The target stays named: a commit whose answer was lost may have made it live (status reads which).
         for (const l of list)
-          results.set(
-            l.pair,
-            notRevoked(l, `${machine} failed while ${stage} the fresh secret (${reasonOf(error)})`),
-          );
+          results.set(l.pair, {
+            ...notRevoked(l, `${machine} failed while ${stage} the fresh secret (${reasonOf(error)})`),
+            target: targets.get(l.pair)!,
+          });
       }
     },
   );
@@ -184,7 +210,7 @@ export async function revokePrevious(
         const why = options.stop?.aborted
           ? `the wait for ${l.provider}'s receipt was stopped before it confirmed ${l.login}'s fresh password`
           : `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`;
-        results.set(l.pair, { ...notRevoked(l, why), target: digestPrefix(digests[l.pair]!) });
+        results.set(l.pair, { ...notRevoked(l, why), target: targets.get(l.pair)!, armed: true });
       }
       await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
     },

@@ -19,6 +19,12 @@ export const JOURNAL_PHASES = [
   'committed',
   'commit-failed',
   'applied',
+  /**
+   * `--revoke-previous` under way: every pair is finished and each left login's fresh secret is
+   * named (`revoke_target`) before it is staged, so a baton killed during the revoke leaves a
+   * journal that tells the revoke's own files from a stray. The `applied` record follows it.
+   */
+  'revoking',
   'resumed',
   'resume-failed',
   /** The unfinished pairs were taken back (`rolled_back` says how each ended). */
@@ -51,6 +57,7 @@ export const PHASES: Readonly<Record<JournalPhase, PhaseMeaning>> = {
   committed: { intent: 'committing', open: true, finishes: false },
   'commit-failed': { intent: 'committing', open: true, finishes: false },
   applied: { intent: 'finished', open: false, finishes: true },
+  revoking: { intent: 'finished', open: false, finishes: true },
   resumed: { intent: 'finished', open: false, finishes: true },
   // Its `applied` keys are what this attempt renamed; a failed resume is finished by the next one.
   'resume-failed': { intent: 'committing', open: true, finishes: false },

@@ -58,7 +58,7 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
         return EXIT_OK;
       }
       const locks = await holdProviderLocks(
-        resumablePlan(id, first.records, inventory, where).pairs,
+        resumablePlan(id, first.records, inventory, where, 'rollback').pairs,
         transportFor,
         command,
       );
@@ -72,7 +72,7 @@ export async function rollback(ports: OperationPorts, inputs: RollbackInputs): P
           concurrency,
           locks.holder,
         );
-        const { pairs, holders, digests } = resumablePlan(id, records, inventory, where);
+        const { pairs, holders, digests } = resumablePlan(id, records, inventory, where, 'rollback');
         const last = records.find((r) => r.phase === 'prepared')!;
         // The rotation's own machine, entered where a rotation's wait ends with pairs unfinished;
         // only what is still rotation X's on the machines is touched, never a later rotation's files.

@@ -374,4 +374,54 @@ describe('the mesh status table', () => {
       else expect(full).toMatch(/confirmed: ✓ file|… more than fits: widen the terminal/);
     }
   });
+
+  it('a revoke that never went live shows as "not revoked" under the selected row, with the rotate that revokes, at 80×24 and 60×20 (NO_COLOR)', async () => {
+    const base = statuses()[0]!;
+    const row: PairStatus = {
+      ...base,
+      ageMs: (base.ageMs ?? 0) + 86_400_000,
+      logins: { live: 'web1_app_a', other: { login: 'web1_app_b', state: 'valid' } },
+      lastRotation: { id: 'rot-cut', outcome: 'revoking' },
+      revokeNotDone: { login: 'web1_app_b', staged: true },
+    };
+    for (const [columns, rows] of [
+      [80, 24],
+      [60, 20],
+    ] as const) {
+      const view = renderAt(
+        <MeshStatusApp
+          selectorText="every pair"
+          machines={2}
+          read={async () => [
+            row,
+            ...statuses()
+              .filter((s) => s.state === 'applied')
+              .slice(1, 6),
+          ]}
+          columns={columns}
+          rows={rows}
+          color={false}
+          onExit={() => undefined}
+        />,
+        columns,
+        rows,
+      );
+      mounted.push(view);
+      await view.waitFor((f) => strip(f).includes('not revoked:'), `the detail at ${columns}`);
+      await view.press('d');
+      const frame = strip(
+        await view.waitFor((f) => strip(f).includes('in full'), `the row in full at ${columns}`),
+      );
+      expect(linesFit(frame, columns), `${columns}×${rows}`).toEqual([]);
+      expect(frame.split('\n').length, `${columns}×${rows}`).toBeLessThanOrEqual(rows);
+      const full = frame.replace(/\s+/g, ' ');
+      expect(full).toContain(
+        'not revoked: the --revoke-previous of rotation rot-cut did not take effect: its fresh password never went live, so web1_app_b keeps its old password, which MAY STILL WORK',
+      );
+      // A command too long for the line is wrapped as a shell would take it (a backslash between words).
+      expect(full.replace(/ \\ /g, ' ')).toContain(
+        `baton mesh rotate --pair ${base.pair.provider}:${base.pair.consumer} --revoke-previous`,
+      );
+    }
+  });
 });

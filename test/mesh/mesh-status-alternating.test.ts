@@ -10,6 +10,7 @@ import { digestPrefix, formatReceipt, secretDigest } from '../../src/mesh/digest
 import { parseInventory } from '../../src/mesh/inventory.js';
 import { journalHistory } from '../../src/mesh/journal-history.js';
 import type { JournalRecord } from '../../src/mesh/journal.js';
+import { meshStatusExitCode } from '../../src/mesh/mesh-status.js';
 import { readMeshStatus } from '../../src/mesh/read-mesh-status.js';
 import { loginFilePaths } from '../../src/mesh/rotation-plan.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
@@ -89,6 +90,16 @@ const finished = (id: string, revoked: boolean): JournalRecord => ({
   ],
   applied: [alt.key],
 });
+
+/** The last rotation asked --revoke-previous --end-sessions and named the fresh secret `fresh` as its target. */
+const revokeRecord = (fresh: string): JournalRecord => {
+  const r = finished('r1', false);
+  return {
+    ...r,
+    pairs: r.pairs.map((p) => ({ ...p, revoke_target: digestPrefix(secretDigest(fresh)) })),
+    revoke_previous: { end_sessions: true },
+  };
+};
 
 const read = (fake: ReturnType<typeof mesh>, records: JournalRecord[] = []) =>
   readMeshStatus(plan, fake.transportFor, journalHistory(records), {
@@ -307,6 +318,7 @@ describe('mesh status of an alternating pair', () => {
       'app',
       'confirmed',
       'armed_revoke',
+      'not_revoked',
       'next',
       'next_steps',
     ]);
@@ -383,16 +395,10 @@ describe('sessions still open on the login the consumer left', () => {
       sessionsPath(alt.receiptPath, 'web1_app_b'),
       census('web1_app_b', 2, '2026-12-01T15:00:00.000Z'),
     );
+    // The revoke's fresh secret is live beside web1_app_b's receipt of its old one.
+    fake.machines.db1!.files.set(loginFilePaths(alt, 'b').providerPath, 'fresh-secret');
     const before = new Map(fake.machines.db1!.files);
-    const armedRecord = (): JournalRecord => {
-      const r = finished('r1', false);
-      return {
-        ...r,
-        pairs: r.pairs.map((p) => ({ ...p, revoke_target: 'sha256:ffffffffffff' })),
-        revoke_previous: { end_sessions: true },
-      };
-    };
-    const statuses = await read(fake, [armedRecord()]);
+    const statuses = await read(fake, [revokeRecord('fresh-secret')]);
     const status = statuses.find((s) => s.pair.key === alt.key)!;
     expect(status.logins?.other).toEqual({ login: 'web1_app_b', state: 'valid' });
     expect(status.armedRevoke).toEqual({ login: 'web1_app_b', endSessions: true });
@@ -419,6 +425,57 @@ describe('sessions still open on the login the consumer left', () => {
     ).toEqual([null, null]);
     console.log(
       'armed --revoke-previous --end-sessions: said armed with 2 sessions to end, screen and --json',
+    );
+  });
+
+  it('a --revoke-previous whose fresh password never went live is said NOT revoked (exit 3, the rotate that revokes as its next step), staged or not; armed only once it is live', async () => {
+    for (const staged of [true, false]) {
+      const fake = mesh('a');
+      // baton stopped before the revoke's commit: web1_app_b keeps 'other-secret', the fresh one waits in .next (or not).
+      if (staged)
+        fake.machines.db1!.files.set(`${loginFilePaths(alt, 'b').providerPath}.next`, 'fresh-secret');
+      const before = new Map(fake.machines.db1!.files);
+      const statuses = await read(fake, [revokeRecord('fresh-secret')]);
+      const status = statuses.find((s) => s.pair.key === alt.key)!;
+      expect([status.state, status.logins?.other, status.armedRevoke]).toEqual([
+        'applied',
+        { login: 'web1_app_b', state: 'valid' },
+        undefined,
+      ]);
+      expect(status.revokeNotDone).toEqual({ login: 'web1_app_b', staged });
+      expect(meshStatusExitCode(statuses)).toBe(3);
+      const text = meshStatusLines(statuses, plan.selectorText).join('\n');
+      expect(text).toContain(
+        `    not revoked: the --revoke-previous of rotation r1 did not take effect: its fresh password never went live, so web1_app_b keeps its old password, which MAY STILL WORK${staged ? '; the fresh password staged beside its file (.next) was delivered nowhere, and the next rotation of the pair replaces it' : ''}`,
+      );
+      expect(text).toContain('baton mesh rotate --pair pg-main:web1-app --revoke-previous');
+      const json = meshStatusJson(statuses, plan.selectorText, 3, undefined, 0) as {
+        pairs: {
+          consumer: string;
+          not_revoked: unknown;
+          armed_revoke: unknown;
+          next_steps: { args: string[] }[];
+        }[];
+      };
+      const pair = json.pairs.find((p) => p.consumer === 'web1-app')!;
+      expect([pair.not_revoked, pair.armed_revoke]).toEqual([
+        { login: 'web1_app_b', fresh_password_staged: staged },
+        null,
+      ]);
+      expect(pair.next_steps.map((n) => n.args)).toEqual([
+        ['mesh', 'rotate', '--pair', 'pg-main:web1-app', '--revoke-previous'],
+      ]);
+      expect(fake.machines.db1!.files).toEqual(before);
+    }
+    // Its own staged file is not a leftover; one the revoke did not stage still is.
+    const stray = mesh('a');
+    stray.machines.db1!.files.set(`${loginFilePaths(alt, 'b').providerPath}.next`, 'someone-elses');
+    const strayStatus = (await read(stray, [revokeRecord('fresh-secret')])).find(
+      (s) => s.pair.key === alt.key,
+    )!;
+    expect(strayStatus.state).toBe('staged');
+    console.log(
+      'revoke never live: not_revoked (staged and not), exit 3, next: mesh rotate --revoke-previous; a stray .next still staged',
     );
   });
 

@@ -376,6 +376,7 @@ describe('baton mesh status (the built CLI, local transport)', () => {
       'app',
       'confirmed',
       'armed_revoke',
+      'not_revoked',
       'next',
       'next_steps',
     ]);

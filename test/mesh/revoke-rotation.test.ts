@@ -13,6 +13,7 @@ import { exitCodeOf } from '../../src/errors.js';
 import type { MeshFlags } from '../../src/commands/mesh-flags.js';
 import { runMeshRotate } from '../../src/commands/rotation-cli.js';
 import { JOURNAL_FILE, type JournalRecord } from '../../src/mesh/journal.js';
+import { digestPrefix, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation, type RotationPlan } from '../../src/mesh/rotation-plan.js';
 import { capturingContext } from '../helpers/cli-context.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
@@ -114,6 +115,20 @@ describe('mesh rotate --revoke-previous', () => {
       ['pg-main:web1-app', true],
       ['pg-main:backup', true],
     ]);
+    // Before anything of the revoke was staged, the journal named each target: the fresh secret
+    // that then went live (so a baton killed during the revoke leaves what status can read).
+    expect(journal().map((r) => r.phase)).toEqual([
+      'resolved',
+      'prepared',
+      'committed',
+      'revoking',
+      'applied',
+    ]);
+    const revoking = journal().find((r) => r.phase === 'revoking')!;
+    expect(revoking.applied).toEqual(['pg-main:web1-app', 'pg-main:backup']);
+    expect(revoking.pairs.map((p) => p.revoke_target)).toEqual(
+      [0, 1].map((i) => digestPrefix(secretDigest(db1.files.get(leftFile(plan, i))!))),
+    );
   });
 
   it('--end-sessions: the summary says how many sessions of the left login were ended', async () => {

@@ -122,6 +122,8 @@ describe('revokePrevious', () => {
     // Its target, for the journal: a digest prefix (digestPrefix: not a secret, nothing to brute-force), never the whole digest.
     const fresh = secretDigest(db1.files.get(logins[0]!.providerPath)!);
     expect(result!.target).toBe(digestPrefix(fresh));
+    // Committed: the summary says the request stays armed.
+    expect(result!.armed).toBe(true);
     expect(JSON.stringify(results)).not.toContain(fresh);
     expect(db1.files.has(previousPath(logins[0]!.providerPath))).toBe(false);
   });
@@ -157,6 +159,50 @@ describe('revokePrevious', () => {
         );
     }
     for (const l of logins) expect(db1.files.get(l.providerPath)).toBe('the-old-password');
+    // Its target stays named (a commit whose answer was lost may have landed; status reads which), never armed.
+    for (const r of results)
+      expect(r).toMatchObject({ target: expect.stringMatching(/^sha256:[0-9a-f]{12}$/) });
+    for (const r of results) expect(r).not.toHaveProperty('armed');
+  });
+
+  it('names every target to beforeStage before anything is staged, and the targets are the fresh secrets that land', async () => {
+    const { fake, db1, logins } = mesh();
+    provisioner(db1);
+    let named: ReadonlyMap<string, string> | undefined;
+    let callsThen: string[] = [];
+    await revokePrevious(logins, fake.transportFor, {
+      ...wait,
+      endSessions: false,
+      beforeStage: async (targets) => {
+        named = targets;
+        callsThen = [...db1.calls];
+      },
+    });
+    expect(callsThen).toEqual([]);
+    expect([...named!.keys()]).toEqual(logins.map((l) => l.pair));
+    for (const l of logins)
+      expect(named!.get(l.pair)).toBe(digestPrefix(secretDigest(db1.files.get(l.providerPath)!)));
+  });
+
+  it('a journal that cannot record the targets: nothing is staged, and each login is NOT revoked naming the journal', async () => {
+    const { fake, db1, logins } = mesh();
+    const before = new Map(db1.files);
+    const results = await revokePrevious(logins, fake.transportFor, {
+      ...wait,
+      endSessions: true,
+      beforeStage: () => Promise.reject(new Error('EACCES: the journal')),
+    });
+    expect(db1.calls).toEqual([]);
+    expect(db1.files).toEqual(before);
+    for (const r of results) {
+      expect(r).toMatchObject({ revoked: false });
+      if (!r.revoked) {
+        expect(r.reason).toMatch(
+          /^its fresh password was not staged: the journal could not record it \(EACCES: the journal\): the old password of \w+ MAY STILL WORK$/,
+        );
+        expect(r).not.toHaveProperty('target');
+      }
+    }
   });
 
   it('a pair without a left login (a single pair being switched) has nothing to revoke', () => {
