@@ -6,7 +6,9 @@
  * and change nothing; the provisioner comes back, and what status prints (`next_steps[].args`) is
  * run as printed until it exits 0. Round 12 found both cases wrong (the revoke's target reached the
  * journal only after the revoke): (a) a refusal loop, (b) an armed request shown as nothing. The
- * stand-in provisioner writes receipts (receipt-writer.ts). Run `npm run build` first.
+ * revoke's other steps (before its stage, before its kept file, after its receipt, before its last
+ * record) are each killed too. The stand-in provisioner writes receipts (receipt-writer.ts). Run
+ * `npm run build` first.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -20,7 +22,7 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { assertBuilt, runBaton } from '../helpers/run-baton.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
-import { interruptedAt, pathsUnder, rotationDyingIn } from './dying-baton.js';
+import { interruptedAt, pathsUnder, rotationDyingIn, type CallPoint } from './dying-baton.js';
 import { followStatus } from './follow-status.js';
 import { writeLocalMesh } from './mesh-fixture.js';
 import { startReceiptWriter } from './receipt-writer.js';
@@ -79,12 +81,18 @@ type PairJson = {
   next_steps: { args: string[] }[];
 };
 
+/** A revoke's call on web1_app_a's files (a stage is given files, the rest paths). */
+const onLoginA = (args: readonly unknown[]): boolean =>
+  pathsUnder('/web1_app+a')(args) ||
+  (Array.isArray(args[0]) &&
+    (args[0] as unknown[]).some((f) => (f as { path?: unknown }).path?.toString().includes('/web1_app+a')));
+
 /**
  * web1-app put on login a by a first rotation, then `rot-revoke` (a → b, --revoke-previous)
- * killed at the commit of web1_app_a's fresh secret, `when` the machine did it or not. The
- * provisioner applies everything but that login until baton is dead, then is gone.
+ * killed at `at`, a call of the revoke on web1_app_a's files. The provisioner applies everything
+ * but that login until baton is dead (or that login too, `appliesA`), then is gone.
  */
-async function killedAtTheRevoke(when: 'before' | 'after'): Promise<{ oldA: string }> {
+async function killedAtTheRevoke(at: CallPoint, appliesA = false): Promise<{ oldA: string }> {
   provisionerBack();
   const first = await baton([
     ...['--state-dir', stateDir(), 'mesh', 'rotate', '--consumer', 'web1-app'],
@@ -93,13 +101,9 @@ async function killedAtTheRevoke(when: 'before' | 'after'): Promise<{ oldA: stri
   expect(first.exitCode, first.all).toBe(0);
   expect(conninfoLogin(read(consumerEnd())!)).toBe('web1_app_a');
   const oldA = read(loginFile('a'))!;
-  provisionerBack((role) => role !== 'web1_app+a');
+  provisionerBack(appliesA ? undefined : (role) => role !== 'web1_app+a');
   const inv = loadInventory(inventory);
-  const dying = interruptedAt(
-    transportsFor(inv.machines, TEST_BOUNDS),
-    { method: 'commit', matches: pathsUnder('/web1_app+a'), when },
-    'killed',
-  );
+  const dying = interruptedAt(transportsFor(inv.machines, TEST_BOUNDS), at, 'killed');
   const planned = planRotation(inv, { by: 'consumer', name: 'web1-app' });
   const ends = await readPlanEnds(planned, dying.transportFor, 2);
   const plan = settleLogins(planned, ends, (n) => inv.machines.find((m) => m.name === n)!);
@@ -113,9 +117,10 @@ async function killedAtTheRevoke(when: 'before' | 'after'): Promise<{ oldA: stri
   // Every consumer end committed: web1-app is on b, and b works.
   expect(conninfoLogin(read(consumerEnd())!)).toBe('web1_app_b');
   expect(works('b')).toBe(true);
-  expect(read(loginFile('a')) === oldA).toBe(when === 'before');
   return { oldA };
 }
+
+const commitOfA = (when: 'before' | 'after'): CallPoint => ({ method: 'commit', matches: onLoginA, when });
 
 /** `mesh status --json`, which must change nothing on the machines. */
 async function statusNow(): Promise<{ exit: number; pair: PairJson; text: string }> {
@@ -131,7 +136,8 @@ const nextOf = (slot: 'a' | 'b') => `${loginFile(slot)}.next`;
 
 describe('mesh rotate --revoke-previous killed at its revoke', () => {
   it('killed before the fresh secret is committed: status says web1_app_a is NOT revoked (exit 3) and offers the rotate that revokes, which runs; followed as printed it ends at exit 0 with the old password refused', async () => {
-    const { oldA } = await killedAtTheRevoke('before');
+    const { oldA } = await killedAtTheRevoke(commitOfA('before'));
+    expect(read(loginFile('a'))).toBe(oldA);
     // The revoke's own files: its fresh secret staged (delivered nowhere) and a's password kept.
     expect(existsSync(nextOf('a'))).toBe(true);
     const cut = await statusNow();
@@ -187,7 +193,8 @@ describe('mesh rotate --revoke-previous killed at its revoke', () => {
   }, 90_000);
 
   it('killed after the fresh secret is committed: status says the revoke is armed (exit 0, nothing suggested), and once the provisioner applies it, revoked', async () => {
-    const { oldA } = await killedAtTheRevoke('after');
+    const { oldA } = await killedAtTheRevoke(commitOfA('after'));
+    expect(read(loginFile('a'))).not.toBe(oldA);
     const armed = await statusNow();
     // The fresh secret is live beside web1_app_a's receipt of the old one: armed, not applied.
     expect([armed.exit, armed.pair.armed_revoke, armed.pair.not_revoked], armed.text).toEqual([
@@ -217,4 +224,77 @@ describe('mesh rotate --revoke-previous killed at its revoke', () => {
       `revoke killed after its commit: status exit ${armed.exit}, armed_revoke web1_app_a; once the provisioner applied: exit ${revoked.exit}, web1_app_a revoked`,
     );
   }, 90_000);
+});
+
+/**
+ * Every other step of the revoke: its record written but nothing staged, its stage done, its
+ * receipt seen but the kept file not removed, everything done but its last record. What status
+ * says must be what the machines hold, and following it must end at exit 0 with web1_app_a's
+ * old password refused: either the revoke took effect, or the rotation status offers did it.
+ */
+const STEPS: readonly {
+  readonly step: string;
+  readonly at: CallPoint;
+  readonly appliesA: boolean;
+  readonly says: 'not-revoked-unstaged' | 'not-revoked-staged' | 'revoked';
+}[] = [
+  {
+    step: 'after its record, before its stage',
+    at: { method: 'stage', matches: onLoginA, when: 'before' },
+    appliesA: false,
+    says: 'not-revoked-unstaged',
+  },
+  {
+    step: 'after its stage, before its previous file is kept',
+    at: { method: 'keepPrevious', matches: onLoginA, when: 'before' },
+    appliesA: false,
+    says: 'not-revoked-staged',
+  },
+  {
+    step: 'after the receipt confirmed it, before the kept file goes',
+    at: { method: 'discardPrevious', matches: onLoginA, when: 'before' },
+    appliesA: true,
+    says: 'revoked',
+  },
+  {
+    step: 'after the kept file went, before its last record',
+    at: { method: 'discardPrevious', matches: onLoginA, when: 'after' },
+    appliesA: true,
+    says: 'revoked',
+  },
+];
+
+describe('mesh rotate --revoke-previous killed at each other step of its revoke', () => {
+  it.each(STEPS)(
+    'killed $step: status says $says, and followed as printed it ends at exit 0 with the old password refused',
+    async ({ at, appliesA, says }) => {
+      const { oldA } = await killedAtTheRevoke(at, appliesA);
+      const cut = await statusNow();
+      if (says === 'revoked') {
+        expect(
+          [cut.exit, cut.pair.logins.other, cut.pair.not_revoked, cut.pair.armed_revoke],
+          cut.text,
+        ).toEqual([0, { login: 'web1_app_a', state: 'revoked' }, null, null]);
+      } else {
+        expect([cut.exit, cut.pair.not_revoked], cut.text).toEqual([
+          3,
+          { login: 'web1_app_a', fresh_password_staged: says === 'not-revoked-staged' },
+        ]);
+        expect(read(loginFile('a'))).toBe(oldA);
+      }
+      provisionerBack();
+      const ran = await followStatus({ baton, statusArgs: statusArgs() });
+      expect(ran).toEqual(says === 'revoked' ? [] : ['(applied) mesh rotate --pair → 0']);
+      // The old password of web1_app_a is refused: its login's file and receipt hold another one.
+      expect(read(loginFile('a'))).not.toBe(oldA);
+      expect(works('a')).toBe(true);
+      expect(existsSync(nextOf('a'))).toBe(false);
+      const after = await statusNow();
+      expect(after.exit, after.text).toBe(0);
+      console.log(
+        `revoke killed ${at.method} ${at.when}: status ${says} (exit ${cut.exit}); followed: ${ran.join('; ') || 'nothing'}; then exit ${after.exit}`,
+      );
+    },
+    90_000,
+  );
 });
