@@ -306,6 +306,30 @@ describe('the mesh status table', () => {
     expect(exitCode()).toBeUndefined();
   });
 
+  /** The table (NO_COLOR) with `row` first, worst-first selected, and five applied pairs below it. */
+  const rowFirstAt = (row: PairStatus, columns: number, rows: number) => {
+    const view = renderAt(
+      <MeshStatusApp
+        selectorText="every pair"
+        machines={2}
+        read={async () => [
+          row,
+          ...statuses()
+            .filter((s) => s.state === 'applied')
+            .slice(1, 6),
+        ]}
+        columns={columns}
+        rows={rows}
+        color={false}
+        onExit={() => undefined}
+      />,
+      columns,
+      rows,
+    );
+    mounted.push(view);
+    return view;
+  };
+
   it('sessions left open on the login the consumer left, and a revoke still armed, show under the selected row at 80×24 and 60×20 (NO_COLOR); d adds which steps were confirmed', async () => {
     const base = statuses()[0]!;
     expect(base.state).toBe('applied');
@@ -333,25 +357,7 @@ describe('the mesh status table', () => {
       [80, 24],
       [60, 20],
     ] as const) {
-      const view = renderAt(
-        <MeshStatusApp
-          selectorText="every pair"
-          machines={2}
-          read={async () => [
-            row,
-            ...statuses()
-              .filter((s) => s.state === 'applied')
-              .slice(1, 6),
-          ]}
-          columns={columns}
-          rows={rows}
-          color={false}
-          onExit={() => undefined}
-        />,
-        columns,
-        rows,
-      );
-      mounted.push(view);
+      const view = rowFirstAt(row, columns, rows);
       let frame = strip(await view.waitFor((f) => strip(f).includes('armed:'), `the detail at ${columns}`));
       expect(linesFit(frame, columns), `${columns}×${rows}`).toEqual([]);
       expect(frame.split('\n').length, `${columns}×${rows}`).toBeLessThanOrEqual(rows);
@@ -388,25 +394,7 @@ describe('the mesh status table', () => {
       [80, 24],
       [60, 20],
     ] as const) {
-      const view = renderAt(
-        <MeshStatusApp
-          selectorText="every pair"
-          machines={2}
-          read={async () => [
-            row,
-            ...statuses()
-              .filter((s) => s.state === 'applied')
-              .slice(1, 6),
-          ]}
-          columns={columns}
-          rows={rows}
-          color={false}
-          onExit={() => undefined}
-        />,
-        columns,
-        rows,
-      );
-      mounted.push(view);
+      const view = rowFirstAt(row, columns, rows);
       await view.waitFor((f) => strip(f).includes('not revoked:'), `the detail at ${columns}`);
       await view.press('d');
       const frame = strip(

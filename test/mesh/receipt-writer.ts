@@ -45,6 +45,28 @@ export function startReceiptWriter(
 }
 
 /**
+ * The stand-in as a suite turns it on and off across its steps (a provisioner that comes back,
+ * applies only some roles, or is gone): at most one writer runs at a time, and `gone()` in the
+ * suite's afterEach stops whichever is left.
+ */
+export function standInProvisioner(providesDir: () => string): {
+  back(only?: (role: string) => boolean): void;
+  gone(): void;
+} {
+  let writer: { stop(): void } | undefined;
+  return {
+    back(only) {
+      writer?.stop();
+      writer = startReceiptWriter(providesDir(), only);
+    },
+    gone() {
+      writer?.stop();
+      writer = undefined;
+    },
+  };
+}
+
+/**
  * A provisioner that has always just run: before any receipt is read, and as soon as a
  * provider end is committed, each provider file live at that moment gets its receipt. It follows the files, not the calls, so a commit cut
  * part-way leaves receipts for exactly what became live — as a real provisioner would.

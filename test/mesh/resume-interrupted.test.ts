@@ -34,7 +34,7 @@ import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { type CallPoint, interruptedAt, pathsUnder, recordsAt, rotationDyingIn } from './dying-baton.js';
 import { followStatus } from './follow-status.js';
 import { writeLocalMesh } from './mesh-fixture.js';
-import { startReceiptWriter } from './receipt-writer.js';
+import { standInProvisioner } from './receipt-writer.js';
 
 const ID = 'rot-cut';
 const MESH = '/var/lib/baton/mesh';
@@ -42,15 +42,13 @@ const WEBS = ['web1', 'web2'] as const;
 
 let tmp: { dir: string; cleanup: () => void };
 let inventory: string;
-let writer: { stop(): void } | undefined;
 beforeAll(() => assertBuilt());
 beforeEach(() => {
   tmp = makeTempDir('baton-resume-cut-');
   inventory = writeLocalMesh(tmp.dir);
 });
 afterEach(() => {
-  writer?.stop();
-  writer = undefined;
+  provisionerGone();
   tmp.cleanup();
 });
 
@@ -63,14 +61,9 @@ const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The provisioner, as the stand-in that writes a receipt for every live provider end. */
-const provisionerBack = (only?: (role: string) => boolean) => {
-  writer?.stop();
-  writer = startReceiptWriter(live('db1', 'provides/pg-main'), only);
-};
-const provisionerGone = () => {
-  writer?.stop();
-  writer = undefined;
-};
+const { back: provisionerBack, gone: provisionerGone } = standInProvisioner(() =>
+  live('db1', 'provides/pg-main'),
+);
 
 const baton = (args: readonly string[]) =>
   runBaton(args, { cwd: tmp.dir, env: { NO_COLOR: '1', BATON_CONFIG: '' }, timeoutMs: 60_000 });

@@ -25,13 +25,12 @@ import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { interruptedAt, pathsUnder, rotationDyingIn, type CallPoint } from './dying-baton.js';
 import { followStatus } from './follow-status.js';
 import { writeLocalMesh } from './mesh-fixture.js';
-import { startReceiptWriter } from './receipt-writer.js';
+import { standInProvisioner } from './receipt-writer.js';
 
 const ID = 'rot-revoke';
 const MESH = '/var/lib/baton/mesh';
 let tmp: { dir: string; cleanup: () => void };
 let inventory: string;
-let writer: { stop(): void } | undefined;
 beforeAll(() => assertBuilt());
 beforeEach(() => {
   tmp = makeTempDir('baton-revoke-cut-');
@@ -45,8 +44,7 @@ beforeEach(() => {
   );
 });
 afterEach(() => {
-  writer?.stop();
-  writer = undefined;
+  provisionerGone();
   tmp.cleanup();
 });
 
@@ -61,14 +59,10 @@ const receiptDigest = (slot: 'a' | 'b') =>
 /** A login "works" per the stand-in when its receipt is for the password its file holds. */
 const works = (slot: 'a' | 'b') => receiptDigest(slot) === secretDigest(read(loginFile(slot))!);
 
-const provisionerBack = (only?: (role: string) => boolean) => {
-  writer?.stop();
-  writer = startReceiptWriter(live('db1', 'provides/pg-main'), only);
-};
-const provisionerGone = () => {
-  writer?.stop();
-  writer = undefined;
-};
+/** The provisioner, as the stand-in that writes a receipt for every live provider end. */
+const { back: provisionerBack, gone: provisionerGone } = standInProvisioner(() =>
+  live('db1', 'provides/pg-main'),
+);
 const baton = (args: readonly string[]) =>
   runBaton(args, { cwd: tmp.dir, env: { NO_COLOR: '1', BATON_CONFIG: '' }, timeoutMs: 60_000 });
 const statusArgs = () => ['--state-dir', stateDir(), 'mesh', 'status', '--json', '--inventory', inventory];
