@@ -37,7 +37,6 @@ import type {
   PreparedCommand,
   TransportFor,
 } from '../mesh/transport.js';
-import type { RotationState } from './rotation-flow.js';
 
 export interface AppGate {
   /** For prepareAll: which secrets to keep (only pairs whose provider has `connect:`; none without hooks). */
@@ -317,11 +316,10 @@ export function appGate(deps: { readonly transportFor: TransportFor; readonly ap
 }
 
 /** The journal's part: each test login and reload, names and the server's or the command's words only. */
-export function journalApp(state: RotationState): {
+export function journalApp(app: AppResults | undefined): {
   test_logins?: readonly TestLoginRecord[];
   reloads?: AppResults['reloads'];
 } {
-  const app = 'app' in state ? state.app : undefined;
   if (!app) return {};
   return {
     ...(app.testLogins.length > 0 ? { test_logins: app.testLogins } : {}),

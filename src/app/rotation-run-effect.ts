@@ -361,8 +361,15 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             result,
             deps.transportFor,
             waitOptions,
+            // Its record says what the rotation confirmed so far (test logins, reloads), as the last one would.
             (targets) =>
-              appendJournal(deps.journalDir, revokingRecord(journalRecord(state, 'revoking', deps), targets)),
+              appendJournal(
+                deps.journalDir,
+                revokingRecord(
+                  { ...journalRecord(state, 'revoking', deps), ...journalApp(appResults) },
+                  targets,
+                ),
+              ),
           );
           return {
             type: 'apply-finished',
@@ -583,7 +590,7 @@ export function journalRecord(
     ),
     ...(deps.mesh ? { mesh: deps.mesh } : {}),
     ...(deps.revoke ? { revoke_previous: { end_sessions: deps.revoke.endSessions } } : {}),
-    ...journalApp(state),
+    ...journalApp('app' in state ? state.app : undefined),
     ...(state.step === 'rolled-back'
       ? {
           applied: [

@@ -12,6 +12,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { conninfoLogin } from '../../src/mesh/alternating.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { readPlanEnds } from '../../src/mesh/leftovers.js';
+import { appHooks } from '../../src/mesh/reload.js';
 import { planRotation, settleLogins } from '../../src/mesh/rotation-plan.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { consumerLogin } from '../helpers/password-app.js';
@@ -27,13 +28,16 @@ const PAIR = 'pg-main:web1-app';
 
 const suite = usePostgresMesh({
   prefix: 'baton-revoke-pg-',
+  // web1-app alternates; pg-main names where a test login goes, so the rotation makes one.
   beforeSeed: (mesh) =>
     writeFileSync(
       mesh.inventory,
-      readFileSync(mesh.inventory, 'utf8').replace(
-        /(\{ name: web1-app, [^}]*uses: \[pg-main\])( \})/,
-        '$1, credential: alternating$2',
-      ),
+      readFileSync(mesh.inventory, 'utf8')
+        .replace(/(\{ name: web1-app, [^}]*uses: \[pg-main\])( \})/, '$1, credential: alternating$2')
+        .replace(
+          /(\{ name: pg-main, machine: db1, kind: postgres)( \})/,
+          `$1, connect: { host: 127.0.0.1, port: ${mesh.sandbox.port}, database: postgres }$2`,
+        ),
     ),
 });
 const mesh = () => suite.mesh;
@@ -51,6 +55,7 @@ type PairJson = {
   logins: { other: { login: string; state: string } | null };
   armed_revoke: { login: string } | null;
   not_revoked: { login: string; fresh_password_staged: boolean } | null;
+  confirmed: Record<string, string> | null;
 };
 const pairNow = async () => {
   const status = await baton(statusArgs());
@@ -92,7 +97,7 @@ async function killedAtTheRevoke(when: 'before' | 'after'): Promise<string> {
   rotationDyingIn(
     dying,
     { id: ID, plan, inventory: inv, journalDir: mesh().stateDir },
-    { revoke: { endSessions: false }, waitMs: 30_000 },
+    { revoke: { endSessions: false }, waitMs: 30_000, app: appHooks(inv) },
   );
   await dying.dead;
   expect(conninfoLogin(readFileSync(consumerEnd(), 'utf8'))).toBe('web1_app_b');
@@ -108,6 +113,8 @@ describe('mesh rotate --revoke-previous killed at its revoke, against PostgreSQL
       // What status says, the database does: the old password of web1_app_a still logs in.
       expect(await canLogin(mesh().sandbox, 'web1_app_a', oldA)).toBe(true);
       const cut = await pairNow();
+      // The revoke's record says what the rotation confirmed: its last record was never written.
+      expect(cut.pair.confirmed, cut.text).toEqual(expect.objectContaining({ test_login: 'confirmed' }));
       expect([cut.exit, cut.pair.not_revoked, cut.pair.armed_revoke], cut.text).toEqual([
         3,
         { login: 'web1_app_a', fresh_password_staged: true },

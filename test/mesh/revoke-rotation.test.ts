@@ -126,6 +126,8 @@ describe('mesh rotate --revoke-previous', () => {
     ]);
     const revoking = journal().find((r) => r.phase === 'revoking')!;
     expect(revoking.applied).toEqual(['pg-main:web1-app', 'pg-main:backup']);
+    // What the rotation confirmed (its test logins, its reloads) is said by the revoking record too.
+    expect(revoking.confirmed).toEqual(applied.confirmed);
     expect(revoking.pairs.map((p) => p.revoke_target)).toEqual(
       [0, 1].map((i) => digestPrefix(secretDigest(db1.files.get(leftFile(plan, i))!))),
     );
