@@ -17,7 +17,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BatonError } from '../../src/errors.js';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
@@ -419,6 +419,12 @@ describe('the built CLI interrupted while mesh resume waits for its receipts', (
     child.kill('SIGKILL');
     const r = await child;
     expect(r.signal).toBe('SIGKILL');
+    // Its lock's agent outlives it until it sees its stdin close, then removes the holder file (a
+    // holder never outlives its lock): status's before/after snapshot must not race that removal.
+    await vi.waitFor(
+      () => expect(existsSync(live('db1', 'provides/pg-main/.baton.lock.holder'))).toBe(false),
+      { timeout: 10_000 },
+    );
     await statusTellsTheTruth();
     provisionerBack();
     const ran = await followStatus({ baton, statusArgs: statusArgs() });
