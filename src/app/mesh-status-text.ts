@@ -115,7 +115,9 @@ export function pairNext(status: PairStatus): Said | undefined {
       if (status.revokeNotDone)
         return [
           `revoke it: rotate the pair once more with --revoke-previous, which gives both logins fresh passwords and refuses ${status.revokeNotDone.login}'s old one: `,
-          step(`mesh rotate --pair ${pairKey} --revoke-previous`),
+          step(
+            `mesh rotate --pair ${pairKey} --revoke-previous${status.revokeNotDone.endSessions ? ' --end-sessions' : ''}`,
+          ),
         ];
       return status.tooOld ? ['older than the limit: ', rotate] : undefined;
     default: {
@@ -378,7 +380,11 @@ export function meshStatusJson(
           }
         : null,
       not_revoked: s.revokeNotDone
-        ? { login: s.revokeNotDone.login, fresh_password_staged: s.revokeNotDone.staged }
+        ? {
+            login: s.revokeNotDone.login,
+            fresh_password_staged: s.revokeNotDone.staged,
+            end_sessions: s.revokeNotDone.endSessions,
+          }
         : null,
       next: nextStep(s, suggester) ?? null,
       // The same commands as objects, for a script that runs one: `next` stays the sentence.

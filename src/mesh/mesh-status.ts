@@ -128,9 +128,13 @@ export interface PairStatus {
    * A `--revoke-previous` whose fresh password never went live (baton stopped before its commit,
    * or the stage or commit failed): the left login keeps its old password, which MAY STILL WORK.
    * `staged`: the revoke's fresh secret waits in `.next`, delivered nowhere; the next rotation
-   * of the pair replaces it.
+   * of the pair replaces it. `endSessions`: it was asked with `--end-sessions` (its way out asks again).
    */
-  readonly revokeNotDone?: { readonly login: string; readonly staged: boolean };
+  readonly revokeNotDone?: {
+    readonly login: string;
+    readonly staged: boolean;
+    readonly endSessions: boolean;
+  };
   /** Which of its steps were confirmed: the file, the test login, the reload, the app's new sessions (confirmed.ts). */
   readonly confirmed?: Confirmations;
 }
@@ -454,7 +458,13 @@ export function revokeOf(
   if (!other || !armed || state !== 'valid') return {};
   if (isDigestOf(armed.target, other.liveDigest))
     return { armedRevoke: { login: other.login, endSessions: armed.endSessions } };
-  return { revokeNotDone: { login: other.login, staged: isDigestOf(armed.target, other.nextDigest) } };
+  return {
+    revokeNotDone: {
+      login: other.login,
+      staged: isDigestOf(armed.target, other.nextDigest),
+      endSessions: armed.endSessions,
+    },
+  };
 }
 
 /** The receipt's database check, when the receipt is for what the provider end holds. */

@@ -388,7 +388,7 @@ describe('the mesh status table', () => {
       ageMs: (base.ageMs ?? 0) + 86_400_000,
       logins: { live: 'web1_app_a', other: { login: 'web1_app_b', state: 'valid' } },
       lastRotation: { id: 'rot-cut', outcome: 'revoking' },
-      revokeNotDone: { login: 'web1_app_b', staged: true },
+      revokeNotDone: { login: 'web1_app_b', staged: true, endSessions: false },
     };
     for (const [columns, rows] of [
       [80, 24],

@@ -442,13 +442,14 @@ describe('sessions still open on the login the consumer left', () => {
         { login: 'web1_app_b', state: 'valid' },
         undefined,
       ]);
-      expect(status.revokeNotDone).toEqual({ login: 'web1_app_b', staged });
+      expect(status.revokeNotDone).toEqual({ login: 'web1_app_b', staged, endSessions: true });
       expect(meshStatusExitCode(statuses)).toBe(3);
       const text = meshStatusLines(statuses, plan.selectorText).join('\n');
       expect(text).toContain(
         `    not revoked: the --revoke-previous of rotation r1 did not take effect: its fresh password never went live, so web1_app_b keeps its old password, which MAY STILL WORK${staged ? '; the fresh password staged beside its file (.next) was delivered nowhere, and the next rotation of the pair replaces it' : ''}`,
       );
-      expect(text).toContain('baton mesh rotate --pair pg-main:web1-app --revoke-previous');
+      // Asked with --end-sessions: its way out asks again.
+      expect(text).toContain('baton mesh rotate --pair pg-main:web1-app --revoke-previous --end-sessions');
       const json = meshStatusJson(statuses, plan.selectorText, 3, undefined, 0) as {
         pairs: {
           consumer: string;
@@ -459,11 +460,11 @@ describe('sessions still open on the login the consumer left', () => {
       };
       const pair = json.pairs.find((p) => p.consumer === 'web1-app')!;
       expect([pair.not_revoked, pair.armed_revoke]).toEqual([
-        { login: 'web1_app_b', fresh_password_staged: staged },
+        { login: 'web1_app_b', fresh_password_staged: staged, end_sessions: true },
         null,
       ]);
       expect(pair.next_steps.map((n) => n.args)).toEqual([
-        ['mesh', 'rotate', '--pair', 'pg-main:web1-app', '--revoke-previous'],
+        ['mesh', 'rotate', '--pair', 'pg-main:web1-app', '--revoke-previous', '--end-sessions'],
       ]);
       expect(fake.machines.db1!.files).toEqual(before);
     }

@@ -54,7 +54,7 @@ const statusArgs = () => [
 type PairJson = {
   logins: { other: { login: string; state: string } | null };
   armed_revoke: { login: string } | null;
-  not_revoked: { login: string; fresh_password_staged: boolean } | null;
+  not_revoked: { login: string; fresh_password_staged: boolean; end_sessions: boolean } | null;
   confirmed: Record<string, string> | null;
 };
 const pairNow = async () => {
@@ -117,7 +117,7 @@ describe('mesh rotate --revoke-previous killed at its revoke, against PostgreSQL
       expect(cut.pair.confirmed, cut.text).toEqual(expect.objectContaining({ test_login: 'confirmed' }));
       expect([cut.exit, cut.pair.not_revoked, cut.pair.armed_revoke], cut.text).toEqual([
         3,
-        { login: 'web1_app_a', fresh_password_staged: true },
+        { login: 'web1_app_a', fresh_password_staged: true, end_sessions: false },
         null,
       ]);
       const ran = await followStatus({ baton, statusArgs: statusArgs() });

@@ -71,7 +71,7 @@ type PairJson = {
   state: string;
   logins: { live: string; other: { login: string; state: string } | null };
   armed_revoke: { login: string } | null;
-  not_revoked: { login: string; fresh_password_staged: boolean } | null;
+  not_revoked: { login: string; fresh_password_staged: boolean; end_sessions: boolean } | null;
   next_steps: { args: string[] }[];
 };
 
@@ -86,7 +86,11 @@ const onLoginA = (args: readonly unknown[]): boolean =>
  * killed at `at`, a call of the revoke on web1_app_a's files. The provisioner applies everything
  * but that login until baton is dead (or that login too, `appliesA`), then is gone.
  */
-async function killedAtTheRevoke(at: CallPoint, appliesA = false): Promise<{ oldA: string }> {
+async function killedAtTheRevoke(
+  at: CallPoint,
+  appliesA = false,
+  endSessions = false,
+): Promise<{ oldA: string }> {
   provisionerBack();
   const first = await baton([
     ...['--state-dir', stateDir(), 'mesh', 'rotate', '--consumer', 'web1-app'],
@@ -104,7 +108,7 @@ async function killedAtTheRevoke(at: CallPoint, appliesA = false): Promise<{ old
   rotationDyingIn(
     dying,
     { id: ID, plan, inventory: inv, journalDir: stateDir() },
-    { revoke: { endSessions: false } },
+    { revoke: { endSessions } },
   );
   await dying.dead;
   provisionerGone();
@@ -141,7 +145,11 @@ describe('mesh rotate --revoke-previous killed at its revoke', () => {
       { login: 'web1_app_a', state: 'valid' },
       null,
     ]);
-    expect(cut.pair.not_revoked).toEqual({ login: 'web1_app_a', fresh_password_staged: true });
+    expect(cut.pair.not_revoked).toEqual({
+      login: 'web1_app_a',
+      fresh_password_staged: true,
+      end_sessions: false,
+    });
     expect(cut.pair.next_steps.map((s) => s.args.slice(s.args.indexOf('mesh')))).toEqual([
       ['mesh', 'rotate', '--pair', 'pg-main:web1-app', '--revoke-previous', '--inventory', inventory],
     ]);
@@ -231,6 +239,8 @@ const STEPS: readonly {
   readonly at: CallPoint;
   readonly appliesA: boolean;
   readonly says: 'not-revoked-unstaged' | 'not-revoked-staged' | 'revoked';
+  /** Asked with --end-sessions (its request file is staged and committed with the secret). */
+  readonly endSessions?: boolean;
 }[] = [
   {
     step: 'after its record, before its stage',
@@ -243,6 +253,13 @@ const STEPS: readonly {
     at: { method: 'keepPrevious', matches: onLoginA, when: 'before' },
     appliesA: false,
     says: 'not-revoked-staged',
+  },
+  {
+    step: 'with --end-sessions, after its stage',
+    at: { method: 'keepPrevious', matches: onLoginA, when: 'before' },
+    appliesA: false,
+    says: 'not-revoked-staged',
+    endSessions: true,
   },
   {
     step: 'after the receipt confirmed it, before the kept file goes',
@@ -261,8 +278,8 @@ const STEPS: readonly {
 describe('mesh rotate --revoke-previous killed at each other step of its revoke', () => {
   it.each(STEPS)(
     'killed $step: status says $says, and followed as printed it ends at exit 0 with the old password refused',
-    async ({ at, appliesA, says }) => {
-      const { oldA } = await killedAtTheRevoke(at, appliesA);
+    async ({ at, appliesA, says, endSessions }) => {
+      const { oldA } = await killedAtTheRevoke(at, appliesA, endSessions);
       const cut = await statusNow();
       if (says === 'revoked') {
         expect(
@@ -272,9 +289,17 @@ describe('mesh rotate --revoke-previous killed at each other step of its revoke'
       } else {
         expect([cut.exit, cut.pair.not_revoked], cut.text).toEqual([
           3,
-          { login: 'web1_app_a', fresh_password_staged: says === 'not-revoked-staged' },
+          {
+            login: 'web1_app_a',
+            fresh_password_staged: says === 'not-revoked-staged',
+            end_sessions: endSessions === true,
+          },
         ]);
         expect(read(loginFile('a'))).toBe(oldA);
+        // Its way out asks what the revoke asked.
+        expect(cut.pair.next_steps.flatMap((n) => n.args).includes('--end-sessions')).toBe(
+          endSessions === true,
+        );
       }
       provisionerBack();
       const ran = await followStatus({ baton, statusArgs: statusArgs() });
