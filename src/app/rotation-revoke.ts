@@ -48,7 +48,9 @@ export async function revokeAfterCommit(
     ...wait,
     endSessions: request.endSessions,
     ...(beforeStage ? { beforeStage } : {}),
-  }).catch((error: unknown) => logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`)));
+  }).catch((error: unknown) =>
+    logins.map((l) => notRevoked(l, `the revoke failed (${reasonOf(error)})`, request.endSessions)),
+  );
 }
 
 /** The preview: per alternating pair, what will be revoked and what happens to its sessions. */

@@ -134,6 +134,7 @@ export async function revokePrevious(
       notRevoked(
         l,
         `its fresh password was not staged: the journal could not record it (${reasonOf(error)})`,
+        options.endSessions,
       ),
     );
   }
@@ -170,7 +171,11 @@ export async function revokePrevious(
         // The target stays named: a commit whose answer was lost may have made it live (status reads which).
         for (const l of list)
           results.set(l.pair, {
-            ...notRevoked(l, `${machine} failed while ${stage} the fresh secret (${reasonOf(error)})`),
+            ...notRevoked(
+              l,
+              `${machine} failed while ${stage} the fresh secret (${reasonOf(error)})`,
+              options.endSessions,
+            ),
             target: targets.get(l.pair)!,
           });
       }
@@ -210,7 +215,11 @@ export async function revokePrevious(
         const why = options.stop?.aborted
           ? `the wait for ${l.provider}'s receipt was stopped before it confirmed ${l.login}'s fresh password`
           : `${l.provider}'s provisioner did not confirm ${l.login}'s fresh password within ${within}`;
-        results.set(l.pair, { ...notRevoked(l, why), target: targets.get(l.pair)!, armed: true });
+        results.set(l.pair, {
+          ...notRevoked(l, why, options.endSessions),
+          target: targets.get(l.pair)!,
+          armed: true,
+        });
       }
       await transport.discardPrevious(list.map((l) => l.providerPath)).catch(() => undefined);
     },
@@ -219,7 +228,12 @@ export async function revokePrevious(
 }
 
 /** A revoke that did not happen (or is not confirmed), `why` in words, with what to do next. */
-export function notRevoked(l: LeftLogin, why: string): Extract<PairRevoke, { revoked: false }> {
+export function notRevoked(
+  l: LeftLogin,
+  why: string,
+  /** Asked with --end-sessions: the next step asks it again. */
+  endSessions = false,
+): Extract<PairRevoke, { revoked: false }> {
   return {
     pair: l.pair,
     login: l.login,
@@ -229,7 +243,7 @@ export function notRevoked(l: LeftLogin, why: string): Extract<PairRevoke, { rev
       'once ',
       l.provider,
       "'s provisioner applies again, rotate the pair once more with --revoke-previous, which gives both logins fresh passwords: ",
-      nextStep(`mesh rotate --pair ${l.pair} --revoke-previous`),
+      nextStep(`mesh rotate --pair ${l.pair} --revoke-previous${endSessions ? ' --end-sessions' : ''}`),
     ],
   };
 }

@@ -163,6 +163,9 @@ describe('revokePrevious', () => {
     for (const r of results)
       expect(r).toMatchObject({ target: expect.stringMatching(/^sha256:[0-9a-f]{12}$/) });
     for (const r of results) expect(r).not.toHaveProperty('armed');
+    // Asked with --end-sessions: the way out asks it again.
+    for (const r of results)
+      if (!r.revoked) expect(saidText(r.next)).toContain('--revoke-previous --end-sessions`');
   });
 
   it('names every target to beforeStage before anything is staged, and the targets are the fresh secrets that land', async () => {
