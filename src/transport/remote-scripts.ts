@@ -19,7 +19,8 @@ export { ANSWER_PREFIX } from './agent-protocol.js';
 /**
  * The `perl -e` program that reads the agent from stdin and runs it. It reads exactly the
  * program's bytes (sysread, unbuffered: what follows on the same pipe is the agent's input on
- * fd 3) and refuses a program that arrived short rather than run part of it. It compiles the
+ * fd 3; binmode first, as a holder's PERL_UNICODE would make stdin a :utf8 handle, which
+ * sysread refuses) and refuses a program that arrived short rather than run part of it. It compiles the
  * program without its part between the `#>>>` and `#<<<` lines, kept as blank lines so every
  * line number stays the file's; Baton::later compiles that part in a mode that uses it. The
  * loader has no single quote: the bootstrap quotes it for `sh`.
@@ -27,7 +28,7 @@ export { ANSWER_PREFIX } from './agent-protocol.js';
 export function agentLoader(): string {
   const bytes = Buffer.byteLength(agentSource(), 'utf8');
   return [
-    `my ($n, $p) = (${bytes}, "");`,
+    `binmode STDIN; my ($n, $p) = (${bytes}, "");`,
     `while (length $p < $n) { sysread(STDIN, $p, $n - length $p, length $p) or do { print STDERR "\\@baton err baton-agent: the program arrived short\\n"; exit 3 } }`,
     `$Baton::TEXT = $p;`,
     `$p =~ s/^(#>>> .*?^#<<< [^\\n]*)/(my $l = $1) =~ tr|\\n||cd; $l/gmse;`,

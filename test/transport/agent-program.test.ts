@@ -66,6 +66,15 @@ describe('the agent program', () => {
     }
   });
 
+  it("reads the program as bytes whatever the holder's PERL_UNICODE makes of stdin", () => {
+    const hello = execFileSync('sh', ['-c', agentBootstrap(), 'baton-agent', 'hello'], {
+      encoding: 'utf8',
+      input: agentInput(),
+      env: { ...process.env, PERL_UNICODE: 'SDA' },
+    });
+    expect(hello).toMatch(new RegExp(`^@baton agent v${AGENT_PROTOCOL} perl 5\\.\\d+\n$`));
+  });
+
   it('runs only a program that arrived whole: a short one is refused and nothing of it runs', () => {
     const run = spawnSync('sh', ['-c', agentBootstrap(), 'baton-agent', 'hello'], {
       input: agentSource().slice(0, 1000),
