@@ -23,10 +23,12 @@
 # are lines starting `@baton `, so a login shell's banner is never taken for one.
 #
 # How it is started (src/transport/remote-scripts.ts agentLoader): a few lines of `perl -e` read
-# this text from stdin, its length known, and compile it without the part between the `#>>>` and
-# `#<<<` lines below, which is compiled by Baton::later only in a mode that uses it (most starts
-# are file operations, and compiling the rest cost ~2 ms of each). Run as a file (`perl -c`,
-# `perl baton-agent.pl`) it is compiled whole.
+# this text from stdin, its length known, and compile it without its parts between a
+# `#>>> <name>:` line and its `#<<< <name>` (blank lines left in their place), each compiled by
+# Baton::later('<name>') only in a mode that uses it: most starts are digest reads, and
+# compiling the rest cost ~3 ms of each. So a part holds only what the modes that call later for
+# it use, and the core calls into one only after later for it. Run as a file (`perl -c`,
+# `perl baton-agent.pl`) it is compiled whole and later does nothing.
 use strict;
 # Warnings at run time as `-w` gives them: `use warnings` loads warnings.pm, ~1.3 ms of every
 # start; the file is checked with every warning on (-W, test/transport/agent-program.test.ts).
