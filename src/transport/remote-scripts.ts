@@ -20,10 +20,11 @@ export { ANSWER_PREFIX } from './agent-protocol.js';
  * The `perl -e` program that reads the agent from stdin and runs it. It reads exactly the
  * program's bytes (sysread, unbuffered: what follows on the same pipe is the agent's input on
  * fd 3; binmode first, as a holder's PERL_UNICODE would make stdin a :utf8 handle, which
- * sysread refuses) and refuses a program that arrived short rather than run part of it. It compiles the
- * program without its part between the `#>>>` and `#<<<` lines, kept as blank lines so every
- * line number stays the file's; Baton::later compiles that part in a mode that uses it. The
- * loader has no single quote: the bootstrap quotes it for `sh`.
+ * sysread refuses) and refuses a program that arrived short rather than run part of it. It
+ * compiles the program without its parts between a `#>>> <name>:` line and its `#<<< <name>`,
+ * kept as blank lines so every line number stays the file's; the program's Baton::later
+ * compiles a part in a mode that uses it. The loader has no single quote: the bootstrap quotes
+ * it for `sh`.
  */
 export function agentLoader(): string {
   const bytes = Buffer.byteLength(agentSource(), 'utf8');

@@ -161,16 +161,16 @@ export function sshTransport(
       return result.stdout;
     }
   };
-  /**
-   * The argv of a long-lived session: on the shared connection while a place can be spared
-   * there, else on a connection of its own (ssh-start-limits.ts, SessionGate).
-   */
   /** An ssh that runs the agent: its program goes first on the session's stdin (remote-scripts.ts). */
   const startAgent = (argv: readonly string[], live: LiveOptions): LiveProcess => {
     const child = start(options.sshPath ?? 'ssh', argv, live);
     child.write(agentInput());
     return child;
   };
+  /**
+   * The argv of a long-lived session: on the shared connection while a place can be spared
+   * there, else on a connection of its own (ssh-start-limits.ts, SessionGate).
+   */
   const longLived = (): { args: string[]; done: () => void } => {
     const held = gate?.tryHold();
     if (gate && !held) return { args: sshArgs(target), done: () => undefined };
