@@ -2,19 +2,19 @@
 # baton-agent: the machine side of baton's mesh, the ONE program that does every file operation
 # on a holder (docs/agent-protocol.md). baton sends this file with each session (first on its
 # stdin, read by the bootstrap's loader; the local transport: the same, to a perl on this host),
-# so the machine never runs another version of it. Perl 5 with only the modules of perl-base: perl-base is
-# Essential on Debian and Ubuntu, so a holder needs nothing installed (docs/architecture.md,
-# "The machine side").
+# so the machine never runs another version of it. Perl 5 with only the modules of perl-base:
+# perl-base is Essential on Debian and Ubuntu, so a holder needs nothing installed
+# (docs/architecture.md, "The machine side").
 #
 #   agent [--root <dir>] files <op> <path>...   stage, commit, keep, records, discard, texts,
-#                                                digests, unstage, restore, retire, textread, textwrite
+#                                               digests, unstage, restore, retire, textread, textwrite
 #   agent [--root <dir>] watch <interval> <life> <path>...   the receipt watcher
 #   agent [--root <dir>] channel                the rename channel and its relay
 #   agent [--root <dir>] lock <dir> <words>     the provider lock, held until stdin ends
 #   agent [--root <dir>] run <secs> <command> [NAME=value]...   a command, bounded here
 #   agent [--root <dir>] prepared <secs> <command>   the same, once stdin says `go`
 #   agent [--root <dir>] serve                  file operations, one after another (the local transport)
-#   agent hello                                  at resolve: the protocol and the perl running it
+#   agent hello                                 at resolve: the protocol and the perl running it
 #
 # --root: the directory that plays the machine's root (the local transport): every path given
 # is under it, and no lock is looked for above it. Over ssh there is none: the root is /.
@@ -221,8 +221,8 @@ our $PROTOCOL = 2;
     }
   }
 
-  # An operation on its paths; one of the part compiled on demand (an op with no body yet) has it
-  # compiled first.
+  # An operation on its paths; one in the part `writes` (a sub with no body yet, the loader left
+  # it out) has that part compiled first.
   sub run { my ($do, @paths) = @_; Baton::later('writes') unless defined &$do; return $do->(map { Baton::at($_) } @paths); }
 
   sub main {
