@@ -49,7 +49,7 @@ describe('the agent program', () => {
     // The loader's own cut, by perl: what is left out is blank lines, so line numbers stay the file's.
     const cut = spawnSync(
       'perl',
-      ['-e', `local $/; my $p = <STDIN>; ${agentLoader().match(/\$p =~ s\/.*?\/gmse;/)![0]} print $p`],
+      ['-e', `local $/; my $p = <STDIN>; ${agentLoader().match(/\$p =~ s\/.*?\/gse;/)![0]} print $p`],
       { input: text, encoding: 'utf8' },
     ).stdout;
     expect(cut.split('\n').length).toBe(text.split('\n').length);

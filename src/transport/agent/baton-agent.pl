@@ -66,9 +66,9 @@ our $PROTOCOL = 2;
   sub later {
     my ($name) = @_;
     return if !defined $TEXT || $compiled{$name}++;
-    my ($head, $part) = $TEXT =~ /\A(.*?)^(#>>> \Q$name\E:.*?^#<<< \Q$name\E\n)/ms or fail("baton-agent: no part $name");
+    my ($part) = $TEXT =~ /\n(#>>> \Q$name\E:.*?\n#<<< \Q$name\E\n)/s or fail("baton-agent: no part $name");
     # Its own line numbers in a warning or an error, as in the file.
-    my $line = 1 + ($head =~ tr/\n//);
+    my $line = 1 + (substr($TEXT, 0, $-[1]) =~ tr/\n//);
     eval "#line $line \"baton-agent\"\n$part\n1;" or die $@;
   }
   # An operation's input: fd 3, or in `serve` the lines that came with its request.
