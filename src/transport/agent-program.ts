@@ -13,7 +13,7 @@ export const AGENT_FILE = new URL('./agent/baton-agent.pl', import.meta.url);
 
 let source: string | undefined;
 
-/** The agent's text, without its final line break (it is sent inside a here-document). */
+/** The agent's text, without its final line break (what a session's stdin carries first: remote-scripts.ts agentInput). */
 export function agentSource(): string {
   source ??= (
     typeof BATON_AGENT_SOURCE === 'string' ? BATON_AGENT_SOURCE : readFileSync(AGENT_FILE, 'utf8')

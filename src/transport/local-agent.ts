@@ -1,13 +1,14 @@
 /**
  * The agent (agent/baton-agent.pl) run on THIS host for the local transport: the same program a
- * holder runs over ssh, started as `perl - --root <root> <mode> …` with its text on perl's stdin
- * and the session's input on fd 3, exactly as the ssh bootstrap arranges it on a machine. So
- * there is one implementation of every file operation, and the drill and the tests that use the
- * local transport exercise it.
+ * holder runs over ssh, started by the same loader (`perl -e <loader> -- --root <root> <mode> …`)
+ * with its text on perl's stdin and the session's input on fd 3, as the ssh bootstrap arranges
+ * it on a machine. So there is one implementation of every file operation, and the drill and the
+ * tests that use the local transport exercise it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { agentSource } from './agent-program.js';
+import { agentInput, agentLoader } from './remote-scripts.js';
 import { decodeServeLine, NO_PERL, serveRequest } from './agent-protocol.js';
 import { lastLine, machineReason, ownLine } from './agent-channel.js';
 import type { AgentHost } from './agent-operations.js';
@@ -31,13 +32,13 @@ function agentEnv(): Record<string, string> {
  * program baton needs to carry that decision out. It still ends with baton: its stdin closes.
  */
 function startAgent(root: string, args: readonly string[]): ChildProcess {
-  const child = spawn('perl', ['-', '--root', root, ...args], {
+  const child = spawn('perl', ['-e', agentLoader(), '--', '--root', root, ...args], {
     stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     env: agentEnv(),
     detached: true,
   });
   child.stdin.on('error', () => undefined);
-  child.stdin.end(agentSource());
+  child.stdin.end(agentInput());
   // A write after the agent exited is not an error of its own: its exit says what happened.
   input(child).on('error', () => undefined);
   return child;

@@ -70,7 +70,7 @@ export interface SshServe {
   close(): Promise<void>;
 }
 
-/** Starts `perl - serve` over the shared connection; undefined when no session can be spared there. */
+/** Starts the agent's `serve` over the shared connection; undefined when no session can be spared there. */
 export type StartServe = (onLine: (line: string) => void, signal: AbortSignal) => LiveProcess | undefined;
 
 interface Pending {
@@ -273,7 +273,7 @@ export function sshServe(startServe: StartServe): SshServe {
 
 /**
  * A command's agent sessions on connections of their own (no connection share): one per
- * machine, each a plain `ssh … perl - serve` carrying every file operation of the command to that
+ * machine, each a plain `ssh … baton-agent serve` carrying every file operation of the command to that
  * machine. Nothing else is made per machine — no master, no control socket — so closing is
  * ending their stdin; and should baton die first, its end of their stdin closes with it.
  */

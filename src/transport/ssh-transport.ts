@@ -11,7 +11,7 @@ import { NO_PERL } from './agent-protocol.js';
 import { agentOperations, type AgentHost } from './agent-operations.js';
 import { failedSession, lastLine, machineReason, openRenameChannel } from './agent-channel.js';
 import { agentSource } from './agent-program.js';
-import { agentCommand } from './remote-scripts.js';
+import { agentCommand, agentInput } from './remote-scripts.js';
 import {
   runProcess,
   startProcess,
@@ -89,7 +89,12 @@ export function sshTransport(
   // No timeout of its own: the caller's signal is the one bound (bound-transport.ts), and an
   // aborted signal stops this ssh rather than leaving it to outlive the command. A connection
   // sshd dropped before authentication ran nothing, so it is tried again within that bound.
-  const run = async (what: string, command: string, signal: AbortSignal, input?: string): Promise<string> => {
+  const run = async (
+    what: string,
+    args: readonly string[],
+    signal: AbortSignal,
+    input?: string,
+  ): Promise<string> => {
     let refused: Refused | undefined;
     const firstAt = Date.now();
     const stillRefused = (answer?: string) =>
@@ -110,10 +115,15 @@ export function sshTransport(
       sent(signal);
       // ssh-start-limits.ts: how many of baton's own starts to that host a refusal met.
       const starting = connectionStart();
-      const result = await exec(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), command], {
-        signal,
-        ...(input === undefined ? {} : { input }),
-      });
+      // The program first on its stdin, then the operation's input (remote-scripts.ts).
+      const result = await exec(
+        options.sshPath ?? 'ssh',
+        [...sshArgs(target, options.share), agentCommand(args)],
+        {
+          signal,
+          input: agentInput(input),
+        },
+      );
       const startingThen = starting.now();
       starting.end();
       const refusal = result.exitCode === 255 ? startRefusal(result.stderr) : undefined;
@@ -151,6 +161,12 @@ export function sshTransport(
       return result.stdout;
     }
   };
+  /** An ssh that runs the agent: its program goes first on the session's stdin (remote-scripts.ts). */
+  const startAgent = (argv: readonly string[], live: LiveOptions): LiveProcess => {
+    const child = start(options.sshPath ?? 'ssh', argv, live);
+    child.write(agentInput());
+    return child;
+  };
   /**
    * The argv of a long-lived session: on the shared connection while a place can be spared
    * there, else on a connection of its own (ssh-start-limits.ts, SessionGate).
@@ -163,10 +179,9 @@ export function sshTransport(
   // The agent's sessions that outlive one request: the lock on the shared connection (it must
   // hold for the command's life, a gate place would starve the others), the rest under the gate.
   const session = (args: readonly string[], live: LiveOptions): LiveProcess => {
-    if (live.ownGroup)
-      return start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), agentCommand(args)], live);
+    if (live.ownGroup) return startAgent([...sshArgs(target, options.share), agentCommand(args)], live);
     const place = longLived();
-    const child = start(options.sshPath ?? 'ssh', [...place.args, agentCommand(args)], live);
+    const child = startAgent([...place.args, agentCommand(args)], live);
     void child.exited.finally(place.done);
     return child;
   };
@@ -186,7 +201,7 @@ export function sshTransport(
         if (gate && !held && !opening) return undefined;
         const starting = opening ? connectionStart() : undefined;
         let heard = false;
-        const child = start(options.sshPath ?? 'ssh', [...sshArgs(target, options.share), serveArgs()], {
+        const child = startAgent([...sshArgs(target, options.share), serveArgs()], {
           onLine: (line) => {
             if (!heard) {
               heard = true;
@@ -208,7 +223,7 @@ export function sshTransport(
       ? ownServe(options.sessions, (onLine, signal) => {
           // Until it answers, one of baton's connection starts (the words for a refusal count them).
           const starting = connectionStart();
-          const child = start(options.sshPath ?? 'ssh', [...sshArgs(target), serveArgs()], {
+          const child = startAgent([...sshArgs(target), serveArgs()], {
             onLine: (line) => {
               starting.end();
               onLine(line);
@@ -223,7 +238,7 @@ export function sshTransport(
     machine,
     via: 'ssh',
     call: (what, args, signal, input) => {
-      const oneShot = () => run(what, agentCommand(args), signal, input);
+      const oneShot = () => run(what, args, signal, input);
       if (!serve || (args[0] !== 'files' && args[0] !== 'hello')) return oneShot();
       return serve.call({ machine, what, args, signal, input, oneShot });
     },
@@ -258,11 +273,10 @@ export function sshTransport(
       const onAbort = () => life.abort(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       let out = '';
-      const child = start(
-        options.sshPath ?? 'ssh',
-        [...sshArgs(target, options.share), remotePreparedRun(command, timeoutMs)],
-        { onLine: (line) => (out += `${line}\n`), signal: life.signal },
-      );
+      const child = startAgent([...sshArgs(target, options.share), remotePreparedRun(command, timeoutMs)], {
+        onLine: (line) => (out += `${line}\n`),
+        signal: life.signal,
+      });
       let ended = false;
       const exited = child.exited.finally(() => {
         ended = true;

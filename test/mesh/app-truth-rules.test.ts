@@ -22,6 +22,7 @@ import {
   remoteRunCommand,
 } from '../../src/transport/machine-command.js';
 import { runLocalCommand } from '../../src/transport/local-transport.js';
+import { agentInput } from '../../src/transport/remote-scripts.js';
 import type { PlannedPair } from '../../src/mesh/rotation-plan.js';
 import { BatonError } from '../../src/errors.js';
 import { appPreviewLines } from '../../src/app/rotation-app-text.js';
@@ -283,9 +284,7 @@ describe("a reload's runner", () => {
         execFileSync(
           'sh',
           ['-c', remoteRunCommand({ command, env: { BATON_CONSUMER: 'web1-app' }, timeoutMs })],
-          {
-            input: '',
-          },
+          { input: agentInput() },
         ).toString(),
         1,
       );
@@ -303,7 +302,9 @@ describe("a reload's runner", () => {
       const mark = path.join(dir, 'ran');
       const command = `echo "$BATON_CONSUMER_FILE" > ${mark}; echo "for $BATON_CONSUMER" >&2; exit 4`;
       const answer = execFileSync('sh', ['-c', remotePreparedRun(command, 5_000)], {
-        input: preparedRunInput({ BATON_CONSUMER: 'web1-app', BATON_CONSUMER_FILE: '/a file/with spaces' }),
+        input: agentInput(
+          preparedRunInput({ BATON_CONSUMER: 'web1-app', BATON_CONSUMER_FILE: '/a file/with spaces' }),
+        ),
       }).toString();
       expect(parseRunAnswer('web1', answer, 1)).toMatchObject({
         exitCode: 4,
@@ -313,7 +314,9 @@ describe("a reload's runner", () => {
       expect(readFileSync(mark, 'utf8')).toBe('/a file/with spaces\n');
       rmSync(mark);
       // stdin closed without `go` (the rotation ended first): nothing ran, nothing answered.
-      const unused = execFileSync('sh', ['-c', remotePreparedRun(`: > ${mark}`, 5_000)], { input: '' });
+      const unused = execFileSync('sh', ['-c', remotePreparedRun(`: > ${mark}`, 5_000)], {
+        input: agentInput(),
+      });
       expect(unused.toString()).toBe('');
       expect(() => readFileSync(mark)).toThrow();
     } finally {

@@ -10,7 +10,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentBootstrap } from '../../src/transport/remote-scripts.js';
+import { agentBootstrap, agentInput } from '../../src/transport/remote-scripts.js';
 import { startProcess } from '../../src/transport/run-process.js';
 import { openRenameChannel } from '../../src/transport/agent-channel.js';
 import type { RenameChannel } from '../../src/mesh/transport.js';
@@ -65,11 +65,15 @@ describe('the rename channel relays a TCP connection from the machine and commit
     tmp = makeTempDir('baton-relay-');
     channel = await openRenameChannel(
       'web1',
-      (onLine) =>
-        startProcess('sh', ['-c', agentBootstrap(), 'baton-agent', 'channel'], {
+      (onLine) => {
+        const child = startProcess('sh', ['-c', agentBootstrap(), 'baton-agent', 'channel'], {
           onLine,
           signal: life.signal,
-        }),
+        });
+        // As ssh hands it over: the program first on the session's stdin.
+        child.write(agentInput());
+        return child;
+      },
       life.signal,
     );
   });

@@ -5,6 +5,7 @@ import { sshArgs, sshTransport } from '../../src/transport/ssh-transport.js';
 import type { SshTarget } from '../../src/mesh/inventory.js';
 import { AGENT_PROTOCOL } from '../../src/transport/agent-protocol.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
+import { agentInput } from '../../src/transport/remote-scripts.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 
 const target: SshTarget = {
@@ -70,7 +71,8 @@ describe('the ssh transport', () => {
         { path: '/m/provides/p/r', secret },
       ]),
     ).toEqual([secret.digest]);
-    expect(calls[0]!.input).toBe(`${secret.reveal()}\n`);
+    // After the program, which the session's stdin carries first.
+    expect(calls[0]!.input).toBe(agentInput(`${secret.reveal()}\n`));
     expect(calls[0]!.args.join(' ')).not.toContain(secret.reveal());
     expect(calls[0]!.args.at(-1)).toContain(`'/m/provides/p/r'`);
   });

@@ -14,6 +14,7 @@ import { Secret } from '../../src/mesh/secret.js';
 import { TransportError } from '../../src/mesh/transport.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
 import { runProcess, startProcess, type StartFn } from '../../src/transport/run-process.js';
+import { agentInput } from '../../src/transport/remote-scripts.js';
 import { sshConnectionShare } from '../../src/transport/ssh-connection-share.js';
 import { sshTransport, type SshTransportOptions } from '../../src/transport/ssh-transport.js';
 import { serveSessions } from '../../src/transport/ssh-serve.js';
@@ -72,6 +73,8 @@ function recordingStart(killOn: (request: string) => boolean) {
     return {
       ...live,
       write: (text) => {
+        // The program, first on every session's stdin, is not a request.
+        if (text === agentInput()) return live.write(text);
         requests.push(text.split('\n')[0]!);
         if (!killOn(text)) return live.write(text);
         void ownPid().then((pid) => process.kill(pid, 'SIGKILL'));

@@ -1,27 +1,38 @@
 #!/usr/bin/perl
 # baton-agent: the machine side of baton's mesh, the ONE program that does every file operation
-# on a holder (docs/agent-protocol.md). baton sends this file with each session (ssh: as the
-# program `perl -` reads; the local transport: the same, to a perl on this host), so the machine
-# never runs another version of it. Perl 5 with only the modules of perl-base: perl-base is
-# Essential on Debian and Ubuntu, so a holder needs nothing installed (docs/architecture.md,
-# "The machine side").
+# on a holder (docs/agent-protocol.md). baton sends this file with each session (first on its
+# stdin, read by the bootstrap's loader; the local transport: the same, to a perl on this host),
+# so the machine never runs another version of it. Perl 5 with only the modules of perl-base:
+# perl-base is Essential on Debian and Ubuntu, so a holder needs nothing installed
+# (docs/architecture.md, "The machine side").
 #
-#   perl - [--root <dir>] files <op> <path>...   stage, commit, keep, records, discard, texts,
-#                                                digests, unstage, restore, retire, textread, textwrite
-#   perl - [--root <dir>] watch <interval> <life> <path>...   the receipt watcher
-#   perl - [--root <dir>] channel                the rename channel and its relay
-#   perl - [--root <dir>] lock <dir> <words>     the provider lock, held until stdin ends
-#   perl - [--root <dir>] run <secs> <command> [NAME=value]...   a command, bounded here
-#   perl - [--root <dir>] prepared <secs> <command>   the same, once stdin says `go`
-#   perl - [--root <dir>] serve                  file operations, one after another (the local transport)
-#   perl - hello                                 at resolve: the protocol and the perl running it
+#   agent [--root <dir>] files <op> <path>...   stage, commit, keep, records, discard, texts,
+#                                               digests, unstage, restore, retire, textread, textwrite
+#   agent [--root <dir>] watch <interval> <life> <path>...   the receipt watcher
+#   agent [--root <dir>] channel                the rename channel and its relay
+#   agent [--root <dir>] lock <dir> <words>     the provider lock, held until stdin ends
+#   agent [--root <dir>] run <secs> <command> [NAME=value]...   a command, bounded here
+#   agent [--root <dir>] prepared <secs> <command>   the same, once stdin says `go`
+#   agent [--root <dir>] serve                  file operations, one after another (the local transport)
+#   agent hello                                 at resolve: the protocol and the perl running it
 #
 # --root: the directory that plays the machine's root (the local transport): every path given
 # is under it, and no lock is looked for above it. Over ssh there is none: the root is /.
-# stdin is read on fd 3 (the caller's `exec 3<&0`: perl's own stdin is this program). Answers
+# (`agent`: `perl -e <loader> --`, below, or `perl baton-agent.pl`.)
+# stdin is read on fd 3 (the caller's `exec 3<&0`: perl's own stdin carried this program). Answers
 # are lines starting `@baton `, so a login shell's banner is never taken for one.
+#
+# How it is started (src/transport/remote-scripts.ts agentLoader): a few lines of `perl -e` read
+# this text from stdin, its length known, and compile it without its parts between a
+# `#>>> <name>:` line and its `#<<< <name>` (blank lines left in their place), each compiled by
+# Baton::later('<name>') only in a mode that uses it: most starts are digest reads, and
+# compiling the rest cost ~3 ms of each. So a part holds only what the modes that call later for
+# it use, and the core calls into one only after later for it. Run as a file (`perl -c`,
+# `perl baton-agent.pl`) it is compiled whole and later does nothing.
 use strict;
-use warnings;
+# Warnings at run time as `-w` gives them: `use warnings` loads warnings.pm, ~1.3 ms of every
+# start; the file is checked with every warning on (-W, test/transport/agent-program.test.ts).
+BEGIN { $^W = 1; }
 
 # The protocol this program speaks: src/transport/agent-protocol.ts AGENT_PROTOCOL is the same.
 our $PROTOCOL = 2;
@@ -46,25 +57,23 @@ our $PROTOCOL = 2;
   sub dirof { my ($d) = $_[0] =~ m{^(.*)/[^/]*$}; return '.' unless defined $d; return $d eq '' ? '/' : $d; }
   sub baseof { my ($b) = $_[0] =~ m{([^/]*)$}; return $b; }
   sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
-  # The role's receipt (src/mesh/digest.ts RECEIPTS_DIR): `<dir>/.applied/<role>`.
-  sub receipt { return dirof($_[0]) . '/.applied/' . baseof($_[0]); }
-  # IO::Handle (for ->sync) is loaded by the operations that write, not by the reads.
-  sub syncdirs { require IO::Handle; my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
-  sub mkdirp { my ($d) = @_; return 1 if -d $d; my $up = dirof($d); mkdirp($up) if $up ne $d; return mkdir($d) || -d $d; }
   sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
+  # The text the loader compiled this program from, leaving out its parts between a `#>>> <name>`
+  # line and its `#<<< <name>`; undef when perl read it as a file, whole. later(<name>) compiles
+  # that part, once: a start that needs none of it does not pay for its compiling.
+  our $TEXT;
+  my %compiled;
+  sub later {
+    my ($name) = @_;
+    return if !defined $TEXT || $compiled{$name}++;
+    my ($part) = $TEXT =~ /\n(#>>> \Q$name\E:.*?\n#<<< \Q$name\E\n)/s or fail("baton-agent: no part $name");
+    # Its own line numbers in a warning or an error, as in the file.
+    my $line = 1 + (substr($TEXT, 0, $-[1]) =~ tr/\n//);
+    eval "#line $line \"baton-agent\"\n$part\n1;" or die $@;
+  }
   # An operation's input: fd 3, or in `serve` the lines that came with its request.
   our $INPUT;
   sub input { my $in; if (defined $INPUT) { open($in, '<', \$INPUT) or fail('no input'); return $in; } open($in, '<&=', 3) or fail('no input'); return $in; }
-  # A file written whole or not at all: temp, fsync, rename (the caller syncs the directory).
-  sub put {
-    my ($f, $text, $t) = @_;
-    require IO::Handle;
-    open(my $fh, '>', $t) or fail("could not write $t: $!");
-    unless ((print $fh $text) && $fh->flush && $fh->sync && close($fh)) { unlink $t; fail("could not write $t: $!"); }
-    unless (rename($t, $f)) { unlink $t; fail("could not rename $t: $!"); }
-  }
-  # Removes a file; absent is fine, anything else fails the operation.
-  sub remove { for my $g (@_) { unlink $g or !-e $g or fail("could not remove $g: $!"); } }
 
   # The words of a lock of an ancestor of $start (up to the top) held for $want by another than
   # $self: a holder that took the lock of a directory's nearest ancestor (the directory did not
@@ -98,56 +107,6 @@ our $PROTOCOL = 2;
     close $dh;
     return !$free;
   }
-
-  # A command run for the app's sake (a consumer's `reload:`): `sh -c`, stdin /dev/null, stdout
-  # dropped, stderr kept in a file of which only the end comes back, bounded HERE (ending the
-  # ssh client does not end a remote command): TERM to its process group after $secs, KILL 2 s
-  # later. The stderr file is unlinked as soon as it is open, so nothing is left behind even if
-  # this process is killed; the command's descriptors are never the session's, or an app it
-  # starts would hold the session open. Answers `rc <code> <timed-out 0|1>`, then `e <line>`.
-  sub run_command {
-    my ($secs, $cmd, @env) = @_;
-    require POSIX;
-    my $tmp = $ENV{TMPDIR} || '/tmp';
-    my $err;
-    for (1 .. 20) {
-      my $name = sprintf('%s/baton-run.%d.%06d', $tmp, $$, int(rand(1000000)));
-      # O_RDWR|O_CREAT|O_EXCL, 0600: nobody else's file, nobody else can read it.
-      if (sysopen($err, $name, 2 | 64 | 128, 0600)) { unlink $name; last; }
-      undef $err;
-    }
-    unless ($err) { print "\@baton rc 126 0\n\@baton e cannot make a temp file\n"; return; }
-    my $pid = fork();
-    unless (defined $pid) { print "\@baton rc 126 0\n\@baton e could not fork\n"; return; }
-    if ($pid == 0) {
-      POSIX::setsid();
-      open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null'); open(STDERR, '>&', $err);
-      POSIX::close(3);
-      for (@env) { $ENV{$1} = $2 if /^([A-Z_][A-Z0-9_]*)=(.*)$/s; }
-      # The local transport: the command runs in the directory that plays the machine's root,
-      # and BATON_ROOT names it, so a command finds the files under it.
-      if ($ROOT ne '') { $ENV{BATON_ROOT} = $ROOT; chdir $ROOT; }
-      exec('sh', '-c', $cmd) or POSIX::_exit(127);
-    }
-    my $to = 0;
-    {
-      local $SIG{ALRM} = sub {
-        if ($to) { kill 'KILL', -$pid; return; }
-        $to = 1; kill 'TERM', -$pid; alarm 2;
-      };
-      alarm($secs > 0 ? $secs : 1);
-      1 while waitpid($pid, 0) == 0;
-      alarm 0;
-    }
-    my $st = $?;
-    my $rc = $st & 127 ? 128 + ($st & 127) : $st >> 8;
-    print "\@baton rc $rc $to\n";
-    my $size = (stat $err)[7] // 0;
-    my $tail = '';
-    if (seek($err, $size > 4096 ? $size - 4096 : 0, 0)) { local $/; $tail = <$err> // ''; }
-    close $err;
-    print "\@baton e $_\n" for split /\n/, $tail;
-  }
 }
 
 # The file operations: any number of paths in ONE process (one sha256sum for every digest, each
@@ -171,9 +130,6 @@ our $PROTOCOL = 2;
     for my $i (0 .. $#have) { $h{$have[$i]} = $1 if defined $lines[$i] && $lines[$i] =~ /^\\?([0-9a-f]{64}) /; }
     return map { exists $h{$_} ? $h{$_} : '-' } @_;
   }
-  sub line { my ($in, $f) = @_; my $s = <$in>; fail("stdin ended before $f") unless defined $s && $s =~ s/\n\z//; return $s; }
-  # Two names of one file (a `.prev` already linked to the live file): nothing to do.
-  sub same { my @a = stat($_[0]); my @b = stat($_[1]); return @a && @b && $a[0] == $b[0] && $a[1] == $b[1]; }
 
   sub digests {
     my (@paths) = @_;
@@ -198,6 +154,115 @@ our $PROTOCOL = 2;
     }
     return $out;
   }
+  sub texts {
+    my $out = '';
+    for my $f (@_) {
+      if (-f $f && open(my $fh, '<', $f)) { local $/; my $t = <$fh>; $t = '' unless defined $t; $t =~ tr/\n//d; $out .= "\@baton +$t\n"; }
+      else { $out .= "\@baton -\n"; }
+    }
+    return $out;
+  }
+
+  # Each file whole, as hex: every byte and line break kept (a pooler's auth_file, whose other
+  # lines must come back byte for byte when one login's line is replaced).
+  sub textread {
+    my $out = '';
+    for my $f (@_) {
+      if (-f $f && open(my $fh, '<:raw', $f)) { local $/; my $t = <$fh>; close $fh; $t = '' unless defined $t; $out .= '@baton +' . unpack('H*', $t) . "\n"; }
+      else { $out .= "\@baton -\n"; }
+    }
+    return $out;
+  }
+
+  my %ops = (digests => \&digests, stage => \&stage, unstage => \&unstage, keep => \&keep, commit => \&commit,
+             restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts,
+             textread => \&textread, textwrite => \&textwrite);
+  # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
+  # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
+  # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
+  # Idle for $IDLE seconds (or the seconds it was started with; or fd 3 ending), it exits: the
+  # controller starts another when asked. Over ssh the session is one per machine per command:
+  # the request `channel` makes it the rename channel (Baton::Channel) from then on, so a
+  # consumer's reads, its stage and its renames cost one process on each side.
+  my $IDLE = 2;
+  sub serve {
+    my ($idle) = @_;
+    $idle = $IDLE unless defined $idle && $idle =~ /^\d+$/ && $idle > 0;
+    umask 077;
+    $| = 1;
+    $Baton::SERVING = 1;
+    my $in = Baton::input();
+    my $buf = '';
+    while (1) {
+      my $rin = ''; vec($rin, 3, 1) = 1;
+      exit 0 unless select(my $rout = $rin, undef, undef, $idle) > 0;
+      exit 0 unless sysread($in, $buf, 65536, length $buf);
+      while (1) {
+        my $nl = index($buf, "\n"); last if $nl < 0;
+        # `hello` too: a machine's resolve costs no perl start either.
+        if (substr($buf, 0, $nl) eq 'hello') { substr($buf, 0, $nl + 1) = ''; print "\@baton agent v$main::PROTOCOL perl $]\n\@baton end ok\n"; next; }
+        # The controller sends nothing after it until the channel's hello (`ready`), so nothing
+        # read is left in $buf for the channel to miss.
+        if (substr($buf, 0, $nl) eq 'channel') { $Baton::SERVING = 0; Baton::later('modes'); Baton::Channel::main(); }
+        my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
+        unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
+        my ($at, @lines) = ($nl + 1);
+        for (1 .. $n + $k) { my $e = index($buf, "\n", $at); last if $e < 0; push @lines, substr($buf, $at, $e - $at); $at = $e + 1; }
+        last if @lines < $n + $k;
+        substr($buf, 0, $at) = '';
+        my @paths = splice(@lines, 0, $n);
+        local $Baton::INPUT = join('', map { "$_\n" } @lines);
+        my $do = $ops{$op};
+        my $out = $do ? eval { run($do, @paths) } : undef;
+        my $why = $do ? $@ : "unknown operation $op\n";
+        if (defined $out) { print $out, "\@baton end ok\n"; }
+        else { chomp $why; $why =~ tr/\n/ /; print "\@baton end err $why\n"; }
+      }
+    }
+  }
+
+  # An operation on its paths; one in the part `writes` (a sub with no body yet, the loader left
+  # it out) has that part compiled first.
+  sub run { my ($do, @paths) = @_; Baton::later('writes') unless defined &$do; return $do->(map { Baton::at($_) } @paths); }
+
+  sub main {
+    my ($op, @paths) = @_;
+    my $do = $ops{$op // ''} or fail('unknown operation ' . ($op // ''));
+    umask 077;
+    # The whole answer is printed at the end: an operation that fails midway answers nothing.
+    print run($do, @paths);
+    exit 0;
+  }
+}
+
+#>>> writes: compiled on demand (Baton::later) by the file operations that write, and the lock.
+
+# The helpers of the operations that write.
+{
+  package Baton;
+  # The role's receipt (src/mesh/digest.ts RECEIPTS_DIR): `<dir>/.applied/<role>`.
+  sub receipt { return dirof($_[0]) . '/.applied/' . baseof($_[0]); }
+  # IO::Handle (for ->sync) is loaded by the operations that write, not by the reads.
+  sub syncdirs { require IO::Handle; my %seen; for my $d (@_) { next if $seen{$d}++; if (open(my $dh, '<', $d)) { $dh->sync; close $dh; } } }
+  sub mkdirp { my ($d) = @_; return 1 if -d $d; my $up = dirof($d); mkdirp($up) if $up ne $d; return mkdir($d) || -d $d; }
+  # A file written whole or not at all: temp, fsync, rename (the caller syncs the directory).
+  sub put {
+    my ($f, $text, $t) = @_;
+    require IO::Handle;
+    open(my $fh, '>', $t) or fail("could not write $t: $!");
+    unless ((print $fh $text) && $fh->flush && $fh->sync && close($fh)) { unlink $t; fail("could not write $t: $!"); }
+    unless (rename($t, $f)) { unlink $t; fail("could not rename $t: $!"); }
+  }
+  # Removes a file; absent is fine, anything else fails the operation.
+  sub remove { for my $g (@_) { unlink $g or !-e $g or fail("could not remove $g: $!"); } }
+}
+
+# The file operations that write (Baton::Files::run compiles them when one is asked).
+{
+  package Baton::Files;
+  sub line { my ($in, $f) = @_; my $s = <$in>; fail("stdin ended before $f") unless defined $s && $s =~ s/\n\z//; return $s; }
+  # Two names of one file (a `.prev` already linked to the live file): nothing to do.
+  sub same { my @a = stat($_[0]); my @b = stat($_[1]); return @a && @b && $a[0] == $b[0] && $a[1] == $b[1]; }
   sub stage {
     my (@paths) = @_;
     need_sha256sum();
@@ -310,25 +375,6 @@ our $PROTOCOL = 2;
     syncdirs(map { dirof($_) } @_);
     return '';
   }
-  sub texts {
-    my $out = '';
-    for my $f (@_) {
-      if (-f $f && open(my $fh, '<', $f)) { local $/; my $t = <$fh>; $t = '' unless defined $t; $t =~ tr/\n//d; $out .= "\@baton +$t\n"; }
-      else { $out .= "\@baton -\n"; }
-    }
-    return $out;
-  }
-
-  # Each file whole, as hex: every byte and line break kept (a pooler's auth_file, whose other
-  # lines must come back byte for byte when one login's line is replaced).
-  sub textread {
-    my $out = '';
-    for my $f (@_) {
-      if (-f $f && open(my $fh, '<:raw', $f)) { local $/; my $t = <$fh>; close $fh; $t = '' unless defined $t; $out .= '@baton +' . unpack('H*', $t) . "\n"; }
-      else { $out .= "\@baton -\n"; }
-    }
-    return $out;
-  }
   # A compare-and-swap of one whole file: replaced only while its content still has the digest
   # the controller read, so a line another writer added since is never lost. The new text goes
   # to a temp beside it with the file's own mode and owner (pgbouncer runs as another user),
@@ -354,61 +400,63 @@ our $PROTOCOL = 2;
     syncdirs(dirof($f));
     return "\@baton written\n";
   }
+}
 
-  my %ops = (digests => \&digests, stage => \&stage, unstage => \&unstage, keep => \&keep, commit => \&commit,
-             restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts,
-             textread => \&textread, textwrite => \&textwrite);
-  # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
-  # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
-  # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
-  # Idle for $IDLE seconds (or the seconds it was started with; or fd 3 ending), it exits: the
-  # controller starts another when asked. Over ssh the session is one per machine per command:
-  # the request `channel` makes it the rename channel (Baton::Channel) from then on, so a
-  # consumer's reads, its stage and its renames cost one process on each side.
-  my $IDLE = 2;
-  sub serve {
-    my ($idle) = @_;
-    $idle = $IDLE unless defined $idle && $idle =~ /^\d+$/ && $idle > 0;
-    umask 077;
-    $| = 1;
-    $Baton::SERVING = 1;
-    my $in = Baton::input();
-    my $buf = '';
-    while (1) {
-      my $rin = ''; vec($rin, 3, 1) = 1;
-      exit 0 unless select(my $rout = $rin, undef, undef, $idle) > 0;
-      exit 0 unless sysread($in, $buf, 65536, length $buf);
-      while (1) {
-        my $nl = index($buf, "\n"); last if $nl < 0;
-        # `hello` too: a machine's resolve costs no perl start either.
-        if (substr($buf, 0, $nl) eq 'hello') { substr($buf, 0, $nl + 1) = ''; print "\@baton agent v$main::PROTOCOL perl $]\n\@baton end ok\n"; next; }
-        # The controller sends nothing after it until the channel's hello (`ready`), so nothing
-        # read is left in $buf for the channel to miss.
-        if (substr($buf, 0, $nl) eq 'channel') { $Baton::SERVING = 0; Baton::Channel::main(); }
-        my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
-        unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
-        my ($at, @lines) = ($nl + 1);
-        for (1 .. $n + $k) { my $e = index($buf, "\n", $at); last if $e < 0; push @lines, substr($buf, $at, $e - $at); $at = $e + 1; }
-        last if @lines < $n + $k;
-        substr($buf, 0, $at) = '';
-        my @paths = splice(@lines, 0, $n);
-        local $Baton::INPUT = join('', map { "$_\n" } @lines);
-        my $do = $ops{$op};
-        my $out = $do ? eval { $do->(map { Baton::at($_) } @paths) } : undef;
-        my $why = $do ? $@ : "unknown operation $op\n";
-        if (defined $out) { print $out, "\@baton end ok\n"; }
-        else { chomp $why; $why =~ tr/\n/ /; print "\@baton end err $why\n"; }
-      }
+#<<< writes
+
+#>>> modes: compiled on demand (Baton::later) by the modes other than `files`, `serve` and `hello`.
+
+# What `run`, `prepared` and the channel's reloads share.
+{
+  package Baton;
+  # A command run for the app's sake (a consumer's `reload:`): `sh -c`, stdin /dev/null, stdout
+  # dropped, stderr kept in a file of which only the end comes back, bounded HERE (ending the
+  # ssh client does not end a remote command): TERM to its process group after $secs, KILL 2 s
+  # later. The stderr file is unlinked as soon as it is open, so nothing is left behind even if
+  # this process is killed; the command's descriptors are never the session's, or an app it
+  # starts would hold the session open. Answers `rc <code> <timed-out 0|1>`, then `e <line>`.
+  sub run_command {
+    my ($secs, $cmd, @env) = @_;
+    require POSIX;
+    my $tmp = $ENV{TMPDIR} || '/tmp';
+    my $err;
+    for (1 .. 20) {
+      my $name = sprintf('%s/baton-run.%d.%06d', $tmp, $$, int(rand(1000000)));
+      # O_RDWR|O_CREAT|O_EXCL, 0600: nobody else's file, nobody else can read it.
+      if (sysopen($err, $name, 2 | 64 | 128, 0600)) { unlink $name; last; }
+      undef $err;
     }
-  }
-
-  sub main {
-    my ($op, @paths) = @_;
-    my $do = $ops{$op // ''} or fail('unknown operation ' . ($op // ''));
-    umask 077;
-    # The whole answer is printed at the end: an operation that fails midway answers nothing.
-    print $do->(map { Baton::at($_) } @paths);
-    exit 0;
+    unless ($err) { print "\@baton rc 126 0\n\@baton e cannot make a temp file\n"; return; }
+    my $pid = fork();
+    unless (defined $pid) { print "\@baton rc 126 0\n\@baton e could not fork\n"; return; }
+    if ($pid == 0) {
+      POSIX::setsid();
+      open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null'); open(STDERR, '>&', $err);
+      POSIX::close(3);
+      for (@env) { $ENV{$1} = $2 if /^([A-Z_][A-Z0-9_]*)=(.*)$/s; }
+      # The local transport: the command runs in the directory that plays the machine's root,
+      # and BATON_ROOT names it, so a command finds the files under it.
+      if ($Baton::ROOT ne '') { $ENV{BATON_ROOT} = $Baton::ROOT; chdir $Baton::ROOT; }
+      exec('sh', '-c', $cmd) or POSIX::_exit(127);
+    }
+    my $to = 0;
+    {
+      local $SIG{ALRM} = sub {
+        if ($to) { kill 'KILL', -$pid; return; }
+        $to = 1; kill 'TERM', -$pid; alarm 2;
+      };
+      alarm($secs > 0 ? $secs : 1);
+      1 while waitpid($pid, 0) == 0;
+      alarm 0;
+    }
+    my $st = $?;
+    my $rc = $st & 127 ? 128 + ($st & 127) : $st >> 8;
+    print "\@baton rc $rc $to\n";
+    my $size = (stat $err)[7] // 0;
+    my $tail = '';
+    if (seek($err, $size > 4096 ? $size - 4096 : 0, 0)) { local $/; $tail = <$err> // ''; }
+    close $err;
+    print "\@baton e $_\n" for split /\n/, $tail;
   }
 }
 
@@ -453,6 +501,8 @@ our $PROTOCOL = 2;
   sub main {
     my ($want, $words) = @_;
     Baton::fail('lock: no directory') unless defined $want && defined $words;
+    # Its words are written, and a dead holder's temps swept, by the writing helpers.
+    Baton::later('writes');
     require IO::Handle;
     umask 077;
     $want = Baton::at($want); $words =~ s/\n/ /g;
@@ -790,6 +840,8 @@ our $PROTOCOL = 2;
   }
 }
 
+#<<< modes
+
 package main;
 
 my @args = @ARGV;
@@ -799,6 +851,7 @@ if (@args >= 2 && $args[0] eq '--root') {
   Baton::fail("the machine's root $Baton::ROOT is not a directory") unless $Baton::ROOT ne '' && -d $Baton::ROOT;
 }
 my $mode = shift(@args) // '';
+Baton::later('modes') if $mode =~ /^(?:watch|channel|lock|run|prepared)$/;
 if ($mode eq 'files') { Baton::Files::main(@args); }
 elsif ($mode eq 'watch') { Baton::Watch::main(@args); }
 elsif ($mode eq 'channel') { Baton::Channel::main(@args); }
