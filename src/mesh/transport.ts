@@ -120,6 +120,13 @@ export interface Transport {
   /** Resolves when the machine answers now; rejects with a TransportError saying why not. */
   resolve(signal: AbortSignal): Promise<void>;
   /**
+   * Opens the connection to the machine ahead of its first operation, reading nothing (ssh: the
+   * handshake and the agent's session, which answers its hello): a command opens the machines
+   * its read reaches first while its provider locks are taken, when none may be read yet.
+   * Resolves at once, having done nothing, where another is opening it.
+   */
+  open?(signal: AbortSignal): Promise<void>;
+  /**
    * Writes each secret to `<path>.next` (0600, parents 0700) and returns the digest of what
    * landed in each, read back from the holder in the same round trip. All or an error.
    */
@@ -347,6 +354,8 @@ export interface BoundChannelRelay {
 export interface BoundTransport {
   readonly machine: string;
   resolve(): Promise<void>;
+  /** As Transport.open, bounded by the timeout; `until` stops it (the opening is not needed any more). */
+  open?(until: AbortSignal): Promise<void>;
   stage(files: readonly StagedFile[]): Promise<readonly (SecretDigest | undefined)[]>;
   commit(paths: readonly string[]): Promise<void>;
   unstage(paths: readonly string[]): Promise<void>;

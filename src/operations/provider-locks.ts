@@ -38,14 +38,48 @@ export interface HeldLocks {
 }
 
 /**
+ * The machines to open while the provider locks are taken (`ahead` of holdProviderLocks): the
+ * first the command's read reaches (`holders`, in its order), as many as its places but the
+ * lock's, none a lock is taken on (the lock is opening that connection).
+ */
+export function machinesToOpenAhead(
+  pairs: readonly PlannedPair[],
+  holders: readonly { readonly machine: string }[],
+  concurrency: number,
+): string[] {
+  const locked = new Set(pairs.map((p) => p.providerMachine));
+  return holders
+    .map((h) => h.machine)
+    .filter((m) => !locked.has(m))
+    .slice(0, Math.max(0, concurrency - 1));
+}
+
+/**
+ * Opens `machines`' connections (Transport.open: no file read) until `signal` aborts, each
+ * failure left to the read that follows: it meets the machine again and says why.
+ */
+function openAhead(
+  machines: readonly string[],
+  transportFor: TransportFor,
+  signal: AbortSignal,
+): Promise<unknown> {
+  const opening = machines.map((m) => transportFor(m)).filter((t) => t.open !== undefined);
+  return Promise.all(opening.map((t) => t.open!(signal).catch(() => undefined)));
+}
+
+/**
  * Takes the lock of every provider directory of `pairs`, in one order for every controller.
  * A lock held by another: exit 5 naming the holder, after letting go of those taken. A
  * machine that cannot be reached to lock is named in `unlocked`: nothing may be sent to it.
+ * Nothing is read before the locks are held; meanwhile, from the first lock's start, the
+ * connections to the machines `ahead` are opened (machinesToOpenAhead): their handshakes
+ * overlap the lock's instead of following it.
  */
 export async function holdProviderLocks(
   pairs: readonly PlannedPair[],
   transportFor: TransportFor,
   command: string,
+  ahead: readonly string[] = [],
 ): Promise<HeldLocks> {
   const dirs = new Map<string, { machine: string; dir: string; provider: string }>();
   for (const p of pairs)
@@ -55,7 +89,12 @@ export async function holdProviderLocks(
       provider: p.provider,
     });
   const held: { release(): Promise<void> }[] = [];
+  // Once the command is past its read (or refused), an opening still under way is not needed.
+  const openings = new AbortController();
+  let opened: Promise<unknown> | undefined;
   const release = async () => {
+    openings.abort();
+    await opened;
     await Promise.all(held.splice(0).map((l) => l.release().catch(() => undefined)));
   };
   const holder = lockHolderText(command);
@@ -64,7 +103,10 @@ export async function holdProviderLocks(
     const { machine, dir, provider } = dirs.get(key)!;
     let lock;
     try {
-      lock = await transportFor(machine).lock(dir, holder);
+      const asked = transportFor(machine).lock(dir, holder);
+      // The first lock's session (and its connection) is under way: the others' openings start beside it.
+      opened ??= openAhead(ahead, transportFor, openings.signal);
+      lock = await asked;
     } catch (error) {
       // Not taken: the machine is left to the all-or-nothing gate, which closes on it.
       unlocked.set(machine, `its provider lock could not be taken: ${reasonOf(error)}`);
@@ -90,8 +132,9 @@ export async function withProviderLocks<T>(
   transportFor: TransportFor,
   command: string,
   fn: (locks: HeldLocks) => Promise<T>,
+  ahead: readonly string[] = [],
 ): Promise<T> {
-  const locks = await holdProviderLocks(pairs, transportFor, command);
+  const locks = await holdProviderLocks(pairs, transportFor, command, ahead);
   try {
     return await fn(locks);
   } finally {

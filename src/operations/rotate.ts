@@ -19,7 +19,7 @@ import { describeSelector, type Selector } from '../mesh/selector.js';
 import { RECEIPT_POLL_MS, type RotationDeps } from '../app/rotation-run-effect.js';
 import type { RevokeRequest } from '../app/rotation-revoke.js';
 import { closingAfter, meshHistory, type OperationPorts } from './operation-ports.js';
-import { withProviderLocks } from './provider-locks.js';
+import { machinesToOpenAhead, withProviderLocks } from './provider-locks.js';
 import { readsRefusal } from '../mesh/app-reads.js';
 import { authFileRefusal, poolerTargetRefusal, readPoolerKeepers } from '../mesh/poolers.js';
 import { appHooks } from '../mesh/reload.js';
@@ -60,70 +60,78 @@ export async function rotate(
     // A pooler this baton cannot rotate is refused as early: rotated anyway, its logins strand.
     const poolerRefused = authFileRefusal(selected, inventory);
     if (poolerRefused) throw poolerRefused;
+    // The first machines the read reaches open their connections while the locks are taken.
+    const ahead = machinesToOpenAhead(selected.pairs, selected.holders, inputs.concurrency);
     return withMeshLock(journal.dir, journal.mesh, command, () =>
-      withProviderLocks(selected.pairs, transports.transportFor, command, async (locks) => {
-        const history = await meshHistory(journal);
-        let plan = selected;
-        if (inputs.olderThan) {
-          // Ages are read over the same connections the rotation then uses (one per machine).
-          const chosen = await selectOlderThan(
-            inventory,
-            inputs.selector,
-            inputs.olderThan.text,
-            inputs.olderThan.ms,
+      withProviderLocks(
+        selected.pairs,
+        transports.transportFor,
+        command,
+        async (locks) => {
+          const history = await meshHistory(journal);
+          let plan = selected;
+          if (inputs.olderThan) {
+            // Ages are read over the same connections the rotation then uses (one per machine).
+            const chosen = await selectOlderThan(
+              inventory,
+              inputs.selector,
+              inputs.olderThan.text,
+              inputs.olderThan.ms,
+              transports.transportFor,
+              history,
+              { concurrency: inputs.concurrency, nowMs: Date.now() },
+            );
+            if (!chosen.plan) {
+              ports.out(
+                `None of the ${chosen.considered} pair(s) of ${describeSelector(inputs.selector)} was rotated longer ago than ${inputs.olderThan.text}. Nothing was generated and nothing was sent.`,
+              );
+              return EXIT_OK;
+            }
+            plan = chosen.plan;
+          }
+          // One read of every machine: a pair some rotation left unfinished (by the machines' own
+          // records) is finished or rolled back first; each alternating pair's target login is
+          // fixed from its consumer end; and whoever did not answer closes the gate.
+          const inspected = await inspectPlan(
+            plan,
             transports.transportFor,
             history,
-            { concurrency: inputs.concurrency, nowMs: Date.now() },
+            inputs.concurrency,
+            (name) => findMachine(inventory, name),
+            locks.holder,
           );
-          if (!chosen.plan) {
-            ports.out(
-              `None of the ${chosen.considered} pair(s) of ${describeSelector(inputs.selector)} was rotated longer ago than ${inputs.olderThan.text}. Nothing was generated and nothing was sent.`,
-            );
-            return EXIT_OK;
-          }
-          plan = chosen.plan;
-        }
-        // One read of every machine: a pair some rotation left unfinished (by the machines' own
-        // records) is finished or rolled back first; each alternating pair's target login is
-        // fixed from its consumer end; and whoever did not answer closes the gate.
-        const inspected = await inspectPlan(
-          plan,
-          transports.transportFor,
-          history,
-          inputs.concurrency,
-          (name) => findMachine(inventory, name),
-          locks.holder,
-        );
-        plan = inspected.plan;
-        if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
-        if (inspected.leftovers.length > 0)
-          throw leftoversRefusal('rotate', inspected.leftovers, ports.suggester);
-        // The provisioner keeping an auth_file pooler must keep the one the inventory names (poolers.ts).
-        const keepers = await readPoolerKeepers(plan, transports.transportFor, inputs.concurrency);
-        const otherPooler = poolerTargetRefusal(plan, inventory, keepers);
-        if (otherPooler) throw otherPooler;
-        // A pair whose app still uses the login this rotation would change is refused (app-behind-guard.ts).
-        const behind = await behindPairs(plan, transports.transportFor, history, inputs.concurrency);
-        const behindRefusal = appBehindRefusal(behind, inputs.appBehind ?? []);
-        if (behindRefusal) throw behindRefusal;
-        const deps: RotationDeps = {
-          transportFor: transports.transportFor,
-          journalDir: journal.dir,
-          operator: ports.operator,
-          resolve: { concurrency: inputs.concurrency },
-          resolved: answersOf(plan, inspected.unread, locks.unlocked),
-          concurrency: inputs.concurrency,
-          waitMs: inputs.waitMs,
-          pollMs: RECEIPT_POLL_MS,
-          suggester: ports.suggester,
-          stop: inputs.stop,
-          mesh: journal.mesh,
-          ...(inputs.revoke ? { revoke: inputs.revoke } : {}),
-          app: appHooks(inventory), // reload: and connect: (src/app/rotation-app.ts)
-        };
-        const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
-        return present({ id, plan, deps });
-      }),
+          plan = inspected.plan;
+          if (inspected.unknownLogins.length > 0) throw unknownLoginsRefusal(inspected.unknownLogins);
+          if (inspected.leftovers.length > 0)
+            throw leftoversRefusal('rotate', inspected.leftovers, ports.suggester);
+          // The provisioner keeping an auth_file pooler must keep the one the inventory names (poolers.ts).
+          const keepers = await readPoolerKeepers(plan, transports.transportFor, inputs.concurrency);
+          const otherPooler = poolerTargetRefusal(plan, inventory, keepers);
+          if (otherPooler) throw otherPooler;
+          // A pair whose app still uses the login this rotation would change is refused (app-behind-guard.ts).
+          const behind = await behindPairs(plan, transports.transportFor, history, inputs.concurrency);
+          const behindRefusal = appBehindRefusal(behind, inputs.appBehind ?? []);
+          if (behindRefusal) throw behindRefusal;
+          const deps: RotationDeps = {
+            transportFor: transports.transportFor,
+            journalDir: journal.dir,
+            operator: ports.operator,
+            resolve: { concurrency: inputs.concurrency },
+            resolved: answersOf(plan, inspected.unread, locks.unlocked),
+            concurrency: inputs.concurrency,
+            waitMs: inputs.waitMs,
+            pollMs: RECEIPT_POLL_MS,
+            suggester: ports.suggester,
+            stop: inputs.stop,
+            mesh: journal.mesh,
+            ...(inputs.revoke ? { revoke: inputs.revoke } : {}),
+            app: appHooks(inventory), // reload: and connect: (src/app/rotation-app.ts)
+          };
+          const id = newRotationId(new Date(), randomBytes(3).toString('hex'));
+          return present({ id, plan, deps });
+        },
+        ahead,
+      ),
     );
   });
 }

@@ -124,6 +124,16 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
   return {
     machine: transport.machine,
     resolve: () => read((s) => transport.resolve(s)),
+    ...(transport.open
+      ? {
+          open: (until: AbortSignal) =>
+            withinBounds(
+              { ...bounds, signal: bounds.signal ? AbortSignal.any([until, bounds.signal]) : until },
+              (s) => transport.open!(s),
+              sentAware,
+            ),
+        }
+      : {}),
     stage: (files) => within((s) => transport.stage(files, s)),
     commit: (paths) => within((s) => transport.commit(paths, s)),
     unstage: (paths) => within((s) => transport.unstage(paths, s)),

@@ -179,7 +179,19 @@ export function sshTransport(
   // The agent's sessions that outlive one request: the lock on the shared connection (it must
   // hold for the command's life, a gate place would starve the others), the rest under the gate.
   const session = (args: readonly string[], live: LiveOptions): LiveProcess => {
-    if (live.ownGroup) return startAgent([...sshArgs(target, options.share), agentCommand(args)], live);
+    if (live.ownGroup) {
+      // The lock opens the connection outside the gate: until it answers, nothing opens ahead there.
+      const opening = options.share ? lockOpening(options.share, target) : undefined;
+      const child = startAgent([...sshArgs(target, options.share), agentCommand(args)], {
+        ...live,
+        onLine: (line) => {
+          opening?.();
+          live.onLine(line);
+        },
+      });
+      void child.exited.finally(() => opening?.());
+      return child;
+    }
     const place = longLived();
     const child = startAgent([...place.args, agentCommand(args)], live);
     void child.exited.finally(place.done);
@@ -248,6 +260,24 @@ export function sshTransport(
     machine,
     reportsSent: true,
     ...agentOperations(host),
+    // The agent's session a first read would start, started now by its hello (a request on it
+    // where one runs). Nothing where a lock or another session is opening the connection (no
+    // place to spare): a second opener would race the first to be the master, one more
+    // handshake on that sshd.
+    ...(options.share && serve
+      ? {
+          open: async (signal: AbortSignal) => {
+            if (locksOpening.get(options.share!)?.has(targetKey(target))) return;
+            await serve.call({
+              machine,
+              what: 'opening the connection',
+              args: ['hello'],
+              signal,
+              oneShot: () => Promise.resolve(''),
+            });
+          },
+        }
+      : {}),
     openChannel: (signal) => {
       // The connection's idle agent session becomes the channel (no process of its own) where there is one.
       const open = (life: AbortSignal) =>
@@ -333,6 +363,25 @@ function gateFor(share: SshConnectionShare, target: SshTarget): SessionGate {
   let gate = byKey.get(key);
   if (!gate) byKey.set(key, (gate = sessionGate(target.maxSessions ?? DEFAULT_MAX_SESSIONS)));
   return gate;
+}
+
+/** Each share's connections a provider lock is opening (outside the gate), until the lock answers. */
+const locksOpening = new WeakMap<SshConnectionShare, Map<string, number>>();
+
+/** Marks `target`'s connection as opened by a lock; the function returned (idempotent) unmarks it. */
+function lockOpening(share: SshConnectionShare, target: SshTarget): () => void {
+  let byKey = locksOpening.get(share);
+  if (!byKey) locksOpening.set(share, (byKey = new Map<string, number>()));
+  const key = targetKey(target);
+  byKey.set(key, (byKey.get(key) ?? 0) + 1);
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    const left = (byKey.get(key) ?? 1) - 1;
+    if (left > 0) byKey.set(key, left);
+    else byKey.delete(key);
+  };
 }
 
 /** Each shared connection's agent session for file operations (ssh-serve.ts). */
