@@ -11,12 +11,14 @@
 // cache saved a monitor loop, and a cache of another Node is not even read. A cache V8 still
 // refuses costs time, never a start. Nothing here writes.
 'use strict';
-const { readFileSync, statSync } = require('node:fs');
+const { existsSync, readFileSync, statSync } = require('node:fs');
 const Module = require('node:module');
 const path = require('node:path');
 const vm = require('node:vm');
 
 const APP = path.join(__dirname, '..', 'dist', 'app.cjs');
+/** The code caches of the library bundles (dist/lib/) the build made one for: those an inventory read loads. */
+const LIB_CACHES = path.join(__dirname, '..', 'dist', 'cache');
 
 /** The flags V8 compiles under: this process's own (not `-e`'s script) and NODE_OPTIONS. */
 function v8Flags() {
@@ -37,29 +39,69 @@ function fnv1a(text) {
 }
 
 /**
- * What a cache is made for: the app file as the build wrote it (a rebuild, an edit or a copy
+ * What a cache is made for: the file as the build wrote it (a rebuild, an edit or a copy
  * changes its mtime), the Node version and the V8 flags.
  */
-function cacheKey() {
-  const stat = statSync(APP);
+function cacheKey(file = APP) {
+  const stat = statSync(file);
   const flags = v8Flags();
   return `${stat.size}-${Math.round(stat.mtimeMs)}-${process.version}${flags ? `-${fnv1a(flags)}` : ''}`;
+}
+
+/** `source` compiled as `file`, from the cache at `cache` when `useCache` and it is there. */
+function compile(source, file, cache, useCache) {
+  let cachedData;
+  try {
+    if (useCache) cachedData = readFileSync(cache);
+  } catch {
+    cachedData = undefined; // none: compile
+  }
+  const script = new vm.Script(source, { filename: file, cachedData });
+  return { script, cacheUsed: cachedData !== undefined && !script.cachedDataRejected };
+}
+
+/** Where the build puts the code cache of dist/lib/<name>, for the file as it is now. */
+function libCache(name) {
+  const key = cacheKey(path.join(path.dirname(APP), 'lib', name));
+  return { key, file: path.join(LIB_CACHES, `${name}.${key}.cache`) };
+}
+
+/**
+ * Runs the library bundle dist/lib/<name> as Node's require would (a CommonJS module, once),
+ * compiled from its code cache when `useCache` and one was made for this file, Node and flags:
+ * zod is the largest thing a mesh command compiles before it can read its inventory.
+ */
+function loadLib(name, { useCache = true } = {}) {
+  const file = path.join(path.dirname(APP), 'lib', name);
+  const cache = libCache(name);
+  const source = Module.wrap(readFileSync(file, 'utf8'));
+  const { script, cacheUsed } = compile(source, file, cache.file, useCache);
+  const module = { exports: {}, filename: file, id: file, loaded: false };
+  script.runInThisContext()(module.exports, Module.createRequire(file), module, file, path.dirname(file));
+  module.loaded = true;
+  return { exports: module.exports, script, key: cache.key, cacheUsed };
 }
 
 /** Compiles dist/app.cjs (from its cache when `useCache` and one was made for this file, Node and flags). */
 function loadApp({ useCache = true, ui } = {}) {
   const key = cacheKey();
-  const source = readFileSync(APP);
-  let cachedData;
-  try {
-    if (useCache) cachedData = readFileSync(`${APP}.${key}.cache`);
-  } catch {
-    cachedData = undefined; // none: compile
-  }
-  const script = new vm.Script(source.toString('utf8'), { filename: APP, cachedData });
+  const { script, cacheUsed } = compile(
+    readFileSync(APP).toString('utf8'),
+    APP,
+    `${APP}.${key}.cache`,
+    useCache,
+  );
   const module = { exports: {} };
   const nodeRequire = Module.createRequire(APP);
+  const libs = new Map();
   const require = (id) => {
+    if (id.startsWith('./lib/')) {
+      // A library with a cache of its own runs from it; the others as Node loads them.
+      const name = id.slice('./lib/'.length);
+      if (!libs.has(name))
+        libs.set(name, useCache && existsSync(libCache(name).file) ? loadLib(name).exports : nodeRequire(id));
+      return libs.get(name);
+    }
     if (id !== 'baton:ui') return nodeRequire(id);
     if (ui === undefined)
       throw new Error(
@@ -68,12 +110,7 @@ function loadApp({ useCache = true, ui } = {}) {
     return ui;
   };
   script.runInThisContext()(module.exports, require, module, APP, path.dirname(APP));
-  return {
-    exports: module.exports,
-    script,
-    key,
-    cacheUsed: cachedData !== undefined && !script.cachedDataRejected,
-  };
+  return { exports: module.exports, script, key, cacheUsed };
 }
 
 async function start() {
@@ -95,4 +132,4 @@ async function start() {
 }
 
 if (require.main === module) start();
-module.exports = { loadApp }; // for the build, which writes the cache, and test/build
+module.exports = { loadApp, loadLib }; // for the build, which writes the caches, and test/build

@@ -108,6 +108,45 @@ require(${JSON.stringify(BIN)}).loadApp().exports.main(process.argv).then(() => 
   });
 });
 
+describe('the library bundles an inventory read loads, and their code caches', () => {
+  const loadLibs = (bin: string) => `const { loadLib } = require(${JSON.stringify(bin)});
+const [zod, yaml] = ['zod.cjs', 'yaml.cjs'].map((name) => loadLib(name));
+console.log(JSON.stringify({
+  cacheUsed: [zod.cacheUsed, yaml.cacheUsed],
+  zod: zod.exports.zod.object({ a: zod.exports.zod.string() }).safeParse({ a: 'x' }).success,
+  yaml: yaml.exports['js-yaml'].load('a: 1').a,
+}));`;
+
+  it('run zod and js-yaml from the caches the build made for them, and answer as required ones do', async () => {
+    expect(
+      readdirSync(path.join(DIST, 'cache'))
+        .map((name) => name.split('.')[0])
+        .sort(),
+    ).toEqual(['yaml', 'zod']);
+    expect(await inNode(loadLibs(BIN))).toEqual({ cacheUsed: [true, true], zod: true, yaml: 1 });
+  });
+
+  it('never offer a cache to a library of the same length that is not what it was made from', async () => {
+    const bin = copyWith((app) => app);
+    const zod = path.join(path.dirname(bin), '..', 'dist', 'lib', 'zod.cjs');
+    const source = readFileSync(zod, 'utf8');
+    const changed = source.replace('Invalid input to extend', 'INVALID input to extend');
+    expect(changed.length).toBe(source.length);
+    expect(changed).not.toBe(source);
+    writeFileSync(zod, changed);
+    // The copied caches are there under the build's names; the runtime looks for the copy's.
+    const caches = path.join(path.dirname(bin), '..', 'dist', 'cache');
+    expect(readdirSync(caches)).toHaveLength(2);
+    expect(await inNode(loadLibs(bin))).toEqual({ cacheUsed: [false, false], zod: true, yaml: 1 });
+    // Named for the copy's unchanged js-yaml, its cache is offered and taken.
+    const yamlFile = path.join(path.dirname(zod), 'yaml.cjs');
+    const yamlKey = `${statSync(yamlFile).size}-${Math.round(statSync(yamlFile).mtimeMs)}-${process.version}`;
+    const yamlCache = readdirSync(caches).find((name) => name.startsWith('yaml.cjs.'))!;
+    renameSync(path.join(caches, yamlCache), path.join(caches, `yaml.cjs.${yamlKey}.cache`));
+    expect(await inNode(loadLibs(bin))).toEqual({ cacheUsed: [false, true], zod: true, yaml: 1 });
+  });
+});
+
 describe('what each output holds', () => {
   const holders = (name: string) =>
     Object.entries(outputs)
