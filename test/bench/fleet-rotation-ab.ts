@@ -1,0 +1,109 @@
+/**
+ * The fleet case's provider-wide rotation, two builds in interleaved turns on ONE fleet, each
+ * turn beside the same floor (docs/benchmarks.md, "Round 13: the rotation's start-up"): a
+ * candidate is compared with the build before it rotation by rotation, A floor B floor …, in
+ * the same minutes, so a burst of load lands on both. Not a case (no figures):
+ *
+ *   BATON_AB_BINS=/a/bin/baton.js,/b/bin/baton.js BATON_AB_N=50 BATON_AB_ROUNDS=4 \
+ *     npx tsx test/bench/fleet-rotation-ab.ts
+ *
+ * Each rotation prints its time against the floor just before it, the controller's CPU per
+ * machine (the whole tree, lib/process-tree-cpu.ts), and its start-up and closing (from the
+ * place trace, lib/place-occupancy.ts); the end, each build's medians.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startSshd } from '../helpers/sshd.js';
+import { BIN, makeContext } from './lib/context.js';
+import { FLEET_PROVIDER, followProvider, makeFleet, windowsOf } from './lib/fleet-fixture.js';
+import { occupancy } from './lib/place-occupancy.js';
+import { runTree } from './lib/process-tree-cpu.js';
+import { summarize } from './lib/stats.js';
+
+const N = Number(process.env['BATON_AB_N'] ?? 50);
+const ROUNDS = Number(process.env['BATON_AB_ROUNDS'] ?? 3);
+const BINS = (process.env['BATON_AB_BINS'] ?? BIN).split(',');
+const CONCURRENCY = 8;
+// BATON_AB_WRAP='strace -f -tt -o /tmp/x': every rotation under that command (a timeline, not a time).
+const WRAP = (process.env['BATON_AB_WRAP'] ?? '').split(' ').filter(Boolean);
+const name = (i: number) => String.fromCharCode(65 + i);
+
+const ctx = makeContext(1);
+const sshd = await startSshd({ settings: { MaxStartups: undefined } });
+const fleet = makeFleet(ctx, sshd, N, 'rotation-ab');
+const provisioner = followProvider(fleet.providesDir);
+const env = { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' };
+let traced = 0;
+
+const rotate = async (bin: string) => {
+  const trace = path.join(fleet.root, `places-${traced++}.txt`);
+  const startedAt = Date.now();
+  const argv = fleet.batonArgv([
+    ...['mesh', 'rotate', '--provider', FLEET_PROVIDER, '--inventory', fleet.inventory],
+    ...['--yes', '--wait', '120', '--timeout', '60'],
+  ]);
+  argv[argv.indexOf(BIN)] = bin;
+  const run = await runTree([...WRAP, ...argv], {
+    cwd: fleet.root,
+    env: { ...env, BATON_TRACE_PLACES: trace },
+  });
+  const windows = run.exitCode === 0 ? windowsOf(fleet, run.stdout) : [];
+  if (windows.length !== N - 1)
+    throw new Error(
+      `${bin}: exit ${run.exitCode}, ${windows.length} of ${N - 1} pairs applied: ${run.stderr}`,
+    );
+  return { ms: run.wallMs, cpuMs: run.cpuMs, places: occupancy(trace, startedAt, startedAt + run.wallMs) };
+};
+
+// The fleet case's rotation floor: per machine one ControlMaster handshake and four sessions.
+const list = path.join(fleet.root, 'machines.txt');
+writeFileSync(list, fleet.machines.map((m) => `${m}\n`).join(''));
+const controlDir = path.join(fleet.root, 'cm');
+mkdirSync(controlDir, { mode: 0o700 });
+const floor = async () => {
+  const mux = `-o ControlMaster=auto -o ControlPath=${controlDir}/%n -o ControlPersist=60`;
+  const run = await runTree(
+    [
+      'sh',
+      '-c',
+      `s=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} sh -c 'for i in 1 2 3 4; do ssh -F ${fleet.config} ${mux} -T {} true || exit 1; done' < ${list}; rc=$?; e=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} ssh -F ${fleet.config} ${mux} -O exit {} < ${list} 2>/dev/null; echo $((e - s)); exit $rc`,
+    ],
+    { cwd: fleet.root },
+  );
+  if (run.exitCode !== 0) throw new Error(`the floor exited ${run.exitCode}: ${run.stderr}`);
+  return { ms: Number(run.stdout.trim().split('\n').pop()) / 1e6, cpuMs: run.cpuMs };
+};
+
+try {
+  for (const bin of BINS) await rotate(bin); // creates every file; each build once, untimed
+  const ratios = BINS.map((): number[] => []);
+  const cpus = BINS.map((): number[] => []);
+  const starts = BINS.map((): number[] => []);
+  const closings = BINS.map((): number[] => []);
+  for (let round = 1; round <= ROUNDS; round++) {
+    // A B, then B A: neither build always follows the other.
+    const order = round % 2 === 1 ? [...BINS.keys()] : [...BINS.keys()].reverse();
+    for (const i of order) {
+      const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+      const f = await floor();
+      const r = await rotate(BINS[i]!);
+      ratios[i]!.push(r.ms / f.ms);
+      cpus[i]!.push(r.cpuMs / N);
+      starts[i]!.push(r.places?.beforeMs ?? NaN);
+      closings[i]!.push(r.places?.afterMs ?? NaN);
+      process.stdout.write(
+        `${new Date().toISOString().slice(11, 19)} round ${round} ${name(i)} (load ${load}): ${r.ms.toFixed(0)} / ${f.ms.toFixed(0)} ms = ${(r.ms / f.ms).toFixed(3)}×; CPU ${(r.cpuMs / N).toFixed(1)} against ${(f.cpuMs / N).toFixed(1)} ms/machine; start-up ${r.places?.beforeMs.toFixed(0)} ms, closing ${r.places?.afterMs.toFixed(0)} ms\n`,
+      );
+    }
+  }
+  for (const [i, bin] of BINS.entries()) {
+    const m = (xs: number[]) => summarize(xs).median;
+    process.stdout.write(
+      `${name(i)} ${bin}: ratio median ${m(ratios[i]!).toFixed(3)}× (${ratios[i]!.map((x) => x.toFixed(2)).join(', ')}); CPU ${m(cpus[i]!).toFixed(1)} ms/machine; start-up ${m(starts[i]!).toFixed(0)} ms; closing ${m(closings[i]!).toFixed(0)} ms\n`,
+    );
+  }
+} finally {
+  provisioner.stop();
+  await sshd.stop();
+  ctx.cleanup();
+}
