@@ -68,6 +68,38 @@ export function writeLocalMesh(
   return file;
 }
 
+/** `m01`, `m02`, …: the machines of an ssh fleet (sshFleetYaml), by index from 0. */
+export const fleetMachine = (i: number): string => `m${String(i + 1).padStart(2, '0')}`;
+
+/**
+ * An ssh fleet on one test sshd: machine i (fleetMachine) at `127.0.0.1:<ports[i]>` with its
+ * mesh_dir under `base`; m01 provides pg-main to `app<i+1>` on each other machine.
+ */
+export function sshFleetYaml(
+  sshd: Pick<Sshd, 'user' | 'identity' | 'knownHosts'>,
+  base: string,
+  ports: readonly number[],
+): string {
+  return [
+    `ssh: { user: ${sshd.user}, identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 60 }`,
+    'machines:',
+    ...ports.map(
+      (port, i) =>
+        `  - { name: ${fleetMachine(i)}, address: "127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${fleetMachine(i)}/mesh }`,
+    ),
+    'providers:',
+    '  - { name: pg-main, machine: m01, kind: postgres }',
+    'consumers:',
+    ...ports
+      .slice(1)
+      .map(
+        (_, i) =>
+          `  - { name: app${i + 2}, machine: ${fleetMachine(i + 1)}, reads: each-connection, uses: [pg-main] }`,
+      ),
+    '',
+  ].join('\n');
+}
+
 /**
  * Two ssh "machines" on one test sshd (db1 provides pg-main; web1 consumes it twice), each with
  * its own mesh_dir under `base`. `ports` points a machine elsewhere (a closed port: unreachable).

@@ -26,7 +26,7 @@ import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { ifSet } from '../helpers/if-set.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
-import { writeAppliedPairs } from './mesh-fixture.js';
+import { fleetMachine, sshFleetYaml, writeAppliedPairs } from './mesh-fixture.js';
 
 const MACHINES = 6;
 const CONCURRENCY = 4;
@@ -113,7 +113,7 @@ describeWithPart(unavailable, 'mesh rotate opens connections ahead while its pro
     ifSet(tmp)?.cleanup();
   });
 
-  const name = (i: number) => `m${String(i + 1).padStart(2, '0')}`;
+  const name = fleetMachine;
 
   /** m01 provides pg-main, m02…m06 consume it, each machine its own port (its own connection); every pair applied. */
   function fleet(base: string, options: { readonly m02OnM01sConnection?: boolean } = {}) {
@@ -122,27 +122,7 @@ describeWithPart(unavailable, 'mesh rotate opens connections ahead while its pro
     // m02 at m01's address: one connection (the lock's) for both.
     const ports = options.m02OnM01sConnection ? own.map((p, i) => (i === 1 ? own[0]! : p)) : own;
     const file = path.join(base, 'mesh.yaml');
-    writeFileSync(
-      file,
-      [
-        `ssh: { user: ${sshd.user}, identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 60 }`,
-        'machines:',
-        ...ports.map(
-          (port, i) =>
-            `  - { name: ${name(i)}, address: "127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name(i)}/mesh }`,
-        ),
-        'providers:',
-        '  - { name: pg-main, machine: m01, kind: postgres }',
-        'consumers:',
-        ...ports
-          .slice(1)
-          .map(
-            (_, i) =>
-              `  - { name: app${i + 2}, machine: ${name(i + 1)}, reads: each-connection, uses: [pg-main] }`,
-          ),
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(file, sshFleetYaml(sshd, base, ports));
     const inventory = loadInventory(file);
     const plan = planRotation(inventory, { by: 'provider', name: 'pg-main' });
     writeAppliedPairs(plan);

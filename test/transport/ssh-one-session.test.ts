@@ -18,7 +18,7 @@ import { ifSet } from '../helpers/if-set.js';
 import { describeWithPart } from '../helpers/real-part.js';
 import { assertBuilt, BIN } from '../helpers/run-baton.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../helpers/sshd.js';
-import { writeAppliedPairs } from '../mesh/mesh-fixture.js';
+import { fleetMachine, sshFleetYaml, writeAppliedPairs } from '../mesh/mesh-fixture.js';
 
 const MACHINES = 5;
 const unavailable = sshdUnavailable();
@@ -76,29 +76,9 @@ describeWithPart(unavailable, 'mesh status over ssh: one plain agent session per
   function fleet(base: string): { file: string; ports: number[]; consumerFile: (i: number) => string } {
     mkdirSync(base, { recursive: true });
     const ports = sshd.ports.slice(1);
-    const name = (i: number) => `m${String(i + 1).padStart(2, '0')}`;
+    const name = fleetMachine;
     const file = path.join(base, 'mesh.yaml');
-    writeFileSync(
-      file,
-      [
-        `ssh: { user: ${sshd.user}, identity: ${sshd.identity}, known_hosts: ${sshd.knownHosts}, strict_host_key_checking: "yes", config: /dev/null, connect_timeout: 60 }`,
-        'machines:',
-        ...ports.map(
-          (port, i) =>
-            `  - { name: ${name(i)}, address: "127.0.0.1:${port}", transport: ssh, mesh_dir: ${base}/${name(i)}/mesh }`,
-        ),
-        'providers:',
-        '  - { name: pg-main, machine: m01, kind: postgres }',
-        'consumers:',
-        ...ports
-          .slice(1)
-          .map(
-            (_, i) =>
-              `  - { name: app${i + 2}, machine: ${name(i + 1)}, reads: each-connection, uses: [pg-main] }`,
-          ),
-        '',
-      ].join('\n'),
-    );
+    writeFileSync(file, sshFleetYaml(sshd, base, ports));
     const plan = planRotation(loadInventory(file), { by: 'provider', name: 'pg-main' });
     writeAppliedPairs(plan);
     const consumerFile = (i: number) => plan.pairs.find((p) => p.consumerMachine === name(i))!.consumerPath;
