@@ -1,8 +1,9 @@
 /**
  * The fleet case's provider-wide rotation, two builds in interleaved turns on ONE fleet, each
- * turn beside the same floor (docs/benchmarks.md, "Round 13: the rotation's start-up"): a
- * candidate is compared with the build before it rotation by rotation, A floor B floor …, in
- * the same minutes, so a burst of load lands on both. Not a case (no figures):
+ * turn beside the same floor (docs/benchmarks.md,
+ * "Round 13: the rotation's start-up and closing (issue 46)"): a candidate is compared with the
+ * build before it rotation by rotation, A floor B floor …, in the same minutes, so a burst of
+ * load lands on both. Not a case (no figures):
  *
  *   BATON_AB_BINS=/a/bin/baton.js,/b/bin/baton.js BATON_AB_N=50 BATON_AB_ROUNDS=4 \
  *     npx tsx test/bench/fleet-rotation-ab.ts

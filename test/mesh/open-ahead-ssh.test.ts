@@ -2,8 +2,9 @@
  * While `mesh rotate` takes its provider lock (an ssh handshake to the provider's machine and the
  * lock's session), the first machines its read reaches open their connections — the handshake and
  * the agent's hello, no file read — so their handshakes overlap the lock's instead of following
- * it (src/operations/provider-locks.ts, docs/benchmarks.md "Round 13"). The safety rule stays:
- * no end is read before the lock is held. On a real sshd, every ssh baton starts goes through a
+ * it (src/operations/provider-locks.ts; docs/benchmarks.md,
+ * "Round 13: the rotation's start-up and closing (issue 46)"). The safety rule stays: no end is
+ * read before the lock is held. On a real sshd, every ssh baton starts goes through a
  * shim that stamps what crosses it: each session's start, each request's head (`hello`,
  * `files <op>`) and the lock's answer; the lock's ssh waits 1.5 s before it starts (a provider
  * slow to reach), so what opens ahead is seen opening while the lock is not yet held.
