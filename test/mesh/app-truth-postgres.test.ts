@@ -302,7 +302,12 @@ describe("the consumer's app against Debian's PostgreSQL 15", () => {
     const movedAt = Date.now();
     let s = await status('web2-app');
     const firstExit = s.exitCode;
-    for (let i = 0; i < 10 && s.exitCode !== 3; i++) s = await status('web2-app');
+    // Until the provisioner's census has seen the app's new session on the login it left: bounded
+    // by time, not by a count of reads (a faster status read made ten of them too short a wait).
+    for (const until = Date.now() + 30_000; s.exitCode !== 3 && Date.now() < until;) {
+      await sleep(200);
+      s = await status('web2-app');
+    }
     const seenAfterMs = Date.now() - movedAt;
     expect(s.exitCode, s.all).toBe(3);
     const doc = JSON.parse(s.stdout) as {
