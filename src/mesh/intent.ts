@@ -11,7 +11,7 @@
 import os from 'node:os';
 import { z } from 'zod';
 import type { JournalHistory } from './journal-history.js';
-import { JOURNAL_PAIR_SCHEMA, type JournalPair } from './journal.js';
+import { JOURNAL_PAIR_SCHEMA, ROTATION_ID, type JournalPair } from './journal.js';
 import { mapBounded } from './map-bounded.js';
 import type { EndsRead, PlannedPair } from './rotation-plan.js';
 import { INTENT_PHASES, isUnfinished, PHASES, type IntentPhase } from './rotation-phase.js';
@@ -65,15 +65,14 @@ export function consumerRecordPath(pair: Pick<PlannedPair, 'consumerPath'>): str
 
 /*
  * A record as read from a machine is untrusted text: it is one of ours only in this shape. The
- * rotation id is bounded to what newRotationId makes (it is shown and put into suggested
- * commands). Objects are loose, so a later baton's additional fields are kept, not stripped.
+ * rotation id is bounded as the journal's is (ROTATION_ID). Objects are loose, so a later baton's additional fields are kept, not stripped.
  */
 const writerSchema = z.looseObject({ host: z.string(), pid: z.number() });
 const recordSchema = z.discriminatedUnion('end', [
   z.looseObject({
     v: z.literal(1),
     end: z.literal('provides'),
-    rotation: z.string().regex(/^[0-9A-Za-z-]{1,64}$/),
+    rotation: ROTATION_ID,
     pair: z.string(),
     phase: z.enum(INTENT_PHASES),
     at: z.string(),
@@ -83,7 +82,7 @@ const recordSchema = z.discriminatedUnion('end', [
   z.looseObject({
     v: z.literal(1),
     end: z.literal('consumes'),
-    rotation: z.string().regex(/^[0-9A-Za-z-]{1,64}$/),
+    rotation: ROTATION_ID,
     pair: z.string(),
     at: z.string(),
     by: writerSchema,

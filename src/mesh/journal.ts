@@ -116,6 +116,11 @@ export interface JournalRecord {
  * never renamed or retyped. `test_logins` and `reloads` are kept as their writers shaped them.
  */
 const digestText = z.string() as unknown as z.ZodType<SecretDigest>;
+/**
+ * A rotation id as newRotationId makes it. Ids are shown and put into suggested commands
+ * (`mesh resume <id>`), so a journal line or a machine's record with any other id is not ours.
+ */
+export const ROTATION_ID = z.string().regex(/^[0-9A-Za-z-]{1,64}$/);
 const journalPairSchema = z.looseObject({
   key: z.string(),
   provider: z.string(),
@@ -140,7 +145,7 @@ const journalPairSchema = z.looseObject({
 export const JOURNAL_PAIR_SCHEMA: z.ZodType<JournalPair> = journalPairSchema;
 
 const journalRecordSchema = z.looseObject({
-  id: z.string(),
+  id: ROTATION_ID,
   at: z.string(),
   operator: z.string(),
   phase: z.enum(JOURNAL_PHASES),
