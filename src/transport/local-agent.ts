@@ -1,7 +1,7 @@
 /**
  * The agent (agent/baton-agent.pl) run on THIS host for the local transport: the same program a
  * holder runs over ssh, started by the same loader (`perl -e <loader> -- --root <root> <mode> …`)
- * with its text on perl's stdin and the session's input on fd 3, as the ssh bootstrap arranges
+ * with its text on perl's stdin and the session's input on fd 3, as the ssh command arranges
  * it on a machine. So there is one implementation of every file operation, and the drill and the
  * tests that use the local transport exercise it.
  */

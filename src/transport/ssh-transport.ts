@@ -1,9 +1,10 @@
 /**
  * The `ssh` transport: one `ssh -o BatchMode=yes` per operation per machine, the remote side
- * the agent (agent/baton-agent.pl) started by the one bootstrap script (remote-scripts.ts); every
- * operation is agent-operations.ts, this module only the ssh process. BatchMode because a password or host-key prompt
- * on a holder would hang a rotation mid-delivery; the host key is checked as the inventory
- * or the operator's ssh config says, never silently accepted. With a connection share
+ * the agent (agent/baton-agent.pl) started by the one command line (remote-scripts.ts
+ * agentCommand); every operation is agent-operations.ts, this module only the ssh process.
+ * BatchMode because a password or host-key prompt on a holder would hang a rotation
+ * mid-delivery; the host key is checked as the inventory or the operator's ssh config says,
+ * never silently accepted. With a connection share
  * (ssh-connection-share.ts) every operation of one command rides the machine's one connection.
  */
 import type { SshTarget } from '../mesh/inventory.js';
@@ -152,7 +153,7 @@ export function sshTransport(
       }
       if (result.exitCode !== 0) {
         const said = lastLine(result.stderr);
-        // The bootstrap found no perl: the holder's words, whatever was asked.
+        // The command found no perl: the holder's words, whatever was asked.
         if (said === NO_PERL) throw new TransportError(machine, NO_PERL);
         if (result.exitCode === 255)
           throw new TransportError(machine, `ssh failed${said ? `: ${said}` : ` (exit 255)`}`, true);

@@ -49,7 +49,7 @@ function sshShim(dir: string, log: string): string {
 use strict; use warnings; use Time::HiRes (); use IO::Handle;
 my @a = @ARGV; my $port = '';
 for my $i (0 .. $#a) { $port = $a[$i + 1] if $a[$i] eq '-p'; last if $a[$i] eq '--'; }
-my ($mode) = ($a[-1] // '') =~ /baton-agent '(\w+)'/; $mode //= 'other';
+my ($mode) = ($a[-1] // '') =~ /' -- '(\w+)'/; $mode //= 'other';
 my ($program) = ($a[-1] // '') =~ /my \(\$n, \$p\) = \((\d+),/; $program //= 0;
 sub note { if (open(my $fh, '>>', '${log}')) { syswrite($fh, sprintf("%.6f %s %s %s\n", Time::HiRes::time(), $port, $mode, $_[0])); close $fh; } }
 note('start');

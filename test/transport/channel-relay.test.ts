@@ -1,6 +1,6 @@
 /**
  * The rename channel's relay (the agent's `channel` mode, ssh-transport.ts openRenameChannel),
- * run here as ssh runs it on a machine (`sh -c <bootstrap> baton-agent channel`, perl on this host),
+ * run here as ssh runs it on a machine (`sh -c <agentCommand(['channel'])>`, perl on this host),
  * against a local TCP server that frames its answers as PostgreSQL does. The armed commit renames
  * only on ReadyForQuery after AuthenticationOk; an ErrorResponse, a close, or a ReadyForQuery with
  * no AuthenticationOk before it renames nothing. A reload named by a commit starts after its renames.
@@ -10,7 +10,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentBootstrap, agentInput } from '../../src/transport/remote-scripts.js';
+import { agentCommand, agentInput } from '../../src/transport/remote-scripts.js';
 import { startProcess } from '../../src/transport/run-process.js';
 import { openRenameChannel } from '../../src/transport/agent-channel.js';
 import type { RenameChannel } from '../../src/mesh/transport.js';
@@ -66,7 +66,7 @@ describe('the rename channel relays a TCP connection from the machine and commit
     channel = await openRenameChannel(
       'web1',
       (onLine) => {
-        const child = startProcess('sh', ['-c', agentBootstrap(), 'baton-agent', 'channel'], {
+        const child = startProcess('sh', ['-c', agentCommand(['channel'])], {
           onLine,
           signal: life.signal,
         });

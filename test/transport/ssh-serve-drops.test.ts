@@ -58,7 +58,7 @@ function recordingStart(killOn: (request: string) => boolean) {
   const requests: string[] = [];
   const start: StartFn = (file, args, options) => {
     const command = args[args.length - 1] ?? '';
-    const mode = /baton-agent '([^']*)'/.exec(command)?.[1] ?? '?';
+    const mode = /' -- '([^']*)'/.exec(command)?.[1] ?? '?';
     sessions.push(mode);
     const before = new Set(ownSsh("'serve'"));
     const live = startProcess(file, args, options);
