@@ -36,7 +36,10 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
   const config = ctx.config();
   keepGoingWhenOutputCloses(ctx.stdout);
   const journal = meshJournal(ctx, inventory);
-  const history = await meshHistory(journal);
+  // Read while the first machines' sessions shake hands (readMeshStatus awaits it after their
+  // reads); a journal that cannot be read still fails the command, once awaited.
+  const history = meshHistory(journal);
+  history.catch(() => undefined);
   const journalFile = path.join(journal.dir, JOURNAL_FILE);
   const holder = meshLockHolder(journal.dir, journal.mesh);
   const running = holder ? `${holder.command} (pid ${holder.pid} on ${holder.host})` : undefined;
@@ -86,6 +89,9 @@ export async function runMeshStatus(ctx: CliContext, flags: MeshFlags): Promise<
         concurrency,
         nowMs,
         maxAgeMs,
+        // One pass: a machine read is let go at once, its session ending while the others are
+        // read (a provider's heartbeat read, asked on the same session, is answered first).
+        onMachine: (machine) => transports.transportFor(machine).release?.(),
         app,
         ...(running ? { running } : {}),
       }),

@@ -48,10 +48,15 @@ export interface MeshStatusOptions {
   readonly app?: AppHooks;
 }
 
+/**
+ * Each pair as its machines and the journal say it is. `history` may still be being read: it is
+ * needed only once the machines have answered, so `mesh status` parses the journal while the
+ * first sessions shake hands rather than before the first ssh starts.
+ */
 export async function readMeshStatus(
   plan: RotationPlan,
   transportFor: TransportFor,
-  history: JournalHistory,
+  journalHistory: JournalHistory | Promise<JournalHistory>,
   options: MeshStatusOptions,
 ): Promise<PairStatus[]> {
   const ends = new Map<string, EndReading>();
@@ -119,6 +124,7 @@ export async function readMeshStatus(
       options.onMachine?.(holder.machine, false);
     }
   });
+  const history = await journalHistory;
   const unread: EndReading = { read: false, reason: 'not read' };
   const onMachines = new Map<string, PairOnMachines>(plan.pairs.map((p) => [p.key, pairOnMachines(p, raw)]));
   // The machines' records first: another controller's journal, or none, changes nothing here.

@@ -134,6 +134,7 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
             ),
         }
       : {}),
+    ...(transport.release ? { release: () => transport.release!() } : {}),
     stage: (files) => within((s) => transport.stage(files, s)),
     commit: (paths) => within((s) => transport.commit(paths, s)),
     unstage: (paths) => within((s) => transport.unstage(paths, s)),

@@ -68,6 +68,11 @@ export interface SshServe {
    * sessions on connections of their own (ServeSessions); a later call starts a new session.
    */
   close(): Promise<void>;
+  /**
+   * The current session ends once it has answered what it was sent (its stdin: the agent answers,
+   * reads the end, and exits); a later call starts another. Transport.release.
+   */
+  release(): void;
 }
 
 /** Starts the agent's `serve` over the shared connection; undefined when no session can be spared there. */
@@ -255,6 +260,15 @@ export function sshServe(startServe: StartServe): SshServe {
       life.addEventListener('abort', () => s.stop.abort(life.reason), { once: true });
       s.live.write('channel\n');
       return { write: (text) => s.live.write(text), end: () => s.live.end(), exited: s.live.exited };
+    },
+    release: () => {
+      const s = current;
+      if (!s) return;
+      current = undefined;
+      clearTimeout(idle);
+      s.retired = true;
+      // Retired, it ends when its last answer is in (rest); with nothing asked, now.
+      if (s.queue.length === 0) s.live.end();
     },
     close: async () => {
       clearTimeout(idle);

@@ -261,6 +261,7 @@ export function sshTransport(
     machine,
     reportsSent: true,
     ...agentOperations(host),
+    ...(serve ? { release: () => serve.release() } : {}),
     // The agent's session a first read would start, started now by its hello (a request on it
     // where one runs). Nothing where a lock or another session is opening the connection (no
     // place to spare): a second opener would race the first to be the master, one more

@@ -170,6 +170,37 @@ for (const shapeName of Object.keys(shapes) as (keyof typeof shapes)[])
       }
     }, 60_000);
 
+    it('let go (Transport.release, as mesh status does with each machine read), the session answers what it was asked, then ends before the close; a later read starts another', async () => {
+      const file = fileIn('release');
+      const shape = shapes[shapeName]();
+      const rec = recordingStart(() => false);
+      const exec: string[] = [];
+      const sessionsAlive = () => ownSsh("'serve'").length;
+      try {
+        const web1 = web1On(shape, rec, exec);
+        // Asked, then let go at once, before either answer is in.
+        const reading = web1.digests([file]);
+        const texts = web1.readTexts([`${file}.absent`, file]);
+        web1.release!();
+        expect((await reading)[0]?.live).toBe(secretDigest(Buffer.from('live-password')));
+        expect(await texts).toEqual([undefined, 'live-password']);
+        // Its ssh exits without the command's close (the agent read the end of its stdin).
+        for (let i = 0; i < 500 && sessionsAlive() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(sessionsAlive()).toBe(0);
+        expect(rec.sessions).toEqual(['serve']);
+        const [again] = await web1.digests([file]);
+        expect(again?.live).toBe(secretDigest(Buffer.from('live-password')));
+        expect(rec.sessions).toEqual(['serve', 'serve']);
+        // Let go with nothing asked, it ends at once.
+        web1.release!();
+        for (let i = 0; i < 500 && sessionsAlive() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(sessionsAlive()).toBe(0);
+        expect(exec).toEqual([]);
+      } finally {
+        await shape.close();
+      }
+    }, 60_000);
+
     it('a read whose session is killed -9 is answered on a fresh session; killed twice, it fails in the one-shot words', async () => {
       const file = fileIn('read');
       const shape = shapes[shapeName]();
