@@ -4,12 +4,15 @@
  * measured in the same minutes as its baseline — on a shared, noisy host only ratios taken side
  * by side mean anything. Not a bench case: it needs two builds.
  *
- *   npx tsx test/bench/status-ab.ts <bin A> <bin B> [machines=50] [turns=6]
+ *   npx tsx test/bench/status-ab.ts <bin A> <bin B> [machines=50] [turns=6] [bin C]
  *
  * e.g. A a worktree of main (`git worktree add … main`, `npm run build`), B this tree. Each turn
  * runs A, B and the floor (`xargs -P 8`, one `ssh <alias> cat <its files>` per machine), their
  * order rotated each turn; prints each run and the medians, each build ÷ floor and B ÷ A, and the
  * CPU per machine of each side (on a loaded host the steadier figure: what a run costs the cores).
+ * A third build C is measured in the same turns: an older one (round 6's b4ed335, before the agent,
+ * for issue 43's "within noise" of it on this host). It does not know the inventory's `reads:`, so
+ * with C every build's status reads the inventory without it (status shows it only in the app line).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
@@ -23,8 +26,8 @@ import { runTree } from './lib/process-tree-cpu.js';
 import { summarize } from './lib/stats.js';
 import type { Sshd } from '../helpers/sshd.js';
 
-const [binA, binB, machines = '50', turnsText = '6'] = process.argv.slice(2);
-if (!binA || !binB) throw new Error('usage: status-ab.ts <bin A> <bin B> [machines] [turns]');
+const [binA, binB, machines = '50', turnsText = '6', binC] = process.argv.slice(2);
+if (!binA || !binB) throw new Error('usage: status-ab.ts <bin A> <bin B> [machines] [turns] [bin C]');
 const n = Number(machines);
 const turns = Number(turnsText);
 const CONCURRENCY = 8;
@@ -104,9 +107,12 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 500));
     return { ms: r.wallMs, cpu: r.cpuMs / n, sshd: (sshdCpuMs(sshd) - before) / n, closing };
   };
+  const statusInventory = binC ? path.join(fleet.root, 'mesh-without-reads.yaml') : fleet.inventory;
+  if (binC)
+    writeFileSync(statusInventory, readFileSync(fleet.inventory, 'utf8').replace(/, reads: [a-z-]+/g, ''));
   const status = (bin: string) => () =>
     measured(
-      argvOf(bin, ['mesh', 'status', '--provider', FLEET_PROVIDER, '--inventory', fleet.inventory]),
+      argvOf(bin, ['mesh', 'status', '--provider', FLEET_PROVIDER, '--inventory', statusInventory]),
       bin,
     );
   const floor = () =>
@@ -115,6 +121,7 @@ try {
   const kinds = [
     { name: 'A', go: status(binA), runs: [] as Run[] },
     { name: 'B', go: status(binB), runs: [] as Run[] },
+    ...(binC ? [{ name: 'C', go: status(binC), runs: [] as Run[] }] : []),
     { name: 'floor', go: floor, runs: [] as Run[] },
   ];
   for (let t = 0; t < turns; t++) {
@@ -129,7 +136,8 @@ try {
     }
     process.stderr.write(`turn ${t + 1}: ${said.join(', ')}\n`);
   }
-  const [a, b, f] = kinds.map((k) => k.runs);
+  const runsOf = (name: string) => kinds.find((k) => k.name === name)?.runs;
+  const [a, b, c, f] = ['A', 'B', 'C', 'floor'].map(runsOf);
   const med = (runs: Run[], key: keyof Run) => summarize(runs.map((r) => r[key])).median;
   const ratio = (x: Run[], y: Run[], key: keyof Run) => med(x, key) / med(y, key);
   const perTurn = (x: Run[]) => x.map((r, i) => (r.ms / f![i]!.ms).toFixed(2)).join(' ');
@@ -141,6 +149,11 @@ try {
       `controller CPU per machine (medians): A ${med(a!, 'cpu').toFixed(0)} ms, B ${med(b!, 'cpu').toFixed(0)} ms, floor ${med(f!, 'cpu').toFixed(0)} ms`,
       `machines' side (sshd, its sessions, what they ran) per machine: A ${med(a!, 'sshd').toFixed(0)} ms, B ${med(b!, 'sshd').toFixed(0)} ms, floor ${med(f!, 'sshd').toFixed(0)} ms`,
       `closing (the last place given back → exit), medians: A ${med(a!, 'closing').toFixed(0)} ms, B ${med(b!, 'closing').toFixed(0)} ms`,
+      ...(c
+        ? [
+            `C ${binC}: wall median ${(med(c, 'ms') / 1000).toFixed(2)} s, C/floor ${ratio(c, f!, 'ms').toFixed(2)}× (per turn ${perTurn(c)}), B/C ${ratio(b!, c, 'ms').toFixed(2)}×; controller CPU ${med(c, 'cpu').toFixed(0)} ms, machines' side ${med(c, 'sshd').toFixed(0)} ms per machine`,
+          ]
+        : []),
       '',
     ].join('\n'),
   );

@@ -7,6 +7,7 @@
  * compiled that way, and each part is compiled by the modes that use it.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -59,7 +60,7 @@ describe('the agent program', () => {
   it('compiles, as the loader compiles it (its parts on demand left out), under strict with every warning on', () => {
     const text = readFileSync(file, 'utf8');
     const parts = [...text.matchAll(/^#>>> (\w+):/gm)].map((m) => m[1]);
-    expect(parts).toEqual(['writes', 'modes']);
+    expect(parts).toEqual(['sha256', 'writes', 'modes']);
     for (const name of parts) expect(text).toMatch(new RegExp(`^#<<< ${name}$`, 'm'));
     // The loader's own cut, by perl: what is left out is blank lines, so line numbers stay the file's.
     const cut = spawnSync(
@@ -193,7 +194,7 @@ describe('the agent program', () => {
     }
   });
 
-  it('reads any number of paths with ONE sha256sum an operation (a shell loop started one per path)', () => {
+  it('digests small files itself and any number of larger ones with ONE sha256sum an operation (a shell loop started one per path)', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'baton-sums-'));
     try {
       const log = path.join(dir, 'calls');
@@ -203,21 +204,57 @@ describe('the agent program', () => {
         mode: 0o755,
       });
       const env = { PATH: `${path.join(dir, 'bin')}:${process.env.PATH ?? ''}` };
-      const paths = Array.from({ length: 6 }, (_, i) => path.join(dir, 'pg-main', `app_${i}`));
-      const calls = (op: string, input = '') => {
+      const calls = (paths: string[], op: string, input = '') => {
         writeFileSync(log, '');
-        // As ssh hands it over: the bootstrap moves stdin (the secrets) to the agent's fd 3.
-        execFileSync('sh', ['-c', agentCommand(['files', op, ...paths])], {
-          env,
-          input: agentInput(input),
-        });
+        // As ssh hands it over: the command gives the agent the session's stdin (the secrets) on fd 3.
+        execFileSync('sh', ['-c', agentCommand(['files', op, ...paths])], { env, input: agentInput(input) });
         return readFileSync(log, 'utf8').split('\n').length - 1;
       };
-      expect(calls('digests')).toBe(0); // nothing there to sum
-      expect(calls('stage', paths.map((_, i) => `secret ${i}\n`).join(''))).toBe(1);
-      expect(calls('commit')).toBe(0);
-      expect(calls('keep')).toBe(1);
-      expect(calls('digests')).toBe(1);
+      // Three credentials of a generated secret's size: one 64-byte block each, live and kept.
+      const small = Array.from({ length: 3 }, (_, i) => path.join(dir, 'small', `app_${i}`));
+      expect(calls(small, 'digests')).toBe(0); // nothing there to sum
+      expect(calls(small, 'stage', small.map(() => `${'x'.repeat(43)}\n`).join(''))).toBe(0);
+      expect(calls(small, 'commit')).toBe(0);
+      expect(calls(small, 'keep')).toBe(0);
+      expect(calls(small, 'digests')).toBe(0);
+      // Six files of four blocks: 24 in all, over the 8 digested in Perl: one sha256sum.
+      const large = Array.from({ length: 6 }, (_, i) => path.join(dir, 'large', `app_${i}`));
+      expect(calls(large, 'stage', large.map((_, i) => `${String(i).repeat(200)}\n`).join(''))).toBe(1);
+      expect(calls(large, 'commit')).toBe(0);
+      expect(calls(large, 'keep')).toBe(1);
+      expect(calls(large, 'digests')).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('digests as sha256sum does at every padding edge, in Perl (up to 8 blocks) and from sha256sum (over)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-sha-'));
+    try {
+      const lengths = [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 128, 447, 448, 1000, 70_000];
+      const files = lengths.map((n, i) => {
+        const file = path.join(dir, `f${n}`);
+        writeFileSync(file, Buffer.from(Array.from({ length: n }, (_, j) => (j * 31 + i) & 0xff)));
+        return file;
+      });
+      const digestOf = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+      for (const file of files) {
+        const out = execFileSync('sh', ['-c', agentCommand(['files', 'digests', file])], {
+          encoding: 'utf8',
+          input: agentInput(),
+        });
+        expect(out.split('\n')[0]!.split(' ')[1], file).toBe(digestOf(file));
+      }
+      // All at once: over the limit, so sha256sum; the same digests.
+      const out = execFileSync('sh', ['-c', agentCommand(['files', 'digests', ...files])], {
+        encoding: 'utf8',
+        input: agentInput(),
+      });
+      const live = out
+        .split('\n')
+        .filter((l, i) => i % 3 === 0 && l !== '')
+        .map((l) => l.split(' ')[1]);
+      expect(live).toEqual(files.map(digestOf));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
