@@ -5,7 +5,8 @@
  * ControlMaster): its control sockets are removed when the command ends — normally, on an
  * error, on SIGINT/SIGTERM, or at process exit — so no master and no socket outlives baton. A
  * command that only reads files (`mesh status`) needs none of that: each machine's reads are
- * requests on one agent session over a plain ssh of its own, ended with its stdin.
+ * requests on one agent session over a plain ssh of its own, ended with its stdin (by status
+ * as soon as the machine is read: Transport.release).
  */
 import { EXIT_CODES } from '../errors.js';
 import type { Machine } from '../mesh/inventory.js';

@@ -201,7 +201,12 @@ function fileServer(machine: string, root: string, onIdle: () => void = () => un
         );
     };
     c.once('error', (error) => gone(null, error));
-    c.once('exit', (code) => void new Promise((r) => c.stdout!.once('close', r)).then(() => gone(code)));
+    // Its last answers are read before its queue is failed; stdout may have closed before the
+    // exit came (an agent that refused to start), and a 'close' waited for then never comes.
+    c.once('exit', (code) => {
+      if (c.stdout!.closed) gone(code);
+      else c.stdout!.once('close', () => gone(code));
+    });
   };
   const answer = (line: string) => {
     const head = queue[0];

@@ -10,7 +10,9 @@
  *
  * Each rotation prints its time against the floor just before it, the controller's CPU per
  * machine (the whole tree, lib/process-tree-cpu.ts), and its start-up and closing (from the
- * place trace, lib/place-occupancy.ts); the end, each build's medians.
+ * place trace, lib/place-occupancy.ts), its windows (median and max); the end, each build's medians.
+ * BATON_AB_BEFORE_READS=<bin>: that build predates the inventory's `reads:` (round 6's b4ed335,
+ * issue 43's "before"): it rotates from a copy of the inventory without it.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -28,19 +30,23 @@ const CONCURRENCY = 8;
 // BATON_AB_WRAP='strace -f -tt -o /tmp/x': every rotation under that command (a timeline, not a time).
 const WRAP = (process.env['BATON_AB_WRAP'] ?? '').split(' ').filter(Boolean);
 const name = (i: number) => String.fromCharCode(65 + i);
+const BEFORE_READS = process.env['BATON_AB_BEFORE_READS'];
 
 const ctx = makeContext(1);
 const sshd = await startSshd({ settings: { MaxStartups: undefined } });
 const fleet = makeFleet(ctx, sshd, N, 'rotation-ab');
 const provisioner = followProvider(fleet.providesDir);
 const env = { ...process.env, NO_COLOR: '1', BATON_CONFIG: '' };
+const withoutReads = path.join(fleet.root, 'mesh-without-reads.yaml');
+writeFileSync(withoutReads, readFileSync(fleet.inventory, 'utf8').replace(/, reads: [a-z-]+/g, ''));
+const inventoryOf = (bin: string) => (bin === BEFORE_READS ? withoutReads : fleet.inventory);
 let traced = 0;
 
 const rotate = async (bin: string) => {
   const trace = path.join(fleet.root, `places-${traced++}.txt`);
   const startedAt = Date.now();
   const argv = fleet.batonArgv([
-    ...['mesh', 'rotate', '--provider', FLEET_PROVIDER, '--inventory', fleet.inventory],
+    ...['mesh', 'rotate', '--provider', FLEET_PROVIDER, '--inventory', inventoryOf(bin)],
     ...['--yes', '--wait', '120', '--timeout', '60'],
   ]);
   argv[argv.indexOf(BIN)] = bin;
@@ -53,7 +59,12 @@ const rotate = async (bin: string) => {
     throw new Error(
       `${bin}: exit ${run.exitCode}, ${windows.length} of ${N - 1} pairs applied: ${run.stderr}`,
     );
-  return { ms: run.wallMs, cpuMs: run.cpuMs, places: occupancy(trace, startedAt, startedAt + run.wallMs) };
+  return {
+    ms: run.wallMs,
+    cpuMs: run.cpuMs,
+    places: occupancy(trace, startedAt, startedAt + run.wallMs),
+    windows: summarize(windows),
+  };
 };
 
 // The fleet case's rotation floor: per machine one ControlMaster handshake and four sessions.
@@ -81,6 +92,8 @@ try {
   const cpus = BINS.map((): number[] => []);
   const starts = BINS.map((): number[] => []);
   const closings = BINS.map((): number[] => []);
+  const windowMedians = BINS.map((): number[] => []);
+  const windowMaxes = BINS.map((): number[] => []);
   for (let round = 1; round <= ROUNDS; round++) {
     // A B, then B A: neither build always follows the other.
     const order = round % 2 === 1 ? [...BINS.keys()] : [...BINS.keys()].reverse();
@@ -92,15 +105,17 @@ try {
       cpus[i]!.push(r.cpuMs / N);
       starts[i]!.push(r.places?.beforeMs ?? NaN);
       closings[i]!.push(r.places?.afterMs ?? NaN);
+      windowMedians[i]!.push(r.windows.median);
+      windowMaxes[i]!.push(r.windows.max);
       process.stdout.write(
-        `${new Date().toISOString().slice(11, 19)} round ${round} ${name(i)} (load ${load}): ${r.ms.toFixed(0)} / ${f.ms.toFixed(0)} ms = ${(r.ms / f.ms).toFixed(3)}×; CPU ${(r.cpuMs / N).toFixed(1)} against ${(f.cpuMs / N).toFixed(1)} ms/machine; start-up ${r.places?.beforeMs.toFixed(0)} ms, closing ${r.places?.afterMs.toFixed(0)} ms\n`,
+        `${new Date().toISOString().slice(11, 19)} round ${round} ${name(i)} (load ${load}): ${r.ms.toFixed(0)} / ${f.ms.toFixed(0)} ms = ${(r.ms / f.ms).toFixed(3)}×; CPU ${(r.cpuMs / N).toFixed(1)} against ${(f.cpuMs / N).toFixed(1)} ms/machine; start-up ${r.places?.beforeMs.toFixed(0)} ms, closing ${r.places?.afterMs.toFixed(0)} ms; windows median ${r.windows.median.toFixed(0)}, max ${r.windows.max.toFixed(0)} ms\n`,
       );
     }
   }
   for (const [i, bin] of BINS.entries()) {
     const m = (xs: number[]) => summarize(xs).median;
     process.stdout.write(
-      `${name(i)} ${bin}: ratio median ${m(ratios[i]!).toFixed(3)}× (${ratios[i]!.map((x) => x.toFixed(2)).join(', ')}); CPU ${m(cpus[i]!).toFixed(1)} ms/machine; start-up ${m(starts[i]!).toFixed(0)} ms; closing ${m(closings[i]!).toFixed(0)} ms\n`,
+      `${name(i)} ${bin}: ratio median ${m(ratios[i]!).toFixed(3)}× (${ratios[i]!.map((x) => x.toFixed(2)).join(', ')}); CPU ${m(cpus[i]!).toFixed(1)} ms/machine; start-up ${m(starts[i]!).toFixed(0)} ms; closing ${m(closings[i]!).toFixed(0)} ms; windows: median of medians ${m(windowMedians[i]!).toFixed(0)} ms, largest max ${Math.max(...windowMaxes[i]!).toFixed(0)} ms\n`,
     );
   }
 } finally {

@@ -5,6 +5,7 @@ import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
+import { localAgent } from '../../src/transport/local-agent.js';
 import { localTransport } from '../../src/transport/local-transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportError } from '../../src/mesh/transport.js';
@@ -54,6 +55,31 @@ describe('the local transport', () => {
       .resolve()
       .catch((e: unknown) => e);
     expect((marked as TransportError).reason).toContain('unplugged by the drill');
+  });
+
+  it('a machine that is this host itself (address /) has its files where their paths say', async () => {
+    const file = path.join(tmp.dir, 'itself', 'consumes', 'pg-main', 'web1_app');
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, 'live-password', { mode: 0o600 });
+    const web1 = bindTransport(localTransport('web1', '/'), TEST_BOUNDS);
+    await web1.resolve();
+    const [read] = await web1.digests([file]);
+    expect(read?.live).toBe(secretDigest(Buffer.from('live-password')));
+    expect(await web1.readTexts([file, `${file}.absent`])).toEqual(['live-password', undefined]);
+  });
+
+  it('an agent that refuses to start fails every call with its own words, the first and the ones after it', async () => {
+    // Past the transport's own check (the directory is gone between it and the agent's start).
+    const agent = localAgent('web1', path.join(tmp.dir, 'not-a-root'));
+    for (const what of ['hello', 'reading digests', 'reading digests again']) {
+      const failed = await agent.call(what, ['hello'], AbortSignal.timeout(20_000)).then(
+        () => undefined,
+        (e: unknown) => e as TransportError,
+      );
+      expect(failed?.reason, what).toBe(
+        `${what} failed on the machine: the machine's root ${path.join(tmp.dir, 'not-a-root')} is not a directory`,
+      );
+    }
   });
 
   it('a rotation with one unreachable holder writes nothing on any machine', async () => {

@@ -112,8 +112,8 @@ our $PROTOCOL = 2;
   }
 }
 
-# The file operations: any number of paths in ONE process (one sha256sum for every digest, each
-# directory synced once after its last rename), where a shell loop started processes per path.
+# The file operations: any number of paths in ONE process (at most one sha256sum for every digest,
+# each directory synced once after its last rename), where a shell loop started processes per path.
 {
   package Baton::Files;
   BEGIN { *fail = \&Baton::fail; *dirof = \&Baton::dirof; *beside = \&Baton::beside; *syncdirs = \&Baton::syncdirs;
@@ -907,9 +907,10 @@ package main;
 
 my @args = @ARGV;
 if (@args >= 2 && $args[0] eq '--root') {
-  (undef, $Baton::ROOT) = splice(@args, 0, 2);
-  $Baton::ROOT =~ s{/+\z}{};
-  Baton::fail("the machine's root $Baton::ROOT is not a directory") unless $Baton::ROOT ne '' && -d $Baton::ROOT;
+  my (undef, $root) = splice(@args, 0, 2);
+  Baton::fail("the machine's root $root is not a directory") unless $root ne '' && -d $root;
+  # `/` (a local machine that is this host itself) is no root at all: paths are used as given.
+  ($Baton::ROOT = $root) =~ s{/+\z}{};
 }
 my $mode = shift(@args) // '';
 Baton::later('modes') if $mode =~ /^(?:watch|channel|lock|run|prepared)$/;
