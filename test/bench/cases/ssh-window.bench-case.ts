@@ -9,6 +9,8 @@
  *   provisioner: the local machines' root is `/` and their mesh_dir the same directories).
  * - `mesh status` and a provider-wide rotation over 20 machines, each its own sshd port (its
  *   own connection; two sshd of 10 ports) behind the same relay, each its own mesh_dir.
+ * BATON_BENCH_BEFORE_READS=1 (with BATON_BENCH_BIN): a build from before the inventory's `reads:`
+ * (round 6's b4ed335: issue 43's "before", docs/benchmarks.md round 14) gets inventories without it.
  */
 import type { spawn } from 'node:child_process';
 import { execFile } from 'node:child_process';
@@ -31,6 +33,8 @@ const CONNECT_ROTATIONS = 5;
 const MACHINES = 20;
 const ONE_WAY_MS = 25;
 const run = promisify(execFile);
+/** `reads: <mode>, ` as the inventory says it, or nothing for a build that predates it. */
+const reads = (mode: string) => (process.env['BATON_BENCH_BEFORE_READS'] === '1' ? '' : `reads: ${mode}, `);
 
 export const sshWindowCase: BenchCase = {
   name: 'ssh-window',
@@ -78,12 +82,12 @@ export const sshWindowCase: BenchCase = {
             'providers:',
             `  - { name: ${PROVIDER}, machine: db1, kind: postgres${app.connect ? `, connect: { host: ${pg.host}, port: ${pg.port}, database: postgres }` : ''} }`,
             'consumers:',
-            `  - { name: provisioner, machine: db1, reads: each-connection, uses: [${PROVIDER}], role: ${superuser} }`,
+            `  - { name: provisioner, machine: db1, ${reads('each-connection')}uses: [${PROVIDER}], role: ${superuser} }`,
             ...machines
               .slice(1)
               .map(
                 (m) =>
-                  `  - { name: ${consumerOf(m)}, machine: ${m}, ${app.reload && m === 'web1' ? "reads: once, reload: 'true'" : 'reads: each-connection'}, uses: [${PROVIDER}] }`,
+                  `  - { name: ${consumerOf(m)}, machine: ${m}, ${app.reload && m === 'web1' ? `${reads('once')}reload: 'true', ` : reads('each-connection')}uses: [${PROVIDER}] }`,
               ),
             '',
           ].join('\n'),
