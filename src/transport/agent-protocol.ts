@@ -247,13 +247,15 @@ function reloadEvent(rest: string): ReloadEvent {
 /**
  * A `serve` request (docs/agent-protocol.md, "Mode serve") for what a one-shot run would be
  * asked with `args` (`hello`, or `files <op> <path>…`) and `input` on its fd 3: the request
- * line, the paths, then the input's lines.
+ * line, the paths, then the input's lines. `root` (the local transport's one agent for every
+ * machine root of this host) goes on the request line in hex: a path may hold any byte.
  */
-export function serveRequest(args: readonly string[], input = ''): string {
+export function serveRequest(args: readonly string[], input = '', root?: string): string {
   const [mode, op = '', ...paths] = args;
   if (mode === 'hello') return 'hello\n';
   const lines = input === '' ? 0 : input.replace(/\n$/, '').split('\n').length;
-  return `files ${op} ${paths.length} ${lines}\n${paths.map((p) => `${p}\n`).join('')}${lines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
+  const at = root === undefined ? '' : ` ${Buffer.from(root, 'utf8').toString('hex')}`;
+  return `files ${op} ${paths.length} ${lines}${at}\n${paths.map((p) => `${p}\n`).join('')}${lines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
 }
 
 /** One line of a `serve` answer: the end of a request (ok, or its reason), or one of its answer lines. */

@@ -31,8 +31,9 @@ function agentEnv(): Record<string, string> {
  * a terminal's SIGHUP or Ctrl-C reaches baton, which decides (roll back, finish), and not the
  * program baton needs to carry that decision out. It still ends with baton: its stdin closes.
  */
-function startAgent(root: string, args: readonly string[]): ChildProcess {
-  const child = spawn('perl', ['-e', agentLoader(), '--', '--root', root, ...args], {
+function startAgent(root: string | undefined, args: readonly string[]): ChildProcess {
+  const rooted = root === undefined ? [] : ['--root', root];
+  const child = spawn('perl', ['-e', agentLoader(), '--', ...rooted, ...args], {
     stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     env: agentEnv(),
     detached: true,
@@ -51,13 +52,12 @@ const input = (child: ChildProcess) => child.stdio[3] as Writable;
 const notStarted = (error: Error & { code?: string }) => (error.code === 'ENOENT' ? NO_PERL : error.message);
 
 export function localAgent(machine: string, root: string): AgentHost {
-  const server = sharedFileServer(machine, root);
   return {
     machine,
     via: 'perl',
     call: (what, args, signal, text) =>
       args[0] === 'files' || args[0] === 'hello'
-        ? server.call(what, args, signal, text)
+        ? sharedFileServer().call(machine, root, what, args, signal, text)
         : runOnce(what, args, signal, text),
     session: (args, options) => liveAgent(startAgent(root, args), options),
   };
@@ -111,6 +111,7 @@ export function localAgent(machine: string, root: string): AgentHost {
 }
 
 interface Pending {
+  readonly machine: string;
   readonly what: string;
   readonly request: string;
   readonly lines: string[];
@@ -118,13 +119,13 @@ interface Pending {
 }
 
 /**
- * The agent's `serve` for this machine's file operations: one perl answers them in order, so an
- * operation costs a request on a running process, not a perl start (docs/agent-protocol.md,
- * "Mode serve"). baton ends its input after 300 ms idle (it also exits by itself after 2 s idle);
- * the next operation starts another. One that exited
- * idle had read nothing of what was written since, so those requests go to the next one; one
- * that died otherwise fails what it was asked. While nothing is asked of it, it keeps no
- * command alive (its handles are unref'd).
+ * The agent's `serve` for the file operations of every local machine: one perl answers them in
+ * order, each request naming its machine's root, so an operation costs a request on a running
+ * process, not a perl start (docs/agent-protocol.md, "Mode serve"). baton ends its input after
+ * IDLE_MS without a request (it also exits by itself after 2 s idle); the next operation starts
+ * another. One that exited idle had read nothing of what was written since, so those requests go
+ * to the next one; one that died otherwise fails what it was asked. While nothing is asked of
+ * it, it keeps no command alive (its handles are unref'd).
  */
 /**
  * How long the serving agent waits for the next operation before baton lets it go. A command's
@@ -135,31 +136,28 @@ interface Pending {
 const IDLE_MS = 1_000;
 
 /**
- * One serving agent per machine root in this process: every command makes its transports anew,
- * and one made 100 ms after the last would otherwise start a perl beside the idle one. Every
- * file operation is short and none waits on another (locks are sessions of their own), so
- * answering two commands' in one queue only orders them.
+ * One serving agent in this process for every machine root: every command makes its transports
+ * anew, and one made 100 ms after the last would otherwise start a perl beside the idle one; an
+ * agent per root cost a perl start per machine each time a fleet's phase came back to it (a
+ * rotation of 1,000 local holders: 38 s against 8.8 s of its latency floor, docs/benchmarks.md
+ * round 14). Every file operation is short and none waits on another (locks are sessions of
+ * their own), so answering several machines' and commands' in one queue only orders them.
  */
-const servers = new Map<string, { source: string; server: ReturnType<typeof fileServer> }>();
-function sharedFileServer(machine: string, root: string) {
-  const key = `${machine}\0${root}`;
+const servers = new Map<string, ReturnType<typeof fileServer>>();
+function sharedFileServer() {
   // A serving agent answers for the program it was started with: a transport that sends another
   // (a stale copy, in the contract's version case) gets its own, so its hello is the one checked.
   const source = agentSource();
-  let entry = servers.get(key);
-  if (entry?.source !== source) {
-    // Forgotten once it lets its agent go: a long process (`status --watch`, a test run) meets
-    // many roots, and an entry with no agent behind it is only memory.
-    const made = {
-      source,
-      server: fileServer(machine, root, () => servers.get(key) === made && servers.delete(key)),
-    };
-    servers.set(key, (entry = made));
+  let server = servers.get(source);
+  if (!server) {
+    // Forgotten once it lets its agent go: an entry with no agent behind it is only memory.
+    const made = fileServer(() => servers.get(source) === made && servers.delete(source));
+    servers.set(source, (server = made));
   }
-  return entry.server;
+  return server;
 }
 
-function fileServer(machine: string, root: string, onIdle: () => void = () => undefined) {
+function fileServer(onIdle: () => void = () => undefined) {
   let child: ChildProcess | undefined;
   const queue: Pending[] = [];
   const hold = (on: boolean) => {
@@ -171,7 +169,7 @@ function fileServer(machine: string, root: string, onIdle: () => void = () => un
       else h?.unref?.();
   };
   const start = () => {
-    const c = startAgent(root, ['serve']);
+    const c = startAgent(undefined, ['serve']);
     child = c;
     let partial = '';
     let stderr = '';
@@ -197,7 +195,10 @@ function fileServer(machine: string, root: string, onIdle: () => void = () => un
           : ownLine(stderr) || `the agent ended (exit ${code ?? 'by signal'})`;
       for (const p of queue.splice(0))
         p.settle(
-          new TransportError(machine, why === NO_PERL ? NO_PERL : `${p.what} failed on the machine: ${why}`),
+          new TransportError(
+            p.machine,
+            why === NO_PERL ? NO_PERL : `${p.what} failed on the machine: ${why}`,
+          ),
         );
     };
     c.once('error', (error) => gone(null, error));
@@ -217,7 +218,7 @@ function fileServer(machine: string, root: string, onIdle: () => void = () => un
       head.settle(head.lines.map((l) => `${l}\n`).join(''));
     } else if (said.kind === 'err') {
       queue.shift();
-      head.settle(new TransportError(machine, `${head.what} failed on the machine: ${said.why}`));
+      head.settle(new TransportError(head.machine, `${head.what} failed on the machine: ${said.why}`));
     } else head.lines.push(line);
     if (queue.length === 0) {
       hold(false);
@@ -239,14 +240,22 @@ function fileServer(machine: string, root: string, onIdle: () => void = () => un
     for (const p of queue) (child!.stdio[3] as Writable).write(p.request);
   };
   return {
-    call(what: string, args: readonly string[], signal: AbortSignal, text?: string): Promise<string> {
+    call(
+      machine: string,
+      root: string,
+      what: string,
+      args: readonly string[],
+      signal: AbortSignal,
+      text?: string,
+    ): Promise<string> {
       if (signal.aborted) return Promise.reject(abortedError(machine, what, signal));
-      const request = serveRequest(args, text);
+      const request = serveRequest(args, text, root);
       return new Promise<string>((resolve, reject) => {
         const onAbort = () => reject(abortedError(machine, what, signal));
         signal.addEventListener('abort', onAbort, { once: true });
         // An abandoned request keeps its place: answers come in order.
         queue.push({
+          machine,
           what,
           request,
           lines: [],

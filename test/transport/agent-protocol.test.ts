@@ -5,7 +5,10 @@
  * never a machine's control character on the screen. The last cases drive openRenameChannel
  * with a scripted session; the real agent's hello is checked against the codec's version.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AGENT_FILE } from '../../src/transport/agent-program.js';
@@ -20,6 +23,7 @@ import {
   decodeDigests,
   decodeWatchAnswer,
   nsToMs,
+  serveRequest,
 } from '../../src/transport/agent-protocol.js';
 import type { LiveProcess } from '../../src/transport/run-process.js';
 import { openRenameChannel } from '../../src/transport/agent-channel.js';
@@ -42,6 +46,51 @@ describe('requests', () => {
     expect(channelRequest.reload('r1', 5, 'kill -HUP "$(cat pid)"\n', { A: '1', B_C: 'x y' })).toBe(
       `r r1 5 ${Buffer.from('kill -HUP "$(cat pid)"\n').toString('hex')} 2\nA=1\nB_C=x y\n`,
     );
+  });
+});
+
+describe('serve requests', () => {
+  it('name the op, its paths and input lines; a machine root (the local agent for every root) goes in hex', () => {
+    expect(serveRequest(['hello'])).toBe('hello\n');
+    expect(serveRequest(['files', 'digests', '/a', '/b'])).toBe('files digests 2 0\n/a\n/b\n');
+    expect(serveRequest(['files', 'stage', '/a'], 'secret')).toBe('files stage 1 1\n/a\nsecret\n');
+    const root = "/srv/it's here\n";
+    expect(serveRequest(['files', 'digests', '/a'], '', root)).toBe(
+      `files digests 1 0 ${Buffer.from(root).toString('hex')}\n/a\n`,
+    );
+  });
+
+  it('the agent answers each for its own root, and refuses a root that is not a directory by name', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-roots-'));
+    try {
+      for (const m of ['db1', 'web1']) {
+        mkdirSync(path.join(dir, m));
+        writeFileSync(path.join(dir, m, 'f'), `text of ${m}`);
+      }
+      const requests = [
+        serveRequest(['files', 'texts', '/f'], '', path.join(dir, 'db1')),
+        serveRequest(['files', 'texts', '/f'], '', path.join(dir, 'web1')),
+        serveRequest(['files', 'texts', '/f'], '', path.join(dir, 'gone')),
+        serveRequest(['files', 'texts', '/f']),
+      ].join('');
+      // The agent reads its requests on fd 3: here the pipe its stdin is.
+      const out = execFileSync('sh', ['-c', 'exec perl "$0" serve 1 3<&0', fileURLToPath(AGENT_FILE)], {
+        encoding: 'utf8',
+        input: requests,
+      });
+      expect(out.split('\n')).toEqual([
+        '@baton +text of db1',
+        '@baton end ok',
+        '@baton +text of web1',
+        '@baton end ok',
+        `@baton end err the machine's root ${path.join(dir, 'gone')} is not a directory`,
+        '@baton -',
+        '@baton end ok',
+        '',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

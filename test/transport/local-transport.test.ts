@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -68,17 +68,52 @@ describe('the local transport', () => {
     expect(await web1.readTexts([file, `${file}.absent`])).toEqual(['live-password', undefined]);
   });
 
-  it('an agent that refuses to start fails every call with its own words, the first and the ones after it', async () => {
-    // Past the transport's own check (the directory is gone between it and the agent's start).
-    const agent = localAgent('web1', path.join(tmp.dir, 'not-a-root'));
-    for (const what of ['hello', 'reading digests', 'reading digests again']) {
-      const failed = await agent.call(what, ['hello'], AbortSignal.timeout(20_000)).then(
-        () => undefined,
-        (e: unknown) => e as TransportError,
-      );
+  it('one serving agent answers the file operations of every machine root of this host', async () => {
+    const roots = ['db1', 'web1', 'web2'].map((m) => {
+      const file = path.join(tmp.dir, 'shared', m, 'mesh', 'consumes', 'pg-main', 'app');
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, `password of ${m}`, { mode: 0o600 });
+      return { m, root: path.join(tmp.dir, 'shared', m) };
+    });
+    const reads = await Promise.all(
+      roots.map(({ m, root }) =>
+        bindTransport(localTransport(m, root), TEST_BOUNDS).digests(['/mesh/consumes/pg-main/app']),
+      ),
+    );
+    // Each path was read under its own machine's root.
+    expect(reads.map((r) => r[0]?.live)).toEqual(
+      roots.map(({ m }) => secretDigest(Buffer.from(`password of ${m}`))),
+    );
+    const serving = readdirSync('/proc').filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').endsWith('\0serve\0');
+      } catch {
+        return false;
+      }
+    });
+    expect(serving).toHaveLength(1);
+  });
+
+  it('a request for a machine whose root is not a directory fails in the agent’s words, each time; the others are answered', async () => {
+    // Past the transport's own check (the directory is gone between it and the request).
+    const gone = path.join(tmp.dir, 'not-a-root');
+    const here = path.join(tmp.dir, 'a-root');
+    mkdirSync(here);
+    writeFileSync(path.join(here, 'app'), 'live');
+    for (const what of ['reading digests', 'reading digests again']) {
+      const failed = await localAgent('web1', gone)
+        .call(what, ['files', 'digests', '/app'], AbortSignal.timeout(20_000))
+        .then(
+          () => undefined,
+          (e: unknown) => e as TransportError,
+        );
       expect(failed?.reason, what).toBe(
-        `${what} failed on the machine: the machine's root ${path.join(tmp.dir, 'not-a-root')} is not a directory`,
+        `${what} failed on the machine: the machine's root ${gone} is not a directory`,
       );
+      const [read] = await bindTransport(localTransport('web2', here), TEST_BOUNDS).digests(['/app']);
+      expect(read?.live).toBe(secretDigest(Buffer.from('live')));
     }
   });
 

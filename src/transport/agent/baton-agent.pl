@@ -219,7 +219,7 @@ our $PROTOCOL = 2;
         # The controller sends nothing after it until the channel's hello (`ready`), so nothing
         # read is left in $buf for the channel to miss.
         if (substr($buf, 0, $nl) eq 'channel') { $Baton::SERVING = 0; Baton::later('modes'); Baton::Channel::main(); }
-        my ($op, $n, $k) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)$/;
+        my ($op, $n, $k, $hex) = substr($buf, 0, $nl) =~ /^files (\S+) (\d+) (\d+)(?: ([0-9a-f]+))?$/;
         unless (defined $op) { substr($buf, 0, $nl + 1) = ''; print "\@baton end err malformed request\n"; next; }
         my ($at, @lines) = ($nl + 1);
         for (1 .. $n + $k) { my $e = index($buf, "\n", $at); last if $e < 0; push @lines, substr($buf, $at, $e - $at); $at = $e + 1; }
@@ -227,9 +227,15 @@ our $PROTOCOL = 2;
         substr($buf, 0, $at) = '';
         my @paths = splice(@lines, 0, $n);
         local $Baton::INPUT = join('', map { "$_\n" } @lines);
+        # The local transport's one agent answers for every machine root of its host: a request
+        # may name its own (in hex), as --root names a process's.
+        local $Baton::ROOT = $Baton::ROOT;
+        my $root = defined $hex ? pack('H*', $hex) : undef;
+        my $bad = defined $root && !($root ne '' && -d $root) ? "the machine's root $root is not a directory\n" : undef;
+        ($Baton::ROOT = $root) =~ s{/+\z}{} if defined $root && !defined $bad;
         my $do = $ops{$op};
-        my $out = $do ? eval { run($do, @paths) } : undef;
-        my $why = $do ? $@ : "unknown operation $op\n";
+        my $out = $do && !defined $bad ? eval { run($do, @paths) } : undef;
+        my $why = $bad // ($do ? $@ : "unknown operation $op\n");
         if (defined $out) { print $out, "\@baton end ok\n"; }
         else { chomp $why; $why =~ tr/\n/ /; print "\@baton end err $why\n"; }
       }
