@@ -71,7 +71,7 @@ export interface LeftRunning {
   readonly why: string;
 }
 
-interface ProcessRow {
+export interface ProcessRow {
   readonly pid: number;
   readonly ppid: number;
   readonly state: string;
@@ -103,7 +103,8 @@ function readOr(file: string): string {
   }
 }
 
-function processTable(): ProcessRow[] {
+/** Every live process as /proc shows it (its command line's arguments joined by spaces). */
+export function processTable(): ProcessRow[] {
   const rows: ProcessRow[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -120,6 +121,16 @@ function processTable(): ProcessRow[] {
     });
   }
   return rows;
+}
+
+/**
+ * Every live process whose command line mentions `text` (but the test runner's own), as
+ * `<pid>: <command>`: what a test that left nothing running expects to be empty.
+ */
+export function processesMentioning(text: string): string[] {
+  return processTable()
+    .filter((row) => row.state !== 'Z' && row.command.includes(text) && !row.command.includes('vitest'))
+    .map((row) => `${row.pid}: ${row.command.slice(0, 200)}`);
 }
 
 /**

@@ -10,9 +10,10 @@
  * slow to reach), so what opens ahead is seen opening while the lock is not yet held.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { processesMentioning } from '../helpers/process-registry.js';
 import { openCommandTransports } from '../../src/commands/command-transports.js';
 import { BatonError } from '../../src/errors.js';
 import { providerDir } from '../../src/mesh/intent.js';
@@ -86,20 +87,6 @@ interface Stamp {
   readonly machine: string;
   readonly mode: string;
   readonly what: string;
-}
-
-/** Every live process whose command line mentions `text`. */
-function processesMentioning(text: string): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmd.includes(text) && !cmd.includes('vitest')) out.push(`${pid}: ${cmd.slice(0, 200)}`);
-    } catch {
-      // gone
-    }
-  }
-  return out;
 }
 
 describeWithPart(unavailable, 'mesh rotate opens connections ahead while its provider lock is taken', () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
@@ -11,6 +11,7 @@ import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportError } from '../../src/mesh/transport.js';
 import { UNPLUGGED_MARKER, unpluggable } from '../../src/commands/drill/unplugged.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
+import { processTable } from '../helpers/process-registry.js';
 import { meshInventory } from '../mesh/mesh-fixture.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
 import { bindTransport } from '../../src/transport/bound-transport.js';
@@ -84,15 +85,9 @@ describe('the local transport', () => {
     expect(reads.map((r) => r[0]?.live)).toEqual(
       roots.map(({ m }) => secretDigest(Buffer.from(`password of ${m}`))),
     );
-    const serving = readdirSync('/proc').filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').endsWith('\0serve\0');
-      } catch {
-        return false;
-      }
-    });
+    const serving = processTable().filter(
+      (row) => row.ppid === process.pid && row.state !== 'Z' && row.command.endsWith(' serve'),
+    );
     expect(serving).toHaveLength(1);
   });
 

@@ -11,6 +11,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { processesMentioning } from '../helpers/process-registry.js';
 import { loadInventory } from '../../src/mesh/inventory.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
@@ -43,20 +44,6 @@ exec { '${realSsh}' } 'ssh', @ARGV or die "exec ${realSsh}: $!\n";
 `,
   );
   chmodSync(path.join(dir, 'ssh'), 0o755);
-}
-
-/** Every live process whose command line mentions `text`. */
-function processesMentioning(text: string): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (cmd.includes(text) && !cmd.includes('vitest')) out.push(`${pid}: ${cmd.slice(0, 200)}`);
-    } catch {
-      // gone
-    }
-  }
-  return out;
 }
 
 describeWithPart(unavailable, 'mesh status over ssh: one plain agent session per machine', () => {
