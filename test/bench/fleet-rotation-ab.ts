@@ -14,11 +14,11 @@
  * BATON_AB_BEFORE_READS=<bin>: that build predates the inventory's `reads:` (round 6's b4ed335,
  * issue 43's "before"): it rotates from a copy of the inventory without it.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startSshd } from '../helpers/sshd.js';
 import { BIN, makeContext } from './lib/context.js';
-import { FLEET_PROVIDER, followProvider, makeFleet, windowsOf } from './lib/fleet-fixture.js';
+import { FLEET_PROVIDER, followProvider, makeFleet, rotationFloor, windowsOf } from './lib/fleet-fixture.js';
 import { occupancy } from './lib/place-occupancy.js';
 import { runTree } from './lib/process-tree-cpu.js';
 import { summarize } from './lib/stats.js';
@@ -67,24 +67,8 @@ const rotate = async (bin: string) => {
   };
 };
 
-// The fleet case's rotation floor: per machine one ControlMaster handshake and four sessions.
-const list = path.join(fleet.root, 'machines.txt');
-writeFileSync(list, fleet.machines.map((m) => `${m}\n`).join(''));
-const controlDir = path.join(fleet.root, 'cm');
-mkdirSync(controlDir, { mode: 0o700 });
-const floor = async () => {
-  const mux = `-o ControlMaster=auto -o ControlPath=${controlDir}/%n -o ControlPersist=60`;
-  const run = await runTree(
-    [
-      'sh',
-      '-c',
-      `s=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} sh -c 'for i in 1 2 3 4; do ssh -F ${fleet.config} ${mux} -T {} true || exit 1; done' < ${list}; rc=$?; e=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} ssh -F ${fleet.config} ${mux} -O exit {} < ${list} 2>/dev/null; echo $((e - s)); exit $rc`,
-    ],
-    { cwd: fleet.root },
-  );
-  if (run.exitCode !== 0) throw new Error(`the floor exited ${run.exitCode}: ${run.stderr}`);
-  return { ms: Number(run.stdout.trim().split('\n').pop()) / 1e6, cpuMs: run.cpuMs };
-};
+// The fleet case's rotation floor (lib/fleet-fixture.ts).
+const floor = rotationFloor(fleet, CONCURRENCY);
 
 try {
   for (const bin of BINS) await rotate(bin); // creates every file; each build once, untimed

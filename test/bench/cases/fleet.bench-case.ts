@@ -16,13 +16,20 @@
  *   through a subreaper wrapper (lib/process-tree-cpu.ts); the loopback sshd's side is not in it.
  * The provisioner is a stand-in on db1 in this process (lib/fleet-fixture.ts).
  */
-import { readdirSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { RECEIPTS_DIR } from '../../../src/mesh/digest.js';
 import { sshdUnavailable, startSshd, type Sshd } from '../../helpers/sshd.js';
 import type { BenchCase } from '../lib/context.js';
 import { figure, type Figure } from '../lib/figure.js';
-import { FLEET_PROVIDER, followProvider, makeFleet, sh, windowsOf } from '../lib/fleet-fixture.js';
+import {
+  FLEET_PROVIDER,
+  followProvider,
+  makeFleet,
+  rotationFloor,
+  sh,
+  windowsOf,
+} from '../lib/fleet-fixture.js';
 import { runTree } from '../lib/process-tree-cpu.js';
 import { summarize } from '../lib/stats.js';
 import { occupancy, occupancyWords, type Occupancy } from '../lib/place-occupancy.js';
@@ -189,8 +196,6 @@ export const fleetCase: BenchCase = {
         const statusTally = tallyWords(tally.take(), 'db1');
 
         // The floors: the same machines in plain ssh, `xargs -P 8`.
-        const list = path.join(root, 'machines.txt');
-        writeFileSync(list, machines.map((m) => `${m}\n`).join(''));
         const files = (m: string) =>
           m === 'db1'
             ? `${providesDir}/* ${providesDir}/${RECEIPTS_DIR}/*`
@@ -206,23 +211,7 @@ export const fleetCase: BenchCase = {
           await sh(`xargs -P ${CONCURRENCY} -d '\\n' -I{} sh -c '{}' < ${floorList}`);
           return performance.now() - started;
         };
-        const controlDir = path.join(root, 'cm');
-        mkdirSync(controlDir, { mode: 0o700 });
-        const rotationFloor = async () => {
-          const mux = `-o ControlMaster=auto -o ControlPath=${controlDir}/%n -o ControlPersist=60`;
-          // Timed inside the tree (the masters' exit after it is not the floor's time, but their CPU is).
-          const run = await runTree(
-            [
-              'sh',
-              '-c',
-              `s=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} sh -c 'for i in 1 2 3 4; do ssh -F ${config} ${mux} -T {} true || exit 1; done' < ${list}; rc=$?; e=$(date +%s%N); xargs -P ${CONCURRENCY} -I{} ssh -F ${config} ${mux} -O exit {} < ${list} 2>/dev/null; echo $((e - s)); exit $rc`,
-            ],
-            { cwd: root },
-          );
-          if (run.exitCode !== 0)
-            throw new Error(`fleet ${n}: the rotation floor exited ${run.exitCode}: ${run.stderr}`);
-          return { ms: Number(run.stdout.trim().split('\n').pop()) / 1e6, cpuMs: run.cpuMs };
-        };
+        const runRotationFloor = rotationFloor({ root, config, machines }, CONCURRENCY);
         const statusRuns: number[] = [];
         const statusFloors: number[] = [];
         const statusSshd: number[] = [];
@@ -255,7 +244,7 @@ export const fleetCase: BenchCase = {
         for (let i = 0; i < 2; i++) {
           ctx.log(`fleet: ${n} machines — provider-wide rotation ${i + 1} of 2, and its floor`);
           rotations.push(await rotate());
-          const floor = await withSshdCpu(sshd, rotationFloor);
+          const floor = await withSshdCpu(sshd, runRotationFloor);
           rotationFloors.push({ ...floor.result, sshdMs: floor.sshdMs });
         }
         const st = summarize(statusRuns);

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { formatReceipt, parseReceipt, RECEIPTS_DIR, secretDigest } from '../../../src/mesh/digest.js';
 import type { Sshd } from '../../helpers/sshd.js';
 import { BIN, type BenchContext } from './context.js';
+import { runTree } from './process-tree-cpu.js';
 
 export const FLEET_PROVIDER = 'pg-main';
 
@@ -195,4 +196,33 @@ export function sh(script: string): Promise<string> {
       else resolve(stdout);
     });
   });
+}
+
+/**
+ * The fleet's rotation floor: per machine one ControlMaster handshake and four sessions, `xargs
+ * -P <concurrency>`, the same for the fleet case and fleet-rotation-ab so their ratios mean one
+ * thing. Timed inside the tree (the masters' exit after it is not the floor's time, but their CPU
+ * is counted).
+ */
+export function rotationFloor(
+  fleet: Pick<Fleet, 'root' | 'config' | 'machines'>,
+  concurrency: number,
+): () => Promise<{ ms: number; cpuMs: number }> {
+  const list = path.join(fleet.root, 'machines.txt');
+  writeFileSync(list, fleet.machines.map((m) => `${m}\n`).join(''));
+  const controlDir = path.join(fleet.root, 'cm');
+  mkdirSync(controlDir, { recursive: true, mode: 0o700 });
+  const mux = `-o ControlMaster=auto -o ControlPath=${controlDir}/%n -o ControlPersist=60`;
+  return async () => {
+    const run = await runTree(
+      [
+        'sh',
+        '-c',
+        `s=$(date +%s%N); xargs -P ${concurrency} -I{} sh -c 'for i in 1 2 3 4; do ssh -F ${fleet.config} ${mux} -T {} true || exit 1; done' < ${list}; rc=$?; e=$(date +%s%N); xargs -P ${concurrency} -I{} ssh -F ${fleet.config} ${mux} -O exit {} < ${list} 2>/dev/null; echo $((e - s)); exit $rc`,
+      ],
+      { cwd: fleet.root },
+    );
+    if (run.exitCode !== 0) throw new Error(`the rotation floor exited ${run.exitCode}: ${run.stderr}`);
+    return { ms: Number(run.stdout.trim().split('\n').pop()) / 1e6, cpuMs: run.cpuMs };
+  };
 }
