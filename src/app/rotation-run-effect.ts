@@ -25,7 +25,9 @@ import {
   type JournalRecord,
 } from '../mesh/journal.js';
 import {
+  intentRecords,
   recordIntent,
+  writeMachineRecords,
   recordOutcome as recordPairOutcome,
   recordTakenBack as recordPairsTakenBack,
 } from '../mesh/intent.js';
@@ -191,16 +193,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           return { type: 'journaled', phase: effect.phase };
         case 'prepare': {
           if (state.step !== 'preparing') return undefined;
-          // Intent before action: no file of this rotation is written until its providers hold its intent.
-          const unwritten = await recordIntent(
-            state.id,
-            state.plan.pairs,
-            'preparing',
-            deps.transportFor,
-            deps.concurrency,
-          );
-          if (unwritten.length > 0)
-            return { type: 'prepare-failed', failures: unwritten, unstageFailures: [] };
+          // Intent before action: no file of this rotation is written until its providers hold its
+          // intent (each machine's records go in the request that stages its ends: prepareAll).
           const result = await prepareAll(
             state.plan.pairs,
             state.plan.holders,
@@ -208,6 +202,7 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
             deps.concurrency,
             (machine) => dispatch({ type: 'staged', machine }),
             app.keep(state.plan),
+            intentRecords(state.id, state.plan.pairs, 'preparing'),
           );
           if (!result.ok) {
             await recordTakenBack(state.id, state.plan.pairs, [
@@ -254,30 +249,37 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           // A resume leaves alone the intents of pairs an earlier step finished, and writes the prepared record's pairs.
           const resume = state.resume;
           const finishedBefore = new Set(resume?.finishedBefore);
-          const notCommitting = await recordIntent(
+          const committing = intentRecords(
             state.id,
             state.plan.pairs.filter((p) => !finishedBefore.has(p.key)),
             'committing',
-            deps.transportFor,
-            deps.concurrency,
             resume
               ? (p) => resume.record.pairs.find((q) => q.key === p.key)
               : (p) =>
                   journalPair(p, state.digests[p.key], undefined, state.digests[consumerDigestKey(p.key)]),
           );
+          // A provider end already live (a resume read it so) is never renamed again.
+          const steps = providerCommitSteps(state.plan.holders, notCommitted(state));
+          // A machine's intents go in the request that keeps and renames its provider ends; a
+          // resume's all go first (its gate closes on one that cannot be written, before any
+          // rename), as do those of a machine with no end left to rename.
+          const ahead = resume
+            ? committing
+            : new Map([...committing].filter(([machine]) => !steps.some((st) => st.machine === machine)));
+          const notCommitting = await writeMachineRecords(ahead, deps.transportFor, deps.concurrency);
           if (notCommitting.length > 0) {
             receiptWait?.close();
             receiptWait = undefined;
             return { type: 'commit-failed', failures: notCommitting, unrecorded: true };
           }
-          // A provider end already live (a resume read it so) is never renamed again.
           const result = await commitProviderEnds(
-            providerCommitSteps(state.plan.holders, notCommitted(state)),
+            steps,
             deps.transportFor,
             deps.concurrency,
             (step) =>
               dispatch({ type: 'committed-step', machine: step.machine, end: step.end, paths: step.paths }),
             receiptWait ? (machine) => receiptWait!.channel(machine) : undefined,
+            resume ? new Map() : committing,
           );
           const previous: Record<string, SecretDigest> = {};
           for (const p of state.plan.pairs) {

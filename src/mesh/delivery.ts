@@ -10,10 +10,12 @@ import {
   STAGED_SUFFIX,
   TransportError,
   type BoundRenameChannel,
+  type MachineRecord,
   type TransportFor,
 } from './transport.js';
 import type { SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
+import { writeMachineRecords } from './intent.js';
 import {
   receiptWait,
   waitBegun,
@@ -85,6 +87,12 @@ export type PrepareResult =
  * Generates one secret per pair, stages it on both ends, then reads the staged digests back:
  * a holder that wrote something else (full disk, a truncating filter) fails here, before
  * anything is live. The secrets leave scope when this returns; only digests go on.
+ *
+ * INTENT BEFORE ACTION, in one request per machine: `records` (the rotation's intents and
+ * consumer records, by machine) go ahead of the files in the same request (writeRecordsThen),
+ * the provider ends first and the consumer ends only once every provider end is staged, so no
+ * file of this rotation is written before its provider holds the rotation's intent. A machine
+ * whose records fail stages nothing, and the rest is taken back as for any staging failure.
  */
 export async function prepareAll(
   pairs: readonly PlannedPair[],
@@ -94,6 +102,7 @@ export async function prepareAll(
   onStaged: (machine: string, files: number) => void,
   /** app-truth: handed each pair's provider-end secret before the rest leave scope (the test login needs it). */
   keep?: (pair: string, secret: Secret) => void,
+  records: ReadonlyMap<string, readonly MachineRecord[]> = new Map(),
 ): Promise<PrepareResult> {
   const secrets = new Map(pairs.map((p) => [p.key, endSecrets(p, Secret.generate())] as const));
   if (keep) for (const [key, secret] of secrets) keep(key, secret.provides);
@@ -105,28 +114,44 @@ export async function prepareAll(
   const failures: MachineFailure[] = [];
   /** Machines that did not answer: clean-up does not wait on them a second time. */
   const unreachable = new Set<string>();
-  await mapBounded(holders, concurrency, async (holder) => {
-    if (failures.length > 0) return;
-    try {
-      const transport = transportFor(holder.machine);
-      const landed = await transport.stage(
-        holder.receives.map((d) => ({ path: d.path, secret: secrets.get(d.pair)![d.end] })),
-      );
-      holder.receives.forEach((d, i) => {
-        if (landed[i] !== endDigest(digests, d.pair, d.end))
-          throw new Error(`the staged ${d.path}.next does not match what was sent`);
-      });
-      onStaged(holder.machine, holder.receives.length);
-    } catch (error) {
-      if (error instanceof TransportError && error.unreachable) {
-        unreachable.add(holder.machine);
-        failures.push({
-          machine: holder.machine,
-          reason: `${reasonOf(error)} — not asked again to remove what it staged: it holds nothing new if staging failed before writing, else unused ${STAGED_SUFFIX} files that the next rotation replaces (mesh status shows them)`,
+  const wrote = new Set<string>();
+  const stageWave = (end: 'provides' | 'consumes') =>
+    mapBounded(holders, concurrency, async (holder) => {
+      const ends = holder.receives.filter((d) => d.end === end);
+      if (failures.length > 0 || ends.length === 0) return;
+      const machineRecords = wrote.has(holder.machine) ? [] : (records.get(holder.machine) ?? []);
+      try {
+        const transport = transportFor(holder.machine);
+        const files = ends.map((d) => ({ path: d.path, secret: secrets.get(d.pair)![d.end] }));
+        const landed =
+          machineRecords.length > 0
+            ? await transport.writeRecordsThen(machineRecords, { stage: files })
+            : await transport.stage(files);
+        wrote.add(holder.machine);
+        ends.forEach((d, i) => {
+          if (landed[i] !== endDigest(digests, d.pair, d.end))
+            throw new Error(`the staged ${d.path}.next does not match what was sent`);
         });
-      } else failures.push({ machine: holder.machine, reason: reasonOf(error) });
-    }
-  });
+        // Once every end it receives is staged (a machine that provides and consumes stages twice).
+        if (end === 'consumes' || !holder.receives.some((d) => d.end === 'consumes'))
+          onStaged(holder.machine, holder.receives.length);
+      } catch (error) {
+        if (error instanceof TransportError && error.unreachable) {
+          unreachable.add(holder.machine);
+          failures.push({
+            machine: holder.machine,
+            reason: `${reasonOf(error)} — not asked again to remove what it staged: it holds nothing new if staging failed before writing, else unused ${STAGED_SUFFIX} files that the next rotation replaces (mesh status shows them)`,
+          });
+        } else failures.push({ machine: holder.machine, reason: reasonOf(error) });
+      }
+    });
+  // A machine that receives no end holds no record of the rotation's either; if one ever did, its
+  // records go first on their own.
+  const receiving = new Set(holders.filter((h) => h.receives.length > 0).map((h) => h.machine));
+  const bare = new Map([...records].filter(([machine]) => !receiving.has(machine)));
+  if (bare.size > 0) failures.push(...(await writeMachineRecords(bare, transportFor, concurrency)));
+  await stageWave('provides');
+  await stageWave('consumes');
   secrets.clear();
   if (failures.length === 0) return { ok: true, digests };
   const unstageFailures = await unstageAll(
@@ -194,6 +219,8 @@ export async function commitProviderEnds(
   onCommitted: (step: CommitStep, previous: readonly (SecretDigest | undefined)[]) => void,
   /** The receipt wait's rename channels (ReceiptWait.channel): a provider's renames go on its open one. */
   channelFor?: (machine: string) => Promise<BoundRenameChannel | undefined>,
+  /** Each machine's `committing` intents, written in the request that keeps (and commits) its provider ends. */
+  records: ReadonlyMap<string, readonly MachineRecord[]> = new Map(),
 ): Promise<CommitResult> {
   const committed: CommitStep[] = [];
   const previous: Record<string, SecretDigest> = {};
@@ -201,13 +228,16 @@ export async function commitProviderEnds(
   await mapBounded(steps, concurrency, async (step) => {
     try {
       const transport = transportFor(step.machine);
-      const kept = await transport.keepPrevious(step.paths);
       // On the channel already open to the machine the renames are one request to a process
       // that is running, answered once they are done and synced: no session winds down after
       // the last rename while the receipts of the first ones (their consumers' windows) wait.
+      // Without one, the intents, the keep and the renames are one request (writeRecordsThen).
       const channel = await channelFor?.(step.machine);
+      const kept = await transport.writeRecordsThen(records.get(step.machine) ?? [], {
+        keep: step.paths,
+        commit: !channel,
+      });
       if (channel) await channel.commit(step.paths);
-      else await transport.commit(step.paths);
       step.paths.forEach((p, i) => {
         if (kept[i]) previous[`${step.machine}\0${p}`] = kept[i]!;
       });

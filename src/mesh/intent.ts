@@ -188,18 +188,16 @@ export interface RecordFailure {
 }
 
 /**
- * Writes (or advances) the intent of each pair on its provider's machine, and at `preparing`
- * the consumer's record too: one request per machine, all at once. Resolves with the machines
- * that could not be written (their pairs must not go on to the step this record announces).
+ * The records that write (or advance) the intent of each pair on its provider's machine, and at
+ * `preparing` the consumer's record too, by machine: what recordIntent writes, or what a step's
+ * own request carries ahead of it (Transport.writeRecordsThen).
  */
-export async function recordIntent(
+export function intentRecords(
   rotation: string,
   pairs: readonly PlannedPair[],
   phase: IntentPhase,
-  transportFor: TransportFor,
-  concurrency: number,
   prepared?: (pair: PlannedPair) => JournalPair | undefined,
-): Promise<RecordFailure[]> {
+): Map<string, MachineRecord[]> {
   const byMachine = new Map<string, MachineRecord[]>();
   const add = (machine: string, record: MachineRecord) =>
     byMachine.set(machine, [...(byMachine.get(machine) ?? []), record]);
@@ -223,6 +221,15 @@ export async function recordIntent(
       add(pair.consumerMachine, { path: consumerRecordPath(pair), text: JSON.stringify(consumer) });
     }
   }
+  return byMachine;
+}
+
+/** Writes each machine's records, one request per machine, all at once; resolves with the machines that could not be written. */
+export async function writeMachineRecords(
+  byMachine: ReadonlyMap<string, readonly MachineRecord[]>,
+  transportFor: TransportFor,
+  concurrency: number,
+): Promise<RecordFailure[]> {
   const failures: RecordFailure[] = [];
   await mapBounded([...byMachine], concurrency, async ([machine, records]) => {
     try {
@@ -232,6 +239,22 @@ export async function recordIntent(
     }
   });
   return failures;
+}
+
+/**
+ * Writes (or advances) the intent of each pair on its provider's machine (intentRecords): one
+ * request per machine, all at once. Resolves with the machines that could not be written (their
+ * pairs must not go on to the step this record announces).
+ */
+export async function recordIntent(
+  rotation: string,
+  pairs: readonly PlannedPair[],
+  phase: IntentPhase,
+  transportFor: TransportFor,
+  concurrency: number,
+  prepared?: (pair: PlannedPair) => JournalPair | undefined,
+): Promise<RecordFailure[]> {
+  return writeMachineRecords(intentRecords(rotation, pairs, phase, prepared), transportFor, concurrency);
 }
 
 /**

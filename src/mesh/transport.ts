@@ -81,6 +81,14 @@ export interface StagedFile {
   readonly secret: Secret;
 }
 
+/**
+ * The step a machine's records announce, done right after them in the same request
+ * (Transport.writeRecordsThen): the ends it stages, or the provider ends it keeps and (without
+ * a rename channel to carry the renames) commits.
+ */
+export type AnnouncedStep =
+  { readonly stage: readonly StagedFile[] } | { readonly keep: readonly string[]; readonly commit: boolean };
+
 /** What a holder has at one live path. */
 export interface FileDigests {
   readonly live: SecretDigest | undefined;
@@ -165,6 +173,17 @@ export interface Transport {
   digests(paths: readonly string[], signal: AbortSignal): Promise<readonly FileDigests[]>;
   /** Writes each record atomically (temp → fsync → rename, 0600, parents 0700); all or an error. */
   writeRecords(records: readonly MachineRecord[], signal: AbortSignal): Promise<void>;
+  /**
+   * writeRecords, then, only once every record is written, the step they announce on the same
+   * machine, in ONE request: an intent and its step cost one round trip, not two (docs/benchmarks.md,
+   * "Round 15: a record and its step in one request"), with the order and the crash states of the calls made in turn
+   * (recordsThenInTurn). Answers as the step's stage or keepPrevious does.
+   */
+  writeRecordsThen(
+    records: readonly MachineRecord[],
+    step: AnnouncedStep,
+    signal: AbortSignal,
+  ): Promise<readonly (SecretDigest | undefined)[]>;
   /**
    * Takes the lock of `dir` (a flock on the directory, `lockHolderPath`) on the machine, non-blocking but for a short grace,
    * and holds it until released or until this process or its connection dies (then the
@@ -375,6 +394,11 @@ export interface BoundTransport {
   retire(paths: readonly string[]): Promise<void>;
   digests(paths: readonly string[]): Promise<readonly FileDigests[]>;
   writeRecords(records: readonly MachineRecord[]): Promise<void>;
+  /** As Transport.writeRecordsThen: one bound for the records and their step. */
+  writeRecordsThen(
+    records: readonly MachineRecord[],
+    step: AnnouncedStep,
+  ): Promise<readonly (SecretDigest | undefined)[]>;
   /** As Transport.lock: taking it bounded by the timeout; holding it lasts until release or the command is cancelled. */
   lock(dir: string, holder: string): Promise<MachineLock>;
   readTexts(paths: readonly string[]): Promise<readonly (string | undefined)[]>;
@@ -455,4 +479,21 @@ export function reasonOf(error: unknown): string {
   // A PostgreSQL or ssh error's message is written by the other side: shown, never printed raw.
   if (error instanceof Error) return shown(error.message);
   return shown(String(error));
+}
+
+/**
+ * Transport.writeRecordsThen as the calls it stands for, one after another: what a transport
+ * that has no single request for it does (the in-memory machines of the tests, whose every call
+ * can then be failed or interrupted on its own).
+ */
+export async function recordsThenInTurn(
+  transport: Pick<BoundTransport, 'writeRecords' | 'stage' | 'keepPrevious' | 'commit'>,
+  records: readonly MachineRecord[],
+  step: AnnouncedStep,
+): Promise<readonly (SecretDigest | undefined)[]> {
+  if (records.length > 0) await transport.writeRecords(records);
+  if ('stage' in step) return transport.stage(step.stage);
+  const kept = await transport.keepPrevious(step.keep);
+  if (step.commit) await transport.commit(step.keep);
+  return kept;
 }

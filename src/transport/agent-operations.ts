@@ -28,6 +28,7 @@ import {
   TransportError,
   type FileDigests,
   type MachineLock,
+  type MachineRecord,
   type TextChange,
   type Transport,
 } from '../mesh/transport.js';
@@ -59,6 +60,7 @@ export type AgentOperations = Pick<
   | 'retire'
   | 'digests'
   | 'writeRecords'
+  | 'writeRecordsThen'
   | 'lock'
   | 'readTexts'
   | 'readWholeText'
@@ -94,6 +96,13 @@ export function agentOperations(host: AgentHost): AgentOperations {
         `${what}: a path with a line break cannot be sent: ${JSON.stringify(bad)}`,
       );
     return host.call(what, ['files', op, ...paths], signal, input);
+  };
+  const recordPaths = (records: readonly MachineRecord[]) => records.map((r) => r.path);
+  // One record a line: a record with a line break would be read as two.
+  const recordInput = (records: readonly MachineRecord[]) => {
+    const bad = records.find((r) => r.text.includes('\n'));
+    if (bad) throw new TransportError(machine, `a record with a line break cannot be written: ${bad.path}`);
+    return records.map((r) => `${r.text}\n`).join('');
   };
   return {
     // The agent's hello: a holder without perl 5, or answering another protocol, is unresolved
@@ -166,11 +175,29 @@ export function agentOperations(host: AgentHost): AgentOperations {
     },
     writeRecords: async (records, signal) => {
       if (records.length === 0) return;
-      const bad = records.find((r) => r.text.includes('\n'));
-      if (bad) throw new TransportError(machine, `a record with a line break cannot be written: ${bad.path}`);
-      const input = records.map((r) => `${r.text}\n`).join('');
-      const paths = records.map((r) => r.path);
-      await files('writing the rotation record', 'records', paths, signal, input);
+      await files(
+        'writing the rotation record',
+        'records',
+        recordPaths(records),
+        signal,
+        recordInput(records),
+      );
+    },
+    // `records:<r>+<op>`: the records, then the step they announce, in one request.
+    writeRecordsThen: async (records, step, signal) => {
+      const paths = 'stage' in step ? step.stage.map((f) => f.path) : step.keep;
+      const op = 'stage' in step ? 'stage' : step.commit ? 'keep+commit' : 'keep';
+      const what = 'stage' in step ? 'staging' : 'keeping the previous file';
+      if (paths.length === 0) throw new TransportError(machine, `${what}: no path given`);
+      const input = 'stage' in step ? step.stage.map((f) => `${f.secret.reveal()}\n`).join('') : '';
+      const out = await files(
+        what,
+        `records:${records.length}+${op}`,
+        [...recordPaths(records), ...paths],
+        signal,
+        recordInput(records) + input,
+      );
+      return lines(out, paths.length, what).map(digestOf);
     },
     // A session of its own for the rotation's whole life: the agent holds the flock, and ending
     // the session (or losing it) lets the lock go, its words removed first.

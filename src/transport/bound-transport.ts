@@ -154,6 +154,7 @@ export function bindTransport(transport: Transport, bounds: Bounds): BoundTransp
         }
       : {}),
     writeRecords: (records) => within((s) => transport.writeRecords(records, s)),
+    writeRecordsThen: (records, step) => within((s) => transport.writeRecordsThen(records, step, s)),
     lock: (dir, holder) => holdBoundLock(transport, dir, holder, bounds),
     ...(transport.watchTexts
       ? {

@@ -5,11 +5,14 @@
  * its previous file kept, consumer end staged, journal at "committed" — which is what a killed
  * process leaves on the holders. Nothing in src knows about it.
  */
-import type {
-  BoundChannelRelay,
-  BoundRenameChannel,
-  BoundTransport,
-  TransportFor,
+import {
+  recordsThenInTurn,
+  type AnnouncedStep,
+  type BoundChannelRelay,
+  type BoundRenameChannel,
+  type BoundTransport,
+  type MachineRecord,
+  type TransportFor,
 } from '../../src/mesh/transport.js';
 import { runRotationPlain } from '../../src/app/rotation-plain.js';
 import type { RotationDeps } from '../../src/app/rotation-run-effect.js';
@@ -63,6 +66,8 @@ export function dyingAfterProviderCommit(
           digests: gate((paths) => inner.digests(paths)),
           readTexts: gate((paths) => inner.readTexts(paths)),
           writeRecords: gate((records) => inner.writeRecords(records)),
+          // The calls it stands for, each one gated: a baton dies between a record and its step too.
+          writeRecordsThen: (records, step) => recordsThenInTurn(t!, records, step),
           // A baton that died holds no lock: the machine let it go with the connection.
           lock: (dir, holder) => inner.lock(dir, holder),
         };
@@ -130,6 +135,8 @@ export function dyingAfterConsumerCommit(
           digests: gate((paths) => inner.digests(paths)),
           readTexts: gate((paths) => inner.readTexts(paths)),
           writeRecords: gate((records) => inner.writeRecords(records)),
+          // The calls it stands for, each one gated: a baton dies between a record and its step too.
+          writeRecordsThen: (records, step) => recordsThenInTurn(t!, records, step),
           lock: (dir, holder) => inner.lock(dir, holder),
         };
         wrapped.set(machine, t);
@@ -235,6 +242,10 @@ export function interruptedAt(
             if (typeof value !== 'function' || prop === 'lock') return value;
             const fn = value as (...args: unknown[]) => Promise<unknown>;
             const method = String(prop);
+            // The calls it stands for, through this same proxy: the point may be its record or its step.
+            if (method === 'writeRecordsThen')
+              return (records: readonly MachineRecord[], step: AnnouncedStep) =>
+                recordsThenInTurn(receiver as BoundTransport, records, step);
             return (...args: unknown[]) => {
               // A dead baton hears no receipt its watch was still reading.
               if (method === 'watchTexts') {

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import {
   previousPath,
+  recordsThenInTurn,
   recordPath,
   rolledBackPath,
   TransportError,
@@ -188,6 +189,11 @@ export function fakeMesh(
           records.map((r) => r.path),
         );
         for (const r of records) m.files.set(r.path, r.text);
+      },
+      // As the calls it stands for, each one counted and failed on its own: through `this`, so a
+      // test's copy that replaces one of them (`{ ...t, writeRecords }`) is heard here too.
+      writeRecordsThen(records, step) {
+        return recordsThenInTurn(this, records, step);
       },
       lock: async (dir, holder) => {
         gate('lock', [dir]);

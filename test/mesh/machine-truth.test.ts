@@ -120,7 +120,8 @@ function dyingDuringPrepare(transportFor: TransportFor): { transportFor: Transpo
             if (typeof value !== 'function') return value;
             return async (...args: unknown[]) => {
               if (dead) return never;
-              if (key === 'stage' && machine !== 'db1') {
+              // The consumer's stage, which carries its record (writeRecordsThen).
+              if ((key === 'stage' || key === 'writeRecordsThen') && machine !== 'db1') {
                 dead = true;
                 died();
                 return never;

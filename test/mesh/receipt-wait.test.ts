@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { beginReceiptWait, commitProviderEnds, providerCommitSteps } from '../../src/mesh/delivery.js';
 import { formatReceipt, secretDigest } from '../../src/mesh/digest.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
+import { recordsThenInTurn, type BoundTransport, type TransportFor } from '../../src/mesh/transport.js';
 import { meshInventory } from './mesh-fixture.js';
 
 /** The wait as the rotation runs it: begun (or handed one begun earlier), run for the pairs, closed. */
@@ -51,6 +51,7 @@ function machines(receiptAgoMs = 40) {
     discardPrevious: unused,
     retire: unused,
     writeRecords: unused,
+    writeRecordsThen: unused,
     lock: unused,
   };
   const writeReceipt = () => {
@@ -179,6 +180,9 @@ describe('the receipt wait over a reader and a rename channel', () => {
             ...db1,
             keepPrevious: async (paths) => paths.map(() => undefined),
             commit: async (paths) => void sessions.push(...paths),
+            writeRecordsThen(records, step) {
+              return recordsThenInTurn(this, records, step);
+            },
             openChannel: async () => ({
               clock: { offsetMs: DB1_OFFSET, withinMs: 1 },
               commit: async (paths) => {

@@ -114,6 +114,12 @@ export function withLiveProvisioner(
         await transport.commit(paths);
         provisionCommitted(paths);
       },
+      // A provider end committed in the request that wrote its intent: the same provisioner.
+      async writeRecordsThen(records, step) {
+        const answer = await transport.writeRecordsThen(records, step);
+        if (!('stage' in step) && step.commit) provisionCommitted(step.keep);
+        return answer;
+      },
       // The provider ends may go live over the receipt wait's rename channel instead of commit():
       // the same provisioner follows them there.
       ...(transport.openChannel && {

@@ -19,7 +19,7 @@ import { loadInventory } from '../../src/mesh/inventory.js';
 import { formatReceipt, RECEIPTS_DIR, secretDigest } from '../../src/mesh/digest.js';
 import { meshIdentity } from '../../src/mesh/mesh-identity.js';
 import { planRotation } from '../../src/mesh/rotation-plan.js';
-import type { BoundTransport, TransportFor } from '../../src/mesh/transport.js';
+import type { BoundTransport, MachineRecord, TransportFor } from '../../src/mesh/transport.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import { makeTempDir, rotationRecords, snapshotDir, withoutRotationRecords } from '../helpers/fs-snapshot.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
@@ -89,6 +89,14 @@ function answerLostAfterWrite(
   let losing = false;
   let lostOnce = false;
   const wrapped = new Map<string, BoundTransport>();
+  const loseAnswer = (machine: string, records: readonly MachineRecord[]) => {
+    const phases = records.map((r) => (JSON.parse(r.text) as { phase?: string }).phase);
+    if (!lostOnce && phases.includes(phase)) losing = true;
+    if (!losing) return;
+    lostOnce = true;
+    if (!every) losing = false;
+    throw new Error(`${machine}: no answer within 15 s`);
+  };
   return (machine) => {
     let t = wrapped.get(machine);
     if (!t) {
@@ -101,12 +109,13 @@ function answerLostAfterWrite(
               machine: inner.machine,
               writeRecords: async (records) => {
                 await inner.writeRecords(records);
-                const phases = records.map((r) => (JSON.parse(r.text) as { phase?: string }).phase);
-                if (!lostOnce && phases.includes(phase)) losing = true;
-                if (!losing) return;
-                lostOnce = true;
-                if (!every) losing = false;
-                throw new Error(`${machine}: no answer within 15 s`);
+                loseAnswer(machine, records);
+              },
+              // The records and the step they announce are one request: both done, its answer lost.
+              writeRecordsThen: async (records, step) => {
+                const answer = await inner.writeRecordsThen(records, step);
+                loseAnswer(machine, records);
+                return answer;
               },
             };
       wrapped.set(machine, t);

@@ -20,7 +20,7 @@ import type { Selector } from '../../src/mesh/selector.js';
 import { UNPLUGGED_MARKER, unpluggable } from '../../src/commands/drill/unplugged.js';
 import { transportsFor } from '../../src/transport/make-transport.js';
 import type { TransportFor } from '../../src/mesh/transport.js';
-import { TransportError, type BoundTransport } from '../../src/mesh/transport.js';
+import { recordsThenInTurn, TransportError, type BoundTransport } from '../../src/mesh/transport.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { prng } from '../helpers/prng.js';
 import { TEST_BOUNDS } from '../helpers/transport-bounds.js';
@@ -109,6 +109,8 @@ function faulty(base: TransportFor, machine: string, op: 'stage' | 'commit', kee
         if (keep > 0) await real.commit(paths.slice(0, keep));
         throw new TransportError(machine, 'injected: the connection dropped while committing');
       },
+      // The records' request runs its step through the faulty one above.
+      writeRecordsThen: (records, step) => recordsThenInTurn(wrapped, records, step),
     };
     return wrapped;
   };

@@ -316,6 +316,65 @@ describeWithPart(strace, "the agent's crash points (SIGKILL at every file-changi
     expect(result.points).toBeGreaterThanOrEqual(3);
   });
 
+  it('records then stage, one request: the staged file never exists without the new intent; unstage removes what a kill left', async () => {
+    const record = (dir: string) => `${dir}/provides/pg-main/.web1_app.rotation`;
+    const live = (dir: string) => `${dir}/provides/pg-main/web1_app`;
+    const result = await crashPoints({
+      setup: (dir) => (put(record(dir), '{"phase":"finished"}\n'), put(live(dir), 'old')),
+      run: (dir) => ({
+        args: ['files', 'records:1+stage', record(dir), live(dir)],
+        input: '{"phase":"preparing"}\nnew\n',
+      }),
+      check: async (dir) => {
+        const intent = textOf(record(dir));
+        expect(['{"phase":"finished"}\n', '{"phase":"preparing"}\n']).toContain(intent);
+        // Intent before action: a staged file (or a temp of one) only under the new intent.
+        if (ls(`${dir}/provides/pg-main`).some((f) => f.startsWith('web1_app.next')))
+          expect(intent).toBe('{"phase":"preparing"}\n');
+        expect(textOf(live(dir))).toBe('old');
+        await machine.unstage([live(dir)], within());
+        await machine.writeRecords([{ path: record(dir), text: '{"phase":"rolled-back"}' }], within());
+        expect(ls(`${dir}/provides/pg-main`)).toEqual(['.web1_app.rotation', 'web1_app']);
+      },
+    });
+    report('records:1+stage', result);
+    expect(result.points).toBeGreaterThanOrEqual(5);
+  });
+
+  it('records then keep and commit, one request: the live file is the old or the new one, the new one only under `committing` with the old kept; a roll-back at any point leaves the old one and nothing beside it', async () => {
+    const record = (dir: string) => `${dir}/provides/pg-main/.web1_app.rotation`;
+    const live = (dir: string) => `${dir}/provides/pg-main/web1_app`;
+    const result = await crashPoints({
+      setup: (dir) => (
+        put(record(dir), '{"phase":"prepared"}\n'),
+        put(live(dir), 'old'),
+        put(`${live(dir)}.next`, 'new')
+      ),
+      run: (dir) => ({
+        args: ['files', 'records:1+keep+commit', record(dir), live(dir)],
+        input: '{"phase":"committing"}\n',
+      }),
+      check: async (dir) => {
+        const intent = textOf(record(dir));
+        expect(['{"phase":"prepared"}\n', '{"phase":"committing"}\n']).toContain(intent);
+        const now = textOf(live(dir));
+        expect(['old', 'new']).toContain(now);
+        const kept = textOf(`${dir}/provides/pg-main/.web1_app.prev`);
+        if (kept !== undefined || now === 'new') expect(intent).toBe('{"phase":"committing"}\n');
+        if (now === 'new') expect(kept).toBe('old');
+        // The roll-back's two ways (rollback.ts): the new file live is restored, a staged one removed.
+        if (now === 'new') expect(await machine.restorePrevious([live(dir)], within())).toEqual([true]);
+        else await machine.unstage([live(dir)], within());
+        await machine.discardPrevious([live(dir)], within());
+        await machine.writeRecords([{ path: record(dir), text: '{"phase":"rolled-back"}' }], within());
+        expect(textOf(live(dir))).toBe('old');
+        expect(ls(`${dir}/provides/pg-main`)).toEqual(['.web1_app.rotation', 'web1_app']);
+      },
+    });
+    report('records:1+keep+commit', result);
+    expect(result.points).toBeGreaterThanOrEqual(5);
+  });
+
   it('the provider lock: a holder killed at any step leaves the lock free; words it left are stale (named by nobody); the next holder takes it and leaves none', async () => {
     const result = await crashPoints({
       setup: (dir) => mkdirSync(real(`${dir}/provides/pg-main`), { recursive: true }),

@@ -260,6 +260,78 @@ export function agentContract(machine: () => AgentMachine): void {
     });
   });
 
+  describe('records with the step they announce (one request)', () => {
+    it('writes the records, then stages: both land and the staged digests are answered; a record that cannot be written fails naming it and stages nothing', async () => {
+      const m = machine();
+      const t = m.transport();
+      const dir = m.freshDir();
+      const live = `${dir}/provides/pg-main/web1_app`;
+      const intent = `${dir}/provides/pg-main/.web1_app.rotation`;
+      const secret = Secret.generate();
+      expect(
+        await t.writeRecordsThen(
+          [{ path: intent, text: '{"phase":"preparing"}' }],
+          { stage: [{ path: live, secret }] },
+          within(),
+        ),
+      ).toEqual([secret.digest]);
+      expect(readFileSync(m.real(intent), 'utf8')).toBe('{"phase":"preparing"}\n');
+      expect(readFileSync(m.real(`${live}.next`), 'utf8')).toBe(secret.reveal());
+      // A record under a path whose directory is a file: nothing after it runs.
+      const blocked = `${dir}/consumes`;
+      writeFileSync(m.real(blocked), 'in the way');
+      const other = `${dir}/provides/pg-main/web2_app`;
+      const reason = await failure(
+        t.writeRecordsThen(
+          [{ path: `${blocked}/pg-main/.web1_app.rotation`, text: '{"end":"consumes"}' }],
+          { stage: [{ path: other, secret: Secret.generate() }] },
+          within(),
+        ),
+      );
+      expect(reason).toContain(m.real(`${blocked}/pg-main`));
+      expect(ls(m.real(`${dir}/provides/pg-main`))).toEqual(['.web1_app.rotation', 'web1_app.next']);
+    });
+
+    it('writes the records, then keeps and (commit: true) renames: the kept digest is answered; without the renames the kept file is the live one, and unstage takes that keep back', async () => {
+      const m = machine();
+      const t = m.transport();
+      const dir = `${m.freshDir()}/provides/pg-main`;
+      const live = `${dir}/web1_app`;
+      const intent = `${dir}/.web1_app.rotation`;
+      const [old, fresh] = [Secret.generate(), Secret.generate()];
+      await t.stage([{ path: live, secret: old }], within());
+      await t.commit([live], within());
+      await t.stage([{ path: live, secret: fresh }], within());
+      // A channel carries the renames: the keep alone, the live file kept by a hard link.
+      expect(
+        await t.writeRecordsThen(
+          [{ path: intent, text: '{"phase":"committing"}' }],
+          { keep: [live], commit: false },
+          within(),
+        ),
+      ).toEqual([old.digest]);
+      expect(statSync(m.real(`${dir}/.web1_app.prev`)).ino).toBe(statSync(m.real(live)).ino);
+      // The renames never came (a roll-back of a provider end that did not go live): unstage
+      // removes the staged file and that keep, which holds nothing the live file does not.
+      await t.unstage([live], within());
+      expect(ls(m.real(dir))).toEqual(['.web1_app.rotation', 'web1_app']);
+      await t.stage([{ path: live, secret: fresh }], within());
+      expect(
+        await t.writeRecordsThen(
+          [{ path: intent, text: '{"phase":"committing","n":2}' }],
+          { keep: [live], commit: true },
+          within(),
+        ),
+      ).toEqual([old.digest]);
+      expect(readFileSync(m.real(live), 'utf8')).toBe(fresh.reveal());
+      expect(readFileSync(m.real(`${dir}/.web1_app.prev`), 'utf8')).toBe(old.reveal());
+      expect(readFileSync(m.real(intent), 'utf8')).toBe('{"phase":"committing","n":2}\n');
+      // A kept file that is not the live one (the commit came) is no keep to take back.
+      await t.unstage([live], within());
+      expect(ls(m.real(dir))).toEqual(['.web1_app.prev', '.web1_app.rotation', 'web1_app']);
+    });
+  });
+
   describe('keep, restore, discard, unstage, retire', () => {
     it('keeps the previous file at a commit (a retried keep keeps the same), restores it removing the receipt and keeping the taken file 0600, or discards it', async () => {
       const m = machine();

@@ -44,6 +44,10 @@ export function unpluggable(transport: Transport, machine: Machine): Transport {
     digests: async (paths, signal) => (await gate(), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await gate(), transport.readTexts(paths, signal)),
     writeRecords: async (records, signal) => (await gate(), transport.writeRecords(records, signal)),
+    writeRecordsThen: async (records, step, signal) => (
+      await gate(),
+      transport.writeRecordsThen(records, step, signal)
+    ),
     lock: async (dir, holder, signal) => (await gate(), transport.lock(dir, holder, signal)),
   };
 }

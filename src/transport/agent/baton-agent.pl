@@ -192,6 +192,30 @@ our $PROTOCOL = 2;
   my %ops = (digests => \&digests, stage => \&stage, unstage => \&unstage, keep => \&keep, commit => \&commit,
              restore => \&restore, records => \&records, discard => \&discard, retire => \&retire, texts => \&texts,
              textread => \&textread, textwrite => \&textwrite);
+  # `records:<r>+<op>[+<op>]`: the first r paths' records written (as `records`, its r input
+  # lines first), then each op over the other paths, in that order, in ONE request: a machine's
+  # intent and the step it announces cost one round trip, and a record that fails stops the step
+  # it announces. Ordering and crash states are those of the separate requests, in turn.
+  sub opfor {
+    my ($op) = @_;
+    return $ops{$op} if defined $op && $ops{$op};
+    my ($r, $then) = ($op // '') =~ /^records:(\d+)((?:\+(?:stage|keep|commit|discard))+)$/ or return undef;
+    my @then = grep { $_ ne '' } split /\+/, $then;
+    return undef if grep({ $_ eq 'stage' } @then) && @then > 1;
+    return sub {
+      my @paths = @_;
+      fail("records:$r names more records than the " . scalar(@paths) . ' paths given') if $r > @paths;
+      my @rec = splice(@paths, 0, $r);
+      Baton::later('writes');
+      my $in = Baton::input();
+      my $read = sub { join('', map { my $l = <$in>; fail('stdin ended before a record') unless defined $l && $l =~ /\n\z/; $l } 1 .. $_[0]) };
+      my $records = $read->($r);
+      my $staged = $then[0] eq 'stage' ? $read->(scalar @paths) : '';
+      { local $Baton::INPUT = $records; records(@rec); }
+      local $Baton::INPUT = $staged;
+      return join('', map { $ops{$_}->(@paths) } @then);
+    };
+  }
   # `serve`: the local transport's one agent per machine, so an operation costs no perl start.
   # Requests on fd 3: `files <op> <n> <k>`, then n path lines, then k input lines; each answered
   # with the operation's answers, then `@baton end ok` or `@baton end err <reason>`, in order.
@@ -233,7 +257,7 @@ our $PROTOCOL = 2;
         my $root = defined $hex ? pack('H*', $hex) : undef;
         my $bad = defined $root && !($root ne '' && -d $root) ? "the machine's root $root is not a directory\n" : undef;
         ($Baton::ROOT = $root) =~ s{/+\z}{} if defined $root && !defined $bad;
-        my $do = $ops{$op};
+        my $do = opfor($op);
         my $out = $do && !defined $bad ? eval { run($do, @paths) } : undef;
         my $why = $bad // ($do ? $@ : "unknown operation $op\n");
         if (defined $out) { print $out, "\@baton end ok\n"; }
@@ -248,7 +272,7 @@ our $PROTOCOL = 2;
 
   sub main {
     my ($op, @paths) = @_;
-    my $do = $ops{$op // ''} or fail('unknown operation ' . ($op // ''));
+    my $do = opfor($op) or fail('unknown operation ' . ($op // ''));
     umask 077;
     # The whole answer is printed at the end: an operation that fails midway answers nothing.
     print run($do, @paths);
@@ -356,7 +380,17 @@ our $PROTOCOL = 2;
     remove(@temps);
   }
   # A staged file and any temp file a cut-short stage left (`<path>.next.tmp.<pid>`).
-  sub unstage { for my $f (@_) { remove("$f.next"); sweep("$f.next"); } return ''; }
+  # With it, a keep whose renames never came (a commit that failed or was cut short): a `.prev`
+  # that is the live file itself (its hard link), or empty with nothing live, holds nothing the
+  # live file does not, and left behind a roll-back it would outlive the rotation.
+  sub unstage {
+    for my $f (@_) {
+      remove("$f.next"); sweep("$f.next");
+      my $p = beside($f, '.prev');
+      remove($p) if -f $p && ((-f $f && same($f, $p)) || (!-e $f && -z $p));
+    }
+    return '';
+  }
   # Before a provider commit: the live file linked to `.prev` under a temp name, then renamed,
   # so `.prev` is always whole and never a copy; an empty `.prev` where nothing was live.
   sub keep {

@@ -26,6 +26,10 @@ export function withLatency(latencyMs: number): (transport: Transport) => Transp
     digests: async (paths, signal) => (await delay(signal), transport.digests(paths, signal)),
     readTexts: async (paths, signal) => (await delay(signal), transport.readTexts(paths, signal)),
     writeRecords: async (records, signal) => (await delay(signal), transport.writeRecords(records, signal)),
+    writeRecordsThen: async (records, step, signal) => (
+      await delay(signal),
+      transport.writeRecordsThen(records, step, signal)
+    ),
     lock: async (dir, holder, signal) => (await delay(signal), transport.lock(dir, holder, signal)),
   });
 }
