@@ -263,9 +263,8 @@ export function rotationRunner(deps: RotationDeps): RotationRunner {
           // A machine's intents go in the request that keeps and renames its provider ends; a
           // resume's all go first (its gate closes on one that cannot be written, before any
           // rename), as do those of a machine with no end left to rename.
-          const ahead = resume
-            ? committing
-            : new Map([...committing].filter(([machine]) => !steps.some((st) => st.machine === machine)));
+          const renaming = new Set(steps.map((st) => st.machine));
+          const ahead = resume ? committing : new Map([...committing].filter(([m]) => !renaming.has(m)));
           const notCommitting = await writeMachineRecords(ahead, deps.transportFor, deps.concurrency);
           if (notCommitting.length > 0) {
             receiptWait?.close();
