@@ -35,12 +35,27 @@ export async function keptVerifier(
   return (await kept(appliedVerifierPath(providerDir, login))).find((k) => k.digest === digest)?.verifier;
 }
 
-/** Records `applied` as `login`'s current verifier (the one before it kept): temp, fsync, rename, 0600. */
-export async function recordAppliedVerifier(
+/** A verifier record written and fsynced under a temp name, not yet in place. */
+export interface PendingVerifier {
+  /** Renames it into place, durably (the database took the verifier); the temp is removed if that fails. */
+  commit(): Promise<void>;
+  /** Removes the temp (the database did not take it, or the apply ended another way); after commit, nothing. */
+  abandon(): Promise<void>;
+}
+
+/**
+ * Records `applied` as `login`'s current verifier (the one before it kept), 0600, in two steps:
+ * the text written and fsynced under a temp name now, BEFORE the database is asked, and renamed
+ * into place by `commit` once it took the verifier. So what a rotation's window pays between
+ * the database taking a password and its receipt is a rename and a directory's fsync, not the
+ * record's whole write (2.4 ms on ext4, docs/benchmarks.md, "Round 15: a record and its step in
+ * one request"). A temp left by a provisioner killed in between is removed once stale.
+ */
+export async function prepareAppliedVerifier(
   providerDir: string,
   login: string,
   applied: AppliedVerifier,
-): Promise<void> {
+): Promise<PendingVerifier> {
   const file = appliedVerifierPath(providerDir, login);
   const dir = path.dirname(file);
   // 0700 each, set explicitly: mkdir's mode is umasked.
@@ -50,16 +65,27 @@ export async function recordAppliedVerifier(
     });
     await chmod(d, 0o700);
   }
+  await removeStaleTemps(dir, login);
   const text = formatAppliedVerifiers(applied, await kept(file));
   const temp = path.join(dir, `.${login}.tmp-${randomBytes(6).toString('hex')}`);
+  const abandon = () => rm(temp, { force: true }).catch(() => undefined);
   try {
     await writeExclusive(temp, Buffer.from(text), 0o600);
-    await renameDurably(temp, file);
   } catch (error) {
-    await rm(temp, { force: true }).catch(() => undefined);
+    await abandon();
     throw error;
   }
-  await removeStaleTemps(dir, login);
+  return {
+    commit: async () => {
+      try {
+        await renameDurably(temp, file);
+      } catch (error) {
+        await abandon();
+        throw error;
+      }
+    },
+    abandon,
+  };
 }
 
 /** `login`'s temps a provisioner killed mid-write left (a verifier each): nothing else removes them. */

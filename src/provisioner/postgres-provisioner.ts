@@ -50,7 +50,7 @@ import { ReceiptIndex } from './receipt-index.js';
 import { isTempReceipt, receiptsDir, STALE_TEMP_MS, writeReceipt } from './receipts.js';
 import { closeSwitchedBackLogins, singleGroups } from './switched-back-logins.js';
 import { scramMatches, scramVerifier } from './scram-verifier.js';
-import { keptVerifier, recordAppliedVerifier } from './applied-verifiers.js';
+import { keptVerifier, prepareAppliedVerifier, type PendingVerifier } from './applied-verifiers.js';
 
 export interface ProvisionerOptions {
   readonly meshDir: string;
@@ -150,7 +150,8 @@ const LOGIN_RECHECK_MS = 10_000;
 type ApplyResult = AppliedRole | { readonly problem: string } | { readonly error: unknown };
 
 /** A role's secret read and turned into what the database stores; the secret itself is gone. */
-type Ready = { readonly digest: SecretDigest; readonly verifier: string };
+/** A credential ready to set: its digest, its verifier, and the record of that verifier written ahead (not yet in place). */
+type Ready = { readonly digest: SecretDigest; readonly verifier: string; readonly record: PendingVerifier };
 type Prepared = Ready | { readonly problem: string };
 
 /** Roles per transaction when applying many: one commit for them all, row locks held no longer than a chunk. */
@@ -981,28 +982,34 @@ export class PostgresProvisioner {
         if ('problem' in ready) results.push([item, ready]);
         else send.push({ item, ready });
       });
-      if (send.length === 0) continue;
-      if (outcomes === undefined) {
-        const rest = [...send.map((s) => s.item), ...items.slice(at + BATCH_ROLES)];
-        if (failure instanceof ConnectionLost) return { results, rest, lost: failure };
-        return { results, rest };
+      try {
+        if (send.length === 0) continue;
+        if (outcomes === undefined) {
+          const rest = [...send.map((s) => s.item), ...items.slice(at + BATCH_ROLES)];
+          if (failure instanceof ConnectionLost) return { results, rest, lost: failure };
+          return { results, rest };
+        }
+        const answered = outcomes;
+        const finished = await mapBounded(
+          send,
+          RECEIPTS_AT_ONCE,
+          async ({ item, ready }): Promise<ApplyResult> => {
+            const outcome = answered.get(item.role);
+            if (outcome === undefined) return { error: new Error('the database gave no answer for it') };
+            if (outcome instanceof Error) return { error: outcome };
+            try {
+              return await this.finish(db, item, ready, outcome, false);
+            } catch (error) {
+              return { error };
+            }
+          },
+        );
+        send.forEach(({ item }, i) => results.push([item, finished[i]!]));
+      } finally {
+        // The records written ahead for roles not applied (refused, unanswered, the chunk lost)
+        // are taken back; an applied one's is in place already, and this removes nothing of it.
+        await Promise.all(send.map(({ ready }) => ready.record.abandon()));
       }
-      const answered = outcomes;
-      const finished = await mapBounded(
-        send,
-        RECEIPTS_AT_ONCE,
-        async ({ item, ready }): Promise<ApplyResult> => {
-          const outcome = answered.get(item.role);
-          if (outcome === undefined) return { error: new Error('the database gave no answer for it') };
-          if (outcome instanceof Error) return { error: outcome };
-          try {
-            return await this.finish(db, item, ready, outcome, false);
-          } catch (error) {
-            return { error };
-          }
-        },
-      );
-      send.forEach(({ item }, i) => results.push([item, finished[i]!]));
     }
     return { results, rest: [] };
   }
@@ -1015,12 +1022,28 @@ export class PostgresProvisioner {
       const digest = secretDigest(read.secret);
       // A credential applied before (a roll-back put it back) gets the very verifier it had, salt
       // included: the line a pooler on another machine had put back for it matches the database again.
-      const before = await keptVerifier(this.deliveredDir, item.login?.login ?? item.role, digest);
-      if (before !== undefined && (await scramMatches(before, read.secret)))
-        return { digest, verifier: before };
-      return { digest, verifier: await scramVerifier(read.secret) };
-    } catch (error) {
-      return { problem: `its verifier could not be computed (${messageOf(error)})` };
+      const login = item.login?.login ?? item.role;
+      let verifier: string;
+      try {
+        const before = await keptVerifier(this.deliveredDir, login, digest);
+        verifier =
+          before !== undefined && (await scramMatches(before, read.secret))
+            ? before
+            : await scramVerifier(read.secret);
+      } catch (error) {
+        return { problem: `its verifier could not be computed (${messageOf(error)})` };
+      }
+      // The verifier's record is written before the database is asked, so the window between
+      // the database taking it and the receipt holds only the record's rename. One that cannot
+      // be written leaves the role unapplied this cycle: the database is not changed without it.
+      try {
+        const record = await prepareAppliedVerifier(this.deliveredDir, login, { digest, verifier });
+        return { digest, verifier, record };
+      } catch (error) {
+        return {
+          problem: `its verifier could not be recorded for a pooler at ${appliedVerifierPath(this.deliveredDir, login)} (${describeFsError(error)}); not applied, the next cycle tries again`,
+        };
+      }
     } finally {
       read.secret.fill(0);
     }
@@ -1034,21 +1057,26 @@ export class PostgresProvisioner {
     const { role, login } = item;
     const ready = await this.prepare(item);
     if ('problem' in ready) return ready;
-    let outcome: RoleOutcome;
-    let copied = false;
-    if (login) {
-      const { group, slot } = login;
-      ({ outcome, copied } = await db.setLogin({
-        group,
-        login: login.login,
-        other: loginRole(group, otherSlot(slot)),
-        verifier: ready.verifier,
-        groupLogin: this.plainDelivered(group),
-      }));
-    } else {
-      outcome = await db.setPassword(role, ready.verifier);
+    try {
+      let outcome: RoleOutcome;
+      let copied = false;
+      if (login) {
+        const { group, slot } = login;
+        ({ outcome, copied } = await db.setLogin({
+          group,
+          login: login.login,
+          other: loginRole(group, otherSlot(slot)),
+          verifier: ready.verifier,
+          groupLogin: this.plainDelivered(group),
+        }));
+      } else {
+        outcome = await db.setPassword(role, ready.verifier);
+      }
+      return await this.finish(db, item, ready, outcome, copied);
+    } finally {
+      // Not applied (refused, the connection lost): the record written ahead is taken back.
+      await ready.record.abandon();
     }
-    return this.finish(db, item, ready, outcome, copied);
   }
 
   /** After the database took it: the end-sessions request (a login), then the receipt of exactly what was applied. */
@@ -1100,7 +1128,7 @@ export class PostgresProvisioner {
     };
     try {
       // Before the receipt: a controller that saw it finds the verifier a pooler on another machine needs.
-      await recordAppliedVerifier(this.deliveredDir, login ? login.login : role, { digest, verifier });
+      await ready.record.commit();
     } catch (error) {
       throw new BatonError('failed', {
         what: `The database accepted the credential but its verifier could not be recorded for a pooler (${describeFsError(error)}); its receipt is not written, and the next cycle tries again`,

@@ -9,13 +9,17 @@ import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { appliedVerifierPath } from '../../src/mesh/applied-verifier.js';
 import { secretDigest } from '../../src/mesh/digest.js';
-import { keptVerifier, recordAppliedVerifier } from '../../src/provisioner/applied-verifiers.js';
+import { keptVerifier, prepareAppliedVerifier } from '../../src/provisioner/applied-verifiers.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 
 const V1 = 'SCRAM-SHA-256$4096:b2xk$T0xE:T0xE';
 const V2 = 'SCRAM-SHA-256$4096:bmV3$TkVX:TkVX';
 const V3 = 'SCRAM-SHA-256$4096:dGhk$VEhE:VEhE';
 const [D1, D2, D3] = ['one', 'two', 'three'].map((p) => secretDigest(p));
+
+/** Written ahead and put in place, as the provisioner does once the database took the verifier. */
+const recordAppliedVerifier = async (...args: Parameters<typeof prepareAppliedVerifier>) =>
+  (await prepareAppliedVerifier(...args)).commit();
 
 let tmp: { dir: string; cleanup: () => void };
 beforeEach(() => {
@@ -56,4 +60,26 @@ it("removes a temp a killed provisioner left once it is stale, never a fresh one
     '.web2_app.tmp-0123456789ab',
     'web1_app',
   ]);
+});
+
+it('a record written ahead is not read until it is committed; abandoned, it leaves the kept one and no temp', async () => {
+  const provider = path.join(tmp.dir, 'provides', 'pg-main');
+  mkdirSync(provider, { recursive: true });
+  await recordAppliedVerifier(provider, 'web1_app', { digest: D1!, verifier: V1 });
+  const dir = path.dirname(appliedVerifierPath(provider, 'web1_app'));
+  // Refused by the database: taken back.
+  const refused = await prepareAppliedVerifier(provider, 'web1_app', { digest: D2!, verifier: V2 });
+  expect(await keptVerifier(provider, 'web1_app', D2!)).toBeUndefined();
+  expect(readdirSync(dir).filter((n) => n.includes('.tmp-'))).toHaveLength(1);
+  await refused.abandon();
+  expect(readdirSync(dir)).toEqual(['web1_app']);
+  expect(await keptVerifier(provider, 'web1_app', D1!)).toBe(V1);
+  // Taken: in place, 0600, the temp gone; abandoning it afterwards removes nothing.
+  const taken = await prepareAppliedVerifier(provider, 'web1_app', { digest: D3!, verifier: V3 });
+  await taken.commit();
+  await taken.abandon();
+  expect(readdirSync(dir)).toEqual(['web1_app']);
+  expect(await keptVerifier(provider, 'web1_app', D3!)).toBe(V3);
+  expect(await keptVerifier(provider, 'web1_app', D1!)).toBe(V1);
+  expect(statSync(appliedVerifierPath(provider, 'web1_app')).mode & 0o777).toBe(0o600);
 });

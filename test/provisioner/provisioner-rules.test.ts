@@ -3,7 +3,16 @@
  * postgres-provisioner.test.ts): what is sent, what is receipted, and what happens when the
  * connection, a statement or the receipt write fails half-way.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -14,6 +23,8 @@ import {
   type Receipt,
 } from '../../src/mesh/digest.js';
 import { BatonError } from '../../src/errors.js';
+import { appliedVerifierPath } from '../../src/mesh/applied-verifier.js';
+import { keptVerifier } from '../../src/provisioner/applied-verifiers.js';
 import { loginOf } from '../../src/provisioner/heartbeat.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import {
@@ -28,6 +39,12 @@ import { deliverFile, secret } from './delivered-fixture.js';
 
 let temp: { dir: string; cleanup: () => void };
 let provides: string;
+
+/** The verifier records' temps: each written before the database is asked, none left once it answered. */
+const verifierTemps = () => {
+  const dir = path.dirname(appliedVerifierPath(provides, 'any'));
+  return existsSync(dir) ? readdirSync(dir).filter((n) => n.includes('.tmp-')) : [];
+};
 let lines: string[];
 
 const deliver = (role: string, value: string) => deliverFile(provides, role, value);
@@ -240,10 +257,17 @@ describe('a provisioner cycle', () => {
       undefined,
     ]);
 
+    // Only what was applied has its verifier recorded; the records written ahead for b and c are gone.
+    expect(verifierTemps()).toEqual([]);
+    expect(await keptVerifier(provides, 'a', secretDigest(values.a))).toMatch(/^SCRAM-SHA-256\$/);
+    expect(await keptVerifier(provides, 'b', secretDigest(values.b))).toBeUndefined();
+
     db.onSetPassword = () => undefined;
     const next = await service.runCycle();
     expect(next.applied.map((a) => a.role)).toEqual(['b', 'c']);
     expect(db.calls).toEqual(['a', 'b', 'b', 'c']);
+    expect(await keptVerifier(provides, 'b', secretDigest(values.b))).toMatch(/^SCRAM-SHA-256\$/);
+    expect(verifierTemps()).toEqual([]);
   });
 
   it('a role the database refuses is reported by name and skipped on its own backoff; the others are applied in the same cycle and every cycle after', async () => {
@@ -272,6 +296,9 @@ describe('a provisioner cycle', () => {
       'a failed: the database refused it (permission denied to alter role); skipped (retried in 5 s or when its file changes), the other roles go on',
     );
     expect(receiptDigest('a')).toBeUndefined();
+    // The refused role's verifier record, written ahead, was taken back.
+    expect(verifierTemps()).toEqual([]);
+    expect(existsSync(appliedVerifierPath(provides, 'a'))).toBe(false);
     // The next cycle, 1 s later, does not send a statement for it; a new delivery of b is applied.
     now += 1000;
     const b2 = secret();
