@@ -281,7 +281,7 @@ export function rolledBackLines(state: RolledBack, s: Suggester = PLAIN_SUGGESTE
   const why =
     state.stopped ??
     (state.failures.length > 0
-      ? 'a rename failed'
+      ? "a machine's commit failed"
       : // app-truth: a test login refused from a consumer's machine left its pair unfinished on purpose.
         state.app?.testLogins.some((t) => !t.ok)
         ? "the new credential was refused from a consumer's machine"

@@ -157,6 +157,7 @@ describe('records in the request of their step', () => {
     expect(db2.has(`${audit.providerPath}.next`)).toBe(false);
     // Taken back, as after any machine's failed commit: exit 3, the failure and each pair named.
     expect(code, text).toBe(3);
+    expect(text).toContain("rolled back (a machine's commit failed)");
     expect(text).toContain('pg-main:web1-app: finished');
     expect(text).toContain('pg-audit:web1-app: rolled back');
   });
