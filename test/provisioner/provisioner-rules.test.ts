@@ -313,6 +313,48 @@ describe('a provisioner cycle', () => {
     expect((await service.runCycle()).applied.map((a) => a.role)).toEqual(['a']);
   });
 
+  it("applied in one transaction (setPasswords): a role the transaction refused, and every role of one whose connection was lost, takes back its verifier's record written ahead; the applied ones keep theirs", async () => {
+    const db = new FakeDatabase();
+    const values = { a: secret(), b: secret(), c: secret() };
+    for (const [role, value] of Object.entries(values)) deliver(role, value);
+    let lose = false;
+    const single = db.connect;
+    db.connect = async () => {
+      const inner = await single();
+      return {
+        ...inner,
+        setPasswords: async (roles) => {
+          if (lose) throw new ConnectionLost('the connection was lost (terminated)');
+          const outcomes = new Map<string, RoleOutcome | Error>();
+          for (const { role, verifier } of roles) {
+            const v = await verifier;
+            if (v === undefined) continue;
+            outcomes.set(
+              role,
+              role === 'b' ? new Error('permission denied to alter role') : await inner.setPassword(role, v),
+            );
+          }
+          return outcomes;
+        },
+      };
+    };
+    const service = makeProvisioner(db);
+    const report = await service.runCycle();
+    expect(report.applied.map((a) => a.role).sort()).toEqual(['a', 'c']);
+    expect(verifierTemps()).toEqual([]);
+    expect(existsSync(appliedVerifierPath(provides, 'b'))).toBe(false);
+    expect(await keptVerifier(provides, 'c', secretDigest(values.c))).toMatch(/^SCRAM-SHA-256\$/);
+    // A new delivery of a and c, and the transaction's connection lost: neither record moves.
+    const next = { a: secret(), c: secret() };
+    for (const [role, value] of Object.entries(next)) deliver(role, value);
+    lose = true;
+    const lost = await service.runCycle();
+    expect(lost.applied).toEqual([]);
+    expect(verifierTemps()).toEqual([]);
+    expect(await keptVerifier(provides, 'a', secretDigest(next.a))).toBeUndefined();
+    expect(await keptVerifier(provides, 'a', secretDigest(values.a))).toMatch(/^SCRAM-SHA-256\$/);
+  });
+
   it('receipts the digest of the content it actually applied when the file is replaced between the scan and the apply', async () => {
     const db = new FakeDatabase();
     deliver('a', secret());
