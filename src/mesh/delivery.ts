@@ -15,7 +15,6 @@ import {
 } from './transport.js';
 import type { SecretDigest } from './digest.js';
 import { mapBounded } from './map-bounded.js';
-import { writeMachineRecords } from './intent.js';
 import {
   receiptWait,
   waitBegun,
@@ -145,11 +144,6 @@ export async function prepareAll(
         } else failures.push({ machine: holder.machine, reason: reasonOf(error) });
       }
     });
-  // A machine that receives no end holds no record of the rotation's either; if one ever did, its
-  // records go first on their own.
-  const receiving = new Set(holders.filter((h) => h.receives.length > 0).map((h) => h.machine));
-  const bare = new Map([...records].filter(([machine]) => !receiving.has(machine)));
-  if (bare.size > 0) failures.push(...(await writeMachineRecords(bare, transportFor, concurrency)));
   await stageWave('provides');
   await stageWave('consumes');
   secrets.clear();

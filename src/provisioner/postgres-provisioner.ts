@@ -149,8 +149,10 @@ const LOGIN_RECHECK_MS = 10_000;
 /** The result of applying one role: applied, a problem with its file, or what the database (or the receipt) threw. */
 type ApplyResult = AppliedRole | { readonly problem: string } | { readonly error: unknown };
 
-/** A role's secret read and turned into what the database stores; the secret itself is gone. */
-/** A credential ready to set: its digest, its verifier, and the record of that verifier written ahead (not yet in place). */
+/**
+ * A role's secret read and turned into what the database stores (the secret itself is gone), with
+ * the record of that verifier written ahead, not yet in place.
+ */
 type Ready = { readonly digest: SecretDigest; readonly verifier: string; readonly record: PendingVerifier };
 type Prepared = Ready | { readonly problem: string };
 

@@ -29,6 +29,7 @@ import {
   type FileDigests,
   type MachineLock,
   type MachineRecord,
+  type StagedFile,
   type TextChange,
   type Transport,
 } from '../mesh/transport.js';
@@ -97,6 +98,8 @@ export function agentOperations(host: AgentHost): AgentOperations {
       );
     return host.call(what, ['files', op, ...paths], signal, input);
   };
+  // One secret a line, on the agent's fd 3 only (never in argv): what `stage` reads.
+  const secretInput = (staged: readonly StagedFile[]) => staged.map((f) => `${f.secret.reveal()}\n`).join('');
   const recordPaths = (records: readonly MachineRecord[]) => records.map((r) => r.path);
   // One record a line: a record with a line break would be read as two.
   const recordInput = (records: readonly MachineRecord[]) => {
@@ -128,7 +131,7 @@ export function agentOperations(host: AgentHost): AgentOperations {
     },
     stage: async (staged, signal) => {
       if (staged.length === 0) return [];
-      const input = staged.map((f) => `${f.secret.reveal()}\n`).join('');
+      const input = secretInput(staged);
       const paths = staged.map((f) => f.path);
       return lines(await files('staging', 'stage', paths, signal, input), staged.length, 'staging').map(
         digestOf,
@@ -189,7 +192,7 @@ export function agentOperations(host: AgentHost): AgentOperations {
       const op = 'stage' in step ? 'stage' : step.commit ? 'keep+commit' : 'keep';
       const what = 'stage' in step ? 'staging' : 'keeping the previous file';
       if (paths.length === 0) throw new TransportError(machine, `${what}: no path given`);
-      const input = 'stage' in step ? step.stage.map((f) => `${f.secret.reveal()}\n`).join('') : '';
+      const input = 'stage' in step ? secretInput(step.stage) : '';
       const out = await files(
         what,
         `records:${records.length}+${op}`,

@@ -8,10 +8,11 @@
  * `npm test` builds first; run `npm run build` before running this file alone.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { appliedVerifierPath } from '../../src/mesh/applied-verifier.js';
 import { PostgresProvisioner } from '../../src/provisioner/postgres-provisioner.js';
 import { postgresRoles, providerLock, type PostgresTarget } from '../../src/provisioner/postgres-roles.js';
 import { watchProvisioner } from '../../src/provisioner/watch-provisioner.js';
@@ -258,6 +259,9 @@ describe("the database's own truth (embedded PostgreSQL, mesh status of the buil
     const reason = `skipped this cycle: another transaction holds a lock on it (waited ${LOCK_TIMEOUT_MS} ms)`;
     expect(held.failed).toEqual([expect.objectContaining({ role: 'web1_app', scope: 'role', reason })]);
     expect(held.databaseDown).toBe(false);
+    // The verifier's record written ahead of the statement the real transaction refused is taken back.
+    const verifiers = path.dirname(appliedVerifierPath(provides(), 'web1_app'));
+    expect(readdirSync(verifiers).filter((name) => name.includes('.tmp-'))).toEqual([]);
     expect(cycleMs).toBeLessThan(20_000);
     const during = meshStatus();
     expect(during.code).toBe(3);

@@ -48,6 +48,9 @@ our $PROTOCOL = 2;
   our $ROOT = '';
   # The highest directory a walk up (a lock's nearest ancestor, a lock held above) may reach.
   sub top { return $ROOT eq '' ? '/' : $ROOT; }
+  # The root a `--root` or a serve request names, as $ROOT holds it (`/`, a local machine that is
+  # this host itself, is no root at all: ''); undef when it is not a directory.
+  sub rootof { my ($r) = @_; return undef unless $r ne '' && -d $r; $r =~ s{/+\z}{}; return $r; }
   # A machine path as this host opens it: under the root when there is one.
   sub at { my ($p) = @_; return $p if $ROOT eq ''; $p = "/$p" unless $p =~ m{^/}; return $ROOT . $p; }
   # Whether $d is the top or below it: a walk up stops there.
@@ -255,8 +258,9 @@ our $PROTOCOL = 2;
         # may name its own (in hex), as --root names a process's.
         local $Baton::ROOT = $Baton::ROOT;
         my $root = defined $hex ? pack('H*', $hex) : undef;
-        my $bad = defined $root && !($root ne '' && -d $root) ? "the machine's root $root is not a directory\n" : undef;
-        ($Baton::ROOT = $root) =~ s{/+\z}{} if defined $root && !defined $bad;
+        my $rooted = defined $root ? Baton::rootof($root) : $Baton::ROOT;
+        my $bad = defined $rooted ? undef : "the machine's root $root is not a directory\n";
+        $Baton::ROOT = $rooted if defined $rooted;
         my $do = opfor($op);
         my $out = $do && !defined $bad ? eval { run($do, @paths) } : undef;
         my $why = $bad // ($do ? $@ : "unknown operation $op\n");
@@ -948,9 +952,7 @@ package main;
 my @args = @ARGV;
 if (@args >= 2 && $args[0] eq '--root') {
   my (undef, $root) = splice(@args, 0, 2);
-  Baton::fail("the machine's root $root is not a directory") unless $root ne '' && -d $root;
-  # `/` (a local machine that is this host itself) is no root at all: paths are used as given.
-  ($Baton::ROOT = $root) =~ s{/+\z}{};
+  $Baton::ROOT = Baton::rootof($root) // Baton::fail("the machine's root $root is not a directory");
 }
 my $mode = shift(@args) // '';
 Baton::later('modes') if $mode =~ /^(?:watch|channel|lock|run|prepared)$/;
