@@ -1,14 +1,14 @@
 /**
  * The agent (agent/baton-agent.pl) run on THIS host for the local transport: the same program a
- * holder runs over ssh, started by the same loader (`perl -e <loader> -- --root <root> <mode> …`)
- * with its text on perl's stdin and the session's input on fd 3, as the ssh command arranges
+ * holder runs over ssh, started by the same loader (`perl -e <loader> -- <core> --root <root> <mode> …`)
+ * with its whole text on perl's stdin and the session's input on fd 3, as the ssh command arranges
  * it on a machine. So there is one implementation of every file operation, and the drill and the
  * tests that use the local transport exercise it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { agentSource } from './agent-program.js';
-import { agentInput, agentLoader } from './remote-scripts.js';
+import { agentInput, agentPerlArgs } from './remote-scripts.js';
 import { decodeServeLine, NO_PERL, serveRequest } from './agent-protocol.js';
 import { lastLine, machineReason, ownLine } from './agent-channel.js';
 import type { AgentHost } from './agent-operations.js';
@@ -33,7 +33,7 @@ function agentEnv(): Record<string, string> {
  */
 function startAgent(root: string | undefined, args: readonly string[]): ChildProcess {
   const rooted = root === undefined ? [] : ['--root', root];
-  const child = spawn('perl', ['-e', agentLoader(), '--', ...rooted, ...args], {
+  const child = spawn('perl', agentPerlArgs([...rooted, ...args]), {
     stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
     env: agentEnv(),
     detached: true,

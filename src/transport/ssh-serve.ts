@@ -5,7 +5,9 @@
  * records… are requests on one running agent, not an ssh process each — a process that Node
  * forks from its one thread, the largest part of a rotation's controller CPU (docs/benchmarks.md,
  * "Round 9: fewer ssh processes per machine"). The rename channel takes the session over when
- * it opens (`adopt`), so a consumer machine's stage and renames are one session.
+ * it opens (`adopt`), so a consumer machine's stage and renames are one session. A session starts
+ * at the end of the turn that first asked it something, its command carrying that turn's reads
+ * (docs/agent-protocol.md, "Mode serve"): they are answered before sshd lets its stdin through.
  *
  * The rules the one-shot run kept hold here too:
  * - a call's deadline starts when its request is written (deadline.ts `sent`);
@@ -75,8 +77,22 @@ export interface SshServe {
   release(): void;
 }
 
-/** Starts the agent's `serve` over the shared connection; undefined when no session can be spared there. */
-export type StartServe = (onLine: (line: string) => void, signal: AbortSignal) => LiveProcess | undefined;
+/**
+ * Starts the agent's `serve` over the shared connection, its command carrying `carried` (the
+ * first requests, reads only: they are answered before the session's stdin is read); undefined
+ * when no session can be spared there.
+ */
+export type StartServe = (
+  onLine: (line: string) => void,
+  signal: AbortSignal,
+  carried: string,
+) => LiveProcess | undefined;
+
+/**
+ * At most this much of the first requests rides in a session's command (hex doubles it): with the
+ * agent's core, well under Linux's 128 KB for one argument. The rest go on its stdin.
+ */
+const CARRIED_MAX_BYTES = 16 * 1024;
 
 interface Pending {
   readonly call: ServeCall;
@@ -109,10 +125,22 @@ export function sshServe(startServe: StartServe): SshServe {
   /** Every session started and not yet exited (the channel one too): what close() ends. */
   const running = new Set<Session>();
 
-  const open = (): Session | undefined => {
+  /**
+   * The calls made while no session runs, until the turn ends (setImmediate): the session they
+   * start carries the reads among them in its command. sshd lets a session's stdin through only
+   * a round trip after it ran the command, so a machine's first reads (status asks its digests
+   * and texts in one turn) are answered a round trip sooner than from stdin.
+   */
+  let opening: Pending[] | undefined;
+
+  const open = (carried: string): Session | undefined => {
     const stop = new AbortController();
     const made: { session?: Session } = {};
-    const live = startServe((line) => (made.session ? onLine(made.session, line) : undefined), stop.signal);
+    const live = startServe(
+      (line) => (made.session ? onLine(made.session, line) : undefined),
+      stop.signal,
+      carried,
+    );
     if (!live) return undefined;
     const session: Session = { live, stop, queue: [], retired: false, heard: false, adopted: undefined };
     made.session = session;
@@ -125,20 +153,49 @@ export function sshServe(startServe: StartServe): SshServe {
   };
 
   const send = (p: Pending) => {
-    let s = current;
-    if (!s || s.retired) s = current = open();
-    if (!s) {
-      // No session can be spared on the connection: the call is an ssh process of its own.
-      p.session = undefined;
-      void p.call.oneShot().then(p.settle, p.settle);
+    const s = current;
+    if (!s || s.retired) {
+      if (!opening) {
+        opening = [];
+        setImmediate(startOpening);
+      }
+      opening.push(p);
       return;
     }
+    enqueue(s, p, true);
+  };
+
+  const enqueue = (s: Session, p: Pending, write: boolean) => {
     clearTimeout(idle);
     s.live.hold?.(true);
     p.session = s;
     s.queue.push(p);
     sent(p.call.signal);
-    s.live.write(p.request);
+    if (write) s.live.write(p.request);
+  };
+
+  /** Starts the session the calls of a turn wait for: its command carries their first reads, in order. */
+  const startOpening = () => {
+    const calls = (opening ?? []).filter((p) => !p.abandoned);
+    opening = undefined;
+    if (calls.length === 0) return;
+    let carried = '';
+    let count = 0;
+    for (const p of calls) {
+      const fits = Buffer.byteLength(carried + p.request) <= CARRIED_MAX_BYTES;
+      if (!p.read || (p.call.input ?? '') !== '' || !fits) break;
+      carried += p.request;
+      count += 1;
+    }
+    const s = (current = open(carried));
+    for (const [i, p] of calls.entries()) {
+      if (s) enqueue(s, p, i >= count);
+      else {
+        // No session can be spared on the connection: the call is an ssh process of its own.
+        p.session = undefined;
+        void p.call.oneShot().then(p.settle, p.settle);
+      }
+    }
   };
 
   const onLine = (s: Session, line: string) => {
@@ -236,6 +293,12 @@ export function sshServe(startServe: StartServe): SshServe {
           },
         };
         function onAbort() {
+          // Not sent yet (its session starts at the turn's end): it leaves the turn's calls.
+          if (opening?.includes(p)) {
+            opening.splice(opening.indexOf(p), 1);
+            p.abandoned = true;
+            return p.settle(abortedError(machine, what, signal));
+          }
           const s = p.session;
           // A call gone to a one-shot run is stopped and answered by that run.
           if (!s) return;
@@ -262,6 +325,7 @@ export function sshServe(startServe: StartServe): SshServe {
       return { write: (text) => s.live.write(text), end: () => s.live.end(), exited: s.live.exited };
     },
     release: () => {
+      startOpening();
       const s = current;
       if (!s) return;
       current = undefined;
@@ -271,6 +335,7 @@ export function sshServe(startServe: StartServe): SshServe {
       if (s.queue.length === 0) s.live.end();
     },
     close: async () => {
+      startOpening();
       clearTimeout(idle);
       current = undefined;
       const sessions = [...running];

@@ -198,13 +198,19 @@ export function sshTransport(
     void child.exited.finally(place.done);
     return child;
   };
-  // The program as it is when the session starts (the contract's version case swaps it).
-  const serveArgs = () => agentCommand(['serve', String(SERVE_IDLE_SECONDS)]);
+  // The program as it is when the session starts (the contract's version case swaps it); the
+  // first reads ride in the command, hex (ssh-serve.ts).
+  const serveArgs = (carried: string) =>
+    agentCommand([
+      'serve',
+      String(SERVE_IDLE_SECONDS),
+      ...(carried === '' ? [] : [Buffer.from(carried, 'utf8').toString('hex')]),
+    ]);
   // With a connection share, the file operations are requests on the connection's one agent
   // session (ssh-serve.ts) while a place on it can be spared; with the command's sessions, on
   // this machine's one session over a connection of its own; otherwise each is an ssh of its own.
   const serve = options.share
-    ? serveFor(options.share, target, (onLine, signal) => {
+    ? serveFor(options.share, target, (onLine, signal, carried) => {
         const held = gate?.tryHold();
         // Nothing has opened the connection yet: this session opens it (makes the master), so a
         // machine's first read and everything after it are one ssh process (docs/benchmarks.md,
@@ -214,7 +220,7 @@ export function sshTransport(
         if (gate && !held && !opening) return undefined;
         const starting = opening ? connectionStart() : undefined;
         let heard = false;
-        const child = startAgent([...sshArgs(target, options.share), serveArgs()], {
+        const child = startAgent([...sshArgs(target, options.share), serveArgs(carried)], {
           onLine: (line) => {
             if (!heard) {
               heard = true;
@@ -233,10 +239,10 @@ export function sshTransport(
         return child;
       })
     : options.sessions
-      ? ownServe(options.sessions, (onLine, signal) => {
+      ? ownServe(options.sessions, (onLine, signal, carried) => {
           // Until it answers, one of baton's connection starts (the words for a refusal count them).
           const starting = connectionStart();
-          const child = startAgent([...sshArgs(target), serveArgs()], {
+          const child = startAgent([...sshArgs(target), serveArgs(carried)], {
             onLine: (line) => {
               starting.end();
               onLine(line);

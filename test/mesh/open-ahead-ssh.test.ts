@@ -37,8 +37,9 @@ const unavailable = sshdUnavailable();
 
 /**
  * An `ssh` that writes `<time> <port> <mode> <what>` lines to `log` — `start`, `req hello` /
- * `req files <op>` for each request it passes to the machine after the agent's program (its
- * length read from the loader in the remote command), `ans locked` / `ans busy` for the lock's
+ * `req files <op>` for each request its command carries (as it starts) and each it passes to the
+ * machine after the agent's program (its length read from the loader in the remote command),
+ * `ans locked` / `ans busy` for the lock's
  * answer — and runs the real ssh between the two; a `lock` session's ssh starts LOCK_DELAY_S late.
  */
 function sshShim(dir: string, log: string): string {
@@ -50,10 +51,12 @@ function sshShim(dir: string, log: string): string {
 use strict; use warnings; use Time::HiRes (); use IO::Handle;
 my @a = @ARGV; my $port = '';
 for my $i (0 .. $#a) { $port = $a[$i + 1] if $a[$i] eq '-p'; last if $a[$i] eq '--'; }
-my ($mode) = ($a[-1] // '') =~ /' -- '(\w+)'/; $mode //= 'other';
-my ($program) = ($a[-1] // '') =~ /my \(\$n, \$p\) = \((\d+),/; $program //= 0;
+my ($mode, $words) = ($a[-1] // '') =~ /'--' '[^']*' '(\w+)'((?: '[^']*')*) 3<&0/; $mode //= 'other';
+my ($program) = ($a[-1] // '') =~ /\$Baton::WHOLE = (\d+);/; $program //= 0;
 sub note { if (open(my $fh, '>>', '${log}')) { syswrite($fh, sprintf("%.6f %s %s %s\n", Time::HiRes::time(), $port, $mode, $_[0])); close $fh; } }
 note('start');
+# The reads a serve's command carries (hex, after its idle seconds) are asked as it starts.
+if ($mode eq 'serve') { my @w = ($words // '') =~ /'([^']*)'/g; if (@w > 1) { my $t = pack('H*', $w[1]); note("req $1") while $t =~ /^(hello|files \w+)/mg; } }
 pipe(my $inR, my $inW) or die "pipe: $!"; pipe(my $outR, my $outW) or die "pipe: $!";
 my $ssh = fork // die "fork: $!";
 if (!$ssh) {

@@ -1,6 +1,6 @@
 /**
  * The agent's crash points, once, on this host: every operation that changes files is run as the
- * local transport runs it (`perl -e <loader> -- --root <root> <mode> …`, the program on stdin,
+ * local transport runs it (`perl -e <loader> -- <core> --root <root> <mode> …`, the program on stdin,
  * the input on fd 3) under strace, which SIGKILLs the agent on entering its N-th call of one file-changing syscall
  * (`-e inject=<syscall>:signal=KILL:when=N`; that call is not made). N steps through every such
  * call strace counted in a run to completion, so each state between two steps is a crash state.
@@ -24,7 +24,7 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { afterAll, expect, it } from 'vitest';
 import { secretDigest } from '../../src/mesh/digest.js';
-import { agentInput, agentLoader } from '../../src/transport/remote-scripts.js';
+import { agentInput, agentPerlArgs } from '../../src/transport/remote-scripts.js';
 import { localTransport } from '../../src/transport/local-transport.js';
 import { makeTempDir, snapshotDir } from '../helpers/fs-snapshot.js';
 import { describeWithPart } from '../helpers/real-part.js';
@@ -71,12 +71,7 @@ function runAgent(
       `trace=${set}`,
       ...(kill ? ['-e', `inject=${kill.syscall}:signal=KILL:when=${kill.n}`] : []),
       'perl',
-      '-e',
-      agentLoader(),
-      '--',
-      '--root',
-      root,
-      ...args,
+      ...agentPerlArgs(['--root', root, ...args]),
     ],
     { stdio: ['pipe', 'ignore', 'ignore', 'pipe'] },
   );

@@ -6,7 +6,7 @@
  * it without its parts compiled on demand (`#>>> <name>` … `#<<< <name>`), so it is also checked
  * compiled that way, and each part is compiled by the modes that use it.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,8 +14,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AGENT_FILE, agentSource } from '../../src/transport/agent-program.js';
-import { AGENT_PROTOCOL } from '../../src/transport/agent-protocol.js';
-import { agentCommand, agentInput, agentLoader } from '../../src/transport/remote-scripts.js';
+import { AGENT_PROTOCOL, serveRequest } from '../../src/transport/agent-protocol.js';
+import { agentCommand, agentCore, agentInput, agentLoader } from '../../src/transport/remote-scripts.js';
 
 const file = fileURLToPath(AGENT_FILE);
 
@@ -48,13 +48,70 @@ describe('the agent program', () => {
     }
   });
 
-  it('is what a session sends first on its stdin, whole; the command line carries only the bootstrap', () => {
+  it('is what a session sends first on its stdin, whole; the command line carries the loader and what a read needs, in base64', () => {
     const text = readFileSync(file, 'utf8').trimEnd();
     expect(agentSource()).toBe(text);
     expect(agentInput('secret\n')).toBe(`${text}secret\n`);
-    expect(agentCommand(['hello'])).not.toContain('Baton::Files');
-    expect(agentCommand(['hello']).length).toBeLessThan(1024);
-    expect(agentLoader()).toContain(`(${Buffer.byteLength(text)}, "")`);
+    expect(agentLoader()).toContain(`$Baton::WHOLE = ${Buffer.byteLength(text)};`);
+    const core = Buffer.from(agentCore(), 'base64').toString('utf8');
+    expect(agentCore()).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    // Every line where the file has it: the file's own, or blank where the file has a comment or
+    // a line of a part a read never compiles.
+    const lines = text.split('\n');
+    const leftOut = new Set<number>();
+    for (const name of ['writes', 'modes']) {
+      const from = lines.findIndex((l) => l.startsWith(`#>>> ${name}:`));
+      const to = lines.indexOf(`#<<< ${name}`);
+      expect(to).toBeGreaterThan(from);
+      for (let i = from; i <= to; i++) leftOut.add(i);
+    }
+    const coreLines = core.split('\n');
+    expect(coreLines.length).toBe(lines.length);
+    coreLines.forEach((line, i) => {
+      if (line !== lines[i]) {
+        expect(line, `line ${i + 1}`).toBe('');
+        expect(leftOut.has(i) || /^\s*#/.test(lines[i]!), `line ${i + 1}: ${lines[i]}`).toBe(true);
+      }
+    });
+    expect(core).toContain('sub digests');
+    expect(core).toContain('#>>> sha256:');
+    expect(core).not.toContain('sub stage');
+    expect(core).not.toContain('package Baton::Channel');
+    const command = agentCommand(['hello']);
+    expect(command).toContain(agentCore());
+    expect(command).not.toContain('Baton::Files');
+    // A third of the whole program's base64 at most: the login shell scans it at every start.
+    expect(command.length).toBeLessThan(Buffer.from(text).toString('base64').length / 3);
+  });
+
+  it("serve answers the reads its command carries before it reads stdin at all, then the program's whole text and the requests behind it", async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'baton-carried-'));
+    try {
+      writeFileSync(path.join(dir, 'r'), 'receipt\n');
+      const carried = serveRequest(['files', 'texts', path.join(dir, 'r')]) + 'hello\n';
+      const child = spawn('sh', ['-c', agentCommand(['serve', '2', Buffer.from(carried).toString('hex')])]);
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      const saw = async (what: string) => {
+        for (let i = 0; i < 200 && !out.includes(what); i++) await new Promise((r) => setTimeout(r, 25));
+        return out;
+      };
+      // Nothing written to its stdin yet: the two answers come from the command alone.
+      expect(await saw('@baton agent v')).toMatch(
+        new RegExp(
+          `^@baton \\+receipt\n@baton end ok\n@baton agent v${AGENT_PROTOCOL} perl 5\\.\\d+\n@baton end ok\n$`,
+        ),
+      );
+      // A write on stdin behind the program's text: it compiles the part `writes` from that text.
+      child.stdin.write(agentInput(serveRequest(['files', 'stage', path.join(dir, 'a')], 'new\n')));
+      child.stdin.end();
+      const exit = await new Promise<number | null>((r) => child.on('exit', r));
+      expect(exit).toBe(0);
+      expect(out.split('@baton end ok').length - 1).toBe(3);
+      expect(readFileSync(path.join(dir, 'a.next'), 'utf8')).toBe('new');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('compiles, as the loader compiles it (its parts on demand left out), under strict with every warning on', () => {
@@ -62,21 +119,30 @@ describe('the agent program', () => {
     const parts = [...text.matchAll(/^#>>> (\w+):/gm)].map((m) => m[1]);
     expect(parts).toEqual(['sha256', 'writes', 'modes']);
     for (const name of parts) expect(text).toMatch(new RegExp(`^#<<< ${name}$`, 'm'));
-    // The loader's own cut, by perl: what is left out is blank lines, so line numbers stay the file's.
-    const cut = spawnSync(
-      'perl',
-      ['-e', `local $/; my $p = <STDIN>; ${agentLoader().match(/\$p =~ s\/.*?\/gse;/)![0]} print $p`],
-      { input: text, encoding: 'utf8' },
-    ).stdout;
-    expect(cut.split('\n').length).toBe(text.split('\n').length);
-    expect(cut).not.toContain('sub run_command');
-    expect(cut).not.toContain('sub stage');
-    expect(cut).toContain('sub digests');
+    // The loader's own cut, by perl: what is left out is blank lines, so line numbers stay the
+    // file's. The same of the whole text (read from stdin) and of the core (the command's).
+    const core = Buffer.from(agentCore(), 'base64').toString('utf8');
+    const cutOf = (input: string) =>
+      spawnSync(
+        'perl',
+        ['-e', `local $/; my $p = <STDIN>; ${agentLoader().match(/\$p =~ s\/.*?\/gse;/)![0]} print $p`],
+        { input, encoding: 'utf8' },
+      ).stdout;
     const dir = mkdtempSync(path.join(tmpdir(), 'baton-cut-'));
     try {
-      writeFileSync(path.join(dir, 'cut.pl'), cut);
-      const run = spawnSync('perl', ['-W', '-c', path.join(dir, 'cut.pl')], { encoding: 'utf8' });
-      expect(run.stderr.trim()).toBe(`${path.join(dir, 'cut.pl')} syntax OK`);
+      for (const [name, input] of [
+        ['whole', text],
+        ['core', core],
+      ] as const) {
+        const cut = cutOf(input);
+        expect(cut.split('\n').length, name).toBe(input.split('\n').length);
+        expect(cut, name).not.toContain('sub run_command');
+        expect(cut, name).not.toContain('sub stage');
+        expect(cut, name).toContain('sub digests');
+        writeFileSync(path.join(dir, `${name}.pl`), cut);
+        const run = spawnSync('perl', ['-W', '-c', path.join(dir, `${name}.pl`)], { encoding: 'utf8' });
+        expect(run.stderr.trim(), name).toBe(`${path.join(dir, `${name}.pl`)} syntax OK`);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -141,6 +207,16 @@ describe('the agent program', () => {
         expect([texts.status, texts.stdout], name).toEqual([
           0,
           '@baton +text 0\n@baton +text 1\n@baton +text 2\n',
+        ]);
+        // The same read carried in a serve's command (hex: nothing there for a shell to read).
+        const carried = Buffer.from(serveRequest(['files', 'texts', ...paths])).toString('hex');
+        const served = spawnSync(shell, ['-c', agentCommand(['serve', '1', carried])], {
+          encoding: 'utf8',
+          input: agentInput(),
+        });
+        expect([served.status, served.stdout], name).toEqual([
+          0,
+          '@baton +text 0\n@baton +text 1\n@baton +text 2\n@baton end ok\n',
         ]);
         const noPerl = spawnSync(shell, ['-c', agentCommand(['hello'])], {
           encoding: 'utf8',

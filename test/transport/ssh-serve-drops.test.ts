@@ -18,6 +18,7 @@ import { agentInput } from '../../src/transport/remote-scripts.js';
 import { sshConnectionShare } from '../../src/transport/ssh-connection-share.js';
 import { sshTransport, type SshTransportOptions } from '../../src/transport/ssh-transport.js';
 import { serveSessions } from '../../src/transport/ssh-serve.js';
+import { agentCommandParts } from '../helpers/agent-command.js';
 import { makeTempDir } from '../helpers/fs-snapshot.js';
 import { ifSet } from '../helpers/if-set.js';
 import { describeWithPart } from '../helpers/real-part.js';
@@ -44,8 +45,8 @@ function ownSsh(needle: string): number[] {
 }
 
 /**
- * A starter that records each long-lived session's mode and every request written to it, and
- * kills the session's ssh -9 when baton writes a request that `killOn` picks: for baton, that
+ * A starter that records each long-lived session's mode and every request its command carries or
+ * that is written to it, and kills the session's ssh -9 when baton sends a request that `killOn` picks: for baton, that
  * request was sent and never answered. The kill waits until the session's own ssh shows in /proc
  * (a process that has not exec'd yet, or an earlier test's session still exiting, must not be
  * the one killed). The request itself is NOT passed on: on a shared connection the MASTER reads a
@@ -58,10 +59,17 @@ function recordingStart(killOn: (request: string) => boolean) {
   const requests: string[] = [];
   const start: StartFn = (file, args, options) => {
     const command = args[args.length - 1] ?? '';
-    const mode = /' -- '([^']*)'/.exec(command)?.[1] ?? '?';
-    sessions.push(mode);
+    const parts = agentCommandParts(command);
+    sessions.push(parts.mode);
+    // The reads its command carries are asked as it starts: one picked, the session starts
+    // without them (they never reach the machine) and its ssh is killed.
+    let kill = false;
+    for (const request of parts.carried) {
+      requests.push(request.split('\n')[0]!);
+      if (killOn(request)) kill = true;
+    }
     const before = new Set(ownSsh("'serve'"));
-    const live = startProcess(file, args, options);
+    const live = startProcess(file, kill ? [...args.slice(0, -1), parts.withoutCarried] : args, options);
     const ownPid = async () => {
       for (let i = 0; i < 500; i++) {
         const mine = ownSsh("'serve'").filter((pid) => !before.has(pid));
@@ -70,6 +78,7 @@ function recordingStart(killOn: (request: string) => boolean) {
       }
       throw new Error("the session's ssh never showed in /proc");
     };
+    if (kill) void ownPid().then((pid) => process.kill(pid, 'SIGKILL'));
     return {
       ...live,
       write: (text) => {

@@ -14,17 +14,20 @@ type Exit = Awaited<LiveProcess['exited']>;
 /** Sessions started by the server, each scripted by the test: what was written, a way to answer and to end it. */
 function scripted(options: { spare?: () => boolean } = {}) {
   const sessions: {
+    /** What its command carried: the first reads, answered before its stdin is read. */
+    carried: string;
     writes: string[];
     stopped: AbortSignal;
     ended: boolean;
     say: (line: string) => void;
     exit: (result: Partial<Exit>) => void;
   }[] = [];
-  const serve = sshServe((onLine, signal) => {
+  const serve = sshServe((onLine, signal, carried) => {
     if (options.spare && !options.spare()) return undefined;
     let exit: (result: Exit) => void = () => undefined;
     const exited = new Promise<Exit>((resolve) => (exit = resolve));
     const session = {
+      carried,
       writes: [] as string[],
       stopped: signal,
       ended: false,
@@ -43,6 +46,8 @@ function scripted(options: { spare?: () => boolean } = {}) {
 }
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
+/** The end of the turn: a session the turn's calls wait for has started. */
+const turn = () => new Promise((r) => setImmediate(r));
 
 function call(
   args: string[],
@@ -68,10 +73,16 @@ describe('the ssh agent session', () => {
     onSent(signal, () => (sentAt = sessions[0]?.writes.length ?? -1));
     const first = serve.call(call(['files', 'digests', '/m/a'], signal));
     const second = serve.call(call(['files', 'stage', '/m/a'], undefined, undefined, 'secret\n'));
+    // Nothing starts before the turn ends: its calls go out together.
+    expect(sessions).toHaveLength(0);
+    expect(sentAt).toBe(-1);
+    await turn();
     // Armed with the session open, right as its request goes out (nothing written before it).
     expect(sentAt).toBe(0);
     expect(sessions).toHaveLength(1);
-    expect(sessions[0]!.writes).toEqual(['files digests 1 0\n/m/a\n', 'files stage 1 1\n/m/a\nsecret\n']);
+    // The read rides in the command; the stage, with its secret, only ever goes on stdin.
+    expect(sessions[0]!.carried).toBe('files digests 1 0\n/m/a\n');
+    expect(sessions[0]!.writes).toEqual(['files stage 1 1\n/m/a\nsecret\n']);
     sessions[0]!.say('@baton x');
     sessions[0]!.say('@baton end ok');
     sessions[0]!.say('@baton end err could not write /m/a.next.tmp.1: No space left on device');
@@ -81,14 +92,72 @@ describe('the ssh agent session', () => {
     });
   });
 
+  it("the reads asked in the session's opening turn ride in its command, in order, up to the first call that is not a read; later calls go on its stdin", async () => {
+    const { serve, sessions } = scripted();
+    const digests = serve.call(call(['files', 'digests', '/m/a', '/m/b']));
+    const texts = serve.call(call(['files', 'texts', '/m/r']));
+    const stage = serve.call(call(['files', 'stage', '/m/a'], undefined, undefined, 'secret\n'));
+    const after = serve.call(call(['files', 'digests', '/m/c']));
+    await turn();
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]!.carried).toBe('files digests 2 0\n/m/a\n/m/b\nfiles texts 1 0\n/m/r\n');
+    // A read behind the stage follows it on stdin: the agent answers what its command carried first.
+    expect(sessions[0]!.writes).toEqual(['files stage 1 1\n/m/a\nsecret\n', 'files digests 1 0\n/m/c\n']);
+    const later = serve.call(call(['files', 'digests', '/m/d']));
+    expect(sessions[0]!.writes.at(-1)).toBe('files digests 1 0\n/m/d\n');
+    for (const word of ['1', '2', '3', '4', '5']) {
+      sessions[0]!.say(`@baton ${word}`);
+      sessions[0]!.say('@baton end ok');
+    }
+    expect(await Promise.all([digests, texts, stage, after, later])).toEqual(
+      ['1', '2', '3', '4', '5'].map((word) => `@baton ${word}\n`),
+    );
+    // One session for all of them.
+    expect(sessions).toHaveLength(1);
+  });
+
+  it('a call cancelled before its turn ended is never sent; the turn starts its session with the others', async () => {
+    const { serve, sessions } = scripted();
+    const cancel = new AbortController();
+    const dropped = serve.call(call(['files', 'digests', '/m/a'], cancel.signal));
+    const kept = serve.call(call(['files', 'digests', '/m/b']));
+    cancel.abort(new Error('cancelled'));
+    await expect(dropped).rejects.toBeInstanceOf(TransportError);
+    await turn();
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]!.carried).toBe('files digests 1 0\n/m/b\n');
+    expect(sessions[0]!.writes).toEqual([]);
+    sessions[0]!.say('@baton end ok');
+    expect(await kept).toBe('');
+  });
+
+  it("reads past the command's bound go on stdin, in order behind the ones it carries", async () => {
+    const { serve, sessions } = scripted();
+    const many = (from: number) => Array.from({ length: 100 }, (_, i) => `/m/${'x'.repeat(90)}/${from + i}`);
+    const first = serve.call(call(['files', 'digests', ...many(0)]));
+    const second = serve.call(call(['files', 'digests', ...many(100)]));
+    const third = serve.call(call(['files', 'digests', ...many(200)]));
+    await turn();
+    expect(Buffer.byteLength(sessions[0]!.carried)).toBeLessThanOrEqual(16 * 1024);
+    expect(sessions[0]!.carried).toContain('/0\n');
+    expect(sessions[0]!.carried.split('files digests').length - 1).toBe(1);
+    expect(sessions[0]!.writes).toHaveLength(2);
+    expect(sessions[0]!.writes[0]).toContain('/100\n');
+    expect(sessions[0]!.writes[1]).toContain('/200\n');
+    for (let i = 0; i < 3; i++) sessions[0]!.say('@baton end ok');
+    expect(await Promise.all([first, second, third])).toEqual(['', '', '']);
+  });
+
   it('a call whose bound runs out retires its session (stopped once nothing else is awaited); the next call gets a fresh one', async () => {
     const { serve, sessions } = scripted();
     const bound = new AbortController();
     const stalled = serve.call(call(['files', 'digests', '/m/a'], bound.signal));
+    await turn();
     bound.abort(Object.assign(new Error('no answer within 15 s'), { name: 'NoAnswer' }));
     await expect(stalled).rejects.toBeInstanceOf(TransportError);
     expect(sessions[0]!.stopped.aborted).toBe(true);
     const next = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     expect(sessions).toHaveLength(2);
     sessions[1]!.say('@baton end ok');
     expect(await next).toBe('');
@@ -97,8 +166,11 @@ describe('the ssh agent session', () => {
   it('calls an agent that idled out had not read go to the next session', async () => {
     const { serve, sessions } = scripted();
     const asked = serve.call(call(['files', 'stage', '/m/a'], undefined, undefined, 'secret\n'));
+    await turn();
+    expect(sessions[0]!.carried).toBe('');
     sessions[0]!.exit({ exitCode: 0 });
     await tick();
+    await turn();
     expect(sessions).toHaveLength(2);
     expect(sessions[1]!.writes).toEqual(['files stage 1 1\n/m/a\nsecret\n']);
     sessions[1]!.say('@baton 00');
@@ -111,6 +183,7 @@ describe('the ssh agent session', () => {
     const asked = serve.call(
       call(['files', 'stage', '/m/a'], undefined, () => Promise.resolve('@baton 11\n'), 'secret\n'),
     );
+    await turn();
     sessions[0]!.exit({
       exitCode: 255,
       stderr: 'kex_exchange_identification: read: Connection reset by peer\n',
@@ -122,6 +195,7 @@ describe('the ssh agent session', () => {
   it('a session whose ssh failed before it said anything fails a read at once in the one-shot words, not asked again', async () => {
     const { serve, sessions } = scripted();
     const read = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     sessions[0]!.exit({
       exitCode: 255,
       stderr: 'ssh: connect to host 10.0.0.9 port 22: Connection timed out\n',
@@ -139,9 +213,12 @@ describe('the ssh agent session', () => {
   it('a session dropped after it answered fails a write in the one-shot words (ssh failed, unreachable) and never sends it again', async () => {
     const { serve, sessions } = scripted();
     const read = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     sessions[0]!.say('@baton end ok');
     await read;
     const write = serve.call(call(['files', 'stage', '/m/a'], undefined, undefined, 'secret\n'));
+    // The running session takes it on its stdin at once.
+    expect(sessions[0]!.writes).toEqual(['files stage 1 1\n/m/a\nsecret\n']);
     sessions[0]!.exit({ exitCode: 255, stderr: 'Connection to 127.0.0.1 closed by remote host.\n' });
     const failed = await write.catch((e: unknown) => e);
     expect(failed).toBeInstanceOf(TransportError);
@@ -163,6 +240,7 @@ describe('the ssh agent session', () => {
   it('the rename channel takes over an idle session only: its lines go to the channel from then on', async () => {
     const { serve, sessions } = scripted();
     const busy = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     expect(serve.adopt(() => undefined, new AbortController().signal)).toBeUndefined();
     sessions[0]!.say('@baton end ok');
     await busy;
@@ -175,6 +253,7 @@ describe('the ssh agent session', () => {
     expect(lines).toEqual(['@baton ready 1700000000000000000 relay v2']);
     // The next file operation gets a session of its own.
     void serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     expect(sessions).toHaveLength(2);
     life.abort(new Error('done'));
     expect(sessions[0]!.stopped.aborted).toBe(true);
@@ -185,6 +264,7 @@ describe('the ssh agent session', () => {
     const sessionsOfCommand = serveSessions();
     sessionsOfCommand.add(serve);
     const read = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     sessions[0]!.say('@baton end ok');
     expect(await read).toBe('');
     let closed = false;
@@ -197,6 +277,7 @@ describe('the ssh agent session', () => {
     await closing;
     expect(closed).toBe(true);
     const again = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     expect(sessions).toHaveLength(2);
     sessions[1]!.say('@baton end ok');
     expect(await again).toBe('');
@@ -207,6 +288,7 @@ describe('the ssh agent session', () => {
     const sessionsOfCommand = serveSessions();
     sessionsOfCommand.add(serve);
     const read = serve.call(call(['files', 'digests', '/m/a']));
+    await turn();
     sessions[0]!.say('@baton end ok');
     await read;
     await sessionsOfCommand.close(50);

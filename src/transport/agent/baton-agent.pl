@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # baton-agent: the machine side of baton's mesh, the ONE program that does every file operation
-# on a holder (docs/agent-protocol.md). baton sends this file with each session (first on its
-# stdin, read by the bootstrap's loader; the local transport: the same, to a perl on this host),
+# on a holder (docs/agent-protocol.md). baton sends this file with each session (what a read
+# needs in its command, the whole text first on its stdin; the local transport: the same, to a
+# perl on this host),
 # so the machine never runs another version of it. Perl 5 with only the modules of perl-base:
 # perl-base is Essential on Debian and Ubuntu, so a holder needs nothing installed
 # (docs/architecture.md, "The machine side").
@@ -18,12 +19,13 @@
 #
 # --root: the directory that plays the machine's root (the local transport): every path given
 # is under it, and no lock is looked for above it. Over ssh there is none: the root is /.
-# (`agent`: `perl -e <loader> --`, below, or `perl baton-agent.pl`.)
+# (`agent`: `perl -e <loader> -- <core>`, below, or `perl baton-agent.pl`.)
 # stdin is read on fd 3 (the command's `3<&0`: perl's own stdin carried this program). Answers
 # are lines starting `@baton `, so a login shell's banner is never taken for one.
 #
-# How it is started (src/transport/remote-scripts.ts agentLoader): a few lines of `perl -e` read
-# this text from stdin, its length known, and compile it without its parts between a
+# How it is started (src/transport/remote-scripts.ts agentLoader): a few lines of `perl -e` decode
+# this text from the command (base64, without the parts `writes` and `modes`: Baton::whole reads
+# the whole text from stdin when one of them is needed), and compile it without its parts between a
 # `#>>> <name>:` line and its `#<<< <name>` (blank lines left in their place), each compiled by
 # Baton::later('<name>') only in a mode that uses it: most starts are digest reads, and
 # compiling the rest cost ~3 ms of each. So a part holds only what the modes that call later for
@@ -65,17 +67,34 @@ our $PROTOCOL = 2;
   sub beside { return dirof($_[0]) . '/.' . baseof($_[0]) . $_[1]; }
   sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
   # The text the loader compiled this program from, leaving out its parts between a `#>>> <name>`
-  # line and its `#<<< <name>`; undef when perl read it as a file, whole. later(<name>) compiles
-  # that part, once: a start that needs none of it does not pay for its compiling.
-  our $TEXT;
-  my %compiled;
+  # line and its `#<<< <name>`; undef when perl read it as a file, whole. The command carries the
+  # program without its parts `writes` and `modes` (what a read needs); the whole text follows on
+  # stdin, $WHOLE bytes, read by whole() before any input. later(<name>) compiles a part, once: a
+  # start that needs none of it does not pay for its compiling.
+  our ($TEXT, $WHOLE);
+  my (%compiled, $whole);
   sub later {
     my ($name) = @_;
     return if !defined $TEXT || $compiled{$name}++;
-    my ($part) = $TEXT =~ /\n(#>>> \Q$name\E:.*?\n#<<< \Q$name\E\n)/s or fail("baton-agent: no part $name");
+    my $find = qr/\n(#>>> \Q$name\E:.*?\n#<<< \Q$name\E\n)/s;
+    $TEXT =~ $find or (whole() && $TEXT =~ $find) or fail("baton-agent: no part $name");
+    my $part = $1;
     # Its own line numbers in a warning or an error, as in the file.
     my $line = 1 + (substr($TEXT, 0, $-[1]) =~ tr/\n//);
     eval "#line $line \"baton-agent\"\n$part\n1;" or die $@;
+  }
+  # The program's whole text, first on stdin (an ssh session's stdin is also fd 3: what follows
+  # it is the operation's input, so it is read before any). Exactly its bytes, unbuffered (binmode
+  # first: a holder's PERL_UNICODE would make stdin a :utf8 handle, which sysread refuses); a
+  # text that arrived short is refused rather than any part of it compiled. 1 once it is read.
+  sub whole {
+    return 1 if !defined $WHOLE || $whole++;
+    binmode STDIN;
+    my $p = '';
+    # Short, the session is broken whatever mode runs: exit, even in serve.
+    while (length $p < $WHOLE) { sysread(STDIN, $p, $WHOLE - length $p, length $p) or do { print STDERR "\@baton err baton-agent: the program arrived short\n"; exit 3 }; }
+    $TEXT = $p;
+    return 1;
   }
   # An operation's input: fd 3, or in `serve` the lines that came with its request.
   our $INPUT;
@@ -226,19 +245,19 @@ our $PROTOCOL = 2;
   # controller starts another when asked. Over ssh the session is one per machine per command:
   # the request `channel` makes it the rename channel (Baton::Channel) from then on, so a
   # consumer's reads, its stage and its renames cost one process on each side.
+  # `serve <seconds> <hex>`: requests the command itself carries (reads, no input), answered
+  # before stdin is read at all. sshd lets a session's stdin through only one round trip after
+  # it ran the command, so the first reads' answers do not wait for it (docs/agent-protocol.md).
   my $IDLE = 2;
   sub serve {
-    my ($idle) = @_;
+    my ($idle, $asked) = @_;
     $idle = $IDLE unless defined $idle && $idle =~ /^\d+$/ && $idle > 0;
     umask 077;
     $| = 1;
     $Baton::SERVING = 1;
     my $in = Baton::input();
-    my $buf = '';
+    my $buf = defined $asked && $asked =~ /\A(?:[0-9a-f]{2})+\z/ ? pack('H*', $asked) : '';
     while (1) {
-      my $rin = ''; vec($rin, 3, 1) = 1;
-      exit 0 unless select(my $rout = $rin, undef, undef, $idle) > 0;
-      exit 0 unless sysread($in, $buf, 65536, length $buf);
       while (1) {
         my $nl = index($buf, "\n"); last if $nl < 0;
         # `hello` too: a machine's resolve costs no perl start either.
@@ -267,6 +286,11 @@ our $PROTOCOL = 2;
         if (defined $out) { print $out, "\@baton end ok\n"; }
         else { chomp $why; $why =~ tr/\n/ /; print "\@baton end err $why\n"; }
       }
+      # The program's whole text comes first on stdin: read once, before the first request there.
+      Baton::whole();
+      my $rin = ''; vec($rin, 3, 1) = 1;
+      exit 0 unless select(my $rout = $rin, undef, undef, $idle) > 0;
+      exit 0 unless sysread($in, $buf, 65536, length $buf);
     }
   }
 
@@ -955,6 +979,9 @@ if (@args >= 2 && $args[0] eq '--root') {
   $Baton::ROOT = Baton::rootof($root) // Baton::fail("the machine's root $root is not a directory");
 }
 my $mode = shift(@args) // '';
+# Every mode but serve (which answers the reads its command carries first) takes the program's
+# whole text off stdin before anything else reads it.
+Baton::whole() unless $mode eq 'serve';
 Baton::later('modes') if $mode =~ /^(?:watch|channel|lock|run|prepared)$/;
 if ($mode eq 'files') { Baton::Files::main(@args); }
 elsif ($mode eq 'watch') { Baton::Watch::main(@args); }

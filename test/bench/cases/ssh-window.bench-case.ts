@@ -9,6 +9,8 @@
  *   provisioner: the local machines' root is `/` and their mesh_dir the same directories).
  * - `mesh status` and a provider-wide rotation over 20 machines, each its own sshd port (its
  *   own connection; two sshd of 10 ports) behind the same relay, each its own mesh_dir.
+ * BATON_BENCH_STATUS_AB=<another build's bin/baton.js>: `mesh status` over the 20 runs 8 turns
+ * of both builds, in turns (alternating which goes first), and the figure compares them.
  * BATON_BENCH_BEFORE_READS=1 (with BATON_BENCH_BIN): a build from before the inventory's `reads:`
  * (round 6's b4ed335: issue 43's "before", docs/benchmarks.md round 14) gets inventories without it.
  */
@@ -115,15 +117,22 @@ export const sshWindowCase: BenchCase = {
       const wide = inventory('wide.yaml', 'ssh', names);
       const state = path.join(root, 'state');
       // A failed command says why in its own last lines (the error alone names only the argv).
-      const baton = (...args: string[]) =>
-        run(process.execPath, [BIN, '--state-dir', state, ...args], {
-          cwd: root,
-          env: { ...process.env, NO_COLOR: '1' },
-          maxBuffer: 16 * 1024 * 1024,
-        }).catch((error: Error & { stdout?: string; stderr?: string }) => {
-          const said = `${error.stdout ?? ''}${error.stderr ?? ''}`.trim().split('\n').slice(-8).join(' | ');
-          throw Object.assign(new Error(`${error.message.split('\n')[0]!}: ${said}`), error);
-        });
+      const batonOf =
+        (bin: string) =>
+        (...args: string[]) =>
+          run(process.execPath, [bin, '--state-dir', state, ...args], {
+            cwd: root,
+            env: { ...process.env, NO_COLOR: '1' },
+            maxBuffer: 16 * 1024 * 1024,
+          }).catch((error: Error & { stdout?: string; stderr?: string }) => {
+            const said = `${error.stdout ?? ''}${error.stderr ?? ''}`
+              .trim()
+              .split('\n')
+              .slice(-8)
+              .join(' | ');
+            throw Object.assign(new Error(`${error.message.split('\n')[0]!}: ${said}`), error);
+          });
+      const baton = batonOf(BIN);
 
       // The provisioner's superuser, seeded into the mesh (`baton mesh seed`), and the provisioner watching db1.
       provisioner = await seedAndWatch(pg, {
@@ -254,20 +263,29 @@ export const sshWindowCase: BenchCase = {
       const fleetPart = await (async () => {
         ctx.log(`ssh-window: mesh status over ${MACHINES} machines`);
         const statusMs: number[] = [];
-        for (let i = 0; i < 3; i++) {
-          const started = performance.now();
-          await baton('mesh', 'status', '--inventory', wide).catch(
-            (error: { code?: number; stdout?: string; stderr?: string }) => {
-              // Exit 3 (pending, or never rotated) is an answer; anything else is not — and says
-              // why in its own last lines (a machine unreachable under load), kept in the error.
-              if (error.code !== 3)
-                throw new Error(
-                  `mesh status over ${MACHINES} machines exited ${error.code}: ${`${error.stdout ?? ''}${error.stderr ?? ''}`.trim().split('\n').slice(-6).join(' | ')}`,
-                );
-            },
+        const otherMs: number[] = [];
+        const other = process.env['BATON_BENCH_STATUS_AB'];
+        const turns = (i: number) =>
+          other === undefined ? [BIN] : i % 2 === 0 ? [BIN, other] : [other, BIN];
+        for (let i = 0; i < (other === undefined ? 3 : 8); i++)
+          for (const bin of turns(i)) {
+            const started = performance.now();
+            await batonOf(bin)('mesh', 'status', '--inventory', wide).catch(
+              (error: { code?: number; stdout?: string; stderr?: string }) => {
+                // Exit 3 (pending, or never rotated) is an answer; anything else is not — and says
+                // why in its own last lines (a machine unreachable under load), kept in the error.
+                if (error.code !== 3)
+                  throw new Error(
+                    `mesh status over ${MACHINES} machines exited ${error.code}: ${`${error.stdout ?? ''}${error.stderr ?? ''}`.trim().split('\n').slice(-6).join(' | ')}`,
+                  );
+              },
+            );
+            (bin === BIN ? statusMs : otherMs).push(performance.now() - started);
+          }
+        if (other !== undefined)
+          ctx.log(
+            `ssh-window: mesh status A/B: this build ${statusMs.map((x) => x.toFixed(0)).join(',')}; ${other} ${otherMs.map((x) => x.toFixed(0)).join(',')}`,
           );
-          statusMs.push(performance.now() - started);
-        }
         ctx.log(`ssh-window: a provider-wide rotation over ${MACHINES} machines`);
         const started = performance.now();
         const { stdout } = await baton(
@@ -287,7 +305,7 @@ export const sshWindowCase: BenchCase = {
           throw new Error(
             `the provider-wide rotation applied ${wideWindows.length} of ${MACHINES} pairs: ${stdout}`,
           );
-        return { statusMs, wideMs, wideWindows };
+        return { statusMs, otherMs, wideMs, wideWindows };
       })().catch((error: unknown) => ({
         failed: error instanceof Error ? error.message.split('\n')[0]! : String(error),
       }));
@@ -301,19 +319,30 @@ export const sshWindowCase: BenchCase = {
       const protocolTrips = (login: boolean, armed: boolean) => (login ? 2 + (armed ? 0 : 1) : 1) - 1;
       const fleetFigures = (): Figure[] => {
         if ('failed' in fleetPart) return [];
-        const { statusMs, wideMs, wideWindows } = fleetPart;
+        const { statusMs, otherMs, wideMs, wideWindows } = fleetPart;
         const st = summarize(statusMs);
+        const other = otherMs.length > 0 ? summarize(otherMs) : undefined;
         const w = summarize(wideWindows);
         return [
           figure({
             id: 'mesh.status-ssh-20',
-            title: `mesh status over ${MACHINES} ssh machines at ${2 * ONE_WAY_MS} ms RTT (median of 3, whole CLI)`,
+            title: `mesh status over ${MACHINES} ssh machines at ${2 * ONE_WAY_MS} ms RTT (median of ${statusMs.length}, whole CLI)`,
             measured: {
               label: `baton mesh status, ${MACHINES} machines, ${MACHINES} pairs`,
               value: st.median,
               unit: 'ms',
               summary: st,
             },
+            ...(other
+              ? {
+                  baseline: {
+                    label: `the build BATON_BENCH_STATUS_AB names, in turns (median of ${otherMs.length})`,
+                    value: other.median,
+                    unit: 'ms',
+                    summary: other,
+                  },
+                }
+              : {}),
             goal: { kind: 'none' },
             notes: [`each machine its own sshd port and connection; ${rtt}`],
           }),

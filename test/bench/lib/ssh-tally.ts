@@ -13,7 +13,7 @@ const SHIM = (realSsh: string, log: string) => String.raw`#!/usr/bin/perl
 my @a = @ARGV; my ($host, $cmd, $what) = ('?', '', '?');
 for my $i (0 .. $#a) { if ($a[$i] eq '--') { $host = $a[$i + 1] // '?'; $cmd = $a[$i + 2] // ''; last; } }
 if (grep { $_ eq '-O' } @a) { $what = 'ssh -O'; }
-elsif ($cmd =~ /' -- '([^']*)'(?: '([^']*)')?/) { $what = $1 eq 'files' ? "files $2" : $1; }
+elsif ($cmd =~ /'--' '[^']*' '([^']*)'(?: '([^']*)')?/) { $what = $1 eq 'files' ? "files $2" : $1; }
 elsif ($cmd ne '') { $what = 'other'; }
 if (open(my $fh, '>>', '${log}')) { syswrite($fh, "$host $what\n"); close $fh; }
 exec { '${realSsh}' } 'ssh', @ARGV or die "exec ${realSsh}: $!\n";
