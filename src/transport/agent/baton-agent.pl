@@ -24,12 +24,12 @@
 # are lines starting `@baton `, so a login shell's banner is never taken for one.
 #
 # How it is started (src/transport/remote-scripts.ts agentLoader): a few lines of `perl -e` decode
-# this text from the command (base64, without the parts `writes` and `modes`: Baton::whole reads
-# the whole text from stdin when one of them is needed), and compile it without its parts between a
-# `#>>> <name>:` line and its `#<<< <name>` (blank lines left in their place), each compiled by
-# Baton::later('<name>') only in a mode that uses it: most starts are digest reads, and
-# compiling the rest cost ~3 ms of each. So a part holds only what the modes that call later for
-# it use, and the core calls into one only after later for it. Run as a file (`perl -c`,
+# this text from the command (base64, without the parts `writes` and `modes` and its comment
+# lines: Baton::whole reads the whole text from stdin when a part is needed), and compile it
+# without its parts between a `#>>> <name>:` line and its `#<<< <name>` (blank lines left in their
+# place), each compiled by Baton::later('<name>') only in a mode that uses it: most starts are
+# digest reads, and compiling the rest cost ~3 ms of each. So a part holds only what the modes
+# that call later for it use, and the core calls into one only after later for it. Run as a file (`perl -c`,
 # `perl baton-agent.pl`) it is compiled whole and later does nothing.
 # `use strict` without loading strict.pm (~0.45 ms of every start): the three bits it sets,
 # refs 0x2, subs 0x200 and vars 0x400 (strict.pm's %bitmask), so an undeclared variable, a
@@ -68,8 +68,8 @@ our $PROTOCOL = 2;
   sub firstline { open(my $fh, '<', $_[0]) or return undef; my $l = <$fh>; $l = '' unless defined $l; chomp $l; return $l; }
   # The text the loader compiled this program from, leaving out its parts between a `#>>> <name>`
   # line and its `#<<< <name>`; undef when perl read it as a file, whole. The command carries the
-  # program without its parts `writes` and `modes` (what a read needs); the whole text follows on
-  # stdin, $WHOLE bytes, read by whole() before any input. later(<name>) compiles a part, once: a
+  # program without its parts `writes` and `modes` (what a read needs) and its comment lines; the
+  # whole text follows on stdin, $WHOLE bytes, read by whole() before any input. later(<name>) compiles a part, once: a
   # start that needs none of it does not pay for its compiling.
   our ($TEXT, $WHOLE);
   my (%compiled, $whole);
