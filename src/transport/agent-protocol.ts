@@ -258,6 +258,19 @@ export function serveRequest(args: readonly string[], input = '', root?: string)
   return `files ${op} ${paths.length} ${lines}${at}\n${paths.map((p) => `${p}\n`).join('')}${lines > 0 ? input.replace(/\n?$/, '\n') : ''}`;
 }
 
+/**
+ * The arguments of the mode `serve` (docs/agent-protocol.md, "Mode serve"): its idle seconds,
+ * then the requests its command carries, in hex (a path may hold any byte, and hex holds none a
+ * login shell reads), answered before the agent reads its stdin at all.
+ */
+export function serveArgs(idleSeconds: number, carried = ''): string[] {
+  return [
+    'serve',
+    String(idleSeconds),
+    ...(carried === '' ? [] : [Buffer.from(carried, 'utf8').toString('hex')]),
+  ];
+}
+
 /** One line of a `serve` answer: the end of a request (ok, or its reason), or one of its answer lines. */
 export type ServeLine = { kind: 'ok' } | { kind: 'err'; why: string } | { kind: 'line'; line: string };
 

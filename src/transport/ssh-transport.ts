@@ -8,7 +8,7 @@
  * (ssh-connection-share.ts) every operation of one command rides the machine's one connection.
  */
 import type { SshTarget } from '../mesh/inventory.js';
-import { NO_PERL } from './agent-protocol.js';
+import { NO_PERL, serveArgs } from './agent-protocol.js';
 import { agentOperations, type AgentHost } from './agent-operations.js';
 import { failedSession, lastLine, machineReason, openRenameChannel } from './agent-channel.js';
 import { agentSource } from './agent-program.js';
@@ -199,13 +199,8 @@ export function sshTransport(
     return child;
   };
   // The program as it is when the session starts (the contract's version case swaps it); the
-  // first reads ride in the command, hex (ssh-serve.ts).
-  const serveArgs = (carried: string) =>
-    agentCommand([
-      'serve',
-      String(SERVE_IDLE_SECONDS),
-      ...(carried === '' ? [] : [Buffer.from(carried, 'utf8').toString('hex')]),
-    ]);
+  // first reads ride in the command (ssh-serve.ts).
+  const serveCommand = (carried: string) => agentCommand(serveArgs(SERVE_IDLE_SECONDS, carried));
   // With a connection share, the file operations are requests on the connection's one agent
   // session (ssh-serve.ts) while a place on it can be spared; with the command's sessions, on
   // this machine's one session over a connection of its own; otherwise each is an ssh of its own.
@@ -220,7 +215,7 @@ export function sshTransport(
         if (gate && !held && !opening) return undefined;
         const starting = opening ? connectionStart() : undefined;
         let heard = false;
-        const child = startAgent([...sshArgs(target, options.share), serveArgs(carried)], {
+        const child = startAgent([...sshArgs(target, options.share), serveCommand(carried)], {
           onLine: (line) => {
             if (!heard) {
               heard = true;
@@ -242,7 +237,7 @@ export function sshTransport(
       ? ownServe(options.sessions, (onLine, signal, carried) => {
           // Until it answers, one of baton's connection starts (the words for a refusal count them).
           const starting = connectionStart();
-          const child = startAgent([...sshArgs(target), serveArgs(carried)], {
+          const child = startAgent([...sshArgs(target), serveCommand(carried)], {
             onLine: (line) => {
               starting.end();
               onLine(line);

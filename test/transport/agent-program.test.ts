@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AGENT_FILE, agentSource } from '../../src/transport/agent-program.js';
-import { AGENT_PROTOCOL, serveRequest } from '../../src/transport/agent-protocol.js';
+import { AGENT_PROTOCOL, serveArgs, serveRequest } from '../../src/transport/agent-protocol.js';
 import { agentCommand, agentCore, agentInput, agentLoader } from '../../src/transport/remote-scripts.js';
 
 const file = fileURLToPath(AGENT_FILE);
@@ -89,7 +89,7 @@ describe('the agent program', () => {
     try {
       writeFileSync(path.join(dir, 'r'), 'receipt\n');
       const carried = serveRequest(['files', 'texts', path.join(dir, 'r')]) + 'hello\n';
-      const child = spawn('sh', ['-c', agentCommand(['serve', '2', Buffer.from(carried).toString('hex')])]);
+      const child = spawn('sh', ['-c', agentCommand(serveArgs(2, carried))]);
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
       const saw = async (what: string) => {
@@ -209,8 +209,8 @@ describe('the agent program', () => {
           '@baton +text 0\n@baton +text 1\n@baton +text 2\n',
         ]);
         // The same read carried in a serve's command (hex: nothing there for a shell to read).
-        const carried = Buffer.from(serveRequest(['files', 'texts', ...paths])).toString('hex');
-        const served = spawnSync(shell, ['-c', agentCommand(['serve', '1', carried])], {
+        const carried = serveRequest(['files', 'texts', ...paths]);
+        const served = spawnSync(shell, ['-c', agentCommand(serveArgs(1, carried))], {
           encoding: 'utf8',
           input: agentInput(),
         });

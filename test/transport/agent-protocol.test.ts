@@ -23,6 +23,7 @@ import {
   decodeDigests,
   decodeWatchAnswer,
   nsToMs,
+  serveArgs,
   serveRequest,
 } from '../../src/transport/agent-protocol.js';
 import type { LiveProcess } from '../../src/transport/run-process.js';
@@ -51,6 +52,14 @@ describe('requests', () => {
 
 describe('serve requests', () => {
   it('name the op, its paths and input lines; a machine root (the local agent for every root) goes in hex', () => {
+    // What a serve's command carries: its requests in hex, after its idle seconds; none, nothing.
+    expect(serveArgs(90)).toEqual(['serve', '90']);
+    expect(serveArgs(90, 'hello\nfiles texts 1 0\n/é x\n')).toEqual([
+      'serve',
+      '90',
+      Buffer.from('hello\nfiles texts 1 0\n/é x\n', 'utf8').toString('hex'),
+    ]);
+    expect(serveArgs(90, 'hello\n')[2]).toMatch(/^[0-9a-f]+$/);
     expect(serveRequest(['hello'])).toBe('hello\n');
     expect(serveRequest(['files', 'digests', '/a', '/b'])).toBe('files digests 2 0\n/a\n/b\n');
     expect(serveRequest(['files', 'stage', '/a'], 'secret')).toBe('files stage 1 1\n/a\nsecret\n');
